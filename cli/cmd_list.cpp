@@ -1,0 +1,42 @@
+// ztune list clusters|models: the catalog, one line each with its headline figures.
+#include <cstdio>
+#include <memory>
+
+#include "command.hpp"
+#include "ztune/model/catalog.hpp"
+#include "ztune/model/cluster.hpp"
+#include "ztune/model/input_error.hpp"
+#include "ztune/model/transformer.hpp"
+
+namespace ztune::cli {
+
+Command add_list(CLI::App& root) {
+  auto what = std::make_shared<std::string>();
+  auto* app = root.add_subcommand("list", "List the catalog: clusters or models");
+  app->add_option("what", *what, "clusters or models")->required()->check(CLI::IsMember({"clusters", "models"}));
+  return {app, [what]() {
+            if (*what == "clusters") {
+              std::printf("%-18s %6s %5s %-22s %8s %10s  %s\n", "name", "nodes", "gpus", "gpu", "mem GB", "TFLOP/s16",
+                          "inter-node");
+              for (const auto& n : catalog_names("clusters")) {
+                Cluster c = load_cluster(n);
+                double peak = std::max(c.node.gpu.peak_tflops_bf16, c.node.gpu.peak_tflops_fp16);
+                std::printf("%-18s %6d %5d %-22s %8.0f %10.1f  %d× %.1f GB/s %s\n", n.c_str(), c.nodes,
+                            c.total_gpus(), c.node.gpu.name.c_str(), c.node.gpu.memory_gb, peak,
+                            c.inter_node.nics_per_node, c.inter_node.bandwidth_gbps, c.inter_node.name.c_str());
+              }
+            } else {
+              std::printf("%-16s %10s %7s %7s %6s %7s %6s  %s\n", "name", "params", "layers", "hidden", "heads",
+                          "vocab", "seq", "activation");
+              for (const auto& n : catalog_names("models")) {
+                Transformer t = load_transformer(n);
+                std::printf("%-16s %9.2fB %7d %7d %6d %7d %6d  %s\n", n.c_str(), t.total_params() / 1e9, t.layers,
+                            t.hidden, t.heads, t.vocab, t.seq_len,
+                            t.activation == Activation::gelu ? "gelu" : "swiglu");
+              }
+            }
+            return kExitOk;
+          }};
+}
+
+}  // namespace ztune::cli

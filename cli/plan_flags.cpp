@@ -1,0 +1,125 @@
+#include "plan_flags.hpp"
+
+#include "ztune/model/input_error.hpp"
+
+namespace ztune::cli {
+
+void InputFlags::add_to(CLI::App& app, bool required) {
+  auto* c = app.add_option("--cluster", cluster, "Cluster: catalog name (ztune list clusters) or JSON file");
+  auto* m = app.add_option("--model", model, "Model: catalog name, ztune model JSON or Hugging Face config.json");
+  if (required) { c->required(); m->required(); }
+  app.add_option("--nodes", nodes, "Override the cluster's node count")->check(CLI::PositiveNumber);
+  app.add_option("--seq", seq, "Override the model's sequence length")->check(CLI::PositiveNumber);
+}
+
+Cluster InputFlags::load_cluster_or_throw() const {
+  if (cluster.empty()) throw InputError("--cluster: required (a catalog name or a file)");
+  Cluster c = load_cluster(cluster);
+  if (nodes > 0) c.nodes = nodes;
+  return c;
+}
+
+Transformer InputFlags::load_model_or_throw() const {
+  if (model.empty()) throw InputError("--model: required (a catalog name or a file)");
+  return load_transformer(model, seq);
+}
+
+void PlanFlags::add_to(CLI::App& app) {
+  app.add_option("--plan", plan_file, "Plan JSON file (instead of the plan flags)");
+  app.add_option("--tp", tp, "Tensor-parallel degree")->check(CLI::PositiveNumber);
+  app.add_option("--pp", pp, "Pipeline-parallel degree")->check(CLI::PositiveNumber);
+  app.add_option("--dp", dp, "Data-parallel degree (default: all remaining devices)")->check(CLI::PositiveNumber);
+  app.add_option("--zero", zero, "ZeRO stage")->check(CLI::Range(0, 3));
+  app.add_option("--micro-batch", micro_batch, "Sequences per micro-batch")->check(CLI::PositiveNumber);
+  app.add_option("--global-batch", global_batch, "Sequences per step (default: the model file's)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--recompute", recompute, "Activation recomputation")
+      ->check(CLI::IsMember({"none", "selective", "full"}));
+  app.add_flag("--sequence-parallel", sequence_parallel, "Megatron sequence parallelism (needs tp >= 2)");
+  app.add_option("--virtual-stages", virtual_stages, "Model chunks per stage (interleaved 1F1B)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--schedule", schedule, "Pipeline schedule (default 1f1b, interleaved with --virtual-stages)")
+      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}));
+  app.add_option("--offload-optimizer", offload_optimizer, "Optimizer states offload")
+      ->check(CLI::IsMember({"none", "cpu", "nvme"}));
+  app.add_option("--offload-params", offload_params, "Parameter offload (ZeRO-3)")
+      ->check(CLI::IsMember({"none", "cpu", "nvme"}));
+  app.add_option("--precision", precision, "fp16 or bf16 (default bf16 where supported)")
+      ->check(CLI::IsMember({"fp16", "bf16", "fp32"}));
+  app.add_flag("--onebit-adam", onebit_adam, "1-bit Adam compressed communication");
+  app.add_option("--freeze-step", freeze_step, "1-bit Adam warm-up steps")->check(CLI::NonNegativeNumber);
+  app.add_option("--sparse-attention", sparse_attention, "Block-sparse attention layout")
+      ->check(CLI::IsMember({"none", "fixed", "bigbird", "longformer", "variable"}));
+  app.add_option("--sparse-block", sparse_block, "Sparse attention block size")->check(CLI::Range(16, 128));
+  app.add_flag("--zeropp", zeropp, "ZeRO++ (quantized gathers, hpZ, quantized gradients)");
+  app.add_flag("--no-overlap", no_overlap, "Do not overlap gradient reduction with backward");
+}
+
+Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
+  Plan p;
+  if (!plan_file.empty()) {
+    PlanFile pf = load_plan_file(plan_file);
+    p = pf.plan;
+    if (auto why = check_plan(p, m, c)) throw InputError(plan_file + ": " + *why);
+    return p;
+  }
+  p.tp = tp;
+  p.pp = pp;
+  if (tp * pp > c.total_gpus())
+    throw InputError("--tp/--pp: tp×pp = " + std::to_string(tp * pp) + " exceeds the cluster's " +
+                     std::to_string(c.total_gpus()) + " devices");
+  p.dp = dp > 0 ? dp : c.total_gpus() / (tp * pp);
+  p.zero_stage = zero;
+  p.micro_batch = micro_batch;
+  p.virtual_stages = virtual_stages;
+  p.sequence_parallel = sequence_parallel;
+  p.recompute = recompute == "full" ? Recompute::full : recompute == "selective" ? Recompute::selective : Recompute::none;
+  if (schedule.empty()) {
+    p.schedule = virtual_stages > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
+  } else {
+    p.schedule = schedule == "gpipe" ? Schedule::gpipe : schedule == "interleaved" ? Schedule::interleaved
+                                                                                   : Schedule::one_f_one_b;
+  }
+  auto off = [](const std::string& s) {
+    return s == "cpu" ? OffloadTarget::cpu : s == "nvme" ? OffloadTarget::nvme : OffloadTarget::none;
+  };
+  p.offload_optimizer = off(offload_optimizer);
+  p.offload_params = off(offload_params);
+  if (precision.empty()) {
+    p.precision = c.device_kind == DeviceKind::cpu ? Precision::fp32
+                  : c.node.gpu.peak_tflops_bf16 > 0 ? Precision::bf16
+                                                    : Precision::fp16;
+  } else {
+    p.precision = precision == "fp16" ? Precision::fp16 : precision == "bf16" ? Precision::bf16 : Precision::fp32;
+  }
+  p.global_batch = global_batch > 0 ? global_batch : m.global_batch;
+  std::int64_t per_step = static_cast<std::int64_t>(p.micro_batch) * p.dp;
+  if (p.global_batch % per_step != 0)
+    throw InputError("--global-batch: " + std::to_string(p.global_batch) + " is not a multiple of micro-batch × dp = " +
+                     std::to_string(per_step));
+  p.grad_accum = static_cast<int>(p.global_batch / per_step);
+  p.onebit_adam = onebit_adam;
+  p.onebit_freeze_step = freeze_step;
+  p.sparse_attention = sparse_attention == "fixed"        ? SparseLayout::fixed
+                       : sparse_attention == "bigbird"    ? SparseLayout::bigbird
+                       : sparse_attention == "longformer" ? SparseLayout::longformer
+                       : sparse_attention == "variable"   ? SparseLayout::variable
+                                                          : SparseLayout::none;
+  p.sparse_block = sparse_block;
+  p.zeropp = zeropp;
+  p.overlap_comm = !no_overlap;
+  if (auto why = check_plan(p, m, c)) {
+    // Name the flag rather than the JSON field.
+    std::string msg = *why;
+    auto colon = msg.find(": ");
+    std::string field = msg.substr(2, colon - 2);
+    for (auto& ch : field) if (ch == '_' || ch == '.') ch = '-';
+    if (field == "zero-stage") field = "zero";
+    if (field == "offload") field = "offload-optimizer/--offload-params";
+    if (field == "offload-params" || field == "offload-optimizer") {}
+    throw InputError("--" + field + ": " + msg.substr(colon + 2));
+  }
+  return p;
+}
+
+}  // namespace ztune::cli

@@ -1,0 +1,44 @@
+#pragma once
+// The cluster, model and plan flags shared by predict, run and export
+// (DESIGN.md "The command line"). `resolve()` turns them into validated values.
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "ztune/model/cluster.hpp"
+#include "ztune/model/plan.hpp"
+#include "ztune/model/transformer.hpp"
+
+namespace ztune::cli {
+
+/// --cluster/--nodes/--model/--seq.
+struct InputFlags {
+  std::string cluster;
+  int nodes = 0;
+  std::string model;
+  int seq = 0;
+
+  void add_to(CLI::App& app, bool required);
+  [[nodiscard]] Cluster load_cluster_or_throw() const;
+  [[nodiscard]] Transformer load_model_or_throw() const;
+};
+
+struct PlanFlags {
+  std::string plan_file;
+  int tp = 1, pp = 1, dp = 0, zero = 0, micro_batch = 1, virtual_stages = 1;
+  long long global_batch = 0;
+  std::string recompute = "none", schedule, offload_optimizer = "none", offload_params = "none", precision;
+  bool sequence_parallel = false, onebit_adam = false, zeropp = false, no_overlap = false;
+  int freeze_step = 0;
+  std::string sparse_attention = "none";
+  int sparse_block = 64;
+
+  void add_to(CLI::App& app);
+  /// Builds the plan from flags (or the --plan file) for this model and cluster,
+  /// filling defaults: dp = all remaining devices, global batch from the model,
+  /// precision bf16 where supported else fp16. Throws InputError naming the flag.
+  [[nodiscard]] Plan resolve(const Transformer& m, const Cluster& c) const;
+};
+
+}  // namespace ztune::cli

@@ -1,0 +1,71 @@
+#pragma once
+// The hardware a plan runs on: identical nodes, each with GPUs (or CPU ranks for
+// the CPU backend), host memory, PCIe, NVMe, and a two-level fabric.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace ztune {
+
+enum class Precision { fp16, bf16, fp32 };
+std::string to_string(Precision p);
+
+enum class DeviceKind { gpu, cpu };
+
+struct GpuSpec {
+  std::string name;              // e.g. "V100-SXM3-32GB"
+  double memory_gb = 0;          // device memory, GB (1e9 bytes), as datasheets print it
+  double peak_tflops_fp16 = 0;   // dense tensor-core peak, TFLOP/s; 0 = unsupported
+  double peak_tflops_bf16 = 0;   // 0 = unsupported (V100)
+  double peak_tflops_fp32 = 0;   // non-tensor-core fp32 peak
+  double hbm_bandwidth_gbps = 0; // GB/s
+
+  /// Peak dense FLOP/s for `p`, 0 when the device has no such unit.
+  [[nodiscard]] double peak_flops(Precision p) const;
+  [[nodiscard]] double memory_bytes() const { return memory_gb * 1e9; }
+};
+
+/// One level of the interconnect hierarchy.
+struct FabricLevel {
+  std::string name;               // "NVSwitch", "EDR InfiniBand"
+  double bandwidth_gbps = 0;      // GB/s per GPU (intra) or per NIC (inter), one direction
+  double latency_us = 0;          // per message step
+  int nics_per_node = 0;          // inter-node only; 0 for intra-node
+  std::string topology;           // "nvswitch", "fat-tree", ...
+  std::optional<double> collective_efficiency;  // measured busbw / bandwidth, if known
+};
+
+struct NodeSpec {
+  int gpus = 0;                   // devices per node (CPU ranks for the CPU backend)
+  GpuSpec gpu;
+  double host_memory_gb = 0;
+  int cpu_cores = 0;
+  double cpu_adam_gparams_per_s = 0;  // host Adam rate, 1e9 parameters updated per second
+  double pcie_bandwidth_gbps = 0;     // GB/s per GPU, one direction
+  double nvme_bandwidth_gbps = 0;     // GB/s per node, read or write
+  double nvme_size_tb = 0;            // per node
+};
+
+struct Cluster {
+  std::string name;
+  std::string source;   // where the figures come from
+  DeviceKind device_kind = DeviceKind::gpu;
+  int nodes = 0;
+  NodeSpec node;
+  FabricLevel intra_node;
+  FabricLevel inter_node;
+
+  [[nodiscard]] int total_gpus() const { return nodes * node.gpus; }
+  /// Aggregate inter-node bandwidth per GPU (GB/s): NICs × bandwidth / GPUs per node.
+  [[nodiscard]] double inter_node_gbps_per_gpu() const;
+};
+
+/// Parses a cluster document; `file` names it in error messages.
+Cluster cluster_from_json(const nlohmann::json& doc, const std::string& file);
+nlohmann::json cluster_to_json(const Cluster& c);
+/// Loads a cluster from a path or a catalog name (data/clusters/NAME.json).
+Cluster load_cluster(const std::string& name_or_path);
+
+}  // namespace ztune

@@ -1,0 +1,67 @@
+#pragma once
+// Strict JSON object reading: every key must be read exactly once (unknown keys
+// are rejected by finish()), every value is type- and range-checked, and every
+// error names the file and the JSON path (STYLE.md #7).
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ztune/model/input_error.hpp"
+
+namespace ztune {
+
+/// Parses `text` as JSON; a syntax error names the file, line and column.
+nlohmann::json parse_json_text(const std::string& text, const std::string& file);
+/// Reads and parses a file; a missing file is an InputError naming it.
+nlohmann::json read_json_file(const std::string& path);
+/// Short rendering of a JSON value for error messages (strings quoted, long values cut).
+std::string describe_json(const nlohmann::json& value);
+
+class ObjectReader {
+ public:
+  /// `file` names the source in messages; `path` is the JSON path of `object` ("$" at the top).
+  ObjectReader(const nlohmann::json& object, std::string file, std::string path);
+
+  [[nodiscard]] bool has(std::string_view key) const;
+  /// A number > 0 (or >= 0 when `allow_zero`).
+  double positive(std::string_view key, bool allow_zero = false);
+  std::optional<double> optional_positive(std::string_view key, bool allow_zero = false);
+  /// An integer in [lo, hi].
+  std::int64_t integer(std::string_view key, std::int64_t lo, std::int64_t hi);
+  std::optional<std::int64_t> optional_integer(std::string_view key, std::int64_t lo, std::int64_t hi);
+  bool boolean(std::string_view key);
+  std::optional<bool> optional_boolean(std::string_view key);
+  std::string string(std::string_view key);
+  std::optional<std::string> optional_string(std::string_view key);
+  /// A string that must be one of `choices`.
+  std::string choice(std::string_view key, std::initializer_list<std::string_view> choices);
+  ObjectReader object(std::string_view key);
+  std::optional<ObjectReader> optional_object(std::string_view key);
+  /// The raw value (marks it read). Use for embedded documents parsed elsewhere.
+  const nlohmann::json& raw(std::string_view key);
+  /// Checks the "schema" field equals `expected` ("ztune.cluster/1").
+  void schema(std::string_view expected);
+  /// Rejects keys that were never read.
+  void finish() const;
+
+  /// An InputError for `key` (or the object itself when key is empty).
+  [[nodiscard]] InputError error(std::string_view key, const std::string& what) const;
+  [[nodiscard]] const std::string& file() const { return file_; }
+  [[nodiscard]] std::string path_of(std::string_view key) const;
+
+ private:
+  const nlohmann::json& require(std::string_view key);
+  const nlohmann::json* object_;
+  std::string file_;
+  std::string path_;
+  std::set<std::string, std::less<>> read_;
+};
+
+}  // namespace ztune

@@ -1,0 +1,78 @@
+#pragma once
+// A training plan: how the model is split and trained on the cluster. The same
+// plan JSON is the tuner's output, the executor's input and export's source.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "ztune/model/cluster.hpp"
+#include "ztune/model/transformer.hpp"
+
+namespace ztune {
+
+enum class OffloadTarget : std::uint8_t { none, cpu, nvme };
+enum class Recompute : std::uint8_t { none, selective, full };
+enum class Schedule : std::uint8_t { gpipe, one_f_one_b, interleaved };
+enum class SparseLayout : std::uint8_t { none, fixed, bigbird, longformer, variable };
+
+std::string to_string(OffloadTarget o);
+std::string to_string(Recompute r);
+std::string to_string(Schedule s);
+std::string to_string(SparseLayout l);
+
+struct Plan {
+  int dp = 1;
+  int tp = 1;
+  int pp = 1;
+  int virtual_stages = 1;        // model chunks per pipeline stage (interleaved 1F1B)
+  bool sequence_parallel = false;
+  int zero_stage = 0;            // 0..3
+  OffloadTarget offload_optimizer = OffloadTarget::none;
+  OffloadTarget offload_params = OffloadTarget::none;
+  int micro_batch = 1;           // sequences per micro-batch per data-parallel rank
+  int grad_accum = 1;            // micro-batches per step (m)
+  std::int64_t global_batch = 1; // = micro_batch × grad_accum × dp
+  Recompute recompute = Recompute::none;
+  Precision precision = Precision::bf16;
+  Schedule schedule = Schedule::one_f_one_b;
+  bool overlap_comm = true;      // bucketed reduction overlapped with backward
+  // DeepSpeed's bucket knobs, in elements (its defaults).
+  double reduce_bucket_elems = 5e8;
+  double allgather_bucket_elems = 5e8;
+  double prefetch_bucket_elems = 5e7;        // stage3_prefetch_bucket_size
+  double max_live_params = 1e9;              // stage3_max_live_parameters
+  double param_persistence_threshold = 1e5;  // stage3_param_persistence_threshold
+  bool onebit_adam = false;
+  int onebit_freeze_step = 0;    // warm-up steps of plain Adam before compression
+  SparseLayout sparse_attention = SparseLayout::none;
+  int sparse_block = 64;
+  bool zeropp = false;           // ZeRO++: int8 weight gathers, hpZ, int4 gradients
+
+  [[nodiscard]] int gpus() const { return dp * tp * pp; }
+  /// "dp4×tp8×pp2 z1 mb2×8 sel 1f1b" style one-line description.
+  [[nodiscard]] std::string summary() const;
+};
+
+/// Parses a plan object (the "plan" document). Syntax and ranges only;
+/// consistency with a model and cluster is `check_plan`.
+Plan plan_from_json(const nlohmann::json& doc, const std::string& file);
+nlohmann::json plan_to_json(const Plan& p);
+
+/// A plan file: the plan plus, optionally, the model and cluster it was made for.
+struct PlanFile {
+  Plan plan;
+  std::optional<Transformer> model;
+  std::optional<Cluster> cluster;
+};
+PlanFile plan_file_from_json(const nlohmann::json& doc, const std::string& file);
+PlanFile load_plan_file(const std::string& path);
+nlohmann::json plan_file_to_json(const PlanFile& pf);
+
+/// The first rule the plan breaks for this model and cluster, as a message naming
+/// the plan field ("$.tp: 12 does not divide heads 32"), or nullopt when valid.
+/// Hot path for the tuner: no allocation unless a rule is broken.
+std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const Cluster& c);
+
+}  // namespace ztune

@@ -1,0 +1,51 @@
+#pragma once
+// The model being trained: a decoder-only transformer (GPT, Llama families).
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace ztune {
+
+enum class Activation { gelu, swiglu };
+enum class NormKind { layernorm, rmsnorm };
+enum class PositionEmbedding { learned, rotary };
+
+struct Transformer {
+  std::string name;
+  std::string source;
+  int layers = 0;
+  int hidden = 0;          // h
+  int heads = 0;           // a
+  int kv_heads = 0;        // = heads without grouped-query attention
+  int ffn_hidden = 0;      // 4h for GPT; ~8h/3 for SwiGLU models
+  Activation activation = Activation::gelu;
+  NormKind norm = NormKind::layernorm;
+  PositionEmbedding position = PositionEmbedding::learned;
+  bool bias = true;        // linear layers and norms carry biases (GPT) or not (Llama)
+  int vocab = 0;           // V
+  int seq_len = 0;         // s
+  bool tied_embeddings = true;
+  std::int64_t global_batch = 0;  // default global batch (sequences) for the tuner
+  double train_tokens = 0;        // default token budget for "days to train"
+
+  [[nodiscard]] int head_dim() const { return hidden / heads; }
+  /// Parameters of one transformer block (attention, MLP, two norms).
+  [[nodiscard]] double params_per_layer() const;
+  /// Token embedding (+ learned positions) parameters.
+  [[nodiscard]] double embedding_params() const;
+  /// Parameters of the untied LM head (0 when tied) plus the final norm.
+  [[nodiscard]] double head_params() const;
+  /// Exact total parameter count Ψ.
+  [[nodiscard]] double total_params() const;
+};
+
+Transformer transformer_from_json(const nlohmann::json& doc, const std::string& file);
+nlohmann::json transformer_to_json(const Transformer& t);
+/// A catalog name (data/models/NAME.json), a ztune model file, or a Hugging Face
+/// config.json (GPT-2, GPT-NeoX, Llama, MPT). `seq_len` > 0 overrides the sequence length.
+Transformer load_transformer(const std::string& name_or_path, int seq_len = 0);
+/// Checks the shape's internal consistency (heads divide hidden, ...). Throws InputError.
+void validate_transformer(const Transformer& t, const std::string& file);
+
+}  // namespace ztune

@@ -1,0 +1,272 @@
+#include "ztune/model/plan.hpp"
+
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "ztune/model/json_reader.hpp"
+
+namespace ztune {
+
+std::string to_string(OffloadTarget o) {
+  switch (o) {
+    case OffloadTarget::none: return "none";
+    case OffloadTarget::cpu: return "cpu";
+    case OffloadTarget::nvme: return "nvme";
+  }
+  return "?";
+}
+std::string to_string(Recompute r) {
+  switch (r) {
+    case Recompute::none: return "none";
+    case Recompute::selective: return "selective";
+    case Recompute::full: return "full";
+  }
+  return "?";
+}
+std::string to_string(Schedule s) {
+  switch (s) {
+    case Schedule::gpipe: return "gpipe";
+    case Schedule::one_f_one_b: return "1f1b";
+    case Schedule::interleaved: return "interleaved";
+  }
+  return "?";
+}
+std::string to_string(SparseLayout l) {
+  switch (l) {
+    case SparseLayout::none: return "none";
+    case SparseLayout::fixed: return "fixed";
+    case SparseLayout::bigbird: return "bigbird";
+    case SparseLayout::longformer: return "longformer";
+    case SparseLayout::variable: return "variable";
+  }
+  return "?";
+}
+
+std::string Plan::summary() const {
+  std::ostringstream os;
+  os << "dp" << dp << "×tp" << tp << "×pp" << pp;
+  if (virtual_stages > 1) os << "×v" << virtual_stages;
+  os << " z" << zero_stage;
+  if (offload_optimizer != OffloadTarget::none) os << " opt→" << to_string(offload_optimizer);
+  if (offload_params != OffloadTarget::none) os << " par→" << to_string(offload_params);
+  os << " mb" << micro_batch << "×" << grad_accum << " " << to_string(recompute);
+  if (sequence_parallel) os << " sp";
+  if (pp > 1) os << " " << to_string(schedule);
+  os << " " << to_string(precision);
+  return os.str();
+}
+
+namespace {
+
+OffloadTarget offload_of(const std::string& s) {
+  return s == "cpu" ? OffloadTarget::cpu : s == "nvme" ? OffloadTarget::nvme : OffloadTarget::none;
+}
+Recompute recompute_of(const std::string& s) {
+  return s == "selective" ? Recompute::selective : s == "full" ? Recompute::full : Recompute::none;
+}
+Schedule schedule_of(const std::string& s) {
+  return s == "gpipe" ? Schedule::gpipe : s == "interleaved" ? Schedule::interleaved : Schedule::one_f_one_b;
+}
+SparseLayout layout_of(const std::string& s) {
+  if (s == "fixed") return SparseLayout::fixed;
+  if (s == "bigbird") return SparseLayout::bigbird;
+  if (s == "longformer") return SparseLayout::longformer;
+  if (s == "variable") return SparseLayout::variable;
+  return SparseLayout::none;
+}
+
+constexpr std::int64_t kMaxDegree = 1 << 20;
+
+}  // namespace
+
+Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
+  ObjectReader r(doc, file, "$");
+  r.schema("ztune.plan/1");
+  Plan p;
+  p.dp = static_cast<int>(r.integer("dp", 1, kMaxDegree));
+  p.tp = static_cast<int>(r.integer("tp", 1, kMaxDegree));
+  p.pp = static_cast<int>(r.integer("pp", 1, kMaxDegree));
+  p.virtual_stages = static_cast<int>(r.integer("virtual_stages", 1, 1024));
+  p.sequence_parallel = r.boolean("sequence_parallel");
+  p.zero_stage = static_cast<int>(r.integer("zero_stage", 0, 3));
+  {
+    auto o = r.object("offload");
+    p.offload_optimizer = offload_of(o.choice("optimizer", {"none", "cpu", "nvme"}));
+    p.offload_params = offload_of(o.choice("params", {"none", "cpu", "nvme"}));
+    o.finish();
+  }
+  p.micro_batch = static_cast<int>(r.integer("micro_batch", 1, 1 << 20));
+  p.grad_accum = static_cast<int>(r.integer("grad_accum", 1, 1 << 24));
+  p.global_batch = r.integer("global_batch", 1, std::int64_t{1} << 40);
+  p.recompute = recompute_of(r.choice("recompute", {"none", "selective", "full"}));
+  std::string prec = r.choice("precision", {"fp16", "bf16", "fp32"});
+  p.precision = prec == "fp16" ? Precision::fp16 : prec == "bf16" ? Precision::bf16 : Precision::fp32;
+  p.schedule = schedule_of(r.choice("schedule", {"gpipe", "1f1b", "interleaved"}));
+  {
+    auto c = r.object("communication");
+    p.overlap_comm = c.boolean("overlap_comm");
+    p.reduce_bucket_elems = c.positive("reduce_bucket_elems");
+    p.allgather_bucket_elems = c.positive("allgather_bucket_elems");
+    p.prefetch_bucket_elems = c.positive("prefetch_bucket_elems");
+    p.max_live_params = c.positive("max_live_params");
+    p.param_persistence_threshold = c.positive("param_persistence_threshold", true);
+    c.finish();
+  }
+  {
+    auto o = r.object("onebit_adam");
+    p.onebit_adam = o.boolean("enabled");
+    p.onebit_freeze_step = static_cast<int>(o.integer("freeze_step", 0, 1 << 30));
+    o.finish();
+  }
+  {
+    auto s = r.object("sparse_attention");
+    p.sparse_attention = layout_of(s.choice("layout", {"none", "fixed", "bigbird", "longformer", "variable"}));
+    p.sparse_block = static_cast<int>(s.integer("block", 16, 128));
+    s.finish();
+  }
+  p.zeropp = r.boolean("zeropp");
+  r.finish();
+  if (static_cast<std::int64_t>(p.micro_batch) * p.grad_accum * p.dp != p.global_batch)
+    throw r.error("global_batch", "expected micro_batch × grad_accum × dp = " +
+                                      std::to_string(static_cast<std::int64_t>(p.micro_batch) * p.grad_accum * p.dp) +
+                                      ", got " + std::to_string(p.global_batch));
+  return p;
+}
+
+nlohmann::json plan_to_json(const Plan& p) {
+  return nlohmann::json{
+      {"schema", "ztune.plan/1"},
+      {"dp", p.dp},
+      {"tp", p.tp},
+      {"pp", p.pp},
+      {"virtual_stages", p.virtual_stages},
+      {"sequence_parallel", p.sequence_parallel},
+      {"zero_stage", p.zero_stage},
+      {"offload", {{"optimizer", to_string(p.offload_optimizer)}, {"params", to_string(p.offload_params)}}},
+      {"micro_batch", p.micro_batch},
+      {"grad_accum", p.grad_accum},
+      {"global_batch", p.global_batch},
+      {"recompute", to_string(p.recompute)},
+      {"precision", to_string(p.precision)},
+      {"schedule", to_string(p.schedule)},
+      {"communication",
+       {{"overlap_comm", p.overlap_comm},
+        {"reduce_bucket_elems", p.reduce_bucket_elems},
+        {"allgather_bucket_elems", p.allgather_bucket_elems},
+        {"prefetch_bucket_elems", p.prefetch_bucket_elems},
+        {"max_live_params", p.max_live_params},
+        {"param_persistence_threshold", p.param_persistence_threshold}}},
+      {"onebit_adam", {{"enabled", p.onebit_adam}, {"freeze_step", p.onebit_freeze_step}}},
+      {"sparse_attention", {{"layout", to_string(p.sparse_attention)}, {"block", p.sparse_block}}},
+      {"zeropp", p.zeropp}};
+}
+
+PlanFile plan_file_from_json(const nlohmann::json& doc, const std::string& file) {
+  ObjectReader r(doc, file, "$");
+  r.schema("ztune.planfile/1");
+  PlanFile pf;
+  {
+    const auto& plan = r.raw("plan");
+    ObjectReader check(plan, file, "$.plan");  // type check with the right path
+    (void)check;
+    try {
+      pf.plan = plan_from_json(plan, file);
+    } catch (const InputError& e) {
+      // Re-anchor "$." paths of the nested document under "$.plan".
+      std::string msg = e.what();
+      auto pos = msg.find(": $");
+      if (pos != std::string::npos) msg.replace(pos, 3, ": $.plan");
+      throw InputError(msg);
+    }
+  }
+  auto nested = [&](const char* key, auto parse) {
+    using T = decltype(parse(std::declval<const nlohmann::json&>()));
+    std::optional<T> out;
+    if (!r.has(key)) { (void)r.optional_object(key); return out; }
+    try {
+      out = parse(r.raw(key));
+    } catch (const InputError& e) {
+      std::string msg = e.what();
+      auto pos = msg.find(": $");
+      if (pos != std::string::npos) msg.replace(pos, 3, std::string(": $.") + key);
+      throw InputError(msg);
+    }
+    return out;
+  };
+  pf.model = nested("model", [&](const nlohmann::json& j) { return transformer_from_json(j, file); });
+  pf.cluster = nested("cluster", [&](const nlohmann::json& j) { return cluster_from_json(j, file); });
+  r.finish();
+  if (pf.model && pf.cluster) {
+    if (auto why = check_plan(pf.plan, *pf.model, *pf.cluster)) {
+      std::string msg = *why;
+      if (msg.starts_with("$")) msg = "$.plan" + msg.substr(1);
+      throw InputError(file + ": " + msg);
+    }
+  }
+  return pf;
+}
+
+PlanFile load_plan_file(const std::string& path) { return plan_file_from_json(read_json_file(path), path); }
+
+nlohmann::json plan_file_to_json(const PlanFile& pf) {
+  nlohmann::json j{{"schema", "ztune.planfile/1"}, {"plan", plan_to_json(pf.plan)}};
+  if (pf.model) j["model"] = transformer_to_json(*pf.model);
+  if (pf.cluster) j["cluster"] = cluster_to_json(*pf.cluster);
+  return j;
+}
+
+std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const Cluster& c) {
+  auto s = [](auto v) { return std::to_string(v); };
+  if (p.gpus() > c.total_gpus())
+    return "$.dp: dp×tp×pp = " + s(p.gpus()) + " needs more devices than the cluster's " + s(c.total_gpus()) +
+           " (" + s(c.nodes) + " nodes × " + s(c.node.gpus) + ")";
+  if (m.heads % p.tp != 0) return "$.tp: " + s(p.tp) + " does not divide the model's " + s(m.heads) + " heads";
+  if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0)
+    return "$.tp: " + s(p.tp) + " and the model's " + s(m.kv_heads) + " kv heads do not divide one another";
+  if (m.ffn_hidden % p.tp != 0) return "$.tp: " + s(p.tp) + " does not divide ffn_hidden " + s(m.ffn_hidden);
+  if (p.pp > m.layers) return "$.pp: " + s(p.pp) + " stages for " + s(m.layers) + " layers";
+  if (m.layers % (p.pp * p.virtual_stages) != 0)
+    return "$.pp: pp×virtual_stages = " + s(p.pp * p.virtual_stages) + " does not divide the model's " +
+           s(m.layers) + " layers";
+  if (static_cast<std::int64_t>(p.micro_batch) * p.grad_accum * p.dp != p.global_batch)
+    return "$.global_batch: expected micro_batch × grad_accum × dp = " +
+           s(static_cast<std::int64_t>(p.micro_batch) * p.grad_accum * p.dp) + ", got " + s(p.global_batch);
+  if (p.virtual_stages > 1 && p.schedule != Schedule::interleaved)
+    return "$.virtual_stages: " + s(p.virtual_stages) + " model chunks need schedule \"interleaved\"";
+  if (p.schedule == Schedule::interleaved) {
+    if (p.pp < 2) return "$.schedule: interleaved needs pp >= 2";
+    if (p.virtual_stages < 2) return "$.schedule: interleaved needs virtual_stages >= 2";
+    if (p.grad_accum % p.pp != 0)
+      return "$.grad_accum: interleaved 1F1B needs micro-batches (" + s(p.grad_accum) + ") divisible by pp (" +
+             s(p.pp) + ")";
+  }
+  if (p.sequence_parallel && p.tp < 2) return "$.sequence_parallel: needs tp >= 2";
+  if (p.offload_params != OffloadTarget::none && p.zero_stage != 3)
+    return "$.offload.params: parameter offload needs zero_stage 3 (DeepSpeed ZeRO-Infinity), got stage " +
+           s(p.zero_stage);
+  if (p.offload_optimizer == OffloadTarget::nvme && p.zero_stage != 3)
+    return "$.offload.optimizer: NVMe optimizer offload needs zero_stage 3, got stage " + s(p.zero_stage);
+  if (p.offload_optimizer == OffloadTarget::cpu && p.zero_stage == 0)
+    return "$.offload.optimizer: optimizer offload needs zero_stage >= 1 (the partitioned optimizer)";
+  if ((p.offload_optimizer == OffloadTarget::nvme || p.offload_params == OffloadTarget::nvme) &&
+      c.node.nvme_size_tb == 0)
+    return "$.offload: NVMe offload on a cluster without NVMe (" + c.name + ")";
+  if (p.pp > 1 && p.zero_stage >= 2)
+    return "$.zero_stage: stage " + s(p.zero_stage) +
+           " partitions gradients per micro-batch, which pipeline parallelism (pp " + s(p.pp) +
+           ") does not support; use stage 0 or 1";
+  if (p.pp > 1 && (p.offload_optimizer != OffloadTarget::none || p.offload_params != OffloadTarget::none))
+    return "$.offload: offload is not supported with pipeline parallelism";
+  if (p.onebit_adam && p.zero_stage != 0) return "$.onebit_adam: 1-bit Adam needs zero_stage 0";
+  if (p.zeropp && p.zero_stage != 3) return "$.zeropp: ZeRO++ needs zero_stage 3";
+  if (p.precision == Precision::bf16 && c.node.gpu.peak_tflops_bf16 == 0 && c.device_kind == DeviceKind::gpu)
+    return "$.precision: " + c.node.gpu.name + " has no bf16 support; use fp16";
+  if (p.precision == Precision::fp16 && c.node.gpu.peak_tflops_fp16 == 0 && c.device_kind == DeviceKind::gpu)
+    return "$.precision: " + c.node.gpu.name + " has no fp16 support";
+  if (p.sparse_attention != SparseLayout::none && m.seq_len % p.sparse_block != 0)
+    return "$.sparse_attention.block: " + s(p.sparse_block) + " does not divide the sequence length " + s(m.seq_len);
+  return std::nullopt;
+}
+
+}  // namespace ztune

@@ -1,0 +1,113 @@
+#include "ztune/model/transformer.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "ztune/model/catalog.hpp"
+#include "ztune/model/hf_import.hpp"
+#include "ztune/model/json_reader.hpp"
+
+namespace ztune {
+
+double Transformer::params_per_layer() const {
+  const double h = hidden;
+  const double kv = static_cast<double>(kv_heads) * head_dim();
+  const double f = ffn_hidden;
+  double attn = h * (h + 2 * kv) + h * h;  // QKV and output projections
+  double mlp = activation == Activation::swiglu ? 3 * h * f : 2 * h * f;
+  double norms = (norm == NormKind::layernorm ? 2 : 1) * 2 * h;
+  double biases = 0;
+  if (bias) {
+    biases = (h + 2 * kv) + h + (activation == Activation::swiglu ? 2 * f : f) + h;
+  } else if (norm == NormKind::layernorm) {
+    norms -= 2 * h;  // layernorm without bias keeps only its scale
+  }
+  return attn + mlp + norms + biases;
+}
+
+double Transformer::embedding_params() const {
+  double e = static_cast<double>(vocab) * hidden;
+  if (position == PositionEmbedding::learned) e += static_cast<double>(seq_len) * hidden;
+  return e;
+}
+
+double Transformer::head_params() const {
+  double final_norm = (norm == NormKind::layernorm && bias ? 2.0 : 1.0) * hidden;
+  return final_norm + (tied_embeddings ? 0.0 : static_cast<double>(vocab) * hidden);
+}
+
+double Transformer::total_params() const {
+  return layers * params_per_layer() + embedding_params() + head_params();
+}
+
+void validate_transformer(const Transformer& t, const std::string& file) {
+  auto fail = [&](const std::string& key, const std::string& what) {
+    return InputError(file + ": $." + key + ": " + what);
+  };
+  if (t.hidden % t.heads != 0)
+    throw fail("heads", "expected a divisor of hidden (" + std::to_string(t.hidden) + "), got " +
+                            std::to_string(t.heads));
+  if (t.kv_heads > t.heads || t.heads % t.kv_heads != 0)
+    throw fail("kv_heads", "expected a divisor of heads (" + std::to_string(t.heads) + "), got " +
+                               std::to_string(t.kv_heads));
+}
+
+Transformer transformer_from_json(const nlohmann::json& doc, const std::string& file) {
+  ObjectReader r(doc, file, "$");
+  r.schema("ztune.model/1");
+  Transformer t;
+  t.name = r.string("name");
+  t.source = r.string("source");
+  t.layers = static_cast<int>(r.integer("layers", 1, 100000));
+  t.hidden = static_cast<int>(r.integer("hidden", 1, 1 << 20));
+  t.heads = static_cast<int>(r.integer("heads", 1, 1 << 16));
+  t.kv_heads = static_cast<int>(r.integer("kv_heads", 1, 1 << 16));
+  t.ffn_hidden = static_cast<int>(r.integer("ffn_hidden", 1, 1 << 22));
+  t.activation = r.choice("activation", {"gelu", "swiglu"}) == "gelu" ? Activation::gelu : Activation::swiglu;
+  t.norm = r.choice("norm", {"layernorm", "rmsnorm"}) == "layernorm" ? NormKind::layernorm : NormKind::rmsnorm;
+  t.position = r.choice("position_embedding", {"learned", "rotary"}) == "learned" ? PositionEmbedding::learned
+                                                                                  : PositionEmbedding::rotary;
+  t.bias = r.boolean("bias");
+  t.vocab = static_cast<int>(r.integer("vocab", 1, 1 << 24));
+  t.seq_len = static_cast<int>(r.integer("seq_len", 1, 1 << 24));
+  t.tied_embeddings = r.boolean("tied_embeddings");
+  t.global_batch = r.integer("global_batch", 1, std::int64_t{1} << 32);
+  t.train_tokens = r.positive("train_tokens");
+  r.finish();
+  validate_transformer(t, file);
+  return t;
+}
+
+nlohmann::json transformer_to_json(const Transformer& t) {
+  return nlohmann::json{{"schema", "ztune.model/1"},
+                        {"name", t.name},
+                        {"source", t.source},
+                        {"layers", t.layers},
+                        {"hidden", t.hidden},
+                        {"heads", t.heads},
+                        {"kv_heads", t.kv_heads},
+                        {"ffn_hidden", t.ffn_hidden},
+                        {"activation", t.activation == Activation::gelu ? "gelu" : "swiglu"},
+                        {"norm", t.norm == NormKind::layernorm ? "layernorm" : "rmsnorm"},
+                        {"position_embedding", t.position == PositionEmbedding::learned ? "learned" : "rotary"},
+                        {"bias", t.bias},
+                        {"vocab", t.vocab},
+                        {"seq_len", t.seq_len},
+                        {"tied_embeddings", t.tied_embeddings},
+                        {"global_batch", t.global_batch},
+                        {"train_tokens", t.train_tokens}};
+}
+
+Transformer load_transformer(const std::string& name_or_path, int seq_len) {
+  std::string path = resolve_catalog_path("models", name_or_path);
+  nlohmann::json doc = read_json_file(path);
+  Transformer t;
+  if (looks_like_hf_config(doc)) {
+    t = transformer_from_hf_config(doc, path, seq_len);
+  } else {
+    t = transformer_from_json(doc, path);
+  }
+  if (seq_len > 0) t.seq_len = seq_len;
+  return t;
+}
+
+}  // namespace ztune
