@@ -1,20 +1,74 @@
 #pragma once
-// Hardware efficiency as data (STYLE.md #12): GEMM efficiency by shape,
-// achieved bandwidth of memory-bound kernels, α/β per fabric level, overlap
-// factors, host Adam rate. Defaults per GPU type live in data/profiles/;
-// calibration writes fitted ones. (Skeleton: the cost-model work fills it in.)
+// Hardware efficiency as data (STYLE.md #12; calculon's processor.py / network.py):
+// GEMM efficiency by size, achieved bandwidth of memory-bound kernels, per-kernel
+// launch overhead, α/β efficiency per fabric level, PCIe/NVMe efficiency and the
+// overlap factors. ONE profile per GPU type lives in data/profiles/<gpu>.json
+// (schema "ztune.profile/1"); calibration writes fitted ones. The profile holds
+// only fractions of the cluster's datasheet figures, so the same profile serves
+// an A100-40GB and an A100-80GB node (their HBM and links come from the cluster).
 #include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "ztune/model/cluster.hpp"
 
 namespace ztune {
 
-struct HardwareProfile {
-  std::string name;     // e.g. "default-a100"
-  std::string source;   // where the numbers come from
+/// One row of a size-keyed efficiency table: at `size` (and above, up to the
+/// next larger row) the efficiency is `efficiency`; between rows it is
+/// interpolated linearly in log(size). Rows are stored with sizes descending.
+struct EfficiencyPoint {
+  double size = 0;        // the table's key (GEMM: FLOPs of one GEMM call)
+  double efficiency = 0;  // fraction of peak in (0, 1]
 };
 
-/// The default profile for the cluster's GPU type (data/profiles/).
+/// α/β efficiency of one fabric level (intra-node or inter-node).
+struct FabricProfile {
+  double busbw_efficiency = 1;  // achieved bus bandwidth / link bandwidth (nccl-tests busbw)
+  double latency_s = 0;         // α per algorithm step, seconds (added to the cluster's latency)
+};
+
+struct HardwareProfile {
+  std::string name;    // e.g. "a100"
+  std::string source;  // where the numbers come from
+  std::string gpu;     // the GPU family it describes ("A100"); matched against GpuSpec::name's prefix
+
+  // GEMM efficiency vs FLOPs of one (batched) GEMM call, sizes descending.
+  std::vector<EfficiencyPoint> gemm_efficiency;
+  // Fused attention-core batched GEMMs (QKᵀ and PV; head_dim-thin): efficiency
+  // relative to the GEMM table at the same FLOPs.
+  double attention_gemm_factor = 1;
+  // Memory-bound kernels (norms, softmax, dropout, GeLU, optimizer) run at this
+  // fraction of the HBM datasheet bandwidth.
+  double memory_bandwidth_efficiency = 0.8;
+  double kernel_launch_s = 5e-6;  // fixed overhead per kernel launch
+  // Per-transformer-layer framework overhead per pass (Python, autograd, allocator).
+  double layer_overhead_s = 0;
+
+  FabricProfile intra_node;
+  FabricProfile inter_node;
+  double pcie_efficiency = 0.8;  // achieved / datasheet PCIe bandwidth
+  double nvme_efficiency = 0.8;  // achieved / datasheet NVMe bandwidth
+
+  // Overlap factors: fraction of a communication that hides behind compute
+  // when the plan allows overlap (0 = fully exposed, 1 = fully hidden).
+  double dp_overlap = 0.9;        // bucketed gradient reduction behind backward
+  double zero3_prefetch_overlap = 0.8;  // ZeRO-3 gathers behind compute with prefetch
+  double offload_overlap = 0.8;   // PCIe/NVMe transfers behind compute
+  double tp_overlap = 0;          // TP collectives behind GEMMs (Megatron 2022: none)
+
+  /// Efficiency of a GEMM of `flops` FLOPs (log-interpolated in the table).
+  [[nodiscard]] double gemm_efficiency_at(double flops) const;
+};
+
+/// Parses a profile document (schema "ztune.profile/1"); strict, names file and path.
+HardwareProfile profile_from_json(const nlohmann::json& doc, const std::string& file);
+nlohmann::json profile_to_json(const HardwareProfile& p);
+
+/// The default profile for the cluster's GPU type (data/profiles/<family>.json,
+/// the family being the GPU name's prefix: "A100-SXM4-80GB" → a100.json).
+/// Throws InputError naming the GPU and the profiles available when none matches.
 HardwareProfile default_profile_for(const Cluster& c);
 /// A profile file (schema "ztune.profile/1"); InputError names file and path.
 HardwareProfile load_profile(const std::string& path);

@@ -1,0 +1,204 @@
+#pragma once
+// Per-operation costs: ONE source of truth for a kernel's or a collective's time,
+// used by both the analytical model (time_model.cpp) and the discrete-event
+// simulator. Everything here is a pure function of (model, plan, cluster,
+// profile); nothing allocates, so the tuner can call it millions of times.
+//
+// Conventions: times in seconds, sizes in bytes (decimal GB/s in the cluster
+// files), one micro-batch on one GPU unless a name says otherwise.
+#include <cstdint>
+
+#include "ztune/model/cluster.hpp"
+#include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/plan.hpp"
+#include "ztune/model/transformer.hpp"
+
+namespace ztune {
+
+/// Bytes of one element in `p` (fp16/bf16 2, fp32 4).
+[[nodiscard]] double bytes_of(Precision p);
+
+// ---------------------------------------------------------------- kernels
+
+/// A (batched) GEMM C[m×n] = A[m×k]·B[k×n], `batch` independent instances.
+struct GemmShape {
+  double m = 0;
+  double n = 0;
+  double k = 0;
+  double batch = 1;
+  [[nodiscard]] double flops() const { return 2.0 * m * n * k * batch; }
+  /// Minimum HBM traffic in elements: read A and B, write C.
+  [[nodiscard]] double elements() const { return (m * k + k * n + m * n) * batch; }
+};
+
+/// Time of one GEMM: roofline max(FLOPs / (peak · eff(FLOPs)), bytes / achieved
+/// HBM bandwidth) plus one kernel launch. `attention` applies the profile's
+/// attention_gemm_factor (head_dim-thin batched GEMMs of the attention core).
+[[nodiscard]] double gemm_time(const GemmShape& g, Precision p, const GpuSpec& gpu, const HardwareProfile& hw,
+                               bool attention = false);
+/// Time of a memory-bound kernel moving `bytes` through HBM (read + write),
+/// at the profile's achieved bandwidth, plus `kernels` launches.
+[[nodiscard]] double memory_bound_time(double bytes, const GpuSpec& gpu, const HardwareProfile& hw, int kernels = 1);
+
+// ---------------------------------------------------------------- collectives
+
+enum class Collective : std::uint8_t { all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, reduce, p2p };
+[[nodiscard]] const char* to_string(Collective k);
+
+/// nccl-tests bus factor (doc/PERFORMANCE.md): busbw = algbw · factor.
+/// all-reduce 2(n−1)/n; reduce-scatter, all-gather, all-to-all (n−1)/n;
+/// broadcast, reduce, p2p 1. S is nccl-tests' size: the whole array (for
+/// reduce-scatter the input, for all-gather the output). THE one definition.
+[[nodiscard]] double bus_factor(Collective k, int n);
+
+enum class CollectiveAlgo : std::uint8_t { ring, tree, best };
+
+/// How a communication group sits on the cluster: `size` ranks, of which
+/// `per_node` share a node (the group spans size/per_node nodes).
+struct GroupPlacement {
+  int size = 1;
+  int per_node = 1;
+  [[nodiscard]] int nodes() const { return (size + per_node - 1) / per_node; }
+  [[nodiscard]] bool crosses_nodes() const { return per_node < size; }
+};
+
+/// Achieved bus bandwidth (bytes/s) of a group: the slowest level it spans
+/// bounds it (DESIGN.md). Intra-node: link × busbw efficiency. Inter-node: the
+/// node's NIC bandwidth shared by the gpus/per_node groups that use it at once
+/// (every GPU of a node is in one such group), × efficiency.
+[[nodiscard]] double group_bus_bandwidth(const GroupPlacement& g, const Cluster& c, const HardwareProfile& hw);
+/// Per-step latency α (seconds) of the slowest level the group spans.
+[[nodiscard]] double group_latency(const GroupPlacement& g, const Cluster& c, const HardwareProfile& hw);
+
+/// Time of one collective of `bytes` (nccl-tests S) over group `g`:
+/// α·steps + S·bus_factor/busbw. Ring: 2(n−1) steps for all-reduce, n−1 for
+/// RS/AG; tree: 2⌈log2 n⌉ (all-reduce) with the same bandwidth term;
+/// `best` takes the faster, as NCCL's tuner does. Hierarchical groups are
+/// bounded by their slowest level via group_bus_bandwidth. 0 when size is 1.
+[[nodiscard]] double collective_time(Collective k, double bytes, const GroupPlacement& g, const Cluster& c,
+                                     const HardwareProfile& hw, CollectiveAlgo algo = CollectiveAlgo::best);
+
+/// Point-to-point send of `bytes` between two GPUs, inside a node or across nodes.
+[[nodiscard]] double p2p_time(double bytes, bool crosses_nodes, const Cluster& c, const HardwareProfile& hw);
+
+/// Where the plan's groups sit, ranks ordered tp fastest, then dp, then pp
+/// (Megatron's default order): tp inside a node when it fits.
+struct GroupLayout {
+  GroupPlacement tp;
+  GroupPlacement dp;
+  GroupPlacement pp;
+  bool pp_crosses_nodes = false;  // neighbouring stages on different nodes
+};
+[[nodiscard]] GroupLayout place_groups(const Plan& p, const Cluster& c);
+
+// ---------------------------------------------------------------- transformer layer
+
+/// One transformer layer, one micro-batch, on one GPU of the plan (tensor
+/// parallel share). Compute times exclude communication; TP collective times
+/// are the link time of the collectives the layer issues (bytes and counts
+/// given so a simulator can place each one).
+struct LayerCost {
+  // forward compute, split so a simulator can place the parts
+  double fwd_gemm_s = 0;         // QKV, attention projection, FC1, FC2
+  double fwd_attention_s = 0;    // attention core: QKᵀ, softmax+mask+dropout, PV
+  double fwd_elementwise_s = 0;  // norms, bias+dropout+residual, activation
+  double fwd_s = 0;              // sum of the three
+  // backward compute
+  double bwd_input_s = 0;        // activation gradients (dgrad GEMMs, attention and elementwise backward)
+  double bwd_weight_s = 0;       // weight gradients (wgrad GEMMs)
+  double bwd_s = 0;              // bwd_input_s + bwd_weight_s
+  // recomputation before the backward (none: 0; selective: the attention core;
+  // full: the whole forward compute)
+  double recompute_s = 0;
+  // tensor-parallel collectives (0 when tp = 1); with sequence parallelism the
+  // all-reduces become an all-gather + reduce-scatter pair each.
+  Collective tp_kind_fwd = Collective::all_reduce;  // all_reduce, or all_gather+reduce_scatter with SP
+  int tp_collectives_fwd = 0;    // collectives issued in forward (all blocking)
+  int tp_collectives_bwd = 0;    // in backward (SP: includes the re-all-gather of the input for wgrad)
+  int tp_collectives_recompute = 0;
+  double tp_bytes = 0;           // nccl-tests S of each collective (s·b·h elements, 16-bit)
+  double tp_fwd_s = 0;           // link time of the forward collectives (on the critical path)
+  double tp_bwd_s = 0;           // backward collectives on the critical path (SP: gradient all-gathers)
+  double tp_bwd_async_s = 0;     // backward collectives Megatron issues async beside GEMMs
+  double tp_bwd_window_s = 0;    // compute they can hide behind: wgrad (+ dgrad with SP) of QKV and FC1
+  double tp_recompute_s = 0;     // forward collectives repeated by full recomputation
+  // FLOPs on this GPU (for MFU/HFU accounting)
+  double fwd_flops = 0;
+  double recompute_flops = 0;
+};
+[[nodiscard]] LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw);
+
+/// First-stage embedding and last-stage LM head + loss, one micro-batch, one GPU.
+struct EdgeCost {
+  double embedding_fwd_s = 0;  // lookup (+ positions), memory-bound
+  double embedding_bwd_s = 0;  // scatter-add of the gradient
+  double head_fwd_s = 0;       // final norm, logits GEMM, softmax cross entropy
+  double head_bwd_s = 0;       // dgrad and wgrad of the logits GEMM, loss backward
+  double embedding_tp_s = 0;   // vocab-parallel embedding all-reduce (or reduce-scatter with SP), forward
+  double head_tp_s = 0;        // all-gather of the head input with SP (fwd + bwd), loss all-reduces
+  double fwd_flops = 0;        // logits GEMM FLOPs on this GPU
+};
+[[nodiscard]] EdgeCost edge_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw);
+
+/// Pipeline point-to-point per micro-batch and per stage boundary, one direction
+/// (the activation forward and its gradient backward are the same size):
+/// s·b·h 16-bit elements (/tp with sequence parallelism).
+struct PipelineP2P {
+  double bytes = 0;
+  double time_s = 0;
+};
+[[nodiscard]] PipelineP2P pipeline_p2p(const Transformer& m, const Plan& p, const Cluster& c,
+                                       const HardwareProfile& hw);
+
+// ---------------------------------------------------------------- data parallel and ZeRO
+
+/// Parameters held by one GPU of the most loaded pipeline stage, before ZeRO
+/// partitioning (tensor parallel share of its layers, plus the embedding on the
+/// first stage and the head on the last; the larger of the two).
+[[nodiscard]] double stage_params(const Transformer& m, const Plan& p);
+
+/// Data-parallel gradient synchronisation (plus the tied-embedding sync across the pipeline) of one GPU's stage, link times
+/// (before overlap) as the ZeRO stage does it (DESIGN.md, ZeRO paper §7):
+///  stage 0: all-reduce of the 16-bit gradients once per step;
+///  stage 1: reduce-scatter once per step + all-gather of updated parameters;
+///  stage 2: reduce-scatter on every micro-batch + all-gather of parameters;
+///  stage 3: reduce-scatter on every micro-batch (gathers are zero3_gather_cost).
+struct DpSyncCost {
+  double per_microbatch_s = 0;   // reductions issued every micro-batch (stage 2/3)
+  double per_step_s = 0;         // reductions issued once per step (stage 0/1), excluding param all-gather
+  double param_allgather_s = 0;  // all-gather of updated 16-bit parameters after the step (stage 1/2)
+  double bytes_per_microbatch = 0;
+  double bytes_per_step = 0;     // total bytes (nccl-tests S) issued per step, all kinds
+  double embedding_sync_s = 0;   // tied word embeddings: all-reduce of its gradient between first and last stage
+  int buckets = 1;               // reduce buckets per reduction (DeepSpeed reduce_bucket_size)
+};
+[[nodiscard]] DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c,
+                                      const HardwareProfile& hw);
+
+/// ZeRO-3 parameter all-gathers per micro-batch (forward and again in backward),
+/// link time. 0 unless zero_stage is 3.
+struct Zero3GatherCost {
+  double fwd_s = 0;
+  double bwd_s = 0;
+  double bytes_per_pass = 0;  // 16-bit parameters of the stage gathered once
+};
+[[nodiscard]] Zero3GatherCost zero3_gather_cost(const Transformer& m, const Plan& p, const Cluster& c,
+                                                const HardwareProfile& hw);
+
+/// The optimizer step and the offload transfers of one step on one GPU.
+struct OptimizerCost {
+  double gpu_step_s = 0;       // fused Adam over the GPU's partition at achieved HBM bandwidth
+  double host_step_s = 0;      // CPU Adam at the node's measured rate (offload_optimizer != none)
+  double pcie_grads_s = 0;     // gradients device → host per step (per micro-batch for stage 2/3)
+  double pcie_params_s = 0;    // updated parameters host → device per step
+  double nvme_s = 0;           // optimizer states (and params) read + written on NVMe per step
+  double zero3_param_fetch_s = 0;  // parameters fetched from host/NVMe per micro-batch pass (offload_params)
+};
+[[nodiscard]] OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster& c,
+                                           const HardwareProfile& hw);
+
+/// Plain transfer times, for the simulator's PCIe and NVMe resources.
+[[nodiscard]] double pcie_copy_time(double bytes, const Cluster& c, const HardwareProfile& hw);
+[[nodiscard]] double nvme_copy_time(double bytes, const Cluster& c, const HardwareProfile& hw);
+
+}  // namespace ztune

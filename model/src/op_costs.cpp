@@ -1,0 +1,440 @@
+#include "ztune/model/op_costs.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ztune {
+
+double bytes_of(Precision p) { return p == Precision::fp32 ? 4.0 : 2.0; }
+
+// ---------------------------------------------------------------- kernels
+
+namespace {
+
+double achieved_hbm(const GpuSpec& gpu, const HardwareProfile& hw) {
+  return gpu.hbm_bandwidth_gbps * 1e9 * hw.memory_bandwidth_efficiency;
+}
+
+}  // namespace
+
+double gemm_time(const GemmShape& g, Precision p, const GpuSpec& gpu, const HardwareProfile& hw, bool attention) {
+  const double flops = g.flops();
+  if (flops <= 0) return 0;
+  double eff = hw.gemm_efficiency_at(flops);
+  if (attention) eff *= hw.attention_gemm_factor;
+  const double compute = flops / (gpu.peak_flops(p) * eff);
+  const double memory = g.elements() * bytes_of(p) / achieved_hbm(gpu, hw);
+  // Roofline: a GEMM is bound by the slower of its FLOPs and its HBM traffic.
+  return std::max(compute, memory) + hw.kernel_launch_s;
+}
+
+double memory_bound_time(double bytes, const GpuSpec& gpu, const HardwareProfile& hw, int kernels) {
+  return bytes / achieved_hbm(gpu, hw) + kernels * hw.kernel_launch_s;
+}
+
+// ---------------------------------------------------------------- collectives
+
+const char* to_string(Collective k) {
+  switch (k) {
+    case Collective::all_reduce: return "all_reduce";
+    case Collective::reduce_scatter: return "reduce_scatter";
+    case Collective::all_gather: return "all_gather";
+    case Collective::all_to_all: return "all_to_all";
+    case Collective::broadcast: return "broadcast";
+    case Collective::reduce: return "reduce";
+    case Collective::p2p: return "p2p";
+  }
+  return "?";
+}
+
+double bus_factor(Collective k, int n) {
+  if (n <= 1) return k == Collective::p2p ? 1.0 : 0.0;
+  const double nn = n;
+  switch (k) {
+    case Collective::all_reduce: return 2.0 * (nn - 1) / nn;
+    case Collective::reduce_scatter:
+    case Collective::all_gather:
+    case Collective::all_to_all: return (nn - 1) / nn;
+    case Collective::broadcast:
+    case Collective::reduce:
+    case Collective::p2p: return 1.0;
+  }
+  return 1.0;
+}
+
+namespace {
+
+double intra_busbw(const Cluster& c, const HardwareProfile& hw) {
+  double eff = c.intra_node.collective_efficiency.value_or(hw.intra_node.busbw_efficiency);
+  return c.intra_node.bandwidth_gbps * 1e9 * eff;
+}
+double inter_busbw_per_gpu(const Cluster& c, const HardwareProfile& hw) {
+  double eff = c.inter_node.collective_efficiency.value_or(hw.inter_node.busbw_efficiency);
+  return c.inter_node_gbps_per_gpu() * 1e9 * eff;
+}
+
+}  // namespace
+
+double group_bus_bandwidth(const GroupPlacement& g, const Cluster& c, const HardwareProfile& hw) {
+  const double intra = intra_busbw(c, hw);
+  if (!g.crosses_nodes()) return intra;
+  // The node's NICs are shared by the gpus/per_node groups that communicate at
+  // once; this group gets per_node GPUs' worth of them (rail-optimised rings).
+  const double inter = inter_busbw_per_gpu(c, hw) * g.per_node;
+  return g.per_node > 1 ? std::min(intra, inter) : inter;
+}
+
+double group_latency(const GroupPlacement& g, const Cluster& c, const HardwareProfile& hw) {
+  if (g.crosses_nodes()) return c.inter_node.latency_us * 1e-6 + hw.inter_node.latency_s;
+  return c.intra_node.latency_us * 1e-6 + hw.intra_node.latency_s;
+}
+
+double collective_time(Collective k, double bytes, const GroupPlacement& g, const Cluster& c,
+                       const HardwareProfile& hw, CollectiveAlgo algo) {
+  const int n = g.size;
+  if (n <= 1 && k != Collective::p2p) return 0;
+  if (bytes <= 0) return 0;
+  const double alpha = group_latency(g, c, hw);
+  const double bw_term = bytes * bus_factor(k, n) / group_bus_bandwidth(g, c, hw);
+  double ring_steps = 1;
+  switch (k) {
+    case Collective::all_reduce: ring_steps = 2.0 * (n - 1); break;
+    case Collective::reduce_scatter:
+    case Collective::all_gather:
+    case Collective::all_to_all:
+    case Collective::broadcast:
+    case Collective::reduce: ring_steps = n - 1; break;
+    case Collective::p2p: ring_steps = 1; break;
+  }
+  const double ring = alpha * ring_steps + bw_term;
+  if (k != Collective::all_reduce || algo == CollectiveAlgo::ring) return ring;
+  // Double binary tree (NCCL): 2⌈log2 n⌉ latency steps, same bandwidth term.
+  const double tree = alpha * 2.0 * std::ceil(std::log2(static_cast<double>(n))) + bw_term;
+  if (algo == CollectiveAlgo::tree) return tree;
+  return std::min(ring, tree);
+}
+
+double p2p_time(double bytes, bool crosses_nodes, const Cluster& c, const HardwareProfile& hw) {
+  if (bytes <= 0) return 0;
+  GroupPlacement g{2, crosses_nodes ? 1 : 2};
+  return collective_time(Collective::p2p, bytes, g, c, hw);
+}
+
+GroupLayout place_groups(const Plan& p, const Cluster& c) {
+  const int gpn = std::max(1, c.node.gpus);
+  GroupLayout l;
+  l.tp = {p.tp, std::min(p.tp, gpn)};
+  const int tp_nodes_fill = p.tp >= gpn ? 1 : gpn / p.tp;  // dp ranks of one group per node
+  l.dp = {p.dp, std::max(1, std::min(p.dp, tp_nodes_fill))};
+  const int tpdp = p.tp * p.dp;
+  const int pp_fill = tpdp >= gpn ? 1 : gpn / tpdp;
+  l.pp = {p.pp, std::max(1, std::min(p.pp, pp_fill))};
+  l.pp_crosses_nodes = p.pp > 1 && l.pp.crosses_nodes();
+  return l;
+}
+
+// ---------------------------------------------------------------- transformer layer
+
+namespace {
+
+struct LayerShape {
+  double s, b, h, a, t, d, kvd, f_in, f_out, tokens;
+  bool sp;
+};
+
+LayerShape shape_of(const Transformer& m, const Plan& p) {
+  LayerShape x{};
+  x.s = m.seq_len;
+  x.b = p.micro_batch;
+  x.h = m.hidden;
+  x.a = m.heads;
+  x.t = p.tp;
+  x.d = m.head_dim();
+  x.kvd = static_cast<double>(m.kv_heads) * m.head_dim();
+  x.f_out = m.ffn_hidden;
+  x.f_in = m.activation == Activation::swiglu ? 2.0 * m.ffn_hidden : m.ffn_hidden;  // FC1 width
+  x.tokens = x.s * x.b;
+  x.sp = p.sequence_parallel;
+  return x;
+}
+
+// Backward of C = A·B (A activations m×k, B weights k×n): dA = dC·Bᵀ (m×k, inner n)
+// and dB = Aᵀ·dC (k×n, inner m); each has the forward's FLOPs.
+GemmShape dgrad_of(const GemmShape& g) { return {g.m, g.k, g.n, g.batch}; }
+GemmShape wgrad_of(const GemmShape& g) { return {g.k, g.n, g.m, g.batch}; }
+
+}  // namespace
+
+LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+  const LayerShape x = shape_of(m, p);
+  const GpuSpec& gpu = c.node.gpu;
+  const Precision prec = p.precision;
+  const double eb = bytes_of(prec);
+  LayerCost lc;
+
+  // Linear layers (Megatron: QKV and FC1 column-parallel, projection and FC2 row-parallel).
+  const GemmShape qkv{x.tokens, (x.h + 2.0 * x.kvd) / x.t, x.h};
+  const GemmShape proj{x.tokens, x.h, x.h / x.t};
+  const GemmShape fc1{x.tokens, x.f_in / x.t, x.h};
+  const GemmShape fc2{x.tokens, x.h, x.f_out / x.t};
+  // Attention core: b·a/t heads, QKᵀ (s×s, inner d) and PV (s×d, inner s).
+  const double heads_local = x.b * x.a / x.t;
+  const GemmShape qk{x.s, x.s, x.d, heads_local};
+  const GemmShape pv{x.s, x.d, x.s, heads_local};
+
+  lc.fwd_gemm_s = gemm_time(qkv, prec, gpu, hw) + gemm_time(proj, prec, gpu, hw) + gemm_time(fc1, prec, gpu, hw) +
+                  gemm_time(fc2, prec, gpu, hw);
+  const double scores = heads_local * x.s * x.s;  // attention score elements
+  // Fused scale-mask-softmax (read + write) and dropout (read, write, 1-byte mask).
+  const double softmax_fwd_bytes = scores * eb * 2.0 + scores * (eb * 2.0 + 1.0);
+  lc.fwd_attention_s = gemm_time(qk, prec, gpu, hw, true) + gemm_time(pv, prec, gpu, hw, true) +
+                       memory_bound_time(softmax_fwd_bytes, gpu, hw, 2);
+
+  // Elementwise: the hidden-state ops run on s·b·h (÷t with sequence parallelism).
+  const double hs = x.tokens * x.h / (x.sp ? x.t : 1.0);
+  const double norm_bytes = 2.0 * hs * eb;                 // read + write
+  const double bda_bytes = 3.0 * hs * eb + hs;             // bias-dropout-add: 2 reads, 1 write, mask
+  const double act_bytes = (x.f_in + x.f_out) / x.t * x.tokens * eb;  // activation read f_in, write f_out
+  const double rope_bytes =
+      m.position == PositionEmbedding::rotary ? 2.0 * x.tokens * (x.h + x.kvd) / x.t * eb : 0.0;
+  const double elem_fwd_bytes = 2.0 * norm_bytes + 2.0 * bda_bytes + act_bytes + rope_bytes;
+  const int elem_kernels = m.position == PositionEmbedding::rotary ? 6 : 5;
+  lc.fwd_elementwise_s = memory_bound_time(elem_fwd_bytes, gpu, hw, elem_kernels);
+  lc.fwd_s = lc.fwd_gemm_s + lc.fwd_attention_s + lc.fwd_elementwise_s + hw.layer_overhead_s;
+
+  // Backward: dgrad of every GEMM, both attention GEMM gradients per forward
+  // GEMM, softmax/dropout backward (read grad + saved output, write grad),
+  // elementwise backward ≈ twice the forward traffic.
+  const double bwd_dgrad = gemm_time(dgrad_of(qkv), prec, gpu, hw) + gemm_time(dgrad_of(proj), prec, gpu, hw) +
+                           gemm_time(dgrad_of(fc1), prec, gpu, hw) + gemm_time(dgrad_of(fc2), prec, gpu, hw);
+  const double bwd_attention = 2.0 * (gemm_time(qk, prec, gpu, hw, true) + gemm_time(pv, prec, gpu, hw, true)) +
+                               memory_bound_time(scores * (eb * 3.0 + 1.0) + scores * eb * 3.0, gpu, hw, 2);
+  const double bwd_elem = memory_bound_time(2.0 * elem_fwd_bytes, gpu, hw, elem_kernels);
+  const double wgrad_qkv = gemm_time(wgrad_of(qkv), prec, gpu, hw);
+  const double wgrad_fc1 = gemm_time(wgrad_of(fc1), prec, gpu, hw);
+  lc.bwd_input_s = bwd_dgrad + bwd_attention + bwd_elem + hw.layer_overhead_s;
+  lc.bwd_weight_s = wgrad_qkv + gemm_time(wgrad_of(proj), prec, gpu, hw) + wgrad_fc1 +
+                    gemm_time(wgrad_of(fc2), prec, gpu, hw);
+  lc.bwd_s = lc.bwd_input_s + lc.bwd_weight_s;
+
+  // FLOPs on this GPU: 24·s·b·h²/t + 4·s²·b·h/t for GPT (Korthikanti eq. 7 per layer).
+  lc.fwd_flops = qkv.flops() + proj.flops() + fc1.flops() + fc2.flops() + qk.flops() + pv.flops();
+  switch (p.recompute) {
+    case Recompute::none: break;
+    case Recompute::selective:  // the attention core only (Korthikanti §4.2)
+      lc.recompute_s = lc.fwd_attention_s;
+      lc.recompute_flops = qk.flops() + pv.flops();
+      break;
+    case Recompute::full:
+      lc.recompute_s = lc.fwd_s;
+      lc.recompute_flops = lc.fwd_flops;
+      break;
+  }
+
+  // Tensor-parallel collectives (Megatron; Korthikanti §4.2.2): S = s·b·h 16-bit.
+  if (p.tp > 1) {
+    const GroupLayout l = place_groups(p, c);
+    lc.tp_bytes = x.tokens * x.h * eb;
+    if (!x.sp) {
+      // forward: all-reduce after attention and after MLP (g); backward: the
+      // all-reduce of the column-parallel input gradient (f), issued async
+      // alongside the weight-gradient GEMM.
+      const double ar = collective_time(Collective::all_reduce, lc.tp_bytes, l.tp, c, hw);
+      lc.tp_kind_fwd = Collective::all_reduce;
+      lc.tp_collectives_fwd = 2;
+      lc.tp_collectives_bwd = 2;
+      lc.tp_fwd_s = 2.0 * ar;
+      lc.tp_bwd_s = 0;
+      lc.tp_bwd_async_s = 2.0 * ar;
+    } else {
+      // forward: all-gather before QKV and FC1, reduce-scatter after projection
+      // and FC2. backward: all-gather of the output gradient (blocking), and,
+      // async, the reduce-scatter of the input gradient plus the re-gather of the
+      // input for the weight gradient.
+      const double ag = collective_time(Collective::all_gather, lc.tp_bytes, l.tp, c, hw);
+      const double rs = collective_time(Collective::reduce_scatter, lc.tp_bytes, l.tp, c, hw);
+      lc.tp_kind_fwd = Collective::all_gather;
+      lc.tp_collectives_fwd = 4;
+      lc.tp_collectives_bwd = 6;
+      lc.tp_fwd_s = 2.0 * (ag + rs);
+      lc.tp_bwd_s = 2.0 * ag;
+      lc.tp_bwd_async_s = 2.0 * (ag + rs);
+    }
+    lc.tp_bwd_window_s = wgrad_qkv + wgrad_fc1 + (x.sp ? gemm_time(dgrad_of(qkv), prec, gpu, hw) +
+                                                             gemm_time(dgrad_of(fc1), prec, gpu, hw)
+                                                       : 0.0);
+    if (p.recompute == Recompute::full) {
+      lc.tp_collectives_recompute = lc.tp_collectives_fwd;
+      lc.tp_recompute_s = lc.tp_fwd_s;
+    }
+  }
+  return lc;
+}
+
+EdgeCost edge_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+  const LayerShape x = shape_of(m, p);
+  const GpuSpec& gpu = c.node.gpu;
+  const Precision prec = p.precision;
+  const double eb = bytes_of(prec);
+  const double hs = x.tokens * x.h;
+  const double hs_local = hs / (x.sp ? x.t : 1.0);
+  EdgeCost e;
+  // Embedding: gather rows (+ learned positions): read + write s·b·h each.
+  const double pos = m.position == PositionEmbedding::learned ? 2.0 : 0.0;
+  e.embedding_fwd_s = memory_bound_time((2.0 + pos) * hs * eb, gpu, hw, pos > 0 ? 2 : 1);
+  e.embedding_bwd_s = memory_bound_time((2.0 + pos) * hs * eb, gpu, hw, pos > 0 ? 2 : 1);
+  // Head: final norm, logits GEMM (vocab-parallel), softmax cross entropy in fp32.
+  const GemmShape logits{x.tokens, static_cast<double>(m.vocab) / x.t, x.h};
+  const double logit_elems = x.tokens * m.vocab / x.t;
+  e.head_fwd_s = memory_bound_time(2.0 * hs_local * eb, gpu, hw) + gemm_time(logits, prec, gpu, hw) +
+                 memory_bound_time(logit_elems * (eb + 4.0 + 4.0), gpu, hw, 3);
+  e.head_bwd_s = memory_bound_time(4.0 * hs_local * eb, gpu, hw) + gemm_time(dgrad_of(logits), prec, gpu, hw) +
+                 gemm_time(wgrad_of(logits), prec, gpu, hw) + memory_bound_time(logit_elems * (4.0 + eb), gpu, hw, 1);
+  e.fwd_flops = logits.flops();
+  if (p.tp > 1) {
+    const GroupLayout l = place_groups(p, c);
+    const double bytes = hs * eb;
+    // Vocab-parallel embedding: partial sums all-reduced (reduce-scattered with SP).
+    e.embedding_tp_s = collective_time(x.sp ? Collective::reduce_scatter : Collective::all_reduce, bytes, l.tp, c, hw);
+    // Head: SP all-gathers the input (and reduce-scatters its gradient); without
+    // SP the input gradient is all-reduced. Cross-entropy max/sum/target
+    // all-reduces are s·b fp32 each (3 of them).
+    const double head_in = x.sp ? collective_time(Collective::all_gather, bytes, l.tp, c, hw) +
+                                      collective_time(Collective::reduce_scatter, bytes, l.tp, c, hw)
+                                : collective_time(Collective::all_reduce, bytes, l.tp, c, hw);
+    e.head_tp_s = head_in + 3.0 * collective_time(Collective::all_reduce, x.tokens * 4.0, l.tp, c, hw);
+  }
+  return e;
+}
+
+PipelineP2P pipeline_p2p(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+  PipelineP2P r;
+  if (p.pp <= 1) return r;
+  const GroupLayout l = place_groups(p, c);
+  // Megatron's scatter-gather optimisation sends 1/t of the tensor and
+  // all-gathers it inside the node; with SP the tensor is already split.
+  r.bytes = static_cast<double>(m.seq_len) * p.micro_batch * m.hidden * bytes_of(p.precision) / p.tp;
+  r.time_s = p2p_time(r.bytes, l.pp_crosses_nodes, c, hw);
+  if (!p.sequence_parallel && p.tp > 1)
+    r.time_s += collective_time(Collective::all_gather, r.bytes * p.tp, l.tp, c, hw);
+  return r;
+}
+
+// ---------------------------------------------------------------- data parallel and ZeRO
+
+double stage_params(const Transformer& m, const Plan& p) {
+  const double t = p.tp;
+  const double layers_per_stage = static_cast<double>(m.layers) / p.pp;
+  const double body = layers_per_stage * m.params_per_layer() / t;
+  const double word = static_cast<double>(m.vocab) * m.hidden / t;
+  const double positions = m.embedding_params() - static_cast<double>(m.vocab) * m.hidden;
+  const double embedding = word + positions;
+  const double final_norm = m.head_params() - (m.tied_embeddings ? 0.0 : static_cast<double>(m.vocab) * m.hidden);
+  const double head = final_norm + (m.tied_embeddings ? (p.pp > 1 ? word : 0.0) : word);
+  if (p.pp == 1) return body + embedding + head;
+  return body + std::max(embedding, head);
+}
+
+DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+  DpSyncCost d;
+  const GroupLayout l = place_groups(p, c);
+  if (p.pp > 1 && m.tied_embeddings) {
+    // Megatron keeps a copy of the word embedding on the last stage for the LM
+    // head and all-reduces the two gradients once per step.
+    const double word = static_cast<double>(m.vocab) * m.hidden / p.tp * 2.0;
+    d.embedding_sync_s =
+        collective_time(Collective::all_reduce, word, GroupPlacement{2, l.pp_crosses_nodes ? 1 : 2}, c, hw);
+  }
+  if (p.dp <= 1) return d;
+  const double params = stage_params(m, p);
+  const double gbytes = 2.0 * params;  // 16-bit gradients
+  const double pbytes = 2.0 * params;  // 16-bit parameters
+  d.buckets = std::max(1, static_cast<int>(std::ceil(params / p.reduce_bucket_elems)));
+  const double bucket = gbytes / d.buckets;
+  const double per_bucket_ar = collective_time(Collective::all_reduce, bucket, l.dp, c, hw);
+  const double per_bucket_rs = collective_time(Collective::reduce_scatter, bucket, l.dp, c, hw);
+  const int ag_buckets = std::max(1, static_cast<int>(std::ceil(params / p.allgather_bucket_elems)));
+  const double param_ag = ag_buckets * collective_time(Collective::all_gather, pbytes / ag_buckets, l.dp, c, hw);
+  switch (p.zero_stage) {
+    case 0:
+      d.per_step_s = d.buckets * per_bucket_ar;
+      d.bytes_per_step = gbytes;
+      break;
+    case 1:
+      d.per_step_s = d.buckets * per_bucket_rs;
+      d.param_allgather_s = param_ag;
+      d.bytes_per_step = gbytes + pbytes;
+      break;
+    case 2:
+      d.per_microbatch_s = d.buckets * per_bucket_rs;
+      d.bytes_per_microbatch = gbytes;
+      d.param_allgather_s = param_ag;
+      d.bytes_per_step = gbytes * p.grad_accum + pbytes;
+      break;
+    default:
+      d.per_microbatch_s = d.buckets * per_bucket_rs;
+      d.bytes_per_microbatch = gbytes;
+      d.bytes_per_step = gbytes * p.grad_accum;
+      break;
+  }
+  return d;
+}
+
+Zero3GatherCost zero3_gather_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+  Zero3GatherCost z;
+  if (p.zero_stage != 3 || p.dp <= 1) return z;
+  const GroupLayout l = place_groups(p, c);
+  const double params = stage_params(m, p);
+  z.bytes_per_pass = 2.0 * params;
+  // Gathered layer by layer in prefetch buckets; one gather per layer at least.
+  const double per_layer = m.params_per_layer() / p.tp;
+  const double bucket_elems = std::max(std::min(p.prefetch_bucket_elems, params), per_layer);
+  const int gathers = std::max(1, static_cast<int>(std::ceil(params / bucket_elems)));
+  z.fwd_s = gathers * collective_time(Collective::all_gather, z.bytes_per_pass / gathers, l.dp, c, hw);
+  z.bwd_s = z.fwd_s;
+  return z;
+}
+
+double pcie_copy_time(double bytes, const Cluster& c, const HardwareProfile& hw) {
+  if (bytes <= 0) return 0;
+  return bytes / (c.node.pcie_bandwidth_gbps * 1e9 * hw.pcie_efficiency);
+}
+
+double nvme_copy_time(double bytes, const Cluster& c, const HardwareProfile& hw) {
+  if (bytes <= 0 || c.node.nvme_bandwidth_gbps <= 0) return 0;
+  return bytes / (c.node.nvme_bandwidth_gbps * 1e9 * hw.nvme_efficiency);
+}
+
+OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+  OptimizerCost o;
+  const double params = stage_params(m, p);
+  const double part = p.zero_stage >= 1 ? params / p.dp : params;  // the GPU's optimizer partition
+  const int gpn = std::max(1, c.node.gpus);
+  if (p.offload_params != OffloadTarget::none) {
+    // Each micro-batch fetches the GPU's 16-bit partition for forward and backward.
+    const double fetch = 2.0 * (2.0 * params / p.dp);
+    o.zero3_param_fetch_s = pcie_copy_time(fetch, c, hw);
+    if (p.offload_params == OffloadTarget::nvme) o.zero3_param_fetch_s += nvme_copy_time(fetch * gpn, c, hw);
+  }
+  if (p.offload_optimizer == OffloadTarget::none) {
+    // Fused multi-tensor Adam: read fp32 master, m, v and the gradient (16 B),
+    // write master, m, v (12 B) and the 16-bit copy (2 B), plus the unscale /
+    // norm pass over the gradient (8 B): 38 bytes per parameter.
+    o.gpu_step_s = memory_bound_time(38.0 * part, c.node.gpu, hw, 4);
+    return o;
+  }
+  // CPU Adam: the node's rate is shared by its GPUs' partitions.
+  o.host_step_s = part / (c.node.cpu_adam_gparams_per_s * 1e9 / gpn);
+  // Gradients come down once per micro-batch from stage 2 (reduce-scattered
+  // partitions), once per step for stage 1; updated 16-bit parameters go up.
+  const double grad_copies = p.zero_stage >= 2 ? p.grad_accum : 1.0;
+  o.pcie_grads_s = grad_copies * pcie_copy_time(2.0 * part, c, hw);
+  o.pcie_params_s = pcie_copy_time(2.0 * part, c, hw);
+  if (p.offload_optimizer == OffloadTarget::nvme) {
+    // fp32 master, m, v read and written once per step; the node's NVMe is shared.
+    o.nvme_s = nvme_copy_time(2.0 * 12.0 * part * gpn, c, hw);
+  }
+  return o;
+}
+
+}  // namespace ztune
