@@ -1,0 +1,15 @@
+#pragma once
+// LayerNorm over the last dimension (Ba, Kiros, Hinton 2016), eps = 1e-5 as GPT-2:
+// y = (x − μ)·rstd·w + b with rstd = 1/sqrt(var + eps), var the biased variance.
+// mean[N] and rstd[N] are saved for backward. See conventions.hpp (backward +=).
+namespace ztune::kernels::cpu {
+
+inline constexpr float kLayerNormEps = 1e-5f;
+
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                       const float* bias, int n, int c);
+/// dinp += ∂L/∂x, dweight += Σ dout·x̂, dbias += Σ dout.
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                        const float* weight, const float* mean, const float* rstd, int n, int c);
+
+}  // namespace ztune::kernels::cpu
