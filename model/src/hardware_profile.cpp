@@ -45,6 +45,7 @@ FabricProfile read_fabric(ObjectReader r) {
   FabricProfile f;
   f.busbw_efficiency = fraction(r, "busbw_efficiency");
   f.latency_s = r.positive("latency_us", true) * 1e-6;
+  f.base_latency_s = r.positive("base_latency_us", true) * 1e-6;
   r.finish();
   return f;
 }
@@ -128,7 +129,8 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
   nlohmann::json table = nlohmann::json::array();
   for (const auto& row : p.gemm_efficiency) table.push_back({row.size, row.efficiency});
   auto fabric = [](const FabricProfile& f) {
-    return nlohmann::json{{"busbw_efficiency", f.busbw_efficiency}, {"latency_us", f.latency_s * 1e6}};
+    return nlohmann::json{{"busbw_efficiency", f.busbw_efficiency}, {"latency_us", f.latency_s * 1e6},
+                          {"base_latency_us", f.base_latency_s * 1e6}};
   };
   return nlohmann::json{
       {"schema", "ztune.profile/1"},

@@ -106,10 +106,11 @@ double collective_time(Collective k, double bytes, const GroupPlacement& g, cons
     case Collective::reduce: ring_steps = n - 1; break;
     case Collective::p2p: ring_steps = 1; break;
   }
-  const double ring = alpha * ring_steps + bw_term;
+  const double base = (g.crosses_nodes() ? hw.inter_node : hw.intra_node).base_latency_s;
+  const double ring = base + alpha * ring_steps + bw_term;
   if (k != Collective::all_reduce || algo == CollectiveAlgo::ring) return ring;
   // Double binary tree (NCCL): 2⌈log2 n⌉ latency steps, same bandwidth term.
-  const double tree = alpha * 2.0 * std::ceil(std::log2(static_cast<double>(n))) + bw_term;
+  const double tree = base + alpha * 2.0 * std::ceil(std::log2(static_cast<double>(n))) + bw_term;
   if (algo == CollectiveAlgo::tree) return tree;
   return std::min(ring, tree);
 }

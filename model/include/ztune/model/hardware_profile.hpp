@@ -26,7 +26,8 @@ struct EfficiencyPoint {
 /// α/β efficiency of one fabric level (intra-node or inter-node).
 struct FabricProfile {
   double busbw_efficiency = 1;  // achieved bus bandwidth / link bandwidth (nccl-tests busbw)
-  double latency_s = 0;         // α per algorithm step, seconds (added to the cluster's latency)
+  double latency_s = 0;         // α per algorithm step, seconds (added to the cluster's latency_us)
+  double base_latency_s = 0;    // fixed cost of one collective call (launch, protocol setup), seconds
 };
 
 struct HardwareProfile {

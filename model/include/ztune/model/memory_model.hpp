@@ -1,0 +1,80 @@
+#pragma once
+// The memory model: bytes per GPU as named lines (prediction.hpp's MemLine),
+// host and NVMe bytes per node, and whether the plan fits. predict_memory() is
+// declared in prediction.hpp; this header holds the published formulas it is
+// built from, so tests can check each against its paper.
+//
+// Model-state accounting (ZeRO paper, Rajbhandari et al. 2020, §5 and Table 1):
+// mixed-precision Adam keeps 2Ψ (16-bit params) + 2Ψ (16-bit grads) + KΨ (fp32
+// master, momentum, variance; K = 12). Stage 1 partitions KΨ over Nd ranks,
+// stage 2 also the gradients, stage 3 also the parameters.
+#include <cstdint>
+
+#include "ztune/model/prediction.hpp"
+
+namespace ztune {
+
+/// Which bytes-per-parameter bookkeeping to use for model states.
+enum class StateAccounting : std::uint8_t {
+  /// The ZeRO paper's (and ztune's executor's): 16-bit gradients, K = 12.
+  /// Stages 0..3 per GPU: 16Ψ, 4Ψ + 12Ψ/N, 2Ψ + 14Ψ/N, 16Ψ/N. The default.
+  paper,
+  /// DeepSpeed's estimate_zero2/3_model_states_mem_needs (2024+): it keeps fp32
+  /// gradient partitions, so stages 1–2 need 2Ψ + 18Ψ/N and stage 3 18Ψ/N plus
+  /// 4 bytes × the largest layer; stage 0 16Ψ. Use when the plan targets DeepSpeed.
+  deepspeed,
+  /// Megatron-LM's distributed optimizer off: fp32 main gradients kept whole,
+  /// 2Ψ + 4Ψ + 12Ψ (= 18Ψ; the accounting behind Korthikanti et al.'s Figure 1).
+  megatron,
+};
+
+struct MemoryOptions {
+  StateAccounting accounting = StateAccounting::paper;
+};
+
+/// Model-state bytes per GPU for Ψ parameters held by the GPU before ZeRO
+/// partitioning, split into the params / grads / optimizer lines.
+struct ModelStateBytes {
+  double params = 0;
+  double grads = 0;
+  double optimizer = 0;
+  [[nodiscard]] double total() const { return params + grads + optimizer; }
+};
+[[nodiscard]] ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccounting a);
+
+/// Activation bytes of ONE transformer layer for one micro-batch on one GPU
+/// (Korthikanti et al. 2022, §4, Table 2), 16-bit:
+///   no parallelism            s·b·h·(34 + 5·a·s/h)
+///   tensor parallel t         s·b·h·(10 + 24/t + 5·a·s/(h·t))
+///   + sequence parallel       s·b·h·(34 + 5·a·s/h)/t
+///   selective recomputation   drops the 5·a·s/h term
+///   full recomputation        2·s·b·h (÷t with sequence parallelism)
+/// Generalised for grouped-query attention and FFN width/SwiGLU: the 24 is
+/// 2h (Q) + 4·kv_dim (K,V) + 2h (projection input) + 4f (GeLU: its input and
+/// FC2's input; SwiGLU 6f), divided by h. Reduces to the paper's for GPT.
+[[nodiscard]] double layer_activation_bytes(const Transformer& m, int micro_batch, int tp, bool sequence_parallel,
+                                            Recompute r);
+
+/// Micro-batches whose activations the most loaded stage holds at once:
+/// 1F1B: min(p, m) (first stage); interleaved: p·(1 + (p−1)/(p·v)) (Korthikanti
+/// §4.2.3), GPipe: m; no pipeline: 1. Returned as "layers' worth of
+/// micro-batches" per stage layer, i.e. multiply by per-layer bytes × L/p.
+[[nodiscard]] double microbatches_in_flight(const Plan& p);
+
+/// Full memory prediction with an explicit accounting.
+[[nodiscard]] MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Cluster& c,
+                                              const HardwareProfile& hw, const MemoryOptions& opt);
+
+/// The largest micro-batch (≤ limit) whose GPU memory fits, everything else in
+/// the plan unchanged (grad_accum and global batch are not re-derived). 0 when
+/// even 1 does not fit.
+[[nodiscard]] int largest_fitting_micro_batch(const Transformer& m, const Plan& p, const Cluster& c,
+                                              const HardwareProfile& hw, int limit = 1024,
+                                              const MemoryOptions& opt = {});
+
+/// The names of the GPU lines that overflow: the lines that, taken largest
+/// first, exceed the capacity (for "does not fit" messages). Writes up to
+/// `max` lines into `out` and returns how many.
+int overflowing_lines(const MemoryPrediction& mp, MemLine* out, int max);
+
+}  // namespace ztune

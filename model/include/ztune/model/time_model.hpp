@@ -1,0 +1,41 @@
+#pragma once
+// The analytical time model: one iteration of the plan as a sum of named parts
+// (prediction.hpp's TimePart), built from op_costs.hpp's per-operation costs.
+//
+// Pipeline: the steady state runs m micro-batches through the slowest stage
+// (the last one, which also holds the LM head); the fill and drain add the
+// bubble (p−1)/v stage-times (GPipe and 1F1B: v = 1; Narayanan et al. 2021).
+// Communication is exposed unless the plan and the profile say it overlaps:
+// TP backward collectives Megatron issues async hide behind the wgrad GEMMs
+// (profile tp_overlap), DP bucketed reduction behind the last backward
+// (overlap_comm × dp_overlap), ZeRO-3 gathers behind compute with prefetch,
+// offload transfers behind backward / the host optimizer step.
+#include "ztune/model/prediction.hpp"
+
+namespace ztune {
+
+/// Per-micro-batch times on the slowest stage (seconds), exposed parts.
+struct MicrobatchTimes {
+  double forward = 0;       // layers + edge (embedding / head) forward compute
+  double backward = 0;
+  double recompute = 0;
+  double tp_comm = 0;       // exposed tensor-parallel collectives
+  double pp_comm = 0;       // exposed pipeline sends/receives
+  double dp_comm = 0;       // exposed per-micro-batch reductions (ZeRO 2/3)
+  double zero3_gather = 0;  // exposed ZeRO-3 all-gathers
+  double offload = 0;       // exposed parameter fetches from host/NVMe
+  double layers_only = 0;   // the same micro-batch on a stage without embedding/head (bubble unit)
+  [[nodiscard]] double total() const {
+    return forward + backward + recompute + tp_comm + pp_comm + dp_comm + zero3_gather + offload;
+  }
+};
+[[nodiscard]] MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Cluster& c,
+                                               const HardwareProfile& hw);
+
+/// Communication time `link_s` of which up to `window_s` × `overlap` hides behind compute.
+[[nodiscard]] inline double exposed(double link_s, double window_s, double overlap) {
+  const double hidden = (link_s < window_s ? link_s : window_s) * overlap;
+  return link_s - hidden;
+}
+
+}  // namespace ztune

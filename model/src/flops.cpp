@@ -1,0 +1,42 @@
+#include "ztune/model/flops.hpp"
+
+namespace ztune {
+
+namespace {
+
+// Attention score GEMMs QKᵀ and PV: 2 × 2·s²·b·h (all heads).
+double attention_core_flops(const Transformer& m, double b) {
+  const double s = m.seq_len;
+  return 4.0 * s * s * b * m.hidden;
+}
+
+}  // namespace
+
+double layer_forward_flops(const Transformer& m, double micro_batch) {
+  const double tokens = static_cast<double>(m.seq_len) * micro_batch;
+  const double h = m.hidden;
+  const double kvd = static_cast<double>(m.kv_heads) * m.head_dim();
+  const double f_in = m.activation == Activation::swiglu ? 2.0 * m.ffn_hidden : m.ffn_hidden;
+  const double qkv = 2.0 * tokens * h * (h + 2.0 * kvd);
+  const double proj = 2.0 * tokens * h * h;
+  const double mlp = 2.0 * tokens * h * f_in + 2.0 * tokens * m.ffn_hidden * h;
+  return qkv + proj + mlp + attention_core_flops(m, micro_batch);
+}
+
+double head_forward_flops(const Transformer& m, double micro_batch) {
+  return 2.0 * m.seq_len * micro_batch * static_cast<double>(m.hidden) * m.vocab;
+}
+
+double model_flops_per_iteration(const Transformer& m, double global_batch) {
+  return 3.0 * (m.layers * layer_forward_flops(m, global_batch) + head_forward_flops(m, global_batch));
+}
+
+double hardware_flops_per_iteration(const Transformer& m, const Plan& p) {
+  const double b = static_cast<double>(p.global_batch);
+  double extra = 0;
+  if (p.recompute == Recompute::full) extra = m.layers * layer_forward_flops(m, b);
+  if (p.recompute == Recompute::selective) extra = m.layers * attention_core_flops(m, b);
+  return model_flops_per_iteration(m, b) + extra;
+}
+
+}  // namespace ztune

@@ -1,0 +1,269 @@
+#include "ztune/model/memory_model.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/op_costs.hpp"
+
+namespace ztune {
+
+namespace {
+
+// Runtime constants (assumptions until calibration measures them): the CUDA
+// context with cuBLAS/cuDNN handles, NCCL's per-communicator buffers
+// (NCCL_BUFFSIZE 4 MiB × channels × send/recv), cuBLAS workspace, and the
+// caching allocator's fragmentation as a fraction of the dynamic allocations.
+constexpr double kCudaContextBytes = 1.0e9;
+constexpr double kNcclBytesPerCommunicator = 0.25e9;
+constexpr double kCublasWorkspaceBytes = 32.0 * 1024 * 1024;
+constexpr double kFragmentation = 0.10;
+// DeepSpeed's NVMe swap buffers: pinned host buffers per GPU (aio buffer_count
+// 4-5 of up to 1e8 elements).
+constexpr double kSwapBufferElems = 1e8;
+constexpr double kSwapBuffers = 4;
+
+std::size_t idx(MemLine l) { return static_cast<std::size_t>(l); }
+
+}  // namespace
+
+ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccounting a) {
+  const double n = std::max(1, dp);
+  ModelStateBytes b;
+  switch (a) {
+    case StateAccounting::paper:
+      b.params = zero_stage >= 3 ? 2.0 * psi / n : 2.0 * psi;
+      b.grads = zero_stage >= 2 ? 2.0 * psi / n : 2.0 * psi;
+      b.optimizer = zero_stage >= 1 ? 12.0 * psi / n : 12.0 * psi;
+      break;
+    case StateAccounting::deepspeed:
+      if (zero_stage == 0) {
+        b = {2.0 * psi, 2.0 * psi, 12.0 * psi};
+      } else if (zero_stage <= 2) {
+        // 16-bit params whole; 16-bit + fp32 gradient partitions; fp32 states partitioned.
+        b = {2.0 * psi, 6.0 * psi / n, 12.0 * psi / n};
+      } else {
+        b = {2.0 * psi / n, 4.0 * psi / n, 12.0 * psi / n};
+      }
+      break;
+    case StateAccounting::megatron:
+      b.params = zero_stage >= 3 ? 2.0 * psi / n : 2.0 * psi;
+      b.grads = zero_stage >= 2 ? 4.0 * psi / n : 4.0 * psi;
+      b.optimizer = zero_stage >= 1 ? 12.0 * psi / n : 12.0 * psi;
+      break;
+  }
+  return b;
+}
+
+double layer_activation_bytes(const Transformer& m, int micro_batch, int tp, bool sequence_parallel, Recompute r) {
+  const double s = m.seq_len, b = micro_batch, h = m.hidden, a = m.heads, t = tp;
+  const double sbh = s * b * h;
+  const double sp = sequence_parallel ? t : 1.0;
+  if (r == Recompute::full) return 2.0 * sbh / sp;  // only the layer input
+  const double kvd = static_cast<double>(m.kv_heads) * m.head_dim();
+  const double mlp = (m.activation == Activation::swiglu ? 6.0 : 4.0) * m.ffn_hidden;
+  // Outside the tensor-parallel region: 2 norm inputs (4), QKV and FC1 inputs
+  // (2 + 2), two dropout masks (1 + 1) = 10·s·b·h; divided by t only with SP.
+  const double outside = 10.0 * sbh / sp;
+  // Inside: Q, K, V, projection input and the MLP's stored tensors (24·s·b·h for GPT).
+  const double inside = s * b * (2.0 * h + 4.0 * kvd + 2.0 * h + mlp) / t;
+  // Attention scores: softmax output (2), dropout mask (1), dropout output (2).
+  const double scores = r == Recompute::selective ? 0.0 : 5.0 * a * s * s * b / t;
+  return outside + inside + scores;
+}
+
+double microbatches_in_flight(const Plan& p) {
+  const double m = p.grad_accum;
+  if (p.pp <= 1) return 1.0;
+  switch (p.schedule) {
+    case Schedule::gpipe: return m;
+    case Schedule::one_f_one_b: return std::min<double>(p.pp, m);
+    case Schedule::interleaved: {
+      // Korthikanti §4.2.3: the first stage holds p micro-batches × (1 + (p−1)/(p·v)).
+      const double pp = p.pp;
+      return std::min(m, pp * (1.0 + (pp - 1.0) / (pp * p.virtual_stages)));
+    }
+  }
+  return 1.0;
+}
+
+namespace {
+
+struct StageMemory {
+  std::array<double, static_cast<std::size_t>(MemLine::count)> gpu{};
+  double total = 0;
+};
+
+// One stage's lines: `first`/`last` say which pipeline ends it holds.
+StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, bool first, bool last,
+                         const MemoryOptions& opt) {
+  StageMemory sm;
+  const double t = p.tp;
+  const double eb = bytes_of(p.precision);
+  const double layers = static_cast<double>(m.layers) / p.pp;
+  const double word = static_cast<double>(m.vocab) * m.hidden / t;
+  const double positions = m.embedding_params() - static_cast<double>(m.vocab) * m.hidden;
+  const double final_norm = m.head_params() - (m.tied_embeddings ? 0.0 : static_cast<double>(m.vocab) * m.hidden);
+  const double layer_params = m.params_per_layer() / t;
+  double psi = layers * layer_params;
+  if (first) psi += word + positions;
+  if (last) psi += final_norm + (m.tied_embeddings ? (first ? 0.0 : word) : word);
+
+  ModelStateBytes st = model_state_bytes(psi, p.dp, p.zero_stage, opt.accounting);
+  if (p.offload_optimizer != OffloadTarget::none) {
+    st.optimizer = 0;
+    if (p.zero_stage >= 1) st.grads = 0;  // ZeRO-Offload streams gradient partitions to the host
+  }
+  if (p.offload_params != OffloadTarget::none) st.params = 0;
+  sm.gpu[idx(MemLine::params)] = st.params;
+  sm.gpu[idx(MemLine::grads)] = st.grads;
+  sm.gpu[idx(MemLine::optimizer)] = st.optimizer;
+
+  // Activations: this stage's layers × micro-batches in flight (first stage
+  // holds the most under 1F1B; the last holds one).
+  double in_flight = microbatches_in_flight(p);
+  if (!first && p.schedule != Schedule::gpipe) in_flight = 1.0;
+  const double per_layer =
+      layer_activation_bytes(m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute);
+  double act = layers * per_layer * in_flight;
+  // Full recomputation re-materialises one layer's activations at a time.
+  if (p.recompute == Recompute::full)
+    act += layer_activation_bytes(m, p.micro_batch, p.tp, p.sequence_parallel, Recompute::none);
+  // Embedding output dropout mask (Korthikanti: s·b·h·p/t with SP).
+  const double sbh = static_cast<double>(m.seq_len) * p.micro_batch * m.hidden;
+  if (first) act += sbh / (p.sequence_parallel ? t : 1.0) * in_flight;
+  sm.gpu[idx(MemLine::activations)] = act;
+
+  // Communication buckets (DeepSpeed reduce_bucket_size / allgather_bucket_size,
+  // in elements of 16-bit gradients; the reduce bucket is doubled with overlap_comm).
+  if (p.dp > 1) {
+    const double overlap = p.overlap_comm ? 2.0 : 1.0;
+    double buckets = eb * std::min(p.reduce_bucket_elems, psi) * overlap;
+    if (p.zero_stage == 1 || p.zero_stage == 2) buckets += eb * std::min(p.allgather_bucket_elems, psi);
+    sm.gpu[idx(MemLine::comm_buckets)] = buckets;
+  }
+
+  // ZeRO-3 gathered parameters: the largest layer, the prefetch bucket, capped
+  // by max_live_parameters, plus persistent small tensors kept whole.
+  if (p.zero_stage == 3) {
+    if (opt.accounting == StateAccounting::deepspeed) {
+      sm.gpu[idx(MemLine::zero3_gathered)] = 4.0 * std::max(layer_params, first ? word : 0.0);
+    } else {
+      const double largest = std::max(layer_params, (first || last) ? word : 0.0);
+      const double live = std::min(p.max_live_params, largest + std::min(p.prefetch_bucket_elems, psi));
+      const double h = m.hidden;
+      const double kvd = static_cast<double>(m.kv_heads) * m.head_dim();
+      const double f_in = m.activation == Activation::swiglu ? 2.0 * m.ffn_hidden : m.ffn_hidden;
+      double small = 0;  // vectors under the persistence threshold, per layer
+      auto keep = [&](double n) { if (n < p.param_persistence_threshold) small += n; };
+      const double norms = m.norm == NormKind::layernorm && m.bias ? 2.0 : 1.0;
+      for (int i = 0; i < 2; ++i) keep(norms * h);
+      if (m.bias) { keep((h + 2 * kvd) / t); keep(h); keep(f_in / t); keep(h); }
+      sm.gpu[idx(MemLine::zero3_gathered)] = eb * (live + layers * small);
+    }
+  }
+
+  // Workspace: cuBLAS plus the largest transient gradient buffers of one layer
+  // (attention-score gradient, FC1 output gradient), two of them live.
+  const double scores = static_cast<double>(p.micro_batch) * m.heads / t * m.seq_len * m.seq_len * eb;
+  const double f_in = m.activation == Activation::swiglu ? 2.0 * m.ffn_hidden : m.ffn_hidden;
+  const double fc1 = static_cast<double>(m.seq_len) * p.micro_batch * f_in / t * eb;
+  sm.gpu[idx(MemLine::workspace)] = kCublasWorkspaceBytes + 2.0 * std::max(scores, fc1);
+
+  // Logits: 16-bit logits + their fp32 copy in the vocab-parallel cross entropy.
+  if (last) sm.gpu[idx(MemLine::logits)] = static_cast<double>(m.seq_len) * p.micro_batch * m.vocab / t * (eb + 4.0);
+
+  int communicators = (p.tp > 1) + (p.dp > 1) + (p.pp > 1);
+  sm.gpu[idx(MemLine::runtime)] = c.device_kind == DeviceKind::gpu
+                                      ? kCudaContextBytes + communicators * kNcclBytesPerCommunicator
+                                      : 0.0;
+  const double dynamic = sm.gpu[idx(MemLine::activations)] + sm.gpu[idx(MemLine::comm_buckets)] +
+                         sm.gpu[idx(MemLine::zero3_gathered)] + sm.gpu[idx(MemLine::workspace)] +
+                         sm.gpu[idx(MemLine::logits)];
+  sm.gpu[idx(MemLine::fragmentation)] = kFragmentation * dynamic;
+  for (double v : sm.gpu) sm.total += v;
+  return sm;
+}
+
+}  // namespace
+
+MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
+                                const MemoryOptions& opt) {
+  (void)hw;
+  MemoryPrediction mp;
+  StageMemory worst = stage_memory(m, p, c, true, p.pp == 1, opt);
+  if (p.pp > 1) {
+    StageMemory last = stage_memory(m, p, c, false, true, opt);
+    if (last.total > worst.total) worst = last;
+  }
+  mp.gpu = worst.gpu;
+  mp.gpu_total_bytes = worst.total;
+  mp.gpu_capacity_bytes = c.node.gpu.memory_bytes();
+
+  // Host and NVMe per node: every GPU of the node holds its own partition.
+  const double psi = stage_params(m, p);
+  const double part = p.zero_stage >= 1 ? psi / p.dp : psi;
+  const double gpn = c.node.gpus;
+  double host = 0, nvme = 0;
+  if (p.offload_optimizer == OffloadTarget::cpu) {
+    host += gpn * 16.0 * part;  // fp32 master, momentum, variance, fp32 gradients
+  } else if (p.offload_optimizer == OffloadTarget::nvme) {
+    nvme += gpn * 16.0 * part;
+    host += gpn * kSwapBuffers * std::min(part, kSwapBufferElems) * 4.0;
+  }
+  if (p.offload_params == OffloadTarget::cpu) {
+    host += gpn * 2.0 * psi / p.dp;
+  } else if (p.offload_params == OffloadTarget::nvme) {
+    nvme += gpn * 2.0 * psi / p.dp;
+    host += gpn * kSwapBuffers * std::min(psi / p.dp, kSwapBufferElems) * 2.0;
+  }
+  mp.host_bytes_per_node = host;
+  mp.host_capacity_bytes = c.node.host_memory_gb * 1e9;
+  mp.nvme_bytes_per_node = nvme;
+  mp.nvme_capacity_bytes = c.node.nvme_size_tb * 1e12;
+  mp.fits_gpu = mp.gpu_total_bytes <= mp.gpu_capacity_bytes;
+  mp.fits_host = mp.host_bytes_per_node <= mp.host_capacity_bytes;
+  mp.fits_nvme = mp.nvme_bytes_per_node <= mp.nvme_capacity_bytes;
+  return mp;
+}
+
+MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+  return predict_memory(m, p, c, hw, MemoryOptions{});
+}
+
+int largest_fitting_micro_batch(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
+                                int limit, const MemoryOptions& opt) {
+  Plan q = p;
+  auto fits = [&](int b) {
+    q.micro_batch = b;
+    return predict_memory(m, q, c, hw, opt).fits_gpu;
+  };
+  if (limit < 1 || !fits(1)) return 0;
+  int lo = 1, hi = 2;  // lo fits; find the first hi that does not
+  while (hi <= limit && fits(hi)) { lo = hi; hi *= 2; }
+  hi = std::min(hi, limit + 1);
+  while (hi - lo > 1) {
+    int mid = lo + (hi - lo) / 2;
+    if (fits(mid)) lo = mid; else hi = mid;
+  }
+  return lo;
+}
+
+int overflowing_lines(const MemoryPrediction& mp, MemLine* out, int max) {
+  if (mp.fits_gpu || max <= 0) return 0;
+  std::array<MemLine, static_cast<std::size_t>(MemLine::count)> order{};
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<MemLine>(i);
+  std::sort(order.begin(), order.end(), [&](MemLine a, MemLine b) { return mp.line(a) > mp.line(b); });
+  double sum = 0;
+  int n = 0;
+  for (MemLine l : order) {
+    if (n >= max) break;
+    out[n++] = l;
+    sum += mp.line(l);
+    if (sum > mp.gpu_capacity_bytes) break;
+  }
+  return n;
+}
+
+}  // namespace ztune

@@ -1,0 +1,111 @@
+#include "ztune/model/time_model.hpp"
+
+#include <algorithm>
+
+#include "ztune/model/flops.hpp"
+#include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/op_costs.hpp"
+
+namespace ztune {
+
+namespace {
+
+std::size_t idx(TimePart t) { return static_cast<std::size_t>(t); }
+
+double virtual_stages(const Plan& p) { return p.schedule == Schedule::interleaved ? p.virtual_stages : 1.0; }
+
+}  // namespace
+
+MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+  const LayerCost lc = layer_cost(m, p, c, hw);
+  const EdgeCost e = edge_cost(m, p, c, hw);
+  const double layers = static_cast<double>(m.layers) / p.pp;
+  const bool single = p.pp == 1;
+  // The slowest stage: with one stage it holds both ends; otherwise the last
+  // stage's head outweighs the first stage's embedding lookup.
+  const double edge_fwd = single ? e.embedding_fwd_s + e.head_fwd_s : std::max(e.embedding_fwd_s, e.head_fwd_s);
+  const double edge_bwd = single ? e.embedding_bwd_s + e.head_bwd_s : std::max(e.embedding_bwd_s, e.head_bwd_s);
+  const double edge_tp = single ? e.embedding_tp_s + e.head_tp_s : std::max(e.embedding_tp_s, e.head_tp_s);
+
+  MicrobatchTimes t;
+  t.forward = layers * lc.fwd_s + edge_fwd;
+  t.backward = layers * lc.bwd_s + edge_bwd;
+  t.recompute = layers * lc.recompute_s;
+  const double tp_bwd = lc.tp_bwd_s + exposed(lc.tp_bwd_async_s, lc.tp_bwd_window_s, hw.tp_overlap);
+  const double tp_layer = lc.tp_fwd_s + tp_bwd + lc.tp_recompute_s;
+  t.tp_comm = layers * tp_layer + edge_tp;
+
+  if (p.pp > 1) {
+    // Each model chunk sends its activation forward and its gradient backward.
+    t.pp_comm = 2.0 * virtual_stages(p) * pipeline_p2p(m, p, c, hw).time_s;
+  }
+  if (p.zero_stage >= 2 && p.dp > 1) {
+    const DpSyncCost d = dp_sync_cost(m, p, c, hw);
+    t.dp_comm = exposed(d.per_microbatch_s, t.backward, p.overlap_comm ? hw.dp_overlap : 0.0);
+  }
+  if (p.zero_stage == 3) {
+    const Zero3GatherCost z = zero3_gather_cost(m, p, c, hw);
+    t.zero3_gather = exposed(z.fwd_s, t.forward, hw.zero3_prefetch_overlap) +
+                     exposed(z.bwd_s, t.backward + t.recompute, hw.zero3_prefetch_overlap);
+  }
+  if (p.offload_params != OffloadTarget::none) {
+    const OptimizerCost o = optimizer_cost(m, p, c, hw);
+    t.offload = exposed(o.zero3_param_fetch_s, t.forward + t.backward, hw.offload_overlap);
+  }
+  t.layers_only = layers * (lc.fwd_s + lc.bwd_s + lc.recompute_s + tp_layer) + t.pp_comm;
+  return t;
+}
+
+TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+  TimePrediction tp;
+  const MicrobatchTimes mb = microbatch_times(m, p, c, hw);
+  const double n_mb = p.grad_accum;
+  auto& parts = tp.parts;
+  parts[idx(TimePart::forward)] = n_mb * mb.forward;
+  parts[idx(TimePart::backward)] = n_mb * mb.backward;
+  parts[idx(TimePart::recompute)] = n_mb * mb.recompute;
+  parts[idx(TimePart::tp_comm)] = n_mb * mb.tp_comm;
+  parts[idx(TimePart::pp_comm)] = n_mb * mb.pp_comm;
+  parts[idx(TimePart::zero3_gather)] = n_mb * mb.zero3_gather;
+  // Fill and drain: (p−1)/v stage-times (Narayanan et al. 2021, §2.2).
+  if (p.pp > 1) parts[idx(TimePart::bubble)] = (p.pp - 1) / virtual_stages(p) * mb.layers_only;
+
+  // Once-per-step data-parallel work: stage 0/1 reduce after the last
+  // backward (hidden behind it only with overlap_comm), stage 1/2 gather the
+  // updated parameters, tied embeddings sync across the pipeline ends.
+  const DpSyncCost d = dp_sync_cost(m, p, c, hw);
+  const double step_dp = exposed(d.per_step_s, mb.backward, p.overlap_comm ? hw.dp_overlap : 0.0) +
+                         d.param_allgather_s + d.embedding_sync_s;
+  parts[idx(TimePart::dp_comm)] = n_mb * mb.dp_comm + step_dp;
+
+  const OptimizerCost o = optimizer_cost(m, p, c, hw);
+  parts[idx(TimePart::optimizer)] = p.offload_optimizer == OffloadTarget::none ? o.gpu_step_s : o.host_step_s;
+  double stall = n_mb * mb.offload;
+  if (p.offload_optimizer != OffloadTarget::none) {
+    stall += exposed(o.pcie_grads_s, n_mb * mb.backward, hw.offload_overlap);
+    stall += exposed(o.pcie_params_s + o.nvme_s, o.host_step_s, hw.offload_overlap);
+  }
+  parts[idx(TimePart::offload_stall)] = stall;
+
+  for (double v : parts) tp.iteration_s += v;
+  const double gpus = p.gpus();
+  const double peak = c.node.gpu.peak_flops(p.precision);
+  tp.model_flops = model_flops_per_iteration(m, static_cast<double>(p.global_batch));
+  tp.hardware_flops = hardware_flops_per_iteration(m, p);
+  if (tp.iteration_s > 0) {
+    tp.tokens_per_s = static_cast<double>(p.global_batch) * m.seq_len / tp.iteration_s;
+    tp.model_tflops_per_gpu = tp.model_flops / tp.iteration_s / gpus / 1e12;
+    tp.hardware_tflops_per_gpu = tp.hardware_flops / tp.iteration_s / gpus / 1e12;
+    if (peak > 0) {
+      tp.mfu = tp.model_tflops_per_gpu * 1e12 / peak;
+      tp.hfu = tp.hardware_tflops_per_gpu * 1e12 / peak;
+    }
+  }
+  return tp;
+}
+
+Prediction predict(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+  return Prediction{predict_memory(m, p, c, hw), predict_time(m, p, c, hw)};
+}
+
+}  // namespace ztune
