@@ -40,7 +40,8 @@ FabricLevel read_level(ObjectReader r, bool inter) {
   if (inter) f.nics_per_node = static_cast<int>(r.integer("nics_per_node", 1, 1024));
   f.collective_efficiency = r.optional_positive("collective_efficiency");
   if (f.collective_efficiency && *f.collective_efficiency > 1.0)
-    throw r.error("collective_efficiency", "expected a fraction in (0, 1]");
+    throw r.error("collective_efficiency",
+                  "expected a fraction in (0, 1], got " + nlohmann::json(*f.collective_efficiency).dump());
   r.finish();
   return f;
 }
@@ -68,7 +69,7 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& file) {
       c.node.gpu.peak_tflops_fp32 = peak.positive("fp32");
       peak.finish();
       if (c.node.gpu.peak_tflops_fp16 == 0 && c.node.gpu.peak_tflops_bf16 == 0 && c.device_kind == DeviceKind::gpu)
-        throw peak.error("", "expected a 16-bit peak > 0 (fp16 or bf16) for a GPU");
+        throw peak.error("", "expected a 16-bit peak > 0 (fp16 or bf16) for a GPU, got fp16 0 and bf16 0");
       c.node.gpu.hbm_bandwidth_gbps = g.positive("hbm_bandwidth_gbps");
       g.finish();
     }
@@ -79,7 +80,9 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& file) {
     c.node.nvme_bandwidth_gbps = n.positive("nvme_bandwidth_gbps", true);
     c.node.nvme_size_tb = n.positive("nvme_size_tb", true);
     if ((c.node.nvme_bandwidth_gbps == 0) != (c.node.nvme_size_tb == 0))
-      throw n.error("nvme_size_tb", "NVMe size and bandwidth must both be 0 (no NVMe) or both > 0");
+      throw n.error("nvme_size_tb", "expected NVMe size and bandwidth both 0 (no NVMe) or both > 0, got size " +
+                                        nlohmann::json(c.node.nvme_size_tb).dump() + " TB and bandwidth " +
+                                        nlohmann::json(c.node.nvme_bandwidth_gbps).dump() + " GB/s");
     n.finish();
   }
   {

@@ -29,9 +29,10 @@ struct HfReader {
   [[nodiscard]] int integer(const char* key) const {
     const auto* v = find(key);
     if (v == nullptr) throw InputError(file + ": $." + key + ": missing required field (Hugging Face config)");
-    if (!v->is_number_integer() || v->get<long long>() <= 0)
+    // 2^30 bounds every real shape and keeps products like hidden × heads in int range.
+    if (!v->is_number_integer() || v->get<long long>() <= 0 || v->get<long long>() > (1LL << 30))
       throw InputError(file + ": $." + key + ": expected an integer > 0, got " + describe_json(*v));
-    return v->get<int>();
+    return static_cast<int>(v->get<long long>());
   }
   [[nodiscard]] int integer_or(const char* key, int fallback) const {
     return find(key) ? integer(key) : fallback;
@@ -44,24 +45,61 @@ struct HfReader {
   }
 };
 
-std::string model_type_of(const nlohmann::json& doc) {
-  if (auto it = doc.find("model_type"); it != doc.end() && it->is_string()) return it->get<std::string>();
+/// The family and the JSON path it was read from ("$.model_type", or
+/// "$.architectures[0]" for old configs that only name the class).
+struct ModelType {
+  std::string name;
+  std::string path;
+};
+
+ModelType model_type_of(const nlohmann::json& doc, const std::string& file) {
+  if (auto it = doc.find("model_type"); it != doc.end() && !it->is_null()) {
+    if (!it->is_string())
+      throw InputError(file + ": $.model_type: expected a string naming the model family, got " + describe_json(*it));
+    return {it->get<std::string>(), "$.model_type"};
+  }
   if (auto it = doc.find("architectures"); it != doc.end() && it->is_array() && !it->empty() && (*it)[0].is_string()) {
     std::string arch = (*it)[0].get<std::string>();
-    if (arch.starts_with("GPT2")) return "gpt2";
-    if (arch.starts_with("GPTNeoX")) return "gpt_neox";
-    if (arch.starts_with("Llama")) return "llama";
-    if (arch.starts_with("MPT")) return "mpt";
-    return arch;
+    const std::string path = "$.architectures[0]";
+    if (arch.starts_with("GPT2")) return {"gpt2", path};
+    if (arch.starts_with("GPTNeoX")) return {"gpt_neox", path};
+    if (arch.starts_with("Llama")) return {"llama", path};
+    if (arch.starts_with("MPT")) return {"mpt", path};
+    return {arch, path};
   }
-  return "";
+  return {"", "$.model_type"};
+}
+
+/// MPT keeps attention options in a nested "attn_config" object (llm-foundry's
+/// MPTConfig). Returns the member or nullptr when absent.
+const nlohmann::json* attn_config_member(const nlohmann::json& doc, const std::string& file, const char* key) {
+  auto it = doc.find("attn_config");
+  if (it == doc.end() || it->is_null()) return nullptr;
+  if (!it->is_object()) throw InputError(file + ": $.attn_config: expected an object, got " + describe_json(*it));
+  auto m = it->find(key);
+  return (m == it->end() || m->is_null()) ? nullptr : &*m;
+}
+
+/// The config.json keys that hold the shape, per family (for error messages).
+struct HfKeys {
+  const char* hidden;
+  const char* heads;
+  const char* kv_heads;
+};
+
+HfKeys hf_keys_of(const std::string& type) {
+  if (type == "gpt2") return {"n_embd", "n_head", "n_head"};
+  if (type == "mpt") return {"d_model", "n_heads", "attn_config.kv_n_heads"};
+  if (type == "gpt_neox") return {"hidden_size", "num_attention_heads", "num_attention_heads"};
+  return {"hidden_size", "num_attention_heads", "num_key_value_heads"};  // llama, mistral
 }
 
 }  // namespace
 
 Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::string& file, int seq_len) {
   HfReader r{doc, file};
-  std::string type = model_type_of(doc);
+  const ModelType model_type = model_type_of(doc, file);
+  const std::string& type = model_type.name;
   Transformer t;
   t.name = std::filesystem::path(file).parent_path().filename().string();
   if (t.name.empty()) t.name = type;
@@ -104,28 +142,76 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.activation = Activation::swiglu;
     t.norm = NormKind::rmsnorm;
     t.position = PositionEmbedding::rotary;
+    // ztune's Transformer has biases on every linear layer or on none; Llama's
+    // config can ask for attention-only biases, which would be miscounted.
     t.bias = r.boolean_or("attention_bias", false);
+    if (t.bias != r.boolean_or("mlp_bias", false))
+      throw InputError(file + ": $.attention_bias: expected attention_bias and mlp_bias to agree (ztune models "
+                       "biases on all linear layers or on none), got attention_bias " +
+                       std::string(t.bias ? "true" : "false"));
     t.vocab = r.integer("vocab_size");
     t.seq_len = r.integer_or("max_position_embeddings", 2048);
     t.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
+    if (t.hidden % t.heads == 0 && r.integer_or("head_dim", t.hidden / t.heads) != t.hidden / t.heads)
+      throw InputError(file + ": $.head_dim: expected hidden_size / num_attention_heads = " +
+                       std::to_string(t.hidden / t.heads) + " (ztune derives the head size), got " +
+                       std::to_string(r.integer("head_dim")));
   } else if (type == "mpt") {
     t.layers = r.integer("n_layers");
     t.hidden = r.integer("d_model");
     t.heads = r.integer("n_heads");
     t.kv_heads = t.heads;
+    if (const auto* at = attn_config_member(doc, file, "attn_type"); at != nullptr) {
+      if (!at->is_string())
+        throw InputError(file + ": $.attn_config.attn_type: expected a string, got " + describe_json(*at));
+      const std::string attn_type = at->get<std::string>();
+      if (attn_type == "multiquery_attention") {
+        t.kv_heads = 1;
+      } else if (attn_type == "grouped_query_attention") {
+        const auto* kv = attn_config_member(doc, file, "kv_n_heads");
+        if (kv == nullptr || !kv->is_number_integer() || kv->get<long long>() <= 0 ||
+            kv->get<long long>() > t.heads)
+          throw InputError(file + ": $.attn_config.kv_n_heads: expected an integer in [1, n_heads] for "
+                           "grouped_query_attention, got " + (kv == nullptr ? std::string("nothing") : describe_json(*kv)));
+        t.kv_heads = static_cast<int>(kv->get<long long>());
+      } else if (attn_type != "multihead_attention") {
+        throw InputError(file + ": $.attn_config.attn_type: expected multihead_attention, multiquery_attention or "
+                         "grouped_query_attention, got \"" + attn_type + "\"");
+      }
+    }
     t.ffn_hidden = r.integer_or("expansion_ratio", 4) * t.hidden;
     t.activation = Activation::gelu;
     t.norm = NormKind::layernorm;
-    t.position = PositionEmbedding::rotary;  // ALiBi: no position parameters either
+    // Position parameters: llm-foundry's MPTConfig turns learned_pos_emb off when
+    // ALiBi (or RoPE) is on, so MPT-7B (alibi: true) has no wpe table.
+    auto flag = [&](const char* key, bool fallback) {
+      const auto* v = attn_config_member(doc, file, key);
+      if (v == nullptr) return fallback;
+      if (!v->is_boolean())
+        throw InputError(file + ": $.attn_config." + key + ": expected true or false, got " + describe_json(*v));
+      return v->get<bool>();
+    };
+    const bool alibi_or_rope = flag("alibi", false) || flag("rope", false);
+    t.position = (r.boolean_or("learned_pos_emb", true) && !alibi_or_rope) ? PositionEmbedding::learned
+                                                                             : PositionEmbedding::rotary;
     t.bias = !r.boolean_or("no_bias", true);
     t.vocab = r.integer("vocab_size");
     t.seq_len = r.integer_or("max_seq_len", 2048);
     t.tied_embeddings = true;
   } else {
-    throw InputError(file + ": $.model_type: expected a Hugging Face family ztune imports "
+    throw InputError(file + ": " + model_type.path + ": expected a Hugging Face family ztune imports "
                      "(gpt2, gpt_neox, llama, mistral, mpt), got \"" + type + "\"");
   }
   if (seq_len > 0) t.seq_len = seq_len;
+  // Shape checks with the family's own key names, so the message points at the
+  // line of config.json to fix; validate_transformer below would name ztune's.
+  const HfKeys keys = hf_keys_of(type);
+  if (t.hidden % t.heads != 0)
+    throw InputError(file + ": $." + keys.heads + ": expected a divisor of " + keys.hidden + " (" +
+                     std::to_string(t.hidden) + "), got " + std::to_string(t.heads));
+  if (t.kv_heads > t.heads || t.heads % t.kv_heads != 0)
+    throw InputError(file + ": $." + keys.kv_heads + ": expected a divisor of " + keys.heads + " (" +
+                     std::to_string(t.heads) + "), got " + std::to_string(t.kv_heads));
   validate_transformer(t, file);
   return t;
 }

@@ -220,15 +220,22 @@ std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const
   auto s = [](auto v) { return std::to_string(v); };
   if (p.gpus() > c.total_gpus())
     return "$.dp: dp×tp×pp = " + s(p.gpus()) + " needs more devices than the cluster's " + s(c.total_gpus()) +
-           " (" + s(c.nodes) + " nodes × " + s(c.node.gpus) + ")";
-  if (m.heads % p.tp != 0) return "$.tp: " + s(p.tp) + " does not divide the model's " + s(m.heads) + " heads";
+           " (" + s(c.nodes) + " nodes × " + s(c.node.gpus) + "); expected at most " + s(c.total_gpus()) +
+           " (fewer is allowed: the rest stay idle)";
+  if (m.heads % p.tp != 0)
+    return "$.tp: " + s(p.tp) + " does not divide the model's " + s(m.heads) + " heads; expected a divisor of " +
+           s(m.heads);
   if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0)
-    return "$.tp: " + s(p.tp) + " and the model's " + s(m.kv_heads) + " kv heads do not divide one another";
-  if (m.ffn_hidden % p.tp != 0) return "$.tp: " + s(p.tp) + " does not divide ffn_hidden " + s(m.ffn_hidden);
-  if (p.pp > m.layers) return "$.pp: " + s(p.pp) + " stages for " + s(m.layers) + " layers";
+    return "$.tp: " + s(p.tp) + " and the model's " + s(m.kv_heads) +
+           " kv heads do not divide one another; expected a divisor or a multiple of " + s(m.kv_heads);
+  if (m.ffn_hidden % p.tp != 0)
+    return "$.tp: " + s(p.tp) + " does not divide ffn_hidden " + s(m.ffn_hidden) + "; expected a divisor of " +
+           s(m.ffn_hidden);
+  if (p.pp > m.layers)
+    return "$.pp: " + s(p.pp) + " stages for " + s(m.layers) + " layers; expected at most " + s(m.layers);
   if (m.layers % (p.pp * p.virtual_stages) != 0)
     return "$.pp: pp×virtual_stages = " + s(p.pp * p.virtual_stages) + " does not divide the model's " +
-           s(m.layers) + " layers";
+           s(m.layers) + " layers; expected pp×virtual_stages to divide " + s(m.layers);
   if (static_cast<std::int64_t>(p.micro_batch) * p.grad_accum * p.dp != p.global_batch)
     return "$.global_batch: expected micro_batch × grad_accum × dp = " +
            s(static_cast<std::int64_t>(p.micro_batch) * p.grad_accum * p.dp) + ", got " + s(p.global_batch);

@@ -1,9 +1,13 @@
 #include <catch2/catch.hpp>
 
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "ztune/model/hf_import.hpp"
 #include "ztune/model/input_error.hpp"
+#include "ztune/model/json_reader.hpp"
+#include "ztune/model/transformer.hpp"
 
 TEST_CASE("GPT-2 XL config imports to 1.56B parameters", "[hf]") {
   // Hugging Face gpt2-xl config.json fields (published model card: 1.5B parameters).
@@ -13,4 +17,164 @@ TEST_CASE("GPT-2 XL config imports to 1.56B parameters", "[hf]") {
   CHECK(t.layers == 48);
   CHECK(t.ffn_hidden == 6400);
   CHECK(t.total_params() == Approx(1557611200.0));  // HF's GPT2LMHeadModel.num_parameters()
+}
+
+// ---------------------------------------------------------------------------
+// Published config.json files (tests/model/fixtures/hf/, see its README.md),
+// loaded through load_transformer as `--model path/to/config.json` is. The
+// oracle for each is the parameter count published for the checkpoint.
+
+namespace {
+
+std::string hf_fixture(const std::string& name) {
+  return std::string(ZTUNE_SOURCE_DIR) + "/tests/model/fixtures/hf/" + name + "/config.json";
+}
+
+}  // namespace
+
+TEST_CASE("gpt2-xl config.json file: shape and Hugging Face's parameter count", "[hf]") {
+  auto t = ztune::load_transformer(hf_fixture("gpt2-xl"));
+  CHECK(t.name == "gpt2-xl");
+  CHECK(t.layers == 48);
+  CHECK(t.hidden == 1600);
+  CHECK(t.heads == 25);
+  CHECK(t.kv_heads == 25);
+  CHECK(t.seq_len == 1024);
+  CHECK(t.tied_embeddings);
+  CHECK(t.position == ztune::PositionEmbedding::learned);
+  // GPT2LMHeadModel.from_pretrained("gpt2-xl").num_parameters() (tied head counted once).
+  CHECK(t.total_params() == 1557611200.0);
+}
+
+TEST_CASE("GPT-NeoX-20B config.json: 20.55B against the model card", "[hf]") {
+  auto t = ztune::load_transformer(hf_fixture("gpt-neox-20b"));
+  CHECK(t.layers == 44);
+  CHECK(t.hidden == 6144);
+  CHECK(t.heads == 64);
+  CHECK(t.ffn_hidden == 24576);
+  CHECK(t.vocab == 50432);
+  CHECK_FALSE(t.tied_embeddings);                            // separate embed_in / embed_out
+  CHECK(t.position == ztune::PositionEmbedding::rotary);     // no position table
+  // Model card: "Num. parameters 20,556,201,984". ztune counts 20,554,567,680
+  // (12·L·h² + 13·L·h + 2·V·h + 2h); the card's figure is 1,634,304 (0.008%)
+  // higher for a reason the card does not give, hence the 1e-4 tolerance.
+  CHECK(t.total_params() == Approx(20556201984.0).epsilon(1e-4));
+}
+
+TEST_CASE("Llama-2-7B config.json: 6.7B as the LLaMA paper prints it", "[hf]") {
+  auto t = ztune::load_transformer(hf_fixture("llama-2-7b"));
+  CHECK(t.activation == ztune::Activation::swiglu);
+  CHECK(t.norm == ztune::NormKind::rmsnorm);
+  CHECK_FALSE(t.bias);
+  CHECK(t.kv_heads == 32);
+  CHECK(t.seq_len == 4096);
+  // LLaMA (Touvron et al. 2023a) Table 2: 6.7B for this shape; the figure
+  // Hugging Face prints for the checkpoint is 6,738,415,616.
+  CHECK(t.total_params() == 6738415616.0);
+  CHECK(t.total_params() / 1e9 == Approx(6.7).margin(0.05));
+}
+
+TEST_CASE("Llama-3-70B config.json: grouped-query attention with 8 kv heads", "[hf]") {
+  auto t = ztune::load_transformer(hf_fixture("llama-3-70b"));
+  CHECK(t.heads == 64);
+  CHECK(t.kv_heads == 8);
+  CHECK(t.head_dim() == 128);
+  CHECK(t.vocab == 128256);
+  // Closed form of one GQA block: Q and O are h×h, K and V are h×(kv·d);
+  // SwiGLU has three h×f matrices; two RMSNorm scales.
+  const double h = 8192, kv = 8 * 128, f = 28672;
+  CHECK(t.params_per_layer() == 2 * h * h + 2 * h * kv + 3 * h * f + 2 * h);
+  // Model card: 70B (the Hub lists 70.6B).
+  CHECK(t.total_params() / 1e9 == Approx(70.0).epsilon(0.01));
+}
+
+TEST_CASE("MPT-7B config.json: ALiBi (no position table) and no biases", "[hf]") {
+  auto t = ztune::load_transformer(hf_fixture("mpt-7b"));
+  CHECK(t.layers == 32);
+  CHECK(t.ffn_hidden == 4 * 4096);
+  CHECK_FALSE(t.bias);
+  CHECK(t.tied_embeddings);
+  CHECK(t.position != ztune::PositionEmbedding::learned);
+  // Closed form: 12·L·h² weights, a bias-free LayerNorm scale pair per block,
+  // the tied embedding and the final norm's scale.
+  const double L = 32, h = 4096, V = 50432;
+  CHECK(t.total_params() == 12 * L * h * h + 2 * h * L + V * h + h);
+  // Model card: 6.7B; ztune counts 6.649B (0.8% under the card's rounded figure).
+  CHECK(t.total_params() / 1e9 == Approx(6.7).epsilon(0.01));
+}
+
+TEST_CASE("MPT without ALiBi keeps its learned position table", "[hf]") {
+  auto doc = ztune::read_json_file(hf_fixture("mpt-7b"));
+  auto alibi = ztune::transformer_from_hf_config(doc, "mpt-7b/config.json", 0);
+  doc["attn_config"]["alibi"] = false;
+  auto learned = ztune::transformer_from_hf_config(doc, "mpt-7b/config.json", 0);
+  CHECK(learned.position == ztune::PositionEmbedding::learned);
+  CHECK(learned.total_params() - alibi.total_params() == 2048.0 * 4096.0);  // max_seq_len × d_model
+  doc["attn_config"]["attn_type"] = "grouped_query_attention";
+  doc["attn_config"]["kv_n_heads"] = 8;
+  CHECK(ztune::transformer_from_hf_config(doc, "mpt-7b/config.json", 0).kv_heads == 8);
+  doc["attn_config"]["attn_type"] = "multiquery_attention";
+  CHECK(ztune::transformer_from_hf_config(doc, "mpt-7b/config.json", 0).kv_heads == 1);
+}
+
+TEST_CASE("--seq overrides the config's maximum positions", "[hf]") {
+  // What `--model path/to/config.json --seq 4096` does: InputFlags passes the
+  // value to load_transformer.
+  auto llama = ztune::load_transformer(hf_fixture("llama-3-70b"), 4096);
+  CHECK(llama.seq_len == 4096);
+  CHECK(llama.total_params() == ztune::load_transformer(hf_fixture("llama-3-70b")).total_params());  // rotary
+  auto gpt2 = ztune::load_transformer(hf_fixture("gpt2-xl"), 4096);
+  CHECK(gpt2.seq_len == 4096);
+  // GPT-2's learned position table grows with the sequence: (4096 − 1024) × 1600 more.
+  CHECK(gpt2.total_params() == 1557611200.0 + (4096.0 - 1024.0) * 1600.0);
+}
+
+TEST_CASE("an unknown model_type is rejected naming the file, path and families", "[hf]") {
+  const std::string path = hf_fixture("bert-base-uncased");
+  REQUIRE_THROWS_WITH(ztune::load_transformer(path),
+                      path + ": $.model_type: expected a Hugging Face family ztune imports "
+                             "(gpt2, gpt_neox, llama, mistral, mpt), got \"bert\"");
+  auto doc = nlohmann::json::parse(R"({"architectures": ["T5ForConditionalGeneration"], "d_model": 512})");
+  REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(doc, "t5/config.json", 0),
+                      Catch::Matchers::Contains("t5/config.json: $.architectures[0]: expected a Hugging Face family") &&
+                          Catch::Matchers::Contains("got \"T5ForConditionalGeneration\""));
+  doc = nlohmann::json::parse(R"({"model_type": 7})");
+  REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(doc, "c.json", 0),
+                      "c.json: $.model_type: expected a string naming the model family, got 7");
+}
+
+TEST_CASE("bad Hugging Face fields name the config.json key", "[hf][bad-input]") {
+  using Catch::Matchers::Contains;
+  auto doc = ztune::read_json_file(hf_fixture("gpt-neox-20b"));
+  auto missing = doc;
+  missing.erase("hidden_size");
+  REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(missing, "neox/config.json", 0),
+                      "neox/config.json: $.hidden_size: missing required field (Hugging Face config)");
+  auto wrong = doc;
+  wrong["num_hidden_layers"] = "44";
+  REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(wrong, "neox/config.json", 0),
+                      "neox/config.json: $.num_hidden_layers: expected an integer > 0, got \"44\"");
+  wrong["num_hidden_layers"] = 0;
+  REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(wrong, "neox/config.json", 0),
+                      "neox/config.json: $.num_hidden_layers: expected an integer > 0, got 0");
+  auto heads = doc;
+  heads["num_attention_heads"] = 40;  // 6144 / 40 is not whole
+  REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(heads, "neox/config.json", 0),
+                      "neox/config.json: $.num_attention_heads: expected a divisor of hidden_size (6144), got 40");
+  auto llama = ztune::read_json_file(hf_fixture("llama-3-70b"));
+  llama["num_key_value_heads"] = 6;
+  REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(llama, "l3/config.json", 0),
+                      "l3/config.json: $.num_key_value_heads: expected a divisor of num_attention_heads (64), got 6");
+  llama["num_key_value_heads"] = 8;
+  llama["attention_bias"] = true;
+  REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(llama, "l3/config.json", 0),
+                      Contains("l3/config.json: $.attention_bias: expected attention_bias and mlp_bias to agree"));
+  llama["attention_bias"] = false;
+  llama["head_dim"] = 256;
+  REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(llama, "l3/config.json", 0),
+                      Contains("l3/config.json: $.head_dim: expected hidden_size / num_attention_heads = 128"));
+  auto gpt2 = ztune::read_json_file(hf_fixture("gpt2-xl"));
+  gpt2["tie_word_embeddings"] = "yes";
+  REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(gpt2, "g/config.json", 0),
+                      "g/config.json: $.tie_word_embeddings: expected true or false, got \"yes\"");
 }
