@@ -1,0 +1,48 @@
+#pragma once
+// The training engines a plan can be exported to, and what each cannot run.
+// `--engine` limits the search to one engine's space; `ztune export` refuses a
+// plan the engine cannot run, with the same rule text.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ztune/model/plan.hpp"
+
+namespace ztune {
+
+enum class Engine : std::uint8_t { ztune, deepspeed, megatron };
+
+std::string to_string(Engine e);
+/// "ztune" | "deepspeed" | "megatron"; nullopt otherwise.
+std::optional<Engine> engine_from_string(std::string_view s);
+
+/// One rule an engine imposes on top of check_plan(). Fixed enum so the search
+/// counts rejections without allocating.
+enum class EngineRule : std::uint8_t {
+  // DeepSpeed (docs: pipeline engine, ZeRO, 1-bit Adam; DESIGN.md "DeepSpeed's own rules")
+  ds_pipeline_zero,        // pipeline engine supports ZeRO stage 0 or 1 only
+  ds_pipeline_offload,     // pipeline engine does not support offload
+  ds_pipeline_schedule,    // pipeline engine runs 1F1B only (no GPipe, no interleaving)
+  ds_onebit_zero,          // 1-bit Adam needs ZeRO off
+  ds_zeropp_stage,         // ZeRO++ needs stage 3
+  // Megatron-LM
+  mg_zero_stage,           // distributed optimizer = ZeRO-1; no ZeRO-2/3
+  mg_offload,              // no optimizer or parameter offload
+  mg_gpipe,                // schedules: no pipelining, 1F1B, interleaved 1F1B (no GPipe)
+  mg_onebit,               // no 1-bit Adam
+  mg_zeropp,               // no ZeRO++
+  mg_sparse,               // no block-sparse attention
+  count
+};
+
+/// Human text of a rule, e.g. "DeepSpeed's pipeline engine supports ZeRO stage 0 or 1 only".
+std::string_view engine_rule_text(EngineRule r);
+/// Short key for counts ("deepspeed: pipeline needs ZeRO <= 1").
+std::string_view engine_rule_key(EngineRule r);
+
+/// The first rule of `e` that `p` breaks, or nullopt. ztune runs everything
+/// check_plan() accepts. Allocation-free (the search calls it per plan).
+std::optional<EngineRule> engine_violation(const Plan& p, Engine e);
+
+}  // namespace ztune

@@ -1,0 +1,64 @@
+#pragma once
+// The search: enumerate the space (search_space.hpp), then run each batch of
+// plans through the passes — rules (check_plan + engine), prune (memory),
+// rank (analytical time and objective) — on every core, keeping a top-N per
+// worker; then simulate the best few. Infeasibility is a counted value, never
+// an exception (STYLE.md #9).
+//
+// Example: auto r = run_search(model, cluster, default_profile_for(cluster), {});
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ztune/model/cluster.hpp"
+#include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/transformer.hpp"
+#include "ztune/tuner/candidate.hpp"
+#include "ztune/tuner/prune_reason.hpp"
+#include "ztune/tuner/search_options.hpp"
+#include "ztune/tuner/search_pass.hpp"
+
+namespace ztune {
+
+struct SearchProgress {
+  std::int64_t done = 0;   // plans processed (rejected layouts count at once)
+  std::int64_t total = 0;  // plans in the space
+  double elapsed_s = 0;
+};
+using ProgressFn = std::function<void(const SearchProgress&)>;
+
+struct SearchResult {
+  std::vector<Candidate> plans;    // best first (the top N); simulated ones first
+  std::vector<Candidate> closest;  // memory-infeasible plans closest to fitting, closest first
+  std::int64_t space = 0;          // plans in the space
+  std::int64_t evaluated = 0;      // plans that reached the passes (their layout was valid)
+  std::int64_t feasible = 0;       // plans that pass every rule and fit in memory
+  std::int64_t layouts = 0;        // dp × tp × pp layouts in the space
+  PruneCounts pruned;
+  std::vector<PassStats> passes;   // rules, prune, rank, simulate
+  double elapsed_s = 0;            // wall time of the whole search
+  int threads = 1;
+  bool interrupted = false;        // stopped early by SearchOptions::stop
+  // The resolved inputs (defaults filled in).
+  Objective objective = Objective::throughput;
+  double tokens = 0;
+  double gpu_hour_price = 0;
+  std::int64_t global_batch = 0;
+
+  [[nodiscard]] const PassStats* pass(const std::string& name) const;
+};
+
+/// Searches the space. Throws InputError for impossible constraints (a flag the
+/// cluster or model cannot meet); an empty `plans` with feasible == 0 means
+/// nothing fits.
+SearchResult run_search(const Transformer& m, const Cluster& c, const HardwareProfile& hw, const SearchOptions& o,
+                        const ProgressFn& progress = {});
+
+/// The ranking order of a search with objective `o` (better first; ties by enumeration id).
+[[nodiscard]] bool ranks_before(Objective o, const Candidate& a, const Candidate& b);
+
+/// Whether the simulate pass can run in this build (the simulator library has landed).
+[[nodiscard]] bool simulator_available();
+
+}  // namespace ztune

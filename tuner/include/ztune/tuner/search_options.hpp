@@ -1,0 +1,49 @@
+#pragma once
+// What the user asks the search for: the space's constraints, the objective,
+// and how the search runs (passes, threads, how many plans to keep).
+#include <atomic>
+#include <cstdint>
+#include <optional>
+
+#include "ztune/model/cluster.hpp"
+#include "ztune/tuner/engine.hpp"
+
+namespace ztune {
+
+/// Constraints that shape the plan space (DESIGN.md "Tuner").
+struct SpaceOptions {
+  int gpus = 0;            // exact device count; 0 = all of the cluster's (or the min/max range)
+  int min_gpus = 0;        // with max_gpus: every count in [min, max]; 0 = unset
+  int max_gpus = 0;
+  bool allow_tp_across_nodes = false;
+  Engine engine = Engine::ztune;
+  std::int64_t global_batch = 0;      // sequences per step; 0 = the model file's
+  std::optional<Precision> precision; // pin one precision; default: every 16-bit one the GPU has
+  int max_micro_batch = 0;            // 0 = no cap (memory decides)
+  bool include_onebit_adam = false;   // also search 1-bit Adam (changes convergence: opt-in)
+  bool include_zeropp = false;        // also search ZeRO++ (quantized communication: opt-in)
+};
+
+enum class Objective : std::uint8_t {
+  throughput,  // tokens per second, higher is better
+  time,        // days to train `tokens`, lower is better
+  cost,        // price of training `tokens` (GPU-hours × gpu_hour_price), lower is better
+};
+
+struct SearchOptions {
+  SpaceOptions space;
+  Objective objective = Objective::throughput;
+  double tokens = 0;           // token budget for days/cost; 0 = the model file's train_tokens
+  double gpu_hour_price = 0;   // currency per GPU-hour; 0 prints cost in GPU-hours
+  int top = 10;                // plans kept, best first
+  int simulate_top = 0;        // plans re-timed by the simulator (after the analytical rank)
+  int closest = 5;             // infeasible plans kept, closest to fitting first (for --explain)
+  int threads = 0;             // 0 = all cores
+  bool prune_enabled = true;   // memory prune pass
+  bool rank_enabled = true;    // analytical rank pass
+  bool simulate_enabled = true;
+  /// Set (e.g. by a SIGINT handler) to stop early; the search returns the best so far.
+  const std::atomic<bool>* stop = nullptr;
+};
+
+}  // namespace ztune

@@ -1,0 +1,140 @@
+#pragma once
+// The plan space, built from small generator functions (STYLE.md #14): the
+// device layouts (dp × tp × pp = devices used) form the outer loop, which the
+// search splits across threads; inside a layout, the inner dimensions are
+// enumerated as lists prepared once per layout, so generating a plan costs a few
+// stores. Layout-level rules (tp inside a node, tp dividing heads, pp dividing
+// layers) reject a whole layout at once and are counted in plans.
+//
+// Example: SearchSpace s(model, cluster, opts); s.for_each_plan(s.layouts()[0], f);
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ztune/model/cluster.hpp"
+#include "ztune/model/plan.hpp"
+#include "ztune/model/transformer.hpp"
+#include "ztune/tuner/search_options.hpp"
+
+namespace ztune {
+
+/// The positive divisors of n, ascending (divisors(12) = 1 2 3 4 6 12).
+std::vector<int> divisors(std::int64_t n);
+
+/// Why a whole layout is outside the space.
+enum class LayoutRule : std::uint8_t {
+  none,
+  tp_across_nodes,  // tp does not fit inside a node (--allow-tp-across-nodes lifts it)
+  tp_shape,         // check_plan: tp does not divide heads / kv heads / ffn
+  pp_layers,        // check_plan: pp does not divide the layers
+  other,            // check_plan broke another rule for this layout
+};
+
+/// One device layout: the outer loop of the search.
+struct Layout {
+  int gpus = 0;
+  int dp = 1;
+  int tp = 1;
+  int pp = 1;
+  LayoutRule rejected = LayoutRule::none;
+  std::string reason;       // check_plan's message when rejected by it
+  std::int64_t plans = 0;   // plans inside this layout (also when rejected)
+  std::int64_t first_id = 0;  // id of its first plan (ids number the whole space)
+};
+
+/// The zero/offload/1-bit/ZeRO++ choices, valid together by construction.
+struct StateChoice {
+  int zero_stage = 0;
+  OffloadTarget offload_optimizer = OffloadTarget::none;
+  OffloadTarget offload_params = OffloadTarget::none;
+  bool onebit_adam = false;
+  bool zeropp = false;
+};
+
+/// A pipeline schedule with its virtual stage count.
+struct ScheduleChoice {
+  Schedule schedule = Schedule::one_f_one_b;
+  int virtual_stages = 1;
+};
+
+class SearchSpace {
+ public:
+  /// Throws InputError (naming the flag) for constraints the cluster or model cannot meet.
+  SearchSpace(const Transformer& m, const Cluster& c, const SpaceOptions& o);
+
+  [[nodiscard]] const std::vector<Layout>& layouts() const { return layouts_; }
+  /// Plans in the whole space, rejected layouts included.
+  [[nodiscard]] std::int64_t size() const { return size_; }
+  [[nodiscard]] std::int64_t global_batch() const { return global_batch_; }
+  [[nodiscard]] const std::vector<Precision>& precisions() const { return precisions_; }
+  /// The device counts searched.
+  [[nodiscard]] const std::vector<int>& gpu_counts() const { return gpu_counts_; }
+
+  /// Calls f(const Plan&) for every plan of the layout, ids first_id, first_id+1, ...
+  template <class F>
+  void for_each_plan(const Layout& l, F&& f) const;
+
+  // Generators for one layout's inner dimensions (public for tests).
+  [[nodiscard]] std::vector<ScheduleChoice> schedules(const Layout& l) const;
+  [[nodiscard]] std::vector<StateChoice> states(const Layout& l) const;
+  [[nodiscard]] std::vector<int> micro_batches(const Layout& l) const;
+  [[nodiscard]] std::vector<bool> sequence_parallel(const Layout& l) const;
+  /// Micro-batches usable with `s`: interleaving needs grad_accum divisible by pp.
+  [[nodiscard]] std::vector<int> micro_batches_for(const Layout& l, const ScheduleChoice& s) const;
+
+ private:
+  [[nodiscard]] std::int64_t count_plans(const Layout& l) const;
+  void classify(Layout& l) const;
+
+  const Transformer* model_;
+  const Cluster* cluster_;
+  SpaceOptions options_;
+  std::int64_t global_batch_ = 0;
+  std::vector<int> gpu_counts_;
+  std::vector<Precision> precisions_;
+  std::vector<Layout> layouts_;
+  std::int64_t size_ = 0;
+};
+
+inline constexpr Recompute kRecomputeModes[] = {Recompute::none, Recompute::selective, Recompute::full};
+
+template <class F>
+void SearchSpace::for_each_plan(const Layout& l, F&& f) const {
+  Plan p;
+  p.dp = l.dp;
+  p.tp = l.tp;
+  p.pp = l.pp;
+  p.global_batch = global_batch_;
+  const auto scheds = schedules(l);
+  const auto sps = sequence_parallel(l);
+  const auto sts = states(l);
+  const std::int64_t per_rank = global_batch_ / l.dp;
+  for (const auto& sc : scheds) {
+    p.schedule = sc.schedule;
+    p.virtual_stages = sc.virtual_stages;
+    const auto mbs = micro_batches_for(l, sc);
+    for (bool sp : sps) {
+      p.sequence_parallel = sp;
+      for (Recompute rc : kRecomputeModes) {
+        p.recompute = rc;
+        for (const auto& st : sts) {
+          p.zero_stage = st.zero_stage;
+          p.offload_optimizer = st.offload_optimizer;
+          p.offload_params = st.offload_params;
+          p.onebit_adam = st.onebit_adam;
+          p.zeropp = st.zeropp;
+          for (int mb : mbs) {
+            p.micro_batch = mb;
+            p.grad_accum = static_cast<int>(per_rank / mb);
+            for (Precision pr : precisions_) {
+              p.precision = pr;
+              f(static_cast<const Plan&>(p));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace ztune

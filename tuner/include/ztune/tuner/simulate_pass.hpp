@@ -1,0 +1,23 @@
+#pragma once
+// The simulate pass: re-times the best K plans with the discrete-event
+// simulator (simulator/) and re-ranks them by the objective. When this build
+// has no simulator the pass says so in its note and changes nothing; it never
+// invents a simulated time.
+#include <vector>
+
+#include "ztune/model/cluster.hpp"
+#include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/transformer.hpp"
+#include "ztune/tuner/candidate.hpp"
+#include "ztune/tuner/search_options.hpp"
+#include "ztune/tuner/search_pass.hpp"
+
+namespace ztune {
+
+/// Simulates the first min(K, plans.size()) plans (K = o.simulate_top) when
+/// `stats.enabled`, fills Candidate::simulated and re-sorts those K by the
+/// objective; the rest keep their analytical order after them.
+void simulate_top(const Transformer& m, const Cluster& c, const HardwareProfile& hw, const SearchOptions& o,
+                  double tokens, std::vector<Candidate>& plans, PassStats& stats);
+
+}  // namespace ztune

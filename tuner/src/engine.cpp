@@ -1,0 +1,77 @@
+#include "ztune/tuner/engine.hpp"
+
+#include <array>
+
+namespace ztune {
+
+std::string to_string(Engine e) {
+  switch (e) {
+    case Engine::ztune: return "ztune";
+    case Engine::deepspeed: return "deepspeed";
+    case Engine::megatron: return "megatron";
+  }
+  return "?";
+}
+
+std::optional<Engine> engine_from_string(std::string_view s) {
+  if (s == "ztune") return Engine::ztune;
+  if (s == "deepspeed") return Engine::deepspeed;
+  if (s == "megatron") return Engine::megatron;
+  return std::nullopt;
+}
+
+namespace {
+
+struct RuleText {
+  std::string_view key;
+  std::string_view text;
+};
+
+constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRules{{
+    {"deepspeed: pipeline needs ZeRO <= 1",
+     "DeepSpeed's pipeline engine supports ZeRO stage 0 or 1 only (pp > 1 with stage 2/3)"},
+    {"deepspeed: no offload with pipeline", "DeepSpeed's pipeline engine does not support ZeRO-Offload (pp > 1 with offload)"},
+    {"deepspeed: pipeline is 1F1B only",
+     "DeepSpeed's pipeline engine runs the 1F1B schedule only (no GPipe, no interleaved virtual stages)"},
+    {"deepspeed: 1-bit Adam needs ZeRO 0", "DeepSpeed's 1-bit Adam runs without ZeRO (zero_stage 0) only"},
+    {"deepspeed: ZeRO++ needs stage 3", "DeepSpeed's ZeRO++ needs ZeRO stage 3"},
+    {"megatron: no ZeRO-2/3",
+     "Megatron-LM's distributed optimizer is ZeRO-1; it has no ZeRO stage 2 or 3"},
+    {"megatron: no offload", "Megatron-LM does not offload optimizer states or parameters"},
+    {"megatron: no GPipe", "Megatron-LM's pipeline schedules are 1F1B and interleaved 1F1B (no GPipe)"},
+    {"megatron: no 1-bit Adam", "Megatron-LM has no 1-bit Adam"},
+    {"megatron: no ZeRO++", "Megatron-LM has no ZeRO++"},
+    {"megatron: no sparse attention", "Megatron-LM has no block-sparse attention"},
+}};
+
+}  // namespace
+
+std::string_view engine_rule_text(EngineRule r) { return kRules[static_cast<std::size_t>(r)].text; }
+std::string_view engine_rule_key(EngineRule r) { return kRules[static_cast<std::size_t>(r)].key; }
+
+std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
+  const bool offload = p.offload_optimizer != OffloadTarget::none || p.offload_params != OffloadTarget::none;
+  switch (e) {
+    case Engine::ztune:
+      return std::nullopt;
+    case Engine::deepspeed:
+      if (p.pp > 1 && p.zero_stage > 1) return EngineRule::ds_pipeline_zero;
+      if (p.pp > 1 && offload) return EngineRule::ds_pipeline_offload;
+      if (p.pp > 1 && (p.schedule != Schedule::one_f_one_b || p.virtual_stages > 1))
+        return EngineRule::ds_pipeline_schedule;
+      if (p.onebit_adam && p.zero_stage != 0) return EngineRule::ds_onebit_zero;
+      if (p.zeropp && p.zero_stage != 3) return EngineRule::ds_zeropp_stage;
+      return std::nullopt;
+    case Engine::megatron:
+      if (p.zero_stage > 1) return EngineRule::mg_zero_stage;
+      if (offload) return EngineRule::mg_offload;
+      if (p.pp > 1 && p.schedule == Schedule::gpipe) return EngineRule::mg_gpipe;
+      if (p.onebit_adam) return EngineRule::mg_onebit;
+      if (p.zeropp) return EngineRule::mg_zeropp;
+      if (p.sparse_attention != SparseLayout::none) return EngineRule::mg_sparse;
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace ztune

@@ -1,0 +1,359 @@
+#include "ztune/tuner/results_db.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <sqlite3.h>
+
+#include "results_schema.hpp"
+#include "sqlite_statement.hpp"
+#include "ztune/model/input_error.hpp"
+#include "ztune/tuner/digest.hpp"
+#include "ztune/tuner/result_json.hpp"
+
+#ifndef ZTUNE_VERSION
+#define ZTUNE_VERSION "unknown"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace ztune {
+
+using db::DbFailure;
+using db::Statement;
+using db::WriteTransaction;
+
+std::string default_db_path() {
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg != nullptr && *xdg == '/')
+    return (fs::path(xdg) / "ztune" / "results.db").string();
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
+    return (fs::path(home) / ".local" / "share" / "ztune" / "results.db").string();
+  throw InputError("--db: neither XDG_DATA_HOME nor HOME is set; give the results database file with --db PATH");
+}
+
+void ResultsDb::Closer::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+
+ResultsDb::ResultsDb(std::unique_ptr<sqlite3, Closer> db, std::string path) : db_(std::move(db)), path_(std::move(path)) {}
+ResultsDb::ResultsDb(ResultsDb&&) noexcept = default;
+ResultsDb& ResultsDb::operator=(ResultsDb&&) noexcept = default;
+ResultsDb::~ResultsDb() = default;
+
+namespace {
+
+std::int64_t pragma_int(sqlite3* db, const char* sql) {
+  Statement st(db, sql);
+  return st.step() ? st.int64(0) : 0;
+}
+
+std::string hex(std::int64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%08llx", static_cast<unsigned long long>(v & 0xffffffff));
+  return buf;
+}
+
+InputError untouched(const std::string& path, const std::string& why) {
+  return InputError(path + ": " + why +
+                    "; the file was left untouched (move it away, or choose another file with --db PATH)");
+}
+
+bool is_corruption(int code) {
+  const int primary = code & 0xff;
+  return primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT;
+}
+
+/// Refuses foreign and newer files before anything is written to them.
+void check_identity(sqlite3* db, const std::string& path, std::int64_t& version) {
+  std::int64_t app = 0, objects = 0;
+  try {
+    app = pragma_int(db, "PRAGMA application_id");
+    version = pragma_int(db, "PRAGMA user_version");
+    objects = pragma_int(db, "SELECT count(*) FROM sqlite_schema");
+  } catch (const DbFailure& e) {
+    if (is_corruption(e.code()))
+      throw untouched(path, std::string("not a ztune results database: SQLite says \"") + e.what() + "\"");
+    throw InputError(path + ": cannot read the results database: " + e.what());
+  }
+  if (app != db::kApplicationId && (objects > 0 || version != 0))
+    throw untouched(path, "an SQLite database of another program (application_id " + hex(app) + ", ztune's is " +
+                              hex(db::kApplicationId) + ")");
+  if (version > kResultsSchemaVersion)
+    throw untouched(path, "written by a newer ztune (schema version " + std::to_string(version) +
+                              "; this ztune reads up to version " + std::to_string(kResultsSchemaVersion) + ")");
+}
+
+void migrate(sqlite3* db, const std::string& path) {
+  WriteTransaction tx(db);
+  // Re-read under the write lock: another process may have migrated meanwhile.
+  const std::int64_t version = pragma_int(db, "PRAGMA user_version");
+  if (version > kResultsSchemaVersion)
+    throw untouched(path, "written by a newer ztune (schema version " + std::to_string(version) + ")");
+  for (auto v = static_cast<std::size_t>(version); v < db::kMigrations.size(); ++v) db::exec(db, db::kMigrations[v]);
+  db::exec(db, ("PRAGMA application_id = " + std::to_string(db::kApplicationId)).c_str());
+  db::exec(db, ("PRAGMA user_version = " + std::to_string(kResultsSchemaVersion)).c_str());
+  tx.commit();
+}
+
+/// Inserts a document once per content digest; returns its row id.
+std::int64_t upsert_doc(sqlite3* db, const char* table, const std::string& name, const nlohmann::json& doc) {
+  const std::string digest = json_digest(doc);
+  const std::string text = doc.dump();
+  Statement ins(db, std::string("INSERT INTO ") + table + "(digest, name, doc) VALUES(?, ?, ?) ON CONFLICT(digest) DO NOTHING");
+  ins.bind(1, digest).bind(2, name).bind(3, text).run();
+  Statement sel(db, std::string("SELECT id FROM ") + table + " WHERE digest = ?");
+  sel.bind(1, digest);
+  if (!sel.step()) throw DbFailure(SQLITE_INTERNAL, std::string("lost the row just stored in ") + table);
+  return sel.int64(0);
+}
+
+nlohmann::json parse_column(const Statement& st, int col) {
+  if (st.is_null(col)) return nullptr;
+  return nlohmann::json::parse(st.text(col));
+}
+
+template <class F>
+auto guarded(const std::string& path, const char* doing, F&& f) {
+  try {
+    return std::forward<F>(f)();
+  } catch (const DbFailure& e) {
+    throw InputError(path + ": " + doing + " failed: " + e.what());
+  }
+}
+
+}  // namespace
+
+ResultsDb ResultsDb::open(const std::string& path) {
+  std::error_code ec;
+  const bool exists = fs::exists(path, ec);
+  if (exists && fs::is_directory(path, ec))
+    throw InputError("--db " + path + ": is a directory, expected a results database file");
+  if (!exists) {
+    const fs::path parent = fs::path(path).parent_path();
+    if (!parent.empty() && !fs::exists(parent, ec) && !fs::create_directories(parent, ec))
+      throw InputError("--db " + path + ": cannot create the directory " + parent.string() + ": " + ec.message());
+  }
+  sqlite3* raw = nullptr;
+  const int flags = SQLITE_OPEN_READWRITE | (exists ? 0 : SQLITE_OPEN_CREATE);
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  std::unique_ptr<sqlite3, Closer> handle(raw);
+  if (rc != SQLITE_OK)
+    throw InputError(path + ": cannot open the results database: " +
+                     (raw != nullptr ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
+  sqlite3* db = handle.get();
+  sqlite3_extended_result_codes(db, 1);
+  // Several ztune processes may write at once: wait for the lock, do not fail.
+  sqlite3_busy_timeout(db, 30000);
+  std::int64_t version = 0;
+  check_identity(db, path, version);
+  guarded(path, "migrating the results database", [&] {
+    if (version < kResultsSchemaVersion) migrate(db, path);
+    Statement wal(db, "PRAGMA journal_mode = WAL");
+    wal.run();
+    db::exec(db, "PRAGMA foreign_keys = ON");
+    db::exec(db, "PRAGMA synchronous = NORMAL");
+    return 0;
+  });
+  return ResultsDb(std::move(handle), path);
+}
+
+int ResultsDb::schema_version() const {
+  return static_cast<int>(pragma_int(db_.get(), "PRAGMA user_version"));
+}
+
+std::int64_t ResultsDb::store_profile(const HardwareProfile& p) {
+  return guarded(path_, "storing a hardware profile", [&] {
+    WriteTransaction tx(db_.get());
+    const auto id = upsert_doc(db_.get(), "profiles", p.name, profile_to_json(p));
+    tx.commit();
+    return id;
+  });
+}
+
+std::int64_t ResultsDb::store_search(const SearchToStore& s) {
+  return guarded(path_, "storing the search", [&] {
+    sqlite3* db = db_.get();
+    WriteTransaction tx(db);
+    const auto cluster_id = upsert_doc(db, "clusters", s.cluster.name, cluster_to_json(s.cluster));
+    const auto model_id = upsert_doc(db, "models", s.model.name, transformer_to_json(s.model));
+    std::optional<std::int64_t> profile_id;
+    if (s.profile != nullptr) profile_id = upsert_doc(db, "profiles", s.profile->name, profile_to_json(*s.profile));
+    const auto& r = s.result;
+    nlohmann::json pruned = nlohmann::json::object();
+    for (const auto& [name, n] : r.pruned.named()) pruned[name] = n;
+    Statement ins(db,
+                  "INSERT INTO searches(cluster_id, model_id, profile_id, options, space, evaluated, feasible, "
+                  "pruned_by, passes, elapsed_s, threads, interrupted, ztune_version) "
+                  "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    ins.bind(1, cluster_id).bind(2, model_id).bind(3, profile_id).bind(4, s.options.dump());
+    ins.bind(5, r.space).bind(6, r.evaluated).bind(7, r.feasible).bind(8, pruned.dump());
+    ins.bind(9, passes_to_json(r).dump()).bind(10, r.elapsed_s).bind(11, r.threads);
+    ins.bind(12, r.interrupted ? 1 : 0).bind(13, ZTUNE_VERSION);
+    ins.run();
+    const std::int64_t search_id = sqlite3_last_insert_rowid(db);
+    Statement cand(db,
+                   "INSERT INTO candidates(search_id, rank, summary, plan, prediction, gpu_bytes, iteration_s, "
+                   "tokens_per_s, mfu, objective, simulated_iteration_s) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    int rank = 0;
+    for (const auto& c : r.plans) {
+      const auto j = candidate_to_json(c, r);
+      cand.bind(1, search_id).bind(2, ++rank).bind(3, c.plan.summary()).bind(4, j["plan"].dump());
+      cand.bind(5, j["prediction"].dump()).bind(6, c.prediction.memory.gpu_total_bytes);
+      if (c.timed) {
+        cand.bind(7, c.prediction.time.iteration_s).bind(8, c.time().tokens_per_s).bind(9, c.time().mfu);
+        cand.bind(10, c.objective);
+      } else {
+        cand.bind_null(7).bind_null(8).bind_null(9).bind_null(10);
+      }
+      if (c.simulated) cand.bind(11, c.simulated->iteration_s);
+      else cand.bind_null(11);
+      cand.run();
+      cand.reset();
+    }
+    tx.commit();
+    return search_id;
+  });
+}
+
+std::int64_t ResultsDb::store_run(const RunToStore& r) {
+  return guarded(path_, "storing the run", [&] {
+    sqlite3* db = db_.get();
+    WriteTransaction tx(db);
+    std::optional<std::int64_t> cluster_id, model_id;
+    if (r.cluster) cluster_id = upsert_doc(db, "clusters", r.cluster->name, cluster_to_json(*r.cluster));
+    if (r.model) model_id = upsert_doc(db, "models", r.model->name, transformer_to_json(*r.model));
+    const auto plan = plan_to_json(r.plan);
+    Statement ins(db,
+                  "INSERT INTO runs(cluster_id, model_id, plan, plan_digest, summary, prediction, "
+                  "predicted_iteration_s, measured_iteration_s, status, record) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    ins.bind(1, cluster_id).bind(2, model_id).bind(3, plan.dump()).bind(4, json_digest(plan));
+    ins.bind(5, r.plan.summary());
+    if (r.prediction) {
+      const nlohmann::json pred{{"memory", memory_to_json(r.prediction->memory)},
+                                {"time", time_to_json(r.prediction->time)}};
+      ins.bind(6, pred.dump()).bind(7, r.prediction->time.iteration_s);
+    } else {
+      ins.bind_null(6).bind_null(7);
+    }
+    ins.bind(8, r.measured_iteration_s).bind(9, r.status).bind(10, r.record.dump());
+    ins.run();
+    const std::int64_t run_id = sqlite3_last_insert_rowid(db);
+    Statement m(db, "INSERT INTO measurements(run_id, name, value, unit) VALUES(?, ?, ?, ?)");
+    for (const auto& x : r.measurements) {
+      m.bind(1, run_id).bind(2, x.name).bind(3, x.value).bind(4, x.unit);
+      m.run();
+      m.reset();
+    }
+    tx.commit();
+    return run_id;
+  });
+}
+
+std::vector<SearchSummary> ResultsDb::searches(int limit) const {
+  return guarded(path_, "listing searches", [&] {
+    Statement st(db_.get(),
+                 "SELECT s.id, s.created_at, c.name, m.name, s.space, s.feasible, s.elapsed_s, s.interrupted, "
+                 "k.summary, k.tokens_per_s FROM searches s JOIN clusters c ON c.id = s.cluster_id "
+                 "JOIN models m ON m.id = s.model_id LEFT JOIN candidates k ON k.search_id = s.id AND k.rank = 1 "
+                 "ORDER BY s.id DESC LIMIT ?");
+    st.bind(1, limit);
+    std::vector<SearchSummary> out;
+    while (st.step()) {
+      SearchSummary s;
+      s.id = st.int64(0);
+      s.created_at = st.text(1);
+      s.cluster = st.text(2);
+      s.model = st.text(3);
+      s.space = st.int64(4);
+      s.feasible = st.int64(5);
+      s.elapsed_s = st.real(6);
+      s.interrupted = st.int64(7) != 0;
+      s.best = st.text(8);
+      s.best_tokens_per_s = st.optional_real(9);
+      out.push_back(std::move(s));
+    }
+    return out;
+  });
+}
+
+std::vector<RunSummary> ResultsDb::runs(int limit) const {
+  return guarded(path_, "listing runs", [&] {
+    Statement st(db_.get(),
+                 "SELECT r.id, r.created_at, coalesce(c.name, ''), coalesce(m.name, ''), r.summary, r.status, "
+                 "r.predicted_iteration_s, r.measured_iteration_s FROM runs r "
+                 "LEFT JOIN clusters c ON c.id = r.cluster_id LEFT JOIN models m ON m.id = r.model_id "
+                 "ORDER BY r.id DESC LIMIT ?");
+    st.bind(1, limit);
+    std::vector<RunSummary> out;
+    while (st.step()) {
+      RunSummary r;
+      r.id = st.int64(0);
+      r.created_at = st.text(1);
+      r.cluster = st.text(2);
+      r.model = st.text(3);
+      r.plan = st.text(4);
+      r.status = st.text(5);
+      r.predicted_iteration_s = st.optional_real(6);
+      r.measured_iteration_s = st.optional_real(7);
+      out.push_back(std::move(r));
+    }
+    return out;
+  });
+}
+
+std::optional<nlohmann::json> ResultsDb::search(std::int64_t id) const {
+  return guarded(path_, "reading a search", [&]() -> std::optional<nlohmann::json> {
+    Statement st(db_.get(),
+                 "SELECT s.id, s.created_at, c.doc, m.doc, p.doc, s.options, s.space, s.evaluated, s.feasible, "
+                 "s.pruned_by, s.passes, s.elapsed_s, s.threads, s.interrupted, s.ztune_version "
+                 "FROM searches s JOIN clusters c ON c.id = s.cluster_id JOIN models m ON m.id = s.model_id "
+                 "LEFT JOIN profiles p ON p.id = s.profile_id WHERE s.id = ?");
+    st.bind(1, id);
+    if (!st.step()) return std::nullopt;
+    nlohmann::json j{{"id", st.int64(0)},           {"created_at", st.text(1)},
+                     {"cluster", parse_column(st, 2)}, {"model", parse_column(st, 3)},
+                     {"profile", parse_column(st, 4)}, {"options", parse_column(st, 5)},
+                     {"space", st.int64(6)},        {"evaluated", st.int64(7)},
+                     {"feasible", st.int64(8)},     {"pruned_by", parse_column(st, 9)},
+                     {"passes", parse_column(st, 10)}, {"elapsed_s", st.real(11)},
+                     {"threads", st.int64(12)},     {"interrupted", st.int64(13) != 0},
+                     {"ztune_version", st.text(14)}};
+    Statement cands(db_.get(),
+                    "SELECT rank, summary, plan, prediction FROM candidates WHERE search_id = ? ORDER BY rank");
+    cands.bind(1, id);
+    nlohmann::json list = nlohmann::json::array();
+    while (cands.step())
+      list.push_back({{"rank", cands.int64(0)}, {"summary", cands.text(1)}, {"plan", parse_column(cands, 2)},
+                      {"prediction", parse_column(cands, 3)}});
+    j["candidates"] = list;
+    return j;
+  });
+}
+
+std::optional<nlohmann::json> ResultsDb::run(std::int64_t id) const {
+  return guarded(path_, "reading a run", [&]() -> std::optional<nlohmann::json> {
+    Statement st(db_.get(),
+                 "SELECT r.id, r.created_at, c.doc, m.doc, r.plan, r.summary, r.prediction, r.predicted_iteration_s, "
+                 "r.measured_iteration_s, r.status, r.record FROM runs r LEFT JOIN clusters c ON c.id = r.cluster_id "
+                 "LEFT JOIN models m ON m.id = r.model_id WHERE r.id = ?");
+    st.bind(1, id);
+    if (!st.step()) return std::nullopt;
+    nlohmann::json j{{"id", st.int64(0)},
+                     {"created_at", st.text(1)},
+                     {"cluster", parse_column(st, 2)},
+                     {"model", parse_column(st, 3)},
+                     {"plan", parse_column(st, 4)},
+                     {"summary", st.text(5)},
+                     {"prediction", parse_column(st, 6)},
+                     {"predicted_iteration_s", st.optional_real(7) ? nlohmann::json(*st.optional_real(7)) : nullptr},
+                     {"measured_iteration_s", st.optional_real(8) ? nlohmann::json(*st.optional_real(8)) : nullptr},
+                     {"status", st.text(9)},
+                     {"record", parse_column(st, 10)}};
+    Statement m(db_.get(), "SELECT name, value, unit FROM measurements WHERE run_id = ? ORDER BY rowid");
+    m.bind(1, id);
+    nlohmann::json list = nlohmann::json::array();
+    while (m.step()) list.push_back({{"name", m.text(0)}, {"value", m.real(1)}, {"unit", m.text(2)}});
+    j["measurements"] = list;
+    return j;
+  });
+}
+
+}  // namespace ztune

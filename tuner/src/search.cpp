@@ -1,0 +1,273 @@
+#include "ztune/tuner/search.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "ztune/model/prediction.hpp"
+#include "ztune/tuner/objective.hpp"
+#include "ztune/tuner/search_space.hpp"
+#include "ztune/tuner/simulate_pass.hpp"
+#include "ztune/tuner/top_n.hpp"
+
+namespace ztune {
+
+const PassStats* SearchResult::pass(const std::string& name) const {
+  for (const auto& p : passes)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+bool ranks_before(Objective o, const Candidate& a, const Candidate& b) {
+  if (a.objective != b.objective) return higher_is_better(o) ? a.objective > b.objective : a.objective < b.objective;
+  return a.id < b.id;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::size_t kBatch = 1024;
+
+PruneReason layout_reason(LayoutRule r) {
+  switch (r) {
+    case LayoutRule::tp_across_nodes: return PruneReason::tp_across_nodes;
+    case LayoutRule::tp_shape: return PruneReason::tp_shape;
+    case LayoutRule::pp_layers: return PruneReason::pp_layers;
+    default: return PruneReason::layout_other;
+  }
+}
+
+PruneReason memory_reason(const MemoryPrediction& m) {
+  if (!m.fits_gpu) return PruneReason::memory_gpu;
+  if (!m.fits_host) return PruneReason::memory_host;
+  return PruneReason::memory_nvme;
+}
+
+/// What one worker thread owns: its counts, pass statistics, top lists and batch.
+struct Worker {
+  Worker(std::size_t top, std::size_t closest, TopN::Better best_order, TopN::Better closest_order)
+      : best(top, std::move(best_order)), nearest(closest, std::move(closest_order)) {
+    plans.resize(kBatch);
+    ids.resize(kBatch);
+    memory.resize(kBatch);
+    alive.reserve(kBatch);
+  }
+  PruneCounts pruned;
+  PassStats rules{"rules"}, prune{"prune"}, rank{"rank"};
+  TopN best, nearest;
+  std::int64_t feasible = 0;
+  std::int64_t evaluated = 0;
+  std::vector<Plan> plans;
+  std::vector<std::uint64_t> ids;
+  std::vector<MemoryPrediction> memory;
+  std::vector<std::uint32_t> alive;
+  Candidate scratch;
+};
+
+/// Shared read-only inputs of the workers.
+struct Job {
+  const Transformer& model;
+  const Cluster& cluster;
+  const HardwareProfile& hw;
+  const SearchOptions& options;
+  const SearchSpace& space;
+  double tokens;
+  std::atomic<std::size_t> next_layout{0};
+  std::atomic<std::int64_t> done{0};
+  std::atomic<bool> stopped{false};
+};
+
+bool stop_requested(const Job& job) {
+  return job.options.stop != nullptr && job.options.stop->load(std::memory_order_relaxed);
+}
+
+void flush(Job& job, Worker& w, std::size_t n) {
+  if (n == 0) return;
+  const auto& o = job.options;
+  w.evaluated += static_cast<std::int64_t>(n);
+  w.alive.clear();
+  // Pass 1: rules. Generators only produce plans check_plan accepts, so it is
+  // the authority that verifies them; engine rules narrow to --engine's space.
+  run_pass(w.rules, static_cast<std::int64_t>(n), [&](std::int64_t) {
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const Plan& p = w.plans[i];
+      if (check_plan(p, job.model, job.cluster)) {
+        w.pruned.add(PruneReason::plan_rule);
+      } else if (auto rule = engine_violation(p, o.space.engine)) {
+        w.pruned.add(engine_reason(*rule));
+      } else {
+        w.alive.push_back(i);
+      }
+    }
+    return static_cast<std::int64_t>(w.alive.size());
+  });
+  // Pass 2: memory prune. A plan that does not fit is counted by the first
+  // resource it overflows and offered to the "closest to fitting" list.
+  run_pass(w.prune, static_cast<std::int64_t>(w.alive.size()), [&](std::int64_t) {
+    std::size_t k = 0;
+    for (std::uint32_t i : w.alive) {
+      w.memory[i] = predict_memory(job.model, w.plans[i], job.cluster, job.hw);
+      if (w.memory[i].fits()) {
+        w.alive[k++] = i;
+        continue;
+      }
+      w.pruned.add(memory_reason(w.memory[i]));
+      w.scratch.plan = w.plans[i];
+      w.scratch.prediction.memory = w.memory[i];
+      w.scratch.id = w.ids[i];
+      if (w.nearest.admits(w.scratch)) w.nearest.offer(w.scratch);
+    }
+    w.alive.resize(k);
+    return static_cast<std::int64_t>(k);
+  });
+  // Pass 3: analytical rank by the objective.
+  const bool memory_known = w.prune.enabled;
+  run_pass(w.rank, static_cast<std::int64_t>(w.alive.size()), [&](std::int64_t) {
+    for (std::uint32_t i : w.alive) {
+      Candidate& c = w.scratch;
+      c.plan = w.plans[i];
+      c.id = w.ids[i];
+      if (memory_known) {
+        c.prediction.memory = w.memory[i];
+        c.prediction.time = predict_time(job.model, c.plan, job.cluster, job.hw);
+      } else {
+        c.prediction = predict(job.model, c.plan, job.cluster, job.hw);
+      }
+      c.timed = true;
+      c.objective = objective_value(o.objective, c.prediction.time, c.plan.gpus(), job.tokens, o.gpu_hour_price);
+      if (c.prediction.memory.fits()) ++w.feasible;
+      if (w.best.admits(c)) w.best.offer(c);
+    }
+    return static_cast<std::int64_t>(w.alive.size());
+  });
+  if (!w.rank.enabled) {
+    // Unranked: keep plans in enumeration order (memory known only when pruned).
+    for (std::uint32_t i : w.alive) {
+      Candidate& c = w.scratch;
+      c.plan = w.plans[i];
+      c.id = w.ids[i];
+      c.prediction = Prediction{};
+      if (memory_known) c.prediction.memory = w.memory[i];
+      c.timed = false;
+      c.objective = 0;
+      ++w.feasible;
+      if (w.best.admits(c)) w.best.offer(c);
+    }
+  }
+  job.done.fetch_add(static_cast<std::int64_t>(n), std::memory_order_relaxed);
+}
+
+void work(Job& job, Worker& w) {
+  const auto& layouts = job.space.layouts();
+  for (;;) {
+    if (stop_requested(job)) {
+      job.stopped = true;
+      return;
+    }
+    const std::size_t li = job.next_layout.fetch_add(1);
+    if (li >= layouts.size()) return;
+    const Layout& l = layouts[li];
+    if (l.rejected != LayoutRule::none) {
+      w.pruned.add(layout_reason(l.rejected), l.plans);
+      job.done.fetch_add(l.plans, std::memory_order_relaxed);
+      continue;
+    }
+    std::size_t n = 0;
+    auto id = static_cast<std::uint64_t>(l.first_id);
+    bool stopping = false;
+    job.space.for_each_plan(l, [&](const Plan& p) {
+      if (stopping) return;
+      w.plans[n] = p;
+      w.ids[n] = id++;
+      if (++n == kBatch) {
+        flush(job, w, n);
+        n = 0;
+        stopping = stop_requested(job);
+      }
+    });
+    if (!stopping) flush(job, w, n);
+  }
+}
+
+}  // namespace
+
+SearchResult run_search(const Transformer& m, const Cluster& c, const HardwareProfile& hw, const SearchOptions& o,
+                        const ProgressFn& progress) {
+  const auto t0 = Clock::now();
+  SearchSpace space(m, c, o.space);
+  SearchResult r;
+  r.objective = o.objective;
+  r.tokens = o.tokens > 0 ? o.tokens : m.train_tokens;
+  r.gpu_hour_price = o.gpu_hour_price;
+  r.global_batch = space.global_batch();
+  r.space = space.size();
+  r.layouts = static_cast<std::int64_t>(space.layouts().size());
+
+  int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<std::size_t>(1, space.layouts().size()))));
+  r.threads = threads;
+
+  const Objective obj = o.objective;
+  const bool ranked = o.rank_enabled;
+  TopN::Better best_order = [obj, ranked](const Candidate& a, const Candidate& b) {
+    return ranked ? ranks_before(obj, a, b) : a.id < b.id;
+  };
+  TopN::Better closest_order = [](const Candidate& a, const Candidate& b) {
+    const double pa = a.memory_pressure(), pb = b.memory_pressure();
+    return pa != pb ? pa < pb : a.id < b.id;
+  };
+  const std::size_t keep = static_cast<std::size_t>(std::max({o.top, o.simulate_top, 1}));
+  const auto closest = static_cast<std::size_t>(std::max(0, o.closest));
+
+  Job job{m, c, hw, o, space, r.tokens};
+  std::vector<Worker> workers;
+  workers.reserve(static_cast<std::size_t>(threads));
+  for (int i = 0; i < threads; ++i) {
+    workers.emplace_back(keep, closest, best_order, closest_order);
+    workers.back().prune.enabled = o.prune_enabled;
+    workers.back().rank.enabled = o.rank_enabled;
+  }
+  {
+    std::atomic<int> finished{0};
+    std::vector<std::jthread> pool;
+    for (auto& w : workers)
+      pool.emplace_back([&job, &w, &finished] {
+        work(job, w);
+        finished.fetch_add(1);
+      });
+    while (finished.load() < threads) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (progress)
+        progress({job.done.load(), r.space, std::chrono::duration<double>(Clock::now() - t0).count()});
+    }
+  }
+  r.interrupted = job.stopped.load() || stop_requested(job);
+
+  TopN best(keep, best_order), nearest(closest, closest_order);
+  PassStats rules{"rules"}, prune{"prune", o.prune_enabled}, rank{"rank", o.rank_enabled};
+  for (const auto& w : workers) {
+    best.merge(w.best);
+    nearest.merge(w.nearest);
+    r.pruned.add(w.pruned);
+    r.feasible += w.feasible;
+    r.evaluated += w.evaluated;
+    rules.add(w.rules);
+    prune.add(w.prune);
+    rank.add(w.rank);
+  }
+  r.plans = best.sorted();
+  r.closest = nearest.sorted();
+  r.passes = {rules, prune, rank};
+
+  PassStats sim{"simulate", o.simulate_enabled && o.simulate_top > 0};
+  simulate_top(m, c, hw, o, r.tokens, r.plans, sim);
+  r.passes.push_back(sim);
+  if (o.top >= 0 && r.plans.size() > static_cast<std::size_t>(std::max(o.top, 1)))
+    r.plans.resize(static_cast<std::size_t>(std::max(o.top, 1)));
+  r.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (progress) progress({job.done.load(), r.space, r.elapsed_s});
+  return r;
+}
+
+}  // namespace ztune

@@ -1,0 +1,178 @@
+#include "ztune/tuner/search_space.hpp"
+
+#include <algorithm>
+
+#include "ztune/model/input_error.hpp"
+
+namespace ztune {
+
+std::vector<int> divisors(std::int64_t n) {
+  std::vector<int> small, large;
+  for (std::int64_t d = 1; d * d <= n; ++d) {
+    if (n % d != 0) continue;
+    small.push_back(static_cast<int>(d));
+    if (d != n / d) large.push_back(static_cast<int>(n / d));
+  }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
+}
+
+namespace {
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+std::vector<int> device_counts(const SpaceOptions& o, int total) {
+  if (o.gpus < 0 || o.min_gpus < 0 || o.max_gpus < 0) throw InputError("--gpus/--min-gpus/--max-gpus: expected > 0");
+  if (o.gpus > 0 && (o.min_gpus > 0 || o.max_gpus > 0))
+    throw InputError("--gpus: give either --gpus or --min-gpus/--max-gpus, not both");
+  if (o.gpus > total)
+    throw InputError("--gpus: " + str(o.gpus) + " exceeds the cluster's " + str(total) + " devices");
+  if (o.gpus > 0) return {o.gpus};
+  if (o.min_gpus == 0 && o.max_gpus == 0) return {total};
+  int lo = o.min_gpus > 0 ? o.min_gpus : 1;
+  int hi = o.max_gpus > 0 ? o.max_gpus : total;
+  if (hi > total)
+    throw InputError("--max-gpus: " + str(hi) + " exceeds the cluster's " + str(total) + " devices");
+  if (lo > hi) throw InputError("--min-gpus: " + str(lo) + " is more than --max-gpus " + str(hi));
+  std::vector<int> out;
+  for (int g = lo; g <= hi; ++g) out.push_back(g);
+  return out;
+}
+
+std::vector<Precision> precision_list(const SpaceOptions& o, const Cluster& c) {
+  const bool cpu = c.device_kind == DeviceKind::cpu;
+  auto supported = [&](Precision p) { return cpu ? p == Precision::fp32 : c.node.gpu.peak_flops(p) > 0; };
+  if (o.precision) {
+    if (!supported(*o.precision))
+      throw InputError("--precision: " + to_string(*o.precision) + " is not supported by " +
+                       (cpu ? std::string("the CPU backend (fp32 only)") : c.node.gpu.name));
+    return {*o.precision};
+  }
+  if (cpu) return {Precision::fp32};
+  // 16-bit mixed precision only: fp32 training is never faster and the tuner
+  // searches for speed (pin --precision fp32 to see it).
+  std::vector<Precision> out;
+  for (Precision p : {Precision::fp16, Precision::bf16})
+    if (supported(p)) out.push_back(p);
+  if (out.empty()) throw InputError("--cluster: " + c.node.gpu.name + " supports neither fp16 nor bf16; pin --precision");
+  return out;
+}
+
+}  // namespace
+
+SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOptions& o)
+    : model_(&m), cluster_(&c), options_(o) {
+  global_batch_ = o.global_batch > 0 ? o.global_batch : m.global_batch;
+  if (global_batch_ <= 0)
+    throw InputError("--global-batch: the model " + m.name + " has no default global_batch; give --global-batch");
+  if (o.max_micro_batch < 0) throw InputError("--max-micro-batch: expected > 0");
+  gpu_counts_ = device_counts(o, c.total_gpus());
+  precisions_ = precision_list(o, c);
+  std::int64_t next_id = 0;
+  for (int g : gpu_counts_) {
+    for (int tp : divisors(g)) {
+      for (int pp : divisors(g / tp)) {
+        Layout l;
+        l.gpus = g;
+        l.tp = tp;
+        l.pp = pp;
+        l.dp = g / (tp * pp);
+        // dp must divide the global batch: micro_batch × grad_accum × dp = B is
+        // the definition of a step, so such layouts are not plans at all.
+        if (global_batch_ % l.dp != 0) continue;
+        l.plans = count_plans(l);
+        l.first_id = next_id;
+        next_id += l.plans;
+        classify(l);
+        layouts_.push_back(std::move(l));
+      }
+    }
+  }
+  size_ = next_id;
+}
+
+void SearchSpace::classify(Layout& l) const {
+  const int per_node = cluster_->node.gpus;
+  if (!options_.allow_tp_across_nodes && (l.tp > per_node || per_node % l.tp != 0)) {
+    l.rejected = LayoutRule::tp_across_nodes;
+    return;
+  }
+  Plan rep;
+  rep.dp = l.dp;
+  rep.tp = l.tp;
+  rep.pp = l.pp;
+  rep.global_batch = global_batch_;
+  rep.micro_batch = static_cast<int>(global_batch_ / l.dp);
+  rep.grad_accum = 1;
+  rep.precision = precisions_.front();
+  if (auto why = check_plan(rep, *model_, *cluster_)) {
+    l.reason = *why;
+    if (why->starts_with("$.tp")) l.rejected = LayoutRule::tp_shape;
+    else if (why->starts_with("$.pp")) l.rejected = LayoutRule::pp_layers;
+    else l.rejected = LayoutRule::other;
+  }
+}
+
+std::vector<ScheduleChoice> SearchSpace::schedules(const Layout& l) const {
+  if (l.pp == 1) return {{Schedule::one_f_one_b, 1}};
+  std::vector<ScheduleChoice> out{{Schedule::gpipe, 1}, {Schedule::one_f_one_b, 1}};
+  if (model_->layers % l.pp == 0)
+    for (int v : divisors(model_->layers / l.pp))
+      if (v > 1) out.push_back({Schedule::interleaved, v});
+  return out;
+}
+
+std::vector<StateChoice> SearchSpace::states(const Layout& l) const {
+  std::vector<StateChoice> out;
+  out.push_back({0, OffloadTarget::none, OffloadTarget::none, false, false});
+  if (options_.include_onebit_adam) out.push_back({0, OffloadTarget::none, OffloadTarget::none, true, false});
+  out.push_back({1, OffloadTarget::none, OffloadTarget::none, false, false});
+  if (l.pp > 1) return out;  // pipelining: ZeRO 0/1 and no offload (check_plan)
+  const bool offload = cluster_->device_kind == DeviceKind::gpu;
+  const bool nvme = offload && cluster_->node.nvme_size_tb > 0;
+  if (offload) out.push_back({1, OffloadTarget::cpu, OffloadTarget::none, false, false});
+  out.push_back({2, OffloadTarget::none, OffloadTarget::none, false, false});
+  if (offload) out.push_back({2, OffloadTarget::cpu, OffloadTarget::none, false, false});
+  std::vector<OffloadTarget> targets{OffloadTarget::none};
+  if (offload) targets.push_back(OffloadTarget::cpu);
+  if (nvme) targets.push_back(OffloadTarget::nvme);
+  for (bool zpp : {false, true}) {
+    if (zpp && !options_.include_zeropp) continue;
+    for (OffloadTarget opt : targets)
+      for (OffloadTarget par : targets) out.push_back({3, opt, par, false, zpp});
+  }
+  return out;
+}
+
+std::vector<int> SearchSpace::micro_batches(const Layout& l) const {
+  std::vector<int> out;
+  for (int mb : divisors(global_batch_ / l.dp))
+    if (options_.max_micro_batch == 0 || mb <= options_.max_micro_batch) out.push_back(mb);
+  return out;
+}
+
+std::vector<int> SearchSpace::micro_batches_for(const Layout& l, const ScheduleChoice& s) const {
+  auto mbs = micro_batches(l);
+  if (s.schedule != Schedule::interleaved) return mbs;
+  const std::int64_t per_rank = global_batch_ / l.dp;
+  std::erase_if(mbs, [&](int mb) { return (per_rank / mb) % l.pp != 0; });
+  return mbs;
+}
+
+std::vector<bool> SearchSpace::sequence_parallel(const Layout& l) const {
+  if (l.tp < 2) return {false};
+  return {false, true};
+}
+
+std::int64_t SearchSpace::count_plans(const Layout& l) const {
+  const auto n_sp = static_cast<std::int64_t>(sequence_parallel(l).size());
+  const auto n_states = static_cast<std::int64_t>(states(l).size());
+  const auto n_prec = static_cast<std::int64_t>(precisions_.size());
+  const auto n_rc = static_cast<std::int64_t>(std::size(kRecomputeModes));
+  std::int64_t n = 0;
+  for (const auto& s : schedules(l))
+    n += n_sp * n_rc * n_states * static_cast<std::int64_t>(micro_batches_for(l, s).size()) * n_prec;
+  return n;
+}
+
+}  // namespace ztune
