@@ -1,0 +1,118 @@
+#pragma once
+// The compute backend: memory and kernels behind one interface, so the training
+// code is the same on the CPU (this issue: fp32, Eigen GEMMs, the kernels/ CPU
+// references) and on CUDA (issue 7: cuBLASLt, the CUDA kernels, a caching
+// allocator; pointers are then device pointers and the kernel methods enqueue on
+// the compute stream). Kernel methods mirror ztune::kernels::cpu (see
+// kernels/include/ztune/kernels/conventions.hpp: forward =, backward +=).
+// Every kernel call is timed under its OpKind: the public methods are
+// non-virtual, time the protected *_impl, and call fence() first when profiling
+// (a CUDA backend's fence synchronises the stream so host timers mean something).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "ztune/executor/buffer.hpp"
+#include "ztune/executor/memory_tracker.hpp"
+#include "ztune/executor/op_stats.hpp"
+#include "ztune/kernels/adamw.hpp"
+#include "ztune/kernels/gemm.hpp"
+
+namespace ztune::executor {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  [[nodiscard]] virtual std::string name() const = 0;
+  /// Zero-filled buffer of `numel` floats, counted under `category`.
+  Buffer allocate(std::size_t numel, MemCategory category);
+  /// Called by Buffer's destructor.
+  void free(float* data, std::size_t numel, MemCategory category);
+
+  MemoryTracker& memory() { return memory_; }
+  OpStats& ops() { return ops_; }
+
+  // Memory movement. host pointers are ordinary host memory.
+  virtual void zero(float* x, std::size_t n) = 0;
+  virtual void copy(float* dst, const float* src, std::size_t n) = 0;
+  virtual void to_host(float* host, const float* device, std::size_t n) = 0;
+  virtual void from_host(float* device, const float* host, std::size_t n) = 0;
+  /// Waits for all enqueued work (no-op on the CPU).
+  virtual void fence() = 0;
+
+  // Kernels (timed wrappers around the *_impl below).
+  void gemm(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c);
+  void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int n, int c, int oc);
+  void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w,
+                       int n, int c, int oc);
+  void embedding_forward(float* out, const std::int32_t* ids, const float* table, int n, int c, int row_begin,
+                         int rows);
+  void embedding_backward(float* dtable, const float* dout, const std::int32_t* ids, int n, int c, int row_begin,
+                          int rows);
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,
+                         int n, int c);
+  void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
+                          const float* mean, const float* rstd, int n, int c);
+  void gelu_forward(float* out, const float* inp, long n);
+  void gelu_backward(float* dinp, const float* inp, const float* dout, long n);
+  void attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh);
+  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int b, int t, int c,
+                          int nh);
+  void ce_row_max(float* row_max, const float* logits, int n, int v);
+  void ce_row_sumexp(float* row_sum, const float* logits, const float* row_max, int n, int v);
+  void ce_target_logit(float* tl, const float* logits, const std::int32_t* targets, int n, int v, int vocab_begin);
+  void ce_loss(float* losses, const float* row_max, const float* row_sum, const float* tl, int n);
+  void ce_backward(float* dlogits, const float* logits, const float* row_max, const float* row_sum,
+                   const std::int32_t* targets, const float* dloss, int n, int v, int vocab_begin);
+  void adamw(float* p, const float* g, float* m, float* v, long n, const kernels::AdamWParams& h);
+  void add(float* out, const float* a, const float* b, long n);
+  void accumulate(float* dst, const float* src, long n);
+  void scale(float* x, float s, long n);
+  double sum_squares(const float* x, long n);
+
+ protected:
+  virtual float* raw_allocate(std::size_t numel) = 0;
+  virtual void raw_free(float* data, std::size_t numel) = 0;
+
+  virtual void gemm_impl(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta,
+                         float* c) = 0;
+  virtual void matmul_forward_impl(float* out, const float* inp, const float* w, const float* bias, int n, int c,
+                                   int oc) = 0;
+  virtual void matmul_backward_impl(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
+                                    const float* w, int n, int c, int oc) = 0;
+  virtual void embedding_forward_impl(float* out, const std::int32_t* ids, const float* table, int n, int c,
+                                      int row_begin, int rows) = 0;
+  virtual void embedding_backward_impl(float* dtable, const float* dout, const std::int32_t* ids, int n, int c,
+                                       int row_begin, int rows) = 0;
+  virtual void layernorm_forward_impl(float* out, float* mean, float* rstd, const float* inp, const float* w,
+                                      const float* b, int n, int c) = 0;
+  virtual void layernorm_backward_impl(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                                       const float* w, const float* mean, const float* rstd, int n, int c) = 0;
+  virtual void gelu_forward_impl(float* out, const float* inp, long n) = 0;
+  virtual void gelu_backward_impl(float* dinp, const float* inp, const float* dout, long n) = 0;
+  virtual void attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh) = 0;
+  virtual void attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* att, int b,
+                                       int t, int c, int nh) = 0;
+  virtual void ce_row_max_impl(float* row_max, const float* logits, int n, int v) = 0;
+  virtual void ce_row_sumexp_impl(float* row_sum, const float* logits, const float* row_max, int n, int v) = 0;
+  virtual void ce_target_logit_impl(float* tl, const float* logits, const std::int32_t* targets, int n, int v,
+                                    int vocab_begin) = 0;
+  virtual void ce_loss_impl(float* losses, const float* row_max, const float* row_sum, const float* tl, int n) = 0;
+  virtual void ce_backward_impl(float* dlogits, const float* logits, const float* row_max, const float* row_sum,
+                                const std::int32_t* targets, const float* dloss, int n, int v, int vocab_begin) = 0;
+  virtual void adamw_impl(float* p, const float* g, float* m, float* v, long n, const kernels::AdamWParams& h) = 0;
+  virtual void add_impl(float* out, const float* a, const float* b, long n) = 0;
+  virtual void accumulate_impl(float* dst, const float* src, long n) = 0;
+  virtual void scale_impl(float* x, float s, long n) = 0;
+  virtual double sum_squares_impl(const float* x, long n) = 0;
+
+ private:
+  MemoryTracker memory_;
+  OpStats ops_;
+};
+
+}  // namespace ztune::executor

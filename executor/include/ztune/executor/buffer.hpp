@@ -1,0 +1,48 @@
+#pragma once
+// An fp32 buffer owned by a Backend (host memory on the CPU backend, device memory
+// on CUDA). Move-only; returns its bytes to the backend's allocator and memory
+// tracker when destroyed, so every byte is counted under one category.
+#include <cstddef>
+#include <utility>
+
+#include "ztune/executor/memory_tracker.hpp"
+
+namespace ztune::executor {
+
+class Backend;
+
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Backend* owner, float* data, std::size_t numel, MemCategory category)
+      : owner_(owner), data_(data), numel_(numel), category_(category) {}
+  ~Buffer() { release(); }
+  Buffer(Buffer&& o) noexcept { *this = std::move(o); }
+  Buffer& operator=(Buffer&& o) noexcept {
+    if (this != &o) {
+      release();
+      owner_ = std::exchange(o.owner_, nullptr);
+      data_ = std::exchange(o.data_, nullptr);
+      numel_ = std::exchange(o.numel_, 0);
+      category_ = o.category_;
+    }
+    return *this;
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  [[nodiscard]] float* data() const { return data_; }
+  [[nodiscard]] std::size_t size() const { return numel_; }
+  [[nodiscard]] bool empty() const { return data_ == nullptr; }
+  [[nodiscard]] MemCategory category() const { return category_; }
+  /// Frees now (the buffer becomes empty).
+  void release();
+
+ private:
+  Backend* owner_ = nullptr;
+  float* data_ = nullptr;
+  std::size_t numel_ = 0;
+  MemCategory category_ = MemCategory::workspace;
+};
+
+}  // namespace ztune::executor

@@ -1,0 +1,77 @@
+#pragma once
+// Collectives and point-to-point messages over a group of ranks, fp32 payloads.
+// Implemented over MPI now (MpiCommunicator); the NCCL communicator of issue 7
+// implements the same virtuals on device pointers and its communication stream.
+// Synchronous calls return when the result is in place; *_async calls return a
+// request whose wait() does that (buffers must stay alive and untouched until then).
+// Every operation is counted in stats() (time from launch to completion).
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "ztune/executor/comm_stats.hpp"
+
+namespace ztune::executor {
+
+enum class ReduceOp : std::uint8_t { sum, max };
+
+class CommRequest {
+ public:
+  virtual ~CommRequest() = default;
+  /// Blocks until the operation completed. Idempotent.
+  virtual void wait() = 0;
+};
+using RequestPtr = std::unique_ptr<CommRequest>;
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  [[nodiscard]] virtual int rank() const = 0;
+  [[nodiscard]] virtual int size() const = 0;
+  [[nodiscard]] const std::string& name() const { return name_; }
+  CommStats& stats() { return stats_; }
+
+  /// buf[n] ← op over ranks of buf[n].
+  void all_reduce(float* buf, std::size_t n, ReduceOp op = ReduceOp::sum);
+  RequestPtr all_reduce_async(float* buf, std::size_t n, ReduceOp op = ReduceOp::sum);
+  /// recv[count] ← Σ over ranks of send[rank·count, (rank+1)·count).
+  void reduce_scatter(const float* send, float* recv, std::size_t count);
+  RequestPtr reduce_scatter_async(const float* send, float* recv, std::size_t count);
+  /// recv[r·count, (r+1)·count) ← rank r's send[count]. send may be recv + rank·count (in place).
+  void all_gather(const float* send, float* recv, std::size_t count);
+  RequestPtr all_gather_async(const float* send, float* recv, std::size_t count);
+  void broadcast(float* buf, std::size_t n, int root);
+  RequestPtr broadcast_async(float* buf, std::size_t n, int root);
+  void send(const float* buf, std::size_t n, int peer, int tag);
+  RequestPtr send_async(const float* buf, std::size_t n, int peer, int tag);
+  void recv(float* buf, std::size_t n, int peer, int tag);
+  RequestPtr recv_async(float* buf, std::size_t n, int peer, int tag);
+  void barrier();
+  /// Sums (or maxes) doubles: losses, norms, counters. Not counted in stats.
+  virtual void all_reduce_doubles(double* buf, std::size_t n, ReduceOp op) = 0;
+  /// A new communicator over the ranks with the same color, ordered by key; collective
+  /// over this communicator. A negative color takes no part and gets nullptr.
+  [[nodiscard]] virtual std::unique_ptr<Communicator> split(int color, int key, const std::string& name) = 0;
+
+ protected:
+  explicit Communicator(std::string name) : name_(std::move(name)) {}
+  /// Each returns a started request (the base class times and counts it).
+  virtual RequestPtr start_all_reduce(float* buf, std::size_t n, ReduceOp op) = 0;
+  virtual RequestPtr start_reduce_scatter(const float* send, float* recv, std::size_t count) = 0;
+  virtual RequestPtr start_all_gather(const float* send, float* recv, std::size_t count) = 0;
+  virtual RequestPtr start_broadcast(float* buf, std::size_t n, int root) = 0;
+  virtual RequestPtr start_send(const float* buf, std::size_t n, int peer, int tag) = 0;
+  virtual RequestPtr start_recv(float* buf, std::size_t n, int peer, int tag) = 0;
+  virtual void barrier_impl() = 0;
+
+ private:
+  RequestPtr timed(CollKind kind, double bytes, RequestPtr inner);
+  std::string name_;
+  CommStats stats_;
+};
+
+}  // namespace ztune::executor

@@ -1,0 +1,52 @@
+#pragma once
+// Communicator over an MPI communicator (Open MPI). Non-blocking collectives
+// (MPI_Iallreduce, MPI_Ireduce_scatter_block, MPI_Iallgather, MPI_Ibcast) carry the
+// async calls; Open MPI progresses them inside MPI calls, so on the CPU backend the
+// overlap is semantic (ordering, buffers), not a speed-up.
+#include <mpi.h>
+
+#include "ztune/executor/communicator.hpp"
+
+namespace ztune::executor {
+
+class MpiCommunicator final : public Communicator {
+ public:
+  /// Wraps `comm`; frees it on destruction when `owned` (splits are owned, WORLD is not).
+  MpiCommunicator(MPI_Comm comm, std::string name, bool owned);
+  ~MpiCommunicator() override;
+
+  /// MPI_COMM_WORLD (MPI must be initialised).
+  static std::unique_ptr<MpiCommunicator> world();
+
+  [[nodiscard]] int rank() const override { return rank_; }
+  [[nodiscard]] int size() const override { return size_; }
+  [[nodiscard]] MPI_Comm handle() const { return comm_; }
+  void all_reduce_doubles(double* buf, std::size_t n, ReduceOp op) override;
+  [[nodiscard]] std::unique_ptr<Communicator> split(int color, int key, const std::string& name) override;
+
+ protected:
+  RequestPtr start_all_reduce(float* buf, std::size_t n, ReduceOp op) override;
+  RequestPtr start_reduce_scatter(const float* send, float* recv, std::size_t count) override;
+  RequestPtr start_all_gather(const float* send, float* recv, std::size_t count) override;
+  RequestPtr start_broadcast(float* buf, std::size_t n, int root) override;
+  RequestPtr start_send(const float* buf, std::size_t n, int peer, int tag) override;
+  RequestPtr start_recv(float* buf, std::size_t n, int peer, int tag) override;
+  void barrier_impl() override;
+
+ private:
+  MPI_Comm comm_;
+  bool owned_;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+/// MPI_Init_thread / MPI_Finalize for a process's lifetime.
+class MpiSession {
+ public:
+  MpiSession(int* argc, char*** argv);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+};
+
+}  // namespace ztune::executor

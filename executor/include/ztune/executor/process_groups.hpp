@@ -1,0 +1,45 @@
+#pragma once
+// The data-, tensor- and pipeline-parallel groups of a job as communicator splits.
+// Rank layout (Megatron's): tensor-parallel ranks are adjacent (so they share a
+// node), then data-parallel, then pipeline stages:
+//   world_rank = (pp_rank · dp + dp_rank) · tp + tp_rank.
+#include <memory>
+
+#include "ztune/executor/communicator.hpp"
+
+namespace ztune::executor {
+
+struct GroupShape {
+  int dp = 1;
+  int tp = 1;
+  int pp = 1;
+  [[nodiscard]] int world() const { return dp * tp * pp; }
+};
+
+struct Coordinates {
+  int dp_rank = 0;
+  int tp_rank = 0;
+  int pp_rank = 0;
+};
+
+/// (dp, tp, pp) coordinates of a world rank.
+Coordinates coordinates_of(int world_rank, const GroupShape& shape);
+int world_rank_of(const Coordinates& c, const GroupShape& shape);
+
+struct ProcessGroups {
+  GroupShape shape;
+  Coordinates coords;
+  Communicator* world = nullptr;         // not owned
+  std::unique_ptr<Communicator> dp;      // same tp and pp coordinates
+  std::unique_ptr<Communicator> tp;      // same dp and pp coordinates
+  std::unique_ptr<Communicator> pp;      // same dp and tp coordinates (rank = stage)
+  std::unique_ptr<Communicator> embed;   // first and last stage of one pipeline (tied
+                                         // embeddings), nullptr elsewhere or when pp = 1
+  [[nodiscard]] bool first_stage() const { return coords.pp_rank == 0; }
+  [[nodiscard]] bool last_stage() const { return coords.pp_rank == shape.pp - 1; }
+};
+
+/// Splits `world` (whose size must be shape.world()); collective over world.
+ProcessGroups make_process_groups(Communicator& world, const GroupShape& shape);
+
+}  // namespace ztune::executor

@@ -1,0 +1,102 @@
+#include "ztune/executor/backend.hpp"
+
+namespace ztune::executor {
+
+void Buffer::release() {
+  if (owner_ != nullptr && data_ != nullptr) owner_->free(data_, numel_, category_);
+  owner_ = nullptr;
+  data_ = nullptr;
+  numel_ = 0;
+}
+
+Buffer Backend::allocate(std::size_t numel, MemCategory category) {
+  if (numel == 0) return {};
+  float* p = raw_allocate(numel);
+  memory_.on_allocate(category, numel * sizeof(float));
+  return {this, p, numel, category};
+}
+
+void Backend::free(float* data, std::size_t numel, MemCategory category) {
+  raw_free(data, numel);
+  memory_.on_free(category, numel * sizeof(float));
+}
+
+#define ZT_TIMED(kind, call) \
+  ScopedOp timer_(ops_, kind); \
+  call
+
+void Backend::gemm(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c) {
+  ZT_TIMED(OpKind::gemm, gemm_impl(s, alpha, a, b, beta, c));
+}
+void Backend::matmul_forward(float* out, const float* inp, const float* w, const float* bias, int n, int c, int oc) {
+  ZT_TIMED(OpKind::gemm, matmul_forward_impl(out, inp, w, bias, n, c, oc));
+}
+void Backend::matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
+                              const float* w, int n, int c, int oc) {
+  ZT_TIMED(OpKind::gemm, matmul_backward_impl(dinp, dw, dbias, dout, inp, w, n, c, oc));
+}
+void Backend::embedding_forward(float* out, const std::int32_t* ids, const float* table, int n, int c, int row_begin,
+                                int rows) {
+  ZT_TIMED(OpKind::memory_bound, embedding_forward_impl(out, ids, table, n, c, row_begin, rows));
+}
+void Backend::embedding_backward(float* dtable, const float* dout, const std::int32_t* ids, int n, int c,
+                                 int row_begin, int rows) {
+  ZT_TIMED(OpKind::memory_bound, embedding_backward_impl(dtable, dout, ids, n, c, row_begin, rows));
+}
+void Backend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
+                                const float* b, int n, int c) {
+  ZT_TIMED(OpKind::memory_bound, layernorm_forward_impl(out, mean, rstd, inp, w, b, n, c));
+}
+void Backend::layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                                 const float* w, const float* mean, const float* rstd, int n, int c) {
+  ZT_TIMED(OpKind::memory_bound, layernorm_backward_impl(dinp, dw, db, dout, inp, w, mean, rstd, n, c));
+}
+void Backend::gelu_forward(float* out, const float* inp, long n) {
+  ZT_TIMED(OpKind::memory_bound, gelu_forward_impl(out, inp, n));
+}
+void Backend::gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
+  ZT_TIMED(OpKind::memory_bound, gelu_backward_impl(dinp, inp, dout, n));
+}
+void Backend::attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh) {
+  ZT_TIMED(OpKind::attention, attention_forward_impl(out, att, qkv, b, t, c, nh));
+}
+void Backend::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int b, int t,
+                                 int c, int nh) {
+  ZT_TIMED(OpKind::attention, attention_backward_impl(dqkv, dout, qkv, att, b, t, c, nh));
+}
+void Backend::ce_row_max(float* row_max, const float* logits, int n, int v) {
+  ZT_TIMED(OpKind::memory_bound, ce_row_max_impl(row_max, logits, n, v));
+}
+void Backend::ce_row_sumexp(float* row_sum, const float* logits, const float* row_max, int n, int v) {
+  ZT_TIMED(OpKind::memory_bound, ce_row_sumexp_impl(row_sum, logits, row_max, n, v));
+}
+void Backend::ce_target_logit(float* tl, const float* logits, const std::int32_t* targets, int n, int v,
+                              int vocab_begin) {
+  ZT_TIMED(OpKind::memory_bound, ce_target_logit_impl(tl, logits, targets, n, v, vocab_begin));
+}
+void Backend::ce_loss(float* losses, const float* row_max, const float* row_sum, const float* tl, int n) {
+  ZT_TIMED(OpKind::memory_bound, ce_loss_impl(losses, row_max, row_sum, tl, n));
+}
+void Backend::ce_backward(float* dlogits, const float* logits, const float* row_max, const float* row_sum,
+                          const std::int32_t* targets, const float* dloss, int n, int v, int vocab_begin) {
+  ZT_TIMED(OpKind::memory_bound, ce_backward_impl(dlogits, logits, row_max, row_sum, targets, dloss, n, v,
+                                                  vocab_begin));
+}
+void Backend::adamw(float* p, const float* g, float* m, float* v, long n, const kernels::AdamWParams& h) {
+  ZT_TIMED(OpKind::memory_bound, adamw_impl(p, g, m, v, n, h));
+}
+void Backend::add(float* out, const float* a, const float* b, long n) {
+  ZT_TIMED(OpKind::memory_bound, add_impl(out, a, b, n));
+}
+void Backend::accumulate(float* dst, const float* src, long n) {
+  ZT_TIMED(OpKind::memory_bound, accumulate_impl(dst, src, n));
+}
+void Backend::scale(float* x, float s, long n) { ZT_TIMED(OpKind::memory_bound, scale_impl(x, s, n)); }
+double Backend::sum_squares(const float* x, long n) {
+  ScopedOp timer(ops_, OpKind::memory_bound);
+  return sum_squares_impl(x, n);
+}
+
+#undef ZT_TIMED
+
+}  // namespace ztune::executor

@@ -1,0 +1,91 @@
+#include "ztune/executor/communicator.hpp"
+
+namespace ztune::executor {
+
+double bus_factor(CollKind kind, int n) {
+  if (n <= 1) return kind == CollKind::send || kind == CollKind::recv || kind == CollKind::broadcast ? 1.0 : 0.0;
+  switch (kind) {
+    case CollKind::all_reduce: return 2.0 * (n - 1) / n;
+    case CollKind::reduce_scatter:
+    case CollKind::all_gather: return static_cast<double>(n - 1) / n;
+    case CollKind::broadcast:
+    case CollKind::send:
+    case CollKind::recv: return 1.0;
+    case CollKind::barrier:
+    case CollKind::count: return 0.0;
+  }
+  return 0.0;
+}
+
+namespace {
+
+// Wraps a started request: adds launch-to-completion time to the stats at wait().
+class TimedRequest final : public CommRequest {
+ public:
+  TimedRequest(CommStats& stats, CollKind kind, double bytes, RequestPtr inner)
+      : stats_(stats), kind_(kind), bytes_(bytes), inner_(std::move(inner)),
+        start_(std::chrono::steady_clock::now()) {}
+  ~TimedRequest() override { wait(); }
+  TimedRequest(const TimedRequest&) = delete;
+  TimedRequest& operator=(const TimedRequest&) = delete;
+  void wait() override {
+    if (done_) return;
+    inner_->wait();
+    done_ = true;
+    stats_.add(kind_, bytes_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+  }
+
+ private:
+  CommStats& stats_;
+  CollKind kind_;
+  double bytes_;
+  RequestPtr inner_;
+  std::chrono::steady_clock::time_point start_;
+  bool done_ = false;
+};
+
+double bytes(std::size_t n) { return static_cast<double>(n) * sizeof(float); }
+
+}  // namespace
+
+RequestPtr Communicator::timed(CollKind kind, double bytes, RequestPtr inner) {
+  return std::make_unique<TimedRequest>(stats_, kind, bytes, std::move(inner));
+}
+
+void Communicator::all_reduce(float* buf, std::size_t n, ReduceOp op) { all_reduce_async(buf, n, op)->wait(); }
+RequestPtr Communicator::all_reduce_async(float* buf, std::size_t n, ReduceOp op) {
+  return timed(CollKind::all_reduce, bytes(n), start_all_reduce(buf, n, op));
+}
+void Communicator::reduce_scatter(const float* send, float* recv, std::size_t count) {
+  reduce_scatter_async(send, recv, count)->wait();
+}
+RequestPtr Communicator::reduce_scatter_async(const float* send, float* recv, std::size_t count) {
+  return timed(CollKind::reduce_scatter, bytes(count) * size(), start_reduce_scatter(send, recv, count));
+}
+void Communicator::all_gather(const float* send, float* recv, std::size_t count) {
+  all_gather_async(send, recv, count)->wait();
+}
+RequestPtr Communicator::all_gather_async(const float* send, float* recv, std::size_t count) {
+  return timed(CollKind::all_gather, bytes(count) * size(), start_all_gather(send, recv, count));
+}
+void Communicator::broadcast(float* buf, std::size_t n, int root) { broadcast_async(buf, n, root)->wait(); }
+RequestPtr Communicator::broadcast_async(float* buf, std::size_t n, int root) {
+  return timed(CollKind::broadcast, bytes(n), start_broadcast(buf, n, root));
+}
+void Communicator::send(const float* buf, std::size_t n, int peer, int tag) {
+  send_async(buf, n, peer, tag)->wait();
+}
+RequestPtr Communicator::send_async(const float* buf, std::size_t n, int peer, int tag) {
+  return timed(CollKind::send, bytes(n), start_send(buf, n, peer, tag));
+}
+void Communicator::recv(float* buf, std::size_t n, int peer, int tag) { recv_async(buf, n, peer, tag)->wait(); }
+RequestPtr Communicator::recv_async(float* buf, std::size_t n, int peer, int tag) {
+  return timed(CollKind::recv, bytes(n), start_recv(buf, n, peer, tag));
+}
+void Communicator::barrier() {
+  auto start = std::chrono::steady_clock::now();
+  barrier_impl();
+  stats_.add(CollKind::barrier, 0, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+}  // namespace ztune::executor

@@ -1,0 +1,101 @@
+#include "ztune/executor/cpu_backend.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "ztune/kernels/attention.hpp"
+#include "ztune/kernels/cross_entropy.hpp"
+#include "ztune/kernels/elementwise.hpp"
+#include "ztune/kernels/embedding.hpp"
+#include "ztune/kernels/gelu.hpp"
+#include "ztune/kernels/layernorm.hpp"
+#include "ztune/kernels/matmul.hpp"
+
+namespace ztune::executor {
+
+namespace k = ztune::kernels::cpu;
+
+CpuBackend::CpuBackend(int threads) : pool_(threads < 1 ? 1 : threads) {}
+CpuBackend::~CpuBackend() = default;
+
+// 64-byte aligned (cache line, AVX-512) and zero-filled.
+float* CpuBackend::raw_allocate(std::size_t numel) {
+  auto* p = static_cast<float*>(::operator new(numel * sizeof(float), std::align_val_t{64}));
+  std::fill(p, p + numel, 0.0f);
+  return p;
+}
+void CpuBackend::raw_free(float* data, std::size_t /*numel*/) { ::operator delete(data, std::align_val_t{64}); }
+
+void CpuBackend::zero(float* x, std::size_t n) { std::fill(x, x + n, 0.0f); }
+void CpuBackend::copy(float* dst, const float* src, std::size_t n) {
+  if (n > 0 && dst != src) std::memmove(dst, src, n * sizeof(float));
+}
+void CpuBackend::to_host(float* host, const float* device, std::size_t n) { copy(host, device, n); }
+void CpuBackend::from_host(float* device, const float* host, std::size_t n) { copy(device, host, n); }
+
+void CpuBackend::gemm_impl(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta,
+                           float* c) {
+  k::gemm(s, alpha, a, b, beta, c, &pool_);
+}
+void CpuBackend::matmul_forward_impl(float* out, const float* inp, const float* w, const float* bias, int n, int c,
+                                     int oc) {
+  k::matmul_forward(out, inp, w, bias, n, c, oc, &pool_);
+}
+void CpuBackend::matmul_backward_impl(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
+                                      const float* w, int n, int c, int oc) {
+  k::matmul_backward(dinp, dw, dbias, dout, inp, w, n, c, oc, &pool_);
+}
+void CpuBackend::embedding_forward_impl(float* out, const std::int32_t* ids, const float* table, int n, int c,
+                                        int row_begin, int rows) {
+  k::embedding_forward(out, ids, table, n, c, row_begin, rows);
+}
+void CpuBackend::embedding_backward_impl(float* dtable, const float* dout, const std::int32_t* ids, int n, int c,
+                                         int row_begin, int rows) {
+  k::embedding_backward(dtable, dout, ids, n, c, row_begin, rows);
+}
+void CpuBackend::layernorm_forward_impl(float* out, float* mean, float* rstd, const float* inp, const float* w,
+                                        const float* b, int n, int c) {
+  k::layernorm_forward(out, mean, rstd, inp, w, b, n, c);
+}
+void CpuBackend::layernorm_backward_impl(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                                         const float* w, const float* mean, const float* rstd, int n, int c) {
+  k::layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, n, c);
+}
+void CpuBackend::gelu_forward_impl(float* out, const float* inp, long n) { k::gelu_forward(out, inp, n); }
+void CpuBackend::gelu_backward_impl(float* dinp, const float* inp, const float* dout, long n) {
+  k::gelu_backward(dinp, inp, dout, n);
+}
+void CpuBackend::attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh) {
+  k::attention_forward(out, att, qkv, b, t, c, nh, &pool_);
+}
+void CpuBackend::attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* att, int b,
+                                         int t, int c, int nh) {
+  k::attention_backward(dqkv, dout, qkv, att, b, t, c, nh, &pool_);
+}
+void CpuBackend::ce_row_max_impl(float* row_max, const float* logits, int n, int v) {
+  k::cross_entropy_row_max(row_max, logits, n, v);
+}
+void CpuBackend::ce_row_sumexp_impl(float* row_sum, const float* logits, const float* row_max, int n, int v) {
+  k::cross_entropy_row_sumexp(row_sum, logits, row_max, n, v);
+}
+void CpuBackend::ce_target_logit_impl(float* tl, const float* logits, const std::int32_t* targets, int n, int v,
+                                      int vocab_begin) {
+  k::cross_entropy_target_logit(tl, logits, targets, n, v, vocab_begin);
+}
+void CpuBackend::ce_loss_impl(float* losses, const float* row_max, const float* row_sum, const float* tl, int n) {
+  k::cross_entropy_loss(losses, row_max, row_sum, tl, n);
+}
+void CpuBackend::ce_backward_impl(float* dlogits, const float* logits, const float* row_max, const float* row_sum,
+                                  const std::int32_t* targets, const float* dloss, int n, int v, int vocab_begin) {
+  k::cross_entropy_backward(dlogits, logits, row_max, row_sum, targets, dloss, n, v, vocab_begin);
+}
+void CpuBackend::adamw_impl(float* p, const float* g, float* m, float* v, long n, const kernels::AdamWParams& h) {
+  k::adamw_update(p, g, m, v, n, h);
+}
+void CpuBackend::add_impl(float* out, const float* a, const float* b, long n) { k::add(out, a, b, n); }
+void CpuBackend::accumulate_impl(float* dst, const float* src, long n) { k::accumulate(dst, src, n); }
+void CpuBackend::scale_impl(float* x, float s, long n) { k::scale(x, s, n); }
+double CpuBackend::sum_squares_impl(const float* x, long n) { return k::sum_squares(x, n); }
+
+}  // namespace ztune::executor

@@ -1,0 +1,32 @@
+#include "ztune/executor/process_groups.hpp"
+
+#include <cassert>
+
+namespace ztune::executor {
+
+Coordinates coordinates_of(int world_rank, const GroupShape& s) {
+  Coordinates c;
+  c.tp_rank = world_rank % s.tp;
+  c.dp_rank = (world_rank / s.tp) % s.dp;
+  c.pp_rank = world_rank / (s.tp * s.dp);
+  return c;
+}
+
+int world_rank_of(const Coordinates& c, const GroupShape& s) { return (c.pp_rank * s.dp + c.dp_rank) * s.tp + c.tp_rank; }
+
+ProcessGroups make_process_groups(Communicator& world, const GroupShape& shape) {
+  assert(world.size() == shape.world());
+  ProcessGroups g;
+  g.shape = shape;
+  g.world = &world;
+  g.coords = coordinates_of(world.rank(), shape);
+  const auto& c = g.coords;
+  g.dp = world.split(c.pp_rank * shape.tp + c.tp_rank, c.dp_rank, "dp");
+  g.tp = world.split(c.pp_rank * shape.dp + c.dp_rank, c.tp_rank, "tp");
+  g.pp = world.split(c.dp_rank * shape.tp + c.tp_rank, c.pp_rank, "pp");
+  const bool ends = shape.pp > 1 && (g.first_stage() || g.last_stage());
+  g.embed = world.split(ends ? c.dp_rank * shape.tp + c.tp_rank : -1, c.pp_rank, "embed");
+  return g;
+}
+
+}  // namespace ztune::executor
