@@ -1,5 +1,7 @@
 #include "ztune/model/cluster.hpp"
 
+#include <sstream>
+
 #include <nlohmann/json.hpp>
 
 #include "ztune/model/catalog.hpp"
@@ -31,6 +33,13 @@ double Cluster::inter_node_gbps_per_gpu() const {
 
 namespace {
 
+/// A number as a person writes it in a message: 40, 1.5, 0.064.
+std::string short_number(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
 FabricLevel read_level(ObjectReader r, bool inter) {
   FabricLevel f;
   f.name = r.string("name");
@@ -41,7 +50,7 @@ FabricLevel read_level(ObjectReader r, bool inter) {
   f.collective_efficiency = r.optional_positive("collective_efficiency");
   if (f.collective_efficiency && *f.collective_efficiency > 1.0)
     throw r.error("collective_efficiency",
-                  "expected a fraction in (0, 1], got " + nlohmann::json(*f.collective_efficiency).dump());
+                  "expected a fraction in (0, 1], got " + short_number(*f.collective_efficiency));
   r.finish();
   return f;
 }
@@ -81,8 +90,8 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& file) {
     c.node.nvme_size_tb = n.positive("nvme_size_tb", true);
     if ((c.node.nvme_bandwidth_gbps == 0) != (c.node.nvme_size_tb == 0))
       throw n.error("nvme_size_tb", "expected NVMe size and bandwidth both 0 (no NVMe) or both > 0, got size " +
-                                        nlohmann::json(c.node.nvme_size_tb).dump() + " TB and bandwidth " +
-                                        nlohmann::json(c.node.nvme_bandwidth_gbps).dump() + " GB/s");
+                                        short_number(c.node.nvme_size_tb) + " TB and bandwidth " +
+                                        short_number(c.node.nvme_bandwidth_gbps) + " GB/s");
     n.finish();
   }
   {
