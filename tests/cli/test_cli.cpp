@@ -1,5 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <string>
+#include <vector>
+
 #include "run_command.hpp"
 
 using Catch::Matchers::Contains;
@@ -26,4 +30,36 @@ TEST_CASE("bad usage exits 2 with a message", "[cli]") {
   CHECK(r.exit_code == 2);
   r = run_command(ztune_bin() + " --cluster no-such-cluster --model 100b");
   CHECK(r.exit_code == 2);
+}
+
+namespace {
+
+/// File stems of data/<kind>/*.json, listed independently of ztune's catalog code.
+std::vector<std::string> catalog_files(const std::string& kind) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(ZTUNE_TEST_DATA_DIR) + "/" + kind))
+    if (e.path().extension() == ".json") out.push_back(e.path().stem().string());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("ztune list clusters shows every catalog cluster", "[cli][catalog]") {
+  auto r = run_command(ztune_bin() + " list clusters");
+  REQUIRE(r.exit_code == 0);
+  const auto files = catalog_files("clusters");
+  REQUIRE(files.size() >= 10);
+  for (const auto& name : files) CHECK_THAT(r.out, Contains("\n" + name + " "));
+  // Selene: 384 DGX A100 nodes, 3072 GPUs (Narayanan et al. 2021).
+  CHECK_THAT(r.out, Contains("selene-3072") && Contains(" 384 ") && Contains(" 3072 "));
+}
+
+TEST_CASE("ztune list models shows every catalog model with its size", "[cli][catalog]") {
+  auto r = run_command(ztune_bin() + " list models");
+  REQUIRE(r.exit_code == 0);
+  const auto files = catalog_files("models");
+  REQUIRE(files.size() >= 17);
+  for (const auto& name : files) CHECK_THAT(r.out, Contains("\n" + name + " "));
+  // Narayanan et al. 2021 Table 1: 1008.0B and 529.6B parameters.
+  CHECK_THAT(r.out, Contains("1008.04B") && Contains("529.60B"));
 }
