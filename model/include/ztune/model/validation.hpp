@@ -1,0 +1,62 @@
+#pragma once
+// Validation against published runs (STYLE.md #13): data/validation/validation.json
+// names the sources (published_runs.json rows by id prefix, vTrain's CSVs), the
+// cluster each ran on, and the tolerance each states; run_validation predicts
+// every case and reports Published / Predicted / Δ% per case and MAPE per source.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/prediction.hpp"
+
+namespace ztune {
+
+struct ValidationCase {
+  std::string source;     // the source's name ("Korthikanti2022-T5")
+  std::string id;         // run id (published_runs.json) or "csv:<line>"
+  std::string metric;     // "iteration_time_s", "memory_gb_per_gpu", ...
+  std::string detail;     // model and plan in one line
+  double published = 0;
+  double predicted = 0;
+  double tolerance_pct = 0;  // the case fails above this |Δ%|
+  [[nodiscard]] double error_pct() const { return published != 0 ? 100.0 * (predicted - published) / published : 0; }
+  [[nodiscard]] bool ok() const;
+};
+
+struct SourceSummary {
+  std::string name;
+  std::string description;
+  int cases = 0;
+  int failed = 0;               // cases above their tolerance
+  double mape = 0;              // mean |Δ%|
+  double max_abs_pct = 0;
+  double mape_tolerance_pct = 0;
+  [[nodiscard]] bool ok() const { return failed == 0 && mape <= mape_tolerance_pct; }
+};
+
+struct ValidationReport {
+  std::vector<ValidationCase> cases;
+  std::vector<SourceSummary> sources;
+  double overall_mape = 0;
+  [[nodiscard]] bool ok() const;
+};
+
+struct ValidationOptions {
+  /// Replaces every case's default profile (data/profiles/<gpu>.json) when set.
+  const HardwareProfile* profile = nullptr;
+  /// The iteration-time predictor; predict_time by default. The simulator
+  /// plugs in here for `ztune validate --simulate`.
+  std::function<TimePrediction(const Transformer&, const Plan&, const Cluster&, const HardwareProfile&)> time;
+  /// Only sources whose name contains this (empty: all).
+  std::string only;
+};
+
+/// Runs every source of `<dir>/validation.json` (dir: data/validation by default).
+/// Throws InputError naming the file and path for malformed data.
+ValidationReport run_validation(const std::string& dir, const ValidationOptions& opt = {});
+
+/// The default validation directory: <data_dir>/validation.
+std::string default_validation_dir();
+
+}  // namespace ztune
