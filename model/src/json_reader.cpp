@@ -11,8 +11,11 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     // Translate the byte offset into line:column, which is what an editor shows.
+    // e.byte is the 1-based position of the last character read (the offending
+    // one), so the characters before it are [0, e.byte - 1).
     std::size_t line = 1, col = 1;
-    for (std::size_t i = 0; i < e.byte && i < text.size(); ++i) {
+    const std::size_t before = e.byte > 0 ? e.byte - 1 : 0;
+    for (std::size_t i = 0; i < before && i < text.size(); ++i) {
       if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
     }
     std::string what = e.what();

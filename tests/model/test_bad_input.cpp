@@ -74,7 +74,9 @@ std::string plan_file_error(const ztune::Plan& p, const std::string& cluster = "
 
 TEST_CASE("cluster: malformed JSON names the file, line and column", "[bad-input][cluster]") {
   const auto path = write_file("broken-cluster.json", "{\n  \"schema\": \"ztune.cluster/1\",\n  \"nodes\": 4,,\n}\n");
-  REQUIRE_THROWS_WITH(ztune::load_cluster(path), StartsWith(path + ":3:") && Contains("malformed JSON"));
+  // Line 3 is `  "nodes": 4,,`: the second comma, column 14, is where a key was expected.
+  REQUIRE_THROWS_WITH(ztune::load_cluster(path), StartsWith(path + ":3:14: malformed JSON") &&
+                                                     Contains("expected string literal"));
   const auto truncated = write_file("truncated-cluster.json", "{\"schema\": \"ztune.cluster/1\", \"node\": {");
   REQUIRE_THROWS_WITH(ztune::load_cluster(truncated), StartsWith(truncated + ":1:") && Contains("malformed JSON"));
 }

@@ -6,7 +6,9 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <iterator>
+#include <sstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -14,6 +16,8 @@
 #include "ztune/model/catalog.hpp"
 #include "ztune/model/cluster.hpp"
 #include "ztune/model/input_error.hpp"
+#include "ztune/model/json_reader.hpp"
+#include "ztune/model/plan.hpp"
 #include "ztune/model/transformer.hpp"
 
 namespace fs = std::filesystem;
@@ -210,4 +214,30 @@ TEST_CASE("a name that is neither a file nor in the catalog lists the catalog", 
   REQUIRE_THROWS_WITH(ztune::load_transformer("gpt5"),
                       Contains("--model gpt5: not a file and not a catalog model (catalog: ") && Contains("llama-405b"));
   REQUIRE_THROWS_WITH(ztune::load_transformer("no/such/config.json"), "no/such/config.json: no such file");
+}
+
+TEST_CASE("the examples in docs/formats.md load", "[catalog][docs]") {
+  const std::string path = std::string(ZTUNE_SOURCE_DIR) + "/docs/formats.md";
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string md = text.str();
+  std::set<std::string> seen;
+  for (std::size_t at = md.find("```json\n"); at != std::string::npos; at = md.find("```json\n", at)) {
+    at += 8;
+    const std::size_t end = md.find("```", at);
+    REQUIRE(end != std::string::npos);
+    const std::string where = path + " (example " + std::to_string(seen.size() + 1) + ")";
+    INFO(where);
+    const auto doc = ztune::parse_json_text(md.substr(at, end - at), where);
+    const std::string schema = doc.at("schema").get<std::string>();
+    if (schema == "ztune.cluster/1") CHECK_NOTHROW(ztune::cluster_from_json(doc, where));
+    else if (schema == "ztune.model/1") CHECK_NOTHROW(ztune::transformer_from_json(doc, where));
+    else if (schema == "ztune.planfile/1") CHECK_NOTHROW(ztune::plan_file_from_json(doc, where));
+    else FAIL("unexpected schema " << schema);
+    seen.insert(schema);
+    at = end + 3;
+  }
+  CHECK(seen == std::set<std::string>{"ztune.cluster/1", "ztune.model/1", "ztune.planfile/1"});
 }
