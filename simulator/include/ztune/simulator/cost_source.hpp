@@ -1,0 +1,65 @@
+#pragma once
+// Where the simulator gets every operation's duration. The production source
+// (ModelCostSource) forwards to model/op_costs.hpp, the one source of truth
+// for kernel and collective times; tests give hand-set durations whose answer
+// is known in closed form.
+#include <cstdint>
+
+namespace ztune::sim {
+
+/// One transformer layer, one micro-batch, one GPU (its tensor-parallel share).
+struct LayerTimes {
+  double forward_s = 0;
+  double backward_s = 0;
+  double recompute_s = 0;     // 0 without recomputation
+  double tp_forward_s = 0;    // link time of the forward TP collectives (0 when tp = 1)
+  double tp_backward_s = 0;
+  double tp_recompute_s = 0;  // collectives repeated by full recomputation
+  double params = 0;          // parameters on this GPU (tensor-parallel share), before ZeRO partitioning
+  // Activation bytes of one micro-batch kept from forward to backward, and the
+  // extra bytes the recomputation re-materialises before the layer's backward
+  // (Korthikanti et al. 2022, Table 2); extra is 0 without recomputation.
+  double stored_activation_bytes = 0;
+  double recompute_extra_bytes = 0;
+};
+
+/// The embedding (first virtual stage) and LM head + loss (last virtual stage).
+struct EdgeTimes {
+  double embedding_forward_s = 0;  // includes its tensor-parallel collective
+  double embedding_backward_s = 0;
+  double head_forward_s = 0;       // includes its tensor-parallel collectives
+  double head_backward_s = 0;
+  double embedding_params = 0;     // on one GPU of the first stage (tensor-parallel share)
+  double head_params = 0;          // on one GPU of the last stage (0 when tied; the copy is not counted)
+};
+
+enum class DpCollective : std::uint8_t { all_reduce, reduce_scatter, all_gather };
+
+class CostSource {
+ public:
+  virtual ~CostSource() = default;
+  [[nodiscard]] virtual LayerTimes layer() const = 0;
+  [[nodiscard]] virtual EdgeTimes edges() const = 0;
+  /// One activation (or its gradient) sent between neighbouring stages.
+  [[nodiscard]] virtual double p2p_s(bool crosses_nodes) const = 0;
+  [[nodiscard]] virtual double p2p_bytes() const = 0;
+  /// One data-parallel collective of `bytes` (nccl-tests S) over the dp group.
+  [[nodiscard]] virtual double dp_collective_s(DpCollective kind, double bytes) const = 0;
+  /// PCIe copy of `bytes` between this GPU and the host, one direction.
+  [[nodiscard]] virtual double pcie_s(double bytes) const = 0;
+  /// This GPU's share of the node's NVMe bandwidth for `bytes`.
+  [[nodiscard]] virtual double nvme_s(double bytes) const = 0;
+  /// Adam over `params` parameters on the GPU.
+  [[nodiscard]] virtual double gpu_optimizer_s(double params) const = 0;
+  /// CPU Adam over `params` parameters, this GPU's share of the host.
+  [[nodiscard]] virtual double host_optimizer_s(double params) const = 0;
+  /// Bytes of one gradient element as reduced (16-bit: 2; fp32: 4).
+  [[nodiscard]] virtual double grad_bytes_per_param() const = 0;
+  /// Bytes of one parameter as gathered (16-bit: 2; fp32: 4).
+  [[nodiscard]] virtual double param_bytes_per_param() const = 0;
+  /// Bytes of optimizer state per parameter moved to and from NVMe (fp32
+  /// master, momentum, variance: K = 12 in the ZeRO paper's accounting).
+  [[nodiscard]] virtual double optimizer_state_bytes_per_param() const = 0;
+};
+
+}  // namespace ztune::sim

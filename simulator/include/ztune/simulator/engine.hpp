@@ -1,0 +1,25 @@
+#pragma once
+// The discrete-event engine: runs an operation graph on its resources. An
+// operation starts when all its inputs are done and its resource is free
+// (compute streams and the host CPU run one at a time, in order of readiness,
+// ties by operation id); transfers on a link share its bandwidth equally
+// (processor sharing), so two concurrent transfers each take twice as long.
+// Deterministic: the same graph gives bit-identical timings.
+#include <vector>
+
+#include "ztune/simulator/op_graph.hpp"
+
+namespace ztune::sim {
+
+struct Timeline {
+  std::vector<double> start_s;          // per operation id
+  std::vector<double> end_s;
+  std::vector<double> resource_busy_s;  // per resource: time with at least one operation running
+  double iteration_s = 0;               // the last end
+};
+
+/// Simulates `g`. Throws std::logic_error when the graph has a cycle (a
+/// builder bug, never a user error).
+[[nodiscard]] Timeline run_engine(const OpGraph& g);
+
+}  // namespace ztune::sim

@@ -1,0 +1,43 @@
+#pragma once
+// Builds the operation graph of one training iteration of one pipeline replica
+// for a plan: compute per micro-batch, stage, model chunk and layer group;
+// tensor-parallel collectives; pipeline sends in the schedule's order;
+// gradient buckets as the backward produces them; ZeRO-3 gathers with
+// prefetch; offload copies; the optimizer step and ZeRO-1/2 parameter gathers.
+#include <cstddef>
+#include <vector>
+
+#include "ztune/model/cluster.hpp"
+#include "ztune/model/plan.hpp"
+#include "ztune/simulator/cost_source.hpp"
+#include "ztune/simulator/op_graph.hpp"
+
+namespace ztune::sim {
+
+/// Which communication leaves the node. Ranks are ordered tp fastest, then dp,
+/// then pp (Megatron's default, as model/op_costs place_groups).
+struct Placement {
+  bool tp_crosses_nodes = false;
+  bool dp_crosses_nodes = false;
+  std::vector<bool> boundary_crosses_nodes;  // [s]: stage s → s+1 are on different nodes
+};
+[[nodiscard]] Placement placement_of(const Plan& p, const Cluster& c);
+/// Everything inside one node (for hand-built tests).
+[[nodiscard]] Placement single_node_placement(const Plan& p);
+
+struct BuildOptions {
+  // Layers per compute operation. 0 = automatic: one layer per group unless
+  // the graph would exceed max_ops, then the fewest layers per group that fit.
+  int layers_per_group = 0;
+  std::size_t max_ops = 400000;
+  // CPU-Adam sub-groups (DeepSpeed's sub_group_size, 1e9 elements), which let
+  // NVMe and PCIe transfers of one sub-group overlap the update of another.
+  double host_subgroup_params = 1e9;
+  int max_host_subgroups = 16;
+};
+
+/// The plan must satisfy check_plan() for a model of `layers` layers.
+[[nodiscard]] OpGraph build_iteration_graph(int layers, const Plan& plan, const Placement& where,
+                                            const CostSource& costs, const BuildOptions& options = {});
+
+}  // namespace ztune::sim

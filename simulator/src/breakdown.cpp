@@ -1,0 +1,143 @@
+#include "ztune/simulator/breakdown.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace ztune::sim {
+namespace {
+
+constexpr OpId kNone = std::numeric_limits<OpId>::max();
+
+std::size_t idx(TimePart p) { return static_cast<std::size_t>(p); }
+
+class Attribution {
+ public:
+  Attribution(const OpGraph& g, const Timeline& t) : g_(g), t_(t), n_(g.size()) {
+    // Reverse adjacency: the breakdown walks from an operation to its inputs.
+    offsets_.assign(n_ + 1, 0);
+    for (std::size_t v = 0; v < n_; ++v)
+      for (auto [b, e] = boost::out_edges(v, g.dag()); b != e; ++b) ++offsets_[boost::target(*b, g.dag()) + 1];
+    for (std::size_t v = 0; v < n_; ++v) offsets_[v + 1] += offsets_[v];
+    sources_.resize(offsets_[n_]);
+    std::vector<std::size_t> fill(offsets_.begin(), offsets_.end() - 1);
+    for (std::size_t v = 0; v < n_; ++v)
+      for (auto [b, e] = boost::out_edges(v, g.dag()); b != e; ++b) sources_[fill[boost::target(*b, g.dag())]++] = v;
+    own_.resize(static_cast<std::size_t>(g.stages));
+    for (OpId v = 0; v < n_; ++v) {
+      const Op& op = g.dag()[v];
+      const int owner = op.kind == OpKind::pp_send ? op.peer_stage : op.stage;
+      own_[static_cast<std::size_t>(owner)].push_back(v);
+    }
+  }
+
+  TimeParts stage(int s) const {
+    TimeParts parts{};
+    std::vector<OpId> compute;
+    OpId last = kNone;
+    for (const OpId v : own_[static_cast<std::size_t>(s)]) {
+      const Op& op = g_.dag()[v];
+      if (is_compute(op.kind)) compute.push_back(v);
+      if (op.stage == s && (last == kNone || t_.end_s[v] > t_.end_s[last])) last = v;
+    }
+    std::sort(compute.begin(), compute.end(), [&](OpId a, OpId b) {
+      return t_.start_s[a] != t_.start_s[b] ? t_.start_s[a] < t_.start_s[b] : a < b;
+    });
+    double cursor = 0;  // end of the previous compute operation
+    for (const OpId v : compute) {
+      const Op& op = g_.dag()[v];
+      charge_gap(s, cursor, t_.start_s[v], v, parts);
+      parts[idx(time_part_of(op.kind))] += t_.end_s[v] - t_.start_s[v];
+      cursor = std::max(cursor, t_.end_s[v]);
+    }
+    // After the last compute: what the stage's last operation waited for,
+    // then (if the stage ends before the iteration does) bubble.
+    if (last != kNone && t_.end_s[last] > cursor) {
+      const double end = t_.end_s[last];
+      walk(s, cursor, end, last, /*include_self=*/true, parts);
+      cursor = end;
+    }
+    parts[idx(TimePart::bubble)] += std::max(0.0, t_.iteration_s - cursor);
+    return parts;
+  }
+
+ private:
+  const OpGraph& g_;
+  const Timeline& t_;
+  std::size_t n_;
+  std::vector<std::size_t> offsets_;
+  std::vector<OpId> sources_;
+  std::vector<std::vector<OpId>> own_;  // per stage: its ops and the pipeline sends it receives
+
+  bool owned_by(const Op& op, int s) const {
+    return op.kind == OpKind::pp_send ? op.peer_stage == s : op.stage == s;
+  }
+
+  OpId latest_input(OpId v) const {
+    OpId best = kNone;
+    for (std::size_t i = offsets_[v]; i < offsets_[v + 1]; ++i) {
+      const OpId u = sources_[i];
+      if (best == kNone || t_.end_s[u] > t_.end_s[best] || (t_.end_s[u] == t_.end_s[best] && u > best)) best = u;
+    }
+    return best;
+  }
+
+  void charge_gap(int s, double from, double to, OpId next, TimeParts& parts) const {
+    if (to <= from) return;
+    walk(s, from, to, next, /*include_self=*/false, parts);
+  }
+
+  // Charges [from, to] by walking back from `v` (or from its latest input)
+  // along latest-finishing inputs.
+  void walk(int s, double from, double to, OpId v, bool include_self, TimeParts& parts) const {
+    double cursor = to;
+    OpId cur = include_self ? v : latest_input(v);
+    while (cur != kNone && cursor > from) {
+      const Op& op = g_.dag()[cur];
+      if (!owned_by(op, s) || is_compute(op.kind)) break;  // another stage's work (bubble) or our own compute
+      double& part = parts[idx(time_part_of(op.kind))];
+      // A hole after the op ends (its successor queued on a serial resource)
+      // is charged to the op's kind too.
+      if (t_.end_s[cur] < cursor) {
+        const double hole_begin = std::max(from, t_.end_s[cur]);
+        part += cursor - hole_begin;
+        cursor = hole_begin;
+      }
+      const double begin = std::max(from, t_.start_s[cur]);
+      if (cursor > begin) part += cursor - begin;
+      cursor = std::min(cursor, begin);
+      cur = latest_input(cur);
+    }
+    if (cursor > from) parts[idx(TimePart::bubble)] += cursor - from;
+  }
+};
+
+}  // namespace
+
+std::vector<TimeParts> stage_breakdowns(const OpGraph& g, const Timeline& t) {
+  const Attribution a(g, t);
+  std::vector<TimeParts> out;
+  out.reserve(static_cast<std::size_t>(g.stages));
+  for (int s = 0; s < g.stages; ++s) out.push_back(a.stage(s));
+  return out;
+}
+
+int pacing_stage(const OpGraph& g, const Timeline& t, const std::vector<TimeParts>& parts) {
+  std::vector<double> last_end(static_cast<std::size_t>(g.stages), 0.0);
+  for (OpId v = 0; v < g.size(); ++v) {
+    auto& e = last_end[static_cast<std::size_t>(g.dag()[v].stage)];
+    e = std::max(e, t.end_s[v]);
+  }
+  auto compute = [&](int s) {
+    const TimeParts& p = parts[static_cast<std::size_t>(s)];
+    return p[idx(TimePart::forward)] + p[idx(TimePart::backward)] + p[idx(TimePart::recompute)];
+  };
+  int best = 0;
+  for (int s = 1; s < g.stages; ++s) {
+    const auto bs = static_cast<std::size_t>(best);
+    const auto ss = static_cast<std::size_t>(s);
+    if (last_end[ss] > last_end[bs] || (last_end[ss] == last_end[bs] && compute(s) > compute(best))) best = s;
+  }
+  return best;
+}
+
+}  // namespace ztune::sim

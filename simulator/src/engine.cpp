@@ -1,0 +1,225 @@
+#include "ztune/simulator/engine.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+
+namespace ztune::sim {
+namespace {
+
+struct Event {
+  double t = 0;
+  std::uint32_t key = 0;      // op id (completion on a serial resource) or resource id (shared check)
+  std::uint32_t version = 0;  // shared: stale when the resource changed since
+  bool shared = false;
+};
+// Min-heap order: time, then serial completions before shared checks, then key.
+struct Later {
+  bool operator()(const Event& a, const Event& b) const {
+    if (a.t != b.t) return a.t > b.t;
+    if (a.shared != b.shared) return a.shared;
+    return a.key > b.key;
+  }
+};
+
+struct Pending {  // an operation waiting on a serial resource
+  double ready = 0;
+  std::uint32_t op = 0;
+};
+struct EarlierReady {
+  bool operator()(const Pending& a, const Pending& b) const {
+    if (a.ready != b.ready) return a.ready > b.ready;
+    return a.op > b.op;
+  }
+};
+
+struct Sharing {  // an operation on a shared link: finishes when the virtual clock reaches `finish`
+  double finish = 0;
+  std::uint32_t op = 0;
+};
+struct EarlierFinish {
+  bool operator()(const Sharing& a, const Sharing& b) const {
+    if (a.finish != b.finish) return a.finish > b.finish;
+    return a.op > b.op;
+  }
+};
+
+struct ResourceState {
+  bool shared = false;
+  // serial
+  bool busy = false;
+  std::vector<Pending> queue;
+  // shared (processor sharing): virtual time V advances at 1/active per second
+  double virtual_time = 0;
+  double last_t = 0;
+  std::vector<Sharing> active;
+  std::uint32_t version = 0;
+  double busy_since = 0;
+  double busy_total = 0;
+  bool touched = false;
+};
+
+class Engine {
+ public:
+  explicit Engine(const OpGraph& g) : g_(g), n_(g.size()) {
+    build_csr();
+    resources_.resize(g.resources.size());
+    for (std::size_t r = 0; r < resources_.size(); ++r) resources_[r].shared = shares_bandwidth(g.resources[r].kind);
+    timeline_.start_s.assign(n_, 0.0);
+    timeline_.end_s.assign(n_, 0.0);
+    timeline_.resource_busy_s.assign(resources_.size(), 0.0);
+    events_.reserve(resources_.size() * 2 + 64);
+  }
+
+  Timeline run() {
+    for (std::size_t v = 0; v < n_; ++v)
+      if (waiting_[v] == 0) make_ready(static_cast<std::uint32_t>(v), 0.0);
+    dispatch(0.0);
+    while (!events_.empty()) {
+      const double t = events_.front().t;
+      while (!events_.empty() && events_.front().t == t) {
+        std::pop_heap(events_.begin(), events_.end(), Later{});
+        const Event ev = events_.back();
+        events_.pop_back();
+        if (ev.shared) {
+          shared_check(ev, t);
+        } else {
+          ResourceState& r = resources_[static_cast<std::size_t>(g_.dag()[ev.key].resource)];
+          r.busy = false;
+          touch(static_cast<std::size_t>(g_.dag()[ev.key].resource));
+          complete(ev.key, t);
+        }
+      }
+      dispatch(t);
+    }
+    if (done_ != n_) throw std::logic_error("simulator: the operation graph has a cycle");
+    for (std::size_t r = 0; r < resources_.size(); ++r) timeline_.resource_busy_s[r] = resources_[r].busy_total;
+    return std::move(timeline_);
+  }
+
+ private:
+  const OpGraph& g_;
+  std::size_t n_;
+  std::vector<std::uint32_t> offsets_;  // CSR successors
+  std::vector<std::uint32_t> targets_;
+  std::vector<std::uint32_t> waiting_;  // unfinished inputs per op
+  std::vector<ResourceState> resources_;
+  std::vector<std::size_t> touched_;
+  std::vector<Event> events_;
+  Timeline timeline_;
+  std::size_t done_ = 0;
+
+  void build_csr() {
+    offsets_.assign(n_ + 1, 0);
+    waiting_.assign(n_, 0);
+    for (std::size_t v = 0; v < n_; ++v) {
+      const auto [b, e] = boost::out_edges(v, g_.dag());
+      offsets_[v + 1] = offsets_[v] + static_cast<std::uint32_t>(e - b);
+    }
+    targets_.resize(offsets_[n_]);
+    for (std::size_t v = 0; v < n_; ++v) {
+      std::uint32_t i = offsets_[v];
+      for (auto [b, e] = boost::out_edges(v, g_.dag()); b != e; ++b) {
+        const auto t = static_cast<std::uint32_t>(boost::target(*b, g_.dag()));
+        targets_[i++] = t;
+        ++waiting_[t];
+      }
+    }
+  }
+
+  void push(const Event& e) {
+    events_.push_back(e);
+    std::push_heap(events_.begin(), events_.end(), Later{});
+  }
+
+  void touch(std::size_t r) {
+    if (resources_[r].touched) return;
+    resources_[r].touched = true;
+    touched_.push_back(r);
+  }
+
+  static void advance(ResourceState& r, double t) {
+    if (!r.active.empty()) r.virtual_time += (t - r.last_t) / static_cast<double>(r.active.size());
+    r.last_t = t;
+  }
+
+  void make_ready(std::uint32_t op, double t) {
+    const auto ri = static_cast<std::size_t>(g_.dag()[op].resource);
+    ResourceState& r = resources_[ri];
+    if (r.shared) {
+      advance(r, t);
+      if (r.active.empty()) {
+        r.virtual_time = 0;
+        r.busy_since = t;
+      }
+      r.active.push_back({r.virtual_time + g_.dag()[op].duration_s, op});
+      std::push_heap(r.active.begin(), r.active.end(), EarlierFinish{});
+      timeline_.start_s[op] = t;
+    } else {
+      r.queue.push_back({t, op});
+      std::push_heap(r.queue.begin(), r.queue.end(), EarlierReady{});
+    }
+    touch(ri);
+  }
+
+  void complete(std::uint32_t op, double t) {
+    timeline_.end_s[op] = t;
+    timeline_.iteration_s = std::max(timeline_.iteration_s, t);
+    ++done_;
+    for (std::uint32_t i = offsets_[op]; i < offsets_[op + 1]; ++i) {
+      const std::uint32_t next = targets_[i];
+      if (--waiting_[next] == 0) make_ready(next, t);
+    }
+  }
+
+  void shared_check(const Event& ev, double t) {
+    ResourceState& r = resources_[ev.key];
+    if (ev.version != r.version) return;
+    advance(r, t);
+    // Finish every transfer whose virtual finish time has been reached
+    // (tolerance for the rounding of the rescheduled event time).
+    const double tol = 1e-12 + 1e-9 * r.virtual_time;
+    while (!r.active.empty() && r.active.front().finish <= r.virtual_time + tol) {
+      std::pop_heap(r.active.begin(), r.active.end(), EarlierFinish{});
+      const std::uint32_t op = r.active.back().op;
+      r.active.pop_back();
+      if (r.active.empty()) r.busy_total += t - r.busy_since;
+      complete(op, t);
+    }
+    touch(ev.key);
+  }
+
+  void dispatch(double t) {
+    for (const std::size_t ri : touched_) {
+      ResourceState& r = resources_[ri];
+      r.touched = false;
+      if (r.shared) {
+        ++r.version;
+        if (r.active.empty()) continue;
+        const double remaining = std::max(0.0, r.active.front().finish - r.virtual_time);
+        push({r.last_t + remaining * static_cast<double>(r.active.size()), static_cast<std::uint32_t>(ri), r.version,
+              true});
+      } else if (!r.busy && !r.queue.empty()) {
+        std::pop_heap(r.queue.begin(), r.queue.end(), EarlierReady{});
+        const std::uint32_t op = r.queue.back().op;
+        r.queue.pop_back();
+        r.busy = true;
+        const double d = g_.dag()[op].duration_s;
+        r.busy_total += d;
+        timeline_.start_s[op] = t;
+        push({t + d, op, 0, false});
+      }
+    }
+    touched_.clear();
+  }
+};
+
+}  // namespace
+
+Timeline run_engine(const OpGraph& g) {
+  Engine e(g);
+  return e.run();
+}
+
+}  // namespace ztune::sim

@@ -1,0 +1,500 @@
+#include "ztune/simulator/graph_builder.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+
+#include "ztune/simulator/pipeline_schedule.hpp"
+
+namespace ztune::sim {
+
+Placement placement_of(const Plan& p, const Cluster& c) {
+  // Ranks: tp fastest, then dp, then pp (Megatron's order; model/op_costs
+  // place_groups uses the same). We simulate the replica with dp index 0.
+  const int per_node = std::max(1, c.node.gpus);
+  const int stage_ranks = p.tp * p.dp;
+  Placement w;
+  w.tp_crosses_nodes = p.tp > per_node;
+  w.dp_crosses_nodes = stage_ranks > per_node;
+  w.boundary_crosses_nodes.resize(static_cast<std::size_t>(p.pp));
+  for (int s = 0; s < p.pp; ++s) {
+    const int next = (s + 1) % p.pp;  // the last entry is the interleaved wrap-around p−1 → 0
+    w.boundary_crosses_nodes[static_cast<std::size_t>(s)] =
+        (s * stage_ranks) / per_node != (next * stage_ranks) / per_node;
+  }
+  return w;
+}
+
+Placement single_node_placement(const Plan& p) {
+  Placement w;
+  w.boundary_crosses_nodes.assign(static_cast<std::size_t>(p.pp), false);
+  return w;
+}
+
+namespace {
+
+constexpr OpId kNone = std::numeric_limits<OpId>::max();
+
+struct Streams {
+  OpId main = kNone;    // the compute stream and what blocks it (TP collectives, unoverlapped buckets)
+  OpId dp = kNone;      // data-parallel communication stream (in order, as NCCL streams are)
+  OpId gather = kNone;  // ZeRO-3 gather stream
+  OpId pcie = kNone;
+  OpId nvme = kNone;
+  OpId host = kNone;
+};
+
+class Builder {
+ public:
+  Builder(int layers, const Plan& plan, const Placement& where, const CostSource& costs, const BuildOptions& options)
+      : plan_(plan), where_(where), costs_(costs), options_(options), layer_(costs.layer()), edges_(costs.edges()) {
+    stages_ = plan.pp;
+    chunks_ = plan.schedule == Schedule::interleaved ? plan.virtual_stages : 1;
+    vstages_ = stages_ * chunks_;
+    microbatches_ = plan.grad_accum;
+    assert(layers % vstages_ == 0);
+    layers_per_vstage_ = layers / vstages_;
+    group_ = choose_group(layers);
+    host_optimizer_ = plan.offload_optimizer != OffloadTarget::none;
+    zero3_ = plan.zero_stage == 3 && plan.dp > 1;
+    const double group_params = std::min(group_, layers_per_vstage_) * layer_.params;
+    prefetch_depth_ = prefetch_depth(group_params);
+    g_.stages = stages_;
+    g_.chunks = chunks_;
+    g_.microbatches = microbatches_;
+    add_stage_resources(g_, stages_);
+    streams_.resize(static_cast<std::size_t>(stages_));
+    const auto steps = static_cast<std::size_t>(microbatches_ * vstages_);
+    fwd_first_.assign(steps, kNone);
+    fwd_last_.assign(steps, kNone);
+    bwd_first_.assign(steps, kNone);
+    bwd_last_.assign(steps, kNone);
+  }
+
+  OpGraph build() {
+    for (int s = 0; s < stages_; ++s) build_stage(s);
+    add_pipeline_sends();
+    return std::move(g_);
+  }
+
+ private:
+  const Plan& plan_;
+  const Placement& where_;
+  const CostSource& costs_;
+  BuildOptions options_;
+  LayerTimes layer_;
+  EdgeTimes edges_;
+  int stages_ = 1;
+  int chunks_ = 1;
+  int vstages_ = 1;
+  int microbatches_ = 1;
+  int layers_per_vstage_ = 1;
+  int group_ = 1;
+  bool host_optimizer_ = false;
+  bool zero3_ = false;
+  int prefetch_depth_ = 0;
+  OpGraph g_;
+  std::vector<Streams> streams_;
+  std::vector<OpId> fwd_first_, fwd_last_, bwd_first_, bwd_last_;  // [mb · vstages + j]
+  // per stage while it is built
+  std::vector<OpId> uses_;  // ZeRO-3: the op that releases each gathered group, in use order
+  double bucket_fill_ = 0;  // gradient elements waiting for the current bucket
+  OpId bucket_source_ = kNone;
+  std::vector<double> pending_buckets_;  // unoverlapped: buckets issued after the backward
+
+  int choose_group(int layers) const {
+    if (options_.layers_per_group > 0) return std::min(options_.layers_per_group, layers_per_vstage_);
+    // Operations per layer and micro-batch: forward, backward, (recompute),
+    // each with its TP collective, and a ZeRO-3 gather for each of two uses.
+    double per_layer = 2;
+    if (layer_.recompute_s > 0) per_layer += 1;
+    if (plan_.tp > 1) per_layer *= 2;
+    if (plan_.zero_stage == 3) per_layer += 2;
+    const double estimate = per_layer * layers * microbatches_;
+    const auto budget = static_cast<double>(options_.max_ops);
+    const int g = estimate <= budget ? 1 : static_cast<int>(std::ceil(estimate / budget));
+    return std::clamp(g, 1, layers_per_vstage_);
+  }
+
+  // DeepSpeed ZeRO-3 prefetches parameters up to stage3_prefetch_bucket_size
+  // elements ahead (at least the next module when the bucket is non-zero),
+  // holding at most stage3_max_live_parameters gathered at once.
+  int prefetch_depth(double group_params) const {
+    if (plan_.zero_stage != 3 || group_params <= 0 || plan_.prefetch_bucket_elems <= 0) return 0;
+    int depth = std::max(1, static_cast<int>(plan_.prefetch_bucket_elems / group_params));
+    const int live = static_cast<int>(plan_.max_live_params / group_params) - 1;
+    return std::clamp(depth, 0, std::max(0, live));
+  }
+
+  Op make(OpKind kind, int stage, ResourceKind where, double duration) const {
+    Op op;
+    op.kind = kind;
+    op.stage = static_cast<std::int16_t>(stage);
+    op.resource = g_.resource_index(stage, where);
+    op.duration_s = duration;
+    return op;
+  }
+
+  OpId add_chained(const Op& op, OpId& tail) {
+    const OpId id = add_op(g_, op);
+    if (tail != kNone) add_dependency(g_, tail, id);
+    tail = id;
+    return id;
+  }
+
+  ResourceKind level(bool crosses) const { return crosses ? ResourceKind::inter_link : ResourceKind::intra_link; }
+  ResourceKind dp_level() const { return level(where_.dp_crosses_nodes); }
+  std::size_t key(int microbatch, int vstage) const {
+    return static_cast<std::size_t>(microbatch * vstages_ + vstage);
+  }
+
+  // ---------------------------------------------------------------- stage
+
+  void build_stage(int s) {
+    uses_.clear();
+    const auto order = stage_schedule(plan_.schedule, s, stages_, chunks_, microbatches_);
+    // ZeRO 0/1 reduce gradients once per step: in the last backward of each
+    // chunk (DDP's no_sync on the others); ZeRO 2/3 on every micro-batch.
+    std::vector<std::size_t> last_backward(static_cast<std::size_t>(chunks_), 0);
+    for (std::size_t i = 0; i < order.size(); ++i)
+      if (order[i].pass == Pass::backward) last_backward[static_cast<std::size_t>(order[i].chunk)] = i;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const ScheduleStep& st = order[i];
+      if (st.pass == Pass::forward) {
+        forward_step(s, st);
+      } else {
+        const bool reduce = plan_.zero_stage >= 2 || i == last_backward[static_cast<std::size_t>(st.chunk)];
+        backward_step(s, st, reduce);
+      }
+    }
+    optimizer_step(s);
+  }
+
+  int vstage_of(int s, int chunk) const { return chunk * stages_ + s; }
+
+  OpId compute(int s, OpKind kind, const ScheduleStep& st, int lb, int le, double duration) {
+    Op op = make(kind, s, ResourceKind::compute, duration);
+    op.chunk = static_cast<std::int16_t>(st.chunk);
+    op.microbatch = st.microbatch;
+    op.layer_begin = lb;
+    op.layer_end = le;
+    return add_chained(op, streams_[static_cast<std::size_t>(s)].main);
+  }
+
+  void tp_collective(int s, const ScheduleStep& st, int lb, int le, double duration) {
+    if (plan_.tp <= 1) return;
+    Op op = make(OpKind::tp_comm, s, level(where_.tp_crosses_nodes), duration);
+    op.chunk = static_cast<std::int16_t>(st.chunk);
+    op.microbatch = st.microbatch;
+    op.layer_begin = lb;
+    op.layer_end = le;
+    add_chained(op, streams_[static_cast<std::size_t>(s)].main);
+  }
+
+  // ZeRO-3: gather `params` (this GPU's tensor-parallel share, unpartitioned)
+  // before a use; with offloaded parameters, fetch the partition first. The
+  // gather waits until the use prefetch_depth+1 earlier released its buffer.
+  OpId gather(int s, double params) {
+    if (!zero3_ || params <= 0) return kNone;
+    Streams& st = streams_[static_cast<std::size_t>(s)];
+    const double bytes = params * costs_.param_bytes_per_param();
+    const double partition = bytes / plan_.dp;
+    const std::size_t use = uses_.size();
+    const std::size_t lag = static_cast<std::size_t>(prefetch_depth_) + 1;
+    const OpId release = use >= lag ? uses_[use - lag] : kNone;
+    OpId first = kNone;
+    if (plan_.offload_params == OffloadTarget::nvme) {
+      Op read = make(OpKind::nvme_read, s, ResourceKind::nvme, costs_.nvme_s(partition));
+      read.bytes = partition;
+      first = add_chained(read, st.nvme);
+    }
+    if (plan_.offload_params != OffloadTarget::none) {
+      Op copy = make(OpKind::pcie_h2d, s, ResourceKind::pcie, costs_.pcie_s(partition));
+      copy.bytes = partition;
+      const OpId id = add_chained(copy, st.pcie);
+      if (first != kNone) add_dependency(g_, first, id);
+      else first = id;
+    }
+    Op op = make(OpKind::zero3_gather, s, dp_level(), costs_.dp_collective_s(DpCollective::all_gather, bytes));
+    op.bytes = bytes;
+    op.gathered_param_delta = bytes;
+    const OpId id = add_chained(op, st.gather);
+    if (first != kNone) add_dependency(g_, first, id);
+    else first = id;
+    if (release != kNone) add_dependency(g_, release, first);
+    uses_.push_back(kNone);  // filled by the op that releases it
+    return id;
+  }
+
+  void consume(OpId gathered, OpId user, bool releases) {
+    if (gathered == kNone) return;
+    add_dependency(g_, gathered, user);
+    if (!releases) return;
+    g_.dag()[user].gathered_param_delta = -g_.dag()[gathered].bytes;
+    uses_.back() = user;
+  }
+
+  void forward_step(int s, const ScheduleStep& st) {
+    const int j = vstage_of(s, st.chunk);
+    OpId first = kNone;
+    if (j == 0) {
+      const OpId gp = gather(s, edges_.embedding_params);
+      first = compute(s, OpKind::embedding_fwd, st, -1, -1, edges_.embedding_forward_s);
+      consume(gp, first, true);
+    }
+    const int begin = j * layers_per_vstage_;
+    const int end = begin + layers_per_vstage_;
+    for (int lb = begin; lb < end; lb += group_) {
+      const int le = std::min(end, lb + group_);
+      const double n = le - lb;
+      const OpId gp = gather(s, n * layer_.params);
+      const OpId f = compute(s, OpKind::forward, st, lb, le, n * layer_.forward_s);
+      g_.dag()[f].activation_delta = n * layer_.stored_activation_bytes;
+      consume(gp, f, true);
+      if (first == kNone) first = f;
+      tp_collective(s, st, lb, le, n * layer_.tp_forward_s);
+    }
+    if (j == vstages_ - 1) {
+      const OpId gp = gather(s, edges_.head_params);
+      const OpId h = compute(s, OpKind::head_fwd, st, -1, -1, edges_.head_forward_s);
+      consume(gp, h, true);
+    }
+    fwd_first_[key(st.microbatch, j)] = first;
+    fwd_last_[key(st.microbatch, j)] = streams_[static_cast<std::size_t>(s)].main;
+  }
+
+  void backward_step(int s, const ScheduleStep& st, bool reduce) {
+    const int j = vstage_of(s, st.chunk);
+    OpId first = kNone;
+    if (j == vstages_ - 1) {
+      const OpId gp = gather(s, edges_.head_params);
+      first = compute(s, OpKind::head_bwd, st, -1, -1, edges_.head_backward_s);
+      consume(gp, first, true);
+      if (reduce) produce_gradients(s, first, edges_.head_params);
+    }
+    const int begin = j * layers_per_vstage_;
+    const int end = begin + layers_per_vstage_;
+    // Backward walks the chunk's layers in reverse, group by group.
+    const int groups = (layers_per_vstage_ + group_ - 1) / group_;
+    for (int gi = groups - 1; gi >= 0; --gi) {
+      const int lb = begin + gi * group_;
+      const int le = std::min(end, lb + group_);
+      const double n = le - lb;
+      const OpId gp = gather(s, n * layer_.params);
+      if (layer_.recompute_s > 0) {
+        const OpId r = compute(s, OpKind::recompute, st, lb, le, n * layer_.recompute_s);
+        g_.dag()[r].activation_delta = n * layer_.recompute_extra_bytes;
+        consume(gp, r, false);
+        if (first == kNone) first = r;
+        if (layer_.tp_recompute_s > 0) tp_collective(s, st, lb, le, n * layer_.tp_recompute_s);
+      }
+      const OpId b = compute(s, OpKind::backward, st, lb, le, n * layer_.backward_s);
+      g_.dag()[b].activation_delta = -n * (layer_.stored_activation_bytes + layer_.recompute_extra_bytes);
+      consume(gp, b, true);
+      if (first == kNone) first = b;
+      tp_collective(s, st, lb, le, n * layer_.tp_backward_s);
+      if (reduce) produce_gradients(s, b, n * layer_.params);
+    }
+    if (j == 0) {
+      const OpId gp = gather(s, edges_.embedding_params);
+      const OpId e = compute(s, OpKind::embedding_bwd, st, -1, -1, edges_.embedding_backward_s);
+      consume(gp, e, true);
+      if (reduce) produce_gradients(s, e, edges_.embedding_params);
+    }
+    if (reduce) flush_gradients(s);
+    bwd_first_[key(st.microbatch, j)] = first;
+    bwd_last_[key(st.microbatch, j)] = streams_[static_cast<std::size_t>(s)].main;
+  }
+
+  // ---------------------------------------------------------------- gradients
+
+  bool gradients_leave_gpu() const { return plan_.dp > 1 || host_optimizer_; }
+
+  // DeepSpeed / Megatron DDP fill reduce buckets in the order the backward
+  // produces gradients and launch each one when it is full.
+  void produce_gradients(int s, OpId source, double params) {
+    if (!gradients_leave_gpu() || params <= 0) return;
+    bucket_fill_ += params;
+    bucket_source_ = source;
+    const double cap = plan_.reduce_bucket_elems > 0 ? plan_.reduce_bucket_elems : bucket_fill_;
+    while (bucket_fill_ >= cap) {
+      issue_bucket(s, cap);
+      bucket_fill_ -= cap;
+    }
+  }
+
+  void flush_gradients(int s) {
+    if (bucket_fill_ > 0) issue_bucket(s, bucket_fill_);
+    bucket_fill_ = 0;
+    bucket_source_ = kNone;
+    // Without overlap the reduction runs after the backward, and the compute
+    // stream waits for it (DeepSpeed overlap_comm=false; Megatron without
+    // --overlap-grad-reduce).
+    Streams& st = streams_[static_cast<std::size_t>(s)];
+    for (const double elems : pending_buckets_) {
+      const OpId id = reduce_bucket(s, elems, st.main);
+      if (id != kNone) st.main = id;
+    }
+    pending_buckets_.clear();
+  }
+
+  void issue_bucket(int s, double elems) {
+    if (!plan_.overlap_comm) {
+      pending_buckets_.push_back(elems);
+      return;
+    }
+    reduce_bucket(s, elems, bucket_source_);
+  }
+
+  // One bucket: its reduction over the dp group (all-reduce for ZeRO 0,
+  // reduce-scatter for 1-3), then with optimizer offload the copy of this
+  // GPU's reduced partition to the host. Both wait for `after`. Returns what
+  // an unoverlapped compute stream waits for: the reduction (or the copy when
+  // there is none).
+  OpId reduce_bucket(int s, double elems, OpId after) {
+    Streams& st = streams_[static_cast<std::size_t>(s)];
+    const double bytes = elems * costs_.grad_bytes_per_param();
+    OpId reduced = kNone;
+    if (plan_.dp > 1) {
+      const auto kind = plan_.zero_stage == 0 ? DpCollective::all_reduce : DpCollective::reduce_scatter;
+      Op op = make(OpKind::dp_reduce, s, dp_level(), costs_.dp_collective_s(kind, bytes));
+      op.bytes = bytes;
+      reduced = add_chained(op, st.dp);
+      if (after != kNone) add_dependency(g_, after, reduced);
+    }
+    if (!host_optimizer_) return reduced;
+    const double partition = plan_.zero_stage >= 1 ? bytes / plan_.dp : bytes;
+    Op copy = make(OpKind::pcie_d2h, s, ResourceKind::pcie, costs_.pcie_s(partition));
+    copy.bytes = partition;
+    const OpId id = add_chained(copy, st.pcie);
+    if (reduced != kNone) add_dependency(g_, reduced, id);
+    else if (after != kNone) add_dependency(g_, after, id);
+    return reduced != kNone ? reduced : id;
+  }
+
+  // ---------------------------------------------------------------- optimizer
+
+  double stage_params(int s) const {
+    double params = 0;
+    for (int c = 0; c < chunks_; ++c) {
+      const int j = vstage_of(s, c);
+      params += layers_per_vstage_ * layer_.params;
+      if (j == 0) params += edges_.embedding_params;
+      if (j == vstages_ - 1) params += edges_.head_params;
+    }
+    return params;
+  }
+
+  void optimizer_step(int s) {
+    Streams& st = streams_[static_cast<std::size_t>(s)];
+    const double params = stage_params(s);
+    const double partition = plan_.zero_stage >= 1 ? params / plan_.dp : params;
+    OpId updated = kNone;  // after which the updated parameters are on the GPU
+    if (!host_optimizer_) {
+      Op op = make(OpKind::optimizer_gpu, s, ResourceKind::compute, costs_.gpu_optimizer_s(partition));
+      updated = add_chained(op, st.main);
+      if (st.dp != kNone) add_dependency(g_, st.dp, updated);
+    } else {
+      updated = host_optimizer(s, partition);
+    }
+    // ZeRO-1/2: every rank updated its partition; all-gather the 16-bit
+    // parameters in allgather_bucket_size buckets.
+    if ((plan_.zero_stage == 1 || plan_.zero_stage == 2) && plan_.dp > 1) {
+      const double cap = plan_.allgather_bucket_elems > 0 ? plan_.allgather_bucket_elems : params;
+      for (double left = params; left > 0; left -= cap) {
+        const double bytes = std::min(cap, left) * costs_.param_bytes_per_param();
+        Op op = make(OpKind::dp_param_gather, s, dp_level(),
+                     costs_.dp_collective_s(DpCollective::all_gather, bytes));
+        op.bytes = bytes;
+        const OpId id = add_chained(op, st.dp);
+        if (updated != kNone) add_dependency(g_, updated, id);
+      }
+    }
+  }
+
+  // ZeRO-Offload / ZeRO-Infinity: CPU Adam in sub-groups; with NVMe the
+  // states of each sub-group are read before and written after its update;
+  // updated 16-bit parameters go back over PCIe unless they live on the host.
+  OpId host_optimizer(int s, double partition) {
+    Streams& st = streams_[static_cast<std::size_t>(s)];
+    const OpId grads_ready = st.pcie;  // the last gradient copy
+    const int groups = std::clamp(static_cast<int>(std::ceil(partition / options_.host_subgroup_params)), 1,
+                                  options_.max_host_subgroups);
+    const double each = partition / groups;
+    OpId last = kNone;
+    for (int k = 0; k < groups; ++k) {
+      OpId read = kNone;
+      if (plan_.offload_optimizer == OffloadTarget::nvme) {
+        const double bytes = each * costs_.optimizer_state_bytes_per_param();
+        Op op = make(OpKind::nvme_read, s, ResourceKind::nvme, costs_.nvme_s(bytes));
+        op.bytes = bytes;
+        read = add_chained(op, st.nvme);
+      }
+      Op adam = make(OpKind::optimizer_host, s, ResourceKind::host_cpu, costs_.host_optimizer_s(each));
+      const OpId step = add_chained(adam, st.host);
+      if (read != kNone) add_dependency(g_, read, step);
+      if (grads_ready != kNone) add_dependency(g_, grads_ready, step);
+      if (st.dp != kNone) add_dependency(g_, st.dp, step);
+      last = step;
+      if (plan_.offload_optimizer == OffloadTarget::nvme) {
+        const double bytes = each * costs_.optimizer_state_bytes_per_param();
+        Op op = make(OpKind::nvme_write, s, ResourceKind::nvme, costs_.nvme_s(bytes));
+        op.bytes = bytes;
+        add_dependency(g_, step, add_chained(op, st.nvme));
+      }
+      if (plan_.offload_params == OffloadTarget::none) {
+        const double bytes = each * costs_.param_bytes_per_param();
+        Op op = make(OpKind::pcie_h2d, s, ResourceKind::pcie, costs_.pcie_s(bytes));
+        op.bytes = bytes;
+        const OpId copy = add_chained(op, st.pcie);
+        add_dependency(g_, step, copy);
+        last = copy;
+      }
+    }
+    // The GPU's compute stream ends the iteration after the backward; the
+    // next one starts with the updated parameters.
+    if (st.main != kNone && last != kNone) add_dependency(g_, st.main, last);
+    return last;
+  }
+
+  // ---------------------------------------------------------------- pipeline
+
+  int stage_of(int vstage) const { return vstage % stages_; }
+
+  void add_pipeline_sends() {
+    if (vstages_ <= 1) return;
+    const double bytes = costs_.p2p_bytes();
+    auto send = [&](int from_vstage, int to_vstage, int mb, OpId after, OpId before) {
+      const int from = stage_of(from_vstage);
+      const int to = stage_of(to_vstage);
+      // The boundary between stage b and b+1 (b = p−1 is the wrap-around).
+      const int boundary = to_vstage > from_vstage ? from : to;
+      const bool crosses = where_.boundary_crosses_nodes[static_cast<std::size_t>(boundary)];
+      Op op = make(OpKind::pp_send, from, level(crosses), costs_.p2p_s(crosses));
+      op.peer_stage = static_cast<std::int16_t>(to);
+      op.chunk = static_cast<std::int16_t>(from_vstage / stages_);
+      op.microbatch = mb;
+      op.bytes = bytes;
+      const OpId id = add_op(g_, op);
+      add_dependency(g_, after, id);
+      add_dependency(g_, id, before);
+    };
+    for (int mb = 0; mb < microbatches_; ++mb) {
+      for (int j = 0; j + 1 < vstages_; ++j)
+        send(j, j + 1, mb, fwd_last_[key(mb, j)], fwd_first_[key(mb, j + 1)]);
+      for (int j = vstages_ - 1; j > 0; --j)
+        send(j, j - 1, mb, bwd_last_[key(mb, j)], bwd_first_[key(mb, j - 1)]);
+    }
+  }
+};
+
+}  // namespace
+
+OpGraph build_iteration_graph(int layers, const Plan& plan, const Placement& where, const CostSource& costs,
+                              const BuildOptions& options) {
+  Builder b(layers, plan, where, costs, options);
+  return b.build();
+}
+
+}  // namespace ztune::sim

@@ -1,0 +1,34 @@
+#include "ztune/simulator/simulation.hpp"
+
+#include <utility>
+
+namespace ztune::sim {
+
+SimResult simulate_graph(OpGraph g, bool keep_memory_samples) {
+  SimResult r;
+  r.graph = std::move(g);
+  r.timeline = run_engine(r.graph);
+  r.iteration_s = r.timeline.iteration_s;
+  r.stages = stage_breakdowns(r.graph, r.timeline);
+  r.pacing_stage = pacing_stage(r.graph, r.timeline, r.stages);
+  r.breakdown = r.stages[static_cast<std::size_t>(r.pacing_stage)];
+  r.memory = stage_memory(r.graph, r.timeline, keep_memory_samples);
+  return r;
+}
+
+TimePrediction to_time_prediction(const SimResult& r, const TimePrediction& analytical) {
+  TimePrediction t = analytical;
+  t.parts = r.breakdown;
+  t.iteration_s = r.iteration_s;
+  if (r.iteration_s > 0 && analytical.iteration_s > 0) {
+    const double speed = analytical.iteration_s / r.iteration_s;
+    t.tokens_per_s = analytical.tokens_per_s * speed;
+    t.model_tflops_per_gpu = analytical.model_tflops_per_gpu * speed;
+    t.hardware_tflops_per_gpu = analytical.hardware_tflops_per_gpu * speed;
+    t.mfu = analytical.mfu * speed;
+    t.hfu = analytical.hfu * speed;
+  }
+  return t;
+}
+
+}  // namespace ztune::sim

@@ -1,0 +1,134 @@
+// Data-parallel gradient reduction, tensor-parallel collectives, ZeRO-3 gathers
+// and offload, with hand-set durations whose iteration time is known by hand.
+#include <catch2/catch.hpp>
+
+#include "sim_fixture.hpp"
+
+using namespace ztune;
+using namespace ztune::sim;
+using namespace ztune::sim::test;
+
+namespace {
+
+// 8 layers of 1e8 parameters (this GPU's share); forward 1 s, backward 2 s per
+// layer and micro-batch; 2 micro-batches; dp 4.
+constexpr int kLayers = 8;
+constexpr int kMicro = 2;
+constexpr double kCompute = kMicro * kLayers * 3.0;
+
+Plan dp_plan(int zero) {
+  Plan p;
+  p.dp = 4;
+  p.zero_stage = zero;
+  p.grad_accum = kMicro;
+  p.global_batch = 4 * kMicro;
+  p.reduce_bucket_elems = 2e8;  // one bucket per two layers: 4 buckets
+  return p;
+}
+
+FixedCosts dp_costs() {
+  FixedCosts c;
+  c.layer_times.forward_s = 1.0;
+  c.layer_times.backward_s = 2.0;
+  c.layer_times.params = 1e8;
+  c.dp_reduce_s_per_byte = 1.5 / 4e8;  // a 2e8-element bucket of 16-bit gradients: 1.5 s
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("overlap hides the gradient reduction except the last bucket", "[simulator][dp]") {
+  const auto r = run(kLayers, dp_plan(0), dp_costs());
+  CHECK(r.iteration_s == Approx(kCompute + 1.5));
+  CHECK(part(r.breakdown, TimePart::dp_comm) == Approx(1.5));
+  CHECK(sum(r.breakdown) == Approx(r.iteration_s));
+  // Four buckets of 1.5 s were reduced in all.
+  const int link = r.graph.resource_index(0, ResourceKind::intra_link);
+  CHECK(r.busy_s(link) == Approx(4 * 1.5));
+}
+
+TEST_CASE("without overlap every bucket is exposed", "[simulator][dp]") {
+  Plan p = dp_plan(0);
+  p.overlap_comm = false;
+  const auto r = run(kLayers, p, dp_costs());
+  CHECK(r.iteration_s == Approx(kCompute + 4 * 1.5));
+  CHECK(part(r.breakdown, TimePart::dp_comm) == Approx(4 * 1.5));
+}
+
+TEST_CASE("ZeRO-2 reduces every micro-batch and gathers parameters after the step", "[simulator][dp]") {
+  FixedCosts c = dp_costs();
+  c.dp_gather_s_per_byte = 1.0 / 1e9;
+  c.gpu_optimizer_s_per_param = 1e-9;  // 0.2 s for the 2e8-parameter partition
+  const auto r = run(kLayers, dp_plan(2), c);
+  // The first micro-batch's last bucket hides behind the second forward; the
+  // step then waits for the last bucket, the optimizer, and all-gathers of
+  // 8e8 16-bit parameters (5e8 + 3e8 elements: 1.6 s in all).
+  CHECK(r.iteration_s == Approx(kCompute + 1.5 + 0.2 + 1.6));
+  CHECK(part(r.breakdown, TimePart::dp_comm) == Approx(1.5 + 1.6));
+  CHECK(part(r.breakdown, TimePart::optimizer) == Approx(0.2));
+  CHECK(sum(r.breakdown) == Approx(r.iteration_s));
+}
+
+TEST_CASE("tensor-parallel collectives sit on the critical path", "[simulator][tp]") {
+  Plan p;
+  p.tp = 2;
+  p.grad_accum = kMicro;
+  p.global_batch = kMicro;
+  FixedCosts c = dp_costs();
+  c.layer_times.tp_forward_s = 0.1;
+  c.layer_times.tp_backward_s = 0.2;
+  const auto r = run(kLayers, p, c);
+  CHECK(r.iteration_s == Approx(kCompute + kMicro * kLayers * 0.3));
+  CHECK(part(r.breakdown, TimePart::tp_comm) == Approx(kMicro * kLayers * 0.3));
+}
+
+TEST_CASE("ZeRO-3 prefetch hides all but the first gather", "[simulator][zero3]") {
+  Plan p = dp_plan(3);
+  p.grad_accum = 1;
+  p.global_batch = 4;
+  FixedCosts c = dp_costs();
+  c.dp_reduce_s_per_byte = 0;
+  c.dp_gather_s_per_byte = 0.5 / 2e8;  // one layer's 1e8 16-bit parameters: 0.5 s
+  SECTION("with prefetch") {
+    const auto r = run(kLayers, p, c);
+    CHECK(r.iteration_s == Approx(kLayers * 3.0 + 0.5));
+    CHECK(part(r.breakdown, TimePart::zero3_gather) == Approx(0.5));
+    // One layer in use and one prefetched.
+    CHECK(r.memory[0].peak_gathered_param_bytes == Approx(2 * 2e8));
+  }
+  SECTION("without prefetch every gather is exposed") {
+    p.prefetch_bucket_elems = 0;
+    const auto r = run(kLayers, p, c);
+    CHECK(r.iteration_s == Approx(kLayers * 3.0 + 2 * kLayers * 0.5));
+    CHECK(part(r.breakdown, TimePart::zero3_gather) == Approx(2 * kLayers * 0.5));
+    CHECK(r.memory[0].peak_gathered_param_bytes == Approx(2e8));
+  }
+  SECTION("gathers and reductions share the data-parallel link") {
+    c.dp_reduce_s_per_byte = 1.0 / 4e8;  // a 2-layer bucket: 1 s alone
+    const auto r = run(kLayers, p, c);
+    // Shared, a gather and a bucket still finish within one 2 s backward;
+    // only the first gather and the last bucket are exposed.
+    CHECK(r.iteration_s == Approx(kLayers * 3.0 + 0.5 + 1.0));
+    CHECK(sum(r.breakdown) == Approx(r.iteration_s));
+  }
+}
+
+TEST_CASE("optimizer offload: copies and the CPU step follow the last bucket", "[simulator][offload]") {
+  Plan p = dp_plan(2);
+  p.offload_optimizer = OffloadTarget::cpu;
+  p.reduce_bucket_elems = 1e9;  // one bucket for all 8e8 gradients
+  p.allgather_bucket_elems = 1e9;
+  FixedCosts c = dp_costs();
+  c.dp_reduce_s_per_byte = 1.0 / 1.6e9;   // 1 s per reduction
+  c.dp_gather_s_per_byte = 0.5 / 1.6e9;   // 0.5 s parameter all-gather
+  c.pcie_s_per_byte = 0.4 / 4e8;          // the 2e8-element 16-bit partition: 0.4 s each way
+  c.host_optimizer_s_per_param = 3.0 / 2e8;  // CPU Adam on the partition: 3 s
+  const auto r = run(kLayers, p, c);
+  // Micro-batch 0's reduction and copy hide behind micro-batch 1; then
+  // reduce 1 + d2h 0.4 + Adam 3 + h2d 0.4 + all-gather 0.5.
+  CHECK(r.iteration_s == Approx(kCompute + 1.0 + 0.4 + 3.0 + 0.4 + 0.5));
+  CHECK(part(r.breakdown, TimePart::offload_stall) == Approx(0.8));
+  CHECK(part(r.breakdown, TimePart::optimizer) == Approx(3.0));
+  CHECK(part(r.breakdown, TimePart::dp_comm) == Approx(1.5));
+  CHECK(sum(r.breakdown) == Approx(r.iteration_s));
+}

@@ -1,0 +1,135 @@
+// Schedules as published: the 1F1B bubble (p−1)/(m+p−1) and the interleaved
+// bubble (p−1)/(v·m) of compute (Narayanan et al. 2021, §2.2), GPipe's fill
+// and drain, micro-batches in flight, and a slow stage setting the pace.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include "sim_fixture.hpp"
+#include "ztune/simulator/pipeline_schedule.hpp"
+
+using namespace ztune;
+using namespace ztune::sim;
+using namespace ztune::sim::test;
+
+namespace {
+
+FixedCosts uniform_layers(double f, double b) {
+  FixedCosts c;
+  c.layer_times.forward_s = f;
+  c.layer_times.backward_s = b;
+  c.layer_times.stored_activation_bytes = 1;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("each stage runs every forward and backward exactly once, forward first", "[simulator][schedule]") {
+  for (const auto& [schedule, p, v, m] : {std::tuple{Schedule::gpipe, 4, 1, 6}, std::tuple{Schedule::one_f_one_b, 4, 1, 6},
+                                         std::tuple{Schedule::one_f_one_b, 4, 1, 2},
+                                         std::tuple{Schedule::interleaved, 4, 2, 8},
+                                         std::tuple{Schedule::interleaved, 4, 3, 4}}) {
+    for (int s = 0; s < p; ++s) {
+      const auto steps = stage_schedule(schedule, s, p, v, m);
+      REQUIRE(steps.size() == static_cast<std::size_t>(2 * m * v));
+      std::set<std::tuple<int, int, int>> seen;
+      for (const auto& st : steps) {
+        CHECK(seen.insert({static_cast<int>(st.pass), st.microbatch, st.chunk}).second);
+        if (st.pass == Pass::backward) CHECK(seen.count({static_cast<int>(Pass::forward), st.microbatch, st.chunk}) == 1);
+      }
+    }
+  }
+}
+
+TEST_CASE("1F1B: stage s keeps p−s micro-batches in flight (PipeDream-flush)", "[simulator][schedule]") {
+  const int p = 4;
+  const int m = 8;
+  for (int s = 0; s < p; ++s) {
+    int in_flight = 0;
+    int peak = 0;
+    for (const auto& st : stage_schedule(Schedule::one_f_one_b, s, p, 1, m)) {
+      in_flight += st.pass == Pass::forward ? 1 : -1;
+      peak = std::max(peak, in_flight);
+    }
+    CHECK(peak == p - s);
+  }
+}
+
+TEST_CASE("1F1B bubble fraction is (p−1)/(m+p−1) for uniform stages", "[simulator][schedule]") {
+  const double f = 1.0;
+  const double b = 2.0;
+  for (const auto& [p, m] : {std::pair{4, 8}, std::pair{8, 32}, std::pair{2, 1}, std::pair{4, 4}}) {
+    const int layers = 2 * p;  // two layers per stage
+    const auto r = run(layers, pipeline_plan(p, m), uniform_layers(f, b));
+    const double stage = 2 * (f + b);  // one micro-batch through one stage
+    CHECK(r.iteration_s == Approx((m + p - 1) * stage));
+    CHECK(part(r.breakdown, TimePart::bubble) / r.iteration_s == Approx(double(p - 1) / (m + p - 1)));
+    CHECK(sum(r.breakdown) == Approx(r.iteration_s));
+  }
+}
+
+TEST_CASE("GPipe has the same bubble as 1F1B with uniform stages", "[simulator][schedule]") {
+  const int p = 4;
+  const int m = 6;
+  const auto r = run(p, pipeline_plan(p, m, Schedule::gpipe), uniform_layers(1.0, 2.0));
+  CHECK(r.iteration_s == Approx((m + p - 1) * 3.0));
+  CHECK(part(r.breakdown, TimePart::bubble) == Approx((p - 1) * 3.0));
+}
+
+TEST_CASE("interleaving shrinks the bubble to (p−1)/(v·m) of compute", "[simulator][schedule]") {
+  const double f = 1.0;
+  const double b = 2.0;
+  for (const auto& [p, v, m] : {std::tuple{4, 2, 8}, std::tuple{4, 3, 8}, std::tuple{8, 2, 16}, std::tuple{2, 4, 4}}) {
+    const int layers = p * v;  // one layer per model chunk
+    const auto r = run(layers, pipeline_plan(p, m, Schedule::interleaved, v), uniform_layers(f, b));
+    const double compute = m * v * (f + b);  // per stage
+    const double bubble = part(r.breakdown, TimePart::bubble);
+    CHECK(bubble / compute == Approx(double(p - 1) / (v * m)));
+    CHECK(r.iteration_s == Approx(compute + bubble));
+    CHECK(sum(r.breakdown) == Approx(r.iteration_s));
+  }
+}
+
+TEST_CASE("the slowest stage sets the pace", "[simulator][schedule]") {
+  // The last stage also runs the LM head: t_last = t + h per micro-batch. For
+  // a pipeline of m identical jobs, makespan = Σ_s t_s + (m−1)·max_s t_s
+  // (permutation flow shop with identical jobs; here per forward+backward).
+  const int p = 4;
+  const int m = 8;
+  FixedCosts c = uniform_layers(1.0, 2.0);
+  c.edge_times.head_forward_s = 1.0;
+  c.edge_times.head_backward_s = 2.0;
+  const auto r = run(p, pipeline_plan(p, m, Schedule::gpipe), c);
+  const double t = 3.0;
+  const double slow = t + 3.0;
+  CHECK(r.iteration_s == Approx((p - 1) * t + slow + (m - 1) * slow));
+  CHECK(r.pacing_stage == 0);
+  // The last stage computes all the time the pipeline is full.
+  const auto& last = r.stages.back();
+  CHECK(part(last, TimePart::forward) + part(last, TimePart::backward) == Approx(m * slow));
+  // 1F1B: the slow last stage is never idle between its first forward and last backward.
+  const auto r1 = run(p, pipeline_plan(p, m), c);
+  CHECK(r1.iteration_s == Approx((p - 1) * 1.0 + m * slow + (p - 1) * 2.0));
+}
+
+TEST_CASE("pipeline sends add to the bubble, not to compute", "[simulator][schedule]") {
+  const int p = 4;
+  const int m = 8;
+  FixedCosts c = uniform_layers(1.0, 2.0);
+  c.p2p_intra_s = 0.25;
+  const auto r = run(p, pipeline_plan(p, m), c);
+  // Fill and drain cross p−1 sends each way (a lower bound); 1F1B's steady
+  // state couples neighbours, so a send can also delay it, at most by one
+  // round trip per micro-batch.
+  const double no_comm = (m + p - 1) * 3.0;
+  CHECK(r.iteration_s >= Approx(no_comm + 2 * (p - 1) * 0.25));
+  CHECK(r.iteration_s <= Approx(no_comm + 2 * (p - 1 + m) * 0.25));
+  // p = 2: the whole schedule by hand: s1 F0 [1.25, 2.25] B0 [2.25, 4.25];
+  // s0 B0 [4.5, 6.5]; s1 F1 [4.25, 5.25] B1 [5.25, 7.25]; s0 B1 [7.5, 9.5].
+  CHECK(run(2, pipeline_plan(2, 2), c).iteration_s == Approx(9.5));
+  CHECK(part(r.breakdown, TimePart::forward) == Approx(m * 1.0));
+  CHECK(part(r.breakdown, TimePart::pp_comm) > 0);
+  CHECK(sum(r.breakdown) == Approx(r.iteration_s));
+}
