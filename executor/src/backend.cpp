@@ -92,6 +92,12 @@ void Backend::accumulate(float* dst, const float* src, long n) {
   ZT_TIMED(OpKind::memory_bound, accumulate_impl(dst, src, n));
 }
 void Backend::scale(float* x, float s, long n) { ZT_TIMED(OpKind::memory_bound, scale_impl(x, s, n)); }
+void Backend::add_bias(float* x, const float* bias, int n, int c) {
+  ZT_TIMED(OpKind::memory_bound, add_bias_impl(x, bias, n, c));
+}
+void Backend::bias_backward(float* dbias, const float* dout, int n, int c) {
+  ZT_TIMED(OpKind::memory_bound, bias_backward_impl(dbias, dout, n, c));
+}
 double Backend::sum_squares(const float* x, long n) {
   ScopedOp timer(ops_, OpKind::memory_bound);
   return sum_squares_impl(x, n);

@@ -96,6 +96,10 @@ void CpuBackend::adamw_impl(float* p, const float* g, float* m, float* v, long n
 void CpuBackend::add_impl(float* out, const float* a, const float* b, long n) { k::add(out, a, b, n); }
 void CpuBackend::accumulate_impl(float* dst, const float* src, long n) { k::accumulate(dst, src, n); }
 void CpuBackend::scale_impl(float* x, float s, long n) { k::scale(x, s, n); }
+void CpuBackend::add_bias_impl(float* x, const float* bias, int n, int c) { k::add_bias(x, bias, n, c); }
+void CpuBackend::bias_backward_impl(float* dbias, const float* dout, int n, int c) {
+  k::bias_backward(dbias, dout, n, c);
+}
 double CpuBackend::sum_squares_impl(const float* x, long n) { return k::sum_squares(x, n); }
 
 }  // namespace ztune::executor

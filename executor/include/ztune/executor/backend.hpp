@@ -36,7 +36,8 @@ class Backend {
   MemoryTracker& memory() { return memory_; }
   OpStats& ops() { return ops_; }
 
-  // Memory movement. host pointers are ordinary host memory.
+  // Memory movement. host pointers are ordinary host memory. Buffers of the host_*
+  // categories are host memory (pinned on CUDA); the others device memory.
   virtual void zero(float* x, std::size_t n) = 0;
   virtual void copy(float* dst, const float* src, std::size_t n) = 0;
   virtual void to_host(float* host, const float* device, std::size_t n) = 0;
@@ -72,6 +73,8 @@ class Backend {
   void add(float* out, const float* a, const float* b, long n);
   void accumulate(float* dst, const float* src, long n);
   void scale(float* x, float s, long n);
+  void add_bias(float* x, const float* bias, int n, int c);
+  void bias_backward(float* dbias, const float* dout, int n, int c);
   double sum_squares(const float* x, long n);
 
  protected:
@@ -108,6 +111,8 @@ class Backend {
   virtual void add_impl(float* out, const float* a, const float* b, long n) = 0;
   virtual void accumulate_impl(float* dst, const float* src, long n) = 0;
   virtual void scale_impl(float* x, float s, long n) = 0;
+  virtual void add_bias_impl(float* x, const float* bias, int n, int c) = 0;
+  virtual void bias_backward_impl(float* dbias, const float* dout, int n, int c) = 0;
   virtual double sum_squares_impl(const float* x, long n) = 0;
 
  private:

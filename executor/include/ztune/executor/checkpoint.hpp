@@ -1,0 +1,35 @@
+#pragma once
+// Sharded checkpoints: every rank writes DIR/step_NNNNNNNN/rank_NNNNN.ckpt (a
+// temporary file, fsync, rename), then rank 0 commits the step by atomically
+// replacing DIR/latest. A shard starts with a header (magic "ZTCKPT01", format
+// version, plan digest, world size, rank, completed steps, payload floats) and
+// ends with an FNV-1a checksum of the payload, so a shard from another plan, rank
+// or a damaged file is refused with the reason.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "ztune/executor/param_store.hpp"
+
+namespace ztune::executor {
+
+inline constexpr std::uint32_t kCheckpointVersion = 1;
+
+struct CheckpointId {
+  std::uint64_t plan_digest = 0;
+  int world = 1;
+  int rank = 0;
+};
+
+/// Writes this rank's shard after `steps` completed steps. Returns an error message on failure.
+std::optional<std::string> write_checkpoint_shard(const std::string& dir, int steps, const CheckpointId& id,
+                                                  const ParamStore& store);
+/// Rank 0, after every shard is written: points DIR/latest at `steps`.
+void commit_checkpoint(const std::string& dir, int steps);
+/// The committed step count in DIR/latest, or an error message.
+std::optional<int> latest_checkpoint(const std::string& dir, std::string& error);
+/// Reads this rank's shard of `steps` into `store`; the error message names the file and the reason.
+std::optional<std::string> read_checkpoint_shard(const std::string& dir, int steps, const CheckpointId& id,
+                                                 ParamStore& store);
+
+}  // namespace ztune::executor

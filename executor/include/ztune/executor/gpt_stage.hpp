@@ -1,0 +1,87 @@
+#pragma once
+// One pipeline stage of a GPT-2 (Radford et al. 2019): token + position
+// embeddings (first stage), blocks of pre-LN causal self-attention and GELU MLP,
+// final LN and the LM head tied to wte with the cross-entropy loss (last stage).
+// Tensor parallelism after Megatron-LM (Shoeybi et al. 2019, §3): column-parallel
+// c_attn/c_fc, row-parallel c_proj (all-reduce of the output; f/g operators),
+// vocabulary-parallel embedding and cross-entropy. Sequence parallelism after
+// Korthikanti et al. 2022 §4.2.2: the residual stream is split into tp chunks of
+// rows; all-gather before the column-parallel GEMMs, reduce-scatter after the
+// row-parallel ones. Recomputation (§5): selective drops the attention
+// probabilities and recomputes them; full keeps only each block's input.
+// Rows are the B·T tokens of the micro-batch in order; a sequence-parallel rank
+// holds rows [tp_rank·N/tp, (tp_rank+1)·N/tp).
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "ztune/executor/backend.hpp"
+#include "ztune/executor/param_store.hpp"
+#include "ztune/executor/process_groups.hpp"
+#include "ztune/model/plan.hpp"
+#include "ztune/model/transformer.hpp"
+
+namespace ztune::executor {
+
+/// Tokens of one micro-batch on this data-parallel rank: B·T inputs and targets.
+struct MicroBatch {
+  std::vector<std::int32_t> tokens;
+  std::vector<std::int32_t> targets;
+};
+
+class GptStage {
+ public:
+  /// `loss_scale`: ∂L/∂loss_row, 1/(tokens in the global batch).
+  GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups, Backend& backend, ParamStore& store,
+           float loss_scale);
+  ~GptStage();
+  GptStage(const GptStage&) = delete;
+  GptStage& operator=(const GptStage&) = delete;
+
+  /// Forward of micro-batch slot `mb`. Not first stage: `input` is the previous
+  /// stage's output [rows(), C]. Returns this stage's output (nullptr on the last).
+  const float* forward(int mb, const MicroBatch& data, const float* input);
+  /// Σ over rows of the loss of micro-batch `mb` (last stage, after forward).
+  [[nodiscard]] double loss_sum(int mb) const;
+  /// Backward of `mb` (`dout` = gradient of the output, ignored on the last stage).
+  /// Returns the gradient of the input (nullptr on the first stage), valid until the
+  /// next call. Frees the micro-batch's activations.
+  const float* backward(int mb, const MicroBatch& data, const float* dout, bool last_micro);
+  /// Rows of the residual stream on this rank (N, or N/tp under sequence parallelism).
+  [[nodiscard]] int rows() const { return rows_; }
+  [[nodiscard]] int hidden() const { return C_; }
+
+ private:
+  struct LayerActs;
+  struct Acts;
+  struct BlockParams;
+  void forward_block(int l, const float* x, LayerActs& la, float* out, bool keep_att);
+  void backward_block(int l, const float* dres, LayerActs& la, const float* x, float* dx);
+  void embedding_forward(const MicroBatch& data, float* out);
+  void embedding_backward(const MicroBatch& data, const float* dres);
+  void head_forward(Acts& a, const MicroBatch& data, const float* x);
+  void head_backward(Acts& a, const MicroBatch& data, const float* x, float* dx);
+  // Tensor-parallel f/g: gather rows (identity without SP) and reduce partial sums.
+  const float* gather_rows(const float* shard, Buffer& tmp);
+  void reduce_rows(float* partial, float* out);
+  Buffer act(std::size_t n) { return be_.allocate(n, MemCategory::activations); }
+  Buffer work(std::size_t n) { return be_.allocate(n, MemCategory::workspace); }
+
+  Transformer m_;
+  Plan plan_;
+  ProcessGroups& g_;
+  Backend& be_;
+  ParamStore& store_;
+  bool first_ = false, last_ = false, sp_ = false;
+  int tp_ = 1, B_ = 1, T_ = 1, N_ = 1, C_ = 1, Cl_ = 1, NHl_ = 1, Fl_ = 1, Vl_ = 1, vocab_begin_ = 0, rows_ = 1;
+  int layers_ = 0, first_layer_ = 0, embed_unit_ = 0, head_unit_ = 0;
+  int wte_ = -1, wpe_ = -1, lnf_w_ = -1, lnf_b_ = -1;
+  std::vector<BlockParams> blocks_;
+  std::vector<std::int32_t> positions_;  // position of each local row
+  Buffer dloss_;                          // loss_scale for each row
+  std::map<int, std::unique_ptr<Acts>> acts_;
+  Buffer dinput_;
+};
+
+}  // namespace ztune::executor

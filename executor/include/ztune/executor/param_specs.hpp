@@ -1,0 +1,62 @@
+#pragma once
+// The parameters one rank holds: their Hugging Face GPT-2 names, the slice of the
+// full tensor this rank's tensor-parallel shard covers (Megatron: column-parallel
+// c_attn/c_fc, row-parallel c_proj, vocabulary-parallel wte), the unit (layer) they
+// belong to, and how they are initialised. A pure function of (model, group shape,
+// coordinates), so rank 0 can rebuild any rank's list to assemble a full model.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ztune/executor/process_groups.hpp"
+#include "ztune/model/transformer.hpp"
+
+namespace ztune::executor {
+
+/// The local tensor is full[row_begin : row_begin + rows, ·] restricted to the
+/// column ranges [c, c + col_width) for c in col_begins, concatenated in order:
+/// local shape [rows, col_begins.size() · col_width], row-major.
+struct ShardMap {
+  int full_rows = 1;
+  int full_cols = 1;
+  int row_begin = 0;
+  int rows = 1;
+  std::vector<int> col_begins{0};
+  int col_width = 1;
+  [[nodiscard]] std::size_t numel() const { return static_cast<std::size_t>(rows) * col_begins.size() * col_width; }
+  [[nodiscard]] std::size_t full_numel() const { return static_cast<std::size_t>(full_rows) * full_cols; }
+  /// Index in the full tensor of local element `i`.
+  [[nodiscard]] std::size_t full_index(std::size_t i) const;
+};
+
+enum class InitKind : std::uint8_t { normal, zeros, ones };
+
+struct ParamSpec {
+  std::string name;            // "h.3.attn.c_attn.weight"
+  std::vector<int> hf_shape;   // full tensor shape as Hugging Face stores it
+  ShardMap shard;
+  int unit = 0;                // index of the layer unit on this stage, in forward order
+  InitKind init = InitKind::normal;
+  float init_std = 0.02f;
+  bool counted_in_norm = true;   // false for tensor-parallel replicas off tp rank 0 and the tied copy
+  bool sp_partial = false;       // replicated over tp, but its gradient is partial under sequence parallelism
+  bool tied_copy = false;        // the last stage's copy of wte (pp > 1): gradients summed with the first stage's
+};
+
+/// Units on a stage in forward order: "embedding" (first stage), one per block, "head" (last stage).
+struct StageLayout {
+  int first_layer = 0;   // global index of the stage's first block
+  int layers = 0;        // blocks on this stage
+  bool has_embedding = false;
+  bool has_head = false;
+  int units = 0;
+  [[nodiscard]] int block_unit(int local_layer) const { return (has_embedding ? 1 : 0) + local_layer; }
+  [[nodiscard]] int head_unit() const { return units - 1; }
+};
+
+StageLayout stage_layout(const Transformer& m, const GroupShape& shape, int pp_rank);
+/// Every parameter this (tp, pp) coordinate holds, in forward order.
+std::vector<ParamSpec> param_specs(const Transformer& m, const GroupShape& shape, const Coordinates& c);
+
+}  // namespace ztune::executor

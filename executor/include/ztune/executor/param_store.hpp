@@ -1,0 +1,116 @@
+#pragma once
+// Parameters, gradients and optimizer states of one rank, with ZeRO data
+// parallelism (Rajbhandari et al. 2020):
+//  - parameters are grouped in buckets of whole units (layers) up to
+//    reduce_bucket_elems; each bucket is padded to a multiple of dp and rank r
+//    owns piece r of every bucket;
+//  - stage 0: everything replicated; gradients all-reduced per bucket;
+//  - stage 1: optimizer states of the owned pieces only; gradients all-reduced,
+//    each rank updates its pieces, parameters all-gathered;
+//  - stage 2: also gradients: each bucket's gradients are reduce-scattered to their
+//    owners on every micro-batch and the full-size bucket buffer is freed;
+//  - stage 3: also parameters: a bucket is all-gathered before use (the next one
+//    prefetched asynchronously) and freed after, unless all its tensors are below
+//    param_persistence_threshold (then it stays until the next optimizer step).
+// Gradient reduction starts when a bucket's last unit finished its backward
+// (overlap_comm), on the last micro-batch for stages 0/1 and on every one for 2/3.
+// Optimizer offload keeps fp32 master pieces, momentum and variance in host memory
+// and runs host_adamw there (ZeRO-Offload), copying gradients down and
+// parameters up. Sums over the data-parallel group use SUM: the loss gradient is
+// already scaled by 1/(global tokens).
+#include <cstddef>
+#include <functional>
+#include <iosfwd>
+#include <string_view>
+#include <vector>
+
+#include "ztune/executor/backend.hpp"
+#include "ztune/executor/param_specs.hpp"
+#include "ztune/executor/process_groups.hpp"
+#include "ztune/kernels/adamw.hpp"
+#include "ztune/kernels/thread_pool.hpp"
+
+namespace ztune::executor {
+
+struct StoreOptions {
+  int zero_stage = 0;
+  bool offload_optimizer = false;
+  bool overlap_comm = true;
+  bool sequence_parallel = false;
+  double bucket_elems = 5e8;
+  double persistence_threshold = 0;
+};
+
+enum class Direction : std::uint8_t { forward, backward };
+
+class ParamStore {
+ public:
+  ParamStore(std::vector<ParamSpec> specs, int units, const StoreOptions& options, Backend& backend,
+             ProcessGroups& groups, kernels::ThreadPool& host_pool);
+  ~ParamStore();
+  ParamStore(const ParamStore&) = delete;
+  ParamStore& operator=(const ParamStore&) = delete;
+
+  [[nodiscard]] const std::vector<ParamSpec>& specs() const { return specs_; }
+  /// Index of the parameter named `name` in unit `unit` (-1 when absent).
+  [[nodiscard]] int find(std::string_view name, int unit) const;
+  [[nodiscard]] int buckets() const;
+
+  /// Parameter values (stage 3: the unit must be acquired).
+  float* param(int id);
+  /// Gradient accumulator of the current micro-batch (stages 2/3) or step (0/1).
+  float* grad(int id);
+
+  /// Stage 3: gather the unit's bucket (prefetching the next one in `dir`); else no-op.
+  void acquire(int unit, Direction dir);
+  void release(int unit);
+
+  /// Fills every local parameter: fill(id, out) writes spec.shard.numel() values.
+  void initialise(const std::function<void(int, float*)>& fill);
+  /// The full local (tensor-parallel) shard of parameter `id`, gathered over dp for stage 3.
+  /// Collective over the dp group.
+  std::vector<float> local_values(int id);
+
+  void zero_grads();
+  void unit_backward_done(int unit, bool last_micro);
+  void finish_backward(bool last_micro);
+  /// Σ g² over the gradients this rank owns and counts (to be summed over the world).
+  double owned_grad_sq();
+  void scale_grads(float s);
+  void optimizer_step(const kernels::AdamWParams& h);
+
+  /// Everything a checkpoint must hold to continue exactly: stored parameters,
+  /// optimizer states (and offloaded master copies).
+  void write_state(std::ostream& out) const;
+  void read_state(std::istream& in);
+  [[nodiscard]] std::size_t state_floats() const;
+
+ private:
+  struct Bucket;
+  struct Pending;
+  Bucket& bucket_of_unit(int unit);
+  void start_gather(Bucket& b);
+  void bucket_ready(Bucket& b, bool last_micro);
+  void launch_reduction(Bucket& b);
+  void sync_replicas(Bucket& b);
+  float* owned_param_piece(Bucket& b);
+  float* owned_grad_piece(Bucket& b);
+  [[nodiscard]] bool stage3() const { return opt_.zero_stage == 3; }
+
+  std::vector<ParamSpec> specs_;
+  StoreOptions opt_;
+  Backend& be_;
+  ProcessGroups& g_;
+  kernels::ThreadPool& host_pool_;
+  int dp_ = 1, dp_rank_ = 0;
+  std::vector<int> unit_bucket_;
+  std::vector<std::size_t> param_offset_;  // within its bucket
+  std::vector<int> param_bucket_;
+  std::vector<Bucket> buckets_;
+  std::size_t full_size_ = 0, shard_size_ = 0;
+  Buffer params_, param_shards_, grads_, grad_shards_, m_, v_;
+  Buffer host_master_, host_m_, host_v_, host_grad_;
+  std::vector<Pending> pending_;
+};
+
+}  // namespace ztune::executor

@@ -1,0 +1,16 @@
+#pragma once
+// What this executor (CPU backend) can honour. A plan it cannot run exactly is
+// refused with the reason; it is never quietly weakened (STYLE.md anti-pattern 1).
+#include <optional>
+#include <string>
+
+#include "ztune/model/plan.hpp"
+#include "ztune/model/transformer.hpp"
+
+namespace ztune::executor {
+
+/// The first reason the plan cannot run on `world_size` CPU ranks, or nullopt.
+/// Messages name the plan field ("$.plan.precision: ...").
+std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& m, int world_size);
+
+}  // namespace ztune::executor

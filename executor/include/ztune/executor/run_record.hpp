@@ -1,0 +1,45 @@
+#pragma once
+// The run record (schema "ztune.runrecord/1"), written by rank 0: plan and model
+// with their digests, per-step time, loss, gradient norm and learning rate, the
+// median step time, per-operation-type time and count, per-collective bytes,
+// algbw and busbw (nccl-tests' definitions, see comm_stats.hpp), peak memory per
+// rank by category, and the environment. The CLI stores it; the executor never
+// opens the database.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ztune/executor/backend.hpp"
+#include "ztune/executor/communicator.hpp"
+#include "ztune/executor/trainer.hpp"
+
+namespace ztune::executor {
+
+struct StepRecord {
+  int step = 0;  // 1-based
+  StepResult result;
+};
+
+/// FNV-1a of a JSON document's compact text, as 16 hex digits.
+std::string digest_hex(const nlohmann::json& doc);
+std::uint64_t digest(const nlohmann::json& doc);
+
+struct RunRecordInput {
+  nlohmann::json plan_file;                  // plan_file_to_json of what ran
+  std::vector<StepRecord> steps;
+  int tokens_per_step = 0;
+  Backend* backend = nullptr;                // rank 0's
+  std::vector<Communicator*> comms;          // rank 0's groups
+  // memory[rank][category] peak bytes, and the device-total peak per rank.
+  std::vector<std::vector<double>> memory;
+  std::vector<double> peak_total;
+  std::vector<double> peak_host_total;
+  int threads = 1;
+  std::string data;
+};
+
+nlohmann::json make_run_record(const RunRecordInput& in);
+
+}  // namespace ztune::executor

@@ -1,0 +1,30 @@
+#pragma once
+// Where training tokens come from. Sequence j (a global index: step · global_batch
+// + position in the step's batch) is T + 1 consecutive tokens: inputs are the first
+// T, targets the last T. Each data-parallel rank asks only for the sequences of its
+// slice of each step's batch (DataLoader in trainer.cpp), so ranks read disjoint data.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace ztune::executor {
+
+class TokenSource {
+ public:
+  virtual ~TokenSource() = default;
+  /// Writes T + 1 tokens of sequence `index` (any index >= 0; sources wrap around).
+  virtual void sequence(std::int64_t index, int t, std::int32_t* out) const = 0;
+  [[nodiscard]] virtual std::string describe() const = 0;
+};
+
+/// A file of little-endian uint16 tokens, memory-mapped (data/corpus/*.bin).
+/// Sequence j starts at token (j·T) mod (count − T − 1). Throws InputError naming the
+/// file when it is missing, empty, shorter than T + 1 tokens, or holds ids >= vocab.
+std::unique_ptr<TokenSource> open_token_file(const std::string& path, int vocab, int t);
+
+/// Deterministic synthetic stream: each sequence is an arithmetic progression
+/// mod vocab with a per-sequence start and stride drawn from (seed, index), so the
+/// next token is predictable from the previous two and the loss can fall.
+std::unique_ptr<TokenSource> synthetic_tokens(std::uint64_t seed, int vocab);
+
+}  // namespace ztune::executor

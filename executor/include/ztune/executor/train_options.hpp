@@ -1,0 +1,34 @@
+#pragma once
+// What ztune-worker is asked to do besides the plan: steps, seed, optimizer
+// hyper-parameters, data, files.
+#include <cstdint>
+#include <string>
+
+namespace ztune::executor {
+
+struct TrainOptions {
+  int steps = 10;
+  std::uint64_t seed = 1234;
+  // AdamW with linear warm-up then cosine decay to min_lr_ratio·lr over `steps`
+  // (Loshchilov & Hutter 2017 SGDR's cosine, as GPT-3 §B trains).
+  float lr = 1e-3f;
+  float min_lr_ratio = 0.1f;
+  int warmup_steps = 2;
+  float weight_decay = 0.01f;
+  float beta1 = 0.9f;
+  float beta2 = 0.95f;
+  float eps = 1e-8f;
+  float grad_clip = 1.0f;           // global-norm clipping; 0 = off
+  std::string data = "synthetic";   // a uint16 token file, or "synthetic"
+  int threads = 1;                  // compute threads per rank
+  std::string init_from;            // safetensors with Hugging Face GPT-2 names
+  std::string save;                 // safetensors written at the end
+  std::string dump_grads;           // test hook: step 1's reduced gradients as safetensors
+  std::string record;               // run record JSON (rank 0)
+  std::string checkpoint_dir = "ztune-checkpoints";
+  int checkpoint_every = 0;
+  bool resume = false;
+  int kill_after_step = 0;          // test hook: SIGKILL this rank once that checkpoint is committed
+};
+
+}  // namespace ztune::executor

@@ -1,0 +1,64 @@
+#pragma once
+// One rank's training loop: the data slice of each micro-batch, the pipeline
+// schedule with activation sends and receives, gradient reduction, global-norm
+// clipping, the learning-rate schedule and the optimizer step.
+#include <memory>
+#include <vector>
+
+#include "ztune/executor/backend.hpp"
+#include "ztune/executor/gpt_stage.hpp"
+#include "ztune/executor/param_store.hpp"
+#include "ztune/executor/process_groups.hpp"
+#include "ztune/executor/safetensors.hpp"
+#include "ztune/executor/token_source.hpp"
+#include "ztune/executor/train_options.hpp"
+#include "ztune/model/plan.hpp"
+#include "ztune/model/transformer.hpp"
+
+namespace ztune::executor {
+
+struct StepResult {
+  double loss = 0;       // mean over the global batch's tokens (all ranks agree)
+  double grad_norm = 0;  // before clipping
+  double lr = 0;
+  double seconds = 0;
+};
+
+class Trainer {
+ public:
+  Trainer(const Transformer& m, const Plan& plan, const TrainOptions& opt, Communicator& world, Backend& backend,
+          const TokenSource& data);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  /// Seeded initialisation, or the --init-from file (every rank reads its shards).
+  void initialise();
+  /// Runs global step `step` (0-based). Collective over the world.
+  StepResult step(int step);
+  /// learning rate of 0-based step `step`.
+  [[nodiscard]] double learning_rate(int step) const;
+
+  /// Full tensors with Hugging Face names and shapes, assembled on world rank 0
+  /// (empty elsewhere). Collective. `grads`: gradients (ZeRO stage < 2) instead of values.
+  std::vector<NamedTensor> collect_full(bool grads);
+
+  ProcessGroups& groups() { return groups_; }
+  ParamStore& store() { return *store_; }
+  [[nodiscard]] const Plan& plan() const { return plan_; }
+
+ private:
+  MicroBatch micro_batch(int step, int micro) const;
+  Transformer m_;
+  Plan plan_;
+  TrainOptions opt_;
+  Backend& be_;
+  const TokenSource& data_;
+  ProcessGroups groups_;
+  kernels::ThreadPool host_pool_;
+  std::unique_ptr<ParamStore> store_;
+  std::unique_ptr<GptStage> stage_;
+  bool dumped_grads_ = false;
+};
+
+}  // namespace ztune::executor

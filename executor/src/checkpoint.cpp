@@ -1,0 +1,136 @@
+#include "ztune/executor/checkpoint.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace ztune::executor {
+namespace {
+
+constexpr char kMagic[8] = {'Z', 'T', 'C', 'K', 'P', 'T', '0', '1'};
+
+struct Header {
+  char magic[8];
+  std::uint32_t version;
+  std::uint32_t world;
+  std::uint64_t plan_digest;
+  std::uint32_t rank;
+  std::uint32_t steps;
+  std::uint64_t floats;
+};
+
+std::uint64_t fnv1a(const std::string& bytes) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (char c : bytes) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  return h;
+}
+
+std::string step_dir(const std::string& dir, int steps) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step_%08d", steps);
+  return dir + "/" + name;
+}
+
+std::string shard_path(const std::string& dir, int steps, int rank) {
+  char name[32];
+  std::snprintf(name, sizeof name, "rank_%05d.ckpt", rank);
+  return step_dir(dir, steps) + "/" + name;
+}
+
+void fsync_path(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+}  // namespace
+
+std::optional<std::string> write_checkpoint_shard(const std::string& dir, int steps, const CheckpointId& id,
+                                                  const ParamStore& store) {
+  std::error_code ec;
+  std::filesystem::create_directories(step_dir(dir, steps), ec);
+  if (ec) return step_dir(dir, steps) + ": cannot create: " + ec.message();
+  std::ostringstream payload;
+  store.write_state(payload);
+  const std::string bytes = payload.str();
+  Header h{};
+  std::memcpy(h.magic, kMagic, sizeof kMagic);
+  h.version = kCheckpointVersion;
+  h.world = static_cast<std::uint32_t>(id.world);
+  h.plan_digest = id.plan_digest;
+  h.rank = static_cast<std::uint32_t>(id.rank);
+  h.steps = static_cast<std::uint32_t>(steps);
+  h.floats = bytes.size() / sizeof(float);
+  const std::uint64_t sum = fnv1a(bytes);
+  const std::string path = shard_path(dir, steps, id.rank), tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(&h), sizeof h);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.write(reinterpret_cast<const char*>(&sum), sizeof sum);
+    if (!out) return tmp + ": write failed";
+  }
+  fsync_path(tmp);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return path + ": rename failed";
+  return std::nullopt;
+}
+
+void commit_checkpoint(const std::string& dir, int steps) {
+  const std::string tmp = dir + "/latest.tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << steps << "\n";
+  }
+  fsync_path(tmp);
+  std::rename(tmp.c_str(), (dir + "/latest").c_str());
+}
+
+std::optional<int> latest_checkpoint(const std::string& dir, std::string& error) {
+  std::ifstream in(dir + "/latest");
+  int steps = -1;
+  if (!(in >> steps) || steps < 0) {
+    error = dir + "/latest: no committed checkpoint to resume from (run with --checkpoint-every N first)";
+    return std::nullopt;
+  }
+  return steps;
+}
+
+std::optional<std::string> read_checkpoint_shard(const std::string& dir, int steps, const CheckpointId& id,
+                                                 ParamStore& store) {
+  const std::string path = shard_path(dir, steps, id.rank);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return path + ": missing checkpoint shard";
+  Header h{};
+  in.read(reinterpret_cast<char*>(&h), sizeof h);
+  if (!in || std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) return path + ": not a ztune checkpoint shard (bad magic)";
+  if (h.version != kCheckpointVersion)
+    return path + ": checkpoint format version " + std::to_string(h.version) + ", this build reads " +
+           std::to_string(kCheckpointVersion);
+  if (h.plan_digest != id.plan_digest || h.world != static_cast<std::uint32_t>(id.world))
+    return path + ": written by a different plan or model (digest or world size differs); resume with the plan "
+                  "that wrote it, or start without --resume";
+  if (h.rank != static_cast<std::uint32_t>(id.rank) || h.steps != static_cast<std::uint32_t>(steps))
+    return path + ": header says rank " + std::to_string(h.rank) + " step " + std::to_string(h.steps) +
+           ", expected rank " + std::to_string(id.rank) + " step " + std::to_string(steps);
+  if (h.floats != store.state_floats())
+    return path + ": holds " + std::to_string(h.floats) + " floats, this rank's state has " +
+           std::to_string(store.state_floats());
+  std::string bytes(h.floats * sizeof(float), '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::uint64_t sum = 0;
+  in.read(reinterpret_cast<char*>(&sum), sizeof sum);
+  if (!in) return path + ": truncated (the file ends before its payload and checksum)";
+  if (sum != fnv1a(bytes)) return path + ": corrupt (checksum mismatch)";
+  std::istringstream payload(bytes);
+  store.read_state(payload);
+  return std::nullopt;
+}
+
+}  // namespace ztune::executor

@@ -1,0 +1,370 @@
+#include "ztune/executor/gpt_stage.hpp"
+
+#include <cassert>
+#include <stdexcept>
+#include <vector>
+
+namespace ztune::executor {
+
+struct GptStage::BlockParams {
+  int unit = 0;
+  int ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, mproj_w, mproj_b;
+};
+
+// What one block keeps for backward (shapes per rank; Ns = rows()).
+struct GptStage::LayerActs {
+  Buffer ln1, mean1, rstd1;  // [Ns, C], [Ns], [Ns]
+  Buffer qkv;                // [N, 3C/tp]
+  Buffer att;                // [B, NH/tp, T, T] (absent under selective recomputation)
+  Buffer atty;               // [N, C/tp]
+  Buffer x2;                 // [Ns, C] residual after attention
+  Buffer ln2, mean2, rstd2;  // [Ns, C], [Ns], [Ns]
+  Buffer fc, gelu;           // [N, 4C/tp]
+};
+
+struct GptStage::Acts {
+  std::vector<Buffer> residual;   // residual[l] = input of block l; residual[L] = stage output
+  std::vector<LayerActs> layers;  // empty entries under full recomputation
+  Buffer lnf, meanf, rstdf;       // head
+  Buffer logits, row_max, row_sum, losses;
+  double loss_sum = 0;
+};
+
+GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups, Backend& backend,
+                   ParamStore& store, float loss_scale)
+    : m_(m), plan_(plan), g_(groups), be_(backend), store_(store) {
+  const auto layout = stage_layout(m, g_.shape, g_.coords.pp_rank);
+  first_ = layout.has_embedding;
+  last_ = layout.has_head;
+  tp_ = g_.shape.tp;
+  sp_ = plan.sequence_parallel && tp_ > 1;
+  B_ = plan.micro_batch;
+  T_ = m.seq_len;
+  N_ = B_ * T_;
+  C_ = m.hidden;
+  Cl_ = C_ / tp_;
+  NHl_ = m.heads / tp_;
+  Fl_ = m.ffn_hidden / tp_;
+  Vl_ = m.vocab / tp_;
+  vocab_begin_ = g_.coords.tp_rank * Vl_;
+  rows_ = sp_ ? N_ / tp_ : N_;
+  layers_ = layout.layers;
+  first_layer_ = layout.first_layer;
+  embed_unit_ = 0;
+  head_unit_ = layout.head_unit();
+  auto need = [&](const std::string& name, int unit) {
+    const int id = store_.find(name, unit);
+    if (id < 0) throw std::logic_error("missing parameter " + name);
+    return id;
+  };
+  if (first_) {
+    wte_ = need("wte.weight", embed_unit_);
+    wpe_ = need("wpe.weight", embed_unit_);
+  }
+  if (last_) {
+    lnf_w_ = need("ln_f.weight", head_unit_);
+    lnf_b_ = need("ln_f.bias", head_unit_);
+    if (!first_) wte_ = need("wte.weight", head_unit_);
+  }
+  for (int l = 0; l < layers_; ++l) {
+    BlockParams p;
+    p.unit = layout.block_unit(l);
+    const std::string h = "h." + std::to_string(first_layer_ + l) + ".";
+    p.ln1_w = need(h + "ln_1.weight", p.unit);
+    p.ln1_b = need(h + "ln_1.bias", p.unit);
+    p.qkv_w = need(h + "attn.c_attn.weight", p.unit);
+    p.qkv_b = need(h + "attn.c_attn.bias", p.unit);
+    p.proj_w = need(h + "attn.c_proj.weight", p.unit);
+    p.proj_b = need(h + "attn.c_proj.bias", p.unit);
+    p.ln2_w = need(h + "ln_2.weight", p.unit);
+    p.ln2_b = need(h + "ln_2.bias", p.unit);
+    p.fc_w = need(h + "mlp.c_fc.weight", p.unit);
+    p.fc_b = need(h + "mlp.c_fc.bias", p.unit);
+    p.mproj_w = need(h + "mlp.c_proj.weight", p.unit);
+    p.mproj_b = need(h + "mlp.c_proj.bias", p.unit);
+    blocks_.push_back(p);
+  }
+  const int row0 = sp_ ? g_.coords.tp_rank * rows_ : 0;
+  for (int i = 0; i < rows_; ++i) positions_.push_back((row0 + i) % T_);
+  if (last_) {
+    dloss_ = be_.allocate(static_cast<std::size_t>(N_), MemCategory::logits);
+    std::vector<float> host(static_cast<std::size_t>(N_), loss_scale);
+    be_.from_host(dloss_.data(), host.data(), host.size());
+  }
+}
+
+GptStage::~GptStage() = default;
+
+const float* GptStage::gather_rows(const float* shard, Buffer& tmp) {
+  if (!sp_) return shard;
+  tmp = work(static_cast<std::size_t>(N_) * C_);
+  g_.tp->all_gather(shard, tmp.data(), static_cast<std::size_t>(rows_) * C_);
+  return tmp.data();
+}
+
+void GptStage::reduce_rows(float* partial, float* out) {
+  const auto n = static_cast<std::size_t>(rows_) * C_;
+  if (sp_) {
+    g_.tp->reduce_scatter(partial, out, n);
+    return;
+  }
+  if (tp_ > 1) g_.tp->all_reduce(partial, n);
+  be_.copy(out, partial, n);
+}
+
+void GptStage::embedding_forward(const MicroBatch& data, float* out) {
+  store_.acquire(embed_unit_, Direction::forward);
+  Buffer partial = work(static_cast<std::size_t>(N_) * C_);
+  be_.embedding_forward(partial.data(), data.tokens.data(), store_.param(wte_), N_, C_, vocab_begin_, Vl_);
+  reduce_rows(partial.data(), out);
+  Buffer pos = work(static_cast<std::size_t>(rows_) * C_);
+  be_.embedding_forward(pos.data(), positions_.data(), store_.param(wpe_), rows_, C_, 0, T_);
+  be_.accumulate(out, pos.data(), static_cast<long>(rows_) * C_);
+  store_.release(embed_unit_);
+}
+
+void GptStage::embedding_backward(const MicroBatch& data, const float* dres) {
+  store_.acquire(embed_unit_, Direction::backward);
+  be_.embedding_backward(store_.grad(wpe_), dres, positions_.data(), rows_, C_, 0, T_);
+  Buffer tmp;
+  const float* dfull = gather_rows(dres, tmp);
+  be_.embedding_backward(store_.grad(wte_), dfull, data.tokens.data(), N_, C_, vocab_begin_, Vl_);
+  store_.release(embed_unit_);
+}
+
+void GptStage::forward_block(int l, const float* x, LayerActs& la, float* out, bool keep_att) {
+  const auto& p = blocks_[static_cast<std::size_t>(l)];
+  const auto ns = static_cast<std::size_t>(rows_), n = static_cast<std::size_t>(N_);
+  const auto c = static_cast<std::size_t>(C_);
+  la.ln1 = act(ns * c);
+  la.mean1 = act(ns);
+  la.rstd1 = act(ns);
+  be_.layernorm_forward(la.ln1.data(), la.mean1.data(), la.rstd1.data(), x, store_.param(p.ln1_w),
+                        store_.param(p.ln1_b), rows_, C_);
+  Buffer tmp;
+  const float* ln1_full = gather_rows(la.ln1.data(), tmp);
+  la.qkv = act(n * 3 * Cl_);
+  be_.matmul_forward(la.qkv.data(), ln1_full, store_.param(p.qkv_w), store_.param(p.qkv_b), N_, C_, 3 * Cl_);
+  tmp.release();
+  const auto att_size = static_cast<std::size_t>(B_) * NHl_ * T_ * T_;
+  la.att = keep_att ? act(att_size) : work(att_size);
+  la.atty = act(n * Cl_);
+  be_.attention_forward(la.atty.data(), la.att.data(), la.qkv.data(), B_, T_, Cl_, NHl_);
+  if (!keep_att) la.att.release();
+  {
+    Buffer partial = work(n * c);
+    be_.matmul_forward(partial.data(), la.atty.data(), store_.param(p.proj_w), nullptr, N_, Cl_, C_);
+    la.x2 = act(ns * c);
+    reduce_rows(partial.data(), la.x2.data());
+  }
+  be_.add_bias(la.x2.data(), store_.param(p.proj_b), rows_, C_);
+  be_.accumulate(la.x2.data(), x, static_cast<long>(ns * c));  // x2 = x + attn
+  la.ln2 = act(ns * c);
+  la.mean2 = act(ns);
+  la.rstd2 = act(ns);
+  be_.layernorm_forward(la.ln2.data(), la.mean2.data(), la.rstd2.data(), la.x2.data(), store_.param(p.ln2_w),
+                        store_.param(p.ln2_b), rows_, C_);
+  const float* ln2_full = gather_rows(la.ln2.data(), tmp);
+  la.fc = act(n * Fl_);
+  be_.matmul_forward(la.fc.data(), ln2_full, store_.param(p.fc_w), store_.param(p.fc_b), N_, C_, Fl_);
+  tmp.release();
+  la.gelu = act(n * Fl_);
+  be_.gelu_forward(la.gelu.data(), la.fc.data(), static_cast<long>(n * Fl_));
+  Buffer partial = work(n * c);
+  be_.matmul_forward(partial.data(), la.gelu.data(), store_.param(p.mproj_w), nullptr, N_, Fl_, C_);
+  reduce_rows(partial.data(), out);
+  be_.add_bias(out, store_.param(p.mproj_b), rows_, C_);
+  be_.accumulate(out, la.x2.data(), static_cast<long>(ns * c));  // out = x2 + mlp
+}
+
+void GptStage::backward_block(int l, const float* dres, LayerActs& la, const float* x, float* dx) {
+  const auto& p = blocks_[static_cast<std::size_t>(l)];
+  const auto ns = static_cast<std::size_t>(rows_), n = static_cast<std::size_t>(N_);
+  const auto c = static_cast<std::size_t>(C_);
+  Buffer tmp, tmp2;
+  // MLP: out = x2 + c_proj(gelu(c_fc(ln2(x2)))).
+  Buffer dx2 = work(ns * c);
+  be_.copy(dx2.data(), dres, ns * c);
+  be_.bias_backward(store_.grad(p.mproj_b), dres, rows_, C_);
+  const float* dm_full = gather_rows(dres, tmp);
+  Buffer dg = work(n * Fl_);
+  be_.matmul_backward(dg.data(), store_.grad(p.mproj_w), nullptr, dm_full, la.gelu.data(), store_.param(p.mproj_w),
+                      N_, Fl_, C_);
+  tmp.release();
+  Buffer dfc = work(n * Fl_);
+  be_.gelu_backward(dfc.data(), la.fc.data(), dg.data(), static_cast<long>(n * Fl_));
+  dg.release();
+  Buffer dln2_full = work(n * c);
+  const float* ln2_full = gather_rows(la.ln2.data(), tmp2);
+  be_.matmul_backward(dln2_full.data(), store_.grad(p.fc_w), store_.grad(p.fc_b), dfc.data(), ln2_full,
+                      store_.param(p.fc_w), N_, C_, Fl_);
+  tmp2.release();
+  dfc.release();
+  Buffer dln2 = work(ns * c);
+  reduce_rows(dln2_full.data(), dln2.data());
+  dln2_full.release();
+  be_.layernorm_backward(dx2.data(), store_.grad(p.ln2_w), store_.grad(p.ln2_b), dln2.data(), la.x2.data(),
+                         store_.param(p.ln2_w), la.mean2.data(), la.rstd2.data(), rows_, C_);
+  dln2.release();
+  // Attention: x2 = x + c_proj(attn(c_attn(ln1(x)))).
+  be_.bias_backward(store_.grad(p.proj_b), dx2.data(), rows_, C_);
+  const float* dproj_full = gather_rows(dx2.data(), tmp);
+  Buffer datty = work(n * Cl_);
+  be_.matmul_backward(datty.data(), store_.grad(p.proj_w), nullptr, dproj_full, la.atty.data(),
+                      store_.param(p.proj_w), N_, Cl_, C_);
+  tmp.release();
+  Buffer att_tmp, atty_tmp;
+  const float* att = la.att.data();
+  if (la.att.empty()) {  // selective recomputation: the probabilities again
+    att_tmp = work(static_cast<std::size_t>(B_) * NHl_ * T_ * T_);
+    atty_tmp = work(n * Cl_);
+    be_.attention_forward(atty_tmp.data(), att_tmp.data(), la.qkv.data(), B_, T_, Cl_, NHl_);
+    att = att_tmp.data();
+  }
+  Buffer dqkv = work(n * 3 * Cl_);
+  be_.attention_backward(dqkv.data(), datty.data(), la.qkv.data(), att, B_, T_, Cl_, NHl_);
+  datty.release();
+  att_tmp.release();
+  atty_tmp.release();
+  Buffer dln1_full = work(n * c);
+  const float* ln1_full = gather_rows(la.ln1.data(), tmp);
+  be_.matmul_backward(dln1_full.data(), store_.grad(p.qkv_w), store_.grad(p.qkv_b), dqkv.data(), ln1_full,
+                      store_.param(p.qkv_w), N_, C_, 3 * Cl_);
+  tmp.release();
+  dqkv.release();
+  Buffer dln1 = work(ns * c);
+  reduce_rows(dln1_full.data(), dln1.data());
+  dln1_full.release();
+  be_.copy(dx, dx2.data(), ns * c);
+  be_.layernorm_backward(dx, store_.grad(p.ln1_w), store_.grad(p.ln1_b), dln1.data(), x, store_.param(p.ln1_w),
+                         la.mean1.data(), la.rstd1.data(), rows_, C_);
+}
+
+void GptStage::head_forward(Acts& a, const MicroBatch& data, const float* x) {
+  const auto ns = static_cast<std::size_t>(rows_), n = static_cast<std::size_t>(N_);
+  const auto c = static_cast<std::size_t>(C_);
+  store_.acquire(head_unit_, Direction::forward);
+  if (first_) store_.acquire(embed_unit_, Direction::forward);  // tied wte
+  a.lnf = act(ns * c);
+  a.meanf = act(ns);
+  a.rstdf = act(ns);
+  be_.layernorm_forward(a.lnf.data(), a.meanf.data(), a.rstdf.data(), x, store_.param(lnf_w_),
+                        store_.param(lnf_b_), rows_, C_);
+  Buffer tmp;
+  const float* lnf_full = gather_rows(a.lnf.data(), tmp);
+  a.logits = be_.allocate(n * Vl_, MemCategory::logits);
+  // logits[N, V/tp] = lnf · wte_shardᵀ
+  be_.gemm({false, true, N_, Vl_, C_, C_, C_, Vl_}, 1.0f, lnf_full, store_.param(wte_), 0.0f, a.logits.data());
+  tmp.release();
+  a.row_max = be_.allocate(n, MemCategory::logits);
+  a.row_sum = be_.allocate(n, MemCategory::logits);
+  a.losses = be_.allocate(n, MemCategory::logits);
+  Buffer target = work(n);
+  be_.ce_row_max(a.row_max.data(), a.logits.data(), N_, Vl_);
+  if (tp_ > 1) g_.tp->all_reduce(a.row_max.data(), n, ReduceOp::max);
+  be_.ce_row_sumexp(a.row_sum.data(), a.logits.data(), a.row_max.data(), N_, Vl_);
+  be_.ce_target_logit(target.data(), a.logits.data(), data.targets.data(), N_, Vl_, vocab_begin_);
+  if (tp_ > 1) {
+    g_.tp->all_reduce(a.row_sum.data(), n);
+    g_.tp->all_reduce(target.data(), n);
+  }
+  be_.ce_loss(a.losses.data(), a.row_max.data(), a.row_sum.data(), target.data(), N_);
+  std::vector<float> host(n);
+  be_.to_host(host.data(), a.losses.data(), n);
+  a.loss_sum = 0;
+  for (float v : host) a.loss_sum += v;
+  if (first_) store_.release(embed_unit_);
+  store_.release(head_unit_);
+}
+
+void GptStage::head_backward(Acts& a, const MicroBatch& data, const float* x, float* dx) {
+  const auto ns = static_cast<std::size_t>(rows_), n = static_cast<std::size_t>(N_);
+  const auto c = static_cast<std::size_t>(C_);
+  store_.acquire(head_unit_, Direction::backward);
+  if (first_) store_.acquire(embed_unit_, Direction::backward);
+  Buffer dlogits = work(n * Vl_);
+  be_.ce_backward(dlogits.data(), a.logits.data(), a.row_max.data(), a.row_sum.data(), data.targets.data(),
+                  dloss_.data(), N_, Vl_, vocab_begin_);
+  a.logits.release();
+  Buffer tmp;
+  const float* lnf_full = gather_rows(a.lnf.data(), tmp);
+  Buffer dlnf_full = work(n * c);
+  be_.gemm({false, false, N_, C_, Vl_, Vl_, C_, C_}, 1.0f, dlogits.data(), store_.param(wte_), 0.0f,
+           dlnf_full.data());
+  be_.gemm({true, false, Vl_, C_, N_, Vl_, C_, C_}, 1.0f, dlogits.data(), lnf_full, 1.0f, store_.grad(wte_));
+  tmp.release();
+  dlogits.release();
+  Buffer dlnf = work(ns * c);
+  reduce_rows(dlnf_full.data(), dlnf.data());
+  be_.zero(dx, ns * c);
+  be_.layernorm_backward(dx, store_.grad(lnf_w_), store_.grad(lnf_b_), dlnf.data(), x, store_.param(lnf_w_),
+                         a.meanf.data(), a.rstdf.data(), rows_, C_);
+  if (first_) store_.release(embed_unit_);
+  store_.release(head_unit_);
+}
+
+const float* GptStage::forward(int mb, const MicroBatch& data, const float* input) {
+  auto a = std::make_unique<Acts>();
+  const auto ns = static_cast<std::size_t>(rows_) * C_;
+  a->residual.resize(static_cast<std::size_t>(layers_) + 1);
+  a->layers.resize(static_cast<std::size_t>(layers_));
+  a->residual[0] = act(ns);
+  if (first_) {
+    embedding_forward(data, a->residual[0].data());
+  } else {
+    be_.copy(a->residual[0].data(), input, ns);
+  }
+  const bool full = plan_.recompute == Recompute::full;
+  const bool keep_att = plan_.recompute == Recompute::none;
+  for (int l = 0; l < layers_; ++l) {
+    const auto li = static_cast<std::size_t>(l);
+    a->residual[li + 1] = act(ns);
+    store_.acquire(blocks_[li].unit, Direction::forward);
+    forward_block(l, a->residual[li].data(), a->layers[li], a->residual[li + 1].data(), keep_att);
+    store_.release(blocks_[li].unit);
+    if (full) a->layers[li] = LayerActs{};  // keep only the block input (Korthikanti §5)
+  }
+  if (last_) head_forward(*a, data, a->residual.back().data());
+  const float* out = last_ ? nullptr : a->residual.back().data();
+  acts_[mb] = std::move(a);
+  return out;
+}
+
+double GptStage::loss_sum(int mb) const { return acts_.at(mb)->loss_sum; }
+
+const float* GptStage::backward(int mb, const MicroBatch& data, const float* dout, bool last_micro) {
+  auto& a = *acts_.at(mb);
+  const auto ns = static_cast<std::size_t>(rows_) * C_;
+  Buffer d = work(ns), dnext = work(ns);
+  if (last_) {
+    head_backward(a, data, a.residual.back().data(), d.data());
+    store_.unit_backward_done(head_unit_, last_micro);
+  } else {
+    be_.copy(d.data(), dout, ns);
+  }
+  a.residual.back().release();
+  for (int l = layers_ - 1; l >= 0; --l) {
+    const auto li = static_cast<std::size_t>(l);
+    store_.acquire(blocks_[li].unit, Direction::backward);
+    if (plan_.recompute == Recompute::full) {
+      Buffer scratch = work(ns);
+      forward_block(l, a.residual[li].data(), a.layers[li], scratch.data(), true);
+    }
+    backward_block(l, d.data(), a.layers[li], a.residual[li].data(), dnext.data());
+    a.layers[li] = LayerActs{};
+    store_.release(blocks_[li].unit);
+    store_.unit_backward_done(blocks_[li].unit, last_micro);
+    std::swap(d, dnext);
+    a.residual[li + 1].release();
+  }
+  if (first_) {
+    embedding_backward(data, d.data());
+    store_.unit_backward_done(embed_unit_, last_micro);
+  }
+  acts_.erase(mb);
+  if (first_) return nullptr;
+  dinput_ = std::move(d);
+  return dinput_.data();
+}
+
+}  // namespace ztune::executor

@@ -1,0 +1,396 @@
+#include "ztune/executor/param_store.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <istream>
+#include <ostream>
+#include <stdexcept>
+
+#include "ztune/executor/host_adam.hpp"
+
+namespace ztune::executor {
+
+struct ParamStore::Bucket {
+  int first_unit = 0, last_unit = 0;
+  int first_param = 0, end_param = 0;
+  std::size_t numel = 0, padded = 0, piece = 0;
+  std::size_t offset = 0;        // in the full flat buffers
+  std::size_t shard_offset = 0;  // in the owned-piece buffers
+  bool deferred = false;         // reduced in finish_backward (tied embedding, or no overlap)
+  bool persistent = false;       // stage 3: stays gathered until the optimizer step
+  bool has_sp_partial = false;
+  int units_done = 0;
+  int refs = 0;
+  Buffer gathered;               // stage 3
+  RequestPtr gather_req;
+  Buffer grad_work;              // stages 2/3: this micro-batch's full-bucket gradients
+};
+
+struct ParamStore::Pending {
+  int bucket = 0;
+  RequestPtr request;
+  Buffer recv;  // stages 2/3: reduce-scattered piece, added to the owned gradients
+};
+
+ParamStore::ParamStore(std::vector<ParamSpec> specs, int units, const StoreOptions& options, Backend& backend,
+                       ProcessGroups& groups, kernels::ThreadPool& host_pool)
+    : specs_(std::move(specs)), opt_(options), be_(backend), g_(groups), host_pool_(host_pool) {
+  dp_ = g_.dp->size();
+  dp_rank_ = g_.dp->rank();
+  // Units' sizes, then greedy buckets of consecutive units up to bucket_elems.
+  std::vector<std::size_t> unit_numel(static_cast<std::size_t>(units), 0);
+  for (const auto& p : specs_) unit_numel[static_cast<std::size_t>(p.unit)] += p.shard.numel();
+  unit_bucket_.assign(static_cast<std::size_t>(units), 0);
+  for (int u = 0; u < units; ++u) {
+    const bool fits = !buckets_.empty() &&
+                      static_cast<double>(buckets_.back().numel + unit_numel[static_cast<std::size_t>(u)]) <=
+                          opt_.bucket_elems;
+    if (!fits) {
+      buckets_.emplace_back();
+      buckets_.back().first_unit = u;
+    }
+    buckets_.back().last_unit = u;
+    buckets_.back().numel += unit_numel[static_cast<std::size_t>(u)];
+    unit_bucket_[static_cast<std::size_t>(u)] = static_cast<int>(buckets_.size()) - 1;
+  }
+  param_offset_.resize(specs_.size());
+  param_bucket_.resize(specs_.size());
+  std::vector<std::size_t> fill(buckets_.size(), 0);
+  for (auto& b : buckets_) b.first_param = -1;
+  for (std::size_t i = 0; i < specs_.size(); ++i) {
+    const int bi = unit_bucket_[static_cast<std::size_t>(specs_[i].unit)];
+    auto& b = buckets_[static_cast<std::size_t>(bi)];
+    if (b.first_param < 0) b.first_param = static_cast<int>(i);
+    b.end_param = static_cast<int>(i) + 1;
+    param_bucket_[i] = bi;
+    param_offset_[i] = fill[static_cast<std::size_t>(bi)];
+    fill[static_cast<std::size_t>(bi)] += specs_[i].shard.numel();
+    if (specs_[i].sp_partial && opt_.sequence_parallel) b.has_sp_partial = true;
+    const bool tied = specs_[i].name == "wte.weight" && g_.embed != nullptr;
+    if (tied || !opt_.overlap_comm) b.deferred = true;
+  }
+  for (auto& b : buckets_) {
+    b.piece = (b.numel + static_cast<std::size_t>(dp_) - 1) / static_cast<std::size_t>(dp_);
+    b.padded = b.piece * static_cast<std::size_t>(dp_);
+    b.offset = full_size_;
+    b.shard_offset = shard_size_;
+    full_size_ += b.padded;
+    shard_size_ += b.piece;
+    b.persistent = stage3();
+    for (int i = b.first_param; i < b.end_param; ++i)
+      if (static_cast<double>(specs_[static_cast<std::size_t>(i)].shard.numel()) >= opt_.persistence_threshold)
+        b.persistent = false;
+  }
+  // Storage by stage (ZeRO paper §5: P_os, P_os+g, P_os+g+p).
+  if (stage3()) {
+    param_shards_ = be_.allocate(shard_size_, MemCategory::params);
+  } else {
+    params_ = be_.allocate(full_size_, MemCategory::params);
+  }
+  if (opt_.zero_stage >= 2) {
+    grad_shards_ = be_.allocate(shard_size_, MemCategory::grads);
+  } else {
+    grads_ = be_.allocate(full_size_, MemCategory::grads);
+  }
+  const std::size_t opt_size = opt_.zero_stage >= 1 ? shard_size_ : full_size_;
+  if (opt_.offload_optimizer) {
+    host_master_ = be_.allocate(opt_size, MemCategory::host_optimizer);
+    host_m_ = be_.allocate(opt_size, MemCategory::host_optimizer);
+    host_v_ = be_.allocate(opt_size, MemCategory::host_optimizer);
+    host_grad_ = be_.allocate(opt_size, MemCategory::host_staging);
+  } else {
+    m_ = be_.allocate(opt_size, MemCategory::optimizer);
+    v_ = be_.allocate(opt_size, MemCategory::optimizer);
+  }
+}
+
+ParamStore::~ParamStore() {
+  for (auto& p : pending_) p.request->wait();
+  for (auto& b : buckets_)
+    if (b.gather_req) b.gather_req->wait();
+}
+
+int ParamStore::buckets() const { return static_cast<int>(buckets_.size()); }
+
+int ParamStore::find(std::string_view name, int unit) const {
+  for (std::size_t i = 0; i < specs_.size(); ++i)
+    if (specs_[i].unit == unit && specs_[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+ParamStore::Bucket& ParamStore::bucket_of_unit(int unit) {
+  return buckets_[static_cast<std::size_t>(unit_bucket_[static_cast<std::size_t>(unit)])];
+}
+
+float* ParamStore::param(int id) {
+  const auto i = static_cast<std::size_t>(id);
+  auto& b = buckets_[static_cast<std::size_t>(param_bucket_[i])];
+  if (!stage3()) return params_.data() + b.offset + param_offset_[i];
+  assert(!b.gathered.empty() && !b.gather_req && "ZeRO-3 parameter used outside acquire/release");
+  return b.gathered.data() + param_offset_[i];
+}
+
+float* ParamStore::grad(int id) {
+  const auto i = static_cast<std::size_t>(id);
+  auto& b = buckets_[static_cast<std::size_t>(param_bucket_[i])];
+  if (opt_.zero_stage < 2) return grads_.data() + b.offset + param_offset_[i];
+  if (b.grad_work.empty()) b.grad_work = be_.allocate(b.padded, MemCategory::grads);
+  return b.grad_work.data() + param_offset_[i];
+}
+
+float* ParamStore::owned_param_piece(Bucket& b) {
+  if (stage3()) return param_shards_.data() + b.shard_offset;
+  return params_.data() + b.offset + static_cast<std::size_t>(dp_rank_) * b.piece;
+}
+
+float* ParamStore::owned_grad_piece(Bucket& b) {
+  if (opt_.zero_stage >= 2) return grad_shards_.data() + b.shard_offset;
+  return grads_.data() + b.offset + static_cast<std::size_t>(dp_rank_) * b.piece;
+}
+
+void ParamStore::start_gather(Bucket& b) {
+  b.gathered = be_.allocate(b.padded, MemCategory::zero3_gathered);
+  float* mine = b.gathered.data() + static_cast<std::size_t>(dp_rank_) * b.piece;
+  be_.copy(mine, param_shards_.data() + b.shard_offset, b.piece);
+  b.gather_req = g_.dp->all_gather_async(mine, b.gathered.data(), b.piece);
+}
+
+void ParamStore::acquire(int unit, Direction dir) {
+  if (!stage3()) return;
+  auto& b = bucket_of_unit(unit);
+  if (b.gathered.empty()) start_gather(b);
+  if (b.gather_req) {
+    b.gather_req->wait();
+    b.gather_req.reset();
+  }
+  ++b.refs;
+  // Prefetch the bucket the next layer will need (ZeRO-3 prefetch, one bucket ahead).
+  const int bi = unit_bucket_[static_cast<std::size_t>(unit)];
+  const int next = dir == Direction::forward ? bi + 1 : bi - 1;
+  if (next >= 0 && next < buckets() && buckets_[static_cast<std::size_t>(next)].gathered.empty())
+    start_gather(buckets_[static_cast<std::size_t>(next)]);
+}
+
+void ParamStore::release(int unit) {
+  if (!stage3()) return;
+  auto& b = bucket_of_unit(unit);
+  assert(b.refs > 0);
+  if (--b.refs == 0 && !b.persistent) b.gathered.release();
+}
+
+void ParamStore::initialise(const std::function<void(int, float*)>& fill) {
+  for (auto& b : buckets_) {
+    // Build the full bucket, then keep what this rank stores.
+    Buffer full = be_.allocate(b.padded, MemCategory::workspace);
+    std::vector<float> host;
+    for (int i = b.first_param; i < b.end_param; ++i) {
+      const auto& s = specs_[static_cast<std::size_t>(i)];
+      host.assign(s.shard.numel(), 0.0f);
+      fill(i, host.data());
+      be_.from_host(full.data() + param_offset_[static_cast<std::size_t>(i)], host.data(), host.size());
+    }
+    if (stage3()) {
+      be_.copy(param_shards_.data() + b.shard_offset, full.data() + static_cast<std::size_t>(dp_rank_) * b.piece,
+               b.piece);
+    } else {
+      be_.copy(params_.data() + b.offset, full.data(), b.padded);
+    }
+  }
+  if (opt_.offload_optimizer) {
+    for (auto& b : buckets_) {
+      const std::size_t off = opt_.zero_stage >= 1 ? b.shard_offset : b.offset;
+      const std::size_t len = opt_.zero_stage >= 1 ? b.piece : b.padded;
+      be_.to_host(host_master_.data() + off,
+                  opt_.zero_stage >= 1 ? owned_param_piece(b) : params_.data() + b.offset, len);
+    }
+  }
+}
+
+std::vector<float> ParamStore::local_values(int id) {
+  const auto i = static_cast<std::size_t>(id);
+  const auto unit = specs_[i].unit;
+  acquire(unit, Direction::forward);
+  std::vector<float> out(specs_[i].shard.numel());
+  be_.to_host(out.data(), param(id), out.size());
+  release(unit);
+  // acquire() may have prefetched the next bucket: settle it so nothing is in flight.
+  for (auto& b : buckets_) {
+    if (b.gather_req) {
+      b.gather_req->wait();
+      b.gather_req.reset();
+    }
+    if (stage3() && b.refs == 0 && !b.persistent) b.gathered.release();
+  }
+  return out;
+}
+
+void ParamStore::zero_grads() {
+  if (!grads_.empty()) be_.zero(grads_.data(), grads_.size());
+  if (!grad_shards_.empty()) be_.zero(grad_shards_.data(), grad_shards_.size());
+  for (auto& b : buckets_) b.units_done = 0;
+}
+
+void ParamStore::sync_replicas(Bucket& b) {
+  // Under sequence parallelism each tensor-parallel rank saw only its part of the
+  // sequence: sum the replicated tensors' gradients over the group (Korthikanti §4.2.2).
+  if (!b.has_sp_partial) return;
+  for (int i = b.first_param; i < b.end_param; ++i) {
+    const auto& s = specs_[static_cast<std::size_t>(i)];
+    if (s.sp_partial) g_.tp->all_reduce(grad(i), s.shard.numel());
+  }
+}
+
+void ParamStore::launch_reduction(Bucket& b) {
+  sync_replicas(b);
+  Pending p;
+  p.bucket = static_cast<int>(&b - buckets_.data());
+  if (opt_.zero_stage < 2) {
+    if (dp_ == 1) return;
+    p.request = g_.dp->all_reduce_async(grads_.data() + b.offset, b.padded);
+  } else {
+    if (b.grad_work.empty()) b.grad_work = be_.allocate(b.padded, MemCategory::grads);
+    p.recv = be_.allocate(b.piece, MemCategory::comm_buckets);
+    p.request = g_.dp->reduce_scatter_async(b.grad_work.data(), p.recv.data(), b.piece);
+  }
+  pending_.push_back(std::move(p));
+}
+
+void ParamStore::bucket_ready(Bucket& b, bool last_micro) {
+  const bool reduce_now = opt_.zero_stage >= 2 || last_micro;
+  if (reduce_now && !b.deferred) launch_reduction(b);
+}
+
+void ParamStore::unit_backward_done(int unit, bool last_micro) {
+  auto& b = bucket_of_unit(unit);
+  if (++b.units_done == b.last_unit - b.first_unit + 1) bucket_ready(b, last_micro);
+}
+
+void ParamStore::finish_backward(bool last_micro) {
+  const bool reduce_now = opt_.zero_stage >= 2 || last_micro;
+  for (auto& b : buckets_) {
+    b.units_done = 0;
+    if (!reduce_now || !b.deferred) continue;
+    // Tied embeddings across stages: first and last stage sum their wte gradients.
+    if (g_.embed != nullptr && last_micro) {
+      for (int i = b.first_param; i < b.end_param; ++i)
+        if (specs_[static_cast<std::size_t>(i)].name == "wte.weight")
+          g_.embed->all_reduce(grad(i), specs_[static_cast<std::size_t>(i)].shard.numel());
+    }
+    launch_reduction(b);
+  }
+  for (auto& p : pending_) {
+    p.request->wait();
+    if (opt_.zero_stage >= 2) {
+      auto& b = buckets_[static_cast<std::size_t>(p.bucket)];
+      be_.accumulate(grad_shards_.data() + b.shard_offset, p.recv.data(), static_cast<long>(b.piece));
+      b.grad_work.release();
+    }
+  }
+  pending_.clear();
+}
+
+double ParamStore::owned_grad_sq() {
+  double s = 0;
+  for (auto& b : buckets_) {
+    const std::size_t lo = static_cast<std::size_t>(dp_rank_) * b.piece, hi = lo + b.piece;
+    const float* g = owned_grad_piece(b);
+    for (int i = b.first_param; i < b.end_param; ++i) {
+      const auto& spec = specs_[static_cast<std::size_t>(i)];
+      if (!spec.counted_in_norm) continue;
+      const std::size_t p0 = param_offset_[static_cast<std::size_t>(i)], p1 = p0 + spec.shard.numel();
+      const std::size_t a = std::max(lo, p0), e = std::min(hi, p1);
+      if (a < e) s += be_.sum_squares(g + (a - lo), static_cast<long>(e - a));
+    }
+  }
+  return s;
+}
+
+void ParamStore::scale_grads(float s) {
+  if (opt_.zero_stage == 0) {
+    be_.scale(grads_.data(), s, static_cast<long>(grads_.size()));
+    return;
+  }
+  for (auto& b : buckets_) be_.scale(owned_grad_piece(b), s, static_cast<long>(b.piece));
+}
+
+void ParamStore::optimizer_step(const kernels::AdamWParams& h) {
+  auto update = [&](float* p, const float* g, std::size_t off, std::size_t len) {
+    if (!opt_.offload_optimizer) {
+      be_.adamw(p, g, m_.data() + off, v_.data() + off, static_cast<long>(len), h);
+      return;
+    }
+    // ZeRO-Offload: gradients down, Adam on the host, parameters back up.
+    {
+      ScopedOp t(be_.ops(), OpKind::offload_copy, static_cast<double>(len * sizeof(float)));
+      be_.to_host(host_grad_.data() + off, g, len);
+    }
+    {
+      ScopedOp t(be_.ops(), OpKind::host_adam);
+      host_adamw(host_master_.data() + off, host_grad_.data() + off, host_m_.data() + off, host_v_.data() + off, len,
+                 h, host_pool_);
+    }
+    ScopedOp t(be_.ops(), OpKind::offload_copy, static_cast<double>(len * sizeof(float)));
+    be_.from_host(p, host_master_.data() + off, len);
+  };
+  if (opt_.zero_stage == 0) {
+    update(params_.data(), grads_.data(), 0, full_size_);
+    return;
+  }
+  for (auto& b : buckets_) update(owned_param_piece(b), owned_grad_piece(b), b.shard_offset, b.piece);
+  if (stage3()) {
+    for (auto& b : buckets_) b.gathered.release();  // persistent copies are stale now
+    return;
+  }
+  std::vector<RequestPtr> gathers;
+  for (auto& b : buckets_) {
+    float* mine = params_.data() + b.offset + static_cast<std::size_t>(dp_rank_) * b.piece;
+    if (dp_ > 1) gathers.push_back(g_.dp->all_gather_async(mine, params_.data() + b.offset, b.piece));
+  }
+  for (auto& r : gathers) r->wait();
+}
+
+std::size_t ParamStore::state_floats() const {
+  const std::size_t params = stage3() ? shard_size_ : full_size_;
+  const std::size_t opt = opt_.zero_stage >= 1 ? shard_size_ : full_size_;
+  return params + (opt_.offload_optimizer ? 3 : 2) * opt;
+}
+
+namespace {
+void write_floats(std::ostream& out, const Buffer& b, Backend& be) {
+  std::vector<float> host(b.size());
+  be.to_host(host.data(), b.data(), host.size());
+  out.write(reinterpret_cast<const char*>(host.data()), static_cast<std::streamsize>(host.size() * sizeof(float)));
+}
+void read_floats(std::istream& in, Buffer& b, Backend& be) {
+  std::vector<float> host(b.size());
+  in.read(reinterpret_cast<char*>(host.data()), static_cast<std::streamsize>(host.size() * sizeof(float)));
+  if (!in) throw std::runtime_error("checkpoint ends early");
+  be.from_host(b.data(), host.data(), host.size());
+}
+}  // namespace
+
+void ParamStore::write_state(std::ostream& out) const {
+  write_floats(out, stage3() ? param_shards_ : params_, be_);
+  if (opt_.offload_optimizer) {
+    write_floats(out, host_master_, be_);
+    write_floats(out, host_m_, be_);
+    write_floats(out, host_v_, be_);
+  } else {
+    write_floats(out, m_, be_);
+    write_floats(out, v_, be_);
+  }
+}
+
+void ParamStore::read_state(std::istream& in) {
+  read_floats(in, stage3() ? param_shards_ : params_, be_);
+  if (opt_.offload_optimizer) {
+    read_floats(in, host_master_, be_);
+    read_floats(in, host_m_, be_);
+    read_floats(in, host_v_, be_);
+  } else {
+    read_floats(in, m_, be_);
+    read_floats(in, v_, be_);
+  }
+}
+
+}  // namespace ztune::executor

@@ -1,0 +1,44 @@
+#include "ztune/executor/plan_support.hpp"
+
+namespace ztune::executor {
+
+std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& m, int world) {
+  auto s = [](auto v) { return std::to_string(v); };
+  if (p.gpus() != world)
+    return "$.plan: dp×tp×pp = " + s(p.dp) + "×" + s(p.tp) + "×" + s(p.pp) + " = " + s(p.gpus()) +
+           " ranks, but the job has " + s(world) + " (run with -np " + s(p.gpus()) + ")";
+  if (p.precision != Precision::fp32)
+    return "$.plan.precision: the CPU backend trains in fp32; got \"" + to_string(p.precision) +
+           "\" (16-bit precision needs the CUDA backend)";
+  if (p.schedule == Schedule::interleaved || p.virtual_stages > 1)
+    return "$.plan.schedule: interleaved 1F1B (virtual stages) is not implemented by the executor yet";
+  if (p.offload_params != OffloadTarget::none)
+    return "$.plan.offload.params: parameter offload is not implemented by the executor yet";
+  if (p.offload_optimizer == OffloadTarget::nvme)
+    return "$.plan.offload.optimizer: NVMe optimizer offload is not implemented by the executor yet";
+  if (p.onebit_adam) return "$.plan.onebit_adam: 1-bit Adam is not implemented by the executor yet";
+  if (p.sparse_attention != SparseLayout::none)
+    return "$.plan.sparse_attention: block-sparse attention is not implemented by the executor yet";
+  if (p.zeropp) return "$.plan.zeropp: ZeRO++ is not implemented by the executor yet";
+  if (p.pp > 1 && p.zero_stage > 1)
+    return "$.plan.zero_stage: " + s(p.zero_stage) +
+           " with pipeline parallelism; like DeepSpeed's pipeline engine, ZeRO stages 2 and 3 need pp = 1";
+  if (m.activation != Activation::gelu || m.norm != NormKind::layernorm ||
+      m.position != PositionEmbedding::learned || !m.bias || !m.tied_embeddings || m.kv_heads != m.heads)
+    return "$.model: the executor trains GPT-2-style models only (GELU, LayerNorm, learned positions, biases, "
+           "tied embeddings, no grouped-query attention)";
+  if (m.heads % p.tp != 0) return "$.plan.tp: " + s(p.tp) + " does not divide heads " + s(m.heads);
+  if (m.ffn_hidden % p.tp != 0) return "$.plan.tp: " + s(p.tp) + " does not divide ffn_hidden " + s(m.ffn_hidden);
+  if (m.vocab % p.tp != 0)
+    return "$.plan.tp: " + s(p.tp) + " does not divide the vocabulary " + s(m.vocab) +
+           " (vocabulary padding is not implemented)";
+  if (m.layers % p.pp != 0) return "$.plan.pp: " + s(p.pp) + " does not divide layers " + s(m.layers);
+  if (p.sequence_parallel && (static_cast<long>(p.micro_batch) * m.seq_len) % p.tp != 0)
+    return "$.plan.sequence_parallel: micro_batch × seq_len = " + s(static_cast<long>(p.micro_batch) * m.seq_len) +
+           " rows do not split over tp " + s(p.tp);
+  if (static_cast<std::int64_t>(p.micro_batch) * p.grad_accum * p.dp != p.global_batch)
+    return "$.plan.global_batch: expected micro_batch × grad_accum × dp";
+  return std::nullopt;
+}
+
+}  // namespace ztune::executor

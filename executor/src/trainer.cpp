@@ -1,0 +1,216 @@
+#include "ztune/executor/trainer.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+#include "ztune/executor/init.hpp"
+#include "ztune/executor/pipeline_schedule.hpp"
+
+namespace ztune::executor {
+namespace {
+constexpr int kTagActivation = 1;
+constexpr int kTagGradient = 2;
+constexpr int kTagCollect = 3;
+}  // namespace
+
+Trainer::Trainer(const Transformer& m, const Plan& plan, const TrainOptions& opt, Communicator& world,
+                 Backend& backend, const TokenSource& data)
+    : m_(m), plan_(plan), opt_(opt), be_(backend), data_(data),
+      groups_(make_process_groups(world, {plan.dp, plan.tp, plan.pp})), host_pool_(opt.threads) {
+  StoreOptions so;
+  so.zero_stage = plan.zero_stage;
+  so.offload_optimizer = plan.offload_optimizer == OffloadTarget::cpu;
+  so.overlap_comm = plan.overlap_comm;
+  so.sequence_parallel = plan.sequence_parallel && plan.tp > 1;
+  so.bucket_elems = plan.reduce_bucket_elems;
+  so.persistence_threshold = plan.param_persistence_threshold;
+  const auto layout = stage_layout(m, groups_.shape, groups_.coords.pp_rank);
+  store_ = std::make_unique<ParamStore>(param_specs(m, groups_.shape, groups_.coords), layout.units, so, be_, groups_,
+                                        host_pool_);
+  const double tokens = static_cast<double>(plan.global_batch) * m.seq_len;
+  stage_ = std::make_unique<GptStage>(m, plan, groups_, be_, *store_, static_cast<float>(1.0 / tokens));
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::initialise() {
+  const auto& specs = store_->specs();
+  if (opt_.init_from.empty()) {
+    store_->initialise([&](int id, float* out) { init_param(out, specs[static_cast<std::size_t>(id)], opt_.seed); });
+    return;
+  }
+  SafetensorsFile file(opt_.init_from);
+  store_->initialise([&](int id, float* out) {
+    const auto& s = specs[static_cast<std::size_t>(id)];
+    const auto full = file.read(s.name, s.hf_shape);
+    for (std::size_t i = 0; i < s.shard.numel(); ++i) out[i] = full[s.shard.full_index(i)];
+  });
+}
+
+MicroBatch Trainer::micro_batch(int step, int micro) const {
+  // This data-parallel rank's slice of the step's batch: sequences
+  // [dp_rank·mb·GA, (dp_rank + 1)·mb·GA), micro-batch `micro` of them.
+  const int t = m_.seq_len;
+  MicroBatch mb;
+  mb.tokens.resize(static_cast<std::size_t>(plan_.micro_batch) * t);
+  mb.targets.resize(mb.tokens.size());
+  std::vector<std::int32_t> seq(static_cast<std::size_t>(t) + 1);
+  for (int i = 0; i < plan_.micro_batch; ++i) {
+    const std::int64_t index = static_cast<std::int64_t>(step) * plan_.global_batch +
+                               static_cast<std::int64_t>(groups_.coords.dp_rank) * plan_.micro_batch * plan_.grad_accum +
+                               static_cast<std::int64_t>(micro) * plan_.micro_batch + i;
+    data_.sequence(index, t, seq.data());
+    for (int j = 0; j < t; ++j) {
+      mb.tokens[static_cast<std::size_t>(i * t + j)] = seq[static_cast<std::size_t>(j)];
+      mb.targets[static_cast<std::size_t>(i * t + j)] = seq[static_cast<std::size_t>(j) + 1];
+    }
+  }
+  return mb;
+}
+
+double Trainer::learning_rate(int step) const {
+  const double lr = opt_.lr, min_lr = opt_.lr * opt_.min_lr_ratio;
+  if (step < opt_.warmup_steps) return lr * (step + 1) / opt_.warmup_steps;
+  const int decay = std::max(1, opt_.steps - opt_.warmup_steps);
+  const double progress = std::min(1.0, static_cast<double>(step - opt_.warmup_steps) / decay);
+  return min_lr + 0.5 * (lr - min_lr) * (1.0 + std::cos(M_PI * progress));
+}
+
+StepResult Trainer::step(int step) {
+  const auto start = std::chrono::steady_clock::now();
+  auto& pp = *groups_.pp;
+  const bool first = groups_.first_stage(), last = groups_.last_stage();
+  const int stage = groups_.coords.pp_rank;
+  const std::size_t act_size = static_cast<std::size_t>(stage_->rows()) * stage_->hidden();
+  store_->zero_grads();
+  std::vector<MicroBatch> data;
+  for (int i = 0; i < plan_.grad_accum; ++i) data.push_back(micro_batch(step, i));
+  // Sends are asynchronous (their buffers live until the end of the step) and
+  // receives blocking: with either schedule that cannot deadlock.
+  std::vector<std::pair<RequestPtr, Buffer>> sends;
+  double loss_sum = 0;
+  for (const auto& a : pipeline_schedule(plan_.schedule, plan_.pp, stage, plan_.grad_accum)) {
+    const auto& mb = data[static_cast<std::size_t>(a.micro)];
+    if (a.forward) {
+      Buffer in;
+      if (!first) {
+        in = be_.allocate(act_size, MemCategory::comm_buckets);
+        pp.recv(in.data(), act_size, stage - 1, kTagActivation);
+      }
+      const float* out = stage_->forward(a.micro, mb, in.data());
+      if (last) {
+        loss_sum += stage_->loss_sum(a.micro);
+      } else {
+        Buffer buf = be_.allocate(act_size, MemCategory::comm_buckets);
+        be_.copy(buf.data(), out, act_size);
+        auto r = pp.send_async(buf.data(), act_size, stage + 1, kTagActivation);
+        sends.emplace_back(std::move(r), std::move(buf));
+      }
+    } else {
+      Buffer dout;
+      if (!last) {
+        dout = be_.allocate(act_size, MemCategory::comm_buckets);
+        pp.recv(dout.data(), act_size, stage + 1, kTagGradient);
+      }
+      const bool last_micro = a.micro == plan_.grad_accum - 1;
+      const float* din = stage_->backward(a.micro, mb, dout.data(), last_micro);
+      store_->finish_backward(last_micro);
+      if (!first) {
+        Buffer buf = be_.allocate(act_size, MemCategory::comm_buckets);
+        be_.copy(buf.data(), din, act_size);
+        auto r = pp.send_async(buf.data(), act_size, stage - 1, kTagGradient);
+        sends.emplace_back(std::move(r), std::move(buf));
+      }
+    }
+  }
+  for (auto& s : sends) s.first->wait();
+  sends.clear();
+
+  StepResult r;
+  // The loss lives on the last stage; tensor-parallel ranks hold copies: count tp rank 0.
+  double sums[2] = {last && groups_.coords.tp_rank == 0 ? loss_sum : 0.0, store_->owned_grad_sq()};
+  groups_.world->all_reduce_doubles(sums, 2, ReduceOp::sum);
+  r.loss = sums[0] / (static_cast<double>(plan_.global_batch) * m_.seq_len);
+  r.grad_norm = std::sqrt(sums[1]);
+  if (!opt_.dump_grads.empty() && !dumped_grads_) {
+    auto tensors = collect_full(true);
+    if (groups_.world->rank() == 0) write_safetensors(opt_.dump_grads, tensors, {{"what", "gradients of step 1"}});
+    dumped_grads_ = true;
+  }
+  if (opt_.grad_clip > 0 && r.grad_norm > opt_.grad_clip)
+    store_->scale_grads(static_cast<float>(opt_.grad_clip / (r.grad_norm + 1e-6)));
+  r.lr = learning_rate(step);
+  kernels::AdamWParams h;
+  h.lr = static_cast<float>(r.lr);
+  h.beta1 = opt_.beta1;
+  h.beta2 = opt_.beta2;
+  h.eps = opt_.eps;
+  h.weight_decay = opt_.weight_decay;
+  h.step = step + 1;
+  store_->optimizer_step(h);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+std::vector<NamedTensor> Trainer::collect_full(bool grads) {
+  auto& world = *groups_.world;
+  const auto& specs = store_->specs();
+  if (grads && plan_.zero_stage >= 2) throw std::logic_error("gradient dump needs ZeRO stage < 2");
+  // Every rank: its local shards, concatenated (stage 3 gathers over dp: collective).
+  std::vector<float> packed;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].tied_copy) continue;
+    std::vector<float> v;
+    if (grads) {
+      v.resize(specs[i].shard.numel());
+      be_.to_host(v.data(), store_->grad(static_cast<int>(i)), v.size());
+    } else {
+      v = store_->local_values(static_cast<int>(i));
+    }
+    packed.insert(packed.end(), v.begin(), v.end());
+  }
+  const bool sender = groups_.coords.dp_rank == 0;
+  if (world.rank() != 0) {
+    if (sender) world.send(packed.data(), packed.size(), 0, kTagCollect);
+    return {};
+  }
+  std::map<std::string, NamedTensor> full;
+  for (int p = 0; p < plan_.pp; ++p) {
+    for (int t = 0; t < plan_.tp; ++t) {
+      const Coordinates c{0, t, p};
+      auto their = param_specs(m_, groups_.shape, c);
+      std::size_t total = 0;
+      for (const auto& s : their)
+        if (!s.tied_copy) total += s.shard.numel();
+      std::vector<float> buf;
+      const int src = world_rank_of(c, groups_.shape);
+      if (src == 0) {
+        buf = packed;
+      } else {
+        buf.resize(total);
+        world.recv(buf.data(), total, src, kTagCollect);
+      }
+      std::size_t off = 0;
+      for (const auto& s : their) {
+        if (s.tied_copy) continue;
+        auto& nt = full[s.name];
+        if (nt.values.empty()) {
+          nt.name = s.name;
+          nt.shape = s.hf_shape;
+          nt.values.assign(s.shard.full_numel(), 0.0f);
+        }
+        for (std::size_t i = 0; i < s.shard.numel(); ++i) nt.values[s.shard.full_index(i)] = buf[off + i];
+        off += s.shard.numel();
+      }
+    }
+  }
+  // Hugging Face order: embeddings, blocks, final norm.
+  std::vector<NamedTensor> out;
+  Coordinates all{0, 0, 0};
+  GroupShape one{1, 1, 1};
+  for (const auto& s : param_specs(m_, one, all)) out.push_back(std::move(full.at(s.name)));
+  return out;
+}
+
+}  // namespace ztune::executor

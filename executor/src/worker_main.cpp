@@ -1,0 +1,202 @@
+// ztune-worker: one rank of a training job.
+//   mpirun -np N ztune-worker plan.json [--steps N] [--seed S] [--record FILE]
+//          [--resume] [--checkpoint-every N] [--data FILE|synthetic] ...
+// The plan file (schema ztune.planfile/1) must embed its model. Rank 0 reports
+// every refusal (plan, data, checkpoint) with its reason; all ranks then exit 2.
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "ztune/executor/checkpoint.hpp"
+#include "ztune/executor/cpu_backend.hpp"
+#include "ztune/executor/mpi_communicator.hpp"
+#include "ztune/executor/plan_support.hpp"
+#include "ztune/executor/run_record.hpp"
+#include "ztune/executor/trainer.hpp"
+#include "ztune/model/input_error.hpp"
+#include "ztune/model/plan.hpp"
+
+namespace ztune::executor {
+namespace {
+
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+constexpr int kTagError = 99;
+
+// True when any rank has an error; the lowest such rank's message is printed by rank 0.
+bool any_error(Communicator& world, const std::optional<std::string>& error) {
+  double flag = error ? static_cast<double>(world.size() - world.rank()) : 0.0;
+  world.all_reduce_doubles(&flag, 1, ReduceOp::max);
+  if (flag == 0) return false;
+  const int culprit = world.size() - static_cast<int>(flag);
+  if (world.rank() == culprit && culprit != 0) {
+    std::vector<float> chars(error->begin(), error->end());
+    float len = static_cast<float>(chars.size());
+    world.send(&len, 1, 0, kTagError);
+    world.send(chars.data(), chars.size(), 0, kTagError);
+  }
+  if (world.rank() == 0) {
+    std::string message = culprit == 0 ? *error : std::string();
+    if (culprit != 0) {
+      float len = 0;
+      world.recv(&len, 1, culprit, kTagError);
+      std::vector<float> chars(static_cast<std::size_t>(len));
+      world.recv(chars.data(), chars.size(), culprit, kTagError);
+      for (float c : chars) message.push_back(static_cast<char>(c));
+    }
+    std::fprintf(stderr, "ztune-worker: error: %s%s\n", culprit == 0 ? "" : ("rank " + std::to_string(culprit) + ": ").c_str(),
+                 message.c_str());
+  }
+  return true;
+}
+
+int run(int argc, char** argv) {
+  auto world = MpiCommunicator::world();
+  TrainOptions opt;
+  std::string plan_path;
+  CLI::App app{"ztune-worker: one rank of a ztune training job (launch with mpirun or ztune run)"};
+  app.add_option("plan", plan_path, "Plan file (schema ztune.planfile/1, with its model)")->required();
+  app.add_option("--steps", opt.steps, "Optimizer steps")->check(CLI::PositiveNumber);
+  app.add_option("--seed", opt.seed, "Initialisation seed");
+  app.add_option("--record", opt.record, "Run record JSON written by rank 0");
+  app.add_flag("--resume", opt.resume, "Continue from the latest committed checkpoint");
+  app.add_option("--checkpoint-every", opt.checkpoint_every, "Write a sharded checkpoint every N steps")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--checkpoint-dir", opt.checkpoint_dir, "Checkpoint directory");
+  app.add_option("--data", opt.data, "uint16 token file, or \"synthetic\"");
+  app.add_option("--init-from", opt.init_from, "Initial weights (safetensors, Hugging Face GPT-2 names)");
+  app.add_option("--save", opt.save, "Write the trained weights (safetensors) at the end");
+  app.add_option("--dump-grads", opt.dump_grads, "Write step 1's gradients (safetensors; ZeRO stage < 2)");
+  app.add_option("--lr", opt.lr, "Peak learning rate");
+  app.add_option("--warmup-steps", opt.warmup_steps, "Linear warm-up steps")->check(CLI::NonNegativeNumber);
+  app.add_option("--weight-decay", opt.weight_decay, "AdamW decoupled weight decay");
+  app.add_option("--grad-clip", opt.grad_clip, "Clip the global gradient norm (0: off)");
+  app.add_option("--threads", opt.threads, "Compute threads per rank")->check(CLI::PositiveNumber);
+  app.add_option("--kill-after-step", opt.kill_after_step, "Test hook: SIGKILL after committing that checkpoint");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (world->rank() == 0) app.exit(e);
+    return e.get_exit_code() == 0 ? 0 : kExitUsage;
+  }
+  if (opt.warmup_steps == 0) opt.warmup_steps = 1;
+
+  // Validation: every rank reads the same file and reaches the same verdict; rank 0 says it.
+  PlanFile pf;
+  std::optional<std::string> error;
+  try {
+    pf = load_plan_file(plan_path);
+    if (!pf.model) error = plan_path + ": $.model: the plan file must embed its model for ztune-worker";
+    if (!error)
+      if (auto why = unsupported_reason(pf.plan, *pf.model, world->size())) error = plan_path + ": " + *why;
+  } catch (const InputError& e) {
+    error = e.what();
+  }
+  if (any_error(*world, error)) return kExitUsage;
+  const Plan& plan = pf.plan;
+  const Transformer& model = *pf.model;
+
+  std::unique_ptr<TokenSource> data;
+  try {
+    data = opt.data == "synthetic" ? synthetic_tokens(opt.seed, model.vocab)
+                                   : open_token_file(opt.data, model.vocab, model.seq_len);
+  } catch (const InputError& e) {
+    error = std::string("--data: ") + e.what();
+  }
+  if (any_error(*world, error)) return kExitUsage;
+
+  CpuBackend backend(opt.threads);
+  Trainer trainer(model, plan, opt, *world, backend, *data);
+  try {
+    trainer.initialise();
+  } catch (const InputError& e) {
+    error = std::string("--init-from: ") + e.what();
+  }
+  if (any_error(*world, error)) return kExitUsage;
+
+  const nlohmann::json plan_json = plan_file_to_json(pf);
+  CheckpointId ckpt{digest(plan_json), world->size(), world->rank()};
+  int first_step = 0;
+  if (opt.resume) {
+    std::string why;
+    auto steps = latest_checkpoint(opt.checkpoint_dir, why);
+    if (!steps) {
+      error = why;
+    } else {
+      first_step = *steps;
+      error = read_checkpoint_shard(opt.checkpoint_dir, first_step, ckpt, trainer.store());
+    }
+    if (any_error(*world, error)) return kExitUsage;
+    if (world->rank() == 0) std::fprintf(stderr, "ztune-worker: resumed after step %d\n", first_step);
+  }
+
+  std::vector<StepRecord> records;
+  for (int s = first_step; s < opt.steps; ++s) {
+    StepResult r = trainer.step(s);
+    records.push_back({s + 1, r});
+    if (world->rank() == 0)
+      std::printf("step %d loss %.6f grad_norm %.4f lr %.3e time %.3fs\n", s + 1, r.loss, r.grad_norm, r.lr,
+                  r.seconds);
+    std::fflush(stdout);
+    if (opt.checkpoint_every > 0 && (s + 1) % opt.checkpoint_every == 0) {
+      error = write_checkpoint_shard(opt.checkpoint_dir, s + 1, ckpt, trainer.store());
+      if (any_error(*world, error)) return kExitFailed;
+      if (world->rank() == 0) commit_checkpoint(opt.checkpoint_dir, s + 1);
+      world->barrier();
+      if (opt.kill_after_step == s + 1) std::raise(SIGKILL);
+    }
+  }
+
+  if (!opt.save.empty()) {
+    auto tensors = trainer.collect_full(false);
+    if (world->rank() == 0) write_safetensors(opt.save, tensors, {{"format", "pt"}});
+  }
+  // Peak memory of every rank, by category, to rank 0.
+  const std::size_t cats = static_cast<std::size_t>(MemCategory::count);
+  const auto n = static_cast<std::size_t>(world->size());
+  std::vector<double> mem(n * (cats + 2), 0.0);
+  const auto me = static_cast<std::size_t>(world->rank());
+  for (std::size_t k = 0; k < cats; ++k)
+    mem[me * (cats + 2) + k] = static_cast<double>(backend.memory().peak(static_cast<MemCategory>(k)));
+  mem[me * (cats + 2) + cats] = static_cast<double>(backend.memory().peak_device_total());
+  mem[me * (cats + 2) + cats + 1] = static_cast<double>(backend.memory().peak_host_total());
+  world->all_reduce_doubles(mem.data(), mem.size(), ReduceOp::sum);
+  if (world->rank() == 0 && !opt.record.empty()) {
+    RunRecordInput in;
+    in.plan_file = plan_json;
+    in.steps = records;
+    in.tokens_per_step = static_cast<int>(plan.global_batch * model.seq_len);
+    in.backend = &backend;
+    auto& g = trainer.groups();
+    in.comms = {g.world, g.dp.get(), g.tp.get(), g.pp.get(), g.embed.get()};
+    for (std::size_t r = 0; r < n; ++r) {
+      in.memory.emplace_back(mem.begin() + static_cast<long>(r * (cats + 2)),
+                             mem.begin() + static_cast<long>(r * (cats + 2) + cats));
+      in.peak_total.push_back(mem[r * (cats + 2) + cats]);
+      in.peak_host_total.push_back(mem[r * (cats + 2) + cats + 1]);
+    }
+    in.threads = opt.threads;
+    in.data = data->describe();
+    std::ofstream out(opt.record);
+    out << make_run_record(in).dump(2) << "\n";
+    if (!out) {
+      std::fprintf(stderr, "ztune-worker: error: %s: cannot write the run record\n", opt.record.c_str());
+      return kExitFailed;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace ztune::executor
+
+int main(int argc, char** argv) {
+  ztune::executor::MpiSession mpi(&argc, &argv);
+  return ztune::executor::run(argc, argv);
+}
