@@ -1,12 +1,156 @@
-// ztune predict: not implemented yet (see the issue that builds it).
+// ztune predict: the cost model's memory and time for one plan, as two
+// readable tables or one JSON object (keys fixed by issue 3). An impossible
+// plan exits 2 naming the rule it breaks; a plan that does not fit still gets
+// its full prediction, with fits false and the overflowing lines named.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
 #include "command.hpp"
+#include "plan_flags.hpp"
+#include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/memory_model.hpp"
+#include "ztune/model/prediction.hpp"
+#include "ztune/model/time_model.hpp"
 
 namespace ztune::cli {
 
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+struct PredictFlags {
+  InputFlags input;
+  PlanFlags plan;
+  std::string profile;
+  std::string accounting = "paper";
+  bool json = false;
+};
+
+/// Everything one prediction needs, resolved from the flags.
+struct PredictInputs {
+  Transformer model;
+  Cluster cluster;
+  Plan plan;
+  HardwareProfile profile;
+  MemoryOptions memory;
+};
+
+PredictInputs resolve(const PredictFlags& f) {
+  PredictInputs in;
+  in.cluster = f.input.load_cluster_or_throw();
+  in.model = f.input.load_model_or_throw();
+  in.plan = f.plan.resolve(in.model, in.cluster);  // throws InputError naming the broken rule
+  in.profile = f.profile.empty() ? default_profile_for(in.cluster) : load_profile(f.profile);
+  in.memory.accounting = f.accounting == "deepspeed"  ? StateAccounting::deepspeed
+                         : f.accounting == "megatron" ? StateAccounting::megatron
+                                                      : StateAccounting::paper;
+  return in;
+}
+
+std::string overflow_names(const MemoryPrediction& mp) {
+  std::array<MemLine, static_cast<std::size_t>(MemLine::count)> lines{};
+  int n = overflowing_lines(mp, lines.data(), static_cast<int>(lines.size()));
+  std::string s;
+  for (int i = 0; i < n; ++i) s += (i ? ", " : "") + std::string(kMemLineNames[static_cast<std::size_t>(lines[i])]);
+  return s;
+}
+
+nlohmann::json prediction_json(const PredictInputs& in, const Prediction& pr, int largest_mb) {
+  const auto& mp = pr.memory;
+  const auto& tp = pr.time;
+  nlohmann::json gpu{{"total_bytes", mp.gpu_total_bytes}, {"capacity_bytes", mp.gpu_capacity_bytes}};
+  for (std::size_t i = 0; i < kMemLineNames.size(); ++i) gpu[std::string(kMemLineNames[i]) + "_bytes"] = mp.gpu[i];
+  nlohmann::json overflow = nlohmann::json::array();
+  std::array<MemLine, static_cast<std::size_t>(MemLine::count)> lines{};
+  int n = overflowing_lines(mp, lines.data(), static_cast<int>(lines.size()));
+  for (int i = 0; i < n; ++i) overflow.push_back(kMemLineNames[static_cast<std::size_t>(lines[i])]);
+  nlohmann::json breakdown;
+  for (std::size_t i = 0; i < kTimePartNames.size(); ++i) breakdown[kTimePartNames[i]] = tp.parts[i];
+  return {{"plan", in.plan.summary()},
+          {"model", in.model.name},
+          {"cluster", in.cluster.name},
+          {"profile", in.profile.name},
+          {"memory",
+           {{"gpu", gpu},
+            {"host_bytes", mp.host_bytes_per_node},
+            {"host_capacity_bytes", mp.host_capacity_bytes},
+            {"nvme_bytes", mp.nvme_bytes_per_node},
+            {"nvme_capacity_bytes", mp.nvme_capacity_bytes},
+            {"fits", mp.fits()},
+            {"fits_gpu", mp.fits_gpu},
+            {"fits_host", mp.fits_host},
+            {"fits_nvme", mp.fits_nvme},
+            {"overflow_lines", overflow},
+            {"largest_micro_batch", largest_mb}}},
+          {"time",
+           {{"iteration_s", tp.iteration_s},
+            {"tokens_per_s", tp.tokens_per_s},
+            {"model_tflops_per_gpu", tp.model_tflops_per_gpu},
+            {"hardware_tflops_per_gpu", tp.hardware_tflops_per_gpu},
+            {"mfu", tp.mfu},
+            {"hfu", tp.hfu},
+            {"model_flops", tp.model_flops},
+            {"hardware_flops", tp.hardware_flops},
+            {"breakdown_s", breakdown}}}};
+}
+
+void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb) {
+  const auto& mp = pr.memory;
+  const auto& tp = pr.time;
+  std::printf("plan     %s\nmodel    %s (%.2fB parameters)\ncluster  %s (%d × %d %s)\nprofile  %s\n\n",
+              in.plan.summary().c_str(), in.model.name.c_str(), in.model.total_params() / 1e9, in.cluster.name.c_str(),
+              in.cluster.nodes, in.cluster.node.gpus, in.cluster.node.gpu.name.c_str(), in.profile.name.c_str());
+  std::printf("Memory per GPU (most loaded stage)        GiB\n");
+  for (std::size_t i = 0; i < kMemLineNames.size(); ++i)
+    std::printf("  %-22s %18.3f\n", kMemLineNames[i], mp.gpu[i] / kGiB);
+  std::printf("  %-22s %18.3f\n  %-22s %18.3f   %s\n", "total", mp.gpu_total_bytes / kGiB, "capacity",
+              mp.gpu_capacity_bytes / kGiB, mp.fits_gpu ? "fits" : "DOES NOT FIT");
+  if (!mp.fits_gpu) std::printf("  overflow: %s exceed the capacity\n", overflow_names(mp).c_str());
+  std::printf("  largest micro-batch that fits: %d\n", largest_mb);
+  std::printf("Host per node   %10.1f GiB of %10.1f GiB   %s\n", mp.host_bytes_per_node / kGiB,
+              mp.host_capacity_bytes / kGiB, mp.fits_host ? "fits" : "DOES NOT FIT");
+  std::printf("NVMe per node   %10.1f GiB of %10.1f GiB   %s\n\n", mp.nvme_bytes_per_node / kGiB,
+              mp.nvme_capacity_bytes / kGiB, mp.fits_nvme ? "fits" : "DOES NOT FIT");
+  std::printf("Time per iteration                   s       %%\n");
+  for (std::size_t i = 0; i < kTimePartNames.size(); ++i)
+    std::printf("  %-22s %12.4f %7.1f\n", kTimePartNames[i], tp.parts[i],
+                tp.iteration_s > 0 ? 100.0 * tp.parts[i] / tp.iteration_s : 0.0);
+  std::printf("  %-22s %12.4f\n\n", "iteration", tp.iteration_s);
+  std::printf("tokens/s %.0f   model TFLOP/s per GPU %.1f   hardware TFLOP/s per GPU %.1f   MFU %.1f%%   HFU %.1f%%\n",
+              tp.tokens_per_s, tp.model_tflops_per_gpu, tp.hardware_tflops_per_gpu, 100 * tp.mfu, 100 * tp.hfu);
+}
+
+}  // namespace
+
 Command add_predict(CLI::App& root) {
-  auto* app = root.add_subcommand("predict", "(predict: not implemented yet)");
-  app->allow_extras();
-  return {app, [] { return not_implemented("predict"); }};
+  auto f = std::make_shared<PredictFlags>();
+  auto* app = root.add_subcommand("predict", "Predict memory per GPU/host/NVMe and iteration time for one plan");
+  f->input.add_to(*app, true);
+  f->plan.add_to(*app);
+  app->add_option("--profile", f->profile, "Hardware profile file (default: data/profiles/<gpu>.json)");
+  app->add_option("--accounting", f->accounting,
+                  "Model-state accounting: paper (ZeRO paper, 16-bit grads; ztune's executor), deepspeed "
+                  "(estimate_zero2/3_model_states_mem_needs, fp32 grad partitions), megatron (fp32 main grads)")
+      ->check(CLI::IsMember({"paper", "deepspeed", "megatron"}));
+  app->add_flag("--json", f->json, "Print one JSON object");
+  return {app, [f]() {
+            const PredictInputs in = resolve(*f);
+            const Prediction pr{predict_memory(in.model, in.plan, in.cluster, in.profile, in.memory),
+                                predict_time(in.model, in.plan, in.cluster, in.profile)};
+            const int largest_mb =
+                largest_fitting_micro_batch(in.model, in.plan, in.cluster, in.profile, 1024, in.memory);
+            if (f->json) {
+              std::cout << prediction_json(in, pr, largest_mb).dump(2) << "\n";
+            } else {
+              print_tables(in, pr, largest_mb);
+            }
+            return kExitOk;
+          }};
 }
 
 }  // namespace ztune::cli

@@ -98,8 +98,14 @@ HardwareProfile profile_from_json(const nlohmann::json& doc, const std::string& 
     auto mb = r.object("memory_bound");
     p.memory_bandwidth_efficiency = fraction(mb, "bandwidth_efficiency");
     p.kernel_launch_s = mb.positive("kernel_launch_us", true) * 1e-6;
-    p.layer_overhead_s = mb.positive("layer_overhead_us", true) * 1e-6;
     mb.finish();
+  }
+  {
+    auto fw = r.object("framework");
+    p.host_op_s = fw.positive("host_op_us", true) * 1e-6;
+    p.microbatch_overhead_s = fw.positive("microbatch_overhead_us", true) * 1e-6;
+    p.step_overhead_s = fw.positive("step_overhead_ms", true) * 1e-3;
+    fw.finish();
   }
   {
     auto f = r.object("fabric");
@@ -140,8 +146,11 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
       {"gemm", {{"efficiency_by_flops", table}, {"attention_factor", p.attention_gemm_factor}}},
       {"memory_bound",
        {{"bandwidth_efficiency", p.memory_bandwidth_efficiency},
-        {"kernel_launch_us", p.kernel_launch_s * 1e6},
-        {"layer_overhead_us", p.layer_overhead_s * 1e6}}},
+        {"kernel_launch_us", p.kernel_launch_s * 1e6}}},
+      {"framework",
+       {{"host_op_us", p.host_op_s * 1e6},
+        {"microbatch_overhead_us", p.microbatch_overhead_s * 1e6},
+        {"step_overhead_ms", p.step_overhead_s * 1e3}}},
       {"fabric", {{"intra_node", fabric(p.intra_node)}, {"inter_node", fabric(p.inter_node)}}},
       {"io", {{"pcie_efficiency", p.pcie_efficiency}, {"nvme_efficiency", p.nvme_efficiency}}},
       {"overlap",

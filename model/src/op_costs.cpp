@@ -201,7 +201,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   const double elem_fwd_bytes = 2.0 * norm_bytes + 2.0 * bda_bytes + act_bytes + rope_bytes;
   const int elem_kernels = m.position == PositionEmbedding::rotary ? 6 : 5;
   lc.fwd_elementwise_s = memory_bound_time(elem_fwd_bytes, gpu, hw, elem_kernels);
-  lc.fwd_s = lc.fwd_gemm_s + lc.fwd_attention_s + lc.fwd_elementwise_s + hw.layer_overhead_s;
+  lc.fwd_s = lc.fwd_gemm_s + lc.fwd_attention_s + lc.fwd_elementwise_s;
 
   // Backward: dgrad of every GEMM, both attention GEMM gradients per forward
   // GEMM, softmax/dropout backward (read grad + saved output, write grad),
@@ -213,7 +213,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   const double bwd_elem = memory_bound_time(2.0 * elem_fwd_bytes, gpu, hw, elem_kernels);
   const double wgrad_qkv = gemm_time(wgrad_of(qkv), prec, gpu, hw);
   const double wgrad_fc1 = gemm_time(wgrad_of(fc1), prec, gpu, hw);
-  lc.bwd_input_s = bwd_dgrad + bwd_attention + bwd_elem + hw.layer_overhead_s;
+  lc.bwd_input_s = bwd_dgrad + bwd_attention + bwd_elem;
   lc.bwd_weight_s = wgrad_qkv + gemm_time(wgrad_of(proj), prec, gpu, hw) + wgrad_fc1 +
                     gemm_time(wgrad_of(fc2), prec, gpu, hw);
   lc.bwd_s = lc.bwd_input_s + lc.bwd_weight_s;
@@ -231,6 +231,17 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
       lc.recompute_flops = lc.fwd_flops;
       break;
   }
+
+  // Host dispatch: a Megatron GPT layer's forward issues about kHostOpsForward
+  // ops (4 GEMMs, 2 attention bmm, softmax, dropouts, norms, bias-GeLU, views
+  // and copies, TP collectives); autograd's backward about twice as many.
+  constexpr double kHostOpsForward = 20;
+  constexpr double kHostOpsSelective = 6;  // QKᵀ, softmax, dropout, PV and their views
+  lc.host_fwd_s = kHostOpsForward * hw.host_op_s;
+  lc.host_bwd_s = 2.0 * kHostOpsForward * hw.host_op_s;
+  lc.host_recompute_s = p.recompute == Recompute::full        ? lc.host_fwd_s
+                        : p.recompute == Recompute::selective ? kHostOpsSelective * hw.host_op_s
+                                                              : 0.0;
 
   // Tensor-parallel collectives (Megatron; Korthikanti §4.2.2): S = s·b·h 16-bit.
   if (p.tp > 1) {

@@ -34,6 +34,11 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
   const double tp_bwd = lc.tp_bwd_s + exposed(lc.tp_bwd_async_s, lc.tp_bwd_window_s, hw.tp_overlap);
   const double tp_layer = lc.tp_fwd_s + tp_bwd + lc.tp_recompute_s;
   t.tp_comm = layers * tp_layer + edge_tp;
+  // Each pass takes max(GPU time, host dispatch time); the excess is overhead.
+  const double host_slack = std::max(0.0, lc.host_fwd_s - (lc.fwd_s + lc.tp_fwd_s)) +
+                            std::max(0.0, lc.host_bwd_s - (lc.bwd_s + tp_bwd)) +
+                            std::max(0.0, lc.host_recompute_s - (lc.recompute_s + lc.tp_recompute_s));
+  t.overhead = layers * host_slack + hw.microbatch_overhead_s;
 
   if (p.pp > 1) {
     // Each model chunk sends its activation forward and its gradient backward.
@@ -52,7 +57,7 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
     const OptimizerCost o = optimizer_cost(m, p, c, hw);
     t.offload = exposed(o.zero3_param_fetch_s, t.forward + t.backward, hw.offload_overlap);
   }
-  t.layers_only = layers * (lc.fwd_s + lc.bwd_s + lc.recompute_s + tp_layer) + t.pp_comm;
+  t.layers_only = layers * (lc.fwd_s + lc.bwd_s + lc.recompute_s + tp_layer + host_slack) + t.pp_comm;
   return t;
 }
 
@@ -67,6 +72,7 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
   parts[idx(TimePart::tp_comm)] = n_mb * mb.tp_comm;
   parts[idx(TimePart::pp_comm)] = n_mb * mb.pp_comm;
   parts[idx(TimePart::zero3_gather)] = n_mb * mb.zero3_gather;
+  parts[idx(TimePart::overhead)] = n_mb * mb.overhead + hw.step_overhead_s;
   // Fill and drain: (p−1)/v stage-times (Narayanan et al. 2021, §2.2).
   if (p.pp > 1) parts[idx(TimePart::bubble)] = (p.pp - 1) / virtual_stages(p) * mb.layers_only;
 

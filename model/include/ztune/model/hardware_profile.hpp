@@ -43,9 +43,14 @@ struct HardwareProfile {
   // Memory-bound kernels (norms, softmax, dropout, GeLU, optimizer) run at this
   // fraction of the HBM datasheet bandwidth.
   double memory_bandwidth_efficiency = 0.8;
-  double kernel_launch_s = 5e-6;  // fixed overhead per kernel launch
-  // Per-transformer-layer framework overhead per pass (Python, autograd, allocator).
-  double layer_overhead_s = 0;
+  double kernel_launch_s = 5e-6;  // GPU-side gap per kernel (launch latency between dependent kernels)
+
+  // Framework (eager PyTorch + Megatron/DeepSpeed) host costs. A layer's pass
+  // takes max(GPU time, host ops × host_op_s): when the GPU work is small the
+  // host's dispatch of each op bounds it.
+  double host_op_s = 0;              // host time to dispatch one op of a layer's forward
+  double microbatch_overhead_s = 0;  // fixed host cost per micro-batch (schedule, data, loss)
+  double step_overhead_s = 0;        // fixed host cost per step (loss-scale check, grad norm, optimizer launch)
 
   FabricProfile intra_node;
   FabricProfile inter_node;

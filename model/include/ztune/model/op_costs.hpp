@@ -122,6 +122,11 @@ struct LayerCost {
   double tp_bwd_async_s = 0;     // backward collectives Megatron issues async beside GEMMs
   double tp_bwd_window_s = 0;    // compute they can hide behind: wgrad (+ dgrad with SP) of QKV and FC1
   double tp_recompute_s = 0;     // forward collectives repeated by full recomputation
+  // Host dispatch time of each pass (ops × profile host_op_s); a pass takes
+  // max(GPU time incl. its blocking collectives, host time).
+  double host_fwd_s = 0;
+  double host_bwd_s = 0;
+  double host_recompute_s = 0;
   // FLOPs on this GPU (for MFU/HFU accounting)
   double fwd_flops = 0;
   double recompute_flops = 0;

@@ -45,11 +45,12 @@ enum class TimePart : std::uint8_t {
   zero3_gather,     // exposed ZeRO-3 parameter all-gathers
   bubble,           // pipeline bubble
   offload_stall,    // exposed PCIe / NVMe transfers
+  overhead,         // framework overhead: host dispatch the GPU waits on, per-micro-batch and per-step fixed costs
   count
 };
 inline constexpr std::array<const char*, static_cast<std::size_t>(TimePart::count)> kTimePartNames{
     "forward", "backward", "recompute", "optimizer", "tp_comm", "pp_comm", "dp_comm",
-    "zero3_gather", "bubble", "offload_stall"};
+    "zero3_gather", "bubble", "offload_stall", "overhead"};
 
 struct MemoryPrediction {
   std::array<double, static_cast<std::size_t>(MemLine::count)> gpu{};  // bytes per line

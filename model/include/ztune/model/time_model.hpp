@@ -24,9 +24,10 @@ struct MicrobatchTimes {
   double dp_comm = 0;       // exposed per-micro-batch reductions (ZeRO 2/3)
   double zero3_gather = 0;  // exposed ZeRO-3 all-gathers
   double offload = 0;       // exposed parameter fetches from host/NVMe
+  double overhead = 0;      // host dispatch the GPU waits on + the fixed per-micro-batch cost
   double layers_only = 0;   // the same micro-batch on a stage without embedding/head (bubble unit)
   [[nodiscard]] double total() const {
-    return forward + backward + recompute + tp_comm + pp_comm + dp_comm + zero3_gather + offload;
+    return forward + backward + recompute + tp_comm + pp_comm + dp_comm + zero3_gather + offload + overhead;
   }
 };
 [[nodiscard]] MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Cluster& c,
