@@ -147,7 +147,7 @@ TEST_CASE("catalog clusters carry their datasheet figures in ztune's units", "[c
   CHECK(selene.inter_node_gbps_per_gpu() == Approx(8 * 25.0 / 8));
 }
 
-TEST_CASE("--nodes style override changes only the node count", "[catalog]") {
+TEST_CASE("overriding the node count (what --nodes does) scales the GPU total", "[catalog]") {
   auto c = ztune::load_cluster("dgx-h100");
   c.nodes = 16;  // what InputFlags does for --nodes 16
   CHECK(c.total_gpus() == 128);

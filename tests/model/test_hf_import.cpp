@@ -117,7 +117,7 @@ TEST_CASE("MPT without ALiBi keeps its learned position table", "[hf]") {
   CHECK(ztune::transformer_from_hf_config(doc, "mpt-7b/config.json", 0).kv_heads == 1);
 }
 
-TEST_CASE("--seq overrides the config's maximum positions", "[hf]") {
+TEST_CASE("a sequence length given with --seq overrides the config's maximum positions", "[hf]") {
   // What `--model path/to/config.json --seq 4096` does: InputFlags passes the
   // value to load_transformer.
   auto llama = ztune::load_transformer(hf_fixture("llama-3-70b"), 4096);
