@@ -16,7 +16,7 @@ enum class DeviceKind { gpu, cpu };
 
 struct GpuSpec {
   std::string name;              // e.g. "V100-SXM3-32GB"
-  double memory_gb = 0;          // device memory, GB (1e9 bytes), as datasheets print it
+  double memory_gb = 0;          // device memory as datasheets print it ("32GB", "80GB")
   double peak_tflops_fp16 = 0;   // dense tensor-core peak, TFLOP/s; 0 = unsupported
   double peak_tflops_bf16 = 0;   // 0 = unsupported (V100)
   double peak_tflops_fp32 = 0;   // non-tensor-core fp32 peak
@@ -24,7 +24,9 @@ struct GpuSpec {
 
   /// Peak dense FLOP/s for `p`, 0 when the device has no such unit.
   [[nodiscard]] double peak_flops(Precision p) const;
-  [[nodiscard]] double memory_bytes() const { return memory_gb * 1e9; }
+  /// Capacity in bytes. Datasheet HBM sizes are binary ("32GB" V100 = 32 GiB,
+  /// "80GB" A100 = 81920 MiB in nvidia-smi), so GB here means 2^30 bytes.
+  [[nodiscard]] double memory_bytes() const { return memory_gb * 1073741824.0; }
 };
 
 /// One level of the interconnect hierarchy.
