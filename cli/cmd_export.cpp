@@ -1,12 +1,70 @@
-// ztune export: not implemented yet (see the issue that builds it).
+// ztune export: a plan file as a DeepSpeed ds_config.json plus launch command,
+// or as Megatron-LM arguments. A plan the engine cannot run is refused (exit 2).
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
 #include "command.hpp"
+#include "ztune/model/input_error.hpp"
+#include "ztune/model/plan.hpp"
+#include "ztune/tuner/export.hpp"
 
 namespace ztune::cli {
 
+namespace {
+
+struct ExportFlags {
+  std::string format;
+  std::string plan_file;
+  std::string out;
+};
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  if (!f) throw InputError("--out " + path + ": cannot write the file");
+  f << text;
+  if (!f) throw InputError("--out " + path + ": write failed");
+}
+
+int run_export(const ExportFlags& f) {
+  const PlanFile pf = load_plan_file(f.plan_file);
+  if (f.format == "deepspeed") {
+    const auto config = deepspeed_config(pf, f.plan_file);
+    const std::string config_path = f.out.empty() ? "ds_config.json" : f.out;
+    const std::string launch = deepspeed_launch(pf, config_path, f.plan_file);
+    if (f.out.empty()) {
+      // The config on stdout (pipe it to a file); the launch command on stderr.
+      std::cout << config.dump(2) << "\n";
+      std::cerr << "launch: " << launch << "\n";
+    } else {
+      write_file(f.out, config.dump(2) + "\n");
+      std::cout << "Wrote " << f.out << ". Launch with:\n" << launch << "\n";
+    }
+    return kExitOk;
+  }
+  const std::string launch = megatron_launch(pf, f.plan_file);
+  if (f.out.empty()) {
+    std::cout << launch << "\n";
+  } else {
+    write_file(f.out, "#!/bin/sh\n# Megatron-LM launch for " + pf.plan.summary() + " (ztune export)\n" + launch + "\n");
+    std::cout << "Wrote " << f.out << ":\n" << launch << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
 Command add_export(CLI::App& root) {
-  auto* app = root.add_subcommand("export", "(export: not implemented yet)");
-  app->allow_extras();
-  return {app, [] { return not_implemented("export"); }};
+  auto* app = root.add_subcommand("export", "Turn a plan file into a DeepSpeed config or Megatron-LM arguments");
+  auto f = std::make_shared<ExportFlags>();
+  app->add_option("--format", f->format, "deepspeed (ds_config.json + launch command) or megatron (arguments)")
+      ->required()
+      ->check(CLI::IsMember({"deepspeed", "megatron"}));
+  app->add_option("plan", f->plan_file, "Plan file (ztune search --out)")->required();
+  app->add_option("--out", f->out, "Write the ds_config.json (deepspeed) or a launch script (megatron) here");
+  return {app, [f] { return run_export(*f); }};
 }
 
 }  // namespace ztune::cli

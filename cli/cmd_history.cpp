@@ -1,12 +1,129 @@
-// ztune history: not implemented yet (see the issue that builds it).
+// ztune history: the searches and runs kept in the results database, newest
+// first; `ztune history show ID` prints one (s12 = search 12, r3 = run 3).
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
 #include "command.hpp"
+#include "ztune/model/input_error.hpp"
+#include "ztune/tuner/results_db.hpp"
 
 namespace ztune::cli {
 
+namespace {
+
+struct HistoryFlags {
+  std::string db;
+  int limit = 20;
+  bool json = false;
+  std::string id;
+  CLI::App* show = nullptr;
+};
+
+std::string num(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+int list(const ResultsDb& db, const HistoryFlags& f) {
+  const auto searches = db.searches(f.limit);
+  const auto runs = db.runs(f.limit);
+  if (f.json) {
+    nlohmann::json j{{"searches", nlohmann::json::array()}, {"runs", nlohmann::json::array()}};
+    for (const auto& s : searches)
+      j["searches"].push_back({{"id", "s" + std::to_string(s.id)}, {"created_at", s.created_at},
+                               {"cluster", s.cluster}, {"model", s.model}, {"space", s.space},
+                               {"feasible", s.feasible}, {"elapsed_s", s.elapsed_s}, {"best", s.best},
+                               {"best_tokens_per_s", s.best_tokens_per_s ? nlohmann::json(*s.best_tokens_per_s)
+                                                                         : nlohmann::json(nullptr)}});
+    for (const auto& r : runs)
+      j["runs"].push_back({{"id", "r" + std::to_string(r.id)}, {"created_at", r.created_at}, {"cluster", r.cluster},
+                           {"model", r.model}, {"plan", r.plan}, {"status", r.status}});
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << "Results database " << db.path() << "\n\nSearches (newest first):\n";
+  if (searches.empty()) std::cout << "  none\n";
+  for (const auto& s : searches) {
+    std::cout << "  s" << s.id << "  " << s.created_at << "  " << s.model << " on " << s.cluster << "  "
+              << s.feasible << "/" << s.space << " plans fit  " << num("%.3f s", s.elapsed_s)
+              << (s.interrupted ? "  (interrupted)" : "") << "\n      best: "
+              << (s.best.empty() ? std::string("none") : s.best)
+              << (s.best_tokens_per_s ? "  " + num("%.0f tokens/s", *s.best_tokens_per_s) : "") << "\n";
+  }
+  std::cout << "\nRuns (newest first):\n";
+  if (runs.empty()) std::cout << "  none\n";
+  for (const auto& r : runs) {
+    std::cout << "  r" << r.id << "  " << r.created_at << "  " << (r.model.empty() ? "?" : r.model) << " on "
+              << (r.cluster.empty() ? "?" : r.cluster) << "  " << r.plan << "  " << r.status;
+    if (r.measured_iteration_s) std::cout << "  measured " << num("%.3f s", *r.measured_iteration_s);
+    if (r.predicted_iteration_s) std::cout << "  predicted " << num("%.3f s", *r.predicted_iteration_s);
+    std::cout << "\n";
+  }
+  return kExitOk;
+}
+
+int show(const ResultsDb& db, const HistoryFlags& f) {
+  std::string id = f.id;
+  bool is_run = false;
+  if (!id.empty() && (id[0] == 's' || id[0] == 'r')) {
+    is_run = id[0] == 'r';
+    id = id.substr(1);
+  }
+  std::int64_t n = 0;
+  try {
+    std::size_t used = 0;
+    n = std::stoll(id, &used);
+    if (used != id.size() || n <= 0) throw std::invalid_argument(id);
+  } catch (const std::exception&) {
+    throw InputError("history show " + f.id + ": expected a search id (12 or s12) or a run id (r3)");
+  }
+  const auto doc = is_run ? db.run(n) : db.search(n);
+  if (!doc)
+    throw InputError("history show " + f.id + ": no " + (is_run ? "run " : "search ") + std::to_string(n) + " in " +
+                     db.path());
+  if (f.json || is_run) {
+    std::cout << doc->dump(2) << "\n";
+    return kExitOk;
+  }
+  const auto& d = *doc;
+  std::cout << "Search s" << d["id"].get<long long>() << " at " << d["created_at"].get<std::string>() << ": "
+            << d["model"]["name"].get<std::string>() << " on " << d["cluster"]["name"].get<std::string>() << "\n"
+            << "  space " << d["space"] << ", evaluated " << d["evaluated"] << ", fit " << d["feasible"] << ", "
+            << num("%.3f s", d["elapsed_s"].get<double>()) << " on " << d["threads"] << " threads"
+            << (d["interrupted"].get<bool>() ? " (interrupted)" : "") << "\n"
+            << "  options " << d["options"].dump() << "\n  pruned by " << d["pruned_by"].dump() << "\n";
+  for (const auto& c : d["candidates"]) {
+    const auto& t = c["prediction"]["time"];
+    std::cout << "  " << c["rank"] << ". " << c["summary"].get<std::string>();
+    if (!t.is_null())
+      std::cout << "  " << num("%.3f s/iter", t["iteration_s"].get<double>()) << "  "
+                << num("%.0f tokens/s", t["tokens_per_s"].get<double>()) << "  "
+                << num("MFU %.1f%%", 100 * t["mfu"].get<double>());
+    std::cout << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
 Command add_history(CLI::App& root) {
-  auto* app = root.add_subcommand("history", "(history: not implemented yet)");
-  app->allow_extras();
-  return {app, [] { return not_implemented("history"); }};
+  auto* app = root.add_subcommand("history", "List the searches and runs in the results database");
+  auto f = std::make_shared<HistoryFlags>();
+  app->add_option("--db", f->db, "Results database (default: $XDG_DATA_HOME/ztune/results.db)");
+  app->add_option("--limit", f->limit, "How many of each to list")->check(CLI::PositiveNumber);
+  app->add_flag("--json", f->json, "Print JSON");
+  f->show = app->add_subcommand("show", "Show one search (ID or sID) or run (rID)");
+  f->show->add_option("id", f->id, "s12, 12 or r3")->required();
+  f->show->add_option("--db", f->db, "Results database");
+  f->show->add_flag("--json", f->json, "Print JSON");
+  return {app, [f] {
+            const auto db = ResultsDb::open(f->db.empty() ? default_db_path() : f->db);
+            return f->show->parsed() ? show(db, *f) : list(db, *f);
+          }};
 }
 
 }  // namespace ztune::cli

@@ -1,12 +1,200 @@
-// ztune search: not implemented yet (see the issue that builds it).
+// ztune search (the default command): search the plan space of a model on a
+// cluster, rank it, print the best plans, store the search in the results
+// database, and write the best plan with --out.
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
 #include "command.hpp"
+#include "plan_flags.hpp"
+#include "search_output.hpp"
+#include "search_progress.hpp"
+#include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/input_error.hpp"
+#include "ztune/tuner/explain.hpp"
+#include "ztune/tuner/objective.hpp"
+#include "ztune/tuner/result_json.hpp"
+#include "ztune/tuner/results_db.hpp"
+#include "ztune/tuner/search.hpp"
 
 namespace ztune::cli {
 
+namespace {
+
+struct SearchFlags {
+  InputFlags input;
+  int gpus = 0, min_gpus = 0, max_gpus = 0;
+  bool allow_tp_across_nodes = false;
+  std::string engine = "ztune";
+  long long global_batch = 0;
+  std::string precision;
+  int max_micro_batch = 0;
+  bool onebit_adam = false, zeropp = false;
+  std::string objective = "throughput";
+  double tokens = 0, gpu_hour_price = 0;
+  int top = 10, simulate_top = 3, threads = 0;
+  bool no_prune = false, no_rank = false, no_simulate = false;
+  bool json = false, explain = false, no_db = false;
+  std::string out, profile, db;
+};
+
+nlohmann::json options_json(const SearchFlags& f, const SearchOptions& o) {
+  nlohmann::json off = nlohmann::json::array();
+  if (f.no_prune) off.push_back("prune");
+  if (f.no_rank) off.push_back("rank");
+  if (f.no_simulate) off.push_back("simulate");
+  return {{"cluster", f.input.cluster},
+          {"model", f.input.model},
+          {"nodes", f.input.nodes},
+          {"seq", f.input.seq},
+          {"gpus", f.gpus},
+          {"min_gpus", f.min_gpus},
+          {"max_gpus", f.max_gpus},
+          {"allow_tp_across_nodes", f.allow_tp_across_nodes},
+          {"engine", f.engine},
+          {"global_batch", f.global_batch},
+          {"precision", f.precision},
+          {"max_micro_batch", f.max_micro_batch},
+          {"onebit_adam", f.onebit_adam},
+          {"zeropp", f.zeropp},
+          {"objective", f.objective},
+          {"tokens", o.tokens},
+          {"gpu_hour_price", f.gpu_hour_price},
+          {"top", f.top},
+          {"simulate_top", f.simulate_top},
+          {"threads", f.threads},
+          {"passes_off", off},
+          {"profile", f.profile}};
+}
+
+SearchOptions to_options(const SearchFlags& f) {
+  SearchOptions o;
+  o.space.gpus = f.gpus;
+  o.space.min_gpus = f.min_gpus;
+  o.space.max_gpus = f.max_gpus;
+  o.space.allow_tp_across_nodes = f.allow_tp_across_nodes;
+  o.space.engine = *engine_from_string(f.engine);
+  o.space.global_batch = f.global_batch;
+  if (!f.precision.empty())
+    o.space.precision = f.precision == "fp16" ? Precision::fp16 : f.precision == "bf16" ? Precision::bf16 : Precision::fp32;
+  o.space.max_micro_batch = f.max_micro_batch;
+  o.space.include_onebit_adam = f.onebit_adam;
+  o.space.include_zeropp = f.zeropp;
+  o.objective = *objective_from_string(f.objective);
+  o.tokens = f.tokens;
+  o.gpu_hour_price = f.gpu_hour_price;
+  o.top = f.top;
+  o.simulate_top = f.simulate_top;
+  o.threads = f.threads;
+  o.prune_enabled = !f.no_prune;
+  o.rank_enabled = !f.no_rank;
+  o.simulate_enabled = !f.no_simulate;
+  return o;
+}
+
+void write_plan_file(const std::string& path, const Candidate& best, const Transformer& m, const Cluster& c) {
+  PlanFile pf{best.plan, m, c};
+  std::ofstream out(path);
+  if (!out) throw InputError("--out " + path + ": cannot write the file");
+  out << plan_file_to_json(pf).dump(2) << "\n";
+  if (!out) throw InputError("--out " + path + ": write failed");
+}
+
+int run_search_command(const SearchFlags& f) {
+  const Cluster cluster = f.input.load_cluster_or_throw();
+  const Transformer model = f.input.load_model_or_throw();
+  const HardwareProfile hw = f.profile.empty() ? default_profile_for(cluster) : load_profile(f.profile);
+  if (f.objective == "cost" && f.gpu_hour_price <= 0)
+    std::cerr << "ztune: note: no --gpu-hour-price; cost is ranked and shown in GPU-hours\n";
+  // Open the database first: a broken file is reported before any work is done.
+  std::optional<ResultsDb> db;
+  if (!f.no_db) db = ResultsDb::open(f.db.empty() ? default_db_path() : f.db);
+
+  SearchOptions o = to_options(f);
+  InterruptGuard interrupt;
+  o.stop = interrupt.flag();
+  SearchResult r;
+  {
+    ProgressBar bar;
+    r = run_search(model, cluster, hw, o, [&bar](const SearchProgress& p) { bar.update(p); });
+  }
+  std::optional<std::int64_t> search_id;
+  if (db) search_id = db->store_search({cluster, model, &hw, options_json(f, o), r});
+
+  const bool nothing = r.plans.empty() || (o.prune_enabled && r.feasible == 0);
+  std::vector<FitHint> hints;
+  if (nothing && !r.interrupted) hints = explain_infeasible(model, cluster, hw, o, r);
+
+  if (f.json) {
+    std::cout << search_result_to_json(r).dump(2) << "\n";
+  } else {
+    std::cout << "ztune search: " << model.name << " on " << cluster.name << " (" << cluster.total_gpus() << " × "
+              << cluster.node.gpu.name << ", " << cluster.nodes << " nodes), engine " << f.engine << "\n";
+    if (nothing) {
+      print_infeasible(std::cout, r, hints);
+    } else {
+      std::cout << "\n";
+      print_plan_table(std::cout, r, r.plans);
+      if (r.pass("simulate") && r.pass("simulate")->out > 0) std::cout << "(* = ranked by the simulator)\n";
+      std::cout << "\nBest plan: " << r.plans.front().plan.summary() << "\n";
+      print_breakdowns(std::cout, r.plans.front());
+    }
+    std::cout << "\n";
+    print_pass_summary(std::cout, r);
+    if (f.explain) print_rule_counts(std::cout, r);
+    if (search_id) std::cout << "Stored as search " << *search_id << " in " << db->path() << " (ztune history show "
+                             << *search_id << ").\n";
+  }
+  if (nothing) return kExitInfeasible;
+  if (!f.out.empty()) {
+    write_plan_file(f.out, r.plans.front(), model, cluster);
+    if (!f.json) std::cout << "Wrote the best plan to " << f.out << ".\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
 Command add_search(CLI::App& root) {
-  auto* app = root.add_subcommand("search", "(search: not implemented yet)");
-  app->allow_extras();
-  return {app, [] { return not_implemented("search"); }};
+  auto* app = root.add_subcommand("search", "Search the plan space and rank the plans that fit (the default command)");
+  auto f = std::make_shared<SearchFlags>();
+  f->input.add_to(*app, true);
+  app->add_option("--gpus", f->gpus, "Use exactly N devices (default: all)")->check(CLI::PositiveNumber);
+  app->add_option("--min-gpus", f->min_gpus, "Search every device count from N ...")->check(CLI::PositiveNumber);
+  app->add_option("--max-gpus", f->max_gpus, "... up to N")->check(CLI::PositiveNumber);
+  app->add_flag("--allow-tp-across-nodes", f->allow_tp_across_nodes, "Let tensor-parallel groups span nodes");
+  app->add_option("--engine", f->engine, "Limit the space to what an engine runs")
+      ->check(CLI::IsMember({"ztune", "deepspeed", "megatron"}));
+  app->add_option("--global-batch", f->global_batch, "Sequences per step (default: the model file's)")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--precision", f->precision, "Pin the precision (default: every 16-bit one the GPU has)")
+      ->check(CLI::IsMember({"fp16", "bf16", "fp32"}));
+  app->add_option("--max-micro-batch", f->max_micro_batch, "Largest micro-batch to try")->check(CLI::PositiveNumber);
+  app->add_flag("--onebit-adam", f->onebit_adam, "Also search 1-bit Adam (compressed gradients)");
+  app->add_flag("--zeropp", f->zeropp, "Also search ZeRO++ (quantized ZeRO-3 communication)");
+  app->add_option("--objective", f->objective, "Rank by throughput, time (days for --tokens) or cost")
+      ->check(CLI::IsMember({"throughput", "time", "cost"}));
+  app->add_option("--tokens", f->tokens, "Token budget for days and cost (default: the model file's)")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--gpu-hour-price", f->gpu_hour_price, "Price of one GPU-hour (objective cost)")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--top", f->top, "Plans to show")->check(CLI::PositiveNumber);
+  app->add_option("--simulate-top", f->simulate_top, "Plans to re-time with the simulator")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--threads", f->threads, "Worker threads (default: all cores)")->check(CLI::PositiveNumber);
+  app->add_flag("--no-prune", f->no_prune, "Switch off the memory prune pass (rank plans that do not fit too)");
+  app->add_flag("--no-rank", f->no_rank, "Switch off the analytical rank pass (plans in enumeration order)");
+  app->add_flag("--no-simulate", f->no_simulate, "Switch off the simulate pass");
+  app->add_flag("--json", f->json, "Print the result as JSON");
+  app->add_flag("--explain", f->explain, "Show how many plans each rule removed");
+  app->add_option("--out", f->out, "Write the best plan to this plan file");
+  app->add_option("--profile", f->profile, "Hardware profile file (default: the GPU's in data/profiles/)");
+  app->add_option("--db", f->db, "Results database (default: $XDG_DATA_HOME/ztune/results.db)");
+  app->add_flag("--no-db", f->no_db, "Do not store the search");
+  return {app, [f] { return run_search_command(*f); }};
 }
 
 }  // namespace ztune::cli

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "ztune/model/prediction.hpp"
@@ -229,15 +231,23 @@ SearchResult run_search(const Transformer& m, const Cluster& c, const HardwarePr
     workers.back().rank.enabled = o.rank_enabled;
   }
   {
-    std::atomic<int> finished{0};
+    // Workers report completion through a condition variable; the calling
+    // thread wakes every 100 ms to report progress (and returns at once when done).
+    std::mutex mu;
+    std::condition_variable cv;
+    int finished = 0;
     std::vector<std::jthread> pool;
     for (auto& w : workers)
-      pool.emplace_back([&job, &w, &finished] {
+      pool.emplace_back([&job, &w, &mu, &cv, &finished] {
         work(job, w);
-        finished.fetch_add(1);
+        {
+          std::lock_guard lock(mu);
+          ++finished;
+        }
+        cv.notify_one();
       });
-    while (finished.load() < threads) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::unique_lock lock(mu);
+    while (!cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return finished == threads; })) {
       if (progress)
         progress({job.done.load(), r.space, std::chrono::duration<double>(Clock::now() - t0).count()});
     }

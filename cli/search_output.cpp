@@ -1,0 +1,180 @@
+#include "search_output.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+#include <string>
+
+#include "ztune/tuner/objective.hpp"
+
+namespace ztune::cli {
+
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+/// 1234567 -> "1,234,567".
+std::string grouped(double v) {
+  if (!std::isfinite(v)) return "-";
+  std::string digits = std::to_string(static_cast<long long>(std::llround(v)));
+  std::string out;
+  const std::size_t lead = digits.size() % 3 == 0 ? 3 : digits.size() % 3;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i != 0 && (i - lead) % 3 == 0 && i >= lead) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+std::string offload_text(const Plan& p) {
+  std::string s;
+  if (p.offload_optimizer != OffloadTarget::none) s += "opt:" + to_string(p.offload_optimizer);
+  if (p.offload_params != OffloadTarget::none) s += std::string(s.empty() ? "" : " ") + "par:" + to_string(p.offload_params);
+  return s.empty() ? "-" : s;
+}
+
+std::string layout_text(const Plan& p) {
+  std::string s = std::to_string(p.dp) + "×" + std::to_string(p.tp) + "×" + std::to_string(p.pp);
+  if (p.virtual_stages > 1) s += "×" + std::to_string(p.virtual_stages);
+  return s;
+}
+
+std::string zero_text(const Plan& p) {
+  std::string s = std::to_string(p.zero_stage);
+  if (p.zeropp) s += "++";
+  if (p.onebit_adam) s += " 1bit";
+  return s;
+}
+
+/// Text columns; numeric columns are right-aligned.
+void print_columns(std::ostream& os, const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right) {
+  std::vector<std::size_t> width(rows.front().size(), 0);
+  auto display_width = [](const std::string& s) {
+    std::size_t n = 0;
+    for (unsigned char ch : s) n += (ch & 0xC0) != 0x80;  // UTF-8 code points (×, ≥)
+    return n;
+  };
+  for (const auto& r : rows)
+    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], display_width(r[i]));
+  for (const auto& r : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      const std::string pad(width[i] - display_width(r[i]), ' ');
+      line += (i == 0 ? "" : "  ") + (right[i] ? pad + r[i] : r[i] + (i + 1 == r.size() ? "" : pad));
+    }
+    os << line << "\n";
+  }
+}
+
+}  // namespace
+
+void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector<Candidate>& plans) {
+  std::vector<std::vector<std::string>> rows{{"#", "dp×tp×pp(×v)", "ZeRO", "offload", "mb×acc", "recompute", "sched",
+                                              "sp", "prec", "GPU mem GB", "TFLOP/s/GPU", "MFU", "tokens/s", "days"}};
+  const std::vector<bool> right{true, false, false, false, false, false, false, false,
+                                false, true,  true,  true,  true,  true};
+  int rank = 0;
+  for (const auto& c : plans) {
+    const auto& p = c.plan;
+    const auto& mem = c.prediction.memory;
+    const auto& t = c.time();
+    std::string memory = mem.gpu_capacity_bytes > 0
+                             ? fmt("%.1f", mem.gpu_total_bytes / 1e9) + "/" + fmt("%.1f", mem.gpu_capacity_bytes / 1e9)
+                             : "-";
+    if (mem.gpu_capacity_bytes > 0 && !mem.fits()) memory += " !";
+    rows.push_back({std::to_string(++rank) + (c.simulated ? "*" : ""), layout_text(p), zero_text(p), offload_text(p),
+                    std::to_string(p.micro_batch) + "×" + std::to_string(p.grad_accum), to_string(p.recompute),
+                    p.pp > 1 ? to_string(p.schedule) : "-", p.sequence_parallel ? "sp" : "-", to_string(p.precision),
+                    memory, c.timed ? fmt("%.1f", t.model_tflops_per_gpu) : "-",
+                    c.timed ? fmt("%.1f%%", 100 * t.mfu) : "-", c.timed ? grouped(t.tokens_per_s) : "-",
+                    c.timed ? fmt("%.1f", days_to_train(r.tokens, t.tokens_per_s)) : "-"});
+  }
+  print_columns(os, rows, right);
+}
+
+void print_breakdowns(std::ostream& os, const Candidate& c) {
+  const auto& mem = c.prediction.memory;
+  os << "Memory per GPU (GB), " << fmt("%.2f", mem.gpu_total_bytes / 1e9) << " of "
+     << fmt("%.2f", mem.gpu_capacity_bytes / 1e9) << ":\n";
+  std::vector<std::vector<std::string>> rows;
+  for (std::size_t i = 0; i < mem.gpu.size(); ++i) {
+    if (mem.gpu[i] == 0) continue;
+    rows.push_back({std::string("  ") + kMemLineNames[i], fmt("%.2f", mem.gpu[i] / 1e9),
+                    mem.gpu_total_bytes > 0 ? fmt("%.1f%%", 100 * mem.gpu[i] / mem.gpu_total_bytes) : "-"});
+  }
+  if (!rows.empty()) print_columns(os, rows, {false, true, true});
+  if (mem.host_bytes_per_node > 0)
+    os << "  host per node: " << fmt("%.1f", mem.host_bytes_per_node / 1e9) << " of "
+       << fmt("%.1f", mem.host_capacity_bytes / 1e9) << " GB\n";
+  if (mem.nvme_bytes_per_node > 0)
+    os << "  NVMe per node: " << fmt("%.1f", mem.nvme_bytes_per_node / 1e9) << " of "
+       << fmt("%.1f", mem.nvme_capacity_bytes / 1e9) << " GB\n";
+  if (!c.timed) return;
+  auto print_time = [&](const char* title, const TimePrediction& t) {
+    os << title << fmt("%.3f", t.iteration_s) << " s (MFU " << fmt("%.1f%%", 100 * t.mfu) << ", HFU "
+       << fmt("%.1f%%", 100 * t.hfu) << "):\n";
+    std::vector<std::vector<std::string>> trows;
+    for (std::size_t i = 0; i < t.parts.size(); ++i) {
+      if (t.parts[i] == 0) continue;
+      trows.push_back({std::string("  ") + kTimePartNames[i], fmt("%.3f", t.parts[i]),
+                       t.iteration_s > 0 ? fmt("%.1f%%", 100 * t.parts[i] / t.iteration_s) : "-"});
+    }
+    if (!trows.empty()) print_columns(os, trows, {false, true, true});
+  };
+  print_time("Iteration time (analytical), ", c.prediction.time);
+  if (c.simulated) print_time("Iteration time (simulated), ", *c.simulated);
+}
+
+void print_pass_summary(std::ostream& os, const SearchResult& r) {
+  os << "Searched " << grouped(static_cast<double>(r.space)) << " plans in " << grouped(static_cast<double>(r.layouts))
+     << " dp×tp×pp layouts (" << grouped(static_cast<double>(r.evaluated)) << " evaluated, "
+     << grouped(static_cast<double>(r.feasible)) << " fit) in " << fmt("%.3f", r.elapsed_s) << " s on " << r.threads
+     << (r.threads == 1 ? " thread" : " threads") << "; objective " << to_string(r.objective) << ", global batch "
+     << r.global_batch << ", " << fmt("%.3g", r.tokens) << " tokens"
+     << (r.interrupted ? "; INTERRUPTED: best of the plans seen so far" : "") << ".\n";
+  os << "Passes:";
+  for (const auto& p : r.passes) {
+    os << "  " << p.name;
+    if (!p.enabled) {
+      os << " off";
+    } else {
+      os << " " << grouped(static_cast<double>(p.in)) << "→" << grouped(static_cast<double>(p.out)) << " ("
+         << fmt("%.3f", p.seconds) << " s)";
+    }
+    if (!p.note.empty()) os << " [" << p.note << "]";
+    os << ";";
+  }
+  os << "\n";
+}
+
+void print_rule_counts(std::ostream& os, const SearchResult& r) {
+  os << "Plans removed, by rule (of " << grouped(static_cast<double>(r.space)) << "):\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& [name, n] : r.pruned.named())
+    rows.push_back({"  " + name, grouped(static_cast<double>(n)),
+                    r.space > 0 ? fmt("%.1f%%", 100.0 * static_cast<double>(n) / static_cast<double>(r.space)) : "-"});
+  rows.push_back({"  fit (feasible)", grouped(static_cast<double>(r.feasible)),
+                  r.space > 0 ? fmt("%.1f%%", 100.0 * static_cast<double>(r.feasible) / static_cast<double>(r.space))
+                              : "-"});
+  print_columns(os, rows, {false, true, true});
+}
+
+void print_infeasible(std::ostream& os, const SearchResult& r, const std::vector<FitHint>& hints) {
+  os << "No plan fits: " << grouped(static_cast<double>(r.space)) << " plans searched, none passes every rule and fits"
+     << " in memory.\n";
+  if (!r.closest.empty()) {
+    os << "\nClosest to fitting (GPU memory used/capacity; '!' = does not fit):\n";
+    print_plan_table(os, r, r.closest);
+  }
+  if (!hints.empty()) {
+    os << "\nWhat would make a plan fit:\n";
+    for (const auto& h : hints) os << "  " << (h.fits ? "[fits] " : "[no]   ") << h.change << ": " << h.detail << "\n";
+  }
+}
+
+}  // namespace ztune::cli

@@ -1,0 +1,55 @@
+#include "search_progress.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <string>
+
+#include <unistd.h>
+
+namespace ztune::cli {
+
+namespace {
+
+// The one place a signal handler needs state: a lock-free atomic, set by the
+// SIGINT handler and read by the search workers.
+std::atomic<bool>& interrupted() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+
+extern "C" void on_sigint(int /*sig*/) {
+  interrupted().store(true);
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+}
+
+}  // namespace
+
+ProgressBar::ProgressBar() : terminal_(isatty(STDERR_FILENO) == 1) {}
+
+ProgressBar::~ProgressBar() {
+  if (drawn_) std::fputs("\r\033[K", stderr);
+}
+
+void ProgressBar::update(const SearchProgress& p) {
+  if (!terminal_ || p.elapsed_s < 1.0 || p.total <= 0) return;
+  const double f = static_cast<double>(p.done) / static_cast<double>(p.total);
+  constexpr int kWidth = 30;
+  const int filled = static_cast<int>(f * kWidth);
+  std::string bar(static_cast<std::size_t>(filled), '=');
+  bar.resize(kWidth, ' ');
+  std::fprintf(stderr, "\r[%s] %3.0f%%  %lld/%lld plans  %.1f s  (Ctrl-C: stop with the best so far)", bar.c_str(),
+               100 * f, static_cast<long long>(p.done), static_cast<long long>(p.total), p.elapsed_s);
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+InterruptGuard::InterruptGuard() {
+  interrupted().store(false);
+  std::signal(SIGINT, on_sigint);
+}
+
+InterruptGuard::~InterruptGuard() { std::signal(SIGINT, SIG_DFL); }
+
+const std::atomic<bool>* InterruptGuard::flag() const { return &interrupted(); }
+
+}  // namespace ztune::cli

@@ -1,0 +1,31 @@
+#pragma once
+// `ztune export`: a plan file turned into what DeepSpeed and Megatron-LM take.
+// DeepSpeed: a ds_config.json (batch sizes, zero_optimization with offload and
+// bucket sizes, fp16/bf16, activation_checkpointing, pipeline, 1-bit Adam) and
+// a Megatron-DeepSpeed launch command. Megatron-LM: its command-line arguments.
+// A plan the engine cannot run is refused (InputError) with the engine's rule.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ztune/model/plan.hpp"
+#include "ztune/tuner/engine.hpp"
+
+namespace ztune {
+
+/// Throws InputError "<file>: <engine> cannot run this plan: <rule>" when it cannot.
+void require_engine_can_run(const Plan& p, Engine e, const std::string& file);
+
+/// The ds_config.json for the plan (DeepSpeed config keys, bucket sizes in elements).
+nlohmann::json deepspeed_config(const PlanFile& pf, const std::string& file);
+/// "deepspeed --num_nodes N --num_gpus G pretrain_gpt.py ... --deepspeed_config <config_path>".
+/// Model shape arguments come from the plan file's embedded model, when present.
+std::string deepspeed_launch(const PlanFile& pf, const std::string& config_path, const std::string& file);
+
+/// Megatron-LM pretrain_gpt.py arguments for the plan (and the embedded model's shape).
+std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::string& file);
+/// "torchrun --nnodes N --nproc_per_node G pretrain_gpt.py <arguments>".
+std::string megatron_launch(const PlanFile& pf, const std::string& file);
+
+}  // namespace ztune

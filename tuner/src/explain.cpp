@@ -1,0 +1,131 @@
+#include "ztune/tuner/explain.hpp"
+
+#include <cstdio>
+
+#include "ztune/model/prediction.hpp"
+
+namespace ztune {
+
+namespace {
+
+std::string gb(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
+  return buf;
+}
+
+/// Tries one modification of the closest plan; empty change when it does not apply.
+FitHint try_variant(const Transformer& m, const Cluster& c, const HardwareProfile& hw, const SearchOptions& o,
+                    const std::string& change, Plan p) {
+  FitHint h;
+  h.change = change;
+  if (auto why = check_plan(p, m, c)) {
+    h.detail = p.summary() + ": not a valid plan (" + *why + ")";
+    return h;
+  }
+  const MemoryPrediction mem = predict_memory(m, p, c, hw);
+  h.fits = mem.fits();
+  h.detail = p.summary() + " needs " + describe_memory(mem) + (h.fits ? ": fits" : ": still too big");
+  if (auto rule = engine_violation(p, o.space.engine)) {
+    h.fits = false;
+    h.detail += "; but --engine " + to_string(o.space.engine) + " cannot run it (" +
+                std::string(engine_rule_text(*rule)) + ")";
+  }
+  return h;
+}
+
+/// A memory-only search (no ranking) with `o` changed by the caller.
+SearchResult feasibility(const Transformer& m, const Cluster& c, const HardwareProfile& hw, SearchOptions o) {
+  o.rank_enabled = false;
+  o.simulate_enabled = false;
+  o.top = 1;
+  o.closest = 0;
+  return run_search(m, c, hw, o);
+}
+
+std::string example(const SearchResult& r) {
+  if (r.plans.empty()) return "";
+  const auto& p = r.plans.front();
+  return ", e.g. " + p.plan.summary() + " needs " + describe_memory(p.prediction.memory);
+}
+
+}  // namespace
+
+std::string describe_memory(const MemoryPrediction& mem) {
+  std::string s = gb(mem.gpu_total_bytes) + " of " + gb(mem.gpu_capacity_bytes) + " per GPU";
+  if (!mem.fits_host)
+    s += ", host " + gb(mem.host_bytes_per_node) + " of " + gb(mem.host_capacity_bytes) + " per node";
+  if (!mem.fits_nvme)
+    s += ", NVMe " + gb(mem.nvme_bytes_per_node) + " of " + gb(mem.nvme_capacity_bytes) + " per node";
+  return s;
+}
+
+std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, const HardwareProfile& hw,
+                                        const SearchOptions& o, const SearchResult& r) {
+  std::vector<FitHint> hints;
+  if (!r.closest.empty()) {
+    const Plan base = r.closest.front().plan;
+    if (base.micro_batch > 1) {
+      Plan p = base;
+      p.grad_accum *= p.micro_batch;
+      p.micro_batch = 1;
+      hints.push_back(try_variant(m, c, hw, o, "micro-batch 1", p));
+    }
+    if (base.recompute != Recompute::full) {
+      Plan p = base;
+      p.recompute = Recompute::full;
+      hints.push_back(try_variant(m, c, hw, o, "full recomputation", p));
+    }
+    if (base.pp == 1 && c.device_kind == DeviceKind::gpu &&
+        (base.zero_stage != 3 || base.offload_optimizer == OffloadTarget::none ||
+         base.offload_params == OffloadTarget::none)) {
+      Plan p = base;
+      p.zero_stage = 3;
+      p.onebit_adam = false;
+      p.offload_optimizer = OffloadTarget::cpu;
+      p.offload_params = OffloadTarget::cpu;
+      hints.push_back(try_variant(m, c, hw, o, "ZeRO-3 with optimizer and parameter offload to CPU", p));
+      p.micro_batch = 1;
+      p.grad_accum = base.grad_accum * base.micro_batch;
+      p.recompute = Recompute::full;
+      hints.push_back(try_variant(m, c, hw, o, "all of: micro-batch 1, full recomputation, ZeRO-3 CPU offload", p));
+    }
+  }
+  if (o.space.engine != Engine::ztune) {
+    SearchOptions x = o;
+    x.space.engine = Engine::ztune;
+    auto s = feasibility(m, c, hw, x);
+    hints.push_back({"without --engine " + to_string(o.space.engine),
+                     std::to_string(s.feasible) + " plans fit" + example(s), s.feasible > 0});
+  }
+  if (!o.space.allow_tp_across_nodes) {
+    SearchOptions x = o;
+    x.space.allow_tp_across_nodes = true;
+    auto s = feasibility(m, c, hw, x);
+    hints.push_back({"--allow-tp-across-nodes", std::to_string(s.feasible) + " plans fit" + example(s), s.feasible > 0});
+  }
+  // More GPUs: whole nodes, doubling, every device used.
+  SearchOptions x = o;
+  x.space.gpus = x.space.min_gpus = x.space.max_gpus = 0;
+  Cluster bigger = c;
+  bool found = false;
+  const bool restricted = o.space.gpus > 0 || o.space.min_gpus > 0 || o.space.max_gpus > 0;
+  for (int k = restricted ? 0 : 1; k <= 12 && !found; ++k) {
+    bigger.nodes = c.nodes << k;
+    auto s = feasibility(m, bigger, hw, x);
+    if (s.feasible > 0) {
+      found = true;
+      hints.push_back({"more GPUs",
+                       "with " + std::to_string(bigger.nodes) + " nodes (" + std::to_string(bigger.total_gpus()) +
+                           " devices) " + std::to_string(s.feasible) + " plans fit" + example(s),
+                       true});
+    }
+  }
+  if (!found)
+    hints.push_back({"more GPUs", "nothing fits even on " + std::to_string(bigger.nodes) + " nodes (" +
+                                      std::to_string(bigger.total_gpus()) + " devices)",
+                     false});
+  return hints;
+}
+
+}  // namespace ztune

@@ -1,0 +1,178 @@
+#include "ztune/tuner/export.hpp"
+
+#include <algorithm>
+
+#include "ztune/model/input_error.hpp"
+
+namespace ztune {
+
+namespace {
+
+/// DeepSpeed's offload section: {"device": "cpu"|"nvme", "pin_memory": true[, "nvme_path"]}.
+nlohmann::json offload_section(OffloadTarget t) {
+  nlohmann::json j{{"device", to_string(t)}, {"pin_memory", true}};
+  // ZeRO-Infinity needs a path on the node's NVMe; this is a placeholder to edit.
+  if (t == OffloadTarget::nvme) j["nvme_path"] = "/local_nvme";
+  return j;
+}
+
+long long elems(double v) { return static_cast<long long>(v); }
+
+/// Nodes and devices per node the plan's devices occupy.
+std::pair<int, int> node_shape(const PlanFile& pf) {
+  const int gpus = pf.plan.gpus();
+  const int per_node = pf.cluster ? std::min(pf.cluster->node.gpus, gpus) : gpus;
+  return {(gpus + per_node - 1) / per_node, per_node};
+}
+
+std::vector<std::string> model_arguments(const Transformer& m) {
+  std::vector<std::string> a{"--num-layers",   std::to_string(m.layers),     "--hidden-size",
+                             std::to_string(m.hidden), "--ffn-hidden-size", std::to_string(m.ffn_hidden),
+                             "--num-attention-heads", std::to_string(m.heads), "--seq-length",
+                             std::to_string(m.seq_len), "--max-position-embeddings", std::to_string(m.seq_len)};
+  if (m.kv_heads != m.heads) {
+    a.insert(a.end(), {"--group-query-attention", "--num-query-groups", std::to_string(m.kv_heads)});
+  }
+  if (m.activation == Activation::swiglu) a.emplace_back("--swiglu");
+  if (m.norm == NormKind::rmsnorm) a.insert(a.end(), {"--normalization", "RMSNorm"});
+  if (m.position == PositionEmbedding::rotary) a.insert(a.end(), {"--position-embedding-type", "rope"});
+  if (!m.bias) a.emplace_back("--disable-bias-linear");
+  if (!m.tied_embeddings) a.emplace_back("--untie-embeddings-and-output-weights");
+  return a;
+}
+
+std::string join(const std::vector<std::string>& parts) {
+  std::string s;
+  for (const auto& p : parts) s += (s.empty() ? "" : " ") + p;
+  return s;
+}
+
+void precision_arguments(const Plan& p, std::vector<std::string>& a) {
+  if (p.precision == Precision::fp16) a.emplace_back("--fp16");
+  if (p.precision == Precision::bf16) a.emplace_back("--bf16");
+}
+
+}  // namespace
+
+void require_engine_can_run(const Plan& p, Engine e, const std::string& file) {
+  if (auto rule = engine_violation(p, e))
+    throw InputError(file + ": " + to_string(e) + " cannot run this plan (" + p.summary() +
+                     "): " + std::string(engine_rule_text(*rule)));
+}
+
+nlohmann::json deepspeed_config(const PlanFile& pf, const std::string& file) {
+  const Plan& p = pf.plan;
+  require_engine_can_run(p, Engine::deepspeed, file);
+  nlohmann::json zero{{"stage", p.zero_stage}};
+  if (p.zero_stage >= 1) {
+    zero["overlap_comm"] = p.overlap_comm;
+    zero["contiguous_gradients"] = true;
+    zero["reduce_scatter"] = true;
+    zero["reduce_bucket_size"] = elems(p.reduce_bucket_elems);
+    zero["allgather_partitions"] = true;
+    zero["allgather_bucket_size"] = elems(p.allgather_bucket_elems);
+  }
+  if (p.zero_stage == 3) {
+    zero["stage3_prefetch_bucket_size"] = elems(p.prefetch_bucket_elems);
+    zero["stage3_max_live_parameters"] = elems(p.max_live_params);
+    zero["stage3_param_persistence_threshold"] = elems(p.param_persistence_threshold);
+  }
+  if (p.offload_optimizer != OffloadTarget::none) zero["offload_optimizer"] = offload_section(p.offload_optimizer);
+  if (p.offload_params != OffloadTarget::none) zero["offload_param"] = offload_section(p.offload_params);
+  if (p.zeropp) {
+    // ZeRO++ (Wang et al. 2023): int8 weight gathers, hpZ secondary partition within a node, int4 gradients.
+    zero["zero_quantized_weights"] = true;
+    // hpZ keeps a secondary parameter copy inside each node (DeepSpeed's tutorial: GPUs per node).
+    zero["zero_hpz_partition_size"] = pf.cluster ? pf.cluster->node.gpus : 8;
+    zero["zero_quantized_gradients"] = true;
+  }
+  nlohmann::json ds{{"train_batch_size", p.global_batch},
+                    {"train_micro_batch_size_per_gpu", p.micro_batch},
+                    {"gradient_accumulation_steps", p.grad_accum},
+                    {"gradient_clipping", 1.0},
+                    {"steps_per_print", 10},
+                    {"wall_clock_breakdown", false},
+                    {"zero_optimization", zero}};
+  if (p.precision == Precision::fp16)
+    ds["fp16"] = {{"enabled", true}, {"loss_scale", 0}, {"initial_scale_power", 16},
+                  {"loss_scale_window", 1000}, {"hysteresis", 2}, {"min_loss_scale", 1}};
+  if (p.precision == Precision::bf16) ds["bf16"] = {{"enabled", true}};
+  if (p.recompute == Recompute::full)
+    ds["activation_checkpointing"] = {{"partition_activations", p.tp > 1},
+                                      {"cpu_checkpointing", false},
+                                      {"contiguous_memory_optimization", false},
+                                      {"number_checkpoints", nullptr},
+                                      {"synchronize_checkpoint_boundary", false},
+                                      {"profile", false}};
+  if (p.pp > 1)
+    ds["pipeline"] = {{"stages", p.pp},
+                      {"partition", "parameters"},
+                      {"activation_checkpoint_interval", p.recompute == Recompute::full ? 1 : 0}};
+  if (p.onebit_adam)
+    ds["optimizer"] = {{"type", "OneBitAdam"},
+                       {"params", {{"lr", 1e-4}, {"freeze_step", p.onebit_freeze_step}, {"cuda_aware", false},
+                                   {"comm_backend_name", "nccl"}}}};
+  if (p.sparse_attention != SparseLayout::none)
+    ds["sparse_attention"] = {{"mode", to_string(p.sparse_attention)}, {"block", p.sparse_block}};
+  return ds;
+}
+
+std::string deepspeed_launch(const PlanFile& pf, const std::string& config_path, const std::string& file) {
+  const Plan& p = pf.plan;
+  require_engine_can_run(p, Engine::deepspeed, file);
+  const auto [nodes, per_node] = node_shape(pf);
+  std::vector<std::string> a{"deepspeed", "--num_nodes", std::to_string(nodes), "--num_gpus",
+                             std::to_string(per_node), "pretrain_gpt.py"};
+  a.insert(a.end(), {"--tensor-model-parallel-size", std::to_string(p.tp), "--pipeline-model-parallel-size",
+                     std::to_string(p.pp)});
+  if (p.pp == 1) a.emplace_back("--no-pipeline-parallel");
+  if (pf.model) {
+    auto m = model_arguments(*pf.model);
+    a.insert(a.end(), m.begin(), m.end());
+  }
+  a.insert(a.end(), {"--micro-batch-size", std::to_string(p.micro_batch), "--global-batch-size",
+                     std::to_string(p.global_batch)});
+  precision_arguments(p, a);
+  if (p.sequence_parallel) a.emplace_back("--sequence-parallel");
+  if (p.recompute == Recompute::full) a.insert(a.end(), {"--checkpoint-activations", "--deepspeed-activation-checkpointing"});
+  if (p.recompute == Recompute::selective) a.insert(a.end(), {"--recompute-granularity", "selective"});
+  a.insert(a.end(), {"--zero-stage", std::to_string(p.zero_stage), "--deepspeed", "--deepspeed_config", config_path});
+  return join(a);
+}
+
+std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::string& file) {
+  const Plan& p = pf.plan;
+  require_engine_can_run(p, Engine::megatron, file);
+  std::vector<std::string> a{"--tensor-model-parallel-size", std::to_string(p.tp), "--pipeline-model-parallel-size",
+                             std::to_string(p.pp)};
+  if (p.virtual_stages > 1) {
+    if (!pf.model)
+      throw InputError(file + ": --num-layers-per-virtual-pipeline-stage needs the model's layer count; the plan "
+                              "file has no \"model\" (write it with ztune search --out)");
+    a.insert(a.end(), {"--num-layers-per-virtual-pipeline-stage",
+                       std::to_string(pf.model->layers / (p.pp * p.virtual_stages))});
+  }
+  if (p.sequence_parallel) a.emplace_back("--sequence-parallel");
+  if (p.recompute == Recompute::selective) a.insert(a.end(), {"--recompute-granularity", "selective"});
+  if (p.recompute == Recompute::full)
+    a.insert(a.end(), {"--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"});
+  a.insert(a.end(), {"--micro-batch-size", std::to_string(p.micro_batch), "--global-batch-size",
+                     std::to_string(p.global_batch)});
+  if (p.zero_stage == 1) a.emplace_back("--use-distributed-optimizer");
+  if (p.overlap_comm) a.emplace_back("--overlap-grad-reduce");
+  precision_arguments(p, a);
+  if (pf.model) {
+    auto m = model_arguments(*pf.model);
+    a.insert(a.end(), m.begin(), m.end());
+  }
+  return a;
+}
+
+std::string megatron_launch(const PlanFile& pf, const std::string& file) {
+  const auto args = megatron_arguments(pf, file);
+  const auto [nodes, per_node] = node_shape(pf);
+  return "torchrun --nnodes " + std::to_string(nodes) + " --nproc_per_node " + std::to_string(per_node) +
+         " pretrain_gpt.py " + join(args);
+}
+
+}  // namespace ztune
