@@ -25,8 +25,8 @@ class Attribution {
     own_.resize(static_cast<std::size_t>(g.stages));
     for (OpId v = 0; v < n_; ++v) {
       const Op& op = g.dag()[v];
-      const int owner = op.kind == OpKind::pp_send ? op.peer_stage : op.stage;
-      own_[static_cast<std::size_t>(owner)].push_back(v);
+      own_[static_cast<std::size_t>(op.stage)].push_back(v);
+      if (op.peer_stage >= 0 && op.peer_stage != op.stage) own_[static_cast<std::size_t>(op.peer_stage)].push_back(v);
     }
   }
 
@@ -68,9 +68,8 @@ class Attribution {
   std::vector<OpId> sources_;
   std::vector<std::vector<OpId>> own_;  // per stage: its ops and the pipeline sends it receives
 
-  bool owned_by(const Op& op, int s) const {
-    return op.kind == OpKind::pp_send ? op.peer_stage == s : op.stage == s;
-  }
+  // A stage waits on its own operations and on the pipeline sends it receives.
+  bool owned_by(const Op& op, int s) const { return op.stage == s || op.peer_stage == s; }
 
   OpId latest_input(OpId v) const {
     OpId best = kNone;

@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "ztune/simulator/pipeline_schedule.hpp"
 
@@ -43,6 +44,7 @@ struct Streams {
   OpId pcie = kNone;
   OpId nvme = kNone;
   OpId host = kNone;
+  std::vector<OpId> join;  // extra inputs of the next operation on the main chain
 };
 
 class Builder {
@@ -67,14 +69,16 @@ class Builder {
     streams_.resize(static_cast<std::size_t>(stages_));
     const auto steps = static_cast<std::size_t>(microbatches_ * vstages_);
     fwd_first_.assign(steps, kNone);
-    fwd_last_.assign(steps, kNone);
+    fwd_send_.assign(steps, kNone);
     bwd_first_.assign(steps, kNone);
-    bwd_last_.assign(steps, kNone);
+    bwd_send_.assign(steps, kNone);
   }
 
   OpGraph build() {
     for (int s = 0; s < stages_; ++s) build_stage(s);
-    add_pipeline_sends();
+    add_embedding_sync();
+    for (int s = 0; s < stages_; ++s) optimizer_step(s);
+    link_pipeline_sends();
     return std::move(g_);
   }
 
@@ -96,7 +100,8 @@ class Builder {
   int prefetch_depth_ = 0;
   OpGraph g_;
   std::vector<Streams> streams_;
-  std::vector<OpId> fwd_first_, fwd_last_, bwd_first_, bwd_last_;  // [mb · vstages + j]
+  // [mb · vstages + j]: the first compute of each step, and the send of its output
+  std::vector<OpId> fwd_first_, fwd_send_, bwd_first_, bwd_send_;
   // per stage while it is built
   std::vector<OpId> uses_;  // ZeRO-3: the op that releases each gathered group, in use order
   double bucket_fill_ = 0;  // gradient elements waiting for the current bucket
@@ -143,6 +148,15 @@ class Builder {
     return id;
   }
 
+  // On the main chain, the next op also waits for pending asynchronous work.
+  OpId add_main(int s, const Op& op) {
+    Streams& st = streams_[static_cast<std::size_t>(s)];
+    const OpId id = add_chained(op, st.main);
+    for (const OpId j : st.join) add_dependency(g_, j, id);
+    st.join.clear();
+    return id;
+  }
+
   ResourceKind level(bool crosses) const { return crosses ? ResourceKind::inter_link : ResourceKind::intra_link; }
   ResourceKind dp_level() const { return level(where_.dp_crosses_nodes); }
   std::size_t key(int microbatch, int vstage) const {
@@ -168,7 +182,25 @@ class Builder {
         backward_step(s, st, reduce);
       }
     }
-    optimizer_step(s);
+  }
+
+  // Megatron: with tied embeddings the first and last stage each hold the word
+  // embedding; after the data-parallel reduction their gradients are
+  // all-reduced, before either optimizer step.
+  void add_embedding_sync() {
+    const double duration = costs_.embedding_sync_s();
+    if (stages_ <= 1 || duration <= 0) return;
+    const int last = stages_ - 1;
+    const bool crosses = where_.boundary_crosses_nodes[static_cast<std::size_t>(last)];
+    Op op = make(OpKind::dp_reduce, 0, level(crosses), duration);
+    op.peer_stage = -1;
+    const OpId id = add_op(g_, op);
+    for (const int s : {0, last}) {
+      Streams& st = streams_[static_cast<std::size_t>(s)];
+      if (st.main != kNone) add_dependency(g_, st.main, id);
+      if (st.dp != kNone) add_dependency(g_, st.dp, id);
+      st.join.push_back(id);
+    }
   }
 
   int vstage_of(int s, int chunk) const { return chunk * stages_ + s; }
@@ -179,17 +211,55 @@ class Builder {
     op.microbatch = st.microbatch;
     op.layer_begin = lb;
     op.layer_end = le;
-    return add_chained(op, streams_[static_cast<std::size_t>(s)].main);
+    return add_main(s, op);
   }
 
-  void tp_collective(int s, const ScheduleStep& st, int lb, int le, double duration) {
-    if (plan_.tp <= 1) return;
+  Op tp_op(int s, const ScheduleStep& st, int lb, int le, double duration) const {
     Op op = make(OpKind::tp_comm, s, level(where_.tp_crosses_nodes), duration);
     op.chunk = static_cast<std::int16_t>(st.chunk);
     op.microbatch = st.microbatch;
     op.layer_begin = lb;
     op.layer_end = le;
-    add_chained(op, streams_[static_cast<std::size_t>(s)].main);
+    return op;
+  }
+
+  void overhead(int s, const ScheduleStep* st, int lb, int le, double duration) {
+    if (duration <= 0) return;
+    Op op = make(OpKind::overhead, s, ResourceKind::compute, duration);
+    if (st != nullptr) {
+      op.chunk = static_cast<std::int16_t>(st->chunk);
+      op.microbatch = st->microbatch;
+    }
+    op.layer_begin = lb;
+    op.layer_end = le;
+    add_main(s, op);
+  }
+
+  void tp_collective(int s, const ScheduleStep& st, int lb, int le, double duration) {
+    if (plan_.tp <= 1 || duration <= 0) return;
+    add_main(s, tp_op(s, st, lb, le, duration));
+  }
+
+  // Megatron's backward issues the input-gradient collectives asynchronously
+  // and runs the weight-gradient GEMMs meanwhile: the backward is split so
+  // that the collectives run beside its last `window` seconds.
+  // Returns the first and the last compute op of the backward.
+  std::pair<OpId, OpId> backward_compute(int s, const ScheduleStep& st, int lb, int le, double n) {
+    const double async = plan_.tp > 1 ? n * layer_.tp_backward_async_s : 0.0;
+    const double window = std::min(n * layer_.tp_backward_window_s, n * layer_.backward_s);
+    if (async <= 0 || window <= 0) {
+      const OpId b = compute(s, OpKind::backward, st, lb, le, n * layer_.backward_s);
+      tp_collective(s, st, lb, le, n * layer_.tp_backward_s + async);
+      return {b, b};
+    }
+    const OpId head = compute(s, OpKind::backward, st, lb, le, n * layer_.backward_s - window);
+    const OpId tail = compute(s, OpKind::backward, st, lb, le, window);
+    Op op = tp_op(s, st, lb, le, async);
+    const OpId a = add_op(g_, op);
+    add_dependency(g_, head, a);
+    streams_[static_cast<std::size_t>(s)].join.push_back(a);
+    tp_collective(s, st, lb, le, n * layer_.tp_backward_s);
+    return {head, tail};
   }
 
   // ZeRO-3: gather `params` (this GPU's tensor-parallel share, unpartitioned)
@@ -238,10 +308,16 @@ class Builder {
   void forward_step(int s, const ScheduleStep& st) {
     const int j = vstage_of(s, st.chunk);
     OpId first = kNone;
+    if (st.chunk == 0) {
+      // The schedule's per-micro-batch host work; not a compute input of
+      // the micro-batch, so the incoming activation is awaited after it.
+      overhead(s, &st, -1, -1, costs_.microbatch_overhead_s());
+    }
     if (j == 0) {
       const OpId gp = gather(s, edges_.embedding_params);
       first = compute(s, OpKind::embedding_fwd, st, -1, -1, edges_.embedding_forward_s);
       consume(gp, first, true);
+      tp_collective(s, st, -1, -1, edges_.embedding_tp_s);
     }
     const int begin = j * layers_per_vstage_;
     const int end = begin + layers_per_vstage_;
@@ -254,14 +330,16 @@ class Builder {
       consume(gp, f, true);
       if (first == kNone) first = f;
       tp_collective(s, st, lb, le, n * layer_.tp_forward_s);
+      overhead(s, &st, lb, le, n * layer_.forward_overhead_s);
     }
     if (j == vstages_ - 1) {
       const OpId gp = gather(s, edges_.head_params);
       const OpId h = compute(s, OpKind::head_fwd, st, -1, -1, edges_.head_forward_s);
       consume(gp, h, true);
+      tp_collective(s, st, -1, -1, edges_.head_tp_forward_s);
     }
     fwd_first_[key(st.microbatch, j)] = first;
-    fwd_last_[key(st.microbatch, j)] = streams_[static_cast<std::size_t>(s)].main;
+    if (j + 1 < vstages_) fwd_send_[key(st.microbatch, j)] = pipeline_send(s, j, j + 1, st.microbatch);
   }
 
   void backward_step(int s, const ScheduleStep& st, bool reduce) {
@@ -271,6 +349,7 @@ class Builder {
       const OpId gp = gather(s, edges_.head_params);
       first = compute(s, OpKind::head_bwd, st, -1, -1, edges_.head_backward_s);
       consume(gp, first, true);
+      tp_collective(s, st, -1, -1, edges_.head_tp_backward_s);
       if (reduce) produce_gradients(s, first, edges_.head_params);
     }
     const int begin = j * layers_per_vstage_;
@@ -288,12 +367,14 @@ class Builder {
         consume(gp, r, false);
         if (first == kNone) first = r;
         if (layer_.tp_recompute_s > 0) tp_collective(s, st, lb, le, n * layer_.tp_recompute_s);
+        overhead(s, &st, lb, le, n * layer_.recompute_overhead_s);
       }
-      const OpId b = compute(s, OpKind::backward, st, lb, le, n * layer_.backward_s);
+      const auto [b_first, b] = backward_compute(s, st, lb, le, n);
       g_.dag()[b].activation_delta = -n * (layer_.stored_activation_bytes + layer_.recompute_extra_bytes);
+      if (b_first != b) consume(gp, b_first, false);
       consume(gp, b, true);
-      if (first == kNone) first = b;
-      tp_collective(s, st, lb, le, n * layer_.tp_backward_s);
+      if (first == kNone) first = b_first;
+      overhead(s, &st, lb, le, n * layer_.backward_overhead_s);
       if (reduce) produce_gradients(s, b, n * layer_.params);
     }
     if (j == 0) {
@@ -302,9 +383,11 @@ class Builder {
       consume(gp, e, true);
       if (reduce) produce_gradients(s, e, edges_.embedding_params);
     }
-    if (reduce) flush_gradients(s);
+    // The gradient goes to the previous stage as soon as the backward is done;
+    // an unoverlapped reduction holds the compute stream, not the send.
     bwd_first_[key(st.microbatch, j)] = first;
-    bwd_last_[key(st.microbatch, j)] = streams_[static_cast<std::size_t>(s)].main;
+    if (j > 0) bwd_send_[key(st.microbatch, j)] = pipeline_send(s, j, j - 1, st.microbatch);
+    if (reduce) flush_gradients(s);
   }
 
   // ---------------------------------------------------------------- gradients
@@ -391,9 +474,10 @@ class Builder {
     const double params = stage_params(s);
     const double partition = plan_.zero_stage >= 1 ? params / plan_.dp : params;
     OpId updated = kNone;  // after which the updated parameters are on the GPU
+    overhead(s, nullptr, -1, -1, costs_.step_overhead_s());
     if (!host_optimizer_) {
       Op op = make(OpKind::optimizer_gpu, s, ResourceKind::compute, costs_.gpu_optimizer_s(partition));
-      updated = add_chained(op, st.main);
+      updated = add_main(s, op);
       if (st.dp != kNone) add_dependency(g_, st.dp, updated);
     } else {
       updated = host_optimizer(s, partition);
@@ -419,6 +503,8 @@ class Builder {
   OpId host_optimizer(int s, double partition) {
     Streams& st = streams_[static_cast<std::size_t>(s)];
     const OpId grads_ready = st.pcie;  // the last gradient copy
+    const std::vector<OpId> joins = std::move(st.join);
+    st.join.clear();
     const int groups = std::clamp(static_cast<int>(std::ceil(partition / options_.host_subgroup_params)), 1,
                                   options_.max_host_subgroups);
     const double each = partition / groups;
@@ -436,6 +522,7 @@ class Builder {
       if (read != kNone) add_dependency(g_, read, step);
       if (grads_ready != kNone) add_dependency(g_, grads_ready, step);
       if (st.dp != kNone) add_dependency(g_, st.dp, step);
+      for (const OpId j : joins) add_dependency(g_, j, step);
       last = step;
       if (plan_.offload_optimizer == OffloadTarget::nvme) {
         const double bytes = each * costs_.optimizer_state_bytes_per_param();
@@ -462,29 +549,36 @@ class Builder {
 
   int stage_of(int vstage) const { return vstage % stages_; }
 
-  void add_pipeline_sends() {
-    if (vstages_ <= 1) return;
-    const double bytes = costs_.p2p_bytes();
-    auto send = [&](int from_vstage, int to_vstage, int mb, OpId after, OpId before) {
-      const int from = stage_of(from_vstage);
-      const int to = stage_of(to_vstage);
-      // The boundary between stage b and b+1 (b = p−1 is the wrap-around).
-      const int boundary = to_vstage > from_vstage ? from : to;
-      const bool crosses = where_.boundary_crosses_nodes[static_cast<std::size_t>(boundary)];
-      Op op = make(OpKind::pp_send, from, level(crosses), costs_.p2p_s(crosses));
-      op.peer_stage = static_cast<std::int16_t>(to);
-      op.chunk = static_cast<std::int16_t>(from_vstage / stages_);
-      op.microbatch = mb;
-      op.bytes = bytes;
-      const OpId id = add_op(g_, op);
-      add_dependency(g_, after, id);
-      add_dependency(g_, id, before);
-    };
+  // The output of virtual stage `from_vstage` (on stage s) sent to its
+  // neighbour, after the step's last op. Megatron and DeepSpeed wait for
+  // their pipeline sends (Megatron synchronises after batch_isend_irecv), so
+  // with blocking_p2p the sender's compute stream waits for it too.
+  OpId pipeline_send(int s, int from_vstage, int to_vstage, int mb) {
+    const int to = stage_of(to_vstage);
+    // The boundary between stage b and b+1 (b = p−1 is the wrap-around).
+    const int boundary = to_vstage > from_vstage ? s : to;
+    const bool crosses = where_.boundary_crosses_nodes[static_cast<std::size_t>(boundary)];
+    Op op = make(OpKind::pp_send, s, level(crosses), costs_.p2p_s(crosses));
+    op.peer_stage = static_cast<std::int16_t>(to);
+    op.chunk = static_cast<std::int16_t>(from_vstage / stages_);
+    op.microbatch = mb;
+    op.bytes = costs_.p2p_bytes();
+    Streams& st = streams_[static_cast<std::size_t>(s)];
+    if (options_.blocking_p2p) return add_main(s, op);
+    const OpId id = add_op(g_, op);
+    if (st.main != kNone) add_dependency(g_, st.main, id);
+    return id;
+  }
+
+  // The receiving step waits for the send.
+  void link_pipeline_sends() {
     for (int mb = 0; mb < microbatches_; ++mb) {
-      for (int j = 0; j + 1 < vstages_; ++j)
-        send(j, j + 1, mb, fwd_last_[key(mb, j)], fwd_first_[key(mb, j + 1)]);
-      for (int j = vstages_ - 1; j > 0; --j)
-        send(j, j - 1, mb, bwd_last_[key(mb, j)], bwd_first_[key(mb, j - 1)]);
+      for (int j = 0; j < vstages_; ++j) {
+        const OpId f = fwd_send_[key(mb, j)];
+        if (f != kNone) add_dependency(g_, f, fwd_first_[key(mb, j + 1)]);
+        const OpId b = bwd_send_[key(mb, j)];
+        if (b != kNone) add_dependency(g_, b, bwd_first_[key(mb, j - 1)]);
+      }
     }
   }
 };

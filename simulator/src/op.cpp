@@ -8,7 +8,8 @@ const char* to_string(OpKind k) {
   static constexpr std::array<const char*, static_cast<std::size_t>(OpKind::count)> kNames{
       "forward",   "backward",  "recompute",    "embedding_fwd", "embedding_bwd", "head_fwd",
       "head_bwd",  "tp_comm",   "pp_send",      "dp_reduce",     "dp_param_gather", "zero3_gather",
-      "pcie_d2h",  "pcie_h2d",  "nvme_read",    "nvme_write",    "optimizer_gpu", "optimizer_host"};
+      "pcie_d2h",  "pcie_h2d",  "nvme_read",    "nvme_write",    "optimizer_gpu", "optimizer_host",
+      "overhead"};
   return kNames[static_cast<std::size_t>(k)];
 }
 
@@ -32,6 +33,7 @@ TimePart time_part_of(OpKind k) {
     case OpKind::nvme_write: return TimePart::offload_stall;
     case OpKind::optimizer_gpu:
     case OpKind::optimizer_host: return TimePart::optimizer;
+    case OpKind::overhead: return TimePart::overhead;
     case OpKind::count: break;
   }
   return TimePart::bubble;

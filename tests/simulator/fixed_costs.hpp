@@ -11,6 +11,9 @@ struct FixedCosts final : CostSource {
   double p2p_intra_s = 0;
   double p2p_inter_s = 0;
   double p2p_size = 0;
+  double embedding_sync = 0;
+  double microbatch_overhead = 0;
+  double step_overhead = 0;
   double dp_reduce_s_per_byte = 0;  // all-reduce and reduce-scatter
   double dp_gather_s_per_byte = 0;  // all-gather
   double pcie_s_per_byte = 0;
@@ -22,6 +25,9 @@ struct FixedCosts final : CostSource {
   [[nodiscard]] EdgeTimes edges() const override { return edge_times; }
   [[nodiscard]] double p2p_s(bool crosses) const override { return crosses ? p2p_inter_s : p2p_intra_s; }
   [[nodiscard]] double p2p_bytes() const override { return p2p_size; }
+  [[nodiscard]] double embedding_sync_s() const override { return embedding_sync; }
+  [[nodiscard]] double microbatch_overhead_s() const override { return microbatch_overhead; }
+  [[nodiscard]] double step_overhead_s() const override { return step_overhead; }
   [[nodiscard]] double dp_collective_s(DpCollective kind, double bytes) const override {
     return bytes * (kind == DpCollective::all_gather ? dp_gather_s_per_byte : dp_reduce_s_per_byte);
   }

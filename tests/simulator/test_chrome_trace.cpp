@@ -54,7 +54,15 @@ TEST_CASE("the Chrome trace of an interleaved tp×dp×pp iteration is valid", "[
   p.global_batch = 16;
   p.reduce_bucket_elems = 1.5e8;
   FixedCosts c;
-  c.layer_times = {1.0, 2.0, 0, 0.1, 0.2, 0, 1e8, 10, 0};
+  c.layer_times.forward_s = 1.0;
+  c.layer_times.backward_s = 2.0;
+  c.layer_times.tp_forward_s = 0.1;
+  c.layer_times.tp_backward_s = 0.05;
+  c.layer_times.tp_backward_async_s = 0.15;
+  c.layer_times.tp_backward_window_s = 0.5;
+  c.layer_times.params = 1e8;
+  c.layer_times.stored_activation_bytes = 10;
+  c.embedding_sync = 0.3;
   c.edge_times.head_forward_s = 0.5;
   c.edge_times.head_backward_s = 1.0;
   c.p2p_intra_s = 0.05;

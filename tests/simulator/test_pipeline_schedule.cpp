@@ -126,9 +126,16 @@ TEST_CASE("pipeline sends add to the bubble, not to compute", "[simulator][sched
   const double no_comm = (m + p - 1) * 3.0;
   CHECK(r.iteration_s >= Approx(no_comm + 2 * (p - 1) * 0.25));
   CHECK(r.iteration_s <= Approx(no_comm + 2 * (p - 1 + m) * 0.25));
-  // p = 2: the whole schedule by hand: s1 F0 [1.25, 2.25] B0 [2.25, 4.25];
-  // s0 B0 [4.5, 6.5]; s1 F1 [4.25, 5.25] B1 [5.25, 7.25]; s0 B1 [7.5, 9.5].
-  CHECK(run(2, pipeline_plan(2, 2), c).iteration_s == Approx(9.5));
+  // p = 2 by hand, the sender waiting for its send (Megatron): s0 F0 [0, 1]
+  // send [1, 1.25] F1 [1.25, 2.25] send [2.25, 2.5]; s1 F0 [1.25, 2.25] B0
+  // [2.25, 4.25] send [4.25, 4.5] F1 [4.5, 5.5] B1 [5.5, 7.5] send [7.5, 7.75];
+  // s0 B0 [4.5, 6.5] B1 [7.75, 9.75].
+  CHECK(run(2, pipeline_plan(2, 2), c).iteration_s == Approx(9.75));
+  // Sends overlapping the sender's compute: s1 F1 [4.25, 5.25] B1 [5.25, 7.25],
+  // s0 B1 [7.5, 9.5].
+  BuildOptions async;
+  async.blocking_p2p = false;
+  CHECK(run(2, pipeline_plan(2, 2), c, async).iteration_s == Approx(9.5));
   CHECK(part(r.breakdown, TimePart::forward) == Approx(m * 1.0));
   CHECK(part(r.breakdown, TimePart::pp_comm) > 0);
   CHECK(sum(r.breakdown) == Approx(r.iteration_s));

@@ -13,8 +13,18 @@ struct LayerTimes {
   double backward_s = 0;
   double recompute_s = 0;     // 0 without recomputation
   double tp_forward_s = 0;    // link time of the forward TP collectives (0 when tp = 1)
-  double tp_backward_s = 0;
+  double tp_backward_s = 0;   // backward collectives the compute waits for
+  // Backward collectives Megatron issues asynchronously beside the weight-
+  // gradient GEMMs, and the compute window they can hide behind (already
+  // scaled by the profile's tp_overlap, as the analytical model scales it).
+  double tp_backward_async_s = 0;
+  double tp_backward_window_s = 0;
   double tp_recompute_s = 0;  // collectives repeated by full recomputation
+  // Host dispatch slower than the GPU: the pass takes max(GPU, host) and the
+  // excess is waiting (0 when the GPU is the slower).
+  double forward_overhead_s = 0;
+  double backward_overhead_s = 0;
+  double recompute_overhead_s = 0;
   double params = 0;          // parameters on this GPU (tensor-parallel share), before ZeRO partitioning
   // Activation bytes of one micro-batch kept from forward to backward, and the
   // extra bytes the recomputation re-materialises before the layer's backward
@@ -25,10 +35,13 @@ struct LayerTimes {
 
 /// The embedding (first virtual stage) and LM head + loss (last virtual stage).
 struct EdgeTimes {
-  double embedding_forward_s = 0;  // includes its tensor-parallel collective
+  double embedding_forward_s = 0;
   double embedding_backward_s = 0;
-  double head_forward_s = 0;       // includes its tensor-parallel collectives
+  double head_forward_s = 0;
   double head_backward_s = 0;
+  double embedding_tp_s = 0;        // vocab-parallel embedding collective, forward
+  double head_tp_forward_s = 0;     // head input gather and loss all-reduces, forward
+  double head_tp_backward_s = 0;    // head input-gradient collective, backward
   double embedding_params = 0;     // on one GPU of the first stage (tensor-parallel share)
   double head_params = 0;          // on one GPU of the last stage (0 when tied; the copy is not counted)
 };
@@ -43,6 +56,13 @@ class CostSource {
   /// One activation (or its gradient) sent between neighbouring stages.
   [[nodiscard]] virtual double p2p_s(bool crosses_nodes) const = 0;
   [[nodiscard]] virtual double p2p_bytes() const = 0;
+  /// Fixed host cost per micro-batch (schedule, data, loss) and per step
+  /// (loss-scale check, gradient norm, optimizer launch).
+  [[nodiscard]] virtual double microbatch_overhead_s() const = 0;
+  [[nodiscard]] virtual double step_overhead_s() const = 0;
+  /// Tied embeddings split over the first and last stage: all-reduce of the
+  /// word-embedding gradient between them once per step (0 when not needed).
+  [[nodiscard]] virtual double embedding_sync_s() const = 0;
   /// One data-parallel collective of `bytes` (nccl-tests S) over the dp group.
   [[nodiscard]] virtual double dp_collective_s(DpCollective kind, double bytes) const = 0;
   /// PCIe copy of `bytes` between this GPU and the host, one direction.

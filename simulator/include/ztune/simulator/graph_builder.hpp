@@ -34,6 +34,10 @@ struct BuildOptions {
   // NVMe and PCIe transfers of one sub-group overlap the update of another.
   double host_subgroup_params = 1e9;
   int max_host_subgroups = 16;
+  // The sender's compute stream waits for each pipeline send to complete, as
+  // in Megatron-LM (torch.cuda.synchronize after batch_isend_irecv) and
+  // DeepSpeed's pipeline engine; false: sends overlap the sender's compute.
+  bool blocking_p2p = true;
 };
 
 /// The plan must satisfy check_plan() for a model of `layers` layers.

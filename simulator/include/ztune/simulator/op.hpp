@@ -28,6 +28,7 @@ enum class OpKind : std::uint8_t {
   nvme_write,        // host -> NVMe
   optimizer_gpu,     // Adam step on the GPU
   optimizer_host,    // CPU Adam step on the host (ZeRO-Offload)
+  overhead,          // the GPU waiting on the host: dispatch slower than the kernels, fixed framework costs
   count
 };
 
@@ -48,7 +49,8 @@ enum class OpKind : std::uint8_t {
     case OpKind::embedding_bwd:
     case OpKind::head_fwd:
     case OpKind::head_bwd:
-    case OpKind::optimizer_gpu: return true;
+    case OpKind::optimizer_gpu:
+    case OpKind::overhead: return true;
     default: return false;
   }
 }

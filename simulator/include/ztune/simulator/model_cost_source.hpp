@@ -1,0 +1,51 @@
+#pragma once
+// The production cost source: every duration comes from model/op_costs.hpp
+// (one source of truth with the analytical model), activation bytes from
+// model/memory_model.hpp's Korthikanti formulas.
+#include "ztune/model/cluster.hpp"
+#include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/op_costs.hpp"
+#include "ztune/model/plan.hpp"
+#include "ztune/model/transformer.hpp"
+#include "ztune/simulator/cost_source.hpp"
+
+namespace ztune::sim {
+
+class ModelCostSource final : public CostSource {
+ public:
+  /// Keeps references: the arguments must outlive the source.
+  ModelCostSource(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw);
+
+  [[nodiscard]] LayerTimes layer() const override { return layer_; }
+  [[nodiscard]] EdgeTimes edges() const override { return edges_; }
+  [[nodiscard]] double p2p_s(bool crosses_nodes) const override;
+  [[nodiscard]] double p2p_bytes() const override { return p2p_.bytes; }
+  [[nodiscard]] double embedding_sync_s() const override { return embedding_sync_s_; }
+  [[nodiscard]] double microbatch_overhead_s() const override { return microbatch_overhead_s_; }
+  [[nodiscard]] double step_overhead_s() const override { return step_overhead_s_; }
+  [[nodiscard]] double dp_collective_s(DpCollective kind, double bytes) const override;
+  [[nodiscard]] double pcie_s(double bytes) const override;
+  [[nodiscard]] double nvme_s(double bytes) const override;
+  [[nodiscard]] double gpu_optimizer_s(double params) const override;
+  [[nodiscard]] double host_optimizer_s(double params) const override;
+  [[nodiscard]] double grad_bytes_per_param() const override { return 2; }
+  [[nodiscard]] double param_bytes_per_param() const override { return 2; }
+  [[nodiscard]] double optimizer_state_bytes_per_param() const override { return 12; }
+
+ private:
+  const Plan& plan_;
+  const Cluster& cluster_;
+  const HardwareProfile& hw_;
+  GroupLayout layout_;
+  LayerTimes layer_;
+  EdgeTimes edges_;
+  PipelineP2P p2p_;
+  double p2p_extra_s_ = 0;       // the tensor-parallel all-gather of Megatron's scatter-gather send
+  double embedding_sync_s_ = 0;
+  double microbatch_overhead_s_ = 0;
+  double step_overhead_s_ = 0;
+  double optimizer_params_ = 0;  // the partition optimizer_cost() times
+  OptimizerCost optimizer_;
+};
+
+}  // namespace ztune::sim

@@ -1,0 +1,28 @@
+#pragma once
+// Simulates one iteration of a plan with the cost model's operation costs.
+// Example: auto r = ztune::sim::simulate(model, plan, cluster, default_profile_for(cluster));
+#include "ztune/model/cluster.hpp"
+#include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/plan.hpp"
+#include "ztune/model/prediction.hpp"
+#include "ztune/model/transformer.hpp"
+#include "ztune/simulator/graph_builder.hpp"
+#include "ztune/simulator/simulation.hpp"
+
+namespace ztune::sim {
+
+struct SimOptions {
+  BuildOptions build;
+  bool memory_samples = true;  // keep each stage's memory-over-time samples (for plots)
+};
+
+/// The plan must satisfy check_plan().
+[[nodiscard]] SimResult simulate(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
+                                 const SimOptions& options = {});
+
+/// predict_time() with the simulated iteration time and breakdown: the
+/// drop-in for `--simulate` (ValidationOptions::time, ztune predict).
+[[nodiscard]] TimePrediction simulate_time(const Transformer& m, const Plan& p, const Cluster& c,
+                                           const HardwareProfile& hw);
+
+}  // namespace ztune::sim

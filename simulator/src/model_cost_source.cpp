@@ -1,0 +1,98 @@
+#include "ztune/simulator/model_cost_source.hpp"
+
+#include <algorithm>
+
+#include "ztune/model/memory_model.hpp"
+#include "ztune/model/time_model.hpp"
+
+namespace ztune::sim {
+
+ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw)
+    : plan_(p), cluster_(c), hw_(hw), layout_(place_groups(p, c)) {
+  const LayerCost lc = layer_cost(m, p, c, hw);
+  layer_.forward_s = lc.fwd_s;
+  layer_.backward_s = lc.bwd_s;
+  layer_.recompute_s = lc.recompute_s;
+  layer_.tp_forward_s = lc.tp_fwd_s;
+  layer_.tp_backward_s = lc.tp_bwd_s;
+  layer_.tp_backward_async_s = lc.tp_bwd_async_s;
+  // time_model.cpp hides min(async, window) × tp_overlap; the simulator gives
+  // the asynchronous collectives a window of window × tp_overlap to hide in.
+  layer_.tp_backward_window_s = lc.tp_bwd_window_s * hw.tp_overlap;
+  layer_.tp_recompute_s = lc.tp_recompute_s;
+  // A pass takes max(GPU time with its blocking collectives, host dispatch)
+  // (op_costs LayerCost::host_*); the simulator waits out the excess.
+  const double tp_bwd = lc.tp_bwd_s + exposed(lc.tp_bwd_async_s, lc.tp_bwd_window_s, hw.tp_overlap);
+  layer_.forward_overhead_s = std::max(0.0, lc.host_fwd_s - (lc.fwd_s + lc.tp_fwd_s));
+  layer_.backward_overhead_s = std::max(0.0, lc.host_bwd_s - (lc.bwd_s + tp_bwd));
+  layer_.recompute_overhead_s = std::max(0.0, lc.host_recompute_s - (lc.recompute_s + lc.tp_recompute_s));
+  microbatch_overhead_s_ = hw.microbatch_overhead_s;
+  step_overhead_s_ = hw.step_overhead_s;
+  layer_.params = m.params_per_layer() / p.tp;
+  layer_.stored_activation_bytes = layer_activation_bytes(m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute);
+  if (p.recompute != Recompute::none)
+    layer_.recompute_extra_bytes =
+        layer_activation_bytes(m, p.micro_batch, p.tp, p.sequence_parallel, Recompute::none) -
+        layer_.stored_activation_bytes;
+
+  const EdgeCost e = edge_cost(m, p, c, hw);
+  edges_.embedding_forward_s = e.embedding_fwd_s;
+  edges_.embedding_backward_s = e.embedding_bwd_s;
+  edges_.head_forward_s = e.head_fwd_s;
+  edges_.head_backward_s = e.head_bwd_s;
+  edges_.embedding_tp_s = e.embedding_tp_s;
+  // op_costs gives the head's collectives as one figure for forward and
+  // backward; half is placed in each pass (what op_costs lacks: the split).
+  edges_.head_tp_forward_s = e.head_tp_s / 2;
+  edges_.head_tp_backward_s = e.head_tp_s / 2;
+  // Parameters per GPU at the pipeline ends, as op_costs' stage_params counts
+  // them: the word embedding split over tp, learned positions replicated; the
+  // head is the final norm plus the untied (or, with pp > 1, the tied copy of
+  // the) word embedding.
+  const double word = static_cast<double>(m.vocab) * m.hidden / p.tp;
+  const double positions = m.embedding_params() - static_cast<double>(m.vocab) * m.hidden;
+  const double final_norm = m.head_params() - (m.tied_embeddings ? 0.0 : static_cast<double>(m.vocab) * m.hidden);
+  edges_.embedding_params = word + positions;
+  edges_.head_params = final_norm + (m.tied_embeddings ? (p.pp > 1 ? word : 0.0) : word);
+
+  p2p_ = pipeline_p2p(m, p, c, hw);
+  if (p.pp > 1) p2p_extra_s_ = p2p_.time_s - p2p_time(p2p_.bytes, layout_.pp_crosses_nodes, c, hw);
+  embedding_sync_s_ = dp_sync_cost(m, p, c, hw).embedding_sync_s;
+  optimizer_ = optimizer_cost(m, p, c, hw);
+  const double params = stage_params(m, p);
+  optimizer_params_ = p.zero_stage >= 1 ? params / p.dp : params;
+}
+
+double ModelCostSource::p2p_s(bool crosses_nodes) const {
+  if (plan_.pp <= 1) return 0;
+  return p2p_time(p2p_.bytes, crosses_nodes, cluster_, hw_) + p2p_extra_s_;
+}
+
+double ModelCostSource::dp_collective_s(DpCollective kind, double bytes) const {
+  const Collective k = kind == DpCollective::all_reduce      ? Collective::all_reduce
+                       : kind == DpCollective::reduce_scatter ? Collective::reduce_scatter
+                                                              : Collective::all_gather;
+  return collective_time(k, bytes, layout_.dp, cluster_, hw_);
+}
+
+double ModelCostSource::pcie_s(double bytes) const { return pcie_copy_time(bytes, cluster_, hw_); }
+
+// op_costs times NVMe per node; the node's GPUs share it (as optimizer_cost
+// charges it: bytes × GPUs per node).
+double ModelCostSource::nvme_s(double bytes) const {
+  return nvme_copy_time(bytes * std::max(1, cluster_.node.gpus), cluster_, hw_);
+}
+
+// op_costs times the optimizer for the whole partition of the most loaded
+// stage; the step is linear in parameters (memory-bound on the GPU, the host's
+// Adam rate on the CPU), so other partitions scale. (op_costs has no
+// per-parameter-count entry point.)
+double ModelCostSource::gpu_optimizer_s(double params) const {
+  return optimizer_params_ > 0 ? optimizer_.gpu_step_s * params / optimizer_params_ : 0.0;
+}
+
+double ModelCostSource::host_optimizer_s(double params) const {
+  return optimizer_params_ > 0 ? optimizer_.host_step_s * params / optimizer_params_ : 0.0;
+}
+
+}  // namespace ztune::sim

@@ -1,0 +1,20 @@
+#include "ztune/simulator/simulate.hpp"
+
+#include "ztune/simulator/model_cost_source.hpp"
+
+namespace ztune::sim {
+
+SimResult simulate(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
+                   const SimOptions& options) {
+  const ModelCostSource costs(m, p, c, hw);
+  return simulate_graph(build_iteration_graph(m.layers, p, placement_of(p, c), costs, options.build),
+                        options.memory_samples);
+}
+
+TimePrediction simulate_time(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+  SimOptions o;
+  o.memory_samples = false;
+  return to_time_prediction(simulate(m, p, c, hw, o), predict_time(m, p, c, hw));
+}
+
+}  // namespace ztune::sim
