@@ -1,0 +1,34 @@
+#pragma once
+// Human labels for the cost model's fixed enums and for a plan's attributes.
+// The enums are iterated by index up to their `count`, so a line the cost model
+// adds appears in every chart (under its raw name until it gets a label here).
+//
+// Example: mem_line_label(0) == "Parameters"; layout_label(plan) == "dp16 · tp8 · pp2".
+#include <cstddef>
+
+#include <QString>
+
+#include "ztune/model/plan.hpp"
+
+namespace ztune::gui {
+
+/// Label of MemLine #i ("Parameters", "Activations", ...).
+QString mem_line_label(std::size_t i);
+/// Label of TimePart #i ("Forward", "DP communication", ...).
+QString time_part_label(std::size_t i);
+/// "dp16 · tp8 · pp2" (+ " · v2" with virtual stages, " · SP" with sequence parallelism).
+QString layout_label(const Plan& p);
+/// "—", "optimizer → CPU", "optimizer → NVMe, params → NVMe".
+QString offload_label(const Plan& p);
+/// "2 × 8" (micro-batch × gradient accumulation steps).
+QString batching_label(const Plan& p);
+/// "none", "selective", "full".
+QString recompute_label(const Plan& p);
+/// "1F1B", "GPipe", "interleaved 1F1B".
+QString schedule_label(const Plan& p);
+/// "bf16", "fp16", "fp32".
+QString precision_label(const Plan& p);
+/// "ZeRO-3" or "—" for stage 0.
+QString zero_label(const Plan& p);
+
+}  // namespace ztune::gui

@@ -1,0 +1,109 @@
+#pragma once
+// The state behind one planner window, apart from its widgets (hotspot keeps its
+// parser and models outside the pages the same way): the last search and its
+// models, the selected plan and the models its charts show, the plans being
+// compared, the scaling curve and the selected plan's simulated timeline.
+// Work runs on worker threads (WorkerRunner); results come back as signals.
+// The widgets only forward user actions here and redraw on these signals.
+#include <optional>
+
+#include <QObject>
+
+#include "ztune/gui/compare_model.hpp"
+#include "ztune/gui/memory_breakdown_model.hpp"
+#include "ztune/gui/plan_filter_model.hpp"
+#include "ztune/gui/plan_table_model.hpp"
+#include "ztune/gui/scaling_model.hpp"
+#include "ztune/gui/search_outcome.hpp"
+#include "ztune/gui/time_breakdown_model.hpp"
+#include "ztune/gui/worker_runner.hpp"
+
+namespace ztune::gui {
+
+class PlannerDocument : public QObject {
+  Q_OBJECT
+ public:
+  explicit PlannerDocument(QObject* parent = nullptr);
+  ~PlannerDocument() override;
+
+  // The models the views show.
+  PlanTableModel& plans() { return plans_; }
+  PlanFilterModel& filtered() { return filtered_; }  // what the table shows; rows below are its rows
+  MemoryBreakdownModel& memory() { return memory_; }  // the selected plan (one column)
+  TimeBreakdownModel& time() { return time_; }        // the selected plan: analytical, then simulated
+  ScalingModel& scaling() { return scaling_; }
+  CompareModel& compare() { return compare_; }
+  MemoryBreakdownModel& compare_memory() { return compare_memory_; }
+  TimeBreakdownModel& compare_time() { return compare_time_; }
+
+  /// Where searches are stored ("" = nowhere). Default: the results database's default path, when it resolves.
+  void set_database(const QString& path);
+  [[nodiscard]] const QString& database() const { return db_path_; }
+  /// Whether selecting a plan simulates it, and a finished search computes the scaling curve (both on by default).
+  void set_auto_simulate(bool on) { auto_simulate_ = on; }
+  void set_auto_scaling(bool on) { auto_scaling_ = on; }
+
+  void start_search(const SearchInputs& inputs);
+  void cancel_search();
+  [[nodiscard]] bool searching() const { return search_runner_.busy(); }
+  /// Shows a finished search (from the worker, or reopened from history) and selects its best plan.
+  void set_outcome(SearchOutcome outcome);
+  [[nodiscard]] const std::optional<SearchOutcome>& outcome() const { return outcome_; }
+
+  /// Selects row `row` of filtered(); false (and no change) when out of range.
+  bool select(int row);
+  [[nodiscard]] const Candidate* selected() const;
+  [[nodiscard]] int selected_row() const;  // row in filtered(), -1 when none (or filtered out)
+
+  /// Compares the plans at these rows of filtered() (two or more, else the comparison is cleared).
+  void set_compared(const QList<int>& rows);
+
+  /// Starts the scaling curve for the current search's inputs (cancels a running one).
+  void start_scaling();
+  void cancel_scaling();
+  [[nodiscard]] bool scaling_running() const { return scaling_runner_.busy(); }
+  /// The selected plan's simulated iteration, when it is done.
+  [[nodiscard]] const std::optional<SimulationOutcome>& simulation() const { return simulation_; }
+
+ signals:
+  void searchRunning(bool running);
+  void searchProgress(qint64 done, qint64 total);
+  void searchFinished();  // outcome() is set, the best plan selected
+  void searchFailed(const QList<ztune::gui::InputIssue>& issues);
+  void selectionChanged();  // memory() and time() show the new selection
+  void simulationStarted();
+  void simulationFinished();  // simulation() is the selected plan's; time() got a "simulated" column
+  void simulationFailed(const QString& message);
+  void scalingRunning(bool running);
+  void compareChanged();
+
+ private:
+  void on_search_finished(const SearchOutcome& outcome);
+  void on_simulated(const SimulationOutcome& outcome);
+  void show_selected_time();
+
+  PlanTableModel plans_;
+  PlanFilterModel filtered_;
+  MemoryBreakdownModel memory_;
+  TimeBreakdownModel time_;
+  ScalingModel scaling_;
+  CompareModel compare_;
+  MemoryBreakdownModel compare_memory_;
+  TimeBreakdownModel compare_time_;
+
+  std::optional<SearchOutcome> outcome_;
+  std::optional<int> selected_;  // index into plans_.candidates()
+  std::optional<SimulationOutcome> simulation_;
+  quint64 simulation_tag_ = 0;
+  quint64 scaling_tag_ = 0;
+  QString db_path_;
+  bool auto_simulate_ = true;
+  bool auto_scaling_ = true;
+
+  // Declared last: destroyed first, so no worker outlives the models it reports to.
+  WorkerRunner search_runner_;
+  WorkerRunner scaling_runner_;
+  WorkerRunner simulation_runner_;
+};
+
+}  // namespace ztune::gui

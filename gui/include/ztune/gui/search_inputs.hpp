@@ -1,0 +1,67 @@
+#pragma once
+// The planner's input form as a value: which cluster and model (catalog name or
+// file, a Hugging Face config.json too), the hardware profile, and the search
+// constraints. resolve_inputs() loads them with the same library calls the
+// command line uses, so every problem carries the command line's message
+// (file, JSON path or flag, and what was expected), attached to the field it
+// concerns so the form can mark it inline.
+//
+// Example: auto r = resolve_inputs({}); r.ok() → dgx2x16 and 100b loaded, default options.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <QMetaType>
+#include <QString>
+
+#include "ztune/model/cluster.hpp"
+#include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/transformer.hpp"
+#include "ztune/tuner/search_options.hpp"
+
+namespace ztune::gui {
+
+enum class InputField : std::uint8_t { cluster, model, profile, gpus, global_batch, seq, tokens, engine, objective, other };
+
+struct InputIssue {
+  InputField field = InputField::other;
+  QString message;  // the library's InputError text, as `ztune` prints it after "ztune: error: "
+};
+
+struct SearchInputs {
+  QString cluster = QStringLiteral("dgx2x16");  // catalog name or file
+  QString model = QStringLiteral("100b");       // catalog name, ztune model file or HF config.json
+  QString profile;                              // "" = the default profile for the cluster's GPU
+  int gpus = 0;                                 // 0 = every device of the cluster
+  std::int64_t global_batch = 0;                // 0 = the model file's
+  int seq = 0;                                  // 0 = the model file's
+  double tokens = 0;                            // 0 = the model file's token budget
+  QString engine = QStringLiteral("ztune");     // ztune | deepspeed | megatron
+  QString objective = QStringLiteral("throughput");  // throughput | time | cost
+  double gpu_hour_price = 0;
+  int top = 50;                                 // plans kept
+};
+
+/// Everything a search needs, loaded and checked. `options.stop` is left null.
+struct ResolvedInputs {
+  Cluster cluster;
+  Transformer model;
+  HardwareProfile profile;
+  SearchOptions options;
+};
+
+struct InputResolution {
+  std::optional<ResolvedInputs> inputs;  // set when there is no issue
+  std::vector<InputIssue> issues;        // every problem found (cluster and model are checked independently)
+  [[nodiscard]] bool ok() const { return inputs.has_value(); }
+};
+
+/// Loads and checks the inputs. Never throws for bad input.
+InputResolution resolve_inputs(const SearchInputs& in);
+
+/// The field a library message concerns, from its leading flag ("--gpus: ..." → gpus).
+InputField field_of_message(const QString& message);
+
+}  // namespace ztune::gui
+
+Q_DECLARE_METATYPE(ztune::gui::InputIssue)

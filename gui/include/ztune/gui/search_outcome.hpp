@@ -1,0 +1,48 @@
+#pragma once
+// The value types the worker thread hands to the UI thread: a finished search
+// with the inputs it ran on, one point of the scaling curve, and one simulated
+// iteration. Plain copies: the UI never shares state with a running worker.
+#include <QList>
+#include <QMetaType>
+#include <QString>
+
+#include "ztune/gui/search_inputs.hpp"
+#include "ztune/gui/timeline_data.hpp"
+#include "ztune/model/plan.hpp"
+#include "ztune/model/prediction.hpp"
+#include "ztune/tuner/search.hpp"
+
+namespace ztune::gui {
+
+struct SearchOutcome {
+  ResolvedInputs inputs;  // what was searched (options.stop is null)
+  SearchResult result;
+  std::int64_t db_id = 0;  // id in the results database; 0 when it was not stored
+  QString db_note;         // why it was not stored, when it was not
+};
+
+/// The best plan the search finds for exactly `gpus` devices.
+struct ScalingPoint {
+  quint64 tag = 0;           // which request it answers
+  int gpus = 0;
+  bool feasible = false;     // some plan fits at this count
+  double tokens_per_s = 0;
+  double mfu = 0;
+  double tflops_per_gpu = 0;
+  QString plan;              // the best plan's summary
+};
+
+/// One simulated iteration of one plan.
+struct SimulationOutcome {
+  quint64 tag = 0;             // which request it answers
+  Plan plan;
+  TimelineData timeline;
+  TimePrediction time;         // the analytical prediction re-timed by the simulator
+  std::size_t operations = 0;  // operations in the simulated graph
+};
+
+}  // namespace ztune::gui
+
+Q_DECLARE_METATYPE(ztune::gui::SearchOutcome)
+Q_DECLARE_METATYPE(ztune::gui::ScalingPoint)
+Q_DECLARE_METATYPE(ztune::gui::SimulationOutcome)

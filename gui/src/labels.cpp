@@ -1,0 +1,94 @@
+#include "ztune/gui/labels.hpp"
+
+#include <string_view>
+#include <utility>
+
+#include <QStringList>
+
+#include "ztune/model/prediction.hpp"
+
+namespace ztune::gui {
+namespace {
+
+using Entry = std::pair<std::string_view, const char*>;
+
+// Keyed by the cost model's stable names (prediction.hpp), so the labels never
+// depend on the enums' numeric order.
+constexpr Entry kMemLabels[] = {
+    {"params", "Parameters"},         {"grads", "Gradients"},
+    {"optimizer", "Optimizer states"}, {"activations", "Activations"},
+    {"comm_buckets", "Comm. buckets"}, {"zero3_gathered", "ZeRO-3 gathered params"},
+    {"workspace", "Workspace"},       {"logits", "Logits and loss"},
+    {"runtime", "CUDA/NCCL runtime"}, {"fragmentation", "Fragmentation"},
+};
+
+constexpr Entry kTimeLabels[] = {
+    {"forward", "Forward"},
+    {"backward", "Backward"},
+    {"recompute", "Recompute"},
+    {"optimizer", "Optimizer step"},
+    {"tp_comm", "TP communication"},
+    {"pp_comm", "PP send/recv"},
+    {"dp_comm", "DP communication"},
+    {"zero3_gather", "ZeRO-3 gathers"},
+    {"bubble", "Pipeline bubble"},
+    {"offload_stall", "Offload stall"},
+    {"overhead", "Framework overhead"},
+};
+
+template <std::size_t N>
+QString lookup(const Entry (&table)[N], std::string_view key) {
+  for (const auto& [name, label] : table)
+    if (name == key) return QString::fromUtf8(label);
+  return QString::fromUtf8(key.data(), static_cast<qsizetype>(key.size()));
+}
+
+QString target(OffloadTarget t) { return t == OffloadTarget::nvme ? QStringLiteral("NVMe") : QStringLiteral("CPU"); }
+
+}  // namespace
+
+QString mem_line_label(std::size_t i) {
+  if (i >= kMemLineNames.size()) return QStringLiteral("line %1").arg(i);
+  return lookup(kMemLabels, kMemLineNames[i]);
+}
+
+QString time_part_label(std::size_t i) {
+  if (i >= kTimePartNames.size()) return QStringLiteral("part %1").arg(i);
+  return lookup(kTimeLabels, kTimePartNames[i]);
+}
+
+QString layout_label(const Plan& p) {
+  QString s = QStringLiteral("dp%1 · tp%2 · pp%3").arg(p.dp).arg(p.tp).arg(p.pp);
+  if (p.virtual_stages > 1) s += QStringLiteral(" · v%1").arg(p.virtual_stages);
+  if (p.sequence_parallel) s += QStringLiteral(" · SP");
+  return s;
+}
+
+QString offload_label(const Plan& p) {
+  QStringList parts;
+  if (p.offload_optimizer != OffloadTarget::none) parts << QStringLiteral("optimizer → ") + target(p.offload_optimizer);
+  if (p.offload_params != OffloadTarget::none) parts << QStringLiteral("params → ") + target(p.offload_params);
+  return parts.isEmpty() ? QStringLiteral("—") : parts.join(QStringLiteral(", "));
+}
+
+QString batching_label(const Plan& p) { return QStringLiteral("%1 × %2").arg(p.micro_batch).arg(p.grad_accum); }
+
+QString recompute_label(const Plan& p) { return QString::fromStdString(to_string(p.recompute)); }
+
+QString schedule_label(const Plan& p) {
+  if (p.pp == 1) return QStringLiteral("—");
+  switch (p.schedule) {
+    case Schedule::gpipe: return QStringLiteral("GPipe");
+    case Schedule::one_f_one_b: return QStringLiteral("1F1B");
+    case Schedule::interleaved: return QStringLiteral("interleaved 1F1B");
+  }
+  return QString::fromStdString(to_string(p.schedule));
+}
+
+QString precision_label(const Plan& p) { return QString::fromStdString(to_string(p.precision)); }
+
+QString zero_label(const Plan& p) {
+  return p.zero_stage == 0 ? QStringLiteral("—") : QStringLiteral("ZeRO-%1").arg(p.zero_stage);
+}
+
+}  // namespace ztune::gui

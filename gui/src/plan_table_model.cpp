@@ -1,0 +1,132 @@
+#include "ztune/gui/plan_table_model.hpp"
+
+#include "ztune/gui/labels.hpp"
+#include "ztune/gui/units.hpp"
+#include "ztune/tuner/objective.hpp"
+
+namespace ztune::gui {
+
+PlanTableModel::PlanTableModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void PlanTableModel::set_plans(std::vector<Candidate> plans, double tokens) {
+  beginResetModel();
+  plans_ = std::move(plans);
+  tokens_ = tokens;
+  endResetModel();
+}
+
+void PlanTableModel::clear() { set_plans({}, 0); }
+
+const Candidate* PlanTableModel::candidate(int row) const {
+  if (row < 0 || row >= static_cast<int>(plans_.size())) return nullptr;
+  return &plans_[static_cast<std::size_t>(row)];
+}
+
+int PlanTableModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(plans_.size());
+}
+
+int PlanTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : column_count; }
+
+double PlanTableModel::days_of(const Candidate& c) const { return days_to_train(tokens_, c.time().tokens_per_s); }
+
+QVariant PlanTableModel::display(const Candidate& c, int row, int column) const {
+  const Plan& p = c.plan;
+  const auto& t = c.time();
+  const auto& m = c.prediction.memory;
+  switch (column) {
+    case rank: return row + 1;
+    case gpus: return p.gpus();
+    case layout: return layout_label(p);
+    case zero: return zero_label(p);
+    case offload: return offload_label(p);
+    case batching: return batching_label(p);
+    case recompute: return recompute_label(p);
+    case schedule: return schedule_label(p);
+    case precision: return precision_label(p);
+    case gpu_memory: return format_bytes(m.gpu_total_bytes);
+    case throughput: return c.timed ? format_tokens_per_s(t.tokens_per_s) : QStringLiteral("—");
+    case tflops: return c.timed ? format_tflops(t.model_tflops_per_gpu) : QStringLiteral("—");
+    case mfu: return c.timed ? format_percent(t.mfu) : QStringLiteral("—");
+    case days: return c.timed ? format_days(days_of(c)) : QStringLiteral("—");
+    case iteration: return c.timed ? format_duration(t.iteration_s) : QStringLiteral("—");
+    default: return {};
+  }
+}
+
+QVariant PlanTableModel::sort_value(const Candidate& c, int row, int column) const {
+  const Plan& p = c.plan;
+  const auto& t = c.time();
+  switch (column) {
+    case rank: return row + 1;
+    case gpus: return p.gpus();
+    // Layouts sort by pipeline depth, then tensor width: the order people compare them in.
+    case layout: return p.pp * 100000 + p.tp * 100 + p.virtual_stages;
+    case zero: return p.zero_stage;
+    case offload: return static_cast<int>(p.offload_optimizer) + 3 * static_cast<int>(p.offload_params);
+    case batching: return p.micro_batch * 100000 + p.grad_accum;
+    case recompute: return static_cast<int>(p.recompute);
+    case schedule: return static_cast<int>(p.schedule);
+    case precision: return static_cast<int>(p.precision);
+    case gpu_memory: return c.prediction.memory.gpu_total_bytes;
+    case throughput: return t.tokens_per_s;
+    case tflops: return t.model_tflops_per_gpu;
+    case mfu: return t.mfu;
+    case days: return days_of(c);
+    case iteration: return t.iteration_s;
+    default: return {};
+  }
+}
+
+QVariant PlanTableModel::data(const QModelIndex& index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
+  const int row = index.row();
+  const Candidate& c = plans_[static_cast<std::size_t>(row)];
+  switch (role) {
+    case Qt::DisplayRole: return display(c, row, index.column());
+    case SortRole: return sort_value(c, row, index.column());
+    case ZeroStageRole: return c.plan.zero_stage;
+    case OffloadRole:
+      return c.plan.offload_optimizer != OffloadTarget::none || c.plan.offload_params != OffloadTarget::none;
+    case CandidateRole: return row;
+    case SimulatedRole: return c.simulated.has_value();
+    case Qt::ToolTipRole: {
+      QString tip = QString::fromStdString(c.plan.summary());
+      if (index.column() == gpu_memory)
+        tip += QStringLiteral("\n%1 of %2 per GPU")
+                   .arg(format_bytes(c.prediction.memory.gpu_total_bytes),
+                        format_bytes(c.prediction.memory.gpu_capacity_bytes));
+      if (c.simulated) tip += QStringLiteral("\ntime from the simulator");
+      return tip;
+    }
+    case Qt::TextAlignmentRole: {
+      const int col = index.column();
+      const bool numeric = col == rank || col == gpus || col >= gpu_memory;
+      return static_cast<int>((numeric ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter);
+    }
+    default: return {};
+  }
+}
+
+QVariant PlanTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || section < 0 || section >= column_count) return {};
+  if (role == Qt::DisplayRole) {
+    static const char* const kNames[column_count] = {"#",         "GPUs",      "Layout",   "ZeRO",     "Offload",
+                                                     "mb × GAS",  "Recompute", "Schedule", "Precision", "GPU memory",
+                                                     "Throughput", "TFLOP/s/GPU", "MFU",   "Days",     "Iteration"};
+    return QString::fromUtf8(kNames[section]);
+  }
+  if (role == Qt::ToolTipRole) {
+    switch (section) {
+      case batching: return QStringLiteral("micro-batch × gradient accumulation steps");
+      case gpu_memory: return QStringLiteral("memory on the most loaded GPU");
+      case tflops: return QStringLiteral("model FLOPs per second per GPU (no recomputation counted)");
+      case mfu: return QStringLiteral("model FLOPs utilisation");
+      case days: return QStringLiteral("days to train the token budget");
+      default: return {};
+    }
+  }
+  return {};
+}
+
+}  // namespace ztune::gui

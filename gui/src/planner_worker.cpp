@@ -1,0 +1,130 @@
+#include "ztune/gui/planner_worker.hpp"
+
+#include <exception>
+
+#include <nlohmann/json.hpp>
+
+#include "ztune/model/input_error.hpp"
+#include "ztune/simulator/simulate.hpp"
+#include "ztune/tuner/objective.hpp"
+#include "ztune/tuner/results_db.hpp"
+
+namespace ztune::gui {
+namespace {
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+/// The options as the results database keeps them (the command line's view of a search).
+nlohmann::json options_json(const SearchInputs& in, const SearchOptions& o) {
+  return {{"source", "ztune-planner"},
+          {"cluster", in.cluster.toStdString()},
+          {"model", in.model.toStdString()},
+          {"gpus", o.space.gpus},
+          {"global_batch", o.space.global_batch},
+          {"seq", in.seq},
+          {"engine", to_string(o.space.engine)},
+          {"objective", to_string(o.objective)},
+          {"tokens", o.tokens},
+          {"gpu_hour_price", o.gpu_hour_price},
+          {"top", o.top}};
+}
+
+}  // namespace
+
+QList<int> scaling_gpu_counts(const Cluster& c) {
+  QList<int> counts;
+  const int total = c.total_gpus();
+  for (int n = std::max(1, c.node.gpus); n < total; n *= 2) counts << n;
+  counts << total;
+  return counts;
+}
+
+void PlannerWorker::search(const SearchInputs& inputs) {
+  InputResolution res = resolve_inputs(inputs);
+  if (!res.ok()) {
+    emit searchFailed(QList<InputIssue>(res.issues.begin(), res.issues.end()));
+    return;
+  }
+  SearchOutcome out;
+  out.inputs = std::move(*res.inputs);
+  SearchOptions o = out.inputs.options;
+  o.stop = &stop_;
+  try {
+    out.result = run_search(out.inputs.model, out.inputs.cluster, out.inputs.profile, o,
+                            [this](const SearchProgress& p) { emit searchProgress(p.done, p.total); });
+  } catch (const InputError& e) {
+    const QString m = q(e.what());
+    emit searchFailed({InputIssue{field_of_message(m), m}});
+    return;
+  } catch (const std::exception& e) {
+    emit searchFailed({InputIssue{InputField::other, QStringLiteral("search failed: ") + q(e.what())}});
+    return;
+  }
+  if (!db_path_.isEmpty()) {
+    try {
+      auto db = ResultsDb::open(db_path_.toStdString());
+      out.db_id = db.store_search({out.inputs.cluster, out.inputs.model, &out.inputs.profile,
+                                   options_json(inputs, out.inputs.options), out.result});
+    } catch (const std::exception& e) {
+      out.db_note = q(e.what());
+    }
+  }
+  emit searchFinished(out);
+}
+
+void PlannerWorker::scaling(const ResolvedInputs& inputs, const QList<int>& gpu_counts, quint64 tag) {
+  for (int n : gpu_counts) {
+    if (stop_.load()) {
+      emit scalingFinished(true);
+      return;
+    }
+    SearchOptions o = inputs.options;
+    o.space.gpus = n;
+    o.top = 1;
+    o.closest = 0;
+    o.simulate_enabled = false;
+    o.stop = &stop_;
+    ScalingPoint pt;
+    pt.tag = tag;
+    pt.gpus = n;
+    try {
+      const SearchResult r = run_search(inputs.model, inputs.cluster, inputs.profile, o);
+      if (r.interrupted) {
+        emit scalingFinished(true);
+        return;
+      }
+      if (!r.plans.empty()) {
+        const auto& best = r.plans.front();
+        pt.feasible = true;
+        pt.tokens_per_s = best.time().tokens_per_s;
+        pt.mfu = best.time().mfu;
+        pt.tflops_per_gpu = best.time().model_tflops_per_gpu;
+        pt.plan = q(best.plan.summary());
+      }
+    } catch (const std::exception& e) {
+      pt.plan = q(e.what());  // e.g. a batch this count cannot divide: shown as the point's note
+    }
+    emit scalingPoint(pt);
+  }
+  emit scalingFinished(false);
+}
+
+void PlannerWorker::simulate(const ResolvedInputs& inputs, const Plan& plan, quint64 tag) {
+  try {
+    sim::SimOptions so;
+    so.memory_samples = false;
+    so.build.max_ops = 60000;  // enough detail to draw; groups layers beyond that
+    const sim::SimResult r = sim::simulate(inputs.model, plan, inputs.cluster, inputs.profile, so);
+    SimulationOutcome out;
+    out.tag = tag;
+    out.plan = plan;
+    out.operations = r.graph.size();
+    out.time = sim::to_time_prediction(r, predict_time(inputs.model, plan, inputs.cluster, inputs.profile));
+    out.timeline = timeline_from_simulation(r);
+    emit simulationFinished(out);
+  } catch (const std::exception& e) {
+    emit simulationFailed(tag, q(e.what()));
+  }
+}
+
+}  // namespace ztune::gui

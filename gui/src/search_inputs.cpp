@@ -1,0 +1,100 @@
+#include "ztune/gui/search_inputs.hpp"
+
+#include <exception>
+
+#include "ztune/model/input_error.hpp"
+#include "ztune/tuner/engine.hpp"
+#include "ztune/tuner/objective.hpp"
+#include "ztune/tuner/search_space.hpp"
+
+namespace ztune::gui {
+namespace {
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+}  // namespace
+
+InputField field_of_message(const QString& message) {
+  struct Flag {
+    const char* prefix;
+    InputField field;
+  };
+  // Longest prefixes first ("--min-gpus" before "--gpus" is not needed: they differ at "--").
+  static constexpr Flag kFlags[] = {
+      {"--cluster", InputField::cluster},   {"--nodes", InputField::cluster},
+      {"--model", InputField::model},       {"--seq", InputField::seq},
+      {"--profile", InputField::profile},   {"--gpus", InputField::gpus},
+      {"--min-gpus", InputField::gpus},     {"--max-gpus", InputField::gpus},
+      {"--global-batch", InputField::global_batch}, {"--tokens", InputField::tokens},
+      {"--engine", InputField::engine},     {"--objective", InputField::objective},
+  };
+  for (const auto& f : kFlags)
+    if (message.startsWith(QLatin1String(f.prefix))) return f.field;
+  return InputField::other;
+}
+
+InputResolution resolve_inputs(const SearchInputs& in) {
+  InputResolution res;
+  auto issue = [&res](InputField f, const QString& m) { res.issues.push_back({f, m}); };
+
+  ResolvedInputs r;
+  bool have_cluster = false;
+  bool have_model = false;
+  try {
+    if (in.cluster.trimmed().isEmpty()) throw InputError("--cluster: required (a catalog name or a file)");
+    r.cluster = load_cluster(in.cluster.trimmed().toStdString());
+    have_cluster = true;
+  } catch (const InputError& e) {
+    issue(InputField::cluster, q(e.what()));
+  }
+  try {
+    if (in.model.trimmed().isEmpty()) throw InputError("--model: required (a catalog name or a file)");
+    if (in.seq < 0) throw InputError("--seq: expected > 0, got " + std::to_string(in.seq));
+    r.model = load_transformer(in.model.trimmed().toStdString(), in.seq);
+    have_model = true;
+  } catch (const InputError& e) {
+    issue(InputField::model, q(e.what()));
+  }
+  if (have_cluster) {
+    try {
+      r.profile = in.profile.trimmed().isEmpty() ? default_profile_for(r.cluster)
+                                                 : load_profile(in.profile.trimmed().toStdString());
+    } catch (const InputError& e) {
+      issue(InputField::profile, q(e.what()));
+    }
+  }
+
+  auto engine = engine_from_string(in.engine.toStdString());
+  if (!engine)
+    issue(InputField::engine, QStringLiteral("--engine: expected ztune, deepspeed or megatron, got \"%1\"").arg(in.engine));
+  auto objective = objective_from_string(in.objective.toStdString());
+  if (!objective)
+    issue(InputField::objective,
+          QStringLiteral("--objective: expected throughput, time or cost, got \"%1\"").arg(in.objective));
+  if (in.tokens < 0) issue(InputField::tokens, QStringLiteral("--tokens: expected >= 0, got %1").arg(in.tokens));
+  if (in.global_batch < 0)
+    issue(InputField::global_batch, QStringLiteral("--global-batch: expected > 0, got %1").arg(in.global_batch));
+
+  SearchOptions& o = r.options;
+  o.space.gpus = in.gpus;
+  o.space.global_batch = in.global_batch;
+  if (engine) o.space.engine = *engine;
+  if (objective) o.objective = *objective;
+  o.tokens = in.tokens;
+  o.gpu_hour_price = in.gpu_hour_price;
+  o.top = in.top;
+
+  // The space's own checks (GPU count, batch, precision), as the search would make them.
+  if (have_cluster && have_model && res.issues.empty()) {
+    try {
+      const SearchSpace space(r.model, r.cluster, o.space);
+      (void)space;
+    } catch (const InputError& e) {
+      issue(field_of_message(q(e.what())), q(e.what()));
+    }
+  }
+  if (res.issues.empty()) res.inputs = std::move(r);
+  return res;
+}
+
+}  // namespace ztune::gui

@@ -1,0 +1,92 @@
+#include "ztune/gui/timeline_data.hpp"
+
+#include <algorithm>
+
+#include "ztune/simulator/simulation.hpp"
+
+namespace ztune::gui {
+namespace {
+
+// The simulator already says which part of the iteration each operation counts
+// towards (sim::time_part_of); the colour follows it.
+TimelineKind kind_of(sim::OpKind k) {
+  switch (time_part_of(k)) {
+    case TimePart::forward: return TimelineKind::forward;
+    case TimePart::backward: return TimelineKind::backward;
+    case TimePart::recompute: return TimelineKind::recompute;
+    case TimePart::optimizer: return TimelineKind::optimizer;
+    case TimePart::tp_comm:
+    case TimePart::pp_comm:
+    case TimePart::dp_comm:
+    case TimePart::zero3_gather: return TimelineKind::communication;
+    case TimePart::offload_stall: return TimelineKind::offload;
+    default: return TimelineKind::other;
+  }
+}
+
+}  // namespace
+
+QString timeline_kind_label(TimelineKind k) {
+  switch (k) {
+    case TimelineKind::forward: return QStringLiteral("Forward");
+    case TimelineKind::backward: return QStringLiteral("Backward");
+    case TimelineKind::recompute: return QStringLiteral("Recompute");
+    case TimelineKind::communication: return QStringLiteral("Communication");
+    case TimelineKind::offload: return QStringLiteral("Offload (PCIe/NVMe)");
+    case TimelineKind::optimizer: return QStringLiteral("Optimizer");
+    case TimelineKind::idle: return QStringLiteral("Idle (bubble / waiting)");
+    case TimelineKind::other:
+    case TimelineKind::count: break;
+  }
+  return QStringLiteral("Other");
+}
+
+TimelineData timeline_from_simulation(const sim::SimResult& r) {
+  TimelineData out;
+  out.end_s = r.iteration_s;
+  const auto& g = r.graph;
+  const std::size_t n = g.size();
+
+  std::vector<int> row_of(g.resources.size(), -1);
+  for (std::size_t id = 0; id < n; ++id) row_of[static_cast<std::size_t>(g.op(id).resource)] = 0;
+  for (std::size_t res = 0; res < g.resources.size(); ++res) {
+    if (row_of[res] < 0) continue;
+    row_of[res] = static_cast<int>(out.rows.size());
+    const auto& rs = g.resources[res];
+    out.rows.push_back({QString::fromStdString(sim::resource_name(rs)), rs.stage,
+                        rs.kind == sim::ResourceKind::compute});
+  }
+
+  out.items.reserve(n);
+  for (std::size_t id = 0; id < n; ++id) {
+    const auto& op = g.op(id);
+    out.items.push_back({row_of[static_cast<std::size_t>(op.resource)], QString::fromStdString(sim::op_name(op)),
+                         kind_of(op.kind), r.timeline.start_s[id], r.timeline.end_s[id]});
+  }
+  std::sort(out.items.begin(), out.items.end(), [](const TimelineItem& a, const TimelineItem& b) {
+    return a.row != b.row ? a.row < b.row : a.start_s < b.start_s;
+  });
+
+  // Gaps of each compute stream (it runs one operation at a time, so the items are disjoint).
+  const double eps = 1e-12 * std::max(1.0, r.iteration_s);
+  std::vector<TimelineItem> idle;
+  for (std::size_t i = 0; i < out.items.size();) {
+    const int row = out.items[i].row;
+    double t = 0;
+    for (; i < out.items.size() && out.items[i].row == row; ++i) {
+      if (!out.rows[static_cast<std::size_t>(row)].compute) continue;
+      if (out.items[i].start_s > t + eps)
+        idle.push_back({row, QStringLiteral("idle"), TimelineKind::idle, t, out.items[i].start_s});
+      t = std::max(t, out.items[i].end_s);
+    }
+    if (out.rows[static_cast<std::size_t>(row)].compute && r.iteration_s > t + eps)
+      idle.push_back({row, QStringLiteral("idle"), TimelineKind::idle, t, r.iteration_s});
+  }
+  out.items.insert(out.items.end(), idle.begin(), idle.end());
+  std::stable_sort(out.items.begin(), out.items.end(), [](const TimelineItem& a, const TimelineItem& b) {
+    return a.row != b.row ? a.row < b.row : a.start_s < b.start_s;
+  });
+  return out;
+}
+
+}  // namespace ztune::gui

@@ -1,0 +1,65 @@
+#include "ztune/gui/units.hpp"
+
+#include <cmath>
+
+namespace ztune::gui {
+namespace {
+
+constexpr double kKiB = 1024.0;
+
+QString fixed(double v, int decimals) { return QString::number(v, 'f', decimals); }
+
+/// One decimal below 100, none above: "12.3", "123".
+QString three_digits(double v) { return fixed(v, std::fabs(v) < 100 ? 1 : 0); }
+
+}  // namespace
+
+double to_gib(double bytes) { return bytes / (kKiB * kKiB * kKiB); }
+
+QString format_bytes(double bytes) {
+  const double a = std::fabs(bytes);
+  if (a >= kKiB * kKiB * kKiB * kKiB) return fixed(bytes / (kKiB * kKiB * kKiB * kKiB), 2) + " TiB";
+  if (a >= kKiB * kKiB * kKiB) return fixed(bytes / (kKiB * kKiB * kKiB), 1) + " GiB";
+  if (a >= kKiB * kKiB) return fixed(bytes / (kKiB * kKiB), 1) + " MiB";
+  if (a >= kKiB) return fixed(bytes / kKiB, 1) + " KiB";
+  return fixed(bytes, 0) + " B";
+}
+
+QString format_duration(double seconds) {
+  if (!std::isfinite(seconds)) return QStringLiteral("∞");
+  const double a = std::fabs(seconds);
+  if (a >= 86400) return format_days(seconds / 86400);
+  if (a >= 3600) return fixed(seconds / 3600, 1) + " h";
+  if (a >= 60) return fixed(seconds / 60, 1) + " min";
+  if (a >= 1) return fixed(seconds, 2) + " s";
+  if (a >= 1e-3) return three_digits(seconds * 1e3) + " ms";
+  return fixed(seconds * 1e6, 0) + " µs";
+}
+
+QString format_days(double days) {
+  if (!std::isfinite(days)) return QStringLiteral("∞");
+  if (std::fabs(days) < 1) return fixed(days * 24, 1) + " h";
+  return three_digits(days) + (std::fabs(days - 1) < 0.05 ? " day" : " days");
+}
+
+QString format_tflops(double tflops) { return three_digits(tflops) + " TFLOP/s"; }
+
+QString format_tokens_per_s(double tokens_per_s) {
+  const double a = std::fabs(tokens_per_s);
+  if (a >= 1e6) return fixed(tokens_per_s / 1e6, 2) + " M tokens/s";
+  if (a >= 1e3) return three_digits(tokens_per_s / 1e3) + " k tokens/s";
+  return fixed(tokens_per_s, 0) + " tokens/s";
+}
+
+QString format_percent(double fraction) { return fixed(fraction * 100, 1) + " %"; }
+
+QString format_count(double n) {
+  const double a = std::fabs(n);
+  if (a >= 1e12) return three_digits(n / 1e12) + " T";
+  if (a >= 1e9) return three_digits(n / 1e9) + " B";
+  if (a >= 1e6) return three_digits(n / 1e6) + " M";
+  if (a >= 1e3) return three_digits(n / 1e3) + " k";
+  return fixed(n, 0);
+}
+
+}  // namespace ztune::gui
