@@ -264,10 +264,14 @@ void published_source(const SourceSpec& spec, const std::string& dir, Context& c
                            exposed(lc.tp_bwd_async_s, lc.tp_bwd_window_s, hw.tp_overlap);
         vc.predicted = 1e3 * (metric == "layer_forward_ms" ? fwd : bwd);
       } else if (metric == "memory_gib_weights_grads_optimizer" || metric == "memory_gib_activations") {
+        // The figure's model states count the stage's transformer layers only
+        // (Megatron accounting, 18 B/param); its activations are the first stage's.
         MemoryPrediction mp = predict_memory(m, p, c, hw, MemoryOptions{StateAccounting::megatron});
-        const double bytes = metric == "memory_gib_activations"
-                                 ? mp.line(MemLine::activations)
-                                 : mp.line(MemLine::params) + mp.line(MemLine::grads) + mp.line(MemLine::optimizer);
+        const double layer_psi = static_cast<double>(m.layers) / p.pp * m.params_per_layer() / p.tp;
+        const double bytes =
+            metric == "memory_gib_activations"
+                ? mp.line(MemLine::activations)
+                : model_state_bytes(layer_psi, p.dp, p.zero_stage, StateAccounting::megatron).total();
         vc.predicted = bytes / (1024.0 * 1024.0 * 1024.0);
       } else {
         throw InputError(file + ": source \"" + spec.name + "\": unknown metric \"" + metric + "\"");

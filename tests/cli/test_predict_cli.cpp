@@ -1,0 +1,77 @@
+// ztune predict / validate end to end: JSON keys of issue 3, exit codes.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "run_command.hpp"
+
+using Catch::Matchers::Contains;
+
+TEST_CASE("predict --json has every key of the contract and its parts sum", "[cli][predict]") {
+  auto r = run_command(ztune_bin() +
+                       " predict --cluster dgx2x16 --model 100b --tp 16 --pp 1 --zero 2 --micro-batch 1"
+                       " --global-batch 1024 --recompute full --precision fp16 --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& gpu = j.at("memory").at("gpu");
+  for (const char* key : {"total_bytes", "capacity_bytes", "params_bytes", "grads_bytes", "optimizer_bytes",
+                          "activations_bytes", "comm_buckets_bytes", "zero3_gathered_bytes", "workspace_bytes",
+                          "logits_bytes", "runtime_bytes", "fragmentation_bytes"})
+    CHECK(gpu.contains(key));
+  double lines = 0;
+  for (const auto& [k, v] : gpu.items())
+    if (k != "total_bytes" && k != "capacity_bytes") lines += v.get<double>();
+  CHECK(lines == Approx(gpu.at("total_bytes").get<double>()));
+  for (const char* key : {"host_bytes", "nvme_bytes", "fits"}) CHECK(j.at("memory").contains(key));
+  const auto& t = j.at("time");
+  for (const char* key : {"iteration_s", "tokens_per_s", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu", "hfu"})
+    CHECK(t.contains(key));
+  double parts = 0;
+  for (const auto& [k, v] : t.at("breakdown_s").items()) parts += v.get<double>();
+  CHECK(parts == Approx(t.at("iteration_s").get<double>()));
+  CHECK(t.at("breakdown_s").contains("tp_comm"));
+  CHECK(t.at("breakdown_s").contains("bubble"));
+}
+
+TEST_CASE("predict prints readable tables", "[cli][predict]") {
+  auto r = run_command(ztune_bin() + " predict --cluster dgx2x16 --model 100b --tp 16 --zero 3 --micro-batch 1"
+                                     " --global-batch 256 --recompute full --precision fp16");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("activations") && Contains("GiB") && Contains("iteration") && Contains("MFU"));
+}
+
+TEST_CASE("an impossible plan exits 2 naming the rule it breaks", "[cli][predict]") {
+  auto r = run_command(ztune_bin() + " predict --cluster dgx2x16 --model 100b --tp 3 --precision fp16");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--tp") && Contains("heads"));
+  r = run_command(ztune_bin() + " predict --cluster dgx2x16 --model 100b --zero 1 --offload-params cpu --precision fp16");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("stage 3"));
+}
+
+TEST_CASE("a plan that does not fit still gets its prediction, with fits false and the overflow named",
+          "[cli][predict]") {
+  // 100B on plain data parallelism: 16 bytes per parameter cannot fit 32 GB.
+  auto r = run_command(ztune_bin() + " predict --cluster dgx2x16 --model 100b --zero 0 --micro-batch 1"
+                                     " --global-batch 256 --precision fp16 --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.at("memory").at("fits") == false);
+  CHECK_FALSE(j.at("memory").at("overflow_lines").empty());
+  CHECK(j.at("time").at("iteration_s").get<double>() > 0);
+  r = run_command(ztune_bin() + " predict --cluster dgx2x16 --model 100b --zero 0 --micro-batch 1"
+                                " --global-batch 256 --precision fp16");
+  CHECK_THAT(r.out, Contains("DOES NOT FIT") && Contains("overflow"));
+}
+
+TEST_CASE("validate --json reports every source and passes its stated tolerances", "[cli][validate]") {
+  auto r = run_command(ztune_bin() + " validate --json");
+  CHECK(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.at("sources").size() >= 8);
+  CHECK(j.at("cases").size() > 1600);
+  CHECK(j.at("ok") == true);
+  r = run_command(ztune_bin() + " validate --source Korthikanti2022-T5");
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("korthikanti2022_t5_175B_selsp") && Contains("MAPE"));
+}

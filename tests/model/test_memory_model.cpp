@@ -1,0 +1,232 @@
+// Memory model against independent oracles: the ZeRO paper's Table 1 (printed
+// values typed in here), DeepSpeed's estimator formulas, Korthikanti et al.'s
+// activation formulas in closed form, and structural invariants.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/memory_model.hpp"
+#include "ztune/model/op_costs.hpp"
+
+using namespace ztune;
+
+namespace {
+
+Transformer gpt(int layers, int hidden, int heads, int seq, int vocab) {
+  Transformer t;
+  t.name = "gpt";
+  t.layers = layers;
+  t.hidden = hidden;
+  t.heads = heads;
+  t.kv_heads = heads;
+  t.ffn_hidden = 4 * hidden;
+  t.vocab = vocab;
+  t.seq_len = seq;
+  t.global_batch = 1;
+  t.train_tokens = 1;
+  return t;
+}
+
+Cluster a100_nodes(int nodes) {
+  Cluster c;
+  c.name = "test-a100";
+  c.nodes = nodes;
+  c.node.gpus = 8;
+  c.node.gpu = {"A100-SXM4-80GB", 80, 312, 312, 19.5, 2039};
+  c.node.host_memory_gb = 2048;
+  c.node.cpu_cores = 128;
+  c.node.cpu_adam_gparams_per_s = 2.7;
+  c.node.pcie_bandwidth_gbps = 25;
+  c.node.nvme_bandwidth_gbps = 40;
+  c.node.nvme_size_tb = 30;
+  c.intra_node = {"nvswitch", 300, 5, 0, "nvswitch", std::nullopt};
+  c.inter_node = {"ib", 25, 10, 8, "fat-tree", std::nullopt};
+  return c;
+}
+
+HardwareProfile flat_profile() {
+  HardwareProfile hw;
+  hw.name = "flat";
+  hw.gemm_efficiency = {{1e9, 0.5}};
+  return hw;
+}
+
+}  // namespace
+
+TEST_CASE("ZeRO Table 1: model-state GB per device, to the printed precision", "[memory][zero]") {
+  // Rajbhandari et al. 2020, Table 1 (K = 12): {Ψ, stage, {Nd=1,4,16,64,256,1024}}.
+  struct Row { double psi; int stage; double gb[6]; int decimals[6]; };
+  const int nd[6] = {1, 4, 16, 64, 256, 1024};
+  const Row rows[] = {
+      {7.5e9, 1, {120, 52.5, 35.6, 31.4, 30.4, 30.1}, {0, 1, 1, 1, 1, 1}},
+      {7.5e9, 2, {120, 41.3, 21.6, 16.6, 15.4, 15.1}, {0, 1, 1, 1, 1, 1}},
+      {7.5e9, 3, {120, 30, 7.5, 1.88, 0.47, 0.12}, {0, 0, 1, 2, 2, 2}},
+      {128e9, 1, {2048, 896, 608, 536, 518, 513}, {0, 0, 0, 0, 0, 0}},
+      {128e9, 2, {2048, 704, 368, 284, 263, 257}, {0, 0, 0, 0, 0, 0}},
+      {128e9, 3, {2048, 512, 128, 32, 8, 2}, {0, 0, 0, 0, 0, 0}},
+      {1e12, 1, {16000, 7000, 4750, 4187, 4046, 4011}, {0, 0, 0, 0, 0, 0}},
+      {1e12, 2, {16000, 5500, 2875, 2218, 2054, 2013}, {0, 0, 0, 0, 0, 0}},
+      {1e12, 3, {16000, 4000, 1000, 250, 62.5, 15.6}, {0, 0, 0, 0, 0, 1}},
+  };
+  for (const auto& r : rows) {
+    for (int i = 0; i < 6; ++i) {
+      const double gb = model_state_bytes(r.psi, nd[i], r.stage, StateAccounting::paper).total() / 1e9;
+      INFO("Ψ " << r.psi << " stage " << r.stage << " Nd " << nd[i] << ": " << gb << " GB vs printed " << r.gb[i]);
+      // The paper rounds or truncates: within one unit of the last printed digit.
+      CHECK(std::abs(gb - r.gb[i]) < std::pow(10.0, -r.decimals[i]));
+    }
+  }
+}
+
+TEST_CASE("ZeRO stages split params, grads and optimizer states as the paper says", "[memory][zero]") {
+  const double psi = 1e9;
+  auto s0 = model_state_bytes(psi, 8, 0, StateAccounting::paper);
+  CHECK(s0.params == 2 * psi);
+  CHECK(s0.grads == 2 * psi);
+  CHECK(s0.optimizer == 12 * psi);
+  auto s2 = model_state_bytes(psi, 8, 2, StateAccounting::paper);
+  CHECK(s2.params == 2 * psi);
+  CHECK(s2.grads == Approx(2 * psi / 8));
+  CHECK(s2.optimizer == Approx(12 * psi / 8));
+  auto s3 = model_state_bytes(psi, 8, 3, StateAccounting::paper);
+  CHECK(s3.total() == Approx(16 * psi / 8));
+}
+
+TEST_CASE("DeepSpeed accounting: 2Ψ + 18Ψ/N for stages 1-2, 18Ψ/N for stage 3", "[memory][zero][deepspeed]") {
+  // estimate_zero2_model_states_mem_needs / estimate_zero3_model_states_mem_needs (DeepSpeed 2024+).
+  const double psi = 7e9;
+  for (int n : {1, 2, 8, 64}) {
+    CHECK(model_state_bytes(psi, n, 1, StateAccounting::deepspeed).total() == Approx(2 * psi + 18 * psi / n));
+    CHECK(model_state_bytes(psi, n, 2, StateAccounting::deepspeed).total() == Approx(2 * psi + 18 * psi / n));
+    CHECK(model_state_bytes(psi, n, 3, StateAccounting::deepspeed).total() == Approx(18 * psi / n));
+  }
+}
+
+TEST_CASE("Korthikanti activations per layer: every recompute / tp / sp case in closed form", "[memory][activations]") {
+  // 22B of Korthikanti Table 3: s 2048, h 6144, a 64; b 4; t 8.
+  const Transformer m = gpt(48, 6144, 64, 2048, 51200);
+  const double s = 2048, b = 4, h = 6144, a = 64, t = 8;
+  const double sbh = s * b * h;
+  // No parallelism: s·b·h·(34 + 5as/h).
+  CHECK(layer_activation_bytes(m, 4, 1, false, Recompute::none) == Approx(sbh * (34 + 5 * a * s / h)));
+  // Tensor parallel: s·b·h·(10 + 24/t + 5as/(ht)).
+  CHECK(layer_activation_bytes(m, 4, 8, false, Recompute::none) == Approx(sbh * (10 + 24 / t + 5 * a * s / (h * t))));
+  // Tensor + sequence parallel: s·b·h·(34 + 5as/h)/t.
+  CHECK(layer_activation_bytes(m, 4, 8, true, Recompute::none) == Approx(sbh * (34 + 5 * a * s / h) / t));
+  // Selective recompute drops the 5as/h term.
+  CHECK(layer_activation_bytes(m, 4, 8, false, Recompute::selective) == Approx(sbh * (10 + 24 / t)));
+  CHECK(layer_activation_bytes(m, 4, 8, true, Recompute::selective) == Approx(sbh * 34 / t));
+  CHECK(layer_activation_bytes(m, 4, 1, false, Recompute::selective) == Approx(sbh * 34));
+  // Full recompute keeps the layer input: 2sbh, /t with sequence parallelism.
+  CHECK(layer_activation_bytes(m, 4, 8, false, Recompute::full) == Approx(2 * sbh));
+  CHECK(layer_activation_bytes(m, 4, 8, true, Recompute::full) == Approx(2 * sbh / t));
+}
+
+TEST_CASE("Korthikanti Figure 1: 22B activations 59.25 GiB with tp 8, no recompute", "[memory][activations]") {
+  const Transformer m = gpt(48, 6144, 64, 2048, 51200);
+  Plan p;
+  p.tp = 8;
+  p.micro_batch = 4;
+  p.global_batch = 4;
+  const MemoryPrediction mp = predict_memory(m, p, a100_nodes(1), flat_profile());
+  // Published (as transcribed by calculon): 59.25 GiB; the layer formula gives exactly
+  // that, plus the embedding dropout mask (s·b·h bytes), which the figure leaves out.
+  const double sbh = 2048.0 * 4 * 6144;
+  CHECK((mp.line(MemLine::activations) - sbh) / (1024.0 * 1024 * 1024) == Approx(59.25).epsilon(1e-3));
+}
+
+TEST_CASE("micro-batches in flight: 1F1B holds p, interleaving multiplies by 1 + (p-1)/(p·v)", "[memory][pipeline]") {
+  Plan p;
+  p.pp = 8;
+  p.grad_accum = 64;
+  CHECK(microbatches_in_flight(p) == 8);
+  p.schedule = Schedule::interleaved;
+  p.virtual_stages = 3;
+  CHECK(microbatches_in_flight(p) == Approx(8 * (1 + 7.0 / 24)));
+  p.schedule = Schedule::gpipe;
+  p.virtual_stages = 1;
+  CHECK(microbatches_in_flight(p) == 64);
+  p.schedule = Schedule::one_f_one_b;
+  p.grad_accum = 3;  // fewer micro-batches than stages
+  CHECK(microbatches_in_flight(p) == 3);
+  p.pp = 1;
+  CHECK(microbatches_in_flight(p) == 1);
+}
+
+TEST_CASE("memory lines sum to the total; fits follows capacity; offload moves states to host and NVMe",
+          "[memory]") {
+  const Transformer m = gpt(24, 2048, 16, 1024, 50304);
+  const Cluster c = a100_nodes(2);
+  Plan p;
+  p.dp = 16;
+  p.zero_stage = 2;
+  p.micro_batch = 2;
+  p.grad_accum = 4;
+  p.global_batch = 128;
+  const MemoryPrediction mp = predict_memory(m, p, c, flat_profile());
+  double sum = 0;
+  for (double v : mp.gpu) sum += v;
+  CHECK(sum == Approx(mp.gpu_total_bytes));
+  CHECK(mp.gpu_capacity_bytes == 80e9);
+  CHECK(mp.fits_gpu == (mp.gpu_total_bytes <= 80e9));
+  CHECK(mp.host_bytes_per_node == 0);
+  CHECK(mp.nvme_bytes_per_node == 0);
+
+  Plan off = p;
+  off.offload_optimizer = OffloadTarget::cpu;
+  const MemoryPrediction mo = predict_memory(m, off, c, flat_profile());
+  CHECK(mo.line(MemLine::optimizer) == 0);
+  CHECK(mo.line(MemLine::grads) == 0);
+  const double psi = stage_params(m, p);
+  // ZeRO-Offload: fp32 master, momentum, variance and gradients (16 B) of each GPU's partition.
+  CHECK(mo.host_bytes_per_node == Approx(8 * 16.0 * psi / 16));
+
+  Plan inf = p;
+  inf.zero_stage = 3;
+  inf.offload_optimizer = OffloadTarget::nvme;
+  inf.offload_params = OffloadTarget::nvme;
+  const MemoryPrediction mi = predict_memory(m, inf, c, flat_profile());
+  CHECK(mi.line(MemLine::params) == 0);
+  CHECK(mi.line(MemLine::optimizer) == 0);
+  CHECK(mi.nvme_bytes_per_node == Approx(8 * (16.0 + 2.0) * psi / 16));
+  CHECK(mi.line(MemLine::zero3_gathered) > 0);
+}
+
+TEST_CASE("a plan that does not fit names its largest lines; the largest micro-batch is the fitting edge",
+          "[memory]") {
+  const Transformer m = gpt(48, 6144, 64, 2048, 51200);
+  const Cluster c = a100_nodes(1);
+  Plan p;
+  p.tp = 8;
+  p.micro_batch = 16;
+  p.global_batch = 16;
+  const MemoryPrediction mp = predict_memory(m, p, c, flat_profile());
+  REQUIRE_FALSE(mp.fits_gpu);
+  MemLine lines[10];
+  const int n = overflowing_lines(mp, lines, 10);
+  REQUIRE(n >= 1);
+  CHECK(lines[0] == MemLine::activations);  // 16 × ~15 GiB of activations dominate
+
+  const int best = largest_fitting_micro_batch(m, p, c, flat_profile());
+  REQUIRE(best >= 1);
+  Plan q = p;
+  q.micro_batch = best;
+  CHECK(predict_memory(m, q, c, flat_profile()).fits_gpu);
+  q.micro_batch = best + 1;
+  CHECK_FALSE(predict_memory(m, q, c, flat_profile()).fits_gpu);
+}
+
+TEST_CASE("recompute none keeps more activations than selective, selective more than full", "[memory]") {
+  const Transformer m = gpt(24, 4096, 32, 2048, 51200);
+  for (int tp : {1, 2, 8}) {
+    for (bool sp : {false, true}) {
+      if (sp && tp == 1) continue;
+      const double none = layer_activation_bytes(m, 2, tp, sp, Recompute::none);
+      const double sel = layer_activation_bytes(m, 2, tp, sp, Recompute::selective);
+      const double full = layer_activation_bytes(m, 2, tp, sp, Recompute::full);
+      CHECK(none > sel);
+      CHECK(sel > full);
+    }
+  }
+}

@@ -1,0 +1,256 @@
+// Time model against closed forms (Korthikanti eq. 7, Narayanan's 96·B·s·L·h²
+// formula, the 1F1B bubble (p−1)/m and its interleaved /v), the GEMM roofline,
+// and the invariants of STYLE.md #11 (parts sum to the total, tp = 1 ⇒ no TP
+// communication, no recompute ⇒ no recompute time, stage 0 ⇒ no reduce-scatter).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "ztune/model/flops.hpp"
+#include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/op_costs.hpp"
+#include "ztune/model/time_model.hpp"
+
+using namespace ztune;
+
+namespace {
+
+Transformer gpt(int layers, int hidden, int heads, int seq, int vocab) {
+  Transformer t;
+  t.name = "gpt";
+  t.layers = layers;
+  t.hidden = hidden;
+  t.heads = heads;
+  t.kv_heads = heads;
+  t.ffn_hidden = 4 * hidden;
+  t.vocab = vocab;
+  t.seq_len = seq;
+  t.global_batch = 1;
+  t.train_tokens = 1;
+  return t;
+}
+
+Cluster a100(int nodes) {
+  Cluster c;
+  c.name = "test-a100";
+  c.nodes = nodes;
+  c.node.gpus = 8;
+  c.node.gpu = {"A100-SXM4-80GB", 80, 312, 312, 19.5, 2039};
+  c.node.host_memory_gb = 2048;
+  c.node.cpu_cores = 128;
+  c.node.cpu_adam_gparams_per_s = 2.7;
+  c.node.pcie_bandwidth_gbps = 25;
+  c.node.nvme_bandwidth_gbps = 40;
+  c.node.nvme_size_tb = 30;
+  c.intra_node = {"nvswitch", 300, 5, 0, "nvswitch", std::nullopt};
+  c.inter_node = {"ib", 25, 10, 8, "fat-tree", std::nullopt};
+  return c;
+}
+
+HardwareProfile profile() {
+  HardwareProfile hw;
+  hw.name = "test";
+  hw.gemm_efficiency = {{1e12, 0.8}, {1e9, 0.4}, {1e6, 0.05}};
+  hw.attention_gemm_factor = 0.7;
+  hw.kernel_launch_s = 3e-6;
+  hw.host_op_s = 10e-6;
+  hw.microbatch_overhead_s = 1e-3;
+  hw.step_overhead_s = 5e-3;
+  hw.intra_node = {0.75, 0, 20e-6};
+  hw.inter_node = {0.9, 0, 20e-6};
+  return hw;
+}
+
+double sum_parts(const TimePrediction& t) {
+  double s = 0;
+  for (double v : t.parts) s += v;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("model FLOPs are Korthikanti eq. 7; full recompute hardware FLOPs are Narayanan's", "[time][flops]") {
+  for (auto [L, h, a, s, V] : {std::tuple{96, 12288, 96, 2048, 51200}, std::tuple{24, 1024, 16, 1024, 50304}}) {
+    const Transformer m = gpt(L, h, a, s, V);
+    const double B = 64;
+    const double hh = static_cast<double>(h) * h;
+    const double eq7 = 72.0 * B * s * L * hh * (1 + s / (6.0 * h) + V / (12.0 * h * L));
+    CHECK(model_flops_per_iteration(m, B) == Approx(eq7).epsilon(1e-12));
+    Plan p;
+    p.global_batch = 64;
+    p.recompute = Recompute::full;
+    const double narayanan = 96.0 * B * s * L * hh * (1 + s / (6.0 * h) + V / (16.0 * L * h));
+    CHECK(hardware_flops_per_iteration(m, p) == Approx(narayanan).epsilon(1e-12));
+    // Korthikanti eq. 8: selective recompute adds the attention score GEMMs, 4·B·s²·h per layer.
+    p.recompute = Recompute::selective;
+    CHECK(hardware_flops_per_iteration(m, p) == Approx(eq7 + 4.0 * B * s * s * h * L).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("GEMM roofline: compute-bound at the table's efficiency, memory-bound when thin", "[time][gemm]") {
+  const Cluster c = a100(1);
+  HardwareProfile hw = profile();
+  hw.kernel_launch_s = 0;
+  hw.memory_bandwidth_efficiency = 1.0;
+  const GemmShape big{8192, 8192, 8192};
+  CHECK(gemm_time(big, Precision::bf16, c.node.gpu, hw) == Approx(big.flops() / (312e12 * 0.8)));
+  // k = 1: 2·m·n FLOPs but m·n outputs to write — HBM-bound.
+  const GemmShape thin{16384, 16384, 1};
+  CHECK(gemm_time(thin, Precision::bf16, c.node.gpu, hw) == Approx(thin.elements() * 2 / 2039e9));
+  // Between table rows the efficiency is interpolated in log(FLOPs).
+  CHECK(hw.gemm_efficiency_at(std::sqrt(1e12 * 1e9)) == Approx(0.6));
+  CHECK(hw.gemm_efficiency_at(1e15) == Approx(0.8));
+  CHECK(hw.gemm_efficiency_at(1) == Approx(0.05));
+}
+
+TEST_CASE("parts sum to the iteration; throughput and MFU follow from it", "[time]") {
+  const Transformer m = gpt(32, 4096, 32, 2048, 51200);
+  const Cluster c = a100(4);
+  Plan p;
+  p.tp = 4;
+  p.pp = 2;
+  p.dp = 4;
+  p.micro_batch = 2;
+  p.grad_accum = 8;
+  p.global_batch = 64;
+  p.recompute = Recompute::selective;
+  p.sequence_parallel = true;
+  p.zero_stage = 1;
+  const TimePrediction t = predict_time(m, p, c, profile());
+  CHECK(sum_parts(t) == Approx(t.iteration_s));
+  CHECK(t.tokens_per_s == Approx(64.0 * 2048 / t.iteration_s));
+  CHECK(t.mfu == Approx(model_flops_per_iteration(m, 64) / (t.iteration_s * 32 * 312e12)));
+  CHECK(t.hfu > t.mfu);
+  for (double v : t.parts) CHECK(v >= 0);
+}
+
+TEST_CASE("invariants: tp 1 ⇒ no TP comm; no recompute ⇒ none; pp 1 ⇒ no bubble; dp 1 ⇒ no DP comm", "[time]") {
+  const Transformer m = gpt(16, 2048, 16, 1024, 50304);
+  const Cluster c = a100(1);
+  Plan p;
+  p.micro_batch = 4;
+  p.grad_accum = 2;
+  p.global_batch = 8;
+  const TimePrediction t = predict_time(m, p, c, profile());
+  CHECK(t.part(TimePart::tp_comm) == 0);
+  CHECK(t.part(TimePart::recompute) == 0);
+  CHECK(t.part(TimePart::bubble) == 0);
+  CHECK(t.part(TimePart::pp_comm) == 0);
+  CHECK(t.part(TimePart::dp_comm) == 0);
+  CHECK(t.part(TimePart::zero3_gather) == 0);
+  CHECK(t.part(TimePart::offload_stall) == 0);
+  CHECK(t.hfu == Approx(t.mfu));
+
+  Plan q = p;
+  q.tp = 2;
+  q.recompute = Recompute::full;
+  const TimePrediction u = predict_time(m, q, c, profile());
+  CHECK(u.part(TimePart::tp_comm) > 0);
+  CHECK(u.part(TimePart::recompute) > 0);
+  CHECK(u.hfu > u.mfu);
+}
+
+TEST_CASE("stage 0/1 reduce once per step; stage 2/3 reduce-scatter every micro-batch", "[time][zero]") {
+  const Transformer m = gpt(16, 2048, 16, 1024, 50304);
+  const Cluster c = a100(2);
+  const HardwareProfile hw = profile();
+  Plan p;
+  p.dp = 16;
+  p.micro_batch = 1;
+  p.grad_accum = 4;
+  p.global_batch = 64;
+  for (int stage : {0, 1}) {
+    p.zero_stage = stage;
+    const DpSyncCost d = dp_sync_cost(m, p, c, hw);
+    CHECK(d.per_microbatch_s == 0);
+    CHECK(d.per_step_s > 0);
+    CHECK((d.param_allgather_s > 0) == (stage == 1));
+  }
+  p.zero_stage = 2;
+  DpSyncCost d2 = dp_sync_cost(m, p, c, hw);
+  CHECK(d2.per_microbatch_s > 0);
+  CHECK(d2.per_step_s == 0);
+  // About (GAS + 1)Ψ per step: GAS gradient reduce-scatters plus one parameter all-gather.
+  const double psi2 = 2 * stage_params(m, p);
+  CHECK(d2.bytes_per_step == Approx(psi2 * (p.grad_accum + 1)));
+  p.zero_stage = 3;
+  const Zero3GatherCost z = zero3_gather_cost(m, p, c, hw);
+  CHECK(z.fwd_s > 0);
+  CHECK(z.bwd_s > 0);
+  // Stage 3 moves ≈ 3Ψ per micro-batch: forward gather, backward gather, reduce-scatter.
+  CHECK(z.bytes_per_pass * 2 + dp_sync_cost(m, p, c, hw).bytes_per_microbatch == Approx(3 * psi2));
+}
+
+TEST_CASE("bubble: (p−1)/m stage-times for 1F1B, (p−1)/(v·m) interleaved", "[time][pipeline]") {
+  const Transformer m = gpt(48, 4096, 32, 2048, 51200);
+  const Cluster c = a100(8);
+  const HardwareProfile hw = profile();
+  Plan p;
+  p.tp = 8;
+  p.pp = 4;
+  p.micro_batch = 1;
+  p.grad_accum = 16;
+  p.global_batch = 16;
+  const MicrobatchTimes mb = microbatch_times(m, p, c, hw);
+  const TimePrediction t = predict_time(m, p, c, hw);
+  CHECK(t.part(TimePart::bubble) / (p.grad_accum * mb.layers_only) == Approx(3.0 / 16));
+  p.schedule = Schedule::interleaved;
+  p.virtual_stages = 3;
+  const MicrobatchTimes mbi = microbatch_times(m, p, c, hw);
+  const TimePrediction ti = predict_time(m, p, c, hw);
+  CHECK(ti.part(TimePart::bubble) / (p.grad_accum * mbi.layers_only) == Approx(3.0 / (3 * 16)));
+}
+
+TEST_CASE("layer cost: TP collectives per layer, with and without sequence parallelism", "[time][tp]") {
+  const Transformer m = gpt(24, 4096, 32, 2048, 51200);
+  const Cluster c = a100(1);
+  const HardwareProfile hw = profile();
+  Plan p;
+  p.tp = 8;
+  p.micro_batch = 2;
+  LayerCost lc = layer_cost(m, p, c, hw);
+  CHECK(lc.tp_collectives_fwd == 2);
+  CHECK(lc.tp_bytes == Approx(2048.0 * 2 * 4096 * 2));
+  CHECK(lc.tp_fwd_s == Approx(2 * collective_time(Collective::all_reduce, lc.tp_bytes, GroupPlacement{8, 8}, c, hw)));
+  CHECK(lc.recompute_s == 0);
+  CHECK(lc.tp_recompute_s == 0);
+  p.sequence_parallel = true;
+  p.recompute = Recompute::selective;
+  lc = layer_cost(m, p, c, hw);
+  CHECK(lc.tp_collectives_fwd == 4);
+  CHECK(lc.tp_fwd_s == Approx(2 * (collective_time(Collective::all_gather, lc.tp_bytes, GroupPlacement{8, 8}, c, hw) +
+                                   collective_time(Collective::reduce_scatter, lc.tp_bytes, GroupPlacement{8, 8}, c, hw))));
+  CHECK(lc.recompute_s > 0);
+  CHECK(lc.recompute_s < lc.fwd_s);
+  CHECK(lc.tp_recompute_s == 0);  // selective recompute repeats no collective
+  p.recompute = Recompute::full;
+  lc = layer_cost(m, p, c, hw);
+  CHECK(lc.recompute_s == Approx(lc.fwd_s));
+  CHECK(lc.tp_recompute_s == Approx(lc.tp_fwd_s));
+  // Per-GPU FLOPs: (24·s·b·h² + 4·s²·b·h)/t.
+  const double s = 2048, b = 2, h = 4096;
+  CHECK(lc.fwd_flops == Approx((24 * s * b * h * h + 4 * s * s * b * h) / 8));
+}
+
+TEST_CASE("offload: host Adam and PCIe appear only with offload", "[time][offload]") {
+  const Transformer m = gpt(16, 2048, 16, 1024, 50304);
+  const Cluster c = a100(1);
+  const HardwareProfile hw = profile();
+  Plan p;
+  p.dp = 8;
+  p.zero_stage = 2;
+  p.micro_batch = 2;
+  p.global_batch = 16;
+  OptimizerCost o = optimizer_cost(m, p, c, hw);
+  CHECK(o.gpu_step_s > 0);
+  CHECK(o.host_step_s == 0);
+  p.offload_optimizer = OffloadTarget::cpu;
+  o = optimizer_cost(m, p, c, hw);
+  CHECK(o.gpu_step_s == 0);
+  // The node's Adam rate (2.7 Gparam/s) is shared by its 8 GPUs' partitions.
+  CHECK(o.host_step_s == Approx(stage_params(m, p) / 8 / (2.7e9 / 8)));
+  CHECK(o.pcie_grads_s > 0);
+  const TimePrediction t = predict_time(m, p, c, hw);
+  CHECK(t.part(TimePart::optimizer) == Approx(o.host_step_s));
+  CHECK(sum_parts(t) == Approx(t.iteration_s));
+}
