@@ -16,9 +16,10 @@ ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Clus
   layer_.tp_forward_s = lc.tp_fwd_s;
   layer_.tp_backward_s = lc.tp_bwd_s;
   layer_.tp_backward_async_s = lc.tp_bwd_async_s;
-  // time_model.cpp hides min(async, window) × tp_overlap; the simulator gives
-  // the asynchronous collectives a window of window × tp_overlap to hide in.
-  layer_.tp_backward_window_s = lc.tp_bwd_window_s * hw.tp_overlap;
+  // time_model.cpp hides min(async, window) × tp_overlap of them; the
+  // simulator runs them beside a compute window of exactly that length, so
+  // what it hides is the same (the profile's overlap factor is fitted to it).
+  layer_.tp_backward_window_s = std::min(lc.tp_bwd_async_s, lc.tp_bwd_window_s) * hw.tp_overlap;
   layer_.tp_recompute_s = lc.tp_recompute_s;
   // A pass takes max(GPU time with its blocking collectives, host dispatch)
   // (op_costs LayerCost::host_*); the simulator waits out the excess.

@@ -15,8 +15,9 @@ struct LayerTimes {
   double tp_forward_s = 0;    // link time of the forward TP collectives (0 when tp = 1)
   double tp_backward_s = 0;   // backward collectives the compute waits for
   // Backward collectives Megatron issues asynchronously beside the weight-
-  // gradient GEMMs, and the compute window they can hide behind (already
-  // scaled by the profile's tp_overlap, as the analytical model scales it).
+  // gradient GEMMs, and the compute window they run beside (the part of the
+  // weight-gradient GEMMs they hide behind: min(async, window) × the
+  // profile's tp_overlap, as the analytical model counts it).
   double tp_backward_async_s = 0;
   double tp_backward_window_s = 0;
   double tp_recompute_s = 0;  // collectives repeated by full recomputation
