@@ -115,13 +115,15 @@ StepResult Trainer::step(int step) {
       }
       const bool last_micro = a.micro == plan_.grad_accum - 1;
       const float* din = stage_->backward(a.micro, mb, dout.data(), last_micro);
-      store_->finish_backward(last_micro);
+      // Send before finishing the reduction: the tied-embedding sum in
+      // finish_backward waits for the first stage, which waits for this gradient.
       if (!first) {
         Buffer buf = be_.allocate(act_size, MemCategory::comm_buckets);
         be_.copy(buf.data(), din, act_size);
         auto r = pp.send_async(buf.data(), act_size, stage - 1, kTagGradient);
         sends.emplace_back(std::move(r), std::move(buf));
       }
+      store_->finish_backward(last_micro);
     }
   }
   for (auto& s : sends) s.first->wait();

@@ -98,6 +98,8 @@ int run(int argc, char** argv) {
   } catch (const InputError& e) {
     error = e.what();
   }
+  if (!error && !opt.dump_grads.empty() && pf.plan.zero_stage >= 2)
+    error = "--dump-grads: needs ZeRO stage 0 or 1 (stages 2 and 3 keep only gradient shards)";
   if (any_error(*world, error)) return kExitUsage;
   const Plan& plan = pf.plan;
   const Transformer& model = *pf.model;

@@ -1,0 +1,111 @@
+#pragma once
+// The CUDA backend (issue 7): the executor's Backend on one GPU. Buffers are device
+// memory from a caching allocator; every kernel method enqueues on the compute
+// stream (kernels/cuda launchers, cuBLASLt GEMMs); fence() synchronises it, so the
+// Backend's per-op host timers are meaningful when profiling. A separate copy stream
+// carries offload transfers (see PinnedOffload) and NcclCommunicator its own
+// communication stream, so both overlap compute.
+//
+// Storage is fp32, as the Backend interface's float* says. GEMM precision is a
+// choice: fp32 (exact, for equivalence with the CPU backend), tf32, or bf16/fp16
+// tensor-core products with fp32 accumulation and fp32 output (the operands are
+// cast into a workspace first: the arithmetic of mixed precision, not its memory
+// savings; the 16-bit-storage training path is the kernels' bf16/fp16 instances,
+// used by bench/gpu). Ids may be host or device int32 arrays: host ones are staged
+// through a device buffer.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "ztune/executor/backend.hpp"
+#include "ztune/executor/cuda/caching_allocator.hpp"
+
+namespace ztune::kernels::cuda {
+class Gemm;
+}
+
+namespace ztune::executor::cuda {
+
+enum class GemmPrecision : std::uint8_t { fp32, tf32, bf16, fp16 };
+
+struct CudaBackendOptions {
+  int device = 0;
+  GemmPrecision gemm = GemmPrecision::fp32;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(const CudaBackendOptions& options = {});
+  ~CudaBackend() override;
+  [[nodiscard]] std::string name() const override;
+
+  [[nodiscard]] cudaStream_t compute_stream() const { return compute_; }
+  [[nodiscard]] cudaStream_t copy_stream() const { return copy_; }
+  [[nodiscard]] int device() const { return options_.device; }
+  [[nodiscard]] AllocatorStats allocator_stats() const { return allocator_.stats(); }
+
+  void zero(float* x, std::size_t n) override;
+  void copy(float* dst, const float* src, std::size_t n) override;
+  void to_host(float* host, const float* device, std::size_t n) override;
+  void from_host(float* device, const float* host, std::size_t n) override;
+  void fence() override;
+
+  /// Mixed precision: x *= inv_scale and returns whether any element was inf/NaN
+  /// (synchronises; the DynamicLossScaler then decides whether to skip the step).
+  bool unscale_and_check(float* grads, std::size_t n, float inv_scale);
+
+ protected:
+  float* raw_allocate(std::size_t numel) override;
+  void raw_free(float* data, std::size_t numel) override;
+  void gemm_impl(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta,
+                 float* c) override;
+  void matmul_forward_impl(float* out, const float* inp, const float* w, const float* bias, int n, int c,
+                           int oc) override;
+  void matmul_backward_impl(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
+                            const float* w, int n, int c, int oc) override;
+  void embedding_forward_impl(float* out, const std::int32_t* ids, const float* table, int n, int c, int row_begin,
+                              int rows) override;
+  void embedding_backward_impl(float* dtable, const float* dout, const std::int32_t* ids, int n, int c,
+                               int row_begin, int rows) override;
+  void layernorm_forward_impl(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,
+                              int n, int c) override;
+  void layernorm_backward_impl(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
+                               const float* mean, const float* rstd, int n, int c) override;
+  void gelu_forward_impl(float* out, const float* inp, long n) override;
+  void gelu_backward_impl(float* dinp, const float* inp, const float* dout, long n) override;
+  void attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh) override;
+  void attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* att, int b, int t,
+                               int c, int nh) override;
+  void ce_row_max_impl(float* row_max, const float* logits, int n, int v) override;
+  void ce_row_sumexp_impl(float* row_sum, const float* logits, const float* row_max, int n, int v) override;
+  void ce_target_logit_impl(float* tl, const float* logits, const std::int32_t* targets, int n, int v,
+                            int vocab_begin) override;
+  void ce_loss_impl(float* losses, const float* row_max, const float* row_sum, const float* tl, int n) override;
+  void ce_backward_impl(float* dlogits, const float* logits, const float* row_max, const float* row_sum,
+                        const std::int32_t* targets, const float* dloss, int n, int v, int vocab_begin) override;
+  void adamw_impl(float* p, const float* g, float* m, float* v, long n, const kernels::AdamWParams& h) override;
+  void add_impl(float* out, const float* a, const float* b, long n) override;
+  void accumulate_impl(float* dst, const float* src, long n) override;
+  void scale_impl(float* x, float s, long n) override;
+  void add_bias_impl(float* x, const float* bias, int n, int c) override;
+  void bias_backward_impl(float* dbias, const float* dout, int n, int c) override;
+  double sum_squares_impl(const float* x, long n) override;
+
+ private:
+  /// A device buffer from the allocator for the duration of one call (stream-ordered reuse).
+  class Scratch;
+  const std::int32_t* device_ids(const std::int32_t* ids, int n, Scratch& scratch);
+  void run_gemm(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c,
+                const float* bias);
+
+  CudaBackendOptions options_;
+  cudaStream_t compute_ = nullptr;
+  cudaStream_t copy_ = nullptr;
+  CachingAllocator allocator_;
+  std::unique_ptr<kernels::cuda::Gemm> gemm_;
+  double* host_double_ = nullptr;  // pinned: sum_squares result
+  int* host_flag_ = nullptr;       // pinned: overflow flag
+};
+
+}  // namespace ztune::executor::cuda

@@ -1,0 +1,238 @@
+#include "ztune/executor/cuda/cuda_backend.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "ztune/kernels/cuda/activation.hpp"
+#include "ztune/kernels/cuda/adamw.hpp"
+#include "ztune/kernels/cuda/attention.hpp"
+#include "ztune/kernels/cuda/check.hpp"
+#include "ztune/kernels/cuda/cross_entropy.hpp"
+#include "ztune/kernels/cuda/elementwise.hpp"
+#include "ztune/kernels/cuda/embedding.hpp"
+#include "ztune/kernels/cuda/gemm.hpp"
+#include "ztune/kernels/cuda/layernorm.hpp"
+#include "ztune/kernels/cuda/loss_scale.hpp"
+
+namespace ztune::executor::cuda {
+
+namespace kc = ztune::kernels::cuda;
+
+class CudaBackend::Scratch {
+ public:
+  explicit Scratch(CachingAllocator& a) : alloc_(a) {}
+  ~Scratch() {
+    for (void* p : held_) alloc_.release(p);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  template <typename T>
+  T* get(std::size_t n) {
+    ZT_REQUIRE(count_ < 4, "CudaBackend::Scratch holds at most 4 buffers");
+    held_[count_] = alloc_.allocate(n * sizeof(T));
+    return static_cast<T*>(held_[count_++]);
+  }
+
+ private:
+  CachingAllocator& alloc_;
+  void* held_[4] = {nullptr, nullptr, nullptr, nullptr};
+  int count_ = 0;
+};
+
+CudaBackend::CudaBackend(const CudaBackendOptions& options) : options_(options) {
+  ZT_CUDA_CHECK(cudaSetDevice(options_.device));
+  ZT_CUDA_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
+  ZT_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
+  ZT_CUDA_CHECK(cudaMallocHost(&host_double_, sizeof(double)));
+  ZT_CUDA_CHECK(cudaMallocHost(&host_flag_, sizeof(int)));
+  gemm_ = std::make_unique<kc::Gemm>();
+  gemm_->set_allow_tf32(options_.gemm == GemmPrecision::tf32);
+}
+
+CudaBackend::~CudaBackend() {
+  cudaStreamSynchronize(compute_);
+  cudaStreamSynchronize(copy_);
+  gemm_.reset();
+  cudaFreeHost(host_double_);
+  cudaFreeHost(host_flag_);
+  cudaStreamDestroy(copy_);
+  cudaStreamDestroy(compute_);
+}
+
+std::string CudaBackend::name() const {
+  static constexpr const char* kNames[] = {"cuda-fp32", "cuda-tf32", "cuda-bf16gemm", "cuda-fp16gemm"};
+  return kNames[static_cast<int>(options_.gemm)];
+}
+
+float* CudaBackend::raw_allocate(std::size_t numel) {
+  auto* p = static_cast<float*>(allocator_.allocate(numel * sizeof(float)));
+  ZT_CUDA_CHECK(cudaMemsetAsync(p, 0, numel * sizeof(float), compute_));  // Backend::allocate promises zeros
+  return p;
+}
+
+void CudaBackend::raw_free(float* data, std::size_t /*numel*/) { allocator_.release(data); }
+
+void CudaBackend::zero(float* x, std::size_t n) {
+  ZT_CUDA_CHECK(cudaMemsetAsync(x, 0, n * sizeof(float), compute_));
+}
+void CudaBackend::copy(float* dst, const float* src, std::size_t n) {
+  ZT_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDefault, compute_));
+}
+void CudaBackend::to_host(float* host, const float* device, std::size_t n) {
+  ZT_CUDA_CHECK(cudaMemcpyAsync(host, device, n * sizeof(float), cudaMemcpyDeviceToHost, compute_));
+  ZT_CUDA_CHECK(cudaStreamSynchronize(compute_));
+}
+void CudaBackend::from_host(float* device, const float* host, std::size_t n) {
+  ZT_CUDA_CHECK(cudaMemcpyAsync(device, host, n * sizeof(float), cudaMemcpyHostToDevice, compute_));
+  ZT_CUDA_CHECK(cudaStreamSynchronize(compute_));  // the caller may reuse `host` at once
+}
+void CudaBackend::fence() { ZT_CUDA_CHECK(cudaStreamSynchronize(compute_)); }
+
+bool CudaBackend::unscale_and_check(float* grads, std::size_t n, float inv_scale) {
+  Scratch s(allocator_);
+  int* flag = s.get<int>(1);
+  ZT_CUDA_CHECK(cudaMemsetAsync(flag, 0, sizeof(int), compute_));
+  kc::unscale_check_finite<float>(grads, inv_scale, flag, static_cast<long>(n), compute_);
+  ZT_CUDA_CHECK(cudaMemcpyAsync(host_flag_, flag, sizeof(int), cudaMemcpyDeviceToHost, compute_));
+  ZT_CUDA_CHECK(cudaStreamSynchronize(compute_));
+  return *host_flag_ != 0;
+}
+
+const std::int32_t* CudaBackend::device_ids(const std::int32_t* ids, int n, Scratch& scratch) {
+  cudaPointerAttributes attr{};
+  ZT_CUDA_CHECK(cudaPointerGetAttributes(&attr, ids));
+  if (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged) return ids;
+  auto* d = scratch.get<std::int32_t>(static_cast<std::size_t>(n));
+  ZT_CUDA_CHECK(cudaMemcpyAsync(d, ids, static_cast<std::size_t>(n) * sizeof(std::int32_t), cudaMemcpyHostToDevice,
+                                compute_));
+  return d;
+}
+
+// 16-bit GEMM precision: cast the stored operands (rows × row stride) into scratch.
+void CudaBackend::run_gemm(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta,
+                           float* c, const float* bias) {
+  const kc::GemmEpilogueArgs ep{bias != nullptr ? kc::GemmEpilogue::bias : kc::GemmEpilogue::none, bias};
+  if (options_.gemm == GemmPrecision::fp32 || options_.gemm == GemmPrecision::tf32) {
+    gemm_->run<float>(s, alpha, a, b, beta, c, compute_, ep);
+    return;
+  }
+  const long a_elems = static_cast<long>(s.trans_a ? s.k : s.m) * s.lda;
+  const long b_elems = static_cast<long>(s.trans_b ? s.n : s.k) * s.ldb;
+  Scratch scratch(allocator_);
+  const auto run16 = [&](auto tag) {
+    using H = decltype(tag);
+    H* a16 = scratch.get<H>(static_cast<std::size_t>(a_elems));
+    H* b16 = scratch.get<H>(static_cast<std::size_t>(b_elems));
+    kc::cast<float, H>(a16, a, a_elems, compute_);
+    kc::cast<float, H>(b16, b, b_elems, compute_);
+    gemm_->run<H, float>(s, alpha, a16, b16, beta, c, compute_, ep);
+  };
+  if (options_.gemm == GemmPrecision::bf16) {
+    run16(__nv_bfloat16{});
+  } else {
+    run16(__half{});
+  }
+}
+
+void CudaBackend::gemm_impl(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta,
+                            float* c) {
+  run_gemm(s, alpha, a, b, beta, c, nullptr);
+}
+
+// out[n,oc] = inp[n,c]·w[c,oc] (+ bias through the epilogue).
+void CudaBackend::matmul_forward_impl(float* out, const float* inp, const float* w, const float* bias, int n, int c,
+                                      int oc) {
+  run_gemm({false, false, n, oc, c, c, oc, oc}, 1.0f, inp, w, 0.0f, out, bias);
+}
+
+void CudaBackend::matmul_backward_impl(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
+                                       const float* w, int n, int c, int oc) {
+  if (dinp != nullptr) run_gemm({false, true, n, c, oc, oc, oc, c}, 1.0f, dout, w, 1.0f, dinp, nullptr);
+  run_gemm({true, false, c, oc, n, c, oc, oc}, 1.0f, inp, dout, 1.0f, dw, nullptr);
+  if (dbias != nullptr) kc::bias_backward<float>(dbias, dout, n, oc, compute_);
+}
+
+void CudaBackend::embedding_forward_impl(float* out, const std::int32_t* ids, const float* table, int n, int c,
+                                         int row_begin, int rows) {
+  Scratch s(allocator_);
+  kc::embedding_forward<float>(out, device_ids(ids, n, s), table, n, c, row_begin, rows, compute_);
+}
+void CudaBackend::embedding_backward_impl(float* dtable, const float* dout, const std::int32_t* ids, int n, int c,
+                                          int row_begin, int rows) {
+  Scratch s(allocator_);
+  kc::embedding_backward<float>(dtable, dout, device_ids(ids, n, s), n, c, row_begin, rows, compute_);
+}
+void CudaBackend::layernorm_forward_impl(float* out, float* mean, float* rstd, const float* inp, const float* w,
+                                         const float* b, int n, int c) {
+  kc::layernorm_forward<float>(out, mean, rstd, inp, w, b, n, c, compute_);
+}
+void CudaBackend::layernorm_backward_impl(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                                          const float* w, const float* mean, const float* rstd, int n, int c) {
+  kc::layernorm_backward<float>(dinp, dw, db, dout, inp, w, mean, rstd, n, c, compute_);
+}
+void CudaBackend::gelu_forward_impl(float* out, const float* inp, long n) {
+  kc::gelu_forward<float>(out, inp, n, compute_);
+}
+void CudaBackend::gelu_backward_impl(float* dinp, const float* inp, const float* dout, long n) {
+  kc::gelu_backward<float>(dinp, inp, dout, n, compute_);
+}
+void CudaBackend::attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh) {
+  Scratch s(allocator_);
+  float* ws = s.get<float>(kc::attention_workspace_elems(b, t, c, nh));
+  kc::attention_forward<float>(*gemm_, out, att, qkv, ws, b, t, c, nh, compute_);
+}
+void CudaBackend::attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* att, int b,
+                                          int t, int c, int nh) {
+  Scratch s(allocator_);
+  float* ws = s.get<float>(kc::attention_workspace_elems(b, t, c, nh));
+  kc::attention_backward<float>(*gemm_, dqkv, dout, qkv, att, ws, b, t, c, nh, compute_);
+}
+void CudaBackend::ce_row_max_impl(float* row_max, const float* logits, int n, int v) {
+  kc::ce_row_max<float>(row_max, logits, n, v, compute_);
+}
+void CudaBackend::ce_row_sumexp_impl(float* row_sum, const float* logits, const float* row_max, int n, int v) {
+  kc::ce_row_sumexp<float>(row_sum, logits, row_max, n, v, compute_);
+}
+void CudaBackend::ce_target_logit_impl(float* tl, const float* logits, const std::int32_t* targets, int n, int v,
+                                       int vocab_begin) {
+  Scratch s(allocator_);
+  kc::ce_target_logit<float>(tl, logits, device_ids(targets, n, s), n, v, vocab_begin, compute_);
+}
+void CudaBackend::ce_loss_impl(float* losses, const float* row_max, const float* row_sum, const float* tl, int n) {
+  kc::ce_loss(losses, row_max, row_sum, tl, n, compute_);
+}
+void CudaBackend::ce_backward_impl(float* dlogits, const float* logits, const float* row_max, const float* row_sum,
+                                   const std::int32_t* targets, const float* dloss, int n, int v, int vocab_begin) {
+  Scratch s(allocator_);
+  kc::ce_backward<float>(dlogits, logits, row_max, row_sum, device_ids(targets, n, s), dloss, n, v, vocab_begin,
+                         compute_);
+}
+void CudaBackend::adamw_impl(float* p, const float* g, float* m, float* v, long n, const kernels::AdamWParams& h) {
+  const kc::AdamWTensor<float, float> t{p, m, v, g, nullptr, n};
+  kc::adamw_multi_tensor<float, float>(&t, 1, h, 1.0f, compute_);
+}
+void CudaBackend::add_impl(float* out, const float* a, const float* b, long n) {
+  kc::add<float>(out, a, b, n, compute_);
+}
+void CudaBackend::accumulate_impl(float* dst, const float* src, long n) {
+  kc::accumulate<float>(dst, src, n, compute_);
+}
+void CudaBackend::scale_impl(float* x, float s, long n) { kc::scale<float>(x, s, n, compute_); }
+void CudaBackend::add_bias_impl(float* x, const float* bias, int n, int c) {
+  kc::add_bias<float>(x, bias, n, c, compute_);
+}
+void CudaBackend::bias_backward_impl(float* dbias, const float* dout, int n, int c) {
+  kc::bias_backward<float>(dbias, dout, n, c, compute_);
+}
+double CudaBackend::sum_squares_impl(const float* x, long n) {
+  Scratch s(allocator_);
+  double* d = s.get<double>(1);
+  ZT_CUDA_CHECK(cudaMemsetAsync(d, 0, sizeof(double), compute_));
+  kc::sum_squares<float>(d, x, n, compute_);
+  ZT_CUDA_CHECK(cudaMemcpyAsync(host_double_, d, sizeof(double), cudaMemcpyDeviceToHost, compute_));
+  ZT_CUDA_CHECK(cudaStreamSynchronize(compute_));
+  return *host_double_;
+}
+
+}  // namespace ztune::executor::cuda

@@ -1,0 +1,21 @@
+"""Plan files for the executor's end-to-end tests (schema ztune.planfile/1)."""
+import json
+
+
+def plan(dp=1, tp=1, pp=1, zero=0, mb=2, ga=4, sp=False, recompute="none", schedule="1f1b",
+         offload="none", bucket=5e8, persist=0.0, overlap=True, precision="fp32"):
+    return {"schema": "ztune.plan/1", "dp": dp, "tp": tp, "pp": pp, "virtual_stages": 1,
+            "sequence_parallel": sp, "zero_stage": zero,
+            "offload": {"optimizer": offload, "params": "none"},
+            "micro_batch": mb, "grad_accum": ga, "global_batch": mb * ga * dp,
+            "recompute": recompute, "precision": precision, "schedule": schedule,
+            "communication": {"overlap_comm": overlap, "reduce_bucket_elems": bucket,
+                              "allgather_bucket_elems": 5e8, "prefetch_bucket_elems": 5e7,
+                              "max_live_params": 1e9, "param_persistence_threshold": persist},
+            "onebit_adam": {"enabled": False, "freeze_step": 0},
+            "sparse_attention": {"layout": "none", "block": 64}, "zeropp": False}
+
+
+def write_plan_file(path, model, **kw):
+    with open(path, "w") as f:
+        json.dump({"schema": "ztune.planfile/1", "plan": plan(**kw), "model": model}, f, indent=1)
