@@ -1,0 +1,89 @@
+"""Bad input and interruption, end to end through mpirun and ztune-worker:
+ - a plan for another world size, an unsupported option, a missing token file, a
+   corrupt checkpoint shard, a checkpoint of another plan: exit code 2, the reason
+   printed once by rank 0, every rank gone (the run ends within its timeout);
+ - resume: a run killed with SIGKILL after committing step 3's checkpoint and then
+   resumed gives bit-identical losses for steps 4 and 5 to the uninterrupted run.
+
+usage: failures.py WORKER MPIRUN
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+import plans  # noqa: E402
+
+failures = 0
+passed = 0
+
+
+def check(name, ok, detail=""):
+    global failures, passed
+    print(f"{'ok  ' if ok else 'FAIL'} {name}" + ("" if ok else f"\n{detail}"))
+    if ok:
+        passed += 1
+    else:
+        failures += 1
+
+
+def main():
+    worker, mpirun = sys.argv[1], sys.argv[2].split(";")
+    model = json.load(open(os.path.join(os.environ.get("ZTUNE_DATA_DIR", "data"), "models", "tiny.json")))
+
+    def run(np_, plan, *args):
+        cmd = mpirun + ["-np", str(np_), worker, plan] + list(args)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+    with tempfile.TemporaryDirectory() as d:
+        dp2 = os.path.join(d, "dp2.json")
+        plans.write_plan_file(dp2, model, dp=2, mb=2, ga=2, zero=1)
+        r = run(3, dp2, "--steps", "1")
+        check("plan for 2 ranks on 3 is refused", r.returncode == 2 and
+              "but the job has 3 (run with -np 2)" in r.stderr and r.stderr.count("error:") == 1, r.stderr)
+        bf16 = os.path.join(d, "bf16.json")
+        plans.write_plan_file(bf16, model, precision="bf16")
+        r = run(1, bf16, "--steps", "1")
+        check("bf16 plan is refused on the CPU backend", r.returncode == 2 and "$.plan.precision" in r.stderr,
+              r.stderr)
+        r = run(2, dp2, "--steps", "1", "--data", os.path.join(d, "missing.bin"))
+        check("missing token file", r.returncode == 2 and "missing.bin: cannot open token file" in r.stderr, r.stderr)
+
+        # Uninterrupted run, then killed-and-resumed run.
+        full = os.path.join(d, "full.json")
+        r = run(2, dp2, "--steps", "5", "--record", full)
+        check("uninterrupted run", r.returncode == 0, r.stderr)
+        ck = os.path.join(d, "ckpt")
+        r = run(2, dp2, "--steps", "5", "--checkpoint-every", "1", "--checkpoint-dir", ck, "--kill-after-step", "3")
+        check("run killed after step 3", r.returncode != 0 and open(os.path.join(ck, "latest")).read().strip() == "3",
+              r.stderr)
+        resumed = os.path.join(d, "resumed.json")
+        r = run(2, dp2, "--steps", "5", "--resume", "--checkpoint-dir", ck, "--record", resumed)
+        ok = r.returncode == 0
+        if ok:
+            a = json.load(open(full))["losses"][3:]
+            b = json.load(open(resumed))["losses"]
+            ok = a == b and len(b) == 2
+            print(f"     steps 4-5 uninterrupted {a} resumed {b}")
+        check("resume gives bit-identical losses", ok, r.stderr)
+
+        other = os.path.join(d, "other.json")
+        plans.write_plan_file(other, model, dp=2, mb=2, ga=2, zero=0)
+        r = run(2, other, "--steps", "5", "--resume", "--checkpoint-dir", ck)
+        check("checkpoint of another plan is refused", r.returncode == 2 and "different plan" in r.stderr, r.stderr)
+
+        shard = os.path.join(ck, "step_00000003", "rank_00001.ckpt")
+        data = bytearray(open(shard, "rb").read())
+        data[len(data) // 2] ^= 0xFF
+        open(shard, "wb").write(bytes(data))
+        r = run(2, dp2, "--steps", "5", "--resume", "--checkpoint-dir", ck)
+        check("corrupt shard is refused by rank 0 naming rank 1", r.returncode == 2 and
+              "rank 1:" in r.stderr and "corrupt (checksum mismatch)" in r.stderr, r.stderr)
+    print(f"{passed} passed, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
