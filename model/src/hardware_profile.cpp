@@ -20,8 +20,7 @@ double HardwareProfile::gemm_efficiency_at(double flops) const {
   if (flops <= t.back().size) return t.back().efficiency;
   for (std::size_t i = 1; i < t.size(); ++i) {
     if (flops >= t[i].size) {
-      const double hi = std::log(t[i - 1].size), lo = std::log(t[i].size);
-      const double w = (std::log(flops) - lo) / (hi - lo);
+      const double w = std::log(flops / t[i].size) / std::log(t[i - 1].size / t[i].size);
       return t[i].efficiency + w * (t[i - 1].efficiency - t[i].efficiency);
     }
   }

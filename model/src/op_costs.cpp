@@ -164,6 +164,23 @@ LayerShape shape_of(const Transformer& m, const Plan& p) {
 GemmShape dgrad_of(const GemmShape& g) { return {g.m, g.k, g.n, g.batch}; }
 GemmShape wgrad_of(const GemmShape& g) { return {g.k, g.n, g.m, g.batch}; }
 
+// Forward, dgrad and wgrad of one linear layer share their FLOPs and hence
+// their efficiency: one table lookup, three rooflines (same as gemm_time).
+struct LinearTimes {
+  double fwd = 0, dgrad = 0, wgrad = 0;
+};
+LinearTimes linear_times(const GemmShape& g, Precision p, const GpuSpec& gpu, const HardwareProfile& hw) {
+  LinearTimes t;
+  const double flops = g.flops();
+  if (flops <= 0) return t;
+  const double compute = flops / (gpu.peak_flops(p) * hw.gemm_efficiency_at(flops));
+  const double per_element = bytes_of(p) / achieved_hbm(gpu, hw);
+  t.fwd = std::max(compute, g.elements() * per_element) + hw.kernel_launch_s;
+  t.dgrad = std::max(compute, dgrad_of(g).elements() * per_element) + hw.kernel_launch_s;
+  t.wgrad = std::max(compute, wgrad_of(g).elements() * per_element) + hw.kernel_launch_s;
+  return t;
+}
+
 }  // namespace
 
 LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
@@ -183,13 +200,17 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   const GemmShape qk{x.s, x.s, x.d, heads_local};
   const GemmShape pv{x.s, x.d, x.s, heads_local};
 
-  lc.fwd_gemm_s = gemm_time(qkv, prec, gpu, hw) + gemm_time(proj, prec, gpu, hw) + gemm_time(fc1, prec, gpu, hw) +
-                  gemm_time(fc2, prec, gpu, hw);
+  const LinearTimes t_qkv = linear_times(qkv, prec, gpu, hw);
+  const LinearTimes t_proj = linear_times(proj, prec, gpu, hw);
+  const LinearTimes t_fc1 = linear_times(fc1, prec, gpu, hw);
+  const LinearTimes t_fc2 = linear_times(fc2, prec, gpu, hw);
+  const double t_qk = gemm_time(qk, prec, gpu, hw, true);
+  const double t_pv = gemm_time(pv, prec, gpu, hw, true);
+  lc.fwd_gemm_s = t_qkv.fwd + t_proj.fwd + t_fc1.fwd + t_fc2.fwd;
   const double scores = heads_local * x.s * x.s;  // attention score elements
   // Fused scale-mask-softmax (read + write) and dropout (read, write, 1-byte mask).
   const double softmax_fwd_bytes = scores * eb * 2.0 + scores * (eb * 2.0 + 1.0);
-  lc.fwd_attention_s = gemm_time(qk, prec, gpu, hw, true) + gemm_time(pv, prec, gpu, hw, true) +
-                       memory_bound_time(softmax_fwd_bytes, gpu, hw, 2);
+  lc.fwd_attention_s = t_qk + t_pv + memory_bound_time(softmax_fwd_bytes, gpu, hw, 2);
 
   // Elementwise: the hidden-state ops run on s·b·h (÷t with sequence parallelism).
   const double hs = x.tokens * x.h / (x.sp ? x.t : 1.0);
@@ -206,16 +227,14 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   // Backward: dgrad of every GEMM, both attention GEMM gradients per forward
   // GEMM, softmax/dropout backward (read grad + saved output, write grad),
   // elementwise backward ≈ twice the forward traffic.
-  const double bwd_dgrad = gemm_time(dgrad_of(qkv), prec, gpu, hw) + gemm_time(dgrad_of(proj), prec, gpu, hw) +
-                           gemm_time(dgrad_of(fc1), prec, gpu, hw) + gemm_time(dgrad_of(fc2), prec, gpu, hw);
-  const double bwd_attention = 2.0 * (gemm_time(qk, prec, gpu, hw, true) + gemm_time(pv, prec, gpu, hw, true)) +
+  const double bwd_dgrad = t_qkv.dgrad + t_proj.dgrad + t_fc1.dgrad + t_fc2.dgrad;
+  const double bwd_attention = 2.0 * (t_qk + t_pv) +
                                memory_bound_time(scores * (eb * 3.0 + 1.0) + scores * eb * 3.0, gpu, hw, 2);
   const double bwd_elem = memory_bound_time(2.0 * elem_fwd_bytes, gpu, hw, elem_kernels);
-  const double wgrad_qkv = gemm_time(wgrad_of(qkv), prec, gpu, hw);
-  const double wgrad_fc1 = gemm_time(wgrad_of(fc1), prec, gpu, hw);
+  const double wgrad_qkv = t_qkv.wgrad;
+  const double wgrad_fc1 = t_fc1.wgrad;
   lc.bwd_input_s = bwd_dgrad + bwd_attention + bwd_elem;
-  lc.bwd_weight_s = wgrad_qkv + gemm_time(wgrad_of(proj), prec, gpu, hw) + wgrad_fc1 +
-                    gemm_time(wgrad_of(fc2), prec, gpu, hw);
+  lc.bwd_weight_s = wgrad_qkv + t_proj.wgrad + wgrad_fc1 + t_fc2.wgrad;
   lc.bwd_s = lc.bwd_input_s + lc.bwd_weight_s;
 
   // FLOPs on this GPU: 24·s·b·h²/t + 4·s²·b·h/t for GPT (Korthikanti eq. 7 per layer).
@@ -272,9 +291,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
       lc.tp_bwd_s = 2.0 * ag;
       lc.tp_bwd_async_s = 2.0 * (ag + rs);
     }
-    lc.tp_bwd_window_s = wgrad_qkv + wgrad_fc1 + (x.sp ? gemm_time(dgrad_of(qkv), prec, gpu, hw) +
-                                                             gemm_time(dgrad_of(fc1), prec, gpu, hw)
-                                                       : 0.0);
+    lc.tp_bwd_window_s = wgrad_qkv + wgrad_fc1 + (x.sp ? t_qkv.dgrad + t_fc1.dgrad : 0.0);
     if (p.recompute == Recompute::full) {
       lc.tp_collectives_recompute = lc.tp_collectives_fwd;
       lc.tp_recompute_s = lc.tp_fwd_s;
@@ -298,10 +315,11 @@ EdgeCost edge_cost(const Transformer& m, const Plan& p, const Cluster& c, const 
   // Head: final norm, logits GEMM (vocab-parallel), softmax cross entropy in fp32.
   const GemmShape logits{x.tokens, static_cast<double>(m.vocab) / x.t, x.h};
   const double logit_elems = x.tokens * m.vocab / x.t;
-  e.head_fwd_s = memory_bound_time(2.0 * hs_local * eb, gpu, hw) + gemm_time(logits, prec, gpu, hw) +
+  const LinearTimes t_logits = linear_times(logits, prec, gpu, hw);
+  e.head_fwd_s = memory_bound_time(2.0 * hs_local * eb, gpu, hw) + t_logits.fwd +
                  memory_bound_time(logit_elems * (eb + 4.0 + 4.0), gpu, hw, 3);
-  e.head_bwd_s = memory_bound_time(4.0 * hs_local * eb, gpu, hw) + gemm_time(dgrad_of(logits), prec, gpu, hw) +
-                 gemm_time(wgrad_of(logits), prec, gpu, hw) + memory_bound_time(logit_elems * (4.0 + eb), gpu, hw, 1);
+  e.head_bwd_s = memory_bound_time(4.0 * hs_local * eb, gpu, hw) + t_logits.dgrad + t_logits.wgrad +
+                 memory_bound_time(logit_elems * (4.0 + eb), gpu, hw, 1);
   e.fwd_flops = logits.flops();
   if (p.tp > 1) {
     const GroupLayout l = place_groups(p, c);
