@@ -118,8 +118,8 @@ std::size_t Gemm::cached_algorithms() const {
   return impl_->algos.size();
 }
 
-template <typename T>
-void Gemm::run(const GemmShape& s, float alpha, const T* a, const T* b, float beta, T* c, cudaStream_t stream,
+template <typename TIn, typename TOut>
+void Gemm::run(const GemmShape& s, float alpha, const TIn* a, const TIn* b, float beta, TOut* c, cudaStream_t stream,
                const GemmEpilogueArgs& epilogue, const GemmBatch& batch) {
   ZT_REQUIRE(s.m > 0 && s.n > 0 && s.k > 0, "Gemm::run: m, n, k must be > 0");
   ZT_REQUIRE(s.lda >= (s.trans_a ? s.m : s.k) && s.ldb >= (s.trans_b ? s.k : s.n) && s.ldc >= s.n,
@@ -131,8 +131,8 @@ void Gemm::run(const GemmShape& s, float alpha, const T* a, const T* b, float be
              "Gemm::run: gelu_aux_bias needs aux with aux_ld >= N and a multiple of 8");
   ZT_REQUIRE(epilogue.kind == GemmEpilogue::none || batch.count == 1, "Gemm::run: epilogues are for unbatched GEMMs");
 
-  const cudaDataType_t type = data_type<T>();
-  const bool tf32 = std::is_same_v<T, float> && allow_tf32_;
+  const cudaDataType_t type = data_type<TIn>(), out_type = data_type<TOut>();
+  const bool tf32 = std::is_same_v<TIn, float> && allow_tf32_;
   MatmulDesc desc(tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F);
   // Swapped operands (see gemm.hpp): A' = B, B' = A.
   const cublasOperation_t op_a = s.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -152,11 +152,11 @@ void Gemm::run(const GemmShape& s, float alpha, const T* a, const T* b, float be
   const auto u = [](int v) { return static_cast<std::uint64_t>(v); };
   Layout la(type, u(s.trans_b ? s.k : s.n), u(s.trans_b ? s.n : s.k), s.ldb, batch, batch.stride_b);
   Layout lb(type, u(s.trans_a ? s.m : s.k), u(s.trans_a ? s.k : s.m), s.lda, batch, batch.stride_a);
-  Layout lc(type, u(s.n), u(s.m), s.ldc, batch, batch.stride_c);
+  Layout lc(out_type, u(s.n), u(s.m), s.ldc, batch, batch.stride_c);
 
   const std::uint32_t al_a = alignment_of(b), al_b = alignment_of(a), al_c = alignment_of(c);
   const std::uint32_t al_bias = epilogue.bias != nullptr ? alignment_of(epilogue.bias) : 256;
-  const AlgoKey key{static_cast<int>(type), s.trans_a, s.trans_b, s.m, s.n, s.k, s.lda, s.ldb, s.ldc,
+  const AlgoKey key{static_cast<int>(type) * 1000 + static_cast<int>(out_type), s.trans_a, s.trans_b, s.m, s.n, s.k, s.lda, s.ldb, s.ldc,
                     static_cast<int>(ep), beta != 0.0f, static_cast<int>(epilogue.aux_ld), al_a, al_b, al_c, al_bias,
                     batch.count, batch.stride_a, batch.stride_b, batch.stride_c, tf32};
   cublasLtMatmulAlgo_t algo{};
@@ -191,11 +191,16 @@ void Gemm::run(const GemmShape& s, float alpha, const T* a, const T* b, float be
                                  impl_->workspace, impl_->workspace_bytes, stream));
 }
 
-template void Gemm::run<float>(const GemmShape&, float, const float*, const float*, float, float*, cudaStream_t,
-                               const GemmEpilogueArgs&, const GemmBatch&);
-template void Gemm::run<__half>(const GemmShape&, float, const __half*, const __half*, float, __half*, cudaStream_t,
-                                const GemmEpilogueArgs&, const GemmBatch&);
-template void Gemm::run<__nv_bfloat16>(const GemmShape&, float, const __nv_bfloat16*, const __nv_bfloat16*, float,
-                                       __nv_bfloat16*, cudaStream_t, const GemmEpilogueArgs&, const GemmBatch&);
+template void Gemm::run<float, float>(const GemmShape&, float, const float*, const float*, float, float*, cudaStream_t,
+                                      const GemmEpilogueArgs&, const GemmBatch&);
+template void Gemm::run<__half, __half>(const GemmShape&, float, const __half*, const __half*, float, __half*,
+                                        cudaStream_t, const GemmEpilogueArgs&, const GemmBatch&);
+template void Gemm::run<__nv_bfloat16, __nv_bfloat16>(const GemmShape&, float, const __nv_bfloat16*,
+                                                      const __nv_bfloat16*, float, __nv_bfloat16*, cudaStream_t,
+                                                      const GemmEpilogueArgs&, const GemmBatch&);
+template void Gemm::run<__half, float>(const GemmShape&, float, const __half*, const __half*, float, float*,
+                                       cudaStream_t, const GemmEpilogueArgs&, const GemmBatch&);
+template void Gemm::run<__nv_bfloat16, float>(const GemmShape&, float, const __nv_bfloat16*, const __nv_bfloat16*,
+                                              float, float*, cudaStream_t, const GemmEpilogueArgs&, const GemmBatch&);
 
 }  // namespace ztune::kernels::cuda

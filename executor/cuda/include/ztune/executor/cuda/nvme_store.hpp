@@ -45,8 +45,9 @@ class NvmeStore {
   std::future<void> write_async(std::size_t offset, const void* src, std::size_t n);
   std::future<void> read_async(std::size_t offset, void* dst, std::size_t n);
 
+  struct State;  // shared with the I/O threads, which may outlive a request's caller
+
  private:
-  struct State;
   std::shared_ptr<State> state_;
 };
 

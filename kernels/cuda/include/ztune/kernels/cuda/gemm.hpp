@@ -5,7 +5,8 @@
 // layer's bias), gelu(· + bias) (GPT-2's MLP; cuBLASLt's GELU is the tanh
 // approximation, as kernels/gelu.hpp), gelu(· + bias) keeping the pre-activation
 // in `aux` for the backward pass. Storage types float, __half, __nv_bfloat16, all
-// with fp32 accumulation (CUBLAS_COMPUTE_32F); fp32 inputs may opt into TF32.
+// with fp32 accumulation (CUBLAS_COMPUTE_32F); fp32 inputs may opt into TF32; 16-bit
+// inputs may write an fp32 C (TIn = __half or __nv_bfloat16, TOut = float).
 // Row-major → column-major: C_rowᵀ = op(B)ᵀ·op(A)ᵀ, so cuBLASLt sees m' = N,
 // n' = M and the operands swapped; the bias vector runs along m', i.e. over N.
 //
@@ -28,7 +29,7 @@ enum class GemmEpilogue : std::uint8_t { none, bias, gelu_bias, gelu_aux_bias };
 
 struct GemmEpilogueArgs {
   GemmEpilogue kind = GemmEpilogue::none;
-  const void* bias = nullptr;  // [N], the output's type
+  const void* bias = nullptr;  // [N], of the output's type
   void* aux = nullptr;         // gelu_aux_bias: pre-activation [M, N] row-major, row stride aux_ld (≥ N, multiple of 8)
   long aux_ld = 0;
 };
@@ -52,8 +53,8 @@ class Gemm {
   /// fp32 inputs: TF32 tensor cores (faster, 10-bit mantissa products) or exact fp32.
   void set_allow_tf32(bool allow) { allow_tf32_ = allow; }
 
-  template <typename T>
-  void run(const GemmShape& s, float alpha, const T* a, const T* b, float beta, T* c, cudaStream_t stream,
+  template <typename TIn, typename TOut = TIn>
+  void run(const GemmShape& s, float alpha, const TIn* a, const TIn* b, float beta, TOut* c, cudaStream_t stream,
            const GemmEpilogueArgs& epilogue = {}, const GemmBatch& batch = {});
 
   /// Heuristic queries made so far (one per distinct shape, type, epilogue and alignment).
