@@ -41,7 +41,7 @@ TEST_CASE("predict prints readable tables", "[cli][predict]") {
 }
 
 TEST_CASE("an impossible plan exits 2 naming the rule it breaks", "[cli][predict]") {
-  auto r = run_command(ztune_bin() + " predict --cluster dgx2x16 --model 100b --tp 3 --precision fp16");
+  auto r = run_command(ztune_bin() + " predict --cluster dgx2x16 --model 100b --tp 3 --dp 64 --precision fp16");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--tp") && Contains("heads"));
   r = run_command(ztune_bin() + " predict --cluster dgx2x16 --model 100b --zero 1 --offload-params cpu --precision fp16");

@@ -168,8 +168,8 @@ TEST_CASE("memory lines sum to the total; fits follows capacity; offload moves s
   double sum = 0;
   for (double v : mp.gpu) sum += v;
   CHECK(sum == Approx(mp.gpu_total_bytes));
-  CHECK(mp.gpu_capacity_bytes == 80e9);
-  CHECK(mp.fits_gpu == (mp.gpu_total_bytes <= 80e9));
+  CHECK(mp.gpu_capacity_bytes == c.node.gpu.memory_bytes());
+  CHECK(mp.fits_gpu == (mp.gpu_total_bytes <= mp.gpu_capacity_bytes));
   CHECK(mp.host_bytes_per_node == 0);
   CHECK(mp.nvme_bytes_per_node == 0);
 
