@@ -1,0 +1,65 @@
+// DynamicLossScaler against DeepSpeed's update_scale traced by hand
+// (deepspeed/runtime/fp16/loss_scaler.py; defaults from the ds_config "fp16"
+// section: 2^16, window 1000, hysteresis 2, min 1). Runs on any machine.
+#include <catch2/catch.hpp>
+
+#include "ztune/executor/cuda/loss_scaler.hpp"
+
+using ztune::executor::cuda::DynamicLossScaler;
+using ztune::executor::cuda::LossScaleAtMinimum;
+using ztune::executor::cuda::LossScaleConfig;
+
+TEST_CASE("default scaler: 2^16, doubles after 1000 clean steps", "[loss_scale]") {
+  DynamicLossScaler s;
+  CHECK(s.scale() == 65536.0f);
+  for (int i = 0; i < 998; ++i) REQUIRE(s.update(false));
+  CHECK(s.scale() == 65536.0f);  // iterations 0..997: (iter + 1) % 1000 != 0
+  CHECK(s.update(false));        // iteration 998
+  CHECK(s.scale() == 65536.0f);
+  CHECK(s.update(false));        // iteration 999: (999 − (−1)) % 1000 == 0
+  CHECK(s.scale() == 131072.0f);
+  CHECK(s.skipped_steps() == 0);
+}
+
+TEST_CASE("hysteresis 2: the first overflow only spends the budget; it is restored on growth only",
+          "[loss_scale]") {
+  DynamicLossScaler s;
+  CHECK_FALSE(s.update(true));  // iter 0: hysteresis 2 → 1, scale kept, step skipped
+  CHECK(s.scale() == 65536.0f);
+  CHECK(s.hysteresis_left() == 1);
+  CHECK_FALSE(s.update(true));  // iter 1: budget spent → halve
+  CHECK(s.scale() == 32768.0f);
+  CHECK(s.update(false));       // iter 2: clean; not consecutive_hysteresis, so the budget stays 1
+  CHECK(s.hysteresis_left() == 1);
+  CHECK_FALSE(s.update(true));  // iter 3: halves at once
+  CHECK(s.scale() == 16384.0f);
+  for (int iter = 4; iter < 1003; ++iter) REQUIRE(s.update(false));
+  CHECK(s.scale() == 16384.0f);  // 999 clean steps since the overflow at iter 3
+  CHECK(s.update(false));        // iter 1003: (1003 − 3) % 1000 == 0
+  CHECK(s.scale() == 32768.0f);
+  CHECK(s.hysteresis_left() == 2);
+  CHECK(s.skipped_steps() == 3);
+  CHECK(s.steps() == 1004);
+}
+
+TEST_CASE("consecutive hysteresis restores the budget after any clean step", "[loss_scale]") {
+  LossScaleConfig c;
+  c.consecutive_hysteresis = true;
+  DynamicLossScaler s(c);
+  s.update(true);
+  s.update(false);
+  CHECK(s.hysteresis_left() == 2);
+  s.update(true);
+  CHECK(s.scale() == 65536.0f);  // budget was restored, so no halving yet
+}
+
+TEST_CASE("an overflow at the minimum scale is an error", "[loss_scale]") {
+  LossScaleConfig c;
+  c.initial_scale_power = 1;
+  c.hysteresis = 1;
+  DynamicLossScaler s(c);
+  CHECK_FALSE(s.update(true));
+  CHECK(s.scale() == 1.0f);
+  CHECK_THROWS_AS(s.update(true), LossScaleAtMinimum);
+  CHECK_THROWS_AS(DynamicLossScaler(LossScaleConfig{16, 0, 2, false, 1.0f, 2.0f}), std::invalid_argument);
+}
