@@ -1,0 +1,77 @@
+// The plans table and its sort/filter proxy.
+#include <catch2/catch.hpp>
+
+#include <QAbstractItemModelTester>
+
+#include "plan_fixtures.hpp"
+#include "ztune/gui/plan_filter_model.hpp"
+#include "ztune/gui/plan_table_model.hpp"
+
+using namespace ztune;
+using namespace ztune::gui;
+using test::four_plans;
+
+TEST_CASE("the plans table passes QAbstractItemModelTester", "[gui][models]") {
+  PlanTableModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  model.set_plans(four_plans(), 1e12);
+  PlanFilterModel proxy;
+  QAbstractItemModelTester proxy_tester(&proxy, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  proxy.setSourceModel(&model);
+  proxy.set_zero_stage(3);
+  proxy.sort(PlanTableModel::gpu_memory);
+  model.clear();
+  CHECK(model.rowCount() == 0);
+}
+
+TEST_CASE("cells read in units; sort values are numbers", "[gui][models]") {
+  PlanTableModel model;
+  model.set_plans(four_plans(), 1e12);
+  REQUIRE(model.rowCount() == 4);
+  REQUIRE(model.columnCount() == PlanTableModel::column_count);
+  CHECK(model.index(0, PlanTableModel::layout).data().toString() == "dp8 · tp2 · pp1");
+  CHECK(model.index(0, PlanTableModel::gpus).data().toInt() == 16);
+  CHECK(model.index(0, PlanTableModel::gpu_memory).data().toString() == "10.1 GiB");
+  CHECK(model.index(0, PlanTableModel::throughput).data().toString() == "40.0 k tokens/s");
+  CHECK(model.index(2, PlanTableModel::offload).data().toString() == "optimizer → CPU");
+  CHECK(model.index(1, PlanTableModel::zero).data().toString() == "ZeRO-1");
+  // 1e12 tokens at 40,000 tokens/s: 2.5e7 s = 289.35 days.
+  CHECK(model.index(0, PlanTableModel::days).data(PlanTableModel::SortRole).toDouble() == Approx(289.35).epsilon(1e-4));
+  CHECK(model.index(1, PlanTableModel::gpu_memory).data(PlanTableModel::SortRole).toDouble() ==
+        Approx(9.5 * test::kGiB));
+  CHECK(model.headerData(PlanTableModel::mfu, Qt::Horizontal).toString() == "MFU");
+}
+
+TEST_CASE("sorting is numeric: 9.5 GiB before 10.1 GiB", "[gui][models]") {
+  PlanTableModel model;
+  model.set_plans(four_plans(), 1e12);
+  PlanFilterModel proxy;
+  proxy.setSourceModel(&model);
+  proxy.sort(PlanTableModel::gpu_memory, Qt::AscendingOrder);
+  QStringList order;
+  for (int r = 0; r < proxy.rowCount(); ++r) order << proxy.index(r, PlanTableModel::gpu_memory).data().toString();
+  CHECK(order == QStringList{"2.0 GiB", "9.5 GiB", "10.1 GiB", "30.0 GiB"});
+  proxy.sort(PlanTableModel::throughput, Qt::DescendingOrder);
+  CHECK(proxy.index(0, PlanTableModel::rank).data().toInt() == 1);
+  CHECK(proxy.index(3, PlanTableModel::rank).data().toInt() == 4);
+}
+
+TEST_CASE("filters: only ZeRO-3, only without offload", "[gui][models]") {
+  PlanTableModel model;
+  model.set_plans(four_plans(), 1e12);
+  PlanFilterModel proxy;
+  proxy.setSourceModel(&model);
+  CHECK(proxy.rowCount() == 4);
+  proxy.set_zero_stage(3);
+  CHECK(proxy.rowCount() == 3);  // plans 1, 3, 4
+  proxy.set_hide_offload(true);
+  REQUIRE(proxy.rowCount() == 1);  // plan 1 only
+  CHECK(proxy.index(0, PlanTableModel::rank).data().toInt() == 1);
+  proxy.set_zero_stage(std::nullopt);
+  CHECK(proxy.rowCount() == 2);  // plans 1 and 2
+  proxy.set_hide_offload(false);
+  proxy.set_gpus(16);
+  CHECK(proxy.rowCount() == 4);  // all use 16 GPUs
+  proxy.set_gpus(8);
+  CHECK(proxy.rowCount() == 0);
+}

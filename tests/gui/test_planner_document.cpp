@@ -1,0 +1,182 @@
+// The planner's state without its widgets: search through the document,
+// selection updating the chart models, comparison, simulation of the selected
+// plan, and bad inputs.
+#include <catch2/catch.hpp>
+
+#include <numeric>
+
+#include <QAbstractItemModelTester>
+#include <QSignalSpy>
+
+#include "ztune/gui/planner_document.hpp"
+
+using namespace ztune;
+using namespace ztune::gui;
+
+namespace {
+
+SearchInputs small_search() {
+  SearchInputs in;
+  in.cluster = "dgx2";
+  in.model = "gpt2-1.5b";
+  in.top = 20;
+  return in;
+}
+
+double column_sum(const QAbstractItemModel& m, int column, int role) {
+  double s = 0;
+  for (int r = 0; r < m.rowCount(); ++r) s += m.index(r, column).data(role).toDouble();
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a search through the document fills the table and selects the best plan", "[gui][document]") {
+  PlannerDocument doc;
+  doc.set_auto_simulate(false);
+  doc.set_auto_scaling(false);
+  QAbstractItemModelTester t1(&doc.filtered(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+  QAbstractItemModelTester t2(&doc.memory(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+  QAbstractItemModelTester t3(&doc.time(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+  QSignalSpy finished(&doc, &PlannerDocument::searchFinished);
+  QSignalSpy selection(&doc, &PlannerDocument::selectionChanged);
+  doc.start_search(small_search());
+  REQUIRE(finished.wait(60000));
+  REQUIRE(doc.outcome().has_value());
+  REQUIRE(doc.filtered().rowCount() > 1);
+  CHECK(doc.selected_row() == 0);
+  REQUIRE(doc.selected() != nullptr);
+  CHECK(doc.selected()->plan.summary() == doc.outcome()->result.plans.front().plan.summary());
+  CHECK(selection.size() >= 1);
+  CHECK(doc.outcome()->db_id > 0);  // stored in the (test's) results database
+}
+
+TEST_CASE("selecting a plan updates the memory and time chart models", "[gui][document]") {
+  PlannerDocument doc;
+  doc.set_auto_simulate(false);
+  doc.set_auto_scaling(false);
+  QSignalSpy finished(&doc, &PlannerDocument::searchFinished);
+  doc.start_search(small_search());
+  REQUIRE(finished.wait(60000));
+  REQUIRE(doc.filtered().rowCount() > 3);
+
+  QSignalSpy selection(&doc, &PlannerDocument::selectionChanged);
+  REQUIRE(doc.select(3));
+  CHECK(selection.size() == 1);
+  const Candidate* c = doc.selected();
+  REQUIRE(c != nullptr);
+  const auto& plans = doc.outcome()->result.plans;
+  CHECK(c->plan.summary() == plans[3].plan.summary());
+  // The memory chart's column is this plan's lines, and they add up to its total.
+  REQUIRE(doc.memory().columnCount() == 1);
+  CHECK(doc.memory().headerData(0, Qt::Horizontal).toString() == "#4");
+  CHECK(column_sum(doc.memory(), 0, BreakdownModel::RawRole) ==
+        Approx(plans[3].prediction.memory.gpu_total_bytes).epsilon(1e-9));
+  // The time chart's column adds up to this plan's iteration time.
+  REQUIRE(doc.time().columnCount() == 1);
+  CHECK(column_sum(doc.time(), 0, BreakdownModel::RawRole) ==
+        Approx(plans[3].prediction.time.iteration_s).epsilon(1e-9));
+  // Out of range: nothing changes.
+  CHECK_FALSE(doc.select(10000));
+  CHECK(doc.selected()->plan.summary() == plans[3].plan.summary());
+
+  // Sorted by memory ascending, row 0 is the smallest-memory plan.
+  doc.filtered().sort(PlanTableModel::gpu_memory, Qt::AscendingOrder);
+  REQUIRE(doc.select(0));
+  double least = plans.front().prediction.memory.gpu_total_bytes;
+  for (const auto& p : plans) least = std::min(least, p.prediction.memory.gpu_total_bytes);
+  CHECK(column_sum(doc.memory(), 0, BreakdownModel::RawRole) == Approx(least).epsilon(1e-9));
+}
+
+TEST_CASE("comparing plans fills one column per plan", "[gui][document]") {
+  PlannerDocument doc;
+  doc.set_auto_simulate(false);
+  doc.set_auto_scaling(false);
+  QSignalSpy finished(&doc, &PlannerDocument::searchFinished);
+  doc.start_search(small_search());
+  REQUIRE(finished.wait(60000));
+  REQUIRE(doc.filtered().rowCount() >= 3);
+  doc.set_compared({0, 2});
+  CHECK(doc.compare().columnCount() == 2);
+  CHECK(doc.compare_memory().columnCount() == 2);
+  CHECK(doc.compare_time().columnCount() == 2);
+  CHECK(doc.compare().headerData(1, Qt::Horizontal).toString() == "#3");
+  doc.set_compared({1});  // one plan is no comparison
+  CHECK(doc.compare().columnCount() == 0);
+}
+
+TEST_CASE("the selected plan is simulated and its timeline drawn", "[gui][document]") {
+  PlannerDocument doc;
+  doc.set_auto_scaling(false);
+  QSignalSpy finished(&doc, &PlannerDocument::searchFinished);
+  QSignalSpy simulated(&doc, &PlannerDocument::simulationFinished);
+  QSignalSpy sim_failed(&doc, &PlannerDocument::simulationFailed);
+  doc.start_search(small_search());
+  REQUIRE(finished.wait(60000));
+  if (simulated.isEmpty()) REQUIRE(simulated.wait(60000));
+  CHECK(sim_failed.isEmpty());
+  REQUIRE(doc.simulation().has_value());
+  const SimulationOutcome& s = *doc.simulation();
+  CHECK(s.plan.summary() == doc.selected()->plan.summary());
+  REQUIRE_FALSE(s.timeline.empty());
+  CHECK(s.timeline.end_s == Approx(s.time.iteration_s).epsilon(1e-9));
+  for (const auto& item : s.timeline.items) {
+    CHECK(item.start_s >= -1e-12);
+    CHECK(item.end_s <= s.timeline.end_s * (1 + 1e-9));
+    CHECK(item.row < static_cast<int>(s.timeline.rows.size()));
+  }
+  // The time chart now shows the analytical and the simulated breakdowns; each sums to its iteration.
+  REQUIRE(doc.time().columnCount() == 2);
+  CHECK(doc.time().headerData(1, Qt::Horizontal).toString() == "Simulated");
+  CHECK(column_sum(doc.time(), 1, BreakdownModel::RawRole) == Approx(s.time.iteration_s).epsilon(1e-6));
+}
+
+TEST_CASE("the scaling curve follows a finished search", "[gui][document]") {
+  PlannerDocument doc;
+  doc.set_auto_simulate(false);
+  QAbstractItemModelTester tester(&doc.scaling(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+  QSignalSpy finished(&doc, &PlannerDocument::searchFinished);
+  QSignalSpy scaling(&doc, &PlannerDocument::scalingRunning);
+  doc.start_search(small_search());
+  REQUIRE(finished.wait(60000));
+  while (doc.scaling_running()) REQUIRE(scaling.wait(60000));
+  REQUIRE(doc.scaling().rowCount() == 1);  // one DGX-2: 16 GPUs only
+  CHECK(doc.scaling().index(0, ScalingModel::gpus).data().toInt() == 16);
+  // The best plan at 16 GPUs is the search's best plan.
+  CHECK(doc.scaling().index(0, ScalingModel::tokens_per_s).data().toDouble() ==
+        Approx(doc.outcome()->result.plans.front().time().tokens_per_s));
+}
+
+TEST_CASE("bad inputs reach the document as failed, the previous search stays", "[gui][document]") {
+  PlannerDocument doc;
+  doc.set_auto_simulate(false);
+  doc.set_auto_scaling(false);
+  QSignalSpy finished(&doc, &PlannerDocument::searchFinished);
+  QSignalSpy failed(&doc, &PlannerDocument::searchFailed);
+  doc.start_search(small_search());
+  REQUIRE(finished.wait(60000));
+  const int rows = doc.filtered().rowCount();
+  SearchInputs bad = small_search();
+  bad.gpus = 17;
+  doc.start_search(bad);
+  REQUIRE(failed.wait(60000));
+  const auto issues = failed.first().first().value<QList<InputIssue>>();
+  REQUIRE(issues.size() == 1);
+  CHECK(issues[0].field == InputField::gpus);
+  CHECK(issues[0].message.startsWith("--gpus: 17"));
+  CHECK(doc.filtered().rowCount() == rows);
+}
+
+TEST_CASE("cancel through the document", "[gui][document]") {
+  PlannerDocument doc;
+  doc.set_auto_simulate(false);
+  doc.set_auto_scaling(false);
+  QSignalSpy finished(&doc, &PlannerDocument::searchFinished);
+  QSignalSpy running(&doc, &PlannerDocument::searchRunning);
+  doc.start_search(SearchInputs{});
+  doc.cancel_search();
+  // The search either saw the cancel (interrupted) or had already finished; it always finishes.
+  REQUIRE(finished.wait(60000));
+  if (doc.searching()) REQUIRE(running.wait(5000));
+  CHECK_FALSE(doc.searching());
+}

@@ -1,0 +1,123 @@
+// The worker QObject: a search run through it (on its own thread, results back
+// on this one), cancellation, and bad inputs reported as signals, never thrown.
+#include <catch2/catch.hpp>
+
+#include <QSignalSpy>
+#include <QThread>
+
+#include "ztune/gui/planner_worker.hpp"
+#include "ztune/gui/worker_runner.hpp"
+
+using namespace ztune;
+using namespace ztune::gui;
+
+namespace {
+
+SearchInputs small_search() {
+  SearchInputs in;
+  in.cluster = "dgx2";  // one DGX-2: 16 V100-32GB
+  in.model = "gpt2-1.5b";
+  in.top = 20;
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("a search runs on the worker thread and arrives here as a value", "[gui][worker]") {
+  WorkerRunner runner;
+  QSignalSpy finished(&runner.worker(), &PlannerWorker::searchFinished);
+  QSignalSpy failed(&runner.worker(), &PlannerWorker::searchFailed);
+  QSignalSpy busy(&runner, &WorkerRunner::busyChanged);
+  const QThread* worker_thread = nullptr;
+  QObject::connect(&runner.worker(), &PlannerWorker::searchFinished, &runner,
+                   [&](const SearchOutcome&) { worker_thread = QThread::currentThread(); });
+  runner.submit([](PlannerWorker& w) { w.search(small_search()); });
+  CHECK(runner.busy());
+  REQUIRE(finished.wait(60000));
+  CHECK(failed.isEmpty());
+  CHECK(worker_thread == QThread::currentThread());  // delivered on the UI (this) thread
+  const auto outcome = finished.first().first().value<SearchOutcome>();
+  const SearchResult& r = outcome.result;
+  CHECK_FALSE(r.interrupted);
+  REQUIRE_FALSE(r.plans.empty());
+  CHECK(r.plans.size() <= 20);
+  CHECK(outcome.inputs.cluster.total_gpus() == 16);
+  for (const auto& c : r.plans) {
+    CHECK(c.plan.gpus() <= 16);
+    CHECK(c.prediction.memory.fits());
+    // Parts sum to the total (prediction.hpp's contract, carried through unchanged).
+    double sum = 0;
+    for (double p : c.time().parts) sum += p;
+    CHECK(sum == Approx(c.time().iteration_s).epsilon(1e-9));
+  }
+  // Best first by throughput.
+  for (std::size_t i = 1; i < r.plans.size(); ++i)
+    CHECK(r.plans[i - 1].time().tokens_per_s >= r.plans[i].time().tokens_per_s);
+  // The runner went busy, then idle.
+  if (busy.size() < 2) REQUIRE(busy.wait(5000));
+  CHECK(busy.first().first().toBool());
+  CHECK_FALSE(busy.last().first().toBool());
+  CHECK_FALSE(runner.busy());
+}
+
+TEST_CASE("a cancelled search stops and says so", "[gui][worker]") {
+  PlannerWorker w;  // driven directly on this thread: cancel before the search starts
+  QSignalSpy finished(&w, &PlannerWorker::searchFinished);
+  w.cancel();
+  w.search(SearchInputs{});
+  REQUIRE(finished.size() == 1);
+  const auto outcome = finished.first().first().value<SearchOutcome>();
+  CHECK(outcome.result.interrupted);
+  // Re-armed, the same search completes.
+  w.rearm();
+  w.search(small_search());
+  REQUIRE(finished.size() == 2);
+  CHECK_FALSE(finished.last().first().value<SearchOutcome>().result.interrupted);
+}
+
+TEST_CASE("bad inputs come back as failed with the fields marked", "[gui][worker]") {
+  PlannerWorker w;
+  QSignalSpy finished(&w, &PlannerWorker::searchFinished);
+  QSignalSpy failed(&w, &PlannerWorker::searchFailed);
+  SearchInputs in;
+  in.cluster = "no-such-cluster";
+  in.model = "no-such-model";
+  w.search(in);
+  CHECK(finished.isEmpty());
+  REQUIRE(failed.size() == 1);
+  const auto issues = failed.first().first().value<QList<InputIssue>>();
+  REQUIRE(issues.size() == 2);
+  CHECK(issues[0].field == InputField::cluster);
+  CHECK(issues[1].field == InputField::model);
+  CHECK(issues[1].message.contains("no-such-model"));
+}
+
+TEST_CASE("the scaling job reports the best plan at each GPU count", "[gui][worker]") {
+  PlannerWorker w;
+  QSignalSpy points(&w, &PlannerWorker::scalingPoint);
+  QSignalSpy done(&w, &PlannerWorker::scalingFinished);
+  const auto in = resolve_inputs(small_search());
+  REQUIRE(in.ok());
+  CHECK(scaling_gpu_counts(in.inputs->cluster) == QList<int>{16});
+  w.scaling(*in.inputs, {4, 8, 16}, 7);
+  REQUIRE(points.size() == 3);
+  REQUIRE(done.size() == 1);
+  CHECK_FALSE(done.first().first().toBool());
+  double previous = 0;
+  for (int i = 0; i < 3; ++i) {
+    const auto p = points[i].first().value<ScalingPoint>();
+    CHECK(p.tag == 7);
+    CHECK(p.gpus == (4 << i));
+    REQUIRE(p.feasible);  // GPT-2 1.5B fits on 4 V100-32GB
+    CHECK(p.mfu > 0);
+    CHECK(p.mfu < 1);
+    CHECK(p.tokens_per_s > previous);  // more GPUs, more tokens per second
+    previous = p.tokens_per_s;
+  }
+}
+
+TEST_CASE("scaling counts double from one node to the whole cluster", "[gui][worker]") {
+  const auto in = resolve_inputs(SearchInputs{});
+  REQUIRE(in.ok());
+  CHECK(scaling_gpu_counts(in.inputs->cluster) == QList<int>{16, 32, 64, 128, 256});
+}

@@ -1,0 +1,116 @@
+// Loading the planner's inputs: catalog names, files, a Hugging Face config.json,
+// and bad entries reported against the field they concern with a message that
+// names the file, the JSON path (or flag) and what was expected.
+#include <catch2/catch.hpp>
+
+#include <QDir>
+#include <QFile>
+#include <QTemporaryDir>
+
+#include "ztune/gui/search_inputs.hpp"
+
+using namespace ztune::gui;
+
+namespace {
+
+QString write_file(const QTemporaryDir& dir, const QString& name, const QByteArray& text) {
+  const QString path = dir.filePath(name);
+  QFile f(path);
+  REQUIRE(f.open(QIODevice::WriteOnly));
+  f.write(text);
+  return path;
+}
+
+const InputIssue* issue_for(const InputResolution& r, InputField f) {
+  for (const auto& i : r.issues)
+    if (i.field == f) return &i;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("the defaults load: dgx2x16 and 100b", "[gui][inputs]") {
+  const InputResolution r = resolve_inputs({});
+  REQUIRE(r.ok());
+  CHECK(r.issues.empty());
+  CHECK(r.inputs->cluster.total_gpus() == 256);  // 16 DGX-2 × 16 V100
+  CHECK(r.inputs->model.total_params() == Approx(100e9).epsilon(0.05));
+  CHECK(r.inputs->options.stop == nullptr);
+  CHECK(r.inputs->options.top == 50);
+}
+
+TEST_CASE("a Hugging Face config.json is accepted as the model", "[gui][inputs]") {
+  SearchInputs in;
+  in.cluster = "dgx-a100-80gb";
+  in.model = QStringLiteral(ZTUNE_SOURCE_DIR "/tests/model/fixtures/hf/llama-2-7b/config.json");
+  const InputResolution r = resolve_inputs(in);
+  REQUIRE(r.ok());
+  // Llama-2-7B: 6,738,415,616 parameters (Touvron et al. 2023; the HF checkpoint's count).
+  CHECK(r.inputs->model.total_params() == Approx(6738415616.0).epsilon(1e-6));
+}
+
+TEST_CASE("an unknown catalog name is marked on the cluster field", "[gui][inputs]") {
+  SearchInputs in;
+  in.cluster = "no-such-cluster";
+  const InputResolution r = resolve_inputs(in);
+  CHECK_FALSE(r.ok());
+  const InputIssue* i = issue_for(r, InputField::cluster);
+  REQUIRE(i != nullptr);
+  CHECK(i->message.contains("no-such-cluster"));
+  CHECK(i->message.contains("dgx2x16"));  // the catalog is listed
+  CHECK(issue_for(r, InputField::model) == nullptr);  // the model was fine
+}
+
+TEST_CASE("a malformed cluster file names the file, the JSON path and what was expected", "[gui][inputs]") {
+  QTemporaryDir dir;
+  QFile src(QStringLiteral(ZTUNE_TEST_DATA_DIR "/clusters/dgx2.json"));
+  REQUIRE(src.open(QIODevice::ReadOnly));
+  QByteArray text = src.readAll();
+  // The design brief's own example: a memory size written as a string.
+  const qsizetype at = text.indexOf("\"memory_gb\"");
+  REQUIRE(at >= 0);
+  const qsizetype colon = text.indexOf(':', at);
+  const qsizetype end = text.indexOf(',', colon);
+  text.replace(colon + 1, end - colon - 1, " \"32GB\"");
+  SearchInputs in;
+  in.cluster = write_file(dir, "bad-cluster.json", text);
+  in.model = "no-such-model";
+  const InputResolution r = resolve_inputs(in);
+  const InputIssue* c = issue_for(r, InputField::cluster);
+  REQUIRE(c != nullptr);
+  CHECK(c->message.contains("bad-cluster.json"));
+  CHECK(c->message.contains("$.node.gpu.memory_gb"));
+  CHECK(c->message.contains("expected"));
+  // Both problems are reported at once.
+  CHECK(issue_for(r, InputField::model) != nullptr);
+}
+
+TEST_CASE("constraints the cluster cannot meet are marked on their field", "[gui][inputs]") {
+  SearchInputs in;
+  in.gpus = 512;  // dgx2x16 has 256
+  InputResolution r = resolve_inputs(in);
+  const InputIssue* g = issue_for(r, InputField::gpus);
+  REQUIRE(g != nullptr);
+  CHECK(g->message.startsWith("--gpus: 512"));
+  CHECK(g->message.contains("256"));
+
+  in = {};
+  in.engine = "pytorch";
+  r = resolve_inputs(in);
+  const InputIssue* e = issue_for(r, InputField::engine);
+  REQUIRE(e != nullptr);
+  CHECK(e->message.contains("pytorch"));
+
+  in = {};
+  in.model = "";
+  r = resolve_inputs(in);
+  REQUIRE(issue_for(r, InputField::model) != nullptr);
+  CHECK(issue_for(r, InputField::model)->message.startsWith("--model"));
+}
+
+TEST_CASE("messages map to fields by their flag", "[gui][inputs]") {
+  CHECK(field_of_message("--gpus: 3 exceeds") == InputField::gpus);
+  CHECK(field_of_message("--global-batch: 7 is not") == InputField::global_batch);
+  CHECK(field_of_message("--max-gpus: 9") == InputField::gpus);
+  CHECK(field_of_message("dgx2.json: $.nodes: expected") == InputField::other);
+}
