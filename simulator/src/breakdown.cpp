@@ -16,15 +16,17 @@ class Attribution {
     // Reverse adjacency: the breakdown walks from an operation to its inputs.
     offsets_.assign(n_ + 1, 0);
     for (std::size_t v = 0; v < n_; ++v)
-      for (auto [b, e] = boost::out_edges(v, g.dag()); b != e; ++b) ++offsets_[boost::target(*b, g.dag()) + 1];
+      for (auto [b, e] = boost::out_edges(static_cast<std::uint32_t>(v), g.dag()); b != e; ++b)
+        ++offsets_[boost::target(*b, g.dag()) + 1];
     for (std::size_t v = 0; v < n_; ++v) offsets_[v + 1] += offsets_[v];
     sources_.resize(offsets_[n_]);
     std::vector<std::size_t> fill(offsets_.begin(), offsets_.end() - 1);
     for (std::size_t v = 0; v < n_; ++v)
-      for (auto [b, e] = boost::out_edges(v, g.dag()); b != e; ++b) sources_[fill[boost::target(*b, g.dag())]++] = v;
+      for (auto [b, e] = boost::out_edges(static_cast<std::uint32_t>(v), g.dag()); b != e; ++b)
+        sources_[fill[boost::target(*b, g.dag())]++] = v;
     own_.resize(static_cast<std::size_t>(g.stages));
     for (OpId v = 0; v < n_; ++v) {
-      const Op& op = g.dag()[v];
+      const Op& op = g.ops[v];
       own_[static_cast<std::size_t>(op.stage)].push_back(v);
       if (op.peer_stage >= 0 && op.peer_stage != op.stage) own_[static_cast<std::size_t>(op.peer_stage)].push_back(v);
     }
@@ -35,16 +37,19 @@ class Attribution {
     std::vector<OpId> compute;
     OpId last = kNone;
     for (const OpId v : own_[static_cast<std::size_t>(s)]) {
-      const Op& op = g_.dag()[v];
+      const Op& op = g_.ops[v];
       if (is_compute(op.kind)) compute.push_back(v);
       if (op.stage == s && (last == kNone || t_.end_s[v] > t_.end_s[last])) last = v;
     }
-    std::sort(compute.begin(), compute.end(), [&](OpId a, OpId b) {
+    // The builder chains a stage's compute in program order, so id order is
+    // usually start order already; sort only when it is not.
+    auto earlier = [&](OpId a, OpId b) {
       return t_.start_s[a] != t_.start_s[b] ? t_.start_s[a] < t_.start_s[b] : a < b;
-    });
+    };
+    if (!std::is_sorted(compute.begin(), compute.end(), earlier)) std::sort(compute.begin(), compute.end(), earlier);
     double cursor = 0;  // end of the previous compute operation
     for (const OpId v : compute) {
-      const Op& op = g_.dag()[v];
+      const Op& op = g_.ops[v];
       charge_gap(s, cursor, t_.start_s[v], v, parts);
       parts[idx(time_part_of(op.kind))] += t_.end_s[v] - t_.start_s[v];
       cursor = std::max(cursor, t_.end_s[v]);
@@ -91,7 +96,7 @@ class Attribution {
     double cursor = to;
     OpId cur = include_self ? v : latest_input(v);
     while (cur != kNone && cursor > from) {
-      const Op& op = g_.dag()[cur];
+      const Op& op = g_.ops[cur];
       if (!owned_by(op, s) || is_compute(op.kind)) break;  // another stage's work (bubble) or our own compute
       double& part = parts[idx(time_part_of(op.kind))];
       // A hole after the op ends (its successor queued on a serial resource)
@@ -112,31 +117,28 @@ class Attribution {
 
 }  // namespace
 
-std::vector<TimeParts> stage_breakdowns(const OpGraph& g, const Timeline& t) {
+std::vector<TimeParts> stage_breakdowns(const OpGraph& g, const Timeline& t, int only) {
   const Attribution a(g, t);
-  std::vector<TimeParts> out;
-  out.reserve(static_cast<std::size_t>(g.stages));
-  for (int s = 0; s < g.stages; ++s) out.push_back(a.stage(s));
+  std::vector<TimeParts> out(static_cast<std::size_t>(g.stages));
+  for (int s = 0; s < g.stages; ++s)
+    if (only < 0 || s == only) out[static_cast<std::size_t>(s)] = a.stage(s);
   return out;
 }
 
-int pacing_stage(const OpGraph& g, const Timeline& t, const std::vector<TimeParts>& parts) {
-  std::vector<double> last_end(static_cast<std::size_t>(g.stages), 0.0);
+int pacing_stage(const OpGraph& g, const Timeline& t) {
+  const auto stages = static_cast<std::size_t>(g.stages);
+  std::vector<double> last_end(stages, 0.0);
+  std::vector<double> compute(stages, 0.0);
   for (OpId v = 0; v < g.size(); ++v) {
-    auto& e = last_end[static_cast<std::size_t>(g.dag()[v].stage)];
-    e = std::max(e, t.end_s[v]);
+    const Op& op = g.ops[v];
+    const auto s = static_cast<std::size_t>(op.stage);
+    last_end[s] = std::max(last_end[s], t.end_s[v]);
+    if (is_compute(op.kind)) compute[s] += t.end_s[v] - t.start_s[v];
   }
-  auto compute = [&](int s) {
-    const TimeParts& p = parts[static_cast<std::size_t>(s)];
-    return p[idx(TimePart::forward)] + p[idx(TimePart::backward)] + p[idx(TimePart::recompute)];
-  };
-  int best = 0;
-  for (int s = 1; s < g.stages; ++s) {
-    const auto bs = static_cast<std::size_t>(best);
-    const auto ss = static_cast<std::size_t>(s);
-    if (last_end[ss] > last_end[bs] || (last_end[ss] == last_end[bs] && compute(s) > compute(best))) best = s;
-  }
-  return best;
+  std::size_t best = 0;
+  for (std::size_t s = 1; s < stages; ++s)
+    if (last_end[s] > last_end[best] || (last_end[s] == last_end[best] && compute[s] > compute[best])) best = s;
+  return static_cast<int>(best);
 }
 
 }  // namespace ztune::sim

@@ -29,7 +29,7 @@ void write_chrome_trace(std::ostream& out, const SimResult& r) {
 
   nlohmann::json events = nlohmann::json::array();
   for (const OpId v : order) {
-    const Op& op = g.dag()[v];
+    const Op& op = g.ops[v];
     const Resource& res = g.resources[static_cast<std::size_t>(op.resource)];
     auto& lanes = lane_free[static_cast<std::size_t>(op.resource)];
     std::size_t lane = 0;

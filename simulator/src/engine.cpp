@@ -8,17 +8,20 @@
 namespace ztune::sim {
 namespace {
 
-struct Event {
+constexpr std::uint32_t kSharedBit = 0x80000000u;
+
+struct Event {  // 16 bytes: the heap is the engine's hottest data
   double t = 0;
-  std::uint32_t key = 0;      // op id (completion on a serial resource) or resource id (shared check)
-  std::uint32_t version = 0;  // shared: stale when the resource changed since
-  bool shared = false;
+  std::uint32_t key = 0;  // op id (completion on a serial resource) or resource id (shared check)
+  std::uint32_t tag = 0;  // 0: serial completion; kSharedBit | version: shared check (stale if the version moved)
+  [[nodiscard]] bool shared() const { return tag != 0; }
+  [[nodiscard]] std::uint32_t version() const { return tag & ~kSharedBit; }
 };
 // Min-heap order: time, then serial completions before shared checks, then key.
 struct Later {
   bool operator()(const Event& a, const Event& b) const {
     if (a.t != b.t) return a.t > b.t;
-    if (a.shared != b.shared) return a.shared;
+    if (a.shared() != b.shared()) return a.shared();
     return a.key > b.key;
   }
 };
@@ -82,12 +85,12 @@ class Engine {
         std::pop_heap(events_.begin(), events_.end(), Later{});
         const Event ev = events_.back();
         events_.pop_back();
-        if (ev.shared) {
+        if (ev.shared()) {
           shared_check(ev, t);
         } else {
-          ResourceState& r = resources_[static_cast<std::size_t>(g_.dag()[ev.key].resource)];
+          ResourceState& r = resources_[static_cast<std::size_t>(g_.ops[ev.key].resource)];
           r.busy = false;
-          touch(static_cast<std::size_t>(g_.dag()[ev.key].resource));
+          touch(static_cast<std::size_t>(g_.ops[ev.key].resource));
           complete(ev.key, t);
         }
       }
@@ -111,20 +114,19 @@ class Engine {
   std::size_t done_ = 0;
 
   void build_csr() {
+    // The DAG is already compressed sparse row; copy its targets into 32-bit
+    // arrays the event loop walks, and count each op's inputs.
+    const OpDag& dag = g_.dag();
     offsets_.assign(n_ + 1, 0);
     waiting_.assign(n_, 0);
+    targets_.reserve(boost::num_edges(dag));
     for (std::size_t v = 0; v < n_; ++v) {
-      const auto [b, e] = boost::out_edges(v, g_.dag());
-      offsets_[v + 1] = offsets_[v] + static_cast<std::uint32_t>(e - b);
-    }
-    targets_.resize(offsets_[n_]);
-    for (std::size_t v = 0; v < n_; ++v) {
-      std::uint32_t i = offsets_[v];
-      for (auto [b, e] = boost::out_edges(v, g_.dag()); b != e; ++b) {
-        const auto t = static_cast<std::uint32_t>(boost::target(*b, g_.dag()));
-        targets_[i++] = t;
+      for (auto [b, e] = boost::out_edges(static_cast<std::uint32_t>(v), dag); b != e; ++b) {
+        const auto t = static_cast<std::uint32_t>(boost::target(*b, dag));
+        targets_.push_back(t);
         ++waiting_[t];
       }
+      offsets_[v + 1] = static_cast<std::uint32_t>(targets_.size());
     }
   }
 
@@ -145,7 +147,7 @@ class Engine {
   }
 
   void make_ready(std::uint32_t op, double t) {
-    const auto ri = static_cast<std::size_t>(g_.dag()[op].resource);
+    const auto ri = static_cast<std::size_t>(g_.ops[op].resource);
     ResourceState& r = resources_[ri];
     if (r.shared) {
       advance(r, t);
@@ -153,7 +155,7 @@ class Engine {
         r.virtual_time = 0;
         r.busy_since = t;
       }
-      r.active.push_back({r.virtual_time + g_.dag()[op].duration_s, op});
+      r.active.push_back({r.virtual_time + g_.ops[op].duration_s, op});
       std::push_heap(r.active.begin(), r.active.end(), EarlierFinish{});
       timeline_.start_s[op] = t;
     } else {
@@ -175,7 +177,7 @@ class Engine {
 
   void shared_check(const Event& ev, double t) {
     ResourceState& r = resources_[ev.key];
-    if (ev.version != r.version) return;
+    if (ev.version() != (r.version & ~kSharedBit)) return;
     advance(r, t);
     // Finish every transfer whose virtual finish time has been reached
     // (tolerance for the rounding of the rescheduled event time).
@@ -198,17 +200,17 @@ class Engine {
         ++r.version;
         if (r.active.empty()) continue;
         const double remaining = std::max(0.0, r.active.front().finish - r.virtual_time);
-        push({r.last_t + remaining * static_cast<double>(r.active.size()), static_cast<std::uint32_t>(ri), r.version,
-              true});
+        push({r.last_t + remaining * static_cast<double>(r.active.size()), static_cast<std::uint32_t>(ri),
+              kSharedBit | (r.version & ~kSharedBit)});
       } else if (!r.busy && !r.queue.empty()) {
         std::pop_heap(r.queue.begin(), r.queue.end(), EarlierReady{});
         const std::uint32_t op = r.queue.back().op;
         r.queue.pop_back();
         r.busy = true;
-        const double d = g_.dag()[op].duration_s;
+        const double d = g_.ops[op].duration_s;
         r.busy_total += d;
         timeline_.start_s[op] = t;
-        push({t + d, op, 0, false});
+        push({t + d, op, 0});
       }
     }
     touched_.clear();

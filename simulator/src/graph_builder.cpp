@@ -72,6 +72,13 @@ class Builder {
     fwd_send_.assign(steps, kNone);
     bwd_first_.assign(steps, kNone);
     bwd_send_.assign(steps, kNone);
+    // Forward, backward (+ recompute) and their collectives per layer group
+    // and micro-batch, plus sends: an estimate that avoids regrowing.
+    const double groups = std::ceil(static_cast<double>(layers) / group_) * microbatches_;
+    const auto estimate = static_cast<std::size_t>(groups * (layer_.recompute_s > 0 ? 8 : 6)) + 4 * steps + 64;
+    g_.ops.reserve(estimate);
+    g_.edge_sources.reserve(2 * estimate);
+    g_.edge_targets.reserve(2 * estimate);
   }
 
   OpGraph build() {
@@ -79,6 +86,7 @@ class Builder {
     add_embedding_sync();
     for (int s = 0; s < stages_; ++s) optimizer_step(s);
     link_pipeline_sends();
+    finalize_graph(g_);
     return std::move(g_);
   }
 
@@ -301,7 +309,7 @@ class Builder {
     if (gathered == kNone) return;
     add_dependency(g_, gathered, user);
     if (!releases) return;
-    g_.dag()[user].gathered_param_delta = -g_.dag()[gathered].bytes;
+    g_.ops[user].gathered_param_delta = -g_.ops[gathered].bytes;
     uses_.back() = user;
   }
 
@@ -326,7 +334,7 @@ class Builder {
       const double n = le - lb;
       const OpId gp = gather(s, n * layer_.params);
       const OpId f = compute(s, OpKind::forward, st, lb, le, n * layer_.forward_s);
-      g_.dag()[f].activation_delta = n * layer_.stored_activation_bytes;
+      g_.ops[f].activation_delta = n * layer_.stored_activation_bytes;
       consume(gp, f, true);
       if (first == kNone) first = f;
       tp_collective(s, st, lb, le, n * layer_.tp_forward_s);
@@ -363,14 +371,14 @@ class Builder {
       const OpId gp = gather(s, n * layer_.params);
       if (layer_.recompute_s > 0) {
         const OpId r = compute(s, OpKind::recompute, st, lb, le, n * layer_.recompute_s);
-        g_.dag()[r].activation_delta = n * layer_.recompute_extra_bytes;
+        g_.ops[r].activation_delta = n * layer_.recompute_extra_bytes;
         consume(gp, r, false);
         if (first == kNone) first = r;
         if (layer_.tp_recompute_s > 0) tp_collective(s, st, lb, le, n * layer_.tp_recompute_s);
         overhead(s, &st, lb, le, n * layer_.recompute_overhead_s);
       }
       const auto [b_first, b] = backward_compute(s, st, lb, le, n);
-      g_.dag()[b].activation_delta = -n * (layer_.stored_activation_bytes + layer_.recompute_extra_bytes);
+      g_.ops[b].activation_delta = -n * (layer_.stored_activation_bytes + layer_.recompute_extra_bytes);
       if (b_first != b) consume(gp, b_first, false);
       consume(gp, b, true);
       if (first == kNone) first = b_first;

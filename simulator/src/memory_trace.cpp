@@ -16,7 +16,7 @@ struct Change {
 std::vector<StageMemory> stage_memory(const OpGraph& g, const Timeline& t, bool keep_samples) {
   std::vector<std::vector<Change>> changes(static_cast<std::size_t>(g.stages));
   for (OpId v = 0; v < g.size(); ++v) {
-    const Op& op = g.dag()[v];
+    const Op& op = g.ops[v];
     auto& c = changes[static_cast<std::size_t>(op.stage)];
     auto at = [&](double delta, bool positive) { return (delta > 0) == positive ? delta : 0.0; };
     if (op.activation_delta > 0 || op.gathered_param_delta > 0)

@@ -57,17 +57,20 @@ ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Clus
   edges_.head_params = final_norm + (m.tied_embeddings ? (p.pp > 1 ? word : 0.0) : word);
 
   p2p_ = pipeline_p2p(m, p, c, hw);
-  if (p.pp > 1) p2p_extra_s_ = p2p_.time_s - p2p_time(p2p_.bytes, layout_.pp_crosses_nodes, c, hw);
+  if (p.pp > 1) {
+    // pipeline_p2p times the send at the plan's worst boundary; the
+    // simulator places each boundary, with the same all-gather on top.
+    const double extra = p2p_.time_s - p2p_time(p2p_.bytes, layout_.pp_crosses_nodes, c, hw);
+    p2p_intra_s_ = p2p_time(p2p_.bytes, false, c, hw) + extra;
+    p2p_inter_s_ = p2p_time(p2p_.bytes, true, c, hw) + extra;
+  }
   embedding_sync_s_ = dp_sync_cost(m, p, c, hw).embedding_sync_s;
   optimizer_ = optimizer_cost(m, p, c, hw);
   const double params = stage_params(m, p);
   optimizer_params_ = p.zero_stage >= 1 ? params / p.dp : params;
 }
 
-double ModelCostSource::p2p_s(bool crosses_nodes) const {
-  if (plan_.pp <= 1) return 0;
-  return p2p_time(p2p_.bytes, crosses_nodes, cluster_, hw_) + p2p_extra_s_;
-}
+double ModelCostSource::p2p_s(bool crosses_nodes) const { return crosses_nodes ? p2p_inter_s_ : p2p_intra_s_; }
 
 double ModelCostSource::dp_collective_s(DpCollective kind, double bytes) const {
   const Collective k = kind == DpCollective::all_reduce      ? Collective::all_reduce

@@ -8,12 +8,13 @@ SimResult simulate(const Transformer& m, const Plan& p, const Cluster& c, const 
                    const SimOptions& options) {
   const ModelCostSource costs(m, p, c, hw);
   return simulate_graph(build_iteration_graph(m.layers, p, placement_of(p, c), costs, options.build),
-                        options.memory_samples);
+                        ResultOptions{options.memory_samples, options.all_stage_breakdowns});
 }
 
 TimePrediction simulate_time(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
   SimOptions o;
   o.memory_samples = false;
+  o.all_stage_breakdowns = false;
   return to_time_prediction(simulate(m, p, c, hw, o), predict_time(m, p, c, hw));
 }
 

@@ -4,15 +4,15 @@
 
 namespace ztune::sim {
 
-SimResult simulate_graph(OpGraph g, bool keep_memory_samples) {
+SimResult simulate_graph(OpGraph g, const ResultOptions& options) {
   SimResult r;
   r.graph = std::move(g);
   r.timeline = run_engine(r.graph);
   r.iteration_s = r.timeline.iteration_s;
-  r.stages = stage_breakdowns(r.graph, r.timeline);
-  r.pacing_stage = pacing_stage(r.graph, r.timeline, r.stages);
+  r.pacing_stage = pacing_stage(r.graph, r.timeline);
+  r.stages = stage_breakdowns(r.graph, r.timeline, options.all_stage_breakdowns ? -1 : r.pacing_stage);
   r.breakdown = r.stages[static_cast<std::size_t>(r.pacing_stage)];
-  r.memory = stage_memory(r.graph, r.timeline, keep_memory_samples);
+  r.memory = stage_memory(r.graph, r.timeline, options.memory_samples);
   return r;
 }
 

@@ -19,6 +19,12 @@ OpId op(OpGraph& g, int stage, ResourceKind r, double d) {
   return add_op(g, o);
 }
 
+// Builds the DAG (once) and simulates it.
+Timeline finished(OpGraph& g) {
+  if (!g.finalized()) finalize_graph(g);
+  return run_engine(g);
+}
+
 OpGraph graph(int stages) {
   OpGraph g;
   g.stages = stages;
@@ -35,7 +41,7 @@ TEST_CASE("a chain runs back to back across resources", "[simulator][engine]") {
   const OpId c = op(g, 1, ResourceKind::compute, 2.0);
   add_dependency(g, a, b);
   add_dependency(g, b, c);
-  const Timeline t = run_engine(g);
+  const Timeline t = finished(g);
   CHECK(t.start_s[b] == Approx(1.0));
   CHECK(t.start_s[c] == Approx(1.5));
   CHECK(t.iteration_s == Approx(3.5));
@@ -46,7 +52,7 @@ TEST_CASE("a compute stream runs one operation at a time, lower id first on ties
   OpGraph g = graph(1);
   const OpId a = op(g, 0, ResourceKind::compute, 1.0);
   const OpId b = op(g, 0, ResourceKind::compute, 2.0);
-  const Timeline t = run_engine(g);
+  const Timeline t = finished(g);
   CHECK(t.start_s[a] == 0.0);
   CHECK(t.start_s[b] == Approx(1.0));
   CHECK(t.iteration_s == Approx(3.0));
@@ -57,7 +63,7 @@ TEST_CASE("transfers on one link share its bandwidth equally", "[simulator][engi
     OpGraph g = graph(1);
     const OpId a = op(g, 0, ResourceKind::inter_link, 1.0);
     const OpId b = op(g, 0, ResourceKind::inter_link, 1.0);
-    const Timeline t = run_engine(g);
+    const Timeline t = finished(g);
     CHECK(t.end_s[a] == Approx(2.0));
     CHECK(t.end_s[b] == Approx(2.0));
     CHECK(t.resource_busy_s[static_cast<std::size_t>(g.resource_index(0, ResourceKind::inter_link))] ==
@@ -67,7 +73,7 @@ TEST_CASE("transfers on one link share its bandwidth equally", "[simulator][engi
     OpGraph g = graph(1);
     const OpId a = op(g, 0, ResourceKind::inter_link, 1.0);
     const OpId b = op(g, 0, ResourceKind::inter_link, 3.0);
-    const Timeline t = run_engine(g);
+    const Timeline t = finished(g);
     CHECK(t.end_s[a] == Approx(2.0));
     CHECK(t.end_s[b] == Approx(4.0));
   }
@@ -77,7 +83,7 @@ TEST_CASE("transfers on one link share its bandwidth equally", "[simulator][engi
     const OpId a = op(g, 0, ResourceKind::inter_link, 2.0);
     const OpId b = op(g, 0, ResourceKind::inter_link, 1.0);
     add_dependency(g, delay, b);
-    const Timeline t = run_engine(g);
+    const Timeline t = finished(g);
     // a: 1 s alone, then 1 s of work at half speed; b: 1 s at half speed.
     CHECK(t.start_s[b] == Approx(1.0));
     CHECK(t.end_s[a] == Approx(3.0));
@@ -87,7 +93,7 @@ TEST_CASE("transfers on one link share its bandwidth equally", "[simulator][engi
     OpGraph g = graph(1);
     const OpId a = op(g, 0, ResourceKind::inter_link, 1.0);
     const OpId b = op(g, 0, ResourceKind::intra_link, 1.0);
-    const Timeline t = run_engine(g);
+    const Timeline t = finished(g);
     CHECK(t.end_s[a] == Approx(1.0));
     CHECK(t.end_s[b] == Approx(1.0));
   }
@@ -101,8 +107,8 @@ TEST_CASE("the engine is deterministic", "[simulator][engine]") {
     ids.push_back(op(g, i % 2, r, 0.1 * (i % 7 + 1)));
     if (i >= 3) add_dependency(g, ids[static_cast<std::size_t>(i - 3)], ids.back());
   }
-  const Timeline t1 = run_engine(g);
-  const Timeline t2 = run_engine(g);
+  const Timeline t1 = finished(g);
+  const Timeline t2 = finished(g);
   CHECK(t1.start_s == t2.start_s);
   CHECK(t1.end_s == t2.end_s);
 }
@@ -113,5 +119,5 @@ TEST_CASE("a cycle is reported, not simulated", "[simulator][engine]") {
   const OpId b = op(g, 0, ResourceKind::compute, 1.0);
   add_dependency(g, a, b);
   add_dependency(g, b, a);
-  CHECK_THROWS_AS(run_engine(g), std::logic_error);
+  CHECK_THROWS_AS(finished(g), std::logic_error);
 }

@@ -18,12 +18,13 @@ namespace ztune::sim {
 
 using TimeParts = std::array<double, static_cast<std::size_t>(TimePart::count)>;
 
-/// One breakdown per pipeline stage; each sums to t.iteration_s.
-[[nodiscard]] std::vector<TimeParts> stage_breakdowns(const OpGraph& g, const Timeline& t);
+/// One breakdown per pipeline stage; each sums to t.iteration_s. With
+/// `only` >= 0, only that stage's is computed (the others stay zero).
+[[nodiscard]] std::vector<TimeParts> stage_breakdowns(const OpGraph& g, const Timeline& t, int only = -1);
 
 /// The stage that paces the iteration: its own last operation ends last
-/// (ties: more compute, then the lower index). Its breakdown is the one
-/// reported against the analytical model's.
-[[nodiscard]] int pacing_stage(const OpGraph& g, const Timeline& t, const std::vector<TimeParts>& parts);
+/// (ties: more compute-stream time, then the lower index). Its breakdown is
+/// the one reported against the analytical model's.
+[[nodiscard]] int pacing_stage(const OpGraph& g, const Timeline& t);
 
 }  // namespace ztune::sim

@@ -40,7 +40,8 @@ class ModelCostSource final : public CostSource {
   LayerTimes layer_;
   EdgeTimes edges_;
   PipelineP2P p2p_;
-  double p2p_extra_s_ = 0;       // the tensor-parallel all-gather of Megatron's scatter-gather send
+  double p2p_intra_s_ = 0;       // one send inside a node / across nodes, including the
+  double p2p_inter_s_ = 0;       // tensor-parallel all-gather of Megatron's scatter-gather send
   double embedding_sync_s_ = 0;
   double microbatch_overhead_s_ = 0;
   double step_overhead_s_ = 0;

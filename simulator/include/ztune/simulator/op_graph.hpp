@@ -1,38 +1,51 @@
 #pragma once
 // The operation graph of one training iteration of one pipeline replica: a DAG
-// (Boost.Graph adjacency_list) whose vertices are operations and whose edges
-// say "must finish before". Data-parallel replicas are identical, so one
-// replica stands for all of them (collective times already account for the
-// whole data-parallel group).
+// whose vertices are operations and whose edges say "must finish before".
+// Data-parallel replicas are identical, so one replica stands for all of them
+// (collective times already account for the whole data-parallel group).
+//
+// The structure is a Boost.Graph compressed_sparse_row_graph built once from
+// the builder's edge list (finalize_graph); the operations are its exterior
+// vertex properties (ops[v]). A 1T-parameter interleaved iteration has ~80k
+// operations: an adjacency_list allocates per vertex and alone took longer
+// than the whole 20 ms simulation budget; the CSR graph is two arrays.
+#include <cassert>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
-#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/compressed_sparse_row_graph.hpp>
 
 #include "ztune/simulator/op.hpp"
 #include "ztune/simulator/resource.hpp"
 
 namespace ztune::sim {
 
-// vecS/vecS: vertex descriptors are dense indices 0..n-1, the order in which
-// the builder added the operations; that order is the engine's tie-break.
-using OpDag = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, Op>;
+using OpDag = boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, boost::no_property,
+                                                 boost::no_property, std::uint32_t, std::uint32_t>;
+// Vertex ids are dense indices 0..n-1 in the order the builder added the
+// operations; that order is the engine's tie-break.
 using OpId = std::size_t;
 
 struct OpGraph {
-  // Boost 1.74's adjacency_list has no move constructor and its swap copies,
-  // so the DAG lives behind a pointer: an OpGraph moves in O(1).
-  std::unique_ptr<OpDag> storage = std::make_unique<OpDag>();
+  std::vector<Op> ops;  // vertex properties, indexed by OpId
   std::vector<Resource> resources;
   int stages = 1;       // pipeline stages simulated (one GPU each)
   int chunks = 1;       // model chunks per stage (virtual stages)
   int microbatches = 1;
+  // Edges staged by add_dependency until finalize_graph builds the DAG.
+  std::vector<std::uint32_t> edge_sources;
+  std::vector<std::uint32_t> edge_targets;
+  std::unique_ptr<OpDag> structure;  // null until finalize_graph
 
-  [[nodiscard]] OpDag& dag() { return *storage; }
-  [[nodiscard]] const OpDag& dag() const { return *storage; }
-  [[nodiscard]] std::size_t size() const { return boost::num_vertices(*storage); }
-  [[nodiscard]] const Op& op(OpId id) const { return (*storage)[id]; }
+  [[nodiscard]] std::size_t size() const { return ops.size(); }
+  [[nodiscard]] const Op& op(OpId id) const { return ops[id]; }
+  [[nodiscard]] bool finalized() const { return structure != nullptr; }
+  [[nodiscard]] const OpDag& dag() const {
+    assert(finalized());
+    return *structure;
+  }
   /// Index of the resource of `kind` on `stage` (resources are stored stage-major).
   [[nodiscard]] int resource_index(int stage, ResourceKind kind) const {
     return stage * static_cast<int>(ResourceKind::count) + static_cast<int>(kind);
@@ -41,9 +54,11 @@ struct OpGraph {
 
 /// Adds every resource kind for each of `stages` GPUs, in resource_index order.
 void add_stage_resources(OpGraph& g, int stages);
-/// Adds an operation and returns its id.
+/// Adds an operation and returns its id (before finalize_graph only).
 OpId add_op(OpGraph& g, const Op& op);
-/// `before` must finish before `after` starts.
+/// `before` must finish before `after` starts (before finalize_graph only).
 void add_dependency(OpGraph& g, OpId before, OpId after);
+/// Builds the DAG from the staged edges; the graph is read-only afterwards.
+void finalize_graph(OpGraph& g);
 
 }  // namespace ztune::sim

@@ -13,7 +13,8 @@ namespace ztune::sim {
 
 struct SimOptions {
   BuildOptions build;
-  bool memory_samples = true;  // keep each stage's memory-over-time samples (for plots)
+  bool memory_samples = true;        // keep each stage's memory-over-time samples (for plots)
+  bool all_stage_breakdowns = true;  // every stage's breakdown, not only the pacing stage's
 };
 
 /// The plan must satisfy check_plan().

@@ -17,7 +17,8 @@ struct SimResult {
   double iteration_s = 0;
   int pacing_stage = 0;
   TimeParts breakdown{};           // of the pacing stage; sums to iteration_s
-  std::vector<TimeParts> stages;   // one per stage; each sums to iteration_s
+  std::vector<TimeParts> stages;   // one per stage; each sums to iteration_s (all zero but the
+                                   // pacing stage's when not asked for all)
   std::vector<StageMemory> memory; // one per stage
 
   [[nodiscard]] double part(TimePart p) const { return breakdown[static_cast<std::size_t>(p)]; }
@@ -27,8 +28,13 @@ struct SimResult {
   [[nodiscard]] double idle_s(int resource) const { return iteration_s - busy_s(resource); }
 };
 
-/// Runs the engine on `g` and derives breakdowns and memory.
-[[nodiscard]] SimResult simulate_graph(OpGraph g, bool keep_memory_samples = true);
+struct ResultOptions {
+  bool memory_samples = true;         // keep each stage's memory-over-time samples (for plots)
+  bool all_stage_breakdowns = true;   // every stage's breakdown, not only the pacing stage's
+};
+
+/// Runs the engine on `g` (finalized) and derives breakdowns and memory.
+[[nodiscard]] SimResult simulate_graph(OpGraph g, const ResultOptions& options = {});
 
 /// The analytical prediction with the simulated iteration time and breakdown
 /// in place of its own; throughput, TFLOP/s, MFU and HFU rescaled to the
