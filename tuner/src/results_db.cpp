@@ -1,6 +1,8 @@
 #include "ztune/tuner/results_db.hpp"
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <filesystem>
 
 #include <sqlite3.h>
@@ -65,9 +67,16 @@ bool is_corruption(int code) {
 void check_identity(sqlite3* db, const std::string& path, std::int64_t& version) {
   std::int64_t app = 0, objects = 0;
   try {
-    app = pragma_int(db, "PRAGMA application_id");
-    version = pragma_int(db, "PRAGMA user_version");
-    objects = pragma_int(db, "SELECT count(*) FROM sqlite_schema");
+    // One statement, so the three are read from one snapshot (another process
+    // may be creating the schema right now).
+    Statement st(db,
+                 "SELECT (SELECT application_id FROM pragma_application_id()), "
+                 "(SELECT user_version FROM pragma_user_version()), (SELECT count(*) FROM sqlite_schema)");
+    if (st.step()) {
+      app = st.int64(0);
+      version = st.int64(1);
+      objects = st.int64(2);
+    }
   } catch (const DbFailure& e) {
     if (is_corruption(e.code()))
       throw untouched(path, std::string("not a ztune results database: SQLite says \"") + e.what() + "\"");
@@ -91,6 +100,23 @@ void migrate(sqlite3* db, const std::string& path) {
   db::exec(db, ("PRAGMA application_id = " + std::to_string(db::kApplicationId)).c_str());
   db::exec(db, ("PRAGMA user_version = " + std::to_string(kResultsSchemaVersion)).c_str());
   tx.commit();
+}
+
+/// Switches to WAL (persistent in the file). Changing the journal mode needs
+/// the file to itself, and SQLite reports a conflict with a reader at once
+/// instead of calling the busy handler, so retry for as long as the busy timeout.
+void set_wal(sqlite3* db) {
+  for (int attempt = 0;; ++attempt) {
+    try {
+      Statement wal(db, "PRAGMA journal_mode = WAL");
+      wal.run();
+      return;
+    } catch (const DbFailure& e) {
+      if ((e.code() & 0xff) != SQLITE_BUSY && (e.code() & 0xff) != SQLITE_LOCKED) throw;
+      if (attempt >= 3000) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
 }
 
 /// Inserts a document once per content digest; returns its row id.
@@ -146,8 +172,7 @@ ResultsDb ResultsDb::open(const std::string& path) {
   check_identity(db, path, version);
   guarded(path, "migrating the results database", [&] {
     if (version < kResultsSchemaVersion) migrate(db, path);
-    Statement wal(db, "PRAGMA journal_mode = WAL");
-    wal.run();
+    set_wal(db);
     db::exec(db, "PRAGMA foreign_keys = ON");
     db::exec(db, "PRAGMA synchronous = NORMAL");
     return 0;

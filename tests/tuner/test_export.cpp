@@ -1,0 +1,145 @@
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "tuner_fixtures.hpp"
+#include "ztune/model/catalog.hpp"
+#include "ztune/model/input_error.hpp"
+#include "ztune/tuner/export.hpp"
+
+using namespace ztune;
+using Catch::Matchers::Contains;
+
+namespace {
+
+PlanFile zero2_offload_plan() {
+  PlanFile pf;
+  Plan& p = pf.plan;
+  p.dp = 16;
+  p.zero_stage = 2;
+  p.offload_optimizer = OffloadTarget::cpu;
+  p.micro_batch = 4;
+  p.grad_accum = 8;
+  p.global_batch = 512;
+  p.precision = Precision::fp16;
+  p.recompute = Recompute::full;
+  pf.cluster = load_cluster("dgx2");
+  pf.model = load_transformer("gpt2-1.5b");
+  return pf;
+}
+
+}  // namespace
+
+TEST_CASE("DeepSpeed export of a ZeRO-2 offload plan gives the expected ds_config", "[tuner][export]") {
+  // Written by hand from DeepSpeed's configuration documentation (keys and
+  // defaults of zero_optimization, fp16 dynamic loss scaling, activation_checkpointing).
+  const auto expected = nlohmann::json::parse(R"({
+    "train_batch_size": 512,
+    "train_micro_batch_size_per_gpu": 4,
+    "gradient_accumulation_steps": 8,
+    "gradient_clipping": 1.0,
+    "steps_per_print": 10,
+    "wall_clock_breakdown": false,
+    "zero_optimization": {
+      "stage": 2,
+      "overlap_comm": true,
+      "contiguous_gradients": true,
+      "reduce_scatter": true,
+      "reduce_bucket_size": 500000000,
+      "allgather_partitions": true,
+      "allgather_bucket_size": 500000000,
+      "offload_optimizer": {"device": "cpu", "pin_memory": true}
+    },
+    "fp16": {"enabled": true, "loss_scale": 0, "initial_scale_power": 16, "loss_scale_window": 1000,
+             "hysteresis": 2, "min_loss_scale": 1},
+    "activation_checkpointing": {"partition_activations": false, "cpu_checkpointing": false,
+                                 "contiguous_memory_optimization": false, "number_checkpoints": null,
+                                 "synchronize_checkpoint_boundary": false, "profile": false}
+  })");
+  const auto pf = zero2_offload_plan();
+  const auto got = deepspeed_config(pf, "plan.json");
+  CHECK(got == expected);
+  // DeepSpeed's own identity: train_batch_size = micro batch × accumulation × data-parallel ranks.
+  CHECK(got["train_batch_size"].get<int>() ==
+        got["train_micro_batch_size_per_gpu"].get<int>() * got["gradient_accumulation_steps"].get<int>() * 16);
+  const auto launch = deepspeed_launch(pf, "ds_config.json", "plan.json");
+  CHECK_THAT(launch, Contains("deepspeed --num_nodes 1 --num_gpus 16 pretrain_gpt.py"));
+  CHECK_THAT(launch, Contains("--deepspeed_config ds_config.json"));
+  CHECK_THAT(launch, Contains("--zero-stage 2"));
+  CHECK_THAT(launch, Contains("--micro-batch-size 4 --global-batch-size 512"));
+}
+
+TEST_CASE("DeepSpeed export of a pipeline plan has a pipeline section and refuses what DeepSpeed cannot run",
+          "[tuner][export]") {
+  PlanFile pf;
+  Plan& p = pf.plan;
+  p.dp = 4;
+  p.tp = 2;
+  p.pp = 2;
+  p.zero_stage = 1;
+  p.micro_batch = 1;
+  p.grad_accum = 16;
+  p.global_batch = 64;
+  p.precision = Precision::bf16;
+  const auto ds = deepspeed_config(pf, "plan.json");
+  CHECK(ds["pipeline"] == nlohmann::json::parse(R"({"stages": 2, "partition": "parameters",
+                                                     "activation_checkpoint_interval": 0})"));
+  CHECK(ds["bf16"] == nlohmann::json::parse(R"({"enabled": true})"));
+  CHECK_FALSE(ds.contains("fp16"));
+  CHECK(ds["zero_optimization"]["stage"] == 1);
+
+  p.schedule = Schedule::interleaved;
+  p.virtual_stages = 2;
+  CHECK_THROWS_WITH(deepspeed_config(pf, "plan.json"), Contains("plan.json") && Contains("1F1B"));
+  p.schedule = Schedule::one_f_one_b;
+  p.virtual_stages = 1;
+  p.pp = 1;
+  p.dp = 8;
+  p.grad_accum = 8;
+  p.zero_stage = 2;
+  p.onebit_adam = true;
+  CHECK_THROWS_WITH(deepspeed_config(pf, "plan.json"), Contains("1-bit Adam"));
+}
+
+TEST_CASE("Megatron export of Korthikanti's 175B plan gives the expected arguments", "[tuner][export]") {
+  PlanFile pf;
+  pf.model = test::korthikanti_model(96, 12288, 96, 64);
+  pf.cluster = load_cluster("dgx-a100-80gb");
+  pf.cluster->nodes = 8;
+  Plan& p = pf.plan;
+  p.tp = 8;
+  p.pp = 8;
+  p.dp = 1;
+  p.virtual_stages = 3;
+  p.schedule = Schedule::interleaved;
+  p.sequence_parallel = true;
+  p.recompute = Recompute::selective;
+  p.micro_batch = 1;
+  p.grad_accum = 64;
+  p.global_batch = 64;
+  p.precision = Precision::bf16;
+  p.overlap_comm = false;
+  // By hand: 96 layers / (8 stages × 3 chunks) = 4 layers per virtual stage.
+  const std::vector<std::string> expected{
+      "--tensor-model-parallel-size", "8", "--pipeline-model-parallel-size", "8",
+      "--num-layers-per-virtual-pipeline-stage", "4", "--sequence-parallel", "--recompute-granularity", "selective",
+      "--micro-batch-size", "1", "--global-batch-size", "64", "--bf16", "--num-layers", "96", "--hidden-size",
+      "12288", "--ffn-hidden-size", "49152", "--num-attention-heads", "96", "--seq-length", "2048",
+      "--max-position-embeddings", "2048"};
+  CHECK(megatron_arguments(pf, "plan.json") == expected);
+  CHECK_THAT(megatron_launch(pf, "plan.json"), Contains("torchrun --nnodes 8 --nproc_per_node 8 pretrain_gpt.py"));
+
+  p.recompute = Recompute::full;
+  p.zero_stage = 1;
+  const auto args = megatron_arguments(pf, "plan.json");
+  auto has = [&](const std::string& a) { return std::find(args.begin(), args.end(), a) != args.end(); };
+  CHECK(has("--use-distributed-optimizer"));
+  CHECK(has("--recompute-method"));
+  p.zero_stage = 3;
+  p.pp = 1;
+  p.virtual_stages = 1;
+  p.schedule = Schedule::one_f_one_b;
+  p.dp = 8;
+  p.grad_accum = 8;
+  CHECK_THROWS_WITH(megatron_arguments(pf, "plan.json"), Contains("megatron cannot run") && Contains("ZeRO-1"));
+}

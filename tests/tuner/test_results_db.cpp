@@ -1,0 +1,235 @@
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+
+#include <sqlite3.h>
+
+#include "ztune/model/catalog.hpp"
+#include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/input_error.hpp"
+#include "ztune/tuner/result_json.hpp"
+#include "ztune/tuner/results_db.hpp"
+
+using namespace ztune;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A fresh directory under /tmp, removed at the end of the test.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/ztune-db-test-XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  [[nodiscard]] std::string file(const char* name) const { return (path / name).string(); }
+};
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::int64_t count_rows(const std::string& path, const char* table) {
+  sqlite3* db = nullptr;
+  sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, (std::string("SELECT count(*) FROM ") + table).c_str(), -1, &st, nullptr);
+  std::int64_t n = -1;
+  if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return n;
+}
+
+struct SmallSearch {
+  Cluster cluster = load_cluster("dgx2");
+  Transformer model = load_transformer("gpt2-1.5b");
+  HardwareProfile hw = default_profile_for(cluster);
+  SearchResult result;
+  SmallSearch() {
+    SearchOptions o;
+    o.top = 3;
+    o.threads = 1;
+    result = run_search(model, cluster, hw, o);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a stored search reads back as it was stored", "[tuner][db]") {
+  TempDir dir;
+  SmallSearch s;
+  REQUIRE(s.result.plans.size() == 3);
+  auto db = ResultsDb::open(dir.file("results.db"));
+  CHECK(db.schema_version() == kResultsSchemaVersion);
+  const nlohmann::json options{{"top", 3}};
+  const auto id = db.store_search({s.cluster, s.model, &s.hw, options, s.result});
+  const auto again = db.store_search({s.cluster, s.model, &s.hw, options, s.result});
+  CHECK(again == id + 1);
+
+  const auto doc = db.search(id);
+  REQUIRE(doc.has_value());
+  CHECK((*doc)["space"] == s.result.space);
+  CHECK((*doc)["feasible"] == s.result.feasible);
+  CHECK((*doc)["options"] == options);
+  CHECK((*doc)["cluster"] == cluster_to_json(s.cluster));
+  CHECK((*doc)["model"] == transformer_to_json(s.model));
+  REQUIRE((*doc)["candidates"].size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto& c = (*doc)["candidates"][i];
+    CHECK(c["rank"] == i + 1);
+    CHECK(c["plan"] == plan_to_json(s.result.plans[i].plan));
+    CHECK(c["prediction"] == candidate_to_json(s.result.plans[i], s.result)["prediction"]);
+  }
+  const auto list = db.searches();
+  REQUIRE(list.size() == 2);
+  CHECK(list.front().id == again);
+  CHECK(list.front().best == s.result.plans.front().plan.summary());
+  CHECK_FALSE(db.search(9999).has_value());
+  // Clusters, models and profiles are stored once per content.
+  CHECK(count_rows(dir.file("results.db"), "clusters") == 1);
+  CHECK(count_rows(dir.file("results.db"), "models") == 1);
+  CHECK(count_rows(dir.file("results.db"), "profiles") == 1);
+}
+
+TEST_CASE("a stored run keeps its record and measurements", "[tuner][db]") {
+  TempDir dir;
+  SmallSearch s;
+  auto db = ResultsDb::open(dir.file("results.db"));
+  RunToStore run;
+  run.cluster = s.cluster;
+  run.model = s.model;
+  run.plan = s.result.plans.front().plan;
+  run.prediction = s.result.plans.front().prediction;
+  run.record = {{"schema", "ztune.run/1"}, {"steps", {0.51, 0.50, 0.49}}};
+  run.measured_iteration_s = 0.5;
+  run.measurements = {{"iteration_s", 0.5, "s"}, {"peak_memory_bytes", 2.5e10, "B"}};
+  const auto id = db.store_run(run);
+  const auto doc = db.run(id);
+  REQUIRE(doc.has_value());
+  CHECK((*doc)["record"] == run.record);
+  CHECK((*doc)["plan"] == plan_to_json(run.plan));
+  CHECK((*doc)["measured_iteration_s"] == 0.5);
+  REQUIRE((*doc)["measurements"].size() == 2);
+  CHECK((*doc)["measurements"][1]["name"] == "peak_memory_bytes");
+  CHECK((*doc)["measurements"][1]["value"] == 2.5e10);
+  const auto runs = db.runs();
+  REQUIRE(runs.size() == 1);
+  CHECK(runs.front().plan == run.plan.summary());
+  CHECK(runs.front().model == s.model.name);
+}
+
+TEST_CASE("the database is in WAL mode with ztune's application id", "[tuner][db]") {
+  TempDir dir;
+  { auto db = ResultsDb::open(dir.file("sub/dir/results.db")); }
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(dir.file("sub/dir/results.db").c_str(), &db) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, nullptr);
+  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+  CHECK(std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, 0))) == "wal");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+TEST_CASE("two processes writing searches at once lose nothing", "[tuner][db]") {
+  TempDir dir;
+  SmallSearch s;
+  const std::string path = dir.file("shared.db");
+  constexpr int kPerProcess = 40;
+  std::vector<pid_t> children;
+  for (int child = 0; child < 2; ++child) {
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      int rc = 0;
+      try {
+        // Both open the file at once: creation and migration race too.
+        auto db = ResultsDb::open(path);
+        for (int i = 0; i < kPerProcess; ++i)
+          db.store_search({s.cluster, s.model, &s.hw, nlohmann::json{{"child", child}, {"i", i}}, s.result});
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "child %d: %s\n", child, e.what());
+        rc = 1;
+      }
+      _exit(rc);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  auto db = ResultsDb::open(path);
+  const auto list = db.searches(1000);
+  CHECK(list.size() == 2 * kPerProcess);
+  std::set<std::pair<int, int>> seen;
+  for (const auto& x : list) {
+    const auto doc = db.search(x.id);
+    REQUIRE(doc.has_value());
+    seen.insert({(*doc)["options"]["child"].get<int>(), (*doc)["options"]["i"].get<int>()});
+    CHECK((*doc)["candidates"].size() == 3);
+  }
+  CHECK(seen.size() == 2 * kPerProcess);
+  CHECK(count_rows(path, "candidates") == 2 * kPerProcess * 3);
+}
+
+TEST_CASE("a corrupt database file gives a clear error and is left untouched", "[tuner][db]") {
+  TempDir dir;
+  const std::string path = dir.file("results.db");
+  {
+    std::ofstream out(path, std::ios::binary);
+    for (int i = 0; i < 4096; ++i) out.put(static_cast<char>((i * 37 + 11) & 0xff));
+  }
+  const std::string before = read_bytes(path);
+  REQUIRE_THROWS_AS(ResultsDb::open(path), InputError);
+  CHECK_THROWS_WITH(ResultsDb::open(path), Contains(path) && Contains("not a ztune results database") &&
+                                               Contains("left untouched"));
+  CHECK(read_bytes(path) == before);
+  CHECK_FALSE(fs::exists(path + "-wal"));
+  CHECK_FALSE(fs::exists(path + "-journal"));
+}
+
+TEST_CASE("a database of a newer ztune gives a clear error and is left untouched", "[tuner][db]") {
+  TempDir dir;
+  const std::string path = dir.file("results.db");
+  {
+    auto db = ResultsDb::open(path);
+  }
+  sqlite3* raw = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &raw) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(raw, "PRAGMA user_version = 99; CREATE TABLE future(x);", nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(raw);
+  const std::string before = read_bytes(path);
+  CHECK_THROWS_WITH(ResultsDb::open(path), Contains(path) && Contains("newer ztune") && Contains("99") &&
+                                               Contains("left untouched"));
+  CHECK(read_bytes(path) == before);
+}
+
+TEST_CASE("another program's SQLite file is refused and left untouched", "[tuner][db]") {
+  TempDir dir;
+  const std::string path = dir.file("other.db");
+  sqlite3* raw = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &raw) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(raw, "CREATE TABLE songs(title TEXT); INSERT INTO songs VALUES('x');", nullptr, nullptr,
+                       nullptr) == SQLITE_OK);
+  sqlite3_close(raw);
+  const std::string before = read_bytes(path);
+  CHECK_THROWS_WITH(ResultsDb::open(path), Contains("another program"));
+  CHECK(read_bytes(path) == before);
+}

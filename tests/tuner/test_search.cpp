@@ -1,0 +1,209 @@
+#include <catch2/catch.hpp>
+
+#include <atomic>
+
+#include "tuner_fixtures.hpp"
+#include "ztune/model/catalog.hpp"
+#include "ztune/model/hardware_profile.hpp"
+#include "ztune/tuner/explain.hpp"
+#include "ztune/tuner/search.hpp"
+
+using namespace ztune;
+
+namespace {
+
+SearchResult search_all(const Transformer& m, const Cluster& c, SearchOptions o = {}) {
+  o.top = 100000;  // keep every feasible plan
+  o.simulate_top = 0;
+  return run_search(m, c, default_profile_for(c), o);
+}
+
+}  // namespace
+
+TEST_CASE("a 13B model on one V100-32GB fits only with optimizer offload", "[tuner][search]") {
+  // Closed form: mixed-precision Adam keeps 16 bytes per parameter (ZeRO paper,
+  // 2+2+12); 12Ψ of optimizer state alone is ~154 GB for Ψ ≈ 12.8e9, so no plan
+  // that keeps it on a 32 GB GPU can fit. ZeRO-Offload (Ren et al. 2021) trains
+  // this size on one V100 by moving it to the host: the search must find that.
+  const Transformer m = test::gpt_13b();
+  const Cluster c = test::one_v100();
+  REQUIRE(12 * m.total_params() > c.node.gpu.memory_bytes());
+  const auto r = search_all(m, c);
+  REQUIRE(r.feasible > 0);
+  REQUIRE(static_cast<std::int64_t>(r.plans.size()) == r.feasible);
+  for (const auto& p : r.plans) CHECK(p.plan.offload_optimizer != OffloadTarget::none);
+}
+
+TEST_CASE("a 1.5B model on one V100-32GB fits without offload", "[tuner][search]") {
+  // 16Ψ = 24.9 GB of model states for Ψ = 1.558e9 (gpt2-1.5b), under 32 GB.
+  const Transformer m = load_transformer("gpt2-1.5b");
+  const Cluster c = test::one_v100();
+  const auto r = search_all(m, c);
+  REQUIRE(r.feasible > 0);
+  bool without = false;
+  for (const auto& p : r.plans)
+    without |= p.plan.offload_optimizer == OffloadTarget::none && p.plan.offload_params == OffloadTarget::none;
+  CHECK(without);
+}
+
+TEST_CASE("found plans respect tp within a node and the engine's rules", "[tuner][search]") {
+  const Cluster c = load_cluster("dgx-a100-80gbx16");
+  const Transformer m = load_transformer("gpt3-175b");
+  SearchOptions o;
+  o.space.engine = Engine::deepspeed;
+  const auto r = search_all(m, c, o);
+  REQUIRE(r.feasible > 0);
+  for (const auto& p : r.plans) {
+    CHECK(p.plan.tp <= c.node.gpus);
+    CHECK_FALSE(engine_violation(p.plan, Engine::deepspeed).has_value());
+    if (p.plan.pp > 1) CHECK(p.plan.schedule == Schedule::one_f_one_b);
+  }
+  CHECK(r.pruned[PruneReason::tp_across_nodes] > 0);
+  CHECK(r.pruned[engine_reason(EngineRule::ds_pipeline_schedule)] > 0);
+}
+
+TEST_CASE("the counts add up: every plan of the space is pruned once or fits", "[tuner][search]") {
+  const auto r = search_all(load_transformer("100b"), load_cluster("dgx2x16"));
+  CHECK(r.pruned.total() + r.feasible == r.space);
+  const auto* rules = r.pass("rules");
+  const auto* prune = r.pass("prune");
+  const auto* rank = r.pass("rank");
+  REQUIRE((rules && prune && rank));
+  CHECK(rules->in == r.evaluated);
+  CHECK(prune->in == rules->out);
+  CHECK(rank->in == prune->out);
+  CHECK(prune->out == r.feasible);
+  for (std::size_t i = 1; i < r.plans.size(); ++i) CHECK(r.plans[i - 1].objective >= r.plans[i].objective);
+}
+
+TEST_CASE("passes on and off: the prune pass only removes plans that do not fit", "[tuner][search]") {
+  const Transformer m = load_transformer("100b");
+  const Cluster c = load_cluster("dgx2x16");
+  SearchOptions on;
+  on.top = 5;
+  SearchOptions off = on;
+  off.prune_enabled = false;
+  off.top = 100000;
+  const auto a = run_search(m, c, default_profile_for(c), on);
+  const auto b = run_search(m, c, default_profile_for(c), off);
+  // Without the prune every valid plan is ranked, fitting or not ...
+  CHECK(b.pass("rank")->in == a.pass("prune")->in);
+  CHECK(b.feasible == a.feasible);
+  CHECK_FALSE(b.pass("prune")->enabled);
+  // ... and the fitting ones, in order, are the pruned search's ranking.
+  std::vector<std::uint64_t> fitting;
+  for (const auto& p : b.plans)
+    if (p.prediction.memory.fits()) fitting.push_back(p.id);
+  REQUIRE(fitting.size() >= a.plans.size());
+  for (std::size_t i = 0; i < a.plans.size(); ++i) CHECK(fitting[i] == a.plans[i].id);
+  bool some_unfit = false;
+  for (const auto& p : b.plans) some_unfit |= !p.prediction.memory.fits();
+  CHECK(some_unfit);
+}
+
+TEST_CASE("passes on and off: without the rank pass plans come in enumeration order, untimed", "[tuner][search]") {
+  const Transformer m = load_transformer("100b");
+  const Cluster c = load_cluster("dgx2x16");
+  SearchOptions o;
+  o.rank_enabled = false;
+  o.top = 20;
+  const auto r = run_search(m, c, default_profile_for(c), o);
+  const auto ranked = run_search(m, c, default_profile_for(c), {});
+  CHECK(r.feasible == ranked.feasible);
+  REQUIRE(r.plans.size() == 20);
+  for (std::size_t i = 0; i < r.plans.size(); ++i) {
+    CHECK_FALSE(r.plans[i].timed);
+    CHECK(r.plans[i].prediction.memory.fits());
+    if (i > 0) CHECK(r.plans[i - 1].id < r.plans[i].id);
+  }
+  CHECK(r.pass("rank")->seconds == 0);
+}
+
+TEST_CASE("the simulate pass says when the simulator is not available", "[tuner][search]") {
+  const Transformer m = load_transformer("100b");
+  const Cluster c = load_cluster("dgx2x16");
+  SearchOptions o;
+  o.simulate_top = 3;
+  const auto r = run_search(m, c, default_profile_for(c), o);
+  const auto* sim = r.pass("simulate");
+  REQUIRE(sim != nullptr);
+  if (!simulator_available()) {
+    CHECK(sim->note == "simulator not available");
+    CHECK(sim->out == 0);
+    for (const auto& p : r.plans) CHECK_FALSE(p.simulated.has_value());
+  }
+  o.simulate_enabled = false;
+  const auto off = run_search(m, c, default_profile_for(c), o);
+  CHECK_FALSE(off.pass("simulate")->enabled);
+}
+
+TEST_CASE("the result does not depend on the number of threads", "[tuner][search]") {
+  const Transformer m = load_transformer("gpt3-175b");
+  Cluster c = load_cluster("dgx-a100-80gb");
+  c.nodes = 32;
+  SearchOptions one;
+  one.threads = 1;
+  one.top = 50;
+  SearchOptions four = one;
+  four.threads = 4;
+  const auto a = run_search(m, c, default_profile_for(c), one);
+  const auto b = run_search(m, c, default_profile_for(c), four);
+  CHECK(a.threads == 1);
+  CHECK(b.threads == 4);
+  CHECK(a.feasible == b.feasible);
+  CHECK(a.pruned.n == b.pruned.n);
+  REQUIRE(a.plans.size() == b.plans.size());
+  for (std::size_t i = 0; i < a.plans.size(); ++i) CHECK(a.plans[i].id == b.plans[i].id);
+}
+
+TEST_CASE("a stop request ends the search early and says so", "[tuner][search]") {
+  const Transformer m = load_transformer("100b");
+  const Cluster c = load_cluster("dgx2x16");
+  std::atomic<bool> stop{true};
+  SearchOptions o;
+  o.stop = &stop;
+  const auto r = run_search(m, c, default_profile_for(c), o);
+  CHECK(r.interrupted);
+  CHECK(r.evaluated < r.space);
+}
+
+TEST_CASE("objectives: time and cost rank by days and GPU-hours", "[tuner][search]") {
+  const Transformer m = load_transformer("gpt2-1.5b");
+  const Cluster c = load_cluster("dgx2");
+  SearchOptions o;
+  o.space.min_gpus = 4;
+  o.space.max_gpus = 16;
+  o.objective = Objective::cost;
+  o.tokens = 1e9;
+  const auto cost = run_search(m, c, default_profile_for(c), o);
+  REQUIRE(!cost.plans.empty());
+  for (std::size_t i = 1; i < cost.plans.size(); ++i) CHECK(cost.plans[i - 1].objective <= cost.plans[i].objective);
+  // Cost in GPU-hours = tokens / (tokens/s) / 3600 × GPUs.
+  const auto& best = cost.plans.front();
+  CHECK(best.objective == Approx(1e9 / best.prediction.time.tokens_per_s / 3600 * best.plan.gpus()));
+  o.objective = Objective::time;
+  const auto time = run_search(m, c, default_profile_for(c), o);
+  CHECK(time.plans.front().objective == Approx(1e9 / time.plans.front().prediction.time.tokens_per_s / 86400));
+}
+
+TEST_CASE("when nothing fits the hints name more GPUs with numbers", "[tuner][search]") {
+  // 1T parameters need ~16 TB of model states (ZeRO paper, 16 bytes each): more
+  // than the workstation's GPU, host memory and 5.76 TB of NVMe together.
+  const Transformer m = load_transformer("1t");
+  const Cluster c = test::one_v100();
+  SearchOptions o;
+  const auto hw = default_profile_for(c);
+  const auto r = run_search(m, c, hw, o);
+  REQUIRE(r.feasible == 0);
+  REQUIRE(!r.closest.empty());
+  CHECK(r.closest.front().memory_pressure() > 1);
+  const auto hints = explain_infeasible(m, c, hw, o, r);
+  bool more_gpus = false;
+  for (const auto& h : hints)
+    if (h.change == "more GPUs") {
+      more_gpus = true;
+      CHECK(h.fits);
+      CHECK_THAT(h.detail, Catch::Matchers::Contains("plans fit") && Catch::Matchers::Contains("GB"));
+    }
+  CHECK(more_gpus);
+}

@@ -1,0 +1,98 @@
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tuner_fixtures.hpp"
+#include "ztune/model/catalog.hpp"
+#include "ztune/model/input_error.hpp"
+#include "ztune/tuner/search_space.hpp"
+
+using namespace ztune;
+
+TEST_CASE("divisors lists every divisor in order", "[tuner][space]") {
+  CHECK(divisors(1) == std::vector<int>{1});
+  CHECK(divisors(12) == std::vector<int>{1, 2, 3, 4, 6, 12});
+  CHECK(divisors(49) == std::vector<int>{1, 7, 49});
+  CHECK(divisors(3072).size() == 22);  // 3072 = 2^10 · 3: (10+1)·(1+1) divisors
+}
+
+TEST_CASE("the space of a tiny model on two V100s has the size counted by hand", "[tuner][space]") {
+  // tiny: 4 layers, 4 heads, global batch 16; two V100s in one node (fp16 only, NVMe present).
+  Transformer m = load_transformer("tiny");
+  Cluster c = load_cluster("v100-workstation");
+  c.node.gpus = 2;
+  SpaceOptions o;
+  SearchSpace s(m, c, o);
+  // Layouts (dp, tp, pp) of 2 GPUs: (2,1,1), (1,1,2), (1,2,1).
+  // ZeRO/offload choices without pipelining: z0; z1, z1+cpu; z2, z2+cpu; z3 × {none,cpu,nvme}² = 14.
+  //  (2,1,1): 1 schedule × 1 sp × 3 recompute × 14 × 4 micro-batches (divisors of 8)   = 168
+  //  (1,1,2): [gpipe 5 + 1f1b 5 + interleaved v=2: 4 micro-batches with accum even] × 3 × 2 (z0, z1) = 84
+  //  (1,2,1): 2 sp × 3 recompute × 14 × 5 micro-batches (divisors of 16)               = 420
+  CHECK(s.layouts().size() == 3);
+  CHECK(s.size() == 168 + 84 + 420);
+  // Every generated plan is distinct and valid by check_plan.
+  std::set<std::string> seen;
+  std::int64_t n = 0;
+  for (const auto& l : s.layouts()) {
+    REQUIRE(l.rejected == LayoutRule::none);
+    s.for_each_plan(l, [&](const Plan& p) {
+      ++n;
+      CHECK_FALSE(check_plan(p, m, c).has_value());
+      seen.insert(plan_to_json(p).dump());
+    });
+  }
+  CHECK(n == s.size());
+  CHECK(seen.size() == static_cast<std::size_t>(n));
+}
+
+TEST_CASE("by default tp never exceeds the GPUs of a node", "[tuner][space]") {
+  Cluster c = load_cluster("dgx-a100-80gbx16");  // 16 nodes × 8 A100
+  Transformer m = load_transformer("gpt3-175b");  // 96 heads: tp 16, 32 would divide them
+  SearchSpace s(m, c, {});
+  int rejected = 0;
+  for (const auto& l : s.layouts()) {
+    if (l.tp > c.node.gpus) {
+      CHECK(l.rejected == LayoutRule::tp_across_nodes);
+      ++rejected;
+    }
+    if (l.rejected == LayoutRule::none) CHECK(l.tp <= c.node.gpus);
+  }
+  CHECK(rejected > 0);
+  SpaceOptions allow;
+  allow.allow_tp_across_nodes = true;
+  SearchSpace wide(m, c, allow);
+  bool tp16 = false;
+  for (const auto& l : wide.layouts()) tp16 |= l.tp == 16 && l.rejected == LayoutRule::none;
+  CHECK(tp16);
+}
+
+TEST_CASE("layout rules follow check_plan: tp divides heads, pp divides layers", "[tuner][space]") {
+  Cluster c = load_cluster("dgx2x16");
+  Transformer m = load_transformer("100b");  // 125 layers, 64 heads
+  SearchSpace s(m, c, {});
+  for (const auto& l : s.layouts()) {
+    if (l.rejected != LayoutRule::none) continue;
+    CHECK(m.heads % l.tp == 0);
+    CHECK(m.layers % l.pp == 0);
+    CHECK(l.dp * l.tp * l.pp == 256);
+  }
+}
+
+TEST_CASE("engine and device-count constraints are checked", "[tuner][space]") {
+  Cluster c = load_cluster("dgx2");
+  Transformer m = load_transformer("tiny");
+  SpaceOptions o;
+  o.gpus = 17;
+  CHECK_THROWS_AS(SearchSpace(m, c, o), InputError);
+  o.gpus = 0;
+  o.min_gpus = 2;
+  o.max_gpus = 4;
+  SearchSpace range(m, c, o);
+  CHECK(range.gpu_counts() == std::vector<int>{2, 3, 4});
+  o = {};
+  o.precision = Precision::bf16;  // V100 has no bf16
+  CHECK_THROWS_WITH(SearchSpace(m, c, o), Catch::Matchers::Contains("--precision"));
+}

@@ -1,0 +1,132 @@
+// End-to-end tests of ztune search / history / export through the binary.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "../cli/run_command.hpp"
+
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/ztune-cli-test-XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  [[nodiscard]] std::string file(const char* name) const { return (path / name).string(); }
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE("ztune --cluster dgx2x16 --model 100b prints a ranked table and stores the search", "[cli][tuner]") {
+  TempDir dir;
+  const std::string db = dir.file("results.db");
+  auto r = run_command(ztune_bin() + " --cluster " + ZTUNE_SOURCE_DIR + "/data/clusters/dgx2x16.json --model 100b --db " + db);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("dp×tp×pp(×v)") && Contains("TFLOP/s/GPU") && Contains("tokens/s"));
+  CHECK_THAT(r.out, Contains("Best plan:") && Contains("Memory per GPU") && Contains("Iteration time"));
+  CHECK_THAT(r.out, Contains("Stored as search 1"));
+  r = run_command(ztune_bin() + " history --db " + db);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("s1") && Contains("100b on dgx2x16"));
+  r = run_command(ztune_bin() + " history show s1 --db " + db);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("Search s1") && Contains("1. dp"));
+  r = run_command(ztune_bin() + " history show 42 --db " + db);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("no search 42"));
+}
+
+TEST_CASE("search --json has exactly the documented shape", "[cli][tuner]") {
+  auto r = run_command(ztune_bin() + " search --cluster dgx2x16 --model 100b --json --top 4 --no-db");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  std::set<std::string> keys;
+  for (const auto& [k, v] : j.items()) keys.insert(k);
+  CHECK(keys == std::set<std::string>{"plans", "space", "feasible", "pruned_by", "elapsed_s"});
+  REQUIRE(j["plans"].size() == 4);
+  for (const auto& p : j["plans"]) {
+    CHECK(p["plan"]["schema"] == "ztune.plan/1");
+    CHECK(p["prediction"]["memory"]["fits"] == true);
+    CHECK(p["prediction"]["time"]["tokens_per_s"].get<double>() > 0);
+  }
+  CHECK(j["space"].get<long long>() >= j["feasible"].get<long long>());
+  CHECK(j["pruned_by"].contains("tp must stay inside a node"));
+}
+
+TEST_CASE("search --out writes a plan file that export turns into a DeepSpeed config", "[cli][tuner]") {
+  TempDir dir;
+  const std::string plan = dir.file("plan.json");
+  auto r = run_command(ztune_bin() + " --cluster dgx2 --model gpt2-1.5b --engine deepspeed --no-db --out " + plan);
+  REQUIRE(r.exit_code == 0);
+  const auto pf = nlohmann::json::parse(slurp(plan));
+  CHECK(pf["schema"] == "ztune.planfile/1");
+  CHECK(pf.contains("model"));
+  CHECK(pf.contains("cluster"));
+  const std::string config = dir.file("ds_config.json");
+  r = run_command(ztune_bin() + " export --format deepspeed " + plan + " --out " + config);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("deepspeed --num_nodes 1 --num_gpus 16"));
+  const auto ds = nlohmann::json::parse(slurp(config));
+  CHECK(ds["train_batch_size"] == pf["plan"]["global_batch"]);
+  CHECK(ds["train_micro_batch_size_per_gpu"] == pf["plan"]["micro_batch"]);
+  CHECK(ds["gradient_accumulation_steps"] == pf["plan"]["grad_accum"]);
+  CHECK(ds["zero_optimization"]["stage"] == pf["plan"]["zero_stage"]);
+}
+
+TEST_CASE("export refuses a plan the engine cannot run (exit 2)", "[cli][tuner]") {
+  TempDir dir;
+  const std::string plan = dir.file("plan.json");
+  // ZeRO-3 with offload: DeepSpeed runs it, Megatron-LM cannot.
+  auto r = run_command(ztune_bin() + " --cluster v100-workstation --model gpt2-1.5b --gpus 1 --engine deepspeed --no-db --top 1 --json");
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  nlohmann::json p = j["plans"][0]["plan"];
+  p["zero_stage"] = 3;
+  p["offload"]["optimizer"] = "cpu";
+  std::ofstream(plan) << nlohmann::json{{"schema", "ztune.planfile/1"}, {"plan", p}}.dump();
+  r = run_command(ztune_bin() + " export --format megatron " + plan);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("megatron cannot run this plan") && Contains("ZeRO"));
+  r = run_command(ztune_bin() + " export --format deepspeed " + plan);
+  CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("nothing fits: exit 1 with the closest plans and what would make one fit", "[cli][tuner]") {
+  auto r = run_command(ztune_bin() + " --cluster v100-workstation --gpus 1 --model 1t --no-db --explain");
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.out, Contains("No plan fits") && Contains("Closest to fitting") && Contains("more GPUs") &&
+                        Contains("GPU memory"));
+}
+
+TEST_CASE("a corrupt --db file is an input error and stays as it was", "[cli][tuner]") {
+  TempDir dir;
+  const std::string db = dir.file("broken.db");
+  std::ofstream(db) << "this is not an SQLite database, just text that someone saved here\n";
+  const std::string before = slurp(db);
+  auto r = run_command(ztune_bin() + " --cluster dgx2 --model gpt2-1.5b --db " + db);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains(db) && Contains("not a ztune results database"));
+  CHECK(slurp(db) == before);
+}
