@@ -1,12 +1,175 @@
-// ztune run: not implemented yet (see the issue that builds it).
+// ztune run: launches the executor's ranks on a plan (a plan file, or the cluster,
+// model and plan flags of `ztune predict`), reads the run record rank 0 wrote,
+// prints its summary beside the cost model's prediction, and stores both in the
+// results database through the tuner's API (the executor never opens it).
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
 #include "command.hpp"
+#include "plan_flags.hpp"
+#include "run_launch.hpp"
+#include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/input_error.hpp"
+#include "ztune/model/json_reader.hpp"
+#include "ztune/model/prediction.hpp"
+#include "ztune/tuner/results_db.hpp"
 
 namespace ztune::cli {
+namespace {
+
+struct RunFlags {
+  std::string plan_json;  // positional
+  InputFlags input;
+  PlanFlags plan;
+  int np = 0;
+  std::string hosts;
+  int steps = 10;
+  long long seed = 1234;
+  bool json = false;
+  std::string data = "synthetic";
+  std::string record;
+  int threads = 1;
+  std::string db;
+  bool no_db = false;
+};
+
+// The plan file to run: the positional file, or one built from the flags.
+PlanFile resolve(const RunFlags& f) {
+  PlanFile pf;
+  if (!f.plan_json.empty()) {
+    pf = load_plan_file(f.plan_json);
+    if (!pf.model && !f.input.model.empty()) pf.model = f.input.load_model_or_throw();
+    if (!pf.cluster && !f.input.cluster.empty()) pf.cluster = f.input.load_cluster_or_throw();
+    if (!pf.model) throw InputError(f.plan_json + ": $.model: missing; embed the model or pass --model");
+    return pf;
+  }
+  InputFlags in = f.input;
+  if (in.cluster.empty()) in.cluster = "local-cpu";
+  pf.cluster = in.load_cluster_or_throw();
+  pf.model = in.load_model_or_throw();
+  pf.plan = f.plan.resolve(*pf.model, *pf.cluster);
+  // The CPU backend trains in fp32: that is the precision of a CPU cluster unless asked otherwise.
+  if (pf.cluster->device_kind == DeviceKind::cpu && f.plan.precision.empty()) pf.plan.precision = Precision::fp32;
+  return pf;
+}
+
+double peak(const nlohmann::json& rank, const char* cat) { return rank.at("by_category").at(cat).get<double>(); }
+
+// Measured peak bytes per category of rank 0 next to the predicted lines (the
+// memory model's first calibration point on the CPU backend).
+nlohmann::json memory_vs_prediction(const nlohmann::json& record, const MemoryPrediction& mp) {
+  const auto& r0 = record.at("memory").at(0);
+  nlohmann::json out = nlohmann::json::object();
+  for (const char* line : {"params", "grads", "optimizer", "activations", "zero3_gathered", "logits"}) {
+    double predicted = 0;
+    for (std::size_t i = 0; i < kMemLineNames.size(); ++i)
+      if (std::string(kMemLineNames[i]) == line) predicted = mp.gpu[i];
+    const double measured = peak(r0, line);
+    out[line] = {{"measured_bytes", measured},
+                 {"predicted_bytes", predicted},
+                 {"error", measured > 0 ? (predicted - measured) / measured : 0.0}};
+  }
+  const double total = record.at("peak_memory_bytes").at(0).get<double>();
+  out["total"] = {{"measured_bytes", total},
+                  {"predicted_bytes", mp.gpu_total_bytes},
+                  {"error", total > 0 ? (mp.gpu_total_bytes - total) / total : 0.0}};
+  return out;
+}
+
+int run(const RunFlags& f) {
+  PlanFile pf = resolve(f);
+  const int np = f.np > 0 ? f.np : pf.plan.gpus();
+  namespace fs = std::filesystem;
+  char tmpl[] = "/tmp/ztune-run-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) throw InputError("cannot create a temporary directory in /tmp");
+  const std::string dir = tmpl;
+  const std::string plan_path = dir + "/plan.json";
+  std::ofstream(plan_path) << plan_file_to_json(pf).dump(2) << "\n";
+  const std::string record_path = f.record.empty() ? dir + "/record.json" : f.record;
+  std::vector<std::string> args{worker_path(),  plan_path, "--steps", std::to_string(f.steps),
+                                "--seed",       std::to_string(f.seed), "--record", record_path,
+                                "--data",       f.data, "--threads", std::to_string(f.threads),
+                                "--checkpoint-dir", dir + "/checkpoints"};
+  const int rc = run_process(launch_command(np, f.hosts, args), f.json);
+  if (rc != 0) {
+    std::fprintf(stderr, "ztune run: the job failed (exit %d); see the messages above\n", rc);
+    return rc == kExitUsage ? kExitUsage : kExitInfeasible;
+  }
+  const nlohmann::json record = read_json_file(record_path);
+
+  // The cost model's prediction for the same plan, when the plan fits the cluster.
+  std::optional<Prediction> prediction;
+  if (pf.cluster && !check_plan(pf.plan, *pf.model, *pf.cluster)) {
+    const HardwareProfile hw = default_profile_for(*pf.cluster);
+    prediction = Prediction{predict_memory(*pf.model, pf.plan, *pf.cluster, hw),
+                            predict_time(*pf.model, pf.plan, *pf.cluster, hw)};
+  }
+  nlohmann::json summary{{"losses", record.at("losses")},
+                         {"step_time_s", record.at("step_time_s")},
+                         {"tokens_per_s", record.at("tokens_per_s")},
+                         {"peak_memory_bytes", record.at("peak_memory_bytes")},
+                         {"record", record_path},
+                         {"plan", pf.plan.summary()}};
+  if (prediction) {
+    summary["predicted_iteration_s"] = prediction->time.iteration_s;
+    summary["memory_vs_prediction"] = memory_vs_prediction(record, prediction->memory);
+  }
+  summary["run_id"] = nullptr;
+  if (!f.no_db) {
+    try {
+      auto db = ResultsDb::open(f.db.empty() ? default_db_path() : f.db);
+      RunToStore r{pf.cluster, pf.model, pf.plan, prediction, record, record.at("step_time_s").get<double>(), {}, "ok"};
+      const auto& peaks = record.at("peak_memory_bytes");
+      for (std::size_t i = 0; i < peaks.size(); ++i)
+        r.measurements.push_back({"peak_memory_bytes.rank" + std::to_string(i), peaks[i].get<double>(), "bytes"});
+      r.measurements.push_back({"tokens_per_s", record.at("tokens_per_s").get<double>(), "tokens/s"});
+      summary["run_id"] = db.store_run(r);
+    } catch (const InputError& e) {
+      std::fprintf(stderr, "ztune run: warning: run not stored in the results database: %s\n", e.what());
+    }
+  }
+  if (f.json) {
+    std::printf("%s\n", summary.dump(2).c_str());
+    return kExitOk;
+  }
+  std::printf("plan %s on %d ranks: %zu steps, median step %.3f s, %.0f tokens/s\n", pf.plan.summary().c_str(), np,
+              record.at("losses").size(), record.at("step_time_s").get<double>(),
+              record.at("tokens_per_s").get<double>());
+  std::printf("losses:");
+  for (const auto& l : record.at("losses")) std::printf(" %.4f", l.get<double>());
+  std::printf("\npeak memory per rank (MiB):");
+  for (const auto& b : record.at("peak_memory_bytes")) std::printf(" %.1f", b.get<double>() / 1048576.0);
+  std::printf("\nrun record: %s%s\n", record_path.c_str(),
+              summary["run_id"].is_null() ? "" : (", stored as run " + summary["run_id"].dump()).c_str());
+  return kExitOk;
+}
+
+}  // namespace
 
 Command add_run(CLI::App& root) {
-  auto* app = root.add_subcommand("run", "(run: not implemented yet)");
-  app->allow_extras();
-  return {app, [] { return not_implemented("run"); }};
+  auto f = std::make_shared<RunFlags>();
+  auto* app = root.add_subcommand("run", "Train a plan with the executor (mpirun, or srun under Slurm)");
+  app->add_option("plan_json", f->plan_json, "Plan file (ztune.planfile/1); else the cluster, model and plan flags");
+  f->input.add_to(*app, false);
+  f->plan.add_to(*app);
+  app->add_option("--np", f->np, "Ranks (default: the plan's dp×tp×pp)")->check(CLI::PositiveNumber);
+  app->add_option("--hosts", f->hosts, "Open MPI host list (host1:slots,host2:slots)");
+  app->add_option("--steps", f->steps, "Optimizer steps")->check(CLI::PositiveNumber);
+  app->add_option("--seed", f->seed, "Initialisation seed");
+  app->add_option("--data", f->data, "uint16 token file (e.g. data/corpus/kjv.train.bin) or \"synthetic\"");
+  app->add_option("--record", f->record, "Where to keep the run record (default: a temporary directory)");
+  app->add_option("--threads", f->threads, "Compute threads per rank")->check(CLI::PositiveNumber);
+  app->add_option("--db", f->db, "Results database (default: ~/.local/share/ztune/results.db)");
+  app->add_flag("--no-db", f->no_db, "Do not store the run in the results database");
+  app->add_flag("--json", f->json, "Print the summary as JSON (losses, step_time_s, peak_memory_bytes, ...)");
+  return {app, [f] { return run(*f); }};
 }
 
 }  // namespace ztune::cli

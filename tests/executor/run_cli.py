@@ -1,0 +1,39 @@
+"""`ztune run` end to end: launches the ranks through mpirun, prints the summary
+as JSON (one loss per step, the median step time, peak memory per rank), stores
+the run in a results database, and reports measured vs predicted memory per line
+(the first calibration point of the memory model on the CPU backend; printed,
+not asserted: the error is the finding).
+
+usage: run_cli.py ZTUNE
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ztune = sys.argv[1]
+with tempfile.TemporaryDirectory() as d:
+    env = dict(os.environ, XDG_DATA_HOME=d)
+    corpus = os.path.join(os.environ["ZTUNE_DATA_DIR"], "corpus", "kjv.train.bin")
+    r = subprocess.run([ztune, "run", "--model", "tiny", "--dp", "2", "--zero", "1", "--micro-batch", "2",
+                        "--global-batch", "8", "--steps", "3", "--data", corpus, "--json"],
+                       capture_output=True, text=True, timeout=300, env=env)
+    ok = r.returncode == 0
+    if ok:
+        s = json.loads(r.stdout)
+        ok = (len(s["losses"]) == 3 and s["step_time_s"] > 0 and len(s["peak_memory_bytes"]) == 2
+              and all(b > 0 for b in s["peak_memory_bytes"]) and s["run_id"] is not None
+              and s["losses"][2] < s["losses"][0])
+        for line, v in s.get("memory_vs_prediction", {}).items():
+            print(f"memory {line:15s} measured {v['measured_bytes']:12.0f} predicted {v['predicted_bytes']:12.0f}"
+                  f" error {100 * v['error']:+.0f}%")
+    else:
+        print(r.stdout, r.stderr)
+    r2 = subprocess.run([ztune, "run", "--model", "tiny", "--dp", "3", "--global-batch", "3", "--steps", "1",
+                         "--np", "2", "--no-db"], capture_output=True, text=True, timeout=120, env=env)
+    ok2 = r2.returncode == 2 and "but the job has 2" in r2.stderr
+    if not ok2:
+        print(r2.stdout, r2.stderr)
+print(f"{int(ok) + int(ok2)} passed, {int(not ok) + int(not ok2)} failed")
+sys.exit(0 if ok and ok2 else 1)
