@@ -1,25 +1,38 @@
 #include "ztune/tuner/simulate_pass.hpp"
 
 #include <algorithm>
+#include <chrono>
 
+#include "ztune/simulator/simulate.hpp"
+#include "ztune/tuner/objective.hpp"
 #include "ztune/tuner/search.hpp"
 
 namespace ztune {
 
-// The simulator library (simulator/) has not landed a simulate() entry point
-// yet: the pass reports that instead of inventing a time.
-bool simulator_available() { return false; }
+bool simulator_available() { return true; }
 
-void simulate_top(const Transformer& /*m*/, const Cluster& /*c*/, const HardwareProfile& /*hw*/,
-                  const SearchOptions& o, double /*tokens*/, std::vector<Candidate>& plans, PassStats& stats) {
+void simulate_top(const Transformer& m, const Cluster& c, const HardwareProfile& hw, const SearchOptions& o,
+                  double tokens, std::vector<Candidate>& plans, PassStats& stats) {
   if (!stats.enabled) return;
   const auto k = std::min<std::size_t>(static_cast<std::size_t>(std::max(0, o.simulate_top)), plans.size());
+  const auto t0 = std::chrono::steady_clock::now();
   stats.in = static_cast<std::int64_t>(k);
-  if (!simulator_available()) {
-    stats.note = "simulator not available";
-    stats.out = 0;
-    return;
+  std::size_t done = 0;
+  for (; done < k; ++done) {
+    if (o.stop != nullptr && o.stop->load()) break;
+    Candidate& cand = plans[done];
+    if (!cand.timed) break;  // unranked plans have no analytical time to refine
+    // simulate_time(): the analytical prediction with the simulated iteration
+    // time and breakdown, throughput and MFU rescaled to it.
+    cand.simulated = sim::simulate_time(m, cand.plan, c, hw);
+    cand.objective = objective_value(o.objective, *cand.simulated, cand.plan.gpus(), tokens, o.gpu_hour_price);
   }
+  stats.out = static_cast<std::int64_t>(done);
+  if (done < k) stats.note = "stopped after " + std::to_string(done) + " of " + std::to_string(k);
+  // The simulated plans, re-ranked by the objective on their simulated time, lead.
+  std::stable_sort(plans.begin(), plans.begin() + static_cast<std::ptrdiff_t>(done),
+                   [&](const Candidate& a, const Candidate& b) { return ranks_before(o.objective, a, b); });
+  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace ztune

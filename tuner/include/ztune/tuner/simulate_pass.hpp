@@ -1,8 +1,8 @@
 #pragma once
 // The simulate pass: re-times the best K plans with the discrete-event
-// simulator (simulator/) and re-ranks them by the objective. When this build
-// has no simulator the pass says so in its note and changes nothing; it never
-// invents a simulated time.
+// simulator (simulator/) and re-ranks them by the objective; the analytical
+// rank is kept for the rest. A stop request ends the pass early and its note
+// says so.
 #include <vector>
 
 #include "ztune/model/cluster.hpp"
