@@ -119,7 +119,7 @@ TEST_CASE("passes on and off: without the rank pass plans come in enumeration or
   CHECK(r.pass("rank")->seconds == 0);
 }
 
-TEST_CASE("the simulate pass says when the simulator is not available", "[tuner][search]") {
+TEST_CASE("the simulate pass re-times the top K and re-ranks them on simulated time", "[tuner][search]") {
   const Transformer m = load_transformer("100b");
   const Cluster c = load_cluster("dgx2x16");
   SearchOptions o;
@@ -127,14 +127,23 @@ TEST_CASE("the simulate pass says when the simulator is not available", "[tuner]
   const auto r = run_search(m, c, default_profile_for(c), o);
   const auto* sim = r.pass("simulate");
   REQUIRE(sim != nullptr);
-  if (!simulator_available()) {
-    CHECK(sim->note == "simulator not available");
-    CHECK(sim->out == 0);
-    for (const auto& p : r.plans) CHECK_FALSE(p.simulated.has_value());
+  REQUIRE(simulator_available());
+  CHECK(sim->in == 3);
+  CHECK(sim->out == 3);
+  REQUIRE(r.plans.size() == 10);
+  for (std::size_t i = 0; i < r.plans.size(); ++i) {
+    const auto& p = r.plans[i];
+    CHECK(p.simulated.has_value() == (i < 3));
+    if (!p.simulated) continue;
+    CHECK(p.simulated->iteration_s > 0);
+    // The objective of a simulated plan is its simulated throughput.
+    CHECK(p.objective == Approx(p.simulated->tokens_per_s));
+    if (i > 0) CHECK(r.plans[i - 1].objective >= p.objective);
   }
   o.simulate_enabled = false;
   const auto off = run_search(m, c, default_profile_for(c), o);
   CHECK_FALSE(off.pass("simulate")->enabled);
+  for (const auto& p : off.plans) CHECK_FALSE(p.simulated.has_value());
 }
 
 TEST_CASE("the result does not depend on the number of threads", "[tuner][search]") {
