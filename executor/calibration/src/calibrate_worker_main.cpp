@@ -34,9 +34,9 @@ constexpr int kExitUsage = 2;
 // The CPU backend's default caps (printed when applied): a 1 GiB all-reduce
 // over shared memory on a 2-core machine takes seconds per call, and the whole
 // calibration must stay within minutes (docs/benchmarks.md).
-constexpr std::size_t kCpuMaxBytes = std::size_t{64} << 20;
+constexpr std::size_t kCpuMaxBytes = std::size_t{16} << 20;
 constexpr std::size_t kGpuMaxBytes = std::size_t{1} << 30;
-constexpr int kCpuGemmMaxDim = 1024;
+constexpr int kCpuGemmMaxDim = 512;
 
 struct Options {
   std::string out;
@@ -86,7 +86,7 @@ int run(int argc, char** argv) {
   app.add_option("--out", o.out, "Measurements JSON written by rank 0")->required();
   app.add_option("--backend", o.backend, "Compute backend")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--min-bytes", o.min_bytes, "Smallest collective message (nccl-tests S)")->check(CLI::PositiveNumber);
-  app.add_option("--max-bytes", o.max_bytes, "Largest collective message (default: 1 GiB; 64 MiB on the CPU backend)");
+  app.add_option("--max-bytes", o.max_bytes, "Largest collective message (default: 1 GiB; 16 MiB on the CPU backend)");
   app.add_option("--memory-max-bytes", o.memory_max_bytes, "Largest array of the memory-bound and copy benchmarks");
   app.add_option("--gemm-max-dim", o.gemm_max_dim, "Largest square GEMM dimension")->check(CLI::PositiveNumber);
   app.add_option("--only", o.only, "Comma list of sections: gemm,attention,memory,copies,adam,collectives");
@@ -116,8 +116,8 @@ int run(int argc, char** argv) {
   if (o.max_bytes == 0) {
     o.max_bytes = o.backend == "cpu" ? kCpuMaxBytes : kGpuMaxBytes;
     if (o.backend == "cpu")
-      notes.push_back("collective sizes capped at 64 MiB on the CPU backend (nccl-tests' 1 GiB would take minutes "
-                      "over shared memory); --max-bytes changes it");
+      notes.push_back("collective sizes capped at 16 MiB on the CPU backend (nccl-tests' 1 GiB would take minutes "
+                      "over shared memory; bandwidth has settled long before); --max-bytes changes it");
   }
   if (o.memory_max_bytes == 0) o.memory_max_bytes = o.backend == "cpu" ? kCpuMaxBytes : kGpuMaxBytes;
   if (o.gemm_max_dim == 0) o.gemm_max_dim = o.backend == "cpu" ? kCpuGemmMaxDim : 8192;
