@@ -138,7 +138,9 @@ int run_search_command(const SearchFlags& f) {
     } else {
       std::cout << "\n";
       print_plan_table(std::cout, r, r.plans);
-      if (r.pass("simulate") && r.pass("simulate")->out > 0) std::cout << "(* = ranked by the simulator)\n";
+      if (const auto* sim = r.pass("simulate"); sim != nullptr && sim->out > 0)
+        std::cout << "(* = simulated: the first " << sim->out
+                  << " are ranked by their simulated throughput, the rest by the analytical model)\n";
       std::cout << "\nBest plan: " << r.plans.front().plan.summary() << "\n";
       print_breakdowns(std::cout, r.plans.front());
     }

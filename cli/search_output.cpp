@@ -74,15 +74,21 @@ void print_columns(std::ostream& os, const std::vector<std::vector<std::string>>
 }  // namespace
 
 void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector<Candidate>& plans) {
+  bool any_simulated = false;
+  for (const auto& c : plans) any_simulated |= c.simulated.has_value();
   std::vector<std::vector<std::string>> rows{{"#", "dp×tp×pp(×v)", "ZeRO", "offload", "mb×acc", "recompute", "sched",
                                               "sp", "prec", "GPU mem GB", "TFLOP/s/GPU", "MFU", "tokens/s", "days"}};
-  const std::vector<bool> right{true, false, false, false, false, false, false, false,
-                                false, true,  true,  true,  true,  true};
+  std::vector<bool> right{true, false, false, false, false, false, false, false,
+                          false, true,  true,  true,  true,  true};
+  if (any_simulated) {
+    rows.front().emplace_back("sim tokens/s");
+    right.push_back(true);
+  }
   int rank = 0;
   for (const auto& c : plans) {
     const auto& p = c.plan;
     const auto& mem = c.prediction.memory;
-    const auto& t = c.time();
+    const auto& t = c.prediction.time;  // analytical; the simulated throughput has its own column
     std::string memory = mem.gpu_capacity_bytes > 0
                              ? fmt("%.1f", mem.gpu_total_bytes / 1e9) + "/" + fmt("%.1f", mem.gpu_capacity_bytes / 1e9)
                              : "-";
@@ -93,6 +99,7 @@ void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector
                     memory, c.timed ? fmt("%.1f", t.model_tflops_per_gpu) : "-",
                     c.timed ? fmt("%.1f%%", 100 * t.mfu) : "-", c.timed ? grouped(t.tokens_per_s) : "-",
                     c.timed ? fmt("%.1f", days_to_train(r.tokens, t.tokens_per_s)) : "-"});
+    if (any_simulated) rows.back().push_back(c.simulated ? grouped(c.simulated->tokens_per_s) : "-");
   }
   print_columns(os, rows, right);
 }
