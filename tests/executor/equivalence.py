@@ -15,7 +15,7 @@ so results differ by fp32 rounding (~1e-7 relative per operation). Checked:
    parameter by up to lr per step in a noise-chosen direction. 5e-5 is 1% of the
    largest total movement Adam allows in 5 steps of lr ≤ 1e-3 (5e-3).
 
-usage: equivalence.py WORKER MPIRUN [case ...]
+usage: equivalence.py WORKER "MPIRUN ARGS" [case ...]
 """
 import json
 import os
@@ -73,7 +73,7 @@ def run(worker, mpirun, workdir, name, kw, model):
 
 
 def main():
-    worker, mpirun = sys.argv[1], sys.argv[2].split(";")
+    worker, mpirun = sys.argv[1], sys.argv[2].split()
     selected = sys.argv[3:] or list(CASES)
     model = json.load(open(os.path.join(os.environ.get("ZTUNE_DATA_DIR", "data"), "models", "tiny.json")))
     failures = 0

@@ -5,7 +5,7 @@
  - resume: a run killed with SIGKILL after committing step 3's checkpoint and then
    resumed gives bit-identical losses for steps 4 and 5 to the uninterrupted run.
 
-usage: failures.py WORKER MPIRUN
+usage: failures.py WORKER "MPIRUN ARGS"
 """
 import json
 import os
@@ -30,7 +30,7 @@ def check(name, ok, detail=""):
 
 
 def main():
-    worker, mpirun = sys.argv[1], sys.argv[2].split(";")
+    worker, mpirun = sys.argv[1], sys.argv[2].split()
     model = json.load(open(os.path.join(os.environ.get("ZTUNE_DATA_DIR", "data"), "models", "tiny.json")))
 
     def run(np_, plan, *args):
