@@ -16,6 +16,8 @@
 #include "ztune/model/memory_model.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/model/time_model.hpp"
+#include "ztune/simulator/chrome_trace.hpp"
+#include "ztune/simulator/simulate.hpp"
 
 namespace ztune::cli {
 
@@ -29,6 +31,8 @@ struct PredictFlags {
   std::string profile;
   std::string accounting = "paper";
   bool json = false;
+  bool simulate = false;  // iteration time from the discrete-event simulator
+  std::string trace;      // Chrome trace JSON of the simulated iteration (implies simulate)
 };
 
 /// Everything one prediction needs, resolved from the flags.
@@ -138,16 +142,39 @@ Command add_predict(CLI::App& root) {
                   "(estimate_zero2/3_model_states_mem_needs, fp32 grad partitions), megatron (fp32 main grads)")
       ->check(CLI::IsMember({"paper", "deepspeed", "megatron"}));
   app->add_flag("--json", f->json, "Print one JSON object");
+  app->add_flag("--simulate", f->simulate,
+                "Iteration time and breakdown from the discrete-event simulator instead of the analytical estimate");
+  app->add_option("--trace", f->trace, "Write the simulated iteration as Chrome trace JSON (Perfetto); implies --simulate");
   return {app, [f]() {
             const PredictInputs in = resolve(*f);
-            const Prediction pr{predict_memory(in.model, in.plan, in.cluster, in.profile, in.memory),
-                                predict_time(in.model, in.plan, in.cluster, in.profile)};
+            Prediction pr{predict_memory(in.model, in.plan, in.cluster, in.profile, in.memory),
+                          predict_time(in.model, in.plan, in.cluster, in.profile)};
+            const double analytical_s = pr.time.iteration_s;
+            std::optional<sim::SimResult> simulated;
+            if (f->simulate || !f->trace.empty()) {
+              simulated = sim::simulate(in.model, in.plan, in.cluster, in.profile);
+              pr.time = sim::to_time_prediction(*simulated, pr.time);
+              if (!f->trace.empty()) sim::write_chrome_trace_file(f->trace, *simulated);
+            }
             const int largest_mb =
                 largest_fitting_micro_batch(in.model, in.plan, in.cluster, in.profile, 1024, in.memory);
             if (f->json) {
-              std::cout << prediction_json(in, pr, largest_mb).dump(2) << "\n";
+              nlohmann::json j = prediction_json(in, pr, largest_mb);
+              j["time"]["method"] = simulated ? "simulated" : "analytical";
+              if (simulated) {
+                j["time"]["analytical_iteration_s"] = analytical_s;
+                j["time"]["simulated_operations"] = simulated->graph.size();
+                j["time"]["breakdown_stage"] = simulated->pacing_stage;
+                if (!f->trace.empty()) j["time"]["trace"] = f->trace;
+              }
+              std::cout << j.dump(2) << "\n";
             } else {
               print_tables(in, pr, largest_mb);
+              if (simulated)
+                std::printf("time simulated: %zu operations, breakdown of pipeline stage %d; analytical estimate "
+                            "%.4f s%s%s\n",
+                            simulated->graph.size(), simulated->pacing_stage, analytical_s,
+                            f->trace.empty() ? "" : "; trace written to ", f->trace.c_str());
             }
             return kExitOk;
           }};

@@ -14,6 +14,7 @@
 #include "command.hpp"
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/validation.hpp"
+#include "ztune/simulator/simulate.hpp"
 
 namespace ztune::cli {
 
@@ -25,8 +26,34 @@ struct ValidateFlags {
   std::string source;
   bool json = false;
   bool all = false;
+  bool simulate = false;
   int worst = 10;
 };
+
+// --simulate: the simulator predicts every iteration time; the analytical
+// report is kept beside it so both errors are shown.
+void add_analytical(nlohmann::json& j, const ValidationReport& simulated, const ValidationReport& ana) {
+  for (std::size_t i = 0; i < simulated.cases.size() && i < ana.cases.size(); ++i) {
+    j["cases"][i]["predicted_analytical"] = ana.cases[i].predicted;
+    j["cases"][i]["error_analytical_pct"] = ana.cases[i].error_pct();
+  }
+  for (std::size_t i = 0; i < simulated.sources.size() && i < ana.sources.size(); ++i) {
+    j["sources"][i]["mape_analytical_pct"] = ana.sources[i].mape;
+    j["sources"][i]["max_abs_error_analytical_pct"] = ana.sources[i].max_abs_pct;
+  }
+  j["overall_mape_analytical_pct"] = ana.overall_mape;
+  j["predictor"] = "simulator";
+}
+
+void print_comparison(const ValidationReport& simulated, const ValidationReport& ana) {
+  std::printf("\n%-20s %6s %14s %14s %16s %16s\n", "source", "cases", "analytical %", "simulated %",
+              "analytical max%", "simulated max%");
+  for (std::size_t i = 0; i < simulated.sources.size() && i < ana.sources.size(); ++i)
+    std::printf("%-20s %6d %14.2f %14.2f %16.2f %16.2f\n", simulated.sources[i].name.c_str(), simulated.sources[i].cases,
+                ana.sources[i].mape, simulated.sources[i].mape, ana.sources[i].max_abs_pct, simulated.sources[i].max_abs_pct);
+  std::printf("(MAPE per source: the analytical estimate vs the discrete-event simulator; the table above is the "
+              "simulator's)\n");
+}
 
 nlohmann::json report_json(const ValidationReport& r) {
   nlohmann::json cases = nlohmann::json::array();
@@ -92,6 +119,8 @@ Command add_validate(CLI::App& root) {
   app->add_option("--worst", f->worst, "Cases shown per long source (worst first)")->check(CLI::NonNegativeNumber);
   app->add_flag("--all", f->all, "Print every case of every source");
   app->add_flag("--json", f->json, "Print one JSON object");
+  app->add_flag("--simulate", f->simulate,
+                "Predict iteration times with the discrete-event simulator; also report the analytical errors");
   return {app, [f]() {
             ValidationOptions opt;
             std::optional<HardwareProfile> profile;
@@ -100,11 +129,20 @@ Command add_validate(CLI::App& root) {
               opt.profile = &*profile;
             }
             opt.only = f->source;
-            const ValidationReport r = run_validation(f->dir.empty() ? default_validation_dir() : f->dir, opt);
+            const std::string dir = f->dir.empty() ? default_validation_dir() : f->dir;
+            std::optional<ValidationReport> analytical;
+            if (f->simulate) {
+              analytical = run_validation(dir, opt);
+              opt.time = sim::simulate_time;
+            }
+            const ValidationReport r = run_validation(dir, opt);
             if (f->json) {
-              std::cout << report_json(r).dump(2) << "\n";
+              nlohmann::json j = report_json(r);
+              if (analytical) add_analytical(j, r, *analytical);
+              std::cout << j.dump(2) << "\n";
             } else {
               print_report(r, *f);
+              if (analytical) print_comparison(r, *analytical);
             }
             return r.ok() ? kExitOk : kExitInfeasible;
           }};
