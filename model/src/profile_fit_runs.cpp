@@ -1,0 +1,283 @@
+// The training-run fit (profile_fit.hpp, part 2): Levenberg–Marquardt
+// (Marquardt 1963) on the relative error of predict_time() against the runs'
+// measured iteration times, over the profile's scalar parameters, with a
+// Gaussian prior around the starting profile (ridge in the parameters'
+// natural log space) so the few runs cannot drag what they do not observe.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include <Eigen/Dense>
+
+#include "ztune/model/input_error.hpp"
+#include "ztune/model/json_reader.hpp"
+#include "ztune/model/prediction.hpp"
+#include "ztune/model/profile_fit.hpp"
+
+namespace ztune {
+
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+double number(const nlohmann::json& doc, const char* key, const std::string& file) {
+  if (!doc.contains(key) || !doc.at(key).is_number())
+    throw InputError(file + ": $." + key + ": expected a number, got " +
+                     (doc.contains(key) ? describe_json(doc.at(key)) : std::string("nothing (missing)")));
+  return doc.at(key).get<double>();
+}
+
+}  // namespace
+
+RunObservation run_observation_from_record(const nlohmann::json& record, const std::string& file) {
+  if (!record.is_object() || !record.contains("schema") || record.at("schema") != "ztune.runrecord/1")
+    throw InputError(file + ": $.schema: expected \"ztune.runrecord/1\" (a run record written by ztune-worker), got " +
+                     (record.is_object() && record.contains("schema") ? describe_json(record.at("schema"))
+                                                                      : std::string("nothing")));
+  if (!record.contains("plan_file"))
+    throw InputError(file + ": $.plan_file: missing (expected the plan file the run executed)");
+  const PlanFile pf = plan_file_from_json(record.at("plan_file"), file + " ($.plan_file)");
+  if (!pf.model) throw InputError(file + ": $.plan_file.model: missing; the fit needs the model that ran");
+  RunObservation o;
+  o.label = std::filesystem::path(file).filename().string();
+  o.model = *pf.model;
+  o.plan = pf.plan;
+  o.measured_iteration_s = number(record, "step_time_s", file);
+  if (!(o.measured_iteration_s > 0))
+    throw InputError(file + ": $.step_time_s: expected a time > 0, got " + describe_json(record.at("step_time_s")));
+  o.measured_tokens_per_s = number(record, "tokens_per_s", file);
+  if (record.contains("peak_memory_bytes") && record.at("peak_memory_bytes").is_array())
+    for (const auto& v : record.at("peak_memory_bytes")) o.peak_memory_bytes.push_back(v.get<double>());
+  if (record.contains("ops_rank0")) o.ops = record.at("ops_rank0");
+  if (record.contains("steps") && record.at("steps").is_array()) o.steps = static_cast<int>(record.at("steps").size());
+  return o;
+}
+
+std::vector<PredictionError> prediction_errors(const std::vector<RunObservation>& runs, const Cluster& c,
+                                               const HardwareProfile& hw) {
+  std::vector<PredictionError> out;
+  for (const auto& r : runs)
+    out.push_back({r.label, r.plan.summary(), r.measured_iteration_s, predict_time(r.model, r.plan, c, hw).iteration_s});
+  return out;
+}
+
+double mean_abs_error(const std::vector<PredictionError>& e) {
+  if (e.empty()) return 0;
+  double sum = 0;
+  for (const auto& x : e) sum += std::abs(x.error());
+  return sum / static_cast<double>(e.size());
+}
+
+namespace {
+
+// The fitted parameters. Multipliers act on a rate (θ = θ0·e^u); overheads are
+// non-negative times (θ = s·softplus(v0 + u), s their scale, so a zero start is
+// reachable and the value never turns negative); the overlap is a fraction
+// (θ = logistic(v0 + u)).
+enum class Kind { multiplier, time, fraction };
+struct Param {
+  const char* name;
+  const char* unit;
+  Kind kind;
+  double scale;  // time parameters: typical size (s)
+  double sigma;  // prior width in u
+};
+
+double softplus(double v) { return v > 30 ? v : std::log1p(std::exp(v)); }
+double softplus_inv(double t) { return t > 30 ? t : std::log(std::expm1(t)); }
+double logistic(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+
+struct Model {
+  std::vector<Param> params;
+  std::vector<double> start;  // θ0
+  std::vector<double> v0;     // softplus / logistic offsets
+  HardwareProfile base;
+  Cluster cluster;
+
+  double value(std::size_t j, double u) const {
+    switch (params[j].kind) {
+      case Kind::multiplier: return start[j] * std::exp(u);
+      case Kind::time: return params[j].scale * softplus(v0[j] + u);
+      case Kind::fraction: return logistic(v0[j] + u);
+    }
+    return start[j];
+  }
+
+  // The profile and cluster at u (efficiencies may exceed 1 while fitting; finish() normalises).
+  void apply(const Eigen::VectorXd& u, HardwareProfile& hw, Cluster& c) const {
+    hw = base;
+    c = cluster;
+    const double g = value(0, u(0)) / start[0];
+    for (auto& row : hw.gemm_efficiency) row.efficiency *= g;
+    hw.attention_gemm_factor = value(1, u(1));
+    hw.memory_bandwidth_efficiency = value(2, u(2));
+    hw.kernel_launch_s = value(3, u(3));
+    hw.host_op_s = value(4, u(4));
+    hw.microbatch_overhead_s = value(5, u(5));
+    hw.step_overhead_s = value(6, u(6));
+    hw.intra_node.busbw_efficiency = value(7, u(7));
+    hw.intra_node.base_latency_s = value(8, u(8));
+    hw.dp_overlap = value(9, u(9));
+  }
+};
+
+Model make_model(const Cluster& c, const HardwareProfile& start, const RunFitOptions& o) {
+  Model m;
+  m.base = start;
+  m.cluster = c;
+  const double measured = std::log(std::max(1.0001, o.measured_prior_factor));
+  const double overhead = std::log(std::max(1.0001, o.overhead_prior_factor));
+  m.params = {{"gemm rate (× the table)", "", Kind::multiplier, 0, measured},
+              {"attention factor", "", Kind::multiplier, 0, measured},
+              {"memory-bound efficiency", "", Kind::multiplier, 0, measured},
+              {"kernel launch", "us", Kind::time, 1e-6, overhead},
+              {"host op dispatch", "us", Kind::time, 1e-6, overhead},
+              {"micro-batch overhead", "us", Kind::time, 1e-4, overhead},
+              {"step overhead", "us", Kind::time, 1e-3, overhead},
+              {"intra-node busbw efficiency", "", Kind::multiplier, 0, measured},
+              {"intra-node base latency", "us", Kind::time, 1e-6, overhead},
+              {"dp overlap", "", Kind::fraction, 0, 2.0}};
+  m.start = {1.0,
+             start.attention_gemm_factor,
+             start.memory_bandwidth_efficiency,
+             start.kernel_launch_s,
+             start.host_op_s,
+             start.microbatch_overhead_s,
+             start.step_overhead_s,
+             c.intra_node.collective_efficiency.value_or(start.intra_node.busbw_efficiency),
+             start.intra_node.base_latency_s,
+             start.dp_overlap};
+  m.v0.assign(m.params.size(), 0.0);
+  for (std::size_t j = 0; j < m.params.size(); ++j) {
+    if (m.params[j].kind == Kind::time)
+      m.v0[j] = softplus_inv(std::max(m.start[j], 1e-3 * m.params[j].scale) / m.params[j].scale);
+    if (m.params[j].kind == Kind::fraction) {
+      const double f = std::clamp(m.start[j], 1e-3, 1 - 1e-3);
+      m.v0[j] = std::log(f / (1 - f));
+    }
+  }
+  m.cluster.intra_node.collective_efficiency.reset();
+  return m;
+}
+
+// Residuals: the runs' relative errors, then the prior's u_j/σ_j.
+Eigen::VectorXd residuals(const Model& m, const std::vector<RunObservation>& runs, const Eigen::VectorXd& u) {
+  HardwareProfile hw;
+  Cluster c;
+  m.apply(u, hw, c);
+  const auto n = static_cast<Eigen::Index>(runs.size());
+  Eigen::VectorXd r(n + u.size());
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const auto& run = runs[static_cast<std::size_t>(i)];
+    const double t = predict_time(run.model, run.plan, c, hw).iteration_s;
+    r(i) = (t - run.measured_iteration_s) / run.measured_iteration_s;
+  }
+  for (Eigen::Index j = 0; j < u.size(); ++j) r(n + j) = u(j) / m.params[static_cast<std::size_t>(j)].sigma;
+  return r;
+}
+
+}  // namespace
+
+RunFit fit_profile_to_runs(const std::vector<RunObservation>& runs, const Cluster& c, const HardwareProfile& start,
+                           const RunFitOptions& options) {
+  RunFit out;
+  out.profile = start;
+  out.cluster = c;
+  out.mean_abs_error_before = mean_abs_error(prediction_errors(runs, c, start));
+  out.mean_abs_error_after = out.mean_abs_error_before;
+  if (runs.empty()) {
+    out.notes.push_back("runs: none measured; the profile is the microbenchmark fit");
+    return out;
+  }
+  const Model m = make_model(c, start, options);
+  const auto p = static_cast<Eigen::Index>(m.params.size());
+  Eigen::VectorXd u = Eigen::VectorXd::Zero(p);
+  Eigen::VectorXd r = residuals(m, runs, u);
+  double cost = r.squaredNorm();
+  double lambda = 1e-2;
+  int it = 0;
+  for (; it < options.max_iterations; ++it) {
+    // Forward-difference Jacobian (the model has max()/min() kinks; a step of
+    // 1e-4 in log space stays on one side of them almost always).
+    Eigen::MatrixXd jac(r.size(), p);
+    constexpr double kStep = 1e-4;
+    for (Eigen::Index j = 0; j < p; ++j) {
+      Eigen::VectorXd up = u;
+      up(j) += kStep;
+      jac.col(j) = (residuals(m, runs, up) - r) / kStep;
+    }
+    const Eigen::MatrixXd jtj = jac.transpose() * jac;
+    const Eigen::VectorXd jtr = jac.transpose() * r;
+    bool improved = false;
+    for (int tries = 0; tries < 12 && !improved; ++tries) {
+      Eigen::MatrixXd a = jtj;
+      for (Eigen::Index j = 0; j < p; ++j) a(j, j) += lambda * (jtj(j, j) + 1e-12);
+      const Eigen::VectorXd step = a.ldlt().solve(-jtr);
+      const Eigen::VectorXd trial = u + step;
+      const Eigen::VectorXd rt = residuals(m, runs, trial);
+      const double ct = rt.squaredNorm();
+      if (std::isfinite(ct) && ct < cost) {
+        const double gain = cost - ct;
+        u = trial;
+        r = rt;
+        cost = ct;
+        lambda = std::max(1e-9, lambda / 3);
+        improved = true;
+        if (gain < 1e-10 * std::max(1.0, cost)) it = options.max_iterations;  // converged
+      } else {
+        lambda *= 4;
+      }
+    }
+    if (!improved) break;
+  }
+  out.iterations = it;
+
+  // Materialise: fractions above 1 become raised cluster figures (a rate
+  // cannot exceed its figure in a profile), as the microbenchmark fit does.
+  HardwareProfile hw;
+  Cluster fitted;
+  m.apply(u, hw, fitted);
+  double top = 0;
+  for (const auto& row : hw.gemm_efficiency) top = std::max(top, row.efficiency);
+  if (top > 1) {
+    for (auto& row : hw.gemm_efficiency) row.efficiency /= top;
+    fitted.node.gpu.peak_tflops_fp32 *= top;
+    out.notes.push_back("runs: GEMMs ran above the fp32 peak figure; peak raised to " +
+                        fmt("%.4g", fitted.node.gpu.peak_tflops_fp32) + " TFLOP/s per rank");
+  }
+  if (hw.memory_bandwidth_efficiency > 1) {
+    fitted.node.gpu.hbm_bandwidth_gbps *= hw.memory_bandwidth_efficiency;
+    out.notes.push_back("runs: memory-bound kernels ran above the bandwidth figure; raised to " +
+                        fmt("%.4g", fitted.node.gpu.hbm_bandwidth_gbps) + " GB/s per rank");
+    hw.memory_bandwidth_efficiency = 1;
+  }
+  if (hw.intra_node.busbw_efficiency > 1) {
+    fitted.intra_node.bandwidth_gbps *= hw.intra_node.busbw_efficiency;
+    out.notes.push_back("runs: intra-node collectives ran above the link figure; raised to " +
+                        fmt("%.4g", fitted.intra_node.bandwidth_gbps) + " GB/s");
+    hw.intra_node.busbw_efficiency = 1;
+  }
+  if (hw.attention_gemm_factor > 1) {
+    out.notes.push_back("runs: the attention factor fitted to " + fmt("%.3f", hw.attention_gemm_factor) +
+                        "; capped at 1 (a profile fraction)");
+    hw.attention_gemm_factor = 1;
+  }
+  for (Eigen::Index j = 0; j < p; ++j) {
+    const auto& prm = m.params[static_cast<std::size_t>(j)];
+    const double scale = std::string(prm.unit) == "us" ? 1e6 : 1.0;
+    out.values.push_back({std::string("runs: ") + prm.name, m.start[static_cast<std::size_t>(j)] * scale,
+                          m.value(static_cast<std::size_t>(j), u(j)) * scale, prm.unit,
+                          static_cast<int>(runs.size()), 0.0});
+  }
+  out.profile = hw;
+  out.cluster = fitted;
+  out.mean_abs_error_after = mean_abs_error(prediction_errors(runs, fitted, hw));
+  return out;
+}
+
+}  // namespace ztune
