@@ -5,7 +5,10 @@
 #include <cmath>
 
 #include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/onebit_adam.hpp"
 #include "ztune/model/op_costs.hpp"
+#include "ztune/model/sparse_attention.hpp"
+#include "ztune/model/zeropp.hpp"
 
 namespace ztune {
 
@@ -56,7 +59,8 @@ ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccou
   return b;
 }
 
-double layer_activation_bytes(const Transformer& m, int micro_batch, int tp, bool sequence_parallel, Recompute r) {
+double layer_activation_bytes(const Transformer& m, int micro_batch, int tp, bool sequence_parallel, Recompute r,
+                              double attention_density) {
   const double s = m.seq_len, b = micro_batch, h = m.hidden, a = m.heads, t = tp;
   const double sbh = s * b * h;
   const double sp = sequence_parallel ? t : 1.0;
@@ -69,7 +73,7 @@ double layer_activation_bytes(const Transformer& m, int micro_batch, int tp, boo
   // Inside: Q, K, V, projection input and the MLP's stored tensors (24·s·b·h for GPT).
   const double inside = s * b * (2.0 * h + 4.0 * kvd + 2.0 * h + mlp) / t;
   // Attention scores: softmax output (2), dropout mask (1), dropout output (2).
-  const double scores = r == Recompute::selective ? 0.0 : 5.0 * a * s * s * b / t;
+  const double scores = r == Recompute::selective ? 0.0 : 5.0 * a * s * s * b / t * attention_density;
   return outside + inside + scores;
 }
 
@@ -96,9 +100,10 @@ struct StageMemory {
 };
 
 // One stage's lines: `first`/`last` say which pipeline ends it holds.
-StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, bool first, bool last,
-                         const MemoryOptions& opt) {
+StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw, bool first,
+                         bool last, const MemoryOptions& opt) {
   StageMemory sm;
+  const double density = attention_density(m, p);
   const double t = p.tp;
   const double eb = bytes_of(p.precision);
   const double layers = static_cast<double>(m.layers) / p.pp;
@@ -111,13 +116,30 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   if (last) psi += final_norm + (m.tied_embeddings ? (first ? 0.0 : word) : word);
 
   ModelStateBytes st = model_state_bytes(psi, p.dp, p.zero_stage, opt.accounting);
+  if (p.precision == Precision::fp32) {
+    // Pure fp32 training (the CPU backend): 4-byte parameters and gradients, and
+    // Adam keeps only momentum and variance (8 bytes) since the parameters are
+    // already the fp32 master copy. Partitioning follows the same ZeRO stages.
+    const double n = std::max(1, p.dp);
+    st.params = p.zero_stage >= 3 ? 4.0 * psi / n : 4.0 * psi;
+    st.grads = p.zero_stage >= 2 ? 4.0 * psi / n : 4.0 * psi;
+    st.optimizer = p.zero_stage >= 1 ? 8.0 * psi / n : 8.0 * psi;
+  }
   if (p.offload_optimizer != OffloadTarget::none) {
     st.optimizer = 0;
     if (p.zero_stage >= 1) st.grads = 0;  // ZeRO-Offload streams gradient partitions to the host
   }
   if (p.offload_params != OffloadTarget::none) st.params = 0;
+  // ZeRO++ hpZ: the node-local secondary copy of the 16-bit parameters.
+  if (p.zeropp) st.params += zeropp_secondary_bytes(m, p, c);
   sm.gpu[idx(MemLine::params)] = st.params;
   sm.gpu[idx(MemLine::grads)] = st.grads;
+  // 1-bit Adam's error feedback (fp32 worker and server errors) is optimizer state.
+  OnebitAdamCost onebit;
+  if (p.onebit_adam) {
+    onebit = onebit_adam_cost(m, p, c, hw);
+    st.optimizer += onebit.error_feedback_bytes;
+  }
   sm.gpu[idx(MemLine::optimizer)] = st.optimizer;
 
   // Activations: this stage's layers × micro-batches in flight (first stage
@@ -125,11 +147,11 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   double in_flight = microbatches_in_flight(p);
   if (!first && p.schedule != Schedule::gpipe) in_flight = 1.0;
   const double per_layer =
-      layer_activation_bytes(m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute);
+      layer_activation_bytes(m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute, density);
   double act = layers * per_layer * in_flight;
   // Full recomputation re-materialises one layer's activations at a time.
   if (p.recompute == Recompute::full)
-    act += layer_activation_bytes(m, p.micro_batch, p.tp, p.sequence_parallel, Recompute::none);
+    act += layer_activation_bytes(m, p.micro_batch, p.tp, p.sequence_parallel, Recompute::none, density);
   // Embedding output dropout mask (Korthikanti: s·b·h·p/t with SP).
   const double sbh = static_cast<double>(m.seq_len) * p.micro_batch * m.hidden;
   if (first) act += sbh / (p.sequence_parallel ? t : 1.0) * in_flight;
@@ -141,6 +163,7 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
     const double overlap = p.overlap_comm ? 2.0 : 1.0;
     double buckets = eb * std::min(p.reduce_bucket_elems, psi) * overlap;
     if (p.zero_stage == 1 || p.zero_stage == 2) buckets += eb * std::min(p.allgather_bucket_elems, psi);
+    buckets += onebit.sign_buffer_bytes;  // 1-bit Adam's packed sign buffers
     sm.gpu[idx(MemLine::comm_buckets)] = buckets;
   }
 
@@ -161,15 +184,19 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
       for (int i = 0; i < 2; ++i) keep(norms * h);
       if (m.bias) { keep((h + 2 * kvd) / t); keep(h); keep(f_in / t); keep(h); }
       sm.gpu[idx(MemLine::zero3_gathered)] = eb * (live + layers * small);
+      // ZeRO++ qwZ: the int8 staging buffer of the gather in flight.
+      if (p.zeropp) sm.gpu[idx(MemLine::zero3_gathered)] += kZeroppWeightBytes * std::min(p.prefetch_bucket_elems, psi);
     }
   }
 
   // Workspace: cuBLAS plus the largest transient gradient buffers of one layer
   // (attention-score gradient, FC1 output gradient), two of them live.
-  const double scores = static_cast<double>(p.micro_batch) * m.heads / t * m.seq_len * m.seq_len * eb;
+  const double scores = static_cast<double>(p.micro_batch) * m.heads / t * m.seq_len * m.seq_len * eb * density;
   const double f_in = m.activation == Activation::swiglu ? 2.0 * m.ffn_hidden : m.ffn_hidden;
   const double fc1 = static_cast<double>(m.seq_len) * p.micro_batch * f_in / t * eb;
-  sm.gpu[idx(MemLine::workspace)] = kCublasWorkspaceBytes + 2.0 * std::max(scores, fc1);
+  // (No cuBLAS workspace on the CPU backend.)
+  const double library_workspace = c.device_kind == DeviceKind::gpu ? kCublasWorkspaceBytes : 0.0;
+  sm.gpu[idx(MemLine::workspace)] = library_workspace + 2.0 * std::max(scores, fc1);
 
   // Logits: 16-bit logits + their fp32 copy in the vocab-parallel cross entropy.
   if (last) sm.gpu[idx(MemLine::logits)] = static_cast<double>(m.seq_len) * p.micro_batch * m.vocab / t * (eb + 4.0);
@@ -190,11 +217,10 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
 
 MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
                                 const MemoryOptions& opt) {
-  (void)hw;
   MemoryPrediction mp;
-  StageMemory worst = stage_memory(m, p, c, true, p.pp == 1, opt);
+  StageMemory worst = stage_memory(m, p, c, hw, true, p.pp == 1, opt);
   if (p.pp > 1) {
-    StageMemory last = stage_memory(m, p, c, false, true, opt);
+    StageMemory last = stage_memory(m, p, c, hw, false, true, opt);
     if (last.total > worst.total) worst = last;
   }
   mp.gpu = worst.gpu;
