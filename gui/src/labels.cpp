@@ -65,6 +65,8 @@ QString layout_label(const Plan& p) {
 }
 
 QString offload_label(const Plan& p) {
+  if (p.offload_optimizer != OffloadTarget::none && p.offload_optimizer == p.offload_params)
+    return QStringLiteral("optimizer + params → ") + target(p.offload_params);
   QStringList parts;
   if (p.offload_optimizer != OffloadTarget::none) parts << QStringLiteral("optimizer → ") + target(p.offload_optimizer);
   if (p.offload_params != OffloadTarget::none) parts << QStringLiteral("params → ") + target(p.offload_params);

@@ -28,12 +28,34 @@ QString format_bytes(double bytes) {
 QString format_duration(double seconds) {
   if (!std::isfinite(seconds)) return QStringLiteral("∞");
   const double a = std::fabs(seconds);
+  if (a == 0) return QStringLiteral("0 s");
   if (a >= 86400) return format_days(seconds / 86400);
   if (a >= 3600) return fixed(seconds / 3600, 1) + " h";
   if (a >= 60) return fixed(seconds / 60, 1) + " min";
   if (a >= 1) return fixed(seconds, 2) + " s";
   if (a >= 1e-3) return three_digits(seconds * 1e3) + " ms";
   return fixed(seconds * 1e6, 0) + " µs";
+}
+
+QString format_time_tick(double t_s, double step_s) {
+  double scale = 1;
+  const char* unit = " s";
+  // The largest unit in which the step is at least 0.5: ticks read "2.5 s", not "2500 ms".
+  if (step_s < 5e-4) {
+    scale = 1e6;
+    unit = " µs";
+  } else if (step_s < 0.5) {
+    scale = 1e3;
+    unit = " ms";
+  }
+  const double step = step_s * scale;
+  // Enough decimals to tell neighbouring ticks apart (a 0.5 ms step needs one).
+  int decimals = 0;
+  while (decimals < 6 && std::fabs(step * std::pow(10.0, decimals) - std::round(step * std::pow(10.0, decimals))) > 1e-6)
+    ++decimals;
+  double v = t_s * scale;
+  if (std::fabs(v) < 0.5 * std::pow(10.0, -decimals)) v = 0;  // no "-0"
+  return QString::number(v, 'f', decimals) + QString::fromUtf8(unit);
 }
 
 QString format_days(double days) {

@@ -46,3 +46,17 @@ TEST_CASE("rates, percentages and counts", "[gui][units]") {
   CHECK(format_count(3.0e12) == "3.0 T");
   CHECK(format_count(1500) == "1.5 k");
 }
+
+TEST_CASE("zero reads as zero seconds", "[gui][units]") { CHECK(format_duration(0) == "0 s"); }
+
+TEST_CASE("axis ticks read in the unit of their step", "[gui][units]") {
+  CHECK(format_time_tick(60, 20) == "60 s");
+  CHECK(format_time_tick(100, 20) == "100 s");
+  CHECK(format_time_tick(0.015, 0.005) == "15 ms");
+  CHECK(format_time_tick(0.0015, 0.0005) == "1.5 ms");
+  CHECK(format_time_tick(2e-5, 1e-5) == "20 µs");
+  CHECK(format_time_tick(2.5, 0.5) == "2.5 s");
+  CHECK(format_time_tick(0.6, 0.2) == "600 ms");
+  CHECK(format_time_tick(3, 1) == "3 s");
+  CHECK(format_time_tick(-1e-17, 0.1) == "0 ms");
+}

@@ -14,6 +14,9 @@ QString format_bytes(double bytes);
 double to_gib(double bytes);
 /// 2.5e-5 → "25 µs", 0.0123 → "12.3 ms", 4.56 → "4.56 s", 5400 → "1.5 h", 259200 → "3.0 days".
 QString format_duration(double seconds);
+/// An axis tick at t seconds, in the unit of the tick step so that every label of one
+/// axis reads alike: (60, 20) → "60 s", (0.015, 0.005) → "15 ms", (2e-5, 1e-5) → "20 µs".
+QString format_time_tick(double t_s, double step_s);
 /// 12.34 → "12.3 days"; 0.25 → "6.0 h" (less than a day reads better in hours).
 QString format_days(double days);
 /// 123.4 → "123.4 TFLOP/s".

@@ -1,0 +1,40 @@
+#include "compare_panel.hpp"
+
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSplitter>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include "memory_chart.hpp"
+#include "time_chart.hpp"
+#include "ztune/gui/planner_document.hpp"
+
+namespace ztune::gui {
+
+ComparePanel::ComparePanel(PlannerDocument* doc, QWidget* parent) : QWidget(parent) {
+  auto* v = new QVBoxLayout(this);
+  v->setContentsMargins(0, 0, 0, 0);
+  auto* hint = new QLabel(QStringLiteral(
+      "Select two or more plans in the table (Ctrl+click) and press Compare (Ctrl+D). The best value of each row is bold."));
+  hint->setWordWrap(true);
+  v->addWidget(hint);
+  auto* split = new QSplitter(Qt::Horizontal);
+  auto* table = new QTableView;
+  table->setModel(&doc->compare());
+  table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table->setAlternatingRowColors(true);
+  split->addWidget(table);
+  split->addWidget(new MemoryChart(&doc->compare_memory(), QStringLiteral("GPU memory")));
+  split->addWidget(new TimeChart(&doc->compare_time(), QStringLiteral("Iteration time")));
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  split->setStretchFactor(2, 3);
+  v->addWidget(split, 1);
+  connect(doc, &PlannerDocument::compareChanged, hint,
+          [hint, doc] { hint->setVisible(doc->compare().columnCount() == 0); });
+}
+
+}  // namespace ztune::gui

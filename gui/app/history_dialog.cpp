@@ -1,0 +1,119 @@
+#include "history_dialog.hpp"
+
+#include <exception>
+
+#include <QDialogButtonBox>
+#include <QFontDatabase>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTableView>
+#include <QVBoxLayout>
+#include <nlohmann/json.hpp>
+
+#include "ztune/gui/planner_document.hpp"
+#include "ztune/gui/stored_search.hpp"
+#include "ztune/tuner/results_db.hpp"
+
+namespace ztune::gui {
+namespace {
+
+QTableView* table_for(QAbstractItemModel* model, int sort_role, QObject* owner) {
+  auto* proxy = new QSortFilterProxyModel(owner);
+  proxy->setSourceModel(model);
+  proxy->setSortRole(sort_role);
+  auto* view = new QTableView;
+  view->setModel(proxy);
+  view->setSortingEnabled(true);
+  view->sortByColumn(0, Qt::DescendingOrder);
+  view->setSelectionBehavior(QAbstractItemView::SelectRows);
+  view->setSelectionMode(QAbstractItemView::SingleSelection);
+  view->setAlternatingRowColors(true);
+  view->verticalHeader()->hide();
+  view->horizontalHeader()->setStretchLastSection(true);
+  return view;
+}
+
+}  // namespace
+
+HistoryDialog::HistoryDialog(PlannerDocument* doc, QWidget* parent) : QDialog(parent), doc_(doc) {
+  setWindowTitle(QStringLiteral("History"));
+  resize(1100, 520);
+  auto* v = new QVBoxLayout(this);
+  auto* tabs = new QTabWidget;
+  search_view_ = table_for(&searches_, SearchHistoryModel::SortRole, this);
+  tabs->addTab(search_view_, QStringLiteral("Searches"));
+  auto* runs = new QSplitter(Qt::Vertical);
+  run_view_ = table_for(&runs_, RunHistoryModel::SortRole, this);
+  runs->addWidget(run_view_);
+  run_detail_ = new QPlainTextEdit;
+  run_detail_->setReadOnly(true);
+  run_detail_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+  runs->addWidget(run_detail_);
+  tabs->addTab(runs, QStringLiteral("Runs"));
+  v->addWidget(tabs, 1);
+  status_ = new QLabel;
+  status_->setWordWrap(true);
+  v->addWidget(status_);
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close);
+  auto* open = buttons->addButton(QStringLiteral("Open search"), QDialogButtonBox::AcceptRole);
+  auto* refresh = buttons->addButton(QStringLiteral("Refresh"), QDialogButtonBox::ResetRole);
+  v->addWidget(buttons);
+  connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+  connect(open, &QPushButton::clicked, this, &HistoryDialog::open_selected_search);
+  connect(refresh, &QPushButton::clicked, this, &HistoryDialog::reload);
+  connect(search_view_, &QTableView::doubleClicked, this, &HistoryDialog::open_selected_search);
+  connect(run_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &HistoryDialog::show_selected_run);
+  reload();
+}
+
+void HistoryDialog::reload() {
+  if (doc_->database().isEmpty()) {
+    status_->setText(QStringLiteral("No results database (set XDG_DATA_HOME or HOME)."));
+    return;
+  }
+  try {
+    const auto db = ResultsDb::open(doc_->database().toStdString());
+    searches_.set_searches(db.searches(500));
+    runs_.set_runs(db.runs(500));
+    status_->setText(QStringLiteral("%1 — %2 searches, %3 runs").arg(doc_->database()).arg(searches_.rowCount()).arg(runs_.rowCount()));
+  } catch (const std::exception& e) {
+    status_->setText(QString::fromStdString(e.what()));
+  }
+}
+
+void HistoryDialog::open_selected_search() {
+  const QModelIndex idx = search_view_->currentIndex();
+  if (!idx.isValid()) return;
+  const auto id = idx.data(SearchHistoryModel::IdRole).toLongLong();
+  try {
+    const auto db = ResultsDb::open(doc_->database().toStdString());
+    const auto stored = db.search(id);
+    if (!stored) {
+      status_->setText(QStringLiteral("search %1 is no longer in the database").arg(id));
+      return;
+    }
+    doc_->set_outcome(outcome_from_stored_search(*stored));
+    accept();
+  } catch (const std::exception& e) {
+    status_->setText(QString::fromStdString(e.what()));
+  }
+}
+
+void HistoryDialog::show_selected_run() {
+  const QModelIndex idx = run_view_->currentIndex();
+  if (!idx.isValid()) return;
+  try {
+    const auto db = ResultsDb::open(doc_->database().toStdString());
+    const auto run = db.run(idx.data(RunHistoryModel::IdRole).toLongLong());
+    run_detail_->setPlainText(run ? QString::fromStdString(run->dump(2)) : QStringLiteral("(gone)"));
+  } catch (const std::exception& e) {
+    run_detail_->setPlainText(QString::fromStdString(e.what()));
+  }
+}
+
+}  // namespace ztune::gui

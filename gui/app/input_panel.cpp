@@ -1,0 +1,229 @@
+#include "input_panel.hpp"
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QStyle>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include "palette.hpp"
+#include "ztune/gui/units.hpp"
+#include "ztune/model/catalog.hpp"
+
+namespace ztune::gui {
+namespace {
+
+QComboBox* catalog_combo(const std::string& kind) {
+  auto* c = new QComboBox;
+  c->setEditable(true);
+  c->setInsertPolicy(QComboBox::NoInsert);
+  for (const auto& n : catalog_names(kind)) c->addItem(QString::fromStdString(n));
+  c->setToolTip(QStringLiteral("A catalog name or a JSON file"));
+  c->setMinimumContentsLength(14);
+  return c;
+}
+
+/// A field with a "…" button that fills it from a file dialog.
+QWidget* with_browse(QWidget* field, QComboBox* combo, QLineEdit* line, const QString& title, const QString& filter) {
+  auto* row = new QWidget;
+  auto* h = new QHBoxLayout(row);
+  h->setContentsMargins(0, 0, 0, 0);
+  h->addWidget(field, 1);
+  auto* browse = new QToolButton;
+  browse->setText(QStringLiteral("…"));
+  browse->setToolTip(title);
+  h->addWidget(browse);
+  QObject::connect(browse, &QToolButton::clicked, row, [row, combo, line, title, filter] {
+    const QString f = QFileDialog::getOpenFileName(row, title, QString(), filter);
+    if (f.isEmpty()) return;
+    if (combo != nullptr) combo->setEditText(f);
+    if (line != nullptr) line->setText(f);
+  });
+  return row;
+}
+
+}  // namespace
+
+InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
+  auto* outer = new QVBoxLayout(this);
+  auto* form = new QFormLayout;
+  form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  form->setRowWrapPolicy(QFormLayout::DontWrapRows);
+  outer->addLayout(form);
+
+  cluster_ = catalog_combo("clusters");
+  model_ = catalog_combo("models");
+  model_->setToolTip(QStringLiteral("A catalog name, a ztune model JSON or a Hugging Face config.json"));
+  profile_ = new QLineEdit;
+  profile_->setPlaceholderText(QStringLiteral("default for the GPU"));
+  gpus_ = new QSpinBox;
+  gpus_->setRange(0, 1 << 20);
+  gpus_->setSpecialValueText(QStringLiteral("all of the cluster"));
+  global_batch_ = new QSpinBox;
+  global_batch_->setRange(0, 1 << 24);
+  global_batch_->setSpecialValueText(QStringLiteral("the model's"));
+  global_batch_->setSuffix(QStringLiteral(" sequences"));
+  seq_ = new QSpinBox;
+  seq_->setRange(0, 1 << 20);
+  seq_->setSpecialValueText(QStringLiteral("the model's"));
+  seq_->setSuffix(QStringLiteral(" tokens"));
+  tokens_ = new QDoubleSpinBox;
+  tokens_->setRange(0, 1e6);
+  tokens_->setDecimals(0);
+  tokens_->setSpecialValueText(QStringLiteral("the model's"));
+  tokens_->setSuffix(QStringLiteral(" B tokens"));
+  engine_ = new QComboBox;
+  engine_->addItems({QStringLiteral("ztune"), QStringLiteral("deepspeed"), QStringLiteral("megatron")});
+  objective_ = new QComboBox;
+  objective_->addItems({QStringLiteral("throughput"), QStringLiteral("time"), QStringLiteral("cost")});
+
+  const QString json = QStringLiteral("JSON files (*.json);;All files (*)");
+  add_row(form, QStringLiteral("&Cluster"), with_browse(cluster_, cluster_, nullptr, QStringLiteral("Open a cluster file"), json),
+          InputField::cluster);
+  fields_[InputField::cluster] = cluster_;
+  add_row(form, QStringLiteral("&Model"),
+          with_browse(model_, model_, nullptr, QStringLiteral("Open a model file or a Hugging Face config.json"), json),
+          InputField::model);
+  fields_[InputField::model] = model_;
+  add_row(form, QStringLiteral("&Profile"),
+          with_browse(profile_, nullptr, profile_, QStringLiteral("Open a hardware profile"), json), InputField::profile);
+  fields_[InputField::profile] = profile_;
+  add_row(form, QStringLiteral("&GPUs"), gpus_, InputField::gpus);
+  add_row(form, QStringLiteral("Global &batch"), global_batch_, InputField::global_batch);
+  add_row(form, QStringLiteral("Se&quence"), seq_, InputField::seq);
+  add_row(form, QStringLiteral("&Token budget"), tokens_, InputField::tokens);
+  add_row(form, QStringLiteral("&Engine"), engine_, InputField::engine);
+  add_row(form, QStringLiteral("&Objective"), objective_, InputField::objective);
+
+  search_ = new QPushButton(QStringLiteral("Search"));
+  search_->setDefault(true);
+  search_->setToolTip(QStringLiteral("Search the plan space (Ctrl+R)"));
+  search_->setMinimumHeight(32);
+  outer->addWidget(search_);
+  auto* other = new QLabel;
+  other->setWordWrap(true);
+  other->setVisible(false);
+  other->setStyleSheet(QStringLiteral("color: %1;").arg(error_color().name()));
+  other->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  errors_[InputField::other] = other;
+  outer->addWidget(other);
+  summary_ = new QLabel;
+  summary_->setWordWrap(true);
+  summary_->setStyleSheet(QStringLiteral("color: #555;"));
+  outer->addWidget(summary_);
+  report_ = new QLabel;
+  report_->setWordWrap(true);
+  report_->setTextFormat(Qt::RichText);
+  outer->addWidget(report_);
+  outer->addStretch(1);
+
+  connect(search_, &QPushButton::clicked, this, &InputPanel::searchRequested);
+
+  // Validate as the user types (debounced): loading a file is milliseconds, and
+  // the message is the one the search would give.
+  validate_timer_.setSingleShot(true);
+  validate_timer_.setInterval(400);
+  connect(&validate_timer_, &QTimer::timeout, this, &InputPanel::validate_now);
+  auto later = [this] { validate_timer_.start(); };
+  connect(cluster_, &QComboBox::editTextChanged, this, later);
+  connect(model_, &QComboBox::editTextChanged, this, later);
+  connect(profile_, &QLineEdit::textChanged, this, later);
+  connect(gpus_, &QSpinBox::valueChanged, this, later);
+  connect(global_batch_, &QSpinBox::valueChanged, this, later);
+  connect(seq_, &QSpinBox::valueChanged, this, later);
+  connect(engine_, &QComboBox::currentTextChanged, this, later);
+}
+
+void InputPanel::add_row(QFormLayout* form, const QString& label, QWidget* field, InputField which) {
+  auto* box = new QWidget;
+  auto* v = new QVBoxLayout(box);
+  v->setContentsMargins(0, 0, 0, 0);
+  v->setSpacing(2);
+  v->addWidget(field);
+  auto* err = new QLabel;
+  err->setWordWrap(true);
+  err->setVisible(false);
+  err->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  err->setStyleSheet(QStringLiteral("color: %1; font-size: 90%;").arg(error_color().name()));
+  v->addWidget(err);
+  form->addRow(label, box);
+  errors_[which] = err;
+  if (!fields_.count(which)) fields_[which] = field;
+}
+
+SearchInputs InputPanel::inputs() const {
+  SearchInputs in;
+  in.cluster = cluster_->currentText();
+  in.model = model_->currentText();
+  in.profile = profile_->text();
+  in.gpus = gpus_->value();
+  in.global_batch = global_batch_->value();
+  in.seq = seq_->value();
+  in.tokens = tokens_->value() * 1e9;
+  in.engine = engine_->currentText();
+  in.objective = objective_->currentText();
+  return in;
+}
+
+void InputPanel::set_inputs(const SearchInputs& in) {
+  cluster_->setEditText(in.cluster);
+  model_->setEditText(in.model);
+  profile_->setText(in.profile);
+  gpus_->setValue(in.gpus);
+  global_batch_->setValue(static_cast<int>(in.global_batch));
+  seq_->setValue(in.seq);
+  tokens_->setValue(in.tokens / 1e9);
+  engine_->setCurrentText(in.engine);
+  objective_->setCurrentText(in.objective);
+}
+
+void InputPanel::clear_issues() {
+  for (auto& [field, label] : errors_) {
+    label->clear();
+    label->setVisible(false);
+  }
+  for (auto& [field, widget] : fields_) widget->setStyleSheet(QString());
+  summary_->setVisible(true);
+}
+
+void InputPanel::show_issues(const QList<InputIssue>& issues) {
+  clear_issues();
+  for (const auto& i : issues) {
+    QLabel* label = errors_.count(i.field) ? errors_[i.field] : errors_[InputField::other];
+    label->setText(label->text().isEmpty() ? i.message : label->text() + QLatin1Char('\n') + i.message);
+    label->setVisible(true);
+    if (fields_.count(i.field))
+      fields_[i.field]->setStyleSheet(QStringLiteral("border: 1px solid %1;").arg(error_color().name()));
+  }
+}
+
+void InputPanel::set_summary(const QString& text) { summary_->setText(text); }
+
+void InputPanel::set_search_report(const QString& html) { report_->setText(html); }
+
+void InputPanel::validate_now() {
+  const InputResolution r = resolve_inputs(inputs());
+  if (!r.ok()) {
+    show_issues(QList<InputIssue>(r.issues.begin(), r.issues.end()));
+    return;
+  }
+  clear_issues();
+  const auto& c = r.inputs->cluster;
+  const auto& m = r.inputs->model;
+  set_summary(QStringLiteral("%1: %2 × %3 GPUs (%4, %5)\n%6: %7 parameters, %8 layers, sequence %9")
+                  .arg(QString::fromStdString(c.name))
+                  .arg(c.nodes)
+                  .arg(c.node.gpus)
+                  .arg(QString::fromStdString(c.node.gpu.name), format_bytes(c.node.gpu.memory_bytes()))
+                  .arg(QString::fromStdString(m.name), format_count(m.total_params()))
+                  .arg(m.layers)
+                  .arg(m.seq_len));
+}
+
+}  // namespace ztune::gui

@@ -1,0 +1,435 @@
+#include "main_window.hpp"
+
+#include <QAction>
+#include <QApplication>
+#include <QCheckBox>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDir>
+#include <QDockWidget>
+#include <QFile>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSettings>
+#include <QSplitter>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTimer>
+#include <QToolBar>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <nlohmann/json.hpp>
+
+#include "compare_panel.hpp"
+#include "history_dialog.hpp"
+#include "input_panel.hpp"
+#include "memory_chart.hpp"
+#include "run_panel.hpp"
+#include "scaling_chart.hpp"
+#include "time_chart.hpp"
+#include "timeline_widget.hpp"
+#include "ztune/gui/labels.hpp"
+#include "ztune/gui/units.hpp"
+#include "ztune/tuner/explain.hpp"
+
+namespace ztune::gui {
+namespace {
+
+QSettings settings() { return QSettings(QStringLiteral("ztune"), QStringLiteral("ztune-planner")); }
+
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+  setWindowTitle(QStringLiteral("ztune planner"));
+  setObjectName(QStringLiteral("ztune-planner"));
+
+  // Inputs, docked left.
+  inputs_ = new InputPanel;
+  auto* dock = new QDockWidget(QStringLiteral("Inputs"));
+  dock->setObjectName(QStringLiteral("inputs"));
+  dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
+  auto* scroll = new QScrollArea;
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setWidget(inputs_);
+  scroll->setMinimumWidth(300);
+  dock->setWidget(scroll);
+  addDockWidget(Qt::LeftDockWidgetArea, dock);
+  connect(inputs_, &InputPanel::searchRequested, this, &MainWindow::start_search);
+
+  // Plans: filters above the table.
+  auto* plans = new QWidget;
+  auto* pv = new QVBoxLayout(plans);
+  pv->setContentsMargins(0, 0, 0, 0);
+  auto* filters = new QHBoxLayout;
+  filters->addWidget(new QLabel(QStringLiteral("Ranked plans")));
+  filters->addSpacing(16);
+  zero_filter_ = new QComboBox;
+  zero_filter_->addItems({QStringLiteral("any ZeRO stage"), QStringLiteral("ZeRO-0 only"), QStringLiteral("ZeRO-1 only"),
+                          QStringLiteral("ZeRO-2 only"), QStringLiteral("ZeRO-3 only")});
+  filters->addWidget(zero_filter_);
+  no_offload_ = new QCheckBox(QStringLiteral("without offload"));
+  filters->addWidget(no_offload_);
+  filters->addStretch(1);
+  plan_count_ = new QLabel;
+  filters->addWidget(plan_count_);
+  pv->addLayout(filters);
+  table_ = new QTableView;
+  table_->setModel(&doc_.filtered());
+  table_->setSortingEnabled(true);
+  table_->sortByColumn(PlanTableModel::rank, Qt::AscendingOrder);
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+  table_->setAlternatingRowColors(true);
+  table_->verticalHeader()->hide();
+  table_->verticalHeader()->setDefaultSectionSize(22);
+  table_->horizontalHeader()->setStretchLastSection(true);
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
+  table_->setWordWrap(false);
+  pv->addWidget(table_, 1);
+  connect(zero_filter_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    doc_.filtered().set_zero_stage(i == 0 ? std::nullopt : std::optional<int>(i - 1));
+    update_plan_count();
+  });
+  connect(no_offload_, &QCheckBox::toggled, this, [this](bool on) {
+    doc_.filtered().set_hide_offload(on);
+    update_plan_count();
+  });
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& current) {
+            if (!restoring_selection_ && current.isValid() && current.row() != doc_.selected_row())
+              doc_.select(current.row());
+          });
+
+  // The selected plan's charts.
+  charts_ = new QSplitter(Qt::Horizontal);
+  charts_->addWidget(new MemoryChart(&doc_.memory(), QStringLiteral("GPU memory of the selected plan")));
+  charts_->addWidget(new TimeChart(&doc_.time(), QStringLiteral("Iteration time")));
+  charts_->addWidget(new ScalingChart(&doc_.scaling()));
+  charts_->setStretchFactor(0, 4);
+  charts_->setStretchFactor(1, 5);
+  charts_->setStretchFactor(2, 4);
+  charts_->setSizes({400, 500, 380});
+
+  // Tabs: timeline, compare, run.
+  tabs_ = new QTabWidget;
+  timeline_ = new TimelineWidget;
+  tabs_->addTab(timeline_, QStringLiteral("Timeline"));
+  tabs_->addTab(new ComparePanel(&doc_), QStringLiteral("Compare"));
+  run_ = new RunPanel(&doc_);
+  tabs_->addTab(run_, QStringLiteral("Run"));
+  connect(run_, &RunPanel::message, this, [this](const QString& m) { status_->setText(m); });
+
+  vertical_ = new QSplitter(Qt::Vertical);
+  vertical_->addWidget(plans);
+  vertical_->addWidget(charts_);
+  vertical_->addWidget(tabs_);
+  vertical_->setStretchFactor(0, 3);
+  vertical_->setStretchFactor(1, 4);
+  vertical_->setStretchFactor(2, 2);
+  vertical_->setSizes({330, 370, 230});
+  setCentralWidget(vertical_);
+
+  // Status bar: message, progress, cancel.
+  status_ = new QLabel(QStringLiteral("Ready: press Search (Ctrl+R) to search the plan space."));
+  statusBar()->addWidget(status_, 1);
+  progress_ = new QProgressBar;
+  progress_->setMaximumWidth(260);
+  progress_->setVisible(false);
+  progress_->setFormat(QStringLiteral("%p% of the plan space"));
+  statusBar()->addPermanentWidget(progress_);
+  cancel_ = new QToolButton;
+  cancel_->setText(QStringLiteral("Cancel"));
+  cancel_->setToolTip(QStringLiteral("Stop the search and keep the best plans so far (Esc)"));
+  cancel_->setVisible(false);
+  statusBar()->addPermanentWidget(cancel_);
+  connect(cancel_, &QToolButton::clicked, &doc_, &PlannerDocument::cancel_search);
+
+  connect(&doc_, &PlannerDocument::searchRunning, this, [this](bool running) {
+    progress_->setVisible(running);
+    cancel_->setVisible(running);
+    inputs_->search_button()->setEnabled(!running);
+    if (running) {
+      progress_->setRange(0, 0);
+      status_->setText(QStringLiteral("Searching…"));
+    }
+  });
+  connect(&doc_, &PlannerDocument::searchProgress, this, [this](qint64 done, qint64 total) {
+    if (total <= 0) return;
+    progress_->setRange(0, 1000);
+    progress_->setValue(static_cast<int>(1000.0 * static_cast<double>(done) / static_cast<double>(total)));
+  });
+  connect(&doc_, &PlannerDocument::searchFinished, this, &MainWindow::on_search_finished);
+  connect(&doc_, &PlannerDocument::searchFailed, this, [this](const QList<InputIssue>& issues) {
+    inputs_->show_issues(issues);
+    status_->setText(QStringLiteral("Not searched: %1").arg(issues.isEmpty() ? QString() : issues.front().message));
+  });
+  connect(&doc_, &PlannerDocument::selectionChanged, this, &MainWindow::on_selection_changed);
+  connect(&doc_, &PlannerDocument::simulationStarted, this,
+          [this] { timeline_->set_message(QStringLiteral("Simulating one iteration of the selected plan…")); });
+  connect(&doc_, &PlannerDocument::simulationFinished, this, [this] {
+    const auto& s = *doc_.simulation();
+    timeline_->set_timeline(s.timeline, QStringLiteral("%1 — simulated iteration %2, %3 operations")
+                                            .arg(QString::fromStdString(s.plan.summary()),
+                                                 format_duration(s.time.iteration_s))
+                                            .arg(s.operations));
+  });
+  connect(&doc_, &PlannerDocument::simulationFailed, this,
+          [this](const QString& m) { timeline_->set_message(QStringLiteral("Simulation failed: ") + m); });
+  connect(&doc_, &PlannerDocument::compareChanged, this, [this] {
+    if (doc_.compare().columnCount() >= 2) tabs_->setCurrentIndex(1);
+  });
+
+  build_actions();
+  resize(1600, 1000);
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::build_actions() {
+  auto* tools = addToolBar(QStringLiteral("Main"));
+  tools->setObjectName(QStringLiteral("main toolbar"));
+  tools->setMovable(false);
+  tools->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  auto action = [this](const QString& text, const QKeySequence& key, auto slot) {
+    auto* a = new QAction(text, this);
+    a->setShortcut(key);
+    a->setToolTip(QStringLiteral("%1 (%2)").arg(QString(text).remove(QLatin1Char('&')), key.toString(QKeySequence::NativeText)));
+    connect(a, &QAction::triggered, this, slot);
+    return a;
+  };
+  auto* search = action(QStringLiteral("&Search"), QKeySequence(Qt::CTRL | Qt::Key_R), [this] { start_search(); });
+  auto* cancel = action(QStringLiteral("&Cancel"), QKeySequence(Qt::Key_Escape), [this] { doc_.cancel_search(); });
+  auto* compare = action(QStringLiteral("Com&pare"), QKeySequence(Qt::CTRL | Qt::Key_D), [this] { compare_selected(); });
+  auto* history = action(QStringLiteral("&History"), QKeySequence(Qt::CTRL | Qt::Key_H), [this] { show_history(); });
+  auto* run = action(QStringLiteral("&Run"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R), [this] {
+    tabs_->setCurrentWidget(run_);
+    run_->run_selected();
+  });
+  auto* save = action(QStringLiteral("Export plan &JSON…"), QKeySequence(Qt::CTRL | Qt::Key_S), [this] { export_plan_json(); });
+  auto* ds = action(QStringLiteral("Export &DeepSpeed config…"), QKeySequence(Qt::CTRL | Qt::Key_E),
+                    [this] { export_with_ztune(QStringLiteral("deepspeed")); });
+  auto* mg = action(QStringLiteral("Export &Megatron arguments…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E),
+                    [this] { export_with_ztune(QStringLiteral("megatron")); });
+  auto* quit = action(QStringLiteral("&Quit"), QKeySequence::Quit, [this] { close(); });
+  auto* zoom_in = action(QStringLiteral("Timeline zoom &in"), QKeySequence(Qt::CTRL | Qt::Key_Plus), [this] { timeline_->zoom(1.5); });
+  auto* zoom_out = action(QStringLiteral("Timeline zoom &out"), QKeySequence(Qt::CTRL | Qt::Key_Minus),
+                          [this] { timeline_->zoom(1 / 1.5); });
+  auto* zoom_all = action(QStringLiteral("Whole &iteration"), QKeySequence(Qt::CTRL | Qt::Key_0), [this] { timeline_->reset_zoom(); });
+
+  auto* file = menuBar()->addMenu(QStringLiteral("&File"));
+  file->addActions({save, ds, mg});
+  file->addSeparator();
+  file->addAction(quit);
+  auto* plan = menuBar()->addMenu(QStringLiteral("&Plan"));
+  plan->addActions({search, cancel, compare, run, history});
+  auto* view = menuBar()->addMenu(QStringLiteral("&View"));
+  view->addActions({zoom_in, zoom_out, zoom_all});
+
+  tools->addActions({search, cancel});
+  tools->addSeparator();
+  tools->addActions({compare, run, history});
+  tools->addSeparator();
+  tools->addActions({save, ds, mg});
+}
+
+void MainWindow::start_search() {
+  inputs_->clear_issues();
+  doc_.start_search(inputs_->inputs());
+}
+
+void MainWindow::on_search_finished() {
+  const auto& out = *doc_.outcome();
+  const auto& r = out.result;
+  setWindowTitle(QStringLiteral("ztune planner — %1 on %2")
+                     .arg(QString::fromStdString(out.inputs.model.name), QString::fromStdString(out.inputs.cluster.name)));
+  QString msg = QStringLiteral("%1 plans, %2 fit, searched in %3")
+                    .arg(format_count(static_cast<double>(r.space)), format_count(static_cast<double>(r.feasible)),
+                         format_duration(r.elapsed_s));
+  if (r.interrupted) msg += QStringLiteral(" (cancelled: best so far)");
+  if (r.plans.empty()) {
+    msg = QStringLiteral("No plan fits. ");
+    if (!r.closest.empty()) msg += QStringLiteral("Closest: ") + QString::fromStdString(describe_memory(r.closest.front().prediction.memory));
+  }
+  if (!out.db_note.isEmpty()) msg += QStringLiteral(" · not stored: ") + out.db_note;
+  status_->setText(msg);
+
+  // The search's own account: the space, what each pass kept, why plans left.
+  QString report = QStringLiteral("<b>Last search</b><table cellspacing=2>");
+  auto row = [&report](const QString& k, const QString& v) {
+    report += QStringLiteral("<tr><td>%1</td><td align=right>%2</td></tr>").arg(k, v);
+  };
+  row(QStringLiteral("plans in the space"), format_count(static_cast<double>(r.space)));
+  row(QStringLiteral("valid layouts reached"), format_count(static_cast<double>(r.evaluated)));
+  row(QStringLiteral("fit in memory"), format_count(static_cast<double>(r.feasible)));
+  row(QStringLiteral("time (%1 threads)").arg(r.threads), format_duration(r.elapsed_s));
+  for (const auto& [reason, n] : r.pruned.named())
+    row(QStringLiteral("&nbsp;&nbsp;pruned: ") + QString::fromStdString(reason).replace(QLatin1Char('_'), QLatin1Char(' ')),
+        format_count(static_cast<double>(n)));
+  for (const auto& pass : r.passes)
+    if (!pass.note.empty()) row(QStringLiteral("%1 pass").arg(QString::fromStdString(pass.name)), QString::fromStdString(pass.note));
+  report += QStringLiteral("</table>");
+  inputs_->set_search_report(report);
+  table_->resizeColumnsToContents();
+  update_plan_count();
+  on_selection_changed();
+}
+
+void MainWindow::on_selection_changed() {
+  const int row = doc_.selected_row();
+  if (row < 0) return;
+  restoring_selection_ = true;
+  table_->selectRow(row);
+  table_->setCurrentIndex(doc_.filtered().index(row, 0));
+  restoring_selection_ = false;
+}
+
+void MainWindow::update_plan_count() {
+  plan_count_->setText(QStringLiteral("%1 of %2 shown").arg(doc_.filtered().rowCount()).arg(doc_.plans().rowCount()));
+}
+
+void MainWindow::compare_selected() {
+  QList<int> rows;
+  for (const QModelIndex& idx : table_->selectionModel()->selectedRows()) rows << idx.row();
+  std::sort(rows.begin(), rows.end());
+  if (rows.size() < 2) {
+    status_->setText(QStringLiteral("Select two or more plans to compare (Ctrl+click)."));
+    return;
+  }
+  doc_.set_compared(rows);
+}
+
+void MainWindow::show_history() {
+  HistoryDialog dialog(&doc_, this);
+  dialog.exec();
+}
+
+void MainWindow::export_plan_json() {
+  const Candidate* c = doc_.selected();
+  if (c == nullptr) return;
+  const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export plan"), QStringLiteral("plan.json"),
+                                                    QStringLiteral("JSON (*.json)"));
+  if (path.isEmpty()) return;
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
+    QMessageBox::warning(this, QStringLiteral("Export"), path + QStringLiteral(": ") + f.errorString());
+    return;
+  }
+  const auto& in = doc_.outcome()->inputs;
+  f.write(QByteArray::fromStdString(plan_file_to_json(PlanFile{c->plan, in.model, in.cluster}).dump(2)));
+  status_->setText(QStringLiteral("Plan written to ") + path);
+}
+
+void MainWindow::export_with_ztune(const QString& format) {
+  const Candidate* c = doc_.selected();
+  if (c == nullptr || exporter_.running()) return;
+  // `ztune export` is the one exporter; the planner hands it the plan file.
+  const QString plan_path = QDir(QStandardPaths::writableLocation(QStandardPaths::TempLocation))
+                                .filePath(QStringLiteral("ztune-planner-export-plan.json"));
+  QFile f(plan_path);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return;
+  const auto& in = doc_.outcome()->inputs;
+  f.write(QByteArray::fromStdString(plan_file_to_json(PlanFile{c->plan, in.model, in.cluster}).dump(2)));
+  f.close();
+  auto log = std::make_shared<QString>();
+  exporter_.disconnect(this);
+  connect(&exporter_, &ChildProcess::output, this, [log](const QString& t) { *log += t; });
+  connect(&exporter_, &ChildProcess::failedToStart, this,
+          [this](const QString& m) { QMessageBox::warning(this, QStringLiteral("Export"), m); });
+  connect(&exporter_, &ChildProcess::finished, this, [this, format, log](int code, bool crashed) {
+    if (crashed || code != 0) {
+      QMessageBox::warning(this, QStringLiteral("Export"),
+                           QStringLiteral("%1 failed:\n\n%2").arg(exporter_.command_line(), log->trimmed()));
+      return;
+    }
+    const QString suggested = format == QLatin1String("deepspeed") ? QStringLiteral("ds_config.json") : QStringLiteral("megatron_args.txt");
+    const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Save %1 export").arg(format), suggested);
+    if (path.isEmpty()) return;
+    QFile out(path);
+    if (!out.open(QIODevice::WriteOnly | QIODevice::Truncate)) return;
+    out.write(exporter_.standard_output());
+    status_->setText(QStringLiteral("%1 export written to %2").arg(format, path));
+  });
+  exporter_.start(ztune_program(), {QStringLiteral("export"), QStringLiteral("--format"), format, plan_path});
+}
+
+void MainWindow::restore_settings() {
+  save_settings_ = true;
+  auto s = settings();
+  restoreGeometry(s.value(QStringLiteral("geometry")).toByteArray());
+  restoreState(s.value(QStringLiteral("state")).toByteArray());
+  vertical_->restoreState(s.value(QStringLiteral("vertical")).toByteArray());
+  charts_->restoreState(s.value(QStringLiteral("charts")).toByteArray());
+  if (s.contains(QStringLiteral("inputs/cluster"))) {
+    SearchInputs in;
+    in.cluster = s.value(QStringLiteral("inputs/cluster")).toString();
+    in.model = s.value(QStringLiteral("inputs/model")).toString();
+    in.profile = s.value(QStringLiteral("inputs/profile")).toString();
+    in.gpus = s.value(QStringLiteral("inputs/gpus")).toInt();
+    in.global_batch = s.value(QStringLiteral("inputs/global_batch")).toLongLong();
+    in.seq = s.value(QStringLiteral("inputs/seq")).toInt();
+    in.tokens = s.value(QStringLiteral("inputs/tokens")).toDouble();
+    in.engine = s.value(QStringLiteral("inputs/engine"), in.engine).toString();
+    in.objective = s.value(QStringLiteral("inputs/objective"), in.objective).toString();
+    inputs_->set_inputs(in);
+  }
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  if (save_settings_) {
+    auto s = settings();
+    s.setValue(QStringLiteral("geometry"), saveGeometry());
+    s.setValue(QStringLiteral("state"), saveState());
+    s.setValue(QStringLiteral("vertical"), vertical_->saveState());
+    s.setValue(QStringLiteral("charts"), charts_->saveState());
+    const SearchInputs in = inputs_->inputs();
+    s.setValue(QStringLiteral("inputs/cluster"), in.cluster);
+    s.setValue(QStringLiteral("inputs/model"), in.model);
+    s.setValue(QStringLiteral("inputs/profile"), in.profile);
+    s.setValue(QStringLiteral("inputs/gpus"), in.gpus);
+    s.setValue(QStringLiteral("inputs/global_batch"), static_cast<qlonglong>(in.global_batch));
+    s.setValue(QStringLiteral("inputs/seq"), in.seq);
+    s.setValue(QStringLiteral("inputs/tokens"), in.tokens);
+    s.setValue(QStringLiteral("inputs/engine"), in.engine);
+    s.setValue(QStringLiteral("inputs/objective"), in.objective);
+  }
+  event->accept();
+}
+
+void MainWindow::screenshot_when_ready(const QString& file, int timeout_ms) {
+  auto done = std::make_shared<bool>(false);
+  auto save = [this, file, done](int code) {
+    if (*done) return;
+    *done = true;
+    // Let layouts and charts settle before grabbing.
+    QTimer::singleShot(400, this, [this, file, code] {
+      const QPixmap shot = grab();
+      const bool ok = shot.save(file, "PNG");
+      if (!ok) qWarning("ztune-planner: cannot write %s", qPrintable(file));
+      QApplication::exit(ok ? code : 2);
+    });
+  };
+  auto ready = [this, save] {
+    if (!doc_.outcome() || doc_.searching() || doc_.scaling_running()) return;
+    if (doc_.selected() != nullptr && !doc_.simulation()) return;  // the timeline is still coming
+    save(doc_.outcome()->result.plans.empty() ? 1 : 0);
+  };
+  connect(&doc_, &PlannerDocument::searchFinished, this, ready);
+  connect(&doc_, &PlannerDocument::simulationFinished, this, ready);
+  connect(&doc_, &PlannerDocument::simulationFailed, this, [save] { save(0); });
+  connect(&doc_, &PlannerDocument::scalingRunning, this, ready);
+  connect(&doc_, &PlannerDocument::searchFailed, this, [save] { save(1); });
+  QTimer::singleShot(timeout_ms, this, [save] { save(3); });
+  start_search();
+}
+
+}  // namespace ztune::gui

@@ -1,0 +1,73 @@
+#pragma once
+// The planner's window: inputs on the left, the ranked plans, the selected
+// plan's memory, time and scaling charts, and tabs for its simulated timeline,
+// the comparison and the run. It only wires widgets to the PlannerDocument.
+#include <QMainWindow>
+
+#include "ztune/gui/child_process.hpp"
+#include "ztune/gui/planner_document.hpp"
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QProgressBar;
+class QSplitter;
+class QTableView;
+class QTabWidget;
+class QToolButton;
+
+namespace ztune::gui {
+
+class InputPanel;
+class RunPanel;
+class TimelineWidget;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  InputPanel& inputs() { return *inputs_; }
+  PlannerDocument& document() { return doc_; }
+  void start_search();
+  /// Restores window state and the last inputs (not in screenshot mode: it must be reproducible).
+  void restore_settings();
+  /// --screenshot: search, select the best plan, wait for its simulation and the
+  /// scaling curve, save the window to `file`, then quit with 0 (1 when nothing
+  /// could be shown, 3 on timeout).
+  void screenshot_when_ready(const QString& file, int timeout_ms);
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+
+ private:
+  void build_actions();
+  void on_search_finished();
+  void on_selection_changed();
+  void export_plan_json();
+  void export_with_ztune(const QString& format);
+  void compare_selected();
+  void show_history();
+  void update_plan_count();
+
+  PlannerDocument doc_;
+  InputPanel* inputs_ = nullptr;
+  QTableView* table_ = nullptr;
+  QComboBox* zero_filter_ = nullptr;
+  QCheckBox* no_offload_ = nullptr;
+  QLabel* plan_count_ = nullptr;
+  QSplitter* vertical_ = nullptr;
+  QSplitter* charts_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  TimelineWidget* timeline_ = nullptr;
+  RunPanel* run_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  QToolButton* cancel_ = nullptr;
+  QLabel* status_ = nullptr;
+  ChildProcess exporter_;
+  bool restoring_selection_ = false;
+  bool save_settings_ = false;
+};
+
+}  // namespace ztune::gui

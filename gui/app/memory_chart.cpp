@@ -1,0 +1,106 @@
+#include "memory_chart.hpp"
+
+#include <algorithm>
+
+#include <QtCharts/QBarCategoryAxis>
+#include <QtCharts/QBarSet>
+#include <QtCharts/QHBarModelMapper>
+#include <QtCharts/QLegendMarker>
+#include <QtCharts/QLineSeries>
+#include <QtCharts/QStackedBarSeries>
+#include <QtCharts/QValueAxis>
+
+#include "palette.hpp"
+#include "ztune/gui/memory_breakdown_model.hpp"
+#include "ztune/gui/units.hpp"
+
+namespace ztune::gui {
+MemoryChart::MemoryChart(MemoryBreakdownModel* model, const QString& title, QWidget* parent)
+    : QChartView(parent), model_(model), title_(title) {
+  auto* chart = new QChart;
+  chart->setTitle(title);
+  chart->setAnimationOptions(QChart::NoAnimation);
+  chart->legend()->setAlignment(Qt::AlignRight);
+  chart->setMargins(QMargins(4, 4, 4, 4));
+  auto* bars = new QStackedBarSeries;
+  bars->setBarWidth(0.55);
+  chart->addSeries(bars);
+  auto* capacity = new QLineSeries;
+  capacity->setName(QStringLiteral("GPU capacity"));
+  QPen pen(capacity_color());
+  pen.setWidth(2);
+  pen.setStyle(Qt::DashLine);
+  capacity->setPen(pen);
+  chart->addSeries(capacity);
+
+  auto* x = new QBarCategoryAxis;
+  auto* y = new QValueAxis;
+  y->setTitleText(QStringLiteral("GiB per GPU"));
+  y->setLabelFormat(QStringLiteral("%.0f"));
+  chart->addAxis(x, Qt::AlignBottom);
+  chart->addAxis(y, Qt::AlignLeft);
+  bars->attachAxis(x);
+  bars->attachAxis(y);
+  capacity->attachAxis(x);
+  capacity->attachAxis(y);
+  setChart(chart);
+  setRenderHint(QPainter::Antialiasing);
+
+  auto* mapper = new QHBarModelMapper(this);
+  mapper->setFirstBarSetRow(0);
+  mapper->setLastBarSetRow(model->rowCount() - 1);
+  mapper->setFirstColumn(0);
+  mapper->setColumnCount(-1);  // every plan column
+  mapper->setSeries(bars);
+  mapper->setModel(model);
+  connect(model, &QAbstractItemModel::modelReset, this, &MemoryChart::refresh);
+  refresh();
+}
+
+void MemoryChart::refresh() {
+  QChart* c = chart();
+  auto* bars = qobject_cast<QStackedBarSeries*>(c->series().value(0));
+  auto* capacity = qobject_cast<QLineSeries*>(c->series().value(1));
+  auto* x = qobject_cast<QBarCategoryAxis*>(c->axes(Qt::Horizontal).value(0));
+  auto* y = qobject_cast<QValueAxis*>(c->axes(Qt::Vertical).value(0));
+  if (bars == nullptr || capacity == nullptr || x == nullptr || y == nullptr) return;
+
+  const int columns = model_->columnCount();
+  QStringList categories;
+  for (int col = 0; col < columns; ++col) categories << model_->headerData(col, Qt::Horizontal).toString();
+  x->setCategories(categories);
+
+  const auto sets = bars->barSets();
+  for (int i = 0; i < sets.size(); ++i) {
+    sets[i]->setColor(series_color(static_cast<std::size_t>(i)));
+    sets[i]->setBorderColor(series_color(static_cast<std::size_t>(i)).darker(115));
+  }
+  // Hide the legend entries of categories this plan does not use (e.g. ZeRO-3 buffers without ZeRO-3).
+  const auto markers = c->legend()->markers(bars);
+  for (int i = 0; i < markers.size() && i < sets.size(); ++i) markers[i]->setVisible(sets[i]->sum() > 0);
+
+  double top = 1;
+  double capacity_gib = 0;
+  QString subtitle;
+  const auto& mem = model_->memory();
+  for (int col = 0; col < columns; ++col) top = std::max(top, to_gib(model_->total(col)));
+  capacity->clear();
+  if (!mem.empty()) {
+    capacity_gib = to_gib(mem.front().gpu_capacity_bytes);
+    capacity->append(-0.5, capacity_gib);
+    capacity->append(columns - 0.5, capacity_gib);
+    top = std::max(top, capacity_gib);
+    if (columns == 1) {
+      const auto& m = mem.front();
+      subtitle = QStringLiteral("%1 of %2 per GPU<br>per node: host %3 of %4 · NVMe %5 of %6")
+                     .arg(format_bytes(m.gpu_total_bytes), format_bytes(m.gpu_capacity_bytes),
+                          format_bytes(m.host_bytes_per_node), format_bytes(m.host_capacity_bytes),
+                          format_bytes(m.nvme_bytes_per_node), format_bytes(m.nvme_capacity_bytes));
+    }
+  }
+  y->setRange(0, top * 1.08);
+  y->applyNiceNumbers();
+  c->setTitle(subtitle.isEmpty() ? title_ : title_ + QStringLiteral("<br><small>") + subtitle + QStringLiteral("</small>"));
+}
+
+}  // namespace ztune::gui

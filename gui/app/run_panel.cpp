@@ -1,0 +1,104 @@
+#include "run_panel.hpp"
+
+#include <QDir>
+#include <QFile>
+#include <QFontDatabase>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QVBoxLayout>
+#include <nlohmann/json.hpp>
+
+#include "ztune/gui/planner_document.hpp"
+#include "ztune/gui/run_summary.hpp"
+
+namespace ztune::gui {
+
+RunPanel::RunPanel(PlannerDocument* doc, QWidget* parent) : QWidget(parent), doc_(doc) {
+  auto* v = new QVBoxLayout(this);
+  v->setContentsMargins(0, 0, 0, 0);
+  auto* bar = new QHBoxLayout;
+  bar->addWidget(new QLabel(QStringLiteral("Steps")));
+  steps_ = new QSpinBox;
+  steps_->setRange(1, 100000);
+  steps_->setValue(10);
+  bar->addWidget(steps_);
+  run_ = new QPushButton(QStringLiteral("Run selected plan"));
+  run_->setToolTip(QStringLiteral("ztune run plan.json (Ctrl+Shift+R)"));
+  stop_ = new QPushButton(QStringLiteral("Stop"));
+  stop_->setEnabled(false);
+  bar->addWidget(run_);
+  bar->addWidget(stop_);
+  result_ = new QLabel;
+  result_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  bar->addWidget(result_, 1);
+  v->addLayout(bar);
+  log_ = new QPlainTextEdit;
+  log_->setReadOnly(true);
+  log_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+  log_->setPlaceholderText(QStringLiteral("The log of `ztune run` appears here."));
+  log_->setMaximumBlockCount(20000);
+  v->addWidget(log_, 1);
+
+  connect(run_, &QPushButton::clicked, this, &RunPanel::run_selected);
+  connect(stop_, &QPushButton::clicked, this, &RunPanel::stop);
+  connect(&child_, &ChildProcess::output, this, [this](const QString& text) {
+    log_->moveCursor(QTextCursor::End);
+    log_->insertPlainText(text);
+    log_->moveCursor(QTextCursor::End);
+  });
+  connect(&child_, &ChildProcess::failedToStart, this, [this](const QString& m) {
+    log_->appendPlainText(m);
+    result_->setText(QStringLiteral("could not start ztune"));
+    run_->setEnabled(true);
+    stop_->setEnabled(false);
+  });
+  connect(&child_, &ChildProcess::finished, this, [this](int code, bool crashed) {
+    run_->setEnabled(true);
+    stop_->setEnabled(false);
+    if (crashed || code != 0) {
+      result_->setText(QStringLiteral("ztune run failed (exit %1)").arg(crashed ? QStringLiteral("crash") : QString::number(code)));
+      return;
+    }
+    const auto measured = parse_run_summary(child_.standard_output());
+    result_->setText(measured ? compare_run(*measured, predicted_step_s_)
+                              : QStringLiteral("the run printed no JSON summary"));
+    emit message(result_->text());
+  });
+}
+
+void RunPanel::run_selected() {
+  const Candidate* c = doc_->selected();
+  if (c == nullptr || !doc_->outcome()) {
+    result_->setText(QStringLiteral("select a plan first"));
+    return;
+  }
+  if (child_.running()) return;
+  // The plan file carries the model and cluster, so `ztune run` needs nothing else.
+  const auto& in = doc_->outcome()->inputs;
+  const QString dir = QStandardPaths::writableLocation(QStandardPaths::TempLocation);
+  plan_path_ = QDir(dir).filePath(QStringLiteral("ztune-planner-run-plan.json"));
+  QFile f(plan_path_);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
+    result_->setText(plan_path_ + QStringLiteral(": cannot write: ") + f.errorString());
+    return;
+  }
+  f.write(QByteArray::fromStdString(plan_file_to_json(PlanFile{c->plan, in.model, in.cluster}).dump(2)));
+  f.close();
+  predicted_step_s_ = c->time().iteration_s;
+  log_->clear();
+  result_->setText(QStringLiteral("running…"));
+  run_->setEnabled(false);
+  stop_->setEnabled(true);
+  const QStringList args{QStringLiteral("run"), plan_path_, QStringLiteral("--steps"), QString::number(steps_->value()),
+                         QStringLiteral("--json")};
+  log_->appendPlainText(QStringLiteral("$ ") + ztune_program() + QLatin1Char(' ') + args.join(QLatin1Char(' ')));
+  child_.start(ztune_program(), args);
+}
+
+void RunPanel::stop() { child_.stop(); }
+
+}  // namespace ztune::gui

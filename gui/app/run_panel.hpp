@@ -1,0 +1,39 @@
+#pragma once
+// Run the selected plan: `ztune run plan.json --json` as a child process, its
+// log streamed here, then the measured step time against the prediction.
+#include <QWidget>
+
+#include "ztune/gui/child_process.hpp"
+
+class QLabel;
+class QPlainTextEdit;
+class QPushButton;
+class QSpinBox;
+
+namespace ztune::gui {
+
+class PlannerDocument;
+
+class RunPanel : public QWidget {
+  Q_OBJECT
+ public:
+  explicit RunPanel(PlannerDocument* doc, QWidget* parent = nullptr);
+  void run_selected();
+  void stop();
+
+ signals:
+  void message(const QString& text);
+
+ private:
+  PlannerDocument* doc_;
+  ChildProcess child_;
+  QSpinBox* steps_ = nullptr;
+  QPushButton* run_ = nullptr;
+  QPushButton* stop_ = nullptr;
+  QLabel* result_ = nullptr;
+  QPlainTextEdit* log_ = nullptr;
+  double predicted_step_s_ = 0;
+  QString plan_path_;
+};
+
+}  // namespace ztune::gui

@@ -1,0 +1,244 @@
+#include "timeline_widget.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <QHelpEvent>
+#include <QKeyEvent>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QToolTip>
+#include <QWheelEvent>
+
+#include "palette.hpp"
+#include "ztune/gui/units.hpp"
+
+namespace ztune::gui {
+namespace {
+
+constexpr double kLabelWidth = 170;  // row labels, left of the plot
+constexpr double kHeader = 40;       // caption, legend and time ticks, above the plot
+constexpr double kMaxRowHeight = 30;
+constexpr double kMinRowHeight = 6;
+
+}  // namespace
+
+TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent) {
+  setMouseTracking(true);
+  setFocusPolicy(Qt::StrongFocus);
+  setAutoFillBackground(true);
+  setBackgroundRole(QPalette::Base);
+  set_message(QStringLiteral("Select a plan to simulate one iteration."));
+}
+
+void TimelineWidget::set_timeline(TimelineData timeline, const QString& caption) {
+  data_ = std::move(timeline);
+  caption_ = caption;
+  message_.clear();
+  reset_zoom();
+}
+
+void TimelineWidget::set_message(const QString& message) {
+  data_ = {};
+  message_ = message;
+  update();
+}
+
+QRectF TimelineWidget::plot_rect() const {
+  return QRectF(kLabelWidth, kHeader, std::max(10.0, width() - kLabelWidth - 12), std::max(10.0, height() - kHeader - 8));
+}
+
+double TimelineWidget::row_height() const {
+  if (data_.rows.empty()) return kMaxRowHeight;
+  return std::clamp(plot_rect().height() / static_cast<double>(data_.rows.size()), kMinRowHeight, kMaxRowHeight);
+}
+
+void TimelineWidget::fit_axis_to_width() {
+  const QRectF p = plot_rect();
+  axis_.left_px = p.left();
+  axis_.width_px = p.width();
+}
+
+void TimelineWidget::reset_zoom() {
+  fit_axis_to_width();
+  axis_.start_s = 0;
+  axis_.end_s = data_.end_s > 0 ? data_.end_s : 1;
+  update();
+}
+
+void TimelineWidget::clamp() {
+  if (data_.end_s <= 0) return;
+  axis_ = axis_.clamped(0, data_.end_s, data_.end_s * 1e-6);
+}
+
+void TimelineWidget::zoom(double factor) {
+  fit_axis_to_width();
+  axis_ = axis_.zoomed(axis_.left_px + axis_.width_px / 2, factor);
+  clamp();
+  update();
+}
+
+void TimelineWidget::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  fit_axis_to_width();
+}
+
+void TimelineWidget::paintEvent(QPaintEvent* /*event*/) {
+  QPainter p(this);
+  p.setRenderHint(QPainter::Antialiasing, false);
+  const QRectF plot = plot_rect();
+  const QPalette pal = palette();
+  if (!message_.isEmpty() || data_.empty()) {
+    p.setPen(pal.color(QPalette::PlaceholderText));
+    p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap, message_.isEmpty() ? QStringLiteral("No timeline") : message_);
+    return;
+  }
+  fit_axis_to_width();
+
+  // Caption and legend.
+  QFont small = font();
+  small.setPointSizeF(small.pointSizeF() * 0.9);
+  p.setFont(small);
+  p.setPen(pal.color(QPalette::Text));
+  p.drawText(QPointF(6, 14), caption_);
+  double lx = std::max(kLabelWidth, 12.0 + p.fontMetrics().horizontalAdvance(caption_) + 24);
+  for (int k = 0; k < static_cast<int>(TimelineKind::count); ++k) {
+    const auto kind = static_cast<TimelineKind>(k);
+    const QString label = timeline_kind_label(kind);
+    p.fillRect(QRectF(lx, 5, 10, 10), timeline_color(kind));
+    p.drawText(QPointF(lx + 14, 14), label);
+    lx += 14 + p.fontMetrics().horizontalAdvance(label) + 14;
+  }
+
+  // Time ticks.
+  const double tick_step = axis_.tick_step(90);
+  p.setPen(pal.color(QPalette::Mid));
+  for (double t : axis_.ticks(90)) {
+    const double x = axis_.x_of(t);
+    p.drawLine(QPointF(x, kHeader - 6), QPointF(x, plot.bottom()));
+    p.setPen(pal.color(QPalette::Text));
+    p.drawText(QRectF(x - 45, kHeader - 22, 90, 14), Qt::AlignCenter, format_time_tick(t, tick_step));
+    p.setPen(pal.color(QPalette::Mid));
+  }
+
+  // Rows.
+  const double h = row_height();
+  const int nrows = static_cast<int>(data_.rows.size());
+  // Stages alternate in shade; rows too thin to label are labelled per stage.
+  for (int r = 0; r < nrows;) {
+    const int stage = data_.rows[static_cast<std::size_t>(r)].stage;
+    int end = r;
+    while (end < nrows && data_.rows[static_cast<std::size_t>(end)].stage == stage) ++end;
+    const double y0 = plot.top() + r * h;
+    const double y1 = plot.top() + end * h;
+    if (stage % 2 == 1) p.fillRect(QRectF(0, y0, width(), y1 - y0), pal.color(QPalette::AlternateBase));
+    p.setPen(pal.color(QPalette::Text));
+    if (h >= 11) {
+      for (int i = r; i < end; ++i)
+        p.drawText(QRectF(6, plot.top() + i * h, kLabelWidth - 10, h), Qt::AlignVCenter | Qt::AlignLeft,
+                   data_.rows[static_cast<std::size_t>(i)].label);
+    } else {
+      p.drawText(QRectF(6, y0, kLabelWidth - 10, y1 - y0), Qt::AlignVCenter | Qt::AlignLeft,
+                 QStringLiteral("stage %1 (%2 rows)").arg(stage).arg(end - r));
+    }
+    r = end;
+  }
+  p.setClipRect(plot.adjusted(0, 0, 1, 0));
+  // Bars: culled to the window; sub-pixel operations still get one pixel so nothing vanishes.
+  for (const auto& it : data_.items) {
+    if (it.end_s < axis_.start_s || it.start_s > axis_.end_s) continue;
+    const double x0 = axis_.x_of(it.start_s);
+    const double x1 = std::max(axis_.x_of(it.end_s), x0 + 1);
+    const double y = plot.top() + it.row * h;
+    const double pad = it.kind == TimelineKind::idle ? 0 : std::min(2.0, h * 0.12);
+    p.fillRect(QRectF(x0, y + pad, x1 - x0, h - 2 * pad), timeline_color(it.kind));
+    if (x1 - x0 > 6 && it.kind != TimelineKind::idle) {
+      p.setPen(timeline_color(it.kind).darker(130));
+      p.drawLine(QPointF(x0, y + pad), QPointF(x0, y + h - pad));
+    }
+  }
+  p.setClipping(false);
+  p.setPen(pal.color(QPalette::Dark));
+  p.drawRect(QRectF(plot.left(), plot.top(), plot.width(), nrows * h));
+}
+
+void TimelineWidget::wheelEvent(QWheelEvent* event) {
+  if (data_.empty()) return;
+  fit_axis_to_width();
+  const double steps = event->angleDelta().y() / 120.0;
+  axis_ = axis_.zoomed(event->position().x(), std::pow(1.25, steps));
+  clamp();
+  update();
+  event->accept();
+}
+
+void TimelineWidget::mousePressEvent(QMouseEvent* event) {
+  if (event->button() == Qt::LeftButton) {
+    dragging_ = true;
+    drag_x_ = event->position().x();
+    setCursor(Qt::ClosedHandCursor);
+  }
+}
+
+void TimelineWidget::mouseMoveEvent(QMouseEvent* event) {
+  if (!dragging_) return;
+  const double x = event->position().x();
+  axis_ = axis_.panned(x - drag_x_);
+  drag_x_ = x;
+  clamp();
+  update();
+}
+
+void TimelineWidget::mouseReleaseEvent(QMouseEvent* /*event*/) {
+  dragging_ = false;
+  unsetCursor();
+}
+
+void TimelineWidget::mouseDoubleClickEvent(QMouseEvent* /*event*/) { reset_zoom(); }
+
+void TimelineWidget::keyPressEvent(QKeyEvent* event) {
+  switch (event->key()) {
+    case Qt::Key_Plus:
+    case Qt::Key_Equal: zoom(1.5); break;
+    case Qt::Key_Minus: zoom(1 / 1.5); break;
+    case Qt::Key_Home:
+    case Qt::Key_0: reset_zoom(); break;
+    case Qt::Key_Left: axis_ = axis_.panned(axis_.width_px / 8); clamp(); update(); break;
+    case Qt::Key_Right: axis_ = axis_.panned(-axis_.width_px / 8); clamp(); update(); break;
+    default: QWidget::keyPressEvent(event);
+  }
+}
+
+const TimelineItem* TimelineWidget::item_at(QPointF pos) const {
+  const QRectF plot = plot_rect();
+  if (!plot.contains(pos) || data_.empty()) return nullptr;
+  const int row = static_cast<int>((pos.y() - plot.top()) / row_height());
+  const double t = axis_.t_of(pos.x());
+  const double slack = 2 * axis_.seconds_per_px();  // thin bars are hard to hit exactly
+  const TimelineItem* best = nullptr;
+  for (const auto& it : data_.items) {
+    if (it.row != row || it.start_s > t + slack || it.end_s < t - slack) continue;
+    if (best == nullptr || best->kind == TimelineKind::idle) best = &it;
+  }
+  return best;
+}
+
+bool TimelineWidget::event(QEvent* event) {
+  if (event->type() == QEvent::ToolTip) {
+    const auto* help = static_cast<QHelpEvent*>(event);
+    if (const TimelineItem* it = item_at(help->pos())) {
+      QToolTip::showText(help->globalPos(),
+                         QStringLiteral("<b>%1</b><br>%2<br>%3 → %4 (%5)")
+                             .arg(it->label.toHtmlEscaped(), data_.rows[static_cast<std::size_t>(it->row)].label,
+                                  format_duration(it->start_s), format_duration(it->end_s),
+                                  format_duration(it->end_s - it->start_s)),
+                         this);
+    } else {
+      QToolTip::hideText();
+    }
+    return true;
+  }
+  return QWidget::event(event);
+}
+
+}  // namespace ztune::gui
