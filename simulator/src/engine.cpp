@@ -220,6 +220,7 @@ class Engine {
 }  // namespace
 
 Timeline run_engine(const OpGraph& g) {
+  if (!g.finalized()) throw std::logic_error("simulator: run_engine needs a finalized graph (finalize_graph)");
   Engine e(g);
   return e.run();
 }

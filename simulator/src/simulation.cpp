@@ -7,6 +7,7 @@ namespace ztune::sim {
 SimResult simulate_graph(OpGraph g, const ResultOptions& options) {
   SimResult r;
   r.graph = std::move(g);
+  if (!r.graph.finalized()) finalize_graph(r.graph);
   r.timeline = run_engine(r.graph);
   r.iteration_s = r.timeline.iteration_s;
   r.pacing_stage = pacing_stage(r.graph, r.timeline);

@@ -18,8 +18,8 @@ struct Timeline {
   double iteration_s = 0;               // the last end
 };
 
-/// Simulates `g`. Throws std::logic_error when the graph has a cycle (a
-/// builder bug, never a user error).
+/// Simulates `g` (finalize_graph first). Throws std::logic_error when the
+/// graph is not finalized or has a cycle (builder bugs, never user errors).
 [[nodiscard]] Timeline run_engine(const OpGraph& g);
 
 }  // namespace ztune::sim

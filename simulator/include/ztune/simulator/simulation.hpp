@@ -33,7 +33,8 @@ struct ResultOptions {
   bool all_stage_breakdowns = true;   // every stage's breakdown, not only the pacing stage's
 };
 
-/// Runs the engine on `g` (finalized) and derives breakdowns and memory.
+/// Runs the engine on `g` (finalized here if it is not yet) and derives
+/// breakdowns and memory.
 [[nodiscard]] SimResult simulate_graph(OpGraph g, const ResultOptions& options = {});
 
 /// The analytical prediction with the simulated iteration time and breakdown
