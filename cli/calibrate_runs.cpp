@@ -1,0 +1,39 @@
+#include "calibrate_runs.hpp"
+
+#include "ztune/model/input_error.hpp"
+#include "ztune/model/json_reader.hpp"
+
+namespace ztune::cli {
+
+std::vector<RunObservation> runs_from_records(const std::vector<std::string>& files) {
+  std::vector<RunObservation> out;
+  for (const auto& f : files) out.push_back(run_observation_from_record(read_json_file(f), f));
+  return out;
+}
+
+std::vector<RunObservation> runs_from_db(const ResultsDb& db, const std::string& cluster_name,
+                                         std::vector<std::string>& notes, int limit) {
+  std::vector<RunObservation> out;
+  int unusable = 0;
+  for (const auto& s : db.runs(limit)) {
+    if (s.status != "ok") continue;
+    if (s.cluster != cluster_name && s.cluster != cluster_name + "-calibrated") continue;
+    const auto run = db.run(s.id);
+    if (!run || !run->contains("record") || !run->at("record").is_object()) continue;
+    try {
+      RunObservation o = run_observation_from_record(run->at("record"), db.path() + " run " + std::to_string(s.id));
+      o.label = "run " + std::to_string(s.id);
+      out.push_back(std::move(o));
+    } catch (const InputError&) {
+      // A stored record without its model (or from an older executor) cannot be
+      // predicted again: counted and left out, not guessed.
+      ++unusable;
+    }
+  }
+  if (unusable > 0)
+    notes.push_back(std::to_string(unusable) + " stored run(s) of " + cluster_name +
+                    " left out: their records do not embed the model (or are not ztune.runrecord/1)");
+  return out;
+}
+
+}  // namespace ztune::cli
