@@ -102,7 +102,10 @@ void TimelineWidget::paintEvent(QPaintEvent* /*event*/) {
   p.setPen(pal.color(QPalette::Text));
   p.drawText(QPointF(6, 14), caption_);
   double lx = std::max(kLabelWidth, 12.0 + p.fontMetrics().horizontalAdvance(caption_) + 24);
+  bool present[static_cast<int>(TimelineKind::count)] = {};
+  for (const auto& it : data_.items) present[static_cast<int>(it.kind)] = true;
   for (int k = 0; k < static_cast<int>(TimelineKind::count); ++k) {
+    if (!present[k]) continue;  // the legend lists what this iteration has
     const auto kind = static_cast<TimelineKind>(k);
     const QString label = timeline_kind_label(kind);
     p.fillRect(QRectF(lx, 5, 10, 10), timeline_color(kind));

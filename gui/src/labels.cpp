@@ -17,9 +17,9 @@ using Entry = std::pair<std::string_view, const char*>;
 constexpr Entry kMemLabels[] = {
     {"params", "Parameters"},         {"grads", "Gradients"},
     {"optimizer", "Optimizer states"}, {"activations", "Activations"},
-    {"comm_buckets", "Comm. buckets"}, {"zero3_gathered", "ZeRO-3 gathered params"},
+    {"comm_buckets", "Comm. buckets"}, {"zero3_gathered", "ZeRO-3 gathered"},
     {"workspace", "Workspace"},       {"logits", "Logits and loss"},
-    {"runtime", "CUDA/NCCL runtime"}, {"fragmentation", "Fragmentation"},
+    {"runtime", "CUDA runtime"}, {"fragmentation", "Fragmentation"},
 };
 
 constexpr Entry kTimeLabels[] = {
@@ -66,9 +66,11 @@ QString layout_label(const Plan& p) {
 
 QString offload_label(const Plan& p) {
   if (p.offload_optimizer != OffloadTarget::none && p.offload_optimizer == p.offload_params)
-    return QStringLiteral("optimizer + params → ") + target(p.offload_params);
+    return QStringLiteral("opt + params → ") + target(p.offload_params);
   QStringList parts;
-  if (p.offload_optimizer != OffloadTarget::none) parts << QStringLiteral("optimizer → ") + target(p.offload_optimizer);
+  if (p.offload_optimizer != OffloadTarget::none)
+    parts << (p.offload_params == OffloadTarget::none ? QStringLiteral("optimizer → ") : QStringLiteral("opt → ")) +
+                 target(p.offload_optimizer);
   if (p.offload_params != OffloadTarget::none) parts << QStringLiteral("params → ") + target(p.offload_params);
   return parts.isEmpty() ? QStringLiteral("—") : parts.join(QStringLiteral(", "));
 }

@@ -32,9 +32,9 @@ QString timeline_kind_label(TimelineKind k) {
     case TimelineKind::backward: return QStringLiteral("Backward");
     case TimelineKind::recompute: return QStringLiteral("Recompute");
     case TimelineKind::communication: return QStringLiteral("Communication");
-    case TimelineKind::offload: return QStringLiteral("Offload (PCIe/NVMe)");
+    case TimelineKind::offload: return QStringLiteral("Offload");
     case TimelineKind::optimizer: return QStringLiteral("Optimizer");
-    case TimelineKind::idle: return QStringLiteral("Idle (bubble / waiting)");
+    case TimelineKind::idle: return QStringLiteral("Idle");
     case TimelineKind::other:
     case TimelineKind::count: break;
   }

@@ -18,7 +18,7 @@ QString mem_line_label(std::size_t i);
 QString time_part_label(std::size_t i);
 /// "dp16 · tp8 · pp2" (+ " · v2" with virtual stages, " · SP" with sequence parallelism).
 QString layout_label(const Plan& p);
-/// "—", "optimizer → CPU", "optimizer → NVMe, params → CPU", "optimizer + params → NVMe".
+/// "—", "optimizer → CPU", "params → CPU", "opt → NVMe, params → CPU", "opt + params → NVMe".
 QString offload_label(const Plan& p);
 /// "2 × 8" (micro-batch × gradient accumulation steps).
 QString batching_label(const Plan& p);

@@ -22,7 +22,7 @@ enum class TimelineKind : std::uint8_t {
   backward,       // backward compute
   recompute,      // recomputed forward
   communication,  // TP/PP/DP collectives, ZeRO-3 gathers, pipeline sends
-  offload,        // PCIe and NVMe transfers
+  offload,        // PCIe and NVMe transfers ("Offload")
   optimizer,      // optimizer step (GPU or host)
   idle,           // a compute stream waiting (pipeline bubble or exposed communication)
   other,          // anything the simulator adds later

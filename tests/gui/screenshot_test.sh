@@ -1,0 +1,37 @@
+#!/bin/sh
+# The planner under a real X server (Xvfb): open the window, run the default
+# search, select the best plan, save the window, and check the PNG is a real
+# picture of the right size. Exit 77 (skipped) when xvfb-run is missing.
+# ZTUNE_REFRESH_SCREENSHOT=1 also copies it to docs/planner.png (the README's).
+#   screenshot_test.sh PLANNER OUT.png SOURCE_DIR
+set -eu
+planner=$1
+out=$2
+src=$3
+if ! command -v xvfb-run >/dev/null 2>&1; then
+  echo "xvfb-run not found: skipping the screenshot test"
+  exit 77
+fi
+rm -f "$out"
+# A private results database for this run, and the default inputs (no saved session is read in screenshot mode).
+export XDG_DATA_HOME="$(dirname "$out")/screenshot-xdg"
+export QT_FONT_DPI=96
+export QT_ENABLE_HIGHDPI_SCALING=0
+unset QT_QPA_PLATFORM
+xvfb-run -a -s "-screen 0 1920x1200x24" "$planner" --screenshot "$out"
+test -s "$out" || { echo "no screenshot written to $out"; exit 1; }
+# PNG signature, then the IHDR width and height (big-endian) at bytes 16..23.
+sig=$(od -An -tx1 -N8 "$out" | tr -d ' \n')
+[ "$sig" = "89504e470d0a1a0a" ] || { echo "$out is not a PNG ($sig)"; exit 1; }
+width=$(od -An -tu1 -j16 -N4 "$out" | awk '{print $1*16777216 + $2*65536 + $3*256 + $4}')
+height=$(od -An -tu1 -j20 -N4 "$out" | awk '{print $1*16777216 + $2*65536 + $3*256 + $4}')
+bytes=$(wc -c < "$out")
+echo "screenshot: ${width}x${height}, $bytes bytes"
+[ "$width" -ge 1200 ] && [ "$height" -ge 800 ] || { echo "screenshot too small"; exit 1; }
+# A blank or nearly blank window compresses to a few kB; the planner with its
+# table, three charts and a timeline does not.
+[ "$bytes" -gt 60000 ] || { echo "screenshot looks empty ($bytes bytes)"; exit 1; }
+if [ "${ZTUNE_REFRESH_SCREENSHOT:-0}" = 1 ]; then
+  cp "$out" "$src/docs/planner.png"
+  echo "refreshed $src/docs/planner.png"
+fi

@@ -1,0 +1,78 @@
+// History: searches stored by the worker are listed and reopen with the same
+// plans in the same order; the history models pass QAbstractItemModelTester.
+#include <catch2/catch.hpp>
+
+#include <QAbstractItemModelTester>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+
+#include "ztune/gui/planner_worker.hpp"
+#include "ztune/gui/run_history_model.hpp"
+#include "ztune/gui/search_history_model.hpp"
+#include "ztune/gui/stored_search.hpp"
+#include "ztune/tuner/results_db.hpp"
+
+using namespace ztune;
+using namespace ztune::gui;
+
+TEST_CASE("a stored search is listed and reopens with the same plans", "[gui][history]") {
+  QTemporaryDir dir;
+  const QString db_path = dir.filePath("results.db");
+  PlannerWorker w;
+  w.set_database(db_path);
+  QSignalSpy finished(&w, &PlannerWorker::searchFinished);
+  SearchInputs in;
+  in.cluster = "dgx2";
+  in.model = "gpt2-1.5b";
+  in.top = 10;
+  in.objective = "time";
+  w.search(in);
+  REQUIRE(finished.size() == 1);
+  const auto original = finished.first().first().value<SearchOutcome>();
+  REQUIRE(original.db_id > 0);
+  REQUIRE(original.db_note.isEmpty());
+
+  const auto db = ResultsDb::open(db_path.toStdString());
+  SearchHistoryModel searches;
+  QAbstractItemModelTester t1(&searches, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  searches.set_searches(db.searches());
+  REQUIRE(searches.rowCount() == 1);
+  CHECK(searches.index(0, SearchHistoryModel::id).data(SearchHistoryModel::IdRole).toLongLong() == original.db_id);
+  CHECK(searches.index(0, SearchHistoryModel::cluster).data().toString() == "dgx2");
+  CHECK(searches.index(0, SearchHistoryModel::best).data().toString() ==
+        QString::fromStdString(original.result.plans.front().plan.summary()));
+
+  const auto stored = db.search(original.db_id);
+  REQUIRE(stored.has_value());
+  const SearchOutcome reopened = outcome_from_stored_search(*stored);
+  CHECK(reopened.inputs.cluster.name == "dgx2");
+  CHECK(reopened.inputs.model.name == original.inputs.model.name);
+  CHECK(reopened.inputs.options.objective == Objective::time);
+  REQUIRE(reopened.result.plans.size() == original.result.plans.size());
+  for (std::size_t i = 0; i < original.result.plans.size(); ++i) {
+    const auto& a = original.result.plans[i];
+    const auto& b = reopened.result.plans[i];
+    CHECK(b.plan.summary() == a.plan.summary());
+    CHECK(b.prediction.memory.gpu_total_bytes == Approx(a.prediction.memory.gpu_total_bytes));
+    CHECK(b.prediction.time.tokens_per_s == Approx(a.prediction.time.tokens_per_s));
+  }
+}
+
+TEST_CASE("run history shows predicted against measured", "[gui][history]") {
+  RunHistoryModel runs;
+  QAbstractItemModelTester tester(&runs, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  RunSummary r;
+  r.id = 3;
+  r.plan = "dp2×tp1×pp1 z1";
+  r.status = "ok";
+  r.predicted_iteration_s = 0.9;
+  r.measured_iteration_s = 1.0;
+  runs.set_runs({r});
+  REQUIRE(runs.rowCount() == 1);
+  CHECK(runs.index(0, RunHistoryModel::predicted).data().toString() == "900 ms");
+  CHECK(runs.index(0, RunHistoryModel::measured).data().toString() == "1.00 s");
+  // (0.9 − 1.0) / 1.0 = −10 %.
+  CHECK(runs.index(0, RunHistoryModel::error).data().toString() == "-10.0 %");
+  CHECK(runs.index(0, RunHistoryModel::error).data(RunHistoryModel::SortRole).toDouble() == Approx(-0.1));
+  CHECK(runs.index(0, RunHistoryModel::cluster).data().toString() == "—");
+}
