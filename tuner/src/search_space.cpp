@@ -50,10 +50,15 @@ std::vector<Precision> precision_list(const SpaceOptions& o, const Cluster& c) {
   }
   if (cpu) return {Precision::fp32};
   // 16-bit mixed precision only: fp32 training is never faster and the tuner
-  // searches for speed (pin --precision fp32 to see it).
+  // searches for speed (pin --precision fp32 to see it). Where both 16-bit
+  // formats exist they cost the same, so only bf16 is searched (it needs no
+  // loss scaling); fp16 where bf16 is missing (V100). Pin --precision fp16 for it.
   std::vector<Precision> out;
-  for (Precision p : {Precision::fp16, Precision::bf16})
-    if (supported(p)) out.push_back(p);
+  if (supported(Precision::bf16)) {
+    out.push_back(Precision::bf16);
+  } else if (supported(Precision::fp16)) {
+    out.push_back(Precision::fp16);
+  }
   if (out.empty()) throw InputError("--cluster: " + c.node.gpu.name + " supports neither fp16 nor bf16; pin --precision");
   return out;
 }
