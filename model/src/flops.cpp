@@ -1,5 +1,7 @@
 #include "ztune/model/flops.hpp"
 
+#include "ztune/model/sparse_attention.hpp"
+
 namespace ztune {
 
 namespace {
@@ -12,7 +14,7 @@ double attention_core_flops(const Transformer& m, double b) {
 
 }  // namespace
 
-double layer_forward_flops(const Transformer& m, double micro_batch) {
+double layer_forward_flops(const Transformer& m, double micro_batch, double attention_density) {
   const double tokens = static_cast<double>(m.seq_len) * micro_batch;
   const double h = m.hidden;
   const double kvd = static_cast<double>(m.kv_heads) * m.head_dim();
@@ -20,23 +22,25 @@ double layer_forward_flops(const Transformer& m, double micro_batch) {
   const double qkv = 2.0 * tokens * h * (h + 2.0 * kvd);
   const double proj = 2.0 * tokens * h * h;
   const double mlp = 2.0 * tokens * h * f_in + 2.0 * tokens * m.ffn_hidden * h;
-  return qkv + proj + mlp + attention_core_flops(m, micro_batch);
+  return qkv + proj + mlp + attention_core_flops(m, micro_batch) * attention_density;
 }
 
 double head_forward_flops(const Transformer& m, double micro_batch) {
   return 2.0 * m.seq_len * micro_batch * static_cast<double>(m.hidden) * m.vocab;
 }
 
-double model_flops_per_iteration(const Transformer& m, double global_batch) {
-  return 3.0 * (m.layers * layer_forward_flops(m, global_batch) + head_forward_flops(m, global_batch));
+double model_flops_per_iteration(const Transformer& m, double global_batch, double attention_density) {
+  return 3.0 * (m.layers * layer_forward_flops(m, global_batch, attention_density) +
+                head_forward_flops(m, global_batch));
 }
 
 double hardware_flops_per_iteration(const Transformer& m, const Plan& p) {
   const double b = static_cast<double>(p.global_batch);
+  const double density = attention_density(m, p);
   double extra = 0;
-  if (p.recompute == Recompute::full) extra = m.layers * layer_forward_flops(m, b);
-  if (p.recompute == Recompute::selective) extra = m.layers * attention_core_flops(m, b);
-  return model_flops_per_iteration(m, b) + extra;
+  if (p.recompute == Recompute::full) extra = m.layers * layer_forward_flops(m, b, density);
+  if (p.recompute == Recompute::selective) extra = m.layers * attention_core_flops(m, b) * density;
+  return model_flops_per_iteration(m, b, density) + extra;
 }
 
 }  // namespace ztune

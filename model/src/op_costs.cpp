@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ztune/model/sparse_attention.hpp"
+#include "ztune/model/zeropp.hpp"
+
 namespace ztune {
 
 double bytes_of(Precision p) { return p == Precision::fp32 ? 4.0 : 2.0; }
@@ -196,9 +199,18 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   const GemmShape fc1{x.tokens, x.f_in / x.t, x.h};
   const GemmShape fc2{x.tokens, x.h, x.f_out / x.t};
   // Attention core: b·a/t heads, QKᵀ (s×s, inner d) and PV (s×d, inner s).
+  // Block-sparse attention computes only the layout's blocks (DeepSpeed's
+  // SDD and DSD block-sparse matmuls): nnz blocks of block×block per head.
   const double heads_local = x.b * x.a / x.t;
-  const GemmShape qk{x.s, x.s, x.d, heads_local};
-  const GemmShape pv{x.s, x.d, x.s, heads_local};
+  const double density = attention_density(m, p);
+  GemmShape qk{x.s, x.s, x.d, heads_local};
+  GemmShape pv{x.s, x.d, x.s, heads_local};
+  if (p.sparse_attention != SparseLayout::none) {
+    const double blk = p.sparse_block;
+    const double blocks = density * (x.s / blk) * (x.s / blk);
+    qk = GemmShape{blk, blk, x.d, heads_local * blocks};
+    pv = GemmShape{blk, x.d, blk, heads_local * blocks};
+  }
 
   const LinearTimes t_qkv = linear_times(qkv, prec, gpu, hw);
   const LinearTimes t_proj = linear_times(proj, prec, gpu, hw);
@@ -207,7 +219,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   const double t_qk = gemm_time(qk, prec, gpu, hw, true);
   const double t_pv = gemm_time(pv, prec, gpu, hw, true);
   lc.fwd_gemm_s = t_qkv.fwd + t_proj.fwd + t_fc1.fwd + t_fc2.fwd;
-  const double scores = heads_local * x.s * x.s;  // attention score elements
+  const double scores = heads_local * x.s * x.s * density;  // attention score elements computed
   // Fused scale-mask-softmax (read + write) and dropout (read, write, 1-byte mask).
   const double softmax_fwd_bytes = scores * eb * 2.0 + scores * (eb * 2.0 + 1.0);
   lc.fwd_attention_s = t_qk + t_pv + memory_bound_time(softmax_fwd_bytes, gpu, hw, 2);
@@ -377,8 +389,8 @@ DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, c
   }
   if (p.dp <= 1) return d;
   const double params = stage_params(m, p);
-  const double gbytes = 2.0 * params;  // 16-bit gradients
-  const double pbytes = 2.0 * params;  // 16-bit parameters
+  const double gbytes = bytes_of(p.precision) * params;  // gradients in the training precision (16-bit on GPUs)
+  const double pbytes = bytes_of(p.precision) * params;  // parameters likewise
   d.buckets = std::max(1, static_cast<int>(std::ceil(params / p.reduce_bucket_elems)));
   const double bucket = gbytes / d.buckets;
   const double per_bucket_ar = collective_time(Collective::all_reduce, bucket, l.dp, c, hw);
@@ -402,9 +414,15 @@ DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, c
       d.bytes_per_step = gbytes * p.grad_accum + pbytes;
       break;
     default:
-      d.per_microbatch_s = d.buckets * per_bucket_rs;
-      d.bytes_per_microbatch = gbytes;
-      d.bytes_per_step = gbytes * p.grad_accum;
+      if (p.zeropp) {
+        // ZeRO++ qgZ: int4 hierarchical all-to-all instead of the reduce-scatter.
+        d.per_microbatch_s = d.buckets * zeropp_gradient_reduce_time(bucket, p, c, hw);
+        d.bytes_per_microbatch = kZeroppGradBytes * params;
+      } else {
+        d.per_microbatch_s = d.buckets * per_bucket_rs;
+        d.bytes_per_microbatch = gbytes;
+      }
+      d.bytes_per_step = d.bytes_per_microbatch * p.grad_accum;
       break;
   }
   return d;
@@ -422,6 +440,17 @@ Zero3GatherCost zero3_gather_cost(const Transformer& m, const Plan& p, const Clu
   const int gathers = std::max(1, static_cast<int>(std::ceil(params / bucket_elems)));
   z.fwd_s = gathers * collective_time(Collective::all_gather, z.bytes_per_pass / gathers, l.dp, c, hw);
   z.bwd_s = z.fwd_s;
+  if (p.zeropp) {
+    // ZeRO++: forward gathers int8 weights over the whole group (qwZ) with
+    // their quantize/dequantize kernels; backward gathers 16-bit weights from
+    // the node-local secondary partition (hpZ), inside the node.
+    const double q = kZeroppWeightBytes * params;
+    z.bytes_per_pass = q;
+    z.fwd_s = gathers * collective_time(Collective::all_gather, q / gathers, l.dp, c, hw) +
+              zeropp_weight_quantize_time(params, params / p.dp, c, hw);
+    const GroupPlacement node{l.dp.per_node, l.dp.per_node};
+    z.bwd_s = gathers * collective_time(Collective::all_gather, 2.0 * params / gathers, node, c, hw);
+  }
   return z;
 }
 

@@ -4,7 +4,9 @@
 
 #include "ztune/model/flops.hpp"
 #include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/onebit_adam.hpp"
 #include "ztune/model/op_costs.hpp"
+#include "ztune/model/sparse_attention.hpp"
 
 namespace ztune {
 
@@ -80,12 +82,22 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
   // backward (hidden behind it only with overlap_comm), stage 1/2 gather the
   // updated parameters, tied embeddings sync across the pipeline ends.
   const DpSyncCost d = dp_sync_cost(m, p, c, hw);
-  const double step_dp = exposed(d.per_step_s, mb.backward, p.overlap_comm ? hw.dp_overlap : 0.0) +
-                         d.param_allgather_s + d.embedding_sync_s;
+  double step_dp = exposed(d.per_step_s, mb.backward, p.overlap_comm ? hw.dp_overlap : 0.0) +
+                   d.param_allgather_s + d.embedding_sync_s;
+  // 1-bit Adam: this is the compression phase (onebit_adam.hpp). No gradient
+  // all-reduce; the momentum's compressed exchange runs inside the optimizer
+  // step after backward, fully exposed, and its kernels add to the step.
+  double onebit_kernels_s = 0;
+  if (p.onebit_adam && p.dp > 1) {
+    const OnebitAdamCost ob = onebit_adam_cost(m, p, c, hw);
+    step_dp = ob.compressed_s + d.param_allgather_s + d.embedding_sync_s;
+    onebit_kernels_s = ob.compress_kernels_s;
+  }
   parts[idx(TimePart::dp_comm)] = n_mb * mb.dp_comm + step_dp;
 
   const OptimizerCost o = optimizer_cost(m, p, c, hw);
-  parts[idx(TimePart::optimizer)] = p.offload_optimizer == OffloadTarget::none ? o.gpu_step_s : o.host_step_s;
+  parts[idx(TimePart::optimizer)] =
+      (p.offload_optimizer == OffloadTarget::none ? o.gpu_step_s : o.host_step_s) + onebit_kernels_s;
   double stall = n_mb * mb.offload;
   if (p.offload_optimizer != OffloadTarget::none) {
     stall += exposed(o.pcie_grads_s, n_mb * mb.backward, hw.offload_overlap);
@@ -96,7 +108,7 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
   for (double v : parts) tp.iteration_s += v;
   const double gpus = p.gpus();
   const double peak = c.node.gpu.peak_flops(p.precision);
-  tp.model_flops = model_flops_per_iteration(m, static_cast<double>(p.global_batch));
+  tp.model_flops = model_flops_per_iteration(m, static_cast<double>(p.global_batch), attention_density(m, p));
   tp.hardware_flops = hardware_flops_per_iteration(m, p);
   if (tp.iteration_s > 0) {
     tp.tokens_per_s = static_cast<double>(p.global_batch) * m.seq_len / tp.iteration_s;

@@ -11,11 +11,14 @@
 namespace ztune {
 
 /// Forward FLOPs of one transformer layer for `tokens` = s·b tokens (whole layer, no tensor split).
-[[nodiscard]] double layer_forward_flops(const Transformer& m, double micro_batch);
+/// Block-sparse attention computes `attention_density` of the score GEMMs
+/// (sparse_attention.hpp; 1 = dense), so its model FLOPs are those it does.
+[[nodiscard]] double layer_forward_flops(const Transformer& m, double micro_batch, double attention_density = 1.0);
 /// Forward FLOPs of the LM head (logits GEMM) for one micro-batch.
 [[nodiscard]] double head_forward_flops(const Transformer& m, double micro_batch);
 /// Model FLOPs of one iteration of `global_batch` sequences: 3 × forward (forward + 2× backward).
-[[nodiscard]] double model_flops_per_iteration(const Transformer& m, double global_batch);
+[[nodiscard]] double model_flops_per_iteration(const Transformer& m, double global_batch,
+                                               double attention_density = 1.0);
 /// Hardware FLOPs: model FLOPs plus the recomputed forward (selective: the
 /// attention score GEMMs; full: every layer's forward; the head is never recomputed).
 [[nodiscard]] double hardware_flops_per_iteration(const Transformer& m, const Plan& p);

@@ -52,8 +52,11 @@ struct ModelStateBytes {
 /// Generalised for grouped-query attention and FFN width/SwiGLU: the 24 is
 /// 2h (Q) + 4·kv_dim (K,V) + 2h (projection input) + 4f (GeLU: its input and
 /// FC2's input; SwiGLU 6f), divided by h. Reduces to the paper's for GPT.
+/// Block-sparse attention stores only the layout's blocks of the score
+/// tensors: the 5·a·s/h term scales with `attention_density`
+/// (sparse_attention.hpp; 1 = dense).
 [[nodiscard]] double layer_activation_bytes(const Transformer& m, int micro_batch, int tp, bool sequence_parallel,
-                                            Recompute r);
+                                            Recompute r, double attention_density = 1.0);
 
 /// Micro-batches whose activations the most loaded stage holds at once:
 /// 1F1B: min(p, m) (first stage); interleaved: p·(1 + (p−1)/(p·v)) (Korthikanti

@@ -167,7 +167,10 @@ struct PipelineP2P {
 ///  stage 0: all-reduce of the 16-bit gradients once per step;
 ///  stage 1: reduce-scatter once per step + all-gather of updated parameters;
 ///  stage 2: reduce-scatter on every micro-batch + all-gather of parameters;
-///  stage 3: reduce-scatter on every micro-batch (gathers are zero3_gather_cost).
+///  stage 3: reduce-scatter on every micro-batch (gathers are zero3_gather_cost);
+///           with ZeRO++ the int4 hierarchical all-to-all of qgZ (zeropp.hpp).
+/// Gradients and parameters move in the training precision (bytes_of).
+/// 1-bit Adam's compressed exchange is not here: see onebit_adam.hpp.
 struct DpSyncCost {
   double per_microbatch_s = 0;   // reductions issued every micro-batch (stage 2/3)
   double per_step_s = 0;         // reductions issued once per step (stage 0/1), excluding param all-gather
@@ -181,11 +184,13 @@ struct DpSyncCost {
                                       const HardwareProfile& hw);
 
 /// ZeRO-3 parameter all-gathers per micro-batch (forward and again in backward),
-/// link time. 0 unless zero_stage is 3.
+/// link time. 0 unless zero_stage is 3. With ZeRO++ (zeropp.hpp): forward in
+/// int8 over the group plus its quantization kernels, backward in 16-bit from
+/// hpZ's node-local secondary partition.
 struct Zero3GatherCost {
   double fwd_s = 0;
   double bwd_s = 0;
-  double bytes_per_pass = 0;  // 16-bit parameters of the stage gathered once
+  double bytes_per_pass = 0;  // bytes of the stage's parameters gathered in forward: 16-bit (int8 + scales with ZeRO++)
 };
 [[nodiscard]] Zero3GatherCost zero3_gather_cost(const Transformer& m, const Plan& p, const Cluster& c,
                                                 const HardwareProfile& hw);

@@ -1,0 +1,62 @@
+#pragma once
+// ZeRO++ in the cost model (Wang et al. 2023, "ZeRO++: Extremely Efficient
+// Collective Communication for Giant Model Training", arXiv:2306.10209, §3;
+// DeepSpeed flags zero_quantized_weights, zero_hpz_partition_size,
+// zero_quantized_gradients). Three changes to ZeRO-3's per-micro-batch traffic
+// of M = 2Ψ bytes (16-bit parameters of the GPU's stage, Ψ elements):
+//
+//  qwZ  forward all-gather of the weights in int8 with block scales: M → M/2.
+//  hpZ  a secondary copy of the 16-bit weights partitioned over the GPUs of
+//       ONE node (zero_hpz_partition_size = GPUs per node), built during the
+//       forward gather; the backward all-gather then stays inside the node:
+//       cross-node M → 0. Cost: 2Ψ/g extra bytes per GPU, g = the data-parallel
+//       ranks per node (paper §3.2; kept in fp16).
+//  qgZ  gradients reduced by a hierarchical all-to-all in int4 instead of a
+//       16-bit reduce-scatter: an intra-node all-to-all of the whole gradient
+//       (Ψ/2 bytes), a local reduction, then an inter-node all-to-all of the
+//       node's 1/g share (Ψ/(2g) bytes per GPU): cross-node M → M/4.
+//
+// Cross-node volume per micro-batch (bytes a node sends off-node, the bus
+// bytes the cost model divides by the node's NIC bandwidth), N data-parallel
+// ranks over k nodes of g:
+//   ZeRO-3   3·M·(N−1)/N
+//   ZeRO++   M/2·(N−1)/N + 0 + M/4·(k−1)/k          (≈ 0.75·M: the paper's 3M → 0.75M)
+#include "ztune/model/cluster.hpp"
+#include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/plan.hpp"
+#include "ztune/model/transformer.hpp"
+
+namespace ztune {
+
+/// Bytes per element on the wire: int8 weights with one fp32 scale per
+/// 2048-element block (DeepSpeed's quantized weight group), int4 gradients
+/// with one fp32 scale per 2048-element group.
+inline constexpr double kZeroppWeightBytes = 1.0 + 4.0 / 2048.0;
+inline constexpr double kZeroppGradBytes = 0.5 + 4.0 / 2048.0;
+
+/// Cross-node bytes per node per micro-batch of the three ZeRO-3 collectives.
+struct Zero3CrossNodeBytes {
+  double forward_gather = 0;
+  double backward_gather = 0;
+  double gradient_reduce = 0;
+  [[nodiscard]] double total() const { return forward_gather + backward_gather + gradient_reduce; }
+};
+/// 0 unless zero_stage is 3 and the data-parallel group spans nodes.
+[[nodiscard]] Zero3CrossNodeBytes zero3_cross_node_bytes(const Transformer& m, const Plan& p, const Cluster& c);
+
+/// hpZ's secondary 16-bit partition per GPU: 2Ψ/g when zeropp is on and the
+/// data-parallel group spans nodes (inside one node it is the primary one).
+[[nodiscard]] double zeropp_secondary_bytes(const Transformer& m, const Plan& p, const Cluster& c);
+
+/// Link time of qgZ's gradient reduction of `grad_bytes` 16-bit bytes on the
+/// data-parallel group (intra-node all-to-all + inter-node all-to-all, int4),
+/// plus its quantize / dequantize-reduce kernels.
+[[nodiscard]] double zeropp_gradient_reduce_time(double grad_bytes, const Plan& p, const Cluster& c,
+                                                 const HardwareProfile& hw);
+
+/// qwZ's kernels around one forward gather: quantize the GPU's own shard
+/// (`shard_elems`) to int8, dequantize the `gathered_elems` it receives.
+[[nodiscard]] double zeropp_weight_quantize_time(double gathered_elems, double shard_elems, const Cluster& c,
+                                                 const HardwareProfile& hw);
+
+}  // namespace ztune
