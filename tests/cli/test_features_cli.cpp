@@ -1,0 +1,93 @@
+// Issue 10 acceptance through `ztune predict`: when 1-bit Adam, block-sparse
+// attention and ZeRO++ help.
+//  - 1-bit Adam on dgx2x16-40gbe (one 40 Gb/s Ethernet NIC per DGX-2 node):
+//    the predicted throughput of data-parallel GPT-2 1.5B rises by a factor
+//    compared with DeepSpeed's published "up to 3.5x" for BERT-Large on
+//    bandwidth-limited clusters (DeepSpeed blog 2020-09-08; Tang et al. 2021
+//    report up to 3.3x). ztune reports the compression phase per iteration.
+//  - Block-sparse attention: GPT-2 1.5B at 10x its sequence (10240) fits a
+//    V100-32GB where dense attention does not (DeepSpeed sparse attention
+//    tutorial: 10x longer sequences for BERT-base on a V100-32GB).
+//  - ZeRO++ on dgx2x16: a communication-bound ZeRO-3 run gets faster.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "run_command.hpp"
+
+using Catch::Matchers::Contains;
+
+namespace {
+
+nlohmann::json predict(const std::string& args) {
+  const auto r = run_command(ztune_bin() + " predict --json " + args);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("1-bit Adam lifts predicted GPT-2 1.5B throughput on a 40 Gb/s Ethernet cluster", "[cli][features]") {
+  const std::string run =
+      "--cluster dgx2x16-40gbe --model gpt2-1.5b --zero 0 --micro-batch 2 --global-batch 512 --precision fp16";
+  const auto plain = predict(run);
+  const auto onebit = predict(run + " --onebit-adam --freeze-step 45000");
+  const double factor =
+      onebit.at("time").at("tokens_per_s").get<double>() / plain.at("time").at("tokens_per_s").get<double>();
+  std::printf("1-bit Adam, GPT-2 1.5B, dp 256 on dgx2x16-40gbe: predicted throughput factor %.2fx "
+              "(DeepSpeed: up to 3.5x for BERT-Large)\n", factor);
+  // The published figure is a best case for a smaller model (BERT-Large, 340M)
+  // with more compute per byte; the prediction must show a clear gain and stay
+  // below the 16x volume bound and near the published scale.
+  CHECK(factor > 1.8);
+  CHECK(factor < 3.5 * 1.25);
+  // On the InfiniBand dgx2x16 the same change buys far less.
+  const auto ib_plain = predict("--cluster dgx2x16 --model gpt2-1.5b --zero 0 --micro-batch 2 --global-batch 512 "
+                                "--precision fp16");
+  const auto ib_onebit = predict("--cluster dgx2x16 --model gpt2-1.5b --zero 0 --micro-batch 2 --global-batch 512 "
+                                 "--precision fp16 --onebit-adam");
+  const double ib_factor =
+      ib_onebit.at("time").at("tokens_per_s").get<double>() / ib_plain.at("time").at("tokens_per_s").get<double>();
+  CHECK(ib_factor < factor);
+  // Its error-feedback state costs optimizer memory (4Ψ + 4Ψ/n bytes).
+  CHECK(onebit.at("memory").at("gpu").at("optimizer_bytes").get<double>() >
+        plain.at("memory").at("gpu").at("optimizer_bytes").get<double>());
+}
+
+TEST_CASE("1-bit Adam needs ZeRO off", "[cli][features]") {
+  auto r = run_command(ztune_bin() + " predict --cluster dgx2x16-40gbe --model gpt2-1.5b --zero 1 --onebit-adam"
+                                     " --precision fp16");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("onebit") && Contains("zero"));
+}
+
+TEST_CASE("sparse attention lets a 10x longer sequence fit where dense attention does not", "[cli][features]") {
+  const std::string run = "--cluster dgx2 --model gpt2-1.5b --zero 2 --micro-batch 1 --global-batch 16"
+                          " --recompute full --precision fp16";
+  CHECK(predict(run).at("memory").at("fits") == true);
+  CHECK(predict(run + " --seq 10240").at("memory").at("fits") == false);
+  for (const char* layout : {"bigbird", "longformer", "variable", "fixed"}) {
+    INFO(layout);
+    const auto sparse = predict(run + " --seq 10240 --sparse-attention " + layout + " --sparse-block 16");
+    CHECK(sparse.at("memory").at("fits") == true);
+  }
+  auto r = run_command(ztune_bin() + " predict " + run + " --seq 1000 --sparse-attention bigbird --sparse-block 64");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("does not divide the sequence length"));
+}
+
+TEST_CASE("ZeRO++ shortens a communication-bound ZeRO-3 iteration and costs hpZ memory", "[cli][features]") {
+  const std::string run = "--cluster dgx2x16 --model 20b --zero 3 --micro-batch 1 --global-batch 256"
+                          " --recompute full --precision fp16";
+  const auto plain = predict(run);
+  const auto zpp = predict(run + " --zeropp");
+  CHECK(zpp.at("time").at("iteration_s").get<double>() < plain.at("time").at("iteration_s").get<double>());
+  CHECK(zpp.at("memory").at("gpu").at("params_bytes").get<double>() >
+        plain.at("memory").at("gpu").at("params_bytes").get<double>());
+  auto r = run_command(ztune_bin() + " predict --cluster dgx2x16 --model 20b --zero 2 --zeropp --precision fp16");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("ZeRO++ needs zero_stage 3"));
+}
