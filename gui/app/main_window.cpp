@@ -178,7 +178,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
           [this] { timeline_->set_message(QStringLiteral("Simulating one iteration of the selected plan…")); });
   connect(&doc_, &PlannerDocument::simulationFinished, this, [this] {
     const auto& s = *doc_.simulation();
-    timeline_->set_timeline(s.timeline, QStringLiteral("%1 — simulated iteration %2, %3 operations")
+    timeline_->set_timeline(s.timeline, QStringLiteral("%1 — simulated iteration %2, %3 operations; % = busy")
                                             .arg(QString::fromStdString(s.plan.summary()),
                                                  format_duration(s.time.iteration_s))
                                             .arg(s.operations));

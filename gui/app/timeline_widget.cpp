@@ -16,9 +16,9 @@
 namespace ztune::gui {
 namespace {
 
-constexpr double kLabelWidth = 170;  // row labels, left of the plot
+constexpr double kLabelWidth = 200;  // row labels, left of the plot
 constexpr double kHeader = 40;       // caption, legend and time ticks, above the plot
-constexpr double kMaxRowHeight = 30;
+constexpr double kMaxRowHeight = 34;
 constexpr double kMinRowHeight = 6;
 
 }  // namespace
@@ -137,9 +137,14 @@ void TimelineWidget::paintEvent(QPaintEvent* /*event*/) {
     if (stage % 2 == 1) p.fillRect(QRectF(0, y0, width(), y1 - y0), pal.color(QPalette::AlternateBase));
     p.setPen(pal.color(QPalette::Text));
     if (h >= 11) {
-      for (int i = r; i < end; ++i)
-        p.drawText(QRectF(6, plot.top() + i * h, kLabelWidth - 10, h), Qt::AlignVCenter | Qt::AlignLeft,
-                   data_.rows[static_cast<std::size_t>(i)].label);
+      for (int i = r; i < end; ++i) {
+        const auto& row = data_.rows[static_cast<std::size_t>(i)];
+        const QRectF cell(6, plot.top() + i * h, kLabelWidth - 12, h);
+        p.setPen(pal.color(QPalette::Text));
+        p.drawText(cell, Qt::AlignVCenter | Qt::AlignLeft, row.label);
+        p.setPen(pal.color(QPalette::PlaceholderText));
+        p.drawText(cell, Qt::AlignVCenter | Qt::AlignRight, format_percent(row.busy_fraction).remove(QLatin1Char(' ')));
+      }
     } else {
       p.drawText(QRectF(6, y0, kLabelWidth - 10, y1 - y0), Qt::AlignVCenter | Qt::AlignLeft,
                  QStringLiteral("stage %1 (%2 rows)").arg(stage).arg(end - r));

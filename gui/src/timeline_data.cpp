@@ -54,7 +54,8 @@ TimelineData timeline_from_simulation(const sim::SimResult& r) {
     row_of[res] = static_cast<int>(out.rows.size());
     const auto& rs = g.resources[res];
     out.rows.push_back({QString::fromStdString(sim::resource_name(rs)), rs.stage,
-                        rs.kind == sim::ResourceKind::compute});
+                        rs.kind == sim::ResourceKind::compute,
+                        r.iteration_s > 0 ? r.busy_s(static_cast<int>(res)) / r.iteration_s : 0.0});
   }
 
   out.items.reserve(n);

@@ -52,6 +52,10 @@ TEST_CASE("timeline rows are the resources that ran something", "[gui][timeline]
   CHECK(t.rows[2].compute);
   CHECK(t.rows[0].label.contains("compute"));
   CHECK(t.rows[2].label.contains("1"));
+  // Busy: stage 0 compute 1 of 2.5 s, its link 0.5 s, stage 1 compute 1 s.
+  CHECK(t.rows[0].busy_fraction == Approx(0.4));
+  CHECK(t.rows[1].busy_fraction == Approx(0.2));
+  CHECK(t.rows[2].busy_fraction == Approx(0.4));
 }
 
 TEST_CASE("timeline items carry the simulated times and idle gaps", "[gui][timeline]") {

@@ -35,6 +35,7 @@ struct TimelineRow {
   QString label;  // "stage 0 compute"
   int stage = 0;
   bool compute = false;
+  double busy_fraction = 0;  // the simulator's busy time of this resource / iteration time
 };
 
 struct TimelineItem {
