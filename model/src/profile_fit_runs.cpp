@@ -75,10 +75,10 @@ double mean_abs_error(const std::vector<PredictionError>& e) {
 
 namespace {
 
-// The fitted parameters. Multipliers act on a rate (θ = θ0·e^u); overheads are
-// non-negative times (θ = s·softplus(v0 + u), s their scale, so a zero start is
-// reachable and the value never turns negative); the overlap is a fraction
-// (θ = logistic(v0 + u)).
+// The fitted parameters, all in log space so the prior is a factor: multipliers
+// act on a rate (θ = θ0·e^u); overheads are times (θ = max(θ0, floor)·e^u, the
+// floor a thousandth of their typical size so a zero start can grow); the
+// overlap is a fraction (θ = logistic(v0 + u)).
 enum class Kind { multiplier, time, fraction };
 struct Param {
   const char* name;
@@ -88,8 +88,6 @@ struct Param {
   double sigma;  // prior width in u
 };
 
-double softplus(double v) { return v > 30 ? v : std::log1p(std::exp(v)); }
-double softplus_inv(double t) { return t > 30 ? t : std::log(std::expm1(t)); }
 double logistic(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 
 struct Model {
@@ -102,7 +100,7 @@ struct Model {
   double value(std::size_t j, double u) const {
     switch (params[j].kind) {
       case Kind::multiplier: return start[j] * std::exp(u);
-      case Kind::time: return params[j].scale * softplus(v0[j] + u);
+      case Kind::time: return std::max(start[j], 1e-3 * params[j].scale) * std::exp(u);
       case Kind::fraction: return logistic(v0[j] + u);
     }
     return start[j];
@@ -154,8 +152,6 @@ Model make_model(const Cluster& c, const HardwareProfile& start, const RunFitOpt
              start.dp_overlap};
   m.v0.assign(m.params.size(), 0.0);
   for (std::size_t j = 0; j < m.params.size(); ++j) {
-    if (m.params[j].kind == Kind::time)
-      m.v0[j] = softplus_inv(std::max(m.start[j], 1e-3 * m.params[j].scale) / m.params[j].scale);
     if (m.params[j].kind == Kind::fraction) {
       const double f = std::clamp(m.start[j], 1e-3, 1 - 1e-3);
       m.v0[j] = std::log(f / (1 - f));
@@ -166,7 +162,8 @@ Model make_model(const Cluster& c, const HardwareProfile& start, const RunFitOpt
 }
 
 // Residuals: the runs' relative errors, then the prior's u_j/σ_j.
-Eigen::VectorXd residuals(const Model& m, const std::vector<RunObservation>& runs, const Eigen::VectorXd& u) {
+Eigen::VectorXd residuals(const Model& m, const std::vector<RunObservation>& runs, const Eigen::VectorXd& u,
+                          double noise) {
   HardwareProfile hw;
   Cluster c;
   m.apply(u, hw, c);
@@ -175,7 +172,7 @@ Eigen::VectorXd residuals(const Model& m, const std::vector<RunObservation>& run
   for (Eigen::Index i = 0; i < n; ++i) {
     const auto& run = runs[static_cast<std::size_t>(i)];
     const double t = predict_time(run.model, run.plan, c, hw).iteration_s;
-    r(i) = (t - run.measured_iteration_s) / run.measured_iteration_s;
+    r(i) = (t - run.measured_iteration_s) / run.measured_iteration_s / noise;
   }
   for (Eigen::Index j = 0; j < u.size(); ++j) r(n + j) = u(j) / m.params[static_cast<std::size_t>(j)].sigma;
   return r;
@@ -195,9 +192,10 @@ RunFit fit_profile_to_runs(const std::vector<RunObservation>& runs, const Cluste
     return out;
   }
   const Model m = make_model(c, start, options);
+  const double noise = std::max(1e-4, options.measurement_noise);
   const auto p = static_cast<Eigen::Index>(m.params.size());
   Eigen::VectorXd u = Eigen::VectorXd::Zero(p);
-  Eigen::VectorXd r = residuals(m, runs, u);
+  Eigen::VectorXd r = residuals(m, runs, u, noise);
   double cost = r.squaredNorm();
   double lambda = 1e-2;
   int it = 0;
@@ -209,7 +207,7 @@ RunFit fit_profile_to_runs(const std::vector<RunObservation>& runs, const Cluste
     for (Eigen::Index j = 0; j < p; ++j) {
       Eigen::VectorXd up = u;
       up(j) += kStep;
-      jac.col(j) = (residuals(m, runs, up) - r) / kStep;
+      jac.col(j) = (residuals(m, runs, up, noise) - r) / kStep;
     }
     const Eigen::MatrixXd jtj = jac.transpose() * jac;
     const Eigen::VectorXd jtr = jac.transpose() * r;
@@ -219,7 +217,7 @@ RunFit fit_profile_to_runs(const std::vector<RunObservation>& runs, const Cluste
       for (Eigen::Index j = 0; j < p; ++j) a(j, j) += lambda * (jtj(j, j) + 1e-12);
       const Eigen::VectorXd step = a.ldlt().solve(-jtr);
       const Eigen::VectorXd trial = u + step;
-      const Eigen::VectorXd rt = residuals(m, runs, trial);
+      const Eigen::VectorXd rt = residuals(m, runs, trial, noise);
       const double ct = rt.squaredNorm();
       if (std::isfinite(ct) && ct < cost) {
         const double gain = cost - ct;

@@ -24,16 +24,29 @@ LsSolution solve_active(const Eigen::MatrixXd& a, const Eigen::VectorXd& y, cons
     if (!(y(i) > 0)) w(i) = 0;
   Eigen::VectorXd x = Eigen::VectorXd::Zero(cols);
   Eigen::VectorXd r(rows);
-  for (int iter = 0; iter < 12; ++iter) {
+  // Residuals are relative to the fitted value (the previous round's; the
+  // first round uses the median of y), so a point far below the rest (a GEMM
+  // efficiency from a descheduled call) is not magnified by dividing by it.
+  std::vector<double> ys;
+  for (Eigen::Index i = 0; i < rows; ++i)
+    if (y(i) > 0) ys.push_back(y(i));
+  Eigen::VectorXd ref = Eigen::VectorXd::Constant(rows, ys.empty() ? 1.0 : median(ys));
+  for (int iter = 0; iter < 15; ++iter) {
     Eigen::MatrixXd aw(rows, cols);
     Eigen::VectorXd yw(rows);
     for (Eigen::Index i = 0; i < rows; ++i) {
-      const double s = w(i) > 0 ? std::sqrt(w(i)) / y(i) : 0.0;
+      const double s = w(i) > 0 ? std::sqrt(w(i)) / ref(i) : 0.0;
       aw.row(i) = sub.row(i) * s;
       yw(i) = y(i) * s;
     }
     x = aw.colPivHouseholderQr().solve(yw);
-    for (Eigen::Index i = 0; i < rows; ++i) r(i) = y(i) > 0 ? (sub.row(i).dot(x) - y(i)) / y(i) : 0.0;
+    for (Eigen::Index i = 0; i < rows; ++i) {
+      if (!(y(i) > 0)) continue;
+      const double fitted = sub.row(i).dot(x);
+      // Guard: a fitted value at or below zero falls back to y as the reference.
+      ref(i) = fitted > 1e-12 * y(i) ? fitted : y(i);
+      r(i) = (fitted - y(i)) / ref(i);
+    }
     std::vector<double> abs_r;
     for (Eigen::Index i = 0; i < rows; ++i)
       if (y(i) > 0) abs_r.push_back(std::abs(r(i)));

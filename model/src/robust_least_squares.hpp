@@ -17,7 +17,8 @@ struct LsSolution {
   int points = 0;
 };
 
-/// Minimises Σ w_i ((A x)_i − y_i)² / y_i² with robust weights w. Columns
+/// Minimises Σ w_i ((A x)_i − y_i)² / (A x)_i² (relative to the fitted value)
+/// with robust weights w. Columns
 /// flagged in `nonnegative` are kept ≥ 0 by dropping the most negative one and
 /// refitting (an active set; enough for the 1–3 columns these fits have).
 /// Rows with y ≤ 0 are ignored.

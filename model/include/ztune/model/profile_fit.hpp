@@ -176,6 +176,9 @@ struct RunFitOptions {
   /// (which only runs can see).
   double measured_prior_factor = 3.0;
   double overhead_prior_factor = 100.0;
+  /// Relative timing noise of one run's median step time: the runs' residuals
+  /// are divided by it, so it weighs the data against the prior.
+  double measurement_noise = 0.05;
   int max_iterations = 60;
 };
 

@@ -1,0 +1,186 @@
+// The profile fit against known answers: measurements synthesised in closed
+// form from chosen hardware figures (written out here, not computed by
+// op_costs), with and without outliers, must give those figures back; a
+// measurements file with a typo is refused with its JSON path; the run fit
+// recovers a known profile's predictions on plans it did not see.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "ztune/model/catalog.hpp"
+#include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/input_error.hpp"
+#include "ztune/model/prediction.hpp"
+#include "ztune/model/profile_fit.hpp"
+
+using namespace ztune;
+
+namespace {
+
+// A machine with these figures (per rank): GEMM efficiency 0.25 at ≤1e6 FLOPs
+// rising log-linearly to 0.75 at ≥1e9 of a 50 GFLOP/s peak; copy 40 GB/s;
+// training kernels 10 GB/s + 2 µs per call; collectives 8 µs per call + 3 µs
+// per step + S·busfactor / 6 GB/s; memcpy 12 GB/s; Adam 0.3 Gparams/s per node.
+constexpr double kPeak = 50e9, kCopy = 40e9, kKernels = 10e9, kLaunch = 2e-6;
+constexpr double kBase = 8e-6, kAlpha = 3e-6, kBusbw = 6e9, kMemcpy = 12e9;
+
+double true_gemm_eff(double flops) {
+  const double x = std::clamp((std::log10(flops) - 6.0) / 3.0, 0.0, 1.0);
+  return 0.25 + 0.5 * x;
+}
+
+Measurements synthetic(bool outliers) {
+  Measurements m;
+  m.backend = "cpu";
+  m.ranks = 2;
+  m.ranks_per_node = 2;
+  int i = 0;
+  auto noisy = [&](double t) { return outliers && (++i % 9 == 0) ? 10.0 * t : t; };
+  // Six shapes per octave of size: the real sweep's density per table row.
+  for (double d = 32; d <= 2048; d *= std::pow(2.0, 1.0 / 6)) {
+    const double f = 2 * d * d * d;
+    m.gemm.push_back({d, d, d, f, noisy(f / (kPeak * true_gemm_eff(f)))});
+  }
+  for (double n = 16384; n <= 16.0 * 1048576; n *= 4) {
+    m.memory.push_back({"copy", 8 * n, 1, noisy(8 * n / kCopy + kLaunch)});
+    for (const char* k : {"add", "gelu_forward", "layernorm_forward"})
+      m.memory.push_back({k, 12 * n, 1, noisy(12 * n / kKernels + kLaunch)});
+    m.copies.push_back({"h2d", 4 * n, noisy(4 * n / kMemcpy)});
+  }
+  m.host_adam_node_params_per_s = 0.3e9;
+  const std::pair<const char*, Collective> kinds[] = {{"all_reduce", Collective::all_reduce},
+                                                      {"all_gather", Collective::all_gather},
+                                                      {"sendrecv", Collective::p2p}};
+  for (int n : {2, 4}) {
+    for (const auto& [name, kind] : kinds) {
+      for (double s = 1024; s <= 16.0 * 1048576; s *= 2) {
+        const double steps = kind == Collective::all_reduce ? 2.0 * std::ceil(std::log2(n)) * (n == 2 ? 1 : 1)
+                             : kind == Collective::p2p      ? 1.0
+                                                            : n - 1.0;
+        // all-reduce: min(ring 2(n−1), tree 2⌈log2 n⌉) steps; 2 for n = 2, 4 for n = 4.
+        const double ar_steps = std::min(2.0 * (n - 1), 2.0 * std::ceil(std::log2(n)));
+        const double st = kind == Collective::all_reduce ? ar_steps : steps;
+        const double factor = kind == Collective::all_reduce ? 2.0 * (n - 1) / n
+                              : kind == Collective::p2p      ? 1.0
+                                                             : (n - 1.0) / n;
+        CollectiveSample c;
+        c.kind = kind;
+        c.name = name;
+        c.group = "intra:" + std::to_string(n);
+        c.ranks = n;
+        c.per_node = n;
+        c.bytes = s;
+        c.time_s = noisy(kBase + kAlpha * st + s * factor / kBusbw);
+        m.collectives.push_back(c);
+      }
+    }
+  }
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("the microbenchmark fit recovers the figures the measurements were made from", "[calibration]") {
+  for (bool outliers : {false, true}) {
+    INFO("outliers (every 9th point ×10): " << outliers);
+    const Cluster c = load_cluster("local-cpu");
+    const HardwareProfile prior = default_profile_for(c);
+    const ProfileFit fit = fit_profile(synthetic(outliers), c, prior, "test");
+    const double tol = outliers ? 0.03 : 1e-6;
+    // GEMM: the best rate becomes the peak; the table reproduces the curve.
+    const double peak = fit.cluster.node.gpu.peak_flops(Precision::fp32);
+    CHECK(peak == Approx(kPeak * 0.75).epsilon(tol));
+    for (double f : {1e6, 1e7, 1e8, 1e9})
+      CHECK(peak * fit.profile.gemm_efficiency_at(f) == Approx(kPeak * true_gemm_eff(f)).epsilon(tol));
+    // Memory: copy is the figure, the kernels its fraction, plus the launch time.
+    CHECK(fit.cluster.node.gpu.hbm_bandwidth_gbps == Approx(kCopy / 1e9).epsilon(tol));
+    CHECK(fit.profile.memory_bandwidth_efficiency == Approx(kKernels / kCopy).epsilon(tol));
+    CHECK(fit.profile.kernel_launch_s == Approx(kLaunch).epsilon(outliers ? 0.1 : 1e-4));
+    CHECK(fit.cluster.node.pcie_bandwidth_gbps == Approx(kMemcpy / 1e9).epsilon(tol));
+    CHECK(fit.cluster.node.cpu_adam_gparams_per_s == Approx(0.3));
+    // Collectives: α per step (cluster latency on a CPU cluster), base per call, busbw.
+    CHECK(fit.cluster.intra_node.bandwidth_gbps * fit.profile.intra_node.busbw_efficiency ==
+          Approx(kBusbw / 1e9).epsilon(tol));
+    CHECK(fit.cluster.intra_node.latency_us * 1e-6 + fit.profile.intra_node.latency_s ==
+          Approx(kAlpha).epsilon(outliers ? 0.1 : 1e-4));
+    CHECK(fit.profile.intra_node.base_latency_s == Approx(kBase).epsilon(outliers ? 0.1 : 1e-4));
+    // The written profile loads back (every fraction in range, table descending).
+    CHECK_NOTHROW(profile_from_json(profile_to_json(fit.profile), "fitted.json"));
+    // Per collective and layout: busbw as generated.
+    for (const auto& cf : fit.collectives) CHECK(cf.busbw_gbps == Approx(kBusbw / 1e9).epsilon(outliers ? 0.05 : 1e-4));
+  }
+}
+
+TEST_CASE("a measurements file with an unknown field is refused with its path", "[calibration]") {
+  nlohmann::json doc{{"schema", "ztune.measurements/1"}, {"backend", "cpu"}, {"ranks", 2}, {"nodes", 1},
+                     {"ranks_per_node", 2}, {"threads_per_rank", 1}, {"protocol", nlohmann::json::object()},
+                     {"environment", nlohmann::json::object()}, {"wrong", 0}, {"elapsed_s", 1.0},
+                     {"notes", nlohmann::json::array()}, {"attention", nlohmann::json::array()},
+                     {"memory_bound", nlohmann::json::array()}, {"copies", nlohmann::json::array()},
+                     {"host_adam", nullptr}, {"collectives", nlohmann::json::array()}};
+  doc["gemm"] = nlohmann::json::array({{{"m", 8}, {"n", 8}, {"k", 8}, {"op", "NN"}, {"flops", 1024}, {"time_s", 1e-6},
+                                        {"time_min_s", 1e-6}, {"time_max_s", 1e-6}, {"iters", 1}, {"repeats", 1},
+                                        {"gflops", 1.0}, {"wrong", 0}, {"tflops", 1}}});
+  try {
+    (void)measurements_from_json(doc, "m.json");
+    FAIL("accepted an unknown field");
+  } catch (const InputError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("m.json") && Catch::Contains("$.gemm[0].tflops"));
+  }
+  doc["gemm"][0].erase("tflops");
+  CHECK(measurements_from_json(doc, "m.json").gemm.size() == 1);
+  doc["schema"] = "ztune.measurements/2";
+  CHECK_THROWS_WITH(measurements_from_json(doc, "m.json"), Catch::Contains("$.schema"));
+}
+
+TEST_CASE("the run fit recovers a known profile's iteration times on plans it did not see", "[calibration]") {
+  // Truth: the catalog CPU profile on local-cpu with slower GEMMs, faster
+  // memory-bound kernels and no framework overheads; the fit starts from the
+  // catalog profile and sees only the truth's iteration times of five plans.
+  const Cluster c = load_cluster("local-cpu");
+  const Transformer m = load_transformer("tiny");
+  const HardwareProfile start = default_profile_for(c);
+  HardwareProfile truth = start;
+  for (auto& row : truth.gemm_efficiency) row.efficiency *= 0.5;
+  truth.memory_bandwidth_efficiency = 0.95;
+  truth.microbatch_overhead_s = 2e-3;
+  truth.step_overhead_s = 1e-3;
+  truth.host_op_s = 0;
+  auto plan = [&](int dp, int tp, int pp, int mb, int ga, Recompute r) {
+    Plan p;
+    p.dp = dp;
+    p.tp = tp;
+    p.pp = pp;
+    p.micro_batch = mb;
+    p.grad_accum = ga;
+    p.global_batch = static_cast<std::int64_t>(mb) * ga * dp;
+    p.recompute = r;
+    p.precision = Precision::fp32;
+    return p;
+  };
+  auto observe = [&](const Plan& p) {
+    RunObservation o;
+    o.label = p.summary();
+    o.model = m;
+    o.plan = p;
+    o.measured_iteration_s = predict_time(m, p, c, truth).iteration_s;
+    return o;
+  };
+  const std::vector<RunObservation> seen{observe(plan(2, 1, 1, 2, 4, Recompute::none)),
+                                         observe(plan(1, 2, 1, 4, 4, Recompute::none)),
+                                         observe(plan(1, 1, 2, 2, 8, Recompute::none)),
+                                         observe(plan(2, 1, 1, 8, 1, Recompute::full)),
+                                         observe(plan(2, 1, 1, 1, 8, Recompute::none))};
+  const std::vector<RunObservation> unseen{observe(plan(2, 1, 1, 4, 2, Recompute::selective)),
+                                           observe(plan(1, 2, 1, 2, 8, Recompute::none)),
+                                           observe(plan(1, 1, 2, 4, 4, Recompute::full))};
+  const double before = mean_abs_error(prediction_errors(unseen, c, start));
+  const RunFit fit = fit_profile_to_runs(seen, c, start, RunFitOptions{});
+  const double after = mean_abs_error(prediction_errors(unseen, fit.cluster, fit.profile));
+  INFO("held-out mean |error| before " << before << ", after " << after);
+  CHECK(before > 0.3);
+  CHECK(after < 0.05);
+  CHECK(fit.mean_abs_error_after < fit.mean_abs_error_before);
+  CHECK_NOTHROW(profile_from_json(profile_to_json(fit.profile), "fitted.json"));
+}
