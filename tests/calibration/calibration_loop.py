@@ -1,0 +1,135 @@
+"""The calibration loop on this machine, end to end (issue 8, deliverable 4).
+
+1. `ztune calibrate --quick` measures the CPU ranks (microbenchmarks only).
+2. Training plans of the tiny model run on 2 CPU ranks through `ztune run`,
+   each twice, interleaved (so a change in the machine's load hits all plans
+   alike); the measured iteration time of a plan is the mean of its two medians.
+3. `ztune calibrate --measurements ... --records <fit plans>` refits the
+   profile to the microbenchmarks and the fit plans' run records.
+4. Held-out plans (never shown to the fit) are predicted with `ztune predict`
+   under the catalog profile (before) and the fitted profile (after).
+
+Oracle: the measured times. Checks: held-out mean |error| after <= 15% and
+below the error before; with --memory: every plan's predicted peak memory per
+rank within 10% of the executor's measured peak.
+
+The two runs of a plan also measure the machine's own repeatability. When it
+is worse than 10% (other jobs sharing the cores), a 15% target cannot be
+judged: the test says so and exits 77 (skipped, never passed).
+
+usage: calibration_loop.py ZTUNE [--memory]
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ZTUNE = sys.argv[1]
+CHECK_MEMORY = "--memory" in sys.argv
+MODEL = json.load(open(os.path.join(os.environ["ZTUNE_DATA_DIR"], "models", "tiny.json")))
+NOISE_GATE = float(os.environ.get("ZTUNE_NOISE_GATE", "0.10"))  # override to judge anyway
+TARGET_TIME = 0.15
+TARGET_MEMORY = 0.10
+
+
+def plan(dp=1, tp=1, pp=1, zero=0, mb=2, ga=4, sp=False, recompute="none", schedule="1f1b"):
+    return {"schema": "ztune.plan/1", "dp": dp, "tp": tp, "pp": pp, "virtual_stages": 1,
+            "sequence_parallel": sp, "zero_stage": zero, "offload": {"optimizer": "none", "params": "none"},
+            "micro_batch": mb, "grad_accum": ga, "global_batch": mb * ga * dp, "recompute": recompute,
+            "precision": "fp32", "schedule": schedule,
+            "communication": {"overlap_comm": True, "reduce_bucket_elems": 5e8, "allgather_bucket_elems": 5e8,
+                              "prefetch_bucket_elems": 5e7, "max_live_params": 1e9,
+                              "param_persistence_threshold": 0.0},
+            "onebit_adam": {"enabled": False, "freeze_step": 0},
+            "sparse_attention": {"layout": "none", "block": 64}, "zeropp": False}
+
+
+# Both sets cover the three 2-rank layouts; the held-out plans differ in
+# micro-batch, accumulation, ZeRO stage, recomputation or sequence parallelism.
+FIT = {"dp2_z0_mb2": plan(dp=2, mb=2, ga=4), "dp2_z1_mb4": plan(dp=2, zero=1, mb=4, ga=2),
+       "dp2_z2_full": plan(dp=2, zero=2, mb=8, ga=1, recompute="full"), "tp2_mb4": plan(tp=2, mb=4, ga=4),
+       "pp2_mb2": plan(pp=2, mb=2, ga=8)}
+HELD = {"dp2_z0_mb4_sel": plan(dp=2, mb=4, ga=2, recompute="selective"), "dp2_z1_mb1": plan(dp=2, zero=1, mb=1, ga=8),
+        "tp2_sp_mb2": plan(tp=2, sp=True, mb=2, ga=8), "pp2_mb4": plan(pp=2, mb=4, ga=4)}
+
+
+def run(args, timeout=600):
+    r = subprocess.run([ZTUNE] + args, capture_output=True, text=True, timeout=timeout, env=ENV)
+    if r.returncode != 0:
+        print("FAILED:", " ".join(args), "\n", r.stdout[-3000:], r.stderr[-3000:])
+        sys.exit(1)
+    return r.stdout
+
+
+def predict(cluster, name, profile=None):
+    args = ["predict", "--cluster", cluster, "--model", "tiny", "--plan", f"{D}/{name}.plan.json", "--json"]
+    if profile:
+        args += ["--profile", profile]
+    return json.loads(run(args))
+
+
+with tempfile.TemporaryDirectory() as D:
+    ENV = dict(os.environ, XDG_DATA_HOME=D)
+    t0 = time.time()
+    run(["calibrate", "--cluster", "local-cpu", "--np", "2", "--quick", "--no-db", "--out", f"{D}/micro.json",
+         "--keep-measurements", f"{D}/measurements.json"])
+    print(f"microbenchmarks: {time.time() - t0:.1f} s")
+
+    for name, p in {**FIT, **HELD}.items():
+        with open(f"{D}/{name}.plan.json", "w") as f:
+            json.dump({"schema": "ztune.planfile/1", "plan": p, "model": MODEL}, f)
+    measured, peaks = {}, {}
+    for rnd in (1, 2):
+        for name in list(FIT) + list(HELD):
+            rec = f"{D}/{name}.{rnd}.json"
+            run(["run", f"{D}/{name}.plan.json", "--steps", "6", "--no-db", "--record", rec, "--json"])
+            r = json.load(open(rec))
+            measured.setdefault(name, []).append(r["step_time_s"])
+            peaks[name] = max(r["peak_memory_bytes"])
+    spread = {n: abs(t[0] - t[1]) / statistics.mean(t) for n, t in measured.items()}
+    noise = statistics.median(spread.values())
+    for n, t in measured.items():
+        print(f"  {n:16s} measured {t[0]:.4f} s, {t[1]:.4f} s (spread {100 * spread[n]:.0f}%)")
+    print(f"repeatability: median spread {100 * noise:.1f}% (gate {100 * NOISE_GATE:.0f}%)")
+
+    failures = []
+    if CHECK_MEMORY:
+        for name in list(FIT) + list(HELD):
+            pred = predict("local-cpu", name)["memory"]["gpu"]["total_bytes"]
+            err = (pred - peaks[name]) / peaks[name]
+            print(f"  memory {name:16s} measured {peaks[name] / 2**20:8.2f} MiB predicted {pred / 2**20:8.2f} MiB "
+                  f"error {100 * err:+.1f}%")
+            if abs(err) > TARGET_MEMORY:
+                failures.append(f"{name}: peak memory error {100 * err:+.1f}% exceeds {100 * TARGET_MEMORY:.0f}%")
+    else:
+        if noise > NOISE_GATE:
+            print(f"SKIPPED: this machine repeats a measurement only within {100 * noise:.0f}% (other jobs share "
+                  f"its cores); a {100 * TARGET_TIME:.0f}% prediction target cannot be judged here")
+            sys.exit(77)
+        fit_records = [f"{D}/{n}.{r}.json" for n in FIT for r in (1, 2)]
+        out = json.loads(run(["calibrate", "--cluster", "local-cpu", "--measurements", f"{D}/measurements.json",
+                              "--no-db", "--out", f"{D}/fitted.json", "--json", "--records"] + fit_records))
+        print(f"fit: mean |error| on fitted runs before {100 * out['mean_abs_error']['fitted']['before']:.1f}%, "
+              f"after {100 * out['mean_abs_error']['fitted']['after']:.1f}%")
+        before, after = [], []
+        for name in HELD:
+            m = statistics.mean(measured[name])
+            b = predict("local-cpu", name)["time"]["iteration_s"]
+            a = predict(f"{D}/fitted.cluster.json", name, f"{D}/fitted.json")["time"]["iteration_s"]
+            before.append(abs(b - m) / m)
+            after.append(abs(a - m) / m)
+            print(f"  held-out {name:16s} measured {m:.4f} s  before {b:.4f} s ({100 * (b - m) / m:+.1f}%)  "
+                  f"after {a:.4f} s ({100 * (a - m) / m:+.1f}%)")
+        mb, ma = statistics.mean(before), statistics.mean(after)
+        print(f"held-out mean |error|: before {100 * mb:.1f}%, after {100 * ma:.1f}% (target <= {100 * TARGET_TIME:.0f}%)")
+        if not ma < mb:
+            failures.append("the fit did not reduce the held-out error")
+        if ma > TARGET_TIME:
+            failures.append(f"held-out error after the fit {100 * ma:.1f}% exceeds {100 * TARGET_TIME:.0f}%")
+    print(f"total {time.time() - t0:.1f} s")
+    for f in failures:
+        print("FAILED:", f)
+    sys.exit(1 if failures else 0)
