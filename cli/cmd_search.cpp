@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "autorun.hpp"
 #include "command.hpp"
 #include "plan_flags.hpp"
 #include "search_output.hpp"
@@ -39,6 +40,8 @@ struct SearchFlags {
   bool no_prune = false, no_rank = false, no_simulate = false;
   bool json = false, explain = false, no_db = false;
   std::string out, profile, db;
+  bool run = false;  // --run (cli/autorun.cpp)
+  AutorunOptions autorun;
 };
 
 nlohmann::json options_json(const SearchFlags& f, const SearchOptions& o) {
@@ -155,6 +158,12 @@ int run_search_command(const SearchFlags& f) {
     write_plan_file(f.out, r.plans.front(), model, cluster);
     if (!f.json) std::cout << "Wrote the best plan to " << f.out << ".\n";
   }
+  if (f.run || f.autorun.dry_run) {
+    std::cout << std::flush;
+    AutorunOptions ro = f.autorun;
+    if (ro.plan_out.empty()) ro.plan_out = f.out;
+    return run_best_plan(r.plans.front().plan, model, cluster, hw, ro, db);
+  }
   return kExitOk;
 }
 
@@ -196,6 +205,13 @@ Command add_search(CLI::App& root) {
   app->add_option("--profile", f->profile, "Hardware profile file (default: the GPU's in data/profiles/)");
   app->add_option("--db", f->db, "Results database (default: $XDG_DATA_HOME/ztune/results.db)");
   app->add_flag("--no-db", f->no_db, "Do not store the search");
+  app->add_flag("--run", f->run, "Run the best plan, compare measured with predicted, store both, refine the profile");
+  app->add_option("--steps", f->autorun.steps, "--run: optimizer steps")->check(CLI::PositiveNumber);
+  app->add_flag("--dry-run", f->autorun.dry_run, "--run: print the launch command, the plan and the exported configs only");
+  app->add_flag("--no-refine", [f](std::int64_t) { f->autorun.refine = false; }, "--run: do not refit the profile");
+  app->add_option("--hosts", f->autorun.hosts, "--run: Open MPI host list (host1:slots,host2:slots)");
+  app->add_option("--run-threads", f->autorun.threads, "--run: compute threads per rank")->check(CLI::PositiveNumber);
+  app->add_option("--data", f->autorun.data, "--run: uint16 token file or \"synthetic\"");
   return {app, [f] { return run_search_command(*f); }};
 }
 

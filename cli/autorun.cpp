@@ -1,0 +1,215 @@
+#include "autorun.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "calibrate_runs.hpp"
+#include "command.hpp"
+#include "run_launch.hpp"
+#include "ztune/model/catalog.hpp"
+#include "ztune/model/input_error.hpp"
+#include "ztune/model/json_reader.hpp"
+#include "ztune/model/prediction.hpp"
+#include "ztune/model/profile_fit.hpp"
+#include "ztune/tuner/export.hpp"
+
+namespace ztune::cli {
+
+namespace {
+
+// Devices this launch can reach. CPU ranks: any number (Open MPI
+// oversubscribes the cores; the ranks then share them). GPUs: the slots of a
+// Slurm allocation or of --hosts, else the NVIDIA devices of this machine.
+struct Availability {
+  int devices = 0;
+  std::string where;
+};
+
+Availability available_devices(const Cluster& c, const std::string& hosts) {
+  if (c.device_kind == DeviceKind::cpu) return {c.total_gpus(), "CPU ranks on this machine (oversubscribed when needed)"};
+  if (const char* n = std::getenv("SLURM_NTASKS"); n != nullptr)
+    return {std::atoi(n), "the Slurm allocation (SLURM_NTASKS)"};
+  if (!hosts.empty()) {
+    int slots = 0;
+    std::stringstream ss(hosts);
+    for (std::string h; std::getline(ss, h, ',');) {
+      const auto colon = h.find(':');
+      slots += colon == std::string::npos ? 1 : std::atoi(h.c_str() + colon + 1);
+    }
+    return {slots, "--hosts"};
+  }
+  int gpus = 0;
+  for (int i = 0; i < 64; ++i)
+    if (std::filesystem::exists("/dev/nvidia" + std::to_string(i))) ++gpus;
+  return {gpus, "this machine (/dev/nvidia*)"};
+}
+
+// What `ztune export` would give for the plan, or the engine's refusal.
+void print_exports(const PlanFile& pf, const std::string& plan_path) {
+  try {
+    std::printf("\nDeepSpeed ds_config.json:\n%s\n", deepspeed_config(pf, plan_path).dump(2).c_str());
+    std::printf("DeepSpeed launch: %s\n", deepspeed_launch(pf, "ds_config.json", plan_path).c_str());
+  } catch (const InputError& e) {
+    std::printf("\nDeepSpeed: %s\n", e.what());
+  }
+  try {
+    std::printf("Megatron-LM launch: %s\n", megatron_launch(pf, plan_path).c_str());
+  } catch (const InputError& e) {
+    std::printf("Megatron-LM: %s\n", e.what());
+  }
+}
+
+double err(double predicted, double measured) { return measured > 0 ? 100.0 * (predicted - measured) / measured : 0; }
+
+// Measured beside predicted: iteration, tokens/s, peak memory per rank, and
+// time per operation type (rank 0, per step) beside the prediction's parts.
+void print_comparison(const nlohmann::json& record, const Prediction& p, int steps) {
+  const double measured = record.at("step_time_s").get<double>();
+  std::printf("\n%-28s %14s %14s %9s\n", "", "predicted", "measured", "error");
+  std::printf("%-28s %13.4fs %13.4fs %+8.1f%%\n", "iteration time", p.time.iteration_s, measured,
+              err(p.time.iteration_s, measured));
+  std::printf("%-28s %14.0f %14.0f %+8.1f%%\n", "tokens/s", p.time.tokens_per_s,
+              record.at("tokens_per_s").get<double>(), err(p.time.tokens_per_s, record.at("tokens_per_s").get<double>()));
+  const auto& peaks = record.at("peak_memory_bytes");
+  for (std::size_t r = 0; r < peaks.size(); ++r) {
+    const double m = peaks[r].get<double>();
+    std::printf("%-28s %12.2fMiB %12.2fMiB %+8.1f%%\n", ("peak memory rank " + std::to_string(r)).c_str(),
+                p.memory.gpu_total_bytes / 1048576.0, m / 1048576.0, err(p.memory.gpu_total_bytes, m));
+  }
+  // Per operation type: the executor times kernels by kind on rank 0; the cost
+  // model's parts are compute (forward, backward, recompute, optimizer) and
+  // exposed communication. Both per step.
+  const auto& ops = record.at("ops_rank0");
+  auto op = [&](const char* k) { return ops.contains(k) ? ops.at(k).at("time_s").get<double>() / steps : 0.0; };
+  const double compute_measured = op("gemm") + op("attention") + op("memory_bound") + op("host_adam");
+  const double compute_predicted = p.time.part(TimePart::forward) + p.time.part(TimePart::backward) +
+                                   p.time.part(TimePart::recompute) + p.time.part(TimePart::optimizer);
+  std::printf("\nper step, rank 0 (s)          %14s %14s\n", "predicted", "measured");
+  std::printf("  %-26s %14s %14.4f\n", "gemm", "", op("gemm"));
+  std::printf("  %-26s %14s %14.4f\n", "attention", "", op("attention"));
+  std::printf("  %-26s %14s %14.4f\n", "memory_bound", "", op("memory_bound"));
+  std::printf("  %-26s %14s %14.4f\n", "host_adam", "", op("host_adam"));
+  std::printf("  %-26s %14.4f %14.4f\n", "compute (sum of the above)", compute_predicted, compute_measured);
+  for (auto part : {TimePart::tp_comm, TimePart::pp_comm, TimePart::dp_comm, TimePart::zero3_gather, TimePart::bubble,
+                    TimePart::offload_stall, TimePart::overhead})
+    if (p.time.part(part) > 0)
+      std::printf("  %-26s %14.4f %14s\n", kTimePartNames[static_cast<std::size_t>(part)], p.time.part(part), "");
+  for (const auto& [group, kinds] : record.at("collectives_rank0").items())
+    for (const auto& [kind, v] : kinds.items())
+      if (kind != "ranks")
+        std::printf("  %-26s %14s %14.4f  (%lld calls, %.2f GB/s busbw, launch to completion)\n",
+                    (group + " " + kind).c_str(), "", v.at("time_s").get<double>() / steps,
+                    static_cast<long long>(v.at("count").get<double>()), v.at("busbw_gbps").get<double>());
+}
+
+}  // namespace
+
+int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& c, const HardwareProfile& hw,
+                  const AutorunOptions& o, std::optional<ResultsDb>& db) {
+  namespace fs = std::filesystem;
+  std::string dir;
+  if (o.plan_out.empty()) {
+    char tmpl[] = "/tmp/ztune-autorun-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) throw InputError("cannot create a temporary directory in /tmp");
+    dir = tmpl;
+  } else {
+    dir = fs::path(o.plan_out).parent_path().string();
+    if (dir.empty()) dir = ".";
+  }
+  const std::string plan_path = o.plan_out.empty() ? dir + "/plan.json" : o.plan_out;
+  const std::string record_path = dir + "/record.json";
+  const PlanFile pf{plan, m, c};
+  {
+    std::ofstream out(plan_path);
+    out << plan_file_to_json(pf).dump(2) << "\n";
+    if (!out) throw InputError("--out " + plan_path + ": cannot write the plan file");
+  }
+  const int np = plan.gpus();
+  std::vector<std::string> args{worker_path(), plan_path, "--steps", std::to_string(o.steps), "--record", record_path,
+                                "--data", o.data, "--threads", std::to_string(o.threads), "--checkpoint-dir",
+                                dir + "/checkpoints"};
+  const auto cmd = launch_command(np, o.hosts, args);
+  std::string cmd_text;
+  for (const auto& a : cmd) cmd_text += (cmd_text.empty() ? "" : " ") + a;
+
+  std::printf("\n== Run: %s (%d %s)\nplan file: %s\n", plan.summary().c_str(), np,
+              c.device_kind == DeviceKind::cpu ? "CPU ranks" : "GPUs", plan_path.c_str());
+  if (o.dry_run) {
+    std::printf("launch: %s\n\nplan:\n%s\n", cmd_text.c_str(), plan_file_to_json(pf).at("plan").dump(2).c_str());
+    print_exports(pf, plan_path);
+    std::printf("\n(dry run: nothing was launched)\n");
+    return kExitOk;
+  }
+  const Availability avail = available_devices(c, o.hosts);
+  if (np > avail.devices) {
+    std::fprintf(stderr,
+                 "ztune: refused to run: the plan needs %d %s, %s has %d. Nothing was launched; "
+                 "--dry-run prints the launch command, the plan and the DeepSpeed/Megatron configs.\n",
+                 np, c.device_kind == DeviceKind::cpu ? "ranks" : "GPUs", avail.where.c_str(), avail.devices);
+    return kExitInfeasible;
+  }
+  if (c.device_kind == DeviceKind::gpu)
+    std::fprintf(stderr, "ztune: note: launching on GPUs; the worker refuses (exit 2) if this build has no CUDA "
+                         "backend for the plan\n");
+  std::printf("launch: %s\n", cmd_text.c_str());
+  std::fflush(stdout);
+  const int rc = run_process(cmd, true);
+  if (rc != 0) {
+    std::fprintf(stderr, "ztune: the run failed (exit %d); see the messages above\n", rc);
+    return rc == kExitUsage ? kExitUsage : kExitInfeasible;
+  }
+  const nlohmann::json record = read_json_file(record_path);
+  const Prediction p = predict(m, plan, c, hw);
+  const int steps = static_cast<int>(record.at("steps").size());
+  print_comparison(record, p, steps);
+
+  if (db) {
+    RunToStore r{c, m, plan, p, record, record.at("step_time_s").get<double>(), {}, "ok"};
+    const auto& peaks = record.at("peak_memory_bytes");
+    for (std::size_t i = 0; i < peaks.size(); ++i)
+      r.measurements.push_back({"peak_memory_bytes.rank" + std::to_string(i), peaks[i].get<double>(), "bytes"});
+    r.measurements.push_back({"tokens_per_s", record.at("tokens_per_s").get<double>(), "tokens/s"});
+    r.measurements.push_back({"predicted_peak_memory_bytes", p.memory.gpu_total_bytes, "bytes"});
+    for (const auto& [kind, v] : record.at("ops_rank0").items())
+      r.measurements.push_back({"op_time_s." + kind, v.at("time_s").get<double>() / steps, "s/step"});
+    const auto id = db->store_run(r);
+    std::printf("\nstored as run %lld in %s (predicted and measured side by side)\n", static_cast<long long>(id),
+                db->path().c_str());
+  }
+  if (!o.refine) return kExitOk;
+
+  // Refine: fit the profile to every stored run of this cluster (or this one).
+  std::vector<std::string> notes;
+  std::vector<RunObservation> runs;
+  if (db) runs = runs_from_db(*db, c.name, notes);
+  if (runs.empty()) runs.push_back(run_observation_from_record(record, record_path));
+  const RunFit fit = fit_profile_to_runs(runs, c, hw);
+  std::string name = c.name;
+  if (!name.ends_with("-calibrated")) name += "-calibrated";
+  HardwareProfile refined = fit.profile;
+  refined.name = name;
+  refined.source = hw.source + "; refined by ztune --run on " + std::to_string(runs.size()) + " run(s)";
+  Cluster refined_cluster = fit.cluster;
+  refined_cluster.name = name;
+  const fs::path profiles = fs::path(data_dir()) / "profiles";
+  const std::string profile_path = (profiles / (name + ".json")).string();
+  const std::string cluster_path = (profiles / "calibrated-clusters" / (name + ".json")).string();
+  fs::create_directories(profiles / "calibrated-clusters");
+  std::ofstream(profile_path) << profile_to_json(refined).dump(2) << "\n";
+  std::ofstream(cluster_path) << cluster_to_json(refined_cluster).dump(2) << "\n";
+  if (db) db->store_profile(refined);
+  std::printf("\nrefined the profile on %zu run(s): mean |iteration error| %.1f%% -> %.1f%% (in-sample)\n",
+              runs.size(), 100 * fit.mean_abs_error_before, 100 * fit.mean_abs_error_after);
+  for (const auto& n : notes) std::printf("  note: %s\n", n.c_str());
+  std::printf("profile: %s\ncalibrated cluster: %s\n", profile_path.c_str(), cluster_path.c_str());
+  return kExitOk;
+}
+
+}  // namespace ztune::cli
