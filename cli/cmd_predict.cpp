@@ -14,6 +14,8 @@
 #include "plan_flags.hpp"
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/memory_model.hpp"
+#include "ztune/model/onebit_adam.hpp"
+#include "ztune/model/sparse_attention.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/model/time_model.hpp"
 #include "ztune/simulator/chrome_trace.hpp"
@@ -64,6 +66,28 @@ std::string overflow_names(const MemoryPrediction& mp) {
   return s;
 }
 
+// Issue 10: what 1-bit Adam and sparse attention change (the iteration above is
+// 1-bit Adam's compression phase; its warm-up and the run average are here).
+nlohmann::json features_json(const PredictInputs& in) {
+  nlohmann::json f{{"attention_density", attention_density(in.model, in.plan)}};
+  if (in.plan.onebit_adam) {
+    const OnebitAdamPhases ph = onebit_adam_phases(in.model, in.plan, in.cluster, in.profile);
+    const OnebitAdamCost o = onebit_adam_cost(in.model, in.plan, in.cluster, in.profile);
+    f["onebit_adam"] = {{"iteration_reported", "compression phase"},
+                        {"warmup_iteration_s", ph.warmup_iteration_s},
+                        {"compressed_iteration_s", ph.compressed_iteration_s},
+                        {"run_steps", ph.run_steps},
+                        {"warmup_fraction", ph.warmup_fraction},
+                        {"average_iteration_s", ph.average_iteration_s},
+                        {"volume_ratio", ph.volume_ratio},
+                        {"average_volume_reduction", ph.average_volume_reduction},
+                        {"warmup_wire_bytes", o.warmup_wire_bytes},
+                        {"compressed_wire_bytes", o.compressed_wire_bytes},
+                        {"error_feedback_bytes", o.error_feedback_bytes}};
+  }
+  return f;
+}
+
 nlohmann::json prediction_json(const PredictInputs& in, const Prediction& pr, int largest_mb) {
   const auto& mp = pr.memory;
   const auto& tp = pr.time;
@@ -100,7 +124,8 @@ nlohmann::json prediction_json(const PredictInputs& in, const Prediction& pr, in
             {"hfu", tp.hfu},
             {"model_flops", tp.model_flops},
             {"hardware_flops", tp.hardware_flops},
-            {"breakdown_s", breakdown}}}};
+            {"breakdown_s", breakdown}}},
+          {"features", features_json(in)}};
 }
 
 void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb) {
@@ -127,6 +152,17 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
   std::printf("  %-22s %12.4f\n\n", "iteration", tp.iteration_s);
   std::printf("tokens/s %.0f   model TFLOP/s per GPU %.1f   hardware TFLOP/s per GPU %.1f   MFU %.1f%%   HFU %.1f%%\n",
               tp.tokens_per_s, tp.model_tflops_per_gpu, tp.hardware_tflops_per_gpu, 100 * tp.mfu, 100 * tp.hfu);
+  if (in.plan.sparse_attention != SparseLayout::none)
+    std::printf("sparse attention %s, block %d: %.4f of the s×s scores computed\n",
+                to_string(in.plan.sparse_attention).c_str(), in.plan.sparse_block, attention_density(in.model, in.plan));
+  if (in.plan.onebit_adam) {
+    const OnebitAdamPhases ph = onebit_adam_phases(in.model, in.plan, in.cluster, in.profile);
+    std::printf("1-bit Adam: the iteration above is the compression phase; warm-up (plain Adam) %.4f s; "
+                "warm-up %.1f%% of %.0f steps -> run average %.4f s; volume %.4f of Adam's per step, %.2fx less over "
+                "the run\n",
+                ph.warmup_iteration_s, 100 * ph.warmup_fraction, ph.run_steps, ph.average_iteration_s,
+                ph.volume_ratio, ph.average_volume_reduction);
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "ztune/executor/host_adam.hpp"
+#include "ztune/executor/onebit_adam.hpp"
 
 namespace ztune::executor {
 
@@ -98,6 +99,9 @@ ParamStore::ParamStore(std::vector<ParamSpec> specs, int units, const StoreOptio
     host_m_ = be_.allocate(opt_size, MemCategory::host_optimizer);
     host_v_ = be_.allocate(opt_size, MemCategory::host_optimizer);
     host_grad_ = be_.allocate(opt_size, MemCategory::host_staging);
+  } else if (opt_.onebit_freeze_step >= 0) {
+    if (opt_.zero_stage != 0) throw std::logic_error("1-bit Adam needs ZeRO stage 0");
+    onebit_ = std::make_unique<OnebitAdam>(full_size_, opt_.onebit_freeze_step, *g_.dp, be_, host_pool_);
   } else {
     m_ = be_.allocate(opt_size, MemCategory::optimizer);
     v_ = be_.allocate(opt_size, MemCategory::optimizer);
@@ -111,6 +115,8 @@ ParamStore::~ParamStore() {
 }
 
 int ParamStore::buckets() const { return static_cast<int>(buckets_.size()); }
+
+bool ParamStore::gradients_local() const { return onebit_ && onebit_->compressing(step_); }
 
 int ParamStore::find(std::string_view name, int unit) const {
   for (std::size_t i = 0; i < specs_.size(); ++i)
@@ -245,7 +251,7 @@ void ParamStore::launch_reduction(Bucket& b) {
   Pending p;
   p.bucket = static_cast<int>(&b - buckets_.data());
   if (opt_.zero_stage < 2) {
-    if (dp_ == 1) return;
+    if (dp_ == 1 || gradients_local()) return;  // 1-bit Adam exchanges the momentum instead
     p.request = g_.dp->all_reduce_async(grads_.data() + b.offset, b.padded);
   } else {
     if (b.grad_work.empty()) b.grad_work = be_.allocate(b.padded, MemCategory::grads);
@@ -332,6 +338,10 @@ void ParamStore::optimizer_step(const kernels::AdamWParams& h) {
     ScopedOp t(be_.ops(), OpKind::offload_copy, static_cast<double>(len * sizeof(float)));
     be_.from_host(p, host_master_.data() + off, len);
   };
+  if (onebit_) {
+    onebit_->step(params_.data(), grads_.data(), h, step_);
+    return;
+  }
   if (opt_.zero_stage == 0) {
     update(params_.data(), grads_.data(), 0, full_size_);
     return;
@@ -352,6 +362,7 @@ void ParamStore::optimizer_step(const kernels::AdamWParams& h) {
 std::size_t ParamStore::state_floats() const {
   const std::size_t params = stage3() ? shard_size_ : full_size_;
   const std::size_t opt = opt_.zero_stage >= 1 ? shard_size_ : full_size_;
+  if (onebit_) return params + onebit_->state_floats();
   return params + (opt_.offload_optimizer ? 3 : 2) * opt;
 }
 
@@ -371,7 +382,9 @@ void read_floats(std::istream& in, Buffer& b, Backend& be) {
 
 void ParamStore::write_state(std::ostream& out) const {
   write_floats(out, stage3() ? param_shards_ : params_, be_);
-  if (opt_.offload_optimizer) {
+  if (onebit_) {
+    onebit_->write_state(out);
+  } else if (opt_.offload_optimizer) {
     write_floats(out, host_master_, be_);
     write_floats(out, host_m_, be_);
     write_floats(out, host_v_, be_);
@@ -383,7 +396,9 @@ void ParamStore::write_state(std::ostream& out) const {
 
 void ParamStore::read_state(std::istream& in) {
   read_floats(in, stage3() ? param_shards_ : params_, be_);
-  if (opt_.offload_optimizer) {
+  if (onebit_) {
+    onebit_->read_state(in);
+  } else if (opt_.offload_optimizer) {
     read_floats(in, host_master_, be_);
     read_floats(in, host_m_, be_);
     read_floats(in, host_v_, be_);

@@ -16,7 +16,8 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
     return "$.plan.offload.params: parameter offload is not implemented by the executor yet";
   if (p.offload_optimizer == OffloadTarget::nvme)
     return "$.plan.offload.optimizer: NVMe optimizer offload is not implemented by the executor yet";
-  if (p.onebit_adam) return "$.plan.onebit_adam: 1-bit Adam is not implemented by the executor yet";
+  if (p.onebit_adam && (p.zero_stage != 0 || p.offload_optimizer != OffloadTarget::none))
+    return "$.plan.onebit_adam: 1-bit Adam needs zero_stage 0 and no optimizer offload (as DeepSpeed's OnebitAdam)";
   if (p.sparse_attention != SparseLayout::none)
     return "$.plan.sparse_attention: block-sparse attention is not implemented by the executor yet";
   if (p.zeropp) return "$.plan.zeropp: ZeRO++ is not implemented by the executor yet";

@@ -25,6 +25,7 @@ Trainer::Trainer(const Transformer& m, const Plan& plan, const TrainOptions& opt
   so.sequence_parallel = plan.sequence_parallel && plan.tp > 1;
   so.bucket_elems = plan.reduce_bucket_elems;
   so.persistence_threshold = plan.param_persistence_threshold;
+  so.onebit_freeze_step = plan.onebit_adam ? plan.onebit_freeze_step : -1;
   const auto layout = stage_layout(m, groups_.shape, groups_.coords.pp_rank);
   store_ = std::make_unique<ParamStore>(param_specs(m, groups_.shape, groups_.coords), layout.units, so, be_, groups_,
                                         host_pool_);
@@ -83,6 +84,7 @@ StepResult Trainer::step(int step) {
   const bool first = groups_.first_stage(), last = groups_.last_stage();
   const int stage = groups_.coords.pp_rank;
   const std::size_t act_size = static_cast<std::size_t>(stage_->rows()) * stage_->hidden();
+  store_->begin_step(step);
   store_->zero_grads();
   std::vector<MicroBatch> data;
   for (int i = 0; i < plan_.grad_accum; ++i) data.push_back(micro_batch(step, i));
@@ -140,7 +142,8 @@ StepResult Trainer::step(int step) {
     if (groups_.world->rank() == 0) write_safetensors(opt_.dump_grads, tensors, {{"what", "gradients of step 1"}});
     dumped_grads_ = true;
   }
-  if (opt_.grad_clip > 0 && r.grad_norm > opt_.grad_clip)
+  // 1-bit Adam's compression phase has no reduced gradient to clip (onebit_adam.hpp).
+  if (opt_.grad_clip > 0 && r.grad_norm > opt_.grad_clip && !store_->gradients_local())
     store_->scale_grads(static_cast<float>(opt_.grad_clip / (r.grad_norm + 1e-6)));
   r.lr = learning_rate(step);
   kernels::AdamWParams h;

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -39,7 +40,10 @@ struct StoreOptions {
   bool sequence_parallel = false;
   double bucket_elems = 5e8;
   double persistence_threshold = 0;
+  int onebit_freeze_step = -1;  // >= 0: 1-bit Adam (stage 0) with this many warm-up steps (onebit_adam.hpp)
 };
+
+class OnebitAdam;
 
 enum class Direction : std::uint8_t { forward, backward };
 
@@ -70,6 +74,11 @@ class ParamStore {
   /// The full local (tensor-parallel) shard of parameter `id`, gathered over dp for stage 3.
   /// Collective over the dp group.
   std::vector<float> local_values(int id);
+
+  /// The 0-based step about to run (1-bit Adam's phase depends on it).
+  void begin_step(int step) { step_ = step; }
+  /// True while 1-bit Adam compresses: gradients stay local (not reduced over dp).
+  [[nodiscard]] bool gradients_local() const;
 
   void zero_grads();
   void unit_backward_done(int unit, bool last_micro);
@@ -111,6 +120,8 @@ class ParamStore {
   Buffer params_, param_shards_, grads_, grad_shards_, m_, v_;
   Buffer host_master_, host_m_, host_v_, host_grad_;
   std::vector<Pending> pending_;
+  std::unique_ptr<OnebitAdam> onebit_;
+  int step_ = 0;
 };
 
 }  // namespace ztune::executor
