@@ -12,6 +12,8 @@ namespace ztune::cli {
 
 namespace {
 
+constexpr double kGiB = 1073741824.0;  // memory is shown in GiB, as nvidia-smi and the planner do
+
 std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
@@ -77,7 +79,7 @@ void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector
   bool any_simulated = false;
   for (const auto& c : plans) any_simulated |= c.simulated.has_value();
   std::vector<std::vector<std::string>> rows{{"#", "dp×tp×pp(×v)", "ZeRO", "offload", "mb×acc", "recompute", "sched",
-                                              "sp", "prec", "GPU mem GB", "TFLOP/s/GPU", "MFU", "tokens/s", "days"}};
+                                              "sp", "prec", "GPU mem GiB", "TFLOP/s/GPU", "MFU", "tokens/s", "days"}};
   std::vector<bool> right{true, false, false, false, false, false, false, false,
                           false, true,  true,  true,  true,  true};
   if (any_simulated) {
@@ -90,7 +92,7 @@ void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector
     const auto& mem = c.prediction.memory;
     const auto& t = c.prediction.time;  // analytical; the simulated throughput has its own column
     std::string memory = mem.gpu_capacity_bytes > 0
-                             ? fmt("%.1f", mem.gpu_total_bytes / 1e9) + "/" + fmt("%.1f", mem.gpu_capacity_bytes / 1e9)
+                             ? fmt("%.1f", mem.gpu_total_bytes / kGiB) + "/" + fmt("%.1f", mem.gpu_capacity_bytes / kGiB)
                              : "-";
     if (mem.gpu_capacity_bytes > 0 && !mem.fits()) memory += " !";
     rows.push_back({std::to_string(++rank) + (c.simulated ? "*" : ""), layout_text(p), zero_text(p), offload_text(p),
@@ -106,21 +108,21 @@ void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector
 
 void print_breakdowns(std::ostream& os, const Candidate& c) {
   const auto& mem = c.prediction.memory;
-  os << "Memory per GPU (GB), " << fmt("%.2f", mem.gpu_total_bytes / 1e9) << " of "
-     << fmt("%.2f", mem.gpu_capacity_bytes / 1e9) << ":\n";
+  os << "Memory per GPU (GiB), " << fmt("%.2f", mem.gpu_total_bytes / kGiB) << " of "
+     << fmt("%.2f", mem.gpu_capacity_bytes / kGiB) << ":\n";
   std::vector<std::vector<std::string>> rows;
   for (std::size_t i = 0; i < mem.gpu.size(); ++i) {
     if (mem.gpu[i] == 0) continue;
-    rows.push_back({std::string("  ") + kMemLineNames[i], fmt("%.2f", mem.gpu[i] / 1e9),
+    rows.push_back({std::string("  ") + kMemLineNames[i], fmt("%.2f", mem.gpu[i] / kGiB),
                     mem.gpu_total_bytes > 0 ? fmt("%.1f%%", 100 * mem.gpu[i] / mem.gpu_total_bytes) : "-"});
   }
   if (!rows.empty()) print_columns(os, rows, {false, true, true});
   if (mem.host_bytes_per_node > 0)
-    os << "  host per node: " << fmt("%.1f", mem.host_bytes_per_node / 1e9) << " of "
-       << fmt("%.1f", mem.host_capacity_bytes / 1e9) << " GB\n";
+    os << "  host per node: " << fmt("%.1f", mem.host_bytes_per_node / kGiB) << " of "
+       << fmt("%.1f", mem.host_capacity_bytes / kGiB) << " GiB\n";
   if (mem.nvme_bytes_per_node > 0)
-    os << "  NVMe per node: " << fmt("%.1f", mem.nvme_bytes_per_node / 1e9) << " of "
-       << fmt("%.1f", mem.nvme_capacity_bytes / 1e9) << " GB\n";
+    os << "  NVMe per node: " << fmt("%.1f", mem.nvme_bytes_per_node / kGiB) << " of "
+       << fmt("%.1f", mem.nvme_capacity_bytes / kGiB) << " GiB\n";
   if (!c.timed) return;
   auto print_time = [&](const char* title, const TimePrediction& t) {
     os << title << fmt("%.3f", t.iteration_s) << " s (MFU " << fmt("%.1f%%", 100 * t.mfu) << ", HFU "
