@@ -99,6 +99,50 @@ struct StageMemory {
   double total = 0;
 };
 
+// fp32 activation bytes of one layer as ztune's CPU executor stores them: the
+// tensors of Korthikanti et al.'s count (LN inputs, QKV/FC1 inputs, Q, K, V,
+// projection input, the MLP's two 4h tensors, the softmax output) at 4 bytes,
+// and no dropout masks or dropout outputs (the executor has no dropout).
+double layer_activation_bytes_fp32(const Transformer& m, const Plan& p, Recompute r, double density) {
+  const double s = m.seq_len, b = p.micro_batch, h = m.hidden, a = m.heads, t = p.tp;
+  const double sbh = s * b * h;
+  const double sp = p.sequence_parallel ? t : 1.0;
+  if (r == Recompute::full) return 4.0 * sbh / sp;
+  const double kvd = static_cast<double>(m.kv_heads) * m.head_dim();
+  const double mlp = (m.activation == Activation::swiglu ? 3.0 : 2.0) * m.ffn_hidden;
+  const double outside = 4.0 * 4.0 * sbh / sp;
+  const double inside = 4.0 * s * b * (h + 2.0 * kvd + h + mlp) / t;
+  const double scores = r == Recompute::selective ? 0.0 : 4.0 * a * s * s * b / t * density;
+  return outside + inside + scores;
+}
+
+// The lines of ztune's own CPU executor (fp32, exact allocation tracking), the
+// first calibration point of the memory model (issue 8): no CUDA runtime, no
+// allocator fragmentation (it tracks requested bytes), gradients reduced in
+// place for ZeRO 0/1 (no buckets), a full flat gradient plus the owned
+// partition for ZeRO 2/3 reduce-scatter, the received activation of every
+// micro-batch of the step between pipeline stages, fp32 logits, and a flat
+// parameter-sized workspace used at the optimizer step, after activations are
+// freed, so it adds to the peak only where it exceeds them.
+void cpu_executor_lines(const Transformer& m, const Plan& p, double psi, double layers, double in_flight,
+                        double density, bool last, StageMemory& sm) {
+  const double sbh = static_cast<double>(m.seq_len) * p.micro_batch * m.hidden;
+  double act = layers * in_flight * layer_activation_bytes_fp32(m, p, p.recompute, density);
+  if (p.recompute == Recompute::full) act += layer_activation_bytes_fp32(m, p, Recompute::none, density);
+  // Backward's incoming and outgoing residual-stream gradients (2·s·b·h fp32).
+  act += 2.0 * 4.0 * sbh / (p.sequence_parallel ? p.tp : 1.0);
+  sm.gpu[idx(MemLine::activations)] = act;
+  double buckets = 0;
+  if (p.dp > 1 && p.zero_stage >= 2) buckets += 4.0 * psi + 4.0 * psi / p.dp;
+  if (p.pp > 1) buckets += (p.grad_accum + 1.0) * 4.0 * sbh / (p.sequence_parallel ? p.tp : 1.0);
+  sm.gpu[idx(MemLine::comm_buckets)] = buckets;
+  sm.gpu[idx(MemLine::logits)] = last ? 4.0 * static_cast<double>(m.seq_len) * p.micro_batch * m.vocab / p.tp : 0.0;
+  const double transient = act + buckets + sm.gpu[idx(MemLine::logits)];
+  sm.gpu[idx(MemLine::workspace)] = std::max(0.0, 4.0 * psi - transient);
+  sm.gpu[idx(MemLine::runtime)] = 0;
+  sm.gpu[idx(MemLine::fragmentation)] = 0;
+}
+
 // One stage's lines: `first`/`last` say which pipeline ends it holds.
 StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw, bool first,
                          bool last, const MemoryOptions& opt) {
@@ -200,6 +244,12 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
 
   // Logits: 16-bit logits + their fp32 copy in the vocab-parallel cross entropy.
   if (last) sm.gpu[idx(MemLine::logits)] = static_cast<double>(m.seq_len) * p.micro_batch * m.vocab / t * (eb + 4.0);
+
+  if (c.device_kind == DeviceKind::cpu) {
+    cpu_executor_lines(m, p, psi, layers, in_flight, density, last, sm);
+    for (double v : sm.gpu) sm.total += v;
+    return sm;
+  }
 
   int communicators = (p.tp > 1) + (p.dp > 1) + (p.pp > 1);
   sm.gpu[idx(MemLine::runtime)] = c.device_kind == DeviceKind::gpu

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <QSignalSpy>
+#include <QTest>
 #include <QThread>
 
 #include "ztune/gui/planner_worker.hpp"
@@ -35,6 +36,9 @@ TEST_CASE("a search runs on the worker thread and arrives here as a value", "[gu
   CHECK(runner.busy());
   REQUIRE(finished.wait(60000));
   CHECK(failed.isEmpty());
+  // The spy records the emission on the worker thread; the queued slot runs
+  // once this thread's event loop gets to it.
+  REQUIRE(QTest::qWaitFor([&] { return worker_thread != nullptr; }, 5000));
   CHECK(worker_thread == QThread::currentThread());  // delivered on the UI (this) thread
   const auto outcome = finished.first().first().value<SearchOutcome>();
   const SearchResult& r = outcome.result;
