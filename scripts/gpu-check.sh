@@ -41,7 +41,7 @@ BUILD=""
 start=$(date +%s)
 if cmake --preset ci -B build/gpu-full -DZTUNE_BUILD_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES="$ARCH" >"$OUT/configure-full.log" 2>&1 \
    && grep -q "building the GPU backend" "$OUT/configure-full.log"; then
-  if cmake --build build/gpu-full -j"$JOBS" --target test_gpu_kernels test_gpu_backend_equivalence test_gpu_nccl \
+  if cmake --build build/gpu-full -j"$JOBS" --target test_gpu_kernels test_gpu_features test_gpu_backend_equivalence test_gpu_nccl \
        test_gpu_nccl_watchdog bench_gpu_kernels bench_gpt_train >"$OUT/build.log" 2>&1; then
     BUILD=build/gpu-full
   fi
@@ -71,6 +71,8 @@ run_test() {  # name, command...
 
 log "GPU kernel tests"
 run_test gpu_kernels "$(find_bin test_gpu_kernels)"
+log "issue 10 kernel tests (1-bit compression, block-sparse attention)"
+run_test gpu_features "$(find_bin test_gpu_features)"
 if [[ "$BUILD" == build/gpu-full ]]; then
   log "CudaBackend vs CpuBackend"
   run_test gpu_backend_equivalence "$(find_bin test_gpu_backend_equivalence)"
@@ -88,6 +90,6 @@ log "GPT training benchmark (bf16, seq 1024)"
 "$(find_bin bench_gpt_train)" 2>&1 | tee "$OUT/bench_gpt_train.log"
 
 log "summary"
-for t in gpu_kernels gpu_backend_equivalence gpu_nccl gpu_nccl_watchdog; do printf '%-26s %s\n' "$t" "${RESULT[$t]}"; done
+for t in gpu_kernels gpu_features gpu_backend_equivalence gpu_nccl gpu_nccl_watchdog; do printf '%-26s %s\n' "$t" "${RESULT[$t]}"; done
 grep -E "^gpt" "$OUT/bench_gpt_train.log" || true
-[[ "${RESULT[gpu_kernels]}" == passed* ]]
+[[ "${RESULT[gpu_kernels]}" == passed* && "${RESULT[gpu_features]}" == passed* ]]
