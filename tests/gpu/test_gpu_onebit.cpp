@@ -1,7 +1,7 @@
 // 1-bit compression with error feedback on the device against kernels/onebit.hpp's
 // CPU reference applied chunk by chunk: three full chunks and a ragged tail (not a
 // multiple of 8), a non-zero error buffer carried in, two rounds so the second
-// compresses with the first's error. Signs (c = x + error is the same fp32 add on
+// compresses with the first's error (the CPU's, uploaded, so both sides start equal). Signs (c = x + error is the same fp32 add on
 // both sides) and packed bytes must match exactly; the scale is a sum of squares
 // whose order differs (fp64 on the CPU, fp64 per thread then fp32 across the block).
 #include <catch2/catch.hpp>
@@ -58,6 +58,9 @@ TEST_CASE("1-bit compression per chunk matches the CPU reference", "[gpu][onebit
     INFO("round " << round);
     const std::vector<float> x = uniform(static_cast<std::size_t>(n), 20 + static_cast<std::uint32_t>(round));
     d_x.upload(x);
+    // Both sides start the round from the same error (the CPU's): a carried-over
+    // few-ulp difference could otherwise flip the sign of an element with c ≈ 0.
+    d_error.upload(error);
     cuda::onebit_compress(d_bits.get(), d_scales.get(), d_error.get(), d_x.get(), n, chunk, nullptr);
     std::vector<std::uint8_t> bits(static_cast<std::size_t>((n + 7) / 8));
     std::vector<float> scales(static_cast<std::size_t>(chunks));
