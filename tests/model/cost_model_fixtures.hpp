@@ -1,0 +1,45 @@
+#pragma once
+// Hand-built inputs shared by the cost-model tests: a plain GPT shape and an
+// A100 cluster with round figures, so expected values can be worked by hand.
+#include <optional>
+
+#include "ztune/model/cluster.hpp"
+#include "ztune/model/transformer.hpp"
+
+namespace ztune::test {
+
+/// A GPT with 4h FFN, GELU, layernorm, learned positions, biases, tied embeddings.
+inline Transformer gpt(int layers, int hidden, int heads, int seq, int vocab) {
+  Transformer t;
+  t.name = "gpt";
+  t.layers = layers;
+  t.hidden = hidden;
+  t.heads = heads;
+  t.kv_heads = heads;
+  t.ffn_hidden = 4 * hidden;
+  t.vocab = vocab;
+  t.seq_len = seq;
+  t.global_batch = 1;
+  t.train_tokens = 1;
+  return t;
+}
+
+/// DGX A100 80GB-like nodes: 8 GPUs, 300 GB/s NVSwitch, 8 × 25 GB/s NICs.
+inline Cluster a100_nodes(int nodes) {
+  Cluster c;
+  c.name = "test-a100";
+  c.nodes = nodes;
+  c.node.gpus = 8;
+  c.node.gpu = {"A100-SXM4-80GB", 80, 312, 312, 19.5, 2039};
+  c.node.host_memory_gb = 2048;
+  c.node.cpu_cores = 128;
+  c.node.cpu_adam_gparams_per_s = 2.7;
+  c.node.pcie_bandwidth_gbps = 25;
+  c.node.nvme_bandwidth_gbps = 40;
+  c.node.nvme_size_tb = 30;
+  c.intra_node = {"nvswitch", 300, 5, 0, "nvswitch", std::nullopt};
+  c.inter_node = {"ib", 25, 10, 8, "fat-tree", std::nullopt};
+  return c;
+}
+
+}  // namespace ztune::test
