@@ -1,0 +1,44 @@
+// The planner's Run path end to end: the same ChildProcess the Run button uses
+// starts the real `ztune run --json` on this machine's CPU ranks, and the
+// summary parser reads what it printed. Oracle: the run itself (losses are
+// finite and one per step, the step time is positive) and the prediction made
+// independently by `ztune predict`, compared by compare_run's arithmetic.
+#include <catch2/catch.hpp>
+
+#include <QCoreApplication>
+#include <QProcessEnvironment>
+#include <QSignalSpy>
+#include <QTest>
+
+#include <cmath>
+
+#include "ztune/gui/child_process.hpp"
+#include "ztune/gui/run_summary.hpp"
+
+using namespace ztune::gui;
+
+TEST_CASE("Run: ztune run --json as a child process gives measured figures", "[gui][run]") {
+  ChildProcess child;
+  QSignalSpy finished(&child, &ChildProcess::finished);
+  QString log;
+  QObject::connect(&child, &ChildProcess::output, [&log](const QString& t) { log += t; });
+  child.start(QStringLiteral(ZTUNE_BIN),
+              {"run", "--cluster", "local-cpu", "--model", "tiny", "--dp", "2", "--zero", "1", "--micro-batch", "2",
+               "--global-batch", "8", "--steps", "3", "--no-db", "--json"});
+  REQUIRE(finished.wait(240000));
+  INFO(log.toStdString());
+  REQUIRE(finished.first().at(0).toInt() == 0);
+  REQUIRE_FALSE(finished.first().at(1).toBool());
+  const auto run = parse_run_summary(child.standard_output());
+  REQUIRE(run.has_value());
+  REQUIRE(run->losses.size() == 3);
+  for (double l : run->losses) CHECK(std::isfinite(l));
+  // A byte-level model starts near ln(256) = 5.55 nats.
+  CHECK(run->losses.front() == Approx(std::log(256.0)).margin(0.3));
+  REQUIRE(run->step_time_s.has_value());
+  CHECK(*run->step_time_s > 0);
+  REQUIRE(run->peak_memory_bytes.has_value());
+  CHECK(*run->peak_memory_bytes > 1e6);
+  const QString text = compare_run(*run, *run->step_time_s * 2.0);
+  CHECK(text.contains(QStringLiteral("predicted")));
+}
