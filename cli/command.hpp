@@ -27,7 +27,4 @@ Command add_history(CLI::App& root);
 Command add_export(CLI::App& root);
 Command add_list(CLI::App& root);
 
-/// For subcommands whose issue has not landed: one line on stderr, exit 2.
-int not_implemented(const char* what);
-
 }  // namespace ztune::cli

@@ -7,15 +7,6 @@
 #include "command.hpp"
 #include "ztune/model/input_error.hpp"
 
-namespace ztune::cli {
-
-int not_implemented(const char* what) {
-  std::fprintf(stderr, "ztune %s: not implemented yet\n", what);
-  return kExitUsage;
-}
-
-}  // namespace ztune::cli
-
 int main(int argc, char** argv) {
   using namespace ztune::cli;
   CLI::App root{"ztune: plan, predict and run the training of very large models.\n"
