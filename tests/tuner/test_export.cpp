@@ -143,3 +143,49 @@ TEST_CASE("Megatron export of Korthikanti's 175B plan gives the expected argumen
   p.grad_accum = 8;
   CHECK_THROWS_WITH(megatron_arguments(pf, "plan.json"), Contains("megatron cannot run") && Contains("ZeRO-1"));
 }
+
+TEST_CASE("DeepSpeed export writes the sparse attention layouts, 1-bit Adam and ZeRO++ as DeepSpeed documents them",
+          "[tuner][export]") {
+  // Expected sections written by hand from DeepSpeed's config documentation and
+  // the defaults of deepspeed/ops/sparse_attention/sparsity_config.py, causal.
+  PlanFile pf = zero2_offload_plan();
+  Plan& p = pf.plan;
+  p.zero_stage = 0;
+  p.offload_optimizer = OffloadTarget::none;
+  p.sparse_block = 32;
+  p.sparse_attention = SparseLayout::fixed;
+  CHECK(deepspeed_config(pf, "plan.json")["sparse_attention"] == nlohmann::json::parse(R"({
+    "mode": "fixed", "block": 32, "different_layout_per_head": false, "attention": "unidirectional",
+    "num_local_blocks": 4, "num_global_blocks": 1, "num_different_global_patterns": 1,
+    "horizontal_global_attention": false})"));
+  p.sparse_attention = SparseLayout::bigbird;
+  CHECK(deepspeed_config(pf, "plan.json")["sparse_attention"] == nlohmann::json::parse(R"({
+    "mode": "bigbird", "block": 32, "different_layout_per_head": false, "attention": "unidirectional",
+    "num_random_blocks": 1, "num_sliding_window_blocks": 3, "num_global_blocks": 1})"));
+  p.sparse_attention = SparseLayout::longformer;
+  CHECK(deepspeed_config(pf, "plan.json")["sparse_attention"] == nlohmann::json::parse(R"({
+    "mode": "bslongformer", "block": 32, "different_layout_per_head": false, "attention": "unidirectional",
+    "num_sliding_window_blocks": 3, "global_block_indices": [0]})"));
+  p.sparse_attention = SparseLayout::variable;
+  CHECK(deepspeed_config(pf, "plan.json")["sparse_attention"] == nlohmann::json::parse(R"({
+    "mode": "variable", "block": 32, "different_layout_per_head": false, "attention": "unidirectional",
+    "num_random_blocks": 0, "local_window_blocks": [4], "global_block_indices": [0],
+    "horizontal_global_attention": false})"));
+
+  p.sparse_attention = SparseLayout::none;
+  p.onebit_adam = true;
+  p.onebit_freeze_step = 400;
+  const auto ds = deepspeed_config(pf, "plan.json");
+  CHECK_FALSE(ds.contains("sparse_attention"));
+  CHECK(ds["optimizer"] == nlohmann::json::parse(R"({"type": "OneBitAdam", "params": {
+    "lr": 1e-4, "freeze_step": 400, "cuda_aware": false, "comm_backend_name": "nccl"}})"));
+
+  // ZeRO++ (DeepSpeed's ZeRO++ tutorial): hpZ partition = GPUs per node (16 on a DGX-2).
+  p.onebit_adam = false;
+  p.zero_stage = 3;
+  p.zeropp = true;
+  const auto z = deepspeed_config(pf, "plan.json")["zero_optimization"];
+  CHECK(z["zero_quantized_weights"] == true);
+  CHECK(z["zero_hpz_partition_size"] == 16);
+  CHECK(z["zero_quantized_gradients"] == true);
+}

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ztune/model/input_error.hpp"
+#include "ztune/model/sparse_attention.hpp"
 
 namespace ztune {
 
@@ -50,6 +51,48 @@ std::string join(const std::vector<std::string>& parts) {
 void precision_arguments(const Plan& p, std::vector<std::string>& a) {
   if (p.precision == Precision::fp16) a.emplace_back("--fp16");
   if (p.precision == Precision::bf16) a.emplace_back("--bf16");
+}
+
+/// DeepSpeed's "sparse_attention" section (deepspeed/ops/sparse_attention/
+/// sparsity_config.py; docs "Sparse Attention" config): the mode, the block,
+/// one layout for all heads, causal ('unidirectional': ztune trains decoder-only
+/// models), and the mode's layout parameters. The parameters are the ones the
+/// cost model's density assumed (model/sparse_attention.hpp
+/// kDeepSpeedSparseDefaults), which are DeepSpeed's class defaults, so the run
+/// computes the blocks the prediction counted. DeepSpeed calls the block
+/// Longformer layout "bslongformer".
+nlohmann::json sparse_attention_section(const Plan& p) {
+  const SparseLayoutParams& prm = kDeepSpeedSparseDefaults;
+  nlohmann::json s{{"mode", p.sparse_attention == SparseLayout::longformer ? "bslongformer"
+                                                                           : to_string(p.sparse_attention)},
+                   {"block", p.sparse_block},
+                   {"different_layout_per_head", false},
+                   {"attention", "unidirectional"}};
+  switch (p.sparse_attention) {
+    case SparseLayout::fixed:
+      s["num_local_blocks"] = prm.local_window_blocks;
+      s["num_global_blocks"] = prm.fixed_global_blocks;
+      s["num_different_global_patterns"] = 1;  // one pattern: the density counts the window's last block
+      s["horizontal_global_attention"] = false;
+      break;
+    case SparseLayout::bigbird:
+      s["num_random_blocks"] = prm.random_blocks;
+      s["num_sliding_window_blocks"] = prm.sliding_window_blocks;
+      s["num_global_blocks"] = prm.global_blocks;
+      break;
+    case SparseLayout::longformer:
+      s["num_sliding_window_blocks"] = prm.sliding_window_blocks;
+      s["global_block_indices"] = nlohmann::json::array({0});
+      break;
+    case SparseLayout::variable:
+      s["num_random_blocks"] = 0;  // the density counts no random blocks for variable
+      s["local_window_blocks"] = nlohmann::json::array({prm.local_window_blocks});
+      s["global_block_indices"] = nlohmann::json::array({0});
+      s["horizontal_global_attention"] = false;
+      break;
+    case SparseLayout::none: break;
+  }
+  return s;
 }
 
 }  // namespace
@@ -112,8 +155,7 @@ nlohmann::json deepspeed_config(const PlanFile& pf, const std::string& file) {
     ds["optimizer"] = {{"type", "OneBitAdam"},
                        {"params", {{"lr", 1e-4}, {"freeze_step", p.onebit_freeze_step}, {"cuda_aware", false},
                                    {"comm_backend_name", "nccl"}}}};
-  if (p.sparse_attention != SparseLayout::none)
-    ds["sparse_attention"] = {{"mode", to_string(p.sparse_attention)}, {"block", p.sparse_block}};
+  if (p.sparse_attention != SparseLayout::none) ds["sparse_attention"] = sparse_attention_section(p);
   return ds;
 }
 
