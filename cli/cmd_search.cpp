@@ -20,6 +20,7 @@
 #include "ztune/tuner/result_json.hpp"
 #include "ztune/tuner/results_db.hpp"
 #include "ztune/tuner/search.hpp"
+#include "ztune/tuner/search_space.hpp"
 
 namespace ztune::cli {
 
@@ -34,6 +35,9 @@ struct SearchFlags {
   std::string precision;
   int max_micro_batch = 0;
   bool onebit_adam = false, zeropp = false;
+  int freeze_step = -1;  // -1: kOnebitWarmupFraction of the run
+  std::string sparse_attention = "none";
+  int sparse_block = 64;
   std::string objective = "throughput";
   double tokens = 0, gpu_hour_price = 0;
   int top = 10, simulate_top = 3, threads = 0;
@@ -63,6 +67,9 @@ nlohmann::json options_json(const SearchFlags& f, const SearchOptions& o) {
           {"max_micro_batch", f.max_micro_batch},
           {"onebit_adam", f.onebit_adam},
           {"zeropp", f.zeropp},
+          {"freeze_step", f.freeze_step},
+          {"sparse_attention", f.sparse_attention},
+          {"sparse_block", f.sparse_block},
           {"objective", f.objective},
           {"tokens", o.tokens},
           {"gpu_hour_price", f.gpu_hour_price},
@@ -86,6 +93,13 @@ SearchOptions to_options(const SearchFlags& f) {
   o.space.max_micro_batch = f.max_micro_batch;
   o.space.include_onebit_adam = f.onebit_adam;
   o.space.include_zeropp = f.zeropp;
+  o.space.onebit_freeze_step = f.freeze_step;
+  o.space.sparse_attention = f.sparse_attention == "fixed"        ? SparseLayout::fixed
+                             : f.sparse_attention == "bigbird"    ? SparseLayout::bigbird
+                             : f.sparse_attention == "longformer" ? SparseLayout::longformer
+                             : f.sparse_attention == "variable"   ? SparseLayout::variable
+                                                                  : SparseLayout::none;
+  o.space.sparse_block = f.sparse_block;
   o.objective = *objective_from_string(f.objective);
   o.tokens = f.tokens;
   o.gpu_hour_price = f.gpu_hour_price;
@@ -149,7 +163,11 @@ int run_search_command(const SearchFlags& f) {
     }
     std::cout << "\n";
     print_pass_summary(std::cout, r);
-    if (f.explain) print_rule_counts(std::cout, r);
+    if (f.explain) {
+      print_rule_counts(std::cout, r);
+      for (const auto& [flag, added] : plans_added_by_options(model, cluster, o.space))
+        std::cout << "  " << flag << " added " << added << " plans to the space of " << r.space << "\n";
+    }
     if (search_id) std::cout << "Stored as search " << *search_id << " in " << db->path() << " (ztune history show "
                              << *search_id << ").\n";
   }
@@ -186,6 +204,13 @@ Command add_search(CLI::App& root) {
   app->add_option("--max-micro-batch", f->max_micro_batch, "Largest micro-batch to try")->check(CLI::PositiveNumber);
   app->add_flag("--onebit-adam", f->onebit_adam, "Also search 1-bit Adam (compressed gradients)");
   app->add_flag("--zeropp", f->zeropp, "Also search ZeRO++ (quantized ZeRO-3 communication)");
+  app->add_option("--freeze-step", f->freeze_step,
+                  "1-bit Adam warm-up steps (default: 15% of the run's steps, the 1-bit Adam tutorial's share)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--sparse-attention", f->sparse_attention, "Also search this block-sparse attention layout")
+      ->check(CLI::IsMember({"none", "fixed", "bigbird", "longformer", "variable"}));
+  app->add_option("--sparse-block", f->sparse_block, "Block size of --sparse-attention (16..128)")
+      ->check(CLI::Range(16, 128));
   app->add_option("--objective", f->objective, "Rank by throughput, time (days for --tokens) or cost")
       ->check(CLI::IsMember({"throughput", "time", "cost"}));
   app->add_option("--tokens", f->tokens, "Token budget for days and cost (default: the model file's)")

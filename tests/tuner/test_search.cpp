@@ -5,6 +5,7 @@
 #include "tuner_fixtures.hpp"
 #include "ztune/model/catalog.hpp"
 #include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/prediction.hpp"
 #include "ztune/tuner/explain.hpp"
 #include "ztune/tuner/search.hpp"
 
@@ -215,4 +216,35 @@ TEST_CASE("when nothing fits the hints name more GPUs with numbers", "[tuner][se
       CHECK_THAT(h.detail, Catch::Matchers::Contains("plans fit") && Catch::Matchers::Contains("GB"));
     }
   CHECK(more_gpus);
+}
+
+TEST_CASE("1-bit Adam plans rank by their run-averaged step, warm-up included", "[tuner][search]") {
+  // gpt2-1.5b: 157.2864e9 tokens / (512 × 1024) = 300,000 steps; the default
+  // warm-up is 15% of them, 45,000 steps of plain Adam. A run's mean step is
+  // then 0.15 × (plain Adam step) + 0.85 × (compressed step), and throughput
+  // is 512 × 1024 tokens over it.
+  const Transformer m = load_transformer("gpt2-1.5b");
+  const Cluster c = load_cluster("dgx2x16-40gbe");
+  const HardwareProfile hw = default_profile_for(c);
+  SearchOptions o;
+  o.space.gpus = 32;
+  o.space.engine = Engine::deepspeed;
+  o.space.include_onebit_adam = true;
+  o.space.precision = Precision::fp16;
+  o.space.max_micro_batch = 4;
+  o.top = 100000;
+  o.simulate_top = 0;
+  const auto r = run_search(m, c, hw, o);
+  int checked = 0;
+  for (const auto& cand : r.plans) {
+    if (!cand.plan.onebit_adam || cand.plan.dp < 2 || checked >= 5) continue;
+    ++checked;
+    CHECK(cand.plan.onebit_freeze_step == 45000);
+    Plan adam = cand.plan;
+    adam.onebit_adam = false;
+    const double warm = predict_time(m, adam, c, hw).iteration_s;
+    const double comp = cand.prediction.time.iteration_s;
+    CHECK(cand.objective == Approx(512.0 * 1024.0 / (0.15 * warm + 0.85 * comp)).epsilon(1e-9));
+  }
+  CHECK(checked > 0);
 }

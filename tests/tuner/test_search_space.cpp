@@ -96,3 +96,54 @@ TEST_CASE("engine and device-count constraints are checked", "[tuner][space]") {
   o.precision = Precision::bf16;  // V100 has no bf16
   CHECK_THROWS_WITH(SearchSpace(m, c, o), Catch::Matchers::Contains("--precision"));
 }
+
+TEST_CASE("opt-in options: 1-bit Adam gets the default warm-up and a sparse layout doubles the space",
+          "[tuner][space]") {
+  // Same space as the hand count above (672 plans).
+  Transformer m = load_transformer("tiny");
+  Cluster c = load_cluster("v100-workstation");
+  c.node.gpus = 2;
+  SpaceOptions o;
+  o.include_onebit_adam = true;
+  o.sparse_attention = SparseLayout::bigbird;
+  o.sparse_block = 16;
+  SearchSpace s(m, c, o);
+  // tiny: 1e6 tokens / (16 × 64) = 976.6 → 977 steps; 15% → 146.55 → 147 warm-up steps.
+  CHECK(s.onebit_freeze_step() == 147);
+  // 1-bit Adam adds one state (ZeRO 0 + 1-bit) per layout:
+  //  (2,1,1) 3 recompute × 4 mb = 12; (1,1,2) (5+5+4) × 3 = 42; (1,2,1) 2 sp × 3 × 5 = 30 → 84.
+  // The sparse layout then doubles everything: (672 + 84) × 2.
+  CHECK(s.size() == (672 + 84) * 2);
+  std::int64_t onebit = 0, sparse = 0, n = 0;
+  for (const auto& l : s.layouts())
+    s.for_each_plan(l, [&](const Plan& p) {
+      ++n;
+      CHECK_FALSE(check_plan(p, m, c).has_value());
+      if (p.onebit_adam) {
+        ++onebit;
+        CHECK(p.onebit_freeze_step == 147);
+      } else {
+        CHECK(p.onebit_freeze_step == 0);
+      }
+      if (p.sparse_attention == SparseLayout::bigbird) {
+        ++sparse;
+        CHECK(p.sparse_block == 16);
+      }
+    });
+  CHECK(n == s.size());
+  CHECK(onebit == 84 * 2);
+  CHECK(sparse == 672 + 84);
+  const auto added = plans_added_by_options(m, c, o);
+  REQUIRE(added.size() == 2);
+  CHECK(added[0].option == "--onebit-adam");
+  CHECK(added[0].added == 84 * 2);
+  CHECK(added[1].option == "--sparse-attention bigbird");
+  CHECK(added[1].added == 672 + 84);
+
+  o.onebit_freeze_step = 10;
+  CHECK(SearchSpace(m, c, o).onebit_freeze_step() == 10);
+  o.sparse_block = 48;  // does not divide 64
+  CHECK_THROWS_WITH(SearchSpace(m, c, o), Catch::Matchers::Contains("--sparse-block"));
+  // Default: dense only.
+  CHECK(SearchSpace(m, c, SpaceOptions{}).attention_layouts() == std::vector<SparseLayout>{SparseLayout::none});
+}

@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "ztune/model/onebit_adam.hpp"
+
 namespace ztune {
 
 std::string to_string(Objective o) {
@@ -35,6 +37,24 @@ double objective_value(Objective o, const TimePrediction& t, int gpus, double to
     }
   }
   return 0;
+}
+
+double onebit_run_factor(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+  if (!p.onebit_adam) return 1.0;
+  const OnebitAdamPhases ph = onebit_adam_phases(m, p, c, hw);
+  if (ph.compressed_iteration_s <= 0 || ph.average_iteration_s <= 0) return 1.0;
+  return ph.average_iteration_s / ph.compressed_iteration_s;
+}
+
+TimePrediction run_averaged(TimePrediction t, double factor) {
+  if (factor <= 0 || factor == 1.0) return t;
+  t.iteration_s *= factor;
+  t.tokens_per_s /= factor;
+  t.model_tflops_per_gpu /= factor;
+  t.hardware_tflops_per_gpu /= factor;
+  t.mfu /= factor;
+  t.hfu /= factor;
+  return t;
 }
 
 std::string objective_unit(Objective o, double price) {

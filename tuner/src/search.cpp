@@ -137,7 +137,10 @@ void flush(Job& job, Worker& w, std::size_t n) {
         c.prediction = predict(job.model, c.plan, job.cluster, job.hw);
       }
       c.timed = true;
-      c.objective = objective_value(o.objective, c.prediction.time, c.plan.gpus(), job.tokens, o.gpu_hour_price);
+      // 1-bit Adam plans rank by their run-averaged step (warm-up included).
+      c.objective = objective_value(
+          o.objective, run_averaged(c.prediction.time, onebit_run_factor(job.model, c.plan, job.cluster, job.hw)),
+          c.plan.gpus(), job.tokens, o.gpu_hour_price);
       if (c.prediction.memory.fits()) ++w.feasible;
       if (w.best.admits(c)) w.best.offer(c);
     }

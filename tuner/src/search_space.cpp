@@ -1,6 +1,7 @@
 #include "ztune/tuner/search_space.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "ztune/model/input_error.hpp"
 
@@ -73,6 +74,23 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
   if (o.max_micro_batch < 0) throw InputError("--max-micro-batch: expected > 0");
   gpu_counts_ = device_counts(o, c.total_gpus());
   precisions_ = precision_list(o, c);
+  attention_ = {SparseLayout::none};
+  if (o.sparse_attention != SparseLayout::none) {
+    if (o.sparse_block < 16 || o.sparse_block > 128)
+      throw InputError("--sparse-block: " + str(o.sparse_block) + " is outside 16..128");
+    if (m.seq_len % o.sparse_block != 0)
+      throw InputError("--sparse-block: " + str(o.sparse_block) + " does not divide the sequence length " +
+                       str(m.seq_len));
+    attention_.push_back(o.sparse_attention);
+  }
+  if (o.onebit_freeze_step >= 0) {
+    freeze_step_ = o.onebit_freeze_step;
+  } else {
+    // The same run length onebit_adam_phases() averages over.
+    const double tokens_per_step = static_cast<double>(global_batch_) * static_cast<double>(m.seq_len);
+    const double run_steps = m.train_tokens > 0 ? std::ceil(m.train_tokens / tokens_per_step) : 0;
+    freeze_step_ = static_cast<int>(std::min(std::ceil(kOnebitWarmupFraction * run_steps), double{1 << 30}));
+  }
   std::int64_t next_id = 0;
   for (int g : gpu_counts_) {
     for (int tp : divisors(g)) {
@@ -172,12 +190,28 @@ std::vector<bool> SearchSpace::sequence_parallel(const Layout& l) const {
 std::int64_t SearchSpace::count_plans(const Layout& l) const {
   const auto n_sp = static_cast<std::int64_t>(sequence_parallel(l).size());
   const auto n_states = static_cast<std::int64_t>(states(l).size());
-  const auto n_prec = static_cast<std::int64_t>(precisions_.size());
+  const auto n_prec = static_cast<std::int64_t>(precisions_.size()) * static_cast<std::int64_t>(attention_.size());
   const auto n_rc = static_cast<std::int64_t>(std::size(kRecomputeModes));
   std::int64_t n = 0;
   for (const auto& s : schedules(l))
     n += n_sp * n_rc * n_states * static_cast<std::int64_t>(micro_batches_for(l, s).size()) * n_prec;
   return n;
+}
+
+std::vector<OptionPlans> plans_added_by_options(const Transformer& m, const Cluster& c, const SpaceOptions& o) {
+  const std::int64_t all = SearchSpace(m, c, o).size();
+  std::vector<OptionPlans> out;
+  auto without = [&](const std::string& flag, auto&& clear) {
+    SpaceOptions w = o;
+    clear(w);
+    out.push_back({flag, all - SearchSpace(m, c, w).size()});
+  };
+  if (o.include_onebit_adam) without("--onebit-adam", [](SpaceOptions& w) { w.include_onebit_adam = false; });
+  if (o.include_zeropp) without("--zeropp", [](SpaceOptions& w) { w.include_zeropp = false; });
+  if (o.sparse_attention != SparseLayout::none)
+    without("--sparse-attention " + to_string(o.sparse_attention),
+            [](SpaceOptions& w) { w.sparse_attention = SparseLayout::none; });
+  return out;
 }
 
 }  // namespace ztune

@@ -25,7 +25,9 @@ void simulate_top(const Transformer& m, const Cluster& c, const HardwareProfile&
     // simulate_time(): the analytical prediction with the simulated iteration
     // time and breakdown, throughput and MFU rescaled to it.
     cand.simulated = sim::simulate_time(m, cand.plan, c, hw);
-    cand.objective = objective_value(o.objective, *cand.simulated, cand.plan.gpus(), tokens, o.gpu_hour_price);
+    // The simulator times the compression phase too; the warm-up share is the model's.
+    cand.objective = objective_value(o.objective, run_averaged(*cand.simulated, onebit_run_factor(m, cand.plan, c, hw)),
+                                     cand.plan.gpus(), tokens, o.gpu_hour_price);
   }
   stats.out = static_cast<std::int64_t>(done);
   if (done < k) stats.note = "stopped after " + std::to_string(done) + " of " + std::to_string(k);

@@ -4,7 +4,10 @@
 #include <optional>
 #include <string>
 
+#include "ztune/model/cluster.hpp"
+#include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/plan.hpp"
+#include "ztune/model/transformer.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/tuner/search_options.hpp"
 
@@ -23,6 +26,17 @@ std::optional<Objective> objective_from_string(const std::string& s);
 /// The objective's value for a timed plan: tokens/s, days, or cost
 /// (GPU-hours × price, or GPU-hours when price is 0).
 [[nodiscard]] double objective_value(Objective o, const TimePrediction& t, int gpus, double tokens, double price);
+
+/// What a 1-bit Adam plan's run costs per step against its predict_time():
+/// that is one step of the compression phase, while the run spends its first
+/// freeze_step steps in plain Adam (onebit_adam_phases: average / compressed
+/// iteration). 1 for every other plan (and when the model states no budget).
+[[nodiscard]] double onebit_run_factor(const Transformer& m, const Plan& p, const Cluster& c,
+                                       const HardwareProfile& hw);
+
+/// `t` stretched to the run-averaged step (iteration × factor, rates ÷ factor):
+/// what the search ranks 1-bit Adam plans by. The breakdown stays the phase's.
+[[nodiscard]] TimePrediction run_averaged(TimePrediction t, double factor);
 
 /// The unit objective_value() is in, for tables ("tokens/s", "days", "GPU-h", "$").
 [[nodiscard]] std::string objective_unit(Objective o, double price);

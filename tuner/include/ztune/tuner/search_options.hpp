@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "ztune/model/cluster.hpp"
+#include "ztune/model/plan.hpp"
 #include "ztune/tuner/engine.hpp"
 
 namespace ztune {
@@ -22,7 +23,19 @@ struct SpaceOptions {
   int max_micro_batch = 0;            // 0 = no cap (memory decides)
   bool include_onebit_adam = false;   // also search 1-bit Adam (changes convergence: opt-in)
   bool include_zeropp = false;        // also search ZeRO++ (quantized communication: opt-in)
+  /// 1-bit Adam's warm-up steps; < 0 = kOnebitWarmupFraction of the run's steps
+  /// (train_tokens / (global_batch · s)), so ranking sees the run-averaged volume.
+  int onebit_freeze_step = -1;
+  /// Also search this block-sparse layout (changes the model: opt-in); none = dense only.
+  SparseLayout sparse_attention = SparseLayout::none;
+  int sparse_block = 64;              // its block size (must divide the sequence)
 };
+
+/// Default 1-bit Adam warm-up as a fraction of the run: the 1-bit Adam paper
+/// (Tang et al. 2021, §6) and DeepSpeed's 1-bit Adam tutorial warm up BERT
+/// pre-training with plain Adam for about 15–25% of the steps (the tutorial's
+/// freeze_step 23,000); the low end, 15%, is taken.
+inline constexpr double kOnebitWarmupFraction = 0.15;
 
 enum class Objective : std::uint8_t {
   throughput,  // tokens per second, higher is better

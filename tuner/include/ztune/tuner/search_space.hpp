@@ -69,6 +69,10 @@ class SearchSpace {
   [[nodiscard]] const std::vector<Precision>& precisions() const { return precisions_; }
   /// The device counts searched.
   [[nodiscard]] const std::vector<int>& gpu_counts() const { return gpu_counts_; }
+  /// The freeze_step 1-bit Adam plans get (options' or the default fraction of the run).
+  [[nodiscard]] int onebit_freeze_step() const { return freeze_step_; }
+  /// The attention layouts searched: dense, plus the requested sparse layout.
+  [[nodiscard]] const std::vector<SparseLayout>& attention_layouts() const { return attention_; }
 
   /// Calls f(const Plan&) for every plan of the layout, ids first_id, first_id+1, ...
   template <class F>
@@ -92,9 +96,20 @@ class SearchSpace {
   std::int64_t global_batch_ = 0;
   std::vector<int> gpu_counts_;
   std::vector<Precision> precisions_;
+  std::vector<SparseLayout> attention_;
+  int freeze_step_ = 0;
   std::vector<Layout> layouts_;
   std::int64_t size_ = 0;
 };
+
+/// How many plans an opt-in option (1-bit Adam, ZeRO++, a sparse layout) adds
+/// to the space: its size with the option minus its size without it.
+struct OptionPlans {
+  std::string option;  // the search flag, e.g. "--onebit-adam"
+  std::int64_t added = 0;
+};
+[[nodiscard]] std::vector<OptionPlans> plans_added_by_options(const Transformer& m, const Cluster& c,
+                                                              const SpaceOptions& o);
 
 inline constexpr Recompute kRecomputeModes[] = {Recompute::none, Recompute::selective, Recompute::full};
 
@@ -105,6 +120,7 @@ void SearchSpace::for_each_plan(const Layout& l, F&& f) const {
   p.tp = l.tp;
   p.pp = l.pp;
   p.global_batch = global_batch_;
+  p.sparse_block = options_.sparse_block;
   const auto scheds = schedules(l);
   const auto sps = sequence_parallel(l);
   const auto sts = states(l);
@@ -122,13 +138,17 @@ void SearchSpace::for_each_plan(const Layout& l, F&& f) const {
           p.offload_optimizer = st.offload_optimizer;
           p.offload_params = st.offload_params;
           p.onebit_adam = st.onebit_adam;
+          p.onebit_freeze_step = st.onebit_adam ? freeze_step_ : 0;
           p.zeropp = st.zeropp;
-          for (int mb : mbs) {
-            p.micro_batch = mb;
-            p.grad_accum = static_cast<int>(per_rank / mb);
-            for (Precision pr : precisions_) {
-              p.precision = pr;
-              f(static_cast<const Plan&>(p));
+          for (SparseLayout at : attention_) {
+            p.sparse_attention = at;
+            for (int mb : mbs) {
+              p.micro_batch = mb;
+              p.grad_accum = static_cast<int>(per_rank / mb);
+              for (Precision pr : precisions_) {
+                p.precision = pr;
+                f(static_cast<const Plan&>(p));
+              }
             }
           }
         }
