@@ -273,9 +273,10 @@ class Builder {
   // ZeRO-3: gather `params` (this GPU's tensor-parallel share, unpartitioned)
   // before a use; with offloaded parameters, fetch the partition first. The
   // gather waits until the use prefetch_depth+1 earlier released its buffer.
-  OpId gather(int s, double params) {
+  OpId gather(int s, double params, bool backward = false) {
     if (!zero3_ || params <= 0) return kNone;
     Streams& st = streams_[static_cast<std::size_t>(s)];
+    // The 16-bit parameters the use holds; what the wire carries may differ (ZeRO++ int8).
     const double bytes = params * costs_.param_bytes_per_param();
     const double partition = bytes / plan_.dp;
     const std::size_t use = uses_.size();
@@ -294,8 +295,8 @@ class Builder {
       if (first != kNone) add_dependency(g_, first, id);
       else first = id;
     }
-    Op op = make(OpKind::zero3_gather, s, dp_level(), costs_.dp_collective_s(DpCollective::all_gather, bytes));
-    op.bytes = bytes;
+    Op op = make(OpKind::zero3_gather, s, dp_level(), costs_.zero3_gather_s(params, backward));
+    op.bytes = costs_.zero3_gather_bytes(params, backward);
     op.gathered_param_delta = bytes;
     const OpId id = add_chained(op, st.gather);
     if (first != kNone) add_dependency(g_, first, id);
@@ -354,7 +355,7 @@ class Builder {
     const int j = vstage_of(s, st.chunk);
     OpId first = kNone;
     if (j == vstages_ - 1) {
-      const OpId gp = gather(s, edges_.head_params);
+      const OpId gp = gather(s, edges_.head_params, true);
       first = compute(s, OpKind::head_bwd, st, -1, -1, edges_.head_backward_s);
       consume(gp, first, true);
       tp_collective(s, st, -1, -1, edges_.head_tp_backward_s);
@@ -368,7 +369,7 @@ class Builder {
       const int lb = begin + gi * group_;
       const int le = std::min(end, lb + group_);
       const double n = le - lb;
-      const OpId gp = gather(s, n * layer_.params);
+      const OpId gp = gather(s, n * layer_.params, true);
       if (layer_.recompute_s > 0) {
         const OpId r = compute(s, OpKind::recompute, st, lb, le, n * layer_.recompute_s);
         g_.ops[r].activation_delta = n * layer_.recompute_extra_bytes;
@@ -386,7 +387,7 @@ class Builder {
       if (reduce) produce_gradients(s, b, n * layer_.params);
     }
     if (j == 0) {
-      const OpId gp = gather(s, edges_.embedding_params);
+      const OpId gp = gather(s, edges_.embedding_params, true);
       const OpId e = compute(s, OpKind::embedding_bwd, st, -1, -1, edges_.embedding_backward_s);
       consume(gp, e, true);
       if (reduce) produce_gradients(s, e, edges_.embedding_params);
@@ -400,7 +401,10 @@ class Builder {
 
   // ---------------------------------------------------------------- gradients
 
-  bool gradients_leave_gpu() const { return plan_.dp > 1 || host_optimizer_; }
+  // 1-bit Adam's compression phase reduces no gradients: each rank updates its
+  // momentum locally and exchanges it compressed in the optimizer step.
+  bool onebit() const { return plan_.onebit_adam && plan_.dp > 1; }
+  bool gradients_leave_gpu() const { return (plan_.dp > 1 && !onebit()) || host_optimizer_; }
 
   // DeepSpeed / Megatron DDP fill reduce buckets in the order the backward
   // produces gradients and launch each one when it is full.
@@ -447,9 +451,10 @@ class Builder {
     Streams& st = streams_[static_cast<std::size_t>(s)];
     const double bytes = elems * costs_.grad_bytes_per_param();
     OpId reduced = kNone;
-    if (plan_.dp > 1) {
+    if (plan_.dp > 1 && !onebit()) {
       const auto kind = plan_.zero_stage == 0 ? DpCollective::all_reduce : DpCollective::reduce_scatter;
-      Op op = make(OpKind::dp_reduce, s, dp_level(), costs_.dp_collective_s(kind, bytes));
+      const double t = plan_.zero_stage == 3 ? costs_.zero3_reduce_s(bytes) : costs_.dp_collective_s(kind, bytes);
+      Op op = make(OpKind::dp_reduce, s, dp_level(), t);
       op.bytes = bytes;
       reduced = add_chained(op, st.dp);
       if (after != kNone) add_dependency(g_, after, reduced);
@@ -483,8 +488,17 @@ class Builder {
     const double partition = plan_.zero_stage >= 1 ? params / plan_.dp : params;
     OpId updated = kNone;  // after which the updated parameters are on the GPU
     overhead(s, nullptr, -1, -1, costs_.step_overhead_s());
+    if (onebit()) {
+      // 1-bit Adam (onebit_adam.hpp): the compressed momentum's all-to-all +
+      // all-gather after the backward, exposed; the optimizer waits for it.
+      Op op = make(OpKind::dp_reduce, s, dp_level(), costs_.onebit_exchange_s(params));
+      op.bytes = 2.0 * params / 8.0;  // signs sent in the all-to-all and again in the all-gather
+      const OpId id = add_chained(op, st.dp);
+      if (st.main != kNone) add_dependency(g_, st.main, id);
+    }
     if (!host_optimizer_) {
-      Op op = make(OpKind::optimizer_gpu, s, ResourceKind::compute, costs_.gpu_optimizer_s(partition));
+      const double kernels = onebit() ? costs_.onebit_kernels_s(params) : 0.0;
+      Op op = make(OpKind::optimizer_gpu, s, ResourceKind::compute, costs_.gpu_optimizer_s(partition) + kernels);
       updated = add_main(s, op);
       if (st.dp != kNone) add_dependency(g_, st.dp, updated);
     } else {

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "ztune/model/memory_model.hpp"
+#include "ztune/model/onebit_adam.hpp"
+#include "ztune/model/zeropp.hpp"
 #include "ztune/model/time_model.hpp"
 
 namespace ztune::sim {
@@ -68,6 +70,43 @@ ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Clus
   optimizer_ = optimizer_cost(m, p, c, hw);
   const double params = stage_params(m, p);
   optimizer_params_ = p.zero_stage >= 1 ? params / p.dp : params;
+  stage_params_ = params;
+  if (p.onebit_adam && p.dp > 1) {
+    const OnebitAdamCost ob = onebit_adam_cost(m, p, c, hw);
+    onebit_exchange_s_ = ob.compressed_s;
+    onebit_kernels_s_ = ob.compress_kernels_s;
+  }
+}
+
+double ModelCostSource::zero3_gather_s(double params, bool backward) const {
+  if (!plan_.zeropp) return CostSource::zero3_gather_s(params, backward);
+  if (backward) {
+    // hpZ: the secondary partition lives inside the node.
+    const GroupPlacement node{layout_.dp.per_node, layout_.dp.per_node};
+    return collective_time(Collective::all_gather, 2.0 * params, node, cluster_, hw_);
+  }
+  return collective_time(Collective::all_gather, kZeroppWeightBytes * params, layout_.dp, cluster_, hw_) +
+         zeropp_weight_quantize_time(params, params / plan_.dp, cluster_, hw_);
+}
+
+double ModelCostSource::zero3_gather_bytes(double params, bool backward) const {
+  if (!plan_.zeropp || backward) return CostSource::zero3_gather_bytes(params, backward);
+  return kZeroppWeightBytes * params;
+}
+
+double ModelCostSource::zero3_reduce_s(double bytes) const {
+  if (!plan_.zeropp) return CostSource::zero3_reduce_s(bytes);
+  return zeropp_gradient_reduce_time(bytes, plan_, cluster_, hw_);
+}
+
+// onebit_adam_cost times the most loaded stage; other stages scale with their
+// parameters (the exchange is bandwidth-bound, the kernels memory-bound).
+double ModelCostSource::onebit_exchange_s(double params) const {
+  return stage_params_ > 0 ? onebit_exchange_s_ * params / stage_params_ : 0.0;
+}
+
+double ModelCostSource::onebit_kernels_s(double params) const {
+  return stage_params_ > 0 ? onebit_kernels_s_ * params / stage_params_ : 0.0;
 }
 
 double ModelCostSource::p2p_s(bool crosses_nodes) const { return crosses_nodes ? p2p_inter_s_ : p2p_intra_s_; }

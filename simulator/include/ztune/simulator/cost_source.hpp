@@ -81,6 +81,29 @@ class CostSource {
   /// Bytes of optimizer state per parameter moved to and from NVMe (fp32
   /// master, momentum, variance: K = 12 in the ZeRO paper's accounting).
   [[nodiscard]] virtual double optimizer_state_bytes_per_param() const = 0;
+
+  // Plan features with their own communication (defaults: none of them, i.e.
+  // plain ZeRO-3 collectives and no 1-bit Adam; ModelCostSource overrides).
+
+  /// One ZeRO-3 gather of `params` 16-bit parameters before a forward (or a
+  /// backward) use. Default: a 16-bit all-gather over the dp group.
+  [[nodiscard]] virtual double zero3_gather_s(double params, bool /*backward*/) const {
+    return dp_collective_s(DpCollective::all_gather, params * param_bytes_per_param());
+  }
+  /// Bytes a ZeRO-3 gather of `params` parameters moves (nccl-tests S).
+  [[nodiscard]] virtual double zero3_gather_bytes(double params, bool /*backward*/) const {
+    return params * param_bytes_per_param();
+  }
+  /// The ZeRO-3 reduction of one gradient bucket of `bytes` 16-bit bytes.
+  /// Default: a reduce-scatter over the dp group.
+  [[nodiscard]] virtual double zero3_reduce_s(double bytes) const {
+    return dp_collective_s(DpCollective::reduce_scatter, bytes);
+  }
+  /// 1-bit Adam's compression phase for `params` parameters of a stage: the
+  /// compressed momentum exchange (link time) and its compression kernels.
+  /// Both 0 when the plan does not use 1-bit Adam (or dp is 1).
+  [[nodiscard]] virtual double onebit_exchange_s(double /*params*/) const { return 0; }
+  [[nodiscard]] virtual double onebit_kernels_s(double /*params*/) const { return 0; }
 };
 
 }  // namespace ztune::sim

@@ -31,6 +31,15 @@ class ModelCostSource final : public CostSource {
   [[nodiscard]] double grad_bytes_per_param() const override { return 2; }
   [[nodiscard]] double param_bytes_per_param() const override { return 2; }
   [[nodiscard]] double optimizer_state_bytes_per_param() const override { return 12; }
+  // ZeRO++ (model/zeropp.hpp, as op_costs' zero3_gather_cost and dp_sync_cost
+  // time it): int8 forward gathers with their quantization kernels, 16-bit
+  // backward gathers inside the node (hpZ), int4 hierarchical gradient reduction (qgZ).
+  [[nodiscard]] double zero3_gather_s(double params, bool backward) const override;
+  [[nodiscard]] double zero3_gather_bytes(double params, bool backward) const override;
+  [[nodiscard]] double zero3_reduce_s(double bytes) const override;
+  // 1-bit Adam (model/onebit_adam.hpp onebit_adam_cost), scaled to the stage's parameters.
+  [[nodiscard]] double onebit_exchange_s(double params) const override;
+  [[nodiscard]] double onebit_kernels_s(double params) const override;
 
  private:
   const Plan& plan_;
@@ -47,6 +56,9 @@ class ModelCostSource final : public CostSource {
   double step_overhead_s_ = 0;
   double optimizer_params_ = 0;  // the partition optimizer_cost() times
   OptimizerCost optimizer_;
+  double stage_params_ = 0;      // the most loaded stage's parameters (what onebit_adam_cost times)
+  double onebit_exchange_s_ = 0;
+  double onebit_kernels_s_ = 0;
 };
 
 }  // namespace ztune::sim
