@@ -54,6 +54,9 @@ std::string Plan::summary() const {
   if (sequence_parallel) os << " sp";
   if (pp > 1) os << " " << to_string(schedule);
   os << " " << to_string(precision);
+  if (onebit_adam) os << " 1bit-adam";
+  if (sparse_attention != SparseLayout::none) os << " sparse:" << to_string(sparse_attention) << "/" << sparse_block;
+  if (zeropp) os << " zero++";
   return os.str();
 }
 
