@@ -7,30 +7,18 @@
 
 #include <Eigen/Core>
 
+#include "per_head.hpp"
 #include "ztune/kernels/thread_pool.hpp"
 
 namespace ztune::kernels::cpu {
 namespace {
 
-using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using Strided = Eigen::Map<RowMat, 0, Eigen::OuterStride<>>;
-using ConstStrided = Eigen::Map<const RowMat, 0, Eigen::OuterStride<>>;
+using detail::ConstStrided;
+using detail::for_each_head;
+using detail::RowMat;
+using detail::Strided;
 using Block = Eigen::Map<RowMat>;
 using ConstBlock = Eigen::Map<const RowMat>;
-
-template <typename Body>
-void for_each_head(int b, int nh, ThreadPool* pool, Body body) {
-  const int heads = b * nh;
-  auto slice = [&](int part, int parts) {
-    auto [h0, h1] = split_range(heads, part, parts);
-    for (auto h = h0; h < h1; ++h) body(static_cast<int>(h / nh), static_cast<int>(h % nh));
-  };
-  if (pool == nullptr) {
-    slice(0, 1);
-  } else {
-    pool->run(pool->size(), slice);
-  }
-}
 
 // Key column j of block cb is visible to query row i of block rb (causal).
 bool visible(int rb, int i, int cb, int j, int blk) { return cb * blk + j <= rb * blk + i; }
