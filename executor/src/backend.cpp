@@ -11,13 +11,13 @@ void Buffer::release() {
 
 Buffer Backend::allocate(std::size_t numel, MemCategory category) {
   if (numel == 0) return {};
-  float* p = raw_allocate(numel);
+  float* p = raw_allocate(numel, category);
   memory_.on_allocate(category, numel * sizeof(float));
   return {this, p, numel, category};
 }
 
 void Backend::free(float* data, std::size_t numel, MemCategory category) {
-  raw_free(data, numel);
+  raw_free(data, numel, category);
   memory_.on_free(category, numel * sizeof(float));
 }
 

@@ -20,12 +20,12 @@ CpuBackend::CpuBackend(int threads) : pool_(threads < 1 ? 1 : threads) {}
 CpuBackend::~CpuBackend() = default;
 
 // 64-byte aligned (cache line, AVX-512) and zero-filled.
-float* CpuBackend::raw_allocate(std::size_t numel) {
+float* CpuBackend::raw_allocate(std::size_t numel, MemCategory /*category: all host memory here*/) {
   auto* p = static_cast<float*>(::operator new(numel * sizeof(float), std::align_val_t{64}));
   std::fill(p, p + numel, 0.0f);
   return p;
 }
-void CpuBackend::raw_free(float* data, std::size_t /*numel*/) { ::operator delete(data, std::align_val_t{64}); }
+void CpuBackend::raw_free(float* data, std::size_t /*numel*/, MemCategory /*category*/) { ::operator delete(data, std::align_val_t{64}); }
 
 void CpuBackend::zero(float* x, std::size_t n) { std::fill(x, x + n, 0.0f); }
 void CpuBackend::copy(float* dst, const float* src, std::size_t n) {

@@ -1,5 +1,7 @@
 #include "ztune/executor/cuda/cuda_backend.hpp"
 
+#include <cstring>
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -65,13 +67,31 @@ std::string CudaBackend::name() const {
   return kNames[static_cast<int>(options_.gemm)];
 }
 
-float* CudaBackend::raw_allocate(std::size_t numel) {
+namespace {
+// Offloaded optimizer states and staging copies live in pinned host memory, so
+// the host Adam can read them and PCIe copies run at full speed.
+bool on_host(MemCategory c) { return c == MemCategory::host_optimizer || c == MemCategory::host_staging; }
+}  // namespace
+
+float* CudaBackend::raw_allocate(std::size_t numel, MemCategory category) {
+  if (on_host(category)) {
+    void* h = nullptr;
+    ZT_CUDA_CHECK(cudaHostAlloc(&h, numel * sizeof(float), cudaHostAllocDefault));
+    std::memset(h, 0, numel * sizeof(float));  // Backend::allocate promises zeros
+    return static_cast<float*>(h);
+  }
   auto* p = static_cast<float*>(allocator_.allocate(numel * sizeof(float)));
   ZT_CUDA_CHECK(cudaMemsetAsync(p, 0, numel * sizeof(float), compute_));  // Backend::allocate promises zeros
   return p;
 }
 
-void CudaBackend::raw_free(float* data, std::size_t /*numel*/) { allocator_.release(data); }
+void CudaBackend::raw_free(float* data, std::size_t /*numel*/, MemCategory category) {
+  if (on_host(category)) {
+    cudaFreeHost(data);  // called from destructors: never throws, as allocator_.release
+    return;
+  }
+  allocator_.release(data);
+}
 
 void CudaBackend::zero(float* x, std::size_t n) {
   ZT_CUDA_CHECK(cudaMemsetAsync(x, 0, n * sizeof(float), compute_));

@@ -78,8 +78,11 @@ class Backend {
   double sum_squares(const float* x, long n);
 
  protected:
-  virtual float* raw_allocate(std::size_t numel) = 0;
-  virtual void raw_free(float* data, std::size_t numel) = 0;
+  /// Zero-filled storage for `numel` floats. The category says where it lives:
+  /// host_optimizer and host_staging are host memory (pinned on CUDA), the rest
+  /// device memory.
+  virtual float* raw_allocate(std::size_t numel, MemCategory category) = 0;
+  virtual void raw_free(float* data, std::size_t numel, MemCategory category) = 0;
 
   virtual void gemm_impl(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta,
                          float* c) = 0;

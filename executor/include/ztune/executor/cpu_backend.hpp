@@ -23,8 +23,8 @@ class CpuBackend final : public Backend {
   void fence() override {}
 
  protected:
-  float* raw_allocate(std::size_t numel) override;
-  void raw_free(float* data, std::size_t numel) override;
+  float* raw_allocate(std::size_t numel, MemCategory category) override;
+  void raw_free(float* data, std::size_t numel, MemCategory category) override;
   void gemm_impl(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta,
                  float* c) override;
   void matmul_forward_impl(float* out, const float* inp, const float* w, const float* bias, int n, int c,

@@ -56,8 +56,8 @@ class CudaBackend final : public Backend {
   bool unscale_and_check(float* grads, std::size_t n, float inv_scale);
 
  protected:
-  float* raw_allocate(std::size_t numel) override;
-  void raw_free(float* data, std::size_t numel) override;
+  float* raw_allocate(std::size_t numel, MemCategory category) override;
+  void raw_free(float* data, std::size_t numel, MemCategory category) override;
   void gemm_impl(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta,
                  float* c) override;
   void matmul_forward_impl(float* out, const float* inp, const float* w, const float* bias, int n, int c,
