@@ -10,6 +10,7 @@
 #include <QtCharts/QStackedBarSeries>
 #include <QtCharts/QValueAxis>
 
+#include "chart_style.hpp"
 #include "palette.hpp"
 #include "ztune/gui/memory_breakdown_model.hpp"
 #include "ztune/gui/units.hpp"
@@ -17,11 +18,7 @@
 namespace ztune::gui {
 MemoryChart::MemoryChart(MemoryBreakdownModel* model, const QString& title, QWidget* parent)
     : QChartView(parent), model_(model), title_(title) {
-  auto* chart = new QChart;
-  chart->setTitle(title);
-  chart->setAnimationOptions(QChart::NoAnimation);
-  chart->legend()->setAlignment(Qt::AlignRight);
-  chart->setMargins(QMargins(4, 4, 4, 4));
+  auto* chart = new_planner_chart(title, Qt::AlignRight);
   auto* bars = new QStackedBarSeries;
   bars->setBarWidth(0.55);
   chart->addSeries(bars);

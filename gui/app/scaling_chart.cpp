@@ -6,17 +6,14 @@
 #include <QtCharts/QLogValueAxis>
 #include <QtCharts/QValueAxis>
 
+#include "chart_style.hpp"
 #include "palette.hpp"
 #include "ztune/gui/scaling_model.hpp"
 
 namespace ztune::gui {
 
 ScalingChart::ScalingChart(ScalingModel* model, QWidget* parent) : QChartView(parent), model_(model) {
-  auto* chart = new QChart;
-  chart->setTitle(QStringLiteral("Scaling: best plan per GPU count"));
-  chart->setAnimationOptions(QChart::NoAnimation);
-  chart->legend()->setAlignment(Qt::AlignBottom);
-  chart->setMargins(QMargins(4, 4, 4, 4));
+  auto* chart = new_planner_chart(QStringLiteral("Scaling: best plan per GPU count"), Qt::AlignBottom);
   auto* throughput = new QLineSeries;
   throughput->setName(QStringLiteral("throughput (k tokens/s)"));
   throughput->setPointsVisible(true);

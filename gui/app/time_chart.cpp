@@ -9,6 +9,7 @@
 #include <QtCharts/QLegendMarker>
 #include <QtCharts/QValueAxis>
 
+#include "chart_style.hpp"
 #include "palette.hpp"
 #include "ztune/gui/time_breakdown_model.hpp"
 #include "ztune/gui/units.hpp"
@@ -17,11 +18,7 @@ namespace ztune::gui {
 
 TimeChart::TimeChart(TimeBreakdownModel* model, const QString& title, QWidget* parent)
     : QChartView(parent), model_(model), title_(title) {
-  auto* chart = new QChart;
-  chart->setTitle(title);
-  chart->setAnimationOptions(QChart::NoAnimation);
-  chart->legend()->setAlignment(Qt::AlignRight);
-  chart->setMargins(QMargins(4, 4, 4, 4));
+  auto* chart = new_planner_chart(title, Qt::AlignRight);
   auto* bars = new QHorizontalStackedBarSeries;
   bars->setBarWidth(0.6);
   chart->addSeries(bars);
