@@ -11,6 +11,7 @@
 
 #include <sqlite3.h>
 
+#include "temp_files.hpp"
 #include "ztune/model/catalog.hpp"
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/input_error.hpp"
@@ -23,24 +24,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// A fresh directory under /tmp, removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/ztune-db-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  [[nodiscard]] std::string file(const char* name) const { return (path / name).string(); }
-};
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using ztune::test::TempDir;
+using ztune::test::read_bytes;
 
 std::int64_t count_rows(const std::string& path, const char* table) {
   sqlite3* db = nullptr;

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "temp_files.hpp"
 #include "../cli/run_command.hpp"
 
 using Catch::Matchers::Contains;
@@ -17,23 +18,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/ztune-cli-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  [[nodiscard]] std::string file(const char* name) const { return (path / name).string(); }
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using ztune::test::TempDir;
+using ztune::test::read_bytes;
 
 }  // namespace
 
@@ -79,7 +65,7 @@ TEST_CASE("search --out writes a plan file that export turns into a DeepSpeed co
   const std::string plan = dir.file("plan.json");
   auto r = run_command(ztune_bin() + " --cluster dgx2 --model gpt2-1.5b --engine deepspeed --no-db --out " + plan);
   REQUIRE(r.exit_code == 0);
-  const auto pf = nlohmann::json::parse(slurp(plan));
+  const auto pf = nlohmann::json::parse(read_bytes(plan));
   CHECK(pf["schema"] == "ztune.planfile/1");
   CHECK(pf.contains("model"));
   CHECK(pf.contains("cluster"));
@@ -88,7 +74,7 @@ TEST_CASE("search --out writes a plan file that export turns into a DeepSpeed co
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Contains("deepspeed --num_nodes 1 --num_gpus 16"));
-  const auto ds = nlohmann::json::parse(slurp(config));
+  const auto ds = nlohmann::json::parse(read_bytes(config));
   CHECK(ds["train_batch_size"] == pf["plan"]["global_batch"]);
   CHECK(ds["train_micro_batch_size_per_gpu"] == pf["plan"]["micro_batch"]);
   CHECK(ds["gradient_accumulation_steps"] == pf["plan"]["grad_accum"]);
@@ -124,9 +110,9 @@ TEST_CASE("a corrupt --db file is an input error and stays as it was", "[cli][tu
   TempDir dir;
   const std::string db = dir.file("broken.db");
   std::ofstream(db) << "this is not an SQLite database, just text that someone saved here\n";
-  const std::string before = slurp(db);
+  const std::string before = read_bytes(db);
   auto r = run_command(ztune_bin() + " --cluster dgx2 --model gpt2-1.5b --db " + db);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains(db) && Contains("not a ztune results database"));
-  CHECK(slurp(db) == before);
+  CHECK(read_bytes(db) == before);
 }
