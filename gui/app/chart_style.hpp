@@ -2,11 +2,17 @@
 // One look for every chart of the planner: title, no animation (the charts are
 // redrawn on each selection), tight margins, the legend where the caller puts it.
 #include <QString>
+#include <QtCharts/QAbstractBarSeries>
 #include <QtCharts/QChart>
 
 namespace ztune::gui {
 
 /// A new chart styled like the planner's others; the caller adds series and axes.
 QChart* new_planner_chart(const QString& title, Qt::Alignment legend);
+
+/// Colours each bar set of a breakdown series with its category's colour and
+/// hides the legend entries of categories the shown plans do not use
+/// (e.g. ZeRO-3 buffers without ZeRO-3).
+void style_breakdown_bars(QChart* chart, QAbstractBarSeries* bars);
 
 }  // namespace ztune::gui

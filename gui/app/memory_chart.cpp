@@ -67,14 +67,7 @@ void MemoryChart::refresh() {
   for (int col = 0; col < columns; ++col) categories << model_->headerData(col, Qt::Horizontal).toString();
   x->setCategories(categories);
 
-  const auto sets = bars->barSets();
-  for (int i = 0; i < sets.size(); ++i) {
-    sets[i]->setColor(series_color(static_cast<std::size_t>(i)));
-    sets[i]->setBorderColor(series_color(static_cast<std::size_t>(i)).darker(115));
-  }
-  // Hide the legend entries of categories this plan does not use (e.g. ZeRO-3 buffers without ZeRO-3).
-  const auto markers = c->legend()->markers(bars);
-  for (int i = 0; i < markers.size() && i < sets.size(); ++i) markers[i]->setVisible(sets[i]->sum() > 0);
+  style_breakdown_bars(c, bars);
 
   double top = 1;
   double capacity_gib = 0;

@@ -57,13 +57,7 @@ void TimeChart::refresh() {
     top = std::max(top, model_->total(col));
   }
   y->setCategories(categories);
-  const auto sets = bars->barSets();
-  for (int i = 0; i < sets.size(); ++i) {
-    sets[i]->setColor(series_color(static_cast<std::size_t>(i)));
-    sets[i]->setBorderColor(series_color(static_cast<std::size_t>(i)).darker(115));
-  }
-  const auto markers = c->legend()->markers(bars);
-  for (int i = 0; i < markers.size() && i < sets.size(); ++i) markers[i]->setVisible(sets[i]->sum() > 0);
+  style_breakdown_bars(c, bars);
   x->setRange(0, top > 0 ? top * 1.05 : 1);
   x->applyNiceNumbers();
   const auto& times = model_->times();
