@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <string_view>
+
 #include "tuner_fixtures.hpp"
 #include "ztune/model/catalog.hpp"
 #include "ztune/model/hardware_profile.hpp"
@@ -48,9 +50,9 @@ struct Ranked {
   std::string best;
 };
 
-/// Where the published plan ranks among every feasible plan of the whole
-/// ztune space for the same model and GPU count.
-Ranked rank_of(const Published& k) {
+/// Where the published plan ranks among every feasible plan for the same model
+/// and GPU count, in the space of `engine` (Engine::ztune: the whole space).
+Ranked rank_of(const Published& k, Engine engine) {
   const Transformer m = test::korthikanti_model(k.layers, k.hidden, k.heads, k.global_batch);
   Cluster c = load_cluster("dgx-a100-80gb");
   c.nodes = k.gpus / c.node.gpus;
@@ -63,6 +65,7 @@ Ranked rank_of(const Published& k) {
   o.space.gpus = k.gpus;
   o.top = 1000000;  // every feasible plan, ranked
   o.simulate_top = 0;
+  o.space.engine = engine;
   const auto r = run_search(m, c, hw, o);
   out.feasible = r.feasible;
   for (const auto& cand : r.plans)
@@ -77,8 +80,8 @@ Ranked rank_of(const Published& k) {
 // parallelism) is the paper's recommended plan for each model and GPU count.
 // Its full-recomputation column is the baseline the paper shows to be 29-32%
 // slower, so it is checked to rank below, not in the top 10%.
-static void check_published_rank(const Published& k) {
-  const Ranked sel = rank_of(k);
+static void check_published_rank(const Published& k, Engine engine) {
+  const Ranked sel = rank_of(k, engine);
   INFO(published_plan(k).summary() << ": " << sel.prediction.memory.gpu_total_bytes / 1e9 << " GB, "
                                    << sel.prediction.time.iteration_s << " s; " << sel.better << " of "
                                    << sel.feasible << " feasible plans are faster; best " << sel.best);
@@ -88,29 +91,41 @@ static void check_published_rank(const Published& k) {
 
   Published baseline = k;
   baseline.selective_sp = false;
-  const Ranked full = rank_of(baseline);
+  const Ranked full = rank_of(baseline, engine);
   REQUIRE(full.prediction.memory.fits());
   CHECK(full.better > sel.better);
 }
 
+namespace {
+const Published kTable5[] = {
+    {"22B", 48, 6144, 64, 8, 8, 1, 1, 4, true},
+    {"175B", 96, 12288, 96, 64, 8, 8, 3, 64, true},
+    {"530B", 105, 20480, 128, 280, 8, 35, 3, 280, true},
+    {"1T", 128, 25600, 160, 512, 8, 64, 1, 512, true},
+};
+}  // namespace
+
+// In ztune's whole space (ZeRO-3, offload, GPipe added) and in the space of
+// Megatron-LM, the engine the runs were measured on, the three large models'
+// published plans rank in the top 10%.
 TEST_CASE("Korthikanti Table 5 plans rank in the top 10% of feasible plans", "[tuner][search][korthikanti]") {
-  const Published runs[] = {
-      {"175B", 96, 12288, 96, 64, 8, 8, 3, 64, true},
-      {"530B", 105, 20480, 128, 280, 8, 35, 3, 280, true},
-      {"1T", 128, 25600, 160, 512, 8, 64, 1, 512, true},
-  };
-  for (const auto& k : runs) {
-    DYNAMIC_SECTION(k.name) { check_published_rank(k); }
+  for (const auto& k : kTable5) {
+    if (std::string_view(k.name) == "22B") continue;
+    DYNAMIC_SECTION(k.name << " ztune") { check_published_rank(k, Engine::ztune); }
+    DYNAMIC_SECTION(k.name << " megatron") { check_published_rank(k, Engine::megatron); }
   }
 }
 
 // Known deviation, kept visible rather than hidden: on 8 GPUs with a global
 // batch of 4 the cost model predicts the published 22B plan (tp8, 1.109 s;
-// measured 1.10 s) well, but ranks it at 11% of feasible plans because it
-// predicts dp4×tp2 ZeRO-3 with micro-batch 1 at 0.976 s. No published
-// measurement of that alternative exists to say which side is wrong, so this
-// case may fail; ctest shows its outcome in the log.
-TEST_CASE("Korthikanti Table 5 22B plan ranks in the top 10% (known deviation)",
-          "[tuner][search][korthikanti][!mayfail]") {
-  check_published_rank({"22B", 48, 6144, 64, 8, 8, 1, 1, 4, true});
+// measured 1.10 s) well, but ranks it at 11% of ztune's feasible plans because
+// it predicts dp4×tp2 ZeRO-3 with micro-batch 1 at 0.976 s, and at 21% of
+// Megatron-LM's because it predicts dp2×tp4 without recomputation at 1.007 s
+// (78 of 80 GiB). The paper chose tp8 for all four models to compare
+// activation-memory techniques, not as the fastest 22B plan, and no published
+// measurement of those alternatives says which side is wrong; so this case may
+// fail, and ctest shows its outcome in the log.
+TEST_CASE("Korthikanti Table 5 22B plan rank (known deviation)", "[tuner][search][korthikanti][!mayfail]") {
+  SECTION("ztune") { check_published_rank(kTable5[0], Engine::ztune); }
+  SECTION("megatron") { check_published_rank(kTable5[0], Engine::megatron); }
 }
