@@ -42,9 +42,24 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
                             std::max(0.0, lc.host_recompute_s - (lc.recompute_s + lc.tp_recompute_s));
   t.overhead = layers * host_slack + hw.microbatch_overhead_s;
 
+  // Pipeline sends, on the pipeline's slowest stage. Megatron's and DeepSpeed's
+  // point-to-point operations are synchronous (batch_isend_irecv, then wait),
+  // so a stage's sends sit on its critical path. Each model chunk sends its
+  // activation forward and its gradient backward, except the last stage's last
+  // chunk (no forward send) and the first stage's first chunk (no backward
+  // send). The 1F1B period is the slowest stage's micro-batch time (Narayanan
+  // et al. 2021, §2.2): an end stage, carrying the embedding or the head and
+  // 2v−1 sends, or — with three stages or more — a middle stage, with no edge
+  // work and 2v sends.
+  double middle_sends = 0;
   if (p.pp > 1) {
-    // Each model chunk sends its activation forward and its gradient backward.
-    t.pp_comm = 2.0 * virtual_stages(p) * pipeline_p2p(m, p, c, hw).time_s;
+    const double v = virtual_stages(p);
+    const double send = pipeline_p2p(m, p, c, hw).time_s;
+    t.pp_send = send;
+    middle_sends = 2.0 * v * send;
+    const double end_sends = (2.0 * v - 1.0) * send;
+    const double edge = edge_fwd + edge_bwd + edge_tp;
+    t.pp_comm = p.pp >= 3 ? std::max(end_sends, middle_sends - edge) : end_sends;
   }
   if (p.zero_stage >= 2 && p.dp > 1) {
     const DpSyncCost d = dp_sync_cost(m, p, c, hw);
@@ -59,7 +74,8 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
     const OptimizerCost o = optimizer_cost(m, p, c, hw);
     t.offload = exposed(o.zero3_param_fetch_s, t.forward + t.backward, hw.offload_overlap);
   }
-  t.layers_only = layers * (lc.fwd_s + lc.bwd_s + lc.recompute_s + tp_layer + host_slack) + t.pp_comm;
+  // The bubble unit: a middle stage's micro-batch, every send included.
+  t.layers_only = layers * (lc.fwd_s + lc.bwd_s + lc.recompute_s + tp_layer + host_slack) + middle_sends;
   return t;
 }
 
@@ -75,8 +91,11 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
   parts[idx(TimePart::pp_comm)] = n_mb * mb.pp_comm;
   parts[idx(TimePart::zero3_gather)] = n_mb * mb.zero3_gather;
   parts[idx(TimePart::overhead)] = n_mb * mb.overhead + hw.step_overhead_s;
-  // Fill and drain: (p−1)/v stage-times (Narayanan et al. 2021, §2.2).
-  if (p.pp > 1) parts[idx(TimePart::bubble)] = (p.pp - 1) / virtual_stages(p) * mb.layers_only;
+  // Fill and drain: (p−1)/v stage-times (Narayanan et al. 2021, §2.2). The
+  // last stage's final gradient send, which starts the drain, is already in
+  // its per-micro-batch sends: fill and drain add one send fewer.
+  if (p.pp > 1)
+    parts[idx(TimePart::bubble)] = (p.pp - 1) / virtual_stages(p) * mb.layers_only - mb.pp_send;
 
   // Once-per-step data-parallel work: stage 0/1 reduce after the last
   // backward (hidden behind it only with overlap_comm), stage 1/2 gather the

@@ -153,6 +153,8 @@ TEST_CASE("stage 0/1 reduce once per step; stage 2/3 reduce-scatter every micro-
   CHECK(z.bytes_per_pass * 2 + dp_sync_cost(m, p, c, hw).bytes_per_microbatch == Approx(3 * psi2));
 }
 
+// Fill and drain cost (p−1)/v stage-times (Narayanan et al. 2021, §2.2), less
+// the one send that the last stage's per-micro-batch time already holds.
 TEST_CASE("bubble: (p−1)/m stage-times for 1F1B, (p−1)/(v·m) interleaved", "[time][pipeline]") {
   const Transformer m = gpt(48, 4096, 32, 2048, 51200);
   const Cluster c = a100(8);
@@ -165,12 +167,39 @@ TEST_CASE("bubble: (p−1)/m stage-times for 1F1B, (p−1)/(v·m) interleaved", 
   p.global_batch = 16;
   const MicrobatchTimes mb = microbatch_times(m, p, c, hw);
   const TimePrediction t = predict_time(m, p, c, hw);
-  CHECK(t.part(TimePart::bubble) / (p.grad_accum * mb.layers_only) == Approx(3.0 / 16));
+  REQUIRE(mb.pp_send > 0);
+  CHECK((t.part(TimePart::bubble) + mb.pp_send) / (p.grad_accum * mb.layers_only) == Approx(3.0 / 16));
   p.schedule = Schedule::interleaved;
   p.virtual_stages = 3;
   const MicrobatchTimes mbi = microbatch_times(m, p, c, hw);
   const TimePrediction ti = predict_time(m, p, c, hw);
-  CHECK(ti.part(TimePart::bubble) / (p.grad_accum * mbi.layers_only) == Approx(3.0 / (3 * 16)));
+  CHECK((ti.part(TimePart::bubble) + mbi.pp_send) / (p.grad_accum * mbi.layers_only) == Approx(3.0 / (3 * 16)));
+}
+
+// Megatron's sends are synchronous and sit on the sending stage's critical
+// path: the slowest stage sets the period. With two stages both are end
+// stages (2v−1 sends each); with more, a middle stage has 2v sends and no
+// embedding or head, so it is the slowest only when 2v sends outweigh one
+// send plus the edge work.
+TEST_CASE("pipeline sends on the slowest stage", "[time][pipeline]") {
+  const Cluster c = a100(8);
+  const HardwareProfile hw = profile();
+  Plan p;
+  p.tp = 2;
+  p.pp = 2;
+  p.micro_batch = 1;
+  p.grad_accum = 8;
+  p.global_batch = 8;
+  const Transformer big_head = gpt(8, 1024, 16, 2048, 256000);
+  MicrobatchTimes mb = microbatch_times(big_head, p, c, hw);
+  CHECK(mb.pp_comm == Approx(mb.pp_send));
+  p.pp = 4;
+  mb = microbatch_times(big_head, p, c, hw);
+  CHECK(mb.pp_comm == Approx(mb.pp_send));  // the head outweighs a send: the last stage is slowest
+  p.schedule = Schedule::interleaved;
+  p.virtual_stages = 2;
+  mb = microbatch_times(big_head, p, c, hw);
+  CHECK(mb.pp_comm == Approx(3 * mb.pp_send));
 }
 
 TEST_CASE("layer cost: TP collectives per layer, with and without sequence parallelism", "[time][tp]") {

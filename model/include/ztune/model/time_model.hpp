@@ -26,6 +26,7 @@ struct MicrobatchTimes {
   double offload = 0;       // exposed parameter fetches from host/NVMe
   double overhead = 0;      // host dispatch the GPU waits on + the fixed per-micro-batch cost
   double layers_only = 0;   // the same micro-batch on a stage without embedding/head (bubble unit)
+  double pp_send = 0;       // one pipeline send (activation or gradient) at one stage boundary
   [[nodiscard]] double total() const {
     return forward + backward + recompute + tp_comm + pp_comm + dp_comm + zero3_gather + offload + overhead;
   }
