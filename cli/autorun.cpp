@@ -194,6 +194,7 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& c, cons
   std::string name = c.name;
   if (!name.ends_with("-calibrated")) name += "-calibrated";
   HardwareProfile refined = fit.profile;
+  refined.measured = measured_figures(c, fit.cluster, hw.measured);  // so --profile alone reproduces it
   refined.name = name;
   refined.source = hw.source + "; refined by ztune --run on " + std::to_string(runs.size()) + " run(s)";
   Cluster refined_cluster = fit.cluster;

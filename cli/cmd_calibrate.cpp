@@ -84,7 +84,10 @@ void write_json(const std::string& path, const nlohmann::json& doc) {
 }
 
 int run(const CalibrateFlags& f) {
-  const Cluster cluster = load_cluster(f.cluster);
+  const Cluster raw_cluster = load_cluster(f.cluster);
+  const HardwareProfile prior = f.prior.empty() ? default_profile_for(raw_cluster) : load_profile(f.prior);
+  // A prior fitted earlier carries its measured figures: start from them.
+  const Cluster cluster = with_measured_figures(raw_cluster, prior);
   const std::string backend =
       !f.backend.empty() ? f.backend : (cluster.device_kind == DeviceKind::cpu ? std::string("cpu") : "cuda");
   if (backend == "cuda") {
@@ -97,7 +100,6 @@ int run(const CalibrateFlags& f) {
     throw InputError("--backend cpu: cluster " + cluster.name +
                      " describes GPUs; CPU-rank measurements cannot calibrate it (use a CPU cluster such as "
                      "local-cpu, or --measurements FILE from its GPUs)");
-  const HardwareProfile prior = f.prior.empty() ? default_profile_for(cluster) : load_profile(f.prior);
   const std::string name = cluster.name + "-calibrated";
   const std::string profile_out =
       !f.out.empty() ? f.out : (std::filesystem::path(data_dir()) / "profiles" / (name + ".json")).string();
@@ -174,6 +176,10 @@ int run(const CalibrateFlags& f) {
                                                                    : "; refined on " + std::to_string(fit_runs.size()) +
                                                                          " measured training run(s)");
   Cluster final_cluster = fitted.cluster;
+  // The profile carries the figures measured here, so --profile alone
+  // reproduces these predictions on the catalog cluster.
+  final_profile.measured = measured_figures(raw_cluster, final_cluster, prior.measured);
+  for (const auto& s : m.collectives) (s.crosses_nodes ? final_profile.measured.inter_node : final_profile.measured.intra_node).fitted = true;
 
   std::vector<RunComparison> rows;
   auto compare = [&](const std::vector<RunObservation>& runs, bool held_out) {

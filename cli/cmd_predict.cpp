@@ -52,6 +52,7 @@ PredictInputs resolve(const PredictFlags& f) {
   in.model = f.input.load_model_or_throw();
   in.plan = f.plan.resolve(in.model, in.cluster);  // throws InputError naming the broken rule
   in.profile = f.profile.empty() ? default_profile_for(in.cluster) : load_profile(f.profile);
+  in.cluster = with_measured_figures(in.cluster, in.profile);  // a calibrated profile's figures
   in.memory.accounting = f.accounting == "deepspeed"  ? StateAccounting::deepspeed
                          : f.accounting == "megatron" ? StateAccounting::megatron
                                                       : StateAccounting::paper;

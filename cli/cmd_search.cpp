@@ -121,9 +121,10 @@ void write_plan_file(const std::string& path, const Candidate& best, const Trans
 }
 
 int run_search_command(const SearchFlags& f) {
-  const Cluster cluster = f.input.load_cluster_or_throw();
+  const Cluster catalog_cluster = f.input.load_cluster_or_throw();
   const Transformer model = f.input.load_model_or_throw();
-  const HardwareProfile hw = f.profile.empty() ? default_profile_for(cluster) : load_profile(f.profile);
+  const HardwareProfile hw = f.profile.empty() ? default_profile_for(catalog_cluster) : load_profile(f.profile);
+  const Cluster cluster = with_measured_figures(catalog_cluster, hw);  // a calibrated profile's figures
   if (f.objective == "cost" && f.gpu_hour_price <= 0)
     std::cerr << "ztune: note: no --gpu-hour-price; cost is ranked and shown in GPU-hours\n";
   // Open the database first: a broken file is reported before any work is done.

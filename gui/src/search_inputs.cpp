@@ -59,6 +59,7 @@ InputResolution resolve_inputs(const SearchInputs& in) {
     try {
       r.profile = in.profile.trimmed().isEmpty() ? default_profile_for(r.cluster)
                                                  : load_profile(in.profile.trimmed().toStdString());
+      r.cluster = with_measured_figures(r.cluster, r.profile);
     } catch (const InputError& e) {
       issue(InputField::profile, q(e.what()));
     }

@@ -15,6 +15,7 @@ SearchOutcome outcome_from_stored_search(const nlohmann::json& stored) {
   in.model = transformer_from_json(stored.at("model"), where + " model");
   const auto& profile = stored.at("profile");
   in.profile = profile.is_null() ? default_profile_for(in.cluster) : profile_from_json(profile, where + " profile");
+  in.cluster = with_measured_figures(in.cluster, in.profile);
 
   const auto& options = stored.at("options");
   SearchOptions& o = in.options;

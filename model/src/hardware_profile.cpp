@@ -40,6 +40,49 @@ double overlap(ObjectReader& r, std::string_view key) {
   return v;
 }
 
+MeasuredFigures::Level read_measured_level(ObjectReader r) {
+  MeasuredFigures::Level l;
+  l.fitted = r.boolean("fitted");
+  l.bandwidth_gbps = r.optional_positive("bandwidth_gbps");
+  l.latency_us = r.optional_positive("latency_us", true);
+  r.finish();
+  return l;
+}
+
+MeasuredFigures read_measured(ObjectReader r) {
+  MeasuredFigures m;
+  m.cluster = r.string("cluster");
+  m.peak_tflops_fp32 = r.optional_positive("peak_tflops_fp32");
+  m.hbm_bandwidth_gbps = r.optional_positive("hbm_bandwidth_gbps");
+  m.pcie_bandwidth_gbps = r.optional_positive("pcie_bandwidth_gbps");
+  m.cpu_adam_gparams_per_s = r.optional_positive("cpu_adam_gparams_per_s");
+  if (auto l = r.optional_object("intra_node")) m.intra_node = read_measured_level(std::move(*l));
+  if (auto l = r.optional_object("inter_node")) m.inter_node = read_measured_level(std::move(*l));
+  r.finish();
+  return m;
+}
+
+nlohmann::json measured_to_json(const MeasuredFigures& m) {
+  nlohmann::json j{{"cluster", m.cluster}};
+  auto put = [&](nlohmann::json& o, const char* key, const std::optional<double>& v) {
+    if (v) o[key] = *v;
+  };
+  put(j, "peak_tflops_fp32", m.peak_tflops_fp32);
+  put(j, "hbm_bandwidth_gbps", m.hbm_bandwidth_gbps);
+  put(j, "pcie_bandwidth_gbps", m.pcie_bandwidth_gbps);
+  put(j, "cpu_adam_gparams_per_s", m.cpu_adam_gparams_per_s);
+  auto level = [&](const char* key, const MeasuredFigures::Level& l) {
+    if (!l.fitted && !l.bandwidth_gbps && !l.latency_us) return;
+    nlohmann::json o{{"fitted", l.fitted}};
+    put(o, "bandwidth_gbps", l.bandwidth_gbps);
+    put(o, "latency_us", l.latency_us);
+    j[key] = o;
+  };
+  level("intra_node", m.intra_node);
+  level("inter_node", m.inter_node);
+  return j;
+}
+
 FabricProfile read_fabric(ObjectReader r) {
   FabricProfile f;
   f.busbw_efficiency = fraction(r, "busbw_efficiency");
@@ -126,6 +169,7 @@ HardwareProfile profile_from_json(const nlohmann::json& doc, const std::string& 
     p.tp_overlap = overlap(o, "tp");
     o.finish();
   }
+  if (auto m = r.optional_object("measured")) p.measured = read_measured(std::move(*m));
   r.finish();
   return p;
 }
@@ -137,7 +181,7 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
     return nlohmann::json{{"busbw_efficiency", f.busbw_efficiency}, {"latency_us", f.latency_s * 1e6},
                           {"base_latency_us", f.base_latency_s * 1e6}};
   };
-  return nlohmann::json{
+  nlohmann::json j{
       {"schema", "ztune.profile/1"},
       {"name", p.name},
       {"source", p.source},
@@ -157,6 +201,8 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
         {"zero3_prefetch", p.zero3_prefetch_overlap},
         {"offload", p.offload_overlap},
         {"tp", p.tp_overlap}}}};
+  if (!p.measured.empty()) j["measured"] = measured_to_json(p.measured);
+  return j;
 }
 
 HardwareProfile load_profile(const std::string& path) {
@@ -179,6 +225,46 @@ HardwareProfile default_profile_for(const Cluster& c) {
                      "); pass --profile FILE or add data/profiles/" + family + ".json");
   }
   return profile_from_json(read_json_file(file.string()), file.string());
+}
+
+bool MeasuredFigures::empty() const {
+  auto level_empty = [](const Level& l) { return !l.fitted && !l.bandwidth_gbps && !l.latency_us; };
+  return !peak_tflops_fp32 && !hbm_bandwidth_gbps && !pcie_bandwidth_gbps && !cpu_adam_gparams_per_s &&
+         level_empty(intra_node) && level_empty(inter_node);
+}
+
+Cluster with_measured_figures(Cluster c, const HardwareProfile& p) {
+  const MeasuredFigures& m = p.measured;
+  if (m.peak_tflops_fp32) c.node.gpu.peak_tflops_fp32 = *m.peak_tflops_fp32;
+  if (m.hbm_bandwidth_gbps) c.node.gpu.hbm_bandwidth_gbps = *m.hbm_bandwidth_gbps;
+  if (m.pcie_bandwidth_gbps) c.node.pcie_bandwidth_gbps = *m.pcie_bandwidth_gbps;
+  if (m.cpu_adam_gparams_per_s) c.node.cpu_adam_gparams_per_s = *m.cpu_adam_gparams_per_s;
+  auto level = [](FabricLevel& f, const MeasuredFigures::Level& l) {
+    if (l.fitted) f.collective_efficiency.reset();
+    if (l.bandwidth_gbps) f.bandwidth_gbps = *l.bandwidth_gbps;
+    if (l.latency_us) f.latency_us = *l.latency_us;
+  };
+  level(c.intra_node, m.intra_node);
+  level(c.inter_node, m.inter_node);
+  return c;
+}
+
+MeasuredFigures measured_figures(const Cluster& before, const Cluster& calibrated, MeasuredFigures base) {
+  if (base.cluster.empty()) base.cluster = before.name;
+  auto update = [](std::optional<double>& slot, double was, double now) {
+    if (was != now) slot = now;
+  };
+  update(base.peak_tflops_fp32, before.node.gpu.peak_tflops_fp32, calibrated.node.gpu.peak_tflops_fp32);
+  update(base.hbm_bandwidth_gbps, before.node.gpu.hbm_bandwidth_gbps, calibrated.node.gpu.hbm_bandwidth_gbps);
+  update(base.pcie_bandwidth_gbps, before.node.pcie_bandwidth_gbps, calibrated.node.pcie_bandwidth_gbps);
+  update(base.cpu_adam_gparams_per_s, before.node.cpu_adam_gparams_per_s, calibrated.node.cpu_adam_gparams_per_s);
+  auto level = [&](MeasuredFigures::Level& l, const FabricLevel& was, const FabricLevel& now) {
+    update(l.bandwidth_gbps, was.bandwidth_gbps, now.bandwidth_gbps);
+    update(l.latency_us, was.latency_us, now.latency_us);
+  };
+  level(base.intra_node, before.intra_node, calibrated.intra_node);
+  level(base.inter_node, before.inter_node, calibrated.inter_node);
+  return base;
 }
 
 }  // namespace ztune

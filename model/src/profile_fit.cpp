@@ -394,7 +394,7 @@ ProfileFit fit_profile(const Measurements& m, const Cluster& c, const HardwarePr
                                                                           m.collectives.size()) +
                        " microbenchmark points (" + m.backend + " backend, " + std::to_string(m.ranks) +
                        " rank(s) on " + std::to_string(m.nodes) + " node(s)) on cluster " + c.name +
-                       "; use with the calibrated cluster file written beside it";
+                       "; its measured figures replace the cluster's (the calibrated cluster file beside it holds the same)";
   fit.cluster.name = c.name + "-calibrated";
   fit.cluster.source = c.source + " [calibrated by ztune calibrate: figures replaced by measurements, see the "
                                   "profile " + name + "]";

@@ -184,3 +184,46 @@ TEST_CASE("the run fit recovers a known profile's iteration times on plans it di
   CHECK(fit.mean_abs_error_after < fit.mean_abs_error_before);
   CHECK_NOTHROW(profile_from_json(profile_to_json(fit.profile), "fitted.json"));
 }
+
+// A fitted profile is self-sufficient: the figures measured in place of the
+// cluster's (the synthetic machine's peak, copy and memcpy bandwidth, collective
+// latency, host Adam rate) travel in its "measured" section, so the catalog
+// cluster plus `--profile` alone is the calibrated machine.
+TEST_CASE("a fitted profile carries the figures it measured", "[calibration][fit]") {
+  const Cluster c = load_cluster("local-cpu");
+  const ProfileFit fit = fit_profile(synthetic(false), c, default_profile_for(c), "test");
+  HardwareProfile p = fit.profile;
+  p.measured = measured_figures(c, fit.cluster, {});
+  p.measured.intra_node.fitted = true;
+  const HardwareProfile loaded = profile_from_json(profile_to_json(p), "fitted.json");
+  REQUIRE_FALSE(loaded.measured.empty());
+  CHECK(loaded.measured.cluster == "local-cpu");
+  const Cluster applied = with_measured_figures(c, loaded);
+  CHECK(applied.node.cpu_adam_gparams_per_s == Approx(0.3));
+  CHECK(applied.node.gpu.peak_flops(Precision::fp32) == Approx(kPeak * 0.75).epsilon(1e-6));
+  CHECK(applied.node.gpu.hbm_bandwidth_gbps == Approx(kCopy / 1e9).epsilon(1e-6));
+  CHECK(applied.node.pcie_bandwidth_gbps == Approx(kMemcpy / 1e9).epsilon(1e-6));
+  CHECK(applied.intra_node.latency_us * 1e-6 + loaded.intra_node.latency_s == Approx(kAlpha).epsilon(1e-4));
+  CHECK_FALSE(applied.intra_node.collective_efficiency.has_value());
+  // Figures it did not measure stay the cluster's.
+  CHECK(applied.node.nvme_bandwidth_gbps == c.node.nvme_bandwidth_gbps);
+  CHECK(applied.inter_node.bandwidth_gbps == c.inter_node.bandwidth_gbps);
+  // A catalog profile measures nothing and changes nothing.
+  CHECK(default_profile_for(c).measured.empty());
+  CHECK(cluster_to_json(with_measured_figures(c, default_profile_for(c))) == cluster_to_json(c));
+}
+
+TEST_CASE("a profile's measured section is read strictly", "[calibration][fit][input]") {
+  const Cluster c = load_cluster("local-cpu");
+  nlohmann::json doc = profile_to_json(default_profile_for(c));
+  doc["measured"] = {{"cluster", "local-cpu"}, {"cpu_adam_gparams_per_s", -1}};
+  try {
+    (void)profile_from_json(doc, "bad-profile.json");
+    FAIL("a negative host Adam rate was accepted");
+  } catch (const InputError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("bad-profile.json") && Catch::Contains("measured") &&
+                             Catch::Contains("cpu_adam_gparams_per_s"));
+  }
+  doc["measured"] = {{"cluster", "local-cpu"}, {"intra_node", {{"fitted", true}, {"bandwdth_gbps", 3}}}};
+  CHECK_THROWS_WITH(profile_from_json(doc, "bad-profile.json"), Catch::Contains("bandwdth_gbps"));
+}

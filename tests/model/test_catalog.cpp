@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ztune/model/catalog.hpp"
+#include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/cluster.hpp"
 #include "ztune/model/input_error.hpp"
 #include "ztune/model/json_reader.hpp"
@@ -235,9 +236,10 @@ TEST_CASE("the examples in docs/formats.md load", "[catalog][docs]") {
     if (schema == "ztune.cluster/1") CHECK_NOTHROW(ztune::cluster_from_json(doc, where));
     else if (schema == "ztune.model/1") CHECK_NOTHROW(ztune::transformer_from_json(doc, where));
     else if (schema == "ztune.planfile/1") CHECK_NOTHROW(ztune::plan_file_from_json(doc, where));
+    else if (schema == "ztune.profile/1") CHECK_NOTHROW(ztune::profile_from_json(doc, where));
     else FAIL("unexpected schema " << schema);
     seen.insert(schema);
     at = end + 3;
   }
-  CHECK(seen == std::set<std::string>{"ztune.cluster/1", "ztune.model/1", "ztune.planfile/1"});
+  CHECK(seen == std::set<std::string>{"ztune.cluster/1", "ztune.model/1", "ztune.planfile/1", "ztune.profile/1"});
 }

@@ -6,6 +6,7 @@
 // (schema "ztune.profile/1"); calibration writes fitted ones. The profile holds
 // only fractions of the cluster's datasheet figures, so the same profile serves
 // an A100-40GB and an A100-80GB node (their HBM and links come from the cluster).
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,27 @@ struct FabricProfile {
   double busbw_efficiency = 1;  // achieved bus bandwidth / link bandwidth (nccl-tests busbw)
   double latency_s = 0;         // α per algorithm step, seconds (added to the cluster's latency_us)
   double base_latency_s = 0;    // fixed cost of one collective call (launch, protocol setup), seconds
+};
+
+/// Hardware figures `ztune calibrate` measured where they replace the cluster
+/// file's (a CPU rank's peak, a link faster than its datasheet, the host Adam
+/// rate). They make a fitted profile self-sufficient: with_measured_figures()
+/// puts them into the cluster the profile is used with. Unset: the cluster's
+/// figure stands. Catalog profiles carry none.
+struct MeasuredFigures {
+  std::string cluster;  // the cluster they were measured on
+  std::optional<double> peak_tflops_fp32;
+  std::optional<double> hbm_bandwidth_gbps;
+  std::optional<double> pcie_bandwidth_gbps;
+  std::optional<double> cpu_adam_gparams_per_s;  // host Adam rate per node
+  struct Level {
+    bool fitted = false;  // α/β fitted: the cluster's collective_efficiency no longer applies
+    std::optional<double> bandwidth_gbps;
+    std::optional<double> latency_us;
+  };
+  Level intra_node;
+  Level inter_node;
+  [[nodiscard]] bool empty() const;
 };
 
 struct HardwareProfile {
@@ -64,6 +86,8 @@ struct HardwareProfile {
   double offload_overlap = 0.8;   // PCIe/NVMe transfers behind compute
   double tp_overlap = 0;          // TP collectives behind GEMMs (Megatron 2022: none)
 
+  MeasuredFigures measured;  // calibrated hardware figures (empty for catalog profiles)
+
   /// Efficiency of a GEMM of `flops` FLOPs (log-interpolated in the table).
   [[nodiscard]] double gemm_efficiency_at(double flops) const;
 };
@@ -78,5 +102,13 @@ nlohmann::json profile_to_json(const HardwareProfile& p);
 HardwareProfile default_profile_for(const Cluster& c);
 /// A profile file (schema "ztune.profile/1"); InputError names file and path.
 HardwareProfile load_profile(const std::string& path);
+
+/// The cluster with the profile's measured figures in place of its own
+/// (unchanged when the profile carries none). Every prediction made with a
+/// profile uses the cluster this returns.
+Cluster with_measured_figures(Cluster c, const HardwareProfile& p);
+/// `base` updated with the figures of `calibrated` that differ from `before`
+/// (the cluster the fit started from). The caller sets the levels' `fitted`.
+MeasuredFigures measured_figures(const Cluster& before, const Cluster& calibrated, MeasuredFigures base);
 
 }  // namespace ztune
