@@ -199,12 +199,13 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& c, cons
   refined.source = hw.source + "; refined by ztune --run on " + std::to_string(runs.size()) + " run(s)";
   Cluster refined_cluster = fit.cluster;
   refined_cluster.name = name;
-  const fs::path profiles = fs::path(data_dir()) / "profiles";
+  // Written to the user's directory (the catalog is never written to), each
+  // file replaced atomically.
+  const fs::path profiles = fs::path(user_data_dir()) / "profiles";
   const std::string profile_path = (profiles / (name + ".json")).string();
   const std::string cluster_path = (profiles / "calibrated-clusters" / (name + ".json")).string();
-  fs::create_directories(profiles / "calibrated-clusters");
-  std::ofstream(profile_path) << profile_to_json(refined).dump(2) << "\n";
-  std::ofstream(cluster_path) << cluster_to_json(refined_cluster).dump(2) << "\n";
+  write_file_atomically(profile_path, profile_to_json(refined).dump(2) + "\n", "refined profile");
+  write_file_atomically(cluster_path, cluster_to_json(refined_cluster).dump(2) + "\n", "calibrated cluster");
   if (db) db->store_profile(refined);
   std::printf("\nrefined the profile on %zu run(s): mean |iteration error| %.1f%% -> %.1f%% (in-sample)\n",
               runs.size(), 100 * fit.mean_abs_error_before, 100 * fit.mean_abs_error_after);

@@ -76,11 +76,7 @@ std::string replace_extension(const std::string& path, const std::string& suffix
 }
 
 void write_json(const std::string& path, const nlohmann::json& doc) {
-  const auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
-  std::ofstream out(path);
-  out << doc.dump(2) << "\n";
-  if (!out) throw InputError("--out " + path + ": cannot write the file");
+  write_file_atomically(path, doc.dump(2) + "\n", "--out");
 }
 
 int run(const CalibrateFlags& f) {
@@ -102,11 +98,12 @@ int run(const CalibrateFlags& f) {
                      "local-cpu, or --measurements FILE from its GPUs)");
   const std::string name = cluster.name + "-calibrated";
   const std::string profile_out =
-      !f.out.empty() ? f.out : (std::filesystem::path(data_dir()) / "profiles" / (name + ".json")).string();
+      !f.out.empty() ? f.out : (std::filesystem::path(user_data_dir()) / "profiles" / (name + ".json")).string();
   const std::string cluster_out =
       !f.cluster_out.empty() ? f.cluster_out
       : !f.out.empty()       ? replace_extension(f.out, ".cluster.json")
-                             : (std::filesystem::path(data_dir()) / "profiles" / "calibrated-clusters" / (name + ".json"))
+                             : (std::filesystem::path(user_data_dir()) / "profiles" / "calibrated-clusters" /
+                                (name + ".json"))
                                    .string();
   std::FILE* report = f.json ? stderr : stdout;
 
@@ -257,10 +254,11 @@ Command add_calibrate(CLI::App& root) {
   app->add_option("--np", f->np, "Ranks (default: one per core on the CPU backend, at most the cluster's)")
       ->check(CLI::Range(2, 1 << 20));
   app->add_option("--threads", f->threads, "Compute threads per rank")->check(CLI::PositiveNumber);
-  app->add_option("--out", f->out, "Profile file to write (default: data/profiles/<cluster>-calibrated.json)");
+  app->add_option("--out", f->out, "Profile file to write (default: ~/.local/share/ztune/profiles/<cluster>-calibrated.json, "
+                  "$XDG_DATA_HOME/ztune/... when set; then --profile <cluster>-calibrated finds it)");
   app->add_option("--cluster-out", f->cluster_out,
                   "Calibrated cluster file (default: beside --out as .cluster.json, else "
-                  "data/profiles/calibrated-clusters/)");
+                  "~/.local/share/ztune/profiles/calibrated-clusters/)");
   app->add_option("--db", f->db, "Results database (default: ~/.local/share/ztune/results.db)");
   app->add_flag("--no-db", f->no_db, "Neither read runs from nor store the profile in the results database");
   app->add_flag("--no-db-runs", f->no_db_runs, "Do not fit to the runs stored in the database");

@@ -173,7 +173,9 @@ Command add_predict(CLI::App& root) {
   auto* app = root.add_subcommand("predict", "Predict memory per GPU/host/NVMe and iteration time for one plan");
   f->input.add_to(*app, true);
   f->plan.add_to(*app);
-  app->add_option("--profile", f->profile, "Hardware profile file (default: data/profiles/<gpu>.json)");
+  app->add_option("--profile", f->profile,
+                  "Hardware profile: a file, or a name in ~/.local/share/ztune/profiles/ or data/profiles/ "
+                  "(default: data/profiles/<gpu>.json)");
   app->add_option("--accounting", f->accounting,
                   "Model-state accounting: paper (ZeRO paper, 16-bit grads; ztune's executor), deepspeed "
                   "(estimate_zero2/3_model_states_mem_needs, fp32 grad partitions), megatron (fp32 main grads)")

@@ -228,7 +228,9 @@ Command add_search(CLI::App& root) {
   app->add_flag("--json", f->json, "Print the result as JSON");
   app->add_flag("--explain", f->explain, "Show how many plans each rule removed");
   app->add_option("--out", f->out, "Write the best plan to this plan file");
-  app->add_option("--profile", f->profile, "Hardware profile file (default: the GPU's in data/profiles/)");
+  app->add_option("--profile", f->profile,
+                  "Hardware profile: a file, or a name in ~/.local/share/ztune/profiles/ or data/profiles/ "
+                  "(default: the GPU's in data/profiles/)");
   app->add_option("--db", f->db, "Results database (default: $XDG_DATA_HOME/ztune/results.db)");
   app->add_flag("--no-db", f->no_db, "Do not store the search");
   app->add_flag("--run", f->run, "Run the best plan, compare measured with predicted, store both, refine the profile");

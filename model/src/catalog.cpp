@@ -1,8 +1,14 @@
 #include "ztune/model/catalog.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "ztune/model/input_error.hpp"
 
@@ -46,6 +52,37 @@ std::string resolve_catalog_path(const std::string& kind, const std::string& nam
   throw InputError("--" + (singular == "cluster" ? std::string("cluster") : std::string("model")) + " " +
                    name_or_path + ": not a file and not a catalog " + singular + " (catalog: " +
                    (known.empty() ? "empty; is ZTUNE_DATA_DIR right?" : known) + ")");
+}
+
+std::string user_data_dir() {
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg != nullptr && *xdg == '/')
+    return (fs::path(xdg) / "ztune").string();
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
+    return (fs::path(home) / ".local" / "share" / "ztune").string();
+  throw InputError("neither XDG_DATA_HOME nor HOME is set: ztune has no user data directory (give the output "
+                   "file explicitly)");
+}
+
+void write_file_atomically(const std::string& path, const std::string& text, const std::string& what) {
+  const fs::path target(path);
+  std::error_code ec;
+  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+  if (ec) throw InputError(what + " " + path + ": cannot create its directory: " + ec.message());
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) {
+      fs::remove(tmp, ec);
+      throw InputError(what + " " + path + ": cannot write the file");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    fs::remove(tmp, ec);
+    throw InputError(what + " " + path + ": cannot replace the file: " + why);
+  }
 }
 
 }  // namespace ztune

@@ -206,8 +206,25 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
 }
 
 HardwareProfile load_profile(const std::string& path) {
-  if (!std::filesystem::is_regular_file(path)) throw InputError("--profile " + path + ": no such file");
-  return profile_from_json(read_json_file(path), path);
+  namespace fs = std::filesystem;
+  if (fs::is_regular_file(path)) return profile_from_json(read_json_file(path), path);
+  const bool is_name = path.find('/') == std::string::npos && !path.ends_with(".json") && !path.empty();
+  if (!is_name) throw InputError("--profile " + path + ": no such file");
+  // A name: the user's calibrated profiles first, then the catalog's.
+  std::vector<fs::path> looked;
+  try {
+    looked.push_back(fs::path(user_data_dir()) / "profiles" / (path + ".json"));
+  } catch (const InputError&) {
+  }
+  looked.push_back(fs::path(data_dir()) / "profiles" / (path + ".json"));
+  for (const auto& f : looked)
+    if (fs::is_regular_file(f)) return profile_from_json(read_json_file(f.string()), f.string());
+  std::string where;
+  for (const auto& f : looked) where += (where.empty() ? "" : ", ") + f.string();
+  std::string known;
+  for (const auto& n : catalog_names("profiles")) known += (known.empty() ? "" : ", ") + n;
+  throw InputError("--profile " + path + ": not a file and not a profile name (looked for " + where +
+                   "; catalog profiles: " + (known.empty() ? "none" : known) + ")");
 }
 
 HardwareProfile default_profile_for(const Cluster& c) {

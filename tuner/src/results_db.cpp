@@ -9,6 +9,7 @@
 
 #include "results_schema.hpp"
 #include "sqlite_statement.hpp"
+#include "ztune/model/catalog.hpp"
 #include "ztune/model/input_error.hpp"
 #include "ztune/tuner/digest.hpp"
 #include "ztune/tuner/result_json.hpp"
@@ -26,11 +27,11 @@ using db::Statement;
 using db::WriteTransaction;
 
 std::string default_db_path() {
-  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg != nullptr && *xdg == '/')
-    return (fs::path(xdg) / "ztune" / "results.db").string();
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
-    return (fs::path(home) / ".local" / "share" / "ztune" / "results.db").string();
-  throw InputError("--db: neither XDG_DATA_HOME nor HOME is set; give the results database file with --db PATH");
+  try {
+    return (fs::path(user_data_dir()) / "results.db").string();
+  } catch (const InputError&) {
+    throw InputError("--db: neither XDG_DATA_HOME nor HOME is set; give the results database file with --db PATH");
+  }
 }
 
 void ResultsDb::Closer::operator()(sqlite3* db) const { sqlite3_close_v2(db); }

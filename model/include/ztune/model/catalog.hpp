@@ -14,4 +14,15 @@ std::string resolve_catalog_path(const std::string& kind, const std::string& nam
 /// Names (file stems) in data/<kind>/, sorted.
 std::vector<std::string> catalog_names(const std::string& kind);
 
+/// The user's own ztune directory, where ztune writes what it learns (results
+/// database, calibrated profiles): $XDG_DATA_HOME/ztune, else
+/// ~/.local/share/ztune. The catalog (data_dir()) is never written to.
+/// Throws InputError when neither XDG_DATA_HOME nor HOME is set.
+std::string user_data_dir();
+
+/// Writes `text` to `path` through a temporary file in the same directory and
+/// a rename, so a crash leaves the old file or the new one, never half of one.
+/// Creates the parent directories. Throws InputError "<what> <path>: ...".
+void write_file_atomically(const std::string& path, const std::string& text, const std::string& what);
+
 }  // namespace ztune
