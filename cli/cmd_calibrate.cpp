@@ -5,6 +5,7 @@
 // the database, and reports the prediction error of the runs before and after.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -66,8 +67,9 @@ std::string calibrate_worker_path() {
 // sharing, not the hardware), at most the cluster's devices.
 int default_ranks(const Cluster& c, const std::string& backend) {
   if (backend != "cpu") return c.total_gpus();
-  const int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
-  return std::max(2, std::min(c.total_gpus(), cores));
+  int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  if (c.node.cpu_cores > 0) cores = std::min(cores, c.node.cpu_cores);  // one rank per core the cluster declares
+  return std::max(2, std::min(c.total_gpus(), cores));  // collectives need two
 }
 
 std::string replace_extension(const std::string& path, const std::string& suffix) {
@@ -112,6 +114,13 @@ int run(const CalibrateFlags& f) {
   int np = 0;
   if (measurements_path.empty()) {
     np = f.np > 0 ? f.np : default_ranks(cluster, backend);
+    // The cost model shares a node's cores among the ranks beyond them
+    // (oversubscribed_view): the figures measured here must be per core.
+    if (backend == "cpu" && cluster.node.cpu_cores > 0 && np > std::max(2, cluster.node.cpu_cores))
+      throw InputError("--np " + std::to_string(np) + ": more CPU ranks than the " +
+                       std::to_string(cluster.node.cpu_cores) + " cores of a " + cluster.name +
+                       " node (cpu_cores); ranks would time-share cores and measure a share of one, which the cost "
+                       "model already divides out. Use --np " + std::to_string(cluster.node.cpu_cores) + " or fewer");
     char tmpl[] = "/tmp/ztune-calibrate-XXXXXX";
     if (mkdtemp(tmpl) == nullptr) throw InputError("cannot create a temporary directory in /tmp");
     measurements_path = std::string(tmpl) + "/measurements.json";
@@ -236,9 +245,10 @@ int run(const CalibrateFlags& f) {
                         fitted.values);
   print_notes(stdout, notes);
   print_run_comparisons(stdout, rows);
-  std::printf("\nprofile: %s%s\ncalibrated cluster: %s\nuse both: ztune predict --cluster %s --profile %s ...\n",
+  std::printf("\nprofile: %s%s\ncalibrated cluster (the same figures, for tools that read cluster files): %s\n"
+              "use it: ztune predict --cluster %s --profile %s ... (the profile carries the measured figures)\n",
               profile_out.c_str(), profile_id ? (" (stored as profile " + std::to_string(*profile_id) + ")").c_str() : "",
-              cluster_out.c_str(), cluster_out.c_str(), profile_out.c_str());
+              cluster_out.c_str(), f.cluster.c_str(), profile_out.c_str());
   return kExitOk;
 }
 

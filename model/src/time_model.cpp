@@ -18,7 +18,24 @@ double virtual_stages(const Plan& p) { return p.schedule == Schedule::interleave
 
 }  // namespace
 
+std::optional<Cluster> oversubscribed_view(const Plan& p, const Cluster& c) {
+  if (c.device_kind != DeviceKind::cpu || c.node.cpu_cores <= 0) return std::nullopt;
+  const int ranks = std::min(p.gpus(), c.node.gpus);
+  if (ranks <= c.node.cpu_cores) return std::nullopt;
+  const double share = static_cast<double>(c.node.cpu_cores) / ranks;
+  Cluster v = c;
+  v.node.gpu.peak_tflops_fp32 *= share;
+  v.node.gpu.peak_tflops_fp16 *= share;
+  v.node.gpu.peak_tflops_bf16 *= share;
+  v.node.gpu.hbm_bandwidth_gbps *= share;
+  v.node.pcie_bandwidth_gbps *= share;
+  v.intra_node.bandwidth_gbps *= share;
+  v.node.cpu_cores = ranks;
+  return v;
+}
+
 MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+  if (const auto v = oversubscribed_view(p, c)) return microbatch_times(m, p, *v, hw);
   const LayerCost lc = layer_cost(m, p, c, hw);
   const EdgeCost e = edge_cost(m, p, c, hw);
   const double layers = static_cast<double>(m.layers) / p.pp;
@@ -80,6 +97,7 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
 }
 
 TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+  if (const auto v = oversubscribed_view(p, c)) return predict_time(m, p, *v, hw);
   TimePrediction tp;
   const MicrobatchTimes mb = microbatch_times(m, p, c, hw);
   const double n_mb = p.grad_accum;

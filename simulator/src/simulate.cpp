@@ -1,11 +1,13 @@
 #include "ztune/simulator/simulate.hpp"
 
+#include "ztune/model/time_model.hpp"
 #include "ztune/simulator/model_cost_source.hpp"
 
 namespace ztune::sim {
 
 SimResult simulate(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
                    const SimOptions& options) {
+  if (const auto v = oversubscribed_view(p, c)) return simulate(m, p, *v, hw, options);
   const ModelCostSource costs(m, p, c, hw);
   return simulate_graph(build_iteration_graph(m.layers, p, placement_of(p, c), costs, options.build),
                         ResultOptions{options.memory_samples, options.all_stage_breakdowns});

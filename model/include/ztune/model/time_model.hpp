@@ -10,6 +10,8 @@
 // (profile tp_overlap), DP bucketed reduction behind the last backward
 // (overlap_comm × dp_overlap), ZeRO-3 gathers behind compute with prefetch,
 // offload transfers behind backward / the host optimizer step.
+#include <optional>
+
 #include "ztune/model/prediction.hpp"
 
 namespace ztune {
@@ -31,6 +33,14 @@ struct MicrobatchTimes {
     return forward + backward + recompute + tp_comm + pp_comm + dp_comm + zero3_gather + offload + overhead;
   }
 };
+/// CPU ranks beyond a node's cores time-share them (MPI ranks oversubscribed
+/// on a CPU cluster, as local-cpu's 8 ranks on 2 cores): the cluster as one
+/// rank of `p` sees it, per-rank compute, memory, copy and shared-memory link
+/// rates scaled by cores / ranks on the node (and cpu_cores raised to the ranks,
+/// so applying it twice changes nothing). nullopt when nothing is shared (GPU
+/// clusters; ranks ≤ cores). Every time prediction goes through it.
+[[nodiscard]] std::optional<Cluster> oversubscribed_view(const Plan& p, const Cluster& c);
+
 [[nodiscard]] MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Cluster& c,
                                                const HardwareProfile& hw);
 
