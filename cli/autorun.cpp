@@ -18,6 +18,7 @@
 #include "ztune/model/json_reader.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/model/profile_fit.hpp"
+#include "ztune/model/time_model.hpp"
 #include "ztune/tuner/export.hpp"
 
 namespace ztune::cli {
@@ -70,7 +71,7 @@ double err(double predicted, double measured) { return measured > 0 ? 100.0 * (p
 
 // Measured beside predicted: iteration, tokens/s, peak memory per rank, and
 // time per operation type (rank 0, per step) beside the prediction's parts.
-void print_comparison(const nlohmann::json& record, const Prediction& p, int steps) {
+void print_comparison(const nlohmann::json& record, const Prediction& p, const ComputeByKind& kinds, int steps) {
   const double measured = record.at("step_time_s").get<double>();
   std::printf("\n%-28s %14s %14s %9s\n", "", "predicted", "measured", "error");
   std::printf("%-28s %13.4fs %13.4fs %+8.1f%%\n", "iteration time", p.time.iteration_s, measured,
@@ -83,26 +84,28 @@ void print_comparison(const nlohmann::json& record, const Prediction& p, int ste
     std::printf("%-28s %12.2fMiB %12.2fMiB %+8.1f%%\n", ("peak memory rank " + std::to_string(r)).c_str(),
                 p.memory.gpu_total_bytes / 1048576.0, m / 1048576.0, err(p.memory.gpu_total_bytes, m));
   }
-  // Per operation type: the executor times kernels by kind on rank 0; the cost
-  // model's parts are compute (forward, backward, recompute, optimizer) and
-  // exposed communication. Both per step.
+  // Per operation type: the executor times kernels by kind on rank 0, the cost
+  // model predicts rank 0's compute by the same kinds; then its exposed
+  // communication parts beside the measured collectives. Both per step.
   const auto& ops = record.at("ops_rank0");
   auto op = [&](const char* k) { return ops.contains(k) ? ops.at(k).at("time_s").get<double>() / steps : 0.0; };
   const double compute_measured = op("gemm") + op("attention") + op("memory_bound") + op("host_adam");
-  const double compute_predicted = p.time.part(TimePart::forward) + p.time.part(TimePart::backward) +
-                                   p.time.part(TimePart::recompute) + p.time.part(TimePart::optimizer);
-  std::printf("\nper step, rank 0 (s)          %14s %14s\n", "predicted", "measured");
-  std::printf("  %-26s %14s %14.4f\n", "gemm", "", op("gemm"));
-  std::printf("  %-26s %14s %14.4f\n", "attention", "", op("attention"));
-  std::printf("  %-26s %14s %14.4f\n", "memory_bound", "", op("memory_bound"));
-  std::printf("  %-26s %14s %14.4f\n", "host_adam", "", op("host_adam"));
-  std::printf("  %-26s %14.4f %14.4f\n", "compute (sum of the above)", compute_predicted, compute_measured);
+  const double compute_predicted = kinds.gemm + kinds.attention + kinds.memory_bound + kinds.host_adam;
+  auto row = [&](const char* name, double predicted, double observed) {
+    std::printf("  %-26s %14.4f %14.4f %+8.1f%%\n", name, predicted, observed, err(predicted, observed));
+  };
+  std::printf("\nper step, rank 0 (s)          %14s %14s %9s\n", "predicted", "measured", "error");
+  row("gemm", kinds.gemm, op("gemm"));
+  row("attention", kinds.attention, op("attention"));
+  row("memory_bound", kinds.memory_bound, op("memory_bound"));
+  if (kinds.host_adam > 0 || op("host_adam") > 0) row("host_adam", kinds.host_adam, op("host_adam"));
+  row("compute (sum of the above)", compute_predicted, compute_measured);
   for (auto part : {TimePart::tp_comm, TimePart::pp_comm, TimePart::dp_comm, TimePart::zero3_gather, TimePart::bubble,
                     TimePart::offload_stall, TimePart::overhead})
     if (p.time.part(part) > 0)
       std::printf("  %-26s %14.4f %14s\n", kTimePartNames[static_cast<std::size_t>(part)], p.time.part(part), "");
-  for (const auto& [group, kinds] : record.at("collectives_rank0").items())
-    for (const auto& [kind, v] : kinds.items())
+  for (const auto& [group, by_kind] : record.at("collectives_rank0").items())
+    for (const auto& [kind, v] : by_kind.items())
       if (kind != "ranks")
         std::printf("  %-26s %14s %14.4f  (%lld calls, %.2f GB/s busbw, launch to completion)\n",
                     (group + " " + kind).c_str(), "", v.at("time_s").get<double>() / steps,
@@ -168,7 +171,7 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& c, cons
   const nlohmann::json record = read_json_file(record_path);
   const Prediction p = predict(m, plan, c, hw);
   const int steps = static_cast<int>(record.at("steps").size());
-  print_comparison(record, p, steps);
+  print_comparison(record, p, compute_by_kind_rank0(m, plan, c, hw), steps);
 
   if (db) {
     RunToStore r{c, m, plan, p, record, record.at("step_time_s").get<double>(), {}, "ok"};
@@ -179,6 +182,10 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& c, cons
     r.measurements.push_back({"predicted_peak_memory_bytes", p.memory.gpu_total_bytes, "bytes"});
     for (const auto& [kind, v] : record.at("ops_rank0").items())
       r.measurements.push_back({"op_time_s." + kind, v.at("time_s").get<double>() / steps, "s/step"});
+    const ComputeByKind k = compute_by_kind_rank0(m, plan, c, hw);
+    for (const auto& [kind, v] : {std::pair{"gemm", k.gemm}, std::pair{"attention", k.attention},
+                                  std::pair{"memory_bound", k.memory_bound}, std::pair{"host_adam", k.host_adam}})
+      r.measurements.push_back({std::string("predicted_op_time_s.") + kind, v, "s/step"});
     const auto id = db->store_run(r);
     std::printf("\nstored as run %lld in %s (predicted and measured side by side)\n", static_cast<long long>(id),
                 db->path().c_str());

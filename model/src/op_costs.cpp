@@ -248,6 +248,9 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   lc.bwd_input_s = bwd_dgrad + bwd_attention + bwd_elem;
   lc.bwd_weight_s = wgrad_qkv + t_proj.wgrad + wgrad_fc1 + t_fc2.wgrad;
   lc.bwd_s = lc.bwd_input_s + lc.bwd_weight_s;
+  lc.bwd_gemm_s = bwd_dgrad + lc.bwd_weight_s;
+  lc.bwd_attention_s = bwd_attention;
+  lc.bwd_elementwise_s = bwd_elem;
 
   // FLOPs on this GPU: 24·s·b·h²/t + 4·s²·b·h/t for GPT (Korthikanti eq. 7 per layer).
   lc.fwd_flops = qkv.flops() + proj.flops() + fc1.flops() + fc2.flops() + qk.flops() + pv.flops();
@@ -332,6 +335,7 @@ EdgeCost edge_cost(const Transformer& m, const Plan& p, const Cluster& c, const 
                  memory_bound_time(logit_elems * (eb + 4.0 + 4.0), gpu, hw, 3);
   e.head_bwd_s = memory_bound_time(4.0 * hs_local * eb, gpu, hw) + t_logits.dgrad + t_logits.wgrad +
                  memory_bound_time(logit_elems * (4.0 + eb), gpu, hw, 1);
+  e.head_gemm_s = t_logits.fwd + t_logits.dgrad + t_logits.wgrad;
   e.fwd_flops = logits.flops();
   if (p.tp > 1) {
     const GroupLayout l = place_groups(p, c);

@@ -14,6 +14,7 @@
 #include "ztune/model/json_reader.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/model/profile_fit.hpp"
+#include "ztune/model/time_model.hpp"
 
 namespace ztune {
 
@@ -161,20 +162,61 @@ Model make_model(const Cluster& c, const HardwareProfile& start, const RunFitOpt
   return m;
 }
 
-// Residuals: the runs' relative errors, then the prior's u_j/σ_j.
-Eigen::VectorXd residuals(const Model& m, const std::vector<RunObservation>& runs, const Eigen::VectorXd& u,
-                          double noise) {
+// Rank 0's measured compute per step by operation kind, where the record has
+// it: beside the iteration time it tells the fit which rate is off (a GEMM rate
+// and a memory-bound efficiency can trade against each other in a total).
+struct MeasuredKinds {
+  bool present = false;
+  double gemm = 0, attention = 0, memory_bound = 0;
+};
+// Per-kernel timings of small kernels are noisier than a step's median:
+// their residuals weigh half as much as the iteration time's.
+constexpr double kKindNoiseFactor = 2.0;
+
+std::vector<MeasuredKinds> measured_kinds(const std::vector<RunObservation>& runs) {
+  std::vector<MeasuredKinds> out;
+  for (const auto& run : runs) {
+    MeasuredKinds k;
+    auto kind = [&](const char* name) {
+      const auto it = run.ops.is_object() ? run.ops.find(name) : run.ops.end();
+      if (it == run.ops.end() || !it->is_object() || !it->contains("time_s") || !it->at("time_s").is_number())
+        return 0.0;
+      return it->at("time_s").get<double>() / std::max(1, run.steps);
+    };
+    k.gemm = kind("gemm");
+    k.attention = kind("attention");
+    k.memory_bound = kind("memory_bound");
+    k.present = run.steps > 0 && k.gemm > 0 && k.attention > 0 && k.memory_bound > 0;
+    out.push_back(k);
+  }
+  return out;
+}
+
+// Residuals: the runs' relative errors (iteration time, then rank 0's compute
+// by kind), then the prior's u_j/σ_j.
+Eigen::VectorXd residuals(const Model& m, const std::vector<RunObservation>& runs,
+                          const std::vector<MeasuredKinds>& kinds, const Eigen::VectorXd& u, double noise) {
   HardwareProfile hw;
   Cluster c;
   m.apply(u, hw, c);
   const auto n = static_cast<Eigen::Index>(runs.size());
-  Eigen::VectorXd r(n + u.size());
+  Eigen::Index with_kinds = 0;
+  for (const auto& k : kinds) with_kinds += k.present ? 1 : 0;
+  Eigen::VectorXd r(n + 3 * with_kinds + u.size());
+  Eigen::Index at = n;
   for (Eigen::Index i = 0; i < n; ++i) {
     const auto& run = runs[static_cast<std::size_t>(i)];
     const double t = predict_time(run.model, run.plan, c, hw).iteration_s;
     r(i) = (t - run.measured_iteration_s) / run.measured_iteration_s / noise;
+    const MeasuredKinds& k = kinds[static_cast<std::size_t>(i)];
+    if (!k.present) continue;
+    const ComputeByKind pk = compute_by_kind_rank0(run.model, run.plan, c, hw);
+    const double kind_noise = noise * kKindNoiseFactor;
+    r(at++) = (pk.gemm - k.gemm) / k.gemm / kind_noise;
+    r(at++) = (pk.attention - k.attention) / k.attention / kind_noise;
+    r(at++) = (pk.memory_bound - k.memory_bound) / k.memory_bound / kind_noise;
   }
-  for (Eigen::Index j = 0; j < u.size(); ++j) r(n + j) = u(j) / m.params[static_cast<std::size_t>(j)].sigma;
+  for (Eigen::Index j = 0; j < u.size(); ++j) r(at + j) = u(j) / m.params[static_cast<std::size_t>(j)].sigma;
   return r;
 }
 
@@ -192,10 +234,11 @@ RunFit fit_profile_to_runs(const std::vector<RunObservation>& runs, const Cluste
     return out;
   }
   const Model m = make_model(c, start, options);
+  const std::vector<MeasuredKinds> kinds = measured_kinds(runs);
   const double noise = std::max(1e-4, options.measurement_noise);
   const auto p = static_cast<Eigen::Index>(m.params.size());
   Eigen::VectorXd u = Eigen::VectorXd::Zero(p);
-  Eigen::VectorXd r = residuals(m, runs, u, noise);
+  Eigen::VectorXd r = residuals(m, runs, kinds, u, noise);
   double cost = r.squaredNorm();
   double lambda = 1e-2;
   int it = 0;
@@ -207,7 +250,7 @@ RunFit fit_profile_to_runs(const std::vector<RunObservation>& runs, const Cluste
     for (Eigen::Index j = 0; j < p; ++j) {
       Eigen::VectorXd up = u;
       up(j) += kStep;
-      jac.col(j) = (residuals(m, runs, up, noise) - r) / kStep;
+      jac.col(j) = (residuals(m, runs, kinds, up, noise) - r) / kStep;
     }
     const Eigen::MatrixXd jtj = jac.transpose() * jac;
     const Eigen::VectorXd jtr = jac.transpose() * r;
@@ -217,7 +260,7 @@ RunFit fit_profile_to_runs(const std::vector<RunObservation>& runs, const Cluste
       for (Eigen::Index j = 0; j < p; ++j) a(j, j) += lambda * (jtj(j, j) + 1e-12);
       const Eigen::VectorXd step = a.ldlt().solve(-jtr);
       const Eigen::VectorXd trial = u + step;
-      const Eigen::VectorXd rt = residuals(m, runs, trial, noise);
+      const Eigen::VectorXd rt = residuals(m, runs, kinds, trial, noise);
       const double ct = rt.squaredNorm();
       if (std::isfinite(ct) && ct < cost) {
         const double gain = cost - ct;

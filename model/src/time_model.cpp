@@ -159,6 +159,37 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
   return tp;
 }
 
+ComputeByKind compute_by_kind_rank0(const Transformer& m, const Plan& p, const Cluster& c,
+                                    const HardwareProfile& hw) {
+  if (const auto v = oversubscribed_view(p, c)) return compute_by_kind_rank0(m, p, *v, hw);
+  const LayerCost lc = layer_cost(m, p, c, hw);
+  const EdgeCost e = edge_cost(m, p, c, hw);
+  // Rank 0 holds the first stage's layers (the first chunk of each of its
+  // virtual stages: layers / pp in all) and the embedding; with one stage also the head.
+  const double layers = static_cast<double>(m.layers) / p.pp;
+  const double full = p.recompute == Recompute::full ? 1.0 : 0.0;
+  const double attn_recompute = p.recompute == Recompute::none ? 0.0 : 1.0;
+  ComputeByKind k;
+  k.gemm = layers * (lc.fwd_gemm_s * (1 + full) + lc.bwd_gemm_s);
+  k.attention = layers * (lc.fwd_attention_s * (1 + attn_recompute) + lc.bwd_attention_s);
+  k.memory_bound = layers * (lc.fwd_elementwise_s * (1 + full) + lc.bwd_elementwise_s) + e.embedding_fwd_s +
+                   e.embedding_bwd_s;
+  if (p.pp == 1) {
+    k.gemm += e.head_gemm_s;
+    k.memory_bound += e.head_fwd_s + e.head_bwd_s - e.head_gemm_s;
+  }
+  const double n_mb = p.grad_accum;
+  k.gemm *= n_mb;
+  k.attention *= n_mb;
+  k.memory_bound *= n_mb;
+  const OptimizerCost o = optimizer_cost(m, p, c, hw);
+  if (p.offload_optimizer == OffloadTarget::none)
+    k.memory_bound += o.gpu_step_s;
+  else
+    k.host_adam = o.host_step_s;
+  return k;
+}
+
 Prediction predict(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
   return Prediction{predict_memory(m, p, c, hw), predict_time(m, p, c, hw)};
 }

@@ -255,3 +255,41 @@ TEST_CASE("offload: host Adam and PCIe appear only with offload", "[time][offloa
   CHECK(t.part(TimePart::optimizer) == Approx(o.host_step_s));
   CHECK(sum_parts(t) == Approx(t.iteration_s));
 }
+
+// Rank 0's compute by the executor's operation kinds is the same work as the
+// time model's compute parts, split differently: with one stage the kinds sum
+// to forward + backward + recompute + optimizer, and recomputation lands on the
+// kinds it repeats (selective: the attention core; full: every forward kind).
+TEST_CASE("compute by operation kind on rank 0", "[time][kinds]") {
+  const Transformer m = gpt(12, 2048, 16, 2048, 51200);
+  const Cluster c = a100(1);
+  const HardwareProfile hw = profile();
+  Plan p;
+  p.tp = 2;
+  p.dp = 4;
+  p.micro_batch = 2;
+  p.grad_accum = 3;
+  p.global_batch = 24;
+  auto compute_parts = [&](const TimePrediction& t) {
+    return t.part(TimePart::forward) + t.part(TimePart::backward) + t.part(TimePart::recompute) +
+           t.part(TimePart::optimizer);
+  };
+  auto sum = [](const ComputeByKind& k) { return k.gemm + k.attention + k.memory_bound + k.host_adam; };
+  const ComputeByKind none = compute_by_kind_rank0(m, p, c, hw);
+  CHECK(sum(none) == Approx(compute_parts(predict_time(m, p, c, hw))));
+  CHECK(none.host_adam == 0);
+  const LayerCost lc = layer_cost(m, p, c, hw);
+  p.recompute = Recompute::selective;
+  const ComputeByKind sel = compute_by_kind_rank0(m, p, c, hw);
+  CHECK(sum(sel) == Approx(compute_parts(predict_time(m, p, c, hw))));
+  CHECK(sel.attention - none.attention == Approx(p.grad_accum * m.layers * lc.fwd_attention_s));
+  CHECK(sel.gemm == Approx(none.gemm));
+  p.recompute = Recompute::full;
+  const ComputeByKind full = compute_by_kind_rank0(m, p, c, hw);
+  CHECK(full.gemm - none.gemm == Approx(p.grad_accum * m.layers * lc.fwd_gemm_s));
+  // The offloaded optimizer step moves to the host.
+  p.zero_stage = 2;
+  p.offload_optimizer = OffloadTarget::cpu;
+  const ComputeByKind off = compute_by_kind_rank0(m, p, c, hw);
+  CHECK(off.host_adam == Approx(optimizer_cost(m, p, c, hw).host_step_s));
+}

@@ -107,6 +107,9 @@ struct LayerCost {
   double bwd_input_s = 0;        // activation gradients (dgrad GEMMs, attention and elementwise backward)
   double bwd_weight_s = 0;       // weight gradients (wgrad GEMMs)
   double bwd_s = 0;              // bwd_input_s + bwd_weight_s
+  double bwd_gemm_s = 0;         // the same backward by kind: dgrad + wgrad GEMMs,
+  double bwd_attention_s = 0;    //   attention-core backward,
+  double bwd_elementwise_s = 0;  //   elementwise backward (sum: bwd_s)
   // recomputation before the backward (none: 0; selective: the attention core;
   // full: the whole forward compute)
   double recompute_s = 0;
@@ -139,6 +142,7 @@ struct EdgeCost {
   double embedding_bwd_s = 0;  // scatter-add of the gradient
   double head_fwd_s = 0;       // final norm, logits GEMM, softmax cross entropy
   double head_bwd_s = 0;       // dgrad and wgrad of the logits GEMM, loss backward
+  double head_gemm_s = 0;      // the logits GEMM's share of head_fwd_s + head_bwd_s (fwd, dgrad, wgrad)
   double embedding_tp_s = 0;   // vocab-parallel embedding all-reduce (or reduce-scatter with SP), forward
   double head_tp_s = 0;        // all-gather of the head input with SP (fwd + bwd), loss all-reduces
   double fwd_flops = 0;        // logits GEMM FLOPs on this GPU

@@ -41,6 +41,19 @@ struct MicrobatchTimes {
 /// clusters; ranks ≤ cores). Every time prediction goes through it.
 [[nodiscard]] std::optional<Cluster> oversubscribed_view(const Plan& p, const Cluster& c);
 
+/// Compute per step on rank 0 (the first pipeline stage's first GPU) by the
+/// executor's operation kinds (a run record's ops_rank0), so a run can be
+/// compared operation by operation. The LM head's GEMM counts as gemm, the rest
+/// of the head, the embedding and the on-device optimizer as memory_bound.
+struct ComputeByKind {
+  double gemm = 0;
+  double attention = 0;
+  double memory_bound = 0;
+  double host_adam = 0;  // the offloaded optimizer step
+};
+[[nodiscard]] ComputeByKind compute_by_kind_rank0(const Transformer& m, const Plan& p, const Cluster& c,
+                                                  const HardwareProfile& hw);
+
 [[nodiscard]] MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Cluster& c,
                                                const HardwareProfile& hw);
 
