@@ -133,10 +133,18 @@ class Builder {
   // DeepSpeed ZeRO-3 prefetches parameters up to stage3_prefetch_bucket_size
   // elements ahead (at least the next module when the bucket is non-zero),
   // holding at most stage3_max_live_parameters gathered at once.
+  //
+  // DeepSpeed fetches and releases per module (each Linear), while this graph
+  // gathers a layer group at a time. When two groups do not fit in
+  // max_live_params but two of the largest modules do, DeepSpeed still fetches
+  // the next module while one computes: the graph then prefetches one group
+  // ahead, the overlap DeepSpeed's module pipelining gives (the memory model,
+  // not this trace, bounds the gathered bytes by max_live_params).
   int prefetch_depth(double group_params) const {
     if (plan_.zero_stage != 3 || group_params <= 0 || plan_.prefetch_bucket_elems <= 0) return 0;
     int depth = std::max(1, static_cast<int>(plan_.prefetch_bucket_elems / group_params));
     const int live = static_cast<int>(plan_.max_live_params / group_params) - 1;
+    if (live < 1 && plan_.max_live_params >= 2.0 * layer_.largest_module_params) return 1;
     return std::clamp(depth, 0, std::max(0, live));
   }
 
@@ -243,6 +251,13 @@ class Builder {
     add_main(s, op);
   }
 
+  // The compute stream's share of an overlapped transfer (CostSource's
+  // *_overlap_loss): a stall at the point the transfer is issued.
+  void stall(int s, OpKind kind, double transfer_s, double loss) {
+    if (transfer_s <= 0 || loss <= 0) return;
+    add_main(s, make(kind, s, ResourceKind::compute, transfer_s * loss));
+  }
+
   void tp_collective(int s, const ScheduleStep& st, int lb, int le, double duration) {
     if (plan_.tp <= 1 || duration <= 0) return;
     add_main(s, tp_op(s, st, lb, le, duration));
@@ -297,6 +312,7 @@ class Builder {
     }
     Op op = make(OpKind::zero3_gather, s, dp_level(), costs_.zero3_gather_s(params, backward));
     op.bytes = costs_.zero3_gather_bytes(params, backward);
+    if (prefetch_depth_ > 0) stall(s, OpKind::zero3_stall, op.duration_s, costs_.zero3_overlap_loss());
     op.gathered_param_delta = bytes;
     const OpId id = add_chained(op, st.gather);
     if (first != kNone) add_dependency(g_, first, id);
@@ -458,11 +474,13 @@ class Builder {
       op.bytes = bytes;
       reduced = add_chained(op, st.dp);
       if (after != kNone) add_dependency(g_, after, reduced);
+      if (plan_.overlap_comm) stall(s, OpKind::dp_stall, t, costs_.dp_overlap_loss());
     }
     if (!host_optimizer_) return reduced;
     const double partition = plan_.zero_stage >= 1 ? bytes / plan_.dp : bytes;
     Op copy = make(OpKind::pcie_d2h, s, ResourceKind::pcie, costs_.pcie_s(partition));
     copy.bytes = partition;
+    if (plan_.overlap_comm) stall(s, OpKind::offload_stall, copy.duration_s, costs_.offload_overlap_loss());
     const OpId id = add_chained(copy, st.pcie);
     if (reduced != kNone) add_dependency(g_, reduced, id);
     else if (after != kNone) add_dependency(g_, after, id);

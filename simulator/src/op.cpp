@@ -9,7 +9,7 @@ const char* to_string(OpKind k) {
       "forward",   "backward",  "recompute",    "embedding_fwd", "embedding_bwd", "head_fwd",
       "head_bwd",  "tp_comm",   "pp_send",      "dp_reduce",     "dp_param_gather", "zero3_gather",
       "pcie_d2h",  "pcie_h2d",  "nvme_read",    "nvme_write",    "optimizer_gpu", "optimizer_host",
-      "overhead"};
+      "overhead",  "dp_stall",  "zero3_stall",  "offload_stall"};
   return kNames[static_cast<std::size_t>(k)];
 }
 
@@ -25,8 +25,11 @@ TimePart time_part_of(OpKind k) {
     case OpKind::tp_comm: return TimePart::tp_comm;
     case OpKind::pp_send: return TimePart::pp_comm;
     case OpKind::dp_reduce:
+    case OpKind::dp_stall:
     case OpKind::dp_param_gather: return TimePart::dp_comm;
-    case OpKind::zero3_gather: return TimePart::zero3_gather;
+    case OpKind::zero3_gather:
+    case OpKind::zero3_stall: return TimePart::zero3_gather;
+    case OpKind::offload_stall:
     case OpKind::pcie_d2h:
     case OpKind::pcie_h2d:
     case OpKind::nvme_read:

@@ -20,6 +20,7 @@ struct FixedCosts final : CostSource {
   double nvme_s_per_byte = 0;
   double gpu_optimizer_s_per_param = 0;
   double host_optimizer_s_per_param = 0;
+  double dp_loss = 0, zero3_loss = 0, offload_loss = 0;  // overlap losses (default: ideal overlap)
 
   [[nodiscard]] LayerTimes layer() const override { return layer_times; }
   [[nodiscard]] EdgeTimes edges() const override { return edge_times; }
@@ -37,6 +38,9 @@ struct FixedCosts final : CostSource {
   [[nodiscard]] double host_optimizer_s(double params) const override {
     return params * host_optimizer_s_per_param;
   }
+  [[nodiscard]] double dp_overlap_loss() const override { return dp_loss; }
+  [[nodiscard]] double zero3_overlap_loss() const override { return zero3_loss; }
+  [[nodiscard]] double offload_overlap_loss() const override { return offload_loss; }
   [[nodiscard]] double grad_bytes_per_param() const override { return 2; }
   [[nodiscard]] double param_bytes_per_param() const override { return 2; }
   [[nodiscard]] double optimizer_state_bytes_per_param() const override { return 12; }

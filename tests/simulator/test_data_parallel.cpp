@@ -113,6 +113,42 @@ TEST_CASE("ZeRO-3 prefetch hides all but the first gather", "[simulator][zero3]"
   }
 }
 
+// The profile's overlap factor f: a transfer of t seconds hidden behind compute
+// still costs the compute stream (1 − f)·t (time_model.hpp exposed() in a long
+// window); one the schedule leaves exposed costs its t, no more (its stall runs
+// while the stream waits for it anyway).
+TEST_CASE("overlapped transfers charge the compute stream their overlap loss", "[simulator][overlap]") {
+  SECTION("gradient buckets") {
+    FixedCosts c = dp_costs();
+    c.dp_loss = 0.1;
+    const auto r = run(kLayers, dp_plan(0), c);
+    // Three buckets hide behind the backward; the last is exposed.
+    CHECK(r.iteration_s == Approx(kCompute + 1.5 + 0.1 * 3 * 1.5));
+    CHECK(part(r.breakdown, TimePart::dp_comm) == Approx(1.5 + 0.1 * 3 * 1.5));
+    CHECK(sum(r.breakdown) == Approx(r.iteration_s));
+  }
+  SECTION("without overlap the loss does not apply: every bucket is exposed whole") {
+    FixedCosts c = dp_costs();
+    c.dp_loss = 0.1;
+    Plan p = dp_plan(0);
+    p.overlap_comm = false;
+    CHECK(run(kLayers, p, c).iteration_s == Approx(kCompute + 4 * 1.5));
+  }
+  SECTION("prefetched ZeRO-3 gathers") {
+    Plan p = dp_plan(3);
+    p.grad_accum = 1;
+    p.global_batch = 4;
+    FixedCosts c = dp_costs();
+    c.dp_reduce_s_per_byte = 0;
+    c.dp_gather_s_per_byte = 0.5 / 2e8;
+    c.zero3_loss = 0.2;
+    const auto r = run(kLayers, p, c);
+    // 2 gathers per layer (forward, backward) of 0.5 s; the first is exposed.
+    CHECK(r.iteration_s == Approx(kLayers * 3.0 + 0.5 + 0.2 * (2 * kLayers - 1) * 0.5));
+    CHECK(part(r.breakdown, TimePart::zero3_gather) == Approx(0.5 + 0.2 * (2 * kLayers - 1) * 0.5));
+  }
+}
+
 TEST_CASE("optimizer offload: copies and the CPU step follow the last bucket", "[simulator][offload]") {
   Plan p = dp_plan(2);
   p.offload_optimizer = OffloadTarget::cpu;

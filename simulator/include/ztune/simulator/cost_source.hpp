@@ -27,6 +27,7 @@ struct LayerTimes {
   double backward_overhead_s = 0;
   double recompute_overhead_s = 0;
   double params = 0;          // parameters on this GPU (tensor-parallel share), before ZeRO partitioning
+  double largest_module_params = 0;  // its largest weight matrix (FC1; fused gate+up with SwiGLU)
   // Activation bytes of one micro-batch kept from forward to backward, and the
   // extra bytes the recomputation re-materialises before the layer's backward
   // (Korthikanti et al. 2022, Table 2); extra is 0 without recomputation.
@@ -104,6 +105,17 @@ class CostSource {
   /// Both 0 when the plan does not use 1-bit Adam (or dp is 1).
   [[nodiscard]] virtual double onebit_exchange_s(double /*params*/) const { return 0; }
   [[nodiscard]] virtual double onebit_kernels_s(double /*params*/) const { return 0; }
+
+  /// The share of an overlapped transfer that the compute stream still pays
+  /// (kernel interference, stream synchronisation: what a schedule does not
+  /// show). The analytical model hides min(link, window) × overlap of a
+  /// transfer (time_model.hpp exposed()); the simulator hides it physically
+  /// and charges this share, 1 − the profile's overlap factor, as a stall on
+  /// the compute stream, so the two agree when the window is long. Default:
+  /// ideal overlap (hand-set test costs).
+  [[nodiscard]] virtual double dp_overlap_loss() const { return 0; }      // bucketed gradient reduction
+  [[nodiscard]] virtual double zero3_overlap_loss() const { return 0; }   // ZeRO-3 prefetched gathers
+  [[nodiscard]] virtual double offload_overlap_loss() const { return 0; } // offload copies behind backward
 };
 
 }  // namespace ztune::sim

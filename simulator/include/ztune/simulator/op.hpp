@@ -29,6 +29,9 @@ enum class OpKind : std::uint8_t {
   optimizer_gpu,     // Adam step on the GPU
   optimizer_host,    // CPU Adam step on the host (ZeRO-Offload)
   overhead,          // the GPU waiting on the host: dispatch slower than the kernels, fixed framework costs
+  dp_stall,          // compute-stream share of an overlapped gradient bucket (CostSource::dp_overlap_loss)
+  zero3_stall,       // compute-stream share of a prefetched ZeRO-3 gather (zero3_overlap_loss)
+  offload_stall,     // compute-stream share of an offload copy behind the backward (offload_overlap_loss)
   count
 };
 
@@ -50,7 +53,10 @@ enum class OpKind : std::uint8_t {
     case OpKind::head_fwd:
     case OpKind::head_bwd:
     case OpKind::optimizer_gpu:
-    case OpKind::overhead: return true;
+    case OpKind::overhead:
+    case OpKind::dp_stall:
+    case OpKind::zero3_stall:
+    case OpKind::offload_stall: return true;
     default: return false;
   }
 }
