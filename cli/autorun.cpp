@@ -137,7 +137,8 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& c, cons
   const int np = plan.gpus();
   std::vector<std::string> args{worker_path(), plan_path, "--steps", std::to_string(o.steps), "--record", record_path,
                                 "--data", o.data, "--threads", std::to_string(o.threads), "--checkpoint-dir",
-                                dir + "/checkpoints"};
+                                dir + "/checkpoints", "--backend",
+                                c.device_kind == DeviceKind::gpu ? "cuda" : "cpu"};
   const auto cmd = launch_command(np, o.hosts, args);
   std::string cmd_text;
   for (const auto& a : cmd) cmd_text += (cmd_text.empty() ? "" : " ") + a;

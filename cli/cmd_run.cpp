@@ -96,7 +96,8 @@ int run(const RunFlags& f) {
   std::vector<std::string> args{worker_path(),  plan_path, "--steps", std::to_string(f.steps),
                                 "--seed",       std::to_string(f.seed), "--record", record_path,
                                 "--data",       f.data, "--threads", std::to_string(f.threads),
-                                "--checkpoint-dir", dir + "/checkpoints"};
+                                "--checkpoint-dir", dir + "/checkpoints", "--backend",
+                                pf.cluster && pf.cluster->device_kind == DeviceKind::gpu ? "cuda" : "cpu"};
   const int rc = run_process(launch_command(np, f.hosts, args), f.json);
   if (rc != 0) {
     std::fprintf(stderr, "ztune run: the job failed (exit %d); see the messages above\n", rc);

@@ -42,7 +42,7 @@ start=$(date +%s)
 if cmake --preset ci -B build/gpu-full -DZTUNE_BUILD_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES="$ARCH" >"$OUT/configure-full.log" 2>&1 \
    && grep -q "building the GPU backend" "$OUT/configure-full.log"; then
   if cmake --build build/gpu-full -j"$JOBS" --target test_gpu_kernels test_gpu_features test_gpu_backend_equivalence test_gpu_nccl \
-       test_gpu_nccl_watchdog bench_gpu_kernels bench_gpt_train >"$OUT/build.log" 2>&1; then
+       test_gpu_nccl_watchdog bench_gpu_kernels bench_gpt_train ztune-worker >"$OUT/build.log" 2>&1; then
     BUILD=build/gpu-full
   fi
 fi
@@ -80,8 +80,12 @@ if [[ "$BUILD" == build/gpu-full ]]; then
   run_test gpu_nccl "$(find_bin test_gpu_nccl)"
   log "NCCL watchdog"
   run_test gpu_nccl_watchdog timeout 60 "$(find_bin test_gpu_nccl_watchdog)"
+  log "ztune-worker --backend cuda vs cpu (tiny model: fp32, bf16, fp16 + loss scaling)"
+  run_test gpu_worker env ZTUNE_DATA_DIR="$ROOT/data" python3 tests/gpu/worker_cuda_vs_cpu.py "$(find_bin ztune-worker)" \
+    "mpirun --allow-run-as-root --oversubscribe"
+  grep -E "^cuda_|loss scale" "$OUT/gpu_worker.log"
 else
-  for t in gpu_backend_equivalence gpu_nccl gpu_nccl_watchdog; do RESULT[$t]="not built (needs the full project's dependencies)"; done
+  for t in gpu_backend_equivalence gpu_nccl gpu_nccl_watchdog gpu_worker; do RESULT[$t]="not built (needs the full project's dependencies)"; done
 fi
 
 log "kernel benchmark (bf16, GPT-3 XL shapes)"
@@ -90,6 +94,6 @@ log "GPT training benchmark (bf16, seq 1024)"
 "$(find_bin bench_gpt_train)" 2>&1 | tee "$OUT/bench_gpt_train.log"
 
 log "summary"
-for t in gpu_kernels gpu_features gpu_backend_equivalence gpu_nccl gpu_nccl_watchdog; do printf '%-26s %s\n' "$t" "${RESULT[$t]}"; done
+for t in gpu_kernels gpu_features gpu_backend_equivalence gpu_nccl gpu_nccl_watchdog gpu_worker; do printf '%-26s %s\n' "$t" "${RESULT[$t]}"; done
 grep -E "^gpt" "$OUT/bench_gpt_train.log" || true
 [[ "${RESULT[gpu_kernels]}" == passed* && "${RESULT[gpu_features]}" == passed* ]]

@@ -95,6 +95,12 @@ GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups
 
 GptStage::~GptStage() = default;
 
+void GptStage::set_loss_scale(float loss_scale) {
+  if (!last_) return;
+  std::vector<float> host(static_cast<std::size_t>(N_), loss_scale);
+  be_.from_host(dloss_.data(), host.data(), host.size());
+}
+
 const float* GptStage::gather_rows(const float* shard, Buffer& tmp) {
   if (!sp_) return shard;
   tmp = work(static_cast<std::size_t>(N_) * C_);

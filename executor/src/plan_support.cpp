@@ -2,12 +2,12 @@
 
 namespace ztune::executor {
 
-std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& m, int world) {
+std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& m, int world, ExecBackend backend) {
   auto s = [](auto v) { return std::to_string(v); };
   if (p.gpus() != world)
     return "$.plan: dp×tp×pp = " + s(p.dp) + "×" + s(p.tp) + "×" + s(p.pp) + " = " + s(p.gpus()) +
            " ranks, but the job has " + s(world) + " (run with -np " + s(p.gpus()) + ")";
-  if (p.precision != Precision::fp32)
+  if (backend == ExecBackend::cpu && p.precision != Precision::fp32)
     return "$.plan.precision: the CPU backend trains in fp32; got \"" + to_string(p.precision) +
            "\" (16-bit precision needs the CUDA backend)";
   if (p.schedule == Schedule::interleaved || p.virtual_stages > 1)

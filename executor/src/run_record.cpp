@@ -25,7 +25,7 @@ std::string digest_hex(const nlohmann::json& doc) {
 
 namespace {
 
-nlohmann::json environment(int threads) {
+nlohmann::json environment(const std::string& backend, int threads) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = {};
@@ -33,7 +33,7 @@ nlohmann::json environment(int threads) {
   MPI_Get_library_version(mpi, &len);
   std::string mpi_version(mpi, static_cast<std::size_t>(len));
   if (auto nl = mpi_version.find('\n'); nl != std::string::npos) mpi_version.resize(nl);
-  return {{"backend", "cpu"},
+  return {{"backend", backend},
           {"host", host},
           {"hardware_threads", std::thread::hardware_concurrency()},
           {"threads_per_rank", threads},
@@ -59,7 +59,9 @@ nlohmann::json make_run_record(const RunRecordInput& in) {
                      {"loss", s.result.loss},
                      {"grad_norm", s.result.grad_norm},
                      {"lr", s.result.lr},
-                     {"time_s", s.result.seconds}});
+                     {"time_s", s.result.seconds},
+                     {"loss_scale", s.result.loss_scale},
+                     {"skipped", s.result.skipped}});
     losses.push_back(s.result.loss);
     times.push_back(s.result.seconds);
   }
@@ -111,7 +113,7 @@ nlohmann::json make_run_record(const RunRecordInput& in) {
   }
   r["memory"] = mem;
   r["peak_memory_bytes"] = in.peak_total;
-  r["environment"] = environment(in.threads);
+  r["environment"] = environment(in.backend != nullptr ? in.backend->name() : std::string("cpu"), in.threads);
   return r;
 }
 

@@ -30,7 +30,11 @@ Trainer::Trainer(const Transformer& m, const Plan& plan, const TrainOptions& opt
   store_ = std::make_unique<ParamStore>(param_specs(m, groups_.shape, groups_.coords), layout.units, so, be_, groups_,
                                         host_pool_);
   const double tokens = static_cast<double>(plan.global_batch) * m.seq_len;
-  stage_ = std::make_unique<GptStage>(m, plan, groups_, be_, *store_, static_cast<float>(1.0 / tokens));
+  loss_row_ = 1.0 / tokens;
+  stage_ = std::make_unique<GptStage>(m, plan, groups_, be_, *store_, static_cast<float>(loss_row_));
+  // fp16 training scales the loss (Micikevicius et al. 2018, §3.2) with
+  // DeepSpeed's dynamic rules; bf16 and fp32 need none (DeepSpeed's bf16 path).
+  if (plan.precision == Precision::fp16) scaler_.emplace(opt.loss_scale);
 }
 
 Trainer::~Trainer() = default;
@@ -86,6 +90,10 @@ StepResult Trainer::step(int step) {
   const std::size_t act_size = static_cast<std::size_t>(stage_->rows()) * stage_->hidden();
   store_->begin_step(step);
   store_->zero_grads();
+  if (scaler_ && scaler_->scale() != applied_scale_) {
+    applied_scale_ = scaler_->scale();
+    stage_->set_loss_scale(static_cast<float>(loss_row_ * applied_scale_));
+  }
   std::vector<MicroBatch> data;
   for (int i = 0; i < plan_.grad_accum; ++i) data.push_back(micro_batch(step, i));
   // Sends are asynchronous (their buffers live until the end of the step) and
@@ -137,6 +145,22 @@ StepResult Trainer::step(int step) {
   groups_.world->all_reduce_doubles(sums, 2, ReduceOp::sum);
   r.loss = sums[0] / (static_cast<double>(plan_.global_batch) * m_.seq_len);
   r.grad_norm = std::sqrt(sums[1]);
+  r.lr = learning_rate(step);
+  if (scaler_) {
+    // The gradients carry the loss scale. A non-finite norm (every rank sees
+    // the same all-reduced sum) is an overflow: skip the step, let the scaler
+    // shrink; otherwise unscale and go on (DeepSpeed's FP16_Optimizer.step).
+    r.loss_scale = applied_scale_;
+    const bool overflow = !std::isfinite(r.grad_norm);
+    scaler_->update(overflow);  // throws LossScaleAtMinimum when it cannot shrink further
+    if (overflow) {
+      r.skipped = true;
+      r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return r;
+    }
+    r.grad_norm /= applied_scale_;
+    store_->scale_grads(1.0f / applied_scale_);
+  }
   if (!opt_.dump_grads.empty() && !dumped_grads_) {
     auto tensors = collect_full(true);
     if (groups_.world->rank() == 0) write_safetensors(opt_.dump_grads, tensors, {{"what", "gradients of step 1"}});
@@ -145,14 +169,14 @@ StepResult Trainer::step(int step) {
   // 1-bit Adam's compression phase has no reduced gradient to clip (onebit_adam.hpp).
   if (opt_.grad_clip > 0 && r.grad_norm > opt_.grad_clip && !store_->gradients_local())
     store_->scale_grads(static_cast<float>(opt_.grad_clip / (r.grad_norm + 1e-6)));
-  r.lr = learning_rate(step);
   kernels::AdamWParams h;
   h.lr = static_cast<float>(r.lr);
   h.beta1 = opt_.beta1;
   h.beta2 = opt_.beta2;
   h.eps = opt_.eps;
   h.weight_decay = opt_.weight_decay;
-  h.step = step + 1;
+  // Adam's bias correction counts applied steps (fp16 skips some).
+  h.step = step + 1 - static_cast<int>(scaler_ ? scaler_->skipped_steps() : 0);
   store_->optimizer_step(h);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,12 @@
 #include "ztune/executor/trainer.hpp"
 #include "ztune/model/input_error.hpp"
 #include "ztune/model/plan.hpp"
+#ifdef ZTUNE_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "ztune/executor/cuda/cuda_backend.hpp"
+#include "ztune/executor/cuda/nccl_communicator.hpp"
+#endif
 
 namespace ztune::executor {
 namespace {
@@ -56,10 +63,65 @@ bool any_error(Communicator& world, const std::optional<std::string>& error) {
   return true;
 }
 
+// The rank's backend and the communicator its training collectives use: CPU
+// ranks with MPI, or one GPU per rank (local rank modulo the node's devices)
+// with NCCL, bootstrapped over MPI. MPI stays the control plane (errors).
+struct RankRuntime {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Communicator> training_comm;  // null: the MPI world
+};
+
+#ifdef ZTUNE_HAVE_CUDA
+cuda::GemmPrecision gemm_precision(Precision p) {
+  switch (p) {
+    case Precision::bf16: return cuda::GemmPrecision::bf16;
+    case Precision::fp16: return cuda::GemmPrecision::fp16;
+    case Precision::fp32: break;
+  }
+  return cuda::GemmPrecision::fp32;
+}
+
+int local_rank(MpiCommunicator& world) {
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(world.handle(), MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node);
+  int rank = 0;
+  MPI_Comm_rank(node, &rank);
+  MPI_Comm_free(&node);
+  return rank;
+}
+#endif
+
+RankRuntime make_runtime(const std::string& backend, const Plan& plan, MpiCommunicator& world, int threads,
+                         std::optional<std::string>& error) {
+  RankRuntime rt;
+  if (backend == "cpu") {
+    rt.backend = std::make_unique<CpuBackend>(threads);
+    return rt;
+  }
+#ifdef ZTUNE_HAVE_CUDA
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    error = "--backend cuda: no CUDA device on this node";
+    return rt;
+  }
+  const int device = local_rank(world) % devices;
+  auto gpu = std::make_unique<cuda::CudaBackend>(cuda::CudaBackendOptions{device, gemm_precision(plan.precision)});
+  rt.training_comm = cuda::NcclCommunicator::create(world, device, gpu->compute_stream());
+  rt.backend = std::move(gpu);
+#else
+  (void)plan;
+  (void)world;
+  error = "--backend cuda: this ztune-worker was built without CUDA (configure where the CUDA toolkit and NCCL are "
+          "installed: the GPU backend builds with them)";
+#endif
+  return rt;
+}
+
 int run(int argc, char** argv) {
   auto world = MpiCommunicator::world();
   TrainOptions opt;
   std::string plan_path;
+  std::string backend_name = "cpu";
   CLI::App app{"ztune-worker: one rank of a ztune training job (launch with mpirun or ztune run)"};
   app.add_option("plan", plan_path, "Plan file (schema ztune.planfile/1, with its model)")->required();
   app.add_option("--steps", opt.steps, "Optimizer steps")->check(CLI::PositiveNumber);
@@ -78,6 +140,8 @@ int run(int argc, char** argv) {
   app.add_option("--weight-decay", opt.weight_decay, "AdamW decoupled weight decay");
   app.add_option("--grad-clip", opt.grad_clip, "Clip the global gradient norm (0: off)");
   app.add_option("--threads", opt.threads, "Compute threads per rank")->check(CLI::PositiveNumber);
+  app.add_option("--backend", backend_name, "cpu (MPI ranks), or cuda (one GPU per rank, NCCL collectives)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--kill-after-step", opt.kill_after_step, "Test hook: SIGKILL after committing that checkpoint");
   try {
     app.parse(argc, argv);
@@ -94,7 +158,9 @@ int run(int argc, char** argv) {
     pf = load_plan_file(plan_path);
     if (!pf.model) error = plan_path + ": $.model: the plan file must embed its model for ztune-worker";
     if (!error)
-      if (auto why = unsupported_reason(pf.plan, *pf.model, world->size())) error = plan_path + ": " + *why;
+      if (auto why = unsupported_reason(pf.plan, *pf.model, world->size(),
+                                        backend_name == "cuda" ? ExecBackend::cuda : ExecBackend::cpu))
+        error = plan_path + ": " + *why;
   } catch (const InputError& e) {
     error = e.what();
   }
@@ -113,8 +179,10 @@ int run(int argc, char** argv) {
   }
   if (any_error(*world, error)) return kExitUsage;
 
-  CpuBackend backend(opt.threads);
-  Trainer trainer(model, plan, opt, *world, backend, *data);
+  RankRuntime rt = make_runtime(backend_name, plan, *world, opt.threads, error);
+  if (any_error(*world, error)) return kExitUsage;
+  Backend& backend = *rt.backend;
+  Trainer trainer(model, plan, opt, rt.training_comm ? *rt.training_comm : *world, backend, *data);
   try {
     trainer.initialise();
   } catch (const InputError& e) {
@@ -140,11 +208,21 @@ int run(int argc, char** argv) {
 
   std::vector<StepRecord> records;
   for (int s = first_step; s < opt.steps; ++s) {
-    StepResult r = trainer.step(s);
+    StepResult r;
+    try {
+      r = trainer.step(s);
+    } catch (const LossScaleAtMinimum& e) {
+      // Every rank sees the same all-reduced overflow, so all stop here.
+      if (world->rank() == 0) std::fprintf(stderr, "ztune-worker: error: step %d: %s\n", s + 1, e.what());
+      return kExitFailed;
+    }
     records.push_back({s + 1, r});
-    if (world->rank() == 0)
-      std::printf("step %d loss %.6f grad_norm %.4f lr %.3e time %.3fs\n", s + 1, r.loss, r.grad_norm, r.lr,
-                  r.seconds);
+    if (world->rank() == 0) {
+      std::printf("step %d loss %.6f grad_norm %.4f lr %.3e time %.3fs", s + 1, r.loss, r.grad_norm, r.lr, r.seconds);
+      if (plan.precision == Precision::fp16)
+        std::printf(" loss_scale %g%s", r.loss_scale, r.skipped ? " skipped (gradient overflow)" : "");
+      std::printf("\n");
+    }
     std::fflush(stdout);
     if (opt.checkpoint_every > 0 && (s + 1) % opt.checkpoint_every == 0) {
       error = write_checkpoint_shard(opt.checkpoint_dir, s + 1, ckpt, trainer.store());

@@ -3,11 +3,11 @@
 // section: 2^16, window 1000, hysteresis 2, min 1). Runs on any machine.
 #include <catch2/catch.hpp>
 
-#include "ztune/executor/cuda/loss_scaler.hpp"
+#include "ztune/executor/loss_scaler.hpp"
 
-using ztune::executor::cuda::DynamicLossScaler;
-using ztune::executor::cuda::LossScaleAtMinimum;
-using ztune::executor::cuda::LossScaleConfig;
+using ztune::executor::DynamicLossScaler;
+using ztune::executor::LossScaleAtMinimum;
+using ztune::executor::LossScaleConfig;
 
 TEST_CASE("default scaler: 2^16, doubles after 1000 clean steps", "[loss_scale]") {
   DynamicLossScaler s;

@@ -39,6 +39,10 @@ class GptStage {
   GptStage(const GptStage&) = delete;
   GptStage& operator=(const GptStage&) = delete;
 
+  /// Replaces ∂L/∂loss_row (last stage; no-op elsewhere): fp16 training
+  /// multiplies it by the dynamic loss scale.
+  void set_loss_scale(float loss_scale);
+
   /// Forward of micro-batch slot `mb`. Not first stage: `input` is the previous
   /// stage's output [rows(), C]. Returns this stage's output (nullptr on the last).
   const float* forward(int mb, const MicroBatch& data, const float* input);

@@ -1,6 +1,7 @@
 #pragma once
-// What this executor (CPU backend) can honour. A plan it cannot run exactly is
+// What this executor (CPU or CUDA backend) can honour. A plan it cannot run exactly is
 // refused with the reason; it is never quietly weakened (STYLE.md anti-pattern 1).
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -9,8 +10,11 @@
 
 namespace ztune::executor {
 
-/// The first reason the plan cannot run on `world_size` CPU ranks, or nullopt.
-/// Messages name the plan field ("$.plan.precision: ...").
-std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& m, int world_size);
+enum class ExecBackend : std::uint8_t { cpu, cuda };
+
+/// The first reason the plan cannot run on `world_size` ranks of `backend`, or
+/// nullopt. Messages name the plan field ("$.plan.precision: ...").
+std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& m, int world_size,
+                                              ExecBackend backend = ExecBackend::cpu);
 
 }  // namespace ztune::executor

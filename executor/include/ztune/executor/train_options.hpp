@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "ztune/executor/loss_scaler.hpp"
+
 namespace ztune::executor {
 
 struct TrainOptions {
@@ -29,6 +31,7 @@ struct TrainOptions {
   int checkpoint_every = 0;
   bool resume = false;
   int kill_after_step = 0;          // test hook: SIGKILL this rank once that checkpoint is committed
+  LossScaleConfig loss_scale;       // fp16 plans: DeepSpeed's dynamic loss scaling (defaults: its ds_config's)
 };
 
 }  // namespace ztune::executor

@@ -3,10 +3,12 @@
 // schedule with activation sends and receives, gradient reduction, global-norm
 // clipping, the learning-rate schedule and the optimizer step.
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "ztune/executor/backend.hpp"
 #include "ztune/executor/gpt_stage.hpp"
+#include "ztune/executor/loss_scaler.hpp"
 #include "ztune/executor/param_store.hpp"
 #include "ztune/executor/process_groups.hpp"
 #include "ztune/executor/safetensors.hpp"
@@ -19,9 +21,11 @@ namespace ztune::executor {
 
 struct StepResult {
   double loss = 0;       // mean over the global batch's tokens (all ranks agree)
-  double grad_norm = 0;  // before clipping
+  double grad_norm = 0;  // before clipping (unscaled; +inf on an fp16 overflow)
   double lr = 0;
   double seconds = 0;
+  double loss_scale = 1;  // fp16: the dynamic loss scale this step used (else 1)
+  bool skipped = false;   // fp16: the gradients overflowed and the optimizer step was skipped
 };
 
 class Trainer {
@@ -58,6 +62,9 @@ class Trainer {
   kernels::ThreadPool host_pool_;
   std::unique_ptr<ParamStore> store_;
   std::unique_ptr<GptStage> stage_;
+  double loss_row_ = 0;                      // ∂L/∂loss_row: 1 / tokens in the global batch
+  std::optional<DynamicLossScaler> scaler_;  // fp16 plans only
+  float applied_scale_ = 1;                  // the scale the last stage's ∂loss currently holds
   bool dumped_grads_ = false;
 };
 

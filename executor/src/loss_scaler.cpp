@@ -1,10 +1,10 @@
-#include "ztune/executor/cuda/loss_scaler.hpp"
+#include "ztune/executor/loss_scaler.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
-namespace ztune::executor::cuda {
+namespace ztune::executor {
 
 DynamicLossScaler::DynamicLossScaler(const LossScaleConfig& config)
     : config_(config),
@@ -38,4 +38,4 @@ bool DynamicLossScaler::update(bool overflow) {
   return !overflow;
 }
 
-}  // namespace ztune::executor::cuda
+}  // namespace ztune::executor

@@ -16,7 +16,7 @@
 //   if (s.update(overflow)) optimizer step with gradients × 1/scale_used
 #include <stdexcept>
 
-namespace ztune::executor::cuda {
+namespace ztune::executor {
 
 struct LossScaleConfig {
   int initial_scale_power = 16;  // initial scale 2^16
@@ -55,4 +55,4 @@ class DynamicLossScaler {
   int hysteresis_left_;
 };
 
-}  // namespace ztune::executor::cuda
+}  // namespace ztune::executor

@@ -1,0 +1,121 @@
+// fp16 dynamic loss scaling in the Trainer (issue 7, DeepSpeed's rules), on the
+// CPU backend, 2 ranks (dp 2, so the scaled gradients go through the
+// all-reduce). The CPU backend computes in fp32, which makes the oracle exact:
+// every backward operation is linear in the incoming gradient, and scaling by a
+// power of two commutes with IEEE rounding (no overflow, no denormals), so an
+// fp16 plan trained with loss scale 2^16 and unscaled before the optimizer must
+// give bit-identical losses and gradient norms to the same plan in fp32.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "ztune/executor/cpu_backend.hpp"
+#include "ztune/executor/mpi_communicator.hpp"
+#include "ztune/executor/token_source.hpp"
+#include "ztune/executor/trainer.hpp"
+#include "ztune/model/catalog.hpp"
+
+using namespace ztune;
+using namespace ztune::executor;
+
+namespace {
+
+Plan dp2_plan(Precision precision) {
+  Plan p;
+  p.dp = 2;
+  p.micro_batch = 2;
+  p.grad_accum = 2;
+  p.global_batch = 8;
+  p.precision = precision;
+  return p;
+}
+
+std::vector<StepResult> train(const Plan& plan, const TrainOptions& opt, int steps) {
+  auto world = MpiCommunicator::world();
+  const Transformer m = load_transformer("tiny");
+  auto data = synthetic_tokens(opt.seed, m.vocab);
+  CpuBackend backend(1);
+  Trainer trainer(m, plan, opt, *world, backend, *data);
+  trainer.initialise();
+  std::vector<StepResult> out;
+  for (int s = 0; s < steps; ++s) out.push_back(trainer.step(s));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("fp16 loss scaling is exact: the same losses as fp32", "[executor][loss_scale]") {
+  TrainOptions opt;
+  opt.steps = 4;
+  const auto fp32 = train(dp2_plan(Precision::fp32), opt, 4);
+  const auto fp16 = train(dp2_plan(Precision::fp16), opt, 4);
+  for (std::size_t i = 0; i < fp32.size(); ++i) {
+    INFO("step " << i + 1);
+    CHECK(fp16[i].loss == fp32[i].loss);
+    CHECK(fp16[i].grad_norm == fp32[i].grad_norm);
+    CHECK(fp16[i].loss_scale == 65536.0);  // DeepSpeed's initial_scale_power 16
+    CHECK_FALSE(fp16[i].skipped);
+    CHECK(fp32[i].loss_scale == 1.0);
+  }
+}
+
+// An infinite weight makes every gradient non-finite: each step overflows.
+// With DeepSpeed's defaults (2^16, hysteresis 2) the first overflow only spends
+// the hysteresis and every later one halves the scale; a skipped step changes
+// no parameter and does not count as an Adam step. Once the weight is repaired
+// the next step applies: its loss and gradient norm (taken before the update)
+// equal a fresh fp32 trainer's on the same batch, bit for bit.
+TEST_CASE("an overflow skips the step; the scale follows DeepSpeed's rules", "[executor][loss_scale]") {
+  TrainOptions opt;
+  opt.steps = 8;
+  auto world = MpiCommunicator::world();
+  const Transformer m = load_transformer("tiny");
+  auto data = synthetic_tokens(opt.seed, m.vocab);
+  CpuBackend backend(1);
+  Trainer trainer(m, dp2_plan(Precision::fp16), opt, *world, backend, *data);
+  trainer.initialise();
+  auto params = [&] {
+    std::vector<float> all;
+    for (const auto& t : trainer.collect_full(false)) all.insert(all.end(), t.values.begin(), t.values.end());
+    return all;
+  };
+  float* poisoned = trainer.store().param(0);
+  const float kept = poisoned[0];
+  poisoned[0] = std::numeric_limits<float>::infinity();
+  const auto before = params();
+  const double expected_scale[] = {65536, 65536, 32768, 16384};
+  for (int step = 0; step < 4; ++step) {
+    INFO("step " << step + 1);
+    const StepResult r = trainer.step(step);
+    CHECK(r.skipped);
+    CHECK(r.loss_scale == expected_scale[step]);
+    CHECK(params() == before);
+  }
+  poisoned[0] = kept;
+  const StepResult applied = trainer.step(4);
+  CHECK_FALSE(applied.skipped);
+  CHECK(applied.loss_scale == 8192);
+
+  Trainer reference(m, dp2_plan(Precision::fp32), opt, *world, backend, *data);
+  reference.initialise();
+  const StepResult same_batch = reference.step(4);
+  CHECK(applied.loss == same_batch.loss);
+  CHECK(applied.grad_norm == same_batch.grad_norm);
+}
+
+TEST_CASE("gradients that overflow at the minimum scale stop training", "[executor][loss_scale]") {
+  TrainOptions opt;
+  opt.loss_scale.initial_scale_power = 1;  // 2
+  opt.loss_scale.hysteresis = 1;           // halve on every overflow: 2, then the minimum 1
+  auto world = MpiCommunicator::world();
+  const Transformer m = load_transformer("tiny");
+  auto data = synthetic_tokens(opt.seed, m.vocab);
+  CpuBackend backend(1);
+  Trainer trainer(m, dp2_plan(Precision::fp16), opt, *world, backend, *data);
+  trainer.initialise();
+  trainer.store().param(0)[0] = std::numeric_limits<float>::infinity();
+  CHECK(trainer.step(0).skipped);
+  CHECK_THROWS_AS(trainer.step(1), LossScaleAtMinimum);
+}
