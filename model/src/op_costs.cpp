@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ztune/model/cpu_executor_costs.hpp"
 #include "ztune/model/sparse_attention.hpp"
 #include "ztune/model/zeropp.hpp"
 
@@ -251,6 +252,32 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   lc.bwd_gemm_s = bwd_dgrad + lc.bwd_weight_s;
   lc.bwd_attention_s = bwd_attention;
   lc.bwd_elementwise_s = bwd_elem;
+  if (c.device_kind == DeviceKind::cpu) {
+    // ztune's CPU executor, not a fused GPU layer (cpu_executor_costs.hpp): its
+    // own memory-bound calls, the bias loops inside its matmul calls, and its
+    // attention core as the two calls it makes. attention_forward is the
+    // kernel `ztune calibrate` times for the attention factor, counted as the
+    // benchmark counts it (one call of 4·b·s²·h/t FLOPs, the softmax's exp
+    // inside), so no separate softmax/dropout traffic. attention_backward's
+    // four GEMMs (twice the forward FLOPs) run at the plain GEMM rate, its
+    // softmax gradient as memory-bound work: the forward's exp is what the
+    // attention factor prices, and the backward has none (measured on the dev
+    // VM: backward 1.16× the forward, not 2×).
+    const CpuLayerWork w = cpu_layer_work(m, p);
+    const double per_call = 2.0 * x.s * x.s * x.d;  // FLOPs of one (batch, head) s×s×d product
+    const GemmShape attn_fwd{x.s, x.s, x.d, w.attention_fwd_flops / per_call};
+    const GemmShape attn_bwd{x.s, x.s, x.d, w.attention_bwd_flops / per_call};
+    lc.fwd_gemm_s += memory_bound_time(w.gemm_bias_fwd.work_bytes, gpu, hw, 0);
+    lc.fwd_attention_s = gemm_time(attn_fwd, prec, gpu, hw, true);
+    lc.fwd_elementwise_s = cpu_work_time(w.fwd, gpu, hw);
+    lc.fwd_s = lc.fwd_gemm_s + lc.fwd_attention_s + lc.fwd_elementwise_s;
+    lc.bwd_weight_s += memory_bound_time(w.gemm_bias_bwd.work_bytes, gpu, hw, 0);
+    lc.bwd_attention_s = gemm_time(attn_bwd, prec, gpu, hw) + cpu_work_time(w.softmax_bwd, gpu, hw);
+    lc.bwd_elementwise_s = cpu_work_time(w.bwd, gpu, hw);
+    lc.bwd_input_s = bwd_dgrad + lc.bwd_attention_s + lc.bwd_elementwise_s;
+    lc.bwd_s = lc.bwd_input_s + lc.bwd_weight_s;
+    lc.bwd_gemm_s = bwd_dgrad + lc.bwd_weight_s;
+  }
 
   // FLOPs on this GPU: 24·s·b·h²/t + 4·s²·b·h/t for GPT (Korthikanti eq. 7 per layer).
   lc.fwd_flops = qkv.flops() + proj.flops() + fc1.flops() + fc2.flops() + qk.flops() + pv.flops();
@@ -336,6 +363,16 @@ EdgeCost edge_cost(const Transformer& m, const Plan& p, const Cluster& c, const 
   e.head_bwd_s = memory_bound_time(4.0 * hs_local * eb, gpu, hw) + t_logits.dgrad + t_logits.wgrad +
                  memory_bound_time(logit_elems * (4.0 + eb), gpu, hw, 1);
   e.head_gemm_s = t_logits.fwd + t_logits.dgrad + t_logits.wgrad;
+  if (c.device_kind == DeviceKind::cpu) {
+    // ztune's CPU executor's own calls (cpu_executor_costs.hpp): fp32 token and
+    // position rows and their sum; the final LayerNorm and the five-kernel
+    // cross entropy around the same logits GEMMs.
+    const CpuEdgeWork w = cpu_edge_work(m, p);
+    e.embedding_fwd_s = cpu_work_time(w.embedding_fwd, gpu, hw);
+    e.embedding_bwd_s = cpu_work_time(w.embedding_bwd, gpu, hw);
+    e.head_fwd_s = cpu_work_time(w.head_fwd, gpu, hw) + t_logits.fwd;
+    e.head_bwd_s = cpu_work_time(w.head_bwd, gpu, hw) + t_logits.dgrad + t_logits.wgrad;
+  }
   e.fwd_flops = logits.flops();
   if (p.tp > 1) {
     const GroupLayout l = place_groups(p, c);
@@ -484,6 +521,11 @@ OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster&
     // write master, m, v (12 B) and the 16-bit copy (2 B), plus the unscale /
     // norm pass over the gradient (8 B): 38 bytes per parameter.
     o.gpu_step_s = memory_bound_time(38.0 * part, c.node.gpu, hw, 4);
+    // ztune's CPU executor: fp32 AdamW, its gradient-norm pass and (ZeRO 2/3)
+    // the per-micro-batch accumulation of reduced pieces (cpu_executor_costs.hpp).
+    // 1-bit Adam keeps the fused count: its CPU path is a separate optimizer.
+    if (c.device_kind == DeviceKind::cpu && !p.onebit_adam)
+      o.gpu_step_s = cpu_work_time(cpu_optimizer_work(m, p, params), c.node.gpu, hw);
     return o;
   }
   // CPU Adam: the node's rate is shared by its GPUs' partitions.
