@@ -179,6 +179,12 @@ class Engine {
     ResourceState& r = resources_[ev.key];
     if (ev.version() != (r.version & ~kSharedBit)) return;
     advance(r, t);
+    // The event was scheduled for the front transfer's finish and nothing on
+    // the link changed since (same version): it finishes now. Snap the virtual
+    // time to it, as rounding can leave it a hair short; at large absolute
+    // times that hair can be below the resolution of t, and the event would
+    // otherwise be rescheduled at the same t forever.
+    if (!r.active.empty()) r.virtual_time = std::max(r.virtual_time, r.active.front().finish);
     // Finish every transfer whose virtual finish time has been reached
     // (tolerance for the rounding of the rescheduled event time).
     const double tol = 1e-12 + 1e-9 * r.virtual_time;

@@ -99,6 +99,22 @@ TEST_CASE("transfers on one link share its bandwidth equally", "[simulator][engi
   }
 }
 
+// Regression: at a large absolute time (here 3·10^4 s, where one ulp of t is
+// 3.6·10^-12 s) the last transfer on a link can be left a remainder below the
+// resolution of t but above the completion tolerance; its finish event then
+// fell at the same t forever (a 405B ZeRO-3 offload plan hung the search).
+TEST_CASE("a transfer finishing below the resolution of the clock still finishes", "[simulator][engine]") {
+  OpGraph g = graph(1);
+  const OpId delay = op(g, 0, ResourceKind::compute, 3.0e4);
+  const OpId a = op(g, 0, ResourceKind::inter_link, 1.0e-6);
+  const OpId b = op(g, 0, ResourceKind::inter_link, 1.0e-6 + 1.5e-12);
+  add_dependency(g, delay, a);
+  add_dependency(g, delay, b);
+  const Timeline t = finished(g);
+  CHECK(t.end_s[a] == Approx(3.0e4 + 2.0e-6).epsilon(1e-15));
+  CHECK(t.end_s[b] == Approx(3.0e4 + 2.0e-6).epsilon(1e-15));
+}
+
 TEST_CASE("the engine is deterministic", "[simulator][engine]") {
   OpGraph g = graph(2);
   std::vector<OpId> ids;
