@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "ztune/executor/cpu_backend.hpp"
@@ -32,15 +33,23 @@ Plan dp2_plan(Precision precision) {
   return p;
 }
 
+// One initialised training job of the tiny model on this process's ranks.
+struct Job {
+  std::unique_ptr<MpiCommunicator> world = MpiCommunicator::world();
+  Transformer model = load_transformer("tiny");
+  std::unique_ptr<TokenSource> data;
+  CpuBackend backend{1};
+  std::unique_ptr<Trainer> trainer;
+  Job(const Plan& plan, const TrainOptions& opt) : data(synthetic_tokens(opt.seed, model.vocab)) {
+    trainer = std::make_unique<Trainer>(model, plan, opt, *world, backend, *data);
+    trainer->initialise();
+  }
+};
+
 std::vector<StepResult> train(const Plan& plan, const TrainOptions& opt, int steps) {
-  auto world = MpiCommunicator::world();
-  const Transformer m = load_transformer("tiny");
-  auto data = synthetic_tokens(opt.seed, m.vocab);
-  CpuBackend backend(1);
-  Trainer trainer(m, plan, opt, *world, backend, *data);
-  trainer.initialise();
+  Job job(plan, opt);
   std::vector<StepResult> out;
-  for (int s = 0; s < steps; ++s) out.push_back(trainer.step(s));
+  for (int s = 0; s < steps; ++s) out.push_back(job.trainer->step(s));
   return out;
 }
 
@@ -70,12 +79,8 @@ TEST_CASE("fp16 loss scaling is exact: the same losses as fp32", "[executor][los
 TEST_CASE("an overflow skips the step; the scale follows DeepSpeed's rules", "[executor][loss_scale]") {
   TrainOptions opt;
   opt.steps = 8;
-  auto world = MpiCommunicator::world();
-  const Transformer m = load_transformer("tiny");
-  auto data = synthetic_tokens(opt.seed, m.vocab);
-  CpuBackend backend(1);
-  Trainer trainer(m, dp2_plan(Precision::fp16), opt, *world, backend, *data);
-  trainer.initialise();
+  Job job(dp2_plan(Precision::fp16), opt);
+  Trainer& trainer = *job.trainer;
   auto params = [&] {
     std::vector<float> all;
     for (const auto& t : trainer.collect_full(false)) all.insert(all.end(), t.values.begin(), t.values.end());
@@ -98,9 +103,8 @@ TEST_CASE("an overflow skips the step; the scale follows DeepSpeed's rules", "[e
   CHECK_FALSE(applied.skipped);
   CHECK(applied.loss_scale == 8192);
 
-  Trainer reference(m, dp2_plan(Precision::fp32), opt, *world, backend, *data);
-  reference.initialise();
-  const StepResult same_batch = reference.step(4);
+  Job reference(dp2_plan(Precision::fp32), opt);
+  const StepResult same_batch = reference.trainer->step(4);
   CHECK(applied.loss == same_batch.loss);
   CHECK(applied.grad_norm == same_batch.grad_norm);
 }
@@ -109,12 +113,8 @@ TEST_CASE("gradients that overflow at the minimum scale stop training", "[execut
   TrainOptions opt;
   opt.loss_scale.initial_scale_power = 1;  // 2
   opt.loss_scale.hysteresis = 1;           // halve on every overflow: 2, then the minimum 1
-  auto world = MpiCommunicator::world();
-  const Transformer m = load_transformer("tiny");
-  auto data = synthetic_tokens(opt.seed, m.vocab);
-  CpuBackend backend(1);
-  Trainer trainer(m, dp2_plan(Precision::fp16), opt, *world, backend, *data);
-  trainer.initialise();
+  Job job(dp2_plan(Precision::fp16), opt);
+  Trainer& trainer = *job.trainer;
   trainer.store().param(0)[0] = std::numeric_limits<float>::infinity();
   CHECK(trainer.step(0).skipped);
   CHECK_THROWS_AS(trainer.step(1), LossScaleAtMinimum);
