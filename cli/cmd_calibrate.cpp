@@ -88,12 +88,11 @@ int run(const CalibrateFlags& f) {
   const Cluster cluster = with_measured_figures(raw_cluster, prior);
   const std::string backend =
       !f.backend.empty() ? f.backend : (cluster.device_kind == DeviceKind::cpu ? std::string("cpu") : "cuda");
-  if (backend == "cuda") {
-    // Never fake a measurement: the calibration worker has no CUDA backend in this build.
-    throw InputError("--backend cuda: this ztune has no CUDA calibration backend (ztune-calibrate-worker runs the "
-                     "CPU backend only); calibrate a CPU cluster with --backend cpu, or pass --measurements FILE "
-                     "measured elsewhere");
-  }
+  // --backend cuda runs the benchmarks on one GPU per rank with NCCL; the
+  // worker itself refuses (exit 2, with the reason) when it was built without
+  // CUDA or the node has no device: never a faked measurement.
+  if (backend == "cuda" && cluster.device_kind == DeviceKind::cpu && f.measurements.empty())
+    throw InputError("--backend cuda: cluster " + cluster.name + " describes CPU ranks (use --backend cpu)");
   if (backend == "cpu" && cluster.device_kind != DeviceKind::cpu && f.measurements.empty())
     throw InputError("--backend cpu: cluster " + cluster.name +
                      " describes GPUs; CPU-rank measurements cannot calibrate it (use a CPU cluster such as "
@@ -131,7 +130,8 @@ int run(const CalibrateFlags& f) {
     std::fprintf(report, "ztune calibrate: %d rank(s) of cluster %s (%s backend)%s\n", np, cluster.name.c_str(),
                  backend.c_str(),
                  np < cluster.total_gpus()
-                     ? (": one per core; the cluster describes " + std::to_string(cluster.total_gpus()) +
+                     ? ((backend == "cpu" ? std::string(": one per core") : std::string(": one per GPU")) +
+                        "; the cluster describes " + std::to_string(cluster.total_gpus()) +
                         " (pass --np to calibrate that layout)")
                            .c_str()
                      : "");

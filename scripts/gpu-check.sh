@@ -42,7 +42,8 @@ start=$(date +%s)
 if cmake --preset ci -B build/gpu-full -DZTUNE_BUILD_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES="$ARCH" >"$OUT/configure-full.log" 2>&1 \
    && grep -q "building the GPU backend" "$OUT/configure-full.log"; then
   if cmake --build build/gpu-full -j"$JOBS" --target test_gpu_kernels test_gpu_features test_gpu_backend_equivalence test_gpu_nccl \
-       test_gpu_nccl_watchdog bench_gpu_kernels bench_gpt_train ztune-worker >"$OUT/build.log" 2>&1; then
+       test_gpu_nccl_watchdog bench_gpu_kernels bench_gpt_train ztune-worker ztune ztune-calibrate-worker \
+       >"$OUT/build.log" 2>&1; then
     BUILD=build/gpu-full
   fi
 fi
@@ -84,8 +85,30 @@ if [[ "$BUILD" == build/gpu-full ]]; then
   run_test gpu_worker env ZTUNE_DATA_DIR="$ROOT/data" python3 tests/gpu/worker_cuda_vs_cpu.py "$(find_bin ztune-worker)" \
     "mpirun --allow-run-as-root --oversubscribe"
   grep -E "^cuda_|loss scale" "$OUT/gpu_worker.log"
+  # Issue 8 on the GPU: one training run of GPT-2 1.5B (bf16, 16 steps) on
+  # h200-box predicted with the catalog profile, then calibrate --backend cuda
+  # (quick) refits the profile to the microbenchmarks and that run's record, and
+  # the same plan is predicted again: before/after beside the measurement.
+  log "calibration loop on the GPU (GPT-2 1.5B, bf16)"
+  ZT="$(find_bin ztune)"
+  CAL_ENV=(env XDG_DATA_HOME="$OUT/xdg" ZTUNE_DATA_DIR="$ROOT/data")
+  PLAN=(--cluster h200-box --model gpt2-1.5b --dp 1 --micro-batch 8 --global-batch 32 --recompute selective
+        --precision bf16)
+  run_test gpu_run "${CAL_ENV[@]}" "$ZT" run "${PLAN[@]}" --steps 16 --record "$OUT/gpt2-1.5b.record.json" --json
+  run_test gpu_calibrate "${CAL_ENV[@]}" "$ZT" calibrate --cluster h200-box --backend cuda --np 1 --quick --no-db \
+    --out "$OUT/h200-calibrated.json" --records "$OUT/gpt2-1.5b.record.json"
+  if [[ -f "$OUT/gpt2-1.5b.record.json" && -f "$OUT/h200-calibrated.json" ]]; then
+    measured=$(python3 -c "import json;print(json.load(open('$OUT/gpt2-1.5b.record.json'))['step_time_s'])")
+    before=$("${CAL_ENV[@]}" "$ZT" predict "${PLAN[@]}" --json | python3 -c "import json,sys;print(json.load(sys.stdin)['time']['iteration_s'])")
+    after=$("${CAL_ENV[@]}" "$ZT" predict "${PLAN[@]}" --profile "$OUT/h200-calibrated.json" --json |
+            python3 -c "import json,sys;print(json.load(sys.stdin)['time']['iteration_s'])")
+    python3 -c "m,b,a=$measured,$before,$after;print(f'gpt2-1.5b bf16 mb8x4: measured {m:.4f} s, predicted {b:.4f} s before ({100*(b-m)/m:+.1f}%), {a:.4f} s after the fit ({100*(a-m)/m:+.1f}%)')" \
+      | tee "$OUT/calibration.txt"
+  fi
 else
-  for t in gpu_backend_equivalence gpu_nccl gpu_nccl_watchdog gpu_worker; do RESULT[$t]="not built (needs the full project's dependencies)"; done
+  for t in gpu_backend_equivalence gpu_nccl gpu_nccl_watchdog gpu_worker gpu_run gpu_calibrate; do
+    RESULT[$t]="not built (needs the full project's dependencies)"
+  done
 fi
 
 log "kernel benchmark (bf16, GPT-3 XL shapes)"
@@ -94,6 +117,7 @@ log "GPT training benchmark (bf16, seq 1024)"
 "$(find_bin bench_gpt_train)" 2>&1 | tee "$OUT/bench_gpt_train.log"
 
 log "summary"
-for t in gpu_kernels gpu_features gpu_backend_equivalence gpu_nccl gpu_nccl_watchdog gpu_worker; do printf '%-26s %s\n' "$t" "${RESULT[$t]}"; done
+for t in gpu_kernels gpu_features gpu_backend_equivalence gpu_nccl gpu_nccl_watchdog gpu_worker gpu_run gpu_calibrate; do printf '%-26s %s\n' "$t" "${RESULT[$t]}"; done
 grep -E "^gpt" "$OUT/bench_gpt_train.log" || true
+cat "$OUT/calibration.txt" 2>/dev/null || true
 [[ "${RESULT[gpu_kernels]}" == passed* && "${RESULT[gpu_features]}" == passed* ]]

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -23,10 +24,7 @@
 #include "ztune/model/input_error.hpp"
 #include "ztune/model/plan.hpp"
 #ifdef ZTUNE_HAVE_CUDA
-#include <cuda_runtime_api.h>
-
-#include "ztune/executor/cuda/cuda_backend.hpp"
-#include "ztune/executor/cuda/nccl_communicator.hpp"
+#include "ztune/executor/cuda/gpu_rank.hpp"
 #endif
 
 namespace ztune::executor {
@@ -80,15 +78,6 @@ cuda::GemmPrecision gemm_precision(Precision p) {
   }
   return cuda::GemmPrecision::fp32;
 }
-
-int local_rank(MpiCommunicator& world) {
-  MPI_Comm node = MPI_COMM_NULL;
-  MPI_Comm_split_type(world.handle(), MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node);
-  int rank = 0;
-  MPI_Comm_rank(node, &rank);
-  MPI_Comm_free(&node);
-  return rank;
-}
 #endif
 
 RankRuntime make_runtime(const std::string& backend, const Plan& plan, MpiCommunicator& world, int threads,
@@ -99,15 +88,13 @@ RankRuntime make_runtime(const std::string& backend, const Plan& plan, MpiCommun
     return rt;
   }
 #ifdef ZTUNE_HAVE_CUDA
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    error = "--backend cuda: no CUDA device on this node";
-    return rt;
+  try {
+    cuda::GpuRank gpu = cuda::make_gpu_rank(world, gemm_precision(plan.precision));
+    rt.backend = std::move(gpu.backend);
+    rt.training_comm = std::move(gpu.comm);
+  } catch (const std::runtime_error& e) {
+    error = std::string("--backend cuda: ") + e.what();
   }
-  const int device = local_rank(world) % devices;
-  auto gpu = std::make_unique<cuda::CudaBackend>(cuda::CudaBackendOptions{device, gemm_precision(plan.precision)});
-  rt.training_comm = cuda::NcclCommunicator::create(world, device, gpu->compute_stream());
-  rt.backend = std::move(gpu);
 #else
   (void)plan;
   (void)world;

@@ -66,7 +66,13 @@ void fit_gemm(const Measurements& m, const Cluster& original, ProfileFit& fit, A
     acc.note("gemm: no samples; efficiency table kept from the prior profile");
     return;
   }
-  const double peak = original.node.gpu.peak_flops(Precision::fp32);
+  // Efficiency against the cluster's peak for the precision the GEMMs ran in
+  // (fp32 on the CPU backend; bf16 by default on CUDA).
+  const double peak = original.node.gpu.peak_flops(m.gemm_precision);
+  if (!(peak > 0)) {
+    acc.note("gemm: the cluster has no " + to_string(m.gemm_precision) + " peak; efficiency table kept");
+    return;
+  }
   double lo = 1e300, hi = 0;
   for (const auto& s : m.gemm) lo = std::min(lo, s.flops), hi = std::max(hi, s.flops);
   std::vector<double> sizes;  // descending
@@ -77,8 +83,6 @@ void fit_gemm(const Measurements& m, const Cluster& original, ProfileFit& fit, A
   Eigen::VectorXd y(rows);
   for (Eigen::Index i = 0; i < rows; ++i) {
     const auto& s = m.gemm[static_cast<std::size_t>(i)];
-    // Measured efficiency against the cluster's (fp32) peak: the CPU backend and
-    // the calibration GEMMs are fp32.
     y(i) = s.flops / (peak * s.time_s);
     const double f = s.flops;
     if (f >= sizes.front()) { a(i, 0) = 1; continue; }
@@ -114,8 +118,14 @@ void fit_gemm(const Measurements& m, const Cluster& original, ProfileFit& fit, A
   // Efficiency is a fraction of the peak: a CPU cluster's peak is a rough
   // default, so it becomes the best fitted rate; a GPU's datasheet peak is kept
   // unless the measurements beat it.
+  // Only an fp32 peak is replaced (the profile's measured figures carry that
+  // one); a 16-bit tensor-core rate above its datasheet peak caps at 1 instead.
   double new_peak = peak;
-  if (original.device_kind == DeviceKind::cpu || top > 1) {
+  const bool fp32 = m.gemm_precision == Precision::fp32;
+  if (!fp32 && top > 1)
+    acc.note("gemm: " + to_string(m.gemm_precision) + " GEMMs ran at up to " + fmt("%.3f", top) +
+             "x the datasheet peak; efficiencies capped at 1");
+  if (fp32 && (original.device_kind == DeviceKind::cpu || top > 1)) {
     new_peak = peak * top;
     acc.note("gemm: cluster fp32 peak " + fmt("%.4g", peak / 1e12) + " → " + fmt("%.4g", new_peak / 1e12) +
              " TFLOP/s per rank (" +
@@ -127,12 +137,12 @@ void fit_gemm(const Measurements& m, const Cluster& original, ProfileFit& fit, A
   // Zero-efficiency rows (dropped by the non-negative fit) take their neighbour's value.
   for (std::size_t j = 0; j < table.size(); ++j)
     if (table[j].efficiency <= 1e-6) table[j].efficiency = j > 0 ? table[j - 1].efficiency : 1e-6;
-  fit.cluster.node.gpu.peak_tflops_fp32 = new_peak / 1e12;
+  if (fp32) fit.cluster.node.gpu.peak_tflops_fp32 = new_peak / 1e12;
   for (const auto& row : table)
     acc.value("gemm rate @" + fmt("%.0e", row.size) + " FLOPs", fit.profile.gemm_efficiency_at(row.size) * peak / 1e9,
               row.efficiency * new_peak / 1e9, "GFLOP/s", &s);
   fit.profile.gemm_efficiency = table;
-  acc.value("fp32 peak per rank", peak / 1e12, new_peak / 1e12, "TFLOP/s", &s);
+  acc.value(to_string(m.gemm_precision) + " peak per rank", peak / 1e12, new_peak / 1e12, "TFLOP/s", &s);
 }
 
 void fit_attention(const Measurements& m, ProfileFit& fit, Accumulator& acc) {

@@ -52,6 +52,15 @@ Measurements measurements_from_json(const nlohmann::json& doc, const std::string
   r.schema("ztune.measurements/1");
   Measurements m;
   m.backend = r.choice("backend", {"cpu", "cuda"});
+  (void)r.optional_string("backend_detail");  // e.g. "cuda-bf16gemm": informative
+  if (auto g = r.optional_string("gemm_precision")) {
+    if (*g == "fp32") m.gemm_precision = Precision::fp32;
+    else if (*g == "bf16") m.gemm_precision = Precision::bf16;
+    else if (*g == "fp16") m.gemm_precision = Precision::fp16;
+    else throw r.error("gemm_precision", "expected \"fp32\", \"bf16\" or \"fp16\", got \"" + *g + "\"");
+  }
+  if (m.backend == "cpu" && m.gemm_precision != Precision::fp32)
+    throw r.error("gemm_precision", "the CPU backend measures fp32 GEMMs only");
   m.ranks = static_cast<int>(r.integer("ranks", 1, 1 << 24));
   m.nodes = static_cast<int>(r.integer("nodes", 1, 1 << 20));
   m.ranks_per_node = static_cast<int>(r.integer("ranks_per_node", 1, 1 << 20));

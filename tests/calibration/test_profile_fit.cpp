@@ -130,8 +130,35 @@ TEST_CASE("a measurements file with an unknown field is refused with its path", 
   }
   doc["gemm"][0].erase("tflops");
   CHECK(measurements_from_json(doc, "m.json").gemm.size() == 1);
+  // The GEMM precision: fp32 on the CPU backend; a CUDA run names its operands'.
+  CHECK(measurements_from_json(doc, "m.json").gemm_precision == Precision::fp32);
+  doc["gemm_precision"] = "bf16";
+  CHECK_THROWS_WITH(measurements_from_json(doc, "m.json"),
+                    Catch::Contains("$.gemm_precision") && Catch::Contains("fp32 GEMMs only"));
+  doc["backend"] = "cuda";
+  CHECK(measurements_from_json(doc, "m.json").gemm_precision == Precision::bf16);
+  doc["gemm_precision"] = "tf32";
+  CHECK_THROWS_WITH(measurements_from_json(doc, "m.json"), Catch::Contains("$.gemm_precision"));
+  doc["gemm_precision"] = "bf16";
   doc["schema"] = "ztune.measurements/2";
   CHECK_THROWS_WITH(measurements_from_json(doc, "m.json"), Catch::Contains("$.schema"));
+}
+
+// bf16 GEMMs on a GPU (calibrate --backend cuda) are efficiencies of the
+// cluster's bf16 tensor-core peak: samples made at 70 % of an A100's 312
+// TFLOP/s fit a table of 0.7, and the fp32 peak figure is left alone.
+TEST_CASE("GPU GEMM samples fit against the peak of their precision", "[calibration]") {
+  const Cluster c = load_cluster("dgx-a100-80gb");
+  Measurements m;
+  m.backend = "cuda";
+  m.gemm_precision = Precision::bf16;
+  const double peak = c.node.gpu.peak_flops(Precision::bf16);
+  REQUIRE(peak == Approx(312e12));
+  for (double f = 1e9; f <= 1e13; f *= 3) m.gemm.push_back({0, 0, 0, f, f / (0.7 * peak)});
+  const ProfileFit fit = fit_profile(m, c, default_profile_for(c), "test");
+  for (double f : {1e10, 1e11, 1e12}) CHECK(fit.profile.gemm_efficiency_at(f) == Approx(0.7).epsilon(1e-6));
+  CHECK(fit.cluster.node.gpu.peak_tflops_fp32 == c.node.gpu.peak_tflops_fp32);
+  CHECK(fit.cluster.node.gpu.peak_tflops_bf16 == c.node.gpu.peak_tflops_bf16);
 }
 
 TEST_CASE("the run fit recovers a known profile's iteration times on plans it did not see", "[calibration]") {

@@ -25,6 +25,9 @@
 #include "ztune/calibration/group_layouts.hpp"
 #include "ztune/executor/cpu_backend.hpp"
 #include "ztune/executor/mpi_communicator.hpp"
+#ifdef ZTUNE_HAVE_CUDA
+#include "ztune/executor/cuda/gpu_rank.hpp"
+#endif
 
 namespace ztune::calibration {
 namespace {
@@ -41,6 +44,7 @@ constexpr int kCpuGemmMaxDim = 512;
 struct Options {
   std::string out;
   std::string backend = "cpu";
+  std::string gemm_precision;  // cuda: bf16 (default), fp16 or fp32; cpu: fp32
   std::size_t min_bytes = 1024;
   std::size_t max_bytes = 0;         // 0: the backend's default
   std::size_t memory_max_bytes = 0;  // 0: the backend's default
@@ -85,6 +89,10 @@ int run(int argc, char** argv) {
   CLI::App app{"ztune-calibrate-worker: calibration microbenchmarks (launch with mpirun or ztune calibrate)"};
   app.add_option("--out", o.out, "Measurements JSON written by rank 0")->required();
   app.add_option("--backend", o.backend, "Compute backend")->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--gemm-precision", o.gemm_precision,
+                 "GEMM operands on the CUDA backend (fp32 accumulation): bf16 (default), fp16, fp32 (the "
+                 "profile's GEMM table is relative to the cluster's peak for this precision)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   app.add_option("--min-bytes", o.min_bytes, "Smallest collective message (nccl-tests S)")->check(CLI::PositiveNumber);
   app.add_option("--max-bytes", o.max_bytes, "Largest collective message (default: 1 GiB; 16 MiB on the CPU backend)");
   app.add_option("--memory-max-bytes", o.memory_max_bytes, "Largest array of the memory-bound and copy benchmarks");
@@ -103,14 +111,22 @@ int run(int argc, char** argv) {
     if (root) app.exit(e);
     return e.get_exit_code() == 0 ? 0 : kExitUsage;
   }
+  if (o.gemm_precision.empty()) o.gemm_precision = o.backend == "cuda" ? "bf16" : "fp32";
+  if (o.backend == "cpu" && o.gemm_precision != "fp32") {
+    if (root) std::fprintf(stderr, "ztune-calibrate-worker: error: --gemm-precision %s: the CPU backend computes in "
+                                   "fp32\n", o.gemm_precision.c_str());
+    return kExitUsage;
+  }
+#ifndef ZTUNE_HAVE_CUDA
   if (o.backend == "cuda") {
     // Never fake: no CUDA backend is compiled into this worker.
     if (root)
       std::fprintf(stderr,
-                   "ztune-calibrate-worker: error: --backend cuda: this build has no CUDA backend for calibration "
-                   "(the worker runs the CPU backend only)\n");
+                   "ztune-calibrate-worker: error: --backend cuda: this worker was built without CUDA (configure "
+                   "where the CUDA toolkit and NCCL are installed)\n");
     return kExitUsage;
   }
+#endif
   o.protocol.round_budget_s = o.round_budget_ms * 1e-3;
   std::vector<std::string> notes;
   if (o.max_bytes == 0) {
@@ -145,9 +161,35 @@ int run(int argc, char** argv) {
   auto wanted = [&](const char* s) { return sections.empty() || std::find(sections.begin(), sections.end(), s) != sections.end(); };
 
   const auto start = std::chrono::steady_clock::now();
-  executor::CpuBackend backend(o.threads);
+  // The backend and the communicator the benchmarks use: CPU ranks over MPI,
+  // or this rank's GPU with NCCL (MPI stays the bootstrap).
+  std::unique_ptr<executor::Backend> backend_owner;
+  std::unique_ptr<executor::Communicator> nccl;
+  if (o.backend == "cpu") {
+    backend_owner = std::make_unique<executor::CpuBackend>(o.threads);
+  } else {
+#ifdef ZTUNE_HAVE_CUDA
+    const auto precision = o.gemm_precision == "bf16"   ? executor::cuda::GemmPrecision::bf16
+                           : o.gemm_precision == "fp16" ? executor::cuda::GemmPrecision::fp16
+                                                        : executor::cuda::GemmPrecision::fp32;
+    double failed_here = 0;
+    executor::cuda::GpuRank gpu;
+    try {
+      gpu = executor::cuda::make_gpu_rank(*world, precision);
+    } catch (const std::runtime_error& e) {
+      std::fprintf(stderr, "ztune-calibrate-worker: error: rank %d: --backend cuda: %s\n", world->rank(), e.what());
+      failed_here = 1;
+    }
+    world->all_reduce_doubles(&failed_here, 1, executor::ReduceOp::max);
+    if (failed_here > 0) return kExitUsage;
+    backend_owner = std::move(gpu.backend);
+    nccl = std::move(gpu.comm);
+#endif
+  }
+  executor::Backend& backend = *backend_owner;
+  executor::Communicator& comm = nccl ? *nccl : static_cast<executor::Communicator&>(*world);
   const NodeInfo nodes = discover_nodes(*world);
-  BenchContext ctx{*world, backend, o.protocol, root ? stdout : nullptr, 0};
+  BenchContext ctx{comm, backend, o.protocol, root ? stdout : nullptr, 0};
   if (root) {
     std::printf("# ztune-calibrate-worker: %d rank(s) on %d node(s), %d per node, backend %s, %d thread(s) per rank\n",
                 world->size(), nodes.nodes, nodes.ranks_per_node, backend.name().c_str(), o.threads);
@@ -160,7 +202,9 @@ int run(int argc, char** argv) {
 
   nlohmann::json m;
   m["schema"] = "ztune.measurements/1";
-  m["backend"] = backend.name();
+  m["backend"] = o.backend;
+  m["backend_detail"] = backend.name();
+  m["gemm_precision"] = o.gemm_precision;
   m["ranks"] = world->size();
   m["nodes"] = nodes.nodes;
   m["ranks_per_node"] = nodes.ranks_per_node;
@@ -181,7 +225,7 @@ int run(int argc, char** argv) {
   if (root) std::fflush(stdout);
   m["collectives"] = nlohmann::json::array();
   if (wanted("collectives")) {
-    auto layouts = make_group_layouts(*world, nodes, notes);
+    auto layouts = make_group_layouts(comm, nodes, notes);
     m["collectives"] = bench_collectives(ctx, layouts, o.min_bytes, o.max_bytes, collectives);
   }
   m["notes"] = notes;

@@ -27,7 +27,7 @@ NodeInfo discover_nodes(executor::MpiCommunicator& world) {
   return info;
 }
 
-std::vector<GroupLayout> make_group_layouts(executor::MpiCommunicator& world, const NodeInfo& nodes,
+std::vector<GroupLayout> make_group_layouts(executor::Communicator& world, const NodeInfo& nodes,
                                             std::vector<std::string>& notes) {
   std::vector<GroupLayout> out;
   const int n = world.size();

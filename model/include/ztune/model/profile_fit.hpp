@@ -81,6 +81,7 @@ struct CollectiveSample {
 /// ztune-calibrate-worker's output (schema "ztune.measurements/1").
 struct Measurements {
   std::string backend;     // "cpu" | "cuda"
+  Precision gemm_precision = Precision::fp32;  // the GEMM operands' precision (fp32 accumulation)
   int ranks = 1;
   int nodes = 1;
   int ranks_per_node = 1;

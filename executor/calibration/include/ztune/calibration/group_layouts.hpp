@@ -34,7 +34,7 @@ NodeInfo discover_nodes(executor::MpiCommunicator& world);
 /// The layouts to measure. `notes` receives one line per level not measured
 /// and why (e.g. a single-node job cannot measure the inter-node fabric).
 /// Collective over `world`.
-std::vector<GroupLayout> make_group_layouts(executor::MpiCommunicator& world, const NodeInfo& nodes,
+std::vector<GroupLayout> make_group_layouts(executor::Communicator& world, const NodeInfo& nodes,
                                             std::vector<std::string>& notes);
 
 }  // namespace ztune::calibration
