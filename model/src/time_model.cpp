@@ -18,6 +18,10 @@ double virtual_stages(const Plan& p) { return p.schedule == Schedule::interleave
 
 }  // namespace
 
+bool zero3_can_prefetch(const Transformer& m, const Plan& p) {
+  return p.prefetch_bucket_elems > 0 && p.max_live_params >= 2.0 * m.largest_module_params() / p.tp;
+}
+
 std::optional<Cluster> oversubscribed_view(const Plan& p, const Cluster& c) {
   if (c.device_kind != DeviceKind::cpu || c.node.cpu_cores <= 0) return std::nullopt;
   const int ranks = std::min(p.gpus(), c.node.gpus);
@@ -84,12 +88,13 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
   }
   if (p.zero_stage == 3) {
     const Zero3GatherCost z = zero3_gather_cost(m, p, c, hw);
-    t.zero3_gather = exposed(z.fwd_s, t.forward, hw.zero3_prefetch_overlap) +
-                     exposed(z.bwd_s, t.backward + t.recompute, hw.zero3_prefetch_overlap);
+    const double overlap = zero3_can_prefetch(m, p) ? hw.zero3_prefetch_overlap : 0.0;
+    t.zero3_gather = exposed(z.fwd_s, t.forward, overlap) + exposed(z.bwd_s, t.backward + t.recompute, overlap);
   }
   if (p.offload_params != OffloadTarget::none) {
     const OptimizerCost o = optimizer_cost(m, p, c, hw);
-    t.offload = exposed(o.zero3_param_fetch_s, t.forward + t.backward, hw.offload_overlap);
+    t.offload = exposed(o.zero3_param_fetch_s, t.forward + t.backward,
+                        zero3_can_prefetch(m, p) ? hw.offload_overlap : 0.0);
   }
   // The bubble unit: a middle stage's micro-batch, every send included.
   t.layers_only = layers * (lc.fwd_s + lc.bwd_s + lc.recompute_s + tp_layer + host_slack) + middle_sends;

@@ -144,6 +144,7 @@ class Builder {
     if (plan_.zero_stage != 3 || group_params <= 0 || plan_.prefetch_bucket_elems <= 0) return 0;
     int depth = std::max(1, static_cast<int>(plan_.prefetch_bucket_elems / group_params));
     const int live = static_cast<int>(plan_.max_live_params / group_params) - 1;
+    // (time_model.hpp zero3_can_prefetch: the same rule for the analytical model.)
     if (live < 1 && plan_.max_live_params >= 2.0 * layer_.largest_module_params) return 1;
     return std::clamp(depth, 0, std::max(0, live));
   }

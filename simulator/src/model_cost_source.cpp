@@ -32,8 +32,7 @@ ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Clus
   microbatch_overhead_s_ = hw.microbatch_overhead_s;
   step_overhead_s_ = hw.step_overhead_s;
   layer_.params = m.params_per_layer() / p.tp;
-  layer_.largest_module_params = static_cast<double>(m.hidden) * static_cast<double>(m.ffn_hidden) *
-                                 (m.activation == Activation::swiglu ? 2.0 : 1.0) / p.tp;
+  layer_.largest_module_params = m.largest_module_params() / p.tp;
   layer_.stored_activation_bytes = layer_activation_bytes(m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute);
   if (p.recompute != Recompute::none)
     layer_.recompute_extra_bytes =

@@ -293,3 +293,32 @@ TEST_CASE("compute by operation kind on rank 0", "[time][kinds]") {
   const ComputeByKind off = compute_by_kind_rank0(m, p, c, hw);
   CHECK(off.host_adam == Approx(optimizer_cost(m, p, c, hw).host_step_s));
 }
+
+// DeepSpeed ZeRO-3 prefetches the next module only when two of the largest
+// fit in stage3_max_live_parameters (and prefetching is on): then the profile's
+// overlap hides the gathers behind compute; otherwise every gather waits in
+// line, fully exposed: exactly the gathers' link time.
+TEST_CASE("ZeRO-3 gathers overlap only when the next module can be prefetched", "[time][zero3]") {
+  const Transformer m = gpt(24, 4096, 32, 2048, 51200);
+  const Cluster c = a100(8);
+  const HardwareProfile hw = profile();
+  Plan p;
+  p.dp = 64;
+  p.zero_stage = 3;
+  p.micro_batch = 1;
+  p.grad_accum = 1;
+  p.global_batch = 64;
+  const double module = 4096.0 * 4 * 4096;  // FC1: h × 4h
+  REQUIRE(m.largest_module_params() == module);
+  p.max_live_params = 2 * module;
+  REQUIRE(zero3_can_prefetch(m, p));
+  const double hidden = microbatch_times(m, p, c, hw).zero3_gather;
+  p.max_live_params = 2 * module - 1;
+  REQUIRE_FALSE(zero3_can_prefetch(m, p));
+  const Zero3GatherCost z = zero3_gather_cost(m, p, c, hw);
+  CHECK(microbatch_times(m, p, c, hw).zero3_gather == Approx(z.fwd_s + z.bwd_s));
+  CHECK(hidden < z.fwd_s + z.bwd_s);
+  p.max_live_params = 1e9;
+  p.prefetch_bucket_elems = 0;  // prefetching off
+  CHECK(microbatch_times(m, p, c, hw).zero3_gather == Approx(z.fwd_s + z.bwd_s));
+}

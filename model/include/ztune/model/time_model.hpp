@@ -41,6 +41,13 @@ struct MicrobatchTimes {
 /// clusters; ranks ≤ cores). Every time prediction goes through it.
 [[nodiscard]] std::optional<Cluster> oversubscribed_view(const Plan& p, const Cluster& c);
 
+/// Whether DeepSpeed ZeRO-3 can fetch the next module while one computes:
+/// prefetching on (stage3_prefetch_bucket_size > 0) and two of the largest
+/// modules within stage3_max_live_parameters. Otherwise every gather (and,
+/// with parameter offload, every fetch from the host) waits in line: nothing
+/// of it overlaps (the simulator's graph_builder prefetch_depth says the same).
+[[nodiscard]] bool zero3_can_prefetch(const Transformer& m, const Plan& p);
+
 /// Compute per step on rank 0 (the first pipeline stage's first GPU) by the
 /// executor's operation kinds (a run record's ops_rank0), so a run can be
 /// compared operation by operation. The LM head's GEMM counts as gemm, the rest

@@ -32,6 +32,11 @@ struct Transformer {
   [[nodiscard]] int head_dim() const { return hidden / heads; }
   /// Parameters of one transformer block (attention, MLP, two norms).
   [[nodiscard]] double params_per_layer() const;
+  /// The block's largest weight matrix: FC1 (h·f; with SwiGLU the fused gate
+  /// and up projection, 2·h·f), the unit DeepSpeed ZeRO-3 fetches and releases.
+  [[nodiscard]] double largest_module_params() const {
+    return static_cast<double>(hidden) * static_cast<double>(ffn_hidden) * (activation == Activation::swiglu ? 2.0 : 1.0);
+  }
   /// Token embedding (+ learned positions) parameters.
   [[nodiscard]] double embedding_params() const;
   /// Parameters of the untied LM head (0 when tied) plus the final norm.
