@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "ztune/executor/host_adam.hpp"
+#include "ztune/executor/nvme_optimizer_states.hpp"
 #include "ztune/executor/onebit_adam.hpp"
 
 namespace ztune::executor {
@@ -94,7 +95,10 @@ ParamStore::ParamStore(std::vector<ParamSpec> specs, int units, const StoreOptio
     grads_ = be_.allocate(full_size_, MemCategory::grads);
   }
   const std::size_t opt_size = opt_.zero_stage >= 1 ? shard_size_ : full_size_;
-  if (opt_.offload_optimizer) {
+  if (opt_.offload_optimizer && !opt_.nvme_file.empty()) {
+    nvme_ = std::make_unique<NvmeOptimizerStates>(opt_.nvme_file, opt_size);
+    host_grad_ = be_.allocate(opt_size, MemCategory::host_staging);
+  } else if (opt_.offload_optimizer) {
     host_master_ = be_.allocate(opt_size, MemCategory::host_optimizer);
     host_m_ = be_.allocate(opt_size, MemCategory::host_optimizer);
     host_v_ = be_.allocate(opt_size, MemCategory::host_optimizer);
@@ -206,8 +210,14 @@ void ParamStore::initialise(const std::function<void(int, float*)>& fill) {
     for (auto& b : buckets_) {
       const std::size_t off = opt_.zero_stage >= 1 ? b.shard_offset : b.offset;
       const std::size_t len = opt_.zero_stage >= 1 ? b.piece : b.padded;
-      be_.to_host(host_master_.data() + off,
-                  opt_.zero_stage >= 1 ? owned_param_piece(b) : params_.data() + b.offset, len);
+      const float* src = opt_.zero_stage >= 1 ? owned_param_piece(b) : params_.data() + b.offset;
+      if (nvme_) {
+        // The master copy starts as the parameters, staged through host_grad_.
+        be_.to_host(host_grad_.data() + off, src, len);
+        nvme_->initialise(off, host_grad_.data() + off, len);
+      } else {
+        be_.to_host(host_master_.data() + off, src, len);
+      }
     }
   }
 }
@@ -330,13 +340,20 @@ void ParamStore::optimizer_step(const kernels::AdamWParams& h) {
       ScopedOp t(be_.ops(), OpKind::offload_copy, static_cast<double>(len * sizeof(float)));
       be_.to_host(host_grad_.data() + off, g, len);
     }
-    {
+    float* updated = host_master_.data() + off;
+    if (nvme_) {
+      // ZeRO-Infinity: the states stream from the drive; the updated master
+      // weights come back in host_grad_'s range (its gradients are consumed).
+      ScopedOp t(be_.ops(), OpKind::host_adam);
+      updated = host_grad_.data() + off;
+      nvme_->step(off, host_grad_.data() + off, updated, len, h, host_pool_);
+    } else {
       ScopedOp t(be_.ops(), OpKind::host_adam);
       host_adamw(host_master_.data() + off, host_grad_.data() + off, host_m_.data() + off, host_v_.data() + off, len,
                  h, host_pool_);
     }
     ScopedOp t(be_.ops(), OpKind::offload_copy, static_cast<double>(len * sizeof(float)));
-    be_.from_host(p, host_master_.data() + off, len);
+    be_.from_host(p, updated, len);
   };
   if (onebit_) {
     onebit_->step(params_.data(), grads_.data(), h, step_);
@@ -384,6 +401,8 @@ void ParamStore::write_state(std::ostream& out) const {
   write_floats(out, stage3() ? param_shards_ : params_, be_);
   if (onebit_) {
     onebit_->write_state(out);
+  } else if (nvme_) {
+    nvme_->write_state(out);
   } else if (opt_.offload_optimizer) {
     write_floats(out, host_master_, be_);
     write_floats(out, host_m_, be_);
@@ -398,6 +417,8 @@ void ParamStore::read_state(std::istream& in) {
   read_floats(in, stage3() ? param_shards_ : params_, be_);
   if (onebit_) {
     onebit_->read_state(in);
+  } else if (nvme_) {
+    nvme_->read_state(in);
   } else if (opt_.offload_optimizer) {
     read_floats(in, host_master_, be_);
     read_floats(in, host_m_, be_);

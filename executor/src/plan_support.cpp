@@ -14,8 +14,6 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
     return "$.plan.schedule: interleaved 1F1B (virtual stages) is not implemented by the executor yet";
   if (p.offload_params != OffloadTarget::none)
     return "$.plan.offload.params: parameter offload is not implemented by the executor yet";
-  if (p.offload_optimizer == OffloadTarget::nvme)
-    return "$.plan.offload.optimizer: NVMe optimizer offload is not implemented by the executor yet";
   if (p.onebit_adam && (p.zero_stage != 0 || p.offload_optimizer != OffloadTarget::none))
     return "$.plan.onebit_adam: 1-bit Adam needs zero_stage 0 and no optimizer offload (as DeepSpeed's OnebitAdam)";
   if (p.sparse_attention != SparseLayout::none)

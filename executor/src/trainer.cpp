@@ -1,8 +1,12 @@
 #include "ztune/executor/trainer.hpp"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <stdexcept>
+#include <string>
 
 #include "ztune/executor/init.hpp"
 #include "ztune/executor/pipeline_schedule.hpp"
@@ -20,12 +24,19 @@ Trainer::Trainer(const Transformer& m, const Plan& plan, const TrainOptions& opt
       groups_(make_process_groups(world, {plan.dp, plan.tp, plan.pp})), host_pool_(opt.threads) {
   StoreOptions so;
   so.zero_stage = plan.zero_stage;
-  so.offload_optimizer = plan.offload_optimizer == OffloadTarget::cpu;
+  so.offload_optimizer = plan.offload_optimizer != OffloadTarget::none;
   so.overlap_comm = plan.overlap_comm;
   so.sequence_parallel = plan.sequence_parallel && plan.tp > 1;
   so.bucket_elems = plan.reduce_bucket_elems;
   so.persistence_threshold = plan.param_persistence_threshold;
   so.onebit_freeze_step = plan.onebit_adam ? plan.onebit_freeze_step : -1;
+  if (plan.offload_optimizer == OffloadTarget::nvme) {
+    const std::filesystem::path dir = opt.nvme_dir.empty() ? std::filesystem::temp_directory_path()
+                                                           : std::filesystem::path(opt.nvme_dir);
+    so.nvme_file = (dir / ("ztune-optimizer.world" + std::to_string(world.size()) + ".rank" +
+                           std::to_string(world.rank()) + "." + std::to_string(::getpid()) + ".swp"))
+                       .string();
+  }
   const auto layout = stage_layout(m, groups_.shape, groups_.coords.pp_rank);
   store_ = std::make_unique<ParamStore>(param_specs(m, groups_.shape, groups_.coords), layout.units, so, be_, groups_,
                                         host_pool_);

@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <future>
 
-#include "ztune/executor/cuda/nvme_store.hpp"
+#include "ztune/executor/nvme_store.hpp"
 
-using namespace ztune::executor::cuda;
+using namespace ztune::executor;
 namespace fs = std::filesystem;
 
 namespace {

@@ -22,6 +22,7 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -41,9 +42,13 @@ struct StoreOptions {
   double bucket_elems = 5e8;
   double persistence_threshold = 0;
   int onebit_freeze_step = -1;  // >= 0: 1-bit Adam (stage 0) with this many warm-up steps (onebit_adam.hpp)
+  // With offload_optimizer: the file holding this rank's optimizer states on
+  // NVMe (ZeRO-Infinity); empty = the states stay in host memory (ZeRO-Offload).
+  std::string nvme_file;
 };
 
 class OnebitAdam;
+class NvmeOptimizerStates;
 
 enum class Direction : std::uint8_t { forward, backward };
 
@@ -121,6 +126,7 @@ class ParamStore {
   Buffer host_master_, host_m_, host_v_, host_grad_;
   std::vector<Pending> pending_;
   std::unique_ptr<OnebitAdam> onebit_;
+  std::unique_ptr<NvmeOptimizerStates> nvme_;  // offload_optimizer to NVMe: master, m, v on the drive
   int step_ = 0;
 };
 

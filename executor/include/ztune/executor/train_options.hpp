@@ -32,6 +32,10 @@ struct TrainOptions {
   bool resume = false;
   int kill_after_step = 0;          // test hook: SIGKILL this rank once that checkpoint is committed
   LossScaleConfig loss_scale;       // fp16 plans: DeepSpeed's dynamic loss scaling (defaults: its ds_config's)
+  // Plans offloading the optimizer to NVMe: the directory of the per-rank state
+  // files (DeepSpeed's offload_optimizer.nvme_path); empty = the system's
+  // temporary directory.
+  std::string nvme_dir;
 };
 
 }  // namespace ztune::executor

@@ -12,7 +12,7 @@
 namespace ztune::executor::cuda {
 
 /// Page-locked host memory (cudaHostAlloc): DMA-able, so copies are asynchronous,
-/// and page-aligned, so it can also feed NvmeStore's direct I/O.
+/// and page-aligned, so it can also feed executor::NvmeStore's direct I/O.
 class PinnedBuffer {
  public:
   explicit PinnedBuffer(std::size_t bytes);

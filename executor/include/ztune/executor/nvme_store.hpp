@@ -16,7 +16,7 @@
 #include <future>
 #include <memory>
 
-namespace ztune::executor::cuda {
+namespace ztune::executor {
 
 enum class DirectIo : unsigned char {
   require,  // fail when the file system refuses O_DIRECT
@@ -66,4 +66,4 @@ class AlignedHostBuffer {
   std::size_t bytes_ = 0;
 };
 
-}  // namespace ztune::executor::cuda
+}  // namespace ztune::executor

@@ -1,4 +1,4 @@
-#include "ztune/executor/cuda/nvme_store.hpp"
+#include "ztune/executor/nvme_store.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-namespace ztune::executor::cuda {
+namespace ztune::executor {
 
 struct NvmeStore::State {
   std::filesystem::path path;
@@ -161,4 +161,4 @@ AlignedHostBuffer::AlignedHostBuffer(std::size_t bytes) : bytes_(bytes) {
 
 AlignedHostBuffer::~AlignedHostBuffer() { std::free(data_); }
 
-}  // namespace ztune::executor::cuda
+}  // namespace ztune::executor
