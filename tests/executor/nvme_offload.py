@@ -38,8 +38,8 @@ def losses(path):
 
 with tempfile.TemporaryDirectory() as d:
     cpu_plan, nvme_plan = f"{d}/cpu.json", f"{d}/nvme.json"
-    plans.write_plan_file(cpu_plan, MODEL, dp=2, zero=2, mb=2, ga=2, offload="cpu")
-    plans.write_plan_file(nvme_plan, MODEL, dp=2, zero=2, mb=2, ga=2, offload="nvme")
+    plans.write_plan_file(cpu_plan, MODEL, dp=2, zero=3, mb=2, ga=2, offload="cpu")
+    plans.write_plan_file(nvme_plan, MODEL, dp=2, zero=3, mb=2, ga=2, offload="nvme")
     nvme_dir = f"{d}/nvme"
     os.mkdir(nvme_dir)
 
