@@ -85,7 +85,7 @@ ParamStore::ParamStore(std::vector<ParamSpec> specs, int units, const StoreOptio
   }
   // Storage by stage (ZeRO paper §5: P_os, P_os+g, P_os+g+p).
   if (stage3()) {
-    param_shards_ = be_.allocate(shard_size_, MemCategory::params);
+    param_shards_ = be_.allocate(shard_size_, opt_.offload_params ? MemCategory::host_params : MemCategory::params);
   } else {
     params_ = be_.allocate(full_size_, MemCategory::params);
   }
@@ -161,7 +161,13 @@ float* ParamStore::owned_grad_piece(Bucket& b) {
 void ParamStore::start_gather(Bucket& b) {
   b.gathered = be_.allocate(b.padded, MemCategory::zero3_gathered);
   float* mine = b.gathered.data() + static_cast<std::size_t>(dp_rank_) * b.piece;
-  be_.copy(mine, param_shards_.data() + b.shard_offset, b.piece);
+  if (opt_.offload_params) {
+    // The partition comes up from the host first (ZeRO-Infinity's parameter fetch).
+    ScopedOp t(be_.ops(), OpKind::offload_copy, static_cast<double>(b.piece * sizeof(float)));
+    be_.from_host(mine, param_shards_.data() + b.shard_offset, b.piece);
+  } else {
+    be_.copy(mine, param_shards_.data() + b.shard_offset, b.piece);
+  }
   b.gather_req = g_.dp->all_gather_async(mine, b.gathered.data(), b.piece);
 }
 

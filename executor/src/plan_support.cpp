@@ -12,8 +12,9 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
            "\" (16-bit precision needs the CUDA backend)";
   if (p.schedule == Schedule::interleaved || p.virtual_stages > 1)
     return "$.plan.schedule: interleaved 1F1B (virtual stages) is not implemented by the executor yet";
-  if (p.offload_params != OffloadTarget::none)
-    return "$.plan.offload.params: parameter offload is not implemented by the executor yet";
+  if (p.offload_params == OffloadTarget::nvme)
+    return "$.plan.offload.params: parameter offload to NVMe is not implemented by the executor yet (to the CPU "
+           "it is)";
   if (p.onebit_adam && (p.zero_stage != 0 || p.offload_optimizer != OffloadTarget::none))
     return "$.plan.onebit_adam: 1-bit Adam needs zero_stage 0 and no optimizer offload (as DeepSpeed's OnebitAdam)";
   if (p.sparse_attention != SparseLayout::none)

@@ -25,6 +25,7 @@ Trainer::Trainer(const Transformer& m, const Plan& plan, const TrainOptions& opt
   StoreOptions so;
   so.zero_stage = plan.zero_stage;
   so.offload_optimizer = plan.offload_optimizer != OffloadTarget::none;
+  so.offload_params = plan.offload_params == OffloadTarget::cpu;
   so.overlap_comm = plan.overlap_comm;
   so.sequence_parallel = plan.sequence_parallel && plan.tp > 1;
   so.bucket_elems = plan.reduce_bucket_elems;

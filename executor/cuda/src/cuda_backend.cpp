@@ -70,7 +70,7 @@ std::string CudaBackend::name() const {
 namespace {
 // Offloaded optimizer states and staging copies live in pinned host memory, so
 // the host Adam can read them and PCIe copies run at full speed.
-bool on_host(MemCategory c) { return c == MemCategory::host_optimizer || c == MemCategory::host_staging; }
+bool on_host(MemCategory c) { return MemoryTracker::is_host(c); }
 }  // namespace
 
 float* CudaBackend::raw_allocate(std::size_t numel, MemCategory category) {
@@ -99,12 +99,14 @@ void CudaBackend::zero(float* x, std::size_t n) {
 void CudaBackend::copy(float* dst, const float* src, std::size_t n) {
   ZT_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDefault, compute_));
 }
+// cudaMemcpyDefault (unified addressing): a "device" buffer may be one of the
+// backend's host categories (offloaded ZeRO-3 partitions, pinned).
 void CudaBackend::to_host(float* host, const float* device, std::size_t n) {
-  ZT_CUDA_CHECK(cudaMemcpyAsync(host, device, n * sizeof(float), cudaMemcpyDeviceToHost, compute_));
+  ZT_CUDA_CHECK(cudaMemcpyAsync(host, device, n * sizeof(float), cudaMemcpyDefault, compute_));
   ZT_CUDA_CHECK(cudaStreamSynchronize(compute_));
 }
 void CudaBackend::from_host(float* device, const float* host, std::size_t n) {
-  ZT_CUDA_CHECK(cudaMemcpyAsync(device, host, n * sizeof(float), cudaMemcpyHostToDevice, compute_));
+  ZT_CUDA_CHECK(cudaMemcpyAsync(device, host, n * sizeof(float), cudaMemcpyDefault, compute_));
   ZT_CUDA_CHECK(cudaStreamSynchronize(compute_));  // the caller may reuse `host` at once
 }
 void CudaBackend::fence() { ZT_CUDA_CHECK(cudaStreamSynchronize(compute_)); }

@@ -19,11 +19,12 @@ enum class MemCategory : std::uint8_t {
   logits,          // LM-head logits and loss buffers
   host_optimizer,  // offloaded fp32 master weights, momentum, variance (host)
   host_staging,    // offload staging copies of gradients and parameters (host)
+  host_params,     // ZeRO-3 parameter partitions offloaded to the host (ZeRO-Infinity)
   count
 };
 inline constexpr std::array<const char*, static_cast<std::size_t>(MemCategory::count)> kMemCategoryNames{
     "params", "grads", "optimizer", "activations", "comm_buckets", "zero3_gathered",
-    "workspace", "logits", "host_optimizer", "host_staging"};
+    "workspace", "logits", "host_optimizer", "host_staging", "host_params"};
 
 class MemoryTracker {
  public:
@@ -37,7 +38,7 @@ class MemoryTracker {
 
   static constexpr std::size_t index(MemCategory c) { return static_cast<std::size_t>(c); }
   static constexpr bool is_host(MemCategory c) {
-    return c == MemCategory::host_optimizer || c == MemCategory::host_staging;
+    return c == MemCategory::host_optimizer || c == MemCategory::host_staging || c == MemCategory::host_params;
   }
 
  private:

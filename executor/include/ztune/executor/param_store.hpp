@@ -42,6 +42,9 @@ struct StoreOptions {
   double bucket_elems = 5e8;
   double persistence_threshold = 0;
   int onebit_freeze_step = -1;  // >= 0: 1-bit Adam (stage 0) with this many warm-up steps (onebit_adam.hpp)
+  // ZeRO-3: the parameter partitions live in host memory and are copied to
+  // the device for each gather (ZeRO-Infinity's offload_param to CPU).
+  bool offload_params = false;
   // With offload_optimizer: the file holding this rank's optimizer states on
   // NVMe (ZeRO-Infinity); empty = the states stay in host memory (ZeRO-Offload).
   std::string nvme_file;
