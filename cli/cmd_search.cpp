@@ -2,7 +2,10 @@
 // cluster, rank it, print the best plans, store the search in the results
 // database, and write the best plan with --out.
 #include <fstream>
+#include <algorithm>
+#include <cstdint>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -13,6 +16,7 @@
 #include "plan_flags.hpp"
 #include "search_output.hpp"
 #include "search_progress.hpp"
+#include "ztune/model/executor_support.hpp"
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/input_error.hpp"
 #include "ztune/tuner/explain.hpp"
@@ -181,7 +185,39 @@ int run_search_command(const SearchFlags& f) {
     std::cout << std::flush;
     AutorunOptions ro = f.autorun;
     if (ro.plan_out.empty()) ro.plan_out = f.out;
-    return run_best_plan(r.plans.front().plan, model, cluster, hw, ro, db);
+    // The best plan ztune's executor can run: better-ranked ones it cannot
+    // (interleaved schedules, block-sparse attention, NVMe parameter offload)
+    // are counted and skipped, the first reason shown. Beyond the table's top
+    // plans, every feasible plan is ranked again to find one.
+    const ExecBackend backend = cluster.device_kind == DeviceKind::gpu ? ExecBackend::cuda : ExecBackend::cpu;
+    auto first_runnable = [&](const SearchResult& res, int& skipped, std::string& reason) -> const Candidate* {
+      skipped = 0;
+      for (const auto& cand : res.plans) {
+        const auto why = unsupported_reason(cand.plan, model, cand.plan.gpus(), backend);
+        if (!why) return &cand;
+        if (skipped++ == 0) reason = cand.plan.summary() + ": " + *why;
+      }
+      return nullptr;
+    };
+    int skipped = 0;
+    std::string reason;
+    const Candidate* pick = first_runnable(r, skipped, reason);
+    SearchResult all;
+    if (pick == nullptr) {
+      SearchOptions every = o;
+      every.top = static_cast<int>(std::min<std::int64_t>(r.feasible, std::numeric_limits<int>::max()));
+      every.simulate_top = 0;
+      all = run_search(model, cluster, hw, every);
+      pick = first_runnable(all, skipped, reason);
+    }
+    if (skipped > 0)
+      std::cout << "--run: skipped " << skipped << " better-ranked plan(s) the executor cannot run (first: " << reason
+                << ")\n";
+    if (pick == nullptr) {
+      std::cerr << "ztune: --run: no feasible plan can run on ztune's executor (first reason: " << reason << ")\n";
+      return kExitInfeasible;
+    }
+    return run_best_plan(pick->plan, model, cluster, hw, ro, db);
   }
   return kExitOk;
 }

@@ -18,9 +18,9 @@
 #include "ztune/executor/checkpoint.hpp"
 #include "ztune/executor/cpu_backend.hpp"
 #include "ztune/executor/mpi_communicator.hpp"
-#include "ztune/executor/plan_support.hpp"
 #include "ztune/executor/run_record.hpp"
 #include "ztune/executor/trainer.hpp"
+#include "ztune/model/executor_support.hpp"
 #include "ztune/model/input_error.hpp"
 #include "ztune/model/plan.hpp"
 #ifdef ZTUNE_HAVE_CUDA

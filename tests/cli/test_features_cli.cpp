@@ -91,3 +91,18 @@ TEST_CASE("ZeRO++ shortens a communication-bound ZeRO-3 iteration and costs hpZ 
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("ZeRO++ needs zero_stage 3"));
 }
+
+// `ztune --run` runs the best plan ztune's executor can run. With block-sparse
+// plans in the space (which the executor refuses, naming the plan field) the
+// dense plan it falls back to is said and shown in the dry run.
+TEST_CASE("ztune --run skips the better-ranked plans the executor cannot run", "[cli][features][run]") {
+  const auto r = run_command(ztune_bin() +
+                             " --cluster local-cpu --model tiny --gpus 2 --sparse-attention fixed --sparse-block 16"
+                             " --run --dry-run --no-db");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("better-ranked plan(s) the executor cannot run") &&
+                        Contains("$.plan.sparse_attention: block-sparse attention is not implemented"));
+  const auto run_line = r.out.substr(r.out.find("== Run: "));
+  CHECK(run_line.substr(0, run_line.find('\n')).find("sparse") == std::string::npos);
+}

@@ -1,6 +1,6 @@
-#include "ztune/executor/plan_support.hpp"
+#include "ztune/model/executor_support.hpp"
 
-namespace ztune::executor {
+namespace ztune {
 
 std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& m, int world, ExecBackend backend) {
   auto s = [](auto v) { return std::to_string(v); };
@@ -41,4 +41,4 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   return std::nullopt;
 }
 
-}  // namespace ztune::executor
+}  // namespace ztune

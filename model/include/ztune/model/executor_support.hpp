@@ -1,5 +1,7 @@
 #pragma once
-// What this executor (CPU or CUDA backend) can honour. A plan it cannot run exactly is
+// What ztune's executor (CPU or CUDA backend) can honour. Here, beside the
+// plan vocabulary, so that the CLI can choose a plan the executor runs
+// (`ztune --run`) without linking the executor. A plan it cannot run exactly is
 // refused with the reason; it is never quietly weakened (STYLE.md anti-pattern 1).
 #include <cstdint>
 #include <optional>
@@ -8,7 +10,7 @@
 #include "ztune/model/plan.hpp"
 #include "ztune/model/transformer.hpp"
 
-namespace ztune::executor {
+namespace ztune {
 
 enum class ExecBackend : std::uint8_t { cpu, cuda };
 
@@ -17,4 +19,4 @@ enum class ExecBackend : std::uint8_t { cpu, cuda };
 std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& m, int world_size,
                                               ExecBackend backend = ExecBackend::cpu);
 
-}  // namespace ztune::executor
+}  // namespace ztune
