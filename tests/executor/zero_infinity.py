@@ -42,6 +42,15 @@ def losses(path):
     return json.load(open(path))["losses"]
 
 
+def same_losses(oracle_label, oracle_rec, label, rec, failure):
+    """Prints both runs' losses; records `failure` unless they are bit-identical."""
+    a, b = losses(oracle_rec), losses(rec)
+    print(f"{oracle_label:26s}", " ".join(f"{x:.7f}" for x in a))
+    print(f"{label:26s}", " ".join(f"{x:.7f}" for x in b))
+    if a != b:
+        failures.append(failure)
+
+
 with tempfile.TemporaryDirectory() as d:
     cpu_plan, nvme_plan = f"{d}/cpu.json", f"{d}/nvme.json"
     plans.write_plan_file(cpu_plan, MODEL, dp=2, zero=3, mb=2, ga=2, offload="cpu")
@@ -68,11 +77,8 @@ with tempfile.TemporaryDirectory() as d:
     if r.returncode != 0:
         failures.append("the NVMe offload run failed")
     else:
-        a, b = losses(f"{d}/cpu.rec"), losses(f"{d}/nvme.rec")
-        print("cpu offload  losses:", " ".join(f"{x:.7f}" for x in a))
-        print("nvme offload losses:", " ".join(f"{x:.7f}" for x in b))
-        if a != b:
-            failures.append("NVMe offload losses differ from CPU offload's")
+        same_losses("cpu offload losses:", f"{d}/cpu.rec", "nvme offload losses:", f"{d}/nvme.rec",
+                    "NVMe offload losses differ from CPU offload's")
         print("state files seen during the run:", sorted(seen))
         if len(seen) != 2:
             failures.append(f"expected 2 rank state files in --nvme-dir, saw {sorted(seen)}")
@@ -107,11 +113,8 @@ with tempfile.TemporaryDirectory() as d:
     if rb.returncode != 0 or rp.returncode != 0:
         failures.append("the ZeRO-3 runs with and without parameter offload did not both finish")
     else:
-        a, b = losses(f"{d}/z3.rec"), losses(f"{d}/z3par.rec")
-        print("zero-3 losses:             ", " ".join(f"{x:.7f}" for x in a))
-        print("zero-3 + param offload:    ", " ".join(f"{x:.7f}" for x in b))
-        if a != b:
-            failures.append("parameter offload changed the losses")
+        same_losses("zero-3 losses:", f"{d}/z3.rec", "zero-3 + param offload:", f"{d}/z3par.rec",
+                    "parameter offload changed the losses")
         cats = json.load(open(f"{d}/z3par.rec"))["memory"][0]["by_category"]
         base_cats = json.load(open(f"{d}/z3.rec"))["memory"][0]["by_category"]
         print("rank 0: params", cats["params"], "host_params", cats["host_params"], "(without offload: params",
