@@ -14,6 +14,7 @@
 #include "command.hpp"
 #include "run_launch.hpp"
 #include "ztune/model/catalog.hpp"
+#include "ztune/model/executor_support.hpp"
 #include "ztune/model/input_error.hpp"
 #include "ztune/model/json_reader.hpp"
 #include "ztune/model/prediction.hpp"
@@ -137,8 +138,7 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& c, cons
   const int np = plan.gpus();
   std::vector<std::string> args{worker_path(), plan_path, "--steps", std::to_string(o.steps), "--record", record_path,
                                 "--data", o.data, "--threads", std::to_string(o.threads), "--checkpoint-dir",
-                                dir + "/checkpoints", "--backend",
-                                c.device_kind == DeviceKind::gpu ? "cuda" : "cpu"};
+                                dir + "/checkpoints", "--backend", to_string(executor_backend_for(c))};
   const auto cmd = launch_command(np, o.hosts, args);
   std::string cmd_text;
   for (const auto& a : cmd) cmd_text += (cmd_text.empty() ? "" : " ") + a;

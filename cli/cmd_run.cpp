@@ -16,6 +16,7 @@
 #include "plan_flags.hpp"
 #include "run_launch.hpp"
 #include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/executor_support.hpp"
 #include "ztune/model/input_error.hpp"
 #include "ztune/model/json_reader.hpp"
 #include "ztune/model/prediction.hpp"
@@ -97,7 +98,7 @@ int run(const RunFlags& f) {
                                 "--seed",       std::to_string(f.seed), "--record", record_path,
                                 "--data",       f.data, "--threads", std::to_string(f.threads),
                                 "--checkpoint-dir", dir + "/checkpoints", "--backend",
-                                pf.cluster && pf.cluster->device_kind == DeviceKind::gpu ? "cuda" : "cpu"};
+                                pf.cluster ? to_string(executor_backend_for(*pf.cluster)) : "cpu"};
   const int rc = run_process(launch_command(np, f.hosts, args), f.json);
   if (rc != 0) {
     std::fprintf(stderr, "ztune run: the job failed (exit %d); see the messages above\n", rc);

@@ -189,7 +189,7 @@ int run_search_command(const SearchFlags& f) {
     // (interleaved schedules, block-sparse attention, NVMe parameter offload)
     // are counted and skipped, the first reason shown. Beyond the table's top
     // plans, every feasible plan is ranked again to find one.
-    const ExecBackend backend = cluster.device_kind == DeviceKind::gpu ? ExecBackend::cuda : ExecBackend::cpu;
+    const ExecBackend backend = executor_backend_for(cluster);
     auto first_runnable = [&](const SearchResult& res, int& skipped, std::string& reason) -> const Candidate* {
       skipped = 0;
       for (const auto& cand : res.plans) {

@@ -69,17 +69,6 @@ struct RankRuntime {
   std::unique_ptr<Communicator> training_comm;  // null: the MPI world
 };
 
-#ifdef ZTUNE_HAVE_CUDA
-cuda::GemmPrecision gemm_precision(Precision p) {
-  switch (p) {
-    case Precision::bf16: return cuda::GemmPrecision::bf16;
-    case Precision::fp16: return cuda::GemmPrecision::fp16;
-    case Precision::fp32: break;
-  }
-  return cuda::GemmPrecision::fp32;
-}
-#endif
-
 RankRuntime make_runtime(const std::string& backend, const Plan& plan, MpiCommunicator& world, int threads,
                          std::optional<std::string>& error) {
   RankRuntime rt;
@@ -89,7 +78,7 @@ RankRuntime make_runtime(const std::string& backend, const Plan& plan, MpiCommun
   }
 #ifdef ZTUNE_HAVE_CUDA
   try {
-    cuda::GpuRank gpu = cuda::make_gpu_rank(world, gemm_precision(plan.precision));
+    cuda::GpuRank gpu = cuda::make_gpu_rank(world, cuda::gemm_precision_for(plan.precision));
     rt.backend = std::move(gpu.backend);
     rt.training_comm = std::move(gpu.comm);
   } catch (const std::runtime_error& e) {

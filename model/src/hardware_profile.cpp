@@ -72,7 +72,7 @@ nlohmann::json measured_to_json(const MeasuredFigures& m) {
   put(j, "pcie_bandwidth_gbps", m.pcie_bandwidth_gbps);
   put(j, "cpu_adam_gparams_per_s", m.cpu_adam_gparams_per_s);
   auto level = [&](const char* key, const MeasuredFigures::Level& l) {
-    if (!l.fitted && !l.bandwidth_gbps && !l.latency_us) return;
+    if (l.empty()) return;
     nlohmann::json o{{"fitted", l.fitted}};
     put(o, "bandwidth_gbps", l.bandwidth_gbps);
     put(o, "latency_us", l.latency_us);
@@ -245,9 +245,8 @@ HardwareProfile default_profile_for(const Cluster& c) {
 }
 
 bool MeasuredFigures::empty() const {
-  auto level_empty = [](const Level& l) { return !l.fitted && !l.bandwidth_gbps && !l.latency_us; };
   return !peak_tflops_fp32 && !hbm_bandwidth_gbps && !pcie_bandwidth_gbps && !cpu_adam_gparams_per_s &&
-         level_empty(intra_node) && level_empty(inter_node);
+         intra_node.empty() && inter_node.empty();
 }
 
 Cluster with_measured_figures(Cluster c, const HardwareProfile& p) {

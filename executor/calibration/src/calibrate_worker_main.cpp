@@ -169,9 +169,9 @@ int run(int argc, char** argv) {
     backend_owner = std::make_unique<executor::CpuBackend>(o.threads);
   } else {
 #ifdef ZTUNE_HAVE_CUDA
-    const auto precision = o.gemm_precision == "bf16"   ? executor::cuda::GemmPrecision::bf16
-                           : o.gemm_precision == "fp16" ? executor::cuda::GemmPrecision::fp16
-                                                        : executor::cuda::GemmPrecision::fp32;
+    const auto precision = executor::cuda::gemm_precision_for(o.gemm_precision == "bf16"   ? Precision::bf16
+                                                              : o.gemm_precision == "fp16" ? Precision::fp16
+                                                                                           : Precision::fp32);
     double failed_here = 0;
     executor::cuda::GpuRank gpu;
     try {

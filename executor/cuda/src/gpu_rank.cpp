@@ -7,6 +7,15 @@
 
 namespace ztune::executor::cuda {
 
+GemmPrecision gemm_precision_for(Precision p) {
+  switch (p) {
+    case Precision::bf16: return GemmPrecision::bf16;
+    case Precision::fp16: return GemmPrecision::fp16;
+    case Precision::fp32: break;
+  }
+  return GemmPrecision::fp32;
+}
+
 int local_rank(MpiCommunicator& world) {
   MPI_Comm node = MPI_COMM_NULL;
   MPI_Comm_split_type(world.handle(), MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node);

@@ -7,12 +7,20 @@
 #include <optional>
 #include <string>
 
+#include "ztune/model/cluster.hpp"
 #include "ztune/model/plan.hpp"
 #include "ztune/model/transformer.hpp"
 
 namespace ztune {
 
 enum class ExecBackend : std::uint8_t { cpu, cuda };
+
+/// The backend a cluster's ranks train on: GPU clusters cuda, CPU-rank clusters cpu.
+[[nodiscard]] inline ExecBackend executor_backend_for(const Cluster& c) {
+  return c.device_kind == DeviceKind::gpu ? ExecBackend::cuda : ExecBackend::cpu;
+}
+/// "cpu" or "cuda": ztune-worker's --backend value.
+[[nodiscard]] inline const char* to_string(ExecBackend b) { return b == ExecBackend::cuda ? "cuda" : "cpu"; }
 
 /// The first reason the plan cannot run on `world_size` ranks of `backend`, or
 /// nullopt. Messages name the plan field ("$.plan.precision: ...").

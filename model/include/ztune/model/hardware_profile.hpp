@@ -46,6 +46,7 @@ struct MeasuredFigures {
     bool fitted = false;  // α/β fitted: the cluster's collective_efficiency no longer applies
     std::optional<double> bandwidth_gbps;
     std::optional<double> latency_us;
+    [[nodiscard]] bool empty() const { return !fitted && !bandwidth_gbps && !latency_us; }
   };
   Level intra_node;
   Level inter_node;

@@ -7,6 +7,7 @@
 #include "ztune/executor/cuda/cuda_backend.hpp"
 #include "ztune/executor/cuda/nccl_communicator.hpp"
 #include "ztune/executor/mpi_communicator.hpp"
+#include "ztune/model/cluster.hpp"
 
 namespace ztune::executor::cuda {
 
@@ -15,6 +16,9 @@ struct GpuRank {
   std::unique_ptr<CudaBackend> backend;
   std::unique_ptr<NcclCommunicator> comm;  // over the whole MPI world
 };
+
+/// The GEMM precision of a plan's precision (16-bit operands, fp32 accumulation).
+GemmPrecision gemm_precision_for(Precision p);
 
 /// This rank's index among the ranks of its node (MPI_COMM_TYPE_SHARED).
 int local_rank(MpiCommunicator& world);
