@@ -145,24 +145,33 @@ std::vector<ScheduleChoice> SearchSpace::schedules(const Layout& l) const {
   return out;
 }
 
+// With one data-parallel rank there is nothing to partition or compress: ZeRO
+// stages 1-3 without offload are stage 0 (stage 3 only adds its gather buffer),
+// and 1-bit Adam and ZeRO++ change only data-parallel traffic. Those plans are
+// left out rather than listed as duplicates of stage 0; the offload variants
+// stay, because where the states live and when gradients move differ by stage.
 std::vector<StateChoice> SearchSpace::states(const Layout& l) const {
+  const bool partitioned = l.dp > 1;
   std::vector<StateChoice> out;
   out.push_back({0, OffloadTarget::none, OffloadTarget::none, false, false});
-  if (options_.include_onebit_adam) out.push_back({0, OffloadTarget::none, OffloadTarget::none, true, false});
-  out.push_back({1, OffloadTarget::none, OffloadTarget::none, false, false});
+  if (options_.include_onebit_adam && partitioned)
+    out.push_back({0, OffloadTarget::none, OffloadTarget::none, true, false});
+  if (partitioned) out.push_back({1, OffloadTarget::none, OffloadTarget::none, false, false});
   if (l.pp > 1) return out;  // pipelining: ZeRO 0/1 and no offload (check_plan)
   const bool offload = cluster_->device_kind == DeviceKind::gpu;
   const bool nvme = offload && cluster_->node.nvme_size_tb > 0;
   if (offload) out.push_back({1, OffloadTarget::cpu, OffloadTarget::none, false, false});
-  out.push_back({2, OffloadTarget::none, OffloadTarget::none, false, false});
+  if (partitioned) out.push_back({2, OffloadTarget::none, OffloadTarget::none, false, false});
   if (offload) out.push_back({2, OffloadTarget::cpu, OffloadTarget::none, false, false});
   std::vector<OffloadTarget> targets{OffloadTarget::none};
   if (offload) targets.push_back(OffloadTarget::cpu);
   if (nvme) targets.push_back(OffloadTarget::nvme);
   for (bool zpp : {false, true}) {
-    if (zpp && !options_.include_zeropp) continue;
+    if (zpp && (!options_.include_zeropp || !partitioned)) continue;
     for (OffloadTarget opt : targets)
-      for (OffloadTarget par : targets) out.push_back({3, opt, par, false, zpp});
+      for (OffloadTarget par : targets)
+        if (partitioned || opt != OffloadTarget::none || par != OffloadTarget::none)
+          out.push_back({3, opt, par, false, zpp});
   }
   return out;
 }
