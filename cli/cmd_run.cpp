@@ -49,6 +49,8 @@ PlanFile resolve(const RunFlags& f) {
     if (!pf.model && !f.input.model.empty()) pf.model = f.input.load_model_or_throw();
     if (!pf.cluster && !f.input.cluster.empty()) pf.cluster = f.input.load_cluster_or_throw();
     if (!pf.model) throw InputError(f.plan_json + ": $.model: missing; embed the model or pass --model");
+    if (auto why = pf.cluster ? check_plan(pf.plan, *pf.model, *pf.cluster) : check_plan_shape(pf.plan, *pf.model))
+      throw InputError(f.plan_json + ": " + in_plan_file(*why));
     return pf;
   }
   InputFlags in = f.input;

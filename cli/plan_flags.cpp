@@ -60,7 +60,7 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   if (!plan_file.empty()) {
     PlanFile pf = load_plan_file(plan_file);
     p = pf.plan;
-    if (auto why = check_plan(p, m, c)) throw InputError(plan_file + ": " + *why);
+    if (auto why = check_plan(p, m, c)) throw InputError(plan_file + ": " + in_plan_file(*why));
     return p;
   }
   p.tp = tp;

@@ -136,6 +136,11 @@ int run(int argc, char** argv) {
   try {
     pf = load_plan_file(plan_path);
     if (!pf.model) error = plan_path + ": $.model: the plan file must embed its model for ztune-worker";
+    // The plan's own rules first (as `ztune run` and the search apply them),
+    // then what this executor implements.
+    if (!error)
+      if (auto why = pf.cluster ? check_plan(pf.plan, *pf.model, *pf.cluster) : check_plan_shape(pf.plan, *pf.model))
+        error = plan_path + ": " + in_plan_file(*why);
     if (!error)
       if (auto why = unsupported_reason(pf.plan, *pf.model, world->size(),
                                         backend_name == "cuda" ? ExecBackend::cuda : ExecBackend::cpu))

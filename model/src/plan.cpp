@@ -219,12 +219,8 @@ nlohmann::json plan_file_to_json(const PlanFile& pf) {
   return j;
 }
 
-std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const Cluster& c) {
+std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m) {
   auto s = [](auto v) { return std::to_string(v); };
-  if (p.gpus() > c.total_gpus())
-    return "$.dp: dp×tp×pp = " + s(p.gpus()) + " needs more devices than the cluster's " + s(c.total_gpus()) +
-           " (" + s(c.nodes) + " nodes × " + s(c.node.gpus) + "); expected at most " + s(c.total_gpus()) +
-           " (fewer is allowed: the rest stay idle)";
   if (m.heads % p.tp != 0)
     return "$.tp: " + s(p.tp) + " does not divide the model's " + s(m.heads) + " heads; expected a divisor of " +
            s(m.heads);
@@ -259,9 +255,6 @@ std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const
     return "$.offload.optimizer: NVMe optimizer offload needs zero_stage 3, got stage " + s(p.zero_stage);
   if (p.offload_optimizer == OffloadTarget::cpu && p.zero_stage == 0)
     return "$.offload.optimizer: optimizer offload needs zero_stage >= 1 (the partitioned optimizer)";
-  if ((p.offload_optimizer == OffloadTarget::nvme || p.offload_params == OffloadTarget::nvme) &&
-      c.node.nvme_size_tb == 0)
-    return "$.offload: NVMe offload on a cluster without NVMe (" + c.name + ")";
   if (p.pp > 1 && p.zero_stage >= 2)
     return "$.zero_stage: stage " + s(p.zero_stage) +
            " partitions gradients per micro-batch, which pipeline parallelism (pp " + s(p.pp) +
@@ -270,13 +263,31 @@ std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const
     return "$.offload: offload is not supported with pipeline parallelism";
   if (p.onebit_adam && p.zero_stage != 0) return "$.onebit_adam: 1-bit Adam needs zero_stage 0";
   if (p.zeropp && p.zero_stage != 3) return "$.zeropp: ZeRO++ needs zero_stage 3";
+  if (p.sparse_attention != SparseLayout::none && m.seq_len % p.sparse_block != 0)
+    return "$.sparse_attention.block: " + s(p.sparse_block) + " does not divide the sequence length " + s(m.seq_len);
+  return std::nullopt;
+}
+
+std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const Cluster& c) {
+  auto s = [](auto v) { return std::to_string(v); };
+  if (p.gpus() > c.total_gpus())
+    return "$.dp: dp×tp×pp = " + s(p.gpus()) + " needs more devices than the cluster's " + s(c.total_gpus()) +
+           " (" + s(c.nodes) + " nodes × " + s(c.node.gpus) + "); expected at most " + s(c.total_gpus()) +
+           " (fewer is allowed: the rest stay idle)";
+  if (auto why = check_plan_shape(p, m)) return why;
+  if ((p.offload_optimizer == OffloadTarget::nvme || p.offload_params == OffloadTarget::nvme) &&
+      c.node.nvme_size_tb == 0)
+    return "$.offload: NVMe offload on a cluster without NVMe (" + c.name + ")";
   if (p.precision == Precision::bf16 && c.node.gpu.peak_tflops_bf16 == 0 && c.device_kind == DeviceKind::gpu)
     return "$.precision: " + c.node.gpu.name + " has no bf16 support; use fp16";
   if (p.precision == Precision::fp16 && c.node.gpu.peak_tflops_fp16 == 0 && c.device_kind == DeviceKind::gpu)
     return "$.precision: " + c.node.gpu.name + " has no fp16 support";
-  if (p.sparse_attention != SparseLayout::none && m.seq_len % p.sparse_block != 0)
-    return "$.sparse_attention.block: " + s(p.sparse_block) + " does not divide the sequence length " + s(m.seq_len);
   return std::nullopt;
+}
+
+std::string in_plan_file(std::string_view why) {
+  if (why.starts_with("$.")) return "$.plan." + std::string(why.substr(2));
+  return std::string(why);
 }
 
 }  // namespace ztune

@@ -48,6 +48,15 @@ def main():
         r = run(1, bf16, "--steps", "1")
         check("bf16 plan is refused on the CPU backend", r.returncode == 2 and "$.plan.precision" in r.stderr,
               r.stderr)
+        # A rule of the plan itself, not of the executor: DeepSpeed offloads
+        # optimizer states to NVMe only with ZeRO-3 (check_plan), and the worker
+        # holds a plan file to it as `ztune run` does.
+        nvme_z2 = os.path.join(d, "nvme_z2.json")
+        plans.write_plan_file(nvme_z2, model, dp=2, mb=2, ga=2, zero=2, offload="nvme")
+        r = run(2, nvme_z2, "--steps", "1")
+        check("NVMe optimizer offload with ZeRO-2 is refused", r.returncode == 2 and
+              "nvme_z2.json: $.plan.offload.optimizer: NVMe optimizer offload needs zero_stage 3" in r.stderr and
+              r.stderr.count("error:") == 1, r.stderr)
         r = run(2, dp2, "--steps", "1", "--data", os.path.join(d, "missing.bin"))
         check("missing token file", r.returncode == 2 and "missing.bin: cannot open token file" in r.stderr, r.stderr)
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -74,5 +75,11 @@ nlohmann::json plan_file_to_json(const PlanFile& pf);
 /// the plan field ("$.tp: 12 does not divide heads 32"), or nullopt when valid.
 /// Hot path for the tuner: no allocation unless a rule is broken.
 std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const Cluster& c);
+/// The rules of check_plan that need only the model (layout, batch, schedule,
+/// ZeRO/offload combinations): what a plan file without a cluster can be held to.
+std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m);
+/// A check_plan message ("$.tp: …") re-rooted for a plan file, where the plan
+/// is the "plan" member ("$.plan.tp: …").
+std::string in_plan_file(std::string_view why);
 
 }  // namespace ztune
