@@ -69,7 +69,10 @@ QString format_tflops(double tflops) { return three_digits(tflops) + " TFLOP/s";
 QString format_tokens_per_s(double tokens_per_s) {
   const double a = std::fabs(tokens_per_s);
   if (a >= 1e6) return fixed(tokens_per_s / 1e6, 2) + " M tokens/s";
-  if (a >= 1e3) return three_digits(tokens_per_s / 1e3) + " k tokens/s";
+  // Three significant digits: plans a few percent apart must not read the same
+  // in the ranked table ("1.2 k" for both 1,151 and 1,249 tokens/s).
+  if (a >= 1e4) return three_digits(tokens_per_s / 1e3) + " k tokens/s";
+  if (a >= 1e3) return fixed(tokens_per_s / 1e3, 2) + " k tokens/s";
   return fixed(tokens_per_s, 0) + " tokens/s";
 }
 

@@ -40,6 +40,8 @@ TEST_CASE("rates, percentages and counts", "[gui][units]") {
   CHECK(format_tflops(45.67) == "45.7 TFLOP/s");
   CHECK(format_tokens_per_s(1234567) == "1.23 M tokens/s");
   CHECK(format_tokens_per_s(45600) == "45.6 k tokens/s");
+  CHECK(format_tokens_per_s(1151) == "1.15 k tokens/s");
+  CHECK(format_tokens_per_s(1249) == "1.25 k tokens/s");
   CHECK(format_tokens_per_s(812) == "812 tokens/s");
   CHECK(format_percent(0.4321) == "43.2 %");
   CHECK(format_count(1.0e11) == "100 B");
