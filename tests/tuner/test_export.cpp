@@ -82,8 +82,18 @@ TEST_CASE("DeepSpeed export of a pipeline plan has a pipeline section and refuse
   p.global_batch = 64;
   p.precision = Precision::bf16;
   const auto ds = deepspeed_config(pf, "plan.json");
-  CHECK(ds["pipeline"] == nlohmann::json::parse(R"({"stages": 2, "partition": "parameters",
-                                                     "activation_checkpoint_interval": 0})"));
+  // DeepSpeed's pipeline engine (deepspeed/runtime/pipe/engine.py, 0.18.9 and
+  // 0.19.8) reads only activation_checkpoint_interval, pipe_partitioned,
+  // grad_partitioned and use_reentrant from "pipeline"; "stages" and
+  // "partition" (get_pipeline_config's defaults) are read by nothing, so they
+  // are not written. The degree goes in the launch command instead.
+  CHECK(ds["pipeline"] == nlohmann::json::parse(R"({"activation_checkpoint_interval": 0})"));
+  CHECK_THAT(deepspeed_launch(pf, "ds_config.json", "plan.json"), Contains("--pipeline-model-parallel-size 2"));
+  p.recompute = Recompute::full;
+  // Full recomputation = checkpoint every layer: interval 1 (PipelineModule's activation_checkpoint_interval).
+  CHECK(deepspeed_config(pf, "plan.json")["pipeline"] ==
+        nlohmann::json::parse(R"({"activation_checkpoint_interval": 1})"));
+  p.recompute = Recompute::none;
   CHECK(ds["bf16"] == nlohmann::json::parse(R"({"enabled": true})"));
   CHECK_FALSE(ds.contains("fp16"));
   CHECK(ds["zero_optimization"]["stage"] == 1);

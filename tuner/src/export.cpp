@@ -147,10 +147,12 @@ nlohmann::json deepspeed_config(const PlanFile& pf, const std::string& file) {
                                       {"number_checkpoints", nullptr},
                                       {"synchronize_checkpoint_boundary", false},
                                       {"profile", false}};
-  if (p.pp > 1)
-    ds["pipeline"] = {{"stages", p.pp},
-                      {"partition", "parameters"},
-                      {"activation_checkpoint_interval", p.recompute == Recompute::full ? 1 : 0}};
+  // DeepSpeed's pipeline engine reads only activation_checkpoint_interval,
+  // pipe_partitioned, grad_partitioned and use_reentrant from this section
+  // (deepspeed/runtime/pipe/engine.py); the stage count and the partition
+  // method are PipelineModule arguments, which Megatron-DeepSpeed takes from
+  // --pipeline-model-parallel-size and --partition-method (in the launch).
+  if (p.pp > 1) ds["pipeline"] = {{"activation_checkpoint_interval", p.recompute == Recompute::full ? 1 : 0}};
   if (p.onebit_adam)
     ds["optimizer"] = {{"type", "OneBitAdam"},
                        {"params", {{"lr", 1e-4}, {"freeze_step", p.onebit_freeze_step}, {"cuda_aware", false},
