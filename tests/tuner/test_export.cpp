@@ -154,7 +154,7 @@ TEST_CASE("Megatron export of Korthikanti's 175B plan gives the expected argumen
   CHECK_THROWS_WITH(megatron_arguments(pf, "plan.json"), Contains("megatron cannot run") && Contains("ZeRO-1"));
 }
 
-TEST_CASE("DeepSpeed export writes the sparse attention layouts, 1-bit Adam and ZeRO++ as DeepSpeed documents them",
+TEST_CASE("DeepSpeed export writes the causal sparse attention layouts, 1-bit Adam and ZeRO++ as DeepSpeed reads them",
           "[tuner][export]") {
   // Expected sections written by hand from DeepSpeed's config documentation and
   // the defaults of deepspeed/ops/sparse_attention/sparsity_config.py, causal.
@@ -168,14 +168,17 @@ TEST_CASE("DeepSpeed export writes the sparse attention layouts, 1-bit Adam and 
     "mode": "fixed", "block": 32, "different_layout_per_head": false, "attention": "unidirectional",
     "num_local_blocks": 4, "num_global_blocks": 1, "num_different_global_patterns": 1,
     "horizontal_global_attention": false})"));
-  p.sparse_attention = SparseLayout::bigbird;
-  CHECK(deepspeed_config(pf, "plan.json")["sparse_attention"] == nlohmann::json::parse(R"({
-    "mode": "bigbird", "block": 32, "different_layout_per_head": false, "attention": "unidirectional",
-    "num_random_blocks": 1, "num_sliding_window_blocks": 3, "num_global_blocks": 1})"));
-  p.sparse_attention = SparseLayout::longformer;
-  CHECK(deepspeed_config(pf, "plan.json")["sparse_attention"] == nlohmann::json::parse(R"({
-    "mode": "bslongformer", "block": 32, "different_layout_per_head": false, "attention": "unidirectional",
-    "num_sliding_window_blocks": 3, "global_block_indices": [0]})"));
+  // BigBird and BSLongformer cannot be made causal through ds_config.json:
+  // deepspeed/runtime/config.py (0.18.9, the last DeepSpeed with sparse
+  // attention) get_sparse_bigbird_config / get_sparse_bslongformer_config read
+  // no "attention" key, and BigBirdSparsityConfig / BSLongformerSparsityConfig
+  // (ops/sparse_attention/sparsity_config.py) default to 'bidirectional'.
+  for (const auto layout : {SparseLayout::bigbird, SparseLayout::longformer}) {
+    p.sparse_attention = layout;
+    CHECK_THROWS_WITH(deepspeed_config(pf, "plan.json"),
+                      Contains("plan.json: deepspeed cannot run this plan") && Contains("causal"));
+    CHECK_THROWS_WITH(deepspeed_launch(pf, "ds_config.json", "plan.json"), Contains("causal"));
+  }
   p.sparse_attention = SparseLayout::variable;
   CHECK(deepspeed_config(pf, "plan.json")["sparse_attention"] == nlohmann::json::parse(R"({
     "mode": "variable", "block": 32, "different_layout_per_head": false, "attention": "unidirectional",

@@ -59,12 +59,11 @@ void precision_arguments(const Plan& p, std::vector<std::string>& a) {
 /// models), and the mode's layout parameters. The parameters are the ones the
 /// cost model's density assumed (model/sparse_attention.hpp
 /// kDeepSpeedSparseDefaults), which are DeepSpeed's class defaults, so the run
-/// computes the blocks the prediction counted. DeepSpeed calls the block
-/// Longformer layout "bslongformer".
+/// computes the blocks the prediction counted. Only fixed and variable get
+/// here: require_deepspeed_can_run refuses the others.
 nlohmann::json sparse_attention_section(const Plan& p) {
   const SparseLayoutParams& prm = kDeepSpeedSparseDefaults;
-  nlohmann::json s{{"mode", p.sparse_attention == SparseLayout::longformer ? "bslongformer"
-                                                                           : to_string(p.sparse_attention)},
+  nlohmann::json s{{"mode", to_string(p.sparse_attention)},
                    {"block", p.sparse_block},
                    {"different_layout_per_head", false},
                    {"attention", "unidirectional"}};
@@ -75,24 +74,34 @@ nlohmann::json sparse_attention_section(const Plan& p) {
       s["num_different_global_patterns"] = 1;  // one pattern: the density counts the window's last block
       s["horizontal_global_attention"] = false;
       break;
-    case SparseLayout::bigbird:
-      s["num_random_blocks"] = prm.random_blocks;
-      s["num_sliding_window_blocks"] = prm.sliding_window_blocks;
-      s["num_global_blocks"] = prm.global_blocks;
-      break;
-    case SparseLayout::longformer:
-      s["num_sliding_window_blocks"] = prm.sliding_window_blocks;
-      s["global_block_indices"] = nlohmann::json::array({0});
-      break;
     case SparseLayout::variable:
       s["num_random_blocks"] = 0;  // the density counts no random blocks for variable
       s["local_window_blocks"] = nlohmann::json::array({prm.local_window_blocks});
       s["global_block_indices"] = nlohmann::json::array({0});
       s["horizontal_global_attention"] = false;
       break;
+    case SparseLayout::bigbird:
+    case SparseLayout::longformer:
     case SparseLayout::none: break;
   }
   return s;
+}
+
+/// The engine's rules, plus what ds_config.json cannot say. DeepSpeed's config
+/// parser reads "attention" (causal or not) for the fixed and variable layouts
+/// only: get_sparse_bigbird_config and get_sparse_bslongformer_config
+/// (deepspeed/runtime/config.py, 0.18.9, the last version with sparse
+/// attention) drop it, and BigBirdSparsityConfig / BSLongformerSparsityConfig
+/// default to attention='bidirectional'. A causal model built from the parsed
+/// config would attend to later tokens, and compute twice the blocks the cost
+/// model counted, so those layouts are refused rather than written half-honoured.
+void require_deepspeed_can_run(const Plan& p, const std::string& file) {
+  require_engine_can_run(p, Engine::deepspeed, file);
+  if (p.sparse_attention == SparseLayout::bigbird || p.sparse_attention == SparseLayout::longformer)
+    throw InputError(file + ": deepspeed cannot run this plan (" + p.summary() + "): DeepSpeed's ds_config.json " +
+                     "cannot make the " + to_string(p.sparse_attention) +
+                     " sparse attention layout causal (its parser reads no \"attention\" key for bigbird and " +
+                     "bslongformer, which then default to bidirectional); use the fixed or variable layout");
 }
 
 }  // namespace
@@ -105,7 +114,7 @@ void require_engine_can_run(const Plan& p, Engine e, const std::string& file) {
 
 nlohmann::json deepspeed_config(const PlanFile& pf, const std::string& file) {
   const Plan& p = pf.plan;
-  require_engine_can_run(p, Engine::deepspeed, file);
+  require_deepspeed_can_run(p, file);
   nlohmann::json zero{{"stage", p.zero_stage}};
   if (p.zero_stage >= 1) {
     zero["overlap_comm"] = p.overlap_comm;
@@ -163,7 +172,7 @@ nlohmann::json deepspeed_config(const PlanFile& pf, const std::string& file) {
 
 std::string deepspeed_launch(const PlanFile& pf, const std::string& config_path, const std::string& file) {
   const Plan& p = pf.plan;
-  require_engine_can_run(p, Engine::deepspeed, file);
+  require_deepspeed_can_run(p, file);
   const auto [nodes, per_node] = node_shape(pf);
   std::vector<std::string> a{"deepspeed", "--num_nodes", std::to_string(nodes), "--num_gpus",
                              std::to_string(per_node), "pretrain_gpt.py"};
