@@ -9,6 +9,7 @@
 
 using namespace ztune;
 using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 
 namespace {
 
@@ -137,7 +138,11 @@ TEST_CASE("Megatron export of Korthikanti's 175B plan gives the expected argumen
       "12288", "--ffn-hidden-size", "49152", "--num-attention-heads", "96", "--seq-length", "2048",
       "--max-position-embeddings", "2048"};
   CHECK(megatron_arguments(pf, "plan.json") == expected);
-  CHECK_THAT(megatron_launch(pf, "plan.json"), Contains("torchrun --nnodes 8 --nproc_per_node 8 pretrain_gpt.py"));
+  // Megatron-LM megatron/training/arguments.py validate_args: with
+  // tensor_model_parallel_size > 1 (pre-Blackwell) it asserts
+  // os.environ['CUDA_DEVICE_MAX_CONNECTIONS'] == "1"; the launch sets it.
+  CHECK_THAT(megatron_launch(pf, "plan.json"),
+             StartsWith("CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun --nnodes 8 --nproc_per_node 8 pretrain_gpt.py"));
 
   p.recompute = Recompute::full;
   p.zero_stage = 1;
@@ -152,6 +157,11 @@ TEST_CASE("Megatron export of Korthikanti's 175B plan gives the expected argumen
   p.dp = 8;
   p.grad_accum = 8;
   CHECK_THROWS_WITH(megatron_arguments(pf, "plan.json"), Contains("megatron cannot run") && Contains("ZeRO-1"));
+  p.zero_stage = 1;
+  p.tp = 1;
+  p.sequence_parallel = false;
+  // Without tensor parallelism Megatron-LM asserts nothing about the variable.
+  CHECK_THAT(megatron_launch(pf, "plan.json"), StartsWith("torchrun --nnodes"));
 }
 
 TEST_CASE("DeepSpeed export writes the causal sparse attention layouts, 1-bit Adam and ZeRO++ as DeepSpeed reads them",

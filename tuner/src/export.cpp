@@ -224,7 +224,11 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
 std::string megatron_launch(const PlanFile& pf, const std::string& file) {
   const auto args = megatron_arguments(pf, file);
   const auto [nodes, per_node] = node_shape(pf);
-  return "torchrun --nnodes " + std::to_string(nodes) + " --nproc_per_node " + std::to_string(per_node) +
+  // Megatron-LM's validate_args (megatron/training/arguments.py) asserts
+  // CUDA_DEVICE_MAX_CONNECTIONS=1 with tensor parallelism before Blackwell, so
+  // the tensor-parallel GEMMs and their collectives are issued in order.
+  const std::string env = pf.plan.tp > 1 ? "CUDA_DEVICE_MAX_CONNECTIONS=1 " : "";
+  return env + "torchrun --nnodes " + std::to_string(nodes) + " --nproc_per_node " + std::to_string(per_node) +
          " pretrain_gpt.py " + join(args);
 }
 
