@@ -68,6 +68,13 @@ TEST_CASE("DeepSpeed export of a ZeRO-2 offload plan gives the expected ds_confi
   CHECK_THAT(launch, Contains("--deepspeed_config ds_config.json"));
   CHECK_THAT(launch, Contains("--zero-stage 2"));
   CHECK_THAT(launch, Contains("--micro-batch-size 4 --global-batch-size 512"));
+  // DeepSpeed runtime/engine.py _configure_optimizer (0.18.9, 0.19.8): ZeRO-Offload
+  // with a client optimizer that is not DeepSpeedCPUAdam raises ZeRORuntimeException;
+  // Megatron-DeepSpeed's --cpu-optimizer makes its optimizer DeepSpeedCPUAdam.
+  CHECK_THAT(launch, Contains("--cpu-optimizer"));
+  auto on_gpu = pf;
+  on_gpu.plan.offload_optimizer = OffloadTarget::none;
+  CHECK_THAT(deepspeed_launch(on_gpu, "ds_config.json", "plan.json"), !Contains("--cpu-optimizer"));
 }
 
 TEST_CASE("DeepSpeed export of a pipeline plan has a pipeline section and refuses what DeepSpeed cannot run",

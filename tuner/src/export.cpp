@@ -189,6 +189,12 @@ std::string deepspeed_launch(const PlanFile& pf, const std::string& config_path,
   if (p.sequence_parallel) a.emplace_back("--sequence-parallel");
   if (p.recompute == Recompute::full) a.insert(a.end(), {"--checkpoint-activations", "--deepspeed-activation-checkpointing"});
   if (p.recompute == Recompute::selective) a.insert(a.end(), {"--recompute-granularity", "selective"});
+  // With optimizer offload DeepSpeed raises ZeRORuntimeException unless the
+  // client's optimizer is DeepSpeedCPUAdam (runtime/engine.py
+  // _configure_optimizer, zero_force_ds_cpu_optimizer defaults to true);
+  // Megatron-DeepSpeed builds DeepSpeedCPUAdam under --cpu-optimizer
+  // (megatron/optimizer/__init__.py get_megatron_optimizer).
+  if (p.offload_optimizer != OffloadTarget::none) a.emplace_back("--cpu-optimizer");
   a.insert(a.end(), {"--zero-stage", std::to_string(p.zero_stage), "--deepspeed", "--deepspeed_config", config_path});
   return join(a);
 }
