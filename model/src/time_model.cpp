@@ -92,9 +92,13 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
     t.zero3_gather = exposed(z.fwd_s, t.forward, overlap) + exposed(z.bwd_s, t.backward + t.recompute, overlap);
   }
   if (p.offload_params != OffloadTarget::none) {
+    // Half the fetches come before the forward, half before the backward, and
+    // hide behind the same windows as the gathers they feed (the recomputed
+    // forward runs inside the backward's window).
     const OptimizerCost o = optimizer_cost(m, p, c, hw);
-    t.offload = exposed(o.zero3_param_fetch_s, t.forward + t.backward,
-                        zero3_can_prefetch(m, p) ? hw.offload_overlap : 0.0);
+    const double overlap = zero3_can_prefetch(m, p) ? hw.offload_overlap : 0.0;
+    const double half = 0.5 * o.zero3_param_fetch_s;
+    t.offload = exposed(half, t.forward, overlap) + exposed(half, t.backward + t.recompute, overlap);
   }
   // The bubble unit: a middle stage's micro-batch, every send included.
   t.layers_only = layers * (lc.fwd_s + lc.bwd_s + lc.recompute_s + tp_layer + host_slack) + middle_sends;

@@ -41,7 +41,8 @@ struct Streams {
   OpId main = kNone;    // the compute stream and what blocks it (TP collectives, unoverlapped buckets)
   OpId dp = kNone;      // data-parallel communication stream (in order, as NCCL streams are)
   OpId gather = kNone;  // ZeRO-3 gather stream
-  OpId pcie = kNone;
+  OpId pcie_h2d = kNone;  // host → GPU copies, in order
+  OpId pcie_d2h = kNone;  // GPU → host copies, in order (the other direction of the same full-duplex link)
   OpId nvme = kNone;
   OpId host = kNone;
   std::vector<OpId> join;  // extra inputs of the next operation on the main chain
@@ -59,7 +60,9 @@ class Builder {
     layers_per_vstage_ = layers / vstages_;
     group_ = choose_group(layers);
     host_optimizer_ = plan.offload_optimizer != OffloadTarget::none;
-    zero3_ = plan.zero_stage == 3 && plan.dp > 1;
+    // ZeRO-3 holds a use's parameters only while it runs: gathered over dp,
+    // and with parameter offload fetched from the host even when dp = 1.
+    zero3_ = plan.zero_stage == 3 && (plan.dp > 1 || plan.offload_params != OffloadTarget::none);
     const double group_params = std::min(group_, layers_per_vstage_) * layer_.params;
     prefetch_depth_ = prefetch_depth(group_params);
     g_.stages = stages_;
@@ -299,20 +302,27 @@ class Builder {
     const std::size_t lag = static_cast<std::size_t>(prefetch_depth_) + 1;
     const OpId release = use >= lag ? uses_[use - lag] : kNone;
     OpId first = kNone;
+    // A prefetched fetch still costs the compute stream the profile's overlap
+    // loss, as the analytical model's exposed() charges it (time_model.cpp).
     if (plan_.offload_params == OffloadTarget::nvme) {
       Op read = make(OpKind::nvme_read, s, ResourceKind::nvme, costs_.nvme_s(partition));
       read.bytes = partition;
+      if (prefetch_depth_ > 0) stall(s, OpKind::offload_stall, read.duration_s, costs_.offload_overlap_loss());
       first = add_chained(read, st.nvme);
     }
     if (plan_.offload_params != OffloadTarget::none) {
-      Op copy = make(OpKind::pcie_h2d, s, ResourceKind::pcie, costs_.pcie_s(partition));
+      Op copy = make(OpKind::pcie_h2d, s, ResourceKind::pcie_h2d, costs_.pcie_s(partition));
       copy.bytes = partition;
-      const OpId id = add_chained(copy, st.pcie);
+      if (prefetch_depth_ > 0) stall(s, OpKind::offload_stall, copy.duration_s, costs_.offload_overlap_loss());
+      const OpId id = add_chained(copy, st.pcie_h2d);
       if (first != kNone) add_dependency(g_, first, id);
       else first = id;
     }
-    Op op = make(OpKind::zero3_gather, s, dp_level(), costs_.zero3_gather_s(params, backward));
-    op.bytes = costs_.zero3_gather_bytes(params, backward);
+    // With dp = 1 there is nothing to gather: the op only marks the fetched
+    // parameters as resident.
+    const bool gathers = plan_.dp > 1;
+    Op op = make(OpKind::zero3_gather, s, dp_level(), gathers ? costs_.zero3_gather_s(params, backward) : 0.0);
+    op.bytes = gathers ? costs_.zero3_gather_bytes(params, backward) : 0.0;
     if (prefetch_depth_ > 0) stall(s, OpKind::zero3_stall, op.duration_s, costs_.zero3_overlap_loss());
     op.gathered_param_delta = bytes;
     const OpId id = add_chained(op, st.gather);
@@ -327,7 +337,7 @@ class Builder {
     if (gathered == kNone) return;
     add_dependency(g_, gathered, user);
     if (!releases) return;
-    g_.ops[user].gathered_param_delta = -g_.ops[gathered].bytes;
+    g_.ops[user].gathered_param_delta = -g_.ops[gathered].gathered_param_delta;  // what it held, not what crossed the wire
     uses_.back() = user;
   }
 
@@ -479,10 +489,10 @@ class Builder {
     }
     if (!host_optimizer_) return reduced;
     const double partition = plan_.zero_stage >= 1 ? bytes / plan_.dp : bytes;
-    Op copy = make(OpKind::pcie_d2h, s, ResourceKind::pcie, costs_.pcie_s(partition));
+    Op copy = make(OpKind::pcie_d2h, s, ResourceKind::pcie_d2h, costs_.pcie_s(partition));
     copy.bytes = partition;
     if (plan_.overlap_comm) stall(s, OpKind::offload_stall, copy.duration_s, costs_.offload_overlap_loss());
-    const OpId id = add_chained(copy, st.pcie);
+    const OpId id = add_chained(copy, st.pcie_d2h);
     if (reduced != kNone) add_dependency(g_, reduced, id);
     else if (after != kNone) add_dependency(g_, after, id);
     return reduced != kNone ? reduced : id;
@@ -543,7 +553,7 @@ class Builder {
   // updated 16-bit parameters go back over PCIe unless they live on the host.
   OpId host_optimizer(int s, double partition) {
     Streams& st = streams_[static_cast<std::size_t>(s)];
-    const OpId grads_ready = st.pcie;  // the last gradient copy
+    const OpId grads_ready = st.pcie_d2h;  // the last gradient copy
     const std::vector<OpId> joins = std::move(st.join);
     st.join.clear();
     const int groups = std::clamp(static_cast<int>(std::ceil(partition / options_.host_subgroup_params)), 1,
@@ -573,9 +583,9 @@ class Builder {
       }
       if (plan_.offload_params == OffloadTarget::none) {
         const double bytes = each * costs_.param_bytes_per_param();
-        Op op = make(OpKind::pcie_h2d, s, ResourceKind::pcie, costs_.pcie_s(bytes));
+        Op op = make(OpKind::pcie_h2d, s, ResourceKind::pcie_h2d, costs_.pcie_s(bytes));
         op.bytes = bytes;
-        const OpId copy = add_chained(op, st.pcie);
+        const OpId copy = add_chained(op, st.pcie_h2d);
         add_dependency(g_, step, copy);
         last = copy;
       }

@@ -6,7 +6,7 @@ namespace ztune::sim {
 
 const char* to_string(ResourceKind k) {
   static constexpr std::array<const char*, static_cast<std::size_t>(ResourceKind::count)> kNames{
-      "compute", "intra-node link", "inter-node link", "PCIe", "NVMe", "host CPU"};
+      "compute", "intra-node link", "inter-node link", "PCIe host→GPU", "PCIe GPU→host", "NVMe", "host CPU"};
   return kNames[static_cast<std::size_t>(k)];
 }
 

@@ -168,3 +168,58 @@ TEST_CASE("optimizer offload: copies and the CPU step follow the last bucket", "
   CHECK(part(r.breakdown, TimePart::dp_comm) == Approx(1.5));
   CHECK(sum(r.breakdown) == Approx(r.iteration_s));
 }
+
+// PCIe is full duplex: each direction has its own lanes (PCIe base
+// specification; a Gen4 x16 link carries ~32 GB/s each way at once). With
+// ZeRO-3 parameter offload and optimizer offload, the parameter fetches
+// (host → GPU) and the gradient partitions (GPU → host) cross the link in
+// opposite directions, so they must not queue behind one another: a one-lane
+// (half-duplex) model would need at least the sum of both directions' busy
+// time, here 24 s + 12 s = 36 s, and make this plan PCIe-bound.
+TEST_CASE("ZeRO-Infinity: fetches and gradient copies use the two directions of PCIe at once",
+          "[simulator][offload]") {
+  Plan p = dp_plan(3);
+  p.grad_accum = 1;
+  p.global_batch = 4;
+  p.offload_optimizer = OffloadTarget::cpu;
+  p.offload_params = OffloadTarget::cpu;
+  FixedCosts c = dp_costs();
+  c.dp_reduce_s_per_byte = 0;
+  c.dp_gather_s_per_byte = 0;
+  c.pcie_s_per_byte = 1.5 / 5e7;  // a layer's 16-bit partition (1e8 × 2 B / dp 4): 1.5 s; a 2-layer bucket's: 3 s
+  c.host_optimizer_s_per_param = 0.1 / 2e8;
+  const auto r = run(kLayers, p, c);
+  const double h2d = r.busy_s(r.graph.resource_index(0, ResourceKind::pcie_h2d));
+  const double d2h = r.busy_s(r.graph.resource_index(0, ResourceKind::pcie_d2h));
+  // Every layer's partition comes up twice (forward, backward): 16 × 1.5 s.
+  CHECK(h2d == Approx(2 * kLayers * 1.5));
+  // Four 2-layer buckets of reduced gradient partitions go down: 4 × 3 s.
+  CHECK(d2h == Approx(4 * 3.0));
+  // Compute (24 s) and the fetches (24 s) overlap with the copies down.
+  CHECK(r.iteration_s < h2d + d2h);
+  CHECK(r.iteration_s >= std::max(kLayers * 3.0, h2d));
+}
+
+// ZeRO-Infinity on one data-parallel rank (ZeRO-Offload's single-GPU case):
+// nothing is gathered, but each use still fetches its parameters from the
+// host, and they occupy GPU memory only while in use.
+TEST_CASE("ZeRO-3 parameter offload with dp = 1 still fetches every use from the host", "[simulator][offload]") {
+  Plan p = dp_plan(3);
+  p.dp = 1;
+  p.grad_accum = 1;
+  p.global_batch = 1;
+  p.offload_params = OffloadTarget::cpu;
+  p.offload_optimizer = OffloadTarget::cpu;
+  p.prefetch_bucket_elems = 0;  // no prefetch: every fetch is exposed
+  FixedCosts c = dp_costs();
+  c.dp_gather_s_per_byte = 1.0;  // would be visible if a gather were charged
+  c.pcie_s_per_byte = 0.25 / 2e8;  // a layer's 1e8 16-bit parameters: 0.25 s
+  const auto r = run(kLayers, p, c);
+  const double h2d = r.busy_s(r.graph.resource_index(0, ResourceKind::pcie_h2d));
+  CHECK(h2d == Approx(2 * kLayers * 0.25));  // forward and backward, every layer
+  // Compute 8 × 3 s with each layer's two fetches exposed, then the
+  // gradients' copy down and the host step.
+  CHECK(r.part(TimePart::zero3_gather) == Approx(0.0));
+  CHECK(r.iteration_s >= kLayers * 3.0 + 2 * kLayers * 0.25);
+  CHECK(r.memory[0].peak_gathered_param_bytes == Approx(2e8));
+}

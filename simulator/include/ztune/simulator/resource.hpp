@@ -12,7 +12,8 @@ enum class ResourceKind : std::uint8_t {
   compute,     // a GPU's compute stream
   intra_link,  // intra-node fabric (NVLink / NVSwitch), this GPU's port
   inter_link,  // inter-node fabric (InfiniBand), this GPU's share of the node's NICs
-  pcie,        // this GPU's PCIe link to the host
+  pcie_h2d,    // this GPU's PCIe link, host → GPU
+  pcie_d2h,    // the same link, GPU → host: PCIe is full duplex, each direction has its own lanes
   nvme,        // this GPU's share of the node's NVMe bandwidth
   host_cpu,    // this GPU's share of the host CPU (CPU Adam)
   count
@@ -23,7 +24,8 @@ enum class ResourceKind : std::uint8_t {
 /// True when concurrent operations share the resource's bandwidth; false when
 /// the resource runs them one after the other.
 [[nodiscard]] constexpr bool shares_bandwidth(ResourceKind k) {
-  return k == ResourceKind::intra_link || k == ResourceKind::inter_link || k == ResourceKind::pcie ||
+  return k == ResourceKind::intra_link || k == ResourceKind::inter_link || k == ResourceKind::pcie_h2d ||
+         k == ResourceKind::pcie_d2h ||
          k == ResourceKind::nvme;
 }
 
