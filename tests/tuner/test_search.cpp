@@ -61,6 +61,16 @@ TEST_CASE("found plans respect tp within a node and the engine's rules", "[tuner
   }
   CHECK(r.pruned[PruneReason::tp_across_nodes] > 0);
   CHECK(r.pruned[engine_reason(EngineRule::ds_pipeline_schedule)] > 0);
+
+  // BigBird can be searched for ztune's engine, but DeepSpeed's ds_config
+  // cannot make it causal, so the DeepSpeed space drops it whole while the
+  // fixed layout stays (export refuses the same plans).
+  o.space.sparse_attention = SparseLayout::bigbird;
+  const auto bigbird = search_all(m, c, o);
+  CHECK(bigbird.pruned[engine_reason(EngineRule::ds_sparse_causal)] > 0);
+  for (const auto& p : bigbird.plans) CHECK(p.plan.sparse_attention == SparseLayout::none);
+  o.space.sparse_attention = SparseLayout::fixed;
+  CHECK(search_all(m, c, o).pruned[engine_reason(EngineRule::ds_sparse_causal)] == 0);
 }
 
 TEST_CASE("the counts add up: every plan of the space is pruned once or fits", "[tuner][search]") {

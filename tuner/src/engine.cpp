@@ -35,6 +35,10 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
      "DeepSpeed's pipeline engine runs the 1F1B schedule only (no GPipe, no interleaved virtual stages)"},
     {"deepspeed: 1-bit Adam needs ZeRO 0", "DeepSpeed's 1-bit Adam runs without ZeRO (zero_stage 0) only"},
     {"deepspeed: ZeRO++ needs stage 3", "DeepSpeed's ZeRO++ needs ZeRO stage 3"},
+    {"deepspeed: sparse layout not causal",
+     "DeepSpeed's ds_config.json cannot make the bigbird or longformer sparse attention layout causal (its "
+     "parser reads no \"attention\" key for bigbird and bslongformer, which then default to bidirectional); "
+     "use the fixed or variable layout"},
     {"megatron: no ZeRO-2/3",
      "Megatron-LM's distributed optimizer is ZeRO-1; it has no ZeRO stage 2 or 3"},
     {"megatron: no offload", "Megatron-LM does not offload optimizer states or parameters"},
@@ -61,6 +65,12 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
         return EngineRule::ds_pipeline_schedule;
       if (p.onebit_adam && p.zero_stage != 0) return EngineRule::ds_onebit_zero;
       if (p.zeropp && p.zero_stage != 3) return EngineRule::ds_zeropp_stage;
+      // deepspeed/runtime/config.py (0.18.9, the last DeepSpeed with sparse
+      // attention): get_sparse_bigbird_config / get_sparse_bslongformer_config
+      // read no "attention" key, and their SparsityConfig classes default to
+      // 'bidirectional': a causal model would attend to later tokens.
+      if (p.sparse_attention == SparseLayout::bigbird || p.sparse_attention == SparseLayout::longformer)
+        return EngineRule::ds_sparse_causal;
       return std::nullopt;
     case Engine::megatron:
       if (p.zero_stage > 1) return EngineRule::mg_zero_stage;

@@ -60,7 +60,7 @@ void precision_arguments(const Plan& p, std::vector<std::string>& a) {
 /// cost model's density assumed (model/sparse_attention.hpp
 /// kDeepSpeedSparseDefaults), which are DeepSpeed's class defaults, so the run
 /// computes the blocks the prediction counted. Only fixed and variable get
-/// here: require_deepspeed_can_run refuses the others.
+/// here: the engine rule ds_sparse_causal refuses the others.
 nlohmann::json sparse_attention_section(const Plan& p) {
   const SparseLayoutParams& prm = kDeepSpeedSparseDefaults;
   nlohmann::json s{{"mode", to_string(p.sparse_attention)},
@@ -87,23 +87,6 @@ nlohmann::json sparse_attention_section(const Plan& p) {
   return s;
 }
 
-/// The engine's rules, plus what ds_config.json cannot say. DeepSpeed's config
-/// parser reads "attention" (causal or not) for the fixed and variable layouts
-/// only: get_sparse_bigbird_config and get_sparse_bslongformer_config
-/// (deepspeed/runtime/config.py, 0.18.9, the last version with sparse
-/// attention) drop it, and BigBirdSparsityConfig / BSLongformerSparsityConfig
-/// default to attention='bidirectional'. A causal model built from the parsed
-/// config would attend to later tokens, and compute twice the blocks the cost
-/// model counted, so those layouts are refused rather than written half-honoured.
-void require_deepspeed_can_run(const Plan& p, const std::string& file) {
-  require_engine_can_run(p, Engine::deepspeed, file);
-  if (p.sparse_attention == SparseLayout::bigbird || p.sparse_attention == SparseLayout::longformer)
-    throw InputError(file + ": deepspeed cannot run this plan (" + p.summary() + "): DeepSpeed's ds_config.json " +
-                     "cannot make the " + to_string(p.sparse_attention) +
-                     " sparse attention layout causal (its parser reads no \"attention\" key for bigbird and " +
-                     "bslongformer, which then default to bidirectional); use the fixed or variable layout");
-}
-
 }  // namespace
 
 void require_engine_can_run(const Plan& p, Engine e, const std::string& file) {
@@ -114,7 +97,7 @@ void require_engine_can_run(const Plan& p, Engine e, const std::string& file) {
 
 nlohmann::json deepspeed_config(const PlanFile& pf, const std::string& file) {
   const Plan& p = pf.plan;
-  require_deepspeed_can_run(p, file);
+  require_engine_can_run(p, Engine::deepspeed, file);
   nlohmann::json zero{{"stage", p.zero_stage}};
   if (p.zero_stage >= 1) {
     zero["overlap_comm"] = p.overlap_comm;
@@ -172,7 +155,7 @@ nlohmann::json deepspeed_config(const PlanFile& pf, const std::string& file) {
 
 std::string deepspeed_launch(const PlanFile& pf, const std::string& config_path, const std::string& file) {
   const Plan& p = pf.plan;
-  require_deepspeed_can_run(p, file);
+  require_engine_can_run(p, Engine::deepspeed, file);
   const auto [nodes, per_node] = node_shape(pf);
   std::vector<std::string> a{"deepspeed", "--num_nodes", std::to_string(nodes), "--num_gpus",
                              std::to_string(per_node), "pretrain_gpt.py"};

@@ -26,6 +26,7 @@ enum class EngineRule : std::uint8_t {
   ds_pipeline_schedule,    // pipeline engine runs 1F1B only (no GPipe, no interleaving)
   ds_onebit_zero,          // 1-bit Adam needs ZeRO off
   ds_zeropp_stage,         // ZeRO++ needs stage 3
+  ds_sparse_causal,        // ds_config cannot make bigbird / longformer causal
   // Megatron-LM
   mg_zero_stage,           // distributed optimizer = ZeRO-1; no ZeRO-2/3
   mg_offload,              // no optimizer or parameter offload
