@@ -31,11 +31,11 @@ struct GptStage::Acts {
 };
 
 GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups, Backend& backend,
-                   ParamStore& store, float loss_scale)
+                   ParamStore& store, float loss_scale, int chunk)
     : m_(m), plan_(plan), g_(groups), be_(backend), store_(store) {
   const auto layout = stage_layout(m, g_.shape, g_.coords.pp_rank);
-  first_ = layout.has_embedding;
-  last_ = layout.has_head;
+  first_ = layout.has_embedding && chunk == 0;
+  last_ = layout.has_head && chunk == layout.chunks - 1;
   tp_ = g_.shape.tp;
   sp_ = plan.sequence_parallel && tp_ > 1;
   B_ = plan.micro_batch;
@@ -49,7 +49,7 @@ GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups
   vocab_begin_ = g_.coords.tp_rank * Vl_;
   rows_ = sp_ ? N_ / tp_ : N_;
   layers_ = layout.layers;
-  first_layer_ = layout.first_layer;
+  first_layer_ = layout.first_layer(chunk);
   embed_unit_ = 0;
   head_unit_ = layout.head_unit();
   auto need = [&](const std::string& name, int unit) {
@@ -64,11 +64,11 @@ GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups
   if (last_) {
     lnf_w_ = need("ln_f.weight", head_unit_);
     lnf_b_ = need("ln_f.bias", head_unit_);
-    if (!first_) wte_ = need("wte.weight", head_unit_);
+    if (!layout.has_embedding) wte_ = need("wte.weight", head_unit_);  // the tied copy
   }
   for (int l = 0; l < layers_; ++l) {
     BlockParams p;
-    p.unit = layout.block_unit(l);
+    p.unit = layout.block_unit(l, chunk);
     const std::string h = "h." + std::to_string(first_layer_ + l) + ".";
     p.ln1_w = need(h + "ln_1.weight", p.unit);
     p.ln1_b = need(h + "ln_1.bias", p.unit);

@@ -14,11 +14,13 @@ std::size_t ShardMap::full_index(std::size_t i) const {
 
 StageLayout stage_layout(const Transformer& m, const GroupShape& shape, int pp_rank) {
   StageLayout s;
-  s.layers = m.layers / shape.pp;
-  s.first_layer = pp_rank * s.layers;
+  s.pp = shape.pp;
+  s.pp_rank = pp_rank;
+  s.chunks = shape.chunks;
+  s.layers = m.layers / (shape.pp * shape.chunks);
   s.has_embedding = pp_rank == 0;
   s.has_head = pp_rank == shape.pp - 1;
-  s.units = s.layers + (s.has_embedding ? 1 : 0) + (s.has_head ? 1 : 0);
+  s.units = s.chunks * s.layers + (s.has_embedding ? 1 : 0) + (s.has_head ? 1 : 0);
   return s;
 }
 
@@ -75,9 +77,10 @@ std::vector<ParamSpec> param_specs(const Transformer& m, const GroupShape& shape
     add("wte.weight", {V, C}, row_shard(V, C, r, t), 0, InitKind::normal, 0.02f, false);
     add("wpe.weight", {T, C}, replicated(T, C), 0, InitKind::normal, 0.01f, true);
   }
-  for (int l = 0; l < layout.layers; ++l) {
-    const int unit = layout.block_unit(l);
-    const std::string h = "h." + std::to_string(layout.first_layer + l) + ".";
+  for (int k = 0; k < layout.chunks * layout.layers; ++k) {
+    const int chunk = k / layout.layers, l = k % layout.layers;
+    const int unit = layout.block_unit(l, chunk);
+    const std::string h = "h." + std::to_string(layout.first_layer(chunk) + l) + ".";
     add(h + "ln_1.weight", {C}, replicated(1, C), unit, InitKind::ones, 0, true);
     add(h + "ln_1.bias", {C}, replicated(1, C), unit, InitKind::zeros, 0, true);
     add(h + "attn.c_attn.weight", {C, 3 * C}, col_shard(C, 3 * C, r, t, 3), unit, InitKind::normal, 0.02f, false);

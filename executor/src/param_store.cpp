@@ -282,7 +282,13 @@ void ParamStore::bucket_ready(Bucket& b, bool last_micro) {
   if (reduce_now && !b.deferred) launch_reduction(b);
 }
 
+// Stages 2/3 reduce every micro-batch, so a bucket counts its units per
+// micro-batch (finish_backward resets the count). Stages 0/1 reduce once, after
+// each unit's last micro-batch: only those count, and the count lasts the whole
+// step, because with interleaved 1F1B one micro-batch's backward reaches the
+// stage's model chunks at different times, between other micro-batches' passes.
 void ParamStore::unit_backward_done(int unit, bool last_micro) {
+  if (opt_.zero_stage < 2 && !last_micro) return;
   auto& b = bucket_of_unit(unit);
   if (++b.units_done == b.last_unit - b.first_unit + 1) bucket_ready(b, last_micro);
 }
@@ -290,7 +296,7 @@ void ParamStore::unit_backward_done(int unit, bool last_micro) {
 void ParamStore::finish_backward(bool last_micro) {
   const bool reduce_now = opt_.zero_stage >= 2 || last_micro;
   for (auto& b : buckets_) {
-    b.units_done = 0;
+    if (opt_.zero_stage >= 2) b.units_done = 0;
     if (!reduce_now || !b.deferred) continue;
     // Tied embeddings across stages: first and last stage sum their wte gradients.
     if (g_.embed != nullptr && last_micro) {

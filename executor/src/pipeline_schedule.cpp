@@ -1,23 +1,51 @@
 #include "ztune/executor/pipeline_schedule.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 namespace ztune::executor {
 
-std::vector<PipeAction> pipeline_schedule(Schedule kind, int stages, int stage, int m) {
+namespace {
+
+std::vector<PipeAction> interleaved(int p, int s, int m, int v) {
+  if (m % p != 0)
+    throw std::invalid_argument("interleaved 1F1B needs micro-batches (" + std::to_string(m) +
+                                ") divisible by the pipeline stages (" + std::to_string(p) + ")");
+  const int total = m * v;
+  auto pass = [&](int k, bool forward) {
+    const int in_group = k % (p * v);
+    const int chunk = in_group / p;
+    return PipeAction{forward, (k / (p * v)) * p + k % p, forward ? chunk : v - 1 - chunk};
+  };
+  const int warmup = m == p ? total : std::min((p - s - 1) * 2 + (v - 1) * p, total);
+  std::vector<PipeAction> out;
+  for (int k = 0; k < warmup; ++k) out.push_back(pass(k, true));
+  for (int k = 0; k < total - warmup; ++k) {
+    out.push_back(pass(warmup + k, true));
+    out.push_back(pass(k, false));
+  }
+  for (int k = total - warmup; k < total; ++k) out.push_back(pass(k, false));
+  return out;
+}
+
+}  // namespace
+
+std::vector<PipeAction> pipeline_schedule(Schedule kind, int stages, int stage, int m, int chunks) {
+  if (kind == Schedule::interleaved) return interleaved(stages, stage, m, chunks);
   std::vector<PipeAction> out;
   if (kind == Schedule::gpipe) {
-    for (int i = 0; i < m; ++i) out.push_back({true, i});
-    for (int i = 0; i < m; ++i) out.push_back({false, i});
+    for (int i = 0; i < m; ++i) out.push_back({true, i, 0});
+    for (int i = 0; i < m; ++i) out.push_back({false, i, 0});
     return out;
   }
   const int warmup = std::min(stages - stage - 1, m);
-  for (int i = 0; i < warmup; ++i) out.push_back({true, i});
+  for (int i = 0; i < warmup; ++i) out.push_back({true, i, 0});
   for (int i = 0; i < m - warmup; ++i) {
-    out.push_back({true, warmup + i});
-    out.push_back({false, i});
+    out.push_back({true, warmup + i, 0});
+    out.push_back({false, i, 0});
   }
-  for (int i = m - warmup; i < m; ++i) out.push_back({false, i});
+  for (int i = m - warmup; i < m; ++i) out.push_back({false, i, 0});
   return out;
 }
 

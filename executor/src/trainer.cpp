@@ -16,12 +16,18 @@ namespace {
 constexpr int kTagActivation = 1;
 constexpr int kTagGradient = 2;
 constexpr int kTagCollect = 3;
+// Point-to-point messages go to the receiving chunk's tag, so the two
+// directions between a pair of stages and the chunks never mix (with two
+// stages the wrap-around link joins the same pair of ranks).
+int pipe_tag(int base, int receiving_chunk) { return base + 8 * receiving_chunk; }
 }  // namespace
 
 Trainer::Trainer(const Transformer& m, const Plan& plan, const TrainOptions& opt, Communicator& world,
                  Backend& backend, const TokenSource& data)
     : m_(m), plan_(plan), opt_(opt), be_(backend), data_(data),
-      groups_(make_process_groups(world, {plan.dp, plan.tp, plan.pp})), host_pool_(opt.threads) {
+      groups_(make_process_groups(world, {plan.dp, plan.tp, plan.pp,
+                                          plan.schedule == Schedule::interleaved ? plan.virtual_stages : 1})),
+      host_pool_(opt.threads) {
   StoreOptions so;
   so.zero_stage = plan.zero_stage;
   so.offload_optimizer = plan.offload_optimizer != OffloadTarget::none;
@@ -43,7 +49,8 @@ Trainer::Trainer(const Transformer& m, const Plan& plan, const TrainOptions& opt
                                         host_pool_);
   const double tokens = static_cast<double>(plan.global_batch) * m.seq_len;
   loss_row_ = 1.0 / tokens;
-  stage_ = std::make_unique<GptStage>(m, plan, groups_, be_, *store_, static_cast<float>(loss_row_));
+  for (int c = 0; c < groups_.shape.chunks; ++c)
+    chunks_.push_back(std::make_unique<GptStage>(m, plan, groups_, be_, *store_, static_cast<float>(loss_row_), c));
   // fp16 training scales the loss (Micikevicius et al. 2018, §3.2) with
   // DeepSpeed's dynamic rules; bf16 and fp32 need none (DeepSpeed's bf16 path).
   if (plan.precision == Precision::fp16) scaler_.emplace(opt.loss_scale);
@@ -94,62 +101,68 @@ double Trainer::learning_rate(int step) const {
   return min_lr + 0.5 * (lr - min_lr) * (1.0 + std::cos(M_PI * progress));
 }
 
+double Trainer::run_pipeline(const std::vector<MicroBatch>& data) {
+  auto& pp = *groups_.pp;
+  const int p = plan_.pp, stage = groups_.coords.pp_rank, chunks = groups_.shape.chunks;
+  const int next = (stage + 1) % p, prev = (stage + p - 1) % p;
+  const std::size_t act_size = static_cast<std::size_t>(chunks_.front()->rows()) * chunks_.front()->hidden();
+  const auto schedule = pipeline_schedule(plan_.schedule, p, stage, plan_.grad_accum, chunks);
+  std::size_t last_backward = 0;
+  for (std::size_t i = 0; i < schedule.size(); ++i)
+    if (!schedule[i].forward) last_backward = i;
+  // Sends are asynchronous (their buffers live until the end of the step) and
+  // receives blocking: with these schedules that cannot deadlock.
+  std::vector<std::pair<RequestPtr, Buffer>> sends;
+  auto send = [&](const float* src, int to, int tag) {
+    Buffer buf = be_.allocate(act_size, MemCategory::comm_buckets);
+    be_.copy(buf.data(), src, act_size);
+    auto r = pp.send_async(buf.data(), act_size, to, tag);
+    sends.emplace_back(std::move(r), std::move(buf));
+  };
+  auto receive = [&](int from, int tag) {
+    Buffer in = be_.allocate(act_size, MemCategory::comm_buckets);
+    pp.recv(in.data(), act_size, from, tag);
+    return in;
+  };
+  double loss_sum = 0;
+  for (std::size_t i = 0; i < schedule.size(); ++i) {
+    const PipeAction& a = schedule[i];
+    GptStage& chunk = *chunks_[static_cast<std::size_t>(a.chunk)];
+    const int vstage = a.chunk * p + stage;  // the virtual stage this pass runs
+    const bool first = vstage == 0, last = vstage == p * chunks - 1;
+    const auto& mb = data[static_cast<std::size_t>(a.micro)];
+    if (a.forward) {
+      Buffer in;
+      if (!first) in = receive(prev, pipe_tag(kTagActivation, a.chunk));
+      const float* out = chunk.forward(a.micro, mb, in.data());
+      if (last) loss_sum += chunk.loss_sum(a.micro);
+      else send(out, next, pipe_tag(kTagActivation, stage == p - 1 ? a.chunk + 1 : a.chunk));
+    } else {
+      Buffer dout;
+      if (!last) dout = receive(next, pipe_tag(kTagGradient, a.chunk));
+      const float* din = chunk.backward(a.micro, mb, dout.data(), a.micro == plan_.grad_accum - 1);
+      // Send before finishing the reduction: the tied-embedding sum in
+      // finish_backward waits for the first stage, which waits for this gradient.
+      if (!first) send(din, prev, pipe_tag(kTagGradient, stage == 0 ? a.chunk - 1 : a.chunk));
+      store_->finish_backward(i == last_backward);
+    }
+  }
+  for (auto& s : sends) s.first->wait();
+  return loss_sum;
+}
+
 StepResult Trainer::step(int step) {
   const auto start = std::chrono::steady_clock::now();
-  auto& pp = *groups_.pp;
-  const bool first = groups_.first_stage(), last = groups_.last_stage();
-  const int stage = groups_.coords.pp_rank;
-  const std::size_t act_size = static_cast<std::size_t>(stage_->rows()) * stage_->hidden();
+  const bool last = groups_.last_stage();
   store_->begin_step(step);
   store_->zero_grads();
   if (scaler_ && scaler_->scale() != applied_scale_) {
     applied_scale_ = scaler_->scale();
-    stage_->set_loss_scale(static_cast<float>(loss_row_ * applied_scale_));
+    for (auto& c : chunks_) c->set_loss_scale(static_cast<float>(loss_row_ * applied_scale_));
   }
   std::vector<MicroBatch> data;
   for (int i = 0; i < plan_.grad_accum; ++i) data.push_back(micro_batch(step, i));
-  // Sends are asynchronous (their buffers live until the end of the step) and
-  // receives blocking: with either schedule that cannot deadlock.
-  std::vector<std::pair<RequestPtr, Buffer>> sends;
-  double loss_sum = 0;
-  for (const auto& a : pipeline_schedule(plan_.schedule, plan_.pp, stage, plan_.grad_accum)) {
-    const auto& mb = data[static_cast<std::size_t>(a.micro)];
-    if (a.forward) {
-      Buffer in;
-      if (!first) {
-        in = be_.allocate(act_size, MemCategory::comm_buckets);
-        pp.recv(in.data(), act_size, stage - 1, kTagActivation);
-      }
-      const float* out = stage_->forward(a.micro, mb, in.data());
-      if (last) {
-        loss_sum += stage_->loss_sum(a.micro);
-      } else {
-        Buffer buf = be_.allocate(act_size, MemCategory::comm_buckets);
-        be_.copy(buf.data(), out, act_size);
-        auto r = pp.send_async(buf.data(), act_size, stage + 1, kTagActivation);
-        sends.emplace_back(std::move(r), std::move(buf));
-      }
-    } else {
-      Buffer dout;
-      if (!last) {
-        dout = be_.allocate(act_size, MemCategory::comm_buckets);
-        pp.recv(dout.data(), act_size, stage + 1, kTagGradient);
-      }
-      const bool last_micro = a.micro == plan_.grad_accum - 1;
-      const float* din = stage_->backward(a.micro, mb, dout.data(), last_micro);
-      // Send before finishing the reduction: the tied-embedding sum in
-      // finish_backward waits for the first stage, which waits for this gradient.
-      if (!first) {
-        Buffer buf = be_.allocate(act_size, MemCategory::comm_buckets);
-        be_.copy(buf.data(), din, act_size);
-        auto r = pp.send_async(buf.data(), act_size, stage - 1, kTagGradient);
-        sends.emplace_back(std::move(r), std::move(buf));
-      }
-      store_->finish_backward(last_micro);
-    }
-  }
-  for (auto& s : sends) s.first->wait();
-  sends.clear();
+  const double loss_sum = run_pipeline(data);
 
   StepResult r;
   // The loss lives on the last stage; tensor-parallel ranks hold copies: count tp rank 0.

@@ -10,8 +10,6 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (backend == ExecBackend::cpu && p.precision != Precision::fp32)
     return "$.plan.precision: the CPU backend trains in fp32; got \"" + to_string(p.precision) +
            "\" (16-bit precision needs the CUDA backend)";
-  if (p.schedule == Schedule::interleaved || p.virtual_stages > 1)
-    return "$.plan.schedule: interleaved 1F1B (virtual stages) is not implemented by the executor yet";
   if (p.offload_params == OffloadTarget::nvme)
     return "$.plan.offload.params: parameter offload to NVMe is not implemented by the executor yet (to the CPU "
            "it is)";
@@ -32,7 +30,12 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (m.vocab % p.tp != 0)
     return "$.plan.tp: " + s(p.tp) + " does not divide the vocabulary " + s(m.vocab) +
            " (vocabulary padding is not implemented)";
-  if (m.layers % p.pp != 0) return "$.plan.pp: " + s(p.pp) + " does not divide layers " + s(m.layers);
+  if (m.layers % (p.pp * p.virtual_stages) != 0)
+    return "$.plan.pp: pp×virtual_stages = " + s(p.pp * p.virtual_stages) + " does not divide layers " +
+           s(m.layers);
+  if (p.schedule == Schedule::interleaved && p.grad_accum % p.pp != 0)
+    return "$.plan.grad_accum: interleaved 1F1B needs micro-batches (" + s(p.grad_accum) +
+           ") divisible by pp (" + s(p.pp) + ")";
   if (p.sequence_parallel && (static_cast<long>(p.micro_batch) * m.seq_len) % p.tp != 0)
     return "$.plan.sequence_parallel: micro_batch × seq_len = " + s(static_cast<long>(p.micro_batch) * m.seq_len) +
            " rows do not split over tp " + s(p.tp);

@@ -41,6 +41,14 @@ CASES = {
     "pp2_gpipe": dict(pp=2, schedule="gpipe"),
     "pp2_1f1b": dict(pp=2),
     "pp4_1f1b": dict(pp=4),
+    # Interleaved 1F1B: 2 stages × 2 model chunks of one layer each (the tiny
+    # model has 4), 4 micro-batches; stage 1 sends chunk 0's output back to
+    # stage 0's chunk 1 and the gradients travel the same wrap-around link.
+    "pp2_interleaved_v2": dict(pp=2, v=2, schedule="interleaved"),
+    "dp2_tp2_pp2_interleaved_zero1_sp": dict(dp=2, tp=2, pp=2, v=2, schedule="interleaved", mb=1, ga=4, zero=1,
+                                            sp=True),
+    "pp2_interleaved_v2_recompute_full_buckets": dict(pp=2, v=2, schedule="interleaved", recompute="full",
+                                                      bucket=2e4),
     "dp2_tp2": dict(dp=2, tp=2, mb=2, ga=2),
     "dp2_pp2": dict(dp=2, pp=2, mb=1, ga=4),
     "tp2_pp2": dict(tp=2, pp=2),

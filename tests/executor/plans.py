@@ -3,8 +3,8 @@ import json
 
 
 def plan(dp=1, tp=1, pp=1, zero=0, mb=2, ga=4, sp=False, recompute="none", schedule="1f1b",
-         offload="none", bucket=5e8, persist=0.0, overlap=True, precision="fp32", offload_params="none"):
-    return {"schema": "ztune.plan/1", "dp": dp, "tp": tp, "pp": pp, "virtual_stages": 1,
+         offload="none", bucket=5e8, persist=0.0, overlap=True, precision="fp32", offload_params="none", v=1):
+    return {"schema": "ztune.plan/1", "dp": dp, "tp": tp, "pp": pp, "virtual_stages": v,
             "sequence_parallel": sp, "zero_stage": zero,
             "offload": {"optimizer": offload, "params": offload_params},
             "micro_batch": mb, "grad_accum": ga, "global_batch": mb * ga * dp,

@@ -1,5 +1,5 @@
 #pragma once
-// One pipeline stage of a GPT-2 (Radford et al. 2019): token + position
+// One pipeline stage (or one model chunk of it) of a GPT-2 (Radford et al. 2019): token + position
 // embeddings (first stage), blocks of pre-LN causal self-attention and GELU MLP,
 // final LN and the LM head tied to wte with the cross-entropy loss (last stage).
 // Tensor parallelism after Megatron-LM (Shoeybi et al. 2019, §3): column-parallel
@@ -32,9 +32,10 @@ struct MicroBatch {
 
 class GptStage {
  public:
-  /// `loss_scale`: ∂L/∂loss_row, 1/(tokens in the global batch).
+  /// `loss_scale`: ∂L/∂loss_row, 1/(tokens in the global batch). `chunk`: which
+  /// of the stage's model chunks (interleaved 1F1B; 0 otherwise) this object runs.
   GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups, Backend& backend, ParamStore& store,
-           float loss_scale);
+           float loss_scale, int chunk = 0);
   ~GptStage();
   GptStage(const GptStage&) = delete;
   GptStage& operator=(const GptStage&) = delete;

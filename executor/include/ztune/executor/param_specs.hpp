@@ -44,14 +44,25 @@ struct ParamSpec {
   bool tied_copy = false;        // the last stage's copy of wte (pp > 1): gradients summed with the first stage's
 };
 
-/// Units on a stage in forward order: "embedding" (first stage), one per block, "head" (last stage).
+/// Units on a stage in forward order: "embedding" (first stage), one per block,
+/// "head" (last stage). With interleaved 1F1B (Narayanan et al. 2021, §2.2) the
+/// stage holds `chunks` model chunks: chunk c is virtual stage c·pp + pp_rank,
+/// its blocks [(c·pp + pp_rank)·L/(pp·chunks), +L/(pp·chunks)); the embedding
+/// belongs to chunk 0 of stage 0, the head to the last chunk of the last stage.
+/// Blocks are numbered chunk by chunk, so units stay in forward order.
 struct StageLayout {
-  int first_layer = 0;   // global index of the stage's first block
-  int layers = 0;        // blocks on this stage
+  int pp = 1;
+  int pp_rank = 0;
+  int chunks = 1;
+  int layers = 0;        // blocks per chunk
   bool has_embedding = false;
   bool has_head = false;
   int units = 0;
-  [[nodiscard]] int block_unit(int local_layer) const { return (has_embedding ? 1 : 0) + local_layer; }
+  /// Global index of chunk `chunk`'s first block.
+  [[nodiscard]] int first_layer(int chunk = 0) const { return (chunk * pp + pp_rank) * layers; }
+  [[nodiscard]] int block_unit(int local_layer, int chunk = 0) const {
+    return (has_embedding ? 1 : 0) + chunk * layers + local_layer;
+  }
   [[nodiscard]] int head_unit() const { return units - 1; }
 };
 

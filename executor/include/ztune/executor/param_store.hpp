@@ -89,8 +89,12 @@ class ParamStore {
   [[nodiscard]] bool gradients_local() const;
 
   void zero_grads();
+  /// `last_micro`: the unit's last micro-batch of the step.
   void unit_backward_done(int unit, bool last_micro);
-  void finish_backward(bool last_micro);
+  /// After each backward pass; `last` = the stage's last backward of the step
+  /// (with interleaved 1F1B, the last of its chunks' passes): deferred buckets
+  /// are reduced then, and every reduction is awaited.
+  void finish_backward(bool last);
   /// Σ g² over the gradients this rank owns and counts (to be summed over the world).
   double owned_grad_sq();
   void scale_grads(float s);

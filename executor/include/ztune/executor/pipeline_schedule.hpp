@@ -6,6 +6,14 @@
 // backward, then drains the remaining backwards; at most p − s micro-batches are
 // in flight. Backwards run in micro-batch order in both, so gradient sums add up
 // in the same order on every stage.
+//
+// Interleaved 1F1B (Narayanan et al. 2021, §2.2; Megatron-LM's
+// forward_backward_pipelining_with_interleaving): the stage holds v model
+// chunks and runs m·v passes each way. Pass k belongs to micro-batch
+// (k div p·v)·p + k mod p and, forward, to chunk (k mod p·v) div p (backward:
+// the chunks in reverse): micro-batches go through in groups of p, one chunk at
+// a time. Warm-up: (p − s − 1)·2 + (v − 1)·p forwards (all m·v when m = p),
+// then 1F1B, then the remaining backwards. Needs m divisible by p.
 #include <vector>
 
 #include "ztune/model/plan.hpp"
@@ -15,9 +23,12 @@ namespace ztune::executor {
 struct PipeAction {
   bool forward = true;
   int micro = 0;
+  int chunk = 0;  // the stage's model chunk (interleaved 1F1B; 0 otherwise)
   bool operator==(const PipeAction&) const = default;
 };
 
-std::vector<PipeAction> pipeline_schedule(Schedule kind, int stages, int stage, int micro_batches);
+/// `chunks` > 1 only with Schedule::interleaved. Throws std::invalid_argument
+/// when interleaving and `micro_batches` is not a multiple of `stages`.
+std::vector<PipeAction> pipeline_schedule(Schedule kind, int stages, int stage, int micro_batches, int chunks = 1);
 
 }  // namespace ztune::executor

@@ -13,6 +13,7 @@ struct GroupShape {
   int dp = 1;
   int tp = 1;
   int pp = 1;
+  int chunks = 1;  // model chunks per pipeline stage: interleaved 1F1B's virtual stages (no extra ranks)
   [[nodiscard]] int world() const { return dp * tp * pp; }
 };
 

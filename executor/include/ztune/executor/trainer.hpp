@@ -53,6 +53,9 @@ class Trainer {
 
  private:
   MicroBatch micro_batch(int step, int micro) const;
+  /// The pipeline passes of one step, with their sends and receives; returns
+  /// this stage's Σ of the loss over rows (last stage, else 0).
+  double run_pipeline(const std::vector<MicroBatch>& data);
   Transformer m_;
   Plan plan_;
   TrainOptions opt_;
@@ -61,7 +64,7 @@ class Trainer {
   ProcessGroups groups_;
   kernels::ThreadPool host_pool_;
   std::unique_ptr<ParamStore> store_;
-  std::unique_ptr<GptStage> stage_;
+  std::vector<std::unique_ptr<GptStage>> chunks_;  // the stage's model chunks (one unless interleaved)
   double loss_row_ = 0;                      // ∂L/∂loss_row: 1 / tokens in the global batch
   std::optional<DynamicLossScaler> scaler_;  // fp16 plans only
   float applied_scale_ = 1;                  // the scale the last stage's ∂loss currently holds
