@@ -8,6 +8,7 @@
 
 #include "ztune/executor/host_adam.hpp"
 #include "ztune/executor/nvme_optimizer_states.hpp"
+#include "ztune/executor/nvme_param_partitions.hpp"
 #include "ztune/executor/onebit_adam.hpp"
 
 namespace ztune::executor {
@@ -84,7 +85,17 @@ ParamStore::ParamStore(std::vector<ParamSpec> specs, int units, const StoreOptio
         b.persistent = false;
   }
   // Storage by stage (ZeRO paper §5: P_os, P_os+g, P_os+g+p).
-  if (stage3()) {
+  if (stage3() && !opt_.nvme_params_file.empty()) {
+    if (!opt_.offload_params) throw std::logic_error("nvme_params_file without offload_params");
+    std::vector<std::size_t> pieces;
+    std::size_t largest = 0;
+    for (const auto& b : buckets_) {
+      pieces.push_back(b.piece);
+      largest = std::max(largest, b.piece);
+    }
+    nvme_params_ = std::make_unique<NvmeParamPartitions>(opt_.nvme_params_file, pieces);
+    param_stage_ = be_.allocate(largest, MemCategory::host_staging);
+  } else if (stage3()) {
     param_shards_ = be_.allocate(shard_size_, opt_.offload_params ? MemCategory::host_params : MemCategory::params);
   } else {
     params_ = be_.allocate(full_size_, MemCategory::params);
@@ -148,7 +159,16 @@ float* ParamStore::grad(int id) {
   return b.grad_work.data() + param_offset_[i];
 }
 
+std::size_t ParamStore::bucket_index(const Bucket& b) const { return static_cast<std::size_t>(&b - buckets_.data()); }
+
+const float* ParamStore::owned_param_values(Bucket& b) {
+  if (!nvme_params_) return owned_param_piece(b);
+  nvme_params_->read(bucket_index(b), param_stage_.data());
+  return param_stage_.data();
+}
+
 float* ParamStore::owned_param_piece(Bucket& b) {
+  assert(!nvme_params_ && "the partitions are on NVMe: owned_param_values");
   if (stage3()) return param_shards_.data() + b.shard_offset;
   return params_.data() + b.offset + static_cast<std::size_t>(dp_rank_) * b.piece;
 }
@@ -162,9 +182,10 @@ void ParamStore::start_gather(Bucket& b) {
   b.gathered = be_.allocate(b.padded, MemCategory::zero3_gathered);
   float* mine = b.gathered.data() + static_cast<std::size_t>(dp_rank_) * b.piece;
   if (opt_.offload_params) {
-    // The partition comes up from the host first (ZeRO-Infinity's parameter fetch).
+    // The partition comes up from the host first (ZeRO-Infinity's parameter
+    // fetch), and to the host from the drive before that when it lives there.
     ScopedOp t(be_.ops(), OpKind::offload_copy, static_cast<double>(b.piece * sizeof(float)));
-    be_.from_host(mine, param_shards_.data() + b.shard_offset, b.piece);
+    be_.from_host(mine, owned_param_values(b), b.piece);
   } else {
     be_.copy(mine, param_shards_.data() + b.shard_offset, b.piece);
   }
@@ -205,7 +226,10 @@ void ParamStore::initialise(const std::function<void(int, float*)>& fill) {
       fill(i, host.data());
       be_.from_host(full.data() + param_offset_[static_cast<std::size_t>(i)], host.data(), host.size());
     }
-    if (stage3()) {
+    if (nvme_params_) {
+      be_.to_host(param_stage_.data(), full.data() + static_cast<std::size_t>(dp_rank_) * b.piece, b.piece);
+      nvme_params_->write(bucket_index(b), param_stage_.data());
+    } else if (stage3()) {
       be_.copy(param_shards_.data() + b.shard_offset, full.data() + static_cast<std::size_t>(dp_rank_) * b.piece,
                b.piece);
     } else {
@@ -216,7 +240,7 @@ void ParamStore::initialise(const std::function<void(int, float*)>& fill) {
     for (auto& b : buckets_) {
       const std::size_t off = opt_.zero_stage >= 1 ? b.shard_offset : b.offset;
       const std::size_t len = opt_.zero_stage >= 1 ? b.piece : b.padded;
-      const float* src = opt_.zero_stage >= 1 ? owned_param_piece(b) : params_.data() + b.offset;
+      const float* src = opt_.zero_stage >= 1 ? owned_param_values(b) : params_.data() + b.offset;
       if (nvme_) {
         // The master copy starts as the parameters, staged through host_grad_.
         be_.to_host(host_grad_.data() + off, src, len);
@@ -375,7 +399,17 @@ void ParamStore::optimizer_step(const kernels::AdamWParams& h) {
     update(params_.data(), grads_.data(), 0, full_size_);
     return;
   }
-  for (auto& b : buckets_) update(owned_param_piece(b), owned_grad_piece(b), b.shard_offset, b.piece);
+  for (auto& b : buckets_) {
+    if (!nvme_params_) {
+      update(owned_param_piece(b), owned_grad_piece(b), b.shard_offset, b.piece);
+      continue;
+    }
+    // Partitions on NVMe: up from the drive, updated in the staging buffer, back down.
+    nvme_params_->read(bucket_index(b), param_stage_.data());
+    update(param_stage_.data(), owned_grad_piece(b), b.shard_offset, b.piece);
+    be_.fence();  // a GPU Adam may still be writing the (pinned) staging buffer
+    nvme_params_->write(bucket_index(b), param_stage_.data());
+  }
   if (stage3()) {
     for (auto& b : buckets_) b.gathered.release();  // persistent copies are stale now
     return;
@@ -409,8 +443,34 @@ void read_floats(std::istream& in, Buffer& b, Backend& be) {
 }
 }  // namespace
 
+// With the partitions on NVMe the checkpoint holds them in the same layout as
+// param_shards_ (bucket after bucket), so the format does not depend on where
+// they lived.
+void ParamStore::write_param_state(std::ostream& out) const {
+  if (!nvme_params_) {
+    write_floats(out, stage3() ? param_shards_ : params_, be_);
+    return;
+  }
+  for (const auto& b : buckets_) {
+    nvme_params_->read(bucket_index(b), param_stage_.data());
+    out.write(reinterpret_cast<const char*>(param_stage_.data()), static_cast<std::streamsize>(b.piece * sizeof(float)));
+  }
+}
+
+void ParamStore::read_param_state(std::istream& in) {
+  if (!nvme_params_) {
+    read_floats(in, stage3() ? param_shards_ : params_, be_);
+    return;
+  }
+  for (auto& b : buckets_) {
+    in.read(reinterpret_cast<char*>(param_stage_.data()), static_cast<std::streamsize>(b.piece * sizeof(float)));
+    if (!in) throw std::runtime_error("checkpoint ends early");
+    nvme_params_->write(bucket_index(b), param_stage_.data());
+  }
+}
+
 void ParamStore::write_state(std::ostream& out) const {
-  write_floats(out, stage3() ? param_shards_ : params_, be_);
+  write_param_state(out);
   if (onebit_) {
     onebit_->write_state(out);
   } else if (nvme_) {
@@ -426,7 +486,7 @@ void ParamStore::write_state(std::ostream& out) const {
 }
 
 void ParamStore::read_state(std::istream& in) {
-  read_floats(in, stage3() ? param_shards_ : params_, be_);
+  read_param_state(in);
   if (onebit_) {
     onebit_->read_state(in);
   } else if (nvme_) {

@@ -31,19 +31,22 @@ Trainer::Trainer(const Transformer& m, const Plan& plan, const TrainOptions& opt
   StoreOptions so;
   so.zero_stage = plan.zero_stage;
   so.offload_optimizer = plan.offload_optimizer != OffloadTarget::none;
-  so.offload_params = plan.offload_params == OffloadTarget::cpu;
+  so.offload_params = plan.offload_params != OffloadTarget::none;
   so.overlap_comm = plan.overlap_comm;
   so.sequence_parallel = plan.sequence_parallel && plan.tp > 1;
   so.bucket_elems = plan.reduce_bucket_elems;
   so.persistence_threshold = plan.param_persistence_threshold;
   so.onebit_freeze_step = plan.onebit_adam ? plan.onebit_freeze_step : -1;
-  if (plan.offload_optimizer == OffloadTarget::nvme) {
+  // ZeRO-Infinity's files, one per rank and kind, in --nvme-dir (removed when the run ends).
+  auto nvme_file = [&](const std::string& what) {
     const std::filesystem::path dir = opt.nvme_dir.empty() ? std::filesystem::temp_directory_path()
                                                            : std::filesystem::path(opt.nvme_dir);
-    so.nvme_file = (dir / ("ztune-optimizer.world" + std::to_string(world.size()) + ".rank" +
-                           std::to_string(world.rank()) + "." + std::to_string(::getpid()) + ".swp"))
-                       .string();
-  }
+    return (dir / ("ztune-" + what + ".world" + std::to_string(world.size()) + ".rank" +
+                   std::to_string(world.rank()) + "." + std::to_string(::getpid()) + ".swp"))
+        .string();
+  };
+  if (plan.offload_optimizer == OffloadTarget::nvme) so.nvme_file = nvme_file("optimizer");
+  if (plan.offload_params == OffloadTarget::nvme) so.nvme_params_file = nvme_file("params");
   const auto layout = stage_layout(m, groups_.shape, groups_.coords.pp_rank);
   store_ = std::make_unique<ParamStore>(param_specs(m, groups_.shape, groups_.coords), layout.units, so, be_, groups_,
                                         host_pool_);

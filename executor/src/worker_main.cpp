@@ -117,8 +117,8 @@ int run(int argc, char** argv) {
   app.add_option("--grad-clip", opt.grad_clip, "Clip the global gradient norm (0: off)");
   app.add_option("--threads", opt.threads, "Compute threads per rank")->check(CLI::PositiveNumber);
   app.add_option("--nvme-dir", opt.nvme_dir,
-                 "Directory of the optimizer-state files of plans offloading to NVMe (default: the temporary "
-                 "directory; use a directory on the NVMe drive)");
+                 "Directory of the optimizer-state and parameter files of plans offloading to NVMe (default: the "
+                 "temporary directory; use a directory on the NVMe drive)");
   app.add_option("--backend", backend_name, "cpu (MPI ranks), or cuda (one GPU per rank, NCCL collectives)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--kill-after-step", opt.kill_after_step, "Test hook: SIGKILL after committing that checkpoint");

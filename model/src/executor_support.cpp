@@ -10,9 +10,6 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (backend == ExecBackend::cpu && p.precision != Precision::fp32)
     return "$.plan.precision: the CPU backend trains in fp32; got \"" + to_string(p.precision) +
            "\" (16-bit precision needs the CUDA backend)";
-  if (p.offload_params == OffloadTarget::nvme)
-    return "$.plan.offload.params: parameter offload to NVMe is not implemented by the executor yet (to the CPU "
-           "it is)";
   if (p.onebit_adam && (p.zero_stage != 0 || p.offload_optimizer != OffloadTarget::none))
     return "$.plan.onebit_adam: 1-bit Adam needs zero_stage 0 and no optimizer offload (as DeepSpeed's OnebitAdam)";
   if (p.sparse_attention != SparseLayout::none)

@@ -1,5 +1,5 @@
 """ZeRO-Infinity offload (issue 7 deliverable 5), end to end: optimizer states
-to NVMe, and ZeRO-3 parameter partitions to the CPU.
+to NVMe, and ZeRO-3 parameter partitions to the CPU and to NVMe.
 
 Oracle: the same plan with the optimizer offloaded to CPU memory (itself checked
 against a single rank in executor_equivalence). The NVMe path runs the same host
@@ -11,7 +11,9 @@ files live in --nvme-dir while the job runs and are gone after it.
 Parameter offload: the partitions live in host memory and come up for each
 gather; the arithmetic is untouched, so losses are bit-identical to the same
 plan without it, and the run record shows the partitions under host_params
-with no device params.
+with no device params. On NVMe the partitions live in a file per rank (read
+for each gather, written after each step): bit-identical to keeping them in
+host memory, with neither params nor host_params in memory, and resumable.
 
 usage: zero_infinity.py WORKER "MPIRUN ARGS"
 """
@@ -36,6 +38,24 @@ def run(plan, *args):
     if r.returncode != 0:
         print(r.stdout[-2000:], r.stderr[-2000:])
     return r
+
+
+def run_watching(directory, plan, *args):
+    """Runs the plan while listing the .swp files that appear in `directory`."""
+    seen = set()
+    stop = threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            seen.update(f for f in os.listdir(directory) if f.endswith(".swp"))
+            time.sleep(0.002)
+
+    t = threading.Thread(target=watch)
+    t.start()
+    r = run(plan, *args)
+    stop.set()
+    t.join()
+    return r, seen
 
 
 def losses(path):
@@ -121,6 +141,47 @@ with tempfile.TemporaryDirectory() as d:
               base_cats["params"], ")")
         if not (cats["params"] == 0 and cats["host_params"] == base_cats["params"] > 0):
             failures.append("the offloaded partitions are not (all) in host memory")
+
+    # Parameter partitions on NVMe, with the optimizer on the GPU and with it on
+    # NVMe too, against the same plans keeping them in host memory.
+    for opt in ("none", "nvme"):
+        cpu_opt = "cpu" if opt == "nvme" else "none"
+        host_plan, drive_plan = f"{d}/par_host_{opt}.json", f"{d}/par_nvme_{opt}.json"
+        plans.write_plan_file(host_plan, MODEL, dp=2, zero=3, mb=2, ga=2, offload_params="cpu", offload=cpu_opt)
+        plans.write_plan_file(drive_plan, MODEL, dp=2, zero=3, mb=2, ga=2, offload_params="nvme", offload=opt)
+        rh = run(host_plan, "--steps", "4", "--record", f"{d}/par_host_{opt}.rec")
+        rd, seen = run_watching(nvme_dir, drive_plan, "--steps", "4", "--record", f"{d}/par_nvme_{opt}.rec",
+                                "--nvme-dir", nvme_dir)
+        if rh.returncode != 0 or rd.returncode != 0:
+            failures.append(f"parameter offload to NVMe (optimizer {opt}): a run failed")
+            continue
+        same_losses(f"params on host, opt {cpu_opt}:", f"{d}/par_host_{opt}.rec",
+                    f"params on NVMe, opt {opt}:", f"{d}/par_nvme_{opt}.rec",
+                    f"parameters on NVMe (optimizer {opt}) changed the losses")
+        params_files = sorted(f for f in seen if f.startswith("ztune-params"))
+        print("parameter files seen during the run:", params_files)
+        if len(params_files) != 2:
+            failures.append(f"expected 2 rank parameter files in --nvme-dir, saw {params_files}")
+        if os.listdir(nvme_dir):
+            failures.append(f"files left behind: {os.listdir(nvme_dir)}")
+        cats = json.load(open(f"{d}/par_nvme_{opt}.rec"))["memory"][0]["by_category"]
+        print("rank 0: params", cats["params"], "host_params", cats["host_params"], "host_staging",
+              cats.get("host_staging"))
+        if cats["params"] != 0 or cats["host_params"] != 0:
+            failures.append("parameters on NVMe still hold partitions in memory")
+
+    # Checkpoint at step 2, resume to step 4, with the partitions on NVMe.
+    drive_plan, ck2 = f"{d}/par_nvme_none.json", f"{d}/ckpt_par"
+    r1 = run(drive_plan, "--steps", "2", "--checkpoint-every", "2", "--checkpoint-dir", ck2, "--nvme-dir", nvme_dir)
+    r2 = run(drive_plan, "--steps", "4", "--resume", "--checkpoint-dir", ck2, "--nvme-dir", nvme_dir,
+             "--record", f"{d}/par_resumed.rec")
+    if r1.returncode != 0 or r2.returncode != 0:
+        failures.append("checkpoint/resume with parameters on NVMe failed")
+    elif os.path.exists(f"{d}/par_nvme_none.rec"):
+        resumed, straight = losses(f"{d}/par_resumed.rec"), losses(f"{d}/par_nvme_none.rec")[2:]
+        print("parameters on NVMe, resumed steps 3-4:", " ".join(f"{x:.7f}" for x in resumed))
+        if resumed != straight:
+            failures.append("the resumed run with parameters on NVMe differs from the straight run")
 
 for f in failures:
     print("FAILED:", f)

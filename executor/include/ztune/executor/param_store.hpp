@@ -43,8 +43,11 @@ struct StoreOptions {
   double persistence_threshold = 0;
   int onebit_freeze_step = -1;  // >= 0: 1-bit Adam (stage 0) with this many warm-up steps (onebit_adam.hpp)
   // ZeRO-3: the parameter partitions live in host memory and are copied to
-  // the device for each gather (ZeRO-Infinity's offload_param to CPU).
+  // the device for each gather (ZeRO-Infinity's offload_param to CPU) ...
   bool offload_params = false;
+  // ... or, when this names a file, on NVMe (offload_param to NVMe): read into
+  // a host staging buffer for each gather, written back after each step.
+  std::string nvme_params_file;
   // With offload_optimizer: the file holding this rank's optimizer states on
   // NVMe (ZeRO-Infinity); empty = the states stay in host memory (ZeRO-Offload).
   std::string nvme_file;
@@ -52,6 +55,7 @@ struct StoreOptions {
 
 class OnebitAdam;
 class NvmeOptimizerStates;
+class NvmeParamPartitions;
 
 enum class Direction : std::uint8_t { forward, backward };
 
@@ -115,6 +119,12 @@ class ParamStore {
   void launch_reduction(Bucket& b);
   void sync_replicas(Bucket& b);
   float* owned_param_piece(Bucket& b);
+  /// This rank's current values of bucket b's partition (stage 3 with NVMe
+  /// parameters: read into param_stage_, valid until its next use).
+  const float* owned_param_values(Bucket& b);
+  [[nodiscard]] std::size_t bucket_index(const Bucket& b) const;
+  void write_param_state(std::ostream& out) const;
+  void read_param_state(std::istream& in);
   float* owned_grad_piece(Bucket& b);
   [[nodiscard]] bool stage3() const { return opt_.zero_stage == 3; }
 
@@ -134,6 +144,8 @@ class ParamStore {
   std::vector<Pending> pending_;
   std::unique_ptr<OnebitAdam> onebit_;
   std::unique_ptr<NvmeOptimizerStates> nvme_;  // offload_optimizer to NVMe: master, m, v on the drive
+  std::unique_ptr<NvmeParamPartitions> nvme_params_;  // offload_param to NVMe: the partitions on the drive
+  Buffer param_stage_;  // host_staging: one bucket's partition on its way to or from the drive
   int step_ = 0;
 };
 
