@@ -64,6 +64,14 @@ void Backend::attention_backward(float* dqkv, const float* dout, const float* qk
                                  int c, int nh) {
   ZT_TIMED(OpKind::attention, attention_backward_impl(dqkv, dout, qkv, att, b, t, c, nh));
 }
+void Backend::sparse_attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
+                                       const kernels::BlockLayout& layout) {
+  ZT_TIMED(OpKind::attention, sparse_attention_forward_impl(out, att, qkv, b, t, c, nh, layout));
+}
+void Backend::sparse_attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int b,
+                                        int t, int c, int nh, const kernels::BlockLayout& layout) {
+  ZT_TIMED(OpKind::attention, sparse_attention_backward_impl(dqkv, dout, qkv, att, b, t, c, nh, layout));
+}
 void Backend::ce_row_max(float* row_max, const float* logits, int n, int v) {
   ZT_TIMED(OpKind::memory_bound, ce_row_max_impl(row_max, logits, n, v));
 }

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "ztune/kernels/attention.hpp"
+#include "ztune/kernels/sparse_attention.hpp"
 #include "ztune/kernels/cross_entropy.hpp"
 #include "ztune/kernels/elementwise.hpp"
 #include "ztune/kernels/embedding.hpp"
@@ -72,6 +73,14 @@ void CpuBackend::attention_forward_impl(float* out, float* att, const float* qkv
 void CpuBackend::attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* att, int b,
                                          int t, int c, int nh) {
   k::attention_backward(dqkv, dout, qkv, att, b, t, c, nh, &pool_);
+}
+void CpuBackend::sparse_attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
+                                              const kernels::BlockLayout& layout) {
+  k::sparse_attention_forward(out, att, qkv, b, t, c, nh, layout, &pool_);
+}
+void CpuBackend::sparse_attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* att,
+                                               int b, int t, int c, int nh, const kernels::BlockLayout& layout) {
+  k::sparse_attention_backward(dqkv, dout, qkv, att, b, t, c, nh, layout, &pool_);
 }
 void CpuBackend::ce_row_max_impl(float* row_max, const float* logits, int n, int v) {
   k::cross_entropy_row_max(row_max, logits, n, v);

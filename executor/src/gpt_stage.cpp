@@ -84,6 +84,21 @@ GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups
     p.mproj_b = need(h + "mlp.c_proj.bias", p.unit);
     blocks_.push_back(p);
   }
+  if (plan.sparse_attention != SparseLayout::none) {
+    // The same layout on every rank and head: BigBird's random blocks come
+    // from a fixed seed.
+    const auto pattern = [&] {
+      switch (plan.sparse_attention) {
+        case SparseLayout::fixed: return kernels::BlockPattern::fixed;
+        case SparseLayout::bigbird: return kernels::BlockPattern::bigbird;
+        case SparseLayout::longformer: return kernels::BlockPattern::longformer;
+        case SparseLayout::variable: return kernels::BlockPattern::variable;
+        case SparseLayout::none: break;
+      }
+      throw std::logic_error("no block pattern for this layout");
+    }();
+    sparse_ = kernels::make_block_layout(pattern, T_, plan.sparse_block);
+  }
   const int row0 = sp_ ? g_.coords.tp_rank * rows_ : 0;
   for (int i = 0; i < rows_; ++i) positions_.push_back((row0 + i) % T_);
   if (last_) {
@@ -138,6 +153,22 @@ void GptStage::embedding_backward(const MicroBatch& data, const float* dres) {
   store_.release(embed_unit_);
 }
 
+std::size_t GptStage::att_elems() const {
+  const std::size_t per_head = sparse_ ? static_cast<std::size_t>(sparse_->nnz()) * sparse_->block * sparse_->block
+                                       : static_cast<std::size_t>(T_) * T_;
+  return static_cast<std::size_t>(B_) * NHl_ * per_head;
+}
+
+void GptStage::attend(float* out, float* att, const float* qkv) {
+  if (sparse_) be_.sparse_attention_forward(out, att, qkv, B_, T_, Cl_, NHl_, *sparse_);
+  else be_.attention_forward(out, att, qkv, B_, T_, Cl_, NHl_);
+}
+
+void GptStage::attend_backward(float* dqkv, const float* dout, const float* qkv, const float* att) {
+  if (sparse_) be_.sparse_attention_backward(dqkv, dout, qkv, att, B_, T_, Cl_, NHl_, *sparse_);
+  else be_.attention_backward(dqkv, dout, qkv, att, B_, T_, Cl_, NHl_);
+}
+
 void GptStage::forward_block(int l, const float* x, LayerActs& la, float* out, bool keep_att) {
   const auto& p = blocks_[static_cast<std::size_t>(l)];
   const auto ns = static_cast<std::size_t>(rows_), n = static_cast<std::size_t>(N_);
@@ -152,10 +183,9 @@ void GptStage::forward_block(int l, const float* x, LayerActs& la, float* out, b
   la.qkv = act(n * 3 * Cl_);
   be_.matmul_forward(la.qkv.data(), ln1_full, store_.param(p.qkv_w), store_.param(p.qkv_b), N_, C_, 3 * Cl_);
   tmp.release();
-  const auto att_size = static_cast<std::size_t>(B_) * NHl_ * T_ * T_;
-  la.att = keep_att ? act(att_size) : work(att_size);
+  la.att = keep_att ? act(att_elems()) : work(att_elems());
   la.atty = act(n * Cl_);
-  be_.attention_forward(la.atty.data(), la.att.data(), la.qkv.data(), B_, T_, Cl_, NHl_);
+  attend(la.atty.data(), la.att.data(), la.qkv.data());
   if (!keep_att) la.att.release();
   {
     Buffer partial = work(n * c);
@@ -222,13 +252,13 @@ void GptStage::backward_block(int l, const float* dres, LayerActs& la, const flo
   Buffer att_tmp, atty_tmp;
   const float* att = la.att.data();
   if (la.att.empty()) {  // selective recomputation: the probabilities again
-    att_tmp = work(static_cast<std::size_t>(B_) * NHl_ * T_ * T_);
+    att_tmp = work(att_elems());
     atty_tmp = work(n * Cl_);
-    be_.attention_forward(atty_tmp.data(), att_tmp.data(), la.qkv.data(), B_, T_, Cl_, NHl_);
+    attend(atty_tmp.data(), att_tmp.data(), la.qkv.data());
     att = att_tmp.data();
   }
   Buffer dqkv = work(n * 3 * Cl_);
-  be_.attention_backward(dqkv.data(), datty.data(), la.qkv.data(), att, B_, T_, Cl_, NHl_);
+  attend_backward(dqkv.data(), datty.data(), la.qkv.data(), att);
   datty.release();
   att_tmp.release();
   atty_tmp.release();

@@ -12,8 +12,9 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
            "\" (16-bit precision needs the CUDA backend)";
   if (p.onebit_adam && (p.zero_stage != 0 || p.offload_optimizer != OffloadTarget::none))
     return "$.plan.onebit_adam: 1-bit Adam needs zero_stage 0 and no optimizer offload (as DeepSpeed's OnebitAdam)";
-  if (p.sparse_attention != SparseLayout::none)
-    return "$.plan.sparse_attention: block-sparse attention is not implemented by the executor yet";
+  if (p.sparse_attention != SparseLayout::none && (m.seq_len % p.sparse_block != 0))
+    return "$.plan.sparse_attention.block: " + s(p.sparse_block) + " does not divide the sequence length " +
+           s(m.seq_len);
   if (p.zeropp) return "$.plan.zeropp: ZeRO++ is not implemented by the executor yet";
   if (p.pp > 1 && p.zero_stage > 1)
     return "$.plan.zero_stage: " + s(p.zero_stage) +

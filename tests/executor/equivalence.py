@@ -53,6 +53,10 @@ CASES = {
     "dp2_pp2": dict(dp=2, pp=2, mb=1, ga=4),
     "tp2_pp2": dict(tp=2, pp=2),
     "dp2_tp2_pp2_zero1": dict(dp=2, tp=2, pp=2, mb=1, ga=4, zero=1, sp=True),
+    # Block-sparse attention whose layout covers every causal block (the tiny
+    # model's 64 tokens are 4 blocks of 16, one "fixed" window of 4): the
+    # sparse kernels must give dense attention's numbers, here split over tp.
+    "tp2_sparse_fixed_dense_layout": dict(tp=2, sparse="fixed", sparse_block=16, recompute="selective"),
     "recompute_selective": dict(recompute="selective"),
     "recompute_full": dict(recompute="full"),
     "tp2_sp_recompute_full": dict(tp=2, sp=True, recompute="full"),

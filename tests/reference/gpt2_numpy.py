@@ -53,14 +53,28 @@ def gelu_back(x, dy):
     return dy * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * K * (1 + 3 * 0.044715 * x * x))
 
 
-def step(p, tokens, targets, L, NH):
-    """Loss and gradients (dict like p) of the mean cross-entropy."""
+def fixed_sparse_mask(T, block, window=4):
+    """Masked (True) query/key pairs of DeepSpeed's FixedSparsityConfig with
+    attention='unidirectional' and its defaults (Child et al. 2019's "fixed"
+    pattern): a query sees the keys of its own window of `window` blocks and the
+    last block of every window (a global column), never a later token. Written
+    from the pattern's definition, not from ztune's layout builder."""
+    i = np.arange(T)
+    bi, bj = (i // block)[:, None], (i // block)[None, :]
+    allowed = (i[None, :] <= i[:, None]) & ((bi // window == bj // window) | (bj % window == window - 1))
+    return ~allowed
+
+
+def step(p, tokens, targets, L, NH, mask=None):
+    """Loss and gradients (dict like p) of the mean cross-entropy; `mask`
+    (T×T, True = masked) defaults to dense causal attention."""
     B, T = tokens.shape
     C = p["wte.weight"].shape[1]
     hd = C // NH
     g = {k: np.zeros_like(v) for k, v in p.items()}
     x = p["wte.weight"][tokens] + p["wpe.weight"][np.arange(T)][None]
-    mask = np.triu(np.ones((T, T), bool), 1)
+    if mask is None:
+        mask = np.triu(np.ones((T, T), bool), 1)
     caches = []
     for l in range(L):
         h = f"h.{l}."
@@ -148,9 +162,8 @@ def random_weights(rng, m):
     return {k: v.astype(np.float32).astype(np.float64) for k, v in p.items()}
 
 
-def main():
-    worker, model_path = sys.argv[1], sys.argv[2]
-    m = json.load(open(model_path))
+def check_case(worker, m, label, plan_kw, mask):
+    """One training step of ztune-worker against step(); returns the failures."""
     rng = np.random.default_rng(2024)
     B, T, V = 2, m["seq_len"], m["vocab"]
     p = random_weights(rng, m)
@@ -158,7 +171,7 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         safetensors_np.save(os.path.join(d, "init.safetensors"), p)
         stream.astype("<u2").tofile(os.path.join(d, "tokens.bin"))
-        plans.write_plan_file(os.path.join(d, "plan.json"), m, mb=B, ga=1)
+        plans.write_plan_file(os.path.join(d, "plan.json"), m, mb=B, ga=1, **plan_kw)
         cmd = [worker, os.path.join(d, "plan.json"), "--steps", "1", "--init-from",
                os.path.join(d, "init.safetensors"), "--data", os.path.join(d, "tokens.bin"),
                "--dump-grads", os.path.join(d, "grads.safetensors"), "--record", os.path.join(d, "record.json")]
@@ -170,10 +183,10 @@ def main():
         ours = safetensors_np.load(os.path.join(d, "grads.safetensors"))
     # ztune's sequence j starts at token j·T (token file reader), targets shifted by one.
     seqs = np.stack([stream[j * T:j * T + T + 1].astype(np.int64) for j in range(B)])
-    loss, grads = step(p, seqs[:, :-1], seqs[:, 1:], m["layers"], m["heads"])
+    loss, grads = step(p, seqs[:, :-1], seqs[:, 1:], m["layers"], m["heads"], mask)
     failures = 0
     loss_err = abs(ours_loss - loss) / abs(loss)
-    print(f"loss: ztune {ours_loss:.7f} numpy {loss:.7f} rel err {loss_err:.1e}")
+    print(f"{label}: loss ztune {ours_loss:.7f} numpy {loss:.7f} rel err {loss_err:.1e}")
     failures += loss_err > 1e-4
     worst = 0.0
     for k, ref in grads.items():
@@ -181,9 +194,24 @@ def main():
         worst = max(worst, err)
         if err > 1e-4 or ours[k].shape != ref.shape:
             failures += 1
-            print(f"FAIL gradient {k}: rel err {err:.2e}")
-    print(f"gradients: {len(grads)} tensors, worst rel err {worst:.1e}")
-    print(f"{len(grads) + 1 - failures} passed, {failures} failed")
+            print(f"FAIL {label} gradient {k}: rel err {err:.2e}")
+    print(f"{label}: gradients of {len(grads)} tensors, worst rel err {worst:.1e}")
+    return failures
+
+
+def main():
+    worker, model_path = sys.argv[1], sys.argv[2]
+    m = json.load(open(model_path))
+    failures = check_case(worker, m, "dense", {}, None)
+    # Block-sparse attention (DeepSpeed "fixed"; its blocks are 16 tokens or
+    # more): the same model at sequence 128 is 8 blocks of 16 in two windows of
+    # 4, so a query in the second window skips blocks 0-2.
+    long_m = dict(m, seq_len=128)
+    T = long_m["seq_len"]
+    mask = fixed_sparse_mask(T, 16)
+    print(f"fixed sparse mask, blocks of 16: {int((~mask).sum())} of {T * (T + 1) // 2} causal pairs attended")
+    failures += check_case(worker, long_m, "sparse fixed/16", dict(sparse="fixed", sparse_block=16), mask)
+    print(f"{2 - (failures > 0)} cases, {failures} failures")
     return 1 if failures else 0
 
 

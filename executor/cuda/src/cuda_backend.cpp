@@ -16,6 +16,7 @@
 #include "ztune/kernels/cuda/gemm.hpp"
 #include "ztune/kernels/cuda/layernorm.hpp"
 #include "ztune/kernels/cuda/loss_scale.hpp"
+#include "ztune/kernels/cuda/sparse_attention.hpp"
 
 namespace ztune::executor::cuda {
 
@@ -56,6 +57,7 @@ CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(compute_);
   cudaStreamSynchronize(copy_);
   gemm_.reset();
+  if (layout_arrays_ != nullptr) cudaFree(layout_arrays_);
   cudaFreeHost(host_double_);
   cudaFreeHost(host_flag_);
   cudaStreamDestroy(copy_);
@@ -209,6 +211,33 @@ void CudaBackend::attention_backward_impl(float* dqkv, const float* dout, const 
   Scratch s(allocator_);
   float* ws = s.get<float>(kc::attention_workspace_elems(b, t, c, nh));
   kc::attention_backward<float>(*gemm_, dqkv, dout, qkv, att, ws, b, t, c, nh, compute_);
+}
+const kc::DeviceBlockLayout& CudaBackend::device_layout(const kernels::BlockLayout& l) {
+  const bool same = layout_arrays_ != nullptr && l.block == layout_host_.block && l.blocks == layout_host_.blocks &&
+                    l.row_ptr == layout_host_.row_ptr && l.cols == layout_host_.cols;
+  if (same) return layout_device_;
+  // Kernels already enqueued may still read the old arrays.
+  ZT_CUDA_CHECK(cudaStreamSynchronize(compute_));
+  if (layout_arrays_ != nullptr) ZT_CUDA_CHECK(cudaFree(layout_arrays_));
+  const std::size_t n = l.row_ptr.size() + l.cols.size();
+  ZT_CUDA_CHECK(cudaMalloc(&layout_arrays_, n * sizeof(int)));
+  ZT_CUDA_CHECK(cudaMemcpy(layout_arrays_, l.row_ptr.data(), l.row_ptr.size() * sizeof(int), cudaMemcpyHostToDevice));
+  ZT_CUDA_CHECK(cudaMemcpy(layout_arrays_ + l.row_ptr.size(), l.cols.data(), l.cols.size() * sizeof(int),
+                           cudaMemcpyHostToDevice));
+  layout_host_ = l;
+  layout_device_ = {layout_arrays_, layout_arrays_ + l.row_ptr.size(), l.blocks, l.block, l.nnz()};
+  return layout_device_;
+}
+void CudaBackend::sparse_attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
+                                                const kernels::BlockLayout& layout) {
+  kc::sparse_attention_forward<float>(out, att, qkv, b, t, c, nh, device_layout(layout), compute_);
+}
+void CudaBackend::sparse_attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* att,
+                                                 int b, int t, int c, int nh, const kernels::BlockLayout& layout) {
+  const auto& dl = device_layout(layout);
+  Scratch s(allocator_);
+  float* ws = s.get<float>(kc::sparse_attention_att_elems(b, nh, dl));
+  kc::sparse_attention_backward<float>(dqkv, ws, dout, qkv, att, b, t, c, nh, dl, compute_);
 }
 void CudaBackend::ce_row_max_impl(float* row_max, const float* logits, int n, int v) {
   kc::ce_row_max<float>(row_max, logits, n, v, compute_);

@@ -16,6 +16,7 @@
 #include "ztune/executor/memory_tracker.hpp"
 #include "ztune/executor/op_stats.hpp"
 #include "ztune/kernels/adamw.hpp"
+#include "ztune/kernels/block_sparse_layout.hpp"
 #include "ztune/kernels/gemm.hpp"
 
 namespace ztune::executor {
@@ -63,6 +64,12 @@ class Backend {
   void attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh);
   void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int b, int t, int c,
                           int nh);
+  /// Block-sparse causal attention (kernels/sparse_attention.hpp): att holds
+  /// b·nh·nnz·block² probabilities in the layout's CSR order.
+  void sparse_attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
+                                const kernels::BlockLayout& layout);
+  void sparse_attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int b, int t,
+                                 int c, int nh, const kernels::BlockLayout& layout);
   void ce_row_max(float* row_max, const float* logits, int n, int v);
   void ce_row_sumexp(float* row_sum, const float* logits, const float* row_max, int n, int v);
   void ce_target_logit(float* tl, const float* logits, const std::int32_t* targets, int n, int v, int vocab_begin);
@@ -103,6 +110,10 @@ class Backend {
   virtual void attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh) = 0;
   virtual void attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* att, int b,
                                        int t, int c, int nh) = 0;
+  virtual void sparse_attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
+                                            const kernels::BlockLayout& layout) = 0;
+  virtual void sparse_attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* att,
+                                             int b, int t, int c, int nh, const kernels::BlockLayout& layout) = 0;
   virtual void ce_row_max_impl(float* row_max, const float* logits, int n, int v) = 0;
   virtual void ce_row_sumexp_impl(float* row_sum, const float* logits, const float* row_max, int n, int v) = 0;
   virtual void ce_target_logit_impl(float* tl, const float* logits, const std::int32_t* targets, int n, int v,

@@ -44,6 +44,10 @@ class CpuBackend final : public Backend {
   void attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh) override;
   void attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* att, int b, int t,
                                int c, int nh) override;
+  void sparse_attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
+                                    const kernels::BlockLayout& layout) override;
+  void sparse_attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* att, int b,
+                                     int t, int c, int nh, const kernels::BlockLayout& layout) override;
   void ce_row_max_impl(float* row_max, const float* logits, int n, int v) override;
   void ce_row_sumexp_impl(float* row_sum, const float* logits, const float* row_max, int n, int v) override;
   void ce_target_logit_impl(float* tl, const float* logits, const std::int32_t* targets, int n, int v,

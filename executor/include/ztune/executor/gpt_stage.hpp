@@ -14,11 +14,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "ztune/executor/backend.hpp"
 #include "ztune/executor/param_store.hpp"
 #include "ztune/executor/process_groups.hpp"
+#include "ztune/kernels/block_sparse_layout.hpp"
 #include "ztune/model/plan.hpp"
 #include "ztune/model/transformer.hpp"
 
@@ -70,6 +72,11 @@ class GptStage {
   // Tensor-parallel f/g: gather rows (identity without SP) and reduce partial sums.
   const float* gather_rows(const float* shard, Buffer& tmp);
   void reduce_rows(float* partial, float* out);
+  // Causal self-attention of one block: dense, or block-sparse when the plan
+  // asks for it (DeepSpeed Sparse Attention; att then holds only the layout's blocks).
+  [[nodiscard]] std::size_t att_elems() const;
+  void attend(float* out, float* att, const float* qkv);
+  void attend_backward(float* dqkv, const float* dout, const float* qkv, const float* att);
   Buffer act(std::size_t n) { return be_.allocate(n, MemCategory::activations); }
   Buffer work(std::size_t n) { return be_.allocate(n, MemCategory::workspace); }
 
@@ -83,6 +90,7 @@ class GptStage {
   int layers_ = 0, first_layer_ = 0, embed_unit_ = 0, head_unit_ = 0;
   int wte_ = -1, wpe_ = -1, lnf_w_ = -1, lnf_b_ = -1;
   std::vector<BlockParams> blocks_;
+  std::optional<kernels::BlockLayout> sparse_;  // the plan's block-sparse layout (one for all heads)
   std::vector<std::int32_t> positions_;  // position of each local row
   Buffer dloss_;                          // loss_scale for each row
   std::map<int, std::unique_ptr<Acts>> acts_;

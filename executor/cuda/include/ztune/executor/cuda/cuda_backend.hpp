@@ -20,6 +20,7 @@
 
 #include "ztune/executor/backend.hpp"
 #include "ztune/executor/cuda/caching_allocator.hpp"
+#include "ztune/kernels/cuda/sparse_attention.hpp"
 
 namespace ztune::kernels::cuda {
 class Gemm;
@@ -77,6 +78,10 @@ class CudaBackend final : public Backend {
   void attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh) override;
   void attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* att, int b, int t,
                                int c, int nh) override;
+  void sparse_attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
+                                    const kernels::BlockLayout& layout) override;
+  void sparse_attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* att, int b,
+                                     int t, int c, int nh, const kernels::BlockLayout& layout) override;
   void ce_row_max_impl(float* row_max, const float* logits, int n, int v) override;
   void ce_row_sumexp_impl(float* row_sum, const float* logits, const float* row_max, int n, int v) override;
   void ce_target_logit_impl(float* tl, const float* logits, const std::int32_t* targets, int n, int v,
@@ -104,6 +109,12 @@ class CudaBackend final : public Backend {
   cudaStream_t copy_ = nullptr;
   CachingAllocator allocator_;
   std::unique_ptr<kernels::cuda::Gemm> gemm_;
+  /// The block layout's CSR arrays on the device, uploaded when a call brings
+  /// another layout than the last one (every chunk of a plan uses one).
+  const kernels::cuda::DeviceBlockLayout& device_layout(const kernels::BlockLayout& layout);
+  kernels::BlockLayout layout_host_;
+  kernels::cuda::DeviceBlockLayout layout_device_;
+  int* layout_arrays_ = nullptr;   // row_ptr then cols, one cudaMalloc
   double* host_double_ = nullptr;  // pinned: sum_squares result
   int* host_flag_ = nullptr;       // pinned: overflow flag
 };
