@@ -81,19 +81,7 @@ with tempfile.TemporaryDirectory() as d:
     r = run(cpu_plan, "--steps", "6", "--record", f"{d}/cpu.rec")
     assert r.returncode == 0, "CPU offload run failed"
     # Watch the NVMe directory while the job runs: two rank files appear.
-    seen = set()
-    stop = threading.Event()
-
-    def watch():
-        while not stop.is_set():
-            seen.update(f for f in os.listdir(nvme_dir) if f.endswith(".swp"))
-            time.sleep(0.002)
-
-    t = threading.Thread(target=watch)
-    t.start()
-    r = run(nvme_plan, "--steps", "6", "--record", f"{d}/nvme.rec", "--nvme-dir", nvme_dir)
-    stop.set()
-    t.join()
+    r, seen = run_watching(nvme_dir, nvme_plan, "--steps", "6", "--record", f"{d}/nvme.rec", "--nvme-dir", nvme_dir)
     if r.returncode != 0:
         failures.append("the NVMe offload run failed")
     else:

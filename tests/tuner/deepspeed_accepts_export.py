@@ -378,40 +378,30 @@ def main():
     logging.getLogger("DeepSpeed").setLevel(logging.ERROR)
     import torch
     print(f"DeepSpeed {deepspeed.__version__}, torch {torch.__version__}")
-    passed = failed = skipped = 0
+    counts = {"ok": 0, "FAIL": 0, "SKIP": 0}
+
+    def report(name, skip_reason, check):
+        """Runs `check` (a list of problems) unless the feature is missing; prints the outcome."""
+        if skip_reason:
+            counts["SKIP"] += 1
+            print(f"SKIP {name}: {skip_reason}")
+            return
+        problems = check()
+        outcome = "FAIL" if problems else "ok"
+        counts[outcome] += 1
+        print(f"{outcome:4s} {name}")
+        for pr in problems:
+            print(f"     {pr}")
+
     with tempfile.TemporaryDirectory() as tmp:
         for name, p, model, cluster, feature in CASES:
             why = feature_missing(feature)
-            if why:
-                skipped += 1
-                print(f"SKIP {name}: {why}")
-                continue
-            problems = check_case(name, copy.deepcopy(p), model, cluster, tmp)
-            if problems:
-                failed += 1
-                print(f"FAIL {name}")
-                for pr in problems:
-                    print(f"     {pr}")
-            else:
-                passed += 1
-                print(f"ok   {name}")
+            report(name, why, lambda: check_case(name, copy.deepcopy(p), model, cluster, tmp))
         for name, p, text, feature in REFUSED:
             why = feature_missing(feature)
-            if why:
-                skipped += 1
-                print(f"SKIP refuse {name}: {why}")
-                continue
-            problems = check_refused(name, copy.deepcopy(p), text, tmp)
-            if problems:
-                failed += 1
-                print(f"FAIL refuse {name}")
-                for pr in problems:
-                    print(f"     {pr}")
-            else:
-                passed += 1
-                print(f"ok   refuse {name}")
-    print(f"{passed} passed, {failed} failed, {skipped} skipped")
-    return 0 if failed == 0 else 1
+            report("refuse " + name, why, lambda: check_refused(name, copy.deepcopy(p), text, tmp))
+    print(f"{counts['ok']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
+    return 0 if counts["FAIL"] == 0 else 1
 
 
 if __name__ == "__main__":
