@@ -71,6 +71,20 @@ def same_losses(oracle_label, oracle_rec, label, rec, failure):
         failures.append(failure)
 
 
+def check_resume(plan, steps, ckpt, nvme_dir, straight_rec, resumed_rec, what):
+    """Checkpoints at step 2, resumes to `steps`: the losses must equal the straight run's."""
+    r1 = run(plan, "--steps", "2", "--checkpoint-every", "2", "--checkpoint-dir", ckpt, "--nvme-dir", nvme_dir)
+    r2 = run(plan, "--steps", str(steps), "--resume", "--checkpoint-dir", ckpt, "--nvme-dir", nvme_dir,
+             "--record", resumed_rec)
+    if r1.returncode != 0 or r2.returncode != 0:
+        failures.append(f"checkpoint/resume with {what} failed")
+    elif os.path.exists(straight_rec):
+        resumed, straight = losses(resumed_rec), losses(straight_rec)[2:]
+        print(f"{what}, resumed steps 3-{steps}:", " ".join(f"{x:.7f}" for x in resumed))
+        if resumed != straight:
+            failures.append(f"the resumed run with {what} differs from the straight run")
+
+
 with tempfile.TemporaryDirectory() as d:
     cpu_plan, nvme_plan = f"{d}/cpu.json", f"{d}/nvme.json"
     plans.write_plan_file(cpu_plan, MODEL, dp=2, zero=3, mb=2, ga=2, offload="cpu")
@@ -99,18 +113,7 @@ with tempfile.TemporaryDirectory() as d:
             failures.append("NVMe offload still holds optimizer states in host memory")
 
     # Checkpoint at step 2, resume to step 6: the same losses as the straight run.
-    ck = f"{d}/ckpt"
-    r1 = run(nvme_plan, "--steps", "2", "--checkpoint-every", "2", "--checkpoint-dir", ck, "--nvme-dir", nvme_dir)
-    r2 = run(nvme_plan, "--steps", "6", "--resume", "--checkpoint-dir", ck, "--nvme-dir", nvme_dir,
-             "--record", f"{d}/resumed.rec")
-    if r1.returncode != 0 or r2.returncode != 0:
-        failures.append("checkpoint/resume with NVMe offload failed")
-    elif os.path.exists(f"{d}/nvme.rec"):
-        resumed = losses(f"{d}/resumed.rec")
-        straight = losses(f"{d}/nvme.rec")[2:]
-        print("resumed steps 3-6:", " ".join(f"{x:.7f}" for x in resumed))
-        if resumed != straight:
-            failures.append("the resumed NVMe run differs from the straight run")
+    check_resume(nvme_plan, 6, f"{d}/ckpt", nvme_dir, f"{d}/nvme.rec", f"{d}/resumed.rec", "NVMe optimizer states")
 
     # Parameter offload to the CPU against the same ZeRO-3 plan without it.
     base_plan, par_plan = f"{d}/z3.json", f"{d}/z3par.json"
@@ -159,17 +162,8 @@ with tempfile.TemporaryDirectory() as d:
             failures.append("parameters on NVMe still hold partitions in memory")
 
     # Checkpoint at step 2, resume to step 4, with the partitions on NVMe.
-    drive_plan, ck2 = f"{d}/par_nvme_none.json", f"{d}/ckpt_par"
-    r1 = run(drive_plan, "--steps", "2", "--checkpoint-every", "2", "--checkpoint-dir", ck2, "--nvme-dir", nvme_dir)
-    r2 = run(drive_plan, "--steps", "4", "--resume", "--checkpoint-dir", ck2, "--nvme-dir", nvme_dir,
-             "--record", f"{d}/par_resumed.rec")
-    if r1.returncode != 0 or r2.returncode != 0:
-        failures.append("checkpoint/resume with parameters on NVMe failed")
-    elif os.path.exists(f"{d}/par_nvme_none.rec"):
-        resumed, straight = losses(f"{d}/par_resumed.rec"), losses(f"{d}/par_nvme_none.rec")[2:]
-        print("parameters on NVMe, resumed steps 3-4:", " ".join(f"{x:.7f}" for x in resumed))
-        if resumed != straight:
-            failures.append("the resumed run with parameters on NVMe differs from the straight run")
+    check_resume(f"{d}/par_nvme_none.json", 4, f"{d}/ckpt_par", nvme_dir, f"{d}/par_nvme_none.rec",
+                 f"{d}/par_resumed.rec", "parameters on NVMe")
 
 for f in failures:
     print("FAILED:", f)
