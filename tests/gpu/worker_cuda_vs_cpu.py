@@ -6,7 +6,11 @@ tests). The CUDA run with fp32 GEMMs must match it to 1e-4 relative per step (th
 kernels differ only in summation order); the bf16 run (tensor-core GEMMs,
 fp32 master weights) within bf16 tolerance, 2e-2 relative. The fp16 run also
 exercises dynamic loss scaling: its record's steps carry the loss scale (2^16 at
-first) and must not be skipped on this well-conditioned model.
+first) and must not be skipped on this well-conditioned model. Two fp32 cases
+check the executor features on the device against the same plan on the CPU:
+block-sparse attention (DeepSpeed "fixed", sequence 128 in blocks of 16: the
+CUDA sparse kernels) and ZeRO-3 with its parameter partitions on NVMe and the
+optimizer on the host (pinned staging, host Adam).
 
 Exits 77 (skipped) when the worker has no CUDA device or was built without CUDA.
 usage: worker_cuda_vs_cpu.py ZTUNE_WORKER "MPIRUN ARGS"
@@ -25,12 +29,12 @@ MODEL = json.load(open(os.path.join(os.environ["ZTUNE_DATA_DIR"], "models", "tin
 STEPS = 20
 
 
-def run(d, name, backend, precision):
+def run(d, name, backend, precision, model=MODEL, **kw):
     plan = f"{d}/{name}.plan.json"
-    write_plan_file(plan, MODEL, mb=4, ga=2, precision=precision)
+    write_plan_file(plan, model, mb=4, ga=2, precision=precision, **kw)
     rec = f"{d}/{name}.record.json"
     r = subprocess.run(MPIRUN + ["-np", "1", WORKER, plan, "--steps", str(STEPS), "--record", rec, "--backend", backend,
-                                 "--checkpoint-dir", f"{d}/ckpt-{name}"],
+                                 "--checkpoint-dir", f"{d}/ckpt-{name}", "--nvme-dir", d],
                        capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         text = r.stdout + r.stderr
@@ -59,6 +63,16 @@ with tempfile.TemporaryDirectory() as d:
             print(f"           fp16 loss scale {scales[0]:g} -> {scales[-1]:g}, {skipped} step(s) skipped")
             if scales[0] != 65536 or skipped:
                 failures.append(f"{name}: loss scale {scales[0]} at step 1, {skipped} skipped step(s)")
+    long_model = dict(MODEL, seq_len=128)
+    for name, model, kw in (("sparse", long_model, dict(sparse="fixed", sparse_block=16)),
+                            ("z3_nvme_params", MODEL, dict(zero=3, offload_params="nvme", offload="cpu"))):
+        ref = run(d, "cpu_" + name, "cpu", "fp32", model, **kw)
+        rec = run(d, "cuda_fp32_" + name, "cuda", "fp32", model, **kw)
+        worst = max(abs(a - b) / abs(b) for a, b in zip(rec["losses"], ref["losses"]))
+        print(f"cuda_fp32_{name}: step {STEPS} loss {rec['losses'][-1]:.6f} (cpu {ref['losses'][-1]:.6f}); worst "
+              f"relative difference {worst:.2e} (tolerance 1e-04)")
+        if worst > 1e-4:
+            failures.append(f"cuda_fp32_{name}: losses differ from the CPU backend's by {worst:.2e} > 1e-04")
     for f in failures:
         print("FAILED:", f)
     sys.exit(1 if failures else 0)
