@@ -150,7 +150,18 @@ int run(const RunFlags& f) {
   for (const auto& l : record.at("losses")) std::printf(" %.4f", l.get<double>());
   std::printf("\npeak memory per rank (MiB):");
   for (const auto& b : record.at("peak_memory_bytes")) std::printf(" %.1f", b.get<double>() / 1048576.0);
-  std::printf("\nrun record: %s%s\n", record_path.c_str(),
+  std::printf("\n");
+  if (prediction) {
+    // The error against the cost model, as `ztune --run` shows it (predicted − measured) / measured.
+    const double measured_s = record.at("step_time_s").get<double>();
+    const double measured_peak = record.at("peak_memory_bytes").at(0).get<double>();
+    auto err = [](double predicted, double measured) { return measured > 0 ? 100.0 * (predicted - measured) / measured : 0.0; };
+    std::printf("predicted (default profile): iteration %.4f s (%+.1f%% vs measured), peak memory rank 0 %.1f MiB "
+                "(%+.1f%%)\n",
+                prediction->time.iteration_s, err(prediction->time.iteration_s, measured_s),
+                prediction->memory.gpu_total_bytes / 1048576.0, err(prediction->memory.gpu_total_bytes, measured_peak));
+  }
+  std::printf("run record: %s%s\n", record_path.c_str(),
               summary["run_id"].is_null() ? "" : (", stored as run " + summary["run_id"].dump()).c_str());
   return kExitOk;
 }
