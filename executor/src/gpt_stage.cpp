@@ -45,8 +45,9 @@ GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups
   Cl_ = C_ / tp_;
   NHl_ = m.heads / tp_;
   Fl_ = m.ffn_hidden / tp_;
-  Vl_ = m.vocab / tp_;
-  vocab_begin_ = g_.coords.tp_rank * Vl_;
+  const VocabRange vocab = vocab_range(m.vocab, tp_, g_.coords.tp_rank);
+  Vl_ = vocab.rows;
+  vocab_begin_ = vocab.begin;
   rows_ = sp_ ? N_ / tp_ : N_;
   layers_ = layout.layers;
   first_layer_ = layout.first_layer(chunk);

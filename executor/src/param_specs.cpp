@@ -1,5 +1,6 @@
 #include "ztune/executor/param_specs.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace ztune::executor {
@@ -24,6 +25,14 @@ StageLayout stage_layout(const Transformer& m, const GroupShape& shape, int pp_r
   return s;
 }
 
+VocabRange vocab_range(int vocab, int tp, int tp_rank) {
+  const int per = (vocab + tp - 1) / tp;
+  VocabRange r;
+  r.begin = std::min(vocab, tp_rank * per);
+  r.rows = std::min(vocab, r.begin + per) - r.begin;
+  return r;
+}
+
 namespace {
 
 ShardMap replicated(int rows, int cols) {
@@ -38,6 +47,13 @@ ShardMap row_shard(int rows, int cols, int part, int parts) {
   ShardMap s = replicated(rows, cols);
   s.rows = rows / parts;
   s.row_begin = part * s.rows;
+  return s;
+}
+ShardMap vocab_shard(int vocab, int cols, int part, int parts) {
+  ShardMap s = replicated(vocab, cols);
+  const VocabRange r = vocab_range(vocab, parts, part);
+  s.row_begin = r.begin;
+  s.rows = r.rows;
   return s;
 }
 // `blocks` equal column blocks (Q|K|V = 3), each split over the parts.
@@ -74,7 +90,7 @@ std::vector<ParamSpec> param_specs(const Transformer& m, const GroupShape& shape
     out.push_back(std::move(p));
   };
   if (layout.has_embedding) {
-    add("wte.weight", {V, C}, row_shard(V, C, r, t), 0, InitKind::normal, 0.02f, false);
+    add("wte.weight", {V, C}, vocab_shard(V, C, r, t), 0, InitKind::normal, 0.02f, false);
     add("wpe.weight", {T, C}, replicated(T, C), 0, InitKind::normal, 0.01f, true);
   }
   for (int k = 0; k < layout.chunks * layout.layers; ++k) {
@@ -101,7 +117,7 @@ std::vector<ParamSpec> param_specs(const Transformer& m, const GroupShape& shape
     if (!layout.has_embedding) {
       // Tied LM head on another stage than the embedding: a copy of wte whose
       // gradient is summed with the first stage's (Megatron's embedding group).
-      add("wte.weight", {V, C}, row_shard(V, C, r, t), unit, InitKind::normal, 0.02f, false);
+      add("wte.weight", {V, C}, vocab_shard(V, C, r, t), unit, InitKind::normal, 0.02f, false);
       out.back().tied_copy = true;
       out.back().counted_in_norm = false;
     }

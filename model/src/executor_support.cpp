@@ -25,9 +25,11 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
            "tied embeddings, no grouped-query attention)";
   if (m.heads % p.tp != 0) return "$.plan.tp: " + s(p.tp) + " does not divide heads " + s(m.heads);
   if (m.ffn_hidden % p.tp != 0) return "$.plan.tp: " + s(p.tp) + " does not divide ffn_hidden " + s(m.ffn_hidden);
-  if (m.vocab % p.tp != 0)
-    return "$.plan.tp: " + s(p.tp) + " does not divide the vocabulary " + s(m.vocab) +
-           " (vocabulary padding is not implemented)";
+  // Vocabulary-parallel ranks hold ceil(V/tp) rows each, the last the rest
+  // (executor/param_specs.hpp vocab_range): every rank needs at least one.
+  if ((p.tp - 1) * ((m.vocab + p.tp - 1) / p.tp) >= m.vocab)
+    return "$.plan.tp: " + s(p.tp) + " vocabulary-parallel ranks leave one without rows of the " + s(m.vocab) +
+           "-token vocabulary";
   if (m.layers % (p.pp * p.virtual_stages) != 0)
     return "$.plan.pp: pp×virtual_stages = " + s(p.pp * p.virtual_stages) + " does not divide layers " +
            s(m.layers);

@@ -57,6 +57,10 @@ CASES = {
     # model's 64 tokens are 4 blocks of 16, one "fixed" window of 4): the
     # sparse kernels must give dense attention's numbers, here split over tp.
     "tp2_sparse_fixed_dense_layout": dict(tp=2, sparse="fixed", sparse_block=16, recompute="selective"),
+    # A 255-token vocabulary over tp 2 (128 + 127 rows; no padding): the
+    # reference is the single-rank run of the same 255-token model.
+    "tp2_vocab255": dict(tp=2, vocab=255),
+    "dp2_tp2_pp2_vocab255_sp": dict(dp=2, tp=2, pp=2, mb=1, ga=4, zero=1, sp=True, vocab=255),
     "recompute_selective": dict(recompute="selective"),
     "recompute_full": dict(recompute="full"),
     "tp2_sp_recompute_full": dict(tp=2, sp=True, recompute="full"),
@@ -89,12 +93,22 @@ def main():
     selected = sys.argv[3:] or list(CASES)
     model = json.load(open(os.path.join(os.environ.get("ZTUNE_DATA_DIR", "data"), "models", "tiny.json")))
     failures = 0
+    references = {}  # vocabulary → the single-rank run of the model with it
     with tempfile.TemporaryDirectory() as d:
-        ref_losses, ref_params, ref_grads = run(worker, mpirun, d, "single", dict(), model)
-        print(f"single rank: losses {np.array2string(ref_losses, precision=6)}")
+        def reference(vocab):
+            if vocab not in references:
+                references[vocab] = run(worker, mpirun, d, f"single_v{vocab}", dict(), dict(model, vocab=vocab))
+                print(f"single rank, vocabulary {vocab}: losses "
+                      f"{np.array2string(references[vocab][0], precision=6)}")
+            return references[vocab]
+
+        reference(model["vocab"])
         for name in selected:
+            kw = dict(CASES[name])
+            case_model = dict(model, vocab=kw.pop("vocab", model["vocab"]))
             try:
-                losses, params, grads = run(worker, mpirun, d, name, CASES[name], model)
+                ref_losses, ref_params, ref_grads = reference(case_model["vocab"])
+                losses, params, grads = run(worker, mpirun, d, name, kw, case_model)
             except (RuntimeError, subprocess.TimeoutExpired) as e:
                 failures += 1
                 print(f"FAIL {name}: {e}")
