@@ -186,8 +186,8 @@ int run_search_command(const SearchFlags& f) {
     AutorunOptions ro = f.autorun;
     if (ro.plan_out.empty()) ro.plan_out = f.out;
     // The best plan ztune's executor can run: better-ranked ones it cannot
-    // (ZeRO++, a vocabulary tp does not divide, models other than GPT-2's
-    // shape) are counted and skipped, the first reason shown. Beyond the table's top
+    // (ZeRO++, models other than GPT-2's shape) are counted and skipped, the
+    // first reason shown. Beyond the table's top
     // plans, every feasible plan is ranked again to find one.
     const ExecBackend backend = executor_backend_for(cluster);
     auto first_runnable = [&](const SearchResult& res, int& skipped, std::string& reason) -> const Candidate* {
