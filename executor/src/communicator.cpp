@@ -34,6 +34,10 @@ class TimedRequest final : public CommRequest {
     done_ = true;
     stats_.add(kind_, bytes_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
   }
+  bool done() override {
+    if (!done_ && inner_->done()) wait();
+    return done_;
+  }
 
  private:
   CommStats& stats_;

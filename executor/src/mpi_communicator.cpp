@@ -15,6 +15,12 @@ class MpiRequest final : public CommRequest {
   void wait() override {
     if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
   }
+  bool done() override {
+    if (request_ == MPI_REQUEST_NULL) return true;
+    int flag = 0;
+    MPI_Test(&request_, &flag, MPI_STATUS_IGNORE);  // frees the request (MPI_REQUEST_NULL) when complete
+    return flag != 0;
+  }
   MPI_Request* handle() { return &request_; }
 
  private:

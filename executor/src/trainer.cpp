@@ -113,10 +113,13 @@ double Trainer::run_pipeline(const std::vector<MicroBatch>& data) {
   std::size_t last_backward = 0;
   for (std::size_t i = 0; i < schedule.size(); ++i)
     if (!schedule[i].forward) last_backward = i;
-  // Sends are asynchronous (their buffers live until the end of the step) and
-  // receives blocking: with these schedules that cannot deadlock.
+  // Sends are asynchronous and receives blocking: with these schedules that
+  // cannot deadlock. A send's buffer lives until the send completed, which is
+  // checked without blocking at each new send (else an interleaved step would
+  // hold all m·v of them).
   std::vector<std::pair<RequestPtr, Buffer>> sends;
   auto send = [&](const float* src, int to, int tag) {
+    std::erase_if(sends, [](auto& s) { return s.first->done(); });
     Buffer buf = be_.allocate(act_size, MemCategory::comm_buckets);
     be_.copy(buf.data(), src, act_size);
     auto r = pp.send_async(buf.data(), act_size, to, tag);

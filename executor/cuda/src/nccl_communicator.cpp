@@ -46,6 +46,14 @@ class NcclRequest final : public CommRequest {
     if (watchdog_.aborted(comm_)) throw kernels::cuda::CudaError(what_ + ": the communicator was aborted");
     ZT_CUDA_CHECK(cudaStreamWaitEvent(compute_, done_, 0));
   }
+  bool done() override {
+    if (waited_) return true;
+    const cudaError_t e = cudaEventQuery(done_);
+    if (e == cudaErrorNotReady) return false;
+    ZT_CUDA_CHECK(e);
+    wait();
+    return true;
+  }
 
  private:
   cudaEvent_t done_;

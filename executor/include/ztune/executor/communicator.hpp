@@ -21,6 +21,8 @@ class CommRequest {
   virtual ~CommRequest() = default;
   /// Blocks until the operation completed. Idempotent.
   virtual void wait() = 0;
+  /// Without blocking: whether the operation completed (then as if waited for).
+  virtual bool done() = 0;
 };
 using RequestPtr = std::unique_ptr<CommRequest>;
 
