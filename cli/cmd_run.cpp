@@ -39,6 +39,7 @@ struct RunFlags {
   int threads = 1;
   std::string db;
   bool no_db = false;
+  std::string profile;
 };
 
 // The plan file to run: the positional file, or one built from the flags.
@@ -91,6 +92,13 @@ int run(const RunFlags& f) {
   const int np = f.np > 0 ? f.np : pf.plan.gpus();
   namespace fs = std::filesystem;
   char tmpl[] = "/tmp/ztune-run-XXXXXX";
+  // The profile of the prediction shown beside the measurement, read before the
+  // job so that a bad --profile costs no run: the one the user names (a
+  // calibrated one carries its measured figures, applied to the cluster as
+  // predict and search do), else the GPU's default.
+  std::optional<HardwareProfile> hw;
+  if (pf.cluster) hw = f.profile.empty() ? default_profile_for(*pf.cluster) : load_profile(f.profile);
+  else if (!f.profile.empty()) throw InputError("--profile: the plan has no cluster to predict on; pass --cluster");
   if (mkdtemp(tmpl) == nullptr) throw InputError("cannot create a temporary directory in /tmp");
   const std::string dir = tmpl;
   const std::string plan_path = dir + "/plan.json";
@@ -110,11 +118,11 @@ int run(const RunFlags& f) {
 
   // The cost model's prediction for the same plan, when the plan fits the cluster.
   std::optional<Prediction> prediction;
-  if (pf.cluster && !check_plan(pf.plan, *pf.model, *pf.cluster)) {
-    const HardwareProfile hw = default_profile_for(*pf.cluster);
-    prediction = Prediction{predict_memory(*pf.model, pf.plan, *pf.cluster, hw),
-                            predict_time(*pf.model, pf.plan, *pf.cluster, hw)};
+  if (hw && !check_plan(pf.plan, *pf.model, *pf.cluster)) {
+    const Cluster c = with_measured_figures(*pf.cluster, *hw);
+    prediction = Prediction{predict_memory(*pf.model, pf.plan, c, *hw), predict_time(*pf.model, pf.plan, c, *hw)};
   }
+  const std::string profile_name = hw ? hw->name : "";
   nlohmann::json summary{{"losses", record.at("losses")},
                          {"step_time_s", record.at("step_time_s")},
                          {"tokens_per_s", record.at("tokens_per_s")},
@@ -123,6 +131,7 @@ int run(const RunFlags& f) {
                          {"plan", pf.plan.summary()}};
   if (prediction) {
     summary["predicted_iteration_s"] = prediction->time.iteration_s;
+    summary["profile"] = profile_name;
     summary["memory_vs_prediction"] = memory_vs_prediction(record, prediction->memory);
   }
   summary["run_id"] = nullptr;
@@ -156,9 +165,9 @@ int run(const RunFlags& f) {
     const double measured_s = record.at("step_time_s").get<double>();
     const double measured_peak = record.at("peak_memory_bytes").at(0).get<double>();
     auto err = [](double predicted, double measured) { return measured > 0 ? 100.0 * (predicted - measured) / measured : 0.0; };
-    std::printf("predicted (default profile): iteration %.4f s (%+.1f%% vs measured), peak memory rank 0 %.1f MiB "
+    std::printf("predicted (profile %s): iteration %.4f s (%+.1f%% vs measured), peak memory rank 0 %.1f MiB "
                 "(%+.1f%%)\n",
-                prediction->time.iteration_s, err(prediction->time.iteration_s, measured_s),
+                profile_name.c_str(), prediction->time.iteration_s, err(prediction->time.iteration_s, measured_s),
                 prediction->memory.gpu_total_bytes / 1048576.0, err(prediction->memory.gpu_total_bytes, measured_peak));
   }
   std::printf("run record: %s%s\n", record_path.c_str(),
@@ -183,6 +192,9 @@ Command add_run(CLI::App& root) {
   app->add_option("--threads", f->threads, "Compute threads per rank")->check(CLI::PositiveNumber);
   app->add_option("--db", f->db, "Results database (default: ~/.local/share/ztune/results.db)");
   app->add_flag("--no-db", f->no_db, "Do not store the run in the results database");
+  app->add_option("--profile", f->profile,
+                  "Hardware profile of the prediction shown beside the measurement: a file, or a name in "
+                  "~/.local/share/ztune/profiles/ or data/profiles/ (default: data/profiles/<gpu>.json)");
   app->add_flag("--json", f->json, "Print the summary as JSON (losses, step_time_s, peak_memory_bytes, ...)");
   return {app, [f] { return run(*f); }};
 }
