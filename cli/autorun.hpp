@@ -26,6 +26,7 @@ struct AutorunOptions {
   std::string hosts;      // Open MPI host list for several nodes
   int threads = 1;        // compute threads per rank
   std::string data = "synthetic";
+  std::string nvme_dir;   // NVMe offload's per-rank files (default: the worker's, the temporary directory)
 };
 
 /// Runs `plan` (the search's best) and reports; returns the process exit code

@@ -40,6 +40,7 @@ struct RunFlags {
   std::string db;
   bool no_db = false;
   std::string profile;
+  std::string nvme_dir;
 };
 
 // The plan file to run: the positional file, or one built from the flags.
@@ -109,6 +110,7 @@ int run(const RunFlags& f) {
                                 "--data",       f.data, "--threads", std::to_string(f.threads),
                                 "--checkpoint-dir", dir + "/checkpoints", "--backend",
                                 pf.cluster ? to_string(executor_backend_for(*pf.cluster)) : "cpu"};
+  if (!f.nvme_dir.empty()) args.insert(args.end(), {"--nvme-dir", f.nvme_dir});
   const int rc = run_process(launch_command(np, f.hosts, args), f.json);
   if (rc != 0) {
     std::fprintf(stderr, "ztune run: the job failed (exit %d); see the messages above\n", rc);
@@ -192,6 +194,9 @@ Command add_run(CLI::App& root) {
   app->add_option("--threads", f->threads, "Compute threads per rank")->check(CLI::PositiveNumber);
   app->add_option("--db", f->db, "Results database (default: ~/.local/share/ztune/results.db)");
   app->add_flag("--no-db", f->no_db, "Do not store the run in the results database");
+  app->add_option("--nvme-dir", f->nvme_dir,
+                  "Directory for the per-rank files of NVMe offload (optimizer states, parameter partitions); "
+                  "default: the temporary directory. Use a directory on the NVMe drive");
   app->add_option("--profile", f->profile,
                   "Hardware profile of the prediction shown beside the measurement: a file, or a name in "
                   "~/.local/share/ztune/profiles/ or data/profiles/ (default: data/profiles/<gpu>.json)");
