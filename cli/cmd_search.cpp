@@ -186,14 +186,14 @@ int run_search_command(const SearchFlags& f) {
     AutorunOptions ro = f.autorun;
     if (ro.plan_out.empty()) ro.plan_out = f.out;
     // The best plan ztune's executor can run: better-ranked ones it cannot
-    // (ZeRO++, models other than GPT-2's shape) are counted and skipped, the
-    // first reason shown. Beyond the table's top
+    // (ZeRO++ across nodes, models other than GPT-2's shape) are counted and
+    // skipped, the first reason shown. Beyond the table's top
     // plans, every feasible plan is ranked again to find one.
     const ExecBackend backend = executor_backend_for(cluster);
     auto first_runnable = [&](const SearchResult& res, int& skipped, std::string& reason) -> const Candidate* {
       skipped = 0;
       for (const auto& cand : res.plans) {
-        const auto why = unsupported_reason(cand.plan, model, cand.plan.gpus(), backend);
+        const auto why = unsupported_reason(cand.plan, model, cand.plan.gpus(), backend, cluster.node.gpus);
         if (!why) return &cand;
         if (skipped++ == 0) reason = cand.plan.summary() + ": " + *why;
       }

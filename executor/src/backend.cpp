@@ -103,6 +103,9 @@ void Backend::scale(float* x, float s, long n) { ZT_TIMED(OpKind::memory_bound, 
 void Backend::add_bias(float* x, const float* bias, int n, int c) {
   ZT_TIMED(OpKind::memory_bound, add_bias_impl(x, bias, n, c));
 }
+void Backend::quantize_dequantize(float* x, long n, int bits, long group) {
+  ZT_TIMED(OpKind::memory_bound, quantize_dequantize_impl(x, n, bits, group));
+}
 void Backend::bias_backward(float* dbias, const float* dout, int n, int c) {
   ZT_TIMED(OpKind::memory_bound, bias_backward_impl(dbias, dout, n, c));
 }

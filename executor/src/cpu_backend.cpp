@@ -5,6 +5,7 @@
 #include <new>
 
 #include "ztune/kernels/attention.hpp"
+#include "ztune/kernels/quantize.hpp"
 #include "ztune/kernels/sparse_attention.hpp"
 #include "ztune/kernels/cross_entropy.hpp"
 #include "ztune/kernels/elementwise.hpp"
@@ -108,6 +109,9 @@ void CpuBackend::scale_impl(float* x, float s, long n) { k::scale(x, s, n); }
 void CpuBackend::add_bias_impl(float* x, const float* bias, int n, int c) { k::add_bias(x, bias, n, c); }
 void CpuBackend::bias_backward_impl(float* dbias, const float* dout, int n, int c) {
   k::bias_backward(dbias, dout, n, c);
+}
+void CpuBackend::quantize_dequantize_impl(float* x, long n, int bits, long group) {
+  k::quantize_dequantize(x, n, bits, group);
 }
 double CpuBackend::sum_squares_impl(const float* x, long n) { return k::sum_squares(x, n); }
 

@@ -25,6 +25,7 @@ struct ParamStore::Bucket {
   int units_done = 0;
   int refs = 0;
   Buffer gathered;               // stage 3
+  bool gathered_quantized = false;  // ZeRO++: gathered for a forward pass in int8 (qwZ)
   RequestPtr gather_req;
   Buffer grad_work;              // stages 2/3: this micro-batch's full-bucket gradients
 };
@@ -178,7 +179,19 @@ float* ParamStore::owned_grad_piece(Bucket& b) {
   return grads_.data() + b.offset + static_cast<std::size_t>(dp_rank_) * b.piece;
 }
 
-void ParamStore::start_gather(Bucket& b) {
+// ZeRO++ (Wang et al. 2023, §3): forward gathers carry int8 weights (qwZ) and
+// gradients are reduced in int4 (qgZ), both symmetric in groups of this many
+// elements (the cost model's kZeroppWeightBytes / kZeroppGradBytes); backward
+// gathers are in full precision (hpZ's secondary copy, which on one node is the
+// primary partition itself). Persistent buckets are not partitioned in DeepSpeed,
+// so they are never quantized.
+namespace {
+constexpr long kZeroppGroup = 2048;
+constexpr int kZeroppWeightBits = 8;
+constexpr int kZeroppGradBits = 4;
+}  // namespace
+
+void ParamStore::start_gather(Bucket& b, Direction dir) {
   b.gathered = be_.allocate(b.padded, MemCategory::zero3_gathered);
   float* mine = b.gathered.data() + static_cast<std::size_t>(dp_rank_) * b.piece;
   if (opt_.offload_params) {
@@ -189,13 +202,25 @@ void ParamStore::start_gather(Bucket& b) {
   } else {
     be_.copy(mine, param_shards_.data() + b.shard_offset, b.piece);
   }
+  // qwZ: every rank sends its piece as int8; all of them (itself included) use
+  // the dequantized values, so quantizing the piece before the gather is the same.
+  b.gathered_quantized = opt_.zeropp && dir == Direction::forward && !b.persistent;
+  if (b.gathered_quantized)
+    be_.quantize_dequantize(mine, static_cast<long>(b.piece), kZeroppWeightBits, kZeroppGroup);
   b.gather_req = g_.dp->all_gather_async(mine, b.gathered.data(), b.piece);
 }
 
 void ParamStore::acquire(int unit, Direction dir) {
   if (!stage3()) return;
   auto& b = bucket_of_unit(unit);
-  if (b.gathered.empty()) start_gather(b);
+  if (!b.gathered.empty() && b.gathered_quantized && dir == Direction::backward) {
+    // ZeRO++: a forward's int8 copy (prefetched, not yet used) is no weight for backward.
+    assert(b.refs == 0);
+    if (b.gather_req) b.gather_req->wait();
+    b.gather_req.reset();
+    b.gathered.release();
+  }
+  if (b.gathered.empty()) start_gather(b, dir);
   if (b.gather_req) {
     b.gather_req->wait();
     b.gather_req.reset();
@@ -205,7 +230,7 @@ void ParamStore::acquire(int unit, Direction dir) {
   const int bi = unit_bucket_[static_cast<std::size_t>(unit)];
   const int next = dir == Direction::forward ? bi + 1 : bi - 1;
   if (next >= 0 && next < buckets() && buckets_[static_cast<std::size_t>(next)].gathered.empty())
-    start_gather(buckets_[static_cast<std::size_t>(next)]);
+    start_gather(buckets_[static_cast<std::size_t>(next)], dir);
 }
 
 void ParamStore::release(int unit) {
@@ -255,7 +280,7 @@ void ParamStore::initialise(const std::function<void(int, float*)>& fill) {
 std::vector<float> ParamStore::local_values(int id) {
   const auto i = static_cast<std::size_t>(id);
   const auto unit = specs_[i].unit;
-  acquire(unit, Direction::forward);
+  acquire(unit, Direction::backward);  // the full-precision values (ZeRO++ quantizes forward gathers only)
   std::vector<float> out(specs_[i].shard.numel());
   be_.to_host(out.data(), param(id), out.size());
   release(unit);
@@ -296,6 +321,10 @@ void ParamStore::launch_reduction(Bucket& b) {
   } else {
     if (b.grad_work.empty()) b.grad_work = be_.allocate(b.padded, MemCategory::grads);
     p.recv = be_.allocate(b.piece, MemCategory::comm_buckets);
+    // qgZ: each rank's contribution crosses the wire as int4 (on one node the
+    // hierarchical all-to-all reduces once, in full precision, after it).
+    if (opt_.zeropp && dp_ > 1)
+      be_.quantize_dequantize(b.grad_work.data(), static_cast<long>(b.padded), kZeroppGradBits, kZeroppGroup);
     p.request = g_.dp->reduce_scatter_async(b.grad_work.data(), p.recv.data(), b.piece);
   }
   pending_.push_back(std::move(p));

@@ -37,6 +37,7 @@ Trainer::Trainer(const Transformer& m, const Plan& plan, const TrainOptions& opt
   so.bucket_elems = plan.reduce_bucket_elems;
   so.persistence_threshold = plan.param_persistence_threshold;
   so.onebit_freeze_step = plan.onebit_adam ? plan.onebit_freeze_step : -1;
+  so.zeropp = plan.zeropp;
   // ZeRO-Infinity's files, one per rank and kind, in --nvme-dir (removed when the run ends).
   auto nvme_file = [&](const std::string& what) {
     const std::filesystem::path dir = opt.nvme_dir.empty() ? std::filesystem::temp_directory_path()

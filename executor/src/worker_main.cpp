@@ -34,6 +34,14 @@ constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 constexpr int kTagError = 99;
 
+// Ranks sharing this rank's node, as Open MPI reports them; without that
+// variable the job is taken to be on one node.
+int ranks_on_this_node(const Communicator& world) {
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int n = local != nullptr ? std::atoi(local) : 0;
+  return n > 0 ? n : world.size();
+}
+
 // True when any rank has an error; the lowest such rank's message is printed by rank 0.
 bool any_error(Communicator& world, const std::optional<std::string>& error) {
   double flag = error ? static_cast<double>(world.size() - world.rank()) : 0.0;
@@ -143,7 +151,8 @@ int run(int argc, char** argv) {
         error = plan_path + ": " + in_plan_file(*why);
     if (!error)
       if (auto why = unsupported_reason(pf.plan, *pf.model, world->size(),
-                                        backend_name == "cuda" ? ExecBackend::cuda : ExecBackend::cpu))
+                                        backend_name == "cuda" ? ExecBackend::cuda : ExecBackend::cpu,
+                                        ranks_on_this_node(*world)))
         error = plan_path + ": " + *why;
   } catch (const InputError& e) {
     error = e.what();

@@ -2,7 +2,8 @@
 
 namespace ztune {
 
-std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& m, int world, ExecBackend backend) {
+std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& m, int world, ExecBackend backend,
+                                              int ranks_per_node) {
   auto s = [](auto v) { return std::to_string(v); };
   if (p.gpus() != world)
     return "$.plan: dp×tp×pp = " + s(p.dp) + "×" + s(p.tp) + "×" + s(p.pp) + " = " + s(p.gpus()) +
@@ -15,7 +16,12 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (p.sparse_attention != SparseLayout::none && (m.seq_len % p.sparse_block != 0))
     return "$.plan.sparse_attention.block: " + s(p.sparse_block) + " does not divide the sequence length " +
            s(m.seq_len);
-  if (p.zeropp) return "$.plan.zeropp: ZeRO++ is not implemented by the executor yet";
+  // ZeRO++ is executed as on one node (hpZ's secondary partition is the
+  // primary one; qgZ reduces once): across nodes DeepSpeed's two-level
+  // quantization would give other numbers, so such a job is refused.
+  if (p.zeropp && ranks_per_node > 0 && world > ranks_per_node)
+    return "$.plan.zeropp: ZeRO++ across nodes is not executed by ztune (the job has " + s(world) + " ranks, " +
+           s(ranks_per_node) + " per node); run it within one node";
   if (p.pp > 1 && p.zero_stage > 1)
     return "$.plan.zero_stage: " + s(p.zero_stage) +
            " with pipeline parallelism; like DeepSpeed's pipeline engine, ZeRO stages 2 and 3 need pp = 1";

@@ -16,6 +16,7 @@
 #include "ztune/kernels/cuda/gemm.hpp"
 #include "ztune/kernels/cuda/layernorm.hpp"
 #include "ztune/kernels/cuda/loss_scale.hpp"
+#include "ztune/kernels/cuda/quantize.hpp"
 #include "ztune/kernels/cuda/sparse_attention.hpp"
 
 namespace ztune::executor::cuda {
@@ -272,6 +273,9 @@ void CudaBackend::accumulate_impl(float* dst, const float* src, long n) {
 void CudaBackend::scale_impl(float* x, float s, long n) { kc::scale<float>(x, s, n, compute_); }
 void CudaBackend::add_bias_impl(float* x, const float* bias, int n, int c) {
   kc::add_bias<float>(x, bias, n, c, compute_);
+}
+void CudaBackend::quantize_dequantize_impl(float* x, long n, int bits, long group) {
+  kc::quantize_dequantize(x, n, bits, group, compute_);
 }
 void CudaBackend::bias_backward_impl(float* dbias, const float* dout, int n, int c) {
   kc::bias_backward<float>(dbias, dout, n, c, compute_);

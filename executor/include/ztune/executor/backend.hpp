@@ -80,6 +80,8 @@ class Backend {
   void add(float* out, const float* a, const float* b, long n);
   void accumulate(float* dst, const float* src, long n);
   void scale(float* x, float s, long n);
+  /// x as it arrives through a quantized collective (ZeRO++; kernels/quantize.hpp).
+  void quantize_dequantize(float* x, long n, int bits, long group);
   void add_bias(float* x, const float* bias, int n, int c);
   void bias_backward(float* dbias, const float* dout, int n, int c);
   double sum_squares(const float* x, long n);
@@ -125,6 +127,7 @@ class Backend {
   virtual void add_impl(float* out, const float* a, const float* b, long n) = 0;
   virtual void accumulate_impl(float* dst, const float* src, long n) = 0;
   virtual void scale_impl(float* x, float s, long n) = 0;
+  virtual void quantize_dequantize_impl(float* x, long n, int bits, long group) = 0;
   virtual void add_bias_impl(float* x, const float* bias, int n, int c) = 0;
   virtual void bias_backward_impl(float* dbias, const float* dout, int n, int c) = 0;
   virtual double sum_squares_impl(const float* x, long n) = 0;

@@ -59,6 +59,7 @@ class CpuBackend final : public Backend {
   void add_impl(float* out, const float* a, const float* b, long n) override;
   void accumulate_impl(float* dst, const float* src, long n) override;
   void scale_impl(float* x, float s, long n) override;
+  void quantize_dequantize_impl(float* x, long n, int bits, long group) override;
   void add_bias_impl(float* x, const float* bias, int n, int c) override;
   void bias_backward_impl(float* dbias, const float* dout, int n, int c) override;
   double sum_squares_impl(const float* x, long n) override;

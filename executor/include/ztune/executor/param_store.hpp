@@ -48,6 +48,9 @@ struct StoreOptions {
   // ... or, when this names a file, on NVMe (offload_param to NVMe): read into
   // a host staging buffer for each gather, written back after each step.
   std::string nvme_params_file;
+  // ZeRO++ (stage 3, one node): int8 forward gathers, int4 gradient reduction
+  // (param_store.cpp); hpZ's secondary partition is the primary one on one node.
+  bool zeropp = false;
   // With offload_optimizer: the file holding this rank's optimizer states on
   // NVMe (ZeRO-Infinity); empty = the states stay in host memory (ZeRO-Offload).
   std::string nvme_file;
@@ -114,7 +117,7 @@ class ParamStore {
   struct Bucket;
   struct Pending;
   Bucket& bucket_of_unit(int unit);
-  void start_gather(Bucket& b);
+  void start_gather(Bucket& b, Direction dir);
   void bucket_ready(Bucket& b, bool last_micro);
   void launch_reduction(Bucket& b);
   void sync_replicas(Bucket& b);

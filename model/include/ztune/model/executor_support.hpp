@@ -23,8 +23,9 @@ enum class ExecBackend : std::uint8_t { cpu, cuda };
 [[nodiscard]] inline const char* to_string(ExecBackend b) { return b == ExecBackend::cuda ? "cuda" : "cpu"; }
 
 /// The first reason the plan cannot run on `world_size` ranks of `backend`, or
-/// nullopt. Messages name the plan field ("$.plan.precision: ...").
+/// nullopt. Messages name the plan field ("$.plan.precision: ..."). `ranks_per_node`:
+/// the ranks one node runs (0: unknown, the job is taken to be on one node).
 std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& m, int world_size,
-                                              ExecBackend backend = ExecBackend::cpu);
+                                              ExecBackend backend = ExecBackend::cpu, int ranks_per_node = 0);
 
 }  // namespace ztune
