@@ -25,7 +25,7 @@ struct ParamStore::Bucket {
   int units_done = 0;
   int refs = 0;
   Buffer gathered;               // stage 3
-  bool gathered_quantized = false;  // ZeRO++: gathered for a forward pass in int8 (qwZ)
+  bool gathered_quantized = false;  // ZeRO++: gathered in int8 (qwZ)
   RequestPtr gather_req;
   Buffer grad_work;              // stages 2/3: this micro-batch's full-bucket gradients
 };
@@ -179,19 +179,20 @@ float* ParamStore::owned_grad_piece(Bucket& b) {
   return grads_.data() + b.offset + static_cast<std::size_t>(dp_rank_) * b.piece;
 }
 
-// ZeRO++ (Wang et al. 2023, §3): forward gathers carry int8 weights (qwZ) and
-// gradients are reduced in int4 (qgZ), both symmetric in groups of this many
-// elements (the cost model's kZeroppWeightBytes / kZeroppGradBytes); backward
-// gathers are in full precision (hpZ's secondary copy, which on one node is the
-// primary partition itself). Persistent buckets are not partitioned in DeepSpeed,
-// so they are never quantized.
+// ZeRO++ (Wang et al. 2023, §3): weight gathers carry int8 (qwZ) and gradients
+// are reduced in int4 (qgZ), both symmetric in groups of this many elements (the
+// cost model's kZeroppWeightBytes / kZeroppGradBytes). The backward uses the same
+// dequantized weights: DeepSpeed gathers it from hpZ's secondary partition,
+// which _partition_param_sec copies from the forward's (dequantized) gather
+// (deepspeed/runtime/zero/partition_parameters.py). Persistent buckets are not
+// partitioned in DeepSpeed, so they are never quantized.
 namespace {
 constexpr long kZeroppGroup = 2048;
 constexpr int kZeroppWeightBits = 8;
 constexpr int kZeroppGradBits = 4;
 }  // namespace
 
-void ParamStore::start_gather(Bucket& b, Direction dir) {
+void ParamStore::start_gather(Bucket& b, bool quantized) {
   b.gathered = be_.allocate(b.padded, MemCategory::zero3_gathered);
   float* mine = b.gathered.data() + static_cast<std::size_t>(dp_rank_) * b.piece;
   if (opt_.offload_params) {
@@ -204,33 +205,42 @@ void ParamStore::start_gather(Bucket& b, Direction dir) {
   }
   // qwZ: every rank sends its piece as int8; all of them (itself included) use
   // the dequantized values, so quantizing the piece before the gather is the same.
-  b.gathered_quantized = opt_.zeropp && dir == Direction::forward && !b.persistent;
-  if (b.gathered_quantized)
+  b.gathered_quantized = quantized;
+  if (quantized)
     be_.quantize_dequantize(mine, static_cast<long>(b.piece), kZeroppWeightBits, kZeroppGroup);
   b.gather_req = g_.dp->all_gather_async(mine, b.gathered.data(), b.piece);
 }
 
-void ParamStore::acquire(int unit, Direction dir) {
+bool ParamStore::quantized_gathers(const Bucket& b) const { return opt_.zeropp && !b.persistent; }
+
+void ParamStore::acquire(int unit, Direction dir) { acquire_bucket(unit, dir, false); }
+
+void ParamStore::acquire_bucket(int unit, Direction dir, bool full_precision) {
   if (!stage3()) return;
   auto& b = bucket_of_unit(unit);
-  if (!b.gathered.empty() && b.gathered_quantized && dir == Direction::backward) {
-    // ZeRO++: a forward's int8 copy (prefetched, not yet used) is no weight for backward.
+  const bool quantized = !full_precision && quantized_gathers(b);
+  if (!b.gathered.empty() && b.gathered_quantized != quantized) {
+    // ZeRO++: the values asked for are not the ones gathered (a checkpoint wants the
+    // full-precision weights); nothing holds the bucket between uses.
     assert(b.refs == 0);
     if (b.gather_req) b.gather_req->wait();
     b.gather_req.reset();
     b.gathered.release();
   }
-  if (b.gathered.empty()) start_gather(b, dir);
+  if (b.gathered.empty()) start_gather(b, quantized);
   if (b.gather_req) {
     b.gather_req->wait();
     b.gather_req.reset();
   }
   ++b.refs;
+  if (full_precision) return;
   // Prefetch the bucket the next layer will need (ZeRO-3 prefetch, one bucket ahead).
   const int bi = unit_bucket_[static_cast<std::size_t>(unit)];
   const int next = dir == Direction::forward ? bi + 1 : bi - 1;
-  if (next >= 0 && next < buckets() && buckets_[static_cast<std::size_t>(next)].gathered.empty())
-    start_gather(buckets_[static_cast<std::size_t>(next)], dir);
+  if (next >= 0 && next < buckets() && buckets_[static_cast<std::size_t>(next)].gathered.empty()) {
+    auto& nb = buckets_[static_cast<std::size_t>(next)];
+    start_gather(nb, quantized_gathers(nb));
+  }
 }
 
 void ParamStore::release(int unit) {
@@ -280,7 +290,7 @@ void ParamStore::initialise(const std::function<void(int, float*)>& fill) {
 std::vector<float> ParamStore::local_values(int id) {
   const auto i = static_cast<std::size_t>(id);
   const auto unit = specs_[i].unit;
-  acquire(unit, Direction::backward);  // the full-precision values (ZeRO++ quantizes forward gathers only)
+  acquire_bucket(unit, Direction::forward, true);  // the stored values, not ZeRO++'s int8 copy
   std::vector<float> out(specs_[i].shard.numel());
   be_.to_host(out.data(), param(id), out.size());
   release(unit);

@@ -1,6 +1,7 @@
-"""ZeRO++ in the executor (Wang et al. 2023): int8 forward weight gathers (qwZ)
-and int4 gradient reduction (qgZ) on ZeRO-3, on one node (hpZ's secondary
-partition is then the primary one).
+"""ZeRO++ in the executor (Wang et al. 2023): int8 weight gathers (qwZ; the
+backward uses the same dequantized weights, as DeepSpeed's hpZ secondary
+partition holds them) and int4 gradient reduction (qgZ) on ZeRO-3, on one node
+(hpZ's secondary partition is then the primary one).
 
 Oracles:
  - the same ZeRO-3 plan without ZeRO++. Step 1's loss depends only on qwZ: the

@@ -48,7 +48,7 @@ struct StoreOptions {
   // ... or, when this names a file, on NVMe (offload_param to NVMe): read into
   // a host staging buffer for each gather, written back after each step.
   std::string nvme_params_file;
-  // ZeRO++ (stage 3, one node): int8 forward gathers, int4 gradient reduction
+  // ZeRO++ (stage 3, one node): int8 weight gathers, int4 gradient reduction
   // (param_store.cpp); hpZ's secondary partition is the primary one on one node.
   bool zeropp = false;
   // With offload_optimizer: the file holding this rank's optimizer states on
@@ -117,7 +117,10 @@ class ParamStore {
   struct Bucket;
   struct Pending;
   Bucket& bucket_of_unit(int unit);
-  void start_gather(Bucket& b, Direction dir);
+  void start_gather(Bucket& b, bool quantized);
+  /// acquire(); `full_precision`: the stored values even under ZeRO++ (checkpoints), no prefetch.
+  void acquire_bucket(int unit, Direction dir, bool full_precision);
+  [[nodiscard]] bool quantized_gathers(const Bucket& b) const;
   void bucket_ready(Bucket& b, bool last_micro);
   void launch_reduction(Bucket& b);
   void sync_replicas(Bucket& b);
