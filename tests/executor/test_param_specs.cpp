@@ -1,0 +1,50 @@
+// Where a rank's layers and vocabulary rows come from, worked out by hand.
+#include <catch2/catch.hpp>
+
+#include "ztune/executor/param_specs.hpp"
+#include "ztune/model/catalog.hpp"
+
+using namespace ztune;
+using namespace ztune::executor;
+
+TEST_CASE("interleaved stages hold every pp-th chunk of layers", "[executor][layout]") {
+  // 8 layers, 2 stages × 2 chunks of 2 layers: virtual stages 0..3 are
+  // (stage 0, chunk 0) [0,2), (1,0) [2,4), (0,1) [4,6), (1,1) [6,8)
+  // (Narayanan et al. 2021, §2.2: a stage holds chunks p apart).
+  Transformer m = load_transformer("tiny");
+  m.layers = 8;
+  const GroupShape shape{1, 1, 2, 2};
+  const StageLayout s0 = stage_layout(m, shape, 0), s1 = stage_layout(m, shape, 1);
+  CHECK(s0.layers == 2);
+  CHECK(s0.first_layer(0) == 0);
+  CHECK(s0.first_layer(1) == 4);
+  CHECK(s1.first_layer(0) == 2);
+  CHECK(s1.first_layer(1) == 6);
+  // Units in forward order: the embedding, then chunk 0's blocks, then chunk 1's; the head last.
+  CHECK((s0.has_embedding && !s0.has_head && s0.units == 1 + 4));
+  CHECK(s0.block_unit(0, 1) == 3);
+  CHECK((!s1.has_embedding && s1.has_head && s1.units == 4 + 1 && s1.head_unit() == 4));
+  // Stage 1's parameters name layers 2, 3, 6 and 7, and the tied copy of wte.
+  int blocks = 0;
+  for (const auto& p : param_specs(m, shape, {0, 0, 1})) {
+    if (p.name.rfind("h.", 0) == 0 && p.name.find(".ln_1.weight") != std::string::npos) {
+      const int layer = std::stoi(p.name.substr(2));
+      CHECK((layer == 2 || layer == 3 || layer == 6 || layer == 7));
+      ++blocks;
+    }
+  }
+  CHECK(blocks == 4);
+}
+
+TEST_CASE("a vocabulary tp does not divide is split ceil(V/tp), the last rank the rest", "[executor][layout]") {
+  // GPT-2's 50257 tokens over tp 4: ceil = 12565; 3 × 12565 = 37695; the last 12562.
+  for (int r = 0; r < 3; ++r) {
+    CHECK(vocab_range(50257, 4, r).begin == 12565 * r);
+    CHECK(vocab_range(50257, 4, r).rows == 12565);
+  }
+  CHECK(vocab_range(50257, 4, 3).begin == 37695);
+  CHECK(vocab_range(50257, 4, 3).rows == 12562);
+  // Divisible: equal shares, as before.
+  CHECK(vocab_range(256, 2, 1).begin == 128);
+  CHECK(vocab_range(256, 2, 1).rows == 128);
+}
