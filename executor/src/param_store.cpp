@@ -10,6 +10,7 @@
 #include "ztune/executor/nvme_optimizer_states.hpp"
 #include "ztune/executor/nvme_param_partitions.hpp"
 #include "ztune/executor/onebit_adam.hpp"
+#include "ztune/executor/zeropp_reduce.hpp"
 
 namespace ztune::executor {
 
@@ -331,8 +332,16 @@ void ParamStore::launch_reduction(Bucket& b) {
   } else {
     if (b.grad_work.empty()) b.grad_work = be_.allocate(b.padded, MemCategory::grads);
     p.recv = be_.allocate(b.piece, MemCategory::comm_buckets);
-    // qgZ: each rank's contribution crosses the wire as int4 (on one node the
-    // hierarchical all-to-all reduces once, in full precision, after it).
+    if (opt_.zeropp && g_.dp_inter != nullptr) {
+      // qgZ across nodes: int4 inside the node, the node's partials int4 again
+      // across nodes (zeropp_reduce.hpp). Synchronous: no request to wait for.
+      hierarchical_quantized_reduce_scatter(be_, *g_.dp_intra, *g_.dp_inter, b.grad_work.data(), p.recv.data(),
+                                            b.piece, kZeroppGradBits, kZeroppGroup);
+      pending_.push_back(std::move(p));
+      return;
+    }
+    // qgZ on one node: each rank's contribution crosses the wire as int4 and is
+    // summed once, in full precision.
     if (opt_.zeropp && dp_ > 1)
       be_.quantize_dequantize(b.grad_work.data(), static_cast<long>(b.padded), kZeroppGradBits, kZeroppGroup);
     p.request = g_.dp->reduce_scatter_async(b.grad_work.data(), p.recv.data(), b.piece);
@@ -370,7 +379,7 @@ void ParamStore::finish_backward(bool last_micro) {
     launch_reduction(b);
   }
   for (auto& p : pending_) {
-    p.request->wait();
+    if (p.request) p.request->wait();
     if (opt_.zero_stage >= 2) {
       auto& b = buckets_[static_cast<std::size_t>(p.bucket)];
       be_.accumulate(grad_shards_.data() + b.shard_offset, p.recv.data(), static_cast<long>(b.piece));

@@ -26,6 +26,18 @@ ProcessGroups make_process_groups(Communicator& world, const GroupShape& shape) 
   g.pp = world.split(c.dp_rank * shape.tp + c.tp_rank, c.pp_rank, "pp");
   const bool ends = shape.pp > 1 && (g.first_stage() || g.last_stage());
   g.embed = world.split(ends ? c.dp_rank * shape.tp + c.tp_rank : -1, c.pp_rank, "embed");
+  if (shape.ranks_per_node > 0 && shape.dp > 1) {
+    const int node = world.rank() / shape.ranks_per_node;
+    auto intra = g.dp->split(node, c.dp_rank, "dp_intra");
+    auto inter = g.dp->split(intra->rank(), c.dp_rank, "dp_inter");
+    // Node-major dp ranks (whole tp groups per node) make dp rank = n·g + l;
+    // a placement that does not is refused where the plan is checked.
+    if (inter->size() > 1 && intra->size() * inter->size() == shape.dp &&
+        c.dp_rank == inter->rank() * intra->size() + intra->rank()) {
+      g.dp_intra = std::move(intra);
+      g.dp_inter = std::move(inter);
+    }
+  }
   return g;
 }
 

@@ -34,9 +34,10 @@ constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 constexpr int kTagError = 99;
 
-// Ranks sharing this rank's node, as Open MPI reports them; without that
-// variable the job is taken to be on one node.
-int ranks_on_this_node(const Communicator& world) {
+// Ranks sharing this rank's node: --ranks-per-node, else as Open MPI reports
+// them; without either the job is taken to be on one node.
+int ranks_on_this_node(const Communicator& world, int flag) {
+  if (flag > 0) return flag;
   const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
   const int n = local != nullptr ? std::atoi(local) : 0;
   return n > 0 ? n : world.size();
@@ -130,6 +131,10 @@ int run(int argc, char** argv) {
   app.add_option("--backend", backend_name, "cpu (MPI ranks), or cuda (one GPU per rank, NCCL collectives)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--kill-after-step", opt.kill_after_step, "Test hook: SIGKILL after committing that checkpoint");
+  app.add_option("--ranks-per-node", opt.ranks_per_node,
+                 "Consecutive ranks per node (default: Open MPI's local size); a smaller value makes one machine "
+                 "act as several nodes")
+      ->check(CLI::PositiveNumber);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -152,7 +157,7 @@ int run(int argc, char** argv) {
     if (!error)
       if (auto why = unsupported_reason(pf.plan, *pf.model, world->size(),
                                         backend_name == "cuda" ? ExecBackend::cuda : ExecBackend::cpu,
-                                        ranks_on_this_node(*world)))
+                                        ranks_on_this_node(*world, opt.ranks_per_node)))
         error = plan_path + ": " + *why;
   } catch (const InputError& e) {
     error = e.what();
@@ -160,6 +165,9 @@ int run(int argc, char** argv) {
   if (!error && !opt.dump_grads.empty() && pf.plan.zero_stage >= 2)
     error = "--dump-grads: needs ZeRO stage 0 or 1 (stages 2 and 3 keep only gradient shards)";
   if (any_error(*world, error)) return kExitUsage;
+  // Node boundaries matter to ZeRO++'s two-level gradient reduction only.
+  const int per_node = ranks_on_this_node(*world, opt.ranks_per_node);
+  opt.ranks_per_node = pf.plan.zeropp && per_node < world->size() ? per_node : 0;
   const Plan& plan = pf.plan;
   const Transformer& model = *pf.model;
 

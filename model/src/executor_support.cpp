@@ -16,12 +16,13 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (p.sparse_attention != SparseLayout::none && (m.seq_len % p.sparse_block != 0))
     return "$.plan.sparse_attention.block: " + s(p.sparse_block) + " does not divide the sequence length " +
            s(m.seq_len);
-  // ZeRO++ is executed as on one node (hpZ's secondary partition is the
-  // primary one; qgZ reduces once): across nodes DeepSpeed's two-level
-  // quantization would give other numbers, so such a job is refused.
-  if (p.zeropp && ranks_per_node > 0 && world > ranks_per_node)
-    return "$.plan.zeropp: ZeRO++ across nodes is not executed by ztune (the job has " + s(world) + " ranks, " +
-           s(ranks_per_node) + " per node); run it within one node";
+  // ZeRO++ across nodes reduces gradients in two levels (zeropp_reduce.hpp),
+  // which needs each node to hold whole tensor-parallel groups and the same
+  // number of data-parallel ranks (ranks are placed node by node).
+  if (p.zeropp && ranks_per_node > 0 && world > ranks_per_node &&
+      (ranks_per_node % p.tp != 0 || world % ranks_per_node != 0))
+    return "$.plan.zeropp: ZeRO++ across nodes needs nodes of whole tensor-parallel groups (tp " + s(p.tp) +
+           " dividing the " + s(ranks_per_node) + " ranks per node) and equal nodes (" + s(world) + " ranks)";
   if (p.pp > 1 && p.zero_stage > 1)
     return "$.plan.zero_stage: " + s(p.zero_stage) +
            " with pipeline parallelism; like DeepSpeed's pipeline engine, ZeRO stages 2 and 3 need pp = 1";

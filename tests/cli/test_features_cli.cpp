@@ -12,6 +12,10 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -92,16 +96,38 @@ TEST_CASE("ZeRO++ shortens a communication-bound ZeRO-3 iteration and costs hpZ 
   CHECK_THAT(r.err, Contains("ZeRO++ needs zero_stage 3"));
 }
 
-// `ztune --run` runs the best plan ztune's executor can run. On DGX-2 nodes
-// joined by 40 Gb/s Ethernet, ZeRO++'s quantized communication makes its plans
-// the fastest for the 100B model, and the executor runs ZeRO++ within one node
-// only: the dry run skips them, says why, and shows the first plan without it.
+// `ztune --run` runs the best plan ztune's executor can run. A 3-token
+// vocabulary cannot give each of 4 vocabulary-parallel ranks a row, and with a
+// global batch of 1 on four ranks the tp 4 plans rank first (no pipeline
+// bubble): the dry run skips them, says why, and shows the best plan the
+// executor runs.
 TEST_CASE("ztune --run skips the better-ranked plans the executor cannot run", "[cli][features][run]") {
-  const auto r = run_command(ztune_bin() + " --cluster dgx2x16-40gbe --model 100b --zeropp --run --dry-run --no-db");
+  const std::string model = "/tmp/ztune-test-tiny-vocab3." + std::to_string(::getpid()) + ".json";
+  {
+    std::ifstream in(std::string(ZTUNE_SOURCE_DIR) + "/data/models/tiny.json");
+    auto j = nlohmann::json::parse(in);
+    j["name"] = "tiny-vocab3";
+    j["vocab"] = 3;
+    std::ofstream(model) << j.dump();
+  }
+  const auto r = run_command(ztune_bin() + " --cluster local-cpu --model " + model +
+                             " --gpus 4 --global-batch 1 --run --dry-run --no-db");
+  std::remove(model.c_str());
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Contains("better-ranked plan(s) the executor cannot run") &&
-                        Contains("$.plan.zeropp: ZeRO++ across nodes is not executed by ztune"));
+                        Contains("$.plan.tp: 4 vocabulary-parallel ranks leave one without rows"));
   const auto run_line = r.out.substr(r.out.find("== Run: "));
-  CHECK_THAT(run_line.substr(0, run_line.find('\n')), !Contains("zero++"));
+  CHECK_THAT(run_line.substr(0, run_line.find('\n')), !Contains("tp4"));
+}
+
+// ZeRO++ across nodes runs (two-level qgZ): on DGX-2 nodes joined by 40 Gb/s
+// Ethernet its quantized communication wins, and `--run` takes that plan.
+TEST_CASE("ztune --run takes a ZeRO++ plan across nodes", "[cli][features][run]") {
+  const auto r = run_command(ztune_bin() + " --cluster dgx2x16-40gbe --model 100b --zeropp --run --dry-run --no-db");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, !Contains("the executor cannot run"));
+  const auto run_line = r.out.substr(r.out.find("== Run: "));
+  CHECK_THAT(run_line.substr(0, run_line.find('\n')), Contains("zero++"));
 }

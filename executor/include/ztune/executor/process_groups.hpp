@@ -14,6 +14,7 @@ struct GroupShape {
   int tp = 1;
   int pp = 1;
   int chunks = 1;  // model chunks per pipeline stage: interleaved 1F1B's virtual stages (no extra ranks)
+  int ranks_per_node = 0;  // consecutive world ranks per node; 0 = all on one node
   [[nodiscard]] int world() const { return dp * tp * pp; }
 };
 
@@ -36,6 +37,11 @@ struct ProcessGroups {
   std::unique_ptr<Communicator> pp;      // same dp and tp coordinates (rank = stage)
   std::unique_ptr<Communicator> embed;   // first and last stage of one pipeline (tied
                                          // embeddings), nullptr elsewhere or when pp = 1
+  // When the dp group spans nodes (ranks_per_node): its ranks on this node, and
+  // the ranks with this one's local index on every node (dp rank = inter rank ·
+  // intra size + intra rank). nullptr on one node.
+  std::unique_ptr<Communicator> dp_intra;
+  std::unique_ptr<Communicator> dp_inter;
   [[nodiscard]] bool first_stage() const { return coords.pp_rank == 0; }
   [[nodiscard]] bool last_stage() const { return coords.pp_rank == shape.pp - 1; }
 };

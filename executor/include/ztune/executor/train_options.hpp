@@ -36,6 +36,10 @@ struct TrainOptions {
   // files (DeepSpeed's offload_optimizer.nvme_path); empty = the system's
   // temporary directory.
   std::string nvme_dir;
+  // Consecutive world ranks per node (Open MPI's local size; a smaller value
+  // makes one machine act as several nodes); 0 = all on one node. ZeRO++'s
+  // gradient reduction is two-level when the data-parallel group spans nodes.
+  int ranks_per_node = 0;
 };
 
 }  // namespace ztune::executor
