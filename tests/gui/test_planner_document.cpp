@@ -48,6 +48,7 @@ TEST_CASE("a search through the document fills the table and selects the best pl
   REQUIRE(doc.selected() != nullptr);
   CHECK(doc.selected()->plan.summary() == doc.outcome()->result.plans.front().plan.summary());
   CHECK(selection.size() >= 1);
+  INFO("results database: " << doc.outcome()->db_note.toStdString());
   CHECK(doc.outcome()->db_id > 0);  // stored in the (test's) results database
 }
 

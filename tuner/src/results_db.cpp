@@ -155,8 +155,14 @@ ResultsDb ResultsDb::open(const std::string& path) {
     throw InputError("--db " + path + ": is a directory, expected a results database file");
   if (!exists) {
     const fs::path parent = fs::path(path).parent_path();
-    if (!parent.empty() && !fs::exists(parent, ec) && !fs::create_directories(parent, ec))
-      throw InputError("--db " + path + ": cannot create the directory " + parent.string() + ": " + ec.message());
+    // create_directories returns false when another process made the directory
+    // a moment ago (two ztune processes starting on a fresh data directory):
+    // only an error code, with the directory still missing, is a failure.
+    if (!parent.empty() && !fs::is_directory(parent, ec)) {
+      fs::create_directories(parent, ec);
+      if (ec && !fs::is_directory(parent))
+        throw InputError("--db " + path + ": cannot create the directory " + parent.string() + ": " + ec.message());
+    }
   }
   sqlite3* raw = nullptr;
   const int flags = SQLITE_OPEN_READWRITE | (exists ? 0 : SQLITE_OPEN_CREATE);
