@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <set>
 
@@ -23,6 +24,33 @@ using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
+
+/// Forks `n` processes running body(child) at once (its exception message on
+/// stderr, exit 1) and checks each exits 0.
+void run_children(int n, const std::function<void(int)>& body) {
+  std::vector<pid_t> children;
+  for (int child = 0; child < n; ++child) {
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      int rc = 0;
+      try {
+        body(child);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "child %d: %s\n", child, e.what());
+        rc = 1;
+      }
+      _exit(rc);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+}
 
 using ztune::test::TempDir;
 using ztune::test::read_bytes;
@@ -135,31 +163,12 @@ TEST_CASE("two processes writing searches at once lose nothing", "[tuner][db]") 
   SmallSearch s;
   const std::string path = dir.file("shared.db");
   constexpr int kPerProcess = 40;
-  std::vector<pid_t> children;
-  for (int child = 0; child < 2; ++child) {
-    const pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      int rc = 0;
-      try {
-        // Both open the file at once: creation and migration race too.
-        auto db = ResultsDb::open(path);
-        for (int i = 0; i < kPerProcess; ++i)
-          db.store_search({s.cluster, s.model, &s.hw, nlohmann::json{{"child", child}, {"i", i}}, s.result});
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "child %d: %s\n", child, e.what());
-        rc = 1;
-      }
-      _exit(rc);
-    }
-    children.push_back(pid);
-  }
-  for (pid_t pid : children) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
-  }
+  // Both open the file at once: creation and migration race too.
+  run_children(2, [&](int child) {
+    auto db = ResultsDb::open(path);
+    for (int i = 0; i < kPerProcess; ++i)
+      db.store_search({s.cluster, s.model, &s.hw, nlohmann::json{{"child", child}, {"i", i}}, s.result});
+  });
   auto db = ResultsDb::open(path);
   const auto list = db.searches(1000);
   CHECK(list.size() == 2 * kPerProcess);
@@ -184,28 +193,7 @@ TEST_CASE("processes opening a database in a directory that does not exist yet a
   TempDir dir;
   for (int round = 0; round < 10; ++round) {
     const std::string path = dir.file(("fresh" + std::to_string(round)).c_str()) + "/sub/results.db";
-    std::vector<pid_t> children;
-    for (int child = 0; child < 4; ++child) {
-      const pid_t pid = fork();
-      REQUIRE(pid >= 0);
-      if (pid == 0) {
-        int rc = 0;
-        try {
-          (void)ResultsDb::open(path);
-        } catch (const std::exception& e) {
-          std::fprintf(stderr, "round %d child %d: %s\n", round, child, e.what());
-          rc = 1;
-        }
-        _exit(rc);
-      }
-      children.push_back(pid);
-    }
-    for (pid_t pid : children) {
-      int status = 0;
-      waitpid(pid, &status, 0);
-      CHECK(WIFEXITED(status));
-      CHECK(WEXITSTATUS(status) == 0);
-    }
+    run_children(4, [&](int) { (void)ResultsDb::open(path); });
   }
 }
 
