@@ -25,14 +25,6 @@ StageLayout stage_layout(const Transformer& m, const GroupShape& shape, int pp_r
   return s;
 }
 
-VocabRange vocab_range(int vocab, int tp, int tp_rank) {
-  const int per = (vocab + tp - 1) / tp;
-  VocabRange r;
-  r.begin = std::min(vocab, tp_rank * per);
-  r.rows = std::min(vocab, r.begin + per) - r.begin;
-  return r;
-}
-
 namespace {
 
 ShardMap replicated(int rows, int cols) {

@@ -143,6 +143,7 @@ int run(int argc, char** argv) {
   }
   if (opt.warmup_steps == 0) opt.warmup_steps = 1;
 
+  const int per_node = ranks_on_this_node(*world, opt.ranks_per_node);
   // Validation: every rank reads the same file and reaches the same verdict; rank 0 says it.
   PlanFile pf;
   std::optional<std::string> error;
@@ -157,7 +158,7 @@ int run(int argc, char** argv) {
     if (!error)
       if (auto why = unsupported_reason(pf.plan, *pf.model, world->size(),
                                         backend_name == "cuda" ? ExecBackend::cuda : ExecBackend::cpu,
-                                        ranks_on_this_node(*world, opt.ranks_per_node)))
+                                        per_node))
         error = plan_path + ": " + *why;
   } catch (const InputError& e) {
     error = e.what();
@@ -166,7 +167,6 @@ int run(int argc, char** argv) {
     error = "--dump-grads: needs ZeRO stage 0 or 1 (stages 2 and 3 keep only gradient shards)";
   if (any_error(*world, error)) return kExitUsage;
   // Node boundaries matter to ZeRO++'s two-level gradient reduction only.
-  const int per_node = ranks_on_this_node(*world, opt.ranks_per_node);
   opt.ranks_per_node = pf.plan.zeropp && per_node < world->size() ? per_node : 0;
   const Plan& plan = pf.plan;
   const Transformer& model = *pf.model;

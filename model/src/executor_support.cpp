@@ -1,6 +1,17 @@
 #include "ztune/model/executor_support.hpp"
 
+#include <algorithm>
+
 namespace ztune {
+
+VocabRange vocab_range(int vocab, int tp, int tp_rank) {
+  const int per = (vocab + tp - 1) / tp;
+  VocabRange r;
+  r.begin = std::min(vocab, tp_rank * per);
+  r.rows = std::min(vocab, r.begin + per) - r.begin;
+  return r;
+}
+
 
 std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& m, int world, ExecBackend backend,
                                               int ranks_per_node) {
@@ -32,9 +43,8 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
            "tied embeddings, no grouped-query attention)";
   if (m.heads % p.tp != 0) return "$.plan.tp: " + s(p.tp) + " does not divide heads " + s(m.heads);
   if (m.ffn_hidden % p.tp != 0) return "$.plan.tp: " + s(p.tp) + " does not divide ffn_hidden " + s(m.ffn_hidden);
-  // Vocabulary-parallel ranks hold ceil(V/tp) rows each, the last the rest
-  // (executor/param_specs.hpp vocab_range): every rank needs at least one.
-  if ((p.tp - 1) * ((m.vocab + p.tp - 1) / p.tp) >= m.vocab)
+  // Every vocabulary-parallel rank needs at least one row (vocab_range).
+  if (vocab_range(m.vocab, p.tp, p.tp - 1).rows <= 0)
     return "$.plan.tp: " + s(p.tp) + " vocabulary-parallel ranks leave one without rows of the " + s(m.vocab) +
            "-token vocabulary";
   if (m.layers % (p.pp * p.virtual_stages) != 0)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ztune/executor/process_groups.hpp"
+#include "ztune/model/executor_support.hpp"  // vocab_range
 #include "ztune/model/transformer.hpp"
 
 namespace ztune::executor {
@@ -68,16 +69,7 @@ struct StageLayout {
 
 StageLayout stage_layout(const Transformer& m, const GroupShape& shape, int pp_rank);
 
-/// The rows of the vocabulary-parallel embedding (and the logits' columns) a
-/// tensor-parallel rank holds: ceil(V/tp) each, the last rank the rest, so a
-/// vocabulary tp does not divide (GPT-2's 50257) needs no padding and trains
-/// exactly like the unsplit model. Megatron pads instead (its extra logits
-/// enter the softmax); ztune keeps the model's own vocabulary.
-struct VocabRange {
-  int begin = 0;
-  int rows = 0;
-};
-VocabRange vocab_range(int vocab, int tp, int tp_rank);
+
 /// Every parameter this (tp, pp) coordinate holds, in forward order.
 std::vector<ParamSpec> param_specs(const Transformer& m, const GroupShape& shape, const Coordinates& c);
 

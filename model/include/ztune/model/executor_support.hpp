@@ -22,6 +22,17 @@ enum class ExecBackend : std::uint8_t { cpu, cuda };
 /// "cpu" or "cuda": ztune-worker's --backend value.
 [[nodiscard]] inline const char* to_string(ExecBackend b) { return b == ExecBackend::cuda ? "cuda" : "cpu"; }
 
+/// The rows of the vocabulary-parallel embedding (and the logits' columns) a
+/// tensor-parallel rank holds: ceil(V/tp) each, the last rank the rest, so a
+/// vocabulary tp does not divide (GPT-2's 50257) needs no padding and trains
+/// exactly like the unsplit model. Megatron pads instead (its extra logits
+/// enter the softmax); ztune keeps the model's own vocabulary.
+struct VocabRange {
+  int begin = 0;
+  int rows = 0;
+};
+VocabRange vocab_range(int vocab, int tp, int tp_rank);
+
 /// The first reason the plan cannot run on `world_size` ranks of `backend`, or
 /// nullopt. Messages name the plan field ("$.plan.precision: ..."). `ranks_per_node`:
 /// the ranks one node runs (0: unknown, the job is taken to be on one node).
