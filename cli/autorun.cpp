@@ -136,11 +136,9 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& c, cons
     if (!out) throw InputError("--out " + plan_path + ": cannot write the plan file");
   }
   const int np = plan.gpus();
-  std::vector<std::string> args{worker_path(), plan_path, "--steps", std::to_string(o.steps), "--record", record_path,
-                                "--data", o.data, "--threads", std::to_string(o.threads), "--checkpoint-dir",
-                                dir + "/checkpoints", "--backend", to_string(executor_backend_for(c))};
-  if (!o.nvme_dir.empty()) args.insert(args.end(), {"--nvme-dir", o.nvme_dir});
-  const auto cmd = launch_command(np, o.hosts, args);
+  const WorkerJob job{plan_path, record_path, dir + "/checkpoints", to_string(executor_backend_for(c)),
+                      o.steps, o.threads, o.data, o.nvme_dir, std::nullopt};
+  const auto cmd = launch_command(np, o.hosts, worker_args(job));
   std::string cmd_text;
   for (const auto& a : cmd) cmd_text += (cmd_text.empty() ? "" : " ") + a;
 

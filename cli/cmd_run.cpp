@@ -105,13 +105,10 @@ int run(const RunFlags& f) {
   const std::string plan_path = dir + "/plan.json";
   std::ofstream(plan_path) << plan_file_to_json(pf).dump(2) << "\n";
   const std::string record_path = f.record.empty() ? dir + "/record.json" : f.record;
-  std::vector<std::string> args{worker_path(),  plan_path, "--steps", std::to_string(f.steps),
-                                "--seed",       std::to_string(f.seed), "--record", record_path,
-                                "--data",       f.data, "--threads", std::to_string(f.threads),
-                                "--checkpoint-dir", dir + "/checkpoints", "--backend",
-                                pf.cluster ? to_string(executor_backend_for(*pf.cluster)) : "cpu"};
-  if (!f.nvme_dir.empty()) args.insert(args.end(), {"--nvme-dir", f.nvme_dir});
-  const int rc = run_process(launch_command(np, f.hosts, args), f.json);
+  WorkerJob job{plan_path, record_path, dir + "/checkpoints",
+                pf.cluster ? to_string(executor_backend_for(*pf.cluster)) : "cpu", f.steps, f.threads, f.data,
+                f.nvme_dir, static_cast<std::uint64_t>(f.seed)};
+  const int rc = run_process(launch_command(np, f.hosts, worker_args(job)), f.json);
   if (rc != 0) {
     std::fprintf(stderr, "ztune run: the job failed (exit %d); see the messages above\n", rc);
     return rc == kExitUsage ? kExitUsage : kExitInfeasible;

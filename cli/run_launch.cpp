@@ -25,6 +25,16 @@ std::string worker_path() {
 #endif
 }
 
+std::vector<std::string> worker_args(const WorkerJob& job) {
+  std::vector<std::string> a{worker_path(),   job.plan_path, "--steps",          std::to_string(job.steps),
+                             "--record",      job.record_path, "--data",         job.data,
+                             "--threads",     std::to_string(job.threads), "--checkpoint-dir", job.checkpoint_dir,
+                             "--backend",     job.backend};
+  if (job.seed) a.insert(a.end(), {"--seed", std::to_string(*job.seed)});
+  if (!job.nvme_dir.empty()) a.insert(a.end(), {"--nvme-dir", job.nvme_dir});
+  return a;
+}
+
 namespace {
 bool on_path(const char* program) {
   const char* path = std::getenv("PATH");
