@@ -13,3 +13,14 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
                         const float* weight, const float* mean, const float* rstd, int n, int c);
 
 }  // namespace ztune::kernels::cpu
+
+namespace ztune::kernels::cpu {
+
+/// RMSNorm (Zhang & Sennrich 2019, eq. 4; Llama's norm): y = x·rstd·w with
+/// rstd = 1/sqrt(mean(x²) + eps). rstd[N] is saved for backward.
+void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int n, int c, float eps);
+/// dinp += rstd·(dx̂ − x̂·mean(dx̂·x̂)) with x̂ = x·rstd, dx̂ = dout·w; dweight += Σ_rows dout·x̂.
+void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                      const float* rstd, int n, int c);
+
+}  // namespace ztune::kernels::cpu
