@@ -1,0 +1,166 @@
+// Rotary position embedding (Su et al. 2021, RoFormer eq. 34; "rotate half" layout
+// as HF Llama) and grouped-query head repetition (Ainslie et al. 2023; HF repeat_kv)
+// on the device. Same layouts and semantics as the CPU references
+// kernels/src/rope_cpu.cpp and kv_repeat_cpu.cpp: RoPE works in place in both
+// directions (backward turns by −angle, the rotation's transpose); kv_repeat forward
+// writes, backward accumulates (+=). Storage T ∈ {float, __half, __nv_bfloat16},
+// arithmetic fp32.
+//
+// The RoPE angle has one definition shared with rope_cpu.cpp (and HF Llama's fp32
+// inv_freq and t·inv_freq): inv_freq_i = fp32(θ^(−2i/hd)), evaluated on the host in
+// double exactly as the CPU reference does and passed to the kernel as a table, so
+// both sides hold the same bits; angle = fp32(float(p)·inv_freq_i), one rounded
+// multiply (__fmul_rn: never contracted); cos/sin by sincosf (≤ 2 ulp, full range
+// reduction for large angles). What remains between GPU and CPU is a few fp32 ulps.
+#include <cmath>
+#include <string>
+
+#include "common.cuh"
+#include "ztune/kernels/cuda/rope.hpp"
+
+namespace ztune::kernels::cuda {
+namespace {
+using detail::from_f32;
+using detail::to_f32;
+constexpr int kThreads = 256;
+constexpr int kMaxHalfHeadDim = 256;  // hd ≤ 512: the table below is a 1 KiB kernel argument
+
+struct InverseFrequencies {
+  float v[kMaxHalfHeadDim];
+};
+
+InverseFrequencies inverse_frequencies(int hd, float theta) {
+  InverseFrequencies f{};
+  for (int i = 0; i < hd / 2; ++i) f.v[i] = static_cast<float>(std::pow(static_cast<double>(theta), -2.0 * i / hd));
+  return f;
+}
+
+// One thread per rotated pair (i, i + hd/2) of one head of one row; sign = +1 turns
+// by +angle (forward), −1 by −angle (backward).
+template <typename T>
+__global__ void rope_kernel(T* x, const std::int32_t* positions, int n, int row_stride, int heads, int half,
+                            InverseFrequencies f, float sign) {
+  const long total = static_cast<long>(n) * heads * half;
+  for (long idx = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<long>(gridDim.x) * blockDim.x) {
+    const int i = static_cast<int>(idx % half);
+    const long head_index = idx / half;
+    const int h = static_cast<int>(head_index % heads);
+    const long r = head_index / heads;
+    const float angle = __fmul_rn(static_cast<float>(positions[r]), f.v[i]);
+    float s, c;
+    sincosf(angle, &s, &c);
+    s *= sign;
+    T* p = x + r * row_stride + static_cast<long>(h) * 2 * half;
+    const float a = to_f32(p[i]), b = to_f32(p[i + half]);
+    p[i] = from_f32<T>(a * c - b * s);
+    p[i + half] = from_f32<T>(b * c + a * s);
+  }
+}
+
+// One thread per output element: out [n, 3·nh·hd] = [Q | K repeated | V repeated].
+template <typename T>
+__global__ void kv_repeat_forward_kernel(T* out, const T* inp, int n, int nh, int kv, int hd) {
+  const long q_cols = static_cast<long>(nh) * hd, out_row = 3 * q_cols, in_row = static_cast<long>(nh + 2 * kv) * hd;
+  const long total = static_cast<long>(n) * out_row;
+  const int group = nh / kv;
+  for (long idx = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<long>(gridDim.x) * blockDim.x) {
+    const long r = idx / out_row, col = idx % out_row;
+    const long part = col / q_cols, within = col % q_cols;  // part 0 Q, 1 K, 2 V
+    long src = within;
+    if (part > 0) {
+      const long h = within / hd, d = within % hd;
+      src = q_cols + (part - 1) * kv * hd + (h / group) * hd + d;
+    }
+    out[idx] = inp[r * in_row + src];
+  }
+}
+
+// One thread per input element: a K/V element sums the nh/kv query heads' gradients
+// that read it (no atomics), then adds once to dinp.
+template <typename T>
+__global__ void kv_repeat_backward_kernel(T* dinp, const T* dout, int n, int nh, int kv, int hd) {
+  const long q_cols = static_cast<long>(nh) * hd, kv_cols = static_cast<long>(kv) * hd;
+  const long out_row = 3 * q_cols, in_row = q_cols + 2 * kv_cols;
+  const long total = static_cast<long>(n) * in_row;
+  const int group = nh / kv;
+  for (long idx = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<long>(gridDim.x) * blockDim.x) {
+    const long r = idx / in_row, col = idx % in_row;
+    const T* g = dout + r * out_row;
+    float sum = 0.0f;
+    if (col < q_cols) {
+      sum = to_f32(g[col]);
+    } else {
+      const long part = (col - q_cols) / kv_cols, within = (col - q_cols) % kv_cols;  // part 0 K, 1 V
+      const long j = within / hd, d = within % hd;
+      const T* src = g + (part + 1) * q_cols + j * group * hd + d;
+      for (int k = 0; k < group; ++k) sum += to_f32(src[static_cast<long>(k) * hd]);
+    }
+    dinp[idx] = from_f32<T>(to_f32(dinp[idx]) + sum);
+  }
+}
+
+template <typename T>
+void launch_rope(const char* who, T* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
+                 float theta, float sign, cudaStream_t stream) {
+  ZT_REQUIRE(n >= 0 && heads >= 0 && hd > 0 && hd % 2 == 0, std::string(who) + ": need n, heads >= 0 and even hd > 0");
+  ZT_REQUIRE(hd / 2 <= kMaxHalfHeadDim, std::string(who) + ": head dim above 512 is not supported");
+  ZT_REQUIRE(static_cast<long>(heads) * hd <= row_stride, std::string(who) + ": heads·hd exceed the row stride");
+  const long total = static_cast<long>(n) * heads * (hd / 2);
+  if (total == 0) return;
+  rope_kernel<T><<<detail::grid_for(total, kThreads), kThreads, 0, stream>>>(
+      x, positions, n, row_stride, heads, hd / 2, inverse_frequencies(hd, theta), sign);
+  ZT_CHECK_LAUNCH("rope_kernel");
+}
+
+}  // namespace
+
+template <typename T>
+void rope_forward(T* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd, float theta,
+                  cudaStream_t stream) {
+  detail::NvtxRange range("rope_forward");
+  launch_rope("rope_forward", x, positions, n, row_stride, heads, hd, theta, 1.0f, stream);
+}
+
+template <typename T>
+void rope_backward(T* dx, const std::int32_t* positions, int n, int row_stride, int heads, int hd, float theta,
+                   cudaStream_t stream) {
+  detail::NvtxRange range("rope_backward");
+  launch_rope("rope_backward", dx, positions, n, row_stride, heads, hd, theta, -1.0f, stream);
+}
+
+template <typename T>
+void kv_repeat_forward(T* out, const T* inp, int n, int nh, int kv, int hd, cudaStream_t stream) {
+  detail::NvtxRange range("kv_repeat_forward");
+  ZT_REQUIRE(n >= 0 && nh > 0 && kv > 0 && hd > 0 && nh % kv == 0,
+             "kv_repeat_forward: need n >= 0, positive nh, kv, hd and kv dividing nh");
+  const long total = static_cast<long>(n) * 3 * nh * hd;
+  if (total == 0) return;
+  kv_repeat_forward_kernel<T><<<detail::grid_for(total, kThreads), kThreads, 0, stream>>>(out, inp, n, nh, kv, hd);
+  ZT_CHECK_LAUNCH("kv_repeat_forward_kernel");
+}
+
+template <typename T>
+void kv_repeat_backward(T* dinp, const T* dout, int n, int nh, int kv, int hd, cudaStream_t stream) {
+  detail::NvtxRange range("kv_repeat_backward");
+  ZT_REQUIRE(n >= 0 && nh > 0 && kv > 0 && hd > 0 && nh % kv == 0,
+             "kv_repeat_backward: need n >= 0, positive nh, kv, hd and kv dividing nh");
+  ZT_REQUIRE(static_cast<const void*>(dinp) != static_cast<const void*>(dout),
+             "kv_repeat_backward: dinp accumulates and must not alias dout");
+  const long total = static_cast<long>(n) * (nh + 2 * kv) * hd;
+  if (total == 0) return;
+  kv_repeat_backward_kernel<T><<<detail::grid_for(total, kThreads), kThreads, 0, stream>>>(dinp, dout, n, nh, kv, hd);
+  ZT_CHECK_LAUNCH("kv_repeat_backward_kernel");
+}
+
+#define ZT_INSTANTIATE(T)                                                                                         \
+  template void rope_forward<T>(T*, const std::int32_t*, int, int, int, int, float, cudaStream_t);               \
+  template void rope_backward<T>(T*, const std::int32_t*, int, int, int, int, float, cudaStream_t);              \
+  template void kv_repeat_forward<T>(T*, const T*, int, int, int, int, cudaStream_t);                            \
+  template void kv_repeat_backward<T>(T*, const T*, int, int, int, int, cudaStream_t);
+ZT_FOR_EACH_DTYPE(ZT_INSTANTIATE)
+#undef ZT_INSTANTIATE
+
+}  // namespace ztune::kernels::cuda

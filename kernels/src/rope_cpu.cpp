@@ -1,0 +1,60 @@
+// Rotary position embedding, CPU reference (Su et al. 2021, RoFormer eq. 34) in
+// the "rotate half" layout of GPT-NeoX / Hugging Face Llama (see rope.hpp).
+//
+// The angle, as both this reference and kernels/cuda/src/rope.cu compute it (and as
+// HF Llama does, whose inv_freq and t·inv_freq are fp32 tensors):
+//   inv_freq_i = fp32(θ^(−2i/hd))          evaluated in double, rounded once to fp32
+//   angle      = fp32(float(p) · inv_freq_i) one fp32 multiply
+// and cos/sin are taken of that fp32 angle. Here they and the rotation are computed
+// in double; the GPU uses sincosf and fp32 arithmetic, so the two differ by a few
+// fp32 ulps, not by the angle's own rounding (up to p·2^−24 rad at large positions).
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "ztune/kernels/rope.hpp"
+
+namespace ztune::kernels::cpu {
+namespace {
+
+void check_shape(const char* who, int row_stride, int heads, int hd) {
+  if (hd <= 0 || hd % 2 != 0)
+    throw std::invalid_argument(std::string(who) + ": head dim " + std::to_string(hd) + " must be even and positive");
+  if (heads < 0 || static_cast<long>(heads) * hd > row_stride)
+    throw std::invalid_argument(std::string(who) + ": " + std::to_string(heads) + " heads of " + std::to_string(hd) +
+                                " do not fit a row of " + std::to_string(row_stride));
+}
+
+// sign = +1 turns each pair by +angle (forward), −1 by −angle (backward: Rᵀ = R(−angle)).
+void rotate(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd, float theta,
+            double sign) {
+  const int half = hd / 2;
+  for (int r = 0; r < n; ++r) {
+    const float pos = static_cast<float>(positions[r]);
+    for (int h = 0; h < heads; ++h) {
+      float* head = x + static_cast<long>(r) * row_stride + static_cast<long>(h) * hd;
+      for (int i = 0; i < half; ++i) {
+        const float inv_freq = static_cast<float>(std::pow(static_cast<double>(theta), -2.0 * i / hd));
+        const float angle = pos * inv_freq;
+        const double c = std::cos(static_cast<double>(angle)), s = sign * std::sin(static_cast<double>(angle));
+        const double a = head[i], b = head[i + half];
+        head[i] = static_cast<float>(a * c - b * s);
+        head[i + half] = static_cast<float>(b * c + a * s);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void rope_forward(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd, float theta) {
+  check_shape("rope_forward", row_stride, heads, hd);
+  rotate(x, positions, n, row_stride, heads, hd, theta, 1.0);
+}
+
+void rope_backward(float* dx, const std::int32_t* positions, int n, int row_stride, int heads, int hd, float theta) {
+  check_shape("rope_backward", row_stride, heads, hd);
+  rotate(dx, positions, n, row_stride, heads, hd, theta, -1.0);
+}
+
+}  // namespace ztune::kernels::cpu
