@@ -186,7 +186,7 @@ int run_search_command(const SearchFlags& f) {
     AutorunOptions ro = f.autorun;
     if (ro.plan_out.empty()) ro.plan_out = f.out;
     // The best plan ztune's executor can run: better-ranked ones it cannot
-    // (models other than GPT-2's shape, layouts it cannot place) are counted
+    // (a LayerNorm model without biases, K/V heads tp does not divide, layouts it cannot place) are counted
     // and skipped, the first reason shown. Beyond the table's top
     // plans, every feasible plan is ranked again to find one.
     const ExecBackend backend = executor_backend_for(cluster);

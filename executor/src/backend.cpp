@@ -57,6 +57,33 @@ void Backend::gelu_forward(float* out, const float* inp, long n) {
 void Backend::gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
   ZT_TIMED(OpKind::memory_bound, gelu_backward_impl(dinp, inp, dout, n));
 }
+void Backend::rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int n, int c, float eps) {
+  ZT_TIMED(OpKind::memory_bound, rmsnorm_forward_impl(out, rstd, inp, w, n, c, eps));
+}
+void Backend::rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w,
+                               const float* rstd, int n, int c) {
+  ZT_TIMED(OpKind::memory_bound, rmsnorm_backward_impl(dinp, dw, dout, inp, w, rstd, n, c));
+}
+void Backend::swiglu_forward(float* out, const float* inp, int n, int f) {
+  ZT_TIMED(OpKind::memory_bound, swiglu_forward_impl(out, inp, n, f));
+}
+void Backend::swiglu_backward(float* dinp, const float* inp, const float* dout, int n, int f) {
+  ZT_TIMED(OpKind::memory_bound, swiglu_backward_impl(dinp, inp, dout, n, f));
+}
+void Backend::rope_forward(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
+                           float theta) {
+  ZT_TIMED(OpKind::memory_bound, rope_impl(x, positions, n, row_stride, heads, hd, theta, false));
+}
+void Backend::rope_backward(float* dx, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
+                            float theta) {
+  ZT_TIMED(OpKind::memory_bound, rope_impl(dx, positions, n, row_stride, heads, hd, theta, true));
+}
+void Backend::kv_repeat_forward(float* out, const float* inp, int n, int nh, int kv, int hd) {
+  ZT_TIMED(OpKind::memory_bound, kv_repeat_forward_impl(out, inp, n, nh, kv, hd));
+}
+void Backend::kv_repeat_backward(float* dinp, const float* dout, int n, int nh, int kv, int hd) {
+  ZT_TIMED(OpKind::memory_bound, kv_repeat_backward_impl(dinp, dout, n, nh, kv, hd));
+}
 void Backend::attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh) {
   ZT_TIMED(OpKind::attention, attention_forward_impl(out, att, qkv, b, t, c, nh));
 }

@@ -11,7 +11,10 @@
 #include "ztune/kernels/elementwise.hpp"
 #include "ztune/kernels/embedding.hpp"
 #include "ztune/kernels/gelu.hpp"
+#include "ztune/kernels/kv_repeat.hpp"
 #include "ztune/kernels/layernorm.hpp"
+#include "ztune/kernels/rope.hpp"
+#include "ztune/kernels/swiglu.hpp"
 #include "ztune/kernels/matmul.hpp"
 
 namespace ztune::executor {
@@ -67,6 +70,29 @@ void CpuBackend::layernorm_backward_impl(float* dinp, float* dw, float* db, cons
 void CpuBackend::gelu_forward_impl(float* out, const float* inp, long n) { k::gelu_forward(out, inp, n); }
 void CpuBackend::gelu_backward_impl(float* dinp, const float* inp, const float* dout, long n) {
   k::gelu_backward(dinp, inp, dout, n);
+}
+void CpuBackend::rmsnorm_forward_impl(float* out, float* rstd, const float* inp, const float* w, int n, int c,
+                                      float eps) {
+  k::rmsnorm_forward(out, rstd, inp, w, n, c, eps);
+}
+void CpuBackend::rmsnorm_backward_impl(float* dinp, float* dw, const float* dout, const float* inp, const float* w,
+                                       const float* rstd, int n, int c) {
+  k::rmsnorm_backward(dinp, dw, dout, inp, w, rstd, n, c);
+}
+void CpuBackend::swiglu_forward_impl(float* out, const float* inp, int n, int f) { k::swiglu_forward(out, inp, n, f); }
+void CpuBackend::swiglu_backward_impl(float* dinp, const float* inp, const float* dout, int n, int f) {
+  k::swiglu_backward(dinp, inp, dout, n, f);
+}
+void CpuBackend::rope_impl(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
+                           float theta, bool backward) {
+  if (backward) k::rope_backward(x, positions, n, row_stride, heads, hd, theta);
+  else k::rope_forward(x, positions, n, row_stride, heads, hd, theta);
+}
+void CpuBackend::kv_repeat_forward_impl(float* out, const float* inp, int n, int nh, int kv, int hd) {
+  k::kv_repeat_forward(out, inp, n, nh, kv, hd);
+}
+void CpuBackend::kv_repeat_backward_impl(float* dinp, const float* dout, int n, int nh, int kv, int hd) {
+  k::kv_repeat_backward(dinp, dout, n, nh, kv, hd);
 }
 void CpuBackend::attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh) {
   k::attention_forward(out, att, qkv, b, t, c, nh, &pool_);

@@ -6,20 +6,25 @@
 
 namespace ztune::executor {
 
+// RMSNorm's ε: Llama 2's rms_norm_eps (Hugging Face config).
+constexpr float kRmsNormEps = 1e-5f;
+
+// Parameter ids in the store; -1 where the model has no such tensor (biases).
 struct GptStage::BlockParams {
   int unit = 0;
-  int ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, mproj_w, mproj_b;
+  int ln1_w = -1, ln1_b = -1, qkv_w = -1, qkv_b = -1, proj_w = -1, proj_b = -1, ln2_w = -1, ln2_b = -1, fc_w = -1,
+      fc_b = -1, mproj_w = -1, mproj_b = -1;
 };
 
 // What one block keeps for backward (shapes per rank; Ns = rows()).
 struct GptStage::LayerActs {
-  Buffer ln1, mean1, rstd1;  // [Ns, C], [Ns], [Ns]
-  Buffer qkv;                // [N, 3C/tp]
+  Buffer ln1, mean1, rstd1;  // [Ns, C], [Ns], [Ns] (no mean under RMSNorm)
+  Buffer qkv;                // [N, QKVl] (after RoPE)
   Buffer att;                // [B, NH/tp, T, T] (absent under selective recomputation)
   Buffer atty;               // [N, C/tp]
   Buffer x2;                 // [Ns, C] residual after attention
   Buffer ln2, mean2, rstd2;  // [Ns, C], [Ns], [Ns]
-  Buffer fc, gelu;           // [N, 4C/tp]
+  Buffer fc, gelu;           // [N, FCl], [N, F/tp] (gelu holds SwiGLU's output too)
 };
 
 struct GptStage::Acts {
@@ -45,6 +50,13 @@ GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups
   Cl_ = C_ / tp_;
   NHl_ = m.heads / tp_;
   Fl_ = m.ffn_hidden / tp_;
+  hd_ = m.head_dim();
+  KVl_ = m.kv_heads / tp_;
+  QKVl_ = (NHl_ + 2 * KVl_) * hd_;
+  rms_ = m.norm == NormKind::rmsnorm;
+  swiglu_ = m.activation == Activation::swiglu;
+  rope_ = m.position == PositionEmbedding::rotary;
+  FCl_ = swiglu_ ? 2 * Fl_ : Fl_;
   const VocabRange vocab = vocab_range(m.vocab, tp_, g_.coords.tp_rank);
   Vl_ = vocab.rows;
   vocab_begin_ = vocab.begin;
@@ -58,31 +70,36 @@ GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups
     if (id < 0) throw std::logic_error("missing parameter " + name);
     return id;
   };
+  // Biases (and LayerNorm's shift) exist only when the model has them (param_specs).
+  const bool bias = m.bias, norm_bias = !rms_;
+  auto maybe = [&](bool present, const std::string& name, int unit) { return present ? need(name, unit) : -1; };
   if (first_) {
     wte_ = need("wte.weight", embed_unit_);
-    wpe_ = need("wpe.weight", embed_unit_);
+    wpe_ = maybe(!rope_, "wpe.weight", embed_unit_);
   }
   if (last_) {
     lnf_w_ = need("ln_f.weight", head_unit_);
-    lnf_b_ = need("ln_f.bias", head_unit_);
-    if (!layout.has_embedding) wte_ = need("wte.weight", head_unit_);  // the tied copy
+    lnf_b_ = maybe(norm_bias, "ln_f.bias", head_unit_);
+    if (!m.tied_embeddings) head_w_ = need("lm_head.weight", head_unit_);
+    else if (!layout.has_embedding) head_w_ = wte_ = need("wte.weight", head_unit_);  // the tied copy
+    else head_w_ = wte_;
   }
   for (int l = 0; l < layers_; ++l) {
     BlockParams p;
     p.unit = layout.block_unit(l, chunk);
     const std::string h = "h." + std::to_string(first_layer_ + l) + ".";
     p.ln1_w = need(h + "ln_1.weight", p.unit);
-    p.ln1_b = need(h + "ln_1.bias", p.unit);
+    p.ln1_b = maybe(norm_bias, h + "ln_1.bias", p.unit);
     p.qkv_w = need(h + "attn.c_attn.weight", p.unit);
-    p.qkv_b = need(h + "attn.c_attn.bias", p.unit);
+    p.qkv_b = maybe(bias, h + "attn.c_attn.bias", p.unit);
     p.proj_w = need(h + "attn.c_proj.weight", p.unit);
-    p.proj_b = need(h + "attn.c_proj.bias", p.unit);
+    p.proj_b = maybe(bias, h + "attn.c_proj.bias", p.unit);
     p.ln2_w = need(h + "ln_2.weight", p.unit);
-    p.ln2_b = need(h + "ln_2.bias", p.unit);
+    p.ln2_b = maybe(norm_bias, h + "ln_2.bias", p.unit);
     p.fc_w = need(h + "mlp.c_fc.weight", p.unit);
-    p.fc_b = need(h + "mlp.c_fc.bias", p.unit);
+    p.fc_b = maybe(bias, h + "mlp.c_fc.bias", p.unit);
     p.mproj_w = need(h + "mlp.c_proj.weight", p.unit);
-    p.mproj_b = need(h + "mlp.c_proj.bias", p.unit);
+    p.mproj_b = maybe(bias, h + "mlp.c_proj.bias", p.unit);
     blocks_.push_back(p);
   }
   if (plan.sparse_attention != SparseLayout::none) {
@@ -102,6 +119,8 @@ GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups
   }
   const int row0 = sp_ ? g_.coords.tp_rank * rows_ : 0;
   for (int i = 0; i < rows_; ++i) positions_.push_back((row0 + i) % T_);
+  if (rope_)
+    for (int i = 0; i < N_; ++i) positions_full_.push_back(i % T_);
   if (last_) {
     dloss_ = be_.allocate(static_cast<std::size_t>(N_), MemCategory::logits);
     std::vector<float> host(static_cast<std::size_t>(N_), loss_scale);
@@ -139,15 +158,17 @@ void GptStage::embedding_forward(const MicroBatch& data, float* out) {
   Buffer partial = work(static_cast<std::size_t>(N_) * C_);
   be_.embedding_forward(partial.data(), data.tokens.data(), store_.param(wte_), N_, C_, vocab_begin_, Vl_);
   reduce_rows(partial.data(), out);
-  Buffer pos = work(static_cast<std::size_t>(rows_) * C_);
-  be_.embedding_forward(pos.data(), positions_.data(), store_.param(wpe_), rows_, C_, 0, T_);
-  be_.accumulate(out, pos.data(), static_cast<long>(rows_) * C_);
+  if (wpe_ >= 0) {
+    Buffer pos = work(static_cast<std::size_t>(rows_) * C_);
+    be_.embedding_forward(pos.data(), positions_.data(), store_.param(wpe_), rows_, C_, 0, T_);
+    be_.accumulate(out, pos.data(), static_cast<long>(rows_) * C_);
+  }
   store_.release(embed_unit_);
 }
 
 void GptStage::embedding_backward(const MicroBatch& data, const float* dres) {
   store_.acquire(embed_unit_, Direction::backward);
-  be_.embedding_backward(store_.grad(wpe_), dres, positions_.data(), rows_, C_, 0, T_);
+  if (wpe_ >= 0) be_.embedding_backward(store_.grad(wpe_), dres, positions_.data(), rows_, C_, 0, T_);
   Buffer tmp;
   const float* dfull = gather_rows(dres, tmp);
   be_.embedding_backward(store_.grad(wte_), dfull, data.tokens.data(), N_, C_, vocab_begin_, Vl_);
@@ -170,23 +191,60 @@ void GptStage::attend_backward(float* dqkv, const float* dout, const float* qkv,
   else be_.attention_backward(dqkv, dout, qkv, att, B_, T_, Cl_, NHl_);
 }
 
+void GptStage::norm_forward(float* out, Buffer& mean, Buffer& rstd, const float* x, int w, int b) {
+  rstd = act(static_cast<std::size_t>(rows_));
+  if (rms_) {
+    be_.rmsnorm_forward(out, rstd.data(), x, param(w), rows_, C_, kRmsNormEps);
+    return;
+  }
+  mean = act(static_cast<std::size_t>(rows_));
+  be_.layernorm_forward(out, mean.data(), rstd.data(), x, param(w), param(b), rows_, C_);
+}
+
+void GptStage::norm_backward(float* dx, const float* dout, const float* x, int w, int b, const Buffer& mean,
+                             const Buffer& rstd) {
+  if (rms_) be_.rmsnorm_backward(dx, grad(w), dout, x, param(w), rstd.data(), rows_, C_);
+  else be_.layernorm_backward(dx, grad(w), grad(b), dout, x, param(w), mean.data(), rstd.data(), rows_, C_);
+}
+
+void GptStage::rotate(float* qkv, bool backward) {
+  if (!rope_) return;
+  const auto theta = static_cast<float>(m_.rope_theta);
+  float* k = qkv + static_cast<std::size_t>(NHl_) * hd_;
+  if (backward) {
+    be_.rope_backward(qkv, positions_full_.data(), N_, QKVl_, NHl_, hd_, theta);
+    be_.rope_backward(k, positions_full_.data(), N_, QKVl_, KVl_, hd_, theta);
+  } else {
+    be_.rope_forward(qkv, positions_full_.data(), N_, QKVl_, NHl_, hd_, theta);
+    be_.rope_forward(k, positions_full_.data(), N_, QKVl_, KVl_, hd_, theta);
+  }
+}
+
+const float* GptStage::dense_qkv(const float* qkv, Buffer& tmp) {
+  if (KVl_ == NHl_) return qkv;
+  tmp = work(static_cast<std::size_t>(N_) * 3 * Cl_);
+  be_.kv_repeat_forward(tmp.data(), qkv, N_, NHl_, KVl_, hd_);
+  return tmp.data();
+}
+
 void GptStage::forward_block(int l, const float* x, LayerActs& la, float* out, bool keep_att) {
   const auto& p = blocks_[static_cast<std::size_t>(l)];
   const auto ns = static_cast<std::size_t>(rows_), n = static_cast<std::size_t>(N_);
   const auto c = static_cast<std::size_t>(C_);
   la.ln1 = act(ns * c);
-  la.mean1 = act(ns);
-  la.rstd1 = act(ns);
-  be_.layernorm_forward(la.ln1.data(), la.mean1.data(), la.rstd1.data(), x, store_.param(p.ln1_w),
-                        store_.param(p.ln1_b), rows_, C_);
+  norm_forward(la.ln1.data(), la.mean1, la.rstd1, x, p.ln1_w, p.ln1_b);
   Buffer tmp;
   const float* ln1_full = gather_rows(la.ln1.data(), tmp);
-  la.qkv = act(n * 3 * Cl_);
-  be_.matmul_forward(la.qkv.data(), ln1_full, store_.param(p.qkv_w), store_.param(p.qkv_b), N_, C_, 3 * Cl_);
+  la.qkv = act(n * QKVl_);
+  be_.matmul_forward(la.qkv.data(), ln1_full, store_.param(p.qkv_w), param(p.qkv_b), N_, C_, QKVl_);
   tmp.release();
+  rotate(la.qkv.data(), false);
   la.att = keep_att ? act(att_elems()) : work(att_elems());
   la.atty = act(n * Cl_);
-  attend(la.atty.data(), la.att.data(), la.qkv.data());
+  {
+    Buffer expanded;
+    attend(la.atty.data(), la.att.data(), dense_qkv(la.qkv.data(), expanded));
+  }
   if (!keep_att) la.att.release();
   {
     Buffer partial = work(n * c);
@@ -194,23 +252,21 @@ void GptStage::forward_block(int l, const float* x, LayerActs& la, float* out, b
     la.x2 = act(ns * c);
     reduce_rows(partial.data(), la.x2.data());
   }
-  be_.add_bias(la.x2.data(), store_.param(p.proj_b), rows_, C_);
+  if (p.proj_b >= 0) be_.add_bias(la.x2.data(), store_.param(p.proj_b), rows_, C_);
   be_.accumulate(la.x2.data(), x, static_cast<long>(ns * c));  // x2 = x + attn
   la.ln2 = act(ns * c);
-  la.mean2 = act(ns);
-  la.rstd2 = act(ns);
-  be_.layernorm_forward(la.ln2.data(), la.mean2.data(), la.rstd2.data(), la.x2.data(), store_.param(p.ln2_w),
-                        store_.param(p.ln2_b), rows_, C_);
+  norm_forward(la.ln2.data(), la.mean2, la.rstd2, la.x2.data(), p.ln2_w, p.ln2_b);
   const float* ln2_full = gather_rows(la.ln2.data(), tmp);
-  la.fc = act(n * Fl_);
-  be_.matmul_forward(la.fc.data(), ln2_full, store_.param(p.fc_w), store_.param(p.fc_b), N_, C_, Fl_);
+  la.fc = act(n * FCl_);
+  be_.matmul_forward(la.fc.data(), ln2_full, store_.param(p.fc_w), param(p.fc_b), N_, C_, FCl_);
   tmp.release();
   la.gelu = act(n * Fl_);
-  be_.gelu_forward(la.gelu.data(), la.fc.data(), static_cast<long>(n * Fl_));
+  if (swiglu_) be_.swiglu_forward(la.gelu.data(), la.fc.data(), N_, Fl_);
+  else be_.gelu_forward(la.gelu.data(), la.fc.data(), static_cast<long>(n * Fl_));
   Buffer partial = work(n * c);
   be_.matmul_forward(partial.data(), la.gelu.data(), store_.param(p.mproj_w), nullptr, N_, Fl_, C_);
   reduce_rows(partial.data(), out);
-  be_.add_bias(out, store_.param(p.mproj_b), rows_, C_);
+  if (p.mproj_b >= 0) be_.add_bias(out, store_.param(p.mproj_b), rows_, C_);
   be_.accumulate(out, la.x2.data(), static_cast<long>(ns * c));  // out = x2 + mlp
 }
 
@@ -219,79 +275,85 @@ void GptStage::backward_block(int l, const float* dres, LayerActs& la, const flo
   const auto ns = static_cast<std::size_t>(rows_), n = static_cast<std::size_t>(N_);
   const auto c = static_cast<std::size_t>(C_);
   Buffer tmp, tmp2;
-  // MLP: out = x2 + c_proj(gelu(c_fc(ln2(x2)))).
+  // MLP: out = x2 + c_proj(act(c_fc(ln2(x2)))).
   Buffer dx2 = work(ns * c);
   be_.copy(dx2.data(), dres, ns * c);
-  be_.bias_backward(store_.grad(p.mproj_b), dres, rows_, C_);
+  if (p.mproj_b >= 0) be_.bias_backward(store_.grad(p.mproj_b), dres, rows_, C_);
   const float* dm_full = gather_rows(dres, tmp);
   Buffer dg = work(n * Fl_);
   be_.matmul_backward(dg.data(), store_.grad(p.mproj_w), nullptr, dm_full, la.gelu.data(), store_.param(p.mproj_w),
                       N_, Fl_, C_);
   tmp.release();
-  Buffer dfc = work(n * Fl_);
-  be_.gelu_backward(dfc.data(), la.fc.data(), dg.data(), static_cast<long>(n * Fl_));
+  Buffer dfc = work(n * FCl_);
+  if (swiglu_) be_.swiglu_backward(dfc.data(), la.fc.data(), dg.data(), N_, Fl_);
+  else be_.gelu_backward(dfc.data(), la.fc.data(), dg.data(), static_cast<long>(n * Fl_));
   dg.release();
   Buffer dln2_full = work(n * c);
   const float* ln2_full = gather_rows(la.ln2.data(), tmp2);
-  be_.matmul_backward(dln2_full.data(), store_.grad(p.fc_w), store_.grad(p.fc_b), dfc.data(), ln2_full,
-                      store_.param(p.fc_w), N_, C_, Fl_);
+  be_.matmul_backward(dln2_full.data(), store_.grad(p.fc_w), grad(p.fc_b), dfc.data(), ln2_full,
+                      store_.param(p.fc_w), N_, C_, FCl_);
   tmp2.release();
   dfc.release();
   Buffer dln2 = work(ns * c);
   reduce_rows(dln2_full.data(), dln2.data());
   dln2_full.release();
-  be_.layernorm_backward(dx2.data(), store_.grad(p.ln2_w), store_.grad(p.ln2_b), dln2.data(), la.x2.data(),
-                         store_.param(p.ln2_w), la.mean2.data(), la.rstd2.data(), rows_, C_);
+  norm_backward(dx2.data(), dln2.data(), la.x2.data(), p.ln2_w, p.ln2_b, la.mean2, la.rstd2);
   dln2.release();
-  // Attention: x2 = x + c_proj(attn(c_attn(ln1(x)))).
-  be_.bias_backward(store_.grad(p.proj_b), dx2.data(), rows_, C_);
+  // Attention: x2 = x + c_proj(attn(rope(c_attn(ln1(x))))).
+  if (p.proj_b >= 0) be_.bias_backward(store_.grad(p.proj_b), dx2.data(), rows_, C_);
   const float* dproj_full = gather_rows(dx2.data(), tmp);
   Buffer datty = work(n * Cl_);
   be_.matmul_backward(datty.data(), store_.grad(p.proj_w), nullptr, dproj_full, la.atty.data(),
                       store_.param(p.proj_w), N_, Cl_, C_);
   tmp.release();
-  Buffer att_tmp, atty_tmp;
+  Buffer att_tmp, atty_tmp, expanded;
+  const float* qkv = dense_qkv(la.qkv.data(), expanded);
   const float* att = la.att.data();
   if (la.att.empty()) {  // selective recomputation: the probabilities again
     att_tmp = work(att_elems());
     atty_tmp = work(n * Cl_);
-    attend(atty_tmp.data(), att_tmp.data(), la.qkv.data());
+    attend(atty_tmp.data(), att_tmp.data(), qkv);
     att = att_tmp.data();
   }
-  Buffer dqkv = work(n * 3 * Cl_);
-  attend_backward(dqkv.data(), datty.data(), la.qkv.data(), att);
+  Buffer dqkv = work(n * QKVl_);
+  if (KVl_ == NHl_) {
+    attend_backward(dqkv.data(), datty.data(), qkv, att);
+  } else {
+    Buffer dqkv_dense = work(n * 3 * Cl_);
+    attend_backward(dqkv_dense.data(), datty.data(), qkv, att);
+    be_.kv_repeat_backward(dqkv.data(), dqkv_dense.data(), N_, NHl_, KVl_, hd_);
+  }
   datty.release();
   att_tmp.release();
   atty_tmp.release();
+  expanded.release();
+  rotate(dqkv.data(), true);
   Buffer dln1_full = work(n * c);
   const float* ln1_full = gather_rows(la.ln1.data(), tmp);
-  be_.matmul_backward(dln1_full.data(), store_.grad(p.qkv_w), store_.grad(p.qkv_b), dqkv.data(), ln1_full,
-                      store_.param(p.qkv_w), N_, C_, 3 * Cl_);
+  be_.matmul_backward(dln1_full.data(), store_.grad(p.qkv_w), grad(p.qkv_b), dqkv.data(), ln1_full,
+                      store_.param(p.qkv_w), N_, C_, QKVl_);
   tmp.release();
   dqkv.release();
   Buffer dln1 = work(ns * c);
   reduce_rows(dln1_full.data(), dln1.data());
   dln1_full.release();
   be_.copy(dx, dx2.data(), ns * c);
-  be_.layernorm_backward(dx, store_.grad(p.ln1_w), store_.grad(p.ln1_b), dln1.data(), x, store_.param(p.ln1_w),
-                         la.mean1.data(), la.rstd1.data(), rows_, C_);
+  norm_backward(dx, dln1.data(), x, p.ln1_w, p.ln1_b, la.mean1, la.rstd1);
 }
 
 void GptStage::head_forward(Acts& a, const MicroBatch& data, const float* x) {
   const auto ns = static_cast<std::size_t>(rows_), n = static_cast<std::size_t>(N_);
   const auto c = static_cast<std::size_t>(C_);
+  const bool tied_here = first_ && m_.tied_embeddings;  // the head reads the embedding unit's wte
   store_.acquire(head_unit_, Direction::forward);
-  if (first_) store_.acquire(embed_unit_, Direction::forward);  // tied wte
+  if (tied_here) store_.acquire(embed_unit_, Direction::forward);
   a.lnf = act(ns * c);
-  a.meanf = act(ns);
-  a.rstdf = act(ns);
-  be_.layernorm_forward(a.lnf.data(), a.meanf.data(), a.rstdf.data(), x, store_.param(lnf_w_),
-                        store_.param(lnf_b_), rows_, C_);
+  norm_forward(a.lnf.data(), a.meanf, a.rstdf, x, lnf_w_, lnf_b_);
   Buffer tmp;
   const float* lnf_full = gather_rows(a.lnf.data(), tmp);
   a.logits = be_.allocate(n * Vl_, MemCategory::logits);
   // logits[N, V/tp] = lnf · wte_shardᵀ
-  be_.gemm({false, true, N_, Vl_, C_, C_, C_, Vl_}, 1.0f, lnf_full, store_.param(wte_), 0.0f, a.logits.data());
+  be_.gemm({false, true, N_, Vl_, C_, C_, C_, Vl_}, 1.0f, lnf_full, store_.param(head_w_), 0.0f, a.logits.data());
   tmp.release();
   a.row_max = be_.allocate(n, MemCategory::logits);
   a.row_sum = be_.allocate(n, MemCategory::logits);
@@ -310,15 +372,16 @@ void GptStage::head_forward(Acts& a, const MicroBatch& data, const float* x) {
   be_.to_host(host.data(), a.losses.data(), n);
   a.loss_sum = 0;
   for (float v : host) a.loss_sum += v;
-  if (first_) store_.release(embed_unit_);
+  if (tied_here) store_.release(embed_unit_);
   store_.release(head_unit_);
 }
 
 void GptStage::head_backward(Acts& a, const MicroBatch& data, const float* x, float* dx) {
   const auto ns = static_cast<std::size_t>(rows_), n = static_cast<std::size_t>(N_);
   const auto c = static_cast<std::size_t>(C_);
+  const bool tied_here = first_ && m_.tied_embeddings;
   store_.acquire(head_unit_, Direction::backward);
-  if (first_) store_.acquire(embed_unit_, Direction::backward);
+  if (tied_here) store_.acquire(embed_unit_, Direction::backward);
   Buffer dlogits = work(n * Vl_);
   be_.ce_backward(dlogits.data(), a.logits.data(), a.row_max.data(), a.row_sum.data(), data.targets.data(),
                   dloss_.data(), N_, Vl_, vocab_begin_);
@@ -326,17 +389,16 @@ void GptStage::head_backward(Acts& a, const MicroBatch& data, const float* x, fl
   Buffer tmp;
   const float* lnf_full = gather_rows(a.lnf.data(), tmp);
   Buffer dlnf_full = work(n * c);
-  be_.gemm({false, false, N_, C_, Vl_, Vl_, C_, C_}, 1.0f, dlogits.data(), store_.param(wte_), 0.0f,
+  be_.gemm({false, false, N_, C_, Vl_, Vl_, C_, C_}, 1.0f, dlogits.data(), store_.param(head_w_), 0.0f,
            dlnf_full.data());
-  be_.gemm({true, false, Vl_, C_, N_, Vl_, C_, C_}, 1.0f, dlogits.data(), lnf_full, 1.0f, store_.grad(wte_));
+  be_.gemm({true, false, Vl_, C_, N_, Vl_, C_, C_}, 1.0f, dlogits.data(), lnf_full, 1.0f, store_.grad(head_w_));
   tmp.release();
   dlogits.release();
   Buffer dlnf = work(ns * c);
   reduce_rows(dlnf_full.data(), dlnf.data());
   be_.zero(dx, ns * c);
-  be_.layernorm_backward(dx, store_.grad(lnf_w_), store_.grad(lnf_b_), dlnf.data(), x, store_.param(lnf_w_),
-                         a.meanf.data(), a.rstdf.data(), rows_, C_);
-  if (first_) store_.release(embed_unit_);
+  norm_backward(dx, dlnf.data(), x, lnf_w_, lnf_b_, a.meanf, a.rstdf);
+  if (tied_here) store_.release(embed_unit_);
   store_.release(head_unit_);
 }
 

@@ -5,12 +5,25 @@
 
 namespace ztune::executor {
 
+std::size_t ShardMap::local_cols() const {
+  std::size_t n = 0;
+  for (const auto& c : cols) n += static_cast<std::size_t>(c.width);
+  return n;
+}
+
 std::size_t ShardMap::full_index(std::size_t i) const {
-  const std::size_t local_cols = col_begins.size() * static_cast<std::size_t>(col_width);
-  const std::size_t r = i / local_cols, j = i % local_cols;
-  const std::size_t block = j / static_cast<std::size_t>(col_width), jj = j % static_cast<std::size_t>(col_width);
-  return (static_cast<std::size_t>(row_begin) + r) * static_cast<std::size_t>(full_cols) +
-         static_cast<std::size_t>(col_begins[block]) + jj;
+  const std::size_t lc = local_cols();
+  const std::size_t r = i / lc;
+  std::size_t j = i % lc;
+  std::size_t col = 0;
+  for (const auto& c : cols) {
+    if (j < static_cast<std::size_t>(c.width)) {
+      col = static_cast<std::size_t>(c.begin) + j;
+      break;
+    }
+    j -= static_cast<std::size_t>(c.width);
+  }
+  return (static_cast<std::size_t>(row_begin) + r) * static_cast<std::size_t>(full_cols) + col;
 }
 
 StageLayout stage_layout(const Transformer& m, const GroupShape& shape, int pp_rank) {
@@ -32,7 +45,7 @@ ShardMap replicated(int rows, int cols) {
   s.full_rows = rows;
   s.full_cols = cols;
   s.rows = rows;
-  s.col_width = cols;
+  s.cols = {ColumnRange{0, cols}};
   return s;
 }
 ShardMap row_shard(int rows, int cols, int part, int parts) {
@@ -48,13 +61,17 @@ ShardMap vocab_shard(int vocab, int cols, int part, int parts) {
   s.rows = r.rows;
   return s;
 }
-// `blocks` equal column blocks (Q|K|V = 3), each split over the parts.
-ShardMap col_shard(int rows, int cols, int part, int parts, int blocks) {
-  ShardMap s = replicated(rows, cols);
-  const int block = cols / blocks;
-  s.col_width = block / parts;
-  s.col_begins.clear();
-  for (int b = 0; b < blocks; ++b) s.col_begins.push_back(b * block + part * s.col_width);
+// Column blocks of the given widths (Q | K | V; gate | up), each split over the parts.
+ShardMap col_shard(int rows, const std::vector<int>& block_widths, int part, int parts) {
+  int total = 0;
+  for (int w : block_widths) total += w;
+  ShardMap s = replicated(rows, total);
+  s.cols.clear();
+  int begin = 0;
+  for (int w : block_widths) {
+    s.cols.push_back({begin + part * (w / parts), w / parts});
+    begin += w;
+  }
   return s;
 }
 
@@ -62,8 +79,14 @@ ShardMap col_shard(int rows, int cols, int part, int parts, int blocks) {
 
 std::vector<ParamSpec> param_specs(const Transformer& m, const GroupShape& shape, const Coordinates& c) {
   const int C = m.hidden, F = m.ffn_hidden, V = m.vocab, T = m.seq_len, t = shape.tp, r = c.tp_rank;
+  const int KVC = m.kv_heads * m.head_dim();  // width of K and of V
   const bool tp0 = r == 0;
   const bool sp_possible = t > 1;  // whether sequence parallelism could make replicas partial
+  const bool bias = m.bias, norm_bias = m.norm == NormKind::layernorm;
+  const bool swiglu = m.activation == Activation::swiglu;
+  const std::vector<int> qkv_blocks{C, KVC, KVC};
+  const std::vector<int> fc_blocks = swiglu ? std::vector<int>{F, F} : std::vector<int>{F};
+  const int fc_cols = swiglu ? 2 * F : F;
   const auto layout = stage_layout(m, shape, c.pp_rank);
   // GPT-2 scales the residual projections by 1/√(2L) (Radford et al. 2019, §2.3).
   const float proj_std = 0.02f / std::sqrt(2.0f * static_cast<float>(m.layers));
@@ -81,32 +104,39 @@ std::vector<ParamSpec> param_specs(const Transformer& m, const GroupShape& shape
     p.sp_partial = replica && sp_possible;
     out.push_back(std::move(p));
   };
+  auto add_norm = [&](const std::string& prefix, int unit) {
+    add(prefix + ".weight", {C}, replicated(1, C), unit, InitKind::ones, 0, true);
+    if (norm_bias) add(prefix + ".bias", {C}, replicated(1, C), unit, InitKind::zeros, 0, true);
+  };
   if (layout.has_embedding) {
     add("wte.weight", {V, C}, vocab_shard(V, C, r, t), 0, InitKind::normal, 0.02f, false);
-    add("wpe.weight", {T, C}, replicated(T, C), 0, InitKind::normal, 0.01f, true);
+    if (m.position == PositionEmbedding::learned)
+      add("wpe.weight", {T, C}, replicated(T, C), 0, InitKind::normal, 0.01f, true);
   }
   for (int k = 0; k < layout.chunks * layout.layers; ++k) {
     const int chunk = k / layout.layers, l = k % layout.layers;
     const int unit = layout.block_unit(l, chunk);
     const std::string h = "h." + std::to_string(layout.first_layer(chunk) + l) + ".";
-    add(h + "ln_1.weight", {C}, replicated(1, C), unit, InitKind::ones, 0, true);
-    add(h + "ln_1.bias", {C}, replicated(1, C), unit, InitKind::zeros, 0, true);
-    add(h + "attn.c_attn.weight", {C, 3 * C}, col_shard(C, 3 * C, r, t, 3), unit, InitKind::normal, 0.02f, false);
-    add(h + "attn.c_attn.bias", {3 * C}, col_shard(1, 3 * C, r, t, 3), unit, InitKind::zeros, 0, false);
+    add_norm(h + "ln_1", unit);
+    add(h + "attn.c_attn.weight", {C, C + 2 * KVC}, col_shard(C, qkv_blocks, r, t), unit, InitKind::normal, 0.02f,
+        false);
+    if (bias) add(h + "attn.c_attn.bias", {C + 2 * KVC}, col_shard(1, qkv_blocks, r, t), unit, InitKind::zeros, 0, false);
     add(h + "attn.c_proj.weight", {C, C}, row_shard(C, C, r, t), unit, InitKind::normal, proj_std, false);
-    add(h + "attn.c_proj.bias", {C}, replicated(1, C), unit, InitKind::zeros, 0, true);
-    add(h + "ln_2.weight", {C}, replicated(1, C), unit, InitKind::ones, 0, true);
-    add(h + "ln_2.bias", {C}, replicated(1, C), unit, InitKind::zeros, 0, true);
-    add(h + "mlp.c_fc.weight", {C, F}, col_shard(C, F, r, t, 1), unit, InitKind::normal, 0.02f, false);
-    add(h + "mlp.c_fc.bias", {F}, col_shard(1, F, r, t, 1), unit, InitKind::zeros, 0, false);
+    if (bias) add(h + "attn.c_proj.bias", {C}, replicated(1, C), unit, InitKind::zeros, 0, true);
+    add_norm(h + "ln_2", unit);
+    add(h + "mlp.c_fc.weight", {C, fc_cols}, col_shard(C, fc_blocks, r, t), unit, InitKind::normal, 0.02f, false);
+    if (bias) add(h + "mlp.c_fc.bias", {fc_cols}, col_shard(1, fc_blocks, r, t), unit, InitKind::zeros, 0, false);
     add(h + "mlp.c_proj.weight", {F, C}, row_shard(F, C, r, t), unit, InitKind::normal, proj_std, false);
-    add(h + "mlp.c_proj.bias", {C}, replicated(1, C), unit, InitKind::zeros, 0, true);
+    if (bias) add(h + "mlp.c_proj.bias", {C}, replicated(1, C), unit, InitKind::zeros, 0, true);
   }
   if (layout.has_head) {
     const int unit = layout.head_unit();
-    add("ln_f.weight", {C}, replicated(1, C), unit, InitKind::ones, 0, true);
-    add("ln_f.bias", {C}, replicated(1, C), unit, InitKind::zeros, 0, true);
-    if (!layout.has_embedding) {
+    add_norm("ln_f", unit);
+    if (!m.tied_embeddings) {
+      // Untied output layer, vocabulary-parallel like wte (Megatron's
+      // untie_embeddings_and_output_weights).
+      add("lm_head.weight", {V, C}, vocab_shard(V, C, r, t), unit, InitKind::normal, 0.02f, false);
+    } else if (!layout.has_embedding) {
       // Tied LM head on another stage than the embedding: a copy of wte whose
       // gradient is summed with the first stage's (Megatron's embedding group).
       add("wte.weight", {V, C}, vocab_shard(V, C, r, t), unit, InitKind::normal, 0.02f, false);

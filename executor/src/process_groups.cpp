@@ -14,7 +14,7 @@ Coordinates coordinates_of(int world_rank, const GroupShape& s) {
 
 int world_rank_of(const Coordinates& c, const GroupShape& s) { return (c.pp_rank * s.dp + c.dp_rank) * s.tp + c.tp_rank; }
 
-ProcessGroups make_process_groups(Communicator& world, const GroupShape& shape) {
+ProcessGroups make_process_groups(Communicator& world, const GroupShape& shape, bool tied_embeddings) {
   assert(world.size() == shape.world());
   ProcessGroups g;
   g.shape = shape;
@@ -24,7 +24,7 @@ ProcessGroups make_process_groups(Communicator& world, const GroupShape& shape) 
   g.dp = world.split(c.pp_rank * shape.tp + c.tp_rank, c.dp_rank, "dp");
   g.tp = world.split(c.pp_rank * shape.dp + c.dp_rank, c.tp_rank, "tp");
   g.pp = world.split(c.dp_rank * shape.tp + c.tp_rank, c.pp_rank, "pp");
-  const bool ends = shape.pp > 1 && (g.first_stage() || g.last_stage());
+  const bool ends = tied_embeddings && shape.pp > 1 && (g.first_stage() || g.last_stage());
   g.embed = world.split(ends ? c.dp_rank * shape.tp + c.tp_rank : -1, c.pp_rank, "embed");
   if (shape.ranks_per_node > 0 && shape.dp > 1) {
     const int node = world.rank() / shape.ranks_per_node;

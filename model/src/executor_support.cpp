@@ -37,11 +37,16 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (p.pp > 1 && p.zero_stage > 1)
     return "$.plan.zero_stage: " + s(p.zero_stage) +
            " with pipeline parallelism; like DeepSpeed's pipeline engine, ZeRO stages 2 and 3 need pp = 1";
-  if (m.activation != Activation::gelu || m.norm != NormKind::layernorm ||
-      m.position != PositionEmbedding::learned || !m.bias || !m.tied_embeddings || m.kv_heads != m.heads)
-    return "$.model: the executor trains GPT-2-style models only (GELU, LayerNorm, learned positions, biases, "
-           "tied embeddings, no grouped-query attention)";
+  // GPT-2 and Llama shapes and their mixtures (GptStage); LayerNorm there always
+  // carries its shift, which a model without biases would not have.
+  if (m.norm == NormKind::layernorm && !m.bias)
+    return "$.model.bias: the executor's LayerNorm has a bias; a model without biases needs norm \"rmsnorm\"";
+  if (m.position == PositionEmbedding::rotary && m.head_dim() % 2 != 0)
+    return "$.model.heads: rotary positions turn channel pairs; the head size " + s(m.head_dim()) + " is odd";
   if (m.heads % p.tp != 0) return "$.plan.tp: " + s(p.tp) + " does not divide heads " + s(m.heads);
+  if (m.kv_heads % p.tp != 0)
+    return "$.plan.tp: " + s(p.tp) + " does not divide kv_heads " + s(m.kv_heads) +
+           " (each tensor-parallel rank holds whole key/value heads)";
   if (m.ffn_hidden % p.tp != 0) return "$.plan.tp: " + s(p.tp) + " does not divide ffn_hidden " + s(m.ffn_hidden);
   // Every vocabulary-parallel rank needs at least one row (vocab_range).
   if (vocab_range(m.vocab, p.tp, p.tp - 1).rows <= 0)

@@ -37,6 +37,13 @@ struct HfReader {
   [[nodiscard]] int integer_or(const char* key, int fallback) const {
     return find(key) ? integer(key) : fallback;
   }
+  [[nodiscard]] double positive_or(const char* key, double fallback) const {
+    const auto* v = find(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_number() || v->get<double>() <= 0)
+      throw InputError(file + ": $." + key + ": expected a number > 0, got " + describe_json(*v));
+    return v->get<double>();
+  }
   [[nodiscard]] bool boolean_or(const char* key, bool fallback) const {
     const auto* v = find(key);
     if (v == nullptr) return fallback;
@@ -129,6 +136,7 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.activation = Activation::gelu;
     t.norm = NormKind::layernorm;
     t.position = PositionEmbedding::rotary;
+    t.rope_theta = r.positive_or("rotary_emb_base", 10000);
     t.bias = true;
     t.vocab = r.integer("vocab_size");
     t.seq_len = r.integer_or("max_position_embeddings", 2048);
@@ -142,6 +150,7 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.activation = Activation::swiglu;
     t.norm = NormKind::rmsnorm;
     t.position = PositionEmbedding::rotary;
+    t.rope_theta = r.positive_or("rope_theta", 10000);
     // ztune's Transformer has biases on every linear layer or on none; Llama's
     // config can ask for attention-only biases, which would be miscounted.
     t.bias = r.boolean_or("attention_bias", false);

@@ -66,6 +66,7 @@ Transformer transformer_from_json(const nlohmann::json& doc, const std::string& 
   t.norm = r.choice("norm", {"layernorm", "rmsnorm"}) == "layernorm" ? NormKind::layernorm : NormKind::rmsnorm;
   t.position = r.choice("position_embedding", {"learned", "rotary"}) == "learned" ? PositionEmbedding::learned
                                                                                   : PositionEmbedding::rotary;
+  if (auto theta = r.optional_positive("rope_theta")) t.rope_theta = *theta;
   t.bias = r.boolean("bias");
   t.vocab = static_cast<int>(r.integer("vocab", 1, 1 << 24));
   t.seq_len = static_cast<int>(r.integer("seq_len", 1, 1 << 24));
@@ -78,7 +79,7 @@ Transformer transformer_from_json(const nlohmann::json& doc, const std::string& 
 }
 
 nlohmann::json transformer_to_json(const Transformer& t) {
-  return nlohmann::json{{"schema", "ztune.model/1"},
+  nlohmann::json j{{"schema", "ztune.model/1"},
                         {"name", t.name},
                         {"source", t.source},
                         {"layers", t.layers},
@@ -95,6 +96,8 @@ nlohmann::json transformer_to_json(const Transformer& t) {
                         {"tied_embeddings", t.tied_embeddings},
                         {"global_batch", t.global_batch},
                         {"train_tokens", t.train_tokens}};
+  if (t.position == PositionEmbedding::rotary) j["rope_theta"] = t.rope_theta;
+  return j;
 }
 
 Transformer load_transformer(const std::string& name_or_path, int seq_len) {

@@ -64,6 +64,16 @@ CASES = {
     "recompute_selective": dict(recompute="selective"),
     "recompute_full": dict(recompute="full"),
     "tp2_sp_recompute_full": dict(tp=2, sp=True, recompute="full"),
+    # The Llama shape (tiny-llama: RMSNorm, SwiGLU, RoPE, 4 query heads on 2
+    # key/value heads, no biases, untied lm_head) against its own single-rank
+    # run: tp 2 leaves one K/V head per rank; pp splits the untied embedding
+    # and head (no tied-copy group).
+    "llama_dp2_zero1": dict(model="tiny-llama", dp=2, mb=2, ga=2, zero=1),
+    "llama_dp2_zero3": dict(model="tiny-llama", dp=2, mb=2, ga=2, zero=3, bucket=3e4),
+    "llama_tp2_sp_recompute_selective": dict(model="tiny-llama", tp=2, sp=True, recompute="selective"),
+    "llama_pp2_1f1b": dict(model="tiny-llama", pp=2),
+    "llama_dp2_tp2_pp2_interleaved_zero1_sp": dict(model="tiny-llama", dp=2, tp=2, pp=2, v=2,
+                                                  schedule="interleaved", mb=1, ga=4, zero=1, sp=True),
 }
 STEPS = 5
 
@@ -91,23 +101,28 @@ def run(worker, mpirun, workdir, name, kw, model):
 def main():
     worker, mpirun = sys.argv[1], sys.argv[2].split()
     selected = sys.argv[3:] or list(CASES)
-    model = json.load(open(os.path.join(os.environ.get("ZTUNE_DATA_DIR", "data"), "models", "tiny.json")))
-    failures = 0
-    references = {}  # vocabulary → the single-rank run of the model with it
-    with tempfile.TemporaryDirectory() as d:
-        def reference(vocab):
-            if vocab not in references:
-                references[vocab] = run(worker, mpirun, d, f"single_v{vocab}", dict(), dict(model, vocab=vocab))
-                print(f"single rank, vocabulary {vocab}: losses "
-                      f"{np.array2string(references[vocab][0], precision=6)}")
-            return references[vocab]
+    def load_model(name):
+        with open(os.path.join(os.environ.get("ZTUNE_DATA_DIR", "data"), "models", name + ".json")) as f:
+            return json.load(f)
 
-        reference(model["vocab"])
+    failures = 0
+    references = {}  # (model, vocabulary) → the single-rank run of that model
+    with tempfile.TemporaryDirectory() as d:
+        def reference(case_model):
+            key = (case_model["name"], case_model["vocab"])
+            if key not in references:
+                references[key] = run(worker, mpirun, d, f"single_{key[0]}_v{key[1]}", dict(), case_model)
+                print(f"single rank, {key[0]}, vocabulary {key[1]}: losses "
+                      f"{np.array2string(references[key][0], precision=6)}")
+            return references[key]
+
+        reference(load_model("tiny"))
         for name in selected:
             kw = dict(CASES[name])
+            model = load_model(kw.pop("model", "tiny"))
             case_model = dict(model, vocab=kw.pop("vocab", model["vocab"]))
             try:
-                ref_losses, ref_params, ref_grads = reference(case_model["vocab"])
+                ref_losses, ref_params, ref_grads = reference(case_model)
                 losses, params, grads = run(worker, mpirun, d, name, kw, case_model)
             except (RuntimeError, subprocess.TimeoutExpired) as e:
                 failures += 1

@@ -64,8 +64,11 @@ with tempfile.TemporaryDirectory() as d:
             if scales[0] != 65536 or skipped:
                 failures.append(f"{name}: loss scale {scales[0]} at step 1, {skipped} skipped step(s)")
     long_model = dict(MODEL, seq_len=128)
+    llama = json.load(open(os.path.join(os.environ["ZTUNE_DATA_DIR"], "models", "tiny-llama.json")))
     for name, model, kw in (("sparse", long_model, dict(sparse="fixed", sparse_block=16)),
-                            ("z3_nvme_params", MODEL, dict(zero=3, offload_params="nvme", offload="cpu"))):
+                            ("z3_nvme_params", MODEL, dict(zero=3, offload_params="nvme", offload="cpu")),
+                            # RMSNorm, SwiGLU, RoPE and GQA's kv_repeat on the device.
+                            ("llama", llama, dict(recompute="selective"))):
         ref = run(d, "cpu_" + name, "cpu", "fp32", model, **kw)
         rec = run(d, "cuda_fp32_" + name, "cuda", "fp32", model, **kw)
         worst = max(abs(a - b) / abs(b) for a, b in zip(rec["losses"], ref["losses"]))

@@ -226,9 +226,9 @@ TEST_CASE("model: missing field, wrong type, zero or negative, unknown field", "
   REQUIRE_THROWS_WITH(ztune::transformer_from_json(doc, "m.json"),
                       "m.json: $.global_batch: expected an integer in [1, 4294967296], got -1024");
   doc = model_doc();
-  doc["rope_theta"] = 500000;
+  doc["rope_scaling"] = 8;
   REQUIRE_THROWS_WITH(ztune::transformer_from_json(doc, "m.json"),
-                      StartsWith("m.json: $.rope_theta: unknown field (expected only: ") && Contains("kv_heads"));
+                      StartsWith("m.json: $.rope_scaling: unknown field (expected only: ") && Contains("kv_heads"));
 }
 
 TEST_CASE("model: a wrong schema version is named as such", "[bad-input][model]") {

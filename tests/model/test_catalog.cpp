@@ -194,8 +194,12 @@ TEST_CASE("catalog models have their published parameter counts", "[catalog]") {
     INFO("ztune counts " << t.total_params() / 1e9 << "B");
     CHECK(std::abs(t.total_params() / p.params - 1.0) <= p.rel_tol);
   }
-  // Every model except `tiny` has a published size to check.
-  CHECK(std::size(kPublished) + 1 == files_in("models").size());
+  // Every model except the test models `tiny` and `tiny-llama` has a published size to check.
+  CHECK(std::size(kPublished) + 2 == files_in("models").size());
+  // tiny-llama by hand: embedding 256·64; per layer Q, K, V, O 64·(64 + 2·32) + 64·64,
+  // SwiGLU 3·64·176, two RMSNorm scales 2·64; final norm 64 and the untied head 256·64.
+  const double per_layer = 64.0 * (64 + 2 * 32) + 64 * 64 + 3 * 64 * 176 + 2 * 64;
+  CHECK(ztune::load_transformer("tiny-llama").total_params() == 256 * 64 + 4 * per_layer + 64 + 256 * 64);
 }
 
 TEST_CASE("GQA models have fewer kv heads than heads", "[catalog]") {

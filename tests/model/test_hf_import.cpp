@@ -123,6 +123,9 @@ TEST_CASE("a sequence length given with --seq overrides the config's maximum pos
   auto llama = ztune::load_transformer(hf_fixture("llama-3-70b"), 4096);
   CHECK(llama.seq_len == 4096);
   CHECK(llama.total_params() == ztune::load_transformer(hf_fixture("llama-3-70b")).total_params());  // rotary
+  // Llama 3 rotates with base 500,000 (its config's rope_theta; Llama 2 kept RoFormer's 10,000).
+  CHECK(llama.rope_theta == 500000.0);
+  CHECK(ztune::load_transformer(hf_fixture("llama-2-7b")).rope_theta == 10000.0);
   auto gpt2 = ztune::load_transformer(hf_fixture("gpt2-xl"), 4096);
   CHECK(gpt2.seq_len == 4096);
   // GPT-2's learned position table grows with the sequence: (4096 − 1024) × 1600 more.

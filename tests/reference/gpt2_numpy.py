@@ -162,11 +162,14 @@ def random_weights(rng, m):
     return {k: v.astype(np.float32).astype(np.float64) for k, v in p.items()}
 
 
-def check_case(worker, m, label, plan_kw, mask):
-    """One training step of ztune-worker against step(); returns the failures."""
+def check_case(worker, m, label, plan_kw, mask, weights=None, reference=None):
+    """One training step of ztune-worker against `reference` (default step(), from
+    `weights`, default random_weights); returns the failures."""
+    weights = weights or random_weights
+    reference = reference or (lambda p, x, y: step(p, x, y, m["layers"], m["heads"], mask))
     rng = np.random.default_rng(2024)
     B, T, V = 2, m["seq_len"], m["vocab"]
-    p = random_weights(rng, m)
+    p = weights(rng, m)
     stream = rng.integers(0, V, size=B * T + 1 + 7, dtype=np.uint16)
     with tempfile.TemporaryDirectory() as d:
         safetensors_np.save(os.path.join(d, "init.safetensors"), p)
@@ -183,12 +186,16 @@ def check_case(worker, m, label, plan_kw, mask):
         ours = safetensors_np.load(os.path.join(d, "grads.safetensors"))
     # ztune's sequence j starts at token j·T (token file reader), targets shifted by one.
     seqs = np.stack([stream[j * T:j * T + T + 1].astype(np.int64) for j in range(B)])
-    loss, grads = step(p, seqs[:, :-1], seqs[:, 1:], m["layers"], m["heads"], mask)
+    loss, grads = reference(p, seqs[:, :-1], seqs[:, 1:])
     failures = 0
     loss_err = abs(ours_loss - loss) / abs(loss)
     print(f"{label}: loss ztune {ours_loss:.7f} numpy {loss:.7f} rel err {loss_err:.1e}")
     failures += loss_err > 1e-4
     worst = 0.0
+    if set(ours) != set(grads):
+        print(f"FAIL {label}: tensors only in ztune {sorted(set(ours) - set(grads))}, "
+              f"only in the reference {sorted(set(grads) - set(ours))}")
+        return failures + 1
     for k, ref in grads.items():
         err = float(np.max(np.abs(ours[k] - ref)) / np.max(np.abs(ref)))
         worst = max(worst, err)

@@ -15,6 +15,7 @@
 #include "ztune/kernels/cuda/embedding.hpp"
 #include "ztune/kernels/cuda/gemm.hpp"
 #include "ztune/kernels/cuda/layernorm.hpp"
+#include "ztune/kernels/cuda/rope.hpp"
 #include "ztune/kernels/cuda/loss_scale.hpp"
 #include "ztune/kernels/cuda/quantize.hpp"
 #include "ztune/kernels/cuda/sparse_attention.hpp"
@@ -201,6 +202,33 @@ void CudaBackend::gelu_forward_impl(float* out, const float* inp, long n) {
 }
 void CudaBackend::gelu_backward_impl(float* dinp, const float* inp, const float* dout, long n) {
   kc::gelu_backward<float>(dinp, inp, dout, n, compute_);
+}
+void CudaBackend::rmsnorm_forward_impl(float* out, float* rstd, const float* inp, const float* w, int n, int c,
+                                       float eps) {
+  kc::rmsnorm_forward<float>(out, rstd, inp, w, n, c, eps, compute_);
+}
+void CudaBackend::rmsnorm_backward_impl(float* dinp, float* dw, const float* dout, const float* inp, const float* w,
+                                        const float* rstd, int n, int c) {
+  kc::rmsnorm_backward<float>(dinp, dw, dout, inp, w, rstd, n, c, compute_);
+}
+void CudaBackend::swiglu_forward_impl(float* out, const float* inp, int n, int f) {
+  kc::swiglu_forward<float>(out, inp, n, f, compute_);
+}
+void CudaBackend::swiglu_backward_impl(float* dinp, const float* inp, const float* dout, int n, int f) {
+  kc::swiglu_backward<float>(dinp, inp, dout, n, f, compute_);
+}
+void CudaBackend::rope_impl(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
+                            float theta, bool backward) {
+  Scratch s(allocator_);
+  const std::int32_t* pos = device_ids(positions, n, s);
+  if (backward) kc::rope_backward<float>(x, pos, n, row_stride, heads, hd, theta, compute_);
+  else kc::rope_forward<float>(x, pos, n, row_stride, heads, hd, theta, compute_);
+}
+void CudaBackend::kv_repeat_forward_impl(float* out, const float* inp, int n, int nh, int kv, int hd) {
+  kc::kv_repeat_forward<float>(out, inp, n, nh, kv, hd, compute_);
+}
+void CudaBackend::kv_repeat_backward_impl(float* dinp, const float* dout, int n, int nh, int kv, int hd) {
+  kc::kv_repeat_backward<float>(dinp, dout, n, nh, kv, hd, compute_);
 }
 void CudaBackend::attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh) {
   Scratch s(allocator_);

@@ -61,6 +61,18 @@ class Backend {
                           const float* mean, const float* rstd, int n, int c);
   void gelu_forward(float* out, const float* inp, long n);
   void gelu_backward(float* dinp, const float* inp, const float* dout, long n);
+  // Llama-shaped models (kernels/layernorm.hpp's RMSNorm, swiglu.hpp, rope.hpp, kv_repeat.hpp).
+  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int n, int c, float eps);
+  void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w,
+                        const float* rstd, int n, int c);
+  void swiglu_forward(float* out, const float* inp, int n, int f);
+  void swiglu_backward(float* dinp, const float* inp, const float* dout, int n, int f);
+  /// In place on `heads` heads at the start of each row; positions is a host array of n.
+  void rope_forward(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd, float theta);
+  void rope_backward(float* dx, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
+                     float theta);
+  void kv_repeat_forward(float* out, const float* inp, int n, int nh, int kv, int hd);
+  void kv_repeat_backward(float* dinp, const float* dout, int n, int nh, int kv, int hd);
   void attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh);
   void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int b, int t, int c,
                           int nh);
@@ -109,6 +121,16 @@ class Backend {
                                        const float* w, const float* mean, const float* rstd, int n, int c) = 0;
   virtual void gelu_forward_impl(float* out, const float* inp, long n) = 0;
   virtual void gelu_backward_impl(float* dinp, const float* inp, const float* dout, long n) = 0;
+  virtual void rmsnorm_forward_impl(float* out, float* rstd, const float* inp, const float* w, int n, int c,
+                                    float eps) = 0;
+  virtual void rmsnorm_backward_impl(float* dinp, float* dw, const float* dout, const float* inp, const float* w,
+                                     const float* rstd, int n, int c) = 0;
+  virtual void swiglu_forward_impl(float* out, const float* inp, int n, int f) = 0;
+  virtual void swiglu_backward_impl(float* dinp, const float* inp, const float* dout, int n, int f) = 0;
+  virtual void rope_impl(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
+                         float theta, bool backward) = 0;
+  virtual void kv_repeat_forward_impl(float* out, const float* inp, int n, int nh, int kv, int hd) = 0;
+  virtual void kv_repeat_backward_impl(float* dinp, const float* dout, int n, int nh, int kv, int hd) = 0;
   virtual void attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh) = 0;
   virtual void attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* att, int b,
                                        int t, int c, int nh) = 0;

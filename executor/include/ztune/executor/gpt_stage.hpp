@@ -2,6 +2,11 @@
 // One pipeline stage (or one model chunk of it) of a GPT-2 (Radford et al. 2019): token + position
 // embeddings (first stage), blocks of pre-LN causal self-attention and GELU MLP,
 // final LN and the LM head tied to wte with the cross-entropy loss (last stage).
+// The same stage trains the Llama family's variations (Touvron et al. 2023), each
+// on its own as the Transformer says: RMSNorm, SwiGLU MLP, rotary positions
+// instead of wpe (RoPE on Q and K after the QKV projection), grouped-query
+// attention (K/V heads repeated for the dense kernels), no biases, an untied
+// lm_head.
 // Tensor parallelism after Megatron-LM (Shoeybi et al. 2019, §3): column-parallel
 // c_attn/c_fc, row-parallel c_proj (all-reduce of the output; f/g operators),
 // vocabulary-parallel embedding and cross-entropy. Sequence parallelism after
@@ -69,6 +74,17 @@ class GptStage {
   void embedding_backward(const MicroBatch& data, const float* dres);
   void head_forward(Acts& a, const MicroBatch& data, const float* x);
   void head_backward(Acts& a, const MicroBatch& data, const float* x, float* dx);
+  // LayerNorm or RMSNorm (mean unused then); b < 0: no bias.
+  void norm_forward(float* out, Buffer& mean, Buffer& rstd, const float* x, int w, int b);
+  void norm_backward(float* dx, const float* dout, const float* x, int w, int b, const Buffer& mean,
+                     const Buffer& rstd);
+  // RoPE on the Q and K heads of the local qkv rows (in place), or its transpose.
+  void rotate(float* qkv, bool backward);
+  // The local [N, (NHl + 2·KVl)·hd] projection as the [N, 3·Cl] rows the attention
+  // kernels take: itself without grouped-query attention, else K/V heads repeated.
+  const float* dense_qkv(const float* qkv, Buffer& tmp);
+  [[nodiscard]] const float* param(int id) { return id < 0 ? nullptr : store_.param(id); }
+  [[nodiscard]] float* grad(int id) { return id < 0 ? nullptr : store_.grad(id); }
   // Tensor-parallel f/g: gather rows (identity without SP) and reduce partial sums.
   const float* gather_rows(const float* shard, Buffer& tmp);
   void reduce_rows(float* partial, float* out);
@@ -86,12 +102,16 @@ class GptStage {
   Backend& be_;
   ParamStore& store_;
   bool first_ = false, last_ = false, sp_ = false;
+  bool rms_ = false, swiglu_ = false, rope_ = false;
   int tp_ = 1, B_ = 1, T_ = 1, N_ = 1, C_ = 1, Cl_ = 1, NHl_ = 1, Fl_ = 1, Vl_ = 1, vocab_begin_ = 0, rows_ = 1;
+  int hd_ = 1, KVl_ = 1, QKVl_ = 1, FCl_ = 1;  // head size; local K/V heads; local QKV and c_fc widths
   int layers_ = 0, first_layer_ = 0, embed_unit_ = 0, head_unit_ = 0;
   int wte_ = -1, wpe_ = -1, lnf_w_ = -1, lnf_b_ = -1;
+  int head_w_ = -1;  // the LM head's weight: wte (tied) or lm_head
   std::vector<BlockParams> blocks_;
   std::optional<kernels::BlockLayout> sparse_;  // the plan's block-sparse layout (one for all heads)
   std::vector<std::int32_t> positions_;  // position of each local row
+  std::vector<std::int32_t> positions_full_;  // position of each of the N rows (RoPE)
   Buffer dloss_;                          // loss_scale for each row
   std::map<int, std::unique_ptr<Acts>> acts_;
   Buffer dinput_;

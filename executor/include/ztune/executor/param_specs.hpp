@@ -1,7 +1,11 @@
 #pragma once
-// The parameters one rank holds: their Hugging Face GPT-2 names, the slice of the
-// full tensor this rank's tensor-parallel shard covers (Megatron: column-parallel
-// c_attn/c_fc, row-parallel c_proj, vocabulary-parallel wte), the unit (layer) they
+// The parameters one rank holds: their names (Hugging Face GPT-2's, in its Conv1D
+// [in, out] layout, for every model shape: a Llama-shaped model has no biases or
+// wpe, RMSNorm's ln_*.weight, c_attn = [Q | K | V] with K and V of kv_heads
+// heads, c_fc = [gate | up] under SwiGLU, and lm_head.weight [V, C] when the
+// embeddings are untied), the slice of the full tensor this rank's
+// tensor-parallel shard covers (Megatron: column-parallel c_attn/c_fc,
+// row-parallel c_proj, vocabulary-parallel wte and lm_head), the unit (layer) they
 // belong to, and how they are initialised. A pure function of (model, group shape,
 // coordinates), so rank 0 can rebuild any rank's list to assemble a full model.
 #include <cstddef>
@@ -16,16 +20,22 @@
 namespace ztune::executor {
 
 /// The local tensor is full[row_begin : row_begin + rows, ·] restricted to the
-/// column ranges [c, c + col_width) for c in col_begins, concatenated in order:
-/// local shape [rows, col_begins.size() · col_width], row-major.
+/// column ranges `cols` (each [begin, begin + width)), concatenated in order:
+/// local shape [rows, Σ width], row-major. A column-parallel weight holds one
+/// range per block of its output (Q | K | V, or SwiGLU's gate | up); blocks may
+/// differ in width (grouped-query attention's K and V are narrower than Q).
+struct ColumnRange {
+  int begin = 0;
+  int width = 1;
+};
 struct ShardMap {
   int full_rows = 1;
   int full_cols = 1;
   int row_begin = 0;
   int rows = 1;
-  std::vector<int> col_begins{0};
-  int col_width = 1;
-  [[nodiscard]] std::size_t numel() const { return static_cast<std::size_t>(rows) * col_begins.size() * col_width; }
+  std::vector<ColumnRange> cols{ColumnRange{}};
+  [[nodiscard]] std::size_t local_cols() const;
+  [[nodiscard]] std::size_t numel() const { return static_cast<std::size_t>(rows) * local_cols(); }
   [[nodiscard]] std::size_t full_numel() const { return static_cast<std::size_t>(full_rows) * full_cols; }
   /// Index in the full tensor of local element `i`.
   [[nodiscard]] std::size_t full_index(std::size_t i) const;

@@ -36,7 +36,8 @@ struct ProcessGroups {
   std::unique_ptr<Communicator> tp;      // same dp and pp coordinates
   std::unique_ptr<Communicator> pp;      // same dp and tp coordinates (rank = stage)
   std::unique_ptr<Communicator> embed;   // first and last stage of one pipeline (tied
-                                         // embeddings), nullptr elsewhere or when pp = 1
+                                         // embeddings), nullptr elsewhere, when pp = 1,
+                                         // or when the model's embeddings are untied
   // When the dp group spans nodes (ranks_per_node): its ranks on this node, and
   // the ranks with this one's local index on every node (dp rank = inter rank ·
   // intra size + intra rank). nullptr on one node.
@@ -47,6 +48,7 @@ struct ProcessGroups {
 };
 
 /// Splits `world` (whose size must be shape.world()); collective over world.
-ProcessGroups make_process_groups(Communicator& world, const GroupShape& shape);
+/// `tied_embeddings`: whether the first and last stage share wte (the embed group).
+ProcessGroups make_process_groups(Communicator& world, const GroupShape& shape, bool tied_embeddings = true);
 
 }  // namespace ztune::executor

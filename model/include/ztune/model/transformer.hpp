@@ -22,6 +22,7 @@ struct Transformer {
   Activation activation = Activation::gelu;
   NormKind norm = NormKind::layernorm;
   PositionEmbedding position = PositionEmbedding::learned;
+  double rope_theta = 10000;  // rotary base θ (Su et al. 2021; Llama 1/2 10^4, Llama 3 5·10^5)
   bool bias = true;        // linear layers and norms carry biases (GPT) or not (Llama)
   int vocab = 0;           // V
   int seq_len = 0;         // s

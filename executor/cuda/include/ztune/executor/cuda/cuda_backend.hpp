@@ -75,6 +75,16 @@ class CudaBackend final : public Backend {
                                const float* mean, const float* rstd, int n, int c) override;
   void gelu_forward_impl(float* out, const float* inp, long n) override;
   void gelu_backward_impl(float* dinp, const float* inp, const float* dout, long n) override;
+  void rmsnorm_forward_impl(float* out, float* rstd, const float* inp, const float* w, int n, int c,
+                            float eps) override;
+  void rmsnorm_backward_impl(float* dinp, float* dw, const float* dout, const float* inp, const float* w,
+                             const float* rstd, int n, int c) override;
+  void swiglu_forward_impl(float* out, const float* inp, int n, int f) override;
+  void swiglu_backward_impl(float* dinp, const float* inp, const float* dout, int n, int f) override;
+  void rope_impl(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd, float theta,
+                 bool backward) override;
+  void kv_repeat_forward_impl(float* out, const float* inp, int n, int nh, int kv, int hd) override;
+  void kv_repeat_backward_impl(float* dinp, const float* dout, int n, int nh, int kv, int hd) override;
   void attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh) override;
   void attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* att, int b, int t,
                                int c, int nh) override;

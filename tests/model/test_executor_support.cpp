@@ -1,0 +1,49 @@
+// Which plans ztune's executor can run (model/executor_support.hpp): the model
+// shapes GptStage implements and the divisibility its tensor-parallel split
+// needs, each refusal naming the field. Cases worked out by hand from the shapes.
+#include <catch2/catch.hpp>
+
+#include "ztune/model/catalog.hpp"
+#include "ztune/model/executor_support.hpp"
+
+using namespace ztune;
+
+namespace {
+Plan plan_for(int tp) {
+  Plan p;
+  p.tp = tp;
+  p.micro_batch = 2;
+  p.grad_accum = 1;
+  p.global_batch = 2;
+  p.precision = Precision::fp32;  // the CPU backend's
+  return p;
+}
+}  // namespace
+
+TEST_CASE("the executor runs Llama-shaped models, GQA split whole K/V heads per rank", "[executor_support]") {
+  Transformer m = load_transformer("tiny-llama");  // 4 query heads, 2 K/V heads
+  CHECK_FALSE(unsupported_reason(plan_for(1), m, 1).has_value());
+  CHECK_FALSE(unsupported_reason(plan_for(2), m, 2).has_value());  // one K/V head per rank
+  // tp 4 divides the 4 query heads but would split a K/V head.
+  const auto r = unsupported_reason(plan_for(4), m, 4);
+  REQUIRE(r.has_value());
+  CHECK(r->find("$.plan.tp") == 0);
+  CHECK(r->find("kv_heads 2") != std::string::npos);
+}
+
+TEST_CASE("the executor refuses a LayerNorm model without biases and an odd rotary head", "[executor_support]") {
+  Transformer m = load_transformer("tiny");
+  m.bias = false;
+  auto r = unsupported_reason(plan_for(1), m, 1);
+  REQUIRE(r.has_value());
+  CHECK(r->find("$.model.bias") == 0);
+  Transformer odd = load_transformer("tiny-llama");
+  odd.hidden = 60;  // 4 heads of 15 channels: RoPE pairs channel i with i + hd/2
+  r = unsupported_reason(plan_for(1), odd, 1);
+  REQUIRE(r.has_value());
+  CHECK(r->find("$.model.heads") == 0);
+  // Learned positions and the same odd head size are fine (nothing to pair).
+  Transformer learned = odd;
+  learned.position = PositionEmbedding::learned;
+  CHECK_FALSE(unsupported_reason(plan_for(1), learned, 1).has_value());
+}
