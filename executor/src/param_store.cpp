@@ -27,6 +27,10 @@ struct ParamStore::Bucket {
   int refs = 0;
   Buffer gathered;               // stage 3
   bool gathered_quantized = false;  // ZeRO++: gathered in int8 (qwZ)
+  bool gathered_from_secondary = false;  // ZeRO++ hpZ: a backward gather inside the node
+  std::size_t secondary_offset = 0;  // hpZ: this rank's slice of the bucket in secondary_
+  std::size_t secondary_piece = 0;   // padded / ranks per node
+  bool secondary_valid = false;      // holds this step's weights (since the last forward gather)
   RequestPtr gather_req;
   Buffer grad_work;              // stages 2/3: this micro-batch's full-bucket gradients
 };
@@ -123,6 +127,21 @@ ParamStore::ParamStore(std::vector<ParamSpec> specs, int units, const StoreOptio
     m_ = be_.allocate(opt_size, MemCategory::optimizer);
     v_ = be_.allocate(opt_size, MemCategory::optimizer);
   }
+  // ZeRO++ hpZ (Wang et al. 2023, §3.2) across nodes: each rank keeps a
+  // 1/(ranks per node) slice of every quantized bucket's gathered weights, so the
+  // backward gathers inside the node only. Node-major dp ranks make the slices
+  // of one node's ranks, in dp_intra order, the whole bucket.
+  if (stage3() && opt_.zeropp && g_.dp_intra != nullptr) {
+    const auto per_node = static_cast<std::size_t>(g_.dp_intra->size());
+    std::size_t total = 0;
+    for (auto& b : buckets_) {
+      if (!quantized_gathers(b)) continue;
+      b.secondary_piece = b.padded / per_node;  // padded = piece · dp, dp = per_node · nodes
+      b.secondary_offset = total;
+      total += b.secondary_piece;
+    }
+    secondary_ = be_.allocate(total, MemCategory::params);
+  }
 }
 
 ParamStore::~ParamStore() {
@@ -193,8 +212,18 @@ constexpr int kZeroppWeightBits = 8;
 constexpr int kZeroppGradBits = 4;
 }  // namespace
 
-void ParamStore::start_gather(Bucket& b, bool quantized) {
+bool ParamStore::hpz(const Bucket& b) const { return !secondary_.empty() && b.secondary_piece > 0; }
+
+void ParamStore::start_gather(Bucket& b, bool quantized, Direction dir) {
   b.gathered = be_.allocate(b.padded, MemCategory::zero3_gathered);
+  b.gathered_from_secondary = quantized && dir == Direction::backward && hpz(b) && b.secondary_valid;
+  if (b.gathered_from_secondary) {
+    // hpZ: the forward's dequantized weights from the node's secondary slices.
+    b.gathered_quantized = true;
+    b.gather_req = g_.dp_intra->all_gather_async(secondary_.data() + b.secondary_offset, b.gathered.data(),
+                                                 b.secondary_piece);
+    return;
+  }
   float* mine = b.gathered.data() + static_cast<std::size_t>(dp_rank_) * b.piece;
   if (opt_.offload_params) {
     // The partition comes up from the host first (ZeRO-Infinity's parameter
@@ -228,10 +257,17 @@ void ParamStore::acquire_bucket(int unit, Direction dir, bool full_precision) {
     b.gather_req.reset();
     b.gathered.release();
   }
-  if (b.gathered.empty()) start_gather(b, quantized);
+  if (b.gathered.empty()) start_gather(b, quantized, dir);
   if (b.gather_req) {
     b.gather_req->wait();
     b.gather_req.reset();
+    if (quantized && hpz(b) && !b.gathered_from_secondary) {
+      // hpZ: keep this rank's slice of the weights just gathered across nodes.
+      be_.copy(secondary_.data() + b.secondary_offset,
+               b.gathered.data() + static_cast<std::size_t>(g_.dp_intra->rank()) * b.secondary_piece,
+               b.secondary_piece);
+      b.secondary_valid = true;
+    }
   }
   ++b.refs;
   if (full_precision) return;
@@ -240,7 +276,7 @@ void ParamStore::acquire_bucket(int unit, Direction dir, bool full_precision) {
   const int next = dir == Direction::forward ? bi + 1 : bi - 1;
   if (next >= 0 && next < buckets() && buckets_[static_cast<std::size_t>(next)].gathered.empty()) {
     auto& nb = buckets_[static_cast<std::size_t>(next)];
-    start_gather(nb, quantized_gathers(nb));
+    start_gather(nb, quantized_gathers(nb), dir);
   }
 }
 
@@ -414,6 +450,7 @@ void ParamStore::scale_grads(float s) {
 }
 
 void ParamStore::optimizer_step(const kernels::AdamWParams& h) {
+  for (auto& b : buckets_) b.secondary_valid = false;  // hpZ: the next forward gathers the new weights
   auto update = [&](float* p, const float* g, std::size_t off, std::size_t len) {
     if (!opt_.offload_optimizer) {
       be_.adamw(p, g, m_.data() + off, v_.data() + off, static_cast<long>(len), h);

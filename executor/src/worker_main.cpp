@@ -255,7 +255,7 @@ int run(int argc, char** argv) {
     in.tokens_per_step = static_cast<int>(plan.global_batch * model.seq_len);
     in.backend = &backend;
     auto& g = trainer.groups();
-    in.comms = {g.world, g.dp.get(), g.tp.get(), g.pp.get(), g.embed.get()};
+    in.comms = {g.world, g.dp.get(), g.tp.get(), g.pp.get(), g.embed.get(), g.dp_intra.get(), g.dp_inter.get()};
     for (std::size_t r = 0; r < n; ++r) {
       in.memory.emplace_back(mem.begin() + static_cast<long>(r * (cats + 2)),
                              mem.begin() + static_cast<long>(r * (cats + 2) + cats));

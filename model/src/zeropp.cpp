@@ -43,7 +43,7 @@ double zeropp_secondary_bytes(const Transformer& m, const Plan& p, const Cluster
   if (!p.zeropp || p.zero_stage != 3 || p.dp <= 1) return 0;
   const GroupLayout l = place_groups(p, c);
   if (!l.dp.crosses_nodes()) return 0;
-  return 2.0 * stage_params(m, p) / l.dp.per_node;
+  return bytes_of(p.precision) * stage_params(m, p) / l.dp.per_node;  // 16-bit (fp32 on CPU ranks) weights
 }
 
 double zeropp_gradient_reduce_time(double grad_bytes, const Plan& p, const Cluster& c, const HardwareProfile& hw) {

@@ -1,7 +1,8 @@
 """ZeRO++ in the executor (Wang et al. 2023): int8 weight gathers (qwZ; the
 backward uses the same dequantized weights, as DeepSpeed's hpZ secondary
-partition holds them) and int4 gradient reduction (qgZ) on ZeRO-3, on one node
-and across nodes (two-level qgZ).
+partition holds them; across nodes it gathers them inside the node from that
+partition) and int4 gradient reduction (qgZ) on ZeRO-3, on one node and across
+nodes (two-level qgZ).
 
 Oracles:
  - the same ZeRO-3 plan without ZeRO++. Step 1's loss depends only on qwZ: the
@@ -110,6 +111,23 @@ with tempfile.TemporaryDirectory() as d:
             failures.append("two nodes gave the one-node losses: the second quantization did not happen")
         if max(abs(x - y) / y for x, y in zip(two, base)) > 1e-2:
             failures.append("ZeRO++ across nodes drifted more than 1e-2 from ZeRO-3")
+        # hpZ (§3.2): across nodes the backward gathers come from the node's
+        # secondary slices. The same gathers happen; those of the backward move
+        # from the 4-rank dp group into the 2-rank dp_intra group, and each rank
+        # holds a 1/2 slice of the weights besides its 1/4 partition: parameter
+        # memory 1/4 + 1/2 = 3 × the one-node run's.
+        rec1, rec2 = json.load(open(f"{d}/zpp_1n.rec")), json.load(open(f"{d}/zpp_2n.rec"))
+        gathers = lambda rec, group: rec["collectives_rank0"].get(group, {}).get("all_gather", {}).get("count", 0)
+        one_node, fwd, bwd = gathers(rec1, "dp"), gathers(rec2, "dp"), gathers(rec2, "dp_intra")
+        print(f"hpZ: all-gathers on one node {one_node}; on two nodes {fwd} over dp (forward) + {bwd} inside "
+              f"the node (backward)")
+        if bwd == 0 or fwd + bwd != one_node:
+            failures.append(f"hpZ: expected the one-node run's {one_node} gathers split between dp and dp_intra, "
+                            f"got {fwd} + {bwd}")
+        p1, p2 = (r["memory"][0]["by_category"]["params"] for r in (rec1, rec2))
+        print(f"hpZ: parameter memory {p1:.0f} B on one node, {p2:.0f} B across nodes (x{p2 / p1:.2f})")
+        if p2 != 3 * p1:
+            failures.append(f"hpZ: parameter memory across nodes {p2} B, expected 3 x {p1} B")
         ck = f"{d}/ck7"
         r1 = run(f"{d}/zpp_4.json", "--steps", str(STEPS), "--checkpoint-every", "4", "--checkpoint-dir", ck,
                  "--ranks-per-node", "2", "--kill-after-step", "4", killed=True, ranks=4)

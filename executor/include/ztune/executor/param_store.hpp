@@ -49,7 +49,8 @@ struct StoreOptions {
   // a host staging buffer for each gather, written back after each step.
   std::string nvme_params_file;
   // ZeRO++ (stage 3, one node): int8 weight gathers, int4 gradient reduction
-  // (param_store.cpp); hpZ's secondary partition is the primary one on one node.
+  // (param_store.cpp); hpZ's secondary partition is the primary one on one node,
+  // across nodes a slice per rank of the node (backward gathers stay in the node).
   bool zeropp = false;
   // With offload_optimizer: the file holding this rank's optimizer states on
   // NVMe (ZeRO-Infinity); empty = the states stay in host memory (ZeRO-Offload).
@@ -117,7 +118,9 @@ class ParamStore {
   struct Bucket;
   struct Pending;
   Bucket& bucket_of_unit(int unit);
-  void start_gather(Bucket& b, bool quantized);
+  void start_gather(Bucket& b, bool quantized, Direction dir);
+  /// ZeRO++ hpZ across nodes: bucket b's backward gathers come from secondary_.
+  [[nodiscard]] bool hpz(const Bucket& b) const;
   /// acquire(); `full_precision`: the stored values even under ZeRO++ (checkpoints), no prefetch.
   void acquire_bucket(int unit, Direction dir, bool full_precision);
   [[nodiscard]] bool quantized_gathers(const Bucket& b) const;
@@ -152,6 +155,7 @@ class ParamStore {
   std::unique_ptr<NvmeOptimizerStates> nvme_;  // offload_optimizer to NVMe: master, m, v on the drive
   std::unique_ptr<NvmeParamPartitions> nvme_params_;  // offload_param to NVMe: the partitions on the drive
   Buffer param_stage_;  // host_staging: one bucket's partition on its way to or from the drive
+  Buffer secondary_;    // ZeRO++ hpZ across nodes: this rank's slices of the gathered weights
   int step_ = 0;
 };
 

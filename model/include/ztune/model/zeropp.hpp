@@ -44,7 +44,7 @@ struct Zero3CrossNodeBytes {
 /// 0 unless zero_stage is 3 and the data-parallel group spans nodes.
 [[nodiscard]] Zero3CrossNodeBytes zero3_cross_node_bytes(const Transformer& m, const Plan& p, const Cluster& c);
 
-/// hpZ's secondary 16-bit partition per GPU: 2Ψ/g when zeropp is on and the
+/// hpZ's secondary partition per GPU: bytes_of(precision)·Ψ/g (2Ψ/g in 16-bit) when zeropp is on and the
 /// data-parallel group spans nodes (inside one node it is the primary one).
 [[nodiscard]] double zeropp_secondary_bytes(const Transformer& m, const Plan& p, const Cluster& c);
 
