@@ -154,6 +154,11 @@ int ParamStore::buckets() const { return static_cast<int>(buckets_.size()); }
 
 bool ParamStore::gradients_local() const { return onebit_ && onebit_->compressing(step_); }
 
+std::optional<bool> ParamStore::nvme_direct_io() const {
+  if (!nvme_ && !nvme_params_) return std::nullopt;
+  return (!nvme_ || nvme_->direct_io()) && (!nvme_params_ || nvme_params_->direct_io());
+}
+
 int ParamStore::find(std::string_view name, int unit) const {
   for (std::size_t i = 0; i < specs_.size(); ++i)
     if (specs_[i].unit == unit && specs_[i].name == name) return static_cast<int>(i);

@@ -113,6 +113,9 @@ nlohmann::json make_run_record(const RunRecordInput& in) {
   }
   r["memory"] = mem;
   r["peak_memory_bytes"] = in.peak_total;
+  // Buffered NVMe I/O (a file system that refuses O_DIRECT) measures the page
+  // cache, not the drive: say which one the offload times describe.
+  if (in.nvme_direct_io) r["nvme_io"] = *in.nvme_direct_io ? "direct" : "buffered";
   r["environment"] = environment(in.backend != nullptr ? in.backend->name() : std::string("cpu"), in.threads);
   return r;
 }

@@ -111,6 +111,20 @@ with tempfile.TemporaryDirectory() as d:
         print("rank 0 host memory: host_optimizer", host.get("host_optimizer"), "host_staging", host.get("host_staging"))
         if host.get("host_optimizer", 0) != 0:
             failures.append("NVMe offload still holds optimizer states in host memory")
+        # Whether the drive was used directly: the oracle is this script opening
+        # a file in the same directory with O_DIRECT itself.
+        probe = os.path.join(nvme_dir, "probe")
+        try:
+            os.close(os.open(probe, os.O_RDWR | os.O_CREAT | os.O_DIRECT, 0o600))
+            expected_io = "direct"
+        except OSError:
+            expected_io = "buffered"
+        finally:
+            if os.path.exists(probe):
+                os.remove(probe)
+        print(f"NVMe I/O in the run record: {rec.get('nvme_io')} (O_DIRECT probe of --nvme-dir: {expected_io})")
+        if rec.get("nvme_io") != expected_io:
+            failures.append(f"run record says NVMe I/O {rec.get('nvme_io')}, the directory gives {expected_io}")
 
     # Checkpoint at step 2, resume to step 6: the same losses as the straight run.
     check_resume(nvme_plan, 6, f"{d}/ckpt", nvme_dir, f"{d}/nvme.rec", f"{d}/resumed.rec", "NVMe optimizer states")

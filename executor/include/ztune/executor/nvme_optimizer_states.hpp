@@ -27,6 +27,8 @@ class NvmeOptimizerStates {
 
   [[nodiscard]] std::size_t size() const { return n_; }
   [[nodiscard]] const std::filesystem::path& file() const { return store_.path(); }
+  /// False where the file system refused O_DIRECT and the store reads through the page cache.
+  [[nodiscard]] bool direct_io() const { return store_.direct(); }
   /// Host bytes of the swap buffers (the only host memory the states use).
   [[nodiscard]] std::size_t swap_bytes() const { return 3 * chunk_bytes_; }
 

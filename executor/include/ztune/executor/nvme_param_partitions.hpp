@@ -22,6 +22,8 @@ class NvmeParamPartitions {
   NvmeParamPartitions(std::filesystem::path file, const std::vector<std::size_t>& pieces);
 
   [[nodiscard]] const std::filesystem::path& file() const { return store_.path(); }
+  /// False where the file system refused O_DIRECT and the store reads through the page cache.
+  [[nodiscard]] bool direct_io() const { return store_.direct(); }
   /// Bucket `bucket`'s partition into `dst` (pieces[bucket] floats of host memory).
   void read(std::size_t bucket, float* dst);
   /// Bucket `bucket`'s partition from `src` (host memory).

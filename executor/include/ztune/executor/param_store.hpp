@@ -22,6 +22,7 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -95,6 +96,8 @@ class ParamStore {
   void begin_step(int step) { step_ = step; }
   /// True while 1-bit Adam compresses: gradients stay local (not reduced over dp).
   [[nodiscard]] bool gradients_local() const;
+  /// With NVMe offload: whether every NVMe file got direct I/O (O_DIRECT); nullopt without.
+  [[nodiscard]] std::optional<bool> nvme_direct_io() const;
 
   void zero_grads();
   /// `last_micro`: the unit's last micro-batch of the step.

@@ -6,6 +6,7 @@
 // rank by category, and the environment. The CLI stores it; the executor never
 // opens the database.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@ struct RunRecordInput {
   std::vector<double> peak_host_total;
   int threads = 1;
   std::string data;
+  std::optional<bool> nvme_direct_io;  // NVMe offload: O_DIRECT granted (all ranks), or the page cache
 };
 
 nlohmann::json make_run_record(const RunRecordInput& in);
