@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "tuner_fixtures.hpp"
@@ -219,3 +221,29 @@ TEST_CASE("DeepSpeed export writes the causal sparse attention layouts, 1-bit Ad
   CHECK(z["zero_hpz_partition_size"] == 16);
   CHECK(z["zero_quantized_gradients"] == true);
 }
+
+TEST_CASE("Megatron export carries a Llama model's shape flags, the rotary base only when it is not 10000",
+          "[tuner][export]") {
+  PlanFile pf;
+  pf.model = load_transformer("llama-7b");
+  pf.plan.tp = 8;
+  pf.plan.micro_batch = 1;
+  pf.plan.grad_accum = 1;
+  pf.plan.global_batch = 1;
+  auto has = [&](const std::vector<std::string>& args, const std::vector<std::string>& seq) {
+    return std::search(args.begin(), args.end(), seq.begin(), seq.end()) != args.end();
+  };
+  auto args = megatron_arguments(pf, "plan.json");
+  CHECK(has(args, {"--swiglu"}));
+  CHECK(has(args, {"--normalization", "RMSNorm"}));
+  CHECK(has(args, {"--position-embedding-type", "rope"}));
+  CHECK(has(args, {"--disable-bias-linear"}));
+  CHECK(has(args, {"--untie-embeddings-and-output-weights"}));
+  CHECK_FALSE(has(args, {"--rotary-base"}));  // Llama 1/2's 10000 is Megatron-LM's default
+  pf.model->rope_theta = 500000;               // Llama 3 (its config.json's rope_theta)
+  pf.model->kv_heads = 8;
+  args = megatron_arguments(pf, "plan.json");
+  CHECK(has(args, {"--rotary-base", "500000"}));
+  CHECK(has(args, {"--group-query-attention", "--num-query-groups", "8"}));
+}
+

@@ -1,6 +1,7 @@
 #include "ztune/tuner/export.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "ztune/model/input_error.hpp"
 #include "ztune/model/sparse_attention.hpp"
@@ -36,7 +37,12 @@ std::vector<std::string> model_arguments(const Transformer& m) {
   }
   if (m.activation == Activation::swiglu) a.emplace_back("--swiglu");
   if (m.norm == NormKind::rmsnorm) a.insert(a.end(), {"--normalization", "RMSNorm"});
-  if (m.position == PositionEmbedding::rotary) a.insert(a.end(), {"--position-embedding-type", "rope"});
+  if (m.position == PositionEmbedding::rotary) {
+    a.insert(a.end(), {"--position-embedding-type", "rope"});
+    // Megatron-LM's --rotary-base (an int, default 10000): Llama 3 rotates with 500000.
+    if (m.rope_theta != 10000.0)
+      a.insert(a.end(), {"--rotary-base", std::to_string(static_cast<long long>(std::llround(m.rope_theta)))});
+  }
   if (!m.bias) a.emplace_back("--disable-bias-linear");
   if (!m.tied_embeddings) a.emplace_back("--untie-embeddings-and-output-weights");
   return a;
