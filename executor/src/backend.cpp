@@ -71,12 +71,12 @@ void Backend::swiglu_backward(float* dinp, const float* inp, const float* dout, 
   ZT_TIMED(OpKind::memory_bound, swiglu_backward_impl(dinp, inp, dout, n, f));
 }
 void Backend::rope_forward(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
-                           float theta) {
-  ZT_TIMED(OpKind::memory_bound, rope_impl(x, positions, n, row_stride, heads, hd, theta, false));
+                           int rot_dims, float theta) {
+  ZT_TIMED(OpKind::memory_bound, rope_impl(x, positions, n, row_stride, heads, hd, rot_dims, theta, false));
 }
 void Backend::rope_backward(float* dx, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
-                            float theta) {
-  ZT_TIMED(OpKind::memory_bound, rope_impl(dx, positions, n, row_stride, heads, hd, theta, true));
+                            int rot_dims, float theta) {
+  ZT_TIMED(OpKind::memory_bound, rope_impl(dx, positions, n, row_stride, heads, hd, rot_dims, theta, true));
 }
 void Backend::kv_repeat_forward(float* out, const float* inp, int n, int nh, int kv, int hd) {
   ZT_TIMED(OpKind::memory_bound, kv_repeat_forward_impl(out, inp, n, nh, kv, hd));

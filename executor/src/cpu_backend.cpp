@@ -84,9 +84,9 @@ void CpuBackend::swiglu_backward_impl(float* dinp, const float* inp, const float
   k::swiglu_backward(dinp, inp, dout, n, f);
 }
 void CpuBackend::rope_impl(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
-                           float theta, bool backward) {
-  if (backward) k::rope_backward(x, positions, n, row_stride, heads, hd, theta);
-  else k::rope_forward(x, positions, n, row_stride, heads, hd, theta);
+                           int rot_dims, float theta, bool backward) {
+  if (backward) k::rope_backward(x, positions, n, row_stride, heads, hd, theta, rot_dims);
+  else k::rope_forward(x, positions, n, row_stride, heads, hd, theta, rot_dims);
 }
 void CpuBackend::kv_repeat_forward_impl(float* out, const float* inp, int n, int nh, int kv, int hd) {
   k::kv_repeat_forward(out, inp, n, nh, kv, hd);

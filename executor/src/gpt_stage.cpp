@@ -56,6 +56,7 @@ GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups
   rms_ = m.norm == NormKind::rmsnorm;
   swiglu_ = m.activation == Activation::swiglu;
   rope_ = m.position == PositionEmbedding::rotary;
+  rot_dims_ = m.rotary_dims();
   FCl_ = swiglu_ ? 2 * Fl_ : Fl_;
   const VocabRange vocab = vocab_range(m.vocab, tp_, g_.coords.tp_rank);
   Vl_ = vocab.rows;
@@ -212,11 +213,11 @@ void GptStage::rotate(float* qkv, bool backward) {
   const auto theta = static_cast<float>(m_.rope_theta);
   float* k = qkv + static_cast<std::size_t>(NHl_) * hd_;
   if (backward) {
-    be_.rope_backward(qkv, positions_full_.data(), N_, QKVl_, NHl_, hd_, theta);
-    be_.rope_backward(k, positions_full_.data(), N_, QKVl_, KVl_, hd_, theta);
+    be_.rope_backward(qkv, positions_full_.data(), N_, QKVl_, NHl_, hd_, rot_dims_, theta);
+    be_.rope_backward(k, positions_full_.data(), N_, QKVl_, KVl_, hd_, rot_dims_, theta);
   } else {
-    be_.rope_forward(qkv, positions_full_.data(), N_, QKVl_, NHl_, hd_, theta);
-    be_.rope_forward(k, positions_full_.data(), N_, QKVl_, KVl_, hd_, theta);
+    be_.rope_forward(qkv, positions_full_.data(), N_, QKVl_, NHl_, hd_, rot_dims_, theta);
+    be_.rope_forward(k, positions_full_.data(), N_, QKVl_, KVl_, hd_, rot_dims_, theta);
   }
 }
 

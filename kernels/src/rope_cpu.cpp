@@ -3,7 +3,7 @@
 //
 // The angle, as both this reference and kernels/cuda/src/rope.cu compute it (and as
 // HF Llama does, whose inv_freq and t·inv_freq are fp32 tensors):
-//   inv_freq_i = fp32(θ^(−2i/hd))          evaluated in double, rounded once to fp32
+//   inv_freq_i = fp32(θ^(−2i/rot_dims))    evaluated in double, rounded once to fp32
 //   angle      = fp32(float(p) · inv_freq_i) one fp32 multiply
 // and cos/sin are taken of that fp32 angle. Here they and the rotation are computed
 // in double; the GPU uses sincosf and fp32 arithmetic, so the two differ by a few
@@ -17,24 +17,25 @@
 namespace ztune::kernels::cpu {
 namespace {
 
-void check_shape(const char* who, int row_stride, int heads, int hd) {
-  if (hd <= 0 || hd % 2 != 0)
-    throw std::invalid_argument(std::string(who) + ": head dim " + std::to_string(hd) + " must be even and positive");
+void check_shape(const char* who, int row_stride, int heads, int hd, int rot_dims) {
+  if (hd <= 0 || rot_dims <= 0 || rot_dims > hd || rot_dims % 2 != 0)
+    throw std::invalid_argument(std::string(who) + ": rotary dims " + std::to_string(rot_dims) + " of head dim " +
+                                std::to_string(hd) + " must be even, positive and at most the head dim");
   if (heads < 0 || static_cast<long>(heads) * hd > row_stride)
     throw std::invalid_argument(std::string(who) + ": " + std::to_string(heads) + " heads of " + std::to_string(hd) +
                                 " do not fit a row of " + std::to_string(row_stride));
 }
 
 // sign = +1 turns each pair by +angle (forward), −1 by −angle (backward: Rᵀ = R(−angle)).
-void rotate(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd, float theta,
-            double sign) {
-  const int half = hd / 2;
+void rotate(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd, int rot_dims,
+            float theta, double sign) {
+  const int half = rot_dims / 2;
   for (int r = 0; r < n; ++r) {
     const float pos = static_cast<float>(positions[r]);
     for (int h = 0; h < heads; ++h) {
       float* head = x + static_cast<long>(r) * row_stride + static_cast<long>(h) * hd;
       for (int i = 0; i < half; ++i) {
-        const float inv_freq = static_cast<float>(std::pow(static_cast<double>(theta), -2.0 * i / hd));
+        const float inv_freq = static_cast<float>(std::pow(static_cast<double>(theta), -2.0 * i / rot_dims));
         const float angle = pos * inv_freq;
         const double c = std::cos(static_cast<double>(angle)), s = sign * std::sin(static_cast<double>(angle));
         const double a = head[i], b = head[i + half];
@@ -47,14 +48,18 @@ void rotate(float* x, const std::int32_t* positions, int n, int row_stride, int 
 
 }  // namespace
 
-void rope_forward(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd, float theta) {
-  check_shape("rope_forward", row_stride, heads, hd);
-  rotate(x, positions, n, row_stride, heads, hd, theta, 1.0);
+void rope_forward(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd, float theta,
+                  int rot_dims) {
+  if (rot_dims == 0) rot_dims = hd;
+  check_shape("rope_forward", row_stride, heads, hd, rot_dims);
+  rotate(x, positions, n, row_stride, heads, hd, rot_dims, theta, 1.0);
 }
 
-void rope_backward(float* dx, const std::int32_t* positions, int n, int row_stride, int heads, int hd, float theta) {
-  check_shape("rope_backward", row_stride, heads, hd);
-  rotate(dx, positions, n, row_stride, heads, hd, theta, -1.0);
+void rope_backward(float* dx, const std::int32_t* positions, int n, int row_stride, int heads, int hd, float theta,
+                   int rot_dims) {
+  if (rot_dims == 0) rot_dims = hd;
+  check_shape("rope_backward", row_stride, heads, hd, rot_dims);
+  rotate(dx, positions, n, row_stride, heads, hd, rot_dims, theta, -1.0);
 }
 
 }  // namespace ztune::kernels::cpu

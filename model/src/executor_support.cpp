@@ -41,8 +41,12 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   // carries its shift, which a model without biases would not have.
   if (m.norm == NormKind::layernorm && !m.bias)
     return "$.model.bias: the executor's LayerNorm has a bias; a model without biases needs norm \"rmsnorm\"";
-  if (m.position == PositionEmbedding::rotary && m.head_dim() % 2 != 0)
-    return "$.model.heads: rotary positions turn channel pairs; the head size " + s(m.head_dim()) + " is odd";
+  if (m.position == PositionEmbedding::rotary && (m.rotary_dims() <= 0 || m.rotary_dims() % 2 != 0))
+    return "$.model.rotary_fraction: rotary positions turn channel pairs; " + s(m.rotary_dims()) + " of the " +
+           s(m.head_dim()) + " channels of a head is not a positive even number";
+  if (m.parallel_residual)
+    return "$.model.parallel_residual: the executor's blocks are sequential (x + attn, then + mlp); it does not "
+           "train GPT-J/NeoX's parallel attention and MLP";
   if (m.heads % p.tp != 0) return "$.plan.tp: " + s(p.tp) + " does not divide heads " + s(m.heads);
   if (m.kv_heads % p.tp != 0)
     return "$.plan.tp: " + s(p.tp) + " does not divide kv_heads " + s(m.kv_heads) +

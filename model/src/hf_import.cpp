@@ -137,6 +137,9 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.norm = NormKind::layernorm;
     t.position = PositionEmbedding::rotary;
     t.rope_theta = r.positive_or("rotary_emb_base", 10000);
+    // GPTNeoXConfig's defaults: RoPE on a quarter of each head, parallel attention and MLP.
+    t.rotary_fraction = r.positive_or("rotary_pct", 0.25);
+    t.parallel_residual = r.boolean_or("use_parallel_residual", true);
     t.bias = true;
     t.vocab = r.integer("vocab_size");
     t.seq_len = r.integer_or("max_position_embeddings", 2048);
@@ -151,6 +154,7 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.norm = NormKind::rmsnorm;
     t.position = PositionEmbedding::rotary;
     t.rope_theta = r.positive_or("rope_theta", 10000);
+    t.rotary_fraction = r.positive_or("partial_rotary_factor", 1.0);
     // ztune's Transformer has biases on every linear layer or on none; Llama's
     // config can ask for attention-only biases, which would be miscounted.
     t.bias = r.boolean_or("attention_bias", false);

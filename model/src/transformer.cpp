@@ -46,6 +46,9 @@ void validate_transformer(const Transformer& t, const std::string& file) {
   if (t.hidden % t.heads != 0)
     throw fail("heads", "expected a divisor of hidden (" + std::to_string(t.hidden) + "), got " +
                             std::to_string(t.heads));
+  if (t.rotary_fraction > 1)
+    throw fail("rotary_fraction", "expected a share of the head's channels in (0, 1], got " +
+                                      std::to_string(t.rotary_fraction));
   if (t.kv_heads > t.heads || t.heads % t.kv_heads != 0)
     throw fail("kv_heads", "expected a divisor of heads (" + std::to_string(t.heads) + "), got " +
                                std::to_string(t.kv_heads));
@@ -67,6 +70,8 @@ Transformer transformer_from_json(const nlohmann::json& doc, const std::string& 
   t.position = r.choice("position_embedding", {"learned", "rotary"}) == "learned" ? PositionEmbedding::learned
                                                                                   : PositionEmbedding::rotary;
   if (auto theta = r.optional_positive("rope_theta")) t.rope_theta = *theta;
+  if (auto f = r.optional_positive("rotary_fraction")) t.rotary_fraction = *f;
+  if (auto pr = r.optional_boolean("parallel_residual")) t.parallel_residual = *pr;
   t.bias = r.boolean("bias");
   t.vocab = static_cast<int>(r.integer("vocab", 1, 1 << 24));
   t.seq_len = static_cast<int>(r.integer("seq_len", 1, 1 << 24));
@@ -96,7 +101,11 @@ nlohmann::json transformer_to_json(const Transformer& t) {
                         {"tied_embeddings", t.tied_embeddings},
                         {"global_batch", t.global_batch},
                         {"train_tokens", t.train_tokens}};
-  if (t.position == PositionEmbedding::rotary) j["rope_theta"] = t.rope_theta;
+  // Optional fields only where they differ from their defaults, so the content
+  // digest of a model that does not use them stays what it was.
+  if (t.position == PositionEmbedding::rotary && t.rope_theta != 10000) j["rope_theta"] = t.rope_theta;
+  if (t.position == PositionEmbedding::rotary && t.rotary_fraction != 1) j["rotary_fraction"] = t.rotary_fraction;
+  if (t.parallel_residual) j["parallel_residual"] = true;
   return j;
 }
 

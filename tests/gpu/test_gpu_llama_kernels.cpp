@@ -34,29 +34,32 @@ TEMPLATE_TEST_CASE("RoPE forward and backward match the CPU on Q and K of a GQA 
   struct Shape {
     int nh, kv, hd;
     float theta;
+    int rot = 0;  // rotary dims (0: the whole head)
   };
-  for (const Shape s : {Shape{8, 2, 128, 500000.0f}, Shape{6, 6, 64, 10000.0f}, Shape{3, 1, 18, 10000.0f}}) {
-    INFO(type_name<T>() << " nh " << s.nh << " kv " << s.kv << " hd " << s.hd);
+  // The last shape is GPT-NeoX-20B's head: 24 of 96 channels turn.
+  for (const Shape s : {Shape{8, 2, 128, 500000.0f}, Shape{6, 6, 64, 10000.0f}, Shape{3, 1, 18, 10000.0f},
+                        Shape{4, 4, 96, 10000.0f, 24}}) {
+    INFO(type_name<T>() << " nh " << s.nh << " kv " << s.kv << " hd " << s.hd << " rot " << s.rot);
     const int n = 67, stride = (s.nh + 2 * s.kv) * s.hd;
     const auto pos = positions(n);
     auto x = rounded<T>(uniform(static_cast<std::size_t>(n) * stride, 81, -2.0f, 2.0f));
     DeviceArray<T> d_x(x);
     DeviceIds d_pos(pos);
     // Q heads, then the kv K heads through the offset nh·hd; V stays as it was.
-    cuda::rope_forward<T>(d_x.get(), d_pos.get(), n, stride, s.nh, s.hd, s.theta, nullptr);
-    cuda::rope_forward<T>(d_x.get() + s.nh * s.hd, d_pos.get(), n, stride, s.kv, s.hd, s.theta, nullptr);
-    cpu::rope_forward(x.data(), pos.data(), n, stride, s.nh, s.hd, s.theta);
-    cpu::rope_forward(x.data() + s.nh * s.hd, pos.data(), n, stride, s.kv, s.hd, s.theta);
+    cuda::rope_forward<T>(d_x.get(), d_pos.get(), n, stride, s.nh, s.hd, s.theta, s.rot, nullptr);
+    cuda::rope_forward<T>(d_x.get() + s.nh * s.hd, d_pos.get(), n, stride, s.kv, s.hd, s.theta, s.rot, nullptr);
+    cpu::rope_forward(x.data(), pos.data(), n, stride, s.nh, s.hd, s.theta, s.rot);
+    cpu::rope_forward(x.data() + s.nh * s.hd, pos.data(), n, stride, s.kv, s.hd, s.theta, s.rot);
     // Same fp32 angle on both sides (rope.cu's definition); sincosf is within 2 fp32
     // ulps, then one rounding to T.
     CHECK(mismatches("rope_forward", d_x.download(), x, 2e-6f, eps_of<T>() + 4e-7f) == 0);
 
     auto g = rounded<T>(uniform(static_cast<std::size_t>(n) * stride, 82));
     DeviceArray<T> d_g(g);
-    cuda::rope_backward<T>(d_g.get(), d_pos.get(), n, stride, s.nh, s.hd, s.theta, nullptr);
-    cuda::rope_backward<T>(d_g.get() + s.nh * s.hd, d_pos.get(), n, stride, s.kv, s.hd, s.theta, nullptr);
-    cpu::rope_backward(g.data(), pos.data(), n, stride, s.nh, s.hd, s.theta);
-    cpu::rope_backward(g.data() + s.nh * s.hd, pos.data(), n, stride, s.kv, s.hd, s.theta);
+    cuda::rope_backward<T>(d_g.get(), d_pos.get(), n, stride, s.nh, s.hd, s.theta, s.rot, nullptr);
+    cuda::rope_backward<T>(d_g.get() + s.nh * s.hd, d_pos.get(), n, stride, s.kv, s.hd, s.theta, s.rot, nullptr);
+    cpu::rope_backward(g.data(), pos.data(), n, stride, s.nh, s.hd, s.theta, s.rot);
+    cpu::rope_backward(g.data() + s.nh * s.hd, pos.data(), n, stride, s.kv, s.hd, s.theta, s.rot);
     CHECK(mismatches("rope_backward", d_g.download(), g, 2e-6f, eps_of<T>() + 4e-7f) == 0);
   }
 }

@@ -327,3 +327,23 @@ TEST_CASE("kv_repeat rejects kv not dividing nh", "[kernels][kv_repeat]") {
   CHECK_THROWS_AS(cpu::kv_repeat_forward(a.data(), b.data(), 1, 4, 3, 1), std::invalid_argument);
   CHECK_THROWS_AS(cpu::kv_repeat_backward(a.data(), b.data(), 1, 4, 3, 1), std::invalid_argument);
 }
+
+TEST_CASE("rope with rot_dims < hd turns only the first rot_dims channels of each head", "[kernels][rope]") {
+  // hd = 4, rot_dims = 2 (GPT-NeoX's rotary_pct 0.5): channels 0 and 1 form the one
+  // pair and turn by p·θ^0 = p radians; channels 2 and 3 pass; the second head too.
+  std::vector<float> x{1.0f, 0.0f, 5.0f, 6.0f, 0.0f, 1.0f, 7.0f, 8.0f};
+  const std::vector<std::int32_t> pos{1};
+  cpu::rope_forward(x.data(), pos.data(), 1, 8, 2, 4, 10000.0f, 2);
+  CHECK(x[0] == Approx(std::cos(1.0)).margin(1e-6));
+  CHECK(x[1] == Approx(std::sin(1.0)).margin(1e-6));
+  CHECK((x[2] == 5.0f && x[3] == 6.0f));
+  CHECK(x[4] == Approx(-std::sin(1.0)).margin(1e-6));
+  CHECK(x[5] == Approx(std::cos(1.0)).margin(1e-6));
+  CHECK((x[6] == 7.0f && x[7] == 8.0f));
+  cpu::rope_backward(x.data(), pos.data(), 1, 8, 2, 4, 10000.0f, 2);
+  CHECK(x[0] == Approx(1.0f).margin(1e-6));
+  CHECK(x[1] == Approx(0.0f).margin(1e-6));
+  CHECK_THROWS_AS(cpu::rope_forward(x.data(), pos.data(), 1, 8, 2, 4, 10000.0f, 3), std::invalid_argument);
+  CHECK_THROWS_AS(cpu::rope_forward(x.data(), pos.data(), 1, 8, 2, 4, 10000.0f, 6), std::invalid_argument);
+}
+

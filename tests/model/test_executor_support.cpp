@@ -41,9 +41,27 @@ TEST_CASE("the executor refuses a LayerNorm model without biases and an odd rota
   odd.hidden = 60;  // 4 heads of 15 channels: RoPE pairs channel i with i + hd/2
   r = unsupported_reason(plan_for(1), odd, 1);
   REQUIRE(r.has_value());
-  CHECK(r->find("$.model.heads") == 0);
+  CHECK(r->find("$.model.rotary_fraction") == 0);
   // Learned positions and the same odd head size are fine (nothing to pair).
   Transformer learned = odd;
   learned.position = PositionEmbedding::learned;
   CHECK_FALSE(unsupported_reason(plan_for(1), learned, 1).has_value());
+}
+
+TEST_CASE("the executor turns part of each head (GPT-NeoX's rotary_pct) and refuses parallel blocks",
+          "[executor_support]") {
+  Transformer m = load_transformer("tiny-llama");  // heads of 16 channels
+  m.rotary_fraction = 0.25;                         // 4 channels: two pairs
+  CHECK_FALSE(unsupported_reason(plan_for(1), m, 1).has_value());
+  m.rotary_fraction = 0.125;  // 2 channels: one pair
+  CHECK_FALSE(unsupported_reason(plan_for(1), m, 1).has_value());
+  m.rotary_fraction = 0.0625;  // 1 channel: no pair
+  auto r = unsupported_reason(plan_for(1), m, 1);
+  REQUIRE(r.has_value());
+  CHECK(r->find("$.model.rotary_fraction") == 0);
+  m.rotary_fraction = 1;
+  m.parallel_residual = true;
+  r = unsupported_reason(plan_for(1), m, 1);
+  REQUIRE(r.has_value());
+  CHECK(r->find("$.model.parallel_residual") == 0);
 }

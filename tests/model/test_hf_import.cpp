@@ -55,6 +55,10 @@ TEST_CASE("GPT-NeoX-20B config.json: 20.55B against the model card", "[hf]") {
   CHECK(t.vocab == 50432);
   CHECK_FALSE(t.tied_embeddings);                            // separate embed_in / embed_out
   CHECK(t.position == ztune::PositionEmbedding::rotary);     // no position table
+  // rotary_pct 0.25 of 96-channel heads (rotary_ndims = int(96 · 0.25)); parallel attention and MLP.
+  CHECK(t.rotary_fraction == 0.25);
+  CHECK(t.rotary_dims() == 24);
+  CHECK(t.parallel_residual);
   // Model card: "Num. parameters 20,556,201,984". ztune counts 20,554,567,680
   // (12·L·h² + 13·L·h + 2·V·h + 2h); the card's figure is 1,634,304 (0.008%)
   // higher for a reason the card does not give, hence the 1e-4 tolerance.

@@ -36,18 +36,21 @@ def rmsnorm_back(dy, w, cache):
     return dx, (dy * xhat).reshape(-1, w.size).sum(0)
 
 
-def rope_tables(T, hd, theta):
-    inv_freq = theta ** (-np.arange(0, hd, 2) / hd)  # θ^(−2i/hd), i < hd/2
+def rope_tables(T, rd, theta):
+    """cos/sin [T, rd/2] for RoPE on the first rd channels of a head (GPT-NeoX's
+    rotary_ndims; rd = hd for Llama)."""
+    inv_freq = theta ** (-np.arange(0, rd, 2) / rd)  # θ^(−2i/rd), i < rd/2
     ang = np.arange(T)[:, None] * inv_freq[None, :]
     return np.cos(ang), np.sin(ang)
 
 
 def rope(x, cos, sin, inverse=False):
-    """x [B, H, T, hd]; rotate_half: (x1, x2) → (x1·cos − x2·sin, x2·cos + x1·sin)."""
+    """x [B, H, T, hd]; rotate_half on the first rd = 2·cos.shape[-1] channels:
+    (x1, x2) → (x1·cos − x2·sin, x2·cos + x1·sin); the others pass (GPT-NeoX)."""
     s = -sin if inverse else sin
-    half = x.shape[-1] // 2
-    x1, x2 = x[..., :half], x[..., half:]
-    return np.concatenate([x1 * cos - x2 * s, x2 * cos + x1 * s], -1)
+    half = cos.shape[-1]
+    x1, x2, rest = x[..., :half], x[..., half:2 * half], x[..., 2 * half:]
+    return np.concatenate([x1 * cos - x2 * s, x2 * cos + x1 * s, rest], -1)
 
 
 def silu(a):
@@ -59,7 +62,8 @@ def step(p, tokens, targets, m):
     L, NH, KV = m["layers"], m["heads"], m["kv_heads"]
     C = p["wte.weight"].shape[1]
     hd, F, grp = C // NH, m["ffn_hidden"], NH // KV
-    cos, sin = rope_tables(T, hd, m.get("rope_theta", 10000.0))
+    rd = int(hd * m.get("rotary_fraction", 1.0))
+    cos, sin = rope_tables(T, rd, m.get("rope_theta", 10000.0))
     mask = np.triu(np.ones((T, T), bool), 1)
     g = {k: np.zeros_like(v) for k, v in p.items()}
     x = p["wte.weight"][tokens]
@@ -155,7 +159,9 @@ def main():
     assert m["norm"] == "rmsnorm" and m["activation"] == "swiglu" and not m["bias"] and not m["tied_embeddings"]
     failures = 0
     cases = [("llama GQA", m, {}), ("llama GQA, selective recompute", m, dict(recompute="selective")),
-             ("llama MHA", dict(m, kv_heads=m["heads"]), {}), ("llama MQA", dict(m, kv_heads=1), {})]
+             ("llama MHA", dict(m, kv_heads=m["heads"]), {}), ("llama MQA", dict(m, kv_heads=1), {}),
+             # GPT-NeoX's partial rotary: 4 of each head's 16 channels turn.
+             ("llama GQA, rotary on a quarter of each head", dict(m, rotary_fraction=0.25), {})]
     for label, model, kw in cases:
         failures += gpt2_numpy.check_case(worker, model, label, kw, None, weights=random_weights,
                                           reference=lambda p, x, y, model=model: step(p, x, y, model))

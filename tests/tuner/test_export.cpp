@@ -244,6 +244,9 @@ TEST_CASE("Megatron export carries a Llama model's shape flags, the rotary base 
   pf.model->kv_heads = 8;
   args = megatron_arguments(pf, "plan.json");
   CHECK(has(args, {"--rotary-base", "500000"}));
+  CHECK_FALSE(has(args, {"--rotary-percent"}));
+  pf.model->rotary_fraction = 0.25;  // GPT-NeoX's rotary_pct
+  CHECK(has(megatron_arguments(pf, "plan.json"), {"--rotary-percent", "0.25"}));
   CHECK(has(args, {"--group-query-attention", "--num-query-groups", "8"}));
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "ztune/model/input_error.hpp"
 #include "ztune/model/sparse_attention.hpp"
@@ -42,6 +43,12 @@ std::vector<std::string> model_arguments(const Transformer& m) {
     // Megatron-LM's --rotary-base (an int, default 10000): Llama 3 rotates with 500000.
     if (m.rope_theta != 10000.0)
       a.insert(a.end(), {"--rotary-base", std::to_string(static_cast<long long>(std::llround(m.rope_theta)))});
+    // --rotary-percent (default 1.0): GPT-NeoX turns a quarter of each head.
+    if (m.rotary_fraction != 1.0) {
+      std::ostringstream f;
+      f << m.rotary_fraction;
+      a.insert(a.end(), {"--rotary-percent", f.str()});
+    }
   }
   if (!m.bias) a.emplace_back("--disable-bias-linear");
   if (!m.tied_embeddings) a.emplace_back("--untie-embeddings-and-output-weights");

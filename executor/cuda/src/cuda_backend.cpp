@@ -218,11 +218,11 @@ void CudaBackend::swiglu_backward_impl(float* dinp, const float* inp, const floa
   kc::swiglu_backward<float>(dinp, inp, dout, n, f, compute_);
 }
 void CudaBackend::rope_impl(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
-                            float theta, bool backward) {
+                            int rot_dims, float theta, bool backward) {
   Scratch s(allocator_);
   const std::int32_t* pos = device_ids(positions, n, s);
-  if (backward) kc::rope_backward<float>(x, pos, n, row_stride, heads, hd, theta, compute_);
-  else kc::rope_forward<float>(x, pos, n, row_stride, heads, hd, theta, compute_);
+  if (backward) kc::rope_backward<float>(x, pos, n, row_stride, heads, hd, theta, rot_dims, compute_);
+  else kc::rope_forward<float>(x, pos, n, row_stride, heads, hd, theta, rot_dims, compute_);
 }
 void CudaBackend::kv_repeat_forward_impl(float* out, const float* inp, int n, int nh, int kv, int hd) {
   kc::kv_repeat_forward<float>(out, inp, n, nh, kv, hd, compute_);

@@ -67,9 +67,11 @@ class Backend {
                         const float* rstd, int n, int c);
   void swiglu_forward(float* out, const float* inp, int n, int f);
   void swiglu_backward(float* dinp, const float* inp, const float* dout, int n, int f);
-  /// In place on `heads` heads at the start of each row; positions is a host array of n.
-  void rope_forward(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd, float theta);
-  void rope_backward(float* dx, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
+  /// In place on the first rot_dims channels of `heads` heads (hd apart) at the start
+  /// of each row; positions is a host array of n.
+  void rope_forward(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd, int rot_dims,
+                    float theta);
+  void rope_backward(float* dx, const std::int32_t* positions, int n, int row_stride, int heads, int hd, int rot_dims,
                      float theta);
   void kv_repeat_forward(float* out, const float* inp, int n, int nh, int kv, int hd);
   void kv_repeat_backward(float* dinp, const float* dout, int n, int nh, int kv, int hd);
@@ -128,7 +130,7 @@ class Backend {
   virtual void swiglu_forward_impl(float* out, const float* inp, int n, int f) = 0;
   virtual void swiglu_backward_impl(float* dinp, const float* inp, const float* dout, int n, int f) = 0;
   virtual void rope_impl(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
-                         float theta, bool backward) = 0;
+                         int rot_dims, float theta, bool backward) = 0;
   virtual void kv_repeat_forward_impl(float* out, const float* inp, int n, int nh, int kv, int hd) = 0;
   virtual void kv_repeat_backward_impl(float* dinp, const float* dout, int n, int nh, int kv, int hd) = 0;
   virtual void attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh) = 0;

@@ -47,8 +47,8 @@ class CpuBackend final : public Backend {
                              const float* rstd, int n, int c) override;
   void swiglu_forward_impl(float* out, const float* inp, int n, int f) override;
   void swiglu_backward_impl(float* dinp, const float* inp, const float* dout, int n, int f) override;
-  void rope_impl(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd, float theta,
-                 bool backward) override;
+  void rope_impl(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd, int rot_dims,
+                 float theta, bool backward) override;
   void kv_repeat_forward_impl(float* out, const float* inp, int n, int nh, int kv, int hd) override;
   void kv_repeat_backward_impl(float* dinp, const float* dout, int n, int nh, int kv, int hd) override;
   void attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh) override;

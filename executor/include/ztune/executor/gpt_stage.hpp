@@ -6,7 +6,7 @@
 // on its own as the Transformer says: RMSNorm, SwiGLU MLP, rotary positions
 // instead of wpe (RoPE on Q and K after the QKV projection), grouped-query
 // attention (K/V heads repeated for the dense kernels), no biases, an untied
-// lm_head.
+// lm_head; and GPT-NeoX's partial rotary (rotary_fraction).
 // Tensor parallelism after Megatron-LM (Shoeybi et al. 2019, §3): column-parallel
 // c_attn/c_fc, row-parallel c_proj (all-reduce of the output; f/g operators),
 // vocabulary-parallel embedding and cross-entropy. Sequence parallelism after
@@ -105,6 +105,7 @@ class GptStage {
   bool rms_ = false, swiglu_ = false, rope_ = false;
   int tp_ = 1, B_ = 1, T_ = 1, N_ = 1, C_ = 1, Cl_ = 1, NHl_ = 1, Fl_ = 1, Vl_ = 1, vocab_begin_ = 0, rows_ = 1;
   int hd_ = 1, KVl_ = 1, QKVl_ = 1, FCl_ = 1;  // head size; local K/V heads; local QKV and c_fc widths
+  int rot_dims_ = 0;                           // channels of each head RoPE turns
   int layers_ = 0, first_layer_ = 0, embed_unit_ = 0, head_unit_ = 0;
   int wte_ = -1, wpe_ = -1, lnf_w_ = -1, lnf_b_ = -1;
   int head_w_ = -1;  // the LM head's weight: wte (tied) or lm_head

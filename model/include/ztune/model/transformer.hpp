@@ -23,6 +23,8 @@ struct Transformer {
   NormKind norm = NormKind::layernorm;
   PositionEmbedding position = PositionEmbedding::learned;
   double rope_theta = 10000;  // rotary base θ (Su et al. 2021; Llama 1/2 10^4, Llama 3 5·10^5)
+  double rotary_fraction = 1;  // share of each head's channels RoPE turns (GPT-NeoX's rotary_pct 0.25)
+  bool parallel_residual = false;  // GPT-J/NeoX block: x + attn(ln1(x)) + mlp(ln2(x)), not sequential
   bool bias = true;        // linear layers and norms carry biases (GPT) or not (Llama)
   int vocab = 0;           // V
   int seq_len = 0;         // s
@@ -31,6 +33,8 @@ struct Transformer {
   double train_tokens = 0;        // default token budget for "days to train"
 
   [[nodiscard]] int head_dim() const { return hidden / heads; }
+  /// Channels of each head RoPE turns: int(head_dim · rotary_fraction), as GPT-NeoX's rotary_ndims.
+  [[nodiscard]] int rotary_dims() const { return static_cast<int>(head_dim() * rotary_fraction); }
   /// Parameters of one transformer block (attention, MLP, two norms).
   [[nodiscard]] double params_per_layer() const;
   /// The block's largest weight matrix: FC1 (h·f; with SwiGLU the fused gate

@@ -10,13 +10,13 @@
 
 namespace ztune::kernels::cuda {
 
-/// positions is a device array of n positions.
+/// positions is a device array of n positions; rot_dims as kernels/rope.hpp (0 = hd).
 template <typename T>
 void rope_forward(T* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd, float theta,
-                  cudaStream_t stream);
+                  int rot_dims, cudaStream_t stream);
 template <typename T>
 void rope_backward(T* dx, const std::int32_t* positions, int n, int row_stride, int heads, int hd, float theta,
-                   cudaStream_t stream);
+                   int rot_dims, cudaStream_t stream);
 
 template <typename T>
 void kv_repeat_forward(T* out, const T* inp, int n, int nh, int kv, int hd, cudaStream_t stream);
