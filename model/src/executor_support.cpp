@@ -44,6 +44,9 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (m.position == PositionEmbedding::rotary && (m.rotary_dims() <= 0 || m.rotary_dims() % 2 != 0))
     return "$.model.rotary_fraction: rotary positions turn channel pairs; " + s(m.rotary_dims()) + " of the " +
            s(m.head_dim()) + " channels of a head is not a positive even number";
+  if (m.position == PositionEmbedding::alibi)
+    return "$.model.position_embedding: the executor's attention kernels add no ALiBi bias (learned and rotary "
+           "positions only)";
   if (m.parallel_residual)
     return "$.model.parallel_residual: the executor's blocks are sequential (x + attn, then + mlp); it does not "
            "train GPT-J/NeoX's parallel attention and MLP";

@@ -204,9 +204,10 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
         throw InputError(file + ": $.attn_config." + key + ": expected true or false, got " + describe_json(*v));
       return v->get<bool>();
     };
-    const bool alibi_or_rope = flag("alibi", false) || flag("rope", false);
-    t.position = (r.boolean_or("learned_pos_emb", true) && !alibi_or_rope) ? PositionEmbedding::learned
-                                                                             : PositionEmbedding::rotary;
+    if (flag("alibi", false)) t.position = PositionEmbedding::alibi;
+    else if (flag("rope", false)) t.position = PositionEmbedding::rotary;
+    else if (!r.boolean_or("learned_pos_emb", true)) t.position = PositionEmbedding::none;
+    else t.position = PositionEmbedding::learned;
     t.bias = !r.boolean_or("no_bias", true);
     t.vocab = r.integer("vocab_size");
     t.seq_len = r.integer_or("max_seq_len", 2048);

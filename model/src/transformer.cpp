@@ -8,6 +8,16 @@
 
 namespace ztune {
 
+const char* to_string(PositionEmbedding p) {
+  switch (p) {
+    case PositionEmbedding::learned: return "learned";
+    case PositionEmbedding::rotary: return "rotary";
+    case PositionEmbedding::alibi: return "alibi";
+    case PositionEmbedding::none: return "none";
+  }
+  return "?";
+}
+
 double Transformer::params_per_layer() const {
   const double h = hidden;
   const double kv = static_cast<double>(kv_heads) * head_dim();
@@ -67,8 +77,11 @@ Transformer transformer_from_json(const nlohmann::json& doc, const std::string& 
   t.ffn_hidden = static_cast<int>(r.integer("ffn_hidden", 1, 1 << 22));
   t.activation = r.choice("activation", {"gelu", "swiglu"}) == "gelu" ? Activation::gelu : Activation::swiglu;
   t.norm = r.choice("norm", {"layernorm", "rmsnorm"}) == "layernorm" ? NormKind::layernorm : NormKind::rmsnorm;
-  t.position = r.choice("position_embedding", {"learned", "rotary"}) == "learned" ? PositionEmbedding::learned
-                                                                                  : PositionEmbedding::rotary;
+  const std::string position = r.choice("position_embedding", {"learned", "rotary", "alibi", "none"});
+  t.position = position == "learned"  ? PositionEmbedding::learned
+               : position == "rotary" ? PositionEmbedding::rotary
+               : position == "alibi"  ? PositionEmbedding::alibi
+                                      : PositionEmbedding::none;
   if (auto theta = r.optional_positive("rope_theta")) t.rope_theta = *theta;
   if (auto f = r.optional_positive("rotary_fraction")) t.rotary_fraction = *f;
   if (auto pr = r.optional_boolean("parallel_residual")) t.parallel_residual = *pr;
@@ -94,7 +107,7 @@ nlohmann::json transformer_to_json(const Transformer& t) {
                         {"ffn_hidden", t.ffn_hidden},
                         {"activation", t.activation == Activation::gelu ? "gelu" : "swiglu"},
                         {"norm", t.norm == NormKind::layernorm ? "layernorm" : "rmsnorm"},
-                        {"position_embedding", t.position == PositionEmbedding::learned ? "learned" : "rotary"},
+                        {"position_embedding", to_string(t.position)},
                         {"bias", t.bias},
                         {"vocab", t.vocab},
                         {"seq_len", t.seq_len},

@@ -65,3 +65,14 @@ TEST_CASE("the executor turns part of each head (GPT-NeoX's rotary_pct) and refu
   REQUIRE(r.has_value());
   CHECK(r->find("$.model.parallel_residual") == 0);
 }
+
+TEST_CASE("the executor refuses ALiBi and trains a model without positions", "[executor_support]") {
+  Transformer m = load_transformer("tiny");
+  m.position = PositionEmbedding::alibi;  // MPT-7B's attn_config.alibi
+  const auto r = unsupported_reason(plan_for(1), m, 1);
+  REQUIRE(r.has_value());
+  CHECK(r->find("$.model.position_embedding") == 0);
+  m.position = PositionEmbedding::none;  // causal attention alone: no wpe, no rotation
+  CHECK_FALSE(unsupported_reason(plan_for(1), m, 1).has_value());
+}
+

@@ -98,7 +98,7 @@ TEST_CASE("MPT-7B config.json: ALiBi (no position table) and no biases", "[hf]")
   CHECK(t.ffn_hidden == 4 * 4096);
   CHECK_FALSE(t.bias);
   CHECK(t.tied_embeddings);
-  CHECK(t.position != ztune::PositionEmbedding::learned);
+  CHECK(t.position == ztune::PositionEmbedding::alibi);  // attn_config.alibi: true
   // Closed form: 12·L·h² weights, a bias-free LayerNorm scale pair per block,
   // the tied embedding and the final norm's scale.
   const double L = 32, h = 4096, V = 50432;

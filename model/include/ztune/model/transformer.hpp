@@ -9,7 +9,13 @@ namespace ztune {
 
 enum class Activation { gelu, swiglu };
 enum class NormKind { layernorm, rmsnorm };
-enum class PositionEmbedding { learned, rotary };
+// learned: a seq_len × h table (GPT-2); rotary: RoPE on Q and K (Su et al. 2021);
+// alibi: a per-head linear bias on the attention scores (Press et al. 2022; MPT);
+// none: no position information (causal attention alone; MPT with every option off).
+enum class PositionEmbedding { learned, rotary, alibi, none };
+
+/// "learned", "rotary", "alibi" or "none", as the model file spells them.
+const char* to_string(PositionEmbedding p);
 
 struct Transformer {
   std::string name;
