@@ -4,28 +4,9 @@
 #include <stdexcept>
 #include <vector>
 
+#include "gpt_stage_parts.hpp"
+
 namespace ztune::executor {
-
-// RMSNorm's ε: Llama 2's rms_norm_eps (Hugging Face config).
-constexpr float kRmsNormEps = 1e-5f;
-
-// Parameter ids in the store; -1 where the model has no such tensor (biases).
-struct GptStage::BlockParams {
-  int unit = 0;
-  int ln1_w = -1, ln1_b = -1, qkv_w = -1, qkv_b = -1, proj_w = -1, proj_b = -1, ln2_w = -1, ln2_b = -1, fc_w = -1,
-      fc_b = -1, mproj_w = -1, mproj_b = -1;
-};
-
-// What one block keeps for backward (shapes per rank; Ns = rows()).
-struct GptStage::LayerActs {
-  Buffer ln1, mean1, rstd1;  // [Ns, C], [Ns], [Ns] (no mean under RMSNorm)
-  Buffer qkv;                // [N, QKVl] (after RoPE)
-  Buffer att;                // [B, NH/tp, T, T] (absent under selective recomputation)
-  Buffer atty;               // [N, C/tp]
-  Buffer x2;                 // [Ns, C] residual after attention
-  Buffer ln2, mean2, rstd2;  // [Ns, C], [Ns], [Ns]
-  Buffer fc, gelu;           // [N, FCl], [N, F/tp] (gelu holds SwiGLU's output too)
-};
 
 struct GptStage::Acts {
   std::vector<Buffer> residual;   // residual[l] = input of block l; residual[L] = stage output
@@ -57,6 +38,7 @@ GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups
   swiglu_ = m.activation == Activation::swiglu;
   rope_ = m.position == PositionEmbedding::rotary;
   rot_dims_ = m.rotary_dims();
+  parallel_ = m.parallel_residual;
   FCl_ = swiglu_ ? 2 * Fl_ : Fl_;
   const VocabRange vocab = vocab_range(m.vocab, tp_, g_.coords.tp_rank);
   Vl_ = vocab.rows;
@@ -226,120 +208,6 @@ const float* GptStage::dense_qkv(const float* qkv, Buffer& tmp) {
   tmp = work(static_cast<std::size_t>(N_) * 3 * Cl_);
   be_.kv_repeat_forward(tmp.data(), qkv, N_, NHl_, KVl_, hd_);
   return tmp.data();
-}
-
-void GptStage::forward_block(int l, const float* x, LayerActs& la, float* out, bool keep_att) {
-  const auto& p = blocks_[static_cast<std::size_t>(l)];
-  const auto ns = static_cast<std::size_t>(rows_), n = static_cast<std::size_t>(N_);
-  const auto c = static_cast<std::size_t>(C_);
-  la.ln1 = act(ns * c);
-  norm_forward(la.ln1.data(), la.mean1, la.rstd1, x, p.ln1_w, p.ln1_b);
-  Buffer tmp;
-  const float* ln1_full = gather_rows(la.ln1.data(), tmp);
-  la.qkv = act(n * QKVl_);
-  be_.matmul_forward(la.qkv.data(), ln1_full, store_.param(p.qkv_w), param(p.qkv_b), N_, C_, QKVl_);
-  tmp.release();
-  rotate(la.qkv.data(), false);
-  la.att = keep_att ? act(att_elems()) : work(att_elems());
-  la.atty = act(n * Cl_);
-  {
-    Buffer expanded;
-    attend(la.atty.data(), la.att.data(), dense_qkv(la.qkv.data(), expanded));
-  }
-  if (!keep_att) la.att.release();
-  {
-    Buffer partial = work(n * c);
-    be_.matmul_forward(partial.data(), la.atty.data(), store_.param(p.proj_w), nullptr, N_, Cl_, C_);
-    la.x2 = act(ns * c);
-    reduce_rows(partial.data(), la.x2.data());
-  }
-  if (p.proj_b >= 0) be_.add_bias(la.x2.data(), store_.param(p.proj_b), rows_, C_);
-  be_.accumulate(la.x2.data(), x, static_cast<long>(ns * c));  // x2 = x + attn
-  la.ln2 = act(ns * c);
-  norm_forward(la.ln2.data(), la.mean2, la.rstd2, la.x2.data(), p.ln2_w, p.ln2_b);
-  const float* ln2_full = gather_rows(la.ln2.data(), tmp);
-  la.fc = act(n * FCl_);
-  be_.matmul_forward(la.fc.data(), ln2_full, store_.param(p.fc_w), param(p.fc_b), N_, C_, FCl_);
-  tmp.release();
-  la.gelu = act(n * Fl_);
-  if (swiglu_) be_.swiglu_forward(la.gelu.data(), la.fc.data(), N_, Fl_);
-  else be_.gelu_forward(la.gelu.data(), la.fc.data(), static_cast<long>(n * Fl_));
-  Buffer partial = work(n * c);
-  be_.matmul_forward(partial.data(), la.gelu.data(), store_.param(p.mproj_w), nullptr, N_, Fl_, C_);
-  reduce_rows(partial.data(), out);
-  if (p.mproj_b >= 0) be_.add_bias(out, store_.param(p.mproj_b), rows_, C_);
-  be_.accumulate(out, la.x2.data(), static_cast<long>(ns * c));  // out = x2 + mlp
-}
-
-void GptStage::backward_block(int l, const float* dres, LayerActs& la, const float* x, float* dx) {
-  const auto& p = blocks_[static_cast<std::size_t>(l)];
-  const auto ns = static_cast<std::size_t>(rows_), n = static_cast<std::size_t>(N_);
-  const auto c = static_cast<std::size_t>(C_);
-  Buffer tmp, tmp2;
-  // MLP: out = x2 + c_proj(act(c_fc(ln2(x2)))).
-  Buffer dx2 = work(ns * c);
-  be_.copy(dx2.data(), dres, ns * c);
-  if (p.mproj_b >= 0) be_.bias_backward(store_.grad(p.mproj_b), dres, rows_, C_);
-  const float* dm_full = gather_rows(dres, tmp);
-  Buffer dg = work(n * Fl_);
-  be_.matmul_backward(dg.data(), store_.grad(p.mproj_w), nullptr, dm_full, la.gelu.data(), store_.param(p.mproj_w),
-                      N_, Fl_, C_);
-  tmp.release();
-  Buffer dfc = work(n * FCl_);
-  if (swiglu_) be_.swiglu_backward(dfc.data(), la.fc.data(), dg.data(), N_, Fl_);
-  else be_.gelu_backward(dfc.data(), la.fc.data(), dg.data(), static_cast<long>(n * Fl_));
-  dg.release();
-  Buffer dln2_full = work(n * c);
-  const float* ln2_full = gather_rows(la.ln2.data(), tmp2);
-  be_.matmul_backward(dln2_full.data(), store_.grad(p.fc_w), grad(p.fc_b), dfc.data(), ln2_full,
-                      store_.param(p.fc_w), N_, C_, FCl_);
-  tmp2.release();
-  dfc.release();
-  Buffer dln2 = work(ns * c);
-  reduce_rows(dln2_full.data(), dln2.data());
-  dln2_full.release();
-  norm_backward(dx2.data(), dln2.data(), la.x2.data(), p.ln2_w, p.ln2_b, la.mean2, la.rstd2);
-  dln2.release();
-  // Attention: x2 = x + c_proj(attn(rope(c_attn(ln1(x))))).
-  if (p.proj_b >= 0) be_.bias_backward(store_.grad(p.proj_b), dx2.data(), rows_, C_);
-  const float* dproj_full = gather_rows(dx2.data(), tmp);
-  Buffer datty = work(n * Cl_);
-  be_.matmul_backward(datty.data(), store_.grad(p.proj_w), nullptr, dproj_full, la.atty.data(),
-                      store_.param(p.proj_w), N_, Cl_, C_);
-  tmp.release();
-  Buffer att_tmp, atty_tmp, expanded;
-  const float* qkv = dense_qkv(la.qkv.data(), expanded);
-  const float* att = la.att.data();
-  if (la.att.empty()) {  // selective recomputation: the probabilities again
-    att_tmp = work(att_elems());
-    atty_tmp = work(n * Cl_);
-    attend(atty_tmp.data(), att_tmp.data(), qkv);
-    att = att_tmp.data();
-  }
-  Buffer dqkv = work(n * QKVl_);
-  if (KVl_ == NHl_) {
-    attend_backward(dqkv.data(), datty.data(), qkv, att);
-  } else {
-    Buffer dqkv_dense = work(n * 3 * Cl_);
-    attend_backward(dqkv_dense.data(), datty.data(), qkv, att);
-    be_.kv_repeat_backward(dqkv.data(), dqkv_dense.data(), N_, NHl_, KVl_, hd_);
-  }
-  datty.release();
-  att_tmp.release();
-  atty_tmp.release();
-  expanded.release();
-  rotate(dqkv.data(), true);
-  Buffer dln1_full = work(n * c);
-  const float* ln1_full = gather_rows(la.ln1.data(), tmp);
-  be_.matmul_backward(dln1_full.data(), store_.grad(p.qkv_w), grad(p.qkv_b), dqkv.data(), ln1_full,
-                      store_.param(p.qkv_w), N_, C_, QKVl_);
-  tmp.release();
-  dqkv.release();
-  Buffer dln1 = work(ns * c);
-  reduce_rows(dln1_full.data(), dln1.data());
-  dln1_full.release();
-  be_.copy(dx, dx2.data(), ns * c);
-  norm_backward(dx, dln1.data(), x, p.ln1_w, p.ln1_b, la.mean1, la.rstd1);
 }
 
 void GptStage::head_forward(Acts& a, const MicroBatch& data, const float* x) {

@@ -47,9 +47,6 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (m.position == PositionEmbedding::alibi)
     return "$.model.position_embedding: the executor's attention kernels add no ALiBi bias (learned and rotary "
            "positions only)";
-  if (m.parallel_residual)
-    return "$.model.parallel_residual: the executor's blocks are sequential (x + attn, then + mlp); it does not "
-           "train GPT-J/NeoX's parallel attention and MLP";
   if (m.heads % p.tp != 0) return "$.plan.tp: " + s(p.tp) + " does not divide heads " + s(m.heads);
   if (m.kv_heads % p.tp != 0)
     return "$.plan.tp: " + s(p.tp) + " does not divide kv_heads " + s(m.kv_heads) +

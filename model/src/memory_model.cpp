@@ -69,7 +69,8 @@ double layer_activation_bytes(const Transformer& m, int micro_batch, int tp, boo
   const double mlp = (m.activation == Activation::swiglu ? 6.0 : 4.0) * m.ffn_hidden;
   // Outside the tensor-parallel region: 2 norm inputs (4), QKV and FC1 inputs
   // (2 + 2), two dropout masks (1 + 1) = 10·s·b·h; divided by t only with SP.
-  const double outside = 10.0 * sbh / sp;
+  // Parallel blocks (GPT-J/NeoX) feed both norms the layer input: one norm input fewer.
+  const double outside = (m.parallel_residual ? 8.0 : 10.0) * sbh / sp;
   // Inside: Q, K, V, projection input and the MLP's stored tensors (24·s·b·h for GPT).
   const double inside = s * b * (2.0 * h + 4.0 * kvd + 2.0 * h + mlp) / t;
   // Attention scores: softmax output (2), dropout mask (1), dropout output (2).
@@ -110,7 +111,7 @@ double layer_activation_bytes_fp32(const Transformer& m, const Plan& p, Recomput
   if (r == Recompute::full) return 4.0 * sbh / sp;
   const double kvd = static_cast<double>(m.kv_heads) * m.head_dim();
   const double mlp = (m.activation == Activation::swiglu ? 3.0 : 2.0) * m.ffn_hidden;
-  const double outside = 4.0 * 4.0 * sbh / sp;
+  const double outside = 4.0 * (m.parallel_residual ? 3.0 : 4.0) * sbh / sp;  // x, (x2,) ln1, ln2
   const double inside = 4.0 * s * b * (h + 2.0 * kvd + h + mlp) / t;
   const double scores = r == Recompute::selective ? 0.0 : 4.0 * a * s * s * b / t * density;
   return outside + inside + scores;

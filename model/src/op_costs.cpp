@@ -333,6 +333,23 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
       lc.tp_bwd_s = 2.0 * ag;
       lc.tp_bwd_async_s = 2.0 * (ag + rs);
     }
+    if (m.parallel_residual) {
+      // GPT-J/NeoX blocks: attention and MLP read the same input and their
+      // row-parallel partial sums are added before one reduction (all-reduce, or
+      // reduce-scatter under SP), and backward gathers their shared output
+      // gradient once (SP); the two input gradients are still reduced apart.
+      if (!x.sp) {
+        lc.tp_collectives_fwd = 1;
+        lc.tp_fwd_s /= 2.0;
+      } else {
+        const double ag = collective_time(Collective::all_gather, lc.tp_bytes, l.tp, c, hw);
+        const double rs = collective_time(Collective::reduce_scatter, lc.tp_bytes, l.tp, c, hw);
+        lc.tp_collectives_fwd = 3;
+        lc.tp_collectives_bwd = 5;
+        lc.tp_fwd_s = 2.0 * ag + rs;
+        lc.tp_bwd_s = ag;
+      }
+    }
     lc.tp_bwd_window_s = wgrad_qkv + wgrad_fc1 + (x.sp ? t_qkv.dgrad + t_fc1.dgrad : 0.0);
     if (p.recompute == Recompute::full) {
       lc.tp_collectives_recompute = lc.tp_collectives_fwd;

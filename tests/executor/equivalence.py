@@ -74,6 +74,10 @@ CASES = {
     "llama_pp2_1f1b": dict(model="tiny-llama", pp=2),
     "llama_dp2_tp2_pp2_interleaved_zero1_sp": dict(model="tiny-llama", dp=2, tp=2, pp=2, v=2,
                                                   schedule="interleaved", mb=1, ga=4, zero=1, sp=True),
+    # GPT-NeoX's shape (tiny-neox: attention and MLP in parallel, their partial
+    # sums reduced once; RoPE on a quarter of each head; untied head).
+    "neox_tp2_sp_recompute_full": dict(model="tiny-neox", tp=2, sp=True, recompute="full"),
+    "neox_dp2_tp2_pp2_zero1": dict(model="tiny-neox", dp=2, tp=2, pp=2, mb=1, ga=4, zero=1),
 }
 STEPS = 5
 

@@ -68,7 +68,10 @@ with tempfile.TemporaryDirectory() as d:
     for name, model, kw in (("sparse", long_model, dict(sparse="fixed", sparse_block=16)),
                             ("z3_nvme_params", MODEL, dict(zero=3, offload_params="nvme", offload="cpu")),
                             # RMSNorm, SwiGLU, RoPE and GQA's kv_repeat on the device.
-                            ("llama", llama, dict(recompute="selective"))):
+                            ("llama", llama, dict(recompute="selective")),
+                            # partial RoPE and parallel attention + MLP.
+                            ("neox", json.load(open(os.path.join(os.environ["ZTUNE_DATA_DIR"], "models",
+                                                                 "tiny-neox.json"))), {})):
         ref = run(d, "cpu_" + name, "cpu", "fp32", model, **kw)
         rec = run(d, "cuda_fp32_" + name, "cuda", "fp32", model, **kw)
         worst = max(abs(a - b) / abs(b) for a, b in zip(rec["losses"], ref["losses"]))

@@ -194,8 +194,11 @@ TEST_CASE("catalog models have their published parameter counts", "[catalog]") {
     INFO("ztune counts " << t.total_params() / 1e9 << "B");
     CHECK(std::abs(t.total_params() / p.params - 1.0) <= p.rel_tol);
   }
-  // Every model except the test models `tiny` and `tiny-llama` has a published size to check.
-  CHECK(std::size(kPublished) + 2 == files_in("models").size());
+  // Every model except the test models `tiny`, `tiny-llama` and `tiny-neox` has a published size to check.
+  CHECK(std::size(kPublished) + 3 == files_in("models").size());
+  // tiny-neox by hand: GPT's 12h² + 13h per layer, embedding and the untied head
+  // 256·64 each, and the final LayerNorm's 2·64.
+  CHECK(ztune::load_transformer("tiny-neox").total_params() == 4 * (12.0 * 64 * 64 + 13 * 64) + 2 * 256 * 64 + 2 * 64);
   // tiny-llama by hand: embedding 256·64; per layer Q, K, V, O 64·(64 + 2·32) + 64·64,
   // SwiGLU 3·64·176, two RMSNorm scales 2·64; final norm 64 and the untied head 256·64.
   const double per_layer = 64.0 * (64 + 2 * 32) + 64 * 64 + 3 * 64 * 176 + 2 * 64;

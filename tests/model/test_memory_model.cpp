@@ -95,6 +95,19 @@ TEST_CASE("Korthikanti activations per layer: every recompute / tp / sp case in 
   CHECK(layer_activation_bytes(m, 4, 8, true, Recompute::full) == Approx(2 * sbh / t));
 }
 
+TEST_CASE("parallel attention and MLP (GPT-NeoX) store one norm input fewer", "[memory][activations]") {
+  // Both norms read the layer input, so the residual after attention (2·s·b·h,
+  // outside the tensor-parallel region) is never stored; full recompute keeps the
+  // layer input either way.
+  Transformer m = gpt(48, 6144, 64, 2048, 51200);
+  m.parallel_residual = true;
+  const double s = 2048, b = 4, h = 6144, a = 64, t = 8;
+  const double sbh = s * b * h;
+  CHECK(layer_activation_bytes(m, 4, 8, false, Recompute::none) == Approx(sbh * (8 + 24 / t + 5 * a * s / (h * t))));
+  CHECK(layer_activation_bytes(m, 4, 8, true, Recompute::selective) == Approx(sbh * 32 / t));
+  CHECK(layer_activation_bytes(m, 4, 8, false, Recompute::full) == Approx(2 * sbh));
+}
+
 TEST_CASE("Korthikanti Figure 1: 22B activations 59.25 GiB with tp 8, no recompute", "[memory][activations]") {
   const Transformer m = gpt(48, 6144, 64, 2048, 51200);
   Plan p;

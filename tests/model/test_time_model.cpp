@@ -233,6 +233,33 @@ TEST_CASE("layer cost: TP collectives per layer, with and without sequence paral
   CHECK(lc.fwd_flops == Approx((24 * s * b * h * h + 4 * s * s * b * h) / 8));
 }
 
+TEST_CASE("layer cost: parallel attention and MLP (GPT-NeoX) reduce their sum once", "[time][tp]") {
+  // Forward, by counting the executor's gpt_block.cpp: one reduction of the two
+  // branches' summed partials instead of one per branch; under SP still one
+  // all-gather before each branch's first GEMM, and one blocking all-gather of the
+  // shared output gradient in backward instead of two.
+  Transformer m = gpt(24, 4096, 32, 2048, 51200);
+  m.parallel_residual = true;
+  const Cluster c = a100(1);
+  const HardwareProfile hw = profile();
+  Plan p;
+  p.tp = 8;
+  p.micro_batch = 2;
+  LayerCost lc = layer_cost(m, p, c, hw);
+  const double ar = collective_time(Collective::all_reduce, lc.tp_bytes, GroupPlacement{8, 8}, c, hw);
+  CHECK(lc.tp_collectives_fwd == 1);
+  CHECK(lc.tp_fwd_s == Approx(ar));
+  CHECK(lc.tp_bwd_async_s == Approx(2 * ar));  // the two input gradients: unchanged
+  p.sequence_parallel = true;
+  lc = layer_cost(m, p, c, hw);
+  const double ag = collective_time(Collective::all_gather, lc.tp_bytes, GroupPlacement{8, 8}, c, hw);
+  const double rs = collective_time(Collective::reduce_scatter, lc.tp_bytes, GroupPlacement{8, 8}, c, hw);
+  CHECK(lc.tp_collectives_fwd == 3);
+  CHECK(lc.tp_fwd_s == Approx(2 * ag + rs));
+  CHECK(lc.tp_collectives_bwd == 5);
+  CHECK(lc.tp_bwd_s == Approx(ag));
+}
+
 TEST_CASE("offload: host Adam and PCIe appear only with offload", "[time][offload]") {
   const Transformer m = gpt(16, 2048, 16, 1024, 50304);
   const Cluster c = a100(1);

@@ -6,7 +6,8 @@
 // on its own as the Transformer says: RMSNorm, SwiGLU MLP, rotary positions
 // instead of wpe (RoPE on Q and K after the QKV projection), grouped-query
 // attention (K/V heads repeated for the dense kernels), no biases, an untied
-// lm_head; and GPT-NeoX's partial rotary (rotary_fraction).
+// lm_head; and GPT-NeoX's partial rotary (rotary_fraction) and parallel
+// attention and MLP (parallel_residual).
 // Tensor parallelism after Megatron-LM (Shoeybi et al. 2019, §3): column-parallel
 // c_attn/c_fc, row-parallel c_proj (all-reduce of the output; f/g operators),
 // vocabulary-parallel embedding and cross-entropy. Sequence parallelism after
@@ -68,8 +69,18 @@ class GptStage {
   struct LayerActs;
   struct Acts;
   struct BlockParams;
+  // One block (gpt_block.cpp): its attention and MLP branches, sequential or parallel.
   void forward_block(int l, const float* x, LayerActs& la, float* out, bool keep_att);
   void backward_block(int l, const float* dres, LayerActs& la, const float* x, float* dx);
+  /// partial = the branch's row-parallel output before the tensor-parallel reduction.
+  void attn_forward(const BlockParams& p, const float* x, LayerActs& la, bool keep_att, float* partial);
+  void mlp_forward(const BlockParams& p, const float* xin, LayerActs& la, float* partial);
+  /// dx += the gradient through the branch, given the gathered output gradient
+  /// (dout_owner, when it holds it, is freed after its last use).
+  void attn_backward(const BlockParams& p, LayerActs& la, const float* x, const float* dout_full,
+                     Buffer& dout_owner, float* dx);
+  void mlp_backward(const BlockParams& p, LayerActs& la, const float* xin, const float* dout_full,
+                    Buffer& dout_owner, float* dxin);
   void embedding_forward(const MicroBatch& data, float* out);
   void embedding_backward(const MicroBatch& data, const float* dres);
   void head_forward(Acts& a, const MicroBatch& data, const float* x);
@@ -102,7 +113,7 @@ class GptStage {
   Backend& be_;
   ParamStore& store_;
   bool first_ = false, last_ = false, sp_ = false;
-  bool rms_ = false, swiglu_ = false, rope_ = false;
+  bool rms_ = false, swiglu_ = false, rope_ = false, parallel_ = false;
   int tp_ = 1, B_ = 1, T_ = 1, N_ = 1, C_ = 1, Cl_ = 1, NHl_ = 1, Fl_ = 1, Vl_ = 1, vocab_begin_ = 0, rows_ = 1;
   int hd_ = 1, KVl_ = 1, QKVl_ = 1, FCl_ = 1;  // head size; local K/V heads; local QKV and c_fc widths
   int rot_dims_ = 0;                           // channels of each head RoPE turns

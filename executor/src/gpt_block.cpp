@@ -1,0 +1,173 @@
+// One transformer block of GptStage, as two branches:
+//   attention: partial = c_proj(attn(rope(c_attn(ln1(x)))))   (row-parallel, unreduced)
+//   MLP:       partial = c_proj(act(c_fc(ln2(xin))))
+// Sequential blocks (GPT-2, Llama): x2 = x + reduce(attn), out = x2 + reduce(mlp(x2)).
+// Parallel blocks (GPT-J, GPT-NeoX's use_parallel_residual; Black et al. 2022 §2):
+// out = x + reduce(attn(x) + mlp(x)): both branches read x, and their row-parallel
+// partial sums share one tensor-parallel reduction.
+// Backward kernels accumulate (+=), so each branch adds its input gradient into the
+// gradient of the residual it read.
+#include <vector>
+
+#include "gpt_stage_parts.hpp"
+
+namespace ztune::executor {
+
+void GptStage::attn_forward(const BlockParams& p, const float* x, LayerActs& la, bool keep_att, float* partial) {
+  const auto ns = static_cast<std::size_t>(rows_), n = static_cast<std::size_t>(N_);
+  la.ln1 = act(ns * static_cast<std::size_t>(C_));
+  norm_forward(la.ln1.data(), la.mean1, la.rstd1, x, p.ln1_w, p.ln1_b);
+  Buffer tmp;
+  const float* ln1_full = gather_rows(la.ln1.data(), tmp);
+  la.qkv = act(n * QKVl_);
+  be_.matmul_forward(la.qkv.data(), ln1_full, store_.param(p.qkv_w), param(p.qkv_b), N_, C_, QKVl_);
+  tmp.release();
+  rotate(la.qkv.data(), false);
+  la.att = keep_att ? act(att_elems()) : work(att_elems());
+  la.atty = act(n * Cl_);
+  {
+    Buffer expanded;
+    attend(la.atty.data(), la.att.data(), dense_qkv(la.qkv.data(), expanded));
+  }
+  if (!keep_att) la.att.release();
+  be_.matmul_forward(partial, la.atty.data(), store_.param(p.proj_w), nullptr, N_, Cl_, C_);
+}
+
+void GptStage::mlp_forward(const BlockParams& p, const float* xin, LayerActs& la, float* partial) {
+  const auto ns = static_cast<std::size_t>(rows_), n = static_cast<std::size_t>(N_);
+  la.ln2 = act(ns * static_cast<std::size_t>(C_));
+  norm_forward(la.ln2.data(), la.mean2, la.rstd2, xin, p.ln2_w, p.ln2_b);
+  Buffer tmp;
+  const float* ln2_full = gather_rows(la.ln2.data(), tmp);
+  la.fc = act(n * FCl_);
+  be_.matmul_forward(la.fc.data(), ln2_full, store_.param(p.fc_w), param(p.fc_b), N_, C_, FCl_);
+  tmp.release();
+  la.gelu = act(n * Fl_);
+  if (swiglu_) be_.swiglu_forward(la.gelu.data(), la.fc.data(), N_, Fl_);
+  else be_.gelu_forward(la.gelu.data(), la.fc.data(), static_cast<long>(n * Fl_));
+  be_.matmul_forward(partial, la.gelu.data(), store_.param(p.mproj_w), nullptr, N_, Fl_, C_);
+}
+
+void GptStage::forward_block(int l, const float* x, LayerActs& la, float* out, bool keep_att) {
+  const auto& p = blocks_[static_cast<std::size_t>(l)];
+  const auto ns = static_cast<std::size_t>(rows_) * static_cast<std::size_t>(C_);
+  const auto n = static_cast<std::size_t>(N_) * static_cast<std::size_t>(C_);
+  Buffer partial = work(n);
+  attn_forward(p, x, la, keep_att, partial.data());
+  if (parallel_) {
+    {
+      Buffer mlp = work(n);
+      mlp_forward(p, x, la, mlp.data());
+      be_.accumulate(partial.data(), mlp.data(), static_cast<long>(n));
+    }
+    reduce_rows(partial.data(), out);
+    if (p.proj_b >= 0) be_.add_bias(out, store_.param(p.proj_b), rows_, C_);
+    if (p.mproj_b >= 0) be_.add_bias(out, store_.param(p.mproj_b), rows_, C_);
+    be_.accumulate(out, x, static_cast<long>(ns));  // out = x + attn + mlp
+    return;
+  }
+  la.x2 = act(ns);
+  reduce_rows(partial.data(), la.x2.data());
+  if (p.proj_b >= 0) be_.add_bias(la.x2.data(), store_.param(p.proj_b), rows_, C_);
+  be_.accumulate(la.x2.data(), x, static_cast<long>(ns));  // x2 = x + attn
+  mlp_forward(p, la.x2.data(), la, partial.data());
+  reduce_rows(partial.data(), out);
+  if (p.mproj_b >= 0) be_.add_bias(out, store_.param(p.mproj_b), rows_, C_);
+  be_.accumulate(out, la.x2.data(), static_cast<long>(ns));  // out = x2 + mlp
+}
+
+void GptStage::mlp_backward(const BlockParams& p, LayerActs& la, const float* xin, const float* dout_full,
+                            Buffer& dout_owner, float* dxin) {
+  const auto ns = static_cast<std::size_t>(rows_), n = static_cast<std::size_t>(N_);
+  const auto c = static_cast<std::size_t>(C_);
+  Buffer dg = work(n * Fl_);
+  be_.matmul_backward(dg.data(), store_.grad(p.mproj_w), nullptr, dout_full, la.gelu.data(),
+                      store_.param(p.mproj_w), N_, Fl_, C_);
+  dout_owner.release();
+  Buffer dfc = work(n * FCl_);
+  if (swiglu_) be_.swiglu_backward(dfc.data(), la.fc.data(), dg.data(), N_, Fl_);
+  else be_.gelu_backward(dfc.data(), la.fc.data(), dg.data(), static_cast<long>(n * Fl_));
+  dg.release();
+  Buffer dln2_full = work(n * c), tmp;
+  const float* ln2_full = gather_rows(la.ln2.data(), tmp);
+  be_.matmul_backward(dln2_full.data(), store_.grad(p.fc_w), grad(p.fc_b), dfc.data(), ln2_full,
+                      store_.param(p.fc_w), N_, C_, FCl_);
+  tmp.release();
+  dfc.release();
+  Buffer dln2 = work(ns * c);
+  reduce_rows(dln2_full.data(), dln2.data());
+  dln2_full.release();
+  norm_backward(dxin, dln2.data(), xin, p.ln2_w, p.ln2_b, la.mean2, la.rstd2);
+}
+
+void GptStage::attn_backward(const BlockParams& p, LayerActs& la, const float* x, const float* dout_full,
+                             Buffer& dout_owner, float* dx) {
+  const auto ns = static_cast<std::size_t>(rows_), n = static_cast<std::size_t>(N_);
+  const auto c = static_cast<std::size_t>(C_);
+  Buffer datty = work(n * Cl_);
+  be_.matmul_backward(datty.data(), store_.grad(p.proj_w), nullptr, dout_full, la.atty.data(),
+                      store_.param(p.proj_w), N_, Cl_, C_);
+  dout_owner.release();
+  Buffer att_tmp, atty_tmp, expanded;
+  const float* qkv = dense_qkv(la.qkv.data(), expanded);
+  const float* att = la.att.data();
+  if (la.att.empty()) {  // selective recomputation: the probabilities again
+    att_tmp = work(att_elems());
+    atty_tmp = work(n * Cl_);
+    attend(atty_tmp.data(), att_tmp.data(), qkv);
+    att = att_tmp.data();
+  }
+  Buffer dqkv = work(n * QKVl_);
+  if (KVl_ == NHl_) {
+    attend_backward(dqkv.data(), datty.data(), qkv, att);
+  } else {
+    Buffer dqkv_dense = work(n * 3 * Cl_);
+    attend_backward(dqkv_dense.data(), datty.data(), qkv, att);
+    be_.kv_repeat_backward(dqkv.data(), dqkv_dense.data(), N_, NHl_, KVl_, hd_);
+  }
+  datty.release();
+  att_tmp.release();
+  atty_tmp.release();
+  expanded.release();
+  rotate(dqkv.data(), true);
+  Buffer dln1_full = work(n * c), tmp;
+  const float* ln1_full = gather_rows(la.ln1.data(), tmp);
+  be_.matmul_backward(dln1_full.data(), store_.grad(p.qkv_w), grad(p.qkv_b), dqkv.data(), ln1_full,
+                      store_.param(p.qkv_w), N_, C_, QKVl_);
+  tmp.release();
+  dqkv.release();
+  Buffer dln1 = work(ns * c);
+  reduce_rows(dln1_full.data(), dln1.data());
+  dln1_full.release();
+  norm_backward(dx, dln1.data(), x, p.ln1_w, p.ln1_b, la.mean1, la.rstd1);
+}
+
+void GptStage::backward_block(int l, const float* dres, LayerActs& la, const float* x, float* dx) {
+  const auto& p = blocks_[static_cast<std::size_t>(l)];
+  const auto ns = static_cast<std::size_t>(rows_) * static_cast<std::size_t>(C_);
+  Buffer tmp;
+  if (parallel_) {
+    // out = x + attn(x) + mlp(x): both branches see the same output gradient.
+    be_.copy(dx, dres, ns);
+    if (p.mproj_b >= 0) be_.bias_backward(store_.grad(p.mproj_b), dres, rows_, C_);
+    if (p.proj_b >= 0) be_.bias_backward(store_.grad(p.proj_b), dres, rows_, C_);
+    const float* dout_full = gather_rows(dres, tmp);
+    Buffer keep;  // the MLP branch must not free what the attention branch reads next
+    mlp_backward(p, la, x, dout_full, keep, dx);
+    attn_backward(p, la, x, dout_full, tmp, dx);
+    return;
+  }
+  // MLP: out = x2 + mlp(x2).
+  Buffer dx2 = work(ns);
+  be_.copy(dx2.data(), dres, ns);
+  if (p.mproj_b >= 0) be_.bias_backward(store_.grad(p.mproj_b), dres, rows_, C_);
+  const float* dm_full = gather_rows(dres, tmp);
+  mlp_backward(p, la, la.x2.data(), dm_full, tmp, dx2.data());
+  // Attention: x2 = x + attn(x).
+  if (p.proj_b >= 0) be_.bias_backward(store_.grad(p.proj_b), dx2.data(), rows_, C_);
+  const float* dproj_full = gather_rows(dx2.data(), tmp);
+  be_.copy(dx, dx2.data(), ns);
+  attn_backward(p, la, x, dproj_full, tmp, dx);
+}
+
+}  // namespace ztune::executor
