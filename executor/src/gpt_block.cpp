@@ -13,15 +13,19 @@
 
 namespace ztune::executor {
 
-void GptStage::attn_forward(const BlockParams& p, const float* x, LayerActs& la, bool keep_att, float* partial) {
-  const auto ns = static_cast<std::size_t>(rows_), n = static_cast<std::size_t>(N_);
-  la.ln1 = act(ns * static_cast<std::size_t>(C_));
-  norm_forward(la.ln1.data(), la.mean1, la.rstd1, x, p.ln1_w, p.ln1_b);
+void GptStage::norm_linear_forward(const float* xin, Buffer& ln, Buffer& mean, Buffer& rstd, int norm_w, int norm_b,
+                                   int w, int b, int width, Buffer& out) {
+  ln = act(static_cast<std::size_t>(rows_) * static_cast<std::size_t>(C_));
+  norm_forward(ln.data(), mean, rstd, xin, norm_w, norm_b);
   Buffer tmp;
-  const float* ln1_full = gather_rows(la.ln1.data(), tmp);
-  la.qkv = act(n * QKVl_);
-  be_.matmul_forward(la.qkv.data(), ln1_full, store_.param(p.qkv_w), param(p.qkv_b), N_, C_, QKVl_);
-  tmp.release();
+  const float* ln_full = gather_rows(ln.data(), tmp);  // f: the sequence-parallel all-gather
+  out = act(static_cast<std::size_t>(N_) * static_cast<std::size_t>(width));
+  be_.matmul_forward(out.data(), ln_full, store_.param(w), param(b), N_, C_, width);
+}
+
+void GptStage::attn_forward(const BlockParams& p, const float* x, LayerActs& la, bool keep_att, float* partial) {
+  const auto n = static_cast<std::size_t>(N_);
+  norm_linear_forward(x, la.ln1, la.mean1, la.rstd1, p.ln1_w, p.ln1_b, p.qkv_w, p.qkv_b, QKVl_, la.qkv);
   rotate(la.qkv.data(), false);
   la.att = keep_att ? act(att_elems()) : work(att_elems());
   la.atty = act(n * Cl_);
@@ -34,14 +38,8 @@ void GptStage::attn_forward(const BlockParams& p, const float* x, LayerActs& la,
 }
 
 void GptStage::mlp_forward(const BlockParams& p, const float* xin, LayerActs& la, float* partial) {
-  const auto ns = static_cast<std::size_t>(rows_), n = static_cast<std::size_t>(N_);
-  la.ln2 = act(ns * static_cast<std::size_t>(C_));
-  norm_forward(la.ln2.data(), la.mean2, la.rstd2, xin, p.ln2_w, p.ln2_b);
-  Buffer tmp;
-  const float* ln2_full = gather_rows(la.ln2.data(), tmp);
-  la.fc = act(n * FCl_);
-  be_.matmul_forward(la.fc.data(), ln2_full, store_.param(p.fc_w), param(p.fc_b), N_, C_, FCl_);
-  tmp.release();
+  const auto n = static_cast<std::size_t>(N_);
+  norm_linear_forward(xin, la.ln2, la.mean2, la.rstd2, p.ln2_w, p.ln2_b, p.fc_w, p.fc_b, FCl_, la.fc);
   la.gelu = act(n * Fl_);
   if (swiglu_) be_.swiglu_forward(la.gelu.data(), la.fc.data(), N_, Fl_);
   else be_.gelu_forward(la.gelu.data(), la.fc.data(), static_cast<long>(n * Fl_));
@@ -76,10 +74,24 @@ void GptStage::forward_block(int l, const float* x, LayerActs& la, float* out, b
   be_.accumulate(out, la.x2.data(), static_cast<long>(ns));  // out = x2 + mlp
 }
 
-void GptStage::mlp_backward(const BlockParams& p, LayerActs& la, const float* xin, const float* dout_full,
-                            Buffer& dout_owner, float* dxin) {
+void GptStage::norm_linear_backward(Buffer& dy, const Buffer& ln, int w, int b, int width, const float* xin,
+                                    int norm_w, int norm_b, const Buffer& mean, const Buffer& rstd, float* dxin) {
   const auto ns = static_cast<std::size_t>(rows_), n = static_cast<std::size_t>(N_);
   const auto c = static_cast<std::size_t>(C_);
+  Buffer dln_full = work(n * c), tmp;
+  const float* ln_full = gather_rows(ln.data(), tmp);
+  be_.matmul_backward(dln_full.data(), store_.grad(w), grad(b), dy.data(), ln_full, store_.param(w), N_, C_, width);
+  tmp.release();
+  dy.release();
+  Buffer dln = work(ns * c);
+  reduce_rows(dln_full.data(), dln.data());  // the column-parallel GEMM's input gradient (f's conjugate)
+  dln_full.release();
+  norm_backward(dxin, dln.data(), xin, norm_w, norm_b, mean, rstd);
+}
+
+void GptStage::mlp_backward(const BlockParams& p, LayerActs& la, const float* xin, const float* dout_full,
+                            Buffer& dout_owner, float* dxin) {
+  const auto n = static_cast<std::size_t>(N_);
   Buffer dg = work(n * Fl_);
   be_.matmul_backward(dg.data(), store_.grad(p.mproj_w), nullptr, dout_full, la.gelu.data(),
                       store_.param(p.mproj_w), N_, Fl_, C_);
@@ -88,22 +100,12 @@ void GptStage::mlp_backward(const BlockParams& p, LayerActs& la, const float* xi
   if (swiglu_) be_.swiglu_backward(dfc.data(), la.fc.data(), dg.data(), N_, Fl_);
   else be_.gelu_backward(dfc.data(), la.fc.data(), dg.data(), static_cast<long>(n * Fl_));
   dg.release();
-  Buffer dln2_full = work(n * c), tmp;
-  const float* ln2_full = gather_rows(la.ln2.data(), tmp);
-  be_.matmul_backward(dln2_full.data(), store_.grad(p.fc_w), grad(p.fc_b), dfc.data(), ln2_full,
-                      store_.param(p.fc_w), N_, C_, FCl_);
-  tmp.release();
-  dfc.release();
-  Buffer dln2 = work(ns * c);
-  reduce_rows(dln2_full.data(), dln2.data());
-  dln2_full.release();
-  norm_backward(dxin, dln2.data(), xin, p.ln2_w, p.ln2_b, la.mean2, la.rstd2);
+  norm_linear_backward(dfc, la.ln2, p.fc_w, p.fc_b, FCl_, xin, p.ln2_w, p.ln2_b, la.mean2, la.rstd2, dxin);
 }
 
 void GptStage::attn_backward(const BlockParams& p, LayerActs& la, const float* x, const float* dout_full,
                              Buffer& dout_owner, float* dx) {
-  const auto ns = static_cast<std::size_t>(rows_), n = static_cast<std::size_t>(N_);
-  const auto c = static_cast<std::size_t>(C_);
+  const auto n = static_cast<std::size_t>(N_);
   Buffer datty = work(n * Cl_);
   be_.matmul_backward(datty.data(), store_.grad(p.proj_w), nullptr, dout_full, la.atty.data(),
                       store_.param(p.proj_w), N_, Cl_, C_);
@@ -130,16 +132,7 @@ void GptStage::attn_backward(const BlockParams& p, LayerActs& la, const float* x
   atty_tmp.release();
   expanded.release();
   rotate(dqkv.data(), true);
-  Buffer dln1_full = work(n * c), tmp;
-  const float* ln1_full = gather_rows(la.ln1.data(), tmp);
-  be_.matmul_backward(dln1_full.data(), store_.grad(p.qkv_w), grad(p.qkv_b), dqkv.data(), ln1_full,
-                      store_.param(p.qkv_w), N_, C_, QKVl_);
-  tmp.release();
-  dqkv.release();
-  Buffer dln1 = work(ns * c);
-  reduce_rows(dln1_full.data(), dln1.data());
-  dln1_full.release();
-  norm_backward(dx, dln1.data(), x, p.ln1_w, p.ln1_b, la.mean1, la.rstd1);
+  norm_linear_backward(dqkv, la.ln1, p.qkv_w, p.qkv_b, QKVl_, x, p.ln1_w, p.ln1_b, la.mean1, la.rstd1, dx);
 }
 
 void GptStage::backward_block(int l, const float* dres, LayerActs& la, const float* x, float* dx) {

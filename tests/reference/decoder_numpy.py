@@ -160,17 +160,11 @@ def step(p, tokens, targets, m):
             x = x1 + f
         caches.append((ca, cm))
     xf, cf = norm(x, "ln_f")
-    logits = xf @ p[head_w].T
-    z = logits - logits.max(-1, keepdims=True)
-    logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
     n = B * T
-    loss = -np.take_along_axis(logp, targets[..., None], -1).mean()
+    loss, dxf, dw = gpt2_numpy.lm_head_loss(xf, p[head_w], targets)
     # Backward.
-    dlogits = np.exp(logp)
-    np.put_along_axis(dlogits, targets[..., None], np.take_along_axis(dlogits, targets[..., None], -1) - 1, -1)
-    dlogits /= n
-    g[head_w] += dlogits.reshape(n, -1).T @ xf.reshape(n, C)
-    dx = norm_back(dlogits @ p[head_w], "ln_f", cf)
+    g[head_w] += dw
+    dx = norm_back(dxf, "ln_f", cf)
     for l in reversed(range(L)):
         h = f"h.{l}."
         ca, cm = caches[l]

@@ -53,6 +53,20 @@ def gelu_back(x, dy):
     return dy * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * K * (1 + 3 * 0.044715 * x * x))
 
 
+def lm_head_loss(xf, w, targets):
+    """Mean cross-entropy of logits xf·wᵀ against targets, and its gradients with
+    respect to xf [B, T, C] and w [V, C]."""
+    logits = xf @ w.T
+    z = logits - logits.max(-1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    n = targets.size
+    loss = -np.take_along_axis(logp, targets[..., None], -1).mean()
+    dlogits = np.exp(logp)
+    np.put_along_axis(dlogits, targets[..., None], np.take_along_axis(dlogits, targets[..., None], -1) - 1, -1)
+    dlogits /= n
+    return loss, dlogits @ w, dlogits.reshape(n, -1).T @ xf.reshape(n, -1)
+
+
 def fixed_sparse_mask(T, block, window=4):
     """Masked (True) query/key pairs of DeepSpeed's FixedSparsityConfig with
     attention='unidirectional' and its defaults (Child et al. 2019's "fixed"
@@ -94,17 +108,9 @@ def step(p, tokens, targets, L, NH, mask=None):
         x = x1 + gf @ p[h + "mlp.c_proj.weight"] + p[h + "mlp.c_proj.bias"]
         caches.append((x0, a1, c1, q, k, v, att, y, x1, a2, c2, f, gf))
     xf, cf = layernorm(x, p["ln_f.weight"], p["ln_f.bias"])
-    logits = xf @ p["wte.weight"].T
-    z = logits - logits.max(-1, keepdims=True)
-    logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
     n = B * T
-    loss = -np.take_along_axis(logp, targets[..., None], -1).mean()
-    # Backward.
-    dlogits = np.exp(logp)
-    np.put_along_axis(dlogits, targets[..., None], np.take_along_axis(dlogits, targets[..., None], -1) - 1, -1)
-    dlogits /= n
-    g["wte.weight"] += dlogits.reshape(n, -1).T @ xf.reshape(n, C)
-    dxf = dlogits @ p["wte.weight"]
+    loss, dxf, dw = lm_head_loss(xf, p["wte.weight"], targets)
+    g["wte.weight"] += dw
     dx, g["ln_f.weight"], g["ln_f.bias"] = layernorm_back(dxf, p["ln_f.weight"], cf)
     for l in reversed(range(L)):
         h = f"h.{l}."

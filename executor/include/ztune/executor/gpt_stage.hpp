@@ -81,6 +81,13 @@ class GptStage {
                      Buffer& dout_owner, float* dx);
   void mlp_backward(const BlockParams& p, LayerActs& la, const float* xin, const float* dout_full,
                     Buffer& dout_owner, float* dxin);
+  /// Both branches' first step: ln = norm(xin), out = gather(ln)·w + b (width columns).
+  void norm_linear_forward(const float* xin, Buffer& ln, Buffer& mean, Buffer& rstd, int norm_w, int norm_b, int w,
+                           int b, int width, Buffer& out);
+  /// Both branches' first step backward: dy (freed) through the column-parallel
+  /// GEMM w/b of width columns, whose input ln = norm(xin), into dxin (+=).
+  void norm_linear_backward(Buffer& dy, const Buffer& ln, int w, int b, int width, const float* xin, int norm_w,
+                            int norm_b, const Buffer& mean, const Buffer& rstd, float* dxin);
   void embedding_forward(const MicroBatch& data, float* out);
   void embedding_backward(const MicroBatch& data, const float* dres);
   void head_forward(Acts& a, const MicroBatch& data, const float* x);
