@@ -15,8 +15,8 @@
 #include "command.hpp"
 #include "plan_flags.hpp"
 #include "run_launch.hpp"
-#include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/executor_support.hpp"
+#include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/input_error.hpp"
 #include "ztune/model/json_reader.hpp"
 #include "ztune/model/prediction.hpp"
@@ -100,13 +100,18 @@ int run(const RunFlags& f) {
   std::optional<HardwareProfile> hw;
   if (pf.cluster) hw = f.profile.empty() ? default_profile_for(*pf.cluster) : load_profile(f.profile);
   else if (!f.profile.empty()) throw InputError("--profile: the plan has no cluster to predict on; pass --cluster");
+  // What the executor cannot run is refused here, before any process starts
+  // (the worker would refuse it too, from every rank, amid mpirun's noise).
+  const ExecBackend backend = pf.cluster ? executor_backend_for(*pf.cluster) : ExecBackend::cpu;
+  if (auto why = unsupported_reason(pf.plan, *pf.model, np, backend))
+    throw InputError((f.plan_json.empty() ? std::string("the plan") : f.plan_json) + ": " + *why);
   if (mkdtemp(tmpl) == nullptr) throw InputError("cannot create a temporary directory in /tmp");
   const std::string dir = tmpl;
   const std::string plan_path = dir + "/plan.json";
   std::ofstream(plan_path) << plan_file_to_json(pf).dump(2) << "\n";
   const std::string record_path = f.record.empty() ? dir + "/record.json" : f.record;
   WorkerJob job{plan_path, record_path, dir + "/checkpoints",
-                pf.cluster ? to_string(executor_backend_for(*pf.cluster)) : "cpu", f.steps, f.threads, f.data,
+                to_string(backend), f.steps, f.threads, f.data,
                 f.nvme_dir, static_cast<std::uint64_t>(f.seed)};
   const int rc = run_process(launch_command(np, f.hosts, worker_args(job)), f.json);
   if (rc != 0) {
