@@ -42,8 +42,9 @@ with tempfile.TemporaryDirectory() as d:
     print(r3.stdout if ok3 else r3.stdout + r3.stderr)
     # A plan the executor cannot run is refused before any rank starts: tp 4
     # would split tiny-llama's 2 key/value heads.
-    r4 = subprocess.run([ztune, "run", "--model", "tiny-llama", "--tp", "4", "--dp", "1", "--micro-batch", "2", "--global-batch",
-                         "2", "--steps", "1", "--no-db"], capture_output=True, text=True, timeout=120, env=env)
+    r4 = subprocess.run([ztune, "run", "--model", "tiny-llama", "--tp", "4", "--dp", "1", "--micro-batch", "2",
+                         "--global-batch", "2", "--steps", "1", "--no-db"],
+                        capture_output=True, text=True, timeout=120, env=env)
     ok4 = (r4.returncode == 2 and "$.plan.tp: 4 does not divide kv_heads 2" in r4.stderr
            and "mpirun" not in r4.stderr + r4.stdout)
     print("refused before launch:" if ok4 else "FAIL refusal:", r4.stderr.strip(), r4.stdout.strip())
