@@ -87,9 +87,13 @@ void Backend::kv_repeat_backward(float* dinp, const float* dout, int n, int nh, 
 void Backend::attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh) {
   ZT_TIMED(OpKind::attention, attention_forward_impl(out, att, qkv, b, t, c, nh));
 }
-void Backend::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int b, int t,
-                                 int c, int nh) {
-  ZT_TIMED(OpKind::attention, attention_backward_impl(dqkv, dout, qkv, att, b, t, c, nh));
+std::size_t Backend::attention_state_elems(int b, int t, int /*c*/, int nh) const {
+  return static_cast<std::size_t>(b) * static_cast<std::size_t>(nh) * static_cast<std::size_t>(t) *
+         static_cast<std::size_t>(t);
+}
+void Backend::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* att,
+                                 int b, int t, int c, int nh) {
+  ZT_TIMED(OpKind::attention, attention_backward_impl(dqkv, dout, qkv, out, att, b, t, c, nh));
 }
 void Backend::sparse_attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
                                        const kernels::BlockLayout& layout) {

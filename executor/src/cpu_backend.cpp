@@ -97,8 +97,8 @@ void CpuBackend::kv_repeat_backward_impl(float* dinp, const float* dout, int n, 
 void CpuBackend::attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh) {
   k::attention_forward(out, att, qkv, b, t, c, nh, &pool_);
 }
-void CpuBackend::attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* att, int b,
-                                         int t, int c, int nh) {
+void CpuBackend::attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* /*out*/,
+                                         const float* att, int b, int t, int c, int nh) {
   k::attention_backward(dqkv, dout, qkv, att, b, t, c, nh, &pool_);
 }
 void CpuBackend::sparse_attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh,

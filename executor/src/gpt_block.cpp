@@ -113,18 +113,20 @@ void GptStage::attn_backward(const BlockParams& p, LayerActs& la, const float* x
   Buffer att_tmp, atty_tmp, expanded;
   const float* qkv = dense_qkv(la.qkv.data(), expanded);
   const float* att = la.att.data();
-  if (la.att.empty()) {  // selective recomputation: the probabilities again
+  const float* atty = la.atty.data();
+  if (la.att.empty()) {  // selective recomputation: the probabilities (or a fused kernel's state) again
     att_tmp = work(att_elems());
     atty_tmp = work(n * Cl_);
     attend(atty_tmp.data(), att_tmp.data(), qkv);
     att = att_tmp.data();
+    atty = atty_tmp.data();
   }
   Buffer dqkv = work(n * QKVl_);
   if (KVl_ == NHl_) {
-    attend_backward(dqkv.data(), datty.data(), qkv, att);
+    attend_backward(dqkv.data(), datty.data(), qkv, atty, att);
   } else {
     Buffer dqkv_dense = work(n * 3 * Cl_);
-    attend_backward(dqkv_dense.data(), datty.data(), qkv, att);
+    attend_backward(dqkv_dense.data(), datty.data(), qkv, atty, att);
     be_.kv_repeat_backward(dqkv.data(), dqkv_dense.data(), N_, NHl_, KVl_, hd_);
   }
   datty.release();

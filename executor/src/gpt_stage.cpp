@@ -159,8 +159,8 @@ void GptStage::embedding_backward(const MicroBatch& data, const float* dres) {
 }
 
 std::size_t GptStage::att_elems() const {
-  const std::size_t per_head = sparse_ ? static_cast<std::size_t>(sparse_->nnz()) * sparse_->block * sparse_->block
-                                       : static_cast<std::size_t>(T_) * T_;
+  if (!sparse_) return be_.attention_state_elems(B_, T_, Cl_, NHl_);
+  const std::size_t per_head = static_cast<std::size_t>(sparse_->nnz()) * sparse_->block * sparse_->block;
   return static_cast<std::size_t>(B_) * NHl_ * per_head;
 }
 
@@ -169,9 +169,9 @@ void GptStage::attend(float* out, float* att, const float* qkv) {
   else be_.attention_forward(out, att, qkv, B_, T_, Cl_, NHl_);
 }
 
-void GptStage::attend_backward(float* dqkv, const float* dout, const float* qkv, const float* att) {
+void GptStage::attend_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* att) {
   if (sparse_) be_.sparse_attention_backward(dqkv, dout, qkv, att, B_, T_, Cl_, NHl_, *sparse_);
-  else be_.attention_backward(dqkv, dout, qkv, att, B_, T_, Cl_, NHl_);
+  else be_.attention_backward(dqkv, dout, qkv, out, att, B_, T_, Cl_, NHl_);
 }
 
 void GptStage::norm_forward(float* out, Buffer& mean, Buffer& rstd, const float* x, int w, int b) {

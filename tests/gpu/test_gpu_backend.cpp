@@ -99,7 +99,7 @@ StepResult train(Backend& be, int steps) {
     be.ce_backward(dlogits.data(), logits.data(), rmax.data(), rsum.data(), targets.data(), dloss.data(), kN, kV, 0);
     be.matmul_backward(dx2.data(), grad(7), nullptr, dlogits.data(), x2.data(), wh, kN, kC, kV);
     be.matmul_backward(dao.data(), grad(5), grad(6), dx2.data(), ao.data(), wo, kN, kC, kC);
-    be.attention_backward(dqkv.data(), dao.data(), qkv.data(), att.data(), kB, kT, kC, kNH);
+    be.attention_backward(dqkv.data(), dao.data(), qkv.data(), ao.data(), att.data(), kB, kT, kC, kNH);
     be.matmul_backward(dln1.data(), grad(3), grad(4), dqkv.data(), ln1.data(), wqkv, kN, kC, 3 * kC);
     be.layernorm_backward(dx.data(), grad(1), grad(2), dln1.data(), x.data(), g1, mean1.data(), rstd1.data(), kN,
                           kC);

@@ -26,10 +26,11 @@ nlohmann::json bench_attention(BenchContext& ctx) {
   }
   for (const Shape& s : shapes) {
     const auto b = static_cast<std::size_t>(s.b), t = static_cast<std::size_t>(s.t),
-               c = static_cast<std::size_t>(s.c), nh = static_cast<std::size_t>(s.nh);
+               c = static_cast<std::size_t>(s.c);
     auto qkv = ctx.backend.allocate(b * t * 3 * c, executor::MemCategory::activations);
     auto out = ctx.backend.allocate(b * t * c, executor::MemCategory::activations);
-    auto att = ctx.backend.allocate(b * nh * t * t, executor::MemCategory::activations);
+    auto att = ctx.backend.allocate(ctx.backend.attention_state_elems(s.b, s.t, s.c, s.nh),
+                                    executor::MemCategory::activations);
     std::vector<float> h(b * t * 3 * c);
     for (std::size_t i = 0; i < h.size(); ++i) h[i] = 0.01f * static_cast<float>(static_cast<int>(i % 17) - 8);
     ctx.backend.from_host(qkv.data(), h.data(), h.size());

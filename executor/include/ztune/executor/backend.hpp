@@ -75,9 +75,14 @@ class Backend {
                      float theta);
   void kv_repeat_forward(float* out, const float* inp, int n, int nh, int kv, int hd);
   void kv_repeat_backward(float* dinp, const float* dout, int n, int nh, int kv, int hd);
+  /// Causal attention. `att` is the state backward needs, of
+  /// attention_state_elems() floats: the probabilities [B, NH, T, T] (CPU, and the
+  /// CUDA unfused path), or a fused kernel's log-sum-exp [B, NH, T] (FlashAttention
+  /// on CUDA for head sizes 64 and 128). Backward also reads the forward's `out`.
+  [[nodiscard]] virtual std::size_t attention_state_elems(int b, int t, int c, int nh) const;
   void attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh);
-  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int b, int t, int c,
-                          int nh);
+  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* att, int b,
+                          int t, int c, int nh);
   /// Block-sparse causal attention (kernels/sparse_attention.hpp): att holds
   /// b·nh·nnz·block² probabilities in the layout's CSR order.
   void sparse_attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
@@ -134,7 +139,8 @@ class Backend {
   virtual void kv_repeat_forward_impl(float* out, const float* inp, int n, int nh, int kv, int hd) = 0;
   virtual void kv_repeat_backward_impl(float* dinp, const float* dout, int n, int nh, int kv, int hd) = 0;
   virtual void attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh) = 0;
-  virtual void attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* att, int b,
+  virtual void attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* out,
+                                       const float* att, int b,
                                        int t, int c, int nh) = 0;
   virtual void sparse_attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
                                             const kernels::BlockLayout& layout) = 0;

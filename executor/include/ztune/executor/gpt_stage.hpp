@@ -110,7 +110,7 @@ class GptStage {
   // asks for it (DeepSpeed Sparse Attention; att then holds only the layout's blocks).
   [[nodiscard]] std::size_t att_elems() const;
   void attend(float* out, float* att, const float* qkv);
-  void attend_backward(float* dqkv, const float* dout, const float* qkv, const float* att);
+  void attend_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* att);
   Buffer act(std::size_t n) { return be_.allocate(n, MemCategory::activations); }
   Buffer work(std::size_t n) { return be_.allocate(n, MemCategory::workspace); }
 
