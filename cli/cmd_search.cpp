@@ -19,6 +19,7 @@
 #include "ztune/model/executor_support.hpp"
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/input_error.hpp"
+#include "ztune/tuner/engine.hpp"
 #include "ztune/tuner/explain.hpp"
 #include "ztune/tuner/objective.hpp"
 #include "ztune/tuner/result_json.hpp"
@@ -136,6 +137,8 @@ int run_search_command(const SearchFlags& f) {
   if (!f.no_db) db = ResultsDb::open(f.db.empty() ? default_db_path() : f.db);
 
   SearchOptions o = to_options(f);
+  if (auto why = engine_model_violation(model, o.space.engine))
+    throw InputError(f.input.model + ": --engine " + f.engine + " cannot train this model: " + *why);
   InterruptGuard interrupt;
   o.stop = interrupt.flag();
   SearchResult r;

@@ -247,6 +247,14 @@ TEST_CASE("Megatron export carries a Llama model's shape flags, the rotary base 
   CHECK_FALSE(has(args, {"--rotary-percent"}));
   pf.model->rotary_fraction = 0.25;  // GPT-NeoX's rotary_pct
   CHECK(has(megatron_arguments(pf, "plan.json"), {"--rotary-percent", "0.25"}));
+  // What Megatron-LM's GPT cannot express is refused, not dropped.
+  pf.model->parallel_residual = true;
+  CHECK_THROWS_WITH(megatron_arguments(pf, "plan.json"), StartsWith("plan.json: $.model.parallel_residual"));
+  pf.model->parallel_residual = false;
+  pf.model->position = PositionEmbedding::alibi;
+  CHECK_THROWS_WITH(megatron_arguments(pf, "plan.json"), StartsWith("plan.json: $.model.position_embedding"));
+  pf.model->position = PositionEmbedding::none;
+  CHECK(has(megatron_arguments(pf, "plan.json"), {"--position-embedding-type", "none"}));
   CHECK(has(args, {"--group-query-attention", "--num-query-groups", "8"}));
 }
 

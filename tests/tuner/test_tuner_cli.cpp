@@ -99,6 +99,15 @@ TEST_CASE("export refuses a plan the engine cannot run (exit 2)", "[cli][tuner]"
   CHECK(r.exit_code == 0);
 }
 
+TEST_CASE("search with engine megatron refuses a model Megatron-LM cannot build (exit 2, the field named)", "[cli][tuner]") {
+  // tiny-neox has GPT-NeoX's parallel attention and MLP; Megatron-LM's blocks are sequential.
+  auto r = run_command(ztune_bin() + " --cluster dgx-a100-80gb --model tiny-neox --engine megatron --no-db");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--engine megatron cannot train this model") && Contains("$.model.parallel_residual"));
+  r = run_command(ztune_bin() + " --cluster dgx-a100-80gb --model tiny-neox --no-db --top 1");
+  CHECK(r.exit_code == 0);  // ztune's own engine trains it
+}
+
 TEST_CASE("nothing fits: exit 1 with the closest plans and what would make one fit", "[cli][tuner]") {
   auto r = run_command(ztune_bin() + " --cluster v100-workstation --gpus 1 --model 1t --no-db --explain");
   CHECK(r.exit_code == 1);

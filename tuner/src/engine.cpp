@@ -84,4 +84,15 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
   return std::nullopt;
 }
 
+std::optional<std::string> engine_model_violation(const Transformer& m, Engine e) {
+  if (e == Engine::ztune) return std::nullopt;
+  if (m.position == PositionEmbedding::alibi)
+    return "$.model.position_embedding: Megatron-LM's --position-embedding-type has no ALiBi (learned_absolute, "
+           "rope, none)";
+  if (m.parallel_residual)
+    return "$.model.parallel_residual: Megatron-LM's GPT blocks are sequential, not GPT-J/NeoX's parallel "
+           "attention and MLP";
+  return std::nullopt;
+}
+
 }  // namespace ztune

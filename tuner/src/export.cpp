@@ -28,7 +28,11 @@ std::pair<int, int> node_shape(const PlanFile& pf) {
   return {(gpus + per_node - 1) / per_node, per_node};
 }
 
-std::vector<std::string> model_arguments(const Transformer& m) {
+/// Megatron's pretrain_gpt.py arguments of the model's shape (both launches use
+/// it). What its GPT model cannot express is refused rather than dropped.
+std::vector<std::string> model_arguments(const Transformer& m, const std::string& file) {
+  if (auto why = engine_model_violation(m, Engine::megatron))
+    throw InputError(file + ": " + *why + "; the exported command would train another model");
   std::vector<std::string> a{"--num-layers",   std::to_string(m.layers),     "--hidden-size",
                              std::to_string(m.hidden), "--ffn-hidden-size", std::to_string(m.ffn_hidden),
                              "--num-attention-heads", std::to_string(m.heads), "--seq-length",
@@ -36,6 +40,7 @@ std::vector<std::string> model_arguments(const Transformer& m) {
   if (m.kv_heads != m.heads) {
     a.insert(a.end(), {"--group-query-attention", "--num-query-groups", std::to_string(m.kv_heads)});
   }
+  if (m.position == PositionEmbedding::none) a.insert(a.end(), {"--position-embedding-type", "none"});
   if (m.activation == Activation::swiglu) a.emplace_back("--swiglu");
   if (m.norm == NormKind::rmsnorm) a.insert(a.end(), {"--normalization", "RMSNorm"});
   if (m.position == PositionEmbedding::rotary) {
@@ -176,7 +181,7 @@ std::string deepspeed_launch(const PlanFile& pf, const std::string& config_path,
                      std::to_string(p.pp)});
   if (p.pp == 1) a.emplace_back("--no-pipeline-parallel");
   if (pf.model) {
-    auto m = model_arguments(*pf.model);
+    auto m = model_arguments(*pf.model, file);
     a.insert(a.end(), m.begin(), m.end());
   }
   a.insert(a.end(), {"--micro-batch-size", std::to_string(p.micro_batch), "--global-batch-size",
@@ -217,7 +222,7 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
   if (p.overlap_comm) a.emplace_back("--overlap-grad-reduce");
   precision_arguments(p, a);
   if (pf.model) {
-    auto m = model_arguments(*pf.model);
+    auto m = model_arguments(*pf.model, file);
     a.insert(a.end(), m.begin(), m.end());
   }
   return a;

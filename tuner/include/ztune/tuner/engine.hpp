@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "ztune/model/plan.hpp"
+#include "ztune/model/transformer.hpp"
 
 namespace ztune {
 
@@ -45,5 +46,10 @@ std::string_view engine_rule_key(EngineRule r);
 /// The first rule of `e` that `p` breaks, or nullopt. ztune runs everything
 /// check_plan() accepts. Allocation-free (the search calls it per plan).
 std::optional<EngineRule> engine_violation(const Plan& p, Engine e);
+
+/// Why engine `e` cannot train model `m` at all ("$.model.field: ..."), or nullopt:
+/// Megatron's pretrain_gpt.py (both exported launches use it) has no ALiBi and no
+/// parallel attention + MLP blocks.
+std::optional<std::string> engine_model_violation(const Transformer& m, Engine e);
 
 }  // namespace ztune
