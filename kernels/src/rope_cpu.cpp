@@ -11,6 +11,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "ztune/kernels/rope.hpp"
 
@@ -29,18 +30,26 @@ void check_shape(const char* who, int row_stride, int heads, int hd, int rot_dim
 // sign = +1 turns each pair by +angle (forward), −1 by −angle (backward: Rᵀ = R(−angle)).
 void rotate(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd, int rot_dims,
             float theta, double sign) {
-  const int half = rot_dims / 2;
+  const auto half = static_cast<std::size_t>(rot_dims / 2);
+  // The angles depend on the position and the pair, not the head: one table of
+  // frequencies per call, one of cos/sin per row.
+  std::vector<float> inv_freq(half);
+  for (std::size_t i = 0; i < half; ++i)
+    inv_freq[i] = static_cast<float>(std::pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) / rot_dims));
+  std::vector<double> cos_row(half), sin_row(half);
   for (int r = 0; r < n; ++r) {
     const float pos = static_cast<float>(positions[r]);
+    for (std::size_t i = 0; i < half; ++i) {
+      const float angle = pos * inv_freq[i];
+      cos_row[i] = std::cos(static_cast<double>(angle));
+      sin_row[i] = sign * std::sin(static_cast<double>(angle));
+    }
     for (int h = 0; h < heads; ++h) {
       float* head = x + static_cast<long>(r) * row_stride + static_cast<long>(h) * hd;
-      for (int i = 0; i < half; ++i) {
-        const float inv_freq = static_cast<float>(std::pow(static_cast<double>(theta), -2.0 * i / rot_dims));
-        const float angle = pos * inv_freq;
-        const double c = std::cos(static_cast<double>(angle)), s = sign * std::sin(static_cast<double>(angle));
+      for (std::size_t i = 0; i < half; ++i) {
         const double a = head[i], b = head[i + half];
-        head[i] = static_cast<float>(a * c - b * s);
-        head[i + half] = static_cast<float>(b * c + a * s);
+        head[i] = static_cast<float>(a * cos_row[i] - b * sin_row[i]);
+        head[i + half] = static_cast<float>(b * cos_row[i] + a * sin_row[i]);
       }
     }
   }
