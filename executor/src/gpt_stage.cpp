@@ -58,7 +58,7 @@ GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups
   auto maybe = [&](bool present, const std::string& name, int unit) { return present ? need(name, unit) : -1; };
   if (first_) {
     wte_ = need("wte.weight", embed_unit_);
-    wpe_ = maybe(!rope_, "wpe.weight", embed_unit_);
+    wpe_ = maybe(m.position == PositionEmbedding::learned, "wpe.weight", embed_unit_);  // as param_specs
   }
   if (last_) {
     lnf_w_ = need("ln_f.weight", head_unit_);
@@ -101,9 +101,10 @@ GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups
     sparse_ = kernels::make_block_layout(pattern, T_, plan.sparse_block);
   }
   const int row0 = sp_ ? g_.coords.tp_rank * rows_ : 0;
-  for (int i = 0; i < rows_; ++i) positions_.push_back((row0 + i) % T_);
-  if (rope_)
-    for (int i = 0; i < N_; ++i) positions_full_.push_back(i % T_);
+  // Every row's position (RoPE turns all N rows); a sequence-parallel rank's
+  // own rows start at row0 (wpe).
+  for (int i = 0; i < N_; ++i) positions_.push_back(i % T_);
+  local_positions_ = positions_.data() + row0;
   if (last_) {
     dloss_ = be_.allocate(static_cast<std::size_t>(N_), MemCategory::logits);
     std::vector<float> host(static_cast<std::size_t>(N_), loss_scale);
@@ -143,7 +144,7 @@ void GptStage::embedding_forward(const MicroBatch& data, float* out) {
   reduce_rows(partial.data(), out);
   if (wpe_ >= 0) {
     Buffer pos = work(static_cast<std::size_t>(rows_) * C_);
-    be_.embedding_forward(pos.data(), positions_.data(), store_.param(wpe_), rows_, C_, 0, T_);
+    be_.embedding_forward(pos.data(), local_positions_, store_.param(wpe_), rows_, C_, 0, T_);
     be_.accumulate(out, pos.data(), static_cast<long>(rows_) * C_);
   }
   store_.release(embed_unit_);
@@ -151,7 +152,7 @@ void GptStage::embedding_forward(const MicroBatch& data, float* out) {
 
 void GptStage::embedding_backward(const MicroBatch& data, const float* dres) {
   store_.acquire(embed_unit_, Direction::backward);
-  if (wpe_ >= 0) be_.embedding_backward(store_.grad(wpe_), dres, positions_.data(), rows_, C_, 0, T_);
+  if (wpe_ >= 0) be_.embedding_backward(store_.grad(wpe_), dres, local_positions_, rows_, C_, 0, T_);
   Buffer tmp;
   const float* dfull = gather_rows(dres, tmp);
   be_.embedding_backward(store_.grad(wte_), dfull, data.tokens.data(), N_, C_, vocab_begin_, Vl_);
@@ -195,11 +196,11 @@ void GptStage::rotate(float* qkv, bool backward) {
   const auto theta = static_cast<float>(m_.rope_theta);
   float* k = qkv + static_cast<std::size_t>(NHl_) * hd_;
   if (backward) {
-    be_.rope_backward(qkv, positions_full_.data(), N_, QKVl_, NHl_, hd_, rot_dims_, theta);
-    be_.rope_backward(k, positions_full_.data(), N_, QKVl_, KVl_, hd_, rot_dims_, theta);
+    be_.rope_backward(qkv, positions_.data(), N_, QKVl_, NHl_, hd_, rot_dims_, theta);
+    be_.rope_backward(k, positions_.data(), N_, QKVl_, KVl_, hd_, rot_dims_, theta);
   } else {
-    be_.rope_forward(qkv, positions_full_.data(), N_, QKVl_, NHl_, hd_, rot_dims_, theta);
-    be_.rope_forward(k, positions_full_.data(), N_, QKVl_, KVl_, hd_, rot_dims_, theta);
+    be_.rope_forward(qkv, positions_.data(), N_, QKVl_, NHl_, hd_, rot_dims_, theta);
+    be_.rope_forward(k, positions_.data(), N_, QKVl_, KVl_, hd_, rot_dims_, theta);
   }
 }
 

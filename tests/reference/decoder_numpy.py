@@ -224,7 +224,9 @@ def main():
         cases = [(f"{name} GQA", m, {}), (f"{name} GQA, selective recompute", m, dict(recompute="selective")),
                  (f"{name} MHA", dict(m, kv_heads=m["heads"]), {}), (f"{name} MQA", dict(m, kv_heads=1), {}),
                  # GPT-NeoX's partial rotary: 4 of each head's 16 channels turn.
-                 (f"{name} GQA, rotary on a quarter of each head", dict(m, rotary_fraction=0.25), {})]
+                 (f"{name} GQA, rotary on a quarter of each head", dict(m, rotary_fraction=0.25), {}),
+                 # No position information at all (MPT with every option off): no wpe, no rotation.
+                 (f"{name} GQA, no positions", dict(m, position_embedding="none"), {})]
     failures = 0
     for label, model, kw in cases:
         failures += gpt2_numpy.check_case(worker, model, label, kw, None, weights=random_weights,
