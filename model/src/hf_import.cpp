@@ -136,7 +136,7 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.activation = Activation::gelu;
     t.norm = NormKind::layernorm;
     t.position = PositionEmbedding::rotary;
-    t.rope_theta = r.positive_or("rotary_emb_base", 10000);
+    t.rope_theta = r.positive_or("rotary_emb_base", kRoformerRopeTheta);
     // GPTNeoXConfig's defaults: RoPE on a quarter of each head, parallel attention and MLP.
     t.rotary_fraction = r.positive_or("rotary_pct", 0.25);
     t.parallel_residual = r.boolean_or("use_parallel_residual", true);
@@ -153,7 +153,7 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.activation = Activation::swiglu;
     t.norm = NormKind::rmsnorm;
     t.position = PositionEmbedding::rotary;
-    t.rope_theta = r.positive_or("rope_theta", 10000);
+    t.rope_theta = r.positive_or("rope_theta", kRoformerRopeTheta);
     t.rotary_fraction = r.positive_or("partial_rotary_factor", 1.0);
     // ztune's Transformer has biases on every linear layer or on none; Llama's
     // config can ask for attention-only biases, which would be miscounted.

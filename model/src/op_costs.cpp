@@ -308,15 +308,20 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   if (p.tp > 1) {
     const GroupLayout l = place_groups(p, c);
     lc.tp_bytes = x.tokens * x.h * eb;
+    // Parallel blocks (GPT-J/NeoX): attention and MLP read the same input, so
+    // their row-parallel partial sums are added before one reduction and
+    // backward gathers their shared output gradient once (SP); the two input
+    // gradients are still reduced apart.
+    const double outputs = m.parallel_residual ? 1.0 : 2.0;  // reductions of block outputs per layer
     if (!x.sp) {
       // forward: all-reduce after attention and after MLP (g); backward: the
       // all-reduce of the column-parallel input gradient (f), issued async
       // alongside the weight-gradient GEMM.
       const double ar = collective_time(Collective::all_reduce, lc.tp_bytes, l.tp, c, hw);
       lc.tp_kind_fwd = Collective::all_reduce;
-      lc.tp_collectives_fwd = 2;
+      lc.tp_collectives_fwd = static_cast<int>(outputs);
       lc.tp_collectives_bwd = 2;
-      lc.tp_fwd_s = 2.0 * ar;
+      lc.tp_fwd_s = outputs * ar;
       lc.tp_bwd_s = 0;
       lc.tp_bwd_async_s = 2.0 * ar;
     } else {
@@ -327,28 +332,11 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
       const double ag = collective_time(Collective::all_gather, lc.tp_bytes, l.tp, c, hw);
       const double rs = collective_time(Collective::reduce_scatter, lc.tp_bytes, l.tp, c, hw);
       lc.tp_kind_fwd = Collective::all_gather;
-      lc.tp_collectives_fwd = 4;
-      lc.tp_collectives_bwd = 6;
-      lc.tp_fwd_s = 2.0 * (ag + rs);
-      lc.tp_bwd_s = 2.0 * ag;
+      lc.tp_collectives_fwd = 2 + static_cast<int>(outputs);
+      lc.tp_collectives_bwd = 4 + static_cast<int>(outputs);
+      lc.tp_fwd_s = 2.0 * ag + outputs * rs;
+      lc.tp_bwd_s = outputs * ag;
       lc.tp_bwd_async_s = 2.0 * (ag + rs);
-    }
-    if (m.parallel_residual) {
-      // GPT-J/NeoX blocks: attention and MLP read the same input and their
-      // row-parallel partial sums are added before one reduction (all-reduce, or
-      // reduce-scatter under SP), and backward gathers their shared output
-      // gradient once (SP); the two input gradients are still reduced apart.
-      if (!x.sp) {
-        lc.tp_collectives_fwd = 1;
-        lc.tp_fwd_s /= 2.0;
-      } else {
-        const double ag = collective_time(Collective::all_gather, lc.tp_bytes, l.tp, c, hw);
-        const double rs = collective_time(Collective::reduce_scatter, lc.tp_bytes, l.tp, c, hw);
-        lc.tp_collectives_fwd = 3;
-        lc.tp_collectives_bwd = 5;
-        lc.tp_fwd_s = 2.0 * ag + rs;
-        lc.tp_bwd_s = ag;
-      }
     }
     lc.tp_bwd_window_s = wgrad_qkv + wgrad_fc1 + (x.sp ? t_qkv.dgrad + t_fc1.dgrad : 0.0);
     if (p.recompute == Recompute::full) {

@@ -77,11 +77,11 @@ Transformer transformer_from_json(const nlohmann::json& doc, const std::string& 
   t.ffn_hidden = static_cast<int>(r.integer("ffn_hidden", 1, 1 << 22));
   t.activation = r.choice("activation", {"gelu", "swiglu"}) == "gelu" ? Activation::gelu : Activation::swiglu;
   t.norm = r.choice("norm", {"layernorm", "rmsnorm"}) == "layernorm" ? NormKind::layernorm : NormKind::rmsnorm;
+  constexpr PositionEmbedding kPositions[] = {PositionEmbedding::learned, PositionEmbedding::rotary,
+                                              PositionEmbedding::alibi, PositionEmbedding::none};
   const std::string position = r.choice("position_embedding", {"learned", "rotary", "alibi", "none"});
-  t.position = position == "learned"  ? PositionEmbedding::learned
-               : position == "rotary" ? PositionEmbedding::rotary
-               : position == "alibi"  ? PositionEmbedding::alibi
-                                      : PositionEmbedding::none;
+  for (PositionEmbedding k : kPositions)
+    if (position == to_string(k)) t.position = k;
   if (auto theta = r.optional_positive("rope_theta")) t.rope_theta = *theta;
   if (auto f = r.optional_positive("rotary_fraction")) t.rotary_fraction = *f;
   if (auto pr = r.optional_boolean("parallel_residual")) t.parallel_residual = *pr;
@@ -116,7 +116,7 @@ nlohmann::json transformer_to_json(const Transformer& t) {
                         {"train_tokens", t.train_tokens}};
   // Optional fields only where they differ from their defaults, so the content
   // digest of a model that does not use them stays what it was.
-  if (t.position == PositionEmbedding::rotary && t.rope_theta != 10000) j["rope_theta"] = t.rope_theta;
+  if (t.position == PositionEmbedding::rotary && t.rope_theta != kRoformerRopeTheta) j["rope_theta"] = t.rope_theta;
   if (t.position == PositionEmbedding::rotary && t.rotary_fraction != 1) j["rotary_fraction"] = t.rotary_fraction;
   if (t.parallel_residual) j["parallel_residual"] = true;
   return j;

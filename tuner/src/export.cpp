@@ -45,8 +45,8 @@ std::vector<std::string> model_arguments(const Transformer& m, const std::string
   if (m.norm == NormKind::rmsnorm) a.insert(a.end(), {"--normalization", "RMSNorm"});
   if (m.position == PositionEmbedding::rotary) {
     a.insert(a.end(), {"--position-embedding-type", "rope"});
-    // Megatron-LM's --rotary-base (an int, default 10000): Llama 3 rotates with 500000.
-    if (m.rope_theta != 10000.0)
+    // Megatron-LM's --rotary-base (an int, default RoFormer's): Llama 3 rotates with 500000.
+    if (m.rope_theta != kRoformerRopeTheta)
       a.insert(a.end(), {"--rotary-base", std::to_string(static_cast<long long>(std::llround(m.rope_theta)))});
     // --rotary-percent (default 1.0): GPT-NeoX turns a quarter of each head.
     if (m.rotary_fraction != 1.0) {

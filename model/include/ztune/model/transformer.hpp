@@ -17,6 +17,10 @@ enum class PositionEmbedding { learned, rotary, alibi, none };
 /// "learned", "rotary", "alibi" or "none", as the model file spells them.
 const char* to_string(PositionEmbedding p);
 
+/// RoFormer's rotary base (Su et al. 2021, §3.2.2), the default of Hugging Face
+/// configs and of Megatron-LM's --rotary-base.
+inline constexpr double kRoformerRopeTheta = 10000;
+
 struct Transformer {
   std::string name;
   std::string source;
@@ -28,7 +32,7 @@ struct Transformer {
   Activation activation = Activation::gelu;
   NormKind norm = NormKind::layernorm;
   PositionEmbedding position = PositionEmbedding::learned;
-  double rope_theta = 10000;  // rotary base θ (Su et al. 2021; Llama 1/2 10^4, Llama 3 5·10^5)
+  double rope_theta = kRoformerRopeTheta;  // rotary base θ (Llama 1/2 10^4, Llama 3 5·10^5)
   double rotary_fraction = 1;  // share of each head's channels RoPE turns (GPT-NeoX's rotary_pct 0.25)
   bool parallel_residual = false;  // GPT-J/NeoX block: x + attn(ln1(x)) + mlp(ln2(x)), not sequential
   bool bias = true;        // linear layers and norms carry biases (GPT) or not (Llama)
