@@ -15,5 +15,17 @@ void attention_forward(float* out, float* att, const float* qkv, int b, int t, i
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int b, int t, int c,
                         int nh, ThreadPool* pool);
 
+/// FlashAttention's memory contract (Dao et al. 2022, Alg. 1-2; Dao 2023 §3): forward keeps only
+/// lse[B,NH,T] (log Σ_j≤i exp(q_i·k_j/√hd)); backward recomputes the probabilities from q, k and lse
+/// and uses D_i = dO_i·O_i for the softmax gradient, so nothing T×T is stored between the passes.
+/// lse has the layout and meaning of cuda::flash_attention_forward's (natural log of the scaled
+/// scores' exponential sum, row i of head h of batch bi at lse[(bi·NH + h)·T + i]).
+/// Extra memory: one scratch of 64×T floats per thread while it works on a head (attention_flash_cpu.cpp).
+/// Example: flash_attention_forward(out, lse, qkv, 2, 1024, 256, 4, &pool);
+void flash_attention_forward(float* out, float* lse, const float* qkv, int b, int t, int c, int nh, ThreadPool* pool);
+/// dqkv += ∂L/∂qkv from dout, the forward's out and lse.
+void flash_attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse,
+                              int b, int t, int c, int nh, ThreadPool* pool);
+
 }  // namespace cpu
 }  // namespace ztune::kernels
