@@ -43,6 +43,7 @@ struct SearchFlags {
   int freeze_step = -1;  // -1: kOnebitWarmupFraction of the run
   std::string sparse_attention = "none";
   int sparse_block = 64;
+  std::string attention = "any";
   std::string objective = "throughput";
   double tokens = 0, gpu_hour_price = 0;
   int top = 10, simulate_top = 3, threads = 0;
@@ -75,6 +76,7 @@ nlohmann::json options_json(const SearchFlags& f, const SearchOptions& o) {
           {"freeze_step", f.freeze_step},
           {"sparse_attention", f.sparse_attention},
           {"sparse_block", f.sparse_block},
+          {"attention", f.attention},
           {"objective", f.objective},
           {"tokens", o.tokens},
           {"gpu_hour_price", f.gpu_hour_price},
@@ -105,6 +107,8 @@ SearchOptions to_options(const SearchFlags& f) {
                              : f.sparse_attention == "variable"   ? SparseLayout::variable
                                                                   : SparseLayout::none;
   o.space.sparse_block = f.sparse_block;
+  if (f.attention != "any")
+    o.space.attention = f.attention == "flash" ? AttentionKernel::flash : AttentionKernel::standard;
   o.objective = *objective_from_string(f.objective);
   o.tokens = f.tokens;
   o.gpu_hour_price = f.gpu_hour_price;
@@ -251,6 +255,9 @@ Command add_search(CLI::App& root) {
       ->check(CLI::IsMember({"none", "fixed", "bigbird", "longformer", "variable"}));
   app->add_option("--sparse-block", f->sparse_block, "Block size of --sparse-attention (16..128)")
       ->check(CLI::Range(16, 128));
+  app->add_option("--attention", f->attention,
+                  "Attention kernel to search: any (standard, plus flash on Ampere or newer), standard or flash")
+      ->check(CLI::IsMember({"any", "standard", "flash"}));
   app->add_option("--objective", f->objective, "Rank by throughput, time (days for --tokens) or cost")
       ->check(CLI::IsMember({"throughput", "time", "cost"}));
   app->add_option("--tokens", f->tokens, "Token budget for days and cost (default: the model file's)")

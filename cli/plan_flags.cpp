@@ -52,6 +52,9 @@ void PlanFlags::add_to(CLI::App& app) {
       ->check(CLI::IsMember({"none", "fixed", "bigbird", "longformer", "variable"}));
   app.add_option("--sparse-block", sparse_block, "Sparse attention block size")->check(CLI::Range(16, 128));
   app.add_flag("--zeropp", zeropp, "ZeRO++ (quantized gathers, hpZ, quantized gradients)");
+  app.add_option("--attention", attention,
+                 "Attention kernel: standard (s×s probabilities stored) or flash (FlashAttention: log-sum-exp only)")
+      ->check(CLI::IsMember({"standard", "flash"}));
   app.add_flag("--no-overlap", no_overlap, "Do not overlap gradient reduction with backward");
 }
 
@@ -107,6 +110,7 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
                                                           : SparseLayout::none;
   p.sparse_block = sparse_block;
   p.zeropp = zeropp;
+  p.attention = attention == "flash" ? AttentionKernel::flash : AttentionKernel::standard;
   p.overlap_comm = !no_overlap;
   if (auto why = check_plan(p, m, c)) {
     // Name the flag rather than the JSON field.

@@ -33,6 +33,7 @@ struct PlanFlags {
   int freeze_step = 0;
   std::string sparse_attention = "none";
   int sparse_block = 64;
+  std::string attention = "standard";
 
   void add_to(CLI::App& app);
   /// Builds the plan from flags (or the --plan file) for this model and cluster,

@@ -73,15 +73,23 @@ void print_columns(std::ostream& os, const std::vector<std::vector<std::string>>
   }
 }
 
+// "-" for the standard dense kernel, "flash", or the sparse layout and block.
+std::string attention_text(const Plan& p) {
+  if (p.sparse_attention != SparseLayout::none)
+    return to_string(p.sparse_attention) + "/" + std::to_string(p.sparse_block);
+  return p.attention == AttentionKernel::flash ? "flash" : "-";
+}
+
 }  // namespace
 
 void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector<Candidate>& plans) {
   bool any_simulated = false;
   for (const auto& c : plans) any_simulated |= c.simulated.has_value();
   std::vector<std::vector<std::string>> rows{{"#", "dp×tp×pp(×v)", "ZeRO", "offload", "mb×acc", "recompute", "sched",
-                                              "sp", "prec", "GPU mem GiB", "TFLOP/s/GPU", "MFU", "tokens/s", "days"}};
+                                              "sp", "attn", "prec", "GPU mem GiB", "TFLOP/s/GPU", "MFU", "tokens/s",
+                                              "days"}};
   std::vector<bool> right{true, false, false, false, false, false, false, false,
-                          false, true,  true,  true,  true,  true};
+                          false, false, true, true, true, true, true};
   if (any_simulated) {
     rows.front().emplace_back("sim tokens/s");
     right.push_back(true);
@@ -97,7 +105,8 @@ void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector
     if (mem.gpu_capacity_bytes > 0 && !mem.fits()) memory += " !";
     rows.push_back({std::to_string(++rank) + (c.simulated ? "*" : ""), layout_text(p), zero_text(p), offload_text(p),
                     std::to_string(p.micro_batch) + "×" + std::to_string(p.grad_accum), to_string(p.recompute),
-                    p.pp > 1 ? to_string(p.schedule) : "-", p.sequence_parallel ? "sp" : "-", to_string(p.precision),
+                    p.pp > 1 ? to_string(p.schedule) : "-", p.sequence_parallel ? "sp" : "-", attention_text(p),
+                    to_string(p.precision),
                     memory, c.timed ? fmt("%.1f", t.model_tflops_per_gpu) : "-",
                     c.timed ? fmt("%.1f%%", 100 * t.mfu) : "-", c.timed ? grouped(t.tokens_per_s) : "-",
                     c.timed ? fmt("%.1f", days_to_train(r.tokens, t.tokens_per_s)) : "-"});

@@ -94,12 +94,15 @@ void CpuBackend::kv_repeat_forward_impl(float* out, const float* inp, int n, int
 void CpuBackend::kv_repeat_backward_impl(float* dinp, const float* dout, int n, int nh, int kv, int hd) {
   k::kv_repeat_backward(dinp, dout, n, nh, kv, hd);
 }
-void CpuBackend::attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh) {
-  k::attention_forward(out, att, qkv, b, t, c, nh, &pool_);
+void CpuBackend::attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
+                                        bool flash) {
+  if (flash) k::flash_attention_forward(out, att, qkv, b, t, c, nh, &pool_);
+  else k::attention_forward(out, att, qkv, b, t, c, nh, &pool_);
 }
-void CpuBackend::attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* /*out*/,
-                                         const float* att, int b, int t, int c, int nh) {
-  k::attention_backward(dqkv, dout, qkv, att, b, t, c, nh, &pool_);
+void CpuBackend::attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* out,
+                                         const float* att, int b, int t, int c, int nh, bool flash) {
+  if (flash) k::flash_attention_backward(dqkv, dout, qkv, out, att, b, t, c, nh, &pool_);
+  else k::attention_backward(dqkv, dout, qkv, att, b, t, c, nh, &pool_);
 }
 void CpuBackend::sparse_attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
                                               const kernels::BlockLayout& layout) {

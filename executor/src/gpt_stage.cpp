@@ -85,6 +85,7 @@ GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups
     p.mproj_b = maybe(bias, h + "mlp.c_proj.bias", p.unit);
     blocks_.push_back(p);
   }
+  flash_ = plan.attention == AttentionKernel::flash;
   if (plan.sparse_attention != SparseLayout::none) {
     // The same layout on every rank and head: BigBird's random blocks come
     // from a fixed seed.
@@ -160,19 +161,19 @@ void GptStage::embedding_backward(const MicroBatch& data, const float* dres) {
 }
 
 std::size_t GptStage::att_elems() const {
-  if (!sparse_) return be_.attention_state_elems(B_, T_, Cl_, NHl_);
+  if (!sparse_) return Backend::attention_state_elems(B_, T_, NHl_, flash_);
   const std::size_t per_head = static_cast<std::size_t>(sparse_->nnz()) * sparse_->block * sparse_->block;
   return static_cast<std::size_t>(B_) * NHl_ * per_head;
 }
 
 void GptStage::attend(float* out, float* att, const float* qkv) {
   if (sparse_) be_.sparse_attention_forward(out, att, qkv, B_, T_, Cl_, NHl_, *sparse_);
-  else be_.attention_forward(out, att, qkv, B_, T_, Cl_, NHl_);
+  else be_.attention_forward(out, att, qkv, B_, T_, Cl_, NHl_, flash_);
 }
 
 void GptStage::attend_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* att) {
   if (sparse_) be_.sparse_attention_backward(dqkv, dout, qkv, att, B_, T_, Cl_, NHl_, *sparse_);
-  else be_.attention_backward(dqkv, dout, qkv, out, att, B_, T_, Cl_, NHl_);
+  else be_.attention_backward(dqkv, dout, qkv, out, att, B_, T_, Cl_, NHl_, flash_);
 }
 
 void GptStage::norm_forward(float* out, Buffer& mean, Buffer& rstd, const float* x, int w, int b) {

@@ -140,4 +140,8 @@ Cluster load_cluster(const std::string& name_or_path) {
   return cluster_from_json(read_json_file(path), path);
 }
 
+bool supports_flash_attention(const Cluster& c) {
+  return c.device_kind == DeviceKind::cpu || c.node.gpu.peak_tflops_bf16 > 0;
+}
+
 }  // namespace ztune

@@ -77,6 +77,21 @@ void add(CpuKernelWork& w, const Kernel& k, double elements, int calls = 1) {
   w.kernels += calls;
 }
 
+// Query tiles of the CPU flash kernel (kernels/src/attention_flash_cpu.cpp).
+constexpr int kFlashCpuTileForward = 64;
+constexpr int kFlashCpuTileBackward = 32;
+
+// Score elements one head's flash pass computes: each tile of `tile` query
+// rows against the keys up to its last row.
+double flash_tile_scores(int t, int tile) {
+  double n = 0;
+  for (int i0 = 0; i0 < t; i0 += tile) {
+    const int rows = std::min(tile, t - i0);
+    n += static_cast<double>(rows) * (i0 + rows);
+  }
+  return n;
+}
+
 struct Dims {
   double n;     // tokens of the micro-batch, s·b (GptStage::N_)
   double rows;  // rows this rank holds between blocks: n, ÷tp with sequence parallelism (rows_)
@@ -137,9 +152,23 @@ CpuLayerWork cpu_layer_work(const Transformer& m, const Plan& p) {
   // the executor) scale by the layout's density.
   const double s = m.seq_len, hd = m.head_dim();
   const double density = attention_density(m, p);
+  const double causal = d.heads * s * (s + 1.0) / 2.0 * density;
+  if (p.attention == AttentionKernel::flash) {
+    // kernels/src/attention_flash_cpu.cpp: tiles of query rows against the keys
+    // up to the tile's last row; forward QKᵀ and P·V (exp inside), backward
+    // the recomputed QKᵀ (and exp) plus dP, dV, dQ, dK; the dS pass over each
+    // tile (masked entries only zeroed).
+    const double fwd = d.heads * flash_tile_scores(m.seq_len, kFlashCpuTileForward);
+    const double bwd = d.heads * flash_tile_scores(m.seq_len, kFlashCpuTileBackward);
+    w.attention_fwd_flops = 2.0 * 2.0 * hd * fwd;
+    w.attention_bwd_recompute_flops = 2.0 * hd * bwd;
+    w.attention_bwd_flops = 4.0 * 2.0 * hd * bwd;
+    add(w.softmax_bwd, kSoftmaxBwdCausal, causal, 0);
+    add(w.softmax_bwd, kSoftmaxBwdMasked, bwd - causal, 0);
+    return w;
+  }
   w.attention_fwd_flops = 2.0 * 2.0 * s * s * hd * d.heads * density;
   w.attention_bwd_flops = 2.0 * w.attention_fwd_flops;
-  const double causal = d.heads * s * (s + 1.0) / 2.0 * density;
   const double masked = d.heads * s * (s - 1.0) / 2.0 * density;
   add(w.softmax_bwd, kSoftmaxBwdCausal, causal, 0);
   add(w.softmax_bwd, kSoftmaxBwdMasked, masked, 0);

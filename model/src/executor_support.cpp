@@ -27,6 +27,14 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (p.sparse_attention != SparseLayout::none && (m.seq_len % p.sparse_block != 0))
     return "$.plan.sparse_attention.block: " + s(p.sparse_block) + " does not divide the sequence length " +
            s(m.seq_len);
+  if (p.attention == AttentionKernel::flash && p.sparse_attention != SparseLayout::none)
+    return "$.plan.attention: flash is a dense attention kernel; block-sparse attention has its own";
+  // The CUDA flash kernel (kernels/cuda attention_flash.cu) is instantiated for
+  // head sizes 64 and 128; the CPU kernel takes any.
+  if (p.attention == AttentionKernel::flash && backend == ExecBackend::cuda && m.head_dim() != 64 &&
+      m.head_dim() != 128)
+    return "$.plan.attention: the CUDA flash kernel takes head sizes 64 and 128; the model's is " +
+           s(m.head_dim()) + " (use \"standard\")";
   // ZeRO++ across nodes reduces gradients in two levels (zeropp_reduce.hpp),
   // which needs each node to hold whole tensor-parallel groups and the same
   // number of data-parallel ranks (ranks are placed node by node).

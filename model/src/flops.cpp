@@ -40,6 +40,8 @@ double hardware_flops_per_iteration(const Transformer& m, const Plan& p) {
   double extra = 0;
   if (p.recompute == Recompute::full) extra = m.layers * layer_forward_flops(m, b, density);
   if (p.recompute == Recompute::selective) extra = m.layers * attention_core_flops(m, b) * density;
+  // A flash kernel's backward recomputes QKᵀ (Dao et al. 2022, Alg. 4): half the core.
+  if (p.attention == AttentionKernel::flash) extra += m.layers * attention_core_flops(m, b) / 2.0;
   return model_flops_per_iteration(m, b, density) + extra;
 }
 

@@ -143,6 +143,15 @@ std::string ObjectReader::choice(std::string_view key, std::initializer_list<std
   throw error(key, "expected one of " + list + ", got " + describe_json(v));
 }
 
+std::string ObjectReader::optional_choice(std::string_view key, std::initializer_list<std::string_view> choices,
+                                          std::string_view fallback) {
+  if (!has(key)) {
+    read_.insert(std::string(key));
+    return std::string(fallback);
+  }
+  return choice(key, choices);
+}
+
 ObjectReader ObjectReader::object(std::string_view key) {
   const auto& v = require(key);
   if (!v.is_object()) throw error(key, "expected an object, got " + describe_json(v));

@@ -60,7 +60,7 @@ ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccou
 }
 
 double layer_activation_bytes(const Transformer& m, int micro_batch, int tp, bool sequence_parallel, Recompute r,
-                              double attention_density) {
+                              double attention_density, AttentionKernel kernel) {
   const double s = m.seq_len, b = micro_batch, h = m.hidden, a = m.heads, t = tp;
   const double sbh = s * b * h;
   const double sp = sequence_parallel ? t : 1.0;
@@ -73,9 +73,16 @@ double layer_activation_bytes(const Transformer& m, int micro_batch, int tp, boo
   const double outside = (m.parallel_residual ? 8.0 : 10.0) * sbh / sp;
   // Inside: Q, K, V, projection input and the MLP's stored tensors (24·s·b·h for GPT).
   const double inside = s * b * (2.0 * h + 4.0 * kvd + 2.0 * h + mlp) / t;
-  // Attention scores: softmax output (2), dropout mask (1), dropout output (2).
+  // Attention scores: softmax output (2), dropout mask (1), dropout output (2);
+  // a flash kernel keeps the fp32 log-sum-exp per row (its dropout mask is
+  // regenerated from the RNG state in backward).
+  if (kernel == AttentionKernel::flash) return outside + inside + 4.0 * a * s * b / t;
   const double scores = r == Recompute::selective ? 0.0 : 5.0 * a * s * s * b / t * attention_density;
   return outside + inside + scores;
+}
+
+double layer_activation_bytes(const Transformer& m, const Plan& p, Recompute r) {
+  return layer_activation_bytes(m, p.micro_batch, p.tp, p.sequence_parallel, r, attention_density(m, p), p.attention);
 }
 
 double microbatches_in_flight(const Plan& p) {
@@ -113,6 +120,7 @@ double layer_activation_bytes_fp32(const Transformer& m, const Plan& p, Recomput
   const double mlp = (m.activation == Activation::swiglu ? 3.0 : 2.0) * m.ffn_hidden;
   const double outside = 4.0 * (m.parallel_residual ? 3.0 : 4.0) * sbh / sp;  // x, (x2,) ln1, ln2
   const double inside = 4.0 * s * b * (h + 2.0 * kvd + h + mlp) / t;
+  if (p.attention == AttentionKernel::flash) return outside + inside + 4.0 * a * s * b / t;  // the lse
   const double scores = r == Recompute::selective ? 0.0 : 4.0 * a * s * s * b / t * density;
   return outside + inside + scores;
 }
@@ -191,12 +199,9 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   // holds the most under 1F1B; the last holds one).
   double in_flight = microbatches_in_flight(p);
   if (!first && p.schedule != Schedule::gpipe) in_flight = 1.0;
-  const double per_layer =
-      layer_activation_bytes(m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute, density);
-  double act = layers * per_layer * in_flight;
+  double act = layers * layer_activation_bytes(m, p, p.recompute) * in_flight;
   // Full recomputation re-materialises one layer's activations at a time.
-  if (p.recompute == Recompute::full)
-    act += layer_activation_bytes(m, p.micro_batch, p.tp, p.sequence_parallel, Recompute::none, density);
+  if (p.recompute == Recompute::full) act += layer_activation_bytes(m, p, Recompute::none);
   // Embedding output dropout mask (Korthikanti: s·b·h·p/t with SP).
   const double sbh = static_cast<double>(m.seq_len) * p.micro_batch * m.hidden;
   if (first) act += sbh / (p.sequence_parallel ? t : 1.0) * in_flight;
@@ -235,8 +240,13 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   }
 
   // Workspace: cuBLAS plus the largest transient gradient buffers of one layer
-  // (attention-score gradient, FC1 output gradient), two of them live.
-  const double scores = static_cast<double>(p.micro_batch) * m.heads / t * m.seq_len * m.seq_len * eb * density;
+  // (attention-score gradient, FC1 output gradient), two of them live. A flash
+  // kernel's score gradient stays on chip; its backward accumulates dQ in fp32
+  // (FlashAttention-2's dq_accum, s·b·h/t floats).
+  const double sbh_local = static_cast<double>(m.seq_len) * p.micro_batch * m.hidden / t;
+  const double scores = p.attention == AttentionKernel::flash
+                            ? 4.0 * sbh_local
+                            : static_cast<double>(p.micro_batch) * m.heads / t * m.seq_len * m.seq_len * eb * density;
   const double f_in = m.activation == Activation::swiglu ? 2.0 * m.ffn_hidden : m.ffn_hidden;
   const double fc1 = static_cast<double>(m.seq_len) * p.micro_batch * f_in / t * eb;
   // (No cuBLAS workspace on the CPU backend.)

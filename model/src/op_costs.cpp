@@ -32,6 +32,11 @@ double gemm_time(const GemmShape& g, Precision p, const GpuSpec& gpu, const Hard
   return std::max(compute, memory) + hw.kernel_launch_s;
 }
 
+double fused_attention_time(double flops, double bytes, Precision p, const GpuSpec& gpu, const HardwareProfile& hw) {
+  const double compute = flops / (gpu.peak_flops(p) * hw.gemm_efficiency_at(flops) * hw.attention_gemm_factor);
+  return std::max(compute, bytes / achieved_hbm(gpu, hw)) + hw.kernel_launch_s;
+}
+
 double memory_bound_time(double bytes, const GpuSpec& gpu, const HardwareProfile& hw, int kernels) {
   return bytes / achieved_hbm(gpu, hw) + kernels * hw.kernel_launch_s;
 }
@@ -225,6 +230,23 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   const double softmax_fwd_bytes = scores * eb * 2.0 + scores * (eb * 2.0 + 1.0);
   lc.fwd_attention_s = t_qk + t_pv + memory_bound_time(softmax_fwd_bytes, gpu, hw, 2);
 
+  double flash_bwd_s = 0;
+  if (p.attention == AttentionKernel::flash) {
+    // One fused kernel each way (Dao 2023, FlashAttention-2): no s×s tensor
+    // reaches HBM, which sees only Q, K, V and O (forward) and those, dO, dQ,
+    // dK and dV (backward). A causal kernel skips the key blocks above the
+    // diagonal: n(n+1)/2 of the n² blocks of kFlashBlock rows (n = s/kFlashBlock).
+    // Backward runs five block products where forward runs two (QKᵀ again,
+    // dV = PᵀdO, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q): 2.5× the forward's work.
+    // Both run at the profile's attention GEMM efficiency for their FLOPs.
+    constexpr double kFlashBlock = 128;
+    const double n = std::ceil(x.s / kFlashBlock);
+    const double fwd_flops = 4.0 * x.s * x.s * x.d * heads_local * (n + 1.0) / (2.0 * n);
+    const double head_bytes = x.s * x.d * heads_local * eb;  // one of Q, K, V, O per micro-batch
+    lc.fwd_attention_s = fused_attention_time(fwd_flops, 4.0 * head_bytes, prec, gpu, hw);
+    flash_bwd_s = fused_attention_time(2.5 * fwd_flops, 8.0 * head_bytes, prec, gpu, hw);
+  }
+
   // Elementwise: the hidden-state ops run on s·b·h (÷t with sequence parallelism).
   const double hs = x.tokens * x.h / (x.sp ? x.t : 1.0);
   const double norm_bytes = 2.0 * hs * eb;                 // read + write
@@ -241,8 +263,10 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   // GEMM, softmax/dropout backward (read grad + saved output, write grad),
   // elementwise backward ≈ twice the forward traffic.
   const double bwd_dgrad = t_qkv.dgrad + t_proj.dgrad + t_fc1.dgrad + t_fc2.dgrad;
-  const double bwd_attention = 2.0 * (t_qk + t_pv) +
-                               memory_bound_time(scores * (eb * 3.0 + 1.0) + scores * eb * 3.0, gpu, hw, 2);
+  const double bwd_attention =
+      p.attention == AttentionKernel::flash
+          ? flash_bwd_s
+          : 2.0 * (t_qk + t_pv) + memory_bound_time(scores * (eb * 3.0 + 1.0) + scores * eb * 3.0, gpu, hw, 2);
   const double bwd_elem = memory_bound_time(2.0 * elem_fwd_bytes, gpu, hw, elem_kernels);
   const double wgrad_qkv = t_qkv.wgrad;
   const double wgrad_fc1 = t_fc1.wgrad;
@@ -273,6 +297,9 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
     lc.fwd_s = lc.fwd_gemm_s + lc.fwd_attention_s + lc.fwd_elementwise_s;
     lc.bwd_weight_s += memory_bound_time(w.gemm_bias_bwd.work_bytes, gpu, hw, 0);
     lc.bwd_attention_s = gemm_time(attn_bwd, prec, gpu, hw) + cpu_work_time(w.softmax_bwd, gpu, hw);
+    if (w.attention_bwd_recompute_flops > 0)
+      lc.bwd_attention_s +=
+          gemm_time(GemmShape{x.s, x.s, x.d, w.attention_bwd_recompute_flops / per_call}, prec, gpu, hw, true);
     lc.bwd_elementwise_s = cpu_work_time(w.bwd, gpu, hw);
     lc.bwd_input_s = bwd_dgrad + lc.bwd_attention_s + lc.bwd_elementwise_s;
     lc.bwd_s = lc.bwd_input_s + lc.bwd_weight_s;

@@ -43,6 +43,14 @@ std::string to_string(SparseLayout l) {
   return "?";
 }
 
+std::string to_string(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::standard: return "standard";
+    case AttentionKernel::flash: return "flash";
+  }
+  return "?";
+}
+
 std::string Plan::summary() const {
   std::ostringstream os;
   os << "dp" << dp << "×tp" << tp << "×pp" << pp;
@@ -56,6 +64,7 @@ std::string Plan::summary() const {
   os << " " << to_string(precision);
   if (onebit_adam) os << " 1bit-adam";
   if (sparse_attention != SparseLayout::none) os << " sparse:" << to_string(sparse_attention) << "/" << sparse_block;
+  if (attention == AttentionKernel::flash) os << " flash";
   if (zeropp) os << " zero++";
   return os.str();
 }
@@ -129,6 +138,9 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
     s.finish();
   }
   p.zeropp = r.boolean("zeropp");
+  // Added after the first plan files were written: absent means standard.
+  p.attention = r.optional_choice("attention", {"standard", "flash"}, "standard") == "flash" ? AttentionKernel::flash
+                                                                                           : AttentionKernel::standard;
   r.finish();
   if (static_cast<std::int64_t>(p.micro_batch) * p.grad_accum * p.dp != p.global_batch)
     throw r.error("global_batch", "expected micro_batch × grad_accum × dp = " +
@@ -162,7 +174,8 @@ nlohmann::json plan_to_json(const Plan& p) {
         {"param_persistence_threshold", p.param_persistence_threshold}}},
       {"onebit_adam", {{"enabled", p.onebit_adam}, {"freeze_step", p.onebit_freeze_step}}},
       {"sparse_attention", {{"layout", to_string(p.sparse_attention)}, {"block", p.sparse_block}}},
-      {"zeropp", p.zeropp}};
+      {"zeropp", p.zeropp},
+      {"attention", to_string(p.attention)}};
 }
 
 PlanFile plan_file_from_json(const nlohmann::json& doc, const std::string& file) {
@@ -265,6 +278,9 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
   if (p.zeropp && p.zero_stage != 3) return "$.zeropp: ZeRO++ needs zero_stage 3";
   if (p.sparse_attention != SparseLayout::none && m.seq_len % p.sparse_block != 0)
     return "$.sparse_attention.block: " + s(p.sparse_block) + " does not divide the sequence length " + s(m.seq_len);
+  if (p.attention == AttentionKernel::flash && p.sparse_attention != SparseLayout::none)
+    return "$.attention: flash is a dense attention kernel; block-sparse attention (" + to_string(p.sparse_attention) +
+           ") has its own kernels; expected \"standard\"";
   return std::nullopt;
 }
 
@@ -282,6 +298,9 @@ std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const
     return "$.precision: " + c.node.gpu.name + " has no bf16 support; use fp16";
   if (p.precision == Precision::fp16 && c.node.gpu.peak_tflops_fp16 == 0 && c.device_kind == DeviceKind::gpu)
     return "$.precision: " + c.node.gpu.name + " has no fp16 support";
+  if (p.attention == AttentionKernel::flash && !supports_flash_attention(c))
+    return "$.attention: FlashAttention-2 needs an Ampere or newer GPU (bf16 tensor cores); " + c.node.gpu.name +
+           " has none; expected \"standard\"";
   return std::nullopt;
 }
 

@@ -33,11 +33,9 @@ ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Clus
   step_overhead_s_ = hw.step_overhead_s;
   layer_.params = m.params_per_layer() / p.tp;
   layer_.largest_module_params = m.largest_module_params() / p.tp;
-  layer_.stored_activation_bytes = layer_activation_bytes(m, p.micro_batch, p.tp, p.sequence_parallel, p.recompute);
+  layer_.stored_activation_bytes = layer_activation_bytes(m, p, p.recompute);
   if (p.recompute != Recompute::none)
-    layer_.recompute_extra_bytes =
-        layer_activation_bytes(m, p.micro_batch, p.tp, p.sequence_parallel, Recompute::none) -
-        layer_.stored_activation_bytes;
+    layer_.recompute_extra_bytes = layer_activation_bytes(m, p, Recompute::none) - layer_.stored_activation_bytes;
 
   const EdgeCost e = edge_cost(m, p, c, hw);
   edges_.embedding_forward_s = e.embedding_fwd_s;

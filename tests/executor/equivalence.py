@@ -61,6 +61,13 @@ CASES = {
     # reference is the single-rank run of the same 255-token model.
     "tp2_vocab255": dict(tp=2, vocab=255),
     "dp2_tp2_pp2_vocab255_sp": dict(dp=2, tp=2, pp=2, mb=1, ga=4, zero=1, sp=True, vocab=255),
+    # FlashAttention's contract (only the log-sum-exp kept, probabilities
+    # recomputed in backward) against the single-rank run of the standard kernel.
+    "tp2_sp_flash": dict(tp=2, sp=True, attention="flash"),
+    "dp2_tp2_pp2_zero1_sp_flash_recompute_full": dict(dp=2, tp=2, pp=2, mb=1, ga=4, zero=1, sp=True,
+                                                     attention="flash", recompute="full"),
+    "llama_tp2_flash_recompute_selective": dict(model="tiny-llama", tp=2, attention="flash",
+                                                recompute="selective"),
     "recompute_selective": dict(recompute="selective"),
     "recompute_full": dict(recompute="full"),
     "tp2_sp_recompute_full": dict(tp=2, sp=True, recompute="full"),

@@ -4,7 +4,7 @@ import json
 
 def plan(dp=1, tp=1, pp=1, zero=0, mb=2, ga=4, sp=False, recompute="none", schedule="1f1b",
          offload="none", bucket=5e8, persist=0.0, overlap=True, precision="fp32", offload_params="none", v=1,
-         sparse="none", sparse_block=64):
+         sparse="none", sparse_block=64, attention="standard"):
     return {"schema": "ztune.plan/1", "dp": dp, "tp": tp, "pp": pp, "virtual_stages": v,
             "sequence_parallel": sp, "zero_stage": zero,
             "offload": {"optimizer": offload, "params": offload_params},
@@ -14,7 +14,8 @@ def plan(dp=1, tp=1, pp=1, zero=0, mb=2, ga=4, sp=False, recompute="none", sched
                               "allgather_bucket_elems": 5e8, "prefetch_bucket_elems": 5e7,
                               "max_live_params": 1e9, "param_persistence_threshold": persist},
             "onebit_adam": {"enabled": False, "freeze_step": 0},
-            "sparse_attention": {"layout": sparse, "block": sparse_block}, "zeropp": False}
+            "sparse_attention": {"layout": sparse, "block": sparse_block}, "zeropp": False,
+            "attention": attention}
 
 
 def write_plan_file(path, model, **kw):

@@ -82,7 +82,7 @@ StepResult train(Backend& be, int steps) {
     be.embedding_forward(x.data(), ids.data(), wte, kN, kC, 0, kV);
     be.layernorm_forward(ln1.data(), mean1.data(), rstd1.data(), x.data(), g1, b1, kN, kC);
     be.matmul_forward(qkv.data(), ln1.data(), wqkv, bqkv, kN, kC, 3 * kC);
-    be.attention_forward(ao.data(), att.data(), qkv.data(), kB, kT, kC, kNH);
+    be.attention_forward(ao.data(), att.data(), qkv.data(), kB, kT, kC, kNH, false);
     be.matmul_forward(proj.data(), ao.data(), wo, bo, kN, kC, kC);
     be.add(x2.data(), x.data(), proj.data(), kN * kC);
     be.matmul_forward(logits.data(), x2.data(), wh, nullptr, kN, kC, kV);
@@ -99,7 +99,7 @@ StepResult train(Backend& be, int steps) {
     be.ce_backward(dlogits.data(), logits.data(), rmax.data(), rsum.data(), targets.data(), dloss.data(), kN, kV, 0);
     be.matmul_backward(dx2.data(), grad(7), nullptr, dlogits.data(), x2.data(), wh, kN, kC, kV);
     be.matmul_backward(dao.data(), grad(5), grad(6), dx2.data(), ao.data(), wo, kN, kC, kC);
-    be.attention_backward(dqkv.data(), dao.data(), qkv.data(), ao.data(), att.data(), kB, kT, kC, kNH);
+    be.attention_backward(dqkv.data(), dao.data(), qkv.data(), ao.data(), att.data(), kB, kT, kC, kNH, false);
     be.matmul_backward(dln1.data(), grad(3), grad(4), dqkv.data(), ln1.data(), wqkv, kN, kC, 3 * kC);
     be.layernorm_backward(dx.data(), grad(1), grad(2), dln1.data(), x.data(), g1, mean1.data(), rstd1.data(), kN,
                           kC);

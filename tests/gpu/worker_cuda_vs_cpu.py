@@ -69,11 +69,13 @@ with tempfile.TemporaryDirectory() as d:
                             ("z3_nvme_params", MODEL, dict(zero=3, offload_params="nvme", offload="cpu")),
                             # RMSNorm, SwiGLU, RoPE and GQA's kv_repeat on the device.
                             ("llama", llama, dict(recompute="selective")),
-                            # 64-channel heads take the fused FlashAttention kernel (lse state, no scores),
-                            # with and without recomputing it.
-                            ("flash", dict(MODEL, hidden=256, ffn_hidden=1024), {}),
+                            # The plan's flash kernel (lse state, no scores) on 64-channel heads, the
+                            # CUDA kernel's, against the CPU flash kernel; with and without
+                            # recomputing it; and the standard kernel on the same heads.
+                            ("flash", dict(MODEL, hidden=256, ffn_hidden=1024), dict(attention="flash")),
                             ("flash_selective", dict(MODEL, hidden=256, ffn_hidden=1024),
-                             dict(recompute="selective")),
+                             dict(recompute="selective", attention="flash")),
+                            ("standard_hd64", dict(MODEL, hidden=256, ffn_hidden=1024), {}),
                             # partial RoPE and parallel attention + MLP.
                             ("neox", json.load(open(os.path.join(os.environ["ZTUNE_DATA_DIR"], "models",
                                                                  "tiny-neox.json"))), {})):

@@ -74,3 +74,18 @@ TEST_CASE("the executor refuses ALiBi and trains a model without positions", "[e
   CHECK_FALSE(unsupported_reason(plan_for(1), m, 1).has_value());
 }
 
+
+TEST_CASE("flash attention: any head size on the CPU, 64 or 128 on CUDA", "[executor_support][flash]") {
+  Transformer m = load_transformer("tiny");  // head size 16
+  Plan p = plan_for(1);
+  p.attention = AttentionKernel::flash;
+  CHECK_FALSE(unsupported_reason(p, m, 1, ExecBackend::cpu).has_value());
+  p.precision = Precision::bf16;
+  const auto r = unsupported_reason(p, m, 1, ExecBackend::cuda);
+  REQUIRE(r.has_value());
+  CHECK(r->find("$.plan.attention") == 0);
+  CHECK(r->find("16") != std::string::npos);
+  m.hidden = 256;  // head size 64
+  m.ffn_hidden = 1024;
+  CHECK_FALSE(unsupported_reason(p, m, 1, ExecBackend::cuda).has_value());
+}

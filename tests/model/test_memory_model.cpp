@@ -95,6 +95,29 @@ TEST_CASE("Korthikanti activations per layer: every recompute / tp / sp case in 
   CHECK(layer_activation_bytes(m, 4, 8, true, Recompute::full) == Approx(2 * sbh / t));
 }
 
+TEST_CASE("flash attention stores the log-sum-exp instead of the s×s scores", "[memory][activations][flash]") {
+  // Dao et al. 2022 §3.1: memory linear in s. Per layer, the 5·a·s²·b/t bytes
+  // of softmax output, dropout mask and dropout output become the fp32
+  // log-sum-exp of each query row, 4·a·s·b/t; the rest of Korthikanti's count
+  // (Q, K, V and the attention output included) is unchanged.
+  const Transformer m = gpt(48, 6144, 64, 2048, 51200);
+  const double s = 2048, b = 4, h = 6144, a = 64, t = 8;
+  const double sbh = s * b * h, lse = 4 * a * s * b / t;
+  const auto flash = [&](bool sp, Recompute r) {
+    return layer_activation_bytes(m, 4, 8, sp, r, 1.0, AttentionKernel::flash);
+  };
+  CHECK(flash(false, Recompute::none) == Approx(sbh * (10 + 24 / t) + lse));
+  CHECK(flash(true, Recompute::none) == Approx(sbh * 34 / t + lse));
+  // Selective recomputation has nothing left to drop.
+  CHECK(flash(true, Recompute::selective) == Approx(flash(true, Recompute::none)));
+  // Full recomputation keeps the layer input only, as before.
+  CHECK(flash(false, Recompute::full) == Approx(2 * sbh));
+  // The 22B layer of Korthikanti Table 3 on tp 8 with SP: 9.09 MiB of lse and
+  // 272 MiB of the rest, against 1.33 GB of scores without flash.
+  CHECK(layer_activation_bytes(m, 4, 8, true, Recompute::none) - flash(true, Recompute::none) ==
+        Approx(5 * a * s * s * b / t - lse));
+}
+
 TEST_CASE("parallel attention and MLP (GPT-NeoX) store one norm input fewer", "[memory][activations]") {
   // Both norms read the layer input, so the residual after attention (2·s·b·h,
   // outside the tensor-parallel region) is never stored; full recompute keeps the

@@ -59,6 +59,45 @@ TEST_CASE("model FLOPs are Korthikanti eq. 7; full recompute hardware FLOPs are 
   }
 }
 
+TEST_CASE("flash attention: backward recomputes QKᵀ (HFU), and only the causal blocks are timed", "[time][flash]") {
+  const Transformer m = gpt(96, 12288, 96, 2048, 51200);
+  const double B = 64, s = 2048, h = 12288, L = 96;
+  Plan p;
+  p.global_batch = 64;
+  p.attention = AttentionKernel::flash;
+  // Model FLOPs stay Korthikanti's eq. 7 (MFU compares kernels on the same
+  // count); hardware FLOPs add the backward's QKᵀ, 2·B·s²·h per layer.
+  const double eq7 = model_flops_per_iteration(m, B);
+  CHECK(hardware_flops_per_iteration(m, p) == Approx(eq7 + 2.0 * B * s * s * h * L).epsilon(1e-12));
+  p.recompute = Recompute::full;
+  const double narayanan = 96.0 * B * s * L * h * h * (1 + s / (6.0 * h) + 51200 / (16.0 * L * h));
+  CHECK(hardware_flops_per_iteration(m, p) == Approx(narayanan + 2.0 * B * s * s * h * L).epsilon(1e-12));
+
+  // One efficiency at every size, no launch cost: time ∝ FLOPs. The forward
+  // computes the 17 of 32 blocks of 128×128 on or below the diagonal (s = 2048:
+  // 16 blocks a side) of 4·s²·d FLOPs per head; backward 2.5× the forward.
+  HardwareProfile hw = profile();
+  hw.gemm_efficiency = {{1e15, 0.6}, {1, 0.6}};
+  hw.kernel_launch_s = 0;
+  Plan q;
+  q.tp = 8;
+  q.micro_batch = 1;
+  q.global_batch = 1;
+  q.attention = AttentionKernel::flash;
+  const Cluster c = a100(1);
+  const LayerCost lc = layer_cost(m, q, c, hw);
+  const double heads = 96.0 / 8, d = 128;
+  const double fwd = 4.0 * s * s * d * heads * 17.0 / 32.0 / (312e12 * 0.6 * hw.attention_gemm_factor);
+  CHECK(lc.fwd_attention_s == Approx(fwd));
+  CHECK(lc.bwd_attention_s == Approx(2.5 * fwd));
+  // The standard kernel computes the whole square and moves the s×s scores
+  // through HBM: more time both ways.
+  q.attention = AttentionKernel::standard;
+  const LayerCost std_lc = layer_cost(m, q, c, hw);
+  CHECK(std_lc.fwd_attention_s > 2.0 * fwd);
+  CHECK(std_lc.bwd_attention_s > 1.6 * lc.bwd_attention_s);
+}
+
 TEST_CASE("GEMM roofline: compute-bound at the table's efficiency, memory-bound when thin", "[time][gemm]") {
   const Cluster c = a100(1);
   HardwareProfile hw = profile();

@@ -171,6 +171,25 @@ TEST_CASE("Megatron export of Korthikanti's 175B plan gives the expected argumen
   p.sequence_parallel = false;
   // Without tensor parallelism Megatron-LM asserts nothing about the variable.
   CHECK_THAT(megatron_launch(pf, "plan.json"), StartsWith("torchrun --nnodes"));
+  CHECK_FALSE(has("--use-flash-attn"));
+}
+
+TEST_CASE("flash attention exports as Megatron-LM's --use-flash-attn and Megatron-DeepSpeed's --use-flash-attn-v2",
+          "[tuner][export][flash]") {
+  PlanFile pf;
+  pf.model = test::korthikanti_model(24, 2048, 16, 64);
+  pf.cluster = load_cluster("dgx-a100-80gb");
+  Plan& p = pf.plan;
+  p.dp = 8;
+  p.micro_batch = 8;
+  p.global_batch = 64;
+  p.attention = AttentionKernel::flash;
+  const auto mg = megatron_arguments(pf, "plan.json");
+  CHECK(std::count(mg.begin(), mg.end(), "--use-flash-attn") == 1);
+  const std::string ds = deepspeed_launch(pf, "ds_config.json", "plan.json");
+  CHECK_THAT(ds, Contains(" --use-flash-attn-v2 "));
+  // ds_config.json itself has no attention key: the switch is the training script's.
+  CHECK_FALSE(deepspeed_config(pf, "plan.json").contains("attention"));
 }
 
 TEST_CASE("DeepSpeed export writes the causal sparse attention layouts, 1-bit Adam and ZeRO++ as DeepSpeed reads them",

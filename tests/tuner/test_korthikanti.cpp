@@ -66,6 +66,11 @@ Ranked rank_of(const Published& k, Engine engine) {
   o.top = 1000000;  // every feasible plan, ranked
   o.simulate_top = 0;
   o.space.engine = engine;
+  // The runs (2022) predate FlashAttention in Megatron-LM: the space they are
+  // ranked in has the attention they had. With flash, every plan has a faster
+  // twin that stores no s×s scores, which would say nothing about the choice
+  // of parallelism the paper made.
+  o.space.attention = AttentionKernel::standard;
   const auto r = run_search(m, c, hw, o);
   out.feasible = r.feasible;
   for (const auto& cand : r.plans)

@@ -148,6 +148,55 @@ TEST_CASE("opt-in options: 1-bit Adam gets the default warm-up and a sparse layo
   CHECK(SearchSpace(m, c, o).onebit_freeze_step() == 10);
   o.sparse_block = 48;  // does not divide 64
   CHECK_THROWS_WITH(SearchSpace(m, c, o), Catch::Matchers::Contains("--sparse-block"));
-  // Default: dense only.
-  CHECK(SearchSpace(m, c, SpaceOptions{}).attention_layouts() == std::vector<SparseLayout>{SparseLayout::none});
+  // Default: dense only, and on V100s (no FlashAttention-2) the standard kernel only.
+  const auto dense = SearchSpace(m, c, SpaceOptions{}).attention_choices();
+  REQUIRE(dense.size() == 1);
+  CHECK(dense[0].layout == SparseLayout::none);
+  CHECK(dense[0].kernel == AttentionKernel::standard);
+}
+
+TEST_CASE("on Ampere GPUs the space adds flash attention, without selective recomputation", "[tuner][space]") {
+  // The hand-counted space above on two A100s: bf16 instead of fp16 (one
+  // precision either way), and each layout's 3 recompute modes become 5
+  // (recompute, attention) pairs: standard × {none, selective, full} and flash
+  // × {none, full}. Flash with selective recomputation would recompute nothing
+  // that flash stores (it keeps no s×s tensors) and is not generated.
+  Transformer m = load_transformer("tiny");
+  m.hidden = 256;  // head size 64, which ztune's CUDA flash kernel takes (tiny's is 16)
+  m.ffn_hidden = 1024;
+  Cluster c = load_cluster("dgx-a100-80gb");
+  c.node.gpus = 2;
+  SearchSpace s(m, c, SpaceOptions{});
+  CHECK(s.size() == (168 + 42 + 330) / 3 * 5);
+  std::int64_t flash = 0, n = 0;
+  std::set<std::string> seen;
+  for (const auto& l : s.layouts())
+    s.for_each_plan(l, [&](const Plan& p) {
+      ++n;
+      CHECK_FALSE(check_plan(p, m, c).has_value());
+      if (p.attention == AttentionKernel::flash) {
+        ++flash;
+        CHECK(p.recompute != Recompute::selective);
+      }
+      seen.insert(plan_to_json(p).dump());
+    });
+  CHECK(n == s.size());
+  CHECK(flash == (168 + 42 + 330) / 3 * 2);
+  CHECK(seen.size() == static_cast<std::size_t>(n));
+
+  SpaceOptions pinned;
+  pinned.attention = AttentionKernel::standard;
+  CHECK(SearchSpace(m, c, pinned).size() == 168 + 42 + 330);
+  // Flash pinned where there is none: a V100 is older than Ampere.
+  Cluster v100 = load_cluster("v100-workstation");
+  v100.node.gpus = 2;
+  pinned.attention = AttentionKernel::flash;
+  CHECK_THROWS_WITH(SearchSpace(m, v100, pinned), Catch::Matchers::Contains("--attention"));
+  // ztune's own CUDA flash kernel takes head sizes 64 and 128 only; Megatron-LM's has no such limit.
+  Transformer odd = m;
+  odd.heads = 8;  // hidden 256 / 8 = head size 32
+  odd.kv_heads = 8;
+  CHECK_THROWS_WITH(SearchSpace(odd, c, pinned), Catch::Matchers::Contains("head sizes 64 and 128"));
+  pinned.engine = Engine::megatron;
+  CHECK_NOTHROW(SearchSpace(odd, c, pinned));
 }

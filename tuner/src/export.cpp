@@ -196,6 +196,8 @@ std::string deepspeed_launch(const PlanFile& pf, const std::string& config_path,
   // Megatron-DeepSpeed builds DeepSpeedCPUAdam under --cpu-optimizer
   // (megatron/optimizer/__init__.py get_megatron_optimizer).
   if (p.offload_optimizer != OffloadTarget::none) a.emplace_back("--cpu-optimizer");
+  // Megatron-DeepSpeed's FlashAttention-2 switch (ds_config has no attention key).
+  if (p.attention == AttentionKernel::flash) a.emplace_back("--use-flash-attn-v2");
   a.insert(a.end(), {"--zero-stage", std::to_string(p.zero_stage), "--deepspeed", "--deepspeed_config", config_path});
   return join(a);
 }
@@ -218,6 +220,10 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
     a.insert(a.end(), {"--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"});
   a.insert(a.end(), {"--micro-batch-size", std::to_string(p.micro_batch), "--global-batch-size",
                      std::to_string(p.global_batch)});
+  // Megatron-LM's FlashAttention switch (megatron/training/arguments.py). With
+  // Transformer Engine, releases that have --attention-backend pick a fused
+  // kernel by default; a standard plan there wants --attention-backend unfused.
+  if (p.attention == AttentionKernel::flash) a.emplace_back("--use-flash-attn");
   if (p.zero_stage == 1) a.emplace_back("--use-distributed-optimizer");
   if (p.overlap_comm) a.emplace_back("--overlap-grad-reduce");
   precision_arguments(p, a);

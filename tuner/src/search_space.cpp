@@ -64,6 +64,27 @@ std::vector<Precision> precision_list(const SpaceOptions& o, const Cluster& c) {
   return out;
 }
 
+// The dense attention kernels searched. Flash joins standard where the
+// devices run it and the engine has a switch for it (Megatron-LM
+// --use-flash-attn, Megatron-DeepSpeed --use-flash-attn-v2); ztune's own
+// executor has a CPU kernel and, on CUDA, one for head sizes 64 and 128.
+std::vector<AttentionChoice> attention_kernels(const SpaceOptions& o, const Transformer& m, const Cluster& c) {
+  const bool gpu_kernel = m.head_dim() == 64 || m.head_dim() == 128;
+  const bool executor_can = o.engine != Engine::ztune || c.device_kind == DeviceKind::cpu || gpu_kernel;
+  const bool available = supports_flash_attention(c) && executor_can;
+  if (o.attention) {
+    if (*o.attention == AttentionKernel::flash && !supports_flash_attention(c))
+      throw InputError("--attention: flash needs an Ampere or newer GPU (FlashAttention-2); " + c.node.gpu.name +
+                       " is older");
+    if (*o.attention == AttentionKernel::flash && !executor_can)
+      throw InputError("--attention: ztune's CUDA flash kernel takes head sizes 64 and 128; " + m.name +
+                       " has " + str(m.head_dim()));
+    return {{SparseLayout::none, *o.attention}};
+  }
+  if (!available) return {{SparseLayout::none, AttentionKernel::standard}};
+  return {{SparseLayout::none, AttentionKernel::standard}, {SparseLayout::none, AttentionKernel::flash}};
+}
+
 }  // namespace
 
 SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOptions& o)
@@ -74,14 +95,14 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
   if (o.max_micro_batch < 0) throw InputError("--max-micro-batch: expected > 0");
   gpu_counts_ = device_counts(o, c.total_gpus());
   precisions_ = precision_list(o, c);
-  attention_ = {SparseLayout::none};
+  attention_ = attention_kernels(o, m, c);
   if (o.sparse_attention != SparseLayout::none) {
     if (o.sparse_block < 16 || o.sparse_block > 128)
       throw InputError("--sparse-block: " + str(o.sparse_block) + " is outside 16..128");
     if (m.seq_len % o.sparse_block != 0)
       throw InputError("--sparse-block: " + str(o.sparse_block) + " does not divide the sequence length " +
                        str(m.seq_len));
-    attention_.push_back(o.sparse_attention);
+    attention_.push_back({o.sparse_attention, AttentionKernel::standard});
   }
   if (o.onebit_freeze_step >= 0) {
     freeze_step_ = o.onebit_freeze_step;
@@ -199,11 +220,13 @@ std::vector<bool> SearchSpace::sequence_parallel(const Layout& l) const {
 std::int64_t SearchSpace::count_plans(const Layout& l) const {
   const auto n_sp = static_cast<std::int64_t>(sequence_parallel(l).size());
   const auto n_states = static_cast<std::int64_t>(states(l).size());
-  const auto n_prec = static_cast<std::int64_t>(precisions_.size()) * static_cast<std::int64_t>(attention_.size());
-  const auto n_rc = static_cast<std::int64_t>(std::size(kRecomputeModes));
+  const auto n_prec = static_cast<std::int64_t>(precisions_.size());
+  std::int64_t n_rc_att = 0;  // (recompute, attention) pairs in the space
+  for (Recompute rc : kRecomputeModes)
+    for (const auto& at : attention_) n_rc_att += recompute_fits(rc, at) ? 1 : 0;
   std::int64_t n = 0;
   for (const auto& s : schedules(l))
-    n += n_sp * n_rc * n_states * static_cast<std::int64_t>(micro_batches_for(l, s).size()) * n_prec;
+    n += n_sp * n_rc_att * n_states * static_cast<std::int64_t>(micro_batches_for(l, s).size()) * n_prec;
   return n;
 }
 

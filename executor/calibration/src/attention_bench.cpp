@@ -29,13 +29,13 @@ nlohmann::json bench_attention(BenchContext& ctx) {
                c = static_cast<std::size_t>(s.c);
     auto qkv = ctx.backend.allocate(b * t * 3 * c, executor::MemCategory::activations);
     auto out = ctx.backend.allocate(b * t * c, executor::MemCategory::activations);
-    auto att = ctx.backend.allocate(ctx.backend.attention_state_elems(s.b, s.t, s.c, s.nh),
+    auto att = ctx.backend.allocate(executor::Backend::attention_state_elems(s.b, s.t, s.nh, false),
                                     executor::MemCategory::activations);
     std::vector<float> h(b * t * 3 * c);
     for (std::size_t i = 0; i < h.size(); ++i) h[i] = 0.01f * static_cast<float>(static_cast<int>(i % 17) - 8);
     ctx.backend.from_host(qkv.data(), h.data(), h.size());
     const Timing tm = time_op(ctx.world, ctx.protocol, [&] {
-      ctx.backend.attention_forward(out.data(), att.data(), qkv.data(), s.b, s.t, s.c, s.nh);
+      ctx.backend.attention_forward(out.data(), att.data(), qkv.data(), s.b, s.t, s.c, s.nh, false);
       ctx.backend.fence();
     });
     // Data check: Q = K = 0, V[b, j, :] = j.
@@ -44,7 +44,7 @@ nlohmann::json bench_attention(BenchContext& ctx) {
         for (std::size_t ch = 0; ch < 3 * c; ++ch)
           h[(bi * t + j) * 3 * c + ch] = ch < 2 * c ? 0.0f : static_cast<float>(j);
     ctx.backend.from_host(qkv.data(), h.data(), h.size());
-    ctx.backend.attention_forward(out.data(), att.data(), qkv.data(), s.b, s.t, s.c, s.nh);
+    ctx.backend.attention_forward(out.data(), att.data(), qkv.data(), s.b, s.t, s.c, s.nh, false);
     std::vector<float> ho(b * t * c);
     ctx.backend.to_host(ho.data(), out.data(), ho.size());
     double wrong = 0;

@@ -230,19 +230,12 @@ void CudaBackend::kv_repeat_forward_impl(float* out, const float* inp, int n, in
 void CudaBackend::kv_repeat_backward_impl(float* dinp, const float* dout, int n, int nh, int kv, int hd) {
   kc::kv_repeat_backward<float>(dinp, dout, n, nh, kv, hd, compute_);
 }
-namespace {
-// The fused kernel (kernels/cuda/attention.hpp) takes head sizes 64 and 128: the
-// models ztune plans for; others (the tests' tiny models) take the unfused path.
-bool fused_attention(int c, int nh) { return c % nh == 0 && (c / nh == 64 || c / nh == 128); }
-}  // namespace
-
-std::size_t CudaBackend::attention_state_elems(int b, int t, int c, int nh) const {
-  if (!fused_attention(c, nh)) return Backend::attention_state_elems(b, t, c, nh);
-  return static_cast<std::size_t>(b) * static_cast<std::size_t>(nh) * static_cast<std::size_t>(t);  // lse
-}
-void CudaBackend::attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh) {
-  if (fused_attention(c, nh)) {
-    // FlashAttention: the scores never reach memory; att keeps the log-sum-exp.
+// flash: the fused kernel (kernels/cuda/attention.hpp), head sizes 64 and 128
+// (unsupported_reason refuses other plans before a rank starts); it throws for
+// others. standard: cuBLASLt batched GEMMs and a softmax kernel, probabilities kept.
+void CudaBackend::attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
+                                         bool flash) {
+  if (flash) {
     kc::flash_attention_forward<float>(out, att, qkv, b, t, c, nh, compute_);
     return;
   }
@@ -251,11 +244,10 @@ void CudaBackend::attention_forward_impl(float* out, float* att, const float* qk
   kc::attention_forward<float>(*gemm_, out, att, qkv, ws, b, t, c, nh, compute_);
 }
 void CudaBackend::attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* out,
-                                          const float* att, int b, int t, int c, int nh) {
+                                          const float* att, int b, int t, int c, int nh, bool flash) {
   Scratch s(allocator_);
-  if (fused_attention(c, nh)) {
-    float* delta = s.get<float>(static_cast<std::size_t>(b) * static_cast<std::size_t>(nh) *
-                                static_cast<std::size_t>(t));
+  if (flash) {
+    float* delta = s.get<float>(Backend::attention_state_elems(b, t, nh, true));
     kc::flash_attention_backward<float>(dqkv, delta, dout, qkv, out, att, b, t, c, nh, compute_);
     return;
   }

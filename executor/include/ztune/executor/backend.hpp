@@ -75,14 +75,16 @@ class Backend {
                      float theta);
   void kv_repeat_forward(float* out, const float* inp, int n, int nh, int kv, int hd);
   void kv_repeat_backward(float* dinp, const float* dout, int n, int nh, int kv, int hd);
-  /// Causal attention. `att` is the state backward needs, of
-  /// attention_state_elems() floats: the probabilities [B, NH, T, T] (CPU, and the
-  /// CUDA unfused path), or a fused kernel's log-sum-exp [B, NH, T] (FlashAttention
-  /// on CUDA for head sizes 64 and 128). Backward also reads the forward's `out`.
-  [[nodiscard]] virtual std::size_t attention_state_elems(int b, int t, int c, int nh) const;
-  void attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh);
+  /// Causal attention, standard or `flash` (the plan's attention kernel). `att` is
+  /// the state backward needs, of attention_state_elems() floats: the
+  /// probabilities [B, NH, T, T] (standard), or the log-sum-exp [B, NH, T] of
+  /// each query row (flash: FlashAttention's contract, kernels/attention.hpp;
+  /// the CUDA kernel takes head sizes 64 and 128). Backward also reads the
+  /// forward's `out`.
+  [[nodiscard]] static std::size_t attention_state_elems(int b, int t, int nh, bool flash);
+  void attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh, bool flash);
   void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* att, int b,
-                          int t, int c, int nh);
+                          int t, int c, int nh, bool flash);
   /// Block-sparse causal attention (kernels/sparse_attention.hpp): att holds
   /// b·nh·nnz·block² probabilities in the layout's CSR order.
   void sparse_attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
@@ -138,10 +140,10 @@ class Backend {
                          int rot_dims, float theta, bool backward) = 0;
   virtual void kv_repeat_forward_impl(float* out, const float* inp, int n, int nh, int kv, int hd) = 0;
   virtual void kv_repeat_backward_impl(float* dinp, const float* dout, int n, int nh, int kv, int hd) = 0;
-  virtual void attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh) = 0;
+  virtual void attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
+                                      bool flash) = 0;
   virtual void attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* out,
-                                       const float* att, int b,
-                                       int t, int c, int nh) = 0;
+                                       const float* att, int b, int t, int c, int nh, bool flash) = 0;
   virtual void sparse_attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
                                             const kernels::BlockLayout& layout) = 0;
   virtual void sparse_attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* att,

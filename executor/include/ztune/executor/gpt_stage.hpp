@@ -129,6 +129,7 @@ class GptStage {
   int head_w_ = -1;  // the LM head's weight: wte (tied) or lm_head
   std::vector<BlockParams> blocks_;
   std::optional<kernels::BlockLayout> sparse_;  // the plan's block-sparse layout (one for all heads)
+  bool flash_ = false;  // the plan's attention kernel is flash (att holds the log-sum-exp)
   std::vector<std::int32_t> positions_;         // position of each of the N rows
   const std::int32_t* local_positions_ = nullptr;  // this rank's rows() of them (sequence parallelism)
   Buffer dloss_;                          // loss_scale for each row

@@ -64,6 +64,12 @@ struct Cluster {
   [[nodiscard]] double inter_node_gbps_per_gpu() const;
 };
 
+/// Whether the cluster's devices run a FlashAttention kernel: FlashAttention-2
+/// (Dao 2023) needs Ampere (sm_80) or newer, the first generation with bf16
+/// tensor cores, so a GPU that lists a bf16 peak qualifies and a V100 does not.
+/// ztune's CPU executor has its own (flash_attention_forward in kernels/).
+[[nodiscard]] bool supports_flash_attention(const Cluster& c);
+
 /// Parses a cluster document; `file` names it in error messages.
 Cluster cluster_from_json(const nlohmann::json& doc, const std::string& file);
 nlohmann::json cluster_to_json(const Cluster& c);

@@ -48,6 +48,8 @@ struct CpuLayerWork {
   CpuKernelWork softmax_bwd;  // attention kind: attention_backward's softmax-gradient passes
   double attention_fwd_flops = 0;  // attention_forward: QKᵀ and P·V over the full s×s square, 4·b·s²·h/t
   double attention_bwd_flops = 0;  // attention_backward: dP, dV, dQ, dK, 8·b·s²·h/t
+  // flash_attention_backward's recomputed QKᵀ and its exp (0 for the standard kernel)
+  double attention_bwd_recompute_flops = 0;
 };
 [[nodiscard]] CpuLayerWork cpu_layer_work(const Transformer& m, const Plan& p);
 

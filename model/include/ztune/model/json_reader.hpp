@@ -42,6 +42,9 @@ class ObjectReader {
   std::optional<std::string> optional_string(std::string_view key);
   /// A string that must be one of `choices`.
   std::string choice(std::string_view key, std::initializer_list<std::string_view> choices);
+  /// choice(), or `fallback` when the key is absent (fields added to a schema later).
+  std::string optional_choice(std::string_view key, std::initializer_list<std::string_view> choices,
+                              std::string_view fallback);
   ObjectReader object(std::string_view key);
   std::optional<ObjectReader> optional_object(std::string_view key);
   /// The raw value (marks it read). Use for embedded documents parsed elsewhere.

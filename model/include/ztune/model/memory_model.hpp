@@ -54,9 +54,16 @@ struct ModelStateBytes {
 /// FC2's input; SwiGLU 6f), divided by h. Reduces to the paper's for GPT.
 /// Block-sparse attention stores only the layout's blocks of the score
 /// tensors: the 5·a·s/h term scales with `attention_density`
-/// (sparse_attention.hpp; 1 = dense).
+/// (sparse_attention.hpp; 1 = dense). A FlashAttention kernel stores none of
+/// them, only the fp32 log-sum-exp of each query row: 4·a·s·b/t bytes in place
+/// of 5·a·s²·b/t (Dao et al. 2022, §3.1: memory linear in s), whatever the
+/// recomputation, so selective recomputation has nothing left to drop.
 [[nodiscard]] double layer_activation_bytes(const Transformer& m, int micro_batch, int tp, bool sequence_parallel,
-                                            Recompute r, double attention_density = 1.0);
+                                            Recompute r, double attention_density = 1.0,
+                                            AttentionKernel kernel = AttentionKernel::standard);
+/// The same for a plan's micro-batch, tp, sequence parallelism, sparse layout
+/// and attention kernel, under recomputation `r`.
+[[nodiscard]] double layer_activation_bytes(const Transformer& m, const Plan& p, Recompute r);
 
 /// Micro-batches whose activations the most loaded stage holds at once:
 /// 1F1B: min(p, m) (first stage); interleaved: p·(1 + (p−1)/(p·v)) (Korthikanti

@@ -17,11 +17,19 @@ enum class OffloadTarget : std::uint8_t { none, cpu, nvme };
 enum class Recompute : std::uint8_t { none, selective, full };
 enum class Schedule : std::uint8_t { gpipe, one_f_one_b, interleaved };
 enum class SparseLayout : std::uint8_t { none, fixed, bigbird, longformer, variable };
+/// How the dense attention core runs. standard: Megatron-LM's unfused path
+/// (QKᵀ batched GEMM, fused scale-mask-softmax, dropout, PV), which stores the
+/// s×s probabilities, dropout mask and dropout output for backward (Korthikanti
+/// et al. 2022's 5·a·s²·b/t bytes). flash: one fused kernel in the
+/// FlashAttention manner (Dao et al. 2022; Dao 2023), which keeps only the fp32
+/// log-sum-exp of each query row and recomputes the probabilities in backward.
+enum class AttentionKernel : std::uint8_t { standard, flash };
 
 std::string to_string(OffloadTarget o);
 std::string to_string(Recompute r);
 std::string to_string(Schedule s);
 std::string to_string(SparseLayout l);
+std::string to_string(AttentionKernel k);
 
 struct Plan {
   int dp = 1;
@@ -49,6 +57,7 @@ struct Plan {
   int onebit_freeze_step = 0;    // warm-up steps of plain Adam before compression
   SparseLayout sparse_attention = SparseLayout::none;
   int sparse_block = 64;
+  AttentionKernel attention = AttentionKernel::standard;  // dense attention core (not with sparse_attention)
   bool zeropp = false;           // ZeRO++: int8 weight gathers, hpZ, int4 gradients
 
   [[nodiscard]] int gpus() const { return dp * tp * pp; }

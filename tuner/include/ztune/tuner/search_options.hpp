@@ -29,6 +29,9 @@ struct SpaceOptions {
   /// Also search this block-sparse layout (changes the model: opt-in); none = dense only.
   SparseLayout sparse_attention = SparseLayout::none;
   int sparse_block = 64;              // its block size (must divide the sequence)
+  /// Pin the dense attention kernel; default: standard, plus flash where the
+  /// GPUs run FlashAttention-2 (supports_flash_attention) and the engine has it.
+  std::optional<AttentionKernel> attention;
 };
 
 /// Default 1-bit Adam warm-up as a fraction of the run: the 1-bit Adam paper

@@ -51,6 +51,20 @@ struct StateChoice {
   bool zeropp = false;
 };
 
+/// The attention core: a dense kernel, or a block-sparse layout (standard kernel).
+struct AttentionChoice {
+  SparseLayout layout = SparseLayout::none;
+  AttentionKernel kernel = AttentionKernel::standard;
+};
+
+/// Whether the space holds recomputation `r` with attention `a`. Selective
+/// recomputation re-runs only the attention core to drop its s×s tensors; a
+/// flash kernel stores none, so flash + selective would repeat flash + none at
+/// a higher price and is left out.
+[[nodiscard]] constexpr bool recompute_fits(Recompute r, const AttentionChoice& a) {
+  return !(r == Recompute::selective && a.kernel == AttentionKernel::flash);
+}
+
 /// A pipeline schedule with its virtual stage count.
 struct ScheduleChoice {
   Schedule schedule = Schedule::one_f_one_b;
@@ -71,8 +85,9 @@ class SearchSpace {
   [[nodiscard]] const std::vector<int>& gpu_counts() const { return gpu_counts_; }
   /// The freeze_step 1-bit Adam plans get (options' or the default fraction of the run).
   [[nodiscard]] int onebit_freeze_step() const { return freeze_step_; }
-  /// The attention layouts searched: dense, plus the requested sparse layout.
-  [[nodiscard]] const std::vector<SparseLayout>& attention_layouts() const { return attention_; }
+  /// The attention cores searched: dense standard, dense flash (where the
+  /// GPUs and the engine have it), the requested sparse layout.
+  [[nodiscard]] const std::vector<AttentionChoice>& attention_choices() const { return attention_; }
 
   /// Calls f(const Plan&) for every plan of the layout, ids first_id, first_id+1, ...
   template <class F>
@@ -96,7 +111,7 @@ class SearchSpace {
   std::int64_t global_batch_ = 0;
   std::vector<int> gpu_counts_;
   std::vector<Precision> precisions_;
-  std::vector<SparseLayout> attention_;
+  std::vector<AttentionChoice> attention_;
   int freeze_step_ = 0;
   std::vector<Layout> layouts_;
   std::int64_t size_ = 0;
@@ -140,8 +155,10 @@ void SearchSpace::for_each_plan(const Layout& l, F&& f) const {
           p.onebit_adam = st.onebit_adam;
           p.onebit_freeze_step = st.onebit_adam ? freeze_step_ : 0;
           p.zeropp = st.zeropp;
-          for (SparseLayout at : attention_) {
-            p.sparse_attention = at;
+          for (const AttentionChoice& at : attention_) {
+            if (!recompute_fits(rc, at)) continue;
+            p.sparse_attention = at.layout;
+            p.attention = at.kernel;
             for (int mb : mbs) {
               p.micro_batch = mb;
               p.grad_accum = static_cast<int>(per_rank / mb);
