@@ -79,6 +79,12 @@ QString batching_label(const Plan& p) { return QStringLiteral("%1 × %2").arg(p.
 
 QString recompute_label(const Plan& p) { return QString::fromStdString(to_string(p.recompute)); }
 
+QString attention_label(const Plan& p) {
+  if (p.sparse_attention != SparseLayout::none)
+    return QStringLiteral("sparse %1/%2").arg(QString::fromStdString(to_string(p.sparse_attention))).arg(p.sparse_block);
+  return p.attention == AttentionKernel::flash ? QStringLiteral("flash") : QStringLiteral("standard");
+}
+
 QString schedule_label(const Plan& p) {
   if (p.pp == 1) return QStringLiteral("—");
   switch (p.schedule) {

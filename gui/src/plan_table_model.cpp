@@ -42,6 +42,7 @@ QVariant PlanTableModel::display(const Candidate& c, int row, int column) const 
     case offload: return offload_label(p);
     case batching: return batching_label(p);
     case recompute: return recompute_label(p);
+    case attention: return attention_label(p);
     case schedule: return schedule_label(p);
     case precision: return precision_label(p);
     case gpu_memory: return format_bytes(m.gpu_total_bytes);
@@ -66,6 +67,7 @@ QVariant PlanTableModel::sort_value(const Candidate& c, int row, int column) con
     case offload: return static_cast<int>(p.offload_optimizer) + 3 * static_cast<int>(p.offload_params);
     case batching: return p.micro_batch * 100000 + p.grad_accum;
     case recompute: return static_cast<int>(p.recompute);
+    case attention: return static_cast<int>(p.attention) + 2 * static_cast<int>(p.sparse_attention);
     case schedule: return static_cast<int>(p.schedule);
     case precision: return static_cast<int>(p.precision);
     case gpu_memory: return c.prediction.memory.gpu_total_bytes;
@@ -111,15 +113,19 @@ QVariant PlanTableModel::data(const QModelIndex& index, int role) const {
 QVariant PlanTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || section < 0 || section >= column_count) return {};
   if (role == Qt::DisplayRole) {
-    static const char* const kNames[column_count] = {"#",         "GPUs",      "Layout",   "ZeRO",     "Offload",
-                                                     "mb × GAS",  "Recompute", "Schedule", "Precision", "GPU memory",
-                                                     "Throughput", "TFLOP/s/GPU", "MFU",   "Days",     "Iteration"};
+    static const char* const kNames[column_count] = {"#",          "GPUs",        "Layout",    "ZeRO",
+                                                     "Offload",    "mb × GAS",    "Recompute", "Attention",
+                                                     "Schedule",   "Precision",   "GPU memory", "Throughput",
+                                                     "TFLOP/s/GPU", "MFU",        "Days",      "Iteration"};
     return QString::fromUtf8(kNames[section]);
   }
   if (role == Qt::ToolTipRole) {
     switch (section) {
       case batching: return QStringLiteral("micro-batch × gradient accumulation steps");
       case gpu_memory: return QStringLiteral("memory on the most loaded GPU");
+      case attention:
+        return QStringLiteral("attention kernel: standard (s×s scores stored), flash (FlashAttention), or a "
+                              "block-sparse layout");
       case tflops: return QStringLiteral("model FLOPs per second per GPU (no recomputation counted)");
       case mfu: return QStringLiteral("model FLOPs utilisation");
       case days: return QStringLiteral("days to train the token budget");

@@ -29,10 +29,7 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
            s(m.seq_len);
   if (p.attention == AttentionKernel::flash && p.sparse_attention != SparseLayout::none)
     return "$.plan.attention: flash is a dense attention kernel; block-sparse attention has its own";
-  // The CUDA flash kernel (kernels/cuda attention_flash.cu) is instantiated for
-  // head sizes 64 and 128; the CPU kernel takes any.
-  if (p.attention == AttentionKernel::flash && backend == ExecBackend::cuda && m.head_dim() != 64 &&
-      m.head_dim() != 128)
+  if (p.attention == AttentionKernel::flash && !executor_runs_flash(m, backend))
     return "$.plan.attention: the CUDA flash kernel takes head sizes 64 and 128; the model's is " +
            s(m.head_dim()) + " (use \"standard\")";
   // ZeRO++ across nodes reduces gradients in two levels (zeropp_reduce.hpp),

@@ -58,6 +58,11 @@ TEMPLATE_TEST_CASE("flash attention forward and backward match the CPU", "[gpu][
     DeviceArray<float> d_lse(static_cast<std::size_t>(b) * nh * t), d_delta(static_cast<std::size_t>(b) * nh * t);
     cuda::flash_attention_forward<T>(d_out.get(), d_lse.get(), d_qkv.get(), b, t, c, nh, nullptr);
     CHECK(mismatches("flash out", d_out.download(), r.out, attention_atol<T>(), eps_of<T>()) == 0);
+    // The log-sum-exp the backward reads, against the CPU flash kernel's (same
+    // definition and layout): fp32 in both, from the same rounded inputs.
+    std::vector<float> cpu_out(r.out.size()), cpu_lse(static_cast<std::size_t>(b) * nh * t);
+    cpu::flash_attention_forward(cpu_out.data(), cpu_lse.data(), r.qkv.data(), b, t, c, nh, nullptr);
+    CHECK(mismatches("flash lse", d_lse.download(), cpu_lse, 1e-5f, 1e-6f) == 0);
     cuda::flash_attention_backward<T>(d_dqkv.get(), d_delta.get(), d_dout.get(), d_qkv.get(), d_out.get(),
                                       d_lse.get(), b, t, c, nh, nullptr);
     // The backward reads the forward's output in T (D_i = dO·O), one more rounding.

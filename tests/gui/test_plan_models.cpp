@@ -40,6 +40,14 @@ TEST_CASE("cells read in units; sort values are numbers", "[gui][models]") {
   CHECK(model.index(1, PlanTableModel::gpu_memory).data(PlanTableModel::SortRole).toDouble() ==
         Approx(9.5 * test::kGiB));
   CHECK(model.headerData(PlanTableModel::mfu, Qt::Horizontal).toString() == "MFU");
+  CHECK(model.index(0, PlanTableModel::attention).data().toString() == "standard");
+  auto plans = four_plans();
+  plans[0].plan.attention = AttentionKernel::flash;
+  plans[1].plan.sparse_attention = SparseLayout::fixed;
+  plans[1].plan.sparse_block = 32;
+  model.set_plans(plans, 1e12);
+  CHECK(model.index(0, PlanTableModel::attention).data().toString() == "flash");
+  CHECK(model.index(1, PlanTableModel::attention).data().toString() == "sparse fixed/32");
 }
 
 TEST_CASE("sorting is numeric: 9.5 GiB before 10.1 GiB", "[gui][models]") {

@@ -228,6 +228,34 @@ TEST_CASE("when nothing fits the hints name more GPUs with numbers", "[tuner][se
   CHECK(more_gpus);
 }
 
+TEST_CASE("when long sequences do not fit with the standard kernel, the hints name flash attention",
+          "[tuner][search][flash]") {
+  // Llama 7B at 65,536 tokens on one DGX A100: even with selective
+  // recomputation the standard kernel's backward holds the s×s score
+  // gradient of 32/8 heads, 2 × 4 × 65536² × 2 bytes = 68.7 GB, on top of the
+  // rest; FlashAttention keeps the scores on chip.
+  Transformer m = load_transformer("llama-7b");
+  m.seq_len = 65536;
+  const Cluster c = load_cluster("dgx-a100-80gb");
+  SearchOptions o;
+  o.space.global_batch = 8;
+  o.space.attention = AttentionKernel::standard;
+  const auto hw = default_profile_for(c);
+  const auto r = run_search(m, c, hw, o);
+  REQUIRE(r.feasible == 0);
+  bool flash = false;
+  for (const auto& h : explain_infeasible(m, c, hw, o, r))
+    if (h.change.find("FlashAttention") != std::string::npos) {
+      flash = true;
+      CHECK(h.fits);
+      CHECK_THAT(h.detail, Catch::Matchers::Contains("flash") && Catch::Matchers::Contains(": fits"));
+    }
+  CHECK(flash);
+  // And the default space, which has flash on an A100, finds plans.
+  o.space.attention.reset();
+  CHECK(run_search(m, c, hw, o).feasible > 0);
+}
+
 TEST_CASE("1-bit Adam plans rank by their run-averaged step, warm-up included", "[tuner][search]") {
   // gpt2-1.5b: 157.2864e9 tokens / (512 × 1024) = 300,000 steps; the default
   // warm-up is 15% of them, 45,000 steps of plain Adam. A run's mean step is

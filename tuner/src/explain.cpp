@@ -71,6 +71,14 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
       p.micro_batch = 1;
       hints.push_back(try_variant(m, c, hw, o, "micro-batch 1", p));
     }
+    if (base.attention == AttentionKernel::standard && base.sparse_attention == SparseLayout::none &&
+        supports_flash_attention(c)) {
+      // What selective recomputation drops, flash never stores.
+      Plan p = base;
+      p.attention = AttentionKernel::flash;
+      if (p.recompute == Recompute::selective) p.recompute = Recompute::none;
+      hints.push_back(try_variant(m, c, hw, o, "FlashAttention (--attention flash: no s×s scores stored)", p));
+    }
     if (base.recompute != Recompute::full) {
       Plan p = base;
       p.recompute = Recompute::full;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ztune/model/executor_support.hpp"
 #include "ztune/model/input_error.hpp"
 
 namespace ztune {
@@ -69,8 +70,7 @@ std::vector<Precision> precision_list(const SpaceOptions& o, const Cluster& c) {
 // --use-flash-attn, Megatron-DeepSpeed --use-flash-attn-v2); ztune's own
 // executor has a CPU kernel and, on CUDA, one for head sizes 64 and 128.
 std::vector<AttentionChoice> attention_kernels(const SpaceOptions& o, const Transformer& m, const Cluster& c) {
-  const bool gpu_kernel = m.head_dim() == 64 || m.head_dim() == 128;
-  const bool executor_can = o.engine != Engine::ztune || c.device_kind == DeviceKind::cpu || gpu_kernel;
+  const bool executor_can = o.engine != Engine::ztune || executor_runs_flash(m, executor_backend_for(c));
   const bool available = supports_flash_attention(c) && executor_can;
   if (o.attention) {
     if (*o.attention == AttentionKernel::flash && !supports_flash_attention(c))

@@ -23,6 +23,8 @@ QString offload_label(const Plan& p);
 /// "2 × 8" (micro-batch × gradient accumulation steps).
 QString batching_label(const Plan& p);
 /// "none", "selective", "full".
+/// "standard", "flash", or "sparse fixed/64".
+QString attention_label(const Plan& p);
 QString recompute_label(const Plan& p);
 /// "1F1B", "GPipe", "interleaved 1F1B".
 QString schedule_label(const Plan& p);

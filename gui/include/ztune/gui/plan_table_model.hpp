@@ -23,6 +23,7 @@ class PlanTableModel : public QAbstractTableModel {
     offload,
     batching,
     recompute,
+    attention,
     schedule,
     precision,
     gpu_memory,

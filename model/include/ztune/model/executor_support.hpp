@@ -33,6 +33,13 @@ struct VocabRange {
 };
 VocabRange vocab_range(int vocab, int tp, int tp_rank);
 
+/// Whether the executor has a flash attention kernel for the model's heads: the
+/// CPU kernel takes any head size; the CUDA one (kernels/cuda attention_flash.cu)
+/// is instantiated for 64 and 128.
+[[nodiscard]] inline bool executor_runs_flash(const Transformer& m, ExecBackend b) {
+  return b == ExecBackend::cpu || m.head_dim() == 64 || m.head_dim() == 128;
+}
+
 /// The first reason the plan cannot run on `world_size` ranks of `backend`, or
 /// nullopt. Messages name the plan field ("$.plan.precision: ..."). `ranks_per_node`:
 /// the ranks one node runs (0: unknown, the job is taken to be on one node).
