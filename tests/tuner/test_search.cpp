@@ -251,8 +251,11 @@ TEST_CASE("when long sequences do not fit with the standard kernel, the hints na
       CHECK_THAT(h.detail, Catch::Matchers::Contains("flash") && Catch::Matchers::Contains(": fits"));
     }
   CHECK(flash);
-  // And the default space, which has flash on an A100, finds plans.
+  // And flash plans fit: pinned for ztune's engine, by default in Megatron-LM's.
+  o.space.attention = AttentionKernel::flash;
+  CHECK(run_search(m, c, hw, o).feasible > 0);
   o.space.attention.reset();
+  o.space.engine = Engine::megatron;
   CHECK(run_search(m, c, hw, o).feasible > 0);
 }
 

@@ -157,17 +157,27 @@ TEST_CASE("opt-in options: 1-bit Adam gets the default warm-up and a sparse layo
 
 TEST_CASE("on Ampere GPUs the space adds flash attention, without selective recomputation", "[tuner][space]") {
   // The hand-counted space above on two A100s: bf16 instead of fp16 (one
-  // precision either way), and each layout's 3 recompute modes become 5
-  // (recompute, attention) pairs: standard × {none, selective, full} and flash
-  // × {none, full}. Flash with selective recomputation would recompute nothing
-  // that flash stores (it keeps no s×s tensors) and is not generated.
+  // precision either way). With flash pinned, each layout's 3 recompute modes
+  // become 2: flash with selective recomputation would recompute nothing that
+  // flash stores (it keeps no s×s tensors) and is not generated.
   Transformer m = load_transformer("tiny");
   m.hidden = 256;  // head size 64, which ztune's CUDA flash kernel takes (tiny's is 16)
   m.ffn_hidden = 1024;
   Cluster c = load_cluster("dgx-a100-80gb");
   c.node.gpus = 2;
-  SearchSpace s(m, c, SpaceOptions{});
-  CHECK(s.size() == (168 + 42 + 330) / 3 * 5);
+  // Engine ztune: its CUDA flash kernel is not FlashAttention-2's speed, so
+  // flash is searched only when pinned.
+  CHECK(SearchSpace(m, c, SpaceOptions{}).size() == 168 + 42 + 330);
+  SpaceOptions flash_only;
+  flash_only.attention = AttentionKernel::flash;
+  CHECK(SearchSpace(m, c, flash_only).size() == (168 + 42 + 330) / 3 * 2);
+  // Megatron-LM runs FlashAttention-2: its space holds both kernels, 5
+  // (recompute, attention) pairs where the standard kernel alone has 3.
+  SpaceOptions mg;
+  mg.engine = Engine::megatron;
+  SearchSpace s(m, c, mg);
+  mg.attention = AttentionKernel::standard;
+  CHECK(s.size() == SearchSpace(m, c, mg).size() / 3 * 5);
   std::int64_t flash = 0, n = 0;
   std::set<std::string> seen;
   for (const auto& l : s.layouts())
@@ -181,12 +191,10 @@ TEST_CASE("on Ampere GPUs the space adds flash attention, without selective reco
       seen.insert(plan_to_json(p).dump());
     });
   CHECK(n == s.size());
-  CHECK(flash == (168 + 42 + 330) / 3 * 2);
+  CHECK(flash == s.size() / 5 * 2);
   CHECK(seen.size() == static_cast<std::size_t>(n));
 
   SpaceOptions pinned;
-  pinned.attention = AttentionKernel::standard;
-  CHECK(SearchSpace(m, c, pinned).size() == 168 + 42 + 330);
   // Flash pinned where there is none: a V100 is older than Ampere.
   Cluster v100 = load_cluster("v100-workstation");
   v100.node.gpus = 2;
@@ -199,4 +207,8 @@ TEST_CASE("on Ampere GPUs the space adds flash attention, without selective reco
   CHECK_THROWS_WITH(SearchSpace(odd, c, pinned), Catch::Matchers::Contains("head sizes 64 and 128"));
   pinned.engine = Engine::megatron;
   CHECK_NOTHROW(SearchSpace(odd, c, pinned));
+  // ztune's CPU executor prices its own flash kernel: searched by default, any head size.
+  const auto cpu = SearchSpace(load_transformer("tiny"), load_cluster("local-cpu"), SpaceOptions{}).attention_choices();
+  REQUIRE(cpu.size() == 2);
+  CHECK(cpu[1].kernel == AttentionKernel::flash);
 }

@@ -65,13 +65,17 @@ std::vector<Precision> precision_list(const SpaceOptions& o, const Cluster& c) {
   return out;
 }
 
-// The dense attention kernels searched. Flash joins standard where the
-// devices run it and the engine has a switch for it (Megatron-LM
-// --use-flash-attn, Megatron-DeepSpeed --use-flash-attn-v2); ztune's own
-// executor has a CPU kernel and, on CUDA, one for head sizes 64 and 128.
+// The dense attention kernels searched. Flash joins standard by default where
+// the engine's flash kernel is the one the cost model prices: Megatron-LM
+// (--use-flash-attn) and Megatron-DeepSpeed (--use-flash-attn-v2) run
+// FlashAttention-2 on Ampere or newer; ztune's executor its CPU kernel
+// (cpu_executor_costs.cpp). ztune's CUDA flash kernel (head sizes 64 and 128)
+// is plain SIMT fp32, far below the FlashAttention-2 speed priced for GPUs, so
+// the ztune engine searches it on GPUs only when --attention flash pins it.
 std::vector<AttentionChoice> attention_kernels(const SpaceOptions& o, const Transformer& m, const Cluster& c) {
   const bool executor_can = o.engine != Engine::ztune || executor_runs_flash(m, executor_backend_for(c));
-  const bool available = supports_flash_attention(c) && executor_can;
+  const bool priced = o.engine != Engine::ztune || c.device_kind == DeviceKind::cpu;
+  const bool available = supports_flash_attention(c) && executor_can && priced;
   if (o.attention) {
     if (*o.attention == AttentionKernel::flash && !supports_flash_attention(c))
       throw InputError("--attention: flash needs an Ampere or newer GPU (FlashAttention-2); " + c.node.gpu.name +

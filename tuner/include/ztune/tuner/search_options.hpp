@@ -30,7 +30,8 @@ struct SpaceOptions {
   SparseLayout sparse_attention = SparseLayout::none;
   int sparse_block = 64;              // its block size (must divide the sequence)
   /// Pin the dense attention kernel; default: standard, plus flash where the
-  /// GPUs run FlashAttention-2 (supports_flash_attention) and the engine has it.
+  /// GPUs run FlashAttention-2 (supports_flash_attention) and the engine's
+  /// kernel is the one priced (Megatron-LM, DeepSpeed; ztune's CPU executor).
   std::optional<AttentionKernel> attention;
 };
 
