@@ -80,6 +80,11 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   tokens_->setSuffix(QStringLiteral(" B tokens"));
   engine_ = new QComboBox;
   engine_->addItems({QStringLiteral("ztune"), QStringLiteral("deepspeed"), QStringLiteral("megatron")});
+  attention_ = new QComboBox;
+  attention_->addItems({QStringLiteral("any"), QStringLiteral("standard"), QStringLiteral("flash")});
+  attention_->setToolTip(QStringLiteral(
+      "Attention kernel to search: any (standard, plus FlashAttention where the engine's kernel is priced), "
+      "standard (s×s scores stored) or flash"));
   objective_ = new QComboBox;
   objective_->addItems({QStringLiteral("throughput"), QStringLiteral("time"), QStringLiteral("cost")});
 
@@ -99,6 +104,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   add_row(form, QStringLiteral("Se&quence"), seq_, InputField::seq);
   add_row(form, QStringLiteral("&Token budget"), tokens_, InputField::tokens);
   add_row(form, QStringLiteral("&Engine"), engine_, InputField::engine);
+  add_row(form, QStringLiteral("&Attention"), attention_, InputField::attention);
   add_row(form, QStringLiteral("&Objective"), objective_, InputField::objective);
 
   search_ = new QPushButton(QStringLiteral("Search"));
@@ -138,6 +144,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   connect(global_batch_, &QSpinBox::valueChanged, this, later);
   connect(seq_, &QSpinBox::valueChanged, this, later);
   connect(engine_, &QComboBox::currentTextChanged, this, later);
+  connect(attention_, &QComboBox::currentTextChanged, this, later);
 }
 
 void InputPanel::add_row(QFormLayout* form, const QString& label, QWidget* field, InputField which) {
@@ -167,6 +174,7 @@ SearchInputs InputPanel::inputs() const {
   in.seq = seq_->value();
   in.tokens = tokens_->value() * 1e9;
   in.engine = engine_->currentText();
+  in.attention = attention_->currentText();
   in.objective = objective_->currentText();
   return in;
 }
@@ -180,6 +188,7 @@ void InputPanel::set_inputs(const SearchInputs& in) {
   seq_->setValue(in.seq);
   tokens_->setValue(in.tokens / 1e9);
   engine_->setCurrentText(in.engine);
+  attention_->setCurrentText(in.attention);
   objective_->setCurrentText(in.objective);
 }
 

@@ -51,6 +51,7 @@ class InputPanel : public QWidget {
   QSpinBox* seq_ = nullptr;
   QDoubleSpinBox* tokens_ = nullptr;
   QComboBox* engine_ = nullptr;
+  QComboBox* attention_ = nullptr;
   QComboBox* objective_ = nullptr;
   QPushButton* search_ = nullptr;
   QLabel* summary_ = nullptr;

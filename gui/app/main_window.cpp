@@ -379,6 +379,7 @@ void MainWindow::restore_settings() {
     in.seq = s.value(QStringLiteral("inputs/seq")).toInt();
     in.tokens = s.value(QStringLiteral("inputs/tokens")).toDouble();
     in.engine = s.value(QStringLiteral("inputs/engine"), in.engine).toString();
+    in.attention = s.value(QStringLiteral("inputs/attention"), in.attention).toString();
     in.objective = s.value(QStringLiteral("inputs/objective"), in.objective).toString();
     inputs_->set_inputs(in);
   }
@@ -400,6 +401,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     s.setValue(QStringLiteral("inputs/seq"), in.seq);
     s.setValue(QStringLiteral("inputs/tokens"), in.tokens);
     s.setValue(QStringLiteral("inputs/engine"), in.engine);
+    s.setValue(QStringLiteral("inputs/attention"), in.attention);
     s.setValue(QStringLiteral("inputs/objective"), in.objective);
   }
   event->accept();

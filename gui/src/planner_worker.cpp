@@ -23,6 +23,7 @@ nlohmann::json options_json(const SearchInputs& in, const SearchOptions& o) {
           {"global_batch", o.space.global_batch},
           {"seq", in.seq},
           {"engine", to_string(o.space.engine)},
+          {"attention", o.space.attention ? to_string(*o.space.attention) : std::string("any")},
           {"objective", to_string(o.objective)},
           {"tokens", o.tokens},
           {"gpu_hour_price", o.gpu_hour_price},

@@ -27,6 +27,7 @@ InputField field_of_message(const QString& message) {
       {"--min-gpus", InputField::gpus},     {"--max-gpus", InputField::gpus},
       {"--global-batch", InputField::global_batch}, {"--tokens", InputField::tokens},
       {"--engine", InputField::engine},     {"--objective", InputField::objective},
+      {"--attention", InputField::attention},
   };
   for (const auto& f : kFlags)
     if (message.startsWith(QLatin1String(f.prefix))) return f.field;
@@ -68,6 +69,12 @@ InputResolution resolve_inputs(const SearchInputs& in) {
   auto engine = engine_from_string(in.engine.toStdString());
   if (!engine)
     issue(InputField::engine, QStringLiteral("--engine: expected ztune, deepspeed or megatron, got \"%1\"").arg(in.engine));
+  std::optional<AttentionKernel> attention;
+  if (in.attention == QLatin1String("standard")) attention = AttentionKernel::standard;
+  else if (in.attention == QLatin1String("flash")) attention = AttentionKernel::flash;
+  else if (in.attention != QLatin1String("any"))
+    issue(InputField::attention,
+          QStringLiteral("--attention: expected any, standard or flash, got \"%1\"").arg(in.attention));
   auto objective = objective_from_string(in.objective.toStdString());
   if (!objective)
     issue(InputField::objective,
@@ -80,6 +87,7 @@ InputResolution resolve_inputs(const SearchInputs& in) {
   o.space.gpus = in.gpus;
   o.space.global_batch = in.global_batch;
   if (engine) o.space.engine = *engine;
+  o.space.attention = attention;
   if (objective) o.objective = *objective;
   o.tokens = in.tokens;
   o.gpu_hour_price = in.gpu_hour_price;

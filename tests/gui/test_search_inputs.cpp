@@ -114,3 +114,24 @@ TEST_CASE("messages map to fields by their flag", "[gui][inputs]") {
   CHECK(field_of_message("--max-gpus: 9") == InputField::gpus);
   CHECK(field_of_message("dgx2.json: $.nodes: expected") == InputField::other);
 }
+
+TEST_CASE("the attention input pins the kernel; flash on V100s is marked on its field", "[gui][inputs][flash]") {
+  SearchInputs in;
+  in.cluster = "dgx-a100-80gb";
+  in.model = "gpt3-175b";
+  in.attention = "flash";
+  const InputResolution ok = resolve_inputs(in);
+  REQUIRE(ok.ok());
+  REQUIRE(ok.inputs->options.space.attention.has_value());
+  CHECK(*ok.inputs->options.space.attention == ztune::AttentionKernel::flash);
+  in.cluster = "dgx2";  // V100: no FlashAttention-2
+  const InputResolution v100 = resolve_inputs(in);
+  const InputIssue* i = issue_for(v100, InputField::attention);
+  REQUIRE(i != nullptr);
+  CHECK(i->message.contains("Ampere"));
+  in.attention = "xformers";
+  const InputIssue* bad = issue_for(resolve_inputs(in), InputField::attention);
+  REQUIRE(bad != nullptr);
+  CHECK(bad->message.contains("any, standard or flash"));
+  CHECK_FALSE(resolve_inputs(SearchInputs{}).inputs->options.space.attention.has_value());  // "any"
+}

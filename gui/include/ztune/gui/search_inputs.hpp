@@ -21,7 +21,9 @@
 
 namespace ztune::gui {
 
-enum class InputField : std::uint8_t { cluster, model, profile, gpus, global_batch, seq, tokens, engine, objective, other };
+enum class InputField : std::uint8_t {
+  cluster, model, profile, gpus, global_batch, seq, tokens, engine, attention, objective, other
+};
 
 struct InputIssue {
   InputField field = InputField::other;
@@ -37,6 +39,7 @@ struct SearchInputs {
   int seq = 0;                                  // 0 = the model file's
   double tokens = 0;                            // 0 = the model file's token budget
   QString engine = QStringLiteral("ztune");     // ztune | deepspeed | megatron
+  QString attention = QStringLiteral("any");    // any | standard | flash (--attention)
   QString objective = QStringLiteral("throughput");  // throughput | time | cost
   double gpu_hour_price = 0;
   int top = 50;                                 // plans kept
