@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "accuracy.hpp"
 #include "command.hpp"
 #include "plan_flags.hpp"
 #include "ztune/model/hardware_profile.hpp"
@@ -197,9 +198,11 @@ Command add_predict(CLI::App& root) {
             }
             const int largest_mb =
                 largest_fitting_micro_batch(in.model, in.plan, in.cluster, in.profile, 1024, in.memory);
+            const Accuracy accuracy = accuracy_for(in.cluster);
             if (f->json) {
               nlohmann::json j = prediction_json(in, pr, largest_mb);
               j["time"]["method"] = simulated ? "simulated" : "analytical";
+              j["accuracy"] = accuracy_json(accuracy);
               if (simulated) {
                 j["time"]["analytical_iteration_s"] = analytical_s;
                 j["time"]["simulated_operations"] = simulated->graph.size();
@@ -214,6 +217,7 @@ Command add_predict(CLI::App& root) {
                             "%.4f s%s%s\n",
                             simulated->graph.size(), simulated->pacing_stage, analytical_s,
                             f->trace.empty() ? "" : "; trace written to ", f->trace.c_str());
+              std::printf("%s\n", accuracy_line(accuracy, in.profile.name, default_profile_for(in.cluster)).c_str());
             }
             return kExitOk;
           }};

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autorun.hpp"
+#include "accuracy.hpp"
 #include "command.hpp"
 #include "plan_flags.hpp"
 #include "search_output.hpp"
@@ -158,6 +159,7 @@ int run_search_command(const SearchFlags& f) {
   if (nothing && !r.interrupted) hints = explain_infeasible(model, cluster, hw, o, r);
 
   if (f.json) {
+    // Exactly issue 5's shape; `ztune predict --json` carries the accuracy.
     std::cout << search_result_to_json(r).dump(2) << "\n";
   } else {
     std::cout << "ztune search: " << model.name << " on " << cluster.name << " (" << cluster.total_gpus() << " × "
@@ -172,6 +174,8 @@ int run_search_command(const SearchFlags& f) {
                   << " are ranked by their simulated throughput, the rest by the analytical model)\n";
       std::cout << "\nBest plan: " << r.plans.front().plan.summary() << "\n";
       print_breakdowns(std::cout, r.plans.front());
+      // The error of the same cost model against published runs on this GPU (ztune validate).
+      std::cout << "\n" << accuracy_line(accuracy_for(cluster), hw.name, default_profile_for(cluster)) << "\n";
     }
     std::cout << "\n";
     print_pass_summary(std::cout, r);

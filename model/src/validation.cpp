@@ -1,5 +1,6 @@
 #include "ztune/model/validation.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -232,6 +233,7 @@ void published_source(const SourceSpec& spec, const std::string& dir, Context& c
       vc.id = id;
       vc.metric = metric;
       vc.detail = describe(m, p);
+      vc.gpu = c.node.gpu.name;
       vc.tolerance_pct = spec.case_tolerance_pct.value_or(0);
       if (metric == "activation_memory_pct_of_tp_baseline") {
         auto pct = measured.object(metric);
@@ -361,6 +363,7 @@ void vtrain_source(const SourceSpec& spec, const std::string& dir, Context& ctx,
     vc.id = "csv:" + std::to_string(line_no);
     vc.metric = "iteration_time_s";
     vc.detail = describe(m, p);
+    vc.gpu = c.node.gpu.name;
     vc.published = num(c_t) / 1e3;
     vc.predicted = ctx.time(m, p, c).iteration_s;
     vc.tolerance_pct = spec.case_tolerance_pct.value_or(0);
@@ -369,6 +372,33 @@ void vtrain_source(const SourceSpec& spec, const std::string& dir, Context& ctx,
 }
 
 }  // namespace
+
+std::string gpu_family(const std::string& gpu_name) { return gpu_name.substr(0, gpu_name.find('-')); }
+
+std::vector<SourceSummary> time_accuracy(const ValidationReport& r, const std::string& gpu) {
+  const std::string family = gpu_family(gpu);
+  std::vector<SourceSummary> out;
+  for (const auto& c : r.cases) {
+    const bool time = c.metric == "iteration_time_s" || c.metric == "mfu" || c.metric == "layer_forward_ms" ||
+                      c.metric == "layer_backward_ms";
+    if (!time || c.gpu.empty() || gpu_family(c.gpu) != family) continue;
+    auto it = std::find_if(out.begin(), out.end(), [&](const SourceSummary& s) { return s.name == c.source; });
+    if (it == out.end()) {
+      out.push_back({});
+      it = std::prev(out.end());
+      it->name = c.source;
+      for (const auto& s : r.sources)
+        if (s.name == c.source) it->description = s.description;
+    }
+    const double e = std::abs(c.error_pct());
+    it->mape += e;  // a sum until the end
+    it->max_abs_pct = std::max(it->max_abs_pct, e);
+    it->failed += c.ok() ? 0 : 1;
+    ++it->cases;
+  }
+  for (auto& s : out) s.mape /= s.cases;
+  return out;
+}
 
 ValidationReport run_validation(const std::string& dir, const ValidationOptions& opt) {
   const std::string spec_path = (fs::path(dir) / "validation.json").string();

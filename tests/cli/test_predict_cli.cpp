@@ -75,3 +75,26 @@ TEST_CASE("validate --json reports every source and passes its stated tolerances
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Contains("korthikanti2022_t5_175B_selsp") && Contains("MAPE"));
 }
+
+TEST_CASE("predict shows the cost model's error against published runs on the same GPU", "[cli][predict]") {
+  // A100: Korthikanti et al. Table 5 (8 iteration times on Selene) and vTrain's
+  // 1,440 single-node runs are in data/validation; nothing measured on V100 is.
+  auto r = run_command(ztune_bin() + " predict --cluster dgx-a100-80gb --model gpt3-175b --nodes 8 --tp 8 --pp 8"
+                                     " --micro-batch 1 --global-batch 64 --recompute selective --sequence-parallel"
+                                     " --json");
+  REQUIRE(r.exit_code == 0);
+  const auto a = nlohmann::json::parse(r.out).at("accuracy");
+  CHECK(a.at("gpu_family") == "A100");
+  int t5 = 0, single = 0;
+  for (const auto& s : a.at("time_sources")) {
+    if (s.at("source") == "Korthikanti2022-T5") t5 = s.at("cases").get<int>();
+    if (s.at("source") == "vTrain-single") single = s.at("cases").get<int>();
+    CHECK(s.at("mape_pct").get<double>() >= 0);
+  }
+  CHECK(t5 == 8);
+  CHECK(single == 1440);
+  auto v100 = run_command(ztune_bin() + " predict --cluster dgx2 --model gpt2-1.5b --zero 2 --micro-batch 4"
+                                        " --precision fp16");
+  REQUIRE(v100.exit_code == 0);
+  CHECK_THAT(v100.out, Contains("accuracy: no published training time measured on V100"));
+}

@@ -17,6 +17,7 @@ struct ValidationCase {
   std::string id;         // run id (published_runs.json) or "csv:<line>"
   std::string metric;     // "iteration_time_s", "memory_gb_per_gpu", ...
   std::string detail;     // model and plan in one line
+  std::string gpu;        // the GPU the run was measured on ("" for hardware-free formulas)
   double published = 0;
   double predicted = 0;
   double tolerance_pct = 0;  // the case fails above this |Δ%|
@@ -51,6 +52,14 @@ struct ValidationOptions {
   /// Only sources whose name contains this (empty: all).
   std::string only;
 };
+
+/// The time metrics of `r` (iteration time, MFU, per-layer times) measured on
+/// GPUs of the family of `gpu` (its name up to the first '-': "A100" for
+/// "A100-SXM4-80GB"), one summary per source, in the report's order: what a
+/// prediction for that GPU has been checked against. Empty when none.
+[[nodiscard]] std::vector<SourceSummary> time_accuracy(const ValidationReport& r, const std::string& gpu);
+/// "A100" for "A100-SXM4-80GB", "cpu" for "cpu-rank".
+[[nodiscard]] std::string gpu_family(const std::string& gpu_name);
 
 /// Runs every source of `<dir>/validation.json` (dir: data/validation by default).
 /// Throws InputError naming the file and path for malformed data.
