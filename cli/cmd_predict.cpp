@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "accuracy.hpp"
 #include "command.hpp"
 #include "plan_flags.hpp"
+#include "ztune/model/accuracy.hpp"
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/memory_model.hpp"
 #include "ztune/model/onebit_adam.hpp"

@@ -12,12 +12,12 @@
 #include <nlohmann/json.hpp>
 
 #include "autorun.hpp"
-#include "accuracy.hpp"
 #include "command.hpp"
 #include "plan_flags.hpp"
 #include "search_output.hpp"
 #include "search_progress.hpp"
 #include "ztune/model/executor_support.hpp"
+#include "ztune/model/accuracy.hpp"
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/input_error.hpp"
 #include "ztune/tuner/engine.hpp"

@@ -37,6 +37,7 @@
 #include "scaling_chart.hpp"
 #include "time_chart.hpp"
 #include "timeline_widget.hpp"
+#include "ztune/model/accuracy.hpp"
 #include "ztune/gui/labels.hpp"
 #include "ztune/gui/units.hpp"
 #include "ztune/tuner/explain.hpp"
@@ -278,6 +279,24 @@ void MainWindow::on_search_finished() {
   for (const auto& pass : r.passes)
     if (!pass.note.empty()) row(QStringLiteral("%1 pass").arg(QString::fromStdString(pass.name)), QString::fromStdString(pass.note));
   report += QStringLiteral("</table>");
+  // The error of the same cost model against published runs on this GPU (ztune validate).
+  const Accuracy acc = accuracy_for(out.inputs.cluster);
+  if (!acc.sources.empty()) {
+    report += QStringLiteral("<b>Accuracy on %1</b> (published runs)<table cellspacing=2>")
+                  .arg(QString::fromStdString(acc.family));
+    for (const auto& s : acc.sources)
+      row(QString::fromStdString(s.name),
+          QStringLiteral("%1 MAPE, %2 runs").arg(format_percent(s.mape / 100.0), format_count(s.cases)));
+    report += QStringLiteral("</table>");
+  } else {
+    report += QStringLiteral("<p><b>Accuracy</b>: %1</p>")
+                  .arg(QString::fromStdString(acc.problem.empty()
+                                                  ? "no published training time measured on " + acc.family +
+                                                        " is in data/validation: these times are not checked "
+                                                        "against a real run"
+                                                  : acc.problem)
+                           .toHtmlEscaped());
+  }
   inputs_->set_search_report(report);
   table_->resizeColumnsToContents();
   update_plan_count();

@@ -1,9 +1,9 @@
-#include "accuracy.hpp"
+#include "ztune/model/accuracy.hpp"
 
 #include <cstdio>
 #include <exception>
 
-namespace ztune::cli {
+namespace ztune {
 
 namespace {
 
@@ -68,4 +68,4 @@ nlohmann::json accuracy_json(const Accuracy& a) {
   return j;
 }
 
-}  // namespace ztune::cli
+}  // namespace ztune

@@ -14,7 +14,7 @@
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/validation.hpp"
 
-namespace ztune::cli {
+namespace ztune {
 
 struct Accuracy {
   std::string family;                  // "A100"
@@ -35,4 +35,4 @@ struct Accuracy {
 
 [[nodiscard]] nlohmann::json accuracy_json(const Accuracy& a);
 
-}  // namespace ztune::cli
+}  // namespace ztune
