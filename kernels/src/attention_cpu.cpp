@@ -11,40 +11,19 @@
 namespace ztune::kernels::cpu {
 namespace {
 
-using detail::ConstStrided;
-using detail::for_each_head;
-using detail::RowMat;
-using detail::Strided;
 using Square = Eigen::Map<RowMat>;
 using ConstSquare = Eigen::Map<const RowMat>;
 
 }  // namespace
 
 void attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh, ThreadPool* pool) {
-  const int hd = c / nh;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const long row = 3L * c;
+  const float scale = detail::score_scale(c, nh);
   for_each_head(b, nh, pool, [&](int bi, int h) {
-    const float* base = qkv + static_cast<long>(bi) * t * row + static_cast<long>(h) * hd;
-    ConstStrided q(base, t, hd, Eigen::OuterStride<>(row));
-    ConstStrided k(base + c, t, hd, Eigen::OuterStride<>(row));
-    ConstStrided v(base + 2L * c, t, hd, Eigen::OuterStride<>(row));
+    const detail::ConstHeadQkv x(qkv, bi, h, t, c, nh);
     Square p(att + (static_cast<long>(bi) * nh + h) * t * t, t, t);
-    p.noalias() = (q * k.transpose()) * scale;
-    for (int i = 0; i < t; ++i) {
-      float mx = -std::numeric_limits<float>::infinity();
-      for (int j = 0; j <= i; ++j) mx = std::max(mx, p(i, j));
-      float sum = 0.0f;
-      for (int j = 0; j <= i; ++j) {
-        p(i, j) = std::exp(p(i, j) - mx);
-        sum += p(i, j);
-      }
-      const float inv = 1.0f / sum;
-      for (int j = 0; j <= i; ++j) p(i, j) *= inv;
-      for (int j = i + 1; j < t; ++j) p(i, j) = 0.0f;
-    }
-    Strided o(out + static_cast<long>(bi) * t * c + static_cast<long>(h) * hd, t, hd, Eigen::OuterStride<>(c));
-    o.noalias() = p * v;
+    p.noalias() = (x.q * x.k.transpose()) * scale;
+    for (int i = 0; i < t; ++i) (void)detail::causal_softmax_row(&p(i, 0), i, t);
+    detail::head_rows<Strided>(out, bi, h, t, c, nh).noalias() = p * x.v;
   });
 }
 
@@ -53,30 +32,22 @@ void attention_forward(float* out, float* att, const float* qkv, int b, int t, i
 // dV = Pᵀ·dO.
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int b, int t, int c,
                         int nh, ThreadPool* pool) {
-  const int hd = c / nh;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const long row = 3L * c;
+  const float scale = detail::score_scale(c, nh);
   for_each_head(b, nh, pool, [&](int bi, int h) {
-    const long off = static_cast<long>(bi) * t * row + static_cast<long>(h) * hd;
-    ConstStrided q(qkv + off, t, hd, Eigen::OuterStride<>(row));
-    ConstStrided k(qkv + off + c, t, hd, Eigen::OuterStride<>(row));
-    ConstStrided v(qkv + off + 2L * c, t, hd, Eigen::OuterStride<>(row));
-    Strided dq(dqkv + off, t, hd, Eigen::OuterStride<>(row));
-    Strided dk(dqkv + off + c, t, hd, Eigen::OuterStride<>(row));
-    Strided dv(dqkv + off + 2L * c, t, hd, Eigen::OuterStride<>(row));
+    const detail::ConstHeadQkv x(qkv, bi, h, t, c, nh);
+    detail::MutableHeadQkv dx(dqkv, bi, h, t, c, nh);
     ConstSquare p(att + (static_cast<long>(bi) * nh + h) * t * t, t, t);
-    ConstStrided dout_h(dout + static_cast<long>(bi) * t * c + static_cast<long>(h) * hd, t, hd,
-                        Eigen::OuterStride<>(c));
-    RowMat ds = dout_h * v.transpose();
+    const auto dout_h = detail::head_rows<ConstStrided>(dout, bi, h, t, c, nh);
+    RowMat ds = dout_h * x.v.transpose();
     for (int i = 0; i < t; ++i) {
       float dot = 0.0f;
       for (int j = 0; j <= i; ++j) dot += p(i, j) * ds(i, j);
       for (int j = 0; j <= i; ++j) ds(i, j) = p(i, j) * (ds(i, j) - dot);
       for (int j = i + 1; j < t; ++j) ds(i, j) = 0.0f;
     }
-    dv.noalias() += p.transpose() * dout_h;
-    dq.noalias() += (ds * k) * scale;
-    dk.noalias() += (ds.transpose() * q) * scale;
+    dx.v.noalias() += p.transpose() * dout_h;
+    dx.q.noalias() += (ds * x.k) * scale;
+    dx.k.noalias() += (ds.transpose() * x.q) * scale;
   });
 }
 

@@ -24,10 +24,6 @@
 namespace ztune::kernels::cpu {
 namespace {
 
-using detail::ConstStrided;
-using detail::for_each_head;
-using detail::RowMat;
-using detail::Strided;
 using Scratch = Eigen::Map<RowMat>;  // [rows, keys], contiguous
 
 constexpr int kTileForward = 64;   // query rows per tile: scratch kTileForward·T floats
@@ -36,37 +32,20 @@ constexpr int kTileBackward = 32;  // two buffers (P, dP): 2·kTileBackward·T =
 }  // namespace
 
 void flash_attention_forward(float* out, float* lse, const float* qkv, int b, int t, int c, int nh, ThreadPool* pool) {
-  const int hd = c / nh;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const long row = 3L * c;
+  const float scale = detail::score_scale(c, nh);
   for_each_head(b, nh, pool, [&](int bi, int h) {
-    const float* base = qkv + static_cast<long>(bi) * t * row + static_cast<long>(h) * hd;
-    ConstStrided q(base, t, hd, Eigen::OuterStride<>(row));
-    ConstStrided k(base + c, t, hd, Eigen::OuterStride<>(row));
-    ConstStrided v(base + 2L * c, t, hd, Eigen::OuterStride<>(row));
-    Strided o(out + static_cast<long>(bi) * t * c + static_cast<long>(h) * hd, t, hd, Eigen::OuterStride<>(c));
+    const detail::ConstHeadQkv x(qkv, bi, h, t, c, nh);
+    auto o = detail::head_rows<Strided>(out, bi, h, t, c, nh);
     float* lse_h = lse + (static_cast<long>(bi) * nh + h) * t;
     std::vector<float> scratch(static_cast<std::size_t>(std::min(kTileForward, t)) * static_cast<std::size_t>(t));
     for (int i0 = 0; i0 < t; i0 += kTileForward) {
       const int rows = std::min(kTileForward, t - i0);
       const int keys = i0 + rows;  // causal: the tile's last row sees keys 0..i0+rows−1
       Scratch p(scratch.data(), rows, keys);
-      p.noalias() = (q.middleRows(i0, rows) * k.topRows(keys).transpose()) * scale;
-      for (int r = 0; r < rows; ++r) {
-        const int last = i0 + r;  // row i = i0 + r attends to j ≤ i
-        float mx = -std::numeric_limits<float>::infinity();
-        for (int j = 0; j <= last; ++j) mx = std::max(mx, p(r, j));
-        float sum = 0.0f;
-        for (int j = 0; j <= last; ++j) {
-          p(r, j) = std::exp(p(r, j) - mx);
-          sum += p(r, j);
-        }
-        const float inv = 1.0f / sum;
-        for (int j = 0; j <= last; ++j) p(r, j) *= inv;
-        for (int j = last + 1; j < keys; ++j) p(r, j) = 0.0f;
-        lse_h[last] = mx + std::log(sum);  // log Σ_j≤i exp(s_ij), as the CUDA kernel's m + logf(l)
-      }
-      o.middleRows(i0, rows).noalias() = p * v.topRows(keys);
+      p.noalias() = (x.q.middleRows(i0, rows) * x.k.topRows(keys).transpose()) * scale;
+      // Row i = i0 + r attends to j ≤ i; lse as the CUDA kernel's m + logf(l).
+      for (int r = 0; r < rows; ++r) lse_h[i0 + r] = detail::causal_softmax_row(&p(r, 0), i0 + r, keys);
+      o.middleRows(i0, rows).noalias() = p * x.v.topRows(keys);
     }
   });
 }
@@ -76,32 +55,24 @@ void flash_attention_forward(float* out, float* lse, const float* qkv, int b, in
 // dS = P∘(dP − D) (0 above the diagonal), dV += Pᵀ·dO, dQ += dS·K/√hd, dK += dSᵀ·Q/√hd.
 void flash_attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse,
                               int b, int t, int c, int nh, ThreadPool* pool) {
-  const int hd = c / nh;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const long row = 3L * c;
+  const float scale = detail::score_scale(c, nh);
   for_each_head(b, nh, pool, [&](int bi, int h) {
-    const long off = static_cast<long>(bi) * t * row + static_cast<long>(h) * hd;
-    ConstStrided q(qkv + off, t, hd, Eigen::OuterStride<>(row));
-    ConstStrided k(qkv + off + c, t, hd, Eigen::OuterStride<>(row));
-    ConstStrided v(qkv + off + 2L * c, t, hd, Eigen::OuterStride<>(row));
-    Strided dq(dqkv + off, t, hd, Eigen::OuterStride<>(row));
-    Strided dk(dqkv + off + c, t, hd, Eigen::OuterStride<>(row));
-    Strided dv(dqkv + off + 2L * c, t, hd, Eigen::OuterStride<>(row));
-    const long off_o = static_cast<long>(bi) * t * c + static_cast<long>(h) * hd;
-    ConstStrided o(out + off_o, t, hd, Eigen::OuterStride<>(c));
-    ConstStrided dout_h(dout + off_o, t, hd, Eigen::OuterStride<>(c));
+    const detail::ConstHeadQkv x(qkv, bi, h, t, c, nh);
+    detail::MutableHeadQkv d(dqkv, bi, h, t, c, nh);
+    const auto o = detail::head_rows<ConstStrided>(out, bi, h, t, c, nh);
+    const auto dout_h = detail::head_rows<ConstStrided>(dout, bi, h, t, c, nh);
     const float* lse_h = lse + (static_cast<long>(bi) * nh + h) * t;
     const std::size_t tile = static_cast<std::size_t>(std::min(kTileBackward, t)) * static_cast<std::size_t>(t);
     std::vector<float> scratch(2 * tile);
     for (int i0 = 0; i0 < t; i0 += kTileBackward) {
       const int rows = std::min(kTileBackward, t - i0);
       const int keys = i0 + rows;
-      const auto q_tile = q.middleRows(i0, rows);
+      const auto q_tile = x.q.middleRows(i0, rows);
       const auto do_tile = dout_h.middleRows(i0, rows);
       Scratch p(scratch.data(), rows, keys);
       Scratch ds(scratch.data() + tile, rows, keys);
-      p.noalias() = (q_tile * k.topRows(keys).transpose()) * scale;
-      ds.noalias() = do_tile * v.topRows(keys).transpose();  // dP
+      p.noalias() = (q_tile * x.k.topRows(keys).transpose()) * scale;
+      ds.noalias() = do_tile * x.v.topRows(keys).transpose();  // dP
       for (int r = 0; r < rows; ++r) {
         const int last = i0 + r;
         const float row_lse = lse_h[last];
@@ -115,9 +86,9 @@ void flash_attention_backward(float* dqkv, const float* dout, const float* qkv, 
           ds(r, j) = 0.0f;
         }
       }
-      dv.topRows(keys).noalias() += p.transpose() * do_tile;
-      dq.middleRows(i0, rows).noalias() += (ds * k.topRows(keys)) * scale;
-      dk.topRows(keys).noalias() += (ds.transpose() * q_tile) * scale;
+      d.v.topRows(keys).noalias() += p.transpose() * do_tile;
+      d.q.middleRows(i0, rows).noalias() += (ds * x.k.topRows(keys)) * scale;
+      d.k.topRows(keys).noalias() += (ds.transpose() * q_tile) * scale;
     }
   });
 }

@@ -13,10 +13,6 @@
 namespace ztune::kernels::cpu {
 namespace {
 
-using detail::ConstStrided;
-using detail::for_each_head;
-using detail::RowMat;
-using detail::Strided;
 using Block = Eigen::Map<RowMat>;
 using ConstBlock = Eigen::Map<const RowMat>;
 
