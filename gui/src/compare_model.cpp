@@ -71,6 +71,7 @@ QVariant CompareModel::text(int row, const Candidate& c) const {
     case offload: return offload_label(p);
     case batching: return batching_label(p);
     case recompute: return recompute_label(p);
+    case attention: return attention_label(p);
     case schedule: return schedule_label(p);
     case precision: return precision_label(p);
     case gpu_memory: return QStringLiteral("%1 of %2").arg(format_bytes(m.gpu_total_bytes), format_bytes(m.gpu_capacity_bytes));
@@ -120,7 +121,8 @@ QVariant CompareModel::headerData(int section, Qt::Orientation orientation, int 
   if (orientation == Qt::Horizontal)
     return section >= 0 && section < labels_.size() ? QVariant(labels_[section]) : QVariant();
   static const char* const kRows[row_count] = {
-      "Layout", "GPUs", "ZeRO", "Offload", "Micro-batch × GAS", "Recompute", "Schedule", "Precision", "GPU memory",
+      "Layout", "GPUs", "ZeRO", "Offload", "Micro-batch × GAS", "Recompute", "Attention", "Schedule", "Precision",
+      "GPU memory",
       "Host memory / node", "NVMe / node", "Throughput", "TFLOP/s per GPU", "MFU", "HFU", "Iteration", "Days to train"};
   return section >= 0 && section < row_count ? QVariant(QString::fromUtf8(kRows[section])) : QVariant();
 }

@@ -96,4 +96,5 @@ TEST_CASE("compare model puts plans side by side and marks the best", "[gui][mod
   CHECK(model.index(CompareModel::gpu_memory, 1).data(CompareModel::BestRole).toBool());   // 9.5 GiB, least
   CHECK_FALSE(model.index(CompareModel::layout, 0).data(CompareModel::BestRole).toBool()); // not ranked
   CHECK(model.headerData(CompareModel::mfu, Qt::Vertical).toString() == "MFU");
+  CHECK(model.index(CompareModel::attention, 0).data().toString() == "standard");
 }

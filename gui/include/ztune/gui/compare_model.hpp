@@ -20,6 +20,7 @@ class CompareModel : public QAbstractTableModel {
     offload,
     batching,
     recompute,
+    attention,
     schedule,
     precision,
     gpu_memory,
