@@ -176,6 +176,11 @@ int run_search_command(const SearchFlags& f) {
       print_breakdowns(std::cout, r.plans.front());
       // The error of the same cost model against published runs on this GPU (ztune validate).
       std::cout << "\n" << accuracy_line(accuracy_for(cluster), hw.name, default_profile_for(cluster)) << "\n";
+      if (o.space.engine == Engine::ztune && !o.space.attention && cluster.device_kind == DeviceKind::gpu &&
+          supports_flash_attention(cluster))
+        std::cout << "note: FlashAttention plans were not searched: ztune's own CUDA flash kernel does not run at "
+                     "FlashAttention-2's speed; --attention flash searches them for ztune's executor, --engine "
+                     "megatron or deepspeed ranks them at FlashAttention-2's speed\n";
     }
     std::cout << "\n";
     print_pass_summary(std::cout, r);
