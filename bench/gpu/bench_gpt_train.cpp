@@ -28,6 +28,7 @@
 #include "ztune/kernels/cuda/embedding.hpp"
 #include "ztune/kernels/cuda/gemm.hpp"
 #include "ztune/kernels/cuda/layernorm.hpp"
+#include "ztune/kernels/layernorm.hpp"
 #include "ztune/kernels/cuda/activation.hpp"
 
 using namespace ztune;
@@ -36,6 +37,9 @@ namespace kc = ztune::kernels::cuda;
 using bench::Device;
 
 namespace {
+
+// GPT-2's LayerNorm epsilon (the model this benchmark trains).
+constexpr float kEps = ztune::kernels::cpu::kLayerNormEps;
 
 struct Config {
   const char* name;
@@ -131,13 +135,14 @@ class Gpt {
       const Layer& ly = layers_[l];
       Acts& a = acts_[l];
       bf16* x = a.res->get();
-      kc::layernorm_forward<bf16>(a.ln1->get(), a.mean1->get(), a.rstd1->get(), x, w(ly.ln1_w), w(ly.ln1_b), N, C, s_);
+      kc::layernorm_forward<bf16>(a.ln1->get(), a.mean1->get(), a.rstd1->get(), x, w(ly.ln1_w), w(ly.ln1_b), N, C,
+                                  kEps, s_);
       linear(a.qkv->get(), a.ln1->get(), ly.qkv_w, ly.qkv_b, C, 3 * C, kc::GemmEpilogue::bias, nullptr);
       kc::attention_forward<bf16>(gemm_, a.atty->get(), a.att->get(), a.qkv->get(), ws_->get(), B, T, C, NH, s_);
       linear(tmp_->get(), a.atty->get(), ly.proj_w, ly.proj_b, C, C, kc::GemmEpilogue::bias, nullptr);
       kc::add<bf16>(a.res2->get(), x, tmp_->get(), static_cast<long>(N) * C, s_);
       kc::layernorm_forward<bf16>(a.ln2->get(), a.mean2->get(), a.rstd2->get(), a.res2->get(), w(ly.ln2_w),
-                                  w(ly.ln2_b), N, C, s_);
+                                  w(ly.ln2_b), N, C, kEps, s_);
       linear(a.fch_gelu->get(), a.ln2->get(), ly.fc_w, ly.fc_b, C, 4 * C, kc::GemmEpilogue::gelu_aux_bias,
              a.fch->get());
       linear(tmp_->get(), a.fch_gelu->get(), ly.fcp_w, ly.fcp_b, 4 * C, C, kc::GemmEpilogue::bias, nullptr);
@@ -145,7 +150,7 @@ class Gpt {
     }
     Acts& top = acts_[L];
     kc::layernorm_forward<bf16>(lnf_->get(), top.mean1->get(), top.rstd1->get(), top.res->get(), w(lnf_w_),
-                                w(lnf_b_), N, C, s_);
+                                w(lnf_b_), N, C, kEps, s_);
     gemm_.run<bf16>({false, true, N, V, C, C, C, V}, 1.0f, lnf_->get(), w(wte_), 0.0f, logits_->get(), s_);
     kc::ce_fused_forward_backward<bf16>(losses_->get(), logits_->get(), logits_->get(), targets_->get(), 1.0f / static_cast<float>(N), N,
                                         V, s_);

@@ -20,6 +20,7 @@
 #include "ztune/kernels/cuda/embedding.hpp"
 #include "ztune/kernels/cuda/gemm.hpp"
 #include "ztune/kernels/cuda/layernorm.hpp"
+#include "ztune/kernels/layernorm.hpp"
 
 using namespace ztune;
 using bf16 = __nv_bfloat16;
@@ -70,7 +71,7 @@ int main() {
   bench::Device<bf16> x(static_cast<std::size_t>(n) * c), y(x.size()), r(x.size()), dx(x.size());
   bench::Device<bf16> w(c), bias(4 * c), h4(static_cast<std::size_t>(n) * 4 * c), h4b(h4.size()), dh4(h4.size());
   bench::Device<float> mean(n), rstd(n), dw(c), db(4 * c);
-  row("layernorm_forward", bench::time_per_call(s, [&] { kc::layernorm_forward<bf16>(y.get(), mean.get(), rstd.get(), x.get(), w.get(), bias.get(), n, c, s); }),
+  row("layernorm_forward", bench::time_per_call(s, [&] { kc::layernorm_forward<bf16>(y.get(), mean.get(), rstd.get(), x.get(), w.get(), bias.get(), n, c, ztune::kernels::cpu::kLayerNormEps, s); }),
       2 * nc * e, 0, ceil);  // read x, write y
   row("layernorm_backward", bench::time_per_call(s, [&] { kc::layernorm_backward<bf16>(dx.get(), dw.get(), db.get(), y.get(), x.get(), w.get(), mean.get(), rstd.get(), n, c, s); }),
       6 * nc * e, 0, ceil);  // dinp pass: read dout, x, dinp, write dinp; param pass: read dout, x

@@ -44,8 +44,8 @@ void Backend::embedding_backward(float* dtable, const float* dout, const std::in
   ZT_TIMED(OpKind::memory_bound, embedding_backward_impl(dtable, dout, ids, n, c, row_begin, rows));
 }
 void Backend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
-                                const float* b, int n, int c) {
-  ZT_TIMED(OpKind::memory_bound, layernorm_forward_impl(out, mean, rstd, inp, w, b, n, c));
+                                const float* b, int n, int c, float eps) {
+  ZT_TIMED(OpKind::memory_bound, layernorm_forward_impl(out, mean, rstd, inp, w, b, n, c, eps));
 }
 void Backend::layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
                                  const float* w, const float* mean, const float* rstd, int n, int c) {

@@ -60,8 +60,8 @@ void CpuBackend::embedding_backward_impl(float* dtable, const float* dout, const
   k::embedding_backward(dtable, dout, ids, n, c, row_begin, rows);
 }
 void CpuBackend::layernorm_forward_impl(float* out, float* mean, float* rstd, const float* inp, const float* w,
-                                        const float* b, int n, int c) {
-  k::layernorm_forward(out, mean, rstd, inp, w, b, n, c);
+                                        const float* b, int n, int c, float eps) {
+  k::layernorm_forward(out, mean, rstd, inp, w, b, n, c, eps);
 }
 void CpuBackend::layernorm_backward_impl(float* dinp, float* dw, float* db, const float* dout, const float* inp,
                                          const float* w, const float* mean, const float* rstd, int n, int c) {

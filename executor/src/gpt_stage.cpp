@@ -178,12 +178,13 @@ void GptStage::attend_backward(float* dqkv, const float* dout, const float* qkv,
 
 void GptStage::norm_forward(float* out, Buffer& mean, Buffer& rstd, const float* x, int w, int b) {
   rstd = act(static_cast<std::size_t>(rows_));
+  const auto eps = static_cast<float>(m_.norm_eps);  // the model's ε, for LayerNorm and RMSNorm alike
   if (rms_) {
-    be_.rmsnorm_forward(out, rstd.data(), x, param(w), rows_, C_, kRmsNormEps);
+    be_.rmsnorm_forward(out, rstd.data(), x, param(w), rows_, C_, eps);
     return;
   }
   mean = act(static_cast<std::size_t>(rows_));
-  be_.layernorm_forward(out, mean.data(), rstd.data(), x, param(w), param(b), rows_, C_);
+  be_.layernorm_forward(out, mean.data(), rstd.data(), x, param(w), param(b), rows_, C_, eps);
 }
 
 void GptStage::norm_backward(float* dx, const float* dout, const float* x, int w, int b, const Buffer& mean,

@@ -5,9 +5,6 @@
 
 namespace ztune::executor {
 
-// RMSNorm's ε: Llama 2's rms_norm_eps (Hugging Face config).
-inline constexpr float kRmsNormEps = 1e-5f;
-
 // Parameter ids in the store; -1 where the model has no such tensor (biases).
 struct GptStage::BlockParams {
   int unit = 0;

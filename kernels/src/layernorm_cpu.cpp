@@ -5,7 +5,7 @@
 namespace ztune::kernels::cpu {
 
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                       const float* bias, int n, int c) {
+                       const float* bias, int n, int c, float eps) {
   for (int i = 0; i < n; ++i) {
     const float* x = inp + static_cast<long>(i) * c;
     float m = 0.0f;
@@ -14,7 +14,7 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
     float v = 0.0f;
     for (int j = 0; j < c; ++j) v += (x[j] - m) * (x[j] - m);
     v /= static_cast<float>(c);
-    const float s = 1.0f / std::sqrt(v + kLayerNormEps);
+    const float s = 1.0f / std::sqrt(v + eps);
     float* o = out + static_cast<long>(i) * c;
     for (int j = 0; j < c; ++j) o[j] = (x[j] - m) * s * weight[j] + bias[j];
     mean[i] = m;

@@ -44,6 +44,14 @@ struct HfReader {
       throw InputError(file + ": $." + key + ": expected a number > 0, got " + describe_json(*v));
     return v->get<double>();
   }
+  /// A norm's ε: a number in (0, 1), or `fallback` when the config does not give one.
+  [[nodiscard]] double epsilon_or(const char* key, double fallback) const {
+    const auto* v = find(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_number() || !(v->get<double>() > 0 && v->get<double>() < 1))
+      throw InputError(file + ": $." + key + ": expected a number > 0 and < 1, got " + describe_json(*v));
+    return v->get<double>();
+  }
   [[nodiscard]] bool boolean_or(const char* key, bool fallback) const {
     const auto* v = find(key);
     if (v == nullptr) return fallback;
@@ -122,6 +130,7 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.ffn_hidden = r.integer_or("n_inner", 4 * t.hidden);
     t.activation = Activation::gelu;
     t.norm = NormKind::layernorm;
+    t.norm_eps = r.epsilon_or("layer_norm_epsilon", kDefaultNormEps);  // GPT2Config's default 1e-5
     t.position = PositionEmbedding::learned;
     t.bias = true;
     t.vocab = r.integer("vocab_size");
@@ -135,6 +144,7 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.ffn_hidden = r.integer_or("intermediate_size", 4 * t.hidden);
     t.activation = Activation::gelu;
     t.norm = NormKind::layernorm;
+    t.norm_eps = r.epsilon_or("layer_norm_eps", kDefaultNormEps);  // GPTNeoXConfig's default 1e-5
     t.position = PositionEmbedding::rotary;
     t.rope_theta = r.positive_or("rotary_emb_base", kRoformerRopeTheta);
     // GPTNeoXConfig's defaults: RoPE on a quarter of each head, parallel attention and MLP.
@@ -152,6 +162,8 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.ffn_hidden = r.integer("intermediate_size");
     t.activation = Activation::swiglu;
     t.norm = NormKind::rmsnorm;
+    // LlamaConfig's and MistralConfig's default is Llama 1's 1e-6 (Llama 2/3 configs say 1e-5).
+    t.norm_eps = r.epsilon_or("rms_norm_eps", 1e-6);
     t.position = PositionEmbedding::rotary;
     t.rope_theta = r.positive_or("rope_theta", kRoformerRopeTheta);
     t.rotary_fraction = r.positive_or("partial_rotary_factor", 1.0);

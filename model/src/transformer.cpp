@@ -62,6 +62,8 @@ void validate_transformer(const Transformer& t, const std::string& file) {
   if (t.kv_heads > t.heads || t.heads % t.kv_heads != 0)
     throw fail("kv_heads", "expected a divisor of heads (" + std::to_string(t.heads) + "), got " +
                                std::to_string(t.kv_heads));
+  if (!(t.norm_eps > 0 && t.norm_eps < 1))
+    throw fail("norm_eps", "expected a number > 0 and < 1 (the norms' ε), got " + describe_json(t.norm_eps));
 }
 
 Transformer transformer_from_json(const nlohmann::json& doc, const std::string& file) {
@@ -77,6 +79,13 @@ Transformer transformer_from_json(const nlohmann::json& doc, const std::string& 
   t.ffn_hidden = static_cast<int>(r.integer("ffn_hidden", 1, 1 << 22));
   t.activation = r.choice("activation", {"gelu", "swiglu"}) == "gelu" ? Activation::gelu : Activation::swiglu;
   t.norm = r.choice("norm", {"layernorm", "rmsnorm"}) == "layernorm" ? NormKind::layernorm : NormKind::rmsnorm;
+  // ε of every norm; absent in files written before the field (and when it is the default).
+  if (r.has("norm_eps")) {
+    const nlohmann::json& eps = doc.at("norm_eps");
+    if (!eps.is_number() || !(eps.get<double>() > 0 && eps.get<double>() < 1))
+      throw r.error("norm_eps", "expected a number > 0 and < 1 (the norms' ε, e.g. 1e-5), got " + describe_json(eps));
+  }
+  if (auto eps = r.optional_positive("norm_eps")) t.norm_eps = *eps;
   constexpr PositionEmbedding kPositions[] = {PositionEmbedding::learned, PositionEmbedding::rotary,
                                               PositionEmbedding::alibi, PositionEmbedding::none};
   const std::string position = r.choice("position_embedding", {"learned", "rotary", "alibi", "none"});
@@ -119,6 +128,7 @@ nlohmann::json transformer_to_json(const Transformer& t) {
   if (t.position == PositionEmbedding::rotary && t.rope_theta != kRoformerRopeTheta) j["rope_theta"] = t.rope_theta;
   if (t.position == PositionEmbedding::rotary && t.rotary_fraction != 1) j["rotary_fraction"] = t.rotary_fraction;
   if (t.parallel_residual) j["parallel_residual"] = true;
+  if (t.norm_eps != kDefaultNormEps) j["norm_eps"] = t.norm_eps;
   return j;
 }
 

@@ -15,6 +15,7 @@
 #include "gpu_support.hpp"
 #include "ztune/executor/cpu_backend.hpp"
 #include "ztune/executor/cuda/cuda_backend.hpp"
+#include "ztune/kernels/layernorm.hpp"
 
 using namespace ztune::executor;
 using ztune::test::mismatches;
@@ -80,7 +81,8 @@ StepResult train(Backend& be, int steps) {
   for (int step = 1; step <= steps; ++step) {
     // Forward.
     be.embedding_forward(x.data(), ids.data(), wte, kN, kC, 0, kV);
-    be.layernorm_forward(ln1.data(), mean1.data(), rstd1.data(), x.data(), g1, b1, kN, kC);
+    be.layernorm_forward(ln1.data(), mean1.data(), rstd1.data(), x.data(), g1, b1, kN, kC,
+                         ztune::kernels::cpu::kLayerNormEps);
     be.matmul_forward(qkv.data(), ln1.data(), wqkv, bqkv, kN, kC, 3 * kC);
     be.attention_forward(ao.data(), att.data(), qkv.data(), kB, kT, kC, kNH, false);
     be.matmul_forward(proj.data(), ao.data(), wo, bo, kN, kC, kC);

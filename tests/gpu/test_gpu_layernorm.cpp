@@ -15,15 +15,17 @@ using namespace ztune::test;
 TEMPLATE_TEST_CASE("layernorm forward and backward match the CPU", "[gpu][layernorm]", float, __half, __nv_bfloat16) {
   using T = TestType;
   const int n = 257, c = 800;  // c not a multiple of 32·k
+  const float eps = GENERATE(cpu::kLayerNormEps, 0.5f);  // GPT-2's, and one far from it
   auto x = rounded<T>(uniform(static_cast<std::size_t>(n) * c, 1, -2.0f, 3.0f));
   auto w = rounded<T>(uniform(c, 2, 0.5f, 1.5f)), b = rounded<T>(uniform(c, 3));
   auto dy = rounded<T>(uniform(x.size(), 4));
   auto dinp0 = rounded<T>(uniform(x.size(), 5));
   DeviceArray<T> d_x(x), d_w(w), d_b(b), d_out(x.size()), d_dy(dy), d_dinp(dinp0);
   DeviceArray<float> d_mean(n), d_rstd(n), d_dw(c), d_db(c);
-  cuda::layernorm_forward<T>(d_out.get(), d_mean.get(), d_rstd.get(), d_x.get(), d_w.get(), d_b.get(), n, c, nullptr);
+  cuda::layernorm_forward<T>(d_out.get(), d_mean.get(), d_rstd.get(), d_x.get(), d_w.get(), d_b.get(), n, c, eps,
+                             nullptr);
   std::vector<float> out(x.size()), mean(n), rstd(n);
-  cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), n, c);
+  cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), n, c, eps);
   // Outputs are O(1): one rounding to T plus fp32 statistics over 800 terms.
   CHECK(mismatches("layernorm out", d_out.download(), out, 2e-5f, eps_of<T>()) == 0);
   CHECK(mismatches("layernorm mean", d_mean.download(), mean, 1e-5f, 1e-5f) == 0);

@@ -136,6 +136,37 @@ TEST_CASE("a sequence length given with --seq overrides the config's maximum pos
   CHECK(gpt2.total_params() == 1557611200.0 + (4096.0 - 1024.0) * 1600.0);
 }
 
+TEST_CASE("the norms' epsilon comes from each family's config.json key", "[hf]") {
+  // The published configs (fixtures) all say 1e-05: GPT-2's layer_norm_epsilon,
+  // GPT-NeoX's layer_norm_eps, Llama 2's rms_norm_eps.
+  CHECK(ztune::load_transformer(hf_fixture("gpt2-xl")).norm_eps == 1e-5);
+  CHECK(ztune::load_transformer(hf_fixture("gpt-neox-20b")).norm_eps == 1e-5);
+  CHECK(ztune::load_transformer(hf_fixture("llama-2-7b")).norm_eps == 1e-5);
+  CHECK(ztune::load_transformer(hf_fixture("llama-3-70b")).norm_eps == 1e-5);
+  // The key is read, not assumed: Llama 1's checkpoints carry rms_norm_eps 1e-06
+  // (Meta's params.json norm_eps), and so do Qwen2 and Gemma.
+  auto llama = ztune::read_json_file(hf_fixture("llama-2-7b"));
+  llama["rms_norm_eps"] = 1e-6;
+  CHECK(ztune::transformer_from_hf_config(llama, "llama/config.json", 0).norm_eps == 1e-6);
+  // Without the key, LlamaConfig's (and MistralConfig's) default: 1e-6.
+  llama.erase("rms_norm_eps");
+  CHECK(ztune::transformer_from_hf_config(llama, "llama/config.json", 0).norm_eps == 1e-6);
+  llama["rms_norm_eps"] = nullptr;  // null reads as absent, as for every optional key
+  CHECK(ztune::transformer_from_hf_config(llama, "llama/config.json", 0).norm_eps == 1e-6);
+  auto gpt2 = ztune::read_json_file(hf_fixture("gpt2-xl"));
+  gpt2["layer_norm_epsilon"] = 1e-6;
+  CHECK(ztune::transformer_from_hf_config(gpt2, "g/config.json", 0).norm_eps == 1e-6);
+  gpt2.erase("layer_norm_epsilon");  // GPT2Config's default
+  CHECK(ztune::transformer_from_hf_config(gpt2, "g/config.json", 0).norm_eps == 1e-5);
+  auto neox = ztune::read_json_file(hf_fixture("gpt-neox-20b"));
+  neox["layer_norm_eps"] = 1e-6;
+  CHECK(ztune::transformer_from_hf_config(neox, "n/config.json", 0).norm_eps == 1e-6);
+  neox.erase("layer_norm_eps");  // GPTNeoXConfig's default
+  CHECK(ztune::transformer_from_hf_config(neox, "n/config.json", 0).norm_eps == 1e-5);
+  // MPT's config has no such key: llm-foundry's LayerNorm keeps torch's 1e-5.
+  CHECK(ztune::load_transformer(hf_fixture("mpt-7b")).norm_eps == 1e-5);
+}
+
 TEST_CASE("an unknown model_type is rejected naming the file, path and families", "[hf]") {
   const std::string path = hf_fixture("bert-base-uncased");
   REQUIRE_THROWS_WITH(ztune::load_transformer(path),
@@ -184,4 +215,15 @@ TEST_CASE("bad Hugging Face fields name the config.json key", "[hf][bad-input]")
   gpt2["tie_word_embeddings"] = "yes";
   REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(gpt2, "g/config.json", 0),
                       "g/config.json: $.tie_word_embeddings: expected true or false, got \"yes\"");
+  gpt2["tie_word_embeddings"] = true;
+  gpt2["layer_norm_epsilon"] = 0;
+  REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(gpt2, "g/config.json", 0),
+                      "g/config.json: $.layer_norm_epsilon: expected a number > 0 and < 1, got 0");
+  llama = ztune::read_json_file(hf_fixture("llama-2-7b"));
+  llama["rms_norm_eps"] = "1e-6";
+  REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(llama, "l2/config.json", 0),
+                      "l2/config.json: $.rms_norm_eps: expected a number > 0 and < 1, got \"1e-6\"");
+  llama["rms_norm_eps"] = 1;
+  REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(llama, "l2/config.json", 0),
+                      "l2/config.json: $.rms_norm_eps: expected a number > 0 and < 1, got 1");
 }

@@ -1,11 +1,14 @@
 #include <catch2/catch.hpp>
 
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "ztune/model/input_error.hpp"
 #include "ztune/model/transformer.hpp"
 
 using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 
 TEST_CASE("parameter count follows 12·L·h²·(1 + 13/(12h)) + (V+s)·h", "[transformer]") {
   // DESIGN.md's closed form for a GPT with biases, layernorm, learned positions, tied head.
@@ -23,4 +26,36 @@ TEST_CASE("heads must divide hidden", "[transformer]") {
   doc["heads"] = 5;
   REQUIRE_THROWS_WITH(ztune::transformer_from_json(doc, "m.json"),
                       Contains("m.json: $.heads: expected a divisor of hidden (64), got 5"));
+}
+
+TEST_CASE("norm_eps: optional (1e-5), round-trips, written only when it differs", "[transformer]") {
+  auto t = ztune::load_transformer("tiny");
+  CHECK(t.norm_eps == 1e-5);  // a model file without the key (every catalog file before the field)
+  auto doc = ztune::transformer_to_json(t);
+  CHECK_FALSE(doc.contains("norm_eps"));  // the default is not written: digests stay as they were
+  t.norm_eps = 1e-6;  // Llama 1, Qwen2, Gemma
+  doc = ztune::transformer_to_json(t);
+  REQUIRE(doc.contains("norm_eps"));
+  CHECK(doc["norm_eps"] == 1e-6);
+  CHECK(ztune::transformer_from_json(doc, "m.json").norm_eps == 1e-6);
+  doc["norm_eps"] = 0.5;  // large, but a legal ε
+  CHECK(ztune::transformer_from_json(doc, "m.json").norm_eps == 0.5);
+}
+
+TEST_CASE("norm_eps must be a number in (0, 1), named with file and path", "[transformer][bad-input]") {
+  auto doc = ztune::transformer_to_json(ztune::load_transformer("tiny"));
+  const std::string expected = "m.json: $.norm_eps: expected a number > 0 and < 1 (the norms' ε, e.g. 1e-5), got ";
+  doc["norm_eps"] = 0;
+  REQUIRE_THROWS_WITH(ztune::transformer_from_json(doc, "m.json"), expected + "0");
+  doc["norm_eps"] = -1e-5;
+  REQUIRE_THROWS_WITH(ztune::transformer_from_json(doc, "m.json"), StartsWith(expected + "-1"));
+  doc["norm_eps"] = 1;
+  REQUIRE_THROWS_WITH(ztune::transformer_from_json(doc, "m.json"), expected + "1");
+  doc["norm_eps"] = "1e-5";
+  REQUIRE_THROWS_WITH(ztune::transformer_from_json(doc, "m.json"), expected + "\"1e-5\"");
+  // A Transformer built in code is checked too.
+  auto t = ztune::load_transformer("tiny");
+  t.norm_eps = 2;
+  REQUIRE_THROWS_WITH(ztune::validate_transformer(t, "gui"),
+                      StartsWith("gui: $.norm_eps: expected a number > 0 and < 1"));
 }

@@ -43,6 +43,13 @@ std::vector<std::string> model_arguments(const Transformer& m, const std::string
   if (m.position == PositionEmbedding::none) a.insert(a.end(), {"--position-embedding-type", "none"});
   if (m.activation == Activation::swiglu) a.emplace_back("--swiglu");
   if (m.norm == NormKind::rmsnorm) a.insert(a.end(), {"--normalization", "RMSNorm"});
+  // Megatron-LM's --norm-epsilon (default 1e-5, megatron/training/arguments.py) is
+  // the ε of every LayerNorm or RMSNorm; Llama 1, Qwen2 and Gemma use 1e-6.
+  if (m.norm_eps != kDefaultNormEps) {
+    std::ostringstream e;
+    e << m.norm_eps;  // shortest %g form: "1e-06", "0.5"
+    a.insert(a.end(), {"--norm-epsilon", e.str()});
+  }
   if (m.position == PositionEmbedding::rotary) {
     a.insert(a.end(), {"--position-embedding-type", "rope"});
     // Megatron-LM's --rotary-base (an int, default RoFormer's): Llama 3 rotates with 500000.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ztune/calibration/benches.hpp"
+#include "ztune/kernels/layernorm.hpp"
 
 namespace ztune::calibration {
 
@@ -70,7 +71,7 @@ nlohmann::json bench_memory_bound(BenchContext& ctx, std::size_t max_bytes) {
         else if (name == "gelu_forward") ctx.backend.gelu_forward(z.data(), x.data(), ln);
         else if (name == "layernorm_forward")
           ctx.backend.layernorm_forward(w.data(), stats.data(), stats.data() + rows_n, x.data(), y.data(), z.data(),
-                                        rows_n, kNormWidth);
+                                        rows_n, kNormWidth, kernels::cpu::kLayerNormEps);
         else ctx.backend.adamw(x.data(), y.data(), z.data(), w.data(), ln, h);
       };
       init();
@@ -92,7 +93,8 @@ nlohmann::json bench_memory_bound(BenchContext& ctx, std::size_t max_bytes) {
         else if (name == "add") ref = v + 1.0;
         else if (name == "scale") ref = 2.0 * v;
         else if (name == "gelu_forward") ref = gelu_ref(0.5 * (static_cast<double>(i % 9) - 4.0)), tol = 1e-5;
-        else if (name == "layernorm_forward") ref = (i % 2 == 0 ? 1.0 : -1.0) / std::sqrt(1.0 + 1e-5), tol = 1e-4;
+        else if (name == "layernorm_forward")
+          ref = (i % 2 == 0 ? 1.0 : -1.0) / std::sqrt(1.0 + kernels::cpu::kLayerNormEps), tol = 1e-4;
         else ref = 1.0 - 1e-3, tol = 1e-6;  // AdamW step 1: m̂/√v̂ = 1, p ← p − lr
         if (std::abs(host[i] - ref) > tol) wrong += 1;
       }

@@ -190,8 +190,8 @@ void CudaBackend::embedding_backward_impl(float* dtable, const float* dout, cons
   kc::embedding_backward<float>(dtable, dout, device_ids(ids, n, s), n, c, row_begin, rows, compute_);
 }
 void CudaBackend::layernorm_forward_impl(float* out, float* mean, float* rstd, const float* inp, const float* w,
-                                         const float* b, int n, int c) {
-  kc::layernorm_forward<float>(out, mean, rstd, inp, w, b, n, c, compute_);
+                                         const float* b, int n, int c, float eps) {
+  kc::layernorm_forward<float>(out, mean, rstd, inp, w, b, n, c, eps, compute_);
 }
 void CudaBackend::layernorm_backward_impl(float* dinp, float* dw, float* db, const float* dout, const float* inp,
                                           const float* w, const float* mean, const float* rstd, int n, int c) {

@@ -3,7 +3,6 @@
 // block, fp32 atomics across row chunks), as bias_backward.
 #include "common.cuh"
 #include "ztune/kernels/cuda/layernorm.hpp"
-#include "ztune/kernels/layernorm.hpp"
 
 namespace ztune::kernels::cuda {
 namespace {
@@ -124,13 +123,13 @@ unsigned row_blocks(int n) { return static_cast<unsigned>(ceil_div(n, kWarpsPerB
 
 template <typename T>
 void layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* weight, const T* bias, int n, int c,
-                       cudaStream_t stream) {
+                       float eps, cudaStream_t stream) {
   detail::NvtxRange range("layernorm_forward");
-  ZT_REQUIRE(n >= 0 && c > 0, "layernorm_forward: need n >= 0 and c > 0");
+  ZT_REQUIRE(n >= 0 && c > 0 && eps > 0.0f, "layernorm_forward: need n >= 0, c > 0, eps > 0");
   ZT_REQUIRE(mean != nullptr && rstd != nullptr && bias != nullptr, "layernorm_forward: mean, rstd, bias required");
   if (n == 0) return;
   norm_forward_kernel<T, true><<<row_blocks(n), kWarpsPerBlock * 32, 0, stream>>>(out, mean, rstd, inp, weight, bias,
-                                                                                  n, c, cpu::kLayerNormEps);
+                                                                                  n, c, eps);
   ZT_CHECK_LAUNCH("norm_forward_kernel<layernorm>");
 }
 
@@ -174,7 +173,8 @@ void rmsnorm_backward(T* dinp, float* dweight, const T* dout, const T* inp, cons
 }
 
 #define ZT_INSTANTIATE(T)                                                                                         \
-  template void layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*, int, int, cudaStream_t);  \
+  template void layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*, int, int, float,           \
+                                     cudaStream_t);                                                              \
   template void layernorm_backward<T>(T*, float*, float*, const T*, const T*, const T*, const float*,            \
                                       const float*, int, int, cudaStream_t);                                     \
   template void rmsnorm_forward<T>(T*, float*, const T*, const T*, int, int, float, cudaStream_t);               \

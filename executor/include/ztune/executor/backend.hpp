@@ -55,8 +55,9 @@ class Backend {
                          int rows);
   void embedding_backward(float* dtable, const float* dout, const std::int32_t* ids, int n, int c, int row_begin,
                           int rows);
+  /// `eps`: the model's norm_eps (kernels/layernorm.hpp's kLayerNormEps is GPT-2's).
   void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,
-                         int n, int c);
+                         int n, int c, float eps);
   void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
                           const float* mean, const float* rstd, int n, int c);
   void gelu_forward(float* out, const float* inp, long n);
@@ -125,7 +126,7 @@ class Backend {
   virtual void embedding_backward_impl(float* dtable, const float* dout, const std::int32_t* ids, int n, int c,
                                        int row_begin, int rows) = 0;
   virtual void layernorm_forward_impl(float* out, float* mean, float* rstd, const float* inp, const float* w,
-                                      const float* b, int n, int c) = 0;
+                                      const float* b, int n, int c, float eps) = 0;
   virtual void layernorm_backward_impl(float* dinp, float* dw, float* db, const float* dout, const float* inp,
                                        const float* w, const float* mean, const float* rstd, int n, int c) = 0;
   virtual void gelu_forward_impl(float* out, const float* inp, long n) = 0;

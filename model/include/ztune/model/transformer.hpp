@@ -21,6 +21,11 @@ const char* to_string(PositionEmbedding p);
 /// configs and of Megatron-LM's --rotary-base.
 inline constexpr double kRoformerRopeTheta = 10000;
 
+/// The norms' ε when a model file (or a GPT-2 or GPT-NeoX config.json) does not
+/// give one: GPT-2's layer_norm_epsilon, GPT-NeoX's layer_norm_eps, Llama 2/3's
+/// rms_norm_eps; torch.nn.LayerNorm's and Megatron-LM's --norm-epsilon default.
+inline constexpr double kDefaultNormEps = 1e-5;
+
 struct Transformer {
   std::string name;
   std::string source;
@@ -31,6 +36,7 @@ struct Transformer {
   int ffn_hidden = 0;      // 4h for GPT; ~8h/3 for SwiGLU models
   Activation activation = Activation::gelu;
   NormKind norm = NormKind::layernorm;
+  double norm_eps = kDefaultNormEps;  // ε of every norm, LayerNorm or RMSNorm (Llama 1, Qwen2, Gemma 1e-6)
   PositionEmbedding position = PositionEmbedding::learned;
   double rope_theta = kRoformerRopeTheta;  // rotary base θ (Llama 1/2 10^4, Llama 3 5·10^5)
   double rotary_fraction = 1;  // share of each head's channels RoPE turns (GPT-NeoX's rotary_pct 0.25)

@@ -70,7 +70,7 @@ class CudaBackend final : public Backend {
   void embedding_backward_impl(float* dtable, const float* dout, const std::int32_t* ids, int n, int c,
                                int row_begin, int rows) override;
   void layernorm_forward_impl(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,
-                              int n, int c) override;
+                              int n, int c, float eps) override;
   void layernorm_backward_impl(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
                                const float* mean, const float* rstd, int n, int c) override;
   void gelu_forward_impl(float* out, const float* inp, long n) override;
