@@ -266,10 +266,11 @@ TEST_CASE("Megatron export carries a Llama model's shape flags, the rotary base 
   CHECK_FALSE(has(args, {"--rotary-percent"}));
   pf.model->rotary_fraction = 0.25;  // GPT-NeoX's rotary_pct
   CHECK(has(megatron_arguments(pf, "plan.json"), {"--rotary-percent", "0.25"}));
-  // --norm-epsilon only when the model's ε is not Megatron-LM's default 1e-5.
-  CHECK_FALSE(has(args, {"--norm-epsilon"}));
-  pf.model->norm_eps = 1e-6;  // Llama 1's rms_norm_eps
-  CHECK(has(megatron_arguments(pf, "plan.json"), {"--norm-epsilon", "1e-06"}));
+  // --norm-epsilon only when the model's ε is not Megatron-LM's default 1e-5:
+  // the catalog's llama-7b is Llama 1, whose rms_norm_eps is 1e-6.
+  CHECK(has(args, {"--norm-epsilon", "1e-06"}));
+  pf.model->norm_eps = 1e-5;  // Llama 2's
+  CHECK_FALSE(has(megatron_arguments(pf, "plan.json"), {"--norm-epsilon"}));
   pf.model->norm_eps = 0.5;
   CHECK(has(megatron_arguments(pf, "plan.json"), {"--norm-epsilon", "0.5"}));
   pf.model->norm_eps = 1e-5;
