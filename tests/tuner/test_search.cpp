@@ -251,6 +251,22 @@ TEST_CASE("when long sequences do not fit with the standard kernel, the hints na
       CHECK_THAT(h.detail, Catch::Matchers::Contains("flash") && Catch::Matchers::Contains(": fits"));
     }
   CHECK(flash);
+  // With heads of 160 channels (hidden 5120 / 32) ztune's CUDA flash kernel has
+  // no instance, so its engine is not offered flash; Megatron-LM's is.
+  Transformer wide = m;
+  wide.hidden = 5120;
+  wide.ffn_hidden = 13824;
+  const auto has_flash_hint = [&](const SearchOptions& so) {
+    const auto rr = run_search(wide, c, hw, so);
+    REQUIRE(rr.feasible == 0);
+    for (const auto& h : explain_infeasible(wide, c, hw, so, rr))
+      if (h.change.find("FlashAttention") != std::string::npos) return true;
+    return false;
+  };
+  CHECK_FALSE(has_flash_hint(o));
+  SearchOptions mg = o;
+  mg.space.engine = Engine::megatron;
+  CHECK(has_flash_hint(mg));
   // And flash plans fit: pinned for ztune's engine, by default in Megatron-LM's.
   o.space.attention = AttentionKernel::flash;
   CHECK(run_search(m, c, hw, o).feasible > 0);
