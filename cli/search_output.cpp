@@ -6,6 +6,7 @@
 #include <ostream>
 #include <string>
 
+#include "ztune/model/text.hpp"
 #include "ztune/tuner/objective.hpp"
 
 namespace ztune::cli {
@@ -18,19 +19,6 @@ std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
-}
-
-/// 1234567 -> "1,234,567".
-std::string grouped(double v) {
-  if (!std::isfinite(v)) return "-";
-  std::string digits = std::to_string(static_cast<long long>(std::llround(v)));
-  std::string out;
-  const std::size_t lead = digits.size() % 3 == 0 ? 3 : digits.size() % 3;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i != 0 && (i - lead) % 3 == 0 && i >= lead) out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return out;
 }
 
 std::string offload_text(const Plan& p) {

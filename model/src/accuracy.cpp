@@ -3,15 +3,11 @@
 #include <cstdio>
 #include <exception>
 
+#include "ztune/model/text.hpp"
+
 namespace ztune {
 
 namespace {
-
-std::string grouped(int n) {
-  std::string s = std::to_string(n);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
-  return s;
-}
 
 std::string pct(double v) {
   char buf[32];

@@ -49,6 +49,10 @@ double Transformer::total_params() const {
   return layers * params_per_layer() + embedding_params() + head_params();
 }
 
+namespace {
+const std::string kNormEpsExpected = "expected a number > 0 and < 1 (the norms' ε, e.g. 1e-5), got ";
+}  // namespace
+
 void validate_transformer(const Transformer& t, const std::string& file) {
   auto fail = [&](const std::string& key, const std::string& what) {
     return InputError(file + ": $." + key + ": " + what);
@@ -63,7 +67,7 @@ void validate_transformer(const Transformer& t, const std::string& file) {
     throw fail("kv_heads", "expected a divisor of heads (" + std::to_string(t.heads) + "), got " +
                                std::to_string(t.kv_heads));
   if (!(t.norm_eps > 0 && t.norm_eps < 1))
-    throw fail("norm_eps", "expected a number > 0 and < 1 (the norms' ε), got " + describe_json(t.norm_eps));
+    throw fail("norm_eps", kNormEpsExpected + describe_json(t.norm_eps));
 }
 
 Transformer transformer_from_json(const nlohmann::json& doc, const std::string& file) {
@@ -81,11 +85,11 @@ Transformer transformer_from_json(const nlohmann::json& doc, const std::string& 
   t.norm = r.choice("norm", {"layernorm", "rmsnorm"}) == "layernorm" ? NormKind::layernorm : NormKind::rmsnorm;
   // ε of every norm; absent in files written before the field (and when it is the default).
   if (r.has("norm_eps")) {
-    const nlohmann::json& eps = doc.at("norm_eps");
+    const nlohmann::json& eps = r.raw("norm_eps");
     if (!eps.is_number() || !(eps.get<double>() > 0 && eps.get<double>() < 1))
-      throw r.error("norm_eps", "expected a number > 0 and < 1 (the norms' ε, e.g. 1e-5), got " + describe_json(eps));
+      throw r.error("norm_eps", kNormEpsExpected + describe_json(eps));
+    t.norm_eps = eps.get<double>();
   }
-  if (auto eps = r.optional_positive("norm_eps")) t.norm_eps = *eps;
   constexpr PositionEmbedding kPositions[] = {PositionEmbedding::learned, PositionEmbedding::rotary,
                                               PositionEmbedding::alibi, PositionEmbedding::none};
   const std::string position = r.choice("position_embedding", {"learned", "rotary", "alibi", "none"});

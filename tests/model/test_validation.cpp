@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "ztune/model/text.hpp"
 #include "ztune/model/validation.hpp"
 
 using namespace ztune;
@@ -56,4 +57,13 @@ TEST_CASE("every case carries its source, a published value and a tolerance", "[
     CHECK(c.tolerance_pct > 0);
     CHECK(std::isfinite(c.predicted));
   }
+}
+
+TEST_CASE("counts read with thousands separators", "[text]") {
+  CHECK(ztune::grouped(0) == "0");
+  CHECK(ztune::grouped(999) == "999");
+  CHECK(ztune::grouped(1440) == "1,440");
+  CHECK(ztune::grouped(1234567.4) == "1,234,567");
+  CHECK(ztune::grouped(-12345) == "-12,345");
+  CHECK(ztune::grouped(INFINITY) == "-");
 }

@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "ztune/model/executor_support.hpp"
+
 namespace ztune {
 
 std::string to_string(Engine e) {
@@ -82,6 +84,10 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       return std::nullopt;
   }
   return std::nullopt;
+}
+
+bool engine_runs_flash(Engine e, const Transformer& m, const Cluster& c) {
+  return supports_flash_attention(c) && (e != Engine::ztune || executor_runs_flash(m, executor_backend_for(c)));
 }
 
 std::optional<std::string> engine_model_violation(const Transformer& m, Engine e) {

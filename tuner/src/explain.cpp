@@ -2,7 +2,6 @@
 
 #include <cstdio>
 
-#include "ztune/model/executor_support.hpp"
 #include "ztune/model/prediction.hpp"
 
 namespace ztune {
@@ -72,11 +71,8 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
       p.micro_batch = 1;
       hints.push_back(try_variant(m, c, hw, o, "micro-batch 1", p));
     }
-    // Flash where the GPUs run it and, for ztune's own engine, its executor has a
-    // kernel for the model's heads (the CUDA one takes head sizes 64 and 128).
-    const bool flash_runs = o.space.engine != Engine::ztune || executor_runs_flash(m, executor_backend_for(c));
     if (base.attention == AttentionKernel::standard && base.sparse_attention == SparseLayout::none &&
-        supports_flash_attention(c) && flash_runs) {
+        engine_runs_flash(o.space.engine, m, c)) {
       // What selective recomputation drops, flash never stores.
       Plan p = base;
       p.attention = AttentionKernel::flash;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ztune/model/executor_support.hpp"
 #include "ztune/model/input_error.hpp"
 
 namespace ztune {
@@ -73,14 +72,13 @@ std::vector<Precision> precision_list(const SpaceOptions& o, const Cluster& c) {
 // is plain SIMT fp32, far below the FlashAttention-2 speed priced for GPUs, so
 // the ztune engine searches it on GPUs only when --attention flash pins it.
 std::vector<AttentionChoice> attention_kernels(const SpaceOptions& o, const Transformer& m, const Cluster& c) {
-  const bool executor_can = o.engine != Engine::ztune || executor_runs_flash(m, executor_backend_for(c));
   const bool priced = o.engine != Engine::ztune || c.device_kind == DeviceKind::cpu;
-  const bool available = supports_flash_attention(c) && executor_can && priced;
+  const bool available = engine_runs_flash(o.engine, m, c) && priced;
   if (o.attention) {
     if (*o.attention == AttentionKernel::flash && !supports_flash_attention(c))
       throw InputError("--attention: flash needs an Ampere or newer GPU (FlashAttention-2); " + c.node.gpu.name +
                        " is older");
-    if (*o.attention == AttentionKernel::flash && !executor_can)
+    if (*o.attention == AttentionKernel::flash && !engine_runs_flash(o.engine, m, c))
       throw InputError("--attention: ztune's CUDA flash kernel takes head sizes 64 and 128; " + m.name +
                        " has " + str(m.head_dim()));
     return {{SparseLayout::none, *o.attention}};

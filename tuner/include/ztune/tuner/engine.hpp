@@ -52,4 +52,9 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e);
 /// parallel attention + MLP blocks.
 std::optional<std::string> engine_model_violation(const Transformer& m, Engine e);
 
+/// Whether engine `e` has a flash attention kernel for `m` on `c`'s devices:
+/// FlashAttention-2 needs Ampere or newer (supports_flash_attention), and
+/// ztune's own executor a kernel for the model's heads (executor_runs_flash).
+[[nodiscard]] bool engine_runs_flash(Engine e, const Transformer& m, const Cluster& c);
+
 }  // namespace ztune
