@@ -544,9 +544,14 @@ OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster&
   const int gpn = std::max(1, c.node.gpus);
   if (p.offload_params != OffloadTarget::none) {
     // Each micro-batch fetches the GPU's 16-bit partition for forward and backward.
+    // From NVMe the reads and the host→device copies are pipelined module by
+    // module (ZeRO-Infinity's overlap-centric design, Rajbhandari et al. 2021
+    // §6.2: the NVMe→CPU read of one parameter beside the CPU→GPU copy of the
+    // previous), so the slower of the two bounds the fetch, as in the simulator.
     const double fetch = 2.0 * (2.0 * params / p.dp);
     o.zero3_param_fetch_s = pcie_copy_time(fetch, c, hw);
-    if (p.offload_params == OffloadTarget::nvme) o.zero3_param_fetch_s += nvme_copy_time(fetch * gpn, c, hw);
+    if (p.offload_params == OffloadTarget::nvme)
+      o.zero3_param_fetch_s = std::max(o.zero3_param_fetch_s, nvme_copy_time(fetch * gpn, c, hw));
   }
   if (p.offload_optimizer == OffloadTarget::none) {
     // Fused multi-tensor Adam: read fp32 master, m, v and the gradient (16 B),

@@ -22,6 +22,12 @@ bool zero3_can_prefetch(const Transformer& m, const Plan& p) {
   return p.prefetch_bucket_elems > 0 && p.max_live_params >= 2.0 * m.largest_module_params() / p.tp;
 }
 
+bool tp_shares_dp_link(const Plan& p, const Cluster& c) {
+  if (p.tp <= 1 || p.dp <= 1) return false;
+  const GroupLayout g = place_groups(p, c);
+  return g.tp.crosses_nodes() == g.dp.crosses_nodes();
+}
+
 std::optional<Cluster> oversubscribed_view(const Plan& p, const Cluster& c) {
   if (c.device_kind != DeviceKind::cpu || c.node.cpu_cores <= 0) return std::nullopt;
   const int ranks = std::min(p.gpus(), c.node.gpus);
@@ -82,14 +88,28 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
     const double edge = edge_fwd + edge_bwd + edge_tp;
     t.pp_comm = p.pp >= 3 ? std::max(end_sends, middle_sends - edge) : end_sends;
   }
+  // Overlapped data-parallel link time beside each pass (for link sharing).
+  double dp_link_fwd = 0;
+  double dp_link_bwd = 0;
   if (p.zero_stage >= 2 && p.dp > 1) {
     const DpSyncCost d = dp_sync_cost(m, p, c, hw);
     t.dp_comm = exposed(d.per_microbatch_s, t.backward, p.overlap_comm ? hw.dp_overlap : 0.0);
+    if (p.overlap_comm) dp_link_bwd += d.per_microbatch_s;
   }
   if (p.zero_stage == 3) {
     const Zero3GatherCost z = zero3_gather_cost(m, p, c, hw);
-    const double overlap = zero3_can_prefetch(m, p) ? hw.zero3_prefetch_overlap : 0.0;
+    const bool prefetch = zero3_can_prefetch(m, p);
+    const double overlap = prefetch ? hw.zero3_prefetch_overlap : 0.0;
     t.zero3_gather = exposed(z.fwd_s, t.forward, overlap) + exposed(z.bwd_s, t.backward + t.recompute, overlap);
+    if (prefetch) {
+      dp_link_fwd += z.fwd_s;
+      dp_link_bwd += z.bwd_s;
+    }
+  }
+  t.tp_backward_link = layers * (tp_bwd + lc.tp_recompute_s);
+  if (tp_shares_dp_link(p, c)) {
+    t.tp_comm += layers * lc.tp_fwd_s * link_sharing(dp_link_fwd, t.forward) +
+                 t.tp_backward_link * link_sharing(dp_link_bwd, t.backward + t.recompute);
   }
   if (p.offload_params != OffloadTarget::none) {
     // Half the fetches come before the forward, half before the backward, and
@@ -130,6 +150,11 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
   const DpSyncCost d = dp_sync_cost(m, p, c, hw);
   double step_dp = exposed(d.per_step_s, mb.backward, p.overlap_comm ? hw.dp_overlap : 0.0) +
                    d.param_allgather_s + d.embedding_sync_s;
+  // The once-per-step reduction runs beside the last micro-batch's backward
+  // and its TP collectives when both use the same link (link_sharing).
+  double step_tp_sharing = 0;
+  if (p.overlap_comm && tp_shares_dp_link(p, c))
+    step_tp_sharing = mb.tp_backward_link * link_sharing(d.per_step_s, mb.backward + mb.recompute);
   // 1-bit Adam: this is the compression phase (onebit_adam.hpp). No gradient
   // all-reduce; the momentum's compressed exchange runs inside the optimizer
   // step after backward, fully exposed, and its kernels add to the step.
@@ -138,8 +163,10 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
     const OnebitAdamCost ob = onebit_adam_cost(m, p, c, hw);
     step_dp = ob.compressed_s + d.param_allgather_s + d.embedding_sync_s;
     onebit_kernels_s = ob.compress_kernels_s;
+    step_tp_sharing = 0;  // nothing reduces beside the backward
   }
   parts[idx(TimePart::dp_comm)] = n_mb * mb.dp_comm + step_dp;
+  parts[idx(TimePart::tp_comm)] += step_tp_sharing;
 
   const OptimizerCost o = optimizer_cost(m, p, c, hw);
   parts[idx(TimePart::optimizer)] =
@@ -147,7 +174,12 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
   double stall = n_mb * mb.offload;
   if (p.offload_optimizer != OffloadTarget::none) {
     stall += exposed(o.pcie_grads_s, n_mb * mb.backward, hw.offload_overlap);
-    stall += exposed(o.pcie_params_s + o.nvme_s, o.host_step_s, hw.offload_overlap);
+    // The NVMe swap of the optimizer states does not overlap the host step:
+    // each sub-group is read, stepped and written in turn — DeepSpeed's
+    // offload_optimizer pipeline_read/pipeline_write default to false, and
+    // ztune's executor does the same (nvme_optimizer_states.cpp). The updated
+    // 16-bit parameters go up behind the step.
+    stall += o.nvme_s + exposed(o.pcie_params_s, o.host_step_s, hw.offload_overlap);
   }
   parts[idx(TimePart::offload_stall)] = stall;
 

@@ -567,6 +567,12 @@ class Builder {
         Op op = make(OpKind::nvme_read, s, ResourceKind::nvme, costs_.nvme_s(bytes));
         op.bytes = bytes;
         read = add_chained(op, st.nvme);
+        // The swap-in is part of the step (DeepSpeed's optimizer swapper, the
+        // executor's NvmeOptimizerStates::step): it waits for the gradients,
+        // it is not prefetched during the backward.
+        if (grads_ready != kNone) add_dependency(g_, grads_ready, read);
+        if (st.dp != kNone) add_dependency(g_, st.dp, read);
+        for (const OpId j : joins) add_dependency(g_, j, read);
       }
       Op adam = make(OpKind::optimizer_host, s, ResourceKind::host_cpu, costs_.host_optimizer_s(each));
       const OpId step = add_chained(adam, st.host);

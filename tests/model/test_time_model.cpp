@@ -394,3 +394,143 @@ TEST_CASE("ZeRO-3 gathers overlap only when the next module can be prefetched", 
   p.prefetch_bucket_elems = 0;  // prefetching off
   CHECK(microbatch_times(m, p, c, hw).zero3_gather == Approx(z.fwd_s + z.bwd_s));
 }
+
+namespace {
+
+// A GPU so fast that compute takes next to no time: every overlapped transfer
+// then outlasts its window, the saturated case of link sharing.
+Cluster instant_compute(Cluster c) {
+  c.node.gpu.peak_tflops_fp16 = c.node.gpu.peak_tflops_bf16 = c.node.gpu.peak_tflops_fp32 = 1e9;
+  c.node.gpu.hbm_bandwidth_gbps = 1e9;
+  return c;
+}
+
+// Each layer's tensor-parallel link time over one micro-batch (no TP overlap
+// in the profile: the async backward collectives count in full).
+double layer_tp_link(const LayerCost& lc) {
+  return lc.tp_fwd_s + lc.tp_bwd_s + lc.tp_bwd_async_s + lc.tp_recompute_s;
+}
+
+}  // namespace
+
+// Link sharing (time_model.hpp): a TP collective that meets overlapped
+// data-parallel traffic on the same link moves at half rate. With the link
+// saturated by ZeRO-3's prefetched gathers and overlapped reduce-scatters,
+// every layer's TP collectives take twice their link time; with neither
+// prefetch nor overlap nothing runs beside them; with the
+// data-parallel group across nodes the two use different links.
+TEST_CASE("link sharing: TP collectives beside ZeRO-3 gathers on one link take up to twice as long",
+          "[time][tp][zero3]") {
+  const Transformer m = gpt(24, 4096, 32, 2048, 51200);
+  const HardwareProfile hw = profile();
+  Plan p;
+  p.tp = 2;
+  p.dp = 4;
+  p.zero_stage = 3;
+  p.micro_batch = 1;
+  p.grad_accum = 1;
+  p.global_batch = 4;
+  const Cluster node = instant_compute(a100(1));
+  REQUIRE(tp_shares_dp_link(p, node));
+  REQUIRE(zero3_can_prefetch(m, p));
+  const double shared = microbatch_times(m, p, node, hw).tp_comm;
+  Plan serial = p;
+  serial.prefetch_bucket_elems = 0;  // every gather waits in line,
+  serial.overlap_comm = false;       // so does every reduce-scatter: nothing beside the TP collectives
+  const double alone = microbatch_times(m, serial, node, hw).tp_comm;
+  const LayerCost lc = layer_cost(m, p, node, hw);
+  CHECK(shared - alone == Approx(m.layers * layer_tp_link(lc)));
+
+  // tp 2 inside each node, dp 4 across four nodes: IB for the gathers, NVLink for TP.
+  Plan across = p;
+  across.dp = 4;
+  Cluster spread = node;
+  spread.node.gpus = 2;
+  spread.nodes = 4;
+  REQUIRE_FALSE(tp_shares_dp_link(across, spread));
+  Plan across_serial = across;
+  across_serial.prefetch_bucket_elems = 0;
+  across_serial.overlap_comm = false;
+  CHECK(microbatch_times(m, across, spread, hw).tp_comm ==
+        Approx(microbatch_times(m, across_serial, spread, hw).tp_comm));
+
+  // At real compute speed the gathers fill part of each pass: the TP time
+  // grows, by less than its link time.
+  const Cluster real = a100(1);
+  const double grown = microbatch_times(m, p, real, hw).tp_comm - microbatch_times(m, serial, real, hw).tp_comm;
+  CHECK(grown > 0);
+  CHECK(grown < m.layers * layer_tp_link(layer_cost(m, p, real, hw)));
+}
+
+// Stage 0/1 reduce once per step beside the last micro-batch's backward
+// (overlap_comm): on a saturated shared link that backward's TP collectives
+// take twice their link time, once per step.
+TEST_CASE("link sharing: the step's gradient all-reduce slows the last backward's TP collectives",
+          "[time][tp][zero]") {
+  const Transformer m = gpt(24, 4096, 32, 2048, 51200);
+  const HardwareProfile hw = profile();
+  const Cluster node = instant_compute(a100(1));
+  Plan p;
+  p.tp = 2;
+  p.dp = 4;
+  p.zero_stage = 1;
+  p.micro_batch = 1;
+  p.grad_accum = 3;
+  p.global_batch = 12;
+  p.overlap_comm = true;
+  Plan serial = p;
+  serial.overlap_comm = false;
+  const LayerCost lc = layer_cost(m, p, node, hw);
+  const double backward_link = lc.tp_bwd_s + lc.tp_bwd_async_s + lc.tp_recompute_s;
+  CHECK(predict_time(m, p, node, hw).part(TimePart::tp_comm) -
+            predict_time(m, serial, node, hw).part(TimePart::tp_comm) ==
+        Approx(m.layers * backward_link));
+}
+
+// ZeRO-Infinity pipelines the NVMe→host read of one module with the
+// host→device copy of the previous (Rajbhandari et al. 2021 §6.2): the fetch
+// takes the slower of the two, not their sum. The node's 8 GPUs share its
+// drives. Worked by hand: 16-bit partition × 2 passes.
+TEST_CASE("NVMe parameter offload: reads and PCIe copies are pipelined, the slower one bounds the fetch",
+          "[time][offload]") {
+  const Transformer m = gpt(16, 2048, 16, 1024, 50304);
+  Cluster c = a100(1);
+  HardwareProfile hw = profile();
+  hw.pcie_efficiency = 1;
+  hw.nvme_efficiency = 1;
+  Plan p;
+  p.dp = 8;
+  p.zero_stage = 3;
+  p.micro_batch = 1;
+  p.global_batch = 8;
+  p.offload_params = OffloadTarget::nvme;
+  const double fetch = 2.0 * 2.0 * stage_params(m, p) / 8;  // bytes per GPU per micro-batch
+  const double pcie_s = fetch / 25e9;
+  const double nvme_s = fetch * 8 / 40e9;  // slower: 8 GPUs on one node's 40 GB/s
+  REQUIRE(nvme_s > pcie_s);
+  CHECK(optimizer_cost(m, p, c, hw).zero3_param_fetch_s == Approx(nvme_s));
+  c.node.nvme_bandwidth_gbps = 1000;  // now the PCIe link is the slower
+  CHECK(optimizer_cost(m, p, c, hw).zero3_param_fetch_s == Approx(pcie_s));
+}
+
+// The optimizer states' NVMe swap is part of the step, read → Adam → write per
+// sub-group (DeepSpeed's pipeline_read/pipeline_write default off; the
+// executor's NvmeOptimizerStates::step): against the same plan with states in
+// host memory, the step is longer by exactly the swap, 2 × 12 bytes of fp32
+// states per parameter of the node's partitions over its drives.
+TEST_CASE("NVMe optimizer offload: the swap adds to the step in full", "[time][offload]") {
+  const Transformer m = gpt(16, 2048, 16, 1024, 50304);
+  const Cluster c = a100(1);
+  HardwareProfile hw = profile();
+  hw.nvme_efficiency = 1;
+  Plan p;
+  p.dp = 8;
+  p.zero_stage = 2;
+  p.micro_batch = 2;
+  p.global_batch = 16;
+  p.offload_optimizer = OffloadTarget::cpu;
+  const double host = predict_time(m, p, c, hw).iteration_s;
+  p.offload_optimizer = OffloadTarget::nvme;
+  const double swap_s = 2.0 * 12.0 * stage_params(m, p) / 8 * 8 / 40e9;
+  CHECK(predict_time(m, p, c, hw).iteration_s - host == Approx(swap_s));
+}

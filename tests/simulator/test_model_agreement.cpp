@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 #include <tuple>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -88,6 +89,87 @@ TEST_CASE("where nothing overlaps, simulator and analytical model agree within 2
     const double simulated = sim::simulate(gpt2, p, c, hw).iteration_s;
     INFO(p.summary() << ": analytical " << analytical << " s, simulated " << simulated << " s");
     CHECK(std::abs(simulated / analytical - 1) < 0.02);
+  }
+}
+
+namespace {
+
+// A GPT of Korthikanti et al. 2022's Table 3 shape (sequence 2048, vocabulary 51200).
+Transformer korthikanti_gpt(int layers, int hidden, int heads, std::int64_t global_batch) {
+  Transformer m = load_transformer("gpt3-175b");
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = m.kv_heads = heads;
+  m.ffn_hidden = 4 * hidden;
+  m.vocab = 51200;
+  m.global_batch = global_batch;
+  return m;
+}
+
+}  // namespace
+
+// Where transfers run beside compute, the two estimators model the overlap
+// differently (a bound with the profile's overlap factor vs operations on link,
+// PCIe and NVMe resources), so they agree less closely — but they must see the
+// same things: TP collectives sharing the link with ZeRO-3's prefetched
+// gathers, NVMe reads pipelined with PCIe copies, the optimizer's NVMe swap
+// inside the step (before these were modelled alike, 22B dp4×tp2 ZeRO-3 was
+// 4.8% apart and 13B ZeRO-3 with NVMe optimizer offload 28%).
+TEST_CASE("where transfers overlap compute, simulator and analytical model agree within 5%",
+          "[simulator][model][offload]") {
+  Cluster node = load_cluster("dgx-a100-80gb");
+  node.nodes = 1;
+  Cluster two = node;
+  two.nodes = 2;
+  const auto hw = default_profile_for(node);
+  struct Case {
+    Transformer m;
+    Cluster c;
+    Plan p;
+  };
+  std::vector<Case> cases;
+  {
+    Plan p;  // 22B on 8 GPUs: ZeRO-3 gathers beside tp 2 on NVLink
+    p.dp = 4;
+    p.tp = 2;
+    p.zero_stage = 3;
+    p.micro_batch = 1;
+    p.global_batch = 4;
+    p.recompute = Recompute::selective;
+    p.sequence_parallel = true;
+    cases.push_back({korthikanti_gpt(48, 6144, 64, 4), node, p});
+  }
+  {
+    Plan p;  // 13B on 16 GPUs: ZeRO-3, optimizer states on NVMe (and parameters too)
+    p.dp = 16;
+    p.zero_stage = 3;
+    p.micro_batch = 4;
+    p.global_batch = 64;
+    p.recompute = Recompute::selective;
+    p.offload_optimizer = OffloadTarget::nvme;
+    cases.push_back({korthikanti_gpt(40, 5120, 40, 64), two, p});
+    p.offload_params = OffloadTarget::nvme;
+    cases.push_back({korthikanti_gpt(40, 5120, 40, 64), two, p});
+  }
+  {
+    Plan p;  // 13B on 16 GPUs: ZeRO-Offload (stage 2, CPU Adam) with tp 2
+    p.dp = 8;
+    p.tp = 2;
+    p.zero_stage = 2;
+    p.micro_batch = 2;
+    p.grad_accum = 4;
+    p.global_batch = 64;
+    p.recompute = Recompute::selective;
+    p.offload_optimizer = OffloadTarget::cpu;
+    cases.push_back({korthikanti_gpt(40, 5120, 40, 64), two, p});
+  }
+  for (const Case& k : cases) {
+    REQUIRE_FALSE(check_plan(k.p, k.m, k.c).has_value());
+    const double analytical = predict_time(k.m, k.p, k.c, hw).iteration_s;
+    const double simulated = sim::simulate(k.m, k.p, k.c, hw).iteration_s;
+    INFO(k.m.layers << " layers, " << k.p.summary() << ": analytical " << analytical << " s, simulated " << simulated
+                    << " s");
+    CHECK(std::abs(simulated / analytical - 1) < 0.05);
   }
 }
 

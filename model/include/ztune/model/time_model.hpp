@@ -29,6 +29,8 @@ struct MicrobatchTimes {
   double overhead = 0;      // host dispatch the GPU waits on + the fixed per-micro-batch cost
   double layers_only = 0;   // the same micro-batch on a stage without embedding/head (bubble unit)
   double pp_send = 0;       // one pipeline send (activation or gradient) at one stage boundary
+  double tp_backward_link = 0;  // TP collectives' link time in the backward window (backward + recompute),
+                                // before link sharing: what the step's DP reduction can slow (link_sharing)
   [[nodiscard]] double total() const {
     return forward + backward + recompute + tp_comm + pp_comm + dp_comm + zero3_gather + offload + overhead;
   }
@@ -63,6 +65,25 @@ struct ComputeByKind {
 
 [[nodiscard]] MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Cluster& c,
                                                const HardwareProfile& hw);
+
+/// Link sharing between a blocking tensor-parallel collective and the
+/// overlapped data-parallel traffic (ZeRO-3 gathers, gradient reductions) that
+/// runs beside it on the same fabric level. NCCL runs the two groups'
+/// collectives concurrently on their own streams and they split the link:
+/// while the background traffic is on it, the TP collective moves at half
+/// rate (two flows, processor sharing). With the link busy `background_s` of
+/// a `window_s` pass, the fraction of TP time that meets it is
+/// ρ = min(1, background/window), and the TP time grows by ρ: t·(1 + ρ).
+/// Returns ρ (0 without a window). The simulator puts both on one link
+/// resource (graph_builder.cpp), so it sees the same contention, queued.
+[[nodiscard]] inline double link_sharing(double background_s, double window_s) {
+  if (window_s <= 0 || background_s <= 0) return 0;
+  return background_s < window_s ? background_s / window_s : 1.0;
+}
+
+/// Whether the plan's tensor-parallel and data-parallel groups use the same
+/// fabric level (both inside a node or both across nodes), and so share it.
+[[nodiscard]] bool tp_shares_dp_link(const Plan& p, const Cluster& c);
 
 /// Communication time `link_s` of which up to `window_s` × `overlap` hides behind compute.
 [[nodiscard]] inline double exposed(double link_s, double window_s, double overlap) {
