@@ -460,11 +460,13 @@ DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, c
     d.embedding_sync_s =
         collective_time(Collective::all_reduce, word, GroupPlacement{2, l.pp_crosses_nodes ? 1 : 2}, c, hw);
   }
-  if (p.dp <= 1) return d;
   const double params = stage_params(m, p);
+  // Gradients leave the backward in reduce buckets with dp 1 too (to the host
+  // with optimizer offload).
+  d.buckets = std::max(1, static_cast<int>(std::ceil(params / p.reduce_bucket_elems)));
+  if (p.dp <= 1) return d;
   const double gbytes = bytes_of(p.precision) * params;  // gradients in the training precision (16-bit on GPUs)
   const double pbytes = bytes_of(p.precision) * params;  // parameters likewise
-  d.buckets = std::max(1, static_cast<int>(std::ceil(params / p.reduce_bucket_elems)));
   const double bucket = gbytes / d.buckets;
   const double per_bucket_ar = collective_time(Collective::all_reduce, bucket, l.dp, c, hw);
   const double per_bucket_rs = collective_time(Collective::reduce_scatter, bucket, l.dp, c, hw);

@@ -94,7 +94,15 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
   if (p.zero_stage >= 2 && p.dp > 1) {
     const DpSyncCost d = dp_sync_cost(m, p, c, hw);
     t.dp_comm = exposed(d.per_microbatch_s, t.backward, p.overlap_comm ? hw.dp_overlap : 0.0);
-    if (p.overlap_comm) dp_link_bwd += d.per_microbatch_s;
+    if (p.overlap_comm) {
+      dp_link_bwd += d.per_microbatch_s;
+      // The last bucket is issued as the backward ends, and the backward call
+      // returns only when it is reduced (DeepSpeed's
+      // independent_gradient_partition_epilogue synchronizes the reduction
+      // stream; the executor's ParamStore::finish_backward waits): at least
+      // one bucket's reduction is exposed every micro-batch.
+      t.dp_comm = std::max(t.dp_comm, d.per_microbatch_s / d.buckets);
+    }
   }
   if (p.zero_stage == 3) {
     const Zero3GatherCost z = zero3_gather_cost(m, p, c, hw);
@@ -173,7 +181,12 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
       (p.offload_optimizer == OffloadTarget::none ? o.gpu_step_s : o.host_step_s) + onebit_kernels_s;
   double stall = n_mb * mb.offload;
   if (p.offload_optimizer != OffloadTarget::none) {
-    stall += exposed(o.pcie_grads_s, n_mb * mb.backward, hw.offload_overlap);
+    double grads_stall = exposed(o.pcie_grads_s, n_mb * mb.backward, hw.offload_overlap);
+    // Stage 2/3 copy each micro-batch's reduced partition down as its bucket
+    // is reduced; the last bucket's copy ends the backward call (as above).
+    if (p.zero_stage >= 2 && p.overlap_comm)
+      grads_stall = std::max(grads_stall, o.pcie_grads_s / dp_sync_cost(m, p, c, hw).buckets);
+    stall += grads_stall;
     // The NVMe swap of the optimizer states does not overlap the host step:
     // each sub-group is read, stepped and written in turn — DeepSpeed's
     // offload_optimizer pipeline_read/pipeline_write default to false, and

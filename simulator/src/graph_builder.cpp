@@ -450,6 +450,16 @@ class Builder {
     if (bucket_fill_ > 0) issue_bucket(s, bucket_fill_);
     bucket_fill_ = 0;
     bucket_source_ = kNone;
+    // ZeRO 2/3 reduce every micro-batch, and the backward call returns only
+    // when its reductions (and, offloaded, their copies to the host) are done:
+    // DeepSpeed's independent_gradient_partition_epilogue synchronizes the
+    // reduction stream, ztune's ParamStore::finish_backward waits on every
+    // pending request. The next micro-batch's work waits for them.
+    if (plan_.overlap_comm && plan_.zero_stage >= 2) {
+      Streams& st = streams_[static_cast<std::size_t>(s)];
+      if (st.dp != kNone) st.join.push_back(st.dp);
+      if (host_optimizer_ && st.pcie_d2h != kNone) st.join.push_back(st.pcie_d2h);
+    }
     // Without overlap the reduction runs after the backward, and the compute
     // stream waits for it (DeepSpeed overlap_comm=false; Megatron without
     // --overlap-grad-reduce).

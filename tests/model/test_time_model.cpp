@@ -534,3 +534,29 @@ TEST_CASE("NVMe optimizer offload: the swap adds to the step in full", "[time][o
   const double swap_s = 2.0 * 12.0 * stage_params(m, p) / 8 * 8 / 40e9;
   CHECK(predict_time(m, p, c, hw).iteration_s - host == Approx(swap_s));
 }
+
+// ZeRO 2/3 reduce every micro-batch and the backward call waits for its last
+// bucket (DeepSpeed's independent_gradient_partition_epilogue; the executor's
+// ParamStore::finish_backward). With a single bucket it is issued when the
+// backward ends, so nothing of it hides: overlap_comm changes nothing.
+TEST_CASE("ZeRO-2: the last reduce bucket of every micro-batch is exposed", "[time][zero]") {
+  const Transformer m = gpt(16, 2048, 16, 1024, 50304);
+  const Cluster c = a100(2);
+  const HardwareProfile hw = profile();
+  Plan p;
+  p.dp = 16;
+  p.zero_stage = 2;
+  p.micro_batch = 1;
+  p.grad_accum = 4;
+  p.global_batch = 64;
+  p.reduce_bucket_elems = 1e12;  // one bucket
+  const DpSyncCost d = dp_sync_cost(m, p, c, hw);
+  REQUIRE(d.buckets == 1);
+  CHECK(microbatch_times(m, p, c, hw).dp_comm == Approx(d.per_microbatch_s));
+  // Many buckets: the earlier ones hide behind the backward, never the last.
+  p.reduce_bucket_elems = stage_params(m, p) / 50;
+  const DpSyncCost many = dp_sync_cost(m, p, c, hw);
+  const double dp = microbatch_times(m, p, c, hw).dp_comm;
+  CHECK(dp < many.per_microbatch_s);
+  CHECK(dp >= many.per_microbatch_s / many.buckets);
+}
