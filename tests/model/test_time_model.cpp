@@ -405,6 +405,18 @@ Cluster instant_compute(Cluster c) {
   return c;
 }
 
+// A plan of dp × tp GPUs at ZeRO `zero`, `micro_batch` × `grad_accum` per GPU.
+Plan zero_plan(int dp, int tp, int zero, int micro_batch, int grad_accum) {
+  Plan p;
+  p.dp = dp;
+  p.tp = tp;
+  p.zero_stage = zero;
+  p.micro_batch = micro_batch;
+  p.grad_accum = grad_accum;
+  p.global_batch = static_cast<std::int64_t>(dp) * micro_batch * grad_accum;
+  return p;
+}
+
 // Each layer's tensor-parallel link time over one micro-batch (no TP overlap
 // in the profile: the async backward collectives count in full).
 double layer_tp_link(const LayerCost& lc) {
@@ -423,13 +435,7 @@ TEST_CASE("link sharing: TP collectives beside ZeRO-3 gathers on one link take u
           "[time][tp][zero3]") {
   const Transformer m = gpt(24, 4096, 32, 2048, 51200);
   const HardwareProfile hw = profile();
-  Plan p;
-  p.tp = 2;
-  p.dp = 4;
-  p.zero_stage = 3;
-  p.micro_batch = 1;
-  p.grad_accum = 1;
-  p.global_batch = 4;
+  const Plan p = zero_plan(4, 2, 3, 1, 1);
   const Cluster node = instant_compute(a100(1));
   REQUIRE(tp_shares_dp_link(p, node));
   REQUIRE(zero3_can_prefetch(m, p));
@@ -442,17 +448,11 @@ TEST_CASE("link sharing: TP collectives beside ZeRO-3 gathers on one link take u
   CHECK(shared - alone == Approx(m.layers * layer_tp_link(lc)));
 
   // tp 2 inside each node, dp 4 across four nodes: IB for the gathers, NVLink for TP.
-  Plan across = p;
-  across.dp = 4;
   Cluster spread = node;
   spread.node.gpus = 2;
   spread.nodes = 4;
-  REQUIRE_FALSE(tp_shares_dp_link(across, spread));
-  Plan across_serial = across;
-  across_serial.prefetch_bucket_elems = 0;
-  across_serial.overlap_comm = false;
-  CHECK(microbatch_times(m, across, spread, hw).tp_comm ==
-        Approx(microbatch_times(m, across_serial, spread, hw).tp_comm));
+  REQUIRE_FALSE(tp_shares_dp_link(p, spread));
+  CHECK(microbatch_times(m, p, spread, hw).tp_comm == Approx(microbatch_times(m, serial, spread, hw).tp_comm));
 
   // At real compute speed the gathers fill part of each pass: the TP time
   // grows, by less than its link time.
@@ -470,13 +470,7 @@ TEST_CASE("link sharing: the step's gradient all-reduce slows the last backward'
   const Transformer m = gpt(24, 4096, 32, 2048, 51200);
   const HardwareProfile hw = profile();
   const Cluster node = instant_compute(a100(1));
-  Plan p;
-  p.tp = 2;
-  p.dp = 4;
-  p.zero_stage = 1;
-  p.micro_batch = 1;
-  p.grad_accum = 3;
-  p.global_batch = 12;
+  Plan p = zero_plan(4, 2, 1, 1, 3);
   p.overlap_comm = true;
   Plan serial = p;
   serial.overlap_comm = false;
@@ -498,11 +492,7 @@ TEST_CASE("NVMe parameter offload: reads and PCIe copies are pipelined, the slow
   HardwareProfile hw = profile();
   hw.pcie_efficiency = 1;
   hw.nvme_efficiency = 1;
-  Plan p;
-  p.dp = 8;
-  p.zero_stage = 3;
-  p.micro_batch = 1;
-  p.global_batch = 8;
+  Plan p = zero_plan(8, 1, 3, 1, 1);
   p.offload_params = OffloadTarget::nvme;
   const double fetch = 2.0 * 2.0 * stage_params(m, p) / 8;  // bytes per GPU per micro-batch
   const double pcie_s = fetch / 25e9;
@@ -523,11 +513,7 @@ TEST_CASE("NVMe optimizer offload: the swap adds to the step in full", "[time][o
   const Cluster c = a100(1);
   HardwareProfile hw = profile();
   hw.nvme_efficiency = 1;
-  Plan p;
-  p.dp = 8;
-  p.zero_stage = 2;
-  p.micro_batch = 2;
-  p.global_batch = 16;
+  Plan p = zero_plan(8, 1, 2, 2, 1);
   p.offload_optimizer = OffloadTarget::cpu;
   const double host = predict_time(m, p, c, hw).iteration_s;
   p.offload_optimizer = OffloadTarget::nvme;
@@ -543,12 +529,7 @@ TEST_CASE("ZeRO-2: the last reduce bucket of every micro-batch is exposed", "[ti
   const Transformer m = gpt(16, 2048, 16, 1024, 50304);
   const Cluster c = a100(2);
   const HardwareProfile hw = profile();
-  Plan p;
-  p.dp = 16;
-  p.zero_stage = 2;
-  p.micro_batch = 1;
-  p.grad_accum = 4;
-  p.global_batch = 64;
+  Plan p = zero_plan(16, 1, 2, 1, 4);
   p.reduce_bucket_elems = 1e12;  // one bucket
   const DpSyncCost d = dp_sync_cost(m, p, c, hw);
   REQUIRE(d.buckets == 1);
