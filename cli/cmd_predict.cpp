@@ -33,6 +33,7 @@ struct PredictFlags {
   PlanFlags plan;
   std::string profile;
   std::string accounting = "paper";
+  double memory_headroom_pct = 0;  // % of each GPU's memory kept free
   bool json = false;
   bool simulate = false;  // iteration time from the discrete-event simulator
   std::string trace;      // Chrome trace JSON of the simulated iteration (implies simulate)
@@ -57,6 +58,7 @@ PredictInputs resolve(const PredictFlags& f) {
   in.memory.accounting = f.accounting == "deepspeed"  ? StateAccounting::deepspeed
                          : f.accounting == "megatron" ? StateAccounting::megatron
                                                       : StateAccounting::paper;
+  in.memory.gpu_headroom = f.memory_headroom_pct / 100.0;
   return in;
 }
 
@@ -93,7 +95,9 @@ nlohmann::json features_json(const PredictInputs& in) {
 nlohmann::json prediction_json(const PredictInputs& in, const Prediction& pr, int largest_mb) {
   const auto& mp = pr.memory;
   const auto& tp = pr.time;
-  nlohmann::json gpu{{"total_bytes", mp.gpu_total_bytes}, {"capacity_bytes", mp.gpu_capacity_bytes}};
+  nlohmann::json gpu{{"total_bytes", mp.gpu_total_bytes},
+                     {"capacity_bytes", mp.gpu_capacity_bytes},
+                     {"usable_bytes", mp.gpu_usable_bytes}};
   for (std::size_t i = 0; i < kMemLineNames.size(); ++i) gpu[std::string(kMemLineNames[i]) + "_bytes"] = mp.gpu[i];
   nlohmann::json overflow = nlohmann::json::array();
   std::array<MemLine, static_cast<std::size_t>(MemLine::count)> lines{};
@@ -139,9 +143,17 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
   std::printf("Memory per GPU (most loaded stage)        GiB\n");
   for (std::size_t i = 0; i < kMemLineNames.size(); ++i)
     std::printf("  %-22s %18.3f\n", kMemLineNames[i], mp.gpu[i] / kGiB);
-  std::printf("  %-22s %18.3f\n  %-22s %18.3f   %s\n", "total", mp.gpu_total_bytes / kGiB, "capacity",
-              mp.gpu_capacity_bytes / kGiB, mp.fits_gpu ? "fits" : "DOES NOT FIT");
-  if (!mp.fits_gpu) std::printf("  overflow: %s exceed the capacity\n", overflow_names(mp).c_str());
+  const bool headroom = mp.gpu_usable_bytes < mp.gpu_capacity_bytes;
+  std::printf("  %-22s %18.3f\n  %-22s %18.3f", "total", mp.gpu_total_bytes / kGiB, "capacity",
+              mp.gpu_capacity_bytes / kGiB);
+  if (headroom) {
+    char label[48];
+    std::snprintf(label, sizeof label, "usable (%.3g%% kept free)", in.memory.gpu_headroom * 100);
+    std::printf("\n  %-22s %18.3f", label, mp.gpu_usable_bytes / kGiB);
+  }
+  std::printf("   %s\n", mp.fits_gpu ? "fits" : "DOES NOT FIT");
+  if (!mp.fits_gpu)
+    std::printf("  overflow: %s exceed the %s\n", overflow_names(mp).c_str(), headroom ? "usable memory" : "capacity");
   std::printf("  largest micro-batch that fits: %d\n", largest_mb);
   std::printf("Host per node   %10.1f GiB of %10.1f GiB   %s\n", mp.host_bytes_per_node / kGiB,
               mp.host_capacity_bytes / kGiB, mp.fits_host ? "fits" : "DOES NOT FIT");
@@ -181,6 +193,9 @@ Command add_predict(CLI::App& root) {
                   "Model-state accounting: paper (ZeRO paper, 16-bit grads; ztune's executor), deepspeed "
                   "(estimate_zero2/3_model_states_mem_needs, fp32 grad partitions), megatron (fp32 main grads)")
       ->check(CLI::IsMember({"paper", "deepspeed", "megatron"}));
+  app->add_option("--memory-headroom", f->memory_headroom_pct,
+                  "Percent of each GPU's memory to keep free: the plan fits only below capacity × (1 − PCT/100)")
+      ->check(CLI::Range(0.0, 50.0));
   app->add_flag("--json", f->json, "Print one JSON object");
   app->add_flag("--simulate", f->simulate,
                 "Iteration time and breakdown from the discrete-event simulator instead of the analytical estimate");

@@ -48,6 +48,7 @@ struct SearchFlags {
   std::string objective = "throughput";
   double tokens = 0, gpu_hour_price = 0;
   int top = 10, simulate_top = 3, threads = 0;
+  double memory_headroom_pct = 0;  // % of each GPU's memory kept free
   bool no_prune = false, no_rank = false, no_simulate = false;
   bool json = false, explain = false, no_db = false;
   std::string out, profile, db;
@@ -83,6 +84,7 @@ nlohmann::json options_json(const SearchFlags& f, const SearchOptions& o) {
           {"gpu_hour_price", f.gpu_hour_price},
           {"top", f.top},
           {"simulate_top", f.simulate_top},
+          {"memory_headroom_pct", f.memory_headroom_pct},
           {"threads", f.threads},
           {"passes_off", off},
           {"profile", f.profile}};
@@ -119,6 +121,7 @@ SearchOptions to_options(const SearchFlags& f) {
   o.prune_enabled = !f.no_prune;
   o.rank_enabled = !f.no_rank;
   o.simulate_enabled = !f.no_simulate;
+  o.memory.gpu_headroom = f.memory_headroom_pct / 100.0;
   return o;
 }
 
@@ -277,6 +280,10 @@ Command add_search(CLI::App& root) {
   app->add_option("--simulate-top", f->simulate_top, "Plans to re-time with the simulator")
       ->check(CLI::NonNegativeNumber);
   app->add_option("--threads", f->threads, "Worker threads (default: all cores)")->check(CLI::PositiveNumber);
+  app->add_option("--memory-headroom", f->memory_headroom_pct,
+                  "Percent of each GPU's memory to keep free: a plan fits only below capacity × (1 − PCT/100) "
+                  "(default 0: the predicted runtime and fragmentation lines are the only reserve)")
+      ->check(CLI::Range(0.0, 50.0));
   app->add_flag("--no-prune", f->no_prune, "Switch off the memory prune pass (rank plans that do not fit too)");
   app->add_flag("--no-rank", f->no_rank, "Switch off the analytical rank pass (plans in enumeration order)");
   app->add_flag("--no-simulate", f->no_simulate, "Switch off the simulate pass");

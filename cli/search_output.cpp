@@ -106,7 +106,11 @@ void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector
 void print_breakdowns(std::ostream& os, const Candidate& c) {
   const auto& mem = c.prediction.memory;
   os << "Memory per GPU (GiB), " << fmt("%.2f", mem.gpu_total_bytes / kGiB) << " of "
-     << fmt("%.2f", mem.gpu_capacity_bytes / kGiB) << ":\n";
+     << fmt("%.2f", mem.gpu_capacity_bytes / kGiB);
+  if (mem.gpu_usable_bytes < mem.gpu_capacity_bytes)
+    os << " (" << fmt("%.2f", mem.gpu_usable_bytes / kGiB) << " usable: --memory-headroom keeps "
+       << fmt("%.3g", 100 * (1 - mem.gpu_usable_bytes / mem.gpu_capacity_bytes)) << "% free)";
+  os << ":\n";
   std::vector<std::vector<std::string>> rows;
   for (std::size_t i = 0; i < mem.gpu.size(); ++i) {
     if (mem.gpu[i] == 0) continue;

@@ -85,6 +85,15 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   attention_->setToolTip(QStringLiteral(
       "Attention kernel to search: any (standard, plus FlashAttention where the engine's kernel is priced), "
       "standard (s×s scores stored) or flash"));
+  headroom_ = new QDoubleSpinBox;
+  headroom_->setRange(0, 50);
+  headroom_->setDecimals(1);
+  headroom_->setSingleStep(1);
+  headroom_->setSuffix(QStringLiteral(" % kept free"));
+  headroom_->setSpecialValueText(QStringLiteral("none"));
+  headroom_->setToolTip(QStringLiteral(
+      "Percent of each GPU's memory to keep free: a plan fits only below capacity × (1 − headroom) "
+      "(none: the predicted runtime and fragmentation lines are the only reserve)"));
   objective_ = new QComboBox;
   objective_->addItems({QStringLiteral("throughput"), QStringLiteral("time"), QStringLiteral("cost")});
 
@@ -105,6 +114,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   add_row(form, QStringLiteral("&Token budget"), tokens_, InputField::tokens);
   add_row(form, QStringLiteral("&Engine"), engine_, InputField::engine);
   add_row(form, QStringLiteral("&Attention"), attention_, InputField::attention);
+  add_row(form, QStringLiteral("Memory &headroom"), headroom_, InputField::memory_headroom);
   add_row(form, QStringLiteral("&Objective"), objective_, InputField::objective);
 
   search_ = new QPushButton(QStringLiteral("Search"));
@@ -145,6 +155,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   connect(seq_, &QSpinBox::valueChanged, this, later);
   connect(engine_, &QComboBox::currentTextChanged, this, later);
   connect(attention_, &QComboBox::currentTextChanged, this, later);
+  connect(headroom_, &QDoubleSpinBox::valueChanged, this, later);
 }
 
 void InputPanel::add_row(QFormLayout* form, const QString& label, QWidget* field, InputField which) {
@@ -175,6 +186,7 @@ SearchInputs InputPanel::inputs() const {
   in.tokens = tokens_->value() * 1e9;
   in.engine = engine_->currentText();
   in.attention = attention_->currentText();
+  in.memory_headroom_pct = headroom_->value();
   in.objective = objective_->currentText();
   return in;
 }
@@ -189,6 +201,7 @@ void InputPanel::set_inputs(const SearchInputs& in) {
   tokens_->setValue(in.tokens / 1e9);
   engine_->setCurrentText(in.engine);
   attention_->setCurrentText(in.attention);
+  headroom_->setValue(in.memory_headroom_pct);
   objective_->setCurrentText(in.objective);
 }
 

@@ -52,6 +52,7 @@ class InputPanel : public QWidget {
   QDoubleSpinBox* tokens_ = nullptr;
   QComboBox* engine_ = nullptr;
   QComboBox* attention_ = nullptr;
+  QDoubleSpinBox* headroom_ = nullptr;
   QComboBox* objective_ = nullptr;
   QPushButton* search_ = nullptr;
   QLabel* summary_ = nullptr;

@@ -399,6 +399,7 @@ void MainWindow::restore_settings() {
     in.tokens = s.value(QStringLiteral("inputs/tokens")).toDouble();
     in.engine = s.value(QStringLiteral("inputs/engine"), in.engine).toString();
     in.attention = s.value(QStringLiteral("inputs/attention"), in.attention).toString();
+    in.memory_headroom_pct = s.value(QStringLiteral("inputs/memory_headroom_pct"), 0.0).toDouble();
     in.objective = s.value(QStringLiteral("inputs/objective"), in.objective).toString();
     inputs_->set_inputs(in);
   }
@@ -421,6 +422,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     s.setValue(QStringLiteral("inputs/tokens"), in.tokens);
     s.setValue(QStringLiteral("inputs/engine"), in.engine);
     s.setValue(QStringLiteral("inputs/attention"), in.attention);
+    s.setValue(QStringLiteral("inputs/memory_headroom_pct"), in.memory_headroom_pct);
     s.setValue(QStringLiteral("inputs/objective"), in.objective);
   }
   event->accept();

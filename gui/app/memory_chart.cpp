@@ -82,8 +82,12 @@ void MemoryChart::refresh() {
     top = std::max(top, capacity_gib);
     if (columns == 1) {
       const auto& m = mem.front();
+      const QString of = m.gpu_usable_bytes < m.gpu_capacity_bytes
+                             ? QStringLiteral("%1 usable (headroom) of %2").arg(format_bytes(m.gpu_usable_bytes),
+                                                                               format_bytes(m.gpu_capacity_bytes))
+                             : format_bytes(m.gpu_capacity_bytes);
       subtitle = QStringLiteral("%1 of %2 per GPU<br>per node: host %3 of %4 · NVMe %5 of %6")
-                     .arg(format_bytes(m.gpu_total_bytes), format_bytes(m.gpu_capacity_bytes),
+                     .arg(format_bytes(m.gpu_total_bytes), of,
                           format_bytes(m.host_bytes_per_node), format_bytes(m.host_capacity_bytes),
                           format_bytes(m.nvme_bytes_per_node), format_bytes(m.nvme_capacity_bytes));
     }

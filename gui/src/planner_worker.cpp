@@ -24,6 +24,7 @@ nlohmann::json options_json(const SearchInputs& in, const SearchOptions& o) {
           {"seq", in.seq},
           {"engine", to_string(o.space.engine)},
           {"attention", o.space.attention ? to_string(*o.space.attention) : std::string("any")},
+          {"memory_headroom_pct", 100.0 * o.memory.gpu_headroom},
           {"objective", to_string(o.objective)},
           {"tokens", o.tokens},
           {"gpu_hour_price", o.gpu_hour_price},

@@ -27,7 +27,7 @@ InputField field_of_message(const QString& message) {
       {"--min-gpus", InputField::gpus},     {"--max-gpus", InputField::gpus},
       {"--global-batch", InputField::global_batch}, {"--tokens", InputField::tokens},
       {"--engine", InputField::engine},     {"--objective", InputField::objective},
-      {"--attention", InputField::attention},
+      {"--attention", InputField::attention}, {"--memory-headroom", InputField::memory_headroom},
   };
   for (const auto& f : kFlags)
     if (message.startsWith(QLatin1String(f.prefix))) return f.field;
@@ -79,6 +79,9 @@ InputResolution resolve_inputs(const SearchInputs& in) {
   if (!objective)
     issue(InputField::objective,
           QStringLiteral("--objective: expected throughput, time or cost, got \"%1\"").arg(in.objective));
+  if (in.memory_headroom_pct < 0 || in.memory_headroom_pct > 50)
+    issue(InputField::memory_headroom,
+          QStringLiteral("--memory-headroom: expected a percentage in [0, 50], got %1").arg(in.memory_headroom_pct));
   if (in.tokens < 0) issue(InputField::tokens, QStringLiteral("--tokens: expected >= 0, got %1").arg(in.tokens));
   if (in.global_batch < 0)
     issue(InputField::global_batch, QStringLiteral("--global-batch: expected > 0, got %1").arg(in.global_batch));
@@ -88,6 +91,7 @@ InputResolution resolve_inputs(const SearchInputs& in) {
   o.space.global_batch = in.global_batch;
   if (engine) o.space.engine = *engine;
   o.space.attention = attention;
+  o.memory.gpu_headroom = in.memory_headroom_pct / 100.0;
   if (objective) o.objective = *objective;
   o.tokens = in.tokens;
   o.gpu_hour_price = in.gpu_hour_price;

@@ -309,7 +309,8 @@ MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Clust
   mp.host_capacity_bytes = c.node.host_memory_gb * 1e9;
   mp.nvme_bytes_per_node = nvme;
   mp.nvme_capacity_bytes = c.node.nvme_size_tb * 1e12;
-  mp.fits_gpu = mp.gpu_total_bytes <= mp.gpu_capacity_bytes;
+  mp.gpu_usable_bytes = mp.gpu_capacity_bytes * (1.0 - opt.gpu_headroom);
+  mp.fits_gpu = mp.gpu_total_bytes <= mp.gpu_usable_bytes;
   mp.fits_host = mp.host_bytes_per_node <= mp.host_capacity_bytes;
   mp.fits_nvme = mp.nvme_bytes_per_node <= mp.nvme_capacity_bytes;
   return mp;
@@ -348,7 +349,7 @@ int overflowing_lines(const MemoryPrediction& mp, MemLine* out, int max) {
     if (n >= max) break;
     out[n++] = l;
     sum += mp.line(l);
-    if (sum > mp.gpu_capacity_bytes) break;
+    if (sum > mp.gpu_usable_bytes) break;
   }
   return n;
 }

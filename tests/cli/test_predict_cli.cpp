@@ -98,3 +98,31 @@ TEST_CASE("predict shows the cost model's error against published runs on the sa
   REQUIRE(v100.exit_code == 0);
   CHECK_THAT(v100.out, Contains("accuracy: no published training time measured on V100"));
 }
+
+TEST_CASE("predict --memory-headroom judges fit against the usable memory; out of range exits 2", "[cli][predict]") {
+  // The README's best plan for 100B on 256 V100-32GB (ZeRO-3, micro-batch 4):
+  // about a quarter of each GPU left free.
+  const std::string plan = " predict --cluster dgx2x16 --model 100b --zero 3 --micro-batch 4 --global-batch 1024"
+                           " --recompute full --precision fp16 --json";
+  auto r = run_command(ztune_bin() + plan);
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j.at("memory").at("fits_gpu") == true);
+  const double total = j.at("memory").at("gpu").at("total_bytes").get<double>();
+  const double capacity = j.at("memory").at("gpu").at("capacity_bytes").get<double>();
+  const double free_pct = 100 * (1 - total / capacity);
+  REQUIRE(free_pct > 1);
+  REQUIRE(free_pct < 49);
+  // Just less headroom than the plan leaves: still fits; just more: does not.
+  r = run_command(ztune_bin() + plan + " --memory-headroom " + std::to_string(free_pct - 0.5));
+  j = nlohmann::json::parse(r.out);
+  CHECK(j.at("memory").at("fits_gpu") == true);
+  r = run_command(ztune_bin() + plan + " --memory-headroom " + std::to_string(free_pct + 0.5));
+  j = nlohmann::json::parse(r.out);
+  CHECK(j.at("memory").at("fits_gpu") == false);
+  CHECK(j.at("memory").at("gpu").at("usable_bytes").get<double>() ==
+        Approx(capacity * (1 - (free_pct + 0.5) / 100)).epsilon(1e-4));
+  r = run_command(ztune_bin() + " predict --cluster dgx2x16 --model 100b --memory-headroom 60");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--memory-headroom"));
+}

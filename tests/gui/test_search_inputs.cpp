@@ -135,3 +135,17 @@ TEST_CASE("the attention input pins the kernel; flash on V100s is marked on its 
   CHECK(bad->message.contains("any, standard or flash"));
   CHECK_FALSE(resolve_inputs(SearchInputs{}).inputs->options.space.attention.has_value());  // "any"
 }
+
+TEST_CASE("the memory headroom input reaches the search; out of range is marked on its field", "[gui][inputs]") {
+  SearchInputs in;
+  in.memory_headroom_pct = 10;
+  const InputResolution ok = resolve_inputs(in);
+  REQUIRE(ok.ok());
+  CHECK(ok.inputs->options.memory.gpu_headroom == Approx(0.10));
+  in.memory_headroom_pct = 75;
+  const InputIssue* bad = issue_for(resolve_inputs(in), InputField::memory_headroom);
+  REQUIRE(bad != nullptr);
+  CHECK(bad->message.startsWith("--memory-headroom"));
+  CHECK(field_of_message(bad->message) == InputField::memory_headroom);
+  CHECK(resolve_inputs(SearchInputs{}).inputs->options.memory.gpu_headroom == 0);
+}

@@ -305,3 +305,29 @@ TEST_CASE("1-bit Adam plans rank by their run-averaged step, warm-up included", 
   }
   CHECK(checked > 0);
 }
+
+// --memory-headroom: with a fraction h of each GPU kept free, the feasible
+// plans are exactly those of the unconstrained search whose predicted total is
+// within capacity × (1 − h) — checked against the unconstrained result, not
+// against the option's own code path.
+TEST_CASE("memory headroom keeps exactly the plans below the reduced capacity", "[tuner][search]") {
+  const Transformer m = load_transformer("gpt2-1.5b");
+  const Cluster c = test::one_v100();
+  const auto all = search_all(m, c);
+  REQUIRE(all.feasible > 10);
+  for (double h : {0.05, 0.2}) {
+    SearchOptions o;
+    o.memory.gpu_headroom = h;
+    const auto kept = search_all(m, c, o);
+    std::int64_t expected = 0;
+    for (const auto& p : all.plans)
+      expected += p.prediction.memory.gpu_total_bytes <= c.node.gpu.memory_bytes() * (1 - h);
+    INFO("headroom " << h);
+    CHECK(kept.feasible == expected);
+    CHECK(kept.feasible < all.feasible);
+    for (const auto& p : kept.plans) {
+      CHECK(p.prediction.memory.gpu_usable_bytes == Approx(c.node.gpu.memory_bytes() * (1 - h)));
+      CHECK(p.prediction.memory.gpu_total_bytes <= p.prediction.memory.gpu_usable_bytes);
+    }
+  }
+}

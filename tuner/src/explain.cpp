@@ -23,7 +23,7 @@ FitHint try_variant(const Transformer& m, const Cluster& c, const HardwareProfil
     h.detail = p.summary() + ": not a valid plan (" + *why + ")";
     return h;
   }
-  const MemoryPrediction mem = predict_memory(m, p, c, hw);
+  const MemoryPrediction mem = predict_memory(m, p, c, hw, o.memory);
   h.fits = mem.fits();
   h.detail = p.summary() + " needs " + describe_memory(mem) + (h.fits ? ": fits" : ": still too big");
   if (auto rule = engine_violation(p, o.space.engine)) {
@@ -53,6 +53,9 @@ std::string example(const SearchResult& r) {
 
 std::string describe_memory(const MemoryPrediction& mem) {
   std::string s = gb(mem.gpu_total_bytes) + " of " + gb(mem.gpu_capacity_bytes) + " per GPU";
+  if (mem.gpu_usable_bytes < mem.gpu_capacity_bytes)
+    s = gb(mem.gpu_total_bytes) + " of " + gb(mem.gpu_usable_bytes) + " usable per GPU (" + gb(mem.gpu_capacity_bytes) +
+        " less the headroom kept free)";
   if (!mem.fits_host)
     s += ", host " + gb(mem.host_bytes_per_node) + " of " + gb(mem.host_capacity_bytes) + " per node";
   if (!mem.fits_nvme)

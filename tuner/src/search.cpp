@@ -109,7 +109,7 @@ void flush(Job& job, Worker& w, std::size_t n) {
   run_pass(w.prune, static_cast<std::int64_t>(w.alive.size()), [&](std::int64_t) {
     std::size_t k = 0;
     for (std::uint32_t i : w.alive) {
-      w.memory[i] = predict_memory(job.model, w.plans[i], job.cluster, job.hw);
+      w.memory[i] = predict_memory(job.model, w.plans[i], job.cluster, job.hw, o.memory);
       if (w.memory[i].fits()) {
         w.alive[k++] = i;
         continue;
@@ -134,7 +134,8 @@ void flush(Job& job, Worker& w, std::size_t n) {
         c.prediction.memory = w.memory[i];
         c.prediction.time = predict_time(job.model, c.plan, job.cluster, job.hw);
       } else {
-        c.prediction = predict(job.model, c.plan, job.cluster, job.hw);
+        c.prediction = {predict_memory(job.model, c.plan, job.cluster, job.hw, o.memory),
+                        predict_time(job.model, c.plan, job.cluster, job.hw)};
       }
       c.timed = true;
       // 1-bit Adam plans rank by their run-averaged step (warm-up included).

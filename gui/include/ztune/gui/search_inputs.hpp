@@ -22,7 +22,7 @@
 namespace ztune::gui {
 
 enum class InputField : std::uint8_t {
-  cluster, model, profile, gpus, global_batch, seq, tokens, engine, attention, objective, other
+  cluster, model, profile, gpus, global_batch, seq, tokens, engine, attention, memory_headroom, objective, other
 };
 
 struct InputIssue {
@@ -40,6 +40,7 @@ struct SearchInputs {
   double tokens = 0;                            // 0 = the model file's token budget
   QString engine = QStringLiteral("ztune");     // ztune | deepspeed | megatron
   QString attention = QStringLiteral("any");    // any | standard | flash (--attention)
+  double memory_headroom_pct = 0;               // % of each GPU's memory kept free (--memory-headroom)
   QString objective = QStringLiteral("throughput");  // throughput | time | cost
   double gpu_hour_price = 0;
   int top = 50;                                 // plans kept

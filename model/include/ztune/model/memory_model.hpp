@@ -30,6 +30,10 @@ enum class StateAccounting : std::uint8_t {
 
 struct MemoryOptions {
   StateAccounting accounting = StateAccounting::paper;
+  /// Fraction of each GPU's memory kept free, in [0, 0.5]: a plan fits only in
+  /// capacity × (1 − headroom). 0: the prediction's own lines (runtime,
+  /// fragmentation) are the only reserve.
+  double gpu_headroom = 0;
 };
 
 /// Model-state bytes per GPU for Ψ parameters held by the GPU before ZeRO

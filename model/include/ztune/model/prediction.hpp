@@ -56,6 +56,7 @@ struct MemoryPrediction {
   std::array<double, static_cast<std::size_t>(MemLine::count)> gpu{};  // bytes per line
   double gpu_total_bytes = 0;      // sum of gpu lines
   double gpu_capacity_bytes = 0;
+  double gpu_usable_bytes = 0;     // capacity less the headroom the user keeps free (MemoryOptions)
   double host_bytes_per_node = 0;  // offloaded states, pinned buffers
   double host_capacity_bytes = 0;
   double nvme_bytes_per_node = 0;

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "ztune/model/cluster.hpp"
+#include "ztune/model/memory_model.hpp"
 #include "ztune/model/plan.hpp"
 #include "ztune/tuner/engine.hpp"
 
@@ -59,6 +60,9 @@ struct SearchOptions {
   bool prune_enabled = true;   // memory prune pass
   bool rank_enabled = true;    // analytical rank pass
   bool simulate_enabled = true;
+  /// How fit is judged: state accounting, and the GPU memory kept free
+  /// (gpu_headroom) by the prune, the rank's feasible count and --explain.
+  MemoryOptions memory;
   /// Set (e.g. by a SIGINT handler) to stop early; the search returns the best so far.
   const std::atomic<bool>* stop = nullptr;
 };
