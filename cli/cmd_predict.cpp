@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +22,7 @@
 #include "ztune/model/time_model.hpp"
 #include "ztune/simulator/chrome_trace.hpp"
 #include "ztune/simulator/simulate.hpp"
+#include "ztune/tuner/explain.hpp"
 
 namespace ztune::cli {
 
@@ -92,12 +94,39 @@ nlohmann::json features_json(const PredictInputs& in) {
   return f;
 }
 
+/// For a plan that does not fit: single changes on the same GPUs, with what
+/// each needs and its throughput when it fits (tuner/explain.hpp).
+std::vector<FitHint> fit_hints(const PredictInputs& in, const MemoryPrediction& mp) {
+  if (mp.fits()) return {};
+  SearchOptions o;
+  o.memory = in.memory;
+  return plan_fit_hints(in.model, in.cluster, in.profile, o, in.plan);
+}
+
+nlohmann::json fit_hints_json(const std::vector<FitHint>& hints) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& h : hints) {
+    nlohmann::json j{{"change", h.change}, {"detail", h.detail}, {"fits", h.fits}};
+    if (h.fits) j["tokens_per_s"] = h.tokens_per_s;
+    a.push_back(j);
+  }
+  return a;
+}
+
+void print_fit_hints(const std::vector<FitHint>& hints) {
+  if (hints.empty()) return;
+  std::printf("\nWhat would make this plan fit (one change each, same GPUs):\n");
+  for (const auto& h : hints) {
+    std::printf("  %s %s: %s", h.fits ? "[fits]" : "[no]  ", h.change.c_str(), h.detail.c_str());
+    if (h.fits) std::printf(", %.0f tokens/s", h.tokens_per_s);
+    std::printf("\n");
+  }
+}
+
 nlohmann::json prediction_json(const PredictInputs& in, const Prediction& pr, int largest_mb) {
   const auto& mp = pr.memory;
   const auto& tp = pr.time;
-  nlohmann::json gpu{{"total_bytes", mp.gpu_total_bytes},
-                     {"capacity_bytes", mp.gpu_capacity_bytes},
-                     {"usable_bytes", mp.gpu_usable_bytes}};
+  nlohmann::json gpu{{"total_bytes", mp.gpu_total_bytes}, {"capacity_bytes", mp.gpu_capacity_bytes}};
   for (std::size_t i = 0; i < kMemLineNames.size(); ++i) gpu[std::string(kMemLineNames[i]) + "_bytes"] = mp.gpu[i];
   nlohmann::json overflow = nlohmann::json::array();
   std::array<MemLine, static_cast<std::size_t>(MemLine::count)> lines{};
@@ -111,6 +140,7 @@ nlohmann::json prediction_json(const PredictInputs& in, const Prediction& pr, in
           {"profile", in.profile.name},
           {"memory",
            {{"gpu", gpu},
+            {"gpu_usable_bytes", mp.gpu_usable_bytes},
             {"host_bytes", mp.host_bytes_per_node},
             {"host_capacity_bytes", mp.host_capacity_bytes},
             {"nvme_bytes", mp.nvme_bytes_per_node},
@@ -214,8 +244,10 @@ Command add_predict(CLI::App& root) {
             const int largest_mb =
                 largest_fitting_micro_batch(in.model, in.plan, in.cluster, in.profile, 1024, in.memory);
             const Accuracy accuracy = accuracy_for(in.cluster);
+            const std::vector<FitHint> hints = fit_hints(in, pr.memory);
             if (f->json) {
               nlohmann::json j = prediction_json(in, pr, largest_mb);
+              j["memory"]["fit_hints"] = fit_hints_json(hints);
               j["time"]["method"] = simulated ? "simulated" : "analytical";
               j["accuracy"] = accuracy_json(accuracy);
               if (simulated) {
@@ -233,6 +265,7 @@ Command add_predict(CLI::App& root) {
                             simulated->graph.size(), simulated->pacing_stage, analytical_s,
                             f->trace.empty() ? "" : "; trace written to ", f->trace.c_str());
               std::printf("%s\n", accuracy_line(accuracy, in.profile.name, default_profile_for(in.cluster)).c_str());
+              print_fit_hints(hints);
             }
             return kExitOk;
           }};

@@ -120,9 +120,34 @@ TEST_CASE("predict --memory-headroom judges fit against the usable memory; out o
   r = run_command(ztune_bin() + plan + " --memory-headroom " + std::to_string(free_pct + 0.5));
   j = nlohmann::json::parse(r.out);
   CHECK(j.at("memory").at("fits_gpu") == false);
-  CHECK(j.at("memory").at("gpu").at("usable_bytes").get<double>() ==
+  CHECK(j.at("memory").at("gpu_usable_bytes").get<double>() ==
         Approx(capacity * (1 - (free_pct + 0.5) / 100)).epsilon(1e-4));
   r = run_command(ztune_bin() + " predict --cluster dgx2x16 --model 100b --memory-headroom 60");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--memory-headroom"));
+}
+
+TEST_CASE("predict says what would make a plan fit, with numbers; nothing when it fits", "[cli][predict]") {
+  const std::string plan = " predict --cluster dgx2x16 --model 100b --zero 1 --micro-batch 2 --global-batch 1024"
+                           " --precision fp16";
+  auto r = run_command(ztune_bin() + plan);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("What would make this plan fit") && Contains("[fits]") && Contains("tokens/s") &&
+                        Contains("ZeRO stage 2"));
+  r = run_command(ztune_bin() + plan + " --json");
+  auto j = nlohmann::json::parse(r.out);
+  const auto& hints = j.at("memory").at("fit_hints");
+  REQUIRE_FALSE(hints.empty());
+  bool fits = false;
+  for (const auto& h : hints)
+    if (h.at("fits").get<bool>()) {
+      fits = true;
+      CHECK(h.at("tokens_per_s").get<double>() > 0);
+    }
+  CHECK(fits);
+  r = run_command(ztune_bin() + " predict --cluster dgx2x16 --model 100b --zero 3 --micro-batch 4 --global-batch 1024"
+                                " --recompute full --precision fp16 --json");
+  j = nlohmann::json::parse(r.out);
+  CHECK(j.at("memory").at("fits") == true);
+  CHECK(j.at("memory").at("fit_hints").empty());
 }

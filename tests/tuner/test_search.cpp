@@ -331,3 +331,43 @@ TEST_CASE("memory headroom keeps exactly the plans below the reduced capacity", 
     }
   }
 }
+
+// One plan that does not fit (`ztune predict`): ZeRO-Offload's headline (Ren
+// et al. 2021) is that a 13B model trains on one V100-32GB, with activation
+// checkpointing, once the optimizer states move to the host; the hints for
+// the plan without offload must say so, with the changed plan's throughput,
+// and every change that fits must move the optimizer states (12Ψ of them is
+// ~154 GB).
+TEST_CASE("hints for one plan: a 13B model on one V100 fits only once the optimizer states are offloaded",
+          "[tuner][explain]") {
+  const Transformer m = test::gpt_13b();
+  const Cluster c = test::one_v100();
+  const auto hw = default_profile_for(c);
+  Plan p;
+  p.micro_batch = 1;
+  p.grad_accum = 8;
+  p.global_batch = 8;
+  p.recompute = Recompute::full;
+  p.precision = Precision::fp16;
+  REQUIRE_FALSE(check_plan(p, m, c).has_value());
+  REQUIRE_FALSE(predict_memory(m, p, c, hw).fits());
+  const auto hints = plan_fit_hints(m, c, hw, SearchOptions{}, p);
+  bool offload = false;
+  for (const auto& h : hints) {
+    INFO(h.change << ": " << h.detail);
+    if (h.change.find("optimizer offload to CPU") == 0) {
+      offload = true;
+      CHECK(h.fits);
+      Plan q = p;
+      q.zero_stage = 1;
+      q.offload_optimizer = OffloadTarget::cpu;
+      CHECK(h.tokens_per_s == Approx(predict_time(m, q, c, hw).tokens_per_s));
+    }
+    if (h.fits) CHECK_THAT(h.detail, Catch::Matchers::Contains("opt→cpu"));
+    else CHECK(h.tokens_per_s == 0);
+    // A single-GPU plan: no ZeRO stage or parallelism change applies.
+    CHECK(h.change.find("ZeRO stage") == std::string::npos);
+    CHECK(h.change.find("tp ") != 0);
+  }
+  CHECK(offload);
+}

@@ -1,5 +1,6 @@
 #include "ztune/tuner/explain.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "ztune/model/prediction.hpp"
@@ -26,6 +27,7 @@ FitHint try_variant(const Transformer& m, const Cluster& c, const HardwareProfil
   const MemoryPrediction mem = predict_memory(m, p, c, hw, o.memory);
   h.fits = mem.fits();
   h.detail = p.summary() + " needs " + describe_memory(mem) + (h.fits ? ": fits" : ": still too big");
+  if (h.fits) h.tokens_per_s = predict_time(m, p, c, hw).tokens_per_s;
   if (auto rule = engine_violation(p, o.space.engine)) {
     h.fits = false;
     h.detail += "; but --engine " + to_string(o.space.engine) + " cannot run it (" +
@@ -63,45 +65,83 @@ std::string describe_memory(const MemoryPrediction& mem) {
   return s;
 }
 
+std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, const HardwareProfile& hw,
+                                    const SearchOptions& o, const Plan& base) {
+  std::vector<FitHint> hints;
+  if (base.micro_batch > 1) {
+    Plan p = base;
+    p.grad_accum *= p.micro_batch;
+    p.micro_batch = 1;
+    hints.push_back(try_variant(m, c, hw, o, "micro-batch 1", p));
+  }
+  if (base.attention == AttentionKernel::standard && base.sparse_attention == SparseLayout::none &&
+      engine_runs_flash(o.space.engine, m, c)) {
+    // What selective recomputation drops, flash never stores.
+    Plan p = base;
+    p.attention = AttentionKernel::flash;
+    if (p.recompute == Recompute::selective) p.recompute = Recompute::none;
+    hints.push_back(try_variant(m, c, hw, o, "FlashAttention (--attention flash: no s×s scores stored)", p));
+  }
+  if (base.recompute == Recompute::none && base.attention == AttentionKernel::standard) {
+    Plan p = base;
+    p.recompute = Recompute::selective;
+    hints.push_back(try_variant(m, c, hw, o, "selective recomputation", p));
+  }
+  if (base.recompute != Recompute::full) {
+    Plan p = base;
+    p.recompute = Recompute::full;
+    hints.push_back(try_variant(m, c, hw, o, "full recomputation", p));
+  }
+  if (base.tp > 1 && !base.sequence_parallel) {
+    Plan p = base;
+    p.sequence_parallel = true;
+    hints.push_back(try_variant(m, c, hw, o, "sequence parallelism", p));
+  }
+  // The same GPUs split differently: ZeRO one stage further, or twice the
+  // model parallelism for half the data parallelism.
+  if (base.dp > 1 && base.zero_stage < 3 && !base.onebit_adam) {
+    Plan p = base;
+    p.zero_stage = base.zero_stage + 1;
+    hints.push_back(try_variant(m, c, hw, o, "ZeRO stage " + std::to_string(p.zero_stage), p));
+  }
+  if (base.dp % 2 == 0) {
+    Plan p = base;
+    p.dp /= 2;
+    p.grad_accum *= 2;
+    p.tp *= 2;
+    if (p.tp <= c.node.gpus) hints.push_back(try_variant(m, c, hw, o, "tp " + std::to_string(p.tp), p));
+    p.tp = base.tp;
+    p.pp *= 2;
+    if (p.pp <= m.layers) hints.push_back(try_variant(m, c, hw, o, "pp " + std::to_string(p.pp), p));
+  }
+  if (c.device_kind == DeviceKind::gpu && base.offload_optimizer == OffloadTarget::none && !base.onebit_adam &&
+      (base.pp == 1 || o.space.engine != Engine::deepspeed)) {
+    Plan p = base;
+    p.zero_stage = std::max(1, p.zero_stage);
+    p.offload_optimizer = OffloadTarget::cpu;
+    hints.push_back(try_variant(m, c, hw, o, "optimizer offload to CPU (ZeRO-Offload)", p));
+  }
+  if (base.pp == 1 && c.device_kind == DeviceKind::gpu &&
+      (base.zero_stage != 3 || base.offload_optimizer == OffloadTarget::none ||
+       base.offload_params == OffloadTarget::none)) {
+    Plan p = base;
+    p.zero_stage = 3;
+    p.onebit_adam = false;
+    p.offload_optimizer = OffloadTarget::cpu;
+    p.offload_params = OffloadTarget::cpu;
+    hints.push_back(try_variant(m, c, hw, o, "ZeRO-3 with optimizer and parameter offload to CPU", p));
+    p.micro_batch = 1;
+    p.grad_accum = base.grad_accum * base.micro_batch;
+    p.recompute = Recompute::full;
+    hints.push_back(try_variant(m, c, hw, o, "all of: micro-batch 1, full recomputation, ZeRO-3 CPU offload", p));
+  }
+  return hints;
+}
+
 std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, const HardwareProfile& hw,
                                         const SearchOptions& o, const SearchResult& r) {
   std::vector<FitHint> hints;
-  if (!r.closest.empty()) {
-    const Plan base = r.closest.front().plan;
-    if (base.micro_batch > 1) {
-      Plan p = base;
-      p.grad_accum *= p.micro_batch;
-      p.micro_batch = 1;
-      hints.push_back(try_variant(m, c, hw, o, "micro-batch 1", p));
-    }
-    if (base.attention == AttentionKernel::standard && base.sparse_attention == SparseLayout::none &&
-        engine_runs_flash(o.space.engine, m, c)) {
-      // What selective recomputation drops, flash never stores.
-      Plan p = base;
-      p.attention = AttentionKernel::flash;
-      if (p.recompute == Recompute::selective) p.recompute = Recompute::none;
-      hints.push_back(try_variant(m, c, hw, o, "FlashAttention (--attention flash: no s×s scores stored)", p));
-    }
-    if (base.recompute != Recompute::full) {
-      Plan p = base;
-      p.recompute = Recompute::full;
-      hints.push_back(try_variant(m, c, hw, o, "full recomputation", p));
-    }
-    if (base.pp == 1 && c.device_kind == DeviceKind::gpu &&
-        (base.zero_stage != 3 || base.offload_optimizer == OffloadTarget::none ||
-         base.offload_params == OffloadTarget::none)) {
-      Plan p = base;
-      p.zero_stage = 3;
-      p.onebit_adam = false;
-      p.offload_optimizer = OffloadTarget::cpu;
-      p.offload_params = OffloadTarget::cpu;
-      hints.push_back(try_variant(m, c, hw, o, "ZeRO-3 with optimizer and parameter offload to CPU", p));
-      p.micro_batch = 1;
-      p.grad_accum = base.grad_accum * base.micro_batch;
-      p.recompute = Recompute::full;
-      hints.push_back(try_variant(m, c, hw, o, "all of: micro-batch 1, full recomputation, ZeRO-3 CPU offload", p));
-    }
-  }
+  if (!r.closest.empty()) hints = plan_fit_hints(m, c, hw, o, r.closest.front().plan);
   if (o.space.engine != Engine::ztune) {
     SearchOptions x = o;
     x.space.engine = Engine::ztune;

@@ -1,7 +1,7 @@
 #pragma once
-// What would make a plan fit when none does (`ztune search --explain`, and
-// always when the search comes back empty): single changes to the plan closest
-// to fitting (smaller micro-batch, full recomputation, ZeRO-3 offload), and
+// What would make a plan fit: for one plan that does not (`ztune predict`), and
+// when no plan does (`ztune search --explain`, and always when the search
+// comes back empty): single changes to the plan closest to fitting, and
 // relaxations of the space (more GPUs, another engine, tp across nodes), each
 // with the numbers that decide it.
 #include <string>
@@ -18,7 +18,17 @@ struct FitHint {
   std::string change;  // "micro-batch 1", "more GPUs", ...
   std::string detail;  // the plan tried and its memory, e.g. "... needs 35.1 GB of 32.0 GB per GPU"
   bool fits = false;   // the change alone makes a plan fit
+  double tokens_per_s = 0;  // the changed plan's predicted throughput (analytical) when it fits
 };
+
+/// Changes to one plan on the same GPUs, each tried alone (and one all-in
+/// combination): smaller micro-batch, FlashAttention, recomputation, sequence
+/// parallelism, the next ZeRO stage, twice the tensor or pipeline parallelism
+/// for half the data parallelism, optimizer offload, ZeRO-3 with offload. Each
+/// says what the changed plan needs, whether it fits, and its throughput when
+/// it does; changes that make no valid plan say why.
+std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, const HardwareProfile& hw,
+                                    const SearchOptions& o, const Plan& base);
 
 /// Hints for a search `r` that found nothing feasible (uses r.closest). Runs a
 /// few memory-only searches for the relaxations (more GPUs: the node count
