@@ -6,6 +6,9 @@
 
 #include "palette.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace ztune::gui {
 
 QChart* new_planner_chart(const QString& title, Qt::Alignment legend) {
@@ -25,6 +28,14 @@ void style_breakdown_bars(QChart* chart, QAbstractBarSeries* bars) {
   }
   const auto markers = chart->legend()->markers(bars);
   for (int i = 0; i < markers.size() && i < sets.size(); ++i) markers[i]->setVisible(sets[i]->sum() > 0);
+}
+
+void set_nice_range(QValueAxis* axis, double top) {
+  axis->setRange(0, top);
+  axis->applyNiceNumbers();
+  const double step = (axis->max() - axis->min()) / std::max(1, axis->tickCount() - 1);
+  const int decimals = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
+  axis->setLabelFormat(QStringLiteral("%.%1f").arg(std::min(decimals, 6)));
 }
 
 }  // namespace ztune::gui

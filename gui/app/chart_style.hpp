@@ -4,6 +4,7 @@
 #include <QString>
 #include <QtCharts/QAbstractBarSeries>
 #include <QtCharts/QChart>
+#include <QtCharts/QValueAxis>
 
 namespace ztune::gui {
 
@@ -14,5 +15,10 @@ QChart* new_planner_chart(const QString& title, Qt::Alignment legend);
 /// hides the legend entries of categories the shown plans do not use
 /// (e.g. ZeRO-3 buffers without ZeRO-3).
 void style_breakdown_bars(QChart* chart, QAbstractBarSeries* bars);
+
+/// Sets `axis` to [0, top], nice numbers, and enough decimals that
+/// neighbouring ticks read differently (a 0–2 axis ticks every 0.5: "%.0f"
+/// printed 0, 0, 1, 2, 2).
+void set_nice_range(QValueAxis* axis, double top);
 
 }  // namespace ztune::gui

@@ -279,6 +279,15 @@ void MainWindow::on_search_finished() {
   for (const auto& pass : r.passes)
     if (!pass.note.empty()) row(QStringLiteral("%1 pass").arg(QString::fromStdString(pass.name)), QString::fromStdString(pass.note));
   report += QStringLiteral("</table>");
+  if (!out.fit_hints.empty()) {
+    report += QStringLiteral("<b>What would make a plan fit</b><ul style=\"margin-left: -20px\">");
+    for (const auto& h : out.fit_hints)
+      report += QStringLiteral("<li>%1 <b>%2</b>: %3</li>")
+                    .arg(h.fits ? QStringLiteral("✔") : QStringLiteral("✘"),
+                         QString::fromStdString(h.change).toHtmlEscaped(),
+                         QString::fromStdString(h.detail).toHtmlEscaped());
+    report += QStringLiteral("</ul>");
+  }
   // The error of the same cost model against published runs on this GPU (ztune validate).
   const Accuracy acc = accuracy_for(out.inputs.cluster);
   if (!acc.sources.empty()) {

@@ -92,8 +92,7 @@ void MemoryChart::refresh() {
                           format_bytes(m.nvme_bytes_per_node), format_bytes(m.nvme_capacity_bytes));
     }
   }
-  y->setRange(0, top * 1.08);
-  y->applyNiceNumbers();
+  set_nice_range(y, top * 1.08);
   c->setTitle(subtitle.isEmpty() ? title_ : title_ + QStringLiteral("<br><small>") + subtitle + QStringLiteral("</small>"));
 }
 

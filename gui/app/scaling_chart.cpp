@@ -85,13 +85,7 @@ void ScalingChart::refresh() {
   throughput->replace(t);
   mfu->replace(m);
   x->setRange(lo / 1.4, hi * 1.4);
-  left->setRange(0, top * 1.1);
-  left->applyNiceNumbers();
-  // Enough decimals that neighbouring ticks read differently (a 0-2 k tokens/s
-  // axis ticks every 0.5; "%.0f" printed 0, 0, 1, 2, 2).
-  const double step = (left->max() - left->min()) / std::max(1, left->tickCount() - 1);
-  const int decimals = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
-  left->setLabelFormat(QStringLiteral("%.%1f").arg(std::min(decimals, 6)));
+  set_nice_range(left, top * 1.1);
 }
 
 }  // namespace ztune::gui

@@ -62,6 +62,11 @@ void PlannerWorker::search(const SearchInputs& inputs) {
     emit searchFailed({InputIssue{InputField::other, QStringLiteral("search failed: ") + q(e.what())}});
     return;
   }
+  if (out.result.feasible == 0 && !out.result.interrupted) {
+    // A few memory-only searches (more GPUs, relaxed rules): the same hints as the command line's.
+    out.fit_hints =
+        explain_infeasible(out.inputs.model, out.inputs.cluster, out.inputs.profile, out.inputs.options, out.result);
+  }
   if (!db_path_.isEmpty()) {
     try {
       auto db = ResultsDb::open(db_path_.toStdString());

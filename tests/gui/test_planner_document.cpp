@@ -181,3 +181,24 @@ TEST_CASE("cancel through the document", "[gui][document]") {
   if (doc.searching()) REQUIRE(running.wait(5000));
   CHECK_FALSE(doc.searching());
 }
+
+TEST_CASE("when nothing fits, the outcome carries what would make a plan fit", "[gui][document]") {
+  // 1T parameters on one V100 workstation: ~16 TB of model states (ZeRO
+  // paper, 16 bytes each) exceed its GPUs, host memory and NVMe together.
+  PlannerDocument doc;
+  doc.set_auto_simulate(false);
+  doc.set_auto_scaling(false);
+  QSignalSpy finished(&doc, &PlannerDocument::searchFinished);
+  SearchInputs in;
+  in.cluster = "v100-workstation";
+  in.model = "1t";
+  doc.start_search(in);
+  REQUIRE(finished.wait(60000));
+  REQUIRE(doc.outcome().has_value());
+  CHECK(doc.outcome()->result.feasible == 0);
+  const auto& hints = doc.outcome()->fit_hints;
+  REQUIRE_FALSE(hints.empty());
+  bool more_gpus = false;
+  for (const auto& h : hints) more_gpus |= h.change == "more GPUs" && h.fits;
+  CHECK(more_gpus);
+}

@@ -10,6 +10,7 @@
 #include "ztune/gui/timeline_data.hpp"
 #include "ztune/model/plan.hpp"
 #include "ztune/model/prediction.hpp"
+#include "ztune/tuner/explain.hpp"
 #include "ztune/tuner/search.hpp"
 
 namespace ztune::gui {
@@ -19,6 +20,7 @@ struct SearchOutcome {
   SearchResult result;
   std::int64_t db_id = 0;  // id in the results database; 0 when it was not stored
   QString db_note;         // why it was not stored, when it was not
+  std::vector<FitHint> fit_hints;  // when nothing fits: what would make a plan fit (ztune search --explain)
 };
 
 /// The best plan the search finds for exactly `gpus` devices.
