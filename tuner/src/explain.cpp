@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "ztune/model/prediction.hpp"
 
@@ -15,15 +16,13 @@ std::string gb(double bytes) {
   return buf;
 }
 
-/// Tries one modification of the closest plan; empty change when it does not apply.
-FitHint try_variant(const Transformer& m, const Cluster& c, const HardwareProfile& hw, const SearchOptions& o,
-                    const std::string& change, Plan p) {
+/// Tries one modification of a plan; nothing when the changed plan is not a
+/// valid plan (pp not dividing the layers, ZeRO-2/3 with a pipeline, ...).
+std::optional<FitHint> try_variant(const Transformer& m, const Cluster& c, const HardwareProfile& hw,
+                                   const SearchOptions& o, const std::string& change, const Plan& p) {
+  if (check_plan(p, m, c)) return std::nullopt;
   FitHint h;
   h.change = change;
-  if (auto why = check_plan(p, m, c)) {
-    h.detail = p.summary() + ": not a valid plan (" + *why + ")";
-    return h;
-  }
   const MemoryPrediction mem = predict_memory(m, p, c, hw, o.memory);
   h.fits = mem.fits();
   h.detail = p.summary() + " needs " + describe_memory(mem) + (h.fits ? ": fits" : ": still too big");
@@ -68,11 +67,14 @@ std::string describe_memory(const MemoryPrediction& mem) {
 std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, const HardwareProfile& hw,
                                     const SearchOptions& o, const Plan& base) {
   std::vector<FitHint> hints;
+  auto add = [&](const std::string& change, const Plan& p) {
+    if (auto h = try_variant(m, c, hw, o, change, p)) hints.push_back(std::move(*h));
+  };
   if (base.micro_batch > 1) {
     Plan p = base;
     p.grad_accum *= p.micro_batch;
     p.micro_batch = 1;
-    hints.push_back(try_variant(m, c, hw, o, "micro-batch 1", p));
+    add("micro-batch 1", p);
   }
   if (base.attention == AttentionKernel::standard && base.sparse_attention == SparseLayout::none &&
       engine_runs_flash(o.space.engine, m, c)) {
@@ -80,46 +82,46 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
     Plan p = base;
     p.attention = AttentionKernel::flash;
     if (p.recompute == Recompute::selective) p.recompute = Recompute::none;
-    hints.push_back(try_variant(m, c, hw, o, "FlashAttention (--attention flash: no s×s scores stored)", p));
+    add("FlashAttention (--attention flash: no s×s scores stored)", p);
   }
   if (base.recompute == Recompute::none && base.attention == AttentionKernel::standard) {
     Plan p = base;
     p.recompute = Recompute::selective;
-    hints.push_back(try_variant(m, c, hw, o, "selective recomputation", p));
+    add("selective recomputation", p);
   }
   if (base.recompute != Recompute::full) {
     Plan p = base;
     p.recompute = Recompute::full;
-    hints.push_back(try_variant(m, c, hw, o, "full recomputation", p));
+    add("full recomputation", p);
   }
   if (base.tp > 1 && !base.sequence_parallel) {
     Plan p = base;
     p.sequence_parallel = true;
-    hints.push_back(try_variant(m, c, hw, o, "sequence parallelism", p));
+    add("sequence parallelism", p);
   }
   // The same GPUs split differently: ZeRO one stage further, or twice the
   // model parallelism for half the data parallelism.
   if (base.dp > 1 && base.zero_stage < 3 && !base.onebit_adam) {
     Plan p = base;
     p.zero_stage = base.zero_stage + 1;
-    hints.push_back(try_variant(m, c, hw, o, "ZeRO stage " + std::to_string(p.zero_stage), p));
+    add("ZeRO stage " + std::to_string(p.zero_stage), p);
   }
   if (base.dp % 2 == 0) {
     Plan p = base;
     p.dp /= 2;
     p.grad_accum *= 2;
     p.tp *= 2;
-    if (p.tp <= c.node.gpus) hints.push_back(try_variant(m, c, hw, o, "tp " + std::to_string(p.tp), p));
+    if (p.tp <= c.node.gpus) add("tp " + std::to_string(p.tp), p);
     p.tp = base.tp;
     p.pp *= 2;
-    if (p.pp <= m.layers) hints.push_back(try_variant(m, c, hw, o, "pp " + std::to_string(p.pp), p));
+    if (p.pp <= m.layers) add("pp " + std::to_string(p.pp), p);
   }
   if (c.device_kind == DeviceKind::gpu && base.offload_optimizer == OffloadTarget::none && !base.onebit_adam &&
       (base.pp == 1 || o.space.engine != Engine::deepspeed)) {
     Plan p = base;
     p.zero_stage = std::max(1, p.zero_stage);
     p.offload_optimizer = OffloadTarget::cpu;
-    hints.push_back(try_variant(m, c, hw, o, "optimizer offload to CPU (ZeRO-Offload)", p));
+    add("optimizer offload to CPU (ZeRO-Offload)", p);
   }
   if (base.pp == 1 && c.device_kind == DeviceKind::gpu &&
       (base.zero_stage != 3 || base.offload_optimizer == OffloadTarget::none ||
@@ -129,11 +131,11 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
     p.onebit_adam = false;
     p.offload_optimizer = OffloadTarget::cpu;
     p.offload_params = OffloadTarget::cpu;
-    hints.push_back(try_variant(m, c, hw, o, "ZeRO-3 with optimizer and parameter offload to CPU", p));
+    add("ZeRO-3 with optimizer and parameter offload to CPU", p);
     p.micro_batch = 1;
     p.grad_accum = base.grad_accum * base.micro_batch;
     p.recompute = Recompute::full;
-    hints.push_back(try_variant(m, c, hw, o, "all of: micro-batch 1, full recomputation, ZeRO-3 CPU offload", p));
+    add("all of: micro-batch 1, full recomputation, ZeRO-3 CPU offload", p);
   }
   return hints;
 }
