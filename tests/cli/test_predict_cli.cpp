@@ -133,7 +133,13 @@ TEST_CASE("predict says what would make a plan fit, with numbers; nothing when i
   auto r = run_command(ztune_bin() + plan);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Contains("What would make this plan fit") && Contains("[fits]") && Contains("tokens/s") &&
-                        Contains("ZeRO stage 2"));
+                        Contains("ZeRO stage 2") && Contains("the search's best plan on these 256 GPUs"));
+  // The last hint is the search's best plan on the same GPUs: the same plan and
+  // throughput as `ztune search --gpus 256` ranks first analytically.
+  auto s = run_command(ztune_bin() + " search --cluster dgx2x16 --model 100b --gpus 256 --global-batch 1024"
+                                     " --precision fp16 --simulate-top 0 --top 1 --no-db --json");
+  REQUIRE(s.exit_code == 0);
+  const auto best = nlohmann::json::parse(s.out).at("plans").at(0);
   r = run_command(ztune_bin() + plan + " --json");
   auto j = nlohmann::json::parse(r.out);
   const auto& hints = j.at("memory").at("fit_hints");
@@ -145,6 +151,8 @@ TEST_CASE("predict says what would make a plan fit, with numbers; nothing when i
       CHECK(h.at("tokens_per_s").get<double>() > 0);
     }
   CHECK(fits);
+  CHECK(hints.back().at("tokens_per_s").get<double>() ==
+        Approx(best.at("prediction").at("time").at("tokens_per_s").get<double>()));
   r = run_command(ztune_bin() + " predict --cluster dgx2x16 --model 100b --zero 3 --micro-batch 4 --global-batch 1024"
                                 " --recompute full --precision fp16 --json");
   j = nlohmann::json::parse(r.out);

@@ -116,6 +116,12 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
     p.pp *= 2;
     if (p.pp <= m.layers) add("pp " + std::to_string(p.pp), p);
   }
+  if (base.dp > 1 && (base.zero_stage < 3 || base.recompute != Recompute::full) && !base.onebit_adam) {
+    Plan p = base;
+    p.zero_stage = 3;
+    p.recompute = Recompute::full;
+    add("ZeRO-3 and full recomputation", p);
+  }
   if (c.device_kind == DeviceKind::gpu && base.offload_optimizer == OffloadTarget::none && !base.onebit_adam &&
       (base.pp == 1 || o.space.engine != Engine::deepspeed)) {
     Plan p = base;
