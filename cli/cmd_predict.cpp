@@ -245,9 +245,7 @@ Command add_predict(CLI::App& root) {
                   "Model-state accounting: paper (ZeRO paper, 16-bit grads; ztune's executor), deepspeed "
                   "(estimate_zero2/3_model_states_mem_needs, fp32 grad partitions), megatron (fp32 main grads)")
       ->check(CLI::IsMember({"paper", "deepspeed", "megatron"}));
-  app->add_option("--memory-headroom", f->memory_headroom_pct,
-                  "Percent of each GPU's memory to keep free: the plan fits only below capacity × (1 − PCT/100)")
-      ->check(CLI::Range(0.0, 50.0));
+  add_memory_headroom(*app, f->memory_headroom_pct);
   app->add_flag("--json", f->json, "Print one JSON object");
   app->add_flag("--simulate", f->simulate,
                 "Iteration time and breakdown from the discrete-event simulator instead of the analytical estimate");

@@ -280,10 +280,7 @@ Command add_search(CLI::App& root) {
   app->add_option("--simulate-top", f->simulate_top, "Plans to re-time with the simulator")
       ->check(CLI::NonNegativeNumber);
   app->add_option("--threads", f->threads, "Worker threads (default: all cores)")->check(CLI::PositiveNumber);
-  app->add_option("--memory-headroom", f->memory_headroom_pct,
-                  "Percent of each GPU's memory to keep free: a plan fits only below capacity × (1 − PCT/100) "
-                  "(default 0: the predicted runtime and fragmentation lines are the only reserve)")
-      ->check(CLI::Range(0.0, 50.0));
+  add_memory_headroom(*app, f->memory_headroom_pct);
   app->add_flag("--no-prune", f->no_prune, "Switch off the memory prune pass (rank plans that do not fit too)");
   app->add_flag("--no-rank", f->no_rank, "Switch off the analytical rank pass (plans in enumeration order)");
   app->add_flag("--no-simulate", f->no_simulate, "Switch off the simulate pass");

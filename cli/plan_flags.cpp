@@ -4,6 +4,23 @@
 
 namespace ztune::cli {
 
+void add_memory_headroom(CLI::App& app, double& pct) {
+  app.add_option("--memory-headroom", pct,
+                 "Percent of each GPU's memory to keep free: a plan fits only below capacity × (1 − PCT/100) "
+                 "(default 0: the predicted CUDA runtime and fragmentation lines are the only reserve)")
+      ->check(CLI::Validator(
+          [](const std::string& v) -> std::string {
+            try {
+              std::size_t used = 0;
+              const double x = std::stod(v, &used);
+              if (used == v.size() && x >= 0 && x <= 50) return {};
+            } catch (const std::exception&) {
+            }
+            return "expected a percentage from 0 to 50, got \"" + v + "\"";
+          },
+          "PCT in [0, 50]"));
+}
+
 void InputFlags::add_to(CLI::App& app, bool required) {
   auto* c = app.add_option("--cluster", cluster, "Cluster: catalog name (ztune list clusters) or JSON file");
   auto* m = app.add_option("--model", model, "Model: catalog name, ztune model JSON or Hugging Face config.json");

@@ -24,6 +24,10 @@ struct InputFlags {
   [[nodiscard]] Transformer load_model_or_throw() const;
 };
 
+/// --memory-headroom PCT (search and predict): the share of each GPU's memory
+/// kept free, 0–50; anything else is refused naming the flag and the range.
+void add_memory_headroom(CLI::App& app, double& pct);
+
 struct PlanFlags {
   std::string plan_file;
   int tp = 1, pp = 1, dp = 0, zero = 0, micro_batch = 1, virtual_stages = 1;
