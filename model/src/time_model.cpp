@@ -185,7 +185,7 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
     // Stage 2/3 copy each micro-batch's reduced partition down as its bucket
     // is reduced; the last bucket's copy ends the backward call (as above).
     if (p.zero_stage >= 2 && p.overlap_comm)
-      grads_stall = std::max(grads_stall, o.pcie_grads_s / dp_sync_cost(m, p, c, hw).buckets);
+      grads_stall = std::max(grads_stall, o.pcie_grads_s / d.buckets);
     stall += grads_stall;
     // The NVMe swap of the optimizer states does not overlap the host step:
     // each sub-group is read, stepped and written in turn — DeepSpeed's
