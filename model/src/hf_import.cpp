@@ -79,6 +79,8 @@ ModelType model_type_of(const nlohmann::json& doc, const std::string& file) {
     if (arch.starts_with("GPT2")) return {"gpt2", path};
     if (arch.starts_with("GPTNeoX")) return {"gpt_neox", path};
     if (arch.starts_with("Llama")) return {"llama", path};
+    if (arch.starts_with("Mistral")) return {"mistral", path};
+    if (arch.starts_with("Qwen2")) return {"qwen2", path};
     if (arch.starts_with("MPT")) return {"mpt", path};
     return {arch, path};
   }
@@ -106,7 +108,7 @@ HfKeys hf_keys_of(const std::string& type) {
   if (type == "gpt2") return {"n_embd", "n_head", "n_head"};
   if (type == "mpt") return {"d_model", "n_heads", "attn_config.kv_n_heads"};
   if (type == "gpt_neox") return {"hidden_size", "num_attention_heads", "num_attention_heads"};
-  return {"hidden_size", "num_attention_heads", "num_key_value_heads"};  // llama, mistral
+  return {"hidden_size", "num_attention_heads", "num_key_value_heads"};  // llama, mistral, qwen2
 }
 
 }  // namespace
@@ -154,7 +156,7 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.vocab = r.integer("vocab_size");
     t.seq_len = r.integer_or("max_position_embeddings", 2048);
     t.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
-  } else if (type == "llama" || type == "mistral") {
+  } else if (type == "llama" || type == "mistral" || type == "qwen2") {
     t.layers = r.integer("num_hidden_layers");
     t.hidden = r.integer("hidden_size");
     t.heads = r.integer("num_attention_heads");
@@ -167,13 +169,20 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.position = PositionEmbedding::rotary;
     t.rope_theta = r.positive_or("rope_theta", kRoformerRopeTheta);
     t.rotary_fraction = r.positive_or("partial_rotary_factor", 1.0);
-    // ztune's Transformer has biases on every linear layer or on none; Llama's
-    // config can ask for attention-only biases, which would be miscounted.
-    t.bias = r.boolean_or("attention_bias", false);
-    if (t.bias != r.boolean_or("mlp_bias", false))
-      throw InputError(file + ": $.attention_bias: expected attention_bias and mlp_bias to agree (ztune models "
-                       "biases on all linear layers or on none), got attention_bias " +
-                       std::string(t.bias ? "true" : "false"));
+    if (type == "qwen2") {
+      // Qwen2Attention: q_proj, k_proj and v_proj with biases, o_proj and the MLP without.
+      t.bias = false;
+      t.qkv_bias = true;
+    } else {
+      // ztune's Transformer has biases on every linear layer, on Q/K/V only, or
+      // on none; Llama's attention_bias covers o_proj too, and with mlp_bias
+      // false that would be miscounted.
+      t.bias = r.boolean_or("attention_bias", false);
+      if (t.bias != r.boolean_or("mlp_bias", false))
+        throw InputError(file + ": $.attention_bias: expected attention_bias and mlp_bias to agree (ztune models "
+                         "biases on all linear layers or on none), got attention_bias " +
+                         std::string(t.bias ? "true" : "false"));
+    }
     t.vocab = r.integer("vocab_size");
     t.seq_len = r.integer_or("max_position_embeddings", 2048);
     t.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
@@ -226,9 +235,21 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.tied_embeddings = true;
   } else {
     throw InputError(file + ": " + model_type.path + ": expected a Hugging Face family ztune imports "
-                     "(gpt2, gpt_neox, llama, mistral, mpt), got \"" + type + "\"");
+                     "(gpt2, gpt_neox, llama, mistral, qwen2, mpt), got \"" + type + "\"");
   }
   if (seq_len > 0) t.seq_len = seq_len;
+  // Sliding-window attention (Mistral's sliding_window; Qwen2's when
+  // use_sliding_window is on): each token sees the last `window` tokens only.
+  // ztune counts full causal attention, which is the same model only when the
+  // sequence fits in the window.
+  if (type == "mistral" || (type == "qwen2" && r.boolean_or("use_sliding_window", false))) {
+    const int window = r.integer_or("sliding_window", 0);
+    if (window > 0 && window < t.seq_len)
+      throw InputError(file + ": $.sliding_window: the model attends within a window of " + std::to_string(window) +
+                       " tokens, and ztune counts full causal attention: expected a sequence of at most " +
+                       std::to_string(window) + " tokens (--seq " + std::to_string(window) + "), got " +
+                       std::to_string(t.seq_len));
+  }
   // Shape checks with the family's own key names, so the message points at the
   // line of config.json to fix; validate_transformer below would name ztune's.
   const HfKeys keys = hf_keys_of(type);

@@ -28,8 +28,9 @@ double Transformer::params_per_layer() const {
   double biases = 0;
   if (bias) {
     biases = (h + 2 * kv) + h + (activation == Activation::swiglu ? 2 * f : f) + h;
-  } else if (norm == NormKind::layernorm) {
-    norms -= 2 * h;  // layernorm without bias keeps only its scale
+  } else {
+    if (norm == NormKind::layernorm) norms -= 2 * h;  // layernorm without bias keeps only its scale
+    if (qkv_bias) biases = h + 2 * kv;                // Qwen2: q_proj, k_proj, v_proj only
   }
   return attn + mlp + norms + biases;
 }
@@ -68,6 +69,8 @@ void validate_transformer(const Transformer& t, const std::string& file) {
                                std::to_string(t.kv_heads));
   if (!(t.norm_eps > 0 && t.norm_eps < 1))
     throw fail("norm_eps", kNormEpsExpected + describe_json(t.norm_eps));
+  if (t.qkv_bias && t.bias)
+    throw fail("qkv_bias", "expected false when bias is true (every linear layer already carries a bias), got true");
 }
 
 Transformer transformer_from_json(const nlohmann::json& doc, const std::string& file) {
@@ -99,6 +102,7 @@ Transformer transformer_from_json(const nlohmann::json& doc, const std::string& 
   if (auto f = r.optional_positive("rotary_fraction")) t.rotary_fraction = *f;
   if (auto pr = r.optional_boolean("parallel_residual")) t.parallel_residual = *pr;
   t.bias = r.boolean("bias");
+  if (auto qb = r.optional_boolean("qkv_bias")) t.qkv_bias = *qb;
   t.vocab = static_cast<int>(r.integer("vocab", 1, 1 << 24));
   t.seq_len = static_cast<int>(r.integer("seq_len", 1, 1 << 24));
   t.tied_embeddings = r.boolean("tied_embeddings");
@@ -132,6 +136,7 @@ nlohmann::json transformer_to_json(const Transformer& t) {
   if (t.position == PositionEmbedding::rotary && t.rope_theta != kRoformerRopeTheta) j["rope_theta"] = t.rope_theta;
   if (t.position == PositionEmbedding::rotary && t.rotary_fraction != 1) j["rotary_fraction"] = t.rotary_fraction;
   if (t.parallel_residual) j["parallel_residual"] = true;
+  if (t.qkv_bias) j["qkv_bias"] = true;
   if (t.norm_eps != kDefaultNormEps) j["norm_eps"] = t.norm_eps;
   return j;
 }

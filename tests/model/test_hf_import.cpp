@@ -92,6 +92,35 @@ TEST_CASE("Llama-3-70B config.json: grouped-query attention with 8 kv heads", "[
   CHECK(t.total_params() / 1e9 == Approx(70.0).epsilon(0.01));
 }
 
+TEST_CASE("Qwen2-7B config.json: biases on Q, K and V only, to the Hub's parameter count", "[hf]") {
+  auto t = ztune::load_transformer(hf_fixture("qwen2-7b"));
+  CHECK_FALSE(t.bias);
+  CHECK(t.qkv_bias);
+  CHECK(t.kv_heads == 4);
+  CHECK(t.norm_eps == 1e-6);
+  CHECK(t.rope_theta == 1e6);
+  CHECK_FALSE(t.tied_embeddings);
+  // Qwen2Attention: q_proj, k_proj, v_proj carry biases (h + 2·kv·d), o_proj and the MLP do not.
+  const double h = 3584, kv = 4 * 128, f = 18944;
+  CHECK(t.params_per_layer() == 2 * h * h + 2 * h * kv + 3 * h * f + 2 * h + (h + 2 * kv));
+  // The Hub's count for Qwen/Qwen2-7B (model card: 7.6B; non-embedding 6.53B).
+  CHECK(t.total_params() == 7615616512.0);
+}
+
+TEST_CASE("Mistral-7B: a sliding window shorter than the sequence is refused, naming the key and --seq", "[hf]") {
+  const std::string path = hf_fixture("mistral-7b-v0.1");
+  // max_position_embeddings 32768, sliding_window 4096: ztune counts full causal attention.
+  REQUIRE_THROWS_WITH(ztune::load_transformer(path),
+                      Catch::Matchers::Contains(path + ": $.sliding_window:") &&
+                          Catch::Matchers::Contains("--seq 4096") && Catch::Matchers::Contains("got 32768"));
+  // Within the window the model is full causal attention: the Hub's 7,241,732,096.
+  auto t = ztune::load_transformer(path, 4096);
+  CHECK(t.seq_len == 4096);
+  CHECK_FALSE(t.bias);
+  CHECK_FALSE(t.qkv_bias);
+  CHECK(t.total_params() == 7241732096.0);
+}
+
 TEST_CASE("MPT-7B config.json: ALiBi (no position table) and no biases", "[hf]") {
   auto t = ztune::load_transformer(hf_fixture("mpt-7b"));
   CHECK(t.layers == 32);
@@ -171,7 +200,7 @@ TEST_CASE("an unknown model_type is rejected naming the file, path and families"
   const std::string path = hf_fixture("bert-base-uncased");
   REQUIRE_THROWS_WITH(ztune::load_transformer(path),
                       path + ": $.model_type: expected a Hugging Face family ztune imports "
-                             "(gpt2, gpt_neox, llama, mistral, mpt), got \"bert\"");
+                             "(gpt2, gpt_neox, llama, mistral, qwen2, mpt), got \"bert\"");
   auto doc = nlohmann::json::parse(R"({"architectures": ["T5ForConditionalGeneration"], "d_model": 512})");
   REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(doc, "t5/config.json", 0),
                       Catch::Matchers::Contains("t5/config.json: $.architectures[0]: expected a Hugging Face family") &&

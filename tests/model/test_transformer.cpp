@@ -59,3 +59,25 @@ TEST_CASE("norm_eps must be a number in (0, 1), named with file and path", "[tra
   REQUIRE_THROWS_WITH(ztune::validate_transformer(t, "gui"),
                       StartsWith("gui: $.norm_eps: expected a number > 0 and < 1"));
 }
+
+TEST_CASE("qkv_bias: optional, round-trips, counted, and only without all-layer biases", "[transformer]") {
+  auto t = ztune::load_transformer("tiny-llama");
+  REQUIRE_FALSE(t.bias);
+  auto doc = ztune::transformer_to_json(t);
+  CHECK_FALSE(doc.contains("qkv_bias"));  // absent = false: older files and digests unchanged
+  const double without = t.total_params();
+  t.qkv_bias = true;
+  doc = ztune::transformer_to_json(t);
+  REQUIRE(doc.contains("qkv_bias"));
+  const auto back = ztune::transformer_from_json(doc, "m.json");
+  CHECK(back.qkv_bias);
+  // One bias per Q, K and V output channel in every layer: h + 2·kv_heads·d.
+  CHECK(back.total_params() - without == t.layers * (t.hidden + 2.0 * t.kv_heads * t.head_dim()));
+  doc["bias"] = true;
+  REQUIRE_THROWS_WITH(ztune::transformer_from_json(doc, "m.json"),
+                      "m.json: $.qkv_bias: expected false when bias is true (every linear layer already carries a "
+                      "bias), got true");
+  doc["bias"] = false;
+  doc["qkv_bias"] = "yes";
+  REQUIRE_THROWS_WITH(ztune::transformer_from_json(doc, "m.json"), StartsWith("m.json: $.qkv_bias: expected"));
+}

@@ -257,7 +257,12 @@ TEST_CASE("Megatron export carries a Llama model's shape flags, the rotary base 
   CHECK(has(args, {"--normalization", "RMSNorm"}));
   CHECK(has(args, {"--position-embedding-type", "rope"}));
   CHECK(has(args, {"--disable-bias-linear"}));
+  CHECK_FALSE(has(args, {"--add-qkv-bias"}));
   CHECK(has(args, {"--untie-embeddings-and-output-weights"}));
+  pf.model->qkv_bias = true;  // Qwen2: Megatron-LM's --add-qkv-bias beside --disable-bias-linear
+  CHECK(has(megatron_arguments(pf, "plan.json"), {"--disable-bias-linear"}));
+  CHECK(has(megatron_arguments(pf, "plan.json"), {"--add-qkv-bias"}));
+  pf.model->qkv_bias = false;
   CHECK_FALSE(has(args, {"--rotary-base"}));  // Llama 1/2's 10000 is Megatron-LM's default
   pf.model->rope_theta = 500000;               // Llama 3 (its config.json's rope_theta)
   pf.model->kv_heads = 8;

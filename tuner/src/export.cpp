@@ -63,6 +63,7 @@ std::vector<std::string> model_arguments(const Transformer& m, const std::string
     }
   }
   if (!m.bias) a.emplace_back("--disable-bias-linear");
+  if (m.qkv_bias) a.emplace_back("--add-qkv-bias");  // Qwen2: biases on the Q, K and V projections only
   if (!m.tied_embeddings) a.emplace_back("--untie-embeddings-and-output-weights");
   return a;
 }

@@ -42,6 +42,7 @@ struct Transformer {
   double rotary_fraction = 1;  // share of each head's channels RoPE turns (GPT-NeoX's rotary_pct 0.25)
   bool parallel_residual = false;  // GPT-J/NeoX block: x + attn(ln1(x)) + mlp(ln2(x)), not sequential
   bool bias = true;        // linear layers and norms carry biases (GPT) or not (Llama)
+  bool qkv_bias = false;   // without `bias`: the Q, K and V projections still carry biases (Qwen2)
   int vocab = 0;           // V
   int seq_len = 0;         // s
   bool tied_embeddings = true;
@@ -69,7 +70,7 @@ struct Transformer {
 Transformer transformer_from_json(const nlohmann::json& doc, const std::string& file);
 nlohmann::json transformer_to_json(const Transformer& t);
 /// A catalog name (data/models/NAME.json), a ztune model file, or a Hugging Face
-/// config.json (GPT-2, GPT-NeoX, Llama, MPT). `seq_len` > 0 overrides the sequence length.
+/// config.json (GPT-2, GPT-NeoX, Llama, Mistral, Qwen2, MPT). `seq_len` > 0 overrides the sequence length.
 Transformer load_transformer(const std::string& name_or_path, int seq_len = 0);
 /// Checks the shape's internal consistency (heads divide hidden, ...). Throws InputError.
 void validate_transformer(const Transformer& t, const std::string& file);
