@@ -233,6 +233,7 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
       const double norms = m.norm == NormKind::layernorm && m.bias ? 2.0 : 1.0;
       for (int i = 0; i < 2; ++i) keep(norms * h);
       if (m.bias) { keep((h + 2 * kvd) / t); keep(h); keep(f_in / t); keep(h); }
+      else if (m.qkv_bias) keep((h + 2 * kvd) / t);  // Qwen2: the Q/K/V bias alone
       sm.gpu[idx(MemLine::zero3_gathered)] = eb * (live + layers * small);
       // ZeRO++ qwZ: the int8 staging buffer of the gather in flight.
       if (p.zeropp) sm.gpu[idx(MemLine::zero3_gathered)] += kZeroppWeightBytes * std::min(p.prefetch_bucket_elems, psi);
