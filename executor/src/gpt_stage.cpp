@@ -74,7 +74,7 @@ GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups
     p.ln1_w = need(h + "ln_1.weight", p.unit);
     p.ln1_b = maybe(norm_bias, h + "ln_1.bias", p.unit);
     p.qkv_w = need(h + "attn.c_attn.weight", p.unit);
-    p.qkv_b = maybe(bias, h + "attn.c_attn.bias", p.unit);
+    p.qkv_b = maybe(bias || m.qkv_bias, h + "attn.c_attn.bias", p.unit);  // Qwen2: Q/K/V only
     p.proj_w = need(h + "attn.c_proj.weight", p.unit);
     p.proj_b = maybe(bias, h + "attn.c_proj.bias", p.unit);
     p.ln2_w = need(h + "ln_2.weight", p.unit);

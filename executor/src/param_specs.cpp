@@ -120,7 +120,7 @@ std::vector<ParamSpec> param_specs(const Transformer& m, const GroupShape& shape
     add_norm(h + "ln_1", unit);
     add(h + "attn.c_attn.weight", {C, C + 2 * KVC}, col_shard(C, qkv_blocks, r, t), unit, InitKind::normal, 0.02f,
         false);
-    if (bias) add(h + "attn.c_attn.bias", {C + 2 * KVC}, col_shard(1, qkv_blocks, r, t), unit, InitKind::zeros, 0, false);
+    if (bias || m.qkv_bias) add(h + "attn.c_attn.bias", {C + 2 * KVC}, col_shard(1, qkv_blocks, r, t), unit, InitKind::zeros, 0, false);
     add(h + "attn.c_proj.weight", {C, C}, row_shard(C, C, r, t), unit, InitKind::normal, proj_std, false);
     if (bias) add(h + "attn.c_proj.bias", {C}, replicated(1, C), unit, InitKind::zeros, 0, true);
     add_norm(h + "ln_2", unit);

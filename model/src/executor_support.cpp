@@ -46,9 +46,6 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   // carries its shift, which a model without biases would not have.
   if (m.norm == NormKind::layernorm && !m.bias)
     return "$.model.bias: the executor's LayerNorm has a bias; a model without biases needs norm \"rmsnorm\"";
-  if (m.qkv_bias)
-    return "$.model.qkv_bias: the executor's linear layers have biases everywhere or nowhere; Q/K/V-only biases "
-           "(Qwen2) are not run";
   if (m.position == PositionEmbedding::rotary && (m.rotary_dims() <= 0 || m.rotary_dims() % 2 != 0))
     return "$.model.rotary_fraction: rotary positions turn channel pairs; " + s(m.rotary_dims()) + " of the " +
            s(m.head_dim()) + " channels of a head is not a positive even number";

@@ -85,6 +85,9 @@ CASES = {
     # sums reduced once; RoPE on a quarter of each head; untied head).
     "neox_tp2_sp_recompute_full": dict(model="tiny-neox", tp=2, sp=True, recompute="full"),
     "neox_dp2_tp2_pp2_zero1": dict(model="tiny-neox", dp=2, tp=2, pp=2, mb=1, ga=4, zero=1),
+    # Qwen2's biases on Q, K and V only (qkv_bias): the fused Q|K|V bias is
+    # split column-wise with its weight over tp.
+    "qwen_dp2_tp2_zero1_sp": dict(model="tiny-llama", qkv_bias=True, dp=2, tp=2, mb=1, ga=4, zero=1, sp=True),
 }
 STEPS = 5
 
@@ -120,9 +123,10 @@ def main():
     references = {}  # (model, vocabulary) → the single-rank run of that model
     with tempfile.TemporaryDirectory() as d:
         def reference(case_model):
-            key = (case_model["name"], case_model["vocab"])
+            key = (case_model["name"], case_model["vocab"], case_model.get("qkv_bias", False))
             if key not in references:
-                references[key] = run(worker, mpirun, d, f"single_{key[0]}_v{key[1]}", dict(), case_model)
+                references[key] = run(worker, mpirun, d, f"single_{key[0]}_v{key[1]}{'_qkvb' if key[2] else ''}",
+                                      dict(), case_model)
                 print(f"single rank, {key[0]}, vocabulary {key[1]}: losses "
                       f"{np.array2string(references[key][0], precision=6)}")
             return references[key]
@@ -132,6 +136,8 @@ def main():
             kw = dict(CASES[name])
             model = load_model(kw.pop("model", "tiny"))
             case_model = dict(model, vocab=kw.pop("vocab", model["vocab"]))
+            if kw.pop("qkv_bias", False):
+                case_model["qkv_bias"] = True
             try:
                 ref_losses, ref_params, ref_grads = reference(case_model)
                 losses, params, grads = run(worker, mpirun, d, name, kw, case_model)

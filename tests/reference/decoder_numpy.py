@@ -86,13 +86,16 @@ def step(p, tokens, targets, m):
             dx, g[name + ".weight"] = rmsnorm_back(dy, p[name + ".weight"], cache)
         return dx
 
+    def has_bias(name):  # Qwen2: biases on the Q/K/V projection only (qkv_bias)
+        return bias or (m.get("qkv_bias", False) and name.endswith("attn.c_attn"))
+
     def linear(x, name):
-        return x @ p[name + ".weight"] + (p[name + ".bias"] if bias else 0.0)
+        return x @ p[name + ".weight"] + (p[name + ".bias"] if has_bias(name) else 0.0)
 
     def linear_back(dy, x, name):
         n = B * T
         g[name + ".weight"] = x.reshape(n, -1).T @ dy.reshape(n, -1)
-        if bias:
+        if has_bias(name):
             g[name + ".bias"] = dy.reshape(n, -1).sum(0)
         return dy @ p[name + ".weight"].T
 
@@ -197,7 +200,7 @@ def random_weights(rng, m):
 
     def linear(name, rows, cols):
         p[name + ".weight"] = rng.normal(0, 0.1, (rows, cols))
-        if bias:
+        if bias or (m.get("qkv_bias", False) and name.endswith("attn.c_attn")):
             p[name + ".bias"] = rng.normal(0, 0.1, cols)
 
     for l in range(L):
@@ -231,7 +234,9 @@ def main():
                  (f"{name} GQA, rotary on a quarter of each head", dict(m, rotary_fraction=0.25), {}),
                  # No position information at all (MPT with every option off): no wpe, no rotation.
                  (f"{name} GQA, no positions", dict(m, position_embedding="none"), {}),
-                 (f"{name} GQA, RMSNorm eps 0.5", dict(m, norm_eps=0.5), {})]
+                 (f"{name} GQA, RMSNorm eps 0.5", dict(m, norm_eps=0.5), {}),
+                 # Qwen2: biases on the Q, K and V projections only.
+                 (f"{name} GQA, Q/K/V biases (Qwen2)", dict(m, qkv_bias=True), {})]
     failures = 0
     for label, model, kw in cases:
         failures += gpt2_numpy.check_case(worker, model, label, kw, None, weights=random_weights,
