@@ -69,6 +69,8 @@ with tempfile.TemporaryDirectory() as d:
                             ("z3_nvme_params", MODEL, dict(zero=3, offload_params="nvme", offload="cpu")),
                             # RMSNorm, SwiGLU, RoPE and GQA's kv_repeat on the device.
                             ("llama", llama, dict(recompute="selective")),
+                            # Qwen2's biases on Q, K and V only.
+                            ("qwen", dict(llama, qkv_bias=True), {}),
                             # The plan's flash kernel (lse state, no scores) on 64-channel heads, the
                             # CUDA kernel's, against the CPU flash kernel; with and without
                             # recomputing it; and the standard kernel on the same heads.
