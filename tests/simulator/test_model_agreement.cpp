@@ -106,6 +106,19 @@ Transformer korthikanti_gpt(int layers, int hidden, int heads, std::int64_t glob
   return m;
 }
 
+/// dp × tp GPUs at ZeRO `zero`, micro_batch × grad_accum per GPU.
+Plan dp_plan(int dp, int tp, int zero, int micro_batch, int grad_accum, Recompute recompute) {
+  Plan p;
+  p.dp = dp;
+  p.tp = tp;
+  p.zero_stage = zero;
+  p.micro_batch = micro_batch;
+  p.grad_accum = grad_accum;
+  p.global_batch = static_cast<std::int64_t>(dp) * micro_batch * grad_accum;
+  p.recompute = recompute;
+  return p;
+}
+
 }  // namespace
 
 // Where transfers run beside compute, the two estimators model the overlap
@@ -129,37 +142,20 @@ TEST_CASE("where transfers overlap compute, simulator and analytical model agree
   };
   std::vector<Case> cases;
   {
-    Plan p;  // 22B on 8 GPUs: ZeRO-3 gathers beside tp 2 on NVLink
-    p.dp = 4;
-    p.tp = 2;
-    p.zero_stage = 3;
-    p.micro_batch = 1;
-    p.global_batch = 4;
-    p.recompute = Recompute::selective;
+    Plan p = dp_plan(4, 2, 3, 1, 1, Recompute::selective);  // 22B on 8 GPUs: ZeRO-3 gathers beside tp 2 on NVLink
     p.sequence_parallel = true;
     cases.push_back({korthikanti_gpt(48, 6144, 64, 4), node, p});
   }
   {
-    Plan p;  // 13B on 16 GPUs: ZeRO-3, optimizer states on NVMe (and parameters too)
-    p.dp = 16;
-    p.zero_stage = 3;
-    p.micro_batch = 4;
-    p.global_batch = 64;
-    p.recompute = Recompute::selective;
+    // 13B on 16 GPUs: ZeRO-3, optimizer states on NVMe (and parameters too).
+    Plan p = dp_plan(16, 1, 3, 4, 1, Recompute::selective);
     p.offload_optimizer = OffloadTarget::nvme;
     cases.push_back({korthikanti_gpt(40, 5120, 40, 64), two, p});
     p.offload_params = OffloadTarget::nvme;
     cases.push_back({korthikanti_gpt(40, 5120, 40, 64), two, p});
   }
   {
-    Plan p;  // 13B on 16 GPUs: ZeRO-Offload (stage 2, CPU Adam) with tp 2
-    p.dp = 8;
-    p.tp = 2;
-    p.zero_stage = 2;
-    p.micro_batch = 2;
-    p.grad_accum = 4;
-    p.global_batch = 64;
-    p.recompute = Recompute::selective;
+    Plan p = dp_plan(8, 2, 2, 2, 4, Recompute::selective);  // 13B on 16 GPUs: ZeRO-Offload (CPU Adam) with tp 2
     p.offload_optimizer = OffloadTarget::cpu;
     cases.push_back({korthikanti_gpt(40, 5120, 40, 64), two, p});
   }
@@ -181,12 +177,7 @@ TEST_CASE("simulator: ZeRO-2's reduction ends each micro-batch's backward", "[si
   const auto m = load_transformer("gpt2-1.5b");
   const auto c = load_cluster("dgx-a100-80gbx16");
   const auto hw = default_profile_for(c);
-  Plan p;
-  p.dp = 16;
-  p.zero_stage = 2;
-  p.micro_batch = 4;
-  p.grad_accum = 4;
-  p.global_batch = 256;
+  Plan p = dp_plan(16, 1, 2, 4, 4, Recompute::none);
   p.reduce_bucket_elems = 1e12;  // one bucket
   REQUIRE_FALSE(check_plan(p, m, c).has_value());
   const double overlapped = sim::simulate(m, p, c, hw).iteration_s;
