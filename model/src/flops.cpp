@@ -22,7 +22,10 @@ double layer_forward_flops(const Transformer& m, double micro_batch, double atte
   const double qkv = 2.0 * tokens * h * (h + 2.0 * kvd);
   const double proj = 2.0 * tokens * h * h;
   const double mlp = 2.0 * tokens * h * f_in + 2.0 * tokens * m.ffn_hidden * h;
-  return qkv + proj + mlp + attention_core_flops(m, micro_batch) * attention_density;
+  // A sliding window keeps attended_fraction() of the causal pairs: the model's
+  // attention math shrinks by that share (what the kernel computes is
+  // hardware_flops_per_iteration's concern).
+  return qkv + proj + mlp + attention_core_flops(m, micro_batch) * attention_density * m.attended_fraction();
 }
 
 double head_forward_flops(const Transformer& m, double micro_batch) {
@@ -37,12 +40,18 @@ double model_flops_per_iteration(const Transformer& m, double global_batch, doub
 double hardware_flops_per_iteration(const Transformer& m, const Plan& p) {
   const double b = static_cast<double>(p.global_batch);
   const double density = attention_density(m, p);
+  // A flash kernel skips the key blocks outside the window; the standard
+  // kernel computes every score and masks the ones outside it.
+  const double kept = p.attention == AttentionKernel::flash ? m.attended_fraction() : 1.0;
+  const double core = attention_core_flops(m, b) * density * kept;
   double extra = 0;
-  if (p.recompute == Recompute::full) extra = m.layers * layer_forward_flops(m, b, density);
-  if (p.recompute == Recompute::selective) extra = m.layers * attention_core_flops(m, b) * density;
+  if (p.recompute == Recompute::full) extra = m.layers * (layer_forward_flops(m, b, 0.0) + core);
+  if (p.recompute == Recompute::selective) extra = m.layers * core;
   // A flash kernel's backward recomputes QKᵀ (Dao et al. 2022, Alg. 4): half the core.
-  if (p.attention == AttentionKernel::flash) extra += m.layers * attention_core_flops(m, b) / 2.0;
-  return model_flops_per_iteration(m, b, density) + extra;
+  if (p.attention == AttentionKernel::flash) extra += m.layers * core / 2.0;
+  // The passes' own attention work: the model's, or all of the scores when the kernel masks the window.
+  const double masked = m.layers * 3.0 * attention_core_flops(m, b) * density * (kept - m.attended_fraction());
+  return model_flops_per_iteration(m, b, density) + masked + extra;
 }
 
 }  // namespace ztune

@@ -37,6 +37,14 @@ struct HfReader {
   [[nodiscard]] int integer_or(const char* key, int fallback) const {
     return find(key) ? integer(key) : fallback;
   }
+  /// An integer ≥ 0 (a layer index or count that may be 0), or `fallback`.
+  [[nodiscard]] int nonnegative_or(const char* key, int fallback) const {
+    const auto* v = find(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_number_integer() || v->get<long long>() < 0 || v->get<long long>() > (1LL << 30))
+      throw InputError(file + ": $." + key + ": expected an integer >= 0, got " + describe_json(*v));
+    return static_cast<int>(v->get<long long>());
+  }
   [[nodiscard]] double positive_or(const char* key, double fallback) const {
     const auto* v = find(key);
     if (v == nullptr) return fallback;
@@ -238,18 +246,22 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
                      "(gpt2, gpt_neox, llama, mistral, qwen2, mpt), got \"" + type + "\"");
   }
   if (seq_len > 0) t.seq_len = seq_len;
-  // Sliding-window attention (Mistral's sliding_window; Qwen2's when
-  // use_sliding_window is on): each token sees the last `window` tokens only.
-  // ztune counts full causal attention, which is the same model only when the
-  // sequence fits in the window.
-  if (type == "mistral" || (type == "qwen2" && r.boolean_or("use_sliding_window", false))) {
+  // Sliding-window attention: each token sees itself and the window − 1
+  // before it. Mistral: every layer (sliding_window, null for none). Qwen2:
+  // with use_sliding_window, the layers from max_window_layers on; ztune's
+  // model has one window for all layers, so a split is refused.
+  if (type == "mistral") {
+    t.attention_window = r.integer_or("sliding_window", 0);
+  } else if (type == "qwen2" && r.boolean_or("use_sliding_window", false)) {
     const int window = r.integer_or("sliding_window", 0);
-    if (window > 0 && window < t.seq_len)
-      throw InputError(file + ": $.sliding_window: the model attends within a window of " + std::to_string(window) +
-                       " tokens, and ztune counts full causal attention: expected a sequence of at most " +
-                       std::to_string(window) + " tokens (--seq " + std::to_string(window) + "), got " +
-                       std::to_string(t.seq_len));
+    const int from = r.nonnegative_or("max_window_layers", 0);
+    if (from == 0) t.attention_window = window;
+    else if (from < t.layers && window > 0 && window < t.seq_len)
+      throw InputError(file + ": $.max_window_layers: expected 0 (every layer windowed) or at least " +
+                       std::to_string(t.layers) + " (none): ztune gives all layers one attention window, got " +
+                       std::to_string(from));
   }
+  if (!t.windowed()) t.attention_window = 0;  // a window as long as the sequence changes nothing
   // Shape checks with the family's own key names, so the message points at the
   // line of config.json to fix; validate_transformer below would name ztune's.
   const HfKeys keys = hf_keys_of(type);

@@ -239,9 +239,15 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
     // Backward runs five block products where forward runs two (QKᵀ again,
     // dV = PᵀdO, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q): 2.5× the forward's work.
     // Both run at the profile's attention GEMM efficiency for their FLOPs.
+    // With a sliding window of w tokens, a block row also skips the key
+    // blocks wholly before its window: it touches min(i + 1, k) of them,
+    // k = ⌈(w − 1)/kFlashBlock⌉ + 1 (FlashAttention-2's window_size).
     constexpr double kFlashBlock = 128;
     const double n = std::ceil(x.s / kFlashBlock);
-    const double fwd_flops = 4.0 * x.s * x.s * x.d * heads_local * (n + 1.0) / (2.0 * n);
+    const double k = m.windowed() ? std::ceil((m.attention_window - 1) / kFlashBlock) + 1.0 : n;
+    double blocks = 0;
+    for (double i = 0; i < n; ++i) blocks += std::min(i + 1.0, k);
+    const double fwd_flops = 4.0 * x.s * x.s * x.d * heads_local * blocks / (n * n);
     const double head_bytes = x.s * x.d * heads_local * eb;  // one of Q, K, V, O per micro-batch
     lc.fwd_attention_s = fused_attention_time(fwd_flops, 4.0 * head_bytes, prec, gpu, hw);
     flash_bwd_s = fused_attention_time(2.5 * fwd_flops, 8.0 * head_bytes, prec, gpu, hw);

@@ -35,6 +35,12 @@ double Transformer::params_per_layer() const {
   return attn + mlp + norms + biases;
 }
 
+double Transformer::attended_fraction() const {
+  if (!windowed()) return 1.0;
+  const double s = seq_len, w = attention_window;
+  return (w * s - w * (w - 1) / 2) / (s * (s + 1) / 2);
+}
+
 double Transformer::embedding_params() const {
   double e = static_cast<double>(vocab) * hidden;
   if (position == PositionEmbedding::learned) e += static_cast<double>(seq_len) * hidden;
@@ -69,6 +75,9 @@ void validate_transformer(const Transformer& t, const std::string& file) {
                                std::to_string(t.kv_heads));
   if (!(t.norm_eps > 0 && t.norm_eps < 1))
     throw fail("norm_eps", kNormEpsExpected + describe_json(t.norm_eps));
+  if (t.attention_window < 0)
+    throw fail("attention_window", "expected 0 (whole causal prefix) or a window of tokens > 0, got " +
+                                       std::to_string(t.attention_window));
   if (t.qkv_bias && t.bias)
     throw fail("qkv_bias", "expected false when bias is true (every linear layer already carries a bias), got true");
 }
@@ -103,6 +112,7 @@ Transformer transformer_from_json(const nlohmann::json& doc, const std::string& 
   if (auto pr = r.optional_boolean("parallel_residual")) t.parallel_residual = *pr;
   t.bias = r.boolean("bias");
   if (auto qb = r.optional_boolean("qkv_bias")) t.qkv_bias = *qb;
+  if (auto w = r.optional_integer("attention_window", 1, 1 << 24)) t.attention_window = static_cast<int>(*w);
   t.vocab = static_cast<int>(r.integer("vocab", 1, 1 << 24));
   t.seq_len = static_cast<int>(r.integer("seq_len", 1, 1 << 24));
   t.tied_embeddings = r.boolean("tied_embeddings");
@@ -137,6 +147,7 @@ nlohmann::json transformer_to_json(const Transformer& t) {
   if (t.position == PositionEmbedding::rotary && t.rotary_fraction != 1) j["rotary_fraction"] = t.rotary_fraction;
   if (t.parallel_residual) j["parallel_residual"] = true;
   if (t.qkv_bias) j["qkv_bias"] = true;
+  if (t.attention_window > 0) j["attention_window"] = t.attention_window;
   if (t.norm_eps != kDefaultNormEps) j["norm_eps"] = t.norm_eps;
   return j;
 }

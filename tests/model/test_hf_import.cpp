@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -107,18 +108,30 @@ TEST_CASE("Qwen2-7B config.json: biases on Q, K and V only, to the Hub's paramet
   CHECK(t.total_params() == 7615616512.0);
 }
 
-TEST_CASE("Mistral-7B: a sliding window shorter than the sequence is refused, naming the key and --seq", "[hf]") {
+TEST_CASE("Mistral-7B: its sliding window is the model's attention window, to the Hub's parameter count", "[hf]") {
   const std::string path = hf_fixture("mistral-7b-v0.1");
-  // max_position_embeddings 32768, sliding_window 4096: ztune counts full causal attention.
-  REQUIRE_THROWS_WITH(ztune::load_transformer(path),
-                      Catch::Matchers::Contains(path + ": $.sliding_window:") &&
-                          Catch::Matchers::Contains("--seq 4096") && Catch::Matchers::Contains("got 32768"));
-  // Within the window the model is full causal attention: the Hub's 7,241,732,096.
-  auto t = ztune::load_transformer(path, 4096);
-  CHECK(t.seq_len == 4096);
+  // max_position_embeddings 32768, sliding_window 4096.
+  auto t = ztune::load_transformer(path);
+  CHECK(t.seq_len == 32768);
+  CHECK(t.attention_window == 4096);
+  CHECK(t.windowed());
   CHECK_FALSE(t.bias);
   CHECK_FALSE(t.qkv_bias);
-  CHECK(t.total_params() == 7241732096.0);
+  CHECK(t.total_params() == 7241732096.0);  // the Hub's count (a window has no parameters)
+  // Within the window the model is full causal attention.
+  CHECK_FALSE(ztune::load_transformer(path, 4096).windowed());
+  // Qwen2 windows only the layers from max_window_layers on: one window for
+  // every layer or none is what ztune models; a split is refused by name.
+  auto doc = nlohmann::json::parse(std::ifstream(hf_fixture("qwen2-7b")));
+  doc["use_sliding_window"] = true;
+  doc["sliding_window"] = 4096;
+  doc["max_window_layers"] = 0;
+  CHECK(ztune::transformer_from_hf_config(doc, "q.json", 0).attention_window == 4096);
+  doc["max_window_layers"] = 28;  // = the layer count: no layer windowed
+  CHECK_FALSE(ztune::transformer_from_hf_config(doc, "q.json", 0).windowed());
+  doc["max_window_layers"] = 14;
+  REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(doc, "q.json", 0),
+                      Catch::Matchers::StartsWith("q.json: $.max_window_layers: expected 0 (every layer windowed) or at least 28"));
 }
 
 TEST_CASE("MPT-7B config.json: ALiBi (no position table) and no biases", "[hf]") {

@@ -541,3 +541,47 @@ TEST_CASE("ZeRO-2: the last reduce bucket of every micro-batch is exposed", "[ti
   CHECK(dp < many.per_microbatch_s);
   CHECK(dp >= many.per_microbatch_s / many.buckets);
 }
+
+// Sliding-window attention (Mistral): each query attends itself and the w − 1
+// tokens before it. Worked by hand at s = 2048, w = 512: the window keeps
+// (w·s − w(w−1)/2)/(s(s+1)/2) = 917,760/2,098,176 of the causal pairs; the
+// flash kernel touches min(i + 1, k) of the 16 key blocks in block row i,
+// k = ⌈511/128⌉ + 1 = 5: 1+2+3+4+5·12 = 70 of 256 blocks (causal: 136).
+TEST_CASE("sliding window: model FLOPs keep the window's pairs, flash skips the blocks outside it",
+          "[time][flash][window]") {
+  Transformer m = gpt(96, 12288, 96, 2048, 51200);
+  const double B = 64, s = 2048, h = 12288, L = 96;
+  const double full = model_flops_per_iteration(m, B);
+  const double hw_std_full = hardware_flops_per_iteration(m, [] { Plan p; p.global_batch = 64; return p; }());
+  m.attention_window = 512;
+  REQUIRE(m.windowed());
+  const double kept = 917760.0 / 2098176.0;
+  CHECK(m.attended_fraction() == Approx(kept).epsilon(1e-15));
+  // The model's attention math: 3 passes × 4·B·s²·h per layer, scaled by the kept share.
+  const double core = 4.0 * B * s * s * h;
+  CHECK(model_flops_per_iteration(m, B) == Approx(full - 3.0 * L * core * (1.0 - kept)).epsilon(1e-12));
+  // The standard kernel computes every score and masks: its hardware FLOPs do not move.
+  Plan p;
+  p.global_batch = 64;
+  CHECK(hardware_flops_per_iteration(m, p) == Approx(hw_std_full).epsilon(1e-12));
+  // Flash computes the window's blocks only, plus the backward's QKᵀ on them.
+  p.attention = AttentionKernel::flash;
+  CHECK(hardware_flops_per_iteration(m, p) == Approx(model_flops_per_iteration(m, B) + L * core * kept / 2.0).epsilon(1e-12));
+
+  HardwareProfile hw = profile();
+  hw.gemm_efficiency = {{1e15, 0.6}, {1, 0.6}};
+  hw.kernel_launch_s = 0;
+  Plan q;
+  q.tp = 8;
+  q.micro_batch = 1;
+  q.global_batch = 1;
+  q.attention = AttentionKernel::flash;
+  const Cluster c = a100(1);
+  const double heads = 96.0 / 8, d = 128;
+  const double fwd = 4.0 * s * s * d * heads * 70.0 / 256.0 / (312e12 * 0.6 * hw.attention_gemm_factor);
+  CHECK(layer_cost(m, q, c, hw).fwd_attention_s == Approx(fwd));
+  // A window as long as the sequence is no window.
+  m.attention_window = 2048;
+  CHECK_FALSE(m.windowed());
+  CHECK(m.attended_fraction() == 1.0);
+}

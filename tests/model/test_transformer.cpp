@@ -81,3 +81,19 @@ TEST_CASE("qkv_bias: optional, round-trips, counted, and only without all-layer 
   doc["qkv_bias"] = "yes";
   REQUIRE_THROWS_WITH(ztune::transformer_from_json(doc, "m.json"), StartsWith("m.json: $.qkv_bias: expected"));
 }
+
+TEST_CASE("attention_window: optional, round-trips, counted by hand, and checked", "[transformer]") {
+  auto t = ztune::load_transformer("tiny-llama");
+  auto doc = ztune::transformer_to_json(t);
+  CHECK_FALSE(doc.contains("attention_window"));
+  // s = 8, w = 3: rows keep 1, 2, 3, 3, 3, 3, 3, 3 = 21 of the 36 causal pairs.
+  t.seq_len = 8;
+  t.attention_window = 3;
+  CHECK(t.attended_fraction() == Approx(21.0 / 36.0));
+  doc = ztune::transformer_to_json(t);
+  REQUIRE(doc.contains("attention_window"));
+  CHECK(ztune::transformer_from_json(doc, "m.json").attention_window == 3);
+  CHECK(ztune::transformer_from_json(doc, "m.json").total_params() == t.total_params());  // no parameters
+  doc["attention_window"] = 0;
+  REQUIRE_THROWS_WITH(ztune::transformer_from_json(doc, "m.json"), StartsWith("m.json: $.attention_window: expected"));
+}

@@ -98,6 +98,10 @@ std::optional<std::string> engine_model_violation(const Transformer& m, Engine e
   if (m.parallel_residual)
     return "$.model.parallel_residual: Megatron-LM's GPT blocks are sequential, not GPT-J/NeoX's parallel "
            "attention and MLP";
+  if (m.windowed())
+    return "$.model.attention_window: ztune does not export a sliding window to Megatron-LM or Megatron-DeepSpeed "
+           "(their GPT models attend the whole causal prefix); use --seq " + std::to_string(m.attention_window) +
+           " or the ztune engine";
   return std::nullopt;
 }
 

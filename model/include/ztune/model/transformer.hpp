@@ -43,6 +43,9 @@ struct Transformer {
   bool parallel_residual = false;  // GPT-J/NeoX block: x + attn(ln1(x)) + mlp(ln2(x)), not sequential
   bool bias = true;        // linear layers and norms carry biases (GPT) or not (Llama)
   bool qkv_bias = false;   // without `bias`: the Q, K and V projections still carry biases (Qwen2)
+  /// Sliding-window attention (Mistral's sliding_window): each query attends to
+  /// itself and the attention_window − 1 tokens before it; 0 = the whole causal prefix.
+  int attention_window = 0;
   int vocab = 0;           // V
   int seq_len = 0;         // s
   bool tied_embeddings = true;
@@ -50,6 +53,11 @@ struct Transformer {
   double train_tokens = 0;        // default token budget for "days to train"
 
   [[nodiscard]] int head_dim() const { return hidden / heads; }
+  /// Whether a sliding window cuts the causal prefix at this sequence length.
+  [[nodiscard]] bool windowed() const { return attention_window > 0 && attention_window < seq_len; }
+  /// The share of the causal (query, key) pairs the window keeps: for s
+  /// tokens and a window of w, (w·s − w(w−1)/2) / (s(s+1)/2); 1 without a window.
+  [[nodiscard]] double attended_fraction() const;
   /// Channels of each head RoPE turns: int(head_dim · rotary_fraction), as GPT-NeoX's rotary_ndims.
   [[nodiscard]] int rotary_dims() const { return static_cast<int>(head_dim() * rotary_fraction); }
   /// Parameters of one transformer block (attention, MLP, two norms).
