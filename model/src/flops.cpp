@@ -45,6 +45,7 @@ double hardware_flops_per_iteration(const Transformer& m, const Plan& p) {
   const double kept = p.attention == AttentionKernel::flash ? m.attended_fraction() : 1.0;
   const double core = attention_core_flops(m, b) * density * kept;
   double extra = 0;
+  // Full recomputation repeats the linear layers (density 0: no attention term) and the kernel's core.
   if (p.recompute == Recompute::full) extra = m.layers * (layer_forward_flops(m, b, 0.0) + core);
   if (p.recompute == Recompute::selective) extra = m.layers * core;
   // A flash kernel's backward recomputes QKᵀ (Dao et al. 2022, Alg. 4): half the core.
