@@ -84,16 +84,17 @@ void Backend::kv_repeat_forward(float* out, const float* inp, int n, int nh, int
 void Backend::kv_repeat_backward(float* dinp, const float* dout, int n, int nh, int kv, int hd) {
   ZT_TIMED(OpKind::memory_bound, kv_repeat_backward_impl(dinp, dout, n, nh, kv, hd));
 }
-void Backend::attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh, bool flash) {
-  ZT_TIMED(OpKind::attention, attention_forward_impl(out, att, qkv, b, t, c, nh, flash));
+void Backend::attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh, bool flash,
+                                int window) {
+  ZT_TIMED(OpKind::attention, attention_forward_impl(out, att, qkv, b, t, c, nh, flash, window));
 }
 std::size_t Backend::attention_state_elems(int b, int t, int nh, bool flash) {
   const std::size_t rows = static_cast<std::size_t>(b) * static_cast<std::size_t>(nh) * static_cast<std::size_t>(t);
   return flash ? rows : rows * static_cast<std::size_t>(t);
 }
 void Backend::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* att,
-                                 int b, int t, int c, int nh, bool flash) {
-  ZT_TIMED(OpKind::attention, attention_backward_impl(dqkv, dout, qkv, out, att, b, t, c, nh, flash));
+                                 int b, int t, int c, int nh, bool flash, int window) {
+  ZT_TIMED(OpKind::attention, attention_backward_impl(dqkv, dout, qkv, out, att, b, t, c, nh, flash, window));
 }
 void Backend::sparse_attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
                                        const kernels::BlockLayout& layout) {

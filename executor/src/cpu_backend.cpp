@@ -95,14 +95,14 @@ void CpuBackend::kv_repeat_backward_impl(float* dinp, const float* dout, int n, 
   k::kv_repeat_backward(dinp, dout, n, nh, kv, hd);
 }
 void CpuBackend::attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
-                                        bool flash) {
-  if (flash) k::flash_attention_forward(out, att, qkv, b, t, c, nh, &pool_);
-  else k::attention_forward(out, att, qkv, b, t, c, nh, &pool_);
+                                        bool flash, int window) {
+  if (flash) k::flash_attention_forward(out, att, qkv, b, t, c, nh, &pool_, window);
+  else k::attention_forward(out, att, qkv, b, t, c, nh, &pool_, window);
 }
 void CpuBackend::attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* out,
-                                         const float* att, int b, int t, int c, int nh, bool flash) {
-  if (flash) k::flash_attention_backward(dqkv, dout, qkv, out, att, b, t, c, nh, &pool_);
-  else k::attention_backward(dqkv, dout, qkv, att, b, t, c, nh, &pool_);
+                                         const float* att, int b, int t, int c, int nh, bool flash, int window) {
+  if (flash) k::flash_attention_backward(dqkv, dout, qkv, out, att, b, t, c, nh, &pool_, window);
+  else k::attention_backward(dqkv, dout, qkv, att, b, t, c, nh, &pool_, window);
 }
 void CpuBackend::sparse_attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
                                               const kernels::BlockLayout& layout) {

@@ -168,12 +168,12 @@ std::size_t GptStage::att_elems() const {
 
 void GptStage::attend(float* out, float* att, const float* qkv) {
   if (sparse_) be_.sparse_attention_forward(out, att, qkv, B_, T_, Cl_, NHl_, *sparse_);
-  else be_.attention_forward(out, att, qkv, B_, T_, Cl_, NHl_, flash_);
+  else be_.attention_forward(out, att, qkv, B_, T_, Cl_, NHl_, flash_, window());
 }
 
 void GptStage::attend_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* att) {
   if (sparse_) be_.sparse_attention_backward(dqkv, dout, qkv, att, B_, T_, Cl_, NHl_, *sparse_);
-  else be_.attention_backward(dqkv, dout, qkv, out, att, B_, T_, Cl_, NHl_, flash_);
+  else be_.attention_backward(dqkv, dout, qkv, out, att, B_, T_, Cl_, NHl_, flash_, window());
 }
 
 void GptStage::norm_forward(float* out, Buffer& mean, Buffer& rstd, const float* x, int w, int b) {

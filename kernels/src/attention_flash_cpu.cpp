@@ -31,7 +31,8 @@ constexpr int kTileBackward = 32;  // two buffers (P, dP): 2·kTileBackward·T =
 
 }  // namespace
 
-void flash_attention_forward(float* out, float* lse, const float* qkv, int b, int t, int c, int nh, ThreadPool* pool) {
+void flash_attention_forward(float* out, float* lse, const float* qkv, int b, int t, int c, int nh, ThreadPool* pool,
+                             int window) {
   const float scale = detail::score_scale(c, nh);
   for_each_head(b, nh, pool, [&](int bi, int h) {
     const detail::ConstHeadQkv x(qkv, bi, h, t, c, nh);
@@ -44,7 +45,8 @@ void flash_attention_forward(float* out, float* lse, const float* qkv, int b, in
       Scratch p(scratch.data(), rows, keys);
       p.noalias() = (x.q.middleRows(i0, rows) * x.k.topRows(keys).transpose()) * scale;
       // Row i = i0 + r attends to j ≤ i; lse as the CUDA kernel's m + logf(l).
-      for (int r = 0; r < rows; ++r) lse_h[i0 + r] = detail::causal_softmax_row(&p(r, 0), i0 + r, keys);
+      for (int r = 0; r < rows; ++r)
+        lse_h[i0 + r] = detail::causal_softmax_row(&p(r, 0), i0 + r, keys, detail::window_start(i0 + r, window));
       o.middleRows(i0, rows).noalias() = p * x.v.topRows(keys);
     }
   });
@@ -54,7 +56,7 @@ void flash_attention_forward(float* out, float* lse, const float* qkv, int b, in
 // keys at once): P = exp(S − lse), dP = dO·Vᵀ, D_i = dO_i·O_i (= rowsum(P∘dP)),
 // dS = P∘(dP − D) (0 above the diagonal), dV += Pᵀ·dO, dQ += dS·K/√hd, dK += dSᵀ·Q/√hd.
 void flash_attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse,
-                              int b, int t, int c, int nh, ThreadPool* pool) {
+                              int b, int t, int c, int nh, ThreadPool* pool, int window) {
   const float scale = detail::score_scale(c, nh);
   for_each_head(b, nh, pool, [&](int bi, int h) {
     const detail::ConstHeadQkv x(qkv, bi, h, t, c, nh);
@@ -77,7 +79,12 @@ void flash_attention_backward(float* dqkv, const float* dout, const float* qkv, 
         const int last = i0 + r;
         const float row_lse = lse_h[last];
         const float delta = do_tile.row(r).dot(o.row(last));
-        for (int j = 0; j <= last; ++j) {
+        const int first = detail::window_start(last, window);
+        for (int j = 0; j < first; ++j) {
+          p(r, j) = 0.0f;
+          ds(r, j) = 0.0f;
+        }
+        for (int j = first; j <= last; ++j) {
           p(r, j) = std::exp(p(r, j) - row_lse);
           ds(r, j) = p(r, j) * (ds(r, j) - delta);
         }

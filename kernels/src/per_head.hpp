@@ -39,22 +39,27 @@ Map head_rows(Ptr x, int bi, int h, int t, int c, int nh) {
 /// 1/√hd, the scores' scale.
 inline float score_scale(int c, int nh) { return 1.0f / std::sqrt(static_cast<float>(c / nh)); }
 
-/// Softmax in place over p[0..last] of a score row whose later `width − last − 1`
-/// entries are masked (set to 0); returns log Σ_j≤last exp(p_j), the row's
-/// log-sum-exp (the max subtracted first for range, Milakov & Gimelshein 2018).
-inline float causal_softmax_row(float* p, int last, int width) {
+/// Softmax in place over p[first..last] of a score row whose other entries
+/// (before `first`: outside a sliding window; after `last`: the causal mask, up
+/// to `width`) are masked (set to 0); returns log Σ_first≤j≤last exp(p_j), the
+/// row's log-sum-exp (the max subtracted first for range, Milakov & Gimelshein 2018).
+inline float causal_softmax_row(float* p, int last, int width, int first = 0) {
   float mx = -std::numeric_limits<float>::infinity();
-  for (int j = 0; j <= last; ++j) mx = std::max(mx, p[j]);
+  for (int j = first; j <= last; ++j) mx = std::max(mx, p[j]);
   float sum = 0.0f;
-  for (int j = 0; j <= last; ++j) {
+  for (int j = first; j <= last; ++j) {
     p[j] = std::exp(p[j] - mx);
     sum += p[j];
   }
   const float inv = 1.0f / sum;
-  for (int j = 0; j <= last; ++j) p[j] *= inv;
+  for (int j = 0; j < first; ++j) p[j] = 0.0f;
+  for (int j = first; j <= last; ++j) p[j] *= inv;
   for (int j = last + 1; j < width; ++j) p[j] = 0.0f;
   return mx + std::log(sum);
 }
+
+/// The first key row i attends: 0, or i − window + 1 within a sliding window.
+inline int window_start(int i, int window) { return window > 0 ? std::max(0, i - window + 1) : 0; }
 
 /// Runs body(batch, head) for every head, spread over the pool (heads are independent).
 template <typename Body>

@@ -49,9 +49,10 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (m.position == PositionEmbedding::rotary && (m.rotary_dims() <= 0 || m.rotary_dims() % 2 != 0))
     return "$.model.rotary_fraction: rotary positions turn channel pairs; " + s(m.rotary_dims()) + " of the " +
            s(m.head_dim()) + " channels of a head is not a positive even number";
-  if (m.windowed())
-    return "$.model.attention_window: the executor's attention kernels attend the whole causal prefix; a sliding "
-           "window of " + s(m.attention_window) + " tokens is not run (--seq " + s(m.attention_window) + " is the same model)";
+  if (m.windowed() && backend == ExecBackend::cuda)
+    return "$.model.attention_window: the CUDA attention kernels attend the whole causal prefix; a sliding window "
+           "of " + s(m.attention_window) + " tokens runs on the CPU backend only (--seq " + s(m.attention_window) +
+           " is the same model)";
   if (m.position == PositionEmbedding::alibi)
     return "$.model.position_embedding: the executor's attention kernels add no ALiBi bias (learned and rotary "
            "positions only)";

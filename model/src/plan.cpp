@@ -278,6 +278,9 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
   if (p.zeropp && p.zero_stage != 3) return "$.zeropp: ZeRO++ needs zero_stage 3";
   if (p.sparse_attention != SparseLayout::none && m.seq_len % p.sparse_block != 0)
     return "$.sparse_attention.block: " + s(p.sparse_block) + " does not divide the sequence length " + s(m.seq_len);
+  if (m.windowed() && p.sparse_attention != SparseLayout::none)
+    return "$.sparse_attention.layout: the model attends a sliding window of " + s(m.attention_window) +
+           " tokens; a block-sparse layout would replace it (use one or the other)";
   if (p.attention == AttentionKernel::flash && p.sparse_attention != SparseLayout::none)
     return "$.attention: flash is a dense attention kernel; block-sparse attention (" + to_string(p.sparse_attention) +
            ") has its own kernels; expected \"standard\"";

@@ -88,6 +88,8 @@ CASES = {
     # Qwen2's biases on Q, K and V only (qkv_bias): the fused Q|K|V bias is
     # split column-wise with its weight over tp.
     "qwen_dp2_tp2_zero1_sp": dict(model="tiny-llama", qkv_bias=True, dp=2, tp=2, mb=1, ga=4, zero=1, sp=True),
+    # Mistral's sliding window (24 of 64 positions) with heads split over tp and a pipeline.
+    "window_tp2_pp2_flash": dict(model="tiny-llama", attention_window=24, tp=2, pp=2, mb=2, ga=4, attention="flash"),
 }
 STEPS = 5
 
@@ -123,10 +125,11 @@ def main():
     references = {}  # (model, vocabulary) → the single-rank run of that model
     with tempfile.TemporaryDirectory() as d:
         def reference(case_model):
-            key = (case_model["name"], case_model["vocab"], case_model.get("qkv_bias", False))
+            key = (case_model["name"], case_model["vocab"], case_model.get("qkv_bias", False),
+                   case_model.get("attention_window", 0))
             if key not in references:
-                references[key] = run(worker, mpirun, d, f"single_{key[0]}_v{key[1]}{'_qkvb' if key[2] else ''}",
-                                      dict(), case_model)
+                tag = ("_qkvb" if key[2] else "") + (f"_w{key[3]}" if key[3] else "")
+                references[key] = run(worker, mpirun, d, f"single_{key[0]}_v{key[1]}{tag}", dict(), case_model)
                 print(f"single rank, {key[0]}, vocabulary {key[1]}: losses "
                       f"{np.array2string(references[key][0], precision=6)}")
             return references[key]
@@ -138,6 +141,8 @@ def main():
             case_model = dict(model, vocab=kw.pop("vocab", model["vocab"]))
             if kw.pop("qkv_bias", False):
                 case_model["qkv_bias"] = True
+            if "attention_window" in kw:
+                case_model["attention_window"] = kw.pop("attention_window")
             try:
                 ref_losses, ref_params, ref_grads = reference(case_model)
                 losses, params, grads = run(worker, mpirun, d, name, kw, case_model)

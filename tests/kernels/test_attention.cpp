@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <vector>
+
 #include "grad_check.hpp"
 #include "ztune/kernels/attention.hpp"
 #include "ztune/kernels/thread_pool.hpp"
@@ -49,4 +52,38 @@ TEST_CASE("attention backward matches finite differences; the pool gives the sam
   cpu::attention_backward(dqkv2.data(), dout.data(), qkv.data(), att.data(), b, t, c, nh, &pool);
   CHECK(dqkv == dqkv2);
   ztune::test::check_gradient(qkv, loss, dqkv, "dqkv", 1e-3f);
+}
+
+// A sliding window of w (Mistral): with equal keys, row i averages the values
+// of rows max(0, i − w + 1)..i, worked by hand; the flash kernel gives the same
+// out, and its lse is that of the window's uniform scores.
+TEST_CASE("sliding-window attention with equal keys averages the window's values", "[kernels][attention][window]") {
+  const int b = 1, t = 6, c = 4, nh = 2, w = 3;
+  std::vector<float> qkv(b * t * 3 * c);
+  auto rnd = ztune::test::random_vector(qkv.size(), 2);
+  for (int i = 0; i < t; ++i) {
+    for (int j = 0; j < c; ++j) {
+      qkv[i * 3 * c + j] = rnd[i * 3 * c + j];
+      qkv[i * 3 * c + c + j] = 0.5f;
+      qkv[i * 3 * c + 2 * c + j] = static_cast<float>(i + 10 * j);
+    }
+  }
+  std::vector<float> out(b * t * c), att(b * nh * t * t), flash_out(b * t * c), lse(b * nh * t);
+  cpu::attention_forward(out.data(), att.data(), qkv.data(), b, t, c, nh, nullptr, w);
+  cpu::flash_attention_forward(flash_out.data(), lse.data(), qkv.data(), b, t, c, nh, nullptr, w);
+  for (int i = 0; i < t; ++i) {
+    const int first = std::max(0, i - w + 1);
+    for (int j = 0; j < c; ++j) {
+      CHECK(out[i * c + j] == Approx((first + i) / 2.0 + 10.0 * j));  // mean of first..i
+      CHECK(flash_out[i * c + j] == Approx(out[i * c + j]));
+    }
+    for (int h = 0; h < nh; ++h)
+      for (int j = 0; j < t; ++j)
+        if (j < first || j > i) CHECK(att[(h * t + i) * t + j] == 0.0f);
+  }
+  // A window as long as the sequence is plain causal attention, bit for bit.
+  std::vector<float> causal(b * t * c), wide(b * t * c);
+  cpu::attention_forward(causal.data(), att.data(), qkv.data(), b, t, c, nh, nullptr);
+  cpu::attention_forward(wide.data(), att.data(), qkv.data(), b, t, c, nh, nullptr, t);
+  CHECK(causal == wide);
 }

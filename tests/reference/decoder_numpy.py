@@ -72,6 +72,9 @@ def step(p, tokens, targets, m):
     if rotary:
         cos, sin = rope_tables(T, int(hd * m.get("rotary_fraction", 1.0)), m.get("rope_theta", 10000.0))
     mask = np.triu(np.ones((T, T), bool), 1)
+    window = m.get("attention_window", 0)
+    if 0 < window < T:  # sliding window (Mistral): query i sees keys i - window + 1 .. i
+        mask |= np.tril(np.ones((T, T), bool), -window)
     g = {k: np.zeros_like(v) for k, v in p.items()}
 
     def norm(x, name):
@@ -236,7 +239,12 @@ def main():
                  (f"{name} GQA, no positions", dict(m, position_embedding="none"), {}),
                  (f"{name} GQA, RMSNorm eps 0.5", dict(m, norm_eps=0.5), {}),
                  # Qwen2: biases on the Q, K and V projections only.
-                 (f"{name} GQA, Q/K/V biases (Qwen2)", dict(m, qkv_bias=True), {})]
+                 (f"{name} GQA, Q/K/V biases (Qwen2)", dict(m, qkv_bias=True), {}),
+                 # Mistral: a sliding window of 24 of the 64 positions, with each kernel.
+                 (f"{name} GQA, sliding window 24", dict(m, attention_window=24), {}),
+                 (f"{name} GQA, sliding window 24, flash", dict(m, attention_window=24), dict(attention="flash")),
+                 (f"{name} GQA, sliding window 24, selective recompute", dict(m, attention_window=24),
+                  dict(recompute="selective"))]
     failures = 0
     for label, model, kw in cases:
         failures += gpt2_numpy.check_case(worker, model, label, kw, None, weights=random_weights,

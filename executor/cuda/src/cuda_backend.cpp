@@ -1,5 +1,6 @@
 #include "ztune/executor/cuda/cuda_backend.hpp"
 
+#include <stdexcept>
 #include <cstring>
 
 #include <cuda_bf16.h>
@@ -234,7 +235,10 @@ void CudaBackend::kv_repeat_backward_impl(float* dinp, const float* dout, int n,
 // (unsupported_reason refuses other plans before a rank starts); it throws for
 // others. standard: cuBLASLt batched GEMMs and a softmax kernel, probabilities kept.
 void CudaBackend::attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
-                                         bool flash) {
+                                         bool flash, int window) {
+  // The CUDA kernels attend the whole causal prefix; unsupported_reason
+  // refuses windowed models for this backend before a rank starts.
+  if (window > 0) throw std::logic_error("CudaBackend: sliding-window attention is not implemented on CUDA");
   if (flash) {
     kc::flash_attention_forward<float>(out, att, qkv, b, t, c, nh, compute_);
     return;
@@ -244,7 +248,8 @@ void CudaBackend::attention_forward_impl(float* out, float* att, const float* qk
   kc::attention_forward<float>(*gemm_, out, att, qkv, ws, b, t, c, nh, compute_);
 }
 void CudaBackend::attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* out,
-                                          const float* att, int b, int t, int c, int nh, bool flash) {
+                                          const float* att, int b, int t, int c, int nh, bool flash, int window) {
+  if (window > 0) throw std::logic_error("CudaBackend: sliding-window attention is not implemented on CUDA");
   Scratch s(allocator_);
   if (flash) {
     float* delta = s.get<float>(Backend::attention_state_elems(b, t, nh, true));

@@ -83,9 +83,11 @@ class Backend {
   /// the CUDA kernel takes head sizes 64 and 128). Backward also reads the
   /// forward's `out`.
   [[nodiscard]] static std::size_t attention_state_elems(int b, int t, int nh, bool flash);
-  void attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh, bool flash);
+  /// `window` > 0: sliding-window attention (the CPU kernels; CUDA refuses it).
+  void attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh, bool flash,
+                         int window = 0);
   void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* att, int b,
-                          int t, int c, int nh, bool flash);
+                          int t, int c, int nh, bool flash, int window = 0);
   /// Block-sparse causal attention (kernels/sparse_attention.hpp): att holds
   /// b·nh·nnz·block² probabilities in the layout's CSR order.
   void sparse_attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
@@ -142,9 +144,9 @@ class Backend {
   virtual void kv_repeat_forward_impl(float* out, const float* inp, int n, int nh, int kv, int hd) = 0;
   virtual void kv_repeat_backward_impl(float* dinp, const float* dout, int n, int nh, int kv, int hd) = 0;
   virtual void attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
-                                      bool flash) = 0;
+                                      bool flash, int window) = 0;
   virtual void attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* out,
-                                       const float* att, int b, int t, int c, int nh, bool flash) = 0;
+                                       const float* att, int b, int t, int c, int nh, bool flash, int window) = 0;
   virtual void sparse_attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
                                             const kernels::BlockLayout& layout) = 0;
   virtual void sparse_attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* att,

@@ -51,10 +51,10 @@ class CpuBackend final : public Backend {
                  float theta, bool backward) override;
   void kv_repeat_forward_impl(float* out, const float* inp, int n, int nh, int kv, int hd) override;
   void kv_repeat_backward_impl(float* dinp, const float* dout, int n, int nh, int kv, int hd) override;
-  void attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
-                              bool flash) override;
+  void attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh, bool flash,
+                              int window) override;
   void attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* out, const float* att,
-                               int b, int t, int c, int nh, bool flash) override;
+                               int b, int t, int c, int nh, bool flash, int window) override;
   void sparse_attention_forward_impl(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
                                     const kernels::BlockLayout& layout) override;
   void sparse_attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* att, int b,

@@ -130,6 +130,8 @@ class GptStage {
   std::vector<BlockParams> blocks_;
   std::optional<kernels::BlockLayout> sparse_;  // the plan's block-sparse layout (one for all heads)
   bool flash_ = false;  // the plan's attention kernel is flash (att holds the log-sum-exp)
+  /// The model's sliding attention window (0: the whole causal prefix).
+  [[nodiscard]] int window() const { return m_.windowed() ? m_.attention_window : 0; }
   std::vector<std::int32_t> positions_;         // position of each of the N rows
   const std::int32_t* local_positions_ = nullptr;  // this rank's rows() of them (sequence parallelism)
   Buffer dloss_;                          // loss_scale for each row
