@@ -33,6 +33,24 @@ HardwareProfile profile() {
   return hw;
 }
 
+// One GEMM efficiency (0.6) at every size and no launch cost: time ∝ FLOPs.
+HardwareProfile constant_efficiency_profile() {
+  HardwareProfile hw = profile();
+  hw.gemm_efficiency = {{1e15, 0.6}, {1, 0.6}};
+  hw.kernel_launch_s = 0;
+  return hw;
+}
+
+// One sequence through the flash kernel on tp 8.
+Plan one_sequence_flash_plan() {
+  Plan q;
+  q.tp = 8;
+  q.micro_batch = 1;
+  q.global_batch = 1;
+  q.attention = AttentionKernel::flash;
+  return q;
+}
+
 double sum_parts(const TimePrediction& t) {
   double s = 0;
   for (double v : t.parts) s += v;
@@ -76,14 +94,8 @@ TEST_CASE("flash attention: backward recomputes QKᵀ (HFU), and only the causal
   // One efficiency at every size, no launch cost: time ∝ FLOPs. The forward
   // computes the 17 of 32 blocks of 128×128 on or below the diagonal (s = 2048:
   // 16 blocks a side) of 4·s²·d FLOPs per head; backward 2.5× the forward.
-  HardwareProfile hw = profile();
-  hw.gemm_efficiency = {{1e15, 0.6}, {1, 0.6}};
-  hw.kernel_launch_s = 0;
-  Plan q;
-  q.tp = 8;
-  q.micro_batch = 1;
-  q.global_batch = 1;
-  q.attention = AttentionKernel::flash;
+  const HardwareProfile hw = constant_efficiency_profile();
+  Plan q = one_sequence_flash_plan();
   const Cluster c = a100(1);
   const LayerCost lc = layer_cost(m, q, c, hw);
   const double heads = 96.0 / 8, d = 128;
@@ -568,14 +580,8 @@ TEST_CASE("sliding window: model FLOPs keep the window's pairs, flash skips the 
   p.attention = AttentionKernel::flash;
   CHECK(hardware_flops_per_iteration(m, p) == Approx(model_flops_per_iteration(m, B) + L * core * kept / 2.0).epsilon(1e-12));
 
-  HardwareProfile hw = profile();
-  hw.gemm_efficiency = {{1e15, 0.6}, {1, 0.6}};
-  hw.kernel_launch_s = 0;
-  Plan q;
-  q.tp = 8;
-  q.micro_batch = 1;
-  q.global_batch = 1;
-  q.attention = AttentionKernel::flash;
+  const HardwareProfile hw = constant_efficiency_profile();
+  Plan q = one_sequence_flash_plan();
   const Cluster c = a100(1);
   const double heads = 96.0 / 8, d = 128;
   const double fwd = 4.0 * s * s * d * heads * 70.0 / 256.0 / (312e12 * 0.6 * hw.attention_gemm_factor);
