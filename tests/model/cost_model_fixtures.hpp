@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "ztune/model/cluster.hpp"
+#include "ztune/model/plan.hpp"
 #include "ztune/model/transformer.hpp"
 
 namespace ztune::test {
@@ -40,6 +41,19 @@ inline Cluster a100_nodes(int nodes) {
   c.intra_node = {"nvswitch", 300, 5, 0, "nvswitch", std::nullopt};
   c.inter_node = {"ib", 25, 10, 8, "fat-tree", std::nullopt};
   return c;
+}
+
+/// dp × tp GPUs at ZeRO `zero`, micro_batch × grad_accum sequences per GPU
+/// and step (the global batch follows); everything else the Plan default.
+inline Plan zero_plan(int dp, int tp, int zero, int micro_batch, int grad_accum) {
+  Plan p;
+  p.dp = dp;
+  p.tp = tp;
+  p.zero_stage = zero;
+  p.micro_batch = micro_batch;
+  p.grad_accum = grad_accum;
+  p.global_batch = static_cast<std::int64_t>(dp) * micro_batch * grad_accum;
+  return p;
 }
 
 }  // namespace ztune::test

@@ -17,6 +17,7 @@ using namespace ztune;
 namespace {
 
 using test::gpt;
+using test::zero_plan;
 Cluster a100(int nodes) { return test::a100_nodes(nodes); }
 
 HardwareProfile profile() {
@@ -417,17 +418,6 @@ Cluster instant_compute(Cluster c) {
   return c;
 }
 
-// A plan of dp × tp GPUs at ZeRO `zero`, `micro_batch` × `grad_accum` per GPU.
-Plan zero_plan(int dp, int tp, int zero, int micro_batch, int grad_accum) {
-  Plan p;
-  p.dp = dp;
-  p.tp = tp;
-  p.zero_stage = zero;
-  p.micro_batch = micro_batch;
-  p.grad_accum = grad_accum;
-  p.global_batch = static_cast<std::int64_t>(dp) * micro_batch * grad_accum;
-  return p;
-}
 
 // Each layer's tensor-parallel link time over one micro-batch (no TP overlap
 // in the profile: the async backward collectives count in full).

@@ -19,6 +19,7 @@
 #include "ztune/simulator/chrome_trace.hpp"
 #include "ztune/simulator/model_cost_source.hpp"
 #include "ztune/simulator/simulate.hpp"
+#include "../model/cost_model_fixtures.hpp"
 
 using namespace ztune;
 
@@ -106,19 +107,6 @@ Transformer korthikanti_gpt(int layers, int hidden, int heads, std::int64_t glob
   return m;
 }
 
-/// dp × tp GPUs at ZeRO `zero`, micro_batch × grad_accum per GPU.
-Plan dp_plan(int dp, int tp, int zero, int micro_batch, int grad_accum, Recompute recompute) {
-  Plan p;
-  p.dp = dp;
-  p.tp = tp;
-  p.zero_stage = zero;
-  p.micro_batch = micro_batch;
-  p.grad_accum = grad_accum;
-  p.global_batch = static_cast<std::int64_t>(dp) * micro_batch * grad_accum;
-  p.recompute = recompute;
-  return p;
-}
-
 }  // namespace
 
 // Where transfers run beside compute, the two estimators model the overlap
@@ -142,20 +130,23 @@ TEST_CASE("where transfers overlap compute, simulator and analytical model agree
   };
   std::vector<Case> cases;
   {
-    Plan p = dp_plan(4, 2, 3, 1, 1, Recompute::selective);  // 22B on 8 GPUs: ZeRO-3 gathers beside tp 2 on NVLink
+    Plan p = test::zero_plan(4, 2, 3, 1, 1);  // 22B on 8 GPUs: ZeRO-3 gathers beside tp 2 on NVLink
+    p.recompute = Recompute::selective;
     p.sequence_parallel = true;
     cases.push_back({korthikanti_gpt(48, 6144, 64, 4), node, p});
   }
   {
     // 13B on 16 GPUs: ZeRO-3, optimizer states on NVMe (and parameters too).
-    Plan p = dp_plan(16, 1, 3, 4, 1, Recompute::selective);
+    Plan p = test::zero_plan(16, 1, 3, 4, 1);
+    p.recompute = Recompute::selective;
     p.offload_optimizer = OffloadTarget::nvme;
     cases.push_back({korthikanti_gpt(40, 5120, 40, 64), two, p});
     p.offload_params = OffloadTarget::nvme;
     cases.push_back({korthikanti_gpt(40, 5120, 40, 64), two, p});
   }
   {
-    Plan p = dp_plan(8, 2, 2, 2, 4, Recompute::selective);  // 13B on 16 GPUs: ZeRO-Offload (CPU Adam) with tp 2
+    Plan p = test::zero_plan(8, 2, 2, 2, 4);  // 13B on 16 GPUs: ZeRO-Offload (CPU Adam) with tp 2
+    p.recompute = Recompute::selective;
     p.offload_optimizer = OffloadTarget::cpu;
     cases.push_back({korthikanti_gpt(40, 5120, 40, 64), two, p});
   }
@@ -177,7 +168,7 @@ TEST_CASE("simulator: ZeRO-2's reduction ends each micro-batch's backward", "[si
   const auto m = load_transformer("gpt2-1.5b");
   const auto c = load_cluster("dgx-a100-80gbx16");
   const auto hw = default_profile_for(c);
-  Plan p = dp_plan(16, 1, 2, 4, 4, Recompute::none);
+  Plan p = test::zero_plan(16, 1, 2, 4, 4);
   p.reduce_bucket_elems = 1e12;  // one bucket
   REQUIRE_FALSE(check_plan(p, m, c).has_value());
   const double overlapped = sim::simulate(m, p, c, hw).iteration_s;
