@@ -18,15 +18,9 @@ namespace {
 Transformer tiny() { return test::gpt(4, 64, 4, 64, 256); }
 
 Plan plan(int mb, int ga, int dp = 1, int tp = 1, bool sp = false, int zero = 0) {
-  Plan p;
-  p.dp = dp;
-  p.tp = tp;
+  Plan p = test::zero_plan(dp, tp, zero, mb, ga);
   p.sequence_parallel = sp;
-  p.zero_stage = zero;
-  p.micro_batch = mb;
-  p.grad_accum = ga;
-  p.global_batch = static_cast<std::int64_t>(mb) * ga * dp;
-  p.precision = Precision::fp32;
+  p.precision = Precision::fp32;  // the CPU backend's
   return p;
 }
 
