@@ -204,6 +204,7 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& c, cons
   refined.measured = measured_figures(c, fit.cluster, hw.measured);  // so --profile alone reproduces it
   refined.name = name;
   refined.source = hw.source + "; refined by ztune --run on " + std::to_string(runs.size()) + " run(s)";
+  refined.measured_engine = refined.engine;  // the fit measured ztune's executor
   Cluster refined_cluster = fit.cluster;
   refined_cluster.name = name;
   // Written to the user's directory (the catalog is never written to), each

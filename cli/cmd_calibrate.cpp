@@ -198,7 +198,9 @@ int run(const CalibrateFlags& f) {
   compare(fit_runs, false);
   compare(held, true);
 
-  // 4. Write and store.
+  // 4. Write and store. What the fit found of the executor's host costs and
+  // overlap is the measured ztune engine on this hardware.
+  final_profile.measured_engine = final_profile.engine;
   write_json(profile_out, profile_to_json(final_profile));
   write_json(cluster_out, cluster_to_json(final_cluster));
   std::optional<std::int64_t> profile_id;

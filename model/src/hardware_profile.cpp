@@ -142,12 +142,27 @@ HardwareProfile profile_from_json(const nlohmann::json& doc, const std::string& 
     p.kernel_launch_s = mb.positive("kernel_launch_us", true) * 1e-6;
     mb.finish();
   }
-  {
-    auto fw = r.object("framework");
-    p.host_op_s = fw.positive("host_op_us", true) * 1e-6;
-    p.microbatch_overhead_s = fw.positive("microbatch_overhead_us", true) * 1e-6;
-    p.step_overhead_s = fw.positive("step_overhead_ms", true) * 1e-3;
-    fw.finish();
+  // A calibrated profile's measurement of ztune's own executor (both or neither).
+  auto fw = r.optional_object("framework");
+  auto ov = r.optional_object("overlap");
+  if (fw.has_value() != ov.has_value())
+    throw r.error(fw ? "overlap" : "framework",
+                  "expected \"framework\" and \"overlap\" together (what ztune's executor was measured to do), or "
+                  "neither (the engine profile of data/engines/ says it)");
+  if (fw) {
+    EngineProfile e = load_engine_profile("ztune");
+    e.name = "ztune";
+    e.source = "measured with this hardware profile: " + p.source;
+    e.host_op_s = fw->positive("host_op_us", true) * 1e-6;
+    e.microbatch_overhead_s = fw->positive("microbatch_overhead_us", true) * 1e-6;
+    e.step_overhead_s = fw->positive("step_overhead_ms", true) * 1e-3;
+    fw->finish();
+    e.dp_overlap = overlap(*ov, "dp");
+    e.zero3_prefetch_overlap = overlap(*ov, "zero3_prefetch");
+    e.offload_overlap = overlap(*ov, "offload");
+    e.tp_overlap = overlap(*ov, "tp");
+    ov->finish();
+    p.measured_engine = e;
   }
   {
     auto f = r.object("fabric");
@@ -161,17 +176,9 @@ HardwareProfile profile_from_json(const nlohmann::json& doc, const std::string& 
     p.nvme_efficiency = fraction(io, "nvme_efficiency");
     io.finish();
   }
-  {
-    auto o = r.object("overlap");
-    p.dp_overlap = overlap(o, "dp");
-    p.zero3_prefetch_overlap = overlap(o, "zero3_prefetch");
-    p.offload_overlap = overlap(o, "offload");
-    p.tp_overlap = overlap(o, "tp");
-    o.finish();
-  }
   if (auto m = r.optional_object("measured")) p.measured = read_measured(std::move(*m));
   r.finish();
-  return p;
+  return with_engine(std::move(p), load_engine_profile("ztune"));
 }
 
 nlohmann::json profile_to_json(const HardwareProfile& p) {
@@ -190,17 +197,18 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
       {"memory_bound",
        {{"bandwidth_efficiency", p.memory_bandwidth_efficiency},
         {"kernel_launch_us", p.kernel_launch_s * 1e6}}},
-      {"framework",
-       {{"host_op_us", p.host_op_s * 1e6},
-        {"microbatch_overhead_us", p.microbatch_overhead_s * 1e6},
-        {"step_overhead_ms", p.step_overhead_s * 1e3}}},
       {"fabric", {{"intra_node", fabric(p.intra_node)}, {"inter_node", fabric(p.inter_node)}}},
-      {"io", {{"pcie_efficiency", p.pcie_efficiency}, {"nvme_efficiency", p.nvme_efficiency}}},
-      {"overlap",
-       {{"dp", p.dp_overlap},
-        {"zero3_prefetch", p.zero3_prefetch_overlap},
-        {"offload", p.offload_overlap},
-        {"tp", p.tp_overlap}}}};
+      {"io", {{"pcie_efficiency", p.pcie_efficiency}, {"nvme_efficiency", p.nvme_efficiency}}}};
+  if (p.measured_engine) {
+    const EngineProfile& e = *p.measured_engine;
+    j["framework"] = {{"host_op_us", e.host_op_s * 1e6},
+                      {"microbatch_overhead_us", e.microbatch_overhead_s * 1e6},
+                      {"step_overhead_ms", e.step_overhead_s * 1e3}};
+    j["overlap"] = {{"dp", e.dp_overlap},
+                    {"zero3_prefetch", e.zero3_prefetch_overlap},
+                    {"offload", e.offload_overlap},
+                    {"tp", e.tp_overlap}};
+  }
   if (!p.measured.empty()) j["measured"] = measured_to_json(p.measured);
   return j;
 }
@@ -242,6 +250,15 @@ HardwareProfile default_profile_for(const Cluster& c) {
                      "); pass --profile FILE or add data/profiles/" + family + ".json");
   }
   return profile_from_json(read_json_file(file.string()), file.string());
+}
+
+HardwareProfile with_engine(HardwareProfile hw, const EngineProfile& e) {
+  hw.engine = e.name == "ztune" && hw.measured_engine ? *hw.measured_engine : e;
+  return hw;
+}
+
+HardwareProfile with_engine(HardwareProfile hw, const std::string& name) {
+  return with_engine(std::move(hw), load_engine_profile(name));
 }
 
 bool MeasuredFigures::empty() const {

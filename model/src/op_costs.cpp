@@ -260,7 +260,10 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   const double act_bytes = (x.f_in + x.f_out) / x.t * x.tokens * eb;  // activation read f_in, write f_out
   const double rope_bytes =
       m.position == PositionEmbedding::rotary ? 2.0 * x.tokens * (x.h + x.kvd) / x.t * eb : 0.0;
-  const double elem_fwd_bytes = 2.0 * norm_bytes + 2.0 * bda_bytes + act_bytes + rope_bytes;
+  // Megatron's fused kernels move this traffic once; an eager engine runs each
+  // op as its own kernel over the whole tensor (engine elementwise_traffic).
+  const double elem_fwd_bytes =
+      (2.0 * norm_bytes + 2.0 * bda_bytes + act_bytes + rope_bytes) * hw.engine.elementwise_traffic;
   const int elem_kernels = m.position == PositionEmbedding::rotary ? 6 : 5;
   lc.fwd_elementwise_s = memory_bound_time(elem_fwd_bytes, gpu, hw, elem_kernels);
   lc.fwd_s = lc.fwd_gemm_s + lc.fwd_attention_s + lc.fwd_elementwise_s;
@@ -331,10 +334,10 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   // and copies, TP collectives); autograd's backward about twice as many.
   constexpr double kHostOpsForward = 20;
   constexpr double kHostOpsSelective = 6;  // QKᵀ, softmax, dropout, PV and their views
-  lc.host_fwd_s = kHostOpsForward * hw.host_op_s;
-  lc.host_bwd_s = 2.0 * kHostOpsForward * hw.host_op_s;
+  lc.host_fwd_s = kHostOpsForward * hw.engine.host_op_s;
+  lc.host_bwd_s = 2.0 * kHostOpsForward * hw.engine.host_op_s;
   lc.host_recompute_s = p.recompute == Recompute::full        ? lc.host_fwd_s
-                        : p.recompute == Recompute::selective ? kHostOpsSelective * hw.host_op_s
+                        : p.recompute == Recompute::selective ? kHostOpsSelective * hw.engine.host_op_s
                                                               : 0.0;
 
   // Tensor-parallel collectives (Megatron; Korthikanti §4.2.2): S = s·b·h 16-bit.
@@ -470,6 +473,8 @@ DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, c
   // Gradients leave the backward in reduce buckets with dp 1 too (to the host
   // with optimizer offload).
   d.buckets = std::max(1, static_cast<int>(std::ceil(params / p.reduce_bucket_elems)));
+  // FSDP reduce-scatters each module's gradients as its backward ends.
+  if (p.zero_stage == 3 && hw.engine.zero3_gather == GatherUnit::module) d.buckets = zero3_gathers_per_pass(m, p, hw);
   if (p.dp <= 1) return d;
   const double gbytes = bytes_of(p.precision) * params;  // gradients in the training precision (16-bit on GPUs)
   const double pbytes = bytes_of(p.precision) * params;  // parameters likewise
@@ -509,16 +514,24 @@ DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, c
   return d;
 }
 
+int zero3_gathers_per_pass(const Transformer& m, const Plan& p, const HardwareProfile& hw) {
+  const double params = stage_params(m, p);
+  // FSDP wraps each transformer block (and the embedding/head) as one module:
+  // one all-gather per block and pass, whatever its size.
+  if (hw.engine.zero3_gather == GatherUnit::module) return static_cast<int>(std::ceil(static_cast<double>(m.layers) / p.pp)) + 1;
+  // DeepSpeed: layer by layer in prefetch buckets; one gather per layer at least.
+  const double per_layer = m.params_per_layer() / p.tp;
+  const double bucket_elems = std::max(std::min(p.prefetch_bucket_elems, params), per_layer);
+  return std::max(1, static_cast<int>(std::ceil(params / bucket_elems)));
+}
+
 Zero3GatherCost zero3_gather_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
   Zero3GatherCost z;
   if (p.zero_stage != 3 || p.dp <= 1) return z;
   const GroupLayout l = place_groups(p, c);
   const double params = stage_params(m, p);
   z.bytes_per_pass = 2.0 * params;
-  // Gathered layer by layer in prefetch buckets; one gather per layer at least.
-  const double per_layer = m.params_per_layer() / p.tp;
-  const double bucket_elems = std::max(std::min(p.prefetch_bucket_elems, params), per_layer);
-  const int gathers = std::max(1, static_cast<int>(std::ceil(params / bucket_elems)));
+  const int gathers = zero3_gathers_per_pass(m, p, hw);
   z.fwd_s = gathers * collective_time(Collective::all_gather, z.bytes_per_pass / gathers, l.dp, c, hw);
   z.bwd_s = z.fwd_s;
   if (p.zeropp) {

@@ -116,12 +116,12 @@ struct Model {
     hw.attention_gemm_factor = value(1, u(1));
     hw.memory_bandwidth_efficiency = value(2, u(2));
     hw.kernel_launch_s = value(3, u(3));
-    hw.host_op_s = value(4, u(4));
-    hw.microbatch_overhead_s = value(5, u(5));
-    hw.step_overhead_s = value(6, u(6));
+    hw.engine.host_op_s = value(4, u(4));
+    hw.engine.microbatch_overhead_s = value(5, u(5));
+    hw.engine.step_overhead_s = value(6, u(6));
     hw.intra_node.busbw_efficiency = value(7, u(7));
     hw.intra_node.base_latency_s = value(8, u(8));
-    hw.dp_overlap = value(9, u(9));
+    hw.engine.dp_overlap = value(9, u(9));
   }
 };
 
@@ -145,12 +145,12 @@ Model make_model(const Cluster& c, const HardwareProfile& start, const RunFitOpt
              start.attention_gemm_factor,
              start.memory_bandwidth_efficiency,
              start.kernel_launch_s,
-             start.host_op_s,
-             start.microbatch_overhead_s,
-             start.step_overhead_s,
+             start.engine.host_op_s,
+             start.engine.microbatch_overhead_s,
+             start.engine.step_overhead_s,
              c.intra_node.collective_efficiency.value_or(start.intra_node.busbw_efficiency),
              start.intra_node.base_latency_s,
-             start.dp_overlap};
+             start.engine.dp_overlap};
   m.v0.assign(m.params.size(), 0.0);
   for (std::size_t j = 0; j < m.params.size(); ++j) {
     if (m.params[j].kind == Kind::fraction) {

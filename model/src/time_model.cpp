@@ -60,14 +60,14 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
   t.forward = layers * lc.fwd_s + edge_fwd;
   t.backward = layers * lc.bwd_s + edge_bwd;
   t.recompute = layers * lc.recompute_s;
-  const double tp_bwd = lc.tp_bwd_s + exposed(lc.tp_bwd_async_s, lc.tp_bwd_window_s, hw.tp_overlap);
+  const double tp_bwd = lc.tp_bwd_s + exposed(lc.tp_bwd_async_s, lc.tp_bwd_window_s, hw.engine.tp_overlap);
   const double tp_layer = lc.tp_fwd_s + tp_bwd + lc.tp_recompute_s;
   t.tp_comm = layers * tp_layer + edge_tp;
   // Each pass takes max(GPU time, host dispatch time); the excess is overhead.
   const double host_slack = std::max(0.0, lc.host_fwd_s - (lc.fwd_s + lc.tp_fwd_s)) +
                             std::max(0.0, lc.host_bwd_s - (lc.bwd_s + tp_bwd)) +
                             std::max(0.0, lc.host_recompute_s - (lc.recompute_s + lc.tp_recompute_s));
-  t.overhead = layers * host_slack + hw.microbatch_overhead_s;
+  t.overhead = layers * host_slack + hw.engine.microbatch_overhead_s;
 
   // Pipeline sends, on the pipeline's slowest stage. Megatron's and DeepSpeed's
   // point-to-point operations are synchronous (batch_isend_irecv, then wait),
@@ -93,7 +93,7 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
   double dp_link_bwd = 0;
   if (p.zero_stage >= 2 && p.dp > 1) {
     const DpSyncCost d = dp_sync_cost(m, p, c, hw);
-    t.dp_comm = exposed(d.per_microbatch_s, t.backward, p.overlap_comm ? hw.dp_overlap : 0.0);
+    t.dp_comm = exposed(d.per_microbatch_s, t.backward, p.overlap_comm ? hw.engine.dp_overlap : 0.0);
     if (p.overlap_comm) {
       dp_link_bwd += d.per_microbatch_s;
       // The last bucket is issued as the backward ends, and the backward call
@@ -107,7 +107,7 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
   if (p.zero_stage == 3) {
     const Zero3GatherCost z = zero3_gather_cost(m, p, c, hw);
     const bool prefetch = zero3_can_prefetch(m, p);
-    const double overlap = prefetch ? hw.zero3_prefetch_overlap : 0.0;
+    const double overlap = prefetch ? hw.engine.zero3_prefetch_overlap : 0.0;
     t.zero3_gather = exposed(z.fwd_s, t.forward, overlap) + exposed(z.bwd_s, t.backward + t.recompute, overlap);
     if (prefetch) {
       dp_link_fwd += z.fwd_s;
@@ -124,7 +124,7 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
     // hide behind the same windows as the gathers they feed (the recomputed
     // forward runs inside the backward's window).
     const OptimizerCost o = optimizer_cost(m, p, c, hw);
-    const double overlap = zero3_can_prefetch(m, p) ? hw.offload_overlap : 0.0;
+    const double overlap = zero3_can_prefetch(m, p) ? hw.engine.offload_overlap : 0.0;
     const double half = 0.5 * o.zero3_param_fetch_s;
     t.offload = exposed(half, t.forward, overlap) + exposed(half, t.backward + t.recompute, overlap);
   }
@@ -145,7 +145,7 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
   parts[idx(TimePart::tp_comm)] = n_mb * mb.tp_comm;
   parts[idx(TimePart::pp_comm)] = n_mb * mb.pp_comm;
   parts[idx(TimePart::zero3_gather)] = n_mb * mb.zero3_gather;
-  parts[idx(TimePart::overhead)] = n_mb * mb.overhead + hw.step_overhead_s;
+  parts[idx(TimePart::overhead)] = n_mb * mb.overhead + hw.engine.step_overhead_s;
   // Fill and drain: (p−1)/v stage-times (Narayanan et al. 2021, §2.2). The
   // last stage's final gradient send, which starts the drain, is already in
   // its per-micro-batch sends: fill and drain add one send fewer.
@@ -156,7 +156,7 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
   // backward (hidden behind it only with overlap_comm), stage 1/2 gather the
   // updated parameters, tied embeddings sync across the pipeline ends.
   const DpSyncCost d = dp_sync_cost(m, p, c, hw);
-  double step_dp = exposed(d.per_step_s, mb.backward, p.overlap_comm ? hw.dp_overlap : 0.0) +
+  double step_dp = exposed(d.per_step_s, mb.backward, p.overlap_comm ? hw.engine.dp_overlap : 0.0) +
                    d.param_allgather_s + d.embedding_sync_s;
   // The once-per-step reduction runs beside the last micro-batch's backward
   // and its TP collectives when both use the same link (link_sharing).
@@ -181,7 +181,7 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
       (p.offload_optimizer == OffloadTarget::none ? o.gpu_step_s : o.host_step_s) + onebit_kernels_s;
   double stall = n_mb * mb.offload;
   if (p.offload_optimizer != OffloadTarget::none) {
-    double grads_stall = exposed(o.pcie_grads_s, n_mb * mb.backward, hw.offload_overlap);
+    double grads_stall = exposed(o.pcie_grads_s, n_mb * mb.backward, hw.engine.offload_overlap);
     // Stage 2/3 copy each micro-batch's reduced partition down as its bucket
     // is reduced; the last bucket's copy ends the backward call (as above).
     if (p.zero_stage >= 2 && p.overlap_comm)
@@ -192,7 +192,7 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
     // offload_optimizer pipeline_read/pipeline_write default to false, and
     // ztune's executor does the same (nvme_optimizer_states.cpp). The updated
     // 16-bit parameters go up behind the step.
-    stall += o.nvme_s + exposed(o.pcie_params_s, o.host_step_s, hw.offload_overlap);
+    stall += o.nvme_s + exposed(o.pcie_params_s, o.host_step_s, hw.engine.offload_overlap);
   }
   parts[idx(TimePart::offload_stall)] = stall;
 

@@ -15,10 +15,18 @@
 #include "ztune/model/memory_model.hpp"
 #include "ztune/model/op_costs.hpp"
 #include "ztune/model/time_model.hpp"
+#include "validation_sources.hpp"
 
 namespace fs = std::filesystem;
 
 namespace ztune {
+
+double ValidationCase::optimism_pct() const {
+  const bool duration = metric == "iteration_time_s" || metric == "layer_forward_ms" || metric == "layer_backward_ms";
+  if (!is_time_metric(metric)) return error_pct();
+  if (!duration) return error_pct();
+  return predicted > 0 ? 100.0 * (published / predicted - 1.0) : 0;
+}
 
 bool ValidationCase::ok() const { return std::abs(error_pct()) <= tolerance_pct + 1e-9; }
 
@@ -30,63 +38,8 @@ bool ValidationReport::ok() const {
 
 std::string default_validation_dir() { return (fs::path(data_dir()) / "validation").string(); }
 
-namespace {
+namespace validation_detail {
 
-struct SourceSpec {
-  std::string name, description, kind, file, cluster;
-  std::vector<std::string> id_prefixes;
-  std::vector<std::string> metrics;
-  std::optional<double> case_tolerance_pct;  // nullopt: "printed_precision"
-  double mape_tolerance_pct = 0;
-};
-
-std::vector<std::string> string_list(ObjectReader& r, std::string_view key) {
-  const auto& v = r.raw(key);
-  if (!v.is_array() || v.empty()) throw r.error(key, "expected a non-empty array of strings, got " + describe_json(v));
-  std::vector<std::string> out;
-  for (const auto& s : v) {
-    if (!s.is_string()) throw r.error(key, "expected strings, got " + describe_json(s));
-    out.push_back(s.get<std::string>());
-  }
-  return out;
-}
-
-std::vector<SourceSpec> read_spec(const std::string& path) {
-  nlohmann::json doc = read_json_file(path);
-  ObjectReader r(doc, path, "$");
-  r.schema("ztune.validation/1");
-  const auto& arr = r.raw("sources");
-  if (!arr.is_array()) throw r.error("sources", "expected an array");
-  std::vector<SourceSpec> out;
-  for (std::size_t i = 0; i < arr.size(); ++i) {
-    ObjectReader s(arr[i], path, "$.sources[" + std::to_string(i) + "]");
-    SourceSpec spec;
-    spec.name = s.string("name");
-    spec.description = s.string("description");
-    spec.kind = s.choice("kind", {"published_runs", "vtrain_csv"});
-    spec.file = s.string("file");
-    spec.cluster = s.string("cluster");
-    if (spec.kind == "published_runs") {
-      spec.id_prefixes = string_list(s, "id_prefixes");
-      spec.metrics = string_list(s, "metrics");
-    }
-    const auto& tol = s.raw("case_tolerance_pct");
-    if (tol.is_string() && tol.get<std::string>() == "printed_precision") {
-      spec.case_tolerance_pct.reset();
-    } else if (tol.is_number() && tol.get<double>() > 0) {
-      spec.case_tolerance_pct = tol.get<double>();
-    } else {
-      throw s.error("case_tolerance_pct", "expected a number > 0 or \"printed_precision\", got " + describe_json(tol));
-    }
-    spec.mape_tolerance_pct = s.positive("mape_tolerance_pct");
-    s.finish();
-    out.push_back(spec);
-  }
-  r.finish();
-  return out;
-}
-
-// Megatron pads the vocabulary to a multiple of 128 × tp (make_vocab_size_divisible_by).
 int megatron_padded_vocab(int vocab, int tp) {
   const int multiple = 128 * tp;
   return (vocab + multiple - 1) / multiple * multiple;
@@ -113,28 +66,6 @@ Transformer gpt(const std::string& name, int layers, int hidden, int heads, int 
   return t;
 }
 
-struct Context {
-  const ValidationOptions& opt;
-  std::map<std::string, Cluster> clusters;
-  std::map<std::string, HardwareProfile> profiles;
-
-  const Cluster& cluster(const std::string& path) {
-    auto it = clusters.find(path);
-    if (it == clusters.end()) it = clusters.emplace(path, load_cluster(path)).first;
-    return it->second;
-  }
-  const HardwareProfile& profile(const Cluster& c) {
-    if (opt.profile != nullptr) return *opt.profile;
-    auto it = profiles.find(c.node.gpu.name);
-    if (it == profiles.end()) it = profiles.emplace(c.node.gpu.name, default_profile_for(c)).first;
-    return it->second;
-  }
-  TimePrediction time(const Transformer& m, const Plan& p, const Cluster& c) {
-    const HardwareProfile& hw = profile(c);
-    return opt.time ? opt.time(m, p, c, hw) : predict_time(m, p, c, hw);
-  }
-};
-
 Cluster sized(const Cluster& base, int gpus) {
   Cluster c = base;
   c.nodes = std::max(1, (gpus + c.node.gpus - 1) / c.node.gpus);
@@ -150,6 +81,77 @@ std::string describe(const Transformer& m, const Plan& p) {
   os << "L" << m.layers << " h" << m.hidden << " a" << m.heads << " s" << m.seq_len << " " << p.summary();
   return os.str();
 }
+
+}  // namespace validation_detail
+
+namespace {
+
+using namespace validation_detail;
+
+std::vector<std::string> string_list(ObjectReader& r, std::string_view key) {
+  const auto& v = r.raw(key);
+  if (!v.is_array() || v.empty()) throw r.error(key, "expected a non-empty array of strings, got " + describe_json(v));
+  std::vector<std::string> out;
+  for (const auto& s : v) {
+    if (!s.is_string()) throw r.error(key, "expected strings, got " + describe_json(s));
+    out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+std::vector<SourceSpec> read_spec(const std::string& path) {
+  nlohmann::json doc = read_json_file(path);
+  ObjectReader r(doc, path, "$");
+  r.schema("ztune.validation/1");
+  const auto& arr = r.raw("sources");
+  if (!arr.is_array()) throw r.error("sources", "expected an array");
+  std::vector<SourceSpec> out;
+  for (std::size_t i = 0; i < arr.size(); ++i) {
+    ObjectReader s(arr[i], path, "$.sources[" + std::to_string(i) + "]");
+    SourceSpec spec;
+    spec.name = s.string("name");
+    spec.description = s.string("description");
+    spec.kind = s.choice("kind", {"published_runs", "vtrain_csv", "engine_runs"});
+    spec.file = s.string("file");
+    spec.engine = s.optional_choice("engine", {"megatron", "deepspeed", "fsdp", ""}, "");
+    if (spec.kind == "engine_runs") {
+      auto cl = s.object("clusters");
+      for (const auto& [key, v] : s.raw("clusters").items()) spec.clusters.emplace_back(key, cl.string(key));
+      cl.finish();
+      if (spec.clusters.empty()) throw s.error("clusters", "expected at least one GPU name → cluster file");
+      if (spec.engine.empty()) throw s.error("engine", "expected the engine family of an engine_runs source");
+      spec.id_prefixes = string_list(s, "id_prefixes");
+      spec.overlap_comm = s.boolean("overlap_comm");
+      spec.megatron_vocab = s.boolean("megatron_vocab");
+      spec.tflops_convention = s.optional_choice("tflops_convention", {"megatron96", ""}, "");
+    } else {
+      spec.cluster = s.string("cluster");
+    }
+    if (spec.kind == "published_runs") {
+      spec.id_prefixes = string_list(s, "id_prefixes");
+      spec.metrics = string_list(s, "metrics");
+    }
+    const auto& tol = s.raw("case_tolerance_pct");
+    if (tol.is_string() && tol.get<std::string>() == "printed_precision") {
+      spec.case_tolerance_pct.reset();
+    } else if (tol.is_number() && tol.get<double>() > 0) {
+      spec.case_tolerance_pct = tol.get<double>();
+    } else {
+      throw s.error("case_tolerance_pct", "expected a number > 0 or \"printed_precision\", got " + describe_json(tol));
+    }
+    spec.mape_tolerance_pct = s.positive("mape_tolerance_pct");
+    s.finish();
+    out.push_back(spec);
+  }
+  r.finish();
+  return out;
+}
+
+
+
+
+
+
 
 // Decimal places of a JSON number as printed ("35.6" → 1, "120" → 0).
 int printed_decimals(const nlohmann::json& v) {
@@ -225,7 +227,7 @@ void published_source(const SourceSpec& spec, const std::string& dir, Context& c
     p.overlap_comm = false;
     const Cluster c = sized(base, p.gpus());
     check_or_throw(p, m, c, where);
-    const HardwareProfile& hw = ctx.profile(c);
+    const HardwareProfile& hw = ctx.profile(c, spec.engine);
 
     for (const auto& metric : spec.metrics) {
       ValidationCase vc;
@@ -234,6 +236,7 @@ void published_source(const SourceSpec& spec, const std::string& dir, Context& c
       vc.metric = metric;
       vc.detail = describe(m, p);
       vc.gpu = c.node.gpu.name;
+      vc.engine = spec.engine;
       vc.tolerance_pct = spec.case_tolerance_pct.value_or(0);
       if (metric == "activation_memory_pct_of_tp_baseline") {
         auto pct = measured.object(metric);
@@ -256,14 +259,14 @@ void published_source(const SourceSpec& spec, const std::string& dir, Context& c
       if (!value) continue;  // this run does not publish this metric
       vc.published = *value;
       if (metric == "iteration_time_s") {
-        vc.predicted = ctx.time(m, p, c).iteration_s;
+        vc.predicted = ctx.time(m, p, c, spec.engine).iteration_s;
       } else if (metric == "mfu") {
-        vc.predicted = ctx.time(m, p, c).mfu;
+        vc.predicted = ctx.time(m, p, c, spec.engine).mfu;
       } else if (metric == "layer_forward_ms" || metric == "layer_backward_ms") {
         const LayerCost lc = layer_cost(m, p, c, hw);
         const double fwd = lc.fwd_s + lc.tp_fwd_s;
         const double bwd = lc.bwd_s + lc.recompute_s + lc.tp_bwd_s + lc.tp_recompute_s +
-                           exposed(lc.tp_bwd_async_s, lc.tp_bwd_window_s, hw.tp_overlap);
+                           exposed(lc.tp_bwd_async_s, lc.tp_bwd_window_s, hw.engine.tp_overlap);
         vc.predicted = 1e3 * (metric == "layer_forward_ms" ? fwd : bwd);
       } else if (metric == "memory_gib_weights_grads_optimizer" || metric == "memory_gib_activations") {
         // The figure's model states count the stage's transformer layers only
@@ -364,8 +367,9 @@ void vtrain_source(const SourceSpec& spec, const std::string& dir, Context& ctx,
     vc.metric = "iteration_time_s";
     vc.detail = describe(m, p);
     vc.gpu = c.node.gpu.name;
+    vc.engine = spec.engine;
     vc.published = num(c_t) / 1e3;
-    vc.predicted = ctx.time(m, p, c).iteration_s;
+    vc.predicted = ctx.time(m, p, c, spec.engine).iteration_s;
     vc.tolerance_pct = spec.case_tolerance_pct.value_or(0);
     out.push_back(vc);
   }
@@ -373,15 +377,18 @@ void vtrain_source(const SourceSpec& spec, const std::string& dir, Context& ctx,
 
 }  // namespace
 
+bool is_time_metric(const std::string& metric) {
+  return metric == "iteration_time_s" || metric == "mfu" || metric == "layer_forward_ms" ||
+         metric == "layer_backward_ms" || metric == "tokens_per_s_per_gpu";
+}
+
 std::string gpu_family(const std::string& gpu_name) { return gpu_name.substr(0, gpu_name.find('-')); }
 
 std::vector<SourceSummary> time_accuracy(const ValidationReport& r, const std::string& gpu) {
   const std::string family = gpu_family(gpu);
   std::vector<SourceSummary> out;
   for (const auto& c : r.cases) {
-    const bool time = c.metric == "iteration_time_s" || c.metric == "mfu" || c.metric == "layer_forward_ms" ||
-                      c.metric == "layer_backward_ms";
-    if (!time || c.gpu.empty() || gpu_family(c.gpu) != family) continue;
+    if (!is_time_metric(c.metric) || c.gpu.empty() || gpu_family(c.gpu) != family) continue;
     auto it = std::find_if(out.begin(), out.end(), [&](const SourceSummary& s) { return s.name == c.source; });
     if (it == out.end()) {
       out.push_back({});
@@ -392,11 +399,15 @@ std::vector<SourceSummary> time_accuracy(const ValidationReport& r, const std::s
     }
     const double e = std::abs(c.error_pct());
     it->mape += e;  // a sum until the end
+    it->mean_signed_pct += c.optimism_pct();
     it->max_abs_pct = std::max(it->max_abs_pct, e);
     it->failed += c.ok() ? 0 : 1;
     ++it->cases;
   }
-  for (auto& s : out) s.mape /= s.cases;
+  for (auto& s : out) {
+    s.mape /= s.cases;
+    s.mean_signed_pct /= s.cases;
+  }
   return out;
 }
 
@@ -411,6 +422,8 @@ ValidationReport run_validation(const std::string& dir, const ValidationOptions&
     const std::size_t first = report.cases.size();
     if (spec.kind == "published_runs") {
       published_source(spec, dir, ctx, report.cases);
+    } else if (spec.kind == "engine_runs") {
+      engine_runs_source(spec, dir, ctx, report.cases, report.skipped);
     } else {
       vtrain_source(spec, dir, ctx, report.cases);
     }
@@ -422,11 +435,13 @@ ValidationReport run_validation(const std::string& dir, const ValidationOptions&
     for (std::size_t i = first; i < report.cases.size(); ++i) {
       const double e = std::abs(report.cases[i].error_pct());
       sum += e;
+      s.mean_signed_pct += report.cases[i].optimism_pct();
       s.max_abs_pct = std::max(s.max_abs_pct, e);
       s.failed += report.cases[i].ok() ? 0 : 1;
       ++s.cases;
     }
     s.mape = s.cases > 0 ? sum / s.cases : 0;
+    s.mean_signed_pct = s.cases > 0 ? s.mean_signed_pct / s.cases : 0;
     sum_all += sum;
     report.sources.push_back(s);
   }

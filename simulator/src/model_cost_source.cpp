@@ -21,16 +21,16 @@ ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Clus
   // time_model.cpp hides min(async, window) × tp_overlap of them; the
   // simulator runs them beside a compute window of exactly that length, so
   // what it hides is the same (the profile's overlap factor is fitted to it).
-  layer_.tp_backward_window_s = std::min(lc.tp_bwd_async_s, lc.tp_bwd_window_s) * hw.tp_overlap;
+  layer_.tp_backward_window_s = std::min(lc.tp_bwd_async_s, lc.tp_bwd_window_s) * hw.engine.tp_overlap;
   layer_.tp_recompute_s = lc.tp_recompute_s;
   // A pass takes max(GPU time with its blocking collectives, host dispatch)
   // (op_costs LayerCost::host_*); the simulator waits out the excess.
-  const double tp_bwd = lc.tp_bwd_s + exposed(lc.tp_bwd_async_s, lc.tp_bwd_window_s, hw.tp_overlap);
+  const double tp_bwd = lc.tp_bwd_s + exposed(lc.tp_bwd_async_s, lc.tp_bwd_window_s, hw.engine.tp_overlap);
   layer_.forward_overhead_s = std::max(0.0, lc.host_fwd_s - (lc.fwd_s + lc.tp_fwd_s));
   layer_.backward_overhead_s = std::max(0.0, lc.host_bwd_s - (lc.bwd_s + tp_bwd));
   layer_.recompute_overhead_s = std::max(0.0, lc.host_recompute_s - (lc.recompute_s + lc.tp_recompute_s));
-  microbatch_overhead_s_ = hw.microbatch_overhead_s;
-  step_overhead_s_ = hw.step_overhead_s;
+  microbatch_overhead_s_ = hw.engine.microbatch_overhead_s;
+  step_overhead_s_ = hw.engine.step_overhead_s;
   layer_.params = m.params_per_layer() / p.tp;
   layer_.largest_module_params = m.largest_module_params() / p.tp;
   layer_.stored_activation_bytes = layer_activation_bytes(m, p, p.recompute);

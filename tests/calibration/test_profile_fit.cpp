@@ -171,9 +171,9 @@ TEST_CASE("the run fit recovers a known profile's iteration times on plans it di
   HardwareProfile truth = start;
   for (auto& row : truth.gemm_efficiency) row.efficiency *= 0.4;
   truth.memory_bandwidth_efficiency = 0.95;
-  truth.microbatch_overhead_s = 3e-3;
-  truth.step_overhead_s = 1e-3;
-  truth.host_op_s = 0;
+  truth.engine.microbatch_overhead_s = 3e-3;
+  truth.engine.step_overhead_s = 1e-3;
+  truth.engine.host_op_s = 0;
   auto plan = [&](int dp, int tp, int pp, int mb, int ga, Recompute r) {
     Plan p;
     p.dp = dp;

@@ -26,9 +26,9 @@ HardwareProfile profile() {
   hw.gemm_efficiency = {{1e12, 0.8}, {1e9, 0.4}, {1e6, 0.05}};
   hw.attention_gemm_factor = 0.7;
   hw.kernel_launch_s = 3e-6;
-  hw.host_op_s = 10e-6;
-  hw.microbatch_overhead_s = 1e-3;
-  hw.step_overhead_s = 5e-3;
+  hw.engine.host_op_s = 10e-6;
+  hw.engine.microbatch_overhead_s = 1e-3;
+  hw.engine.step_overhead_s = 5e-3;
   hw.intra_node = {0.75, 0, 20e-6};
   hw.inter_node = {0.9, 0, 20e-6};
   return hw;

@@ -1,11 +1,18 @@
 #pragma once
 // Hardware efficiency as data (STYLE.md #12; calculon's processor.py / network.py):
 // GEMM efficiency by size, achieved bandwidth of memory-bound kernels, per-kernel
-// launch overhead, α/β efficiency per fabric level, PCIe/NVMe efficiency and the
-// overlap factors. ONE profile per GPU type lives in data/profiles/<gpu>.json
-// (schema "ztune.profile/1"); calibration writes fitted ones. The profile holds
-// only fractions of the cluster's datasheet figures, so the same profile serves
-// an A100-40GB and an A100-80GB node (their HBM and links come from the cluster).
+// launch overhead, α/β efficiency per fabric level, PCIe/NVMe efficiency. ONE
+// profile per GPU type lives in data/profiles/<gpu>.json (schema
+// "ztune.profile/1"); calibration writes fitted ones. The profile holds only
+// fractions of the cluster's datasheet figures, so the same profile serves an
+// A100-40GB and an A100-80GB node (their HBM and links come from the cluster).
+//
+// What the training framework does (host costs, fusion, overlap) is the
+// engine profile's (engine_profile.hpp, data/engines/): a prediction uses the
+// hardware profile with an engine attached (`engine`, with_engine()). A
+// calibrated profile may carry "framework"/"overlap" sections: what ztune's
+// own executor was measured to do on that hardware (`measured_engine`), which
+// with_engine() uses in place of the catalog's ztune engine.
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +20,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "ztune/model/cluster.hpp"
+#include "ztune/model/engine_profile.hpp"
 
 namespace ztune {
 
@@ -68,26 +76,19 @@ struct HardwareProfile {
   double memory_bandwidth_efficiency = 0.8;
   double kernel_launch_s = 5e-6;  // GPU-side gap per kernel (launch latency between dependent kernels)
 
-  // Framework (eager PyTorch + Megatron/DeepSpeed) host costs. A layer's pass
-  // takes max(GPU time, host ops × host_op_s): when the GPU work is small the
-  // host's dispatch of each op bounds it.
-  double host_op_s = 0;              // host time to dispatch one op of a layer's forward
-  double microbatch_overhead_s = 0;  // fixed host cost per micro-batch (schedule, data, loss)
-  double step_overhead_s = 0;        // fixed host cost per step (loss-scale check, grad norm, optimizer launch)
-
   FabricProfile intra_node;
   FabricProfile inter_node;
   double pcie_efficiency = 0.8;  // achieved / datasheet PCIe bandwidth
   double nvme_efficiency = 0.8;  // achieved / datasheet NVMe bandwidth
 
-  // Overlap factors: fraction of a communication that hides behind compute
-  // when the plan allows overlap (0 = fully exposed, 1 = fully hidden).
-  double dp_overlap = 0.9;        // bucketed gradient reduction behind backward
-  double zero3_prefetch_overlap = 0.8;  // ZeRO-3 gathers behind compute with prefetch
-  double offload_overlap = 0.8;   // PCIe/NVMe transfers behind compute
-  double tp_overlap = 0;          // TP collectives behind GEMMs (Megatron 2022: none)
-
   MeasuredFigures measured;  // calibrated hardware figures (empty for catalog profiles)
+
+  // The engine whose behaviour a prediction with this profile assumes
+  // (with_engine(); default_profile_for attaches the catalog's ztune engine).
+  EngineProfile engine;
+  // What ztune's own executor was measured to do on this hardware (a
+  // calibrated profile's "framework"/"overlap" sections); unset otherwise.
+  std::optional<EngineProfile> measured_engine;
 
   /// Efficiency of a GEMM of `flops` FLOPs (log-interpolated in the table).
   [[nodiscard]] double gemm_efficiency_at(double flops) const;
@@ -102,7 +103,14 @@ nlohmann::json profile_to_json(const HardwareProfile& p);
 /// Throws InputError naming the GPU and the profiles available when none matches.
 HardwareProfile default_profile_for(const Cluster& c);
 /// A profile file (schema "ztune.profile/1"); InputError names file and path.
+/// The engine attached is the catalog's ztune engine (or the measured one).
 HardwareProfile load_profile(const std::string& path);
+
+/// `hw` driven by engine `e`: for the ztune engine, the profile's measured
+/// engine where it has one (a calibration of ztune's executor on that hardware).
+[[nodiscard]] HardwareProfile with_engine(HardwareProfile hw, const EngineProfile& e);
+/// with_engine(hw, load_engine_profile(name)).
+[[nodiscard]] HardwareProfile with_engine(HardwareProfile hw, const std::string& name);
 
 /// The cluster with the profile's measured figures in place of its own
 /// (unchanged when the profile carries none). Every prediction made with a

@@ -201,6 +201,9 @@ struct Zero3GatherCost {
   double bwd_s = 0;
   double bytes_per_pass = 0;  // bytes of the stage's parameters gathered in forward: 16-bit (int8 + scales with ZeRO++)
 };
+/// All-gathers of one ZeRO-3 pass over the stage (the engine's gather unit:
+/// DeepSpeed's prefetch buckets, at least one per layer; FSDP's modules).
+[[nodiscard]] int zero3_gathers_per_pass(const Transformer& m, const Plan& p, const HardwareProfile& hw);
 [[nodiscard]] Zero3GatherCost zero3_gather_cost(const Transformer& m, const Plan& p, const Cluster& c,
                                                 const HardwareProfile& hw);
 

@@ -18,10 +18,14 @@ struct ValidationCase {
   std::string metric;     // "iteration_time_s", "memory_gb_per_gpu", ...
   std::string detail;     // model and plan in one line
   std::string gpu;        // the GPU the run was measured on ("" for hardware-free formulas)
+  std::string engine;     // the engine family that ran it ("megatron", "deepspeed", "fsdp"; "" for formulas)
   double published = 0;
   double predicted = 0;
   double tolerance_pct = 0;  // the case fails above this |Δ%|
   [[nodiscard]] double error_pct() const { return published != 0 ? 100.0 * (predicted - published) / published : 0; }
+  /// The error as speed: > 0 when ztune predicts the run faster than measured
+  /// (a shorter time, a higher throughput or MFU), whatever the metric.
+  [[nodiscard]] double optimism_pct() const;
   [[nodiscard]] bool ok() const;
 };
 
@@ -31,13 +35,22 @@ struct SourceSummary {
   int cases = 0;
   int failed = 0;               // cases above their tolerance
   double mape = 0;              // mean |Δ%|
+  double mean_signed_pct = 0;   // mean optimism_pct() of the time cases (> 0: ztune predicts too fast)
   double max_abs_pct = 0;
   double mape_tolerance_pct = 0;
   [[nodiscard]] bool ok() const { return failed == 0 && mape <= mape_tolerance_pct; }
 };
 
+/// A published run ztune cannot predict, and why (never dropped silently).
+struct SkippedRun {
+  std::string source;
+  std::string id;
+  std::string reason;
+};
+
 struct ValidationReport {
   std::vector<ValidationCase> cases;
+  std::vector<SkippedRun> skipped;
   std::vector<SourceSummary> sources;
   double overall_mape = 0;
   [[nodiscard]] bool ok() const;
@@ -58,6 +71,8 @@ struct ValidationOptions {
 /// "A100-SXM4-80GB"), one summary per source, in the report's order: what a
 /// prediction for that GPU has been checked against. Empty when none.
 [[nodiscard]] std::vector<SourceSummary> time_accuracy(const ValidationReport& r, const std::string& gpu);
+/// Whether a case's metric is a time metric (iteration time, throughput, MFU, per-layer time).
+[[nodiscard]] bool is_time_metric(const std::string& metric);
 /// "A100" for "A100-SXM4-80GB", "cpu" for "cpu-rank".
 [[nodiscard]] std::string gpu_family(const std::string& gpu_name);
 

@@ -40,9 +40,9 @@ class ModelCostSource final : public CostSource {
   // 1-bit Adam (model/onebit_adam.hpp onebit_adam_cost), scaled to the stage's parameters.
   [[nodiscard]] double onebit_exchange_s(double params) const override;
   [[nodiscard]] double onebit_kernels_s(double params) const override;
-  [[nodiscard]] double dp_overlap_loss() const override { return 1.0 - hw_.dp_overlap; }
-  [[nodiscard]] double zero3_overlap_loss() const override { return 1.0 - hw_.zero3_prefetch_overlap; }
-  [[nodiscard]] double offload_overlap_loss() const override { return 1.0 - hw_.offload_overlap; }
+  [[nodiscard]] double dp_overlap_loss() const override { return 1.0 - hw_.engine.dp_overlap; }
+  [[nodiscard]] double zero3_overlap_loss() const override { return 1.0 - hw_.engine.zero3_prefetch_overlap; }
+  [[nodiscard]] double offload_overlap_loss() const override { return 1.0 - hw_.engine.offload_overlap; }
 
  private:
   const Plan& plan_;

@@ -1,0 +1,63 @@
+#pragma once
+// What a training framework does with the hardware (DESIGN.md "Two profiles"):
+// its host dispatch per operation and its fixed per-micro-batch and per-step
+// costs, which of its elementwise kernels are fused, how its gradient
+// reduction, ZeRO-3/FSDP gathers, offload copies and tensor-parallel
+// collectives overlap compute, and at what granularity it gathers sharded
+// parameters. ONE profile per engine family lives in data/engines/<name>.json
+// (schema "ztune.engine/1"): megatron (Megatron-LM, Megatron-Core, NeMo),
+// deepspeed (DeepSpeed, Megatron-DeepSpeed), fsdp (PyTorch FSDP/FSDP2,
+// torchtitan, and sharded data parallelism in general) and ztune (ztune's own
+// executor). The hardware profile (hardware_profile.hpp) holds only the
+// hardware; a prediction uses both, the engine attached to the hardware
+// profile by with_engine().
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace ztune {
+
+/// How ZeRO-3 / FSDP gathers the sharded parameters.
+enum class GatherUnit : unsigned char {
+  bucket,  // DeepSpeed: coalesced gathers of stage3_prefetch_bucket_size elements
+  module,  // FSDP: one all-gather (and one reduce-scatter) per wrapped module, a transformer block
+};
+
+struct EngineProfile {
+  std::string name;    // "megatron", "deepspeed", "fsdp", "ztune"
+  std::string source;  // where the numbers come from
+
+  // Host costs. A layer's pass takes max(GPU time, host ops × host_op_s):
+  // when the GPU work is small the host's dispatch of each op bounds it.
+  double host_op_s = 0;              // host time to dispatch one op of a layer's forward
+  double microbatch_overhead_s = 0;  // fixed host cost per micro-batch (schedule, data, loss)
+  double step_overhead_s = 0;        // fixed host cost per step (loss-scale check, grad norm, optimizer launch)
+
+  // Fusion: HBM traffic of the layer's elementwise work (norms, bias, dropout,
+  // residual, activation, rotary) relative to Megatron's fused kernels
+  // (bias-GeLU, bias-dropout-add, fused softmax: 1). Eager PyTorch runs each
+  // as its own kernel reading and writing the whole tensor (> 1).
+  double elementwise_traffic = 1;
+
+  // Overlap factors: fraction of a communication that hides behind compute
+  // when the plan allows overlap (0 = fully exposed, 1 = fully hidden).
+  double dp_overlap = 0.9;              // bucketed gradient reduction behind backward
+  double zero3_prefetch_overlap = 0.8;  // ZeRO-3 / FSDP gathers behind compute with prefetch
+  double offload_overlap = 0.8;         // PCIe/NVMe transfers behind compute
+  double tp_overlap = 0;                // TP collectives behind GEMMs (Megatron 2022: none)
+
+  GatherUnit zero3_gather = GatherUnit::bucket;
+};
+
+/// Parses an engine document (schema "ztune.engine/1"); strict, names file and path.
+EngineProfile engine_profile_from_json(const nlohmann::json& doc, const std::string& file);
+nlohmann::json engine_profile_to_json(const EngineProfile& e);
+
+/// The catalog's engine profile data/engines/<name>.json. InputError names
+/// the engines available when there is none of that name.
+EngineProfile load_engine_profile(const std::string& name);
+
+/// The engine names of the catalog (data/engines/*.json), sorted.
+[[nodiscard]] std::string engine_names();
+
+}  // namespace ztune

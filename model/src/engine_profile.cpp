@@ -1,0 +1,92 @@
+#include "ztune/model/engine_profile.hpp"
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "ztune/model/catalog.hpp"
+#include "ztune/model/json_reader.hpp"
+
+namespace ztune {
+
+namespace {
+
+double share(ObjectReader& r, std::string_view key) {
+  const double v = r.positive(key, true);
+  if (v > 1.0) throw r.error(key, "expected a fraction in [0, 1], got " + std::to_string(v));
+  return v;
+}
+
+}  // namespace
+
+EngineProfile engine_profile_from_json(const nlohmann::json& doc, const std::string& file) {
+  ObjectReader r(doc, file, "$");
+  r.schema("ztune.engine/1");
+  EngineProfile e;
+  e.name = r.string("name");
+  e.source = r.string("source");
+  {
+    auto h = r.object("host");
+    e.host_op_s = h.positive("op_us", true) * 1e-6;
+    e.microbatch_overhead_s = h.positive("microbatch_overhead_us", true) * 1e-6;
+    e.step_overhead_s = h.positive("step_overhead_ms", true) * 1e-3;
+    h.finish();
+  }
+  {
+    auto f = r.object("fusion");
+    e.elementwise_traffic = f.positive("elementwise_traffic");
+    if (e.elementwise_traffic < 1.0 || e.elementwise_traffic > 10.0)
+      throw f.error("elementwise_traffic", "expected a factor in [1, 10] of the fused kernels' traffic, got " +
+                                               std::to_string(e.elementwise_traffic));
+    f.finish();
+  }
+  {
+    auto o = r.object("overlap");
+    e.dp_overlap = share(o, "dp");
+    e.zero3_prefetch_overlap = share(o, "zero3_prefetch");
+    e.offload_overlap = share(o, "offload");
+    e.tp_overlap = share(o, "tp");
+    o.finish();
+  }
+  e.zero3_gather = r.choice("zero3_gather", {"bucket", "module"}) == "module" ? GatherUnit::module : GatherUnit::bucket;
+  r.finish();
+  return e;
+}
+
+nlohmann::json engine_profile_to_json(const EngineProfile& e) {
+  return nlohmann::json{
+      {"schema", "ztune.engine/1"},
+      {"name", e.name},
+      {"source", e.source},
+      {"host",
+       {{"op_us", e.host_op_s * 1e6},
+        {"microbatch_overhead_us", e.microbatch_overhead_s * 1e6},
+        {"step_overhead_ms", e.step_overhead_s * 1e3}}},
+      {"fusion", {{"elementwise_traffic", e.elementwise_traffic}}},
+      {"overlap",
+       {{"dp", e.dp_overlap},
+        {"zero3_prefetch", e.zero3_prefetch_overlap},
+        {"offload", e.offload_overlap},
+        {"tp", e.tp_overlap}}},
+      {"zero3_gather", e.zero3_gather == GatherUnit::module ? "module" : "bucket"},
+  };
+}
+
+std::string engine_names() {
+  std::string known;
+  for (const auto& n : catalog_names("engines")) known += (known.empty() ? "" : ", ") + n;
+  return known.empty() ? "none" : known;
+}
+
+EngineProfile load_engine_profile(const std::string& name) {
+  namespace fs = std::filesystem;
+  const bool plain = !name.empty() && name.size() <= 64 && name.find('/') == std::string::npos &&
+                     name.find('.') == std::string::npos;
+  const fs::path file = fs::path(data_dir()) / "engines" / (name + ".json");
+  if (!plain || !fs::is_regular_file(file))
+    throw InputError("engine \"" + name.substr(0, 64) + "\": no engine profile (looked for data/engines/" +
+                     name.substr(0, 64) + ".json; engines: " + engine_names() + ")");
+  return engine_profile_from_json(read_json_file(file.string()), file.string());
+}
+
+}  // namespace ztune

@@ -1,0 +1,253 @@
+// engine_runs.json (../shared/validation, shipped in data/validation): measured
+// training runs of Megatron-LM/Megatron-Core/NeMo, DeepSpeed and PyTorch
+// FSDP/torchtitan-class engines on V100, A100 and H100. Each row becomes a
+// ztune model, plan and cluster, predicted with the hardware profile of its GPU
+// and the engine profile of its family; the compared figure is tokens per
+// second per GPU, read or converted from what the row publishes (tokens/s,
+// iteration time, or TFLOP/s under the source's stated FLOP convention). A row
+// ztune cannot express is listed with the reason, never dropped.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "ztune/model/catalog.hpp"
+#include "ztune/model/json_reader.hpp"
+#include "validation_sources.hpp"
+
+namespace fs = std::filesystem;
+
+namespace ztune::validation_detail {
+
+namespace {
+
+std::string lower(std::string s) {
+  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+bool contains(const std::string& text, const std::string& word) { return lower(text).find(lower(word)) != std::string::npos; }
+
+// A field of a row: absent or null reads as nullopt; anything else must be a
+// finite number (InputError naming the file and the path otherwise).
+std::optional<double> number(const nlohmann::json& obj, const char* key, const std::string& where) {
+  if (!obj.contains(key) || obj[key].is_null()) return std::nullopt;
+  const auto& v = obj[key];
+  if (!v.is_number() || !std::isfinite(v.get<double>()))
+    throw InputError(where + "." + key + ": expected a finite number or null, got " + describe_json(v));
+  return v.get<double>();
+}
+
+std::optional<int> whole(const nlohmann::json& obj, const char* key, const std::string& where) {
+  const auto v = number(obj, key, where);
+  if (!v) return std::nullopt;
+  if (*v < 1 || *v > 1e7 || std::floor(*v) != *v)
+    throw InputError(where + "." + key + ": expected a whole number from 1 to 10^7, got " + describe_json(obj[key]));
+  return static_cast<int>(*v);
+}
+
+std::string text(const nlohmann::json& obj, const char* key, const std::string& where) {
+  if (!obj.contains(key) || !obj[key].is_string())
+    throw InputError(where + "." + key + ": expected a string, got " +
+                     (obj.contains(key) ? describe_json(obj[key]) : std::string("nothing")));
+  return obj[key].get<std::string>();
+}
+
+const nlohmann::json& object(const nlohmann::json& obj, const char* key, const std::string& where) {
+  if (!obj.contains(key) || !obj[key].is_object())
+    throw InputError(where + "." + key + ": expected an object");
+  return obj[key];
+}
+
+// FLOPs per token of Megatron's count, 96·l·h²(1 + s/6h + V/16lh) per token
+// (Narayanan et al. 2021 eq. 3 divided by B·s; recomputation included).
+double megatron96_flops_per_token(const Transformer& m) {
+  const double l = m.layers, h = m.hidden, s = m.seq_len, v = m.vocab;
+  return 96.0 * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h));
+}
+
+const std::string* cluster_for(const SourceSpec& spec, const std::string& gpu) {
+  const std::string* best = nullptr;
+  std::size_t best_len = 0;
+  for (const auto& [key, path] : spec.clusters)
+    if (contains(gpu, key) && key.size() > best_len) {
+      best = &path;
+      best_len = key.size();
+    }
+  return best;
+}
+
+}  // namespace
+
+void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context& ctx,
+                        std::vector<ValidationCase>& out, std::vector<SkippedRun>& skipped) {
+  const std::string file = (fs::path(dir) / spec.file).string();
+  const nlohmann::json runs = read_json_file(file);
+  if (!runs.is_array()) throw InputError(file + ": $: expected an array of runs");
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const nlohmann::json& row = runs[i];
+    const std::string at = file + ": $[" + std::to_string(i) + "]";
+    if (!row.is_object()) throw InputError(at + ": expected an object");
+    const std::string id = text(row, "id", at);
+    bool selected = false;
+    for (const auto& prefix : spec.id_prefixes) selected = selected || id.starts_with(prefix);
+    if (!selected) continue;
+    const std::string where = at + " (" + id + ")";
+    auto skip = [&](const std::string& why) { skipped.push_back({spec.name, id, why}); };
+    const std::string family = text(row, "engine_family", where);
+    if (family != spec.engine)
+      throw InputError(where + ".engine_family: expected \"" + spec.engine + "\" (source " + spec.name + "), got \"" +
+                       family + "\"");
+    const auto& hw = object(row, "hardware", where);
+    const auto& model = object(row, "model", where + ".model");
+    const auto& plan = object(row, "plan", where + ".plan");
+    const auto& measured = object(row, "measured", where + ".measured");
+    const std::string gpu_text = text(hw, "gpu", where + ".hardware");
+    const std::string* cluster_path = cluster_for(spec, gpu_text);
+    if (cluster_path == nullptr) {
+      skip("no cluster in validation.json for GPU \"" + gpu_text + "\"");
+      continue;
+    }
+
+    // What ztune cannot express yet.
+    if (auto cp = whole(plan, "cp", where + ".plan"); cp && *cp > 1) {
+      skip("context parallelism (plan.cp " + std::to_string(*cp) + "): ztune has no context-parallel plans yet");
+      continue;
+    }
+    if (auto r = whole(plan, "fsdp_replicas", where + ".plan"); r && *r > 1) {
+      skip("hybrid sharding (plan.fsdp_replicas " + std::to_string(*r) + "): ztune shards ZeRO-3 over all of dp");
+      continue;
+    }
+    const auto gpus = whole(hw, "gpus_total", where + ".hardware");
+    const auto dp = whole(plan, "dp", where + ".plan");
+    if (!gpus || !dp) {
+      skip("the GPU count or the data-parallel degree is not published");
+      continue;
+    }
+    if (!plan.contains("zero_stage") || plan["zero_stage"].is_null()) {
+      skip("the sharding is not a ZeRO stage over all of dp (" +
+           (plan.contains("fsdp_sharding") && plan["fsdp_sharding"].is_string()
+                ? plan["fsdp_sharding"].get<std::string>()
+                : std::string("not stated")) +
+           ")");
+      continue;
+    }
+    const auto mb = whole(plan, "micro_batch", where + ".plan");
+    if (!mb) {
+      skip("the micro-batch is not published");
+      continue;
+    }
+    const int tp = whole(plan, "tp", where + ".plan").value_or(1);
+    const int pp = whole(plan, "pp", where + ".plan").value_or(1);
+    auto gb = whole(plan, "global_batch", where + ".plan");
+    if (!gb && *dp == 1) gb = *mb;  // one rank, no accumulation stated: the micro-batch is the batch
+    if (!gb) {
+      skip("the global batch is not published");
+      continue;
+    }
+
+    // The model.
+    const std::string name = text(model, "name", where + ".model");
+    const bool gpt_style = contains(name, "gpt") || contains(name, "bert");
+    Transformer m;
+    m.name = name;
+    m.source = "engine_runs.json " + id;
+    m.layers = whole(model, "layers", where + ".model").value_or(0);
+    m.hidden = whole(model, "hidden", where + ".model").value_or(0);
+    m.heads = whole(model, "heads", where + ".model").value_or(0);
+    m.kv_heads = whole(model, "kv_heads", where + ".model").value_or(m.heads);
+    m.ffn_hidden = whole(model, "ffn_hidden", where + ".model").value_or(4 * m.hidden);
+    m.seq_len = whole(model, "seq_len", where + ".model").value_or(0);
+    const int vocab = whole(model, "vocab", where + ".model").value_or(0);
+    m.vocab = spec.megatron_vocab ? megatron_padded_vocab(vocab, tp) : vocab;
+    // Gated (SwiGLU) or not: squared ReLU (Nemotron-4) has GeLU's FLOPs and traffic.
+    m.activation = contains(text(model, "activation", where + ".model"), "swiglu") ? Activation::swiglu : Activation::gelu;
+    m.norm = contains(text(model, "norm", where + ".model"), "rmsnorm") ? NormKind::rmsnorm : NormKind::layernorm;
+    m.position = gpt_style ? PositionEmbedding::learned : PositionEmbedding::rotary;
+    m.bias = gpt_style;
+    m.tied_embeddings = gpt_style;
+    m.global_batch = *gb;
+    m.train_tokens = 1;
+    if (m.layers < 1 || m.hidden < 1 || m.heads < 1 || m.seq_len < 1 || vocab < 1)
+      throw InputError(where + ".model: expected layers, hidden, heads, seq_len and vocab");
+
+    Plan p;
+    p.tp = tp;
+    p.pp = pp;
+    p.dp = *dp;
+    p.micro_batch = *mb;
+    p.global_batch = *gb;
+    if (p.gpus() != *gpus) {
+      skip("tp × pp × dp = " + std::to_string(p.gpus()) + " is not the " + std::to_string(*gpus) + " GPUs the run used");
+      continue;
+    }
+    if (p.global_batch % (static_cast<std::int64_t>(p.micro_batch) * p.dp) != 0) {
+      skip("the global batch " + std::to_string(p.global_batch) + " is not a multiple of micro-batch × dp");
+      continue;
+    }
+    p.grad_accum = static_cast<int>(p.global_batch / (static_cast<std::int64_t>(p.micro_batch) * p.dp));
+    const auto stage = number(plan, "zero_stage", where + ".plan");
+    if (*stage < 0 || *stage > 3 || std::floor(*stage) != *stage)
+      throw InputError(where + ".plan.zero_stage: expected 0, 1, 2 or 3");
+    p.zero_stage = static_cast<int>(*stage);
+    const std::string rc = text(plan, "recompute", where + ".plan");
+    p.recompute = rc == "full" ? Recompute::full : rc == "selective" ? Recompute::selective : Recompute::none;
+    if (rc != "full" && rc != "selective" && rc != "none")
+      throw InputError(where + ".plan.recompute: expected none, selective or full, got \"" + rc + "\"");
+    p.sequence_parallel = plan.contains("sequence_parallel") && plan["sequence_parallel"].is_boolean() &&
+                          plan["sequence_parallel"].get<bool>();
+    if (auto v = whole(plan, "interleave_chunks", where + ".plan"); v && *v > 1) {
+      p.virtual_stages = *v;
+      p.schedule = Schedule::interleaved;
+    }
+    p.precision = contains(text(plan, "precision", where + ".plan"), "bf16") ? Precision::bf16 : Precision::fp16;
+    p.attention = text(model, "attention", where + ".model") == "flash" ? AttentionKernel::flash : AttentionKernel::standard;
+    if (plan.contains("offload") && plan["offload"].is_string() && plan["offload"].get<std::string>().starts_with("cpu"))
+      p.offload_optimizer = OffloadTarget::cpu;
+    p.overlap_comm = spec.overlap_comm;
+
+    const Cluster& base = ctx.cluster((fs::path(dir) / *cluster_path).string());
+    const Cluster c = sized(base, *gpus);
+    if (auto why = check_plan(p, m, c)) {
+      skip("not a valid ztune plan: " + *why);
+      continue;
+    }
+
+    // The published figure, as tokens per second per GPU.
+    double published = 0;
+    std::string how;
+    const double tokens_per_step = static_cast<double>(p.global_batch) * m.seq_len;
+    if (auto v = number(measured, "tokens_per_s_per_gpu", where + ".measured")) {
+      published = *v;
+    } else if (auto t = number(measured, "tokens_per_s", where + ".measured")) {
+      published = *t / *gpus;
+    } else if (auto it = number(measured, "iteration_time_s", where + ".measured")) {
+      published = tokens_per_step / *it / *gpus;
+    } else if (auto tf = number(measured, "tflops_per_gpu", where + ".measured");
+               tf && spec.tflops_convention == "megatron96") {
+      published = *tf * 1e12 / megatron96_flops_per_token(m);
+    } else {
+      skip("publishes no throughput ztune can convert (no tokens/s or iteration time, and no FLOP convention for "
+           "its TFLOP/s)");
+      continue;
+    }
+    if (!(published > 0)) throw InputError(where + ".measured: expected a positive throughput");
+
+    ValidationCase vc;
+    vc.source = spec.name;
+    vc.id = id;
+    vc.metric = "tokens_per_s_per_gpu";
+    vc.detail = describe(m, p);
+    vc.gpu = c.node.gpu.name;
+    vc.engine = spec.engine;
+    vc.published = published;
+    const double iteration = ctx.time(m, p, c, spec.engine).iteration_s;
+    vc.predicted = iteration > 0 ? tokens_per_step / iteration / *gpus : 0;
+    vc.tolerance_pct = spec.case_tolerance_pct.value_or(0);
+    out.push_back(vc);
+  }
+}
+
+}  // namespace ztune::validation_detail
