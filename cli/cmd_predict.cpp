@@ -15,6 +15,8 @@
 #include "plan_flags.hpp"
 #include "ztune/model/accuracy.hpp"
 #include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/input_error.hpp"
+#include "ztune/tuner/engine.hpp"
 #include "ztune/model/memory_model.hpp"
 #include "ztune/model/onebit_adam.hpp"
 #include "ztune/model/sparse_attention.hpp"
@@ -35,6 +37,7 @@ struct PredictFlags {
   InputFlags input;
   PlanFlags plan;
   std::string profile;
+  std::string engine = "ztune";  // whose engine profile prices the plan
   std::string accounting = "paper";
   double memory_headroom_pct = 0;  // % of each GPU's memory kept free
   bool json = false;
@@ -56,7 +59,12 @@ PredictInputs resolve(const PredictFlags& f) {
   in.cluster = f.input.load_cluster_or_throw();
   in.model = f.input.load_model_or_throw();
   in.plan = f.plan.resolve(in.model, in.cluster);  // throws InputError naming the broken rule
-  in.profile = f.profile.empty() ? default_profile_for(in.cluster) : load_profile(f.profile);
+  const Engine engine = *engine_from_string(f.engine);
+  if (auto rule = engine_violation(in.plan, engine))
+    throw InputError("--engine " + f.engine + " cannot run this plan: " + std::string(engine_rule_text(*rule)));
+  if (auto why = engine_model_violation(in.model, engine))
+    throw InputError("--engine " + f.engine + " cannot train this model: " + *why);
+  in.profile = with_engine(f.profile.empty() ? default_profile_for(in.cluster) : load_profile(f.profile), f.engine);
   in.cluster = with_measured_figures(in.cluster, in.profile);  // a calibrated profile's figures
   in.memory.accounting = f.accounting == "deepspeed"  ? StateAccounting::deepspeed
                          : f.accounting == "megatron" ? StateAccounting::megatron
@@ -160,6 +168,7 @@ nlohmann::json prediction_json(const PredictInputs& in, const Prediction& pr, in
           {"model", in.model.name},
           {"cluster", in.cluster.name},
           {"profile", in.profile.name},
+          {"engine", in.profile.engine.name},
           {"memory",
            {{"gpu", gpu},
             {"gpu_usable_bytes", mp.gpu_usable_bytes},
@@ -189,9 +198,10 @@ nlohmann::json prediction_json(const PredictInputs& in, const Prediction& pr, in
 void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb) {
   const auto& mp = pr.memory;
   const auto& tp = pr.time;
-  std::printf("plan     %s\nmodel    %s (%.2fB parameters)\ncluster  %s (%d × %d %s)\nprofile  %s\n\n",
+  std::printf("plan     %s\nmodel    %s (%.2fB parameters)\ncluster  %s (%d × %d %s)\nprofile  %s\nengine   %s\n\n",
               in.plan.summary().c_str(), in.model.name.c_str(), in.model.total_params() / 1e9, in.cluster.name.c_str(),
-              in.cluster.nodes, in.cluster.node.gpus, in.cluster.node.gpu.name.c_str(), in.profile.name.c_str());
+              in.cluster.nodes, in.cluster.node.gpus, in.cluster.node.gpu.name.c_str(), in.profile.name.c_str(),
+              in.profile.engine.name.c_str());
   std::printf("Memory per GPU (most loaded stage)        GiB\n");
   for (std::size_t i = 0; i < kMemLineNames.size(); ++i)
     std::printf("  %-22s %18.3f\n", kMemLineNames[i], mp.gpu[i] / kGiB);
@@ -241,6 +251,10 @@ Command add_predict(CLI::App& root) {
   app->add_option("--profile", f->profile,
                   "Hardware profile: a file, or a name in ~/.local/share/ztune/profiles/ or data/profiles/ "
                   "(default: data/profiles/<gpu>.json)");
+  app->add_option("--engine", f->engine,
+                  "The engine that runs the plan; its profile (data/engines/: host costs, fusion, overlap) prices it "
+                  "(default: ztune, its own executor)")
+      ->check(CLI::IsMember({"ztune", "deepspeed", "megatron", "fsdp"}));
   app->add_option("--accounting", f->accounting,
                   "Model-state accounting: paper (ZeRO paper, 16-bit grads; ztune's executor), deepspeed "
                   "(estimate_zero2/3_model_states_mem_needs, fp32 grad partitions), megatron (fp32 main grads)")

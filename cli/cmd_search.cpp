@@ -136,7 +136,8 @@ void write_plan_file(const std::string& path, const Candidate& best, const Trans
 int run_search_command(const SearchFlags& f) {
   const Cluster catalog_cluster = f.input.load_cluster_or_throw();
   const Transformer model = f.input.load_model_or_throw();
-  const HardwareProfile hw = f.profile.empty() ? default_profile_for(catalog_cluster) : load_profile(f.profile);
+  const HardwareProfile hw = with_engine(
+      f.profile.empty() ? default_profile_for(catalog_cluster) : load_profile(f.profile), f.engine);
   const Cluster cluster = with_measured_figures(catalog_cluster, hw);  // a calibrated profile's figures
   if (f.objective == "cost" && f.gpu_hour_price <= 0)
     std::cerr << "ztune: note: no --gpu-hour-price; cost is ranked and shown in GPU-hours\n";
@@ -251,8 +252,10 @@ Command add_search(CLI::App& root) {
   app->add_option("--min-gpus", f->min_gpus, "Search every device count from N ...")->check(CLI::PositiveNumber);
   app->add_option("--max-gpus", f->max_gpus, "... up to N")->check(CLI::PositiveNumber);
   app->add_flag("--allow-tp-across-nodes", f->allow_tp_across_nodes, "Let tensor-parallel groups span nodes");
-  app->add_option("--engine", f->engine, "Limit the space to what an engine runs")
-      ->check(CLI::IsMember({"ztune", "deepspeed", "megatron"}));
+  app->add_option("--engine", f->engine,
+                  "The engine that runs the plan: its space (what it can run) and its engine profile "
+                  "(data/engines/: host costs, fusion, overlap) price every plan")
+      ->check(CLI::IsMember({"ztune", "deepspeed", "megatron", "fsdp"}));
   app->add_option("--global-batch", f->global_batch, "Sequences per step (default: the model file's)")
       ->check(CLI::PositiveNumber);
   app->add_option("--precision", f->precision, "Pin the precision (default: every 16-bit one the GPU has)")

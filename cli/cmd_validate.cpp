@@ -59,12 +59,14 @@ nlohmann::json report_json(const ValidationReport& r) {
   nlohmann::json cases = nlohmann::json::array();
   for (const auto& c : r.cases)
     cases.push_back({{"source", c.source}, {"id", c.id}, {"metric", c.metric}, {"detail", c.detail},
-                     {"published", c.published}, {"predicted", c.predicted}, {"error_pct", c.error_pct()},
+                     {"gpu", c.gpu}, {"engine", c.engine}, {"published", c.published}, {"predicted", c.predicted},
+                     {"error_pct", c.error_pct()}, {"optimism_pct", c.optimism_pct()},
                      {"tolerance_pct", c.tolerance_pct}, {"ok", c.ok()}});
   nlohmann::json sources = nlohmann::json::array();
   for (const auto& s : r.sources)
-    sources.push_back({{"name", s.name}, {"description", s.description}, {"cases", s.cases}, {"failed", s.failed},
-                       {"mape_pct", s.mape}, {"max_abs_error_pct", s.max_abs_pct},
+    sources.push_back({{"name", s.name}, {"description", s.description}, {"kind", s.kind}, {"engine", s.engine},
+                       {"cases", s.cases}, {"failed", s.failed}, {"mape_pct", s.mape},
+                       {"mean_signed_pct", s.mean_signed_pct}, {"max_abs_error_pct", s.max_abs_pct},
                        {"mape_tolerance_pct", s.mape_tolerance_pct}, {"ok", s.ok()}});
   return {{"cases", cases}, {"sources", sources}, {"overall_mape_pct", r.overall_mape}, {"ok", r.ok()}};
 }

@@ -79,7 +79,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   tokens_->setSpecialValueText(QStringLiteral("the model's"));
   tokens_->setSuffix(QStringLiteral(" B tokens"));
   engine_ = new QComboBox;
-  engine_->addItems({QStringLiteral("ztune"), QStringLiteral("deepspeed"), QStringLiteral("megatron")});
+  engine_->addItems({QStringLiteral("ztune"), QStringLiteral("deepspeed"), QStringLiteral("megatron"), QStringLiteral("fsdp")});
   attention_ = new QComboBox;
   attention_->addItems({QStringLiteral("any"), QStringLiteral("standard"), QStringLiteral("flash")});
   attention_->setToolTip(QStringLiteral(

@@ -68,7 +68,7 @@ InputResolution resolve_inputs(const SearchInputs& in) {
 
   auto engine = engine_from_string(in.engine.toStdString());
   if (!engine)
-    issue(InputField::engine, QStringLiteral("--engine: expected ztune, deepspeed or megatron, got \"%1\"").arg(in.engine));
+    issue(InputField::engine, QStringLiteral("--engine: expected ztune, deepspeed, megatron or fsdp, got \"%1\"").arg(in.engine));
   std::optional<AttentionKernel> attention;
   if (in.attention == QLatin1String("standard")) attention = AttentionKernel::standard;
   else if (in.attention == QLatin1String("flash")) attention = AttentionKernel::flash;
@@ -89,7 +89,15 @@ InputResolution resolve_inputs(const SearchInputs& in) {
   SearchOptions& o = r.options;
   o.space.gpus = in.gpus;
   o.space.global_batch = in.global_batch;
-  if (engine) o.space.engine = *engine;
+  if (engine) {
+    o.space.engine = *engine;
+    // The engine's profile prices the plans (data/engines/), not only its space.
+    try {
+      r.profile = with_engine(std::move(r.profile), to_string(*engine));
+    } catch (const InputError& e) {
+      issue(InputField::engine, q(e.what()));
+    }
+  }
   o.space.attention = attention;
   o.memory.gpu_headroom = in.memory_headroom_pct / 100.0;
   if (objective) o.objective = *objective;

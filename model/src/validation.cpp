@@ -430,6 +430,8 @@ ValidationReport run_validation(const std::string& dir, const ValidationOptions&
     SourceSummary s;
     s.name = spec.name;
     s.description = spec.description;
+    s.kind = spec.kind;
+    s.engine = spec.engine;
     s.mape_tolerance_pct = spec.mape_tolerance_pct;
     double sum = 0;
     for (std::size_t i = first; i < report.cases.size(); ++i) {

@@ -11,6 +11,7 @@ std::string to_string(Engine e) {
     case Engine::ztune: return "ztune";
     case Engine::deepspeed: return "deepspeed";
     case Engine::megatron: return "megatron";
+    case Engine::fsdp: return "fsdp";
   }
   return "?";
 }
@@ -19,6 +20,7 @@ std::optional<Engine> engine_from_string(std::string_view s) {
   if (s == "ztune") return Engine::ztune;
   if (s == "deepspeed") return Engine::deepspeed;
   if (s == "megatron") return Engine::megatron;
+  if (s == "fsdp") return Engine::fsdp;
   return std::nullopt;
 }
 
@@ -48,6 +50,14 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"megatron: no 1-bit Adam", "Megatron-LM has no 1-bit Adam"},
     {"megatron: no ZeRO++", "Megatron-LM has no ZeRO++"},
     {"megatron: no sparse attention", "Megatron-LM has no block-sparse attention"},
+    {"fsdp: no ZeRO-1",
+     "PyTorch FSDP shards as NO_SHARD (ZeRO 0), SHARD_GRAD_OP (ZeRO-2) or FULL_SHARD (ZeRO-3); it has no ZeRO-1"},
+    {"fsdp: offload is CPU and ZeRO-3",
+     "PyTorch FSDP's CPUOffload moves parameters, gradients and optimizer states to host memory together, with "
+     "FULL_SHARD (ZeRO-3 with optimizer and parameter offload to cpu); no NVMe"},
+    {"fsdp: no 1-bit Adam", "PyTorch FSDP has no 1-bit Adam"},
+    {"fsdp: no ZeRO++", "PyTorch FSDP has no ZeRO++"},
+    {"fsdp: no sparse attention", "PyTorch FSDP has no block-sparse attention"},
 }};
 
 }  // namespace
@@ -82,6 +92,15 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.zeropp) return EngineRule::mg_zeropp;
       if (p.sparse_attention != SparseLayout::none) return EngineRule::mg_sparse;
       return std::nullopt;
+    case Engine::fsdp:
+      if (p.zero_stage == 1) return EngineRule::fs_zero1;
+      if (offload && (p.zero_stage != 3 || p.offload_optimizer != OffloadTarget::cpu ||
+                      p.offload_params != OffloadTarget::cpu))
+        return EngineRule::fs_nvme;
+      if (p.onebit_adam) return EngineRule::fs_onebit;
+      if (p.zeropp) return EngineRule::fs_zeropp;
+      if (p.sparse_attention != SparseLayout::none) return EngineRule::fs_sparse;
+      return std::nullopt;
   }
   return std::nullopt;
 }
@@ -91,7 +110,8 @@ bool engine_runs_flash(Engine e, const Transformer& m, const Cluster& c) {
 }
 
 std::optional<std::string> engine_model_violation(const Transformer& m, Engine e) {
-  if (e == Engine::ztune) return std::nullopt;
+  // FSDP wraps whatever PyTorch model it is given.
+  if (e == Engine::ztune || e == Engine::fsdp) return std::nullopt;
   if (m.position == PositionEmbedding::alibi)
     return "$.model.position_embedding: Megatron-LM's --position-embedding-type has no ALiBi (learned_absolute, "
            "rope, none)";

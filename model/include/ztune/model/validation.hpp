@@ -32,6 +32,8 @@ struct ValidationCase {
 struct SourceSummary {
   std::string name;
   std::string description;
+  std::string kind;    // validation.json's kind: published_runs, vtrain_csv, engine_runs
+  std::string engine;  // the source's engine family ("" for formulas)
   int cases = 0;
   int failed = 0;               // cases above their tolerance
   double mape = 0;              // mean |Δ%|

@@ -12,10 +12,12 @@
 
 namespace ztune {
 
-enum class Engine : std::uint8_t { ztune, deepspeed, megatron };
+// fsdp: PyTorch FSDP/FSDP2 and torchtitan (sharded data parallelism with
+// DTensor tensor parallelism and torch.distributed.pipelining).
+enum class Engine : std::uint8_t { ztune, deepspeed, megatron, fsdp };
 
 std::string to_string(Engine e);
-/// "ztune" | "deepspeed" | "megatron"; nullopt otherwise.
+/// "ztune" | "deepspeed" | "megatron" | "fsdp"; nullopt otherwise.
 std::optional<Engine> engine_from_string(std::string_view s);
 
 /// One rule an engine imposes on top of check_plan(). Fixed enum so the search
@@ -35,6 +37,12 @@ enum class EngineRule : std::uint8_t {
   mg_onebit,               // no 1-bit Adam
   mg_zeropp,               // no ZeRO++
   mg_sparse,               // no block-sparse attention
+  // PyTorch FSDP / torchtitan
+  fs_zero1,                // sharding strategies: NO_SHARD (0), SHARD_GRAD_OP (2), FULL_SHARD (3); no ZeRO-1
+  fs_nvme,                 // CPUOffload only: no NVMe, and it moves parameters with the optimizer (ZeRO-3)
+  fs_onebit,               // no 1-bit Adam
+  fs_zeropp,               // no ZeRO++
+  fs_sparse,               // no block-sparse attention
   count
 };
 
