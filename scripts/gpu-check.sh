@@ -1,62 +1,227 @@
 #!/usr/bin/env bash
-# The one device script of the GPU backend (issue 7). On a machine with an NVIDIA
-# GPU it builds the GPU parts, runs the GPU kernel tests (each kernel against its
-# CPU reference), the backend equivalence and NCCL tests where they can be built,
-# and the GPU benchmarks, then prints a short table. Sized for a few minutes on an
-# H200 (the build dominates: sm_90 only).
+# The one device script of the GPU backend (issue 7, issue 24). On a machine with an
+# NVIDIA GPU it builds the project, runs the GPU kernel tests (each kernel against its
+# CPU reference), the backend equivalence and NCCL tests, the worker's CUDA-vs-CPU
+# training, the calibration loop and the GPU benchmarks, then prints a short table.
+# Sized for one 10-minute call on an H200 (the build dominates: sm_90 only).
 #
-#   scripts/gpu-check.sh --prepare   # here (no GPU needed): copy Eigen's and Catch2's
-#                                    # headers into .gpu-deps/ for a machine without them
-#   scripts/gpu-check.sh [OUTDIR]    # on the GPU machine; logs go to OUTDIR (default build/gpu-check)
+#   scripts/gpu-check.sh --prepare     # here (Debian 12, no GPU needed): apt-get download the
+#                                      # .deb files of the full build's dependencies (GUI off)
+#                                      # into .gpu-bundle/ (ignored; carry it to the GPU machine)
+#   scripts/gpu-check.sh [OUTDIR]      # on the GPU machine; logs go to OUTDIR (default build/gpu-check)
+#   scripts/gpu-check.sh --build-only [OUTDIR]
+#                                      # no device needed: unpack, configure, build, and check that
+#                                      # every GPU test skips (exit 77); scripts/gpu-rehearsal.sh runs
+#                                      # this in a bare Debian root
+#
+# The bare GPU machine has CUDA (nvcc, cuBLAS, cuDNN), a C++ compiler, CMake, ninja and
+# Python with PyTorch, but none of the project's Debian dependencies and no package
+# registry. The bundle's .deb files are unpacked with dpkg-deb -x (or ar + tar) into a
+# private prefix (ZTUNE_GPU_PREFIX, default build/gpu-prefix; never over /), and the
+# configure finds them through CMAKE_PREFIX_PATH, the Open MPI wrapper and
+# LD_LIBRARY_PATH. NCCL comes from the CUDA toolkit if CMake finds it there, else from
+# PyTorch's nvidia-nccl wheel; the configure log says which.
+#
+# The device call (the tool brings back at most 8 files from $OUT: pack the logs):
+#   run(carry [".gpu-bundle"], timeout_s 600): scripts/gpu-check.sh build/gpu-check; rc=$?;
+#     tar -czf $OUT/gpu-check-logs.tgz -C build gpu-check; cp build/gpu-check/summary.txt $OUT/; exit $rc
 #
 # Two builds, the first that configures wins:
-#  1. the full project (preset ci, CUDA arch 90) when its Debian dependencies are
-#     installed: every GPU test, the CudaBackend equivalence and NCCL tests included;
+#  1. the full project (preset ci, GUI off, CUDA arch 90) with the bundle or the
+#     installed Debian packages: every GPU test, the CudaBackend equivalence and NCCL
+#     tests included;
 #  2. scripts/gpu-check/CMakeLists.txt: only CUDA, Eigen and Catch2 headers: the
 #     kernel tests and the benchmarks (it says that the others were not built).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+BUNDLE=${ZTUNE_GPU_BUNDLE:-$ROOT/.gpu-bundle}
+
+# The Debian 12 (bookworm) packages the full build (GUI off) needs beyond a GPU image's
+# toolchain (C++ compiler, CMake, ninja, Python, CUDA). Only the runtime and -dev parts
+# the build links against: no Fortran, Java, jQuery, hwloc/libevent/ibverbs headers,
+# hwloc's X11 plugins or ICU's headers, which the -dev packages' Depends would drag in.
+BUNDLE_PKGS=(
+  # header-only libraries (with their CMake package files)
+  libeigen3-dev nlohmann-json3-dev libcli11-dev catch2
+  # SQLite: header, libsqlite3.so and the runtime
+  libsqlite3-dev libsqlite3-0
+  # Boost 1.74: the headers, Boost.Graph and Boost.Regex (the Boost::graph CMake target
+  # depends on boost_regex; libboost_graph.so needs libboost_regex.so, which needs ICU)
+  libboost1.74-dev libboost-graph1.74-dev libboost-graph1.74.0 libboost-regex1.74-dev
+  libboost-regex1.74.0 libicu72
+  # Open MPI 4.1: headers, wrappers, mpirun, the runtime and its transports' libraries
+  libopenmpi-dev libopenmpi3 openmpi-bin openmpi-common libpmix2 libhwloc15
+  libevent-core-2.1-7 libevent-pthreads-2.1-7 libfabric1 libucx0 libibverbs1 librdmacm1
+  libpsm2-2 libpsm-infinipath1 libnl-3-200 libnl-route-3-200 libmunge2 libnuma1
+)
+# What may travel: the device tool carries at most 64 MiB, the working tree included.
+BUNDLE_LIMIT_MIB=${ZTUNE_GPU_BUNDLE_LIMIT_MIB:-56}
 
 if [[ "${1:-}" == "--prepare" ]]; then
-  mkdir -p .gpu-deps
-  cp -r /usr/include/eigen3 .gpu-deps/ && cp -r /usr/include/catch2 .gpu-deps/
-  grep -qx '/.gpu-deps/' .git/info/exclude 2>/dev/null || echo '/.gpu-deps/' >> .git/info/exclude
-  echo "prepared .gpu-deps ($(du -sh .gpu-deps | cut -f1)); carry it to the GPU machine"
+  set -e
+  command -v apt-get >/dev/null || { echo "--prepare needs apt-get (Debian 12)"; exit 1; }
+  missing=()
+  for p in "${BUNDLE_PKGS[@]}"; do
+    [[ -n "$(apt-cache policy "$p" 2>/dev/null | awk '/Candidate:/ && $2 != "(none)" {print $2}')" ]] || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    echo "no apt candidate for ${missing[*]}: apt-get update"
+    apt-get update -qq
+  fi
+  rm -rf "$BUNDLE.tmp" && mkdir -p "$BUNDLE.tmp/debs"
+  (cd "$BUNDLE.tmp/debs" && apt-get download -qq -o APT::Sandbox::User=root "${BUNDLE_PKGS[@]}")
+  (cd "$BUNDLE.tmp/debs" && for f in *.deb; do
+     printf '%s %s %s\n' "$(dpkg-deb -f "$f" Package)" "$(dpkg-deb -f "$f" Version)" "$(stat -c %s "$f")"
+   done) >"$BUNDLE.tmp/MANIFEST"
+  rm -rf "$BUNDLE" && mv "$BUNDLE.tmp" "$BUNDLE"
+  grep -qx '/.gpu-bundle/' .gitignore 2>/dev/null || grep -qx '/.gpu-bundle/' .git/info/exclude 2>/dev/null ||
+    echo '/.gpu-bundle/' >>.git/info/exclude
+  bytes=$(du -cb "$BUNDLE"/debs/*.deb | tail -1 | cut -f1)
+  tree=$(git ls-files -co --exclude-standard -z | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)
+  mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+  echo "prepared $BUNDLE: $(ls "$BUNDLE"/debs | wc -l) packages, $(mib "$bytes") MiB of .deb" \
+       "(+ $(mib "$tree") MiB working tree = $(mib $((bytes + tree))) MiB of the 64 MiB a device call carries)"
+  if ((bytes > BUNDLE_LIMIT_MIB * 1048576)); then echo "over the ${BUNDLE_LIMIT_MIB} MiB budget"; exit 1; fi
+  echo "on the device: run with carry [\"$(basename "$BUNDLE")\"]"
   exit 0
 fi
 
+BUILD_ONLY=0
+if [[ "${1:-}" == "--build-only" ]]; then BUILD_ONLY=1; shift; fi
 OUT=${1:-$ROOT/build/gpu-check}
 mkdir -p "$OUT"
 ARCH=${ZTUNE_CUDA_ARCH:-90}
 JOBS=$(nproc)
 log() { printf '\n== %s\n' "$*"; }
 
+# unpack_bundle: the bundle's .deb files into $PREFIX (never /), the prefix's docs
+# pruned, and the environment that lets CMake, the compiler, the linker and Open MPI
+# find them there.
+PREFIX=${ZTUNE_GPU_PREFIX:-$ROOT/build/gpu-prefix}
+ORIG_LD_LIBRARY_PATH=${LD_LIBRARY_PATH-}  # PyTorch runs with the image's own libraries
+CONFIGURE_ARGS=()
+unpack_bundle() {
+  [[ -d "$BUNDLE/debs" ]] || { echo "no bundle at $BUNDLE: using what is installed"; return 0; }
+  [[ "$PREFIX" != "/" && -n "$PREFIX" ]] || { echo "refusing to unpack into '$PREFIX'"; exit 1; }
+  local stamp=$PREFIX/.unpacked t0=$(date +%s)
+  if [[ ! -f "$stamp" || -n "$(find "$BUNDLE/debs" -newer "$stamp" -name '*.deb' | head -1)" ]]; then
+    rm -rf "$PREFIX" && mkdir -p "$PREFIX"
+    local f
+    for f in "$BUNDLE"/debs/*.deb; do
+      if command -v dpkg-deb >/dev/null; then
+        dpkg-deb -x "$f" "$PREFIX" || { echo "dpkg-deb -x $f failed"; exit 1; }
+      else  # a .deb is an ar archive holding data.tar.{xz,zst,gz}
+        local data; data=$(ar t "$f" | grep '^data\.tar') || { echo "no data.tar in $f"; exit 1; }
+        ar p "$f" "$data" | tar -x --auto-compress -f - -C "$PREFIX" 2>/dev/null ||
+          ar p "$f" "$data" | tar -xJ -C "$PREFIX" || { echo "unpacking $f failed"; exit 1; }
+      fi
+    done
+    rm -rf "$PREFIX"/usr/share/{doc,man,lintian,bug} "$PREFIX"/usr/lib/x86_64-linux-gnu/fortran
+    # Debian's mpicxx/mpirun are update-alternatives links made by maintainer scripts,
+    # which dpkg-deb -x does not run: name them here (opal_wrapper reads argv[0]).
+    local b
+    for b in mpicxx mpic++ mpicc mpirun mpiexec; do ln -sfn "$b.openmpi" "$PREFIX/usr/bin/$b"; done
+    touch "$stamp"
+  fi
+  local P=$PREFIX/usr L=$PREFIX/usr/lib/x86_64-linux-gnu
+  export PATH=$P/bin:$PATH
+  export LD_LIBRARY_PATH=$L:$L/openmpi/lib:$L/pmix2/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # Open MPI and PMIx were configured for /usr: both relocate through these.
+  export OPAL_PREFIX=$P OPAL_SYSCONFDIR=$PREFIX/etc/openmpi PMIX_INSTALL_PREFIX=$L/pmix2
+  # mpirun looks for an ssh/rsh agent even for local ranks; a bare image has none.
+  command -v ssh >/dev/null || command -v rsh >/dev/null || export OMPI_MCA_plm_rsh_agent=false
+  CONFIGURE_ARGS+=(-DCMAKE_PREFIX_PATH="$P" -DMPI_CXX_COMPILER="$P/bin/mpicxx" -DMPIEXEC_EXECUTABLE="$P/bin/mpirun")
+  echo "bundle unpacked into $PREFIX ($(du -sh "$PREFIX" | cut -f1), $(( $(date +%s) - t0 )) s)"
+}
+
+# find_nccl: CMake looks in the CUDA toolkit first (CMakeLists.txt); when the toolkit
+# has no NCCL, point it at PyTorch's (the nvidia-nccl wheel: include/ and libnccl.so.2).
+find_nccl() {
+  local cuda_root; cuda_root=$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")
+  if compgen -G "$cuda_root/lib*/libnccl.so*" >/dev/null || compgen -G "$cuda_root/targets/*/lib/libnccl.so*" >/dev/null; then
+    echo "NCCL: the CUDA toolkit's ($cuda_root)"; return 0
+  fi
+  local wheel
+  wheel=$(python3 -c 'import nvidia.nccl as n, os; print(list(n.__path__)[0])' 2>/dev/null) || wheel=""
+  if [[ -n "$wheel" && -f "$wheel/include/nccl.h" ]]; then
+    local lib; lib=$(ls "$wheel"/lib/libnccl.so* 2>/dev/null | head -1)
+    if [[ -n "$lib" ]]; then
+      echo "NCCL: PyTorch's nvidia-nccl wheel ($lib)"
+      CONFIGURE_ARGS+=(-DZTUNE_NCCL_LIBRARY="$lib" -DZTUNE_NCCL_INCLUDE="$wheel/include")
+      export LD_LIBRARY_PATH=$wheel/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+      return 0
+    fi
+  fi
+  echo "NCCL: neither in the toolkit ($cuda_root) nor in python3's nvidia.nccl: CMake searches its default paths"
+}
+
+[[ -x "$(command -v nvcc)" ]] || { [[ -x /usr/local/cuda/bin/nvcc ]] && export PATH=/usr/local/cuda/bin:$PATH; }
 log "device"
-nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader || { echo "no GPU: nothing to check"; exit 77; }
+if ((BUILD_ONLY)); then
+  echo "--build-only: no device used; the GPU tests must skip (exit 77)"
+else
+  nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader || { echo "no GPU: nothing to check"; exit 77; }
+fi
 nvcc --version | tail -1
+
+log "dependencies"
+unpack_bundle
+find_nccl >"$OUT/nccl.txt"  # not in a pipeline: it sets CONFIGURE_ARGS and LD_LIBRARY_PATH
+cat "$OUT/nccl.txt"
 
 log "build (sm_$ARCH)"
 BUILD=""
 start=$(date +%s)
-if cmake --preset ci -B build/gpu-full -DZTUNE_BUILD_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES="$ARCH" >"$OUT/configure-full.log" 2>&1 \
+# -Werror only where asked (ZTUNE_GPU_WERROR=ON): the image's compiler may be newer
+# than CI's and warn where CI does not, which must not cost the one device call.
+# ZTUNE_GPU_TARGETS narrows the build (default: every target of the project, GUI off).
+read -r -a TARGETS <<<"${ZTUNE_GPU_TARGETS:-all}"
+if cmake --preset ci -B build/gpu-full -DZTUNE_BUILD_GUI=OFF -DCMAKE_CUDA_ARCHITECTURES="$ARCH" \
+     -DZTUNE_WERROR="${ZTUNE_GPU_WERROR:-OFF}" -Wno-dev "${CONFIGURE_ARGS[@]}" >"$OUT/configure-full.log" 2>&1 \
    && grep -q "building the GPU backend" "$OUT/configure-full.log"; then
-  if cmake --build build/gpu-full -j"$JOBS" --target test_gpu_kernels test_gpu_features test_gpu_backend_equivalence test_gpu_nccl \
-       test_gpu_nccl_watchdog bench_gpu_kernels bench_gpt_train ztune-worker ztune ztune-calibrate-worker \
-       >"$OUT/build.log" 2>&1; then
+  grep -E "^-- ztune:" "$OUT/configure-full.log"
+  echo "configured in $(( $(date +%s) - start )) s"
+  if cmake --build build/gpu-full -j"$JOBS" --target "${TARGETS[@]}" >"$OUT/build.log" 2>&1; then
     BUILD=build/gpu-full
+  else
+    grep -E "error|FAILED" "$OUT/build.log" | head -40
   fi
+else
+  grep -E "^-- ztune:|Could NOT|CMake Error" "$OUT/configure-full.log" | head -20
 fi
 if [[ -z "$BUILD" ]]; then
+  ((BUILD_ONLY)) && { echo "the full build failed (see $OUT/configure-full.log, $OUT/build.log)"; exit 1; }
   echo "full project build unavailable here (see $OUT/configure-full.log); stand-alone kernel build"
-  DEPS=${ZTUNE_GPU_DEPS:-$ROOT/.gpu-deps}
-  [[ -f "$DEPS/catch2/catch.hpp" && -d "$DEPS/eigen3" ]] || { echo "missing $DEPS (run scripts/gpu-check.sh --prepare where the headers are, and carry .gpu-deps)"; exit 1; }
+  DEPS=${ZTUNE_GPU_DEPS:-$PREFIX/usr/include}
+  [[ -f "$DEPS/catch2/catch.hpp" && -d "$DEPS/eigen3" ]] || DEPS=$ROOT/.gpu-deps
+  [[ -f "$DEPS/catch2/catch.hpp" && -d "$DEPS/eigen3" ]] || { echo "missing Eigen and Catch2 headers (run scripts/gpu-check.sh --prepare here, and carry .gpu-bundle)"; exit 1; }
   cmake -S scripts/gpu-check -B build/gpu-kernels -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH" \
         -DZTUNE_GPU_DEPS="$DEPS" >"$OUT/configure-standalone.log" 2>&1 || { tail -30 "$OUT/configure-standalone.log"; exit 1; }
   cmake --build build/gpu-kernels -j"$JOBS" >"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -40; exit 1; }
   BUILD=build/gpu-kernels
 fi
-echo "built in $(( $(date +%s) - start )) s ($BUILD)"
+echo "built in $(( $(date +%s) - start )) s ($BUILD, $JOBS jobs)" | tee "$OUT/build-time.txt"
+
+if ((BUILD_ONLY)); then
+  # Without a device every GPU test must report as skipped (exit 77, or the NCCL
+  # tests' "test skipped"), never as passed or failed; one MPI test of 4 ranks shows
+  # that mpirun and the transports work from the prefix.
+  log "GPU tests without a device (ctest -L gpu)"
+  (cd "$BUILD" && ctest -L gpu --output-on-failure) >"$OUT/ctest-gpu.log" 2>&1
+  grep -E "Test +#|tests passed|tests failed|Skipped" "$OUT/ctest-gpu.log"
+  total=$(grep -cE "Test +#" "$OUT/ctest-gpu.log")
+  skipped=$(grep -cE "Test +#.*Skipped" "$OUT/ctest-gpu.log")
+  log "MPI runtime (ctest -R executor_comm_mpi: 4 ranks under mpirun)"
+  (cd "$BUILD" && ctest -R '^executor_comm_mpi$' --output-on-failure) >"$OUT/ctest-mpi.log" 2>&1
+  mpi_rc=$?
+  grep -E "Test +#|tests passed" "$OUT/ctest-mpi.log"
+  log "summary"
+  printf '%-26s %s\n' build "$(cat "$OUT/build-time.txt")" gpu_tests "$skipped of $total skipped (exit 77)" \
+    mpi_runtime "$([[ $mpi_rc == 0 ]] && echo passed || echo "FAILED (see $OUT/ctest-mpi.log)")" | tee "$OUT/summary.txt"
+  ((total > 0 && skipped == total && mpi_rc == 0))
+  exit
+fi
 
 find_bin() { find "$BUILD" -type f -name "$1" -perm -u+x | head -1; }
 declare -A RESULT
@@ -115,9 +280,24 @@ log "kernel benchmark (bf16, GPT-3 XL shapes)"
 "$(find_bin bench_gpu_kernels)" 2>&1 | tee "$OUT/bench_gpu_kernels.log"
 log "GPT training benchmark (bf16, seq 1024)"
 "$(find_bin bench_gpt_train)" 2>&1 | tee "$OUT/bench_gpt_train.log"
+# PyTorch on the same shapes (bf16 autocast, SDPA flash, fused AdamW; eager unless
+# ZTUNE_TORCH_COMPILE=1), printed in bench_gpt_train's format; skips (77) without torch.
+log "PyTorch GPT training benchmark (same shapes)"
+env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" timeout "${ZTUNE_TORCH_BENCH_TIMEOUT:-240}" python3 bench/gpu/bench_gpt_train_torch.py \
+  ${ZTUNE_TORCH_COMPILE:+--compile} 2>&1 | tee "$OUT/bench_gpt_train_torch.log"
 
 log "summary"
-for t in gpu_kernels gpu_features gpu_backend_equivalence gpu_nccl gpu_nccl_watchdog gpu_worker gpu_run gpu_calibrate; do printf '%-26s %s\n' "$t" "${RESULT[$t]}"; done
-grep -E "^gpt" "$OUT/bench_gpt_train.log" || true
-cat "$OUT/calibration.txt" 2>/dev/null || true
+{
+  for t in gpu_kernels gpu_features gpu_backend_equivalence gpu_nccl gpu_nccl_watchdog gpu_worker gpu_run gpu_calibrate; do printf '%-26s %s\n' "$t" "${RESULT[$t]}"; done
+  grep -h "^NCCL:" "$OUT/nccl.txt" 2>/dev/null || true
+  # ztune beside PyTorch: tokens/s (column 5) and MFU (column 6) of each "gpt" row.
+  printf '%-10s %14s %8s %14s %8s %8s\n' model "ztune tok/s" MFU "torch tok/s" MFU ratio
+  awk 'FNR == NR { if ($1 ~ /^gpt/) { zt[$1] = $5; zm[$1] = $6; order[++n] = $1 } next }
+       $1 ~ /^gpt/ { pt[$1] = $5; pm[$1] = $6 }
+       END { for (i = 1; i <= n; i++) { m = order[i]
+               if (m in pt) printf "%-10s %14.0f %8s %14.0f %8s %7.2fx\n", m, zt[m], zm[m], pt[m], pm[m], zt[m] / pt[m]
+               else printf "%-10s %14.0f %8s %14s %8s %8s\n", m, zt[m], zm[m], "-", "-", "-" } }' \
+      "$OUT/bench_gpt_train.log" "$OUT/bench_gpt_train_torch.log" 2>/dev/null || true
+  cat "$OUT/calibration.txt" 2>/dev/null || true
+} | tee "$OUT/summary.txt"
 [[ "${RESULT[gpu_kernels]}" == passed* && "${RESULT[gpu_features]}" == passed* ]]
