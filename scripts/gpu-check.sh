@@ -113,14 +113,15 @@ unpack_bundle() {
         dpkg-deb -x "$f" "$PREFIX" || { echo "dpkg-deb -x $f failed"; exit 1; }
       else  # a .deb is an ar archive holding data.tar.{xz,zst,gz}
         local data; data=$(ar t "$f" | grep '^data\.tar') || { echo "no data.tar in $f"; exit 1; }
-        ar p "$f" "$data" | tar -x --auto-compress -f - -C "$PREFIX" 2>/dev/null ||
-          ar p "$f" "$data" | tar -xJ -C "$PREFIX" || { echo "unpacking $f failed"; exit 1; }
+        local z; case $data in *.xz) z=-J;; *.zst) z=--zstd;; *.gz) z=-z;; *) z=;; esac
+        ar p "$f" "$data" | tar -x $z -f - -C "$PREFIX" || { echo "unpacking $f failed"; exit 1; }
       fi
     done
     rm -rf "$PREFIX"/usr/share/{doc,man,lintian,bug} "$PREFIX"/usr/lib/x86_64-linux-gnu/fortran
     # Debian's mpicxx/mpirun are update-alternatives links made by maintainer scripts,
     # which dpkg-deb -x does not run: name them here (opal_wrapper reads argv[0]).
     local b
+    mkdir -p "$PREFIX/usr/bin"
     for b in mpicxx mpic++ mpicc mpirun mpiexec; do ln -sfn "$b.openmpi" "$PREFIX/usr/bin/$b"; done
     touch "$stamp"
   fi
