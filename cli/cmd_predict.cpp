@@ -277,13 +277,13 @@ Command add_predict(CLI::App& root) {
             }
             const int largest_mb =
                 largest_fitting_micro_batch(in.model, in.plan, in.cluster, in.profile, 1024, in.memory);
-            const Accuracy accuracy = accuracy_for(in.cluster);
+            const Accuracy accuracy = accuracy_for(in.cluster, f->engine);
             const std::vector<FitHint> hints = fit_hints(in, pr.memory);
             if (f->json) {
               nlohmann::json j = prediction_json(in, pr, largest_mb);
               j["memory"]["fit_hints"] = fit_hints_json(hints);
               j["time"]["method"] = simulated ? "simulated" : "analytical";
-              j["accuracy"] = accuracy_json(accuracy);
+              j["accuracy"] = accuracy_json(accuracy, pr.time.iteration_s, pr.time.tokens_per_s);
               if (simulated) {
                 j["time"]["analytical_iteration_s"] = analytical_s;
                 j["time"]["simulated_operations"] = simulated->graph.size();
@@ -299,6 +299,9 @@ Command add_predict(CLI::App& root) {
                             simulated->graph.size(), simulated->pacing_stage, analytical_s,
                             f->trace.empty() ? "" : "; trace written to ", f->trace.c_str());
               std::printf("%s\n", accuracy_line(accuracy, in.profile.name, default_profile_for(in.cluster)).c_str());
+              if (const std::string band = error_band_line(accuracy, pr.time.iteration_s, pr.time.tokens_per_s);
+                  !band.empty())
+                std::printf("%s\n", band.c_str());
               print_fit_hints(hints);
             }
             return kExitOk;

@@ -130,6 +130,7 @@ void write_plan_file(const std::string& path, const Candidate& best, const Trans
   std::ofstream out(path);
   if (!out) throw InputError("--out " + path + ": cannot write the file");
   out << plan_file_to_json(pf).dump(2) << "\n";
+  out.close();  // a full disk shows only when the buffer is written
   if (!out) throw InputError("--out " + path + ": write failed");
 }
 
@@ -179,7 +180,11 @@ int run_search_command(const SearchFlags& f) {
       std::cout << "\nBest plan: " << r.plans.front().plan.summary() << "\n";
       print_breakdowns(std::cout, r.plans.front());
       // The error of the same cost model against published runs on this GPU (ztune validate).
-      std::cout << "\n" << accuracy_line(accuracy_for(cluster), hw.name, default_profile_for(cluster)) << "\n";
+      const Accuracy accuracy = accuracy_for(cluster, f.engine);
+      std::cout << "\n" << accuracy_line(accuracy, hw.name, default_profile_for(cluster)) << "\n";
+      const auto& best = r.plans.front().time();
+      if (const std::string band = error_band_line(accuracy, best.iteration_s, best.tokens_per_s); !band.empty())
+        std::cout << "best plan's " << band << "\n";
       if (o.space.engine == Engine::ztune && !o.space.attention && cluster.device_kind == DeviceKind::gpu &&
           supports_flash_attention(cluster))
         std::cout << "note: FlashAttention plans were not searched: ztune's own CUDA flash kernel does not run at "
@@ -248,24 +253,24 @@ Command add_search(CLI::App& root) {
   auto* app = root.add_subcommand("search", "Search the plan space and rank the plans that fit (the default command)");
   auto f = std::make_shared<SearchFlags>();
   f->input.add_to(*app, true);
-  app->add_option("--gpus", f->gpus, "Use exactly N devices (default: all)")->check(CLI::PositiveNumber);
-  app->add_option("--min-gpus", f->min_gpus, "Search every device count from N ...")->check(CLI::PositiveNumber);
-  app->add_option("--max-gpus", f->max_gpus, "... up to N")->check(CLI::PositiveNumber);
+  app->add_option("--gpus", f->gpus, "Use exactly N devices (default: all)")->check(Positive);
+  app->add_option("--min-gpus", f->min_gpus, "Search every device count from N ...")->check(Positive);
+  app->add_option("--max-gpus", f->max_gpus, "... up to N")->check(Positive);
   app->add_flag("--allow-tp-across-nodes", f->allow_tp_across_nodes, "Let tensor-parallel groups span nodes");
   app->add_option("--engine", f->engine,
                   "The engine that runs the plan: its space (what it can run) and its engine profile "
                   "(data/engines/: host costs, fusion, overlap) price every plan")
       ->check(CLI::IsMember({"ztune", "deepspeed", "megatron", "fsdp"}));
   app->add_option("--global-batch", f->global_batch, "Sequences per step (default: the model file's)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive);
   app->add_option("--precision", f->precision, "Pin the precision (default: every 16-bit one the GPU has)")
       ->check(CLI::IsMember({"fp16", "bf16", "fp32"}));
-  app->add_option("--max-micro-batch", f->max_micro_batch, "Largest micro-batch to try")->check(CLI::PositiveNumber);
+  app->add_option("--max-micro-batch", f->max_micro_batch, "Largest micro-batch to try")->check(Positive);
   app->add_flag("--onebit-adam", f->onebit_adam, "Also search 1-bit Adam (compressed gradients)");
   app->add_flag("--zeropp", f->zeropp, "Also search ZeRO++ (quantized ZeRO-3 communication)");
   app->add_option("--freeze-step", f->freeze_step,
                   "1-bit Adam warm-up steps (default: 15% of the run's steps, the 1-bit Adam tutorial's share)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegative);
   app->add_option("--sparse-attention", f->sparse_attention, "Also search this block-sparse attention layout")
       ->check(CLI::IsMember({"none", "fixed", "bigbird", "longformer", "variable"}));
   app->add_option("--sparse-block", f->sparse_block, "Block size of --sparse-attention (16..128)")
@@ -276,13 +281,13 @@ Command add_search(CLI::App& root) {
   app->add_option("--objective", f->objective, "Rank by throughput, time (days for --tokens) or cost")
       ->check(CLI::IsMember({"throughput", "time", "cost"}));
   app->add_option("--tokens", f->tokens, "Token budget for days and cost (default: the model file's)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive);
   app->add_option("--gpu-hour-price", f->gpu_hour_price, "Price of one GPU-hour (objective cost)")
-      ->check(CLI::PositiveNumber);
-  app->add_option("--top", f->top, "Plans to show")->check(CLI::PositiveNumber);
+      ->check(Positive);
+  app->add_option("--top", f->top, "Plans to show")->check(Positive);
   app->add_option("--simulate-top", f->simulate_top, "Plans to re-time with the simulator")
-      ->check(CLI::NonNegativeNumber);
-  app->add_option("--threads", f->threads, "Worker threads (default: all cores)")->check(CLI::PositiveNumber);
+      ->check(NonNegative);
+  app->add_option("--threads", f->threads, "Worker threads (default: all cores)")->check(ThreadCount);
   add_memory_headroom(*app, f->memory_headroom_pct);
   app->add_flag("--no-prune", f->no_prune, "Switch off the memory prune pass (rank plans that do not fit too)");
   app->add_flag("--no-rank", f->no_rank, "Switch off the analytical rank pass (plans in enumeration order)");
@@ -296,11 +301,11 @@ Command add_search(CLI::App& root) {
   app->add_option("--db", f->db, "Results database (default: $XDG_DATA_HOME/ztune/results.db)");
   app->add_flag("--no-db", f->no_db, "Do not store the search");
   app->add_flag("--run", f->run, "Run the best plan, compare measured with predicted, store both, refine the profile");
-  app->add_option("--steps", f->autorun.steps, "--run: optimizer steps")->check(CLI::PositiveNumber);
+  app->add_option("--steps", f->autorun.steps, "--run: optimizer steps")->check(Positive);
   app->add_flag("--dry-run", f->autorun.dry_run, "--run: print the launch command, the plan and the exported configs only");
   app->add_flag("--no-refine", [f](std::int64_t) { f->autorun.refine = false; }, "--run: do not refit the profile");
   app->add_option("--hosts", f->autorun.hosts, "--run: Open MPI host list (host1:slots,host2:slots)");
-  app->add_option("--run-threads", f->autorun.threads, "--run: compute threads per rank")->check(CLI::PositiveNumber);
+  app->add_option("--run-threads", f->autorun.threads, "--run: compute threads per rank")->check(ThreadCount);
   app->add_option("--data", f->autorun.data, "--run: uint16 token file or \"synthetic\"");
   app->add_option("--nvme-dir", f->autorun.nvme_dir,
                   "--run: directory for NVMe offload's per-rank files (default: the temporary directory)");

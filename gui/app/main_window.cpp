@@ -289,7 +289,7 @@ void MainWindow::on_search_finished() {
     report += QStringLiteral("</ul>");
   }
   // The error of the same cost model against published runs on this GPU (ztune validate).
-  const Accuracy acc = accuracy_for(out.inputs.cluster);
+  const Accuracy acc = accuracy_for(out.inputs.cluster, to_string(out.inputs.options.space.engine));
   if (!acc.sources.empty()) {
     report += QStringLiteral("<b>Accuracy on %1</b> (published runs)<table cellspacing=2>")
                   .arg(QString::fromStdString(acc.family));
