@@ -265,7 +265,7 @@ Command add_calibrate(CLI::App& root) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   app->add_option("--np", f->np, "Ranks (default: one per core on the CPU backend, at most the cluster's)")
       ->check(CLI::Range(2, 1 << 20));
-  app->add_option("--threads", f->threads, "Compute threads per rank")->check(CLI::PositiveNumber);
+  app->add_option("--threads", f->threads, "Compute threads per rank")->check(ThreadCount);
   app->add_option("--out", f->out, "Profile file to write (default: ~/.local/share/ztune/profiles/<cluster>-calibrated.json, "
                   "$XDG_DATA_HOME/ztune/... when set; then --profile <cluster>-calibrated finds it)");
   app->add_option("--cluster-out", f->cluster_out,

@@ -114,7 +114,7 @@ Command add_history(CLI::App& root) {
   auto* app = root.add_subcommand("history", "List the searches and runs in the results database");
   auto f = std::make_shared<HistoryFlags>();
   app->add_option("--db", f->db, "Results database (default: $XDG_DATA_HOME/ztune/results.db)");
-  app->add_option("--limit", f->limit, "How many of each to list")->check(CLI::PositiveNumber);
+  app->add_option("--limit", f->limit, "How many of each to list")->check(Positive);
   app->add_flag("--json", f->json, "Print JSON");
   f->show = app->add_subcommand("show", "Show one search (ID or sID) or run (rID)");
   f->show->add_option("id", f->id, "s12, 12 or r3")->required();

@@ -118,7 +118,7 @@ Command add_validate(CLI::App& root) {
   app->add_option("--dir", f->dir, "Validation directory (default: <data>/validation)");
   app->add_option("--profile", f->profile, "Hardware profile file used for every case instead of the defaults");
   app->add_option("--source", f->source, "Only sources whose name contains this");
-  app->add_option("--worst", f->worst, "Cases shown per long source (worst first)")->check(CLI::NonNegativeNumber);
+  app->add_option("--worst", f->worst, "Cases shown per long source (worst first)")->check(NonNegative);
   app->add_flag("--all", f->all, "Print every case of every source");
   app->add_flag("--json", f->json, "Print one JSON object");
   app->add_flag("--simulate", f->simulate,

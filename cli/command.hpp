@@ -2,6 +2,7 @@
 // Each subcommand lives in its own cmd_<name>.cpp and registers itself on the
 // root CLI11 app; `run` is called after parsing when that subcommand was chosen.
 #include <functional>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -12,6 +13,18 @@ namespace ztune::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitInfeasible = 1;
 inline constexpr int kExitUsage = 2;
+
+/// Flag checks used instead of CLI11's PositiveNumber/NonNegativeNumber, which accept
+/// "nan" and quote DBL_MAX's 309 digits in their message ("--nodes 0"). A whole
+/// flag's value must parse; an integer flag then also gets CLI11's conversion check.
+extern const CLI::Validator Positive;     ///< a finite number > 0
+extern const CLI::Validator NonNegative;  ///< a finite number >= 0
+/// Threads per process (--threads): more than this cannot be started on any machine
+/// ztune targets, and asking the OS for 100,000 ends in std::system_error.
+inline constexpr int kMaxThreads = 1024;
+extern const CLI::Validator ThreadCount;  ///< an integer in [1, kMaxThreads]
+/// An integer in [lo, hi]; the message says "expected WHAT from LO to HI".
+CLI::Validator integer_in(long long lo, long long hi, const std::string& what);
 
 struct Command {
   CLI::App* app = nullptr;

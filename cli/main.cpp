@@ -1,11 +1,45 @@
 // ztune: plan, predict and run large-model training. Thin shell over the libraries.
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "command.hpp"
 #include "ztune/model/input_error.hpp"
+
+namespace {
+
+using ztune::cli::kExitUsage;
+
+/// Flushes standard output and checks that everything written to it arrived: a
+/// full disk (ENOSPC, `>/dev/full`) or any other write error is an error with the
+/// reason (exit 2), never a silent exit 0. A reader gone away (EPIPE: `| head`,
+/// with SIGPIPE ignored by whoever started us) ends quietly, as SIGPIPE would.
+int finish_output(int rc) {
+  std::cout.flush();
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  int why = errno;
+  if (flushed && !std::ferror(stdout) && std::cout.good()) return rc;
+  // The failed write was earlier and its errno is gone: ask the descriptor again
+  // (what was written is incomplete already; one more newline cannot hurt it).
+  if (why == 0 && ::write(STDOUT_FILENO, "\n", 1) < 0) why = errno;
+  if (why == EPIPE) {
+    std::signal(SIGPIPE, SIG_DFL);
+    std::raise(SIGPIPE);
+    return kExitUsage;
+  }
+  std::fprintf(stderr, "ztune: error: writing standard output failed: %s\n",
+               why != 0 ? std::strerror(why) : "write error");
+  return kExitUsage;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace ztune::cli;
@@ -28,16 +62,18 @@ int main(int argc, char** argv) {
   try {
     root.parse(args);
   } catch (const CLI::ParseError& e) {
-    int rc = root.exit(e);
-    return rc == 0 ? kExitOk : kExitUsage;
+    if (e.get_exit_code() == 0) return finish_output(root.exit(e)) == 0 ? kExitOk : kExitUsage;  // --help, --version
+    std::fprintf(stderr, "ztune: error: %s\nRun with --help for more information.\n", e.what());
+    return kExitUsage;
   }
   try {
     for (auto& c : commands)
-      if (c.app->parsed()) return c.run();
+      if (c.app->parsed()) return finish_output(c.run());
   } catch (const ztune::InputError& e) {
+    std::cout.flush();
     std::fprintf(stderr, "ztune: error: %s\n", e.what());
     return kExitUsage;
   }
-  std::cout << root.help() << std::flush;
-  return kExitUsage;
+  std::cout << root.help();
+  return finish_output(kExitUsage);
 }

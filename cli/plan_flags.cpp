@@ -1,5 +1,7 @@
 #include "plan_flags.hpp"
 
+#include "command.hpp"
+
 #include "ztune/model/input_error.hpp"
 
 namespace ztune::cli {
@@ -25,8 +27,10 @@ void InputFlags::add_to(CLI::App& app, bool required) {
   auto* c = app.add_option("--cluster", cluster, "Cluster: catalog name (ztune list clusters) or JSON file");
   auto* m = app.add_option("--model", model, "Model: catalog name, ztune model JSON or Hugging Face config.json");
   if (required) { c->required(); m->required(); }
-  app.add_option("--nodes", nodes, "Override the cluster's node count")->check(CLI::PositiveNumber);
-  app.add_option("--seq", seq, "Override the model's sequence length")->check(CLI::PositiveNumber);
+  // The cluster file's own bound (ztune.cluster/1 "nodes"), so that nodes × GPUs fits an int.
+  app.add_option("--nodes", nodes, "Override the cluster's node count")
+      ->check(integer_in(1, kMaxClusterNodes, "a node count"));
+  app.add_option("--seq", seq, "Override the model's sequence length")->check(Positive);
 }
 
 Cluster InputFlags::load_cluster_or_throw() const {
@@ -43,18 +47,18 @@ Transformer InputFlags::load_model_or_throw() const {
 
 void PlanFlags::add_to(CLI::App& app) {
   app.add_option("--plan", plan_file, "Plan JSON file (instead of the plan flags)");
-  app.add_option("--tp", tp, "Tensor-parallel degree")->check(CLI::PositiveNumber);
-  app.add_option("--pp", pp, "Pipeline-parallel degree")->check(CLI::PositiveNumber);
-  app.add_option("--dp", dp, "Data-parallel degree (default: all remaining devices)")->check(CLI::PositiveNumber);
+  app.add_option("--tp", tp, "Tensor-parallel degree")->check(Positive);
+  app.add_option("--pp", pp, "Pipeline-parallel degree")->check(Positive);
+  app.add_option("--dp", dp, "Data-parallel degree (default: all remaining devices)")->check(Positive);
   app.add_option("--zero", zero, "ZeRO stage")->check(CLI::Range(0, 3));
-  app.add_option("--micro-batch", micro_batch, "Sequences per micro-batch")->check(CLI::PositiveNumber);
+  app.add_option("--micro-batch", micro_batch, "Sequences per micro-batch")->check(Positive);
   app.add_option("--global-batch", global_batch, "Sequences per step (default: the model file's)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive);
   app.add_option("--recompute", recompute, "Activation recomputation")
       ->check(CLI::IsMember({"none", "selective", "full"}));
   app.add_flag("--sequence-parallel", sequence_parallel, "Megatron sequence parallelism (needs tp >= 2)");
   app.add_option("--virtual-stages", virtual_stages, "Model chunks per stage (interleaved 1F1B)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive);
   app.add_option("--schedule", schedule, "Pipeline schedule (default 1f1b, interleaved with --virtual-stages)")
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}));
   app.add_option("--offload-optimizer", offload_optimizer, "Optimizer states offload")
@@ -64,7 +68,7 @@ void PlanFlags::add_to(CLI::App& app) {
   app.add_option("--precision", precision, "fp16 or bf16 (default bf16 where supported)")
       ->check(CLI::IsMember({"fp16", "bf16", "fp32"}));
   app.add_flag("--onebit-adam", onebit_adam, "1-bit Adam compressed communication");
-  app.add_option("--freeze-step", freeze_step, "1-bit Adam warm-up steps")->check(CLI::NonNegativeNumber);
+  app.add_option("--freeze-step", freeze_step, "1-bit Adam warm-up steps")->check(NonNegative);
   app.add_option("--sparse-attention", sparse_attention, "Block-sparse attention layout")
       ->check(CLI::IsMember({"none", "fixed", "bigbird", "longformer", "variable"}));
   app.add_option("--sparse-block", sparse_block, "Sparse attention block size")->check(CLI::Range(16, 128));

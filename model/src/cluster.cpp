@@ -64,10 +64,10 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& file) {
   c.name = r.string("name");
   c.source = r.string("source");
   c.device_kind = r.choice("device_kind", {"gpu", "cpu"}) == "cpu" ? DeviceKind::cpu : DeviceKind::gpu;
-  c.nodes = static_cast<int>(r.integer("nodes", 1, 1000000));
+  c.nodes = static_cast<int>(r.integer("nodes", 1, kMaxClusterNodes));
   {
     auto n = r.object("node");
-    c.node.gpus = static_cast<int>(n.integer("gpus", 1, 1024));
+    c.node.gpus = static_cast<int>(n.integer("gpus", 1, kMaxNodeGpus));
     {
       auto g = n.object("gpu");
       c.node.gpu.name = g.string("name");

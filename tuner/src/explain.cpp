@@ -1,6 +1,7 @@
 #include "ztune/tuner/explain.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <optional>
 
@@ -170,6 +171,8 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
   bool found = false;
   const bool restricted = o.space.gpus > 0 || o.space.min_gpus > 0 || o.space.max_gpus > 0;
   for (int k = restricted ? 0 : 1; k <= 12 && !found; ++k) {
+    // Within a cluster file's bounds: 50,000 nodes doubled 12 times would overflow.
+    if ((static_cast<std::int64_t>(c.nodes) << k) > kMaxClusterNodes) break;
     bigger.nodes = c.nodes << k;
     auto s = feasibility(m, bigger, hw, x);
     if (s.feasible > 0) {

@@ -50,6 +50,11 @@ struct NodeSpec {
   double nvme_size_tb = 0;            // per node
 };
 
+/// Bounds of a cluster file (and of --nodes): nodes × GPUs per node stays below
+/// 2^31, so total_gpus() is an exact int.
+inline constexpr int kMaxClusterNodes = 1000000;
+inline constexpr int kMaxNodeGpus = 1024;
+
 struct Cluster {
   std::string name;
   std::string source;   // where the figures come from
