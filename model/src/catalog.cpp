@@ -41,7 +41,9 @@ std::string resolve_catalog_path(const std::string& kind, const std::string& nam
   bool looks_like_path = name_or_path.find('/') != std::string::npos ||
                          (name_or_path.size() > 5 && name_or_path.ends_with(".json"));
   if (fs::is_regular_file(name_or_path, ec) || looks_like_path) {
-    if (!fs::is_regular_file(name_or_path, ec)) throw InputError(name_or_path + ": no such file");
+    // Something that is there but not a regular file (a directory, a FIFO) goes on
+    // to read_json_file, which says what it is (and does not block on a FIFO).
+    if (!fs::exists(name_or_path, ec)) throw InputError(name_or_path + ": no such file");
     return name_or_path;
   }
   fs::path candidate = fs::path(data_dir()) / kind / (name_or_path + ".json");

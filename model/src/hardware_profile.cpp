@@ -241,13 +241,19 @@ HardwareProfile default_profile_for(const Cluster& c) {
   std::string family = c.device_kind == DeviceKind::cpu ? std::string("cpu") : lower(c.node.gpu.name);
   if (auto dash = family.find('-'); dash != std::string::npos) family.resize(dash);
   namespace fs = std::filesystem;
-  fs::path file = fs::path(data_dir()) / "profiles" / (family + ".json");
-  if (!fs::is_regular_file(file)) {
+  // Only a plain catalog name is looked up: a family with '/', NUL or 300 bytes
+  // (which makes the filesystem throw "File name too long") has no profile.
+  const bool plain = !family.empty() && family.size() <= 64 &&
+                     family.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_.") == std::string::npos;
+  fs::path file = fs::path(data_dir()) / "profiles" / ((plain ? family : std::string("?")) + ".json");
+  std::error_code ec;
+  if (!plain || !fs::is_regular_file(file, ec)) {
     std::string known;
     for (const auto& n : catalog_names("profiles")) known += (known.empty() ? "" : ", ") + n;
-    throw InputError(c.name + ": $.node.gpu.name: no hardware profile for GPU \"" + c.node.gpu.name + "\" (looked for " +
-                     file.string() + "; profiles: " + (known.empty() ? "none" : known) +
-                     "); pass --profile FILE or add data/profiles/" + family + ".json");
+    throw InputError(c.name + ": $.node.gpu.name: no hardware profile for GPU " + describe_json(c.node.gpu.name) +
+                     (plain ? " (looked for " + file.string() + "; " : " (not a catalog name; ") +
+                     "profiles: " + (known.empty() ? "none" : known) + "); pass --profile FILE or add data/profiles/" +
+                     (plain ? family : std::string("NAME")) + ".json");
   }
   return profile_from_json(read_json_file(file.string()), file.string());
 }

@@ -11,6 +11,7 @@
 #include "sqlite_statement.hpp"
 #include "ztune/model/catalog.hpp"
 #include "ztune/model/input_error.hpp"
+#include "ztune/model/json_reader.hpp"
 #include "ztune/tuner/digest.hpp"
 #include "ztune/tuner/result_json.hpp"
 
@@ -132,9 +133,11 @@ std::int64_t upsert_doc(sqlite3* db, const char* table, const std::string& name,
   return sel.int64(0);
 }
 
-nlohmann::json parse_column(const Statement& st, int col) {
+/// A stored JSON document. A row damaged outside ztune (malformed JSON, 1e309,
+/// deep nesting) is an InputError naming the database, the row and the column.
+nlohmann::json parse_column(const Statement& st, int col, const std::string& where) {
   if (st.is_null(col)) return nullptr;
-  return nlohmann::json::parse(st.text(col));
+  return parse_json_text(st.text(col), where + ", column " + st.column_name(col) + ")");
 }
 
 template <class F>
@@ -334,18 +337,20 @@ std::vector<RunSummary> ResultsDb::runs(int limit) const {
 std::optional<nlohmann::json> ResultsDb::search(std::int64_t id) const {
   return guarded(path_, "reading a search", [&]() -> std::optional<nlohmann::json> {
     Statement st(db_.get(),
-                 "SELECT s.id, s.created_at, c.doc, m.doc, p.doc, s.options, s.space, s.evaluated, s.feasible, "
+                 "SELECT s.id, s.created_at, c.doc AS cluster, m.doc AS model, p.doc AS profile, s.options, s.space, s.evaluated, s.feasible, "
                  "s.pruned_by, s.passes, s.elapsed_s, s.threads, s.interrupted, s.ztune_version "
                  "FROM searches s JOIN clusters c ON c.id = s.cluster_id JOIN models m ON m.id = s.model_id "
                  "LEFT JOIN profiles p ON p.id = s.profile_id WHERE s.id = ?");
     st.bind(1, id);
     if (!st.step()) return std::nullopt;
+    const std::string row = path_ + " (search " + std::to_string(id);
+    auto doc = [&](const Statement& s, int col) { return parse_column(s, col, row); };
     nlohmann::json j{{"id", st.int64(0)},           {"created_at", st.text(1)},
-                     {"cluster", parse_column(st, 2)}, {"model", parse_column(st, 3)},
-                     {"profile", parse_column(st, 4)}, {"options", parse_column(st, 5)},
+                     {"cluster", doc(st, 2)}, {"model", doc(st, 3)},
+                     {"profile", doc(st, 4)}, {"options", doc(st, 5)},
                      {"space", st.int64(6)},        {"evaluated", st.int64(7)},
-                     {"feasible", st.int64(8)},     {"pruned_by", parse_column(st, 9)},
-                     {"passes", parse_column(st, 10)}, {"elapsed_s", st.real(11)},
+                     {"feasible", st.int64(8)},     {"pruned_by", doc(st, 9)},
+                     {"passes", doc(st, 10)}, {"elapsed_s", st.real(11)},
                      {"threads", st.int64(12)},     {"interrupted", st.int64(13) != 0},
                      {"ztune_version", st.text(14)}};
     Statement cands(db_.get(),
@@ -353,8 +358,8 @@ std::optional<nlohmann::json> ResultsDb::search(std::int64_t id) const {
     cands.bind(1, id);
     nlohmann::json list = nlohmann::json::array();
     while (cands.step())
-      list.push_back({{"rank", cands.int64(0)}, {"summary", cands.text(1)}, {"plan", parse_column(cands, 2)},
-                      {"prediction", parse_column(cands, 3)}});
+      list.push_back({{"rank", cands.int64(0)}, {"summary", cands.text(1)}, {"plan", doc(cands, 2)},
+                      {"prediction", doc(cands, 3)}});
     j["candidates"] = list;
     return j;
   });
@@ -363,22 +368,24 @@ std::optional<nlohmann::json> ResultsDb::search(std::int64_t id) const {
 std::optional<nlohmann::json> ResultsDb::run(std::int64_t id) const {
   return guarded(path_, "reading a run", [&]() -> std::optional<nlohmann::json> {
     Statement st(db_.get(),
-                 "SELECT r.id, r.created_at, c.doc, m.doc, r.plan, r.summary, r.prediction, r.predicted_iteration_s, "
+                 "SELECT r.id, r.created_at, c.doc AS cluster, m.doc AS model, r.plan, r.summary, r.prediction, r.predicted_iteration_s, "
                  "r.measured_iteration_s, r.status, r.record FROM runs r LEFT JOIN clusters c ON c.id = r.cluster_id "
                  "LEFT JOIN models m ON m.id = r.model_id WHERE r.id = ?");
     st.bind(1, id);
     if (!st.step()) return std::nullopt;
+    const std::string row = path_ + " (run " + std::to_string(id);
+    auto doc = [&](const Statement& s, int col) { return parse_column(s, col, row); };
     nlohmann::json j{{"id", st.int64(0)},
                      {"created_at", st.text(1)},
-                     {"cluster", parse_column(st, 2)},
-                     {"model", parse_column(st, 3)},
-                     {"plan", parse_column(st, 4)},
+                     {"cluster", doc(st, 2)},
+                     {"model", doc(st, 3)},
+                     {"plan", doc(st, 4)},
                      {"summary", st.text(5)},
-                     {"prediction", parse_column(st, 6)},
+                     {"prediction", doc(st, 6)},
                      {"predicted_iteration_s", st.optional_real(7) ? nlohmann::json(*st.optional_real(7)) : nullptr},
                      {"measured_iteration_s", st.optional_real(8) ? nlohmann::json(*st.optional_real(8)) : nullptr},
                      {"status", st.text(9)},
-                     {"record", parse_column(st, 10)}};
+                     {"record", doc(st, 10)}};
     Statement m(db_.get(), "SELECT name, value, unit FROM measurements WHERE run_id = ? ORDER BY rowid");
     m.bind(1, id);
     nlohmann::json list = nlohmann::json::array();

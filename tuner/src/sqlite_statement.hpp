@@ -72,6 +72,11 @@ class Statement {
   [[nodiscard]] std::optional<double> optional_real(int col) const {
     return is_null(col) ? std::nullopt : std::optional<double>(real(col));
   }
+  /// The column's name as the SELECT gave it ("doc", "options").
+  [[nodiscard]] std::string column_name(int col) const {
+    const char* n = sqlite3_column_name(stmt_, col);
+    return n == nullptr ? std::string() : std::string(n);
+  }
   [[nodiscard]] std::string text(int col) const {
     const auto* p = sqlite3_column_text(stmt_, col);
     return p == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(p));

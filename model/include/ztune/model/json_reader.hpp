@@ -17,11 +17,23 @@
 
 namespace ztune {
 
-/// Parses `text` as JSON; a syntax error names the file, line and column.
+/// Limits every JSON reader enforces, so that no input crashes, hangs or runs away
+/// (issue 20). Arrays and objects may nest this deep (the top-level value is level 1);
+/// no ztune file needs more than 6.
+inline constexpr int kMaxJsonDepth = 64;
+/// The largest JSON file read_json_file accepts (the largest ztune writes is a few MiB).
+inline constexpr std::uint64_t kMaxJsonFileBytes = 64ull << 20;
+
+/// Parses `text` as JSON. Every failure is an InputError naming `file`: a syntax error
+/// with line and column; a number out of range for a double (1e309), nesting deeper
+/// than kMaxJsonDepth and a key given twice in one object also with the JSON path.
 nlohmann::json parse_json_text(const std::string& text, const std::string& file);
-/// Reads and parses a file; a missing file is an InputError naming it.
+/// Reads and parses a file. A missing file, one that is not a regular file (a
+/// directory, FIFO or device: refused without blocking) or one larger than
+/// kMaxJsonFileBytes is an InputError naming it.
 nlohmann::json read_json_file(const std::string& path);
-/// Short rendering of a JSON value for error messages (strings quoted, long values cut).
+/// Short rendering of a JSON value for error messages (strings quoted, long values
+/// cut). Bounded in time, memory and stack whatever the value's size or depth.
 std::string describe_json(const nlohmann::json& value);
 
 class ObjectReader {
@@ -33,6 +45,8 @@ class ObjectReader {
   /// A number > 0 (or >= 0 when `allow_zero`).
   double positive(std::string_view key, bool allow_zero = false);
   std::optional<double> optional_positive(std::string_view key, bool allow_zero = false);
+  /// A number in [lo, hi] (finite: lo and hi must be).
+  double number(std::string_view key, double lo, double hi);
   /// An integer in [lo, hi].
   std::int64_t integer(std::string_view key, std::int64_t lo, std::int64_t hi);
   std::optional<std::int64_t> optional_integer(std::string_view key, std::int64_t lo, std::int64_t hi);
