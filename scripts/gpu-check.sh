@@ -165,6 +165,12 @@ else
   nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader || { echo "no GPU: nothing to check"; exit 77; }
 fi
 nvcc --version | tail -1
+# The bundle's Debian 12 libraries need glibc 2.36 or newer (libevent's Depends).
+glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
+echo "glibc ${glibc:-unknown}, $(c++ --version 2>/dev/null | head -1), $(cmake --version | head -1)"
+if [[ -n "$glibc" ]] && [[ "$(printf '%s\n2.36\n' "$glibc" | sort -V | head -1)" != 2.36 ]]; then
+  echo "warning: glibc $glibc is older than the bundle's Debian 12 libraries need (2.36)"
+fi
 
 log "dependencies"
 unpack_bundle
