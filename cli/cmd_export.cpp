@@ -1,5 +1,7 @@
 // ztune export: a plan file as a DeepSpeed ds_config.json plus launch command,
 // or as Megatron-LM arguments. A plan the engine cannot run is refused (exit 2).
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -21,11 +23,17 @@ struct ExportFlags {
   std::string out;
 };
 
+std::string reason() { return errno != 0 ? std::string(": ") + std::strerror(errno) : std::string(); }
+
+/// Writes `text` to `path`, closing the file before judging the write: a full disk
+/// (`--out /dev/full`) is only reported when the buffer reaches it.
 void write_file(const std::string& path, const std::string& text) {
+  errno = 0;
   std::ofstream f(path);
-  if (!f) throw InputError("--out " + path + ": cannot write the file");
+  if (!f) throw InputError("--out " + path + ": cannot write the file" + reason());
   f << text;
-  if (!f) throw InputError("--out " + path + ": write failed");
+  f.close();
+  if (!f) throw InputError("--out " + path + ": write failed" + reason());
 }
 
 int run_export(const ExportFlags& f) {

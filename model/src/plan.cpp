@@ -89,6 +89,7 @@ SparseLayout layout_of(const std::string& s) {
 }
 
 constexpr std::int64_t kMaxDegree = 1 << 20;
+constexpr double kMaxElems = 1e15;  // communication bucket and threshold sizes, in elements
 
 }  // namespace
 
@@ -118,11 +119,13 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   {
     auto c = r.object("communication");
     p.overlap_comm = c.boolean("overlap_comm");
-    p.reduce_bucket_elems = c.positive("reduce_bucket_elems");
-    p.allgather_bucket_elems = c.positive("allgather_bucket_elems");
-    p.prefetch_bucket_elems = c.positive("prefetch_bucket_elems");
-    p.max_live_params = c.positive("max_live_params");
-    p.param_persistence_threshold = c.positive("param_persistence_threshold", true);
+    // Element counts, exported to DeepSpeed as integers: at least one element
+    // (0 for the threshold) and at most 1e15, so that they convert exactly.
+    p.reduce_bucket_elems = c.number("reduce_bucket_elems", 1, kMaxElems);
+    p.allgather_bucket_elems = c.number("allgather_bucket_elems", 1, kMaxElems);
+    p.prefetch_bucket_elems = c.number("prefetch_bucket_elems", 1, kMaxElems);
+    p.max_live_params = c.number("max_live_params", 1, kMaxElems);
+    p.param_persistence_threshold = c.number("param_persistence_threshold", 0, kMaxElems);
     c.finish();
   }
   {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "ztune/model/input_error.hpp"
@@ -19,7 +20,17 @@ nlohmann::json offload_section(OffloadTarget t) {
   return j;
 }
 
-long long elems(double v) { return static_cast<long long>(v); }
+/// An element count as DeepSpeed's integer. The plan reader bounds these to
+/// [0, 1e15]; a plan built in memory with 1e308 or 1e-7 is refused, not written as
+/// -9223372036854775808 or 0.
+long long elems(double v, const char* field, const std::string& file) {
+  if (!(v >= 0.5 && v <= 1e15)) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", v);
+    throw InputError(file + ": $.plan.communication." + field + ": expected an element count in [1, 1e15], got " + got);
+  }
+  return std::llround(v);
+}
 
 /// Nodes and devices per node the plan's devices occupy.
 std::pair<int, int> node_shape(const PlanFile& pf) {
@@ -129,14 +140,15 @@ nlohmann::json deepspeed_config(const PlanFile& pf, const std::string& file) {
     zero["overlap_comm"] = p.overlap_comm;
     zero["contiguous_gradients"] = true;
     zero["reduce_scatter"] = true;
-    zero["reduce_bucket_size"] = elems(p.reduce_bucket_elems);
+    zero["reduce_bucket_size"] = elems(p.reduce_bucket_elems, "reduce_bucket_elems", file);
     zero["allgather_partitions"] = true;
-    zero["allgather_bucket_size"] = elems(p.allgather_bucket_elems);
+    zero["allgather_bucket_size"] = elems(p.allgather_bucket_elems, "allgather_bucket_elems", file);
   }
   if (p.zero_stage == 3) {
-    zero["stage3_prefetch_bucket_size"] = elems(p.prefetch_bucket_elems);
-    zero["stage3_max_live_parameters"] = elems(p.max_live_params);
-    zero["stage3_param_persistence_threshold"] = elems(p.param_persistence_threshold);
+    zero["stage3_prefetch_bucket_size"] = elems(p.prefetch_bucket_elems, "prefetch_bucket_elems", file);
+    zero["stage3_max_live_parameters"] = elems(p.max_live_params, "max_live_params", file);
+    zero["stage3_param_persistence_threshold"] =
+        p.param_persistence_threshold == 0 ? 0LL : elems(p.param_persistence_threshold, "param_persistence_threshold", file);
   }
   if (p.offload_optimizer != OffloadTarget::none) zero["offload_optimizer"] = offload_section(p.offload_optimizer);
   if (p.offload_params != OffloadTarget::none) zero["offload_param"] = offload_section(p.offload_params);
