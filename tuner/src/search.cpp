@@ -223,7 +223,10 @@ SearchResult run_search(const Transformer& m, const Cluster& c, const HardwarePr
     const double pa = a.memory_pressure(), pb = b.memory_pressure();
     return pa != pb ? pa < pb : a.id < b.id;
   };
-  const std::size_t keep = static_cast<std::size_t>(std::max({o.top, o.simulate_top, 1}));
+  // --top/--simulate-top are clamped to what exists: a list never holds more plans
+  // than the space has (and TopN allocates as it fills, so 2^31 costs nothing).
+  const std::size_t keep = static_cast<std::size_t>(
+      std::min<std::int64_t>(std::max({o.top, o.simulate_top, 1}), std::max<std::int64_t>(r.space, 1)));
   const auto closest = static_cast<std::size_t>(std::max(0, o.closest));
 
   Job job{m, c, hw, o, space, r.tokens};

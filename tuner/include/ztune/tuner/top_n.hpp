@@ -15,7 +15,9 @@ class TopN {
  public:
   using Better = std::function<bool(const Candidate&, const Candidate&)>;
   TopN(std::size_t capacity, Better better) : capacity_(capacity), better_(std::move(better)) {
-    heap_.reserve(capacity);
+    // Reserve a little, not `capacity`: --top 2147483647 is a valid request for
+    // "all of them", which is often far fewer.
+    heap_.reserve(std::min<std::size_t>(capacity, 1024));
   }
 
   /// Would `c` enter the list?
