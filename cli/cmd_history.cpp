@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -66,6 +67,8 @@ int list(const ResultsDb& db, const HistoryFlags& f) {
   return kExitOk;
 }
 
+std::string render_search(const nlohmann::json& d);
+
 int show(const ResultsDb& db, const HistoryFlags& f) {
   std::string id = f.id;
   bool is_run = false;
@@ -89,23 +92,39 @@ int show(const ResultsDb& db, const HistoryFlags& f) {
     std::cout << doc->dump(2) << "\n";
     return kExitOk;
   }
-  const auto& d = *doc;
-  std::cout << "Search s" << d["id"].get<long long>() << " at " << d["created_at"].get<std::string>() << ": "
-            << d["model"]["name"].get<std::string>() << " on " << d["cluster"]["name"].get<std::string>() << "\n"
-            << "  space " << d["space"] << ", evaluated " << d["evaluated"] << ", fit " << d["feasible"] << ", "
-            << num("%.3f s", d["elapsed_s"].get<double>()) << " on " << d["threads"] << " threads"
-            << (d["interrupted"].get<bool>() ? " (interrupted)" : "") << "\n"
-            << "  options " << d["options"].dump() << "\n  pruned by " << d["pruned_by"].dump() << "\n";
-  for (const auto& c : d["candidates"]) {
-    const auto& t = c["prediction"]["time"];
-    std::cout << "  " << c["rank"] << ". " << c["summary"].get<std::string>();
-    if (!t.is_null())
-      std::cout << "  " << num("%.3f s/iter", t["iteration_s"].get<double>()) << "  "
-                << num("%.0f tokens/s", t["tokens_per_s"].get<double>()) << "  "
-                << num("MFU %.1f%%", 100 * t["mfu"].get<double>());
-    std::cout << "\n";
+  // A row edited outside ztune can be valid JSON of the wrong shape: .at() and
+  // get<>() throw instead of const operator[]'s undefined behaviour, and the
+  // throw becomes an InputError naming the row.
+  std::string text;
+  try {
+    text = render_search(*doc);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(db.path() + ": search " + std::to_string(n) + ": the stored search has an unexpected shape (" +
+                     e.what() + ")");
   }
+  std::cout << text;
   return kExitOk;
+}
+
+/// The search as `history show` prints it (all or nothing: a bad row prints no half).
+std::string render_search(const nlohmann::json& d) {
+  std::ostringstream out;
+  out << "Search s" << d.at("id").get<long long>() << " at " << d.at("created_at").get<std::string>() << ": "
+      << d.at("model").at("name").get<std::string>() << " on " << d.at("cluster").at("name").get<std::string>()
+      << "\n  space " << d.at("space") << ", evaluated " << d.at("evaluated") << ", fit " << d.at("feasible") << ", "
+      << num("%.3f s", d.at("elapsed_s").get<double>()) << " on " << d.at("threads") << " threads"
+      << (d.at("interrupted").get<bool>() ? " (interrupted)" : "") << "\n"
+      << "  options " << d.at("options").dump() << "\n  pruned by " << d.at("pruned_by").dump() << "\n";
+  for (const auto& c : d.at("candidates")) {
+    const auto& pred = c.at("prediction");
+    const nlohmann::json t = pred.is_object() && pred.contains("time") ? pred.at("time") : nlohmann::json();
+    out << "  " << c.at("rank") << ". " << c.at("summary").get<std::string>();
+    if (!t.is_null())
+      out << "  " << num("%.3f s/iter", t.at("iteration_s").get<double>()) << "  "
+          << num("%.0f tokens/s", t.at("tokens_per_s").get<double>()) << "  " << num("MFU %.1f%%", 100 * t.at("mfu").get<double>());
+    out << "\n";
+  }
+  return out.str();
 }
 
 }  // namespace

@@ -1,0 +1,272 @@
+// Issue 20 through the ztune binary: hostile flags, files, database rows and
+// outputs get exit 2 (or 1 where no plan fits) with a message naming the flag or
+// the file and place, within seconds; nothing aborts, hangs or exits 0 silently.
+#include <catch2/catch.hpp>
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "run_command.hpp"
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+fs::path scratch() {
+  const fs::path dir = fs::temp_directory_path() / ("ztune-hardening-cli-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string write_file(const std::string& name, const std::string& text) {
+  const fs::path path = scratch() / name;
+  std::ofstream(path, std::ios::binary) << text;
+  return path.string();
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// `ztune ARGS` (each test passes --db or --no-db: no test touches the user's database).
+CommandResult ztune(const std::string& args) { return run_command(ztune_bin() + " " + args); }
+
+/// A plan file for gpt2-1.5b on dgx2x16, as search --out writes it.
+std::string plan_file() {
+  static const std::string path = [] {
+    const std::string p = (scratch() / "plan.json").string();
+    const auto s = ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-db --no-simulate --top 1 --out '" + p + "'");
+    REQUIRE(s.exit_code == 0);
+    return p;
+  }();
+  return path;
+}
+
+/// `command` in a subshell with the data directory set, so that its own
+/// redirections and pipes stand (run_command prefixes a variable assignment and
+/// appends its redirections to the whole line).
+std::string in_subshell(const std::string& command) {
+  return "true; ( export ZTUNE_DATA_DIR='" + std::string(ZTUNE_TEST_DATA_DIR) + "'; " + command + " )";
+}
+
+void require_quick_exit_2(const CommandResult& r, std::chrono::steady_clock::duration took) {
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(took < std::chrono::seconds(10));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- flags
+
+TEST_CASE("--nodes 0 is a ztune error with a readable range", "[cli][hardening]") {
+  const auto r = ztune("search --cluster dgx2x16 --model 100b --nodes 0 --no-db");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("ztune: error: --nodes: expected a node count from 1 to 1000000, got \"0\""));
+  CHECK(r.err.find("1797693134862315") == std::string::npos);  // DBL_MAX's digits
+  CHECK(ztune("predict --cluster dgx2x16 --model 100b --nodes 1000001 --tp 16").exit_code == 2);
+}
+
+TEST_CASE("--tokens nan and --gpu-hour-price nan are refused", "[cli][hardening]") {
+  auto r = ztune("search --cluster dgx2x16 --model 100b --tokens nan --no-db");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("ztune: error: --tokens: expected a number > 0, got \"nan\""));
+  r = ztune("search --cluster dgx2x16 --model 100b --objective cost --gpu-hour-price nan --no-db");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("ztune: error: --gpu-hour-price: expected a number > 0, got \"nan\""));
+  r = ztune("search --cluster dgx2x16 --model 100b --tokens inf --no-db");
+  CHECK(r.exit_code == 2);
+}
+
+TEST_CASE("--threads beyond what a machine starts is refused before anything runs", "[cli][hardening]") {
+  auto r = ztune("run --cluster local-cpu --model tiny --threads 100000");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("ztune: error: --threads: expected a thread count from 1 to 1024, got \"100000\""));
+  r = ztune("search --cluster dgx2x16 --model 100b --threads 100000 --no-db");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--threads: expected a thread count from 1 to 1024"));
+}
+
+TEST_CASE("--top and --simulate-top 2147483647 are clamped to the plans that exist", "[cli][hardening]") {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = ztune("search --cluster dgx2x16 --model gpt2-1.5b --top 2147483647 --simulate-top 2147483647 "
+                       "--no-db --json");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30));
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.at("plans").size() > 10);  // more than the default 10: all that fit
+  CHECK(j.at("plans").size() <= j.at("feasible").get<std::size_t>());
+}
+
+TEST_CASE("a node count whose doubling overflows int stays within bounds", "[cli][hardening]") {
+  // 50,000 DGX-2 nodes: the "more GPUs" hint doubled the node count 12 times
+  // and printed "exceeds the cluster's -1018167296 devices".
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = ztune("search --cluster dgx2x16 --model 100b --nodes 50000 --no-simulate --no-db");
+  INFO(r.out << r.err);
+  CHECK((r.exit_code == 0 || r.exit_code == 1));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60));
+  CHECK(r.err.find("-10") == std::string::npos);
+  CHECK_THAT(r.out, Contains("800000 ×") || Contains("800,000"));
+}
+
+// ---------------------------------------------------------------- files
+
+TEST_CASE("1e309 in a cluster file is exit 2 naming the file, line and field", "[cli][hardening]") {
+  auto text = read_file(std::string(ZTUNE_TEST_DATA_DIR) + "/clusters/dgx2x16.json");
+  const auto at = text.find("\"nodes\": 16");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, 11, "\"nodes\": 1e309");
+  const auto path = write_file("huge.json", text);
+  const auto r = ztune("predict --cluster '" + path + "' --model 100b --tp 16");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("ztune: error: " + path + ":") && Contains(": $.nodes: number 1e309 is out of range"));
+}
+
+TEST_CASE("100,000 levels of nesting in a model file is exit 2, not SIGSEGV", "[cli][hardening]") {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const auto path = write_file("deep-model.json", "{\"schema\": \"ztune.model/1\", \"layers\": " + deep + "}");
+  const auto r = ztune("predict --cluster dgx2x16 --model '" + path + "' --tp 16");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("ztune: error: " + path + ": $.layers[0]") && Contains("nested deeper than 64"));
+  CHECK(r.err.size() < 1000);
+}
+
+TEST_CASE("a 300-byte GPU name is exit 2 naming the field", "[cli][hardening]") {
+  auto text = read_file(std::string(ZTUNE_TEST_DATA_DIR) + "/clusters/dgx2x16.json");
+  const auto at = text.find("\"V100-SXM3-32GB\"");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, 16, "\"" + std::string(300, 'V') + "\"");
+  const auto path = write_file("long-gpu.json", text);
+  const auto r = ztune("predict --cluster '" + path + "' --model 100b --tp 16");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("$.node.gpu.name: no hardware profile for GPU \"VVVV"));
+  CHECK(r.err.find("filesystem") == std::string::npos);
+}
+
+TEST_CASE("a FIFO given as a plan, cluster or export input is refused at once", "[cli][hardening]") {
+  const fs::path fifo = scratch() / "input.fifo";
+  fs::remove(fifo);
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const std::string f = "'" + fifo.string() + "'";
+  for (const std::string& args :
+       {"predict --cluster dgx2x16 --model 100b --plan " + f, "export --format deepspeed " + f,
+        "predict --cluster " + f + " --model 100b --tp 16"}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    // `timeout` so that a regression fails the test instead of hanging it.
+    const auto r = run_command("timeout 20 " + ztune_bin() + " " + args);
+    require_quick_exit_2(r, std::chrono::steady_clock::now() - t0);
+    CHECK_THAT(r.err, Contains(fifo.string() + ": is a FIFO (named pipe), expected a regular JSON file"));
+  }
+  fs::remove(fifo);
+}
+
+// ---------------------------------------------------------------- export
+
+TEST_CASE("export refuses bucket sizes a DeepSpeed integer cannot hold", "[cli][hardening]") {
+  auto pf = nlohmann::json::parse(read_file(plan_file()));
+  for (const char* v : {"1e308", "1e-7"}) {
+    pf["plan"]["communication"]["reduce_bucket_elems"] = nlohmann::json::parse(v);
+    const auto path = write_file(std::string("bucket-") + v + ".json", pf.dump(2));
+    const auto r = ztune("export --format deepspeed '" + path + "'");
+    INFO(v << ": " << r.out << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains(path) && Contains("$.plan.communication.reduce_bucket_elems: expected a number in [1, "));
+    CHECK(r.out.find("-9223372036854775808") == std::string::npos);
+  }
+}
+
+// ---------------------------------------------------------------- writes
+
+TEST_CASE("stdout on a full disk is exit 2 with the reason", "[cli][hardening]") {
+  const std::string db = (scratch() / "full.db").string();
+  REQUIRE(ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-simulate --db '" + db + "'").exit_code == 0);
+  const std::vector<std::string> commands{"list clusters", "search --cluster dgx2x16 --model gpt2-1.5b --no-db",
+                                          "search --cluster dgx2x16 --model gpt2-1.5b --no-db --json",
+                                          "export --format deepspeed '" + plan_file() + "'",
+                                          "history --db '" + db + "'", "history show 1 --db '" + db + "'"};
+  for (const auto& args : commands) {
+    const auto r = run_command(in_subshell(ztune_bin() + " " + args + " >/dev/full"));
+    INFO(args << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains("ztune: error: writing standard output failed: No space left on device"));
+  }
+}
+
+TEST_CASE("export --out on a full disk is exit 2 naming the file", "[cli][hardening]") {
+  const auto r = ztune("export --format deepspeed '" + plan_file() + "' --out /dev/full");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("ztune: error: --out /dev/full: write failed: No space left on device"));
+  const auto m = ztune("export --format megatron '" + plan_file() + "' --out /dev/full");
+  CHECK(m.exit_code == 2);
+}
+
+TEST_CASE("a reader that goes away ends ztune quietly", "[cli][hardening]") {
+  // `head -c 1` closes the pipe after one byte; ztune must not print an error.
+  auto r = run_command(in_subshell(ztune_bin() + " list clusters | head -c 1"));
+  CHECK(r.out.size() == 1);
+  CHECK(r.err.find("ztune: error") == std::string::npos);
+  // With SIGPIPE ignored by the parent the write fails with EPIPE instead: still
+  // quiet, and ended as SIGPIPE would (128 + 13). The reader is gone before ztune writes.
+  r = run_command(in_subshell("trap '' PIPE; (sleep 0.3; " + ztune_bin() +
+                              " list clusters; echo \"rc=$?\" >&2) | true"));
+  CHECK(r.err == "rc=141\n");
+}
+
+// ---------------------------------------------------------------- database rows
+
+namespace {
+
+void exec_sql(const std::string& db, const std::string& sql) {
+  sqlite3* h = nullptr;
+  REQUIRE(sqlite3_open(db.c_str(), &h) == SQLITE_OK);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err);
+  INFO((err != nullptr ? err : ""));
+  sqlite3_free(err);
+  sqlite3_close(h);
+  REQUIRE(rc == SQLITE_OK);
+}
+
+}  // namespace
+
+TEST_CASE("history show of a row with malformed or misshapen JSON is exit 2 naming the row", "[cli][hardening]") {
+  const std::string db = (scratch() / "damaged.db").string();
+  fs::remove(db);
+  REQUIRE(ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-simulate --db '" + db + "'").exit_code == 0);
+  REQUIRE(ztune("history show 1 --db '" + db + "'").exit_code == 0);
+
+  exec_sql(db, "UPDATE searches SET options = '{\"top\": ' WHERE id = 1");
+  auto r = ztune("history show 1 --db '" + db + "'");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("ztune: error: " + db + " (search 1, column options):1:") && Contains("malformed JSON"));
+  CHECK(r.out.empty());
+
+  exec_sql(db, "UPDATE searches SET options = '{\"top\": 1e309}' WHERE id = 1");
+  r = ztune("history show 1 --db '" + db + "'");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains(db + " (search 1, column options):1:") && Contains("$.top: number 1e309"));
+
+  exec_sql(db, "UPDATE searches SET options = '{}' WHERE id = 1");
+  exec_sql(db, "UPDATE models SET doc = '{\"no_name\": 1}'");
+  r = ztune("history show 1 --db '" + db + "'");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("ztune: error: " + db + ": search 1: the stored search has an unexpected shape"));
+  CHECK(r.out.empty());
+}
