@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "ztune/model/accuracy.hpp"
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/validation.hpp"
 #include "ztune/simulator/simulate.hpp"
@@ -68,7 +69,74 @@ nlohmann::json report_json(const ValidationReport& r) {
                        {"cases", s.cases}, {"failed", s.failed}, {"mape_pct", s.mape},
                        {"mean_signed_pct", s.mean_signed_pct}, {"max_abs_error_pct", s.max_abs_pct},
                        {"mape_tolerance_pct", s.mape_tolerance_pct}, {"ok", s.ok()}});
-  return {{"cases", cases}, {"sources", sources}, {"overall_mape_pct", r.overall_mape}, {"ok", r.ok()}};
+  nlohmann::json skipped = nlohmann::json::array();
+  for (const auto& k : r.skipped) skipped.push_back({{"source", k.source}, {"id", k.id}, {"reason", k.reason}});
+  std::string stale;
+  const nlohmann::json loso = read_loso(&stale);
+  nlohmann::json cells = nlohmann::json::array();
+  for (const auto& c : cell_summaries(r, loso))
+    cells.push_back({{"gpu_family", c.family}, {"engine", c.engine}, {"sources", c.sources}, {"runs", c.runs},
+                     {"in_sample_mape_pct", c.in_sample_mape}, {"in_sample_mean_speed_error_pct", c.in_sample_signed},
+                     {"loso_runs", c.loso_runs}, {"loso_mape_pct", c.loso_mape},
+                     {"loso_mean_speed_error_pct", c.loso_signed}});
+  nlohmann::json j{{"cases", cases},     {"sources", sources},         {"overall_mape_pct", r.overall_mape},
+                   {"ok", r.ok()},       {"not_expressible", skipped}, {"cells", cells}};
+  if (!stale.empty()) j["loso_stale"] = stale;
+  return j;
+}
+
+// Source-balanced figures over the time sources: every source counts once.
+void print_balance(const ValidationReport& r) {
+  std::string stale;
+  const nlohmann::json loso = read_loso(&stale);
+  std::printf("\n%-6s %-10s %7s %6s %12s %12s %12s %12s\n", "GPU", "engine", "sources", "runs", "in-sample %",
+              "speed err %", "LOSO MAPE %", "speed err %");
+  for (const auto& c : cell_summaries(r, loso)) {
+    std::printf("%-6s %-10s %7d %6d %12.2f %+12.2f ", c.family.c_str(), c.engine.c_str(), c.sources, c.runs,
+                c.in_sample_mape, c.in_sample_signed);
+    if (c.loso_runs > 0)
+      std::printf("%12.2f %+12.2f\n", c.loso_mape, c.loso_signed);
+    else
+      std::printf("%12s %12s\n", "-", "-");
+  }
+  double mape = 0, sgn = 0;
+  int n = 0;
+  for (const auto& s : r.sources) {
+    if (s.cases == 0 || s.engine.empty() || s.name.find("Fig") != std::string::npos) continue;
+    mape += s.mape;
+    sgn += s.mean_signed_pct;
+    ++n;
+  }
+  if (n > 0)
+    std::printf("time sources with runs: %d; source-balanced in-sample MAPE %.2f%%, mean speed error %+.2f%% (> 0: "
+                "ztune too fast)\n",
+                n, mape / n, sgn / n);
+  if (loso.contains("sources") && loso["sources"].is_object()) {
+    double lm = 0, ls = 0, worst = 0;
+    std::string worst_name;
+    int ln = 0;
+    for (const auto& [name, v] : loso["sources"].items()) {
+      if (!v.is_object() || !v.contains("loso_mape_pct") || !v["loso_mape_pct"].is_number()) continue;
+      const double m = v["loso_mape_pct"].get<double>();
+      lm += m;
+      ls += v.value("loso_mean_signed_pct", 0.0);
+      if (m > worst) worst = m, worst_name = name;
+      ++ln;
+    }
+    if (ln > 0)
+      std::printf("leave-one-source-out (data/validation/loso.json): source-balanced MAPE %.2f%%, mean speed error "
+                  "%+.2f%%, worst source %s %.1f%%\n",
+                  lm / ln, ls / ln, worst_name.c_str(), worst);
+  }
+  if (!stale.empty()) std::printf("note: %s\n", stale.c_str());
+  if (!r.skipped.empty()) {
+    std::printf("\n%zu published runs ztune cannot express (not predicted):\n", r.skipped.size());
+    for (const auto& k : r.skipped)
+      std::printf("  %-22s %-48s %s\n", k.source.c_str(), k.id.c_str(), k.reason.c_str());
+  }
+  std::size_t predicted = 0;
+  for (const auto& c : r.cases) predicted += c.metric == "tokens_per_s_per_gpu" ? 1 : 0;
+  std::printf("coverage of engine_runs.json: %zu runs predicted, %zu not expressible\n", predicted, r.skipped.size());
 }
 
 void print_case(const ValidationCase& c) {
@@ -106,6 +174,7 @@ void print_report(const ValidationReport& r, const ValidateFlags& f) {
     std::printf("%-20s %6d %7d %10.2f %10.2f %10.2f  %s%s\n", s.name.c_str(), s.cases, s.failed, s.mape,
                 s.max_abs_pct, s.mape_tolerance_pct, s.ok() ? "" : "[FAIL] ", s.description.c_str());
   std::printf("%-20s %6zu %7s %10.2f\n", "overall", r.cases.size(), "", r.overall_mape);
+  print_balance(r);
   std::printf("%s\n", r.ok() ? "validation: every case within its tolerance"
                              : "validation: FAILED (a case or a source MAPE exceeds its stated tolerance)");
 }
