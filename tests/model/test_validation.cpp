@@ -70,7 +70,8 @@ TEST_CASE("engine runs: published and converted figures", "[validation]") {
       CHECK(c.engine == "megatron");
     }
     if (c.id == "dgxc_2411_gpt3_175b_bf16_128xh100") {
-      CHECK(c.published == Approx(58843.0 / 128).epsilon(1e-9));  // tokens/s over 128 GPUs
+      // The row's tokens/s per GPU (459.7), which is its 58,843 tokens/s over 128 GPUs to the printed digit.
+      CHECK(c.published == Approx(58843.0 / 128).epsilon(1e-4));
       CHECK(c.gpu.starts_with("H100"));
     }
   }
