@@ -14,6 +14,7 @@
 #include "command.hpp"
 #include "plan_flags.hpp"
 #include "ztune/model/accuracy.hpp"
+#include "ztune/model/finite_check.hpp"
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/input_error.hpp"
 #include "ztune/tuner/engine.hpp"
@@ -268,6 +269,8 @@ Command add_predict(CLI::App& root) {
             const PredictInputs in = resolve(*f);
             Prediction pr{predict_memory(in.model, in.plan, in.cluster, in.profile, in.memory),
                           predict_time(in.model, in.plan, in.cluster, in.profile)};
+            require_finite_time(pr.time, "cluster " + in.cluster.name + " with profile " + in.profile.name +
+                                             ", plan " + in.plan.summary());
             const double analytical_s = pr.time.iteration_s;
             std::optional<sim::SimResult> simulated;
             if (f->simulate || !f->trace.empty()) {

@@ -16,6 +16,7 @@
 #include "plan_flags.hpp"
 #include "run_launch.hpp"
 #include "ztune/model/executor_support.hpp"
+#include "ztune/model/finite_check.hpp"
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/input_error.hpp"
 #include "ztune/model/json_reader.hpp"
@@ -125,6 +126,12 @@ int run(const RunFlags& f) {
   if (hw && !check_plan(pf.plan, *pf.model, *pf.cluster)) {
     const Cluster c = with_measured_figures(*pf.cluster, *hw);
     prediction = Prediction{predict_memory(*pf.model, pf.plan, c, *hw), predict_time(*pf.model, pf.plan, c, *hw)};
+    // The run happened: a prediction that is not finite is left out (and said),
+    // rather than stored as Inf or thrown away with the run.
+    if (const std::string bad = non_finite_time(prediction->time); !bad.empty()) {
+      std::fprintf(stderr, "ztune: note: no prediction stored: the predicted time is not finite (%s)\n", bad.c_str());
+      prediction.reset();
+    }
   }
   const std::string profile_name = hw ? hw->name : "";
   nlohmann::json summary{{"losses", record.at("losses")},

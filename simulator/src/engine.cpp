@@ -1,9 +1,14 @@
 #include "ztune/simulator/engine.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <stdexcept>
+#include <string>
+
+#include "ztune/model/input_error.hpp"
 
 namespace ztune::sim {
 namespace {
@@ -227,6 +232,25 @@ class Engine {
 
 Timeline run_engine(const OpGraph& g) {
   if (!g.finalized()) throw std::logic_error("simulator: run_engine needs a finalized graph (finalize_graph)");
+  // Every time the engine reaches is at most the sum of all durations (an
+  // operation waits only for others to finish), so when that sum is finite the
+  // clock is too. An infinite or NaN duration (a bandwidth, peak or efficiency
+  // of 5e-324 in a cluster or profile file) would otherwise loop forever on
+  // events at t = inf.
+  double total = 0;
+  for (const Op& op : g.ops) {
+    if (!std::isfinite(op.duration_s) || op.duration_s < 0) {
+      char d[32];
+      std::snprintf(d, sizeof d, "%g", op.duration_s);
+      throw InputError("simulator: operation \"" + op_name(op) + "\" takes " + d +
+                       " s: a bandwidth, peak or efficiency in the cluster or profile is too small (or not a number) "
+                       "for a finite time");
+    }
+    total += op.duration_s;
+  }
+  if (!std::isfinite(total))
+    throw InputError("simulator: the operations' durations add up to more than a double holds: a bandwidth, peak or "
+                     "efficiency in the cluster or profile is too small for a finite time");
   Engine e(g);
   return e.run();
 }

@@ -74,7 +74,7 @@ void require_quick_exit_2(const CommandResult& r, std::chrono::steady_clock::dur
 
 // ---------------------------------------------------------------- flags
 
-TEST_CASE("--nodes 0 is a ztune error with a readable range", "[cli][hardening]") {
+TEST_CASE("flags: --nodes 0 is a ztune error with a readable range", "[cli][hardening]") {
   const auto r = ztune("search --cluster dgx2x16 --model 100b --nodes 0 --no-db");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, StartsWith("ztune: error: --nodes: expected a node count from 1 to 1000000, got \"0\""));
@@ -82,7 +82,7 @@ TEST_CASE("--nodes 0 is a ztune error with a readable range", "[cli][hardening]"
   CHECK(ztune("predict --cluster dgx2x16 --model 100b --nodes 1000001 --tp 16").exit_code == 2);
 }
 
-TEST_CASE("--tokens nan and --gpu-hour-price nan are refused", "[cli][hardening]") {
+TEST_CASE("flags: --tokens nan and --gpu-hour-price nan are refused", "[cli][hardening]") {
   auto r = ztune("search --cluster dgx2x16 --model 100b --tokens nan --no-db");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, StartsWith("ztune: error: --tokens: expected a number > 0, got \"nan\""));
@@ -93,7 +93,7 @@ TEST_CASE("--tokens nan and --gpu-hour-price nan are refused", "[cli][hardening]
   CHECK(r.exit_code == 2);
 }
 
-TEST_CASE("--threads beyond what a machine starts is refused before anything runs", "[cli][hardening]") {
+TEST_CASE("flags: --threads beyond what a machine starts is refused before anything runs", "[cli][hardening]") {
   auto r = ztune("run --cluster local-cpu --model tiny --threads 100000");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, StartsWith("ztune: error: --threads: expected a thread count from 1 to 1024, got \"100000\""));
@@ -102,7 +102,7 @@ TEST_CASE("--threads beyond what a machine starts is refused before anything run
   CHECK_THAT(r.err, Contains("--threads: expected a thread count from 1 to 1024"));
 }
 
-TEST_CASE("--top and --simulate-top 2147483647 are clamped to the plans that exist", "[cli][hardening]") {
+TEST_CASE("flags: --top and --simulate-top 2147483647 are clamped to the plans that exist", "[cli][hardening]") {
   const auto t0 = std::chrono::steady_clock::now();
   const auto r = ztune("search --cluster dgx2x16 --model gpt2-1.5b --top 2147483647 --simulate-top 2147483647 "
                        "--no-db --json");
@@ -175,6 +175,54 @@ TEST_CASE("a FIFO given as a plan, cluster or export input is refused at once", 
     CHECK_THAT(r.err, Contains(fifo.string() + ": is a FIFO (named pipe), expected a regular JSON file"));
   }
   fs::remove(fifo);
+}
+
+// ---------------------------------------------------------------- derived times
+
+namespace {
+
+/// dgx2x16 with its inter-node bandwidth replaced by `bw`.
+std::string cluster_with_inter_bandwidth(const std::string& bw) {
+  auto text = read_file(std::string(ZTUNE_TEST_DATA_DIR) + "/clusters/dgx2x16.json");
+  const auto at = text.find("\"bandwidth_gbps\": 12.5");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, 22, "\"bandwidth_gbps\": " + bw);
+  return write_file("bw-" + bw + ".json", text);
+}
+
+}  // namespace
+
+TEST_CASE("a bandwidth of 5e-324 is exit 2 naming the infinite part, not iteration inf", "[cli][hardening]") {
+  const auto path = cluster_with_inter_bandwidth("5e-324");
+  const std::string db = (scratch() / "inf.db").string();
+  const std::string plan = "--model gpt2-1.5b --zero 1 --micro-batch 2 --precision fp16";
+  for (const std::string& args : {"predict --cluster '" + path + "' " + plan,
+                                  "predict --cluster '" + path + "' " + plan + " --simulate",
+                                  "search --cluster '" + path + "' --model gpt2-1.5b --no-simulate --db '" + db + "'",
+                                  "search --cluster '" + path + "' --model gpt2-1.5b --db '" + db + "'"}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto r = run_command("timeout 60 " + ztune_bin() + " " + args);
+    require_quick_exit_2(r, std::chrono::steady_clock::now() - t0);
+    CHECK_THAT(r.err, StartsWith("ztune: error: cluster dgx2x16 with profile v100, plan dp") &&
+                          Contains("the predicted time is not finite (dp_comm = inf): check the fabric's bandwidth_gbps"));
+    CHECK(r.out.find("inf") == std::string::npos);
+  }
+  // Nothing was stored.
+  const auto h = ztune("history --json --db '" + db + "'");
+  REQUIRE(h.exit_code == 0);
+  CHECK(nlohmann::json::parse(h.out).at("searches").empty());
+}
+
+TEST_CASE("a profile efficiency of 5e-324 is exit 2 naming the part", "[cli][hardening]") {
+  auto text = read_file(std::string(ZTUNE_TEST_DATA_DIR) + "/profiles/v100.json");
+  const auto at = text.find("\"bandwidth_efficiency\": 0.95");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, 28, "\"bandwidth_efficiency\": 5e-324");
+  const auto profile = write_file("v100-tiny-efficiency.json", text);
+  const auto r = run_command("timeout 60 " + ztune_bin() + " predict --cluster dgx2x16 --model gpt2-1.5b --zero 1 " +
+                             "--micro-batch 2 --precision fp16 --simulate --profile '" + profile + "'");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("the predicted time is not finite ("));
 }
 
 // ---------------------------------------------------------------- export

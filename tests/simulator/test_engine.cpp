@@ -2,8 +2,11 @@
 // dependencies, one-at-a-time compute streams, equal bandwidth sharing on links.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 
+#include "ztune/model/input_error.hpp"
 #include "ztune/simulator/engine.hpp"
 
 using namespace ztune::sim;
@@ -136,4 +139,26 @@ TEST_CASE("a cycle is reported, not simulated", "[simulator][engine]") {
   add_dependency(g, a, b);
   add_dependency(g, b, a);
   CHECK_THROWS_AS(finished(g), std::logic_error);
+}
+
+TEST_CASE("a duration that is not finite is refused, not simulated forever", "[simulator][engine][hardening]") {
+  // A bandwidth of 5e-324 GB/s in a cluster file makes a transfer take inf s; the
+  // engine used to loop on events at t = inf.
+  for (const double bad : {std::numeric_limits<double>::infinity(), std::nan("")}) {
+    OpGraph g = graph(1);
+    const OpId a = op(g, 0, ResourceKind::compute, 1.0);
+    const OpId b = op(g, 0, ResourceKind::inter_link, bad);
+    add_dependency(g, a, b);
+    finalize_graph(g);
+    REQUIRE_THROWS_AS(run_engine(g), ztune::InputError);
+    REQUIRE_THROWS_WITH(run_engine(g), Catch::Matchers::StartsWith("simulator: operation \"") &&
+                                           Catch::Matchers::Contains("for a finite time"));
+  }
+  // Finite durations whose sum overflows a double are refused too.
+  OpGraph g = graph(1);
+  const OpId a = op(g, 0, ResourceKind::compute, 1e308);
+  const OpId b = op(g, 0, ResourceKind::compute, 1e308);
+  add_dependency(g, a, b);
+  finalize_graph(g);
+  REQUIRE_THROWS_WITH(run_engine(g), Catch::Matchers::Contains("add up to more than a double holds"));
 }

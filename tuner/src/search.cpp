@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "ztune/model/finite_check.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/tuner/objective.hpp"
 #include "ztune/tuner/search_space.hpp"
@@ -275,6 +276,12 @@ SearchResult run_search(const Transformer& m, const Cluster& c, const HardwarePr
   }
   r.plans = best.sorted();
   r.closest = nearest.sorted();
+  // Nothing infinite is shown, stored or simulated: a kept plan whose predicted
+  // time is not finite means an input figure is absurdly small (5e-324).
+  if (o.rank_enabled)
+    for (const auto& cand : r.plans)
+      require_finite_time(cand.prediction.time,
+                          "cluster " + c.name + " with profile " + hw.name + ", plan " + cand.plan.summary());
   r.passes = {rules, prune, rank};
 
   PassStats sim{"simulate", o.simulate_enabled && o.simulate_top > 0};

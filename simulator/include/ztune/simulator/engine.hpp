@@ -19,7 +19,10 @@ struct Timeline {
 };
 
 /// Simulates `g` (finalize_graph first). Throws std::logic_error when the
-/// graph is not finalized or has a cycle (builder bugs, never user errors).
+/// graph is not finalized or has a cycle (builder bugs, never user errors), and
+/// InputError when a duration is not a finite number >= 0 or the durations add
+/// up to more than a double holds (a cluster or profile figure such as 5e-324),
+/// which would otherwise never finish.
 [[nodiscard]] Timeline run_engine(const OpGraph& g);
 
 }  // namespace ztune::sim
