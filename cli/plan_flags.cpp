@@ -121,6 +121,11 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   if (p.global_batch % per_step != 0)
     throw InputError("--global-batch: " + std::to_string(p.global_batch) + " is not a multiple of micro-batch × dp = " +
                      std::to_string(per_step));
+  // A plan file's bound on accumulation steps (and so an exact int).
+  if (p.global_batch / per_step > (std::int64_t{1} << 24))
+    throw InputError("--global-batch: " + std::to_string(p.global_batch) + " / (micro-batch × dp = " +
+                     std::to_string(per_step) + ") is " + std::to_string(p.global_batch / per_step) +
+                     " accumulation steps; a plan holds at most 16777216 (2^24): raise --micro-batch or dp");
   p.grad_accum = static_cast<int>(p.global_batch / per_step);
   p.onebit_adam = onebit_adam;
   p.onebit_freeze_step = freeze_step;

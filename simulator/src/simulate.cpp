@@ -1,5 +1,8 @@
 #include "ztune/simulator/simulate.hpp"
 
+#include <string>
+
+#include "ztune/model/input_error.hpp"
 #include "ztune/model/time_model.hpp"
 #include "ztune/simulator/model_cost_source.hpp"
 
@@ -7,6 +10,10 @@ namespace ztune::sim {
 
 SimResult simulate(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
                    const SimOptions& options) {
+  if (p.grad_accum > kMaxSimulatedMicrobatches)
+    throw InputError("--simulate: plan " + p.summary() + " has " + std::to_string(p.grad_accum) +
+                     " micro-batches per step; the simulator builds at most " +
+                     std::to_string(kMaxSimulatedMicrobatches) + " (use the analytical estimate: no --simulate)");
   if (const auto v = oversubscribed_view(p, c)) return simulate(m, p, *v, hw, options);
   const ModelCostSource costs(m, p, c, hw);
   return simulate_graph(build_iteration_graph(m.layers, p, placement_of(p, c), costs, options.build),

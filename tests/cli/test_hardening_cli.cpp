@@ -126,6 +126,32 @@ TEST_CASE("a node count whose doubling overflows int stays within bounds", "[cli
   CHECK_THAT(r.out, Contains("800000 ×") || Contains("800,000"));
 }
 
+TEST_CASE("flags: a huge --global-batch is searched in bounded memory and time", "[cli][hardening]") {
+  // 2^28 made the simulator build a graph of every one of 524,288 micro-batches
+  // (1.6 GB); 2^32 cast a micro-batch divisor to int 0 and died of SIGFPE. Under
+  // a 1 GB address-space limit, each finishes within seconds.
+  for (const char* gb : {"268435456", "4294967296"}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto r = run_command(in_subshell("ulimit -v 1000000; " + ztune_bin() +
+                                           " search --cluster dgx2x16 --model gpt2-1.5b --no-db --global-batch " + gb));
+    INFO(gb << ": " << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30));
+    CHECK_THAT(r.out, Contains("more than the simulator builds (65536)"));
+  }
+  auto r = ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-db --global-batch 1099511627777");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("ztune: error: --global-batch: 1099511627777 is more than a plan holds"));
+  r = ztune("predict --cluster dgx2 --model gpt2-1.5b --global-batch 4294967296");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("ztune: error: --global-batch: 4294967296 / (micro-batch × dp = 16) is 268435456 "
+                               "accumulation steps; a plan holds at most 16777216"));
+  r = ztune("predict --cluster dgx2 --model gpt2-1.5b --global-batch 2097152 --simulate");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--simulate: plan ") && Contains("has 131072 micro-batches per step; the simulator builds "
+                                                             "at most 65536"));
+}
+
 // ---------------------------------------------------------------- files
 
 TEST_CASE("1e309 in a cluster file is exit 2 naming the file, line and field", "[cli][hardening]") {

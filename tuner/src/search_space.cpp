@@ -20,6 +20,11 @@ std::vector<int> divisors(std::int64_t n) {
 
 namespace {
 
+// A plan file's bounds (plan.cpp plan_from_json): the search only makes plans it can write.
+constexpr std::int64_t kMaxGlobalBatch = std::int64_t{1} << 40;
+constexpr std::int64_t kMaxMicroBatch = std::int64_t{1} << 20;
+constexpr std::int64_t kMaxGradAccum = std::int64_t{1} << 24;
+
 std::string str(std::int64_t v) { return std::to_string(v); }
 
 std::vector<int> device_counts(const SpaceOptions& o, int total) {
@@ -94,6 +99,9 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
   global_batch_ = o.global_batch > 0 ? o.global_batch : m.global_batch;
   if (global_batch_ <= 0)
     throw InputError("--global-batch: the model " + m.name + " has no default global_batch; give --global-batch");
+  if (global_batch_ > kMaxGlobalBatch)
+    throw InputError("--global-batch: " + str(global_batch_) + " is more than a plan holds (at most 2^40 = " +
+                     str(kMaxGlobalBatch) + " sequences)");
   if (o.max_micro_batch < 0) throw InputError("--max-micro-batch: expected > 0");
   gpu_counts_ = device_counts(o, c.total_gpus());
   precisions_ = precision_list(o, c);
@@ -147,8 +155,10 @@ void SearchSpace::classify(Layout& l) const {
   rep.dp = l.dp;
   rep.tp = l.tp;
   rep.pp = l.pp;
-  rep.global_batch = global_batch_;
-  rep.micro_batch = static_cast<int>(global_batch_ / l.dp);
+  // Only the layout's shape is judged here: one sequence per replica (the batch
+  // itself may not fit a plan's int fields: --global-batch 2^32).
+  rep.global_batch = l.dp;
+  rep.micro_batch = 1;
   rep.grad_accum = 1;
   rep.precision = precisions_.front();
   if (auto why = check_plan(rep, *model_, *cluster_)) {
@@ -200,10 +210,24 @@ std::vector<StateChoice> SearchSpace::states(const Layout& l) const {
 }
 
 std::vector<int> SearchSpace::micro_batches(const Layout& l) const {
-  std::vector<int> out;
-  for (int mb : divisors(global_batch_ / l.dp))
-    if (options_.max_micro_batch == 0 || mb <= options_.max_micro_batch) out.push_back(mb);
-  return out;
+  // A micro-batch and its accumulation steps must fit a plan: the plan file's
+  // bounds (micro_batch <= 2^20, grad_accum <= 2^24) keep both exact ints, so a
+  // per-rank batch beyond int (--global-batch 2^32: a divisor cast to int was 0,
+  // and a modulo by it SIGFPE) is safe. Divisors up to sqrt: at most 2^20 steps.
+  const std::int64_t per_rank = global_batch_ / l.dp;
+  std::vector<int> small, large;
+  auto keep = [&](std::int64_t mb, std::vector<int>& to) {
+    if (mb <= kMaxMicroBatch && per_rank / mb <= kMaxGradAccum &&
+        (options_.max_micro_batch == 0 || mb <= options_.max_micro_batch))
+      to.push_back(static_cast<int>(mb));
+  };
+  for (std::int64_t d = 1; d * d <= per_rank && d <= kMaxMicroBatch; ++d) {
+    if (per_rank % d != 0) continue;
+    keep(d, small);
+    if (d != per_rank / d) keep(per_rank / d, large);
+  }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
 }
 
 std::vector<int> SearchSpace::micro_batches_for(const Layout& l, const ScheduleChoice& s) const {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 
 #include "ztune/simulator/simulate.hpp"
 #include "ztune/tuner/objective.hpp"
@@ -22,6 +23,14 @@ void simulate_top(const Transformer& m, const Cluster& c, const HardwareProfile&
     if (o.stop != nullptr && o.stop->load()) break;
     Candidate& cand = plans[done];
     if (!cand.timed) break;  // unranked plans have no analytical time to refine
+    // Bounded work whatever the batch: a plan with more micro-batches than the
+    // simulator builds (and the plans after it) keep their analytical time.
+    if (cand.plan.grad_accum > sim::kMaxSimulatedMicrobatches) {
+      stats.note = "plan " + std::to_string(done + 1) + " has " + std::to_string(cand.plan.grad_accum) +
+                   " micro-batches per step, more than the simulator builds (" +
+                   std::to_string(sim::kMaxSimulatedMicrobatches) + ")";
+      break;
+    }
     // simulate_time(): the analytical prediction with the simulated iteration
     // time and breakdown, throughput and MFU rescaled to it.
     cand.simulated = sim::simulate_time(m, cand.plan, c, hw);
@@ -30,7 +39,7 @@ void simulate_top(const Transformer& m, const Cluster& c, const HardwareProfile&
                                      cand.plan.gpus(), tokens, o.gpu_hour_price);
   }
   stats.out = static_cast<std::int64_t>(done);
-  if (done < k) stats.note = "stopped after " + std::to_string(done) + " of " + std::to_string(k);
+  if (done < k && stats.note.empty()) stats.note = "stopped after " + std::to_string(done) + " of " + std::to_string(k);
   // The simulated plans, re-ranked by the objective on their simulated time, lead.
   std::stable_sort(plans.begin(), plans.begin() + static_cast<std::ptrdiff_t>(done),
                    [&](const Candidate& a, const Candidate& b) { return ranks_before(o.objective, a, b); });

@@ -1,6 +1,8 @@
 #pragma once
 // Simulates one iteration of a plan with the cost model's operation costs.
 // Example: auto r = ztune::sim::simulate(model, plan, cluster, default_profile_for(cluster));
+#include <cstdint>
+
 #include "ztune/model/cluster.hpp"
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/plan.hpp"
@@ -16,6 +18,12 @@ struct SimOptions {
   bool memory_samples = true;        // keep each stage's memory-over-time samples (for plots)
   bool all_stage_breakdowns = true;  // every stage's breakdown, not only the pacing stage's
 };
+
+/// The most micro-batches per step the simulator builds a graph for. Its
+/// operations grow with them (a forward and a backward per layer group each), so
+/// --global-batch 2^28 took gigabytes and minutes; 65,536 takes about 100 MiB.
+/// Beyond it simulate() throws InputError and the tuner keeps the analytical time.
+inline constexpr std::int64_t kMaxSimulatedMicrobatches = 65536;
 
 /// The plan must satisfy check_plan().
 [[nodiscard]] SimResult simulate(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
