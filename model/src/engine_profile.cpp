@@ -9,16 +9,6 @@
 
 namespace ztune {
 
-namespace {
-
-double share(ObjectReader& r, std::string_view key) {
-  const double v = r.positive(key, true);
-  if (v > 1.0) throw r.error(key, "expected a fraction in [0, 1], got " + std::to_string(v));
-  return v;
-}
-
-}  // namespace
-
 EngineProfile engine_profile_from_json(const nlohmann::json& doc, const std::string& file) {
   ObjectReader r(doc, file, "$");
   r.schema("ztune.engine/1");
@@ -42,10 +32,10 @@ EngineProfile engine_profile_from_json(const nlohmann::json& doc, const std::str
   }
   {
     auto o = r.object("overlap");
-    e.dp_overlap = share(o, "dp");
-    e.zero3_prefetch_overlap = share(o, "zero3_prefetch");
-    e.offload_overlap = share(o, "offload");
-    e.tp_overlap = share(o, "tp");
+    e.dp_overlap = o.fraction("dp", true);
+    e.zero3_prefetch_overlap = o.fraction("zero3_prefetch", true);
+    e.offload_overlap = o.fraction("offload", true);
+    e.tp_overlap = o.fraction("tp", true);
     o.finish();
   }
   e.zero3_gather = r.choice("zero3_gather", {"bucket", "module"}) == "module" ? GatherUnit::module : GatherUnit::bucket;

@@ -29,17 +29,6 @@ double HardwareProfile::gemm_efficiency_at(double flops) const {
 
 namespace {
 
-double fraction(ObjectReader& r, std::string_view key) {
-  double v = r.positive(key);
-  if (v > 1.0) throw r.error(key, "expected a fraction in (0, 1], got " + std::to_string(v));
-  return v;
-}
-double overlap(ObjectReader& r, std::string_view key) {
-  double v = r.positive(key, true);
-  if (v > 1.0) throw r.error(key, "expected a fraction in [0, 1], got " + std::to_string(v));
-  return v;
-}
-
 MeasuredFigures::Level read_measured_level(ObjectReader r) {
   MeasuredFigures::Level l;
   l.fitted = r.boolean("fitted");
@@ -85,7 +74,7 @@ nlohmann::json measured_to_json(const MeasuredFigures& m) {
 
 FabricProfile read_fabric(ObjectReader r) {
   FabricProfile f;
-  f.busbw_efficiency = fraction(r, "busbw_efficiency");
+  f.busbw_efficiency = r.fraction("busbw_efficiency");
   f.latency_s = r.positive("latency_us", true) * 1e-6;
   f.base_latency_s = r.positive("base_latency_us", true) * 1e-6;
   r.finish();
@@ -133,12 +122,12 @@ HardwareProfile profile_from_json(const nlohmann::json& doc, const std::string& 
   {
     auto g = r.object("gemm");
     p.gemm_efficiency = read_table(g, "efficiency_by_flops");
-    p.attention_gemm_factor = fraction(g, "attention_factor");
+    p.attention_gemm_factor = g.fraction("attention_factor");
     g.finish();
   }
   {
     auto mb = r.object("memory_bound");
-    p.memory_bandwidth_efficiency = fraction(mb, "bandwidth_efficiency");
+    p.memory_bandwidth_efficiency = mb.fraction("bandwidth_efficiency");
     p.kernel_launch_s = mb.positive("kernel_launch_us", true) * 1e-6;
     mb.finish();
   }
@@ -157,10 +146,10 @@ HardwareProfile profile_from_json(const nlohmann::json& doc, const std::string& 
     e.microbatch_overhead_s = fw->positive("microbatch_overhead_us", true) * 1e-6;
     e.step_overhead_s = fw->positive("step_overhead_ms", true) * 1e-3;
     fw->finish();
-    e.dp_overlap = overlap(*ov, "dp");
-    e.zero3_prefetch_overlap = overlap(*ov, "zero3_prefetch");
-    e.offload_overlap = overlap(*ov, "offload");
-    e.tp_overlap = overlap(*ov, "tp");
+    e.dp_overlap = ov->fraction("dp", true);
+    e.zero3_prefetch_overlap = ov->fraction("zero3_prefetch", true);
+    e.offload_overlap = ov->fraction("offload", true);
+    e.tp_overlap = ov->fraction("tp", true);
     ov->finish();
     p.measured_engine = e;
   }
@@ -172,8 +161,8 @@ HardwareProfile profile_from_json(const nlohmann::json& doc, const std::string& 
   }
   {
     auto io = r.object("io");
-    p.pcie_efficiency = fraction(io, "pcie_efficiency");
-    p.nvme_efficiency = fraction(io, "nvme_efficiency");
+    p.pcie_efficiency = io.fraction("pcie_efficiency");
+    p.nvme_efficiency = io.fraction("nvme_efficiency");
     io.finish();
   }
   if (auto m = r.optional_object("measured")) p.measured = read_measured(std::move(*m));

@@ -395,4 +395,12 @@ void ObjectReader::finish() const {
   }
 }
 
+double ObjectReader::fraction(std::string_view key, bool allow_zero) {
+  const double v = positive(key, allow_zero);
+  if (v > 1.0)
+    throw error(key, std::string("expected a fraction in ") + (allow_zero ? "[0, 1]" : "(0, 1]") + ", got " +
+                         std::to_string(v));
+  return v;
+}
+
 }  // namespace ztune

@@ -44,6 +44,8 @@ class ObjectReader {
   [[nodiscard]] bool has(std::string_view key) const;
   /// A number > 0 (or >= 0 when `allow_zero`).
   double positive(std::string_view key, bool allow_zero = false);
+  /// A fraction in (0, 1], or [0, 1] with allow_zero (efficiencies, overlap shares).
+  double fraction(std::string_view key, bool allow_zero = false);
   std::optional<double> optional_positive(std::string_view key, bool allow_zero = false);
   /// A number in [lo, hi] (finite: lo and hi must be).
   double number(std::string_view key, double lo, double hi);
