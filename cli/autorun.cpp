@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include "ztune/model/json_reader.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/model/profile_fit.hpp"
+#include "ztune/model/run_record.hpp"
 #include "ztune/model/time_model.hpp"
 #include "ztune/tuner/export.hpp"
 
@@ -72,24 +74,24 @@ double err(double predicted, double measured) { return measured > 0 ? 100.0 * (p
 
 // Measured beside predicted: iteration, tokens/s, peak memory per rank, and
 // time per operation type (rank 0, per step) beside the prediction's parts.
-void print_comparison(const nlohmann::json& record, const Prediction& p, const ComputeByKind& kinds, int steps) {
-  const double measured = record.at("step_time_s").get<double>();
+void print_comparison(const RunRecord& record, const Prediction& p, const ComputeByKind& kinds) {
+  const double measured = record.step_time_s;
   std::printf("\n%-28s %14s %14s %9s\n", "", "predicted", "measured", "error");
   std::printf("%-28s %13.4fs %13.4fs %+8.1f%%\n", "iteration time", p.time.iteration_s, measured,
               err(p.time.iteration_s, measured));
   std::printf("%-28s %14.0f %14.0f %+8.1f%%\n", "tokens/s", p.time.tokens_per_s,
-              record.at("tokens_per_s").get<double>(), err(p.time.tokens_per_s, record.at("tokens_per_s").get<double>()));
-  const auto& peaks = record.at("peak_memory_bytes");
+              record.tokens_per_s, err(p.time.tokens_per_s, record.tokens_per_s));
+  const auto& peaks = record.peak_memory_bytes;
   for (std::size_t r = 0; r < peaks.size(); ++r) {
-    const double m = peaks[r].get<double>();
+    const double m = peaks[r];
     std::printf("%-28s %12.2fMiB %12.2fMiB %+8.1f%%\n", ("peak memory rank " + std::to_string(r)).c_str(),
                 p.memory.gpu_total_bytes / 1048576.0, m / 1048576.0, err(p.memory.gpu_total_bytes, m));
   }
   // Per operation type: the executor times kernels by kind on rank 0, the cost
   // model predicts rank 0's compute by the same kinds; then its exposed
   // communication parts beside the measured collectives. Both per step.
-  const auto& ops = record.at("ops_rank0");
-  auto op = [&](const char* k) { return ops.contains(k) ? ops.at(k).at("time_s").get<double>() / steps : 0.0; };
+  const double steps = static_cast<double>(std::max<std::size_t>(1, record.steps.size()));
+  auto op = [&](const char* k) { return record.op_seconds_per_step(k); };
   const double compute_measured = op("gemm") + op("attention") + op("memory_bound") + op("host_adam");
   const double compute_predicted = kinds.gemm + kinds.attention + kinds.memory_bound + kinds.host_adam;
   auto row = [&](const char* name, double predicted, double observed) {
@@ -105,12 +107,10 @@ void print_comparison(const nlohmann::json& record, const Prediction& p, const C
                     TimePart::offload_stall, TimePart::overhead})
     if (p.time.part(part) > 0)
       std::printf("  %-26s %14.4f %14s\n", kTimePartNames[static_cast<std::size_t>(part)], p.time.part(part), "");
-  for (const auto& [group, by_kind] : record.at("collectives_rank0").items())
-    for (const auto& [kind, v] : by_kind.items())
-      if (kind != "ranks")
-        std::printf("  %-26s %14s %14.4f  (%lld calls, %.2f GB/s busbw, launch to completion)\n",
-                    (group + " " + kind).c_str(), "", v.at("time_s").get<double>() / steps,
-                    static_cast<long long>(v.at("count").get<double>()), v.at("busbw_gbps").get<double>());
+  for (const auto& [group, g] : record.collectives_rank0)
+    for (const auto& [kind, v] : g.collectives)
+      std::printf("  %-26s %14s %14.4f  (%lld calls, %.2f GB/s busbw, launch to completion)\n",
+                  (group + " " + kind).c_str(), "", v.time_s / steps, static_cast<long long>(v.count), v.busbw_gbps);
 }
 
 }  // namespace
@@ -168,20 +168,19 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& c, cons
     std::fprintf(stderr, "ztune: the run failed (exit %d); see the messages above\n", rc);
     return rc == kExitUsage ? kExitUsage : kExitInfeasible;
   }
-  const nlohmann::json record = read_json_file(record_path);
+  const RunRecord record = read_run_record(record_path);
   const Prediction p = predict(m, plan, c, hw);
-  const int steps = static_cast<int>(record.at("steps").size());
-  print_comparison(record, p, compute_by_kind_rank0(m, plan, c, hw), steps);
+  print_comparison(record, p, compute_by_kind_rank0(m, plan, c, hw));
 
   if (db) {
-    RunToStore r{c, m, plan, p, record, record.at("step_time_s").get<double>(), {}, "ok"};
-    const auto& peaks = record.at("peak_memory_bytes");
+    RunToStore r{c, m, plan, p, record.document, record.step_time_s, {}, "ok"};
+    const auto& peaks = record.peak_memory_bytes;
     for (std::size_t i = 0; i < peaks.size(); ++i)
-      r.measurements.push_back({"peak_memory_bytes.rank" + std::to_string(i), peaks[i].get<double>(), "bytes"});
-    r.measurements.push_back({"tokens_per_s", record.at("tokens_per_s").get<double>(), "tokens/s"});
+      r.measurements.push_back({"peak_memory_bytes.rank" + std::to_string(i), peaks[i], "bytes"});
+    r.measurements.push_back({"tokens_per_s", record.tokens_per_s, "tokens/s"});
     r.measurements.push_back({"predicted_peak_memory_bytes", p.memory.gpu_total_bytes, "bytes"});
-    for (const auto& [kind, v] : record.at("ops_rank0").items())
-      r.measurements.push_back({"op_time_s." + kind, v.at("time_s").get<double>() / steps, "s/step"});
+    for (const auto& [kind, v] : record.ops_rank0)
+      r.measurements.push_back({"op_time_s." + kind, record.op_seconds_per_step(kind), "s/step"});
     const ComputeByKind k = compute_by_kind_rank0(m, plan, c, hw);
     for (const auto& [kind, v] : {std::pair{"gemm", k.gemm}, std::pair{"attention", k.attention},
                                   std::pair{"memory_bound", k.memory_bound}, std::pair{"host_adam", k.host_adam}})
@@ -196,7 +195,7 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& c, cons
   std::vector<std::string> notes;
   std::vector<RunObservation> runs;
   if (db) runs = runs_from_db(*db, c.name, notes);
-  if (runs.empty()) runs.push_back(run_observation_from_record(record, record_path));
+  if (runs.empty()) runs.push_back(run_observation_from_record(record));
   const RunFit fit = fit_profile_to_runs(runs, c, hw);
   std::string name = c.name;
   if (!name.ends_with("-calibrated")) name += "-calibrated";

@@ -2,12 +2,13 @@
 
 #include "ztune/model/input_error.hpp"
 #include "ztune/model/json_reader.hpp"
+#include "ztune/model/run_record.hpp"
 
 namespace ztune::cli {
 
 std::vector<RunObservation> runs_from_records(const std::vector<std::string>& files) {
   std::vector<RunObservation> out;
-  for (const auto& f : files) out.push_back(run_observation_from_record(read_json_file(f), f));
+  for (const auto& f : files) out.push_back(run_observation_from_record(read_run_record(f)));
   return out;
 }
 
@@ -15,6 +16,7 @@ std::vector<RunObservation> runs_from_db(const ResultsDb& db, const std::string&
                                          std::vector<std::string>& notes, int limit) {
   std::vector<RunObservation> out;
   int unusable = 0;
+  std::string first_reason;
   for (const auto& s : db.runs(limit)) {
     if (s.status != "ok") continue;
     if (s.cluster != cluster_name && s.cluster != cluster_name + "-calibrated") continue;
@@ -24,15 +26,17 @@ std::vector<RunObservation> runs_from_db(const ResultsDb& db, const std::string&
       RunObservation o = run_observation_from_record(run->at("record"), db.path() + " run " + std::to_string(s.id));
       o.label = "run " + std::to_string(s.id);
       out.push_back(std::move(o));
-    } catch (const InputError&) {
-      // A stored record without its model (or from an older executor) cannot be
-      // predicted again: counted and left out, not guessed.
-      ++unusable;
+    } catch (const InputError& e) {
+      // A stored record the strict reader refuses (no model, an older executor,
+      // a value out of range) cannot be predicted again: counted and left out,
+      // not guessed.
+      if (++unusable == 1) first_reason = e.what();
     }
   }
   if (unusable > 0)
     notes.push_back(std::to_string(unusable) + " stored run(s) of " + cluster_name +
-                    " left out: their records do not embed the model (or are not ztune.runrecord/1)");
+                    " left out: their records are not valid ztune.runrecord/1 with an embedded model (first: " +
+                    first_reason + ")");
   return out;
 }
 

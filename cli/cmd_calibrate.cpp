@@ -107,6 +107,9 @@ int run(const CalibrateFlags& f) {
                                 (name + ".json"))
                                    .string();
   std::FILE* report = f.json ? stderr : stdout;
+  // The run records first: a bad one is refused before any microbenchmark runs.
+  std::vector<RunObservation> fit_runs = runs_from_records(f.records);
+  const std::vector<RunObservation> held = runs_from_records(f.holdout_records);
 
   // 1. Measure (or read earlier measurements).
   std::string measurements_path = f.measurements;
@@ -160,8 +163,6 @@ int run(const CalibrateFlags& f) {
 
   // 3. The measured runs: fitted ones (records and the database) and held-out ones.
   std::vector<std::string> notes = micro.notes;
-  std::vector<RunObservation> fit_runs = runs_from_records(f.records);
-  const std::vector<RunObservation> held = runs_from_records(f.holdout_records);
   std::optional<ResultsDb> db;
   if (!f.no_db) {
     try {

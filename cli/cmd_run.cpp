@@ -21,6 +21,7 @@
 #include "ztune/model/input_error.hpp"
 #include "ztune/model/json_reader.hpp"
 #include "ztune/model/prediction.hpp"
+#include "ztune/model/run_record.hpp"
 #include "ztune/tuner/results_db.hpp"
 
 namespace ztune::cli {
@@ -66,23 +67,20 @@ PlanFile resolve(const RunFlags& f) {
   return pf;
 }
 
-double peak(const nlohmann::json& rank, const char* cat) { return rank.at("by_category").at(cat).get<double>(); }
-
 // Measured peak bytes per category of rank 0 next to the predicted lines (the
 // memory model's first calibration point on the CPU backend).
-nlohmann::json memory_vs_prediction(const nlohmann::json& record, const MemoryPrediction& mp) {
-  const auto& r0 = record.at("memory").at(0);
+nlohmann::json memory_vs_prediction(const RunRecord& record, const MemoryPrediction& mp) {
   nlohmann::json out = nlohmann::json::object();
   for (const char* line : {"params", "grads", "optimizer", "activations", "zero3_gathered", "logits"}) {
     double predicted = 0;
     for (std::size_t i = 0; i < kMemLineNames.size(); ++i)
       if (std::string(kMemLineNames[i]) == line) predicted = mp.gpu[i];
-    const double measured = peak(r0, line);
+    const double measured = record.rank0_category_bytes(line);
     out[line] = {{"measured_bytes", measured},
                  {"predicted_bytes", predicted},
                  {"error", measured > 0 ? (predicted - measured) / measured : 0.0}};
   }
-  const double total = record.at("peak_memory_bytes").at(0).get<double>();
+  const double total = record.peak_memory_bytes.at(0);
   out["total"] = {{"measured_bytes", total},
                   {"predicted_bytes", mp.gpu_total_bytes},
                   {"error", total > 0 ? (mp.gpu_total_bytes - total) / total : 0.0}};
@@ -119,7 +117,7 @@ int run(const RunFlags& f) {
     std::fprintf(stderr, "ztune run: the job failed (exit %d); see the messages above\n", rc);
     return rc == kExitUsage ? kExitUsage : kExitInfeasible;
   }
-  const nlohmann::json record = read_json_file(record_path);
+  const RunRecord record = read_run_record(record_path);
 
   // The cost model's prediction for the same plan, when the plan fits the cluster.
   std::optional<Prediction> prediction;
@@ -134,10 +132,10 @@ int run(const RunFlags& f) {
     }
   }
   const std::string profile_name = hw ? hw->name : "";
-  nlohmann::json summary{{"losses", record.at("losses")},
-                         {"step_time_s", record.at("step_time_s")},
-                         {"tokens_per_s", record.at("tokens_per_s")},
-                         {"peak_memory_bytes", record.at("peak_memory_bytes")},
+  nlohmann::json summary{{"losses", record.losses},
+                         {"step_time_s", record.step_time_s},
+                         {"tokens_per_s", record.tokens_per_s},
+                         {"peak_memory_bytes", record.peak_memory_bytes},
                          {"record", record_path},
                          {"plan", pf.plan.summary()}};
   if (prediction) {
@@ -149,11 +147,11 @@ int run(const RunFlags& f) {
   if (!f.no_db) {
     try {
       auto db = ResultsDb::open(f.db.empty() ? default_db_path() : f.db);
-      RunToStore r{pf.cluster, pf.model, pf.plan, prediction, record, record.at("step_time_s").get<double>(), {}, "ok"};
-      const auto& peaks = record.at("peak_memory_bytes");
+      RunToStore r{pf.cluster, pf.model, pf.plan, prediction, record.document, record.step_time_s, {}, "ok"};
+      const auto& peaks = record.peak_memory_bytes;
       for (std::size_t i = 0; i < peaks.size(); ++i)
-        r.measurements.push_back({"peak_memory_bytes.rank" + std::to_string(i), peaks[i].get<double>(), "bytes"});
-      r.measurements.push_back({"tokens_per_s", record.at("tokens_per_s").get<double>(), "tokens/s"});
+        r.measurements.push_back({"peak_memory_bytes.rank" + std::to_string(i), peaks[i], "bytes"});
+      r.measurements.push_back({"tokens_per_s", record.tokens_per_s, "tokens/s"});
       summary["run_id"] = db.store_run(r);
     } catch (const InputError& e) {
       std::fprintf(stderr, "ztune run: warning: run not stored in the results database: %s\n", e.what());
@@ -164,17 +162,16 @@ int run(const RunFlags& f) {
     return kExitOk;
   }
   std::printf("plan %s on %d ranks: %zu steps, median step %.3f s, %.0f tokens/s\n", pf.plan.summary().c_str(), np,
-              record.at("losses").size(), record.at("step_time_s").get<double>(),
-              record.at("tokens_per_s").get<double>());
+              record.losses.size(), record.step_time_s, record.tokens_per_s);
   std::printf("losses:");
-  for (const auto& l : record.at("losses")) std::printf(" %.4f", l.get<double>());
+  for (const double l : record.losses) std::printf(" %.4f", l);
   std::printf("\npeak memory per rank (MiB):");
-  for (const auto& b : record.at("peak_memory_bytes")) std::printf(" %.1f", b.get<double>() / 1048576.0);
+  for (const double b : record.peak_memory_bytes) std::printf(" %.1f", b / 1048576.0);
   std::printf("\n");
   if (prediction) {
     // The error against the cost model, as `ztune --run` shows it (predicted − measured) / measured.
-    const double measured_s = record.at("step_time_s").get<double>();
-    const double measured_peak = record.at("peak_memory_bytes").at(0).get<double>();
+    const double measured_s = record.step_time_s;
+    const double measured_peak = record.peak_memory_bytes.at(0);
     auto err = [](double predicted, double measured) { return measured > 0 ? 100.0 * (predicted - measured) / measured : 0.0; };
     std::printf("predicted (profile %s): iteration %.4f s (%+.1f%% vs measured), peak memory rank 0 %.1f MiB "
                 "(%+.1f%%)\n",

@@ -26,37 +26,26 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-double number(const nlohmann::json& doc, const char* key, const std::string& file) {
-  if (!doc.contains(key) || !doc.at(key).is_number())
-    throw InputError(file + ": $." + key + ": expected a number, got " +
-                     (doc.contains(key) ? describe_json(doc.at(key)) : std::string("nothing (missing)")));
-  return doc.at(key).get<double>();
-}
-
 }  // namespace
 
-RunObservation run_observation_from_record(const nlohmann::json& record, const std::string& file) {
-  if (!record.is_object() || !record.contains("schema") || record.at("schema") != "ztune.runrecord/1")
-    throw InputError(file + ": $.schema: expected \"ztune.runrecord/1\" (a run record written by ztune-worker), got " +
-                     (record.is_object() && record.contains("schema") ? describe_json(record.at("schema"))
-                                                                      : std::string("nothing")));
-  if (!record.contains("plan_file"))
-    throw InputError(file + ": $.plan_file: missing (expected the plan file the run executed)");
-  const PlanFile pf = plan_file_from_json(record.at("plan_file"), file + " ($.plan_file)");
-  if (!pf.model) throw InputError(file + ": $.plan_file.model: missing; the fit needs the model that ran");
+RunObservation run_observation_from_record(const RunRecord& record) {
+  if (!(record.step_time_s > 0))
+    throw InputError(record.file + ": $.step_time_s: expected a time > 0 (a run with steps), got " +
+                     fmt("%g", record.step_time_s));
   RunObservation o;
-  o.label = std::filesystem::path(file).filename().string();
-  o.model = *pf.model;
-  o.plan = pf.plan;
-  o.measured_iteration_s = number(record, "step_time_s", file);
-  if (!(o.measured_iteration_s > 0))
-    throw InputError(file + ": $.step_time_s: expected a time > 0, got " + describe_json(record.at("step_time_s")));
-  o.measured_tokens_per_s = number(record, "tokens_per_s", file);
-  if (record.contains("peak_memory_bytes") && record.at("peak_memory_bytes").is_array())
-    for (const auto& v : record.at("peak_memory_bytes")) o.peak_memory_bytes.push_back(v.get<double>());
-  if (record.contains("ops_rank0")) o.ops = record.at("ops_rank0");
-  if (record.contains("steps") && record.at("steps").is_array()) o.steps = static_cast<int>(record.at("steps").size());
+  o.label = std::filesystem::path(record.file).filename().string();
+  o.model = *record.plan_file.model;
+  o.plan = record.plan_file.plan;
+  o.measured_iteration_s = record.step_time_s;
+  o.measured_tokens_per_s = record.tokens_per_s;
+  o.peak_memory_bytes = record.peak_memory_bytes;
+  for (const auto& [kind, op] : record.ops_rank0) o.op_seconds[kind] = op.time_s;
+  o.steps = static_cast<int>(record.steps.size());
   return o;
+}
+
+RunObservation run_observation_from_record(const nlohmann::json& record, const std::string& file) {
+  return run_observation_from_record(run_record_from_json(record, file));
 }
 
 std::vector<PredictionError> prediction_errors(const std::vector<RunObservation>& runs, const Cluster& c,
@@ -178,10 +167,9 @@ std::vector<MeasuredKinds> measured_kinds(const std::vector<RunObservation>& run
   for (const auto& run : runs) {
     MeasuredKinds k;
     auto kind = [&](const char* name) {
-      const auto it = run.ops.is_object() ? run.ops.find(name) : run.ops.end();
-      if (it == run.ops.end() || !it->is_object() || !it->contains("time_s") || !it->at("time_s").is_number())
-        return 0.0;
-      return it->at("time_s").get<double>() / std::max(1, run.steps);
+      const auto it = run.op_seconds.find(name);
+      if (it == run.op_seconds.end()) return 0.0;
+      return it->second / std::max(1, run.steps);
     };
     k.gemm = kind("gemm");
     k.attention = kind("attention");

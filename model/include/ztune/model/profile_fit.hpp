@@ -31,6 +31,7 @@
 //   ProfileFit fit = fit_profile(m, cluster, default_profile_for(cluster));
 //   RunFit runs = fit_profile_to_runs(observations, fit.cluster, fit.profile);
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,7 @@
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/op_costs.hpp"
 #include "ztune/model/plan.hpp"
+#include "ztune/model/run_record.hpp"
 #include "ztune/model/transformer.hpp"
 
 namespace ztune {
@@ -149,12 +151,14 @@ struct RunObservation {
   double measured_iteration_s = 0;      // the record's median step time
   double measured_tokens_per_s = 0;
   std::vector<double> peak_memory_bytes;  // per rank (device categories)
-  nlohmann::json ops;                   // the record's ops_rank0 (per-op-kind time), for the report
+  std::map<std::string, double> op_seconds;  // rank 0's compute time by kind over the run (ops_rank0.*.time_s)
   int steps = 0;
 };
 
-/// Reads the fields the fit needs from a run record (schema "ztune.runrecord/1",
-/// written by ztune-worker); the record must embed its model.
+/// The fields the fit needs from a run record (run_record.hpp). Its median step
+/// time must be > 0 (a record without steps measured nothing).
+RunObservation run_observation_from_record(const RunRecord& record);
+/// run_record_from_json(record, file), then the above: the one strict reader.
 RunObservation run_observation_from_record(const nlohmann::json& record, const std::string& file);
 
 struct PredictionError {
