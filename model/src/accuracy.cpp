@@ -173,7 +173,8 @@ std::vector<CellSummary> cell_summaries(const ValidationReport& r, const nlohman
     CellSummary s;
     s.family = family;
     s.engine = engine;
-    auto keep = [&](const ValidationCase& c) { return gpu_family(c.gpu) == family && c.engine == engine; };
+    // Captures s's copies: clang before 16 cannot capture structured bindings.
+    auto keep = [&s](const ValidationCase& c) { return gpu_family(c.gpu) == s.family && c.engine == s.engine; };
     balanced(
         r, keep,
         [](const ValidationCase& c, double& abs_e, double& opt) {
