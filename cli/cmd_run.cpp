@@ -4,6 +4,10 @@
 // results database through the tuner's API (the executor never opens it).
 #include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -43,7 +47,77 @@ struct RunFlags {
   bool no_db = false;
   std::string profile;
   std::string nvme_dir;
+  bool keep = false;              // keep the ztune-run-* temporary directory
+  int checkpoint_every = 0;       // ztune-worker --checkpoint-every
+  std::string checkpoint_dir;     // default: the temporary directory
+  std::string resume;             // a checkpoint directory to continue from
 };
+
+// The run's temporary directory (plan file, default record and checkpoints):
+// removed when the run ends, however it ends, unless --keep.
+class TempDir {
+ public:
+  explicit TempDir(bool keep) : keep_(keep) {
+    // $TMPDIR (else /tmp), as the worker and mpirun place their files.
+    std::error_code ec;
+    const std::string base = std::filesystem::temp_directory_path(ec).string();
+    std::string tmpl = (ec ? std::string("/tmp") : base) + "/ztune-run-XXXXXX";
+    if (mkdtemp(tmpl.data()) == nullptr)
+      throw InputError("cannot create a temporary directory " + tmpl + ": " + std::strerror(errno));
+    path_ = tmpl;
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    if (keep_) return;
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  [[nodiscard]] const std::string& path() const { return path_; }
+  [[nodiscard]] bool kept() const { return keep_; }
+
+ private:
+  std::string path_;
+  bool keep_;
+};
+
+// The directory a file will be written into must exist and be writable; a
+// --record that fails only after training loses the run.
+void check_writable_file(const std::string& flag, const std::string& file) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(file, ec)) throw InputError(flag + " " + file + ": is a directory, expected a file name");
+  fs::path parent = fs::path(file).parent_path();
+  if (parent.empty()) parent = ".";
+  if (!fs::is_directory(parent, ec))
+    throw InputError(flag + " " + file + ": directory " + parent.string() + " does not exist");
+  if (::access(parent.c_str(), W_OK) != 0)
+    throw InputError(flag + " " + file + ": directory " + parent.string() + " is not writable");
+}
+
+void check_writable_dir(const std::string& flag, const std::string& dir, bool must_exist) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(dir, ec) || must_exist) {
+    if (!fs::is_directory(dir, ec)) throw InputError(flag + " " + dir + ": no such directory");
+    if (::access(dir.c_str(), W_OK) != 0) throw InputError(flag + " " + dir + ": directory is not writable");
+    return;
+  }
+  fs::path parent = fs::path(dir).parent_path();
+  if (parent.empty()) parent = ".";
+  if (!fs::is_directory(parent, ec) || ::access(parent.c_str(), W_OK) != 0)
+    throw InputError(flag + " " + dir + ": cannot be created (" + parent.string() +
+                     " is not a writable directory)");
+}
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    default: return "a signal";
+  }
+}
 
 // The plan file to run: the positional file, or one built from the flags.
 PlanFile resolve(const RunFlags& f) {
@@ -90,8 +164,29 @@ nlohmann::json memory_vs_prediction(const RunRecord& record, const MemoryPredict
 int run(const RunFlags& f) {
   PlanFile pf = resolve(f);
   const int np = f.np > 0 ? f.np : pf.plan.gpus();
-  namespace fs = std::filesystem;
-  char tmpl[] = "/tmp/ztune-run-XXXXXX";
+  // What the worker will read back is checked here, so that a refusal names the
+  // plan or the flag, not a temporary file (an overridden --seq, --nodes).
+  const std::string plan_name = f.plan_json.empty() ? std::string("the plan") : f.plan_json;
+  try {
+    (void)plan_file_from_json(plan_file_to_json(pf), plan_name);
+  } catch (const InputError& e) {
+    throw InputError(std::string(e.what()) + " (the plan file ztune-worker would run)");
+  }
+  // Where the run writes, checked before it starts.
+  if (!f.record.empty()) check_writable_file("--record", f.record);
+  if (!f.resume.empty() && !f.checkpoint_dir.empty() && f.resume != f.checkpoint_dir)
+    throw InputError("--resume " + f.resume + ": continues in its own directory; --checkpoint-dir " +
+                     f.checkpoint_dir + " differs (give one of them)");
+  if (!f.resume.empty()) {
+    check_writable_dir("--resume", f.resume, true);
+    if (!std::filesystem::exists(std::filesystem::path(f.resume) / "latest"))
+      throw InputError("--resume " + f.resume + ": no committed checkpoint in it (expected " + f.resume +
+                       "/latest, written by --checkpoint-every)");
+  }
+  if (!f.checkpoint_dir.empty()) check_writable_dir("--checkpoint-dir", f.checkpoint_dir, false);
+  if (f.checkpoint_every > 0 && f.checkpoint_dir.empty() && f.resume.empty() && !f.keep)
+    throw InputError("--checkpoint-every: the checkpoints would go to the temporary directory, which is removed "
+                     "after the run; give --checkpoint-dir DIR (or --keep)");
   // The profile of the prediction shown beside the measurement, read before the
   // job so that a bad --profile costs no run: the one the user names (a
   // calibrated one carries its measured figures, applied to the cluster as
@@ -103,21 +198,36 @@ int run(const RunFlags& f) {
   // (the worker would refuse it too, from every rank, amid mpirun's noise).
   const ExecBackend backend = pf.cluster ? executor_backend_for(*pf.cluster) : ExecBackend::cpu;
   if (auto why = unsupported_reason(pf.plan, *pf.model, np, backend))
-    throw InputError((f.plan_json.empty() ? std::string("the plan") : f.plan_json) + ": " + *why);
-  if (mkdtemp(tmpl) == nullptr) throw InputError("cannot create a temporary directory in /tmp");
-  const std::string dir = tmpl;
+    throw InputError(plan_name + ": " + *why);
+  const TempDir tmp(f.keep);
+  const std::string& dir = tmp.path();
   const std::string plan_path = dir + "/plan.json";
-  std::ofstream(plan_path) << plan_file_to_json(pf).dump(2) << "\n";
+  {
+    std::ofstream out(plan_path);
+    out << plan_file_to_json(pf).dump(2) << "\n";
+    if (!out.flush()) throw InputError(plan_path + ": cannot write the plan file");
+  }
   const std::string record_path = f.record.empty() ? dir + "/record.json" : f.record;
-  WorkerJob job{plan_path, record_path, dir + "/checkpoints",
+  const std::string checkpoint_dir = !f.resume.empty()           ? f.resume
+                                     : !f.checkpoint_dir.empty() ? f.checkpoint_dir
+                                                                 : dir + "/checkpoints";
+  WorkerJob job{plan_path, record_path, checkpoint_dir,
                 to_string(backend), f.steps, f.threads, f.data,
-                f.nvme_dir, static_cast<std::uint64_t>(f.seed)};
-  const int rc = run_process(launch_command(np, f.hosts, worker_args(job)), f.json);
+                f.nvme_dir, static_cast<std::uint64_t>(f.seed), f.checkpoint_every, !f.resume.empty()};
+  int interrupted = 0;
+  const int rc = run_process(launch_command(np, f.hosts, worker_args(job)), f.json, &interrupted);
+  if (interrupted != 0) {
+    std::fprintf(stderr, "ztune run: interrupted (%s): the job was stopped and its processes ended%s\n",
+                 signal_name(interrupted),
+                 f.checkpoint_every > 0 ? ("; continue with --resume " + checkpoint_dir).c_str() : "");
+    return 128 + interrupted;
+  }
   if (rc != 0) {
     std::fprintf(stderr, "ztune run: the job failed (exit %d); see the messages above\n", rc);
     return rc == kExitUsage ? kExitUsage : kExitInfeasible;
   }
   const RunRecord record = read_run_record(record_path);
+  const bool record_kept = !f.record.empty() || tmp.kept();
 
   // The cost model's prediction for the same plan, when the plan fits the cluster.
   std::optional<Prediction> prediction;
@@ -136,7 +246,7 @@ int run(const RunFlags& f) {
                          {"step_time_s", record.step_time_s},
                          {"tokens_per_s", record.tokens_per_s},
                          {"peak_memory_bytes", record.peak_memory_bytes},
-                         {"record", record_path},
+                         {"record", record_kept ? nlohmann::json(record_path) : nlohmann::json(nullptr)},
                          {"plan", pf.plan.summary()}};
   if (prediction) {
     summary["predicted_iteration_s"] = prediction->time.iteration_s;
@@ -178,8 +288,12 @@ int run(const RunFlags& f) {
                 profile_name.c_str(), prediction->time.iteration_s, err(prediction->time.iteration_s, measured_s),
                 prediction->memory.gpu_total_bytes / 1048576.0, err(prediction->memory.gpu_total_bytes, measured_peak));
   }
-  std::printf("run record: %s%s\n", record_path.c_str(),
-              summary["run_id"].is_null() ? "" : (", stored as run " + summary["run_id"].dump()).c_str());
+  const std::string stored = summary["run_id"].is_null() ? "" : "stored as run " + summary["run_id"].dump();
+  if (record_kept)
+    std::printf("run record: %s%s\n", record_path.c_str(), stored.empty() ? "" : (", " + stored).c_str());
+  else
+    std::printf("run record: %s (not kept on disk: pass --record FILE or --keep)\n",
+                stored.empty() ? "not stored" : stored.c_str());
   return kExitOk;
 }
 
@@ -196,7 +310,7 @@ Command add_run(CLI::App& root) {
   app->add_option("--steps", f->steps, "Optimizer steps")->check(Positive);
   app->add_option("--seed", f->seed, "Initialisation seed");
   app->add_option("--data", f->data, "uint16 token file (e.g. data/corpus/kjv.train.bin) or \"synthetic\"");
-  app->add_option("--record", f->record, "Where to keep the run record (default: a temporary directory)");
+  app->add_option("--record", f->record, "Where to keep the run record (default: the temporary directory, removed after the run)");
   app->add_option("--threads", f->threads, "Compute threads per rank")->check(ThreadCount);
   app->add_option("--db", f->db, "Results database (default: ~/.local/share/ztune/results.db)");
   app->add_flag("--no-db", f->no_db, "Do not store the run in the results database");
@@ -206,6 +320,17 @@ Command add_run(CLI::App& root) {
   app->add_option("--profile", f->profile,
                   "Hardware profile of the prediction shown beside the measurement: a file, or a name in "
                   "~/.local/share/ztune/profiles/ or data/profiles/ (default: data/profiles/<gpu>.json)");
+  app->add_option("--checkpoint-every", f->checkpoint_every,
+                  "Write a sharded checkpoint every N steps (into --checkpoint-dir, or --resume's directory)")
+      ->check(Positive);
+  app->add_option("--checkpoint-dir", f->checkpoint_dir,
+                  "Directory of the checkpoints (default: the temporary directory, removed after the run)");
+  app->add_option("--resume", f->resume,
+                  "Continue from the latest checkpoint in DIR (same plan, ranks and seed; bit-identical to an "
+                  "uninterrupted run), writing further checkpoints there");
+  app->add_flag("--keep", f->keep,
+                "Keep the temporary directory ($TMPDIR/ztune-run-*: plan file, record, checkpoints); removed by "
+                "default, also when the run fails or is interrupted");
   app->add_flag("--json", f->json, "Print the summary as JSON (losses, step_time_s, peak_memory_bytes, ...)");
   return {app, [f] { return run(*f); }};
 }

@@ -30,7 +30,9 @@ void InputFlags::add_to(CLI::App& app, bool required) {
   // The cluster file's own bound (ztune.cluster/1 "nodes"), so that nodes × GPUs fits an int.
   app.add_option("--nodes", nodes, "Override the cluster's node count")
       ->check(integer_in(1, kMaxClusterNodes, "a node count"));
-  app.add_option("--seq", seq, "Override the model's sequence length")->check(Positive);
+  // A model file's own bound on seq_len (ztune.model/1).
+  app.add_option("--seq", seq, "Override the model's sequence length")
+      ->check(integer_in(1, 1 << 24, "a sequence length"));
 }
 
 Cluster InputFlags::load_cluster_or_throw() const {

@@ -1,11 +1,17 @@
 #include "run_launch.hpp"
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 extern char** environ;
 
@@ -32,6 +38,8 @@ std::vector<std::string> worker_args(const WorkerJob& job) {
                              "--backend",     job.backend};
   if (job.seed) a.insert(a.end(), {"--seed", std::to_string(*job.seed)});
   if (!job.nvme_dir.empty()) a.insert(a.end(), {"--nvme-dir", job.nvme_dir});
+  if (job.checkpoint_every > 0) a.insert(a.end(), {"--checkpoint-every", std::to_string(job.checkpoint_every)});
+  if (job.resume) a.emplace_back("--resume");
   return a;
 }
 
@@ -67,19 +75,133 @@ std::vector<std::string> launch_command(int np, const std::string& hosts, const 
   return cmd;
 }
 
-int run_process(const std::vector<std::string>& argv, bool stdout_to_stderr) {
+namespace {
+
+// The launcher being waited for and the first signal ztune received meanwhile.
+// Signal handlers can only reach these through statics (async-signal-safe state).
+volatile sig_atomic_t g_child = 0;
+volatile sig_atomic_t g_signal = 0;
+
+extern "C" void forward_signal(int sig) {
+  // A second interrupt does not wait for the job to wind down.
+  const bool again = g_signal != 0;
+  if (!again) g_signal = sig;
+  if (g_child > 0) ::kill(static_cast<pid_t>(g_child), again ? SIGKILL : sig);
+}
+
+// The processes of session `sid` other than its leader (the launcher's ranks,
+// which Open MPI puts in process groups of their own, but which stay in the
+// launcher's session even when orphaned). Zombies are gone already.
+std::vector<pid_t> session_members(pid_t sid) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    const auto close = stat.rfind(')');  // the command name may hold spaces and parentheses
+    if (close == std::string::npos) continue;
+    std::istringstream fields(stat.substr(close + 1));
+    char state = 0;
+    long ppid = 0, pgrp = 0, session = 0;
+    if (!(fields >> state >> ppid >> pgrp >> session)) continue;
+    const auto pid = static_cast<pid_t>(std::stol(name));
+    if (session == sid && pid != sid && state != 'Z' && state != 'X') out.push_back(pid);
+  }
+  return out;
+}
+
+// Kills what is left of session `sid` and waits (up to about 5 s) until it is gone.
+void kill_session(pid_t sid) {
+  for (int i = 0; i < 250; ++i) {
+    const auto left = session_members(sid);
+    if (left.empty()) return;
+    for (pid_t p : left) ::kill(p, SIGKILL);
+    ::usleep(20'000);
+  }
+}
+
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
+
+int run_process(const std::vector<std::string>& argv, bool stdout_to_stderr, int* interrupted) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   if (stdout_to_stderr) posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
+  // The ranks read no input (and mpirun would otherwise forward the terminal's).
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  // A session of its own: every rank the launcher starts stays findable by its
+  // session id, even after the launcher is gone (kill -9 of mpirun).
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+
+  // SIGINT, SIGTERM and SIGHUP to ztune go to the job while it runs (without
+  // SA_RESTART, so that the wait below wakes up).
+  g_signal = 0;
+  g_child = 0;
+  struct sigaction forward {}, old_int {}, old_term {}, old_hup {};
+  forward.sa_handler = forward_signal;
+  sigemptyset(&forward.sa_mask);
+  ::sigaction(SIGINT, &forward, &old_int);
+  ::sigaction(SIGTERM, &forward, &old_term);
+  ::sigaction(SIGHUP, &forward, &old_hup);
+  auto restore = [&] {
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGTERM, &old_term, nullptr);
+    ::sigaction(SIGHUP, &old_hup, nullptr);
+    g_child = 0;
+  };
+
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  const int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return 127;
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    restore();
+    return 127;
+  }
+  g_child = pid;
+  if (g_signal != 0) ::kill(pid, g_signal);  // arrived between the handler and the spawn
+
+  // Wait for the launcher to end without reaping it (WNOWAIT), so that its pid,
+  // and with it the session id, cannot be reused while its ranks are swept.
+  bool forwarded_to_ranks = false;
+  Clock::time_point deadline{};
+  for (;;) {
+    siginfo_t info{};
+    const int flags = WEXITED | WNOWAIT | (g_signal != 0 ? WNOHANG : 0);
+    const int w = ::waitid(P_PID, static_cast<id_t>(pid), &info, flags);
+    if (w == 0 && info.si_pid == pid) break;
+    if (w < 0 && errno != EINTR) break;
+    if (g_signal == 0) continue;
+    // Interrupted: the launcher has the signal; the ranks get it too, and
+    // whatever still runs after a grace period is killed.
+    if (!forwarded_to_ranks) {
+      forwarded_to_ranks = true;
+      for (pid_t p : session_members(pid)) ::kill(p, g_signal);
+      deadline = Clock::now() + std::chrono::seconds(5);
+    } else if (Clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      for (pid_t p : session_members(pid)) ::kill(p, SIGKILL);
+    }
+    ::usleep(20'000);
+  }
+  kill_session(pid);  // ranks orphaned by a launcher that died (or was killed) before them
   int status = 0;
-  if (waitpid(pid, &status, 0) < 0) return 127;
+  pid_t reaped = -1;
+  while ((reaped = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
+  }
+  const int sig = g_signal;
+  restore();
+  if (reaped != pid) return 127;
+  if (interrupted != nullptr) *interrupted = sig;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }

@@ -22,13 +22,21 @@ struct WorkerJob {
   std::string data = "synthetic";
   std::string nvme_dir;         // empty: the worker's default
   std::optional<std::uint64_t> seed;
+  int checkpoint_every = 0;     // ztune-worker --checkpoint-every (0: none)
+  bool resume = false;          // ztune-worker --resume: from checkpoint_dir's latest checkpoint
 };
 /// ztune-worker's argument list for `job` (worker path first).
 std::vector<std::string> worker_args(const WorkerJob& job);
 /// The launcher command line for `np` ranks of `worker_args` (worker path first).
 std::vector<std::string> launch_command(int np, const std::string& hosts, const std::vector<std::string>& worker_args);
-/// Runs argv (no shell); the child's stdout goes to our stderr when `stdout_to_stderr`.
-/// Returns the exit status (128 + signal when killed).
-int run_process(const std::vector<std::string>& argv, bool stdout_to_stderr);
+/// Runs argv (no shell) in a session of its own, stdin from /dev/null; the child's
+/// stdout goes to our stderr when `stdout_to_stderr`. While it runs, SIGINT,
+/// SIGTERM and SIGHUP to ztune are forwarded to it and to every process of its
+/// session (the ranks), and what still runs 5 s later is killed; a second signal
+/// kills at once. When the launcher ends, any rank left in its session (after a
+/// kill -9 of mpirun) is killed before this returns. Returns the exit status
+/// (128 + signal when killed); `interrupted`, when given, gets the signal ztune
+/// received (0: none).
+int run_process(const std::vector<std::string>& argv, bool stdout_to_stderr, int* interrupted = nullptr);
 
 }  // namespace ztune::cli

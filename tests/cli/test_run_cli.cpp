@@ -1,0 +1,236 @@
+// `ztune run` end to end on the tiny model with CPU ranks (issue 20, part 5):
+// SIGTERM stops the whole job — no rank survives ztune — and its temporary
+// directory goes with it; --checkpoint-every and --resume reproduce the losses
+// of the uninterrupted run bit for bit (the single run is the oracle); where the
+// run writes and what the worker would refuse are checked before mpirun starts.
+// Needs mpirun: without it the executable exits 77 (skipped).
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "run_command.hpp"
+
+extern char** environ;
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+fs::path scratch() {
+  const fs::path dir = fs::temp_directory_path() / ("ztune-test-run-cli-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The tiny model on 2 CPU ranks (data parallel), one thread each.
+const std::string kPlan = "--model tiny --dp 2 --micro-batch 2 --global-batch 4 --no-db";
+
+CommandResult ztune(const std::string& args) { return run_command(ztune_bin() + " run " + kPlan + " " + args); }
+
+std::vector<double> losses_of(const fs::path& record) {
+  return nlohmann::json::parse(slurp(record)).at("losses").get<std::vector<double>>();
+}
+
+// Live (not zombie) processes whose command line contains `needle`, each with its arguments.
+std::vector<std::vector<std::string>> live_processes_with(const std::string& needle) {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string pid = e.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos || pid == std::to_string(::getpid())) continue;
+    const std::string stat = slurp(e.path() / "stat");
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] == 'Z') continue;
+    const std::string cmdline = slurp(e.path() / "cmdline");
+    if (cmdline.find(needle) == std::string::npos) continue;
+    std::vector<std::string> args;
+    std::stringstream ss(cmdline);
+    for (std::string a; std::getline(ss, a, '\0');) args.push_back(a);
+    out.push_back(args);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("ztune run: SIGTERM stops every rank and removes the temporary directory", "[cli][run]") {
+  const fs::path record = scratch() / "sigterm-record.json";  // unique: it marks this job's ranks
+  const fs::path ckpt = scratch() / "sigterm-ckpt";
+  const fs::path out = scratch() / "sigterm.out", err = scratch() / "sigterm.err";
+  std::string cmd = std::string(ZTUNE_BIN) + " run " + kPlan + " --steps 100000 --checkpoint-every 2 --checkpoint-dir " +
+                    ckpt.string() + " --record " + record.string();
+  std::vector<std::string> argv{"/bin/sh", "-c", "exec " + cmd};
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, "/bin/sh", &fa, nullptr, args.data(), environ) == 0);
+  posix_spawn_file_actions_destroy(&fa);
+
+  // Training: both ranks up and a checkpoint committed.
+  std::vector<std::vector<std::string>> ranks;
+  const auto start = Clock::now();
+  while (Clock::now() - start < std::chrono::seconds(120)) {
+    ranks = live_processes_with(record.string());
+    ranks.erase(std::remove_if(ranks.begin(), ranks.end(),
+                               [](const auto& a) { return a.empty() || a[0].find("ztune-worker") == std::string::npos; }),
+                ranks.end());
+    if (ranks.size() == 2 && fs::exists(ckpt / "latest")) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  INFO("stderr: " << slurp(err));
+  REQUIRE(ranks.size() == 2);
+  REQUIRE(fs::exists(ckpt / "latest"));
+  // The worker's plan file lives in ztune's temporary directory.
+  REQUIRE(ranks[0].size() > 1);
+  const fs::path temp_dir = fs::path(ranks[0][1]).parent_path();
+  CHECK(temp_dir.filename().string().rfind("ztune-run-", 0) == 0);
+  CHECK(fs::exists(temp_dir));
+
+  REQUIRE(::kill(pid, SIGTERM) == 0);
+  int status = 0;
+  const auto killed = Clock::now();
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (Clock::now() - killed > std::chrono::seconds(30)) {
+      ::kill(pid, SIGKILL);
+      FAIL("ztune run did not end within 30 s of SIGTERM");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // ztune has exited: nothing of its job may still run.
+  CHECK(live_processes_with(record.string()).empty());
+  CHECK_FALSE(fs::exists(temp_dir));
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 128 + SIGTERM);
+  const std::string e = slurp(err);
+  CHECK_THAT(e, Contains("ztune run: interrupted (SIGTERM)"));
+  CHECK_THAT(e, Contains("--resume " + ckpt.string()));
+  CHECK(fs::exists(ckpt / "latest"));  // the user's checkpoints stay
+}
+
+TEST_CASE("ztune run: --checkpoint-every then --resume gives the uninterrupted run's losses bit for bit",
+          "[cli][run]") {
+  const fs::path whole = scratch() / "whole.json", first = scratch() / "first.json", rest = scratch() / "rest.json";
+  const fs::path ckpt = scratch() / "resume-ckpt";
+  const auto a = ztune("--steps 6 --record " + whole.string());
+  INFO(a.err);
+  REQUIRE(a.exit_code == 0);
+  const auto b = ztune("--steps 6 --checkpoint-every 4 --checkpoint-dir " + ckpt.string() + " --record " +
+                       first.string());
+  INFO(b.err);
+  REQUIRE(b.exit_code == 0);
+  REQUIRE(fs::exists(ckpt / "step_00000004"));
+  const auto c = ztune("--steps 6 --resume " + ckpt.string() + " --record " + rest.string());
+  INFO(c.err);
+  REQUIRE(c.exit_code == 0);
+  CHECK_THAT(c.err, Contains("resumed after step 4"));
+
+  const std::vector<double> reference = losses_of(whole);
+  REQUIRE(reference.size() == 6);
+  CHECK(losses_of(first) == reference);  // writing checkpoints changes nothing
+  const std::vector<double> resumed = losses_of(rest);
+  REQUIRE(resumed.size() == 2);
+  CHECK(resumed[0] == reference[4]);  // exact: == on doubles, not Approx
+  CHECK(resumed[1] == reference[5]);
+}
+
+TEST_CASE("ztune run: bad places and plans are refused before mpirun, naming the flag", "[cli][run]") {
+  auto before_launch = [](const CommandResult& r, const std::string& message) {
+    INFO("stdout: " << r.out << "\nstderr: " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains("ztune: error: " + message));
+    CHECK_THAT(r.err + r.out, !Contains("mpirun") && !Contains("ztune-worker") && !Contains("/tmp/ztune-run-"));
+  };
+  before_launch(ztune("--steps 1 --record /nonexistent-dir/r.json"),
+                "--record /nonexistent-dir/r.json: directory /nonexistent-dir does not exist");
+  before_launch(ztune("--steps 1 --record " + scratch().string()), "--record " + scratch().string() + ": is a directory");
+  before_launch(ztune("--steps 1 --seq 2147483647"), "--seq: expected a sequence length from 1 to 16777216");
+  before_launch(ztune("--steps 1 --tp 3"), "--tp: 3 does not divide the model's 4 heads");
+  before_launch(ztune("--steps 1 --resume " + (scratch() / "no-such").string()),
+                "--resume " + (scratch() / "no-such").string() + ": no such directory");
+  fs::create_directories(scratch() / "empty-ckpt");
+  before_launch(ztune("--steps 1 --resume " + (scratch() / "empty-ckpt").string()),
+                "--resume " + (scratch() / "empty-ckpt").string() + ": no committed checkpoint in it");
+  before_launch(ztune("--steps 1 --checkpoint-every 1"), "--checkpoint-every: the checkpoints would go to the temporary");
+  if (::geteuid() != 0) {  // root writes anywhere
+    const fs::path ro = scratch() / "read-only";
+    fs::create_directories(ro);
+    ::chmod(ro.c_str(), 0555);
+    before_launch(ztune("--steps 1 --record " + (ro / "r.json").string()), "is not writable");
+  }
+}
+
+TEST_CASE("ztune run: the temporary directory is removed unless --keep", "[cli][run]") {
+  // A private TMPDIR, so that other runs on the machine do not count.
+  const fs::path tmp = scratch() / "tmp";
+  fs::create_directories(tmp);
+  auto temp_dirs = [&] {
+    std::vector<fs::path> d;
+    for (const auto& e : fs::directory_iterator(tmp)) d.push_back(e.path());
+    return d;
+  };
+  const std::string env = "TMPDIR=" + tmp.string() + " ";
+  const auto r = run_command(env + ztune_bin() + " run " + kPlan + " --steps 1 --json");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto s = nlohmann::json::parse(r.out);
+  CHECK(s.at("record").is_null());  // the record was in the directory that is gone
+  CHECK(s.at("losses").size() == 1);
+  CHECK(temp_dirs().empty());
+
+  const auto failed = run_command(env + ztune_bin() + " run " + kPlan + " --steps 1 --data /dev/null");
+  CHECK(failed.exit_code == 2);  // the worker refuses the data: the job fails, the directory goes anyway
+  CHECK(temp_dirs().empty());
+
+  const auto k = run_command(env + ztune_bin() + " run " + kPlan + " --steps 1 --json --keep");
+  INFO(k.err);
+  REQUIRE(k.exit_code == 0);
+  const fs::path kept = nlohmann::json::parse(k.out).at("record").get<std::string>();
+  CHECK(kept.parent_path().parent_path() == tmp);
+  CHECK(kept.parent_path().filename().string().rfind("ztune-run-", 0) == 0);
+  CHECK(fs::exists(kept));
+  CHECK(fs::exists(kept.parent_path() / "plan.json"));
+  CHECK(temp_dirs().size() == 1);
+}
+
+int main(int argc, char** argv) {
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) {
+    std::printf("skipped: mpirun is not on PATH (ztune run launches its ranks with it)\n");
+    return 77;
+  }
+  const int rc = Catch::Session().run(argc, argv);
+  std::error_code ec;
+  fs::remove_all(scratch(), ec);
+  return rc;
+}
