@@ -1,8 +1,11 @@
 // ztune search (the default command): search the plan space of a model on a
 // cluster, rank it, print the best plans, store the search in the results
 // database, and write the best plan with --out.
+#include <unistd.h>
+
 #include <fstream>
 #include <algorithm>
+#include <filesystem>
 #include <cstdint>
 #include <iostream>
 #include <limits>
@@ -134,6 +137,16 @@ void write_plan_file(const std::string& path, const Candidate& best, const Trans
   if (!out) throw InputError("--out " + path + ": write failed");
 }
 
+// A database file this process cannot write (chmod 444, or a read-only
+// directory, which its -wal and -shm files need): no reason to lose the search.
+bool read_only_database(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return false;
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  return ::access(path.c_str(), W_OK) != 0 || ::access(dir.c_str(), W_OK) != 0;
+}
+
 int run_search_command(const SearchFlags& f) {
   const Cluster catalog_cluster = f.input.load_cluster_or_throw();
   const Transformer model = f.input.load_model_or_throw();
@@ -143,8 +156,18 @@ int run_search_command(const SearchFlags& f) {
   if (f.objective == "cost" && f.gpu_hour_price <= 0)
     std::cerr << "ztune: note: no --gpu-hour-price; cost is ranked and shown in GPU-hours\n";
   // Open the database first: a broken file is reported before any work is done.
+  // One this process may not write is said after the result is out (below).
   std::optional<ResultsDb> db;
-  if (!f.no_db) db = ResultsDb::open(f.db.empty() ? default_db_path() : f.db);
+  std::string store_error;
+  if (!f.no_db) {
+    const std::string path = f.db.empty() ? default_db_path() : f.db;
+    try {
+      db = ResultsDb::open(path);
+    } catch (const InputError& e) {
+      if (!read_only_database(path)) throw;
+      store_error = e.what();
+    }
+  }
 
   SearchOptions o = to_options(f);
   if (auto why = engine_model_violation(model, o.space.engine))
@@ -157,7 +180,6 @@ int run_search_command(const SearchFlags& f) {
     r = run_search(model, cluster, hw, o, [&bar](const SearchProgress& p) { bar.update(p); });
   }
   std::optional<std::int64_t> search_id;
-  if (db) search_id = db->store_search({cluster, model, &hw, options_json(f, o), r});
 
   const bool nothing = r.plans.empty() || (o.prune_enabled && r.feasible == 0);
   std::vector<FitHint> hints;
@@ -198,14 +220,38 @@ int run_search_command(const SearchFlags& f) {
       for (const auto& [flag, added] : plans_added_by_options(model, cluster, o.space))
         std::cout << "  " << flag << " added " << added << " plans to the space of " << r.space << "\n";
     }
-    if (search_id) std::cout << "Stored as search " << *search_id << " in " << db->path() << " (ztune history show "
-                             << *search_id << ").\n";
+  }
+  // The result is printed and --out written before the search is stored, so
+  // that a database that refuses it (a read-only file or directory) loses
+  // neither: the refusal is said, and the exit is 2.
+  auto store = [&]() -> int {
+    if (db && store_error.empty()) {
+      try {
+        search_id = db->store_search({cluster, model, &hw, options_json(f, o), r});
+      } catch (const InputError& e) {
+        store_error = e.what();
+      }
+    }
+    if (!store_error.empty()) {
+      std::cout << std::flush;
+      std::cerr << "ztune: error: the search was not stored in the results database: " << store_error
+                << (nothing || f.out.empty() ? std::string() : "; the best plan is in " + f.out) << "\n";
+      return kExitUsage;
+    }
+    if (search_id && !f.json)
+      std::cout << "Stored as search " << *search_id << " in " << db->path() << " (ztune history show " << *search_id
+                << ").\n";
+    return kExitOk;
+  };
+  if (nothing) {
+    if (const int rc = store(); rc != kExitOk) return rc;
   }
   if (nothing) return kExitInfeasible;
   if (!f.out.empty()) {
     write_plan_file(f.out, r.plans.front(), model, cluster);
     if (!f.json) std::cout << "Wrote the best plan to " << f.out << ".\n";
   }
+  if (const int rc = store(); rc != kExitOk) return rc;
   if (f.run || f.autorun.dry_run) {
     std::cout << std::flush;
     AutorunOptions ro = f.autorun;

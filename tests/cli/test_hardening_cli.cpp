@@ -344,3 +344,79 @@ TEST_CASE("history show of a row with malformed or misshapen JSON is exit 2 nami
   CHECK_THAT(r.err, StartsWith("ztune: error: " + db + ": search 1: the stored search has an unexpected shape"));
   CHECK(r.out.empty());
 }
+
+// ---------------------------------------------------------------- a database that refuses the store
+
+namespace {
+
+/// The search's printed plan table, its --out file and the refusal, as issue 20
+/// asks: the output is out before the store, and the exit is non-zero.
+void require_output_kept(const CommandResult& r, const std::string& plan, const std::string& db) {
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.out, Contains("Best plan: ") && Contains("Wrote the best plan to " + plan));
+  CHECK_THAT(r.out, !Contains("Stored as search"));
+  CHECK_THAT(r.err, StartsWith("ztune: error: the search was not stored in the results database: " + db));
+  CHECK_THAT(r.err, Contains("the best plan is in " + plan));
+  const auto doc = nlohmann::json::parse(read_file(plan));
+  CHECK(doc.at("schema") == "ztune.planfile/1");
+}
+
+}  // namespace
+
+TEST_CASE("a database that refuses the store keeps the printed result and --out", "[cli][hardening]") {
+  const std::string db = (scratch() / "refusing.db").string();
+  fs::remove(db);
+  const std::string search = "search --cluster dgx2x16 --model gpt2-1.5b --no-simulate --top 1 ";
+  REQUIRE(ztune(search + "--db '" + db + "'").exit_code == 0);
+  // Any writer is refused, root included (a permission bit is not, for root).
+  exec_sql(db, "CREATE TRIGGER refuse BEFORE INSERT ON searches BEGIN SELECT RAISE(ABORT, 'no writes here'); END");
+  const std::string plan = (scratch() / "refused-store-plan.json").string();
+  fs::remove(plan);
+  auto r = ztune(search + "--db '" + db + "' --out '" + plan + "'");
+  require_output_kept(r, plan, db);
+  CHECK_THAT(r.err, Contains("no writes here"));
+
+  // Infeasible searches are stored too: the refusal is still said, after the explanation.
+  r = ztune("search --cluster local-cpu --model llama-405b --gpus 1 --no-simulate --db '" + db + "'");
+  CHECK_THAT(r.out, Contains("0 fit"));
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("the search was not stored") && !Contains("the best plan is in"));
+}
+
+TEST_CASE("a read-only database file or directory keeps the printed result and --out", "[cli][hardening]") {
+  // Permission bits bind only a user without CAP_DAC_OVERRIDE: as root the
+  // search runs as nobody (setpriv), in a directory nobody may write.
+  std::string as_user;
+  if (::geteuid() == 0) {
+    if (std::system("command -v setpriv >/dev/null 2>&1") != 0) {
+      WARN("skipped: running as root without setpriv, a read-only file cannot be made");
+      return;
+    }
+    as_user = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+  }
+  const fs::path dir = scratch() / "read-only-db";
+  fs::create_directories(dir);
+  ::chmod(dir.c_str(), 0777);
+  const std::string search = "search --cluster dgx2x16 --model gpt2-1.5b --no-simulate --top 1 ";
+
+  const std::string file_db = (dir / "file-444.db").string();
+  REQUIRE(ztune(search + "--db '" + file_db + "'").exit_code == 0);
+  ::chmod(file_db.c_str(), 0444);
+  const std::string plan = (dir / "plan-444.json").string();
+  auto r = run_command(as_user + ztune_bin() + " " + search + "--db '" + file_db + "' --out '" + plan + "'");
+  require_output_kept(r, plan, file_db);
+
+  const fs::path ro_dir = dir / "dir-555";
+  fs::create_directories(ro_dir);
+  const std::string dir_db = (ro_dir / "r.db").string();
+  REQUIRE(ztune(search + "--db '" + dir_db + "'").exit_code == 0);
+  fs::remove(dir_db + "-wal");
+  fs::remove(dir_db + "-shm");
+  ::chmod(dir_db.c_str(), 0666);
+  ::chmod(ro_dir.c_str(), 0555);
+  const std::string plan2 = (dir / "plan-555.json").string();
+  r = run_command(as_user + ztune_bin() + " " + search + "--db '" + dir_db + "' --out '" + plan2 + "'");
+  require_output_kept(r, plan2, dir_db);
+  ::chmod(ro_dir.c_str(), 0755);
+}
