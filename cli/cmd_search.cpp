@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <cstdint>
+#include <iomanip>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -23,6 +24,7 @@
 #include "ztune/model/accuracy.hpp"
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/input_error.hpp"
+#include "ztune/model/text.hpp"
 #include "ztune/tuner/engine.hpp"
 #include "ztune/tuner/explain.hpp"
 #include "ztune/tuner/objective.hpp"
@@ -51,6 +53,7 @@ struct SearchFlags {
   std::string objective = "throughput";
   double tokens = 0, gpu_hour_price = 0;
   int top = 10, simulate_top = 3, threads = 0;
+  long long max_plans = kDefaultMaxPlans;
   double memory_headroom_pct = 0;  // % of each GPU's memory kept free
   bool no_prune = false, no_rank = false, no_simulate = false;
   bool json = false, explain = false, no_db = false;
@@ -89,6 +92,7 @@ nlohmann::json options_json(const SearchFlags& f, const SearchOptions& o) {
           {"simulate_top", f.simulate_top},
           {"memory_headroom_pct", f.memory_headroom_pct},
           {"threads", f.threads},
+          {"max_plans", f.max_plans},
           {"passes_off", off},
           {"profile", f.profile}};
 }
@@ -104,6 +108,7 @@ SearchOptions to_options(const SearchFlags& f) {
   if (!f.precision.empty())
     o.space.precision = f.precision == "fp16" ? Precision::fp16 : f.precision == "bf16" ? Precision::bf16 : Precision::fp32;
   o.space.max_micro_batch = f.max_micro_batch;
+  o.space.max_plans = f.max_plans;
   o.space.include_onebit_adam = f.onebit_adam;
   o.space.include_zeropp = f.zeropp;
   o.space.onebit_freeze_step = f.freeze_step;
@@ -185,13 +190,24 @@ int run_search_command(const SearchFlags& f) {
   std::vector<FitHint> hints;
   if (nothing && !r.interrupted) hints = explain_infeasible(model, cluster, hw, o, r);
 
+  if (r.interrupted)
+    std::cerr << "ztune: search interrupted (Ctrl-C) after " << std::fixed << std::setprecision(1) << r.elapsed_s
+              << std::defaultfloat << " s: "
+              << (r.evaluated == 0 ? "stopped while enumerating the space, before any plan was ranked"
+                                   : "the best of the " + grouped(static_cast<double>(r.evaluated)) +
+                                         " plans evaluated so far (of " + grouped(static_cast<double>(r.space)) +
+                                         ") is shown, not simulated")
+              << "; exit " << kExitInterrupted << "\n";
   if (f.json) {
     // Exactly issue 5's shape; `ztune predict --json` carries the accuracy.
     std::cout << search_result_to_json(r).dump(2) << "\n";
   } else {
     std::cout << "ztune search: " << model.name << " on " << cluster.name << " (" << cluster.total_gpus() << " × "
               << cluster.node.gpu.name << ", " << cluster.nodes << " nodes), engine " << f.engine << "\n";
-    if (nothing) {
+    if (nothing && r.interrupted) {
+      std::cout << "Interrupted before a plan that fits was found: " << grouped(static_cast<double>(r.evaluated))
+                << " of " << grouped(static_cast<double>(r.space)) << " plans evaluated.\n";
+    } else if (nothing) {
       print_infeasible(std::cout, r, hints);
     } else {
       std::cout << "\n";
@@ -246,12 +262,18 @@ int run_search_command(const SearchFlags& f) {
   if (nothing) {
     if (const int rc = store(); rc != kExitOk) return rc;
   }
-  if (nothing) return kExitInfeasible;
+  if (nothing) return r.interrupted ? kExitInterrupted : kExitInfeasible;
   if (!f.out.empty()) {
     write_plan_file(f.out, r.plans.front(), model, cluster);
-    if (!f.json) std::cout << "Wrote the best plan to " << f.out << ".\n";
+    if (!f.json)
+      std::cout << "Wrote the best plan" << (r.interrupted ? " found before the interrupt" : "") << " to " << f.out
+                << ".\n";
   }
   if (const int rc = store(); rc != kExitOk) return rc;
+  if (r.interrupted) {
+    if (f.run || f.autorun.dry_run) std::cerr << "ztune: --run: not run: the search was interrupted\n";
+    return kExitInterrupted;
+  }
   if (f.run || f.autorun.dry_run) {
     std::cout << std::flush;
     AutorunOptions ro = f.autorun;
@@ -334,6 +356,10 @@ Command add_search(CLI::App& root) {
   app->add_option("--simulate-top", f->simulate_top, "Plans to re-time with the simulator")
       ->check(NonNegative);
   app->add_option("--threads", f->threads, "Worker threads (default: all cores)")->check(ThreadCount);
+  app->add_option("--max-plans", f->max_plans,
+                  "Refuse a plan space of more plans than this (default 100,000,000: about a minute of ranking on "
+                  "two cores); Ctrl-C stops a running search with the best plans so far (exit 130)")
+      ->check(Positive);
   add_memory_headroom(*app, f->memory_headroom_pct);
   app->add_flag("--no-prune", f->no_prune, "Switch off the memory prune pass (rank plans that do not fit too)");
   app->add_flag("--no-rank", f->no_rank, "Switch off the analytical rank pass (plans in enumeration order)");

@@ -9,10 +9,11 @@
 namespace ztune::cli {
 
 /// Exit codes (README "Exit codes"): 0 success, 1 no feasible plan or failed run,
-/// 2 bad usage or input.
+/// 2 bad usage or input, 130 a search stopped by Ctrl-C (128 + SIGINT, as `ztune run`).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitInfeasible = 1;
 inline constexpr int kExitUsage = 2;
+inline constexpr int kExitInterrupted = 130;
 
 /// Flag checks used instead of CLI11's PositiveNumber/NonNegativeNumber, which accept
 /// "nan" and quote DBL_MAX's 309 digits in their message ("--nodes 0"). A whole

@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 
+#include "ztune/model/text.hpp"
+
 namespace ztune::cli {
 
 namespace {
@@ -37,8 +39,16 @@ void ProgressBar::update(const SearchProgress& p) {
   const int filled = static_cast<int>(f * kWidth);
   std::string bar(static_cast<std::size_t>(filled), '=');
   bar.resize(kWidth, ' ');
-  std::fprintf(stderr, "\r[%s] %3.0f%%  %lld/%lld plans  %.1f s  (Ctrl-C: stop with the best so far)", bar.c_str(),
-               100 * f, static_cast<long long>(p.done), static_cast<long long>(p.total), p.elapsed_s);
+  if (p.phase == SearchPhase::enumerate) {
+    std::fprintf(stderr, "\r\033[Kenumerating [%s] %3.0f%%  %s/%s device counts, %s plans  %.1f s  (Ctrl-C: stop)",
+                 bar.c_str(), 100 * f, grouped(static_cast<double>(p.done)).c_str(),
+                 grouped(static_cast<double>(p.total)).c_str(), grouped(static_cast<double>(p.plans)).c_str(),
+                 p.elapsed_s);
+  } else {
+    std::fprintf(stderr, "\r\033[Kranking [%s] %3.0f%%  %s/%s plans  %.1f s  (Ctrl-C: stop with the best so far)",
+                 bar.c_str(), 100 * f, grouped(static_cast<double>(p.done)).c_str(),
+                 grouped(static_cast<double>(p.total)).c_str(), p.elapsed_s);
+  }
   std::fflush(stderr);
   drawn_ = true;
 }

@@ -8,7 +8,9 @@
 
 namespace ztune::cli {
 
-/// Draws "[=====     ]  45%  1,234/2,000 plans  1.3 s" on stderr, redrawn in place.
+/// Draws "ranking [=====     ]  45%  1,234/2,000 plans  1.3 s" on stderr, redrawn in
+/// place (while the space is laid out: "enumerating [...] 12,000/1,600,000 device
+/// counts, 95,000,000 plans").
 class ProgressBar {
  public:
   ProgressBar();

@@ -8,6 +8,7 @@
 #include "ztune/model/prediction.hpp"
 #include "ztune/tuner/explain.hpp"
 #include "ztune/tuner/search.hpp"
+#include "ztune/tuner/search_space.hpp"
 
 using namespace ztune;
 
@@ -184,7 +185,11 @@ TEST_CASE("a stop request ends the search early and says so", "[tuner][search]")
   o.stop = &stop;
   const auto r = run_search(m, c, default_profile_for(c), o);
   CHECK(r.interrupted);
-  CHECK(r.evaluated < r.space);
+  // Stopped before the first device count was laid out: nothing counted, ranked or kept.
+  CHECK(r.space == 0);
+  CHECK(r.evaluated == 0);
+  CHECK(r.plans.empty());
+  CHECK(SearchSpace(m, c, o.space).size() > 0);
 }
 
 TEST_CASE("objectives: time and cost rank by days and GPU-hours", "[tuner][search]") {

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <set>
 #include <string>
 
@@ -211,4 +212,31 @@ TEST_CASE("on Ampere GPUs the space adds flash attention, without selective reco
   const auto cpu = SearchSpace(load_transformer("tiny"), load_cluster("local-cpu"), SpaceOptions{}).attention_choices();
   REQUIRE(cpu.size() == 2);
   CHECK(cpu[1].kernel == AttentionKernel::flash);
+}
+
+TEST_CASE("a space over max_plans is refused naming --max-plans; a stop flag ends the enumeration", "[tuner][space]") {
+  // The hand-counted space of the test above: tiny on two A100s holds 168 + 42 + 330 = 540 plans.
+  Transformer m = load_transformer("tiny");
+  m.hidden = 256;
+  m.ffn_hidden = 1024;
+  Cluster c = load_cluster("dgx-a100-80gb");
+  c.node.gpus = 2;
+  SpaceOptions o;
+  o.max_plans = 540;
+  CHECK(SearchSpace(m, c, o).size() == 540);
+  o.max_plans = 539;
+  using Catch::Matchers::Contains;
+  CHECK_THROWS_WITH(SearchSpace(m, c, o), Contains("--max-plans") && Contains("more than 539 plans") &&
+                                              Contains("540 counted up to 2 devices"));
+  o.max_plans = 0;
+  CHECK_THROWS_WITH(SearchSpace(m, c, o), Contains("--max-plans"));
+  // Stopped before the first device count: nothing laid out, and it says so.
+  const std::atomic<bool> stop{true};
+  EnumerationHooks hooks;
+  hooks.stop = &stop;
+  const SearchSpace stopped(m, c, SpaceOptions{}, hooks);
+  CHECK(stopped.interrupted());
+  CHECK(stopped.size() == 0);
+  CHECK(stopped.layouts().empty());
+  CHECK_FALSE(SearchSpace(m, c, SpaceOptions{}).interrupted());
 }

@@ -202,7 +202,13 @@ void work(Job& job, Worker& w) {
 SearchResult run_search(const Transformer& m, const Cluster& c, const HardwareProfile& hw, const SearchOptions& o,
                         const ProgressFn& progress) {
   const auto t0 = Clock::now();
-  SearchSpace space(m, c, o.space);
+  EnumerationHooks hooks;
+  hooks.stop = o.stop;
+  if (progress)
+    hooks.progress = [&progress, t0](std::int64_t done, std::int64_t total, std::int64_t plans) {
+      progress({done, total, std::chrono::duration<double>(Clock::now() - t0).count(), SearchPhase::enumerate, plans});
+    };
+  SearchSpace space(m, c, o.space, hooks);
   SearchResult r;
   r.objective = o.objective;
   r.tokens = o.tokens > 0 ? o.tokens : m.train_tokens;
@@ -210,6 +216,15 @@ SearchResult run_search(const Transformer& m, const Cluster& c, const HardwarePr
   r.global_batch = space.global_batch();
   r.space = space.size();
   r.layouts = static_cast<std::int64_t>(space.layouts().size());
+  if (space.interrupted()) {
+    // Stopped while laying out the space: nothing was ranked yet.
+    r.interrupted = true;
+    r.passes = {PassStats{"rules"}, PassStats{"prune", o.prune_enabled}, PassStats{"rank", o.rank_enabled},
+                PassStats{"simulate", false}};
+    if (o.simulate_enabled && o.simulate_top > 0) r.passes.back().note = "skipped: interrupted";
+    r.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    return r;
+  }
 
   int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<std::size_t>(1, space.layouts().size()))));
@@ -284,7 +299,9 @@ SearchResult run_search(const Transformer& m, const Cluster& c, const HardwarePr
                           "cluster " + c.name + " with profile " + hw.name + ", plan " + cand.plan.summary());
   r.passes = {rules, prune, rank};
 
-  PassStats sim{"simulate", o.simulate_enabled && o.simulate_top > 0};
+  // An interrupted search returns at once: its best plans are not re-simulated.
+  PassStats sim{"simulate", o.simulate_enabled && o.simulate_top > 0 && !r.interrupted};
+  if (r.interrupted && o.simulate_enabled && o.simulate_top > 0) sim.note = "skipped: interrupted";
   simulate_top(m, c, hw, o, r.tokens, r.plans, sim);
   r.passes.push_back(sim);
   if (o.top >= 0 && r.plans.size() > static_cast<std::size_t>(std::max(o.top, 1)))

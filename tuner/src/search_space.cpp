@@ -1,9 +1,11 @@
 #include "ztune/tuner/search_space.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "ztune/model/input_error.hpp"
+#include "ztune/model/text.hpp"
 
 namespace ztune {
 
@@ -92,10 +94,23 @@ std::vector<AttentionChoice> attention_kernels(const SpaceOptions& o, const Tran
   return {{SparseLayout::none, AttentionKernel::standard}, {SparseLayout::none, AttentionKernel::flash}};
 }
 
+// The space is over the cap: say so with the numbers, what narrows it and how to raise it.
+// (Plans of rejected layouts count too: the cap bounds the space, not only the work.)
+std::string cap_message(const SpaceOptions& o, const std::vector<int>& counts, int reached, std::int64_t plans) {
+  std::string range = counts.size() == 1 ? "the " + grouped(counts.front()) + " devices"
+                                         : "device counts " + grouped(counts.front()) + ".." + grouped(counts.back());
+  return "--max-plans: the plan space of " + range + " holds more than " + grouped(static_cast<double>(o.max_plans)) +
+         " plans (the cap; " + grouped(static_cast<double>(plans)) + " counted up to " + grouped(reached) +
+         " devices); narrow it with --gpus, --min-gpus/--max-gpus, --max-micro-batch or --precision, or raise the "
+         "cap with --max-plans N (ranking takes up to 1 s per million plans per core)";
+}
+
 }  // namespace
 
-SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOptions& o)
+SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOptions& o,
+                         const EnumerationHooks& hooks)
     : model_(&m), cluster_(&c), options_(o) {
+  if (o.max_plans <= 0) throw InputError("--max-plans: expected a number of plans > 0");
   global_batch_ = o.global_batch > 0 ? o.global_batch : m.global_batch;
   if (global_batch_ <= 0)
     throw InputError("--global-batch: the model " + m.name + " has no default global_batch; give --global-batch");
@@ -122,25 +137,48 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
     const double run_steps = m.train_tokens > 0 ? std::ceil(m.train_tokens / tokens_per_step) : 0;
     freeze_step_ = static_cast<int>(std::min(std::ceil(kOnebitWarmupFraction * run_steps), double{1 << 30}));
   }
+  // Layouts by device count, then tp and pp ascending: ids number the space in this
+  // order. The divisors of g / tp are those of g that divide it (no second trial division).
+  using Clock = std::chrono::steady_clock;
+  auto last_report = Clock::now();
+  const auto counts_total = static_cast<std::int64_t>(gpu_counts_.size());
+  std::int64_t counts_done = 0;
   std::int64_t next_id = 0;
   for (int g : gpu_counts_) {
-    for (int tp : divisors(g)) {
-      for (int pp : divisors(g / tp)) {
+    if (hooks.stop != nullptr && hooks.stop->load(std::memory_order_relaxed)) {
+      interrupted_ = true;
+      break;
+    }
+    if (hooks.progress) {
+      const auto now = Clock::now();
+      if (now - last_report >= std::chrono::milliseconds(100)) {
+        last_report = now;
+        hooks.progress(counts_done, counts_total, next_id);
+      }
+    }
+    const std::vector<int> divs = divisors(g);
+    for (int tp : divs) {
+      const int rest = g / tp;
+      for (int pp : divs) {
+        if (pp > rest) break;
+        if (rest % pp != 0) continue;
         Layout l;
         l.gpus = g;
         l.tp = tp;
         l.pp = pp;
-        l.dp = g / (tp * pp);
+        l.dp = rest / pp;
         // dp must divide the global batch: micro_batch × grad_accum × dp = B is
         // the definition of a step, so such layouts are not plans at all.
         if (global_batch_ % l.dp != 0) continue;
         l.plans = count_plans(l);
         l.first_id = next_id;
         next_id += l.plans;
+        if (next_id > o.max_plans) throw InputError(cap_message(o, gpu_counts_, g, next_id));
         classify(l);
         layouts_.push_back(std::move(l));
       }
     }
+    ++counts_done;
   }
   size_ = next_id;
 }

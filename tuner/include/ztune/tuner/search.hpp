@@ -21,10 +21,16 @@
 
 namespace ztune {
 
+/// What the search is doing: laying out the space (device counts; seconds for
+/// millions of them), or running the plans through the passes.
+enum class SearchPhase : std::uint8_t { enumerate, rank };
+
 struct SearchProgress {
-  std::int64_t done = 0;   // plans processed (rejected layouts count at once)
-  std::int64_t total = 0;  // plans in the space
+  std::int64_t done = 0;   // rank: plans processed (rejected layouts count at once); enumerate: device counts laid out
+  std::int64_t total = 0;  // rank: plans in the space; enumerate: device counts to lay out
   double elapsed_s = 0;
+  SearchPhase phase = SearchPhase::rank;
+  std::int64_t plans = 0;  // enumerate: plans counted so far
 };
 using ProgressFn = std::function<void(const SearchProgress&)>;
 
@@ -39,7 +45,7 @@ struct SearchResult {
   std::vector<PassStats> passes;   // rules, prune, rank, simulate
   double elapsed_s = 0;            // wall time of the whole search
   int threads = 1;
-  bool interrupted = false;        // stopped early by SearchOptions::stop
+  bool interrupted = false;        // stopped early by SearchOptions::stop (while enumerating: no plan ranked)
   // The resolved inputs (defaults filled in).
   Objective objective = Objective::throughput;
   double tokens = 0;
@@ -50,8 +56,9 @@ struct SearchResult {
 };
 
 /// Searches the space. Throws InputError for impossible constraints (a flag the
-/// cluster or model cannot meet); an empty `plans` with feasible == 0 means
-/// nothing fits.
+/// cluster or model cannot meet) and for a space over SpaceOptions::max_plans; an
+/// empty `plans` with feasible == 0 means nothing fits. `progress` is called about
+/// every 100 ms from the calling thread, while enumerating and while ranking.
 SearchResult run_search(const Transformer& m, const Cluster& c, const HardwareProfile& hw, const SearchOptions& o,
                         const ProgressFn& progress = {});
 

@@ -12,8 +12,17 @@
 
 namespace ztune {
 
+/// The default cap on the plans one search enumerates (SpaceOptions::max_plans):
+/// at most about a minute of ranking on two cores (measured: about 1 M plans/s per
+/// core ranked; plans of rejected layouts cost nothing), where the catalog's
+/// clusters searched whole hold well under 1 M plans.
+inline constexpr std::int64_t kDefaultMaxPlans = 100'000'000;
+
 /// Constraints that shape the plan space (DESIGN.md "Tuner").
 struct SpaceOptions {
+  /// A space of more plans is refused (InputError naming --max-plans) before any
+  /// is ranked, instead of running for hours (`--nodes 100000 --min-gpus 1` holds billions).
+  std::int64_t max_plans = kDefaultMaxPlans;
   int gpus = 0;            // exact device count; 0 = all of the cluster's (or the min/max range)
   int min_gpus = 0;        // with max_gpus: every count in [min, max]; 0 = unset
   int max_gpus = 0;

@@ -7,7 +7,9 @@
 // layers) reject a whole layout at once and are counted in plans.
 //
 // Example: SearchSpace s(model, cluster, opts); s.for_each_plan(s.layouts()[0], f);
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -71,10 +73,22 @@ struct ScheduleChoice {
   int virtual_stages = 1;
 };
 
+/// What laying out a large space reports and obeys (millions of device counts
+/// take seconds): `progress(counts_done, counts_total, plans_so_far)` every
+/// 100 ms or so, and `stop`, which ends the enumeration early (interrupted()).
+struct EnumerationHooks {
+  std::function<void(std::int64_t, std::int64_t, std::int64_t)> progress;
+  const std::atomic<bool>* stop = nullptr;
+};
+
 class SearchSpace {
  public:
-  /// Throws InputError (naming the flag) for constraints the cluster or model cannot meet.
-  SearchSpace(const Transformer& m, const Cluster& c, const SpaceOptions& o);
+  /// Throws InputError (naming the flag) for constraints the cluster or model cannot
+  /// meet, and for a space of more than o.max_plans plans (naming --max-plans).
+  SearchSpace(const Transformer& m, const Cluster& c, const SpaceOptions& o, const EnumerationHooks& hooks = {});
+
+  /// Whether hooks.stop ended the enumeration: the layouts are those laid out so far.
+  [[nodiscard]] bool interrupted() const { return interrupted_; }
 
   [[nodiscard]] const std::vector<Layout>& layouts() const { return layouts_; }
   /// Plans in the whole space, rejected layouts included.
@@ -115,6 +129,7 @@ class SearchSpace {
   int freeze_step_ = 0;
   std::vector<Layout> layouts_;
   std::int64_t size_ = 0;
+  bool interrupted_ = false;
 };
 
 /// How many plans an opt-in option (1-bit Adam, ZeRO++, a sparse layout) adds

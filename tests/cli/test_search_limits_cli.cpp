@@ -1,0 +1,177 @@
+// Issue 20, part 3, through the ztune binary: a search over the plan cap is refused
+// within seconds naming --max-plans (the cap is exact: a space of N plans passes with
+// --max-plans N and is refused with N - 1), and the first SIGINT stops a running
+// search within a couple of seconds, during enumeration as well as ranking, with
+// the best plans so far and exit 130.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "run_command.hpp"
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+fs::path scratch() {
+  const fs::path dir = fs::temp_directory_path() / ("ztune-search-limits-cli-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+/// A ztune process started in the background: SIGINT it, then collect what it printed.
+struct Background {
+  pid_t pid = -1;
+  fs::path out, err;
+};
+
+Background start(const std::string& args, const std::string& name) {
+  Background b;
+  b.out = scratch() / (name + ".out");
+  b.err = scratch() / (name + ".err");
+  const std::string command = "ZTUNE_DATA_DIR='" + std::string(ZTUNE_TEST_DATA_DIR) + "' exec " + ztune_bin() + " " +
+                              args + " >'" + b.out.string() + "' 2>'" + b.err.string() + "' </dev/null";
+  b.pid = ::fork();
+  if (b.pid == 0) {
+    ::signal(SIGINT, SIG_DFL);
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  REQUIRE(b.pid > 0);
+  return b;
+}
+
+/// Waits up to `limit_s` for the process; its exit code, or -1 (killed with SIGKILL) when it did not end.
+int wait_for(const Background& b, double limit_s) {
+  const auto t0 = Clock::now();
+  int status = 0;
+  while (seconds_since(t0) < limit_s) {
+    if (::waitpid(b.pid, &status, WNOHANG) == b.pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -2;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(b.pid, SIGKILL);
+  ::waitpid(b.pid, &status, 0);
+  return -1;
+}
+
+/// Sleeps `s` seconds; whether the process is still running then (the search has not
+/// printed anything: without a terminal it draws no progress).
+bool still_running_after(const Background& b, double s) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(s));
+  int status = 0;
+  return ::waitpid(b.pid, &status, WNOHANG) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("search: 100,000 DGX-2 nodes from one GPU up is refused within seconds, naming --max-plans",
+          "[cli][hardening][search]") {
+  // Issue 20: this space holds about 2.1 billion plans; it ran for minutes, then said "No plan fits".
+  const auto t0 = Clock::now();
+  const auto r = run_command(ztune_bin() + " --cluster '" + std::string(ZTUNE_TEST_DATA_DIR) +
+                             "/clusters/dgx2x16.json' --model 100b --nodes 100000 --min-gpus 1 --no-db");
+  const double took = seconds_since(t0);
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("ztune: error: --max-plans:"));
+  CHECK_THAT(r.err, Contains("more than 100,000,000 plans") && Contains("device counts 1..1,600,000") &&
+                        Contains("raise the cap with --max-plans N"));
+  CHECK(r.out.empty());
+  CHECK(took < 20.0);  // about 1 s here on an idle core; generous for a loaded CI machine
+}
+
+TEST_CASE("search: --max-plans is exact: a space of N plans passes with N and is refused with N - 1",
+          "[cli][hardening][search]") {
+  const std::string base = ztune_bin() + " --cluster dgx2x16 --model gpt2-1.5b --no-db --no-simulate --top 1";
+  const auto all = run_command(base + " --json");
+  REQUIRE(all.exit_code == 0);
+  const auto space = nlohmann::json::parse(all.out).at("space").get<long long>();
+  REQUIRE(space > 1);
+  CHECK(run_command(base + " --max-plans " + std::to_string(space)).exit_code == 0);
+  const auto below = run_command(base + " --max-plans " + std::to_string(space - 1));
+  CHECK(below.exit_code == 2);
+  CHECK_THAT(below.err, Contains("--max-plans") && Contains("the 256 devices"));
+  CHECK(run_command(base + " --max-plans 0").exit_code == 2);
+}
+
+TEST_CASE("search: SIGINT while the space is laid out ends it within a couple of seconds, exit 130",
+          "[cli][hardening][search]") {
+  // The cap raised past the space: laying out 1.6 M device counts takes a minute or more.
+  auto b = start("--cluster dgx2x16 --model 100b --nodes 100000 --min-gpus 1 --max-plans 100000000000000 --no-db",
+                 "enumerate");
+  REQUIRE(still_running_after(b, 2.0));
+  ::kill(b.pid, SIGINT);
+  const auto t0 = Clock::now();
+  const int rc = wait_for(b, 10.0);
+  const double took = seconds_since(t0);
+  const std::string err = read_file(b.err), out = read_file(b.out);
+  INFO(err << out);
+  CHECK(rc == 130);
+  CHECK(took < 2.0);
+  CHECK_THAT(err, Contains("search interrupted (Ctrl-C)") && Contains("while enumerating the space"));
+  CHECK_THAT(out, Contains("Interrupted before a plan that fits was found") && Contains("INTERRUPTED"));
+}
+
+TEST_CASE("search: SIGINT while ranking ends it within a couple of seconds with the best plans so far, exit 130",
+          "[cli][hardening][search]") {
+  // A model whose layers (48), heads (48) and batch (720,720 = 2^4·3^2·5·7·11·13) have
+  // many divisors: on 1..1,024 H100s its space holds about 128 M plans, 30 M or more
+  // of them ranked (about 15 s on two cores). The space is laid out in under 0.5 s.
+  nlohmann::json model = nlohmann::json::parse(read_file(fs::path(ZTUNE_TEST_DATA_DIR) / "models/gpt2-1.5b.json"));
+  model["name"] = "divisors-48";
+  model["layers"] = 48;
+  model["hidden"] = 3072;
+  model["heads"] = 48;
+  model["kv_heads"] = 48;
+  model["ffn_hidden"] = 12288;
+  model["global_batch"] = 720720;
+  const fs::path model_file = scratch() / "divisors-48.json";
+  std::ofstream(model_file) << model.dump(2);
+  const fs::path plan = scratch() / "interrupted-plan.json";
+  auto b = start("--cluster dgx-h100x128 --model '" + model_file.string() +
+                     "' --min-gpus 1 --allow-tp-across-nodes --max-plans 1000000000 --no-db --top 3 --out '" +
+                     plan.string() + "'",
+                 "rank");
+  REQUIRE(still_running_after(b, 5.0));
+  ::kill(b.pid, SIGINT);
+  const auto t0 = Clock::now();
+  const int rc = wait_for(b, 10.0);
+  const double took = seconds_since(t0);
+  const std::string err = read_file(b.err), out = read_file(b.out);
+  INFO(err << out);
+  CHECK(rc == 130);
+  CHECK(took < 2.0);
+  CHECK_THAT(err, Contains("search interrupted (Ctrl-C)") && Contains("plans evaluated so far"));
+  CHECK_THAT(out, Contains("Best plan: dp") && Contains("INTERRUPTED: best of the plans seen so far"));
+  CHECK_THAT(out, Contains("Wrote the best plan found before the interrupt"));
+  // The plan written is the one printed as best.
+  const auto written = nlohmann::json::parse(read_file(plan));
+  const auto& wp = written.at("plan");
+  const std::string layout = "Best plan: dp" + std::to_string(wp.at("dp").get<int>()) + "×tp" +
+                             std::to_string(wp.at("tp").get<int>()) + "×pp" + std::to_string(wp.at("pp").get<int>());
+  CHECK_THAT(out, Contains(layout));
+}
