@@ -14,6 +14,7 @@
 #include "command.hpp"
 #include "ztune/model/accuracy.hpp"
 #include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/input_error.hpp"
 #include "ztune/model/validation.hpp"
 #include "ztune/simulator/simulate.hpp"
 
@@ -25,6 +26,7 @@ struct ValidateFlags {
   std::string dir;
   std::string profile;
   std::string source;
+  std::string engine;
   bool json = false;
   bool all = false;
   bool simulate = false;
@@ -187,6 +189,10 @@ Command add_validate(CLI::App& root) {
   app->add_option("--dir", f->dir, "Validation directory (default: <data>/validation)");
   app->add_option("--profile", f->profile, "Hardware profile file used for every case instead of the defaults");
   app->add_option("--source", f->source, "Only sources whose name contains this");
+  app->add_option("--engine", f->engine,
+                  "Only the published runs of this engine (megatron, deepspeed, fsdp); ztune's own executor has "
+                  "no published GPU runs yet")
+      ->check(CLI::IsMember({"megatron", "deepspeed", "fsdp", "ztune"}));
   app->add_option("--worst", f->worst, "Cases shown per long source (worst first)")->check(NonNegative);
   app->add_flag("--all", f->all, "Print every case of every source");
   app->add_flag("--json", f->json, "Print one JSON object");
@@ -200,6 +206,11 @@ Command add_validate(CLI::App& root) {
               opt.profile = &*profile;
             }
             opt.only = f->source;
+            if (f->engine == "ztune")
+              throw InputError("--engine ztune: no published run of ztune's own executor on a GPU exists yet (its "
+                               "profile, data/engines/ztune.json, starts from DeepSpeed's); validate --engine "
+                               "deepspeed checks what it is priced like");
+            opt.engine = f->engine;
             const std::string dir = f->dir.empty() ? default_validation_dir() : f->dir;
             std::optional<ValidationReport> analytical;
             if (f->simulate) {

@@ -289,10 +289,10 @@ MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Clust
   mp.gpu_total_bytes = worst.total;
   mp.gpu_capacity_bytes = c.node.gpu.memory_bytes();
 
-  // Host and NVMe per node: every GPU of the node holds its own partition.
+  // Host and NVMe per node: every GPU of the node the plan uses holds its own partition.
   const double psi = stage_params(m, p);
   const double part = p.zero_stage >= 1 ? psi / p.dp : psi;
-  const double gpn = c.node.gpus;
+  const double gpn = gpus_per_node_in_use(p, c);
   double host = 0, nvme = 0;
   if (p.offload_optimizer == OffloadTarget::cpu) {
     host += gpn * 16.0 * part;  // fp32 master, momentum, variance, fp32 gradients

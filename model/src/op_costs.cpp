@@ -130,6 +130,10 @@ double p2p_time(double bytes, bool crosses_nodes, const Cluster& c, const Hardwa
   return collective_time(Collective::p2p, bytes, g, c, hw);
 }
 
+int gpus_per_node_in_use(const Plan& p, const Cluster& c) {
+  return std::max(1, std::min(c.node.gpus, p.gpus()));
+}
+
 GroupLayout place_groups(const Plan& p, const Cluster& c) {
   const int gpn = std::max(1, c.node.gpus);
   GroupLayout l;
@@ -532,6 +536,7 @@ Zero3GatherCost zero3_gather_cost(const Transformer& m, const Plan& p, const Clu
   const double params = stage_params(m, p);
   z.bytes_per_pass = 2.0 * params;
   const int gathers = zero3_gathers_per_pass(m, p, hw);
+  z.gathers = gathers;
   z.fwd_s = gathers * collective_time(Collective::all_gather, z.bytes_per_pass / gathers, l.dp, c, hw);
   z.bwd_s = z.fwd_s;
   if (p.zeropp) {
@@ -562,7 +567,7 @@ OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster&
   OptimizerCost o;
   const double params = stage_params(m, p);
   const double part = p.zero_stage >= 1 ? params / p.dp : params;  // the GPU's optimizer partition
-  const int gpn = std::max(1, c.node.gpus);
+  const int gpn = gpus_per_node_in_use(p, c);
   if (p.offload_params != OffloadTarget::none) {
     // Each micro-batch fetches the GPU's 16-bit partition for forward and backward.
     // From NVMe the reads and the host→device copies are pipelined module by

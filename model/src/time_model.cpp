@@ -108,7 +108,16 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
     const Zero3GatherCost z = zero3_gather_cost(m, p, c, hw);
     const bool prefetch = zero3_can_prefetch(m, p);
     const double overlap = prefetch ? hw.engine.zero3_prefetch_overlap : 0.0;
-    t.zero3_gather = exposed(z.fwd_s, t.forward, overlap) + exposed(z.bwd_s, t.backward + t.recompute, overlap);
+    // The backward's gathers and its gradient reduce-scatters use the same
+    // links (both run over the dp group): the gathers hide only behind the
+    // part of the backward window the reductions have not already filled.
+    double reduce_hidden = 0;
+    if (p.dp > 1 && p.overlap_comm) reduce_hidden = dp_sync_cost(m, p, c, hw).per_microbatch_s - t.dp_comm;
+    const double bwd_window = std::max(0.0, t.backward + t.recompute - reduce_hidden);
+    t.zero3_gather = exposed(z.fwd_s, t.forward, overlap) + exposed(z.bwd_s, bwd_window, overlap);
+    // Prefetch hides a gather behind the previous unit's compute; the first
+    // unit of each pass has nothing before it and waits for its gather.
+    if (prefetch && z.gathers > 0) t.zero3_gather = std::max(t.zero3_gather, (z.fwd_s + z.bwd_s) / z.gathers);
     if (prefetch) {
       dp_link_fwd += z.fwd_s;
       dp_link_bwd += z.bwd_s;

@@ -419,6 +419,7 @@ ValidationReport run_validation(const std::string& dir, const ValidationOptions&
   double sum_all = 0;
   for (const auto& spec : specs) {
     if (!opt.only.empty() && spec.name.find(opt.only) == std::string::npos) continue;
+    if (!opt.engine.empty() && spec.engine != opt.engine) continue;
     const std::size_t first = report.cases.size();
     if (spec.kind == "published_runs") {
       published_source(spec, dir, ctx, report.cases);

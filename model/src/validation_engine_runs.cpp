@@ -204,8 +204,15 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     }
     p.precision = contains(text(plan, "precision", where + ".plan"), "bf16") ? Precision::bf16 : Precision::fp16;
     p.attention = text(model, "attention", where + ".model") == "flash" ? AttentionKernel::flash : AttentionKernel::standard;
-    if (plan.contains("offload") && plan["offload"].is_string() && plan["offload"].get<std::string>().starts_with("cpu"))
-      p.offload_optimizer = OffloadTarget::cpu;
+    // Offload: "cpu …" or "nvme …" (the optimizer states), and optionally the
+    // ZeRO-3 parameters in plan.offload_params.
+    auto offload_target = [&](const char* key) {
+      if (!plan.contains(key) || !plan[key].is_string()) return OffloadTarget::none;
+      const std::string v = plan[key].get<std::string>();
+      return v.starts_with("cpu") ? OffloadTarget::cpu : v.starts_with("nvme") ? OffloadTarget::nvme : OffloadTarget::none;
+    };
+    p.offload_optimizer = offload_target("offload");
+    p.offload_params = offload_target("offload_params");
     p.overlap_comm = spec.overlap_comm;
 
     const Cluster& base = ctx.cluster((fs::path(dir) / *cluster_path).string());

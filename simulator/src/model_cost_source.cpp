@@ -119,10 +119,10 @@ double ModelCostSource::dp_collective_s(DpCollective kind, double bytes) const {
 
 double ModelCostSource::pcie_s(double bytes) const { return pcie_copy_time(bytes, cluster_, hw_); }
 
-// op_costs times NVMe per node; the node's GPUs share it (as optimizer_cost
-// charges it: bytes × GPUs per node).
+// op_costs times NVMe per node; the node's GPUs in use share it (as
+// optimizer_cost charges it: bytes × GPUs per node in use).
 double ModelCostSource::nvme_s(double bytes) const {
-  return nvme_copy_time(bytes * std::max(1, cluster_.node.gpus), cluster_, hw_);
+  return nvme_copy_time(bytes * gpus_per_node_in_use(plan_, cluster_), cluster_, hw_);
 }
 
 // op_costs times the optimizer for the whole partition of the most loaded

@@ -4,6 +4,9 @@
 
 #include <cmath>
 
+#include "ztune/model/cluster.hpp"
+#include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/memory_model.hpp"
 #include "ztune/model/text.hpp"
 #include "ztune/model/validation.hpp"
 
@@ -49,10 +52,14 @@ TEST_CASE("vTrain: MAPE ≤ 10% on 1,440 single-node runs", "[validation][!mayfa
 }
 
 TEST_CASE("engine_runs.json: every published run is predicted or listed with its reason", "[validation]") {
-  // The oracle is the file itself: 112 rows, each either a case or a skipped run.
+  // The oracle is the file itself: 112 rows, each either a case or a skipped run
+  // (the seeds' headlines, headlines.json, are counted apart).
   std::size_t predicted = 0;
-  for (const auto& c : report().cases) predicted += c.metric == "tokens_per_s_per_gpu" ? 1 : 0;
-  CHECK(predicted + report().skipped.size() == 112);
+  for (const auto& c : report().cases)
+    predicted += c.metric == "tokens_per_s_per_gpu" && !c.id.starts_with("headline_") ? 1 : 0;
+  std::size_t skipped = 0;
+  for (const auto& k : report().skipped) skipped += k.id.starts_with("headline_") ? 0 : 1;
+  CHECK(predicted + skipped == 112);
   std::size_t cp = 0;
   for (const auto& k : report().skipped) {
     CHECK_FALSE(k.reason.empty());
@@ -102,4 +109,86 @@ TEST_CASE("counts read with thousands separators", "[text]") {
   CHECK(ztune::grouped(1234567.4) == "1,234,567");
   CHECK(ztune::grouped(-12345) == "-12,345");
   CHECK(ztune::grouped(INFINITY) == "-");
+}
+
+// The seeds' headlines (issue 18 item 6): DeepSpeed on V100-32GB DGX-2 nodes,
+// TFLOP/s per GPU under Megatron's recompute-inclusive count. The oracle is the
+// published figure; the conversion to tokens/s is the closed form below.
+namespace {
+
+double megatron96_per_token(double l, double h, double s, double v) {
+  return 96.0 * l * h * h * (1 + s / (6 * h) + v / (16 * l * h));
+}
+
+const ValidationCase& headline(const std::string& id) {
+  for (const auto& c : report().cases)
+    if (c.id == id) return c;
+  FAIL("no headline case " << id);
+  throw;
+}
+
+}  // namespace
+
+TEST_CASE("seed headlines: every one predicted, TFLOP/s converted with the 96·l·h² count", "[validation]") {
+  const auto& s = source("DeepSpeed-V100-headlines");
+  CHECK(s.cases == 5);
+  for (const auto& k : report().skipped) CHECK_FALSE(k.id.starts_with("headline_"));
+  // 180B: l 100, h 12288, s 2048, GPT-2's 50,257 padded by Megatron to 51,200 at tp 16 (128 × 16 = 2048).
+  const auto& c180 = headline("headline_deepspeed_3d_180b_800xv100");
+  CHECK(c180.published == Approx(49e12 / megatron96_per_token(100, 12288, 2048, 51200)).epsilon(1e-9));
+  CHECK(c180.gpu.starts_with("V100"));
+  CHECK(c180.engine == "deepspeed");
+  // ZeRO-Offload 10B on one V100: l 50, h 4096, s 1024, vocabulary padded to 50,304 (tp 1).
+  const auto& c10 = headline("headline_zero_offload_10b_1xv100");
+  CHECK(c10.published == Approx(40e12 / megatron96_per_token(50, 4096, 1024, 50304)).epsilon(1e-9));
+}
+
+// Issue 18's acceptance. After the joint fit with the headlines in it: 3-D 180B
+// −10.0%, ZeRO-100B +12.6% (its ZeRO-R activation partitioning is expressed as
+// sequence parallelism, which moves less data), Turing-NLG +6.4%, ZeRO-Offload
+// 10B −3.6%, ZeRO-Infinity 1T +2.2%. Two miss by 0.04 and 2.6 points: kept
+// visible, not bent.
+TEST_CASE("seed headlines: each within 10% of the published TFLOP/s per GPU", "[validation][!mayfail]") {
+  for (const char* id : {"headline_deepspeed_3d_180b_800xv100", "headline_zero_100b_400xv100",
+                         "headline_turing_nlg_17b_256xv100", "headline_zero_offload_10b_1xv100",
+                         "headline_zero_infinity_1t_512xv100"}) {
+    INFO(id);
+    CHECK(std::abs(headline(id).error_pct()) <= 10.0);
+  }
+  // ZeRO-Offload's abstract: 40 TFLOP/s; the issue's floor is 30.
+  const auto& c10 = headline("headline_zero_offload_10b_1xv100");
+  CHECK(c10.predicted * megatron96_per_token(50, 4096, 1024, 50304) > 30e12);
+}
+
+TEST_CASE("seed headline: a 13B model fits one V100-32GB only with the optimizer offloaded", "[validation]") {
+  // ZeRO-Offload (Ren et al. 2021): 13B parameters train on a single V100 once
+  // the optimizer states and Adam live on the CPU. GPT-3 13B's shape (40 × 5120).
+  Transformer m;
+  m.name = "gpt-13b";
+  m.layers = 40;
+  m.hidden = 5120;
+  m.heads = m.kv_heads = 40;
+  m.ffn_hidden = 4 * 5120;
+  m.vocab = 50257;
+  m.seq_len = 1024;
+  m.global_batch = 1;
+  m.train_tokens = 1;
+  const Cluster c = load_cluster(std::string(ZTUNE_TEST_DATA_DIR) + "/clusters/dgx2.json");
+  const HardwareProfile hw = load_profile(std::string(ZTUNE_TEST_DATA_DIR) + "/profiles/v100.json");
+  Plan p;
+  p.dp = 1;
+  p.micro_batch = 1;
+  p.global_batch = 1;
+  p.zero_stage = 2;
+  p.recompute = Recompute::full;
+  p.precision = Precision::fp16;
+  const MemoryPrediction on_gpu = predict_memory(m, p, c, hw);
+  CHECK_FALSE(on_gpu.fits_gpu);  // 16 bytes per parameter: about 200 GB
+  p.offload_optimizer = OffloadTarget::cpu;
+  const MemoryPrediction offloaded = predict_memory(m, p, c, hw);
+  CHECK(offloaded.fits_gpu);
+  // The host holds fp32 master, momentum, variance and gradients: 16 bytes a
+  // parameter of the one GPU in use, not of the node's sixteen.
+  CHECK(offloaded.host_bytes_per_node == Approx(16.0 * m.total_params()).epsilon(0.01));
+  CHECK(offloaded.host_bytes_per_node <= offloaded.host_capacity_bytes);
 }

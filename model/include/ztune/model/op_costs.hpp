@@ -96,6 +96,12 @@ struct GroupLayout {
 };
 [[nodiscard]] GroupLayout place_groups(const Plan& p, const Cluster& c);
 
+/// GPUs of one node the plan uses: all of them, or fewer when the whole plan is
+/// smaller than a node (one V100 of a DGX-2 has the node's host memory, CPU
+/// cores and NVMe to itself). Host-side shares divide by this, not by the
+/// node's GPU count.
+[[nodiscard]] int gpus_per_node_in_use(const Plan& p, const Cluster& c);
+
 // ---------------------------------------------------------------- transformer layer
 
 /// One transformer layer, one micro-batch, on one GPU of the plan (tensor
@@ -200,6 +206,7 @@ struct Zero3GatherCost {
   double fwd_s = 0;
   double bwd_s = 0;
   double bytes_per_pass = 0;  // bytes of the stage's parameters gathered in forward: 16-bit (int8 + scales with ZeRO++)
+  int gathers = 0;             // all-gathers per pass (zero3_gathers_per_pass)
 };
 /// All-gathers of one ZeRO-3 pass over the stage (the engine's gather unit:
 /// DeepSpeed's prefetch buckets, at least one per layer; FSDP's modules).

@@ -66,6 +66,9 @@ struct ValidationOptions {
   std::function<TimePrediction(const Transformer&, const Plan&, const Cluster&, const HardwareProfile&)> time;
   /// Only sources whose name contains this (empty: all).
   std::string only;
+  /// Only sources run by this engine family ("megatron", "deepspeed", "fsdp";
+  /// empty: all, the hardware-free formula sources included).
+  std::string engine;
 };
 
 /// The time metrics of `r` (iteration time, MFU, per-layer times) measured on
