@@ -175,12 +175,13 @@ def cost(rep, leave_out=None):
     return total / max(1, len(srcs)) + (signed / 5.0) ** 2
 
 
-def fit(ev, state, rounds, leave_out=None, log=True, params=None):
+def fit(ev, state, rounds, leave_out=None, log=True, params=None, min_step=0.02):
     best = cost(ev.report(state), leave_out)
     step = 0.3
     params = params if params is not None else all_params()
     for rnd in range(rounds):
         improved = False
+        round_start = copy.deepcopy(state)
         for path, lo, hi in params:
             for direction in (+1, -1):
                 while True:
@@ -200,13 +201,44 @@ def fit(ev, state, rounds, leave_out=None, log=True, params=None):
                         best, state, improved = c, trial, True
                     else:
                         break
+        if improved:
+            # Pattern move (Hooke and Jeeves 1961): coupled parameters (a GEMM
+            # ceiling against an engine's elementwise traffic) form valleys that
+            # one-at-a-time steps cross only slowly; extrapolate the round's
+            # whole move, in log space, while it keeps improving.
+            state, best = pattern_moves(ev, round_start, state, best, params, leave_out)
         if log:
             print(f"round {rnd} step {step:.3f} cost {best:.4f} ({ev.calls} evaluations)", flush=True)
         if not improved:
             step /= 2
-            if step < 0.02:
+            if step < min_step:
                 break
     return state, best
+
+
+def pattern_moves(ev, before, after, best, params, leave_out):
+    """Extrapolate before -> after along the same (log-space) direction, 1x, 2x,
+    4x ..., within the bounds and the monotone GEMM table, while the cost falls."""
+    moves = []
+    for path, lo, hi in params:
+        a, b = get(before, path), get(after, path)
+        if a > 0 and b > 0 and a != b:
+            moves.append((path, lo, hi, math.log(b / a)))
+    if not moves:
+        return after, best
+    scale = 1.0
+    while scale <= 8.0:
+        trial = copy.deepcopy(after)
+        for path, lo, hi, d in moves:
+            put(trial, path, round(min(hi, max(lo, get(after, path) * math.exp(scale * d))), 6))
+        if not monotone(trial):
+            break
+        c = cost(ev.report(trial), leave_out)
+        if c >= best - 1e-9:
+            break
+        best, after = c, trial
+        scale *= 2.0
+    return after, best
 
 
 def summary(rep):
