@@ -14,6 +14,8 @@
 
 #include "ztune/gui/planner_document.hpp"
 #include "ztune/gui/run_summary.hpp"
+#include "ztune/model/input_error.hpp"
+#include "ztune/model/run_record.hpp"
 
 namespace ztune::gui {
 
@@ -63,9 +65,11 @@ RunPanel::RunPanel(PlannerDocument* doc, QWidget* parent) : QWidget(parent), doc
       result_->setText(QStringLiteral("ztune run failed (exit %1)").arg(crashed ? QStringLiteral("crash") : QString::number(code)));
       return;
     }
-    const auto measured = parse_run_summary(child_.standard_output());
-    result_->setText(measured ? compare_run(*measured, predicted_step_s_)
-                              : QStringLiteral("the run printed no JSON summary"));
+    try {
+      result_->setText(compare_run(measured_run(read_run_record(record_path_.toStdString())), predicted_step_s_));
+    } catch (const InputError& e) {
+      result_->setText(QStringLiteral("the run record was refused: ") + QString::fromStdString(e.what()));
+    }
     emit message(result_->text());
   });
 }
@@ -81,6 +85,8 @@ void RunPanel::run_selected() {
   const auto& in = doc_->outcome()->inputs;
   const QString dir = QStandardPaths::writableLocation(QStandardPaths::TempLocation);
   plan_path_ = QDir(dir).filePath(QStringLiteral("ztune-planner-run-plan.json"));
+  record_path_ = QDir(dir).filePath(QStringLiteral("ztune-planner-run-record.json"));
+  QFile::remove(record_path_);  // a record left from an earlier run must not be read as this one's
   QFile f(plan_path_);
   if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
     result_->setText(plan_path_ + QStringLiteral(": cannot write: ") + f.errorString());
@@ -94,7 +100,7 @@ void RunPanel::run_selected() {
   run_->setEnabled(false);
   stop_->setEnabled(true);
   const QStringList args{QStringLiteral("run"), plan_path_, QStringLiteral("--steps"), QString::number(steps_->value()),
-                         QStringLiteral("--json")};
+                         QStringLiteral("--record"), record_path_};
   log_->appendPlainText(QStringLiteral("$ ") + ztune_program() + QLatin1Char(' ') + args.join(QLatin1Char(' ')));
   child_.start(ztune_program(), args);
 }

@@ -34,6 +34,7 @@ class RunPanel : public QWidget {
   QPlainTextEdit* log_ = nullptr;
   double predicted_step_s_ = 0;
   QString plan_path_;
+  QString record_path_;  // the run record ztune run writes (--record), read back strictly
 };
 
 }  // namespace ztune::gui

@@ -2,43 +2,14 @@
 
 #include <algorithm>
 
-#include <QList>
-#include <nlohmann/json.hpp>
-
 #include "ztune/gui/units.hpp"
 
 namespace ztune::gui {
-namespace {
-
-std::optional<nlohmann::json> parse_json(const QByteArray& text) {
-  auto doc = nlohmann::json::parse(text.constData(), text.constData() + text.size(), nullptr, false);
-  if (!doc.is_discarded() && doc.is_object()) return doc;
-  const QList<QByteArray> lines = text.split('\n');
-  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
-    const QByteArray line = it->trimmed();
-    if (!line.startsWith('{')) continue;
-    doc = nlohmann::json::parse(line.constData(), line.constData() + line.size(), nullptr, false);
-    if (!doc.is_discarded() && doc.is_object()) return doc;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
-std::optional<MeasuredRun> parse_run_summary(const QByteArray& stdout_text) {
-  const auto doc = parse_json(stdout_text);
-  if (!doc) return std::nullopt;
+MeasuredRun measured_run(const RunRecord& record) {
   MeasuredRun r;
-  if (auto it = doc->find("step_time_s"); it != doc->end() && it->is_number()) r.step_time_s = it->get<double>();
-  if (auto it = doc->find("losses"); it != doc->end() && it->is_array())
-    for (const auto& v : *it)
-      if (v.is_number()) r.losses.push_back(v.get<double>());
-  if (auto it = doc->find("peak_memory_bytes"); it != doc->end()) {
-    if (it->is_number()) r.peak_memory_bytes = it->get<double>();
-    if (it->is_array())
-      for (const auto& v : *it)
-        if (v.is_number()) r.peak_memory_bytes = std::max(r.peak_memory_bytes.value_or(0.0), v.get<double>());
-  }
+  if (!record.steps.empty()) r.step_time_s = record.step_time_s;
+  r.losses = record.losses;
+  for (const double b : record.peak_memory_bytes) r.peak_memory_bytes = std::max(r.peak_memory_bytes.value_or(0.0), b);
   return r;
 }
 

@@ -1,6 +1,6 @@
 // The planner's Run path end to end: the same ChildProcess the Run button uses
-// starts the real `ztune run --json` on this machine's CPU ranks, and the
-// summary parser reads what it printed. Oracle: the run itself (losses are
+// starts the real `ztune run --record FILE` on this machine's CPU ranks, and the
+// strict run-record reader reads what it wrote. Oracle: the run itself (losses are
 // finite and one per step, the step time is positive) and the prediction made
 // independently by `ztune predict`, compared by compare_run's arithmetic.
 #include <catch2/catch.hpp>
@@ -11,26 +11,30 @@
 #include <QTest>
 
 #include <cmath>
+#include <filesystem>
 
 #include "ztune/gui/child_process.hpp"
 #include "ztune/gui/run_summary.hpp"
+#include "ztune/model/run_record.hpp"
 
 using namespace ztune::gui;
 
-TEST_CASE("Run: ztune run --json as a child process gives measured figures", "[gui][run]") {
+TEST_CASE("Run: ztune run as a child process gives measured figures", "[gui][run]") {
+  std::filesystem::create_directories(ZTUNE_GUI_TEST_TMP);
+  const std::string record = std::string(ZTUNE_GUI_TEST_TMP) + "/run-child-record.json";
+  std::filesystem::remove(record);
   ChildProcess child;
   QSignalSpy finished(&child, &ChildProcess::finished);
   QString log;
   QObject::connect(&child, &ChildProcess::output, [&log](const QString& t) { log += t; });
   child.start(QStringLiteral(ZTUNE_BIN),
               {"run", "--cluster", "local-cpu", "--model", "tiny", "--dp", "2", "--zero", "1", "--micro-batch", "2",
-               "--global-batch", "8", "--steps", "3", "--no-db", "--json"});
+               "--global-batch", "8", "--steps", "3", "--no-db", "--record", QString::fromStdString(record)});
   REQUIRE(finished.wait(240000));
   INFO(log.toStdString());
   REQUIRE(finished.first().at(0).toInt() == 0);
   REQUIRE_FALSE(finished.first().at(1).toBool());
-  const auto run = parse_run_summary(child.standard_output());
-  REQUIRE(run.has_value());
+  const std::optional<MeasuredRun> run = measured_run(ztune::read_run_record(record));
   REQUIRE(run->losses.size() == 3);
   for (double l : run->losses) CHECK(std::isfinite(l));
   // A byte-level model starts near ln(256) = 5.55 nats.

@@ -1,27 +1,46 @@
-// The `ztune run --json` summary the Run panel reads (issue 6: losses, step_time_s, peak_memory_bytes per rank).
+// What the Run panel shows of a run: the figures of its run record (read by the
+// one strict reader, model/run_record.hpp) against the prediction. The record is
+// a real worker record (tests/model/fixtures/run_record/tiny_dp2.json); the
+// expected figures are copied from its text.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 #include "ztune/gui/run_summary.hpp"
+#include "ztune/model/run_record.hpp"
 
 using namespace ztune::gui;
 
-TEST_CASE("run summary: the JSON after the log lines", "[gui][run]") {
-  const QByteArray out =
-      "step 1 loss 10.9\nstep 2 loss 10.1\n"
-      "{\"losses\": [10.9, 10.1], \"step_time_s\": 0.25, \"peak_memory_bytes\": [1000, 3000]}\n";
-  const auto r = parse_run_summary(out);
-  REQUIRE(r.has_value());
-  REQUIRE(r->step_time_s.has_value());
-  CHECK(*r->step_time_s == Approx(0.25));
-  CHECK(r->losses.size() == 2);
-  CHECK(*r->peak_memory_bytes == Approx(3000));
-  // Predicted 0.2 s against measured 0.25 s: 20 % under.
-  CHECK(compare_run(*r, 0.2) == "measured 250 ms per step, predicted 200 ms (-20.0 % off)");
+namespace {
+const std::string kRecord = std::string(ZTUNE_SOURCE_DIR) + "/tests/model/fixtures/run_record/tiny_dp2.json";
 }
 
-TEST_CASE("run summary: none when the run printed no JSON", "[gui][run]") {
-  CHECK_FALSE(parse_run_summary("ztune run: error: the plan needs 256 ranks\n").has_value());
-  const auto r = parse_run_summary("{\"losses\": []}");
-  REQUIRE(r.has_value());
-  CHECK(compare_run(*r, 1.0) == "the run printed no step time");
+TEST_CASE("run summary: the figures of the run record", "[gui][run]") {
+  const MeasuredRun r = measured_run(ztune::read_run_record(kRecord));
+  REQUIRE(r.step_time_s.has_value());
+  CHECK(*r.step_time_s == 0.018669393);
+  CHECK(r.losses == std::vector<double>{5.54868071898818, 5.5477940402925014});
+  REQUIRE(r.peak_memory_bytes.has_value());
+  CHECK(*r.peak_memory_bytes == 6554624.0);
+}
+
+TEST_CASE("run summary: measured against predicted", "[gui][run]") {
+  MeasuredRun r;
+  r.step_time_s = 0.25;
+  // Predicted 0.2 s against measured 0.25 s: 20 % under.
+  CHECK(compare_run(r, 0.2) == "measured 250 ms per step, predicted 200 ms (-20.0 % off)");
+}
+
+TEST_CASE("run summary: no step time when the run ran no step", "[gui][run]") {
+  std::ifstream in(kRecord);
+  nlohmann::json doc = nlohmann::json::parse(in);
+  doc["steps"] = nlohmann::json::array();
+  doc["losses"] = nlohmann::json::array();
+  doc["step_time_s"] = 0;
+  doc["tokens_per_s"] = 0;
+  const MeasuredRun r = measured_run(ztune::run_record_from_json(doc, "resumed.json"));
+  CHECK_FALSE(r.step_time_s.has_value());
+  CHECK(compare_run(r, 1.0) == "the run printed no step time");
 }

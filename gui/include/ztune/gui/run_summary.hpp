@@ -1,10 +1,11 @@
 #pragma once
-// What `ztune run --json` printed, against what the cost model predicted.
+// What a `ztune run` measured (its run record), against what the cost model predicted.
 #include <optional>
 #include <vector>
 
-#include <QByteArray>
 #include <QString>
+
+#include "ztune/model/run_record.hpp"
 
 namespace ztune::gui {
 
@@ -14,9 +15,10 @@ struct MeasuredRun {
   std::optional<double> peak_memory_bytes;  // largest over the ranks
 };
 
-/// Parses the JSON summary `ztune run --json` prints (the whole output, or its
-/// last line that starts with '{'); nullopt when there is none.
-std::optional<MeasuredRun> parse_run_summary(const QByteArray& stdout_text);
+/// The figures of the run record `ztune run --record FILE` wrote, read by the one
+/// strict reader (ztune/model/run_record.hpp: read_run_record, which refuses a
+/// bad record naming the file and JSON path). No step time when it ran no step.
+MeasuredRun measured_run(const RunRecord& record);
 
 /// "measured 1.23 s per step, predicted 1.10 s (−10.6 %)".
 QString compare_run(const MeasuredRun& measured, double predicted_step_s);
