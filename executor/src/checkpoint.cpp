@@ -128,6 +128,10 @@ std::optional<std::string> read_checkpoint_shard(const std::string& dir, int ste
   in.read(reinterpret_cast<char*>(&sum), sizeof sum);
   if (!in) return path + ": truncated (the file ends before its payload and checksum)";
   if (sum != fnv1a(bytes)) return path + ": corrupt (checksum mismatch)";
+  // Nothing may follow the checksum: bytes appended to a shard mean it is not
+  // the file this rank wrote.
+  if (in.peek() != std::char_traits<char>::eof())
+    return path + ": corrupt (bytes after the checksum; the shard is longer than its header says)";
   std::istringstream payload(bytes);
   store.read_state(payload);
   return std::nullopt;

@@ -83,6 +83,15 @@ def main():
         r = run(2, other, "--steps", "5", "--resume", "--checkpoint-dir", ck)
         check("checkpoint of another plan is refused", r.returncode == 2 and "different plan" in r.stderr, r.stderr)
 
+        # One byte appended to rank 0's shard of step 3 (the issue 20 finding: accepted before).
+        shard0 = os.path.join(ck, "step_00000003", "rank_00000.ckpt")
+        intact = open(shard0, "rb").read()
+        open(shard0, "ab").write(b"\0")
+        r = run(2, dp2, "--steps", "5", "--resume", "--checkpoint-dir", ck)
+        check("a shard with a byte appended is refused", r.returncode == 2 and "rank_00000.ckpt" in r.stderr and
+              "bytes after the checksum" in r.stderr, r.stderr)
+        open(shard0, "wb").write(intact)
+
         shard = os.path.join(ck, "step_00000003", "rank_00001.ckpt")
         data = bytearray(open(shard, "rb").read())
         data[len(data) // 2] ^= 0xFF
