@@ -127,6 +127,15 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& c, cons
     dir = fs::path(o.plan_out).parent_path().string();
     if (dir.empty()) dir = ".";
   }
+  // A temporary directory of its own is removed when the run ends, however it
+  // ends (a dry run keeps it: the launch command it prints names its plan file).
+  struct RemoveAtExit {
+    std::string dir;
+    ~RemoveAtExit() {
+      std::error_code ec;
+      if (!dir.empty()) fs::remove_all(dir, ec);
+    }
+  } cleanup{o.plan_out.empty() && !o.dry_run ? dir : std::string()};
   const std::string plan_path = o.plan_out.empty() ? dir + "/plan.json" : o.plan_out;
   const std::string record_path = dir + "/record.json";
   const PlanFile pf{plan, m, c};
@@ -163,7 +172,13 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& c, cons
                          "backend for the plan\n");
   std::printf("launch: %s\n", cmd_text.c_str());
   std::fflush(stdout);
-  const int rc = run_process(cmd, true);
+  int interrupted = 0;
+  const int rc = run_process(cmd, true, &interrupted);
+  if (interrupted != 0) {
+    std::fprintf(stderr, "ztune: --run: interrupted (signal %d): the job was stopped and its processes ended\n",
+                 interrupted);
+    return 128 + interrupted;
+  }
   if (rc != 0) {
     std::fprintf(stderr, "ztune: the run failed (exit %d); see the messages above\n", rc);
     return rc == kExitUsage ? kExitUsage : kExitInfeasible;
