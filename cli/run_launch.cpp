@@ -1,7 +1,7 @@
 #include "run_launch.hpp"
 
 #include <fcntl.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,8 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-extern char** environ;
 
 namespace ztune::cli {
 
@@ -131,17 +129,6 @@ int run_process(const std::vector<std::string>& argv, bool stdout_to_stderr, int
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  if (stdout_to_stderr) posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
-  // The ranks read no input (and mpirun would otherwise forward the terminal's).
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  // A session of its own: every rank the launcher starts stays findable by its
-  // session id, even after the launcher is gone (kill -9 of mpirun).
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
-
   // SIGINT, SIGTERM and SIGHUP to ztune go to the job while it runs (without
   // SA_RESTART, so that the wait below wakes up).
   g_signal = 0;
@@ -159,11 +146,27 @@ int run_process(const std::vector<std::string>& argv, bool stdout_to_stderr, int
     g_child = 0;
   };
 
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
+  // The child: a session of its own, so that every rank the launcher starts
+  // stays findable by its session id even after the launcher is gone (kill -9
+  // of mpirun); SIGTERM when ztune dies, however it dies (kill -9, the
+  // planner closing); no input (mpirun would otherwise forward the terminal's).
+  // Only async-signal-safe calls between fork and exec.
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setsid();
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(127);  // ztune died before the line above
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &dfl, nullptr);
+    const int null = ::open("/dev/null", O_RDONLY);
+    if (null >= 0) ::dup2(null, STDIN_FILENO);
+    if (stdout_to_stderr) ::dup2(STDERR_FILENO, STDOUT_FILENO);
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  if (pid < 0) {
     restore();
     return 127;
   }
@@ -186,7 +189,7 @@ int run_process(const std::vector<std::string>& argv, bool stdout_to_stderr, int
     if (!forwarded_to_ranks) {
       forwarded_to_ranks = true;
       for (pid_t p : session_members(pid)) ::kill(p, g_signal);
-      deadline = Clock::now() + std::chrono::seconds(5);
+      deadline = Clock::now() + std::chrono::seconds(2);
     } else if (Clock::now() > deadline) {
       ::kill(pid, SIGKILL);
       for (pid_t p : session_members(pid)) ::kill(p, SIGKILL);

@@ -32,8 +32,8 @@ std::vector<std::string> launch_command(int np, const std::string& hosts, const 
 /// Runs argv (no shell) in a session of its own, stdin from /dev/null; the child's
 /// stdout goes to our stderr when `stdout_to_stderr`. While it runs, SIGINT,
 /// SIGTERM and SIGHUP to ztune are forwarded to it and to every process of its
-/// session (the ranks), and what still runs 5 s later is killed; a second signal
-/// kills at once. When the launcher ends, any rank left in its session (after a
+/// session (the ranks), and what still runs 2 s later is killed; a second signal
+/// kills at once. The child gets SIGTERM if ztune itself dies (kill -9). When the launcher ends, any rank left in its session (after a
 /// kill -9 of mpirun) is killed before this returns. Returns the exit status
 /// (128 + signal when killed); `interrupted`, when given, gets the signal ztune
 /// received (0: none).

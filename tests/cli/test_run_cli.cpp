@@ -13,12 +13,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -77,15 +79,9 @@ std::vector<std::vector<std::string>> live_processes_with(const std::string& nee
   return out;
 }
 
-}  // namespace
-
-TEST_CASE("ztune run: SIGTERM stops every rank and removes the temporary directory", "[cli][run]") {
-  const fs::path record = scratch() / "sigterm-record.json";  // unique: it marks this job's ranks
-  const fs::path ckpt = scratch() / "sigterm-ckpt";
-  const fs::path out = scratch() / "sigterm.out", err = scratch() / "sigterm.err";
-  std::string cmd = std::string(ZTUNE_BIN) + " run " + kPlan + " --steps 100000 --checkpoint-every 2 --checkpoint-dir " +
-                    ckpt.string() + " --record " + record.string();
-  std::vector<std::string> argv{"/bin/sh", "-c", "exec " + cmd};
+// Starts `ztune run ARGS` in the background (stdout and stderr to files); its pid.
+pid_t start_ztune(const std::string& run_args, const fs::path& out, const fs::path& err) {
+  std::vector<std::string> argv{"/bin/sh", "-c", "exec " + std::string(ZTUNE_BIN) + " run " + run_args};
   std::vector<char*> args;
   for (auto& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
@@ -95,21 +91,56 @@ TEST_CASE("ztune run: SIGTERM stops every rank and removes the temporary directo
   posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = 0;
-  REQUIRE(posix_spawn(&pid, "/bin/sh", &fa, nullptr, args.data(), environ) == 0);
+  const int rc = posix_spawn(&pid, "/bin/sh", &fa, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
+  return rc == 0 ? pid : -1;
+}
 
-  // Training: both ranks up and a checkpoint committed.
-  std::vector<std::vector<std::string>> ranks;
+// The live ztune-worker ranks whose command line holds `marker` (the job's --record).
+std::vector<std::vector<std::string>> ranks_of(const std::string& marker) {
+  auto ranks = live_processes_with(marker);
+  ranks.erase(std::remove_if(ranks.begin(), ranks.end(),
+                             [](const auto& a) { return a.empty() || a[0].find("ztune-worker") == std::string::npos; }),
+              ranks.end());
+  return ranks;
+}
+
+// Waits until `n` ranks of the job run (and `also` holds); false after 120 s.
+bool wait_for_ranks(const std::string& marker, std::size_t n, const std::function<bool()>& also = [] { return true; }) {
   const auto start = Clock::now();
   while (Clock::now() - start < std::chrono::seconds(120)) {
-    ranks = live_processes_with(record.string());
-    ranks.erase(std::remove_if(ranks.begin(), ranks.end(),
-                               [](const auto& a) { return a.empty() || a[0].find("ztune-worker") == std::string::npos; }),
-                ranks.end());
-    if (ranks.size() == 2 && fs::exists(ckpt / "latest")) break;
+    if (ranks_of(marker).size() == n && also()) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  return false;
+}
+
+// Whether nothing of the job runs any more, waiting up to `limit`.
+bool gone_within(const std::string& marker, std::chrono::seconds limit) {
+  const auto start = Clock::now();
+  while (!live_processes_with(marker).empty()) {
+    if (Clock::now() - start > limit) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("ztune run: SIGTERM stops every rank and removes the temporary directory", "[cli][run]") {
+  const fs::path record = scratch() / "sigterm-record.json";  // unique: it marks this job's ranks
+  const fs::path ckpt = scratch() / "sigterm-ckpt";
+  const fs::path out = scratch() / "sigterm.out", err = scratch() / "sigterm.err";
+  const pid_t pid = start_ztune(kPlan + " --steps 100000 --checkpoint-every 2 --checkpoint-dir " + ckpt.string() +
+                                    " --record " + record.string(),
+                                out, err);
+  REQUIRE(pid > 0);
+
+  // Training: both ranks up and a checkpoint committed.
+  const bool up = wait_for_ranks(record.string(), 2, [&] { return fs::exists(ckpt / "latest"); });
+  const auto ranks = ranks_of(record.string());
   INFO("stderr: " << slurp(err));
+  REQUIRE(up);
   REQUIRE(ranks.size() == 2);
   REQUIRE(fs::exists(ckpt / "latest"));
   // The worker's plan file lives in ztune's temporary directory.
@@ -137,6 +168,49 @@ TEST_CASE("ztune run: SIGTERM stops every rank and removes the temporary directo
   CHECK_THAT(e, Contains("ztune run: interrupted (SIGTERM)"));
   CHECK_THAT(e, Contains("--resume " + ckpt.string()));
   CHECK(fs::exists(ckpt / "latest"));  // the user's checkpoints stay
+}
+
+TEST_CASE("ztune run: no rank outlives a kill -9 of mpirun or of ztune itself", "[cli][run]") {
+  const std::string long_run = kPlan + " --steps 100000 --record ";
+  {
+    const fs::path record = scratch() / "kill-mpirun.json";
+    const pid_t pid = start_ztune(long_run + record.string(), scratch() / "kill-mpirun.out", scratch() / "kill-mpirun.err");
+    REQUIRE(pid > 0);
+    REQUIRE(wait_for_ranks(record.string(), 2));
+    // The launcher: ztune's child mpirun.
+    std::vector<pid_t> launchers;
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      const std::string p = e.path().filename().string();
+      if (p.find_first_not_of("0123456789") != std::string::npos) continue;
+      const std::string st = slurp(e.path() / "stat");
+      const auto close = st.rfind(')');
+      if (close == std::string::npos || st.find("(mpirun)") == std::string::npos) continue;
+      std::istringstream f(st.substr(close + 1));
+      char state = 0;
+      long ppid = 0;
+      f >> state >> ppid;
+      if (ppid == pid) launchers.push_back(static_cast<pid_t>(std::stol(p)));
+    }
+    REQUIRE(launchers.size() == 1);
+    REQUIRE(::kill(launchers[0], SIGKILL) == 0);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(live_processes_with(record.string()).empty());  // ztune swept the orphaned ranks before exiting
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 1);  // a failed run
+    CHECK_THAT(slurp(scratch() / "kill-mpirun.err"), Contains("the job failed (exit 137)"));
+  }
+  {
+    const fs::path record = scratch() / "kill-ztune.json";
+    const pid_t pid = start_ztune(long_run + record.string(), scratch() / "kill-ztune.out", scratch() / "kill-ztune.err");
+    REQUIRE(pid > 0);
+    REQUIRE(wait_for_ranks(record.string(), 2));
+    REQUIRE(::kill(pid, SIGKILL) == 0);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    // ztune cannot sweep after kill -9; its launcher gets SIGTERM from the kernel and ends the ranks.
+    CHECK(gone_within(record.string(), std::chrono::seconds(20)));
+  }
 }
 
 TEST_CASE("ztune run: --checkpoint-every then --resume gives the uninterrupted run's losses bit for bit",
