@@ -138,9 +138,10 @@ TEST_CASE("search: SIGINT while the space is laid out ends it within a couple of
 
 TEST_CASE("search: SIGINT while ranking ends it within a couple of seconds with the best plans so far, exit 130",
           "[cli][hardening][search]") {
-  // A model whose layers (48), heads (48) and batch (720,720 = 2^4·3^2·5·7·11·13) have
-  // many divisors: on 1..1,024 H100s its space holds about 128 M plans, 30 M or more
-  // of them ranked (about 15 s on two cores). The space is laid out in under 0.5 s.
+  // A model whose layers (48), heads (48) and batch (12,252,240 = 2^4·3^2·5·7·11·13·17)
+  // have many divisors: on 1..8,192 H100s its space holds 2.5 G plans, of which about 10%
+  // are ranked: minutes on one thread (40 M in the first 20 s here). Laying it out takes
+  // under a second, so 5 s in the search is ranking.
   nlohmann::json model = nlohmann::json::parse(read_file(fs::path(ZTUNE_TEST_DATA_DIR) / "models/gpt2-1.5b.json"));
   model["name"] = "divisors-48";
   model["layers"] = 48;
@@ -148,13 +149,13 @@ TEST_CASE("search: SIGINT while ranking ends it within a couple of seconds with 
   model["heads"] = 48;
   model["kv_heads"] = 48;
   model["ffn_hidden"] = 12288;
-  model["global_batch"] = 720720;
+  model["global_batch"] = 12252240;
   const fs::path model_file = scratch() / "divisors-48.json";
   std::ofstream(model_file) << model.dump(2);
   const fs::path plan = scratch() / "interrupted-plan.json";
-  auto b = start("--cluster dgx-h100x128 --model '" + model_file.string() +
-                     "' --min-gpus 1 --allow-tp-across-nodes --max-plans 1000000000 --no-db --top 3 --out '" +
-                     plan.string() + "'",
+  auto b = start("--cluster dgx-h100x128 --nodes 1024 --model '" + model_file.string() +
+                     "' --min-gpus 1 --allow-tp-across-nodes --max-plans 100000000000 --threads 1 --no-db --top 3 "
+                     "--out '" + plan.string() + "'",
                  "rank");
   REQUIRE(still_running_after(b, 5.0));
   ::kill(b.pid, SIGINT);
