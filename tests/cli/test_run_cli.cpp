@@ -205,11 +205,18 @@ TEST_CASE("ztune run: no rank outlives a kill -9 of mpirun or of ztune itself", 
     const pid_t pid = start_ztune(long_run + record.string(), scratch() / "kill-ztune.out", scratch() / "kill-ztune.err");
     REQUIRE(pid > 0);
     REQUIRE(wait_for_ranks(record.string(), 2));
+    const auto ranks = ranks_of(record.string());
+    REQUIRE((!ranks.empty() && ranks[0].size() > 1));
+    const fs::path temp_dir = fs::path(ranks[0][1]).parent_path();
     REQUIRE(::kill(pid, SIGKILL) == 0);
     int status = 0;
     REQUIRE(::waitpid(pid, &status, 0) == pid);
     // ztune cannot sweep after kill -9; its launcher gets SIGTERM from the kernel and ends the ranks.
     CHECK(gone_within(record.string(), std::chrono::seconds(20)));
+    // Nor can it remove its temporary directory: the test does.
+    CHECK(temp_dir.filename().string().rfind("ztune-run-", 0) == 0);
+    std::error_code ec;
+    if (temp_dir.filename().string().rfind("ztune-run-", 0) == 0) fs::remove_all(temp_dir, ec);
   }
 }
 

@@ -48,12 +48,14 @@ std::string refusal(const std::string& name, const std::function<void(json&)>& m
   mutate(doc);
   const std::string path = (scratch() / (name + ".json")).string();
   std::ofstream(path) << doc.dump(1) << "\n";
+  std::string message;
   try {
     (void)ztune::read_run_record(path);
   } catch (const InputError& e) {
-    return e.what();
+    message = e.what();
   }
-  return "";
+  fs::remove(path);
+  return message;
 }
 
 std::string path_of(const std::string& name) { return (scratch() / (name + ".json")).string(); }
@@ -191,6 +193,8 @@ TEST_CASE("run record: NaN is refused, in a document and in a file's text", "[mo
   const std::string path = (scratch() / "nan-text.json").string();
   std::ofstream(path) << text;
   CHECK_THROWS_WITH(ztune::read_run_record(path), StartsWith(path + ":"));
+  std::error_code ec;
+  fs::remove_all(scratch(), ec);
 }
 
 TEST_CASE("run record: the fit refuses a record that measured no step", "[model][run_record]") {
