@@ -45,6 +45,7 @@ struct SearchFlags {
   long long global_batch = 0;
   std::string precision;
   int max_micro_batch = 0;
+  int tp = 0, pp = 0, zero = -1;  // pins; 0 (tp, pp) or -1 (zero): not pinned
   bool onebit_adam = false, zeropp = false;
   int freeze_step = -1;  // -1: kOnebitWarmupFraction of the run
   std::string sparse_attention = "none";
@@ -79,6 +80,9 @@ nlohmann::json options_json(const SearchFlags& f, const SearchOptions& o) {
           {"global_batch", f.global_batch},
           {"precision", f.precision},
           {"max_micro_batch", f.max_micro_batch},
+          {"tp", f.tp},
+          {"pp", f.pp},
+          {"zero", f.zero},
           {"onebit_adam", f.onebit_adam},
           {"zeropp", f.zeropp},
           {"freeze_step", f.freeze_step},
@@ -108,6 +112,9 @@ SearchOptions to_options(const SearchFlags& f) {
   if (!f.precision.empty())
     o.space.precision = f.precision == "fp16" ? Precision::fp16 : f.precision == "bf16" ? Precision::bf16 : Precision::fp32;
   o.space.max_micro_batch = f.max_micro_batch;
+  if (f.tp > 0) o.space.tp = f.tp;
+  if (f.pp > 0) o.space.pp = f.pp;
+  if (f.zero >= 0) o.space.zero_stage = f.zero;
   o.space.max_plans = f.max_plans;
   o.space.include_onebit_adam = f.onebit_adam;
   o.space.include_zeropp = f.zeropp;
@@ -334,6 +341,9 @@ Command add_search(CLI::App& root) {
   app->add_option("--precision", f->precision, "Pin the precision (default: every 16-bit one the GPU has)")
       ->check(CLI::IsMember({"fp16", "bf16", "fp32"}));
   app->add_option("--max-micro-batch", f->max_micro_batch, "Largest micro-batch to try")->check(Positive);
+  app->add_option("--tp", f->tp, "Search only plans with this tensor-parallel degree")->check(CLI::Range(1, 1 << 20));
+  app->add_option("--pp", f->pp, "Search only plans with this pipeline depth")->check(CLI::Range(1, 1 << 20));
+  app->add_option("--zero", f->zero, "Search only plans with this ZeRO stage")->check(CLI::Range(0, 3));
   app->add_flag("--onebit-adam", f->onebit_adam, "Also search 1-bit Adam (compressed gradients)");
   app->add_flag("--zeropp", f->zeropp, "Also search ZeRO++ (quantized ZeRO-3 communication)");
   app->add_option("--freeze-step", f->freeze_step,

@@ -135,3 +135,35 @@ TEST_CASE("a corrupt --db file is an input error and stays as it was", "[cli][tu
   CHECK_THAT(r.err, Contains(db) && Contains("not a ztune results database"));
   CHECK(read_bytes(db) == before);
 }
+
+// Pins (--tp, --pp, --zero) narrow the space to a published run's constraints.
+// The seeds' 3-D parallel 180B (DeepSpeed, 800 V100: tp 16, ZeRO-1 data
+// parallel, 49 TFLOP/s per GPU by the 96·l·h² count, i.e. 32.8 tokens/s per GPU):
+// the search's best under those pins runs at least what DeepSpeed reached
+// (within the 10% headline tolerance), and every plan it lists keeps the pins.
+TEST_CASE("search --tp 16 --zero 1: the seeds' 180B on 800 V100 under its published constraints", "[cli][tuner]") {
+  TempDir dir;
+  const std::string model = dir.file("gpt180b.json");
+  std::ofstream(model) << R"j({"schema": "ztune.model/1", "name": "gpt-180b", "source": "DeepSpeed 3-D parallelism blog (2020)",
+    "layers": 100, "hidden": 12288, "heads": 96, "kv_heads": 96, "ffn_hidden": 49152, "activation": "gelu",
+    "norm": "layernorm", "position_embedding": "learned", "bias": true, "vocab": 51200, "seq_len": 2048,
+    "tied_embeddings": true, "global_batch": 2048, "train_tokens": 1e9})j";
+  auto r = run_command(ztune_bin() + " search --cluster dgx2 --nodes 50 --model " + model +
+                       " --engine deepspeed --precision fp16 --tp 16 --zero 1 --json --top 5 --no-db");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE_FALSE(j["plans"].empty());
+  for (const auto& p : j["plans"]) {
+    CHECK(p["plan"]["tp"] == 16);
+    CHECK(p["plan"]["zero_stage"] == 1);
+  }
+  const double per_gpu = j["plans"][0]["prediction"]["time"]["tokens_per_s"].get<double>() / 800;
+  const double published = 49e12 / (96.0 * 100 * 12288.0 * 12288 * (1 + 2048 / (6 * 12288.0) + 51200 / (16 * 100 * 12288.0)));
+  CHECK(per_gpu >= 0.9 * published);
+  // A pin nothing satisfies is no feasible plan, with the way out named.
+  r = run_command(ztune_bin() + " search --cluster dgx2 --nodes 50 --model " + model +
+                  " --engine deepspeed --tp 16 --pp 1 --zero 0 --no-db");
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.out + r.err, Contains("without --tp/--pp/--zero"));
+}

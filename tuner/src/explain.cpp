@@ -158,6 +158,12 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     hints.push_back({"without --engine " + to_string(o.space.engine),
                      std::to_string(s.feasible) + " plans fit" + example(s), s.feasible > 0});
   }
+  if (o.space.tp || o.space.pp || o.space.zero_stage) {
+    SearchOptions x = o;
+    x.space.tp = x.space.pp = x.space.zero_stage = std::nullopt;
+    auto s = feasibility(m, c, hw, x);
+    hints.push_back({"without --tp/--pp/--zero", std::to_string(s.feasible) + " plans fit" + example(s), s.feasible > 0});
+  }
   if (!o.space.allow_tp_across_nodes) {
     SearchOptions x = o;
     x.space.allow_tp_across_nodes = true;

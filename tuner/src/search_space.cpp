@@ -118,6 +118,10 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
     throw InputError("--global-batch: " + str(global_batch_) + " is more than a plan holds (at most 2^40 = " +
                      str(kMaxGlobalBatch) + " sequences)");
   if (o.max_micro_batch < 0) throw InputError("--max-micro-batch: expected > 0");
+  if (o.tp && *o.tp < 1) throw InputError("--tp: expected >= 1, got " + str(*o.tp));
+  if (o.pp && *o.pp < 1) throw InputError("--pp: expected >= 1, got " + str(*o.pp));
+  if (o.zero_stage && (*o.zero_stage < 0 || *o.zero_stage > 3))
+    throw InputError("--zero: expected 0, 1, 2 or 3, got " + str(*o.zero_stage));
   gpu_counts_ = device_counts(o, c.total_gpus());
   precisions_ = precision_list(o, c);
   attention_ = attention_kernels(o, m, c);
@@ -158,10 +162,12 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
     }
     const std::vector<int> divs = divisors(g);
     for (int tp : divs) {
+      if (o.tp && tp != *o.tp) continue;
       const int rest = g / tp;
       for (int pp : divs) {
         if (pp > rest) break;
         if (rest % pp != 0) continue;
+        if (o.pp && pp != *o.pp) continue;
         Layout l;
         l.gpus = g;
         l.tp = tp;
@@ -222,6 +228,12 @@ std::vector<ScheduleChoice> SearchSpace::schedules(const Layout& l) const {
 // left out rather than listed as duplicates of stage 0; the offload variants
 // stay, because where the states live and when gradients move differ by stage.
 std::vector<StateChoice> SearchSpace::states(const Layout& l) const {
+  std::vector<StateChoice> all = all_states(l);
+  if (options_.zero_stage) std::erase_if(all, [&](const StateChoice& s) { return s.zero_stage != *options_.zero_stage; });
+  return all;
+}
+
+std::vector<StateChoice> SearchSpace::all_states(const Layout& l) const {
   const bool partitioned = l.dp > 1;
   std::vector<StateChoice> out;
   out.push_back({0, OffloadTarget::none, OffloadTarget::none, false, false});

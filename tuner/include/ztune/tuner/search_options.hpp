@@ -43,6 +43,11 @@ struct SpaceOptions {
   /// GPUs run FlashAttention-2 (supports_flash_attention) and the engine's
   /// kernel is the one priced (Megatron-LM, DeepSpeed; ztune's CPU executor).
   std::optional<AttentionKernel> attention;
+  /// Pin the tensor-parallel degree, the pipeline depth or the ZeRO stage (the
+  /// configuration a published run or a cluster policy fixes); unset: all.
+  std::optional<int> tp;
+  std::optional<int> pp;
+  std::optional<int> zero_stage;
 };
 
 /// Default 1-bit Adam warm-up as a fraction of the run: the 1-bit Adam paper

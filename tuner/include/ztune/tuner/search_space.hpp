@@ -117,6 +117,7 @@ class SearchSpace {
 
  private:
   [[nodiscard]] std::int64_t count_plans(const Layout& l) const;
+  [[nodiscard]] std::vector<StateChoice> all_states(const Layout& l) const;  // before the --zero pin
   void classify(Layout& l) const;
 
   const Transformer* model_;
