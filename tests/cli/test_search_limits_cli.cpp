@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -28,10 +29,18 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+/// This process's scratch directory, removed when the test program exits.
 fs::path scratch() {
-  const fs::path dir = fs::temp_directory_path() / ("ztune-search-limits-cli-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
+  struct Removed {
+    fs::path dir;
+    ~Removed() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  };
+  static const Removed scratch_dir{fs::temp_directory_path() / ("ztune-search-limits-cli-" + std::to_string(::getpid()))};
+  fs::create_directories(scratch_dir.dir);
+  return scratch_dir.dir;
 }
 
 std::string read_file(const fs::path& path) {
