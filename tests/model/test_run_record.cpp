@@ -208,3 +208,93 @@ TEST_CASE("run record: the fit refuses a record that measured no step", "[model]
   CHECK(r.op_seconds_per_step("gemm") == 0);
   CHECK_THROWS_WITH(ztune::run_observation_from_record(r), StartsWith("resumed.json: $.step_time_s: expected a time > 0"));
 }
+
+// Every value of the worker's record replaced by each hostile value, every member
+// removed, every object given an unknown member: each mutated record is either
+// refused naming the file and a JSON path, or read with finite, non-negative
+// figures (never a crash, never a negative or non-finite number let through).
+TEST_CASE("run record: thousands of mutations are refused or read with sane figures", "[model][run_record]") {
+  const json base = fixture();
+  std::vector<json::json_pointer> pointers;
+  std::function<void(const json&, const json::json_pointer&)> walk = [&](const json& v, const json::json_pointer& at) {
+    pointers.push_back(at);
+    if (v.is_object())
+      for (const auto& [k, child] : v.items()) walk(child, at / k);
+    if (v.is_array())
+      for (std::size_t i = 0; i < v.size(); ++i) walk(v[i], at / i);
+  };
+  walk(base, json::json_pointer());
+  std::vector<json> hostile{-5,   -1e-300, 1e308,          -1e308, 0,    1.5,  9007199254740993.0,
+                                  "x",  "",      nullptr,        true,   false, json::object(), json::array(),
+                                  json::array({1, 2}), 18446744073709551615ULL, -9223372036854775807LL - 1};
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const json& h : std::vector<json>{std::nan(""), inf, -inf, 5e-324, -0.0, 1, 2, 3, -1, -0.5, 0.5, 1e-9, 2147483648.0,
+                                         1e6 + 1, 1e9 + 1, 1e12, 1e15 + 1, 2e18, 1e300, 1e100, 4, 65536, 1e-6, -1e-9, "5", " ", "null", "NaN",
+                                         std::string(1000, 'x'), json::array({nullptr}), json::array({json::array()}),
+                                         json::array({json::object()}), json::object({{"k", 1}})})
+    hostile.push_back(h);
+  json deep = json::array();
+  for (int i = 0; i < 100; ++i) deep = json::array({deep});
+  hostile.push_back(deep);
+  // Values derived from the one they replace: sign, scale, off by one, as text, wrapped.
+  auto derived = [](const json& v) {
+    std::vector<json> out;
+    if (v.is_number()) {
+      const double d = v.get<double>();
+      for (double x : {-d, 2 * d, d / 2, d + 1, d - 1, d * 1e300, d * 1e-300, std::nextafter(d, 1e300)}) out.emplace_back(x);
+      out.emplace_back(v.dump());
+    }
+    if (v.is_string()) out.emplace_back(v.get<std::string>() + "x");
+    out.push_back(json::array({v}));
+    out.push_back(json::object({{"value", v}}));
+    return out;
+  };
+  int refused = 0, accepted = 0;
+  auto attempt = [&](const json& doc) {
+    try {
+      const ztune::RunRecord r = ztune::run_record_from_json(doc, "m.json");
+      ++accepted;
+      auto sane = [](double v) { return std::isfinite(v) && v >= 0; };
+      CHECK(sane(r.step_time_s));
+      CHECK(sane(r.tokens_per_s));
+      for (double v : r.losses) CHECK(sane(v));
+      for (double v : r.peak_memory_bytes) CHECK(sane(v));
+      for (const auto& s : r.steps) CHECK((sane(s.time_s) && sane(s.lr) && sane(s.loss_scale)));
+      for (const auto& [k, op] : r.ops_rank0) CHECK((sane(op.time_s) && op.count >= 0));
+      for (const auto& m : r.memory)
+        for (const auto& [k, b] : m.by_category) CHECK(sane(b));
+    } catch (const InputError& e) {
+      ++refused;
+      const std::string msg = e.what();
+      if (msg.rfind("m.json: $", 0) != 0) FAIL_CHECK("refusal without the file and a JSON path: " << msg);
+    }
+  };
+  for (const auto& at : pointers) {
+    if (at.empty()) continue;
+    for (const auto& h : hostile) {
+      json doc = base;
+      doc[at] = h;
+      attempt(doc);
+    }
+    for (const auto& h : derived(base[at])) {
+      json doc = base;
+      doc[at] = h;
+      attempt(doc);
+    }
+    json removed = base;
+    const std::string last = at.back();
+    const json::json_pointer parent = at.parent_pointer();
+    if (removed[parent].is_object()) removed[parent].erase(last);
+    else removed[parent].erase(static_cast<std::size_t>(std::stoul(last)));
+    attempt(removed);
+    if (base[at].is_object()) {
+      json extra = base;
+      extra[at]["unexpected"] = 1;
+      attempt(extra);
+    }
+  }
+  INFO(refused << " refused, " << accepted << " read");
+  CHECK(refused + accepted > 10000);
+  CHECK(refused > accepted);
+  WARN(refused << " mutations refused, " << accepted << " read with sane figures");
+}
