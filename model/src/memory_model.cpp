@@ -152,14 +152,17 @@ void cpu_executor_lines(const Transformer& m, const Plan& p, double psi, double 
   sm.gpu[idx(MemLine::fragmentation)] = 0;
 }
 
-// One stage's lines: `first`/`last` say which pipeline ends it holds.
-StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw, bool first,
-                         bool last, const MemoryOptions& opt) {
+// One stage's lines: stage `stage` of p.pp, holding `stage_layers` layers
+// (the embedding on stage 0, the head on the last).
+StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw, int stage,
+                         int stage_layers, const MemoryOptions& opt) {
   StageMemory sm;
+  const bool first = stage == 0;
+  const bool last = stage == p.pp - 1;
   const double density = attention_density(m, p);
   const double t = p.tp;
   const double eb = bytes_of(p.precision);
-  const double layers = static_cast<double>(m.layers) / p.pp;
+  const double layers = stage_layers;
   const double word = static_cast<double>(m.vocab) * m.hidden / t;
   const double positions = m.embedding_params() - static_cast<double>(m.vocab) * m.hidden;
   const double final_norm = m.head_params() - (m.tied_embeddings ? 0.0 : static_cast<double>(m.vocab) * m.hidden);
@@ -195,10 +198,16 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   }
   sm.gpu[idx(MemLine::optimizer)] = st.optimizer;
 
-  // Activations: this stage's layers × micro-batches in flight (first stage
-  // holds the most under 1F1B; the last holds one).
+  // Activations: this stage's layers × micro-batches in flight. Under 1F1B
+  // stage i holds min(pp − i, m) (Narayanan et al. 2021, §2.2: the warm-up
+  // runs pp − i − 1 forwards before the first backward): the first stage the
+  // most, the last one. Interleaved: the first stage's figure, the others one
+  // (equal stages only, so the first stage is the most loaded).
   double in_flight = microbatches_in_flight(p);
-  if (!first && p.schedule != Schedule::gpipe) in_flight = 1.0;
+  if (p.schedule == Schedule::one_f_one_b && p.pp > 1)
+    in_flight = std::min<double>(p.pp - stage, p.grad_accum);
+  else if (!first && p.schedule != Schedule::gpipe)
+    in_flight = 1.0;
   double act = layers * layer_activation_bytes(m, p, p.recompute) * in_flight;
   // Full recomputation re-materialises one layer's activations at a time.
   if (p.recompute == Recompute::full) act += layer_activation_bytes(m, p, Recompute::none);
@@ -280,10 +289,24 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
 MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
                                 const MemoryOptions& opt) {
   MemoryPrediction mp;
-  StageMemory worst = stage_memory(m, p, c, hw, true, p.pp == 1, opt);
+  // The most loaded stage. With equal stages that is the first (embedding,
+  // most micro-batches in flight) or the last (head, logits). With uneven
+  // ones a middle stage can be: balanced stages need one more candidate, the
+  // first stage of the shorter ones (it holds more in flight than those after
+  // it); a stated partition is checked stage by stage.
+  const int last_stage = p.pp - 1;
+  StageMemory worst = stage_memory(m, p, c, hw, 0, stage_layer_count(p, m.layers, 0), opt);
+  auto consider = [&](int stage) {
+    StageMemory s = stage_memory(m, p, c, hw, stage, stage_layer_count(p, m.layers, stage), opt);
+    if (s.total > worst.total) worst = s;
+  };
   if (p.pp > 1) {
-    StageMemory last = stage_memory(m, p, c, hw, false, true, opt);
-    if (last.total > worst.total) worst = last;
+    consider(last_stage);
+    if (!p.stage_layers.empty()) {
+      for (int i = 1; i < last_stage; ++i) consider(i);
+    } else if (const int shorter = m.layers % p.pp; shorter > 0 && shorter < last_stage) {
+      consider(shorter);
+    }
   }
   mp.gpu = worst.gpu;
   mp.gpu_total_bytes = worst.total;

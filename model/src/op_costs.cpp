@@ -452,15 +452,17 @@ PipelineP2P pipeline_p2p(const Transformer& m, const Plan& p, const Cluster& c, 
 
 double stage_params(const Transformer& m, const Plan& p) {
   const double t = p.tp;
-  const double layers_per_stage = static_cast<double>(m.layers) / p.pp;
-  const double body = layers_per_stage * m.params_per_layer() / t;
+  const double layer = m.params_per_layer() / t;
   const double word = static_cast<double>(m.vocab) * m.hidden / t;
   const double positions = m.embedding_params() - static_cast<double>(m.vocab) * m.hidden;
   const double embedding = word + positions;
   const double final_norm = m.head_params() - (m.tied_embeddings ? 0.0 : static_cast<double>(m.vocab) * m.hidden);
   const double head = final_norm + (m.tied_embeddings ? (p.pp > 1 ? word : 0.0) : word);
-  if (p.pp == 1) return body + embedding + head;
-  return body + std::max(embedding, head);
+  if (p.pp == 1) return m.layers * layer + embedding + head;
+  // The largest stage: an end stage with its edge, or a middle one (uneven stages).
+  const double first = stage_layer_count(p, m.layers, 0) * layer + embedding;
+  const double last = stage_layer_count(p, m.layers, p.pp - 1) * layer + head;
+  return std::max({first, last, max_middle_stage_layers(p, m.layers) * layer});
 }
 
 DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
@@ -522,7 +524,7 @@ int zero3_gathers_per_pass(const Transformer& m, const Plan& p, const HardwarePr
   const double params = stage_params(m, p);
   // FSDP wraps each transformer block (and the embedding/head) as one module:
   // one all-gather per block and pass, whatever its size.
-  if (hw.engine.zero3_gather == GatherUnit::module) return static_cast<int>(std::ceil(static_cast<double>(m.layers) / p.pp)) + 1;
+  if (hw.engine.zero3_gather == GatherUnit::module) return max_stage_layers(p, m.layers) + 1;
   // DeepSpeed: layer by layer in prefetch buckets; one gather per layer at least.
   const double per_layer = m.params_per_layer() / p.tp;
   const double bucket_elems = std::max(std::min(p.prefetch_bucket_elems, params), per_layer);

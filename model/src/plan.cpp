@@ -1,9 +1,12 @@
 #include "ztune/model/plan.hpp"
 
+#include <algorithm>
+#include <cassert>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "ztune/model/input_error.hpp"
 #include "ztune/model/json_reader.hpp"
 
 namespace ztune {
@@ -66,7 +69,56 @@ std::string Plan::summary() const {
   if (sparse_attention != SparseLayout::none) os << " sparse:" << to_string(sparse_attention) << "/" << sparse_block;
   if (attention == AttentionKernel::flash) os << " flash";
   if (zeropp) os << " zero++";
+  if (!stage_layers.empty()) {
+    os << " stages:";
+    for (std::size_t i = 0; i < stage_layers.size(); ++i) os << (i ? "+" : "") << stage_layers[i];
+  }
   return os.str();
+}
+
+int stage_layer_count(const Plan& p, int layers, int stage) {
+  // A stated partition has one entry per stage (check_plan_shape); the cost
+  // model is only called on checked plans.
+  assert(p.stage_layers.empty() || p.stage_layers.size() == static_cast<std::size_t>(p.pp));
+  if (!p.stage_layers.empty()) return p.stage_layers[static_cast<std::size_t>(stage)];
+  const int base = layers / p.pp;
+  return base + (stage < layers % p.pp ? 1 : 0);
+}
+
+int max_stage_layers(const Plan& p, int layers) {
+  if (p.stage_layers.empty()) return layers / p.pp + (layers % p.pp != 0 ? 1 : 0);
+  return *std::max_element(p.stage_layers.begin(), p.stage_layers.end());
+}
+
+int max_middle_stage_layers(const Plan& p, int layers) {
+  if (p.pp < 3) return 0;
+  // Balanced stages never grow along the pipeline: stage 1 is the largest middle one.
+  if (p.stage_layers.empty()) return stage_layer_count(p, layers, 1);
+  return *std::max_element(p.stage_layers.begin() + 1, p.stage_layers.end() - 1);
+}
+
+bool even_stages(const Plan& p, int layers) {
+  if (layers % p.pp != 0) return false;
+  return std::all_of(p.stage_layers.begin(), p.stage_layers.end(), [&](int n) { return n == layers / p.pp; });
+}
+
+std::vector<int> stage_layers_from_ends(int layers, int pp, int first, int last) {
+  auto s = [](auto v) { return std::to_string(v); };
+  if (pp < 2) throw InputError("--first-stage-layers/--last-stage-layers: need --pp >= 2, got " + s(pp));
+  const int ends = (first > 0) + (last > 0);
+  const int rest_stages = pp - ends;
+  const int rest = layers - first - last;
+  if (rest_stages == 0 ? rest != 0 : rest < rest_stages)
+    throw InputError("--first-stage-layers " + s(first) + ", --last-stage-layers " + s(last) + ": leave " + s(rest) +
+                     " of the model's " + s(layers) + " layers for the other " + s(rest_stages) +
+                     " stages; expected " + (rest_stages == 0 ? std::string("first + last = ") + s(layers)
+                                                                : std::string("at least one layer per stage")));
+  std::vector<int> out;
+  out.reserve(static_cast<std::size_t>(pp));
+  if (first > 0) out.push_back(first);
+  for (int i = 0; i < rest_stages; ++i) out.push_back(rest / rest_stages + (i < rest % rest_stages ? 1 : 0));
+  if (last > 0) out.push_back(last);
+  return out;
 }
 
 namespace {
@@ -144,6 +196,24 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   // Added after the first plan files were written: absent means standard.
   p.attention = r.optional_choice("attention", {"standard", "flash"}, "standard") == "flash" ? AttentionKernel::flash
                                                                                            : AttentionKernel::standard;
+  // Added with uneven pipeline stages (issue 19): absent means balanced.
+  if (r.has("stage_layers")) {
+    const auto& arr = r.raw("stage_layers");
+    const std::string path = r.path_of("stage_layers");
+    if (!arr.is_array())
+      throw InputError(file + ": " + path + ": expected an array of pp layer counts, got " + describe_json(arr));
+    if (arr.size() != static_cast<std::size_t>(p.pp))
+      throw InputError(file + ": " + path + ": expected " + std::to_string(p.pp) + " entries (one per stage, pp " +
+                       std::to_string(p.pp) + "), got " + std::to_string(arr.size()));
+    p.stage_layers.reserve(arr.size());
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      const auto& v = arr[i];
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > kMaxDegree)
+        throw InputError(file + ": " + path + "[" + std::to_string(i) + "]: expected an integer layer count in [1, " +
+                         std::to_string(kMaxDegree) + "], got " + describe_json(v));
+      p.stage_layers.push_back(static_cast<int>(v.get<std::int64_t>()));
+    }
+  }
   r.finish();
   if (static_cast<std::int64_t>(p.micro_batch) * p.grad_accum * p.dp != p.global_batch)
     throw r.error("global_batch", "expected micro_batch × grad_accum × dp = " +
@@ -153,7 +223,7 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
 }
 
 nlohmann::json plan_to_json(const Plan& p) {
-  return nlohmann::json{
+  nlohmann::json j{
       {"schema", "ztune.plan/1"},
       {"dp", p.dp},
       {"tp", p.tp},
@@ -179,6 +249,9 @@ nlohmann::json plan_to_json(const Plan& p) {
       {"sparse_attention", {{"layout", to_string(p.sparse_attention)}, {"block", p.sparse_block}}},
       {"zeropp", p.zeropp},
       {"attention", to_string(p.attention)}};
+  // Written only when stated: a balanced plan's file (and digest) is unchanged.
+  if (!p.stage_layers.empty()) j["stage_layers"] = p.stage_layers;
+  return j;
 }
 
 PlanFile plan_file_from_json(const nlohmann::json& doc, const std::string& file) {
@@ -248,9 +321,26 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
            s(m.ffn_hidden);
   if (p.pp > m.layers)
     return "$.pp: " + s(p.pp) + " stages for " + s(m.layers) + " layers; expected at most " + s(m.layers);
-  if (m.layers % (p.pp * p.virtual_stages) != 0)
-    return "$.pp: pp×virtual_stages = " + s(p.pp * p.virtual_stages) + " does not divide the model's " +
-           s(m.layers) + " layers; expected pp×virtual_stages to divide " + s(m.layers);
+  if (!p.stage_layers.empty()) {
+    if (p.stage_layers.size() != static_cast<std::size_t>(p.pp))
+      return "$.stage_layers: " + s(p.stage_layers.size()) + " entries for pp " + s(p.pp) + "; expected one per stage";
+    std::int64_t sum = 0;
+    for (std::size_t i = 0; i < p.stage_layers.size(); ++i) {
+      if (p.stage_layers[i] < 1)
+        return "$.stage_layers[" + s(i) + "]: " + s(p.stage_layers[i]) + " layers; expected at least 1";
+      sum += p.stage_layers[i];
+    }
+    if (sum != m.layers)
+      return "$.stage_layers: the stages hold " + s(sum) + " layers; expected the model's " + s(m.layers);
+  }
+  // Interleaving cuts every stage into virtual_stages equal chunks, the same
+  // on every stage (Megatron-LM's --num-layers-per-virtual-pipeline-stage).
+  if (p.virtual_stages > 1 && m.layers % (p.pp * p.virtual_stages) != 0)
+    return "$.virtual_stages: pp×virtual_stages = " + s(p.pp * p.virtual_stages) + " does not divide the model's " +
+           s(m.layers) + " layers; interleaving needs equal model chunks on every stage (expected pp×virtual_stages "
+           "to divide " + s(m.layers) + ")";
+  if (p.virtual_stages > 1 && !even_stages(p, m.layers))
+    return "$.stage_layers: interleaving needs equal stages (" + s(m.layers / p.pp) + " layers each)";
   if (static_cast<std::int64_t>(p.micro_batch) * p.grad_accum * p.dp != p.global_batch)
     return "$.global_batch: expected micro_batch × grad_accum × dp = " +
            s(static_cast<std::int64_t>(p.micro_batch) * p.grad_accum * p.dp) + ", got " + s(p.global_batch);

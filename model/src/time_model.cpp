@@ -48,36 +48,52 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
   if (const auto v = oversubscribed_view(p, c)) return microbatch_times(m, p, *v, hw);
   const LayerCost lc = layer_cost(m, p, c, hw);
   const EdgeCost e = edge_cost(m, p, c, hw);
-  const double layers = static_cast<double>(m.layers) / p.pp;
   const bool single = p.pp == 1;
-  // The slowest stage: with one stage it holds both ends; otherwise the last
-  // stage's head outweighs the first stage's embedding lookup.
-  const double edge_fwd = single ? e.embedding_fwd_s + e.head_fwd_s : std::max(e.embedding_fwd_s, e.head_fwd_s);
-  const double edge_bwd = single ? e.embedding_bwd_s + e.head_bwd_s : std::max(e.embedding_bwd_s, e.head_bwd_s);
-  const double edge_tp = single ? e.embedding_tp_s + e.head_tp_s : std::max(e.embedding_tp_s, e.head_tp_s);
-
-  MicrobatchTimes t;
-  t.forward = layers * lc.fwd_s + edge_fwd;
-  t.backward = layers * lc.bwd_s + edge_bwd;
-  t.recompute = layers * lc.recompute_s;
   const double tp_bwd = lc.tp_bwd_s + exposed(lc.tp_bwd_async_s, lc.tp_bwd_window_s, hw.engine.tp_overlap);
   const double tp_layer = lc.tp_fwd_s + tp_bwd + lc.tp_recompute_s;
-  t.tp_comm = layers * tp_layer + edge_tp;
   // Each pass takes max(GPU time, host dispatch time); the excess is overhead.
   const double host_slack = std::max(0.0, lc.host_fwd_s - (lc.fwd_s + lc.tp_fwd_s)) +
                             std::max(0.0, lc.host_bwd_s - (lc.bwd_s + tp_bwd)) +
                             std::max(0.0, lc.host_recompute_s - (lc.recompute_s + lc.tp_recompute_s));
-  t.overhead = layers * host_slack + hw.engine.microbatch_overhead_s;
+  // One layer's micro-batch, every part: the unit stage times are built of.
+  const double unit = lc.fwd_s + lc.bwd_s + lc.recompute_s + tp_layer + host_slack;
+
+  // The slowest stage sets the 1F1B period (Narayanan et al. 2021, §2.2).
+  // With one stage it holds both ends. Otherwise an end stage, carrying the
+  // embedding or the head and 2v−1 sends, or — with three stages or more — a
+  // middle stage, with no edge work and 2v sends. Equal end stages: the
+  // larger of the two edges, part by part (the head outweighs the embedding
+  // lookup). Uneven ones (issue 19): the end stage whose layers and edge take
+  // longer, with its own edge.
+  const int first_layers = stage_layer_count(p, m.layers, 0);
+  const int last_layers = stage_layer_count(p, m.layers, p.pp - 1);
+  double edge_fwd = e.embedding_fwd_s + e.head_fwd_s;
+  double edge_bwd = e.embedding_bwd_s + e.head_bwd_s;
+  double edge_tp = e.embedding_tp_s + e.head_tp_s;
+  int slowest = first_layers;
+  if (!single && first_layers == last_layers) {
+    edge_fwd = std::max(e.embedding_fwd_s, e.head_fwd_s);
+    edge_bwd = std::max(e.embedding_bwd_s, e.head_bwd_s);
+    edge_tp = std::max(e.embedding_tp_s, e.head_tp_s);
+  } else if (!single) {
+    const double first_s = first_layers * unit + e.embedding_fwd_s + e.embedding_bwd_s + e.embedding_tp_s;
+    const double last_s = last_layers * unit + e.head_fwd_s + e.head_bwd_s + e.head_tp_s;
+    const bool head_end = last_s > first_s;
+    slowest = head_end ? last_layers : first_layers;
+    edge_fwd = head_end ? e.head_fwd_s : e.embedding_fwd_s;
+    edge_bwd = head_end ? e.head_bwd_s : e.embedding_bwd_s;
+    edge_tp = head_end ? e.head_tp_s : e.embedding_tp_s;
+  }
 
   // Pipeline sends, on the pipeline's slowest stage. Megatron's and DeepSpeed's
   // point-to-point operations are synchronous (batch_isend_irecv, then wait),
   // so a stage's sends sit on its critical path. Each model chunk sends its
   // activation forward and its gradient backward, except the last stage's last
   // chunk (no forward send) and the first stage's first chunk (no backward
-  // send). The 1F1B period is the slowest stage's micro-batch time (Narayanan
-  // et al. 2021, §2.2): an end stage, carrying the embedding or the head and
-  // 2v−1 sends, or — with three stages or more — a middle stage, with no edge
-  // work and 2v sends.
+  // send). A middle stage slower than the end stage only by its extra send is
+  // charged as pipeline communication; one with more layers is the slowest
+  // stage itself.
+  MicrobatchTimes t;
   double middle_sends = 0;
   if (p.pp > 1) {
     const double v = virtual_stages(p);
@@ -86,8 +102,24 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
     middle_sends = 2.0 * v * send;
     const double end_sends = (2.0 * v - 1.0) * send;
     const double edge = edge_fwd + edge_bwd + edge_tp;
-    t.pp_comm = p.pp >= 3 ? std::max(end_sends, middle_sends - edge) : end_sends;
+    const int middle_layers = max_middle_stage_layers(p, m.layers);
+    const double end_s = slowest * unit + edge + end_sends;
+    const double middle_s = middle_layers * unit + middle_sends;
+    if (p.pp >= 3 && middle_layers > slowest && middle_s > end_s) {
+      slowest = middle_layers;
+      edge_fwd = edge_bwd = edge_tp = 0;
+      t.pp_comm = middle_sends;
+    } else {
+      t.pp_comm = p.pp >= 3 ? std::max(end_sends, middle_s - (slowest * unit + edge)) : end_sends;
+    }
   }
+  const double layers = single ? m.layers : slowest;
+
+  t.forward = layers * lc.fwd_s + edge_fwd;
+  t.backward = layers * lc.bwd_s + edge_bwd;
+  t.recompute = layers * lc.recompute_s;
+  t.tp_comm = layers * tp_layer + edge_tp;
+  t.overhead = layers * host_slack + hw.engine.microbatch_overhead_s;
   // Overlapped data-parallel link time beside each pass (for link sharing).
   double dp_link_fwd = 0;
   double dp_link_bwd = 0;
@@ -137,8 +169,25 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
     const double half = 0.5 * o.zero3_param_fetch_s;
     t.offload = exposed(half, t.forward, overlap) + exposed(half, t.backward + t.recompute, overlap);
   }
-  // The bubble unit: a middle stage's micro-batch, every send included.
-  t.layers_only = layers * (lc.fwd_s + lc.bwd_s + lc.recompute_s + tp_layer + host_slack) + middle_sends;
+  // The bubble unit: the slowest stage's micro-batch without its edge, every
+  // send included.
+  t.layers_only = layers * unit + middle_sends;
+  // Fill and drain. Narayanan et al. 2021, §2.2: with p equal stages of time
+  // T the bubble is (p−1)·T, and interleaving divides it by v. With uneven
+  // stages the slowest stage k sets the steady-state period, and the rest of
+  // the critical path is the first micro-batch's forward through stages
+  // 0..k−1, its round trip through k+1..p−1 (which stage k's warm-up forwards
+  // cannot fill: those stages are faster, but the round trip crosses each of
+  // them once) and the last micro-batch's backward through k−1..0: Σ_{i≠k} T_i,
+  // the sum of the other stages' times, not (p−1)·T_k. Each T_i counts its
+  // layers and sends (the edges are left out, as with equal stages). Equal
+  // stages give (p−1)·layers_only, as before. Interleaving needs equal stages.
+  if (p.pp > 1) {
+    if (p.schedule == Schedule::interleaved)
+      t.fill_drain = (p.pp - 1) / virtual_stages(p) * t.layers_only;
+    else
+      t.fill_drain = (m.layers - layers) * unit + (p.pp - 1) * middle_sends;
+  }
   return t;
 }
 
@@ -155,11 +204,11 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
   parts[idx(TimePart::pp_comm)] = n_mb * mb.pp_comm;
   parts[idx(TimePart::zero3_gather)] = n_mb * mb.zero3_gather;
   parts[idx(TimePart::overhead)] = n_mb * mb.overhead + hw.engine.step_overhead_s;
-  // Fill and drain: (p−1)/v stage-times (Narayanan et al. 2021, §2.2). The
+  // Fill and drain (microbatch_times: the other stages' times, (p−1)/v
+  // stage-times with equal stages, Narayanan et al. 2021, §2.2). The
   // last stage's final gradient send, which starts the drain, is already in
   // its per-micro-batch sends: fill and drain add one send fewer.
-  if (p.pp > 1)
-    parts[idx(TimePart::bubble)] = (p.pp - 1) / virtual_stages(p) * mb.layers_only - mb.pp_send;
+  if (p.pp > 1) parts[idx(TimePart::bubble)] = mb.fill_drain - mb.pp_send;
 
   // Once-per-step data-parallel work: stage 0/1 reduce after the last
   // backward (hidden behind it only with overlap_comm), stage 1/2 gather the
@@ -228,8 +277,9 @@ ComputeByKind compute_by_kind_rank0(const Transformer& m, const Plan& p, const C
   const LayerCost lc = layer_cost(m, p, c, hw);
   const EdgeCost e = edge_cost(m, p, c, hw);
   // Rank 0 holds the first stage's layers (the first chunk of each of its
-  // virtual stages: layers / pp in all) and the embedding; with one stage also the head.
-  const double layers = static_cast<double>(m.layers) / p.pp;
+  // virtual stages: layers / pp in all when equal) and the embedding; with one
+  // stage also the head.
+  const double layers = stage_layer_count(p, m.layers, 0);
   const double full = p.recompute == Recompute::full ? 1.0 : 0.0;
   const double attn_recompute = p.recompute == Recompute::none ? 0.0 : 1.0;
   ComputeByKind k;

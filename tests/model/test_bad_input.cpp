@@ -366,8 +366,22 @@ TEST_CASE("plan file: the plan must fit the model's shape", "[bad-input][plan]")
   p.global_batch = 8;
   p.tp = 1;
   p.pp = 3;
-  CHECK(plan_file_error(p) == "plan.json: $.plan.pp: pp×virtual_stages = 3 does not divide the model's 80 layers; "
-                              "expected pp×virtual_stages to divide 80");
+  // Uneven stages (issue 19): 80 layers on 3 stages are 27 + 27 + 26.
+  CHECK(plan_file_error(p) == "(accepted)");
+  // Interleaving still needs equal chunks: 3 × 3 = 9 does not divide 80.
+  p.pp = 3;
+  p.schedule = ztune::Schedule::interleaved;
+  p.virtual_stages = 3;
+  p.micro_batch = 1;
+  p.grad_accum = 9;
+  p.global_batch = 9;
+  CHECK(plan_file_error(p) ==
+        "plan.json: $.plan.virtual_stages: pp×virtual_stages = 9 does not divide the model's 80 layers; interleaving "
+        "needs equal model chunks on every stage (expected pp×virtual_stages to divide 80)");
+  p.schedule = ztune::Schedule::one_f_one_b;
+  p.virtual_stages = 1;
+  p.stage_layers = {40, 40, 1};
+  CHECK(plan_file_error(p) == "plan.json: $.plan.stage_layers: the stages hold 81 layers; expected the model's 80");
 }
 
 TEST_CASE("plan file: options the ZeRO stage does not allow", "[bad-input][plan]") {

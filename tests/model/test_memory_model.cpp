@@ -238,3 +238,39 @@ TEST_CASE("recompute none keeps more activations than selective, selective more 
     }
   }
 }
+
+// Uneven pipeline stages (issue 19): the most loaded stage's memory, with its
+// own layer count. Oracles: 2 bytes per 16-bit parameter of 12h² + 13h per GPT
+// layer plus (V + s)·h for the embedding; Korthikanti et al. 2022's
+// s·b·h·(34 + 5·a·s/h) bytes per layer and micro-batch; 1F1B stage i holds
+// min(p − i, m) micro-batches (Narayanan et al. 2021, §2.2).
+TEST_CASE("uneven stages: memory is the most loaded stage's", "[memory][stages]") {
+  const double h = 4096, s = 2048, a = 32, V = 32000;
+  const Transformer m = gpt(5, 4096, 32, 2048, 32000);
+  const double layer_params = 12 * h * h + 13 * h;
+  const double layer_act = s * h * (34 + 5 * a * s / h);  // b = 1
+  Plan p;
+  p.pp = 2;
+  p.micro_batch = 1;
+  p.grad_accum = 4;
+  p.global_batch = 4;
+  p.stage_layers = {3, 2};
+  const MemoryPrediction mp = predict_memory(m, p, a100_nodes(1), flat_profile());
+  // The first stage: three layers and the embedding, two micro-batches in flight
+  // (and their embedding dropout masks, s·b·h bytes each).
+  CHECK(mp.line(MemLine::params) == Approx(2 * (3 * layer_params + (V + s) * h)));
+  CHECK(mp.line(MemLine::activations) == Approx(2 * 3 * layer_act + 2 * s * h));
+  // The balanced default of 5 layers on 2 stages is the same 3 + 2.
+  Plan q = p;
+  q.stage_layers.clear();
+  CHECK(predict_memory(m, q, a100_nodes(1), flat_profile()).gpu_total_bytes == Approx(mp.gpu_total_bytes));
+
+  // 1 + 3 + 1: the middle stage holds three layers and min(3 − 1, 4) = 2
+  // micro-batches, no embedding or head: it is the most loaded.
+  p.pp = 3;
+  p.stage_layers = {1, 3, 1};
+  const MemoryPrediction mid = predict_memory(m, p, a100_nodes(1), flat_profile());
+  CHECK(mid.line(MemLine::params) == Approx(2 * 3 * layer_params));
+  CHECK(mid.line(MemLine::activations) == Approx(2 * 3 * layer_act));
+  CHECK(mid.line(MemLine::logits) == 0);
+}

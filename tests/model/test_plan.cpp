@@ -65,3 +65,108 @@ TEST_CASE("plan attention kernel: round trip, default for older files, and its r
   q.sparse_attention = ztune::SparseLayout::fixed;
   CHECK_THAT(*ztune::check_plan(q, m, a100), Contains("$.attention") && Contains("sparse"));
 }
+
+// Uneven pipeline stages (issue 19). DeepSpeed's partition_uniform
+// (deepspeed/runtime/utils.py) gives every part ⌊n/p⌋ items and the first
+// n mod p parts one more: BLOOM-176B's 70 layers on 12 stages are 10 × 6 + 2 × 5,
+// DeepSpeed's 1T (298 layers, pp 50) 48 × 6 + 2 × 5.
+TEST_CASE("balanced stages: DeepSpeed's uniform partition", "[plan][stages]") {
+  ztune::Plan p;
+  p.pp = 12;
+  int sum = 0;
+  for (int i = 0; i < 12; ++i) {
+    CHECK(ztune::stage_layer_count(p, 70, i) == (i < 10 ? 6 : 5));
+    sum += ztune::stage_layer_count(p, 70, i);
+  }
+  CHECK(sum == 70);
+  CHECK(ztune::max_stage_layers(p, 70) == 6);
+  CHECK(ztune::max_middle_stage_layers(p, 70) == 6);
+  CHECK_FALSE(ztune::even_stages(p, 70));
+  p.pp = 50;
+  CHECK(ztune::stage_layer_count(p, 298, 47) == 6);
+  CHECK(ztune::stage_layer_count(p, 298, 48) == 5);
+  CHECK(ztune::stage_layer_count(p, 298, 49) == 5);
+  p.pp = 4;
+  CHECK(ztune::even_stages(p, 48));
+  CHECK(ztune::max_middle_stage_layers(p, 48) == 12);
+  p.stage_layers = {1, 2, 4, 1};
+  CHECK(ztune::max_stage_layers(p, 8) == 4);
+  CHECK(ztune::max_middle_stage_layers(p, 8) == 4);
+  CHECK(ztune::stage_layer_count(p, 8, 2) == 4);
+}
+
+TEST_CASE("uneven stages: any pp up to the layers; interleaving still needs equal chunks", "[plan][stages]") {
+  ztune::Transformer m = ztune::load_transformer("100b");  // 64 heads; its layers set here
+  m.layers = 70;
+  ztune::Plan p;
+  p.pp = 12;
+  CHECK_FALSE(ztune::check_plan_shape(p, m).has_value());
+  p.pp = 71;
+  CHECK_THAT(*ztune::check_plan_shape(p, m), Contains("$.pp: 71 stages for 70 layers"));
+  p.pp = 7;
+  p.schedule = ztune::Schedule::interleaved;
+  p.virtual_stages = 3;  // 7 × 3 = 21 does not divide 70
+  p.grad_accum = 7;
+  p.global_batch = 7;
+  CHECK_THAT(*ztune::check_plan_shape(p, m),
+             Contains("$.virtual_stages: pp×virtual_stages = 21 does not divide the model's 70 layers"));
+  p.virtual_stages = 2;  // 14 divides 70: five layers per chunk
+  CHECK_FALSE(ztune::check_plan_shape(p, m).has_value());
+  p.stage_layers = {11, 9, 10, 10, 10, 10, 10};
+  CHECK_THAT(*ztune::check_plan_shape(p, m), Contains("$.stage_layers: interleaving needs equal stages"));
+  p.schedule = ztune::Schedule::one_f_one_b;
+  p.virtual_stages = 1;
+  CHECK_FALSE(ztune::check_plan_shape(p, m).has_value());
+  p.stage_layers = {11, 9, 10, 10, 10, 10, 11};
+  CHECK_THAT(*ztune::check_plan_shape(p, m), Contains("$.stage_layers: the stages hold 71 layers; expected the model's 70"));
+  p.stage_layers = {11, 9, 10};
+  CHECK_THAT(*ztune::check_plan_shape(p, m), Contains("$.stage_layers: 3 entries for pp 7"));
+}
+
+TEST_CASE("stage_layers in the plan file: optional, round-trips, strict", "[plan][stages]") {
+  ztune::Plan p;
+  p.pp = 2;
+  auto j = ztune::plan_to_json(p);
+  CHECK_FALSE(j.contains("stage_layers"));  // balanced plans are written as before
+  CHECK(ztune::plan_from_json(j, "p.json").stage_layers.empty());
+  p.stage_layers = {3, 2};
+  j = ztune::plan_to_json(p);
+  CHECK(j["stage_layers"] == nlohmann::json::array({3, 2}));
+  CHECK(ztune::plan_from_json(j, "p.json").stage_layers == std::vector<int>{3, 2});
+  j["stage_layers"] = nlohmann::json::array({3, 0});
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"),
+                      Contains("p.json: $.stage_layers[1]: expected an integer layer count in [1, ") &&
+                          Contains("got 0"));
+  j["stage_layers"] = nlohmann::json::array({5});
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"),
+                      Contains("p.json: $.stage_layers: expected 2 entries (one per stage, pp 2), got 1"));
+  j["stage_layers"] = "3+2";
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.stage_layers: expected an array"));
+  j["stage_layers"] = nlohmann::json::array({3, 2.5});
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.stage_layers[1]"));
+  // In a plan file the path is under "$.plan"; the sum is checked against the model.
+  ztune::PlanFile pf;
+  pf.plan = p;
+  nlohmann::json f = ztune::plan_file_to_json(pf);
+  f["plan"]["stage_layers"] = nlohmann::json::array({1, 0});
+  REQUIRE_THROWS_WITH(ztune::plan_file_from_json(f, "f.json"), Contains("f.json: $.plan.stage_layers[1]"));
+  pf.model = ztune::load_transformer("tiny");
+  pf.cluster = ztune::load_cluster("local-cpu");
+  pf.plan.precision = ztune::Precision::fp32;
+  f = ztune::plan_file_to_json(pf);
+  f["plan"]["stage_layers"] = nlohmann::json::array({pf.model->layers, 1});
+  REQUIRE_THROWS_WITH(ztune::plan_file_from_json(f, "f.json"),
+                      Contains("f.json: $.plan.stage_layers: the stages hold " +
+                               std::to_string(pf.model->layers + 1) + " layers"));
+}
+
+// Megatron-LM's --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers.
+TEST_CASE("stages from the end stages' layer counts, the rest balanced", "[plan][stages]") {
+  CHECK(ztune::stage_layers_from_ends(298, 50, 4, 4) ==
+        [] { std::vector<int> v{4}; for (int i = 0; i < 48; ++i) v.push_back(i < 2 ? 7 : 6); v.push_back(4); return v; }());
+  CHECK(ztune::stage_layers_from_ends(10, 3, 2, 0) == std::vector<int>{2, 4, 4});
+  CHECK(ztune::stage_layers_from_ends(10, 3, 0, 3) == std::vector<int>{4, 3, 3});
+  CHECK(ztune::stage_layers_from_ends(10, 2, 7, 3) == std::vector<int>{7, 3});
+  CHECK_THROWS_WITH(ztune::stage_layers_from_ends(10, 2, 7, 2), Contains("expected first + last = 10"));
+  CHECK_THROWS_WITH(ztune::stage_layers_from_ends(10, 4, 8, 1), Contains("at least one layer per stage"));
+}

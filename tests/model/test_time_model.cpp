@@ -581,3 +581,60 @@ TEST_CASE("sliding window: model FLOPs keep the window's pairs, flash skips the 
   CHECK_FALSE(m.windowed());
   CHECK(m.attended_fraction() == 1.0);
 }
+
+// Uneven pipeline stages (issue 19). The slowest stage's micro-batch sets the
+// 1F1B period (Narayanan et al. 2021, §2.2), and fill + drain is the sum of
+// the other stages' times (Σ_{i≠k} T_i; (p−1)·T with equal stages). Per-layer
+// and edge costs are the inputs; the expected stage sums are worked by hand.
+TEST_CASE("uneven stages: the slowest stage's time and the other stages' bubble", "[time][pipeline][stages]") {
+  const Transformer m = gpt(5, 4096, 32, 2048, 32000);
+  const Cluster c = a100(1);
+  const HardwareProfile hw = profile();
+  Plan p;
+  p.pp = 2;
+  p.micro_batch = 1;
+  p.grad_accum = 8;
+  p.global_batch = 8;
+  p.stage_layers = {3, 2};
+  const LayerCost lc = layer_cost(m, p, c, hw);
+  const EdgeCost e = edge_cost(m, p, c, hw);
+  // The host keeps ahead of the GPU and tp = 1: one layer's micro-batch is f + b.
+  REQUIRE(lc.host_fwd_s < lc.fwd_s);
+  REQUIRE(lc.host_bwd_s < lc.bwd_s);
+  const double f = lc.fwd_s, b = lc.bwd_s, u = f + b;
+  // The head (2·s·V·h FLOPs) is lighter than a layer (24·s·h² + 4·s²·h).
+  REQUIRE(e.head_fwd_s + e.head_bwd_s < u + e.embedding_fwd_s + e.embedding_bwd_s);
+  const double send = pipeline_p2p(m, p, c, hw).time_s;
+  REQUIRE(send > 0);
+
+  // 3 + 2: the first stage (three layers and the embedding) is the slowest.
+  MicrobatchTimes mb = microbatch_times(m, p, c, hw);
+  CHECK(mb.forward == Approx(3 * f + e.embedding_fwd_s));
+  CHECK(mb.backward == Approx(3 * b + e.embedding_bwd_s));
+  CHECK(mb.pp_comm == Approx(send));  // an end stage: one send per micro-batch
+  TimePrediction t = predict_time(m, p, c, hw);
+  // Fill + drain: the other stage's two layers and its two sends, less the one
+  // send the steady state already holds.
+  CHECK(t.part(TimePart::bubble) == Approx(2 * u + send));
+  CHECK(t.part(TimePart::forward) == Approx(8 * (3 * f + e.embedding_fwd_s)));
+
+  // 2 + 3: the last stage (three layers and the head) is the slowest.
+  p.stage_layers = {2, 3};
+  mb = microbatch_times(m, p, c, hw);
+  CHECK(mb.forward == Approx(3 * f + e.head_fwd_s));
+  CHECK(mb.backward == Approx(3 * b + e.head_bwd_s));
+  CHECK(predict_time(m, p, c, hw).part(TimePart::bubble) == Approx(2 * u + send));
+
+  // 1 + 3 + 1: the middle stage (three layers, two sends) is the slowest;
+  // fill + drain is the two end stages' layer and their sends: 2u + 4 sends − 1.
+  p.pp = 3;
+  p.stage_layers = {1, 3, 1};
+  mb = microbatch_times(m, p, c, hw);
+  CHECK(mb.forward == Approx(3 * f));
+  CHECK(mb.backward == Approx(3 * b));
+  CHECK(mb.pp_comm == Approx(2 * send));
+  t = predict_time(m, p, c, hw);
+  CHECK(t.part(TimePart::bubble) == Approx(2 * u + 3 * send));
+  // Against equal stages of the slowest one's size, (p−1)·T_k would charge 6u.
+  CHECK(t.part(TimePart::bubble) < 2 * (3 * u));
+}

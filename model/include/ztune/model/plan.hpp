@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -59,11 +60,36 @@ struct Plan {
   int sparse_block = 64;
   AttentionKernel attention = AttentionKernel::standard;  // dense attention core (not with sparse_attention)
   bool zeropp = false;           // ZeRO++: int8 weight gathers, hpZ, int4 gradients
+  /// Transformer layers on each pipeline stage, first to last: pp entries, each
+  /// >= 1, summing to the model's layers. Empty = the balanced partition
+  /// (`stage_layer_count`), which is what every plan had before uneven stages.
+  std::vector<int> stage_layers;
 
   [[nodiscard]] int gpus() const { return dp * tp * pp; }
   /// "dp4×tp8×pp2 z1 mb2×8 sel 1f1b" style one-line description.
   [[nodiscard]] std::string summary() const;
 };
+
+/// Layers on pipeline stage `stage` (0-based) of plan `p` for a model of
+/// `layers` layers. With p.stage_layers empty, the balanced partition of
+/// DeepSpeed's PipelineModule partition_method "uniform"
+/// (deepspeed/runtime/utils.py partition_uniform): every stage gets
+/// ⌊layers/pp⌋ and the first layers mod pp stages one more; e.g. 70 layers on
+/// 12 stages: 10 × 6 then 2 × 5. No allocation (the tuner's hot path).
+int stage_layer_count(const Plan& p, int layers, int stage);
+/// The most layers any stage holds (⌈layers/pp⌉ when balanced).
+int max_stage_layers(const Plan& p, int layers);
+/// The most layers a stage other than the first and the last holds (0 with
+/// fewer than three stages).
+int max_middle_stage_layers(const Plan& p, int layers);
+/// True when every stage holds layers/pp layers.
+bool even_stages(const Plan& p, int layers);
+/// Megatron-LM's way of stating uneven stages (--decoder-first-pipeline-num-layers,
+/// --decoder-last-pipeline-num-layers): `first` and/or `last` (0 = not given)
+/// layers on the end stages, the rest spread over the other stages balanced.
+/// Throws InputError naming `flag_first`/`flag_last` when they cannot be met
+/// (more layers than the model, or fewer than one per remaining stage).
+std::vector<int> stage_layers_from_ends(int layers, int pp, int first, int last);
 
 /// Parses a plan object (the "plan" document). Syntax and ranges only;
 /// consistency with a model and cluster is `check_plan`.

@@ -3,8 +3,10 @@
 // (prediction.hpp's TimePart), built from op_costs.hpp's per-operation costs.
 //
 // Pipeline: the steady state runs m micro-batches through the slowest stage
-// (the last one, which also holds the LM head); the fill and drain add the
-// bubble (p−1)/v stage-times (GPipe and 1F1B: v = 1; Narayanan et al. 2021).
+// (with equal stages the last one, which also holds the LM head; with uneven
+// ones the stage whose layers and edge take longest); the fill and drain add
+// the other stages' times: the bubble (p−1)/v stage-times with equal stages
+// (GPipe and 1F1B: v = 1; Narayanan et al. 2021).
 // Communication is exposed unless the plan and the profile say it overlaps:
 // TP backward collectives Megatron issues async hide behind the wgrad GEMMs
 // (profile tp_overlap), DP bucketed reduction behind the last backward
@@ -28,6 +30,8 @@ struct MicrobatchTimes {
   double offload = 0;       // exposed parameter fetches from host/NVMe
   double overhead = 0;      // host dispatch the GPU waits on + the fixed per-micro-batch cost
   double layers_only = 0;   // the same micro-batch on a stage without embedding/head (bubble unit)
+  double fill_drain = 0;    // pipeline fill and drain before the send the steady state already holds:
+                            // the other stages' layers_only (Σ_{i≠slowest}), (p−1)/v·layers_only when equal
   double pp_send = 0;       // one pipeline send (activation or gradient) at one stage boundary
   double tp_backward_link = 0;  // TP collectives' link time in the backward window (backward + recompute),
                                 // before link sharing: what the step's DP reduction can slow (link_sharing)
