@@ -16,6 +16,63 @@ std::size_t idx(TimePart t) { return static_cast<std::size_t>(t); }
 
 double virtual_stages(const Plan& p) { return p.schedule == Schedule::interleaved ? p.virtual_stages : 1.0; }
 
+// Fill and drain of uneven stages (issue 19), GPipe and 1F1B. Stage i's
+// micro-batch takes T_i (its layers, its edge, its sends and the fixed
+// per-micro-batch cost) and its forward F_i. A slowest stage k runs m
+// micro-batches back to back once the pipeline is full; what else lies on
+// the critical path through k:
+//  - GPipe: the permutation flow shop of m identical jobs, makespan
+//    Σ_i T_i + (m−1)·max_i T_i (with one stage slowest in both passes):
+//    the other stages' times, Σ_{i≠k} T_i — not (p−1)·T_k.
+//  - 1F1B (Narayanan et al. 2021, §2.2; PipeDream-flush): stage k starts
+//    after the first forward has crossed stages 0..k−1 and ends before the
+//    last backward recrosses them (Σ_{i<k} T_i); its first backward waits for
+//    the round trip through stages k+1..p−1 (Σ_{i>k} T_i), of which its
+//    p−k−1 warm-up forwards fill (p−k−1)·F_k. Stage k's path is
+//    m·T_k + Σ_{i<k} T_i + max(0, Σ_{i>k} T_i − (p−k−1)·F_k), and the
+//    iteration the longest such path. With equal stages the last stage's
+//    path is the longest, (m + p − 1)·T: the equal-stage bubble again.
+//    Each path is a chain of the schedule, so this is a lower bound; where
+//    two stages are nearly as slow the real critical path zigzags between
+//    them (the simulator, which runs the whole DAG, finds up to ~3% more on
+//    GPT-3 over 7 stages: tests/simulator/test_model_agreement.cpp).
+// Returned as the time beyond m·max_i T_i, plus the one send predict_time
+// takes off (the steady state already holds it).
+double uneven_fill_drain(const Transformer& m, const Plan& p, const LayerCost& lc, const EdgeCost& e, double unit,
+                         double send, double microbatch_overhead_s) {
+  const double fwd_unit = lc.fwd_s + lc.tp_fwd_s + std::max(0.0, lc.host_fwd_s - (lc.fwd_s + lc.tp_fwd_s));
+  const int last = p.pp - 1;
+  auto period = [&](int i, double* fwd) {
+    const double n = stage_layer_count(p, m.layers, i);
+    const double sends = (i == 0 || i == last) ? send : 2.0 * send;
+    double T = n * unit + sends + microbatch_overhead_s;
+    double F = n * fwd_unit + send;
+    if (i == 0) { T += e.embedding_fwd_s + e.embedding_bwd_s + e.embedding_tp_s; F += e.embedding_fwd_s + e.embedding_tp_s; }
+    if (i == last) { T += e.head_fwd_s + e.head_bwd_s + e.head_tp_s; F += e.head_fwd_s; }
+    if (fwd != nullptr) *fwd = F;
+    return T;
+  };
+  double total = 0, slowest = 0;
+  for (int i = 0; i <= last; ++i) {
+    const double T = period(i, nullptr);
+    total += T;
+    slowest = std::max(slowest, T);
+  }
+  const double mb = p.grad_accum;
+  double longest = 0, before = 0;
+  for (int k = 0; k <= last; ++k) {
+    double F = 0;
+    const double T = period(k, &F);
+    const double after = total - before - T;
+    const double path = p.schedule == Schedule::gpipe
+                            ? mb * T + before + after
+                            : mb * T + before + std::max(0.0, after - (last - k) * F);
+    longest = std::max(longest, path);
+    before += T;
+  }
+  return longest - mb * slowest + send;
+}
+
 }  // namespace
 
 bool zero3_can_prefetch(const Transformer& m, const Plan& p) {
@@ -173,20 +230,12 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
   // send included.
   t.layers_only = layers * unit + middle_sends;
   // Fill and drain. Narayanan et al. 2021, §2.2: with p equal stages of time
-  // T the bubble is (p−1)·T, and interleaving divides it by v. With uneven
-  // stages the slowest stage k sets the steady-state period, and the rest of
-  // the critical path is the first micro-batch's forward through stages
-  // 0..k−1, its round trip through k+1..p−1 (which stage k's warm-up forwards
-  // cannot fill: those stages are faster, but the round trip crosses each of
-  // them once) and the last micro-batch's backward through k−1..0: Σ_{i≠k} T_i,
-  // the sum of the other stages' times, not (p−1)·T_k. Each T_i counts its
-  // layers and sends (the edges are left out, as with equal stages). Equal
-  // stages give (p−1)·layers_only, as before. Interleaving needs equal stages.
-  if (p.pp > 1) {
-    if (p.schedule == Schedule::interleaved)
-      t.fill_drain = (p.pp - 1) / virtual_stages(p) * t.layers_only;
-    else
-      t.fill_drain = (m.layers - layers) * unit + (p.pp - 1) * middle_sends;
+  // T the bubble is (p−1)·T, and interleaving divides it by v (equal stages:
+  // the formula as before, with the stages' layers and sends, not their edges).
+  if (p.pp > 1 && (p.schedule == Schedule::interleaved || even_stages(p, m.layers))) {
+    t.fill_drain = (p.pp - 1) / virtual_stages(p) * t.layers_only;
+  } else if (p.pp > 1) {
+    t.fill_drain = uneven_fill_drain(m, p, lc, e, unit, t.pp_send, hw.engine.microbatch_overhead_s);
   }
   return t;
 }

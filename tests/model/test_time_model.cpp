@@ -4,6 +4,7 @@
 // communication, no recompute ⇒ no recompute time, stage 0 ⇒ no reduce-scatter).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "cost_model_fixtures.hpp"
@@ -583,10 +584,13 @@ TEST_CASE("sliding window: model FLOPs keep the window's pairs, flash skips the 
 }
 
 // Uneven pipeline stages (issue 19). The slowest stage's micro-batch sets the
-// 1F1B period (Narayanan et al. 2021, §2.2), and fill + drain is the sum of
-// the other stages' times (Σ_{i≠k} T_i; (p−1)·T with equal stages). Per-layer
-// and edge costs are the inputs; the expected stage sums are worked by hand.
-TEST_CASE("uneven stages: the slowest stage's time and the other stages' bubble", "[time][pipeline][stages]") {
+// 1F1B period (Narayanan et al. 2021, §2.2). Fill and drain, worked by hand
+// from the schedule: stage k's path is m·T_k + Σ_{i<k} T_i + max(0, Σ_{i>k}
+// T_i − (p−k−1)·F_k) (its warm-up forwards F_k fill part of the first round
+// trip through the later stages); the iteration is the longest path. T_i:
+// stage i's layers, edge, sends and fixed per-micro-batch cost; F_i its
+// forward. Per-layer and edge costs are the inputs.
+TEST_CASE("uneven stages: the slowest stage's time and the schedule's fill and drain", "[time][pipeline][stages]") {
   const Transformer m = gpt(5, 4096, 32, 2048, 32000);
   const Cluster c = a100(1);
   const HardwareProfile hw = profile();
@@ -602,10 +606,13 @@ TEST_CASE("uneven stages: the slowest stage's time and the other stages' bubble"
   REQUIRE(lc.host_fwd_s < lc.fwd_s);
   REQUIRE(lc.host_bwd_s < lc.bwd_s);
   const double f = lc.fwd_s, b = lc.bwd_s, u = f + b;
+  const double o = hw.engine.microbatch_overhead_s;
+  const double E = e.embedding_fwd_s + e.embedding_bwd_s, H = e.head_fwd_s + e.head_bwd_s;
   // The head (2·s·V·h FLOPs) is lighter than a layer (24·s·h² + 4·s²·h).
-  REQUIRE(e.head_fwd_s + e.head_bwd_s < u + e.embedding_fwd_s + e.embedding_bwd_s);
+  REQUIRE(H < u + E);
   const double send = pipeline_p2p(m, p, c, hw).time_s;
   REQUIRE(send > 0);
+  const double mb_count = 8;
 
   // 3 + 2: the first stage (three layers and the embedding) is the slowest.
   MicrobatchTimes mb = microbatch_times(m, p, c, hw);
@@ -613,20 +620,31 @@ TEST_CASE("uneven stages: the slowest stage's time and the other stages' bubble"
   CHECK(mb.backward == Approx(3 * b + e.embedding_bwd_s));
   CHECK(mb.pp_comm == Approx(send));  // an end stage: one send per micro-batch
   TimePrediction t = predict_time(m, p, c, hw);
-  // Fill + drain: the other stage's two layers and its two sends, less the one
-  // send the steady state already holds.
-  CHECK(t.part(TimePart::bubble) == Approx(2 * u + send));
+  {
+    const double T0 = 3 * u + E + send + o, F0 = 3 * f + e.embedding_fwd_s + send;
+    const double T1 = 2 * u + H + send + o;
+    const double path0 = mb_count * T0 + std::max(0.0, T1 - F0);
+    const double path1 = mb_count * T1 + T0;
+    CHECK(t.part(TimePart::bubble) == Approx(std::max(path0, path1) - mb_count * T0));
+    // Less than the equal-stage formula with the slowest stage, (p−1)·T_0.
+    CHECK(t.part(TimePart::bubble) < T0);
+  }
   CHECK(t.part(TimePart::forward) == Approx(8 * (3 * f + e.embedding_fwd_s)));
 
-  // 2 + 3: the last stage (three layers and the head) is the slowest.
+  // 2 + 3: the last stage (three layers and the head) is the slowest; its
+  // path waits for the whole first stage once: the bubble is T_0.
   p.stage_layers = {2, 3};
   mb = microbatch_times(m, p, c, hw);
   CHECK(mb.forward == Approx(3 * f + e.head_fwd_s));
   CHECK(mb.backward == Approx(3 * b + e.head_bwd_s));
-  CHECK(predict_time(m, p, c, hw).part(TimePart::bubble) == Approx(2 * u + send));
+  CHECK(predict_time(m, p, c, hw).part(TimePart::bubble) == Approx(2 * u + E + send + o));
 
-  // 1 + 3 + 1: the middle stage (three layers, two sends) is the slowest;
-  // fill + drain is the two end stages' layer and their sends: 2u + 4 sends − 1.
+  // GPipe, 2 + 3: the flow shop's Σ_{i≠k} T_i, the same T_0.
+  p.schedule = Schedule::gpipe;
+  CHECK(predict_time(m, p, c, hw).part(TimePart::bubble) == Approx(2 * u + E + send + o));
+  p.schedule = Schedule::one_f_one_b;
+
+  // 1 + 3 + 1: the middle stage (three layers, two sends) is the slowest.
   p.pp = 3;
   p.stage_layers = {1, 3, 1};
   mb = microbatch_times(m, p, c, hw);
@@ -634,7 +652,15 @@ TEST_CASE("uneven stages: the slowest stage's time and the other stages' bubble"
   CHECK(mb.backward == Approx(3 * b));
   CHECK(mb.pp_comm == Approx(2 * send));
   t = predict_time(m, p, c, hw);
-  CHECK(t.part(TimePart::bubble) == Approx(2 * u + 3 * send));
-  // Against equal stages of the slowest one's size, (p−1)·T_k would charge 6u.
-  CHECK(t.part(TimePart::bubble) < 2 * (3 * u));
+  {
+    const double T0 = u + E + send + o, F0 = f + e.embedding_fwd_s + send;
+    const double T1 = 3 * u + 2 * send + o, F1 = 3 * f + send;
+    const double T2 = u + H + send + o;
+    const double path0 = mb_count * T0 + std::max(0.0, T1 + T2 - 2 * F0);
+    const double path1 = mb_count * T1 + T0 + std::max(0.0, T2 - F1);
+    const double path2 = mb_count * T2 + T0 + T1;
+    CHECK(t.part(TimePart::bubble) == Approx(std::max({path0, path1, path2}) - mb_count * T1));
+    // Against equal stages of the slowest one's size, (p−1)·T_1 would charge more.
+    CHECK(t.part(TimePart::bubble) < 2 * T1);
+  }
 }

@@ -30,8 +30,9 @@ struct MicrobatchTimes {
   double offload = 0;       // exposed parameter fetches from host/NVMe
   double overhead = 0;      // host dispatch the GPU waits on + the fixed per-micro-batch cost
   double layers_only = 0;   // the same micro-batch on a stage without embedding/head (bubble unit)
-  double fill_drain = 0;    // pipeline fill and drain before the send the steady state already holds:
-                            // the other stages' layers_only (Σ_{i≠slowest}), (p−1)/v·layers_only when equal
+  double fill_drain = 0;    // pipeline fill and drain, plus the one send the steady state already holds:
+                            // (p−1)/v·layers_only with equal stages; uneven: the critical path through the
+                            // stages beyond m × the slowest (time_model.cpp uneven_fill_drain)
   double pp_send = 0;       // one pipeline send (activation or gradient) at one stage boundary
   double tp_backward_link = 0;  // TP collectives' link time in the backward window (backward + recompute),
                                 // before link sharing: what the step's DP reduction can slow (link_sharing)
