@@ -56,8 +56,17 @@ class Builder {
     chunks_ = plan.schedule == Schedule::interleaved ? plan.virtual_stages : 1;
     vstages_ = stages_ * chunks_;
     microbatches_ = plan.grad_accum;
-    assert(layers % vstages_ == 0);
-    layers_per_vstage_ = layers / vstages_;
+    // Model chunk j holds layers [vstage_begin_[j], vstage_begin_[j + 1]).
+    // Interleaving cuts equal chunks (check_plan requires pp × v to divide the
+    // layers); without it chunk j is stage j, of the plan's stage sizes
+    // (balanced or stated: uneven stages, issue 19).
+    vstage_begin_.assign(static_cast<std::size_t>(vstages_) + 1, 0);
+    for (int j = 0; j < vstages_; ++j) {
+      const int n = chunks_ > 1 ? layers / vstages_ : stage_layer_count(plan, layers, j);
+      vstage_begin_[static_cast<std::size_t>(j) + 1] = vstage_begin_[static_cast<std::size_t>(j)] + n;
+      layers_per_vstage_ = std::max(layers_per_vstage_, n);
+    }
+    assert(vstage_begin_.back() == layers);
     group_ = choose_group(layers);
     host_optimizer_ = plan.offload_optimizer != OffloadTarget::none;
     // ZeRO-3 holds a use's parameters only while it runs: gathered over dp,
@@ -104,7 +113,8 @@ class Builder {
   int chunks_ = 1;
   int vstages_ = 1;
   int microbatches_ = 1;
-  int layers_per_vstage_ = 1;
+  int layers_per_vstage_ = 1;  // the largest model chunk's layers
+  std::vector<int> vstage_begin_;  // first layer of each model chunk, then the layer count
   int group_ = 1;
   bool host_optimizer_ = false;
   bool zero3_ = false;
@@ -355,8 +365,8 @@ class Builder {
       consume(gp, first, true);
       tp_collective(s, st, -1, -1, edges_.embedding_tp_s);
     }
-    const int begin = j * layers_per_vstage_;
-    const int end = begin + layers_per_vstage_;
+    const int begin = vstage_begin_[static_cast<std::size_t>(j)];
+    const int end = vstage_begin_[static_cast<std::size_t>(j) + 1];
     for (int lb = begin; lb < end; lb += group_) {
       const int le = std::min(end, lb + group_);
       const double n = le - lb;
@@ -388,10 +398,10 @@ class Builder {
       tp_collective(s, st, -1, -1, edges_.head_tp_backward_s);
       if (reduce) produce_gradients(s, first, edges_.head_params);
     }
-    const int begin = j * layers_per_vstage_;
-    const int end = begin + layers_per_vstage_;
+    const int begin = vstage_begin_[static_cast<std::size_t>(j)];
+    const int end = vstage_begin_[static_cast<std::size_t>(j) + 1];
     // Backward walks the chunk's layers in reverse, group by group.
-    const int groups = (layers_per_vstage_ + group_ - 1) / group_;
+    const int groups = (end - begin + group_ - 1) / group_;
     for (int gi = groups - 1; gi >= 0; --gi) {
       const int lb = begin + gi * group_;
       const int le = std::min(end, lb + group_);
@@ -514,7 +524,8 @@ class Builder {
     double params = 0;
     for (int c = 0; c < chunks_; ++c) {
       const int j = vstage_of(s, c);
-      params += layers_per_vstage_ * layer_.params;
+      params += (vstage_begin_[static_cast<std::size_t>(j) + 1] - vstage_begin_[static_cast<std::size_t>(j)]) *
+                layer_.params;
       if (j == 0) params += edges_.embedding_params;
       if (j == vstages_ - 1) params += edges_.head_params;
     }

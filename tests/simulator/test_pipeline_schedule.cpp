@@ -140,3 +140,31 @@ TEST_CASE("pipeline sends add to the bubble, not to compute", "[simulator][sched
   CHECK(part(r.breakdown, TimePart::pp_comm) > 0);
   CHECK(sum(r.breakdown) == Approx(r.iteration_s));
 }
+
+// Uneven stages (issue 19): chunk sizes follow the plan's stage_layers. With
+// f = 1, b = 2 per layer a stage of n layers takes 3n per micro-batch.
+TEST_CASE("uneven stages: each stage runs its own layers; the slowest sets the pace", "[simulator][schedule][stages]") {
+  const int m = 8;
+  const FixedCosts c = uniform_layers(1.0, 2.0);
+  // GPipe is a permutation flow shop of m identical jobs: Σ_s T_s + (m−1)·max_s T_s.
+  Plan p = pipeline_plan(2, m, Schedule::gpipe);
+  p.stage_layers = {3, 2};
+  auto r = run(5, p, c);
+  CHECK(r.iteration_s == Approx((9 + 6) + (m - 1) * 9.0));
+  CHECK(r.pacing_stage == 0);
+  CHECK(part(r.breakdown, TimePart::forward) + part(r.breakdown, TimePart::backward) == Approx(m * 9.0));
+  // 1F1B, first stage slowest: it runs F0, its one warm-up forward F1 (3),
+  // then waits for the round trip of micro-batch 0 through stage 1 (2 + 4 = 6)
+  // — idle 3 — and is busy from then on: 9m + 3.
+  p.schedule = Schedule::one_f_one_b;
+  r = run(5, p, c);
+  CHECK(r.iteration_s == Approx(9.0 * m + 3));
+  // Last stage slowest: the first stage's forward before it, its backward
+  // after: 9m + 6 (= Σ_{i≠k} T_i).
+  p.stage_layers = {2, 3};
+  r = run(5, p, c);
+  CHECK(r.iteration_s == Approx(9.0 * m + 6));
+  // The balanced default of 5 layers on 2 stages is 3 + 2.
+  Plan q = pipeline_plan(2, m);
+  CHECK(run(5, q, c).iteration_s == Approx(9.0 * m + 3));
+}
