@@ -74,16 +74,52 @@ TEST_CASE("by default tp never exceeds the GPUs of a node", "[tuner][space]") {
   CHECK(tp16);
 }
 
-TEST_CASE("layout rules follow check_plan: tp divides heads, pp divides layers", "[tuner][space]") {
+TEST_CASE("layout rules follow check_plan: tp divides heads, pp at most the layers", "[tuner][space]") {
   Cluster c = load_cluster("dgx2x16");
   Transformer m = load_transformer("100b");  // 125 layers, 64 heads
   SearchSpace s(m, c, {});
+  bool uneven = false;
   for (const auto& l : s.layouts()) {
     if (l.rejected != LayoutRule::none) continue;
     CHECK(m.heads % l.tp == 0);
-    CHECK(m.layers % l.pp == 0);
+    CHECK(l.pp <= m.layers);
     CHECK(l.dp * l.tp * l.pp == 256);
+    uneven |= m.layers % l.pp != 0;
   }
+  // 125 = 5³: every pp > 1 that divides 256 makes uneven stages (issue 19),
+  // which the search now generates, balanced (DeepSpeed's uniform partition).
+  CHECK(uneven);
+  for (const auto& l : s.layouts())
+    if (l.pp > m.layers) CHECK(l.rejected == LayoutRule::pp_layers);
+}
+
+TEST_CASE("uneven layouts: balanced stages, interleaving only where pp × v divides the layers", "[tuner][space][stages]") {
+  Cluster c = load_cluster("dgx2");  // 16 V100
+  Transformer m = load_transformer("tiny");  // 4 layers
+  m.layers = 6;
+  SpaceOptions o;
+  o.gpus = 4;
+  o.pp = 4;  // 6 layers on 4 stages: 2 + 2 + 1 + 1
+  SearchSpace s(m, c, o);
+  std::int64_t n = 0;
+  for (const auto& l : s.layouts()) {
+    if (l.rejected != LayoutRule::none) continue;
+    s.for_each_plan(l, [&](const Plan& plan) {
+      ++n;
+      CHECK(plan.pp == 4);
+      CHECK(plan.stage_layers.empty());
+      CHECK(plan.schedule != Schedule::interleaved);
+      CHECK_FALSE(check_plan(plan, m, c).has_value());
+    });
+  }
+  CHECK(n > 0);
+  // 8 layers on 4 stages: interleaving with v = 2 is in the space.
+  m.layers = 8;
+  SearchSpace even(m, c, o);
+  bool interleaved = false;
+  for (const auto& l : even.layouts())
+    for (const auto& sc : even.schedules(l)) interleaved |= sc.schedule == Schedule::interleaved;
+  CHECK(interleaved);
 }
 
 TEST_CASE("engine and device-count constraints are checked", "[tuner][space]") {

@@ -3,8 +3,9 @@
 // device layouts (dp × tp × pp = devices used) form the outer loop, which the
 // search splits across threads; inside a layout, the inner dimensions are
 // enumerated as lists prepared once per layout, so generating a plan costs a few
-// stores. Layout-level rules (tp inside a node, tp dividing heads, pp dividing
-// layers) reject a whole layout at once and are counted in plans.
+// stores. Layout-level rules (tp inside a node, tp dividing heads, pp at most
+// the layers) reject a whole layout at once and are counted in plans. A pp
+// that does not divide the layers gives balanced uneven stages (issue 19).
 //
 // Example: SearchSpace s(model, cluster, opts); s.for_each_plan(s.layouts()[0], f);
 #include <atomic>
@@ -28,7 +29,7 @@ enum class LayoutRule : std::uint8_t {
   none,
   tp_across_nodes,  // tp does not fit inside a node (--allow-tp-across-nodes lifts it)
   tp_shape,         // check_plan: tp does not divide heads / kv heads / ffn
-  pp_layers,        // check_plan: pp does not divide the layers
+  pp_layers,        // check_plan: more stages than layers
   other,            // check_plan broke another rule for this layout
 };
 
