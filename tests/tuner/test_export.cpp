@@ -290,3 +290,63 @@ TEST_CASE("Megatron export carries a Llama model's shape flags, the rotary base 
   CHECK(has(args, {"--group-query-attention", "--num-query-groups", "8"}));
 }
 
+
+// Uneven pipeline stages (issue 19). Megatron-LM states them by the end
+// stages' layer counts (--decoder-first/last-pipeline-num-layers), the others
+// equal; Megatron-DeepSpeed only balances (partition_method "type:transformer").
+TEST_CASE("export of uneven stages: Megatron's first/last stage flags, DeepSpeed's balanced partition only",
+          "[tuner][export][stages]") {
+  PlanFile pf;
+  pf.model = test::korthikanti_model(70, 14336, 112, 64);  // BLOOM-176B's 70 layers
+  Plan& p = pf.plan;
+  p.tp = 4;
+  p.pp = 12;
+  p.dp = 1;
+  p.micro_batch = 1;
+  p.grad_accum = 12;
+  p.global_batch = 12;
+  p.precision = Precision::bf16;
+  auto has_pair = [](const std::vector<std::string>& a, const std::string& k, const std::string& v) {
+    for (std::size_t i = 0; i + 1 < a.size(); ++i)
+      if (a[i] == k && a[i + 1] == v) return true;
+    return false;
+  };
+  auto has = [](const std::vector<std::string>& a, const std::string& k) {
+    return std::find(a.begin(), a.end(), k) != a.end();
+  };
+  // Balanced 70 on 12 is 6 × 10 + 5 × 2: the middle stages differ, which
+  // Megatron-LM cannot state; the reason names the stages.
+  CHECK_THROWS_WITH(megatron_arguments(pf, "plan.json"),
+                    Contains("plan.json: megatron cannot run this plan") &&
+                        Contains("6+6+6+6+6+6+6+6+6+6+5+5") && Contains("--decoder-first/last-pipeline-num-layers"));
+  // BLOOM's own: 5 on each end stage, 6 on the ten others (70 = 5 + 60 + 5).
+  p.stage_layers = {5, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 5};
+  auto a = megatron_arguments(pf, "plan.json");
+  CHECK(has_pair(a, "--decoder-first-pipeline-num-layers", "5"));
+  CHECK(has_pair(a, "--decoder-last-pipeline-num-layers", "5"));
+  CHECK(has_pair(a, "--num-layers", "70"));
+  // Only the first differs: one flag.
+  p.stage_layers = {4, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6};
+  a = megatron_arguments(pf, "plan.json");
+  CHECK(has_pair(a, "--decoder-first-pipeline-num-layers", "4"));
+  CHECK_FALSE(has(a, "--decoder-last-pipeline-num-layers"));
+  // Equal stages: neither flag.
+  pf.model->layers = 72;
+  p.stage_layers.clear();
+  a = megatron_arguments(pf, "plan.json");
+  CHECK_FALSE(has(a, "--decoder-first-pipeline-num-layers"));
+  CHECK_FALSE(has(a, "--decoder-last-pipeline-num-layers"));
+
+  // DeepSpeed: the balanced partition is what Megatron-DeepSpeed runs.
+  pf.model->layers = 70;
+  p.zero_stage = 1;
+  CHECK_NOTHROW(deepspeed_config(pf, "plan.json"));
+  CHECK_THAT(deepspeed_launch(pf, "ds_config.json", "plan.json"), Contains("--num-layers 70"));
+  p.stage_layers = {6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 5, 5};  // the balanced one, stated
+  CHECK_NOTHROW(deepspeed_config(pf, "plan.json"));
+  p.stage_layers = {5, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 5};
+  CHECK_THROWS_WITH(deepspeed_config(pf, "plan.json"),
+                    Contains("plan.json: deepspeed cannot run this plan") && Contains("type:transformer") &&
+                        Contains("at most 6 per stage"));
+  CHECK_THROWS_WITH(deepspeed_launch(pf, "ds_config.json", "plan.json"), Contains("type:transformer"));
+}

@@ -124,6 +124,72 @@ nlohmann::json sparse_attention_section(const Plan& p) {
   return s;
 }
 
+/// The stage sizes of the plan, or nothing when they cannot be known (no
+/// model in the file and no stated partition) or there is one stage.
+std::vector<int> stage_sizes(const PlanFile& pf) {
+  const Plan& p = pf.plan;
+  if (p.pp < 2) return {};
+  if (!p.stage_layers.empty()) return p.stage_layers;
+  if (!pf.model) return {};
+  std::vector<int> out;
+  for (int i = 0; i < p.pp; ++i) out.push_back(stage_layer_count(p, pf.model->layers, i));
+  return out;
+}
+
+std::string describe_stages(const std::vector<int>& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "+" : "") + std::to_string(v[i]);
+  return s;
+}
+
+/// Megatron-LM states uneven stages by the first and the last stage's layer
+/// counts (--decoder-first-pipeline-num-layers, --decoder-last-pipeline-num-layers,
+/// megatron/core/transformer/transformer_block.py get_num_layers_to_build): the
+/// other stages split the rest equally. A partition of another shape is refused.
+std::vector<std::string> megatron_stage_arguments(const PlanFile& pf, const std::string& file) {
+  const std::vector<int> v = stage_sizes(pf);
+  if (v.empty()) return {};
+  const auto n = v.size();
+  // The middle stages, 1 … n−2, must be equal; which ends differ from them is free.
+  for (std::size_t i = 2; i + 1 < n; ++i)
+    if (v[i] != v[1])
+      throw InputError(file + ": megatron cannot run this plan (" + pf.plan.summary() + "): its stages " +
+                       describe_stages(v) +
+                       " differ in the middle; Megatron-LM sets only the first and the last stage's layers "
+                       "(--decoder-first/last-pipeline-num-layers) and splits the rest equally — state a partition "
+                       "of that shape in $.plan.stage_layers");
+  const int middle = n > 2 ? v[1] : v[0];
+  std::vector<std::string> a;
+  if (n == 2) {
+    if (v[0] != v[1]) a.insert(a.end(), {"--decoder-first-pipeline-num-layers", std::to_string(v[0])});
+    return a;
+  }
+  if (v[0] != middle) a.insert(a.end(), {"--decoder-first-pipeline-num-layers", std::to_string(v[0])});
+  if (v[n - 1] != middle) a.insert(a.end(), {"--decoder-last-pipeline-num-layers", std::to_string(v[n - 1])});
+  return a;
+}
+
+/// Megatron-DeepSpeed builds its PipelineModule with partition_method
+/// "type:transformer" (megatron/model/gpt_model.py GPTModelPipe): DeepSpeed
+/// balances the transformer layers over the stages itself, at most ⌈L/pp⌉
+/// each — the plan's balanced partition. There is no argument to state
+/// another; such a plan is refused.
+void require_deepspeed_partition(const PlanFile& pf, const std::string& file) {
+  const Plan& p = pf.plan;
+  if (p.stage_layers.empty() || p.pp < 2) return;
+  int layers = 0;
+  for (int n : p.stage_layers) layers += n;
+  Plan balanced = p;
+  balanced.stage_layers.clear();
+  for (int i = 0; i < p.pp; ++i)
+    if (p.stage_layers[static_cast<std::size_t>(i)] != stage_layer_count(balanced, layers, i))
+      throw InputError(file + ": deepspeed cannot run this plan (" + p.summary() +
+                       "): Megatron-DeepSpeed partitions the layers itself (PipelineModule partition_method "
+                       "\"type:transformer\", balanced: at most " + std::to_string(max_stage_layers(balanced, layers)) +
+                       " per stage) and has no argument for the stated stages " + describe_stages(p.stage_layers) +
+                       "; drop $.plan.stage_layers (balanced) or export to megatron");
+}
+
 }  // namespace
 
 void require_engine_can_run(const Plan& p, Engine e, const std::string& file) {
@@ -135,6 +201,7 @@ void require_engine_can_run(const Plan& p, Engine e, const std::string& file) {
 nlohmann::json deepspeed_config(const PlanFile& pf, const std::string& file) {
   const Plan& p = pf.plan;
   require_engine_can_run(p, Engine::deepspeed, file);
+  require_deepspeed_partition(pf, file);
   nlohmann::json zero{{"stage", p.zero_stage}};
   if (p.zero_stage >= 1) {
     zero["overlap_comm"] = p.overlap_comm;
@@ -194,6 +261,7 @@ nlohmann::json deepspeed_config(const PlanFile& pf, const std::string& file) {
 std::string deepspeed_launch(const PlanFile& pf, const std::string& config_path, const std::string& file) {
   const Plan& p = pf.plan;
   require_engine_can_run(p, Engine::deepspeed, file);
+  require_deepspeed_partition(pf, file);
   const auto [nodes, per_node] = node_shape(pf);
   std::vector<std::string> a{"deepspeed", "--num_nodes", std::to_string(nodes), "--num_gpus",
                              std::to_string(per_node), "pretrain_gpt.py"};
@@ -233,6 +301,10 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
                               "file has no \"model\" (write it with ztune search --out)");
     a.insert(a.end(), {"--num-layers-per-virtual-pipeline-stage",
                        std::to_string(pf.model->layers / (p.pp * p.virtual_stages))});
+  }
+  {
+    const auto stages = megatron_stage_arguments(pf, file);
+    a.insert(a.end(), stages.begin(), stages.end());
   }
   if (p.sequence_parallel) a.emplace_back("--sequence-parallel");
   if (p.recompute == Recompute::selective) a.insert(a.end(), {"--recompute-granularity", "selective"});
