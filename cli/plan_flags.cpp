@@ -78,6 +78,19 @@ void PlanFlags::add_to(CLI::App& app) {
   app.add_option("--attention", attention,
                  "Attention kernel: standard (s×s probabilities stored) or flash (FlashAttention: log-sum-exp only)")
       ->check(CLI::IsMember({"standard", "flash"}));
+  app.add_option("--stage-layers", stage_layers,
+                 "Layers per pipeline stage, first to last (pp counts summing to the layers; default balanced "
+                 "as DeepSpeed's uniform partition)")
+      ->delimiter(',')
+      ->check(Positive);
+  app.add_option("--first-stage-layers", first_stage_layers,
+                 "Layers on the first pipeline stage, the rest balanced (Megatron-LM "
+                 "--decoder-first-pipeline-num-layers)")
+      ->check(Positive);
+  app.add_option("--last-stage-layers", last_stage_layers,
+                 "Layers on the last pipeline stage, the rest balanced (Megatron-LM "
+                 "--decoder-last-pipeline-num-layers)")
+      ->check(Positive);
   app.add_flag("--no-overlap", no_overlap, "Do not overlap gradient reduction with backward");
 }
 
@@ -140,11 +153,17 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   p.zeropp = zeropp;
   p.attention = attention == "flash" ? AttentionKernel::flash : AttentionKernel::standard;
   p.overlap_comm = !no_overlap;
+  if (!stage_layers.empty() && (first_stage_layers > 0 || last_stage_layers > 0))
+    throw InputError("--stage-layers: give either the whole partition or --first-stage-layers/--last-stage-layers");
+  p.stage_layers = stage_layers;
+  if (first_stage_layers > 0 || last_stage_layers > 0)
+    p.stage_layers = stage_layers_from_ends(m.layers, pp, first_stage_layers, last_stage_layers);
   if (auto why = check_plan(p, m, c)) {
     // Name the flag rather than the JSON field.
     std::string msg = *why;
     auto colon = msg.find(": ");
     std::string field = msg.substr(2, colon - 2);
+    if (auto bracket = field.find('['); bracket != std::string::npos) field.resize(bracket);  // stage_layers[i]
     for (auto& ch : field) if (ch == '_' || ch == '.') ch = '-';
     if (field == "zero-stage") field = "zero";
     if (field == "offload") field = "offload-optimizer/--offload-params";

@@ -3,6 +3,7 @@
 // (DESIGN.md "The command line"). `resolve()` turns them into validated values.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -38,6 +39,10 @@ struct PlanFlags {
   std::string sparse_attention = "none";
   int sparse_block = 64;
   std::string attention = "standard";
+  // Uneven pipeline stages (issue 19): a stated partition, or Megatron-LM's
+  // first/last stage sizes with the rest balanced (0 = not given).
+  std::vector<int> stage_layers;
+  int first_stage_layers = 0, last_stage_layers = 0;
 
   void add_to(CLI::App& app);
   /// Builds the plan from flags (or the --plan file) for this model and cluster,

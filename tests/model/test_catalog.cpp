@@ -183,6 +183,9 @@ const PublishedSize kPublished[] = {
     {"llama-7b", 6.7e9, 0.05 / 6.7, "Touvron et al. 2023a Table 2: 6.7B (rounding)"},
     {"llama-70b", 70e9, 0.016, "Llama 2: '70B' nominal; the shape gives 68.98B (-1.5%)"},
     {"llama-405b", 405e9, 0.0025, "Llama 3: '405B' nominal; the shape gives 405.85B (+0.2%)"},
+    {"deepspeed-1t", 1e12, 0.09,
+     "DeepSpeed 3D-parallelism blog (2020): 'one trillion' nominal for 298 layers at hidden 17,408; "
+     "12·L·h² alone is 1.084T and the shape gives 1.085T (+8.5%)"},
 };
 
 }  // namespace
