@@ -41,34 +41,54 @@ double virtual_stages(const Plan& p) { return p.schedule == Schedule::interleave
 double uneven_fill_drain(const Transformer& m, const Plan& p, const LayerCost& lc, const EdgeCost& e, double unit,
                          double send, double microbatch_overhead_s) {
   const double fwd_unit = lc.fwd_s + lc.tp_fwd_s + std::max(0.0, lc.host_fwd_s - (lc.fwd_s + lc.tp_fwd_s));
+  const double embedding = e.embedding_fwd_s + e.embedding_bwd_s + e.embedding_tp_s;
+  const double head = e.head_fwd_s + e.head_bwd_s + e.head_tp_s;
   const int last = p.pp - 1;
+  const bool balanced = p.stage_layers.empty();
+  const int base = m.layers / p.pp, longer = m.layers % p.pp;
   auto period = [&](int i, double* fwd) {
     const double n = stage_layer_count(p, m.layers, i);
     const double sends = (i == 0 || i == last) ? send : 2.0 * send;
     double T = n * unit + sends + microbatch_overhead_s;
     double F = n * fwd_unit + send;
-    if (i == 0) { T += e.embedding_fwd_s + e.embedding_bwd_s + e.embedding_tp_s; F += e.embedding_fwd_s + e.embedding_tp_s; }
-    if (i == last) { T += e.head_fwd_s + e.head_bwd_s + e.head_tp_s; F += e.head_fwd_s; }
+    if (i == 0) { T += embedding; F += e.embedding_fwd_s + e.embedding_tp_s; }
+    if (i == last) { T += head; F += e.head_fwd_s; }
     if (fwd != nullptr) *fwd = F;
     return T;
   };
-  double total = 0, slowest = 0;
-  for (int i = 0; i <= last; ++i) {
-    const double T = period(i, nullptr);
-    total += T;
-    slowest = std::max(slowest, T);
-  }
+  // Σ_{i<k} T_i (k ≤ pp): closed form for balanced stages (no allocation, O(1)).
+  auto before = [&](int k) {
+    double layers = 0;
+    if (balanced) {
+      layers = static_cast<double>(k) * base + std::min(k, longer);
+    } else {
+      for (int i = 0; i < k; ++i) layers += p.stage_layers[static_cast<std::size_t>(i)];
+    }
+    const double sends = k == 0 ? 0.0 : (k <= last ? 2.0 * k - 1.0 : 2.0 * k - 2.0) * send;
+    return layers * unit + k * microbatch_overhead_s + sends + (k > 0 ? embedding : 0.0) + (k > last ? head : 0.0);
+  };
+  const double total = before(p.pp);
   const double mb = p.grad_accum;
-  double longest = 0, before = 0;
-  for (int k = 0; k <= last; ++k) {
+  double longest = 0, slowest = 0;
+  auto consider = [&](int k) {
     double F = 0;
     const double T = period(k, &F);
-    const double after = total - before - T;
-    const double path = p.schedule == Schedule::gpipe
-                            ? mb * T + before + after
-                            : mb * T + before + std::max(0.0, after - (last - k) * F);
+    const double b = before(k), after = total - b - T;
+    const double path = p.schedule == Schedule::gpipe ? mb * T + b + after
+                                                      : mb * T + b + std::max(0.0, after - (last - k) * F);
     longest = std::max(longest, path);
-    before += T;
+    slowest = std::max(slowest, T);
+  };
+  if (balanced) {
+    // Within a run of equal middle stages the path grows with k (by at least
+    // F per stage), so each run's last stage stands for it; the slowest
+    // stage is among these too.
+    consider(0);
+    consider(last);
+    if (longer - 1 > 0 && longer - 1 < last) consider(longer - 1);
+    if (last - 1 > 0) consider(last - 1);
+  } else {
+    for (int k = 0; k <= last; ++k) consider(k);
   }
   return longest - mb * slowest + send;
 }

@@ -664,3 +664,30 @@ TEST_CASE("uneven stages: the slowest stage's time and the schedule's fill and d
     CHECK(t.part(TimePart::bubble) < 2 * T1);
   }
 }
+
+// Balanced stages take a shortcut (the last stage of each run of equal middle
+// stages stands for the run); stating the same partition takes the full
+// enumeration. Both must give the same iteration (70 layers on 12 stages:
+// 10 × 6 + 2 × 5; 298 on 50: 48 × 6 + 2 × 5; 13 on 4: 4 + 3 + 3 + 3).
+TEST_CASE("uneven stages: the balanced shortcut equals the stated partition", "[time][pipeline][stages]") {
+  const Cluster c = a100(64);
+  const HardwareProfile hw = profile();
+  for (const auto& [layers, pp] : {std::pair{70, 12}, std::pair{298, 50}, std::pair{13, 4}, std::pair{7, 3}}) {
+    const Transformer m = gpt(layers, 4096, 32, 2048, 51200);
+    for (const auto schedule : {Schedule::gpipe, Schedule::one_f_one_b}) {
+      Plan p;
+      p.tp = 8;
+      p.pp = pp;
+      p.micro_batch = 1;
+      p.grad_accum = 64;
+      p.global_batch = 64;
+      p.schedule = schedule;
+      const TimePrediction balanced = predict_time(m, p, c, hw);
+      // DeepSpeed's partition_uniform by hand: ⌊L/p⌋ each, the first L mod p one more.
+      for (int i = 0; i < pp; ++i) p.stage_layers.push_back(layers / pp + (i < layers % pp ? 1 : 0));
+      INFO(layers << " layers on " << pp << " stages, " << to_string(schedule));
+      CHECK(predict_time(m, p, c, hw).iteration_s == Approx(balanced.iteration_s).epsilon(1e-12));
+      CHECK(predict_time(m, p, c, hw).part(TimePart::bubble) == Approx(balanced.part(TimePart::bubble)).epsilon(1e-12));
+    }
+  }
+}
