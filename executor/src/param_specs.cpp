@@ -31,7 +31,19 @@ StageLayout stage_layout(const Transformer& m, const GroupShape& shape, int pp_r
   s.pp = shape.pp;
   s.pp_rank = pp_rank;
   s.chunks = shape.chunks;
-  s.layers = m.layers / (shape.pp * shape.chunks);
+  if (shape.chunks > 1) {
+    // Interleaving: equal chunks (check_plan requires pp × chunks to divide the layers).
+    s.layers = m.layers / (shape.pp * shape.chunks);
+  } else {
+    // One chunk per stage, of the plan's stage sizes: balanced as plan.hpp's
+    // stage_layer_count (the first layers mod pp stages one block more) or stated.
+    auto count = [&](int r) {
+      if (!shape.stage_layers.empty()) return shape.stage_layers[static_cast<std::size_t>(r)];
+      return m.layers / shape.pp + (r < m.layers % shape.pp ? 1 : 0);
+    };
+    s.layers = count(pp_rank);
+    for (int r = 0; r < pp_rank; ++r) s.first_block += count(r);
+  }
   s.has_embedding = pp_rank == 0;
   s.has_head = pp_rank == shape.pp - 1;
   s.units = s.chunks * s.layers + (s.has_embedding ? 1 : 0) + (s.has_head ? 1 : 0);

@@ -65,7 +65,10 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (vocab_range(m.vocab, p.tp, p.tp - 1).rows <= 0)
     return "$.plan.tp: " + s(p.tp) + " vocabulary-parallel ranks leave one without rows of the " + s(m.vocab) +
            "-token vocabulary";
-  if (m.layers % (p.pp * p.virtual_stages) != 0)
+  // Uneven stages train (issue 19); interleaving needs equal chunks.
+  if (p.pp > m.layers) return "$.plan.pp: " + s(p.pp) + " stages for " + s(m.layers) + " layers";
+  if (auto why = check_plan_shape(p, m); why && why->starts_with("$.stage_layers")) return in_plan_file(*why);
+  if (p.virtual_stages > 1 && m.layers % (p.pp * p.virtual_stages) != 0)
     return "$.plan.pp: pp×virtual_stages = " + s(p.pp * p.virtual_stages) + " does not divide layers " +
            s(m.layers);
   if (p.schedule == Schedule::interleaved && p.grad_accum % p.pp != 0)

@@ -49,6 +49,12 @@ CASES = {
                                             sp=True),
     "pp2_interleaved_v2_recompute_full_buckets": dict(pp=2, v=2, schedule="interleaved", recompute="full",
                                                       bucket=2e4),
+    # Uneven stages (issue 19) on the tiny model's 4 layers: 3 stages balanced
+    # as DeepSpeed's uniform partition (2 + 1 + 1), and stated partitions.
+    "pp3_1f1b_uneven": dict(pp=3),
+    "pp3_gpipe_stages_1_2_1": dict(pp=3, schedule="gpipe", stage_layers=[1, 2, 1]),
+    "pp2_1f1b_stages_3_1": dict(pp=2, stage_layers=[3, 1]),
+    "dp2_pp3_zero1_stages_1_1_2": dict(dp=2, pp=3, mb=1, ga=4, zero=1, stage_layers=[1, 1, 2]),
     "dp2_tp2": dict(dp=2, tp=2, mb=2, ga=2),
     "dp2_pp2": dict(dp=2, pp=2, mb=1, ga=4),
     "tp2_pp2": dict(tp=2, pp=2),

@@ -4,8 +4,8 @@ import json
 
 def plan(dp=1, tp=1, pp=1, zero=0, mb=2, ga=4, sp=False, recompute="none", schedule="1f1b",
          offload="none", bucket=5e8, persist=0.0, overlap=True, precision="fp32", offload_params="none", v=1,
-         sparse="none", sparse_block=64, attention="standard"):
-    return {"schema": "ztune.plan/1", "dp": dp, "tp": tp, "pp": pp, "virtual_stages": v,
+         sparse="none", sparse_block=64, attention="standard", stage_layers=None):
+    out = {"schema": "ztune.plan/1", "dp": dp, "tp": tp, "pp": pp, "virtual_stages": v,
             "sequence_parallel": sp, "zero_stage": zero,
             "offload": {"optimizer": offload, "params": offload_params},
             "micro_batch": mb, "grad_accum": ga, "global_batch": mb * ga * dp,
@@ -16,6 +16,9 @@ def plan(dp=1, tp=1, pp=1, zero=0, mb=2, ga=4, sp=False, recompute="none", sched
             "onebit_adam": {"enabled": False, "freeze_step": 0},
             "sparse_attention": {"layout": sparse, "block": sparse_block}, "zeropp": False,
             "attention": attention}
+    if stage_layers is not None:  # uneven pipeline stages (absent: balanced)
+        out["stage_layers"] = list(stage_layers)
+    return out
 
 
 def write_plan_file(path, model, **kw):

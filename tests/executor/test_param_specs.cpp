@@ -1,6 +1,8 @@
 // Where a rank's layers and vocabulary rows come from, worked out by hand.
 #include <catch2/catch.hpp>
 
+#include <vector>
+
 #include "ztune/executor/param_specs.hpp"
 #include "ztune/model/catalog.hpp"
 
@@ -34,6 +36,30 @@ TEST_CASE("interleaved stages hold every pp-th chunk of layers", "[executor][lay
     }
   }
   CHECK(blocks == 4);
+}
+
+TEST_CASE("uneven stages hold their own runs of layers", "[executor][layout][stages]") {
+  // 7 layers on 3 stages, balanced as DeepSpeed's partition_uniform: 3 + 2 + 2,
+  // blocks [0,3), [3,5), [5,7); stated 1 + 4 + 2: [0,1), [1,5), [5,7).
+  Transformer m = load_transformer("tiny");
+  m.layers = 7;
+  GroupShape shape{1, 1, 3, 1};
+  CHECK(stage_layout(m, shape, 0).layers == 3);
+  CHECK(stage_layout(m, shape, 1).layers == 2);
+  CHECK(stage_layout(m, shape, 1).first_layer() == 3);
+  CHECK(stage_layout(m, shape, 2).first_layer() == 5);
+  shape.stage_layers = {1, 4, 2};
+  const StageLayout s1 = stage_layout(m, shape, 1);
+  CHECK(s1.layers == 4);
+  CHECK(s1.first_layer() == 1);
+  CHECK((!s1.has_embedding && !s1.has_head && s1.units == 4));
+  std::vector<int> layers;
+  for (const auto& p : param_specs(m, shape, {0, 0, 1}))
+    if (p.name.rfind("h.", 0) == 0 && p.name.find(".ln_1.weight") != std::string::npos)
+      layers.push_back(std::stoi(p.name.substr(2)));
+  CHECK(layers == std::vector<int>{1, 2, 3, 4});
+  CHECK(stage_layout(m, shape, 2).first_layer() == 5);
+  CHECK(stage_layout(m, shape, 2).units == 2 + 1);  // and the head
 }
 
 TEST_CASE("a vocabulary tp does not divide is split ceil(V/tp), the last rank the rest", "[executor][layout]") {

@@ -105,3 +105,23 @@ TEST_CASE("flash attention: any head size on the CPU, 64 or 128 on CUDA", "[exec
   m.ffn_hidden = 1024;
   CHECK_FALSE(unsupported_reason(p, m, 1, ExecBackend::cuda).has_value());
 }
+
+TEST_CASE("the executor trains uneven pipeline stages, not uneven interleaved chunks", "[executor_support][stages]") {
+  const auto m = load_transformer("tiny");  // 4 layers
+  Plan p = plan_for(1);
+  p.pp = 3;  // 2 + 1 + 1
+  CHECK_FALSE(unsupported_reason(p, m, 3).has_value());
+  p.stage_layers = {1, 2, 1};
+  CHECK_FALSE(unsupported_reason(p, m, 3).has_value());
+  p.stage_layers = {1, 2, 2};
+  CHECK(unsupported_reason(p, m, 3).value().find("$.plan.stage_layers: the stages hold 5 layers") == 0);
+  p.stage_layers.clear();
+  p.pp = 5;
+  CHECK(unsupported_reason(p, m, 5).value() == "$.plan.pp: 5 stages for 4 layers");
+  p.pp = 3;
+  p.schedule = Schedule::interleaved;
+  p.virtual_stages = 2;
+  p.grad_accum = 3;
+  p.global_batch = 6;
+  CHECK(unsupported_reason(p, m, 3).value().find("does not divide layers 4") != std::string::npos);
+}

@@ -66,11 +66,14 @@ struct StageLayout {
   int pp_rank = 0;
   int chunks = 1;
   int layers = 0;        // blocks per chunk
+  int first_block = 0;   // one chunk per stage: global index of the stage's first block (uneven stages)
   bool has_embedding = false;
   bool has_head = false;
   int units = 0;
   /// Global index of chunk `chunk`'s first block.
-  [[nodiscard]] int first_layer(int chunk = 0) const { return (chunk * pp + pp_rank) * layers; }
+  [[nodiscard]] int first_layer(int chunk = 0) const {
+    return chunks == 1 ? first_block : (chunk * pp + pp_rank) * layers;
+  }
   [[nodiscard]] int block_unit(int local_layer, int chunk = 0) const {
     return (has_embedding ? 1 : 0) + chunk * layers + local_layer;
   }

@@ -4,6 +4,7 @@
 // node), then data-parallel, then pipeline stages:
 //   world_rank = (pp_rank · dp + dp_rank) · tp + tp_rank.
 #include <memory>
+#include <vector>
 
 #include "ztune/executor/communicator.hpp"
 
@@ -15,6 +16,7 @@ struct GroupShape {
   int pp = 1;
   int chunks = 1;  // model chunks per pipeline stage: interleaved 1F1B's virtual stages (no extra ranks)
   int ranks_per_node = 0;  // consecutive world ranks per node; 0 = all on one node
+  std::vector<int> stage_layers{};  // blocks per pipeline stage (the plan's); empty = balanced (plan.hpp)
   [[nodiscard]] int world() const { return dp * tp * pp; }
 };
 
