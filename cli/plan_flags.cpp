@@ -91,6 +91,10 @@ void PlanFlags::add_to(CLI::App& app) {
                  "Layers on the last pipeline stage, the rest balanced (Megatron-LM "
                  "--decoder-last-pipeline-num-layers)")
       ->check(Positive);
+  app.add_flag("--account-for-embedding-in-pipeline-split", embedding_in_split,
+               "Count the embedding as a layer of the first stage when splitting (Megatron-LM)");
+  app.add_flag("--account-for-loss-in-pipeline-split", loss_in_split,
+               "Count the loss as a layer of the last stage when splitting (Megatron-LM)");
   app.add_flag("--no-overlap", no_overlap, "Do not overlap gradient reduction with backward");
 }
 
@@ -153,11 +157,16 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   p.zeropp = zeropp;
   p.attention = attention == "flash" ? AttentionKernel::flash : AttentionKernel::standard;
   p.overlap_comm = !no_overlap;
-  if (!stage_layers.empty() && (first_stage_layers > 0 || last_stage_layers > 0))
-    throw InputError("--stage-layers: give either the whole partition or --first-stage-layers/--last-stage-layers");
+  const int ways = !stage_layers.empty() + (first_stage_layers > 0 || last_stage_layers > 0) +
+                   (embedding_in_split || loss_in_split);
+  if (ways > 1)
+    throw InputError("--stage-layers: give one of the whole partition, --first-stage-layers/--last-stage-layers, "
+                     "or --account-for-embedding/loss-in-pipeline-split");
   p.stage_layers = stage_layers;
   if (first_stage_layers > 0 || last_stage_layers > 0)
     p.stage_layers = stage_layers_from_ends(m.layers, pp, first_stage_layers, last_stage_layers);
+  if (embedding_in_split || loss_in_split)
+    p.stage_layers = stage_layers_accounting(m.layers, pp, embedding_in_split, loss_in_split);
   if (auto why = check_plan(p, m, c)) {
     // Name the flag rather than the JSON field.
     std::string msg = *why;

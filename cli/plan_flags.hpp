@@ -43,6 +43,7 @@ struct PlanFlags {
   // first/last stage sizes with the rest balanced (0 = not given).
   std::vector<int> stage_layers;
   int first_stage_layers = 0, last_stage_layers = 0;
+  bool embedding_in_split = false, loss_in_split = false;  // Megatron-LM's --account-for-*-in-pipeline-split
 
   void add_to(CLI::App& app);
   /// Builds the plan from flags (or the --plan file) for this model and cluster,

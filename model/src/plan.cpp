@@ -102,6 +102,21 @@ bool even_stages(const Plan& p, int layers) {
   return std::all_of(p.stage_layers.begin(), p.stage_layers.end(), [&](int n) { return n == layers / p.pp; });
 }
 
+std::vector<int> stage_layers_accounting(int layers, int pp, bool embedding, bool loss) {
+  const int counted = layers + (embedding ? 1 : 0) + (loss ? 1 : 0);
+  const std::string flags = std::string(embedding ? "--account-for-embedding-in-pipeline-split" : "") +
+                            (embedding && loss ? " and " : "") +
+                            (loss ? "--account-for-loss-in-pipeline-split" : "");
+  if (pp < 2 || counted % pp != 0 || counted / pp < 2)
+    throw InputError(flags + ": " + std::to_string(layers) + " layers + " + std::to_string(counted - layers) +
+                     " counted as layers = " + std::to_string(counted) + " do not split into " + std::to_string(pp) +
+                     " equal stages of at least 2; expected pp >= 2 dividing " + std::to_string(counted));
+  std::vector<int> out(static_cast<std::size_t>(pp), counted / pp);
+  if (embedding) out.front() -= 1;
+  if (loss) out.back() -= 1;
+  return out;
+}
+
 std::vector<int> stage_layers_from_ends(int layers, int pp, int first, int last) {
   auto s = [](auto v) { return std::to_string(v); };
   if (pp < 2) throw InputError("--first-stage-layers/--last-stage-layers: need --pp >= 2, got " + s(pp));

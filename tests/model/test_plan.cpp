@@ -170,3 +170,21 @@ TEST_CASE("stages from the end stages' layer counts, the rest balanced", "[plan]
   CHECK_THROWS_WITH(ztune::stage_layers_from_ends(10, 2, 7, 2), Contains("expected first + last = 10"));
   CHECK_THROWS_WITH(ztune::stage_layers_from_ends(10, 4, 8, 1), Contains("at least one layer per stage"));
 }
+
+// Megatron-LM's --account-for-embedding/loss-in-pipeline-split: Llama 3.1
+// 405B's 126 layers + embedding + loss = 128 over 16 stages of 8: the first
+// and last hold 7 transformer layers, the others 8.
+TEST_CASE("stages with the embedding and the loss counted as layers", "[plan][stages]") {
+  auto v = ztune::stage_layers_accounting(126, 16, true, true);
+  REQUIRE(v.size() == 16);
+  CHECK(v.front() == 7);
+  CHECK(v.back() == 7);
+  CHECK(v[1] == 8);
+  int sum = 0;
+  for (int n : v) sum += n;
+  CHECK(sum == 126);
+  CHECK(ztune::stage_layers_accounting(7, 4, true, false) == std::vector<int>{1, 2, 2, 2});
+  CHECK_THROWS_WITH(ztune::stage_layers_accounting(126, 12, true, true),
+                    Contains("--account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split") &&
+                        Contains("128 do not split into 12"));
+}

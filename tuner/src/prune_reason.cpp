@@ -12,7 +12,7 @@ std::string prune_reason_name(PruneReason r) {
   switch (r) {
     case PruneReason::tp_across_nodes: return "tp must stay inside a node";
     case PruneReason::tp_shape: return "tp must divide heads, kv heads and ffn";
-    case PruneReason::pp_layers: return "pp must divide the layers";
+    case PruneReason::pp_layers: return "pp must not exceed the layers";
     case PruneReason::layout_other: return "layout rejected by check_plan";
     case PruneReason::plan_rule: return "plan rejected by check_plan";
     case PruneReason::memory_gpu: return "GPU memory";

@@ -90,6 +90,12 @@ bool even_stages(const Plan& p, int layers);
 /// Throws InputError naming `flag_first`/`flag_last` when they cannot be met
 /// (more layers than the model, or fewer than one per remaining stage).
 std::vector<int> stage_layers_from_ends(int layers, int pp, int first, int last);
+/// Megatron-LM's --account-for-embedding-in-pipeline-split and
+/// --account-for-loss-in-pipeline-split: the embedding (on the first stage)
+/// and the loss (on the last) each count as one layer, and the layers so
+/// counted split equally, so those stages hold one transformer layer fewer.
+/// Throws InputError when layers + (embedding) + (loss) is not a multiple of pp.
+std::vector<int> stage_layers_accounting(int layers, int pp, bool embedding, bool loss);
 
 /// Parses a plan object (the "plan" document). Syntax and ranges only;
 /// consistency with a model and cluster is `check_plan`.

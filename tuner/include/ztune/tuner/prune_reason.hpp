@@ -14,7 +14,7 @@ namespace ztune {
 enum class PruneReason : std::uint8_t {
   tp_across_nodes,  // tensor-parallel group would span nodes
   tp_shape,         // tp does not divide heads / kv heads / ffn (check_plan)
-  pp_layers,        // pp does not divide layers (check_plan)
+  pp_layers,        // more stages than layers (check_plan)
   layout_other,     // check_plan rejected the layout for another reason
   plan_rule,        // check_plan rejected a generated plan (a generator/model mismatch)
   engine_first,     // engine rules follow, EngineRule order
