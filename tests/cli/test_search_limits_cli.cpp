@@ -162,16 +162,26 @@ TEST_CASE("search: SIGINT while ranking ends it within a couple of seconds with 
   const fs::path model_file = scratch() / "divisors-48.json";
   std::ofstream(model_file) << model.dump(2);
   const fs::path plan = scratch() / "interrupted-plan.json";
-  auto b = start("--cluster dgx-h100x128 --nodes 1024 --model '" + model_file.string() +
-                     "' --min-gpus 1 --allow-tp-across-nodes --max-plans 100000000000 --threads 1 --no-db --top 3 "
-                     "--out '" + plan.string() + "'",
-                 "rank");
-  REQUIRE(still_running_after(b, 5.0));
-  ::kill(b.pid, SIGINT);
-  const auto t0 = Clock::now();
-  const int rc = wait_for(b, 10.0);
-  const double took = seconds_since(t0);
-  const std::string err = read_file(b.err), out = read_file(b.out);
+  // On a loaded machine (a CI runner, or a build beside it) the layout can take
+  // longer than 5 s: an interrupt that lands while enumerating is retried later.
+  int rc = 0;
+  double took = 0;
+  std::string err, out;
+  for (double delay : {5.0, 20.0, 60.0}) {
+    auto b = start("--cluster dgx-h100x128 --nodes 1024 --model '" + model_file.string() +
+                       "' --min-gpus 1 --allow-tp-across-nodes --max-plans 100000000000 --threads 1 --no-db --top 3 "
+                       "--out '" + plan.string() + "'",
+                   "rank");
+    REQUIRE(still_running_after(b, delay));
+    ::kill(b.pid, SIGINT);
+    const auto t0 = Clock::now();
+    rc = wait_for(b, 10.0);
+    took = seconds_since(t0);
+    err = read_file(b.err);
+    out = read_file(b.out);
+    if (err.find("while enumerating the space") == std::string::npos) break;
+    WARN("the space was still being laid out after " << delay << " s (a loaded machine); interrupting later");
+  }
   INFO(err << out);
   CHECK(rc == 130);
   CHECK(took < 2.0);
