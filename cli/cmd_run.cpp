@@ -4,6 +4,7 @@
 // results database through the tuner's API (the executor never opens it).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -281,9 +282,14 @@ int run(const RunFlags& f) {
   if (prediction) {
     // The error against the cost model, as `ztune --run` shows it (predicted − measured) / measured.
     const double measured_s = record.step_time_s;
-    const double measured_peak = record.peak_memory_bytes.at(0);
+    // The memory model predicts the most loaded stage's GPU (with uneven
+    // stages not necessarily rank 0's): compare with the largest rank's peak.
+    const double measured_peak =
+        record.peak_memory_bytes.empty()
+            ? 0.0
+            : *std::max_element(record.peak_memory_bytes.begin(), record.peak_memory_bytes.end());
     auto err = [](double predicted, double measured) { return measured > 0 ? 100.0 * (predicted - measured) / measured : 0.0; };
-    std::printf("predicted (profile %s): iteration %.4f s (%+.1f%% vs measured), peak memory rank 0 %.1f MiB "
+    std::printf("predicted (profile %s): iteration %.4f s (%+.1f%% vs measured), peak memory (most loaded rank) %.1f MiB "
                 "(%+.1f%%)\n",
                 profile_name.c_str(), prediction->time.iteration_s, err(prediction->time.iteration_s, measured_s),
                 prediction->memory.gpu_total_bytes / 1048576.0, err(prediction->memory.gpu_total_bytes, measured_peak));

@@ -51,3 +51,18 @@ TEST_CASE("full recomputation keeps layer inputs plus one layer's working set", 
   CHECK(r.memory[0].peak_activation_bytes == Approx(p * 2 * 2 + 32));
   CHECK(part(r.breakdown, TimePart::recompute) == Approx(m * 2 * 1.0));
 }
+
+// Uneven stages (issue 19): each stage stores its own layers' activations,
+// min(p − s, m) micro-batches of them under 1F1B.
+TEST_CASE("uneven stages: stage s peaks at p−s micro-batches of its own layers", "[simulator][memory][stages]") {
+  FixedCosts c;
+  c.layer_times.forward_s = 1;
+  c.layer_times.backward_s = 2;
+  c.layer_times.stored_activation_bytes = 100;
+  Plan p = pipeline_plan(3, 8);
+  p.stage_layers = {1, 3, 2};
+  const auto r = run(6, p, c);
+  CHECK(r.memory[0].peak_activation_bytes == Approx(3 * 1 * 100));
+  CHECK(r.memory[1].peak_activation_bytes == Approx(2 * 3 * 100));
+  CHECK(r.memory[2].peak_activation_bytes == Approx(1 * 2 * 100));
+}
