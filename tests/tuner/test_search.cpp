@@ -376,3 +376,31 @@ TEST_CASE("hints for one plan: a 13B model on one V100 fits only once the optimi
   }
   CHECK(offload);
 }
+
+// A plan with stated uneven stages (issue 19): the "twice the pipeline" hint
+// re-balances the doubled stage count instead of keeping a partition that no
+// longer has one entry per stage (which check_plan would refuse: no hint).
+TEST_CASE("hints for a plan with stated stages: twice the pipeline is balanced", "[tuner][explain][stages]") {
+  const Transformer m = load_transformer("gpt3-175b");  // 96 layers
+  Cluster c = load_cluster("dgx-a100-80gb");
+  c.nodes = 4;  // 32 GPUs
+  const auto hw = default_profile_for(c);
+  Plan p;
+  p.tp = 8;
+  p.pp = 2;
+  p.dp = 2;
+  p.micro_batch = 1;
+  p.grad_accum = 8;
+  p.global_batch = 16;
+  p.stage_layers = {50, 46};
+  REQUIRE_FALSE(check_plan(p, m, c).has_value());
+  bool pp4 = false;
+  for (const auto& h : plan_fit_hints(m, c, hw, SearchOptions{}, p)) {
+    INFO(h.change << ": " << h.detail);
+    if (h.change == "pp 4") {
+      pp4 = true;
+      CHECK_THAT(h.detail, Catch::Matchers::Contains("dp1×tp8×pp4") && !Catch::Matchers::Contains("stages:"));
+    }
+  }
+  CHECK(pp4);
+}

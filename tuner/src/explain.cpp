@@ -18,7 +18,7 @@ std::string gb(double bytes) {
 }
 
 /// Tries one modification of a plan; nothing when the changed plan is not a
-/// valid plan (pp not dividing the layers, ZeRO-2/3 with a pipeline, ...).
+/// valid plan (more stages than layers, ZeRO-2/3 with a pipeline, ...).
 std::optional<FitHint> try_variant(const Transformer& m, const Cluster& c, const HardwareProfile& hw,
                                    const SearchOptions& o, const std::string& change, const Plan& p) {
   if (check_plan(p, m, c)) return std::nullopt;
@@ -115,6 +115,7 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
     if (p.tp <= c.node.gpus) add("tp " + std::to_string(p.tp), p);
     p.tp = base.tp;
     p.pp *= 2;
+    p.stage_layers.clear();  // twice the stages, balanced (a stated partition has pp entries)
     if (p.pp <= m.layers) add("pp " + std::to_string(p.pp), p);
   }
   if (base.dp > 1 && (base.zero_stage < 3 || base.recompute != Recompute::full) && !base.onebit_adam) {
