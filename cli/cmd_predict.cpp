@@ -39,6 +39,7 @@ struct PredictFlags {
   PlanFlags plan;
   std::string profile;
   std::string engine = "ztune";  // whose engine profile prices the plan
+  bool compile = false;          // the engine runs under a graph compiler (torch.compile, XLA)
   std::string accounting = "paper";
   double memory_headroom_pct = 0;  // % of each GPU's memory kept free
   bool json = false;
@@ -53,6 +54,7 @@ struct PredictInputs {
   Plan plan;
   HardwareProfile profile;
   MemoryOptions memory;
+  bool compiled = false;  // --compile: the engine's compiled elementwise traffic
 };
 
 PredictInputs resolve(const PredictFlags& f) {
@@ -66,6 +68,8 @@ PredictInputs resolve(const PredictFlags& f) {
   if (auto why = engine_model_violation(in.model, engine))
     throw InputError("--engine " + f.engine + " cannot train this model: " + *why);
   in.profile = with_engine(f.profile.empty() ? default_profile_for(in.cluster) : load_profile(f.profile), f.engine);
+  in.compiled = f.compile;
+  if (f.compile) in.profile.engine = compiled(in.profile.engine);
   in.cluster = with_measured_figures(in.cluster, in.profile);  // a calibrated profile's figures
   in.memory.accounting = f.accounting == "deepspeed"  ? StateAccounting::deepspeed
                          : f.accounting == "megatron" ? StateAccounting::megatron
@@ -170,6 +174,7 @@ nlohmann::json prediction_json(const PredictInputs& in, const Prediction& pr, in
           {"cluster", in.cluster.name},
           {"profile", in.profile.name},
           {"engine", in.profile.engine.name},
+          {"compiled", in.compiled},
           {"memory",
            {{"gpu", gpu},
             {"gpu_usable_bytes", mp.gpu_usable_bytes},
@@ -202,7 +207,7 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
   std::printf("plan     %s\nmodel    %s (%.2fB parameters)\ncluster  %s (%d × %d %s)\nprofile  %s\nengine   %s\n\n",
               in.plan.summary().c_str(), in.model.name.c_str(), in.model.total_params() / 1e9, in.cluster.name.c_str(),
               in.cluster.nodes, in.cluster.node.gpus, in.cluster.node.gpu.name.c_str(), in.profile.name.c_str(),
-              in.profile.engine.name.c_str());
+              (in.profile.engine.name + (in.compiled ? " (compiled: torch.compile / XLA fusion)" : "")).c_str());
   std::printf("Memory per GPU (most loaded stage)        GiB\n");
   for (std::size_t i = 0; i < kMemLineNames.size(); ++i)
     std::printf("  %-22s %18.3f\n", kMemLineNames[i], mp.gpu[i] / kGiB);
@@ -256,6 +261,9 @@ Command add_predict(CLI::App& root) {
                   "The engine that runs the plan; its profile (data/engines/: host costs, fusion, overlap) prices it "
                   "(default: ztune, its own executor)")
       ->check(CLI::IsMember({"ztune", "deepspeed", "megatron", "fsdp"}));
+  app->add_flag("--compile", f->compile,
+                "The engine runs under a graph compiler (torch.compile, XLA): its elementwise chains are priced "
+                "fused, with the engine profile's compiled_elementwise_traffic");
   app->add_option("--accounting", f->accounting,
                   "Model-state accounting: paper (ZeRO paper, 16-bit grads; ztune's executor), deepspeed "
                   "(estimate_zero2/3_model_states_mem_needs, fp32 grad partitions), megatron (fp32 main grads)")

@@ -42,6 +42,7 @@ struct SearchFlags {
   int gpus = 0, min_gpus = 0, max_gpus = 0;
   bool allow_tp_across_nodes = false;
   std::string engine = "ztune";
+  bool compile = false;  // the engine runs under a graph compiler (torch.compile, XLA)
   long long global_batch = 0;
   std::string precision;
   int max_micro_batch = 0;
@@ -77,6 +78,7 @@ nlohmann::json options_json(const SearchFlags& f, const SearchOptions& o) {
           {"max_gpus", f.max_gpus},
           {"allow_tp_across_nodes", f.allow_tp_across_nodes},
           {"engine", f.engine},
+          {"compile", f.compile},
           {"global_batch", f.global_batch},
           {"precision", f.precision},
           {"max_micro_batch", f.max_micro_batch},
@@ -162,8 +164,9 @@ bool read_only_database(const std::string& path) {
 int run_search_command(const SearchFlags& f) {
   const Cluster catalog_cluster = f.input.load_cluster_or_throw();
   const Transformer model = f.input.load_model_or_throw();
-  const HardwareProfile hw = with_engine(
+  HardwareProfile hw = with_engine(
       f.profile.empty() ? default_profile_for(catalog_cluster) : load_profile(f.profile), f.engine);
+  if (f.compile) hw.engine = compiled(hw.engine);
   const Cluster cluster = with_measured_figures(catalog_cluster, hw);  // a calibrated profile's figures
   if (f.objective == "cost" && f.gpu_hour_price <= 0)
     std::cerr << "ztune: note: no --gpu-hour-price; cost is ranked and shown in GPU-hours\n";
@@ -336,6 +339,9 @@ Command add_search(CLI::App& root) {
                   "The engine that runs the plan: its space (what it can run) and its engine profile "
                   "(data/engines/: host costs, fusion, overlap) price every plan")
       ->check(CLI::IsMember({"ztune", "deepspeed", "megatron", "fsdp"}));
+  app->add_flag("--compile", f->compile,
+                "The engine runs under a graph compiler (torch.compile, XLA): elementwise chains priced fused "
+                "(the engine profile's compiled_elementwise_traffic)");
   app->add_option("--global-batch", f->global_batch, "Sequences per step (default: the model file's)")
       ->check(Positive);
   app->add_option("--precision", f->precision, "Pin the precision (default: every 16-bit one the GPU has)")

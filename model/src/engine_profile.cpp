@@ -28,6 +28,16 @@ EngineProfile engine_profile_from_json(const nlohmann::json& doc, const std::str
     if (e.elementwise_traffic < 1.0 || e.elementwise_traffic > 10.0)
       throw f.error("elementwise_traffic", "expected a factor in [1, 10] of the fused kernels' traffic, got " +
                                                std::to_string(e.elementwise_traffic));
+    // Optional: an engine with nothing left for a compiler to fuse states none.
+    e.compiled_elementwise_traffic = e.elementwise_traffic;
+    if (f.has("compiled_elementwise_traffic")) {
+      e.compiled_elementwise_traffic = f.positive("compiled_elementwise_traffic");
+      if (e.compiled_elementwise_traffic < 1.0 || e.compiled_elementwise_traffic > e.elementwise_traffic)
+        throw f.error("compiled_elementwise_traffic",
+                      "expected a factor in [1, elementwise_traffic = " + std::to_string(e.elementwise_traffic) +
+                          "] (a compiler fuses, it does not add traffic), got " +
+                          std::to_string(e.compiled_elementwise_traffic));
+    }
     f.finish();
   }
   {
@@ -52,7 +62,9 @@ nlohmann::json engine_profile_to_json(const EngineProfile& e) {
        {{"op_us", e.host_op_s * 1e6},
         {"microbatch_overhead_us", e.microbatch_overhead_s * 1e6},
         {"step_overhead_ms", e.step_overhead_s * 1e3}}},
-      {"fusion", {{"elementwise_traffic", e.elementwise_traffic}}},
+      {"fusion",
+       {{"elementwise_traffic", e.elementwise_traffic},
+        {"compiled_elementwise_traffic", e.compiled_elementwise_traffic}}},
       {"overlap",
        {{"dp", e.dp_overlap},
         {"zero3_prefetch", e.zero3_prefetch_overlap},
@@ -60,6 +72,11 @@ nlohmann::json engine_profile_to_json(const EngineProfile& e) {
         {"tp", e.tp_overlap}}},
       {"zero3_gather", e.zero3_gather == GatherUnit::module ? "module" : "bucket"},
   };
+}
+
+EngineProfile compiled(EngineProfile e) {
+  e.elementwise_traffic = e.compiled_elementwise_traffic;
+  return e;
 }
 
 std::string engine_names() {

@@ -43,19 +43,23 @@ struct Context {
     if (it == clusters.end()) it = clusters.emplace(path, load_cluster(path)).first;
     return it->second;
   }
-  // The case's hardware profile with its engine attached (one per GPU × engine).
-  const HardwareProfile& profile(const Cluster& c, const std::string& engine) {
-    const std::string key = (opt.profile != nullptr ? std::string("--profile") : c.node.gpu.name) + "|" + engine;
+  // The case's hardware profile with its engine attached (one per GPU ×
+  // engine × whether a graph compiler ran it).
+  const HardwareProfile& profile(const Cluster& c, const std::string& engine, bool compiled_run = false) {
+    const std::string key = (opt.profile != nullptr ? std::string("--profile") : c.node.gpu.name) + "|" + engine +
+                            (compiled_run ? "|compiled" : "");
     auto it = profiles.find(key);
     if (it == profiles.end()) {
       HardwareProfile hw = opt.profile != nullptr ? *opt.profile : default_profile_for(c);
       if (!engine.empty()) hw = with_engine(std::move(hw), engine);
+      if (compiled_run) hw.engine = compiled(hw.engine);
       it = profiles.emplace(key, std::move(hw)).first;
     }
     return it->second;
   }
-  TimePrediction time(const Transformer& m, const Plan& p, const Cluster& c, const std::string& engine) {
-    const HardwareProfile& hw = profile(c, engine);
+  TimePrediction time(const Transformer& m, const Plan& p, const Cluster& c, const std::string& engine,
+                      bool compiled_run = false) {
+    const HardwareProfile& hw = profile(c, engine, compiled_run);
     return opt.time ? opt.time(m, p, c, hw) : predict_time(m, p, c, hw);
   }
 };

@@ -121,3 +121,37 @@ TEST_CASE("with_engine: a calibrated profile's measured executor replaces the ca
   CHECK(with_engine(hw, "ztune").engine.microbatch_overhead_s == 0.123);
   CHECK(with_engine(hw, "megatron").engine.name == "megatron");
 }
+
+TEST_CASE("the same engine compiled (torch.compile, XLA): only the elementwise traffic changes", "[engine][time]") {
+  const Transformer m = test::gpt(8, 1024, 16, 1024, 51200);
+  const Cluster c = test::a100_nodes(1);
+  const Plan p = test::zero_plan(8, 1, 1, 2, 4);
+  HardwareProfile eager = hardware();
+  eager.engine = engine(GatherUnit::module, 2.5, 3e-3, 7e-3);
+  eager.engine.compiled_elementwise_traffic = 1.25;
+  HardwareProfile comp = eager;
+  comp.engine = compiled(eager.engine);
+  CHECK(comp.engine.elementwise_traffic == 1.25);
+  CHECK(comp.engine.microbatch_overhead_s == eager.engine.microbatch_overhead_s);
+  CHECK(comp.engine.zero3_gather == GatherUnit::module);
+  // The elementwise bytes term scales by 1.25 / 2.5; GEMMs and the host's fixed costs do not move.
+  const double launches = 5 * eager.kernel_launch_s;
+  const double e = layer_cost(m, p, c, eager).fwd_elementwise_s - launches;
+  const double k = layer_cost(m, p, c, comp).fwd_elementwise_s - launches;
+  CHECK(k == Approx(0.5 * e).epsilon(1e-9));
+  CHECK(layer_cost(m, p, c, comp).fwd_gemm_s == layer_cost(m, p, c, eager).fwd_gemm_s);
+  const auto part = [&](const HardwareProfile& hw, TimePart t) {
+    return predict_time(m, p, c, hw).parts[static_cast<std::size_t>(t)];
+  };
+  CHECK(part(comp, TimePart::overhead) == part(eager, TimePart::overhead));
+  CHECK(part(comp, TimePart::dp_comm) == part(eager, TimePart::dp_comm));
+  CHECK(part(comp, TimePart::forward) < part(eager, TimePart::forward));
+  // The reader: optional (default: the eager traffic), and never above it.
+  nlohmann::json doc = engine_profile_to_json(eager.engine);
+  CHECK(engine_profile_from_json(doc, "e.json").compiled_elementwise_traffic == 1.25);
+  doc["fusion"].erase("compiled_elementwise_traffic");
+  CHECK(engine_profile_from_json(doc, "e.json").compiled_elementwise_traffic == 2.5);
+  doc["fusion"]["compiled_elementwise_traffic"] = 3.0;
+  CHECK_THROWS_WITH(engine_profile_from_json(doc, "e.json"),
+                    Catch::Contains("$.fusion.compiled_elementwise_traffic") && Catch::Contains("does not add traffic"));
+}

@@ -38,6 +38,10 @@ struct EngineProfile {
   // (bias-GeLU, bias-dropout-add, fused softmax: 1). Eager PyTorch runs each
   // as its own kernel reading and writing the whole tensor (> 1).
   double elementwise_traffic = 1;
+  // The same traffic when the engine runs under a graph compiler
+  // (torch.compile/Inductor, XLA), which fuses chains of elementwise ops into
+  // one kernel each; in [1, elementwise_traffic]. compiled() selects it.
+  double compiled_elementwise_traffic = 1;
 
   // Overlap factors: fraction of a communication that hides behind compute
   // when the plan allows overlap (0 = fully exposed, 1 = fully hidden).
@@ -48,6 +52,11 @@ struct EngineProfile {
 
   GatherUnit zero3_gather = GatherUnit::bucket;
 };
+
+/// `e` under a graph compiler (torch.compile, XLA): its elementwise traffic is
+/// compiled_elementwise_traffic; everything else (host costs, overlap,
+/// gather unit) is the engine's own.
+[[nodiscard]] EngineProfile compiled(EngineProfile e);
 
 /// Parses an engine document (schema "ztune.engine/1"); strict, names file and path.
 EngineProfile engine_profile_from_json(const nlohmann::json& doc, const std::string& file);
