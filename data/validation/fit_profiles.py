@@ -38,6 +38,15 @@ TARGET = {"Korthikanti2022-T5": 3.5, "Korthikanti2022-MFU": 8.0, "Korthikanti202
 ENGINE_TARGET = 10.0  # every engine_runs source
 
 
+# GPUs whose intra-node collective figures (bus-bandwidth efficiency, base
+# latency) are measured, not fitted: A100's come from vTrain's nccl-tests
+# (vtrain/allreduce_a100, 2-8 GPUs; fit_start/ holds them, 0.76 and 23 us) and
+# tests/model/test_collectives.cpp checks them within 15 %. Fitting them to the
+# training runs drove them to 0.95/60 us and 0.80/10 us: all-reduces 17-20 %
+# faster than measured.
+MEASURED_INTRA = {"a100"}
+
+
 def gpu_params(g):
     # cuBLAS large-GEMM ceilings (fp16/bf16 tensor cores, published
     # microbenchmarks): V100 ~100 of 125 TF, A100 ~280 of 312, H100 SXM
@@ -48,15 +57,18 @@ def gpu_params(g):
     prof = json.load(open(os.path.join(DATA, "profiles", g + ".json")))
     for i, row in enumerate(prof["gemm"]["efficiency_by_flops"]):
         out.append((("P", g, "gemm", "efficiency_by_flops", i, 1), floors.get(row[0], 0.002), ceil))
+    if g not in MEASURED_INTRA:
+        out += [
+            # nccl-tests busbw on NVSwitch: 70-95% of the link; small-message times 10-100 us
+            (("P", g, "fabric", "intra_node", "busbw_efficiency"), 0.5, 0.95),
+            (("P", g, "fabric", "intra_node", "base_latency_us"), 10.0, 200.0),
+        ]
     out += [
         (("P", g, "gemm", "attention_factor"), 0.1, 1.0),
         # STREAM-like kernels reach 80-92% of HBM datasheet bandwidth
         (("P", g, "memory_bound", "bandwidth_efficiency"), 0.4, 0.95),
         # nccl-tests busbw on NVSwitch / InfiniBand: 70-95% of the link
-        (("P", g, "fabric", "intra_node", "busbw_efficiency"), 0.5, 0.95),
         (("P", g, "fabric", "inter_node", "busbw_efficiency"), 0.5, 0.95),
-        # nccl-tests small-message times: 10-100 us per collective call
-        (("P", g, "fabric", "intra_node", "base_latency_us"), 10.0, 200.0),
         (("P", g, "fabric", "inter_node", "base_latency_us"), 1.0, 500.0),
     ]
     return out
@@ -73,6 +85,8 @@ def engine_params(e):
     ]
     if e == "fsdp":  # Megatron and DeepSpeed run fused kernels (traffic 1 by construction)
         out.append((("E", e, "fusion", "elementwise_traffic"), 1.0, 4.0))
+        # under torch.compile / XLA (the runs that say so); the reader keeps it <= the eager traffic
+        out.append((("E", e, "fusion", "compiled_elementwise_traffic"), 1.0, 4.0))
     return out
 
 

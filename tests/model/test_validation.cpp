@@ -43,8 +43,9 @@ TEST_CASE("vTrain: MAPE ≤ 10% on 109 multi-node runs", "[validation]") {
 
 // The joint fit of every GPU and engine (fit_profiles.py) moved A100's small-
 // GEMM efficiencies (1e9-1e10 FLOPs) down, and vTrain's small single-node models
-// went from 7.6% to 12.9% MAPE: the one source that got worse. Kept visible,
-// not bent: this target is vTrain's own (8.4% on this set).
+// went from 7.6% to 12.9% MAPE in session 7, 9.9% in session 8 (A100's
+// intra-node collectives held at vTrain's nccl-tests): at the edge, so still
+// allowed to fail. This target is vTrain's own (8.4% on this set).
 TEST_CASE("vTrain: MAPE ≤ 10% on 1,440 single-node runs", "[validation][!mayfail]") {
   const auto& single = source("vTrain-single");
   CHECK(single.cases == 1440);
@@ -143,11 +144,11 @@ TEST_CASE("seed headlines: every one predicted, TFLOP/s converted with the 96·l
   CHECK(c10.published == Approx(40e12 / megatron96_per_token(50, 4096, 1024, 50304)).epsilon(1e-9));
 }
 
-// Issue 18's acceptance. After the joint fit with the headlines in it: 3-D 180B
-// −10.3%, ZeRO-100B +12.6% (its ZeRO-R activation partitioning is expressed as
-// sequence parallelism, which moves less data), Turing-NLG +6.4%, ZeRO-Offload
-// 10B −3.6%, ZeRO-Infinity 1T +2.2%. Two miss by 0.3 and 2.6 points: kept
-// visible, not bent.
+// Issue 18's acceptance. After the joint fit with the headlines in it (A100's
+// intra-node collectives held at vTrain's nccl-tests): 3-D 180B −10.2%,
+// ZeRO-100B +15.1% (its ZeRO-R activation partitioning is expressed as
+// sequence parallelism, which moves less data), Turing-NLG +10.3%, ZeRO-Offload
+// 10B +0.2%, ZeRO-Infinity 1T +3.0%. Three miss: kept visible, not bent.
 TEST_CASE("seed headlines: each within 10% of the published TFLOP/s per GPU", "[validation][!mayfail]") {
   for (const char* id : {"headline_deepspeed_3d_180b_800xv100", "headline_zero_100b_400xv100",
                          "headline_turing_nlg_17b_256xv100", "headline_zero_offload_10b_1xv100",
