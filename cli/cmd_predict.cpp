@@ -67,9 +67,8 @@ PredictInputs resolve(const PredictFlags& f) {
     throw InputError("--engine " + f.engine + " cannot run this plan: " + std::string(engine_rule_text(*rule)));
   if (auto why = engine_model_violation(in.model, engine))
     throw InputError("--engine " + f.engine + " cannot train this model: " + *why);
-  in.profile = with_engine(f.profile.empty() ? default_profile_for(in.cluster) : load_profile(f.profile), f.engine);
+  in.profile = priced_profile(in.cluster, f.profile, f.engine, f.compile);
   in.compiled = f.compile;
-  if (f.compile) in.profile.engine = compiled(in.profile.engine);
   in.cluster = with_measured_figures(in.cluster, in.profile);  // a calibrated profile's figures
   in.memory.accounting = f.accounting == "deepspeed"  ? StateAccounting::deepspeed
                          : f.accounting == "megatron" ? StateAccounting::megatron
@@ -257,13 +256,9 @@ Command add_predict(CLI::App& root) {
   app->add_option("--profile", f->profile,
                   "Hardware profile: a file, or a name in ~/.local/share/ztune/profiles/ or data/profiles/ "
                   "(default: data/profiles/<gpu>.json)");
-  app->add_option("--engine", f->engine,
-                  "The engine that runs the plan; its profile (data/engines/: host costs, fusion, overlap) prices it "
-                  "(default: ztune, its own executor)")
-      ->check(CLI::IsMember({"ztune", "deepspeed", "megatron", "fsdp"}));
-  app->add_flag("--compile", f->compile,
-                "The engine runs under a graph compiler (torch.compile, XLA): its elementwise chains are priced "
-                "fused, with the engine profile's compiled_elementwise_traffic");
+  add_engine_flags(*app, f->engine, f->compile,
+                   "The engine that runs the plan; its profile (data/engines/: host costs, fusion, overlap) prices it "
+                   "(default: ztune, its own executor)");
   app->add_option("--accounting", f->accounting,
                   "Model-state accounting: paper (ZeRO paper, 16-bit grads; ztune's executor), deepspeed "
                   "(estimate_zero2/3_model_states_mem_needs, fp32 grad partitions), megatron (fp32 main grads)")

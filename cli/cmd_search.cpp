@@ -164,9 +164,7 @@ bool read_only_database(const std::string& path) {
 int run_search_command(const SearchFlags& f) {
   const Cluster catalog_cluster = f.input.load_cluster_or_throw();
   const Transformer model = f.input.load_model_or_throw();
-  HardwareProfile hw = with_engine(
-      f.profile.empty() ? default_profile_for(catalog_cluster) : load_profile(f.profile), f.engine);
-  if (f.compile) hw.engine = compiled(hw.engine);
+  const HardwareProfile hw = priced_profile(catalog_cluster, f.profile, f.engine, f.compile);
   const Cluster cluster = with_measured_figures(catalog_cluster, hw);  // a calibrated profile's figures
   if (f.objective == "cost" && f.gpu_hour_price <= 0)
     std::cerr << "ztune: note: no --gpu-hour-price; cost is ranked and shown in GPU-hours\n";
@@ -335,13 +333,9 @@ Command add_search(CLI::App& root) {
   app->add_option("--min-gpus", f->min_gpus, "Search every device count from N ...")->check(Positive);
   app->add_option("--max-gpus", f->max_gpus, "... up to N")->check(Positive);
   app->add_flag("--allow-tp-across-nodes", f->allow_tp_across_nodes, "Let tensor-parallel groups span nodes");
-  app->add_option("--engine", f->engine,
-                  "The engine that runs the plan: its space (what it can run) and its engine profile "
-                  "(data/engines/: host costs, fusion, overlap) price every plan")
-      ->check(CLI::IsMember({"ztune", "deepspeed", "megatron", "fsdp"}));
-  app->add_flag("--compile", f->compile,
-                "The engine runs under a graph compiler (torch.compile, XLA): elementwise chains priced fused "
-                "(the engine profile's compiled_elementwise_traffic)");
+  add_engine_flags(*app, f->engine, f->compile,
+                   "The engine that runs the plan: its space (what it can run) and its engine profile "
+                   "(data/engines/: host costs, fusion, overlap) price every plan");
   app->add_option("--global-batch", f->global_batch, "Sequences per step (default: the model file's)")
       ->check(Positive);
   app->add_option("--precision", f->precision, "Pin the precision (default: every 16-bit one the GPU has)")

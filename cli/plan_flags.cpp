@@ -6,6 +6,20 @@
 
 namespace ztune::cli {
 
+void add_engine_flags(CLI::App& app, std::string& engine, bool& compile, const std::string& engine_help) {
+  app.add_option("--engine", engine, engine_help)->check(CLI::IsMember({"ztune", "deepspeed", "megatron", "fsdp"}));
+  app.add_flag("--compile", compile,
+               "The engine runs under a graph compiler (torch.compile, XLA): its elementwise chains are priced "
+               "fused, with the engine profile's compiled_elementwise_traffic");
+}
+
+HardwareProfile priced_profile(const Cluster& c, const std::string& profile_file, const std::string& engine,
+                               bool compile) {
+  HardwareProfile hw = with_engine(profile_file.empty() ? default_profile_for(c) : load_profile(profile_file), engine);
+  if (compile) hw.engine = compiled(hw.engine);
+  return hw;
+}
+
 void add_memory_headroom(CLI::App& app, double& pct) {
   app.add_option("--memory-headroom", pct,
                  "Percent of each GPU's memory to keep free: a plan fits only below capacity × (1 − PCT/100) "

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "ztune/model/cluster.hpp"
+#include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/plan.hpp"
 #include "ztune/model/transformer.hpp"
 
@@ -24,6 +25,16 @@ struct InputFlags {
   [[nodiscard]] Cluster load_cluster_or_throw() const;
   [[nodiscard]] Transformer load_model_or_throw() const;
 };
+
+/// --engine NAME and --compile (predict and search): whose engine profile prices
+/// the plan, and whether it runs under a graph compiler. `engine_help` says
+/// what else the engine decides in that command.
+void add_engine_flags(CLI::App& app, std::string& engine, bool& compile, const std::string& engine_help);
+
+/// The hardware profile a prediction uses: --profile's file, or the cluster's
+/// default, with --engine's profile attached (compiled with --compile).
+[[nodiscard]] HardwareProfile priced_profile(const Cluster& c, const std::string& profile_file,
+                                             const std::string& engine, bool compile);
 
 /// --memory-headroom PCT (search and predict): the share of each GPU's memory
 /// kept free, 0–50; anything else is refused naming the flag and the range.

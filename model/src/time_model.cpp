@@ -200,6 +200,7 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
   // Overlapped data-parallel link time beside each pass (for link sharing).
   double dp_link_fwd = 0;
   double dp_link_bwd = 0;
+  double reduce_hidden = 0;  // of the per-micro-batch reduction, the part hidden behind backward
   if (p.zero_stage >= 2 && p.dp > 1) {
     const DpSyncCost d = dp_sync_cost(m, p, c, hw);
     t.dp_comm = exposed(d.per_microbatch_s, t.backward, p.overlap_comm ? hw.engine.dp_overlap : 0.0);
@@ -211,6 +212,7 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
       // stream; the executor's ParamStore::finish_backward waits): at least
       // one bucket's reduction is exposed every micro-batch.
       t.dp_comm = std::max(t.dp_comm, d.per_microbatch_s / d.buckets);
+      reduce_hidden = d.per_microbatch_s - t.dp_comm;
     }
   }
   if (p.zero_stage == 3) {
@@ -220,8 +222,6 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
     // The backward's gathers and its gradient reduce-scatters use the same
     // links (both run over the dp group): the gathers hide only behind the
     // part of the backward window the reductions have not already filled.
-    double reduce_hidden = 0;
-    if (p.dp > 1 && p.overlap_comm) reduce_hidden = dp_sync_cost(m, p, c, hw).per_microbatch_s - t.dp_comm;
     const double bwd_window = std::max(0.0, t.backward + t.recompute - reduce_hidden);
     t.zero3_gather = exposed(z.fwd_s, t.forward, overlap) + exposed(z.bwd_s, bwd_window, overlap);
     // Prefetch hides a gather behind the previous unit's compute; the first

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "run_command.hpp"
+#include "../tuner/temp_files.hpp"
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
@@ -24,33 +25,19 @@ using Catch::Matchers::StartsWith;
 
 namespace {
 
-fs::path scratch() {
-  const fs::path dir = fs::temp_directory_path() / ("ztune-hardening-cli-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
+using ztune::test::read_file;
+using ztune::test::scratch;
+using ztune::test::write_file;
 
-std::string write_file(const std::string& name, const std::string& text) {
-  const fs::path path = scratch() / name;
-  std::ofstream(path, std::ios::binary) << text;
-  return path.string();
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 /// `ztune ARGS` (each test passes --db or --no-db: no test touches the user's database).
-CommandResult ztune(const std::string& args) { return run_command(ztune_bin() + " " + args); }
+CommandResult run_ztune(const std::string& args) { return run_command(ztune_bin() + " " + args); }
 
 /// A plan file for gpt2-1.5b on dgx2x16, as search --out writes it.
 std::string plan_file() {
   static const std::string path = [] {
     const std::string p = (scratch() / "plan.json").string();
-    const auto s = ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-db --no-simulate --top 1 --out '" + p + "'");
+    const auto s = run_ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-db --no-simulate --top 1 --out '" + p + "'");
     REQUIRE(s.exit_code == 0);
     return p;
   }();
@@ -75,36 +62,36 @@ void require_quick_exit_2(const CommandResult& r, std::chrono::steady_clock::dur
 // ---------------------------------------------------------------- flags
 
 TEST_CASE("flags: --nodes 0 is a ztune error with a readable range", "[cli][hardening]") {
-  const auto r = ztune("search --cluster dgx2x16 --model 100b --nodes 0 --no-db");
+  const auto r = run_ztune("search --cluster dgx2x16 --model 100b --nodes 0 --no-db");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, StartsWith("ztune: error: --nodes: expected a node count from 1 to 1000000, got \"0\""));
   CHECK(r.err.find("1797693134862315") == std::string::npos);  // DBL_MAX's digits
-  CHECK(ztune("predict --cluster dgx2x16 --model 100b --nodes 1000001 --tp 16").exit_code == 2);
+  CHECK(run_ztune("predict --cluster dgx2x16 --model 100b --nodes 1000001 --tp 16").exit_code == 2);
 }
 
 TEST_CASE("flags: --tokens nan and --gpu-hour-price nan are refused", "[cli][hardening]") {
-  auto r = ztune("search --cluster dgx2x16 --model 100b --tokens nan --no-db");
+  auto r = run_ztune("search --cluster dgx2x16 --model 100b --tokens nan --no-db");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, StartsWith("ztune: error: --tokens: expected a number > 0, got \"nan\""));
-  r = ztune("search --cluster dgx2x16 --model 100b --objective cost --gpu-hour-price nan --no-db");
+  r = run_ztune("search --cluster dgx2x16 --model 100b --objective cost --gpu-hour-price nan --no-db");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, StartsWith("ztune: error: --gpu-hour-price: expected a number > 0, got \"nan\""));
-  r = ztune("search --cluster dgx2x16 --model 100b --tokens inf --no-db");
+  r = run_ztune("search --cluster dgx2x16 --model 100b --tokens inf --no-db");
   CHECK(r.exit_code == 2);
 }
 
 TEST_CASE("flags: --threads beyond what a machine starts is refused before anything runs", "[cli][hardening]") {
-  auto r = ztune("run --cluster local-cpu --model tiny --threads 100000");
+  auto r = run_ztune("run --cluster local-cpu --model tiny --threads 100000");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, StartsWith("ztune: error: --threads: expected a thread count from 1 to 1024, got \"100000\""));
-  r = ztune("search --cluster dgx2x16 --model 100b --threads 100000 --no-db");
+  r = run_ztune("search --cluster dgx2x16 --model 100b --threads 100000 --no-db");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--threads: expected a thread count from 1 to 1024"));
 }
 
 TEST_CASE("flags: --top and --simulate-top 2147483647 are clamped to the plans that exist", "[cli][hardening]") {
   const auto t0 = std::chrono::steady_clock::now();
-  const auto r = ztune("search --cluster dgx2x16 --model gpt2-1.5b --top 2147483647 --simulate-top 2147483647 "
+  const auto r = run_ztune("search --cluster dgx2x16 --model gpt2-1.5b --top 2147483647 --simulate-top 2147483647 "
                        "--no-db --json");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -118,7 +105,7 @@ TEST_CASE("a node count whose doubling overflows int stays within bounds", "[cli
   // 50,000 DGX-2 nodes: the "more GPUs" hint doubled the node count 12 times
   // and printed "exceeds the cluster's -1018167296 devices".
   const auto t0 = std::chrono::steady_clock::now();
-  const auto r = ztune("search --cluster dgx2x16 --model 100b --nodes 50000 --no-simulate --no-db");
+  const auto r = run_ztune("search --cluster dgx2x16 --model 100b --nodes 50000 --no-simulate --no-db");
   INFO(r.out << r.err);
   CHECK((r.exit_code == 0 || r.exit_code == 1));
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60));
@@ -139,14 +126,14 @@ TEST_CASE("flags: a huge --global-batch is searched in bounded memory and time",
     CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30));
     CHECK_THAT(r.out, Contains("more than the simulator builds (65536)"));
   }
-  auto r = ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-db --global-batch 1099511627777");
+  auto r = run_ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-db --global-batch 1099511627777");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, StartsWith("ztune: error: --global-batch: 1099511627777 is more than a plan holds"));
-  r = ztune("predict --cluster dgx2 --model gpt2-1.5b --global-batch 4294967296");
+  r = run_ztune("predict --cluster dgx2 --model gpt2-1.5b --global-batch 4294967296");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, StartsWith("ztune: error: --global-batch: 4294967296 / (micro-batch × dp = 16) is 268435456 "
                                "accumulation steps; a plan holds at most 16777216"));
-  r = ztune("predict --cluster dgx2 --model gpt2-1.5b --global-batch 2097152 --simulate");
+  r = run_ztune("predict --cluster dgx2 --model gpt2-1.5b --global-batch 2097152 --simulate");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--simulate: plan ") && Contains("has 131072 micro-batches per step; the simulator builds "
                                                              "at most 65536"));
@@ -160,7 +147,7 @@ TEST_CASE("1e309 in a cluster file is exit 2 naming the file, line and field", "
   REQUIRE(at != std::string::npos);
   text.replace(at, 11, "\"nodes\": 1e309");
   const auto path = write_file("huge.json", text);
-  const auto r = ztune("predict --cluster '" + path + "' --model 100b --tp 16");
+  const auto r = run_ztune("predict --cluster '" + path + "' --model 100b --tp 16");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, StartsWith("ztune: error: " + path + ":") && Contains(": $.nodes: number 1e309 is out of range"));
 }
@@ -168,7 +155,7 @@ TEST_CASE("1e309 in a cluster file is exit 2 naming the file, line and field", "
 TEST_CASE("100,000 levels of nesting in a model file is exit 2, not SIGSEGV", "[cli][hardening]") {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   const auto path = write_file("deep-model.json", "{\"schema\": \"ztune.model/1\", \"layers\": " + deep + "}");
-  const auto r = ztune("predict --cluster dgx2x16 --model '" + path + "' --tp 16");
+  const auto r = run_ztune("predict --cluster dgx2x16 --model '" + path + "' --tp 16");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, StartsWith("ztune: error: " + path + ": $.layers[0]") && Contains("nested deeper than 64"));
   CHECK(r.err.size() < 1000);
@@ -180,7 +167,7 @@ TEST_CASE("a 300-byte GPU name is exit 2 naming the field", "[cli][hardening]") 
   REQUIRE(at != std::string::npos);
   text.replace(at, 16, "\"" + std::string(300, 'V') + "\"");
   const auto path = write_file("long-gpu.json", text);
-  const auto r = ztune("predict --cluster '" + path + "' --model 100b --tp 16");
+  const auto r = run_ztune("predict --cluster '" + path + "' --model 100b --tp 16");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("$.node.gpu.name: no hardware profile for GPU \"VVVV"));
   CHECK(r.err.find("filesystem") == std::string::npos);
@@ -234,7 +221,7 @@ TEST_CASE("a bandwidth of 5e-324 is exit 2 naming the infinite part, not iterati
     CHECK(r.out.find("inf") == std::string::npos);
   }
   // Nothing was stored.
-  const auto h = ztune("history --json --db '" + db + "'");
+  const auto h = run_ztune("history --json --db '" + db + "'");
   REQUIRE(h.exit_code == 0);
   CHECK(nlohmann::json::parse(h.out).at("searches").empty());
 }
@@ -263,7 +250,7 @@ TEST_CASE("export refuses bucket sizes a DeepSpeed integer cannot hold", "[cli][
   for (const char* v : {"1e308", "1e-7"}) {
     pf["plan"]["communication"]["reduce_bucket_elems"] = nlohmann::json::parse(v);
     const auto path = write_file(std::string("bucket-") + v + ".json", pf.dump(2));
-    const auto r = ztune("export --format deepspeed '" + path + "'");
+    const auto r = run_ztune("export --format deepspeed '" + path + "'");
     INFO(v << ": " << r.out << r.err);
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, Contains(path) && Contains("$.plan.communication.reduce_bucket_elems: expected a number in [1, "));
@@ -275,7 +262,7 @@ TEST_CASE("export refuses bucket sizes a DeepSpeed integer cannot hold", "[cli][
 
 TEST_CASE("stdout on a full disk is exit 2 with the reason", "[cli][hardening]") {
   const std::string db = (scratch() / "full.db").string();
-  REQUIRE(ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-simulate --db '" + db + "'").exit_code == 0);
+  REQUIRE(run_ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-simulate --db '" + db + "'").exit_code == 0);
   const std::vector<std::string> commands{"list clusters", "search --cluster dgx2x16 --model gpt2-1.5b --no-db",
                                           "search --cluster dgx2x16 --model gpt2-1.5b --no-db --json",
                                           "export --format deepspeed '" + plan_file() + "'",
@@ -289,10 +276,10 @@ TEST_CASE("stdout on a full disk is exit 2 with the reason", "[cli][hardening]")
 }
 
 TEST_CASE("export --out on a full disk is exit 2 naming the file", "[cli][hardening]") {
-  const auto r = ztune("export --format deepspeed '" + plan_file() + "' --out /dev/full");
+  const auto r = run_ztune("export --format deepspeed '" + plan_file() + "' --out /dev/full");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, StartsWith("ztune: error: --out /dev/full: write failed: No space left on device"));
-  const auto m = ztune("export --format megatron '" + plan_file() + "' --out /dev/full");
+  const auto m = run_ztune("export --format megatron '" + plan_file() + "' --out /dev/full");
   CHECK(m.exit_code == 2);
 }
 
@@ -328,23 +315,23 @@ void exec_sql(const std::string& db, const std::string& sql) {
 TEST_CASE("history show of a row with malformed or misshapen JSON is exit 2 naming the row", "[cli][hardening]") {
   const std::string db = (scratch() / "damaged.db").string();
   fs::remove(db);
-  REQUIRE(ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-simulate --db '" + db + "'").exit_code == 0);
-  REQUIRE(ztune("history show 1 --db '" + db + "'").exit_code == 0);
+  REQUIRE(run_ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-simulate --db '" + db + "'").exit_code == 0);
+  REQUIRE(run_ztune("history show 1 --db '" + db + "'").exit_code == 0);
 
   exec_sql(db, "UPDATE searches SET options = '{\"top\": ' WHERE id = 1");
-  auto r = ztune("history show 1 --db '" + db + "'");
+  auto r = run_ztune("history show 1 --db '" + db + "'");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, StartsWith("ztune: error: " + db + " (search 1, column options):1:") && Contains("malformed JSON"));
   CHECK(r.out.empty());
 
   exec_sql(db, "UPDATE searches SET options = '{\"top\": 1e309}' WHERE id = 1");
-  r = ztune("history show 1 --db '" + db + "'");
+  r = run_ztune("history show 1 --db '" + db + "'");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains(db + " (search 1, column options):1:") && Contains("$.top: number 1e309"));
 
   exec_sql(db, "UPDATE searches SET options = '{}' WHERE id = 1");
   exec_sql(db, "UPDATE models SET doc = '{\"no_name\": 1}'");
-  r = ztune("history show 1 --db '" + db + "'");
+  r = run_ztune("history show 1 --db '" + db + "'");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, StartsWith("ztune: error: " + db + ": search 1: the stored search has an unexpected shape"));
   CHECK(r.out.empty());
@@ -373,17 +360,17 @@ TEST_CASE("a database that refuses the store keeps the printed result and --out"
   const std::string db = (scratch() / "refusing.db").string();
   fs::remove(db);
   const std::string search = "search --cluster dgx2x16 --model gpt2-1.5b --no-simulate --top 1 ";
-  REQUIRE(ztune(search + "--db '" + db + "'").exit_code == 0);
+  REQUIRE(run_ztune(search + "--db '" + db + "'").exit_code == 0);
   // Any writer is refused, root included (a permission bit is not, for root).
   exec_sql(db, "CREATE TRIGGER refuse BEFORE INSERT ON searches BEGIN SELECT RAISE(ABORT, 'no writes here'); END");
   const std::string plan = (scratch() / "refused-store-plan.json").string();
   fs::remove(plan);
-  auto r = ztune(search + "--db '" + db + "' --out '" + plan + "'");
+  auto r = run_ztune(search + "--db '" + db + "' --out '" + plan + "'");
   require_output_kept(r, plan, db);
   CHECK_THAT(r.err, Contains("no writes here"));
 
   // Infeasible searches are stored too: the refusal is still said, after the explanation.
-  r = ztune("search --cluster local-cpu --model llama-405b --gpus 1 --no-simulate --db '" + db + "'");
+  r = run_ztune("search --cluster local-cpu --model llama-405b --gpus 1 --no-simulate --db '" + db + "'");
   CHECK_THAT(r.out, Contains("0 fit"));
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("the search was not stored") && !Contains("the best plan is in"));
@@ -406,7 +393,7 @@ TEST_CASE("a read-only database file or directory keeps the printed result and -
   const std::string search = "search --cluster dgx2x16 --model gpt2-1.5b --no-simulate --top 1 ";
 
   const std::string file_db = (dir / "file-444.db").string();
-  REQUIRE(ztune(search + "--db '" + file_db + "'").exit_code == 0);
+  REQUIRE(run_ztune(search + "--db '" + file_db + "'").exit_code == 0);
   ::chmod(file_db.c_str(), 0444);
   const std::string plan = (dir / "plan-444.json").string();
   auto r = run_command(as_user + ztune_bin() + " " + search + "--db '" + file_db + "' --out '" + plan + "'");
@@ -415,7 +402,7 @@ TEST_CASE("a read-only database file or directory keeps the printed result and -
   const fs::path ro_dir = dir / "dir-555";
   fs::create_directories(ro_dir);
   const std::string dir_db = (ro_dir / "r.db").string();
-  REQUIRE(ztune(search + "--db '" + dir_db + "'").exit_code == 0);
+  REQUIRE(run_ztune(search + "--db '" + dir_db + "'").exit_code == 0);
   fs::remove(dir_db + "-wal");
   fs::remove(dir_db + "-shm");
   ::chmod(dir_db.c_str(), 0666);

@@ -16,6 +16,7 @@
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/json_reader.hpp"
 #include "ztune/model/transformer.hpp"
+#include "../tuner/temp_files.hpp"
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
@@ -24,17 +25,8 @@ using ztune::InputError;
 
 namespace {
 
-fs::path scratch() {
-  const fs::path dir = fs::temp_directory_path() / ("ztune-json-limits-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string write_file(const std::string& name, const std::string& text) {
-  const fs::path path = scratch() / name;
-  std::ofstream(path, std::ios::binary) << text;
-  return path.string();
-}
+using ztune::test::scratch;
+using ztune::test::write_file;
 
 std::string error_of(const std::string& text, const std::string& file = "f.json") {
   try {
