@@ -73,6 +73,10 @@ void PlanFlags::add_to(CLI::App& app) {
   app.add_option("--recompute", recompute, "Activation recomputation")
       ->check(CLI::IsMember({"none", "selective", "full"}));
   app.add_flag("--sequence-parallel", sequence_parallel, "Megatron sequence parallelism (needs tp >= 2)");
+  app.add_flag("--partition-activations", partition_activations,
+               "ZeRO-R partitioned activation checkpoints (Pa): with full recomputation, each layer's saved input "
+               "split over the tp ranks and all-gathered before it is recomputed (DeepSpeed partition_activations, "
+               "Megatron-LM --distribute-saved-activations; needs tp >= 2, not with --sequence-parallel)");
   app.add_option("--virtual-stages", virtual_stages, "Model chunks per stage (interleaved 1F1B)")
       ->check(Positive);
   app.add_option("--schedule", schedule, "Pipeline schedule (default 1f1b, interleaved with --virtual-stages)")
@@ -130,6 +134,7 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   p.micro_batch = micro_batch;
   p.virtual_stages = virtual_stages;
   p.sequence_parallel = sequence_parallel;
+  p.partition_activations = partition_activations;
   p.recompute = recompute == "full" ? Recompute::full : recompute == "selective" ? Recompute::selective : Recompute::none;
   if (schedule.empty()) {
     p.schedule = virtual_stages > 1 ? Schedule::interleaved : Schedule::one_f_one_b;

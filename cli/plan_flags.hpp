@@ -45,7 +45,7 @@ struct PlanFlags {
   int tp = 1, pp = 1, dp = 0, zero = 0, micro_batch = 1, virtual_stages = 1;
   long long global_batch = 0;
   std::string recompute = "none", schedule, offload_optimizer = "none", offload_params = "none", precision;
-  bool sequence_parallel = false, onebit_adam = false, zeropp = false, no_overlap = false;
+  bool sequence_parallel = false, partition_activations = false, onebit_adam = false, zeropp = false, no_overlap = false;
   int freeze_step = 0;
   std::string sparse_attention = "none";
   int sparse_block = 64;

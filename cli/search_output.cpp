@@ -93,7 +93,7 @@ void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector
     if (mem.gpu_capacity_bytes > 0 && !mem.fits()) memory += " !";
     rows.push_back({std::to_string(++rank) + (c.simulated ? "*" : ""), layout_text(p), zero_text(p), offload_text(p),
                     std::to_string(p.micro_batch) + "×" + std::to_string(p.grad_accum), to_string(p.recompute),
-                    p.pp > 1 ? to_string(p.schedule) : "-", p.sequence_parallel ? "sp" : "-", attention_text(p),
+                    p.pp > 1 ? to_string(p.schedule) : "-", p.sequence_parallel ? "sp" : p.partition_activations ? "pa" : "-", attention_text(p),
                     to_string(p.precision),
                     memory, c.timed ? fmt("%.1f", t.model_tflops_per_gpu) : "-",
                     c.timed ? fmt("%.1f%%", 100 * t.mfu) : "-", c.timed ? grouped(t.tokens_per_s) : "-",

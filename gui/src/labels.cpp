@@ -61,6 +61,7 @@ QString layout_label(const Plan& p) {
   QString s = QStringLiteral("dp%1 · tp%2 · pp%3").arg(p.dp).arg(p.tp).arg(p.pp);
   if (p.virtual_stages > 1) s += QStringLiteral(" · v%1").arg(p.virtual_stages);
   if (p.sequence_parallel) s += QStringLiteral(" · SP");
+  if (p.partition_activations) s += QStringLiteral(" · Pa");
   return s;
 }
 

@@ -56,6 +56,9 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (m.position == PositionEmbedding::alibi)
     return "$.model.position_embedding: the executor's attention kernels add no ALiBi bias (learned and rotary "
            "positions only)";
+  if (m.head_token_fraction != 1)
+    return "$.model.head_token_fraction: the executor trains causal language models (its head predicts at every "
+           "position); a masked-LM head on a share of the positions is priced, not trained";
   if (m.heads % p.tp != 0) return "$.plan.tp: " + s(p.tp) + " does not divide heads " + s(m.heads);
   if (m.kv_heads % p.tp != 0)
     return "$.plan.tp: " + s(p.tp) + " does not divide kv_heads " + s(m.kv_heads) +
@@ -74,6 +77,9 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (p.schedule == Schedule::interleaved && p.grad_accum % p.pp != 0)
     return "$.plan.grad_accum: interleaved 1F1B needs micro-batches (" + s(p.grad_accum) +
            ") divisible by pp (" + s(p.pp) + ")";
+  if (p.partition_activations)
+    return "$.plan.partition_activations: ztune's executor keeps every checkpoint whole on each tensor-parallel rank "
+           "(no ZeRO-R Pa yet); use sequence_parallel, which splits them, or drop it";
   if (p.sequence_parallel && (static_cast<long>(p.micro_batch) * m.seq_len) % p.tp != 0)
     return "$.plan.sequence_parallel: micro_batch × seq_len = " + s(static_cast<long>(p.micro_batch) * m.seq_len) +
            " rows do not split over tp " + s(p.tp);

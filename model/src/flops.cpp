@@ -28,8 +28,9 @@ double layer_forward_flops(const Transformer& m, double micro_batch, double atte
   return qkv + proj + mlp + attention_core_flops(m, micro_batch) * attention_density * m.attended_fraction();
 }
 
+// The logits GEMM on the positions that predict (a masked LM: its share).
 double head_forward_flops(const Transformer& m, double micro_batch) {
-  return 2.0 * m.seq_len * micro_batch * static_cast<double>(m.hidden) * m.vocab;
+  return 2.0 * m.seq_len * m.head_token_fraction * micro_batch * static_cast<double>(m.hidden) * m.vocab;
 }
 
 double model_flops_per_iteration(const Transformer& m, double global_batch, double attention_density) {

@@ -82,7 +82,10 @@ double layer_activation_bytes(const Transformer& m, int micro_batch, int tp, boo
 }
 
 double layer_activation_bytes(const Transformer& m, const Plan& p, Recompute r) {
-  return layer_activation_bytes(m, p.micro_batch, p.tp, p.sequence_parallel, r, attention_density(m, p), p.attention);
+  // ZeRO-R's Pa keeps 1/t of each saved layer input (Rajbhandari et al. 2020,
+  // §6.1: the checkpoints shrink by the model-parallel degree), as SP does.
+  const bool split = p.sequence_parallel || (p.partition_activations && r == Recompute::full);
+  return layer_activation_bytes(m, p.micro_batch, p.tp, split, r, attention_density(m, p), p.attention);
 }
 
 double microbatches_in_flight(const Plan& p) {
@@ -115,7 +118,7 @@ double layer_activation_bytes_fp32(const Transformer& m, const Plan& p, Recomput
   const double s = m.seq_len, b = p.micro_batch, h = m.hidden, a = m.heads, t = p.tp;
   const double sbh = s * b * h;
   const double sp = p.sequence_parallel ? t : 1.0;
-  if (r == Recompute::full) return 4.0 * sbh / sp;
+  if (r == Recompute::full) return 4.0 * sbh / (p.partition_activations ? t : sp);
   const double kvd = static_cast<double>(m.kv_heads) * m.head_dim();
   const double mlp = (m.activation == Activation::swiglu ? 3.0 : 2.0) * m.ffn_hidden;
   const double outside = 4.0 * (m.parallel_residual ? 3.0 : 4.0) * sbh / sp;  // x, (x2,) ln1, ln2
@@ -145,7 +148,8 @@ void cpu_executor_lines(const Transformer& m, const Plan& p, double psi, double 
   if (p.dp > 1 && p.zero_stage >= 2) buckets += 4.0 * psi + 4.0 * psi / p.dp;
   if (p.pp > 1) buckets += (p.grad_accum + 1.0) * 4.0 * sbh / (p.sequence_parallel ? p.tp : 1.0);
   sm.gpu[idx(MemLine::comm_buckets)] = buckets;
-  sm.gpu[idx(MemLine::logits)] = last ? 4.0 * static_cast<double>(m.seq_len) * p.micro_batch * m.vocab / p.tp : 0.0;
+  sm.gpu[idx(MemLine::logits)] =
+      last ? 4.0 * static_cast<double>(m.seq_len) * m.head_token_fraction * p.micro_batch * m.vocab / p.tp : 0.0;
   const double transient = act + buckets + sm.gpu[idx(MemLine::logits)];
   sm.gpu[idx(MemLine::workspace)] = std::max(0.0, 4.0 * psi - transient);
   sm.gpu[idx(MemLine::runtime)] = 0;
@@ -264,7 +268,9 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   sm.gpu[idx(MemLine::workspace)] = library_workspace + 2.0 * std::max(scores, fc1);
 
   // Logits: 16-bit logits + their fp32 copy in the vocab-parallel cross entropy.
-  if (last) sm.gpu[idx(MemLine::logits)] = static_cast<double>(m.seq_len) * p.micro_batch * m.vocab / t * (eb + 4.0);
+  if (last)
+    sm.gpu[idx(MemLine::logits)] =
+        static_cast<double>(m.seq_len) * m.head_token_fraction * p.micro_batch * m.vocab / t * (eb + 4.0);
 
   if (c.device_kind == DeviceKind::cpu) {
     cpu_executor_lines(m, p, psi, layers, in_flight, density, last, sm);

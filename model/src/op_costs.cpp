@@ -382,6 +382,14 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
     if (p.recompute == Recompute::full) {
       lc.tp_collectives_recompute = lc.tp_collectives_fwd;
       lc.tp_recompute_s = lc.tp_fwd_s;
+      // ZeRO-R Pa: the layer's saved input, split over the tp ranks, is
+      // all-gathered (s·b·h 16-bit) before the layer is recomputed; DeepSpeed's
+      // checkpointing issues it synchronously (Rajbhandari et al. 2020 §8: one
+      // all-gather of s·h per block beside Megatron's 12·s·h of all-reduces).
+      if (p.partition_activations) {
+        lc.tp_collectives_recompute += 1;
+        lc.tp_recompute_s += collective_time(Collective::all_gather, lc.tp_bytes, l.tp, c, hw);
+      }
     }
   }
   return lc;
@@ -399,9 +407,11 @@ EdgeCost edge_cost(const Transformer& m, const Plan& p, const Cluster& c, const 
   const double pos = m.position == PositionEmbedding::learned ? 2.0 : 0.0;
   e.embedding_fwd_s = memory_bound_time((2.0 + pos) * hs * eb, gpu, hw, pos > 0 ? 2 : 1);
   e.embedding_bwd_s = memory_bound_time((2.0 + pos) * hs * eb, gpu, hw, pos > 0 ? 2 : 1);
-  // Head: final norm, logits GEMM (vocab-parallel), softmax cross entropy in fp32.
-  const GemmShape logits{x.tokens, static_cast<double>(m.vocab) / x.t, x.h};
-  const double logit_elems = x.tokens * m.vocab / x.t;
+  // Head: final norm, logits GEMM (vocab-parallel), softmax cross entropy in
+  // fp32, on the positions that predict (all of them but in a masked LM).
+  const double head_tokens = x.tokens * m.head_token_fraction;
+  const GemmShape logits{head_tokens, static_cast<double>(m.vocab) / x.t, x.h};
+  const double logit_elems = head_tokens * m.vocab / x.t;
   const LinearTimes t_logits = linear_times(logits, prec, gpu, hw);
   e.head_fwd_s = memory_bound_time(2.0 * hs_local * eb, gpu, hw) + t_logits.fwd +
                  memory_bound_time(logit_elems * (eb + 4.0 + 4.0), gpu, hw, 3);

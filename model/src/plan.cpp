@@ -63,6 +63,7 @@ std::string Plan::summary() const {
   if (offload_params != OffloadTarget::none) os << " par→" << to_string(offload_params);
   os << " mb" << micro_batch << "×" << grad_accum << " " << to_string(recompute);
   if (sequence_parallel) os << " sp";
+  if (partition_activations) os << " pa";
   if (pp > 1) os << " " << to_string(schedule);
   os << " " << to_string(precision);
   if (onebit_adam) os << " 1bit-adam";
@@ -211,6 +212,8 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   // Added after the first plan files were written: absent means standard.
   p.attention = r.optional_choice("attention", {"standard", "flash"}, "standard") == "flash" ? AttentionKernel::flash
                                                                                            : AttentionKernel::standard;
+  // Added with ZeRO-R's partitioned activations: absent means not partitioned.
+  p.partition_activations = r.optional_boolean("partition_activations").value_or(false);
   // Added with uneven pipeline stages (issue 19): absent means balanced.
   if (r.has("stage_layers")) {
     const auto& arr = r.raw("stage_layers");
@@ -266,6 +269,7 @@ nlohmann::json plan_to_json(const Plan& p) {
       {"attention", to_string(p.attention)}};
   // Written only when stated: a balanced plan's file (and digest) is unchanged.
   if (!p.stage_layers.empty()) j["stage_layers"] = p.stage_layers;
+  if (p.partition_activations) j["partition_activations"] = true;
   return j;
 }
 
@@ -369,6 +373,15 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
              s(p.pp) + ")";
   }
   if (p.sequence_parallel && p.tp < 2) return "$.sequence_parallel: needs tp >= 2";
+  if (p.partition_activations) {
+    if (p.tp < 2) return "$.partition_activations: splits the checkpoints over the tensor-parallel ranks; needs tp >= 2";
+    if (p.recompute != Recompute::full)
+      return "$.partition_activations: partitions the checkpoints of full recomputation; needs recompute \"full\", got \"" +
+             to_string(p.recompute) + "\"";
+    if (p.sequence_parallel)
+      return "$.partition_activations: sequence parallelism already splits the checkpoints over the tp ranks; use one "
+             "or the other";
+  }
   if (p.offload_params != OffloadTarget::none && p.zero_stage != 3)
     return "$.offload.params: parameter offload needs zero_stage 3 (DeepSpeed ZeRO-Infinity), got stage " +
            s(p.zero_stage);

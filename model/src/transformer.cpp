@@ -116,6 +116,14 @@ Transformer transformer_from_json(const nlohmann::json& doc, const std::string& 
   t.vocab = static_cast<int>(r.integer("vocab", 1, 1 << 24));
   t.seq_len = static_cast<int>(r.integer("seq_len", 1, 1 << 24));
   t.tied_embeddings = r.boolean("tied_embeddings");
+  if (r.has("head_token_fraction")) {
+    const nlohmann::json& f = r.raw("head_token_fraction");
+    if (!f.is_number() || !(f.get<double>() > 0 && f.get<double>() <= 1))
+      throw r.error("head_token_fraction",
+                    "expected the share of positions the head runs on, in (0, 1] (1: causal LM; 0.15: BERT's "
+                    "masked LM), got " + describe_json(f));
+    t.head_token_fraction = f.get<double>();
+  }
   t.global_batch = r.integer("global_batch", 1, std::int64_t{1} << 32);
   t.train_tokens = r.positive("train_tokens");
   r.finish();
@@ -149,6 +157,7 @@ nlohmann::json transformer_to_json(const Transformer& t) {
   if (t.qkv_bias) j["qkv_bias"] = true;
   if (t.attention_window > 0) j["attention_window"] = t.attention_window;
   if (t.norm_eps != kDefaultNormEps) j["norm_eps"] = t.norm_eps;
+  if (t.head_token_fraction != 1) j["head_token_fraction"] = t.head_token_fraction;
   return j;
 }
 

@@ -168,6 +168,10 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     m.position = gpt_style ? PositionEmbedding::learned : PositionEmbedding::rotary;
     m.bias = gpt_style;
     m.tied_embeddings = gpt_style;
+    // A masked-LM encoder (the row's model says MLM: BERT pre-training) runs its
+    // head on the masked 15 % of the positions, which NVIDIA's and DeepSpeed's
+    // BERT gather before the decoder (Devlin et al. 2019's masking rate).
+    if (contains(name, "mlm")) m.head_token_fraction = 0.15;
     m.global_batch = *gb;
     m.train_tokens = 1;
     if (m.layers < 1 || m.hidden < 1 || m.heads < 1 || m.seq_len < 1 || vocab < 1)
@@ -198,6 +202,9 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
       throw InputError(where + ".plan.recompute: expected none, selective or full, got \"" + rc + "\"");
     p.sequence_parallel = plan.contains("sequence_parallel") && plan["sequence_parallel"].is_boolean() &&
                           plan["sequence_parallel"].get<bool>();
+    // ZeRO-R's partitioned activation checkpoints (DeepSpeed partition_activations).
+    p.partition_activations = plan.contains("partition_activations") && plan["partition_activations"].is_boolean() &&
+                              plan["partition_activations"].get<bool>();
     if (auto v = whole(plan, "interleave_chunks", where + ".plan"); v && *v > 1) {
       p.virtual_stages = *v;
       p.schedule = Schedule::interleaved;

@@ -274,3 +274,30 @@ TEST_CASE("uneven stages: memory is the most loaded stage's", "[memory][stages]"
   CHECK(mid.line(MemLine::activations) == Approx(2 * 3 * layer_act));
   CHECK(mid.line(MemLine::logits) == 0);
 }
+
+// ZeRO-R's partitioned activation checkpoints (Rajbhandari et al. 2020, §6.1):
+// with full recomputation each rank keeps 1/t of every saved layer input.
+// Oracle: Korthikanti et al.'s 2·s·b·h bytes per checkpoint, divided by t; the
+// one layer re-materialised at a time (s·b·h·(10 + 24/t + 5as/(ht)), no SP) is
+// not partitioned.
+TEST_CASE("partitioned activations (ZeRO-R Pa) divide the full-recompute checkpoints by tp", "[memory][activations][pa]") {
+  const double h = 6144, s = 2048, a = 64, b = 4, t = 8, L = 48;
+  const Transformer m = gpt(48, 6144, 64, 2048, 51200);
+  Plan p;
+  p.tp = 8;
+  p.micro_batch = 4;
+  p.global_batch = 4;
+  p.recompute = Recompute::full;
+  p.precision = Precision::bf16;
+  const double sbh = s * b * h;
+  const double working = sbh * (10 + 24 / t + 5 * a * s / (h * t));
+  const double embedding_mask = sbh;
+  const MemoryPrediction whole = predict_memory(m, p, a100_nodes(1), flat_profile());
+  CHECK(whole.line(MemLine::activations) == Approx(L * 2 * sbh + working + embedding_mask));
+  p.partition_activations = true;
+  const MemoryPrediction split = predict_memory(m, p, a100_nodes(1), flat_profile());
+  CHECK(split.line(MemLine::activations) == Approx(L * 2 * sbh / t + working + embedding_mask));
+  // Only the activations move.
+  CHECK(split.gpu_total_bytes - split.line(MemLine::activations) - split.line(MemLine::fragmentation) ==
+        Approx(whole.gpu_total_bytes - whole.line(MemLine::activations) - whole.line(MemLine::fragmentation)));
+}

@@ -66,6 +66,34 @@ TEST_CASE("plan attention kernel: round trip, default for older files, and its r
   CHECK_THAT(*ztune::check_plan(q, m, a100), Contains("$.attention") && Contains("sparse"));
 }
 
+TEST_CASE("partitioned activations: optional in the file, round-trip, and their rules", "[plan][pa]") {
+  ztune::Plan p;
+  p.tp = 8; p.recompute = ztune::Recompute::full; p.partition_activations = true;
+  auto j = ztune::plan_to_json(p);
+  CHECK(j["partition_activations"] == true);
+  CHECK(ztune::plan_from_json(j, "p.json").partition_activations);
+  CHECK_THAT(p.summary(), Contains(" pa"));
+  // Files written before the field existed (and plans without Pa) read as not partitioned.
+  j.erase("partition_activations");
+  CHECK_FALSE(ztune::plan_from_json(j, "p.json").partition_activations);
+  CHECK_FALSE(ztune::plan_to_json(ztune::Plan{}).contains("partition_activations"));
+  j["partition_activations"] = "yes";
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.partition_activations"));
+
+  auto m = ztune::load_transformer("gpt3-175b");
+  auto c = ztune::load_cluster("dgx-a100-80gb");
+  p.global_batch = 1;
+  CHECK_FALSE(ztune::check_plan(p, m, c).has_value());
+  p.recompute = ztune::Recompute::selective;
+  CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.partition_activations") && Contains("recompute \"full\""));
+  p.recompute = ztune::Recompute::full;
+  p.sequence_parallel = true;
+  CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.partition_activations") && Contains("sequence parallelism"));
+  p.sequence_parallel = false;
+  p.tp = 1; p.dp = 1;
+  CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.partition_activations") && Contains("tp >= 2"));
+}
+
 // Uneven pipeline stages (issue 19). DeepSpeed's partition_uniform
 // (deepspeed/runtime/utils.py) gives every part ⌊n/p⌋ items and the first
 // n mod p parts one more: BLOOM-176B's 70 layers on 12 stages are 10 × 6 + 2 × 5,

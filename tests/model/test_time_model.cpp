@@ -10,6 +10,7 @@
 #include "cost_model_fixtures.hpp"
 #include "ztune/model/flops.hpp"
 #include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/memory_model.hpp"
 #include "ztune/model/op_costs.hpp"
 #include "ztune/model/time_model.hpp"
 
@@ -292,6 +293,59 @@ TEST_CASE("layer cost: TP collectives per layer, with and without sequence paral
   // Per-GPU FLOPs: (24·s·b·h² + 4·s²·b·h)/t.
   const double s = 2048, b = 2, h = 4096;
   CHECK(lc.fwd_flops == Approx((24 * s * b * h * h + 4 * s * s * b * h) / 8));
+}
+
+// ZeRO-R Pa (Rajbhandari et al. 2020, §6.1 and §8): the recomputed forward of
+// each layer first all-gathers its saved input, s·b·h 16-bit values split over
+// the t ranks. Oracle: the ring all-gather of nccl-tests' model, worked by hand
+// from the fixture's figures (NVSwitch 300 GB/s at 0.75 busbw, 5 µs per ring
+// step, 20 µs base): 20 µs + 7 × 5 µs + S·7/8 / 225 GB/s.
+TEST_CASE("layer cost: partitioned activations add one all-gather of the checkpoint to the recompute", "[time][tp][pa]") {
+  const Transformer m = gpt(24, 4096, 32, 2048, 51200);
+  const Cluster c = a100(1);
+  const HardwareProfile hw = profile();
+  Plan p = tp8_microbatch2();
+  p.recompute = Recompute::full;
+  const LayerCost whole = layer_cost(m, p, c, hw);
+  p.partition_activations = true;
+  const LayerCost split = layer_cost(m, p, c, hw);
+  const double S = 2048.0 * 2 * 4096 * 2;
+  const double gather = 20e-6 + 7 * 5e-6 + S * 7.0 / 8.0 / (300e9 * 0.75);
+  CHECK(split.tp_recompute_s - whole.tp_recompute_s == Approx(gather));
+  CHECK(split.tp_collectives_recompute == whole.tp_collectives_recompute + 1);
+  // Nothing else in the layer changes: the compute and the other collectives.
+  CHECK(split.fwd_s == Approx(whole.fwd_s));
+  CHECK(split.bwd_s == Approx(whole.bwd_s));
+  CHECK(split.recompute_s == Approx(whole.recompute_s));
+  CHECK(split.tp_fwd_s == Approx(whole.tp_fwd_s));
+  // The iteration pays it once per layer and micro-batch.
+  p.global_batch = 2;
+  Plan q = p;
+  q.partition_activations = false;
+  CHECK(predict_time(m, p, c, hw).iteration_s - predict_time(m, q, c, hw).iteration_s == Approx(24 * gather));
+}
+
+// A masked-LM head (BERT) predicts at 15 % of the positions: the logits GEMM
+// has 2·(0.15·s·b)·V·h/t FLOPs, and the logits line of memory shrinks alike.
+TEST_CASE("a masked-LM head runs on its share of the positions", "[time][memory][head]") {
+  Transformer m = gpt(24, 1024, 16, 128, 30522);
+  const Cluster c = a100(1);
+  const HardwareProfile hw = profile();
+  Plan p;
+  p.tp = 2;
+  p.micro_batch = 64;
+  p.global_batch = 64;
+  const double full_flops = edge_cost(m, p, c, hw).fwd_flops;
+  CHECK(full_flops == Approx(2.0 * 128 * 64 * 30522 / 2 * 1024));
+  const double full_logits = predict_memory(m, p, c, hw).line(MemLine::logits);
+  m.head_token_fraction = 0.15;
+  const EdgeCost e = edge_cost(m, p, c, hw);
+  CHECK(e.fwd_flops == Approx(2.0 * 0.15 * 128 * 64 * 30522 / 2 * 1024));
+  CHECK(predict_memory(m, p, c, hw).line(MemLine::logits) == Approx(0.15 * full_logits));
+  // The transformer layers are unchanged.
+  Transformer causal = m;
+  causal.head_token_fraction = 1;
+  CHECK(layer_cost(m, p, c, hw).fwd_s == Approx(layer_cost(causal, p, c, hw).fwd_s));
 }
 
 TEST_CASE("layer cost: parallel attention and MLP (GPT-NeoX) reduce their sum once", "[time][tp]") {

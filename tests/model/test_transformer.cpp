@@ -97,3 +97,19 @@ TEST_CASE("attention_window: optional, round-trips, counted by hand, and checked
   doc["attention_window"] = 0;
   REQUIRE_THROWS_WITH(ztune::transformer_from_json(doc, "m.json"), StartsWith("m.json: $.attention_window: expected"));
 }
+
+TEST_CASE("head_token_fraction: optional (1), round-trips, written only when it differs, checked", "[transformer]") {
+  auto t = ztune::load_transformer("tiny");
+  CHECK(t.head_token_fraction == 1);
+  auto doc = ztune::transformer_to_json(t);
+  CHECK_FALSE(doc.contains("head_token_fraction"));
+  t.head_token_fraction = 0.15;  // BERT's masked LM
+  doc = ztune::transformer_to_json(t);
+  CHECK(doc["head_token_fraction"] == 0.15);
+  CHECK(ztune::transformer_from_json(doc, "m.json").head_token_fraction == 0.15);
+  for (const nlohmann::json& bad : {nlohmann::json(0), nlohmann::json(1.5), nlohmann::json("0.15")}) {
+    doc["head_token_fraction"] = bad;
+    REQUIRE_THROWS_WITH(ztune::transformer_from_json(doc, "m.json"),
+                        StartsWith("m.json: $.head_token_fraction: expected the share of positions the head runs on"));
+  }
+}

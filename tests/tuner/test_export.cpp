@@ -350,3 +350,31 @@ TEST_CASE("export of uneven stages: Megatron's first/last stage flags, DeepSpeed
                         Contains("at most 6 per stage"));
   CHECK_THROWS_WITH(deepspeed_launch(pf, "ds_config.json", "plan.json"), Contains("type:transformer"));
 }
+
+// ZeRO-R Pa as each engine spells it: DeepSpeed's ds_config
+// activation_checkpointing.partition_activations (and Megatron-DeepSpeed's
+// --partition-activations, which it hands to deepspeed.checkpointing.configure),
+// Megatron-LM's --distribute-saved-activations; FSDP/torchtitan have none.
+TEST_CASE("partitioned activations export as DeepSpeed and Megatron-LM spell them; FSDP refuses them",
+          "[tuner][export][pa]") {
+  PlanFile pf;
+  pf.model = test::korthikanti_model(24, 2048, 16, 64);
+  pf.cluster = load_cluster("dgx-a100-80gb");
+  Plan& p = pf.plan;
+  p.tp = 8;
+  p.micro_batch = 4;
+  p.global_batch = 4;
+  p.recompute = Recompute::full;
+  // Full recomputation without Pa: the checkpoints stay whole.
+  CHECK(deepspeed_config(pf, "plan.json")["activation_checkpointing"]["partition_activations"] == false);
+  CHECK_THAT(deepspeed_launch(pf, "ds_config.json", "plan.json"), !Contains("--partition-activations"));
+  p.partition_activations = true;
+  CHECK(deepspeed_config(pf, "plan.json")["activation_checkpointing"]["partition_activations"] == true);
+  CHECK_THAT(deepspeed_launch(pf, "ds_config.json", "plan.json"), Contains(" --partition-activations "));
+  const auto mg = megatron_arguments(pf, "plan.json");
+  CHECK(std::count(mg.begin(), mg.end(), "--distribute-saved-activations") == 1);
+  CHECK(std::count(mg.begin(), mg.end(), "--sequence-parallel") == 0);
+  REQUIRE(engine_violation(p, Engine::fsdp).has_value());
+  CHECK(*engine_violation(p, Engine::fsdp) == EngineRule::fs_partition_activations);
+  CHECK(*engine_violation(p, Engine::ztune) == EngineRule::zt_partition_activations);
+}

@@ -209,12 +209,28 @@ TEST_CASE("on Ampere GPUs the space adds flash attention, without selective reco
   flash_only.attention = AttentionKernel::flash;
   CHECK(SearchSpace(m, c, flash_only).size() == (168 + 42 + 330) / 3 * 2);
   // Megatron-LM runs FlashAttention-2: its space holds both kernels, 5
-  // (recompute, attention) pairs where the standard kernel alone has 3.
+  // (recompute, attention) pairs where the standard kernel alone has 3. With
+  // tp 2 the activations split three ways (none, SP, and Pa with full
+  // recomputation only): 2 × 5 + 2 = 12 (split, recompute, attention) triples
+  // where the standard kernel alone has 2 × 3 + 1 = 7; of the 12, 2 × 2 + 1 = 5 flash.
   SpaceOptions mg;
   mg.engine = Engine::megatron;
   SearchSpace s(m, c, mg);
   mg.attention = AttentionKernel::standard;
-  CHECK(s.size() == SearchSpace(m, c, mg).size() / 3 * 5);
+  const SearchSpace standard(m, c, mg);
+  REQUIRE(s.layouts().size() == standard.layouts().size());
+  std::int64_t expected_flash = 0;
+  for (std::size_t i = 0; i < s.layouts().size(); ++i) {
+    const auto& both = s.layouts()[i];
+    const auto& one = standard.layouts()[i];
+    if (both.tp == 1) {
+      CHECK(both.plans == one.plans / 3 * 5);
+      expected_flash += both.plans / 5 * 2;
+    } else {
+      CHECK(both.plans == one.plans / 7 * 12);
+      expected_flash += both.plans / 12 * 5;
+    }
+  }
   std::int64_t flash = 0, n = 0;
   std::set<std::string> seen;
   for (const auto& l : s.layouts())
@@ -228,7 +244,7 @@ TEST_CASE("on Ampere GPUs the space adds flash attention, without selective reco
       seen.insert(plan_to_json(p).dump());
     });
   CHECK(n == s.size());
-  CHECK(flash == s.size() / 5 * 2);
+  CHECK(flash == expected_flash);
   CHECK(seen.size() == static_cast<std::size_t>(n));
 
   SpaceOptions pinned;
@@ -275,4 +291,36 @@ TEST_CASE("a space over max_plans is refused naming --max-plans; a stop flag end
   CHECK(stopped.size() == 0);
   CHECK(stopped.layouts().empty());
   CHECK_FALSE(SearchSpace(m, c, SpaceOptions{}).interrupted());
+}
+
+TEST_CASE("partitioned activations are searched where the engine runs them, with full recomputation only",
+          "[tuner][space][pa]") {
+  // The hand-counted space above: its (1,2,1) layout has 11 ZeRO/offload
+  // choices × 5 micro-batches; DeepSpeed and Megatron-LM add Pa there with full
+  // recomputation: 55 plans. ztune's executor and FSDP have no Pa: none.
+  Transformer m = load_transformer("tiny");
+  Cluster c = load_cluster("v100-workstation");
+  c.node.gpus = 2;
+  for (Engine e : {Engine::ztune, Engine::deepspeed, Engine::megatron, Engine::fsdp}) {
+    SpaceOptions o;
+    o.engine = e;
+    SearchSpace s(m, c, o);
+    std::int64_t n = 0, pa = 0;
+    for (const auto& l : s.layouts()) {
+      if (l.rejected != LayoutRule::none) continue;
+      s.for_each_plan(l, [&](const Plan& p) {
+        ++n;
+        if (!p.partition_activations) return;
+        ++pa;
+        CHECK(p.recompute == Recompute::full);
+        CHECK(p.tp == 2);
+        CHECK_FALSE(p.sequence_parallel);
+        CHECK_FALSE(check_plan(p, m, c).has_value());
+      });
+    }
+    INFO(to_string(e));
+    const bool runs_pa = e == Engine::deepspeed || e == Engine::megatron;
+    CHECK(pa == (runs_pa ? 11 * 5 : 0));
+    CHECK(n <= s.size());
+  }
 }

@@ -58,6 +58,12 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"fsdp: no 1-bit Adam", "PyTorch FSDP has no 1-bit Adam"},
     {"fsdp: no ZeRO++", "PyTorch FSDP has no ZeRO++"},
     {"fsdp: no sparse attention", "PyTorch FSDP has no block-sparse attention"},
+    {"fsdp: no partitioned checkpoints",
+     "PyTorch FSDP and torchtitan do not partition activation checkpoints over the tensor-parallel ranks (no "
+     "ZeRO-R Pa; torchtitan's tensor parallelism splits activations with sequence parallelism)"},
+    {"ztune: no partitioned checkpoints",
+     "ztune's executor keeps every activation checkpoint whole on each tensor-parallel rank (no ZeRO-R Pa yet; "
+     "sequence parallelism splits them)"},
 }};
 
 }  // namespace
@@ -69,6 +75,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
   const bool offload = p.offload_optimizer != OffloadTarget::none || p.offload_params != OffloadTarget::none;
   switch (e) {
     case Engine::ztune:
+      if (p.partition_activations) return EngineRule::zt_partition_activations;
       return std::nullopt;
     case Engine::deepspeed:
       if (p.pp > 1 && p.zero_stage > 1) return EngineRule::ds_pipeline_zero;
@@ -100,6 +107,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.onebit_adam) return EngineRule::fs_onebit;
       if (p.zeropp) return EngineRule::fs_zeropp;
       if (p.sparse_attention != SparseLayout::none) return EngineRule::fs_sparse;
+      if (p.partition_activations) return EngineRule::fs_partition_activations;
       return std::nullopt;
   }
   return std::nullopt;

@@ -98,7 +98,13 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
   if (base.tp > 1 && !base.sequence_parallel) {
     Plan p = base;
     p.sequence_parallel = true;
+    p.partition_activations = false;  // SP splits the checkpoints itself
     add("sequence parallelism", p);
+  }
+  if (base.tp > 1 && base.recompute == Recompute::full && !base.sequence_parallel && !base.partition_activations) {
+    Plan p = base;
+    p.partition_activations = true;
+    add("partitioned activation checkpoints (ZeRO-R Pa)", p);
   }
   // The same GPUs split differently: ZeRO one stage further, or twice the
   // model parallelism for half the data parallelism.

@@ -238,7 +238,7 @@ nlohmann::json deepspeed_config(const PlanFile& pf, const std::string& file) {
                   {"loss_scale_window", 1000}, {"hysteresis", 2}, {"min_loss_scale", 1}};
   if (p.precision == Precision::bf16) ds["bf16"] = {{"enabled", true}};
   if (p.recompute == Recompute::full)
-    ds["activation_checkpointing"] = {{"partition_activations", p.tp > 1},
+    ds["activation_checkpointing"] = {{"partition_activations", p.partition_activations},
                                       {"cpu_checkpointing", false},
                                       {"contiguous_memory_optimization", false},
                                       {"number_checkpoints", nullptr},
@@ -277,6 +277,8 @@ std::string deepspeed_launch(const PlanFile& pf, const std::string& config_path,
   precision_arguments(p, a);
   if (p.sequence_parallel) a.emplace_back("--sequence-parallel");
   if (p.recompute == Recompute::full) a.insert(a.end(), {"--checkpoint-activations", "--deepspeed-activation-checkpointing"});
+  // Megatron-DeepSpeed passes it to deepspeed.checkpointing.configure (beside the ds_config key).
+  if (p.partition_activations) a.emplace_back("--partition-activations");
   if (p.recompute == Recompute::selective) a.insert(a.end(), {"--recompute-granularity", "selective"});
   // With optimizer offload DeepSpeed raises ZeRORuntimeException unless the
   // client's optimizer is DeepSpeedCPUAdam (runtime/engine.py
@@ -310,6 +312,8 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
   if (p.recompute == Recompute::selective) a.insert(a.end(), {"--recompute-granularity", "selective"});
   if (p.recompute == Recompute::full)
     a.insert(a.end(), {"--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"});
+  // Megatron-LM's ZeRO-R Pa: the saved layer inputs split over the tensor-parallel group.
+  if (p.partition_activations) a.emplace_back("--distribute-saved-activations");
   a.insert(a.end(), {"--micro-batch-size", std::to_string(p.micro_batch), "--global-batch-size",
                      std::to_string(p.global_batch)});
   // Megatron-LM's FlashAttention switch (megatron/training/arguments.py). With

@@ -288,21 +288,23 @@ std::vector<int> SearchSpace::micro_batches_for(const Layout& l, const ScheduleC
   return mbs;
 }
 
-std::vector<bool> SearchSpace::sequence_parallel(const Layout& l) const {
-  if (l.tp < 2) return {false};
-  return {false, true};
+std::vector<ActivationSplit> SearchSpace::activation_splits(const Layout& l) const {
+  if (l.tp < 2) return {ActivationSplit::none};
+  const bool pa = options_.engine == Engine::deepspeed || options_.engine == Engine::megatron;
+  if (!pa) return {ActivationSplit::none, ActivationSplit::sequence_parallel};
+  return {ActivationSplit::none, ActivationSplit::sequence_parallel, ActivationSplit::partitioned};
 }
 
 std::int64_t SearchSpace::count_plans(const Layout& l) const {
-  const auto n_sp = static_cast<std::int64_t>(sequence_parallel(l).size());
   const auto n_states = static_cast<std::int64_t>(states(l).size());
   const auto n_prec = static_cast<std::int64_t>(precisions_.size());
-  std::int64_t n_rc_att = 0;  // (recompute, attention) pairs in the space
-  for (Recompute rc : kRecomputeModes)
-    for (const auto& at : attention_) n_rc_att += recompute_fits(rc, at) ? 1 : 0;
+  std::int64_t n_split_rc_att = 0;  // (split, recompute, attention) triples in the space
+  for (ActivationSplit split : activation_splits(l))
+    for (Recompute rc : kRecomputeModes)
+      for (const auto& at : attention_) n_split_rc_att += split_fits(split, rc) && recompute_fits(rc, at) ? 1 : 0;
   std::int64_t n = 0;
   for (const auto& s : schedules(l))
-    n += n_sp * n_rc_att * n_states * static_cast<std::int64_t>(micro_batches_for(l, s).size()) * n_prec;
+    n += n_split_rc_att * n_states * static_cast<std::int64_t>(micro_batches_for(l, s).size()) * n_prec;
   return n;
 }
 

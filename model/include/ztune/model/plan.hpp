@@ -38,6 +38,13 @@ struct Plan {
   int pp = 1;
   int virtual_stages = 1;        // model chunks per pipeline stage (interleaved 1F1B)
   bool sequence_parallel = false;
+  /// ZeRO-R's partitioned activation checkpoints, Pa (Rajbhandari et al. 2020,
+  /// §6.1; DeepSpeed activation_checkpointing.partition_activations, Megatron-LM
+  /// --distribute-saved-activations): with full recomputation each layer's
+  /// saved input is split over the tp ranks and all-gathered before the layer is
+  /// recomputed. Needs tp >= 2 and recompute full; not with sequence_parallel
+  /// (which already splits it).
+  bool partition_activations = false;
   int zero_stage = 0;            // 0..3
   OffloadTarget offload_optimizer = OffloadTarget::none;
   OffloadTarget offload_params = OffloadTarget::none;

@@ -49,6 +49,12 @@ struct Transformer {
   int vocab = 0;           // V
   int seq_len = 0;         // s
   bool tied_embeddings = true;
+  /// Share of each sequence's positions the output head (logits GEMM, softmax,
+  /// loss) runs on: 1 for causal language modelling (every position predicts the
+  /// next token); 0.15 for BERT's masked-LM pre-training, whose implementations
+  /// gather the masked positions before the decoder (Devlin et al. 2019 mask
+  /// 15 %; NVIDIA's and DeepSpeed's BERT index_select them).
+  double head_token_fraction = 1;
   std::int64_t global_batch = 0;  // default global batch (sequences) for the tuner
   double train_tokens = 0;        // default token budget for "days to train"
 

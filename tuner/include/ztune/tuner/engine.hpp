@@ -43,6 +43,9 @@ enum class EngineRule : std::uint8_t {
   fs_onebit,               // no 1-bit Adam
   fs_zeropp,               // no ZeRO++
   fs_sparse,               // no block-sparse attention
+  fs_partition_activations,  // no ZeRO-R Pa (torchtitan's TP splits activations with sequence parallelism)
+  // ztune's own executor
+  zt_partition_activations,  // no ZeRO-R Pa yet
   count
 };
 
@@ -52,7 +55,7 @@ std::string_view engine_rule_text(EngineRule r);
 std::string_view engine_rule_key(EngineRule r);
 
 /// The first rule of `e` that `p` breaks, or nullopt. ztune runs everything
-/// check_plan() accepts. Allocation-free (the search calls it per plan).
+/// check_plan() accepts except partitioned checkpoints. Allocation-free (the search calls it per plan).
 std::optional<EngineRule> engine_violation(const Plan& p, Engine e);
 
 /// Why engine `e` cannot train model `m` at all ("$.model.field: ..."), or nullopt:

@@ -68,6 +68,17 @@ struct AttentionChoice {
   return !(r == Recompute::selective && a.kernel == AttentionKernel::flash);
 }
 
+/// How a tensor-parallel layout splits the activations outside its
+/// tensor-parallel regions: not at all, by sequence parallelism (Korthikanti
+/// et al. 2022), or only the full-recomputation checkpoints (ZeRO-R Pa).
+enum class ActivationSplit : std::uint8_t { none, sequence_parallel, partitioned };
+
+/// Whether split `a` goes with recomputation `r` (Pa partitions the checkpoints
+/// of full recomputation only).
+[[nodiscard]] constexpr bool split_fits(ActivationSplit a, Recompute r) {
+  return a != ActivationSplit::partitioned || r == Recompute::full;
+}
+
 /// A pipeline schedule with its virtual stage count.
 struct ScheduleChoice {
   Schedule schedule = Schedule::one_f_one_b;
@@ -112,7 +123,9 @@ class SearchSpace {
   [[nodiscard]] std::vector<ScheduleChoice> schedules(const Layout& l) const;
   [[nodiscard]] std::vector<StateChoice> states(const Layout& l) const;
   [[nodiscard]] std::vector<int> micro_batches(const Layout& l) const;
-  [[nodiscard]] std::vector<bool> sequence_parallel(const Layout& l) const;
+  /// none; with tp >= 2 also sequence parallelism, and Pa where the engine
+  /// runs it (DeepSpeed, Megatron-LM).
+  [[nodiscard]] std::vector<ActivationSplit> activation_splits(const Layout& l) const;
   /// Micro-batches usable with `s`: interleaving needs grad_accum divisible by pp.
   [[nodiscard]] std::vector<int> micro_batches_for(const Layout& l, const ScheduleChoice& s) const;
 
@@ -154,16 +167,18 @@ void SearchSpace::for_each_plan(const Layout& l, F&& f) const {
   p.global_batch = global_batch_;
   p.sparse_block = options_.sparse_block;
   const auto scheds = schedules(l);
-  const auto sps = sequence_parallel(l);
+  const auto splits = activation_splits(l);
   const auto sts = states(l);
   const std::int64_t per_rank = global_batch_ / l.dp;
   for (const auto& sc : scheds) {
     p.schedule = sc.schedule;
     p.virtual_stages = sc.virtual_stages;
     const auto mbs = micro_batches_for(l, sc);
-    for (bool sp : sps) {
-      p.sequence_parallel = sp;
+    for (ActivationSplit split : splits) {
+      p.sequence_parallel = split == ActivationSplit::sequence_parallel;
+      p.partition_activations = split == ActivationSplit::partitioned;
       for (Recompute rc : kRecomputeModes) {
+        if (!split_fits(split, rc)) continue;
         p.recompute = rc;
         for (const auto& st : sts) {
           p.zero_stage = st.zero_stage;
