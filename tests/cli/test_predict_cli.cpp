@@ -76,7 +76,8 @@ TEST_CASE("validate --json reports every source; its exit code says whether each
   for (const auto& s : j.at("sources")) all_ok = all_ok && s.at("ok").get<bool>();
   CHECK(j.at("ok") == all_ok);
   CHECK(r.exit_code == (all_ok ? 0 : 1));
-  CHECK(j.at("not_expressible").size() == 36);
+  // 36 before context parallelism; its 17 NeMo Llama 3.1 rows (plan.cp 2) are predicted now.
+  CHECK(j.at("not_expressible").size() == 19);
   CHECK(j.at("cells").size() >= 6);
   r = run_command(ztune_bin() + " validate --source Korthikanti2022-T5");
   CHECK(r.exit_code == 0);
