@@ -246,6 +246,11 @@ TEST_CASE("when long sequences do not fit with the standard kernel, the hints na
   o.space.global_batch = 8;
   o.space.attention = AttentionKernel::standard;
   const auto hw = default_profile_for(c);
+  // Context parallelism (searched from 8k tokens) divides those scores by cp
+  // and fits it: the space without it is the one this case is about.
+  SearchOptions with_cp = o;
+  CHECK(run_search(m, c, hw, with_cp).feasible > 0);
+  o.space.max_cp = 1;
   const auto r = run_search(m, c, hw, o);
   REQUIRE(r.feasible == 0);
   bool flash = false;
