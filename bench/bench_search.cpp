@@ -105,6 +105,13 @@ int main(int argc, char** argv) {
     report("Llama 3.1 405B on 1024 H100, cp 1..8, 1 thread", best_of(runs, m, c, hw, o));
     o.space.max_cp = 1;
     report("Llama 3.1 405B on 1024 H100, cp 1 (--max-cp 1), 1 thread", best_of(runs, m, c, hw, o));
+    // A wide one: every device count from 512 to 1024, cp 1..8.
+    o.space.max_cp = 0;
+    o.space.min_gpus = 512;
+    o.space.max_gpus = 1024;
+    report("Llama 3.1 405B on 512..1024 H100, cp 1..8, 1 thread", best_of(runs, m, c, hw, o));
+    o.space.max_cp = 1;
+    report("Llama 3.1 405B on 512..1024 H100, cp 1, 1 thread", best_of(runs, m, c, hw, o));
   }
   return 0;
 }
