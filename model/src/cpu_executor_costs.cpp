@@ -159,9 +159,11 @@ CpuLayerWork cpu_layer_work(const Transformer& m, const Plan& p) {
     // whole and masks it; flash only the pairs a row attends (its causal
     // share, 1/cp of the triangle), recomputing QKᵀ in backward. Priced at the
     // attention kernel's calibrated rate; the ring's blocks are plain loops
-    // over one head row at a time, not the kernel's GEMMs, so this under-counts
-    // them (on the dev VM under load 9: tiny cp2 measured 0.35 s a step where
-    // 0.026 s is predicted, dp2 0.22 s for 0.047 s) until calibrate times the ring.
+    // over one head row at a time, not the kernel's GEMMs, and each of its
+    // exchanges waits for the neighbour rank to be scheduled, so this
+    // under-counts it (on the dev VM under load 9: tiny cp2 measured 0.35 s a
+    // step where 0.026 s is predicted, dp2 0.22 s for 0.047 s; the load spoils
+    // both) until calibrate times the ring.
     const double rows = s / p.cp;
     const double visited = p.attention == AttentionKernel::flash ? causal / p.cp : d.heads * rows * s;
     w.attention_fwd_flops = 2.0 * 2.0 * hd * visited;
