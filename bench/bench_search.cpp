@@ -1,7 +1,8 @@
 // Benchmark of the tuner's search (issue 5 acceptance): wall time of the
 // default search (dgx2x16 + 100b), and plans evaluated per second per core for
 // the full searches of a 1T model on 3072 A100-80GB (Selene) and GPT-3 175B on
-// 1024 A100-80GB. Prints figures; docs/benchmarks.md records them.
+// 1024 A100-80GB, and Llama 3.1 405B on 1024 H100 with and without context
+// parallelism in the space. Prints figures; docs/benchmarks.md records them.
 //
 // Protocol: one warm-up search, then the best (minimum) wall time of N runs.
 // "per core" figures come from single-threaded runs, so they are per core by
@@ -92,6 +93,25 @@ int main(int argc, char** argv) {
     report("GPT-3 175B on 512..1024 A100-80GB, 1 thread", best_of(runs, m, c, hw, o));
     o.threads = 0;
     report("GPT-3 175B on 512..1024 A100-80GB, all cores", best_of(runs, m, c, hw, o));
+  }
+  {
+    // Context parallelism in the space (issue 19): Llama 3.1 405B at 8192
+    // tokens gets cp 1..8 by default; --max-cp 1 gives the space without it.
+    auto c = ztune::load_cluster("dgx-h100x128");
+    auto m = ztune::load_transformer("llama-405b");
+    auto hw = ztune::default_profile_for(c);
+    ztune::SearchOptions o;
+    o.threads = 1;
+    report("Llama 3.1 405B on 1024 H100, cp 1..8, 1 thread", best_of(runs, m, c, hw, o));
+    o.space.max_cp = 1;
+    report("Llama 3.1 405B on 1024 H100, cp 1 (--max-cp 1), 1 thread", best_of(runs, m, c, hw, o));
+    // A wide one: every device count from 512 to 1024, cp 1..8.
+    o.space.max_cp = 0;
+    o.space.min_gpus = 512;
+    o.space.max_gpus = 1024;
+    report("Llama 3.1 405B on 512..1024 H100, cp 1..8, 1 thread", best_of(runs, m, c, hw, o));
+    o.space.max_cp = 1;
+    report("Llama 3.1 405B on 512..1024 H100, cp 1, 1 thread", best_of(runs, m, c, hw, o));
   }
   return 0;
 }

@@ -311,7 +311,7 @@ Command add_run(CLI::App& root) {
   app->add_option("plan_json", f->plan_json, "Plan file (ztune.planfile/1); else the cluster, model and plan flags");
   f->input.add_to(*app, false);
   f->plan.add_to(*app);
-  app->add_option("--np", f->np, "Ranks (default: the plan's dp×tp×pp)")->check(Positive);
+  app->add_option("--np", f->np, "Ranks (default: the plan's dp×tp×cp×pp)")->check(Positive);
   app->add_option("--hosts", f->hosts, "Open MPI host list (host1:slots,host2:slots)");
   app->add_option("--steps", f->steps, "Optimizer steps")->check(Positive);
   app->add_option("--seed", f->seed, "Initialisation seed");

@@ -47,6 +47,7 @@ struct SearchFlags {
   std::string precision;
   int max_micro_batch = 0;
   int tp = 0, pp = 0, zero = -1;  // pins; 0 (tp, pp) or -1 (zero): not pinned
+  int cp = 0, max_cp = 0;          // context parallelism: pin (0: not pinned) and bound (0: the default)
   bool onebit_adam = false, zeropp = false;
   int freeze_step = -1;  // -1: kOnebitWarmupFraction of the run
   std::string sparse_attention = "none";
@@ -69,7 +70,7 @@ nlohmann::json options_json(const SearchFlags& f, const SearchOptions& o) {
   if (f.no_prune) off.push_back("prune");
   if (f.no_rank) off.push_back("rank");
   if (f.no_simulate) off.push_back("simulate");
-  return {{"cluster", f.input.cluster},
+  nlohmann::json j = {{"cluster", f.input.cluster},
           {"model", f.input.model},
           {"nodes", f.input.nodes},
           {"seq", f.input.seq},
@@ -101,6 +102,10 @@ nlohmann::json options_json(const SearchFlags& f, const SearchOptions& o) {
           {"max_plans", f.max_plans},
           {"passes_off", off},
           {"profile", f.profile}};
+  // Written only when given: a search without them is stored as before.
+  if (f.cp > 0) j["cp"] = f.cp;
+  if (f.max_cp > 0) j["max_cp"] = f.max_cp;
+  return j;
 }
 
 SearchOptions to_options(const SearchFlags& f) {
@@ -116,6 +121,8 @@ SearchOptions to_options(const SearchFlags& f) {
   o.space.max_micro_batch = f.max_micro_batch;
   if (f.tp > 0) o.space.tp = f.tp;
   if (f.pp > 0) o.space.pp = f.pp;
+  if (f.cp > 0) o.space.cp = f.cp;
+  o.space.max_cp = f.max_cp;
   if (f.zero >= 0) o.space.zero_stage = f.zero;
   o.space.max_plans = f.max_plans;
   o.space.include_onebit_adam = f.onebit_adam;
@@ -343,6 +350,12 @@ Command add_search(CLI::App& root) {
   app->add_option("--max-micro-batch", f->max_micro_batch, "Largest micro-batch to try")->check(Positive);
   app->add_option("--tp", f->tp, "Search only plans with this tensor-parallel degree")->check(CLI::Range(1, 1 << 20));
   app->add_option("--pp", f->pp, "Search only plans with this pipeline depth")->check(CLI::Range(1, 1 << 20));
+  app->add_option("--cp", f->cp, "Search only plans with this context-parallel degree")
+      ->check(CLI::Range(1, 1 << 20));
+  app->add_option("--max-cp", f->max_cp,
+                  "Largest context-parallel degree searched (default: up to 8 for sequences of 8192 tokens or "
+                  "more, else none; 1: none)")
+      ->check(CLI::Range(1, 1 << 20));
   app->add_option("--zero", f->zero, "Search only plans with this ZeRO stage")->check(CLI::Range(0, 3));
   app->add_flag("--onebit-adam", f->onebit_adam, "Also search 1-bit Adam (compressed gradients)");
   app->add_flag("--zeropp", f->zeropp, "Also search ZeRO++ (quantized ZeRO-3 communication)");

@@ -65,6 +65,10 @@ void PlanFlags::add_to(CLI::App& app) {
   app.add_option("--plan", plan_file, "Plan JSON file (instead of the plan flags)");
   app.add_option("--tp", tp, "Tensor-parallel degree")->check(Positive);
   app.add_option("--pp", pp, "Pipeline-parallel degree")->check(Positive);
+  app.add_option("--cp", cp,
+                 "Context-parallel degree: the sequence split over cp ranks, ring attention (Megatron-Core "
+                 "--context-parallel-size)")
+      ->check(Positive);
   app.add_option("--dp", dp, "Data-parallel degree (default: all remaining devices)")->check(Positive);
   app.add_option("--zero", zero, "ZeRO stage")->check(CLI::Range(0, 3));
   app.add_option("--micro-batch", micro_batch, "Sequences per micro-batch")->check(Positive);
@@ -126,10 +130,12 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   }
   p.tp = tp;
   p.pp = pp;
-  if (tp * pp > c.total_gpus())
-    throw InputError("--tp/--pp: tp×pp = " + std::to_string(tp * pp) + " exceeds the cluster's " +
-                     std::to_string(c.total_gpus()) + " devices");
-  p.dp = dp > 0 ? dp : c.total_gpus() / (tp * pp);
+  p.cp = cp;
+  const std::int64_t model_ways = static_cast<std::int64_t>(tp) * pp * cp;
+  if (model_ways > c.total_gpus())
+    throw InputError((cp > 1 ? "--tp/--pp/--cp: tp×pp×cp = " : "--tp/--pp: tp×pp = ") + std::to_string(model_ways) +
+                     " exceeds the cluster's " + std::to_string(c.total_gpus()) + " devices");
+  p.dp = dp > 0 ? dp : static_cast<int>(c.total_gpus() / model_ways);
   p.zero_stage = zero;
   p.micro_batch = micro_batch;
   p.virtual_stages = virtual_stages;

@@ -31,6 +31,7 @@ std::string offload_text(const Plan& p) {
 std::string layout_text(const Plan& p) {
   std::string s = std::to_string(p.dp) + "×" + std::to_string(p.tp) + "×" + std::to_string(p.pp);
   if (p.virtual_stages > 1) s += "×" + std::to_string(p.virtual_stages);
+  if (p.cp > 1) s += " cp" + std::to_string(p.cp);  // context parallelism (dp×tp×pp×cp ranks)
   return s;
 }
 

@@ -1,5 +1,6 @@
 #include "ztune/executor/gpt_stage.hpp"
 
+#include <algorithm>
 #include <cassert>
 #include <stdexcept>
 #include <vector>
@@ -25,7 +26,8 @@ GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups
   tp_ = g_.shape.tp;
   sp_ = plan.sequence_parallel && tp_ > 1;
   B_ = plan.micro_batch;
-  T_ = m.seq_len;
+  const int cp = std::max(1, g_.shape.cp);
+  T_ = m.seq_len / cp;  // this rank's rows of each sequence
   N_ = B_ * T_;
   C_ = m.hidden;
   Cl_ = C_ / tp_;
@@ -86,6 +88,11 @@ GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups
     blocks_.push_back(p);
   }
   flash_ = plan.attention == AttentionKernel::flash;
+  if (cp > 1) {
+    if (plan.sparse_attention != SparseLayout::none || m.windowed())
+      throw std::logic_error("context parallelism rings dense causal attention only (check_plan_shape)");
+    ring_ = std::make_unique<RingAttention>(*g_.cp, be_, B_, m.seq_len, Cl_, NHl_, flash_);
+  }
   if (plan.sparse_attention != SparseLayout::none) {
     // The same layout on every rank and head: BigBird's random blocks come
     // from a fixed seed.
@@ -104,7 +111,9 @@ GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups
   const int row0 = sp_ ? g_.coords.tp_rank * rows_ : 0;
   // Every row's position (RoPE turns all N rows); a sequence-parallel rank's
   // own rows start at row0 (wpe).
-  for (int i = 0; i < N_; ++i) positions_.push_back(i % T_);
+  // With context parallelism a row's position is that of its chunk (ring_attention.hpp).
+  for (int i = 0; i < N_; ++i)
+    positions_.push_back(cp > 1 ? context_parallel_position(i % T_, m.seq_len, cp, g_.coords.cp_rank) : i % T_);
   local_positions_ = positions_.data() + row0;
   if (last_) {
     dloss_ = be_.allocate(static_cast<std::size_t>(N_), MemCategory::logits);
@@ -145,7 +154,7 @@ void GptStage::embedding_forward(const MicroBatch& data, float* out) {
   reduce_rows(partial.data(), out);
   if (wpe_ >= 0) {
     Buffer pos = work(static_cast<std::size_t>(rows_) * C_);
-    be_.embedding_forward(pos.data(), local_positions_, store_.param(wpe_), rows_, C_, 0, T_);
+    be_.embedding_forward(pos.data(), local_positions_, store_.param(wpe_), rows_, C_, 0, m_.seq_len);
     be_.accumulate(out, pos.data(), static_cast<long>(rows_) * C_);
   }
   store_.release(embed_unit_);
@@ -153,7 +162,7 @@ void GptStage::embedding_forward(const MicroBatch& data, float* out) {
 
 void GptStage::embedding_backward(const MicroBatch& data, const float* dres) {
   store_.acquire(embed_unit_, Direction::backward);
-  if (wpe_ >= 0) be_.embedding_backward(store_.grad(wpe_), dres, local_positions_, rows_, C_, 0, T_);
+  if (wpe_ >= 0) be_.embedding_backward(store_.grad(wpe_), dres, local_positions_, rows_, C_, 0, m_.seq_len);
   Buffer tmp;
   const float* dfull = gather_rows(dres, tmp);
   be_.embedding_backward(store_.grad(wte_), dfull, data.tokens.data(), N_, C_, vocab_begin_, Vl_);
@@ -161,18 +170,21 @@ void GptStage::embedding_backward(const MicroBatch& data, const float* dres) {
 }
 
 std::size_t GptStage::att_elems() const {
+  if (ring_) return ring_->state_elems();
   if (!sparse_) return Backend::attention_state_elems(B_, T_, NHl_, flash_);
   const std::size_t per_head = static_cast<std::size_t>(sparse_->nnz()) * sparse_->block * sparse_->block;
   return static_cast<std::size_t>(B_) * NHl_ * per_head;
 }
 
 void GptStage::attend(float* out, float* att, const float* qkv) {
-  if (sparse_) be_.sparse_attention_forward(out, att, qkv, B_, T_, Cl_, NHl_, *sparse_);
+  if (ring_) ring_->forward(out, att, qkv);
+  else if (sparse_) be_.sparse_attention_forward(out, att, qkv, B_, T_, Cl_, NHl_, *sparse_);
   else be_.attention_forward(out, att, qkv, B_, T_, Cl_, NHl_, flash_, window());
 }
 
 void GptStage::attend_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* att) {
-  if (sparse_) be_.sparse_attention_backward(dqkv, dout, qkv, att, B_, T_, Cl_, NHl_, *sparse_);
+  if (ring_) ring_->backward(dqkv, dout, qkv, out, att);
+  else if (sparse_) be_.sparse_attention_backward(dqkv, dout, qkv, att, B_, T_, Cl_, NHl_, *sparse_);
   else be_.attention_backward(dqkv, dout, qkv, out, att, B_, T_, Cl_, NHl_, flash_, window());
 }
 

@@ -7,12 +7,15 @@ namespace ztune::executor {
 Coordinates coordinates_of(int world_rank, const GroupShape& s) {
   Coordinates c;
   c.tp_rank = world_rank % s.tp;
-  c.dp_rank = (world_rank / s.tp) % s.dp;
-  c.pp_rank = world_rank / (s.tp * s.dp);
+  c.cp_rank = (world_rank / s.tp) % s.cp;
+  c.dp_rank = (world_rank / (s.tp * s.cp)) % s.dp;
+  c.pp_rank = world_rank / (s.tp * s.cp * s.dp);
   return c;
 }
 
-int world_rank_of(const Coordinates& c, const GroupShape& s) { return (c.pp_rank * s.dp + c.dp_rank) * s.tp + c.tp_rank; }
+int world_rank_of(const Coordinates& c, const GroupShape& s) {
+  return ((c.pp_rank * s.dp + c.dp_rank) * s.cp + c.cp_rank) * s.tp + c.tp_rank;
+}
 
 ProcessGroups make_process_groups(Communicator& world, const GroupShape& shape, bool tied_embeddings) {
   assert(world.size() == shape.world());
@@ -21,19 +24,23 @@ ProcessGroups make_process_groups(Communicator& world, const GroupShape& shape, 
   g.world = &world;
   g.coords = coordinates_of(world.rank(), shape);
   const auto& c = g.coords;
-  g.dp = world.split(c.pp_rank * shape.tp + c.tp_rank, c.dp_rank, "dp");
-  g.tp = world.split(c.pp_rank * shape.dp + c.dp_rank, c.tp_rank, "tp");
-  g.pp = world.split(c.dp_rank * shape.tp + c.tp_rank, c.pp_rank, "pp");
+  // The weights' data-parallel rank: dp and cp ranks together (cp fastest).
+  const int wdp = c.dp_rank * shape.cp + c.cp_rank, wdp_size = shape.dp * shape.cp;
+  const int dcp = wdp;  // index of the (dp, cp) pair, for the groups that span neither
+  g.dp = world.split(c.pp_rank * shape.tp + c.tp_rank, wdp, "dp");
+  g.cp = world.split((c.pp_rank * shape.dp + c.dp_rank) * shape.tp + c.tp_rank, c.cp_rank, "cp");
+  g.tp = world.split(c.pp_rank * wdp_size + dcp, c.tp_rank, "tp");
+  g.pp = world.split(dcp * shape.tp + c.tp_rank, c.pp_rank, "pp");
   const bool ends = tied_embeddings && shape.pp > 1 && (g.first_stage() || g.last_stage());
-  g.embed = world.split(ends ? c.dp_rank * shape.tp + c.tp_rank : -1, c.pp_rank, "embed");
-  if (shape.ranks_per_node > 0 && shape.dp > 1) {
+  g.embed = world.split(ends ? dcp * shape.tp + c.tp_rank : -1, c.pp_rank, "embed");
+  if (shape.ranks_per_node > 0 && wdp_size > 1) {
     const int node = world.rank() / shape.ranks_per_node;
-    auto intra = g.dp->split(node, c.dp_rank, "dp_intra");
-    auto inter = g.dp->split(intra->rank(), c.dp_rank, "dp_inter");
+    auto intra = g.dp->split(node, wdp, "dp_intra");
+    auto inter = g.dp->split(intra->rank(), wdp, "dp_inter");
     // Node-major dp ranks (whole tp groups per node) make dp rank = n·g + l;
     // a placement that does not is refused where the plan is checked.
-    if (inter->size() > 1 && intra->size() * inter->size() == shape.dp &&
-        c.dp_rank == inter->rank() * intra->size() + intra->rank()) {
+    if (inter->size() > 1 && intra->size() * inter->size() == wdp_size &&
+        wdp == inter->rank() * intra->size() + intra->rank()) {
       g.dp_intra = std::move(intra);
       g.dp_inter = std::move(inter);
     }

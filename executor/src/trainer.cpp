@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -10,6 +11,7 @@
 
 #include "ztune/executor/init.hpp"
 #include "ztune/executor/pipeline_schedule.hpp"
+#include "ztune/executor/ring_attention.hpp"
 
 namespace ztune::executor {
 namespace {
@@ -27,7 +29,7 @@ Trainer::Trainer(const Transformer& m, const Plan& plan, const TrainOptions& opt
     : m_(m), plan_(plan), opt_(opt), be_(backend), data_(data),
       groups_(make_process_groups(world, {plan.dp, plan.tp, plan.pp,
                                           plan.schedule == Schedule::interleaved ? plan.virtual_stages : 1,
-                                          opt.ranks_per_node, plan.stage_layers},
+                                          opt.ranks_per_node, plan.stage_layers, plan.cp},
                                   m.tied_embeddings)),
       host_pool_(opt.threads) {
   StoreOptions so;
@@ -81,9 +83,12 @@ void Trainer::initialise() {
 MicroBatch Trainer::micro_batch(int step, int micro) const {
   // This data-parallel rank's slice of the step's batch: sequences
   // [dp_rank·mb·GA, (dp_rank + 1)·mb·GA), micro-batch `micro` of them.
-  const int t = m_.seq_len;
+  // With context parallelism the cp ranks of one dp rank read the same
+  // sequences and keep their own seq_len/cp rows: the two load-balanced chunks
+  // at their global positions (ring_attention.hpp).
+  const int t = m_.seq_len, cp = std::max(1, plan_.cp), local = t / cp;
   MicroBatch mb;
-  mb.tokens.resize(static_cast<std::size_t>(plan_.micro_batch) * t);
+  mb.tokens.resize(static_cast<std::size_t>(plan_.micro_batch) * local);
   mb.targets.resize(mb.tokens.size());
   std::vector<std::int32_t> seq(static_cast<std::size_t>(t) + 1);
   for (int i = 0; i < plan_.micro_batch; ++i) {
@@ -91,9 +96,10 @@ MicroBatch Trainer::micro_batch(int step, int micro) const {
                                static_cast<std::int64_t>(groups_.coords.dp_rank) * plan_.micro_batch * plan_.grad_accum +
                                static_cast<std::int64_t>(micro) * plan_.micro_batch + i;
     data_.sequence(index, t, seq.data());
-    for (int j = 0; j < t; ++j) {
-      mb.tokens[static_cast<std::size_t>(i * t + j)] = seq[static_cast<std::size_t>(j)];
-      mb.targets[static_cast<std::size_t>(i * t + j)] = seq[static_cast<std::size_t>(j) + 1];
+    for (int j = 0; j < local; ++j) {
+      const int pos = cp > 1 ? context_parallel_position(j, t, cp, groups_.coords.cp_rank) : j;
+      mb.tokens[static_cast<std::size_t>(i * local + j)] = seq[static_cast<std::size_t>(pos)];
+      mb.targets[static_cast<std::size_t>(i * local + j)] = seq[static_cast<std::size_t>(pos) + 1];
     }
   }
   return mb;
@@ -233,7 +239,7 @@ std::vector<NamedTensor> Trainer::collect_full(bool grads) {
     }
     packed.insert(packed.end(), v.begin(), v.end());
   }
-  const bool sender = groups_.coords.dp_rank == 0;
+  const bool sender = groups_.coords.dp_rank == 0 && groups_.coords.cp_rank == 0;
   if (world.rank() != 0) {
     if (sender) world.send(packed.data(), packed.size(), 0, kTagCollect);
     return {};

@@ -115,6 +115,13 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   add_row(form, QStringLiteral("&Engine"), engine_, InputField::engine);
   add_row(form, QStringLiteral("&Attention"), attention_, InputField::attention);
   add_row(form, QStringLiteral("Memory &headroom"), headroom_, InputField::memory_headroom);
+  max_cp_ = new QSpinBox;
+  max_cp_->setRange(0, 64);
+  max_cp_->setSpecialValueText(QStringLiteral("up to 8 from 8k tokens"));
+  max_cp_->setToolTip(QStringLiteral(
+      "Largest context-parallel degree searched (--max-cp): the sequence split over cp ranks, ring attention. "
+      "1: none"));
+  add_row(form, QStringLiteral("Max &context parallel"), max_cp_, InputField::max_cp);
   add_row(form, QStringLiteral("&Objective"), objective_, InputField::objective);
 
   search_ = new QPushButton(QStringLiteral("Search"));
@@ -155,6 +162,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   connect(seq_, &QSpinBox::valueChanged, this, later);
   connect(engine_, &QComboBox::currentTextChanged, this, later);
   connect(attention_, &QComboBox::currentTextChanged, this, later);
+  connect(max_cp_, &QSpinBox::valueChanged, this, later);
   connect(headroom_, &QDoubleSpinBox::valueChanged, this, later);
 }
 
@@ -187,6 +195,7 @@ SearchInputs InputPanel::inputs() const {
   in.engine = engine_->currentText();
   in.attention = attention_->currentText();
   in.memory_headroom_pct = headroom_->value();
+  in.max_cp = max_cp_->value();
   in.objective = objective_->currentText();
   return in;
 }
@@ -202,6 +211,7 @@ void InputPanel::set_inputs(const SearchInputs& in) {
   engine_->setCurrentText(in.engine);
   attention_->setCurrentText(in.attention);
   headroom_->setValue(in.memory_headroom_pct);
+  max_cp_->setValue(in.max_cp);
   objective_->setCurrentText(in.objective);
 }
 

@@ -53,6 +53,7 @@ class InputPanel : public QWidget {
   QComboBox* engine_ = nullptr;
   QComboBox* attention_ = nullptr;
   QDoubleSpinBox* headroom_ = nullptr;
+  QSpinBox* max_cp_ = nullptr;
   QComboBox* objective_ = nullptr;
   QPushButton* search_ = nullptr;
   QLabel* summary_ = nullptr;

@@ -1,5 +1,6 @@
 #include "ztune/gui/search_inputs.hpp"
 
+#include <algorithm>
 #include <exception>
 
 #include "ztune/model/input_error.hpp"
@@ -28,6 +29,7 @@ InputField field_of_message(const QString& message) {
       {"--global-batch", InputField::global_batch}, {"--tokens", InputField::tokens},
       {"--engine", InputField::engine},     {"--objective", InputField::objective},
       {"--attention", InputField::attention}, {"--memory-headroom", InputField::memory_headroom},
+      {"--max-cp", InputField::max_cp}, {"--cp", InputField::max_cp},
   };
   for (const auto& f : kFlags)
     if (message.startsWith(QLatin1String(f.prefix))) return f.field;
@@ -82,6 +84,8 @@ InputResolution resolve_inputs(const SearchInputs& in) {
   if (in.memory_headroom_pct < 0 || in.memory_headroom_pct > 50)
     issue(InputField::memory_headroom,
           QStringLiteral("--memory-headroom: expected a percentage in [0, 50], got %1").arg(in.memory_headroom_pct));
+  if (in.max_cp < 0)
+    issue(InputField::max_cp, QStringLiteral("--max-cp: expected >= 1 (or 0 for the default), got %1").arg(in.max_cp));
   if (in.tokens < 0) issue(InputField::tokens, QStringLiteral("--tokens: expected >= 0, got %1").arg(in.tokens));
   if (in.global_batch < 0)
     issue(InputField::global_batch, QStringLiteral("--global-batch: expected > 0, got %1").arg(in.global_batch));
@@ -100,6 +104,7 @@ InputResolution resolve_inputs(const SearchInputs& in) {
   }
   o.space.attention = attention;
   o.memory.gpu_headroom = in.memory_headroom_pct / 100.0;
+  o.space.max_cp = std::max(0, in.max_cp);
   if (objective) o.objective = *objective;
   o.tokens = in.tokens;
   o.gpu_hour_price = in.gpu_hour_price;

@@ -104,7 +104,7 @@ struct Dims {
 Dims dims_of(const Transformer& m, const Plan& p) {
   Dims d{};
   const double t = p.tp;
-  d.n = static_cast<double>(m.seq_len) * p.micro_batch;
+  d.n = static_cast<double>(m.seq_len) / p.cp * p.micro_batch;  // this rank's s/cp rows with context parallelism
   d.rows = p.sequence_parallel && p.tp > 1 ? d.n / t : d.n;
   d.c = m.hidden;
   d.f = m.ffn_hidden / t;
@@ -153,6 +153,26 @@ CpuLayerWork cpu_layer_work(const Transformer& m, const Plan& p) {
   const double s = m.seq_len, hd = m.head_dim();
   const double density = attention_density(m, p);
   const double causal = d.heads * s * (s + 1.0) / 2.0 * density;
+  if (p.cp > 1) {
+    // executor/src/ring_attention.cpp: the local s/cp query rows against every
+    // rank's K/V chunk in cp steps. Standard computes each s/cp × s/cp block
+    // whole and masks it; flash only the pairs a row attends (its causal
+    // share, 1/cp of the triangle), recomputing QKᵀ in backward. Priced at the
+    // attention kernel's calibrated rate; the ring's blocks are plain loops
+    // over one head row at a time, not the kernel's GEMMs, and each of its
+    // exchanges waits for the neighbour rank to be scheduled, so this
+    // under-counts it (on the dev VM under load 9: tiny cp2 measured 0.35 s a
+    // step where 0.026 s is predicted, dp2 0.22 s for 0.047 s; the load spoils
+    // both) until calibrate times the ring.
+    const double rows = s / p.cp;
+    const double visited = p.attention == AttentionKernel::flash ? causal / p.cp : d.heads * rows * s;
+    w.attention_fwd_flops = 2.0 * 2.0 * hd * visited;
+    w.attention_bwd_flops = 4.0 * 2.0 * hd * visited;
+    if (p.attention == AttentionKernel::flash) w.attention_bwd_recompute_flops = 2.0 * hd * visited;
+    add(w.softmax_bwd, kSoftmaxBwdCausal, causal / p.cp, 0);
+    add(w.softmax_bwd, kSoftmaxBwdMasked, std::max(0.0, visited - causal / p.cp), 0);
+    return w;
+  }
   if (p.attention == AttentionKernel::flash) {
     // kernels/src/attention_flash_cpu.cpp: tiles of query rows against the keys
     // up to the tile's last row; forward QKᵀ and P·V (exp inside), backward
@@ -203,7 +223,7 @@ CpuEdgeWork cpu_edge_work(const Transformer& m, const Plan& p) {
 
 CpuKernelWork cpu_optimizer_work(const Transformer& m, const Plan& p, double params) {
   CpuKernelWork w;
-  const double owned = params / p.dp;  // this data-parallel rank's piece of every bucket
+  const double owned = params / p.dp_cp();  // this data-parallel rank's piece of every bucket (dp × cp ranks)
   const double part = p.zero_stage >= 1 ? owned : params;
   const int buckets = std::max(1, static_cast<int>(std::ceil(params / p.reduce_bucket_elems)));
   // ParamStore::owned_grad_sq: sum_squares over the owned piece of each tensor
@@ -211,7 +231,7 @@ CpuKernelWork cpu_optimizer_work(const Transformer& m, const Plan& p, double par
   // piece, about the stage's tensors ÷ dp (12 per GPT-2 block, plus the
   // embedding's 2 or the final norm's 2).
   const double tensors = 12.0 * max_stage_layers(p, m.layers) + 2.0 * (p.pp == 1 ? 2.0 : 1.0);  // the largest stage
-  add(w, kSumSquares, owned, std::max(1, static_cast<int>(std::lround(tensors / p.dp))));
+  add(w, kSumSquares, owned, std::max(1, static_cast<int>(std::lround(tensors / p.dp_cp()))));
   // ParamStore::optimizer_step: AdamW once over everything (ZeRO 0) or once per
   // bucket over the owned piece (ZeRO ≥ 1). Gradient clipping's scale() runs
   // only in steps whose norm exceeds the clip and is not counted.

@@ -16,9 +16,23 @@ VocabRange vocab_range(int vocab, int tp, int tp_rank) {
 std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& m, int world, ExecBackend backend,
                                               int ranks_per_node) {
   auto s = [](auto v) { return std::to_string(v); };
+  if (p.gpus() != world && p.cp > 1)
+    return "$.plan: dp×tp×cp×pp = " + s(p.dp) + "×" + s(p.tp) + "×" + s(p.cp) + "×" + s(p.pp) + " = " +
+           s(p.gpus()) + " ranks, but the job has " + s(world) + " (run with -np " + s(p.gpus()) + ")";
   if (p.gpus() != world)
     return "$.plan: dp×tp×pp = " + s(p.dp) + "×" + s(p.tp) + "×" + s(p.pp) + " = " + s(p.gpus()) +
            " ranks, but the job has " + s(world) + " (run with -np " + s(p.gpus()) + ")";
+  // Context parallelism: ring attention over MPI (executor/src/ring_attention.cpp),
+  // the CPU backend's; the CUDA backend has no ring kernels yet.
+  if (p.cp > 1 && backend == ExecBackend::cuda)
+    return "$.plan.cp: " + s(p.cp) + ": context parallelism (ring attention) runs on the CPU backend only; the CUDA "
+           "backend has no ring attention kernels (expected cp 1)";
+  if (p.cp > 1) {
+    if (auto why = check_plan_shape(p, m); why && why->starts_with("$.cp")) return in_plan_file(*why);
+    if (p.sequence_parallel && (static_cast<long>(p.micro_batch) * m.seq_len / p.cp) % p.tp != 0)
+      return "$.plan.sequence_parallel: micro_batch × seq_len / cp = " +
+             s(static_cast<long>(p.micro_batch) * m.seq_len / p.cp) + " rows do not split over tp " + s(p.tp);
+  }
   if (backend == ExecBackend::cpu && p.precision != Precision::fp32)
     return "$.plan.precision: the CPU backend trains in fp32; got \"" + to_string(p.precision) +
            "\" (16-bit precision needs the CUDA backend)";

@@ -29,6 +29,7 @@ const char* fed_by(TimePart p) {
       return "the GPU's hbm_bandwidth_gbps, the node's cpu_adam_gparams_per_s, or the profile's efficiencies";
     case TimePart::tp_comm:
     case TimePart::pp_comm:
+    case TimePart::cp_comm:
     case TimePart::dp_comm:
     case TimePart::zero3_gather:
       return "the fabric's bandwidth_gbps and latency_us, or the profile's fabric efficiencies";

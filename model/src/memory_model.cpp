@@ -60,7 +60,11 @@ ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccou
 }
 
 double layer_activation_bytes(const Transformer& m, int micro_batch, int tp, bool sequence_parallel, Recompute r,
-                              double attention_density, AttentionKernel kernel) {
+                              double attention_density, AttentionKernel kernel, int cp) {
+  // Context parallelism: every tensor below holds s/cp of the sequence's rows
+  // (the scores: s/cp query rows × s keys), so the whole count divides by cp.
+  if (cp > 1)
+    return layer_activation_bytes(m, micro_batch, tp, sequence_parallel, r, attention_density, kernel, 1) / cp;
   const double s = m.seq_len, b = micro_batch, h = m.hidden, a = m.heads, t = tp;
   const double sbh = s * b * h;
   const double sp = sequence_parallel ? t : 1.0;
@@ -85,7 +89,7 @@ double layer_activation_bytes(const Transformer& m, const Plan& p, Recompute r) 
   // ZeRO-R's Pa keeps 1/t of each saved layer input (Rajbhandari et al. 2020,
   // §6.1: the checkpoints shrink by the model-parallel degree), as SP does.
   const bool split = p.sequence_parallel || (p.partition_activations && r == Recompute::full);
-  return layer_activation_bytes(m, p.micro_batch, p.tp, split, r, attention_density(m, p), p.attention);
+  return layer_activation_bytes(m, p.micro_batch, p.tp, split, r, attention_density(m, p), p.attention, p.cp);
 }
 
 double microbatches_in_flight(const Plan& p) {
@@ -114,17 +118,19 @@ struct StageMemory {
 // tensors of Korthikanti et al.'s count (LN inputs, QKV/FC1 inputs, Q, K, V,
 // projection input, the MLP's two 4h tensors, the softmax output) at 4 bytes,
 // and no dropout masks or dropout outputs (the executor has no dropout).
+// Context parallelism divides every term by cp, as in layer_activation_bytes
+// (the executor's ring keeps its rows' probabilities against all s keys).
 double layer_activation_bytes_fp32(const Transformer& m, const Plan& p, Recompute r, double density) {
   const double s = m.seq_len, b = p.micro_batch, h = m.hidden, a = m.heads, t = p.tp;
   const double sbh = s * b * h;
-  const double sp = p.sequence_parallel ? t : 1.0;
-  if (r == Recompute::full) return 4.0 * sbh / (p.partition_activations ? t : sp);
+  const double sp = (p.sequence_parallel ? t : 1.0) * p.cp;
+  if (r == Recompute::full) return 4.0 * sbh / (p.partition_activations ? t * p.cp : sp);
   const double kvd = static_cast<double>(m.kv_heads) * m.head_dim();
   const double mlp = (m.activation == Activation::swiglu ? 3.0 : 2.0) * m.ffn_hidden;
   const double outside = 4.0 * (m.parallel_residual ? 3.0 : 4.0) * sbh / sp;  // x, (x2,) ln1, ln2
-  const double inside = 4.0 * s * b * (h + 2.0 * kvd + h + mlp) / t;
-  if (p.attention == AttentionKernel::flash) return outside + inside + 4.0 * a * s * b / t;  // the lse
-  const double scores = r == Recompute::selective ? 0.0 : 4.0 * a * s * s * b / t * density;
+  const double inside = 4.0 * s * b * (h + 2.0 * kvd + h + mlp) / (t * p.cp);
+  if (p.attention == AttentionKernel::flash) return outside + inside + 4.0 * a * s * b / (t * p.cp);  // the lse
+  const double scores = r == Recompute::selective ? 0.0 : 4.0 * a * s * s * b / (t * p.cp) * density;
   return outside + inside + scores;
 }
 
@@ -138,18 +144,19 @@ double layer_activation_bytes_fp32(const Transformer& m, const Plan& p, Recomput
 // freed, so it adds to the peak only where it exceeds them.
 void cpu_executor_lines(const Transformer& m, const Plan& p, double psi, double layers, double in_flight,
                         double density, bool last, StageMemory& sm) {
-  const double sbh = static_cast<double>(m.seq_len) * p.micro_batch * m.hidden;
+  const double sbh = static_cast<double>(m.seq_len) / p.cp * p.micro_batch * m.hidden;  // this rank's rows
   double act = layers * in_flight * layer_activation_bytes_fp32(m, p, p.recompute, density);
   if (p.recompute == Recompute::full) act += layer_activation_bytes_fp32(m, p, Recompute::none, density);
   // Backward's incoming and outgoing residual-stream gradients (2·s·b·h fp32).
   act += 2.0 * 4.0 * sbh / (p.sequence_parallel ? p.tp : 1.0);
   sm.gpu[idx(MemLine::activations)] = act;
   double buckets = 0;
-  if (p.dp > 1 && p.zero_stage >= 2) buckets += 4.0 * psi + 4.0 * psi / p.dp;
+  if (p.dp_cp() > 1 && p.zero_stage >= 2) buckets += 4.0 * psi + 4.0 * psi / p.dp_cp();
   if (p.pp > 1) buckets += (p.grad_accum + 1.0) * 4.0 * sbh / (p.sequence_parallel ? p.tp : 1.0);
   sm.gpu[idx(MemLine::comm_buckets)] = buckets;
   sm.gpu[idx(MemLine::logits)] =
-      last ? 4.0 * static_cast<double>(m.seq_len) * m.head_token_fraction * p.micro_batch * m.vocab / p.tp : 0.0;
+      last ? 4.0 * static_cast<double>(m.seq_len) / p.cp * m.head_token_fraction * p.micro_batch * m.vocab / p.tp
+           : 0.0;
   const double transient = act + buckets + sm.gpu[idx(MemLine::logits)];
   sm.gpu[idx(MemLine::workspace)] = std::max(0.0, 4.0 * psi - transient);
   sm.gpu[idx(MemLine::runtime)] = 0;
@@ -175,12 +182,15 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   if (first) psi += word + positions;
   if (last) psi += final_norm + (m.tied_embeddings ? (first ? 0.0 : word) : word);
 
-  ModelStateBytes st = model_state_bytes(psi, p.dp, p.zero_stage, opt.accounting);
+  // Context-parallel ranks hold the same weights: ZeRO partitions over dp × cp
+  // (Megatron-Core's distributed optimizer shards over its data-parallel group
+  // with context parallelism, dp × cp ranks; parameters are not divided by cp).
+  ModelStateBytes st = model_state_bytes(psi, p.dp_cp(), p.zero_stage, opt.accounting);
   if (p.precision == Precision::fp32) {
     // Pure fp32 training (the CPU backend): 4-byte parameters and gradients, and
     // Adam keeps only momentum and variance (8 bytes) since the parameters are
     // already the fp32 master copy. Partitioning follows the same ZeRO stages.
-    const double n = std::max(1, p.dp);
+    const double n = std::max(1, p.dp_cp());
     st.params = p.zero_stage >= 3 ? 4.0 * psi / n : 4.0 * psi;
     st.grads = p.zero_stage >= 2 ? 4.0 * psi / n : 4.0 * psi;
     st.optimizer = p.zero_stage >= 1 ? 8.0 * psi / n : 8.0 * psi;
@@ -215,14 +225,15 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   double act = layers * layer_activation_bytes(m, p, p.recompute) * in_flight;
   // Full recomputation re-materialises one layer's activations at a time.
   if (p.recompute == Recompute::full) act += layer_activation_bytes(m, p, Recompute::none);
-  // Embedding output dropout mask (Korthikanti: s·b·h·p/t with SP).
-  const double sbh = static_cast<double>(m.seq_len) * p.micro_batch * m.hidden;
+  // Embedding output dropout mask (Korthikanti: s·b·h·p/t with SP), of this
+  // rank's s/cp rows.
+  const double sbh = static_cast<double>(m.seq_len) / p.cp * p.micro_batch * m.hidden;
   if (first) act += sbh / (p.sequence_parallel ? t : 1.0) * in_flight;
   sm.gpu[idx(MemLine::activations)] = act;
 
   // Communication buckets (DeepSpeed reduce_bucket_size / allgather_bucket_size,
   // in elements of 16-bit gradients; the reduce bucket is doubled with overlap_comm).
-  if (p.dp > 1) {
+  if (p.dp_cp() > 1) {
     const double overlap = p.overlap_comm ? 2.0 : 1.0;
     double buckets = eb * std::min(p.reduce_bucket_elems, psi) * overlap;
     if (p.zero_stage == 1 || p.zero_stage == 2) buckets += eb * std::min(p.allgather_bucket_elems, psi);
@@ -257,20 +268,29 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   // (attention-score gradient, FC1 output gradient), two of them live. A flash
   // kernel's score gradient stays on chip; its backward accumulates dQ in fp32
   // (FlashAttention-2's dq_accum, s·b·h/t floats).
-  const double sbh_local = static_cast<double>(m.seq_len) * p.micro_batch * m.hidden / t;
+  // With context parallelism a rank's rows are s/cp, and the score gradient
+  // is one ring block's, (s/cp)² per head.
+  const double s_local = static_cast<double>(m.seq_len) / p.cp;
+  const double sbh_local = s_local * p.micro_batch * m.hidden / t;
   const double scores = p.attention == AttentionKernel::flash
                             ? 4.0 * sbh_local
-                            : static_cast<double>(p.micro_batch) * m.heads / t * m.seq_len * m.seq_len * eb * density;
+                            : static_cast<double>(p.micro_batch) * m.heads / t * s_local * s_local * eb * density;
   const double f_in = m.activation == Activation::swiglu ? 2.0 * m.ffn_hidden : m.ffn_hidden;
-  const double fc1 = static_cast<double>(m.seq_len) * p.micro_batch * f_in / t * eb;
+  const double fc1 = s_local * p.micro_batch * f_in / t * eb;
   // (No cuBLAS workspace on the CPU backend.)
   const double library_workspace = c.device_kind == DeviceKind::gpu ? kCublasWorkspaceBytes : 0.0;
   sm.gpu[idx(MemLine::workspace)] = library_workspace + 2.0 * std::max(scores, fc1);
 
   // Logits: 16-bit logits + their fp32 copy in the vocab-parallel cross entropy.
-  if (last)
-    sm.gpu[idx(MemLine::logits)] =
-        static_cast<double>(m.seq_len) * m.head_token_fraction * p.micro_batch * m.vocab / t * (eb + 4.0);
+  if (last) sm.gpu[idx(MemLine::logits)] = s_local * m.head_token_fraction * p.micro_batch * m.vocab / t * (eb + 4.0);
+
+  // The context-parallel ring's buffers: the K/V chunk in use and the one
+  // arriving (forward), and in backward also their dK/dV: 2 × 4 chunks of
+  // b·(s/cp)·kv_dim/t elements (Megatron-Core's p2p double buffering).
+  if (p.cp > 1) {
+    const double kv_chunk = s_local * p.micro_batch * static_cast<double>(m.kv_heads) * m.head_dim() / t * eb;
+    sm.gpu[idx(MemLine::comm_buckets)] += 2.0 * 4.0 * kv_chunk;
+  }
 
   if (c.device_kind == DeviceKind::cpu) {
     cpu_executor_lines(m, p, psi, layers, in_flight, density, last, sm);
@@ -278,7 +298,7 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
     return sm;
   }
 
-  int communicators = (p.tp > 1) + (p.dp > 1) + (p.pp > 1);
+  int communicators = (p.tp > 1) + (p.dp_cp() > 1) + (p.pp > 1) + (p.cp > 1);
   sm.gpu[idx(MemLine::runtime)] = c.device_kind == DeviceKind::gpu
                                       ? kCudaContextBytes + communicators * kNcclBytesPerCommunicator
                                       : 0.0;
@@ -320,7 +340,7 @@ MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Clust
 
   // Host and NVMe per node: every GPU of the node the plan uses holds its own partition.
   const double psi = stage_params(m, p);
-  const double part = p.zero_stage >= 1 ? psi / p.dp : psi;
+  const double part = p.zero_stage >= 1 ? psi / p.dp_cp() : psi;
   const double gpn = gpus_per_node_in_use(p, c);
   double host = 0, nvme = 0;
   if (p.offload_optimizer == OffloadTarget::cpu) {

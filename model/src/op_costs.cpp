@@ -138,9 +138,12 @@ GroupLayout place_groups(const Plan& p, const Cluster& c) {
   const int gpn = std::max(1, c.node.gpus);
   GroupLayout l;
   l.tp = {p.tp, std::min(p.tp, gpn)};
-  const int tp_nodes_fill = p.tp >= gpn ? 1 : gpn / p.tp;  // dp ranks of one group per node
-  l.dp = {p.dp, std::max(1, std::min(p.dp, tp_nodes_fill))};
-  const int tpdp = p.tp * p.dp;
+  const int tp_nodes_fill = p.tp >= gpn ? 1 : gpn / p.tp;  // tp groups per node
+  // cp ranks sit next to tp (stride tp), then dp (stride tp·cp): the weights'
+  // data-parallel group, dp × cp ranks of stride tp, fills a node as dp did.
+  l.cp = {p.cp, std::max(1, std::min(p.cp, tp_nodes_fill))};
+  l.dp = {p.dp_cp(), std::max(1, std::min(p.dp_cp(), tp_nodes_fill))};
+  const int tpdp = p.tp * p.dp_cp();
   const int pp_fill = tpdp >= gpn ? 1 : gpn / tpdp;
   l.pp = {p.pp, std::max(1, std::min(p.pp, pp_fill))};
   l.pp_crosses_nodes = p.pp > 1 && l.pp.crosses_nodes();
@@ -153,12 +156,14 @@ namespace {
 
 struct LayerShape {
   double s, b, h, a, t, d, kvd, f_in, f_out, tokens;
+  double sl;  // this rank's rows of each sequence: s, or s/cp with context parallelism
   bool sp;
 };
 
 LayerShape shape_of(const Transformer& m, const Plan& p) {
   LayerShape x{};
   x.s = m.seq_len;
+  x.sl = x.s / p.cp;
   x.b = p.micro_batch;
   x.h = m.hidden;
   x.a = m.heads;
@@ -167,7 +172,7 @@ LayerShape shape_of(const Transformer& m, const Plan& p) {
   x.kvd = static_cast<double>(m.kv_heads) * m.head_dim();
   x.f_out = m.ffn_hidden;
   x.f_in = m.activation == Activation::swiglu ? 2.0 * m.ffn_hidden : m.ffn_hidden;  // FC1 width
-  x.tokens = x.s * x.b;
+  x.tokens = x.sl * x.b;  // every linear, elementwise and TP cost runs on this rank's rows
   x.sp = p.sequence_parallel;
   return x;
 }
@@ -194,6 +199,67 @@ LinearTimes linear_times(const GemmShape& g, Precision p, const GpuSpec& gpu, co
   return t;
 }
 
+// Ring attention of context parallelism (cp > 1): sets lc's forward attention
+// time and ring fields, returns the backward attention compute time.
+//
+// Megatron-Core's context parallelism (NVIDIA Megatron-Core docs, "context
+// parallelism"; AttnFuncWithCPAndKVP2P in Transformer Engine) splits each
+// sequence into 2·cp chunks, rank i holding chunks i and 2cp−1−i, so that under
+// the causal mask every rank does the same work. Attention runs in cp block
+// steps: step j computes the local queries (s/cp rows) against the K/V chunk
+// of rank i−j while that chunk is sent on to rank i+1 and the next one
+// received (p2p, 2·b·(s/cp)·kv_dim/t elements each way). Before step 0 (the
+// local chunk) the first exchange is already launched, so each of the cp−1
+// exchanges hides behind one block step: exposed max(0, exchange − step).
+// Backward rotates K/V again and dK/dV with them (twice the bytes per step),
+// and the last dK/dV must travel one more hop home after the last block:
+// nothing is left to hide that one.
+// Block work: a flash kernel skips the masked half (the diagonal step's two
+// causal chunk pairs and one full pair; every other step exactly one half of
+// the (s/cp)² block), so each step does (s/cp)²/2 of work and a rank its
+// causal share s²/(2cp). The unfused standard path computes every block whole
+// and masks it, as without cp: cp blocks of (s/cp)², s²/cp per rank.
+double context_parallel_attention(const Plan& p, const Cluster& c, const HardwareProfile& hw, const LayerShape& x,
+                                  LayerCost& lc) {
+  const GpuSpec& gpu = c.node.gpu;
+  const Precision prec = p.precision;
+  const double eb = bytes_of(prec);
+  const double heads_local = x.b * x.a / x.t;
+  const double cp = p.cp;
+  double step_fwd = 0, step_bwd = 0;
+  if (p.attention == AttentionKernel::flash) {
+    const double flops = 4.0 * x.sl * x.sl * x.d * heads_local * 0.5;  // QKᵀ and PV over half the block
+    const double head_bytes = x.sl * x.d * heads_local * eb;           // one of Q, K, V, O of the local rows
+    step_fwd = fused_attention_time(flops, 4.0 * head_bytes, prec, gpu, hw);
+    step_bwd = fused_attention_time(2.5 * flops, 8.0 * head_bytes, prec, gpu, hw);
+  } else {
+    const GemmShape qk{x.sl, x.sl, x.d, heads_local};
+    const GemmShape pv{x.sl, x.d, x.sl, heads_local};
+    const double t_qk = gemm_time(qk, prec, gpu, hw, true);
+    const double t_pv = gemm_time(pv, prec, gpu, hw, true);
+    const double scores = heads_local * x.sl * x.sl;  // one block's score elements
+    step_fwd = t_qk + t_pv + memory_bound_time(scores * eb * 2.0 + scores * (eb * 2.0 + 1.0), gpu, hw, 2);
+    step_bwd = 2.0 * (t_qk + t_pv) + memory_bound_time(scores * (eb * 3.0 + 1.0) + scores * eb * 3.0, gpu, hw, 2);
+  }
+  lc.fwd_attention_s = cp * step_fwd;
+  const GroupLayout l = place_groups(p, c);
+  const bool crosses = l.cp.crosses_nodes();
+  // K and V of the local rows, un-repeated under grouped-query attention (at
+  // least one head per tensor-parallel rank).
+  const double kv_local = std::max(x.kvd / x.t, x.d);
+  lc.cp_steps = p.cp;
+  lc.cp_bytes = 2.0 * x.b * x.sl * kv_local * eb;
+  const double kv_s = p2p_time(lc.cp_bytes, crosses, c, hw);
+  const double kv_dkv_s = p2p_time(2.0 * lc.cp_bytes, crosses, c, hw);
+  lc.cp_step_fwd_s = step_fwd;
+  lc.cp_step_bwd_s = step_bwd;
+  lc.cp_fwd_link_s = (cp - 1.0) * kv_s;
+  lc.cp_bwd_link_s = (cp - 1.0) * kv_dkv_s + kv_s;
+  lc.cp_fwd_s = (cp - 1.0) * std::max(0.0, kv_s - step_fwd);
+  lc.cp_bwd_s = (cp - 1.0) * std::max(0.0, kv_dkv_s - step_bwd) + kv_s;
+  return cp * step_bwd;
+}
+
 }  // namespace
 
 LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
@@ -213,8 +279,10 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   // SDD and DSD block-sparse matmuls): nnz blocks of block×block per head.
   const double heads_local = x.b * x.a / x.t;
   const double density = attention_density(m, p);
-  GemmShape qk{x.s, x.s, x.d, heads_local};
-  GemmShape pv{x.s, x.d, x.s, heads_local};
+  // With context parallelism: this rank's s/cp query rows against all s keys
+  // (cp ring blocks; context_parallel_attention prices them step by step).
+  GemmShape qk{x.sl, x.s, x.d, heads_local};
+  GemmShape pv{x.sl, x.d, x.s, heads_local};
   if (p.sparse_attention != SparseLayout::none) {
     const double blk = p.sparse_block;
     const double blocks = density * (x.s / blk) * (x.s / blk);
@@ -229,13 +297,13 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   const double t_qk = gemm_time(qk, prec, gpu, hw, true);
   const double t_pv = gemm_time(pv, prec, gpu, hw, true);
   lc.fwd_gemm_s = t_qkv.fwd + t_proj.fwd + t_fc1.fwd + t_fc2.fwd;
-  const double scores = heads_local * x.s * x.s * density;  // attention score elements computed
+  const double scores = heads_local * x.sl * x.s * density;  // attention score elements computed
   // Fused scale-mask-softmax (read + write) and dropout (read, write, 1-byte mask).
   const double softmax_fwd_bytes = scores * eb * 2.0 + scores * (eb * 2.0 + 1.0);
   lc.fwd_attention_s = t_qk + t_pv + memory_bound_time(softmax_fwd_bytes, gpu, hw, 2);
 
   double flash_bwd_s = 0;
-  if (p.attention == AttentionKernel::flash) {
+  if (p.attention == AttentionKernel::flash && p.cp == 1) {  // cp > 1: the ring's blocks, below
     // One fused kernel each way (Dao 2023, FlashAttention-2): no s×s tensor
     // reaches HBM, which sees only Q, K, V and O (forward) and those, dO, dQ,
     // dK and dV (backward). A causal kernel skips the key blocks above the
@@ -257,6 +325,9 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
     flash_bwd_s = fused_attention_time(2.5 * fwd_flops, 8.0 * head_bytes, prec, gpu, hw);
   }
 
+  double cp_bwd_attention_s = 0;
+  if (p.cp > 1) cp_bwd_attention_s = context_parallel_attention(p, c, hw, x, lc);
+
   // Elementwise: the hidden-state ops run on s·b·h (÷t with sequence parallelism).
   const double hs = x.tokens * x.h / (x.sp ? x.t : 1.0);
   const double norm_bytes = 2.0 * hs * eb;                 // read + write
@@ -277,7 +348,8 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   // elementwise backward ≈ twice the forward traffic.
   const double bwd_dgrad = t_qkv.dgrad + t_proj.dgrad + t_fc1.dgrad + t_fc2.dgrad;
   const double bwd_attention =
-      p.attention == AttentionKernel::flash
+      p.cp > 1 ? cp_bwd_attention_s
+      : p.attention == AttentionKernel::flash
           ? flash_bwd_s
           : 2.0 * (t_qk + t_pv) + memory_bound_time(scores * (eb * 3.0 + 1.0) + scores * eb * 3.0, gpu, hw, 2);
   const double bwd_elem = memory_bound_time(2.0 * elem_fwd_bytes, gpu, hw, elem_kernels);
@@ -301,9 +373,11 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
     // attention factor prices, and the backward has none (measured on the dev
     // VM: backward 1.16× the forward, not 2×).
     const CpuLayerWork w = cpu_layer_work(m, p);
-    const double per_call = 2.0 * x.s * x.s * x.d;  // FLOPs of one (batch, head) s×s×d product
-    const GemmShape attn_fwd{x.s, x.s, x.d, w.attention_fwd_flops / per_call};
-    const GemmShape attn_bwd{x.s, x.s, x.d, w.attention_bwd_flops / per_call};
+    // One (batch, head) product: s×s×d, or one ring block (s/cp)² × d with cp.
+    const double keys = p.cp > 1 ? x.sl : x.s;
+    const double per_call = 2.0 * x.sl * keys * x.d;
+    const GemmShape attn_fwd{x.sl, keys, x.d, w.attention_fwd_flops / per_call};
+    const GemmShape attn_bwd{x.sl, keys, x.d, w.attention_bwd_flops / per_call};
     lc.fwd_gemm_s += memory_bound_time(w.gemm_bias_fwd.work_bytes, gpu, hw, 0);
     lc.fwd_attention_s = gemm_time(attn_fwd, prec, gpu, hw, true);
     lc.fwd_elementwise_s = cpu_work_time(w.fwd, gpu, hw);
@@ -312,7 +386,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
     lc.bwd_attention_s = gemm_time(attn_bwd, prec, gpu, hw) + cpu_work_time(w.softmax_bwd, gpu, hw);
     if (w.attention_bwd_recompute_flops > 0)
       lc.bwd_attention_s +=
-          gemm_time(GemmShape{x.s, x.s, x.d, w.attention_bwd_recompute_flops / per_call}, prec, gpu, hw, true);
+          gemm_time(GemmShape{x.sl, keys, x.d, w.attention_bwd_recompute_flops / per_call}, prec, gpu, hw, true);
     lc.bwd_elementwise_s = cpu_work_time(w.bwd, gpu, hw);
     lc.bwd_input_s = bwd_dgrad + lc.bwd_attention_s + lc.bwd_elementwise_s;
     lc.bwd_s = lc.bwd_input_s + lc.bwd_weight_s;
@@ -332,6 +406,8 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
       lc.recompute_flops = lc.fwd_flops;
       break;
   }
+  // Recomputing the attention core (selective or full) runs its ring again.
+  if (p.cp > 1 && p.recompute != Recompute::none) lc.cp_recompute_s = lc.cp_fwd_s;
 
   // Host dispatch: a Megatron GPT layer's forward issues about kHostOpsForward
   // ops (4 GEMMs, 2 attention bmm, softmax, dropouts, norms, bias-GeLU, views
@@ -451,7 +527,7 @@ PipelineP2P pipeline_p2p(const Transformer& m, const Plan& p, const Cluster& c, 
   const GroupLayout l = place_groups(p, c);
   // Megatron's scatter-gather optimisation sends 1/t of the tensor and
   // all-gathers it inside the node; with SP the tensor is already split.
-  r.bytes = static_cast<double>(m.seq_len) * p.micro_batch * m.hidden * bytes_of(p.precision) / p.tp;
+  r.bytes = static_cast<double>(m.seq_len) / p.cp * p.micro_batch * m.hidden * bytes_of(p.precision) / p.tp;
   r.time_s = p2p_time(r.bytes, l.pp_crosses_nodes, c, hw);
   if (!p.sequence_parallel && p.tp > 1)
     r.time_s += collective_time(Collective::all_gather, r.bytes * p.tp, l.tp, c, hw);
@@ -491,7 +567,7 @@ DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, c
   d.buckets = std::max(1, static_cast<int>(std::ceil(params / p.reduce_bucket_elems)));
   // FSDP reduce-scatters each module's gradients as its backward ends.
   if (p.zero_stage == 3 && hw.engine.zero3_gather == GatherUnit::module) d.buckets = zero3_gathers_per_pass(m, p, hw);
-  if (p.dp <= 1) return d;
+  if (p.dp_cp() <= 1) return d;  // the gradients reduce over dp × cp (l.dp)
   const double gbytes = bytes_of(p.precision) * params;  // gradients in the training precision (16-bit on GPUs)
   const double pbytes = bytes_of(p.precision) * params;  // parameters likewise
   const double bucket = gbytes / d.buckets;
@@ -543,7 +619,7 @@ int zero3_gathers_per_pass(const Transformer& m, const Plan& p, const HardwarePr
 
 Zero3GatherCost zero3_gather_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
   Zero3GatherCost z;
-  if (p.zero_stage != 3 || p.dp <= 1) return z;
+  if (p.zero_stage != 3 || p.dp_cp() <= 1) return z;
   const GroupLayout l = place_groups(p, c);
   const double params = stage_params(m, p);
   z.bytes_per_pass = 2.0 * params;
@@ -578,7 +654,7 @@ double nvme_copy_time(double bytes, const Cluster& c, const HardwareProfile& hw)
 OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
   OptimizerCost o;
   const double params = stage_params(m, p);
-  const double part = p.zero_stage >= 1 ? params / p.dp : params;  // the GPU's optimizer partition
+  const double part = p.zero_stage >= 1 ? params / p.dp_cp() : params;  // the GPU's optimizer partition
   const int gpn = gpus_per_node_in_use(p, c);
   if (p.offload_params != OffloadTarget::none) {
     // Each micro-batch fetches the GPU's 16-bit partition for forward and backward.
@@ -586,7 +662,7 @@ OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster&
     // module (ZeRO-Infinity's overlap-centric design, Rajbhandari et al. 2021
     // §6.2: the NVMe→CPU read of one parameter beside the CPU→GPU copy of the
     // previous), so the slower of the two bounds the fetch, as in the simulator.
-    const double fetch = 2.0 * (2.0 * params / p.dp);
+    const double fetch = 2.0 * (2.0 * params / p.dp_cp());
     o.zero3_param_fetch_s = pcie_copy_time(fetch, c, hw);
     if (p.offload_params == OffloadTarget::nvme)
       o.zero3_param_fetch_s = std::max(o.zero3_param_fetch_s, nvme_copy_time(fetch * gpn, c, hw));

@@ -56,7 +56,9 @@ std::string to_string(AttentionKernel k) {
 
 std::string Plan::summary() const {
   std::ostringstream os;
-  os << "dp" << dp << "×tp" << tp << "×pp" << pp;
+  os << "dp" << dp << "×tp" << tp;
+  if (cp > 1) os << "×cp" << cp;
+  os << "×pp" << pp;
   if (virtual_stages > 1) os << "×v" << virtual_stages;
   os << " z" << zero_stage;
   if (offload_optimizer != OffloadTarget::none) os << " opt→" << to_string(offload_optimizer);
@@ -168,6 +170,8 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   p.dp = static_cast<int>(r.integer("dp", 1, kMaxDegree));
   p.tp = static_cast<int>(r.integer("tp", 1, kMaxDegree));
   p.pp = static_cast<int>(r.integer("pp", 1, kMaxDegree));
+  // Added with context parallelism (issue 19): absent means 1.
+  if (r.has("cp")) p.cp = static_cast<int>(r.integer("cp", 1, kMaxDegree));
   p.virtual_stages = static_cast<int>(r.integer("virtual_stages", 1, 1024));
   p.sequence_parallel = r.boolean("sequence_parallel");
   p.zero_stage = static_cast<int>(r.integer("zero_stage", 0, 3));
@@ -270,6 +274,7 @@ nlohmann::json plan_to_json(const Plan& p) {
   // Written only when stated: a balanced plan's file (and digest) is unchanged.
   if (!p.stage_layers.empty()) j["stage_layers"] = p.stage_layers;
   if (p.partition_activations) j["partition_activations"] = true;
+  if (p.cp > 1) j["cp"] = p.cp;  // likewise: a plan without context parallelism is unchanged
   return j;
 }
 
@@ -352,6 +357,26 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
     if (sum != m.layers)
       return "$.stage_layers: the stages hold " + s(sum) + " layers; expected the model's " + s(m.layers);
   }
+  if (p.cp > 1) {
+    // Load-balanced causal chunks (Megatron-Core's context parallelism): the
+    // sequence is cut into 2·cp equal chunks, rank i holding i and 2cp−1−i.
+    if (m.seq_len % (2 * p.cp) != 0)
+      return "$.cp: " + s(p.cp) + " context-parallel ranks cut the sequence into 2·cp = " + s(2 * p.cp) +
+             " load-balanced chunks, which do not divide the sequence length " + s(m.seq_len) +
+             "; expected 2·cp to divide " + s(m.seq_len);
+    if (p.sparse_attention != SparseLayout::none)
+      return "$.cp: context parallelism runs dense ring attention; block-sparse attention (" +
+             to_string(p.sparse_attention) + ") is not split over cp ranks; expected cp 1 or sparse_attention none";
+    if (m.windowed())
+      return "$.cp: context parallelism rings the whole causal prefix; the model's sliding window of " +
+             s(m.attention_window) + " tokens is not modelled with it; expected cp 1";
+    if (p.onebit_adam || p.zeropp)
+      return std::string("$.cp: context parallelism with ") + (p.onebit_adam ? "1-bit Adam" : "ZeRO++") +
+             " is not modelled (neither Megatron-Core nor torchtitan combines them); expected cp 1";
+    if (p.offload_optimizer != OffloadTarget::none || p.offload_params != OffloadTarget::none)
+      return "$.cp: context parallelism with offload is not modelled (Megatron-Core and torchtitan keep the states "
+             "on the GPUs); expected cp 1 or offload none";
+  }
   // Interleaving cuts every stage into virtual_stages equal chunks, the same
   // on every stage (Megatron-LM's --num-layers-per-virtual-pipeline-stage).
   if (p.virtual_stages > 1 && m.layers % (p.pp * p.virtual_stages) != 0)
@@ -411,7 +436,8 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
 std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const Cluster& c) {
   auto s = [](auto v) { return std::to_string(v); };
   if (p.gpus() > c.total_gpus())
-    return "$.dp: dp×tp×pp = " + s(p.gpus()) + " needs more devices than the cluster's " + s(c.total_gpus()) +
+    return std::string(p.cp > 1 ? "$.dp: dp×tp×cp×pp = " : "$.dp: dp×tp×pp = ") + s(p.gpus()) +
+           " needs more devices than the cluster's " + s(c.total_gpus()) +
            " (" + s(c.nodes) + " nodes × " + s(c.node.gpus) + "); expected at most " + s(c.total_gpus()) +
            " (fewer is allowed: the rest stay idle)";
   if (auto why = check_plan_shape(p, m)) return why;

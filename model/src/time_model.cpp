@@ -40,7 +40,8 @@ double virtual_stages(const Plan& p) { return p.schedule == Schedule::interleave
 // takes off (the steady state already holds it).
 double uneven_fill_drain(const Transformer& m, const Plan& p, const LayerCost& lc, const EdgeCost& e, double unit,
                          double send, double microbatch_overhead_s) {
-  const double fwd_unit = lc.fwd_s + lc.tp_fwd_s + std::max(0.0, lc.host_fwd_s - (lc.fwd_s + lc.tp_fwd_s));
+  const double fwd_unit =
+      lc.fwd_s + lc.tp_fwd_s + lc.cp_fwd_s + std::max(0.0, lc.host_fwd_s - (lc.fwd_s + lc.tp_fwd_s));
   const double embedding = e.embedding_fwd_s + e.embedding_bwd_s + e.embedding_tp_s;
   const double head = e.head_fwd_s + e.head_bwd_s + e.head_tp_s;
   const int last = p.pp - 1;
@@ -100,7 +101,7 @@ bool zero3_can_prefetch(const Transformer& m, const Plan& p) {
 }
 
 bool tp_shares_dp_link(const Plan& p, const Cluster& c) {
-  if (p.tp <= 1 || p.dp <= 1) return false;
+  if (p.tp <= 1 || p.dp_cp() <= 1) return false;
   const GroupLayout g = place_groups(p, c);
   return g.tp.crosses_nodes() == g.dp.crosses_nodes();
 }
@@ -132,8 +133,11 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
   const double host_slack = std::max(0.0, lc.host_fwd_s - (lc.fwd_s + lc.tp_fwd_s)) +
                             std::max(0.0, lc.host_bwd_s - (lc.bwd_s + tp_bwd)) +
                             std::max(0.0, lc.host_recompute_s - (lc.recompute_s + lc.tp_recompute_s));
+  // Context parallelism: the ring exchanges not hidden behind the attention
+  // blocks (op_costs.cpp context_parallel_attention), every pass.
+  const double cp_layer = lc.cp_fwd_s + lc.cp_bwd_s + lc.cp_recompute_s;
   // One layer's micro-batch, every part: the unit stage times are built of.
-  const double unit = lc.fwd_s + lc.bwd_s + lc.recompute_s + tp_layer + host_slack;
+  const double unit = lc.fwd_s + lc.bwd_s + lc.recompute_s + tp_layer + cp_layer + host_slack;
 
   // The slowest stage sets the 1F1B period (Narayanan et al. 2021, §2.2).
   // With one stage it holds both ends. Otherwise an end stage, carrying the
@@ -196,12 +200,13 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
   t.backward = layers * lc.bwd_s + edge_bwd;
   t.recompute = layers * lc.recompute_s;
   t.tp_comm = layers * tp_layer + edge_tp;
+  t.cp_comm = layers * cp_layer;
   t.overhead = layers * host_slack + hw.engine.microbatch_overhead_s;
   // Overlapped data-parallel link time beside each pass (for link sharing).
   double dp_link_fwd = 0;
   double dp_link_bwd = 0;
   double reduce_hidden = 0;  // of the per-micro-batch reduction, the part hidden behind backward
-  if (p.zero_stage >= 2 && p.dp > 1) {
+  if (p.zero_stage >= 2 && p.dp_cp() > 1) {
     const DpSyncCost d = dp_sync_cost(m, p, c, hw);
     t.dp_comm = exposed(d.per_microbatch_s, t.backward, p.overlap_comm ? hw.engine.dp_overlap : 0.0);
     if (p.overlap_comm) {
@@ -271,6 +276,7 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
   parts[idx(TimePart::recompute)] = n_mb * mb.recompute;
   parts[idx(TimePart::tp_comm)] = n_mb * mb.tp_comm;
   parts[idx(TimePart::pp_comm)] = n_mb * mb.pp_comm;
+  parts[idx(TimePart::cp_comm)] = n_mb * mb.cp_comm;
   parts[idx(TimePart::zero3_gather)] = n_mb * mb.zero3_gather;
   parts[idx(TimePart::overhead)] = n_mb * mb.overhead + hw.engine.step_overhead_s;
   // Fill and drain (microbatch_times: the other stages' times, (p−1)/v
@@ -294,7 +300,7 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
   // all-reduce; the momentum's compressed exchange runs inside the optimizer
   // step after backward, fully exposed, and its kernels add to the step.
   double onebit_kernels_s = 0;
-  if (p.onebit_adam && p.dp > 1) {
+  if (p.onebit_adam && p.dp_cp() > 1) {
     const OnebitAdamCost ob = onebit_adam_cost(m, p, c, hw);
     step_dp = ob.compressed_s + d.param_allgather_s + d.embedding_sync_s;
     onebit_kernels_s = ob.compress_kernels_s;

@@ -111,11 +111,11 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
       continue;
     }
 
+    // Context parallelism (Megatron-Core --context-parallel-size): plan.cp,
+    // absent or null meaning 1. dp is the published data-parallel degree
+    // (GPUs / (tp·pp·cp)); cp consumes no batch.
+    const int cp = whole(plan, "cp", where + ".plan").value_or(1);
     // What ztune cannot express yet.
-    if (auto cp = whole(plan, "cp", where + ".plan"); cp && *cp > 1) {
-      skip("context parallelism (plan.cp " + std::to_string(*cp) + "): ztune has no context-parallel plans yet");
-      continue;
-    }
     if (auto r = whole(plan, "fsdp_replicas", where + ".plan"); r && *r > 1) {
       skip("hybrid sharding (plan.fsdp_replicas " + std::to_string(*r) + "): ztune shards ZeRO-3 over all of dp");
       continue;
@@ -181,10 +181,12 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     p.tp = tp;
     p.pp = pp;
     p.dp = *dp;
+    p.cp = cp;
     p.micro_batch = *mb;
     p.global_batch = *gb;
     if (p.gpus() != *gpus) {
-      skip("tp × pp × dp = " + std::to_string(p.gpus()) + " is not the " + std::to_string(*gpus) + " GPUs the run used");
+      skip(std::string(cp > 1 ? "tp × pp × cp × dp = " : "tp × pp × dp = ") + std::to_string(p.gpus()) +
+           " is not the " + std::to_string(*gpus) + " GPUs the run used");
       continue;
     }
     if (p.global_batch % (static_cast<std::int64_t>(p.micro_batch) * p.dp) != 0) {

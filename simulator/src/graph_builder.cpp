@@ -11,10 +11,11 @@
 namespace ztune::sim {
 
 Placement placement_of(const Plan& p, const Cluster& c) {
-  // Ranks: tp fastest, then dp, then pp (Megatron's order; model/op_costs
-  // place_groups uses the same). We simulate the replica with dp index 0.
+  // Ranks: tp fastest, then cp, then dp, then pp (Megatron-Core's order;
+  // model/op_costs place_groups uses the same). We simulate the replica with
+  // dp and cp index 0; its gradients reduce over the dp × cp ranks.
   const int per_node = std::max(1, c.node.gpus);
-  const int stage_ranks = p.tp * p.dp;
+  const int stage_ranks = p.tp * p.dp_cp();
   Placement w;
   w.tp_crosses_nodes = p.tp > per_node;
   w.dp_crosses_nodes = stage_ranks > per_node;
@@ -71,7 +72,7 @@ class Builder {
     host_optimizer_ = plan.offload_optimizer != OffloadTarget::none;
     // ZeRO-3 holds a use's parameters only while it runs: gathered over dp,
     // and with parameter offload fetched from the host even when dp = 1.
-    zero3_ = plan.zero_stage == 3 && (plan.dp > 1 || plan.offload_params != OffloadTarget::none);
+    zero3_ = plan.zero_stage == 3 && (plan.dp_cp() > 1 || plan.offload_params != OffloadTarget::none);
     const double group_params = std::min(group_, layers_per_vstage_) * layer_.params;
     prefetch_depth_ = prefetch_depth(group_params);
     g_.stages = stages_;
@@ -272,6 +273,18 @@ class Builder {
     add_main(s, make(kind, s, ResourceKind::compute, transfer_s * loss));
   }
 
+  // Context parallelism's exposed ring exchange after a pass's attention
+  // (held on the compute stream: the attention kernel waits for the chunk).
+  void cp_exchange(int s, const ScheduleStep& st, int lb, int le, double duration) {
+    if (plan_.cp <= 1 || duration <= 0) return;
+    Op op = make(OpKind::cp_comm, s, ResourceKind::compute, duration);
+    op.chunk = static_cast<std::int16_t>(st.chunk);
+    op.microbatch = st.microbatch;
+    op.layer_begin = lb;
+    op.layer_end = le;
+    add_main(s, op);
+  }
+
   void tp_collective(int s, const ScheduleStep& st, int lb, int le, double duration) {
     if (plan_.tp <= 1 || duration <= 0) return;
     add_main(s, tp_op(s, st, lb, le, duration));
@@ -307,7 +320,7 @@ class Builder {
     Streams& st = streams_[static_cast<std::size_t>(s)];
     // The 16-bit parameters the use holds; what the wire carries may differ (ZeRO++ int8).
     const double bytes = params * costs_.param_bytes_per_param();
-    const double partition = bytes / plan_.dp;
+    const double partition = bytes / plan_.dp_cp();
     const std::size_t use = uses_.size();
     const std::size_t lag = static_cast<std::size_t>(prefetch_depth_) + 1;
     const OpId release = use >= lag ? uses_[use - lag] : kNone;
@@ -330,7 +343,7 @@ class Builder {
     }
     // With dp = 1 there is nothing to gather: the op only marks the fetched
     // parameters as resident.
-    const bool gathers = plan_.dp > 1;
+    const bool gathers = plan_.dp_cp() > 1;
     Op op = make(OpKind::zero3_gather, s, dp_level(), gathers ? costs_.zero3_gather_s(params, backward) : 0.0);
     op.bytes = gathers ? costs_.zero3_gather_bytes(params, backward) : 0.0;
     if (prefetch_depth_ > 0) stall(s, OpKind::zero3_stall, op.duration_s, costs_.zero3_overlap_loss());
@@ -375,6 +388,7 @@ class Builder {
       g_.ops[f].activation_delta = n * layer_.stored_activation_bytes;
       consume(gp, f, true);
       if (first == kNone) first = f;
+      cp_exchange(s, st, lb, le, n * layer_.cp_forward_s);
       tp_collective(s, st, lb, le, n * layer_.tp_forward_s);
       overhead(s, &st, lb, le, n * layer_.forward_overhead_s);
     }
@@ -412,6 +426,7 @@ class Builder {
         g_.ops[r].activation_delta = n * layer_.recompute_extra_bytes;
         consume(gp, r, false);
         if (first == kNone) first = r;
+        cp_exchange(s, st, lb, le, n * layer_.cp_recompute_s);
         if (layer_.tp_recompute_s > 0) tp_collective(s, st, lb, le, n * layer_.tp_recompute_s);
         overhead(s, &st, lb, le, n * layer_.recompute_overhead_s);
       }
@@ -420,6 +435,7 @@ class Builder {
       if (b_first != b) consume(gp, b_first, false);
       consume(gp, b, true);
       if (first == kNone) first = b_first;
+      cp_exchange(s, st, lb, le, n * layer_.cp_backward_s);
       overhead(s, &st, lb, le, n * layer_.backward_overhead_s);
       if (reduce) produce_gradients(s, b, n * layer_.params);
     }
@@ -440,8 +456,8 @@ class Builder {
 
   // 1-bit Adam's compression phase reduces no gradients: each rank updates its
   // momentum locally and exchanges it compressed in the optimizer step.
-  bool onebit() const { return plan_.onebit_adam && plan_.dp > 1; }
-  bool gradients_leave_gpu() const { return (plan_.dp > 1 && !onebit()) || host_optimizer_; }
+  bool onebit() const { return plan_.onebit_adam && plan_.dp_cp() > 1; }
+  bool gradients_leave_gpu() const { return (plan_.dp_cp() > 1 && !onebit()) || host_optimizer_; }
 
   // DeepSpeed / Megatron DDP fill reduce buckets in the order the backward
   // produces gradients and launch each one when it is full.
@@ -498,7 +514,7 @@ class Builder {
     Streams& st = streams_[static_cast<std::size_t>(s)];
     const double bytes = elems * costs_.grad_bytes_per_param();
     OpId reduced = kNone;
-    if (plan_.dp > 1 && !onebit()) {
+    if (plan_.dp_cp() > 1 && !onebit()) {
       const auto kind = plan_.zero_stage == 0 ? DpCollective::all_reduce : DpCollective::reduce_scatter;
       const double t = plan_.zero_stage == 3 ? costs_.zero3_reduce_s(bytes) : costs_.dp_collective_s(kind, bytes);
       Op op = make(OpKind::dp_reduce, s, dp_level(), t);

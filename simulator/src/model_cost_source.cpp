@@ -23,6 +23,9 @@ ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Clus
   // what it hides is the same (the profile's overlap factor is fitted to it).
   layer_.tp_backward_window_s = std::min(lc.tp_bwd_async_s, lc.tp_bwd_window_s) * hw.engine.tp_overlap;
   layer_.tp_recompute_s = lc.tp_recompute_s;
+  layer_.cp_forward_s = lc.cp_fwd_s;
+  layer_.cp_backward_s = lc.cp_bwd_s;
+  layer_.cp_recompute_s = lc.cp_recompute_s;
   // A pass takes max(GPU time with its blocking collectives, host dispatch)
   // (op_costs LayerCost::host_*); the simulator waits out the excess.
   const double tp_bwd = lc.tp_bwd_s + exposed(lc.tp_bwd_async_s, lc.tp_bwd_window_s, hw.engine.tp_overlap);
@@ -68,9 +71,9 @@ ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Clus
   embedding_sync_s_ = dp_sync_cost(m, p, c, hw).embedding_sync_s;
   optimizer_ = optimizer_cost(m, p, c, hw);
   const double params = stage_params(m, p);
-  optimizer_params_ = p.zero_stage >= 1 ? params / p.dp : params;
+  optimizer_params_ = p.zero_stage >= 1 ? params / p.dp_cp() : params;
   stage_params_ = params;
-  if (p.onebit_adam && p.dp > 1) {
+  if (p.onebit_adam && p.dp_cp() > 1) {
     const OnebitAdamCost ob = onebit_adam_cost(m, p, c, hw);
     onebit_exchange_s_ = ob.compressed_s;
     onebit_kernels_s_ = ob.compress_kernels_s;
@@ -85,7 +88,7 @@ double ModelCostSource::zero3_gather_s(double params, bool backward) const {
     return collective_time(Collective::all_gather, 2.0 * params, node, cluster_, hw_);
   }
   return collective_time(Collective::all_gather, kZeroppWeightBytes * params, layout_.dp, cluster_, hw_) +
-         zeropp_weight_quantize_time(params, params / plan_.dp, cluster_, hw_);
+         zeropp_weight_quantize_time(params, params / plan_.dp_cp(), cluster_, hw_);
 }
 
 double ModelCostSource::zero3_gather_bytes(double params, bool backward) const {

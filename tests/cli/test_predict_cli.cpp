@@ -76,7 +76,8 @@ TEST_CASE("validate --json reports every source; its exit code says whether each
   for (const auto& s : j.at("sources")) all_ok = all_ok && s.at("ok").get<bool>();
   CHECK(j.at("ok") == all_ok);
   CHECK(r.exit_code == (all_ok ? 0 : 1));
-  CHECK(j.at("not_expressible").size() == 36);
+  // 36 before context parallelism; its 17 NeMo Llama 3.1 rows (plan.cp 2) are predicted now.
+  CHECK(j.at("not_expressible").size() == 19);
   CHECK(j.at("cells").size() >= 6);
   r = run_command(ztune_bin() + " validate --source Korthikanti2022-T5");
   CHECK(r.exit_code == 0);
@@ -169,4 +170,34 @@ TEST_CASE("predict says what would make a plan fit, with numbers; nothing when i
   j = nlohmann::json::parse(r.out);
   CHECK(j.at("memory").at("fits") == true);
   CHECK(j.at("memory").at("fit_hints").empty());
+}
+
+// Context parallelism (issue 19): --cp on predict and search, errors naming the flag.
+TEST_CASE("predict --cp: the ring's part, the devices it takes, and the errors naming --cp", "[cli][predict][cp]") {
+  const std::string base = ztune_bin() +
+                           " predict --cluster dgx-h100x32 --nodes 8 --model llama-70b --seq 8192 --tp 4 --pp 4"
+                           " --virtual-stages 5 --micro-batch 1 --global-batch 128 --sequence-parallel --zero 1"
+                           " --attention flash --engine megatron";
+  auto r = run_command(base + " --cp 2 --dp 2 --json");
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK_THAT(j.at("plan").get<std::string>(), Contains("dp2×tp4×cp2×pp4"));
+  CHECK(j.at("time").at("breakdown_s").at("cp_comm").get<double>() > 0);
+  CHECK(j.at("memory").at("fits") == true);
+  // Without --dp the remaining devices: 64 / (tp 4 × pp 4 × cp 2) = 2.
+  r = run_command(base + " --cp 2 --json");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(nlohmann::json::parse(r.out).at("plan").get<std::string>(), Contains("dp2×tp4×cp2×pp4"));
+  // 8192 tokens do not cut into 2·3 chunks.
+  r = run_command(base + " --cp 3 --dp 1");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--cp: 3") && Contains("8192"));
+  // More ranks than the cluster has.
+  r = run_command(base + " --cp 2 --dp 4");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("dp×tp×cp×pp = 128") && Contains("64"));
+  // search --cp 3: refused before anything is searched.
+  r = run_command(ztune_bin() + " search --cluster dgx-h100x32 --nodes 8 --model llama-70b --seq 8192 --cp 3 --no-db");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--cp: 3"));
 }

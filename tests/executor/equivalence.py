@@ -96,6 +96,22 @@ CASES = {
     "qwen_dp2_tp2_zero1_sp": dict(model="tiny-llama", qkv_bias=True, dp=2, tp=2, mb=1, ga=4, zero=1, sp=True),
     # Mistral's sliding window (24 of 64 positions) with heads split over tp and a pipeline.
     "window_tp2_pp2_flash": dict(model="tiny-llama", attention_window=24, tp=2, pp=2, mb=2, ga=4, attention="flash"),
+    # Context parallelism (issue 19): each 64-token sequence cut into 2·cp
+    # load-balanced chunks (rank i holds chunks i and 2cp−1−i), causal
+    # attention as a ring over the cp ranks (K/V passed on, dK/dV brought
+    # home), gradients reduced over dp × cp. Standard keeps the probabilities,
+    # flash only the log-sum-exp; both against the single-rank standard run.
+    "cp2": dict(cp=2),
+    "cp4": dict(cp=4),
+    "cp2_flash": dict(cp=2, attention="flash"),
+    "cp4_flash": dict(cp=4, attention="flash"),
+    "cp2_recompute_selective": dict(cp=2, recompute="selective"),
+    "dp2_cp2_zero1": dict(dp=2, cp=2, mb=1, ga=4, zero=1),
+    "cp2_zero3": dict(cp=2, zero=3, bucket=3e4),
+    "tp2_cp2_sp_flash": dict(tp=2, cp=2, sp=True, attention="flash"),
+    "pp2_cp2_flash_recompute_full": dict(pp=2, cp=2, attention="flash", recompute="full"),
+    "llama_cp2_flash": dict(model="tiny-llama", cp=2, attention="flash"),
+    "llama_tp2_cp2": dict(model="tiny-llama", tp=2, cp=2),
 }
 STEPS = 5
 
@@ -103,7 +119,7 @@ STEPS = 5
 def run(worker, mpirun, workdir, name, kw, model):
     plan_path = os.path.join(workdir, name + ".json")
     plans.write_plan_file(plan_path, model, **kw)
-    n = kw.get("dp", 1) * kw.get("tp", 1) * kw.get("pp", 1)
+    n = kw.get("dp", 1) * kw.get("tp", 1) * kw.get("pp", 1) * kw.get("cp", 1)
     record = os.path.join(workdir, name + ".record.json")
     weights = os.path.join(workdir, name + ".safetensors")
     grads = os.path.join(workdir, name + ".grads.safetensors")

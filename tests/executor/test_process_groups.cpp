@@ -45,3 +45,47 @@ TEST_CASE("dp2×tp2 and pp2×tp2 groups hold the expected ranks", "[mpi][groups]
     CHECK(sum_of_world_ranks(*g.embed, me) == static_cast<float>(me % 2 == 0 ? 2 : 4));
   }
 }
+
+// Context parallelism: Megatron-Core's tp-cp-dp-pp order, cp ranks next to tp.
+TEST_CASE("coordinates round-trip with context parallelism", "[groups][cp]") {
+  GroupShape s{2, 2, 3};
+  s.cp = 2;
+  CHECK(s.world() == 24);
+  for (int r = 0; r < s.world(); ++r) CHECK(world_rank_of(coordinates_of(r, s), s) == r);
+  auto c = coordinates_of(23, s);  // 23 = ((2·2 + 1)·2 + 1)·2 + 1
+  CHECK(c.pp_rank == 2);
+  CHECK(c.dp_rank == 1);
+  CHECK(c.cp_rank == 1);
+  CHECK(c.tp_rank == 1);
+  c = coordinates_of(2, s);  // the first cp neighbour of rank 0 is tp ranks away
+  CHECK(c.cp_rank == 1);
+  CHECK(c.tp_rank == 0);
+  CHECK(c.dp_rank == 0);
+}
+
+TEST_CASE("dp2×cp2 and cp2×tp2 groups: the weights' dp group spans dp × cp", "[mpi][groups][cp]") {
+  auto world = MpiCommunicator::world();
+  REQUIRE(world->size() == 4);
+  const int me = world->rank();
+  {
+    GroupShape s{2, 1, 1};
+    s.cp = 2;  // ranks: cp fastest, then dp
+    auto g = make_process_groups(*world, s);
+    CHECK(g.coords.cp_rank == me % 2);
+    CHECK(g.coords.dp_rank == me / 2);
+    // cp pairs {0,1},{2,3}; the weights' dp group is all four (rank dp·cp + cp = world rank).
+    CHECK(sum_of_world_ranks(*g.cp, me) == static_cast<float>(me / 2 == 0 ? 1 : 5));
+    CHECK(g.dp->size() == 4);
+    CHECK(g.dp->rank() == me);
+    CHECK(sum_of_world_ranks(*g.dp, me) == 6.0f);
+    CHECK(g.tp->size() == 1);
+  }
+  {
+    GroupShape s{1, 2, 1};
+    s.cp = 2;  // tp fastest, then cp
+    auto g = make_process_groups(*world, s);
+    CHECK(sum_of_world_ranks(*g.tp, me) == static_cast<float>(me / 2 == 0 ? 1 : 5));
+    CHECK(sum_of_world_ranks(*g.cp, me) == static_cast<float>(me % 2 == 0 ? 2 : 4));
+    CHECK(sum_of_world_ranks(*g.dp, me) == static_cast<float>(me % 2 == 0 ? 2 : 4));
+  }
+}

@@ -83,3 +83,21 @@ TEST_CASE("filters: only ZeRO-3, only without offload", "[gui][models]") {
   proxy.set_gpus(8);
   CHECK(proxy.rowCount() == 0);
 }
+
+TEST_CASE("context parallelism shows in the layout, after tp, and sorts there", "[gui][models][cp]") {
+  PlanTableModel model;
+  auto plans = four_plans();
+  plans[0].plan.cp = 2;
+  plans[0].plan.dp = 4;
+  model.set_plans(plans, 1e12);
+  CHECK(model.index(0, PlanTableModel::layout).data().toString() == "dp4 · tp2 · cp2 · pp1");
+  CHECK(model.index(0, PlanTableModel::gpus).data().toInt() == 16);  // dp × tp × cp × pp
+  // The same tp and pp: cp 2 sorts after cp 1.
+  plans[1].plan = plans[0].plan;
+  plans[1].plan.cp = 1;
+  plans[1].plan.dp = 8;
+  model.set_plans(plans, 1e12);
+  CHECK(model.index(0, PlanTableModel::layout).data(PlanTableModel::SortRole).toInt() >
+        model.index(1, PlanTableModel::layout).data(PlanTableModel::SortRole).toInt());
+  CHECK(model.index(1, PlanTableModel::layout).data().toString() == "dp8 · tp2 · pp1");
+}

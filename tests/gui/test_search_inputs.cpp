@@ -149,3 +149,18 @@ TEST_CASE("the memory headroom input reaches the search; out of range is marked 
   CHECK(field_of_message(bad->message) == InputField::memory_headroom);
   CHECK(resolve_inputs(SearchInputs{}).inputs->options.memory.gpu_headroom == 0);
 }
+
+TEST_CASE("the max context-parallel input reaches the search; a negative one is marked on its field",
+          "[gui][inputs][cp]") {
+  SearchInputs in;
+  CHECK(resolve_inputs(in).inputs->options.space.max_cp == 0);  // the search's default
+  in.max_cp = 4;
+  const InputResolution ok = resolve_inputs(in);
+  REQUIRE(ok.ok());
+  CHECK(ok.inputs->options.space.max_cp == 4);
+  in.max_cp = -1;
+  const InputIssue* bad = issue_for(resolve_inputs(in), InputField::max_cp);
+  REQUIRE(bad != nullptr);
+  CHECK(bad->message.startsWith("--max-cp"));
+  CHECK(field_of_message(bad->message) == InputField::max_cp);
+}

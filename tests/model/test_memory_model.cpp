@@ -301,3 +301,42 @@ TEST_CASE("partitioned activations (ZeRO-R Pa) divide the full-recompute checkpo
   CHECK(split.gpu_total_bytes - split.line(MemLine::activations) - split.line(MemLine::fragmentation) ==
         Approx(whole.gpu_total_bytes - whole.line(MemLine::activations) - whole.line(MemLine::fragmentation)));
 }
+
+// Context parallelism (issue 19): every rank holds s/cp of each sequence, so
+// Korthikanti et al.'s per-layer activations divide by cp (the scores: s/cp
+// query rows against all s keys); the weights are whole on each cp rank and
+// ZeRO partitions them over dp × cp.
+TEST_CASE("context parallelism: Korthikanti's activations divided by cp, states over dp × cp", "[memory][cp]") {
+  const double s = 4096, b = 1, h = 1024, a = 16, t = 2;
+  const Transformer m = gpt(4, 1024, 16, 4096, 50304);
+  Plan p = test::zero_plan(2, 2, 1, 1, 4);
+  p.sequence_parallel = true;
+  const double sbh = s * b * h;
+  for (int cp : {1, 2, 4}) {
+    p.cp = cp;
+    INFO("cp " << cp);
+    // Korthikanti Table 2, tensor + sequence parallel: s·b·h·(34 + 5·a·s/h)/t.
+    CHECK(layer_activation_bytes(m, p, Recompute::none) == Approx(sbh * (34 + 5 * a * s / h) / t / cp));
+    CHECK(layer_activation_bytes(m, p, Recompute::selective) == Approx(sbh * 34 / t / cp));
+    CHECK(layer_activation_bytes(m, p, Recompute::full) == Approx(2 * sbh / t / cp));
+    Plan f = p;
+    f.attention = AttentionKernel::flash;  // the fp32 log-sum-exp of each of the rank's query rows
+    CHECK(layer_activation_bytes(m, f, Recompute::none) == Approx((sbh * 34 + 4 * a * s * b) / t / cp));
+    // The whole line: 4 layers, one micro-batch in flight, plus the embedding's dropout mask.
+    const auto mp = predict_memory(m, p, a100_nodes(1), flat_profile());
+    CHECK(mp.line(MemLine::activations) == Approx(4 * sbh * (34 + 5 * a * s / h) / t / cp + sbh / t / cp));
+    // Model states: 16-bit params and grads whole, the optimizer's 12Ψ over dp × cp (ZeRO-1).
+    const double psi = stage_params(m, p);
+    CHECK(mp.line(MemLine::params) == Approx(2 * psi));
+    CHECK(mp.line(MemLine::grads) == Approx(2 * psi));
+    CHECK(mp.line(MemLine::optimizer) == Approx(12 * psi / (2 * cp)));
+  }
+  // ZeRO-3 shards the parameters too: Ψ/(dp·cp) each.
+  p.cp = 4;
+  p.zero_stage = 3;
+  const auto z3 = predict_memory(m, p, a100_nodes(2), flat_profile());
+  const double psi = stage_params(m, p);
+  CHECK(z3.line(MemLine::params) == Approx(2 * psi / 8));
+  CHECK(z3.line(MemLine::grads) == Approx(2 * psi / 8));
+  CHECK(z3.line(MemLine::optimizer) == Approx(12 * psi / 8));
+}

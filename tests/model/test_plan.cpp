@@ -216,3 +216,48 @@ TEST_CASE("stages with the embedding and the loss counted as layers", "[plan][st
                     Contains("--account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split") &&
                         Contains("128 do not split into 12"));
 }
+
+// Context parallelism (issue 19): Megatron-Core's --context-parallel-size.
+TEST_CASE("cp in the plan file: optional, round-trips, strict; its rules name $.cp", "[plan][cp]") {
+  ztune::Plan p;
+  auto j = ztune::plan_to_json(p);
+  CHECK_FALSE(j.contains("cp"));  // plans without context parallelism are written as before
+  CHECK(ztune::plan_from_json(j, "p.json").cp == 1);
+  p.cp = 4;
+  p.dp = 2;
+  p.global_batch = 2;  // cp consumes no batch: micro_batch × grad_accum × dp
+  j = ztune::plan_to_json(p);
+  CHECK(j["cp"] == 4);
+  const auto q = ztune::plan_from_json(j, "p.json");
+  CHECK(q.cp == 4);
+  CHECK(q.gpus() == 8);   // dp × tp × cp × pp
+  CHECK(q.dp_cp() == 8);  // the weights' data-parallel group
+  CHECK_THAT(q.summary(), Contains("dp2×tp1×cp4×pp1"));
+  j["cp"] = 0;
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.cp: expected an integer"));
+  j["cp"] = "2";
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.cp"));
+
+  auto m = ztune::load_transformer("gpt3-175b");  // seq 2048
+  auto a100 = ztune::load_cluster("dgx-a100-80gb");
+  ztune::Plan r;
+  r.cp = 8;
+  r.attention = ztune::AttentionKernel::flash;
+  CHECK_FALSE(ztune::check_plan(r, m, a100).has_value());
+  // Load-balanced chunks: 2·cp must divide the sequence.
+  r.cp = 3;
+  CHECK_THAT(*ztune::check_plan(r, m, a100), Contains("$.cp: 3") && Contains("2·cp = 6") && Contains("2048"));
+  r.cp = 2;
+  r.sparse_attention = ztune::SparseLayout::fixed;
+  r.attention = ztune::AttentionKernel::standard;
+  CHECK_THAT(*ztune::check_plan(r, m, a100), Contains("$.cp") && Contains("block-sparse"));
+  r.sparse_attention = ztune::SparseLayout::none;
+  r.zero_stage = 3;
+  r.offload_optimizer = ztune::OffloadTarget::cpu;
+  CHECK_THAT(*ztune::check_plan(r, m, a100), Contains("$.cp") && Contains("offload"));
+  // The devices: dp × tp × cp × pp of them.
+  r.offload_optimizer = ztune::OffloadTarget::none;
+  r.dp = a100.total_gpus();
+  r.global_batch = r.dp;
+  CHECK_THAT(*ztune::check_plan(r, m, a100), Contains("dp×tp×cp×pp = " + std::to_string(2 * a100.total_gpus())));
+}

@@ -745,3 +745,72 @@ TEST_CASE("uneven stages: the balanced shortcut equals the stated partition", "[
     }
   }
 }
+
+// Context parallelism (issue 19): a cp rank runs every linear, elementwise and
+// tensor-parallel operation on s/cp tokens — the same work as a plan without
+// cp on a sequence of s/cp — and its attention as a ring of cp blocks whose
+// K/V exchange hides behind the block compute (op_costs.cpp
+// context_parallel_attention).
+TEST_CASE("context parallelism: the rank's s/cp tokens; the ring's exposed exchange", "[time][cp]") {
+  const HardwareProfile hw = profile();
+  const Cluster c = a100(2);
+  Transformer m = gpt(8, 4096, 32, 8192, 50304);
+  m.kv_heads = 8;  // grouped-query attention: K/V chunks of 8 heads
+  Plan p = zero_plan(2, 2, 1, 1, 4);
+  p.sequence_parallel = true;
+  p.attention = AttentionKernel::flash;
+  const LayerCost none = layer_cost(m, p, c, hw);
+  CHECK(none.cp_steps == 0);
+  CHECK(none.cp_fwd_s == 0);
+  CHECK(none.cp_bwd_s == 0);
+  CHECK(predict_time(m, p, c, hw).part(TimePart::cp_comm) == 0);
+  for (int cp : {2, 4}) {
+    INFO("cp " << cp);
+    Plan q = p;
+    q.cp = cp;
+    Transformer shorter = m;
+    shorter.seq_len = m.seq_len / cp;
+    const LayerCost lc = layer_cost(m, q, c, hw);
+    const LayerCost ref = layer_cost(shorter, p, c, hw);
+    CHECK(lc.fwd_gemm_s == Approx(ref.fwd_gemm_s));
+    CHECK(lc.fwd_elementwise_s == Approx(ref.fwd_elementwise_s));
+    CHECK(lc.bwd_weight_s == Approx(ref.bwd_weight_s));
+    CHECK(lc.tp_fwd_s == Approx(ref.tp_fwd_s));
+    CHECK(lc.tp_bytes == Approx(ref.tp_bytes));
+    CHECK(pipeline_p2p(m, q, c, hw).bytes == Approx(pipeline_p2p(shorter, p, c, hw).bytes));
+    // One K/V chunk: K and V of the rank's s/cp rows, 8 heads of 128 split over tp 2, 16-bit.
+    const double chunk = 2.0 * 1 * (8192.0 / cp) * (8 * 128 / 2) * 2;
+    CHECK(lc.cp_steps == cp);
+    CHECK(lc.cp_bytes == Approx(chunk));
+    // tp 2 × cp ≤ 8: the ring stays inside a node.
+    const double kv = p2p_time(chunk, false, c, hw), kv_dkv = p2p_time(2 * chunk, false, c, hw);
+    CHECK(lc.cp_fwd_link_s == Approx((cp - 1) * kv));
+    CHECK(lc.cp_bwd_link_s == Approx((cp - 1) * kv_dkv + kv));
+    CHECK(lc.cp_fwd_s == Approx((cp - 1) * std::max(0.0, kv - lc.cp_step_fwd_s)));
+    // The last dK/dV hop home has no block left to hide behind.
+    CHECK(lc.cp_bwd_s == Approx((cp - 1) * std::max(0.0, kv_dkv - lc.cp_step_bwd_s) + kv));
+    CHECK(lc.fwd_attention_s == Approx(cp * lc.cp_step_fwd_s));
+    // At 8k tokens a flash block (0.1 ms and more) outlasts its 2-8 MB exchange on NVSwitch.
+    CHECK(lc.cp_fwd_s == 0);
+    // The iteration: cp_comm is m × layers × the exposed ring, and the parts sum to the total.
+    const TimePrediction t = predict_time(m, q, c, hw);
+    CHECK(t.part(TimePart::cp_comm) == Approx(4.0 * 8 * (lc.cp_fwd_s + lc.cp_bwd_s + lc.cp_recompute_s)));
+    double sum = 0;
+    for (double v : t.parts) sum += v;
+    CHECK(sum == Approx(t.iteration_s));
+    // Gradients reduce over dp × cp ranks: the same traffic as dp·cp data-parallel ranks.
+    Plan wide = p;
+    wide.dp = p.dp * cp;
+    wide.global_batch = wide.dp * wide.micro_batch * wide.grad_accum;
+    CHECK(dp_sync_cost(m, q, c, hw).per_step_s == Approx(dp_sync_cost(m, wide, c, hw).per_step_s));
+    CHECK(dp_sync_cost(m, q, c, hw).param_allgather_s == Approx(dp_sync_cost(m, wide, c, hw).param_allgather_s));
+  }
+  // Across nodes (tp 8 fills one): the ring's hops cross the inter-node fabric.
+  Plan x = p;
+  x.tp = 8;
+  x.dp = 1;
+  x.cp = 2;
+  x.global_batch = 4;
+  const LayerCost far = layer_cost(m, x, c, hw);
+  CHECK(far.cp_fwd_link_s == Approx(p2p_time(far.cp_bytes, true, c, hw)));
+}

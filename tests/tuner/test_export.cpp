@@ -378,3 +378,46 @@ TEST_CASE("partitioned activations export as DeepSpeed and Megatron-LM spell the
   CHECK(*engine_violation(p, Engine::fsdp) == EngineRule::fs_partition_activations);
   CHECK(*engine_violation(p, Engine::ztune) == EngineRule::zt_partition_activations);
 }
+
+// Context parallelism (issue 19): Megatron-Core's --context-parallel-size;
+// DeepSpeed has none, and Megatron-Core rings only its fused attention.
+TEST_CASE("export of context parallelism: Megatron's --context-parallel-size, refused for DeepSpeed",
+          "[tuner][export][cp]") {
+  PlanFile pf;
+  Plan& p = pf.plan;
+  p.tp = 4;
+  p.pp = 1;
+  p.cp = 2;
+  p.dp = 8;
+  p.zero_stage = 1;
+  p.micro_batch = 1;
+  p.grad_accum = 16;
+  p.global_batch = 128;
+  p.sequence_parallel = true;
+  p.attention = AttentionKernel::flash;
+  pf.cluster = load_cluster("dgx-h100x32");
+  pf.model = load_transformer("llama-70b");
+  const auto a = megatron_arguments(pf, "cp.json");
+  const auto at = std::find(a.begin(), a.end(), "--context-parallel-size");
+  REQUIRE(at != a.end());
+  CHECK(*(at + 1) == "2");
+  CHECK(std::find(a.begin(), a.end(), "--use-distributed-optimizer") != a.end());
+  // Eight nodes of 8: tp 4 × cp 2 × dp 8 = 64 GPUs.
+  CHECK_THAT(megatron_launch(pf, "cp.json"), Contains("--nnodes 8 --nproc_per_node 8"));
+  CHECK_THROWS_WITH(deepspeed_config(pf, "cp.json"),
+                    Contains("cp.json: deepspeed cannot run this plan") && Contains("no context parallelism"));
+  CHECK_THROWS_WITH(deepspeed_launch(pf, "ds.json", "cp.json"), Contains("no context parallelism"));
+  // Without cp nothing changes.
+  p.cp = 1;
+  p.dp = 16;
+  p.grad_accum = 8;
+  const auto b = megatron_arguments(pf, "cp.json");
+  CHECK(std::find(b.begin(), b.end(), "--context-parallel-size") == b.end());
+  // Megatron-Core's unfused attention has no ring.
+  p.cp = 2;
+  p.dp = 8;
+  p.grad_accum = 16;
+  p.attention = AttentionKernel::standard;
+  CHECK_THROWS_WITH(megatron_arguments(pf, "cp.json"),
+                    Contains("megatron cannot run this plan") && Contains("fused attention"));
+}

@@ -246,6 +246,11 @@ TEST_CASE("when long sequences do not fit with the standard kernel, the hints na
   o.space.global_batch = 8;
   o.space.attention = AttentionKernel::standard;
   const auto hw = default_profile_for(c);
+  // Context parallelism (searched from 8k tokens) divides those scores by cp
+  // and fits it: the space without it is the one this case is about.
+  SearchOptions with_cp = o;
+  CHECK(run_search(m, c, hw, with_cp).feasible > 0);
+  o.space.max_cp = 1;
   const auto r = run_search(m, c, hw, o);
   REQUIRE(r.feasible == 0);
   bool flash = false;
@@ -403,4 +408,31 @@ TEST_CASE("hints for a plan with stated stages: twice the pipeline is balanced",
     }
   }
   CHECK(pp4);
+}
+
+// Context parallelism (issue 19) as a fit hint: the same GPUs with half the
+// data parallelism and twice the cp keep half of each sequence's activations.
+TEST_CASE("a long-sequence plan that does not fit is offered cp 2 on the same GPUs", "[tuner][explain][cp]") {
+  Transformer m = load_transformer("llama-7b");
+  m.seq_len = 16384;
+  const Cluster c = load_cluster("dgx-a100-80gb");
+  const auto hw = default_profile_for(c);
+  Plan p;
+  p.dp = 8;
+  p.zero_stage = 3;
+  p.micro_batch = 1;
+  p.grad_accum = 1;
+  p.global_batch = 8;
+  p.attention = AttentionKernel::flash;
+  REQUIRE_FALSE(check_plan(p, m, c).has_value());
+  REQUIRE_FALSE(predict_memory(m, p, c, hw).fits());
+  SearchOptions o;
+  bool cp = false;
+  for (const auto& h : plan_fit_hints(m, c, hw, o, p))
+    if (h.change.starts_with("cp 2")) {
+      cp = true;
+      CHECK(h.fits);
+      CHECK_THAT(h.detail, Catch::Matchers::Contains("dp4×tp1×cp2×pp1") && Catch::Matchers::Contains(": fits"));
+    }
+  CHECK(cp);
 }

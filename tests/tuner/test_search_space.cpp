@@ -324,3 +324,54 @@ TEST_CASE("partitioned activations are searched where the engine runs them, with
     CHECK(n <= s.size());
   }
 }
+
+// Context parallelism (issue 19) as a layout dimension: dp × tp × cp × pp = devices.
+TEST_CASE("context parallelism: searched from 8k tokens or with --max-cp; --cp pins it", "[tuner][space][cp]") {
+  Transformer m = load_transformer("tiny");  // 64 tokens, 4 layers, global batch 16
+  Cluster c = load_cluster("v100-workstation");
+  c.node.gpus = 4;
+  auto cps = [](const SearchSpace& s) {
+    std::set<int> out;
+    for (const auto& l : s.layouts()) out.insert(l.cp);
+    return out;
+  };
+  // Below kContextParallelMinSeq the default space is the one before cp existed.
+  CHECK(cps(SearchSpace(m, c, SpaceOptions{})) == std::set<int>{1});
+  SpaceOptions o;
+  o.max_cp = 4;
+  const SearchSpace s(m, c, o);
+  CHECK(cps(s) == std::set<int>{1, 2, 4});
+  // Every plan valid, distinct, on dp·tp·cp·pp devices; cp plans without offload, 1-bit Adam, ZeRO++.
+  std::set<std::string> seen;
+  std::int64_t n = 0, with_cp = 0;
+  for (const auto& l : s.layouts()) {
+    CHECK(l.dp * l.tp * l.cp * l.pp == l.gpus);
+    if (l.rejected != LayoutRule::none) continue;
+    s.for_each_plan(l, [&](const Plan& p) {
+      ++n;
+      with_cp += p.cp > 1;
+      CHECK(p.cp == l.cp);
+      CHECK_FALSE(check_plan(p, m, c).has_value());
+      if (p.cp > 1) CHECK(p.offload_optimizer == OffloadTarget::none);
+      CHECK(static_cast<std::int64_t>(p.micro_batch) * p.grad_accum * p.dp == p.global_batch);
+      seen.insert(plan_to_json(p).dump());
+    });
+    CHECK(l.plans > 0);
+  }
+  CHECK(with_cp > 0);
+  CHECK(seen.size() == static_cast<std::size_t>(n));
+  // A pin: only cp 2; one that cannot cut the sequence into 2·cp chunks is refused naming --cp.
+  o.cp = 2;
+  CHECK(cps(SearchSpace(m, c, o)) == std::set<int>{2});
+  o.cp = 3;
+  CHECK_THROWS_WITH(SearchSpace(m, c, o), Catch::Matchers::Contains("--cp: 3") &&
+                                               Catch::Matchers::Contains("do not divide the sequence length 64"));
+  // From 8k tokens the default space has cp up to a node's worth.
+  Transformer longer = m;
+  longer.seq_len = 8192;
+  c.node.gpus = 8;
+  CHECK(cps(SearchSpace(longer, c, SpaceOptions{})) == std::set<int>{1, 2, 4, 8});
+  SpaceOptions off;
+  off.max_cp = 1;
+  CHECK(cps(SearchSpace(longer, c, off)) == std::set<int>{1});
+}

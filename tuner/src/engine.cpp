@@ -43,6 +43,9 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
      "DeepSpeed's ds_config.json cannot make the bigbird or longformer sparse attention layout causal (its "
      "parser reads no \"attention\" key for bigbird and bslongformer, which then default to bidirectional); "
      "use the fixed or variable layout"},
+    {"deepspeed: no context parallelism",
+     "DeepSpeed has no context parallelism (ring attention over cp shards of each sequence); its sequence "
+     "parallelism is DeepSpeed-Ulysses (all-to-all over heads), another plan: use cp 1, or export to megatron"},
     {"megatron: no ZeRO-2/3",
      "Megatron-LM's distributed optimizer is ZeRO-1; it has no ZeRO stage 2 or 3"},
     {"megatron: no offload", "Megatron-LM does not offload optimizer states or parameters"},
@@ -50,6 +53,9 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"megatron: no 1-bit Adam", "Megatron-LM has no 1-bit Adam"},
     {"megatron: no ZeRO++", "Megatron-LM has no ZeRO++"},
     {"megatron: no sparse attention", "Megatron-LM has no block-sparse attention"},
+    {"megatron: context parallelism needs flash",
+     "Megatron-Core's context parallelism runs in Transformer Engine's fused attention only (its unfused "
+     "DotProductAttention asserts context_parallel_size 1): use attention \"flash\" with cp > 1"},
     {"fsdp: no ZeRO-1",
      "PyTorch FSDP shards as NO_SHARD (ZeRO 0), SHARD_GRAD_OP (ZeRO-2) or FULL_SHARD (ZeRO-3); it has no ZeRO-1"},
     {"fsdp: offload is CPU and ZeRO-3",
@@ -58,6 +64,9 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"fsdp: no 1-bit Adam", "PyTorch FSDP has no 1-bit Adam"},
     {"fsdp: no ZeRO++", "PyTorch FSDP has no ZeRO++"},
     {"fsdp: no sparse attention", "PyTorch FSDP has no block-sparse attention"},
+    {"fsdp: context parallelism needs flash",
+     "torchtitan's context parallelism (context_parallel_degree) rings SDPA's flash or memory-efficient kernels "
+     "only: use attention \"flash\" with cp > 1"},
     {"fsdp: no partitioned checkpoints",
      "PyTorch FSDP and torchtitan do not partition activation checkpoints over the tensor-parallel ranks (no "
      "ZeRO-R Pa; torchtitan's tensor parallelism splits activations with sequence parallelism)"},
@@ -90,6 +99,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       // 'bidirectional': a causal model would attend to later tokens.
       if (p.sparse_attention == SparseLayout::bigbird || p.sparse_attention == SparseLayout::longformer)
         return EngineRule::ds_sparse_causal;
+      if (p.cp > 1) return EngineRule::ds_context_parallel;
       return std::nullopt;
     case Engine::megatron:
       if (p.zero_stage > 1) return EngineRule::mg_zero_stage;
@@ -98,6 +108,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.onebit_adam) return EngineRule::mg_onebit;
       if (p.zeropp) return EngineRule::mg_zeropp;
       if (p.sparse_attention != SparseLayout::none) return EngineRule::mg_sparse;
+      if (p.cp > 1 && p.attention != AttentionKernel::flash) return EngineRule::mg_cp_attention;
       return std::nullopt;
     case Engine::fsdp:
       if (p.zero_stage == 1) return EngineRule::fs_zero1;
@@ -108,6 +119,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.zeropp) return EngineRule::fs_zeropp;
       if (p.sparse_attention != SparseLayout::none) return EngineRule::fs_sparse;
       if (p.partition_activations) return EngineRule::fs_partition_activations;
+      if (p.cp > 1 && p.attention != AttentionKernel::flash) return EngineRule::fs_cp_attention;
       return std::nullopt;
   }
   return std::nullopt;

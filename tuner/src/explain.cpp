@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "ztune/model/prediction.hpp"
+#include "ztune/tuner/search_space.hpp"
 
 namespace ztune {
 
@@ -123,6 +124,16 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
     p.pp *= 2;
     p.stage_layers.clear();  // twice the stages, balanced (a stated partition has pp entries)
     if (p.pp <= m.layers) add("pp " + std::to_string(p.pp), p);
+    // Context parallelism: each GPU keeps s/cp of every sequence's activations
+    // (the same weights, the batch unchanged: dp halves, accumulation doubles).
+    p = base;
+    p.dp /= 2;
+    p.grad_accum *= 2;
+    p.cp *= 2;
+    if (m.seq_len % (2 * p.cp) == 0)
+      add("cp " + std::to_string(p.cp) + " (context parallelism: s/" + std::to_string(p.cp) +
+              " of each sequence's activations per GPU)",
+          p);
   }
   if (base.dp > 1 && (base.zero_stage < 3 || base.recompute != Recompute::full) && !base.onebit_adam) {
     Plan p = base;
@@ -165,11 +176,21 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     hints.push_back({"without --engine " + to_string(o.space.engine),
                      std::to_string(s.feasible) + " plans fit" + example(s), s.feasible > 0});
   }
-  if (o.space.tp || o.space.pp || o.space.zero_stage) {
+  if (o.space.tp || o.space.pp || o.space.zero_stage || o.space.cp) {
     SearchOptions x = o;
-    x.space.tp = x.space.pp = x.space.zero_stage = std::nullopt;
+    x.space.tp = x.space.pp = x.space.zero_stage = x.space.cp = std::nullopt;
     auto s = feasibility(m, c, hw, x);
-    hints.push_back({"without --tp/--pp/--zero", std::to_string(s.feasible) + " plans fit" + example(s), s.feasible > 0});
+    hints.push_back({o.space.cp ? "without --tp/--pp/--zero/--cp" : "without --tp/--pp/--zero",
+                     std::to_string(s.feasible) + " plans fit" + example(s), s.feasible > 0});
+  }
+  // Context parallelism the default space leaves out (sequences under 8k
+  // tokens, or --max-cp): the space with cp up to one node's worth.
+  if (!o.space.cp && o.space.max_cp != 1 && m.seq_len < kContextParallelMinSeq && m.seq_len % 4 == 0) {
+    SearchOptions x = o;
+    x.space.max_cp = kContextParallelMaxDefault;
+    auto s = feasibility(m, c, hw, x);
+    hints.push_back({"--max-cp " + std::to_string(kContextParallelMaxDefault),
+                     std::to_string(s.feasible) + " plans fit" + example(s), s.feasible > 0});
   }
   if (!o.space.allow_tp_across_nodes) {
     SearchOptions x = o;

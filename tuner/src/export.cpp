@@ -297,6 +297,9 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
   require_engine_can_run(p, Engine::megatron, file);
   std::vector<std::string> a{"--tensor-model-parallel-size", std::to_string(p.tp), "--pipeline-model-parallel-size",
                              std::to_string(p.pp)};
+  // Megatron-Core's context parallelism (megatron/training/arguments.py
+  // --context-parallel-size; the default p2p communication type is the ring).
+  if (p.cp > 1) a.insert(a.end(), {"--context-parallel-size", std::to_string(p.cp)});
   if (p.virtual_stages > 1) {
     if (!pf.model)
       throw InputError(file + ": --num-layers-per-virtual-pipeline-stage needs the model's layer count; the plan "

@@ -120,6 +120,12 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
   if (o.max_micro_batch < 0) throw InputError("--max-micro-batch: expected > 0");
   if (o.tp && *o.tp < 1) throw InputError("--tp: expected >= 1, got " + str(*o.tp));
   if (o.pp && *o.pp < 1) throw InputError("--pp: expected >= 1, got " + str(*o.pp));
+  if (o.cp && *o.cp < 1) throw InputError("--cp: expected >= 1, got " + str(*o.cp));
+  if (o.cp && *o.cp > 1 && m.seq_len % (2 * *o.cp) != 0)
+    throw InputError("--cp: " + str(*o.cp) + " context-parallel ranks cut each sequence into 2·cp = " +
+                     str(2 * *o.cp) + " load-balanced chunks, which do not divide the sequence length " +
+                     str(m.seq_len) + "; expected 2·cp to divide " + str(m.seq_len));
+  if (o.max_cp < 0) throw InputError("--max-cp: expected >= 1, got " + str(o.max_cp));
   if (o.zero_stage && (*o.zero_stage < 0 || *o.zero_stage > 3))
     throw InputError("--zero: expected 0, 1, 2 or 3, got " + str(*o.zero_stage));
   gpu_counts_ = device_counts(o, c.total_gpus());
@@ -163,30 +169,48 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
     const std::vector<int> divs = divisors(g);
     for (int tp : divs) {
       if (o.tp && tp != *o.tp) continue;
-      const int rest = g / tp;
-      for (int pp : divs) {
-        if (pp > rest) break;
-        if (rest % pp != 0) continue;
-        if (o.pp && pp != *o.pp) continue;
-        Layout l;
-        l.gpus = g;
-        l.tp = tp;
-        l.pp = pp;
-        l.dp = rest / pp;
-        // dp must divide the global batch: micro_batch × grad_accum × dp = B is
-        // the definition of a step, so such layouts are not plans at all.
-        if (global_batch_ % l.dp != 0) continue;
-        l.plans = count_plans(l);
-        l.first_id = next_id;
-        next_id += l.plans;
-        if (next_id > o.max_plans) throw InputError(cap_message(o, gpu_counts_, g, next_id));
-        classify(l);
-        layouts_.push_back(std::move(l));
+      for (int cp : context_parallel_degrees(g / tp)) {
+        const int rest = g / tp / cp;
+        for (int pp : divs) {
+          if (pp > rest) break;
+          if (rest % pp != 0) continue;
+          if (o.pp && pp != *o.pp) continue;
+          Layout l;
+          l.gpus = g;
+          l.tp = tp;
+          l.cp = cp;
+          l.pp = pp;
+          l.dp = rest / pp;
+          // dp must divide the global batch: micro_batch × grad_accum × dp = B is
+          // the definition of a step, so such layouts are not plans at all
+          // (context parallelism consumes no batch).
+          if (global_batch_ % l.dp != 0) continue;
+          l.plans = count_plans(l);
+          l.first_id = next_id;
+          next_id += l.plans;
+          if (next_id > o.max_plans) throw InputError(cap_message(o, gpu_counts_, g, next_id));
+          classify(l);
+          layouts_.push_back(std::move(l));
+        }
       }
     }
     ++counts_done;
   }
   size_ = next_id;
+}
+
+std::vector<int> SearchSpace::context_parallel_degrees(int rest) const {
+  if (options_.cp) {
+    if (rest % *options_.cp != 0) return {};
+    return {*options_.cp};
+  }
+  const int limit = options_.max_cp > 0                         ? options_.max_cp
+                    : model_->seq_len >= kContextParallelMinSeq ? kContextParallelMaxDefault
+                                                                : 1;
+  std::vector<int> out{1};
+  for (int c = 2; c <= limit && c <= rest; ++c)
+    if (rest % c == 0 && model_->seq_len % (2 * c) == 0) out.push_back(c);
+  return out;
 }
 
 void SearchSpace::classify(Layout& l) const {
@@ -199,6 +223,7 @@ void SearchSpace::classify(Layout& l) const {
   rep.dp = l.dp;
   rep.tp = l.tp;
   rep.pp = l.pp;
+  rep.cp = l.cp;
   // Only the layout's shape is judged here: one sequence per replica (the batch
   // itself may not fit a plan's int fields: --global-batch 2^32).
   rep.global_batch = l.dp;
@@ -234,9 +259,19 @@ std::vector<StateChoice> SearchSpace::states(const Layout& l) const {
 }
 
 std::vector<StateChoice> SearchSpace::all_states(const Layout& l) const {
-  const bool partitioned = l.dp > 1;
+  // Context-parallel ranks hold the same weights: ZeRO partitions over dp × cp.
+  const bool partitioned = l.dp * l.cp > 1;
   std::vector<StateChoice> out;
   out.push_back({0, OffloadTarget::none, OffloadTarget::none, false, false});
+  if (l.cp > 1) {
+    // Context parallelism without offload, 1-bit Adam or ZeRO++ (check_plan_shape).
+    out.push_back({1, OffloadTarget::none, OffloadTarget::none, false, false});
+    if (l.pp == 1) {
+      out.push_back({2, OffloadTarget::none, OffloadTarget::none, false, false});
+      out.push_back({3, OffloadTarget::none, OffloadTarget::none, false, false});
+    }
+    return out;
+  }
   if (options_.include_onebit_adam && partitioned)
     out.push_back({0, OffloadTarget::none, OffloadTarget::none, true, false});
   if (partitioned) out.push_back({1, OffloadTarget::none, OffloadTarget::none, false, false});
@@ -301,7 +336,8 @@ std::int64_t SearchSpace::count_plans(const Layout& l) const {
   std::int64_t n_split_rc_att = 0;  // (split, recompute, attention) triples in the space
   for (ActivationSplit split : activation_splits(l))
     for (Recompute rc : kRecomputeModes)
-      for (const auto& at : attention_) n_split_rc_att += split_fits(split, rc) && recompute_fits(rc, at) ? 1 : 0;
+      for (const auto& at : attention_)
+        n_split_rc_att += split_fits(split, rc) && recompute_fits(rc, at) && cp_fits(l, at) ? 1 : 0;
   std::int64_t n = 0;
   for (const auto& s : schedules(l))
     n += n_split_rc_att * n_states * static_cast<std::int64_t>(micro_batches_for(l, s).size()) * n_prec;

@@ -16,7 +16,11 @@
 // row-parallel ones. Recomputation (§5): selective drops the attention
 // probabilities and recomputes them; full keeps only each block's input.
 // Rows are the B·T tokens of the micro-batch in order; a sequence-parallel rank
-// holds rows [tp_rank·N/tp, (tp_rank+1)·N/tp).
+// holds rows [tp_rank·N/tp, (tp_rank+1)·N/tp). With context parallelism (cp > 1)
+// T is this rank's seq_len/cp rows of each sequence, its two load-balanced
+// chunks (ring_attention.hpp), at their global positions; attention rings the
+// cp group, everything else is row-local.
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -26,6 +30,7 @@
 #include "ztune/executor/backend.hpp"
 #include "ztune/executor/param_store.hpp"
 #include "ztune/executor/process_groups.hpp"
+#include "ztune/executor/ring_attention.hpp"
 #include "ztune/kernels/block_sparse_layout.hpp"
 #include "ztune/model/plan.hpp"
 #include "ztune/model/transformer.hpp"
@@ -130,6 +135,7 @@ class GptStage {
   std::vector<BlockParams> blocks_;
   std::optional<kernels::BlockLayout> sparse_;  // the plan's block-sparse layout (one for all heads)
   bool flash_ = false;  // the plan's attention kernel is flash (att holds the log-sum-exp)
+  std::unique_ptr<RingAttention> ring_;  // context parallelism (plan cp > 1): T_ = seq_len/cp rows per sequence
   /// The model's sliding attention window (0: the whole causal prefix).
   [[nodiscard]] int window() const { return m_.windowed() ? m_.attention_window : 0; }
   std::vector<std::int32_t> positions_;         // position of each of the N rows

@@ -1,8 +1,12 @@
 #pragma once
-// The data-, tensor- and pipeline-parallel groups of a job as communicator splits.
-// Rank layout (Megatron's): tensor-parallel ranks are adjacent (so they share a
-// node), then data-parallel, then pipeline stages:
-//   world_rank = (pp_rank · dp + dp_rank) · tp + tp_rank.
+// The data-, tensor-, context- and pipeline-parallel groups of a job as
+// communicator splits. Rank layout (Megatron-Core's tp-cp-dp-pp): tensor-parallel
+// ranks are adjacent (so they share a node), then context-parallel, then
+// data-parallel, then pipeline stages:
+//   world_rank = ((pp_rank · dp + dp_rank) · cp + cp_rank) · tp + tp_rank.
+// Context-parallel ranks hold the same weights, so the data-parallel group of
+// the weights (`dp`: gradient reduction, ZeRO partitions) is their dp × cp
+// ranks, its rank dp_rank · cp + cp_rank; `cp` rings the attention's K/V.
 #include <memory>
 #include <vector>
 
@@ -17,16 +21,18 @@ struct GroupShape {
   int chunks = 1;  // model chunks per pipeline stage: interleaved 1F1B's virtual stages (no extra ranks)
   int ranks_per_node = 0;  // consecutive world ranks per node; 0 = all on one node
   std::vector<int> stage_layers{};  // blocks per pipeline stage (the plan's); empty = balanced (plan.hpp)
-  [[nodiscard]] int world() const { return dp * tp * pp; }
+  int cp = 1;  // context-parallel ranks per sequence (ring attention); last, so older initialisers stay valid
+  [[nodiscard]] int world() const { return dp * tp * cp * pp; }
 };
 
 struct Coordinates {
   int dp_rank = 0;
   int tp_rank = 0;
   int pp_rank = 0;
+  int cp_rank = 0;
 };
 
-/// (dp, tp, pp) coordinates of a world rank.
+/// (dp, tp, pp, cp) coordinates of a world rank.
 Coordinates coordinates_of(int world_rank, const GroupShape& shape);
 int world_rank_of(const Coordinates& c, const GroupShape& shape);
 
@@ -34,7 +40,8 @@ struct ProcessGroups {
   GroupShape shape;
   Coordinates coords;
   Communicator* world = nullptr;         // not owned
-  std::unique_ptr<Communicator> dp;      // same tp and pp coordinates
+  std::unique_ptr<Communicator> dp;      // same tp and pp coordinates: the dp × cp ranks of the weights
+  std::unique_ptr<Communicator> cp;      // same dp, tp and pp coordinates (rank = cp rank): the attention ring
   std::unique_ptr<Communicator> tp;      // same dp and pp coordinates
   std::unique_ptr<Communicator> pp;      // same dp and tp coordinates (rank = stage)
   std::unique_ptr<Communicator> embed;   // first and last stage of one pipeline (tied

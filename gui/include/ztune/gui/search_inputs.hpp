@@ -22,7 +22,8 @@
 namespace ztune::gui {
 
 enum class InputField : std::uint8_t {
-  cluster, model, profile, gpus, global_batch, seq, tokens, engine, attention, memory_headroom, objective, other
+  cluster, model, profile, gpus, global_batch, seq, tokens, engine, attention, memory_headroom, max_cp, objective,
+  other
 };
 
 struct InputIssue {
@@ -41,6 +42,8 @@ struct SearchInputs {
   QString engine = QStringLiteral("ztune");     // ztune | deepspeed | megatron
   QString attention = QStringLiteral("any");    // any | standard | flash (--attention)
   double memory_headroom_pct = 0;               // % of each GPU's memory kept free (--memory-headroom)
+  int max_cp = 0;                               // largest context-parallel degree (--max-cp); 0 = the search's
+                                                // default (up to 8 from 8k tokens), 1 = none
   QString objective = QStringLiteral("throughput");  // throughput | time | cost
   double gpu_hour_price = 0;
   int top = 50;                                 // plans kept

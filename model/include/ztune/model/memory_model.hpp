@@ -62,11 +62,15 @@ struct ModelStateBytes {
 /// them, only the fp32 log-sum-exp of each query row: 4·a·s·b/t bytes in place
 /// of 5·a·s²·b/t (Dao et al. 2022, §3.1: memory linear in s), whatever the
 /// recomputation, so selective recomputation has nothing left to drop.
+/// Context parallelism cp (Megatron-Core's; the sequence in cp shards) divides
+/// every term by cp: each rank stores s/cp tokens of every tensor, and of the
+/// scores its s/cp query rows against all s keys (the ring's blocks, cp of
+/// (s/cp)² each: 5·a·s²·b/(t·cp)), or its rows' log-sum-exp with flash.
 [[nodiscard]] double layer_activation_bytes(const Transformer& m, int micro_batch, int tp, bool sequence_parallel,
                                             Recompute r, double attention_density = 1.0,
-                                            AttentionKernel kernel = AttentionKernel::standard);
-/// The same for a plan's micro-batch, tp, sequence parallelism, sparse layout
-/// and attention kernel, under recomputation `r`.
+                                            AttentionKernel kernel = AttentionKernel::standard, int cp = 1);
+/// The same for a plan's micro-batch, tp, sequence parallelism, sparse layout,
+/// attention kernel and context parallelism, under recomputation `r`.
 [[nodiscard]] double layer_activation_bytes(const Transformer& m, const Plan& p, Recompute r);
 
 /// Micro-batches whose activations the most loaded stage holds at once:

@@ -86,10 +86,14 @@ struct GroupPlacement {
 /// Point-to-point send of `bytes` between two GPUs, inside a node or across nodes.
 [[nodiscard]] double p2p_time(double bytes, bool crosses_nodes, const Cluster& c, const HardwareProfile& hw);
 
-/// Where the plan's groups sit, ranks ordered tp fastest, then dp, then pp
-/// (Megatron's default order): tp inside a node when it fits.
+/// Where the plan's groups sit, ranks ordered tp fastest, then cp, then dp,
+/// then pp (Megatron-Core's default order tp-cp-ep-dp-pp): tp inside a node
+/// when it fits, cp next to it. `dp` is the data-parallel group of the
+/// weights, the dp × cp ranks that reduce gradients and share ZeRO's
+/// partitions (the dp ranks alone without context parallelism).
 struct GroupLayout {
   GroupPlacement tp;
+  GroupPlacement cp;
   GroupPlacement dp;
   GroupPlacement pp;
   bool pp_crosses_nodes = false;  // neighbouring stages on different nodes
@@ -136,6 +140,18 @@ struct LayerCost {
   double tp_bwd_async_s = 0;     // backward collectives Megatron issues async beside GEMMs
   double tp_bwd_window_s = 0;    // compute they can hide behind: wgrad (+ dgrad with SP) of QKV and FC1
   double tp_recompute_s = 0;     // forward collectives repeated by full recomputation
+  // Context-parallel ring attention (cp > 1; Megatron-Core's p2p ring, Liu et
+  // al. 2023 "Ring Attention"): cp block steps per pass, each the local
+  // queries against one rank's K/V chunk while the next chunk moves.
+  int cp_steps = 0;              // block steps per pass (cp)
+  double cp_bytes = 0;           // one K/V chunk exchanged per step (K and V, 16-bit), each way
+  double cp_step_fwd_s = 0;      // attention compute of one forward block step
+  double cp_step_bwd_s = 0;      // of one backward block step
+  double cp_fwd_link_s = 0;      // link time of the forward exchanges: (cp−1) K/V chunks
+  double cp_bwd_link_s = 0;      // backward: (cp−1) K/V + dK/dV, and dK/dV's last hop home
+  double cp_fwd_s = 0;           // exposed: Σ max(0, exchange − block step)
+  double cp_bwd_s = 0;           // exposed, plus the last dK/dV hop (nothing left to hide it)
+  double cp_recompute_s = 0;     // the forward ring again when recomputation re-runs attention
   // Host dispatch time of each pass (ops × profile host_op_s); a pass takes
   // max(GPU time incl. its blocking collectives, host time).
   double host_fwd_s = 0;

@@ -36,6 +36,13 @@ struct Plan {
   int dp = 1;
   int tp = 1;
   int pp = 1;
+  /// Context parallelism (Megatron-Core --context-parallel-size, torchtitan
+  /// context_parallel_degree): each sequence split over cp ranks in 2·cp
+  /// load-balanced causal chunks (rank i holds chunks i and 2cp−1−i), K/V
+  /// exchanged in a ring beside the attention blocks. cp ranks hold the same
+  /// weights: gradients are reduced (and ZeRO partitions) over dp × cp. It
+  /// consumes no batch: global_batch = micro_batch × grad_accum × dp.
+  int cp = 1;
   int virtual_stages = 1;        // model chunks per pipeline stage (interleaved 1F1B)
   bool sequence_parallel = false;
   /// ZeRO-R's partitioned activation checkpoints, Pa (Rajbhandari et al. 2020,
@@ -72,7 +79,10 @@ struct Plan {
   /// (`stage_layer_count`), which is what every plan had before uneven stages.
   std::vector<int> stage_layers;
 
-  [[nodiscard]] int gpus() const { return dp * tp * pp; }
+  [[nodiscard]] int gpus() const { return dp * tp * cp * pp; }
+  /// Ranks that hold the same weights: the data-parallel group of the
+  /// gradient reduction and of ZeRO's partitions (dp × cp; dp without cp).
+  [[nodiscard]] int dp_cp() const { return dp * cp; }
   /// "dp4×tp8×pp2 z1 mb2×8 sel 1f1b" style one-line description.
   [[nodiscard]] std::string summary() const;
 };

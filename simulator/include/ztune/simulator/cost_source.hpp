@@ -21,6 +21,13 @@ struct LayerTimes {
   double tp_backward_async_s = 0;
   double tp_backward_window_s = 0;
   double tp_recompute_s = 0;  // collectives repeated by full recomputation
+  // Context parallelism: the ring's exchanges not hidden behind the attention
+  // blocks (op_costs.hpp LayerCost::cp_*), per pass; 0 when cp = 1. The
+  // overlap happens inside the attention kernel, so the graph carries only
+  // the exposed part, on the compute stream.
+  double cp_forward_s = 0;
+  double cp_backward_s = 0;
+  double cp_recompute_s = 0;
   // Host dispatch slower than the GPU: the pass takes max(GPU, host) and the
   // excess is waiting (0 when the GPU is the slower).
   double forward_overhead_s = 0;

@@ -32,6 +32,7 @@ enum class OpKind : std::uint8_t {
   dp_stall,          // compute-stream share of an overlapped gradient bucket (CostSource::dp_overlap_loss)
   zero3_stall,       // compute-stream share of a prefetched ZeRO-3 gather (zero3_overlap_loss)
   offload_stall,     // compute-stream share of an offload copy behind the backward (offload_overlap_loss)
+  cp_comm,           // context-parallel ring exchange the attention blocks do not hide (holds the compute stream)
   count
 };
 
@@ -56,7 +57,8 @@ enum class OpKind : std::uint8_t {
     case OpKind::overhead:
     case OpKind::dp_stall:
     case OpKind::zero3_stall:
-    case OpKind::offload_stall: return true;
+    case OpKind::offload_stall:
+    case OpKind::cp_comm: return true;
     default: return false;
   }
 }

@@ -30,6 +30,7 @@ enum class EngineRule : std::uint8_t {
   ds_onebit_zero,          // 1-bit Adam needs ZeRO off
   ds_zeropp_stage,         // ZeRO++ needs stage 3
   ds_sparse_causal,        // ds_config cannot make bigbird / longformer causal
+  ds_context_parallel,     // no context parallelism (ring attention over a split sequence)
   // Megatron-LM
   mg_zero_stage,           // distributed optimizer = ZeRO-1; no ZeRO-2/3
   mg_offload,              // no optimizer or parameter offload
@@ -37,12 +38,14 @@ enum class EngineRule : std::uint8_t {
   mg_onebit,               // no 1-bit Adam
   mg_zeropp,               // no ZeRO++
   mg_sparse,               // no block-sparse attention
+  mg_cp_attention,         // context parallelism runs in Transformer Engine's fused attention only
   // PyTorch FSDP / torchtitan
   fs_zero1,                // sharding strategies: NO_SHARD (0), SHARD_GRAD_OP (2), FULL_SHARD (3); no ZeRO-1
   fs_nvme,                 // CPUOffload only: no NVMe, and it moves parameters with the optimizer (ZeRO-3)
   fs_onebit,               // no 1-bit Adam
   fs_zeropp,               // no ZeRO++
   fs_sparse,               // no block-sparse attention
+  fs_cp_attention,         // torchtitan's context parallelism runs in SDPA's flash/efficient kernels only
   fs_partition_activations,  // no ZeRO-R Pa (torchtitan's TP splits activations with sequence parallelism)
   // ztune's own executor
   zt_partition_activations,  // no ZeRO-R Pa yet

@@ -48,6 +48,11 @@ struct SpaceOptions {
   std::optional<int> tp;
   std::optional<int> pp;
   std::optional<int> zero_stage;
+  /// Pin the context-parallel degree (--cp), or bound it (--max-cp; 0: the
+  /// default, context parallelism only for sequences of 8k tokens or more,
+  /// search_space.hpp kContextParallelMinSeq; 1: none).
+  std::optional<int> cp;
+  int max_cp = 0;
 };
 
 /// Default 1-bit Adam warm-up as a fraction of the run: the 1-bit Adam paper

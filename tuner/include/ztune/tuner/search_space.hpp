@@ -24,6 +24,15 @@ namespace ztune {
 /// The positive divisors of n, ascending (divisors(12) = 1 2 3 4 6 12).
 std::vector<int> divisors(std::int64_t n);
 
+/// Sequences at least this long get context parallelism in the default space
+/// (SpaceOptions::max_cp 0): NeMo's and Megatron-Core's recipes turn it on
+/// from 8k tokens (the Llama 3.1 recipes at seq 8192 use cp 2), where the
+/// s/cp activations pay for the ring; shorter ones are searched with cp 1.
+inline constexpr int kContextParallelMinSeq = 8192;
+/// The largest cp the default space tries: one node's worth (the ring's
+/// neighbours on NVLink, as Megatron-Core's tp-cp-dp order places them).
+inline constexpr int kContextParallelMaxDefault = 8;
+
 /// Why a whole layout is outside the space.
 enum class LayoutRule : std::uint8_t {
   none,
@@ -39,6 +48,7 @@ struct Layout {
   int dp = 1;
   int tp = 1;
   int pp = 1;
+  int cp = 1;  // context parallelism (context_parallel_degrees)
   LayoutRule rejected = LayoutRule::none;
   std::string reason;       // check_plan's message when rejected by it
   std::int64_t plans = 0;   // plans inside this layout (also when rejected)
@@ -77,6 +87,11 @@ enum class ActivationSplit : std::uint8_t { none, sequence_parallel, partitioned
 /// of full recomputation only).
 [[nodiscard]] constexpr bool split_fits(ActivationSplit a, Recompute r) {
   return a != ActivationSplit::partitioned || r == Recompute::full;
+}
+
+/// Context parallelism runs dense ring attention: no block-sparse layout with cp > 1.
+[[nodiscard]] constexpr bool cp_fits(const Layout& l, const AttentionChoice& a) {
+  return l.cp == 1 || a.layout == SparseLayout::none;
 }
 
 /// A pipeline schedule with its virtual stage count.
@@ -126,6 +141,11 @@ class SearchSpace {
   /// none; with tp >= 2 also sequence parallelism, and Pa where the engine
   /// runs it (DeepSpeed, Megatron-LM).
   [[nodiscard]] std::vector<ActivationSplit> activation_splits(const Layout& l) const;
+  /// The context-parallel degrees searched for `rest` = devices / tp ranks:
+  /// the divisors c of rest with 2c dividing the sequence (load-balanced
+  /// chunks), up to max_cp (0: 1 only below kContextParallelMinSeq tokens,
+  /// else up to kContextParallelMaxDefault), or the --cp pin.
+  [[nodiscard]] std::vector<int> context_parallel_degrees(int rest) const;
   /// Micro-batches usable with `s`: interleaving needs grad_accum divisible by pp.
   [[nodiscard]] std::vector<int> micro_batches_for(const Layout& l, const ScheduleChoice& s) const;
 
@@ -164,6 +184,7 @@ void SearchSpace::for_each_plan(const Layout& l, F&& f) const {
   p.dp = l.dp;
   p.tp = l.tp;
   p.pp = l.pp;
+  p.cp = l.cp;
   p.global_batch = global_batch_;
   p.sparse_block = options_.sparse_block;
   const auto scheds = schedules(l);
@@ -188,7 +209,7 @@ void SearchSpace::for_each_plan(const Layout& l, F&& f) const {
           p.onebit_freeze_step = st.onebit_adam ? freeze_step_ : 0;
           p.zeropp = st.zeropp;
           for (const AttentionChoice& at : attention_) {
-            if (!recompute_fits(rc, at)) continue;
+            if (!recompute_fits(rc, at) || !cp_fits(l, at)) continue;
             p.sparse_attention = at.layout;
             p.attention = at.kernel;
             for (int mb : mbs) {
