@@ -97,7 +97,7 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (p.sequence_parallel && (static_cast<long>(p.micro_batch) * m.seq_len) % p.tp != 0)
     return "$.plan.sequence_parallel: micro_batch × seq_len = " + s(static_cast<long>(p.micro_batch) * m.seq_len) +
            " rows do not split over tp " + s(p.tp);
-  if (static_cast<std::int64_t>(p.micro_batch) * p.grad_accum * p.dp != p.global_batch)
+  if (p.sequences_per_step() != p.global_batch)
     return "$.plan.global_batch: expected micro_batch × grad_accum × dp";
   return std::nullopt;
 }

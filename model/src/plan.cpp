@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <initializer_list>
+#include <limits>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -53,6 +55,23 @@ std::string to_string(AttentionKernel k) {
   }
   return "?";
 }
+
+namespace {
+
+std::int64_t saturating_product(std::initializer_list<int> factors) {
+  std::int64_t n = 1;
+  for (const int d : factors) {
+    if (d <= 0) return 0;
+    if (n > kPlanDevicesSaturated / d) return kPlanDevicesSaturated;
+    n *= d;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::int64_t Plan::devices() const { return saturating_product({dp, tp, cp, pp}); }
+std::int64_t Plan::sequences_per_step() const { return saturating_product({micro_batch, grad_accum, dp}); }
 
 std::string Plan::summary() const {
   std::ostringstream os;
@@ -237,9 +256,15 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
     }
   }
   r.finish();
-  if (static_cast<std::int64_t>(p.micro_batch) * p.grad_accum * p.dp != p.global_batch)
+  // Each degree is at most 2^20; their product must still count devices in an int.
+  if (p.devices() > std::numeric_limits<int>::max())
+    throw r.error("dp", "expected dp×tp×cp×pp of at most " + std::to_string(std::numeric_limits<int>::max()) +
+                            " devices, got " +
+                            (p.devices() >= kPlanDevicesSaturated ? std::string("more than 2^62")
+                                                                  : std::to_string(p.devices())));
+  if (p.sequences_per_step() != p.global_batch)
     throw r.error("global_batch", "expected micro_batch × grad_accum × dp = " +
-                                      std::to_string(static_cast<std::int64_t>(p.micro_batch) * p.grad_accum * p.dp) +
+                                      std::to_string(p.sequences_per_step()) +
                                       ", got " + std::to_string(p.global_batch));
   return p;
 }
@@ -385,9 +410,9 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
            "to divide " + s(m.layers) + ")";
   if (p.virtual_stages > 1 && !even_stages(p, m.layers))
     return "$.stage_layers: interleaving needs equal stages (" + s(m.layers / p.pp) + " layers each)";
-  if (static_cast<std::int64_t>(p.micro_batch) * p.grad_accum * p.dp != p.global_batch)
+  if (p.sequences_per_step() != p.global_batch)
     return "$.global_batch: expected micro_batch × grad_accum × dp = " +
-           s(static_cast<std::int64_t>(p.micro_batch) * p.grad_accum * p.dp) + ", got " + s(p.global_batch);
+           s(p.sequences_per_step()) + ", got " + s(p.global_batch);
   if (p.virtual_stages > 1 && p.schedule != Schedule::interleaved)
     return "$.virtual_stages: " + s(p.virtual_stages) + " model chunks need schedule \"interleaved\"";
   if (p.schedule == Schedule::interleaved) {
@@ -435,8 +460,9 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
 
 std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const Cluster& c) {
   auto s = [](auto v) { return std::to_string(v); };
-  if (p.gpus() > c.total_gpus())
-    return std::string(p.cp > 1 ? "$.dp: dp×tp×cp×pp = " : "$.dp: dp×tp×pp = ") + s(p.gpus()) +
+  if (p.devices() > c.total_gpus())
+    return std::string(p.cp > 1 ? "$.dp: dp×tp×cp×pp = " : "$.dp: dp×tp×pp = ") +
+           (p.devices() >= kPlanDevicesSaturated ? std::string("more than 2^62") : s(p.devices())) +
            " needs more devices than the cluster's " + s(c.total_gpus()) +
            " (" + s(c.nodes) + " nodes × " + s(c.node.gpus) + "); expected at most " + s(c.total_gpus()) +
            " (fewer is allowed: the rest stay idle)";

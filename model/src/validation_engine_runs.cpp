@@ -184,8 +184,8 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     p.cp = cp;
     p.micro_batch = *mb;
     p.global_batch = *gb;
-    if (p.gpus() != *gpus) {
-      skip(std::string(cp > 1 ? "tp × pp × cp × dp = " : "tp × pp × dp = ") + std::to_string(p.gpus()) +
+    if (p.devices() != *gpus) {
+      skip(std::string(cp > 1 ? "tp × pp × cp × dp = " : "tp × pp × dp = ") + std::to_string(p.devices()) +
            " is not the " + std::to_string(*gpus) + " GPUs the run used");
       continue;
     }

@@ -94,6 +94,28 @@ TEST_CASE("partitioned activations: optional in the file, round-trip, and their 
   CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.partition_activations") && Contains("tp >= 2"));
 }
 
+TEST_CASE("device and batch counts cannot overflow: 2^20 on every axis is refused, not wrapped", "[plan][bad-input]") {
+  ztune::Plan p;
+  p.dp = p.tp = p.pp = 1 << 20;  // each within a plan file's bound
+  CHECK(p.devices() == std::int64_t{1} << 60);
+  p.cp = 1 << 20;
+  CHECK(p.devices() == ztune::kPlanDevicesSaturated);  // 2^80 saturates
+  p.cp = 1;
+  p.micro_batch = 1 << 20;
+  p.grad_accum = 1 << 24;
+  CHECK(p.sequences_per_step() == ztune::kPlanDevicesSaturated);  // 2^64 saturates
+  // A cluster never has 2^60 devices: check_plan names dp and the count (2^60 wrapped to 0 as an int).
+  auto c = ztune::load_cluster("dgx2x16");
+  auto m = ztune::load_transformer("100b");
+  p.micro_batch = 1; p.grad_accum = 1; p.global_batch = 1 << 20;
+  CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.dp: dp×tp×pp = 1152921504606846976 needs more devices"));
+  // A plan file with such degrees is refused when read.
+  auto j = ztune::plan_to_json(ztune::Plan{});
+  j["dp"] = 1 << 20; j["tp"] = 1 << 20; j["pp"] = 1 << 20; j["global_batch"] = 1 << 20;
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"),
+                      Contains("p.json: $.dp: expected dp×tp×cp×pp of at most 2147483647 devices, got 1152921504606846976"));
+}
+
 // Uneven pipeline stages (issue 19). DeepSpeed's partition_uniform
 // (deepspeed/runtime/utils.py) gives every part ⌊n/p⌋ items and the first
 // n mod p parts one more: BLOOM-176B's 70 layers on 12 stages are 10 × 6 + 2 × 5,

@@ -233,6 +233,32 @@ TEST_CASE("when nothing fits the hints name more GPUs with numbers", "[tuner][se
   CHECK(more_gpus);
 }
 
+TEST_CASE("when the devices are too many to split, the hints name fewer GPUs that have a plan", "[tuner][search]") {
+  // 100B (64 heads, 125 layers, global batch 1024) on 50,000 DGX-2 nodes:
+  // 800,000 = 2^8 · 5^5 devices. dp divides 1024 (at most 2^8 of them), tp
+  // divides 64 within a node (at most 16), pp at most 125 layers: no layout
+  // uses all 800,000, so the search evaluates nothing. The largest count with
+  // a layout is 1024 · 8 · 97 = 794,624 (1024 · 16 · 48 = 786,432 is smaller).
+  const Transformer m = load_transformer("100b");
+  Cluster c = load_cluster("dgx2x16");
+  c.nodes = 50000;
+  SearchOptions o;
+  const auto hw = default_profile_for(c);
+  const auto r = run_search(m, c, hw, o);
+  REQUIRE(r.evaluated == 0);
+  const auto hint = fewer_gpus_hint(m, c, hw, o);
+  REQUIRE(hint.has_value());
+  CHECK(hint->fits);
+  CHECK_THAT(hint->detail, Catch::Matchers::StartsWith("with --gpus 794624 (of the cluster's 800000)") &&
+                               Catch::Matchers::Contains("plans fit"));
+  bool named = false;
+  for (const auto& h : explain_infeasible(m, c, hw, o, r)) named |= h.change == "fewer GPUs" && h.fits;
+  CHECK(named);
+  // The hint's count does search: plans fit there.
+  o.space.gpus = 794624;
+  CHECK(run_search(m, c, hw, o).feasible > 0);
+}
+
 TEST_CASE("when long sequences do not fit with the standard kernel, the hints name flash attention",
           "[tuner][search][flash]") {
   // Llama 7B at 65,536 tokens on one DGX A100: even with selective

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <optional>
 
 #include "ztune/model/prediction.hpp"
@@ -165,6 +166,52 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
   return hints;
 }
 
+namespace {
+
+// Device counts below the cluster's with at least one dp × tp × pp layout
+// (cp 1), largest first; at most `limit`.
+std::vector<int> layout_device_counts(const Transformer& m, const Cluster& c, const SearchOptions& o, int limit) {
+  const std::int64_t total = c.total_gpus();
+  const std::int64_t batch = o.space.global_batch > 0 ? o.space.global_batch : m.global_batch;
+  const int gpn = std::max(1, c.node.gpus);
+  std::vector<int> tps;
+  for (int t : divisors(m.heads))
+    if (m.kv_heads % t == 0 && (o.space.allow_tp_across_nodes || t <= gpn)) tps.push_back(t);
+  std::vector<std::int64_t> counts;
+  for (int d : divisors(batch))
+    for (int t : tps)
+      for (int pp = 1; pp <= m.layers; ++pp) {
+        const std::int64_t n = static_cast<std::int64_t>(d) * t * pp;
+        if (n >= total) break;
+        counts.push_back(n);
+      }
+  std::sort(counts.begin(), counts.end(), std::greater<>());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  std::vector<int> out;
+  for (std::size_t i = 0; i < counts.size() && static_cast<int>(out.size()) < limit; ++i)
+    out.push_back(static_cast<int>(counts[i]));
+  return out;
+}
+
+}  // namespace
+
+std::optional<FitHint> fewer_gpus_hint(const Transformer& m, const Cluster& c, const HardwareProfile& hw,
+                                       const SearchOptions& o) {
+  constexpr int kTries = 8;
+  for (int n : layout_device_counts(m, c, o, kTries)) {
+    SearchOptions x = o;
+    x.space.gpus = n;
+    x.space.min_gpus = x.space.max_gpus = 0;
+    auto s = feasibility(m, c, hw, x);
+    if (s.feasible > 0)
+      return FitHint{"fewer GPUs", "with --gpus " + std::to_string(n) + " (of the cluster's " +
+                                       std::to_string(c.total_gpus()) + ") " + std::to_string(s.feasible) +
+                                       " plans fit" + example(s),
+                     true};
+  }
+  return std::nullopt;
+}
+
 std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, const HardwareProfile& hw,
                                         const SearchOptions& o, const SearchResult& r) {
   std::vector<FitHint> hints;
@@ -198,12 +245,19 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     auto s = feasibility(m, c, hw, x);
     hints.push_back({"--allow-tp-across-nodes", std::to_string(s.feasible) + " plans fit" + example(s), s.feasible > 0});
   }
+  const bool restricted = o.space.gpus > 0 || o.space.min_gpus > 0 || o.space.max_gpus > 0;
+  // Fewer GPUs: a search of every device finds no layout when the devices
+  // outnumber what the batch, the heads and the layers can split over (dp
+  // divides the global batch, tp the heads, pp at most the layers); the largest
+  // counts that have a layout, tried from the top.
+  if (!restricted && r.feasible == 0 && r.evaluated == 0) {
+    if (auto h = fewer_gpus_hint(m, c, hw, o)) hints.push_back(std::move(*h));
+  }
   // More GPUs: whole nodes, doubling, every device used.
   SearchOptions x = o;
   x.space.gpus = x.space.min_gpus = x.space.max_gpus = 0;
   Cluster bigger = c;
   bool found = false;
-  const bool restricted = o.space.gpus > 0 || o.space.min_gpus > 0 || o.space.max_gpus > 0;
   for (int k = restricted ? 0 : 1; k <= 12 && !found; ++k) {
     // Within a cluster file's bounds: 50,000 nodes doubled 12 times would overflow.
     if ((static_cast<std::int64_t>(c.nodes) << k) > kMaxClusterNodes) break;

@@ -79,6 +79,13 @@ struct Plan {
   /// (`stage_layer_count`), which is what every plan had before uneven stages.
   std::vector<int> stage_layers;
 
+  /// dp × tp × cp × pp in 64 bits, saturating at kPlanDevicesSaturated: never
+  /// overflows, whatever the degrees (a plan file's are each up to 2^20).
+  [[nodiscard]] std::int64_t devices() const;
+  /// micro_batch × grad_accum × dp (what global_batch must equal), saturating likewise.
+  [[nodiscard]] std::int64_t sequences_per_step() const;
+  /// The same as an int, for plans whose devices() fit one: every plan that
+  /// passed check_plan() or plan_from_json() (both refuse more than INT_MAX).
   [[nodiscard]] int gpus() const { return dp * tp * cp * pp; }
   /// Ranks that hold the same weights: the data-parallel group of the
   /// gradient reduction and of ZeRO's partitions (dp × cp; dp without cp).
@@ -86,6 +93,9 @@ struct Plan {
   /// "dp4×tp8×pp2 z1 mb2×8 sel 1f1b" style one-line description.
   [[nodiscard]] std::string summary() const;
 };
+
+/// What Plan::devices() returns for a product beyond 2^62.
+inline constexpr std::int64_t kPlanDevicesSaturated = std::int64_t{1} << 62;
 
 /// Layers on pipeline stage `stage` (0-based) of plan `p` for a model of
 /// `layers` layers. With p.stage_layers empty, the balanced partition of

@@ -4,6 +4,7 @@
 // comes back empty): single changes to the plan closest to fitting, and
 // relaxations of the space (more GPUs, another engine, tp across nodes), each
 // with the numbers that decide it.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,10 +32,18 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
                                     const SearchOptions& o, const Plan& base);
 
 /// Hints for a search `r` that found nothing feasible (uses r.closest). Runs a
-/// few memory-only searches for the relaxations (more GPUs: the node count
-/// doubled until something fits, up to 4096× the cluster).
+/// few memory-only searches for the relaxations (fewer GPUs when all of them
+/// cannot be split, fewer_gpus_hint; more GPUs: the node count doubled until
+/// something fits, up to 4096× the cluster).
 std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, const HardwareProfile& hw,
                                         const SearchOptions& o, const SearchResult& r);
+
+/// When every device of `c` is too many to split (dp dividing the global batch,
+/// tp the heads, pp at most the layers): the largest smaller device count
+/// with a layout on which a plan fits (`--gpus N`), trying the 8 largest
+/// counts that have a layout; nullopt when none of them fits.
+std::optional<FitHint> fewer_gpus_hint(const Transformer& m, const Cluster& c, const HardwareProfile& hw,
+                                       const SearchOptions& o);
 
 /// "35.1 GB of 32.0 GB per GPU" (and host/NVMe when those overflow).
 std::string describe_memory(const MemoryPrediction& mem);
