@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "calibrate_runs.hpp"
+#include "db_runs.hpp"
 #include "command.hpp"
 #include "run_launch.hpp"
 #include "ztune/model/catalog.hpp"
@@ -19,7 +19,7 @@
 #include "ztune/model/input_error.hpp"
 #include "ztune/model/json_reader.hpp"
 #include "ztune/model/prediction.hpp"
-#include "ztune/model/profile_fit.hpp"
+#include "ztune/calibration/profile_fit.hpp"
 #include "ztune/model/run_record.hpp"
 #include "ztune/model/time_model.hpp"
 #include "ztune/tuner/export.hpp"

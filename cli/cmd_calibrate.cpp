@@ -15,19 +15,21 @@
 
 #include <nlohmann/json.hpp>
 
-#include "calibrate_report.hpp"
-#include "calibrate_runs.hpp"
+#include "ztune/calibration/calibrate_report.hpp"
+#include "db_runs.hpp"
 #include "command.hpp"
 #include "run_launch.hpp"
 #include "ztune/model/catalog.hpp"
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/input_error.hpp"
 #include "ztune/model/prediction.hpp"
-#include "ztune/model/profile_fit.hpp"
+#include "ztune/calibration/profile_fit.hpp"
 #include "ztune/tuner/results_db.hpp"
 
 namespace ztune::cli {
 namespace {
+
+using namespace calibration;  // NOLINT: the loop's report and run sources
 
 struct CalibrateFlags {
   std::string cluster;

@@ -1,8 +1,8 @@
-#include "calibrate_report.hpp"
+#include "ztune/calibration/calibrate_report.hpp"
 
 #include <cmath>
 
-namespace ztune::cli {
+namespace ztune::calibration {
 
 namespace {
 double err(double predicted, double measured) { return measured > 0 ? (predicted - measured) / measured : 0; }
@@ -97,4 +97,4 @@ double mean_abs_error(const std::vector<RunComparison>& rows, bool held_out, int
   return n > 0 ? sum / n : 0;
 }
 
-}  // namespace ztune::cli
+}  // namespace ztune::calibration

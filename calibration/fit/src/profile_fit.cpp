@@ -8,7 +8,7 @@
 #include <map>
 
 #include "robust_least_squares.hpp"
-#include "ztune/model/profile_fit.hpp"
+#include "ztune/calibration/profile_fit.hpp"
 
 namespace ztune {
 

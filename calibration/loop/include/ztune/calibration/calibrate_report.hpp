@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ztune/model/profile_fit.hpp"
+#include "ztune/calibration/profile_fit.hpp"
 
-namespace ztune::cli {
+namespace ztune::calibration {
 
 /// One run's iteration time as measured and as predicted by each profile.
 struct RunComparison {
@@ -36,4 +36,4 @@ nlohmann::json run_comparisons_json(const std::vector<RunComparison>& rows);
 /// (held_out true/false) for one column (0 before, 1 micro, 2 after).
 double mean_abs_error(const std::vector<RunComparison>& rows, bool held_out, int column);
 
-}  // namespace ztune::cli
+}  // namespace ztune::calibration

@@ -1,10 +1,10 @@
-#include "calibrate_runs.hpp"
+#include "ztune/calibration/run_sources.hpp"
 
 #include "ztune/model/input_error.hpp"
 #include "ztune/model/json_reader.hpp"
 #include "ztune/model/run_record.hpp"
 
-namespace ztune::cli {
+namespace ztune::calibration {
 
 std::vector<RunObservation> runs_from_records(const std::vector<std::string>& files) {
   std::vector<RunObservation> out;
@@ -12,18 +12,17 @@ std::vector<RunObservation> runs_from_records(const std::vector<std::string>& fi
   return out;
 }
 
-std::vector<RunObservation> runs_from_db(const ResultsDb& db, const std::string& cluster_name,
-                                         std::vector<std::string>& notes, int limit) {
+std::vector<RunObservation> runs_from_stored(const std::vector<StoredRun>& stored, const std::string& cluster_name,
+                                             const std::string& where, std::vector<std::string>& notes) {
   std::vector<RunObservation> out;
   int unusable = 0;
   std::string first_reason;
-  for (const auto& s : db.runs(limit)) {
+  for (const auto& s : stored) {
     if (s.status != "ok") continue;
     if (s.cluster != cluster_name && s.cluster != cluster_name + "-calibrated") continue;
-    const auto run = db.run(s.id);
-    if (!run || !run->contains("record") || !run->at("record").is_object()) continue;
+    if (!s.record.is_object()) continue;
     try {
-      RunObservation o = run_observation_from_record(run->at("record"), db.path() + " run " + std::to_string(s.id));
+      RunObservation o = run_observation_from_record(s.record, where + " run " + std::to_string(s.id));
       o.label = "run " + std::to_string(s.id);
       out.push_back(std::move(o));
     } catch (const InputError& e) {
@@ -40,4 +39,4 @@ std::vector<RunObservation> runs_from_db(const ResultsDb& db, const std::string&
   return out;
 }
 
-}  // namespace ztune::cli
+}  // namespace ztune::calibration

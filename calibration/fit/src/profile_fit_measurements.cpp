@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ztune/model/json_reader.hpp"
-#include "ztune/model/profile_fit.hpp"
+#include "ztune/calibration/profile_fit.hpp"
 
 namespace ztune {
 

@@ -1,0 +1,27 @@
+#include "db_runs.hpp"
+
+namespace ztune::cli {
+
+std::vector<calibration::StoredRun> stored_runs(const ResultsDb& db, int limit) {
+  std::vector<calibration::StoredRun> out;
+  for (const auto& s : db.runs(limit)) {
+    calibration::StoredRun r;
+    r.id = s.id;
+    r.cluster = s.cluster;
+    r.status = s.status;
+    r.created = s.created_at;
+    if (s.status == "ok") {
+      const auto run = db.run(s.id);
+      if (run && run->contains("record") && run->at("record").is_object()) r.record = run->at("record");
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<RunObservation> runs_from_db(const ResultsDb& db, const std::string& cluster_name,
+                                         std::vector<std::string>& notes, int limit) {
+  return calibration::runs_from_stored(stored_runs(db, limit), cluster_name, db.path(), notes);
+}
+
+}  // namespace ztune::cli
