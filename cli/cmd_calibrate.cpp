@@ -131,7 +131,7 @@ int run(const CalibrateFlags& f) {
     std::vector<std::string> args{calibrate_worker_path(), "--out", measurements_path, "--backend", backend,
                                   "--threads", std::to_string(f.threads)};
     if (f.max_bytes > 0) args.insert(args.end(), {"--max-bytes", std::to_string(f.max_bytes)});
-    if (f.quick) args.insert(args.end(), {"--repeats", "3", "--round-budget-ms", "20"});
+    if (f.quick) args.insert(args.end(), {"--repeats", "5", "--max-repeats", "9", "--round-budget-ms", "20"});
     std::fprintf(report, "ztune calibrate: %d rank(s) of cluster %s (%s backend)%s\n", np, cluster.name.c_str(),
                  backend.c_str(),
                  np < cluster.total_gpus()
@@ -284,7 +284,7 @@ Command add_calibrate(CLI::App& root) {
       ->expected(1, -1);
   app->add_option("--profile", f->prior, "Starting profile (default: data/profiles/<gpu>.json)");
   app->add_option("--max-bytes", f->max_bytes, "Largest collective message (default: 1 GiB; 16 MiB on CPU)");
-  app->add_flag("--quick", f->quick, "Fewer timed rounds (3 of ~20 ms)");
+  app->add_flag("--quick", f->quick, "Fewer timed rounds (5 to 9 of ~20 ms)");
   app->add_flag("--json", f->json, "Print the fit and the errors as JSON (benchmark tables go to stderr)");
   return {app, [f] { return run(*f); }};
 }

@@ -61,7 +61,7 @@ nlohmann::json bench_attention(BenchContext& ctx) {
                    tm.median_s * 1e6, flops / tm.median_s / 1e9, wrong);
     rows.push_back({{"b", s.b}, {"s", s.t}, {"c", s.c}, {"heads", s.nh}, {"flops", flops},
                     {"time_s", tm.median_s}, {"time_min_s", tm.min_s}, {"time_max_s", tm.max_s},
-                    {"iters", tm.iters}, {"repeats", tm.repeats}, {"gflops", flops / tm.median_s / 1e9},
+                    {"iters", tm.iters}, {"repeats", tm.repeats}, {"spread", tm.spread}, {"gflops", flops / tm.median_s / 1e9},
                     {"wrong", wrong}});
   }
   return rows;

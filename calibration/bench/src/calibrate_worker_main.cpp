@@ -8,6 +8,7 @@
 // $ZTUNE_MIN_BUSBW_GBPS (nccl-tests' min-bw gate); 2 for bad usage.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -102,7 +103,13 @@ int run(int argc, char** argv) {
   app.add_option("--threads", o.threads, "Compute threads per rank")->check(CLI::PositiveNumber);
   app.add_option("--iters", o.protocol.iters, "Most back-to-back calls per timed round")->check(CLI::PositiveNumber);
   app.add_option("--warmup-iters", o.protocol.warmup_iters, "Untimed calls first")->check(CLI::NonNegativeNumber);
-  app.add_option("--repeats", o.protocol.repeats, "Timed rounds (the median is reported)")->check(CLI::PositiveNumber);
+  app.add_option("--repeats", o.protocol.repeats, "Timed rounds at least (5 or more; the median is reported)")
+      ->check(CLI::Range(kMinRepeats, 1000));
+  app.add_option("--max-repeats", o.protocol.max_repeats,
+                 "Timed rounds at most, while a point's spread (IQR / median) is above --target-spread")
+      ->check(CLI::Range(kMinRepeats, 1000));
+  app.add_option("--target-spread", o.protocol.target_spread, "Spread (IQR / median) that ends a point's rounds early")
+      ->check(CLI::Range(0.0, 10.0));
   app.add_option("--round-budget-ms", o.round_budget_ms, "Calls per round shrink so a round takes about this long")
       ->check(CLI::PositiveNumber);
   try {
@@ -193,9 +200,12 @@ int run(int argc, char** argv) {
   if (root) {
     std::printf("# ztune-calibrate-worker: %d rank(s) on %d node(s), %d per node, backend %s, %d thread(s) per rank\n",
                 world->size(), nodes.nodes, nodes.ranks_per_node, backend.name().c_str(), o.threads);
-    std::printf("# protocol: %d warm-up call(s), then %d round(s) of up to %d back-to-back calls (~%.0f ms a round); "
-                "time = median round, slowest rank; data checked after timing\n",
-                o.protocol.warmup_iters, o.protocol.repeats, o.protocol.iters, o.round_budget_ms);
+    std::printf("# protocol: %d warm-up call(s), then %d to %d round(s) (more while the spread is above %.0f%%) of up to "
+                "%d back-to-back calls (~%.0f ms a round); time = median round, slowest rank; data checked after "
+                "timing\n",
+                o.protocol.warmup_iters, std::max(kMinRepeats, o.protocol.repeats),
+                std::max(std::max(kMinRepeats, o.protocol.repeats), o.protocol.max_repeats),
+                100 * o.protocol.target_spread, o.protocol.iters, o.round_budget_ms);
     for (const auto& n : notes) std::printf("# note: %s\n", n.c_str());
     std::fflush(stdout);
   }
@@ -210,7 +220,8 @@ int run(int argc, char** argv) {
   m["ranks_per_node"] = nodes.ranks_per_node;
   m["threads_per_rank"] = o.threads;
   m["protocol"] = {{"warmup_iters", o.protocol.warmup_iters}, {"iters", o.protocol.iters},
-                   {"repeats", o.protocol.repeats}, {"round_budget_s", o.protocol.round_budget_s},
+                   {"repeats", o.protocol.repeats}, {"max_repeats", o.protocol.max_repeats},
+                   {"target_spread", o.protocol.target_spread}, {"round_budget_s", o.protocol.round_budget_s},
                    {"min_bytes", o.min_bytes}, {"max_bytes", o.max_bytes},
                    {"memory_max_bytes", o.memory_max_bytes}, {"gemm_max_dim", o.gemm_max_dim}};
   m["gemm"] = wanted("gemm") ? bench_gemm(ctx, o.gemm_max_dim) : nlohmann::json::array();

@@ -73,7 +73,7 @@ nlohmann::json bench_collectives(BenchContext& ctx, std::span<GroupLayout> layou
                         {"time_min_s", time.min_s},
                         {"time_max_s", time.max_s},
                         {"iters", time.iters},
-                        {"repeats", time.repeats},
+                        {"repeats", time.repeats}, {"spread", time.spread},
                         {"algbw_gbps", algbw},
                         {"busbw_gbps", busbw},
                         {"wrong", wrong}});

@@ -51,7 +51,7 @@ nlohmann::json bench_copies(BenchContext& ctx, std::size_t max_bytes) {
         std::fprintf(ctx.out, "  %-5s %12.0f %10.1f %9.3f %7.0f\n", dir, bytes, t.median_s * 1e6,
                      bytes / t.median_s / 1e9, wrong);
       rows.push_back({{"direction", dir}, {"bytes", bytes}, {"time_s", t.median_s}, {"time_min_s", t.min_s},
-                      {"time_max_s", t.max_s}, {"iters", t.iters}, {"repeats", t.repeats},
+                      {"time_max_s", t.max_s}, {"iters", t.iters}, {"repeats", t.repeats}, {"spread", t.spread},
                       {"gbps", bytes / t.median_s / 1e9}, {"wrong", wrong}});
     }
   }

@@ -87,7 +87,7 @@ nlohmann::json bench_gemm(BenchContext& ctx, int max_dim) {
                    t.median_s * 1e6, flops / t.median_s / 1e9, wrong);
     rows.push_back({{"m", sh.m}, {"n", sh.n}, {"k", sh.k}, {"op", op}, {"flops", flops},
                     {"time_s", t.median_s}, {"time_min_s", t.min_s}, {"time_max_s", t.max_s},
-                    {"iters", t.iters}, {"repeats", t.repeats}, {"gflops", flops / t.median_s / 1e9},
+                    {"iters", t.iters}, {"repeats", t.repeats}, {"spread", t.spread}, {"gflops", flops / t.median_s / 1e9},
                     {"wrong", wrong}});
   }
   return rows;

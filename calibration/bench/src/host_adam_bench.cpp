@@ -50,7 +50,7 @@ nlohmann::json bench_host_adam(BenchContext& ctx, int threads, int ranks_per_nod
   }
   return {{"params", kParams},           {"threads_per_rank", threads}, {"ranks_per_node", ranks_per_node},
           {"time_s", t.median_s},        {"time_min_s", t.min_s},       {"time_max_s", t.max_s},
-          {"iters", t.iters},            {"repeats", t.repeats},        {"params_per_s_per_rank", per_rank},
+          {"iters", t.iters},            {"repeats", t.repeats}, {"spread", t.spread},        {"params_per_s_per_rank", per_rank},
           {"node_params_per_s", node},   {"wrong", wrong}};
 }
 

@@ -106,7 +106,7 @@ nlohmann::json bench_memory_bound(BenchContext& ctx, std::size_t max_bytes) {
                      bytes / t.median_s / 1e9, wrong);
       rows.push_back({{"kernel", kn.name}, {"elements", n}, {"bytes", bytes}, {"kernels", kn.kernels},
                       {"time_s", t.median_s}, {"time_min_s", t.min_s}, {"time_max_s", t.max_s},
-                      {"iters", t.iters}, {"repeats", t.repeats}, {"gbps", bytes / t.median_s / 1e9},
+                      {"iters", t.iters}, {"repeats", t.repeats}, {"spread", t.spread}, {"gbps", bytes / t.median_s / 1e9},
                       {"wrong", wrong}});
     }
   }

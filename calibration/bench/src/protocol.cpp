@@ -24,6 +24,19 @@ double median_of(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+double spread_of(std::vector<double> v) {
+  if (v.size() < 2) return 0;
+  std::sort(v.begin(), v.end());
+  auto quantile = [&](double q) {
+    const double at = q * static_cast<double>(v.size() - 1);
+    const auto lo = static_cast<std::size_t>(std::floor(at));
+    const std::size_t hi = std::min(v.size() - 1, lo + 1);
+    return v[lo] + (at - static_cast<double>(lo)) * (v[hi] - v[lo]);
+  };
+  const double med = quantile(0.5);
+  return med > 0 ? (quantile(0.75) - quantile(0.25)) / med : 0;
+}
+
 Timing time_op(executor::Communicator& world, const Protocol& p, const std::function<void()>& op) {
   // Warm-up (also the estimate that sizes the rounds): the slowest rank's
   // per-call time, so every rank agrees on the call count.
@@ -36,12 +49,17 @@ Timing time_op(executor::Communicator& world, const Protocol& p, const std::func
   if (estimate > 0) iters = static_cast<int>(std::min<double>(p.iters, std::floor(p.round_budget_s / estimate)));
   iters = std::max(1, iters);
 
+  // Every rank sees the same round times (the slowest rank's), so every rank
+  // takes the same decision to time one more round.
   std::vector<double> rounds;
-  for (int r = 0; r < std::max(1, p.repeats); ++r) {
+  const int at_least = std::max(kMinRepeats, p.repeats);
+  const int at_most = std::max(at_least, p.max_repeats);
+  while (static_cast<int>(rounds.size()) < at_most) {
     world.barrier();
     start = now_s();
     for (int i = 0; i < iters; ++i) op();
     rounds.push_back(slowest(world, (now_s() - start) / iters));
+    if (static_cast<int>(rounds.size()) >= at_least && spread_of(rounds) <= p.target_spread) break;
   }
   Timing t;
   t.median_s = median_of(rounds);
@@ -49,6 +67,7 @@ Timing time_op(executor::Communicator& world, const Protocol& p, const std::func
   t.max_s = *std::max_element(rounds.begin(), rounds.end());
   t.iters = iters;
   t.repeats = static_cast<int>(rounds.size());
+  t.spread = spread_of(rounds);
   return t;
 }
 

@@ -11,13 +11,23 @@ namespace ztune {
 
 namespace {
 
-// Timing fields every row carries besides its own.
-double read_timing(ObjectReader& r) {
-  const double t = r.positive("time_s");
-  r.positive("time_min_s");
-  r.positive("time_max_s");
+// Timing fields every row carries besides its own. The spread (IQR / median
+// of the rounds) is written by workers since issue 21; an older file's rows
+// have none, and their spread is read off the fastest and slowest rounds.
+struct RowTiming {
+  double time_s = 0;
+  double spread = 0;
+  int repeats = 0;
+};
+RowTiming read_timing(ObjectReader& r) {
+  RowTiming t;
+  t.time_s = r.positive("time_s");
+  const double lo = r.positive("time_min_s");
+  const double hi = r.positive("time_max_s");
   r.integer("iters", 1, 1'000'000'000);
-  r.integer("repeats", 1, 1'000'000'000);
+  t.repeats = static_cast<int>(r.integer("repeats", 1, 1'000'000'000));
+  if (r.has("spread")) t.spread = r.number("spread", 0, 1e6);
+  else t.spread = t.time_s > 0 ? (hi - lo) / t.time_s / 2 : 0;
   return t;
 }
 
@@ -83,7 +93,10 @@ Measurements measurements_from_json(const nlohmann::json& doc, const std::string
     s.k = static_cast<double>(row.integer("k", 1, 1 << 30));
     row.choice("op", {"NN", "NT", "TN"});
     s.flops = row.positive("flops");
-    s.time_s = read_timing(row);
+    const RowTiming t = read_timing(row);
+    s.time_s = t.time_s;
+    s.spread = t.spread;
+    s.repeats = t.repeats;
     row.positive("gflops");
     read_wrong(row);
     row.finish();
@@ -95,7 +108,10 @@ Measurements measurements_from_json(const nlohmann::json& doc, const std::string
     for (const char* k : {"b", "s", "c", "heads"}) row.integer(k, 1, 1 << 30);
     AttentionSample s;
     s.flops = row.positive("flops");
-    s.time_s = read_timing(row);
+    const RowTiming t = read_timing(row);
+    s.time_s = t.time_s;
+    s.spread = t.spread;
+    s.repeats = t.repeats;
     row.positive("gflops");
     read_wrong(row);
     row.finish();
@@ -109,7 +125,10 @@ Measurements measurements_from_json(const nlohmann::json& doc, const std::string
     row.integer("elements", 1, std::int64_t{1} << 50);
     s.bytes = row.positive("bytes");
     s.kernels = static_cast<int>(row.integer("kernels", 1, 1000));
-    s.time_s = read_timing(row);
+    const RowTiming t = read_timing(row);
+    s.time_s = t.time_s;
+    s.spread = t.spread;
+    s.repeats = t.repeats;
     row.positive("gbps");
     read_wrong(row);
     row.finish();
@@ -121,7 +140,10 @@ Measurements measurements_from_json(const nlohmann::json& doc, const std::string
     CopySample s;
     s.direction = row.choice("direction", {"h2d", "d2h"});
     s.bytes = row.positive("bytes");
-    s.time_s = read_timing(row);
+    const RowTiming t = read_timing(row);
+    s.time_s = t.time_s;
+    s.spread = t.spread;
+    s.repeats = t.repeats;
     row.positive("gbps");
     read_wrong(row);
     row.finish();
@@ -153,7 +175,10 @@ Measurements measurements_from_json(const nlohmann::json& doc, const std::string
     s.bytes = row.positive("bytes");
     row.integer("count", 1, std::int64_t{1} << 50);
     row.choice("type", {"float"});
-    s.time_s = read_timing(row);
+    const RowTiming t = read_timing(row);
+    s.time_s = t.time_s;
+    s.spread = t.spread;
+    s.repeats = t.repeats;
     row.positive("algbw_gbps", true);
     row.positive("busbw_gbps", true);
     read_wrong(row);

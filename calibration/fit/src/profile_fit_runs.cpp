@@ -3,10 +3,20 @@
 // measured iteration times, over the profile's scalar parameters, with a
 // Gaussian prior around the starting profile (ridge in the parameters'
 // natural log space) so the few runs cannot drag what they do not observe.
+// Only as many parameters move as the runs determine (issue 21): the runs'
+// Jacobian at the start, in units of each parameter's prior width, is
+// factorised with column pivoting (QR; Businger & Golub 1965); its rank (the
+// directions whose data precision beats the prior's 4×) bounds how many
+// parameters are refined, and forward selection picks which (the one that
+// lowers the misfit most, while it does so by 2σ). The rest stay at the start
+// and are reported as such. Three runs of three plans refine at most three
+// parameters (four residuals each where the records time the kernels by kind);
+// one plan run three times, as many as one run.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include <Eigen/Dense>
 
@@ -87,7 +97,10 @@ struct Model {
   HardwareProfile base;
   Cluster cluster;
 
+  std::vector<bool> fixed;  // held at the start (not determined by the runs)
+
   double value(std::size_t j, double u) const {
+    if (j < fixed.size() && fixed[j]) return start[j];
     switch (params[j].kind) {
       case Kind::multiplier: return start[j] * std::exp(u);
       case Kind::time: return std::max(start[j], 1e-3 * params[j].scale) * std::exp(u);
@@ -121,7 +134,7 @@ Model make_model(const Cluster& c, const HardwareProfile& start, const RunFitOpt
   const double measured = std::log(std::max(1.0001, o.measured_prior_factor));
   const double overhead = std::log(std::max(1.0001, o.overhead_prior_factor));
   m.params = {{"gemm rate (× the table)", "", Kind::multiplier, 0, measured},
-              {"attention factor", "", Kind::multiplier, 0, measured},
+              {"attention factor", "", Kind::fraction, 0, 2.0},
               {"memory-bound efficiency", "", Kind::multiplier, 0, measured},
               {"kernel launch", "us", Kind::time, 1e-6, overhead},
               {"host op dispatch", "us", Kind::time, 1e-6, overhead},
@@ -158,9 +171,21 @@ struct MeasuredKinds {
   bool present = false;
   double gemm = 0, attention = 0, memory_bound = 0;
 };
-// Per-kernel timings of small kernels are noisier than a step's median:
-// their residuals weigh half as much as the iteration time's.
-constexpr double kKindNoiseFactor = 2.0;
+// Per-kernel timings of small kernels are noisier than a step's median (and
+// on a shared machine rank 0's kernels are timed through other ranks'
+// descheduling): their residuals weigh a fifth of the iteration time's, so the
+// split by kind steers the fit without outvoting the time it must predict.
+constexpr double kKindNoiseFactor = 5.0;
+
+// A kind the cost model cannot match (a kernel its formula does not describe
+// on this machine) must not outvote the iteration time: the kinds' residuals
+// pass through Cauchy's loss, ρ(r) = c² ln(1 + (r/c)²) with c = 2, as the
+// residual sign(r)·√ρ(r) (Triggs et al. 2000, the square-root trick).
+double robust_kind(double r) {
+  constexpr double kC = 2.0;
+  const double rho = kC * kC * std::log1p((r / kC) * (r / kC));
+  return r < 0 ? -std::sqrt(rho) : std::sqrt(rho);
+}
 
 std::vector<MeasuredKinds> measured_kinds(const std::vector<RunObservation>& runs) {
   std::vector<MeasuredKinds> out;
@@ -200,13 +225,119 @@ Eigen::VectorXd residuals(const Model& m, const std::vector<RunObservation>& run
     if (!k.present) continue;
     const ComputeByKind pk = compute_by_kind_rank0(run.model, run.plan, c, hw);
     const double kind_noise = noise * kKindNoiseFactor;
-    r(at++) = (pk.gemm - k.gemm) / k.gemm / kind_noise;
-    r(at++) = (pk.attention - k.attention) / k.attention / kind_noise;
-    r(at++) = (pk.memory_bound - k.memory_bound) / k.memory_bound / kind_noise;
+    r(at++) = robust_kind((pk.gemm - k.gemm) / k.gemm / kind_noise);
+    r(at++) = robust_kind((pk.attention - k.attention) / k.attention / kind_noise);
+    r(at++) = robust_kind((pk.memory_bound - k.memory_bound) / k.memory_bound / kind_noise);
   }
   for (Eigen::Index j = 0; j < u.size(); ++j) r(at + j) = u(j) / m.params[static_cast<std::size_t>(j)].sigma;
   return r;
 }
+
+// The number of data residuals (the leading rows of residuals()).
+Eigen::Index data_rows(const std::vector<RunObservation>& runs, const std::vector<MeasuredKinds>& kinds) {
+  Eigen::Index n = static_cast<Eigen::Index>(runs.size());
+  for (const auto& k : kinds) n += k.present ? 3 : 0;
+  return n;
+}
+
+// What the runs can determine: the data Jacobian at the start, each column in
+// units of its parameter's prior width. `budget` is its rank counted by
+// column-pivoted QR, a pivot counting when |R_kk| ≥ 2 (the data's precision in
+// that direction at least 4× the prior's: the posterior narrower than half
+// the prior); `candidates` are the parameters whose own column reaches 2.
+struct Determinable {
+  std::size_t budget = 0;
+  std::vector<std::size_t> candidates;
+};
+Determinable determinable(const Model& m, const std::vector<RunObservation>& runs,
+                          const std::vector<MeasuredKinds>& kinds, double noise) {
+  const auto p = static_cast<Eigen::Index>(m.params.size());
+  const Eigen::Index rows = data_rows(runs, kinds);
+  const Eigen::VectorXd u0 = Eigen::VectorXd::Zero(p);
+  const Eigen::VectorXd r0 = residuals(m, runs, kinds, u0, noise).head(rows);
+  Eigen::MatrixXd jac(rows, p);
+  constexpr double kStep = 1e-4;
+  for (Eigen::Index j = 0; j < p; ++j) {
+    Eigen::VectorXd up = u0;
+    up(j) += kStep;
+    jac.col(j) = (residuals(m, runs, kinds, up, noise).head(rows) - r0) / kStep * m.params[static_cast<std::size_t>(j)].sigma;
+    if (!jac.col(j).allFinite()) jac.col(j).setZero();
+  }
+  Determinable d;
+  const Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(jac);
+  const Eigen::MatrixXd r = qr.matrixR().template triangularView<Eigen::Upper>();
+  for (Eigen::Index i = 0; i < std::min(rows, p); ++i) {
+    if (!(std::abs(r(i, i)) >= 2.0)) break;
+    ++d.budget;
+  }
+  for (Eigen::Index j = 0; j < p; ++j)
+    if (jac.col(j).norm() >= 2.0) d.candidates.push_back(static_cast<std::size_t>(j));
+  return d;
+}
+
+struct LmResult {
+  Eigen::VectorXd u;
+  double cost = 0;
+  int iterations = 0;
+};
+
+// Levenberg–Marquardt over the parameters in `free` (the rest held at the
+// start), from `u`.
+LmResult levenberg_marquardt(Model& m, const std::vector<RunObservation>& runs, const std::vector<MeasuredKinds>& kinds,
+                             double noise, const std::vector<std::size_t>& free, Eigen::VectorXd u, int max_iterations,
+                             double max_step) {
+  m.fixed.assign(m.params.size(), true);
+  for (std::size_t j : free) m.fixed[j] = false;
+  const auto q = static_cast<Eigen::Index>(free.size());
+  Eigen::VectorXd r = residuals(m, runs, kinds, u, noise);
+  double cost = r.squaredNorm();
+  double lambda = 1e-2;
+  int it = 0;
+  for (; it < max_iterations && q > 0; ++it) {
+    // Forward-difference Jacobian (the model has max()/min() kinks; a step of
+    // 1e-4 in log space stays on one side of them almost always).
+    Eigen::MatrixXd jac(r.size(), q);
+    constexpr double kStep = 1e-4;
+    for (Eigen::Index j = 0; j < q; ++j) {
+      Eigen::VectorXd up = u;
+      up(static_cast<Eigen::Index>(free[static_cast<std::size_t>(j)])) += kStep;
+      jac.col(j) = (residuals(m, runs, kinds, up, noise) - r) / kStep;
+    }
+    const Eigen::MatrixXd jtj = jac.transpose() * jac;
+    const Eigen::VectorXd jtr = jac.transpose() * r;
+    bool improved = false;
+    bool converged = false;
+    for (int tries = 0; tries < 12 && !improved; ++tries) {
+      Eigen::MatrixXd a = jtj;
+      for (Eigen::Index j = 0; j < q; ++j) a(j, j) += lambda * (jtj(j, j) + 1e-12);
+      const Eigen::VectorXd step_q = a.ldlt().solve(-jtr);
+      Eigen::VectorXd trial = u;
+      for (Eigen::Index j = 0; j < q; ++j) {
+        double& x = trial(static_cast<Eigen::Index>(free[static_cast<std::size_t>(j)]));
+        x = std::clamp(x + step_q(j), -max_step, max_step);
+      }
+      const Eigen::VectorXd rt = residuals(m, runs, kinds, trial, noise);
+      const double ct = rt.squaredNorm();
+      if (std::isfinite(ct) && ct < cost) {
+        const double gain = cost - ct;
+        u = trial;
+        r = rt;
+        cost = ct;
+        lambda = std::max(1e-9, lambda / 3);
+        improved = true;
+        converged = gain < 1e-10 * std::max(1.0, cost);
+      } else {
+        lambda *= 4;
+      }
+    }
+    if (!improved || converged) break;
+  }
+  return {u, cost, it};
+}
+
+// A parameter joins the fit only if it lowers the cost (χ², the residuals
+// being in units of their noise) by at least this: a 2σ improvement.
+constexpr double kMinCostGain = 4.0;
 
 }  // namespace
 
@@ -221,49 +352,43 @@ RunFit fit_profile_to_runs(const std::vector<RunObservation>& runs, const Cluste
     out.notes.push_back("runs: none measured; the profile is the microbenchmark fit");
     return out;
   }
-  const Model m = make_model(c, start, options);
+  Model m = make_model(c, start, options);
   const std::vector<MeasuredKinds> kinds = measured_kinds(runs);
   const double noise = std::max(1e-4, options.measurement_noise);
   const auto p = static_cast<Eigen::Index>(m.params.size());
+  // Forward selection (stepwise regression; Efroymson 1960): the parameter
+  // that lowers the cost most joins, while it lowers it by a 2σ margin and
+  // the runs determine that many directions. What never joins stays at the
+  // start and is reported as the prior's.
+  const Determinable d = determinable(m, runs, kinds, noise);
+  std::size_t budget = d.budget;
+  if (options.max_parameters >= 0) budget = std::min(budget, static_cast<std::size_t>(options.max_parameters));
+  std::vector<std::size_t> free;
   Eigen::VectorXd u = Eigen::VectorXd::Zero(p);
-  Eigen::VectorXd r = residuals(m, runs, kinds, u, noise);
-  double cost = r.squaredNorm();
-  double lambda = 1e-2;
+  m.fixed.assign(m.params.size(), true);
+  double cost = residuals(m, runs, kinds, u, noise).squaredNorm();
   int it = 0;
-  for (; it < options.max_iterations; ++it) {
-    // Forward-difference Jacobian (the model has max()/min() kinks; a step of
-    // 1e-4 in log space stays on one side of them almost always).
-    Eigen::MatrixXd jac(r.size(), p);
-    constexpr double kStep = 1e-4;
-    for (Eigen::Index j = 0; j < p; ++j) {
-      Eigen::VectorXd up = u;
-      up(j) += kStep;
-      jac.col(j) = (residuals(m, runs, kinds, up, noise) - r) / kStep;
-    }
-    const Eigen::MatrixXd jtj = jac.transpose() * jac;
-    const Eigen::VectorXd jtr = jac.transpose() * r;
-    bool improved = false;
-    for (int tries = 0; tries < 12 && !improved; ++tries) {
-      Eigen::MatrixXd a = jtj;
-      for (Eigen::Index j = 0; j < p; ++j) a(j, j) += lambda * (jtj(j, j) + 1e-12);
-      const Eigen::VectorXd step = a.ldlt().solve(-jtr);
-      const Eigen::VectorXd trial = u + step;
-      const Eigen::VectorXd rt = residuals(m, runs, kinds, trial, noise);
-      const double ct = rt.squaredNorm();
-      if (std::isfinite(ct) && ct < cost) {
-        const double gain = cost - ct;
-        u = trial;
-        r = rt;
-        cost = ct;
-        lambda = std::max(1e-9, lambda / 3);
-        improved = true;
-        if (gain < 1e-10 * std::max(1.0, cost)) it = options.max_iterations;  // converged
-      } else {
-        lambda *= 4;
+  while (free.size() < budget) {
+    std::optional<LmResult> best;
+    std::size_t best_j = 0;
+    for (std::size_t j : d.candidates) {
+      if (std::find(free.begin(), free.end(), j) != free.end()) continue;
+      std::vector<std::size_t> trial = free;
+      trial.push_back(j);
+      LmResult res = levenberg_marquardt(m, runs, kinds, noise, trial, u, options.max_iterations, options.max_log_step);
+      it += res.iterations;
+      if (!best || res.cost < best->cost) {
+        best = std::move(res);
+        best_j = j;
       }
     }
-    if (!improved) break;
+    if (!best || cost - best->cost < kMinCostGain) break;
+    free.push_back(best_j);
+    u = best->u;
+    cost = best->cost;
   }
+  m.fixed.assign(m.params.size(), true);
+  for (std::size_t j : free) m.fixed[j] = false;
   out.iterations = it;
 
   // Materialise: fractions above 1 become raised cluster figures (a rate
@@ -271,24 +396,32 @@ RunFit fit_profile_to_runs(const std::vector<RunObservation>& runs, const Cluste
   HardwareProfile hw;
   Cluster fitted;
   m.apply(u, hw, fitted);
+  // On a GPU the datasheet figures bound the rates: efficiencies cap at 1. A
+  // CPU cluster's figures are rough defaults, which a faster measurement raises.
+  const bool cpu = c.device_kind == DeviceKind::cpu;
   double top = 0;
   for (const auto& row : hw.gemm_efficiency) top = std::max(top, row.efficiency);
   if (top > 1) {
-    for (auto& row : hw.gemm_efficiency) row.efficiency /= top;
-    fitted.node.gpu.peak_tflops_fp32 *= top;
-    out.notes.push_back("runs: GEMMs ran above the fp32 peak figure; peak raised to " +
-                        fmt("%.4g", fitted.node.gpu.peak_tflops_fp32) + " TFLOP/s per rank");
+    for (auto& row : hw.gemm_efficiency) row.efficiency = cpu ? row.efficiency / top : std::min(1.0, row.efficiency);
+    if (cpu) fitted.node.gpu.peak_tflops_fp32 *= top;
+    out.notes.push_back(cpu ? "runs: GEMMs ran above the fp32 peak figure; peak raised to " +
+                                  fmt("%.4g", fitted.node.gpu.peak_tflops_fp32) + " TFLOP/s per rank"
+                            : std::string("runs: GEMMs fitted above the datasheet peak; efficiencies capped at 1"));
   }
   if (hw.memory_bandwidth_efficiency > 1) {
-    fitted.node.gpu.hbm_bandwidth_gbps *= hw.memory_bandwidth_efficiency;
-    out.notes.push_back("runs: memory-bound kernels ran above the bandwidth figure; raised to " +
-                        fmt("%.4g", fitted.node.gpu.hbm_bandwidth_gbps) + " GB/s per rank");
+    if (cpu) fitted.node.gpu.hbm_bandwidth_gbps *= hw.memory_bandwidth_efficiency;
+    out.notes.push_back(cpu ? "runs: memory-bound kernels ran above the bandwidth figure; raised to " +
+                                  fmt("%.4g", fitted.node.gpu.hbm_bandwidth_gbps) + " GB/s per rank"
+                            : std::string("runs: memory-bound kernels fitted above the datasheet bandwidth; "
+                                          "efficiency capped at 1"));
     hw.memory_bandwidth_efficiency = 1;
   }
   if (hw.intra_node.busbw_efficiency > 1) {
-    fitted.intra_node.bandwidth_gbps *= hw.intra_node.busbw_efficiency;
-    out.notes.push_back("runs: intra-node collectives ran above the link figure; raised to " +
-                        fmt("%.4g", fitted.intra_node.bandwidth_gbps) + " GB/s");
+    if (cpu) fitted.intra_node.bandwidth_gbps *= hw.intra_node.busbw_efficiency;
+    out.notes.push_back(cpu ? "runs: intra-node collectives ran above the link figure; raised to " +
+                                  fmt("%.4g", fitted.intra_node.bandwidth_gbps) + " GB/s"
+                            : std::string("runs: intra-node collectives fitted above the link's datasheet; "
+                                          "busbw efficiency capped at 1"));
     hw.intra_node.busbw_efficiency = 1;
   }
   if (hw.attention_gemm_factor > 1) {
@@ -299,10 +432,16 @@ RunFit fit_profile_to_runs(const std::vector<RunObservation>& runs, const Cluste
   for (Eigen::Index j = 0; j < p; ++j) {
     const auto& prm = m.params[static_cast<std::size_t>(j)];
     const double scale = std::string(prm.unit) == "us" ? 1e6 : 1.0;
+    const bool refined = std::find(free.begin(), free.end(), static_cast<std::size_t>(j)) != free.end();
     out.values.push_back({std::string("runs: ") + prm.name, m.start[static_cast<std::size_t>(j)] * scale,
                           m.value(static_cast<std::size_t>(j), u(j)) * scale, prm.unit,
-                          static_cast<int>(runs.size()), 0.0});
+                          static_cast<int>(runs.size()), 0.0, refined});
+    (refined ? out.refined : out.held_at_prior).push_back(prm.name);
   }
+  if (!out.held_at_prior.empty())
+    out.notes.push_back("runs: " + std::to_string(runs.size()) + " run(s) determine " + std::to_string(free.size()) +
+                        " of the " + std::to_string(p) + " run parameters; the other " +
+                        std::to_string(out.held_at_prior.size()) + " stay at the starting profile");
   out.profile = hw;
   out.cluster = fitted;
   out.mean_abs_error_after = mean_abs_error(prediction_errors(runs, fitted, hw));

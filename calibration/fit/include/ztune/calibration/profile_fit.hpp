@@ -31,6 +31,7 @@
 //   ProfileFit fit = fit_profile(m, cluster, default_profile_for(cluster));
 //   RunFit runs = fit_profile_to_runs(observations, fit.cluster, fit.profile);
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -53,21 +54,29 @@ struct GemmSample {
   double m = 0, n = 0, k = 0;
   double flops = 0;   // 2·m·n·k
   double time_s = 0;  // median per call, slowest rank
+  double spread = 0;  // (p75 − p25) / median of the timed rounds
+  int repeats = 0;    // timed rounds
 };
 struct AttentionSample {
   double flops = 0;   // 4·b·s²·c, the cost model's count
   double time_s = 0;
+  double spread = 0;
+  int repeats = 0;
 };
 struct MemorySample {
   std::string kernel;
   double bytes = 0;   // minimum read + write traffic
   int kernels = 1;    // launches per call
   double time_s = 0;
+  double spread = 0;
+  int repeats = 0;
 };
 struct CopySample {
   std::string direction;  // "h2d" | "d2h"
   double bytes = 0;
   double time_s = 0;
+  double spread = 0;
+  int repeats = 0;
 };
 struct CollectiveSample {
   Collective kind = Collective::all_reduce;
@@ -78,6 +87,8 @@ struct CollectiveSample {
   bool crosses_nodes = false;
   double bytes = 0;        // nccl-tests S
   double time_s = 0;
+  double spread = 0;
+  int repeats = 0;
 };
 
 /// ztune-calibrate-worker's output (schema "ztune.measurements/1").
@@ -114,6 +125,9 @@ struct FittedValue {
   std::string unit;    // "", "us", "GB/s", ...
   int points = 0;
   double rms_rel_residual = 0;
+  /// False: the data did not determine it (posterior no narrower than half
+  /// the prior), so it stays at its prior (the starting profile's value).
+  bool determined = true;
 };
 
 /// α–β of one collective on one layout (the report's table): t = α·steps + S·bf/busbw.
@@ -134,7 +148,21 @@ struct ProfileFit {
   std::vector<FittedValue> values;  // profile and cluster fields, before → after
   std::vector<CollectiveFit> collectives;
   std::vector<std::string> notes;   // figures raised, levels not measured, caps
+  /// Points the robust fit down-weighted as outliers, each named ("gemm
+  /// 512x512x512: measured 1.2 ms, 100x the fit").
+  std::vector<std::string> outliers;
+  /// The fit's robust residual scale per section ("gemm", "memory-bound", ...).
+  std::map<std::string, double> scale;
+  /// Points left out before fitting because their rounds spread wider than
+  /// kMaxPointSpread even after re-measuring (each named, with its spread).
+  std::vector<std::string> dropped;
+  double median_spread = 0;  // over every point measured (IQR / median of its rounds)
+  int points = 0;            // points measured (before dropping)
 };
+
+/// A point whose rounds spread (IQR / median) wider than this after the
+/// worker's adaptive re-measuring is left out of the fit and named.
+inline constexpr double kMaxPointSpread = 0.25;
 
 /// Fits `prior` (and the cluster's figures) to the microbenchmarks. Sections
 /// with no samples keep the prior's values (noted). `name` names the result.
@@ -185,6 +213,13 @@ struct RunFitOptions {
   /// are divided by it, so it weighs the data against the prior.
   double measurement_noise = 0.05;
   int max_iterations = 60;
+  /// At most this many parameters refined (< 0: as many as the runs determine).
+  int max_parameters = -1;
+  /// A trust region: each refined parameter moves at most this far in its log
+  /// space (a factor e^max_log_step for rates and times; ∞: no limit). The
+  /// calibration loop narrows it when a fit would leave the reference plans'
+  /// bounds, so the loop learns in steps it can check.
+  double max_log_step = std::numeric_limits<double>::infinity();
 };
 
 struct RunFit {
@@ -195,11 +230,15 @@ struct RunFit {
   double mean_abs_error_before = 0;
   double mean_abs_error_after = 0;
   int iterations = 0;
+  std::vector<std::string> refined;        // parameters the runs determined (and moved)
+  std::vector<std::string> held_at_prior;  // parameters left at the starting profile
 };
 
 /// Fits the profile's scalars (GEMM and memory-bound rates, attention factor,
 /// launch and framework overheads, intra-node collective rate, overlap) to the
 /// runs' iteration times, starting from (and regularised towards) `start`.
+/// Only the parameters the runs determine move (`refined`), at most as many as
+/// the runs have independent measurements; the rest stay at `start`.
 RunFit fit_profile_to_runs(const std::vector<RunObservation>& runs, const Cluster& c, const HardwareProfile& start,
                            const RunFitOptions& options = {});
 
