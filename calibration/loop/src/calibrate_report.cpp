@@ -11,10 +11,12 @@ double err(double predicted, double measured) { return measured > 0 ? (predicted
 void print_fitted_values(std::FILE* out, const std::string& title, const std::vector<FittedValue>& values) {
   if (values.empty()) return;
   std::fprintf(out, "\n%s\n", title.c_str());
-  std::fprintf(out, "  %-40s %12s %12s %-10s %6s %8s\n", "value", "before", "after", "unit", "points", "rms res");
+  std::fprintf(out, "  %-40s %12s %12s %-10s %6s %8s  %s\n", "value", "before", "after", "unit", "points", "rms res",
+               "set by");
   for (const auto& v : values)
-    std::fprintf(out, "  %-40s %12.4g %12.4g %-10s %6d %7.1f%%\n", v.name.c_str(), v.before, v.after, v.unit.c_str(),
-                 v.points, 100.0 * v.rms_rel_residual);
+    std::fprintf(out, "  %-40s %12.4g %12.4g %-10s %6d %7.1f%%  %s\n", v.name.c_str(), v.before, v.after,
+                 v.unit.c_str(), v.points, 100.0 * v.rms_rel_residual,
+                 v.determined ? "data" : "prior (not determined by the data)");
 }
 
 void print_collective_fits(std::FILE* out, const std::vector<CollectiveFit>& fits) {
@@ -41,8 +43,8 @@ void print_run_comparisons(std::FILE* out, const std::vector<RunComparison>& row
                       "--records FILE...)\n");
     return;
   }
-  std::fprintf(out, "  %-14s %-34s %-8s %10s %17s %17s %17s\n", "run", "plan", "set", "measured", "before (err)",
-               "micro fit (err)", "after (err)");
+  std::fprintf(out, "  %-14s %-34s %-8s %10s %17s %17s %17s\n", "run", "plan", "set", "measured", "in place (err)",
+               "micro fit (err)", "fitted (err)");
   for (const auto& r : rows)
     std::fprintf(out, "  %-14s %-34s %-8s %9.4fs %9.4fs %+6.1f%% %9.4fs %+6.1f%% %9.4fs %+6.1f%%\n",
                  r.label.substr(0, 14).c_str(), r.plan.substr(0, 34).c_str(), r.held_out ? "held-out" : "fit",
@@ -52,9 +54,10 @@ void print_run_comparisons(std::FILE* out, const std::vector<RunComparison>& row
     bool any = false;
     for (const auto& r : rows) any = any || r.held_out == held;
     if (!any) continue;
-    std::fprintf(out, "  mean |error| on %-9s runs: before %.1f%%, micro fit %.1f%%, after %.1f%%\n",
-                 held ? "held-out" : "fitted", 100 * mean_abs_error(rows, held, 0), 100 * mean_abs_error(rows, held, 1),
-                 100 * mean_abs_error(rows, held, 2));
+    std::fprintf(out, "  mean |error| on %-12s runs: in place %.1f%%, micro fit %.1f%%, fitted %.1f%%%s\n",
+                 held ? "held-out" : "learned-from", 100 * mean_abs_error(rows, held, 0),
+                 100 * mean_abs_error(rows, held, 1), 100 * mean_abs_error(rows, held, 2),
+                 held ? "" : " (in-sample: the leave-one-run-out figure below is the fair one)");
   }
 }
 
@@ -62,7 +65,7 @@ nlohmann::json fitted_values_json(const std::vector<FittedValue>& values) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto& v : values)
     a.push_back({{"name", v.name}, {"before", v.before}, {"after", v.after}, {"unit", v.unit}, {"points", v.points},
-                 {"rms_rel_residual", v.rms_rel_residual}});
+                 {"rms_rel_residual", v.rms_rel_residual}, {"determined", v.determined}});
   return a;
 }
 

@@ -18,9 +18,9 @@ struct RunComparison {
   std::string plan;
   bool held_out = false;      // evaluated, not fitted
   double measured_s = 0;
-  double before_s = 0;        // prior profile on the original cluster
+  double before_s = 0;        // the profile in place (the one a new fit must beat)
   double micro_s = 0;         // microbenchmark fit
-  double after_s = 0;         // microbenchmark + run fit (the written profile)
+  double after_s = 0;         // microbenchmark + run fit (the candidate profile)
 };
 
 void print_fitted_values(std::FILE* out, const std::string& title, const std::vector<FittedValue>& values);
