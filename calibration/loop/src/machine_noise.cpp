@@ -87,9 +87,12 @@ NoiseReport assess_noise(const MachineSample& before, const MachineSample& after
   if (r.steal_fraction > limits.max_steal_fraction)
     why.push_back("steal time " + num("%.0f", 100 * r.steal_fraction) + "% of the CPU time");
   r.noisy = !why.empty();
-  r.summary = "load average " + num("%.2f", r.load_before) + " before, " + num("%.2f", r.load_after) + " after, on " +
-              std::to_string(r.cores) + " core(s); steal " + num("%.1f", 100 * r.steal_fraction) +
-              "%; median spread of the rounds " + num("%.1f", 100 * median_spread) + "%; " + std::to_string(dropped) +
+  r.summary = (before.valid && after.valid
+                   ? "load average " + num("%.2f", r.load_before) + " before, " + num("%.2f", r.load_after) +
+                         " after, on " + std::to_string(r.cores) + " core(s); steal " +
+                         num("%.1f", 100 * r.steal_fraction) + "%; "
+                   : std::string("load and steal not sampled (measurements read from a file); ")) +
+              "median spread of the rounds " + num("%.1f", 100 * median_spread) + "%; " + std::to_string(dropped) +
               " of " + std::to_string(points) + " point(s) too wide";
   if (r.noisy) {
     std::string list;
