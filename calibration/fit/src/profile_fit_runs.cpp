@@ -444,7 +444,14 @@ RunFit fit_profile_to_runs(const std::vector<RunObservation>& runs, const Cluste
                         std::to_string(out.held_at_prior.size()) + " stay at the starting profile");
   out.profile = hw;
   out.cluster = fitted;
-  out.mean_abs_error_after = mean_abs_error(prediction_errors(runs, fitted, hw));
+  const auto errors = prediction_errors(runs, fitted, hw);
+  out.mean_abs_error_after = mean_abs_error(errors);
+  // Each value's residual column: the fitted profile's RMS relative error of
+  // iteration time on the runs (in-sample; what the runs leave unexplained).
+  double ss = 0;
+  for (const auto& e : errors) ss += e.error() * e.error();
+  const double rms = errors.empty() ? 0.0 : std::sqrt(ss / static_cast<double>(errors.size()));
+  for (auto& v : out.values) v.rms_rel_residual = rms;
   return out;
 }
 
