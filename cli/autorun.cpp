@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "calibrate_runs.hpp"
+#include "db_runs.hpp"
 #include "command.hpp"
 #include "run_launch.hpp"
 #include "ztune/model/catalog.hpp"
@@ -19,7 +19,8 @@
 #include "ztune/model/input_error.hpp"
 #include "ztune/model/json_reader.hpp"
 #include "ztune/model/prediction.hpp"
-#include "ztune/model/profile_fit.hpp"
+#include "ztune/calibration/calibrate_session.hpp"
+#include "ztune/calibration/profile_fit.hpp"
 #include "ztune/model/run_record.hpp"
 #include "ztune/model/time_model.hpp"
 #include "ztune/tuner/export.hpp"
@@ -115,7 +116,8 @@ void print_comparison(const RunRecord& record, const Prediction& p, const Comput
 
 }  // namespace
 
-int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& c, const HardwareProfile& hw,
+int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& catalog_cluster, const Cluster& c,
+                  const HardwareProfile& hw,
                   const AutorunOptions& o, std::optional<ResultsDb>& db) {
   namespace fs = std::filesystem;
   std::string dir;
@@ -206,20 +208,46 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& c, cons
   }
   if (!o.refine) return kExitOk;
 
-  // Refine: fit the profile to every stored run of this cluster (or this one).
+  // Refine: fit the profile to every stored run of this cluster (or this one),
+  // and keep the fit only if it predicts the runs it did not see better than
+  // the profile in place (calibration/, calibrate_session.hpp).
   std::vector<std::string> notes;
   std::vector<RunObservation> runs;
   if (db) runs = runs_from_db(*db, c.name, notes);
   if (runs.empty()) runs.push_back(run_observation_from_record(record));
-  const RunFit fit = fit_profile_to_runs(runs, c, hw);
   std::string name = c.name;
   if (!name.ends_with("-calibrated")) name += "-calibrated";
-  HardwareProfile refined = fit.profile;
-  refined.measured = measured_figures(c, fit.cluster, hw.measured);  // so --profile alone reproduces it
-  refined.name = name;
+  calibration::SessionInputs in;
+  in.catalog_cluster = catalog_cluster;
+  in.prior = hw;
+  in.name = name;
+  in.runs = runs;
+  const calibration::SessionResult r = calibration::run_session(in);
+  HardwareProfile refined = r.profile;
   refined.source = hw.source + "; refined by ztune --run on " + std::to_string(runs.size()) + " run(s)";
-  refined.measured_engine = refined.engine;  // the fit measured ztune's executor
-  Cluster refined_cluster = fit.cluster;
+  const double before = calibration::mean_abs_error(r.rows, false, 0);
+  const double after = calibration::mean_abs_error(r.rows, false, 2);
+  std::printf("\nrefit on %zu run(s): mean |iteration error| %.1f%% with the profile in place -> %.1f%% fitted "
+              "(learned-from, in-sample)",
+              runs.size(), 100 * before, 100 * after);
+  if (r.cv.runs_judged)
+    std::printf("; held out (leave-one-run-out): %.1f%% in place -> %.1f%% fitted", 100 * r.cv.previous_run_error,
+                100 * r.cv.candidate_run_error);
+  std::printf("\n  parameters refined: %zu (%s)\n", r.run_fit.refined.size(),
+              r.run_fit.refined.empty() ? "none: the runs determine none beyond the prior" : [&] {
+                std::string list;
+                for (const auto& name_refined : r.run_fit.refined) list += (list.empty() ? "" : ", ") + name_refined;
+                return list;
+              }().c_str());
+  for (const auto& n : notes) std::printf("  note: %s\n", n.c_str());
+  for (const auto& n : r.notes) std::printf("  note: %s\n", n.c_str());
+  for (const auto& n : r.verdict.notes) std::printf("  judged: %s\n", n.c_str());
+  if (!r.verdict.accept) {
+    std::printf("profile kept (%s):\n", hw.name.c_str());
+    for (const auto& why : r.verdict.reasons) std::printf("  - %s\n", why.c_str());
+    return kExitOk;  // the run itself succeeded
+  }
+  Cluster refined_cluster = r.cluster;
   refined_cluster.name = name;
   // Written to the user's directory (the catalog is never written to), each
   // file replaced atomically.
@@ -229,9 +257,6 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& c, cons
   write_file_atomically(profile_path, profile_to_json(refined).dump(2) + "\n", "refined profile");
   write_file_atomically(cluster_path, cluster_to_json(refined_cluster).dump(2) + "\n", "calibrated cluster");
   if (db) db->store_profile(refined);
-  std::printf("\nrefined the profile on %zu run(s): mean |iteration error| %.1f%% -> %.1f%% (in-sample)\n",
-              runs.size(), 100 * fit.mean_abs_error_before, 100 * fit.mean_abs_error_after);
-  for (const auto& n : notes) std::printf("  note: %s\n", n.c_str());
   std::printf("profile: %s\ncalibrated cluster: %s\n", profile_path.c_str(), cluster_path.c_str());
   return kExitOk;
 }

@@ -31,7 +31,9 @@ struct AutorunOptions {
 
 /// Runs `plan` (the search's best) and reports; returns the process exit code
 /// (0 ok, 1 refused or failed run, 2 bad input). `db` may be empty (--no-db).
-int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& c, const HardwareProfile& hw,
+/// `c` is `catalog_cluster` with `hw`'s measured figures (what predicts).
+int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& catalog_cluster, const Cluster& c,
+                  const HardwareProfile& hw,
                   const AutorunOptions& o, std::optional<ResultsDb>& db);
 
 }  // namespace ztune::cli

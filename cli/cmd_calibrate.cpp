@@ -1,11 +1,14 @@
-// ztune calibrate: runs the calibration microbenchmarks (ztune-calibrate-worker
-// under mpirun), fits the hardware profile to them and to the measured training
-// runs (run records given here or stored in the results database), writes the
-// profile (and the cluster with its re-measured figures), stores the profile in
-// the database, and reports the prediction error of the runs before and after.
+// ztune calibrate: a thin shell over calibration/ (calibrate_session.hpp). It
+// runs the calibration microbenchmarks (ztune-calibrate-worker under mpirun),
+// gathers the measured training runs (run records given here or stored in the
+// results database), and lets the session fit, cross-validate and judge the
+// profile; it writes the profile (and the cluster with its re-measured
+// figures) and stores it in the database only when the verdict accepts it
+// (--force: anyway), and exits 1 when it is refused.
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -15,19 +18,24 @@
 
 #include <nlohmann/json.hpp>
 
-#include "calibrate_report.hpp"
-#include "calibrate_runs.hpp"
+#include "ztune/calibration/calibrate_report.hpp"
+#include "ztune/calibration/calibrate_session.hpp"
+#include "ztune/calibration/history.hpp"
+#include "ztune/calibration/session_report.hpp"
+#include "db_runs.hpp"
 #include "command.hpp"
 #include "run_launch.hpp"
 #include "ztune/model/catalog.hpp"
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/input_error.hpp"
 #include "ztune/model/prediction.hpp"
-#include "ztune/model/profile_fit.hpp"
+#include "ztune/calibration/profile_fit.hpp"
 #include "ztune/tuner/results_db.hpp"
 
 namespace ztune::cli {
 namespace {
+
+using namespace calibration;  // NOLINT: the loop's report and run sources
 
 struct CalibrateFlags {
   std::string cluster;
@@ -47,6 +55,10 @@ struct CalibrateFlags {
   std::size_t max_bytes = 0;
   bool quick = false;
   bool json = false;
+  bool force = false;          // write even a refused fit
+  double wait_quiet_s = 0;     // wait this long for a busy machine's load to fall
+  double reference_factor = 2; // refuse a fit this far off its starting profile on a reference plan
+  bool report = false;         // print the history of profiles instead of calibrating
 };
 
 std::string calibrate_worker_path() {
@@ -81,9 +93,61 @@ void write_json(const std::string& path, const nlohmann::json& doc) {
   write_file_atomically(path, doc.dump(2) + "\n", "--out");
 }
 
+// Waits (up to `seconds`) for the load average to fall below the busy mark,
+// reporting once; returns the last sample.
+MachineSample wait_until_quiet(double seconds, const NoiseLimits& limits, std::FILE* report) {
+  MachineSample s = sample_machine();
+  if (!s.valid || s.load1 <= limits.busy_load_per_core * s.cores) return s;
+  std::fprintf(report, "ztune calibrate: busy machine: load average %.2f on %d core(s)%s\n", s.load1, s.cores,
+               seconds > 0 ? "; waiting for it to fall (--wait-quiet)" : "; measuring anyway (--wait-quiet S waits)");
+  std::fflush(report);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until && s.load1 > limits.busy_load_per_core * s.cores) {
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    s = sample_machine();
+  }
+  if (seconds > 0)
+    std::fprintf(report, "ztune calibrate: load average now %.2f%s\n", s.load1,
+                 s.load1 > limits.busy_load_per_core * s.cores ? " (still busy: measuring anyway)" : "");
+  return s;
+}
+
+// The calibrated profile already in place at `path`, if any (the one a new fit must beat).
+std::optional<HardwareProfile> profile_in_place(const std::string& path, std::vector<std::string>& notes) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
+  try {
+    return load_profile(path);
+  } catch (const InputError& e) {
+    notes.push_back(std::string("the profile in place cannot be read (") + e.what() +
+                    "); the fit is judged against its starting profile instead");
+    return std::nullopt;
+  }
+}
+
+// --report: the cluster's profiles, oldest first, each with its error on the
+// runs measured after it (issue 21: the loop shown).
+int report_history(const CalibrateFlags& f) {
+  const Cluster c = load_cluster(f.cluster);
+  const ResultsDb db = ResultsDb::open(f.db.empty() ? default_db_path() : f.db);
+  std::vector<std::string> notes;
+  const auto rows = profile_history_from_db(db, c, notes);
+  if (f.json) {
+    nlohmann::json j = profile_history_json(c.name, rows);
+    j["notes"] = notes;
+    std::printf("%s\n", j.dump(2).c_str());
+    return kExitOk;
+  }
+  print_profile_history(stdout, c.name, rows);
+  for (const auto& n : notes) std::printf("  note: %s\n", n.c_str());
+  return kExitOk;
+}
+
 int run(const CalibrateFlags& f) {
+  if (f.report) return report_history(f);
   const Cluster raw_cluster = load_cluster(f.cluster);
-  const HardwareProfile prior = f.prior.empty() ? default_profile_for(raw_cluster) : load_profile(f.prior);
+  const HardwareProfile shipped = default_profile_for(raw_cluster);
+  const HardwareProfile prior = f.prior.empty() ? shipped : load_profile(f.prior);
   // A prior fitted earlier carries its measured figures: start from them.
   const Cluster cluster = with_measured_figures(raw_cluster, prior);
   const std::string backend =
@@ -107,15 +171,21 @@ int run(const CalibrateFlags& f) {
                                 (name + ".json"))
                                    .string();
   std::FILE* report = f.json ? stderr : stdout;
+  SessionInputs in;
+  in.catalog_cluster = raw_cluster;
+  in.prior = prior;
+  in.name = name;
+  in.rules.reference_factor = f.reference_factor;
+  std::vector<std::string> notes;
+  in.previous = profile_in_place(profile_out, notes);
   // The run records first: a bad one is refused before any microbenchmark runs.
-  std::vector<RunObservation> fit_runs = runs_from_records(f.records);
-  const std::vector<RunObservation> held = runs_from_records(f.holdout_records);
+  in.runs = runs_from_records(f.records);
+  in.held_out = runs_from_records(f.holdout_records);
 
   // 1. Measure (or read earlier measurements).
   std::string measurements_path = f.measurements;
-  int np = 0;
   if (measurements_path.empty()) {
-    np = f.np > 0 ? f.np : default_ranks(cluster, backend);
+    const int np = f.np > 0 ? f.np : default_ranks(cluster, backend);
     // The cost model shares a node's cores among the ranks beyond them
     // (oversubscribed_view): the figures measured here must be per core.
     if (backend == "cpu" && cluster.node.cpu_cores > 0 && np > std::max(2, cluster.node.cpu_cores))
@@ -129,7 +199,8 @@ int run(const CalibrateFlags& f) {
     std::vector<std::string> args{calibrate_worker_path(), "--out", measurements_path, "--backend", backend,
                                   "--threads", std::to_string(f.threads)};
     if (f.max_bytes > 0) args.insert(args.end(), {"--max-bytes", std::to_string(f.max_bytes)});
-    if (f.quick) args.insert(args.end(), {"--repeats", "3", "--round-budget-ms", "20"});
+    if (f.quick) args.insert(args.end(), {"--repeats", "5", "--max-repeats", "9", "--round-budget-ms", "20"});
+    in.machine_before = wait_until_quiet(f.wait_quiet_s, in.noise_limits, report);
     std::fprintf(report, "ztune calibrate: %d rank(s) of cluster %s (%s backend)%s\n", np, cluster.name.c_str(),
                  backend.c_str(),
                  np < cluster.total_gpus()
@@ -140,6 +211,7 @@ int run(const CalibrateFlags& f) {
                      : "");
     std::fflush(report);
     const int rc = run_process(launch_command(np, "", args), f.json);
+    in.machine_after = sample_machine();
     if (rc == kExitUsage) return kExitUsage;
     if (rc != 0) {
       std::fprintf(stderr, "ztune calibrate: the microbenchmarks failed (exit %d)%s\n", rc,
@@ -157,12 +229,9 @@ int run(const CalibrateFlags& f) {
   }
   if (!f.keep_measurements.empty()) std::filesystem::copy_file(measurements_path, f.keep_measurements,
                                                                std::filesystem::copy_options::overwrite_existing);
+  in.measurements = &m;
 
-  // 2. Fit to the microbenchmarks.
-  const ProfileFit micro = fit_profile(m, cluster, prior, name);
-
-  // 3. The measured runs: fitted ones (records and the database) and held-out ones.
-  std::vector<std::string> notes = micro.notes;
+  // 2. The measured runs of the database join the records given.
   std::optional<ResultsDb> db;
   if (!f.no_db) {
     try {
@@ -173,86 +242,58 @@ int run(const CalibrateFlags& f) {
   }
   if (db && !f.no_db_runs) {
     auto stored = runs_from_db(*db, cluster.name, notes);
-    fit_runs.insert(fit_runs.end(), stored.begin(), stored.end());
+    in.runs.insert(in.runs.end(), stored.begin(), stored.end());
   }
-  const RunFit fitted = fit_profile_to_runs(fit_runs, micro.cluster, micro.profile);
-  notes.insert(notes.end(), fitted.notes.begin(), fitted.notes.end());
-  HardwareProfile final_profile = fitted.profile;
-  final_profile.name = name;
-  final_profile.source = micro.profile.source + (fit_runs.empty() ? std::string()
-                                                                   : "; refined on " + std::to_string(fit_runs.size()) +
-                                                                         " measured training run(s)");
-  Cluster final_cluster = fitted.cluster;
-  // The profile carries the figures measured here, so --profile alone
-  // reproduces these predictions on the catalog cluster.
-  final_profile.measured = measured_figures(raw_cluster, final_cluster, prior.measured);
-  for (const auto& s : m.collectives) (s.crosses_nodes ? final_profile.measured.inter_node : final_profile.measured.intra_node).fitted = true;
 
-  std::vector<RunComparison> rows;
-  auto compare = [&](const std::vector<RunObservation>& runs, bool held_out) {
-    for (const auto& r : runs)
-      rows.push_back({r.label, r.plan.summary(), held_out, r.measured_iteration_s,
-                      predict_time(r.model, r.plan, cluster, prior).iteration_s,
-                      predict_time(r.model, r.plan, micro.cluster, micro.profile).iteration_s,
-                      predict_time(r.model, r.plan, final_cluster, final_profile).iteration_s});
-  };
-  compare(fit_runs, false);
-  compare(held, true);
+  // 3. Fit, cross-validate, decide.
+  SessionResult r = run_session(in);
+  r.notes.insert(r.notes.begin(), notes.begin(), notes.end());
+  const bool write = r.verdict.accept || f.force;
 
-  // 4. Write and store. What the fit found of the executor's host costs and
-  // overlap is the measured ztune engine on this hardware.
-  final_profile.measured_engine = final_profile.engine;
-  write_json(profile_out, profile_to_json(final_profile));
-  write_json(cluster_out, cluster_to_json(final_cluster));
+  // 4. Write and store only what earned its place (or what --force insists on).
   std::optional<std::int64_t> profile_id;
-  if (db) {
-    try {
-      profile_id = db->store_profile(final_profile);
-    } catch (const InputError& e) {
-      notes.push_back(std::string("profile not stored in the results database: ") + e.what());
+  if (write) {
+    write_json(profile_out, profile_to_json(r.profile));
+    write_json(cluster_out, cluster_to_json(r.cluster));
+    if (db) {
+      try {
+        profile_id = db->store_profile(r.profile);
+      } catch (const InputError& e) {
+        r.notes.push_back(std::string("profile not stored in the results database: ") + e.what());
+      }
     }
   }
-
+  const int rc = r.verdict.accept || f.force ? kExitOk : kExitInfeasible;
   if (f.json) {
-    nlohmann::json j{{"cluster", cluster.name},
-                     {"backend", backend},
-                     {"ranks", m.ranks},
-                     {"measurements", measurements_path},
-                     {"measurement_time_s", m.elapsed_s},
-                     {"profile", profile_out},
-                     {"calibrated_cluster", cluster_out},
-                     {"profile_id", profile_id ? nlohmann::json(*profile_id) : nlohmann::json(nullptr)},
-                     {"microbenchmark_fit", fitted_values_json(micro.values)},
-                     {"collectives", collective_fits_json(micro.collectives)},
-                     {"run_fit", fitted_values_json(fitted.values)},
-                     {"runs", run_comparisons_json(rows)},
-                     {"mean_abs_error", {{"fitted", {{"before", mean_abs_error(rows, false, 0)},
-                                                     {"micro_fit", mean_abs_error(rows, false, 1)},
-                                                     {"after", mean_abs_error(rows, false, 2)}}},
-                                         {"held_out", {{"before", mean_abs_error(rows, true, 0)},
-                                                       {"micro_fit", mean_abs_error(rows, true, 1)},
-                                                       {"after", mean_abs_error(rows, true, 2)}}}}},
-                     {"notes", notes}};
+    nlohmann::json j = session_json(r);
+    j["cluster"] = cluster.name;
+    j["backend"] = backend;
+    j["ranks"] = m.ranks;
+    j["measurements"] = measurements_path;
+    j["measurement_time_s"] = m.elapsed_s;
+    j["written"] = write;
+    j["profile"] = write ? nlohmann::json(profile_out) : nlohmann::json(nullptr);
+    j["calibrated_cluster"] = write ? nlohmann::json(cluster_out) : nlohmann::json(nullptr);
+    j["profile_id"] = profile_id ? nlohmann::json(*profile_id) : nlohmann::json(nullptr);
     std::printf("%s\n", j.dump(2).c_str());
-    return kExitOk;
+    return rc;
   }
   std::printf("\n== Fit: %zu microbenchmark points, %zu training run(s) (%zu held out)\n",
               m.gemm.size() + m.attention.size() + m.memory.size() + m.copies.size() + m.collectives.size(),
-              fit_runs.size(), held.size());
-  print_fitted_values(stdout, "Microbenchmark fit (least squares, robust, relative error)", micro.values);
-  print_collective_fits(stdout, micro.collectives);
-  if (!fit_runs.empty())
-    print_fitted_values(stdout,
-                        "Run fit (Levenberg-Marquardt on iteration time, " + std::to_string(fitted.iterations) +
-                            " iterations)",
-                        fitted.values);
-  print_notes(stdout, notes);
-  print_run_comparisons(stdout, rows);
+              in.runs.size(), in.held_out.size());
+  print_session(stdout, r);
+  std::printf("\n");
+  print_verdict(stdout, r, f.force);
+  if (!write) {
+    std::printf("\nnothing written%s; --force writes it anyway\n",
+                in.previous ? (" (the profile in place stays: " + profile_out + ")").c_str() : "");
+    return rc;
+  }
   std::printf("\nprofile: %s%s\ncalibrated cluster (the same figures, for tools that read cluster files): %s\n"
               "use it: ztune predict --cluster %s --profile %s ... (the profile carries the measured figures)\n",
               profile_out.c_str(), profile_id ? (" (stored as profile " + std::to_string(*profile_id) + ")").c_str() : "",
               cluster_out.c_str(), f.cluster.c_str(), profile_out.c_str());
-  return kExitOk;
+  return rc;
 }
 
 }  // namespace
@@ -282,8 +323,21 @@ Command add_calibrate(CLI::App& root) {
       ->expected(1, -1);
   app->add_option("--profile", f->prior, "Starting profile (default: data/profiles/<gpu>.json)");
   app->add_option("--max-bytes", f->max_bytes, "Largest collective message (default: 1 GiB; 16 MiB on CPU)");
-  app->add_flag("--quick", f->quick, "Fewer timed rounds (3 of ~20 ms)");
+  app->add_flag("--quick", f->quick, "Fewer timed rounds (5 to 9 of ~20 ms)");
   app->add_flag("--json", f->json, "Print the fit and the errors as JSON (benchmark tables go to stderr)");
+  app->add_flag("--force", f->force,
+                "Write the fitted profile even when it is refused (worse on held-out runs or points, off its starting "
+                "profile on a reference plan, or measured on a noisy machine); exit 0");
+  app->add_flag("--report", f->report,
+                "Print the cluster's calibrated profiles, oldest first, with each one's error on the runs measured "
+                "since (from the results database); measures and fits nothing");
+  app->add_option("--wait-quiet", f->wait_quiet_s,
+                  "Before measuring, wait up to this many seconds for a busy machine's load average to fall")
+      ->check(CLI::Range(0.0, 86400.0));
+  app->add_option("--reference-factor", f->reference_factor,
+                  "Refuse a fit whose prediction of a reference plan differs from its starting profile's by more than "
+                  "this factor (default 2)")
+      ->check(CLI::Range(1.0, 1e6));
   return {app, [f] { return run(*f); }};
 }
 

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "db_runs.hpp"
+#include "ztune/model/cluster.hpp"
 #include "ztune/model/input_error.hpp"
 #include "ztune/tuner/results_db.hpp"
 
@@ -29,9 +31,30 @@ std::string num(const char* f, double v) {
   return buf;
 }
 
+// The loop shown (issue 21): per cluster with calibrated profiles stored, the
+// sequence of its profiles and the error of each on the runs measured since.
+struct ClusterHistory {
+  std::string cluster;
+  std::vector<calibration::ProfileHistoryRow> rows;
+};
+std::vector<ClusterHistory> profile_histories(const ResultsDb& db, std::vector<std::string>& notes) {
+  std::vector<ClusterHistory> out;
+  for (const auto& name : calibrated_clusters(db)) {
+    try {
+      const Cluster c = load_cluster(name);
+      out.push_back({name, profile_history_from_db(db, c, notes)});
+    } catch (const InputError& e) {
+      notes.push_back("profiles of " + name + " not shown: " + e.what());
+    }
+  }
+  return out;
+}
+
 int list(const ResultsDb& db, const HistoryFlags& f) {
   const auto searches = db.searches(f.limit);
   const auto runs = db.runs(f.limit);
+  std::vector<std::string> notes;
+  const auto histories = profile_histories(db, notes);
   if (f.json) {
     nlohmann::json j{{"searches", nlohmann::json::array()}, {"runs", nlohmann::json::array()}};
     for (const auto& s : searches)
@@ -43,6 +66,9 @@ int list(const ResultsDb& db, const HistoryFlags& f) {
     for (const auto& r : runs)
       j["runs"].push_back({{"id", "r" + std::to_string(r.id)}, {"created_at", r.created_at}, {"cluster", r.cluster},
                            {"model", r.model}, {"plan", r.plan}, {"status", r.status}});
+    j["profiles"] = nlohmann::json::array();
+    for (const auto& h : histories) j["profiles"].push_back(calibration::profile_history_json(h.cluster, h.rows));
+    j["notes"] = notes;
     std::cout << j.dump(2) << "\n";
     return kExitOk;
   }
@@ -64,6 +90,10 @@ int list(const ResultsDb& db, const HistoryFlags& f) {
     if (r.predicted_iteration_s) std::cout << "  predicted " << num("%.3f s", *r.predicted_iteration_s);
     std::cout << "\n";
   }
+  std::cout << std::flush;
+  for (const auto& h : histories) calibration::print_profile_history(stdout, h.cluster, h.rows);
+  for (const auto& n : notes) std::printf("  note: %s\n", n.c_str());
+  std::fflush(stdout);
   return kExitOk;
 }
 
@@ -130,7 +160,7 @@ std::string render_search(const nlohmann::json& d) {
 }  // namespace
 
 Command add_history(CLI::App& root) {
-  auto* app = root.add_subcommand("history", "List the searches and runs in the results database");
+  auto* app = root.add_subcommand("history", "List the searches, runs and calibrated profiles (with their error on later runs) in the results database");
   auto f = std::make_shared<HistoryFlags>();
   app->add_option("--db", f->db, "Results database (default: $XDG_DATA_HOME/ztune/results.db)");
   app->add_option("--limit", f->limit, "How many of each to list")->check(Positive);

@@ -22,6 +22,7 @@
 #include "search_progress.hpp"
 #include "ztune/model/executor_support.hpp"
 #include "ztune/model/accuracy.hpp"
+#include "ztune/model/catalog.hpp"
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/input_error.hpp"
 #include "ztune/model/text.hpp"
@@ -171,7 +172,25 @@ bool read_only_database(const std::string& path) {
 int run_search_command(const SearchFlags& f) {
   const Cluster catalog_cluster = f.input.load_cluster_or_throw();
   const Transformer model = f.input.load_model_or_throw();
-  const HardwareProfile hw = priced_profile(catalog_cluster, f.profile, f.engine, f.compile);
+  // The loop closes (issue 21): `--run` without --profile predicts with the
+  // profile earlier runs and calibrations refined for this cluster, where one
+  // is in the user's directory, and says so.
+  std::string profile_file = f.profile;
+  if (f.run && profile_file.empty()) {
+    try {
+      const auto mine = std::filesystem::path(user_data_dir()) / "profiles" / (catalog_cluster.name + "-calibrated.json");
+      std::error_code ec;
+      if (std::filesystem::is_regular_file(mine, ec)) {
+        profile_file = mine.string();
+        std::cerr << "ztune: --run: predicting with the calibrated profile " << profile_file
+                  << " (what earlier runs and calibrations of " << catalog_cluster.name
+                  << " refined; --profile chooses another)\n";
+      }
+    } catch (const InputError&) {
+      // No user directory (neither XDG_DATA_HOME nor HOME): the catalog's profile.
+    }
+  }
+  const HardwareProfile hw = priced_profile(catalog_cluster, profile_file, f.engine, f.compile);
   const Cluster cluster = with_measured_figures(catalog_cluster, hw);  // a calibrated profile's figures
   if (f.objective == "cost" && f.gpu_hour_price <= 0)
     std::cerr << "ztune: note: no --gpu-hour-price; cost is ranked and shown in GPU-hours\n";
@@ -325,7 +344,7 @@ int run_search_command(const SearchFlags& f) {
       std::cerr << "ztune: --run: no feasible plan can run on ztune's executor (first reason: " << reason << ")\n";
       return kExitInfeasible;
     }
-    return run_best_plan(pick->plan, model, cluster, hw, ro, db);
+    return run_best_plan(pick->plan, model, catalog_cluster, cluster, hw, ro, db);
   }
   return kExitOk;
 }

@@ -3,7 +3,7 @@
 // and the fit's stored runs all read through; and the fit's view of the record
 // (run_observation_from_record) on what it accepts.
 #include "fuzz_support.hpp"
-#include "ztune/model/profile_fit.hpp"
+#include "ztune/calibration/profile_fit.hpp"
 #include "ztune/model/run_record.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -55,6 +55,9 @@ HistoryDialog::HistoryDialog(PlannerDocument* doc, QWidget* parent) : QDialog(pa
   run_detail_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
   runs->addWidget(run_detail_);
   tabs->addTab(runs, QStringLiteral("Runs"));
+  auto* profiles = table_for(&profiles_, ProfileHistoryModel::SortRole, this);
+  profiles->sortByColumn(ProfileHistoryModel::cluster, Qt::AscendingOrder);
+  tabs->addTab(profiles, QStringLiteral("Profiles"));
   v->addWidget(tabs, 1);
   status_ = new QLabel;
   status_->setWordWrap(true);
@@ -80,7 +83,15 @@ void HistoryDialog::reload() {
     const auto db = ResultsDb::open(doc_->database().toStdString());
     searches_.set_searches(db.searches(500));
     runs_.set_runs(db.runs(500));
-    status_->setText(QStringLiteral("%1 — %2 searches, %3 runs").arg(doc_->database()).arg(searches_.rowCount()).arg(runs_.rowCount()));
+    std::vector<std::string> notes;
+    profiles_.set_histories(load_profile_histories(db, notes));
+    QString text = QStringLiteral("%1 — %2 searches, %3 runs, %4 profile rows")
+                       .arg(doc_->database())
+                       .arg(searches_.rowCount())
+                       .arg(runs_.rowCount())
+                       .arg(profiles_.rowCount());
+    for (const auto& n : notes) text += QStringLiteral("\n") + QString::fromStdString(n);
+    status_->setText(text);
   } catch (const std::exception& e) {
     status_->setText(QString::fromStdString(e.what()));
   }

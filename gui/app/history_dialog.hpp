@@ -1,7 +1,9 @@
 #pragma once
-// Searches and runs from the results database; a search reopens in the window.
+// Searches, runs and calibrated profiles (with their error on later runs) from
+// the results database; a search reopens in the window.
 #include <QDialog>
 
+#include "ztune/gui/profile_history_model.hpp"
 #include "ztune/gui/run_history_model.hpp"
 #include "ztune/gui/search_history_model.hpp"
 
@@ -26,6 +28,7 @@ class HistoryDialog : public QDialog {
   PlannerDocument* doc_;
   SearchHistoryModel searches_;
   RunHistoryModel runs_;
+  ProfileHistoryModel profiles_;
   QTableView* search_view_ = nullptr;
   QTableView* run_view_ = nullptr;
   QPlainTextEdit* run_detail_ = nullptr;

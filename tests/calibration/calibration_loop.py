@@ -10,6 +10,11 @@
    under the catalog profile (before) and the fitted profile (after), both on
    the catalog cluster: the fitted profile carries what it measured.
 
+A fit `calibrate` refuses (issue 21: noisy, worse on held-out runs, or far
+off the prior on a reference plan) must write nothing; the held-out error is
+then the catalog profile's. Refused as too noisy, the target cannot be judged:
+exit 77 (skipped), as for the runs' own repeatability.
+
 Oracle: the measured times. Checks: held-out mean |error| after <= 15% and
 not above the error before (by more than the machine's repeatability); with --memory: every plan's predicted peak memory per
 rank within 10% of the executor's measured peak.
@@ -57,11 +62,12 @@ HELD = {"dp2_z0_mb4_sel": plan(dp=2, mb=4, ga=2, recompute="selective"), "dp2_z1
         "tp2_sp_mb2": plan(tp=2, sp=True, mb=2, ga=8), "pp2_mb4": plan(pp=2, mb=4, ga=4)}
 
 
-def run(args, timeout=600):
+def run(args, timeout=600, ok=(0,)):
     r = subprocess.run([ZTUNE] + args, capture_output=True, text=True, timeout=timeout, env=ENV)
-    if r.returncode != 0:
+    if r.returncode not in ok:
         print("FAILED:", " ".join(args), "\n", r.stdout[-3000:], r.stderr[-3000:])
         sys.exit(1)
+    run.rc = r.returncode
     return r.stdout
 
 
@@ -75,8 +81,10 @@ def predict(cluster, name, profile=None):
 with tempfile.TemporaryDirectory() as D:
     ENV = dict(os.environ, XDG_DATA_HOME=D)
     t0 = time.time()
+    # The microbenchmarks only: their profile may be refused (a busy machine,
+    # issue 21), the measurements are kept either way.
     run(["calibrate", "--cluster", "local-cpu", "--np", "2", "--quick", "--no-db", "--out", f"{D}/micro.json",
-         "--keep-measurements", f"{D}/measurements.json"])
+         "--keep-measurements", f"{D}/measurements.json"], ok=(0, 1))
     print(f"microbenchmarks: {time.time() - t0:.1f} s")
 
     for name, p in {**FIT, **HELD}.items():
@@ -112,11 +120,24 @@ with tempfile.TemporaryDirectory() as D:
             sys.exit(77)
         fit_records = [f"{D}/{n}.{r}.json" for n in FIT for r in (1, 2)]
         out = json.loads(run(["calibrate", "--cluster", "local-cpu", "--measurements", f"{D}/measurements.json",
-                              "--no-db", "--out", f"{D}/fitted.json", "--json", "--records"] + fit_records))
-        fitted = json.load(open(f"{D}/fitted.json"))
-        if "measured" not in fitted:
+                              "--no-db", "--out", f"{D}/fitted.json", "--json", "--records"] + fit_records, ok=(0, 1)))
+        # A refused fit (exit 1) writes nothing: the profile in place (the
+        # catalog's) stays, and "after" is "before".
+        refused = run.rc == 1
+        if refused:
+            print("calibrate refused the fit:", "; ".join(out["verdict"]["reasons"]))
+            if os.path.exists(f"{D}/fitted.json"):
+                print("FAILED: a refused fit was written")
+                sys.exit(1)
+            if any("too noisy" in r for r in out["verdict"]["reasons"]):
+                # The microbenchmarks themselves were too noisy to fit: the
+                # target cannot be judged here (reported as skipped).
+                print("SKIPPED: calibrate found the microbenchmarks too noisy to fit on this machine now")
+                sys.exit(77)
+        fitted = {} if refused else json.load(open(f"{D}/fitted.json"))
+        if not refused and "measured" not in fitted:
             failures.append("the fitted profile carries no measured figures")
-        else:
+        elif not refused:
             print("measured figures in the profile:", json.dumps(fitted["measured"]))
         print(f"fit: mean |error| on fitted runs before {100 * out['mean_abs_error']['fitted']['before']:.1f}%, "
               f"after {100 * out['mean_abs_error']['fitted']['after']:.1f}%")
@@ -126,7 +147,7 @@ with tempfile.TemporaryDirectory() as D:
             b = predict("local-cpu", name)["time"]["iteration_s"]
             # The catalog cluster and --profile alone: the fitted profile carries
             # the figures it measured (no calibrated cluster file needed).
-            a = predict("local-cpu", name, f"{D}/fitted.json")["time"]["iteration_s"]
+            a = b if refused else predict("local-cpu", name, f"{D}/fitted.json")["time"]["iteration_s"]
             before.append(abs(b - m) / m)
             after.append(abs(a - m) / m)
             print(f"  held-out {name:16s} measured {m:.4f} s  before {b:.4f} s ({100 * (b - m) / m:+.1f}%)  "

@@ -5,14 +5,16 @@
 // recovers a known profile's predictions on plans it did not see.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <random>
 
 #include <nlohmann/json.hpp>
 
 #include "ztune/model/catalog.hpp"
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/input_error.hpp"
+#include "ztune/model/op_costs.hpp"
 #include "ztune/model/prediction.hpp"
-#include "ztune/model/profile_fit.hpp"
+#include "ztune/calibration/profile_fit.hpp"
 
 using namespace ztune;
 
@@ -79,7 +81,153 @@ Measurements synthetic(bool outliers) {
   return m;
 }
 
+// The same machine measured with multiplicative noise: each time × e^(σ·z),
+// z standard normal from a fixed seed (so the test is deterministic), each
+// point's spread set to σ (what the worker would report of such rounds).
+Measurements noisy(double sigma, unsigned seed) {
+  Measurements m = synthetic(false);
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> z(0.0, 1.0);
+  auto jitter = [&](double& t, double& spread) {
+    t *= std::exp(sigma * z(rng));
+    spread = sigma;
+  };
+  for (auto& s : m.gemm) jitter(s.time_s, s.spread);
+  for (auto& s : m.memory) jitter(s.time_s, s.spread);
+  for (auto& s : m.copies) jitter(s.time_s, s.spread);
+  for (auto& s : m.collectives) jitter(s.time_s, s.spread);
+  return m;
+}
+
+// The figures of the synthetic machine the fit must give back, each with its
+// relative error against the known value.
+void check_recovered(const ProfileFit& fit, double tol) {
+  const double peak = fit.cluster.node.gpu.peak_flops(Precision::fp32);
+  for (double f : {1e6, 1e7, 1e8, 1e9}) {
+    INFO("GEMM rate at " << f << " FLOPs");
+    CHECK(peak * fit.profile.gemm_efficiency_at(f) == Approx(kPeak * true_gemm_eff(f)).epsilon(tol));
+  }
+  CHECK(fit.cluster.node.gpu.hbm_bandwidth_gbps * fit.profile.memory_bandwidth_efficiency ==
+        Approx(kKernels / 1e9).epsilon(tol));
+  CHECK(fit.cluster.node.gpu.hbm_bandwidth_gbps == Approx(kCopy / 1e9).epsilon(tol));
+  CHECK(fit.cluster.node.pcie_bandwidth_gbps == Approx(kMemcpy / 1e9).epsilon(tol));
+  CHECK(fit.cluster.intra_node.bandwidth_gbps * fit.profile.intra_node.busbw_efficiency ==
+        Approx(kBusbw / 1e9).epsilon(tol));
+}
+
 }  // namespace
+
+TEST_CASE("with 3% timing noise the fit recovers the machine within 5%", "[calibration][noise]") {
+  const Cluster c = load_cluster("local-cpu");
+  for (unsigned seed : {1U, 2U, 3U}) {
+    INFO("seed " << seed);
+    const ProfileFit fit = fit_profile(noisy(0.03, seed), c, default_profile_for(c), "test");
+    check_recovered(fit, 0.05);
+    CHECK(fit.dropped.empty());
+    CHECK(fit.median_spread == Approx(0.03));
+  }
+}
+
+TEST_CASE("one point 100x off: the fit stays within 5% and names it", "[calibration][noise]") {
+  const Cluster c = load_cluster("local-cpu");
+  Measurements m = noisy(0.03, 7);
+  // The 20th GEMM (a descheduled call) and one collective, each 100× slow.
+  REQUIRE(m.gemm.size() > 20);
+  m.gemm[20].time_s *= 100;
+  const std::string shape = std::to_string(std::lround(m.gemm[20].m));
+  const ProfileFit fit = fit_profile(m, c, default_profile_for(c), "test");
+  check_recovered(fit, 0.05);
+  bool named = false;
+  for (const auto& o : fit.outliers) named = named || (o.find("gemm " + shape + "x") == 0 && o.find("slower") != std::string::npos);
+  INFO("outliers named: " << fit.outliers.size() << (fit.outliers.empty() ? "" : ", first: " + fit.outliers.front()));
+  CHECK(named);
+  CHECK(fit.outliers.size() <= 3);  // the noise itself is not called outliers
+}
+
+TEST_CASE("points whose rounds spread too wide are left out and named", "[calibration][noise]") {
+  const Cluster c = load_cluster("local-cpu");
+  Measurements m = noisy(0.02, 3);
+  m.memory[2].spread = 0.6;
+  m.memory[2].repeats = 15;
+  m.memory[2].time_s *= 3;  // what a busy machine does to such a point
+  const ProfileFit fit = fit_profile(m, c, default_profile_for(c), "test");
+  REQUIRE(fit.dropped.size() == 1);
+  CHECK_THAT(fit.dropped[0], Catch::StartsWith("memory-bound " + m.memory[2].kernel) && Catch::Contains("60%"));
+  CHECK(fit.points == static_cast<int>(m.gemm.size() + m.memory.size() + m.copies.size() + m.collectives.size()));
+  check_recovered(fit, 0.05);
+}
+
+// A busy machine's GEMM sweep (issue 21: 1e-6 at 1e9 FLOPs, 0.28 at 1e8, 0.047
+// at 1e7, 0.35 at 1e6): the largest GEMMs descheduled. The table stays
+// physical: every efficiency in (0, 1], non-decreasing with size.
+TEST_CASE("the GEMM table is physical: in (0, 1] and non-decreasing in size", "[calibration][physical]") {
+  const Cluster c = load_cluster("local-cpu");
+  Measurements m = synthetic(false);
+  for (auto& s : m.gemm) {
+    if (s.flops > 3e8) s.time_s *= 40;       // the big ones descheduled
+    else if (s.flops > 5e6 && s.flops < 3e7) s.time_s *= 6;
+  }
+  const ProfileFit fit = fit_profile(m, c, default_profile_for(c), "test");
+  const auto& t = fit.profile.gemm_efficiency;  // sizes descending
+  REQUIRE(t.size() >= 2);
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    INFO("row " << t[i].size);
+    CHECK(t[i].efficiency > 0);
+    CHECK(t[i].efficiency <= 1);
+    if (i > 0) CHECK(t[i - 1].efficiency >= t[i].efficiency);
+  }
+  CHECK_NOTHROW(profile_from_json(profile_to_json(fit.profile), "fitted.json"));
+}
+
+// On a GPU the datasheet bounds the rates: collectives measured above the
+// link's figure give an efficiency of 1, never a faster link.
+TEST_CASE("a GPU's fitted rates never exceed its datasheet", "[calibration][physical]") {
+  const Cluster c = load_cluster("dgx-a100-80gb");
+  Measurements m;
+  m.backend = "cuda";
+  m.gemm_precision = Precision::bf16;
+  const double link = c.intra_node.bandwidth_gbps * 1e9;
+  for (double s = 1 << 20; s <= 1 << 30; s *= 2) {
+    CollectiveSample x;
+    x.kind = Collective::all_reduce;
+    x.name = "all_reduce";
+    x.group = "intra:8";
+    x.ranks = 8;
+    x.per_node = 8;
+    x.bytes = s;
+    x.time_s = 10e-6 + s * bus_factor(Collective::all_reduce, 8) / (1.5 * link);  // 1.5× the datasheet
+    m.collectives.push_back(x);
+  }
+  const ProfileFit fit = fit_profile(m, c, default_profile_for(c), "test");
+  CHECK(fit.profile.intra_node.busbw_efficiency == 1.0);
+  CHECK(fit.cluster.intra_node.bandwidth_gbps == c.intra_node.bandwidth_gbps);
+  CHECK(fit.profile.intra_node.base_latency_s >= 0);
+  CHECK(fit.profile.intra_node.latency_s >= 0);
+}
+
+// A section measured at one size only cannot separate bandwidth from the
+// launch time: what the data do not determine stays at the prior and is
+// reported as such.
+TEST_CASE("a parameter the data do not determine stays at its prior, reported so", "[calibration][prior]") {
+  const Cluster c = load_cluster("local-cpu");
+  const HardwareProfile prior = default_profile_for(c);
+  Measurements m;
+  m.backend = "cpu";
+  for (int i = 0; i < 6; ++i) m.memory.push_back({"add", 12.0 * 1048576, 1, 12.0 * 1048576 / kKernels});
+  const ProfileFit fit = fit_profile(m, c, prior, "test");
+  bool launch_reported = false;
+  for (const auto& v : fit.values)
+    if (v.name == "kernel launch") {
+      launch_reported = true;
+      CHECK_FALSE(v.determined);
+      CHECK(v.after == Approx(v.before));
+    }
+  CHECK(launch_reported);
+  CHECK(fit.profile.kernel_launch_s == Approx(prior.kernel_launch_s));
+  // Sections with no samples keep the prior entirely.
+  CHECK(fit.profile.attention_gemm_factor == prior.attention_gemm_factor);
+  CHECK(fit.profile.gemm_efficiency.size() == prior.gemm_efficiency.size());
+}
 
 TEST_CASE("the microbenchmark fit recovers the figures the measurements were made from", "[calibration]") {
   for (bool outliers : {false, true}) {
@@ -87,7 +235,10 @@ TEST_CASE("the microbenchmark fit recovers the figures the measurements were mad
     const Cluster c = load_cluster("local-cpu");
     const HardwareProfile prior = default_profile_for(c);
     const ProfileFit fit = fit_profile(synthetic(outliers), c, prior, "test");
-    const double tol = outliers ? 0.03 : 1e-6;
+    // Noise-free data: the prior (the shipped profile) pulls the fit by under
+    // 0.1 % (a regularised fit is biased by design, by the prior's weight
+    // against the data's: 2 % timing noise assumed over dozens of points).
+    const double tol = outliers ? 0.03 : 1e-3;
     // GEMM: the best rate becomes the peak; the table reproduces the curve.
     const double peak = fit.cluster.node.gpu.peak_flops(Precision::fp32);
     CHECK(peak == Approx(kPeak * 0.75).epsilon(tol));
@@ -96,15 +247,17 @@ TEST_CASE("the microbenchmark fit recovers the figures the measurements were mad
     // Memory: copy is the figure, the kernels its fraction, plus the launch time.
     CHECK(fit.cluster.node.gpu.hbm_bandwidth_gbps == Approx(kCopy / 1e9).epsilon(tol));
     CHECK(fit.profile.memory_bandwidth_efficiency == Approx(kKernels / kCopy).epsilon(tol));
-    CHECK(fit.profile.kernel_launch_s == Approx(kLaunch).epsilon(outliers ? 0.1 : 1e-4));
+    // The launch time is a few % of these kernels' time: the prior's pull on
+    // it is larger (≤ 2 %).
+    CHECK(fit.profile.kernel_launch_s == Approx(kLaunch).epsilon(outliers ? 0.1 : 2e-2));
     CHECK(fit.cluster.node.pcie_bandwidth_gbps == Approx(kMemcpy / 1e9).epsilon(tol));
     CHECK(fit.cluster.node.cpu_adam_gparams_per_s == Approx(0.3));
     // Collectives: α per step (cluster latency on a CPU cluster), base per call, busbw.
     CHECK(fit.cluster.intra_node.bandwidth_gbps * fit.profile.intra_node.busbw_efficiency ==
           Approx(kBusbw / 1e9).epsilon(tol));
     CHECK(fit.cluster.intra_node.latency_us * 1e-6 + fit.profile.intra_node.latency_s ==
-          Approx(kAlpha).epsilon(outliers ? 0.1 : 1e-4));
-    CHECK(fit.profile.intra_node.base_latency_s == Approx(kBase).epsilon(outliers ? 0.1 : 1e-4));
+          Approx(kAlpha).epsilon(outliers ? 0.1 : 1e-3));
+    CHECK(fit.profile.intra_node.base_latency_s == Approx(kBase).epsilon(outliers ? 0.1 : 1e-3));
     // The written profile loads back (every fraction in range, table descending).
     CHECK_NOTHROW(profile_from_json(profile_to_json(fit.profile), "fitted.json"));
     // Per collective and layout: busbw as generated.
@@ -156,7 +309,7 @@ TEST_CASE("GPU GEMM samples fit against the peak of their precision", "[calibrat
   REQUIRE(peak == Approx(312e12));
   for (double f = 1e9; f <= 1e13; f *= 3) m.gemm.push_back({0, 0, 0, f, f / (0.7 * peak)});
   const ProfileFit fit = fit_profile(m, c, default_profile_for(c), "test");
-  for (double f : {1e10, 1e11, 1e12}) CHECK(fit.profile.gemm_efficiency_at(f) == Approx(0.7).epsilon(1e-6));
+  for (double f : {1e10, 1e11, 1e12}) CHECK(fit.profile.gemm_efficiency_at(f) == Approx(0.7).epsilon(1e-3));
   CHECK(fit.cluster.node.gpu.peak_tflops_fp32 == c.node.gpu.peak_tflops_fp32);
   CHECK(fit.cluster.node.gpu.peak_tflops_bf16 == c.node.gpu.peak_tflops_bf16);
 }
@@ -227,10 +380,10 @@ TEST_CASE("a fitted profile carries the figures it measured", "[calibration][fit
   CHECK(loaded.measured.cluster == "local-cpu");
   const Cluster applied = with_measured_figures(c, loaded);
   CHECK(applied.node.cpu_adam_gparams_per_s == Approx(0.3));
-  CHECK(applied.node.gpu.peak_flops(Precision::fp32) == Approx(kPeak * 0.75).epsilon(1e-6));
-  CHECK(applied.node.gpu.hbm_bandwidth_gbps == Approx(kCopy / 1e9).epsilon(1e-6));
-  CHECK(applied.node.pcie_bandwidth_gbps == Approx(kMemcpy / 1e9).epsilon(1e-6));
-  CHECK(applied.intra_node.latency_us * 1e-6 + loaded.intra_node.latency_s == Approx(kAlpha).epsilon(1e-4));
+  CHECK(applied.node.gpu.peak_flops(Precision::fp32) == Approx(kPeak * 0.75).epsilon(1e-3));
+  CHECK(applied.node.gpu.hbm_bandwidth_gbps == Approx(kCopy / 1e9).epsilon(1e-3));
+  CHECK(applied.node.pcie_bandwidth_gbps == Approx(kMemcpy / 1e9).epsilon(1e-3));
+  CHECK(applied.intra_node.latency_us * 1e-6 + loaded.intra_node.latency_s == Approx(kAlpha).epsilon(1e-3));
   CHECK_FALSE(applied.intra_node.collective_efficiency.has_value());
   // Figures it did not measure stay the cluster's.
   CHECK(applied.node.nvme_bandwidth_gbps == c.node.nvme_bandwidth_gbps);

@@ -7,6 +7,7 @@
 #include <QTemporaryDir>
 
 #include "ztune/gui/planner_worker.hpp"
+#include "ztune/gui/profile_history_model.hpp"
 #include "ztune/gui/run_history_model.hpp"
 #include "ztune/gui/search_history_model.hpp"
 #include "ztune/gui/stored_search.hpp"
@@ -75,4 +76,38 @@ TEST_CASE("run history shows predicted against measured", "[gui][history]") {
   CHECK(runs.index(0, RunHistoryModel::error).data().toString() == "-10.0 %");
   CHECK(runs.index(0, RunHistoryModel::error).data(RunHistoryModel::SortRole).toDouble() == Approx(-0.1));
   CHECK(runs.index(0, RunHistoryModel::cluster).data().toString() == "—");
+}
+
+// The planner's Profiles tab: one row per profile of each cluster, the shipped
+// one first, errors as percentages (rows written by hand: the model only shows
+// what calibration/history computed).
+TEST_CASE("the profile history model shows each cluster's profiles in order", "[gui][history]") {
+  ProfileHistoryModel m;
+  QAbstractItemModelTester tester(&m, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  calibration::ProfileHistoryRow shipped;
+  shipped.name = "cpu";
+  shipped.runs_since = 5;
+  shipped.mean_abs_error = 0.5;
+  shipped.last_error = 0.7;
+  calibration::ProfileHistoryRow fitted;
+  fitted.id = 4;
+  fitted.created = "2026-12-02T02:00:00Z";
+  fitted.name = "local-cpu-calibrated";
+  fitted.runs_since = 3;
+  fitted.mean_abs_error = 0.05;
+  fitted.last_error = 0.1;
+  calibration::ProfileHistoryRow unused;
+  unused.id = 5;
+  unused.created = "2026-12-02T02:10:00Z";
+  unused.name = "local-cpu-calibrated";
+  m.set_histories({{"local-cpu", {shipped, fitted, unused}}});
+  REQUIRE(m.rowCount() == 3);
+  CHECK(m.index(0, ProfileHistoryModel::order).data().toString() == "shipped");
+  CHECK(m.index(0, ProfileHistoryModel::stored).data().toString() == "(catalog)");
+  CHECK(m.index(1, ProfileHistoryModel::order).data().toString() == "1");
+  CHECK(m.index(1, ProfileHistoryModel::mean_error).data().toString() == "5.0 %");
+  CHECK(m.index(1, ProfileHistoryModel::mean_error).data(ProfileHistoryModel::SortRole).toDouble() == Approx(0.05));
+  CHECK(m.index(0, ProfileHistoryModel::next_error).data().toString() == "70.0 %");
+  CHECK(m.index(2, ProfileHistoryModel::mean_error).data().toString() == "—");
+  CHECK(m.index(2, ProfileHistoryModel::runs_since).data().toInt() == 0);
 }

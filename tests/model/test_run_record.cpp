@@ -17,7 +17,7 @@
 #include <string>
 
 #include "ztune/model/json_reader.hpp"
-#include "ztune/model/profile_fit.hpp"
+#include "ztune/calibration/profile_fit.hpp"
 #include "ztune/model/run_record.hpp"
 
 namespace fs = std::filesystem;

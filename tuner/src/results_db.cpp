@@ -334,6 +334,24 @@ std::vector<RunSummary> ResultsDb::runs(int limit) const {
   });
 }
 
+std::vector<ProfileSummary> ResultsDb::profiles(const std::string& name, int limit) const {
+  return guarded(path_, "listing profiles", [&] {
+    Statement st(db_.get(),
+                 "SELECT id, created_at, name, doc FROM profiles WHERE (? = '' OR name = ?) ORDER BY id ASC LIMIT ?");
+    st.bind(1, name).bind(2, name).bind(3, limit);
+    std::vector<ProfileSummary> out;
+    while (st.step()) {
+      ProfileSummary p;
+      p.id = st.int64(0);
+      p.created_at = st.text(1);
+      p.name = st.text(2);
+      p.doc = parse_column(st, 3, path_ + " (table profiles, row " + std::to_string(p.id));
+      out.push_back(std::move(p));
+    }
+    return out;
+  });
+}
+
 std::optional<nlohmann::json> ResultsDb::search(std::int64_t id) const {
   return guarded(path_, "reading a search", [&]() -> std::optional<nlohmann::json> {
     Statement st(db_.get(),

@@ -14,7 +14,7 @@
 //
 // So each kernel carries two figures per element:
 //  - `bytes`: its minimum fp32 traffic, read + write (the calibration
-//    benchmark's convention, executor/calibration/src/memory_bench.cpp), a
+//    benchmark's convention, calibration/bench/src/memory_bench.cpp), a
 //    hand-countable fact about the code;
 //  - `work_bytes`: the bytes that would take as long at the profile's
 //    memory-bound rate (hbm_bandwidth · memory_bandwidth_efficiency, what

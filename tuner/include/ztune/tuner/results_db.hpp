@@ -83,6 +83,13 @@ struct RunSummary {
   std::optional<double> predicted_iteration_s, measured_iteration_s;
 };
 
+struct ProfileSummary {
+  std::int64_t id = 0;
+  std::string created_at;           // when this content was first stored
+  std::string name;
+  nlohmann::json doc;               // ztune.profile/1 JSON as stored
+};
+
 class ResultsDb {
  public:
   /// Opens (creating the file and its directory if needed) and migrates to the
@@ -100,6 +107,8 @@ class ResultsDb {
 
   [[nodiscard]] std::vector<SearchSummary> searches(int limit = 50) const;
   [[nodiscard]] std::vector<RunSummary> runs(int limit = 50) const;
+  /// The stored profiles named `name` (every profile when empty), oldest first.
+  [[nodiscard]] std::vector<ProfileSummary> profiles(const std::string& name = "", int limit = 500) const;
   /// The whole search: inputs, options, counts, passes and candidates; nullopt if no such id.
   [[nodiscard]] std::optional<nlohmann::json> search(std::int64_t id) const;
   /// The whole run: plan, prediction, record, measurements; nullopt if no such id.

@@ -1,0 +1,100 @@
+#include "ztune/calibration/point_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ztune/model/op_costs.hpp"
+
+namespace ztune {
+
+namespace {
+
+// Latency steps of one collective call, as collective_time() counts them
+// (op_costs.cpp; the fit's latency_steps in profile_fit.cpp).
+double steps_of(Collective k, int n) {
+  switch (k) {
+    case Collective::all_reduce:
+      return std::min(2.0 * (n - 1), 2.0 * std::ceil(std::log2(static_cast<double>(n))));
+    case Collective::reduce_scatter:
+    case Collective::all_gather:
+    case Collective::all_to_all:
+    case Collective::broadcast:
+    case Collective::reduce: return n - 1.0;
+    case Collective::p2p: return 1.0;
+  }
+  return 1.0;
+}
+
+template <class T>
+std::vector<T> fold_of(const std::vector<T>& v, int folds, int fold, bool take) {
+  std::vector<T> out;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if ((static_cast<int>(i % static_cast<std::size_t>(folds)) == fold) == take) out.push_back(v[i]);
+  return out;
+}
+
+}  // namespace
+
+std::vector<PointPrediction> predict_points(const Measurements& m, const Cluster& c, const HardwareProfile& hw) {
+  std::vector<PointPrediction> out;
+  const double peak = c.node.gpu.peak_flops(m.gemm_precision);
+  for (std::size_t i = 0; i < m.gemm.size(); ++i) {
+    const auto& s = m.gemm[i];
+    out.push_back({"gemm", i, s.time_s, s.flops / (peak * hw.gemm_efficiency_at(s.flops))});
+  }
+  const double peak32 = c.node.gpu.peak_flops(Precision::fp32);
+  for (std::size_t i = 0; i < m.attention.size(); ++i) {
+    const auto& s = m.attention[i];
+    out.push_back({"attention", i, s.time_s,
+                   s.flops / (peak32 * hw.gemm_efficiency_at(s.flops) * hw.attention_gemm_factor)});
+  }
+  const double hbm = c.node.gpu.hbm_bandwidth_gbps * 1e9;
+  for (std::size_t i = 0; i < m.memory.size(); ++i) {
+    const auto& s = m.memory[i];
+    const double eff = s.kernel == "copy" ? 1.0 : hw.memory_bandwidth_efficiency;
+    out.push_back({"memory-bound", i, s.time_s, s.bytes / (hbm * eff) + s.kernels * hw.kernel_launch_s});
+  }
+  const double pcie = c.node.pcie_bandwidth_gbps * 1e9 * hw.pcie_efficiency;
+  for (std::size_t i = 0; i < m.copies.size(); ++i) {
+    const auto& s = m.copies[i];
+    out.push_back({"copies", i, s.time_s, s.bytes / pcie});
+  }
+  for (std::size_t i = 0; i < m.collectives.size(); ++i) {
+    const auto& s = m.collectives[i];
+    const FabricLevel& lv = s.crosses_nodes ? c.inter_node : c.intra_node;
+    const FabricProfile& fp = s.crosses_nodes ? hw.inter_node : hw.intra_node;
+    const double figure = s.crosses_nodes ? c.inter_node_gbps_per_gpu() * 1e9 * s.per_node : lv.bandwidth_gbps * 1e9;
+    const double eff = lv.collective_efficiency.value_or(fp.busbw_efficiency);
+    const double t = fp.base_latency_s + (lv.latency_us * 1e-6 + fp.latency_s) * steps_of(s.kind, s.ranks) +
+                     s.bytes * bus_factor(s.kind, s.ranks) / (figure * eff);
+    out.push_back({"collectives", i, s.time_s, t});
+  }
+  return out;
+}
+
+PointErrors point_errors(const std::vector<PointPrediction>& p) {
+  std::vector<double> e;
+  for (const auto& x : p)
+    if (x.measured_s > 0 && x.predicted_s > 0 && std::isfinite(x.predicted_s))
+      e.push_back(std::abs(std::log(x.predicted_s / x.measured_s)));
+  PointErrors out;
+  out.points = static_cast<int>(e.size());
+  if (e.empty()) return out;
+  std::sort(e.begin(), e.end());
+  const std::size_t n = e.size();
+  out.median_abs_log_error = n % 2 == 1 ? e[n / 2] : 0.5 * (e[n / 2 - 1] + e[n / 2]);
+  return out;
+}
+
+Measurements measurement_fold(const Measurements& m, int folds, int fold, bool take) {
+  Measurements out = m;
+  folds = std::max(1, folds);
+  out.gemm = fold_of(m.gemm, folds, fold, take);
+  out.attention = fold_of(m.attention, folds, fold, take);
+  out.memory = fold_of(m.memory, folds, fold, take);
+  out.copies = fold_of(m.copies, folds, fold, take);
+  out.collectives = fold_of(m.collectives, folds, fold, take);
+  return out;
+}
+
+}  // namespace ztune

@@ -1,0 +1,34 @@
+#pragma once
+// The measured training runs calibration fits to and reports on: run-record
+// files, and the records a caller read from wherever it keeps them (the CLI
+// reads them from the results database: cli/db_runs.cpp). Calibration never
+// opens the database itself (docs/design.md, rooms).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ztune/calibration/profile_fit.hpp"
+
+namespace ztune::calibration {
+
+/// Reads each run-record file (InputError names a bad one).
+std::vector<RunObservation> runs_from_records(const std::vector<std::string>& files);
+
+/// One stored run as a results database holds it.
+struct StoredRun {
+  std::int64_t id = 0;
+  std::string cluster;      // the cluster name it ran on
+  std::string status;       // "ok" for a completed run
+  std::string created;      // when it was stored (ISO 8601 UTC), "" if unknown
+  nlohmann::json record;    // its run record (null when none was stored)
+};
+
+/// The successful runs of cluster `cluster_name` (or its calibrated copy) whose
+/// record embeds its model; the label is "run N". Runs that cannot be used are
+/// counted in `notes`, not dropped silently. `where` names the store in messages.
+std::vector<RunObservation> runs_from_stored(const std::vector<StoredRun>& stored, const std::string& cluster_name,
+                                             const std::string& where, std::vector<std::string>& notes);
+
+}  // namespace ztune::calibration

@@ -1,0 +1,183 @@
+#include "ztune/calibration/acceptance.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "ztune/model/catalog.hpp"
+#include "ztune/model/input_error.hpp"
+#include "ztune/model/prediction.hpp"
+#include "ztune/model/transformer.hpp"
+
+namespace ztune::calibration {
+
+namespace {
+
+std::string pct(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * v);
+  return buf;
+}
+std::string num(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+double rel_error(double predicted, double measured) {
+  return measured > 0 ? std::abs(predicted - measured) / measured : 0.0;
+}
+
+// The microbenchmark fit (or the prior when there are no measurements).
+CandidateProfile micro_fit(const CalibrationInputs& in, const Measurements* m) {
+  if (m == nullptr) return {in.prior, in.prior_cluster};
+  const ProfileFit f = fit_profile(*m, in.prior_cluster, in.prior, in.prior.name);
+  return {f.profile, f.cluster};
+}
+
+CandidateProfile runs_on(const CandidateProfile& start, const std::vector<RunObservation>& runs,
+                         const RunFitOptions& o) {
+  if (runs.empty()) return start;
+  const RunFit f = fit_profile_to_runs(runs, start.cluster, start.profile, o);
+  return {f.profile, f.cluster};
+}
+
+}  // namespace
+
+CandidateProfile fit_candidate(const CalibrationInputs& in, const std::vector<RunObservation>& runs,
+                               const Measurements* measurements) {
+  return runs_on(micro_fit(in, measurements), runs, in.run_options);
+}
+
+CrossValidation cross_validate(const CalibrationInputs& in) {
+  CrossValidation cv;
+  const CandidateProfile micro = micro_fit(in, in.measurements);
+  // Leave one run out: the candidate is refitted on the others (from the same
+  // microbenchmark fit) and predicts the one it did not see.
+  cv.runs_judged = in.runs.size() >= 2;
+  for (std::size_t i = 0; i < in.runs.size(); ++i) {
+    const RunObservation& r = in.runs[i];
+    HeldOutRun h;
+    h.label = r.label;
+    h.plan = r.plan.summary();
+    h.measured_s = r.measured_iteration_s;
+    h.previous_s = predict_time(r.model, r.plan, in.previous_cluster, in.previous).iteration_s;
+    if (cv.runs_judged) {
+      std::vector<RunObservation> others;
+      for (std::size_t j = 0; j < in.runs.size(); ++j)
+        if (j != i) others.push_back(in.runs[j]);
+      const CandidateProfile c = runs_on(micro, others, in.run_options);
+      h.candidate_s = predict_time(r.model, r.plan, c.cluster, c.profile).iteration_s;
+    }
+    cv.runs.push_back(h);
+  }
+  if (cv.runs_judged) {
+    for (const auto& h : cv.runs) {
+      cv.previous_run_error += rel_error(h.previous_s, h.measured_s);
+      cv.candidate_run_error += rel_error(h.candidate_s, h.measured_s);
+    }
+    cv.previous_run_error /= static_cast<double>(cv.runs.size());
+    cv.candidate_run_error /= static_cast<double>(cv.runs.size());
+  }
+  // k-fold on the points: each fold predicted by a fit on the others.
+  if (in.measurements != nullptr) {
+    const Measurements& m = *in.measurements;
+    cv.previous_points = point_errors(m, in.previous_cluster, in.previous);
+    const int folds = std::max(2, in.point_folds);
+    std::vector<PointPrediction> held;
+    for (int k = 0; k < folds; ++k) {
+      const Measurements train = measurement_fold(m, folds, k, false);
+      const Measurements test = measurement_fold(m, folds, k, true);
+      const CandidateProfile c = micro_fit(in, &train);
+      const auto p = predict_points(test, c.cluster, c.profile);
+      held.insert(held.end(), p.begin(), p.end());
+    }
+    cv.candidate_points = point_errors(held);
+    cv.points_judged = cv.candidate_points.points > 0;
+  }
+  return cv;
+}
+
+std::vector<ReferencePlanCheck> check_reference_plans(const Cluster& prior_cluster, const HardwareProfile& prior,
+                                                      const Cluster& candidate_cluster,
+                                                      const HardwareProfile& candidate) {
+  std::vector<ReferencePlanCheck> out;
+  const int n = std::max(1, prior_cluster.total_gpus());
+  const Precision precision = prior_cluster.device_kind == DeviceKind::cpu ? Precision::fp32 : Precision::bf16;
+  const std::vector<std::string> available = catalog_names("models");
+  for (const char* name : {"tiny", "gpt2-1.5b", "llama-7b"}) {
+    if (std::find(available.begin(), available.end(), name) == available.end()) continue;
+    const Transformer model = load_transformer(name);
+    std::vector<std::pair<int, int>> layouts{{n, 1}};  // (dp, tp)
+    if (n >= 2 && n % 2 == 0 && model.heads % 2 == 0 && model.kv_heads % 2 == 0) layouts.emplace_back(n / 2, 2);
+    for (const auto& [dp, tp] : layouts) {
+      Plan p;
+      p.dp = dp;
+      p.tp = tp;
+      p.micro_batch = 1;
+      p.grad_accum = 1;
+      p.global_batch = dp;
+      p.precision = precision;
+      ReferencePlanCheck r;
+      r.model = name;
+      r.plan = p.summary();
+      try {
+        r.prior_s = predict_time(model, p, prior_cluster, prior).iteration_s;
+        r.candidate_s = predict_time(model, p, candidate_cluster, candidate).iteration_s;
+      } catch (const InputError&) {
+        continue;  // a plan this cluster cannot express (checked for every cluster alike)
+      }
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+Verdict decide(const CrossValidation& cv, const std::vector<ReferencePlanCheck>& reference, const DecisionRules& rules,
+               double in_sample_before, double in_sample_after, std::size_t runs) {
+  Verdict v;
+  for (const auto& r : reference) {
+    const double q = r.ratio();
+    if (!(q > 0) || !std::isfinite(q) || q > rules.reference_factor || q < 1 / rules.reference_factor)
+      v.refused_plans.push_back(r.model + " " + r.plan + " (" + num("%.4g", r.candidate_s) + " s vs the prior's " +
+                                num("%.4g", r.prior_s) + " s, " + num("%.3g", q) + "x)");
+  }
+  if (!v.refused_plans.empty()) {
+    std::string list;
+    for (const auto& p : v.refused_plans) list += (list.empty() ? "" : "; ") + p;
+    v.reasons.push_back("its predictions differ from those of the profile it started from by more than " +
+                        num("%.3g", rules.reference_factor) + "x on " + std::to_string(v.refused_plans.size()) +
+                        " reference plan(s): " + list);
+  }
+  if (cv.runs_judged) {
+    const std::string line = "held-out runs (leave-one-run-out, " + std::to_string(cv.runs.size()) +
+                             " runs): mean |error| " + pct(cv.candidate_run_error) + " fitted vs " +
+                             pct(cv.previous_run_error) + " with the profile in place";
+    if (cv.candidate_run_error < cv.previous_run_error) v.notes.push_back(line);
+    else v.reasons.push_back("it does not predict the held-out runs better: " + line);
+  }
+  if (cv.points_judged) {
+    const std::string line = "held-out microbenchmark points (" + std::to_string(cv.candidate_points.points) +
+                             ", 5-fold): median |log error| " + num("%.3f", cv.candidate_points.median_abs_log_error) +
+                             " fitted vs " + num("%.3f", cv.previous_points.median_abs_log_error) +
+                             " with the profile in place";
+    if (cv.candidate_points.median_abs_log_error <= cv.previous_points.median_abs_log_error) v.notes.push_back(line);
+    else v.reasons.push_back("it does not predict the held-out microbenchmark points better: " + line);
+  }
+  if (!cv.runs_judged && !cv.points_judged) {
+    if (runs == 0) {
+      v.reasons.push_back("nothing was measured to learn from");
+    } else if (in_sample_after < in_sample_before) {
+      v.notes.push_back("not cross-validated: one run cannot be left out; accepted on its in-sample error (" +
+                        pct(in_sample_before) + " -> " + pct(in_sample_after) + ") and the reference plans");
+    } else {
+      v.reasons.push_back("it does not predict the run it learned from better (" + pct(in_sample_before) + " -> " +
+                          pct(in_sample_after) + ")");
+    }
+  }
+  v.accept = v.reasons.empty();
+  return v;
+}
+
+}  // namespace ztune::calibration

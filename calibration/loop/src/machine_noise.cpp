@@ -1,0 +1,105 @@
+#include "ztune/calibration/machine_noise.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+namespace ztune::calibration {
+
+namespace {
+std::string slurp(const char* path) {
+  std::ifstream in(path);
+  if (!in) return {};
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+std::string num(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+}  // namespace
+
+std::optional<double> parse_loadavg(const std::string& text) {
+  std::istringstream in(text);
+  double l1 = 0;
+  if (!(in >> l1) || l1 < 0) return std::nullopt;
+  return l1;
+}
+
+std::optional<std::pair<std::uint64_t, std::uint64_t>> parse_proc_stat(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream l(line);
+    std::string name;
+    l >> name;
+    if (name != "cpu") continue;
+    std::vector<std::uint64_t> f;
+    std::uint64_t v = 0;
+    while (l >> v) f.push_back(v);
+    if (f.size() < 8) return std::nullopt;  // user nice system idle iowait irq softirq steal [guest guest_nice]
+    std::uint64_t total = 0;
+    // guest and guest_nice are already counted in user and nice.
+    for (std::size_t i = 0; i < std::min<std::size_t>(f.size(), 8); ++i) total += f[i];
+    return std::pair{total, f[7]};
+  }
+  return std::nullopt;
+}
+
+MachineSample sample_machine() {
+  MachineSample s;
+  s.cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  const auto load = parse_loadavg(slurp("/proc/loadavg"));
+  const auto stat = parse_proc_stat(slurp("/proc/stat"));
+  if (!load || !stat) return s;
+  s.load1 = *load;
+  s.total_ticks = stat->first;
+  s.steal_ticks = stat->second;
+  s.valid = true;
+  return s;
+}
+
+NoiseReport assess_noise(const MachineSample& before, const MachineSample& after, double median_spread, int points,
+                         int dropped, const NoiseLimits& limits) {
+  NoiseReport r;
+  r.cores = std::max(1, before.cores);
+  r.load_before = before.load1;
+  r.load_after = after.load1;
+  if (before.valid && after.valid && after.total_ticks > before.total_ticks)
+    r.steal_fraction = static_cast<double>(after.steal_ticks - before.steal_ticks) /
+                       static_cast<double>(after.total_ticks - before.total_ticks);
+  r.median_spread = median_spread;
+  r.points = points;
+  r.dropped = dropped;
+  r.loaded = before.valid && before.load1 > limits.busy_load_per_core * r.cores;
+  const double dropped_fraction = points > 0 ? static_cast<double>(dropped) / points : 0.0;
+  std::vector<std::string> why;
+  if (median_spread > limits.max_median_spread)
+    why.push_back("median spread of the rounds " + num("%.0f", 100 * median_spread) + "% (limit " +
+                  num("%.0f", 100 * limits.max_median_spread) + "%)");
+  if (dropped_fraction > limits.max_dropped_fraction)
+    why.push_back(std::to_string(dropped) + " of " + std::to_string(points) + " points too wide to use");
+  if (r.steal_fraction > limits.max_steal_fraction)
+    why.push_back("steal time " + num("%.0f", 100 * r.steal_fraction) + "% of the CPU time");
+  r.noisy = !why.empty();
+  r.summary = (before.valid && after.valid
+                   ? "load average " + num("%.2f", r.load_before) + " before, " + num("%.2f", r.load_after) +
+                         " after, on " + std::to_string(r.cores) + " core(s); steal " +
+                         num("%.1f", 100 * r.steal_fraction) + "%; "
+                   : std::string("load and steal not sampled (measurements read from a file); ")) +
+              "median spread of the rounds " + num("%.1f", 100 * median_spread) + "%; " + std::to_string(dropped) +
+              " of " + std::to_string(points) + " point(s) too wide";
+  if (r.noisy) {
+    std::string list;
+    for (const auto& w : why) list += (list.empty() ? "" : ", ") + w;
+    r.summary += " -- too noisy: " + list;
+  }
+  return r;
+}
+
+}  // namespace ztune::calibration

@@ -1,0 +1,42 @@
+#include "ztune/calibration/run_sources.hpp"
+
+#include "ztune/model/input_error.hpp"
+#include "ztune/model/json_reader.hpp"
+#include "ztune/model/run_record.hpp"
+
+namespace ztune::calibration {
+
+std::vector<RunObservation> runs_from_records(const std::vector<std::string>& files) {
+  std::vector<RunObservation> out;
+  for (const auto& f : files) out.push_back(run_observation_from_record(read_run_record(f)));
+  return out;
+}
+
+std::vector<RunObservation> runs_from_stored(const std::vector<StoredRun>& stored, const std::string& cluster_name,
+                                             const std::string& where, std::vector<std::string>& notes) {
+  std::vector<RunObservation> out;
+  int unusable = 0;
+  std::string first_reason;
+  for (const auto& s : stored) {
+    if (s.status != "ok") continue;
+    if (s.cluster != cluster_name && s.cluster != cluster_name + "-calibrated") continue;
+    if (!s.record.is_object()) continue;
+    try {
+      RunObservation o = run_observation_from_record(s.record, where + " run " + std::to_string(s.id));
+      o.label = "run " + std::to_string(s.id);
+      out.push_back(std::move(o));
+    } catch (const InputError& e) {
+      // A stored record the strict reader refuses (no model, an older executor,
+      // a value out of range) cannot be predicted again: counted and left out,
+      // not guessed.
+      if (++unusable == 1) first_reason = e.what();
+    }
+  }
+  if (unusable > 0)
+    notes.push_back(std::to_string(unusable) + " stored run(s) of " + cluster_name +
+                    " left out: their records are not valid ztune.runrecord/1 with an embedded model (first: " +
+                    first_reason + ")");
+  return out;
+}
+
+}  // namespace ztune::calibration

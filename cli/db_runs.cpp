@@ -1,0 +1,43 @@
+#include "db_runs.hpp"
+
+namespace ztune::cli {
+
+std::vector<calibration::StoredRun> stored_runs(const ResultsDb& db, int limit) {
+  std::vector<calibration::StoredRun> out;
+  for (const auto& s : db.runs(limit)) {
+    calibration::StoredRun r;
+    r.id = s.id;
+    r.cluster = s.cluster;
+    r.status = s.status;
+    r.created = s.created_at;
+    if (s.status == "ok") {
+      const auto run = db.run(s.id);
+      if (run && run->contains("record") && run->at("record").is_object()) r.record = run->at("record");
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<RunObservation> runs_from_db(const ResultsDb& db, const std::string& cluster_name,
+                                         std::vector<std::string>& notes, int limit) {
+  return calibration::runs_from_stored(stored_runs(db, limit), cluster_name, db.path(), notes);
+}
+
+std::vector<calibration::StoredProfile> stored_profiles(const ResultsDb& db) {
+  std::vector<calibration::StoredProfile> out;
+  for (auto& p : db.profiles()) out.push_back({p.id, p.created_at, p.name, std::move(p.doc)});
+  return out;
+}
+
+std::vector<calibration::ProfileHistoryRow> profile_history_from_db(const ResultsDb& db, const Cluster& catalog_cluster,
+                                                                    std::vector<std::string>& notes) {
+  return calibration::profile_history_from_stored(catalog_cluster, stored_profiles(db), stored_runs(db, 1000),
+                                                  db.path(), notes);
+}
+
+std::vector<std::string> calibrated_clusters(const ResultsDb& db) {
+  return calibration::calibrated_cluster_names(stored_profiles(db));
+}
+
+}  // namespace ztune::cli

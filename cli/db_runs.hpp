@@ -1,0 +1,35 @@
+#pragma once
+// The CLI's side of calibration's run sources: reads the stored runs of the
+// results database (tuner/) and hands them to calibration::runs_from_stored.
+#include <string>
+#include <vector>
+
+#include "ztune/calibration/history.hpp"
+#include "ztune/calibration/run_sources.hpp"
+#include "ztune/tuner/results_db.hpp"
+
+namespace ztune::cli {
+
+/// The stored runs of the database, newest first (at most `limit`).
+std::vector<calibration::StoredRun> stored_runs(const ResultsDb& db, int limit = 200);
+
+/// The successful runs stored for cluster `name` (or its calibrated copy) whose
+/// record embeds its model (calibration::runs_from_stored).
+std::vector<RunObservation> runs_from_db(const ResultsDb& db, const std::string& cluster_name,
+                                         std::vector<std::string>& notes, int limit = 200);
+
+/// Every stored profile, oldest first.
+std::vector<calibration::StoredProfile> stored_profiles(const ResultsDb& db);
+
+/// The cluster's profile history (calibration/history.hpp) from the database:
+/// the shipped profile, then each stored "<cluster>-calibrated" profile, each
+/// with its error on the runs stored after it. Rows the strict readers refuse
+/// are counted in `notes`.
+std::vector<calibration::ProfileHistoryRow> profile_history_from_db(const ResultsDb& db, const Cluster& catalog_cluster,
+                                                                    std::vector<std::string>& notes);
+
+/// The clusters that have calibrated profiles stored ("local-cpu" for
+/// "local-cpu-calibrated"), sorted.
+std::vector<std::string> calibrated_clusters(const ResultsDb& db);
+
+}  // namespace ztune::cli

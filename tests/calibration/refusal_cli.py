@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""`ztune calibrate` writes only a fit that earns its place (issue 21), end to
+end through the CLI, on measurements synthesised in closed form (no timing, so
+no noise from this machine):
+
+1. A machine with known figures, measured with 3 % log-normal noise: the fit
+   is accepted against the shipped profile and written (the held-out points
+   are predicted better than the shipped profile predicts them).
+2. The same measurements again, the profile fitted on all of them in place: a
+   refit, judged on held-out folds, cannot predict them better than the profile
+   that saw every point -> refused, exit 1, the profile in place unchanged byte
+   for byte; --force writes it.
+3. GEMMs 30x slower than the shipped profile's: refused, the reference plans
+   named (gpt2-1.5b), nothing written.
+
+usage: refusal_cli.py ZTUNE
+"""
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+ZTUNE = sys.argv[1]
+rng = random.Random(21)
+
+
+def row_timing(t, spread=0.03):
+    return {"time_s": t, "time_min_s": t * 0.97, "time_max_s": t * 1.03, "iters": 20, "repeats": 5, "spread": spread,
+            "wrong": 0}
+
+
+def measurements(gemm_slowdown=1.0, noise=0.03):
+    def jit(t):
+        return t * math.exp(noise * rng.gauss(0, 1))
+
+    peak = 30e9  # FLOP/s per rank at the largest GEMMs
+    gemm = []
+    d = 32.0
+    while d <= 1024:
+        f = 2 * d ** 3
+        eff = 0.3 + 0.7 * min(1.0, max(0.0, (math.log10(f) - 5) / 4))
+        t = jit(f / (peak * eff) * gemm_slowdown)
+        n = int(round(d))
+        gemm.append({"m": n, "n": n, "k": n, "op": "NN", "flops": float(2 * n ** 3), "gflops": f / t / 1e9,
+                     **row_timing(t)})
+        d *= 2 ** 0.5
+    mem, copies = [], []
+    n = 16384
+    while n <= 4 * 1048576:
+        for kernel, b, bw in (("copy", 8 * n, 40e9), ("add", 12 * n, 10e9), ("scale", 8 * n, 10e9)):
+            t = jit(b / bw + 2e-6)
+            mem.append({"kernel": kernel, "elements": n, "bytes": float(b), "kernels": 1, "gbps": b / t / 1e9,
+                        **row_timing(t)})
+        for direction in ("h2d", "d2h"):
+            t = jit(4 * n / 12e9)
+            copies.append({"direction": direction, "bytes": float(4 * n), "gbps": 4 * n / t / 1e9, **row_timing(t)})
+        n *= 4
+    coll = []
+    s = 1024
+    while s <= 16 * 1048576:
+        for name, factor, steps in (("all_reduce", 1.0, 2), ("all_gather", 0.5, 1), ("sendrecv", 1.0, 1)):
+            t = jit(8e-6 + 3e-6 * steps + s * factor / 6e9)
+            coll.append({"collective": name, "group": "intra:2", "ranks": 2, "ranks_per_node": 2,
+                         "crosses_nodes": False, "in_place": True, "bytes": float(s), "count": s // 4,
+                         "type": "float", "algbw_gbps": s / t / 1e9, "busbw_gbps": s * factor / t / 1e9,
+                         **row_timing(t)})
+        s *= 4
+    return {"schema": "ztune.measurements/1", "backend": "cpu", "gemm_precision": "fp32", "ranks": 2, "nodes": 1,
+            "ranks_per_node": 2, "threads_per_rank": 1, "protocol": {}, "environment": {}, "wrong": 0,
+            "elapsed_s": 1.0, "notes": [], "gemm": gemm, "attention": [], "memory_bound": mem, "copies": copies,
+            "host_adam": None, "collectives": coll}
+
+
+def calibrate(m_path, out, *extra):
+    r = subprocess.run([ZTUNE, "calibrate", "--cluster", "local-cpu", "--measurements", m_path, "--no-db", "--out", out,
+                        "--json", *extra], capture_output=True, text=True, env=ENV, timeout=300)
+    try:
+        doc = json.loads(r.stdout)
+    except json.JSONDecodeError:
+        print("calibrate printed no JSON:", r.stdout[-2000:], r.stderr[-2000:])
+        sys.exit(1)
+    return r.returncode, doc
+
+
+failures = []
+with tempfile.TemporaryDirectory() as D:
+    ENV = dict(os.environ, XDG_DATA_HOME=D)
+    good = f"{D}/good.json"
+    json.dump(measurements(), open(good, "w"))
+    out = f"{D}/profile.json"
+
+    rc, doc = calibrate(good, out)
+    print("1. fresh fit:", "accepted" if doc["verdict"]["accept"] else "refused", doc["verdict"]["reasons"],
+          doc["verdict"]["notes"])
+    if rc != 0 or not os.path.exists(out):
+        failures.append(f"1: a fit better than the shipped profile on held-out points was not written (exit {rc})")
+    before = open(out, "rb").read() if os.path.exists(out) else b""
+
+    rc, doc = calibrate(good, out)
+    reasons = " ".join(doc["verdict"]["reasons"])
+    print("2. refit against the profile fitted on every point:", rc, reasons)
+    if rc != 1 or "held-out microbenchmark points" not in reasons:
+        failures.append(f"2: a refit no better on held-out points was not refused (exit {rc}: {reasons})")
+    if (open(out, "rb").read() if os.path.exists(out) else b"") != before:
+        failures.append("2: the profile in place was changed by a refused fit")
+    rc, doc = calibrate(good, out, "--force")
+    if rc != 0 or not doc["written"]:
+        failures.append(f"2: --force did not write (exit {rc})")
+
+    slow = f"{D}/slow.json"
+    json.dump(measurements(gemm_slowdown=30.0), open(slow, "w"))
+    far = f"{D}/far.json"
+    rc, doc = calibrate(slow, far)
+    reasons = " ".join(doc["verdict"]["reasons"])
+    print("3. GEMMs 30x slower:", rc, reasons[:300])
+    if rc != 1 or "gpt2-1.5b" not in reasons or "reference plan" not in reasons:
+        failures.append(f"3: a fit 30x off on the reference plans was not refused naming them (exit {rc})")
+    if os.path.exists(far):
+        failures.append("3: a refused fit was written")
+
+for f in failures:
+    print("FAILED:", f)
+sys.exit(1 if failures else 0)

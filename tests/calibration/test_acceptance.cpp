@@ -1,0 +1,228 @@
+// A fit must earn its place (issue 21): the run fit refines no more
+// parameters than the runs determine; leave-one-run-out cross-validation
+// refuses a fit that predicts held-out runs worse than the profile in place
+// and accepts one that predicts them better; a profile far off the shipped
+// one on the reference plans is refused with the plans named. The oracle is a
+// known "true" profile whose predictions stand in for measurements.
+#include <catch2/catch.hpp>
+
+#include "ztune/calibration/acceptance.hpp"
+#include "ztune/calibration/calibrate_session.hpp"
+#include "ztune/calibration/history.hpp"
+#include "ztune/calibration/machine_noise.hpp"
+#include "ztune/model/catalog.hpp"
+#include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/prediction.hpp"
+
+using namespace ztune;
+using namespace ztune::calibration;
+
+namespace {
+
+Plan plan(int dp, int tp, int pp, int mb, int ga, Recompute r = Recompute::none) {
+  Plan p;
+  p.dp = dp;
+  p.tp = tp;
+  p.pp = pp;
+  p.micro_batch = mb;
+  p.grad_accum = ga;
+  p.global_batch = static_cast<std::int64_t>(mb) * ga * dp;
+  p.recompute = r;
+  p.precision = Precision::fp32;
+  return p;
+}
+
+// The truth: the catalog CPU profile with slower GEMMs, faster memory-bound
+// kernels and a per-micro-batch overhead.
+HardwareProfile truth_of(const HardwareProfile& start) {
+  HardwareProfile t = start;
+  for (auto& row : t.gemm_efficiency) row.efficiency *= 0.4;
+  t.memory_bandwidth_efficiency = std::min(1.0, start.memory_bandwidth_efficiency * 2);
+  t.engine.microbatch_overhead_s = 3e-3;
+  return t;
+}
+
+RunObservation observe(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& truth,
+                       double factor = 1.0) {
+  RunObservation o;
+  o.label = p.summary();
+  o.model = m;
+  o.plan = p;
+  o.measured_iteration_s = factor * predict_time(m, p, c, truth).iteration_s;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("three runs refine no more parameters than they determine", "[calibration][runs]") {
+  const Cluster c = load_cluster("local-cpu");
+  const Transformer m = load_transformer("tiny");
+  const HardwareProfile start = default_profile_for(c);
+  const HardwareProfile truth = truth_of(start);
+  const std::vector<RunObservation> three{observe(m, plan(2, 1, 1, 2, 4), c, truth),
+                                          observe(m, plan(1, 2, 1, 4, 4), c, truth),
+                                          observe(m, plan(1, 1, 2, 2, 8), c, truth)};
+  const RunFit fit = fit_profile_to_runs(three, c, start);
+  INFO("refined: " << fit.refined.size());
+  CHECK(fit.refined.size() <= 3);
+  CHECK(fit.refined.size() >= 1);
+  CHECK(fit.refined.size() + fit.held_at_prior.size() == fit.values.size());
+  // What was not refined is exactly the start, and is reported as the prior's.
+  for (const auto& v : fit.values)
+    if (!v.determined) CHECK(v.after == Approx(v.before));
+  CHECK(fit.mean_abs_error_after < fit.mean_abs_error_before);
+
+  // One plan measured three times is one measurement: one parameter at most.
+  const std::vector<RunObservation> same{observe(m, plan(2, 1, 1, 2, 4), c, truth),
+                                         observe(m, plan(2, 1, 1, 2, 4), c, truth),
+                                         observe(m, plan(2, 1, 1, 2, 4), c, truth)};
+  CHECK(fit_profile_to_runs(same, c, start).refined.size() <= 1);
+}
+
+TEST_CASE("a fit that predicts held-out runs worse than the profile in place is refused", "[calibration][cv]") {
+  const Cluster c = load_cluster("local-cpu");
+  const Transformer m = load_transformer("tiny");
+  const HardwareProfile start = default_profile_for(c);
+  const HardwareProfile truth = truth_of(start);
+  // The profile in place is the truth; of four runs, one was measured on a
+  // machine 60% slower (a competing job). Every fit that learns from it is
+  // dragged towards it, and predicts the clean runs worse than the truth does.
+  CalibrationInputs in;
+  in.runs = {observe(m, plan(2, 1, 1, 2, 4), c, truth), observe(m, plan(1, 2, 1, 4, 4), c, truth, 1.6),
+             observe(m, plan(1, 1, 2, 2, 8), c, truth), observe(m, plan(2, 1, 1, 8, 1, Recompute::full), c, truth)};
+  in.prior_cluster = c;
+  in.prior = truth;
+  in.previous_cluster = c;
+  in.previous = truth;
+  const CrossValidation cv = cross_validate(in);
+  REQUIRE(cv.runs_judged);
+  CHECK(cv.candidate_run_error > cv.previous_run_error);
+  const Verdict v = decide(cv, {}, {}, 0.15, 0.05, in.runs.size());
+  CHECK_FALSE(v.accept);
+  REQUIRE_FALSE(v.reasons.empty());
+  CHECK_THAT(v.reasons.front(), Catch::Contains("held-out runs"));
+
+  // The same runs measured cleanly, the shipped profile in place (40% off):
+  // the fit predicts each held-out run better and is accepted.
+  CalibrationInputs good = in;
+  good.runs[1] = observe(m, plan(1, 2, 1, 4, 4), c, truth);
+  good.prior = start;
+  good.previous = start;
+  const CrossValidation cv2 = cross_validate(good);
+  INFO("held-out error: fitted " << cv2.candidate_run_error << ", in place " << cv2.previous_run_error);
+  CHECK(cv2.candidate_run_error < cv2.previous_run_error);
+  CHECK(decide(cv2, {}, {}, 0.4, 0.01, good.runs.size()).accept);
+}
+
+TEST_CASE("a profile far off its prior on a reference plan is refused, the plan named", "[calibration][reference]") {
+  const Cluster c = load_cluster("local-cpu");
+  const HardwareProfile shipped = default_profile_for(c);
+  // The shipped profile against itself: every ratio 1.
+  const auto same = check_reference_plans(c, shipped, c, shipped);
+  REQUIRE(same.size() >= 2);
+  for (const auto& r : same) CHECK(r.ratio() == Approx(1.0));
+  CHECK(decide({}, same, {}, 0.2, 0.1, 1).accept);
+  // GEMMs 1000× slower (the issue's 1e-6 efficiency at 1e9 FLOPs): refused.
+  HardwareProfile broken = shipped;
+  for (auto& row : broken.gemm_efficiency) row.efficiency *= 1e-3;
+  const auto far = check_reference_plans(c, shipped, c, broken);
+  const Verdict v = decide({}, far, {}, 0.2, 0.1, 1);
+  CHECK_FALSE(v.accept);
+  CHECK_FALSE(v.refused_plans.empty());
+  bool gpt2 = false;
+  for (const auto& p : v.refused_plans) gpt2 = gpt2 || p.find("gpt2-1.5b") == 0;
+  CHECK(gpt2);
+  CHECK_THAT(v.reasons.front(), Catch::Contains("more than 2x") && Catch::Contains("reference plan"));
+}
+
+TEST_CASE("one run cannot be left out: accepted on its in-sample error only", "[calibration][cv]") {
+  CrossValidation none;
+  CHECK(decide(none, {}, {}, 0.3, 0.01, 1).accept);
+  const Verdict worse = decide(none, {}, {}, 0.1, 0.2, 1);
+  CHECK_FALSE(worse.accept);
+  CHECK_FALSE(decide(none, {}, {}, 0, 0, 0).accept);
+}
+
+TEST_CASE("the machine's noise: /proc parsed, a noisy measurement refused", "[calibration][noise]") {
+  CHECK(parse_loadavg("0.49 1.76 2.21 1/129 3114\n") == Approx(0.49));
+  CHECK_FALSE(parse_loadavg("garbage").has_value());
+  const auto stat = parse_proc_stat("cpu  10 20 30 400 5 6 7 22 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n");
+  REQUIRE(stat.has_value());
+  CHECK(stat->first == 10 + 20 + 30 + 400 + 5 + 6 + 7 + 22);
+  CHECK(stat->second == 22);
+  CHECK_FALSE(parse_proc_stat("cpu 1 2 3\n").has_value());
+
+  MachineSample before{3.9, 2, 1000, 10, true}, after{4.1, 2, 2000, 20, true};
+  const NoiseReport quiet = assess_noise(before, after, 0.03, 140, 0);
+  CHECK(quiet.loaded);      // load 3.9 on 2 cores: other work competes
+  CHECK_FALSE(quiet.noisy); // but the rounds stayed tight
+  CHECK(quiet.steal_fraction == Approx(0.01));
+  const NoiseReport spread = assess_noise(before, after, 0.3, 140, 10);
+  CHECK(spread.noisy);
+  CHECK_THAT(spread.summary, Catch::Contains("median spread of the rounds 30%"));
+  MachineSample stolen{0.1, 2, 2000, 200, true};
+  CHECK(assess_noise(before, stolen, 0.02, 140, 0).noisy);  // 19% steal
+}
+
+TEST_CASE("a session on a noisy machine refuses to write, naming the noise", "[calibration][session]") {
+  const Cluster c = load_cluster("local-cpu");
+  SessionInputs in;
+  in.catalog_cluster = c;
+  in.prior = default_profile_for(c);
+  in.name = "local-cpu-calibrated";
+  Measurements m;
+  m.backend = "cpu";
+  for (double d = 64; d <= 1024; d *= 2) m.gemm.push_back({d, d, d, 2 * d * d * d, 2 * d * d * d / 20e9, 0.4, 15});
+  in.measurements = &m;
+  const SessionResult r = run_session(in);
+  REQUIRE(r.noise.has_value());
+  CHECK(r.noise->noisy);
+  CHECK_FALSE(r.verdict.accept);
+  bool named = false;
+  for (const auto& why : r.verdict.reasons) named = named || why.find("too noisy") != std::string::npos;
+  CHECK(named);
+}
+
+// The loop shown: each profile is judged on the runs stored after it only.
+// Oracle: runs "measured" as the truth predicts them, so the truth's row has
+// error 0 on exactly the runs after it, the shipped row sees every run.
+TEST_CASE("the profile history judges each profile on the runs after it", "[calibration][history]") {
+  const Cluster c = load_cluster("local-cpu");
+  const Transformer m = load_transformer("tiny");
+  const HardwareProfile shipped = default_profile_for(c);
+  HardwareProfile truth = truth_of(shipped);
+  truth.name = "local-cpu-calibrated";
+  const std::vector<ProfileVersion> versions{{7, "2026-12-01T10:00:00Z", truth}};
+  const std::vector<TimedRun> runs{{"2026-12-01T09:00:00Z", observe(m, plan(2, 1, 1, 2, 4), c, truth, 1.5)},
+                                   {"2026-12-01T11:00:00Z", observe(m, plan(1, 2, 1, 4, 4), c, truth)},
+                                   {"2026-12-01T10:00:00Z", observe(m, plan(1, 1, 2, 2, 8), c, truth, 1.5)},
+                                   {"2026-12-01T12:00:00Z", observe(m, plan(2, 1, 1, 8, 1), c, truth)}};
+  const auto rows = profile_history(c, shipped, versions, runs);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].id == 0);
+  CHECK(rows[0].runs_since == 4);
+  CHECK(rows[0].mean_abs_error.value_or(0) > 0.2);  // the shipped profile is 40 %+ off the truth
+  CHECK(rows[1].id == 7);
+  CHECK(rows[1].runs_since == 2);  // 11:00 and 12:00; the one stored with it (10:00) is not after it
+  CHECK(rows[1].mean_abs_error.value_or(1) == Approx(0).margin(1e-9));
+  CHECK(rows[1].last_error.value_or(1) == Approx(0).margin(1e-9));
+  // No runs after it: no error, not zero.
+  const auto later = profile_history(c, shipped, {{8, "2026-12-02T00:00:00Z", truth}}, runs);
+  CHECK_FALSE(later[1].mean_abs_error.has_value());
+  CHECK(later[1].runs_since == 0);
+}
+
+TEST_CASE("a profile stored twice (rounded through µs) is one row of the history", "[calibration][history]") {
+  const Cluster c = load_cluster("local-cpu");
+  const HardwareProfile shipped = default_profile_for(c);
+  HardwareProfile a = truth_of(shipped);
+  a.name = "local-cpu-calibrated";
+  HardwareProfile b = a;
+  b.intra_node.base_latency_s *= 1 + 1e-15;  // what 2 µs → s → µs leaves
+  HardwareProfile other = a;
+  other.memory_bandwidth_efficiency *= 0.5;
+  const auto rows = profile_history(c, shipped, {{1, "t1", a}, {2, "t2", b}, {3, "t3", other}}, {});
+  REQUIRE(rows.size() == 3);  // shipped, a, other
+  CHECK(rows[1].id == 1);
+  CHECK(rows[2].id == 3);
+}
