@@ -69,7 +69,12 @@ def gpu_params(g):
         (("P", g, "memory_bound", "bandwidth_efficiency"), 0.4, 0.95),
         # nccl-tests busbw on NVSwitch / InfiniBand: 70-95% of the link
         (("P", g, "fabric", "inter_node", "busbw_efficiency"), 0.5, 0.95),
-        (("P", g, "fabric", "inter_node", "base_latency_us"), 1.0, 500.0),
+        # a collective's fixed cost across nodes: nccl-tests' small-message
+        # times over InfiniBand are tens of microseconds on A100/H100 clusters
+        # (HDR/NDR, NCCL 2.1x); EDR-era V100 clusters with older NCCL are given
+        # more room. Unbounded, the joint fit drove A100's to 370 us to slow the
+        # Azure ZeRO-3 runs, and vTrain's 64-512-GPU runs 60 % too slow with it.
+        (("P", g, "fabric", "inter_node", "base_latency_us"), 1.0, 500.0 if g == "v100" else 100.0),
     ]
     return out
 
