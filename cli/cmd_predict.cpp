@@ -207,6 +207,14 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
               in.plan.summary().c_str(), in.model.name.c_str(), in.model.total_params() / 1e9, in.cluster.name.c_str(),
               in.cluster.nodes, in.cluster.node.gpus, in.cluster.node.gpu.name.c_str(), in.profile.name.c_str(),
               (in.profile.engine.name + (in.compiled ? " (compiled: torch.compile / XLA fusion)" : "")).c_str());
+  // Uneven pipeline stages: say which layers each stage holds (the plan's
+  // own partition, or the balanced one DeepSpeed's "uniform" makes).
+  if (in.plan.pp > 1 && !even_stages(in.plan, in.model.layers)) {
+    std::printf("stages  ");
+    for (int i = 0; i < in.plan.pp; ++i) std::printf(" %d", stage_layer_count(in.plan, in.model.layers, i));
+    std::printf(" layers, first to last (%s)\n\n",
+                in.plan.stage_layers.empty() ? "balanced as DeepSpeed's uniform partition" : "as stated");
+  }
   std::printf("Memory per GPU (most loaded stage)        GiB\n");
   for (std::size_t i = 0; i < kMemLineNames.size(); ++i)
     std::printf("  %-22s %18.3f\n", kMemLineNames[i], mp.gpu[i] / kGiB);

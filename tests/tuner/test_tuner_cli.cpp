@@ -167,3 +167,22 @@ TEST_CASE("search --tp 16 --zero 1: the seeds' 180B on 800 V100 under its publis
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.out + r.err, Contains("without --tp/--pp/--zero"));
 }
+
+TEST_CASE("predict names the layers of each stage when pp does not divide them", "[cli][stages]") {
+  // 100b's 125 layers on 12 stages, DeepSpeed's uniform partition: ⌊125/12⌋ = 10
+  // each and the first 125 mod 12 = 5 stages one more.
+  const std::string base = ztune_bin() + " predict --cluster " + ZTUNE_SOURCE_DIR +
+                           "/data/clusters/dgx2x16.json --model 100b --tp 16 --dp 1 --global-batch 64 "
+                           "--micro-batch 1 --precision fp16 --recompute full";
+  auto r = run_command(base + " --pp 12");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("stages   11 11 11 11 11 10 10 10 10 10 10 10 layers, first to last (balanced"));
+  r = run_command(base + " --pp 3 --stage-layers 40,45,40");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("stages   40 45 40 layers, first to last (as stated)"));
+  // Even stages need no line.
+  r = run_command(base + " --pp 5");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, !Contains("stages  "));
+}
