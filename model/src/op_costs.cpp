@@ -105,23 +105,28 @@ double collective_time(Collective k, double bytes, const GroupPlacement& g, cons
   if (bytes <= 0) return 0;
   const double alpha = group_latency(g, c, hw);
   const double bw_term = bytes * bus_factor(k, n) / group_bus_bandwidth(g, c, hw);
-  double ring_steps = 1;
+  const double base = (g.crosses_nodes() ? hw.inter_node : hw.intra_node).base_latency_s;
+  // Ring and tree share the bandwidth term; with α ≥ 0 the faster has fewer steps.
+  return base + alpha * latency_steps(k, n, algo) + bw_term;
+}
+
+double latency_steps(Collective k, int n, CollectiveAlgo algo) {
   switch (k) {
-    case Collective::all_reduce: ring_steps = 2.0 * (n - 1); break;
+    case Collective::all_reduce: {
+      const double ring = 2.0 * (n - 1);
+      if (algo == CollectiveAlgo::ring) return ring;
+      // Double binary tree (NCCL): 2⌈log2 n⌉ latency steps, same bandwidth term.
+      const double tree = 2.0 * std::ceil(std::log2(static_cast<double>(n)));
+      return algo == CollectiveAlgo::tree ? tree : std::min(ring, tree);
+    }
     case Collective::reduce_scatter:
     case Collective::all_gather:
     case Collective::all_to_all:
     case Collective::broadcast:
-    case Collective::reduce: ring_steps = n - 1; break;
-    case Collective::p2p: ring_steps = 1; break;
+    case Collective::reduce: return n - 1.0;
+    case Collective::p2p: return 1.0;
   }
-  const double base = (g.crosses_nodes() ? hw.inter_node : hw.intra_node).base_latency_s;
-  const double ring = base + alpha * ring_steps + bw_term;
-  if (k != Collective::all_reduce || algo == CollectiveAlgo::ring) return ring;
-  // Double binary tree (NCCL): 2⌈log2 n⌉ latency steps, same bandwidth term.
-  const double tree = base + alpha * 2.0 * std::ceil(std::log2(static_cast<double>(n))) + bw_term;
-  if (algo == CollectiveAlgo::tree) return tree;
-  return std::min(ring, tree);
+  return 1.0;
 }
 
 double p2p_time(double bytes, bool crosses_nodes, const Cluster& c, const HardwareProfile& hw) {

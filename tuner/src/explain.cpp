@@ -169,7 +169,9 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
 namespace {
 
 // Device counts below the cluster's with at least one dp × tp × pp layout
-// (cp 1), largest first; at most `limit`.
+// (cp 1), largest first; at most `limit`. Only a filter of candidates: the
+// layout rules themselves are SearchSpace's, which feasibility() applies to
+// each count tried (laying out every count below 800,000 would take seconds).
 std::vector<int> layout_device_counts(const Transformer& m, const Cluster& c, const SearchOptions& o, int limit) {
   const std::int64_t total = c.total_gpus();
   const std::int64_t batch = o.space.global_batch > 0 ? o.space.global_batch : m.global_batch;

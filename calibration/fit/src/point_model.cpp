@@ -9,22 +9,6 @@ namespace ztune {
 
 namespace {
 
-// Latency steps of one collective call, as collective_time() counts them
-// (op_costs.cpp; the fit's latency_steps in profile_fit.cpp).
-double steps_of(Collective k, int n) {
-  switch (k) {
-    case Collective::all_reduce:
-      return std::min(2.0 * (n - 1), 2.0 * std::ceil(std::log2(static_cast<double>(n))));
-    case Collective::reduce_scatter:
-    case Collective::all_gather:
-    case Collective::all_to_all:
-    case Collective::broadcast:
-    case Collective::reduce: return n - 1.0;
-    case Collective::p2p: return 1.0;
-  }
-  return 1.0;
-}
-
 template <class T>
 std::vector<T> fold_of(const std::vector<T>& v, int folds, int fold, bool take) {
   std::vector<T> out;
@@ -65,7 +49,7 @@ std::vector<PointPrediction> predict_points(const Measurements& m, const Cluster
     const FabricProfile& fp = s.crosses_nodes ? hw.inter_node : hw.intra_node;
     const double figure = s.crosses_nodes ? c.inter_node_gbps_per_gpu() * 1e9 * s.per_node : lv.bandwidth_gbps * 1e9;
     const double eff = lv.collective_efficiency.value_or(fp.busbw_efficiency);
-    const double t = fp.base_latency_s + (lv.latency_us * 1e-6 + fp.latency_s) * steps_of(s.kind, s.ranks) +
+    const double t = fp.base_latency_s + (lv.latency_us * 1e-6 + fp.latency_s) * latency_steps(s.kind, s.ranks) +
                      s.bytes * bus_factor(s.kind, s.ranks) / (figure * eff);
     out.push_back({"collectives", i, s.time_s, t});
   }

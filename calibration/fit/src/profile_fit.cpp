@@ -14,6 +14,7 @@
 #include <map>
 
 #include "robust_least_squares.hpp"
+#include "ztune/model/op_costs.hpp"
 #include "ztune/calibration/profile_fit.hpp"
 
 namespace ztune {
@@ -35,24 +36,6 @@ std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
-}
-
-// Latency steps of one collective call as collective_time() counts them
-// (op_costs.cpp): ring 2(n−1) for all-reduce, or the double binary tree's
-// 2⌈log2 n⌉ when fewer (NCCL picks the faster: the `best` algorithm);
-// n−1 for reduce-scatter, all-gather, broadcast; 1 for a point-to-point send.
-double latency_steps(Collective k, int n) {
-  switch (k) {
-    case Collective::all_reduce:
-      return std::min(2.0 * (n - 1), 2.0 * std::ceil(std::log2(static_cast<double>(n))));
-    case Collective::reduce_scatter:
-    case Collective::all_gather:
-    case Collective::all_to_all:
-    case Collective::broadcast:
-    case Collective::reduce: return n - 1.0;
-    case Collective::p2p: return 1.0;
-  }
-  return 1.0;
 }
 
 // The bandwidth figure (bytes/s, before efficiency) op_costs' group_bus_bandwidth

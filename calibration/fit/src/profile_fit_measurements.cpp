@@ -30,6 +30,14 @@ RowTiming read_timing(ObjectReader& r) {
   else t.spread = t.time_s > 0 ? (hi - lo) / t.time_s / 2 : 0;
   return t;
 }
+// The same, into a sample's time_s, spread and repeats.
+template <class Sample>
+void read_timing_into(ObjectReader& r, Sample& s) {
+  const RowTiming t = read_timing(r);
+  s.time_s = t.time_s;
+  s.spread = t.spread;
+  s.repeats = t.repeats;
+}
 
 int read_wrong(ObjectReader& r) {
   return static_cast<int>(r.integer("wrong", 0, 1'000'000'000'000));
@@ -93,10 +101,7 @@ Measurements measurements_from_json(const nlohmann::json& doc, const std::string
     s.k = static_cast<double>(row.integer("k", 1, 1 << 30));
     row.choice("op", {"NN", "NT", "TN"});
     s.flops = row.positive("flops");
-    const RowTiming t = read_timing(row);
-    s.time_s = t.time_s;
-    s.spread = t.spread;
-    s.repeats = t.repeats;
+    read_timing_into(row, s);
     row.positive("gflops");
     read_wrong(row);
     row.finish();
@@ -108,10 +113,7 @@ Measurements measurements_from_json(const nlohmann::json& doc, const std::string
     for (const char* k : {"b", "s", "c", "heads"}) row.integer(k, 1, 1 << 30);
     AttentionSample s;
     s.flops = row.positive("flops");
-    const RowTiming t = read_timing(row);
-    s.time_s = t.time_s;
-    s.spread = t.spread;
-    s.repeats = t.repeats;
+    read_timing_into(row, s);
     row.positive("gflops");
     read_wrong(row);
     row.finish();
@@ -125,10 +127,7 @@ Measurements measurements_from_json(const nlohmann::json& doc, const std::string
     row.integer("elements", 1, std::int64_t{1} << 50);
     s.bytes = row.positive("bytes");
     s.kernels = static_cast<int>(row.integer("kernels", 1, 1000));
-    const RowTiming t = read_timing(row);
-    s.time_s = t.time_s;
-    s.spread = t.spread;
-    s.repeats = t.repeats;
+    read_timing_into(row, s);
     row.positive("gbps");
     read_wrong(row);
     row.finish();
@@ -140,10 +139,7 @@ Measurements measurements_from_json(const nlohmann::json& doc, const std::string
     CopySample s;
     s.direction = row.choice("direction", {"h2d", "d2h"});
     s.bytes = row.positive("bytes");
-    const RowTiming t = read_timing(row);
-    s.time_s = t.time_s;
-    s.spread = t.spread;
-    s.repeats = t.repeats;
+    read_timing_into(row, s);
     row.positive("gbps");
     read_wrong(row);
     row.finish();
@@ -175,10 +171,7 @@ Measurements measurements_from_json(const nlohmann::json& doc, const std::string
     s.bytes = row.positive("bytes");
     row.integer("count", 1, std::int64_t{1} << 50);
     row.choice("type", {"float"});
-    const RowTiming t = read_timing(row);
-    s.time_s = t.time_s;
-    s.spread = t.spread;
-    s.repeats = t.repeats;
+    read_timing_into(row, s);
     row.positive("algbw_gbps", true);
     row.positive("busbw_gbps", true);
     read_wrong(row);

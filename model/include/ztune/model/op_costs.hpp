@@ -75,6 +75,13 @@ struct GroupPlacement {
 /// Per-step latency α (seconds) of the slowest level the group spans.
 [[nodiscard]] double group_latency(const GroupPlacement& g, const Cluster& c, const HardwareProfile& hw);
 
+/// Latency steps α is paid for in one collective of n ranks: ring 2(n−1) for
+/// all-reduce, n−1 for reduce-scatter, all-gather, all-to-all, broadcast and
+/// reduce, 1 for a send; the double binary tree's 2⌈log2 n⌉ for all-reduce
+/// (`best`: the fewer, as NCCL's tuner picks). THE one count: collective_time
+/// and the calibration fit both use it.
+[[nodiscard]] double latency_steps(Collective k, int n, CollectiveAlgo algo = CollectiveAlgo::best);
+
 /// Time of one collective of `bytes` (nccl-tests S) over group `g`:
 /// α·steps + S·bus_factor/busbw. Ring: 2(n−1) steps for all-reduce, n−1 for
 /// RS/AG; tree: 2⌈log2 n⌉ (all-reduce) with the same bandwidth term;
