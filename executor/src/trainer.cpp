@@ -10,7 +10,7 @@
 #include <string>
 
 #include "ztune/executor/init.hpp"
-#include "ztune/executor/pipeline_schedule.hpp"
+#include "ztune/model/pipeline_schedule.hpp"
 #include "ztune/executor/ring_attention.hpp"
 
 namespace ztune::executor {
@@ -145,17 +145,17 @@ double Trainer::run_pipeline(const std::vector<MicroBatch>& data) {
     GptStage& chunk = *chunks_[static_cast<std::size_t>(a.chunk)];
     const int vstage = a.chunk * p + stage;  // the virtual stage this pass runs
     const bool first = vstage == 0, last = vstage == p * chunks - 1;
-    const auto& mb = data[static_cast<std::size_t>(a.micro)];
+    const auto& mb = data[static_cast<std::size_t>(a.microbatch)];
     if (a.forward) {
       Buffer in;
       if (!first) in = receive(prev, pipe_tag(kTagActivation, a.chunk));
-      const float* out = chunk.forward(a.micro, mb, in.data());
-      if (last) loss_sum += chunk.loss_sum(a.micro);
+      const float* out = chunk.forward(a.microbatch, mb, in.data());
+      if (last) loss_sum += chunk.loss_sum(a.microbatch);
       else send(out, next, pipe_tag(kTagActivation, stage == p - 1 ? a.chunk + 1 : a.chunk));
     } else {
       Buffer dout;
       if (!last) dout = receive(next, pipe_tag(kTagGradient, a.chunk));
-      const float* din = chunk.backward(a.micro, mb, dout.data(), a.micro == plan_.grad_accum - 1);
+      const float* din = chunk.backward(a.microbatch, mb, dout.data(), a.microbatch == plan_.grad_accum - 1);
       // Send before finishing the reduction: the tied-embedding sum in
       // finish_backward waits for the first stage, which waits for this gradient.
       if (!first) send(din, prev, pipe_tag(kTagGradient, stage == 0 ? a.chunk - 1 : a.chunk));

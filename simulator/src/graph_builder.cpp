@@ -6,7 +6,7 @@
 #include <limits>
 #include <utility>
 
-#include "ztune/simulator/pipeline_schedule.hpp"
+#include "ztune/model/pipeline_schedule.hpp"
 
 namespace ztune::sim {
 
@@ -198,15 +198,15 @@ class Builder {
 
   void build_stage(int s) {
     uses_.clear();
-    const auto order = stage_schedule(plan_.schedule, s, stages_, chunks_, microbatches_);
+    const auto order = pipeline_schedule(plan_.schedule, stages_, s, microbatches_, chunks_);
     // ZeRO 0/1 reduce gradients once per step: in the last backward of each
     // chunk (DDP's no_sync on the others); ZeRO 2/3 on every micro-batch.
     std::vector<std::size_t> last_backward(static_cast<std::size_t>(chunks_), 0);
     for (std::size_t i = 0; i < order.size(); ++i)
-      if (order[i].pass == Pass::backward) last_backward[static_cast<std::size_t>(order[i].chunk)] = i;
+      if (!order[i].forward) last_backward[static_cast<std::size_t>(order[i].chunk)] = i;
     for (std::size_t i = 0; i < order.size(); ++i) {
-      const ScheduleStep& st = order[i];
-      if (st.pass == Pass::forward) {
+      const PipeAction& st = order[i];
+      if (st.forward) {
         forward_step(s, st);
       } else {
         const bool reduce = plan_.zero_stage >= 2 || i == last_backward[static_cast<std::size_t>(st.chunk)];
@@ -236,7 +236,7 @@ class Builder {
 
   int vstage_of(int s, int chunk) const { return chunk * stages_ + s; }
 
-  OpId compute(int s, OpKind kind, const ScheduleStep& st, int lb, int le, double duration) {
+  OpId compute(int s, OpKind kind, const PipeAction& st, int lb, int le, double duration) {
     Op op = make(kind, s, ResourceKind::compute, duration);
     op.chunk = static_cast<std::int16_t>(st.chunk);
     op.microbatch = st.microbatch;
@@ -245,7 +245,7 @@ class Builder {
     return add_main(s, op);
   }
 
-  Op tp_op(int s, const ScheduleStep& st, int lb, int le, double duration) const {
+  Op tp_op(int s, const PipeAction& st, int lb, int le, double duration) const {
     Op op = make(OpKind::tp_comm, s, level(where_.tp_crosses_nodes), duration);
     op.chunk = static_cast<std::int16_t>(st.chunk);
     op.microbatch = st.microbatch;
@@ -254,7 +254,7 @@ class Builder {
     return op;
   }
 
-  void overhead(int s, const ScheduleStep* st, int lb, int le, double duration) {
+  void overhead(int s, const PipeAction* st, int lb, int le, double duration) {
     if (duration <= 0) return;
     Op op = make(OpKind::overhead, s, ResourceKind::compute, duration);
     if (st != nullptr) {
@@ -275,7 +275,7 @@ class Builder {
 
   // Context parallelism's exposed ring exchange after a pass's attention
   // (held on the compute stream: the attention kernel waits for the chunk).
-  void cp_exchange(int s, const ScheduleStep& st, int lb, int le, double duration) {
+  void cp_exchange(int s, const PipeAction& st, int lb, int le, double duration) {
     if (plan_.cp <= 1 || duration <= 0) return;
     Op op = make(OpKind::cp_comm, s, ResourceKind::compute, duration);
     op.chunk = static_cast<std::int16_t>(st.chunk);
@@ -285,7 +285,7 @@ class Builder {
     add_main(s, op);
   }
 
-  void tp_collective(int s, const ScheduleStep& st, int lb, int le, double duration) {
+  void tp_collective(int s, const PipeAction& st, int lb, int le, double duration) {
     if (plan_.tp <= 1 || duration <= 0) return;
     add_main(s, tp_op(s, st, lb, le, duration));
   }
@@ -294,7 +294,7 @@ class Builder {
   // and runs the weight-gradient GEMMs meanwhile: the backward is split so
   // that the collectives run beside its last `window` seconds.
   // Returns the first and the last compute op of the backward.
-  std::pair<OpId, OpId> backward_compute(int s, const ScheduleStep& st, int lb, int le, double n) {
+  std::pair<OpId, OpId> backward_compute(int s, const PipeAction& st, int lb, int le, double n) {
     const double async = plan_.tp > 1 ? n * layer_.tp_backward_async_s : 0.0;
     const double window = std::min(n * layer_.tp_backward_window_s, n * layer_.backward_s);
     if (async <= 0 || window <= 0) {
@@ -364,7 +364,7 @@ class Builder {
     uses_.back() = user;
   }
 
-  void forward_step(int s, const ScheduleStep& st) {
+  void forward_step(int s, const PipeAction& st) {
     const int j = vstage_of(s, st.chunk);
     OpId first = kNone;
     if (st.chunk == 0) {
@@ -402,7 +402,7 @@ class Builder {
     if (j + 1 < vstages_) fwd_send_[key(st.microbatch, j)] = pipeline_send(s, j, j + 1, st.microbatch);
   }
 
-  void backward_step(int s, const ScheduleStep& st, bool reduce) {
+  void backward_step(int s, const PipeAction& st, bool reduce) {
     const int j = vstage_of(s, st.chunk);
     OpId first = kNone;
     if (j == vstages_ - 1) {

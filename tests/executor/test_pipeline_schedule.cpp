@@ -11,10 +11,9 @@
 #include <set>
 #include <tuple>
 
-#include "ztune/executor/pipeline_schedule.hpp"
+#include "ztune/model/pipeline_schedule.hpp"
 
 using namespace ztune;
-using namespace ztune::executor;
 
 namespace {
 
@@ -50,22 +49,22 @@ bool replay(Schedule kind, int p, int m, int v) {
         const Message got = q.front();
         q.pop_front();
         INFO("stage " << s << (a.forward ? " forward" : " backward") << " chunk " << a.chunk << " micro "
-                      << a.micro << " received the message of virtual stage " << got.vstage << " micro "
+                      << a.microbatch << " received the message of virtual stage " << got.vstage << " micro "
                       << got.micro);
         REQUIRE(got.vstage == j);
-        REQUIRE(got.micro == a.micro);
+        REQUIRE(got.micro == a.microbatch);
       }
       if (a.forward) {
-        forwarded.insert({j, a.micro});
+        forwarded.insert({j, a.microbatch});
         if (j < vstages - 1) {
           const int to = (s + 1) % p, to_chunk = (j + 1) / p;
-          channels[{s, to, true, to_chunk}].push_back({j + 1, a.micro});
+          channels[{s, to, true, to_chunk}].push_back({j + 1, a.microbatch});
         }
       } else {
-        REQUIRE(forwarded.count({j, a.micro}) == 1);  // its own forward ran first
+        REQUIRE(forwarded.count({j, a.microbatch}) == 1);  // its own forward ran first
         if (j > 0) {
           const int to = (s + p - 1) % p, to_chunk = (j - 1) / p;
-          channels[{s, to, false, to_chunk}].push_back({j - 1, a.micro});
+          channels[{s, to, false, to_chunk}].push_back({j - 1, a.microbatch});
         }
       }
       ++i;
@@ -80,7 +79,7 @@ bool replay(Schedule kind, int p, int m, int v) {
 /// Every (chunk, micro) once forward and once backward on one stage.
 void check_complete(const std::vector<PipeAction>& list, int m, int v) {
   std::map<std::tuple<bool, int, int>, int> seen;
-  for (const auto& a : list) ++seen[{a.forward, a.chunk, a.micro}];
+  for (const auto& a : list) ++seen[{a.forward, a.chunk, a.microbatch}];
   CHECK(list.size() == static_cast<std::size_t>(2 * m * v));
   for (const auto& [key, n] : seen) CHECK(n == 1);
   CHECK(seen.size() == static_cast<std::size_t>(2 * m * v));

@@ -8,7 +8,7 @@
 #include <tuple>
 
 #include "sim_fixture.hpp"
-#include "ztune/simulator/pipeline_schedule.hpp"
+#include "ztune/model/pipeline_schedule.hpp"
 
 using namespace ztune;
 using namespace ztune::sim;
@@ -32,12 +32,12 @@ TEST_CASE("each stage runs every forward and backward exactly once, forward firs
                                          std::tuple{Schedule::interleaved, 4, 2, 8},
                                          std::tuple{Schedule::interleaved, 4, 3, 4}}) {
     for (int s = 0; s < p; ++s) {
-      const auto steps = stage_schedule(schedule, s, p, v, m);
+      const auto steps = pipeline_schedule(schedule, p, s, m, v);
       REQUIRE(steps.size() == static_cast<std::size_t>(2 * m * v));
       std::set<std::tuple<int, int, int>> seen;
       for (const auto& st : steps) {
-        CHECK(seen.insert({static_cast<int>(st.pass), st.microbatch, st.chunk}).second);
-        if (st.pass == Pass::backward) CHECK(seen.count({static_cast<int>(Pass::forward), st.microbatch, st.chunk}) == 1);
+        CHECK(seen.insert({st.forward ? 1 : 0, st.microbatch, st.chunk}).second);
+        if (!st.forward) CHECK(seen.count({1, st.microbatch, st.chunk}) == 1);
       }
     }
   }
@@ -49,8 +49,8 @@ TEST_CASE("1F1B: stage s keeps p−s micro-batches in flight (PipeDream-flush)",
   for (int s = 0; s < p; ++s) {
     int in_flight = 0;
     int peak = 0;
-    for (const auto& st : stage_schedule(Schedule::one_f_one_b, s, p, 1, m)) {
-      in_flight += st.pass == Pass::forward ? 1 : -1;
+    for (const auto& st : pipeline_schedule(Schedule::one_f_one_b, p, s, m)) {
+      in_flight += st.forward ? 1 : -1;
       peak = std::max(peak, in_flight);
     }
     CHECK(peak == p - s);
@@ -167,4 +167,40 @@ TEST_CASE("uneven stages: each stage runs its own layers; the slowest sets the p
   // The balanced default of 5 layers on 2 stages is 3 + 2.
   Plan q = pipeline_plan(2, m);
   CHECK(run(5, q, c).iteration_s == Approx(9.0 * m + 3));
+}
+
+// Issue 22: the simulator builds its graph from the schedule the executor
+// trains by (model/pipeline_schedule.hpp). The oracle here is that schedule
+// as the executor runs it (tests/executor/test_pipeline_schedule.cpp replays it
+// against the executor's send/receive rules); the simulated timeline must run
+// each stage's passes in exactly that order, uneven stages included.
+TEST_CASE("each simulated stage runs its passes in the executor's order", "[simulator][schedule]") {
+  struct Case {
+    Schedule schedule;
+    int p, v, m, layers;
+    std::vector<int> stage_layers;
+  };
+  for (const Case& c : {Case{Schedule::gpipe, 4, 1, 6, 8, {}}, Case{Schedule::one_f_one_b, 4, 1, 6, 8, {}},
+                        Case{Schedule::one_f_one_b, 3, 1, 5, 4, {2, 1, 1}}, Case{Schedule::gpipe, 3, 1, 4, 4, {1, 2, 1}},
+                        Case{Schedule::interleaved, 4, 2, 8, 16, {}}, Case{Schedule::interleaved, 2, 3, 4, 12, {}}}) {
+    INFO(to_string(c.schedule) << " p " << c.p << " v " << c.v << " m " << c.m);
+    Plan plan = pipeline_plan(c.p, c.m, c.schedule, c.v);
+    plan.stage_layers = c.stage_layers;
+    const SimResult r = run(c.layers, plan, uniform_layers(1.0, 2.0));
+    for (int s = 0; s < c.p; ++s) {
+      std::vector<std::pair<double, PipeAction>> passes;
+      for (std::size_t id = 0; id < r.graph.size(); ++id) {
+        const Op& op = r.graph.op(static_cast<OpId>(id));
+        if (op.stage != s || (op.kind != OpKind::forward && op.kind != OpKind::backward)) continue;
+        passes.push_back({r.timeline.start_s[id],
+                          PipeAction{op.kind == OpKind::forward, op.microbatch, std::max<int>(op.chunk, 0)}});
+      }
+      std::stable_sort(passes.begin(), passes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::vector<PipeAction> order;  // one entry per pass (a pass may be several layer-group ops)
+      for (const auto& [t, a] : passes)
+        if (order.empty() || !(order.back() == a)) order.push_back(a);
+      INFO("stage " << s);
+      CHECK(order == pipeline_schedule(c.schedule, c.p, s, c.m, c.v));
+    }
+  }
 }

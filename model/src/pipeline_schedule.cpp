@@ -1,10 +1,10 @@
-#include "ztune/executor/pipeline_schedule.hpp"
+#include "ztune/model/pipeline_schedule.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
-namespace ztune::executor {
+namespace ztune {
 
 namespace {
 
@@ -20,6 +20,7 @@ std::vector<PipeAction> interleaved(int p, int s, int m, int v) {
   };
   const int warmup = m == p ? total : std::min((p - s - 1) * 2 + (v - 1) * p, total);
   std::vector<PipeAction> out;
+  out.reserve(static_cast<std::size_t>(2 * total));
   for (int k = 0; k < warmup; ++k) out.push_back(pass(k, true));
   for (int k = 0; k < total - warmup; ++k) {
     out.push_back(pass(warmup + k, true));
@@ -32,8 +33,13 @@ std::vector<PipeAction> interleaved(int p, int s, int m, int v) {
 }  // namespace
 
 std::vector<PipeAction> pipeline_schedule(Schedule kind, int stages, int stage, int m, int chunks) {
+  if (stages < 1 || stage < 0 || stage >= stages || m < 1 || chunks < 1)
+    throw std::invalid_argument("pipeline schedule: stage " + std::to_string(stage) + " of " +
+                                std::to_string(stages) + ", " + std::to_string(m) + " micro-batches, " +
+                                std::to_string(chunks) + " chunks: expected 0 <= stage < stages and counts >= 1");
   if (kind == Schedule::interleaved) return interleaved(stages, stage, m, chunks);
   std::vector<PipeAction> out;
+  out.reserve(static_cast<std::size_t>(2 * m));
   if (kind == Schedule::gpipe) {
     for (int i = 0; i < m; ++i) out.push_back({true, i, 0});
     for (int i = 0; i < m; ++i) out.push_back({false, i, 0});
@@ -49,4 +55,4 @@ std::vector<PipeAction> pipeline_schedule(Schedule kind, int stages, int stage, 
   return out;
 }
 
-}  // namespace ztune::executor
+}  // namespace ztune
