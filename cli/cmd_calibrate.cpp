@@ -313,7 +313,7 @@ Command add_calibrate(CLI::App& root) {
   app->add_option("--cluster-out", f->cluster_out,
                   "Calibrated cluster file (default: beside --out as .cluster.json, else "
                   "~/.local/share/ztune/profiles/calibrated-clusters/)");
-  app->add_option("--db", f->db, "Results database (default: ~/.local/share/ztune/results.db)");
+  app->add_option("--db", f->db, kDbHelp);
   app->add_flag("--no-db", f->no_db, "Neither read runs from nor store the profile in the results database");
   app->add_flag("--no-db-runs", f->no_db_runs, "Do not fit to the runs stored in the database");
   app->add_option("--measurements", f->measurements, "Fit these measurements instead of running the benchmarks");

@@ -162,12 +162,12 @@ std::string render_search(const nlohmann::json& d) {
 Command add_history(CLI::App& root) {
   auto* app = root.add_subcommand("history", "List the searches, runs and calibrated profiles (with their error on later runs) in the results database");
   auto f = std::make_shared<HistoryFlags>();
-  app->add_option("--db", f->db, "Results database (default: $XDG_DATA_HOME/ztune/results.db)");
+  app->add_option("--db", f->db, kDbHelp);
   app->add_option("--limit", f->limit, "How many of each to list")->check(Positive);
   app->add_flag("--json", f->json, "Print JSON");
   f->show = app->add_subcommand("show", "Show one search (ID or sID) or run (rID)");
   f->show->add_option("id", f->id, "s12, 12 or r3")->required();
-  f->show->add_option("--db", f->db, "Results database");
+  f->show->add_option("--db", f->db, kDbHelp);
   f->show->add_flag("--json", f->json, "Print JSON");
   return {app, [f] {
             const auto db = ResultsDb::open(f->db.empty() ? default_db_path() : f->db);

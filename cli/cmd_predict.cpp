@@ -227,9 +227,15 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
     std::printf("\n  %-22s %18.3f", label, mp.gpu_usable_bytes / kGiB);
   }
   std::printf("   %s\n", mp.fits_gpu ? "fits" : "DOES NOT FIT");
-  if (!mp.fits_gpu)
-    std::printf("  overflow: %s exceed the %s\n", overflow_names(mp).c_str(), headroom ? "usable memory" : "capacity");
-  std::printf("  largest micro-batch that fits: %d\n", largest_mb);
+  if (!mp.fits_gpu) {
+    const std::string names = overflow_names(mp);
+    std::printf("  overflow: %s %s the %s\n", names.c_str(), names.find(',') == std::string::npos ? "exceeds" : "exceed",
+                headroom ? "usable memory" : "capacity");
+  }
+  if (largest_mb > 0)
+    std::printf("  largest micro-batch that fits: %d\n", largest_mb);
+  else
+    std::printf("  no micro-batch fits this layout, not even 1 sequence\n");
   std::printf("Host per node   %10.1f GiB of %10.1f GiB   %s\n", mp.host_bytes_per_node / kGiB,
               mp.host_capacity_bytes / kGiB, mp.fits_host ? "fits" : "DOES NOT FIT");
   std::printf("NVMe per node   %10.1f GiB of %10.1f GiB   %s\n\n", mp.nvme_bytes_per_node / kGiB,

@@ -313,12 +313,12 @@ Command add_run(CLI::App& root) {
   f->plan.add_to(*app);
   app->add_option("--np", f->np, "Ranks (default: the plan's dp×tp×cp×pp)")->check(Positive);
   app->add_option("--hosts", f->hosts, "Open MPI host list (host1:slots,host2:slots)");
-  app->add_option("--steps", f->steps, "Optimizer steps")->check(Positive);
+  app->add_option("--steps", f->steps, "Optimizer steps")->check(Positive)->capture_default_str();
   app->add_option("--seed", f->seed, "Initialisation seed");
   app->add_option("--data", f->data, "uint16 token file (e.g. data/corpus/kjv.train.bin) or \"synthetic\"");
   app->add_option("--record", f->record, "Where to keep the run record (default: the temporary directory, removed after the run)");
   app->add_option("--threads", f->threads, "Compute threads per rank")->check(ThreadCount);
-  app->add_option("--db", f->db, "Results database (default: ~/.local/share/ztune/results.db)");
+  app->add_option("--db", f->db, kDbHelp);
   app->add_flag("--no-db", f->no_db, "Do not store the run in the results database");
   app->add_option("--nvme-dir", f->nvme_dir,
                   "Directory for the per-rank files of NVMe offload (optimizer states, parameter partitions); "

@@ -237,7 +237,7 @@ int run_search_command(const SearchFlags& f) {
     std::cout << search_result_to_json(r).dump(2) << "\n";
   } else {
     std::cout << "ztune search: " << model.name << " on " << cluster.name << " (" << cluster.total_gpus() << " × "
-              << cluster.node.gpu.name << ", " << cluster.nodes << " nodes), engine " << f.engine << "\n";
+              << cluster.node.gpu.name << ", " << cluster.nodes << (cluster.nodes == 1 ? " node" : " nodes") << "), engine " << f.engine << "\n";
     if (nothing && r.interrupted) {
       std::cout << "Interrupted before a plan that fits was found: " << grouped(static_cast<double>(r.evaluated))
                 << " of " << grouped(static_cast<double>(r.space)) << " plans evaluated.\n";
@@ -394,8 +394,9 @@ Command add_search(CLI::App& root) {
       ->check(Positive);
   app->add_option("--gpu-hour-price", f->gpu_hour_price, "Price of one GPU-hour (objective cost)")
       ->check(Positive);
-  app->add_option("--top", f->top, "Plans to show")->check(Positive);
+  app->add_option("--top", f->top, "Plans to show")->check(Positive)->capture_default_str();
   app->add_option("--simulate-top", f->simulate_top, "Plans to re-time with the simulator")
+      ->capture_default_str()
       ->check(NonNegative);
   app->add_option("--threads", f->threads, "Worker threads (default: all cores)")->check(ThreadCount);
   app->add_option("--max-plans", f->max_plans,
@@ -412,10 +413,10 @@ Command add_search(CLI::App& root) {
   app->add_option("--profile", f->profile,
                   "Hardware profile: a file, or a name in ~/.local/share/ztune/profiles/ or data/profiles/ "
                   "(default: the GPU's in data/profiles/)");
-  app->add_option("--db", f->db, "Results database (default: $XDG_DATA_HOME/ztune/results.db)");
+  app->add_option("--db", f->db, kDbHelp);
   app->add_flag("--no-db", f->no_db, "Do not store the search");
   app->add_flag("--run", f->run, "Run the best plan, compare measured with predicted, store both, refine the profile");
-  app->add_option("--steps", f->autorun.steps, "--run: optimizer steps")->check(Positive);
+  app->add_option("--steps", f->autorun.steps, "--run: optimizer steps")->check(Positive)->capture_default_str();
   app->add_flag("--dry-run", f->autorun.dry_run, "--run: print the launch command, the plan and the exported configs only");
   app->add_flag("--no-refine", [f](std::int64_t) { f->autorun.refine = false; }, "--run: do not refit the profile");
   app->add_option("--hosts", f->autorun.hosts, "--run: Open MPI host list (host1:slots,host2:slots)");

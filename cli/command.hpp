@@ -23,6 +23,9 @@ extern const CLI::Validator NonNegative;  ///< a finite number >= 0
 /// Threads per process (--threads): more than this cannot be started on any machine
 /// ztune targets, and asking the OS for 100,000 ends in std::system_error.
 inline constexpr int kMaxThreads = 1024;
+/// The --db flag's help, one wording for every command (catalog.cpp user_data_dir).
+inline constexpr const char* kDbHelp =
+    "Results database (default: results.db in $XDG_DATA_HOME/ztune, else ~/.local/share/ztune)";
 extern const CLI::Validator ThreadCount;  ///< an integer in [1, kMaxThreads]
 /// An integer in [lo, hi]; the message says "expected WHAT from LO to HI".
 CLI::Validator integer_in(long long lo, long long hi, const std::string& what);

@@ -1,6 +1,7 @@
 // ztune: plan, predict and run large-model training. Thin shell over the libraries.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -39,17 +40,45 @@ int finish_output(int rc) {
   return kExitUsage;
 }
 
+/// The candidate within edit distance 2 of `typed` (Levenshtein; the smallest
+/// distance, the first on ties), or "" when none is that close.
+std::string nearest_name(const std::string& typed, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t best_d = 3;
+  for (const auto& c : candidates) {
+    std::vector<std::size_t> row(c.size() + 1);
+    for (std::size_t j = 0; j <= c.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= typed.size(); ++i) {
+      std::size_t diag = row[0];
+      row[0] = i;
+      for (std::size_t j = 1; j <= c.size(); ++j) {
+        const std::size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (typed[i - 1] == c[j - 1] ? 0 : 1)});
+        diag = up;
+      }
+    }
+    if (row[c.size()] < best_d) {
+      best_d = row[c.size()];
+      best = c;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace ztune::cli;
   CLI::App root{"ztune: plan, predict and run the training of very large models.\n"
-                "Exit codes: 0 success, 1 no feasible plan or a failed run, 2 bad usage or input."};
+                "Exit codes: 0 success, 1 no feasible plan or a failed run, 2 bad usage or input.",
+                "ztune"};
   root.set_version_flag("--version", "ztune 0.1.0");
   root.require_subcommand(0, 1);
-  root.footer("With no subcommand, ztune searches: ztune --cluster dgx2x16 --model 100b");
   std::vector<Command> commands{add_search(root), add_predict(root), add_validate(root),   add_run(root),
                                 add_calibrate(root), add_history(root), add_export(root), add_list(root)};
+  // Added after the subcommands, which would otherwise inherit it: only the
+  // top-level help says what no subcommand means.
+  root.footer("With no subcommand, ztune searches: ztune --cluster dgx2x16 --model 100b");
 
   // `ztune --cluster ...` means `ztune search --cluster ...`.
   std::vector<std::string> args;
@@ -58,6 +87,21 @@ int main(int argc, char** argv) {
     std::string first = argv[1];
     if (first.starts_with("-") && first != "-h" && first != "--help" && first != "--version")
       args.emplace_back("search");
+    // A mistyped command: say so and suggest the nearest one, rather than
+    // CLI11's list of every argument as unexpected (issue 23).
+    if (!first.starts_with("-")) {
+      std::vector<std::string> names;
+      for (const auto& c : commands) names.push_back(c.app->get_name());
+      if (std::find(names.begin(), names.end(), first) == names.end()) {
+        std::fprintf(stderr, "ztune: error: unknown command '%s'", first.c_str());
+        if (const std::string near = nearest_name(first, names); !near.empty())
+          std::fprintf(stderr, " (did you mean '%s'?)", near.c_str());
+        std::fprintf(stderr, "\nCommands: ");
+        for (std::size_t i = 0; i < names.size(); ++i) std::fprintf(stderr, "%s%s", i ? ", " : "", names[i].c_str());
+        std::fprintf(stderr, ". Run with --help for more information.\n");
+        return kExitUsage;
+      }
+    }
   }
   try {
     root.parse(args);

@@ -4,30 +4,79 @@
 //   ztune-planner [--cluster C] [--model M] [--screenshot FILE]
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QCoreApplication>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 #include "input_panel.hpp"
 #include "main_window.hpp"
 
-int main(int argc, char** argv) {
-  QApplication app(argc, argv);
-  QApplication::setApplicationName(QStringLiteral("ztune-planner"));
-  QApplication::setOrganizationName(QStringLiteral("ztune"));
-  QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+namespace {
 
-  QCommandLineParser cli;
+struct Options {
+  QCommandLineOption cluster{{QStringLiteral("c"), QStringLiteral("cluster")},
+                             QStringLiteral("Cluster: catalog name or file (default dgx2x16)."), QStringLiteral("C")};
+  QCommandLineOption model{{QStringLiteral("m"), QStringLiteral("model")},
+                           QStringLiteral("Model: catalog name, file or Hugging Face config.json (default 100b)."),
+                           QStringLiteral("M")};
+  QCommandLineOption screenshot{
+      QStringLiteral("screenshot"),
+      QStringLiteral("Search, select the best plan, save the window to FILE (PNG) and exit."), QStringLiteral("FILE")};
+};
+
+void describe(QCommandLineParser& cli, const Options& o) {
   cli.setApplicationDescription(QStringLiteral("Plan, predict and run the training of very large models."));
   cli.addHelpOption();
   cli.addVersionOption();
-  const QCommandLineOption cluster({QStringLiteral("c"), QStringLiteral("cluster")},
-                                   QStringLiteral("Cluster: catalog name or file (default dgx2x16)."), QStringLiteral("C"));
-  const QCommandLineOption model({QStringLiteral("m"), QStringLiteral("model")},
-                                 QStringLiteral("Model: catalog name, file or Hugging Face config.json (default 100b)."),
-                                 QStringLiteral("M"));
-  const QCommandLineOption screenshot(
-      QStringLiteral("screenshot"),
-      QStringLiteral("Search, select the best plan, save the window to FILE (PNG) and exit."), QStringLiteral("FILE"));
-  cli.addOptions({cluster, model, screenshot});
+  cli.addOptions({o.cluster, o.model, o.screenshot});
+}
+
+void name_application() {
+  QCoreApplication::setApplicationName(QStringLiteral("ztune-planner"));
+  QCoreApplication::setOrganizationName(QStringLiteral("ztune"));
+  QCoreApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+}
+
+bool asks_for_text_only(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "-h" || a == "--help" || a == "--help-all" || a == "-v" || a == "--version" || a == "-?") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o;
+  // --help and --version need no display: answer them before QApplication,
+  // which aborts (rc 134) when it cannot connect to one (issue 23).
+  if (asks_for_text_only(argc, argv)) {
+    QCoreApplication core(argc, argv);
+    name_application();
+    QCommandLineParser cli;
+    describe(cli, o);
+    cli.process(core);  // prints and exits
+    return 0;
+  }
+  // No display and no platform chosen: say so instead of Qt's abort.
+  if (std::getenv("DISPLAY") == nullptr && std::getenv("WAYLAND_DISPLAY") == nullptr &&
+      std::getenv("QT_QPA_PLATFORM") == nullptr) {
+    std::fprintf(stderr,
+                 "ztune-planner: error: no display (DISPLAY and WAYLAND_DISPLAY are unset); run it under X or "
+                 "Wayland, or headless with QT_QPA_PLATFORM=offscreen (e.g. with --screenshot FILE)\n");
+    return 2;
+  }
+  QApplication app(argc, argv);
+  name_application();
+  QCommandLineParser cli;
+  describe(cli, o);
   cli.process(app);
+  const auto& cluster = o.cluster;
+  const auto& model = o.model;
+  const auto& screenshot = o.screenshot;
 
   ztune::gui::MainWindow window;
   const bool shooting = cli.isSet(screenshot);

@@ -62,4 +62,35 @@ TEST_CASE("ztune list models shows every catalog model with its size", "[cli][ca
   for (const auto& name : files) CHECK_THAT(r.out, Contains("\n" + name + " "));
   // Narayanan et al. 2021 Table 1: 1008.0B and 529.6B parameters.
   CHECK_THAT(r.out, Contains("1008.04B") && Contains("529.60B"));
+  // Below a billion in millions: the tiny test model (its file: 2 layers of
+  // 64, vocab 256) is not "0.00B".
+  CHECK_THAT(r.out, !Contains("0.00B"));
+}
+
+// Issue 23: a mistyped command is named with the nearest one, not reported as
+// its arguments in reverse; help says the program name, shows the defaults of
+// the flags that have one, and only the top level says what no command does.
+TEST_CASE("a mistyped command is named and the nearest one suggested", "[cli]") {
+  auto r = run_command(ztune_bin() + " serach 100b --model dgx2x16");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("unknown command 'serach' (did you mean 'search'?)"));
+  CHECK_THAT(r.err, !Contains("were not expected"));
+  r = run_command(ztune_bin() + " frobnicate");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("unknown command 'frobnicate'") && !Contains("did you mean"));
+}
+
+TEST_CASE("subcommand help names the program, shows defaults, and no top-level footer", "[cli]") {
+  auto r = run_command(ztune_bin() + " search --help");
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("Usage: ztune search"));
+  CHECK_THAT(r.out, Contains("=10") && Contains("Plans to show"));
+  CHECK_THAT(r.out, !Contains("With no subcommand"));
+  r = run_command(ztune_bin() + " --help");
+  CHECK_THAT(r.out, Contains("With no subcommand"));
+  // One wording of --db's default everywhere.
+  for (const char* sub : {"search", "run", "history", "calibrate"}) {
+    r = run_command(ztune_bin() + " " + sub + " --help");
+    CHECK_THAT(r.out, Contains("$XDG_DATA_HOME/ztune, else ~/.local/share/ztune"));
+  }
 }
