@@ -36,6 +36,14 @@ void write_file(const std::string& path, const std::string& text) {
   if (!f) throw InputError("--out " + path + ": write failed" + reason());
 }
 
+/// The launch's placeholders, on `os` ("Before launching, set:" and one line each).
+void print_placeholders(std::ostream& os, const PlanFile& pf, Engine e, const std::string& file) {
+  const auto lines = launch_placeholders(pf, e, file);
+  if (lines.empty()) return;
+  os << "Before launching, set:\n";
+  for (const auto& l : lines) os << "  " << l << "\n";
+}
+
 int run_export(const ExportFlags& f) {
   const PlanFile pf = load_plan_file(f.plan_file);
   if (f.format == "deepspeed") {
@@ -46,18 +54,22 @@ int run_export(const ExportFlags& f) {
       // The config on stdout (pipe it to a file); the launch command on stderr.
       std::cout << config.dump(2) << "\n";
       std::cerr << "launch: " << launch << "\n";
+      print_placeholders(std::cerr, pf, Engine::deepspeed, f.plan_file);
     } else {
       write_file(f.out, config.dump(2) + "\n");
       std::cout << "Wrote " << f.out << ". Launch with:\n" << launch << "\n";
+      print_placeholders(std::cout, pf, Engine::deepspeed, f.plan_file);
     }
     return kExitOk;
   }
   const std::string launch = megatron_launch(pf, f.plan_file);
   if (f.out.empty()) {
     std::cout << launch << "\n";
+    print_placeholders(std::cerr, pf, Engine::megatron, f.plan_file);  // stdout stays the command alone
   } else {
     write_file(f.out, "#!/bin/sh\n# Megatron-LM launch for " + pf.plan.summary() + " (ztune export)\n" + launch + "\n");
     std::cout << "Wrote " << f.out << ":\n" << launch << "\n";
+    print_placeholders(std::cout, pf, Engine::megatron, f.plan_file);
   }
   return kExitOk;
 }

@@ -124,6 +124,30 @@ bool even_stages(const Plan& p, int layers) {
   return std::all_of(p.stage_layers.begin(), p.stage_layers.end(), [&](int n) { return n == layers / p.pp; });
 }
 
+std::vector<int> megatron_stage_layers(int layers, int pp) {
+  if (pp < 2 || pp > layers || layers % pp == 0) return {};
+  if (pp == 2) return {layers - layers / 2, layers / 2};
+  // Middle stages of m layers leave r = layers − (pp − 2)·m to the two ends,
+  // each of which needs one: try m = ⌈L/pp⌉ (the ends then hold at most m)
+  // and m = ⌊L/pp⌋ (needed when the ends would be left fewer than 2 layers).
+  std::vector<int> best;
+  int best_max = layers + 1;
+  for (const int m : {layers / pp + 1, layers / pp}) {
+    if (m < 1) continue;
+    const int r = layers - (pp - 2) * m;
+    if (r < 2) continue;
+    const int first = r - r / 2, last = r / 2;
+    const int largest = std::max(m, first);
+    if (largest < best_max) {
+      best_max = largest;
+      best.assign(static_cast<std::size_t>(pp), m);
+      best.front() = first;
+      best.back() = last;
+    }
+  }
+  return best;
+}
+
 std::vector<int> stage_layers_accounting(int layers, int pp, bool embedding, bool loss) {
   const int counted = layers + (embedding ? 1 : 0) + (loss ? 1 : 0);
   const std::string flags = std::string(embedding ? "--account-for-embedding-in-pipeline-split" : "") +

@@ -239,6 +239,39 @@ TEST_CASE("stages with the embedding and the loss counted as layers", "[plan][st
                         Contains("128 do not split into 12"));
 }
 
+// Megatron-LM's uneven split (first/last stage layers, equal middle), by hand:
+// 125 layers on 16 stages: middle ⌈125/16⌉ = 8 × 14 = 112, ends 13 = 7 + 6;
+// 298 on 50: 6 × 48 = 288, ends 5 + 5; 17 on 16: ⌈⌉ = 2 leaves the ends −11,
+// so middle 1 × 14, ends 3 = 2 + 1; 10 on 4: 3 + 3 in the middle, ends 2 + 2.
+TEST_CASE("Megatron's balanced partition: equal middle stages, the ends take the rest", "[plan][stages]") {
+  auto expect = [](int first, int middle, int stages, int last) {
+    std::vector<int> v(static_cast<std::size_t>(stages), middle);
+    v.front() = first;
+    v.back() = last;
+    return v;
+  };
+  CHECK(ztune::megatron_stage_layers(125, 16) == expect(7, 8, 16, 6));
+  CHECK(ztune::megatron_stage_layers(298, 50) == expect(5, 6, 50, 5));
+  CHECK(ztune::megatron_stage_layers(17, 16) == expect(2, 1, 16, 1));
+  CHECK(ztune::megatron_stage_layers(10, 4) == expect(2, 3, 4, 2));
+  CHECK(ztune::megatron_stage_layers(7, 2) == std::vector<int>{4, 3});
+  CHECK(ztune::megatron_stage_layers(96, 8).empty());   // pp divides: equal stages, nothing to state
+  CHECK(ztune::megatron_stage_layers(4, 5).empty());    // more stages than layers
+  for (int layers = 2; layers <= 80; ++layers)
+    for (int pp = 2; pp <= layers; ++pp) {
+      const auto v = ztune::megatron_stage_layers(layers, pp);
+      if (layers % pp == 0) continue;
+      REQUIRE(v.size() == static_cast<std::size_t>(pp));
+      int sum = 0;
+      for (int n : v) {
+        CHECK(n >= 1);
+        sum += n;
+      }
+      CHECK(sum == layers);
+      for (std::size_t i = 2; i + 1 < v.size(); ++i) CHECK(v[i] == v[1]);
+    }
+}
+
 // Context parallelism (issue 19): Megatron-Core's --context-parallel-size.
 TEST_CASE("cp in the plan file: optional, round-trips, strict; its rules name $.cp", "[plan][cp]") {
   ztune::Plan p;

@@ -150,8 +150,11 @@ TEST_CASE("Megatron export of Korthikanti's 175B plan gives the expected argumen
   // Megatron-LM megatron/training/arguments.py validate_args: with
   // tensor_model_parallel_size > 1 (pre-Blackwell) it asserts
   // os.environ['CUDA_DEVICE_MAX_CONNECTIONS'] == "1"; the launch sets it.
+  // Eight nodes meet at torchrun's c10d rendezvous (issue 23: a multi-node
+  // launch without one does not start).
   CHECK_THAT(megatron_launch(pf, "plan.json"),
-             StartsWith("CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun --nnodes 8 --nproc_per_node 8 pretrain_gpt.py"));
+             StartsWith("CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun --nnodes 8 --nproc_per_node 8 --rdzv_backend c10d "
+                        "--rdzv_endpoint $MASTER_ADDR:29500 --rdzv_id ztune pretrain_gpt.py"));
 
   p.recompute = Recompute::full;
   p.zero_stage = 1;
@@ -420,4 +423,58 @@ TEST_CASE("export of context parallelism: Megatron's --context-parallel-size, re
   p.attention = AttentionKernel::standard;
   CHECK_THROWS_WITH(megatron_arguments(pf, "cp.json"),
                     Contains("megatron cannot run this plan") && Contains("fused attention"));
+}
+
+// Issue 23: the launch starts exactly the plan's ranks. torchrun and the
+// deepspeed launcher start the same number on every node, and Megatron-LM and
+// Megatron-DeepSpeed number the tensor-parallel ranks next to each other, so
+// the launch is N nodes × k with N·k = the plan's devices, tp | k and k at
+// most a node's GPUs; a plan no such shape fits is refused, not rounded up.
+TEST_CASE("export launches exactly the plan's ranks, tp groups inside a node", "[tuner][export]") {
+  PlanFile pf;
+  pf.cluster = load_cluster("dgx2x16");  // 16 nodes of 16 V100
+  pf.model = load_transformer("100b");
+  Plan& p = pf.plan;
+  p.tp = 8;
+  p.pp = 5;
+  p.dp = 6;  // 240 devices: 15 nodes of 16
+  p.micro_batch = 1;
+  p.global_batch = 6;
+  p.grad_accum = 1;
+  p.precision = Precision::fp16;
+  LaunchShape s = launch_shape(pf, "p.json");
+  CHECK(s.nodes == 15);
+  CHECK(s.per_node == 16);
+  CHECK_THAT(megatron_launch(pf, "p.json"), Contains("torchrun --nnodes 15 --nproc_per_node 16 --rdzv_backend c10d"));
+  // 200 devices at tp 8: 8 per node on 25 nodes (no k in 9..16 divides 200 and
+  // is a multiple of 8) — more nodes than the cluster has.
+  p.dp = 5;
+  p.global_batch = 5;
+  CHECK_THROWS_WITH(launch_shape(pf, "p.json"),
+                    Contains("p.json: the plan's 200 devices") && Contains("at most 16 nodes of 16 GPUs") &&
+                        Contains("tensor-parallel group of 8"));
+  // 250 at tp 2 (the issue's dp1×tp2×pp125): 10 per node, 25 nodes: refused too.
+  p.tp = 2;
+  p.pp = 125;
+  p.dp = 1;
+  p.global_batch = 1;
+  CHECK_THROWS_WITH(megatron_launch(pf, "p.json"), Contains("250 devices"));
+  // 100 at tp 2 on 10 nodes of 10.
+  p.pp = 50;
+  s = launch_shape(pf, "p.json");
+  CHECK(s.nodes * s.per_node == 100);
+  CHECK(s.per_node == 10);
+  // One node: no rendezvous, no hostfile, nothing left to set.
+  p.pp = 4;
+  p.dp = 2;
+  p.global_batch = 2;
+  CHECK_THAT(megatron_launch(pf, "p.json"), StartsWith("CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun --nnodes 1 --nproc_per_node 16 pretrain_gpt.py"));
+  CHECK(launch_placeholders(pf, Engine::megatron, "p.json").empty());
+  // Several nodes: the hostfile (deepspeed) or MASTER_ADDR (torchrun) is named.
+  p.dp = 4;
+  p.global_batch = 4;
+  const auto ds = launch_placeholders(pf, Engine::deepspeed, "p.json");
+  REQUIRE(ds.size() == 1);
+  CHECK_THAT(ds[0], Contains("hostfile: 2 lines '<host> slots=16'"));
+  CHECK_THAT(launch_placeholders(pf, Engine::megatron, "p.json")[0], Contains("MASTER_ADDR"));
 }

@@ -122,6 +122,38 @@ TEST_CASE("uneven layouts: balanced stages, interleaving only where pp × v divi
   CHECK(interleaved);
 }
 
+// Issue 23: `--engine megatron` once ranked DeepSpeed's uniform split
+// (8×13 + 7×3 for 125 layers on 16 stages), which `export --format megatron`
+// then refused. Its plans carry the partition Megatron-LM can state.
+TEST_CASE("megatron's uneven layouts carry a partition Megatron-LM can state", "[tuner][space][stages]") {
+  const Cluster c = load_cluster("dgx2x16");
+  const Transformer m = load_transformer("100b");  // 125 layers
+  SpaceOptions o;
+  o.engine = Engine::megatron;
+  o.pp = 16;
+  o.tp = 8;
+  o.gpus = 256;
+  SearchSpace s(m, c, o);
+  std::int64_t n = 0;
+  for (const auto& l : s.layouts()) {
+    if (l.rejected != LayoutRule::none) continue;
+    s.for_each_plan(l, [&](const Plan& plan) {
+      if (++n > 50) return;
+      std::vector<int> expected(16, 8);
+      expected.front() = 7;
+      expected.back() = 6;
+      CHECK(plan.stage_layers == expected);
+      CHECK_FALSE(check_plan(plan, m, c).has_value());
+    });
+  }
+  CHECK(n > 0);
+  // The other engines keep the uniform split (no stated partition).
+  o.engine = Engine::deepspeed;
+  SearchSpace ds(m, c, o);
+  for (const auto& l : ds.layouts())
+    if (l.rejected == LayoutRule::none) ds.for_each_plan(l, [&](const Plan& plan) { CHECK(plan.stage_layers.empty()); });
+}
+
 TEST_CASE("engine and device-count constraints are checked", "[tuner][space]") {
   Cluster c = load_cluster("dgx2");
   Transformer m = load_transformer("tiny");

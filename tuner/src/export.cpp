@@ -32,12 +32,53 @@ long long elems(double v, const char* field, const std::string& file) {
   return std::llround(v);
 }
 
-/// Nodes and devices per node the plan's devices occupy.
-std::pair<int, int> node_shape(const PlanFile& pf) {
-  const int gpus = pf.plan.gpus();
-  const int per_node = pf.cluster ? std::min(pf.cluster->node.gpus, gpus) : gpus;
-  return {(gpus + per_node - 1) / per_node, per_node};
+}  // namespace
+
+LaunchShape launch_shape(const PlanFile& pf, const std::string& file) {
+  const Plan& p = pf.plan;
+  const int gpus = p.gpus();
+  if (!pf.cluster) return {1, gpus};
+  const int node = pf.cluster->node.gpus;
+  const int nodes = pf.cluster->nodes;
+  // torchrun and the deepspeed launcher start the same number of processes
+  // on every node, ranks numbered node by node, and both engines put the
+  // tensor-parallel ranks next to each other: the largest k <= the node's
+  // GPUs that divides the plan's devices and keeps each tp group inside one
+  // node (k a multiple of tp; a tp wider than a node spans whole nodes).
+  for (int k = std::min(node, gpus); k >= 1; --k) {
+    if (gpus % k != 0) continue;
+    if (p.tp <= node ? k % p.tp != 0 : (k != node || p.tp % node != 0)) continue;
+    if (gpus / k > nodes) break;  // smaller k only needs more nodes
+    return {gpus / k, k};
+  }
+  throw InputError(file + ": the plan's " + std::to_string(gpus) + " devices (" + p.summary() +
+                   ") cannot be launched as the same number of processes on each of at most " +
+                   std::to_string(nodes) + " nodes of " + std::to_string(node) + " GPUs" +
+                   (p.tp > 1 ? " with each tensor-parallel group of " + std::to_string(p.tp) + " inside a node" : "") +
+                   ", as torchrun and the deepspeed launcher need; choose a device count that is a multiple of " +
+                   std::to_string(std::max(1, std::min(p.tp, node))) + " and splits evenly over whole nodes "
+                   "(ztune search --gpus N)");
 }
+
+std::vector<std::string> launch_placeholders(const PlanFile& pf, Engine e, const std::string& file) {
+  const LaunchShape shape = launch_shape(pf, file);
+  std::vector<std::string> out;
+  if (shape.nodes > 1) {
+    if (e == Engine::deepspeed)
+      out.push_back("hostfile: " + std::to_string(shape.nodes) + " lines '<host> slots=" +
+                    std::to_string(shape.per_node) + "' (the deepspeed launcher starts one node's ranks per line)");
+    else
+      out.push_back("MASTER_ADDR: the address of the first node, and run the same command on each of the " +
+                    std::to_string(shape.nodes) + " nodes (torchrun's c10d rendezvous on port 29500)");
+  }
+  const Plan& p = pf.plan;
+  if (e == Engine::deepspeed &&
+      (p.offload_optimizer == OffloadTarget::nvme || p.offload_params == OffloadTarget::nvme))
+    out.push_back("/local_nvme: ds_config's zero_optimization offload nvme_path, a directory on each node's NVMe");
+  return out;
+}
+
+namespace {
 
 /// Megatron's pretrain_gpt.py arguments of the model's shape (both launches use
 /// it). What its GPT model cannot express is refused rather than dropped.
@@ -262,9 +303,10 @@ std::string deepspeed_launch(const PlanFile& pf, const std::string& config_path,
   const Plan& p = pf.plan;
   require_engine_can_run(p, Engine::deepspeed, file);
   require_deepspeed_partition(pf, file);
-  const auto [nodes, per_node] = node_shape(pf);
-  std::vector<std::string> a{"deepspeed", "--num_nodes", std::to_string(nodes), "--num_gpus",
-                             std::to_string(per_node), "pretrain_gpt.py"};
+  const auto [nodes, per_node] = launch_shape(pf, file);
+  std::vector<std::string> a{"deepspeed"};
+  if (nodes > 1) a.insert(a.end(), {"--hostfile", "hostfile"});
+  a.insert(a.end(), {"--num_nodes", std::to_string(nodes), "--num_gpus", std::to_string(per_node), "pretrain_gpt.py"});
   a.insert(a.end(), {"--tensor-model-parallel-size", std::to_string(p.tp), "--pipeline-model-parallel-size",
                      std::to_string(p.pp)});
   if (p.pp == 1) a.emplace_back("--no-pipeline-parallel");
@@ -335,12 +377,15 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
 
 std::string megatron_launch(const PlanFile& pf, const std::string& file) {
   const auto args = megatron_arguments(pf, file);
-  const auto [nodes, per_node] = node_shape(pf);
+  const auto [nodes, per_node] = launch_shape(pf, file);
   // Megatron-LM's validate_args (megatron/training/arguments.py) asserts
   // CUDA_DEVICE_MAX_CONNECTIONS=1 with tensor parallelism before Blackwell, so
   // the tensor-parallel GEMMs and their collectives are issued in order.
   const std::string env = pf.plan.tp > 1 ? "CUDA_DEVICE_MAX_CONNECTIONS=1 " : "";
-  return env + "torchrun --nnodes " + std::to_string(nodes) + " --nproc_per_node " + std::to_string(per_node) +
+  // Several nodes meet at a c10d rendezvous on the first node (torchrun's
+  // --rdzv_backend/--rdzv_endpoint; $MASTER_ADDR is the user's to set).
+  const std::string rdzv = nodes > 1 ? " --rdzv_backend c10d --rdzv_endpoint $MASTER_ADDR:29500 --rdzv_id ztune" : "";
+  return env + "torchrun --nnodes " + std::to_string(nodes) + " --nproc_per_node " + std::to_string(per_node) + rdzv +
          " pretrain_gpt.py " + join(args);
 }
 

@@ -123,6 +123,13 @@ std::vector<int> stage_layers_from_ends(int layers, int pp, int first, int last)
 /// counted split equally, so those stages hold one transformer layer fewer.
 /// Throws InputError when layers + (embedding) + (loss) is not a multiple of pp.
 std::vector<int> stage_layers_accounting(int layers, int pp, bool embedding, bool loss);
+/// The balanced partition Megatron-LM can state when pp does not divide the
+/// layers: equal middle stages, the first and the last stage taking the rest
+/// (--decoder-first/last-pipeline-num-layers; the first the larger of the two,
+/// the last also holding the head), with the smallest largest stage. Empty
+/// when pp divides the layers (equal stages need no partition), pp < 2 or no
+/// such partition exists (pp > layers).
+std::vector<int> megatron_stage_layers(int layers, int pp);
 
 /// Parses a plan object (the "plan" document). Syntax and ranges only;
 /// consistency with a model and cluster is `check_plan`.

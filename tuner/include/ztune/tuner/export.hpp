@@ -14,6 +14,21 @@
 
 namespace ztune {
 
+/// How the launchers start the plan's ranks: `nodes` × `per_node` = the plan's
+/// devices, the same count on every node (torchrun, the deepspeed launcher),
+/// tensor-parallel groups inside a node. Throws InputError naming `file` when
+/// the cluster's nodes cannot hold them so (250 GPUs on nodes of 16 at tp 2:
+/// 10 per node needs 25 nodes).
+struct LaunchShape {
+  int nodes = 1;
+  int per_node = 1;
+};
+LaunchShape launch_shape(const PlanFile& pf, const std::string& file);
+/// What the printed launch leaves to the user, one line each: the deepspeed
+/// hostfile or torchrun's MASTER_ADDR on several nodes, the NVMe path of
+/// ZeRO-Infinity's offload.
+std::vector<std::string> launch_placeholders(const PlanFile& pf, Engine e, const std::string& file);
+
 /// Throws InputError "<file>: <engine> cannot run this plan: <rule>" when it cannot.
 void require_engine_can_run(const Plan& p, Engine e, const std::string& file);
 

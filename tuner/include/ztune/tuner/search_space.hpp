@@ -185,6 +185,10 @@ void SearchSpace::for_each_plan(const Layout& l, F&& f) const {
   p.tp = l.tp;
   p.pp = l.pp;
   p.cp = l.cp;
+  // Megatron-LM states uneven stages by their ends only: where pp does not
+  // divide the layers its plans carry the partition it can run (once per
+  // layout, not per plan); other engines balance as DeepSpeed's uniform split.
+  if (options_.engine == Engine::megatron) p.stage_layers = megatron_stage_layers(model_->layers, l.pp);
   p.global_batch = global_batch_;
   p.sparse_block = options_.sparse_block;
   const auto scheds = schedules(l);
