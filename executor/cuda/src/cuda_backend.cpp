@@ -13,6 +13,7 @@
 #include "ztune/kernels/cuda/attention.hpp"
 #include "ztune/kernels/cuda/check.hpp"
 #include "ztune/kernels/cuda/cross_entropy.hpp"
+#include "ztune/kernels/cuda/cudnn_attention.hpp"
 #include "ztune/kernels/cuda/elementwise.hpp"
 #include "ztune/kernels/cuda/embedding.hpp"
 #include "ztune/kernels/cuda/gemm.hpp"
@@ -55,12 +56,14 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : options_(options) 
   ZT_CUDA_CHECK(cudaMallocHost(&host_flag_, sizeof(int)));
   gemm_ = std::make_unique<kc::Gemm>();
   gemm_->set_allow_tf32(options_.gemm == GemmPrecision::tf32);
+  flash_ = std::make_unique<kc::CudnnAttention>();
 }
 
 CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(compute_);
   cudaStreamSynchronize(copy_);
   gemm_.reset();
+  flash_.reset();
   if (layout_arrays_ != nullptr) cudaFree(layout_arrays_);
   if (fused_table_ != nullptr) cudaFree(fused_table_);
   cudaFreeHost(host_double_);
@@ -242,7 +245,7 @@ void CudaBackend::attention_forward_impl(float* out, float* att, const float* qk
   // refuses windowed models for this backend before a rank starts.
   if (window > 0) throw std::logic_error("CudaBackend: sliding-window attention is not implemented on CUDA");
   if (flash) {
-    kc::flash_attention_forward<float>(out, att, qkv, b, t, c, nh, compute_);
+    flash_->forward<float>(out, att, qkv, b, t, c, nh, compute_);  // fp32: the flash kernel
     return;
   }
   Scratch s(allocator_);
@@ -252,12 +255,11 @@ void CudaBackend::attention_forward_impl(float* out, float* att, const float* qk
 void CudaBackend::attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* out,
                                           const float* att, int b, int t, int c, int nh, bool flash, int window) {
   if (window > 0) throw std::logic_error("CudaBackend: sliding-window attention is not implemented on CUDA");
-  Scratch s(allocator_);
   if (flash) {
-    float* delta = s.get<float>(Backend::attention_state_elems(b, t, nh, true));
-    kc::flash_attention_backward<float>(dqkv, delta, dout, qkv, out, att, b, t, c, nh, compute_);
+    flash_->backward<float>(dqkv, dout, qkv, out, att, b, t, c, nh, compute_);  // fp32: the flash kernels
     return;
   }
+  Scratch s(allocator_);
   float* ws = s.get<float>(kc::attention_workspace_elems(b, t, c, nh));
   kc::attention_backward<float>(*gemm_, dqkv, dout, qkv, att, ws, b, t, c, nh, compute_);
 }

@@ -25,6 +25,7 @@
 
 namespace ztune::kernels::cuda {
 class Gemm;
+class CudnnAttention;
 }
 
 namespace ztune::executor::cuda {
@@ -129,6 +130,9 @@ class CudaBackend final : public Backend {
   cudaStream_t copy_ = nullptr;
   CachingAllocator allocator_;
   std::unique_ptr<kernels::cuda::Gemm> gemm_;
+  /// The plan's flash attention: cuDNN's fused SDPA for 16-bit storage, the flash
+  /// kernels otherwise (this backend's fp32 storage always takes them; issue 24).
+  std::unique_ptr<kernels::cuda::CudnnAttention> flash_;
   /// The block layout's CSR arrays on the device, uploaded when a call brings
   /// another layout than the last one (every chunk of a plan uses one).
   const kernels::cuda::DeviceBlockLayout& device_layout(const kernels::BlockLayout& layout);
