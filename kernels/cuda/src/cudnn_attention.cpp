@@ -35,8 +35,6 @@ constexpr sdpa::Dtype dtype_of() {
   else return sdpa::Dtype::bf16;
 }
 
-std::size_t elem_bytes(sdpa::Dtype d) { return d == sdpa::Dtype::bf16 || d == sdpa::Dtype::fp16 ? 2 : 4; }
-
 /// Device memory grown on demand (a stream sync before a regrow: enqueued work may use the old one).
 class Grow {
  public:
@@ -63,6 +61,8 @@ class Grow {
 
 #if ZTUNE_HAVE_CUDNN
 namespace {
+
+std::size_t elem_bytes(sdpa::Dtype d) { return d == sdpa::Dtype::bf16 || d == sdpa::Dtype::fp16 ? 2 : 4; }
 
 struct Refused : std::runtime_error {
   using std::runtime_error::runtime_error;
