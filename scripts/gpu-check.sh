@@ -176,6 +176,17 @@ log "dependencies"
 unpack_bundle
 find_nccl >"$OUT/nccl.txt"  # not in a pipeline: it sets CONFIGURE_ARGS and LD_LIBRARY_PATH
 cat "$OUT/nccl.txt"
+# cuDNN 9 for the fused attention (issue 24): the toolkit's, else PyTorch's
+# nvidia-cudnn wheel (ZTUNE_CUDNN_ROOT, read by kernels/cuda/CMakeLists.txt).
+if ! ls "${CUDA_HOME:-/usr/local/cuda}"/lib*/libcudnn.so* >/dev/null 2>&1 && [[ -z "${ZTUNE_CUDNN_ROOT:-}" ]]; then
+  cudnn_wheel=$(python3 -c "import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))" 2>/dev/null || true)
+  if [[ -n "$cudnn_wheel" && -d "$cudnn_wheel/include" ]]; then
+    export ZTUNE_CUDNN_ROOT=$cudnn_wheel LD_LIBRARY_PATH=$cudnn_wheel/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    echo "cuDNN: PyTorch's nvidia-cudnn wheel ($cudnn_wheel)" | tee -a "$OUT/nccl.txt"
+  else
+    echo "cuDNN: not in the toolkit nor in python3's nvidia.cudnn: the fused attention takes the flash kernels" | tee -a "$OUT/nccl.txt"
+  fi
+fi
 
 log "build (sm_$ARCH)"
 BUILD=""
@@ -246,6 +257,8 @@ log "GPU kernel tests"
 run_test gpu_kernels "$(find_bin test_gpu_kernels)"
 log "issue 10 kernel tests (1-bit compression, block-sparse attention)"
 run_test gpu_features "$(find_bin test_gpu_features)"
+log "issue 24 speed path (cuDNN fused attention vs the flash kernels, CUDA graphs, 16-bit storage + fused AdamW)"
+run_test gpu_speed_path "$(find_bin test_gpu_speed_path)"
 if [[ "$BUILD" == build/gpu-full ]]; then
   log "CudaBackend vs CpuBackend"
   run_test gpu_backend_equivalence "$(find_bin test_gpu_backend_equivalence)"
@@ -287,6 +300,11 @@ log "kernel benchmark (bf16, GPT-3 XL shapes)"
 "$(find_bin bench_gpu_kernels)" 2>&1 | tee "$OUT/bench_gpu_kernels.log"
 log "GPT training benchmark (bf16, seq 1024)"
 "$(find_bin bench_gpt_train)" 2>&1 | tee "$OUT/bench_gpt_train.log"
+# The same with issue 24's speed options (cuDNN attention, the forward+backward as
+# one CUDA graph, AdamW in one launch); each row is followed by the paths taken.
+log "GPT training benchmark, --attention=cudnn --graph --fused-adamw"
+timeout "${ZTUNE_FAST_BENCH_TIMEOUT:-240}" "$(find_bin bench_gpt_train)" --attention=cudnn --graph --fused-adamw 2>&1 |
+  tee "$OUT/bench_gpt_train_fast.log"
 # PyTorch on the same shapes (bf16 autocast, SDPA flash, fused AdamW; eager unless
 # ZTUNE_TORCH_COMPILE=1), printed in bench_gpt_train's format; skips (77) without torch.
 log "PyTorch GPT training benchmark (same shapes)"
@@ -295,7 +313,7 @@ env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" timeout "${ZTUNE_TORCH_BENCH_TIMEOUT
 
 log "summary"
 {
-  for t in gpu_kernels gpu_features gpu_backend_equivalence gpu_nccl gpu_nccl_watchdog gpu_worker gpu_run gpu_calibrate; do printf '%-26s %s\n' "$t" "${RESULT[$t]}"; done
+  for t in gpu_kernels gpu_features gpu_speed_path gpu_backend_equivalence gpu_nccl gpu_nccl_watchdog gpu_worker gpu_run gpu_calibrate; do printf '%-26s %s\n' "$t" "${RESULT[$t]}"; done
   grep -h "^NCCL:" "$OUT/nccl.txt" 2>/dev/null || true
   # ztune beside PyTorch: tokens/s (column 5) and MFU (column 6) of each "gpt" row.
   printf '%-10s %14s %8s %14s %8s %8s\n' model "ztune tok/s" MFU "torch tok/s" MFU ratio
@@ -305,6 +323,9 @@ log "summary"
                if (m in pt) printf "%-10s %14.0f %8s %14.0f %8s %7.2fx\n", m, zt[m], zm[m], pt[m], pm[m], zt[m] / pt[m]
                else printf "%-10s %14.0f %8s %14s %8s %8s\n", m, zt[m], zm[m], "-", "-", "-" } }' \
       "$OUT/bench_gpt_train.log" "$OUT/bench_gpt_train_torch.log" 2>/dev/null || true
+  # The speed options' rows (bench_gpt_train --attention=cudnn --graph --fused-adamw) and the paths they took.
+  echo "with --attention=cudnn --graph --fused-adamw:"
+  grep -E "^gpt|^  gpt" "$OUT/bench_gpt_train_fast.log" 2>/dev/null || echo "  (no rows: see $OUT/bench_gpt_train_fast.log)"
   cat "$OUT/calibration.txt" 2>/dev/null || true
 } | tee "$OUT/summary.txt"
 [[ "${RESULT[gpu_kernels]}" == passed* && "${RESULT[gpu_features]}" == passed* ]]

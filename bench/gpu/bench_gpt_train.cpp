@@ -9,6 +9,12 @@
 // and against the GEMM ceiling measured on this device.
 // The weights are a tiled random pattern: the loss (printed) must stay finite,
 // learning quality is not what this measures.
+// Options (issue 24 item 3; each prints the path it took, never run yet):
+//   --attention=cudnn  cuDNN fused attention (CudnnAttention; the flash kernels when
+//                      cuDNN refuses) instead of the unfused GEMM attention
+//   --graph            forward + backward captured once as a CUDA graph, replayed
+//                      per step (CapturedWork; eager when capture fails)
+//   --fused-adamw      AdamW over every tensor in one launch (adamw_chunked)
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -24,6 +30,9 @@
 #include "ztune/kernels/cuda/adamw.hpp"
 #include "ztune/kernels/cuda/attention.hpp"
 #include "ztune/kernels/cuda/cross_entropy.hpp"
+#include "ztune/kernels/cuda/cudnn_attention.hpp"
+#include "ztune/kernels/cuda/graph_capture.hpp"
+#include "ztune/kernels/multi_tensor.hpp"
 #include "ztune/kernels/cuda/elementwise.hpp"
 #include "ztune/kernels/cuda/embedding.hpp"
 #include "ztune/kernels/cuda/gemm.hpp"
@@ -46,6 +55,10 @@ struct Config {
   int layers, channels, heads, batch;
 };
 
+struct Options {
+  bool cudnn_attention = false, graph = false, fused_adamw = false;
+};
+
 // One weight tensor: bf16 copy for compute, fp32 master/m/v, fp32 gradient.
 struct Weight {
   std::unique_ptr<Device<bf16>> w;
@@ -55,9 +68,9 @@ struct Weight {
 
 class Gpt {
  public:
-  Gpt(const Config& cfg, int t, int v, cudaStream_t s, kc::Gemm& gemm)
+  Gpt(const Config& cfg, int t, int v, cudaStream_t s, kc::Gemm& gemm, const Options& opt = {})
       : L(cfg.layers), C(cfg.channels), NH(cfg.heads), B(cfg.batch), T(t), V(v), N(cfg.batch * t), s_(s),
-        gemm_(gemm) {
+        gemm_(gemm), opt_(opt) {
     wte_ = add(static_cast<long>(V) * C);
     wpe_ = add(static_cast<long>(T) * C);
     lnf_w_ = add(C);
@@ -103,6 +116,8 @@ class Gpt {
       targets[i] = (i * 104729 + 1) % 50257;
       pos[i] = i % T;
     }
+    if (opt_.cudnn_attention)
+      for (int l = 0; l < L; ++l) lse_.push_back(std::make_unique<Device<float>>(static_cast<std::size_t>(B) * NH * T));
     ids_ = upload(ids);
     targets_ = upload(targets);
     pos_ = upload(pos);
@@ -115,8 +130,15 @@ class Gpt {
   }
 
   float step(int t) {
-    forward();
-    backward();
+    if (opt_.graph && t > 1) {  // step 1 runs eagerly: the GEMMs' workspaces are allocated there
+      graph_.run(s_, [&] {
+        forward();
+        backward();
+      });
+    } else {
+      forward();
+      backward();
+    }
     optimizer(t);
     std::vector<float> losses(N);
     ZT_CUDA_CHECK(cudaMemcpyAsync(losses.data(), losses_->get(), N * sizeof(float), cudaMemcpyDeviceToHost, s_));
@@ -138,7 +160,10 @@ class Gpt {
       kc::layernorm_forward<bf16>(a.ln1->get(), a.mean1->get(), a.rstd1->get(), x, w(ly.ln1_w), w(ly.ln1_b), N, C,
                                   kEps, s_);
       linear(a.qkv->get(), a.ln1->get(), ly.qkv_w, ly.qkv_b, C, 3 * C, kc::GemmEpilogue::bias, nullptr);
-      kc::attention_forward<bf16>(gemm_, a.atty->get(), a.att->get(), a.qkv->get(), ws_->get(), B, T, C, NH, s_);
+      if (opt_.cudnn_attention)
+        attention_.forward<bf16>(a.atty->get(), lse_[l]->get(), a.qkv->get(), B, T, C, NH, s_);
+      else
+        kc::attention_forward<bf16>(gemm_, a.atty->get(), a.att->get(), a.qkv->get(), ws_->get(), B, T, C, NH, s_);
       linear(tmp_->get(), a.atty->get(), ly.proj_w, ly.proj_b, C, C, kc::GemmEpilogue::bias, nullptr);
       kc::add<bf16>(a.res2->get(), x, tmp_->get(), static_cast<long>(N) * C, s_);
       kc::layernorm_forward<bf16>(a.ln2->get(), a.mean2->get(), a.rstd2->get(), a.res2->get(), w(ly.ln2_w),
@@ -179,8 +204,12 @@ class Gpt {
       // Attention.
       linear_backward(tmp_->get(), dx_->get(), a.atty->get(), ly.proj_w, ly.proj_b, C, C);
       ZT_CUDA_CHECK(cudaMemsetAsync(dbig_->get(), 0, 3 * nc * sizeof(bf16), s_));
-      kc::attention_backward<bf16>(gemm_, dbig_->get(), tmp_->get(), a.qkv->get(), a.att->get(), ws_->get(), B, T, C,
-                                   NH, s_);
+      if (opt_.cudnn_attention)
+        attention_.backward<bf16>(dbig_->get(), tmp_->get(), a.qkv->get(), a.atty->get(), lse_[l]->get(), B, T, C, NH,
+                                  s_);
+      else
+        kc::attention_backward<bf16>(gemm_, dbig_->get(), tmp_->get(), a.qkv->get(), a.att->get(), ws_->get(), B, T,
+                                     C, NH, s_);
       linear_backward(tmp_->get(), dbig_->get(), a.ln1->get(), ly.qkv_w, ly.qkv_b, C, 3 * C);
       kc::layernorm_backward<bf16>(dx_->get(), g(ly.ln1_w), g(ly.ln1_b), tmp_->get(), a.res->get(), w(ly.ln1_w),
                                    a.mean1->get(), a.rstd1->get(), N, C, s_);
@@ -190,6 +219,26 @@ class Gpt {
   }
 
   void optimizer(int t) {
+    if (opt_.fused_adamw) {
+      if (adamw_table_ == nullptr) {  // the tensor list and chunk table, uploaded once
+        std::vector<kc::AdamWTensor<float, bf16>> list;
+        std::vector<std::int64_t> sizes;
+        for (auto& wt : weights_) {
+          list.push_back({wt.master->get(), wt.m->get(), wt.v->get(), wt.g->get(), wt.w->get(), wt.n});
+          sizes.push_back(wt.n);
+        }
+        const auto chunks = ztune::kernels::build_chunk_table(sizes, kc::kAdamWChunkElems);
+        adamw_list_ = std::make_unique<Device<kc::AdamWTensor<float, bf16>>>(list.size());
+        adamw_table_ = std::make_unique<Device<ztune::kernels::TensorChunk>>(chunks.size());
+        ZT_CUDA_CHECK(cudaMemcpy(adamw_list_->get(), list.data(), list.size() * sizeof(list[0]), cudaMemcpyHostToDevice));
+        ZT_CUDA_CHECK(cudaMemcpy(adamw_table_->get(), chunks.data(), chunks.size() * sizeof(chunks[0]),
+                                 cudaMemcpyHostToDevice));
+        adamw_chunks_ = static_cast<int>(chunks.size());
+      }
+      kc::adamw_chunked<float, bf16>(adamw_list_->get(), adamw_table_->get(), adamw_chunks_,
+                                     {3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, t}, 1.0f, s_);
+      return;
+    }
     std::vector<kc::AdamWTensor<float, bf16>> list;
     for (auto& wt : weights_) list.push_back({wt.master->get(), wt.m->get(), wt.v->get(), wt.g->get(), wt.w->get(), wt.n});
     kc::adamw_multi_tensor<float, bf16>(list.data(), static_cast<int>(list.size()), {3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, t},
@@ -260,6 +309,25 @@ class Gpt {
   std::unique_ptr<Device<bf16>> lnf_, logits_, tmp_, dx_, dbig_, dbig2_, ws_;
   std::unique_ptr<Device<float>> losses_;
   std::unique_ptr<Device<std::int32_t>> ids_, targets_, pos_;
+  Options opt_;
+  kc::CudnnAttention attention_;
+  std::vector<std::unique_ptr<Device<float>>> lse_;
+  kc::CapturedWork graph_;
+  std::unique_ptr<Device<kc::AdamWTensor<float, bf16>>> adamw_list_;
+  std::unique_ptr<Device<ztune::kernels::TensorChunk>> adamw_table_;
+  int adamw_chunks_ = 0;
+
+ public:
+  /// What the options did: the attention path and the graph capture, with reasons.
+  [[nodiscard]] std::string paths() const {
+    std::string p;
+    if (opt_.cudnn_attention)
+      p += std::string(" attention=") +
+           (attention_.last_path() == ztune::kernels::sdpa::Path::cudnn ? "cudnn" : "flash (" + attention_.last_reason() + ")");
+    if (opt_.graph) p += graph_.captured() ? " graph=captured" : " graph=eager (" + graph_.reason() + ")";
+    if (opt_.fused_adamw) p += " adamw=one launch";
+    return p;
+  }
 };
 
 }  // namespace
@@ -270,20 +338,38 @@ int main(int argc, char** argv) {
   const double peak = std::getenv("ZTUNE_PEAK_TFLOPS") != nullptr ? std::atof(std::getenv("ZTUNE_PEAK_TFLOPS")) : 989.0;
   std::vector<Config> configs{{"gpt2-124M", 12, 768, 12, 16}, {"gpt2-350M", 24, 1024, 16, 16},
                               {"gpt3-1.3B", 24, 2048, 16, 8}};
-  if (argc > 1) {  // a subset by name
-    std::vector<Config> chosen;
-    for (int i = 1; i < argc; ++i)
+  Options opt;
+  std::vector<Config> chosen;
+  for (int i = 1; i < argc; ++i) {  // options, then a subset by name
+    const std::string a = argv[i];
+    if (a == "--attention=cudnn") opt.cudnn_attention = true;
+    else if (a == "--attention=unfused") opt.cudnn_attention = false;
+    else if (a == "--graph") opt.graph = true;
+    else if (a == "--fused-adamw") opt.fused_adamw = true;
+    else {
+      bool found = false;
       for (const auto& c : configs)
-        if (std::string(argv[i]) == c.name) chosen.push_back(c);
-    configs = chosen;
+        if (a == c.name) {
+          chosen.push_back(c);
+          found = true;
+        }
+      if (!found) {
+        std::fprintf(stderr,
+                     "bench_gpt_train: argument %d '%s': expected --attention=cudnn|unfused, --graph, --fused-adamw "
+                     "or a model (gpt2-124M, gpt2-350M, gpt3-1.3B)\n",
+                     i, a.c_str());
+        return 2;
+      }
+    }
   }
+  if (!chosen.empty()) configs = chosen;
   cudaStream_t s = nullptr;
   ZT_CUDA_CHECK(cudaStreamCreate(&s));
   kc::Gemm gemm;
   std::printf("%-10s %8s %6s %10s %12s %8s %10s %10s\n", "model", "params", "batch", "step ms", "tokens/s",
               "MFU", "loss[0]", "loss[end]");
   for (const auto& cfg : configs) {
-    Gpt model(cfg, t, v, s, gemm);
+    Gpt model(cfg, t, v, s, gemm, opt);
     float first = model.step(1);
     model.step(2);
     const int steps = 10;
@@ -297,6 +383,7 @@ int main(int argc, char** argv) {
     std::printf("%-10s %7.0fM %6d %10.1f %12.0f %7.1f%% %10.4f %10.4f%s\n", cfg.name, static_cast<double>(model.parameters()) / 1e6,
                 cfg.batch, sec * 1e3, tokens / sec, 100 * mfu, first, last,
                 std::isfinite(last) ? "" : "  (NOT FINITE)");
+    if (opt.cudnn_attention || opt.graph || opt.fused_adamw) std::printf("  %s:%s\n", cfg.name, model.paths().c_str());
   }
   std::printf("MFU against %.0f TFLOP/s dense bf16 (ZTUNE_PEAK_TFLOPS to change)\n", peak);
   cudaStreamDestroy(s);

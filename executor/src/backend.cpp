@@ -1,9 +1,15 @@
 #include "ztune/executor/backend.hpp"
 
+#include <stdexcept>
+#include <string>
+
 namespace ztune::executor {
 
 void Buffer::release() {
-  if (owner_ != nullptr && data_ != nullptr) owner_->free(data_, numel_, category_);
+  if (owner_ != nullptr && data_ != nullptr) {
+    if (dtype_ == StorageDtype::fp32) owner_->free(data_, numel_, category_);
+    else owner_->free_typed(data_, numel_, category_, dtype_);
+  }
   owner_ = nullptr;
   data_ = nullptr;
   numel_ = 0;
@@ -19,6 +25,60 @@ Buffer Backend::allocate(std::size_t numel, MemCategory category) {
 void Backend::free(float* data, std::size_t numel, MemCategory category) {
   raw_free(data, numel, category);
   memory_.on_free(category, numel * sizeof(float));
+}
+
+std::optional<StorageDtype> parse_storage_dtype(std::string_view s) {
+  if (s == "fp32") return StorageDtype::fp32;
+  if (s == "bf16") return StorageDtype::bf16;
+  if (s == "fp16") return StorageDtype::fp16;
+  return std::nullopt;
+}
+
+namespace {
+/// fp32 words holding numel elements of dtype (a 16-bit buffer rides on raw_allocate).
+std::size_t words_for(std::size_t numel, StorageDtype dtype) {
+  return (numel * storage_bytes(dtype) + sizeof(float) - 1) / sizeof(float);
+}
+}  // namespace
+
+Buffer Backend::allocate(std::size_t numel, MemCategory category, StorageDtype dtype) {
+  if (dtype == StorageDtype::fp32) return allocate(numel, category);
+  if (numel == 0) return {};
+  float* p = raw_allocate(words_for(numel, dtype), category);
+  memory_.on_allocate(category, numel * storage_bytes(dtype));
+  return {this, p, numel, category, dtype};
+}
+
+void Backend::free_typed(float* data, std::size_t numel, MemCategory category, StorageDtype dtype) {
+  raw_free(data, words_for(numel, dtype), category);
+  memory_.on_free(category, numel * storage_bytes(dtype));
+}
+
+void Backend::adamw_fused(std::span<const AdamWSpan> spans, StorageDtype grad_dtype, StorageDtype param_dtype,
+                          const kernels::AdamWParams& h, float grad_scale) {
+  ScopedOp timer(ops_, OpKind::memory_bound);
+  adamw_fused_impl(spans, grad_dtype, param_dtype, h, grad_scale);
+}
+
+void Backend::adamw_fused_impl(std::span<const AdamWSpan> spans, StorageDtype grad_dtype, StorageDtype param_dtype,
+                               const kernels::AdamWParams& h, float grad_scale) {
+  // The fp32 path of every backend: one adamw per span (the CUDA backend fuses them).
+  if (grad_dtype != StorageDtype::fp32 || param_dtype != StorageDtype::fp32)
+    throw std::invalid_argument("backend " + name() + " keeps fp32 storage: a fused AdamW with " +
+                                storage_name(grad_dtype) + " gradients and " + storage_name(param_dtype) +
+                                " parameter copies needs the CUDA backend");
+  for (const AdamWSpan& s : spans) {
+    const auto* g = static_cast<const float*>(s.grad);
+    Buffer scaled;
+    if (grad_scale != 1.0f) {
+      scaled = allocate(static_cast<std::size_t>(s.n), MemCategory::workspace);
+      copy(scaled.data(), g, static_cast<std::size_t>(s.n));
+      scale_impl(scaled.data(), grad_scale, s.n);
+      g = scaled.data();
+    }
+    adamw_impl(s.master, g, s.m, s.v, s.n, h);
+    if (s.param != nullptr) copy(static_cast<float*>(s.param), s.master, static_cast<std::size_t>(s.n));
+  }
 }
 
 #define ZT_TIMED(kind, call) \

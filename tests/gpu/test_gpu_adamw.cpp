@@ -9,6 +9,7 @@
 #include "gpu_support.hpp"
 #include "ztune/kernels/adamw.hpp"
 #include "ztune/kernels/cuda/adamw.hpp"
+#include "ztune/kernels/multi_tensor.hpp"
 
 using namespace ztune::kernels;
 using namespace ztune::test;
@@ -58,5 +59,54 @@ TEMPLATE_TEST_CASE("multi-tensor AdamW matches the CPU update", "[gpu][adamw]", 
     CHECK(mismatches("m", dev_f32[base + 1]->download(), r.m, 1e-9f, 4 * eps_of<float>()) == 0);
     CHECK(mismatches("v", dev_f32[base + 2]->download(), r.v, 1e-12f, 4 * eps_of<float>()) == 0);
     CHECK(mismatches("param copy", dev_param[k]->download(), rounded<P>(r.master), 0.0f, eps_of<P>()) == 0);
+  }
+}
+
+// adamw_chunked: 300 tensors (far past one launch of adamw_multi_tensor), from a
+// device chunk table built by kernels/multi_tensor.hpp, in a single launch, against
+// the same CPU update; 16-bit gradients too (the gradient is read in G).
+TEMPLATE_TEST_CASE("chunked AdamW updates every tensor in one launch like the CPU", "[gpu][adamw]", float, __half,
+                   __nv_bfloat16) {
+  using P = TestType;
+  const AdamWParams h{1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 3};
+  const int count = 300;
+  std::vector<std::int64_t> sizes;
+  for (int k = 0; k < count; ++k) sizes.push_back(k % 50 == 7 ? 0 : (k * 104729L) % 20000 + 1);
+  std::vector<std::vector<float>> master(count), m(count), v(count), g(count);
+  std::vector<std::unique_ptr<DeviceArray<float>>> f32;
+  std::vector<std::unique_ptr<DeviceArray<P>>> grads, params;
+  std::vector<cuda::AdamWTensor<P, P>> list;
+  for (int k = 0; k < count; ++k) {
+    const auto n = static_cast<std::size_t>(sizes[static_cast<std::size_t>(k)]);
+    const auto s = static_cast<std::uint32_t>(1000 + 4 * k);
+    master[k] = uniform(n, s);
+    m[k] = uniform(n, s + 1, -0.01f, 0.01f);
+    v[k] = uniform(n, s + 2, 0.0f, 1e-4f);
+    g[k] = rounded<P>(uniform(n, s + 3));  // the values the device's G holds
+    for (auto* src : {&master[k], &m[k], &v[k]}) f32.push_back(std::make_unique<DeviceArray<float>>(*src));
+    grads.push_back(std::make_unique<DeviceArray<P>>(g[k]));
+    params.push_back(std::make_unique<DeviceArray<P>>(n));
+    const std::size_t base = f32.size() - 3;
+    list.push_back({f32[base]->get(), f32[base + 1]->get(), f32[base + 2]->get(), grads.back()->get(),
+                    params.back()->get(), static_cast<long>(n)});
+  }
+  const auto table = build_chunk_table(sizes, cuda::kAdamWChunkElems);
+  cuda::AdamWTensor<P, P>* d_list = nullptr;
+  TensorChunk* d_table = nullptr;
+  ZT_CUDA_CHECK(cudaMalloc(&d_list, list.size() * sizeof(list[0])));
+  ZT_CUDA_CHECK(cudaMalloc(&d_table, table.size() * sizeof(TensorChunk)));
+  ZT_CUDA_CHECK(cudaMemcpy(d_list, list.data(), list.size() * sizeof(list[0]), cudaMemcpyHostToDevice));
+  ZT_CUDA_CHECK(cudaMemcpy(d_table, table.data(), table.size() * sizeof(TensorChunk), cudaMemcpyHostToDevice));
+  cuda::adamw_chunked<P, P>(d_list, d_table, static_cast<int>(table.size()), h, 1.0f, nullptr);
+  ZT_CUDA_CHECK(cudaDeviceSynchronize());
+  cudaFree(d_list);
+  cudaFree(d_table);
+  for (int k = 0; k < count; ++k) {
+    INFO("tensor " << k << " of " << sizes[static_cast<std::size_t>(k)] << " elements");
+    cpu::adamw_update(master[k].data(), g[k].data(), m[k].data(), v[k].data(), static_cast<long>(master[k].size()), h);
+    const std::size_t base = 3 * static_cast<std::size_t>(k);
+    CHECK(mismatches("master", f32[base]->download(), master[k], 1e-7f, 4 * eps_of<float>()) == 0);
+    CHECK(mismatches("v", f32[base + 2]->download(), v[k], 1e-12f, 4 * eps_of<float>()) == 0);
+    CHECK(mismatches("param copy", params[k]->download(), rounded<P>(master[k]), 0.0f, eps_of<P>()) == 0);
   }
 }

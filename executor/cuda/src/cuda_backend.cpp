@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 #include <cstring>
+#include <string>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -12,6 +13,7 @@
 #include "ztune/kernels/cuda/attention.hpp"
 #include "ztune/kernels/cuda/check.hpp"
 #include "ztune/kernels/cuda/cross_entropy.hpp"
+#include "ztune/kernels/cuda/cudnn_attention.hpp"
 #include "ztune/kernels/cuda/elementwise.hpp"
 #include "ztune/kernels/cuda/embedding.hpp"
 #include "ztune/kernels/cuda/gemm.hpp"
@@ -54,13 +56,16 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : options_(options) 
   ZT_CUDA_CHECK(cudaMallocHost(&host_flag_, sizeof(int)));
   gemm_ = std::make_unique<kc::Gemm>();
   gemm_->set_allow_tf32(options_.gemm == GemmPrecision::tf32);
+  flash_ = std::make_unique<kc::CudnnAttention>();
 }
 
 CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(compute_);
   cudaStreamSynchronize(copy_);
   gemm_.reset();
+  flash_.reset();
   if (layout_arrays_ != nullptr) cudaFree(layout_arrays_);
+  if (fused_table_ != nullptr) cudaFree(fused_table_);
   cudaFreeHost(host_double_);
   cudaFreeHost(host_flag_);
   cudaStreamDestroy(copy_);
@@ -240,7 +245,7 @@ void CudaBackend::attention_forward_impl(float* out, float* att, const float* qk
   // refuses windowed models for this backend before a rank starts.
   if (window > 0) throw std::logic_error("CudaBackend: sliding-window attention is not implemented on CUDA");
   if (flash) {
-    kc::flash_attention_forward<float>(out, att, qkv, b, t, c, nh, compute_);
+    flash_->forward<float>(out, att, qkv, b, t, c, nh, compute_);  // fp32: the flash kernel
     return;
   }
   Scratch s(allocator_);
@@ -250,12 +255,11 @@ void CudaBackend::attention_forward_impl(float* out, float* att, const float* qk
 void CudaBackend::attention_backward_impl(float* dqkv, const float* dout, const float* qkv, const float* out,
                                           const float* att, int b, int t, int c, int nh, bool flash, int window) {
   if (window > 0) throw std::logic_error("CudaBackend: sliding-window attention is not implemented on CUDA");
-  Scratch s(allocator_);
   if (flash) {
-    float* delta = s.get<float>(Backend::attention_state_elems(b, t, nh, true));
-    kc::flash_attention_backward<float>(dqkv, delta, dout, qkv, out, att, b, t, c, nh, compute_);
+    flash_->backward<float>(dqkv, dout, qkv, out, att, b, t, c, nh, compute_);  // fp32: the flash kernels
     return;
   }
+  Scratch s(allocator_);
   float* ws = s.get<float>(kc::attention_workspace_elems(b, t, c, nh));
   kc::attention_backward<float>(*gemm_, dqkv, dout, qkv, att, ws, b, t, c, nh, compute_);
 }
@@ -310,6 +314,77 @@ void CudaBackend::adamw_impl(float* p, const float* g, float* m, float* v, long 
   const kc::AdamWTensor<float, float> t{p, m, v, g, nullptr, n};
   kc::adamw_multi_tensor<float, float>(&t, 1, h, 1.0f, compute_);
 }
+namespace {
+bool same_spans(std::span<const AdamWSpan> a, const std::vector<AdamWSpan>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].master != b[i].master || a[i].m != b[i].m || a[i].v != b[i].v || a[i].grad != b[i].grad ||
+        a[i].param != b[i].param || a[i].n != b[i].n)
+      return false;
+  return true;
+}
+}  // namespace
+
+void CudaBackend::adamw_fused_impl(std::span<const AdamWSpan> spans, StorageDtype grad_dtype,
+                                   StorageDtype param_dtype, const kernels::AdamWParams& h, float grad_scale) {
+  using G = StorageDtype;
+  const bool supported = (grad_dtype == G::fp32) || (grad_dtype == param_dtype);
+  if (!supported)
+    throw std::invalid_argument(std::string("CudaBackend::adamw_fused: ") + storage_name(grad_dtype) +
+                                " gradients with " + storage_name(param_dtype) +
+                                " parameter copies (expected fp32 gradients, or both in the same 16-bit type)");
+  if (spans.empty()) return;
+  if (!(same_spans(spans, fused_spans_) && grad_dtype == fused_grad_ && param_dtype == fused_param_)) {
+    // The table's layout is the same for every (G, P): AdamWTensor holds pointers and a length.
+    using Row = kc::AdamWTensor<float, float>;
+    static_assert(sizeof(kc::AdamWTensor<__nv_bfloat16, __nv_bfloat16>) == sizeof(Row));
+    std::vector<Row> tensors;
+    std::vector<std::int64_t> sizes;
+    for (const AdamWSpan& sp : spans) {
+      ZT_REQUIRE(sp.n >= 0 && sp.master != nullptr && sp.m != nullptr && sp.v != nullptr && sp.grad != nullptr,
+                 "CudaBackend::adamw_fused: a span needs master, m, v and grad");
+      tensors.push_back(Row{sp.master, sp.m, sp.v, static_cast<const float*>(sp.grad), static_cast<float*>(sp.param),
+                            sp.n});
+      sizes.push_back(sp.n);
+    }
+    const std::vector<kernels::TensorChunk> chunks = kernels::build_chunk_table(sizes, kc::kAdamWChunkElems);
+    const std::size_t tensor_bytes = (tensors.size() * sizeof(Row) + 255) / 256 * 256;
+    const std::size_t bytes = tensor_bytes + chunks.size() * sizeof(kernels::TensorChunk);
+    ZT_CUDA_CHECK(cudaStreamSynchronize(compute_));  // a launch already enqueued may read the old table
+    if (fused_table_ != nullptr) ZT_CUDA_CHECK(cudaFree(fused_table_));
+    fused_table_ = nullptr;
+    fused_spans_.clear();
+    ZT_CUDA_CHECK(cudaMalloc(&fused_table_, bytes));
+    auto* base = static_cast<unsigned char*>(fused_table_);
+    ZT_CUDA_CHECK(cudaMemcpy(base, tensors.data(), tensors.size() * sizeof(Row), cudaMemcpyHostToDevice));
+    if (!chunks.empty())
+      ZT_CUDA_CHECK(cudaMemcpy(base + tensor_bytes, chunks.data(), chunks.size() * sizeof(kernels::TensorChunk),
+                               cudaMemcpyHostToDevice));
+    fused_chunk_offset_ = tensor_bytes;
+    fused_chunks_ = static_cast<int>(chunks.size());
+    fused_spans_.assign(spans.begin(), spans.end());
+    fused_grad_ = grad_dtype;
+    fused_param_ = param_dtype;
+  }
+  auto* base = static_cast<unsigned char*>(fused_table_);
+  const auto* chunks = reinterpret_cast<const kernels::TensorChunk*>(base + fused_chunk_offset_);
+  const auto run = [&](auto g_tag, auto p_tag) {
+    using GT = decltype(g_tag);
+    using PT = decltype(p_tag);
+    kc::adamw_chunked<GT, PT>(reinterpret_cast<const kc::AdamWTensor<GT, PT>*>(base), chunks, fused_chunks_, h,
+                              grad_scale, compute_);
+  };
+  if (grad_dtype == G::fp32) {
+    if (param_dtype == G::fp32) run(float{}, float{});
+    else if (param_dtype == G::bf16) run(float{}, __nv_bfloat16{});
+    else run(float{}, __half{});
+  } else if (grad_dtype == G::bf16) {
+    run(__nv_bfloat16{}, __nv_bfloat16{});
+  } else {
+    run(__half{}, __half{});
+  }
+}
+
 void CudaBackend::add_impl(float* out, const float* a, const float* b, long n) {
   kc::add<float>(out, a, b, n, compute_);
 }

@@ -46,7 +46,51 @@ __global__ void adamw_kernel(const TensorList<G, P> list, const Hyper h) {
   }
 }
 
+// adamw_chunked: row b of the device chunk table names the tensor and the range.
+template <typename G, typename P>
+__global__ void adamw_chunked_kernel(const AdamWTensor<G, P>* tensors, const TensorChunk* chunks, const Hyper h) {
+  const TensorChunk c = chunks[blockIdx.x];
+  const AdamWTensor<G, P> t = tensors[c.tensor];
+  const long end = static_cast<long>(c.begin) + c.length;
+  for (long i = static_cast<long>(c.begin) + threadIdx.x; i < end; i += blockDim.x) {
+    const float g = to_f32(t.grad[i]) * h.grad_scale;
+    const float m = h.beta1 * t.m[i] + (1.0f - h.beta1) * g;
+    const float v = h.beta2 * t.v[i] + (1.0f - h.beta2) * g * g;
+    t.m[i] = m;
+    t.v[i] = v;
+    const float mhat = m / h.bc1, vhat = v / h.bc2;
+    float p = t.master[i];
+    p -= h.lr * (mhat / (sqrtf(vhat) + h.eps) + h.weight_decay * p);
+    t.master[i] = p;
+    if (t.param != nullptr) t.param[i] = from_f32<P>(p);
+  }
+}
+
+Hyper make_hyper(const AdamWParams& h, float grad_scale) {
+  return Hyper{h.lr,
+               h.beta1,
+               h.beta2,
+               h.eps,
+               h.weight_decay,
+               1.0f - std::pow(h.beta1, static_cast<float>(h.step)),  // bias corrections as the CPU reference
+               1.0f - std::pow(h.beta2, static_cast<float>(h.step)),
+               grad_scale};
+}
+
 }  // namespace
+
+template <typename G, typename P>
+void adamw_chunked(const AdamWTensor<G, P>* tensors, const TensorChunk* chunks, int chunk_count,
+                   const AdamWParams& h, float grad_scale, cudaStream_t stream) {
+  detail::NvtxRange range("adamw_chunked");
+  ZT_REQUIRE(chunk_count >= 0 && (chunk_count == 0 || (tensors != nullptr && chunks != nullptr)),
+             "adamw_chunked: bad chunk table");
+  ZT_REQUIRE(h.step >= 1, "adamw_chunked: AdamW step t is 1-based");
+  if (chunk_count == 0) return;
+  adamw_chunked_kernel<G, P><<<static_cast<unsigned>(chunk_count), kThreads, 0, stream>>>(tensors, chunks,
+                                                                                         make_hyper(h, grad_scale));
+  ZT_CHECK_LAUNCH("adamw_chunked_kernel");
+}
 
 template <typename G, typename P>
 void adamw_multi_tensor(const AdamWTensor<G, P>* tensors, int count, const AdamWParams& h, float grad_scale,
@@ -84,6 +128,16 @@ void adamw_multi_tensor(const AdamWTensor<G, P>* tensors, int count, const AdamW
     ZT_CHECK_LAUNCH("adamw_kernel");
   }
 }
+
+#define ZT_ADAMW_CHUNKED(G, P)                                                                           \
+  template void adamw_chunked<G, P>(const AdamWTensor<G, P>*, const TensorChunk*, int, const AdamWParams&, float, \
+                                    cudaStream_t);
+ZT_ADAMW_CHUNKED(float, float)
+ZT_ADAMW_CHUNKED(float, __nv_bfloat16)
+ZT_ADAMW_CHUNKED(float, __half)
+ZT_ADAMW_CHUNKED(__nv_bfloat16, __nv_bfloat16)
+ZT_ADAMW_CHUNKED(__half, __half)
+#undef ZT_ADAMW_CHUNKED
 
 template void adamw_multi_tensor<float, float>(const AdamWTensor<float, float>*, int, const AdamWParams&, float,
                                                cudaStream_t);

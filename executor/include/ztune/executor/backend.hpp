@@ -10,6 +10,7 @@
 // (a CUDA backend's fence synchronises the stream so host timers mean something).
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "ztune/executor/buffer.hpp"
@@ -20,6 +21,19 @@
 #include "ztune/kernels/gemm.hpp"
 
 namespace ztune::executor {
+
+/// One tensor of a fused AdamW step (Backend::adamw_fused): fp32 master weights and
+/// Adam states, the gradient in the step's grad dtype, and the copy of the
+/// parameters the forward reads in the param dtype (null: the forward reads the
+/// master itself, fp32 training).
+struct AdamWSpan {
+  float* master = nullptr;
+  float* m = nullptr;
+  float* v = nullptr;
+  const void* grad = nullptr;
+  void* param = nullptr;
+  long n = 0;
+};
 
 class Backend {
  public:
@@ -33,6 +47,15 @@ class Backend {
   Buffer allocate(std::size_t numel, MemCategory category);
   /// Called by Buffer's destructor.
   void free(float* data, std::size_t numel, MemCategory category);
+  /// Zero-filled buffer of `numel` elements of `dtype`, counted as numel ×
+  /// storage_bytes(dtype) under `category` (issue 24: 16-bit storage). fp32 is
+  /// allocate(numel, category). Every backend hands out the memory; only one whose
+  /// supports_storage(dtype) is true has kernels that read it (the CPU's: fp32).
+  Buffer allocate(std::size_t numel, MemCategory category, StorageDtype dtype);
+  /// Called by Buffer's destructor for 16-bit buffers.
+  void free_typed(float* data, std::size_t numel, MemCategory category, StorageDtype dtype);
+  /// Whether kernels of this backend read and write `dtype` storage (CPU: fp32 only).
+  [[nodiscard]] virtual bool supports_storage(StorageDtype d) const { return d == StorageDtype::fp32; }
 
   MemoryTracker& memory() { return memory_; }
   OpStats& ops() { return ops_; }
@@ -101,6 +124,12 @@ class Backend {
   void ce_backward(float* dlogits, const float* logits, const float* row_max, const float* row_sum,
                    const std::int32_t* targets, const float* dloss, int n, int v, int vocab_begin);
   void adamw(float* p, const float* g, float* m, float* v, long n, const kernels::AdamWParams& h);
+  /// AdamW over all spans at once, gradients multiplied by grad_scale first
+  /// (1/loss scale), 16-bit parameter copies written from the new masters. The
+  /// CPU backend loops adamw() and takes fp32 only; CUDA runs one launch over a
+  /// device chunk table (kernels/multi_tensor.hpp).
+  void adamw_fused(std::span<const AdamWSpan> spans, StorageDtype grad_dtype, StorageDtype param_dtype,
+                   const kernels::AdamWParams& h, float grad_scale = 1.0f);
   void add(float* out, const float* a, const float* b, long n);
   void accumulate(float* dst, const float* src, long n);
   void scale(float* x, float s, long n);
@@ -159,6 +188,8 @@ class Backend {
   virtual void ce_backward_impl(float* dlogits, const float* logits, const float* row_max, const float* row_sum,
                                 const std::int32_t* targets, const float* dloss, int n, int v, int vocab_begin) = 0;
   virtual void adamw_impl(float* p, const float* g, float* m, float* v, long n, const kernels::AdamWParams& h) = 0;
+  virtual void adamw_fused_impl(std::span<const AdamWSpan> spans, StorageDtype grad_dtype, StorageDtype param_dtype,
+                                const kernels::AdamWParams& h, float grad_scale);
   virtual void add_impl(float* out, const float* a, const float* b, long n) = 0;
   virtual void accumulate_impl(float* dst, const float* src, long n) = 0;
   virtual void scale_impl(float* x, float s, long n) = 0;

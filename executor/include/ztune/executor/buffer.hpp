@@ -1,11 +1,13 @@
 #pragma once
-// An fp32 buffer owned by a Backend (host memory on the CPU backend, device memory
+// A buffer owned by a Backend, of fp32 elements unless allocated with a 16-bit
+// StorageDtype (then data() is the raw address: read it through as<T>()) (host memory on the CPU backend, device memory
 // on CUDA). Move-only; returns its bytes to the backend's allocator and memory
 // tracker when destroyed, so every byte is counted under one category.
 #include <cstddef>
 #include <utility>
 
 #include "ztune/executor/memory_tracker.hpp"
+#include "ztune/executor/storage.hpp"
 
 namespace ztune::executor {
 
@@ -16,6 +18,8 @@ class Buffer {
   Buffer() = default;
   Buffer(Backend* owner, float* data, std::size_t numel, MemCategory category)
       : owner_(owner), data_(data), numel_(numel), category_(category) {}
+  Buffer(Backend* owner, float* data, std::size_t numel, MemCategory category, StorageDtype dtype)
+      : owner_(owner), data_(data), numel_(numel), category_(category), dtype_(dtype) {}
   ~Buffer() { release(); }
   Buffer(Buffer&& o) noexcept { *this = std::move(o); }
   Buffer& operator=(Buffer&& o) noexcept {
@@ -25,6 +29,7 @@ class Buffer {
       data_ = std::exchange(o.data_, nullptr);
       numel_ = std::exchange(o.numel_, 0);
       category_ = o.category_;
+      dtype_ = o.dtype_;
     }
     return *this;
   }
@@ -35,6 +40,13 @@ class Buffer {
   [[nodiscard]] std::size_t size() const { return numel_; }
   [[nodiscard]] bool empty() const { return data_ == nullptr; }
   [[nodiscard]] MemCategory category() const { return category_; }
+  [[nodiscard]] StorageDtype dtype() const { return dtype_; }
+  [[nodiscard]] std::size_t bytes() const { return numel_ * storage_bytes(dtype_); }
+  /// The storage as elements of T (T's size must be the dtype's).
+  template <typename T>
+  [[nodiscard]] T* as() const {
+    return reinterpret_cast<T*>(data_);
+  }
   /// Frees now (the buffer becomes empty).
   void release();
 
@@ -43,6 +55,7 @@ class Buffer {
   float* data_ = nullptr;
   std::size_t numel_ = 0;
   MemCategory category_ = MemCategory::workspace;
+  StorageDtype dtype_ = StorageDtype::fp32;
 };
 
 }  // namespace ztune::executor

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "ztune/executor/backend.hpp"
 #include "ztune/executor/cuda/caching_allocator.hpp"
@@ -24,6 +25,7 @@
 
 namespace ztune::kernels::cuda {
 class Gemm;
+class CudnnAttention;
 }
 
 namespace ztune::executor::cuda {
@@ -55,6 +57,9 @@ class CudaBackend final : public Backend {
   /// Mixed precision: x *= inv_scale and returns whether any element was inf/NaN
   /// (synchronises; the DynamicLossScaler then decides whether to skip the step).
   bool unscale_and_check(float* grads, std::size_t n, float inv_scale);
+  /// bf16/fp16 buffers (Backend::allocate with a StorageDtype) are device memory
+  /// like fp32 ones; adamw_fused runs them in one launch (issue 24 item 3).
+  [[nodiscard]] bool supports_storage(StorageDtype) const override { return true; }
 
  protected:
   float* raw_allocate(std::size_t numel, MemCategory category) override;
@@ -101,6 +106,10 @@ class CudaBackend final : public Backend {
   void ce_backward_impl(float* dlogits, const float* logits, const float* row_max, const float* row_sum,
                         const std::int32_t* targets, const float* dloss, int n, int v, int vocab_begin) override;
   void adamw_impl(float* p, const float* g, float* m, float* v, long n, const kernels::AdamWParams& h) override;
+  /// One kc::adamw_chunked launch over a device chunk table, uploaded when the
+  /// span list or the dtypes differ from the last call (a training run's never do).
+  void adamw_fused_impl(std::span<const AdamWSpan> spans, StorageDtype grad_dtype, StorageDtype param_dtype,
+                        const kernels::AdamWParams& h, float grad_scale) override;
   void add_impl(float* out, const float* a, const float* b, long n) override;
   void accumulate_impl(float* dst, const float* src, long n) override;
   void scale_impl(float* x, float s, long n) override;
@@ -121,6 +130,9 @@ class CudaBackend final : public Backend {
   cudaStream_t copy_ = nullptr;
   CachingAllocator allocator_;
   std::unique_ptr<kernels::cuda::Gemm> gemm_;
+  /// The plan's flash attention: cuDNN's fused SDPA for 16-bit storage, the flash
+  /// kernels otherwise (this backend's fp32 storage always takes them; issue 24).
+  std::unique_ptr<kernels::cuda::CudnnAttention> flash_;
   /// The block layout's CSR arrays on the device, uploaded when a call brings
   /// another layout than the last one (every chunk of a plan uses one).
   const kernels::cuda::DeviceBlockLayout& device_layout(const kernels::BlockLayout& layout);
@@ -129,6 +141,12 @@ class CudaBackend final : public Backend {
   int* layout_arrays_ = nullptr;   // row_ptr then cols, one cudaMalloc
   double* host_double_ = nullptr;  // pinned: sum_squares result
   int* host_flag_ = nullptr;       // pinned: overflow flag
+  // adamw_fused's device table: the tensor list, then the chunk rows (one cudaMalloc).
+  std::vector<AdamWSpan> fused_spans_;
+  StorageDtype fused_grad_ = StorageDtype::fp32, fused_param_ = StorageDtype::fp32;
+  void* fused_table_ = nullptr;
+  std::size_t fused_chunk_offset_ = 0;  // bytes from fused_table_ to the chunk rows
+  int fused_chunks_ = 0;
 };
 
 }  // namespace ztune::executor::cuda

@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include "ztune/kernels/adamw.hpp"
+#include "ztune/kernels/multi_tensor.hpp"
 
 namespace ztune::kernels::cuda {
 
@@ -31,5 +32,17 @@ struct AdamWTensor {
 template <typename G, typename P>
 void adamw_multi_tensor(const AdamWTensor<G, P>* tensors, int count, const AdamWParams& h, float grad_scale,
                         cudaStream_t stream);
+
+/// Elements per row of adamw_chunked's chunk table (build_chunk_table's `chunk`).
+inline constexpr long kAdamWChunkElems = 16384;
+
+/// All tensors in one launch (issue 24 item 3): one block per row of the chunk
+/// table (kernels/multi_tensor.hpp, rows of at most kAdamWChunkElems), reading
+/// `tensors` and `chunks` from device memory, so the list has no length limit.
+/// Same update and instantiations as adamw_multi_tensor. Compiled for sm_80 and
+/// sm_90; never yet run on a GPU (tests/gpu/test_gpu_adamw.cpp checks it there).
+template <typename G, typename P>
+void adamw_chunked(const AdamWTensor<G, P>* tensors, const TensorChunk* chunks, int chunk_count,
+                   const AdamWParams& h, float grad_scale, cudaStream_t stream);
 
 }  // namespace ztune::kernels::cuda
