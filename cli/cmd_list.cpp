@@ -16,7 +16,7 @@ Command add_list(CLI::App& root) {
   app->add_option("what", *what, "clusters or models")->required()->check(CLI::IsMember({"clusters", "models"}));
   return {app, [what]() {
             if (*what == "clusters") {
-              std::printf("%-18s %6s %5s %-22s %8s %10s  %s\n", "name", "nodes", "gpus", "gpu", "mem GB", "TFLOP/s16",
+              std::printf("%-18s %6s %5s %-22s %8s %10s  %s\n", "name", "nodes", "gpus", "gpu", "mem GiB", "TFLOP/s16",
                           "inter-node");
               for (const auto& n : catalog_names("clusters")) {
                 Cluster c = load_cluster(n);

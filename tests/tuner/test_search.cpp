@@ -285,6 +285,8 @@ TEST_CASE("when long sequences do not fit with the standard kernel, the hints na
       flash = true;
       CHECK(h.fits);
       CHECK_THAT(h.detail, Catch::Matchers::Contains("flash") && Catch::Matchers::Contains(": fits"));
+      // In GiB, as every memory table prints it (issue 23: hints said GB).
+      CHECK_THAT(h.detail, Catch::Matchers::Contains(" GiB of ") && !Catch::Matchers::Contains(" GB"));
     }
   CHECK(flash);
   // With heads of 160 channels (hidden 5120 / 32) ztune's CUDA flash kernel has
