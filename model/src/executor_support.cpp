@@ -37,6 +37,9 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
            "backend only; the CUDA backend's communicator has no all-to-all yet (expected ulysses 1)";
   if (p.ulysses > 1) {
     if (auto why = check_plan_shape(p, m); why && why->starts_with("$.ulysses")) return in_plan_file(*why);
+    if (p.sparse_attention != SparseLayout::none)
+      return "$.plan.ulysses: the executor's Ulysses runs dense attention; block-sparse attention (" +
+             to_string(p.sparse_attention) + ") is not run with it (expected sparse_attention none)";
     if (p.tp > 1)
       return "$.plan.ulysses: the executor runs Ulysses with tp 1 only (its attention scatters the whole heads); "
              "got tp " + s(p.tp) + " (expected tp 1 with ulysses " + s(p.ulysses) + ")";
