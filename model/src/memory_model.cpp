@@ -134,9 +134,15 @@ double layer_activation_bytes_fp32(const Transformer& m, const Plan& p, Recomput
   const double mlp = (m.activation == Activation::swiglu ? 3.0 : 2.0) * m.ffn_hidden;
   const double outside = 4.0 * (m.parallel_residual ? 3.0 : 4.0) * sbh / sp;  // x, (x2,) ln1, ln2
   const double inside = 4.0 * s * b * (h + 2.0 * kvd + h + mlp) / (t * p.seq_split());
-  if (p.attention == AttentionKernel::flash) return outside + inside + 4.0 * a * s * b / (t * p.seq_split());  // the lse
+  // Ulysses (executor/ulysses_attention.hpp): the attention state also keeps
+  // the gathered Q|K|V and output of the rank's heads, s × 4h/u floats (the
+  // kernel's input repeats grouped-query heads), dropped with the state under
+  // selective recomputation.
+  const double gathered = p.ulysses > 1 && r == Recompute::none ? 4.0 * 4.0 * sbh / (t * p.ulysses) : 0.0;
+  if (p.attention == AttentionKernel::flash)
+    return outside + inside + gathered + 4.0 * a * s * b / (t * p.seq_split());  // the lse
   const double scores = r == Recompute::selective ? 0.0 : 4.0 * a * s * s * b / (t * p.seq_split()) * density;
-  return outside + inside + scores;
+  return outside + inside + gathered + scores;
 }
 
 // The lines of ztune's own CPU executor (fp32, exact allocation tracking), the
