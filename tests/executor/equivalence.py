@@ -122,6 +122,9 @@ CASES = {
     "dp2_ulysses2_zero1": dict(dp=2, ulysses=2, mb=1, ga=4, zero=1),
     "ulysses2_zero3": dict(ulysses=2, zero=3, bucket=3e4),
     "ulysses2_recompute_full": dict(ulysses=2, recompute="full"),
+    # Selective recomputation re-runs the attention, its all-to-alls included
+    # (DeepSpeed re-runs only the local core; the cost model prices that).
+    "ulysses2_recompute_selective": dict(ulysses=2, recompute="selective"),
     "pp2_ulysses2_flash": dict(pp=2, ulysses=2, attention="flash"),
     "llama_ulysses2_flash": dict(model="tiny-llama", ulysses=2, attention="flash"),
 }
