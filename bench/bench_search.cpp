@@ -102,6 +102,9 @@ int main(int argc, char** argv) {
     auto hw = ztune::default_profile_for(c);
     ztune::SearchOptions o;
     o.threads = 1;
+    // DeepSpeed-Ulysses (issue 19 item 3) is also searched from 8k tokens by
+    // default; these rows keep the space they measured before it (--max-ulysses 1).
+    o.space.max_ulysses = 1;
     report("Llama 3.1 405B on 1024 H100, cp 1..8, 1 thread", best_of(runs, m, c, hw, o));
     o.space.max_cp = 1;
     report("Llama 3.1 405B on 1024 H100, cp 1 (--max-cp 1), 1 thread", best_of(runs, m, c, hw, o));
@@ -112,6 +115,26 @@ int main(int argc, char** argv) {
     report("Llama 3.1 405B on 512..1024 H100, cp 1..8, 1 thread", best_of(runs, m, c, hw, o));
     o.space.max_cp = 1;
     report("Llama 3.1 405B on 512..1024 H100, cp 1, 1 thread", best_of(runs, m, c, hw, o));
+  }
+  {
+    // DeepSpeed-Ulysses in the space: the same 405B (128 heads, 8 KV heads)
+    // with the deepspeed engine, Ulysses 1..8 by default from 8k tokens
+    // (no cp: DeepSpeed has none); --max-ulysses 1 gives the space without it.
+    auto c = ztune::load_cluster("dgx-h100x128");
+    auto m = ztune::load_transformer("llama-405b");
+    auto hw = ztune::default_profile_for(c);
+    ztune::SearchOptions o;
+    o.threads = 1;
+    o.space.engine = ztune::Engine::deepspeed;
+    report("Llama 3.1 405B on 1024 H100, deepspeed, ulysses 1..8, 1 thread", best_of(runs, m, c, hw, o));
+    o.space.max_ulysses = 1;
+    report("Llama 3.1 405B on 1024 H100, deepspeed, ulysses 1, 1 thread", best_of(runs, m, c, hw, o));
+    o.space.max_ulysses = 0;
+    o.space.min_gpus = 512;
+    o.space.max_gpus = 1024;
+    report("Llama 3.1 405B on 512..1024 H100, deepspeed, ulysses 1..8, 1 thread", best_of(runs, m, c, hw, o));
+    o.space.max_ulysses = 1;
+    report("Llama 3.1 405B on 512..1024 H100, deepspeed, ulysses 1, 1 thread", best_of(runs, m, c, hw, o));
   }
   return 0;
 }

@@ -104,7 +104,7 @@ void print_comparison(const RunRecord& record, const Prediction& p, const Comput
   row("memory_bound", kinds.memory_bound, op("memory_bound"));
   if (kinds.host_adam > 0 || op("host_adam") > 0) row("host_adam", kinds.host_adam, op("host_adam"));
   row("compute (sum of the above)", compute_predicted, compute_measured);
-  for (auto part : {TimePart::tp_comm, TimePart::pp_comm, TimePart::cp_comm, TimePart::dp_comm,
+  for (auto part : {TimePart::tp_comm, TimePart::pp_comm, TimePart::cp_comm, TimePart::ulysses_comm, TimePart::dp_comm,
                     TimePart::zero3_gather, TimePart::bubble, TimePart::offload_stall, TimePart::overhead})
     if (p.time.part(part) > 0)
       std::printf("  %-26s %14.4f %14s\n", kTimePartNames[static_cast<std::size_t>(part)], p.time.part(part), "");

@@ -49,6 +49,7 @@ struct SearchFlags {
   int max_micro_batch = 0;
   int tp = 0, pp = 0, zero = -1;  // pins; 0 (tp, pp) or -1 (zero): not pinned
   int cp = 0, max_cp = 0;          // context parallelism: pin (0: not pinned) and bound (0: the default)
+  int ulysses = 0, max_ulysses = 0;  // DeepSpeed-Ulysses: likewise
   bool onebit_adam = false, zeropp = false;
   int freeze_step = -1;  // -1: kOnebitWarmupFraction of the run
   std::string sparse_attention = "none";
@@ -106,6 +107,8 @@ nlohmann::json options_json(const SearchFlags& f, const SearchOptions& o) {
   // Written only when given: a search without them is stored as before.
   if (f.cp > 0) j["cp"] = f.cp;
   if (f.max_cp > 0) j["max_cp"] = f.max_cp;
+  if (f.ulysses > 0) j["ulysses"] = f.ulysses;
+  if (f.max_ulysses > 0) j["max_ulysses"] = f.max_ulysses;
   return j;
 }
 
@@ -124,6 +127,8 @@ SearchOptions to_options(const SearchFlags& f) {
   if (f.pp > 0) o.space.pp = f.pp;
   if (f.cp > 0) o.space.cp = f.cp;
   o.space.max_cp = f.max_cp;
+  if (f.ulysses > 0) o.space.ulysses = f.ulysses;
+  o.space.max_ulysses = f.max_ulysses;
   if (f.zero >= 0) o.space.zero_stage = f.zero;
   o.space.max_plans = f.max_plans;
   o.space.include_onebit_adam = f.onebit_adam;
@@ -374,6 +379,12 @@ Command add_search(CLI::App& root) {
   app->add_option("--max-cp", f->max_cp,
                   "Largest context-parallel degree searched (default: up to 8 for sequences of 8192 tokens or "
                   "more, else none; 1: none)")
+      ->check(CLI::Range(1, 1 << 20));
+  app->add_option("--ulysses", f->ulysses, "Search only plans with this DeepSpeed-Ulysses degree")
+      ->check(CLI::Range(1, 1 << 20));
+  app->add_option("--max-ulysses", f->max_ulysses,
+                  "Largest DeepSpeed-Ulysses degree searched (deepspeed and ztune engines; default: up to 8 for "
+                  "sequences of 8192 tokens or more, else none; 1: none)")
       ->check(CLI::Range(1, 1 << 20));
   app->add_option("--zero", f->zero, "Search only plans with this ZeRO stage")->check(CLI::Range(0, 3));
   app->add_flag("--onebit-adam", f->onebit_adam, "Also search 1-bit Adam (compressed gradients)");

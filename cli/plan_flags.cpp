@@ -69,6 +69,10 @@ void PlanFlags::add_to(CLI::App& app) {
                  "Context-parallel degree: the sequence split over cp ranks, ring attention (Megatron-Core "
                  "--context-parallel-size)")
       ->check(Positive);
+  app.add_option("--ulysses", ulysses,
+                 "DeepSpeed-Ulysses degree: the sequence split over ulysses ranks, all-to-all over heads around "
+                 "attention (Megatron-DeepSpeed --ds-sequence-parallel-size)")
+      ->check(Positive);
   app.add_option("--dp", dp, "Data-parallel degree (default: all remaining devices)")->check(Positive);
   app.add_option("--zero", zero, "ZeRO stage")->check(CLI::Range(0, 3));
   app.add_option("--micro-batch", micro_batch, "Sequences per micro-batch")->check(Positive);
@@ -131,9 +135,13 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   p.tp = tp;
   p.pp = pp;
   p.cp = cp;
-  const std::int64_t model_ways = static_cast<std::int64_t>(tp) * pp * cp;
+  p.ulysses = ulysses;
+  const std::int64_t model_ways = static_cast<std::int64_t>(tp) * pp * cp * ulysses;
   if (model_ways > c.total_gpus())
-    throw InputError((cp > 1 ? "--tp/--pp/--cp: tp×pp×cp = " : "--tp/--pp: tp×pp = ") + std::to_string(model_ways) +
+    throw InputError((ulysses > 1 ? "--tp/--pp/--ulysses: tp×pp×ulysses = "
+                      : cp > 1    ? "--tp/--pp/--cp: tp×pp×cp = "
+                                  : "--tp/--pp: tp×pp = ") +
+                     std::to_string(model_ways) +
                      " exceeds the cluster's " + std::to_string(c.total_gpus()) + " devices");
   p.dp = dp > 0 ? dp : static_cast<int>(c.total_gpus() / model_ways);
   p.zero_stage = zero;

@@ -1,5 +1,7 @@
 #include "ztune/executor/communicator.hpp"
 
+#include <vector>
+
 namespace ztune::executor {
 
 double bus_factor(CollKind kind, int n) {
@@ -7,7 +9,8 @@ double bus_factor(CollKind kind, int n) {
   switch (kind) {
     case CollKind::all_reduce: return 2.0 * (n - 1) / n;
     case CollKind::reduce_scatter:
-    case CollKind::all_gather: return static_cast<double>(n - 1) / n;
+    case CollKind::all_gather:
+    case CollKind::all_to_all: return static_cast<double>(n - 1) / n;
     case CollKind::broadcast:
     case CollKind::send:
     case CollKind::recv: return 1.0;
@@ -86,6 +89,26 @@ void Communicator::recv(float* buf, std::size_t n, int peer, int tag) { recv_asy
 RequestPtr Communicator::recv_async(float* buf, std::size_t n, int peer, int tag) {
   return timed(CollKind::recv, bytes(n), start_recv(buf, n, peer, tag));
 }
+void Communicator::all_to_all(const float* send, float* recv, std::size_t count) {
+  // Built from point-to-point messages (every backend has them): rank r posts
+  // its receive from r − k and its send to r + k for k = 0..n−1 (k = 0 is its
+  // own block), then waits for all. One tag, so messages of one pair stay in
+  // order (MPI's non-overtaking rule).
+  constexpr int kTagAllToAll = 30011;
+  const auto start = std::chrono::steady_clock::now();
+  const int n = size(), r = rank();
+  std::vector<RequestPtr> reqs;
+  reqs.reserve(2 * static_cast<std::size_t>(n));
+  for (int k = 0; k < n; ++k) {
+    const int from = (r - k + n) % n, to = (r + k) % n;
+    reqs.push_back(start_recv(recv + static_cast<std::size_t>(from) * count, count, from, kTagAllToAll));
+    reqs.push_back(start_send(send + static_cast<std::size_t>(to) * count, count, to, kTagAllToAll));
+  }
+  for (auto& q : reqs) q->wait();
+  stats_.add(CollKind::all_to_all, bytes(count) * n,
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
 void Communicator::barrier() {
   auto start = std::chrono::steady_clock::now();
   barrier_impl();

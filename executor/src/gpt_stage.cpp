@@ -27,7 +27,8 @@ GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups
   sp_ = plan.sequence_parallel && tp_ > 1;
   B_ = plan.micro_batch;
   const int cp = std::max(1, g_.shape.cp);
-  T_ = m.seq_len / cp;  // this rank's rows of each sequence
+  const int ulysses = std::max(1, g_.shape.ulysses);
+  T_ = m.seq_len / (cp * ulysses);  // this rank's rows of each sequence
   N_ = B_ * T_;
   C_ = m.hidden;
   Cl_ = C_ / tp_;
@@ -93,6 +94,11 @@ GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups
       throw std::logic_error("context parallelism rings dense causal attention only (check_plan_shape)");
     ring_ = std::make_unique<RingAttention>(*g_.cp, be_, B_, m.seq_len, Cl_, NHl_, flash_);
   }
+  if (ulysses > 1) {
+    if (plan.sparse_attention != SparseLayout::none || g_.ulysses == nullptr)
+      throw std::logic_error("the executor's Ulysses runs dense attention over its group (executor_support)");
+    ulysses_ = std::make_unique<UlyssesAttention>(*g_.ulysses, be_, B_, m.seq_len, Cl_, NHl_, flash_, window());
+  }
   if (plan.sparse_attention != SparseLayout::none) {
     // The same layout on every rank and head: BigBird's random blocks come
     // from a fixed seed.
@@ -113,7 +119,9 @@ GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups
   // own rows start at row0 (wpe).
   // With context parallelism a row's position is that of its chunk (ring_attention.hpp).
   for (int i = 0; i < N_; ++i)
-    positions_.push_back(cp > 1 ? context_parallel_position(i % T_, m.seq_len, cp, g_.coords.cp_rank) : i % T_);
+    positions_.push_back(cp > 1        ? context_parallel_position(i % T_, m.seq_len, cp, g_.coords.cp_rank)
+                         : ulysses > 1 ? g_.coords.ulysses_rank * T_ + i % T_  // Ulysses: contiguous rows
+                                       : i % T_);
   local_positions_ = positions_.data() + row0;
   if (last_) {
     dloss_ = be_.allocate(static_cast<std::size_t>(N_), MemCategory::logits);
@@ -171,6 +179,7 @@ void GptStage::embedding_backward(const MicroBatch& data, const float* dres) {
 
 std::size_t GptStage::att_elems() const {
   if (ring_) return ring_->state_elems();
+  if (ulysses_) return ulysses_->state_elems();
   if (!sparse_) return Backend::attention_state_elems(B_, T_, NHl_, flash_);
   const std::size_t per_head = static_cast<std::size_t>(sparse_->nnz()) * sparse_->block * sparse_->block;
   return static_cast<std::size_t>(B_) * NHl_ * per_head;
@@ -178,12 +187,14 @@ std::size_t GptStage::att_elems() const {
 
 void GptStage::attend(float* out, float* att, const float* qkv) {
   if (ring_) ring_->forward(out, att, qkv);
+  else if (ulysses_) ulysses_->forward(out, att, qkv);
   else if (sparse_) be_.sparse_attention_forward(out, att, qkv, B_, T_, Cl_, NHl_, *sparse_);
   else be_.attention_forward(out, att, qkv, B_, T_, Cl_, NHl_, flash_, window());
 }
 
 void GptStage::attend_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* att) {
   if (ring_) ring_->backward(dqkv, dout, qkv, out, att);
+  else if (ulysses_) ulysses_->backward(dqkv, dout, att);
   else if (sparse_) be_.sparse_attention_backward(dqkv, dout, qkv, att, B_, T_, Cl_, NHl_, *sparse_);
   else be_.attention_backward(dqkv, dout, qkv, out, att, B_, T_, Cl_, NHl_, flash_, window());
 }

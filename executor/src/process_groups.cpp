@@ -7,14 +7,15 @@ namespace ztune::executor {
 Coordinates coordinates_of(int world_rank, const GroupShape& s) {
   Coordinates c;
   c.tp_rank = world_rank % s.tp;
-  c.cp_rank = (world_rank / s.tp) % s.cp;
-  c.dp_rank = (world_rank / (s.tp * s.cp)) % s.dp;
-  c.pp_rank = world_rank / (s.tp * s.cp * s.dp);
+  c.cp_rank = (world_rank / s.tp) % s.seq();
+  c.ulysses_rank = s.ulysses > 1 ? c.cp_rank : 0;
+  c.dp_rank = (world_rank / (s.tp * s.seq())) % s.dp;
+  c.pp_rank = world_rank / (s.tp * s.seq() * s.dp);
   return c;
 }
 
 int world_rank_of(const Coordinates& c, const GroupShape& s) {
-  return ((c.pp_rank * s.dp + c.dp_rank) * s.cp + c.cp_rank) * s.tp + c.tp_rank;
+  return ((c.pp_rank * s.dp + c.dp_rank) * s.seq() + c.cp_rank) * s.tp + c.tp_rank;
 }
 
 ProcessGroups make_process_groups(Communicator& world, const GroupShape& shape, bool tied_embeddings) {
@@ -25,10 +26,12 @@ ProcessGroups make_process_groups(Communicator& world, const GroupShape& shape, 
   g.coords = coordinates_of(world.rank(), shape);
   const auto& c = g.coords;
   // The weights' data-parallel rank: dp and cp ranks together (cp fastest).
-  const int wdp = c.dp_rank * shape.cp + c.cp_rank, wdp_size = shape.dp * shape.cp;
+  const int wdp = c.dp_rank * shape.seq() + c.cp_rank, wdp_size = shape.dp * shape.seq();
   const int dcp = wdp;  // index of the (dp, cp) pair, for the groups that span neither
   g.dp = world.split(c.pp_rank * shape.tp + c.tp_rank, wdp, "dp");
-  g.cp = world.split((c.pp_rank * shape.dp + c.dp_rank) * shape.tp + c.tp_rank, c.cp_rank, "cp");
+  g.cp = world.split((c.pp_rank * shape.dp + c.dp_rank) * shape.tp + c.tp_rank, c.cp_rank,
+                     shape.ulysses > 1 ? "ulysses" : "cp");
+  if (shape.ulysses > 1) g.ulysses = g.cp.get();
   g.tp = world.split(c.pp_rank * wdp_size + dcp, c.tp_rank, "tp");
   g.pp = world.split(dcp * shape.tp + c.tp_rank, c.pp_rank, "pp");
   const bool ends = tied_embeddings && shape.pp > 1 && (g.first_stage() || g.last_stage());

@@ -29,7 +29,7 @@ Trainer::Trainer(const Transformer& m, const Plan& plan, const TrainOptions& opt
     : m_(m), plan_(plan), opt_(opt), be_(backend), data_(data),
       groups_(make_process_groups(world, {plan.dp, plan.tp, plan.pp,
                                           plan.schedule == Schedule::interleaved ? plan.virtual_stages : 1,
-                                          opt.ranks_per_node, plan.stage_layers, plan.cp},
+                                          opt.ranks_per_node, plan.stage_layers, plan.cp, plan.ulysses},
                                   m.tied_embeddings)),
       host_pool_(opt.threads) {
   StoreOptions so;
@@ -86,7 +86,8 @@ MicroBatch Trainer::micro_batch(int step, int micro) const {
   // With context parallelism the cp ranks of one dp rank read the same
   // sequences and keep their own seq_len/cp rows: the two load-balanced chunks
   // at their global positions (ring_attention.hpp).
-  const int t = m_.seq_len, cp = std::max(1, plan_.cp), local = t / cp;
+  // With Ulysses each rank keeps its contiguous seq_len/u rows.
+  const int t = m_.seq_len, cp = std::max(1, plan_.cp), u = std::max(1, plan_.ulysses), local = t / (cp * u);
   MicroBatch mb;
   mb.tokens.resize(static_cast<std::size_t>(plan_.micro_batch) * local);
   mb.targets.resize(mb.tokens.size());
@@ -97,7 +98,9 @@ MicroBatch Trainer::micro_batch(int step, int micro) const {
                                static_cast<std::int64_t>(micro) * plan_.micro_batch + i;
     data_.sequence(index, t, seq.data());
     for (int j = 0; j < local; ++j) {
-      const int pos = cp > 1 ? context_parallel_position(j, t, cp, groups_.coords.cp_rank) : j;
+      const int pos = cp > 1  ? context_parallel_position(j, t, cp, groups_.coords.cp_rank)
+                      : u > 1 ? groups_.coords.ulysses_rank * local + j
+                              : j;
       mb.tokens[static_cast<std::size_t>(i * local + j)] = seq[static_cast<std::size_t>(pos)];
       mb.targets[static_cast<std::size_t>(i * local + j)] = seq[static_cast<std::size_t>(pos) + 1];
     }

@@ -30,6 +30,7 @@ constexpr Entry kTimeLabels[] = {
     {"tp_comm", "TP communication"},
     {"pp_comm", "PP send/recv"},
     {"cp_comm", "CP ring exchange"},
+    {"ulysses_comm", "Ulysses all-to-all"},
     {"dp_comm", "DP communication"},
     {"zero3_gather", "ZeRO-3 gathers"},
     {"bubble", "Pipeline bubble"},
@@ -61,6 +62,7 @@ QString time_part_label(std::size_t i) {
 QString layout_label(const Plan& p) {
   QString s = QStringLiteral("dp%1 · tp%2").arg(p.dp).arg(p.tp);
   if (p.cp > 1) s += QStringLiteral(" · cp%1").arg(p.cp);  // context parallelism
+  if (p.ulysses > 1) s += QStringLiteral(" · u%1").arg(p.ulysses);  // DeepSpeed-Ulysses
   s += QStringLiteral(" · pp%1").arg(p.pp);
   if (p.virtual_stages > 1) s += QStringLiteral(" · v%1").arg(p.virtual_stages);
   if (p.sequence_parallel) s += QStringLiteral(" · SP");

@@ -63,7 +63,7 @@ QVariant PlanTableModel::sort_value(const Candidate& c, int row, int column) con
     case gpus: return p.gpus();
     // Layouts sort by pipeline depth, then tensor width, then context parallelism:
     // the order people compare them in.
-    case layout: return p.pp * 100000 + p.tp * 100 + (p.cp - 1) * 10 + p.virtual_stages;
+    case layout: return p.pp * 100000 + p.tp * 100 + (p.cp * p.ulysses - 1) * 10 + p.virtual_stages;
     case zero: return p.zero_stage;
     case offload: return static_cast<int>(p.offload_optimizer) + 3 * static_cast<int>(p.offload_params);
     case batching: return p.micro_batch * 100000 + p.grad_accum;

@@ -18,6 +18,7 @@ TimelineKind kind_of(sim::OpKind k) {
     case TimePart::tp_comm:
     case TimePart::pp_comm:
     case TimePart::cp_comm:
+    case TimePart::ulysses_comm:
     case TimePart::dp_comm:
     case TimePart::zero3_gather: return TimelineKind::communication;
     case TimePart::offload_stall: return TimelineKind::offload;

@@ -104,12 +104,13 @@ struct Dims {
 Dims dims_of(const Transformer& m, const Plan& p) {
   Dims d{};
   const double t = p.tp;
-  d.n = static_cast<double>(m.seq_len) / p.cp * p.micro_batch;  // this rank's s/cp rows with context parallelism
+  d.n = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch;  // this rank's s/cp (s/u) rows
   d.rows = p.sequence_parallel && p.tp > 1 ? d.n / t : d.n;
   d.c = m.hidden;
   d.f = m.ffn_hidden / t;
   d.v = m.vocab / t;
-  d.heads = static_cast<double>(p.micro_batch) * m.heads / t;
+  // Ulysses: the attention core holds heads/u of them over the whole sequence.
+  d.heads = static_cast<double>(p.micro_batch) * m.heads / t / p.ulysses;
   return d;
 }
 

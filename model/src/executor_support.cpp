@@ -16,6 +16,9 @@ VocabRange vocab_range(int vocab, int tp, int tp_rank) {
 std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& m, int world, ExecBackend backend,
                                               int ranks_per_node) {
   auto s = [](auto v) { return std::to_string(v); };
+  if (p.gpus() != world && p.ulysses > 1)
+    return "$.plan: dp×tp×ulysses×pp = " + s(p.dp) + "×" + s(p.tp) + "×" + s(p.ulysses) + "×" + s(p.pp) + " = " +
+           s(p.gpus()) + " ranks, but the job has " + s(world) + " (run with -np " + s(p.gpus()) + ")";
   if (p.gpus() != world && p.cp > 1)
     return "$.plan: dp×tp×cp×pp = " + s(p.dp) + "×" + s(p.tp) + "×" + s(p.cp) + "×" + s(p.pp) + " = " +
            s(p.gpus()) + " ranks, but the job has " + s(world) + " (run with -np " + s(p.gpus()) + ")";
@@ -27,6 +30,20 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (p.cp > 1 && backend == ExecBackend::cuda)
     return "$.plan.cp: " + s(p.cp) + ": context parallelism (ring attention) runs on the CPU backend only; the CUDA "
            "backend has no ring attention kernels (expected cp 1)";
+  // DeepSpeed-Ulysses: the all-to-all over heads (executor/src/ulysses.cpp),
+  // MPI's on the CPU backend; the CUDA backend has no all-to-all yet.
+  if (p.ulysses > 1 && backend == ExecBackend::cuda)
+    return "$.plan.ulysses: " + s(p.ulysses) + ": DeepSpeed-Ulysses (the all-to-all over heads) runs on the CPU "
+           "backend only; the CUDA backend's communicator has no all-to-all yet (expected ulysses 1)";
+  if (p.ulysses > 1) {
+    if (auto why = check_plan_shape(p, m); why && why->starts_with("$.ulysses")) return in_plan_file(*why);
+    if (p.sparse_attention != SparseLayout::none)
+      return "$.plan.ulysses: the executor's Ulysses runs dense attention; block-sparse attention (" +
+             to_string(p.sparse_attention) + ") is not run with it (expected sparse_attention none)";
+    if (p.tp > 1)
+      return "$.plan.ulysses: the executor runs Ulysses with tp 1 only (its attention scatters the whole heads); "
+             "got tp " + s(p.tp) + " (expected tp 1 with ulysses " + s(p.ulysses) + ")";
+  }
   if (p.cp > 1) {
     if (auto why = check_plan_shape(p, m); why && why->starts_with("$.cp")) return in_plan_file(*why);
     if (p.sequence_parallel && (static_cast<long>(p.micro_batch) * m.seq_len / p.cp) % p.tp != 0)

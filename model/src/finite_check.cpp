@@ -30,6 +30,7 @@ const char* fed_by(TimePart p) {
     case TimePart::tp_comm:
     case TimePart::pp_comm:
     case TimePart::cp_comm:
+    case TimePart::ulysses_comm:
     case TimePart::dp_comm:
     case TimePart::zero3_gather:
       return "the fabric's bandwidth_gbps and latency_us, or the profile's fabric efficiencies";

@@ -89,7 +89,12 @@ double layer_activation_bytes(const Transformer& m, const Plan& p, Recompute r) 
   // ZeRO-R's Pa keeps 1/t of each saved layer input (Rajbhandari et al. 2020,
   // §6.1: the checkpoints shrink by the model-parallel degree), as SP does.
   const bool split = p.sequence_parallel || (p.partition_activations && r == Recompute::full);
-  return layer_activation_bytes(m, p.micro_batch, p.tp, split, r, attention_density(m, p), p.attention, p.cp);
+  // DeepSpeed-Ulysses divides the same count by u (Jacobs et al. 2023, §3):
+  // every tensor outside attention holds s/u tokens; Q, K, V and the
+  // attention output after the all-to-all hold s tokens of h/u, the same
+  // s·h/u elements; the scores are a/u heads of s × s. So it is cp's division.
+  return layer_activation_bytes(m, p.micro_batch, p.tp, split, r, attention_density(m, p), p.attention,
+                                p.seq_split());
 }
 
 double microbatches_in_flight(const Plan& p) {
@@ -123,15 +128,21 @@ struct StageMemory {
 double layer_activation_bytes_fp32(const Transformer& m, const Plan& p, Recompute r, double density) {
   const double s = m.seq_len, b = p.micro_batch, h = m.hidden, a = m.heads, t = p.tp;
   const double sbh = s * b * h;
-  const double sp = (p.sequence_parallel ? t : 1.0) * p.cp;
-  if (r == Recompute::full) return 4.0 * sbh / (p.partition_activations ? t * p.cp : sp);
+  const double sp = (p.sequence_parallel ? t : 1.0) * p.seq_split();
+  if (r == Recompute::full) return 4.0 * sbh / (p.partition_activations ? t * p.seq_split() : sp);
   const double kvd = static_cast<double>(m.kv_heads) * m.head_dim();
   const double mlp = (m.activation == Activation::swiglu ? 3.0 : 2.0) * m.ffn_hidden;
   const double outside = 4.0 * (m.parallel_residual ? 3.0 : 4.0) * sbh / sp;  // x, (x2,) ln1, ln2
-  const double inside = 4.0 * s * b * (h + 2.0 * kvd + h + mlp) / (t * p.cp);
-  if (p.attention == AttentionKernel::flash) return outside + inside + 4.0 * a * s * b / (t * p.cp);  // the lse
-  const double scores = r == Recompute::selective ? 0.0 : 4.0 * a * s * s * b / (t * p.cp) * density;
-  return outside + inside + scores;
+  const double inside = 4.0 * s * b * (h + 2.0 * kvd + h + mlp) / (t * p.seq_split());
+  // Ulysses (executor/ulysses_attention.hpp): the attention state also keeps
+  // the gathered Q|K|V and output of the rank's heads, s × 4h/u floats (the
+  // kernel's input repeats grouped-query heads), dropped with the state under
+  // selective recomputation.
+  const double gathered = p.ulysses > 1 && r == Recompute::none ? 4.0 * 4.0 * sbh / (t * p.ulysses) : 0.0;
+  if (p.attention == AttentionKernel::flash)
+    return outside + inside + gathered + 4.0 * a * s * b / (t * p.seq_split());  // the lse
+  const double scores = r == Recompute::selective ? 0.0 : 4.0 * a * s * s * b / (t * p.seq_split()) * density;
+  return outside + inside + gathered + scores;
 }
 
 // The lines of ztune's own CPU executor (fp32, exact allocation tracking), the
@@ -144,7 +155,7 @@ double layer_activation_bytes_fp32(const Transformer& m, const Plan& p, Recomput
 // freed, so it adds to the peak only where it exceeds them.
 void cpu_executor_lines(const Transformer& m, const Plan& p, double psi, double layers, double in_flight,
                         double density, bool last, StageMemory& sm) {
-  const double sbh = static_cast<double>(m.seq_len) / p.cp * p.micro_batch * m.hidden;  // this rank's rows
+  const double sbh = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch * m.hidden;  // this rank's rows
   double act = layers * in_flight * layer_activation_bytes_fp32(m, p, p.recompute, density);
   if (p.recompute == Recompute::full) act += layer_activation_bytes_fp32(m, p, Recompute::none, density);
   // Backward's incoming and outgoing residual-stream gradients (2·s·b·h fp32).
@@ -155,7 +166,7 @@ void cpu_executor_lines(const Transformer& m, const Plan& p, double psi, double 
   if (p.pp > 1) buckets += (p.grad_accum + 1.0) * 4.0 * sbh / (p.sequence_parallel ? p.tp : 1.0);
   sm.gpu[idx(MemLine::comm_buckets)] = buckets;
   sm.gpu[idx(MemLine::logits)] =
-      last ? 4.0 * static_cast<double>(m.seq_len) / p.cp * m.head_token_fraction * p.micro_batch * m.vocab / p.tp
+      last ? 4.0 * static_cast<double>(m.seq_len) / p.seq_split() * m.head_token_fraction * p.micro_batch * m.vocab / p.tp
            : 0.0;
   const double transient = act + buckets + sm.gpu[idx(MemLine::logits)];
   sm.gpu[idx(MemLine::workspace)] = std::max(0.0, 4.0 * psi - transient);
@@ -227,7 +238,7 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   if (p.recompute == Recompute::full) act += layer_activation_bytes(m, p, Recompute::none);
   // Embedding output dropout mask (Korthikanti: s·b·h·p/t with SP), of this
   // rank's s/cp rows.
-  const double sbh = static_cast<double>(m.seq_len) / p.cp * p.micro_batch * m.hidden;
+  const double sbh = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch * m.hidden;
   if (first) act += sbh / (p.sequence_parallel ? t : 1.0) * in_flight;
   sm.gpu[idx(MemLine::activations)] = act;
 
@@ -270,11 +281,15 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   // (FlashAttention-2's dq_accum, s·b·h/t floats).
   // With context parallelism a rank's rows are s/cp, and the score gradient
   // is one ring block's, (s/cp)² per head.
-  const double s_local = static_cast<double>(m.seq_len) / p.cp;
+  // With Ulysses the rows outside attention are s/u, and the score gradient
+  // is a/u heads of the whole s × s.
+  const double s_local = static_cast<double>(m.seq_len) / p.seq_split();
   const double sbh_local = s_local * p.micro_batch * m.hidden / t;
+  const double s_rows = static_cast<double>(m.seq_len) / p.cp;  // query rows (and keys) of one score block
   const double scores = p.attention == AttentionKernel::flash
                             ? 4.0 * sbh_local
-                            : static_cast<double>(p.micro_batch) * m.heads / t * s_local * s_local * eb * density;
+                            : static_cast<double>(p.micro_batch) * m.heads / (t * p.ulysses) * s_rows * s_rows * eb *
+                                  density;
   const double f_in = m.activation == Activation::swiglu ? 2.0 * m.ffn_hidden : m.ffn_hidden;
   const double fc1 = s_local * p.micro_batch * f_in / t * eb;
   // (No cuBLAS workspace on the CPU backend.)
@@ -292,13 +307,20 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
     sm.gpu[idx(MemLine::comm_buckets)] += 2.0 * 4.0 * kv_chunk;
   }
 
+  // DeepSpeed-Ulysses: the all-to-all's contiguous send copies of Q, K and V
+  // (single_all_to_all transposes each [s/u, heads] tensor before sending):
+  // b·(s/u)·(h + 2·kv_dim)/t elements, live around the attention core.
+  if (p.ulysses > 1)
+    sm.gpu[idx(MemLine::comm_buckets)] +=
+        s_local * p.micro_batch * (m.hidden + 2.0 * static_cast<double>(m.kv_heads) * m.head_dim()) / t * eb;
+
   if (c.device_kind == DeviceKind::cpu) {
     cpu_executor_lines(m, p, psi, layers, in_flight, density, last, sm);
     for (double v : sm.gpu) sm.total += v;
     return sm;
   }
 
-  int communicators = (p.tp > 1) + (p.dp_cp() > 1) + (p.pp > 1) + (p.cp > 1);
+  int communicators = (p.tp > 1) + (p.dp_cp() > 1) + (p.pp > 1) + (p.cp > 1) + (p.ulysses > 1);
   sm.gpu[idx(MemLine::runtime)] = c.device_kind == DeviceKind::gpu
                                       ? kCudaContextBytes + communicators * kNcclBytesPerCommunicator
                                       : 0.0;

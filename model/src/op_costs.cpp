@@ -147,6 +147,9 @@ GroupLayout place_groups(const Plan& p, const Cluster& c) {
   // cp ranks sit next to tp (stride tp), then dp (stride tp·cp): the weights'
   // data-parallel group, dp × cp ranks of stride tp, fills a node as dp did.
   l.cp = {p.cp, std::max(1, std::min(p.cp, tp_nodes_fill))};
+  // Ulysses ranks sit where cp's would (stride tp; Megatron-DeepSpeed's
+  // sequence-parallel group is made of consecutive ranks after tp).
+  l.ulysses = {p.ulysses, std::max(1, std::min(p.ulysses, tp_nodes_fill))};
   l.dp = {p.dp_cp(), std::max(1, std::min(p.dp_cp(), tp_nodes_fill))};
   const int tpdp = p.tp * p.dp_cp();
   const int pp_fill = tpdp >= gpn ? 1 : gpn / tpdp;
@@ -161,14 +164,18 @@ namespace {
 
 struct LayerShape {
   double s, b, h, a, t, d, kvd, f_in, f_out, tokens;
-  double sl;  // this rank's rows of each sequence: s, or s/cp with context parallelism
+  double sl;  // this rank's rows of each sequence: s, or s/cp with context parallelism, s/u with Ulysses
+  double sa;  // query rows of the attention core: s/cp (Ulysses' all-to-all gives it the whole s)
+  double u;   // Ulysses ranks: the attention core holds heads/u of them
   bool sp;
 };
 
 LayerShape shape_of(const Transformer& m, const Plan& p) {
   LayerShape x{};
   x.s = m.seq_len;
-  x.sl = x.s / p.cp;
+  x.sl = x.s / p.seq_split();
+  x.sa = x.s / p.cp;
+  x.u = p.ulysses;
   x.b = p.micro_batch;
   x.h = m.hidden;
   x.a = m.heads;
@@ -282,12 +289,13 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   // Attention core: b·a/t heads, QKᵀ (s×s, inner d) and PV (s×d, inner s).
   // Block-sparse attention computes only the layout's blocks (DeepSpeed's
   // SDD and DSD block-sparse matmuls): nnz blocks of block×block per head.
-  const double heads_local = x.b * x.a / x.t;
+  // With Ulysses: the whole sequence of heads/u of this rank's heads.
+  const double heads_local = x.b * x.a / (x.t * x.u);
   const double density = attention_density(m, p);
   // With context parallelism: this rank's s/cp query rows against all s keys
   // (cp ring blocks; context_parallel_attention prices them step by step).
-  GemmShape qk{x.sl, x.s, x.d, heads_local};
-  GemmShape pv{x.sl, x.d, x.s, heads_local};
+  GemmShape qk{x.sa, x.s, x.d, heads_local};
+  GemmShape pv{x.sa, x.d, x.s, heads_local};
   if (p.sparse_attention != SparseLayout::none) {
     const double blk = p.sparse_block;
     const double blocks = density * (x.s / blk) * (x.s / blk);
@@ -302,7 +310,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   const double t_qk = gemm_time(qk, prec, gpu, hw, true);
   const double t_pv = gemm_time(pv, prec, gpu, hw, true);
   lc.fwd_gemm_s = t_qkv.fwd + t_proj.fwd + t_fc1.fwd + t_fc2.fwd;
-  const double scores = heads_local * x.sl * x.s * density;  // attention score elements computed
+  const double scores = heads_local * x.sa * x.s * density;  // attention score elements computed
   // Fused scale-mask-softmax (read + write) and dropout (read, write, 1-byte mask).
   const double softmax_fwd_bytes = scores * eb * 2.0 + scores * (eb * 2.0 + 1.0);
   lc.fwd_attention_s = t_qk + t_pv + memory_bound_time(softmax_fwd_bytes, gpu, hw, 2);
@@ -380,9 +388,9 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
     const CpuLayerWork w = cpu_layer_work(m, p);
     // One (batch, head) product: s×s×d, or one ring block (s/cp)² × d with cp.
     const double keys = p.cp > 1 ? x.sl : x.s;
-    const double per_call = 2.0 * x.sl * keys * x.d;
-    const GemmShape attn_fwd{x.sl, keys, x.d, w.attention_fwd_flops / per_call};
-    const GemmShape attn_bwd{x.sl, keys, x.d, w.attention_bwd_flops / per_call};
+    const double per_call = 2.0 * x.sa * keys * x.d;
+    const GemmShape attn_fwd{x.sa, keys, x.d, w.attention_fwd_flops / per_call};
+    const GemmShape attn_bwd{x.sa, keys, x.d, w.attention_bwd_flops / per_call};
     lc.fwd_gemm_s += memory_bound_time(w.gemm_bias_fwd.work_bytes, gpu, hw, 0);
     lc.fwd_attention_s = gemm_time(attn_fwd, prec, gpu, hw, true);
     lc.fwd_elementwise_s = cpu_work_time(w.fwd, gpu, hw);
@@ -391,7 +399,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
     lc.bwd_attention_s = gemm_time(attn_bwd, prec, gpu, hw) + cpu_work_time(w.softmax_bwd, gpu, hw);
     if (w.attention_bwd_recompute_flops > 0)
       lc.bwd_attention_s +=
-          gemm_time(GemmShape{x.sl, keys, x.d, w.attention_bwd_recompute_flops / per_call}, prec, gpu, hw, true);
+          gemm_time(GemmShape{x.sa, keys, x.d, w.attention_bwd_recompute_flops / per_call}, prec, gpu, hw, true);
     lc.bwd_elementwise_s = cpu_work_time(w.bwd, gpu, hw);
     lc.bwd_input_s = bwd_dgrad + lc.bwd_attention_s + lc.bwd_elementwise_s;
     lc.bwd_s = lc.bwd_input_s + lc.bwd_weight_s;
@@ -413,6 +421,24 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   }
   // Recomputing the attention core (selective or full) runs its ring again.
   if (p.cp > 1 && p.recompute != Recompute::none) lc.cp_recompute_s = lc.cp_fwd_s;
+
+  // DeepSpeed-Ulysses' all-to-alls (deepspeed/sequence/layer.py
+  // DistributedAttention: one each for Q, K, V before the local attention,
+  // one for its output after; autograd runs each one's transpose backward).
+  // K and V are un-repeated under GQA (check_plan_shape: u divides the KV
+  // heads of a tp rank). Over the Ulysses group, priced as every collective.
+  if (p.ulysses > 1) {
+    const GroupLayout l = place_groups(p, c);
+    lc.ulysses_a2a_fwd = 4;
+    lc.ulysses_a2a_bwd = 4;
+    lc.ulysses_q_bytes = x.tokens * x.h / x.t * eb;
+    lc.ulysses_kv_bytes = x.tokens * x.kvd / x.t * eb;
+    const double q = collective_time(Collective::all_to_all, lc.ulysses_q_bytes, l.ulysses, c, hw);
+    const double kv = collective_time(Collective::all_to_all, lc.ulysses_kv_bytes, l.ulysses, c, hw);
+    lc.ulysses_fwd_s = 2.0 * q + 2.0 * kv;
+    lc.ulysses_bwd_s = 2.0 * q + 2.0 * kv;
+    if (p.recompute == Recompute::full) lc.ulysses_recompute_s = lc.ulysses_fwd_s;
+  }
 
   // Host dispatch: a Megatron GPT layer's forward issues about kHostOpsForward
   // ops (4 GEMMs, 2 attention bmm, softmax, dropouts, norms, bias-GeLU, views
@@ -532,7 +558,7 @@ PipelineP2P pipeline_p2p(const Transformer& m, const Plan& p, const Cluster& c, 
   const GroupLayout l = place_groups(p, c);
   // Megatron's scatter-gather optimisation sends 1/t of the tensor and
   // all-gathers it inside the node; with SP the tensor is already split.
-  r.bytes = static_cast<double>(m.seq_len) / p.cp * p.micro_batch * m.hidden * bytes_of(p.precision) / p.tp;
+  r.bytes = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch * m.hidden * bytes_of(p.precision) / p.tp;
   r.time_s = p2p_time(r.bytes, l.pp_crosses_nodes, c, hw);
   if (!p.sequence_parallel && p.tp > 1)
     r.time_s += collective_time(Collective::all_gather, r.bytes * p.tp, l.tp, c, hw);

@@ -70,13 +70,14 @@ std::int64_t saturating_product(std::initializer_list<int> factors) {
 
 }  // namespace
 
-std::int64_t Plan::devices() const { return saturating_product({dp, tp, cp, pp}); }
+std::int64_t Plan::devices() const { return saturating_product({dp, tp, cp, ulysses, pp}); }
 std::int64_t Plan::sequences_per_step() const { return saturating_product({micro_batch, grad_accum, dp}); }
 
 std::string Plan::summary() const {
   std::ostringstream os;
   os << "dp" << dp << "×tp" << tp;
   if (cp > 1) os << "×cp" << cp;
+  if (ulysses > 1) os << "×u" << ulysses;
   os << "×pp" << pp;
   if (virtual_stages > 1) os << "×v" << virtual_stages;
   os << " z" << zero_stage;
@@ -215,6 +216,8 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   p.pp = static_cast<int>(r.integer("pp", 1, kMaxDegree));
   // Added with context parallelism (issue 19): absent means 1.
   if (r.has("cp")) p.cp = static_cast<int>(r.integer("cp", 1, kMaxDegree));
+  // Added with DeepSpeed-Ulysses (issue 19): absent means 1.
+  if (r.has("ulysses")) p.ulysses = static_cast<int>(r.integer("ulysses", 1, kMaxDegree));
   p.virtual_stages = static_cast<int>(r.integer("virtual_stages", 1, 1024));
   p.sequence_parallel = r.boolean("sequence_parallel");
   p.zero_stage = static_cast<int>(r.integer("zero_stage", 0, 3));
@@ -324,6 +327,7 @@ nlohmann::json plan_to_json(const Plan& p) {
   if (!p.stage_layers.empty()) j["stage_layers"] = p.stage_layers;
   if (p.partition_activations) j["partition_activations"] = true;
   if (p.cp > 1) j["cp"] = p.cp;  // likewise: a plan without context parallelism is unchanged
+  if (p.ulysses > 1) j["ulysses"] = p.ulysses;  // and one without Ulysses
   return j;
 }
 
@@ -426,6 +430,36 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
       return "$.cp: context parallelism with offload is not modelled (Megatron-Core and torchtitan keep the states "
              "on the GPUs); expected cp 1 or offload none";
   }
+  if (p.ulysses > 1) {
+    // DeepSpeed-Ulysses (deepspeed/sequence/layer.py single_all_to_all): the
+    // all-to-all scatters whole heads of this rank's tensor-parallel share
+    // (floor division, no uneven split in Megatron-DeepSpeed), so ulysses must
+    // divide the sequence, the heads per tp rank and the KV heads per tp rank.
+    const int kv = m.kv_heads;
+    if (p.cp > 1)
+      return "$.ulysses: DeepSpeed-Ulysses with context parallelism (cp " + s(p.cp) +
+             ") is refused by Megatron-DeepSpeed (\"Megatron-lm CP is not compatible with Deepspeed SP\"); expected "
+             "ulysses 1 or cp 1";
+    if (p.sequence_parallel)
+      return "$.ulysses: DeepSpeed-Ulysses is not compatible with Megatron-LM's sequence parallelism (Megatron-DeepSpeed "
+             "refuses both); expected ulysses 1 or sequence_parallel false";
+    if (m.seq_len % p.ulysses != 0)
+      return "$.ulysses: " + s(p.ulysses) + " Ulysses ranks do not divide the sequence length " + s(m.seq_len) +
+             "; expected a divisor of " + s(m.seq_len);
+    if (m.heads % (p.tp * p.ulysses) != 0)
+      return "$.ulysses: " + s(p.ulysses) + " Ulysses ranks × tp " + s(p.tp) + " do not divide the " + s(m.heads) +
+             " attention heads (the all-to-all scatters whole heads); expected tp × ulysses to divide " + s(m.heads);
+    // KV heads per tp rank (one, replicated, when tp exceeds them).
+    const int kv_local = kv >= p.tp ? kv / p.tp : 1;
+    if (kv_local % p.ulysses != 0)
+      return "$.ulysses: " + s(p.ulysses) + " Ulysses ranks do not divide the " + s(kv_local) +
+             " KV heads of a tp rank (" + s(kv) + " KV heads, tp " + s(p.tp) +
+             "; DeepSpeed's all-to-all scatters whole K/V heads and refuses fewer KV heads than ranks); expected "
+             "ulysses to divide " + s(kv_local);
+    if (p.onebit_adam || p.zeropp)
+      return std::string("$.ulysses: DeepSpeed-Ulysses with ") + (p.onebit_adam ? "1-bit Adam" : "ZeRO++") +
+             " is not modelled (their compressed exchange is over the dp group, not dp × ulysses); expected ulysses 1";
+  }
   // Interleaving cuts every stage into virtual_stages equal chunks, the same
   // on every stage (Megatron-LM's --num-layers-per-virtual-pipeline-stage).
   if (p.virtual_stages > 1 && m.layers % (p.pp * p.virtual_stages) != 0)
@@ -485,7 +519,7 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
 std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const Cluster& c) {
   auto s = [](auto v) { return std::to_string(v); };
   if (p.devices() > c.total_gpus())
-    return std::string(p.cp > 1 ? "$.dp: dp×tp×cp×pp = " : "$.dp: dp×tp×pp = ") +
+    return std::string(p.ulysses > 1 ? "$.dp: dp×tp×ulysses×pp = " : p.cp > 1 ? "$.dp: dp×tp×cp×pp = " : "$.dp: dp×tp×pp = ") +
            (p.devices() >= kPlanDevicesSaturated ? std::string("more than 2^62") : s(p.devices())) +
            " needs more devices than the cluster's " + s(c.total_gpus()) +
            " (" + s(c.nodes) + " nodes × " + s(c.node.gpus) + "); expected at most " + s(c.total_gpus()) +

@@ -41,7 +41,7 @@ double virtual_stages(const Plan& p) { return p.schedule == Schedule::interleave
 double uneven_fill_drain(const Transformer& m, const Plan& p, const LayerCost& lc, const EdgeCost& e, double unit,
                          double send, double microbatch_overhead_s) {
   const double fwd_unit =
-      lc.fwd_s + lc.tp_fwd_s + lc.cp_fwd_s + std::max(0.0, lc.host_fwd_s - (lc.fwd_s + lc.tp_fwd_s));
+      lc.fwd_s + lc.tp_fwd_s + lc.cp_fwd_s + lc.ulysses_fwd_s + std::max(0.0, lc.host_fwd_s - (lc.fwd_s + lc.tp_fwd_s));
   const double embedding = e.embedding_fwd_s + e.embedding_bwd_s + e.embedding_tp_s;
   const double head = e.head_fwd_s + e.head_bwd_s + e.head_tp_s;
   const int last = p.pp - 1;
@@ -136,8 +136,10 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
   // Context parallelism: the ring exchanges not hidden behind the attention
   // blocks (op_costs.cpp context_parallel_attention), every pass.
   const double cp_layer = lc.cp_fwd_s + lc.cp_bwd_s + lc.cp_recompute_s;
+  // DeepSpeed-Ulysses: its all-to-alls block the layer (nothing to hide them).
+  const double ulysses_layer = lc.ulysses_fwd_s + lc.ulysses_bwd_s + lc.ulysses_recompute_s;
   // One layer's micro-batch, every part: the unit stage times are built of.
-  const double unit = lc.fwd_s + lc.bwd_s + lc.recompute_s + tp_layer + cp_layer + host_slack;
+  const double unit = lc.fwd_s + lc.bwd_s + lc.recompute_s + tp_layer + cp_layer + ulysses_layer + host_slack;
 
   // The slowest stage sets the 1F1B period (Narayanan et al. 2021, §2.2).
   // With one stage it holds both ends. Otherwise an end stage, carrying the
@@ -201,6 +203,7 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
   t.recompute = layers * lc.recompute_s;
   t.tp_comm = layers * tp_layer + edge_tp;
   t.cp_comm = layers * cp_layer;
+  t.ulysses_comm = layers * ulysses_layer;
   t.overhead = layers * host_slack + hw.engine.microbatch_overhead_s;
   // Overlapped data-parallel link time beside each pass (for link sharing).
   double dp_link_fwd = 0;
@@ -277,6 +280,7 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
   parts[idx(TimePart::tp_comm)] = n_mb * mb.tp_comm;
   parts[idx(TimePart::pp_comm)] = n_mb * mb.pp_comm;
   parts[idx(TimePart::cp_comm)] = n_mb * mb.cp_comm;
+  parts[idx(TimePart::ulysses_comm)] = n_mb * mb.ulysses_comm;
   parts[idx(TimePart::zero3_gather)] = n_mb * mb.zero3_gather;
   parts[idx(TimePart::overhead)] = n_mb * mb.overhead + hw.engine.step_overhead_s;
   // Fill and drain (microbatch_times: the other stages' times, (p−1)/v

@@ -285,6 +285,18 @@ class Builder {
     add_main(s, op);
   }
 
+  // DeepSpeed-Ulysses' all-to-alls of a pass (blocking: the attention waits
+  // for Q, K, V and the next layer for the output; on the compute stream).
+  void ulysses_exchange(int s, const PipeAction& st, int lb, int le, double duration) {
+    if (plan_.ulysses <= 1 || duration <= 0) return;
+    Op op = make(OpKind::ulysses_comm, s, ResourceKind::compute, duration);
+    op.chunk = static_cast<std::int16_t>(st.chunk);
+    op.microbatch = st.microbatch;
+    op.layer_begin = lb;
+    op.layer_end = le;
+    add_main(s, op);
+  }
+
   void tp_collective(int s, const PipeAction& st, int lb, int le, double duration) {
     if (plan_.tp <= 1 || duration <= 0) return;
     add_main(s, tp_op(s, st, lb, le, duration));
@@ -389,6 +401,7 @@ class Builder {
       consume(gp, f, true);
       if (first == kNone) first = f;
       cp_exchange(s, st, lb, le, n * layer_.cp_forward_s);
+      ulysses_exchange(s, st, lb, le, n * layer_.ulysses_forward_s);
       tp_collective(s, st, lb, le, n * layer_.tp_forward_s);
       overhead(s, &st, lb, le, n * layer_.forward_overhead_s);
     }
@@ -427,6 +440,7 @@ class Builder {
         consume(gp, r, false);
         if (first == kNone) first = r;
         cp_exchange(s, st, lb, le, n * layer_.cp_recompute_s);
+        ulysses_exchange(s, st, lb, le, n * layer_.ulysses_recompute_s);
         if (layer_.tp_recompute_s > 0) tp_collective(s, st, lb, le, n * layer_.tp_recompute_s);
         overhead(s, &st, lb, le, n * layer_.recompute_overhead_s);
       }
@@ -436,6 +450,7 @@ class Builder {
       consume(gp, b, true);
       if (first == kNone) first = b_first;
       cp_exchange(s, st, lb, le, n * layer_.cp_backward_s);
+      ulysses_exchange(s, st, lb, le, n * layer_.ulysses_backward_s);
       overhead(s, &st, lb, le, n * layer_.backward_overhead_s);
       if (reduce) produce_gradients(s, b, n * layer_.params);
     }

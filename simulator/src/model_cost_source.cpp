@@ -26,6 +26,9 @@ ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Clus
   layer_.cp_forward_s = lc.cp_fwd_s;
   layer_.cp_backward_s = lc.cp_bwd_s;
   layer_.cp_recompute_s = lc.cp_recompute_s;
+  layer_.ulysses_forward_s = lc.ulysses_fwd_s;
+  layer_.ulysses_backward_s = lc.ulysses_bwd_s;
+  layer_.ulysses_recompute_s = lc.ulysses_recompute_s;
   // A pass takes max(GPU time with its blocking collectives, host dispatch)
   // (op_costs LayerCost::host_*); the simulator waits out the excess.
   const double tp_bwd = lc.tp_bwd_s + exposed(lc.tp_bwd_async_s, lc.tp_bwd_window_s, hw.engine.tp_overlap);

@@ -9,7 +9,8 @@ const char* to_string(OpKind k) {
       "forward",   "backward",  "recompute",    "embedding_fwd", "embedding_bwd", "head_fwd",
       "head_bwd",  "tp_comm",   "pp_send",      "dp_reduce",     "dp_param_gather", "zero3_gather",
       "pcie_d2h",  "pcie_h2d",  "nvme_read",    "nvme_write",    "optimizer_gpu", "optimizer_host",
-      "overhead",  "dp_stall",  "zero3_stall",  "offload_stall", "cp_comm"};
+      "overhead",  "dp_stall",  "zero3_stall",  "offload_stall", "cp_comm",
+      "ulysses_comm"};
   return kNames[static_cast<std::size_t>(k)];
 }
 
@@ -25,6 +26,7 @@ TimePart time_part_of(OpKind k) {
     case OpKind::tp_comm: return TimePart::tp_comm;
     case OpKind::pp_send: return TimePart::pp_comm;
     case OpKind::cp_comm: return TimePart::cp_comm;
+    case OpKind::ulysses_comm: return TimePart::ulysses_comm;
     case OpKind::dp_reduce:
     case OpKind::dp_stall:
     case OpKind::dp_param_gather: return TimePart::dp_comm;

@@ -201,3 +201,32 @@ TEST_CASE("predict --cp: the ring's part, the devices it takes, and the errors n
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--cp: 3"));
 }
+
+// DeepSpeed-Ulysses (issue 19 item 3): --ulysses on predict and search, errors naming the flag.
+TEST_CASE("predict --ulysses: the all-to-all part, the devices it takes, and the errors naming --ulysses",
+          "[cli][predict][ulysses]") {
+  const std::string base = ztune_bin() +
+                           " predict --cluster dgx-h100x32 --nodes 8 --model llama-70b --seq 8192 --tp 2"
+                           " --micro-batch 1 --global-batch 128 --zero 3 --attention flash --engine deepspeed";
+  auto r = run_command(base + " --ulysses 4 --json");
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  // Without --dp the remaining devices: 64 / (tp 2 × ulysses 4) = 8.
+  CHECK_THAT(j.at("plan").get<std::string>(), Contains("dp8×tp2×u4×pp1"));
+  CHECK(j.at("time").at("breakdown_s").at("ulysses_comm").get<double>() > 0);
+  CHECK(j.at("time").at("breakdown_s").at("cp_comm").get<double>() == 0);
+  // Llama-70B's 8 KV heads over tp 2: 4 per rank, which 8 Ulysses ranks cannot split.
+  r = run_command(base + " --ulysses 8 --dp 1");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("ulysses") && Contains("KV heads"));
+  // Not with context parallelism.
+  r = run_command(base + " --ulysses 2 --cp 2 --dp 1");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("ulysses") && Contains("context parallelism"));
+  // search: Megatron-LM has no Ulysses.
+  r = run_command(ztune_bin() +
+                  " search --cluster dgx-h100x32 --nodes 8 --model llama-70b --seq 8192 --engine megatron --ulysses 2"
+                  " --no-db");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--ulysses") && Contains("megatron"));
+}

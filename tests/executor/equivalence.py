@@ -112,6 +112,21 @@ CASES = {
     "pp2_cp2_flash_recompute_full": dict(pp=2, cp=2, attention="flash", recompute="full"),
     "llama_cp2_flash": dict(model="tiny-llama", cp=2, attention="flash"),
     "llama_tp2_cp2": dict(model="tiny-llama", tp=2, cp=2),
+    # DeepSpeed-Ulysses (issue 19 item 3): each 64-token sequence split into
+    # u contiguous row blocks; an all-to-all before attention gives each rank
+    # the whole sequence of heads/u heads, another after it returns the output
+    # rows (backward: the transposes); gradients reduced over dp × u.
+    "ulysses2": dict(ulysses=2),
+    "ulysses4": dict(ulysses=4),
+    "ulysses2_flash": dict(ulysses=2, attention="flash"),
+    "dp2_ulysses2_zero1": dict(dp=2, ulysses=2, mb=1, ga=4, zero=1),
+    "ulysses2_zero3": dict(ulysses=2, zero=3, bucket=3e4),
+    "ulysses2_recompute_full": dict(ulysses=2, recompute="full"),
+    # Selective recomputation re-runs the attention, its all-to-alls included
+    # (DeepSpeed re-runs only the local core; the cost model prices that).
+    "ulysses2_recompute_selective": dict(ulysses=2, recompute="selective"),
+    "pp2_ulysses2_flash": dict(pp=2, ulysses=2, attention="flash"),
+    "llama_ulysses2_flash": dict(model="tiny-llama", ulysses=2, attention="flash"),
 }
 STEPS = 5
 
@@ -119,7 +134,7 @@ STEPS = 5
 def run(worker, mpirun, workdir, name, kw, model):
     plan_path = os.path.join(workdir, name + ".json")
     plans.write_plan_file(plan_path, model, **kw)
-    n = kw.get("dp", 1) * kw.get("tp", 1) * kw.get("pp", 1) * kw.get("cp", 1)
+    n = kw.get("dp", 1) * kw.get("tp", 1) * kw.get("pp", 1) * kw.get("cp", 1) * kw.get("ulysses", 1)
     record = os.path.join(workdir, name + ".record.json")
     weights = os.path.join(workdir, name + ".safetensors")
     grads = os.path.join(workdir, name + ".grads.safetensors")

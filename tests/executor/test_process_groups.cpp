@@ -89,3 +89,29 @@ TEST_CASE("dp2×cp2 and cp2×tp2 groups: the weights' dp group spans dp × cp", 
     CHECK(sum_of_world_ranks(*g.dp, me) == static_cast<float>(me % 2 == 0 ? 2 : 4));
   }
 }
+
+// DeepSpeed-Ulysses takes cp's place (contiguous after tp); the weights' dp
+// group spans dp × ulysses.
+TEST_CASE("dp2×ulysses2 groups: Ulysses pairs next to tp, the weights' dp group over dp × ulysses",
+          "[mpi][groups][ulysses]") {
+  auto world = MpiCommunicator::world();
+  REQUIRE(world->size() == 4);
+  const int me = world->rank();
+  GroupShape s{2, 1, 1};
+  s.ulysses = 2;
+  CHECK(s.world() == 4);
+  for (int r = 0; r < s.world(); ++r) CHECK(world_rank_of(coordinates_of(r, s), s) == r);
+  auto g = make_process_groups(*world, s);
+  CHECK(g.coords.ulysses_rank == me % 2);
+  CHECK(g.coords.dp_rank == me / 2);
+  REQUIRE(g.ulysses != nullptr);
+  CHECK(g.ulysses->size() == 2);
+  CHECK(g.ulysses->name() == "ulysses");
+  // Ulysses pairs {0,1},{2,3}; the weights' dp group is all four.
+  CHECK(sum_of_world_ranks(*g.ulysses, me) == static_cast<float>(me / 2 == 0 ? 1 : 5));
+  CHECK(g.dp->size() == 4);
+  CHECK(sum_of_world_ranks(*g.dp, me) == 6.0f);
+  // Without Ulysses there is no such group.
+  auto plain = make_process_groups(*world, GroupShape{4, 1, 1});
+  CHECK(plain.ulysses == nullptr);
+}

@@ -101,3 +101,19 @@ TEST_CASE("context parallelism shows in the layout, after tp, and sorts there", 
         model.index(1, PlanTableModel::layout).data(PlanTableModel::SortRole).toInt());
   CHECK(model.index(1, PlanTableModel::layout).data().toString() == "dp8 · tp2 · pp1");
 }
+
+TEST_CASE("DeepSpeed-Ulysses shows in the layout, after tp, and sorts there", "[gui][models][ulysses]") {
+  PlanTableModel model;
+  auto plans = four_plans();
+  plans[0].plan.ulysses = 2;
+  plans[0].plan.dp = 4;
+  model.set_plans(plans, 1e12);
+  CHECK(model.index(0, PlanTableModel::layout).data().toString() == "dp4 · tp2 · u2 · pp1");
+  CHECK(model.index(0, PlanTableModel::gpus).data().toInt() == 16);  // dp × tp × ulysses × pp
+  plans[1].plan = plans[0].plan;
+  plans[1].plan.ulysses = 1;
+  plans[1].plan.dp = 8;
+  model.set_plans(plans, 1e12);
+  CHECK(model.index(0, PlanTableModel::layout).data(PlanTableModel::SortRole).toInt() >
+        model.index(1, PlanTableModel::layout).data(PlanTableModel::SortRole).toInt());
+}

@@ -125,3 +125,31 @@ TEST_CASE("the executor trains uneven pipeline stages, not uneven interleaved ch
   p.global_batch = 6;
   CHECK(unsupported_reason(p, m, 3).value().find("does not divide layers 4") != std::string::npos);
 }
+
+TEST_CASE("DeepSpeed-Ulysses: the CPU backend with tp 1; CUDA and tp > 1 refused naming $.plan.ulysses",
+          "[executor_support][ulysses]") {
+  Transformer m = load_transformer("tiny");  // 4 heads, 64 tokens
+  Plan p = plan_for(1);
+  p.ulysses = 2;
+  CHECK_FALSE(unsupported_reason(p, m, 2, ExecBackend::cpu).has_value());
+  const auto np = unsupported_reason(p, m, 4, ExecBackend::cpu);
+  REQUIRE(np.has_value());
+  CHECK(np->find("dp×tp×ulysses×pp = 1×1×2×1 = 2 ranks") != std::string::npos);
+  p.precision = Precision::bf16;
+  const auto cuda = unsupported_reason(p, m, 2, ExecBackend::cuda);
+  REQUIRE(cuda.has_value());
+  CHECK(cuda->find("$.plan.ulysses") == 0);
+  CHECK(cuda->find("CUDA") != std::string::npos);
+  p.precision = Precision::fp32;
+  Plan t = plan_for(2);
+  t.ulysses = 2;
+  const auto tp = unsupported_reason(t, m, 4, ExecBackend::cpu);
+  REQUIRE(tp.has_value());
+  CHECK(tp->find("$.plan.ulysses") == 0);
+  CHECK(tp->find("tp 1") != std::string::npos);
+  // A degree the heads cannot split is the plan's own rule.
+  p.ulysses = 8;
+  const auto heads = unsupported_reason(p, m, 8, ExecBackend::cpu);
+  REQUIRE(heads.has_value());
+  CHECK(heads->find("ulysses") != std::string::npos);
+}

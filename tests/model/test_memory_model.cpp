@@ -340,3 +340,40 @@ TEST_CASE("context parallelism: Korthikanti's activations divided by cp, states 
   CHECK(z3.line(MemLine::grads) == Approx(2 * psi / 8));
   CHECK(z3.line(MemLine::optimizer) == Approx(12 * psi / 8));
 }
+
+// DeepSpeed-Ulysses (issue 19 item 3; Jacobs et al. 2023 §3): outside
+// attention every rank holds s/u tokens; after the all-to-all Q, K, V and the
+// attention output are s tokens of h/u (the same s·h/u elements) and the
+// scores a/u heads of s × s. So Korthikanti's per-layer activations divide by
+// u, term by term; the weights are whole and ZeRO partitions them over dp × u.
+TEST_CASE("ulysses: Korthikanti's activations divided by u, states over dp × u", "[memory][ulysses]") {
+  const double s = 4096, b = 1, h = 1024, a = 16, t = 2;
+  const Transformer m = gpt(4, 1024, 16, 4096, 50304);
+  Plan p = test::zero_plan(2, 2, 1, 1, 4);  // tp 2 without Megatron's SP (Ulysses refuses it)
+  const double sbh = s * b * h;
+  const auto base = predict_memory(m, p, a100_nodes(2), flat_profile());
+  for (int u : {1, 2, 4}) {
+    p.ulysses = u;
+    INFO("ulysses " << u);
+    REQUIRE_FALSE(check_plan(p, m, a100_nodes(2)).has_value());
+    // Korthikanti Table 2, tensor parallel without SP: s·b·h·(10 + 24/t + 5·a·s/(h·t)).
+    CHECK(layer_activation_bytes(m, p, Recompute::none) == Approx(sbh * (10 + 24 / t + 5 * a * s / (h * t)) / u));
+    CHECK(layer_activation_bytes(m, p, Recompute::selective) == Approx(sbh * (10 + 24 / t) / u));
+    CHECK(layer_activation_bytes(m, p, Recompute::full) == Approx(2 * sbh / u));
+    Plan f = p;
+    f.attention = AttentionKernel::flash;  // the fp32 log-sum-exp of each row of the rank's a/(t·u) heads
+    CHECK(layer_activation_bytes(m, f, Recompute::none) == Approx((sbh * (10 + 24 / t) + 4 * a * s * b / t) / u));
+    const auto mp = predict_memory(m, p, a100_nodes(2), flat_profile());
+    // 4 layers, one micro-batch in flight, plus the embedding's dropout mask of s/u rows.
+    CHECK(mp.line(MemLine::activations) ==
+          Approx(4 * sbh * (10 + 24 / t + 5 * a * s / (h * t)) / u + sbh / u));
+    const double psi = stage_params(m, p);
+    CHECK(mp.line(MemLine::params) == Approx(2 * psi));
+    CHECK(mp.line(MemLine::grads) == Approx(2 * psi));
+    CHECK(mp.line(MemLine::optimizer) == Approx(12 * psi / (2 * u)));
+    // The standard kernel's score gradient (two live): b·a/(t·u)·s² 16-bit, so
+    // the workspace shrinks by 2·2·b·a/t·s²·(1 − 1/u).
+    CHECK(base.line(MemLine::workspace) - mp.line(MemLine::workspace) ==
+          Approx(2.0 * 2.0 * b * a / t * s * s * (1.0 - 1.0 / u)));
+  }
+}

@@ -316,3 +316,64 @@ TEST_CASE("cp in the plan file: optional, round-trips, strict; its rules name $.
   r.global_batch = r.dp;
   CHECK_THAT(*ztune::check_plan(r, m, a100), Contains("dp×tp×cp×pp = " + std::to_string(2 * a100.total_gpus())));
 }
+
+// DeepSpeed-Ulysses (issue 19 item 3): Megatron-DeepSpeed's --ds-sequence-parallel-size.
+TEST_CASE("ulysses in the plan file: optional, round-trips; its rules name $.ulysses", "[plan][ulysses]") {
+  ztune::Plan p;
+  auto j = ztune::plan_to_json(p);
+  CHECK_FALSE(j.contains("ulysses"));  // plans without Ulysses are written as before
+  CHECK(ztune::plan_from_json(j, "p.json").ulysses == 1);
+  p.ulysses = 4;
+  p.dp = 2;
+  p.global_batch = 2;  // Ulysses consumes no batch
+  j = ztune::plan_to_json(p);
+  CHECK(j["ulysses"] == 4);
+  const auto q = ztune::plan_from_json(j, "p.json");
+  CHECK(q.ulysses == 4);
+  CHECK(q.gpus() == 8);    // dp × tp × ulysses × pp
+  CHECK(q.dp_cp() == 8);   // gradients and ZeRO partitions over dp × ulysses
+  CHECK(q.seq_split() == 4);
+  CHECK_THAT(q.summary(), Contains("dp2×tp1×u4×pp1"));
+  j["ulysses"] = 0;
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.ulysses: expected an integer"));
+
+  auto m = ztune::load_transformer("gpt3-175b");  // seq 2048, 96 heads (MHA)
+  auto a100 = ztune::load_cluster("dgx-a100-80gb");
+  ztune::Plan r;
+  r.ulysses = 8;
+  CHECK_FALSE(ztune::check_plan_shape(r, m).has_value());
+  r.tp = 4;  // Megatron-DeepSpeed combines tp with Ulysses: 96 heads / (4·8) = 3 per rank
+  r.dp = 1;
+  CHECK_FALSE(ztune::check_plan_shape(r, m).has_value());
+  r.tp = 1;
+  r.ulysses = 5;  // divides neither the 2048 tokens nor the 96 heads
+  CHECK_THAT(*ztune::check_plan_shape(r, m), Contains("$.ulysses: 5") && Contains("2048"));
+  r.ulysses = 64;  // divides 2048 but not the 96 heads
+  CHECK_THAT(*ztune::check_plan_shape(r, m), Contains("$.ulysses") && Contains("96 attention heads"));
+  r.ulysses = 2;
+  r.cp = 2;
+  CHECK_THAT(*ztune::check_plan_shape(r, m), Contains("$.ulysses") && Contains("context parallelism"));
+  r.cp = 1;
+  r.tp = 2;
+  r.sequence_parallel = true;
+  CHECK_THAT(*ztune::check_plan_shape(r, m), Contains("$.ulysses") && Contains("sequence parallelism"));
+  // GQA: Llama-3-70B has 8 KV heads; tp 8 leaves one per rank, which 2 Ulysses ranks cannot split.
+  auto llama = ztune::load_transformer("llama-70b");
+  ztune::Plan g;
+  g.tp = 8;
+  g.ulysses = 2;
+  CHECK_THAT(*ztune::check_plan_shape(g, llama), Contains("$.ulysses") && Contains("KV heads"));
+  g.tp = 4;  // 2 KV heads per tp rank: one per Ulysses rank
+  CHECK_FALSE(ztune::check_plan_shape(g, llama).has_value());
+  g.ulysses = 8;
+  g.tp = 1;
+  CHECK_FALSE(ztune::check_plan_shape(g, llama).has_value());
+  g.ulysses = 16;  // 64 query heads split, but not the 8 KV heads
+  CHECK_THAT(*ztune::check_plan_shape(g, llama), Contains("$.ulysses") && Contains("KV heads"));
+  // The devices: dp × tp × ulysses × pp of them.
+  ztune::Plan d;
+  d.ulysses = 2;
+  d.dp = a100.total_gpus();
+  d.global_batch = d.dp;
+  CHECK_THAT(*ztune::check_plan(d, m, a100), Contains("dp×tp×ulysses×pp = " + std::to_string(2 * a100.total_gpus())));
+}

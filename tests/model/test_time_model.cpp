@@ -814,3 +814,90 @@ TEST_CASE("context parallelism: the rank's s/cp tokens; the ring's exposed excha
   const LayerCost far = layer_cost(m, x, c, hw);
   CHECK(far.cp_fwd_link_s == Approx(p2p_time(far.cp_bytes, true, c, hw)));
 }
+
+// DeepSpeed-Ulysses (issue 19 item 3): a rank runs every linear, elementwise
+// and tensor-parallel operation on s/u tokens (the work of a plan without
+// Ulysses on a sequence of s/u), its attention core on the whole sequence of
+// a/(t·u) heads (the core of a tp·u plan), and four blocking all-to-alls each
+// way whose nccl-tests S is the rank's [s/u, width/t] tensor.
+TEST_CASE("ulysses: s/u tokens outside attention, a/u heads inside, four all-to-alls each way", "[time][ulysses]") {
+  const HardwareProfile hw = profile();
+  const Cluster c = a100(2);
+  Transformer m = gpt(8, 4096, 32, 8192, 50304);
+  m.kv_heads = 8;  // grouped-query attention: K/V all-to-alls of 8 heads' width
+  Plan p = zero_plan(2, 2, 1, 1, 4);
+  const LayerCost none = layer_cost(m, p, c, hw);
+  CHECK(none.ulysses_a2a_fwd == 0);
+  CHECK(none.ulysses_fwd_s == 0);
+  CHECK(predict_time(m, p, c, hw).part(TimePart::ulysses_comm) == 0);
+  for (AttentionKernel kernel : {AttentionKernel::standard, AttentionKernel::flash}) {
+    for (int u : {2, 4}) {
+      INFO("ulysses " << u << " flash " << (kernel == AttentionKernel::flash));
+      Plan q = p;
+      q.attention = kernel;
+      q.ulysses = u;
+      REQUIRE_FALSE(check_plan(q, m, c).has_value());
+      Transformer shorter = m;
+      shorter.seq_len = m.seq_len / u;
+      Plan ref_plan = p;
+      ref_plan.attention = kernel;
+      const LayerCost lc = layer_cost(m, q, c, hw);
+      const LayerCost ref = layer_cost(shorter, ref_plan, c, hw);
+      CHECK(lc.fwd_gemm_s == Approx(ref.fwd_gemm_s));
+      CHECK(lc.fwd_elementwise_s == Approx(ref.fwd_elementwise_s));
+      CHECK(lc.bwd_weight_s == Approx(ref.bwd_weight_s));
+      CHECK(lc.tp_fwd_s == Approx(ref.tp_fwd_s));
+      CHECK(pipeline_p2p(m, q, c, hw).bytes == Approx(pipeline_p2p(shorter, ref_plan, c, hw).bytes));
+      // The core: whole sequence, a/(t·u) heads, as a tp·u plan's core.
+      Plan wide_tp = ref_plan;
+      wide_tp.tp = p.tp * u;
+      const LayerCost core = layer_cost(m, wide_tp, c, hw);
+      CHECK(lc.fwd_attention_s == Approx(core.fwd_attention_s));
+      CHECK(lc.bwd_attention_s == Approx(core.bwd_attention_s));
+      // All-to-all S: b·(s/u)·width/t elements of 2 bytes; Q and O 4096 wide, K and V 8·128.
+      const double sq = 1.0 * (8192.0 / u) * 4096 / 2 * 2, skv = 1.0 * (8192.0 / u) * 1024 / 2 * 2;
+      CHECK(lc.ulysses_a2a_fwd == 4);
+      CHECK(lc.ulysses_a2a_bwd == 4);
+      CHECK(lc.ulysses_q_bytes == Approx(sq));
+      CHECK(lc.ulysses_kv_bytes == Approx(skv));
+      // tp 2 × u ≤ 8: inside a node. α·(u−1) + S·(u−1)/u / busbw (nccl-tests all-to-all).
+      const GroupPlacement g{u, u};
+      const double base = hw.intra_node.base_latency_s;
+      const double alpha = group_latency(g, c, hw), bw = group_bus_bandwidth(g, c, hw);
+      auto a2a = [&](double bytes) { return base + alpha * (u - 1) + bytes * (u - 1.0) / u / bw; };
+      CHECK(lc.ulysses_fwd_s == Approx(2 * a2a(sq) + 2 * a2a(skv)));
+      CHECK(lc.ulysses_bwd_s == Approx(lc.ulysses_fwd_s));
+      CHECK(lc.ulysses_recompute_s == 0);
+      // The iteration: ulysses_comm is m × layers × the all-to-alls, and the parts sum to the total.
+      const TimePrediction t = predict_time(m, q, c, hw);
+      CHECK(t.part(TimePart::ulysses_comm) == Approx(4.0 * 8 * (lc.ulysses_fwd_s + lc.ulysses_bwd_s)));
+      double sum = 0;
+      for (double v : t.parts) sum += v;
+      CHECK(sum == Approx(t.iteration_s));
+      // Gradients reduce over dp × u ranks: the traffic of dp·u data-parallel ranks.
+      Plan wide = p;
+      wide.dp = p.dp * u;
+      wide.global_batch = wide.dp * wide.micro_batch * wide.grad_accum;
+      CHECK(dp_sync_cost(m, q, c, hw).per_step_s == Approx(dp_sync_cost(m, wide, c, hw).per_step_s));
+    }
+  }
+  // Full recomputation repeats the forward all-to-alls; selective only the core.
+  Plan r = p;
+  r.ulysses = 2;
+  r.recompute = Recompute::full;
+  const LayerCost full = layer_cost(m, r, c, hw);
+  CHECK(full.ulysses_recompute_s == Approx(full.ulysses_fwd_s));
+  r.recompute = Recompute::selective;
+  CHECK(layer_cost(m, r, c, hw).ulysses_recompute_s == 0);
+  // Across nodes (tp 8 fills one): the all-to-all crosses the inter-node fabric.
+  Plan x = p;
+  x.tp = 8;
+  x.dp = 1;
+  x.ulysses = 2;
+  x.global_batch = 4;
+  m.kv_heads = 32;
+  const LayerCost far = layer_cost(m, x, c, hw);
+  CHECK(far.ulysses_fwd_s ==
+        Approx(2 * collective_time(Collective::all_to_all, far.ulysses_q_bytes, GroupPlacement{2, 1}, c, hw) +
+               2 * collective_time(Collective::all_to_all, far.ulysses_kv_bytes, GroupPlacement{2, 1}, c, hw)));
+}

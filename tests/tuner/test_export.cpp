@@ -478,3 +478,42 @@ TEST_CASE("export launches exactly the plan's ranks, tp groups inside a node", "
   CHECK_THAT(ds[0], Contains("hostfile: 2 lines '<host> slots=16'"));
   CHECK_THAT(launch_placeholders(pf, Engine::megatron, "p.json")[0], Contains("MASTER_ADDR"));
 }
+
+// DeepSpeed-Ulysses (issue 19 item 3): Megatron-DeepSpeed's
+// --ds-sequence-parallel-size; Megatron-LM and FSDP refuse it.
+TEST_CASE("export of Ulysses: Megatron-DeepSpeed's --ds-sequence-parallel-size, refused for megatron and fsdp",
+          "[tuner][export][ulysses]") {
+  PlanFile pf;
+  Plan& p = pf.plan;
+  p.tp = 2;
+  p.pp = 1;
+  p.ulysses = 4;
+  p.dp = 8;
+  p.zero_stage = 3;
+  p.micro_batch = 1;
+  p.grad_accum = 16;
+  p.global_batch = 128;
+  p.attention = AttentionKernel::flash;
+  pf.cluster = load_cluster("dgx-h100x32");
+  pf.model = load_transformer("llama-70b");
+  const std::string launch = deepspeed_launch(pf, "ds.json", "u.json");
+  CHECK_THAT(launch, Contains("--ds-sequence-parallel-size 4"));
+  CHECK_THAT(launch, Contains("--tensor-model-parallel-size 2"));
+  CHECK_THAT(launch, Contains("--deepspeed"));
+  CHECK_THAT(launch, !Contains("--sequence-parallel "));
+  // Eight nodes of 8: tp 2 × u 4 × dp 8 = 64 GPUs.
+  CHECK_THAT(launch, Contains("--num_nodes 8 --num_gpus 8"));
+  // ds_config: the batch is micro × accumulation × dp (DeepSpeed divides the world by the sequence-parallel size).
+  const auto ds = deepspeed_config(pf, "u.json");
+  CHECK(ds["train_batch_size"] == 128);
+  CHECK(ds["zero_optimization"]["stage"] == 3);
+  p.zero_stage = 1;  // so that Ulysses is the only thing Megatron-LM lacks
+  CHECK_THROWS_WITH(megatron_arguments(pf, "u.json"),
+                    Contains("u.json: megatron cannot run this plan") && Contains("DeepSpeed-Ulysses"));
+  CHECK_THAT(deepspeed_launch(pf, "ds.json", "u.json"), Contains("--ds-sequence-parallel-size 4"));
+  // Without Ulysses nothing changes.
+  p.ulysses = 1;
+  p.dp = 32;
+  p.grad_accum = 4;
+  CHECK_THAT(deepspeed_launch(pf, "ds.json", "u.json"), !Contains("--ds-sequence-parallel-size"));
+}

@@ -277,6 +277,7 @@ TEST_CASE("when long sequences do not fit with the standard kernel, the hints na
   SearchOptions with_cp = o;
   CHECK(run_search(m, c, hw, with_cp).feasible > 0);
   o.space.max_cp = 1;
+  o.space.max_ulysses = 1;  // DeepSpeed-Ulysses divides them likewise (searched from 8k tokens)
   const auto r = run_search(m, c, hw, o);
   REQUIRE(r.feasible == 0);
   bool flash = false;
@@ -463,4 +464,39 @@ TEST_CASE("a long-sequence plan that does not fit is offered cp 2 on the same GP
       CHECK_THAT(h.detail, Catch::Matchers::Contains("dp4×tp1×cp2×pp1") && Catch::Matchers::Contains(": fits"));
     }
   CHECK(cp);
+}
+
+// DeepSpeed-Ulysses (issue 19 item 3) as a fit hint: the same GPUs with half
+// the data parallelism and twice the Ulysses ranks keep s/2 of each sequence's
+// activations (and a/2 heads of the scores).
+TEST_CASE("a long-sequence plan that does not fit is offered ulysses 2 on the same GPUs", "[tuner][explain][ulysses]") {
+  Transformer m = load_transformer("llama-7b");
+  m.seq_len = 16384;
+  const Cluster c = load_cluster("dgx-a100-80gb");
+  const auto hw = default_profile_for(c);
+  Plan p;
+  p.dp = 8;
+  p.zero_stage = 3;
+  p.micro_batch = 1;
+  p.grad_accum = 1;
+  p.global_batch = 8;
+  p.attention = AttentionKernel::flash;
+  REQUIRE_FALSE(predict_memory(m, p, c, hw).fits());
+  SearchOptions o;
+  o.space.engine = Engine::deepspeed;
+  bool ulysses = false;
+  for (const auto& h : plan_fit_hints(m, c, hw, o, p))
+    if (h.change.starts_with("ulysses 2")) {
+      ulysses = true;
+      CHECK(h.fits);
+      CHECK_THAT(h.detail, Catch::Matchers::Contains("dp4×tp1×u2×pp1") && Catch::Matchers::Contains(": fits"));
+    }
+  CHECK(ulysses);
+  // Megatron-LM cannot run it: the hint says so and does not count as a fit.
+  o.space.engine = Engine::megatron;
+  for (const auto& h : plan_fit_hints(m, c, hw, o, p))
+    if (h.change.starts_with("ulysses 2")) {
+      CHECK_FALSE(h.fits);
+      CHECK_THAT(h.detail, Catch::Matchers::Contains("--engine megatron cannot run it"));
+    }
 }

@@ -407,3 +407,66 @@ TEST_CASE("context parallelism: searched from 8k tokens or with --max-cp; --cp p
   off.max_cp = 1;
   CHECK(cps(SearchSpace(longer, c, off)) == std::set<int>{1});
 }
+
+// DeepSpeed-Ulysses (issue 19 item 3) as a layout dimension: dp × tp × ulysses × pp = devices.
+TEST_CASE("ulysses: searched from 8k tokens or with --max-ulysses; --ulysses pins it; not for megatron/fsdp",
+          "[tuner][space][ulysses]") {
+  Transformer m = load_transformer("tiny");  // 64 tokens, 4 heads, 4 layers, global batch 16
+  Cluster c = load_cluster("v100-workstation");
+  c.node.gpus = 4;
+  auto us = [](const SearchSpace& s) {
+    std::set<int> out;
+    for (const auto& l : s.layouts()) out.insert(l.ulysses);
+    return out;
+  };
+  CHECK(us(SearchSpace(m, c, SpaceOptions{})) == std::set<int>{1});
+  SpaceOptions o;
+  o.max_ulysses = 4;
+  const SearchSpace s(m, c, o);
+  CHECK(us(s) == std::set<int>{1, 2, 4});
+  std::set<std::string> seen;
+  std::int64_t n = 0, with_u = 0;
+  for (const auto& l : s.layouts()) {
+    CHECK(l.dp * l.tp * l.cp * l.ulysses * l.pp == l.gpus);
+    CHECK((l.cp == 1 || l.ulysses == 1));
+    // tp × ulysses divides the 4 heads.
+    CHECK(4 % (l.tp * l.ulysses) == 0);
+    if (l.rejected != LayoutRule::none) continue;
+    s.for_each_plan(l, [&](const Plan& p) {
+      ++n;
+      with_u += p.ulysses > 1;
+      CHECK(p.ulysses == l.ulysses);
+      CHECK_FALSE(check_plan(p, m, c).has_value());
+      if (p.ulysses > 1) {
+        CHECK_FALSE(p.sequence_parallel);
+        CHECK_FALSE(p.onebit_adam);
+        CHECK_FALSE(p.zeropp);
+      }
+      seen.insert(plan_to_json(p).dump());
+    });
+  }
+  CHECK(with_u > 0);
+  CHECK(seen.size() == static_cast<std::size_t>(n));
+  o.ulysses = 2;
+  CHECK(us(SearchSpace(m, c, o)) == std::set<int>{2});
+  o.ulysses = 3;
+  CHECK_THROWS_WITH(SearchSpace(m, c, o), Catch::Matchers::Contains("--ulysses: 3") &&
+                                               Catch::Matchers::Contains("sequence length 64"));
+  o.ulysses = 2;
+  o.engine = Engine::megatron;
+  CHECK_THROWS_WITH(SearchSpace(m, c, o), Catch::Matchers::Contains("--ulysses") &&
+                                               Catch::Matchers::Contains("megatron"));
+  // Megatron-LM and FSDP search no Ulysses, whatever the bound.
+  SpaceOptions mg;
+  mg.engine = Engine::fsdp;
+  mg.max_ulysses = 4;
+  CHECK(us(SearchSpace(m, c, mg)) == std::set<int>{1});
+  // From 8k tokens the default space has Ulysses up to a node's worth; --max-ulysses 1 turns it off.
+  Transformer longer = m;
+  longer.seq_len = 8192;
+  c.node.gpus = 8;
+  CHECK(us(SearchSpace(longer, c, SpaceOptions{})) == std::set<int>{1, 2, 4});  // 4 heads bound it
+  SpaceOptions off;
+  off.max_ulysses = 1;
+  CHECK(us(SearchSpace(longer, c, off)) == std::set<int>{1});
+}

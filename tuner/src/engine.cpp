@@ -56,6 +56,10 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"megatron: context parallelism needs flash",
      "Megatron-Core's context parallelism runs in Transformer Engine's fused attention only (its unfused "
      "DotProductAttention asserts context_parallel_size 1): use attention \"flash\" with cp > 1"},
+    {"megatron: no DeepSpeed-Ulysses",
+     "Megatron-LM and NeMo have no DeepSpeed-Ulysses (all-to-all over heads; it is Megatron-DeepSpeed's "
+     "--ds-sequence-parallel-size); they split a sequence with context parallelism: use cp instead of ulysses, "
+     "or export to deepspeed"},
     {"fsdp: no ZeRO-1",
      "PyTorch FSDP shards as NO_SHARD (ZeRO 0), SHARD_GRAD_OP (ZeRO-2) or FULL_SHARD (ZeRO-3); it has no ZeRO-1"},
     {"fsdp: offload is CPU and ZeRO-3",
@@ -67,6 +71,9 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"fsdp: context parallelism needs flash",
      "torchtitan's context parallelism (context_parallel_degree) rings SDPA's flash or memory-efficient kernels "
      "only: use attention \"flash\" with cp > 1"},
+    {"fsdp: no DeepSpeed-Ulysses",
+     "PyTorch FSDP and torchtitan have no DeepSpeed-Ulysses (all-to-all over heads); torchtitan splits a "
+     "sequence with context parallelism (context_parallel_degree): use cp instead of ulysses, or export to deepspeed"},
     {"fsdp: no partitioned checkpoints",
      "PyTorch FSDP and torchtitan do not partition activation checkpoints over the tensor-parallel ranks (no "
      "ZeRO-R Pa; torchtitan's tensor parallelism splits activations with sequence parallelism)"},
@@ -109,6 +116,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.zeropp) return EngineRule::mg_zeropp;
       if (p.sparse_attention != SparseLayout::none) return EngineRule::mg_sparse;
       if (p.cp > 1 && p.attention != AttentionKernel::flash) return EngineRule::mg_cp_attention;
+      if (p.ulysses > 1) return EngineRule::mg_ulysses;
       return std::nullopt;
     case Engine::fsdp:
       if (p.zero_stage == 1) return EngineRule::fs_zero1;
@@ -120,6 +128,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.sparse_attention != SparseLayout::none) return EngineRule::fs_sparse;
       if (p.partition_activations) return EngineRule::fs_partition_activations;
       if (p.cp > 1 && p.attention != AttentionKernel::flash) return EngineRule::fs_cp_attention;
+      if (p.ulysses > 1) return EngineRule::fs_ulysses;
       return std::nullopt;
   }
   return std::nullopt;

@@ -137,6 +137,17 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
       add("cp " + std::to_string(p.cp) + " (context parallelism: s/" + std::to_string(p.cp) +
               " of each sequence's activations per GPU)",
           p);
+    // DeepSpeed-Ulysses: the same division of the activations by all-to-alls
+    // over heads (check_plan refuses what the heads or the engine do not allow).
+    if (base.cp == 1 && !base.sequence_parallel) {
+      p = base;
+      p.dp /= 2;
+      p.grad_accum *= 2;
+      p.ulysses *= 2;
+      add("ulysses " + std::to_string(p.ulysses) + " (DeepSpeed-Ulysses: s/" + std::to_string(p.ulysses) +
+              " of each sequence's activations per GPU, all-to-all over heads)",
+          p);
+    }
   }
   if (base.dp > 1 && (base.zero_stage < 3 || base.recompute != Recompute::full) && !base.onebit_adam) {
     Plan p = base;

@@ -310,6 +310,13 @@ std::string deepspeed_launch(const PlanFile& pf, const std::string& config_path,
   a.insert(a.end(), {"--tensor-model-parallel-size", std::to_string(p.tp), "--pipeline-model-parallel-size",
                      std::to_string(p.pp)});
   if (p.pp == 1) a.emplace_back("--no-pipeline-parallel");
+  // DeepSpeed-Ulysses: Megatron-DeepSpeed's --ds-sequence-parallel-size
+  // (megatron/arguments.py; it asserts --deepspeed, which every launch here
+  // has, and refuses --sequence-parallel and --context-parallel-size with it,
+  // as check_plan_shape does). Any attention kernel: DistributedAttention
+  // wraps the local one. train_batch_size stays micro × accumulation × dp:
+  // DeepSpeed's config divides the world by the sequence-parallel size too.
+  if (p.ulysses > 1) a.insert(a.end(), {"--ds-sequence-parallel-size", std::to_string(p.ulysses)});
   if (pf.model) {
     auto m = model_arguments(*pf.model, file);
     a.insert(a.end(), m.begin(), m.end());

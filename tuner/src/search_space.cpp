@@ -126,6 +126,24 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
                      str(2 * *o.cp) + " load-balanced chunks, which do not divide the sequence length " +
                      str(m.seq_len) + "; expected 2·cp to divide " + str(m.seq_len));
   if (o.max_cp < 0) throw InputError("--max-cp: expected >= 1, got " + str(o.max_cp));
+  if (o.ulysses && *o.ulysses < 1) throw InputError("--ulysses: expected >= 1, got " + str(*o.ulysses));
+  if (o.ulysses && *o.ulysses > 1) {
+    if (o.engine == Engine::megatron || o.engine == Engine::fsdp)
+      throw InputError("--ulysses: " + to_string(o.engine) +
+                       " has no DeepSpeed-Ulysses (it splits sequences with context parallelism: --cp); expected "
+                       "--engine deepspeed or ztune");
+    if (o.cp && *o.cp > 1)
+      throw InputError("--ulysses: DeepSpeed-Ulysses and context parallelism (--cp " + str(*o.cp) +
+                       ") do not combine (Megatron-DeepSpeed refuses both); pin one of them");
+    if (m.seq_len % *o.ulysses != 0)
+      throw InputError("--ulysses: " + str(*o.ulysses) + " Ulysses ranks do not divide the sequence length " +
+                       str(m.seq_len));
+    if (m.heads % *o.ulysses != 0 || m.kv_heads % *o.ulysses != 0)
+      throw InputError("--ulysses: " + str(*o.ulysses) + " Ulysses ranks do not divide the model's " +
+                       str(m.heads) + " heads and " + str(m.kv_heads) +
+                       " KV heads (the all-to-all scatters whole heads)");
+  }
+  if (o.max_ulysses < 0) throw InputError("--max-ulysses: expected >= 1, got " + str(o.max_ulysses));
   if (o.zero_stage && (*o.zero_stage < 0 || *o.zero_stage > 3))
     throw InputError("--zero: expected 0, 1, 2 or 3, got " + str(*o.zero_stage));
   gpu_counts_ = device_counts(o, c.total_gpus());
@@ -169,8 +187,9 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
     const std::vector<int> divs = divisors(g);
     for (int tp : divs) {
       if (o.tp && tp != *o.tp) continue;
-      for (int cp : context_parallel_degrees(g / tp)) {
-        const int rest = g / tp / cp;
+      for (int cp : context_parallel_degrees(g / tp))
+      for (int u : cp == 1 ? ulysses_degrees(tp, g / tp) : std::vector<int>{1}) {
+        const int rest = g / tp / cp / u;
         for (int pp : divs) {
           if (pp > rest) break;
           if (rest % pp != 0) continue;
@@ -179,6 +198,7 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
           l.gpus = g;
           l.tp = tp;
           l.cp = cp;
+          l.ulysses = u;
           l.pp = pp;
           l.dp = rest / pp;
           // dp must divide the global batch: micro_batch × grad_accum × dp = B is
@@ -213,6 +233,26 @@ std::vector<int> SearchSpace::context_parallel_degrees(int rest) const {
   return out;
 }
 
+std::vector<int> SearchSpace::ulysses_degrees(int tp, int rest) const {
+  const Transformer& m = *model_;
+  const int kv_local = m.kv_heads >= tp ? m.kv_heads / tp : 1;
+  auto fits = [&](int u) {
+    return rest % u == 0 && m.seq_len % u == 0 && m.heads % (tp * u) == 0 && kv_local % u == 0;
+  };
+  if (options_.ulysses) {
+    if (!fits(*options_.ulysses)) return {};
+    return {*options_.ulysses};
+  }
+  if (options_.engine == Engine::megatron || options_.engine == Engine::fsdp) return {1};
+  const int limit = options_.max_ulysses > 0                    ? options_.max_ulysses
+                    : m.seq_len >= kContextParallelMinSeq ? kContextParallelMaxDefault
+                                                                : 1;
+  std::vector<int> out{1};
+  for (int u = 2; u <= limit && u <= rest; ++u)
+    if (fits(u)) out.push_back(u);
+  return out;
+}
+
 void SearchSpace::classify(Layout& l) const {
   const int per_node = cluster_->node.gpus;
   if (!options_.allow_tp_across_nodes && (l.tp > per_node || per_node % l.tp != 0)) {
@@ -224,6 +264,7 @@ void SearchSpace::classify(Layout& l) const {
   rep.tp = l.tp;
   rep.pp = l.pp;
   rep.cp = l.cp;
+  rep.ulysses = l.ulysses;
   // Only the layout's shape is judged here: one sequence per replica (the batch
   // itself may not fit a plan's int fields: --global-batch 2^32).
   rep.global_batch = l.dp;
@@ -260,7 +301,7 @@ std::vector<StateChoice> SearchSpace::states(const Layout& l) const {
 
 std::vector<StateChoice> SearchSpace::all_states(const Layout& l) const {
   // Context-parallel ranks hold the same weights: ZeRO partitions over dp × cp.
-  const bool partitioned = l.dp * l.cp > 1;
+  const bool partitioned = l.dp * l.cp * l.ulysses > 1;
   std::vector<StateChoice> out;
   out.push_back({0, OffloadTarget::none, OffloadTarget::none, false, false});
   if (l.cp > 1) {
@@ -272,7 +313,8 @@ std::vector<StateChoice> SearchSpace::all_states(const Layout& l) const {
     }
     return out;
   }
-  if (options_.include_onebit_adam && partitioned)
+  // DeepSpeed-Ulysses without 1-bit Adam or ZeRO++ (check_plan_shape).
+  if (options_.include_onebit_adam && partitioned && l.ulysses == 1)
     out.push_back({0, OffloadTarget::none, OffloadTarget::none, true, false});
   if (partitioned) out.push_back({1, OffloadTarget::none, OffloadTarget::none, false, false});
   if (l.pp > 1) return out;  // pipelining: ZeRO 0/1 and no offload (check_plan)
@@ -285,7 +327,7 @@ std::vector<StateChoice> SearchSpace::all_states(const Layout& l) const {
   if (offload) targets.push_back(OffloadTarget::cpu);
   if (nvme) targets.push_back(OffloadTarget::nvme);
   for (bool zpp : {false, true}) {
-    if (zpp && (!options_.include_zeropp || !partitioned)) continue;
+    if (zpp && (!options_.include_zeropp || !partitioned || l.ulysses > 1)) continue;
     for (OffloadTarget opt : targets)
       for (OffloadTarget par : targets)
         if (partitioned || opt != OffloadTarget::none || par != OffloadTarget::none)
@@ -326,6 +368,9 @@ std::vector<int> SearchSpace::micro_batches_for(const Layout& l, const ScheduleC
 std::vector<ActivationSplit> SearchSpace::activation_splits(const Layout& l) const {
   if (l.tp < 2) return {ActivationSplit::none};
   const bool pa = options_.engine == Engine::deepspeed || options_.engine == Engine::megatron;
+  // Megatron's sequence parallelism does not combine with Ulysses (check_plan_shape).
+  if (l.ulysses > 1) return pa ? std::vector<ActivationSplit>{ActivationSplit::none, ActivationSplit::partitioned}
+                               : std::vector<ActivationSplit>{ActivationSplit::none};
   if (!pa) return {ActivationSplit::none, ActivationSplit::sequence_parallel};
   return {ActivationSplit::none, ActivationSplit::sequence_parallel, ActivationSplit::partitioned};
 }

@@ -9,9 +9,10 @@
 
 namespace ztune::executor {
 
-enum class CollKind : std::uint8_t { all_reduce, reduce_scatter, all_gather, broadcast, send, recv, barrier, count };
+enum class CollKind : std::uint8_t {
+  all_reduce, reduce_scatter, all_gather, broadcast, send, recv, barrier, all_to_all, count };
 inline constexpr std::array<const char*, static_cast<std::size_t>(CollKind::count)> kCollKindNames{
-    "all_reduce", "reduce_scatter", "all_gather", "broadcast", "send", "recv", "barrier"};
+    "all_reduce", "reduce_scatter", "all_gather", "broadcast", "send", "recv", "barrier", "all_to_all"};
 
 /// nccl-tests' bus-bandwidth factor for a collective over n ranks.
 double bus_factor(CollKind kind, int n);

@@ -52,6 +52,10 @@ class Communicator {
   RequestPtr send_async(const float* buf, std::size_t n, int peer, int tag);
   void recv(float* buf, std::size_t n, int peer, int tag);
   RequestPtr recv_async(float* buf, std::size_t n, int peer, int tag);
+  /// recv[r·count, (r+1)·count) ← rank r's send[rank·count, (rank+1)·count):
+  /// every rank sends block r of its buffer to rank r (nccl-tests' all-to-all;
+  /// S = count·size). Built from the point-to-point primitives; send ≠ recv.
+  void all_to_all(const float* send, float* recv, std::size_t count);
   void barrier();
   /// Sums (or maxes) doubles: losses, norms, counters. Not counted in stats.
   virtual void all_reduce_doubles(double* buf, std::size_t n, ReduceOp op) = 0;

@@ -31,6 +31,7 @@
 #include "ztune/executor/param_store.hpp"
 #include "ztune/executor/process_groups.hpp"
 #include "ztune/executor/ring_attention.hpp"
+#include "ztune/executor/ulysses_attention.hpp"
 #include "ztune/kernels/block_sparse_layout.hpp"
 #include "ztune/model/plan.hpp"
 #include "ztune/model/transformer.hpp"
@@ -136,6 +137,7 @@ class GptStage {
   std::optional<kernels::BlockLayout> sparse_;  // the plan's block-sparse layout (one for all heads)
   bool flash_ = false;  // the plan's attention kernel is flash (att holds the log-sum-exp)
   std::unique_ptr<RingAttention> ring_;  // context parallelism (plan cp > 1): T_ = seq_len/cp rows per sequence
+  std::unique_ptr<UlyssesAttention> ulysses_;  // DeepSpeed-Ulysses (plan ulysses > 1): T_ = seq_len/u contiguous rows
   /// The model's sliding attention window (0: the whole causal prefix).
   [[nodiscard]] int window() const { return m_.windowed() ? m_.attention_window : 0; }
   std::vector<std::int32_t> positions_;         // position of each of the N rows

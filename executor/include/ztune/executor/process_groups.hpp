@@ -7,6 +7,10 @@
 // Context-parallel ranks hold the same weights, so the data-parallel group of
 // the weights (`dp`: gradient reduction, ZeRO partitions) is their dp × cp
 // ranks, its rank dp_rank · cp + cp_rank; `cp` rings the attention's K/V.
+// DeepSpeed-Ulysses ranks (never with cp > 1: check_plan_shape) take cp's
+// place in this order, contiguous after tp: the slot's size is cp × ulysses
+// (seq()), cp_rank is the rank in it, and with ulysses > 1 `ulysses` points at
+// that group (the all-to-all over heads) and ulysses_rank repeats cp_rank.
 #include <memory>
 #include <vector>
 
@@ -22,14 +26,18 @@ struct GroupShape {
   int ranks_per_node = 0;  // consecutive world ranks per node; 0 = all on one node
   std::vector<int> stage_layers{};  // blocks per pipeline stage (the plan's); empty = balanced (plan.hpp)
   int cp = 1;  // context-parallel ranks per sequence (ring attention); last, so older initialisers stay valid
-  [[nodiscard]] int world() const { return dp * tp * cp * pp; }
+  int ulysses = 1;  // DeepSpeed-Ulysses ranks per sequence (all-to-all over heads); never with cp > 1
+  /// Ranks of the sequence slot: cp or ulysses ranks.
+  [[nodiscard]] int seq() const { return cp * ulysses; }
+  [[nodiscard]] int world() const { return dp * tp * seq() * pp; }
 };
 
 struct Coordinates {
   int dp_rank = 0;
   int tp_rank = 0;
   int pp_rank = 0;
-  int cp_rank = 0;
+  int cp_rank = 0;       // rank in the sequence slot (cp or Ulysses ranks)
+  int ulysses_rank = 0;  // = cp_rank when the slot holds Ulysses ranks, else 0
 };
 
 /// (dp, tp, pp, cp) coordinates of a world rank.
@@ -42,6 +50,7 @@ struct ProcessGroups {
   Communicator* world = nullptr;         // not owned
   std::unique_ptr<Communicator> dp;      // same tp and pp coordinates: the dp × cp ranks of the weights
   std::unique_ptr<Communicator> cp;      // same dp, tp and pp coordinates (rank = cp rank): the attention ring
+  Communicator* ulysses = nullptr;       // cp.get() when the slot holds Ulysses ranks (all-to-all), else nullptr
   std::unique_ptr<Communicator> tp;      // same dp and pp coordinates
   std::unique_ptr<Communicator> pp;      // same dp and tp coordinates (rank = stage)
   std::unique_ptr<Communicator> embed;   // first and last stage of one pipeline (tied

@@ -16,7 +16,8 @@ namespace ztune::gui {
 QString mem_line_label(std::size_t i);
 /// Label of TimePart #i ("Forward", "DP communication", ...).
 QString time_part_label(std::size_t i);
-/// "dp16 · tp8 · pp2" (" · cp2" after tp with context parallelism; + " · v2" with
+/// "dp16 · tp8 · pp2" (" · cp2" after tp with context parallelism, " · u4" with
+/// DeepSpeed-Ulysses; + " · v2" with
 /// virtual stages, " · SP" with sequence parallelism).
 QString layout_label(const Plan& p);
 /// "—", "optimizer → CPU", "params → CPU", "opt → NVMe, params → CPU", "opt + params → NVMe".

@@ -101,6 +101,7 @@ struct GroupPlacement {
 struct GroupLayout {
   GroupPlacement tp;
   GroupPlacement cp;
+  GroupPlacement ulysses;  // DeepSpeed-Ulysses ranks, next to tp like cp (never both: check_plan_shape)
   GroupPlacement dp;
   GroupPlacement pp;
   bool pp_crosses_nodes = false;  // neighbouring stages on different nodes
@@ -159,6 +160,19 @@ struct LayerCost {
   double cp_fwd_s = 0;           // exposed: Σ max(0, exchange − block step)
   double cp_bwd_s = 0;           // exposed, plus the last dK/dV hop (nothing left to hide it)
   double cp_recompute_s = 0;     // the forward ring again when recomputation re-runs attention
+  // DeepSpeed-Ulysses (ulysses > 1; Jacobs et al. 2023 §3.1): before the
+  // attention core an all-to-all each for Q, K and V turns [s/u, heads] into
+  // [s, heads/u]; after it one turns the output back. Backward runs their
+  // transposes (the same four all-to-alls). nccl-tests S of each is the whole
+  // per-rank send buffer, b·(s/u)·width/t 16-bit elements, of which a rank
+  // sends (u−1)/u (bus_factor). Blocking: nothing computes while they move.
+  int ulysses_a2a_fwd = 0;       // all-to-alls per forward pass (4: Q, K, V, output)
+  int ulysses_a2a_bwd = 0;       // per backward pass (4: dO, dQ, dK, dV)
+  double ulysses_q_bytes = 0;    // S of the Q (and output) all-to-all: b·(s/u)·h/t elements
+  double ulysses_kv_bytes = 0;   // S of the K (and V) all-to-all: b·(s/u)·kv_dim/t elements
+  double ulysses_fwd_s = 0;      // link time of the forward all-to-alls (exposed: on the critical path)
+  double ulysses_bwd_s = 0;      // of the backward ones
+  double ulysses_recompute_s = 0;  // full recomputation repeats the forward's (selective re-runs only the core)
   // Host dispatch time of each pass (ops × profile host_op_s); a pass takes
   // max(GPU time incl. its blocking collectives, host time).
   double host_fwd_s = 0;

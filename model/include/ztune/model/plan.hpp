@@ -43,6 +43,14 @@ struct Plan {
   /// weights: gradients are reduced (and ZeRO partitions) over dp × cp. It
   /// consumes no batch: global_batch = micro_batch × grad_accum × dp.
   int cp = 1;
+  /// DeepSpeed-Ulysses sequence parallelism (Jacobs et al. 2023; Megatron-
+  /// DeepSpeed --ds-sequence-parallel-size): each sequence split over ulysses
+  /// ranks, s/u tokens each for every non-attention layer; an all-to-all
+  /// before attention turns Q, K, V from [s/u, all heads] into [s, heads/u],
+  /// another after it turns the output back. Ulysses ranks hold the same
+  /// weights: gradients are reduced (and ZeRO partitions) over dp × ulysses.
+  /// It consumes no batch. Not with cp or Megatron's sequence_parallel.
+  int ulysses = 1;
   int virtual_stages = 1;        // model chunks per pipeline stage (interleaved 1F1B)
   bool sequence_parallel = false;
   /// ZeRO-R's partitioned activation checkpoints, Pa (Rajbhandari et al. 2020,
@@ -79,17 +87,20 @@ struct Plan {
   /// (`stage_layer_count`), which is what every plan had before uneven stages.
   std::vector<int> stage_layers;
 
-  /// dp × tp × cp × pp in 64 bits, saturating at kPlanDevicesSaturated: never
+  /// dp × tp × cp × ulysses × pp in 64 bits, saturating at kPlanDevicesSaturated: never
   /// overflows, whatever the degrees (a plan file's are each up to 2^20).
   [[nodiscard]] std::int64_t devices() const;
   /// micro_batch × grad_accum × dp (what global_batch must equal), saturating likewise.
   [[nodiscard]] std::int64_t sequences_per_step() const;
   /// The same as an int, for plans whose devices() fit one: every plan that
   /// passed check_plan() or plan_from_json() (both refuse more than INT_MAX).
-  [[nodiscard]] int gpus() const { return dp * tp * cp * pp; }
+  [[nodiscard]] int gpus() const { return dp * tp * cp * ulysses * pp; }
   /// Ranks that hold the same weights: the data-parallel group of the
-  /// gradient reduction and of ZeRO's partitions (dp × cp; dp without cp).
-  [[nodiscard]] int dp_cp() const { return dp * cp; }
+  /// gradient reduction and of ZeRO's partitions (dp × cp × ulysses; dp
+  /// without sequence splitting).
+  [[nodiscard]] int dp_cp() const { return dp * cp * ulysses; }
+  /// Ranks one sequence is split over, for every non-attention layer: cp × ulysses.
+  [[nodiscard]] int seq_split() const { return cp * ulysses; }
   /// "dp4×tp8×pp2 z1 mb2×8 sel 1f1b" style one-line description.
   [[nodiscard]] std::string summary() const;
 };

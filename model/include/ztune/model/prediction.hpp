@@ -42,6 +42,7 @@ enum class TimePart : std::uint8_t {
   tp_comm,          // exposed tensor-parallel collectives
   pp_comm,          // exposed pipeline send/recv
   cp_comm,          // exposed context-parallel ring exchange of K/V (and dK/dV) beside the attention blocks
+  ulysses_comm,     // DeepSpeed-Ulysses all-to-alls of Q, K, V and the attention output (blocking)
   dp_comm,          // exposed data-parallel gradient reduction / ZeRO-1/2 gathers
   zero3_gather,     // exposed ZeRO-3 parameter all-gathers
   bubble,           // pipeline bubble
@@ -50,7 +51,7 @@ enum class TimePart : std::uint8_t {
   count
 };
 inline constexpr std::array<const char*, static_cast<std::size_t>(TimePart::count)> kTimePartNames{
-    "forward", "backward", "recompute", "optimizer", "tp_comm", "pp_comm", "cp_comm", "dp_comm",
+    "forward", "backward", "recompute", "optimizer", "tp_comm", "pp_comm", "cp_comm", "ulysses_comm", "dp_comm",
     "zero3_gather", "bubble", "offload_stall", "overhead"};
 
 struct MemoryPrediction {

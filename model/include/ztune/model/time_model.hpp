@@ -26,6 +26,7 @@ struct MicrobatchTimes {
   double tp_comm = 0;       // exposed tensor-parallel collectives
   double pp_comm = 0;       // exposed pipeline sends/receives
   double cp_comm = 0;       // exposed context-parallel ring exchanges (op_costs.hpp LayerCost::cp_*)
+  double ulysses_comm = 0;  // DeepSpeed-Ulysses all-to-alls (op_costs.hpp LayerCost::ulysses_*), all exposed
   double dp_comm = 0;       // exposed per-micro-batch reductions (ZeRO 2/3)
   double zero3_gather = 0;  // exposed ZeRO-3 all-gathers
   double offload = 0;       // exposed parameter fetches from host/NVMe
@@ -38,7 +39,7 @@ struct MicrobatchTimes {
   double tp_backward_link = 0;  // TP collectives' link time in the backward window (backward + recompute),
                                 // before link sharing: what the step's DP reduction can slow (link_sharing)
   [[nodiscard]] double total() const {
-    return forward + backward + recompute + tp_comm + pp_comm + cp_comm + dp_comm + zero3_gather + offload + overhead;
+    return forward + backward + recompute + tp_comm + pp_comm + cp_comm + ulysses_comm + dp_comm + zero3_gather + offload + overhead;
   }
 };
 /// CPU ranks beyond a node's cores time-share them (MPI ranks oversubscribed

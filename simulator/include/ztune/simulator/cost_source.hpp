@@ -28,6 +28,12 @@ struct LayerTimes {
   double cp_forward_s = 0;
   double cp_backward_s = 0;
   double cp_recompute_s = 0;
+  // DeepSpeed-Ulysses: the all-to-alls of Q, K, V and the output (op_costs.hpp
+  // LayerCost::ulysses_*), per pass; blocking, so on the compute stream. 0
+  // when ulysses = 1.
+  double ulysses_forward_s = 0;
+  double ulysses_backward_s = 0;
+  double ulysses_recompute_s = 0;
   // Host dispatch slower than the GPU: the pass takes max(GPU, host) and the
   // excess is waiting (0 when the GPU is the slower).
   double forward_overhead_s = 0;

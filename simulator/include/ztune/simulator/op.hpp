@@ -33,6 +33,7 @@ enum class OpKind : std::uint8_t {
   zero3_stall,       // compute-stream share of a prefetched ZeRO-3 gather (zero3_overlap_loss)
   offload_stall,     // compute-stream share of an offload copy behind the backward (offload_overlap_loss)
   cp_comm,           // context-parallel ring exchange the attention blocks do not hide (holds the compute stream)
+  ulysses_comm,      // DeepSpeed-Ulysses all-to-alls around attention (blocking: holds the compute stream)
   count
 };
 
@@ -58,7 +59,8 @@ enum class OpKind : std::uint8_t {
     case OpKind::dp_stall:
     case OpKind::zero3_stall:
     case OpKind::offload_stall:
-    case OpKind::cp_comm: return true;
+    case OpKind::cp_comm:
+    case OpKind::ulysses_comm: return true;
     default: return false;
   }
 }

@@ -39,6 +39,7 @@ enum class EngineRule : std::uint8_t {
   mg_zeropp,               // no ZeRO++
   mg_sparse,               // no block-sparse attention
   mg_cp_attention,         // context parallelism runs in Transformer Engine's fused attention only
+  mg_ulysses,              // no DeepSpeed-Ulysses (Megatron-LM/NeMo split sequences with cp)
   // PyTorch FSDP / torchtitan
   fs_zero1,                // sharding strategies: NO_SHARD (0), SHARD_GRAD_OP (2), FULL_SHARD (3); no ZeRO-1
   fs_nvme,                 // CPUOffload only: no NVMe, and it moves parameters with the optimizer (ZeRO-3)
@@ -46,6 +47,7 @@ enum class EngineRule : std::uint8_t {
   fs_zeropp,               // no ZeRO++
   fs_sparse,               // no block-sparse attention
   fs_cp_attention,         // torchtitan's context parallelism runs in SDPA's flash/efficient kernels only
+  fs_ulysses,              // no DeepSpeed-Ulysses (torchtitan splits sequences with context_parallel_degree)
   fs_partition_activations,  // no ZeRO-R Pa (torchtitan's TP splits activations with sequence parallelism)
   // ztune's own executor
   zt_partition_activations,  // no ZeRO-R Pa yet

@@ -53,6 +53,12 @@ struct SpaceOptions {
   /// search_space.hpp kContextParallelMinSeq; 1: none).
   std::optional<int> cp;
   int max_cp = 0;
+  /// Pin the DeepSpeed-Ulysses degree (--ulysses), or bound it (--max-ulysses;
+  /// 0: the default, as cp's: only from kContextParallelMinSeq tokens, up to
+  /// kContextParallelMaxDefault; 1: none). Only the deepspeed and ztune
+  /// engines run it (Megatron-LM/NeMo and FSDP split sequences with cp).
+  std::optional<int> ulysses;
+  int max_ulysses = 0;
 };
 
 /// Default 1-bit Adam warm-up as a fraction of the run: the 1-bit Adam paper

@@ -49,6 +49,7 @@ struct Layout {
   int tp = 1;
   int pp = 1;
   int cp = 1;  // context parallelism (context_parallel_degrees)
+  int ulysses = 1;  // DeepSpeed-Ulysses (ulysses_degrees; never with cp > 1)
   LayoutRule rejected = LayoutRule::none;
   std::string reason;       // check_plan's message when rejected by it
   std::int64_t plans = 0;   // plans inside this layout (also when rejected)
@@ -146,6 +147,11 @@ class SearchSpace {
   /// chunks), up to max_cp (0: 1 only below kContextParallelMinSeq tokens,
   /// else up to kContextParallelMaxDefault), or the --cp pin.
   [[nodiscard]] std::vector<int> context_parallel_degrees(int rest) const;
+  /// The DeepSpeed-Ulysses degrees searched for `rest` = devices / tp ranks
+  /// (with cp 1): the divisors u of rest that divide the sequence, the heads
+  /// per tp rank and the KV heads per tp rank, up to max_ulysses (0: as cp's
+  /// default), or the --ulysses pin; {1} for engines without Ulysses.
+  [[nodiscard]] std::vector<int> ulysses_degrees(int tp, int rest) const;
   /// Micro-batches usable with `s`: interleaving needs grad_accum divisible by pp.
   [[nodiscard]] std::vector<int> micro_batches_for(const Layout& l, const ScheduleChoice& s) const;
 
@@ -185,6 +191,7 @@ void SearchSpace::for_each_plan(const Layout& l, F&& f) const {
   p.tp = l.tp;
   p.pp = l.pp;
   p.cp = l.cp;
+  p.ulysses = l.ulysses;
   // Megatron-LM states uneven stages by their ends only: where pp does not
   // divide the layers its plans carry the partition it can run (once per
   // layout, not per plan); other engines balance as DeepSpeed's uniform split.
