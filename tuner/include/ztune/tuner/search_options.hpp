@@ -53,6 +53,9 @@ struct SpaceOptions {
   /// search_space.hpp kContextParallelMinSeq; 1: none).
   std::optional<int> cp;
   int max_cp = 0;
+  /// Pin hybrid sharding (--dp-shard): only ZeRO-3 plans sharded in groups of
+  /// this many data-parallel ranks.
+  std::optional<int> dp_shard;
 };
 
 /// Default 1-bit Adam warm-up as a fraction of the run: the 1-bit Adam paper
