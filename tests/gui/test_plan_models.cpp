@@ -101,3 +101,16 @@ TEST_CASE("context parallelism shows in the layout, after tp, and sorts there", 
         model.index(1, PlanTableModel::layout).data(PlanTableModel::SortRole).toInt());
   CHECK(model.index(1, PlanTableModel::layout).data().toString() == "dp8 · tp2 · pp1");
 }
+
+TEST_CASE("hybrid sharding shows in the layout as the shard group size", "[gui][models][hsdp]") {
+  PlanTableModel model;
+  auto plans = four_plans();
+  plans[0].plan.dp = 8;
+  plans[0].plan.zero_stage = 3;
+  plans[0].plan.dp_shard = 4;
+  model.set_plans(plans, 1e12);
+  CHECK(model.index(0, PlanTableModel::layout).data().toString() == "dp8 · tp2 · pp1 · shard4");
+  plans[0].plan.dp_shard = 0;
+  model.set_plans(plans, 1e12);
+  CHECK(model.index(0, PlanTableModel::layout).data().toString() == "dp8 · tp2 · pp1");
+}
