@@ -22,7 +22,11 @@ struct GroupShape {
   int ranks_per_node = 0;  // consecutive world ranks per node; 0 = all on one node
   std::vector<int> stage_layers{};  // blocks per pipeline stage (the plan's); empty = balanced (plan.hpp)
   int cp = 1;  // context-parallel ranks per sequence (ring attention); last, so older initialisers stay valid
+  // Hybrid sharding: ZeRO's partitions over groups of dp_shard consecutive
+  // ranks of the weights' dp × cp group, replicated across them; 0 = one group.
+  int dp_shard = 0;
   [[nodiscard]] int world() const { return dp * tp * cp * pp; }
+  [[nodiscard]] bool hybrid() const { return dp_shard > 0 && dp_shard < dp * cp; }
 };
 
 struct Coordinates {
@@ -41,6 +45,9 @@ struct ProcessGroups {
   Coordinates coords;
   Communicator* world = nullptr;         // not owned
   std::unique_ptr<Communicator> dp;      // same tp and pp coordinates: the dp × cp ranks of the weights
+                                         // (with hybrid sharding: the dp_shard ranks of this one's shard group)
+  std::unique_ptr<Communicator> replica; // hybrid sharding: the ranks holding the same partition (one per
+                                         // shard group, rank = shard group index); nullptr without it
   std::unique_ptr<Communicator> cp;      // same dp, tp and pp coordinates (rank = cp rank): the attention ring
   std::unique_ptr<Communicator> tp;      // same dp and pp coordinates
   std::unique_ptr<Communicator> pp;      // same dp and tp coordinates (rank = stage)
