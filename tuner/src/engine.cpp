@@ -75,8 +75,8 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
      "sequence parallelism splits them)"},
     {"megatron: no hybrid sharding",
      "Megatron-LM's distributed optimizer shards the optimizer states (ZeRO-1) over the whole data-parallel "
-     "group; it has no ZeRO-3 sharded inside groups and replicated across them (plan.dp_shard): export to "
-     "fsdp (HYBRID_SHARD / torchtitan HSDP) or deepspeed (MiCS), or omit dp_shard"},
+     "group; it has no ZeRO-3 sharded inside groups and replicated across them (plan.dp_shard): run it with "
+     "PyTorch FSDP (HYBRID_SHARD, torchtitan HSDP) or DeepSpeed (MiCS: --format deepspeed), or omit dp_shard"},
 }};
 
 }  // namespace
