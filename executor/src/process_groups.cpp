@@ -32,7 +32,8 @@ ProcessGroups make_process_groups(Communicator& world, const GroupShape& shape, 
     // and reduce-scatters), replica groups across them (gradient all-reduce).
     const int replicas = wdp_size / shape.dp_shard;
     const int line = c.pp_rank * shape.tp + c.tp_rank;
-    g.dp = world.split(line * replicas + wdp / shape.dp_shard, wdp % shape.dp_shard, "dp_shard");
+    // Named "dp": it is the store's data-parallel group (the run record's key).
+    g.dp = world.split(line * replicas + wdp / shape.dp_shard, wdp % shape.dp_shard, "dp");
     g.replica = world.split(line * shape.dp_shard + wdp % shape.dp_shard, wdp / shape.dp_shard, "dp_replica");
   } else {
     g.dp = world.split(c.pp_rank * shape.tp + c.tp_rank, wdp, "dp");
