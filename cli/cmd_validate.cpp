@@ -61,7 +61,8 @@ void print_comparison(const ValidationReport& simulated, const ValidationReport&
 nlohmann::json report_json(const ValidationReport& r) {
   nlohmann::json cases = nlohmann::json::array();
   for (const auto& c : r.cases)
-    cases.push_back({{"source", c.source}, {"id", c.id}, {"metric", c.metric}, {"detail", c.detail}, {"assumed", c.assumed},
+    cases.push_back({{"source", c.source}, {"id", c.id}, {"metric", c.metric}, {"detail", c.detail},
+                     {"assumed", c.assumed},
                      {"gpu", c.gpu}, {"engine", c.engine}, {"published", c.published}, {"predicted", c.predicted},
                      {"error_pct", c.error_pct()}, {"optimism_pct", c.optimism_pct()},
                      {"tolerance_pct", c.tolerance_pct}, {"ok", c.ok()}});

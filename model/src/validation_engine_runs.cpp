@@ -121,8 +121,8 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     //  - "HSDP" with the sharding stated "within node" (PyTorch FSDP
     //    HYBRID_SHARD, fms-fsdp): shard groups of one node's data-parallel ranks.
     // What a row does not publish and ztune assumes is said in its detail.
-    const std::string sharding =
-        plan.contains("fsdp_sharding") && plan["fsdp_sharding"].is_string() ? plan["fsdp_sharding"].get<std::string>() : "";
+    const bool sharding_stated = plan.contains("fsdp_sharding") && plan["fsdp_sharding"].is_string();
+    const std::string sharding = sharding_stated ? plan["fsdp_sharding"].get<std::string>() : "";
     const int row_tp = whole(plan, "tp", where + ".plan").value_or(1);
     const int row_pp = whole(plan, "pp", where + ".plan").value_or(1);
     const auto per_node = whole(hw, "gpus_per_node", where + ".hardware");
@@ -166,8 +166,8 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     }
     if (dp_shard >= *dp * cp) dp_shard = 0;  // one group: plain ZeRO-3
     if (!stage_stated) {
-      skip("the sharding is not a ZeRO stage over all of dp (" + (sharding.empty() ? std::string("not stated") : sharding) +
-           ")");
+      skip("the sharding is not a ZeRO stage over all of dp (" +
+           (sharding.empty() ? std::string("not stated") : sharding) + ")");
       continue;
     }
     const auto mb = whole(plan, "micro_batch", where + ".plan");
