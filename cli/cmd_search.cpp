@@ -50,6 +50,7 @@ struct SearchFlags {
   int tp = 0, pp = 0, zero = -1;  // pins; 0 (tp, pp) or -1 (zero): not pinned
   int cp = 0, max_cp = 0;          // context parallelism: pin (0: not pinned) and bound (0: the default)
   int ulysses = 0, max_ulysses = 0;  // DeepSpeed-Ulysses: likewise
+  int dp_shard = 0;                // hybrid sharding pin (0: not pinned)
   bool onebit_adam = false, zeropp = false;
   int freeze_step = -1;  // -1: kOnebitWarmupFraction of the run
   std::string sparse_attention = "none";
@@ -109,6 +110,7 @@ nlohmann::json options_json(const SearchFlags& f, const SearchOptions& o) {
   if (f.max_cp > 0) j["max_cp"] = f.max_cp;
   if (f.ulysses > 0) j["ulysses"] = f.ulysses;
   if (f.max_ulysses > 0) j["max_ulysses"] = f.max_ulysses;
+  if (f.dp_shard > 0) j["dp_shard"] = f.dp_shard;
   return j;
 }
 
@@ -129,6 +131,7 @@ SearchOptions to_options(const SearchFlags& f) {
   o.space.max_cp = f.max_cp;
   if (f.ulysses > 0) o.space.ulysses = f.ulysses;
   o.space.max_ulysses = f.max_ulysses;
+  if (f.dp_shard > 0) o.space.dp_shard = f.dp_shard;
   if (f.zero >= 0) o.space.zero_stage = f.zero;
   o.space.max_plans = f.max_plans;
   o.space.include_onebit_adam = f.onebit_adam;
@@ -387,6 +390,10 @@ Command add_search(CLI::App& root) {
                   "sequences of 8192 tokens or more, else none; 1: none)")
       ->check(CLI::Range(1, 1 << 20));
   app->add_option("--zero", f->zero, "Search only plans with this ZeRO stage")->check(CLI::Range(0, 3));
+  app->add_option("--dp-shard", f->dp_shard,
+                  "Search only hybrid-sharded ZeRO-3 plans with shard groups of this many data-parallel ranks "
+                  "(default: the space tries one node's ranks and 2, 4, 8 nodes' where dp spans nodes)")
+      ->check(CLI::Range(1, 1 << 20));
   app->add_flag("--onebit-adam", f->onebit_adam, "Also search 1-bit Adam (compressed gradients)");
   app->add_flag("--zeropp", f->zeropp, "Also search ZeRO++ (quantized ZeRO-3 communication)");
   app->add_option("--freeze-step", f->freeze_step,

@@ -62,6 +62,7 @@ nlohmann::json report_json(const ValidationReport& r) {
   nlohmann::json cases = nlohmann::json::array();
   for (const auto& c : r.cases)
     cases.push_back({{"source", c.source}, {"id", c.id}, {"metric", c.metric}, {"detail", c.detail},
+                     {"assumed", c.assumed},
                      {"gpu", c.gpu}, {"engine", c.engine}, {"published", c.published}, {"predicted", c.predicted},
                      {"error_pct", c.error_pct()}, {"optimism_pct", c.optimism_pct()},
                      {"tolerance_pct", c.tolerance_pct}, {"ok", c.ok()}});
@@ -136,8 +137,14 @@ void print_balance(const ValidationReport& r) {
     for (const auto& k : r.skipped)
       std::printf("  %-22s %-48s %s\n", k.source.c_str(), k.id.c_str(), k.reason.c_str());
   }
-  std::size_t predicted = 0;
+  std::size_t predicted = 0, assumed = 0;
   for (const auto& c : r.cases) predicted += c.metric == "tokens_per_s_per_gpu" ? 1 : 0;
+  for (const auto& c : r.cases) assumed += c.assumed.empty() ? 0 : 1;
+  if (assumed > 0) {
+    std::printf("\n%zu runs predicted with what the row does not publish assumed:\n", assumed);
+    for (const auto& c : r.cases)
+      if (!c.assumed.empty()) std::printf("  %-22s %-48s %s\n", c.source.c_str(), c.id.c_str(), c.assumed.c_str());
+  }
   std::printf("coverage of engine_runs.json: %zu runs predicted, %zu not expressible\n", predicted, r.skipped.size());
 }
 

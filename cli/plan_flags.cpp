@@ -74,6 +74,11 @@ void PlanFlags::add_to(CLI::App& app) {
                  "attention (Megatron-DeepSpeed --ds-sequence-parallel-size)")
       ->check(Positive);
   app.add_option("--dp", dp, "Data-parallel degree (default: all remaining devices)")->check(Positive);
+  app.add_option("--dp-shard", dp_shard,
+                 "Hybrid sharding: ZeRO-3 shards inside groups of N data-parallel ranks, replicated across them "
+                 "(FSDP HYBRID_SHARD, torchtitan data_parallel_shard_degree, DeepSpeed mics_shard_size); needs "
+                 "--zero 3; N = all dp × cp ranks is plain ZeRO-3")
+      ->check(Positive);
   app.add_option("--zero", zero, "ZeRO stage")->check(CLI::Range(0, 3));
   app.add_option("--micro-batch", micro_batch, "Sequences per micro-batch")->check(Positive);
   app.add_option("--global-batch", global_batch, "Sequences per step (default: the model file's)")
@@ -145,6 +150,8 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
                      " exceeds the cluster's " + std::to_string(c.total_gpus()) + " devices");
   p.dp = dp > 0 ? dp : static_cast<int>(c.total_gpus() / model_ways);
   p.zero_stage = zero;
+  // One shard group of all the weights' data-parallel ranks is plain ZeRO-3.
+  p.dp_shard = dp_shard > 0 && dp_shard == p.dp_cp() ? 0 : dp_shard;
   p.micro_batch = micro_batch;
   p.virtual_stages = virtual_stages;
   p.sequence_parallel = sequence_parallel;

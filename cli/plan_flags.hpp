@@ -45,6 +45,7 @@ struct PlanFlags {
   int tp = 1, pp = 1, dp = 0, zero = 0, micro_batch = 1, virtual_stages = 1;
   int cp = 1;  // context parallelism (Megatron-Core --context-parallel-size)
   int ulysses = 1;  // DeepSpeed-Ulysses (Megatron-DeepSpeed --ds-sequence-parallel-size)
+  int dp_shard = 0;  // hybrid sharding: ZeRO-3 inside groups of dp_shard ranks (0: all of dp × cp)
   long long global_batch = 0;
   std::string recompute = "none", schedule, offload_optimizer = "none", offload_params = "none", precision;
   bool sequence_parallel = false, partition_activations = false, onebit_adam = false, zeropp = false, no_overlap = false;

@@ -33,6 +33,7 @@ std::string layout_text(const Plan& p) {
   if (p.virtual_stages > 1) s += "×" + std::to_string(p.virtual_stages);
   if (p.cp > 1) s += " cp" + std::to_string(p.cp);  // context parallelism (dp×tp×pp×cp ranks)
   if (p.ulysses > 1) s += " u" + std::to_string(p.ulysses);  // DeepSpeed-Ulysses (dp×tp×pp×u ranks)
+  if (p.dp_shard > 0) s += " shard" + std::to_string(p.dp_shard);  // hybrid sharding: ZeRO-3 in groups of dp_shard
   return s;
 }
 

@@ -428,10 +428,18 @@ void ParamStore::finish_backward(bool last_micro) {
     }
   }
   pending_.clear();
+  // Hybrid sharding (MiCS' two-hop synchronisation): the shard group summed
+  // each micro-batch's gradients into their owners' partitions; at the
+  // accumulation boundary the partitions are summed across the replicas, the
+  // ranks that own the same piece in the other shard groups.
+  if (g_.replica != nullptr && last_micro && opt_.zero_stage >= 2)
+    g_.replica->all_reduce(grad_shards_.data(), grad_shards_.size());
 }
 
 double ParamStore::owned_grad_sq() {
   double s = 0;
+  // Hybrid sharding: every replica owns the same pieces; count one of them.
+  if (g_.replica != nullptr && g_.replica->rank() != 0) return s;
   for (auto& b : buckets_) {
     const std::size_t lo = static_cast<std::size_t>(dp_rank_) * b.piece, hi = lo + b.piece;
     const float* g = owned_grad_piece(b);

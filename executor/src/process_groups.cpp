@@ -28,7 +28,17 @@ ProcessGroups make_process_groups(Communicator& world, const GroupShape& shape, 
   // The weights' data-parallel rank: dp and cp ranks together (cp fastest).
   const int wdp = c.dp_rank * shape.seq() + c.cp_rank, wdp_size = shape.dp * shape.seq();
   const int dcp = wdp;  // index of the (dp, cp) pair, for the groups that span neither
-  g.dp = world.split(c.pp_rank * shape.tp + c.tp_rank, wdp, "dp");
+  if (shape.hybrid()) {
+    // Shard groups of dp_shard consecutive weights' dp ranks (ZeRO-3 gathers
+    // and reduce-scatters), replica groups across them (gradient all-reduce).
+    const int replicas = wdp_size / shape.dp_shard;
+    const int line = c.pp_rank * shape.tp + c.tp_rank;
+    // Named "dp": it is the store's data-parallel group (the run record's key).
+    g.dp = world.split(line * replicas + wdp / shape.dp_shard, wdp % shape.dp_shard, "dp");
+    g.replica = world.split(line * shape.dp_shard + wdp % shape.dp_shard, wdp / shape.dp_shard, "dp_replica");
+  } else {
+    g.dp = world.split(c.pp_rank * shape.tp + c.tp_rank, wdp, "dp");
+  }
   g.cp = world.split((c.pp_rank * shape.dp + c.dp_rank) * shape.tp + c.tp_rank, c.cp_rank,
                      shape.ulysses > 1 ? "ulysses" : "cp");
   if (shape.ulysses > 1) g.ulysses = g.cp.get();
@@ -36,7 +46,7 @@ ProcessGroups make_process_groups(Communicator& world, const GroupShape& shape, 
   g.pp = world.split(dcp * shape.tp + c.tp_rank, c.pp_rank, "pp");
   const bool ends = tied_embeddings && shape.pp > 1 && (g.first_stage() || g.last_stage());
   g.embed = world.split(ends ? dcp * shape.tp + c.tp_rank : -1, c.pp_rank, "embed");
-  if (shape.ranks_per_node > 0 && wdp_size > 1) {
+  if (shape.ranks_per_node > 0 && wdp_size > 1 && !shape.hybrid()) {
     const int node = world.rank() / shape.ranks_per_node;
     auto intra = g.dp->split(node, wdp, "dp_intra");
     auto inter = g.dp->split(intra->rank(), wdp, "dp_inter");

@@ -224,7 +224,7 @@ CpuEdgeWork cpu_edge_work(const Transformer& m, const Plan& p) {
 
 CpuKernelWork cpu_optimizer_work(const Transformer& m, const Plan& p, double params) {
   CpuKernelWork w;
-  const double owned = params / p.dp_cp();  // this data-parallel rank's piece of every bucket (dp × cp ranks)
+  const double owned = params / p.shard_group();  // this rank's piece of every bucket (dp × cp ranks, or dp_shard)
   const double part = p.zero_stage >= 1 ? owned : params;
   const int buckets = std::max(1, static_cast<int>(std::ceil(params / p.reduce_bucket_elems)));
   // ParamStore::owned_grad_sq: sum_squares over the owned piece of each tensor
@@ -232,7 +232,7 @@ CpuKernelWork cpu_optimizer_work(const Transformer& m, const Plan& p, double par
   // piece, about the stage's tensors ÷ dp (12 per GPT-2 block, plus the
   // embedding's 2 or the final norm's 2).
   const double tensors = 12.0 * max_stage_layers(p, m.layers) + 2.0 * (p.pp == 1 ? 2.0 : 1.0);  // the largest stage
-  add(w, kSumSquares, owned, std::max(1, static_cast<int>(std::lround(tensors / p.dp_cp()))));
+  add(w, kSumSquares, owned, std::max(1, static_cast<int>(std::lround(tensors / p.shard_group()))));
   // ParamStore::optimizer_step: AdamW once over everything (ZeRO 0) or once per
   // bucket over the owned piece (ZeRO ≥ 1). Gradient clipping's scale() runs
   // only in steps whose norm exceeds the clip and is not counted.

@@ -50,6 +50,17 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
       return "$.plan.sequence_parallel: micro_batch × seq_len / cp = " +
              s(static_cast<long>(p.micro_batch) * m.seq_len / p.cp) + " rows do not split over tp " + s(p.tp);
   }
+  // Hybrid sharding: shard and replica communicators (process_groups.cpp),
+  // trained and tested on the CPU backend.
+  if (p.dp_shard > 0) {
+    if (auto why = check_plan_shape(p, m); why && why->starts_with("$.dp_shard")) return in_plan_file(*why);
+    if (backend == ExecBackend::cuda)
+      return "$.plan.dp_shard: hybrid sharding runs on the CPU backend only; the CUDA backend's ZeRO-3 path is "
+             "not tested with shard and replica groups (expected dp_shard omitted)";
+    if (p.offload_optimizer != OffloadTarget::none || p.offload_params != OffloadTarget::none)
+      return "$.plan.dp_shard: the executor's hybrid sharding keeps the states on the device; offload with "
+             "dp_shard is not implemented (expected offload none)";
+  }
   if (backend == ExecBackend::cpu && p.precision != Precision::fp32)
     return "$.plan.precision: the CPU backend trains in fp32; got \"" + to_string(p.precision) +
            "\" (16-bit precision needs the CUDA backend)";

@@ -162,7 +162,7 @@ void cpu_executor_lines(const Transformer& m, const Plan& p, double psi, double 
   act += 2.0 * 4.0 * sbh / (p.sequence_parallel ? p.tp : 1.0);
   sm.gpu[idx(MemLine::activations)] = act;
   double buckets = 0;
-  if (p.dp_cp() > 1 && p.zero_stage >= 2) buckets += 4.0 * psi + 4.0 * psi / p.dp_cp();
+  if (p.dp_cp() > 1 && p.zero_stage >= 2) buckets += 4.0 * psi + 4.0 * psi / p.shard_group();
   if (p.pp > 1) buckets += (p.grad_accum + 1.0) * 4.0 * sbh / (p.sequence_parallel ? p.tp : 1.0);
   sm.gpu[idx(MemLine::comm_buckets)] = buckets;
   sm.gpu[idx(MemLine::logits)] =
@@ -196,12 +196,14 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   // Context-parallel ranks hold the same weights: ZeRO partitions over dp × cp
   // (Megatron-Core's distributed optimizer shards over its data-parallel group
   // with context parallelism, dp × cp ranks; parameters are not divided by cp).
-  ModelStateBytes st = model_state_bytes(psi, p.dp_cp(), p.zero_stage, opt.accounting);
+  // Hybrid sharding (plan.dp_shard): ZeRO-3's partitions over the shard group
+  // of dp_shard ranks, replicated across the dp × cp / dp_shard groups.
+  ModelStateBytes st = model_state_bytes(psi, p.shard_group(), p.zero_stage, opt.accounting);
   if (p.precision == Precision::fp32) {
     // Pure fp32 training (the CPU backend): 4-byte parameters and gradients, and
     // Adam keeps only momentum and variance (8 bytes) since the parameters are
     // already the fp32 master copy. Partitioning follows the same ZeRO stages.
-    const double n = std::max(1, p.dp_cp());
+    const double n = std::max(1, p.shard_group());
     st.params = p.zero_stage >= 3 ? 4.0 * psi / n : 4.0 * psi;
     st.grads = p.zero_stage >= 2 ? 4.0 * psi / n : 4.0 * psi;
     st.optimizer = p.zero_stage >= 1 ? 8.0 * psi / n : 8.0 * psi;
@@ -320,7 +322,7 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
     return sm;
   }
 
-  int communicators = (p.tp > 1) + (p.dp_cp() > 1) + (p.pp > 1) + (p.cp > 1) + (p.ulysses > 1);
+  int communicators = (p.tp > 1) + (p.dp_cp() > 1) + (p.pp > 1) + (p.cp > 1) + (p.ulysses > 1) + p.hybrid_sharded();
   sm.gpu[idx(MemLine::runtime)] = c.device_kind == DeviceKind::gpu
                                       ? kCudaContextBytes + communicators * kNcclBytesPerCommunicator
                                       : 0.0;
@@ -362,7 +364,7 @@ MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Clust
 
   // Host and NVMe per node: every GPU of the node the plan uses holds its own partition.
   const double psi = stage_params(m, p);
-  const double part = p.zero_stage >= 1 ? psi / p.dp_cp() : psi;
+  const double part = p.zero_stage >= 1 ? psi / p.shard_group() : psi;
   const double gpn = gpus_per_node_in_use(p, c);
   double host = 0, nvme = 0;
   if (p.offload_optimizer == OffloadTarget::cpu) {

@@ -155,6 +155,13 @@ GroupLayout place_groups(const Plan& p, const Cluster& c) {
   const int pp_fill = tpdp >= gpn ? 1 : gpn / tpdp;
   l.pp = {p.pp, std::max(1, std::min(p.pp, pp_fill))};
   l.pp_crosses_nodes = p.pp > 1 && l.pp.crosses_nodes();
+  // Hybrid sharding: shard groups of dp_shard consecutive dp ranks (so a node
+  // holds whole shard groups when dp_shard divides its dp ranks), replicas of
+  // stride dp_shard: as many share a node as it holds shard groups.
+  const int shard = p.shard_group();
+  const int replicas = p.shard_replicas();
+  l.shard = {shard, std::max(1, std::min(shard, tp_nodes_fill))};
+  l.replica = {replicas, std::max(1, std::min(replicas, tp_nodes_fill / shard))};
   return l;
 }
 
@@ -604,6 +611,11 @@ DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, c
   const double bucket = gbytes / d.buckets;
   const double per_bucket_ar = collective_time(Collective::all_reduce, bucket, l.dp, c, hw);
   const double per_bucket_rs = collective_time(Collective::reduce_scatter, bucket, l.dp, c, hw);
+  // Hybrid sharding (ZeRO-3 only, check_plan_shape): reduce-scatter in the
+  // shard group, then all-reduce of the bucket's partition across replicas.
+  const bool hybrid = p.hybrid_sharded();
+  const double hybrid_rs = hybrid ? collective_time(Collective::reduce_scatter, bucket, l.shard, c, hw) : 0.0;
+  const double hybrid_ar = hybrid_replica_allreduce_time(bucket, p, c, hw);
   const int ag_buckets = std::max(1, static_cast<int>(std::ceil(params / p.allgather_bucket_elems)));
   const double param_ag = ag_buckets * collective_time(Collective::all_gather, pbytes / ag_buckets, l.dp, c, hw);
   switch (p.zero_stage) {
@@ -627,6 +639,25 @@ DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, c
         // ZeRO++ qgZ: int4 hierarchical all-to-all instead of the reduce-scatter.
         d.per_microbatch_s = d.buckets * zeropp_gradient_reduce_time(bucket, p, c, hw);
         d.bytes_per_microbatch = kZeroppGradBytes * params;
+      } else if (hybrid) {
+        d.per_microbatch_s = d.buckets * hybrid_rs;
+        d.bytes_per_microbatch = gbytes;
+        d.replica_bytes = gbytes / p.shard_group();
+        d.replica_allreduce_s = d.buckets * hybrid_ar;
+        // FSDP reduces each module across replicas as its backward ends
+        // (HYBRID_SHARD: reduce-scatter then all-reduce per module); MiCS and
+        // ztune's executor all-reduce the accumulated partitions once, at the
+        // accumulation boundary.
+        d.replica_per_microbatch = hybrid_reduces_every_microbatch(hw);
+        if (d.replica_per_microbatch) {
+          d.per_microbatch_s += d.replica_allreduce_s;
+          d.bytes_per_microbatch += d.replica_bytes;
+          d.bytes_per_step = d.bytes_per_microbatch * p.grad_accum;
+        } else {
+          d.per_step_s = d.replica_allreduce_s;
+          d.bytes_per_step = d.bytes_per_microbatch * p.grad_accum + d.replica_bytes;
+        }
+        break;
       } else {
         d.per_microbatch_s = d.buckets * per_bucket_rs;
         d.bytes_per_microbatch = gbytes;
@@ -636,6 +667,14 @@ DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, c
   }
   return d;
 }
+
+double hybrid_replica_allreduce_time(double bucket_bytes, const Plan& p, const Cluster& c,
+                                     const HardwareProfile& hw) {
+  if (!p.hybrid_sharded()) return 0;
+  return collective_time(Collective::all_reduce, bucket_bytes / p.shard_group(), place_groups(p, c).replica, c, hw);
+}
+
+bool hybrid_reduces_every_microbatch(const HardwareProfile& hw) { return hw.engine.zero3_gather == GatherUnit::module; }
 
 int zero3_gathers_per_pass(const Transformer& m, const Plan& p, const HardwareProfile& hw) {
   const double params = stage_params(m, p);
@@ -656,7 +695,9 @@ Zero3GatherCost zero3_gather_cost(const Transformer& m, const Plan& p, const Clu
   z.bytes_per_pass = 2.0 * params;
   const int gathers = zero3_gathers_per_pass(m, p, hw);
   z.gathers = gathers;
-  z.fwd_s = gathers * collective_time(Collective::all_gather, z.bytes_per_pass / gathers, l.dp, c, hw);
+  // The gathers run in the shard group: all of dp × cp, or dp_shard ranks
+  // with hybrid sharding (usually inside a node, at its bandwidth).
+  z.fwd_s = gathers * collective_time(Collective::all_gather, z.bytes_per_pass / gathers, l.shard, c, hw);
   z.bwd_s = z.fwd_s;
   if (p.zeropp) {
     // ZeRO++: forward gathers int8 weights over the whole group (qwZ) with
@@ -685,7 +726,7 @@ double nvme_copy_time(double bytes, const Cluster& c, const HardwareProfile& hw)
 OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
   OptimizerCost o;
   const double params = stage_params(m, p);
-  const double part = p.zero_stage >= 1 ? params / p.dp_cp() : params;  // the GPU's optimizer partition
+  const double part = p.zero_stage >= 1 ? params / p.shard_group() : params;  // the GPU's optimizer partition
   const int gpn = gpus_per_node_in_use(p, c);
   if (p.offload_params != OffloadTarget::none) {
     // Each micro-batch fetches the GPU's 16-bit partition for forward and backward.
@@ -693,7 +734,7 @@ OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster&
     // module (ZeRO-Infinity's overlap-centric design, Rajbhandari et al. 2021
     // §6.2: the NVMe→CPU read of one parameter beside the CPU→GPU copy of the
     // previous), so the slower of the two bounds the fetch, as in the simulator.
-    const double fetch = 2.0 * (2.0 * params / p.dp_cp());
+    const double fetch = 2.0 * (2.0 * params / p.shard_group());
     o.zero3_param_fetch_s = pcie_copy_time(fetch, c, hw);
     if (p.offload_params == OffloadTarget::nvme)
       o.zero3_param_fetch_s = std::max(o.zero3_param_fetch_s, nvme_copy_time(fetch * gpn, c, hw));

@@ -79,6 +79,7 @@ std::string Plan::summary() const {
   if (cp > 1) os << "×cp" << cp;
   if (ulysses > 1) os << "×u" << ulysses;
   os << "×pp" << pp;
+  if (dp_shard > 0) os << " shard" << dp_shard;
   if (virtual_stages > 1) os << "×v" << virtual_stages;
   os << " z" << zero_stage;
   if (offload_optimizer != OffloadTarget::none) os << " opt→" << to_string(offload_optimizer);
@@ -218,6 +219,8 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   if (r.has("cp")) p.cp = static_cast<int>(r.integer("cp", 1, kMaxDegree));
   // Added with DeepSpeed-Ulysses (issue 19): absent means 1.
   if (r.has("ulysses")) p.ulysses = static_cast<int>(r.integer("ulysses", 1, kMaxDegree));
+  // Added with hybrid sharding (issue 19 item 4): absent means all of dp × cp.
+  if (r.has("dp_shard")) p.dp_shard = static_cast<int>(r.integer("dp_shard", 1, kMaxDegree));
   p.virtual_stages = static_cast<int>(r.integer("virtual_stages", 1, 1024));
   p.sequence_parallel = r.boolean("sequence_parallel");
   p.zero_stage = static_cast<int>(r.integer("zero_stage", 0, 3));
@@ -328,6 +331,7 @@ nlohmann::json plan_to_json(const Plan& p) {
   if (p.partition_activations) j["partition_activations"] = true;
   if (p.cp > 1) j["cp"] = p.cp;  // likewise: a plan without context parallelism is unchanged
   if (p.ulysses > 1) j["ulysses"] = p.ulysses;  // and one without Ulysses
+  if (p.dp_shard > 0) j["dp_shard"] = p.dp_shard;  // and one without hybrid sharding
   return j;
 }
 
@@ -505,6 +509,23 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
     return "$.offload: offload is not supported with pipeline parallelism";
   if (p.onebit_adam && p.zero_stage != 0) return "$.onebit_adam: 1-bit Adam needs zero_stage 0";
   if (p.zeropp && p.zero_stage != 3) return "$.zeropp: ZeRO++ needs zero_stage 3";
+  if (p.dp_shard > 0) {
+    // Hybrid sharding: ZeRO-3 inside groups of dp_shard, replicated across them.
+    const int n = p.dp_cp();
+    const std::string group = p.cp > 1 ? "dp × cp = " + s(n) : "dp " + s(n);
+    if (p.zero_stage != 3)
+      return "$.dp_shard: hybrid sharding shards parameters, gradients and optimizer states (FSDP HYBRID_SHARD, "
+             "DeepSpeed MiCS: ZeRO-3) inside groups of dp_shard ranks; needs zero_stage 3, got stage " +
+             s(p.zero_stage);
+    if (p.dp_shard >= n || n % p.dp_shard != 0 || p.dp_shard < 2)
+      return "$.dp_shard: " + s(p.dp_shard) + " ranks per shard group with " + group +
+             "; expected a divisor of " + s(n) + " from 2 to " + s(n / 2) +
+             " (omit dp_shard to shard over all " + s(n) + " ranks)";
+    if (p.zeropp)
+      return "$.dp_shard: ZeRO++ (hpZ) keeps its own node-local secondary copy beside a partition over all of dp; "
+             "hybrid sharding with ZeRO++ is not modelled; expected dp_shard omitted or zeropp false";
+    if (p.onebit_adam) return "$.dp_shard: 1-bit Adam needs zero_stage 0; expected dp_shard omitted";
+  }
   if (p.sparse_attention != SparseLayout::none && m.seq_len % p.sparse_block != 0)
     return "$.sparse_attention.block: " + s(p.sparse_block) + " does not divide the sequence length " + s(m.seq_len);
   if (m.windowed() && p.sparse_attention != SparseLayout::none)

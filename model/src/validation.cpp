@@ -124,6 +124,20 @@ std::vector<SourceSpec> read_spec(const std::string& path) {
       spec.overlap_comm = s.boolean("overlap_comm");
       spec.megatron_vocab = s.boolean("megatron_vocab");
       spec.tflops_convention = s.optional_choice("tflops_convention", {"megatron96", ""}, "");
+      if (auto a = s.optional_object("assumed")) {
+        for (const auto& [id, v] : s.raw("assumed").items()) {
+          auto row = a->object(id);
+          SourceSpec::Assumed x;
+          if (auto mb = row.optional_integer("micro_batch", 1, 1 << 20)) x.micro_batch = static_cast<int>(*mb);
+          x.global_batch = row.optional_integer("global_batch", 1, std::int64_t{1} << 40);
+          x.why = row.string("why");
+          if (!x.micro_batch && !x.global_batch)
+            throw row.error("why", "expected micro_batch or global_batch beside the reason");
+          row.finish();
+          spec.assumed.emplace(id, x);
+        }
+        a->finish();
+      }
     } else {
       spec.cluster = s.string("cluster");
     }

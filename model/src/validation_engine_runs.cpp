@@ -115,33 +115,77 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     // absent or null meaning 1. dp is the published data-parallel degree
     // (GPUs / (tp·pp·cp)); cp consumes no batch.
     const int cp = whole(plan, "cp", where + ".plan").value_or(1);
-    // What ztune cannot express yet.
-    if (auto r = whole(plan, "fsdp_replicas", where + ".plan"); r && *r > 1) {
-      skip("hybrid sharding (plan.fsdp_replicas " + std::to_string(*r) + "): ztune shards ZeRO-3 over all of dp");
-      continue;
+    // Hybrid sharding (ZeRO-3 inside groups, replicated across them: plan.dp_shard).
+    //  - plan.fsdp_replicas R (MaxText's dcn data parallelism over its fsdp
+    //    axis): shard groups of dp × cp / R ranks;
+    //  - "HSDP" with the sharding stated "within node" (PyTorch FSDP
+    //    HYBRID_SHARD, fms-fsdp): shard groups of one node's data-parallel ranks.
+    // What a row does not publish and ztune assumes is said in its detail.
+    const bool sharding_stated = plan.contains("fsdp_sharding") && plan["fsdp_sharding"].is_string();
+    const std::string sharding = sharding_stated ? plan["fsdp_sharding"].get<std::string>() : "";
+    const int row_tp = whole(plan, "tp", where + ".plan").value_or(1);
+    const int row_pp = whole(plan, "pp", where + ".plan").value_or(1);
+    const auto per_node = whole(hw, "gpus_per_node", where + ".hardware");
+    const auto replicas = whole(plan, "fsdp_replicas", where + ".plan");
+    auto gpus = whole(hw, "gpus_total", where + ".hardware");
+    auto dp = whole(plan, "dp", where + ".plan");
+    std::optional<double> stage_stated = number(plan, "zero_stage", where + ".plan");
+    int dp_shard = 0;
+    std::string assumed;
+    if (!gpus && !dp && per_node && contains(sharding, "HSDP") && contains(sharding, ">1 node")) {
+      // OLMo-core: the scripts' default launch is one node; the mesh is HSDP
+      // (shard within the node) only beyond it, so one node is full sharding.
+      gpus = *per_node;
+      dp = *per_node / (row_tp * row_pp * cp);
+      assumed = "GPU count assumed: the training scripts' default launch, 1 node × " + std::to_string(*per_node);
     }
-    const auto gpus = whole(hw, "gpus_total", where + ".hardware");
-    const auto dp = whole(plan, "dp", where + ".plan");
+    if (gpus && !dp && !stage_stated && per_node && contains(sharding, "FSDP+DP")) {
+      // dgxc PaxML: "FSDP+DP" with the DCN mesh data-parallel over nodes; the
+      // intra-node (ICI) mesh is not published: FSDP within the node assumed.
+      dp = *gpus / (row_tp * row_pp * cp);
+      stage_stated = 3;
+      if (*gpus > *per_node) dp_shard = *per_node / (row_tp * cp);
+      assumed = "sharding assumed: FSDP within the node of " + std::to_string(*per_node) +
+                " (the intra-node mesh is not published), data parallel across nodes";
+    }
     if (!gpus || !dp) {
       skip("the GPU count or the data-parallel degree is not published");
       continue;
     }
-    if (!plan.contains("zero_stage") || plan["zero_stage"].is_null()) {
+    if (!stage_stated && per_node && contains(sharding, "HSDP") && contains(sharding, "within node")) {
+      stage_stated = 3;
+      dp_shard = *per_node / (row_tp * cp);
+    }
+    if (replicas && *replicas > 1) {
+      if ((*dp * cp) % *replicas != 0) {
+        skip("hybrid sharding (plan.fsdp_replicas " + std::to_string(*replicas) + ") does not divide dp × cp " +
+             std::to_string(*dp * cp));
+        continue;
+      }
+      dp_shard = *dp * cp / *replicas;
+    }
+    if (dp_shard >= *dp * cp) dp_shard = 0;  // one group: plain ZeRO-3
+    if (!stage_stated) {
       skip("the sharding is not a ZeRO stage over all of dp (" +
-           (plan.contains("fsdp_sharding") && plan["fsdp_sharding"].is_string()
-                ? plan["fsdp_sharding"].get<std::string>()
-                : std::string("not stated")) +
-           ")");
+           (sharding.empty() ? std::string("not stated") : sharding) + ")");
       continue;
     }
-    const auto mb = whole(plan, "micro_batch", where + ".plan");
+    auto mb = whole(plan, "micro_batch", where + ".plan");
+    std::optional<std::int64_t> gb_assumed;
+    if (const auto a = spec.assumed.find(id); a != spec.assumed.end()) {
+      // validation.json states what the row leaves out, and why.
+      if (!mb && a->second.micro_batch) mb = a->second.micro_batch;
+      gb_assumed = a->second.global_batch;
+      assumed += (assumed.empty() ? "" : "; ") + a->second.why;
+    }
     if (!mb) {
       skip("the micro-batch is not published");
       continue;
     }
-    const int tp = whole(plan, "tp", where + ".plan").value_or(1);
-    const int pp = whole(plan, "pp", where + ".plan").value_or(1);
+    const int tp = row_tp;
+    const int pp = row_pp;
     auto gb = whole(plan, "global_batch", where + ".plan");
+    if (!gb && gb_assumed) gb = gb_assumed;
     if (!gb && *dp == 1) gb = *mb;  // one rank, no accumulation stated: the micro-batch is the batch
     if (!gb) {
       skip("the global batch is not published");
@@ -194,10 +238,11 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
       continue;
     }
     p.grad_accum = static_cast<int>(p.global_batch / (static_cast<std::int64_t>(p.micro_batch) * p.dp));
-    const auto stage = number(plan, "zero_stage", where + ".plan");
+    const auto stage = stage_stated;
     if (*stage < 0 || *stage > 3 || std::floor(*stage) != *stage)
       throw InputError(where + ".plan.zero_stage: expected 0, 1, 2 or 3");
     p.zero_stage = static_cast<int>(*stage);
+    p.dp_shard = dp_shard;
     const std::string rc = text(plan, "recompute", where + ".plan");
     p.recompute = rc == "full" ? Recompute::full : rc == "selective" ? Recompute::selective : Recompute::none;
     if (rc != "full" && rc != "selective" && rc != "none")
@@ -256,6 +301,7 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     vc.id = id;
     vc.metric = "tokens_per_s_per_gpu";
     vc.detail = describe(m, p);
+    vc.assumed = assumed;
     vc.gpu = c.node.gpu.name;
     vc.engine = spec.engine;
     vc.published = published;
@@ -265,6 +311,7 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     const bool compiled_run = (contains(engine_text, "torch.compile") && !contains(engine_text, "no torch.compile")) ||
                               contains(engine_text, "xla") || contains(engine_text, "fused kernels");
     if (compiled_run) vc.detail += " compiled";
+    if (!assumed.empty()) vc.detail += " [" + assumed + "]";
     const double iteration = ctx.time(m, p, c, spec.engine, compiled_run).iteration_s;
     vc.predicted = iteration > 0 ? tokens_per_step / iteration / *gpus : 0;
     vc.tolerance_pct = spec.case_tolerance_pct.value_or(0);

@@ -31,6 +31,14 @@ struct SourceSpec {
   std::string tflops_convention;
   std::optional<double> case_tolerance_pct;  // nullopt: "printed_precision"
   double mape_tolerance_pct = 0;
+  // engine_runs: what a row does not publish, stated in validation.json with
+  // the reason (a sibling row's setting, the source's text): row id → value.
+  struct Assumed {
+    std::optional<int> micro_batch;
+    std::optional<std::int64_t> global_batch;
+    std::string why;
+  };
+  std::map<std::string, Assumed> assumed;
 };
 
 struct Context {

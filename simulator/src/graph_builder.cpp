@@ -19,6 +19,8 @@ Placement placement_of(const Plan& p, const Cluster& c) {
   Placement w;
   w.tp_crosses_nodes = p.tp > per_node;
   w.dp_crosses_nodes = stage_ranks > per_node;
+  // Hybrid sharding: shard groups of dp_shard consecutive weights' dp ranks.
+  w.shard_crosses_nodes = p.tp * p.shard_group() > per_node;
   w.boundary_crosses_nodes.resize(static_cast<std::size_t>(p.pp));
   for (int s = 0; s < p.pp; ++s) {
     const int next = (s + 1) % p.pp;  // the last entry is the interleaved wrap-around p−1 → 0
@@ -119,6 +121,7 @@ class Builder {
   int group_ = 1;
   bool host_optimizer_ = false;
   bool zero3_ = false;
+  bool last_microbatch_ = false;  // the backward being built is the step's last micro-batch's
   int prefetch_depth_ = 0;
   OpGraph g_;
   std::vector<Streams> streams_;
@@ -356,7 +359,8 @@ class Builder {
     // With dp = 1 there is nothing to gather: the op only marks the fetched
     // parameters as resident.
     const bool gathers = plan_.dp_cp() > 1;
-    Op op = make(OpKind::zero3_gather, s, dp_level(), gathers ? costs_.zero3_gather_s(params, backward) : 0.0);
+    Op op = make(OpKind::zero3_gather, s, level(where_.shard_crosses_nodes),
+                 gathers ? costs_.zero3_gather_s(params, backward) : 0.0);
     op.bytes = gathers ? costs_.zero3_gather_bytes(params, backward) : 0.0;
     if (prefetch_depth_ > 0) stall(s, OpKind::zero3_stall, op.duration_s, costs_.zero3_overlap_loss());
     op.gathered_param_delta = bytes;
@@ -416,6 +420,7 @@ class Builder {
   }
 
   void backward_step(int s, const PipeAction& st, bool reduce) {
+    last_microbatch_ = st.microbatch == microbatches_ - 1;
     const int j = vstage_of(s, st.chunk);
     OpId first = kNone;
     if (j == vstages_ - 1) {
@@ -532,14 +537,26 @@ class Builder {
     if (plan_.dp_cp() > 1 && !onebit()) {
       const auto kind = plan_.zero_stage == 0 ? DpCollective::all_reduce : DpCollective::reduce_scatter;
       const double t = plan_.zero_stage == 3 ? costs_.zero3_reduce_s(bytes) : costs_.dp_collective_s(kind, bytes);
-      Op op = make(OpKind::dp_reduce, s, dp_level(), t);
+      const bool hybrid = plan_.zero_stage == 3 && plan_.hybrid_sharded();
+      Op op = make(OpKind::dp_reduce, s, hybrid ? level(where_.shard_crosses_nodes) : dp_level(), t);
       op.bytes = bytes;
       reduced = add_chained(op, st.dp);
       if (after != kNone) add_dependency(g_, after, reduced);
       if (plan_.overlap_comm) stall(s, OpKind::dp_stall, t, costs_.dp_overlap_loss());
+      // Hybrid sharding: the reduce-scattered partition summed across the
+      // replicas over the nodes' NICs, after every micro-batch's reduction
+      // (FSDP) or only the last one's (MiCS: the accumulation boundary).
+      if (hybrid && (costs_.replica_reduce_every_microbatch() || last_microbatch_)) {
+        const double r = costs_.replica_reduce_s(bytes);
+        Op ar = make(OpKind::dp_reduce, s, dp_level(), r);
+        ar.bytes = bytes / plan_.shard_group();
+        reduced = add_chained(ar, st.dp);
+        if (plan_.overlap_comm) stall(s, OpKind::dp_stall, r, costs_.dp_overlap_loss());
+      }
     }
     if (!host_optimizer_) return reduced;
-    const double partition = plan_.zero_stage >= 1 ? bytes / plan_.dp : bytes;
+    const double partition =
+        plan_.zero_stage >= 1 ? bytes / (plan_.hybrid_sharded() ? plan_.shard_group() : plan_.dp) : bytes;
     Op copy = make(OpKind::pcie_d2h, s, ResourceKind::pcie_d2h, costs_.pcie_s(partition));
     copy.bytes = partition;
     if (plan_.overlap_comm) stall(s, OpKind::offload_stall, copy.duration_s, costs_.offload_overlap_loss());
@@ -566,7 +583,8 @@ class Builder {
   void optimizer_step(int s) {
     Streams& st = streams_[static_cast<std::size_t>(s)];
     const double params = stage_params(s);
-    const double partition = plan_.zero_stage >= 1 ? params / plan_.dp : params;
+    const double partition =
+        plan_.zero_stage >= 1 ? params / (plan_.hybrid_sharded() ? plan_.shard_group() : plan_.dp) : params;
     OpId updated = kNone;  // after which the updated parameters are on the GPU
     overhead(s, nullptr, -1, -1, costs_.step_overhead_s());
     if (onebit()) {

@@ -74,7 +74,7 @@ ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Clus
   embedding_sync_s_ = dp_sync_cost(m, p, c, hw).embedding_sync_s;
   optimizer_ = optimizer_cost(m, p, c, hw);
   const double params = stage_params(m, p);
-  optimizer_params_ = p.zero_stage >= 1 ? params / p.dp_cp() : params;
+  optimizer_params_ = p.zero_stage >= 1 ? params / p.shard_group() : params;
   stage_params_ = params;
   if (p.onebit_adam && p.dp_cp() > 1) {
     const OnebitAdamCost ob = onebit_adam_cost(m, p, c, hw);
@@ -84,6 +84,9 @@ ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Clus
 }
 
 double ModelCostSource::zero3_gather_s(double params, bool backward) const {
+  // Hybrid sharding: the gathers run in the shard group (op_costs place_groups).
+  if (plan_.hybrid_sharded())
+    return collective_time(Collective::all_gather, params * param_bytes_per_param(), layout_.shard, cluster_, hw_);
   if (!plan_.zeropp) return CostSource::zero3_gather_s(params, backward);
   if (backward) {
     // hpZ: the secondary partition lives inside the node.
@@ -100,9 +103,18 @@ double ModelCostSource::zero3_gather_bytes(double params, bool backward) const {
 }
 
 double ModelCostSource::zero3_reduce_s(double bytes) const {
+  // Hybrid sharding: the reduce-scatter in the shard group; the replicas'
+  // all-reduce is its own op (replica_reduce_s).
+  if (plan_.hybrid_sharded()) return collective_time(Collective::reduce_scatter, bytes, layout_.shard, cluster_, hw_);
   if (!plan_.zeropp) return CostSource::zero3_reduce_s(bytes);
   return zeropp_gradient_reduce_time(bytes, plan_, cluster_, hw_);
 }
+
+double ModelCostSource::replica_reduce_s(double bytes) const {
+  return hybrid_replica_allreduce_time(bytes, plan_, cluster_, hw_);
+}
+
+bool ModelCostSource::replica_reduce_every_microbatch() const { return hybrid_reduces_every_microbatch(hw_); }
 
 // onebit_adam_cost times the most loaded stage; other stages scale with their
 // parameters (the exchange is bandwidth-bound, the kernels memory-bound).

@@ -76,8 +76,13 @@ TEST_CASE("validate --json reports every source; its exit code says whether each
   for (const auto& s : j.at("sources")) all_ok = all_ok && s.at("ok").get<bool>();
   CHECK(j.at("ok") == all_ok);
   CHECK(r.exit_code == (all_ok ? 0 : 1));
-  // 36 before context parallelism; its 17 NeMo Llama 3.1 rows (plan.cp 2) are predicted now.
-  CHECK(j.at("not_expressible").size() == 19);
+  // 36 before context parallelism; its 17 NeMo Llama 3.1 rows (plan.cp 2) are
+  // predicted now, and with hybrid sharding the 18 HSDP/OLMo-core/PaxML rows;
+  // left: DeepSpeed-Azure 530B, whose micro-batch is not published.
+  CHECK(j.at("not_expressible").size() == 1);
+  std::size_t assumed = 0;
+  for (const auto& c : j.at("cases")) assumed += c.at("assumed").get<std::string>().empty() ? 0 : 1;
+  CHECK(assumed == 11);  // OLMo-core's GPU count (7 rows), PaxML's intra-node mesh (4)
   CHECK(j.at("cells").size() >= 6);
   r = run_command(ztune_bin() + " validate --source Korthikanti2022-T5");
   CHECK(r.exit_code == 0);

@@ -127,6 +127,13 @@ CASES = {
     "ulysses2_recompute_selective": dict(ulysses=2, recompute="selective"),
     "pp2_ulysses2_flash": dict(pp=2, ulysses=2, attention="flash"),
     "llama_ulysses2_flash": dict(model="tiny-llama", ulysses=2, attention="flash"),
+    # Hybrid sharding (issue 19 item 4): ZeRO-3 in shard groups of 2, the two
+    # groups replicas (FSDP HYBRID_SHARD / MiCS): gathers and reduce-scatters
+    # in the shard group, the partitions all-reduced across replicas at the
+    # accumulation boundary. Several buckets so every piece crosses both hops.
+    "hsdp_dp4_shard2": dict(dp=4, mb=1, ga=2, zero=3, dp_shard=2, bucket=3e4),
+    "hsdp_dp4_shard2_persist": dict(dp=4, mb=1, ga=2, zero=3, dp_shard=2, bucket=3e4, persist=1e3),
+    "hsdp_dp2_cp2_shard2_flash": dict(dp=2, cp=2, mb=1, ga=4, zero=3, dp_shard=2, bucket=3e4, attention="flash"),
 }
 STEPS = 5
 

@@ -48,6 +48,20 @@ with tempfile.TemporaryDirectory() as d:
     ok4 = (r4.returncode == 2 and "$.plan.tp: 4 does not divide kv_heads 2" in r4.stderr
            and "mpirun" not in r4.stderr + r4.stdout)
     print("refused before launch:" if ok4 else "FAIL refusal:", r4.stderr.strip(), r4.stdout.strip())
-passed = int(ok) + int(ok2) + int(ok3) + int(ok4)
-print(f"{passed} passed, {4 - passed} failed")
-sys.exit(0 if passed == 4 else 1)
+    # Hybrid sharding through `ztune run --dp-shard`: dp 4 in shard groups of 2
+    # trains with the losses of plain ZeRO-3 over the 4 ranks (the same sums in
+    # two hops), and the run record is written (its dp group is the shard group).
+    def run_json(extra):
+        r = subprocess.run([ztune, "run", "--model", "tiny", "--dp", "4", "--zero", "3", "--micro-batch", "1",
+                            "--global-batch", "8", "--steps", "3", "--data", corpus, "--json", "--no-db"] + extra,
+                           capture_output=True, text=True, timeout=300, env=env)
+        return (json.loads(r.stdout) if r.returncode == 0 else None), r
+    hybrid, r5 = run_json(["--dp-shard", "2"])
+    plain, r6 = run_json([])
+    ok5 = (hybrid is not None and plain is not None and len(hybrid["losses"]) == 3
+           and all(abs(a - b) <= 1e-5 * abs(b) for a, b in zip(hybrid["losses"], plain["losses"])))
+    print(f"hybrid sharding dp4 shard2 losses {hybrid['losses'] if hybrid else None}, plain ZeRO-3 "
+          f"{plain['losses'] if plain else None}" if ok5 else f"FAIL hybrid: {r5.stderr} {r6.stderr}")
+passed = int(ok) + int(ok2) + int(ok3) + int(ok4) + int(ok5)
+print(f"{passed} passed, {5 - passed} failed")
+sys.exit(0 if passed == 5 else 1)

@@ -115,3 +115,27 @@ TEST_CASE("dp2×ulysses2 groups: Ulysses pairs next to tp, the weights' dp group
   auto plain = make_process_groups(*world, GroupShape{4, 1, 1});
   CHECK(plain.ulysses == nullptr);
 }
+
+TEST_CASE("hybrid sharding dp4, dp_shard 2: shard groups of consecutive dp ranks, replicas across them",
+          "[mpi][groups][hsdp]") {
+  auto world = MpiCommunicator::world();
+  REQUIRE(world->size() == 4);
+  const int me = world->rank();
+  GroupShape s{4, 1, 1};
+  s.dp_shard = 2;
+  auto g = make_process_groups(*world, s);
+  CHECK(g.coords.dp_rank == me);
+  // Shard groups {0,1} and {2,3} (ZeRO-3's partitions), replicas {0,2} and {1,3}.
+  REQUIRE(g.dp->size() == 2);
+  CHECK(g.dp->rank() == me % 2);
+  CHECK(sum_of_world_ranks(*g.dp, me) == static_cast<float>(me / 2 == 0 ? 1 : 5));
+  REQUIRE(g.replica != nullptr);
+  CHECK(g.replica->size() == 2);
+  CHECK(g.replica->rank() == me / 2);
+  CHECK(sum_of_world_ranks(*g.replica, me) == static_cast<float>(me % 2 == 0 ? 2 : 4));
+  // Without it there is no replica group and dp is all four.
+  GroupShape plain{4, 1, 1};
+  auto h = make_process_groups(*world, plain);
+  CHECK(h.replica == nullptr);
+  CHECK(h.dp->size() == 4);
+}

@@ -117,3 +117,16 @@ TEST_CASE("DeepSpeed-Ulysses shows in the layout, after tp, and sorts there", "[
   CHECK(model.index(0, PlanTableModel::layout).data(PlanTableModel::SortRole).toInt() >
         model.index(1, PlanTableModel::layout).data(PlanTableModel::SortRole).toInt());
 }
+
+TEST_CASE("hybrid sharding shows in the layout as the shard group size", "[gui][models][hsdp]") {
+  PlanTableModel model;
+  auto plans = four_plans();
+  plans[0].plan.dp = 8;
+  plans[0].plan.zero_stage = 3;
+  plans[0].plan.dp_shard = 4;
+  model.set_plans(plans, 1e12);
+  CHECK(model.index(0, PlanTableModel::layout).data().toString() == "dp8 · tp2 · pp1 · shard4");
+  plans[0].plan.dp_shard = 0;
+  model.set_plans(plans, 1e12);
+  CHECK(model.index(0, PlanTableModel::layout).data().toString() == "dp8 · tp2 · pp1");
+}

@@ -377,3 +377,30 @@ TEST_CASE("ulysses: Korthikanti's activations divided by u, states over dp × u"
           Approx(2.0 * 2.0 * b * a / t * s * s * (1.0 - 1.0 / u)));
   }
 }
+
+// Hybrid sharding (issue 19 item 4): ZeRO-3's partitions over the shard group
+// of dp_shard ranks instead of all dp ranks (the ZeRO paper's Ψ/Nd with
+// Nd = dp_shard; FSDP HYBRID_SHARD, MiCS), the activations unchanged.
+TEST_CASE("hybrid sharding: ZeRO-3 states divided by dp_shard, not dp", "[memory][hsdp]") {
+  const Transformer m = gpt(8, 2048, 16, 2048, 50304);
+  const Cluster c = a100_nodes(4);
+  Plan p = test::zero_plan(32, 1, 3, 1, 1);
+  const auto full = predict_memory(m, p, c, flat_profile());
+  p.dp_shard = 8;
+  const auto hybrid = predict_memory(m, p, c, flat_profile());
+  const double psi = stage_params(m, p);
+  CHECK(full.line(MemLine::params) == Approx(2 * psi / 32));
+  CHECK(hybrid.line(MemLine::params) == Approx(2 * psi / 8));
+  CHECK(hybrid.line(MemLine::grads) == Approx(2 * psi / 8));
+  CHECK(hybrid.line(MemLine::optimizer) == Approx(12 * psi / 8));
+  CHECK(hybrid.line(MemLine::activations) == Approx(full.line(MemLine::activations)));
+  CHECK(hybrid.line(MemLine::zero3_gathered) == Approx(full.line(MemLine::zero3_gathered)));
+  // With cp the weights' group is dp × cp; the shard group still divides the states.
+  p.dp = 16;
+  p.global_batch = 16;
+  p.cp = 2;
+  p.attention = AttentionKernel::flash;
+  const auto cp = predict_memory(m, p, c, flat_profile());
+  CHECK(cp.line(MemLine::params) == Approx(2 * psi / 8));
+  CHECK(cp.line(MemLine::optimizer) == Approx(12 * psi / 8));
+}

@@ -377,3 +377,48 @@ TEST_CASE("ulysses in the plan file: optional, round-trips; its rules name $.uly
   d.global_batch = d.dp;
   CHECK_THAT(*ztune::check_plan(d, m, a100), Contains("dp×tp×ulysses×pp = " + std::to_string(2 * a100.total_gpus())));
 }
+
+TEST_CASE("dp_shard in the plan file: optional, round-trips; its rules name $.dp_shard", "[plan][hsdp]") {
+  ztune::Plan p;
+  auto j = ztune::plan_to_json(p);
+  CHECK_FALSE(j.contains("dp_shard"));  // plans without hybrid sharding are written as before
+  CHECK(ztune::plan_from_json(j, "p.json").dp_shard == 0);
+  p.dp = 32;
+  p.global_batch = 32;
+  p.zero_stage = 3;
+  p.dp_shard = 8;
+  j = ztune::plan_to_json(p);
+  CHECK(j["dp_shard"] == 8);
+  const auto q = ztune::plan_from_json(j, "p.json");
+  CHECK(q.dp_shard == 8);
+  CHECK(q.shard_group() == 8);
+  CHECK(q.shard_replicas() == 4);
+  CHECK(q.hybrid_sharded());
+  CHECK_THAT(q.summary(), Contains("dp32×tp1×pp1 shard8"));
+  j["dp_shard"] = 0;
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.dp_shard: expected an integer"));
+
+  auto m = ztune::load_transformer("gpt3-175b");
+  ztune::Plan r = q;
+  CHECK_FALSE(ztune::check_plan_shape(r, m).has_value());
+  r.zero_stage = 2;
+  CHECK_THAT(*ztune::check_plan_shape(r, m), Contains("$.dp_shard") && Contains("needs zero_stage 3, got stage 2"));
+  r.zero_stage = 3;
+  r.dp_shard = 12;  // does not divide 32
+  CHECK_THAT(*ztune::check_plan_shape(r, m), Contains("$.dp_shard: 12") && Contains("a divisor of 32 from 2 to 16"));
+  r.dp_shard = 32;  // the whole group: plain ZeRO-3, stated by omitting it
+  CHECK_THAT(*ztune::check_plan_shape(r, m), Contains("$.dp_shard: 32") && Contains("omit dp_shard"));
+  r.dp_shard = 1;
+  CHECK_THAT(*ztune::check_plan_shape(r, m), Contains("$.dp_shard: 1"));
+  r.dp_shard = 8;
+  r.zeropp = true;  // hpZ's node-local copy is another scheme
+  CHECK_THAT(*ztune::check_plan_shape(r, m), Contains("$.dp_shard") && Contains("ZeRO++"));
+  // With context parallelism the group is dp × cp.
+  r.zeropp = false;
+  r.dp = 16;
+  r.global_batch = 16;
+  r.cp = 2;
+  r.attention = ztune::AttentionKernel::flash;
+  CHECK_FALSE(ztune::check_plan_shape(r, m).has_value());
+  CHECK(r.shard_replicas() == 4);
+}

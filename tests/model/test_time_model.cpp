@@ -901,3 +901,67 @@ TEST_CASE("ulysses: s/u tokens outside attention, a/u heads inside, four all-to-
         Approx(2 * collective_time(Collective::all_to_all, far.ulysses_q_bytes, GroupPlacement{2, 1}, c, hw) +
                2 * collective_time(Collective::all_to_all, far.ulysses_kv_bytes, GroupPlacement{2, 1}, c, hw)));
 }
+
+// Hybrid sharding (issue 19 item 4), worked by hand on 4 test A100 nodes (8
+// GPUs, NVSwitch 300 GB/s at 0.75 busbw efficiency and 5 µs per step; one
+// 25 GB/s NIC per GPU at 0.9 and 10 µs; 20 µs per call at each level):
+// dp 32 sharded in groups of 8 inside each node. The reduce-scatter and the
+// weight gathers run over NVSwitch in the shard group; the sharded gradients
+// (S/8) are all-reduced across the 4 replicas over the NICs, one replica group
+// per GPU of a node, each on its own NIC (ring 2·3 steps, tree 2·⌈log2 4⌉ = 4).
+TEST_CASE("hybrid sharding: two-level reduction and gathers in the shard group, closed form", "[time][hsdp]") {
+  const Transformer m = gpt(16, 2048, 16, 1024, 50304);
+  const Cluster c = a100(4);
+  HardwareProfile hw = profile();
+  Plan p = zero_plan(32, 1, 3, 1, 4);
+  p.reduce_bucket_elems = 1e12;  // one reduce bucket
+  p.dp_shard = 8;
+  const double psi = stage_params(m, p);
+  const double S = 2 * psi;  // 16-bit gradients
+  const double intra = 300e9 * 0.75, nic = 25e9 * 0.9;
+  const double rs = 20e-6 + 7 * 5e-6 + S * 7.0 / 8.0 / intra;
+  const double ar = 20e-6 + 4 * 10e-6 + (S / 8) * 2.0 * 3.0 / 4.0 / nic;
+  const GroupLayout l = place_groups(p, c);
+  CHECK(l.shard.size == 8);
+  CHECK_FALSE(l.shard.crosses_nodes());
+  CHECK(l.replica.size == 4);
+  CHECK(l.replica.per_node == 1);
+  // DeepSpeed-style engine (bucketed gathers, MiCS): reduce-scatter every
+  // micro-batch, the replicas' all-reduce once at the accumulation boundary.
+  hw.engine.zero3_gather = GatherUnit::bucket;
+  const DpSyncCost d = dp_sync_cost(m, p, c, hw);
+  REQUIRE(d.buckets == 1);
+  CHECK(d.per_microbatch_s == Approx(rs));
+  CHECK(d.replica_allreduce_s == Approx(ar));
+  CHECK(d.per_step_s == Approx(ar));
+  CHECK(d.replica_bytes == Approx(S / 8));
+  CHECK_FALSE(d.replica_per_microbatch);
+  // The weights' all-gathers, forward and backward, inside the node.
+  const Zero3GatherCost z = zero3_gather_cost(m, p, c, hw);
+  REQUIRE(z.gathers >= 1);
+  const double ag = z.gathers * (20e-6 + 7 * 5e-6 + (S / z.gathers) * 7.0 / 8.0 / intra);
+  CHECK(z.fwd_s == Approx(ag));
+  CHECK(z.bwd_s == Approx(ag));
+  // FSDP (per-module units): both hops on every micro-batch, none per step.
+  hw.engine.zero3_gather = GatherUnit::module;
+  const DpSyncCost f = dp_sync_cost(m, p, c, hw);
+  const int units = f.buckets;
+  const double rs_u = 20e-6 + 7 * 5e-6 + (S / units) * 7.0 / 8.0 / intra;
+  const double ar_u = 20e-6 + 4 * 10e-6 + (S / units / 8) * 2.0 * 3.0 / 4.0 / nic;
+  CHECK(f.replica_per_microbatch);
+  CHECK(f.per_step_s == 0);
+  CHECK(f.per_microbatch_s == Approx(units * (rs_u + ar_u)));
+  // Plain ZeRO-3 over all 32 ranks: the reduce-scatter crosses the nodes, at
+  // the node's 8 NICs (min(NVSwitch, 8 × 22.5 GB/s) = 180 GB/s), 31 steps.
+  hw.engine.zero3_gather = GatherUnit::bucket;
+  Plan plain = p;
+  plain.dp_shard = 0;
+  const DpSyncCost pd = dp_sync_cost(m, plain, c, hw);
+  CHECK(pd.per_microbatch_s == Approx(20e-6 + 31 * 10e-6 + S * 31.0 / 32.0 / (8 * nic)));
+  CHECK(pd.per_step_s == 0);
+  CHECK(place_groups(plain, c).replica.size == 1);
+  // The parts still sum to the iteration; the time of the states' exchange moves.
+  const TimePrediction t = predict_time(m, p, c, hw);
+  CHECK(sum_parts(t) == Approx(t.iteration_s));
+  CHECK(t.part(TimePart::zero3_gather) < predict_time(m, plain, c, hw).part(TimePart::zero3_gather));
+}

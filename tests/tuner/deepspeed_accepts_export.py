@@ -114,6 +114,11 @@ CASES = [
     ("1-bit Adam fp16", plan(precision="fp16", onebit_freeze_step=400), None, None, "onebitadam"),
     ("sparse fixed", plan(sparse="fixed"), None, None, "sparse_attention"),
     ("sparse variable", plan(sparse="variable"), None, None, "sparse_attention"),
+    # Hybrid sharding as MiCS: shard groups of one node of 8 on dp 32, and of two nodes (hierarchical gather).
+    ("zero3 MiCS shard 8 (dgx-a100 x16)", plan(dp=32, zero_stage=3, dp_shard=8), "llama-7b", "dgx-a100-80gbx16",
+     "mics"),
+    ("zero3 MiCS shard 16 (dgx-a100 x16)", plan(dp=32, zero_stage=3, dp_shard=16), "llama-7b", "dgx-a100-80gbx16",
+     "mics"),
 ]
 
 # Plans ztune must refuse: (name, plan, text of ztune's refusal, feature). Each
@@ -133,6 +138,15 @@ def feature_missing(feature):
         removed = getattr(ds_config_module, "_REMOVED_TOP_LEVEL_CONFIG_KEYS", {})
         if "sparse_attention" in removed or not hasattr(ds_config_module, "get_sparse_attention"):
             return "this DeepSpeed has no sparse attention (removed in 0.19)"
+    if feature == "mics":
+        try:
+            from deepspeed.runtime.zero import config as zero_config
+        except ImportError:
+            return "this DeepSpeed has no deepspeed.runtime.zero.config"
+        model = zero_config.DeepSpeedZeroConfig
+        fields = getattr(model, "model_fields", None) or getattr(model, "__fields__", {})
+        if "mics_shard_size" not in fields:
+            return "this DeepSpeed has no MiCS (zero_optimization.mics_shard_size; removed after the 0.18 line)"
     if feature == "onebitadam":
         if "onebitadam" not in [o.lower() for o in getattr(ds_config_module, "DEEPSPEED_OPTIMIZERS", [])]:
             return "this DeepSpeed has no OneBitAdam optimizer (removed in 0.19)"
@@ -362,6 +376,11 @@ def check_case(name, p, model, cluster, tmp):
         want = planfile["cluster"]["node"]["gpus"] if cluster else None
         if want is not None:
             expect("zero_hpz_partition_size (GPUs per node)", z.zero_hpz_partition_size, want)
+    if p.get("dp_shard"):
+        expect("mics_shard_size (ZeRO-3 shard group)", z.mics_shard_size, p["dp_shard"])
+        gpn = planfile["cluster"]["node"]["gpus"] if cluster else 8
+        expect("mics_hierarchical_params_gather (a shard group spanning nodes)", z.mics_hierarchical_params_gather,
+               p["dp_shard"] * p["tp"] > gpn)
     if p["onebit_adam"]["enabled"]:
         expect("1-bit Adam freeze_step", cfg.optimizer_params.get("freeze_step"), p["onebit_adam"]["freeze_step"])
     layout = p["sparse_attention"]["layout"]

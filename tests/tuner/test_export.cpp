@@ -517,3 +517,32 @@ TEST_CASE("export of Ulysses: Megatron-DeepSpeed's --ds-sequence-parallel-size, 
   p.grad_accum = 4;
   CHECK_THAT(deepspeed_launch(pf, "ds.json", "u.json"), !Contains("--ds-sequence-parallel-size"));
 }
+
+TEST_CASE("export of hybrid sharding: DeepSpeed MiCS' mics_shard_size, refused for Megatron-LM",
+          "[tuner][export][hsdp]") {
+  PlanFile pf;
+  Plan& p = pf.plan;
+  p.dp = 64;
+  p.zero_stage = 3;
+  p.dp_shard = 8;
+  p.micro_batch = 1;
+  p.grad_accum = 2;
+  p.global_batch = 128;
+  pf.cluster = load_cluster("dgx-h100x32");
+  pf.model = load_transformer("llama-7b");
+  // deepspeed/runtime/zero/config.py (DeepSpeed up to the 0.18 line): mics_shard_size
+  // (int, -1 = off) and mics_hierarchical_params_gather (bool) in zero_optimization.
+  const auto z = deepspeed_config(pf, "hsdp.json")["zero_optimization"];
+  CHECK(z["stage"] == 3);
+  CHECK(z["mics_shard_size"] == 8);
+  CHECK(z["mics_hierarchical_params_gather"] == false);  // a shard group inside a node of 8
+  CHECK_FALSE(z.contains("zero_hpz_partition_size"));
+  p.dp_shard = 16;  // two nodes per shard group: the hierarchical gather
+  p.grad_accum = 2;
+  CHECK(deepspeed_config(pf, "hsdp.json")["zero_optimization"]["mics_hierarchical_params_gather"] == true);
+  CHECK_THROWS_WITH(megatron_arguments(pf, "hsdp.json"),
+                    Contains("hsdp.json: megatron cannot run this plan") && Contains("no ZeRO-3 sharded inside groups"));
+  // Without it the ds_config is as before.
+  p.dp_shard = 0;
+  CHECK_FALSE(deepspeed_config(pf, "hsdp.json")["zero_optimization"].contains("mics_shard_size"));
+}

@@ -470,3 +470,62 @@ TEST_CASE("ulysses: searched from 8k tokens or with --max-ulysses; --ulysses pin
   off.max_ulysses = 1;
   CHECK(us(SearchSpace(longer, c, off)) == std::set<int>{1});
 }
+
+TEST_CASE("hybrid sharding: ZeRO-3 shard groups of a node's ranks where dp spans nodes; --dp-shard pins it",
+          "[tuner][space][hsdp]") {
+  Transformer m = load_transformer("tiny");  // global batch 16
+  Cluster c = load_cluster("v100-workstation");
+  c.node.gpus = 4;
+  c.nodes = 4;  // 16 GPUs
+  SpaceOptions o;
+  o.min_gpus = o.max_gpus = 16;
+  const SearchSpace s(m, c, o);
+  std::set<std::string> seen;
+  std::int64_t n = 0;
+  std::set<std::pair<int, int>> shards;  // (dp × cp, dp_shard) seen
+  for (const auto& l : s.layouts()) {
+    if (l.rejected != LayoutRule::none) continue;
+    s.for_each_plan(l, [&](const Plan& p) {
+      ++n;
+      CHECK_FALSE(check_plan(p, m, c).has_value());
+      seen.insert(plan_to_json(p).dump());
+      if (p.dp_shard > 0) {
+        CHECK(p.zero_stage == 3);
+        CHECK(p.offload_optimizer == OffloadTarget::none);
+        shards.insert({p.dp_cp(), p.dp_shard});
+      }
+    });
+  }
+  CHECK(seen.size() == static_cast<std::size_t>(n));
+  // dp 16 (tp 1): one node's 4 ranks and two nodes' 8; dp 8 on tp 2: a node's 2 and 4;
+  // dp 4 with tp 4 fills one rank per node: groups of 2 (two nodes' worth).
+  CHECK(shards.count({16, 4}) == 1);
+  CHECK(shards.count({16, 8}) == 1);
+  CHECK(shards.count({8, 2}) == 1);
+  CHECK(shards.count({8, 4}) == 1);
+  for (const auto& [group, shard] : shards) CHECK(shard < group);
+  // The pin keeps only that group size.
+  o.dp_shard = 8;
+  const SearchSpace pinned(m, c, o);
+  std::int64_t k = 0;
+  for (const auto& l : pinned.layouts()) {
+    if (l.rejected != LayoutRule::none) continue;
+    pinned.for_each_plan(l, [&](const Plan& p) {
+      ++k;
+      CHECK(p.dp_shard == 8);
+    });
+  }
+  CHECK(k > 0);
+  o.dp_shard = 1;
+  CHECK_THROWS_WITH(SearchSpace(m, c, o), Catch::Matchers::Contains("--dp-shard: expected a shard group of 2"));
+  o.dp_shard = 4;
+  o.zero_stage = 2;
+  CHECK_THROWS_WITH(SearchSpace(m, c, o), Catch::Matchers::Contains("--dp-shard") &&
+                                              Catch::Matchers::Contains("needs --zero 3"));
+  // On one node there is nothing to replicate across: no hybrid plans by default.
+  Cluster one = c;
+  one.nodes = 1;
+  SpaceOptions d;
+  const SearchSpace single(m, one, d);
+  for (const auto& l : single.layouts()) CHECK(single.shard_group_sizes(l).empty());
+}

@@ -80,6 +80,10 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"ztune: no partitioned checkpoints",
      "ztune's executor keeps every activation checkpoint whole on each tensor-parallel rank (no ZeRO-R Pa yet; "
      "sequence parallelism splits them)"},
+    {"megatron: no hybrid sharding",
+     "Megatron-LM's distributed optimizer shards the optimizer states (ZeRO-1) over the whole data-parallel "
+     "group; it has no ZeRO-3 sharded inside groups and replicated across them (plan.dp_shard): run it with "
+     "PyTorch FSDP (HYBRID_SHARD, torchtitan HSDP) or DeepSpeed (MiCS: --format deepspeed), or omit dp_shard"},
 }};
 
 }  // namespace
@@ -109,6 +113,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.cp > 1) return EngineRule::ds_context_parallel;
       return std::nullopt;
     case Engine::megatron:
+      if (p.dp_shard > 0) return EngineRule::mg_hybrid_sharding;
       if (p.zero_stage > 1) return EngineRule::mg_zero_stage;
       if (offload) return EngineRule::mg_offload;
       if (p.pp > 1 && p.schedule == Schedule::gpipe) return EngineRule::mg_gpipe;

@@ -238,11 +238,13 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     hints.push_back({"without --engine " + to_string(o.space.engine),
                      std::to_string(s.feasible) + " plans fit" + example(s), s.feasible > 0});
   }
-  if (o.space.tp || o.space.pp || o.space.zero_stage || o.space.cp) {
+  if (o.space.tp || o.space.pp || o.space.zero_stage || o.space.cp || o.space.dp_shard) {
     SearchOptions x = o;
-    x.space.tp = x.space.pp = x.space.zero_stage = x.space.cp = std::nullopt;
+    x.space.tp = x.space.pp = x.space.zero_stage = x.space.cp = x.space.dp_shard = std::nullopt;
     auto s = feasibility(m, c, hw, x);
-    hints.push_back({o.space.cp ? "without --tp/--pp/--zero/--cp" : "without --tp/--pp/--zero",
+    hints.push_back({o.space.dp_shard ? "without --tp/--pp/--zero/--cp/--dp-shard"
+                     : o.space.cp     ? "without --tp/--pp/--zero/--cp"
+                                      : "without --tp/--pp/--zero",
                      std::to_string(s.feasible) + " plans fit" + example(s), s.feasible > 0});
   }
   // Context parallelism the default space leaves out (sequences under 8k

@@ -258,6 +258,16 @@ nlohmann::json deepspeed_config(const PlanFile& pf, const std::string& file) {
     zero["stage3_param_persistence_threshold"] =
         p.param_persistence_threshold == 0 ? 0LL : elems(p.param_persistence_threshold, "param_persistence_threshold", file);
   }
+  if (p.dp_shard > 0) {
+    // Hybrid sharding as DeepSpeed's MiCS (deepspeed/runtime/zero/config.py
+    // mics_shard_size, mics_hierarchical_params_gather; DeepSpeed releases up
+    // to the 0.18 line: later ones removed MiCS): ZeRO-3 inside groups of
+    // mics_shard_size ranks, replicated across them. The hierarchical gather
+    // helps only a shard group that spans nodes.
+    zero["mics_shard_size"] = p.dp_shard;
+    const int gpn = pf.cluster ? pf.cluster->node.gpus : 8;
+    zero["mics_hierarchical_params_gather"] = p.dp_shard * p.tp > gpn;
+  }
   if (p.offload_optimizer != OffloadTarget::none) zero["offload_optimizer"] = offload_section(p.offload_optimizer);
   if (p.offload_params != OffloadTarget::none) zero["offload_param"] = offload_section(p.offload_params);
   if (p.zeropp) {

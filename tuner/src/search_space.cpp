@@ -144,6 +144,11 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
                        " KV heads (the all-to-all scatters whole heads)");
   }
   if (o.max_ulysses < 0) throw InputError("--max-ulysses: expected >= 1, got " + str(o.max_ulysses));
+  if (o.dp_shard && *o.dp_shard < 2)
+    throw InputError("--dp-shard: expected a shard group of 2 or more data-parallel ranks, got " + str(*o.dp_shard));
+  if (o.dp_shard && o.zero_stage && *o.zero_stage != 3)
+    throw InputError("--dp-shard: hybrid sharding is ZeRO-3 sharded in groups; it needs --zero 3, got --zero " +
+                     str(*o.zero_stage));
   if (o.zero_stage && (*o.zero_stage < 0 || *o.zero_stage > 3))
     throw InputError("--zero: expected 0, 1, 2 or 3, got " + str(*o.zero_stage));
   gpu_counts_ = device_counts(o, c.total_gpus());
@@ -296,7 +301,26 @@ std::vector<ScheduleChoice> SearchSpace::schedules(const Layout& l) const {
 std::vector<StateChoice> SearchSpace::states(const Layout& l) const {
   std::vector<StateChoice> all = all_states(l);
   if (options_.zero_stage) std::erase_if(all, [&](const StateChoice& s) { return s.zero_stage != *options_.zero_stage; });
+  if (options_.dp_shard) std::erase_if(all, [&](const StateChoice& s) { return s.dp_shard != *options_.dp_shard; });
   return all;
+}
+
+std::vector<int> SearchSpace::shard_group_sizes(const Layout& l) const {
+  const int group = l.dp * l.cp * l.ulysses;  // the weights' data-parallel group (dp_cp())
+  if (options_.dp_shard) {
+    const int n = *options_.dp_shard;
+    if (n >= 2 && n < group && group % n == 0) return {n};
+    return {};
+  }
+  const int gpn = std::max(1, cluster_->node.gpus);
+  const int node_ranks = l.tp >= gpn ? 1 : gpn / l.tp;  // the weights' dp ranks on one node
+  std::vector<int> out;
+  if (group <= node_ranks) return out;  // the group is inside a node: nothing to replicate across
+  for (int k : kHybridShardNodeMultiples) {
+    const int n = node_ranks * k;
+    if (n >= 2 && n < group && group % n == 0) out.push_back(n);
+  }
+  return out;
 }
 
 std::vector<StateChoice> SearchSpace::all_states(const Layout& l) const {
@@ -304,12 +328,16 @@ std::vector<StateChoice> SearchSpace::all_states(const Layout& l) const {
   const bool partitioned = l.dp * l.cp * l.ulysses > 1;
   std::vector<StateChoice> out;
   out.push_back({0, OffloadTarget::none, OffloadTarget::none, false, false});
+  // Hybrid sharding: ZeRO-3 without offload, ZeRO++ or 1-bit Adam, in shard
+  // groups of shard_group_sizes (the plain ZeRO-3 choices are kept beside).
+  const std::vector<int> shards = l.pp == 1 ? shard_group_sizes(l) : std::vector<int>{};
   if (l.cp > 1) {
     // Context parallelism without offload, 1-bit Adam or ZeRO++ (check_plan_shape).
     out.push_back({1, OffloadTarget::none, OffloadTarget::none, false, false});
     if (l.pp == 1) {
       out.push_back({2, OffloadTarget::none, OffloadTarget::none, false, false});
       out.push_back({3, OffloadTarget::none, OffloadTarget::none, false, false});
+      for (int n : shards) out.push_back({3, OffloadTarget::none, OffloadTarget::none, false, false, n});
     }
     return out;
   }
@@ -333,6 +361,7 @@ std::vector<StateChoice> SearchSpace::all_states(const Layout& l) const {
         if (partitioned || opt != OffloadTarget::none || par != OffloadTarget::none)
           out.push_back({3, opt, par, false, zpp});
   }
+  for (int n : shards) out.push_back({3, OffloadTarget::none, OffloadTarget::none, false, false, n});
   return out;
 }
 

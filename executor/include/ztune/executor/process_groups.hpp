@@ -27,9 +27,13 @@ struct GroupShape {
   std::vector<int> stage_layers{};  // blocks per pipeline stage (the plan's); empty = balanced (plan.hpp)
   int cp = 1;  // context-parallel ranks per sequence (ring attention); last, so older initialisers stay valid
   int ulysses = 1;  // DeepSpeed-Ulysses ranks per sequence (all-to-all over heads); never with cp > 1
+  // Hybrid sharding: ZeRO's partitions over groups of dp_shard consecutive
+  // ranks of the weights' dp × seq() group, replicated across them; 0 = one group.
+  int dp_shard = 0;
   /// Ranks of the sequence slot: cp or ulysses ranks.
   [[nodiscard]] int seq() const { return cp * ulysses; }
   [[nodiscard]] int world() const { return dp * tp * seq() * pp; }
+  [[nodiscard]] bool hybrid() const { return dp_shard > 0 && dp_shard < dp * seq(); }
 };
 
 struct Coordinates {
@@ -49,6 +53,9 @@ struct ProcessGroups {
   Coordinates coords;
   Communicator* world = nullptr;         // not owned
   std::unique_ptr<Communicator> dp;      // same tp and pp coordinates: the dp × cp ranks of the weights
+                                         // (with hybrid sharding: the dp_shard ranks of this one's shard group)
+  std::unique_ptr<Communicator> replica; // hybrid sharding: the ranks holding the same partition (one per
+                                         // shard group, rank = shard group index); nullptr without it
   std::unique_ptr<Communicator> cp;      // same dp, tp and pp coordinates (rank = cp rank): the attention ring
   Communicator* ulysses = nullptr;       // cp.get() when the slot holds Ulysses ranks (all-to-all), else nullptr
   std::unique_ptr<Communicator> tp;      // same dp and pp coordinates

@@ -105,6 +105,13 @@ struct GroupLayout {
   GroupPlacement dp;
   GroupPlacement pp;
   bool pp_crosses_nodes = false;  // neighbouring stages on different nodes
+  // Hybrid sharding (plan.dp_shard): the dp group cut into shard groups of
+  // dp_shard consecutive ranks (ZeRO-3's gathers and reduce-scatters) and the
+  // replica groups across them, one rank of each shard group (stride
+  // tp·dp_shard; the all-reduce of the sharded gradients). Without it shard
+  // is dp and replica a single rank.
+  GroupPlacement shard;
+  GroupPlacement replica;
 };
 [[nodiscard]] GroupLayout place_groups(const Plan& p, const Cluster& c);
 
@@ -220,6 +227,8 @@ struct PipelineP2P {
 ///  stage 1: reduce-scatter once per step + all-gather of updated parameters;
 ///  stage 2: reduce-scatter on every micro-batch + all-gather of parameters;
 ///  stage 3: reduce-scatter on every micro-batch (gathers are zero3_gather_cost);
+///           with hybrid sharding the reduce-scatter runs in the shard group and the
+///           partitions are all-reduced across the replicas (replica_allreduce_s);
 ///           with ZeRO++ the int4 hierarchical all-to-all of qgZ (zeropp.hpp).
 /// Gradients and parameters move in the training precision (bytes_of).
 /// 1-bit Adam's compressed exchange is not here: see onebit_adam.hpp.
@@ -231,12 +240,32 @@ struct DpSyncCost {
   double bytes_per_step = 0;     // total bytes (nccl-tests S) issued per step, all kinds
   double embedding_sync_s = 0;   // tied word embeddings: all-reduce of its gradient between first and last stage
   int buckets = 1;               // reduce buckets per reduction (DeepSpeed reduce_bucket_size)
+  // Hybrid sharding (plan.dp_shard): the all-reduce of the reduce-scattered
+  // gradient partitions (bytes/dp_shard) across the replicas, link time. It is
+  // included in per_microbatch_s when the engine reduces per module (PyTorch
+  // FSDP HYBRID_SHARD / FSDP2 HSDP: every backward), else in per_step_s
+  // (DeepSpeed MiCS and ztune's executor: at the accumulation boundary).
+  double replica_allreduce_s = 0;
+  double replica_bytes = 0;      // nccl-tests S of that all-reduce, per reduction (whole partition)
+  bool replica_per_microbatch = false;
 };
 [[nodiscard]] DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c,
                                       const HardwareProfile& hw);
 
+/// Hybrid sharding (plan.dp_shard): the all-reduce across the replicas of the
+/// partition (bucket_bytes / dp_shard) a shard group's reduce-scatter of a
+/// gradient bucket of `bucket_bytes` leaves on each rank, over the replica
+/// group (place_groups), link time; 0 without hybrid sharding.
+[[nodiscard]] double hybrid_replica_allreduce_time(double bucket_bytes, const Plan& p, const Cluster& c,
+                                                   const HardwareProfile& hw);
+/// Whether the engine all-reduces the partitions across replicas on every
+/// micro-batch (FSDP's per-module units: HYBRID_SHARD reduces each backward)
+/// or once at the accumulation boundary (bucketed engines: MiCS, ztune's executor).
+[[nodiscard]] bool hybrid_reduces_every_microbatch(const HardwareProfile& hw);
+
 /// ZeRO-3 parameter all-gathers per micro-batch (forward and again in backward),
-/// link time. 0 unless zero_stage is 3. With ZeRO++ (zeropp.hpp): forward in
+/// link time, over the shard group (all of dp × cp, or dp_shard ranks with
+/// hybrid sharding). 0 unless zero_stage is 3. With ZeRO++ (zeropp.hpp): forward in
 /// int8 over the group plus its quantization kernels, backward in 16-bit from
 /// hpZ's node-local secondary partition.
 struct Zero3GatherCost {

@@ -51,6 +51,17 @@ struct Plan {
   /// weights: gradients are reduced (and ZeRO partitions) over dp × ulysses.
   /// It consumes no batch. Not with cp or Megatron's sequence_parallel.
   int ulysses = 1;
+  /// Hybrid sharding (PyTorch FSDP HYBRID_SHARD / FSDP2 HSDP, torchtitan
+  /// data_parallel_shard_degree, DeepSpeed MiCS mics_shard_size, MaxText fsdp
+  /// within dcn data parallelism): ZeRO-3 shards parameters, gradients and
+  /// optimizer states over groups of dp_shard consecutive ranks of the weights'
+  /// data-parallel group (dp_cp(): dp × cp × ulysses) and replicates them across the
+  /// dp_cp()/dp_shard groups. 0 = one group of all dp × cp ranks (plain ZeRO-3,
+  /// the default, not written to the plan file). Only with zero_stage 3; it
+  /// must divide dp × cp and lie in [2, dp × cp). Distinct from ZeRO++'s hpZ
+  /// (zeropp), which keeps a second, node-local copy of the weights beside a
+  /// partition over all of dp.
+  int dp_shard = 0;
   int virtual_stages = 1;        // model chunks per pipeline stage (interleaved 1F1B)
   bool sequence_parallel = false;
   /// ZeRO-R's partitioned activation checkpoints, Pa (Rajbhandari et al. 2020,
@@ -101,6 +112,13 @@ struct Plan {
   [[nodiscard]] int dp_cp() const { return dp * cp * ulysses; }
   /// Ranks one sequence is split over, for every non-attention layer: cp × ulysses.
   [[nodiscard]] int seq_split() const { return cp * ulysses; }
+  /// Ranks over which ZeRO partitions the states: dp_shard with hybrid
+  /// sharding, else the whole dp_cp() group.
+  [[nodiscard]] int shard_group() const { return dp_shard > 0 ? dp_shard : dp_cp(); }
+  /// Copies of each partition across the data-parallel group (1 without hybrid sharding).
+  [[nodiscard]] int shard_replicas() const { return dp_cp() / shard_group(); }
+  /// True when ZeRO-3 is sharded in groups smaller than dp_cp().
+  [[nodiscard]] bool hybrid_sharded() const { return dp_shard > 0 && dp_shard < dp_cp(); }
   /// "dp4×tp8×pp2 z1 mb2×8 sel 1f1b" style one-line description.
   [[nodiscard]] std::string summary() const;
 };

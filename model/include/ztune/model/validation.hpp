@@ -22,6 +22,7 @@ struct ValidationCase {
   double published = 0;
   double predicted = 0;
   double tolerance_pct = 0;  // the case fails above this |Δ%|
+  std::string assumed;       // what the run does not publish and ztune assumed to predict it ("" = nothing)
   [[nodiscard]] double error_pct() const { return published != 0 ? 100.0 * (predicted - published) / published : 0; }
   /// The error as speed: > 0 when ztune predicts the run faster than measured
   /// (a shorter time, a higher throughput or MFU), whatever the metric.

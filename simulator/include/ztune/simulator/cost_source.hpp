@@ -113,6 +113,13 @@ class CostSource {
   [[nodiscard]] virtual double zero3_reduce_s(double bytes) const {
     return dp_collective_s(DpCollective::reduce_scatter, bytes);
   }
+  /// Hybrid sharding: the all-reduce across replicas of the partition a
+  /// ZeRO-3 reduce-scatter of a gradient bucket of `bytes` leaves (op_costs
+  /// hybrid_replica_allreduce_time). Default: 0, no hybrid sharding.
+  [[nodiscard]] virtual double replica_reduce_s(double /*bytes*/) const { return 0; }
+  /// Whether it follows every micro-batch's reduce-scatter (FSDP) or only the
+  /// last one's, at the accumulation boundary (MiCS).
+  [[nodiscard]] virtual bool replica_reduce_every_microbatch() const { return false; }
   /// 1-bit Adam's compression phase for `params` parameters of a stage: the
   /// compressed momentum exchange (link time) and its compression kernels.
   /// Both 0 when the plan does not use 1-bit Adam (or dp is 1).

@@ -20,6 +20,9 @@ struct Placement {
   bool tp_crosses_nodes = false;
   bool dp_crosses_nodes = false;
   std::vector<bool> boundary_crosses_nodes;  // [s]: stage s → s+1 are on different nodes
+  // Hybrid sharding: whether a ZeRO-3 shard group spans nodes (its gathers and
+  // reduce-scatters); without hybrid sharding the same as dp_crosses_nodes.
+  bool shard_crosses_nodes = false;
 };
 [[nodiscard]] Placement placement_of(const Plan& p, const Cluster& c);
 /// Everything inside one node (for hand-built tests).

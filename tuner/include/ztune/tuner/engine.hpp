@@ -51,6 +51,7 @@ enum class EngineRule : std::uint8_t {
   fs_partition_activations,  // no ZeRO-R Pa (torchtitan's TP splits activations with sequence parallelism)
   // ztune's own executor
   zt_partition_activations,  // no ZeRO-R Pa yet
+  mg_hybrid_sharding,      // no ZeRO-3 sharded in groups (plan.dp_shard): its optimizer shards over all of dp
   count
 };
 

@@ -59,6 +59,9 @@ struct SpaceOptions {
   /// engines run it (Megatron-LM/NeMo and FSDP split sequences with cp).
   std::optional<int> ulysses;
   int max_ulysses = 0;
+  /// Pin hybrid sharding (--dp-shard): only ZeRO-3 plans sharded in groups of
+  /// this many data-parallel ranks.
+  std::optional<int> dp_shard;
 };
 
 /// Default 1-bit Adam warm-up as a fraction of the run: the 1-bit Adam paper

@@ -63,7 +63,14 @@ struct StateChoice {
   OffloadTarget offload_params = OffloadTarget::none;
   bool onebit_adam = false;
   bool zeropp = false;
+  int dp_shard = 0;  // hybrid sharding (ZeRO-3 only): shard group size, 0 = all of dp × cp
 };
+
+/// Shard-group sizes the space tries for hybrid sharding when the weights'
+/// data-parallel group spans nodes: one node's data-parallel ranks, and that
+/// times 2, 4 and 8 while it divides dp × cp and is smaller (HSDP's usual
+/// "shard within the node", MiCS' partition groups of a few nodes).
+inline constexpr int kHybridShardNodeMultiples[] = {1, 2, 4, 8};
 
 /// The attention core: a dense kernel, or a block-sparse layout (standard kernel).
 struct AttentionChoice {
@@ -152,6 +159,9 @@ class SearchSpace {
   /// per tp rank and the KV heads per tp rank, up to max_ulysses (0: as cp's
   /// default), or the --ulysses pin; {1} for engines without Ulysses.
   [[nodiscard]] std::vector<int> ulysses_degrees(int tp, int rest) const;
+  /// The hybrid-sharding group sizes searched for a layout (empty when its
+  /// dp × cp ranks fit one node), or the --dp-shard pin.
+  [[nodiscard]] std::vector<int> shard_group_sizes(const Layout& l) const;
   /// Micro-batches usable with `s`: interleaving needs grad_accum divisible by pp.
   [[nodiscard]] std::vector<int> micro_batches_for(const Layout& l, const ScheduleChoice& s) const;
 
@@ -219,6 +229,7 @@ void SearchSpace::for_each_plan(const Layout& l, F&& f) const {
           p.onebit_adam = st.onebit_adam;
           p.onebit_freeze_step = st.onebit_adam ? freeze_step_ : 0;
           p.zeropp = st.zeropp;
+          p.dp_shard = st.dp_shard;
           for (const AttentionChoice& at : attention_) {
             if (!recompute_fits(rc, at) || !cp_fits(l, at)) continue;
             p.sparse_attention = at.layout;
