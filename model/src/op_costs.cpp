@@ -57,7 +57,9 @@ const char* to_string(Collective k) {
 }
 
 double bus_factor(Collective k, int n) {
-  if (n <= 1) return k == Collective::p2p ? 1.0 : 0.0;
+  // One rank moves nothing, but nccl-tests still reports a broadcast's and a
+  // point-to-point transfer's busbw as their algbw (factor 1).
+  if (n <= 1) return k == Collective::p2p || k == Collective::broadcast ? 1.0 : 0.0;
   const double nn = n;
   switch (k) {
     case Collective::all_reduce: return 2.0 * (nn - 1) / nn;
