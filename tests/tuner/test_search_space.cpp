@@ -154,6 +154,38 @@ TEST_CASE("megatron's uneven layouts carry a partition Megatron-LM can state", "
     if (l.rejected == LayoutRule::none) ds.for_each_plan(l, [&](const Plan& plan) { CHECK(plan.stage_layers.empty()); });
 }
 
+// Issue 23: the engines started by torchrun or the deepspeed launcher (the
+// same number of ranks on every node, tp ranks adjacent) are offered only
+// device counts those can start; ztune's executor (mpirun) any count.
+TEST_CASE("engines started by torchrun are offered only launchable device counts", "[tuner][space]") {
+  const Cluster c = load_cluster("dgx2x16");  // 16 nodes of 16
+  const Transformer m = load_transformer("100b");
+  SpaceOptions o;
+  o.min_gpus = 200;
+  o.max_gpus = 256;
+  auto accepted = [&](Engine e) {
+    o.engine = e;
+    SearchSpace s(m, c, o);
+    std::set<std::pair<int, int>> out;  // (devices, tp)
+    for (const auto& l : s.layouts())
+      if (l.rejected == LayoutRule::none) out.insert({l.gpus, l.tp});
+    return out;
+  };
+  const auto megatron = accepted(Engine::megatron);
+  REQUIRE_FALSE(megatron.empty());
+  for (const auto& [g, tp] : megatron) {
+    INFO(g << " devices at tp " << tp);
+    // By hand: some k <= 16, k | g, tp | k, g / k <= 16 nodes.
+    bool launchable = false;
+    for (int k = 1; k <= 16; ++k) launchable |= g % k == 0 && k % tp == 0 && g / k <= 16;
+    CHECK(launchable);
+  }
+  CHECK(megatron.count({250, 2}) == 0);  // 10 per node on 25 nodes
+  CHECK(megatron.count({256, 8}) == 1);
+  const auto ztune = accepted(Engine::ztune);
+  CHECK(ztune.count({250, 2}) == 1);
+}
+
 TEST_CASE("engine and device-count constraints are checked", "[tuner][space]") {
   Cluster c = load_cluster("dgx2");
   Transformer m = load_transformer("tiny");

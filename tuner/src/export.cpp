@@ -34,23 +34,28 @@ long long elems(double v, const char* field, const std::string& file) {
 
 }  // namespace
 
+std::optional<LaunchShape> uniform_launch(int gpus, int tp, int node_gpus, int nodes) {
+  // torchrun and the deepspeed launcher start the same number of processes
+  // on every node, ranks numbered node by node, and both engines put the
+  // tensor-parallel ranks next to each other: the largest k <= the node's
+  // GPUs that divides the plan's devices and keeps each tp group inside one
+  // node (k a multiple of tp; a tp wider than a node spans whole nodes).
+  for (int k = std::min(node_gpus, gpus); k >= 1; --k) {
+    if (gpus % k != 0) continue;
+    if (tp <= node_gpus ? k % tp != 0 : (k != node_gpus || tp % node_gpus != 0)) continue;
+    if (gpus / k > nodes) break;  // smaller k only needs more nodes
+    return LaunchShape{gpus / k, k};
+  }
+  return std::nullopt;
+}
+
 LaunchShape launch_shape(const PlanFile& pf, const std::string& file) {
   const Plan& p = pf.plan;
   const int gpus = p.gpus();
   if (!pf.cluster) return {1, gpus};
   const int node = pf.cluster->node.gpus;
   const int nodes = pf.cluster->nodes;
-  // torchrun and the deepspeed launcher start the same number of processes
-  // on every node, ranks numbered node by node, and both engines put the
-  // tensor-parallel ranks next to each other: the largest k <= the node's
-  // GPUs that divides the plan's devices and keeps each tp group inside one
-  // node (k a multiple of tp; a tp wider than a node spans whole nodes).
-  for (int k = std::min(node, gpus); k >= 1; --k) {
-    if (gpus % k != 0) continue;
-    if (p.tp <= node ? k % p.tp != 0 : (k != node || p.tp % node != 0)) continue;
-    if (gpus / k > nodes) break;  // smaller k only needs more nodes
-    return {gpus / k, k};
-  }
+  if (const auto s = uniform_launch(gpus, p.tp, node, nodes)) return *s;
   throw InputError(file + ": the plan's " + std::to_string(gpus) + " devices (" + p.summary() +
                    ") cannot be launched as the same number of processes on each of at most " +
                    std::to_string(nodes) + " nodes of " + std::to_string(node) + " GPUs" +

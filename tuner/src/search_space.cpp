@@ -6,6 +6,7 @@
 
 #include "ztune/model/input_error.hpp"
 #include "ztune/model/text.hpp"
+#include "ztune/tuner/export.hpp"
 
 namespace ztune {
 
@@ -262,6 +263,19 @@ void SearchSpace::classify(Layout& l) const {
   const int per_node = cluster_->node.gpus;
   if (!options_.allow_tp_across_nodes && (l.tp > per_node || per_node % l.tp != 0)) {
     l.rejected = LayoutRule::tp_across_nodes;
+    return;
+  }
+  // Megatron-LM, Megatron-DeepSpeed and torchtitan start through torchrun or
+  // the deepspeed launcher, the same number of ranks on every node: a device
+  // count those cannot start is no plan for them (`ztune export` would refuse
+  // it; issue 23: 250 GPUs of 16-GPU nodes at tp 2). ztune's own executor
+  // starts any count (mpirun, a host file's slots).
+  if (options_.engine != Engine::ztune && cluster_->device_kind == DeviceKind::gpu &&
+      !uniform_launch(l.gpus, l.tp, per_node, cluster_->nodes)) {
+    l.rejected = LayoutRule::other;
+    l.reason = std::to_string(l.gpus) + " devices at tp " + std::to_string(l.tp) + " cannot start as the same " +
+               "number of ranks on each of at most " + std::to_string(cluster_->nodes) + " nodes of " +
+               std::to_string(per_node) + " (torchrun, the deepspeed launcher)";
     return;
   }
   Plan rep;

@@ -4,6 +4,7 @@
 // bucket sizes, fp16/bf16, activation_checkpointing, pipeline, 1-bit Adam) and
 // a Megatron-DeepSpeed launch command. Megatron-LM: its command-line arguments.
 // A plan the engine cannot run is refused (InputError) with the engine's rule.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ struct LaunchShape {
   int per_node = 1;
 };
 LaunchShape launch_shape(const PlanFile& pf, const std::string& file);
+/// The launch of `gpus` ranks at tensor parallelism `tp` on at most `nodes`
+/// nodes of `node_gpus` (the rule above), or nullopt when none exists. The
+/// search keeps only such layouts for the engines these launchers start.
+std::optional<LaunchShape> uniform_launch(int gpus, int tp, int node_gpus, int nodes);
 /// What the printed launch leaves to the user, one line each: the deepspeed
 /// hostfile or torchrun's MASTER_ADDR on several nodes, the NVMe path of
 /// ZeRO-Infinity's offload.
