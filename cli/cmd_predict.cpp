@@ -59,8 +59,27 @@ struct PredictInputs {
 
 PredictInputs resolve(const PredictFlags& f) {
   PredictInputs in;
-  in.cluster = f.input.load_cluster_or_throw();
-  in.model = f.input.load_model_or_throw();
+  // A plan file written by `ztune search --out` carries its cluster and model:
+  // --cluster and --model are then optional, and override the file's.
+  std::optional<PlanFile> file;
+  if (!f.plan.plan_file.empty() && (f.input.cluster.empty() || f.input.model.empty()))
+    file = load_plan_file(f.plan.plan_file);
+  if (f.input.cluster.empty() && file && file->cluster) {
+    in.cluster = *file->cluster;
+    if (f.input.nodes > 0) in.cluster.nodes = f.input.nodes;
+  } else {
+    if (f.input.cluster.empty() && file)
+      throw InputError("--cluster: required: " + f.plan.plan_file + " has no $.cluster");
+    in.cluster = f.input.load_cluster_or_throw();
+  }
+  if (f.input.model.empty() && file && file->model) {
+    in.model = *file->model;
+    if (f.input.seq > 0) in.model.seq_len = f.input.seq;
+  } else {
+    if (f.input.model.empty() && file)
+      throw InputError("--model: required: " + f.plan.plan_file + " has no $.model");
+    in.model = f.input.load_model_or_throw();
+  }
   in.plan = f.plan.resolve(in.model, in.cluster);  // throws InputError naming the broken rule
   const Engine engine = *engine_from_string(f.engine);
   if (auto rule = engine_violation(in.plan, engine))
@@ -265,7 +284,7 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
 Command add_predict(CLI::App& root) {
   auto f = std::make_shared<PredictFlags>();
   auto* app = root.add_subcommand("predict", "Predict memory per GPU/host/NVMe and iteration time for one plan");
-  f->input.add_to(*app, true);
+  f->input.add_to(*app, false);  // required unless --plan's file carries them (resolve)
   f->plan.add_to(*app);
   app->add_option("--profile", f->profile,
                   "Hardware profile: a file, or a name in ~/.local/share/ztune/profiles/ or data/profiles/ "

@@ -412,3 +412,24 @@ TEST_CASE("a read-only database file or directory keeps the printed result and -
   require_output_kept(r, plan2, dir_db);
   ::chmod(ro_dir.c_str(), 0755);
 }
+
+// Issue 23: a plan file written by search --out carries its cluster and model,
+// so `predict --plan` needs neither flag; without them in the file, the flag
+// that is missing is named with the file.
+TEST_CASE("predict --plan takes the cluster and model from the plan file", "[cli][hardening]") {
+  auto r = run_ztune("predict --plan '" + plan_file() + "'");
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("gpt2-1.5b") && Contains("dgx2x16"));
+  // --nodes applies to the file's cluster.
+  r = run_ztune("predict --plan '" + plan_file() + "' --nodes 32");
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("dgx2x16 (32 × 16"));
+  auto j = nlohmann::json::parse(read_file(plan_file()));
+  j.erase("cluster");
+  const std::string bare = write_file("plan-without-cluster.json", j.dump());
+  r = run_ztune("predict --plan '" + bare + "'");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--cluster: required") && Contains("plan-without-cluster.json has no $.cluster"));
+  r = run_ztune("predict --plan '" + bare + "' --cluster dgx2x16");
+  CHECK(r.exit_code == 0);
+}
