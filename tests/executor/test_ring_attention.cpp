@@ -11,56 +11,38 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "ztune/executor/cpu_backend.hpp"
 #include "ztune/executor/mpi_communicator.hpp"
 #include "ztune/executor/ring_attention.hpp"
+#include "attention_oracle.hpp"
 
 using namespace ztune::executor;
 
 namespace {
 
-float max_abs(const std::vector<float>& v) {
-  float m = 0;
-  for (float x : v) m = std::max(m, std::abs(x));
-  return m;
-}
+using test::AttentionOracle;
+using test::max_abs;
 
 void check_ring(Communicator& cp, bool flash) {
   constexpr int B = 2, T = 32, NH = 2, HD = 8, C = NH * HD;
   const int P = cp.size(), r = cp.rank(), L = T / P;
   INFO("cp " << P << " rank " << r << (flash ? " flash" : " standard"));
   CpuBackend be(1);
-  std::mt19937 rng(11);
-  std::normal_distribution<float> n(0.0f, 1.0f);
-  std::vector<float> qkv(static_cast<std::size_t>(B) * T * 3 * C), dout(static_cast<std::size_t>(B) * T * C);
-  for (auto& v : qkv) v = n(rng);
-  for (auto& v : dout) v = n(rng);
-  // The reference: the standard kernel over the whole sequence.
-  Buffer ref_out = be.allocate(dout.size(), MemCategory::workspace);
-  Buffer ref_att = be.allocate(Backend::attention_state_elems(B, T, NH, false), MemCategory::workspace);
-  Buffer ref_d = be.allocate(qkv.size(), MemCategory::workspace);
-  be.attention_forward(ref_out.data(), ref_att.data(), qkv.data(), B, T, C, NH, false);
-  be.attention_backward(ref_d.data(), dout.data(), qkv.data(), ref_out.data(), ref_att.data(), B, T, C, NH, false);
-  // This rank's rows.
-  std::vector<float> lq(static_cast<std::size_t>(B) * L * 3 * C), ld(static_cast<std::size_t>(B) * L * C);
-  for (int b = 0; b < B; ++b)
-    for (int i = 0; i < L; ++i) {
-      const int pos = context_parallel_position(i, T, P, r);
-      std::copy_n(qkv.data() + (static_cast<std::size_t>(b) * T + pos) * 3 * C, 3 * C,
-                  lq.data() + (static_cast<std::size_t>(b) * L + i) * 3 * C);
-      std::copy_n(dout.data() + (static_cast<std::size_t>(b) * T + pos) * C, C,
-                  ld.data() + (static_cast<std::size_t>(b) * L + i) * C);
-    }
+  // The reference: the standard kernel over the whole sequence; this rank's
+  // rows are its two load-balanced chunks.
+  const AttentionOracle oracle(be, B, T, NH, HD, 11);
+  const std::vector<float>& qkv = oracle.qkv;
+  const auto pos_of = [&](int i) { return context_parallel_position(i, T, P, r); };
+  const std::vector<float> lq = oracle.rows(oracle.qkv, L, 3 * C, pos_of), ld = oracle.rows(oracle.dout, L, C, pos_of);
   RingAttention ring(cp, be, B, T, C, NH, flash);
   CHECK(ring.state_elems() == static_cast<std::size_t>(B) * NH * L * (flash ? 1 : T));
   std::vector<float> out(ld.size()), state(ring.state_elems()), d(lq.size(), 0.0f);
   ring.forward(out.data(), state.data(), lq.data());
   ring.backward(d.data(), ld.data(), lq.data(), out.data(), state.data());
-  const std::vector<float> ro(ref_out.data(), ref_out.data() + dout.size());
-  const std::vector<float> rd(ref_d.data(), ref_d.data() + qkv.size());
+  const std::vector<float>& ro = oracle.out;
+  const std::vector<float>& rd = oracle.dqkv;
   const float tol_o = 2e-5f * max_abs(ro), tol_d = 2e-5f * max_abs(rd);
   int bad = 0;
   for (int b = 0; b < B; ++b)
@@ -78,7 +60,7 @@ void check_ring(Communicator& cp, bool flash) {
       }
       for (int h = 0; h < NH; ++h) {
         const std::size_t row = (static_cast<std::size_t>(b) * NH + h) * L + i;
-        const float* ref_p = ref_att.data() + ((static_cast<std::size_t>(b) * NH + h) * T + pos) * T;
+        const float* ref_p = oracle.probs.data() + ((static_cast<std::size_t>(b) * NH + h) * T + pos) * T;
         if (flash) {
           // lse = log Σ_k≤pos exp(s_k): recovered from the reference's probabilities p_k = exp(s_k − lse).
           const float* q = qkv.data() + (static_cast<std::size_t>(b) * T + pos) * 3 * C + h * HD;

@@ -10,47 +10,30 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "ztune/executor/cpu_backend.hpp"
 #include "ztune/executor/mpi_communicator.hpp"
 #include "ztune/executor/ulysses_attention.hpp"
+#include "attention_oracle.hpp"
 
 using namespace ztune::executor;
 
 namespace {
 
-float max_abs(const std::vector<float>& v) {
-  float m = 0;
-  for (float x : v) m = std::max(m, std::abs(x));
-  return m;
-}
+using test::AttentionOracle;
+using test::max_abs;
 
 void check_ulysses(Communicator& group, bool flash) {
   constexpr int B = 2, T = 32, NH = 4, HD = 8, C = NH * HD;
   const int U = group.size(), r = group.rank(), L = T / U, NHu = NH / U, Cu = C / U;
   INFO("ulysses " << U << " rank " << r << (flash ? " flash" : " standard"));
   CpuBackend be(1);
-  std::mt19937 rng(13);
-  std::normal_distribution<float> n(0.0f, 1.0f);
-  std::vector<float> qkv(static_cast<std::size_t>(B) * T * 3 * C), dout(static_cast<std::size_t>(B) * T * C);
-  for (auto& v : qkv) v = n(rng);
-  for (auto& v : dout) v = n(rng);
-  Buffer ref_out = be.allocate(dout.size(), MemCategory::workspace);
-  Buffer ref_att = be.allocate(Backend::attention_state_elems(B, T, NH, false), MemCategory::workspace);
-  Buffer ref_d = be.allocate(qkv.size(), MemCategory::workspace);
-  be.attention_forward(ref_out.data(), ref_att.data(), qkv.data(), B, T, C, NH, false);
-  be.attention_backward(ref_d.data(), dout.data(), qkv.data(), ref_out.data(), ref_att.data(), B, T, C, NH, false);
+  const AttentionOracle oracle(be, B, T, NH, HD, 13);
+  const std::vector<float>& qkv = oracle.qkv;
   // This rank's rows [r·L, (r+1)·L).
-  std::vector<float> lq(static_cast<std::size_t>(B) * L * 3 * C), ld(static_cast<std::size_t>(B) * L * C);
-  for (int b = 0; b < B; ++b)
-    for (int i = 0; i < L; ++i) {
-      std::copy_n(qkv.data() + (static_cast<std::size_t>(b) * T + r * L + i) * 3 * C, 3 * C,
-                  lq.data() + (static_cast<std::size_t>(b) * L + i) * 3 * C);
-      std::copy_n(dout.data() + (static_cast<std::size_t>(b) * T + r * L + i) * C, C,
-                  ld.data() + (static_cast<std::size_t>(b) * L + i) * C);
-    }
+  const auto pos_of = [&](int i) { return r * L + i; };
+  const std::vector<float> lq = oracle.rows(oracle.qkv, L, 3 * C, pos_of), ld = oracle.rows(oracle.dout, L, C, pos_of);
   UlyssesAttention ua(group, be, B, T, C, NH, flash);
   // The layout transform: rank r gets Q, K, V of heads [r·NH/u, (r+1)·NH/u) for all T rows.
   std::vector<float> full(static_cast<std::size_t>(B) * T * 3 * Cu);
@@ -68,8 +51,8 @@ void check_ulysses(Communicator& group, bool flash) {
   std::vector<float> out(ld.size()), state(ua.state_elems()), d(lq.size(), 0.0f);
   ua.forward(out.data(), state.data(), lq.data());
   ua.backward(d.data(), ld.data(), state.data());
-  const std::vector<float> ro(ref_out.data(), ref_out.data() + dout.size());
-  const std::vector<float> rd(ref_d.data(), ref_d.data() + qkv.size());
+  const std::vector<float>& ro = oracle.out;
+  const std::vector<float>& rd = oracle.dqkv;
   const float tol_o = 2e-5f * max_abs(ro), tol_d = 2e-5f * max_abs(rd);
   for (int b = 0; b < B; ++b)
     for (int i = 0; i < L; ++i) {
