@@ -24,15 +24,11 @@ struct Hyper {
   float lr, beta1, beta2, eps, weight_decay, bc1, bc2, grad_scale;
 };
 
+// One element of the decoupled-weight-decay Adam update (Loshchilov & Hutter
+// 2019), fp32 master and moments, the 16-bit copy written beside: the one
+// definition both launchers (the tensor list and the chunk table) run.
 template <typename G, typename P>
-__global__ void adamw_kernel(const TensorList<G, P> list, const Hyper h) {
-  const int block = static_cast<int>(blockIdx.x);
-  int k = 0;
-  while (k + 1 < list.count && block >= list.first_block[k + 1]) ++k;
-  const AdamWTensor<G, P>& t = list.t[k];
-  const long begin = static_cast<long>(block - list.first_block[k]) * kChunk;
-  const long end = min(t.n, begin + kChunk);
-  for (long i = begin + threadIdx.x; i < end; i += blockDim.x) {
+__device__ inline void adamw_element(const AdamWTensor<G, P>& t, long i, const Hyper& h) {
     const float g = to_f32(t.grad[i]) * h.grad_scale;
     const float m = h.beta1 * t.m[i] + (1.0f - h.beta1) * g;
     const float v = h.beta2 * t.v[i] + (1.0f - h.beta2) * g * g;
@@ -43,6 +39,18 @@ __global__ void adamw_kernel(const TensorList<G, P> list, const Hyper h) {
     p -= h.lr * (mhat / (sqrtf(vhat) + h.eps) + h.weight_decay * p);
     t.master[i] = p;
     if (t.param != nullptr) t.param[i] = from_f32<P>(p);
+}
+
+template <typename G, typename P>
+__global__ void adamw_kernel(const TensorList<G, P> list, const Hyper h) {
+  const int block = static_cast<int>(blockIdx.x);
+  int k = 0;
+  while (k + 1 < list.count && block >= list.first_block[k + 1]) ++k;
+  const AdamWTensor<G, P>& t = list.t[k];
+  const long begin = static_cast<long>(block - list.first_block[k]) * kChunk;
+  const long end = min(t.n, begin + kChunk);
+  for (long i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    adamw_element(t, i, h);
   }
 }
 
@@ -53,16 +61,7 @@ __global__ void adamw_chunked_kernel(const AdamWTensor<G, P>* tensors, const Ten
   const AdamWTensor<G, P> t = tensors[c.tensor];
   const long end = static_cast<long>(c.begin) + c.length;
   for (long i = static_cast<long>(c.begin) + threadIdx.x; i < end; i += blockDim.x) {
-    const float g = to_f32(t.grad[i]) * h.grad_scale;
-    const float m = h.beta1 * t.m[i] + (1.0f - h.beta1) * g;
-    const float v = h.beta2 * t.v[i] + (1.0f - h.beta2) * g * g;
-    t.m[i] = m;
-    t.v[i] = v;
-    const float mhat = m / h.bc1, vhat = v / h.bc2;
-    float p = t.master[i];
-    p -= h.lr * (mhat / (sqrtf(vhat) + h.eps) + h.weight_decay * p);
-    t.master[i] = p;
-    if (t.param != nullptr) t.param[i] = from_f32<P>(p);
+    adamw_element(t, i, h);
   }
 }
 
