@@ -497,9 +497,11 @@ void ParamStore::optimizer_step(const kernels::AdamWParams& h) {
     update(params_.data(), grads_.data(), 0, full_size_);
     return;
   }
-  if (!opt_.offload_optimizer && !nvme_params_) {
-    // Every bucket's owned piece in one fused AdamW (issue 24: one launch on CUDA,
-    // the same per-piece update as before on the CPU).
+  // On the device: every bucket's owned piece in one fused AdamW (issue 24: one
+  // launch on CUDA, the same per-piece update as before on the CPU); offloaded
+  // states bucket by bucket below.
+  const bool fused = !opt_.offload_optimizer && !nvme_params_;
+  if (fused) {
     std::vector<AdamWSpan> spans;
     for (auto& b : buckets_)
       spans.push_back({owned_param_piece(b), m_.data() + b.shard_offset, v_.data() + b.shard_offset,
@@ -507,7 +509,7 @@ void ParamStore::optimizer_step(const kernels::AdamWParams& h) {
     be_.adamw_fused(spans, StorageDtype::fp32, StorageDtype::fp32, h);
   }
   for (auto& b : buckets_) {
-    if (!opt_.offload_optimizer && !nvme_params_) break;  // done above
+    if (fused) break;
     if (!nvme_params_) {
       update(owned_param_piece(b), owned_grad_piece(b), b.shard_offset, b.piece);
       continue;
