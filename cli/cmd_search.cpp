@@ -144,7 +144,7 @@ SearchOptions to_options(const SearchFlags& f) {
                                                                   : SparseLayout::none;
   o.space.sparse_block = f.sparse_block;
   if (f.attention != "any")
-    o.space.attention = f.attention == "flash" ? AttentionKernel::flash : AttentionKernel::standard;
+    o.space.attention = *attention_kernel_of(f.attention);  // CLI::IsMember admitted only its names
   o.objective = *objective_from_string(f.objective);
   o.tokens = f.tokens;
   o.gpu_hour_price = f.gpu_hour_price;
@@ -404,8 +404,9 @@ Command add_search(CLI::App& root) {
   app->add_option("--sparse-block", f->sparse_block, "Block size of --sparse-attention (16..128)")
       ->check(CLI::Range(16, 128));
   app->add_option("--attention", f->attention,
-                  "Attention kernel to search: any (standard, plus flash on Ampere or newer), standard or flash")
-      ->check(CLI::IsMember({"any", "standard", "flash"}));
+                  "Attention kernel to search: any (standard, plus on Ampere or newer the fused kernel the profile "
+                  "prices faster: cudnn on H100, flash elsewhere), standard, flash or cudnn")
+      ->check(CLI::IsMember({"any", "standard", "flash", "cudnn"}));
   app->add_option("--objective", f->objective, "Rank by throughput, time (days for --tokens) or cost")
       ->check(CLI::IsMember({"throughput", "time", "cost"}));
   app->add_option("--tokens", f->tokens, "Token budget for days and cost (default: the model file's)")

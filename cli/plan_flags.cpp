@@ -107,8 +107,10 @@ void PlanFlags::add_to(CLI::App& app) {
   app.add_option("--sparse-block", sparse_block, "Sparse attention block size")->check(CLI::Range(16, 128));
   app.add_flag("--zeropp", zeropp, "ZeRO++ (quantized gathers, hpZ, quantized gradients)");
   app.add_option("--attention", attention,
-                 "Attention kernel: standard (s×s probabilities stored) or flash (FlashAttention: log-sum-exp only)")
-      ->check(CLI::IsMember({"standard", "flash"}));
+                 "Attention kernel: standard (s×s probabilities stored), flash (FlashAttention-2: log-sum-exp only) "
+                 "or cudnn (cuDNN's fused flash attention, Transformer Engine NVTE_FUSED_ATTN=1: the same memory, "
+                 "faster on H100)")
+      ->check(CLI::IsMember({"standard", "flash", "cudnn"}));
   app.add_option("--stage-layers", stage_layers,
                  "Layers per pipeline stage, first to last (pp counts summing to the layers; default balanced "
                  "as DeepSpeed's uniform partition)")
@@ -195,7 +197,7 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
                                                           : SparseLayout::none;
   p.sparse_block = sparse_block;
   p.zeropp = zeropp;
-  p.attention = attention == "flash" ? AttentionKernel::flash : AttentionKernel::standard;
+  p.attention = *attention_kernel_of(attention);  // CLI::IsMember admitted only its names
   p.overlap_comm = !no_overlap;
   const int ways = !stage_layers.empty() + (first_stage_layers > 0 || last_stage_layers > 0) +
                    (embedding_in_split || loss_in_split);

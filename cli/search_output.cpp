@@ -64,11 +64,11 @@ void print_columns(std::ostream& os, const std::vector<std::vector<std::string>>
   }
 }
 
-// "-" for the standard dense kernel, "flash", or the sparse layout and block.
+// "-" for the standard dense kernel, "flash", "cudnn", or the sparse layout and block.
 std::string attention_text(const Plan& p) {
   if (p.sparse_attention != SparseLayout::none)
     return to_string(p.sparse_attention) + "/" + std::to_string(p.sparse_block);
-  return p.attention == AttentionKernel::flash ? "flash" : "-";
+  return fused_attention(p.attention) ? to_string(p.attention) : "-";
 }
 
 }  // namespace

@@ -46,6 +46,14 @@ ENGINE_TARGET = 10.0  # every engine_runs source
 # faster than measured.
 MEASURED_INTRA = {"a100"}
 
+# GPUs whose runs separate cuDNN's fused attention (Transformer Engine with
+# NVTE_FUSED_ATTN=1, MaxText cudnn_flash_te) from FlashAttention-2: only H100's
+# (dgxc NeMo Llama 3.1 / Nemotron-4 15B, MaxText, PaxML against torchtitan,
+# OLMo-core, the FSDP blogs and dgxc NeMo GPT-3 / Nemotron-4 340B). Elsewhere
+# cuDNN is priced as FlashAttention-2 (derived()): on A100 the two kernels run
+# within a few percent of each other (Dao 2023 §4.1), and V100 runs neither.
+CUDNN_SEPARATE = {"h100"}
+
 
 def gpu_params(g):
     # cuBLAS large-GEMM ceilings (fp16/bf16 tensor cores, published
@@ -63,6 +71,8 @@ def gpu_params(g):
             (("P", g, "fabric", "intra_node", "busbw_efficiency"), 0.5, 0.95),
             (("P", g, "fabric", "intra_node", "base_latency_us"), 10.0, 200.0),
         ]
+    if g in CUDNN_SEPARATE:
+        out.append((("P", g, "gemm", "cudnn_attention_factor"), 0.1, 1.0))
     out += [
         (("P", g, "gemm", "attention_factor"), 0.1, 1.0),
         # STREAM-like kernels reach 80-92% of HBM datasheet bandwidth
@@ -124,6 +134,10 @@ def put(state, path, v):
 
 
 def derived(state):
+    for g in GPUS:
+        if g not in CUDNN_SEPARATE:
+            gemm = state["P"][g]["gemm"]
+            gemm["cudnn_attention_factor"] = gemm["attention_factor"]
     # H200 = H100's compute and efficiencies (its HBM and memory come from the cluster).
     h200 = copy.deepcopy(state["P"]["h100"])
     h200["name"], h200["gpu"] = "h200", "H200"

@@ -88,7 +88,9 @@ GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups
     p.mproj_b = maybe(bias, h + "mlp.c_proj.bias", p.unit);
     blocks_.push_back(p);
   }
-  flash_ = plan.attention == AttentionKernel::flash;
+  // cudnn is flash's algorithm: the CPU backend runs its fused kernel for
+  // both, the CUDA backend its cuDNN SDPA (with the flash kernels as fallback).
+  flash_ = fused_attention(plan.attention);
   if (cp > 1) {
     if (plan.sparse_attention != SparseLayout::none || m.windowed())
       throw std::logic_error("context parallelism rings dense causal attention only (check_plan_shape)");

@@ -81,7 +81,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   engine_ = new QComboBox;
   engine_->addItems({QStringLiteral("ztune"), QStringLiteral("deepspeed"), QStringLiteral("megatron"), QStringLiteral("fsdp")});
   attention_ = new QComboBox;
-  attention_->addItems({QStringLiteral("any"), QStringLiteral("standard"), QStringLiteral("flash")});
+  attention_->addItems({QStringLiteral("any"), QStringLiteral("standard"), QStringLiteral("flash"), QStringLiteral("cudnn")});
   attention_->setToolTip(QStringLiteral(
       "Attention kernel to search: any (standard, plus FlashAttention where the engine's kernel is priced), "
       "standard (s×s scores stored) or flash"));

@@ -89,7 +89,7 @@ QString recompute_label(const Plan& p) { return QString::fromStdString(to_string
 QString attention_label(const Plan& p) {
   if (p.sparse_attention != SparseLayout::none)
     return QStringLiteral("sparse %1/%2").arg(QString::fromStdString(to_string(p.sparse_attention))).arg(p.sparse_block);
-  return p.attention == AttentionKernel::flash ? QStringLiteral("flash") : QStringLiteral("standard");
+  return QString::fromStdString(to_string(p.attention));
 }
 
 QString schedule_label(const Plan& p) {

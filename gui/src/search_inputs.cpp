@@ -72,11 +72,12 @@ InputResolution resolve_inputs(const SearchInputs& in) {
   if (!engine)
     issue(InputField::engine, QStringLiteral("--engine: expected ztune, deepspeed, megatron or fsdp, got \"%1\"").arg(in.engine));
   std::optional<AttentionKernel> attention;
-  if (in.attention == QLatin1String("standard")) attention = AttentionKernel::standard;
-  else if (in.attention == QLatin1String("flash")) attention = AttentionKernel::flash;
-  else if (in.attention != QLatin1String("any"))
-    issue(InputField::attention,
-          QStringLiteral("--attention: expected any, standard or flash, got \"%1\"").arg(in.attention));
+  if (in.attention != QLatin1String("any")) {
+    attention = attention_kernel_of(in.attention.toStdString());
+    if (!attention)
+      issue(InputField::attention,
+            QStringLiteral("--attention: expected any, standard, flash or cudnn, got \"%1\"").arg(in.attention));
+  }
   auto objective = objective_from_string(in.objective.toStdString());
   if (!objective)
     issue(InputField::objective,

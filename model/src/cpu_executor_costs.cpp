@@ -166,15 +166,15 @@ CpuLayerWork cpu_layer_work(const Transformer& m, const Plan& p) {
     // step where 0.026 s is predicted, dp2 0.22 s for 0.047 s; the load spoils
     // both) until calibrate times the ring.
     const double rows = s / p.cp;
-    const double visited = p.attention == AttentionKernel::flash ? causal / p.cp : d.heads * rows * s;
+    const double visited = fused_attention(p.attention) ? causal / p.cp : d.heads * rows * s;
     w.attention_fwd_flops = 2.0 * 2.0 * hd * visited;
     w.attention_bwd_flops = 4.0 * 2.0 * hd * visited;
-    if (p.attention == AttentionKernel::flash) w.attention_bwd_recompute_flops = 2.0 * hd * visited;
+    if (fused_attention(p.attention)) w.attention_bwd_recompute_flops = 2.0 * hd * visited;
     add(w.softmax_bwd, kSoftmaxBwdCausal, causal / p.cp, 0);
     add(w.softmax_bwd, kSoftmaxBwdMasked, std::max(0.0, visited - causal / p.cp), 0);
     return w;
   }
-  if (p.attention == AttentionKernel::flash) {
+  if (fused_attention(p.attention)) {
     // kernels/src/attention_flash_cpu.cpp: tiles of query rows against the keys
     // up to the tile's last row; forward QKᵀ and P·V (exp inside), backward
     // the recomputed QKᵀ (and exp) plus dP, dV, dQ, dK; the dS pass over each

@@ -69,10 +69,10 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (p.sparse_attention != SparseLayout::none && (m.seq_len % p.sparse_block != 0))
     return "$.plan.sparse_attention.block: " + s(p.sparse_block) + " does not divide the sequence length " +
            s(m.seq_len);
-  if (p.attention == AttentionKernel::flash && p.sparse_attention != SparseLayout::none)
-    return "$.plan.attention: flash is a dense attention kernel; block-sparse attention has its own";
-  if (p.attention == AttentionKernel::flash && !executor_runs_flash(m, backend))
-    return "$.plan.attention: the CUDA flash kernel takes head sizes 64 and 128; the model's is " +
+  if (fused_attention(p.attention) && p.sparse_attention != SparseLayout::none)
+    return "$.plan.attention: " + to_string(p.attention) + " is a dense attention kernel; block-sparse attention has its own";
+  if (fused_attention(p.attention) && !executor_runs_flash(m, backend))
+    return "$.plan.attention: the CUDA fused attention kernels take head sizes 64 and 128; the model's is " +
            s(m.head_dim()) + " (use \"standard\")";
   // ZeRO++ across nodes reduces gradients in two levels (zeropp_reduce.hpp),
   // which needs each node to hold whole tensor-parallel groups and the same

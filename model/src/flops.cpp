@@ -43,14 +43,14 @@ double hardware_flops_per_iteration(const Transformer& m, const Plan& p) {
   const double density = attention_density(m, p);
   // A flash kernel skips the key blocks outside the window; the standard
   // kernel computes every score and masks the ones outside it.
-  const double kept = p.attention == AttentionKernel::flash ? m.attended_fraction() : 1.0;
+  const double kept = fused_attention(p.attention) ? m.attended_fraction() : 1.0;
   const double core = attention_core_flops(m, b) * density * kept;
   double extra = 0;
   // Full recomputation repeats the linear layers (density 0: no attention term) and the kernel's core.
   if (p.recompute == Recompute::full) extra = m.layers * (layer_forward_flops(m, b, 0.0) + core);
   if (p.recompute == Recompute::selective) extra = m.layers * core;
   // A flash kernel's backward recomputes QKᵀ (Dao et al. 2022, Alg. 4): half the core.
-  if (p.attention == AttentionKernel::flash) extra += m.layers * core / 2.0;
+  if (fused_attention(p.attention)) extra += m.layers * core / 2.0;
   // The passes' own attention work: the model's, or all of the scores when the kernel masks the window.
   const double masked = m.layers * 3.0 * attention_core_flops(m, b) * density * (kept - m.attended_fraction());
   return model_flops_per_iteration(m, b, density) + masked + extra;

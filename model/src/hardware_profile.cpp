@@ -123,6 +123,8 @@ HardwareProfile profile_from_json(const nlohmann::json& doc, const std::string& 
     auto g = r.object("gemm");
     p.gemm_efficiency = read_table(g, "efficiency_by_flops");
     p.attention_gemm_factor = g.fraction("attention_factor");
+    // Added with the cudnn kernel: absent, cuDNN is priced as FlashAttention-2.
+    p.cudnn_attention_factor = g.optional_fraction("cudnn_attention_factor").value_or(p.attention_gemm_factor);
     g.finish();
   }
   {
@@ -182,7 +184,10 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
       {"name", p.name},
       {"source", p.source},
       {"gpu", p.gpu},
-      {"gemm", {{"efficiency_by_flops", table}, {"attention_factor", p.attention_gemm_factor}}},
+      {"gemm",
+       {{"efficiency_by_flops", table},
+        {"attention_factor", p.attention_gemm_factor},
+        {"cudnn_attention_factor", p.cudnn_attention_factor}}},
       {"memory_bound",
        {{"bandwidth_efficiency", p.memory_bandwidth_efficiency},
         {"kernel_launch_us", p.kernel_launch_s * 1e6}}},

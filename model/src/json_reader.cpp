@@ -284,6 +284,11 @@ std::optional<double> ObjectReader::optional_positive(std::string_view key, bool
   return positive(key, allow_zero);
 }
 
+std::optional<double> ObjectReader::optional_fraction(std::string_view key, bool allow_zero) {
+  if (!has(key)) { read_.insert(std::string(key)); return std::nullopt; }
+  return fraction(key, allow_zero);
+}
+
 std::int64_t ObjectReader::integer(std::string_view key, std::int64_t lo, std::int64_t hi) {
   const auto& v = require(key);
   auto fail = [&] {

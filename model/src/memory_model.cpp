@@ -80,7 +80,7 @@ double layer_activation_bytes(const Transformer& m, int micro_batch, int tp, boo
   // Attention scores: softmax output (2), dropout mask (1), dropout output (2);
   // a flash kernel keeps the fp32 log-sum-exp per row (its dropout mask is
   // regenerated from the RNG state in backward).
-  if (kernel == AttentionKernel::flash) return outside + inside + 4.0 * a * s * b / t;
+  if (fused_attention(kernel)) return outside + inside + 4.0 * a * s * b / t;
   const double scores = r == Recompute::selective ? 0.0 : 5.0 * a * s * s * b / t * attention_density;
   return outside + inside + scores;
 }
@@ -139,7 +139,7 @@ double layer_activation_bytes_fp32(const Transformer& m, const Plan& p, Recomput
   // kernel's input repeats grouped-query heads), dropped with the state under
   // selective recomputation.
   const double gathered = p.ulysses > 1 && r == Recompute::none ? 4.0 * 4.0 * sbh / (t * p.ulysses) : 0.0;
-  if (p.attention == AttentionKernel::flash)
+  if (fused_attention(p.attention))
     return outside + inside + gathered + 4.0 * a * s * b / (t * p.seq_split());  // the lse
   const double scores = r == Recompute::selective ? 0.0 : 4.0 * a * s * s * b / (t * p.seq_split()) * density;
   return outside + inside + gathered + scores;
@@ -288,7 +288,7 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   const double s_local = static_cast<double>(m.seq_len) / p.seq_split();
   const double sbh_local = s_local * p.micro_batch * m.hidden / t;
   const double s_rows = static_cast<double>(m.seq_len) / p.cp;  // query rows (and keys) of one score block
-  const double scores = p.attention == AttentionKernel::flash
+  const double scores = fused_attention(p.attention)
                             ? 4.0 * sbh_local
                             : static_cast<double>(p.micro_batch) * m.heads / (t * p.ulysses) * s_rows * s_rows * eb *
                                   density;

@@ -32,8 +32,10 @@ double gemm_time(const GemmShape& g, Precision p, const GpuSpec& gpu, const Hard
   return std::max(compute, memory) + hw.kernel_launch_s;
 }
 
-double fused_attention_time(double flops, double bytes, Precision p, const GpuSpec& gpu, const HardwareProfile& hw) {
-  const double compute = flops / (gpu.peak_flops(p) * hw.gemm_efficiency_at(flops) * hw.attention_gemm_factor);
+double fused_attention_time(double flops, double bytes, Precision p, const GpuSpec& gpu, const HardwareProfile& hw,
+                            AttentionKernel kernel) {
+  const double factor = kernel == AttentionKernel::cudnn ? hw.cudnn_attention_factor : hw.attention_gemm_factor;
+  const double compute = flops / (gpu.peak_flops(p) * hw.gemm_efficiency_at(flops) * factor);
   return std::max(compute, bytes / achieved_hbm(gpu, hw)) + hw.kernel_launch_s;
 }
 
@@ -248,11 +250,11 @@ double context_parallel_attention(const Plan& p, const Cluster& c, const Hardwar
   const double heads_local = x.b * x.a / x.t;
   const double cp = p.cp;
   double step_fwd = 0, step_bwd = 0;
-  if (p.attention == AttentionKernel::flash) {
+  if (fused_attention(p.attention)) {
     const double flops = 4.0 * x.sl * x.sl * x.d * heads_local * 0.5;  // QKᵀ and PV over half the block
     const double head_bytes = x.sl * x.d * heads_local * eb;           // one of Q, K, V, O of the local rows
-    step_fwd = fused_attention_time(flops, 4.0 * head_bytes, prec, gpu, hw);
-    step_bwd = fused_attention_time(2.5 * flops, 8.0 * head_bytes, prec, gpu, hw);
+    step_fwd = fused_attention_time(flops, 4.0 * head_bytes, prec, gpu, hw, p.attention);
+    step_bwd = fused_attention_time(2.5 * flops, 8.0 * head_bytes, prec, gpu, hw, p.attention);
   } else {
     const GemmShape qk{x.sl, x.sl, x.d, heads_local};
     const GemmShape pv{x.sl, x.d, x.sl, heads_local};
@@ -325,7 +327,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   lc.fwd_attention_s = t_qk + t_pv + memory_bound_time(softmax_fwd_bytes, gpu, hw, 2);
 
   double flash_bwd_s = 0;
-  if (p.attention == AttentionKernel::flash && p.cp == 1) {  // cp > 1: the ring's blocks, below
+  if (fused_attention(p.attention) && p.cp == 1) {  // cp > 1: the ring's blocks, below
     // One fused kernel each way (Dao 2023, FlashAttention-2): no s×s tensor
     // reaches HBM, which sees only Q, K, V and O (forward) and those, dO, dQ,
     // dK and dV (backward). A causal kernel skips the key blocks above the
@@ -343,8 +345,8 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
     for (double i = 0; i < n; ++i) blocks += std::min(i + 1.0, k);
     const double fwd_flops = 4.0 * x.s * x.s * x.d * heads_local * blocks / (n * n);
     const double head_bytes = x.s * x.d * heads_local * eb;  // one of Q, K, V, O per micro-batch
-    lc.fwd_attention_s = fused_attention_time(fwd_flops, 4.0 * head_bytes, prec, gpu, hw);
-    flash_bwd_s = fused_attention_time(2.5 * fwd_flops, 8.0 * head_bytes, prec, gpu, hw);
+    lc.fwd_attention_s = fused_attention_time(fwd_flops, 4.0 * head_bytes, prec, gpu, hw, p.attention);
+    flash_bwd_s = fused_attention_time(2.5 * fwd_flops, 8.0 * head_bytes, prec, gpu, hw, p.attention);
   }
 
   double cp_bwd_attention_s = 0;
@@ -371,7 +373,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   const double bwd_dgrad = t_qkv.dgrad + t_proj.dgrad + t_fc1.dgrad + t_fc2.dgrad;
   const double bwd_attention =
       p.cp > 1 ? cp_bwd_attention_s
-      : p.attention == AttentionKernel::flash
+      : fused_attention(p.attention)
           ? flash_bwd_s
           : 2.0 * (t_qk + t_pv) + memory_bound_time(scores * (eb * 3.0 + 1.0) + scores * eb * 3.0, gpu, hw, 2);
   const double bwd_elem = memory_bound_time(2.0 * elem_fwd_bytes, gpu, hw, elem_kernels);

@@ -52,8 +52,16 @@ std::string to_string(AttentionKernel k) {
   switch (k) {
     case AttentionKernel::standard: return "standard";
     case AttentionKernel::flash: return "flash";
+    case AttentionKernel::cudnn: return "cudnn";
   }
   return "?";
+}
+
+std::optional<AttentionKernel> attention_kernel_of(std::string_view n) {
+  if (n == "standard") return AttentionKernel::standard;
+  if (n == "flash") return AttentionKernel::flash;
+  if (n == "cudnn") return AttentionKernel::cudnn;
+  return std::nullopt;
 }
 
 namespace {
@@ -91,7 +99,7 @@ std::string Plan::summary() const {
   os << " " << to_string(precision);
   if (onebit_adam) os << " 1bit-adam";
   if (sparse_attention != SparseLayout::none) os << " sparse:" << to_string(sparse_attention) << "/" << sparse_block;
-  if (attention == AttentionKernel::flash) os << " flash";
+  if (fused_attention(attention)) os << " " << to_string(attention);
   if (zeropp) os << " zero++";
   if (!stage_layers.empty()) {
     os << " stages:";
@@ -263,8 +271,7 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   }
   p.zeropp = r.boolean("zeropp");
   // Added after the first plan files were written: absent means standard.
-  p.attention = r.optional_choice("attention", {"standard", "flash"}, "standard") == "flash" ? AttentionKernel::flash
-                                                                                           : AttentionKernel::standard;
+  p.attention = *attention_kernel_of(r.optional_choice("attention", {"standard", "flash", "cudnn"}, "standard"));
   // Added with ZeRO-R's partitioned activations: absent means not partitioned.
   p.partition_activations = r.optional_boolean("partition_activations").value_or(false);
   // Added with uneven pipeline stages (issue 19): absent means balanced.
@@ -531,8 +538,8 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
   if (m.windowed() && p.sparse_attention != SparseLayout::none)
     return "$.sparse_attention.layout: the model attends a sliding window of " + s(m.attention_window) +
            " tokens; a block-sparse layout would replace it (use one or the other)";
-  if (p.attention == AttentionKernel::flash && p.sparse_attention != SparseLayout::none)
-    return "$.attention: flash is a dense attention kernel; block-sparse attention (" + to_string(p.sparse_attention) +
+  if (fused_attention(p.attention) && p.sparse_attention != SparseLayout::none)
+    return "$.attention: " + to_string(p.attention) + " is a dense attention kernel; block-sparse attention (" + to_string(p.sparse_attention) +
            ") has its own kernels; expected \"standard\"";
   return std::nullopt;
 }
@@ -553,9 +560,10 @@ std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const
     return "$.precision: " + c.node.gpu.name + " has no bf16 support; use fp16";
   if (p.precision == Precision::fp16 && c.node.gpu.peak_tflops_fp16 == 0 && c.device_kind == DeviceKind::gpu)
     return "$.precision: " + c.node.gpu.name + " has no fp16 support";
-  if (p.attention == AttentionKernel::flash && !supports_flash_attention(c))
-    return "$.attention: FlashAttention-2 needs an Ampere or newer GPU (bf16 tensor cores); " + c.node.gpu.name +
-           " has none; expected \"standard\"";
+  if (fused_attention(p.attention) && !supports_flash_attention(c))
+    return std::string("$.attention: ") +
+           (p.attention == AttentionKernel::cudnn ? "cuDNN's fused flash attention" : "FlashAttention-2") +
+           " needs an Ampere or newer GPU (bf16 tensor cores); " + c.node.gpu.name + " has none; expected \"standard\"";
   return std::nullopt;
 }
 

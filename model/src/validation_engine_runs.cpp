@@ -258,6 +258,16 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     }
     p.precision = contains(text(plan, "precision", where + ".plan"), "bf16") ? Precision::bf16 : Precision::fp16;
     p.attention = text(model, "attention", where + ".model") == "flash" ? AttentionKernel::flash : AttentionKernel::standard;
+    // Which library ran the flash kernel: the rows record it under
+    // inferred."model.attention" from the launch scripts (Transformer Engine's
+    // NVTE_FUSED_ATTN=1 picks cuDNN's fused attention; MaxText's
+    // attention=cudnn_flash_te the same); every other flash row names
+    // FlashAttention-2 (PyTorch SDPA, flash-attn, NVTE_FUSED_ATTN=0).
+    if (p.attention == AttentionKernel::flash && row.contains("inferred") && row["inferred"].is_object() &&
+        row["inferred"].contains("model.attention") && row["inferred"]["model.attention"].is_string()) {
+      const std::string how = row["inferred"]["model.attention"].get<std::string>();
+      if (contains(how, "NVTE_FUSED_ATTN=1") || contains(how, "cudnn_flash_te")) p.attention = AttentionKernel::cudnn;
+    }
     // Offload: "cpu …" or "nvme …" (the optimizer states), and optionally the
     // ZeRO-3 parameters in plan.offload_params.
     auto offload_target = [&](const char* key) {

@@ -132,7 +132,12 @@ TEST_CASE("the attention input pins the kernel; flash on V100s is marked on its 
   in.attention = "xformers";
   const InputIssue* bad = issue_for(resolve_inputs(in), InputField::attention);
   REQUIRE(bad != nullptr);
-  CHECK(bad->message.contains("any, standard or flash"));
+  CHECK(bad->message.contains("any, standard, flash or cudnn"));
+  in.cluster = "dgx-h100";
+  in.attention = "cudnn";
+  const InputResolution h100 = resolve_inputs(in);
+  REQUIRE(h100.ok());
+  CHECK(*h100.inputs->options.space.attention == ztune::AttentionKernel::cudnn);
   CHECK_FALSE(resolve_inputs(SearchInputs{}).inputs->options.space.attention.has_value());  // "any"
 }
 

@@ -155,3 +155,16 @@ TEST_CASE("the same engine compiled (torch.compile, XLA): only the elementwise t
   CHECK_THROWS_WITH(engine_profile_from_json(doc, "e.json"),
                     Catch::Contains("$.fusion.compiled_elementwise_traffic") && Catch::Contains("does not add traffic"));
 }
+
+TEST_CASE("hardware profile: the cudnn attention factor is optional, a fraction, and round-trips", "[engine][cudnn]") {
+  nlohmann::json doc = profile_to_json(load_profile(std::string(ZTUNE_TEST_DATA_DIR) + "/profiles/h100.json"));
+  const HardwareProfile h100 = profile_from_json(doc, "p.json");
+  CHECK(h100.cudnn_attention_factor == Approx(doc["gemm"]["cudnn_attention_factor"].get<double>()));
+  // A profile written before the cudnn kernel existed prices it as FlashAttention-2.
+  doc["gemm"].erase("cudnn_attention_factor");
+  const HardwareProfile old = profile_from_json(doc, "p.json");
+  CHECK(old.cudnn_attention_factor == old.attention_gemm_factor);
+  doc["gemm"]["cudnn_attention_factor"] = 1.5;
+  CHECK_THROWS_WITH(profile_from_json(doc, "p.json"),
+                    Catch::Contains("p.json: $.gemm.cudnn_attention_factor") && Catch::Contains("fraction"));
+}

@@ -48,7 +48,14 @@ TEST_CASE("plan attention kernel: round trip, default for older files, and its r
   CHECK(ztune::plan_from_json(j, "p.json").attention == ztune::AttentionKernel::standard);
   j["attention"] = "xformers";
   REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"),
-                      Contains("p.json: $.attention: expected one of standard|flash, got \"xformers\""));
+                      Contains("p.json: $.attention: expected one of standard|flash|cudnn, got \"xformers\""));
+  j["attention"] = "cudnn";
+  CHECK(ztune::plan_from_json(j, "p.json").attention == ztune::AttentionKernel::cudnn);
+  p.attention = ztune::AttentionKernel::cudnn;
+  CHECK(ztune::plan_to_json(p)["attention"] == "cudnn");
+  CHECK_THAT(p.summary(), Contains(" cudnn"));
+  CHECK(ztune::attention_kernel_of("flash") == ztune::AttentionKernel::flash);
+  CHECK_FALSE(ztune::attention_kernel_of("Flash").has_value());
 
   auto m = ztune::load_transformer("gpt3-175b");
   auto a100 = ztune::load_cluster("dgx-a100-80gb");
@@ -60,6 +67,10 @@ TEST_CASE("plan attention kernel: round trip, default for older files, and its r
   auto v100 = ztune::load_cluster("dgx2");
   q.precision = ztune::Precision::fp16;
   CHECK_THAT(*ztune::check_plan(q, m, v100), Contains("$.attention") && Contains("Ampere"));
+  // cuDNN's fused flash attention needs sm_80 the same way.
+  q.attention = ztune::AttentionKernel::cudnn;
+  CHECK_THAT(*ztune::check_plan(q, m, v100), Contains("$.attention: cuDNN's fused flash attention") && Contains("Ampere"));
+  q.attention = ztune::AttentionKernel::flash;
   // Flash is a dense kernel: not with a block-sparse layout.
   q.precision = ztune::Precision::bf16;
   q.sparse_attention = ztune::SparseLayout::fixed;

@@ -113,6 +113,43 @@ TEST_CASE("flash attention: backward recomputes QKᵀ (HFU), and only the causal
   CHECK(std_lc.bwd_attention_s > 1.6 * lc.bwd_attention_s);
 }
 
+TEST_CASE("cudnn attention: flash's memory and FLOPs, timed at the profile's cudnn factor", "[time][flash][cudnn]") {
+  // Closed form: with one GEMM efficiency at every size and no launch cost, a
+  // compute-bound fused kernel takes FLOPs / (peak · eff · factor), so the
+  // cuDNN kernel's attention time is flash's × attention_factor / cudnn factor
+  // and nothing else in the layer changes.
+  const Transformer m = gpt(96, 12288, 96, 2048, 51200);
+  HardwareProfile hw = constant_efficiency_profile();
+  hw.attention_gemm_factor = 0.5;
+  hw.cudnn_attention_factor = 0.8;
+  const Cluster c = a100(1);
+  Plan q = one_sequence_flash_plan();
+  const LayerCost flash = layer_cost(m, q, c, hw);
+  q.attention = AttentionKernel::cudnn;
+  const LayerCost cudnn = layer_cost(m, q, c, hw);
+  CHECK(cudnn.fwd_attention_s == Approx(flash.fwd_attention_s * 0.5 / 0.8));
+  CHECK(cudnn.bwd_attention_s == Approx(flash.bwd_attention_s * 0.5 / 0.8));
+  CHECK(cudnn.fwd_gemm_s == Approx(flash.fwd_gemm_s));
+  CHECK(cudnn.bwd_weight_s == Approx(flash.bwd_weight_s));
+  CHECK(cudnn.fwd_elementwise_s == Approx(flash.fwd_elementwise_s));
+  Plan p;
+  p.global_batch = 64;
+  p.attention = AttentionKernel::flash;
+  const double flash_flops = hardware_flops_per_iteration(m, p);
+  const double flash_memory = predict_memory(m, p, c, hw).line(MemLine::activations);
+  p.attention = AttentionKernel::cudnn;
+  CHECK(hardware_flops_per_iteration(m, p) == Approx(flash_flops));
+  CHECK(predict_memory(m, p, c, hw).line(MemLine::activations) == Approx(flash_memory));
+  // The context-parallel ring's blocks take the same factor.
+  Plan r = one_sequence_flash_plan();
+  r.tp = 1;
+  r.cp = 2;
+  const Cluster two = a100(1);
+  const double ring_flash = layer_cost(m, r, two, hw).fwd_attention_s;
+  r.attention = AttentionKernel::cudnn;
+  CHECK(layer_cost(m, r, two, hw).fwd_attention_s == Approx(ring_flash * 0.5 / 0.8));
+}
+
 TEST_CASE("GEMM roofline: compute-bound at the table's efficiency, memory-bound when thin", "[time][gemm]") {
   const Cluster c = a100(1);
   HardwareProfile hw = profile();

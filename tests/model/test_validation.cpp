@@ -255,3 +255,25 @@ TEST_CASE("engine_runs.json: hybrid-sharded rows are predicted as dp_shard plans
     CHECK(k.reason.find("not a ZeRO stage over all of dp") == std::string::npos);
   }
 }
+
+TEST_CASE("engine_runs.json: the flash rows run the library their launch scripts name", "[validation][cudnn]") {
+  // The rows' inferred "model.attention" (../shared/validation/engine_runs.json):
+  // dgxc NeMo Llama 3.1 and Nemotron-4 15B set NVTE_FUSED_ATTN=1 (cuDNN),
+  // Nemotron-4 340B and GPT-3 175B NVTE_FUSED_ATTN=0 (flash-attn), MaxText
+  // attention=cudnn_flash_te, torchtitan SDPA's FlashAttention-2 backend.
+  std::map<std::string, std::string> details;
+  for (const auto& c : report().cases) details[c.id] = c.detail;
+  auto runs = [&](const char* id, const char* kernel) {
+    INFO(id);
+    REQUIRE(details.count(id) == 1);
+    const std::string& d = details.at(id);
+    CHECK(d.find(kernel) != std::string::npos);
+    CHECK(d.find(std::string(kernel) == " cudnn" ? " flash" : " cudnn") == std::string::npos);
+  };
+  runs("dgxc_2411_llama31_8b_bf16_8xh100", " cudnn");
+  runs("dgxc_2411_nemotron4_15b_bf16_16xh100", " cudnn");
+  runs("dgxc_2411_maxtext_llama2_70b_bf16_64xh100", " cudnn");
+  runs("dgxc_2411_nemotron4_340b_bf16_128xh100", " flash");
+  runs("dgxc_2411_gpt3_175b_bf16_128xh100", " flash");
+  runs("torchtitan_202412_llama31_8b_8xh100_fsdp", " flash");
+}

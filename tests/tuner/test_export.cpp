@@ -195,6 +195,35 @@ TEST_CASE("flash attention exports as Megatron-LM's --use-flash-attn and Megatro
   CHECK_FALSE(deepspeed_config(pf, "plan.json").contains("attention"));
 }
 
+TEST_CASE("cuDNN attention exports as Megatron-Core's --attention-backend fused; DeepSpeed refuses it",
+          "[tuner][export][cudnn]") {
+  // Megatron-Core's arguments.py: --attention-backend {flash, fused, unfused,
+  // local, auto}; fused is Transformer Engine's FusedAttention (cuDNN).
+  PlanFile pf;
+  pf.model = test::korthikanti_model(24, 2048, 16, 64);
+  pf.cluster = load_cluster("dgx-h100");
+  Plan& p = pf.plan;
+  p.dp = 8;
+  p.micro_batch = 8;
+  p.global_batch = 64;
+  p.attention = AttentionKernel::cudnn;
+  const auto mg = megatron_arguments(pf, "plan.json");
+  const auto at = std::find(mg.begin(), mg.end(), "--attention-backend");
+  REQUIRE(at != mg.end());
+  CHECK(*(at + 1) == "fused");
+  CHECK(std::count(mg.begin(), mg.end(), "--use-flash-attn") == 0);
+  REQUIRE(engine_violation(p, Engine::deepspeed).has_value());
+  CHECK(*engine_violation(p, Engine::deepspeed) == EngineRule::ds_cudnn_attention);
+  CHECK_THROWS_WITH(deepspeed_launch(pf, "ds_config.json", "plan.json"),
+                    Contains("deepspeed cannot run this plan") && Contains("--use-flash-attn-v2"));
+  CHECK_FALSE(engine_violation(p, Engine::fsdp).has_value());
+  // torchtitan's context parallelism rings SDPA's flash kernels, Megatron-Core's both fused kernels.
+  p.cp = 2;
+  p.dp = 4;
+  CHECK(*engine_violation(p, Engine::fsdp) == EngineRule::fs_cp_attention);
+  CHECK_FALSE(engine_violation(p, Engine::megatron).has_value());
+}
+
 TEST_CASE("DeepSpeed export writes the causal sparse attention layouts, 1-bit Adam and ZeRO++ as DeepSpeed reads them",
           "[tuner][export]") {
   // Expected sections written by hand from DeepSpeed's config documentation and

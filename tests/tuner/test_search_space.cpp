@@ -256,6 +256,42 @@ TEST_CASE("opt-in options: 1-bit Adam gets the default warm-up and a sparse layo
   CHECK(dense[0].kernel == AttentionKernel::standard);
 }
 
+TEST_CASE("the fused kernel searched is the one the profile prices faster, where the engine runs it",
+          "[tuner][space][cudnn]") {
+  HardwareProfile hw;
+  hw.attention_gemm_factor = 0.5;
+  hw.cudnn_attention_factor = 0.5;
+  CHECK(preferred_fused_kernel(Engine::megatron, hw) == AttentionKernel::flash);  // a tie: FlashAttention-2
+  hw.cudnn_attention_factor = 0.8;
+  CHECK(preferred_fused_kernel(Engine::megatron, hw) == AttentionKernel::cudnn);
+  CHECK(preferred_fused_kernel(Engine::fsdp, hw) == AttentionKernel::cudnn);
+  CHECK(preferred_fused_kernel(Engine::deepspeed, hw) == AttentionKernel::flash);  // Megatron-DeepSpeed: FA2 only
+
+  Transformer m = load_transformer("tiny");
+  m.hidden = 256;
+  m.ffn_hidden = 1024;
+  Cluster c = load_cluster("dgx-h100");
+  c.node.gpus = 2;
+  auto kernels = [&](SpaceOptions o) {
+    std::set<std::string> seen;
+    const SearchSpace space(m, c, o);
+    for (const auto& a : space.attention_choices()) seen.insert(to_string(a.kernel));
+    return seen;
+  };
+  SpaceOptions o;
+  o.engine = Engine::megatron;
+  o.fused_kernel = AttentionKernel::cudnn;
+  CHECK(kernels(o) == std::set<std::string>{"standard", "cudnn"});
+  o.engine = Engine::deepspeed;
+  CHECK(kernels(o) == std::set<std::string>{"standard", "flash"});
+  o.attention = AttentionKernel::cudnn;
+  CHECK_THROWS_WITH(SearchSpace(m, c, o), Catch::Contains("--attention") && Catch::Contains("Megatron-DeepSpeed"));
+  // A V100 runs neither fused kernel.
+  o.engine = Engine::megatron;
+  Cluster v = load_cluster("dgx2");
+  CHECK_THROWS_WITH(SearchSpace(m, v, o), Catch::Contains("--attention: cudnn needs an Ampere or newer GPU"));
+}
+
 TEST_CASE("on Ampere GPUs the space adds flash attention, without selective recomputation", "[tuner][space]") {
   // The hand-counted space above on two A100s: bf16 instead of fp16 (one
   // precision either way). With flash pinned, each layout's 3 recompute modes

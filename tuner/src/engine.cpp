@@ -55,7 +55,7 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"megatron: no sparse attention", "Megatron-LM has no block-sparse attention"},
     {"megatron: context parallelism needs flash",
      "Megatron-Core's context parallelism runs in Transformer Engine's fused attention only (its unfused "
-     "DotProductAttention asserts context_parallel_size 1): use attention \"flash\" with cp > 1"},
+     "DotProductAttention asserts context_parallel_size 1): use attention \"cudnn\" or \"flash\" with cp > 1"},
     {"megatron: no DeepSpeed-Ulysses",
      "Megatron-LM and NeMo have no DeepSpeed-Ulysses (all-to-all over heads; it is Megatron-DeepSpeed's "
      "--ds-sequence-parallel-size); they split a sequence with context parallelism: use cp instead of ulysses, "
@@ -70,7 +70,7 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"fsdp: no sparse attention", "PyTorch FSDP has no block-sparse attention"},
     {"fsdp: context parallelism needs flash",
      "torchtitan's context parallelism (context_parallel_degree) rings SDPA's flash or memory-efficient kernels "
-     "only: use attention \"flash\" with cp > 1"},
+     "only: use attention \"flash\" with cp > 1 (not \"cudnn\")"},
     {"fsdp: no DeepSpeed-Ulysses",
      "PyTorch FSDP and torchtitan have no DeepSpeed-Ulysses (all-to-all over heads); torchtitan splits a "
      "sequence with context parallelism (context_parallel_degree): use cp instead of ulysses, or export to deepspeed"},
@@ -84,6 +84,9 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
      "Megatron-LM's distributed optimizer shards the optimizer states (ZeRO-1) over the whole data-parallel "
      "group; it has no ZeRO-3 sharded inside groups and replicated across them (plan.dp_shard): run it with "
      "PyTorch FSDP (HYBRID_SHARD, torchtitan HSDP) or DeepSpeed (MiCS: --format deepspeed), or omit dp_shard"},
+    {"deepspeed: no cuDNN attention",
+     "Megatron-DeepSpeed's fused attention is FlashAttention-2 (--use-flash-attn-v2); it has no cuDNN fused "
+     "attention (Transformer Engine's FusedAttention): use attention \"flash\""},
 }};
 
 }  // namespace
@@ -111,6 +114,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.sparse_attention == SparseLayout::bigbird || p.sparse_attention == SparseLayout::longformer)
         return EngineRule::ds_sparse_causal;
       if (p.cp > 1) return EngineRule::ds_context_parallel;
+      if (p.attention == AttentionKernel::cudnn) return EngineRule::ds_cudnn_attention;
       return std::nullopt;
     case Engine::megatron:
       if (p.dp_shard > 0) return EngineRule::mg_hybrid_sharding;
@@ -120,7 +124,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.onebit_adam) return EngineRule::mg_onebit;
       if (p.zeropp) return EngineRule::mg_zeropp;
       if (p.sparse_attention != SparseLayout::none) return EngineRule::mg_sparse;
-      if (p.cp > 1 && p.attention != AttentionKernel::flash) return EngineRule::mg_cp_attention;
+      if (p.cp > 1 && !fused_attention(p.attention)) return EngineRule::mg_cp_attention;
       if (p.ulysses > 1) return EngineRule::mg_ulysses;
       return std::nullopt;
     case Engine::fsdp:
@@ -141,6 +145,11 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
 
 bool engine_runs_flash(Engine e, const Transformer& m, const Cluster& c) {
   return supports_flash_attention(c) && (e != Engine::ztune || executor_runs_flash(m, executor_backend_for(c)));
+}
+
+AttentionKernel preferred_fused_kernel(Engine e, const HardwareProfile& hw) {
+  return e != Engine::deepspeed && hw.cudnn_attention_factor > hw.attention_gemm_factor ? AttentionKernel::cudnn
+                                                                                      : AttentionKernel::flash;
 }
 
 std::optional<std::string> engine_model_violation(const Transformer& m, Engine e) {

@@ -85,9 +85,11 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
       engine_runs_flash(o.space.engine, m, c)) {
     // What selective recomputation drops, flash never stores.
     Plan p = base;
-    p.attention = AttentionKernel::flash;
+    p.attention = preferred_fused_kernel(o.space.engine, hw);
     if (p.recompute == Recompute::selective) p.recompute = Recompute::none;
-    add("FlashAttention (--attention flash: no s×s scores stored)", p);
+    add(p.attention == AttentionKernel::cudnn ? "cuDNN fused attention (--attention cudnn: no s×s scores stored)"
+                                              : "FlashAttention (--attention flash: no s×s scores stored)",
+        p);
   }
   if (base.recompute == Recompute::none && base.attention == AttentionKernel::standard) {
     Plan p = base;

@@ -387,6 +387,9 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
   // Transformer Engine, releases that have --attention-backend pick a fused
   // kernel by default; a standard plan there wants --attention-backend unfused.
   if (p.attention == AttentionKernel::flash) a.emplace_back("--use-flash-attn");
+  // cuDNN's fused attention: Megatron-Core's --attention-backend fused
+  // (Transformer Engine's FusedAttention, what NVTE_FUSED_ATTN=1 selects).
+  if (p.attention == AttentionKernel::cudnn) a.insert(a.end(), {"--attention-backend", "fused"});
   if (p.zero_stage == 1) a.emplace_back("--use-distributed-optimizer");
   if (p.overlap_comm) a.emplace_back("--overlap-grad-reduce");
   precision_arguments(p, a);

@@ -208,7 +208,9 @@ SearchResult run_search(const Transformer& m, const Cluster& c, const HardwarePr
     hooks.progress = [&progress, t0](std::int64_t done, std::int64_t total, std::int64_t plans) {
       progress({done, total, std::chrono::duration<double>(Clock::now() - t0).count(), SearchPhase::enumerate, plans});
     };
-  SearchSpace space(m, c, o.space, hooks);
+  SpaceOptions so = o.space;
+  so.fused_kernel = preferred_fused_kernel(o.space.engine, hw);
+  SearchSpace space(m, c, so, hooks);
   SearchResult r;
   r.objective = o.objective;
   r.tokens = o.tokens > 0 ? o.tokens : m.train_tokens;

@@ -72,27 +72,33 @@ std::vector<Precision> precision_list(const SpaceOptions& o, const Cluster& c) {
   return out;
 }
 
-// The dense attention kernels searched. Flash joins standard by default where
-// the engine's flash kernel is the one the cost model prices: Megatron-LM
-// (--use-flash-attn) and Megatron-DeepSpeed (--use-flash-attn-v2) run
-// FlashAttention-2 on Ampere or newer; ztune's executor its CPU kernel
-// (cpu_executor_costs.cpp). ztune's CUDA flash kernel (head sizes 64 and 128)
-// is plain SIMT fp32, far below the FlashAttention-2 speed priced for GPUs, so
-// the ztune engine searches it on GPUs only when --attention flash pins it.
+// The dense attention kernels searched. A fused kernel joins standard by
+// default where the engine's kernel is the one the cost model prices:
+// Megatron-LM (--use-flash-attn, or Transformer Engine's cuDNN attention),
+// Megatron-DeepSpeed (--use-flash-attn-v2) and FSDP (SDPA) on Ampere or newer;
+// ztune's executor its CPU kernel (cpu_executor_costs.cpp). Which fused kernel
+// is o.fused_kernel (preferred_fused_kernel). ztune's CUDA fused path runs in
+// fp32 storage, far below the speed priced for GPUs, so the ztune engine
+// searches it on GPUs only when --attention pins it.
 std::vector<AttentionChoice> attention_kernels(const SpaceOptions& o, const Transformer& m, const Cluster& c) {
   const bool priced = o.engine != Engine::ztune || c.device_kind == DeviceKind::cpu;
   const bool available = engine_runs_flash(o.engine, m, c) && priced;
   if (o.attention) {
-    if (*o.attention == AttentionKernel::flash && !supports_flash_attention(c))
-      throw InputError("--attention: flash needs an Ampere or newer GPU (FlashAttention-2); " + c.node.gpu.name +
-                       " is older");
-    if (*o.attention == AttentionKernel::flash && !engine_runs_flash(o.engine, m, c))
-      throw InputError("--attention: ztune's CUDA flash kernel takes head sizes 64 and 128; " + m.name +
+    const AttentionKernel k = *o.attention;
+    const char* name = k == AttentionKernel::cudnn ? "cuDNN's fused attention" : "FlashAttention-2";
+    if (fused_attention(k) && !supports_flash_attention(c))
+      throw InputError(std::string("--attention: ") + to_string(k) + " needs an Ampere or newer GPU (" + name +
+                       "); " + c.node.gpu.name + " is older");
+    if (fused_attention(k) && !engine_runs_flash(o.engine, m, c))
+      throw InputError("--attention: ztune's CUDA fused attention takes head sizes 64 and 128; " + m.name +
                        " has " + str(m.head_dim()));
-    return {{SparseLayout::none, *o.attention}};
+    if (k == AttentionKernel::cudnn && o.engine == Engine::deepspeed)
+      throw InputError("--attention: " + std::string(engine_rule_text(EngineRule::ds_cudnn_attention)));
+    return {{SparseLayout::none, k}};
   }
   if (!available) return {{SparseLayout::none, AttentionKernel::standard}};
-  return {{SparseLayout::none, AttentionKernel::standard}, {SparseLayout::none, AttentionKernel::flash}};
+  const AttentionKernel fused = o.engine == Engine::deepspeed ? AttentionKernel::flash : o.fused_kernel;
+  return {{SparseLayout::none, AttentionKernel::standard}, {SparseLayout::none, fused}};
 }
 
 // The space is over the cap: say so with the numbers, what narrows it and how to raise it.

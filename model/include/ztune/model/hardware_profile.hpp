@@ -71,6 +71,11 @@ struct HardwareProfile {
   // Fused attention-core batched GEMMs (QKᵀ and PV; head_dim-thin): efficiency
   // relative to the GEMM table at the same FLOPs.
   double attention_gemm_factor = 1;
+  // cuDNN's fused flash attention (AttentionKernel::cudnn) against the same
+  // table; the flash and standard kernels use attention_gemm_factor. A profile
+  // without "cudnn_attention_factor" (no run that separates the two kernels)
+  // prices cuDNN like FlashAttention-2.
+  double cudnn_attention_factor = 1;
   // Memory-bound kernels (norms, softmax, dropout, GeLU, optimizer) run at this
   // fraction of the HBM datasheet bandwidth.
   double memory_bandwidth_efficiency = 0.8;

@@ -36,11 +36,12 @@ struct GemmShape {
 /// attention_gemm_factor (head_dim-thin batched GEMMs of the attention core).
 [[nodiscard]] double gemm_time(const GemmShape& g, Precision p, const GpuSpec& gpu, const HardwareProfile& hw,
                                bool attention = false);
-/// Time of a fused attention kernel (FlashAttention): `flops` at the profile's
-/// attention GEMM efficiency, or its `bytes` of HBM traffic if slower, plus one
-/// launch. Unlike gemm_time no s×s product is written.
+/// Time of a fused attention kernel (`kernel` flash or cudnn): `flops` at the
+/// GEMM table's efficiency times the kernel's factor (attention_gemm_factor for
+/// FlashAttention-2, cudnn_attention_factor for cuDNN's), or its `bytes` of HBM
+/// traffic if slower, plus one launch. Unlike gemm_time no s×s product is written.
 [[nodiscard]] double fused_attention_time(double flops, double bytes, Precision p, const GpuSpec& gpu,
-                                          const HardwareProfile& hw);
+                                          const HardwareProfile& hw, AttentionKernel kernel);
 /// Time of a memory-bound kernel moving `bytes` through HBM (read + write),
 /// at the profile's achieved bandwidth, plus `kernels` launches.
 [[nodiscard]] double memory_bound_time(double bytes, const GpuSpec& gpu, const HardwareProfile& hw, int kernels = 1);

@@ -24,7 +24,23 @@ enum class SparseLayout : std::uint8_t { none, fixed, bigbird, longformer, varia
 /// et al. 2022's 5·a·s²·b/t bytes). flash: one fused kernel in the
 /// FlashAttention manner (Dao et al. 2022; Dao 2023), which keeps only the fp32
 /// log-sum-exp of each query row and recomputes the probabilities in backward.
-enum class AttentionKernel : std::uint8_t { standard, flash };
+/// flash is the FlashAttention-2 library (what PyTorch SDPA's flash backend,
+/// Megatron's --use-flash-attn and Transformer Engine's flash-attn backend
+/// run). cudnn: the same algorithm and memory as cuDNN's fused flash
+/// attention (Transformer Engine FusedAttention, NVTE_FUSED_ATTN=1; JAX
+/// cudnn_flash_te; ztune's CUDA backend), whose Hopper kernels use the
+/// asynchronous tensor-core instructions FlashAttention-2 does not (Shah et
+/// al. 2024, FlashAttention-3, §4: cuDNN and FA3 1.5-2× FA2 on H100): its
+/// speed is the hardware profile's cudnn_attention_factor.
+enum class AttentionKernel : std::uint8_t { standard, flash, cudnn };
+
+/// flash and cudnn: one fused kernel, only the log-sum-exp kept, masked
+/// causal blocks skipped.
+[[nodiscard]] constexpr bool fused_attention(AttentionKernel k) { return k != AttentionKernel::standard; }
+/// The kernel named n ("standard", "flash", "cudnn"); nullopt for any other.
+[[nodiscard]] std::optional<AttentionKernel> attention_kernel_of(std::string_view n);
+/// The names attention_kernel_of accepts, in the enum's order.
+inline constexpr const char* kAttentionKernelNames[] = {"standard", "flash", "cudnn"};
 
 std::string to_string(OffloadTarget o);
 std::string to_string(Recompute r);

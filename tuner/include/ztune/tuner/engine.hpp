@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/plan.hpp"
 #include "ztune/model/transformer.hpp"
 
@@ -52,6 +53,7 @@ enum class EngineRule : std::uint8_t {
   // ztune's own executor
   zt_partition_activations,  // no ZeRO-R Pa yet
   mg_hybrid_sharding,      // no ZeRO-3 sharded in groups (plan.dp_shard): its optimizer shards over all of dp
+  ds_cudnn_attention,      // Megatron-DeepSpeed runs FlashAttention-2, not cuDNN's fused attention
   count
 };
 
@@ -73,5 +75,12 @@ std::optional<std::string> engine_model_violation(const Transformer& m, Engine e
 /// FlashAttention-2 needs Ampere or newer (supports_flash_attention), and
 /// ztune's own executor a kernel for the model's heads (executor_runs_flash).
 [[nodiscard]] bool engine_runs_flash(Engine e, const Transformer& m, const Cluster& c);
+
+/// The fused attention kernel a search offers beside standard for engine `e`
+/// priced by `hw`: cuDNN's where the engine runs it (every engine but
+/// deepspeed) and the profile prices it faster than FlashAttention-2 (H100's
+/// fit), else FlashAttention-2. One of the two, never both: where they cost the
+/// same (A100), two copies of every plan would fill the table.
+[[nodiscard]] AttentionKernel preferred_fused_kernel(Engine e, const HardwareProfile& hw);
 
 }  // namespace ztune

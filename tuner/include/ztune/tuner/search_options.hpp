@@ -43,6 +43,10 @@ struct SpaceOptions {
   /// GPUs run FlashAttention-2 (supports_flash_attention) and the engine's
   /// kernel is the one priced (Megatron-LM, DeepSpeed; ztune's CPU executor).
   std::optional<AttentionKernel> attention;
+  /// The fused kernel offered beside standard when `attention` is unset:
+  /// run_search sets preferred_fused_kernel(engine, profile) (cuDNN's where
+  /// the profile prices it faster, else FlashAttention-2).
+  AttentionKernel fused_kernel = AttentionKernel::flash;
   /// Pin the tensor-parallel degree, the pipeline depth or the ZeRO stage (the
   /// configuration a published run or a cluster policy fixes); unset: all.
   std::optional<int> tp;

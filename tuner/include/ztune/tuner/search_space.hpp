@@ -83,7 +83,7 @@ struct AttentionChoice {
 /// flash kernel stores none, so flash + selective would repeat flash + none at
 /// a higher price and is left out.
 [[nodiscard]] constexpr bool recompute_fits(Recompute r, const AttentionChoice& a) {
-  return !(r == Recompute::selective && a.kernel == AttentionKernel::flash);
+  return !(r == Recompute::selective && fused_attention(a.kernel));
 }
 
 /// How a tensor-parallel layout splits the activations outside its
