@@ -13,6 +13,7 @@
 
 #include "command.hpp"
 #include "plan_flags.hpp"
+#include "search_output.hpp"
 #include "ztune/model/accuracy.hpp"
 #include "ztune/model/finite_check.hpp"
 #include "ztune/model/hardware_profile.hpp"
@@ -222,10 +223,13 @@ nlohmann::json prediction_json(const PredictInputs& in, const Prediction& pr, in
 void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb) {
   const auto& mp = pr.memory;
   const auto& tp = pr.time;
-  std::printf("plan     %s\nmodel    %s (%.2fB parameters)\ncluster  %s (%d × %d %s)\nprofile  %s\nengine   %s\n\n",
-              in.plan.summary().c_str(), in.model.name.c_str(), in.model.total_params() / 1e9, in.cluster.name.c_str(),
+  std::printf("plan     %s\nmodel    %s (%.2fB parameters, %d-token sequences)\ncluster  %s (%d × %d %s)\nprofile  %s\nengine   %s\n",
+              in.plan.summary().c_str(), in.model.name.c_str(), in.model.total_params() / 1e9, in.model.seq_len,
+              in.cluster.name.c_str(),
               in.cluster.nodes, in.cluster.node.gpus, in.cluster.node.gpu.name.c_str(), in.profile.name.c_str(),
               (in.profile.engine.name + (in.compiled ? " (compiled: torch.compile / XLA fusion)" : "")).c_str());
+  if (const std::string note = sequence_note(in.model); !note.empty()) std::printf("%s\n", note.c_str());
+  std::printf("\n");
   // Uneven pipeline stages: say which layers each stage holds (the plan's
   // own partition, or the balanced one DeepSpeed's "uniform" makes).
   if (in.plan.pp > 1 && !even_stages(in.plan, in.model.layers)) {

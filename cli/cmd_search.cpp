@@ -244,8 +244,10 @@ int run_search_command(const SearchFlags& f) {
     // Exactly issue 5's shape; `ztune predict --json` carries the accuracy.
     std::cout << search_result_to_json(r).dump(2) << "\n";
   } else {
-    std::cout << "ztune search: " << model.name << " on " << cluster.name << " (" << cluster.total_gpus() << " × "
-              << cluster.node.gpu.name << ", " << cluster.nodes << (cluster.nodes == 1 ? " node" : " nodes") << "), engine " << f.engine << "\n";
+    std::cout << "ztune search: " << model.name << " (" << model.seq_len << "-token sequences) on " << cluster.name
+              << " (" << cluster.total_gpus() << " × " << cluster.node.gpu.name << ", " << cluster.nodes
+              << (cluster.nodes == 1 ? " node" : " nodes") << "), engine " << f.engine << "\n";
+    if (const std::string note = sequence_note(model); !note.empty()) std::cout << note << "\n";
     if (nothing && r.interrupted) {
       std::cout << "Interrupted before a plan that fits was found: " << grouped(static_cast<double>(r.evaluated))
                 << " of " << grouped(static_cast<double>(r.space)) << " plans evaluated.\n";

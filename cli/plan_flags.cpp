@@ -177,11 +177,27 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   } else {
     p.precision = precision == "fp16" ? Precision::fp16 : precision == "bf16" ? Precision::bf16 : Precision::fp32;
   }
+  // Split degrees the model cannot take are the cause to name, not the batch
+  // that the dp left over from them fails to divide (tp 3 of 64 heads on 256
+  // GPUs used to be reported as "1024 is not a multiple of micro-batch × dp = 85").
+  if (m.heads % tp != 0)
+    throw InputError("--tp: " + std::to_string(tp) + " does not divide " + m.name + "'s " + std::to_string(m.heads) +
+                     " attention heads (tensor parallelism splits whole heads); expected a divisor of " +
+                     std::to_string(m.heads));
   p.global_batch = global_batch > 0 ? global_batch : m.global_batch;
   std::int64_t per_step = static_cast<std::int64_t>(p.micro_batch) * p.dp;
-  if (p.global_batch % per_step != 0)
+  if (p.global_batch % per_step != 0) {
+    const std::int64_t idle = c.total_gpus() - model_ways * p.dp;
+    const std::string why =
+        dp > 0 || idle == 0
+            ? ""
+            : " (dp defaulted to the " + std::to_string(c.total_gpus()) + " devices / " + std::to_string(model_ways) +
+                  " model-parallel ways = " + std::to_string(p.dp) + ", " + std::to_string(idle) +
+                  (idle == 1 ? " device" : " devices") + " idle: choose degrees whose product divides " +
+                  std::to_string(c.total_gpus()) + ", or pass --dp)";
     throw InputError("--global-batch: " + std::to_string(p.global_batch) + " is not a multiple of micro-batch × dp = " +
-                     std::to_string(per_step));
+                     std::to_string(per_step) + why);
+  }
   // A plan file's bound on accumulation steps (and so an exact int).
   if (p.global_batch / per_step > (std::int64_t{1} << 24))
     throw InputError("--global-batch: " + std::to_string(p.global_batch) + " / (micro-batch × dp = " +

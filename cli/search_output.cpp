@@ -73,6 +73,13 @@ std::string attention_text(const Plan& p) {
 
 }  // namespace
 
+std::string sequence_note(const Transformer& m) {
+  if (!m.seq_len_is_position_limit) return "";
+  return "note: " + m.name + " is trained at " + std::to_string(m.seq_len) +
+         "-token sequences, its config's maximum positions (max_position_embeddings), not a length it was told "
+         "to train at: --seq N sets it";
+}
+
 void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector<Candidate>& plans) {
   bool any_simulated = false;
   for (const auto& c : plans) any_simulated |= c.simulated.has_value();

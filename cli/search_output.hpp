@@ -3,6 +3,7 @@
 // and time breakdowns, the pass summary, the rule counts (--explain) and, when
 // nothing fits, the closest plans and what would make one fit.
 #include <iosfwd>
+#include <string>
 #include <vector>
 
 #include "ztune/tuner/explain.hpp"
@@ -12,6 +13,10 @@ namespace ztune::cli {
 
 /// The table of `plans` (rank, layout, ZeRO, offload, mb×accum, recompute, schedule,
 /// memory, TFLOP/s/GPU, MFU, tokens/s, days).
+/// "note: …" (one line, no newline) when the model's sequence is an imported
+/// config's position limit rather than a chosen length; empty otherwise.
+std::string sequence_note(const Transformer& m);
+
 void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector<Candidate>& plans);
 /// Memory lines (GB and share of the total) and time parts (s and share) of one plan.
 void print_breakdowns(std::ostream& os, const Candidate& c);

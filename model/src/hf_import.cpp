@@ -246,6 +246,7 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
                      "(gpt2, gpt_neox, llama, mistral, qwen2, mpt), got \"" + type + "\"");
   }
   if (seq_len > 0) t.seq_len = seq_len;
+  t.seq_len_is_position_limit = seq_len <= 0;
   // Sliding-window attention: each token sees itself and the window − 1
   // before it. Mistral: every layer (sliding_window, null for none). Qwen2:
   // with use_sliding_window, the layers from max_window_layers on; ztune's

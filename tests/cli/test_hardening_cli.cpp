@@ -433,3 +433,26 @@ TEST_CASE("predict --plan takes the cluster and model from the plan file", "[cli
   r = run_ztune("predict --plan '" + bare + "' --cluster dgx2x16");
   CHECK(r.exit_code == 0);
 }
+
+TEST_CASE("predict names the split degree the model cannot take, not the batch it leaves", "[cli][hardening]") {
+  // 100b has 64 heads (data/models/100b.json): tp 3 divides neither them nor 256 GPUs.
+  auto r = run_ztune("predict --cluster dgx2x16 --model 100b --tp 3");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--tp: 3 does not divide 100b's") && Contains("attention heads"));
+  CHECK_THAT(r.err, !Contains("--global-batch"));
+  // A dividing tp whose dp leaves devices idle says where the dp came from.
+  r = run_ztune("predict --cluster dgx2x16 --model 100b --tp 16 --pp 3");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--global-batch: 1024 is not a multiple of micro-batch × dp = 5") &&
+                        Contains("dp defaulted to the 256 devices / 48 model-parallel ways = 5, 16 devices idle"));
+}
+
+TEST_CASE("predict and search say a Hugging Face config's sequence is its position limit", "[cli][hardening]") {
+  const std::string config = std::string(ZTUNE_SOURCE_DIR) + "/tests/model/fixtures/hf/mistral-7b-v0.1/config.json";
+  auto r = run_ztune("predict --cluster dgx-h100 --model '" + config + "' --zero 3 --recompute full --attention flash");
+  CHECK_THAT(r.out, Contains("32768-token sequences") && Contains("maximum positions") && Contains("--seq N"));
+  r = run_ztune("predict --cluster dgx-h100 --model '" + config + "' --seq 4096 --zero 3");
+  CHECK_THAT(r.out, Contains("4096-token sequences") && !Contains("maximum positions"));
+  r = run_ztune("search --cluster dgx-h100 --model '" + config + "' --no-db --no-simulate --top 1 --seq 4096");
+  CHECK_THAT(r.out, Contains("ztune search: mistral-7b-v0.1 (4096-token sequences) on dgx-h100"));
+}

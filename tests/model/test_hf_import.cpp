@@ -257,3 +257,14 @@ TEST_CASE("bad Hugging Face fields name the config.json key", "[hf][bad-input]")
                         Contains(std::string("m/config.json: ") + c.message));
   }
 }
+
+TEST_CASE("an imported config's maximum positions are marked as such; --seq clears the mark", "[hf]") {
+  // Mistral-7B v0.1's config.json: max_position_embeddings 32768.
+  auto t = ztune::load_transformer(hf_fixture("mistral-7b-v0.1"));
+  CHECK(t.seq_len == 32768);
+  CHECK(t.seq_len_is_position_limit);
+  t = ztune::load_transformer(hf_fixture("mistral-7b-v0.1"), 4096);
+  CHECK(t.seq_len == 4096);
+  CHECK_FALSE(t.seq_len_is_position_limit);
+  CHECK_FALSE(ztune::load_transformer("llama-7b").seq_len_is_position_limit);  // ztune's own files choose theirs
+}

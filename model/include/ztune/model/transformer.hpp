@@ -29,6 +29,10 @@ inline constexpr double kDefaultNormEps = 1e-5;
 struct Transformer {
   std::string name;
   std::string source;
+  /// Not in the file: seq_len is an imported Hugging Face config's maximum
+  /// positions (max_position_embeddings, n_positions), not a length chosen to
+  /// train at; the shells say so (Mistral-7B's is 32,768).
+  bool seq_len_is_position_limit = false;
   int layers = 0;
   int hidden = 0;          // h
   int heads = 0;           // a
