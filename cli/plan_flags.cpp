@@ -181,9 +181,9 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   // that the dp left over from them fails to divide (tp 3 of 64 heads on 256
   // GPUs used to be reported as "1024 is not a multiple of micro-batch × dp = 85").
   if (m.heads % tp != 0)
-    throw InputError("--tp: " + std::to_string(tp) + " does not divide " + m.name + "'s " + std::to_string(m.heads) +
-                     " attention heads (tensor parallelism splits whole heads); expected a divisor of " +
-                     std::to_string(m.heads));
+    // The wording of check_plan_shape's "$.tp" message, which `run` reports the same way.
+    throw InputError("--tp: " + std::to_string(tp) + " does not divide the model's " + std::to_string(m.heads) +
+                     " heads; expected a divisor of " + std::to_string(m.heads));
   p.global_batch = global_batch > 0 ? global_batch : m.global_batch;
   std::int64_t per_step = static_cast<std::int64_t>(p.micro_batch) * p.dp;
   if (p.global_batch % per_step != 0) {
