@@ -15,6 +15,19 @@ using Catch::Matchers::StartsWith;
 
 namespace {
 
+// A data-parallel plan of 8 ranks (micro-batch 8 of 64 sequences) of a small
+// Korthikanti model on one node of `cluster`, with attention kernel `k`.
+PlanFile dense_plan_on(const char* cluster, AttentionKernel k) {
+  PlanFile pf;
+  pf.model = test::korthikanti_model(24, 2048, 16, 64);
+  pf.cluster = load_cluster(cluster);
+  pf.plan.dp = 8;
+  pf.plan.micro_batch = 8;
+  pf.plan.global_batch = 64;
+  pf.plan.attention = k;
+  return pf;
+}
+
 PlanFile zero2_offload_plan() {
   PlanFile pf;
   Plan& p = pf.plan;
@@ -179,14 +192,7 @@ TEST_CASE("Megatron export of Korthikanti's 175B plan gives the expected argumen
 
 TEST_CASE("flash attention exports as Megatron-LM's --use-flash-attn and Megatron-DeepSpeed's --use-flash-attn-v2",
           "[tuner][export][flash]") {
-  PlanFile pf;
-  pf.model = test::korthikanti_model(24, 2048, 16, 64);
-  pf.cluster = load_cluster("dgx-a100-80gb");
-  Plan& p = pf.plan;
-  p.dp = 8;
-  p.micro_batch = 8;
-  p.global_batch = 64;
-  p.attention = AttentionKernel::flash;
+  const PlanFile pf = dense_plan_on("dgx-a100-80gb", AttentionKernel::flash);
   const auto mg = megatron_arguments(pf, "plan.json");
   CHECK(std::count(mg.begin(), mg.end(), "--use-flash-attn") == 1);
   const std::string ds = deepspeed_launch(pf, "ds_config.json", "plan.json");
@@ -199,14 +205,8 @@ TEST_CASE("cuDNN attention exports as Megatron-Core's --attention-backend fused;
           "[tuner][export][cudnn]") {
   // Megatron-Core's arguments.py: --attention-backend {flash, fused, unfused,
   // local, auto}; fused is Transformer Engine's FusedAttention (cuDNN).
-  PlanFile pf;
-  pf.model = test::korthikanti_model(24, 2048, 16, 64);
-  pf.cluster = load_cluster("dgx-h100");
+  PlanFile pf = dense_plan_on("dgx-h100", AttentionKernel::cudnn);
   Plan& p = pf.plan;
-  p.dp = 8;
-  p.micro_batch = 8;
-  p.global_batch = 64;
-  p.attention = AttentionKernel::cudnn;
   const auto mg = megatron_arguments(pf, "plan.json");
   const auto at = std::find(mg.begin(), mg.end(), "--attention-backend");
   REQUIRE(at != mg.end());
