@@ -408,7 +408,11 @@ Command add_search(CLI::App& root) {
   app->add_option("--attention", f->attention,
                   "Attention kernel to search: any (standard, plus on Ampere or newer the fused kernel the profile "
                   "prices faster: cudnn on H100, flash elsewhere), standard, flash or cudnn")
-      ->check(CLI::IsMember({"any", "standard", "flash", "cudnn"}));
+      ->check(CLI::IsMember([] {
+        std::vector<std::string> names{"any"};
+        names.insert(names.end(), std::begin(kAttentionKernelNames), std::end(kAttentionKernelNames));
+        return names;
+      }()));
   app->add_option("--objective", f->objective, "Rank by throughput, time (days for --tokens) or cost")
       ->check(CLI::IsMember({"throughput", "time", "cost"}));
   app->add_option("--tokens", f->tokens, "Token budget for days and cost (default: the model file's)")

@@ -1,5 +1,9 @@
 #include "plan_flags.hpp"
 
+#include <iterator>
+#include <string>
+#include <vector>
+
 #include "command.hpp"
 
 #include "ztune/model/input_error.hpp"
@@ -110,7 +114,7 @@ void PlanFlags::add_to(CLI::App& app) {
                  "Attention kernel: standard (s×s probabilities stored), flash (FlashAttention-2: log-sum-exp only) "
                  "or cudnn (cuDNN's fused flash attention, Transformer Engine NVTE_FUSED_ATTN=1: the same memory, "
                  "faster on H100)")
-      ->check(CLI::IsMember({"standard", "flash", "cudnn"}));
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(kAttentionKernelNames), std::end(kAttentionKernelNames))));
   app.add_option("--stage-layers", stage_layers,
                  "Layers per pipeline stage, first to last (pp counts summing to the layers; default balanced "
                  "as DeepSpeed's uniform partition)")
@@ -130,6 +134,23 @@ void PlanFlags::add_to(CLI::App& app) {
                "Count the loss as a layer of the last stage when splitting (Megatron-LM)");
   app.add_flag("--no-overlap", no_overlap, "Do not overlap gradient reduction with backward");
 }
+
+namespace {
+
+// A check_plan message ("$.zero_stage: …") with the flag named instead of the
+// JSON field ("--zero: …").
+InputError flag_error(const std::string& msg) {
+  const auto colon = msg.find(": ");
+  std::string field = msg.substr(2, colon - 2);
+  if (auto bracket = field.find('['); bracket != std::string::npos) field.resize(bracket);  // stage_layers[i]
+  for (auto& ch : field)
+    if (ch == '_' || ch == '.') ch = '-';
+  if (field == "zero-stage") field = "zero";
+  if (field == "offload") field = "offload-optimizer/--offload-params";
+  return InputError("--" + field + ": " + msg.substr(colon + 2));
+}
+
+}  // namespace
 
 Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   Plan p;
@@ -177,13 +198,10 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   } else {
     p.precision = precision == "fp16" ? Precision::fp16 : precision == "bf16" ? Precision::bf16 : Precision::fp32;
   }
-  // Split degrees the model cannot take are the cause to name, not the batch
-  // that the dp left over from them fails to divide (tp 3 of 64 heads on 256
-  // GPUs used to be reported as "1024 is not a multiple of micro-batch × dp = 85").
-  if (m.heads % tp != 0)
-    // The wording of check_plan_shape's "$.tp" message, which `run` reports the same way.
-    throw InputError("--tp: " + std::to_string(tp) + " does not divide the model's " + std::to_string(m.heads) +
-                     " heads; expected a divisor of " + std::to_string(m.heads));
+  // A tp the model cannot take is the cause to name, not the batch that the
+  // dp left over from it fails to divide (tp 3 of 64 heads on 256 GPUs used
+  // to be reported as "1024 is not a multiple of micro-batch × dp = 85").
+  if (auto why = check_tensor_split(m, tp)) throw flag_error(*why);
   p.global_batch = global_batch > 0 ? global_batch : m.global_batch;
   std::int64_t per_step = static_cast<std::int64_t>(p.micro_batch) * p.dp;
   if (p.global_batch % per_step != 0) {
@@ -225,18 +243,7 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
     p.stage_layers = stage_layers_from_ends(m.layers, pp, first_stage_layers, last_stage_layers);
   if (embedding_in_split || loss_in_split)
     p.stage_layers = stage_layers_accounting(m.layers, pp, embedding_in_split, loss_in_split);
-  if (auto why = check_plan(p, m, c)) {
-    // Name the flag rather than the JSON field.
-    std::string msg = *why;
-    auto colon = msg.find(": ");
-    std::string field = msg.substr(2, colon - 2);
-    if (auto bracket = field.find('['); bracket != std::string::npos) field.resize(bracket);  // stage_layers[i]
-    for (auto& ch : field) if (ch == '_' || ch == '.') ch = '-';
-    if (field == "zero-stage") field = "zero";
-    if (field == "offload") field = "offload-optimizer/--offload-params";
-    if (field == "offload-params" || field == "offload-optimizer") {}
-    throw InputError("--" + field + ": " + msg.substr(colon + 2));
-  }
+  if (auto why = check_plan(p, m, c)) throw flag_error(*why);
   return p;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <sstream>
 
@@ -49,18 +50,13 @@ std::string to_string(SparseLayout l) {
 }
 
 std::string to_string(AttentionKernel k) {
-  switch (k) {
-    case AttentionKernel::standard: return "standard";
-    case AttentionKernel::flash: return "flash";
-    case AttentionKernel::cudnn: return "cudnn";
-  }
-  return "?";
+  const auto i = static_cast<std::size_t>(k);
+  return i < std::size(kAttentionKernelNames) ? kAttentionKernelNames[i] : "?";
 }
 
 std::optional<AttentionKernel> attention_kernel_of(std::string_view n) {
-  if (n == "standard") return AttentionKernel::standard;
-  if (n == "flash") return AttentionKernel::flash;
-  if (n == "cudnn") return AttentionKernel::cudnn;
+  for (std::size_t i = 0; i < std::size(kAttentionKernelNames); ++i)
+    if (n == kAttentionKernelNames[i]) return static_cast<AttentionKernel>(i);
   return std::nullopt;
 }
 
@@ -396,17 +392,23 @@ nlohmann::json plan_file_to_json(const PlanFile& pf) {
   return j;
 }
 
+std::optional<std::string> check_tensor_split(const Transformer& m, int tp) {
+  auto s = [](auto v) { return std::to_string(v); };
+  if (m.heads % tp != 0)
+    return "$.tp: " + s(tp) + " does not divide the model's " + s(m.heads) + " heads; expected a divisor of " +
+           s(m.heads);
+  if (m.kv_heads % tp != 0 && tp % m.kv_heads != 0)
+    return "$.tp: " + s(tp) + " and the model's " + s(m.kv_heads) +
+           " kv heads do not divide one another; expected a divisor or a multiple of " + s(m.kv_heads);
+  if (m.ffn_hidden % tp != 0)
+    return "$.tp: " + s(tp) + " does not divide ffn_hidden " + s(m.ffn_hidden) + "; expected a divisor of " +
+           s(m.ffn_hidden);
+  return std::nullopt;
+}
+
 std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m) {
   auto s = [](auto v) { return std::to_string(v); };
-  if (m.heads % p.tp != 0)
-    return "$.tp: " + s(p.tp) + " does not divide the model's " + s(m.heads) + " heads; expected a divisor of " +
-           s(m.heads);
-  if (m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0)
-    return "$.tp: " + s(p.tp) + " and the model's " + s(m.kv_heads) +
-           " kv heads do not divide one another; expected a divisor or a multiple of " + s(m.kv_heads);
-  if (m.ffn_hidden % p.tp != 0)
-    return "$.tp: " + s(p.tp) + " does not divide ffn_hidden " + s(m.ffn_hidden) + "; expected a divisor of " +
-           s(m.ffn_hidden);
+  if (auto why = check_tensor_split(m, p.tp)) return why;
   if (p.pp > m.layers)
     return "$.pp: " + s(p.pp) + " stages for " + s(m.layers) + " layers; expected at most " + s(m.layers);
   if (!p.stage_layers.empty()) {

@@ -114,7 +114,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.sparse_attention == SparseLayout::bigbird || p.sparse_attention == SparseLayout::longformer)
         return EngineRule::ds_sparse_causal;
       if (p.cp > 1) return EngineRule::ds_context_parallel;
-      if (p.attention == AttentionKernel::cudnn) return EngineRule::ds_cudnn_attention;
+      if (p.attention == AttentionKernel::cudnn && !engine_runs_cudnn(e)) return EngineRule::ds_cudnn_attention;
       return std::nullopt;
     case Engine::megatron:
       if (p.dp_shard > 0) return EngineRule::mg_hybrid_sharding;
@@ -148,8 +148,8 @@ bool engine_runs_flash(Engine e, const Transformer& m, const Cluster& c) {
 }
 
 AttentionKernel preferred_fused_kernel(Engine e, const HardwareProfile& hw) {
-  return e != Engine::deepspeed && hw.cudnn_attention_factor > hw.attention_gemm_factor ? AttentionKernel::cudnn
-                                                                                      : AttentionKernel::flash;
+  return engine_runs_cudnn(e) && hw.cudnn_attention_factor > hw.attention_gemm_factor ? AttentionKernel::cudnn
+                                                                                     : AttentionKernel::flash;
 }
 
 std::optional<std::string> engine_model_violation(const Transformer& m, Engine e) {

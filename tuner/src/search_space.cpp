@@ -92,12 +92,14 @@ std::vector<AttentionChoice> attention_kernels(const SpaceOptions& o, const Tran
     if (fused_attention(k) && !engine_runs_flash(o.engine, m, c))
       throw InputError("--attention: ztune's CUDA fused attention takes head sizes 64 and 128; " + m.name +
                        " has " + str(m.head_dim()));
-    if (k == AttentionKernel::cudnn && o.engine == Engine::deepspeed)
+    if (k == AttentionKernel::cudnn && !engine_runs_cudnn(o.engine))
       throw InputError("--attention: " + std::string(engine_rule_text(EngineRule::ds_cudnn_attention)));
     return {{SparseLayout::none, k}};
   }
   if (!available) return {{SparseLayout::none, AttentionKernel::standard}};
-  const AttentionKernel fused = o.engine == Engine::deepspeed ? AttentionKernel::flash : o.fused_kernel;
+  // A caller's cudnn with an engine that lacks it (SpaceOptions built by hand) falls back to FlashAttention-2.
+  const AttentionKernel fused =
+      o.fused_kernel == AttentionKernel::cudnn && !engine_runs_cudnn(o.engine) ? AttentionKernel::flash : o.fused_kernel;
   return {{SparseLayout::none, AttentionKernel::standard}, {SparseLayout::none, fused}};
 }
 

@@ -198,6 +198,10 @@ std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const
 /// The rules of check_plan that need only the model (layout, batch, schedule,
 /// ZeRO/offload combinations): what a plan file without a cluster can be held to.
 std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m);
+/// The first rule of check_plan_shape: tensor parallelism splits whole heads,
+/// KV heads and FFN columns ("$.tp: …"), or nullopt. Callers that derive other
+/// degrees from tp (the CLI's default dp) check it first.
+std::optional<std::string> check_tensor_split(const Transformer& m, int tp);
 /// A check_plan message ("$.tp: …") re-rooted for a plan file, where the plan
 /// is the "plan" member ("$.plan.tp: …").
 std::string in_plan_file(std::string_view why);

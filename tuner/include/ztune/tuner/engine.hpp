@@ -76,6 +76,11 @@ std::optional<std::string> engine_model_violation(const Transformer& m, Engine e
 /// ztune's own executor a kernel for the model's heads (executor_runs_flash).
 [[nodiscard]] bool engine_runs_flash(Engine e, const Transformer& m, const Cluster& c);
 
+/// Whether engine `e` runs cuDNN's fused attention (AttentionKernel::cudnn):
+/// Megatron-Core (Transformer Engine), FSDP (SDPA's cuDNN backend) and ztune's
+/// executor do; Megatron-DeepSpeed has FlashAttention-2 only.
+[[nodiscard]] constexpr bool engine_runs_cudnn(Engine e) { return e != Engine::deepspeed; }
+
 /// The fused attention kernel a search offers beside standard for engine `e`
 /// priced by `hw`: cuDNN's where the engine runs it (every engine but
 /// deepspeed) and the profile prices it faster than FlashAttention-2 (H100's
