@@ -160,7 +160,7 @@ TEST_CASE("points whose rounds spread too wide are left out and named", "[calibr
 // A busy machine's GEMM sweep (issue 21: 1e-6 at 1e9 FLOPs, 0.28 at 1e8, 0.047
 // at 1e7, 0.35 at 1e6): the largest GEMMs descheduled. The table stays
 // physical: every efficiency in (0, 1], non-decreasing with size.
-TEST_CASE("the GEMM table is physical: in (0, 1] and non-decreasing in size", "[calibration][physical]") {
+TEST_CASE("the GEMM table is physical: efficiencies above 0 and at most 1, non-decreasing in size", "[calibration][physical]") {
   const Cluster c = load_cluster("local-cpu");
   Measurements m = synthetic(false);
   for (auto& s : m.gemm) {

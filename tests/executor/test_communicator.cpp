@@ -95,7 +95,7 @@ TEST_CASE("broadcast from every root", "[mpi][comm]") {
   }
 }
 
-TEST_CASE("send/recv around a ring, sync and async; barrier", "[mpi][comm]") {
+TEST_CASE("send/recv around a ring, sync and async, barrier", "[mpi][comm]") {
   auto world = MpiCommunicator::world();
   const int n = world->size(), me = world->rank();
   const int next = (me + 1) % n, prev = (me + n - 1) % n;

@@ -76,7 +76,7 @@ TEST_CASE("fp16 loss scaling is exact: the same losses as fp32", "[executor][los
 // no parameter and does not count as an Adam step. Once the weight is repaired
 // the next step applies: its loss and gradient norm (taken before the update)
 // equal a fresh fp32 trainer's on the same batch, bit for bit.
-TEST_CASE("an overflow skips the step; the scale follows DeepSpeed's rules", "[executor][loss_scale]") {
+TEST_CASE("an overflow skips the step, the scale follows DeepSpeed's rules", "[executor][loss_scale]") {
   TrainOptions opt;
   opt.steps = 8;
   Job job(dp2_plan(Precision::fp16), opt);

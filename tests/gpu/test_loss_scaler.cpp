@@ -21,7 +21,7 @@ TEST_CASE("default scaler: 2^16, doubles after 1000 clean steps", "[loss_scale]"
   CHECK(s.skipped_steps() == 0);
 }
 
-TEST_CASE("hysteresis 2: the first overflow only spends the budget; it is restored on growth only",
+TEST_CASE("hysteresis 2: the first overflow only spends the budget, it is restored on growth only",
           "[loss_scale]") {
   DynamicLossScaler s;
   CHECK_FALSE(s.update(true));  // iter 0: hysteresis 2 → 1, scale kept, step skipped

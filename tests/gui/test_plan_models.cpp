@@ -24,7 +24,7 @@ TEST_CASE("the plans table passes QAbstractItemModelTester", "[gui][models]") {
   CHECK(model.rowCount() == 0);
 }
 
-TEST_CASE("cells read in units; sort values are numbers", "[gui][models]") {
+TEST_CASE("cells read in units, sort values are numbers", "[gui][models]") {
   PlanTableModel model;
   model.set_plans(four_plans(), 1e12);
   REQUIRE(model.rowCount() == 4);

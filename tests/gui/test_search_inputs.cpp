@@ -115,7 +115,7 @@ TEST_CASE("messages map to fields by their flag", "[gui][inputs]") {
   CHECK(field_of_message("dgx2.json: $.nodes: expected") == InputField::other);
 }
 
-TEST_CASE("the attention input pins the kernel; flash on V100s is marked on its field", "[gui][inputs][flash]") {
+TEST_CASE("the attention input pins the kernel, flash on V100s is marked on its field", "[gui][inputs][flash]") {
   SearchInputs in;
   in.cluster = "dgx-a100-80gb";
   in.model = "gpt3-175b";
@@ -141,7 +141,7 @@ TEST_CASE("the attention input pins the kernel; flash on V100s is marked on its 
   CHECK_FALSE(resolve_inputs(SearchInputs{}).inputs->options.space.attention.has_value());  // "any"
 }
 
-TEST_CASE("the memory headroom input reaches the search; out of range is marked on its field", "[gui][inputs]") {
+TEST_CASE("the memory headroom input reaches the search, out of range is marked on its field", "[gui][inputs]") {
   SearchInputs in;
   in.memory_headroom_pct = 10;
   const InputResolution ok = resolve_inputs(in);
@@ -155,7 +155,7 @@ TEST_CASE("the memory headroom input reaches the search; out of range is marked 
   CHECK(resolve_inputs(SearchInputs{}).inputs->options.memory.gpu_headroom == 0);
 }
 
-TEST_CASE("the max context-parallel input reaches the search; a negative one is marked on its field",
+TEST_CASE("the max context-parallel input reaches the search, a negative one is marked on its field",
           "[gui][inputs][cp]") {
   SearchInputs in;
   CHECK(resolve_inputs(in).inputs->options.space.max_cp == 0);  // the search's default

@@ -36,7 +36,7 @@ TEST_CASE("attention with equal keys averages the visible values (causal mask)",
     }
 }
 
-TEST_CASE("attention backward matches finite differences; the pool gives the same result",
+TEST_CASE("attention backward matches finite differences, the pool gives the same result",
           "[kernels][attention]") {
   const int b = 2, t = 5, c = 6, nh = 2;
   auto qkv = ztune::test::random_vector(b * t * 3 * c, 1);

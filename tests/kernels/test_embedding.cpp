@@ -5,7 +5,7 @@
 
 using namespace ztune::kernels;
 
-TEST_CASE("embedding shards sum to the full lookup; backward scatters rows", "[kernels][embedding]") {
+TEST_CASE("embedding shards sum to the full lookup, backward scatters rows", "[kernels][embedding]") {
   const int vocab = 6, c = 3, n = 5;
   auto table = ztune::test::random_vector(vocab * c, 1);
   std::vector<std::int32_t> ids{0, 5, 2, 2, 3};

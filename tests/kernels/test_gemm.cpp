@@ -46,7 +46,7 @@ TEST_CASE("gemm matches the naive product for every transpose", "[kernels][gemm]
   }
 }
 
-TEST_CASE("gemm with beta 0 ignores NaNs in C; threaded result equals single-threaded bit for bit",
+TEST_CASE("gemm with beta 0 ignores NaNs in C, threaded result equals single-threaded bit for bit",
           "[kernels][gemm]") {
   ThreadPool pool(2);
   const int m = 64, n = 96, k = 80;

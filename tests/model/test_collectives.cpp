@@ -72,7 +72,7 @@ TEST_CASE("α–β time inside a node: S·factor/busbw", "[collectives]") {
   CHECK(collective_time(Collective::all_reduce, 1e9, four, c, half) == Approx(0.030));
 }
 
-TEST_CASE("across nodes the slowest level bounds the group; NICs are shared by the node's groups", "[collectives]") {
+TEST_CASE("across nodes the slowest level bounds the group, NICs are shared by the node's groups", "[collectives]") {
   // 8 GPUs per node, 4 NICs × 25 GB/s = 12.5 GB/s per GPU.
   const Cluster c = simple_cluster(8, 8, 300, 25, 4);
   const HardwareProfile hw = ideal_profile();

@@ -42,7 +42,7 @@ EngineProfile engine(GatherUnit unit, double traffic, double mb_overhead, double
 
 }  // namespace
 
-TEST_CASE("catalog engines load; the ztune engine says it is not measured on a GPU yet", "[engine]") {
+TEST_CASE("catalog engines load, the ztune engine says it is not measured on a GPU yet", "[engine]") {
   for (const char* name : {"megatron", "deepspeed", "fsdp", "ztune"}) {
     const EngineProfile e = load_engine_profile(name);
     CHECK(e.name == name);

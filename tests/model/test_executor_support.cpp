@@ -126,7 +126,7 @@ TEST_CASE("the executor trains uneven pipeline stages, not uneven interleaved ch
   CHECK(unsupported_reason(p, m, 3).value().find("does not divide layers 4") != std::string::npos);
 }
 
-TEST_CASE("DeepSpeed-Ulysses: the CPU backend with tp 1; CUDA and tp > 1 refused naming $.plan.ulysses",
+TEST_CASE("DeepSpeed-Ulysses: the CPU backend with tp 1, CUDA and tp > 1 refused naming $.plan.ulysses",
           "[executor_support][ulysses]") {
   Transformer m = load_transformer("tiny");  // 4 heads, 64 tokens
   Plan p = plan_for(1);

@@ -258,7 +258,7 @@ TEST_CASE("bad Hugging Face fields name the config.json key", "[hf][bad-input]")
   }
 }
 
-TEST_CASE("an imported config's maximum positions are marked as such; --seq clears the mark", "[hf]") {
+TEST_CASE("an imported config's maximum positions are marked as such, --seq clears the mark", "[hf]") {
   // Mistral-7B v0.1's config.json: max_position_embeddings 32768.
   auto t = ztune::load_transformer(hf_fixture("mistral-7b-v0.1"));
   CHECK(t.seq_len == 32768);

@@ -162,7 +162,7 @@ TEST_CASE("micro-batches in flight: 1F1B holds p, interleaving multiplies by 1 +
   CHECK(microbatches_in_flight(p) == 1);
 }
 
-TEST_CASE("memory lines sum to the total; fits follows capacity; offload moves states to host and NVMe",
+TEST_CASE("memory lines sum to the total, fits follows capacity, offload moves states to host and NVMe",
           "[memory]") {
   const Transformer m = gpt(24, 2048, 16, 1024, 50304);
   const Cluster c = a100_nodes(2);
@@ -201,7 +201,7 @@ TEST_CASE("memory lines sum to the total; fits follows capacity; offload moves s
   CHECK(mi.line(MemLine::zero3_gathered) > 0);
 }
 
-TEST_CASE("a plan that does not fit names its largest lines; the largest micro-batch is the fitting edge",
+TEST_CASE("a plan that does not fit names its largest lines, the largest micro-batch is the fitting edge",
           "[memory]") {
   const Transformer m = gpt(48, 6144, 64, 2048, 51200);
   const Cluster c = a100_nodes(1);

@@ -156,7 +156,7 @@ TEST_CASE("balanced stages: DeepSpeed's uniform partition", "[plan][stages]") {
   CHECK(ztune::stage_layer_count(p, 8, 2) == 4);
 }
 
-TEST_CASE("uneven stages: any pp up to the layers; interleaving still needs equal chunks", "[plan][stages]") {
+TEST_CASE("uneven stages: any pp up to the layers, interleaving still needs equal chunks", "[plan][stages]") {
   ztune::Transformer m = ztune::load_transformer("100b");  // 64 heads; its layers set here
   m.layers = 70;
   ztune::Plan p;
@@ -284,7 +284,7 @@ TEST_CASE("Megatron's balanced partition: equal middle stages, the ends take the
 }
 
 // Context parallelism (issue 19): Megatron-Core's --context-parallel-size.
-TEST_CASE("cp in the plan file: optional, round-trips, strict; its rules name $.cp", "[plan][cp]") {
+TEST_CASE("cp in the plan file: optional, round-trips, strict, its rules name $.cp", "[plan][cp]") {
   ztune::Plan p;
   auto j = ztune::plan_to_json(p);
   CHECK_FALSE(j.contains("cp"));  // plans without context parallelism are written as before
@@ -329,7 +329,7 @@ TEST_CASE("cp in the plan file: optional, round-trips, strict; its rules name $.
 }
 
 // DeepSpeed-Ulysses (issue 19 item 3): Megatron-DeepSpeed's --ds-sequence-parallel-size.
-TEST_CASE("ulysses in the plan file: optional, round-trips; its rules name $.ulysses", "[plan][ulysses]") {
+TEST_CASE("ulysses in the plan file: optional, round-trips, its rules name $.ulysses", "[plan][ulysses]") {
   ztune::Plan p;
   auto j = ztune::plan_to_json(p);
   CHECK_FALSE(j.contains("ulysses"));  // plans without Ulysses are written as before
@@ -389,7 +389,7 @@ TEST_CASE("ulysses in the plan file: optional, round-trips; its rules name $.uly
   CHECK_THAT(*ztune::check_plan(d, m, a100), Contains("dp×tp×ulysses×pp = " + std::to_string(2 * a100.total_gpus())));
 }
 
-TEST_CASE("dp_shard in the plan file: optional, round-trips; its rules name $.dp_shard", "[plan][hsdp]") {
+TEST_CASE("dp_shard in the plan file: optional, round-trips, its rules name $.dp_shard", "[plan][hsdp]") {
   ztune::Plan p;
   auto j = ztune::plan_to_json(p);
   CHECK_FALSE(j.contains("dp_shard"));  // plans without hybrid sharding are written as before

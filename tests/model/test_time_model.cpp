@@ -62,7 +62,7 @@ double sum_parts(const TimePrediction& t) {
 
 }  // namespace
 
-TEST_CASE("model FLOPs are Korthikanti eq. 7; full recompute hardware FLOPs are Narayanan's", "[time][flops]") {
+TEST_CASE("model FLOPs are Korthikanti eq. 7, full recompute hardware FLOPs are Narayanan's", "[time][flops]") {
   for (auto [L, h, a, s, V] : {std::tuple{96, 12288, 96, 2048, 51200}, std::tuple{24, 1024, 16, 1024, 50304}}) {
     const Transformer m = gpt(L, h, a, s, V);
     const double B = 64;
@@ -166,7 +166,7 @@ TEST_CASE("GEMM roofline: compute-bound at the table's efficiency, memory-bound 
   CHECK(hw.gemm_efficiency_at(1) == Approx(0.05));
 }
 
-TEST_CASE("parts sum to the iteration; throughput and MFU follow from it", "[time]") {
+TEST_CASE("parts sum to the iteration, throughput and MFU follow from it", "[time]") {
   const Transformer m = gpt(32, 4096, 32, 2048, 51200);
   const Cluster c = a100(4);
   Plan p;
@@ -187,7 +187,7 @@ TEST_CASE("parts sum to the iteration; throughput and MFU follow from it", "[tim
   for (double v : t.parts) CHECK(v >= 0);
 }
 
-TEST_CASE("invariants: tp 1 ⇒ no TP comm; no recompute ⇒ none; pp 1 ⇒ no bubble; dp 1 ⇒ no DP comm", "[time]") {
+TEST_CASE("invariants: tp 1 ⇒ no TP comm, no recompute ⇒ none, pp 1 ⇒ no bubble, dp 1 ⇒ no DP comm", "[time]") {
   const Transformer m = gpt(16, 2048, 16, 1024, 50304);
   const Cluster c = a100(1);
   Plan p;
@@ -213,7 +213,7 @@ TEST_CASE("invariants: tp 1 ⇒ no TP comm; no recompute ⇒ none; pp 1 ⇒ no b
   CHECK(u.hfu > u.mfu);
 }
 
-TEST_CASE("stage 0/1 reduce once per step; stage 2/3 reduce-scatter every micro-batch", "[time][zero]") {
+TEST_CASE("stage 0/1 reduce once per step, stage 2/3 reduce-scatter every micro-batch", "[time][zero]") {
   const Transformer m = gpt(16, 2048, 16, 1024, 50304);
   const Cluster c = a100(2);
   const HardwareProfile hw = profile();
@@ -788,7 +788,7 @@ TEST_CASE("uneven stages: the balanced shortcut equals the stated partition", "[
 // cp on a sequence of s/cp — and its attention as a ring of cp blocks whose
 // K/V exchange hides behind the block compute (op_costs.cpp
 // context_parallel_attention).
-TEST_CASE("context parallelism: the rank's s/cp tokens; the ring's exposed exchange", "[time][cp]") {
+TEST_CASE("context parallelism: the rank's s/cp tokens, the ring's exposed exchange", "[time][cp]") {
   const HardwareProfile hw = profile();
   const Cluster c = a100(2);
   Transformer m = gpt(8, 4096, 32, 8192, 50304);

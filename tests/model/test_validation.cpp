@@ -111,7 +111,7 @@ TEST_CASE("engine runs: published and converted figures", "[validation]") {
   }
 }
 
-TEST_CASE("ZeRO Table 1 reproduced to the printed precision; Korthikanti Figure 7 ratios", "[validation]") {
+TEST_CASE("ZeRO Table 1 reproduced to the printed precision, Korthikanti Figure 7 ratios", "[validation]") {
   const auto& zero = source("ZeRO2020-T1");
   CHECK(zero.cases == 54);
   CHECK(zero.failed == 0);
@@ -220,7 +220,7 @@ TEST_CASE("seed headline: a 13B model fits one V100-32GB only with the optimizer
   CHECK(offloaded.host_bytes_per_node <= offloaded.host_capacity_bytes);
 }
 
-TEST_CASE("engine_runs.json: hybrid-sharded rows are predicted as dp_shard plans; assumptions are said",
+TEST_CASE("engine_runs.json: hybrid-sharded rows are predicted as dp_shard plans, assumptions are said",
           "[validation][hsdp]") {
   // The rows' own words (../shared/validation/engine_runs.json): IBM's blog
   // and fms-fsdp run Llama 2 7B as HSDP, "shard within node of 8, replicate

@@ -143,7 +143,7 @@ TEST_CASE("pipeline sends add to the bubble, not to compute", "[simulator][sched
 
 // Uneven stages (issue 19): chunk sizes follow the plan's stage_layers. With
 // f = 1, b = 2 per layer a stage of n layers takes 3n per micro-batch.
-TEST_CASE("uneven stages: each stage runs its own layers; the slowest sets the pace", "[simulator][schedule][stages]") {
+TEST_CASE("uneven stages: each stage runs its own layers, the slowest sets the pace", "[simulator][schedule][stages]") {
   const int m = 8;
   const FixedCosts c = uniform_layers(1.0, 2.0);
   // GPipe is a permutation flow shop of m identical jobs: Σ_s T_s + (m−1)·max_s T_s.

@@ -201,7 +201,7 @@ TEST_CASE("flash attention exports as Megatron-LM's --use-flash-attn and Megatro
   CHECK_FALSE(deepspeed_config(pf, "plan.json").contains("attention"));
 }
 
-TEST_CASE("cuDNN attention exports as Megatron-Core's --attention-backend fused; DeepSpeed refuses it",
+TEST_CASE("cuDNN attention exports as Megatron-Core's --attention-backend fused, DeepSpeed refuses it",
           "[tuner][export][cudnn]") {
   // Megatron-Core's arguments.py: --attention-backend {flash, fused, unfused,
   // local, auto}; fused is Transformer Engine's FusedAttention (cuDNN).
@@ -387,7 +387,7 @@ TEST_CASE("export of uneven stages: Megatron's first/last stage flags, DeepSpeed
 // activation_checkpointing.partition_activations (and Megatron-DeepSpeed's
 // --partition-activations, which it hands to deepspeed.checkpointing.configure),
 // Megatron-LM's --distribute-saved-activations; FSDP/torchtitan have none.
-TEST_CASE("partitioned activations export as DeepSpeed and Megatron-LM spell them; FSDP refuses them",
+TEST_CASE("partitioned activations export as DeepSpeed and Megatron-LM spell them, FSDP refuses them",
           "[tuner][export][pa]") {
   PlanFile pf;
   pf.model = test::korthikanti_model(24, 2048, 16, 64);

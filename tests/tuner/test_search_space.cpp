@@ -366,7 +366,7 @@ TEST_CASE("on Ampere GPUs the space adds flash attention, without selective reco
   CHECK(cpu[1].kernel == AttentionKernel::flash);
 }
 
-TEST_CASE("a space over max_plans is refused naming --max-plans; a stop flag ends the enumeration", "[tuner][space]") {
+TEST_CASE("a space over max_plans is refused naming --max-plans, a stop flag ends the enumeration", "[tuner][space]") {
   // The hand-counted space of the test above: tiny on two A100s holds 168 + 42 + 330 = 540 plans.
   Transformer m = load_transformer("tiny");
   m.hidden = 256;
@@ -426,7 +426,7 @@ TEST_CASE("partitioned activations are searched where the engine runs them, with
 }
 
 // Context parallelism (issue 19) as a layout dimension: dp × tp × cp × pp = devices.
-TEST_CASE("context parallelism: searched from 8k tokens or with --max-cp; --cp pins it", "[tuner][space][cp]") {
+TEST_CASE("context parallelism: searched from 8k tokens or with --max-cp, --cp pins it", "[tuner][space][cp]") {
   Transformer m = load_transformer("tiny");  // 64 tokens, 4 layers, global batch 16
   Cluster c = load_cluster("v100-workstation");
   c.node.gpus = 4;
@@ -477,7 +477,7 @@ TEST_CASE("context parallelism: searched from 8k tokens or with --max-cp; --cp p
 }
 
 // DeepSpeed-Ulysses (issue 19 item 3) as a layout dimension: dp × tp × ulysses × pp = devices.
-TEST_CASE("ulysses: searched from 8k tokens or with --max-ulysses; --ulysses pins it; not for megatron/fsdp",
+TEST_CASE("ulysses: searched from 8k tokens or with --max-ulysses, --ulysses pins it, not for megatron/fsdp",
           "[tuner][space][ulysses]") {
   Transformer m = load_transformer("tiny");  // 64 tokens, 4 heads, 4 layers, global batch 16
   Cluster c = load_cluster("v100-workstation");
@@ -539,7 +539,7 @@ TEST_CASE("ulysses: searched from 8k tokens or with --max-ulysses; --ulysses pin
   CHECK(us(SearchSpace(longer, c, off)) == std::set<int>{1});
 }
 
-TEST_CASE("hybrid sharding: ZeRO-3 shard groups of a node's ranks where dp spans nodes; --dp-shard pins it",
+TEST_CASE("hybrid sharding: ZeRO-3 shard groups of a node's ranks where dp spans nodes, --dp-shard pins it",
           "[tuner][space][hsdp]") {
   Transformer m = load_transformer("tiny");  // global batch 16
   Cluster c = load_cluster("v100-workstation");
