@@ -240,10 +240,39 @@ int run_search_command(const SearchFlags& f) {
                                          " plans evaluated so far (of " + grouped(static_cast<double>(r.space)) +
                                          ") is shown, not simulated")
               << "; exit " << kExitInterrupted << "\n";
-  if (f.json) {
-    // Exactly issue 5's shape; `ztune predict --json` carries the accuracy.
-    std::cout << search_result_to_json(r).dump(2) << "\n";
-  } else {
+  // --json: issue 5's shape (search_result_to_json, as stored) and what the
+  // text says beside the table: what was searched, on what, how far to trust
+  // the best plan's figures, and, when nothing fits, the closest plans and the
+  // changes that would make one fit. Printed once the search is stored, so
+  // that it carries its id.
+  auto json_result = [&]() {
+    nlohmann::json j = search_result_to_json(r);
+    j["cluster"] = {{"name", cluster.name},    {"gpu", cluster.node.gpu.name},
+                    {"gpus", cluster.total_gpus()}, {"nodes", cluster.nodes}};
+    j["model"] = {{"name", model.name}, {"params", model.total_params()}, {"seq_len", model.seq_len}};
+    j["engine"] = f.engine;
+    j["profile"] = hw.name;
+    j["interrupted"] = r.interrupted;
+    j["search_id"] = search_id ? nlohmann::json(*search_id) : nlohmann::json(nullptr);
+    if (nothing) {
+      nlohmann::json closest = nlohmann::json::array();
+      for (const auto& c : r.closest) closest.push_back(candidate_to_json(c, r));
+      nlohmann::json advice = nlohmann::json::array();
+      for (const auto& h : hints)
+        advice.push_back({{"change", h.change},
+                          {"fits", h.fits},
+                          {"detail", h.detail},
+                          {"tokens_per_s", h.fits ? nlohmann::json(h.tokens_per_s) : nlohmann::json(nullptr)}});
+      j["closest"] = closest;
+      j["fit_hints"] = advice;
+      j["accuracy"] = nullptr;
+    } else {
+      const auto& best = r.plans.front().time();
+      j["accuracy"] = accuracy_json(accuracy_for(cluster, f.engine), best.iteration_s, best.tokens_per_s);
+    }
+    return j;
+  };
+  if (!f.json) {
     std::cout << "ztune search: " << model.name << " (" << model.seq_len << "-token sequences) on " << cluster.name
               << " (" << cluster.total_gpus() << " × " << cluster.node.gpu.name << ", " << cluster.nodes
               << (cluster.nodes == 1 ? " node" : " nodes") << "), engine " << f.engine << "\n";
@@ -292,6 +321,7 @@ int run_search_command(const SearchFlags& f) {
         store_error = e.what();
       }
     }
+    if (f.json) std::cout << json_result().dump(2) << "\n";
     if (!store_error.empty()) {
       std::cout << std::flush;
       std::cerr << "ztune: error: the search was not stored in the results database: " << store_error

@@ -2,6 +2,7 @@
 
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "command.hpp"
@@ -90,6 +91,9 @@ void PlanFlags::add_to(CLI::App& app) {
   app.add_option("--recompute", recompute, "Activation recomputation")
       ->check(CLI::IsMember({"none", "selective", "full"}));
   app.add_flag("--sequence-parallel", sequence_parallel, "Megatron sequence parallelism (needs tp >= 2)");
+  app.add_flag("--tp-comm-overlap", tp_comm_overlap,
+               "Overlap the sequence-parallel all-gathers and reduce-scatters with their GEMMs (Megatron-Core "
+               "--tp-comm-overlap, NeMo ub_tp_comm_overlap; needs --sequence-parallel)");
   app.add_flag("--partition-activations", partition_activations,
                "ZeRO-R partitioned activation checkpoints (Pa): with full recomputation, each layer's saved input "
                "split over the tp ranks and all-gathered before it is recomputed (DeepSpeed partition_activations, "
@@ -146,6 +150,7 @@ InputError flag_error(const std::string& msg) {
   for (auto& ch : field)
     if (ch == '_' || ch == '.') ch = '-';
   if (field == "zero-stage") field = "zero";
+  if (field.starts_with("communication-")) field.erase(0, std::string_view("communication-").size());
   if (field == "offload") field = "offload-optimizer/--offload-params";
   return InputError("--" + field + ": " + msg.substr(colon + 2));
 }
@@ -178,6 +183,7 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   p.micro_batch = micro_batch;
   p.virtual_stages = virtual_stages;
   p.sequence_parallel = sequence_parallel;
+  p.tp_comm_overlap = tp_comm_overlap;
   p.partition_activations = partition_activations;
   p.recompute = recompute == "full" ? Recompute::full : recompute == "selective" ? Recompute::selective : Recompute::none;
   if (schedule.empty()) {

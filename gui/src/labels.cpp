@@ -66,7 +66,7 @@ QString layout_label(const Plan& p) {
   s += QStringLiteral(" · pp%1").arg(p.pp);
   if (p.dp_shard > 0) s += QStringLiteral(" · shard%1").arg(p.dp_shard);  // hybrid sharding: ZeRO-3 in groups
   if (p.virtual_stages > 1) s += QStringLiteral(" · v%1").arg(p.virtual_stages);
-  if (p.sequence_parallel) s += QStringLiteral(" · SP");
+  if (p.sequence_parallel) s += p.tp_comm_overlap ? QStringLiteral(" · SP+TP overlap") : QStringLiteral(" · SP");
   if (p.partition_activations) s += QStringLiteral(" · Pa");
   return s;
 }

@@ -46,6 +46,8 @@ EngineProfile engine_profile_from_json(const nlohmann::json& doc, const std::str
     e.zero3_prefetch_overlap = o.fraction("zero3_prefetch", true);
     e.offload_overlap = o.fraction("offload", true);
     e.tp_overlap = o.fraction("tp", true);
+    // Added with plan.tp_comm_overlap: an engine without it states none.
+    e.tp_comm_overlap = o.optional_fraction("tp_comm", true).value_or(0.0);
     o.finish();
   }
   e.zero3_gather = r.choice("zero3_gather", {"bucket", "module"}) == "module" ? GatherUnit::module : GatherUnit::bucket;
@@ -69,7 +71,8 @@ nlohmann::json engine_profile_to_json(const EngineProfile& e) {
        {{"dp", e.dp_overlap},
         {"zero3_prefetch", e.zero3_prefetch_overlap},
         {"offload", e.offload_overlap},
-        {"tp", e.tp_overlap}}},
+        {"tp", e.tp_overlap},
+        {"tp_comm", e.tp_comm_overlap}}},
       {"zero3_gather", e.zero3_gather == GatherUnit::module ? "module" : "bucket"},
   };
 }

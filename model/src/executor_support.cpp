@@ -122,6 +122,9 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (p.partition_activations)
     return "$.plan.partition_activations: ztune's executor keeps every checkpoint whole on each tensor-parallel rank "
            "(no ZeRO-R Pa yet); use sequence_parallel, which splits them, or drop it";
+  if (p.tp_comm_overlap)
+    return "$.plan.communication.tp_comm_overlap: ztune's executor runs its tensor-parallel collectives between its "
+           "GEMMs (no userbuffer overlap); set it false (the same sequence-parallel plan trains without it)";
   if (p.sequence_parallel && (static_cast<long>(p.micro_batch) * m.seq_len) % p.tp != 0)
     return "$.plan.sequence_parallel: micro_batch × seq_len = " + s(static_cast<long>(p.micro_batch) * m.seq_len) +
            " rows do not split over tp " + s(p.tp);

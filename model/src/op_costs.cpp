@@ -5,6 +5,7 @@
 
 #include "ztune/model/cpu_executor_costs.hpp"
 #include "ztune/model/sparse_attention.hpp"
+#include "ztune/model/time_model.hpp"
 #include "ztune/model/zeropp.hpp"
 
 namespace ztune {
@@ -495,6 +496,23 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
       lc.tp_fwd_s = 2.0 * ag + outputs * rs;
       lc.tp_bwd_s = outputs * ag;
       lc.tp_bwd_async_s = 2.0 * (ag + rs);
+      if (p.tp_comm_overlap) {
+        // Transformer Engine's userbuffers (Megatron-Core --tp-comm-overlap; Wang
+        // et al. 2023, §3): each blocking collective is cut into chunks
+        // pipelined with the one GEMM it feeds or follows, so it hides behind
+        // that GEMM only: the all-gathers before QKV and FC1 behind their
+        // forward GEMMs, the reduce-scatters after the projection and FC2 behind
+        // theirs (one behind both with parallel blocks), the backward's
+        // all-gathers of the output gradient behind those GEMMs' dgrad. The
+        // engine's tp_comm_overlap is the fraction hidden. The async backward
+        // collectives keep their own window (tp_overlap).
+        const double f = hw.engine.tp_comm_overlap;
+        const double rs_fwd = outputs > 1.0 ? exposed(rs, t_proj.fwd, f) + exposed(rs, t_fc2.fwd, f)
+                                            : exposed(rs, t_proj.fwd + t_fc2.fwd, f);
+        lc.tp_fwd_s = exposed(ag, t_qkv.fwd, f) + exposed(ag, t_fc1.fwd, f) + rs_fwd;
+        lc.tp_bwd_s = outputs > 1.0 ? exposed(ag, t_proj.dgrad, f) + exposed(ag, t_fc2.dgrad, f)
+                                    : exposed(ag, t_proj.dgrad + t_fc2.dgrad, f);
+      }
     }
     lc.tp_bwd_window_s = wgrad_qkv + wgrad_fc1 + (x.sp ? t_qkv.dgrad + t_fc1.dgrad : 0.0);
     if (p.recompute == Recompute::full) {

@@ -89,7 +89,7 @@ std::string Plan::summary() const {
   if (offload_optimizer != OffloadTarget::none) os << " opt→" << to_string(offload_optimizer);
   if (offload_params != OffloadTarget::none) os << " par→" << to_string(offload_params);
   os << " mb" << micro_batch << "×" << grad_accum << " " << to_string(recompute);
-  if (sequence_parallel) os << " sp";
+  if (sequence_parallel) os << (tp_comm_overlap ? " sp+overlap" : " sp");
   if (partition_activations) os << " pa";
   if (pp > 1) os << " " << to_string(schedule);
   os << " " << to_string(precision);
@@ -251,6 +251,8 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
     p.prefetch_bucket_elems = c.number("prefetch_bucket_elems", 1, kMaxElems);
     p.max_live_params = c.number("max_live_params", 1, kMaxElems);
     p.param_persistence_threshold = c.number("param_persistence_threshold", 0, kMaxElems);
+    // Added with tensor-parallel communication overlap: absent means off.
+    p.tp_comm_overlap = c.optional_boolean("tp_comm_overlap").value_or(false);
     c.finish();
   }
   {
@@ -335,6 +337,7 @@ nlohmann::json plan_to_json(const Plan& p) {
   if (p.cp > 1) j["cp"] = p.cp;  // likewise: a plan without context parallelism is unchanged
   if (p.ulysses > 1) j["ulysses"] = p.ulysses;  // and one without Ulysses
   if (p.dp_shard > 0) j["dp_shard"] = p.dp_shard;  // and one without hybrid sharding
+  if (p.tp_comm_overlap) j["communication"]["tp_comm_overlap"] = true;  // and one without TP overlap
   return j;
 }
 
@@ -494,6 +497,11 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
              s(p.pp) + ")";
   }
   if (p.sequence_parallel && p.tp < 2) return "$.sequence_parallel: needs tp >= 2";
+  // Megatron-LM's validate_args: "Tensor parallel communication/GEMM overlap
+  // can happen only when sequence parallelism is enabled".
+  if (p.tp_comm_overlap && !p.sequence_parallel)
+    return "$.communication.tp_comm_overlap: overlaps the sequence-parallel all-gathers and reduce-scatters with "
+           "their GEMMs; needs sequence_parallel (and tp >= 2)";
   if (p.partition_activations) {
     if (p.tp < 2) return "$.partition_activations: splits the checkpoints over the tensor-parallel ranks; needs tp >= 2";
     if (p.recompute != Recompute::full)

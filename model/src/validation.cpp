@@ -130,9 +130,10 @@ std::vector<SourceSpec> read_spec(const std::string& path) {
           SourceSpec::Assumed x;
           if (auto mb = row.optional_integer("micro_batch", 1, 1 << 20)) x.micro_batch = static_cast<int>(*mb);
           x.global_batch = row.optional_integer("global_batch", 1, std::int64_t{1} << 40);
+          x.tp_comm_overlap = row.optional_boolean("tp_comm_overlap");
           x.why = row.string("why");
-          if (!x.micro_batch && !x.global_batch)
-            throw row.error("why", "expected micro_batch or global_batch beside the reason");
+          if (!x.micro_batch && !x.global_batch && !x.tp_comm_overlap)
+            throw row.error("why", "expected micro_batch, global_batch or tp_comm_overlap beside the reason");
           row.finish();
           spec.assumed.emplace(id, x);
         }

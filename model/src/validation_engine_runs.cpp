@@ -172,7 +172,9 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     }
     auto mb = whole(plan, "micro_batch", where + ".plan");
     std::optional<std::int64_t> gb_assumed;
+    std::optional<bool> tp_overlap_assumed;
     if (const auto a = spec.assumed.find(id); a != spec.assumed.end()) {
+      tp_overlap_assumed = a->second.tp_comm_overlap;
       // validation.json states what the row leaves out, and why.
       if (!mb && a->second.micro_batch) mb = a->second.micro_batch;
       gb_assumed = a->second.global_batch;
@@ -278,6 +280,15 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     p.offload_optimizer = offload_target("offload");
     p.offload_params = offload_target("offload_params");
     p.overlap_comm = spec.overlap_comm;
+    // NeMo's ub_tp_comm_overlap (Megatron-Core --tp-comm-overlap), where the
+    // row's notes record it from the run's yaml or configure script, or where
+    // validation.json assumes it (with the reason); a row that says neither is
+    // run without it.
+    if (p.sequence_parallel && row.contains("notes") && row["notes"].is_string()) {
+      const std::string notes = row["notes"].get<std::string>();
+      p.tp_comm_overlap = contains(notes, "ub_tp_comm_overlap") && !contains(notes, "ub_tp_comm_overlap=false");
+    }
+    if (tp_overlap_assumed) p.tp_comm_overlap = *tp_overlap_assumed;
 
     const Cluster& base = ctx.cluster((fs::path(dir) / *cluster_path).string());
     const Cluster c = sized(base, *gpus);

@@ -36,6 +36,7 @@ struct SourceSpec {
   struct Assumed {
     std::optional<int> micro_batch;
     std::optional<std::int64_t> global_batch;
+    std::optional<bool> tp_comm_overlap;  // the run's TP overlap, where its notes are silent
     std::string why;
   };
   std::map<std::string, Assumed> assumed;

@@ -1,6 +1,11 @@
 // ztune predict / validate end to end: JSON keys of issue 3, exit codes.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "run_command.hpp"
@@ -49,6 +54,30 @@ TEST_CASE("an impossible plan exits 2 naming the rule it breaks", "[cli][predict
   CHECK_THAT(r.err, Contains("stage 3"));
 }
 
+TEST_CASE("--tp-comm-overlap: needs --sequence-parallel, megatron only, and shortens the TP communication",
+          "[cli][predict][tp_overlap]") {
+  const std::string base = ztune_bin() + " predict --cluster dgx-h100x32 --model gpt3-175b --tp 8 --pp 8 --dp 4"
+                                         " --global-batch 256 --micro-batch 1 --engine megatron --json";
+  auto r = run_command(base + " --tp-comm-overlap");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--tp-comm-overlap") && Contains("sequence_parallel"));
+  r = run_command(ztune_bin() + " predict --cluster dgx-h100x32 --model gpt3-175b --tp 8 --pp 8 --dp 4"
+                                " --global-batch 256 --micro-batch 1 --engine deepspeed --sequence-parallel"
+                                " --tp-comm-overlap");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("Megatron-DeepSpeed has no overlap"));
+  const auto plain = run_command(base + " --sequence-parallel");
+  const auto over = run_command(base + " --sequence-parallel --tp-comm-overlap");
+  REQUIRE(plain.exit_code == 0);
+  REQUIRE(over.exit_code == 0);
+  const auto a = nlohmann::json::parse(plain.out).at("time"), b = nlohmann::json::parse(over.out).at("time");
+  // The megatron profile hides part of each collective (its fitted tp_comm):
+  // TP communication and the step shrink, the compute does not move.
+  CHECK(b.at("breakdown_s").at("tp_comm").get<double>() < a.at("breakdown_s").at("tp_comm").get<double>());
+  CHECK(b.at("iteration_s").get<double>() < a.at("iteration_s").get<double>());
+  CHECK(b.at("breakdown_s").at("forward").get<double>() == Approx(a.at("breakdown_s").at("forward").get<double>()));
+}
+
 TEST_CASE("a plan that does not fit still gets its prediction, with fits false and the overflow named",
           "[cli][predict]") {
   // 100B on plain data parallelism: 16 bytes per parameter cannot fit 32 GB.
@@ -82,7 +111,10 @@ TEST_CASE("validate --json reports every source, its exit code says whether each
   CHECK(j.at("not_expressible").empty());
   std::size_t assumed = 0;
   for (const auto& c : j.at("cases")) assumed += c.at("assumed").get<std::string>().empty() ? 0 : 1;
-  CHECK(assumed == 12);  // OLMo-core's GPU count (7 rows), PaxML's intra-node mesh (4), Azure 530B's micro-batch
+  // OLMo-core's GPU count (7 rows), PaxML's intra-node mesh (4), Azure 530B's
+  // micro-batch, the NeMo Llama 3.1 405B rows' TP overlap (6), the DeepSpeed
+  // BERT rows' 10 micro-batches per step (2).
+  CHECK(assumed == 20);
   CHECK(j.at("cells").size() >= 6);
   r = run_command(ztune_bin() + " validate --source Korthikanti2022-T5");
   CHECK(r.exit_code == 0);
@@ -234,4 +266,45 @@ TEST_CASE("predict --ulysses: the all-to-all part, the devices it takes, and the
                   " --no-db");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--ulysses") && Contains("megatron"));
+}
+
+TEST_CASE("search --json says what was searched, how far to trust it, its id, and when nothing fits what would",
+          "[cli][search][json]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("ztune-search-json-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string db = (dir / "results.db").string();
+  auto r = run_command(ztune_bin() + " search --cluster dgx2x16 --model gpt2-1.5b --top 2 --json --db " + db);
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"plans", "space", "feasible", "pruned_by", "elapsed_s"}) CHECK(j.contains(key));  // issue 5
+  CHECK(j.at("cluster").at("name") == "dgx2x16");
+  CHECK(j.at("cluster").at("gpus") == 256);
+  CHECK(j.at("cluster").at("gpu").get<std::string>().find("V100") != std::string::npos);
+  CHECK(j.at("model").at("name") == "gpt2-1.5b");
+  CHECK(j.at("model").at("seq_len").get<int>() > 0);
+  CHECK(j.at("engine") == "ztune");
+  CHECK(j.at("search_id").is_number_integer());
+  CHECK(j.at("accuracy").is_object());
+  CHECK_FALSE(j.contains("closest"));
+  // The id is the stored search's: history shows it.
+  const auto shown = run_command(ztune_bin() + " history show " + std::to_string(j.at("search_id").get<long>()) +
+                                 " --db " + db);
+  CHECK(shown.exit_code == 0);
+  // Nothing fits: the closest plans and the fit advice, as the text prints them.
+  r = run_command(ztune_bin() + " search --cluster v100-workstation --model 100b --zero 1 --json --no-db");
+  CHECK(r.exit_code == 1);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j.at("feasible") == 0);
+  CHECK(j.at("search_id").is_null());
+  CHECK(j.at("accuracy").is_null());
+  REQUIRE_FALSE(j.at("closest").empty());
+  CHECK(j.at("closest").at(0).at("prediction").at("memory").at("fits") == false);
+  REQUIRE_FALSE(j.at("fit_hints").empty());
+  bool fits = false;
+  for (const auto& h : j.at("fit_hints")) {
+    CHECK_FALSE(h.at("change").get<std::string>().empty());
+    if (h.at("fits").get<bool>()) fits = true;
+  }
+  CHECK(fits);  // "more GPUs" or the search without --zero
+  std::filesystem::remove_all(dir);
 }

@@ -156,6 +156,21 @@ TEST_CASE("the same engine compiled (torch.compile, XLA): only the elementwise t
                     Catch::Contains("$.fusion.compiled_elementwise_traffic") && Catch::Contains("does not add traffic"));
 }
 
+TEST_CASE("engine tp_comm overlap: optional (absent: no overlap), a fraction, round-trips", "[engine][tp_overlap]") {
+  nlohmann::json doc = engine_profile_to_json(load_engine_profile("megatron"));
+  doc["overlap"]["tp_comm"] = 0.625;
+  CHECK(engine_profile_from_json(doc, "e.json").tp_comm_overlap == 0.625);
+  CHECK(engine_profile_to_json(engine_profile_from_json(doc, "e.json"))["overlap"]["tp_comm"] == 0.625);
+  doc["overlap"].erase("tp_comm");
+  CHECK(engine_profile_from_json(doc, "e.json").tp_comm_overlap == 0.0);
+  doc["overlap"]["tp_comm"] = 1.5;
+  CHECK_THROWS_WITH(engine_profile_from_json(doc, "e.json"), Catch::Contains("e.json: $.overlap.tp_comm"));
+  // Only Megatron-Core has the userbuffers overlap: the shipped engines say so.
+  CHECK(load_engine_profile("megatron").tp_comm_overlap > 0);
+  CHECK(load_engine_profile("deepspeed").tp_comm_overlap == 0);
+  CHECK(load_engine_profile("fsdp").tp_comm_overlap == 0);
+}
+
 TEST_CASE("hardware profile: the cudnn attention factor is optional, a fraction, and round-trips", "[engine][cudnn]") {
   nlohmann::json doc = profile_to_json(load_profile(std::string(ZTUNE_TEST_DATA_DIR) + "/profiles/h100.json"));
   const HardwareProfile h100 = profile_from_json(doc, "p.json");

@@ -105,6 +105,28 @@ TEST_CASE("partitioned activations: optional in the file, round-trip, and their 
   CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.partition_activations") && Contains("tp >= 2"));
 }
 
+TEST_CASE("TP communication overlap: optional in the file, round-trip, needs sequence parallelism", "[plan][tp_overlap]") {
+  ztune::Plan p;
+  p.tp = 8; p.sequence_parallel = true; p.tp_comm_overlap = true;
+  auto j = ztune::plan_to_json(p);
+  CHECK(j["communication"]["tp_comm_overlap"] == true);
+  CHECK(ztune::plan_from_json(j, "p.json").tp_comm_overlap);
+  CHECK_THAT(p.summary(), Contains(" sp+overlap"));
+  // Files written before the field existed (and plans without it) read as no overlap.
+  j["communication"].erase("tp_comm_overlap");
+  CHECK_FALSE(ztune::plan_from_json(j, "p.json").tp_comm_overlap);
+  CHECK_FALSE(ztune::plan_to_json(ztune::Plan{})["communication"].contains("tp_comm_overlap"));
+  j["communication"]["tp_comm_overlap"] = 1;
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.communication.tp_comm_overlap"));
+
+  auto m = ztune::load_transformer("gpt3-175b");
+  auto c = ztune::load_cluster("dgx-a100-80gb");
+  p.global_batch = 1;
+  CHECK_FALSE(ztune::check_plan(p, m, c).has_value());
+  p.sequence_parallel = false;
+  CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.communication.tp_comm_overlap") && Contains("sequence_parallel"));
+}
+
 TEST_CASE("device and batch counts cannot overflow: 2^20 on every axis is refused, not wrapped", "[plan][bad-input]") {
   ztune::Plan p;
   p.dp = p.tp = p.pp = 1 << 20;  // each within a plan file's bound

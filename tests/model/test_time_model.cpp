@@ -332,6 +332,57 @@ TEST_CASE("layer cost: TP collectives per layer, with and without sequence paral
   CHECK(lc.fwd_flops == Approx((24 * s * b * h * h + 4 * s * s * b * h) / 8));
 }
 
+// Transformer Engine's userbuffers (plan tp_comm_overlap): each sequence-
+// parallel collective hides behind the one GEMM it is pipelined with. Oracle:
+// the GEMM times by hand, 2·m·n·k/t FLOPs at the profile's one efficiency
+// (0.6 of the A100's bf16 peak, compute-bound at these sizes), against the
+// all-gather and reduce-scatter the unoverlapped plan pays (1 node, tp 8).
+TEST_CASE("layer cost: TP communication overlap hides each collective behind its own GEMM", "[time][tp][tp_overlap]") {
+  const Transformer m = gpt(24, 4096, 32, 2048, 51200);
+  const Cluster c = a100(1);
+  HardwareProfile hw = constant_efficiency_profile();
+  Plan p = tp8_microbatch2();
+  p.sequence_parallel = true;
+  const LayerCost plain = layer_cost(m, p, c, hw);
+  const GroupPlacement g{8, 8};
+  const double ag = collective_time(Collective::all_gather, plain.tp_bytes, g, c, hw);
+  const double rs = collective_time(Collective::reduce_scatter, plain.tp_bytes, g, c, hw);
+  REQUIRE(plain.tp_fwd_s == Approx(2 * ag + 2 * rs));
+  REQUIRE(plain.tp_bwd_s == Approx(2 * ag));
+
+  const double tokens = 2048.0 * 2, h = 4096, rate = c.node.gpu.peak_flops(p.precision) * 0.6;
+  const double qkv = 2 * tokens * h * 3 * h / 8 / rate, proj = 2 * tokens * h * h / 8 / rate;
+  const double fc = 2 * tokens * h * 4 * h / 8 / rate;  // FC1 and FC2 alike
+  // The fixture's link makes each collective shorter than QKV and the MLP
+  // GEMMs but longer than the projection: only the reduce-scatter after the
+  // projection (and, in backward, the all-gather before its dgrad) can show.
+  REQUIRE(ag < qkv);
+  REQUIRE(rs < fc);
+  REQUIRE(rs > proj);
+  REQUIRE(ag > proj);
+
+  p.tp_comm_overlap = true;
+  hw.engine.tp_comm_overlap = 0;  // an engine without the overlap: nothing changes
+  CHECK(layer_cost(m, p, c, hw).tp_fwd_s == Approx(plain.tp_fwd_s));
+  hw.engine.tp_comm_overlap = 1;
+  LayerCost lc = layer_cost(m, p, c, hw);
+  CHECK(lc.tp_fwd_s == Approx(rs - proj));
+  CHECK(lc.tp_bwd_s == Approx(ag - proj));
+  CHECK(lc.tp_bwd_async_s == Approx(plain.tp_bwd_async_s));  // the async ones keep tp_overlap's window
+  hw.engine.tp_comm_overlap = 0.5;
+  lc = layer_cost(m, p, c, hw);
+  CHECK(lc.tp_fwd_s == Approx(0.5 * ag + 0.5 * ag + (rs - 0.5 * proj) + 0.5 * rs));
+  CHECK(lc.tp_bwd_s == Approx((ag - 0.5 * proj) + 0.5 * ag));
+  // Full recomputation repeats the forward's collectives, overlapped alike.
+  p.recompute = Recompute::full;
+  CHECK(layer_cost(m, p, c, hw).tp_recompute_s == Approx(lc.tp_fwd_s));
+  // The step is faster by the hidden link time of every layer.
+  p.recompute = Recompute::none;
+  Plan q = p;
+  q.tp_comm_overlap = false;
+  CHECK(predict_time(m, p, c, hw).iteration_s < predict_time(m, q, c, hw).iteration_s);
+}
+
 // ZeRO-R Pa (Rajbhandari et al. 2020, §6.1 and §8): the recomputed forward of
 // each layer first all-gathers its saved input, s·b·h 16-bit values split over
 // the t ranks. Oracle: the ring all-gather of nccl-tests' model, worked by hand

@@ -224,6 +224,31 @@ TEST_CASE("cuDNN attention exports as Megatron-Core's --attention-backend fused,
   CHECK_FALSE(engine_violation(p, Engine::megatron).has_value());
 }
 
+TEST_CASE("TP communication overlap exports as Megatron-LM's --tp-comm-overlap, the other engines refuse it",
+          "[tuner][export][tp_overlap]") {
+  // megatron/training/arguments.py: --tp-comm-overlap (Transformer Engine's
+  // userbuffers), asserted to need --sequence-parallel.
+  PlanFile pf = dense_plan_on("dgx-h100", AttentionKernel::cudnn);
+  Plan& p = pf.plan;
+  p.dp = 2;
+  p.tp = 4;
+  p.sequence_parallel = true;
+  p.tp_comm_overlap = true;
+  const auto mg = megatron_arguments(pf, "plan.json");
+  CHECK(std::count(mg.begin(), mg.end(), "--tp-comm-overlap") == 1);
+  CHECK(std::count(mg.begin(), mg.end(), "--sequence-parallel") == 1);
+  CHECK_FALSE(engine_violation(p, Engine::megatron).has_value());
+  p.attention = AttentionKernel::flash;  // (deepspeed refuses cudnn first)
+  CHECK(engine_violation(p, Engine::deepspeed) == EngineRule::ds_tp_comm_overlap);
+  CHECK(engine_violation(p, Engine::fsdp) == EngineRule::fs_tp_comm_overlap);
+  CHECK(engine_violation(p, Engine::ztune) == EngineRule::zt_tp_comm_overlap);
+  CHECK_THROWS_WITH(deepspeed_launch(pf, "ds_config.json", "plan.json"),
+                    Contains("deepspeed cannot run this plan") && Contains("tp_comm_overlap false"));
+  p.tp_comm_overlap = false;
+  const auto plain = megatron_arguments(pf, "plan.json");
+  CHECK(std::count(plain.begin(), plain.end(), "--tp-comm-overlap") == 0);
+}
+
 TEST_CASE("DeepSpeed export writes the causal sparse attention layouts, 1-bit Adam and ZeRO++ as DeepSpeed reads them",
           "[tuner][export]") {
   // Expected sections written by hand from DeepSpeed's config documentation and

@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <set>
+#include <string>
 
 #include "tuner_fixtures.hpp"
 #include "ztune/model/catalog.hpp"
@@ -499,4 +501,44 @@ TEST_CASE("a long-sequence plan that does not fit is offered ulysses 2 on the sa
       CHECK_FALSE(h.fits);
       CHECK_THAT(h.detail, Catch::Matchers::Contains("--engine megatron cannot run it"));
     }
+}
+
+TEST_CASE("fit hints: one per distinct plan, each named by what it changes", "[tuner][search][explain]") {
+  // A plan that already recomputes fully with micro-batch 1 (ZeRO-1 with
+  // optimizer offload on 4 V100s, 100B): "ZeRO-3 and full recomputation" is
+  // ZeRO stage 3 alone, and the smallest-activations variant of ZeRO-3 CPU
+  // offload changes nothing more (issue 23 saw both named twice).
+  const Transformer m = load_transformer("100b");
+  const Cluster c = load_cluster("v100-workstation");
+  const auto hw = default_profile_for(c);
+  SearchOptions o;
+  Plan base;
+  base.dp = 4;
+  base.zero_stage = 1;
+  base.offload_optimizer = OffloadTarget::cpu;
+  base.micro_batch = 1;
+  base.grad_accum = 256;
+  base.global_batch = 1024;
+  base.recompute = Recompute::full;
+  base.precision = Precision::fp16;
+  REQUIRE_FALSE(check_plan(base, m, c).has_value());
+  const auto hints = plan_fit_hints(m, c, hw, o, base);
+  REQUIRE_FALSE(hints.empty());
+  std::set<std::string> plans;
+  for (const auto& h : hints) {
+    INFO(h.change << ": " << h.detail);
+    const std::string plan = h.detail.substr(0, h.detail.find(" needs "));
+    CHECK(plans.insert(plan).second);  // no two hints try the same plan
+    CHECK(h.change.find("full recomputation") == std::string::npos);  // it already recomputes fully
+    CHECK(h.change.find("micro-batch 1") == std::string::npos);       // and runs micro-batch 1
+    CHECK(h.change.find("all of") == std::string::npos);
+  }
+  // A plan with room to shrink still gets the combination, naming both changes.
+  base.micro_batch = 4;
+  base.grad_accum = 64;
+  base.recompute = Recompute::none;
+  bool combined = false;
+  for (const auto& h : plan_fit_hints(m, c, hw, o, base))
+    combined |= h.change == "ZeRO-3 CPU offload with micro-batch 1, full recomputation";
+  CHECK(combined);
 }

@@ -425,6 +425,38 @@ TEST_CASE("partitioned activations are searched where the engine runs them, with
   }
 }
 
+TEST_CASE("megatron's sequence-parallel plans overlap their TP communication, no other engine's, the space unchanged",
+          "[tuner][space][tp_overlap]") {
+  Transformer m = load_transformer("tiny");
+  Cluster c = load_cluster("v100-workstation");
+  c.node.gpus = 2;
+  for (Engine e : {Engine::ztune, Engine::deepspeed, Engine::megatron, Engine::fsdp}) {
+    SpaceOptions o;
+    o.engine = e;
+    SearchSpace s(m, c, o);
+    std::int64_t n = 0, sp = 0, overlapped = 0;
+    for (const auto& l : s.layouts()) {
+      if (l.rejected != LayoutRule::none) continue;
+      s.for_each_plan(l, [&](const Plan& p) {
+        ++n;
+        sp += p.sequence_parallel ? 1 : 0;
+        if (!p.tp_comm_overlap) return;
+        ++overlapped;
+        CHECK(p.sequence_parallel);
+        CHECK_FALSE(check_plan(p, m, c).has_value());
+        // The engine's rules reject the plan exactly as they would without the overlap.
+        Plan plain = p;
+        plain.tp_comm_overlap = false;
+        CHECK(engine_violation(p, e) == engine_violation(plain, e));
+      });
+    }
+    INFO(to_string(e));
+    CHECK(sp > 0);
+    CHECK(overlapped == (e == Engine::megatron ? sp : 0));
+    CHECK(n <= s.size());
+  }
+}
+
 // Context parallelism (issue 19) as a layout dimension: dp × tp × cp × pp = devices.
 TEST_CASE("context parallelism: searched from 8k tokens or with --max-cp, --cp pins it", "[tuner][space][cp]") {
   Transformer m = load_transformer("tiny");  // 64 tokens, 4 layers, global batch 16

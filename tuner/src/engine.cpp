@@ -87,6 +87,16 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"deepspeed: no cuDNN attention",
      "Megatron-DeepSpeed's fused attention is FlashAttention-2 (--use-flash-attn-v2); it has no cuDNN fused "
      "attention (Transformer Engine's FusedAttention): use attention \"flash\""},
+    {"deepspeed: no TP communication overlap",
+     "Megatron-DeepSpeed has no overlap of the tensor-parallel all-gathers and reduce-scatters with their GEMMs "
+     "(Megatron-Core's --tp-comm-overlap, Transformer Engine's userbuffers): use tp_comm_overlap false, or export "
+     "to megatron"},
+    {"fsdp: TP communication overlap not modelled",
+     "ztune does not model torchtitan's asynchronous tensor parallelism (enable_async_tensor_parallel under "
+     "torch.compile), the one TP communication overlap torchtitan has: use tp_comm_overlap false"},
+    {"ztune: no TP communication overlap",
+     "ztune's executor runs its tensor-parallel collectives between its GEMMs (no userbuffer overlap): use "
+     "tp_comm_overlap false"},
 }};
 
 }  // namespace
@@ -99,6 +109,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
   switch (e) {
     case Engine::ztune:
       if (p.partition_activations) return EngineRule::zt_partition_activations;
+      if (p.tp_comm_overlap) return EngineRule::zt_tp_comm_overlap;
       return std::nullopt;
     case Engine::deepspeed:
       if (p.pp > 1 && p.zero_stage > 1) return EngineRule::ds_pipeline_zero;
@@ -115,6 +126,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
         return EngineRule::ds_sparse_causal;
       if (p.cp > 1) return EngineRule::ds_context_parallel;
       if (p.attention == AttentionKernel::cudnn && !engine_runs_cudnn(e)) return EngineRule::ds_cudnn_attention;
+      if (p.tp_comm_overlap) return EngineRule::ds_tp_comm_overlap;
       return std::nullopt;
     case Engine::megatron:
       if (p.dp_shard > 0) return EngineRule::mg_hybrid_sharding;
@@ -138,6 +150,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.partition_activations) return EngineRule::fs_partition_activations;
       if (p.cp > 1 && p.attention != AttentionKernel::flash) return EngineRule::fs_cp_attention;
       if (p.ulysses > 1) return EngineRule::fs_ulysses;
+      if (p.tp_comm_overlap) return EngineRule::fs_tp_comm_overlap;
       return std::nullopt;
   }
   return std::nullopt;

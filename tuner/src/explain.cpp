@@ -72,7 +72,14 @@ std::string describe_memory(const MemoryPrediction& mem) {
 std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, const HardwareProfile& hw,
                                     const SearchOptions& o, const Plan& base) {
   std::vector<FitHint> hints;
+  // One hint per distinct plan: two changes that land on the same plan (ZeRO
+  // stage 3 from stage 2 and "ZeRO-3 and full recomputation" when the plan
+  // already recomputes fully) are one hint, under the first name.
+  std::vector<std::string> tried;
   auto add = [&](const std::string& change, const Plan& p) {
+    std::string key = p.summary();
+    if (std::find(tried.begin(), tried.end(), key) != tried.end()) return;
+    tried.push_back(std::move(key));
     if (auto h = try_variant(m, c, hw, o, change, p)) hints.push_back(std::move(*h));
   };
   if (base.micro_batch > 1) {
@@ -105,6 +112,7 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
     Plan p = base;
     p.sequence_parallel = true;
     p.partition_activations = false;  // SP splits the checkpoints itself
+    p.tp_comm_overlap = o.space.engine == Engine::megatron;  // as the search's megatron plans
     add("sequence parallelism", p);
   }
   if (base.tp > 1 && base.recompute == Recompute::full && !base.sequence_parallel && !base.partition_activations) {
@@ -155,7 +163,10 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
     Plan p = base;
     p.zero_stage = 3;
     p.recompute = Recompute::full;
-    add("ZeRO-3 and full recomputation", p);
+    add(base.zero_stage == 3          ? "full recomputation"
+        : base.recompute == Recompute::full ? "ZeRO stage 3"
+                                            : "ZeRO-3 and full recomputation",
+        p);
   }
   if (c.device_kind == DeviceKind::gpu && base.offload_optimizer == OffloadTarget::none && !base.onebit_adam &&
       (base.pp == 1 || o.space.engine != Engine::deepspeed)) {
@@ -173,10 +184,14 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
     p.offload_optimizer = OffloadTarget::cpu;
     p.offload_params = OffloadTarget::cpu;
     add("ZeRO-3 with optimizer and parameter offload to CPU", p);
+    // The same with the activations at their smallest, naming only what changes.
     p.micro_batch = 1;
     p.grad_accum = base.grad_accum * base.micro_batch;
     p.recompute = Recompute::full;
-    add("all of: micro-batch 1, full recomputation, ZeRO-3 CPU offload", p);
+    std::string also;
+    if (base.micro_batch > 1) also = "micro-batch 1";
+    if (base.recompute != Recompute::full) also += (also.empty() ? "" : ", ") + std::string("full recomputation");
+    if (!also.empty()) add("ZeRO-3 CPU offload with " + also, p);
   }
   return hints;
 }

@@ -376,6 +376,9 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
     a.insert(a.end(), stages.begin(), stages.end());
   }
   if (p.sequence_parallel) a.emplace_back("--sequence-parallel");
+  // Transformer Engine's userbuffers overlap (megatron/training/arguments.py;
+  // it asserts --sequence-parallel, which check_plan requires too).
+  if (p.tp_comm_overlap) a.emplace_back("--tp-comm-overlap");
   if (p.recompute == Recompute::selective) a.insert(a.end(), {"--recompute-granularity", "selective"});
   if (p.recompute == Recompute::full)
     a.insert(a.end(), {"--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"});

@@ -49,6 +49,12 @@ struct EngineProfile {
   double zero3_prefetch_overlap = 0.8;  // ZeRO-3 / FSDP gathers behind compute with prefetch
   double offload_overlap = 0.8;         // PCIe/NVMe transfers behind compute
   double tp_overlap = 0;                // TP collectives behind GEMMs (Megatron 2022: none)
+  // With plan.tp_comm_overlap (Transformer Engine's userbuffers): the fraction
+  // of each sequence-parallel all-gather / reduce-scatter that hides behind the
+  // GEMM it is pipelined with (the rest, the first chunk and the SMs the
+  // communication takes from the GEMM, stays exposed). 0 where the engine has
+  // no such overlap; optional in the profile (absent = 0).
+  double tp_comm_overlap = 0;
 
   GatherUnit zero3_gather = GatherUnit::bucket;
 };

@@ -97,6 +97,14 @@ struct Plan {
   Precision precision = Precision::bf16;
   Schedule schedule = Schedule::one_f_one_b;
   bool overlap_comm = true;      // bucketed reduction overlapped with backward
+  /// Tensor-parallel communication overlapped with the GEMMs it feeds or
+  /// follows (Megatron-Core --tp-comm-overlap, NeMo ub_tp_comm_overlap:
+  /// Transformer Engine's userbuffers split each sequence-parallel all-gather
+  /// and reduce-scatter into chunks pipelined with the GEMM; Wang et al. 2023,
+  /// "Overlap Communication with Dependent Computation via Decomposition in
+  /// Large Deep Learning Models", ASPLOS). Needs tp >= 2 and sequence_parallel.
+  /// Plan file: communication.tp_comm_overlap, written only when true.
+  bool tp_comm_overlap = false;
   // DeepSpeed's bucket knobs, in elements (its defaults).
   double reduce_bucket_elems = 5e8;
   double allgather_bucket_elems = 5e8;

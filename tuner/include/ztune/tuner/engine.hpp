@@ -54,6 +54,9 @@ enum class EngineRule : std::uint8_t {
   zt_partition_activations,  // no ZeRO-R Pa yet
   mg_hybrid_sharding,      // no ZeRO-3 sharded in groups (plan.dp_shard): its optimizer shards over all of dp
   ds_cudnn_attention,      // Megatron-DeepSpeed runs FlashAttention-2, not cuDNN's fused attention
+  ds_tp_comm_overlap,      // no userbuffer overlap of TP communication with GEMMs
+  fs_tp_comm_overlap,      // torchtitan's async TP is not modelled
+  zt_tp_comm_overlap,      // ztune's executor runs its TP collectives between its GEMMs
   count
 };
 

@@ -218,6 +218,10 @@ void SearchSpace::for_each_plan(const Layout& l, F&& f) const {
     const auto mbs = micro_batches_for(l, sc);
     for (ActivationSplit split : splits) {
       p.sequence_parallel = split == ActivationSplit::sequence_parallel;
+      // Megatron-Core overlaps the sequence-parallel collectives with their
+      // GEMMs (--tp-comm-overlap), never slower in the cost model: its
+      // sequence-parallel plans carry it, so the space does not grow.
+      p.tp_comm_overlap = p.sequence_parallel && options_.engine == Engine::megatron;
       p.partition_activations = split == ActivationSplit::partitioned;
       for (Recompute rc : kRecomputeModes) {
         if (!split_fits(split, rc)) continue;
