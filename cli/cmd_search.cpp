@@ -437,7 +437,8 @@ Command add_search(CLI::App& root) {
       ->check(CLI::Range(16, 128));
   app->add_option("--attention", f->attention,
                   "Attention kernel to search: any (standard, plus on Ampere or newer the fused kernel the profile "
-                  "prices faster: cudnn on H100, flash elsewhere), standard, flash or cudnn")
+                  "prices faster: cudnn on H100, flash elsewhere), standard, flash, cudnn or eager (never searched "
+                  "unless pinned: it is standard with more memory traffic)")
       ->check(CLI::IsMember([] {
         std::vector<std::string> names{"any"};
         names.insert(names.end(), std::begin(kAttentionKernelNames), std::end(kAttentionKernelNames));

@@ -115,9 +115,10 @@ void PlanFlags::add_to(CLI::App& app) {
   app.add_option("--sparse-block", sparse_block, "Sparse attention block size")->check(CLI::Range(16, 128));
   app.add_flag("--zeropp", zeropp, "ZeRO++ (quantized gathers, hpZ, quantized gradients)");
   app.add_option("--attention", attention,
-                 "Attention kernel: standard (s×s probabilities stored), flash (FlashAttention-2: log-sum-exp only) "
-                 "or cudnn (cuDNN's fused flash attention, Transformer Engine NVTE_FUSED_ATTN=1: the same memory, "
-                 "faster on H100)")
+                 "Attention kernel: standard (s×s probabilities stored, Megatron's fused scale-mask-softmax), flash "
+                 "(FlashAttention-2: log-sum-exp only), cudnn (cuDNN's fused flash attention, Transformer Engine "
+                 "NVTE_FUSED_ATTN=1: the same memory, faster on H100) or eager (standard's memory with the mask, "
+                 "softmax and dropout as separate kernels: Megatron-LM 2019, --no-masked-softmax-fusion)")
       ->check(CLI::IsMember(std::vector<std::string>(std::begin(kAttentionKernelNames), std::end(kAttentionKernelNames))));
   app.add_option("--stage-layers", stage_layers,
                  "Layers per pipeline stage, first to last (pp counts summing to the layers; default balanced "

@@ -81,10 +81,12 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   engine_ = new QComboBox;
   engine_->addItems({QStringLiteral("ztune"), QStringLiteral("deepspeed"), QStringLiteral("megatron"), QStringLiteral("fsdp")});
   attention_ = new QComboBox;
-  attention_->addItems({QStringLiteral("any"), QStringLiteral("standard"), QStringLiteral("flash"), QStringLiteral("cudnn")});
+  attention_->addItems({QStringLiteral("any"), QStringLiteral("standard"), QStringLiteral("flash"), QStringLiteral("cudnn"),
+                        QStringLiteral("eager")});
   attention_->setToolTip(QStringLiteral(
       "Attention kernel to search: any (standard, plus FlashAttention where the engine's kernel is priced), "
-      "standard (s×s scores stored) or flash"));
+      "standard (s×s scores stored), flash, cudnn (cuDNN's fused attention) or eager (standard's memory, the "
+      "softmax chain as separate kernels: Megatron --no-masked-softmax-fusion)"));
   headroom_ = new QDoubleSpinBox;
   headroom_->setRange(0, 50);
   headroom_->setDecimals(1);

@@ -71,6 +71,9 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
            s(m.seq_len);
   if (fused_attention(p.attention) && p.sparse_attention != SparseLayout::none)
     return "$.plan.attention: " + to_string(p.attention) + " is a dense attention kernel; block-sparse attention has its own";
+  if (p.attention == AttentionKernel::eager)
+    return "$.plan.attention: eager is PyTorch's separate mask, softmax and dropout kernels; ztune's executor runs its "
+           "own fused softmax (use attention \"standard\", the same arithmetic)";
   if (fused_attention(p.attention) && !executor_runs_flash(m, backend))
     return "$.plan.attention: the CUDA fused attention kernels take head sizes 64 and 128; the model's is " +
            s(m.head_dim()) + " (use \"standard\")";

@@ -326,6 +326,16 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   // Fused scale-mask-softmax (read + write) and dropout (read, write, 1-byte mask).
   const double softmax_fwd_bytes = scores * eb * 2.0 + scores * (eb * 2.0 + 1.0);
   lc.fwd_attention_s = t_qk + t_pv + memory_bound_time(softmax_fwd_bytes, gpu, hw, 2);
+  // Eager: the mask multiply and the subtraction of the masked scores
+  // (scores·mask − 10000·(1 − mask), Megatron-LM 2019) are two more passes
+  // over the scores, each a read and a write; their backward one more (the
+  // multiply's gradient; the subtraction's is the identity). What autograd
+  // saves is what the fused kernel saves (mask broadcast, softmax output).
+  double eager_bwd_s = 0;
+  if (p.attention == AttentionKernel::eager) {
+    lc.fwd_attention_s += memory_bound_time(2.0 * 2.0 * scores * eb, gpu, hw, 2);
+    eager_bwd_s = memory_bound_time(2.0 * scores * eb, gpu, hw, 1);
+  }
 
   double flash_bwd_s = 0;
   if (fused_attention(p.attention) && p.cp == 1) {  // cp > 1: the ring's blocks, below
@@ -376,7 +386,8 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
       p.cp > 1 ? cp_bwd_attention_s
       : fused_attention(p.attention)
           ? flash_bwd_s
-          : 2.0 * (t_qk + t_pv) + memory_bound_time(scores * (eb * 3.0 + 1.0) + scores * eb * 3.0, gpu, hw, 2);
+          : 2.0 * (t_qk + t_pv) + memory_bound_time(scores * (eb * 3.0 + 1.0) + scores * eb * 3.0, gpu, hw, 2) +
+                eager_bwd_s;
   const double bwd_elem = memory_bound_time(2.0 * elem_fwd_bytes, gpu, hw, elem_kernels);
   const double wgrad_qkv = t_qkv.wgrad;
   const double wgrad_fc1 = t_fc1.wgrad;

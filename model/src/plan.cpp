@@ -95,7 +95,7 @@ std::string Plan::summary() const {
   os << " " << to_string(precision);
   if (onebit_adam) os << " 1bit-adam";
   if (sparse_attention != SparseLayout::none) os << " sparse:" << to_string(sparse_attention) << "/" << sparse_block;
-  if (fused_attention(attention)) os << " " << to_string(attention);
+  if (attention != AttentionKernel::standard) os << " " << to_string(attention);
   if (zeropp) os << " zero++";
   if (!stage_layers.empty()) {
     os << " stages:";
@@ -269,7 +269,7 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   }
   p.zeropp = r.boolean("zeropp");
   // Added after the first plan files were written: absent means standard.
-  p.attention = *attention_kernel_of(r.optional_choice("attention", {"standard", "flash", "cudnn"}, "standard"));
+  p.attention = *attention_kernel_of(r.optional_choice("attention", {"standard", "flash", "cudnn", "eager"}, "standard"));
   // Added with ZeRO-R's partitioned activations: absent means not partitioned.
   p.partition_activations = r.optional_boolean("partition_activations").value_or(false);
   // Added with uneven pipeline stages (issue 19): absent means balanced.
@@ -548,6 +548,12 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
   if (m.windowed() && p.sparse_attention != SparseLayout::none)
     return "$.sparse_attention.layout: the model attends a sliding window of " + s(m.attention_window) +
            " tokens; a block-sparse layout would replace it (use one or the other)";
+  if (p.attention == AttentionKernel::eager && p.sparse_attention != SparseLayout::none)
+    return "$.attention: eager is the dense softmax chain as separate kernels; block-sparse attention (" +
+           to_string(p.sparse_attention) + ") has its own kernels; expected attention \"standard\"";
+  if (p.attention == AttentionKernel::eager && p.cp > 1)
+    return "$.attention: eager attention with context parallelism is not modelled (Megatron-Core and torchtitan "
+           "ring fused kernels only); expected cp 1 or attention \"cudnn\" or \"flash\"";
   if (fused_attention(p.attention) && p.sparse_attention != SparseLayout::none)
     return "$.attention: " + to_string(p.attention) + " is a dense attention kernel; block-sparse attention (" + to_string(p.sparse_attention) +
            ") has its own kernels; expected \"standard\"";

@@ -173,8 +173,10 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     auto mb = whole(plan, "micro_batch", where + ".plan");
     std::optional<std::int64_t> gb_assumed;
     std::optional<bool> tp_overlap_assumed;
+    std::optional<AttentionKernel> attention_assumed;
     if (const auto a = spec.assumed.find(id); a != spec.assumed.end()) {
       tp_overlap_assumed = a->second.tp_comm_overlap;
+      attention_assumed = a->second.attention;
       // validation.json states what the row leaves out, and why.
       if (!mb && a->second.micro_batch) mb = a->second.micro_batch;
       gb_assumed = a->second.global_batch;
@@ -270,6 +272,7 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
       const std::string how = row["inferred"]["model.attention"].get<std::string>();
       if (contains(how, "NVTE_FUSED_ATTN=1") || contains(how, "cudnn_flash_te")) p.attention = AttentionKernel::cudnn;
     }
+    if (attention_assumed) p.attention = *attention_assumed;  // validation.json says which, and why
     // Offload: "cpu …" or "nvme …" (the optimizer states), and optionally the
     // ZeRO-3 parameters in plan.offload_params.
     auto offload_target = [&](const char* key) {

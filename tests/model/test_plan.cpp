@@ -48,7 +48,7 @@ TEST_CASE("plan attention kernel: round trip, default for older files, and its r
   CHECK(ztune::plan_from_json(j, "p.json").attention == ztune::AttentionKernel::standard);
   j["attention"] = "xformers";
   REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"),
-                      Contains("p.json: $.attention: expected one of standard|flash|cudnn, got \"xformers\""));
+                      Contains("p.json: $.attention: expected one of standard|flash|cudnn|eager, got \"xformers\""));
   j["attention"] = "cudnn";
   CHECK(ztune::plan_from_json(j, "p.json").attention == ztune::AttentionKernel::cudnn);
   p.attention = ztune::AttentionKernel::cudnn;
@@ -75,6 +75,30 @@ TEST_CASE("plan attention kernel: round trip, default for older files, and its r
   q.precision = ztune::Precision::bf16;
   q.sparse_attention = ztune::SparseLayout::fixed;
   CHECK_THAT(*ztune::check_plan(q, m, a100), Contains("$.attention") && Contains("sparse"));
+}
+
+TEST_CASE("eager attention in the plan file: round-trip, named in the summary, its rules", "[plan][eager]") {
+  ztune::Plan p;
+  p.attention = ztune::AttentionKernel::eager;
+  auto j = ztune::plan_to_json(p);
+  CHECK(j["attention"] == "eager");
+  CHECK(ztune::plan_from_json(j, "p.json").attention == ztune::AttentionKernel::eager);
+  CHECK_THAT(p.summary(), Contains(" eager"));
+  CHECK_FALSE(ztune::fused_attention(p.attention));  // standard's memory: the s×s probabilities are stored
+  j["attention"] = "torch";
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.attention") && Contains("eager"));
+  auto m = ztune::load_transformer("gpt3-175b");
+  auto c = ztune::load_cluster("dgx-a100-80gb");
+  p.dp = 8;
+  p.global_batch = 8;
+  CHECK_FALSE(ztune::check_plan(p, m, c).has_value());
+  p.sparse_attention = ztune::SparseLayout::fixed;
+  CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.attention") && Contains("block-sparse"));
+  p.sparse_attention = ztune::SparseLayout::none;
+  p.dp = 4;
+  p.cp = 2;
+  p.global_batch = 4;
+  CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.attention") && Contains("context parallelism"));
 }
 
 TEST_CASE("partitioned activations: optional in the file, round-trip, and their rules", "[plan][pa]") {

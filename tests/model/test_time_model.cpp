@@ -150,6 +150,41 @@ TEST_CASE("cudnn attention: flash's memory and FLOPs, timed at the profile's cud
   CHECK(layer_cost(m, r, two, hw).fwd_attention_s == Approx(ring_flash * 0.5 / 0.8));
 }
 
+TEST_CASE("eager attention: standard's FLOPs and memory, two more passes over the scores forward, one backward",
+          "[time][eager]") {
+  // Closed form: scores = b·a/t·s² elements per layer; the eager chain adds the
+  // mask multiply and the subtraction, a read and a write of 2 bytes each, in
+  // forward (8 bytes per score) and the multiply's gradient in backward (4),
+  // at the achieved HBM bandwidth (no launch cost in this profile).
+  const Transformer m = gpt(24, 4096, 32, 2048, 51200);
+  const HardwareProfile hw = constant_efficiency_profile();
+  const Cluster c = a100(1);
+  Plan p;
+  p.tp = 8;
+  p.micro_batch = 2;
+  p.global_batch = 2;
+  const LayerCost standard = layer_cost(m, p, c, hw);
+  p.attention = AttentionKernel::eager;
+  const LayerCost eager = layer_cost(m, p, c, hw);
+  const double scores = 2.0 * 32 / 8 * 2048.0 * 2048.0;
+  const double hbm = c.node.gpu.hbm_bandwidth_gbps * 1e9 * hw.memory_bandwidth_efficiency;
+  CHECK(eager.fwd_attention_s - standard.fwd_attention_s == Approx(8.0 * scores / hbm));
+  CHECK(eager.bwd_attention_s - standard.bwd_attention_s == Approx(4.0 * scores / hbm));
+  CHECK(eager.fwd_gemm_s == Approx(standard.fwd_gemm_s));
+  CHECK(eager.fwd_elementwise_s == Approx(standard.fwd_elementwise_s));
+  // Selective recomputation re-runs the attention core: the eager one.
+  p.recompute = Recompute::selective;
+  CHECK(layer_cost(m, p, c, hw).recompute_s == Approx(eager.fwd_attention_s));
+  p.recompute = Recompute::none;
+  // The same FLOPs and activations as the fused kernel (autograd keeps what it keeps).
+  Plan q = p;
+  q.attention = AttentionKernel::standard;
+  CHECK(hardware_flops_per_iteration(m, p) == Approx(hardware_flops_per_iteration(m, q)));
+  CHECK(predict_memory(m, p, c, hw).line(MemLine::activations) ==
+        Approx(predict_memory(m, q, c, hw).line(MemLine::activations)));
+  CHECK(predict_time(m, p, c, hw).iteration_s > predict_time(m, q, c, hw).iteration_s);
+}
+
 TEST_CASE("GEMM roofline: compute-bound at the table's efficiency, memory-bound when thin", "[time][gemm]") {
   const Cluster c = a100(1);
   HardwareProfile hw = profile();

@@ -249,6 +249,22 @@ TEST_CASE("TP communication overlap exports as Megatron-LM's --tp-comm-overlap, 
   CHECK(std::count(plain.begin(), plain.end(), "--tp-comm-overlap") == 0);
 }
 
+TEST_CASE("eager attention exports as --no-masked-softmax-fusion, torchtitan and ztune's executor refuse it",
+          "[tuner][export][eager]") {
+  PlanFile pf = dense_plan_on("dgx-a100-80gb", AttentionKernel::eager);
+  const auto mg = megatron_arguments(pf, "plan.json");
+  CHECK(std::count(mg.begin(), mg.end(), "--no-masked-softmax-fusion") == 1);
+  CHECK(std::count(mg.begin(), mg.end(), "--use-flash-attn") == 0);
+  CHECK_THAT(deepspeed_launch(pf, "ds_config.json", "plan.json"), Contains(" --no-masked-softmax-fusion"));
+  CHECK(engine_violation(pf.plan, Engine::fsdp) == EngineRule::fs_eager_attention);
+  CHECK(engine_violation(pf.plan, Engine::ztune) == EngineRule::zt_eager_attention);
+  CHECK_FALSE(engine_violation(pf.plan, Engine::megatron).has_value());
+  CHECK_FALSE(engine_violation(pf.plan, Engine::deepspeed).has_value());
+  pf.plan.attention = AttentionKernel::standard;
+  const auto plain = megatron_arguments(pf, "plan.json");
+  CHECK(std::count(plain.begin(), plain.end(), "--no-masked-softmax-fusion") == 0);
+}
+
 TEST_CASE("DeepSpeed export writes the causal sparse attention layouts, 1-bit Adam and ZeRO++ as DeepSpeed reads them",
           "[tuner][export]") {
   // Expected sections written by hand from DeepSpeed's config documentation and

@@ -49,7 +49,12 @@ TEST_CASE("search --json has exactly the documented shape", "[cli][tuner]") {
   const auto j = nlohmann::json::parse(r.out);
   std::set<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.insert(k);
-  CHECK(keys == std::set<std::string>{"plans", "space", "feasible", "pruned_by", "elapsed_s"});
+  // Issue 5's keys, and issue 23's: what was searched, on what, how far to
+  // trust it, the stored id (null with --no-db); closest/fit_hints only when
+  // nothing fits (docs/formats.md "search --json").
+  CHECK(keys == std::set<std::string>{"plans", "space", "feasible", "pruned_by", "elapsed_s", "cluster", "model",
+                                      "engine", "profile", "interrupted", "search_id", "accuracy"});
+  CHECK(j["search_id"].is_null());
   REQUIRE(j["plans"].size() == 4);
   for (const auto& p : j["plans"]) {
     CHECK(p["plan"]["schema"] == "ztune.plan/1");

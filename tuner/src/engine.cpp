@@ -97,6 +97,12 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"ztune: no TP communication overlap",
      "ztune's executor runs its tensor-parallel collectives between its GEMMs (no userbuffer overlap): use "
      "tp_comm_overlap false"},
+    {"fsdp: no eager attention",
+     "torchtitan runs attention through PyTorch's scaled_dot_product_attention (its flash, memory-efficient or "
+     "cuDNN kernels), not as separate mask, softmax and dropout kernels: use attention \"flash\" or \"cudnn\""},
+    {"ztune: no eager attention",
+     "ztune's executor runs its own attention kernels (a fused softmax, or flash), not PyTorch's separate mask, "
+     "softmax and dropout kernels: use attention \"standard\""},
 }};
 
 }  // namespace
@@ -110,6 +116,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
     case Engine::ztune:
       if (p.partition_activations) return EngineRule::zt_partition_activations;
       if (p.tp_comm_overlap) return EngineRule::zt_tp_comm_overlap;
+      if (p.attention == AttentionKernel::eager) return EngineRule::zt_eager_attention;
       return std::nullopt;
     case Engine::deepspeed:
       if (p.pp > 1 && p.zero_stage > 1) return EngineRule::ds_pipeline_zero;
@@ -151,6 +158,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.cp > 1 && p.attention != AttentionKernel::flash) return EngineRule::fs_cp_attention;
       if (p.ulysses > 1) return EngineRule::fs_ulysses;
       if (p.tp_comm_overlap) return EngineRule::fs_tp_comm_overlap;
+      if (p.attention == AttentionKernel::eager) return EngineRule::fs_eager_attention;
       return std::nullopt;
   }
   return std::nullopt;

@@ -88,7 +88,7 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
     p.micro_batch = 1;
     add("micro-batch 1", p);
   }
-  if (base.attention == AttentionKernel::standard && base.sparse_attention == SparseLayout::none &&
+  if (!fused_attention(base.attention) && base.sparse_attention == SparseLayout::none &&
       engine_runs_flash(o.space.engine, m, c)) {
     // What selective recomputation drops, flash never stores.
     Plan p = base;
@@ -98,7 +98,7 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
                                               : "FlashAttention (--attention flash: no s×s scores stored)",
         p);
   }
-  if (base.recompute == Recompute::none && base.attention == AttentionKernel::standard) {
+  if (base.recompute == Recompute::none && !fused_attention(base.attention)) {
     Plan p = base;
     p.recompute = Recompute::selective;
     add("selective recomputation", p);

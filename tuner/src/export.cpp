@@ -352,6 +352,8 @@ std::string deepspeed_launch(const PlanFile& pf, const std::string& config_path,
   if (p.offload_optimizer != OffloadTarget::none) a.emplace_back("--cpu-optimizer");
   // Megatron-DeepSpeed's FlashAttention-2 switch (ds_config has no attention key).
   if (p.attention == AttentionKernel::flash) a.emplace_back("--use-flash-attn-v2");
+  // The softmax chain unfused (Megatron's arguments, inherited by Megatron-DeepSpeed).
+  if (p.attention == AttentionKernel::eager) a.emplace_back("--no-masked-softmax-fusion");
   a.insert(a.end(), {"--zero-stage", std::to_string(p.zero_stage), "--deepspeed", "--deepspeed_config", config_path});
   return join(a);
 }
@@ -390,6 +392,9 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
   // Transformer Engine, releases that have --attention-backend pick a fused
   // kernel by default; a standard plan there wants --attention-backend unfused.
   if (p.attention == AttentionKernel::flash) a.emplace_back("--use-flash-attn");
+  // Eager: megatron/training/arguments.py --no-masked-softmax-fusion ("Disable
+  // fusion of query_key_value scaling, masking, and softmax").
+  if (p.attention == AttentionKernel::eager) a.emplace_back("--no-masked-softmax-fusion");
   // cuDNN's fused attention: Megatron-Core's --attention-backend fused
   // (Transformer Engine's FusedAttention, what NVTE_FUSED_ATTN=1 selects).
   if (p.attention == AttentionKernel::cudnn) a.insert(a.end(), {"--attention-backend", "fused"});

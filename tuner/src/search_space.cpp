@@ -94,6 +94,10 @@ std::vector<AttentionChoice> attention_kernels(const SpaceOptions& o, const Tran
                        " has " + str(m.head_dim()));
     if (k == AttentionKernel::cudnn && !engine_runs_cudnn(o.engine))
       throw InputError("--attention: " + std::string(engine_rule_text(EngineRule::ds_cudnn_attention)));
+    if (k == AttentionKernel::eager && (o.engine == Engine::fsdp || o.engine == Engine::ztune))
+      throw InputError("--attention: " + std::string(engine_rule_text(o.engine == Engine::fsdp
+                                                                          ? EngineRule::fs_eager_attention
+                                                                          : EngineRule::zt_eager_attention)));
     return {{SparseLayout::none, k}};
   }
   if (!available) return {{SparseLayout::none, AttentionKernel::standard}};

@@ -31,16 +31,22 @@ enum class SparseLayout : std::uint8_t { none, fixed, bigbird, longformer, varia
 /// cudnn_flash_te; ztune's CUDA backend), whose Hopper kernels use the
 /// asynchronous tensor-core instructions FlashAttention-2 does not (Shah et
 /// al. 2024, FlashAttention-3, §4: cuDNN and FA3 1.5-2× FA2 on H100): its
-/// speed is the hardware profile's cudnn_attention_factor.
-enum class AttentionKernel : std::uint8_t { standard, flash, cudnn };
+/// speed is the hardware profile's cudnn_attention_factor. eager: standard's
+/// algorithm and memory with the softmax chain as separate PyTorch kernels,
+/// each a pass over the s×s scores: the causal mask multiplied in and
+/// subtracted, softmax, dropout (Megatron-LM of 2019, Megatron's
+/// --no-masked-softmax-fusion, Hugging Face eager attention).
+enum class AttentionKernel : std::uint8_t { standard, flash, cudnn, eager };
 
 /// flash and cudnn: one fused kernel, only the log-sum-exp kept, masked
-/// causal blocks skipped.
-[[nodiscard]] constexpr bool fused_attention(AttentionKernel k) { return k != AttentionKernel::standard; }
+/// causal blocks skipped. standard and eager store the s×s probabilities.
+[[nodiscard]] constexpr bool fused_attention(AttentionKernel k) {
+  return k == AttentionKernel::flash || k == AttentionKernel::cudnn;
+}
 /// The kernel named n ("standard", "flash", "cudnn"); nullopt for any other.
 [[nodiscard]] std::optional<AttentionKernel> attention_kernel_of(std::string_view n);
 /// The names attention_kernel_of accepts, in the enum's order.
-inline constexpr const char* kAttentionKernelNames[] = {"standard", "flash", "cudnn"};
+inline constexpr const char* kAttentionKernelNames[] = {"standard", "flash", "cudnn", "eager"};
 
 std::string to_string(OffloadTarget o);
 std::string to_string(Recompute r);

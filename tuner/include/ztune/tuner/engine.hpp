@@ -57,6 +57,8 @@ enum class EngineRule : std::uint8_t {
   ds_tp_comm_overlap,      // no userbuffer overlap of TP communication with GEMMs
   fs_tp_comm_overlap,      // torchtitan's async TP is not modelled
   zt_tp_comm_overlap,      // ztune's executor runs its TP collectives between its GEMMs
+  fs_eager_attention,      // torchtitan's attention is SDPA's: no eager softmax chain
+  zt_eager_attention,      // ztune's executor runs its own attention kernels
   count
 };
 
