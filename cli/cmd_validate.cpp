@@ -48,11 +48,33 @@ void add_analytical(nlohmann::json& j, const ValidationReport& simulated, const 
   j["predictor"] = "simulator";
 }
 
+// Column widths of the tables: the longest source name and case id of the
+// report (issue 23: fixed widths broke the columns on long names).
+struct Widths {
+  int source = 6;  // "source"
+  int id = 4;      // "case"
+};
+Widths widths_of(const ValidationReport& r) {
+  Widths w;
+  auto grow = [](int& width, const std::string& s) { width = std::max(width, static_cast<int>(s.size())); };
+  for (const auto& s : r.sources) grow(w.source, s.name);
+  for (const auto& c : r.cases) {
+    grow(w.source, c.source);
+    grow(w.id, c.id);
+  }
+  for (const auto& k : r.skipped) {
+    grow(w.source, k.source);
+    grow(w.id, k.id);
+  }
+  return w;
+}
+
 void print_comparison(const ValidationReport& simulated, const ValidationReport& ana) {
-  std::printf("\n%-20s %6s %14s %14s %16s %16s\n", "source", "cases", "analytical %", "simulated %",
+  const int sw = widths_of(simulated).source;
+  std::printf("\n%-*s %6s %14s %14s %16s %16s\n", sw, "source", "cases", "analytical %", "simulated %",
               "analytical max%", "simulated max%");
   for (std::size_t i = 0; i < simulated.sources.size() && i < ana.sources.size(); ++i)
-    std::printf("%-20s %6d %14.2f %14.2f %16.2f %16.2f\n", simulated.sources[i].name.c_str(), simulated.sources[i].cases,
+    std::printf("%-*s %6d %14.2f %14.2f %16.2f %16.2f\n", sw, simulated.sources[i].name.c_str(), simulated.sources[i].cases,
                 ana.sources[i].mape, simulated.sources[i].mape, ana.sources[i].max_abs_pct, simulated.sources[i].max_abs_pct);
   std::printf("(MAPE per source: the analytical estimate vs the discrete-event simulator; the table above is the "
               "simulator's)\n");
@@ -90,6 +112,7 @@ nlohmann::json report_json(const ValidationReport& r) {
 
 // Source-balanced figures over the time sources: every source counts once.
 void print_balance(const ValidationReport& r) {
+  const Widths w = widths_of(r);
   std::string stale;
   const nlohmann::json loso = read_loso(&stale);
   std::printf("\n%-6s %-10s %7s %6s %12s %12s %12s %12s\n", "GPU", "engine", "sources", "runs", "in-sample %",
@@ -135,7 +158,7 @@ void print_balance(const ValidationReport& r) {
   if (!r.skipped.empty()) {
     std::printf("\n%zu published runs ztune cannot express (not predicted):\n", r.skipped.size());
     for (const auto& k : r.skipped)
-      std::printf("  %-22s %-48s %s\n", k.source.c_str(), k.id.c_str(), k.reason.c_str());
+      std::printf("  %-*s %-*s %s\n", w.source, k.source.c_str(), w.id, k.id.c_str(), k.reason.c_str());
   }
   std::size_t predicted = 0, assumed = 0;
   for (const auto& c : r.cases) predicted += c.metric == "tokens_per_s_per_gpu" ? 1 : 0;
@@ -143,19 +166,22 @@ void print_balance(const ValidationReport& r) {
   if (assumed > 0) {
     std::printf("\n%zu runs predicted with what the row does not publish assumed:\n", assumed);
     for (const auto& c : r.cases)
-      if (!c.assumed.empty()) std::printf("  %-22s %-48s %s\n", c.source.c_str(), c.id.c_str(), c.assumed.c_str());
+      if (!c.assumed.empty())
+        std::printf("  %-*s %-*s %s\n", w.source, c.source.c_str(), w.id, c.id.c_str(), c.assumed.c_str());
   }
   std::printf("coverage of engine_runs.json: %zu runs predicted, %zu not expressible\n", predicted, r.skipped.size());
 }
 
-void print_case(const ValidationCase& c) {
-  std::printf("%-20s %-46s %-26s %12.5g %12.5g %+8.2f %7.2f %s\n", c.source.c_str(), c.id.c_str(), c.metric.c_str(),
+void print_case(const ValidationCase& c, const Widths& w) {
+  std::printf("%-*s %-*s %-26s %12.5g %12.5g %+8.2f %7.2f %s\n", w.source, c.source.c_str(), w.id, c.id.c_str(),
+              c.metric.c_str(),
               c.published, c.predicted, c.error_pct(), c.tolerance_pct, c.ok() ? "" : "FAIL");
 }
 
 void print_report(const ValidationReport& r, const ValidateFlags& f) {
-  std::printf("%-20s %-46s %-26s %12s %12s %8s %7s\n", "source", "case", "metric", "published", "predicted", "Δ%",
-              "tol%");
+  const Widths w = widths_of(r);
+  std::printf("%-*s %-*s %-26s %12s %12s %8s %7s\n", w.source, "source", w.id, "case", "metric", "published",
+              "predicted", "Δ%", "tol%");
   for (const auto& s : r.sources) {
     std::vector<const ValidationCase*> rows;
     for (const auto& c : r.cases)
@@ -168,21 +194,21 @@ void print_report(const ValidationReport& r, const ValidateFlags& f) {
       std::size_t shown = 0;
       for (const auto* c : rows) {
         if (shown >= static_cast<std::size_t>(f.worst) && c->ok()) break;
-        print_case(*c);
+        print_case(*c, w);
         ++shown;
       }
-      std::printf("%-20s (%zu worst of %zu cases shown; --all prints every case)\n", s.name.c_str(), shown,
+      std::printf("%-*s (%zu worst of %zu cases shown; --all prints every case)\n", w.source, s.name.c_str(), shown,
                   rows.size());
     } else {
-      for (const auto* c : rows) print_case(*c);
+      for (const auto* c : rows) print_case(*c, w);
     }
   }
-  std::printf("\n%-20s %6s %7s %10s %10s %10s  %s\n", "source", "cases", "failed", "MAPE %", "max|Δ|%", "target %",
-              "description");
+  std::printf("\n%-*s %6s %7s %10s %10s %10s  %s\n", w.source, "source", "cases", "failed", "MAPE %", "max|Δ|%",
+              "target %", "description");
   for (const auto& s : r.sources)
-    std::printf("%-20s %6d %7d %10.2f %10.2f %10.2f  %s%s\n", s.name.c_str(), s.cases, s.failed, s.mape,
+    std::printf("%-*s %6d %7d %10.2f %10.2f %10.2f  %s%s\n", w.source, s.name.c_str(), s.cases, s.failed, s.mape,
                 s.max_abs_pct, s.mape_tolerance_pct, s.ok() ? "" : "[FAIL] ", s.description.c_str());
-  std::printf("%-20s %6zu %7s %10.2f\n", "overall", r.cases.size(), "", r.overall_mape);
+  std::printf("%-*s %6zu %7s %10.2f\n", w.source, "overall", r.cases.size(), "", r.overall_mape);
   print_balance(r);
   std::printf("%s\n", r.ok() ? "validation: every case within its tolerance"
                              : "validation: FAILED (a case or a source MAPE exceeds its stated tolerance)");

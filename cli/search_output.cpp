@@ -83,11 +83,19 @@ std::string sequence_note(const Transformer& m) {
 void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector<Candidate>& plans) {
   bool any_simulated = false;
   for (const auto& c : plans) any_simulated |= c.simulated.has_value();
-  std::vector<std::vector<std::string>> rows{{"#", "dp×tp×pp(×v)", "ZeRO", "offload", "mb×acc", "recompute", "sched",
-                                              "sp", "attn", "prec", "GPU mem GiB", "TFLOP/s/GPU", "MFU", "tokens/s",
-                                              "days"}};
-  std::vector<bool> right{true, false, false, false, false, false, false, false,
+  // The GPUs each plan uses (the search may take fewer than the cluster has:
+  // --min-gpus, layouts that do not divide it), and, ranked by cost, its cost.
+  const bool cost = r.objective == Objective::cost;
+  std::vector<std::vector<std::string>> rows{{"#", "dp×tp×pp(×v)", "GPUs", "ZeRO", "offload", "mb×acc", "recompute",
+                                              "sched", "sp", "attn", "prec", "GPU mem GiB", "TFLOP/s/GPU", "MFU",
+                                              "tokens/s", "days"}};
+  std::vector<bool> right{true, false, true, false, false, false, false, false, false,
                           false, false, true, true, true, true, true};
+  if (cost) {
+    // "cost" (GPU-hours × --gpu-hour-price, in the price's currency) or "GPU-hours" without a price.
+    rows.front().emplace_back(objective_unit(r.objective, r.gpu_hour_price));
+    right.push_back(true);
+  }
   if (any_simulated) {
     rows.front().emplace_back("sim tokens/s");
     right.push_back(true);
@@ -101,13 +109,17 @@ void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector
                              ? fmt("%.1f", mem.gpu_total_bytes / kGiB) + "/" + fmt("%.1f", mem.gpu_capacity_bytes / kGiB)
                              : "-";
     if (mem.gpu_capacity_bytes > 0 && !mem.fits()) memory += " !";
-    rows.push_back({std::to_string(++rank) + (c.simulated ? "*" : ""), layout_text(p), zero_text(p), offload_text(p),
+    // days (and cost) from the time the ranking used: simulated where it was.
+    const double ranked_tokens_per_s = c.timed ? c.time().tokens_per_s : 0;
+    rows.push_back({std::to_string(++rank) + (c.simulated ? "*" : ""), layout_text(p), grouped(p.gpus()), zero_text(p),
+                    offload_text(p),
                     std::to_string(p.micro_batch) + "×" + std::to_string(p.grad_accum), to_string(p.recompute),
                     p.pp > 1 ? to_string(p.schedule) : "-", p.sequence_parallel ? "sp" : p.partition_activations ? "pa" : "-", attention_text(p),
                     to_string(p.precision),
                     memory, c.timed ? fmt("%.1f", t.model_tflops_per_gpu) : "-",
                     c.timed ? fmt("%.1f%%", 100 * t.mfu) : "-", c.timed ? grouped(t.tokens_per_s) : "-",
-                    c.timed ? fmt("%.1f", days_to_train(r.tokens, t.tokens_per_s)) : "-"});
+                    c.timed ? fmt("%.1f", days_to_train(r.tokens, ranked_tokens_per_s)) : "-"});
+    if (cost) rows.back().push_back(c.timed && std::isfinite(c.objective) ? grouped(c.objective) : "-");
     if (any_simulated) rows.back().push_back(c.simulated ? grouped(c.simulated->tokens_per_s) : "-");
   }
   print_columns(os, rows, right);

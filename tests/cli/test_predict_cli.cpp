@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -307,4 +309,63 @@ TEST_CASE("search --json says what was searched, how far to trust it, its id, an
   }
   CHECK(fits);  // "more GPUs" or the search without --zero
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("search table: each plan's GPU count, and with --objective cost its cost and a footnote that says so",
+          "[cli][search]") {
+  // 200..256 GPUs: the plans use different counts, none need be the cluster's 256.
+  auto r = run_command(ztune_bin() + " search --cluster dgx2x16 --model 100b --no-db --min-gpus 200 --max-gpus 256"
+                                     " --objective cost --gpu-hour-price 2.5 --top 5");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("  GPUs  ") && Contains("  cost  ") && Contains("ranked by their simulated cost of"));
+  const auto j = nlohmann::json::parse(run_command(ztune_bin() + " search --cluster dgx2x16 --model 100b --no-db"
+                                                                 " --min-gpus 200 --max-gpus 256 --objective cost"
+                                                                 " --gpu-hour-price 2.5 --top 5 --json")
+                                           .out);
+  // The table's cost column is the objective the JSON carries, rounded (grouped digits).
+  const double best_cost = j.at("plans").at(0).at("prediction").at("objective").at("value").get<double>();
+  const long gpus = j.at("plans").at(0).at("plan").at("dp").get<long>() * j.at("plans").at(0).at("plan").at("tp").get<long>() *
+                    j.at("plans").at(0).at("plan").at("pp").get<long>();
+  std::string best_line = r.out.substr(r.out.find("\n1"));
+  best_line = best_line.substr(1, best_line.find('\n', 1));
+  CHECK_THAT(best_line, Contains(" " + std::to_string(gpus) + " "));
+  char cost[32];
+  std::snprintf(cost, sizeof cost, "%.0f", best_cost);
+  std::string digits;
+  for (char ch : best_line)
+    if (std::isdigit(static_cast<unsigned char>(ch))) digits += ch;
+  CHECK(digits.find(cost) != std::string::npos);
+  // Ranked by throughput the footnote says throughput, and there is no cost column.
+  r = run_command(ztune_bin() + " search --cluster dgx2x16 --model 100b --no-db --top 3");
+  CHECK_THAT(r.out, Contains("ranked by their simulated throughput") && !Contains("  cost  "));
+}
+
+TEST_CASE("validate's case table keeps its columns whatever the length of a source or case name", "[cli][validate]") {
+  const auto r = run_command(ztune_bin() + " validate --all");
+  REQUIRE_FALSE(r.out.empty());
+  // Every case row's metric column starts where the header's does (the
+  // longest ids, torchtitan's *_fsdp_compile and Megatron-2019-localDDP's,
+  // used to push theirs right).
+  std::size_t header = std::string::npos, rows = 0;
+  std::size_t start = 0;
+  while (start < r.out.size()) {
+    std::size_t end = r.out.find('\n', start);
+    if (end == std::string::npos) end = r.out.size();
+    const std::string line = r.out.substr(start, end - start);
+    start = end + 1;
+    if (header == std::string::npos && line.starts_with("source ") && line.find(" metric ") != std::string::npos) {
+      header = line.find(" metric ") + 1;
+      continue;
+    }
+    if (header == std::string::npos) continue;
+    for (const char* metric : {"tokens_per_s_per_gpu", "iteration_time_s"}) {
+      const auto at = line.find(std::string(" ") + metric + " ");
+      if (at == std::string::npos) continue;
+      INFO(line);
+      CHECK(at + 1 == header);
+      ++rows;
+    }
+  }
+  CHECK(header != std::string::npos);
+  CHECK(rows > 100);
 }

@@ -38,7 +38,8 @@ std::optional<Objective> objective_from_string(const std::string& s);
 /// what the search ranks 1-bit Adam plans by. The breakdown stays the phase's.
 [[nodiscard]] TimePrediction run_averaged(TimePrediction t, double factor);
 
-/// The unit objective_value() is in, for tables ("tokens/s", "days", "GPU-h", "$").
+/// The unit objective_value() is in, for tables: "tokens/s", "days", and for cost
+/// "cost" (GPU-hours × the price, in the price's currency) or "GPU-hours" without one.
 [[nodiscard]] std::string objective_unit(Objective o, double price);
 
 }  // namespace ztune
