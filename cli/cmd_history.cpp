@@ -98,6 +98,7 @@ int list(const ResultsDb& db, const HistoryFlags& f) {
 }
 
 std::string render_search(const nlohmann::json& d);
+std::string render_run(const nlohmann::json& d);
 
 int show(const ResultsDb& db, const HistoryFlags& f) {
   std::string id = f.id;
@@ -118,7 +119,7 @@ int show(const ResultsDb& db, const HistoryFlags& f) {
   if (!doc)
     throw InputError("history show " + f.id + ": no " + (is_run ? "run " : "search ") + std::to_string(n) + " in " +
                      db.path());
-  if (f.json || is_run) {
+  if (f.json) {
     std::cout << doc->dump(2) << "\n";
     return kExitOk;
   }
@@ -126,11 +127,12 @@ int show(const ResultsDb& db, const HistoryFlags& f) {
   // get<>() throw instead of const operator[]'s undefined behaviour, and the
   // throw becomes an InputError naming the row.
   std::string text;
+  const char* what = is_run ? "run" : "search";
   try {
-    text = render_search(*doc);
+    text = is_run ? render_run(*doc) : render_search(*doc);
   } catch (const nlohmann::json::exception& e) {
-    throw InputError(db.path() + ": search " + std::to_string(n) + ": the stored search has an unexpected shape (" +
-                     e.what() + ")");
+    throw InputError(db.path() + ": " + what + " " + std::to_string(n) + ": the stored " + what +
+                     " has an unexpected shape (" + e.what() + "); --json prints it as stored");
   }
   std::cout << text;
   return kExitOk;
@@ -153,6 +155,35 @@ std::string render_search(const nlohmann::json& d) {
       out << "  " << num("%.3f s/iter", t.at("iteration_s").get<double>()) << "  "
           << num("%.0f tokens/s", t.at("tokens_per_s").get<double>()) << "  " << num("MFU %.1f%%", 100 * t.at("mfu").get<double>());
     out << "\n";
+  }
+  return out.str();
+}
+
+/// A run as `history show rN` prints it: what ran where, predicted against
+/// measured, and the measurements (--json prints the stored document whole).
+std::string render_run(const nlohmann::json& d) {
+  std::ostringstream out;
+  auto name_of = [](const nlohmann::json& doc) {
+    return doc.is_object() && doc.contains("name") ? doc.at("name").get<std::string>() : std::string("?");
+  };
+  out << "Run r" << d.at("id").get<long long>() << " at " << d.at("created_at").get<std::string>() << ": "
+      << name_of(d.at("model")) << " on " << name_of(d.at("cluster")) << ", " << d.at("status").get<std::string>()
+      << "\n  plan " << d.at("summary").get<std::string>() << "\n";
+  const auto& predicted = d.at("predicted_iteration_s");
+  const auto& measured = d.at("measured_iteration_s");
+  out << "  iteration: predicted "
+      << (predicted.is_null() ? std::string("-") : num("%.4g s", predicted.get<double>())) << ", measured "
+      << (measured.is_null() ? std::string("-") : num("%.4g s", measured.get<double>()));
+  if (!predicted.is_null() && !measured.is_null() && measured.get<double>() > 0)
+    out << " (" << num("%+.1f%%", 100 * (predicted.get<double>() / measured.get<double>() - 1))
+        << " predicted against measured)";
+  out << "\n";
+  const auto& list = d.at("measurements");
+  if (!list.empty()) {
+    out << "  measurements:\n";
+    for (const auto& m : list)
+      out << "    " << m.at("name").get<std::string>() << " " << num("%.6g", m.at("value").get<double>()) << " "
+          << m.at("unit").get<std::string>() << "\n";
   }
   return out.str();
 }

@@ -12,6 +12,10 @@
 
 #include "temp_files.hpp"
 #include "../cli/run_command.hpp"
+#include "ztune/model/catalog.hpp"
+#include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/prediction.hpp"
+#include "ztune/tuner/results_db.hpp"
 
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
@@ -190,4 +194,38 @@ TEST_CASE("predict names the layers of each stage when pp does not divide them",
   r = run_command(base + " --pp 5");
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, !Contains("stages  "));
+}
+
+TEST_CASE("history show rN summarises a run (predicted against measured, its measurements); --json prints it whole",
+          "[cli][tuner][db]") {
+  TempDir dir;
+  const std::string db = dir.file("results.db");
+  ztune::RunToStore run;
+  run.cluster = ztune::load_cluster("dgx-a100-80gb");
+  run.model = ztune::load_transformer("gpt2-1.5b");
+  run.plan.dp = 8;
+  run.plan.micro_batch = 4;
+  run.plan.global_batch = 32;
+  run.prediction = ztune::predict(*run.model, run.plan, *run.cluster, ztune::default_profile_for(*run.cluster));
+  run.record = {{"schema", "ztune.run/1"}};
+  run.measured_iteration_s = 0.5;
+  run.measurements = {{"iteration_s", 0.5, "s"}, {"peak_memory_bytes", 2.5e10, "B"}};
+  std::int64_t id = 0;
+  {
+    auto store = ztune::ResultsDb::open(db);
+    id = store.store_run(run);
+  }
+  const double predicted = run.prediction->time.iteration_s;
+  auto r = run_command(ztune_bin() + " history show r" + std::to_string(id) + " --db " + db);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("Run r" + std::to_string(id)) && Contains("gpt2-1.5b on dgx-a100-80gb") &&
+                        Contains(run.plan.summary()) && Contains("measured 0.5 s") &&
+                        Contains("peak_memory_bytes 2.5e+10 B"));
+  char pct[32];
+  std::snprintf(pct, sizeof pct, "%+.1f%%", 100 * (predicted / 0.5 - 1));
+  CHECK_THAT(r.out, Contains(pct));
+  CHECK_FALSE(r.out.starts_with("{"));
+  r = run_command(ztune_bin() + " history show r" + std::to_string(id) + " --json --db " + db);
+  REQUIRE(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(r.out).at("measurements").size() == 2);
 }
