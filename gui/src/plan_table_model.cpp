@@ -1,5 +1,7 @@
 #include "ztune/gui/plan_table_model.hpp"
 
+#include <iterator>
+
 #include "ztune/gui/labels.hpp"
 #include "ztune/gui/units.hpp"
 #include "ztune/tuner/objective.hpp"
@@ -68,7 +70,10 @@ QVariant PlanTableModel::sort_value(const Candidate& c, int row, int column) con
     case offload: return static_cast<int>(p.offload_optimizer) + 3 * static_cast<int>(p.offload_params);
     case batching: return p.micro_batch * 100000 + p.grad_accum;
     case recompute: return static_cast<int>(p.recompute);
-    case attention: return static_cast<int>(p.attention) + 2 * static_cast<int>(p.sparse_attention);
+    // Dense kernels first (in the enum's order), then the sparse layouts.
+    case attention:
+      return static_cast<int>(p.attention) +
+             static_cast<int>(std::size(kAttentionKernelNames)) * static_cast<int>(p.sparse_attention);
     case schedule: return static_cast<int>(p.schedule);
     case precision: return static_cast<int>(p.precision);
     case gpu_memory: return c.prediction.memory.gpu_total_bytes;
@@ -125,7 +130,8 @@ QVariant PlanTableModel::headerData(int section, Qt::Orientation orientation, in
       case batching: return QStringLiteral("micro-batch × gradient accumulation steps");
       case gpu_memory: return QStringLiteral("memory on the most loaded GPU");
       case attention:
-        return QStringLiteral("attention kernel: standard (s×s scores stored), flash (FlashAttention), or a "
+        return QStringLiteral("attention kernel: standard (s×s scores stored), flash (FlashAttention-2), cudnn "
+                              "(cuDNN's fused attention), eager (standard with the softmax chain unfused), or a "
                               "block-sparse layout");
       case tflops: return QStringLiteral("model FLOPs per second per GPU (no recomputation counted)");
       case mfu: return QStringLiteral("model FLOPs utilisation");

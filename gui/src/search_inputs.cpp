@@ -76,7 +76,7 @@ InputResolution resolve_inputs(const SearchInputs& in) {
     attention = attention_kernel_of(in.attention.toStdString());
     if (!attention)
       issue(InputField::attention,
-            QStringLiteral("--attention: expected any, standard, flash or cudnn, got \"%1\"").arg(in.attention));
+            QStringLiteral("--attention: expected any, standard, flash, cudnn or eager, got \"%1\"").arg(in.attention));
   }
   auto objective = objective_from_string(in.objective.toStdString());
   if (!objective)

@@ -132,7 +132,7 @@ TEST_CASE("the attention input pins the kernel, flash on V100s is marked on its 
   in.attention = "xformers";
   const InputIssue* bad = issue_for(resolve_inputs(in), InputField::attention);
   REQUIRE(bad != nullptr);
-  CHECK(bad->message.contains("any, standard, flash or cudnn"));
+  CHECK(bad->message.contains("any, standard, flash, cudnn or eager"));
   in.cluster = "dgx-h100";
   in.attention = "cudnn";
   const InputResolution h100 = resolve_inputs(in);
