@@ -144,4 +144,8 @@ bool supports_flash_attention(const Cluster& c) {
   return c.device_kind == DeviceKind::cpu || c.node.gpu.peak_tflops_bf16 > 0;
 }
 
+bool supports_transformer_engine(const Cluster& c) {
+  return c.device_kind == DeviceKind::gpu && c.node.gpu.peak_tflops_bf16 > 0;
+}
+
 }  // namespace ztune

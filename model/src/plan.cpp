@@ -576,6 +576,10 @@ std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const
     return "$.precision: " + c.node.gpu.name + " has no bf16 support; use fp16";
   if (p.precision == Precision::fp16 && c.node.gpu.peak_tflops_fp16 == 0 && c.device_kind == DeviceKind::gpu)
     return "$.precision: " + c.node.gpu.name + " has no fp16 support";
+  if (p.tp_comm_overlap && !supports_transformer_engine(c))
+    return "$.communication.tp_comm_overlap: Transformer Engine's userbuffers overlap runs on Ampere or newer GPUs; " +
+           (c.device_kind == DeviceKind::cpu ? std::string("a CPU cluster") : c.node.gpu.name) +
+           " has no Transformer Engine (expected tp_comm_overlap false)";
   if (fused_attention(p.attention) && !supports_flash_attention(c))
     return std::string("$.attention: ") +
            (p.attention == AttentionKernel::cudnn ? "cuDNN's fused flash attention" : "FlashAttention-2") +

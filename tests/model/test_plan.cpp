@@ -149,6 +149,11 @@ TEST_CASE("TP communication overlap: optional in the file, round-trip, needs seq
   CHECK_FALSE(ztune::check_plan(p, m, c).has_value());
   p.sequence_parallel = false;
   CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.communication.tp_comm_overlap") && Contains("sequence_parallel"));
+  // Transformer Engine has no V100 (or CPU) path.
+  p.sequence_parallel = true;
+  p.precision = ztune::Precision::fp16;
+  const auto v100 = ztune::load_cluster("dgx2");
+  CHECK_THAT(*ztune::check_plan(p, m, v100), Contains("$.communication.tp_comm_overlap") && Contains("Ampere"));
 }
 
 TEST_CASE("device and batch counts cannot overflow: 2^20 on every axis is refused, not wrapped", "[plan][bad-input]") {

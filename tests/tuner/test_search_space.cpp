@@ -395,12 +395,13 @@ TEST_CASE("a space over max_plans is refused naming --max-plans, a stop flag end
 
 namespace {
 
-// Every plan of every accepted layout of the tiny model on two V100s, under
-// engine e; returns the number of plans visited (at most the space's size).
+// Every plan of every accepted layout of the tiny model on two GPUs of
+// `cluster`, under engine e; returns the number of plans visited (at most the
+// space's size).
 template <class F>
-std::int64_t for_each_tiny_plan(Engine e, F&& f) {
+std::int64_t for_each_tiny_plan(Engine e, F&& f, const char* cluster = "v100-workstation") {
   const Transformer m = load_transformer("tiny");
-  Cluster c = load_cluster("v100-workstation");
+  Cluster c = load_cluster(cluster);
   c.node.gpus = 2;
   SpaceOptions o;
   o.engine = e;
@@ -442,8 +443,11 @@ TEST_CASE("partitioned activations are searched where the engine runs them, with
   }
 }
 
-TEST_CASE("megatron's sequence-parallel plans overlap their TP communication, no other engine's, the space unchanged",
+TEST_CASE("megatron's sequence-parallel plans overlap their TP communication where Transformer Engine runs",
           "[tuner][space][tp_overlap]") {
+  // On A100s megatron's SP plans carry the overlap, no other engine's; on V100s
+  // (no Transformer Engine) nobody's. The space is the same size either way.
+  for (const char* cluster : {"dgx-a100-80gb", "v100-workstation"})
   for (Engine e : kEngines) {
     std::int64_t sp = 0, overlapped = 0;
     for_each_tiny_plan(e, [&](const Plan& p, const Transformer& m, const Cluster& c) {
@@ -456,10 +460,10 @@ TEST_CASE("megatron's sequence-parallel plans overlap their TP communication, no
       Plan plain = p;
       plain.tp_comm_overlap = false;
       CHECK(engine_violation(p, e) == engine_violation(plain, e));
-    });
-    INFO(to_string(e));
+    }, cluster);
+    INFO(cluster << " " << to_string(e));
     CHECK(sp > 0);
-    CHECK(overlapped == (e == Engine::megatron ? sp : 0));
+    CHECK(overlapped == (e == Engine::megatron && std::string(cluster) == "dgx-a100-80gb" ? sp : 0));
   }
 }
 

@@ -112,7 +112,8 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
     Plan p = base;
     p.sequence_parallel = true;
     p.partition_activations = false;  // SP splits the checkpoints itself
-    p.tp_comm_overlap = o.space.engine == Engine::megatron;  // as the search's megatron plans
+    // as the search's megatron plans, where Transformer Engine runs
+    p.tp_comm_overlap = o.space.engine == Engine::megatron && supports_transformer_engine(c);
     add("sequence parallelism", p);
   }
   if (base.tp > 1 && base.recompute == Recompute::full && !base.sequence_parallel && !base.partition_activations) {

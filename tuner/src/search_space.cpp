@@ -167,6 +167,7 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
   gpu_counts_ = device_counts(o, c.total_gpus());
   precisions_ = precision_list(o, c);
   attention_ = attention_kernels(o, m, c);
+  tp_comm_overlap_ = o.engine == Engine::megatron && supports_transformer_engine(c);
   if (o.sparse_attention != SparseLayout::none) {
     if (o.sparse_block < 16 || o.sparse_block > 128)
       throw InputError("--sparse-block: " + str(o.sparse_block) + " is outside 16..128");

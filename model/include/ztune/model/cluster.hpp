@@ -74,6 +74,10 @@ struct Cluster {
 /// tensor cores, so a GPU that lists a bf16 peak qualifies and a V100 does not.
 /// ztune's CPU executor has its own (flash_attention_forward in kernels/).
 [[nodiscard]] bool supports_flash_attention(const Cluster& c);
+/// Whether Transformer Engine runs on c's devices (what its userbuffers TP
+/// overlap, plan.tp_comm_overlap, needs): GPUs with bf16 tensor cores (Ampere
+/// or newer); TE has no V100 or CPU path.
+[[nodiscard]] bool supports_transformer_engine(const Cluster& c);
 
 /// Parses a cluster document; `file` names it in error messages.
 Cluster cluster_from_json(const nlohmann::json& doc, const std::string& file);

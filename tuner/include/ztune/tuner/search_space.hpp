@@ -178,6 +178,7 @@ class SearchSpace {
   std::vector<Precision> precisions_;
   std::vector<AttentionChoice> attention_;
   int freeze_step_ = 0;
+  bool tp_comm_overlap_ = false;  // megatron on GPUs Transformer Engine runs on (supports_transformer_engine)
   std::vector<Layout> layouts_;
   std::int64_t size_ = 0;
   bool interrupted_ = false;
@@ -219,9 +220,10 @@ void SearchSpace::for_each_plan(const Layout& l, F&& f) const {
     for (ActivationSplit split : splits) {
       p.sequence_parallel = split == ActivationSplit::sequence_parallel;
       // Megatron-Core overlaps the sequence-parallel collectives with their
-      // GEMMs (--tp-comm-overlap), never slower in the cost model: its
-      // sequence-parallel plans carry it, so the space does not grow.
-      p.tp_comm_overlap = p.sequence_parallel && options_.engine == Engine::megatron;
+      // GEMMs (--tp-comm-overlap, Transformer Engine: Ampere or newer), never
+      // slower in the cost model: its sequence-parallel plans there carry it,
+      // so the space does not grow.
+      p.tp_comm_overlap = p.sequence_parallel && tp_comm_overlap_;
       p.partition_activations = split == ActivationSplit::partitioned;
       for (Recompute rc : kRecomputeModes) {
         if (!split_fits(split, rc)) continue;
