@@ -196,7 +196,7 @@ TEST_CASE("predict names the layers of each stage when pp does not divide them",
   CHECK_THAT(r.out, !Contains("stages  "));
 }
 
-TEST_CASE("history show rN summarises a run (predicted against measured, its measurements); --json prints it whole",
+TEST_CASE("history show rN summarises a run (predicted against measured, its measurements), --json prints it whole",
           "[cli][tuner][db]") {
   TempDir dir;
   const std::string db = dir.file("results.db");
