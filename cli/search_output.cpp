@@ -47,11 +47,6 @@ std::string zero_text(const Plan& p) {
 /// Text columns; numeric columns are right-aligned.
 void print_columns(std::ostream& os, const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right) {
   std::vector<std::size_t> width(rows.front().size(), 0);
-  auto display_width = [](const std::string& s) {
-    std::size_t n = 0;
-    for (unsigned char ch : s) n += (ch & 0xC0) != 0x80;  // UTF-8 code points (×, ≥)
-    return n;
-  };
   for (const auto& r : rows)
     for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], display_width(r[i]));
   for (const auto& r : rows) {

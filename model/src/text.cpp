@@ -16,4 +16,15 @@ std::string grouped(double v) {
   return out;
 }
 
+std::size_t display_width(const std::string& s) {
+  std::size_t n = 0;
+  for (unsigned char ch : s) n += (ch & 0xC0) != 0x80 ? 1 : 0;  // count lead bytes, not continuations
+  return n;
+}
+
+std::string pad_right(const std::string& s, std::size_t width) {
+  const std::size_t w = display_width(s);
+  return w >= width ? s : s + std::string(width - w, ' ');
+}
+
 }  // namespace ztune

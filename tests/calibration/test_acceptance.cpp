@@ -6,13 +6,21 @@
 // known "true" profile whose predictions stand in for measurements.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
 #include "ztune/calibration/acceptance.hpp"
+#include "ztune/calibration/calibrate_report.hpp"
 #include "ztune/calibration/calibrate_session.hpp"
 #include "ztune/calibration/history.hpp"
 #include "ztune/calibration/machine_noise.hpp"
 #include "ztune/model/catalog.hpp"
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/prediction.hpp"
+#include "ztune/model/text.hpp"
 
 using namespace ztune;
 using namespace ztune::calibration;
@@ -225,4 +233,43 @@ TEST_CASE("a profile stored twice (rounded through µs) is one row of the histor
   REQUIRE(rows.size() == 3);  // shipped, a, other
   CHECK(rows[1].id == 1);
   CHECK(rows[2].id == 3);
+}
+
+TEST_CASE("the run table shows whole plans, its columns aligned in terminal columns, not bytes", "[calibration][report]") {
+  // Issue 23 saw "…par→n fit": plans cut at 34 bytes (and a 3-byte × cut in half).
+  using ztune::calibration::RunComparison;
+  std::vector<RunComparison> rows(2);
+  rows[0].label = "r1";
+  rows[0].plan = "dp4×tp1×pp1 z3 opt→cpu par→nvme mb1×256 full fp16";
+  rows[1].label = "a-longer-run-label";
+  rows[1].plan = "dp2×tp2×pp1 z1 mb4×64 none bf16";
+  rows[1].held_out = true;
+  for (auto& r : rows) r.measured_s = r.before_s = r.micro_s = r.after_s = 1.0;
+  char* buf = nullptr;
+  std::size_t len = 0;
+  std::FILE* out = open_memstream(&buf, &len);
+  REQUIRE(out != nullptr);
+  ztune::calibration::print_run_comparisons(out, rows);
+  std::fclose(out);
+  const std::string text(buf, len);
+  std::free(buf);
+  CHECK_THAT(text, Catch::Contains(rows[0].plan) && Catch::Contains(rows[1].plan));
+  // The "set" column (fit / held-out) starts at the same terminal column on both rows.
+  std::vector<std::size_t> at;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    for (const char* set : {" fit ", " held-out "}) {
+      const auto pos = line.find(set);
+      if (pos != std::string::npos && (line.starts_with("  r1 ") || line.starts_with("  a-longer-run-label ")))
+        at.push_back(ztune::display_width(line.substr(0, pos)));
+    }
+  }
+  REQUIRE(at.size() == 2);
+  CHECK(at[0] == at[1]);
+  CHECK(ztune::display_width("dp4×tp1") == 7);
+  CHECK(ztune::pad_right("a×b", 5) == "a×b  ");
+  CHECK(ztune::pad_right("longer", 3) == "longer");
 }

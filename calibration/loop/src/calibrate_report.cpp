@@ -1,6 +1,9 @@
 #include "ztune/calibration/calibrate_report.hpp"
 
+#include <algorithm>
 #include <cmath>
+
+#include "ztune/model/text.hpp"
 
 namespace ztune::calibration {
 
@@ -43,11 +46,19 @@ void print_run_comparisons(std::FILE* out, const std::vector<RunComparison>& row
                       "--records FILE...)\n");
     return;
   }
-  std::fprintf(out, "  %-14s %-34s %-8s %10s %17s %17s %17s\n", "run", "plan", "set", "measured", "in place (err)",
-               "micro fit (err)", "fitted (err)");
+  // Run and plan columns as wide as their longest entry (issue 23: cut at 34
+  // bytes, plans lost their ends, "…par→n fit", and a × could be cut in half).
+  std::size_t label_w = display_width("run"), plan_w = display_width("plan");
+  for (const auto& r : rows) {
+    label_w = std::max(label_w, display_width(r.label));
+    plan_w = std::max(plan_w, display_width(r.plan));
+  }
+  std::fprintf(out, "  %s %s %-8s %10s %17s %17s %17s\n", pad_right("run", label_w).c_str(),
+               pad_right("plan", plan_w).c_str(), "set", "measured", "in place (err)", "micro fit (err)",
+               "fitted (err)");
   for (const auto& r : rows)
-    std::fprintf(out, "  %-14s %-34s %-8s %9.4fs %9.4fs %+6.1f%% %9.4fs %+6.1f%% %9.4fs %+6.1f%%\n",
-                 r.label.substr(0, 14).c_str(), r.plan.substr(0, 34).c_str(), r.held_out ? "held-out" : "fit",
+    std::fprintf(out, "  %s %s %-8s %9.4fs %9.4fs %+6.1f%% %9.4fs %+6.1f%% %9.4fs %+6.1f%%\n",
+                 pad_right(r.label, label_w).c_str(), pad_right(r.plan, plan_w).c_str(), r.held_out ? "held-out" : "fit",
                  r.measured_s, r.before_s, 100 * err(r.before_s, r.measured_s), r.micro_s,
                  100 * err(r.micro_s, r.measured_s), r.after_s, 100 * err(r.after_s, r.measured_s));
   for (bool held : {false, true}) {

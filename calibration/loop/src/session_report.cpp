@@ -1,6 +1,9 @@
 #include "ztune/calibration/session_report.hpp"
 
+#include <algorithm>
 #include <cmath>
+
+#include "ztune/model/text.hpp"
 
 namespace ztune::calibration {
 
@@ -32,10 +35,16 @@ void print_session(std::FILE* out, const SessionResult& r) {
   print_run_comparisons(out, r.rows);
   if (r.cv.runs_judged) {
     std::fprintf(out, "\nLeave-one-run-out: each run predicted by a fit on the others\n");
-    std::fprintf(out, "  %-14s %-34s %10s %17s %17s\n", "run", "plan", "measured", "in place (err)", "held out (err)");
+    std::size_t label_w = display_width("run"), plan_w = display_width("plan");
+    for (const auto& h : r.cv.runs) {
+      label_w = std::max(label_w, display_width(h.label));
+      plan_w = std::max(plan_w, display_width(h.plan));
+    }
+    std::fprintf(out, "  %s %s %10s %17s %17s\n", pad_right("run", label_w).c_str(), pad_right("plan", plan_w).c_str(),
+                 "measured", "in place (err)", "held out (err)");
     for (const auto& h : r.cv.runs)
-      std::fprintf(out, "  %-14s %-34s %9.4fs %9.4fs %+6.1f%% %9.4fs %+6.1f%%\n", h.label.substr(0, 14).c_str(),
-                   h.plan.substr(0, 34).c_str(), h.measured_s, h.previous_s, 100 * err(h.previous_s, h.measured_s),
+      std::fprintf(out, "  %s %s %9.4fs %9.4fs %+6.1f%% %9.4fs %+6.1f%%\n", pad_right(h.label, label_w).c_str(),
+                   pad_right(h.plan, plan_w).c_str(), h.measured_s, h.previous_s, 100 * err(h.previous_s, h.measured_s),
                    h.candidate_s, 100 * err(h.candidate_s, h.measured_s));
     std::fprintf(out, "  mean |error| on held-out runs: in place %.1f%%, fitted %.1f%%\n", 100 * r.cv.previous_run_error,
                  100 * r.cv.candidate_run_error);
@@ -48,9 +57,16 @@ void print_session(std::FILE* out, const SessionResult& r) {
                  r.cv.candidate_points.points);
   if (!r.reference.empty()) {
     std::fprintf(out, "\nReference plans: iteration time, the prior profile vs fitted (refused beyond the factor, either way)\n");
-    std::fprintf(out, "  %-10s %-34s %14s %14s %8s\n", "model", "plan", "prior", "fitted", "ratio");
+    std::size_t model_w = display_width("model"), plan_w = display_width("plan");
+    for (const auto& p : r.reference) {
+      model_w = std::max(model_w, display_width(p.model));
+      plan_w = std::max(plan_w, display_width(p.plan));
+    }
+    std::fprintf(out, "  %s %s %14s %14s %8s\n", pad_right("model", model_w).c_str(), pad_right("plan", plan_w).c_str(),
+                 "prior", "fitted", "ratio");
     for (const auto& p : r.reference)
-      std::fprintf(out, "  %-10s %-34s %13.4gs %13.4gs %7.3fx\n", p.model.c_str(), p.plan.substr(0, 34).c_str(),
+      std::fprintf(out, "  %s %s %13.4gs %13.4gs %7.3fx\n", pad_right(p.model, model_w).c_str(),
+                   pad_right(p.plan, plan_w).c_str(),
                    p.prior_s, p.candidate_s, p.ratio());
   }
   if (r.noise) std::fprintf(out, "\nMachine: %s\n", r.noise->summary.c_str());
