@@ -155,7 +155,10 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   validate_timer_.setSingleShot(true);
   validate_timer_.setInterval(400);
   connect(&validate_timer_, &QTimer::timeout, this, &InputPanel::validate_now);
-  auto later = [this] { validate_timer_.start(); };
+  auto later = [this] {
+    validate_timer_.start();
+    emit inputsEdited();
+  };
   connect(cluster_, &QComboBox::editTextChanged, this, later);
   connect(model_, &QComboBox::editTextChanged, this, later);
   connect(profile_, &QLineEdit::textChanged, this, later);

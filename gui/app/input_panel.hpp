@@ -38,6 +38,7 @@ class InputPanel : public QWidget {
 
  signals:
   void searchRequested();
+  void inputsEdited();  // any input changed (immediately, before the debounced validation)
 
  private:
   void add_row(QFormLayout* form, const QString& label, QWidget* field, InputField which);

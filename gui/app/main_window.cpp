@@ -66,6 +66,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   dock->setWidget(scroll);
   addDockWidget(Qt::LeftDockWidgetArea, dock);
   connect(inputs_, &InputPanel::searchRequested, this, &MainWindow::start_search);
+  connect(inputs_, &InputPanel::inputsEdited, this, [this] { doc_.note_inputs(inputs_->inputs()); });
 
   // Plans: filters above the table.
   auto* plans = new QWidget;
@@ -84,6 +85,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   plan_count_ = new QLabel;
   filters->addWidget(plan_count_);
   pv->addLayout(filters);
+  // Results that no longer answer the inputs say so (issue 23: they stayed, unmarked).
+  stale_ = new QLabel(QStringLiteral(
+      "These results are for the inputs of the last search, not the ones as they are now: press Search "
+      "(Ctrl+R) to rank plans for them."));
+  stale_->setWordWrap(true);
+  stale_->setStyleSheet(QStringLiteral("background: #fff3cd; color: #664d03; padding: 4px;"));
+  stale_->setVisible(false);
+  pv->addWidget(stale_);
   table_ = new QTableView;
   table_->setModel(&doc_.filtered());
   table_->setSortingEnabled(true);
@@ -175,6 +184,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     status_->setText(QStringLiteral("Not searched: %1").arg(issues.isEmpty() ? QString() : issues.front().message));
   });
   connect(&doc_, &PlannerDocument::selectionChanged, this, &MainWindow::on_selection_changed);
+  connect(&doc_, &PlannerDocument::staleChanged, this, [this](bool stale) {
+    stale_->setVisible(stale);
+    table_->setStyleSheet(stale ? QStringLiteral("QTableView { color: gray; }") : QString());
+  });
   connect(&doc_, &PlannerDocument::simulationStarted, this,
           [this] { timeline_->set_message(QStringLiteral("Simulating one iteration of the selected plan…")); });
   connect(&doc_, &PlannerDocument::simulationFinished, this, [this] {

@@ -57,6 +57,7 @@ class MainWindow : public QMainWindow {
   QComboBox* zero_filter_ = nullptr;
   QCheckBox* no_offload_ = nullptr;
   QLabel* plan_count_ = nullptr;
+  QLabel* stale_ = nullptr;  // shown while the results are not for the inputs as they are now
   QSplitter* vertical_ = nullptr;
   QSplitter* charts_ = nullptr;
   QTabWidget* tabs_ = nullptr;

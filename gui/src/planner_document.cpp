@@ -47,6 +47,7 @@ PlannerDocument::~PlannerDocument() {
 void PlannerDocument::set_database(const QString& path) { db_path_ = path; }
 
 void PlannerDocument::start_search(const SearchInputs& inputs) {
+  pending_ = inputs;
   search_runner_.submit([inputs, db = db_path_](PlannerWorker& w) {
     w.set_database(db);
     w.search(inputs);
@@ -57,12 +58,25 @@ void PlannerDocument::cancel_search() { search_runner_.cancel(); }
 
 void PlannerDocument::on_search_finished(const SearchOutcome& outcome) {
   set_outcome(outcome);
+  searched_ = pending_;  // set_outcome forgot them: these results are the search's
   emit searchFinished();
+}
+
+void PlannerDocument::note_inputs(const SearchInputs& now) {
+  const bool stale = outcome_.has_value() && (!searched_ || !(*searched_ == now));
+  if (stale == stale_) return;
+  stale_ = stale;
+  emit staleChanged(stale_);
 }
 
 void PlannerDocument::set_outcome(SearchOutcome outcome) {
   cancel_scaling();
   outcome_ = std::move(outcome);
+  searched_.reset();  // a reopened search's inputs are not known here; on_search_finished sets a search's
+  if (stale_) {
+    stale_ = false;
+    emit staleChanged(false);
+  }
   selected_.reset();
   simulation_.reset();
   ++simulation_tag_;  // a simulation of the previous search's plan is stale

@@ -202,3 +202,44 @@ TEST_CASE("when nothing fits, the outcome carries what would make a plan fit", "
   for (const auto& h : hints) more_gpus |= h.change == "more GPUs" && h.fits;
   CHECK(more_gpus);
 }
+
+TEST_CASE("results go stale when an input changes, and fresh again when it comes back or a search runs",
+          "[gui][document][stale]") {
+  PlannerDocument doc;
+  doc.set_auto_simulate(false);
+  doc.set_auto_scaling(false);
+  QSignalSpy finished(&doc, &PlannerDocument::searchFinished);
+  QSignalSpy stale(&doc, &PlannerDocument::staleChanged);
+  SearchInputs in = small_search();
+  doc.note_inputs(in);  // nothing shown yet: nothing to go stale
+  CHECK_FALSE(doc.stale());
+  doc.start_search(in);
+  REQUIRE(finished.wait(60000));
+  doc.note_inputs(in);
+  CHECK_FALSE(doc.stale());
+  CHECK(stale.isEmpty());
+  SearchInputs edited = in;
+  edited.global_batch = 64;
+  doc.note_inputs(edited);
+  CHECK(doc.stale());
+  REQUIRE(stale.size() == 1);
+  CHECK(stale.takeFirst().at(0).toBool());
+  doc.note_inputs(edited);  // no second signal for the same state
+  CHECK(stale.isEmpty());
+  doc.note_inputs(in);  // back to what was searched
+  CHECK_FALSE(doc.stale());
+  REQUIRE(stale.size() == 1);
+  CHECK_FALSE(stale.takeFirst().at(0).toBool());
+  doc.note_inputs(edited);
+  REQUIRE(doc.stale());
+  doc.start_search(edited);
+  REQUIRE(finished.wait(60000));
+  CHECK_FALSE(doc.stale());  // the new results answer the new inputs
+  doc.note_inputs(edited);
+  CHECK_FALSE(doc.stale());
+  // A search reopened from history: its inputs are not known, the first edit marks it.
+  doc.set_outcome(*doc.outcome());
+  CHECK_FALSE(doc.stale());
+  doc.note_inputs(edited);
+  CHECK(doc.stale());
+}

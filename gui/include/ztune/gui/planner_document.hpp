@@ -50,6 +50,14 @@ class PlannerDocument : public QObject {
   void set_outcome(SearchOutcome outcome);
   [[nodiscard]] const std::optional<SearchOutcome>& outcome() const { return outcome_; }
 
+  /// The inputs as the user has them now: the results shown go stale when they
+  /// differ from the inputs those results were searched with (issue 23: an
+  /// input changed and the old numbers stayed, unmarked). A search reopened
+  /// from history is stale at the first edit. Emits staleChanged on a change.
+  void note_inputs(const SearchInputs& now);
+  /// Whether the results shown are not for the inputs as they are now.
+  [[nodiscard]] bool stale() const { return stale_; }
+
   /// Selects row `row` of filtered(); false (and no change) when out of range.
   bool select(int row);
   [[nodiscard]] const Candidate* selected() const;
@@ -76,6 +84,7 @@ class PlannerDocument : public QObject {
   void simulationFailed(const QString& message);
   void scalingRunning(bool running);
   void compareChanged();
+  void staleChanged(bool stale);  // see note_inputs()
 
  private:
   void on_search_finished(const SearchOutcome& outcome);
@@ -92,6 +101,9 @@ class PlannerDocument : public QObject {
   TimeBreakdownModel compare_time_;
 
   std::optional<SearchOutcome> outcome_;
+  std::optional<SearchInputs> pending_;   // the inputs of the search running
+  std::optional<SearchInputs> searched_;  // the inputs of the results shown (none: reopened from history)
+  bool stale_ = false;
   std::optional<int> selected_;  // index into plans_.candidates()
   std::optional<SimulationOutcome> simulation_;
   quint64 simulation_tag_ = 0;

@@ -47,6 +47,8 @@ struct SearchInputs {
   QString objective = QStringLiteral("throughput");  // throughput | time | cost
   double gpu_hour_price = 0;
   int top = 50;                                 // plans kept
+
+  bool operator==(const SearchInputs&) const = default;
 };
 
 /// Everything a search needs, loaded and checked. `options.stop` is left null.
