@@ -342,19 +342,37 @@ std::optional<std::string> ObjectReader::optional_string(std::string_view key) {
   return string(key);
 }
 
-std::string ObjectReader::choice(std::string_view key, std::initializer_list<std::string_view> choices) {
+template <class Names>
+std::string ObjectReader::choice_of(std::string_view key, const Names& choices) {
   const auto& v = require(key);
   std::string list;
-  for (auto c : choices) list += (list.empty() ? "" : "|") + std::string(c);
+  for (std::string_view c : choices) list += (list.empty() ? "" : "|") + std::string(c);
   if (v.is_string()) {
     std::string s = v.get<std::string>();
-    for (auto c : choices)
+    for (std::string_view c : choices)
       if (s == c) return s;
   }
   throw error(key, "expected one of " + list + ", got " + describe_json(v));
 }
 
+std::string ObjectReader::choice(std::string_view key, std::initializer_list<std::string_view> choices) {
+  return choice_of(key, choices);
+}
+
+std::string ObjectReader::choice(std::string_view key, std::span<const char* const> choices) {
+  return choice_of(key, choices);
+}
+
 std::string ObjectReader::optional_choice(std::string_view key, std::initializer_list<std::string_view> choices,
+                                          std::string_view fallback) {
+  if (!has(key)) {
+    read_.insert(std::string(key));
+    return std::string(fallback);
+  }
+  return choice(key, choices);
+}
+
+std::string ObjectReader::optional_choice(std::string_view key, std::span<const char* const> choices,
                                           std::string_view fallback) {
   if (!has(key)) {
     read_.insert(std::string(key));

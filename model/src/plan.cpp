@@ -269,7 +269,7 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   }
   p.zeropp = r.boolean("zeropp");
   // Added after the first plan files were written: absent means standard.
-  p.attention = *attention_kernel_of(r.optional_choice("attention", {"standard", "flash", "cudnn", "eager"}, "standard"));
+  p.attention = *attention_kernel_of(r.optional_choice("attention", kAttentionKernelNames, "standard"));
   // Added with ZeRO-R's partitioned activations: absent means not partitioned.
   p.partition_activations = r.optional_boolean("partition_activations").value_or(false);
   // Added with uneven pipeline stages (issue 19): absent means balanced.

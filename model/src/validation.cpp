@@ -132,7 +132,7 @@ std::vector<SourceSpec> read_spec(const std::string& path) {
           x.global_batch = row.optional_integer("global_batch", 1, std::int64_t{1} << 40);
           x.tp_comm_overlap = row.optional_boolean("tp_comm_overlap");
           if (row.has("attention"))
-            x.attention = attention_kernel_of(row.choice("attention", {"standard", "flash", "cudnn", "eager"}));
+            x.attention = attention_kernel_of(row.choice("attention", kAttentionKernelNames));
           x.why = row.string("why");
           if (!x.micro_batch && !x.global_batch && !x.tp_comm_overlap && !x.attention)
             throw row.error("why", "expected micro_batch, global_batch, tp_comm_overlap or attention beside the reason");

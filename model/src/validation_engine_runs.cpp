@@ -171,16 +171,14 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
       continue;
     }
     auto mb = whole(plan, "micro_batch", where + ".plan");
+    // validation.json states what the row leaves out, and why.
+    const auto found = spec.assumed.find(id);
+    const SourceSpec::Assumed* stated = found != spec.assumed.end() ? &found->second : nullptr;
     std::optional<std::int64_t> gb_assumed;
-    std::optional<bool> tp_overlap_assumed;
-    std::optional<AttentionKernel> attention_assumed;
-    if (const auto a = spec.assumed.find(id); a != spec.assumed.end()) {
-      tp_overlap_assumed = a->second.tp_comm_overlap;
-      attention_assumed = a->second.attention;
-      // validation.json states what the row leaves out, and why.
-      if (!mb && a->second.micro_batch) mb = a->second.micro_batch;
-      gb_assumed = a->second.global_batch;
-      assumed += (assumed.empty() ? "" : "; ") + a->second.why;
+    if (stated) {
+      if (!mb && stated->micro_batch) mb = stated->micro_batch;
+      gb_assumed = stated->global_batch;
+      assumed += (assumed.empty() ? "" : "; ") + stated->why;
     }
     if (!mb) {
       skip("the micro-batch is not published");
@@ -272,7 +270,7 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
       const std::string how = row["inferred"]["model.attention"].get<std::string>();
       if (contains(how, "NVTE_FUSED_ATTN=1") || contains(how, "cudnn_flash_te")) p.attention = AttentionKernel::cudnn;
     }
-    if (attention_assumed) p.attention = *attention_assumed;  // validation.json says which, and why
+    if (stated && stated->attention) p.attention = *stated->attention;  // validation.json says which, and why
     // Offload: "cpu …" or "nvme …" (the optimizer states), and optionally the
     // ZeRO-3 parameters in plan.offload_params.
     auto offload_target = [&](const char* key) {
@@ -291,7 +289,7 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
       const std::string notes = row["notes"].get<std::string>();
       p.tp_comm_overlap = contains(notes, "ub_tp_comm_overlap") && !contains(notes, "ub_tp_comm_overlap=false");
     }
-    if (tp_overlap_assumed) p.tp_comm_overlap = *tp_overlap_assumed;
+    if (stated && stated->tp_comm_overlap) p.tp_comm_overlap = *stated->tp_comm_overlap;
 
     const Cluster& base = ctx.cluster((fs::path(dir) / *cluster_path).string());
     const Cluster c = sized(base, *gpus);

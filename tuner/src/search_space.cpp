@@ -92,12 +92,13 @@ std::vector<AttentionChoice> attention_kernels(const SpaceOptions& o, const Tran
     if (fused_attention(k) && !engine_runs_flash(o.engine, m, c))
       throw InputError("--attention: ztune's CUDA fused attention takes head sizes 64 and 128; " + m.name +
                        " has " + str(m.head_dim()));
-    if (k == AttentionKernel::cudnn && !engine_runs_cudnn(o.engine))
-      throw InputError("--attention: " + std::string(engine_rule_text(EngineRule::ds_cudnn_attention)));
-    if (k == AttentionKernel::eager && (o.engine == Engine::fsdp || o.engine == Engine::ztune))
-      throw InputError("--attention: " + std::string(engine_rule_text(o.engine == Engine::fsdp
-                                                                          ? EngineRule::fs_eager_attention
-                                                                          : EngineRule::zt_eager_attention)));
+    // A kernel the engine cannot run (cuDNN's under DeepSpeed, eager under
+    // torchtitan or ztune's executor): its rule, as engine_violation words it
+    // for every plan, on a plan that differs from the default in the kernel only.
+    Plan probe;
+    probe.attention = k;
+    if (auto rule = engine_violation(probe, o.engine))
+      throw InputError("--attention: " + std::string(engine_rule_text(*rule)));
     return {{SparseLayout::none, k}};
   }
   if (!available) return {{SparseLayout::none, AttentionKernel::standard}};

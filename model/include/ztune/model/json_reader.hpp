@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -62,6 +63,9 @@ class ObjectReader {
   /// choice(), or `fallback` when the key is absent (fields added to a schema later).
   std::string optional_choice(std::string_view key, std::initializer_list<std::string_view> choices,
                               std::string_view fallback);
+  /// The same over a name table (a vocabulary's one list of names, e.g. kAttentionKernelNames).
+  std::string choice(std::string_view key, std::span<const char* const> choices);
+  std::string optional_choice(std::string_view key, std::span<const char* const> choices, std::string_view fallback);
   ObjectReader object(std::string_view key);
   std::optional<ObjectReader> optional_object(std::string_view key);
   /// The raw value (marks it read). Use for embedded documents parsed elsewhere.
@@ -77,6 +81,8 @@ class ObjectReader {
   [[nodiscard]] std::string path_of(std::string_view key) const;
 
  private:
+  template <class Names>
+  std::string choice_of(std::string_view key, const Names& choices);
   const nlohmann::json& require(std::string_view key);
   const nlohmann::json* object_;
   std::string file_;
