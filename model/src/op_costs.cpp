@@ -326,15 +326,20 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   // Fused scale-mask-softmax (read + write) and dropout (read, write, 1-byte mask).
   const double softmax_fwd_bytes = scores * eb * 2.0 + scores * (eb * 2.0 + 1.0);
   lc.fwd_attention_s = t_qk + t_pv + memory_bound_time(softmax_fwd_bytes, gpu, hw, 2);
-  // Eager: the mask multiply and the subtraction of the masked scores
-  // (scores·mask − 10000·(1 − mask), Megatron-LM 2019) are two more passes
-  // over the scores, each a read and a write; their backward one more (the
-  // multiply's gradient; the subtraction's is the identity). What autograd
-  // saves is what the fused kernel saves (mask broadcast, softmax output).
+  // Eager: the scaling and the masking run as their own kernels before the
+  // softmax, each a read and a write of the scores (Megatron's unfused path,
+  // --no-masked-softmax-fusion: scores·scale, then masked_fill; Hugging Face
+  // eager attention the same), and each has a backward of its own, a read
+  // and a write of the scores' gradient (the fused kernel's backward applies
+  // both in its one pass). Megatron-LM 2019 (mpu/transformer.py, as kept in
+  // DeepSpeedExamples/Megatron-LM) runs a third forward pass, the masked
+  // scores' subtraction scores·mask − 10000·(1 − mask), whose gradient is the
+  // identity; not counted. What autograd saves is what the fused kernel
+  // saves (mask broadcast, softmax output).
   double eager_bwd_s = 0;
   if (p.attention == AttentionKernel::eager) {
     lc.fwd_attention_s += memory_bound_time(2.0 * 2.0 * scores * eb, gpu, hw, 2);
-    eager_bwd_s = memory_bound_time(2.0 * scores * eb, gpu, hw, 1);
+    eager_bwd_s = memory_bound_time(2.0 * 2.0 * scores * eb, gpu, hw, 2);
   }
 
   double flash_bwd_s = 0;

@@ -33,8 +33,9 @@ enum class SparseLayout : std::uint8_t { none, fixed, bigbird, longformer, varia
 /// al. 2024, FlashAttention-3, §4: cuDNN and FA3 1.5-2× FA2 on H100): its
 /// speed is the hardware profile's cudnn_attention_factor. eager: standard's
 /// algorithm and memory with the softmax chain as separate PyTorch kernels,
-/// each a pass over the s×s scores: the causal mask multiplied in and
-/// subtracted, softmax, dropout (Megatron-LM of 2019, Megatron's
+/// each a pass over the s×s scores: the scaling, the causal mask, softmax,
+/// dropout, and a backward kernel for the scaling and the mask each
+/// (Megatron-LM of 2019 and DeepSpeedExamples/Megatron-LM, Megatron's
 /// --no-masked-softmax-fusion, Hugging Face eager attention).
 enum class AttentionKernel : std::uint8_t { standard, flash, cudnn, eager };
 
