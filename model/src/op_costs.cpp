@@ -338,8 +338,8 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   // saves (mask broadcast, softmax output).
   double eager_bwd_s = 0;
   if (p.attention == AttentionKernel::eager) {
-    lc.fwd_attention_s += memory_bound_time(2.0 * 2.0 * scores * eb, gpu, hw, 2);
-    eager_bwd_s = memory_bound_time(2.0 * 2.0 * scores * eb, gpu, hw, 2);
+    eager_bwd_s = memory_bound_time(2.0 * 2.0 * scores * eb, gpu, hw, 2);  // the same two passes each way
+    lc.fwd_attention_s += eager_bwd_s;
   }
 
   double flash_bwd_s = 0;
