@@ -98,6 +98,10 @@ void PlanFlags::add_to(CLI::App& app) {
                "ZeRO-R partitioned activation checkpoints (Pa): with full recomputation, each layer's saved input "
                "split over the tp ranks and all-gathered before it is recomputed (DeepSpeed partition_activations, "
                "Megatron-LM --distribute-saved-activations; needs tp >= 2, not with --sequence-parallel)");
+  app.add_flag("--cpu-checkpointing", cpu_checkpointing,
+               "ZeRO-R CPU checkpointing: with full recomputation, each layer's saved input copied to host memory "
+               "after its forward and back before it is recomputed (DeepSpeed activation_checkpointing."
+               "cpu_checkpointing, Megatron-DeepSpeed --checkpoint-in-cpu; needs --recompute full)");
   app.add_option("--virtual-stages", virtual_stages, "Model chunks per stage (interleaved 1F1B)")
       ->check(Positive);
   app.add_option("--schedule", schedule, "Pipeline schedule (default 1f1b, interleaved with --virtual-stages)")
@@ -186,6 +190,7 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   p.sequence_parallel = sequence_parallel;
   p.tp_comm_overlap = tp_comm_overlap;
   p.partition_activations = partition_activations;
+  p.cpu_checkpointing = cpu_checkpointing;
   p.recompute = recompute == "full" ? Recompute::full : recompute == "selective" ? Recompute::selective : Recompute::none;
   if (schedule.empty()) {
     p.schedule = virtual_stages > 1 ? Schedule::interleaved : Schedule::one_f_one_b;

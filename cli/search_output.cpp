@@ -25,6 +25,7 @@ std::string offload_text(const Plan& p) {
   std::string s;
   if (p.offload_optimizer != OffloadTarget::none) s += "opt:" + to_string(p.offload_optimizer);
   if (p.offload_params != OffloadTarget::none) s += std::string(s.empty() ? "" : " ") + "par:" + to_string(p.offload_params);
+  if (p.cpu_checkpointing) s += std::string(s.empty() ? "" : " ") + "ckpt:cpu";
   return s.empty() ? "-" : s;
 }
 

@@ -68,6 +68,7 @@ QString layout_label(const Plan& p) {
   if (p.virtual_stages > 1) s += QStringLiteral(" · v%1").arg(p.virtual_stages);
   if (p.sequence_parallel) s += p.tp_comm_overlap ? QStringLiteral(" · SP+TP overlap") : QStringLiteral(" · SP");
   if (p.partition_activations) s += QStringLiteral(" · Pa");
+  if (p.cpu_checkpointing) s += QStringLiteral(" · checkpoints→CPU");
   return s;
 }
 

@@ -235,7 +235,10 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
     in_flight = std::min<double>(p.pp - stage, p.grad_accum);
   else if (!first && p.schedule != Schedule::gpipe)
     in_flight = 1.0;
-  double act = layers * layer_activation_bytes(m, p, p.recompute) * in_flight;
+  // ZeRO-R CPU checkpointing: the checkpoints live on the host (predict_memory
+  // counts them there); the GPU holds the one copied back for its layer's
+  // recomputation.
+  double act = (p.cpu_checkpointing ? 1.0 : layers * in_flight) * layer_activation_bytes(m, p, p.recompute);
   // Full recomputation re-materialises one layer's activations at a time.
   if (p.recompute == Recompute::full) act += layer_activation_bytes(m, p, Recompute::none);
   // Embedding output dropout mask (Korthikanti: s·b·h·p/t with SP), of this
@@ -261,7 +264,11 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
       sm.gpu[idx(MemLine::zero3_gathered)] = 4.0 * std::max(layer_params, first ? word : 0.0);
     } else {
       const double largest = std::max(layer_params, (first || last) ? word : 0.0);
-      const double live = std::min(p.max_live_params, largest + std::min(p.prefetch_bucket_elems, psi));
+      // max_live_parameters bounds what prefetch holds, not a module: a
+      // module's weight is gathered whole however large (FC1 of a 2T model
+      // is 4.3 G elements against the default 1e9).
+      const double live = std::max(m.largest_module_params() / t,
+                                   std::min(p.max_live_params, largest + std::min(p.prefetch_bucket_elems, psi)));
       const double h = m.hidden;
       const double kvd = static_cast<double>(m.kv_heads) * m.head_dim();
       const double f_in = m.activation == Activation::swiglu ? 2.0 * m.ffn_hidden : m.ffn_hidden;
@@ -379,6 +386,11 @@ MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Clust
     nvme += gpn * 2.0 * psi / p.dp;
     host += gpn * kSwapBuffers * std::min(psi / p.dp, kSwapBufferElems) * 2.0;
   }
+  // CPU checkpointing: every GPU's checkpoints of its most loaded stage (the
+  // first: most layers and micro-batches in flight under 1F1B).
+  if (p.cpu_checkpointing)
+    host += gpn * max_stage_layers(p, m.layers) * microbatches_in_flight(p) *
+            layer_activation_bytes(m, p, Recompute::full);
   mp.host_bytes_per_node = host;
   mp.host_capacity_bytes = c.node.host_memory_gb * 1e9;
   mp.nvme_bytes_per_node = nvme;

@@ -91,6 +91,7 @@ std::string Plan::summary() const {
   os << " mb" << micro_batch << "×" << grad_accum << " " << to_string(recompute);
   if (sequence_parallel) os << (tp_comm_overlap ? " sp+overlap" : " sp");
   if (partition_activations) os << " pa";
+  if (cpu_checkpointing) os << " ckpt→cpu";
   if (pp > 1) os << " " << to_string(schedule);
   os << " " << to_string(precision);
   if (onebit_adam) os << " 1bit-adam";
@@ -272,6 +273,8 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   p.attention = *attention_kernel_of(r.optional_choice("attention", kAttentionKernelNames, "standard"));
   // Added with ZeRO-R's partitioned activations: absent means not partitioned.
   p.partition_activations = r.optional_boolean("partition_activations").value_or(false);
+  // Added with ZeRO-R's CPU checkpointing: absent means checkpoints stay on the GPU.
+  p.cpu_checkpointing = r.optional_boolean("cpu_checkpointing").value_or(false);
   // Added with uneven pipeline stages (issue 19): absent means balanced.
   if (r.has("stage_layers")) {
     const auto& arr = r.raw("stage_layers");
@@ -334,6 +337,7 @@ nlohmann::json plan_to_json(const Plan& p) {
   // Written only when stated: a balanced plan's file (and digest) is unchanged.
   if (!p.stage_layers.empty()) j["stage_layers"] = p.stage_layers;
   if (p.partition_activations) j["partition_activations"] = true;
+  if (p.cpu_checkpointing) j["cpu_checkpointing"] = true;
   if (p.cp > 1) j["cp"] = p.cp;  // likewise: a plan without context parallelism is unchanged
   if (p.ulysses > 1) j["ulysses"] = p.ulysses;  // and one without Ulysses
   if (p.dp_shard > 0) j["dp_shard"] = p.dp_shard;  // and one without hybrid sharding
@@ -511,6 +515,9 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
       return "$.partition_activations: sequence parallelism already splits the checkpoints over the tp ranks; use one "
              "or the other";
   }
+  if (p.cpu_checkpointing && p.recompute != Recompute::full)
+    return "$.cpu_checkpointing: offloads the checkpoints of full recomputation to the host; needs recompute \"full\", "
+           "got \"" + to_string(p.recompute) + "\"";
   if (p.offload_params != OffloadTarget::none && p.zero_stage != 3)
     return "$.offload.params: parameter offload needs zero_stage 3 (DeepSpeed ZeRO-Infinity), got stage " +
            s(p.zero_stage);
@@ -580,6 +587,9 @@ std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const
     return "$.communication.tp_comm_overlap: Transformer Engine's userbuffers overlap runs on Ampere or newer GPUs; " +
            (c.device_kind == DeviceKind::cpu ? std::string("a CPU cluster") : c.node.gpu.name) +
            " has no Transformer Engine (expected tp_comm_overlap false)";
+  if (p.cpu_checkpointing && c.device_kind == DeviceKind::cpu)
+    return "$.cpu_checkpointing: offloads activation checkpoints from GPU memory to the host; on a CPU cluster (" +
+           c.name + ") they are in host memory already (expected cpu_checkpointing false)";
   if (fused_attention(p.attention) && !supports_flash_attention(c))
     return std::string("$.attention: ") +
            (p.attention == AttentionKernel::cudnn ? "cuDNN's fused flash attention" : "FlashAttention-2") +

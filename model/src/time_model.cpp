@@ -4,6 +4,7 @@
 
 #include "ztune/model/flops.hpp"
 #include "ztune/model/hardware_profile.hpp"
+#include "ztune/model/memory_model.hpp"
 #include "ztune/model/onebit_adam.hpp"
 #include "ztune/model/op_costs.hpp"
 #include "ztune/model/sparse_attention.hpp"
@@ -96,6 +97,11 @@ double uneven_fill_drain(const Transformer& m, const Plan& p, const LayerCost& l
 
 }  // namespace
 
+double cpu_checkpoint_copy_time(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+  if (!p.cpu_checkpointing) return 0;
+  return 2.0 * pcie_copy_time(layer_activation_bytes(m, p, Recompute::full), c, hw);
+}
+
 bool zero3_can_prefetch(const Transformer& m, const Plan& p) {
   return p.prefetch_bucket_elems > 0 && p.max_live_params >= 2.0 * m.largest_module_params() / p.tp;
 }
@@ -138,8 +144,14 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
   const double cp_layer = lc.cp_fwd_s + lc.cp_bwd_s + lc.cp_recompute_s;
   // DeepSpeed-Ulysses: its all-to-alls block the layer (nothing to hide them).
   const double ulysses_layer = lc.ulysses_fwd_s + lc.ulysses_bwd_s + lc.ulysses_recompute_s;
+  // ZeRO-R CPU checkpointing: each layer's checkpoint goes to the host after
+  // its forward and comes back before its recomputation, both with a blocking
+  // .to() (DeepSpeed checkpointing.py: copy_to_device / move_to_device), so
+  // the compute stream waits for both copies.
+  const double checkpoint_layer = cpu_checkpoint_copy_time(m, p, c, hw);
   // One layer's micro-batch, every part: the unit stage times are built of.
-  const double unit = lc.fwd_s + lc.bwd_s + lc.recompute_s + tp_layer + cp_layer + ulysses_layer + host_slack;
+  const double unit =
+      lc.fwd_s + lc.bwd_s + lc.recompute_s + tp_layer + cp_layer + ulysses_layer + host_slack + checkpoint_layer;
 
   // The slowest stage sets the 1F1B period (Narayanan et al. 2021, §2.2).
   // With one stage it holds both ends. Otherwise an end stage, carrying the
@@ -254,6 +266,7 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
     const double half = 0.5 * o.zero3_param_fetch_s;
     t.offload = exposed(half, t.forward, overlap) + exposed(half, t.backward + t.recompute, overlap);
   }
+  t.offload += layers * checkpoint_layer;
   // The bubble unit: the slowest stage's micro-batch without its edge, every
   // send included.
   t.layers_only = layers * unit + middle_sends;

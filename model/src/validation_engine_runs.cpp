@@ -280,6 +280,12 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     };
     p.offload_optimizer = offload_target("offload");
     p.offload_params = offload_target("offload_params");
+    // DeepSpeed's CPU checkpointing, where the row's offload names the
+    // activation checkpoints beside the optimizer states (the Azure ZeRO-3
+    // rows: "the activation and optimizer states are allocated in the main
+    // memory").
+    p.cpu_checkpointing = p.recompute == Recompute::full && plan.contains("offload") && plan["offload"].is_string() &&
+                          contains(plan["offload"].get<std::string>(), "activation checkpoints");
     p.overlap_comm = spec.overlap_comm;
     // NeMo's ub_tp_comm_overlap (Megatron-Core --tp-comm-overlap), where the
     // row's notes record it from the run's yaml or configure script, or where

@@ -408,6 +408,7 @@ class Builder {
       ulysses_exchange(s, st, lb, le, n * layer_.ulysses_forward_s);
       tp_collective(s, st, lb, le, n * layer_.tp_forward_s);
       overhead(s, &st, lb, le, n * layer_.forward_overhead_s);
+      stall(s, OpKind::offload_stall, n * layer_.checkpoint_copy_s, 1.0);  // the checkpoint to the host
     }
     if (j == vstages_ - 1) {
       const OpId gp = gather(s, edges_.head_params);
@@ -439,6 +440,7 @@ class Builder {
       const int le = std::min(end, lb + group_);
       const double n = le - lb;
       const OpId gp = gather(s, n * layer_.params, true);
+      stall(s, OpKind::offload_stall, n * layer_.checkpoint_copy_s, 1.0);  // and back, before its recomputation
       if (layer_.recompute_s > 0) {
         const OpId r = compute(s, OpKind::recompute, st, lb, le, n * layer_.recompute_s);
         g_.ops[r].activation_delta = n * layer_.recompute_extra_bytes;

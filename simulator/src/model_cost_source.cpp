@@ -35,6 +35,7 @@ ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Clus
   layer_.forward_overhead_s = std::max(0.0, lc.host_fwd_s - (lc.fwd_s + lc.tp_fwd_s));
   layer_.backward_overhead_s = std::max(0.0, lc.host_bwd_s - (lc.bwd_s + tp_bwd));
   layer_.recompute_overhead_s = std::max(0.0, lc.host_recompute_s - (lc.recompute_s + lc.tp_recompute_s));
+  layer_.checkpoint_copy_s = cpu_checkpoint_copy_time(m, p, c, hw) / 2;
   microbatch_overhead_s_ = hw.engine.microbatch_overhead_s;
   step_overhead_s_ = hw.engine.step_overhead_s;
   layer_.params = m.params_per_layer() / p.tp;

@@ -404,3 +404,49 @@ TEST_CASE("hybrid sharding: ZeRO-3 states divided by dp_shard, not dp", "[memory
   CHECK(cp.line(MemLine::params) == Approx(2 * psi / 8));
   CHECK(cp.line(MemLine::optimizer) == Approx(12 * psi / 8));
 }
+
+// ZeRO-R CPU checkpointing (Rajbhandari et al. 2020, §6.1, Pa+cpu): the
+// checkpoints of full recomputation move to host memory. Oracle: Korthikanti's
+// 2·s·b·h bytes per layer checkpoint; the GPU keeps the one copied back for
+// its layer's recomputation beside the layer being re-materialised, and each
+// GPU's L checkpoints go to its node's host memory.
+TEST_CASE("cpu checkpointing moves the full-recompute checkpoints to the host", "[memory][activations][offload]") {
+  const double h = 6144, s = 2048, a = 64, b = 4, L = 48;
+  const Transformer m = gpt(48, 6144, 64, 2048, 51200);
+  Plan p;
+  p.dp = 8;
+  p.zero_stage = 1;
+  p.micro_batch = 4;
+  p.global_batch = 32;
+  p.recompute = Recompute::full;
+  p.precision = Precision::bf16;
+  const double sbh = s * b * h;
+  const double working = sbh * (34 + 5 * a * s / h);
+  const double embedding_mask = sbh;
+  const MemoryPrediction on_gpu = predict_memory(m, p, a100_nodes(1), flat_profile());
+  CHECK(on_gpu.line(MemLine::activations) == Approx(L * 2 * sbh + working + embedding_mask));
+  CHECK(on_gpu.host_bytes_per_node == 0);
+  p.cpu_checkpointing = true;
+  const MemoryPrediction on_host = predict_memory(m, p, a100_nodes(1), flat_profile());
+  CHECK(on_host.line(MemLine::activations) == Approx(2 * sbh + working + embedding_mask));
+  CHECK(on_host.host_bytes_per_node == Approx(8 * L * 2 * sbh));
+  // The model states do not move.
+  CHECK(on_host.line(MemLine::optimizer) == Approx(on_gpu.line(MemLine::optimizer)));
+  CHECK(on_host.line(MemLine::params) == Approx(on_gpu.line(MemLine::params)));
+}
+
+// DeepSpeed gathers a ZeRO-3 module's weight whole: stage3_max_live_parameters
+// bounds prefetch, not one module. Oracle: FC1 of a hidden-32768 layer holds
+// 32768 × 131072 (+ bias) elements, above the 1e9 default.
+TEST_CASE("ZeRO-3 gathers the largest module whole above max_live_parameters", "[memory][zero3]") {
+  const Transformer m = gpt(4, 32768, 128, 1024, 50304);
+  Plan p;
+  p.dp = 8;
+  p.zero_stage = 3;
+  p.micro_batch = 1;
+  p.global_batch = 8;
+  p.precision = Precision::bf16;
+  REQUIRE(p.max_live_params < 32768.0 * 131072);
+  const MemoryPrediction mp = predict_memory(m, p, a100_nodes(1), flat_profile());
+  CHECK(mp.line(MemLine::zero3_gathered) >= 2.0 * 32768 * 131072);
+}

@@ -129,6 +129,32 @@ TEST_CASE("partitioned activations: optional in the file, round-trip, and their 
   CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.partition_activations") && Contains("tp >= 2"));
 }
 
+TEST_CASE("CPU checkpointing: optional in the file, round-trip, needs full recomputation on GPUs", "[plan][offload]") {
+  ztune::Plan p;
+  p.recompute = ztune::Recompute::full;
+  p.cpu_checkpointing = true;
+  auto j = ztune::plan_to_json(p);
+  CHECK(j["cpu_checkpointing"] == true);
+  CHECK(ztune::plan_from_json(j, "p.json").cpu_checkpointing);
+  CHECK_THAT(p.summary(), Contains(" ckpt→cpu"));
+  // Files written before the field existed read as checkpoints on the GPU.
+  j.erase("cpu_checkpointing");
+  CHECK_FALSE(ztune::plan_from_json(j, "p.json").cpu_checkpointing);
+  CHECK_FALSE(ztune::plan_to_json(ztune::Plan{}).contains("cpu_checkpointing"));
+  j["cpu_checkpointing"] = 1;
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.cpu_checkpointing"));
+
+  auto m = ztune::load_transformer("gpt3-175b");
+  auto c = ztune::load_cluster("dgx-a100-80gb");
+  p.global_batch = 1;
+  CHECK_FALSE(ztune::check_plan(p, m, c).has_value());
+  p.recompute = ztune::Recompute::selective;
+  CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.cpu_checkpointing") && Contains("recompute \"full\""));
+  p.recompute = ztune::Recompute::full;
+  CHECK_THAT(*ztune::check_plan(p, ztune::load_transformer("tiny"), ztune::load_cluster("local-cpu")),
+             Contains("$.cpu_checkpointing") && Contains("CPU cluster"));
+}
+
 TEST_CASE("TP communication overlap: optional in the file, round-trip, needs sequence parallelism", "[plan][tp_overlap]") {
   ztune::Plan p;
   p.tp = 8; p.sequence_parallel = true; p.tp_comm_overlap = true;

@@ -402,3 +402,31 @@ TEST_CASE("hybrid sharding: simulator and analytical model agree within 5%", "[s
     }
   }
 }
+
+// ZeRO-R CPU checkpointing (DeepSpeed cpu_checkpointing): the blocking copy of
+// each layer's checkpoint to the host and back, on the compute stream. Both
+// models charge it as offload_stall; oracle for the part: per layer and
+// micro-batch 2·(2·s·b·h bytes) over PCIe at the profile's efficiency.
+TEST_CASE("cpu checkpointing: simulator and analytical model agree on its copies", "[simulator][model][offload]") {
+  const auto m = load_transformer("gpt3-175b");
+  auto c = load_cluster("dgx-a100-80gbx16");
+  c.nodes = 4;
+  const auto hw = default_profile_for(c);
+  Plan p;
+  p.dp = 32;
+  p.zero_stage = 3;
+  p.micro_batch = 1;
+  p.grad_accum = 2;
+  p.global_batch = 64;
+  p.recompute = Recompute::full;
+  p.cpu_checkpointing = true;
+  p.overlap_comm = false;
+  REQUIRE_FALSE(check_plan(p, m, c).has_value());
+  const auto analytical = predict_time(m, p, c, hw);
+  const auto simulated = sim::simulate(m, p, c, hw);
+  const double checkpoint = 2.0 * m.seq_len * p.micro_batch * m.hidden;
+  const double copies = m.layers * p.grad_accum * 2 * checkpoint / (c.node.pcie_bandwidth_gbps * 1e9 * hw.pcie_efficiency);
+  CHECK(analytical.part(TimePart::offload_stall) == Approx(copies));
+  CHECK(simulated.part(TimePart::offload_stall) == Approx(copies).epsilon(0.01));
+  CHECK(std::abs(simulated.iteration_s / analytical.iteration_s - 1) < 0.05);
+}

@@ -452,6 +452,34 @@ TEST_CASE("partitioned activations export as DeepSpeed and Megatron-LM spell the
   CHECK(*engine_violation(p, Engine::ztune) == EngineRule::zt_partition_activations);
 }
 
+// ZeRO-R CPU checkpointing as DeepSpeed spells it: ds_config
+// activation_checkpointing.cpu_checkpointing and Megatron-DeepSpeed's
+// --checkpoint-in-cpu (arguments.py: "Move the activation checkpoints to
+// CPU."); Megatron-LM, torchtitan and ztune's executor refuse it.
+TEST_CASE("CPU checkpointing exports as DeepSpeed spells it, the other engines refuse it", "[tuner][export][offload]") {
+  PlanFile pf;
+  pf.model = test::korthikanti_model(24, 2048, 16, 64);
+  pf.cluster = load_cluster("dgx-a100-80gb");
+  Plan& p = pf.plan;
+  p.dp = 8;
+  p.zero_stage = 3;
+  p.micro_batch = 4;
+  p.global_batch = 32;
+  p.recompute = Recompute::full;
+  CHECK(deepspeed_config(pf, "plan.json")["activation_checkpointing"]["cpu_checkpointing"] == false);
+  CHECK_THAT(deepspeed_launch(pf, "ds_config.json", "plan.json"), !Contains("--checkpoint-in-cpu"));
+  p.cpu_checkpointing = true;
+  CHECK(deepspeed_config(pf, "plan.json")["activation_checkpointing"]["cpu_checkpointing"] == true);
+  CHECK_THAT(deepspeed_launch(pf, "ds_config.json", "plan.json"), Contains(" --checkpoint-in-cpu"));
+  CHECK_FALSE(engine_violation(p, Engine::deepspeed).has_value());
+  p.zero_stage = 1;
+  CHECK(*engine_violation(p, Engine::megatron) == EngineRule::mg_cpu_checkpointing);
+  p.zero_stage = 3;
+  CHECK(*engine_violation(p, Engine::fsdp) == EngineRule::fs_cpu_checkpointing);
+  CHECK(*engine_violation(p, Engine::ztune) == EngineRule::zt_cpu_checkpointing);
+  CHECK_THAT(std::string(engine_rule_text(EngineRule::zt_cpu_checkpointing)), Contains("--engine deepspeed"));
+}
+
 // Context parallelism (issue 19): Megatron-Core's --context-parallel-size;
 // DeepSpeed has none, and Megatron-Core rings only its fused attention.
 TEST_CASE("export of context parallelism: Megatron's --context-parallel-size, refused for DeepSpeed",

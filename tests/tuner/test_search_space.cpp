@@ -439,8 +439,39 @@ TEST_CASE("partitioned activations are searched where the engine runs them, with
     });
     INFO(to_string(e));
     const bool runs_pa = e == Engine::deepspeed || e == Engine::megatron;
-    CHECK(pa == (runs_pa ? 11 * 5 : 0));
+    // DeepSpeed's run with their checkpoints on the GPU and, CPU checkpointing, on the host.
+    CHECK(pa == (runs_pa ? 11 * 5 * (e == Engine::deepspeed ? 2 : 1) : 0));
   }
+}
+
+TEST_CASE("CPU checkpointing is searched for DeepSpeed's full-recomputation plans on GPUs only",
+          "[tuner][space][offload]") {
+  // Every full-recomputation plan of DeepSpeed's space comes twice: its
+  // checkpoints on the device and on the host; no other recomputation mode,
+  // no other engine.
+  for (Engine e : kEngines) {
+    std::int64_t full = 0, on_host = 0;
+    const std::int64_t n = for_each_tiny_plan(e, [&](const Plan& p, const Transformer& m, const Cluster& c) {
+      if (p.recompute == Recompute::full) ++full;
+      if (!p.cpu_checkpointing) return;
+      ++on_host;
+      CHECK(p.recompute == Recompute::full);
+      CHECK_FALSE(check_plan(p, m, c).has_value());
+      // The space leaves the engine's other rules to the search's filter:
+      // whatever it refuses, it refuses with the checkpoints on the GPU too.
+      Plan on_gpu = p;
+      on_gpu.cpu_checkpointing = false;
+      CHECK(engine_violation(p, e) == engine_violation(on_gpu, e));
+    });
+    INFO(to_string(e) << ": " << n << " plans");
+    CHECK(full > 0);
+    CHECK(on_host == (e == Engine::deepspeed ? full / 2 : 0));
+  }
+  // A CPU cluster's ranks hold their checkpoints in host memory already.
+  const std::int64_t on_cpu = for_each_tiny_plan(
+      Engine::deepspeed, [](const Plan& p, const Transformer&, const Cluster&) { CHECK_FALSE(p.cpu_checkpointing); },
+      "local-cpu");
+  CHECK(on_cpu > 0);
 }
 
 TEST_CASE("megatron's sequence-parallel plans overlap their TP communication where Transformer Engine runs",

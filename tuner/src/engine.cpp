@@ -103,6 +103,17 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"ztune: no eager attention",
      "ztune's executor runs its own attention kernels (a fused softmax, or flash), not PyTorch's separate mask, "
      "softmax and dropout kernels: use attention \"standard\""},
+    {"megatron: no CPU checkpointing",
+     "Megatron-LM keeps the activation checkpoints of full recomputation on the GPU (CPU checkpointing is "
+     "DeepSpeed's activation_checkpointing.cpu_checkpointing, Megatron-DeepSpeed's --checkpoint-in-cpu; "
+     "Megatron-Core's --cpu-offloading moves whole layers asynchronously, which ztune does not model): export "
+     "to deepspeed, or drop cpu_checkpointing"},
+    {"fsdp: no CPU checkpointing",
+     "torchtitan and PyTorch FSDP keep the activation checkpoints on the GPU (no option offloads them): drop "
+     "cpu_checkpointing"},
+    {"ztune: no CPU checkpointing",
+     "ztune's executor keeps its activation checkpoints in device memory; CPU checkpointing is DeepSpeed's "
+     "(activation_checkpointing.cpu_checkpointing): use --engine deepspeed, or drop cpu_checkpointing"},
 }};
 
 }  // namespace
@@ -117,6 +128,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.partition_activations) return EngineRule::zt_partition_activations;
       if (p.tp_comm_overlap) return EngineRule::zt_tp_comm_overlap;
       if (p.attention == AttentionKernel::eager) return EngineRule::zt_eager_attention;
+      if (p.cpu_checkpointing) return EngineRule::zt_cpu_checkpointing;
       return std::nullopt;
     case Engine::deepspeed:
       if (p.pp > 1 && p.zero_stage > 1) return EngineRule::ds_pipeline_zero;
@@ -145,6 +157,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.sparse_attention != SparseLayout::none) return EngineRule::mg_sparse;
       if (p.cp > 1 && !fused_attention(p.attention)) return EngineRule::mg_cp_attention;
       if (p.ulysses > 1) return EngineRule::mg_ulysses;
+      if (p.cpu_checkpointing) return EngineRule::mg_cpu_checkpointing;
       return std::nullopt;
     case Engine::fsdp:
       if (p.zero_stage == 1) return EngineRule::fs_zero1;
@@ -159,6 +172,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.ulysses > 1) return EngineRule::fs_ulysses;
       if (p.tp_comm_overlap) return EngineRule::fs_tp_comm_overlap;
       if (p.attention == AttentionKernel::eager) return EngineRule::fs_eager_attention;
+      if (p.cpu_checkpointing) return EngineRule::fs_cpu_checkpointing;
       return std::nullopt;
   }
   return std::nullopt;

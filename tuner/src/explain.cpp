@@ -121,6 +121,13 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
     p.partition_activations = true;
     add("partitioned activation checkpoints (ZeRO-R Pa)", p);
   }
+  // DeepSpeed's CPU checkpointing: the checkpoints of full recomputation on the host.
+  if (base.recompute == Recompute::full && !base.cpu_checkpointing && c.device_kind == DeviceKind::gpu &&
+      o.space.engine == Engine::deepspeed) {
+    Plan p = base;
+    p.cpu_checkpointing = true;
+    add("activation checkpoints in host memory (ZeRO-R CPU checkpointing)", p);
+  }
   // The same GPUs split differently: ZeRO one stage further, or twice the
   // model parallelism for half the data parallelism.
   if (base.dp > 1 && base.zero_stage < 3 && !base.onebit_adam) {

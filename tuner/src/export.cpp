@@ -295,7 +295,7 @@ nlohmann::json deepspeed_config(const PlanFile& pf, const std::string& file) {
   if (p.precision == Precision::bf16) ds["bf16"] = {{"enabled", true}};
   if (p.recompute == Recompute::full)
     ds["activation_checkpointing"] = {{"partition_activations", p.partition_activations},
-                                      {"cpu_checkpointing", false},
+                                      {"cpu_checkpointing", p.cpu_checkpointing},
                                       {"contiguous_memory_optimization", false},
                                       {"number_checkpoints", nullptr},
                                       {"synchronize_checkpoint_boundary", false},
@@ -343,6 +343,7 @@ std::string deepspeed_launch(const PlanFile& pf, const std::string& config_path,
   if (p.recompute == Recompute::full) a.insert(a.end(), {"--checkpoint-activations", "--deepspeed-activation-checkpointing"});
   // Megatron-DeepSpeed passes it to deepspeed.checkpointing.configure (beside the ds_config key).
   if (p.partition_activations) a.emplace_back("--partition-activations");
+  if (p.cpu_checkpointing) a.emplace_back("--checkpoint-in-cpu");  // ZeRO-R CPU checkpointing, likewise
   if (p.recompute == Recompute::selective) a.insert(a.end(), {"--recompute-granularity", "selective"});
   // With optimizer offload DeepSpeed raises ZeRORuntimeException unless the
   // client's optimizer is DeepSpeedCPUAdam (runtime/engine.py

@@ -169,6 +169,9 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
   precisions_ = precision_list(o, c);
   attention_ = attention_kernels(o, m, c);
   tp_comm_overlap_ = o.engine == Engine::megatron && supports_transformer_engine(c);
+  // DeepSpeed's CPU checkpointing, for its full-recomputation plans on GPUs
+  // (the other engines keep their checkpoints on the device: engine.cpp).
+  cpu_checkpointing_ = o.engine == Engine::deepspeed && c.device_kind == DeviceKind::gpu;
   if (o.sparse_attention != SparseLayout::none) {
     if (o.sparse_block < 16 || o.sparse_block > 128)
       throw InputError("--sparse-block: " + str(o.sparse_block) + " is outside 16..128");
@@ -439,7 +442,9 @@ std::int64_t SearchSpace::count_plans(const Layout& l) const {
   for (ActivationSplit split : activation_splits(l))
     for (Recompute rc : kRecomputeModes)
       for (const auto& at : attention_)
-        n_split_rc_att += split_fits(split, rc) && recompute_fits(rc, at) && cp_fits(l, at) ? 1 : 0;
+        n_split_rc_att += split_fits(split, rc) && recompute_fits(rc, at) && cp_fits(l, at)
+                              ? checkpoint_homes(rc)
+                              : 0;
   std::int64_t n = 0;
   for (const auto& s : schedules(l))
     n += n_split_rc_att * n_states * static_cast<std::int64_t>(micro_batches_for(l, s).size()) * n_prec;

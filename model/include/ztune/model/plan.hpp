@@ -94,6 +94,15 @@ struct Plan {
   /// recomputed. Needs tp >= 2 and recompute full; not with sequence_parallel
   /// (which already splits it).
   bool partition_activations = false;
+  /// ZeRO-R's CPU checkpointing, Pa+cpu (Rajbhandari et al. 2020, §6.1: the
+  /// activation checkpoints offloaded to host memory; DeepSpeed
+  /// activation_checkpointing.cpu_checkpointing, Megatron-DeepSpeed
+  /// --checkpoint-in-cpu): with full recomputation each layer's saved input is
+  /// copied to the host after the layer's forward and back before it is
+  /// recomputed, so a GPU keeps one checkpoint instead of one per layer.
+  /// DeepSpeed's checkpointing makes both copies with a blocking .to(): they
+  /// hold the compute stream. Needs recompute full.
+  bool cpu_checkpointing = false;
   int zero_stage = 0;            // 0..3
   OffloadTarget offload_optimizer = OffloadTarget::none;
   OffloadTarget offload_params = OffloadTarget::none;

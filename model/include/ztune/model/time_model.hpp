@@ -49,6 +49,11 @@ struct MicrobatchTimes {
 /// so applying it twice changes nothing). nullopt when nothing is shared (GPU
 /// clusters; ranks ≤ cores). Every time prediction goes through it.
 [[nodiscard]] std::optional<Cluster> oversubscribed_view(const Plan& p, const Cluster& c);
+/// ZeRO-R CPU checkpointing (plan.cpu_checkpointing): the blocking copies of
+/// one layer's checkpoint, one micro-batch, to the host after its forward and
+/// back before its recomputation (PCIe both ways); 0 without it.
+[[nodiscard]] double cpu_checkpoint_copy_time(const Transformer& m, const Plan& p, const Cluster& c,
+                                              const HardwareProfile& hw);
 
 /// Whether DeepSpeed ZeRO-3 can fetch the next module while one computes:
 /// prefetching on (stage3_prefetch_bucket_size > 0) and two of the largest

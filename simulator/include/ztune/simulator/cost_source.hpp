@@ -39,6 +39,10 @@ struct LayerTimes {
   double forward_overhead_s = 0;
   double backward_overhead_s = 0;
   double recompute_overhead_s = 0;
+  // ZeRO-R CPU checkpointing: one blocking copy of the layer's checkpoint to
+  // the host after its forward, and one back before its recomputation (each
+  // half of time_model.hpp cpu_checkpoint_copy_time); 0 without it.
+  double checkpoint_copy_s = 0;
   double params = 0;          // parameters on this GPU (tensor-parallel share), before ZeRO partitioning
   double largest_module_params = 0;  // its largest weight matrix (FC1; fused gate+up with SwiGLU)
   // Activation bytes of one micro-batch kept from forward to backward, and the

@@ -59,6 +59,9 @@ enum class EngineRule : std::uint8_t {
   zt_tp_comm_overlap,      // ztune's executor runs its TP collectives between its GEMMs
   fs_eager_attention,      // torchtitan's attention is SDPA's: no eager softmax chain
   zt_eager_attention,      // ztune's executor runs its own attention kernels
+  mg_cpu_checkpointing,    // no ZeRO-R CPU checkpointing (checkpoints stay on the GPU)
+  fs_cpu_checkpointing,    // torchtitan keeps its checkpoints on the GPU
+  zt_cpu_checkpointing,    // ztune's executor keeps its checkpoints in device memory
   count
 };
 

@@ -179,6 +179,9 @@ class SearchSpace {
   std::vector<AttentionChoice> attention_;
   int freeze_step_ = 0;
   bool tp_comm_overlap_ = false;  // megatron on GPUs Transformer Engine runs on (supports_transformer_engine)
+  bool cpu_checkpointing_ = false;  // deepspeed on GPUs: full recomputation's checkpoints on the device or the host
+  /// Where full recomputation's checkpoints can live: the device, and the host too with cpu_checkpointing_.
+  [[nodiscard]] int checkpoint_homes(Recompute r) const { return r == Recompute::full && cpu_checkpointing_ ? 2 : 1; }
   std::vector<Layout> layouts_;
   std::int64_t size_ = 0;
   bool interrupted_ = false;
@@ -228,24 +231,27 @@ void SearchSpace::for_each_plan(const Layout& l, F&& f) const {
       for (Recompute rc : kRecomputeModes) {
         if (!split_fits(split, rc)) continue;
         p.recompute = rc;
-        for (const auto& st : sts) {
-          p.zero_stage = st.zero_stage;
-          p.offload_optimizer = st.offload_optimizer;
-          p.offload_params = st.offload_params;
-          p.onebit_adam = st.onebit_adam;
-          p.onebit_freeze_step = st.onebit_adam ? freeze_step_ : 0;
-          p.zeropp = st.zeropp;
-          p.dp_shard = st.dp_shard;
-          for (const AttentionChoice& at : attention_) {
-            if (!recompute_fits(rc, at) || !cp_fits(l, at)) continue;
-            p.sparse_attention = at.layout;
-            p.attention = at.kernel;
-            for (int mb : mbs) {
-              p.micro_batch = mb;
-              p.grad_accum = static_cast<int>(per_rank / mb);
-              for (Precision pr : precisions_) {
-                p.precision = pr;
-                f(static_cast<const Plan&>(p));
+        for (int home = 0; home < checkpoint_homes(rc); ++home) {
+          p.cpu_checkpointing = home == 1;
+          for (const auto& st : sts) {
+            p.zero_stage = st.zero_stage;
+            p.offload_optimizer = st.offload_optimizer;
+            p.offload_params = st.offload_params;
+            p.onebit_adam = st.onebit_adam;
+            p.onebit_freeze_step = st.onebit_adam ? freeze_step_ : 0;
+            p.zeropp = st.zeropp;
+            p.dp_shard = st.dp_shard;
+            for (const AttentionChoice& at : attention_) {
+              if (!recompute_fits(rc, at) || !cp_fits(l, at)) continue;
+              p.sparse_attention = at.layout;
+              p.attention = at.kernel;
+              for (int mb : mbs) {
+                p.micro_batch = mb;
+                p.grad_accum = static_cast<int>(per_rank / mb);
+                for (Precision pr : precisions_) {
+                  p.precision = pr;
+                  f(static_cast<const Plan&>(p));
+                }
               }
             }
           }
