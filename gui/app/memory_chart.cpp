@@ -65,7 +65,11 @@ void MemoryChart::refresh() {
   const int columns = model_->columnCount();
   QStringList categories;
   for (int col = 0; col < columns; ++col) categories << model_->headerData(col, Qt::Horizontal).toString();
-  x->setCategories(categories);
+  // setCategories() with an empty list appends nothing and signals nothing,
+  // so the axis would keep drawing the previous plans' labels (a new search
+  // empties Compare): clear() drops them and says so.
+  if (categories.isEmpty()) x->clear();
+  else x->setCategories(categories);
 
   style_breakdown_bars(c, bars);
 

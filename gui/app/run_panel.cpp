@@ -45,6 +45,17 @@ RunPanel::RunPanel(PlannerDocument* doc, QWidget* parent) : QWidget(parent), doc
   log_->setMaximumBlockCount(20000);
   v->addWidget(log_, 1);
 
+  // A new search's results replace the plans the log and the verdict are
+  // about: they go with them (the run itself is kept in History). A run still
+  // going says whose plan it trains.
+  connect(doc_, &PlannerDocument::searchFinished, this, [this] {
+    if (child_.running()) {
+      result_->setText(QStringLiteral("running a plan of the previous search…"));
+      return;
+    }
+    log_->clear();
+    result_->clear();
+  });
   connect(run_, &QPushButton::clicked, this, &RunPanel::run_selected);
   connect(stop_, &QPushButton::clicked, this, &RunPanel::stop);
   connect(&child_, &ChildProcess::output, this, [this](const QString& text) {

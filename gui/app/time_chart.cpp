@@ -56,7 +56,8 @@ void TimeChart::refresh() {
     categories << model_->headerData(col, Qt::Horizontal).toString();
     top = std::max(top, model_->total(col));
   }
-  y->setCategories(categories);
+  if (categories.isEmpty()) y->clear();  // as MemoryChart: an empty setCategories() keeps the old labels drawn
+  else y->setCategories(categories);
   style_breakdown_bars(c, bars);
   x->setRange(0, top > 0 ? top * 1.05 : 1);
   x->applyNiceNumbers();
