@@ -1,5 +1,5 @@
 // ztune export: a plan file as a DeepSpeed ds_config.json plus launch command,
-// or as Megatron-LM arguments. A plan the engine cannot run is refused (exit 2).
+// as Megatron-LM arguments, or as a torchtitan job TOML plus torchrun launch. A plan the engine cannot run is refused (exit 2).
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -37,11 +37,14 @@ void write_file(const std::string& path, const std::string& text) {
 }
 
 /// The launch's placeholders, on `os` ("Before launching, set:" and one line each).
-void print_placeholders(std::ostream& os, const PlanFile& pf, Engine e, const std::string& file) {
-  const auto lines = launch_placeholders(pf, e, file);
+void print_lines(std::ostream& os, const std::vector<std::string>& lines) {
   if (lines.empty()) return;
   os << "Before launching, set:\n";
   for (const auto& l : lines) os << "  " << l << "\n";
+}
+
+void print_placeholders(std::ostream& os, const PlanFile& pf, Engine e, const std::string& file) {
+  print_lines(os, launch_placeholders(pf, e, file));
 }
 
 int run_export(const ExportFlags& f) {
@@ -62,6 +65,21 @@ int run_export(const ExportFlags& f) {
     }
     return kExitOk;
   }
+  if (f.format == "torchtitan") {
+    const std::string config = torchtitan_config(pf, f.plan_file);
+    const std::string config_path = f.out.empty() ? "job.toml" : f.out;
+    const std::string launch = torchtitan_launch(pf, config_path, f.plan_file);
+    if (f.out.empty()) {
+      std::cout << config;  // the TOML on stdout (pipe it to a file); the launch on stderr
+      std::cerr << "launch: " << launch << "\n";
+      print_lines(std::cerr, torchtitan_placeholders(pf, f.plan_file));
+    } else {
+      write_file(f.out, config);
+      std::cout << "Wrote " << f.out << ". Launch with:\n" << launch << "\n";
+      print_lines(std::cout, torchtitan_placeholders(pf, f.plan_file));
+    }
+    return kExitOk;
+  }
   const std::string launch = megatron_launch(pf, f.plan_file);
   if (f.out.empty()) {
     std::cout << launch << "\n";
@@ -77,13 +95,17 @@ int run_export(const ExportFlags& f) {
 }  // namespace
 
 Command add_export(CLI::App& root) {
-  auto* app = root.add_subcommand("export", "Turn a plan file into a DeepSpeed config or Megatron-LM arguments");
+  auto* app = root.add_subcommand("export",
+                                  "Turn a plan file into a DeepSpeed config, Megatron-LM arguments or a torchtitan config");
   auto f = std::make_shared<ExportFlags>();
-  app->add_option("--format", f->format, "deepspeed (ds_config.json + launch command) or megatron (arguments)")
+  app->add_option("--format", f->format,
+                  "deepspeed (ds_config.json + launch command), megatron (arguments) or torchtitan (job TOML + "
+                  "torchrun launch; the fsdp engine)")
       ->required()
-      ->check(CLI::IsMember({"deepspeed", "megatron"}));
+      ->check(CLI::IsMember({"deepspeed", "megatron", "torchtitan"}));
   app->add_option("plan", f->plan_file, "Plan file (ztune search --out)")->required();
-  app->add_option("--out", f->out, "Write the ds_config.json (deepspeed) or a launch script (megatron) here");
+  app->add_option("--out", f->out,
+                  "Write the ds_config.json (deepspeed), a launch script (megatron) or the job TOML (torchtitan) here");
   return {app, [f] { return run_export(*f); }};
 }
 

@@ -234,6 +234,8 @@ void MainWindow::build_actions() {
                     [this] { export_with_ztune(QStringLiteral("deepspeed")); });
   auto* mg = action(QStringLiteral("Export &Megatron arguments…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E),
                     [this] { export_with_ztune(QStringLiteral("megatron")); });
+  auto* tt = action(QStringLiteral("Export &torchtitan config…"), QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_E),
+                    [this] { export_with_ztune(QStringLiteral("torchtitan")); });
   auto* quit = action(QStringLiteral("&Quit"), QKeySequence::Quit, [this] { close(); });
   auto* zoom_in = action(QStringLiteral("Timeline zoom &in"), QKeySequence(Qt::CTRL | Qt::Key_Plus), [this] { timeline_->zoom(1.5); });
   auto* zoom_out = action(QStringLiteral("Timeline zoom &out"), QKeySequence(Qt::CTRL | Qt::Key_Minus),
@@ -241,7 +243,7 @@ void MainWindow::build_actions() {
   auto* zoom_all = action(QStringLiteral("Whole &iteration"), QKeySequence(Qt::CTRL | Qt::Key_0), [this] { timeline_->reset_zoom(); });
 
   auto* file = menuBar()->addMenu(QStringLiteral("&File"));
-  file->addActions({save, ds, mg});
+  file->addActions({save, ds, mg, tt});
   file->addSeparator();
   file->addAction(quit);
   auto* plan = menuBar()->addMenu(QStringLiteral("&Plan"));
@@ -253,7 +255,7 @@ void MainWindow::build_actions() {
   tools->addSeparator();
   tools->addActions({compare, run, history});
   tools->addSeparator();
-  tools->addActions({save, ds, mg});
+  tools->addActions({save, ds, mg, tt});
 }
 
 void MainWindow::start_search() {
@@ -392,7 +394,9 @@ void MainWindow::export_with_ztune(const QString& format) {
                            QStringLiteral("%1 failed:\n\n%2").arg(exporter_.command_line(), log->trimmed()));
       return;
     }
-    const QString suggested = format == QLatin1String("deepspeed") ? QStringLiteral("ds_config.json") : QStringLiteral("megatron_args.txt");
+    const QString suggested = format == QLatin1String("deepspeed")    ? QStringLiteral("ds_config.json")
+                              : format == QLatin1String("torchtitan") ? QStringLiteral("job.toml")
+                                                                      : QStringLiteral("megatron_args.txt");
     const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Save %1 export").arg(format), suggested);
     if (path.isEmpty()) return;
     QFile out(path);

@@ -644,3 +644,61 @@ TEST_CASE("export of hybrid sharding: DeepSpeed MiCS' mics_shard_size, refused f
   p.dp_shard = 0;
   CHECK_FALSE(deepspeed_config(pf, "hsdp.json")["zero_optimization"].contains("mics_shard_size"));
 }
+
+// torchtitan's job TOML (the fsdp engine): the degrees multiply to the plan's
+// devices as torchtitan's ParallelDims requires (replicate × shard × cp × tp ×
+// pp = world size), hybrid sharding is replicate × shard, and what torchtitan's
+// Llama 3 trainer cannot run is refused naming the field. Oracle: the plan's
+// own degrees, and torchtitan's flavors (8B: 32 × 4096, 8 KV heads, FFN 14336).
+TEST_CASE("torchtitan export: degrees multiply to the plan's devices, refusals name the field",
+          "[tuner][export][torchtitan]") {
+  using Catch::Matchers::Contains;
+  PlanFile pf;
+  Transformer m = load_transformer("llama-7b");
+  m.layers = 32;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.ffn_hidden = 14336;
+  pf.model = m;
+  pf.cluster = load_cluster("dgx-h100x32");
+  Plan& p = pf.plan;
+  p.dp = 32;
+  p.tp = 2;
+  p.sequence_parallel = true;
+  p.zero_stage = 3;
+  p.dp_shard = 8;
+  p.micro_batch = 2;
+  p.grad_accum = 4;
+  p.global_batch = 256;
+  p.precision = Precision::bf16;
+  p.recompute = Recompute::full;
+  const std::string toml = torchtitan_config(pf, "plan.json");
+  CHECK_THAT(toml, Contains("flavor = \"8B\""));
+  CHECK_THAT(toml, Contains("data_parallel_replicate_degree = 4\n") && Contains("data_parallel_shard_degree = 8\n") &&
+                       Contains("tensor_parallel_degree = 2\n") && Contains("pipeline_parallel_degree = 1\n"));
+  CHECK_THAT(toml, Contains("local_batch_size = 2\n") && Contains("global_batch_size = 256\n"));
+  CHECK_THAT(toml, Contains("fsdp_reshard_after_forward = \"always\"") && Contains("mode = \"full\""));
+  CHECK_THAT(torchtitan_launch(pf, "job.toml", "plan.json"),
+             Contains("--nnodes 8 --nproc_per_node 8") && Contains("-m torchtitan.train --job.config_file job.toml"));
+  // Not one of torchtitan's flavors: written under its name, listed to register.
+  pf.model->layers = 30;
+  CHECK_THAT(torchtitan_config(pf, "plan.json"), Contains("flavor = \"" + m.name + "\""));
+  bool listed = false;
+  for (const auto& line : torchtitan_placeholders(pf, "plan.json")) listed |= line.find("n_layers=30") != std::string::npos;
+  CHECK(listed);
+  pf.model->layers = 32;
+  // Refusals.
+  p.sequence_parallel = false;
+  CHECK_THROWS_WITH(torchtitan_config(pf, "plan.json"), Contains("plan.json: $.plan.sequence_parallel"));
+  p.sequence_parallel = true;
+  p.precision = Precision::fp16;
+  CHECK_THROWS_WITH(torchtitan_config(pf, "plan.json"), Contains("$.plan.precision") && Contains("bf16"));
+  p.precision = Precision::bf16;
+  pf.model = load_transformer("gpt2-1.5b");
+  CHECK_THROWS_WITH(torchtitan_config(pf, "plan.json"), Contains("$.model.activation") && Contains("Llama 3"));
+  pf.model = m;
+  p.zero_stage = 1;  // FSDP has no ZeRO-1: the engine's own rule
+  p.dp_shard = 0;
+  CHECK_THROWS_WITH(torchtitan_config(pf, "plan.json"), Contains("plan.json") && Contains("ZeRO-1"));
+}

@@ -48,4 +48,17 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
 /// "torchrun --nnodes N --nproc_per_node G pretrain_gpt.py <arguments>".
 std::string megatron_launch(const PlanFile& pf, const std::string& file);
 
+/// torchtitan's job TOML for the plan (the fsdp engine; export_torchtitan.cpp):
+/// [parallelism] degrees (replicate × shard × tp × cp × pp = the plan's
+/// devices), batch sizes, activation checkpointing, precision. Refuses (InputError
+/// naming `file`) what the fsdp engine cannot run, a model that is not Llama
+/// 3's architecture, fp16, tensor parallelism without sequence parallelism, and
+/// ztune's selective recomputation.
+std::string torchtitan_config(const PlanFile& pf, const std::string& file);
+/// "torchrun --nnodes N --nproc_per_node G [rendezvous] -m torchtitan.train --job.config_file <config_path>".
+std::string torchtitan_launch(const PlanFile& pf, const std::string& config_path, const std::string& file);
+/// What the config and launch leave to the user: launch_placeholders' for torchrun,
+/// the tokenizer, the dataset, and a flavor to register when the model is not one.
+std::vector<std::string> torchtitan_placeholders(const PlanFile& pf, const std::string& file);
+
 }  // namespace ztune

@@ -1,0 +1,188 @@
+// `ztune export --format torchtitan`: a plan as torchtitan's job TOML (the
+// JobConfig dataclasses of torchtitan/config/job_config.py; the fields this
+// file writes are checked against that file's field list in
+// tests/tuner/fixtures/torchtitan_job_config_fields.json) and its torchrun
+// launch. torchtitan trains its own Llama 3 model (torchtitan/models/llama3):
+// a model of another architecture is refused, one of Llama's shape that is not
+// a registered flavor is written under its own name, listed as a flavor to
+// register.
+#include <cmath>
+#include <sstream>
+
+#include "ztune/model/input_error.hpp"
+#include "ztune/tuner/export.hpp"
+
+namespace ztune {
+
+namespace {
+
+/// torchtitan's registered Llama 3 flavors (torchtitan/models/llama3/__init__.py):
+/// layers, dim, heads, kv heads and the FFN width its multiple_of and
+/// ffn_dim_multiplier give (8B: 14336, 70B: 28672, 405B: 53248).
+struct Flavor {
+  const char* name;
+  int layers, hidden, heads, kv_heads, ffn_hidden;
+};
+constexpr Flavor kLlama3Flavors[] = {
+    {"8B", 32, 4096, 32, 8, 14336},
+    {"70B", 80, 8192, 64, 8, 28672},
+    {"405B", 126, 16384, 128, 8, 53248},
+};
+
+/// Why torchtitan's Llama 3 cannot be this model ("$.model.field: ..."), or "".
+std::string llama_violation(const Transformer& m) {
+  if (m.activation != Activation::swiglu) return "$.model.activation: torchtitan's Llama 3 MLP is SwiGLU";
+  if (m.norm != NormKind::rmsnorm) return "$.model.norm: torchtitan's Llama 3 normalizes with RMSNorm";
+  if (m.position != PositionEmbedding::rotary) return "$.model.position_embedding: torchtitan's Llama 3 uses RoPE";
+  if (m.bias || m.qkv_bias) return "$.model.bias: torchtitan's Llama 3 linears have no biases";
+  if (m.tied_embeddings) return "$.model.tied_embeddings: torchtitan's Llama 3 has a separate output projection";
+  if (m.parallel_residual) return "$.model.parallel_residual: torchtitan's Llama 3 blocks are sequential";
+  if (m.rotary_fraction != 1.0) return "$.model.rotary_fraction: torchtitan's Llama 3 rotates whole heads";
+  if (m.windowed()) return "$.model.attention_window: torchtitan's Llama 3 attends the whole causal prefix";
+  return "";
+}
+
+const Flavor* flavor_of(const Transformer& m) {
+  for (const auto& f : kLlama3Flavors)
+    if (m.layers == f.layers && m.hidden == f.hidden && m.heads == f.heads && m.kv_heads == f.kv_heads &&
+        m.ffn_hidden == f.ffn_hidden)
+      return &f;
+  return nullptr;
+}
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+const char* schedule_name(Schedule s) {
+  switch (s) {
+    case Schedule::gpipe: return "GPipe";
+    case Schedule::one_f_one_b: return "1F1B";
+    case Schedule::interleaved: return "Interleaved1F1B";
+  }
+  return "1F1B";
+}
+
+}  // namespace
+
+std::string torchtitan_config(const PlanFile& pf, const std::string& file) {
+  const Plan& p = pf.plan;
+  require_engine_can_run(p, Engine::fsdp, file);
+  if (!pf.model)
+    throw InputError(file + ": $.model: the plan file carries no model; torchtitan's config names the model it "
+                            "trains (write the plan with ztune search --out or ztune predict)");
+  const Transformer& m = *pf.model;
+  if (const std::string why = llama_violation(m); !why.empty())
+    throw InputError(file + ": " + why + "; torchtitan's trainer runs its Llama 3 model only (wrap another "
+                                          "model with PyTorch FSDP yourself, or export to deepspeed)");
+  if (p.precision == Precision::fp16)
+    throw InputError(file + ": $.plan.precision: torchtitan trains in bf16 or fp32 (training.mixed_precision_param), "
+                            "not fp16; expected \"bf16\"");
+  if (p.tp > 1 && !p.sequence_parallel)
+    throw InputError(file + ": $.plan.sequence_parallel: torchtitan's tensor parallelism always shards the norms "
+                            "over the sequence (SequenceParallel); expected sequence_parallel true with tp " +
+                     std::to_string(p.tp));
+  if (p.recompute == Recompute::selective && !fused_attention(p.attention))
+    throw InputError(file + ": $.plan.recompute: ztune's selective recomputation is Korthikanti's attention-core "
+                            "recomputation; torchtitan's selective checkpointing is op- or layer-level: expected "
+                            "\"none\" or \"full\", or flash attention (whose recomputation is in the kernel)");
+
+  const Flavor* flavor = flavor_of(m);
+  std::ostringstream o;
+  o << "# torchtitan job config written by ztune export for " << p.summary() << "\n";
+  o << "# (torchtitan/config/job_config.py fields; launch: see the command ztune printed)\n\n";
+  o << "[job]\n";
+  o << "dump_folder = \"./outputs\"\n";
+  o << "description = " << quoted("ztune: " + p.summary()) << "\n\n";
+
+  o << "[model]\n";
+  o << "name = \"llama3\"\n";
+  o << "flavor = " << quoted(flavor ? flavor->name : m.name) << "\n";
+  o << "tokenizer_path = \"./assets/tokenizer/original/tokenizer.model\"\n\n";
+
+  o << "[optimizer]\n";
+  o << "name = \"AdamW\"\n";
+  o << "implementation = \"fused\"\n\n";
+
+  // Per-device batch: one micro-batch, accumulated to global_batch_size
+  // (torchtitan's gradient accumulation = global / (local × dp)); with a
+  // pipeline the local batch holds every pipeline micro-batch.
+  o << "[training]\n";
+  o << "local_batch_size = " << static_cast<long long>(p.micro_batch) * (p.pp > 1 ? p.grad_accum : 1) << "\n";
+  o << "global_batch_size = " << p.global_batch << "\n";
+  o << "seq_len = " << m.seq_len << "\n";
+  if (m.train_tokens > 0) {
+    const double per_step = static_cast<double>(p.global_batch) * m.seq_len;
+    o << "steps = " << static_cast<long long>(std::ceil(m.train_tokens / per_step)) << "\n";
+  }
+  o << "mixed_precision_param = " << (p.precision == Precision::bf16 ? "\"bfloat16\"" : "\"float32\"") << "\n";
+  o << "mixed_precision_reduce = \"float32\"\n";
+  o << "enable_cpu_offload = " << (p.offload_optimizer != OffloadTarget::none ? "true" : "false") << "\n";
+  o << "dataset = \"c4\"\n\n";
+
+  // ZeRO-0: DDP (replicate); ZeRO-2: FSDP2 without resharding after forward;
+  // ZeRO-3: FSDP2 resharding after forward; hybrid: HSDP, sharded in groups
+  // of dp_shard, replicated across them.
+  const int dp = p.dp;
+  const int shard = p.zero_stage == 0 ? 1 : (p.hybrid_sharded() ? p.dp_shard : dp);
+  const int replicate = dp / shard;
+  o << "[parallelism]\n";
+  o << "data_parallel_replicate_degree = " << replicate << "\n";
+  o << "data_parallel_shard_degree = " << shard << "\n";
+  if (p.zero_stage >= 2) o << "fsdp_reshard_after_forward = " << (p.zero_stage == 2 ? "\"never\"" : "\"always\"") << "\n";
+  o << "tensor_parallel_degree = " << p.tp << "\n";
+  o << "context_parallel_degree = " << p.cp << "\n";
+  o << "pipeline_parallel_degree = " << p.pp << "\n";
+  if (p.pp > 1) {
+    o << "pipeline_parallel_schedule = \"" << schedule_name(p.schedule) << "\"\n";
+    o << "pipeline_parallel_microbatch_size = " << p.micro_batch << "\n";
+    // The stages' first layers as split points ("layers.N"): pp × v stages.
+    const int stages = p.pp * std::max(1, p.virtual_stages);
+    o << "pipeline_parallel_split_points = [";
+    int begin = 0;
+    for (int s = 0; s + 1 < stages; ++s) {
+      begin += p.virtual_stages > 1 ? m.layers / stages : stage_layer_count(p, m.layers, s);
+      o << (s ? ", " : "") << "\"layers." << begin << "\"";
+    }
+    o << "]\n";
+  }
+  o << "\n[activation_checkpoint]\n";
+  o << "mode = \"" << (p.recompute == Recompute::full ? "full" : "none") << "\"\n\n";
+
+  o << "[checkpoint]\n";
+  o << "enable_checkpoint = false\n";
+  return o.str();
+}
+
+std::string torchtitan_launch(const PlanFile& pf, const std::string& config_path, const std::string& file) {
+  const auto [nodes, per_node] = launch_shape(pf, file);
+  const std::string rdzv = nodes > 1 ? " --rdzv_backend c10d --rdzv_endpoint $MASTER_ADDR:29500 --rdzv_id ztune" : "";
+  return "torchrun --nnodes " + std::to_string(nodes) + " --nproc_per_node " + std::to_string(per_node) + rdzv +
+         " -m torchtitan.train --job.config_file " + config_path;
+}
+
+std::vector<std::string> torchtitan_placeholders(const PlanFile& pf, const std::string& file) {
+  auto out = launch_placeholders(pf, Engine::fsdp, file);
+  out.push_back("model.tokenizer_path: torchtitan's Llama 3 tokenizer (scripts/download_hf_assets.py or "
+                "download_tokenizer.py puts it under ./assets)");
+  out.push_back("training.dataset: \"c4\" streams allenai/c4 from the Hugging Face hub; set dataset_path for a "
+                "local copy");
+  if (pf.model && !flavor_of(*pf.model)) {
+    const Transformer& m = *pf.model;
+    std::ostringstream f;
+    f << "model.flavor \"" << m.name << "\": not one of torchtitan's Llama 3 flavors (8B, 70B, 405B); register it in "
+      << "torchtitan/models/llama3/__init__.py as TransformerModelArgs(dim=" << m.hidden << ", n_layers=" << m.layers
+      << ", n_heads=" << m.heads << ", n_kv_heads=" << m.kv_heads << ", vocab_size=" << m.vocab
+      << ", rope_theta=" << m.rope_theta << ", norm_eps=" << m.norm_eps << ") with multiple_of and "
+      << "ffn_dim_multiplier giving an FFN of " << m.ffn_hidden;
+    out.push_back(f.str());
+  }
+  return out;
+}
+
+}  // namespace ztune
