@@ -235,6 +235,42 @@ TEST_CASE("when nothing fits the hints name more GPUs with numbers", "[tuner][se
   CHECK(more_gpus);
 }
 
+TEST_CASE("pinned tp and pp: the GPU-count hints find the counts their layouts need", "[tuner][search]") {
+  // Llama 2 70B (80 layers, global batch 1024) with tp 8 × pp 5 = 40 on 32
+  // DGX H100 (256 GPUs): 40 never divides 256 · 2^k, so doubling the nodes
+  // finds nothing. A layout needs 40 · dp GPUs with dp dividing 1024: the
+  // largest below 256 is 160 (dp 4), the smallest above is 320 (dp 8, 40
+  // nodes); the searches at those counts fit.
+  const Transformer m = load_transformer("llama-70b");
+  const Cluster c = load_cluster("dgx-h100x32");
+  SearchOptions o;
+  o.space.engine = Engine::megatron;
+  o.space.tp = 8;
+  o.space.pp = 5;
+  const auto hw = default_profile_for(c);
+  const auto r = run_search(m, c, hw, o);
+  REQUIRE(r.evaluated == 0);
+  bool fewer = false, more = false;
+  for (const auto& h : explain_infeasible(m, c, hw, o, r)) {
+    if (h.change == "fewer GPUs") {
+      fewer = true;
+      CHECK(h.fits);
+      CHECK_THAT(h.detail, Catch::Matchers::StartsWith("with --gpus 160 (of the cluster's 256)"));
+    }
+    if (h.change == "more GPUs") {
+      more = true;
+      CHECK(h.fits);
+      CHECK_THAT(h.detail, Catch::Matchers::StartsWith("with 320 devices on 40 nodes"));
+    }
+  }
+  CHECK(fewer);
+  CHECK(more);
+  Cluster bigger = c;
+  bigger.nodes = 40;
+  o.space.gpus = 320;
+  CHECK(run_search(m, bigger, hw, o).feasible > 0);
+}
+
 TEST_CASE("when the devices are too many to split, the hints name fewer GPUs that have a plan", "[tuner][search]") {
   // 100B (64 heads, 125 layers, global batch 1024) on 50,000 DGX-2 nodes:
   // 800,000 = 2^8 · 5^5 devices. dp divides 1024 (at most 2^8 of them), tp

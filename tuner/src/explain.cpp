@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <optional>
 
 #include "ztune/model/prediction.hpp"
@@ -214,14 +215,22 @@ std::vector<int> layout_device_counts(const Transformer& m, const Cluster& c, co
   const std::int64_t total = c.total_gpus();
   const std::int64_t batch = o.space.global_batch > 0 ? o.space.global_batch : m.global_batch;
   const int gpn = std::max(1, c.node.gpus);
+  // Pinned degrees (--tp/--pp/--cp) are the only ones a layout may have.
   std::vector<int> tps;
-  for (int t : divisors(m.heads))
-    if (m.kv_heads % t == 0 && (o.space.allow_tp_across_nodes || t <= gpn)) tps.push_back(t);
+  if (o.space.tp) {
+    tps.push_back(*o.space.tp);
+  } else {
+    for (int t : divisors(m.heads))
+      if (m.kv_heads % t == 0 && (o.space.allow_tp_across_nodes || t <= gpn)) tps.push_back(t);
+  }
+  const int pp_lo = o.space.pp.value_or(1);
+  const int pp_hi = o.space.pp.value_or(m.layers);
+  const std::int64_t cp = o.space.cp.value_or(1);
   std::vector<std::int64_t> counts;
   for (int d : divisors(batch))
     for (int t : tps)
-      for (int pp = 1; pp <= m.layers; ++pp) {
-        const std::int64_t n = static_cast<std::int64_t>(d) * t * pp;
+      for (int pp = pp_lo; pp <= pp_hi; ++pp) {
+        const std::int64_t n = static_cast<std::int64_t>(d) * t * pp * cp;
         if (n >= total) break;
         counts.push_back(n);
       }
@@ -311,6 +320,36 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
                        "with " + std::to_string(bigger.nodes) + " nodes (" + std::to_string(bigger.total_gpus()) +
                            " devices) " + std::to_string(s.feasible) + " plans fit" + example(s),
                        true});
+    }
+  }
+  // Pinned model-parallel degrees (--tp/--pp/--cp) need a device count that is
+  // their product times a data-parallel degree dividing the global batch
+  // (tp 8 × pp 9 = 72 is never a divisor of 256 · 2^k): the smallest such
+  // counts above the cluster's, each on the whole nodes it needs.
+  const std::int64_t unit = static_cast<std::int64_t>(o.space.tp.value_or(1)) * o.space.pp.value_or(1) *
+                            o.space.cp.value_or(1);
+  const std::int64_t batch = o.space.global_batch > 0 ? o.space.global_batch : m.global_batch;
+  if (!found && unit > 1 && batch > 0 && c.node.gpus > 0) {
+    int tries = 0;
+    for (std::int64_t dp = 1; dp <= batch && tries < 8 && !found; ++dp) {
+      if (batch % dp != 0) continue;
+      const std::int64_t g = unit * dp;
+      if (g <= c.total_gpus()) continue;
+      const std::int64_t nodes = (g + c.node.gpus - 1) / c.node.gpus;
+      if (nodes > kMaxClusterNodes || g > std::numeric_limits<int>::max()) break;
+      ++tries;
+      bigger.nodes = static_cast<int>(nodes);
+      SearchOptions y = x;
+      y.space.gpus = static_cast<int>(g);
+      auto s = feasibility(m, bigger, hw, y);
+      if (s.feasible > 0) {
+        found = true;
+        hints.push_back({"more GPUs",
+                         "with " + std::to_string(g) + " devices on " + std::to_string(nodes) + " nodes (" +
+                             std::to_string(unit) + " model-parallel × dp " + std::to_string(dp) + ") " +
+                             std::to_string(s.feasible) + " plans fit" + example(s),
+                         true});
+      }
     }
   }
   if (!found)
