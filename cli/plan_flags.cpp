@@ -102,6 +102,9 @@ void PlanFlags::add_to(CLI::App& app) {
                "ZeRO-R CPU checkpointing: with full recomputation, each layer's saved input copied to host memory "
                "after its forward and back before it is recomputed (DeepSpeed activation_checkpointing."
                "cpu_checkpointing, Megatron-DeepSpeed --checkpoint-in-cpu; needs --recompute full)");
+  app.add_flag("--grad-allreduce", grad_allreduce,
+               "ZeRO-1/2 all-reduce each gradient bucket instead of reduce-scattering it to its partition owners "
+               "(DeepSpeed zero_optimization.reduce_scatter false; its ZeRO stage 1 before March 2020)");
   app.add_option("--virtual-stages", virtual_stages, "Model chunks per stage (interleaved 1F1B)")
       ->check(Positive);
   app.add_option("--schedule", schedule, "Pipeline schedule (default 1f1b, interleaved with --virtual-stages)")
@@ -191,6 +194,7 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   p.tp_comm_overlap = tp_comm_overlap;
   p.partition_activations = partition_activations;
   p.cpu_checkpointing = cpu_checkpointing;
+  p.reduce_scatter = !grad_allreduce;
   p.recompute = recompute == "full" ? Recompute::full : recompute == "selective" ? Recompute::selective : Recompute::none;
   if (schedule.empty()) {
     p.schedule = virtual_stages > 1 ? Schedule::interleaved : Schedule::one_f_one_b;

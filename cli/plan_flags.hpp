@@ -48,7 +48,7 @@ struct PlanFlags {
   int dp_shard = 0;  // hybrid sharding: ZeRO-3 inside groups of dp_shard ranks (0: all of dp × cp)
   long long global_batch = 0;
   std::string recompute = "none", schedule, offload_optimizer = "none", offload_params = "none", precision;
-  bool sequence_parallel = false, tp_comm_overlap = false, partition_activations = false, cpu_checkpointing = false, onebit_adam = false,
+  bool sequence_parallel = false, tp_comm_overlap = false, partition_activations = false, cpu_checkpointing = false, grad_allreduce = false, onebit_adam = false,
        zeropp = false, no_overlap = false;
   int freeze_step = 0;
   std::string sparse_attention = "none";

@@ -125,6 +125,9 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (p.partition_activations)
     return "$.plan.partition_activations: ztune's executor keeps every checkpoint whole on each tensor-parallel rank "
            "(no ZeRO-R Pa yet); use sequence_parallel, which splits them, or drop it";
+  if (!p.reduce_scatter)
+    return "$.plan.communication.reduce_scatter: ztune's executor reduce-scatters its ZeRO-1/2 gradients (DeepSpeed's "
+           "all-reduce variant is not implemented); set it true";
   if (p.cpu_checkpointing)
     return "$.plan.cpu_checkpointing: ztune's executor keeps its activation checkpoints in device memory (no "
            "CPU checkpointing); drop it (the same plan trains with its checkpoints on the device)";

@@ -662,12 +662,15 @@ DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, c
       d.bytes_per_step = gbytes;
       break;
     case 1:
-      d.per_step_s = d.buckets * per_bucket_rs;
+      // reduce_scatter false: each bucket all-reduced whole (DeepSpeed's
+      // stage 1 before March 2020, 1.5× data parallelism's traffic with the
+      // parameters' all-gather).
+      d.per_step_s = d.buckets * (p.reduce_scatter ? per_bucket_rs : per_bucket_ar);
       d.param_allgather_s = param_ag;
       d.bytes_per_step = gbytes + pbytes;
       break;
     case 2:
-      d.per_microbatch_s = d.buckets * per_bucket_rs;
+      d.per_microbatch_s = d.buckets * (p.reduce_scatter ? per_bucket_rs : per_bucket_ar);
       d.bytes_per_microbatch = gbytes;
       d.param_allgather_s = param_ag;
       d.bytes_per_step = gbytes * p.grad_accum + pbytes;

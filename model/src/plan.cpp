@@ -90,6 +90,7 @@ std::string Plan::summary() const {
   if (offload_params != OffloadTarget::none) os << " par→" << to_string(offload_params);
   os << " mb" << micro_batch << "×" << grad_accum << " " << to_string(recompute);
   if (sequence_parallel) os << (tp_comm_overlap ? " sp+overlap" : " sp");
+  if (!reduce_scatter) os << " grad-allreduce";
   if (partition_activations) os << " pa";
   if (cpu_checkpointing) os << " ckpt→cpu";
   if (pp > 1) os << " " << to_string(schedule);
@@ -254,6 +255,8 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
     p.param_persistence_threshold = c.number("param_persistence_threshold", 0, kMaxElems);
     // Added with tensor-parallel communication overlap: absent means off.
     p.tp_comm_overlap = c.optional_boolean("tp_comm_overlap").value_or(false);
+    // Added with DeepSpeed's reduce_scatter switch: absent means reduce-scatter.
+    p.reduce_scatter = c.optional_boolean("reduce_scatter").value_or(true);
     c.finish();
   }
   {
@@ -342,6 +345,7 @@ nlohmann::json plan_to_json(const Plan& p) {
   if (p.ulysses > 1) j["ulysses"] = p.ulysses;  // and one without Ulysses
   if (p.dp_shard > 0) j["dp_shard"] = p.dp_shard;  // and one without hybrid sharding
   if (p.tp_comm_overlap) j["communication"]["tp_comm_overlap"] = true;  // and one without TP overlap
+  if (!p.reduce_scatter) j["communication"]["reduce_scatter"] = false;  // and one that reduce-scatters
   return j;
 }
 
@@ -515,6 +519,9 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
       return "$.partition_activations: sequence parallelism already splits the checkpoints over the tp ranks; use one "
              "or the other";
   }
+  if (!p.reduce_scatter && (p.zero_stage < 1 || p.zero_stage > 2))
+    return "$.communication.reduce_scatter: chooses how ZeRO-1/2 reduce gradients to their partitions (false: an "
+           "all-reduce); zero_stage " + s(p.zero_stage) + " has no such choice (expected reduce_scatter true)";
   if (p.cpu_checkpointing && p.recompute != Recompute::full)
     return "$.cpu_checkpointing: offloads the checkpoints of full recomputation to the host; needs recompute \"full\", "
            "got \"" + to_string(p.recompute) + "\"";

@@ -131,11 +131,14 @@ std::vector<SourceSpec> read_spec(const std::string& path) {
           if (auto mb = row.optional_integer("micro_batch", 1, 1 << 20)) x.micro_batch = static_cast<int>(*mb);
           x.global_batch = row.optional_integer("global_batch", 1, std::int64_t{1} << 40);
           x.tp_comm_overlap = row.optional_boolean("tp_comm_overlap");
+          x.reduce_scatter = row.optional_boolean("reduce_scatter");
           if (row.has("attention"))
             x.attention = attention_kernel_of(row.choice("attention", kAttentionKernelNames));
           x.why = row.string("why");
-          if (!x.micro_batch && !x.global_batch && !x.tp_comm_overlap && !x.attention)
-            throw row.error("why", "expected micro_batch, global_batch, tp_comm_overlap or attention beside the reason");
+          if (!x.micro_batch && !x.global_batch && !x.tp_comm_overlap && !x.attention && !x.reduce_scatter)
+            throw row.error("why",
+                            "expected micro_batch, global_batch, tp_comm_overlap, attention or reduce_scatter beside "
+                            "the reason");
           row.finish();
           spec.assumed.emplace(id, x);
         }

@@ -296,6 +296,7 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
       p.tp_comm_overlap = contains(notes, "ub_tp_comm_overlap") && !contains(notes, "ub_tp_comm_overlap=false");
     }
     if (stated && stated->tp_comm_overlap) p.tp_comm_overlap = *stated->tp_comm_overlap;
+    if (stated && stated->reduce_scatter) p.reduce_scatter = *stated->reduce_scatter;
 
     const Cluster& base = ctx.cluster((fs::path(dir) / *cluster_path).string());
     const Cluster c = sized(base, *gpus);

@@ -37,6 +37,7 @@ struct SourceSpec {
     std::optional<int> micro_batch;
     std::optional<std::int64_t> global_batch;
     std::optional<bool> tp_comm_overlap;  // the run's TP overlap, where its notes are silent
+    std::optional<bool> reduce_scatter;   // how its ZeRO-1/2 reduced gradients, where the row is silent
     std::optional<AttentionKernel> attention;  // the run's attention kernel, where the row does not name it
     std::string why;
   };

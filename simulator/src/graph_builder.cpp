@@ -537,7 +537,9 @@ class Builder {
     const double bytes = elems * costs_.grad_bytes_per_param();
     OpId reduced = kNone;
     if (plan_.dp_cp() > 1 && !onebit()) {
-      const auto kind = plan_.zero_stage == 0 ? DpCollective::all_reduce : DpCollective::reduce_scatter;
+      const auto kind = plan_.zero_stage == 0 || (plan_.zero_stage <= 2 && !plan_.reduce_scatter)
+                            ? DpCollective::all_reduce
+                            : DpCollective::reduce_scatter;
       const double t = plan_.zero_stage == 3 ? costs_.zero3_reduce_s(bytes) : costs_.dp_collective_s(kind, bytes);
       const bool hybrid = plan_.zero_stage == 3 && plan_.hybrid_sharded();
       Op op = make(OpKind::dp_reduce, s, hybrid ? level(where_.shard_crosses_nodes) : dp_level(), t);

@@ -155,6 +155,21 @@ TEST_CASE("CPU checkpointing: optional in the file, round-trip, needs full recom
              Contains("$.cpu_checkpointing") && Contains("CPU cluster"));
 }
 
+TEST_CASE("gradient all-reduce (reduce_scatter false): optional in the file, round-trip, ZeRO-1/2 only", "[plan][zero]") {
+  ztune::Plan p;
+  p.zero_stage = 1;
+  p.reduce_scatter = false;
+  auto j = ztune::plan_to_json(p);
+  CHECK(j["communication"]["reduce_scatter"] == false);
+  CHECK_FALSE(ztune::plan_from_json(j, "p.json").reduce_scatter);
+  CHECK_THAT(p.summary(), Contains(" grad-allreduce"));
+  j["communication"].erase("reduce_scatter");
+  CHECK(ztune::plan_from_json(j, "p.json").reduce_scatter);
+  CHECK_FALSE(ztune::plan_to_json(ztune::Plan{})["communication"].contains("reduce_scatter"));
+  j["communication"]["reduce_scatter"] = "no";
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.communication.reduce_scatter"));
+}
+
 TEST_CASE("TP communication overlap: optional in the file, round-trip, needs sequence parallelism", "[plan][tp_overlap]") {
   ztune::Plan p;
   p.tp = 8; p.sequence_parallel = true; p.tp_comm_overlap = true;

@@ -279,6 +279,39 @@ TEST_CASE("stage 0/1 reduce once per step, stage 2/3 reduce-scatter every micro-
   CHECK(z.bytes_per_pass * 2 + dp_sync_cost(m, p, c, hw).bytes_per_microbatch == Approx(3 * psi2));
 }
 
+// DeepSpeed's reduce_scatter false (its ZeRO stage 1 before March 2020): each
+// gradient bucket all-reduced whole. Oracle: nccl-tests' bus factors, 2(n−1)/n
+// for the all-reduce against (n−1)/n for the reduce-scatter, over the same
+// busbw: the bandwidth term doubles, the latency term goes from n−1 ring steps
+// to the all-reduce's (ring or tree, the fewer).
+TEST_CASE("ZeRO-1/2 with reduce_scatter false all-reduce their buckets: twice the bandwidth term", "[time][zero]") {
+  const Transformer m = gpt(16, 2048, 16, 1024, 50304);
+  Cluster c = a100(2);
+  c.intra_node.latency_us = c.inter_node.latency_us = 0;  // the bandwidth terms alone
+  HardwareProfile hw = profile();
+  hw.intra_node.base_latency_s = hw.inter_node.base_latency_s = 0;
+  Plan p;
+  p.dp = 16;
+  p.micro_batch = 1;
+  p.grad_accum = 4;
+  p.global_batch = 64;
+  for (int stage : {1, 2}) {
+    p.zero_stage = stage;
+    p.reduce_scatter = true;
+    const DpSyncCost rs = dp_sync_cost(m, p, c, hw);
+    p.reduce_scatter = false;
+    const DpSyncCost ar = dp_sync_cost(m, p, c, hw);
+    INFO("stage " << stage);
+    const double rs_s = stage == 1 ? rs.per_step_s : rs.per_microbatch_s;
+    const double ar_s = stage == 1 ? ar.per_step_s : ar.per_microbatch_s;
+    CHECK(ar_s == Approx(2 * rs_s));
+    CHECK(ar.param_allgather_s == Approx(rs.param_allgather_s));  // the parameters' all-gather is unchanged
+    CHECK_FALSE(check_plan(p, m, c).has_value());
+  }
+  p.zero_stage = 3;
+  CHECK_THAT(*check_plan(p, m, c), Catch::Matchers::Contains("$.communication.reduce_scatter"));
+}
+
 // Fill and drain cost (p−1)/v stage-times (Narayanan et al. 2021, §2.2), less
 // the one send that the last stage's per-micro-batch time already holds.
 TEST_CASE("bubble: (p−1)/m stage-times for 1F1B, (p−1)/(v·m) interleaved", "[time][pipeline]") {

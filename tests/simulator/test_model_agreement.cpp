@@ -430,3 +430,24 @@ TEST_CASE("cpu checkpointing: simulator and analytical model agree on its copies
   CHECK(simulated.part(TimePart::offload_stall) == Approx(copies).epsilon(0.01));
   CHECK(std::abs(simulated.iteration_s / analytical.iteration_s - 1) < 0.05);
 }
+
+// The all-reduce variant of ZeRO-1's gradient reduction (reduce_scatter
+// false) in the simulator as in the analytical model: the same dp_comm.
+TEST_CASE("ZeRO-1 gradient all-reduce: simulator and analytical model agree", "[simulator][model][zero]") {
+  const auto m = load_transformer("gpt3-175b");
+  auto c = load_cluster("dgx-a100-80gbx16");
+  const auto hw = default_profile_for(c);
+  Plan p = pipeline_plan(Schedule::one_f_one_b, Recompute::full);
+  for (bool rs : {true, false}) {
+    p.reduce_scatter = rs;
+    const auto analytical = predict_time(m, p, c, hw);
+    const auto simulated = sim::simulate(m, p, c, hw);
+    INFO("reduce_scatter " << rs << ": analytical " << analytical.iteration_s << " s, simulated "
+                           << simulated.iteration_s << " s");
+    CHECK(std::abs(simulated.iteration_s / analytical.iteration_s - 1) < 0.02);
+    CHECK(simulated.part(TimePart::dp_comm) == Approx(analytical.part(TimePart::dp_comm)).epsilon(0.05));
+  }
+  Plan q = p;
+  q.reduce_scatter = true;
+  CHECK(predict_time(m, p, c, hw).part(TimePart::dp_comm) > predict_time(m, q, c, hw).part(TimePart::dp_comm));
+}

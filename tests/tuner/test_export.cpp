@@ -702,3 +702,25 @@ TEST_CASE("torchtitan export: degrees multiply to the plan's devices, refusals n
   p.dp_shard = 0;
   CHECK_THROWS_WITH(torchtitan_config(pf, "plan.json"), Contains("plan.json") && Contains("ZeRO-1"));
 }
+
+// DeepSpeed's zero_optimization.reduce_scatter as the plan says; the engines
+// whose ZeRO reduce-scatters refuse the all-reduce variant.
+TEST_CASE("gradient all-reduce exports as DeepSpeed's reduce_scatter false, the other engines refuse it",
+          "[tuner][export][zero]") {
+  PlanFile pf;
+  pf.model = test::korthikanti_model(24, 2048, 16, 64);
+  pf.cluster = load_cluster("dgx-a100-80gb");
+  Plan& p = pf.plan;
+  p.dp = 8;
+  p.zero_stage = 1;
+  p.micro_batch = 4;
+  p.global_batch = 32;
+  CHECK(deepspeed_config(pf, "plan.json")["zero_optimization"]["reduce_scatter"] == true);
+  p.reduce_scatter = false;
+  CHECK(deepspeed_config(pf, "plan.json")["zero_optimization"]["reduce_scatter"] == false);
+  CHECK_FALSE(engine_violation(p, Engine::deepspeed).has_value());
+  CHECK(*engine_violation(p, Engine::megatron) == EngineRule::mg_grad_allreduce);
+  CHECK(*engine_violation(p, Engine::ztune) == EngineRule::zt_grad_allreduce);
+  p.zero_stage = 2;
+  CHECK(*engine_violation(p, Engine::fsdp) == EngineRule::fs_grad_allreduce);
+}

@@ -114,6 +114,15 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"ztune: no CPU checkpointing",
      "ztune's executor keeps its activation checkpoints in device memory; CPU checkpointing is DeepSpeed's "
      "(activation_checkpointing.cpu_checkpointing): use --engine deepspeed, or drop cpu_checkpointing"},
+    {"megatron: gradients reduce-scattered",
+     "Megatron-LM's distributed optimizer (ZeRO-1) reduce-scatters its gradients; all-reducing them is DeepSpeed's "
+     "zero_optimization.reduce_scatter false: expected reduce_scatter true"},
+    {"fsdp: gradients reduce-scattered",
+     "PyTorch FSDP reduce-scatters its sharded gradients; all-reducing them is DeepSpeed's "
+     "zero_optimization.reduce_scatter false: expected reduce_scatter true"},
+    {"ztune: gradients reduce-scattered",
+     "ztune's executor reduce-scatters its ZeRO-1/2 gradients; all-reducing them is DeepSpeed's "
+     "zero_optimization.reduce_scatter false: use --engine deepspeed, or expected reduce_scatter true"},
 }};
 
 }  // namespace
@@ -129,6 +138,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.tp_comm_overlap) return EngineRule::zt_tp_comm_overlap;
       if (p.attention == AttentionKernel::eager) return EngineRule::zt_eager_attention;
       if (p.cpu_checkpointing) return EngineRule::zt_cpu_checkpointing;
+      if (!p.reduce_scatter) return EngineRule::zt_grad_allreduce;
       return std::nullopt;
     case Engine::deepspeed:
       if (p.pp > 1 && p.zero_stage > 1) return EngineRule::ds_pipeline_zero;
@@ -158,6 +168,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.cp > 1 && !fused_attention(p.attention)) return EngineRule::mg_cp_attention;
       if (p.ulysses > 1) return EngineRule::mg_ulysses;
       if (p.cpu_checkpointing) return EngineRule::mg_cpu_checkpointing;
+      if (!p.reduce_scatter) return EngineRule::mg_grad_allreduce;
       return std::nullopt;
     case Engine::fsdp:
       if (p.zero_stage == 1) return EngineRule::fs_zero1;
@@ -173,6 +184,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.tp_comm_overlap) return EngineRule::fs_tp_comm_overlap;
       if (p.attention == AttentionKernel::eager) return EngineRule::fs_eager_attention;
       if (p.cpu_checkpointing) return EngineRule::fs_cpu_checkpointing;
+      if (!p.reduce_scatter) return EngineRule::fs_grad_allreduce;
       return std::nullopt;
   }
   return std::nullopt;

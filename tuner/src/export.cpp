@@ -252,7 +252,7 @@ nlohmann::json deepspeed_config(const PlanFile& pf, const std::string& file) {
   if (p.zero_stage >= 1) {
     zero["overlap_comm"] = p.overlap_comm;
     zero["contiguous_gradients"] = true;
-    zero["reduce_scatter"] = true;
+    zero["reduce_scatter"] = p.reduce_scatter;
     zero["reduce_bucket_size"] = elems(p.reduce_bucket_elems, "reduce_bucket_elems", file);
     zero["allgather_partitions"] = true;
     zero["allgather_bucket_size"] = elems(p.allgather_bucket_elems, "allgather_bucket_elems", file);

@@ -121,6 +121,14 @@ struct Plan {
   /// Large Deep Learning Models", ASPLOS). Needs tp >= 2 and sequence_parallel.
   /// Plan file: communication.tp_comm_overlap, written only when true.
   bool tp_comm_overlap = false;
+  /// ZeRO-1/2 reduce each gradient bucket to its partition owners with a
+  /// reduce-scatter (DeepSpeed zero_optimization.reduce_scatter, the default).
+  /// false: an all-reduce of the whole bucket, twice the traffic: DeepSpeed's
+  /// ZeRO stage 1 before the 2020-03-13 update ("ZeRO stage 1 with reduced
+  /// communication": 1.5× data parallelism's volume, all-reduce at the end of
+  /// backward, then the parameters' all-gather). Plan file:
+  /// communication.reduce_scatter, written only when false.
+  bool reduce_scatter = true;
   // DeepSpeed's bucket knobs, in elements (its defaults).
   double reduce_bucket_elems = 5e8;
   double allgather_bucket_elems = 5e8;

@@ -62,6 +62,9 @@ enum class EngineRule : std::uint8_t {
   mg_cpu_checkpointing,    // no ZeRO-R CPU checkpointing (checkpoints stay on the GPU)
   fs_cpu_checkpointing,    // torchtitan keeps its checkpoints on the GPU
   zt_cpu_checkpointing,    // ztune's executor keeps its checkpoints in device memory
+  mg_grad_allreduce,       // the distributed optimizer reduce-scatters its gradients
+  fs_grad_allreduce,       // FSDP reduce-scatters its gradients
+  zt_grad_allreduce,       // ztune's executor reduce-scatters its ZeRO-1/2 gradients
   count
 };
 
