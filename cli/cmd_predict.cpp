@@ -127,34 +127,12 @@ nlohmann::json features_json(const PredictInputs& in) {
   return f;
 }
 
-/// For a plan that does not fit: single changes on the same GPUs, with what
-/// each needs and its throughput when it fits (tuner/explain.hpp).
-/// Last, the search's best plan on the same number of GPUs (memory prune and
-/// analytical rank only).
+/// For a plan that does not fit: single changes on the same GPUs, then the
+/// search's best plan on them (tuner/explain.hpp predict_fit_hints).
 std::vector<FitHint> fit_hints(const PredictInputs& in, const MemoryPrediction& mp) {
-  if (mp.fits()) return {};
   SearchOptions o;
   o.memory = in.memory;
-  std::vector<FitHint> hints = plan_fit_hints(in.model, in.cluster, in.profile, o, in.plan);
-  o.space.gpus = in.plan.gpus();
-  o.space.global_batch = in.plan.global_batch;
-  o.top = 1;
-  o.simulate_enabled = false;
-  o.closest = 0;
-  const SearchResult r = run_search(in.model, in.cluster, in.profile, o);
-  FitHint best;
-  best.change = "the search's best plan on these " + std::to_string(in.plan.gpus()) + " GPUs";
-  if (r.plans.empty()) {
-    best.detail = "none of " + std::to_string(r.space) + " plans fits (ztune search --gpus " +
-                  std::to_string(in.plan.gpus()) + " --explain says what would)";
-  } else {
-    const Candidate& c = r.plans.front();
-    best.fits = true;
-    best.tokens_per_s = c.prediction.time.tokens_per_s;
-    best.detail = c.plan.summary() + " needs " + describe_memory(c.prediction.memory) + ": fits";
-  }
-  hints.push_back(best);
-  return hints;
+  return predict_fit_hints(in.model, in.cluster, in.profile, o, in.plan, mp);
 }
 
 nlohmann::json fit_hints_json(const std::vector<FitHint>& hints) {

@@ -86,22 +86,18 @@ void PlannerWorker::scaling(const ResolvedInputs& inputs, const QList<int>& gpu_
       return;
     }
     SearchOptions o = inputs.options;
-    o.space.gpus = n;
-    o.top = 1;
-    o.closest = 0;
-    o.simulate_enabled = false;
     o.stop = &stop_;
     ScalingPoint pt;
     pt.tag = tag;
     pt.gpus = n;
     try {
-      const SearchResult r = run_search(inputs.model, inputs.cluster, inputs.profile, o);
+      const BestOnDevices r = best_plan_on(inputs.model, inputs.cluster, inputs.profile, o, n);
       if (r.interrupted) {
         emit scalingFinished(true);
         return;
       }
-      if (!r.plans.empty()) {
-        const auto& best = r.plans.front();
+      if (r.best) {
+        const Candidate& best = *r.best;
         pt.feasible = true;
         pt.tokens_per_s = best.time().tokens_per_s;
         pt.mfu = best.time().mfu;

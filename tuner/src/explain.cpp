@@ -244,6 +244,42 @@ std::vector<int> layout_device_counts(const Transformer& m, const Cluster& c, co
 
 }  // namespace
 
+BestOnDevices best_plan_on(const Transformer& m, const Cluster& c, const HardwareProfile& hw, SearchOptions o,
+                           int gpus) {
+  o.space.gpus = gpus;
+  o.space.min_gpus = o.space.max_gpus = 0;
+  o.top = 1;
+  o.closest = 0;
+  o.simulate_enabled = false;
+  const SearchResult r = run_search(m, c, hw, o);
+  BestOnDevices b;
+  b.space = r.space;
+  b.interrupted = r.interrupted;
+  if (!r.plans.empty()) b.best = r.plans.front();
+  return b;
+}
+
+std::vector<FitHint> predict_fit_hints(const Transformer& m, const Cluster& c, const HardwareProfile& hw,
+                                       const SearchOptions& o, const Plan& plan, const MemoryPrediction& mp) {
+  if (mp.fits()) return {};
+  std::vector<FitHint> hints = plan_fit_hints(m, c, hw, o, plan);
+  SearchOptions same = o;
+  same.space.global_batch = plan.global_batch;
+  const BestOnDevices b = best_plan_on(m, c, hw, same, plan.gpus());
+  FitHint best;
+  best.change = "the search's best plan on these " + std::to_string(plan.gpus()) + " GPUs";
+  if (!b.best) {
+    best.detail = "none of " + std::to_string(b.space) + " plans fits (ztune search --gpus " +
+                  std::to_string(plan.gpus()) + " --explain says what would)";
+  } else {
+    best.fits = true;
+    best.tokens_per_s = b.best->prediction.time.tokens_per_s;
+    best.detail = b.best->plan.summary() + " needs " + describe_memory(b.best->prediction.memory) + ": fits";
+  }
+  hints.push_back(best);
+  return hints;
+}
+
 std::optional<FitHint> fewer_gpus_hint(const Transformer& m, const Cluster& c, const HardwareProfile& hw,
                                        const SearchOptions& o) {
   constexpr int kTries = 8;

@@ -31,6 +31,25 @@ struct FitHint {
 std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, const HardwareProfile& hw,
                                     const SearchOptions& o, const Plan& base);
 
+/// The search's best plan on exactly `gpus` devices of `c` (memory prune and
+/// analytical rank, no simulation), the space `o` describes otherwise; empty
+/// when nothing fits there. `space` is how many plans the search counted.
+/// The one "best plan on N GPUs" of predict's last hint and of the planner's
+/// scaling chart. Throws InputError as run_search does (a batch N cannot divide).
+struct BestOnDevices {
+  std::optional<Candidate> best;
+  std::int64_t space = 0;
+  bool interrupted = false;  // o.stop was raised
+};
+BestOnDevices best_plan_on(const Transformer& m, const Cluster& c, const HardwareProfile& hw, SearchOptions o,
+                           int gpus);
+
+/// What `ztune predict` says for a plan that does not fit: plan_fit_hints,
+/// then the search's best plan on the plan's GPUs and global batch. Empty
+/// when the plan fits.
+std::vector<FitHint> predict_fit_hints(const Transformer& m, const Cluster& c, const HardwareProfile& hw,
+                                       const SearchOptions& o, const Plan& plan, const MemoryPrediction& mp);
+
 /// Hints for a search `r` that found nothing feasible (uses r.closest). Runs a
 /// few memory-only searches for the relaxations (fewer GPUs when all of them
 /// cannot be split, fewer_gpus_hint; more GPUs: the node count doubled until
