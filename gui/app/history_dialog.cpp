@@ -1,6 +1,7 @@
 #include "history_dialog.hpp"
 
 #include <exception>
+#include <utility>
 
 #include <QDialogButtonBox>
 #include <QFontDatabase>
@@ -16,8 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ztune/gui/planner_document.hpp"
-#include "ztune/gui/stored_search.hpp"
-#include "ztune/tuner/results_db.hpp"
+#include "ztune/gui/history_store.hpp"
 
 namespace ztune::gui {
 namespace {
@@ -80,11 +80,11 @@ void HistoryDialog::reload() {
     return;
   }
   try {
-    const auto db = ResultsDb::open(doc_->database().toStdString());
-    searches_.set_searches(db.searches(500));
-    runs_.set_runs(db.runs(500));
-    std::vector<std::string> notes;
-    profiles_.set_histories(load_profile_histories(db, notes));
+    HistorySnapshot h = load_history(doc_->database(), 500);
+    searches_.set_searches(std::move(h.searches));
+    runs_.set_runs(std::move(h.runs));
+    const std::vector<std::string> notes = std::move(h.notes);
+    profiles_.set_histories(std::move(h.profiles));
     QString text = QStringLiteral("%1 — %2 searches, %3 runs, %4 profile rows")
                        .arg(doc_->database())
                        .arg(searches_.rowCount())
@@ -102,13 +102,12 @@ void HistoryDialog::open_selected_search() {
   if (!idx.isValid()) return;
   const auto id = idx.data(SearchHistoryModel::IdRole).toLongLong();
   try {
-    const auto db = ResultsDb::open(doc_->database().toStdString());
-    const auto stored = db.search(id);
-    if (!stored) {
+    auto outcome = reopen_search(doc_->database(), id);
+    if (!outcome) {
       status_->setText(QStringLiteral("search %1 is no longer in the database").arg(id));
       return;
     }
-    doc_->set_outcome(outcome_from_stored_search(*stored));
+    doc_->set_outcome(std::move(*outcome));
     accept();
   } catch (const std::exception& e) {
     status_->setText(QString::fromStdString(e.what()));
@@ -119,8 +118,7 @@ void HistoryDialog::show_selected_run() {
   const QModelIndex idx = run_view_->currentIndex();
   if (!idx.isValid()) return;
   try {
-    const auto db = ResultsDb::open(doc_->database().toStdString());
-    const auto run = db.run(idx.data(RunHistoryModel::IdRole).toLongLong());
+    const auto run = stored_run(doc_->database(), idx.data(RunHistoryModel::IdRole).toLongLong());
     run_detail_->setPlainText(run ? QString::fromStdString(run->dump(2)) : QStringLiteral("(gone)"));
   } catch (const std::exception& e) {
     run_detail_->setPlainText(QString::fromStdString(e.what()));

@@ -37,7 +37,6 @@
 #include "scaling_chart.hpp"
 #include "time_chart.hpp"
 #include "timeline_widget.hpp"
-#include "ztune/model/accuracy.hpp"
 #include "ztune/gui/labels.hpp"
 #include "ztune/gui/units.hpp"
 #include "ztune/tuner/explain.hpp"
@@ -304,7 +303,7 @@ void MainWindow::on_search_finished() {
     report += QStringLiteral("</ul>");
   }
   // The error of the same cost model against published runs on this GPU (ztune validate).
-  const Accuracy acc = accuracy_for(out.inputs.cluster, to_string(out.inputs.options.space.engine));
+  const Accuracy& acc = out.accuracy;  // computed with the search, on the worker thread
   if (!acc.sources.empty()) {
     report += QStringLiteral("<b>Accuracy on %1</b> (published runs)<table cellspacing=2>")
                   .arg(QString::fromStdString(acc.family));

@@ -67,6 +67,7 @@ void PlannerWorker::search(const SearchInputs& inputs) {
     out.fit_hints =
         explain_infeasible(out.inputs.model, out.inputs.cluster, out.inputs.profile, out.inputs.options, out.result);
   }
+  out.accuracy = accuracy_for(out.inputs.cluster, to_string(out.inputs.options.space.engine));
   if (!db_path_.isEmpty()) {
     try {
       auto db = ResultsDb::open(db_path_.toStdString());

@@ -46,6 +46,12 @@ TEST_CASE("a search runs on the worker thread and arrives here as a value", "[gu
   REQUIRE_FALSE(r.plans.empty());
   CHECK(r.plans.size() <= 20);
   CHECK(outcome.inputs.cluster.total_gpus() == 16);
+  // The accuracy the report shows came with the search (the worker ran the
+  // validation suite): V100's published runs, each source with its runs.
+  CHECK(outcome.accuracy.family == "V100");
+  CHECK(outcome.accuracy.problem.empty());
+  REQUIRE_FALSE(outcome.accuracy.sources.empty());
+  for (const auto& s : outcome.accuracy.sources) CHECK(s.cases > 0);
   for (const auto& c : r.plans) {
     CHECK(c.plan.gpus() <= 16);
     CHECK(c.prediction.memory.fits());

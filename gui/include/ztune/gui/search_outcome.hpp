@@ -8,6 +8,7 @@
 
 #include "ztune/gui/search_inputs.hpp"
 #include "ztune/gui/timeline_data.hpp"
+#include "ztune/model/accuracy.hpp"
 #include "ztune/model/plan.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/tuner/explain.hpp"
@@ -21,6 +22,10 @@ struct SearchOutcome {
   std::int64_t db_id = 0;  // id in the results database; 0 when it was not stored
   QString db_note;         // why it was not stored, when it was not
   std::vector<FitHint> fit_hints;  // when nothing fits: what would make a plan fit (ztune search --explain)
+  /// The cost model's error against the published runs of the cluster's GPU
+  /// and the engine (ztune validate), computed on the worker thread: the
+  /// validation suite takes ~0.1 s, too long for the UI thread.
+  Accuracy accuracy;
 };
 
 /// The best plan the search finds for exactly `gpus` devices.
