@@ -62,16 +62,10 @@ struct CalibrateFlags {
 };
 
 std::string calibrate_worker_path() {
-  std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const auto next = self.parent_path() / "ztune-calibrate-worker";
-    if (std::filesystem::exists(next)) return next.string();
-  }
 #ifdef ZTUNE_CALIBRATE_WORKER_PATH
-  return ZTUNE_CALIBRATE_WORKER_PATH;
+  return sibling_program("ztune-calibrate-worker", ZTUNE_CALIBRATE_WORKER_PATH);
 #else
-  return "ztune-calibrate-worker";
+  return sibling_program("ztune-calibrate-worker", nullptr);
 #endif
 }
 

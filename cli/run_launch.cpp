@@ -15,17 +15,21 @@
 
 namespace ztune::cli {
 
-std::string worker_path() {
+std::string sibling_program(const std::string& name, const char* built) {
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    const auto next = self.parent_path() / "ztune-worker";
+    const auto next = self.parent_path() / name;
     if (std::filesystem::exists(next)) return next.string();
   }
+  return built != nullptr ? std::string(built) : name;
+}
+
+std::string worker_path() {
 #ifdef ZTUNE_WORKER_PATH
-  return ZTUNE_WORKER_PATH;
+  return sibling_program("ztune-worker", ZTUNE_WORKER_PATH);
 #else
-  return "ztune-worker";
+  return sibling_program("ztune-worker", nullptr);
 #endif
 }
 

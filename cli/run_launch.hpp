@@ -9,6 +9,10 @@
 
 namespace ztune::cli {
 
+/// The program `name` next to this ztune (/proc/self/exe's folder) when it is
+/// there, else `built` (the build's path of it, when the build gave one), else
+/// `name` for PATH to find.
+std::string sibling_program(const std::string& name, const char* built);
 /// The ztune-worker next to this ztune, or the build's (ZTUNE_WORKER_PATH).
 std::string worker_path();
 /// What one training job of ztune-worker needs, as `ztune run` and `ztune --run` launch it.
