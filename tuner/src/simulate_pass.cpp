@@ -10,8 +10,6 @@
 
 namespace ztune {
 
-bool simulator_available() { return true; }
-
 void simulate_top(const Transformer& m, const Cluster& c, const HardwareProfile& hw, const SearchOptions& o,
                   double tokens, std::vector<Candidate>& plans, PassStats& stats) {
   if (!stats.enabled) return;

@@ -65,7 +65,4 @@ SearchResult run_search(const Transformer& m, const Cluster& c, const HardwarePr
 /// The ranking order of a search with objective `o` (better first; ties by enumeration id).
 [[nodiscard]] bool ranks_before(Objective o, const Candidate& a, const Candidate& b);
 
-/// Whether the simulate pass can run in this build (the simulator library is linked).
-[[nodiscard]] bool simulator_available();
-
 }  // namespace ztune
