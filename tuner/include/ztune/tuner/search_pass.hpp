@@ -1,8 +1,11 @@
 #pragma once
-// Every search pass (rules, memory prune, analytical rank, simulate) runs
-// through run_pass(): it names the pass, skips it when disabled, times it and
-// counts what went in and what came out (STYLE.md #15, after DuckDB's
-// RunOptimizer). Passes work on batches so the clock is read per batch, not per plan.
+// The search passes (rules, memory prune, analytical rank) run through
+// run_pass(): it names the pass, skips it when disabled, times it and counts
+// what went in and what came out (STYLE.md #15, after DuckDB's RunOptimizer).
+// Passes work on batches so the clock is read per batch, not per plan. The
+// simulate pass fills the same PassStats itself (simulate_pass.cpp): it walks
+// the ranked plans in order and stops at the first it cannot simulate, which
+// a batch body cannot say.
 #include <chrono>
 #include <cstdint>
 #include <string>
