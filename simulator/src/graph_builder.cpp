@@ -6,21 +6,24 @@
 #include <limits>
 #include <utility>
 
+#include "ztune/model/op_costs.hpp"
 #include "ztune/model/pipeline_schedule.hpp"
 
 namespace ztune::sim {
 
 Placement placement_of(const Plan& p, const Cluster& c) {
-  // Ranks: tp fastest, then cp, then dp, then pp (Megatron-Core's order;
-  // model/op_costs place_groups uses the same). We simulate the replica with
-  // dp and cp index 0; its gradients reduce over the dp × cp ranks.
+  // The groups where the cost model places them (model/op_costs place_groups:
+  // ranks tp fastest, then cp, then dp, then pp, Megatron-Core's order). We
+  // simulate the replica with dp and cp index 0; its gradients reduce over the
+  // dp × cp ranks. Only the stage boundaries are this file's: which of them
+  // cross a node.
+  const GroupLayout g = place_groups(p, c);
+  Placement w;
+  w.tp_crosses_nodes = g.tp.crosses_nodes();
+  w.dp_crosses_nodes = g.dp.crosses_nodes();
+  w.shard_crosses_nodes = g.shard.crosses_nodes();  // hybrid sharding's groups; dp's without it
   const int per_node = std::max(1, c.node.gpus);
   const int stage_ranks = p.tp * p.dp_cp();
-  Placement w;
-  w.tp_crosses_nodes = p.tp > per_node;
-  w.dp_crosses_nodes = stage_ranks > per_node;
-  // Hybrid sharding: shard groups of dp_shard consecutive weights' dp ranks.
-  w.shard_crosses_nodes = p.tp * p.shard_group() > per_node;
   w.boundary_crosses_nodes.resize(static_cast<std::size_t>(p.pp));
   for (int s = 0; s < p.pp; ++s) {
     const int next = (s + 1) % p.pp;  // the last entry is the interleaved wrap-around p−1 → 0
