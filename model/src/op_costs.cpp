@@ -78,23 +78,27 @@ double bus_factor(Collective k, int n) {
 
 namespace {
 
-double intra_busbw(const Cluster& c, const HardwareProfile& hw) {
-  double eff = c.intra_node.collective_efficiency.value_or(hw.intra_node.busbw_efficiency);
-  return c.intra_node.bandwidth_gbps * 1e9 * eff;
+// The busbw efficiency of each level: the cluster file's measured one, else the profile's.
+double intra_efficiency(const Cluster& c, const HardwareProfile& hw) {
+  return c.intra_node.collective_efficiency.value_or(hw.intra_node.busbw_efficiency);
 }
-double inter_busbw_per_gpu(const Cluster& c, const HardwareProfile& hw) {
-  double eff = c.inter_node.collective_efficiency.value_or(hw.inter_node.busbw_efficiency);
-  return c.inter_node_gbps_per_gpu() * 1e9 * eff;
+double inter_efficiency(const Cluster& c, const HardwareProfile& hw) {
+  return c.inter_node.collective_efficiency.value_or(hw.inter_node.busbw_efficiency);
 }
 
 }  // namespace
 
-double group_bus_bandwidth(const GroupPlacement& g, const Cluster& c, const HardwareProfile& hw) {
-  const double intra = intra_busbw(c, hw);
-  if (!g.crosses_nodes()) return intra;
+double group_link_figure(const GroupPlacement& g, const Cluster& c) {
+  if (!g.crosses_nodes()) return c.intra_node.bandwidth_gbps * 1e9;
   // The node's NICs are shared by the gpus/per_node groups that communicate at
   // once; this group gets per_node GPUs' worth of them (rail-optimised rings).
-  const double inter = inter_busbw_per_gpu(c, hw) * g.per_node;
+  return c.inter_node_gbps_per_gpu() * 1e9 * g.per_node;
+}
+
+double group_bus_bandwidth(const GroupPlacement& g, const Cluster& c, const HardwareProfile& hw) {
+  const double intra = c.intra_node.bandwidth_gbps * 1e9 * intra_efficiency(c, hw);
+  if (!g.crosses_nodes()) return intra;
+  const double inter = group_link_figure(g, c) * inter_efficiency(c, hw);
   return g.per_node > 1 ? std::min(intra, inter) : inter;
 }
 

@@ -38,12 +38,10 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-// The bandwidth figure (bytes/s, before efficiency) op_costs' group_bus_bandwidth
-// divides by for a layout: the intra-node link, or the NICs' share per GPU times
-// the GPUs of the group on one node.
+// The bandwidth figure (bytes/s, before efficiency) of a sample's layout, as
+// the cost model's group_bus_bandwidth scales it (op_costs group_link_figure).
 double layout_figure(const CollectiveSample& s, const Cluster& c) {
-  if (!s.crosses_nodes) return c.intra_node.bandwidth_gbps * 1e9;
-  return c.inter_node_gbps_per_gpu() * 1e9 * s.per_node;
+  return group_link_figure(GroupPlacement{s.ranks, s.crosses_nodes ? s.per_node : s.ranks}, c);
 }
 
 struct Accumulator {

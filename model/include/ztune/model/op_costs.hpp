@@ -73,6 +73,11 @@ struct GroupPlacement {
 /// node's NIC bandwidth shared by the gpus/per_node groups that use it at once
 /// (every GPU of a node is in one such group), × efficiency.
 [[nodiscard]] double group_bus_bandwidth(const GroupPlacement& g, const Cluster& c, const HardwareProfile& hw);
+/// The link figure (bytes/s, before any efficiency) of group `g`'s level: the
+/// intra-node link, or across nodes the NICs' share per GPU times the group's
+/// GPUs on one node. What group_bus_bandwidth scales by the level's busbw
+/// efficiency, and what the calibration fit divides measured bytes by.
+[[nodiscard]] double group_link_figure(const GroupPlacement& g, const Cluster& c);
 /// Per-step latency α (seconds) of the slowest level the group spans.
 [[nodiscard]] double group_latency(const GroupPlacement& g, const Cluster& c, const HardwareProfile& hw);
 
