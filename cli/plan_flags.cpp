@@ -160,6 +160,7 @@ InputError flag_error(const std::string& msg) {
   if (field == "zero-stage") field = "zero";
   if (field.starts_with("communication-")) field.erase(0, std::string_view("communication-").size());
   if (field == "offload") field = "offload-optimizer/--offload-params";
+  if (field == "reduce-scatter") field = "grad-allreduce";  // the flag sets reduce_scatter false
   return InputError("--" + field + ": " + msg.substr(colon + 2));
 }
 

@@ -80,6 +80,37 @@ TEST_CASE("TP communication overlap on the command line: needs --sequence-parall
   CHECK(b.at("breakdown_s").at("forward").get<double>() == Approx(a.at("breakdown_s").at("forward").get<double>()));
 }
 
+TEST_CASE("CPU checkpointing and the gradient all-reduce on the command line: their rules, named by flag",
+          "[cli][predict][offload]") {
+  const std::string base = ztune_bin() + " predict --cluster dgx2x16 --model 100b --micro-batch 4 --json";
+  auto r = run_command(base + " --zero 3 --engine deepspeed --cpu-checkpointing");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--cpu-checkpointing") && Contains("recompute \"full\""));
+  r = run_command(base + " --zero 3 --recompute full --cpu-checkpointing");  // the ztune engine
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--engine deepspeed"));
+  r = run_command(base + " --zero 3 --recompute full --engine deepspeed --grad-allreduce");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--grad-allreduce") && Contains("zero_stage 3"));
+  // Both run where DeepSpeed runs them: checkpoints on the host take GPU
+  // activations down and host memory up; the all-reduce slows dp_comm.
+  const auto on_gpu = run_command(base + " --zero 3 --recompute full --engine deepspeed");
+  const auto on_host = run_command(base + " --zero 3 --recompute full --engine deepspeed --cpu-checkpointing");
+  REQUIRE(on_gpu.exit_code == 0);
+  REQUIRE(on_host.exit_code == 0);
+  const auto g = nlohmann::json::parse(on_gpu.out), h = nlohmann::json::parse(on_host.out);
+  CHECK(h.at("memory").at("gpu").at("activations_bytes").get<double>() <
+        g.at("memory").at("gpu").at("activations_bytes").get<double>());
+  CHECK(h.at("memory").at("host_bytes").get<double>() > g.at("memory").at("host_bytes").get<double>());
+  CHECK(h.at("time").at("breakdown_s").at("offload_stall").get<double>() > 0);
+  const auto rs = run_command(base + " --zero 1 --tp 16 --recompute full --engine deepspeed");
+  const auto ar = run_command(base + " --zero 1 --tp 16 --recompute full --engine deepspeed --grad-allreduce");
+  REQUIRE(rs.exit_code == 0);
+  REQUIRE(ar.exit_code == 0);
+  CHECK(nlohmann::json::parse(ar.out).at("time").at("breakdown_s").at("dp_comm").get<double>() >
+        nlohmann::json::parse(rs.out).at("time").at("breakdown_s").at("dp_comm").get<double>());
+}
+
 TEST_CASE("a plan that does not fit still gets its prediction, with fits false and the overflow named",
           "[cli][predict]") {
   // 100B on plain data parallelism: 16 bytes per parameter cannot fit 32 GB.
