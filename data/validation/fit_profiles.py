@@ -105,8 +105,14 @@ def engine_params(e):
         (("E", e, "host", "step_overhead_ms"), 0.1, 300.0),
         (("E", e, "overlap", "tp"), 0.0, 1.0),
         (("E", e, "overlap", "dp"), 0.0, 1.0),
-        (("E", e, "overlap", "zero3_prefetch"), 0.0, 1.0),
     ]
+    # DeepSpeed's ZeRO-3 prefetch overlap is not fitted: no DeepSpeed run in
+    # data/validation prefetches a gather (the Azure ZeRO-3 rows' modules
+    # exceed stage3_max_live_parameters), so no case moves with it (session 14
+    # probe). derived() gives it FSDP's fitted value, the nearest engine that
+    # measures one; fit it again once a DeepSpeed run that prefetches is here.
+    if e != "deepspeed":
+        out.append((("E", e, "overlap", "zero3_prefetch"), 0.0, 1.0))
     if e == "megatron":
         # Transformer Engine's userbuffers overlap (plan tp_comm_overlap, the
         # NeMo rows that record ub_tp_comm_overlap): the fraction of each
@@ -157,6 +163,12 @@ def derived(state):
     h200["name"], h200["gpu"] = "h200", "H200"
     h200["source"] = "H100's fitted efficiencies (same compute die; the H200 cluster files carry its 141 GB and 4.8 TB/s HBM3e): " + state["P"]["h100"]["source"]
     state["P"]["h200"] = h200
+    ds = state["E"]["deepspeed"]
+    ds["overlap"]["zero3_prefetch"] = state["E"]["fsdp"]["overlap"]["zero3_prefetch"]
+    note = (" ZeRO-3 prefetch overlap: FSDP's fitted value (no DeepSpeed run in data/validation prefetches a "
+            "gather: the Azure ZeRO-3 rows' modules exceed stage3_max_live_parameters).")
+    if note not in ds["source"]:
+        ds["source"] += note
     z = copy.deepcopy(state["E"]["deepspeed"])
     z["name"] = "ztune"
     z["source"] = ("ztune's own executor on GPUs. Not yet measured on a GPU: until it is, the fitted figures of the "
