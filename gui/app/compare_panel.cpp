@@ -32,6 +32,10 @@ ComparePanel::ComparePanel(PlannerDocument* doc, QWidget* parent) : QWidget(pare
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 2);
   split->setStretchFactor(2, 3);
+  // Stretch factors share only what is beyond the size hints, and a table's
+  // hint is narrow: the side-by-side table got one plan's column (issue 23).
+  // Start with the table as wide as three plans need, the charts with room for their legends.
+  split->setSizes({560, 460, 580});
   v->addWidget(split, 1);
   connect(doc, &PlannerDocument::compareChanged, hint,
           [hint, doc] { hint->setVisible(doc->compare().columnCount() == 0); });

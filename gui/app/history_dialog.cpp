@@ -34,6 +34,9 @@ QTableView* table_for(QAbstractItemModel* model, int sort_role, QObject* owner) 
   view->setSelectionMode(QAbstractItemView::SingleSelection);
   view->setAlternatingRowColors(true);
   view->verticalHeader()->hide();
+  // Every column as wide as what it holds (the timestamps and plans were cut
+  // at the default width, issue 23); the last takes what is left.
+  view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   view->horizontalHeader()->setStretchLastSection(true);
   return view;
 }

@@ -1,7 +1,7 @@
 // ztune-planner: the Qt 6 desktop planner. A thin shell: the window wires
 // views to the models library (ztune_gui_models), which calls the tuner and the simulator.
 //
-//   ztune-planner [--cluster C] [--model M] [--screenshot FILE]
+//   ztune-planner [--cluster C] [--model M] [--screenshot FILE | --screenshot-set DIR]
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QCoreApplication>
@@ -24,13 +24,18 @@ struct Options {
   QCommandLineOption screenshot{
       QStringLiteral("screenshot"),
       QStringLiteral("Search, select the best plan, save the window to FILE (PNG) and exit."), QStringLiteral("FILE")};
+  QCommandLineOption screenshot_set{
+      QStringLiteral("screenshot-set"),
+      QStringLiteral("Search, then save each view into DIR (search, compare, stale inputs, a 64-micro-batch "
+                     "interleaved timeline, history; on a CPU cluster a run) and exit."),
+      QStringLiteral("DIR")};
 };
 
 void describe(QCommandLineParser& cli, const Options& o) {
   cli.setApplicationDescription(QStringLiteral("Plan, predict and run the training of very large models."));
   cli.addHelpOption();
   cli.addVersionOption();
-  cli.addOptions({o.cluster, o.model, o.screenshot});
+  cli.addOptions({o.cluster, o.model, o.screenshot, o.screenshot_set});
 }
 
 void name_application() {
@@ -79,7 +84,7 @@ int main(int argc, char** argv) {
   const auto& screenshot = o.screenshot;
 
   ztune::gui::MainWindow window;
-  const bool shooting = cli.isSet(screenshot);
+  const bool shooting = cli.isSet(screenshot) || cli.isSet(o.screenshot_set);
   if (!shooting) window.restore_settings();  // a screenshot must not depend on this user's last session
   ztune::gui::SearchInputs in = window.inputs().inputs();
   if (shooting) in = {};
@@ -87,6 +92,10 @@ int main(int argc, char** argv) {
   if (cli.isSet(model)) in.model = cli.value(model);
   window.inputs().set_inputs(in);
   window.show();
-  if (shooting) window.screenshot_when_ready(cli.value(screenshot), 120000);
+  if (cli.isSet(o.screenshot_set)) {
+    window.screenshot_tour(cli.value(o.screenshot_set), 300000);
+  } else if (shooting) {
+    window.screenshot_when_ready(cli.value(screenshot), 120000);
+  }
   return QApplication::exec();
 }

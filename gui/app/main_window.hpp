@@ -37,6 +37,10 @@ class MainWindow : public QMainWindow {
   /// scaling curve, save the window to `file`, then quit with 0 (1 when nothing
   /// could be shown, 3 on timeout).
   void screenshot_when_ready(const QString& file, int timeout_ms);
+  /// --screenshot-set DIR: the views one by one into DIR (screenshot_tour.cpp):
+  /// search.png, compare.png, stale.png, timeline-interleaved.png, history.png
+  /// and, on a CPU cluster, run.png; quits with 0 when every shot was written.
+  void screenshot_tour(const QString& dir, int timeout_ms);
 
  protected:
   void closeEvent(QCloseEvent* event) override;

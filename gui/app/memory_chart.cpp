@@ -77,13 +77,23 @@ void MemoryChart::refresh() {
   double capacity_gib = 0;
   QString subtitle;
   const auto& mem = model_->memory();
-  for (int col = 0; col < columns; ++col) top = std::max(top, to_gib(model_->total(col)));
+  const double unit = model_->plot_unit_bytes();
+  y->setTitleText(model_->plot_unit_name() + QStringLiteral(" per GPU"));
+  for (int col = 0; col < columns; ++col) top = std::max(top, model_->total(col) / unit);
   capacity->clear();
+  QString off_scale;
   if (!mem.empty()) {
-    capacity_gib = to_gib(mem.front().gpu_capacity_bytes);
-    capacity->append(-0.5, capacity_gib);
-    capacity->append(columns - 0.5, capacity_gib);
-    top = std::max(top, capacity_gib);
+    capacity_gib = mem.front().gpu_capacity_bytes / unit;  // in the plotted unit
+    // A capacity 20× above the tallest bar would flatten the bars to nothing
+    // (a tiny model on a CPU rank): the axis keeps to the bars and says where
+    // the capacity is instead of drawing it.
+    if (capacity_gib <= 20 * top) {
+      capacity->append(-0.5, capacity_gib);
+      capacity->append(columns - 0.5, capacity_gib);
+      top = std::max(top, capacity_gib);
+    } else {
+      off_scale = QStringLiteral("capacity %1: off the scale").arg(format_bytes(mem.front().gpu_capacity_bytes));
+    }
     if (columns == 1) {
       const auto& m = mem.front();
       const QString of = m.gpu_usable_bytes < m.gpu_capacity_bytes
@@ -96,6 +106,7 @@ void MemoryChart::refresh() {
                           format_bytes(m.nvme_bytes_per_node), format_bytes(m.nvme_capacity_bytes));
     }
   }
+  if (!off_scale.isEmpty()) subtitle += subtitle.isEmpty() ? off_scale : QStringLiteral("<br>") + off_scale;
   set_nice_range(y, top * 1.08);
   c->setTitle(subtitle.isEmpty() ? title_ : title_ + QStringLiteral("<br><small>") + subtitle + QStringLiteral("</small>"));
 }

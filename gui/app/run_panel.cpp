@@ -68,12 +68,14 @@ RunPanel::RunPanel(PlannerDocument* doc, QWidget* parent) : QWidget(parent), doc
     result_->setText(QStringLiteral("could not start ztune"));
     run_->setEnabled(true);
     stop_->setEnabled(false);
+    emit message(result_->text());
   });
   connect(&child_, &ChildProcess::finished, this, [this](int code, bool crashed) {
     run_->setEnabled(true);
     stop_->setEnabled(false);
     if (crashed || code != 0) {
       result_->setText(QStringLiteral("ztune run failed (exit %1)").arg(crashed ? QStringLiteral("crash") : QString::number(code)));
+      emit message(result_->text());  // every run ends with its verdict on the status line
       return;
     }
     try {

@@ -1,5 +1,6 @@
 #include "ztune/gui/breakdown_model.hpp"
 
+#include <algorithm>
 #include <numeric>
 
 #include "ztune/gui/units.hpp"
@@ -15,6 +16,14 @@ void BreakdownModel::set_columns(QStringList column_labels, std::vector<std::vec
   columns_ = std::move(column_labels);
   raw_ = std::move(raw);
   for (auto& col : raw_) col.resize(static_cast<std::size_t>(rows_.size()), 0.0);
+  plot_unit_ = 1;
+  if (unit_ == Unit::gib) {
+    double largest = 0;
+    for (int col = 0; col < static_cast<int>(raw_.size()); ++col) largest = std::max(largest, total(col));
+    constexpr double kKiB = 1024;
+    plot_unit_ = largest >= kKiB * kKiB * kKiB ? kKiB * kKiB * kKiB : largest >= kKiB * kKiB ? kKiB * kKiB : kKiB;
+    if (raw_.empty()) plot_unit_ = kKiB * kKiB * kKiB;
+  }
   endResetModel();
 }
 
@@ -26,7 +35,14 @@ double BreakdownModel::total(int column) const {
 
 double BreakdownModel::plotted(int row, int column) const {
   const double raw = raw_[static_cast<std::size_t>(column)][static_cast<std::size_t>(row)];
-  return unit_ == Unit::gib ? to_gib(raw) : raw;
+  return unit_ == Unit::gib ? raw / plot_unit_ : raw;
+}
+
+QString BreakdownModel::plot_unit_name() const {
+  if (unit_ != Unit::gib) return QStringLiteral("s");
+  return plot_unit_ >= 1024.0 * 1024 * 1024 ? QStringLiteral("GiB")
+         : plot_unit_ >= 1024.0 * 1024      ? QStringLiteral("MiB")
+                                            : QStringLiteral("KiB");
 }
 
 int BreakdownModel::rowCount(const QModelIndex& parent) const {

@@ -60,11 +60,22 @@ QString format_time_tick(double t_s, double step_s) {
 
 QString format_days(double days) {
   if (!std::isfinite(days)) return QStringLiteral("∞");
-  if (std::fabs(days) < 1) return fixed(days * 24, 1) + " h";
+  // Down to the minutes and seconds a tiny model's budget takes ("0.0 h" said
+  // nothing, issue 23).
+  const double hours = days * 24;
+  if (std::fabs(hours) < 1.0 / 60) return fixed(hours * 3600, 1) + " s";
+  if (std::fabs(hours) < 1) return fixed(hours * 60, 1) + " min";
+  if (std::fabs(days) < 1) return fixed(hours, 1) + " h";
   return three_digits(days) + (std::fabs(days - 1) < 0.05 ? " day" : " days");
 }
 
-QString format_tflops(double tflops) { return three_digits(tflops) + " TFLOP/s"; }
+QString format_tflops(double tflops) {
+  // CPU ranks and tiny models run at GFLOP/s (or MFLOP/s): scaled, not "0.0 TFLOP/s".
+  const double a = std::fabs(tflops);
+  if (a > 0 && a < 1e-3) return three_digits(tflops * 1e6) + " MFLOP/s";
+  if (a > 0 && a < 1) return three_digits(tflops * 1e3) + " GFLOP/s";
+  return three_digits(tflops) + " TFLOP/s";
+}
 
 QString format_tokens_per_s(double tokens_per_s) {
   const double a = std::fabs(tokens_per_s);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The planner under a real X server (Xvfb): open the window, run the default
 # search, select the best plan, save the window, and check the PNG is a real
-# picture of the right size. Exit 77 (skipped) when xvfb-run is missing.
+# picture of the right size; then the screenshot set (--screenshot-set).
+# Exit 77 (skipped) when xvfb-run is missing.
 # ZTUNE_REFRESH_SCREENSHOT=1 also copies it to docs/planner.png (the README's).
 #   screenshot_test.sh PLANNER OUT.png SOURCE_DIR
 set -eu
@@ -34,4 +35,24 @@ echo "screenshot: ${width}x${height}, $bytes bytes"
 if [ "${ZTUNE_REFRESH_SCREENSHOT:-0}" = 1 ]; then
   cp "$out" "$src/docs/planner.png"
   echo "refreshed $src/docs/planner.png"
+fi
+
+# The screenshot set (issue 23): the default search's views, then a CPU
+# cluster's, whose Run tab trains the plan for real. Each tour must write its
+# files, each a real picture.
+set_dir="$(dirname "$out")/screenshot-set"
+rm -rf "$set_dir"
+xvfb-run -a -s "-screen 0 1920x1200x24" "$planner" --screenshot-set "$set_dir/default"
+xvfb-run -a -s "-screen 0 1920x1200x24" "$planner" --cluster local-cpu --model tiny --screenshot-set "$set_dir/cpu"
+for f in default/search.png default/compare.png default/stale.png default/history.png cpu/run.png; do
+  test -s "$set_dir/$f" || { echo "the screenshot set lacks $f"; exit 1; }
+  bytes=$(wc -c < "$set_dir/$f")
+  [ "$bytes" -gt 20000 ] || { echo "$set_dir/$f looks empty ($bytes bytes)"; exit 1; }
+done
+echo "screenshot set: $(ls "$set_dir"/default "$set_dir"/cpu | grep -c png) pictures"
+if [ "${ZTUNE_REFRESH_SCREENSHOT:-0}" = 1 ]; then
+  mkdir -p "$src/docs/screenshots"
+  for f in search compare stale history; do cp "$set_dir/default/$f.png" "$src/docs/screenshots/$f.png"; done
+  cp "$set_dir/cpu/run.png" "$src/docs/screenshots/run.png"
+  echo "refreshed $src/docs/screenshots/"
 fi

@@ -48,6 +48,22 @@ TEST_CASE("memory breakdown: rows are the cost model's lines, cells GiB", "[gui]
   CHECK(model.columnCount() == 0);
 }
 
+TEST_CASE("memory breakdown: a model under one GiB is plotted in MiB (KiB under one MiB)", "[gui][models]") {
+  // memory(p, a) is p and a GiB of parameters and activations: 3 and 1 MiB as
+  // fractions of a GiB. The bars must not sit at 0.003 on a GiB axis.
+  MemoryBreakdownModel model;
+  model.set_memory({"#1"}, {memory(3.0 / 1024, 1.0 / 1024)});
+  CHECK(model.plot_unit_name() == "MiB");
+  CHECK(model.index(static_cast<int>(MemLine::params), 0).data().toDouble() == Approx(3.0));
+  CHECK(model.index(static_cast<int>(MemLine::params), 0).data(BreakdownModel::FormattedRole).toString() == "3.0 MiB");
+  model.set_memory({"#1"}, {memory(3.0 / (1024 * 1024), 0)});
+  CHECK(model.plot_unit_name() == "KiB");
+  CHECK(model.index(static_cast<int>(MemLine::params), 0).data().toDouble() == Approx(3.0));
+  model.set_memory({"#1", "#2"}, {memory(3.0 / 1024, 0), memory(2, 0)});  // the largest plan decides
+  CHECK(model.plot_unit_name() == "GiB");
+  CHECK(model.index(static_cast<int>(MemLine::params), 1).data().toDouble() == Approx(2.0));
+}
+
 TEST_CASE("time breakdown: the parts of an iteration in seconds", "[gui][models]") {
   TimeBreakdownModel model;
   QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);

@@ -31,6 +31,8 @@ TEST_CASE("durations from microseconds to days", "[gui][units]") {
   CHECK(format_duration(std::numeric_limits<double>::infinity()) == "∞");
   CHECK(format_days(12.34) == "12.3 days");
   CHECK(format_days(0.25) == "6.0 h");
+  CHECK(format_days(0.5 / 24) == "30.0 min");   // a tiny model's budget
+  CHECK(format_days(12.0 / 86400) == "12.0 s");
   CHECK(format_days(1.0) == "1.0 day");
   CHECK(format_days(250) == "250 days");
 }
@@ -38,6 +40,9 @@ TEST_CASE("durations from microseconds to days", "[gui][units]") {
 TEST_CASE("rates, percentages and counts", "[gui][units]") {
   CHECK(format_tflops(123.44) == "123 TFLOP/s");
   CHECK(format_tflops(45.67) == "45.7 TFLOP/s");
+  CHECK(format_tflops(0.0123) == "12.3 GFLOP/s");  // a CPU rank
+  CHECK(format_tflops(4.56e-4) == "456 MFLOP/s");
+  CHECK(format_tflops(0) == "0.0 TFLOP/s");
   CHECK(format_tokens_per_s(1234567) == "1.23 M tokens/s");
   CHECK(format_tokens_per_s(45600) == "45.6 k tokens/s");
   CHECK(format_tokens_per_s(1151) == "1.15 k tokens/s");

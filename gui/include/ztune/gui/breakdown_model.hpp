@@ -29,8 +29,13 @@ class BreakdownModel : public QAbstractTableModel {
 
   /// Sum of column c, in bytes or seconds.
   [[nodiscard]] double total(int column) const;
-  /// The value of cell (row, column) in the plotted unit (GiB or seconds).
+  /// The value of cell (row, column) in the plotted unit (seconds; for bytes
+  /// GiB, or MiB/KiB when the largest column is under one GiB/MiB, so a tiny
+  /// model's bars are not drawn at zero on a GiB axis).
   [[nodiscard]] double plotted(int row, int column) const;
+  /// Bytes per plotted unit (1 for seconds) and its name ("GiB", "MiB", "KiB", "s").
+  [[nodiscard]] double plot_unit_bytes() const { return plot_unit_; }
+  [[nodiscard]] QString plot_unit_name() const;
   [[nodiscard]] Unit unit() const { return unit_; }
 
   int rowCount(const QModelIndex& parent = {}) const override;
@@ -43,6 +48,7 @@ class BreakdownModel : public QAbstractTableModel {
   QStringList rows_;
   QStringList columns_;
   std::vector<std::vector<double>> raw_;  // [column][row]
+  double plot_unit_ = 1;                  // set_columns: from the largest column
 };
 
 }  // namespace ztune::gui

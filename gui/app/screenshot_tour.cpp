@@ -1,0 +1,163 @@
+// --screenshot-set DIR: the planner walked through as a user would, one PNG per
+// view (issue 23's screenshot set): the default search with the best plan's
+// timeline, Compare of the three best plans, the stale marker after an input
+// changes, the timeline of a 64-micro-batch interleaved plan (when the search
+// ranked one), the History dialog, and on a CPU cluster the Run tab after a
+// real `ztune run`. Each step waits for the signal that says its view is drawn,
+// then for the layouts to settle. Missing views are said on stderr and the exit
+// code is 0 only when every shot this cluster allows was written.
+#include <QApplication>
+#include <QDir>
+#include <QTabWidget>
+#include <QTimer>
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+#include "history_dialog.hpp"
+#include "input_panel.hpp"
+#include "main_window.hpp"
+#include "run_panel.hpp"
+#include "timeline_widget.hpp"
+
+namespace ztune::gui {
+
+namespace {
+
+constexpr int kSettleMs = 600;  // charts and tables re-layout after a model reset
+
+/// Calls `f` once, the next time `signal` of `src` fires.
+template <class Sender, class Signal, class F>
+void once(Sender* src, Signal signal, QObject* ctx, F f) {
+  auto c = std::make_shared<QMetaObject::Connection>();
+  *c = QObject::connect(src, signal, ctx, [c, f]() mutable {
+    QObject::disconnect(*c);
+    f();
+  });
+}
+
+}  // namespace
+
+void MainWindow::screenshot_tour(const QString& dir, int timeout_ms) {
+  QDir().mkpath(dir);
+  auto failed = std::make_shared<int>(0);
+  auto save = [this, dir, failed](QWidget* w, const QString& name) {
+    const QString path = QDir(dir).filePath(name);
+    if (!w->grab().save(path, "PNG")) {
+      qWarning("ztune-planner: cannot write %s", qPrintable(path));
+      ++*failed;
+    } else {
+      std::fprintf(stderr, "ztune-planner: wrote %s\n", qPrintable(path));
+    }
+  };
+  auto finish = [failed] { QApplication::exit(*failed == 0 ? 0 : 2); };
+  auto settle = [this](auto f) { QTimer::singleShot(kSettleMs, this, f); };
+
+  // 6. Run (CPU clusters only: this machine trains the plan for real).
+  auto run_step = [this, save, settle, finish] {
+    if (doc_.outcome()->inputs.cluster.device_kind != DeviceKind::cpu) {
+      std::fprintf(stderr, "ztune-planner: run.png skipped: a GPU cluster's plan does not train here "
+                           "(run the tour with --cluster local-cpu --model tiny for it)\n");
+      finish();
+      return;
+    }
+    if (!doc_.select(0)) {
+      finish();
+      return;
+    }
+    tabs_->setCurrentWidget(run_);
+    once(run_, &RunPanel::message, this, [save, settle, finish, this] {
+      settle([save, finish, this] {
+        save(this, QStringLiteral("run.png"));
+        finish();
+      });
+    });
+    run_->run_selected();
+  };
+  // 5. History.
+  auto history_step = [this, save, settle, run_step] {
+    auto* dialog = new HistoryDialog(&doc_, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->resize(1200, 700);
+    dialog->show();
+    settle([dialog, save, run_step] {
+      save(dialog, QStringLiteral("history.png"));
+      dialog->close();
+      run_step();
+    });
+  };
+  // 4. The timeline of a plan with 64 micro-batches or more, interleaved.
+  auto timeline_step = [this, save, settle, history_step] {
+    const auto& plans = doc_.outcome()->result.plans;
+    int row = -1;
+    for (std::size_t i = 0; i < plans.size() && row < 0; ++i)
+      if (plans[i].plan.schedule == Schedule::interleaved && plans[i].plan.grad_accum >= 64) row = static_cast<int>(i);
+    if (row < 0) {
+      std::fprintf(stderr, "ztune-planner: timeline-interleaved.png skipped: no interleaved plan with 64 or more "
+                           "micro-batches among the ranked plans\n");
+      history_step();
+      return;
+    }
+    once(&doc_, &PlannerDocument::simulationFinished, this, [this, save, settle, history_step] {
+      tabs_->setCurrentWidget(timeline_);
+      settle([this, save, history_step] {
+        save(this, QStringLiteral("timeline-interleaved.png"));
+        history_step();
+      });
+    });
+    doc_.select(row);
+  };
+  // 3. An input changed: the results stay, greyed, with the banner; then the
+  //    inputs go back (the results are current again).
+  auto stale_step = [this, save, settle, timeline_step] {
+    const SearchInputs searched = inputs_->inputs();
+    SearchInputs changed = searched;
+    changed.global_batch = 2 * std::max<std::int64_t>(1, doc_.outcome()->result.plans.empty()
+                                                             ? 1
+                                                             : doc_.outcome()->result.plans.front().plan.global_batch);
+    inputs_->set_inputs(changed);
+    doc_.note_inputs(inputs_->inputs());
+    settle([this, save, searched, timeline_step] {
+      save(this, QStringLiteral("stale.png"));
+      inputs_->set_inputs(searched);
+      doc_.note_inputs(inputs_->inputs());
+      timeline_step();
+    });
+  };
+  // 2. Compare the three best plans.
+  auto compare_step = [this, save, settle, stale_step] {
+    doc_.set_compared({0, 1, 2});
+    tabs_->setCurrentIndex(1);
+    settle([this, save, stale_step] {
+      save(this, QStringLiteral("compare.png"));
+      stale_step();
+    });
+  };
+  // 1. The search, its best plan simulated and the scaling curve drawn.
+  auto started = std::make_shared<bool>(false);
+  auto ready = [this, save, settle, compare_step, started, finish] {
+    if (*started || !doc_.outcome() || doc_.searching() || doc_.scaling_running()) return;
+    if (doc_.selected() != nullptr && !doc_.simulation()) return;
+    *started = true;
+    settle([this, save, compare_step, finish] {
+      save(this, QStringLiteral("search.png"));
+      if (doc_.outcome()->result.plans.size() < 2) {
+        std::fprintf(stderr, "ztune-planner: fewer than two plans fit: the tour stops after search.png\n");
+        finish();
+        return;
+      }
+      compare_step();
+    });
+  };
+  connect(&doc_, &PlannerDocument::searchFinished, this, ready);
+  connect(&doc_, &PlannerDocument::simulationFinished, this, ready);
+  connect(&doc_, &PlannerDocument::scalingRunning, this, ready);
+  connect(&doc_, &PlannerDocument::searchFailed, this, [] { QApplication::exit(1); });
+  QTimer::singleShot(timeout_ms, this, [] {
+    std::fprintf(stderr, "ztune-planner: the screenshot tour timed out\n");
+    QApplication::exit(3);
+  });
+  start_search();
+}
+
+}  // namespace ztune::gui
