@@ -409,18 +409,21 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
   return a;
 }
 
+std::string torchrun_command(const PlanFile& pf, const std::string& file) {
+  const auto [nodes, per_node] = launch_shape(pf, file);
+  // Several nodes meet at a c10d rendezvous on the first node (torchrun's
+  // --rdzv_backend/--rdzv_endpoint; $MASTER_ADDR is the user's to set).
+  const std::string rdzv = nodes > 1 ? " --rdzv_backend c10d --rdzv_endpoint $MASTER_ADDR:29500 --rdzv_id ztune" : "";
+  return "torchrun --nnodes " + std::to_string(nodes) + " --nproc_per_node " + std::to_string(per_node) + rdzv;
+}
+
 std::string megatron_launch(const PlanFile& pf, const std::string& file) {
   const auto args = megatron_arguments(pf, file);
-  const auto [nodes, per_node] = launch_shape(pf, file);
   // Megatron-LM's validate_args (megatron/training/arguments.py) asserts
   // CUDA_DEVICE_MAX_CONNECTIONS=1 with tensor parallelism before Blackwell, so
   // the tensor-parallel GEMMs and their collectives are issued in order.
   const std::string env = pf.plan.tp > 1 ? "CUDA_DEVICE_MAX_CONNECTIONS=1 " : "";
-  // Several nodes meet at a c10d rendezvous on the first node (torchrun's
-  // --rdzv_backend/--rdzv_endpoint; $MASTER_ADDR is the user's to set).
-  const std::string rdzv = nodes > 1 ? " --rdzv_backend c10d --rdzv_endpoint $MASTER_ADDR:29500 --rdzv_id ztune" : "";
-  return env + "torchrun --nnodes " + std::to_string(nodes) + " --nproc_per_node " + std::to_string(per_node) + rdzv +
-         " pretrain_gpt.py " + join(args);
+  return env + torchrun_command(pf, file) + " pretrain_gpt.py " + join(args);
 }
 
 }  // namespace ztune

@@ -160,10 +160,7 @@ std::string torchtitan_config(const PlanFile& pf, const std::string& file) {
 }
 
 std::string torchtitan_launch(const PlanFile& pf, const std::string& config_path, const std::string& file) {
-  const auto [nodes, per_node] = launch_shape(pf, file);
-  const std::string rdzv = nodes > 1 ? " --rdzv_backend c10d --rdzv_endpoint $MASTER_ADDR:29500 --rdzv_id ztune" : "";
-  return "torchrun --nnodes " + std::to_string(nodes) + " --nproc_per_node " + std::to_string(per_node) + rdzv +
-         " -m torchtitan.train --job.config_file " + config_path;
+  return torchrun_command(pf, file) + " -m torchtitan.train --job.config_file " + config_path;
 }
 
 std::vector<std::string> torchtitan_placeholders(const PlanFile& pf, const std::string& file) {

@@ -45,6 +45,9 @@ std::string deepspeed_launch(const PlanFile& pf, const std::string& config_path,
 
 /// Megatron-LM pretrain_gpt.py arguments for the plan (and the embedded model's shape).
 std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::string& file);
+/// "torchrun --nnodes N --nproc_per_node G" for the plan's launch_shape, with the
+/// c10d rendezvous on $MASTER_ADDR when it spans nodes (Megatron's and torchtitan's launches).
+std::string torchrun_command(const PlanFile& pf, const std::string& file);
 /// "torchrun --nnodes N --nproc_per_node G pretrain_gpt.py <arguments>".
 std::string megatron_launch(const PlanFile& pf, const std::string& file);
 
