@@ -90,6 +90,14 @@ void PlanFlags::add_to(CLI::App& app) {
       ->check(Positive);
   app.add_option("--recompute", recompute, "Activation recomputation")
       ->check(CLI::IsMember({"none", "selective", "full"}));
+  app.add_option("--recompute-policy", recompute_policy,
+                 "What --recompute selective recomputes: attention (the attention core, Korthikanti et al. 2022; "
+                 "Megatron-LM, NeMo, DeepSpeed), alternate_mm (torchtitan's op-level SAC, selective_ac_option "
+                 "\"op\": every other matmul of a block, wk, wo and w3, with the elementwise ops), mlp_in "
+                 "(MaxText remat_policy save_dot_except_mlpwi: the MLP input projections, the attention core and "
+                 "the elementwise ops) or alternate_layers (torchtitan's selective_ac_option \"2\": every second "
+                 "layer recomputed whole)")
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(kSelectivePolicyNames), std::end(kSelectivePolicyNames))));
   app.add_flag("--sequence-parallel", sequence_parallel, "Megatron sequence parallelism (needs tp >= 2)");
   app.add_flag("--tp-comm-overlap", tp_comm_overlap,
                "Overlap the sequence-parallel all-gathers and reduce-scatters with their GEMMs (Megatron-Core "
@@ -197,6 +205,7 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   p.cpu_checkpointing = cpu_checkpointing;
   p.reduce_scatter = !grad_allreduce;
   p.recompute = recompute == "full" ? Recompute::full : recompute == "selective" ? Recompute::selective : Recompute::none;
+  p.recompute_policy = *selective_policy_of(recompute_policy);  // CLI::IsMember admitted only its names
   if (schedule.empty()) {
     p.schedule = virtual_stages > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
   } else {

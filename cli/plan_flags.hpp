@@ -54,6 +54,7 @@ struct PlanFlags {
   std::string sparse_attention = "none";
   int sparse_block = 64;
   std::string attention = "standard";
+  std::string recompute_policy = "attention";
   // Uneven pipeline stages (issue 19): a stated partition, or Megatron-LM's
   // first/last stage sizes with the rest balanced (0 = not given).
   std::vector<int> stage_layers;

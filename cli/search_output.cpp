@@ -109,7 +109,7 @@ void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector
     const double ranked_tokens_per_s = c.timed ? c.time().tokens_per_s : 0;
     rows.push_back({std::to_string(++rank) + (c.simulated ? "*" : ""), layout_text(p), grouped(p.gpus()), zero_text(p),
                     offload_text(p),
-                    std::to_string(p.micro_batch) + "×" + std::to_string(p.grad_accum), to_string(p.recompute),
+                    std::to_string(p.micro_batch) + "×" + std::to_string(p.grad_accum), recompute_text(p),
                     p.pp > 1 ? to_string(p.schedule) : "-", p.sequence_parallel ? "sp" : p.partition_activations ? "pa" : "-", attention_text(p),
                     to_string(p.precision),
                     memory, c.timed ? fmt("%.1f", t.model_tflops_per_gpu) : "-",

@@ -85,7 +85,7 @@ QString offload_label(const Plan& p) {
 
 QString batching_label(const Plan& p) { return QStringLiteral("%1 × %2").arg(p.micro_batch).arg(p.grad_accum); }
 
-QString recompute_label(const Plan& p) { return QString::fromStdString(to_string(p.recompute)); }
+QString recompute_label(const Plan& p) { return QString::fromStdString(recompute_text(p)); }
 
 QString attention_label(const Plan& p) {
   if (p.sparse_attention != SparseLayout::none)

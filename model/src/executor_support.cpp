@@ -131,6 +131,9 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (p.cpu_checkpointing)
     return "$.plan.cpu_checkpointing: ztune's executor keeps its activation checkpoints in device memory (no "
            "CPU checkpointing); drop it (the same plan trains with its checkpoints on the device)";
+  if (p.recompute_policy != SelectivePolicy::attention)
+    return "$.plan.recompute_policy: ztune's executor's selective recomputation recomputes the attention core "
+           "only; \"" + to_string(p.recompute_policy) + "\" is another engine's policy (expected \"attention\")";
   if (p.tp_comm_overlap)
     return "$.plan.communication.tp_comm_overlap: ztune's executor runs its tensor-parallel collectives between its "
            "GEMMs (no userbuffer overlap); set it false (the same sequence-parallel plan trains without it)";

@@ -45,10 +45,24 @@ double hardware_flops_per_iteration(const Transformer& m, const Plan& p) {
   // kernel computes every score and masks the ones outside it.
   const double kept = fused_attention(p.attention) ? m.attended_fraction() : 1.0;
   const double core = attention_core_flops(m, b) * density * kept;
-  double extra = 0;
-  // Full recomputation repeats the linear layers (density 0: no attention term) and the kernel's core.
-  if (p.recompute == Recompute::full) extra = m.layers * (layer_forward_flops(m, b, 0.0) + core);
-  if (p.recompute == Recompute::selective) extra = m.layers * core;
+  // Full recomputation repeats the linear layers (density 0: no attention term)
+  // and the kernel's core (torchtitan's every-other-layer policy: half the layers).
+  double extra = whole_layer_recompute_share(p) * m.layers * (layer_forward_flops(m, b, 0.0) + core);
+  if (p.recompute == Recompute::selective) {
+    const double tokens = static_cast<double>(m.seq_len) * b;
+    const double h = m.hidden, f = m.ffn_hidden;
+    const double kvd = static_cast<double>(m.kv_heads) * m.head_dim();
+    switch (p.recompute_policy) {
+      case SelectivePolicy::attention: extra = m.layers * core; break;
+      // wk, wo and w3 (w2 without a gated MLP): 2·tokens·h·(kvd + h + f).
+      case SelectivePolicy::alternate_mm: extra = m.layers * 2.0 * tokens * h * (kvd + h + f); break;
+      // The MLP input projections (gate and up with SwiGLU) and the core.
+      case SelectivePolicy::mlp_in:
+        extra = m.layers * (2.0 * tokens * h * (m.activation == Activation::swiglu ? 2.0 * f : f) + core);
+        break;
+      case SelectivePolicy::alternate_layers: break;  // the whole-layer share, above
+    }
+  }
   // A flash kernel's backward recomputes QKᵀ (Dao et al. 2022, Alg. 4): half the core.
   if (fused_attention(p.attention)) extra += m.layers * core / 2.0;
   // The passes' own attention work: the model's, or all of the scores when the kernel masks the window.

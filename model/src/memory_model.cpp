@@ -85,10 +85,47 @@ double layer_activation_bytes(const Transformer& m, int micro_batch, int tp, boo
   return outside + inside + scores;
 }
 
+namespace {
+
+// What the engines' own selective policies keep of a layer (SelectivePolicy),
+// 16-bit, the tensors they name: the block's input, which the recomputation
+// starts from (÷t only with SP), and the outputs of the operations the policy
+// saves. alternate_mm (torchtitan op SAC): wq, wv, the attention output, w1
+// and, with a gated MLP, w2; the attention kernel's own state (a fused
+// kernel's log-sum-exp, else the probabilities, mask and dropout output of
+// Korthikanti's count) stays, as its output is not recomputed. mlp_in
+// (MaxText save_dot_except_mlpwi): q, k, v, the out and MLP-out projections;
+// the attention core is recomputed, so nothing of it is kept.
+double selective_policy_bytes(const Transformer& m, const Plan& p, bool split) {
+  const double s = m.seq_len, b = p.micro_batch, h = m.hidden, a = m.heads, t = p.tp;
+  const double kvd = static_cast<double>(m.kv_heads) * m.head_dim();
+  const double input = 2.0 * s * b * h / (split ? t : 1.0);
+  double inside = 0;
+  switch (p.recompute_policy) {
+    case SelectivePolicy::attention:         // Korthikanti's count, layer_activation_bytes
+    case SelectivePolicy::alternate_layers: break;  // half full, half none: layer_activation_bytes
+    case SelectivePolicy::alternate_mm: {
+      const bool gated = m.activation == Activation::swiglu;
+      inside = s * b * (2.0 * h + 2.0 * kvd + 2.0 * h + 2.0 * m.ffn_hidden + (gated ? 2.0 * h : 0.0)) / t;
+      inside += fused_attention(p.attention) ? 4.0 * a * s * b / t
+                                             : 5.0 * a * s * s * b / t * attention_density(m, p);
+      break;
+    }
+    case SelectivePolicy::mlp_in: inside = s * b * (2.0 * h + 4.0 * kvd + 2.0 * h + 2.0 * h) / t; break;
+  }
+  return (input + inside) / p.seq_split();
+}
+
+}  // namespace
+
 double layer_activation_bytes(const Transformer& m, const Plan& p, Recompute r) {
   // ZeRO-R's Pa keeps 1/t of each saved layer input (Rajbhandari et al. 2020,
   // §6.1: the checkpoints shrink by the model-parallel degree), as SP does.
   const bool split = p.sequence_parallel || (p.partition_activations && r == Recompute::full);
+  if (r == Recompute::selective && p.recompute_policy == SelectivePolicy::alternate_layers)
+    return 0.5 * (layer_activation_bytes(m, p, Recompute::full) + layer_activation_bytes(m, p, Recompute::none));
+  if (r == Recompute::selective && p.recompute_policy != SelectivePolicy::attention)
+    return selective_policy_bytes(m, p, split);
   // DeepSpeed-Ulysses divides the same count by u (Jacobs et al. 2023, §3):
   // every tensor outside attention holds s/u tokens; Q, K, V and the
   // attention output after the all-to-all hold s tokens of h/u, the same
@@ -240,7 +277,8 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   // recomputation.
   double act = (p.cpu_checkpointing ? 1.0 : layers * in_flight) * layer_activation_bytes(m, p, p.recompute);
   // Full recomputation re-materialises one layer's activations at a time.
-  if (p.recompute == Recompute::full) act += layer_activation_bytes(m, p, Recompute::none);
+  // The layer being recomputed holds its whole activations while its backward runs.
+  if (whole_layer_recompute_share(p) > 0) act += layer_activation_bytes(m, p, Recompute::none);
   // Embedding output dropout mask (Korthikanti: s·b·h·p/t with SP), of this
   // rank's s/cp rows.
   const double sbh = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch * m.hidden;

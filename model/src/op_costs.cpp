@@ -442,9 +442,32 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   lc.fwd_flops = qkv.flops() + proj.flops() + fc1.flops() + fc2.flops() + qk.flops() + pv.flops();
   switch (p.recompute) {
     case Recompute::none: break;
-    case Recompute::selective:  // the attention core only (Korthikanti §4.2)
-      lc.recompute_s = lc.fwd_attention_s;
-      lc.recompute_flops = qk.flops() + pv.flops();
+    case Recompute::selective:
+      switch (p.recompute_policy) {
+        case SelectivePolicy::attention:  // the attention core only (Korthikanti §4.2)
+          lc.recompute_s = lc.fwd_attention_s;
+          lc.recompute_flops = qk.flops() + pv.flops();
+          break;
+        case SelectivePolicy::alternate_mm: {
+          // torchtitan's "save every other mm": wk, wo and w3 (gated MLP) or w2
+          // recomputed, with the elementwise ops; the attention output is saved.
+          const GemmShape wk{x.tokens, x.kvd / x.t, x.h};
+          const bool gated = m.activation == Activation::swiglu;
+          const GemmShape mlp = gated ? GemmShape{x.tokens, x.f_in / (2.0 * x.t), x.h} : fc2;
+          lc.recompute_s = linear_times(wk, prec, gpu, hw).fwd + t_proj.fwd + linear_times(mlp, prec, gpu, hw).fwd +
+                           lc.fwd_elementwise_s;
+          lc.recompute_flops = wk.flops() + proj.flops() + mlp.flops();
+          break;
+        }
+        case SelectivePolicy::mlp_in:  // MaxText save_dot_except_mlpwi: wi, the attention core, elementwise
+          lc.recompute_s = t_fc1.fwd + lc.fwd_attention_s + lc.fwd_elementwise_s;
+          lc.recompute_flops = fc1.flops() + qk.flops() + pv.flops();
+          break;
+        case SelectivePolicy::alternate_layers:  // every other layer whole: half a forward per layer
+          lc.recompute_s = 0.5 * lc.fwd_s;
+          lc.recompute_flops = 0.5 * lc.fwd_flops;
+          break;
+      }
       break;
     case Recompute::full:
       lc.recompute_s = lc.fwd_s;
@@ -452,7 +475,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
       break;
   }
   // Recomputing the attention core (selective or full) runs its ring again.
-  if (p.cp > 1 && p.recompute != Recompute::none) lc.cp_recompute_s = lc.cp_fwd_s;
+  if (p.cp > 1) lc.cp_recompute_s = attention_recompute_share(p) * lc.cp_fwd_s;
 
   // DeepSpeed-Ulysses' all-to-alls (deepspeed/sequence/layer.py
   // DistributedAttention: one each for Q, K, V before the local attention,
@@ -469,7 +492,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
     const double kv = collective_time(Collective::all_to_all, lc.ulysses_kv_bytes, l.ulysses, c, hw);
     lc.ulysses_fwd_s = 2.0 * q + 2.0 * kv;
     lc.ulysses_bwd_s = 2.0 * q + 2.0 * kv;
-    if (p.recompute == Recompute::full) lc.ulysses_recompute_s = lc.ulysses_fwd_s;
+    lc.ulysses_recompute_s = whole_layer_recompute_share(p) * lc.ulysses_fwd_s;
   }
 
   // Host dispatch: a Megatron GPT layer's forward issues about kHostOpsForward
@@ -479,8 +502,17 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   constexpr double kHostOpsSelective = 6;  // QKᵀ, softmax, dropout, PV and their views
   lc.host_fwd_s = kHostOpsForward * hw.engine.host_op_s;
   lc.host_bwd_s = 2.0 * kHostOpsForward * hw.engine.host_op_s;
+  // The other selective policies recompute their GEMMs (3 or 2) and the
+  // layer's elementwise kernels besides (mlp_in) or instead of (alternate_mm)
+  // the attention core.
+  const double selective_ops = p.recompute_policy == SelectivePolicy::alternate_mm ? 3.0 + elem_kernels
+                               : p.recompute_policy == SelectivePolicy::mlp_in
+                                   ? kHostOpsSelective + 2.0 + elem_kernels
+                               : p.recompute_policy == SelectivePolicy::alternate_layers
+                                   ? 0.5 * kHostOpsForward
+                                   : kHostOpsSelective;
   lc.host_recompute_s = p.recompute == Recompute::full        ? lc.host_fwd_s
-                        : p.recompute == Recompute::selective ? kHostOpsSelective * hw.engine.host_op_s
+                        : p.recompute == Recompute::selective ? selective_ops * hw.engine.host_op_s
                                                               : 0.0;
 
   // Tensor-parallel collectives (Megatron; Korthikanti §4.2.2): S = s·b·h 16-bit.
@@ -546,6 +578,10 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
         lc.tp_collectives_recompute += 1;
         lc.tp_recompute_s += collective_time(Collective::all_gather, lc.tp_bytes, l.tp, c, hw);
       }
+    } else {
+      // torchtitan's every-other-layer policy: half the layers repeat their
+      // forward collectives (per layer, half of them on average).
+      lc.tp_recompute_s = whole_layer_recompute_share(p) * lc.tp_fwd_s;
     }
   }
   return lc;

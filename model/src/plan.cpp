@@ -49,15 +49,36 @@ std::string to_string(SparseLayout l) {
   return "?";
 }
 
-std::string to_string(AttentionKernel k) {
-  const auto i = static_cast<std::size_t>(k);
-  return i < std::size(kAttentionKernelNames) ? kAttentionKernelNames[i] : "?";
+namespace {
+
+// An enum whose names are a table in its order (kAttentionKernelNames,
+// kSelectivePolicyNames): value → name and name → value.
+template <class E, std::size_t N>
+std::string name_in(const char* const (&names)[N], E e) {
+  const auto i = static_cast<std::size_t>(e);
+  return i < N ? names[i] : "?";
+}
+template <class E, std::size_t N>
+std::optional<E> value_in(const char* const (&names)[N], std::string_view n) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (n == names[i]) return static_cast<E>(i);
+  return std::nullopt;
 }
 
+}  // namespace
+
+std::string to_string(AttentionKernel k) { return name_in(kAttentionKernelNames, k); }
 std::optional<AttentionKernel> attention_kernel_of(std::string_view n) {
-  for (std::size_t i = 0; i < std::size(kAttentionKernelNames); ++i)
-    if (n == kAttentionKernelNames[i]) return static_cast<AttentionKernel>(i);
-  return std::nullopt;
+  return value_in<AttentionKernel>(kAttentionKernelNames, n);
+}
+std::string to_string(SelectivePolicy sp) { return name_in(kSelectivePolicyNames, sp); }
+std::optional<SelectivePolicy> selective_policy_of(std::string_view n) {
+  return value_in<SelectivePolicy>(kSelectivePolicyNames, n);
+}
+
+std::string recompute_text(const Plan& p) {
+  if (p.recompute_policy == SelectivePolicy::attention) return to_string(p.recompute);
+  return to_string(p.recompute) + ":" + to_string(p.recompute_policy);
 }
 
 namespace {
@@ -88,7 +109,7 @@ std::string Plan::summary() const {
   os << " z" << zero_stage;
   if (offload_optimizer != OffloadTarget::none) os << " opt→" << to_string(offload_optimizer);
   if (offload_params != OffloadTarget::none) os << " par→" << to_string(offload_params);
-  os << " mb" << micro_batch << "×" << grad_accum << " " << to_string(recompute);
+  os << " mb" << micro_batch << "×" << grad_accum << " " << recompute_text(*this);
   if (sequence_parallel) os << (tp_comm_overlap ? " sp+overlap" : " sp");
   if (!reduce_scatter) os << " grad-allreduce";
   if (partition_activations) os << " pa";
@@ -278,6 +299,9 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   p.partition_activations = r.optional_boolean("partition_activations").value_or(false);
   // Added with ZeRO-R's CPU checkpointing: absent means checkpoints stay on the GPU.
   p.cpu_checkpointing = r.optional_boolean("cpu_checkpointing").value_or(false);
+  // Added with the engines' selective policies: absent means Korthikanti's attention core.
+  p.recompute_policy =
+      *selective_policy_of(r.optional_choice("recompute_policy", kSelectivePolicyNames, "attention"));
   // Added with uneven pipeline stages (issue 19): absent means balanced.
   if (r.has("stage_layers")) {
     const auto& arr = r.raw("stage_layers");
@@ -341,6 +365,7 @@ nlohmann::json plan_to_json(const Plan& p) {
   if (!p.stage_layers.empty()) j["stage_layers"] = p.stage_layers;
   if (p.partition_activations) j["partition_activations"] = true;
   if (p.cpu_checkpointing) j["cpu_checkpointing"] = true;
+  if (p.recompute_policy != SelectivePolicy::attention) j["recompute_policy"] = to_string(p.recompute_policy);
   if (p.cp > 1) j["cp"] = p.cp;  // likewise: a plan without context parallelism is unchanged
   if (p.ulysses > 1) j["ulysses"] = p.ulysses;  // and one without Ulysses
   if (p.dp_shard > 0) j["dp_shard"] = p.dp_shard;  // and one without hybrid sharding
@@ -522,6 +547,10 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
   if (!p.reduce_scatter && (p.zero_stage < 1 || p.zero_stage > 2))
     return "$.communication.reduce_scatter: chooses how ZeRO-1/2 reduce gradients to their partitions (false: an "
            "all-reduce); zero_stage " + s(p.zero_stage) + " has no such choice (expected reduce_scatter true)";
+  if (p.recompute_policy != SelectivePolicy::attention && p.recompute != Recompute::selective)
+    return "$.recompute_policy: \"" + to_string(p.recompute_policy) +
+           "\" says what selective recomputation recomputes; needs recompute \"selective\", got \"" +
+           to_string(p.recompute) + "\"";
   if (p.cpu_checkpointing && p.recompute != Recompute::full)
     return "$.cpu_checkpointing: offloads the checkpoints of full recomputation to the host; needs recompute \"full\", "
            "got \"" + to_string(p.recompute) + "\"";

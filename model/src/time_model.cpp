@@ -372,8 +372,8 @@ ComputeByKind compute_by_kind_rank0(const Transformer& m, const Plan& p, const C
   // virtual stages: layers / pp in all when equal) and the embedding; with one
   // stage also the head.
   const double layers = stage_layer_count(p, m.layers, 0);
-  const double full = p.recompute == Recompute::full ? 1.0 : 0.0;
-  const double attn_recompute = p.recompute == Recompute::none ? 0.0 : 1.0;
+  const double full = whole_layer_recompute_share(p);
+  const double attn_recompute = attention_recompute_share(p);
   ComputeByKind k;
   k.gemm = layers * (lc.fwd_gemm_s * (1 + full) + lc.bwd_gemm_s);
   k.attention = layers * (lc.fwd_attention_s * (1 + attn_recompute) + lc.bwd_attention_s);

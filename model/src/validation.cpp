@@ -134,11 +134,14 @@ std::vector<SourceSpec> read_spec(const std::string& path) {
           x.reduce_scatter = row.optional_boolean("reduce_scatter");
           if (row.has("attention"))
             x.attention = attention_kernel_of(row.choice("attention", kAttentionKernelNames));
+          if (row.has("recompute_policy"))
+            x.recompute_policy = selective_policy_of(row.choice("recompute_policy", kSelectivePolicyNames));
           x.why = row.string("why");
-          if (!x.micro_batch && !x.global_batch && !x.tp_comm_overlap && !x.attention && !x.reduce_scatter)
+          if (!x.micro_batch && !x.global_batch && !x.tp_comm_overlap && !x.attention && !x.reduce_scatter &&
+              !x.recompute_policy)
             throw row.error("why",
-                            "expected micro_batch, global_batch, tp_comm_overlap, attention or reduce_scatter beside "
-                            "the reason");
+                            "expected micro_batch, global_batch, tp_comm_overlap, attention, reduce_scatter or "
+                            "recompute_policy beside the reason");
           row.finish();
           spec.assumed.emplace(id, x);
         }

@@ -297,6 +297,7 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     }
     if (stated && stated->tp_comm_overlap) p.tp_comm_overlap = *stated->tp_comm_overlap;
     if (stated && stated->reduce_scatter) p.reduce_scatter = *stated->reduce_scatter;
+    if (stated && stated->recompute_policy) p.recompute_policy = *stated->recompute_policy;
 
     const Cluster& base = ctx.cluster((fs::path(dir) / *cluster_path).string());
     const Cluster c = sized(base, *gpus);

@@ -147,8 +147,10 @@ TEST_CASE("validate --json reports every source, its exit code says whether each
   // OLMo-core's GPU count (7 rows), PaxML's intra-node mesh (4), Azure 530B's
   // micro-batch, the NeMo Llama 3.1 405B rows' TP overlap (6), the DeepSpeed
   // BERT rows' 10 micro-batches per step (2), the 2019 Megatron-LM code's eager attention (the
-  // three Shoeybi et al. rows and three DeepSpeed headlines run on DeepSpeedExamples' copy of it).
-  CHECK(assumed == 26);
+  // three Shoeybi et al. rows and three DeepSpeed headlines run on DeepSpeedExamples' copy of it),
+  // and the selective policies read from the rows' text: torchtitan's op-level
+  // SAC (9 rows) and layer-level SAC (2), MaxText's save_dot_except_mlpwi (6).
+  CHECK(assumed == 26 + 9 + 2 + 6);
   CHECK(j.at("cells").size() >= 6);
   r = run_command(ztune_bin() + " validate --source Korthikanti2022-T5");
   CHECK(r.exit_code == 0);
@@ -400,4 +402,29 @@ TEST_CASE("validate's case table keeps its columns whatever the length of a sour
   }
   CHECK(header != std::string::npos);
   CHECK(rows > 100);
+}
+
+TEST_CASE("the engines' selective policies on the command line: priced, and refused where the engine lacks them",
+          "[cli][predict][recompute]") {
+  const std::string base = ztune_bin() +
+                           " predict --cluster dgx-h100x32 --model llama-70b --micro-batch 1"
+                           " --global-batch 256 --attention flash --json";
+  auto r = run_command(base + " --zero 3 --engine fsdp --recompute-policy alternate_mm");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--recompute-policy") && Contains("recompute \"selective\""));
+  r = run_command(base + " --engine megatron --zero 1 --recompute selective --recompute-policy mlp_in");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--engine megatron cannot run this plan") && Contains("core attention"));
+  // torchtitan's op SAC recomputes three GEMMs where Korthikanti's recomputes
+  // the flash kernel's forward: more recompute time, fewer activations kept.
+  const auto core = run_command(base + " --zero 3 --engine fsdp --recompute selective");
+  const auto op = run_command(base + " --zero 3 --engine fsdp --recompute selective --recompute-policy alternate_mm");
+  REQUIRE(core.exit_code == 0);
+  REQUIRE(op.exit_code == 0);
+  const auto c = nlohmann::json::parse(core.out), o = nlohmann::json::parse(op.out);
+  CHECK(o.at("time").at("breakdown_s").at("recompute").get<double>() >
+        c.at("time").at("breakdown_s").at("recompute").get<double>());
+  CHECK(o.at("memory").at("gpu").at("activations_bytes").get<double>() <
+        c.at("memory").at("gpu").at("activations_bytes").get<double>());
+  CHECK(o.at("time").at("hfu").get<double>() > o.at("time").at("mfu").get<double>());
 }

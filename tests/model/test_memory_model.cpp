@@ -450,3 +450,41 @@ TEST_CASE("ZeRO-3 gathers the largest module whole above max_live_parameters", "
   const MemoryPrediction mp = predict_memory(m, p, a100_nodes(1), flat_profile());
   CHECK(mp.line(MemLine::zero3_gathered) >= 2.0 * 32768 * 131072);
 }
+
+TEST_CASE("engines' selective policies keep the tensors they save, closed form", "[memory][activations][recompute]") {
+  // Llama 3 8B's layer (GQA 32/8 heads of 128, SwiGLU 14336), one sequence of
+  // 8192, flash attention, 16-bit tensors, per layer.
+  Transformer m = gpt(32, 4096, 32, 8192, 128256);
+  m.kv_heads = 8;
+  m.ffn_hidden = 14336;
+  m.activation = Activation::swiglu;
+  const double s = 8192, h = 4096, kvd = 1024, f = 14336, a = 32;
+  Plan p;
+  p.global_batch = 1;
+  p.attention = AttentionKernel::flash;
+  p.recompute = Recompute::selective;
+  // torchtitan's op SAC: the block input, wq, wv, SDPA's output (and its
+  // log-sum-exp), w1 and w2 (every other matmul of wq wk wv wo w1 w3 w2).
+  p.recompute_policy = SelectivePolicy::alternate_mm;
+  CHECK(layer_activation_bytes(m, p, p.recompute) ==
+        Approx(2 * s * h + s * (2 * h + 2 * kvd + 2 * h + 2 * f + 2 * h) + 4 * a * s));
+  // MaxText's save_dot_except_mlpwi: the block input, q, k, v, out_proj and mlpwo.
+  p.recompute_policy = SelectivePolicy::mlp_in;
+  CHECK(layer_activation_bytes(m, p, p.recompute) == Approx(2 * s * h + s * (2 * h + 4 * kvd + 2 * h + 2 * h)));
+  // Every second layer whole: half full recomputation's, half none's.
+  p.recompute_policy = SelectivePolicy::alternate_layers;
+  CHECK(layer_activation_bytes(m, p, p.recompute) ==
+        Approx(0.5 * (layer_activation_bytes(m, p, Recompute::full) + layer_activation_bytes(m, p, Recompute::none))));
+  // Each keeps less than no recomputation and more than full.
+  for (const auto policy : {SelectivePolicy::alternate_mm, SelectivePolicy::mlp_in, SelectivePolicy::alternate_layers}) {
+    p.recompute_policy = policy;
+    const double kept = layer_activation_bytes(m, p, p.recompute);
+    CHECK(kept < layer_activation_bytes(m, p, Recompute::none));
+    CHECK(kept > layer_activation_bytes(m, p, Recompute::full));
+  }
+  // Context parallelism divides every tensor by cp, as Korthikanti's count.
+  p.recompute_policy = SelectivePolicy::mlp_in;
+  const double whole = layer_activation_bytes(m, p, p.recompute);
+  p.cp = 2;
+  CHECK(layer_activation_bytes(m, p, p.recompute) == Approx(whole / 2));
+}

@@ -525,3 +525,31 @@ TEST_CASE("dp_shard in the plan file: optional, round-trips, its rules name $.dp
   CHECK_FALSE(ztune::check_plan_shape(r, m).has_value());
   CHECK(r.shard_replicas() == 4);
 }
+
+TEST_CASE("selective policy: optional in the file, round-trips, strict, needs recompute selective", "[plan][recompute]") {
+  ztune::Plan p;
+  p.recompute = ztune::Recompute::selective;
+  // The default (Korthikanti's attention core) is not written: older files and digests are unchanged.
+  CHECK_FALSE(ztune::plan_to_json(p).contains("recompute_policy"));
+  CHECK(ztune::recompute_text(p) == "selective");
+  for (const auto policy : {ztune::SelectivePolicy::alternate_mm, ztune::SelectivePolicy::mlp_in,
+                            ztune::SelectivePolicy::alternate_layers}) {
+    p.recompute_policy = policy;
+    auto j = ztune::plan_to_json(p);
+    CHECK(j["recompute_policy"] == ztune::to_string(policy));
+    CHECK(ztune::plan_from_json(j, "p.json").recompute_policy == policy);
+    CHECK_THAT(p.summary(), Contains(" selective:" + ztune::to_string(policy)));
+  }
+  auto j = ztune::plan_to_json(p);
+  j.erase("recompute_policy");
+  CHECK(ztune::plan_from_json(j, "p.json").recompute_policy == ztune::SelectivePolicy::attention);
+  j["recompute_policy"] = "every_mm";
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.recompute_policy"));
+
+  auto m = ztune::load_transformer("llama-7b");
+  auto c = ztune::load_cluster("dgx-a100-80gb");
+  p.global_batch = 1;
+  CHECK_FALSE(ztune::check_plan(p, m, c).has_value());
+  p.recompute = ztune::Recompute::full;
+  CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.recompute_policy") && Contains("recompute \"selective\""));
+}

@@ -1121,3 +1121,57 @@ TEST_CASE("hybrid sharding: two-level reduction and gathers in the shard group, 
   CHECK(sum_parts(t) == Approx(t.iteration_s));
   CHECK(t.part(TimePart::zero3_gather) < predict_time(m, plain, c, hw).part(TimePart::zero3_gather));
 }
+
+TEST_CASE("engines' selective policies: the GEMMs each recomputes, closed form", "[time][flops][recompute]") {
+  // A Llama-shaped layer (GQA 32/8 heads, SwiGLU 14336): with one GEMM
+  // efficiency at every size and no launch cost a GEMM's time is its FLOPs
+  // over peak × 0.6, so each policy's recompute time is the FLOPs it names
+  // (plus the elementwise kernels it repeats) and nothing is fitted.
+  Transformer m = gpt(32, 4096, 32, 8192, 128256);
+  m.kv_heads = 8;
+  m.ffn_hidden = 14336;
+  m.activation = Activation::swiglu;
+  const double b = 1, s = 8192, h = 4096, kvd = 1024, f = 14336, L = 32, tokens = b * s;
+  const HardwareProfile hw = constant_efficiency_profile();
+  const Cluster c = a100(1);
+  const double rate = 312e12 * 0.6;
+  Plan p;
+  p.global_batch = 1;
+  p.attention = AttentionKernel::flash;
+  p.recompute = Recompute::selective;
+  const LayerCost attention = layer_cost(m, p, c, hw);
+  CHECK(attention.recompute_s == Approx(attention.fwd_attention_s));
+
+  // torchtitan's op SAC: wk (h × kvd), wo (h × h) and w3 (h × f) again, with
+  // the elementwise kernels; the flash kernel's output is saved.
+  p.recompute_policy = SelectivePolicy::alternate_mm;
+  const LayerCost op = layer_cost(m, p, c, hw);
+  const double op_flops = 2.0 * tokens * h * (kvd + h + f);
+  CHECK(op.recompute_flops == Approx(op_flops));
+  CHECK(op.recompute_s == Approx(op_flops / rate + op.fwd_elementwise_s));
+  // MaxText's save_dot_except_mlpwi: wi_0 and wi_1 (h × 2f), the attention core, the elementwise kernels.
+  p.recompute_policy = SelectivePolicy::mlp_in;
+  const LayerCost wi = layer_cost(m, p, c, hw);
+  CHECK(wi.recompute_flops == Approx(2.0 * tokens * h * 2.0 * f + attention.recompute_flops));
+  CHECK(wi.recompute_s == Approx(2.0 * tokens * h * 2.0 * f / rate + wi.fwd_attention_s + wi.fwd_elementwise_s));
+  // torchtitan's every-second-layer SAC: half a layer's forward per layer.
+  p.recompute_policy = SelectivePolicy::alternate_layers;
+  const LayerCost half = layer_cost(m, p, c, hw);
+  CHECK(half.recompute_s == Approx(0.5 * half.fwd_s));
+
+  // Hardware FLOPs (HFU) count the same work per iteration: L layers of it
+  // beyond the plan without recomputation.
+  p.recompute_policy = SelectivePolicy::alternate_mm;
+  const double hw_op = hardware_flops_per_iteration(m, p);
+  p.recompute_policy = SelectivePolicy::attention;
+  const double hw_att = hardware_flops_per_iteration(m, p);
+  p.recompute = Recompute::none;
+  const double hw_none = hardware_flops_per_iteration(m, p);
+  CHECK(hw_op - hw_none == Approx(L * op_flops).epsilon(1e-12));
+  CHECK(hw_att > hw_none);
+  p.recompute = Recompute::full;
+  const double hw_full = hardware_flops_per_iteration(m, p);
+  p.recompute = Recompute::selective;
+  p.recompute_policy = SelectivePolicy::alternate_layers;
+  CHECK(hardware_flops_per_iteration(m, p) - hw_none == Approx((hw_full - hw_none) / 2.0).epsilon(1e-12));
+}

@@ -329,3 +329,32 @@ TEST_CASE("the 2019 Megatron-LM code runs eager attention, assumed with the reas
   }
   CHECK(eager == 6);
 }
+
+TEST_CASE("each engine's selective recomputation is read into its rows", "[validation][recompute]") {
+  // validation.json states, with the source's words, the selective policy of
+  // the rows whose engine is not Megatron's: torchtitan's op-level SAC (the
+  // A100 table's 'selective op', the H100 tables' default), its layer-level
+  // SAC (the A100 table's 'selective layer'), and MaxText's
+  // save_dot_except_mlpwi. NeMo's selective rows keep the attention core.
+  std::size_t op = 0, layers = 0, mlp_in = 0;
+  for (const auto& c : report().cases) {
+    INFO(c.id);
+    if (c.detail.find("selective:alternate_mm") != std::string::npos) {
+      ++op;
+      CHECK(c.id.starts_with("torchtitan_"));
+      CHECK_THAT(c.assumed, Catch::Contains("selective_ac_option \"op\""));
+    } else if (c.detail.find("selective:alternate_layers") != std::string::npos) {
+      ++layers;
+      CHECK(c.id.find("_sel_layer_") != std::string::npos);
+    } else if (c.detail.find("selective:mlp_in") != std::string::npos) {
+      ++mlp_in;
+      CHECK(c.id.starts_with("dgxc_2411_maxtext_"));
+      CHECK_THAT(c.assumed, Catch::Contains("save_dot_except_mlpwi"));
+    } else if (c.id.starts_with("dgxc_2411_nemotron4_340b")) {
+      CHECK(c.detail.find("selective") != std::string::npos);
+    }
+  }
+  CHECK(op == 3 + 4 + 2);
+  CHECK(layers == 2);
+  CHECK(mlp_in == 6);
+}

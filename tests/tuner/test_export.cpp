@@ -645,6 +645,21 @@ TEST_CASE("export of hybrid sharding: DeepSpeed MiCS' mics_shard_size, refused f
   CHECK_FALSE(deepspeed_config(pf, "hsdp.json")["zero_optimization"].contains("mics_shard_size"));
 }
 
+namespace {
+
+// torchtitan's Llama 3 8B flavor: 32 layers of 4096, 8 KV heads, FFN 14336.
+Transformer llama3_8b() {
+  Transformer m = load_transformer("llama-7b");
+  m.layers = 32;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.ffn_hidden = 14336;
+  return m;
+}
+
+}  // namespace
+
 // torchtitan's job TOML (the fsdp engine): the degrees multiply to the plan's
 // devices as torchtitan's ParallelDims requires (replicate × shard × cp × tp ×
 // pp = world size), hybrid sharding is replicate × shard, and what torchtitan's
@@ -654,12 +669,7 @@ TEST_CASE("torchtitan export: degrees multiply to the plan's devices, refusals n
           "[tuner][export][torchtitan]") {
   using Catch::Matchers::Contains;
   PlanFile pf;
-  Transformer m = load_transformer("llama-7b");
-  m.layers = 32;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 8;
-  m.ffn_hidden = 14336;
+  const Transformer m = llama3_8b();
   pf.model = m;
   pf.cluster = load_cluster("dgx-h100x32");
   Plan& p = pf.plan;
@@ -723,4 +733,47 @@ TEST_CASE("gradient all-reduce exports as DeepSpeed's reduce_scatter false, the 
   CHECK(*engine_violation(p, Engine::ztune) == EngineRule::zt_grad_allreduce);
   p.zero_stage = 2;
   CHECK(*engine_violation(p, Engine::fsdp) == EngineRule::fs_grad_allreduce);
+}
+
+// The engines' own selective policies: torchtitan exports its op-level and
+// every-second-block checkpointing as activation_checkpoint.selective_ac_option
+// "op" and "2" (its JobConfig's spellings: tests/tuner/fixtures), refuses
+// MaxText's; Megatron-LM, DeepSpeed and ztune's executor recompute the
+// attention core only and refuse the others by rule.
+TEST_CASE("selective policies export as torchtitan spells them, the engines that lack them refuse",
+          "[tuner][export][recompute]") {
+  using Catch::Matchers::Contains;
+  PlanFile pf;
+  const Transformer m = llama3_8b();
+  pf.model = m;
+  pf.cluster = load_cluster("dgx-h100");
+  Plan& p = pf.plan;
+  p.dp = 8;
+  p.zero_stage = 3;
+  p.micro_batch = 1;
+  p.global_batch = 8;
+  p.precision = Precision::bf16;
+  p.attention = AttentionKernel::flash;
+  p.recompute = Recompute::selective;
+  p.recompute_policy = SelectivePolicy::alternate_mm;
+  CHECK_THAT(torchtitan_config(pf, "plan.json"), Contains("mode = \"selective\"\nselective_ac_option = \"op\"\n"));
+  p.recompute_policy = SelectivePolicy::alternate_layers;
+  CHECK_THAT(torchtitan_config(pf, "plan.json"), Contains("mode = \"selective\"\nselective_ac_option = \"2\"\n"));
+  p.recompute_policy = SelectivePolicy::mlp_in;
+  CHECK_THROWS_WITH(torchtitan_config(pf, "plan.json"),
+                    Contains("plan.json: $.plan.recompute_policy") && Contains("MaxText"));
+  for (const auto policy : {SelectivePolicy::alternate_mm, SelectivePolicy::mlp_in, SelectivePolicy::alternate_layers}) {
+    p.recompute_policy = policy;
+    p.zero_stage = 3;
+    CHECK_FALSE(engine_violation(p, Engine::fsdp).has_value());
+    CHECK(*engine_violation(p, Engine::deepspeed) == EngineRule::ds_recompute_policy);
+    CHECK(*engine_violation(p, Engine::ztune) == EngineRule::zt_recompute_policy);
+    p.zero_stage = 1;  // Megatron's distributed optimizer
+    CHECK(*engine_violation(p, Engine::megatron) == EngineRule::mg_recompute_policy);
+  }
+  p.recompute_policy = SelectivePolicy::alternate_mm;
+  CHECK_THROWS_WITH(megatron_arguments(pf, "plan.json"), Contains("megatron cannot run this plan"));
+  // Korthikanti's attention core is every engine's.
+  p.recompute_policy = SelectivePolicy::attention;
+  CHECK_FALSE(engine_violation(p, Engine::megatron).has_value());
 }

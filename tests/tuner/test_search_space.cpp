@@ -670,3 +670,39 @@ TEST_CASE("hybrid sharding: ZeRO-3 shard groups of a node's ranks where dp spans
   const SearchSpace single(m, one, d);
   for (const auto& l : single.layouts()) CHECK(single.shard_group_sizes(l).empty());
 }
+
+TEST_CASE("the fsdp engine's selective recomputation is torchtitan's op-level SAC, with any kernel",
+          "[tuner][space][recompute]") {
+  // torchtitan's selective checkpointing saves every other matmul: it drops
+  // GEMM outputs, so (unlike Korthikanti's attention core) it goes with flash.
+  // Oracle: the megatron space of the same layouts, where flash has 2 recompute
+  // modes; fsdp's flash has all 3, and no layout holds fewer plans.
+  Transformer m = load_transformer("tiny");
+  m.hidden = 256;
+  m.ffn_hidden = 1024;
+  Cluster c = load_cluster("dgx-a100-80gb");
+  c.node.gpus = 2;
+  SpaceOptions o;
+  o.engine = Engine::fsdp;
+  o.attention = AttentionKernel::flash;
+  const SearchSpace fsdp(m, c, o);
+  std::int64_t selective = 0, n = 0;
+  for (const auto& l : fsdp.layouts())
+    fsdp.for_each_plan(l, [&](const Plan& p) {
+      ++n;
+      CHECK_FALSE(check_plan(p, m, c).has_value());
+      if (p.recompute == Recompute::selective) {
+        ++selective;
+        CHECK(p.recompute_policy == SelectivePolicy::alternate_mm);
+      } else {
+        CHECK(p.recompute_policy == SelectivePolicy::attention);
+      }
+    });
+  CHECK(n == fsdp.size());
+  CHECK(selective > 0);
+  CHECK(selective * 3 == n);  // one of the three modes, the others unchanged
+  o.engine = Engine::megatron;
+  const SearchSpace mg(m, c, o);
+  for (const auto& l : mg.layouts())
+    mg.for_each_plan(l, [&](const Plan& p) { CHECK(p.recompute != Recompute::selective); });
+}

@@ -86,8 +86,15 @@ def check_config(name, pf, cfg):
     else:
         check(tr["local_batch_size"] == plan["micro_batch"], f"{name}: local batch is not the micro-batch")
         check(accum == plan["grad_accum"], f"{name}: accumulation {accum}, the plan's {plan['grad_accum']}")
-    check(cfg["activation_checkpoint"]["mode"] == ("full" if plan["recompute"] == "full" else "none"),
-          f"{name}: activation checkpointing differs")
+    # torchtitan's selective modes are ztune's alternate_mm ("op") and
+    # alternate_layers (every "2"nd block); Korthikanti's selective with a
+    # flash kernel is the kernel's own recomputation (none).
+    ac = cfg["activation_checkpoint"]
+    option = {"alternate_mm": "op", "alternate_layers": "2"}.get(plan.get("recompute_policy"))
+    expected = "full" if plan["recompute"] == "full" else "selective" if option else "none"
+    check(ac["mode"] == expected, f"{name}: activation checkpointing {ac['mode']}, expected {expected}")
+    if option:
+        check(ac.get("selective_ac_option") == option, f"{name}: selective_ac_option differs")
     check(tr["seq_len"] == pf["model"]["seq_len"], f"{name}: sequence length differs")
 
 

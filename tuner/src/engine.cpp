@@ -123,6 +123,17 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"ztune: gradients reduce-scattered",
      "ztune's executor reduce-scatters its ZeRO-1/2 gradients; all-reducing them is DeepSpeed's "
      "zero_optimization.reduce_scatter false: use --engine deepspeed, or expected reduce_scatter true"},
+    {"megatron: selective recomputes the attention core",
+     "Megatron-LM's --recompute-granularity selective recomputes the core attention (Korthikanti et al. 2022); "
+     "torchtitan's op-level policy (alternate_mm) and MaxText's save_dot_except_mlpwi (mlp_in) are not its own: "
+     "expected recompute_policy \"attention\""},
+    {"deepspeed: selective recomputes the attention core",
+     "Megatron-DeepSpeed's selective recomputation is Megatron's core attention; torchtitan's op-level policy "
+     "(alternate_mm) and MaxText's save_dot_except_mlpwi (mlp_in) are not its own: expected recompute_policy "
+     "\"attention\""},
+    {"ztune: selective recomputes the attention core",
+     "ztune's executor recomputes the attention core only (Korthikanti et al. 2022): expected recompute_policy "
+     "\"attention\", or --engine fsdp for torchtitan's and MaxText's policies"},
 }};
 
 }  // namespace
@@ -139,6 +150,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.attention == AttentionKernel::eager) return EngineRule::zt_eager_attention;
       if (p.cpu_checkpointing) return EngineRule::zt_cpu_checkpointing;
       if (!p.reduce_scatter) return EngineRule::zt_grad_allreduce;
+      if (p.recompute_policy != SelectivePolicy::attention) return EngineRule::zt_recompute_policy;
       return std::nullopt;
     case Engine::deepspeed:
       if (p.pp > 1 && p.zero_stage > 1) return EngineRule::ds_pipeline_zero;
@@ -156,6 +168,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.cp > 1) return EngineRule::ds_context_parallel;
       if (p.attention == AttentionKernel::cudnn && !engine_runs_cudnn(e)) return EngineRule::ds_cudnn_attention;
       if (p.tp_comm_overlap) return EngineRule::ds_tp_comm_overlap;
+      if (p.recompute_policy != SelectivePolicy::attention) return EngineRule::ds_recompute_policy;
       return std::nullopt;
     case Engine::megatron:
       if (p.dp_shard > 0) return EngineRule::mg_hybrid_sharding;
@@ -169,6 +182,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.ulysses > 1) return EngineRule::mg_ulysses;
       if (p.cpu_checkpointing) return EngineRule::mg_cpu_checkpointing;
       if (!p.reduce_scatter) return EngineRule::mg_grad_allreduce;
+      if (p.recompute_policy != SelectivePolicy::attention) return EngineRule::mg_recompute_policy;
       return std::nullopt;
     case Engine::fsdp:
       if (p.zero_stage == 1) return EngineRule::fs_zero1;

@@ -94,7 +94,8 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
     // What selective recomputation drops, flash never stores.
     Plan p = base;
     p.attention = preferred_fused_kernel(o.space.engine, hw);
-    if (p.recompute == Recompute::selective) p.recompute = Recompute::none;
+    if (p.recompute == Recompute::selective && p.recompute_policy == SelectivePolicy::attention)
+      p.recompute = Recompute::none;
     add(p.attention == AttentionKernel::cudnn ? "cuDNN fused attention (--attention cudnn: no s×s scores stored)"
                                               : "FlashAttention (--attention flash: no s×s scores stored)",
         p);
@@ -107,6 +108,7 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
   if (base.recompute != Recompute::full) {
     Plan p = base;
     p.recompute = Recompute::full;
+    p.recompute_policy = SelectivePolicy::attention;
     add("full recomputation", p);
   }
   if (base.tp > 1 && !base.sequence_parallel) {

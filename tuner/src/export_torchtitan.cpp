@@ -87,7 +87,12 @@ std::string torchtitan_config(const PlanFile& pf, const std::string& file) {
     throw InputError(file + ": $.plan.sequence_parallel: torchtitan's tensor parallelism always shards the norms "
                             "over the sequence (SequenceParallel); expected sequence_parallel true with tp " +
                      std::to_string(p.tp));
-  if (p.recompute == Recompute::selective && !fused_attention(p.attention))
+  if (p.recompute_policy == SelectivePolicy::mlp_in)
+    throw InputError(file + ": $.plan.recompute_policy: \"mlp_in\" is MaxText's save_dot_except_mlpwi; torchtitan's "
+                            "selective checkpointing is op-level (\"alternate_mm\") or per layer (\"alternate_layers\"): "
+                            "expected one of those, or recompute \"full\" or \"none\"");
+  if (p.recompute == Recompute::selective && p.recompute_policy == SelectivePolicy::attention &&
+      !fused_attention(p.attention))
     throw InputError(file + ": $.plan.recompute: ztune's selective recomputation is Korthikanti's attention-core "
                             "recomputation; torchtitan's selective checkpointing is op- or layer-level: expected "
                             "\"none\" or \"full\", or flash attention (whose recomputation is in the kernel)");
@@ -152,7 +157,15 @@ std::string torchtitan_config(const PlanFile& pf, const std::string& file) {
     o << "]\n";
   }
   o << "\n[activation_checkpoint]\n";
-  o << "mode = \"" << (p.recompute == Recompute::full ? "full" : "none") << "\"\n\n";
+  // torchtitan's op-level policy is ztune's alternate_mm, its every-second-
+  // block policy alternate_layers; Korthikanti's
+  // attention-core recomputation with a flash kernel is the kernel's own (none).
+  if (p.recompute_policy == SelectivePolicy::alternate_mm)
+    o << "mode = \"selective\"\nselective_ac_option = \"op\"\n\n";
+  else if (p.recompute_policy == SelectivePolicy::alternate_layers)
+    o << "mode = \"selective\"\nselective_ac_option = \"2\"\n\n";
+  else
+    o << "mode = \"" << (p.recompute == Recompute::full ? "full" : "none") << "\"\n\n";
 
   o << "[checkpoint]\n";
   o << "enable_checkpoint = false\n";

@@ -172,6 +172,9 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
   // DeepSpeed's CPU checkpointing, for its full-recomputation plans on GPUs
   // (the other engines keep their checkpoints on the device: engine.cpp).
   cpu_checkpointing_ = o.engine == Engine::deepspeed && c.device_kind == DeviceKind::gpu;
+  // torchtitan's selective checkpointing is op-level (its selective_ac_option
+  // "op", what its Llama configurations set): ztune's alternate_mm.
+  selective_policy_ = o.engine == Engine::fsdp ? SelectivePolicy::alternate_mm : SelectivePolicy::attention;
   if (o.sparse_attention != SparseLayout::none) {
     if (o.sparse_block < 16 || o.sparse_block > 128)
       throw InputError("--sparse-block: " + str(o.sparse_block) + " is outside 16..128");
@@ -440,11 +443,12 @@ std::int64_t SearchSpace::count_plans(const Layout& l) const {
   const auto n_prec = static_cast<std::int64_t>(precisions_.size());
   std::int64_t n_split_rc_att = 0;  // (split, recompute, attention) triples in the space
   for (ActivationSplit split : activation_splits(l))
-    for (Recompute rc : kRecomputeModes)
+    for (Recompute rc : kRecomputeModes) {
+      const SelectivePolicy sp = rc == Recompute::selective ? selective_policy_ : SelectivePolicy::attention;
       for (const auto& at : attention_)
-        n_split_rc_att += split_fits(split, rc) && recompute_fits(rc, at) && cp_fits(l, at)
-                              ? checkpoint_homes(rc)
-                              : 0;
+        n_split_rc_att +=
+            split_fits(split, rc) && recompute_fits(rc, sp, at) && cp_fits(l, at) ? checkpoint_homes(rc) : 0;
+    }
   std::int64_t n = 0;
   for (const auto& s : schedules(l))
     n += n_split_rc_att * n_states * static_cast<std::int64_t>(micro_batches_for(l, s).size()) * n_prec;

@@ -39,6 +39,31 @@ enum class SparseLayout : std::uint8_t { none, fixed, bigbird, longformer, varia
 /// --no-masked-softmax-fusion, Hugging Face eager attention).
 enum class AttentionKernel : std::uint8_t { standard, flash, cudnn, eager };
 
+/// What selective recomputation (recompute "selective") recomputes in the
+/// backward pass; each engine states its own policy:
+/// - attention: the attention core only (Korthikanti et al. 2022, §4.2;
+///   Megatron-LM --recompute-granularity selective, NeMo
+///   activations_checkpoint_granularity selective). The default.
+/// - alternate_mm: torchtitan's op-level selective checkpointing
+///   (activation_checkpoint.selective_ac_option "op", torchtitan's
+///   _apply_op_sac: "save every other mm"): of a block's matmuls in forward
+///   order (wq, wk, wv, wo, then the MLP's w1, w3, w2; w1, w2 without a gated
+///   MLP) the odd ones are saved and wk, wo and w3 (w2) recomputed, with every
+///   elementwise op; the attention kernel's output is saved, not recomputed.
+/// - mlp_in: MaxText's remat policy save_dot_except_mlpwi (its custom policy
+///   with the q/k/v, out and MLP-out projections saved on the device): the
+///   MLP's input projections (wi: gate and up), the attention core (its
+///   "context" is not saved) and every elementwise op recomputed.
+/// - alternate_layers: torchtitan's layer-level selective checkpointing with
+///   its default selective_ac_option "2" (_apply_layer_sac: every second
+///   block wrapped whole in a checkpoint): half the layers recomputed in full,
+///   the other half keep every activation.
+enum class SelectivePolicy : std::uint8_t { attention, alternate_mm, mlp_in, alternate_layers };
+/// The names of the policies, in the enum's order.
+inline constexpr const char* kSelectivePolicyNames[] = {"attention", "alternate_mm", "mlp_in", "alternate_layers"};
+/// The policy named n; nullopt for any other name.
+[[nodiscard]] std::optional<SelectivePolicy> selective_policy_of(std::string_view n);
+
 /// flash and cudnn: one fused kernel, only the log-sum-exp kept, masked
 /// causal blocks skipped. standard and eager store the s×s probabilities.
 [[nodiscard]] constexpr bool fused_attention(AttentionKernel k) {
@@ -54,6 +79,7 @@ std::string to_string(Recompute r);
 std::string to_string(Schedule s);
 std::string to_string(SparseLayout l);
 std::string to_string(AttentionKernel k);
+std::string to_string(SelectivePolicy s);
 
 struct Plan {
   int dp = 1;
@@ -110,6 +136,10 @@ struct Plan {
   int grad_accum = 1;            // micro-batches per step (m)
   std::int64_t global_batch = 1; // = micro_batch × grad_accum × dp
   Recompute recompute = Recompute::none;
+  /// What recompute "selective" recomputes (see SelectivePolicy). Plan file:
+  /// recompute_policy, written only when not "attention"; any other policy
+  /// needs recompute "selective".
+  SelectivePolicy recompute_policy = SelectivePolicy::attention;
   Precision precision = Precision::bf16;
   Schedule schedule = Schedule::one_f_one_b;
   bool overlap_comm = true;      // bucketed reduction overlapped with backward
@@ -222,6 +252,30 @@ struct PlanFile {
 PlanFile plan_file_from_json(const nlohmann::json& doc, const std::string& file);
 PlanFile load_plan_file(const std::string& path);
 nlohmann::json plan_file_to_json(const PlanFile& pf);
+
+/// The recomputation as tables print it: "none", "full", "selective", or
+/// "selective:alternate_mm" for a policy other than the attention core.
+[[nodiscard]] std::string recompute_text(const Plan& p);
+
+/// The share of the layers the backward pass recomputes whole: 1 with full
+/// recomputation, ½ with torchtitan's every-other-layer policy, else 0.
+[[nodiscard]] inline double whole_layer_recompute_share(const Plan& p) {
+  if (p.recompute == Recompute::full) return 1.0;
+  return p.recompute == Recompute::selective && p.recompute_policy == SelectivePolicy::alternate_layers ? 0.5 : 0.0;
+}
+/// The share of the layers whose attention core the backward pass runs
+/// forward again: the whole-layer share, and every layer under the selective
+/// policies that do not save the core's output (attention, mlp_in).
+[[nodiscard]] inline double attention_recompute_share(const Plan& p) {
+  if (p.recompute != Recompute::selective) return whole_layer_recompute_share(p);
+  switch (p.recompute_policy) {
+    case SelectivePolicy::attention:
+    case SelectivePolicy::mlp_in: return 1.0;
+    case SelectivePolicy::alternate_mm: return 0.0;
+    case SelectivePolicy::alternate_layers: return 0.5;
+  }
+  return 1.0;
+}
 
 /// The first rule the plan breaks for this model and cluster, as a message naming
 /// the plan field ("$.tp: 12 does not divide heads 32"), or nullopt when valid.

@@ -65,6 +65,9 @@ enum class EngineRule : std::uint8_t {
   mg_grad_allreduce,       // the distributed optimizer reduce-scatters its gradients
   fs_grad_allreduce,       // FSDP reduce-scatters its gradients
   zt_grad_allreduce,       // ztune's executor reduce-scatters its ZeRO-1/2 gradients
+  mg_recompute_policy,     // selective recomputation is the attention core (--recompute-granularity selective)
+  ds_recompute_policy,     // Megatron-DeepSpeed's selective recomputation is Megatron's attention core
+  zt_recompute_policy,     // ztune's executor recomputes the attention core only
   count
 };
 

@@ -78,12 +78,14 @@ struct AttentionChoice {
   AttentionKernel kernel = AttentionKernel::standard;
 };
 
-/// Whether the space holds recomputation `r` with attention `a`. Selective
-/// recomputation re-runs only the attention core to drop its s×s tensors; a
-/// flash kernel stores none, so flash + selective would repeat flash + none at
-/// a higher price and is left out.
-[[nodiscard]] constexpr bool recompute_fits(Recompute r, const AttentionChoice& a) {
-  return !(r == Recompute::selective && fused_attention(a.kernel));
+/// Whether the space holds recomputation `r` (selective under policy `s`) with
+/// attention `a`. Korthikanti's selective recomputation re-runs only the
+/// attention core to drop its s×s tensors; a flash kernel stores none, so
+/// flash + that selective would repeat flash + none at a higher price and is
+/// left out. The engines' other policies (torchtitan's op-level SAC) drop GEMM
+/// outputs and go with any kernel.
+[[nodiscard]] constexpr bool recompute_fits(Recompute r, SelectivePolicy s, const AttentionChoice& a) {
+  return !(r == Recompute::selective && s == SelectivePolicy::attention && fused_attention(a.kernel));
 }
 
 /// How a tensor-parallel layout splits the activations outside its
@@ -180,6 +182,9 @@ class SearchSpace {
   int freeze_step_ = 0;
   bool tp_comm_overlap_ = false;  // megatron on GPUs Transformer Engine runs on (supports_transformer_engine)
   bool cpu_checkpointing_ = false;  // deepspeed on GPUs: full recomputation's checkpoints on the device or the host
+  /// What the engine's selective recomputation recomputes: torchtitan's
+  /// op-level SAC for fsdp (its selective mode), the attention core elsewhere.
+  SelectivePolicy selective_policy_ = SelectivePolicy::attention;
   /// Where full recomputation's checkpoints can live: the device, and the host too with cpu_checkpointing_.
   [[nodiscard]] int checkpoint_homes(Recompute r) const { return r == Recompute::full && cpu_checkpointing_ ? 2 : 1; }
   std::vector<Layout> layouts_;
@@ -231,6 +236,7 @@ void SearchSpace::for_each_plan(const Layout& l, F&& f) const {
       for (Recompute rc : kRecomputeModes) {
         if (!split_fits(split, rc)) continue;
         p.recompute = rc;
+        p.recompute_policy = rc == Recompute::selective ? selective_policy_ : SelectivePolicy::attention;
         for (int home = 0; home < checkpoint_homes(rc); ++home) {
           p.cpu_checkpointing = home == 1;
           for (const auto& st : sts) {
@@ -242,7 +248,7 @@ void SearchSpace::for_each_plan(const Layout& l, F&& f) const {
             p.zeropp = st.zeropp;
             p.dp_shard = st.dp_shard;
             for (const AttentionChoice& at : attention_) {
-              if (!recompute_fits(rc, at) || !cp_fits(l, at)) continue;
+              if (!recompute_fits(rc, p.recompute_policy, at) || !cp_fits(l, at)) continue;
               p.sparse_attention = at.layout;
               p.attention = at.kernel;
               for (int mb : mbs) {
