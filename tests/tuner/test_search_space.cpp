@@ -13,6 +13,18 @@
 
 using namespace ztune;
 
+namespace {
+
+// tiny with head size 64 (hidden 256, FFN 1024), which ztune's CUDA flash kernel takes (tiny's is 16).
+Transformer tiny_head64() {
+  Transformer m = load_transformer("tiny");
+  m.hidden = 256;
+  m.ffn_hidden = 1024;
+  return m;
+}
+
+}  // namespace
+
 TEST_CASE("divisors lists every divisor in order", "[tuner][space]") {
   CHECK(divisors(1) == std::vector<int>{1});
   CHECK(divisors(12) == std::vector<int>{1, 2, 3, 4, 6, 12});
@@ -267,9 +279,7 @@ TEST_CASE("the fused kernel searched is the one the profile prices faster, where
   CHECK(preferred_fused_kernel(Engine::fsdp, hw) == AttentionKernel::cudnn);
   CHECK(preferred_fused_kernel(Engine::deepspeed, hw) == AttentionKernel::flash);  // Megatron-DeepSpeed: FA2 only
 
-  Transformer m = load_transformer("tiny");
-  m.hidden = 256;
-  m.ffn_hidden = 1024;
+  const Transformer m = tiny_head64();
   Cluster c = load_cluster("dgx-h100");
   c.node.gpus = 2;
   auto kernels = [&](SpaceOptions o) {
@@ -297,9 +307,7 @@ TEST_CASE("on Ampere GPUs the space adds flash attention, without selective reco
   // precision either way). With flash pinned, each layout's 3 recompute modes
   // become 2: flash with selective recomputation would recompute nothing that
   // flash stores (it keeps no s×s tensors) and is not generated.
-  Transformer m = load_transformer("tiny");
-  m.hidden = 256;  // head size 64, which ztune's CUDA flash kernel takes (tiny's is 16)
-  m.ffn_hidden = 1024;
+  const Transformer m = tiny_head64();
   Cluster c = load_cluster("dgx-a100-80gb");
   c.node.gpus = 2;
   // Engine ztune: its CUDA flash kernel is not FlashAttention-2's speed, so
@@ -368,9 +376,7 @@ TEST_CASE("on Ampere GPUs the space adds flash attention, without selective reco
 
 TEST_CASE("a space over max_plans is refused naming --max-plans, a stop flag ends the enumeration", "[tuner][space]") {
   // The hand-counted space of the test above: tiny on two A100s holds 168 + 42 + 330 = 540 plans.
-  Transformer m = load_transformer("tiny");
-  m.hidden = 256;
-  m.ffn_hidden = 1024;
+  const Transformer m = tiny_head64();
   Cluster c = load_cluster("dgx-a100-80gb");
   c.node.gpus = 2;
   SpaceOptions o;
@@ -677,9 +683,7 @@ TEST_CASE("the fsdp engine's selective recomputation is torchtitan's op-level SA
   // GEMM outputs, so (unlike Korthikanti's attention core) it goes with flash.
   // Oracle: the megatron space of the same layouts, where flash has 2 recompute
   // modes; fsdp's flash has all 3, and no layout holds fewer plans.
-  Transformer m = load_transformer("tiny");
-  m.hidden = 256;
-  m.ffn_hidden = 1024;
+  const Transformer m = tiny_head64();
   Cluster c = load_cluster("dgx-a100-80gb");
   c.node.gpus = 2;
   SpaceOptions o;
