@@ -502,18 +502,25 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   constexpr double kHostOpsSelective = 6;  // QKᵀ, softmax, dropout, PV and their views
   lc.host_fwd_s = kHostOpsForward * hw.engine.host_op_s;
   lc.host_bwd_s = 2.0 * kHostOpsForward * hw.engine.host_op_s;
-  // The other selective policies recompute their GEMMs (3 or 2) and the
-  // layer's elementwise kernels besides (mlp_in) or instead of (alternate_mm)
-  // the attention core.
-  const double selective_ops = p.recompute_policy == SelectivePolicy::alternate_mm ? 3.0 + elem_kernels
-                               : p.recompute_policy == SelectivePolicy::mlp_in
-                                   ? kHostOpsSelective + 2.0 + elem_kernels
-                               : p.recompute_policy == SelectivePolicy::alternate_layers
-                                   ? 0.5 * kHostOpsForward
-                                   : kHostOpsSelective;
-  lc.host_recompute_s = p.recompute == Recompute::full        ? lc.host_fwd_s
-                        : p.recompute == Recompute::selective ? selective_ops * hw.engine.host_op_s
-                                                              : 0.0;
+  // Ops the backward issues again per layer: the policies other than the
+  // attention core's recompute their GEMMs (3 or 2) and the elementwise
+  // kernels instead of (alternate_mm) or beside (mlp_in) the core; the
+  // every-other-layer policy half a forward.
+  auto recompute_ops = [&]() -> double {
+    switch (p.recompute) {
+      case Recompute::none: return 0.0;
+      case Recompute::full: return kHostOpsForward;
+      case Recompute::selective: break;
+    }
+    switch (p.recompute_policy) {
+      case SelectivePolicy::attention: return kHostOpsSelective;
+      case SelectivePolicy::alternate_mm: return 3.0 + elem_kernels;
+      case SelectivePolicy::mlp_in: return kHostOpsSelective + 2.0 + elem_kernels;
+      case SelectivePolicy::alternate_layers: return 0.5 * kHostOpsForward;
+    }
+    return kHostOpsSelective;
+  };
+  lc.host_recompute_s = recompute_ops() * hw.engine.host_op_s;
 
   // Tensor-parallel collectives (Megatron; Korthikanti §4.2.2): S = s·b·h 16-bit.
   if (p.tp > 1) {
