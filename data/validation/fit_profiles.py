@@ -121,7 +121,10 @@ def gpu_params(g):
         # (HDR/NDR, NCCL 2.1x); EDR-era V100 clusters with older NCCL are given
         # more room. Unbounded, the joint fit drove A100's to 370 us to slow the
         # Azure ZeRO-3 runs, and vTrain's 64-512-GPU runs 60 % too slow with it.
-        (("P", g, "fabric", "inter_node", "base_latency_us"), 1.0, 500.0 if g == "v100" else 100.0),
+        # Floored at 10 us, NCCL's own per-call base (tuning.cc baseLat, ring
+        # Simple 8.4 us) plus a network hop: with NCCL's per-level latency
+        # steps (session 16) the fit otherwise drove A100's to its old 1 us floor.
+        (("P", g, "fabric", "inter_node", "base_latency_us"), 10.0, 500.0 if g == "v100" else 100.0),
     ]
     return out
 
@@ -134,11 +137,12 @@ def engine_params(e):
         (("E", e, "overlap", "tp"), 0.0, 1.0),
         (("E", e, "overlap", "dp"), 0.0, 1.0),
     ]
-    # DeepSpeed's ZeRO-3 prefetch overlap is not fitted: no DeepSpeed run in
-    # data/validation prefetches a gather (the Azure ZeRO-3 rows' modules
-    # exceed stage3_max_live_parameters), so no case moves with it (session 14
-    # probe). derived() gives it FSDP's fitted value, the nearest engine that
-    # measures one; fit it again once a DeepSpeed run that prefetches is here.
+    # DeepSpeed's ZeRO-3 prefetch overlap is not fitted: one DeepSpeed run in
+    # data/validation prefetches a gather (Azure 175B: two FC1s within its
+    # recipe's stage3_max_live_parameters 3e9; the 530B-2T rows' do not fit),
+    # too few to fit an engine's overlap without fitting that run (session 14
+    # probe, session 16). derived() gives it FSDP's fitted value, the nearest
+    # engine that measures one; fit it once more DeepSpeed runs prefetch.
     if e != "deepspeed":
         out.append((("E", e, "overlap", "zero3_prefetch"), 0.0, 1.0))
     if e == "megatron":
@@ -193,12 +197,15 @@ def derived(state):
     state["P"]["h200"] = h200
     ds = state["E"]["deepspeed"]
     ds["overlap"]["zero3_prefetch"] = state["E"]["fsdp"]["overlap"]["zero3_prefetch"]
-    note = (" ZeRO-3 prefetch overlap: FSDP's fitted value (no DeepSpeed run in data/validation prefetches a "
-            "gather: the Azure ZeRO-3 rows' modules exceed stage3_max_live_parameters).")
+    note = (" ZeRO-3 prefetch overlap: FSDP's fitted value (one DeepSpeed run in data/validation prefetches a "
+            "gather, Azure 175B; the other Azure ZeRO-3 rows' modules exceed stage3_max_live_parameters).")
     if note not in ds["source"]:
         ds["source"] += note
     z = copy.deepcopy(state["E"]["deepspeed"])
     z["name"] = "ztune"
+    # Not DeepSpeed's: the executor recomputes a block inside its backward,
+    # after its one ZeRO-3 gather (executor/src/gpt_stage.cpp backward).
+    z["zero3_recompute"] = "held"
     z["source"] = ("ztune's own executor on GPUs. Not yet measured on a GPU: until it is, the fitted figures of the "
                    "closest engine, DeepSpeed (ZeRO stages with reduce buckets and bucketed ZeRO-3 gathers, "
                    "Megatron-style tensor parallelism). CPU clusters use the executor's measured figures in "

@@ -51,6 +51,8 @@ EngineProfile engine_profile_from_json(const nlohmann::json& doc, const std::str
     o.finish();
   }
   e.zero3_gather = r.choice("zero3_gather", {"bucket", "module"}) == "module" ? GatherUnit::module : GatherUnit::bucket;
+  // Added with DeepSpeed's recomputation gathers: absent means held.
+  e.zero3_recompute_regathers = r.optional_choice("zero3_recompute", {"regather", "held"}, "held") == "regather";
   r.finish();
   return e;
 }
@@ -74,6 +76,7 @@ nlohmann::json engine_profile_to_json(const EngineProfile& e) {
         {"tp", e.tp_overlap},
         {"tp_comm", e.tp_comm_overlap}}},
       {"zero3_gather", e.zero3_gather == GatherUnit::module ? "module" : "bucket"},
+      {"zero3_recompute", e.zero3_recompute_regathers ? "regather" : "held"},
   };
 }
 

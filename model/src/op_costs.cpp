@@ -1,6 +1,7 @@
 #include "ztune/model/op_costs.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "ztune/model/cpu_executor_costs.hpp"
@@ -102,8 +103,8 @@ double group_bus_bandwidth(const GroupPlacement& g, const Cluster& c, const Hard
   return g.per_node > 1 ? std::min(intra, inter) : inter;
 }
 
-double group_latency(const GroupPlacement& g, const Cluster& c, const HardwareProfile& hw) {
-  if (g.crosses_nodes()) return c.inter_node.latency_us * 1e-6 + hw.inter_node.latency_s;
+double level_latency(bool inter_node, const Cluster& c, const HardwareProfile& hw) {
+  if (inter_node) return c.inter_node.latency_us * 1e-6 + hw.inter_node.latency_s;
   return c.intra_node.latency_us * 1e-6 + hw.intra_node.latency_s;
 }
 
@@ -112,30 +113,43 @@ double collective_time(Collective k, double bytes, const GroupPlacement& g, cons
   const int n = g.size;
   if (n <= 1 && k != Collective::p2p) return 0;
   if (bytes <= 0) return 0;
-  const double alpha = group_latency(g, c, hw);
   const double bw_term = bytes * bus_factor(k, n) / group_bus_bandwidth(g, c, hw);
   const double base = (g.crosses_nodes() ? hw.inter_node : hw.intra_node).base_latency_s;
-  // Ring and tree share the bandwidth term; with α ≥ 0 the faster has fewer steps.
-  return base + alpha * latency_steps(k, n, algo) + bw_term;
+  return base + latency_time(k, g, c, hw, algo) + bw_term;
 }
 
-double latency_steps(Collective k, int n, CollectiveAlgo algo) {
+LatencySteps latency_steps(Collective k, const GroupPlacement& g, CollectiveAlgo algo) {
+  const double n = g.size;
+  const double nodes = g.nodes();
+  const double ppn = std::min(g.size, g.per_node);
+  // A ring's steps, of which `inter` cross nodes.
+  auto ring = [](double steps, double inter) { return LatencySteps{steps - inter, inter}; };
   switch (k) {
-    case Collective::all_reduce: {
-      const double ring = 2.0 * (n - 1);
-      if (algo == CollectiveAlgo::ring) return ring;
-      // Double binary tree (NCCL): 2⌈log2 n⌉ latency steps, same bandwidth term.
-      const double tree = 2.0 * std::ceil(std::log2(static_cast<double>(n)));
-      return algo == CollectiveAlgo::tree ? tree : std::min(ring, tree);
-    }
+    case Collective::all_reduce:
+      if (algo == CollectiveAlgo::tree)
+        return {2.0 * (ppn - 1.0), 2.0 * std::ceil(std::log2(nodes))};
+      return ring(2.0 * (n - 1.0), 2.0 * (nodes - 1.0));
     case Collective::reduce_scatter:
     case Collective::all_gather:
-    case Collective::all_to_all:
     case Collective::broadcast:
-    case Collective::reduce: return n - 1.0;
-    case Collective::p2p: return 1.0;
+    case Collective::reduce: return ring(n - 1.0, nodes - 1.0);
+    case Collective::all_to_all: return {ppn - 1.0, n - ppn};
+    case Collective::p2p: return g.crosses_nodes() ? LatencySteps{0, 1} : LatencySteps{1, 0};
   }
-  return 1.0;
+  return {1, 0};
+}
+
+double latency_time(Collective k, const GroupPlacement& g, const Cluster& c, const HardwareProfile& hw,
+                    CollectiveAlgo algo) {
+  const double intra = level_latency(false, c, hw);
+  const double inter = level_latency(true, c, hw);
+  auto cost = [&](CollectiveAlgo a) {
+    const LatencySteps st = latency_steps(k, g, a);
+    return st.intra * intra + st.inter * inter;
+  };
+  if (k != Collective::all_reduce || algo == CollectiveAlgo::ring) return cost(CollectiveAlgo::ring);
+  if (algo == CollectiveAlgo::tree) return cost(CollectiveAlgo::tree);
+  return std::min(cost(CollectiveAlgo::ring), cost(CollectiveAlgo::tree));
 }
 
 double p2p_time(double bytes, bool crosses_nodes, const Cluster& c, const HardwareProfile& hw) {
@@ -775,6 +789,29 @@ int zero3_gathers_per_pass(const Transformer& m, const Plan& p, const HardwarePr
   return std::max(1, static_cast<int>(std::ceil(params / bucket_elems)));
 }
 
+double zero3_backward_regather_share(const Transformer& m, const Plan& p, const HardwareProfile& hw) {
+  if (p.zero_stage != 3 || p.recompute != Recompute::full || !hw.engine.zero3_recompute_regathers) return 0;
+  const double h = m.hidden;
+  const double kv = static_cast<double>(m.kv_heads) * m.head_dim();
+  const double f = m.ffn_hidden;
+  // Megatron's block, in forward order: fused QKV, attention output, FC1
+  // (the fused gate and up projections with SwiGLU), FC2.
+  const std::array<double, 4> weights{h * (h + 2.0 * kv) / p.tp, h * h / p.tp, m.largest_module_params() / p.tp,
+                                      f * h / p.tp};
+  double later = 0;  // Σ_{j>i} p_j
+  double released = 0;
+  double total = 0;
+  for (auto i = weights.size(); i-- > 0;) {
+    const double w = weights[i];
+    if (w > p.param_persistence_threshold) {
+      total += w;
+      if (2.0 * later >= p.max_reuse_distance) released += w;
+    }
+    later += w;
+  }
+  return total > 0 ? released / total : 0.0;
+}
+
 Zero3GatherCost zero3_gather_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
   Zero3GatherCost z;
   if (p.zero_stage != 3 || p.dp_cp() <= 1) return z;
@@ -786,7 +823,10 @@ Zero3GatherCost zero3_gather_cost(const Transformer& m, const Plan& p, const Clu
   // The gathers run in the shard group: all of dp × cp, or dp_shard ranks
   // with hybrid sharding (usually inside a node, at its bandwidth).
   z.fwd_s = gathers * collective_time(Collective::all_gather, z.bytes_per_pass / gathers, l.shard, c, hw);
-  z.bwd_s = z.fwd_s;
+  // The backward window: one pass (with a regathering engine and full
+  // recomputation, the recomputation's), plus what that released again.
+  const double backward_passes = 1.0 + zero3_backward_regather_share(m, p, hw);
+  z.bwd_s = backward_passes * z.fwd_s;
   if (p.zeropp) {
     // ZeRO++: forward gathers int8 weights over the whole group (qwZ) with
     // their quantize/dequantize kernels; backward gathers 16-bit weights from
@@ -796,7 +836,7 @@ Zero3GatherCost zero3_gather_cost(const Transformer& m, const Plan& p, const Clu
     z.fwd_s = gathers * collective_time(Collective::all_gather, q / gathers, l.dp, c, hw) +
               zeropp_weight_quantize_time(params, params / p.dp, c, hw);
     const GroupPlacement node{l.dp.per_node, l.dp.per_node};
-    z.bwd_s = gathers * collective_time(Collective::all_gather, 2.0 * params / gathers, node, c, hw);
+    z.bwd_s = backward_passes * gathers * collective_time(Collective::all_gather, 2.0 * params / gathers, node, c, hw);
   }
   return z;
 }
@@ -822,7 +862,9 @@ OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster&
     // module (ZeRO-Infinity's overlap-centric design, Rajbhandari et al. 2021
     // §6.2: the NVMe→CPU read of one parameter beside the CPU→GPU copy of the
     // previous), so the slower of the two bounds the fetch, as in the simulator.
-    const double fetch = 2.0 * (2.0 * params / p.shard_group());
+    // A regathering engine fetches again what its recomputation released
+    // (zero3_backward_regather_share), as it gathers it again.
+    const double fetch = (2.0 + zero3_backward_regather_share(m, p, hw)) * (2.0 * params / p.shard_group());
     o.zero3_param_fetch_s = pcie_copy_time(fetch, c, hw);
     if (p.offload_params == OffloadTarget::nvme)
       o.zero3_param_fetch_s = std::max(o.zero3_param_fetch_s, nvme_copy_time(fetch * gpn, c, hw));

@@ -273,6 +273,8 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
     p.allgather_bucket_elems = c.number("allgather_bucket_elems", 1, kMaxElems);
     p.prefetch_bucket_elems = c.number("prefetch_bucket_elems", 1, kMaxElems);
     p.max_live_params = c.number("max_live_params", 1, kMaxElems);
+    // Added with DeepSpeed's recomputation gathers: absent means its default.
+    if (c.has("max_reuse_distance")) p.max_reuse_distance = c.number("max_reuse_distance", 0, kMaxElems);
     p.param_persistence_threshold = c.number("param_persistence_threshold", 0, kMaxElems);
     // Added with tensor-parallel communication overlap: absent means off.
     p.tp_comm_overlap = c.optional_boolean("tp_comm_overlap").value_or(false);
@@ -371,6 +373,8 @@ nlohmann::json plan_to_json(const Plan& p) {
   if (p.dp_shard > 0) j["dp_shard"] = p.dp_shard;  // and one without hybrid sharding
   if (p.tp_comm_overlap) j["communication"]["tp_comm_overlap"] = true;  // and one without TP overlap
   if (!p.reduce_scatter) j["communication"]["reduce_scatter"] = false;  // and one that reduce-scatters
+  if (p.max_reuse_distance != Plan{}.max_reuse_distance)
+    j["communication"]["max_reuse_distance"] = p.max_reuse_distance;  // and one at DeepSpeed's default
   return j;
 }
 

@@ -136,12 +136,22 @@ std::vector<SourceSpec> read_spec(const std::string& path) {
             x.attention = attention_kernel_of(row.choice("attention", kAttentionKernelNames));
           if (row.has("recompute_policy"))
             x.recompute_policy = selective_policy_of(row.choice("recompute_policy", kSelectivePolicyNames));
+          if (auto z = row.optional_object("zero3_config")) {
+            constexpr double kMaxElems = 1e15;
+            SourceSpec::Assumed::Zero3Config zc;
+            zc.prefetch_bucket_elems = z->number("prefetch_bucket_elems", 1, kMaxElems);
+            zc.max_live_params = z->number("max_live_params", 1, kMaxElems);
+            zc.max_reuse_distance = z->number("max_reuse_distance", 0, kMaxElems);
+            zc.reduce_bucket_elems = z->number("reduce_bucket_elems", 1, kMaxElems);
+            z->finish();
+            x.zero3_config = zc;
+          }
           x.why = row.string("why");
           if (!x.micro_batch && !x.global_batch && !x.tp_comm_overlap && !x.attention && !x.reduce_scatter &&
-              !x.recompute_policy)
+              !x.recompute_policy && !x.zero3_config)
             throw row.error("why",
-                            "expected micro_batch, global_batch, tp_comm_overlap, attention, reduce_scatter or "
-                            "recompute_policy beside the reason");
+                            "expected micro_batch, global_batch, tp_comm_overlap, attention, reduce_scatter, "
+                            "recompute_policy or zero3_config beside the reason");
           row.finish();
           spec.assumed.emplace(id, x);
         }

@@ -298,6 +298,12 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     if (stated && stated->tp_comm_overlap) p.tp_comm_overlap = *stated->tp_comm_overlap;
     if (stated && stated->reduce_scatter) p.reduce_scatter = *stated->reduce_scatter;
     if (stated && stated->recompute_policy) p.recompute_policy = *stated->recompute_policy;
+    if (stated && stated->zero3_config) {
+      p.prefetch_bucket_elems = stated->zero3_config->prefetch_bucket_elems;
+      p.max_live_params = stated->zero3_config->max_live_params;
+      p.max_reuse_distance = stated->zero3_config->max_reuse_distance;
+      p.reduce_bucket_elems = stated->zero3_config->reduce_bucket_elems;
+    }
 
     const Cluster& base = ctx.cluster((fs::path(dir) / *cluster_path).string());
     const Cluster c = sized(base, *gpus);

@@ -40,6 +40,14 @@ struct SourceSpec {
     std::optional<bool> reduce_scatter;   // how its ZeRO-1/2 reduced gradients, where the row is silent
     std::optional<AttentionKernel> attention;  // the run's attention kernel, where the row does not name it
     std::optional<SelectivePolicy> recompute_policy;  // what the engine's selective recomputation recomputes
+    // The run's DeepSpeed ZeRO-3 knobs, from its recipe's ds_config (elements).
+    struct Zero3Config {
+      double prefetch_bucket_elems = 0;
+      double max_live_params = 0;
+      double max_reuse_distance = 0;
+      double reduce_bucket_elems = 0;
+    };
+    std::optional<Zero3Config> zero3_config;
     std::string why;
   };
   std::map<std::string, Assumed> assumed;

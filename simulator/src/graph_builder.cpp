@@ -442,12 +442,16 @@ class Builder {
       const int lb = begin + gi * group_;
       const int le = std::min(end, lb + group_);
       const double n = le - lb;
-      const OpId gp = gather(s, n * layer_.params, true);
+      OpId gp = gather(s, n * layer_.params, true);
       stall(s, OpKind::offload_stall, n * layer_.checkpoint_copy_s, 1.0);  // and back, before its recomputation
       if (layer_.recompute_s > 0) {
         const OpId r = compute(s, OpKind::recompute, st, lb, le, n * layer_.recompute_s);
         g_.ops[r].activation_delta = n * layer_.recompute_extra_bytes;
-        consume(gp, r, false);
+        // A regathering engine (DeepSpeed) released part of the group after
+        // the recomputation; the backward gathers that share again.
+        const bool regather = layer_.regather_share > 0;
+        consume(gp, r, regather);
+        if (regather) gp = gather(s, n * layer_.params * layer_.regather_share, true);
         if (first == kNone) first = r;
         cp_exchange(s, st, lb, le, n * layer_.cp_recompute_s);
         ulysses_exchange(s, st, lb, le, n * layer_.ulysses_recompute_s);

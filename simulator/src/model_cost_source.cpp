@@ -39,6 +39,7 @@ ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Clus
   microbatch_overhead_s_ = hw.engine.microbatch_overhead_s;
   step_overhead_s_ = hw.engine.step_overhead_s;
   layer_.params = m.params_per_layer() / p.tp;
+  layer_.regather_share = zero3_backward_regather_share(m, p, hw);
   layer_.largest_module_params = m.largest_module_params() / p.tp;
   layer_.stored_activation_bytes = layer_activation_bytes(m, p, p.recompute);
   if (p.recompute != Recompute::none)

@@ -57,12 +57,10 @@ Measurements synthetic(bool outliers) {
   for (int n : {2, 4}) {
     for (const auto& [name, kind] : kinds) {
       for (double s = 1024; s <= 16.0 * 1048576; s *= 2) {
-        const double steps = kind == Collective::all_reduce ? 2.0 * std::ceil(std::log2(n)) * (n == 2 ? 1 : 1)
-                             : kind == Collective::p2p      ? 1.0
-                                                            : n - 1.0;
-        // all-reduce: min(ring 2(n−1), tree 2⌈log2 n⌉) steps; 2 for n = 2, 4 for n = 4.
-        const double ar_steps = std::min(2.0 * (n - 1), 2.0 * std::ceil(std::log2(n)));
-        const double st = kind == Collective::all_reduce ? ar_steps : steps;
+        // Latency steps inside one node, as NCCL's tuner counts them
+        // (tuning.cc): ring and chain-tree all-reduce 2(n−1), all-gather n−1,
+        // a send 1.
+        const double st = kind == Collective::all_reduce ? 2.0 * (n - 1) : kind == Collective::p2p ? 1.0 : n - 1.0;
         const double factor = kind == Collective::all_reduce ? 2.0 * (n - 1) / n
                               : kind == Collective::p2p      ? 1.0
                                                              : (n - 1.0) / n;

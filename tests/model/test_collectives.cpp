@@ -86,16 +86,49 @@ TEST_CASE("across nodes the slowest level bounds the group, NICs are shared by t
   CHECK(group_bus_bandwidth(GroupPlacement{8, 8}, c, hw) == Approx(300e9));
 }
 
-TEST_CASE("latency: ring all-reduce 2(n-1) steps, tree 2⌈log2 n⌉, NCCL takes the faster", "[collectives]") {
-  const Cluster c = simple_cluster(1, 8, 100, 25, 8, 10.0);  // α = 10 µs
+// Oracle: NCCL's own tuning model (src/graph/tuning.cc ncclTopoTuneModel):
+// a ring pays nsteps − nInterSteps hops at the intra-node latency and
+// nInterSteps = nNodes − 1 (2(nNodes − 1) for all-reduce) at the network's;
+// the tree all-reduce 2((ppn − 1) intra + log2 nNodes inter), a chain inside
+// each node.
+TEST_CASE("latency: NCCL's steps by level, ring and tree, NCCL takes the faster", "[collectives]") {
+  Cluster c = simple_cluster(128, 8, 100, 25, 8);
+  c.intra_node.latency_us = 2.0;
+  c.inter_node.latency_us = 10.0;
   const HardwareProfile hw = ideal_profile();
-  const GroupPlacement eight{8, 8};
   const double tiny = 8;  // bytes: latency dominates
-  const double bw = tiny * 1.75 / 100e9;
-  CHECK(collective_time(Collective::all_reduce, tiny, eight, c, hw, CollectiveAlgo::ring) == Approx(14 * 10e-6 + bw));
-  CHECK(collective_time(Collective::all_reduce, tiny, eight, c, hw, CollectiveAlgo::tree) == Approx(6 * 10e-6 + bw));
-  CHECK(collective_time(Collective::all_reduce, tiny, eight, c, hw) == Approx(6 * 10e-6 + bw));
-  CHECK(collective_time(Collective::all_gather, tiny, eight, c, hw) == Approx(7 * 10e-6 + tiny * 0.875 / 100e9));
+  // One node of 8: every hop inside it; the tree is a chain, as long as the ring.
+  const GroupPlacement eight{8, 8};
+  const LatencySteps ar8 = latency_steps(Collective::all_reduce, eight);
+  CHECK(ar8.intra == 14);
+  CHECK(ar8.inter == 0);
+  CHECK(latency_steps(Collective::all_reduce, eight, CollectiveAlgo::tree).intra == 14);
+  CHECK(collective_time(Collective::all_reduce, tiny, eight, c, hw) == Approx(14 * 2e-6 + tiny * 1.75 / 100e9));
+  CHECK(collective_time(Collective::all_gather, tiny, eight, c, hw) == Approx(7 * 2e-6 + tiny * 0.875 / 100e9));
+  // 1024 ranks on 128 nodes: the ring's 1023 reduce-scatter steps cross nodes 127 times.
+  const GroupPlacement big{1024, 8};
+  const LatencySteps rs = latency_steps(Collective::reduce_scatter, big);
+  CHECK(rs.intra == 896);
+  CHECK(rs.inter == 127);
+  CHECK(latency_time(Collective::reduce_scatter, big, c, hw) == Approx(896 * 2e-6 + 127 * 10e-6));
+  CHECK(latency_time(Collective::all_gather, big, c, hw) == Approx(896 * 2e-6 + 127 * 10e-6));
+  // All-reduce: ring 2·896 intra + 2·127 inter; tree 2·(7 intra + 7 inter): the tree.
+  const LatencySteps tree = latency_steps(Collective::all_reduce, big, CollectiveAlgo::tree);
+  CHECK(tree.intra == 14);
+  CHECK(tree.inter == 14);
+  CHECK(latency_time(Collective::all_reduce, big, c, hw, CollectiveAlgo::ring) ==
+        Approx(1792 * 2e-6 + 254 * 10e-6));
+  CHECK(latency_time(Collective::all_reduce, big, c, hw) == Approx(14 * 2e-6 + 14 * 10e-6));
+  // One rank per node (tp fills the nodes): every step crosses.
+  const LatencySteps spread = latency_steps(Collective::all_gather, GroupPlacement{16, 1});
+  CHECK(spread.intra == 0);
+  CHECK(spread.inter == 15);
+  // All-to-all: n − 1 sends, those to the other nodes' ranks across; a send one hop.
+  const LatencySteps a2a = latency_steps(Collective::all_to_all, GroupPlacement{32, 8});
+  CHECK(a2a.intra == 7);
+  CHECK(a2a.inter == 24);
+  CHECK(latency_steps(Collective::p2p, GroupPlacement{2, 1}).inter == 1);
+  CHECK(latency_steps(Collective::p2p, GroupPlacement{2, 2}).intra == 1);
 }
 
 TEST_CASE("groups are laid out tp fastest, then dp, then pp", "[collectives]") {

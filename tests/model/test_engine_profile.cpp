@@ -50,6 +50,12 @@ TEST_CASE("catalog engines load, the ztune engine says it is not measured on a G
   }
   CHECK(load_engine_profile("fsdp").zero3_gather == GatherUnit::module);
   CHECK(load_engine_profile("deepspeed").zero3_gather == GatherUnit::bucket);
+  // DeepSpeed's hooks gather a recomputed block again; FSDP and ztune's
+  // executor recompute inside the block's backward, after its one gather.
+  CHECK(load_engine_profile("deepspeed").zero3_recompute_regathers);
+  CHECK_FALSE(load_engine_profile("fsdp").zero3_recompute_regathers);
+  CHECK_FALSE(load_engine_profile("ztune").zero3_recompute_regathers);
+  CHECK_FALSE(load_engine_profile("megatron").zero3_recompute_regathers);
   CHECK(load_engine_profile("ztune").source.find("Not yet measured on a GPU") != std::string::npos);
   CHECK_THROWS_WITH(load_engine_profile("jax"), Catch::Contains("engines: deepspeed, fsdp, megatron, ztune"));
 }
@@ -66,6 +72,12 @@ TEST_CASE("engine schema is strict and names the path", "[engine][bad-input]") {
   bad = doc;
   bad["zero3_gather"] = "layer";
   CHECK_THROWS_WITH(engine_profile_from_json(bad, "e.json"), Catch::Contains("$.zero3_gather"));
+  bad = doc;
+  bad["zero3_recompute"] = "sometimes";
+  CHECK_THROWS_WITH(engine_profile_from_json(bad, "e.json"), Catch::Contains("$.zero3_recompute"));
+  bad = doc;
+  bad.erase("zero3_recompute");  // a profile from before the field: held
+  CHECK_FALSE(engine_profile_from_json(bad, "e.json").zero3_recompute_regathers);
   bad = doc;
   bad["host"]["launch_us"] = 1;
   CHECK_THROWS_WITH(engine_profile_from_json(bad, "e.json"), Catch::Contains("launch_us"));
@@ -182,4 +194,59 @@ TEST_CASE("hardware profile: the cudnn attention factor is optional, a fraction,
   doc["gemm"]["cudnn_attention_factor"] = 1.5;
   CHECK_THROWS_WITH(profile_from_json(doc, "p.json"),
                     Catch::Contains("p.json: $.gemm.cudnn_attention_factor") && Catch::Contains("fraction"));
+}
+
+// DeepSpeed ZeRO-3 with full recomputation, worked by hand from
+// partitioned_param_coordinator's release rule: the recomputed forward
+// releases weight i unless the modules walked before its backward use, the
+// later weights' recomputation and their backward (2·Σ_{j>i} p_j), stay
+// below stage3_max_reuse_distance. A GPT block: QKV 3h², output h², FC1 4h²,
+// FC2 4h² (12h² in all).
+TEST_CASE("same plan, two engines: DeepSpeed gathers a recomputed block again, FSDP holds it", "[engine][time][zero]") {
+  const Cluster c = test::a100_nodes(4);
+  HardwareProfile ds = hardware();
+  ds.engine = engine(GatherUnit::bucket, 1, 0, 0);
+  ds.engine.zero3_recompute_regathers = true;
+  HardwareProfile held = ds;
+  held.engine.zero3_recompute_regathers = false;
+  Plan p = test::zero_plan(32, 1, 3, 1, 1);
+  p.recompute = Recompute::full;
+  // h = 20480 (GPT 530B's width), h² = 4.19e8, distance 3e9: FC2 is used
+  // again at once (kept); FC1 after 2·4h² = 3.36e9 (released); the output
+  // projection and QKV later still: 8h² of 12h² gathered a third time.
+  const Transformer wide = test::gpt(2, 20480, 160, 1024, 51200);
+  p.max_reuse_distance = 3e9;
+  CHECK(zero3_backward_regather_share(wide, p, ds) == Approx(8.0 / 12.0));
+  // h = 12288 (GPT-3 175B): 2·8h² = 2.4e9 and 2·9h² = 2.7e9 are below 3e9:
+  // the whole block stays gathered from its recomputation to its backward.
+  const Transformer gpt3 = test::gpt(2, 12288, 96, 1024, 51200);
+  CHECK(zero3_backward_regather_share(gpt3, p, ds) == 0);
+  // DeepSpeed's default distance, 1e9: FC1 (2·4h² = 1.2e9) and the rest released.
+  p.max_reuse_distance = 1e9;
+  CHECK(zero3_backward_regather_share(gpt3, p, ds) == Approx(8.0 / 12.0));
+  // Distance 0 keeps nothing, FC2 neither (the walk stops before its first module).
+  p.max_reuse_distance = 0;
+  CHECK(zero3_backward_regather_share(gpt3, p, ds) == Approx(1.0));
+  p.max_reuse_distance = 1e9;
+  // The gather time: forward one pass; the backward window the
+  // recomputation's pass and the share again. FSDP-like engines: one pass each.
+  const Zero3GatherCost z = zero3_gather_cost(gpt3, p, c, ds);
+  CHECK(z.bwd_s == Approx(z.fwd_s * (1.0 + 8.0 / 12.0)));
+  const Zero3GatherCost h = zero3_gather_cost(gpt3, p, c, held);
+  CHECK(h.fwd_s == Approx(z.fwd_s));
+  CHECK(h.bwd_s == Approx(h.fwd_s));
+  CHECK(zero3_backward_regather_share(gpt3, p, held) == 0);
+  // No recomputation (or selective, which recomputes no weight's module): no regather.
+  p.recompute = Recompute::selective;
+  CHECK(zero3_backward_regather_share(gpt3, p, ds) == 0);
+  p.recompute = Recompute::none;
+  CHECK(zero3_gather_cost(gpt3, p, c, ds).bwd_s == Approx(z.fwd_s));
+  // The iteration moves by exactly the extra gather where nothing hides it
+  // (no prefetch: stage3_max_live_parameters below two FC1s).
+  p.recompute = Recompute::full;
+  p.max_live_params = 1e8;
+  const TimePrediction with = predict_time(gpt3, p, c, ds);
+  const TimePrediction without = predict_time(gpt3, p, c, held);
+  CHECK(with.part(TimePart::zero3_gather) - without.part(TimePart::zero3_gather) ==
+        Approx(z.fwd_s * 8.0 / 12.0).epsilon(1e-9));
 }

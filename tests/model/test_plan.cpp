@@ -170,6 +170,21 @@ TEST_CASE("gradient all-reduce (reduce_scatter false): optional in the file, rou
   REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.communication.reduce_scatter"));
 }
 
+TEST_CASE("stage3_max_reuse_distance: optional in the file, round-trip, DeepSpeed's 1e9 by default", "[plan][zero]") {
+  ztune::Plan p;
+  p.zero_stage = 3;
+  CHECK(p.max_reuse_distance == 1e9);  // DeepSpeed's default (zero/config.py)
+  CHECK_FALSE(ztune::plan_to_json(p)["communication"].contains("max_reuse_distance"));
+  p.max_reuse_distance = 3e9;
+  auto j = ztune::plan_to_json(p);
+  CHECK(j["communication"]["max_reuse_distance"] == 3e9);
+  CHECK(ztune::plan_from_json(j, "p.json").max_reuse_distance == 3e9);
+  j["communication"].erase("max_reuse_distance");  // files from before the field
+  CHECK(ztune::plan_from_json(j, "p.json").max_reuse_distance == 1e9);
+  j["communication"]["max_reuse_distance"] = -1;
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.communication.max_reuse_distance"));
+}
+
 TEST_CASE("TP communication overlap: optional in the file, round-trip, needs sequence parallelism", "[plan][tp_overlap]") {
   ztune::Plan p;
   p.tp = 8; p.sequence_parallel = true; p.tp_comm_overlap = true;

@@ -1019,7 +1019,7 @@ TEST_CASE("ulysses: s/u tokens outside attention, a/u heads inside, four all-to-
       // tp 2 × u ≤ 8: inside a node. α·(u−1) + S·(u−1)/u / busbw (nccl-tests all-to-all).
       const GroupPlacement g{u, u};
       const double base = hw.intra_node.base_latency_s;
-      const double alpha = group_latency(g, c, hw), bw = group_bus_bandwidth(g, c, hw);
+      const double alpha = level_latency(false, c, hw), bw = group_bus_bandwidth(g, c, hw);
       auto a2a = [&](double bytes) { return base + alpha * (u - 1) + bytes * (u - 1.0) / u / bw; };
       CHECK(lc.ulysses_fwd_s == Approx(2 * a2a(sq) + 2 * a2a(skv)));
       CHECK(lc.ulysses_bwd_s == Approx(lc.ulysses_fwd_s));

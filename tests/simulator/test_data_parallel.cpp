@@ -104,6 +104,22 @@ TEST_CASE("ZeRO-3 prefetch hides all but the first gather", "[simulator][zero3]"
     CHECK(part(r.breakdown, TimePart::zero3_gather) == Approx(2 * kLayers * 0.5));
     CHECK(r.memory[0].peak_gathered_param_bytes == Approx(2e8));
   }
+  SECTION("a regathering engine gathers a recomputed layer again for its backward") {
+    // DeepSpeed with full recomputation (op_costs zero3_backward_regather_share):
+    // the recomputation gathers the layer, releases half of it, and the
+    // backward gathers that half again. Without prefetch every gather waits:
+    // per layer 0.5 (forward) + 0.5 (recomputation) + 0.25 (backward).
+    p.prefetch_bucket_elems = 0;
+    c.layer_times.recompute_s = 1.0;
+    const double compute = kLayers * 4.0;
+    const auto held = run(kLayers, p, c);
+    CHECK(held.iteration_s == Approx(compute + 2 * kLayers * 0.5));
+    c.layer_times.regather_share = 0.5;
+    const auto r = run(kLayers, p, c);
+    CHECK(r.iteration_s == Approx(compute + kLayers * (0.5 + 0.5 + 0.25)));
+    CHECK(part(r.breakdown, TimePart::zero3_gather) == Approx(kLayers * 1.25));
+    CHECK(sum(r.breakdown) == Approx(r.iteration_s));
+  }
   SECTION("gathers and reductions share the data-parallel link") {
     c.dp_reduce_s_per_byte = 1.0 / 4e8;  // a 2-layer bucket: 1 s alone
     const auto r = run(kLayers, p, c);

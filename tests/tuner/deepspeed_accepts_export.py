@@ -349,6 +349,7 @@ def check_case(name, p, model, cluster, tmp):
     if p["zero_stage"] == 3:
         expect("stage3_prefetch_bucket_size", z.prefetch_bucket_size, int(c["prefetch_bucket_elems"]))
         expect("stage3_max_live_parameters", z.max_live_parameters, int(c["max_live_params"]))
+        expect("stage3_max_reuse_distance", z.max_reuse_distance, int(c.get("max_reuse_distance", 1e9)))
         expect("stage3_param_persistence_threshold", z.param_persistence_threshold,
                int(c["param_persistence_threshold"]))
     for what, section in (("optimizer", z.offload_optimizer), ("params", z.offload_param)):

@@ -312,6 +312,13 @@ TEST_CASE("DeepSpeed export writes the causal sparse attention layouts, 1-bit Ad
   CHECK(z["zero_quantized_weights"] == true);
   CHECK(z["zero_hpz_partition_size"] == 16);
   CHECK(z["zero_quantized_gradients"] == true);
+  // Stage 3's knobs, DeepSpeed's key for each plan field (zero/config.py).
+  CHECK(z["stage3_max_live_parameters"] == 1000000000LL);
+  CHECK(z["stage3_max_reuse_distance"] == 1000000000LL);
+  p.max_reuse_distance = 3e9;
+  CHECK(deepspeed_config(pf, "plan.json")["zero_optimization"]["stage3_max_reuse_distance"] == 3000000000LL);
+  p.max_reuse_distance = 0;
+  CHECK(deepspeed_config(pf, "plan.json")["zero_optimization"]["stage3_max_reuse_distance"] == 0);
 }
 
 TEST_CASE("Megatron export carries a Llama model's shape flags, the rotary base only when it is not 10000",

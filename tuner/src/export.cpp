@@ -260,6 +260,8 @@ nlohmann::json deepspeed_config(const PlanFile& pf, const std::string& file) {
   if (p.zero_stage == 3) {
     zero["stage3_prefetch_bucket_size"] = elems(p.prefetch_bucket_elems, "prefetch_bucket_elems", file);
     zero["stage3_max_live_parameters"] = elems(p.max_live_params, "max_live_params", file);
+    zero["stage3_max_reuse_distance"] =
+        p.max_reuse_distance == 0 ? 0LL : elems(p.max_reuse_distance, "max_reuse_distance", file);
     zero["stage3_param_persistence_threshold"] =
         p.param_persistence_threshold == 0 ? 0LL : elems(p.param_persistence_threshold, "param_persistence_threshold", file);
   }

@@ -49,7 +49,7 @@ std::vector<PointPrediction> predict_points(const Measurements& m, const Cluster
     const FabricProfile& fp = s.crosses_nodes ? hw.inter_node : hw.intra_node;
     const double figure = s.crosses_nodes ? c.inter_node_gbps_per_gpu() * 1e9 * s.per_node : lv.bandwidth_gbps * 1e9;
     const double eff = lv.collective_efficiency.value_or(fp.busbw_efficiency);
-    const double t = fp.base_latency_s + (lv.latency_us * 1e-6 + fp.latency_s) * latency_steps(s.kind, s.ranks) +
+    const double t = fp.base_latency_s + latency_time(s.kind, GroupPlacement{s.ranks, s.per_node}, c, hw) +
                      s.bytes * bus_factor(s.kind, s.ranks) / (figure * eff);
     out.push_back({"collectives", i, s.time_s, t});
   }

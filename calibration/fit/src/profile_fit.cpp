@@ -380,12 +380,24 @@ void fit_level(const Measurements& m, bool inter, const Cluster& original, Profi
   const auto rows = static_cast<Eigen::Index>(use.size());
   Eigen::MatrixXd a(rows, 3);
   Eigen::VectorXd y(rows);
+  // α of this level multiplies its own steps (op_costs latency_steps, by the
+  // level each hop crosses); an inter-node sample's hops inside its nodes are
+  // paid at the intra-node α, fitted before this level (fit_level(false)
+  // runs first) and moved to the known side.
+  const double intra_alpha = fit.cluster.intra_node.latency_us * 1e-6 + fit.profile.intra_node.latency_s;
   for (Eigen::Index i = 0; i < rows; ++i) {
     const auto& s = *use[static_cast<std::size_t>(i)];
+    const GroupPlacement g{s.ranks, s.per_node};
+    // NCCL's all-reduce across nodes takes the tree when it has fewer steps.
+    LatencySteps st = latency_steps(s.kind, g, CollectiveAlgo::ring);
+    if (s.kind == Collective::all_reduce) {
+      const LatencySteps tree = latency_steps(s.kind, g, CollectiveAlgo::tree);
+      if ((inter ? tree.inter : tree.intra) < (inter ? st.inter : st.intra)) st = tree;
+    }
     a(i, 0) = 1;
-    a(i, 1) = latency_steps(s.kind, s.ranks);
+    a(i, 1) = inter ? st.inter : st.intra;
     a(i, 2) = s.bytes * bus_factor(s.kind, s.ranks) / layout_figure(s, original);
-    y(i) = s.time_s;
+    y(i) = s.time_s - (inter ? intra_alpha * st.intra : 0.0);
   }
   FabricLevel& lv = inter ? fit.cluster.inter_node : fit.cluster.intra_node;
   FabricProfile& fp = inter ? fit.profile.inter_node : fit.profile.intra_node;

@@ -57,6 +57,16 @@ struct EngineProfile {
   double tp_comm_overlap = 0;
 
   GatherUnit zero3_gather = GatherUnit::bucket;
+  // Whether ZeRO-3 gathers a fully recomputed block again for its
+  // recomputation. DeepSpeed: yes: its module hooks fire in the recomputed
+  // forward like in any forward (fetch, then release unless the parameter is
+  // used again within stage3_max_reuse_distance), so the backward window
+  // gathers the block for the recomputation and again what that released
+  // (partitioned_param_coordinator __params_to_release). FSDP and ztune's
+  // executor: no: the recomputation runs inside the block's backward, after
+  // its one gather. Profile key "zero3_recompute": "regather" or "held"
+  // (optional, absent = held).
+  bool zero3_recompute_regathers = false;
 };
 
 /// `e` under a graph compiler (torch.compile, XLA): its elementwise traffic is

@@ -78,21 +78,32 @@ struct GroupPlacement {
 /// GPUs on one node. What group_bus_bandwidth scales by the level's busbw
 /// efficiency, and what the calibration fit divides measured bytes by.
 [[nodiscard]] double group_link_figure(const GroupPlacement& g, const Cluster& c);
-/// Per-step latency α (seconds) of the slowest level the group spans.
-[[nodiscard]] double group_latency(const GroupPlacement& g, const Cluster& c, const HardwareProfile& hw);
+/// Per-step latency α (seconds) of one level: a hop inside a node or one
+/// across nodes (the cluster's latency_us plus the profile's).
+[[nodiscard]] double level_latency(bool inter_node, const Cluster& c, const HardwareProfile& hw);
 
-/// Latency steps α is paid for in one collective of n ranks: ring 2(n−1) for
-/// all-reduce, n−1 for reduce-scatter, all-gather, all-to-all, broadcast and
-/// reduce, 1 for a send; the double binary tree's 2⌈log2 n⌉ for all-reduce
-/// (`best`: the fewer, as NCCL's tuner picks). THE one count: collective_time
-/// and the calibration fit both use it.
-[[nodiscard]] double latency_steps(Collective k, int n, CollectiveAlgo algo = CollectiveAlgo::best);
+/// The latency steps of one collective over group `g`, by the level each
+/// hop crosses, as NCCL's tuner counts them (src/graph/tuning.cc
+/// ncclTopoTuneModel): a ring of n ranks on N nodes takes n−1 steps for
+/// reduce-scatter, all-gather, broadcast and reduce (2(n−1) for all-reduce),
+/// of which N−1 (2(N−1)) cross nodes and the rest stay inside one; the double
+/// binary tree's all-reduce 2((n/N − 1) intra + ⌈log2 N⌉ inter); an
+/// all-to-all's n−1 sends, n − n/N of them to other nodes; a send 1 step.
+/// THE one count: collective_time and the calibration fit both use it.
+struct LatencySteps {
+  double intra = 0;
+  double inter = 0;
+};
+[[nodiscard]] LatencySteps latency_steps(Collective k, const GroupPlacement& g, CollectiveAlgo algo = CollectiveAlgo::ring);
+/// α_intra·steps.intra + α_inter·steps.inter for `algo`; `best` takes the
+/// faster of ring and tree for an all-reduce (the bandwidth term is the same).
+[[nodiscard]] double latency_time(Collective k, const GroupPlacement& g, const Cluster& c, const HardwareProfile& hw,
+                                  CollectiveAlgo algo = CollectiveAlgo::best);
 
-/// Time of one collective of `bytes` (nccl-tests S) over group `g`:
-/// α·steps + S·bus_factor/busbw. Ring: 2(n−1) steps for all-reduce, n−1 for
-/// RS/AG; tree: 2⌈log2 n⌉ (all-reduce) with the same bandwidth term;
-/// `best` takes the faster, as NCCL's tuner does. Hierarchical groups are
-/// bounded by their slowest level via group_bus_bandwidth. 0 when size is 1.
+/// Time of one collective of `bytes` (nccl-tests S) over group `g`: the
+/// crossed level's base latency + latency_time + S·bus_factor/busbw.
+/// Hierarchical groups are bounded by their slowest level via
+/// group_bus_bandwidth. 0 when size is 1.
 [[nodiscard]] double collective_time(Collective k, double bytes, const GroupPlacement& g, const Cluster& c,
                                      const HardwareProfile& hw, CollectiveAlgo algo = CollectiveAlgo::best);
 
@@ -277,10 +288,22 @@ struct DpSyncCost {
 /// hpZ's node-local secondary partition.
 struct Zero3GatherCost {
   double fwd_s = 0;
-  double bwd_s = 0;
+  double bwd_s = 0;  // the backward window's: with a regathering engine and full recomputation, 1 + the regather share of a pass
   double bytes_per_pass = 0;  // bytes of the stage's parameters gathered in forward: 16-bit (int8 + scales with ZeRO++)
   int gathers = 0;             // all-gathers per pass (zero3_gathers_per_pass)
 };
+/// Of one block's parameters, the share a regathering engine
+/// (EngineProfile::zero3_recompute_regathers: DeepSpeed) gathers a third time
+/// for the block's backward, after the recomputed forward released it; 0
+/// without full recomputation, ZeRO-3 or such an engine. The recomputed
+/// forward walks the block's weights in order (QKV, attention output, FC1,
+/// FC2: Megatron's modules, tensor-parallel shares) and releases each one
+/// unless it is used again within plan.max_reuse_distance parameters of
+/// modules (partitioned_param_coordinator __params_to_release): weight i is
+/// next used by the backward after the recomputation of the later weights and
+/// the backward of those, 2·Σ_{j>i} p_j, so it is kept iff that is below the
+/// distance. Weights at most plan.param_persistence_threshold stay gathered.
+[[nodiscard]] double zero3_backward_regather_share(const Transformer& m, const Plan& p, const HardwareProfile& hw);
 /// All-gathers of one ZeRO-3 pass over the stage (the engine's gather unit:
 /// DeepSpeed's prefetch buckets, at least one per layer; FSDP's modules).
 [[nodiscard]] int zero3_gathers_per_pass(const Transformer& m, const Plan& p, const HardwareProfile& hw);

@@ -164,6 +164,11 @@ struct Plan {
   double allgather_bucket_elems = 5e8;
   double prefetch_bucket_elems = 5e7;        // stage3_prefetch_bucket_size
   double max_live_params = 1e9;              // stage3_max_live_parameters
+  /// stage3_max_reuse_distance: a gathered parameter used again within this
+  /// many parameters' worth of modules is kept, not released and gathered
+  /// again (with recomputation, zero3_backward_regather_share). Plan file:
+  /// communication.max_reuse_distance, written only when not DeepSpeed's 1e9.
+  double max_reuse_distance = 1e9;
   double param_persistence_threshold = 1e5;  // stage3_param_persistence_threshold
   bool onebit_adam = false;
   int onebit_freeze_step = 0;    // warm-up steps of plain Adam before compression

@@ -44,6 +44,10 @@ struct LayerTimes {
   // half of time_model.hpp cpu_checkpoint_copy_time); 0 without it.
   double checkpoint_copy_s = 0;
   double params = 0;          // parameters on this GPU (tensor-parallel share), before ZeRO partitioning
+  // ZeRO-3 with a regathering engine and full recomputation: the share of the
+  // layer's parameters the backward gathers again after the recomputation
+  // released them (op_costs.hpp zero3_backward_regather_share); 0 otherwise.
+  double regather_share = 0;
   double largest_module_params = 0;  // its largest weight matrix (FC1; fused gate+up with SwiGLU)
   // Activation bytes of one micro-batch kept from forward to backward, and the
   // extra bytes the recomputation re-materialises before the layer's backward
