@@ -55,6 +55,7 @@ struct PredictInputs {
   Plan plan;
   HardwareProfile profile;
   MemoryOptions memory;
+  Engine engine = Engine::ztune;  // --engine: whose rules the fit hints' plans must pass
   bool compiled = false;  // --compile: the engine's compiled elementwise traffic
 };
 
@@ -83,6 +84,7 @@ PredictInputs resolve(const PredictFlags& f) {
   }
   in.plan = f.plan.resolve(in.model, in.cluster);  // throws InputError naming the broken rule
   const Engine engine = *engine_from_string(f.engine);
+  in.engine = engine;
   if (auto rule = engine_violation(in.plan, engine))
     throw InputError("--engine " + f.engine + " cannot run this plan: " + std::string(engine_rule_text(*rule)));
   if (auto why = engine_model_violation(in.model, engine))
@@ -132,6 +134,10 @@ nlohmann::json features_json(const PredictInputs& in) {
 std::vector<FitHint> fit_hints(const PredictInputs& in, const MemoryPrediction& mp) {
   SearchOptions o;
   o.memory = in.memory;
+  // The hints are plans for the engine the user named: its rules refuse, its
+  // search space picks the kernels (before, every hint was checked against
+  // ztune's executor whatever --engine said).
+  o.space.engine = in.engine;
   return predict_fit_hints(in.model, in.cluster, in.profile, o, in.plan, mp);
 }
 

@@ -246,6 +246,35 @@ TEST_CASE("predict says what would make a plan fit, with numbers, nothing when i
   CHECK(j.at("memory").at("fit_hints").empty());
 }
 
+// The hints are plans for the engine the user named (before, every hint was
+// checked against ztune's executor whatever --engine said: a DeepSpeed plan was
+// told ZeRO-R Pa "fits; but --engine ztune cannot run it").
+TEST_CASE("predict's fit hints are plans for the --engine given, refused by that engine's rules only",
+          "[cli][predict]") {
+  const std::string plan = " predict --cluster dgx2x16 --nodes 50 --model deepspeed-1t --tp 16 --pp 50"
+                           " --recompute full --micro-batch 1 --json";
+  auto hint = [](const nlohmann::json& j, const std::string& change) {
+    for (const auto& h : j.at("memory").at("fit_hints"))
+      if (h.at("change").get<std::string>().find(change) != std::string::npos) return h;
+    return nlohmann::json();
+  };
+  auto r = run_command(ztune_bin() + plan + " --engine deepspeed");
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j.at("memory").at("fits") == false);
+  auto pa = hint(j, "partitioned activation checkpoints");
+  REQUIRE_FALSE(pa.is_null());
+  CHECK(pa.at("fits") == true);  // DeepSpeed runs ZeRO-R Pa
+  CHECK_THAT(pa.at("detail").get<std::string>(), !Contains("cannot run it"));
+  // ztune's executor has no Pa: the same hint under --engine ztune is refused, naming it.
+  r = run_command(ztune_bin() + plan + " --engine ztune");
+  REQUIRE(r.exit_code == 0);
+  pa = hint(nlohmann::json::parse(r.out), "partitioned activation checkpoints");
+  REQUIRE_FALSE(pa.is_null());
+  CHECK(pa.at("fits") == false);
+  CHECK_THAT(pa.at("detail").get<std::string>(), Contains("--engine ztune cannot run it"));
+}
+
 // Context parallelism (issue 19): --cp on predict and search, errors naming the flag.
 TEST_CASE("predict --cp: the ring's part, the devices it takes, and the errors naming --cp", "[cli][predict][cp]") {
   const std::string base = ztune_bin() +
