@@ -122,6 +122,7 @@ std::vector<ParamSpec> param_specs(const Transformer& m, const GroupShape& shape
   };
   if (layout.has_embedding) {
     add("wte.weight", {V, C}, vocab_shard(V, C, r, t), 0, InitKind::normal, 0.02f, false);
+    out.back().word_embedding = true;
     if (m.position == PositionEmbedding::learned)
       add("wpe.weight", {T, C}, replicated(T, C), 0, InitKind::normal, 0.01f, true);
   }
@@ -153,6 +154,7 @@ std::vector<ParamSpec> param_specs(const Transformer& m, const GroupShape& shape
       // gradient is summed with the first stage's (Megatron's embedding group).
       add("wte.weight", {V, C}, vocab_shard(V, C, r, t), unit, InitKind::normal, 0.02f, false);
       out.back().tied_copy = true;
+      out.back().word_embedding = true;
       out.back().counted_in_norm = false;
     }
   }

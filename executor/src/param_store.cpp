@@ -75,7 +75,7 @@ ParamStore::ParamStore(std::vector<ParamSpec> specs, int units, const StoreOptio
     param_offset_[i] = fill[static_cast<std::size_t>(bi)];
     fill[static_cast<std::size_t>(bi)] += specs_[i].shard.numel();
     if (specs_[i].sp_partial && opt_.sequence_parallel) b.has_sp_partial = true;
-    const bool tied = specs_[i].name == "wte.weight" && g_.embed != nullptr;
+    const bool tied = specs_[i].word_embedding && g_.embed != nullptr;
     if (tied || !opt_.overlap_comm) b.deferred = true;
   }
   for (auto& b : buckets_) {
@@ -414,7 +414,7 @@ void ParamStore::finish_backward(bool last_micro) {
     // Tied embeddings across stages: first and last stage sum their wte gradients.
     if (g_.embed != nullptr && last_micro) {
       for (int i = b.first_param; i < b.end_param; ++i)
-        if (specs_[static_cast<std::size_t>(i)].name == "wte.weight")
+        if (specs_[static_cast<std::size_t>(i)].word_embedding)
           g_.embed->all_reduce(grad(i), specs_[static_cast<std::size_t>(i)].shard.numel());
     }
     launch_reduction(b);

@@ -1,6 +1,7 @@
 // Where a rank's layers and vocabulary rows come from, worked out by hand.
 #include <catch2/catch.hpp>
 
+#include <string>
 #include <vector>
 
 #include "ztune/executor/param_specs.hpp"
@@ -73,4 +74,24 @@ TEST_CASE("a vocabulary tp does not divide is split ceil(V/tp), the last rank th
   // Divisible: equal shares, as before.
   CHECK(vocab_range(256, 2, 1).begin == 128);
   CHECK(vocab_range(256, 2, 1).rows == 128);
+}
+
+// The tied embedding is found by its role (issue 22 item 5): the first stage's
+// wte and, with a tied head on another stage, the last stage's copy carry it;
+// nothing else does, and an untied head's output layer does not.
+TEST_CASE("the word embedding and its tied copy carry the role the embedding group sums by", "[executor][layout]") {
+  Transformer m = load_transformer("tiny");
+  m.layers = 4;
+  const GroupShape shape{1, 1, 2, 1};
+  auto roles = [&](int stage) {
+    std::vector<std::string> names;
+    for (const auto& p : param_specs(m, shape, {0, 0, stage}))
+      if (p.word_embedding) names.push_back(p.name + (p.tied_copy ? " (copy)" : ""));
+    return names;
+  };
+  CHECK(roles(0) == std::vector<std::string>{"wte.weight"});
+  CHECK(roles(1) == std::vector<std::string>{"wte.weight (copy)"});
+  m.tied_embeddings = false;
+  CHECK(roles(0) == std::vector<std::string>{"wte.weight"});
+  CHECK(roles(1).empty());  // lm_head.weight is the output layer, not the embedding
 }

@@ -53,6 +53,10 @@ struct ParamSpec {
   bool counted_in_norm = true;   // false for tensor-parallel replicas off tp rank 0 and the tied copy
   bool sp_partial = false;       // replicated over tp, but its gradient is partial under sequence parallelism
   bool tied_copy = false;        // the last stage's copy of wte (pp > 1): gradients summed with the first stage's
+  /// The token embedding (wte) or its tied copy: with a tied head across
+  /// stages, the parameter whose gradient the embedding group sums. Found by
+  /// this role, not by its name.
+  bool word_embedding = false;
 };
 
 /// Units on a stage in forward order: "embedding" (first stage), one per block,
