@@ -138,7 +138,8 @@ PlanFile resolve(const RunFlags& f) {
   pf.model = in.load_model_or_throw();
   pf.plan = f.plan.resolve(*pf.model, *pf.cluster);
   // The CPU backend trains in fp32: that is the precision of a CPU cluster unless asked otherwise.
-  if (pf.cluster->device_kind == DeviceKind::cpu && f.plan.precision.empty()) pf.plan.precision = Precision::fp32;
+  if (pf.cluster->device_kind == DeviceKind::cpu && f.plan.precision.empty())
+    pf.plan.precision = default_precision(*pf.cluster);
   return pf;
 }
 

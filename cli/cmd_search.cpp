@@ -122,8 +122,7 @@ SearchOptions to_options(const SearchFlags& f) {
   o.space.allow_tp_across_nodes = f.allow_tp_across_nodes;
   o.space.engine = *engine_from_string(f.engine);
   o.space.global_batch = f.global_batch;
-  if (!f.precision.empty())
-    o.space.precision = f.precision == "fp16" ? Precision::fp16 : f.precision == "bf16" ? Precision::bf16 : Precision::fp32;
+  if (!f.precision.empty()) o.space.precision = precision_of(f.precision);  // CLI11 checked the name
   o.space.max_micro_batch = f.max_micro_batch;
   if (f.tp > 0) o.space.tp = f.tp;
   if (f.pp > 0) o.space.pp = f.pp;

@@ -217,13 +217,8 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   };
   p.offload_optimizer = off(offload_optimizer);
   p.offload_params = off(offload_params);
-  if (precision.empty()) {
-    p.precision = c.device_kind == DeviceKind::cpu ? Precision::fp32
-                  : c.node.gpu.peak_tflops_bf16 > 0 ? Precision::bf16
-                                                    : Precision::fp16;
-  } else {
-    p.precision = precision == "fp16" ? Precision::fp16 : precision == "bf16" ? Precision::bf16 : Precision::fp32;
-  }
+  // CLI11's choice check let only the three names through.
+  p.precision = precision.empty() ? default_precision(c) : *precision_of(precision);
   // A tp the model cannot take is the cause to name, not the batch that the
   // dp left over from it fails to divide (tp 3 of 64 heads on 256 GPUs used
   // to be reported as "1024 is not a multiple of micro-batch × dp = 85").

@@ -18,6 +18,17 @@ std::string to_string(Precision p) {
   return "?";
 }
 
+std::optional<Precision> precision_of(const std::string& name) {
+  for (Precision p : {Precision::fp16, Precision::bf16, Precision::fp32})
+    if (name == to_string(p)) return p;
+  return std::nullopt;
+}
+
+Precision default_precision(const Cluster& c) {
+  if (c.device_kind == DeviceKind::cpu) return Precision::fp32;
+  return c.node.gpu.peak_flops(Precision::bf16) > 0 ? Precision::bf16 : Precision::fp16;
+}
+
 double GpuSpec::peak_flops(Precision p) const {
   switch (p) {
     case Precision::fp16: return peak_tflops_fp16 * 1e12;

@@ -261,8 +261,7 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   p.grad_accum = static_cast<int>(r.integer("grad_accum", 1, 1 << 24));
   p.global_batch = r.integer("global_batch", 1, std::int64_t{1} << 40);
   p.recompute = recompute_of(r.choice("recompute", {"none", "selective", "full"}));
-  std::string prec = r.choice("precision", {"fp16", "bf16", "fp32"});
-  p.precision = prec == "fp16" ? Precision::fp16 : prec == "bf16" ? Precision::bf16 : Precision::fp32;
+  p.precision = *precision_of(r.choice("precision", {"fp16", "bf16", "fp32"}));
   p.schedule = schedule_of(r.choice("schedule", {"gpipe", "1f1b", "interleaved"}));
   {
     auto c = r.object("communication");

@@ -568,3 +568,17 @@ TEST_CASE("selective policy: optional in the file, round-trips, strict, needs re
   p.recompute = ztune::Recompute::full;
   CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.recompute_policy") && Contains("recompute \"selective\""));
 }
+
+// One owner for the default precision and the name's parser (issue 22): the
+// CPU backend trains in fp32; GPUs in 16-bit mixed precision, bf16 where the
+// datasheet lists bf16 tensor cores (A100, H100), fp16 where not (V100).
+TEST_CASE("default precision by device, and the one parser of its name", "[plan][precision]") {
+  CHECK(ztune::default_precision(ztune::load_cluster("local-cpu")) == ztune::Precision::fp32);
+  CHECK(ztune::default_precision(ztune::load_cluster("dgx2x16")) == ztune::Precision::fp16);
+  CHECK(ztune::default_precision(ztune::load_cluster("dgx-a100-80gb")) == ztune::Precision::bf16);
+  CHECK(ztune::default_precision(ztune::load_cluster("dgx-h100")) == ztune::Precision::bf16);
+  for (auto p : {ztune::Precision::fp16, ztune::Precision::bf16, ztune::Precision::fp32})
+    CHECK(ztune::precision_of(ztune::to_string(p)) == p);
+  CHECK_FALSE(ztune::precision_of("FP16").has_value());
+  CHECK_FALSE(ztune::precision_of("fp8").has_value());
+}

@@ -57,19 +57,15 @@ std::vector<Precision> precision_list(const SpaceOptions& o, const Cluster& c) {
                        (cpu ? std::string("the CPU backend (fp32 only)") : c.node.gpu.name));
     return {*o.precision};
   }
-  if (cpu) return {Precision::fp32};
-  // 16-bit mixed precision only: fp32 training is never faster and the tuner
-  // searches for speed (pin --precision fp32 to see it). Where both 16-bit
-  // formats exist they cost the same, so only bf16 is searched (it needs no
-  // loss scaling); fp16 where bf16 is missing (V100). Pin --precision fp16 for it.
-  std::vector<Precision> out;
-  if (supported(Precision::bf16)) {
-    out.push_back(Precision::bf16);
-  } else if (supported(Precision::fp16)) {
-    out.push_back(Precision::fp16);
-  }
-  if (out.empty()) throw InputError("--cluster: " + c.node.gpu.name + " supports neither fp16 nor bf16; pin --precision");
-  return out;
+  // The default precision only (cluster.hpp default_precision): fp32 on CPU
+  // ranks; on GPUs 16-bit mixed precision, as fp32 training is never faster
+  // and the tuner searches for speed (pin --precision fp32 to see it). Where
+  // both 16-bit formats exist they cost the same, so only bf16 is searched (it
+  // needs no loss scaling); fp16 where bf16 is missing (V100). Pin --precision
+  // fp16 for it.
+  const Precision p = default_precision(c);
+  if (!supported(p)) throw InputError("--cluster: " + c.node.gpu.name + " supports neither fp16 nor bf16; pin --precision");
+  return {p};
 }
 
 // The dense attention kernels searched. A fused kernel joins standard by

@@ -11,6 +11,9 @@ namespace ztune {
 
 enum class Precision { fp16, bf16, fp32 };
 std::string to_string(Precision p);
+/// "fp16", "bf16" or "fp32"; nothing for any other text. THE parser of the
+/// name (plan files, --precision, the planner).
+[[nodiscard]] std::optional<Precision> precision_of(const std::string& name);
 
 enum class DeviceKind { gpu, cpu };
 
@@ -68,6 +71,12 @@ struct Cluster {
   /// Aggregate inter-node bandwidth per GPU (GB/s): NICs × bandwidth / GPUs per node.
   [[nodiscard]] double inter_node_gbps_per_gpu() const;
 };
+
+/// The precision a plan trains in when none is given, THE one default (predict,
+/// search, run, the planner): fp32 on CPU ranks (the CPU backend's only
+/// one); 16-bit mixed precision on GPUs, bf16 where the GPU has it (no loss
+/// scaling), fp16 where it does not (V100).
+[[nodiscard]] Precision default_precision(const Cluster& c);
 
 /// Whether the cluster's devices run a FlashAttention kernel: FlashAttention-2
 /// (Dao 2023) needs Ampere (sm_80) or newer, the first generation with bf16
