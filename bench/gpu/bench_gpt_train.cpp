@@ -38,7 +38,7 @@
 #include "ztune/kernels/cuda/gemm.hpp"
 #include "ztune/kernels/cuda/layernorm.hpp"
 #include "ztune/kernels/layernorm.hpp"
-#include "ztune/kernels/cuda/activation.hpp"
+#include "ztune/kernels/cuda/gelu.hpp"
 
 using namespace ztune;
 using bf16 = __nv_bfloat16;

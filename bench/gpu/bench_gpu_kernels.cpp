@@ -12,7 +12,8 @@
 #include <string>
 
 #include "bench_common.hpp"
-#include "ztune/kernels/cuda/activation.hpp"
+#include "ztune/kernels/cuda/gelu.hpp"
+#include "ztune/kernels/cuda/swiglu.hpp"
 #include "ztune/kernels/cuda/adamw.hpp"
 #include "ztune/kernels/cuda/attention.hpp"
 #include "ztune/kernels/cuda/cross_entropy.hpp"

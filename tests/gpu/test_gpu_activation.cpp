@@ -5,7 +5,8 @@
 #include <cmath>
 
 #include "gpu_support.hpp"
-#include "ztune/kernels/cuda/activation.hpp"
+#include "ztune/kernels/cuda/gelu.hpp"
+#include "ztune/kernels/cuda/swiglu.hpp"
 #include "ztune/kernels/gelu.hpp"
 #include "ztune/kernels/swiglu.hpp"
 

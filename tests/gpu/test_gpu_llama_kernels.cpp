@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpu_support.hpp"
+#include "ztune/kernels/cuda/kv_repeat.hpp"
 #include "ztune/kernels/cuda/rope.hpp"
 #include "ztune/kernels/kv_repeat.hpp"
 #include "ztune/kernels/rope.hpp"

@@ -8,7 +8,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include "ztune/kernels/cuda/activation.hpp"
+#include "ztune/kernels/cuda/gelu.hpp"
+#include "ztune/kernels/cuda/swiglu.hpp"
 #include "ztune/kernels/cuda/adamw.hpp"
 #include "ztune/kernels/cuda/attention.hpp"
 #include "ztune/kernels/cuda/check.hpp"
@@ -18,6 +19,7 @@
 #include "ztune/kernels/cuda/embedding.hpp"
 #include "ztune/kernels/cuda/gemm.hpp"
 #include "ztune/kernels/cuda/layernorm.hpp"
+#include "ztune/kernels/cuda/kv_repeat.hpp"
 #include "ztune/kernels/cuda/rope.hpp"
 #include "ztune/kernels/cuda/loss_scale.hpp"
 #include "ztune/kernels/cuda/quantize.hpp"

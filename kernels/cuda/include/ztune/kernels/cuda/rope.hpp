@@ -1,7 +1,7 @@
 #pragma once
-// Rotary position embedding and grouped-query head repetition on the device;
-// same layouts and semantics as kernels/rope.hpp and kernels/kv_repeat.hpp (fp32
-// angles and arithmetic on any storage type), plus a trailing stream.
+// Rotary position embedding on the device; same layout and semantics as
+// kernels/rope.hpp (fp32 angles and arithmetic on any storage type), plus a
+// trailing stream.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -17,10 +17,5 @@ void rope_forward(T* x, const std::int32_t* positions, int n, int row_stride, in
 template <typename T>
 void rope_backward(T* dx, const std::int32_t* positions, int n, int row_stride, int heads, int hd, float theta,
                    int rot_dims, cudaStream_t stream);
-
-template <typename T>
-void kv_repeat_forward(T* out, const T* inp, int n, int nh, int kv, int hd, cudaStream_t stream);
-template <typename T>
-void kv_repeat_backward(T* dinp, const T* dout, int n, int nh, int kv, int hd, cudaStream_t stream);
 
 }  // namespace ztune::kernels::cuda
