@@ -118,7 +118,7 @@ double collective_time(Collective k, double bytes, const GroupPlacement& g, cons
   return base + latency_time(k, g, c, hw, algo) + bw_term;
 }
 
-LatencySteps latency_steps(Collective k, const GroupPlacement& g, CollectiveAlgo algo) {
+LatencySteps latency_steps(Collective k, const GroupPlacement& g, CollectiveAlgo algo, DeviceKind device) {
   const double n = g.size;
   const double nodes = g.nodes();
   const double ppn = std::min(g.size, g.per_node);
@@ -126,8 +126,9 @@ LatencySteps latency_steps(Collective k, const GroupPlacement& g, CollectiveAlgo
   auto ring = [](double steps, double inter) { return LatencySteps{steps - inter, inter}; };
   switch (k) {
     case Collective::all_reduce:
-      if (algo == CollectiveAlgo::tree)
-        return {2.0 * (ppn - 1.0), 2.0 * std::ceil(std::log2(nodes))};
+      if (algo == CollectiveAlgo::tree && device == DeviceKind::cpu)
+        return {2.0 * std::ceil(std::log2(ppn)), 2.0 * std::ceil(std::log2(nodes))};
+      if (algo == CollectiveAlgo::tree) return {2.0 * (ppn - 1.0), 2.0 * std::ceil(std::log2(nodes))};
       return ring(2.0 * (n - 1.0), 2.0 * (nodes - 1.0));
     case Collective::reduce_scatter:
     case Collective::all_gather:
@@ -144,7 +145,7 @@ double latency_time(Collective k, const GroupPlacement& g, const Cluster& c, con
   const double intra = level_latency(false, c, hw);
   const double inter = level_latency(true, c, hw);
   auto cost = [&](CollectiveAlgo a) {
-    const LatencySteps st = latency_steps(k, g, a);
+    const LatencySteps st = latency_steps(k, g, a, c.device_kind);
     return st.intra * intra + st.inter * inter;
   };
   if (k != Collective::all_reduce || algo == CollectiveAlgo::ring) return cost(CollectiveAlgo::ring);

@@ -57,10 +57,11 @@ Measurements synthetic(bool outliers) {
   for (int n : {2, 4}) {
     for (const auto& [name, kind] : kinds) {
       for (double s = 1024; s <= 16.0 * 1048576; s *= 2) {
-        // Latency steps inside one node, as NCCL's tuner counts them
-        // (tuning.cc): ring and chain-tree all-reduce 2(n−1), all-gather n−1,
-        // a send 1.
-        const double st = kind == Collective::all_reduce ? 2.0 * (n - 1) : kind == Collective::p2p ? 1.0 : n - 1.0;
+        // Latency steps of MPI's collectives on CPU ranks (op_costs
+        // latency_steps): all-reduce min(ring 2(n−1), recursive doubling
+        // 2⌈log2 n⌉), 2 for n = 2 and 4 for n = 4; all-gather n−1; a send 1.
+        const double ar_steps = std::min(2.0 * (n - 1), 2.0 * std::ceil(std::log2(n)));
+        const double st = kind == Collective::all_reduce ? ar_steps : kind == Collective::p2p ? 1.0 : n - 1.0;
         const double factor = kind == Collective::all_reduce ? 2.0 * (n - 1) / n
                               : kind == Collective::p2p      ? 1.0
                                                              : (n - 1.0) / n;

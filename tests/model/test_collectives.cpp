@@ -131,6 +131,22 @@ TEST_CASE("latency: NCCL's steps by level, ring and tree, NCCL takes the faster"
   CHECK(latency_steps(Collective::p2p, GroupPlacement{2, 2}).intra == 1);
 }
 
+// CPU ranks run MPI's collectives (the executor's MpiCommunicator): Open MPI's
+// recursive doubling takes 2⌈log2 n⌉ all-reduce steps where NCCL's chain inside
+// a node takes 2(n − 1); the ring is the same.
+TEST_CASE("latency on CPU ranks: MPI's recursive doubling, not NCCL's chain", "[collectives]") {
+  const LatencySteps rd = latency_steps(Collective::all_reduce, GroupPlacement{8, 8}, CollectiveAlgo::tree, DeviceKind::cpu);
+  CHECK(rd.intra == 6);
+  CHECK(rd.inter == 0);
+  CHECK(latency_steps(Collective::all_reduce, GroupPlacement{8, 8}, CollectiveAlgo::tree).intra == 14);
+  Cluster c = simple_cluster(1, 8, 100, 25, 8, 10.0);
+  c.device_kind = DeviceKind::cpu;
+  const HardwareProfile hw = ideal_profile();
+  CHECK(latency_time(Collective::all_reduce, GroupPlacement{4, 4}, c, hw) == Approx(4 * 10e-6));
+  CHECK(latency_time(Collective::all_reduce, GroupPlacement{2, 2}, c, hw) == Approx(2 * 10e-6));
+  CHECK(latency_time(Collective::all_gather, GroupPlacement{4, 4}, c, hw) == Approx(3 * 10e-6));
+}
+
 TEST_CASE("groups are laid out tp fastest, then dp, then pp", "[collectives]") {
   const Cluster c = simple_cluster(16, 8, 300, 25, 8);
   Plan p;

@@ -388,10 +388,11 @@ void fit_level(const Measurements& m, bool inter, const Cluster& original, Profi
   for (Eigen::Index i = 0; i < rows; ++i) {
     const auto& s = *use[static_cast<std::size_t>(i)];
     const GroupPlacement g{s.ranks, s.per_node};
-    // NCCL's all-reduce across nodes takes the tree when it has fewer steps.
-    LatencySteps st = latency_steps(s.kind, g, CollectiveAlgo::ring);
+    // The all-reduce takes the tree (NCCL's; MPI's recursive doubling on CPU
+    // ranks) when it has fewer steps.
+    LatencySteps st = latency_steps(s.kind, g, CollectiveAlgo::ring, original.device_kind);
     if (s.kind == Collective::all_reduce) {
-      const LatencySteps tree = latency_steps(s.kind, g, CollectiveAlgo::tree);
+      const LatencySteps tree = latency_steps(s.kind, g, CollectiveAlgo::tree, original.device_kind);
       if ((inter ? tree.inter : tree.intra) < (inter ? st.inter : st.intra)) st = tree;
     }
     a(i, 0) = 1;

@@ -87,14 +87,19 @@ struct GroupPlacement {
 /// ncclTopoTuneModel): a ring of n ranks on N nodes takes n−1 steps for
 /// reduce-scatter, all-gather, broadcast and reduce (2(n−1) for all-reduce),
 /// of which N−1 (2(N−1)) cross nodes and the rest stay inside one; the double
-/// binary tree's all-reduce 2((n/N − 1) intra + ⌈log2 N⌉ inter); an
-/// all-to-all's n−1 sends, n − n/N of them to other nodes; a send 1 step.
-/// THE one count: collective_time and the calibration fit both use it.
+/// binary tree's all-reduce 2((n/N − 1) intra + ⌈log2 N⌉ inter), a chain
+/// inside each node; an all-to-all's n−1 sends, n − n/N of them to other
+/// nodes; a send 1 step. CPU ranks run MPI's collectives instead (the
+/// executor's MpiCommunicator): their `tree` is Open MPI's recursive doubling,
+/// 2⌈log2⌉ steps at each level, the count this model had for every device
+/// before NCCL's. THE one count: collective_time and the calibration fit both
+/// use it.
 struct LatencySteps {
   double intra = 0;
   double inter = 0;
 };
-[[nodiscard]] LatencySteps latency_steps(Collective k, const GroupPlacement& g, CollectiveAlgo algo = CollectiveAlgo::ring);
+[[nodiscard]] LatencySteps latency_steps(Collective k, const GroupPlacement& g, CollectiveAlgo algo = CollectiveAlgo::ring,
+                                         DeviceKind device = DeviceKind::gpu);
 /// α_intra·steps.intra + α_inter·steps.inter for `algo`; `best` takes the
 /// faster of ring and tree for an all-reduce (the bandwidth term is the same).
 [[nodiscard]] double latency_time(Collective k, const GroupPlacement& g, const Cluster& c, const HardwareProfile& hw,
