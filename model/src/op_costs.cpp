@@ -792,18 +792,14 @@ int zero3_gathers_per_pass(const Transformer& m, const Plan& p, const HardwarePr
 
 double zero3_backward_regather_share(const Transformer& m, const Plan& p, const HardwareProfile& hw) {
   if (p.zero_stage != 3 || p.recompute != Recompute::full || !hw.engine.zero3_recompute_regathers) return 0;
-  const double h = m.hidden;
-  const double kv = static_cast<double>(m.kv_heads) * m.head_dim();
-  const double f = m.ffn_hidden;
-  // Megatron's block, in forward order: fused QKV, attention output, FC1
-  // (the fused gate and up projections with SwiGLU), FC2.
-  const std::array<double, 4> weights{h * (h + 2.0 * kv) / p.tp, h * h / p.tp, m.largest_module_params() / p.tp,
-                                      f * h / p.tp};
+  // Megatron's block in forward order (QKV, output, FC1, FC2), this GPU's
+  // tensor-parallel shares.
+  const std::array<double, 4> weights = m.block_weight_params();
   double later = 0;  // Σ_{j>i} p_j
   double released = 0;
   double total = 0;
   for (auto i = weights.size(); i-- > 0;) {
-    const double w = weights[i];
+    const double w = weights[i] / p.tp;
     if (w > p.param_persistence_threshold) {
       total += w;
       if (2.0 * later >= p.max_reuse_distance) released += w;

@@ -18,12 +18,19 @@ const char* to_string(PositionEmbedding p) {
   return "?";
 }
 
+std::array<double, 4> Transformer::block_weight_params() const {
+  const double h = hidden;
+  const double kv = static_cast<double>(kv_heads) * head_dim();
+  const double f = ffn_hidden;
+  return {h * (h + 2 * kv), h * h, h * f * (activation == Activation::swiglu ? 2.0 : 1.0), f * h};
+}
+
 double Transformer::params_per_layer() const {
   const double h = hidden;
   const double kv = static_cast<double>(kv_heads) * head_dim();
   const double f = ffn_hidden;
-  double attn = h * (h + 2 * kv) + h * h;  // QKV and output projections
-  double mlp = activation == Activation::swiglu ? 3 * h * f : 2 * h * f;
+  const auto w = block_weight_params();
+  const double weights = w[0] + w[1] + w[2] + w[3];  // QKV, output, FC1, FC2
   double norms = (norm == NormKind::layernorm ? 2 : 1) * 2 * h;
   double biases = 0;
   if (bias) {
@@ -32,7 +39,7 @@ double Transformer::params_per_layer() const {
     if (norm == NormKind::layernorm) norms -= 2 * h;  // layernorm without bias keeps only its scale
     if (qkv_bias) biases = h + 2 * kv;                // Qwen2: q_proj, k_proj, v_proj only
   }
-  return attn + mlp + norms + biases;
+  return weights + norms + biases;
 }
 
 double Transformer::attended_fraction() const {

@@ -1,5 +1,6 @@
 #pragma once
 // The model being trained: a decoder-only transformer (GPT, Llama families).
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -72,11 +73,14 @@ struct Transformer {
   [[nodiscard]] int rotary_dims() const { return static_cast<int>(head_dim() * rotary_fraction); }
   /// Parameters of one transformer block (attention, MLP, two norms).
   [[nodiscard]] double params_per_layer() const;
-  /// The block's largest weight matrix: FC1 (h·f; with SwiGLU the fused gate
-  /// and up projection, 2·h·f), the unit DeepSpeed ZeRO-3 fetches and releases.
-  [[nodiscard]] double largest_module_params() const {
-    return static_cast<double>(hidden) * static_cast<double>(ffn_hidden) * (activation == Activation::swiglu ? 2.0 : 1.0);
-  }
+  /// The block's four weight matrices in forward order, Megatron's modules:
+  /// fused QKV h·(h + 2·kv·d), attention output h², FC1 h·f (with SwiGLU the
+  /// fused gate and up projection, 2·h·f), FC2 f·h. THE one list of their
+  /// sizes: params_per_layer, largest_module_params and ZeRO-3's release rule
+  /// (op_costs zero3_backward_regather_share) read it.
+  [[nodiscard]] std::array<double, 4> block_weight_params() const;
+  /// The block's largest weight matrix: FC1, the unit DeepSpeed ZeRO-3 fetches and releases.
+  [[nodiscard]] double largest_module_params() const { return block_weight_params()[2]; }
   /// Token embedding (+ learned positions) parameters.
   [[nodiscard]] double embedding_params() const;
   /// Parameters of the untied LM head (0 when tied) plus the final norm.
