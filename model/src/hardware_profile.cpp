@@ -27,7 +27,34 @@ double HardwareProfile::gemm_efficiency_at(double flops) const {
   return t.back().efficiency;
 }
 
+double GemmWaves::utilization(double m, double n, double k, double batch) const {
+  if (units <= 0 || m <= 0 || n <= 0 || batch <= 0) return 1.0;
+  double tiles = std::ceil(m / tile_m) * std::ceil(n / tile_n) * std::ceil(batch);
+  if (tiles < units) {
+    // split-K: as many slices as the idle SMs allow, each at least split_k_depth deep.
+    const double slices = std::max(1.0, std::min(std::floor(units / tiles), std::floor(k / split_k_depth)));
+    tiles *= slices;
+  }
+  const double waves = std::ceil(tiles / units);
+  return tiles / (waves * units);
+}
+
+double HardwareProfile::gemm_efficiency_of(double m, double n, double k, double batch) const {
+  return gemm_efficiency_at(2.0 * m * n * k * batch) * gemm_waves.utilization(m, n, k, batch);
+}
+
 namespace {
+
+GemmWaves read_waves(ObjectReader w) {
+  GemmWaves v;
+  // Bounds: no GPU has more than a few hundred SMs; cuBLAS tiles are 16-512 wide.
+  v.units = static_cast<int>(w.integer("sms", 1, 4096));
+  v.tile_m = static_cast<int>(w.integer("tile_m", 8, 1024));
+  v.tile_n = static_cast<int>(w.integer("tile_n", 8, 1024));
+  v.split_k_depth = static_cast<int>(w.integer("split_k_depth", 1, 1 << 20));
+  w.finish();
+  return v;
+}
 
 MeasuredFigures::Level read_measured_level(ObjectReader r) {
   MeasuredFigures::Level l;
@@ -125,6 +152,8 @@ HardwareProfile profile_from_json(const nlohmann::json& doc, const std::string& 
     p.attention_gemm_factor = g.fraction("attention_factor");
     // Added with the cudnn kernel: absent, cuDNN is priced as FlashAttention-2.
     p.cudnn_attention_factor = g.optional_fraction("cudnn_attention_factor").value_or(p.attention_gemm_factor);
+    // Absent (CPU ranks, profiles from before it): GEMMs are not wave-quantized.
+    if (auto w = g.optional_object("waves")) p.gemm_waves = read_waves(std::move(*w));
     g.finish();
   }
   {
@@ -193,6 +222,11 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
         {"kernel_launch_us", p.kernel_launch_s * 1e6}}},
       {"fabric", {{"intra_node", fabric(p.intra_node)}, {"inter_node", fabric(p.inter_node)}}},
       {"io", {{"pcie_efficiency", p.pcie_efficiency}, {"nvme_efficiency", p.nvme_efficiency}}}};
+  if (p.gemm_waves.units > 0)
+    j["gemm"]["waves"] = {{"sms", p.gemm_waves.units},
+                          {"tile_m", p.gemm_waves.tile_m},
+                          {"tile_n", p.gemm_waves.tile_n},
+                          {"split_k_depth", p.gemm_waves.split_k_depth}};
   if (p.measured_engine) {
     const EngineProfile& e = *p.measured_engine;
     j["framework"] = {{"host_op_us", e.host_op_s * 1e6},

@@ -26,7 +26,7 @@ double achieved_hbm(const GpuSpec& gpu, const HardwareProfile& hw) {
 double gemm_time(const GemmShape& g, Precision p, const GpuSpec& gpu, const HardwareProfile& hw, bool attention) {
   const double flops = g.flops();
   if (flops <= 0) return 0;
-  double eff = hw.gemm_efficiency_at(flops);
+  double eff = hw.gemm_efficiency_of(g.m, g.n, g.k, g.batch);
   if (attention) eff *= hw.attention_gemm_factor;
   const double compute = flops / (gpu.peak_flops(p) * eff);
   const double memory = g.elements() * bytes_of(p) / achieved_hbm(gpu, hw);
@@ -225,8 +225,9 @@ LayerShape shape_of(const Transformer& m, const Plan& p) {
 GemmShape dgrad_of(const GemmShape& g) { return {g.m, g.k, g.n, g.batch}; }
 GemmShape wgrad_of(const GemmShape& g) { return {g.k, g.n, g.m, g.batch}; }
 
-// Forward, dgrad and wgrad of one linear layer share their FLOPs and hence
-// their efficiency: one table lookup, three rooflines (same as gemm_time).
+// Forward, dgrad and wgrad of one linear layer share their FLOPs but not their
+// output's shape (m×n, m×k, k×n): three efficiencies, three rooflines (each as
+// gemm_time prices one GEMM).
 struct LinearTimes {
   double fwd = 0, dgrad = 0, wgrad = 0;
 };
@@ -234,11 +235,16 @@ LinearTimes linear_times(const GemmShape& g, Precision p, const GpuSpec& gpu, co
   LinearTimes t;
   const double flops = g.flops();
   if (flops <= 0) return t;
-  const double compute = flops / (gpu.peak_flops(p) * hw.gemm_efficiency_at(flops));
   const double per_element = bytes_of(p) / achieved_hbm(gpu, hw);
-  t.fwd = std::max(compute, g.elements() * per_element) + hw.kernel_launch_s;
-  t.dgrad = std::max(compute, dgrad_of(g).elements() * per_element) + hw.kernel_launch_s;
-  t.wgrad = std::max(compute, wgrad_of(g).elements() * per_element) + hw.kernel_launch_s;
+  // gemm_efficiency_of(shape) for each, its table lookup (the same FLOPs) done once.
+  const double full_wave = gpu.peak_flops(p) * hw.gemm_efficiency_at(flops);
+  auto time_of = [&](const GemmShape& s) {
+    const double compute = flops / (full_wave * hw.gemm_waves.utilization(s.m, s.n, s.k, s.batch));
+    return std::max(compute, s.elements() * per_element) + hw.kernel_launch_s;
+  };
+  t.fwd = time_of(g);
+  t.dgrad = time_of(dgrad_of(g));
+  t.wgrad = time_of(wgrad_of(g));
   return t;
 }
 

@@ -114,6 +114,15 @@ void check_recovered(const ProfileFit& fit, double tol) {
         Approx(kBusbw / 1e9).epsilon(tol));
 }
 
+// The catalog profile of the cluster's GPU with a flat GEMM table: a prior
+// that is wrong (the same efficiency at every size) and independent of the
+// shipped fit, which the samples must overrule.
+HardwareProfile flat_gemm_prior(const Cluster& c, double efficiency) {
+  HardwareProfile p = default_profile_for(c);
+  p.gemm_efficiency = {{1e14, efficiency}, {1e6, efficiency}};
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("with 3% timing noise the fit recovers the machine within 5%", "[calibration][noise]") {
@@ -307,10 +316,44 @@ TEST_CASE("GPU GEMM samples fit against the peak of their precision", "[calibrat
   const double peak = c.node.gpu.peak_flops(Precision::bf16);
   REQUIRE(peak == Approx(312e12));
   for (double f = 1e9; f <= 1e13; f *= 3) m.gemm.push_back({0, 0, 0, f, f / (0.7 * peak)});
-  const ProfileFit fit = fit_profile(m, c, default_profile_for(c), "test");
+  const ProfileFit fit = fit_profile(m, c, flat_gemm_prior(c, 0.5), "test");
   for (double f : {1e10, 1e11, 1e12}) CHECK(fit.profile.gemm_efficiency_at(f) == Approx(0.7).epsilon(1e-3));
   CHECK(fit.cluster.node.gpu.peak_tflops_fp32 == c.node.gpu.peak_tflops_fp32);
   CHECK(fit.cluster.node.gpu.peak_tflops_bf16 == c.node.gpu.peak_tflops_bf16);
+}
+
+// The same at real shapes: each square GEMM ran at 0.7 of the peak times the
+// share of its waves its 128×128 tiles filled on the A100's 108 SMs, counted
+// here by hand; the fit divides the waves out and gives back the full-wave 0.7.
+TEST_CASE("GPU GEMM samples: the waves are divided out of the fitted table", "[calibration][gemm]") {
+  const Cluster c = load_cluster("dgx-a100-80gb");
+  const HardwareProfile prior = flat_gemm_prior(c, 0.5);
+  REQUIRE(prior.gemm_waves.units == 108);
+  Measurements m;
+  m.backend = "cuda";
+  m.gemm_precision = Precision::bf16;
+  const double peak = c.node.gpu.peak_flops(Precision::bf16);
+  // d: tiles (d/128)², waves of 108: 1024 → 64 in 1, 1536 → 144 in 2, 2048 → 256 in 3,
+  // 4096 → 1024 in 10, 8192 → 4096 in 38.
+  const std::pair<double, double> used[] = {{1024, 64.0 / 108},   {1536, 144.0 / 216}, {2048, 256.0 / 324},
+                                            {4096, 1024.0 / 1080}, {8192, 4096.0 / 4104}};
+  for (const auto& [d, share] : used) {
+    const double f = 2 * d * d * d;
+    m.gemm.push_back({d, d, d, f, f / (0.7 * share * peak)});
+  }
+  const ProfileFit fit = fit_profile(m, c, prior, "test");
+  // Within 0.5 % (the prior's pull on five samples) at the rows samples lie on
+  // both sides of (1e12 leans on the 1e13 row no sample reaches); undivided, the
+  // 1024³ sample would read 0.7 · 64/108 = 0.41.
+  for (double f : {1e10, 1e11}) CHECK(fit.profile.gemm_efficiency_at(f) == Approx(0.7).epsilon(5e-3));
+  // And the fitted profile prices each sample's shape back at its measured time
+  // (those between two determined rows: 8192³ leans on the 1e13 row, which no
+  // sample brackets and the prior holds).
+  for (const auto& s : m.gemm) {
+    if (s.flops > 1e12) continue;
+    INFO(s.m << "^3");
+    CHECK(s.flops / (peak * fit.profile.gemm_efficiency_of(s.m, s.n, s.k)) == Approx(s.time_s).epsilon(5e-3));
+  }
 }
 
 TEST_CASE("the run fit recovers a known profile's iteration times on plans it did not see", "[calibration]") {

@@ -196,6 +196,24 @@ TEST_CASE("hardware profile: the cudnn attention factor is optional, a fraction,
                     Catch::Contains("p.json: $.gemm.cudnn_attention_factor") && Catch::Contains("fraction"));
 }
 
+TEST_CASE("hardware profile: GEMM waves are optional, bounded, and round-trip", "[engine][gemm]") {
+  nlohmann::json doc = profile_to_json(load_profile(std::string(ZTUNE_TEST_DATA_DIR) + "/profiles/a100.json"));
+  const HardwareProfile a100 = profile_from_json(doc, "p.json");
+  CHECK(a100.gemm_waves.units == 108);  // the A100 datasheet's SM count
+  CHECK(a100.gemm_waves.tile_m == doc["gemm"]["waves"]["tile_m"].get<int>());
+  // A profile without them (CPU ranks, profiles from before): no quantization.
+  nlohmann::json none = doc;
+  none["gemm"].erase("waves");
+  CHECK(profile_from_json(none, "p.json").gemm_waves.utilization(1, 1, 1) == 1.0);
+  CHECK_FALSE(profile_to_json(profile_from_json(none, "p.json"))["gemm"].contains("waves"));
+  nlohmann::json bad = doc;
+  bad["gemm"]["waves"]["sms"] = 0;
+  CHECK_THROWS_WITH(profile_from_json(bad, "p.json"), Catch::Contains("p.json: $.gemm.waves.sms"));
+  bad = doc;
+  bad["gemm"]["waves"].erase("tile_n");
+  CHECK_THROWS_WITH(profile_from_json(bad, "p.json"), Catch::Contains("$.gemm.waves.tile_n"));
+}
+
 // DeepSpeed ZeRO-3 with full recomputation, worked by hand from
 // partitioned_param_coordinator's release rule: the recomputed forward
 // releases weight i unless the modules walked before its backward use, the

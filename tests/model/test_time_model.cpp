@@ -201,6 +201,37 @@ TEST_CASE("GEMM roofline: compute-bound at the table's efficiency, memory-bound 
   CHECK(hw.gemm_efficiency_at(1) == Approx(0.05));
 }
 
+TEST_CASE("GEMM waves: tiles counted by hand, split-K under one wave, the cost follows", "[time][gemm]") {
+  // An A100: 108 SMs, 128×128 tiles, split-K slices at least 256 deep.
+  const GemmWaves w{108, 128, 128, 256};
+  // 8 × 8 = 64 tiles, k too shallow to split twice (4096 / 256 = 16 but 108 / 64 = 1): 64 of 108 SMs busy.
+  CHECK(w.utilization(1024, 1024, 4096) == Approx(64.0 / 108.0));
+  // 8 tiles of a tensor-parallel wgrad (1024 × 128), k = 8192 deep: split 13 ways (108 / 8), 104 busy.
+  CHECK(w.utilization(1024, 128, 8192) == Approx(104.0 / 108.0));
+  // ... but not deeper than k allows: k = 512 gives 2 slices of 256.
+  CHECK(w.utilization(1024, 128, 512) == Approx(16.0 / 108.0));
+  // 109 tiles: one more than a wave, so two waves' time.
+  CHECK(w.utilization(128 * 109, 128, 4096) == Approx(109.0 / 216.0));
+  // Large and square: 64 × 64 = 4096 tiles in 38 waves.
+  CHECK(w.utilization(8192, 8192, 8192) == Approx(4096.0 / (38.0 * 108.0)));
+  // A partial tile is a whole tile; a batch multiplies the tiles.
+  CHECK(w.utilization(129, 128, 64, 100) == Approx(200.0 / 216.0));
+  // No SM count (CPU ranks): nothing is quantized.
+  CHECK(GemmWaves{}.utilization(1, 1, 1) == 1.0);
+
+  // In the cost: two GEMMs of equal FLOPs at one table efficiency take times in
+  // the inverse ratio of their waves' utilization.
+  const Cluster c = a100(1);
+  HardwareProfile hw = constant_efficiency_profile();
+  hw.gemm_waves = w;
+  const GemmShape full{128 * 108, 128, 8192};      // 108 tiles: one full wave
+  const GemmShape spill{128 * 109, 128, 8192 * 108.0 / 109.0};  // 109 tiles, same FLOPs: two waves
+  REQUIRE(full.flops() == Approx(spill.flops()));
+  CHECK(gemm_time(spill, Precision::bf16, c.node.gpu, hw) / gemm_time(full, Precision::bf16, c.node.gpu, hw) ==
+        Approx(216.0 / 109.0));
+  CHECK(hw.gemm_efficiency_of(128 * 108, 128, 8192) == Approx(0.6));
+}
+
 TEST_CASE("parts sum to the iteration, throughput and MFU follow from it", "[time]") {
   const Transformer m = gpt(32, 4096, 32, 2048, 51200);
   const Cluster c = a100(4);

@@ -24,7 +24,7 @@ std::vector<PointPrediction> predict_points(const Measurements& m, const Cluster
   const double peak = c.node.gpu.peak_flops(m.gemm_precision);
   for (std::size_t i = 0; i < m.gemm.size(); ++i) {
     const auto& s = m.gemm[i];
-    out.push_back({"gemm", i, s.time_s, s.flops / (peak * hw.gemm_efficiency_at(s.flops))});
+    out.push_back({"gemm", i, s.time_s, s.flops / (peak * hw.gemm_efficiency_of(s.m, s.n, s.k))});
   }
   const double peak32 = c.node.gpu.peak_flops(Precision::fp32);
   for (std::size_t i = 0; i < m.attention.size(); ++i) {

@@ -96,7 +96,9 @@ void fit_gemm(const Measurements& m, const Cluster& original, ProfileFit& fit, A
   Eigen::VectorXd y(rows);
   for (Eigen::Index i = 0; i < rows; ++i) {
     const auto& s = m.gemm[static_cast<std::size_t>(i)];
-    y(i) = s.flops / (peak * s.time_s);
+    // The table holds a full-wave GEMM's efficiency: the sample's own waves
+    // (hw.gemm_waves, unset on CPU ranks) divided out.
+    y(i) = s.flops / (peak * s.time_s) / fit.profile.gemm_waves.utilization(s.m, s.n, s.k);
     const double f = s.flops;
     if (f >= sizes.front()) { a(i, 0) = 1; continue; }
     if (f <= sizes.back()) { a(i, cols - 1) = 1; continue; }

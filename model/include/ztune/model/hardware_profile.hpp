@@ -32,6 +32,26 @@ struct EfficiencyPoint {
   double efficiency = 0;  // fraction of peak in (0, 1]
 };
 
+/// How a GPU's GEMM kernels fill the device: tile and wave quantization
+/// (NVIDIA Deep Learning Performance Guide, "Matrix Multiplication Background",
+/// §Tile Quantization and §Wave Quantization). cuBLAS computes C (m×n) in
+/// tile_m × tile_n tiles, one thread block each, and an SM holds one such
+/// block at a time, so the tiles run in waves of `units`: a GEMM whose tiles
+/// fill 1.1 waves takes as long as 2 full ones, and one of 40 tiles leaves 68
+/// of an A100's 108 SMs idle. When the tiles fill less than one wave and the
+/// inner dimension is deep, cuBLAS splits it (split-K) into up to units/tiles
+/// slices of at least split_k_depth each, whose partial sums it adds after.
+/// The efficiency table then describes a GEMM whose waves are full.
+struct GemmWaves {
+  int units = 0;  // SMs; 0: the device is not tiled this way (CPU ranks): utilization 1
+  int tile_m = 128;
+  int tile_n = 128;
+  int split_k_depth = 256;
+  /// Share of the SM slots of the waves a GEMM (m×n, inner k, `batch` of them)
+  /// occupies that its tiles fill, in (0, 1].
+  [[nodiscard]] double utilization(double m, double n, double k, double batch = 1) const;
+};
+
 /// α/β efficiency of one fabric level (intra-node or inter-node).
 struct FabricProfile {
   double busbw_efficiency = 1;  // achieved bus bandwidth / link bandwidth (nccl-tests busbw)
@@ -66,8 +86,10 @@ struct HardwareProfile {
   std::string source;  // where the numbers come from
   std::string gpu;     // the GPU family it describes ("A100"); matched against GpuSpec::name's prefix
 
-  // GEMM efficiency vs FLOPs of one (batched) GEMM call, sizes descending.
+  // GEMM efficiency vs FLOPs of one (batched) GEMM call whose waves are full,
+  // sizes descending; gemm_waves says how full a given shape's waves are.
   std::vector<EfficiencyPoint> gemm_efficiency;
+  GemmWaves gemm_waves;
   // Fused attention-core batched GEMMs (QKᵀ and PV; head_dim-thin): efficiency
   // relative to the GEMM table at the same FLOPs.
   double attention_gemm_factor = 1;
@@ -95,8 +117,13 @@ struct HardwareProfile {
   // calibrated profile's "framework"/"overlap" sections); unset otherwise.
   std::optional<EngineProfile> measured_engine;
 
-  /// Efficiency of a GEMM of `flops` FLOPs (log-interpolated in the table).
+  /// Efficiency of a GEMM of `flops` FLOPs with full waves (log-interpolated in the table).
   [[nodiscard]] double gemm_efficiency_at(double flops) const;
+  /// Efficiency of one GEMM call of this shape (m×n, inner k, `batch` of them):
+  /// the table's at its FLOPs times its waves' utilization. The one owner of
+  /// what fraction of peak a GEMM reaches; the cost model and calibration's fit
+  /// both read it.
+  [[nodiscard]] double gemm_efficiency_of(double m, double n, double k, double batch = 1) const;
 };
 
 /// Parses a profile document (schema "ztune.profile/1"); strict, names file and path.

@@ -31,7 +31,7 @@ struct GemmShape {
   [[nodiscard]] double elements() const { return (m * k + k * n + m * n) * batch; }
 };
 
-/// Time of one GEMM: roofline max(FLOPs / (peak · eff(FLOPs)), bytes / achieved
+/// Time of one GEMM: roofline max(FLOPs / (peak · gemm_efficiency_of(shape)), bytes / achieved
 /// HBM bandwidth) plus one kernel launch. `attention` applies the profile's
 /// attention_gemm_factor (head_dim-thin batched GEMMs of the attention core).
 [[nodiscard]] double gemm_time(const GemmShape& g, Precision p, const GpuSpec& gpu, const HardwareProfile& hw,
