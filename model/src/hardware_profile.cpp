@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -27,16 +28,30 @@ double HardwareProfile::gemm_efficiency_at(double flops) const {
   return t.back().efficiency;
 }
 
+namespace {
+
+// ⌈x⌉ and ⌊x⌋ of a positive x below 2^62 by truncation (a cast, where std::ceil
+// and std::floor are library calls without SSE4.1): the search prices millions
+// of GEMM shapes.
+double ceil_positive(double x) {
+  const double t = static_cast<double>(static_cast<std::int64_t>(x));
+  return t < x ? t + 1.0 : t;
+}
+double floor_positive(double x) { return static_cast<double>(static_cast<std::int64_t>(x)); }
+
+}  // namespace
+
 double GemmWaves::utilization(double m, double n, double k, double batch) const {
-  if (units <= 0 || m <= 0 || n <= 0 || batch <= 0) return 1.0;
-  double tiles = std::ceil(m / tile_m) * std::ceil(n / tile_n) * std::ceil(batch);
-  if (tiles < units) {
+  constexpr double kLargest = 4e18;  // beyond it the casts overflow; no GEMM is that large
+  if (units_ <= 0 || !(m > 0) || !(n > 0) || !(batch > 0) || m * n * batch > kLargest) return 1.0;
+  double tiles = ceil_positive(m * inv_tile_m_) * ceil_positive(n * inv_tile_n_) * ceil_positive(batch);
+  const double sms = units_;
+  if (tiles < sms) {
     // split-K: as many slices as the idle SMs allow, each at least split_k_depth deep.
-    const double slices = std::max(1.0, std::min(std::floor(units / tiles), std::floor(k / split_k_depth)));
-    tiles *= slices;
+    const double depth_slices = k > 0 ? floor_positive(std::min(k * inv_depth_, kLargest)) : 0.0;
+    tiles *= std::max(1.0, std::min(floor_positive(sms / tiles), depth_slices));
   }
-  const double waves = std::ceil(tiles / units);
-  return tiles / (waves * units);
+  return tiles / (ceil_positive(tiles * inv_units_) * sms);
 }
 
 double HardwareProfile::gemm_efficiency_of(double m, double n, double k, double batch) const {
@@ -46,14 +61,13 @@ double HardwareProfile::gemm_efficiency_of(double m, double n, double k, double 
 namespace {
 
 GemmWaves read_waves(ObjectReader w) {
-  GemmWaves v;
   // Bounds: no GPU has more than a few hundred SMs; cuBLAS tiles are 16-512 wide.
-  v.units = static_cast<int>(w.integer("sms", 1, 4096));
-  v.tile_m = static_cast<int>(w.integer("tile_m", 8, 1024));
-  v.tile_n = static_cast<int>(w.integer("tile_n", 8, 1024));
-  v.split_k_depth = static_cast<int>(w.integer("split_k_depth", 1, 1 << 20));
+  const auto sms = static_cast<int>(w.integer("sms", 1, 4096));
+  const auto tile_m = static_cast<int>(w.integer("tile_m", 8, 1024));
+  const auto tile_n = static_cast<int>(w.integer("tile_n", 8, 1024));
+  const auto depth = static_cast<int>(w.integer("split_k_depth", 1, 1 << 20));
   w.finish();
-  return v;
+  return GemmWaves(sms, tile_m, tile_n, depth);
 }
 
 MeasuredFigures::Level read_measured_level(ObjectReader r) {
@@ -222,11 +236,11 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
         {"kernel_launch_us", p.kernel_launch_s * 1e6}}},
       {"fabric", {{"intra_node", fabric(p.intra_node)}, {"inter_node", fabric(p.inter_node)}}},
       {"io", {{"pcie_efficiency", p.pcie_efficiency}, {"nvme_efficiency", p.nvme_efficiency}}}};
-  if (p.gemm_waves.units > 0)
-    j["gemm"]["waves"] = {{"sms", p.gemm_waves.units},
-                          {"tile_m", p.gemm_waves.tile_m},
-                          {"tile_n", p.gemm_waves.tile_n},
-                          {"split_k_depth", p.gemm_waves.split_k_depth}};
+  if (const GemmWaves& w = p.gemm_waves; w.units() > 0)
+    j["gemm"]["waves"] = {{"sms", w.units()},
+                          {"tile_m", w.tile_m()},
+                          {"tile_n", w.tile_n()},
+                          {"split_k_depth", w.split_k_depth()}};
   if (p.measured_engine) {
     const EngineProfile& e = *p.measured_engine;
     j["framework"] = {{"host_op_us", e.host_op_s * 1e6},

@@ -328,7 +328,7 @@ TEST_CASE("GPU GEMM samples fit against the peak of their precision", "[calibrat
 TEST_CASE("GPU GEMM samples: the waves are divided out of the fitted table", "[calibration][gemm]") {
   const Cluster c = load_cluster("dgx-a100-80gb");
   const HardwareProfile prior = flat_gemm_prior(c, 0.5);
-  REQUIRE(prior.gemm_waves.units == 108);
+  REQUIRE(prior.gemm_waves.units() == 108);
   Measurements m;
   m.backend = "cuda";
   m.gemm_precision = Precision::bf16;

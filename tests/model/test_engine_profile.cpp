@@ -199,8 +199,8 @@ TEST_CASE("hardware profile: the cudnn attention factor is optional, a fraction,
 TEST_CASE("hardware profile: GEMM waves are optional, bounded, and round-trip", "[engine][gemm]") {
   nlohmann::json doc = profile_to_json(load_profile(std::string(ZTUNE_TEST_DATA_DIR) + "/profiles/a100.json"));
   const HardwareProfile a100 = profile_from_json(doc, "p.json");
-  CHECK(a100.gemm_waves.units == 108);  // the A100 datasheet's SM count
-  CHECK(a100.gemm_waves.tile_m == doc["gemm"]["waves"]["tile_m"].get<int>());
+  CHECK(a100.gemm_waves.units() == 108);  // the A100 datasheet's SM count
+  CHECK(a100.gemm_waves.tile_m() == doc["gemm"]["waves"]["tile_m"].get<int>());
   // A profile without them (CPU ranks, profiles from before): no quantization.
   nlohmann::json none = doc;
   none["gemm"].erase("waves");

@@ -42,14 +42,27 @@ struct EfficiencyPoint {
 /// inner dimension is deep, cuBLAS splits it (split-K) into up to units/tiles
 /// slices of at least split_k_depth each, whose partial sums it adds after.
 /// The efficiency table then describes a GEMM whose waves are full.
-struct GemmWaves {
-  int units = 0;  // SMs; 0: the device is not tiled this way (CPU ranks): utilization 1
-  int tile_m = 128;
-  int tile_n = 128;
-  int split_k_depth = 256;
+class GemmWaves {
+ public:
+  /// No quantization: the device is not tiled this way (CPU ranks).
+  GemmWaves() = default;
+  GemmWaves(int sms, int tile_m, int tile_n, int split_k_depth)
+      : units_(sms), tile_m_(tile_m), tile_n_(tile_n), depth_(split_k_depth), inv_tile_m_(1.0 / tile_m),
+        inv_tile_n_(1.0 / tile_n), inv_units_(1.0 / sms), inv_depth_(1.0 / split_k_depth) {}
+
+  [[nodiscard]] int units() const { return units_; }  // SMs; 0: utilization 1
+  [[nodiscard]] int tile_m() const { return tile_m_; }
+  [[nodiscard]] int tile_n() const { return tile_n_; }
+  [[nodiscard]] int split_k_depth() const { return depth_; }
   /// Share of the SM slots of the waves a GEMM (m×n, inner k, `batch` of them)
   /// occupies that its tiles fill, in (0, 1].
   [[nodiscard]] double utilization(double m, double n, double k, double batch = 1) const;
+
+ private:
+  int units_ = 0, tile_m_ = 128, tile_n_ = 128, depth_ = 256;
+  // Their reciprocals: the search prices millions of GEMM shapes, and a
+  // multiplication is several times cheaper than a division.
+  double inv_tile_m_ = 0, inv_tile_n_ = 0, inv_units_ = 0, inv_depth_ = 0;
 };
 
 /// α/β efficiency of one fabric level (intra-node or inter-node).
