@@ -24,9 +24,8 @@
 #include "ztune/model/sparse_attention.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/model/time_model.hpp"
-#include "ztune/simulator/chrome_trace.hpp"
-#include "ztune/simulator/simulate.hpp"
 #include "ztune/tuner/explain.hpp"
+#include "ztune/tuner/planning.hpp"
 #include "ztune/tuner/search.hpp"
 
 namespace ztune::cli {
@@ -295,12 +294,10 @@ Command add_predict(CLI::App& root) {
                           predict_time(in.model, in.plan, in.cluster, in.profile)};
             require_finite_time(pr.time, "cluster " + in.cluster.name + " with profile " + in.profile.name +
                                              ", plan " + in.plan.summary());
-            const double analytical_s = pr.time.iteration_s;
-            std::optional<sim::SimResult> simulated;
+            std::optional<SimulatedPlan> simulated;
             if (f->simulate || !f->trace.empty()) {
-              simulated = sim::simulate(in.model, in.plan, in.cluster, in.profile);
-              pr.time = sim::to_time_prediction(*simulated, pr.time);
-              if (!f->trace.empty()) sim::write_chrome_trace_file(f->trace, *simulated);
+              simulated = simulate_plan(in.model, in.plan, in.cluster, in.profile, pr.time, f->trace);
+              pr.time = simulated->time;
             }
             const int largest_mb =
                 largest_fitting_micro_batch(in.model, in.plan, in.cluster, in.profile, 1024, in.memory);
@@ -312,8 +309,8 @@ Command add_predict(CLI::App& root) {
               j["time"]["method"] = simulated ? "simulated" : "analytical";
               j["accuracy"] = accuracy_json(accuracy, pr.time.iteration_s, pr.time.tokens_per_s);
               if (simulated) {
-                j["time"]["analytical_iteration_s"] = analytical_s;
-                j["time"]["simulated_operations"] = simulated->graph.size();
+                j["time"]["analytical_iteration_s"] = simulated->analytical_s;
+                j["time"]["simulated_operations"] = simulated->operations;
                 j["time"]["breakdown_stage"] = simulated->pacing_stage;
                 if (!f->trace.empty()) j["time"]["trace"] = f->trace;
               }
@@ -323,7 +320,7 @@ Command add_predict(CLI::App& root) {
               if (simulated)
                 std::printf("time simulated: %zu operations, breakdown of pipeline stage %d; analytical estimate "
                             "%.4f s%s%s\n",
-                            simulated->graph.size(), simulated->pacing_stage, analytical_s,
+                            simulated->operations, simulated->pacing_stage, simulated->analytical_s,
                             f->trace.empty() ? "" : "; trace written to ", f->trace.c_str());
               std::printf("%s\n", accuracy_line(accuracy, in.profile.name, default_profile_for(in.cluster)).c_str());
               if (const std::string band = error_band_line(accuracy, pr.time.iteration_s, pr.time.tokens_per_s);

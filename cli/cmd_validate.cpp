@@ -15,8 +15,7 @@
 #include "ztune/model/accuracy.hpp"
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/input_error.hpp"
-#include "ztune/model/validation.hpp"
-#include "ztune/simulator/simulate.hpp"
+#include "ztune/tuner/planning.hpp"
 
 namespace ztune::cli {
 
@@ -245,12 +244,9 @@ Command add_validate(CLI::App& root) {
                                "deepspeed checks what it is priced like");
             opt.engine = f->engine;
             const std::string dir = f->dir.empty() ? default_validation_dir() : f->dir;
-            std::optional<ValidationReport> analytical;
-            if (f->simulate) {
-              analytical = run_validation(dir, opt);
-              opt.time = sim::simulate_time;
-            }
-            const ValidationReport r = run_validation(dir, opt);
+            const PublishedRunsReport runs = validate_published_runs(dir, opt, f->simulate);
+            const ValidationReport& r = runs.report;
+            const std::optional<ValidationReport>& analytical = runs.analytical;
             if (f->json) {
               nlohmann::json j = report_json(r);
               if (analytical) add_analytical(j, r, *analytical);
