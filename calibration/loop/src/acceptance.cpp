@@ -29,10 +29,12 @@ double rel_error(double predicted, double measured) {
   return measured > 0 ? std::abs(predicted - measured) / measured : 0.0;
 }
 
-// The microbenchmark fit (or the prior when there are no measurements).
-CandidateProfile micro_fit(const CalibrationInputs& in, const Measurements* m) {
+// The microbenchmark fit (or the prior when there are no measurements); with
+// `median_spread`, the measured points' median spread too.
+CandidateProfile micro_fit(const CalibrationInputs& in, const Measurements* m, double* median_spread = nullptr) {
   if (m == nullptr) return {in.prior, in.prior_cluster};
   const ProfileFit f = fit_profile(*m, in.prior_cluster, in.prior, in.prior.name);
+  if (median_spread != nullptr) *median_spread = f.median_spread;
   return {f.profile, f.cluster};
 }
 
@@ -52,7 +54,7 @@ CandidateProfile fit_candidate(const CalibrationInputs& in, const std::vector<Ru
 
 CrossValidation cross_validate(const CalibrationInputs& in) {
   CrossValidation cv;
-  const CandidateProfile micro = micro_fit(in, in.measurements);
+  const CandidateProfile micro = micro_fit(in, in.measurements, &cv.point_noise);
   // Leave one run out: the candidate is refitted on the others (from the same
   // microbenchmark fit) and predicts the one it did not see.
   cv.runs_judged = in.runs.size() >= 2;
@@ -158,12 +160,23 @@ Verdict decide(const CrossValidation& cv, const std::vector<ReferencePlanCheck>&
     else v.reasons.push_back("it does not predict the held-out runs better: " + line);
   }
   if (cv.points_judged) {
+    // When the held-out runs (the target) say the fit is better, points worse
+    // by less than their own repeatability do not veto it: a median |log
+    // error| 0.019 above the profile in place, measured with rounds 2 % apart,
+    // refused a fit that cut the runs' error from 17.9 to 5.3 % (clean-clone
+    // run, session 17). Without that evidence the points are judged strictly
+    // (a refit on the same points is refused).
+    const bool runs_better = cv.runs_judged && cv.candidate_run_error < cv.previous_run_error;
+    const double margin = runs_better ? std::log1p(std::max(0.0, cv.point_noise)) : 0.0;
     const std::string line = "held-out microbenchmark points (" + std::to_string(cv.candidate_points.points) +
                              ", 5-fold): median |log error| " + num("%.3f", cv.candidate_points.median_abs_log_error) +
                              " fitted vs " + num("%.3f", cv.previous_points.median_abs_log_error) +
-                             " with the profile in place";
-    if (cv.candidate_points.median_abs_log_error <= cv.previous_points.median_abs_log_error) v.notes.push_back(line);
-    else v.reasons.push_back("it does not predict the held-out microbenchmark points better: " + line);
+                             " with the profile in place" +
+                             (margin > 0 ? " (allowed " + num("%.3f", margin) + " more: the points' repeatability)" : "");
+    if (cv.candidate_points.median_abs_log_error <= cv.previous_points.median_abs_log_error + margin)
+      v.notes.push_back(line);
+    else
+      v.reasons.push_back("it does not predict the held-out microbenchmark points better: " + line);
   }
   if (!cv.runs_judged && !cv.points_judged) {
     if (runs == 0) {

@@ -56,6 +56,7 @@ struct CrossValidation {
   bool points_judged = false;        // microbenchmarks were given
   PointErrors previous_points;       // the profile in place on every point
   PointErrors candidate_points;      // each point predicted by a fit on the other folds
+  double point_noise = 0;            // the points' median spread (IQR / median of their rounds)
 };
 
 CrossValidation cross_validate(const CalibrationInputs& in);
@@ -92,7 +93,9 @@ struct Verdict {
 };
 
 /// Accepts the candidate only when it predicts the held-out runs and points
-/// better than the profile in place (each set judged where it exists) and
+/// better than the profile in place (each set judged where it exists; points
+/// worse by less than their repeatability, ln(1 + median spread), pass when
+/// the runs are better) and
 /// every reference plan within the factor. With neither set judgeable (one
 /// run, no microbenchmarks) it accepts on the in-sample error alone, and says
 /// so. `in_sample_before/after`: mean |error| on the runs learned from.
