@@ -20,8 +20,10 @@ not above the error before (by more than the machine's repeatability); with --me
 rank within 10% of the executor's measured peak.
 
 The two runs of a plan also measure the machine's own repeatability. When it
-is worse than 10% (other jobs sharing the cores), a 15% target cannot be
-judged: the test says so and exits 77 (skipped, never passed).
+is worse than 10% (other jobs sharing the cores), or any one plan's two runs
+differ by more than the 15% target itself, the target cannot be judged: the
+test says so and exits 77 (skipped, never passed). ZTUNE_NOISE_GATE set judges
+anyway.
 
 usage: calibration_loop.py ZTUNE [--memory]
 """
@@ -117,6 +119,16 @@ with tempfile.TemporaryDirectory() as D:
         if noise > NOISE_GATE:
             print(f"SKIPPED: this machine repeats a measurement only within {100 * noise:.0f}% (other jobs share "
                   f"its cores); a {100 * TARGET_TIME:.0f}% prediction target cannot be judged here")
+            sys.exit(77)
+        # A plan whose two runs differ by more than the target itself: the fit
+        # learns from (or is judged on) a time known only to worse than the
+        # target (a clean-clone run: 7 % median, two fitted plans at 20-23 %, a
+        # held-out one at 33 %, held-out error 17 %).
+        unrepeatable = {n: s for n, s in spread.items() if s > TARGET_TIME}
+        if unrepeatable and "ZTUNE_NOISE_GATE" not in os.environ:
+            named = ", ".join(f"{n} {100 * s:.0f}%" for n, s in unrepeatable.items())
+            print(f"SKIPPED: runs repeated only within more than the {100 * TARGET_TIME:.0f}% target ({named}): "
+                  f"the target cannot be judged on them here")
             sys.exit(77)
         fit_records = [f"{D}/{n}.{r}.json" for n in FIT for r in (1, 2)]
         out = json.loads(run(["calibrate", "--cluster", "local-cpu", "--measurements", f"{D}/measurements.json",
