@@ -37,7 +37,8 @@ struct EfficiencyPoint {
 /// §Tile Quantization and §Wave Quantization). cuBLAS computes C (m×n) in
 /// tile_m × tile_n tiles, one thread block each, and an SM holds one such
 /// block at a time, so the tiles run in waves of `units`: a GEMM whose tiles
-/// fill 1.1 waves takes as long as 2 full ones, and one of 40 tiles leaves 68
+/// fill 1.1 waves takes as long as 2 full ones, and one of 40 tiles over a
+/// shallow inner dimension (k < 512, too shallow to split) leaves 68
 /// of an A100's 108 SMs idle. When the tiles fill less than one wave and the
 /// inner dimension is deep, cuBLAS splits it (split-K) into up to units/tiles
 /// slices of at least split_k_depth each, whose partial sums it adds after.
