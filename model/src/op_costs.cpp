@@ -21,6 +21,13 @@ double achieved_hbm(const GpuSpec& gpu, const HardwareProfile& hw) {
   return gpu.hbm_bandwidth_gbps * 1e9 * hw.memory_bandwidth_efficiency;
 }
 
+// Roofline of one kernel call: bound by the slower of its FLOPs (at `eff` of
+// the peak) and its HBM traffic, plus one launch.
+double roofline_time(double flops, double eff, double bytes, Precision p, const GpuSpec& gpu,
+                     const HardwareProfile& hw) {
+  return std::max(flops / (gpu.peak_flops(p) * eff), bytes / achieved_hbm(gpu, hw)) + hw.kernel_launch_s;
+}
+
 }  // namespace
 
 double gemm_time(const GemmShape& g, Precision p, const GpuSpec& gpu, const HardwareProfile& hw, bool attention) {
@@ -28,17 +35,13 @@ double gemm_time(const GemmShape& g, Precision p, const GpuSpec& gpu, const Hard
   if (flops <= 0) return 0;
   double eff = hw.gemm_efficiency_of(g.m, g.n, g.k, g.batch);
   if (attention) eff *= hw.attention_gemm_factor;
-  const double compute = flops / (gpu.peak_flops(p) * eff);
-  const double memory = g.elements() * bytes_of(p) / achieved_hbm(gpu, hw);
-  // Roofline: a GEMM is bound by the slower of its FLOPs and its HBM traffic.
-  return std::max(compute, memory) + hw.kernel_launch_s;
+  return roofline_time(flops, eff, g.elements() * bytes_of(p), p, gpu, hw);
 }
 
 double fused_attention_time(double flops, double bytes, Precision p, const GpuSpec& gpu, const HardwareProfile& hw,
                             AttentionKernel kernel) {
   const double factor = kernel == AttentionKernel::cudnn ? hw.cudnn_attention_factor : hw.attention_gemm_factor;
-  const double compute = flops / (gpu.peak_flops(p) * hw.gemm_efficiency_at(flops) * factor);
-  return std::max(compute, bytes / achieved_hbm(gpu, hw)) + hw.kernel_launch_s;
+  return roofline_time(flops, hw.gemm_efficiency_at(flops) * factor, bytes, p, gpu, hw);
 }
 
 double memory_bound_time(double bytes, const GpuSpec& gpu, const HardwareProfile& hw, int kernels) {
@@ -226,8 +229,7 @@ GemmShape dgrad_of(const GemmShape& g) { return {g.m, g.k, g.n, g.batch}; }
 GemmShape wgrad_of(const GemmShape& g) { return {g.k, g.n, g.m, g.batch}; }
 
 // Forward, dgrad and wgrad of one linear layer share their FLOPs but not their
-// output's shape (m×n, m×k, k×n): three efficiencies, three rooflines (each as
-// gemm_time prices one GEMM).
+// output's shape (m×n, m×k, k×n): three efficiencies, three rooflines.
 struct LinearTimes {
   double fwd = 0, dgrad = 0, wgrad = 0;
 };
@@ -235,12 +237,11 @@ LinearTimes linear_times(const GemmShape& g, Precision p, const GpuSpec& gpu, co
   LinearTimes t;
   const double flops = g.flops();
   if (flops <= 0) return t;
-  const double per_element = bytes_of(p) / achieved_hbm(gpu, hw);
   // gemm_efficiency_of(shape) for each, its table lookup (the same FLOPs) done once.
-  const double full_wave = gpu.peak_flops(p) * hw.gemm_efficiency_at(flops);
+  const double full_wave = hw.gemm_efficiency_at(flops);
   auto time_of = [&](const GemmShape& s) {
-    const double compute = flops / (full_wave * hw.gemm_waves.utilization(s.m, s.n, s.k, s.batch));
-    return std::max(compute, s.elements() * per_element) + hw.kernel_launch_s;
+    return roofline_time(flops, full_wave * hw.gemm_waves.utilization(s.m, s.n, s.k, s.batch),
+                         s.elements() * bytes_of(p), p, gpu, hw);
   };
   t.fwd = time_of(g);
   t.dgrad = time_of(dgrad_of(g));
