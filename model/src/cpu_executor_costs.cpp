@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string_view>
 
 #include "ztune/model/op_costs.hpp"
 #include "ztune/model/sparse_attention.hpp"
@@ -44,8 +46,12 @@ constexpr Kernel kSumSquares{4, 2.3};
 // 9.8 ns; inside a training step (perf record of a 1-rank tiny run: glibc's
 // tanhf/expm1f are 13% of all samples) about 1.35× that: 10.2 and 13.1 ns, the
 // figures used (the 1-rank run's memory-bound time fixes that one factor).
-constexpr Kernel kGeluFwd{8, 42.0};
+constexpr double kGeluInTraining = 1.35;
+constexpr Kernel kGeluFwdIsolated{8, 31.0};
+constexpr Kernel kGeluFwd{8, 42.0};  // 31 × 1.35
 constexpr Kernel kGeluBwd{16, 54.0};
+static_assert(kGeluFwd.work - kGeluInTraining * kGeluFwdIsolated.work < 0.2 &&
+              kGeluInTraining * kGeluFwdIsolated.work - kGeluFwd.work < 0.2);
 // kernels/src/embedding_cpu.cpp: forward copies a row (0.15 ns), backward adds
 // a gradient row into the table (0.44 ns).
 constexpr Kernel kEmbeddingFwd{8, 0.6};
@@ -241,6 +247,19 @@ CpuKernelWork cpu_optimizer_work(const Transformer& m, const Plan& p, double par
   // reduce-scattered piece into the owned gradients.
   if (p.zero_stage >= 2) add(w, kAccumulate, owned * p.grad_accum, buckets * p.grad_accum);
   return w;
+}
+
+std::optional<double> cpu_benchmark_work_per_byte(std::string_view kernel) {
+  // calibration/bench/src/memory_bench.cpp's kernels, each the CPU kernel its
+  // loop is: `add` (z = x + y) is accumulate's loop, `scale` (x *= a) add_bias's;
+  // they run in isolation, so GeLU at its isolated cost.
+  const auto ratio = [](const Kernel& k) { return k.work / k.bytes; };
+  if (kernel == "add") return ratio(kAccumulate);
+  if (kernel == "scale") return ratio(kAddBias);
+  if (kernel == "gelu_forward") return ratio(kGeluFwdIsolated);
+  if (kernel == "layernorm_forward") return ratio(kLayerNormFwd);
+  if (kernel == "adamw") return ratio(kAdamW);
+  return std::nullopt;
 }
 
 double cpu_work_time(const CpuKernelWork& w, const GpuSpec& cpu, const HardwareProfile& hw) {

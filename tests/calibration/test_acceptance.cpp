@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -286,8 +287,8 @@ TEST_CASE("held-out points worse only within their repeatability do not veto bet
   cv.previous_run_error = 0.179;
   cv.candidate_run_error = 0.053;
   cv.points_judged = true;
-  cv.previous_points = {143, 0.384};
-  cv.candidate_points = {143, 0.403};
+  cv.previous_points = {143, {}, 0.384};
+  cv.candidate_points = {143, {}, 0.403};
   cv.point_noise = 0.021;
   const Verdict v = decide(cv, {}, {}, 0.179, 0.053, 4);
   CHECK(v.accept);
@@ -312,4 +313,33 @@ TEST_CASE("held-out points worse only within their repeatability do not veto bet
   const Verdict both = decide(cv, {}, {}, 0.179, 0.2, 4);
   CHECK_FALSE(both.accept);
   CHECK(both.reasons.size() == 2);
+}
+
+// Each section of the sweep weighs alike (point_model.hpp). Closed form: 75
+// collective points at |log error| 0.60 in place and 0.65 fitted, 20 GEMM
+// points at 0.50 and 0.10. One median over the 95 points is a collective's
+// (0.60 vs 0.65: refused); the sections alike give (0.60 + 0.50) / 2 = 0.55 in
+// place against (0.65 + 0.10) / 2 = 0.375 fitted.
+TEST_CASE("held-out points: every section weighs alike, not the one with most points", "[calibration][cv]") {
+  auto points = [](double collectives, double gemm) {
+    std::vector<PointPrediction> p;
+    for (std::size_t i = 0; i < 75; ++i) p.push_back({"collectives", i, 1.0, std::exp(i % 2 ? collectives : -collectives)});
+    for (std::size_t i = 0; i < 20; ++i) p.push_back({"gemm", i, 2.0, 2.0 * std::exp(gemm)});
+    return point_errors(p);
+  };
+  CrossValidation cv;
+  cv.points_judged = true;
+  cv.previous_points = points(0.60, 0.50);
+  cv.candidate_points = points(0.65, 0.10);
+  CHECK(cv.previous_points.points == 95);
+  CHECK(cv.previous_points.by_section.at("collectives") == Approx(0.60));
+  CHECK(cv.previous_points.median_abs_log_error == Approx(0.55));
+  CHECK(cv.candidate_points.median_abs_log_error == Approx(0.375));
+  const Verdict v = decide(cv, {}, {}, 0, 0, 0);
+  CHECK(v.accept);
+  REQUIRE(v.notes.size() == 1);
+  CHECK_THAT(v.notes[0], Catch::Contains("collectives 0.650 vs 0.600") && Catch::Contains("gemm 0.100 vs 0.500"));
+  // The other way round (the fit worse on the GEMMs) is refused.
+  std::swap(cv.previous_points, cv.candidate_points);
+  CHECK_FALSE(decide(cv, {}, {}, 0, 0, 0).accept);
 }

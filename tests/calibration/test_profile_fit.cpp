@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ztune/model/catalog.hpp"
+#include "ztune/model/cpu_executor_costs.hpp"
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/input_error.hpp"
 #include "ztune/model/op_costs.hpp"
@@ -22,8 +23,9 @@ namespace {
 
 // A machine with these figures (per rank): GEMM efficiency 0.25 at ≤1e6 FLOPs
 // rising log-linearly to 0.75 at ≥1e9 of a 50 GFLOP/s peak; copy 40 GB/s;
-// training kernels 10 GB/s + 2 µs per call; collectives 8 µs per call + 3 µs
-// per step + S·busfactor / 6 GB/s; memcpy 12 GB/s; Adam 0.3 Gparams/s per node.
+// training kernels 10 GB/s of work (cpu_executor_costs' count) + 2 µs per
+// call; collectives 8 µs per call + 3 µs per step + S·busfactor / 6 GB/s;
+// memcpy 12 GB/s; Adam 0.3 Gparams/s per node.
 constexpr double kPeak = 50e9, kCopy = 40e9, kKernels = 10e9, kLaunch = 2e-6;
 constexpr double kBase = 8e-6, kAlpha = 3e-6, kBusbw = 6e9, kMemcpy = 12e9;
 
@@ -46,8 +48,14 @@ Measurements synthetic(bool outliers) {
   }
   for (double n = 16384; n <= 16.0 * 1048576; n *= 4) {
     m.memory.push_back({"copy", 8 * n, 1, noisy(8 * n / kCopy + kLaunch)});
-    for (const char* k : {"add", "gelu_forward", "layernorm_forward"})
-      m.memory.push_back({k, 12 * n, 1, noisy(12 * n / kKernels + kLaunch)});
+    // On CPU ranks the kernels' rate applies to their work as the time model
+    // counts it (GeLU's tanh costs 31/8 of its traffic): the machine runs
+    // that work at kKernels, whatever each kernel's traffic.
+    for (const auto& [k, bytes] : {std::pair{"add", 12.0}, std::pair{"gelu_forward", 8.0},
+                                   std::pair{"layernorm_forward", 8.0}}) {
+      const double work = bytes * n * cpu_benchmark_work_per_byte(k).value();
+      m.memory.push_back({k, bytes * n, 1, noisy(work / kKernels + kLaunch)});
+    }
     m.copies.push_back({"h2d", 4 * n, noisy(4 * n / kMemcpy)});
   }
   m.host_adam_node_params_per_s = 0.3e9;
@@ -448,4 +456,22 @@ TEST_CASE("a profile's measured section is read strictly", "[calibration][fit][i
   }
   doc["measured"] = {{"cluster", "local-cpu"}, {"intra_node", {{"fitted", true}, {"bandwdth_gbps", 3}}}};
   CHECK_THROWS_WITH(profile_from_json(doc, "bad-profile.json"), Catch::Contains("bandwdth_gbps"));
+}
+
+// A CPU rank's memory-bound sample is priced as the time model prices the CPU
+// executor's kernels: GeLU's tanh bounds it (31 equivalent bytes per element,
+// cpu_executor_costs.cpp: 7.5 ns at 4.12 GB/s), not its 8 bytes of traffic;
+// on a GPU the traffic is the price. A kernel the CPU model does not count is
+// neither fitted nor judged.
+TEST_CASE("memory-bound samples are priced as the time model counts them", "[calibration]") {
+  const MemorySample gelu{"gelu_forward", 8.0 * 1024, 1, 1e-3, 0, 5};
+  CHECK(memory_work_bytes(gelu, DeviceKind::cpu).value() == Approx(31.0 * 1024));
+  CHECK(memory_work_bytes(gelu, DeviceKind::gpu).value() == Approx(8.0 * 1024));
+  const MemorySample copy{"copy", 8.0 * 1024, 1, 1e-3, 0, 5};
+  CHECK(memory_work_bytes(copy, DeviceKind::cpu).value() == Approx(8.0 * 1024));
+  CHECK_FALSE(memory_work_bytes({"softmax_forward", 8.0 * 1024, 1, 1e-3, 0, 5}, DeviceKind::cpu).has_value());
+  // Copies: the ≥ 1 MiB ones when there are any, else all.
+  const std::vector<CopySample> copies{{"h2d", 65536, 1e-5}, {"h2d", 4194304, 1e-3}, {"d2h", 1048576, 1e-4}};
+  CHECK(copies_in_fit(copies) == std::vector<std::size_t>{1, 2});
+  CHECK(copies_in_fit({copies[0]}) == std::vector<std::size_t>{0});
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
 
 #include "ztune/model/op_costs.hpp"
 
@@ -15,6 +17,12 @@ std::vector<T> fold_of(const std::vector<T>& v, int folds, int fold, bool take) 
   for (std::size_t i = 0; i < v.size(); ++i)
     if ((static_cast<int>(i % static_cast<std::size_t>(folds)) == fold) == take) out.push_back(v[i]);
   return out;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace
@@ -35,11 +43,13 @@ std::vector<PointPrediction> predict_points(const Measurements& m, const Cluster
   const double hbm = c.node.gpu.hbm_bandwidth_gbps * 1e9;
   for (std::size_t i = 0; i < m.memory.size(); ++i) {
     const auto& s = m.memory[i];
+    const std::optional<double> work = memory_work_bytes(s, c.device_kind);
+    if (!work) continue;  // a kernel the time model does not price: not judged (nor fitted)
     const double eff = s.kernel == "copy" ? 1.0 : hw.memory_bandwidth_efficiency;
-    out.push_back({"memory-bound", i, s.time_s, s.bytes / (hbm * eff) + s.kernels * hw.kernel_launch_s});
+    out.push_back({"memory-bound", i, s.time_s, *work / (hbm * eff) + s.kernels * hw.kernel_launch_s});
   }
   const double pcie = c.node.pcie_bandwidth_gbps * 1e9 * hw.pcie_efficiency;
-  for (std::size_t i = 0; i < m.copies.size(); ++i) {
+  for (const std::size_t i : copies_in_fit(m.copies)) {
     const auto& s = m.copies[i];
     out.push_back({"copies", i, s.time_s, s.bytes / pcie});
   }
@@ -57,16 +67,19 @@ std::vector<PointPrediction> predict_points(const Measurements& m, const Cluster
 }
 
 PointErrors point_errors(const std::vector<PointPrediction>& p) {
-  std::vector<double> e;
+  std::map<std::string, std::vector<double>> by_section;
   for (const auto& x : p)
     if (x.measured_s > 0 && x.predicted_s > 0 && std::isfinite(x.predicted_s))
-      e.push_back(std::abs(std::log(x.predicted_s / x.measured_s)));
+      by_section[x.section].push_back(std::abs(std::log(x.predicted_s / x.measured_s)));
   PointErrors out;
-  out.points = static_cast<int>(e.size());
-  if (e.empty()) return out;
-  std::sort(e.begin(), e.end());
-  const std::size_t n = e.size();
-  out.median_abs_log_error = n % 2 == 1 ? e[n / 2] : 0.5 * (e[n / 2 - 1] + e[n / 2]);
+  double sum = 0;
+  for (auto& [section, e] : by_section) {
+    out.points += static_cast<int>(e.size());
+    const double med = median(e);
+    out.by_section[section] = med;
+    sum += med;
+  }
+  if (!by_section.empty()) out.median_abs_log_error = sum / static_cast<double>(by_section.size());
   return out;
 }
 

@@ -12,10 +12,12 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "robust_least_squares.hpp"
-#include "ztune/model/op_costs.hpp"
 #include "ztune/calibration/profile_fit.hpp"
+#include "ztune/model/cpu_executor_costs.hpp"
+#include "ztune/model/op_costs.hpp"
 
 namespace ztune {
 
@@ -232,13 +234,48 @@ void fit_attention(const Measurements& m, ProfileFit& fit, Accumulator& acc) {
   fit.profile.attention_gemm_factor = factor;
 }
 
+}  // namespace
+
+std::vector<std::size_t> copies_in_fit(const std::vector<CopySample>& copies) {
+  std::vector<std::size_t> large, all;
+  for (std::size_t i = 0; i < copies.size(); ++i) {
+    all.push_back(i);
+    if (copies[i].bytes >= 1048576) large.push_back(i);
+  }
+  return large.empty() ? all : large;
+}
+
+std::optional<double> memory_work_bytes(const MemorySample& s, DeviceKind device) {
+  if (device != DeviceKind::cpu || s.kernel == "copy") return s.bytes;
+  const std::optional<double> r = cpu_benchmark_work_per_byte(s.kernel);
+  if (!r) return std::nullopt;
+  return s.bytes * *r;
+}
+
+namespace {
+
 // Memory: the plain copy is the memory figure (what the "HBM bandwidth" of a
 // cluster file means); the kernels training runs (norms, GeLU, residual adds,
 // the optimizer) give the efficiency η and the per-call launch time:
-// t = bytes / (figure · η) + kernels · launch.
+// t = work / (figure · η) + kernels · launch, work = memory_work_bytes (the
+// traffic on GPUs; on CPU ranks the time model's own count, so the rate the
+// fit finds is the rate the time model multiplies).
 void fit_memory(const Measurements& m, const Cluster& original, ProfileFit& fit, Accumulator& acc) {
   std::vector<const MemorySample*> copies, kernels;
-  for (const auto& s : m.memory) (s.kernel == "copy" ? copies : kernels).push_back(&s);
+  std::vector<double> work;  // each kernel sample's bytes at the memory-bound rate
+  std::set<std::string> unknown;
+  for (const auto& s : m.memory) {
+    if (s.kernel == "copy") {
+      copies.push_back(&s);
+    } else if (const auto w = memory_work_bytes(s, original.device_kind)) {
+      kernels.push_back(&s);
+      work.push_back(*w);
+    } else {
+      unknown.insert(s.kernel);
+    }
+  }
+  for (const auto& k : unknown)
+    acc.note("memory-bound: kernel '" + k + "' is not one the CPU time model counts; not fitted");
   if (kernels.empty()) {
     acc.note("memory-bound: no kernel samples; bandwidth efficiency and launch time kept from the prior profile");
     return;
@@ -271,7 +308,7 @@ void fit_memory(const Measurements& m, const Cluster& original, ProfileFit& fit,
   Eigen::VectorXd y(rows);
   for (Eigen::Index i = 0; i < rows; ++i) {
     const auto& s = *kernels[static_cast<std::size_t>(i)];
-    a(i, 0) = s.bytes;
+    a(i, 0) = work[static_cast<std::size_t>(i)];
     a(i, 1) = s.kernels;
     y(i) = s.time_s;
   }
@@ -314,13 +351,8 @@ void fit_memory(const Measurements& m, const Cluster& original, ProfileFit& fit,
 }
 
 void fit_copies(const Measurements& m, const Cluster& original, ProfileFit& fit, Accumulator& acc) {
-  // The offload path moves large tensors: fit the bandwidth where it dominates
-  // (≥ 1 MiB), as nccl-tests quotes bandwidth at large sizes.
   std::vector<const CopySample*> use;
-  for (const auto& s : m.copies)
-    if (s.bytes >= 1048576) use.push_back(&s);
-  if (use.empty())
-    for (const auto& s : m.copies) use.push_back(&s);
+  for (const std::size_t i : copies_in_fit(m.copies)) use.push_back(&m.copies[i]);
   if (use.empty()) {
     acc.note("copies: no samples; PCIe efficiency kept from the prior profile");
     return;

@@ -168,10 +168,17 @@ Verdict decide(const CrossValidation& cv, const std::vector<ReferencePlanCheck>&
     // (a refit on the same points is refused).
     const bool runs_better = cv.runs_judged && cv.candidate_run_error < cv.previous_run_error;
     const double margin = runs_better ? std::log1p(std::max(0.0, cv.point_noise)) : 0.0;
+    std::string sections;
+    for (const auto& [section, e] : cv.candidate_points.by_section) {
+      const auto before = cv.previous_points.by_section.find(section);
+      sections += (sections.empty() ? "; " : ", ") + section + " " + num("%.3f", e) +
+                  (before == cv.previous_points.by_section.end() ? "" : " vs " + num("%.3f", before->second));
+    }
     const std::string line = "held-out microbenchmark points (" + std::to_string(cv.candidate_points.points) +
-                             ", 5-fold): median |log error| " + num("%.3f", cv.candidate_points.median_abs_log_error) +
-                             " fitted vs " + num("%.3f", cv.previous_points.median_abs_log_error) +
-                             " with the profile in place" +
+                             ", 5-fold): median |log error|, sections alike, " +
+                             num("%.3f", cv.candidate_points.median_abs_log_error) + " fitted vs " +
+                             num("%.3f", cv.previous_points.median_abs_log_error) + " with the profile in place" +
+                             sections +
                              (margin > 0 ? " (allowed " + num("%.3f", margin) + " more: the points' repeatability)" : "");
     if (cv.candidate_points.median_abs_log_error <= cv.previous_points.median_abs_log_error + margin)
       v.notes.push_back(line);

@@ -24,6 +24,9 @@
 //
 // Example: cpu_layer_work(tiny, plan with micro_batch 2).fwd.bytes ==
 //   56·128·64 + 8·128·256 = 720,896 (tests/model/test_cpu_executor_costs.cpp).
+#include <optional>
+#include <string_view>
+
 #include "ztune/model/cluster.hpp"
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/plan.hpp"
@@ -68,6 +71,14 @@ struct CpuEdgeWork {
 /// partition, and with ZeRO 2/3 the accumulation of each micro-batch's
 /// reduce-scattered piece. `params` is stage_params() (before ZeRO).
 [[nodiscard]] CpuKernelWork cpu_optimizer_work(const Transformer& m, const Plan& p, double params);
+
+/// The work per byte of traffic (work_bytes / bytes) of a memory-bound kernel
+/// of `ztune calibrate`'s sweep ("add", "scale", "gelu_forward",
+/// "layernorm_forward", "adamw") as this accounting prices it on CPU ranks, so
+/// that the fit of the memory-bound rate and the time model count alike;
+/// nullopt for any other name (the plain copy is the memory figure itself).
+/// E.g. GeLU 31/8: its tanh, not its 8 bytes, bounds it.
+[[nodiscard]] std::optional<double> cpu_benchmark_work_per_byte(std::string_view kernel);
 
 /// Time of `w` at the profile's memory-bound rate plus its calls.
 [[nodiscard]] double cpu_work_time(const CpuKernelWork& w, const GpuSpec& cpu, const HardwareProfile& hw);

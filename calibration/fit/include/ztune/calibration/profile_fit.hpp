@@ -111,6 +111,20 @@ struct Measurements {
 };
 
 /// Parses a measurements document; InputError names the file and JSON path.
+/// The bytes a memory-bound sample costs at the profile's memory-bound rate
+/// (hbm_bandwidth · memory_bandwidth_efficiency): on GPUs its traffic; on CPU
+/// ranks its work as the time model counts the CPU executor's kernels
+/// (cpu_benchmark_work_per_byte), where GeLU's tanh, not its 8 bytes, bounds
+/// it. nullopt: a CPU kernel the time model does not know (not fitted, not
+/// judged). The fit and the point model both price samples through this.
+std::optional<double> memory_work_bytes(const MemorySample& s, DeviceKind device);
+
+/// The host<->device copies the PCIe fit uses and the point model judges:
+/// those of ≥ 1 MiB (the offload path moves large tensors; nccl-tests quotes
+/// bandwidth at large sizes, and a CPU rank's small memcpy stays in cache at
+/// 3x the rate), or all of them when none is that large. Indices into `copies`.
+std::vector<std::size_t> copies_in_fit(const std::vector<CopySample>& copies);
+
 Measurements measurements_from_json(const nlohmann::json& doc, const std::string& file);
 Measurements load_measurements(const std::string& path);
 
