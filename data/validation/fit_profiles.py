@@ -219,6 +219,8 @@ def derived(state):
     # Not DeepSpeed's: the executor recomputes a block inside its backward,
     # after its one ZeRO-3 gather (executor/src/gpt_stage.cpp backward).
     z["zero3_recompute"] = "held"
+    # Nor Megatron's softmax rule: the executor's attention kernel takes any shape.
+    z["fusion"]["masked_softmax"] = "always"
     z["source"] = ("ztune's own executor on GPUs. Not yet measured on a GPU: until it is, the fitted figures of the "
                    "closest engine, DeepSpeed (ZeRO stages with reduce buckets and bucketed ZeRO-3 gathers, "
                    "Megatron-style tensor parallelism). CPU clusters use the executor's measured figures in "

@@ -38,6 +38,8 @@ EngineProfile engine_profile_from_json(const nlohmann::json& doc, const std::str
                           "] (a compiler fuses, it does not add traffic), got " +
                           std::to_string(e.compiled_elementwise_traffic));
     }
+    // Added with Megatron's softmax fallback: absent means a fused kernel always.
+    e.megatron_softmax_rule = f.optional_choice("masked_softmax", {"megatron", "always"}, "always") == "megatron";
     f.finish();
   }
   {
@@ -68,7 +70,8 @@ nlohmann::json engine_profile_to_json(const EngineProfile& e) {
         {"step_overhead_ms", e.step_overhead_s * 1e3}}},
       {"fusion",
        {{"elementwise_traffic", e.elementwise_traffic},
-        {"compiled_elementwise_traffic", e.compiled_elementwise_traffic}}},
+        {"compiled_elementwise_traffic", e.compiled_elementwise_traffic},
+        {"masked_softmax", e.megatron_softmax_rule ? "megatron" : "always"}}},
       {"overlap",
        {{"dp", e.dp_overlap},
         {"zero3_prefetch", e.zero3_prefetch_overlap},

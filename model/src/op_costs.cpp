@@ -312,6 +312,18 @@ double context_parallel_attention(const Plan& p, const Cluster& c, const Hardwar
 
 }  // namespace
 
+bool megatron_fused_softmax_available(double attn_batches, double sq, double sk, Precision p) {
+  if (p != Precision::fp16 && p != Precision::bf16) return false;
+  if (!(sk > 16 && sk <= 4096)) return false;
+  auto multiple = [](double v, double of) { return std::fmod(v, of) == 0.0; };
+  if (!multiple(sq, 4) || !multiple(sk, 4) || !multiple(attn_batches, 4)) return false;
+  const double next_pow2 = std::exp2(std::ceil(std::log2(sk)));
+  const double warp = std::min(next_pow2, 32.0);
+  const double batches_per_warp = next_pow2 <= 128 ? 2 : 1;
+  const double batches_per_block = (128.0 / warp) * batches_per_warp;
+  return multiple(attn_batches, batches_per_block);
+}
+
 LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
   const LayerShape x = shape_of(m, p);
   const GpuSpec& gpu = c.node.gpu;
@@ -367,6 +379,23 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
     eager_bwd_s = memory_bound_time(2.0 * 2.0 * scores * eb, gpu, hw, 2);  // the same two passes each way
     lc.fwd_attention_s += eager_bwd_s;
   }
+  // Megatron's fused softmax refused by the shape (an engine with its rule):
+  // forward_torch_softmax runs input.float(), ·scale, masked_fill, softmax and
+  // .half() as five kernels over the scores in fp32 where the fused kernel
+  // reads and writes them once in 16-bit: (eb+4) + 3·8 + (4+eb) − 2·eb = 32
+  // more bytes per score forward. Backward: the gradient to fp32, softmax
+  // backward (reads output and gradient, writes one, fp32), the mask's and the
+  // scale's backward, back to 16-bit, against the fused backward's 3·eb:
+  // 36 − eb more. Four more kernels and four more host ops each way.
+  const bool softmax_fallback = p.attention == AttentionKernel::standard && p.cp == 1 &&
+                                hw.engine.megatron_softmax_rule && p.sparse_attention == SparseLayout::none &&
+                                !megatron_fused_softmax_available(heads_local, x.sa, x.s, prec);
+  constexpr int kFallbackOps = 4;
+  double fallback_bwd_s = 0;
+  if (softmax_fallback) {
+    lc.fwd_attention_s += memory_bound_time(32.0 * scores, gpu, hw, kFallbackOps);
+    fallback_bwd_s = memory_bound_time((36.0 - eb) * scores, gpu, hw, kFallbackOps);
+  }
 
   double flash_bwd_s = 0;
   if (fused_attention(p.attention) && p.cp == 1) {  // cp > 1: the ring's blocks, below
@@ -418,7 +447,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
       : fused_attention(p.attention)
           ? flash_bwd_s
           : 2.0 * (t_qk + t_pv) + memory_bound_time(scores * (eb * 3.0 + 1.0) + scores * eb * 3.0, gpu, hw, 2) +
-                eager_bwd_s;
+                eager_bwd_s + fallback_bwd_s;
   const double bwd_elem = memory_bound_time(2.0 * elem_fwd_bytes, gpu, hw, elem_kernels);
   const double wgrad_qkv = t_qkv.wgrad;
   const double wgrad_fc1 = t_fc1.wgrad;
@@ -522,8 +551,9 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   // and copies, TP collectives); autograd's backward about twice as many.
   constexpr double kHostOpsForward = 20;
   constexpr double kHostOpsSelective = 6;  // QKᵀ, softmax, dropout, PV and their views
-  lc.host_fwd_s = kHostOpsForward * hw.engine.host_op_s;
-  lc.host_bwd_s = 2.0 * kHostOpsForward * hw.engine.host_op_s;
+  const double fallback_ops = softmax_fallback ? kFallbackOps : 0.0;
+  lc.host_fwd_s = (kHostOpsForward + fallback_ops) * hw.engine.host_op_s;
+  lc.host_bwd_s = (2.0 * kHostOpsForward + fallback_ops) * hw.engine.host_op_s;
   // Ops the backward issues again per layer: the policies other than the
   // attention core's recompute their GEMMs (3 or 2) and the elementwise
   // kernels instead of (alternate_mm) or beside (mlp_in) the core; the
@@ -531,16 +561,16 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   auto recompute_ops = [&]() -> double {
     switch (p.recompute) {
       case Recompute::none: return 0.0;
-      case Recompute::full: return kHostOpsForward;
+      case Recompute::full: return kHostOpsForward + fallback_ops;
       case Recompute::selective: break;
     }
     switch (p.recompute_policy) {
-      case SelectivePolicy::attention: return kHostOpsSelective;
+      case SelectivePolicy::attention: return kHostOpsSelective + fallback_ops;
       case SelectivePolicy::alternate_mm: return 3.0 + elem_kernels;
-      case SelectivePolicy::mlp_in: return kHostOpsSelective + 2.0 + elem_kernels;
-      case SelectivePolicy::alternate_layers: return 0.5 * kHostOpsForward;
+      case SelectivePolicy::mlp_in: return kHostOpsSelective + fallback_ops + 2.0 + elem_kernels;
+      case SelectivePolicy::alternate_layers: return 0.5 * (kHostOpsForward + fallback_ops);
     }
-    return kHostOpsSelective;
+    return kHostOpsSelective + fallback_ops;
   };
   lc.host_recompute_s = recompute_ops() * hw.engine.host_op_s;
 

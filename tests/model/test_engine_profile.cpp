@@ -268,3 +268,66 @@ TEST_CASE("same plan, two engines: DeepSpeed gathers a recomputed block again, F
   CHECK(with.part(TimePart::zero3_gather) - without.part(TimePart::zero3_gather) ==
         Approx(z.fwd_s * 8.0 / 12.0).epsilon(1e-9));
 }
+
+// Megatron-LM's FusedScaleMaskSoftmax.is_kernel_available (causal mask):
+// 16-bit input, 16 < sk <= 4096, sq and sk multiples of 4, and b·np a
+// multiple of 4 and of the CUDA kernel's batches per block (4 rows of 1024
+// keys, 8 rows of 64: get_batch_per_block).
+TEST_CASE("Megatron's fused softmax: the shapes its kernel takes", "[engine][softmax]") {
+  CHECK(megatron_fused_softmax_available(4, 1024, 1024, Precision::bf16));
+  CHECK(megatron_fused_softmax_available(12, 2048, 2048, Precision::fp16));
+  CHECK_FALSE(megatron_fused_softmax_available(2, 1024, 1024, Precision::fp16));  // 16 heads / tp 8, micro-batch 1
+  CHECK_FALSE(megatron_fused_softmax_available(6, 2048, 2048, Precision::fp16));  // 96 heads / tp 16
+  CHECK_FALSE(megatron_fused_softmax_available(4, 1024, 1024, Precision::fp32));
+  CHECK_FALSE(megatron_fused_softmax_available(4, 8192, 8192, Precision::bf16));  // sk > 4096
+  CHECK(megatron_fused_softmax_available(4, 4096, 4096, Precision::bf16));
+  CHECK_FALSE(megatron_fused_softmax_available(4, 16, 16, Precision::bf16));  // sk <= 16
+  CHECK_FALSE(megatron_fused_softmax_available(4, 64, 64, Precision::bf16));  // 8 rows per block at 64 keys
+  CHECK(megatron_fused_softmax_available(8, 64, 64, Precision::bf16));
+  CHECK_FALSE(megatron_fused_softmax_available(4, 1022, 1022, Precision::bf16));
+}
+
+// Where the fused kernel refuses the shape, Megatron runs PyTorch's softmax
+// chain in fp32 (forward_torch_softmax): four more kernels each way, 32 more
+// bytes per score forward ((eb+4) + 3·8 + (4+eb) − 2·eb) and 36 − eb backward,
+// four more host ops each way. An engine whose kernel takes any shape (ztune's
+// executor) pays none of it, nor does Megatron at a shape its kernel takes.
+TEST_CASE("same plan, two engines: Megatron's softmax falls back to fp32 PyTorch where its kernel refuses the shape",
+          "[engine][time][softmax]") {
+  const Transformer m = test::gpt(8, 1024, 16, 1024, 51200);
+  const Cluster c = test::a100_nodes(1);
+  Plan p = test::zero_plan(1, 8, 0, 1, 4);  // 16 heads over tp 8, micro-batch 1: 2 score matrices
+  p.precision = Precision::bf16;
+  HardwareProfile any = hardware();
+  any.engine = engine(GatherUnit::bucket, 1.0, 0, 0);
+  any.engine.host_op_s = 10e-6;
+  HardwareProfile megatron = any;
+  megatron.engine.megatron_softmax_rule = true;
+  const double scores = 1.0 * 16 / 8 * 1024 * 1024;
+  const double bw = c.node.gpu.hbm_bandwidth_gbps * 1e9 * any.memory_bandwidth_efficiency;
+  const LayerCost a = layer_cost(m, p, c, any), g = layer_cost(m, p, c, megatron);
+  CHECK(g.fwd_attention_s - a.fwd_attention_s == Approx(32 * scores / bw + 4 * any.kernel_launch_s).epsilon(1e-9));
+  CHECK(g.bwd_input_s - a.bwd_input_s == Approx(34 * scores / bw + 4 * any.kernel_launch_s).epsilon(1e-9));
+  CHECK(g.host_fwd_s - a.host_fwd_s == Approx(4 * 10e-6));
+  CHECK(g.host_bwd_s - a.host_bwd_s == Approx(4 * 10e-6));
+  CHECK(g.fwd_gemm_s == a.fwd_gemm_s);
+  // Micro-batch 2: 4 score matrices, the fused kernel runs; so does flash.
+  p.micro_batch = 2;
+  p.global_batch = 2 * p.grad_accum;
+  CHECK(layer_cost(m, p, c, megatron).fwd_attention_s == layer_cost(m, p, c, any).fwd_attention_s);
+  p.micro_batch = 1;
+  p.global_batch = p.grad_accum;
+  p.attention = AttentionKernel::flash;
+  CHECK(layer_cost(m, p, c, megatron).fwd_attention_s == layer_cost(m, p, c, any).fwd_attention_s);
+  // The engine key: optional (absent: a fused kernel always), one of two words, round-trips.
+  nlohmann::json doc = engine_profile_to_json(megatron.engine);
+  CHECK(engine_profile_from_json(doc, "e.json").megatron_softmax_rule);
+  doc["fusion"].erase("masked_softmax");
+  CHECK_FALSE(engine_profile_from_json(doc, "e.json").megatron_softmax_rule);
+  doc["fusion"]["masked_softmax"] = "sometimes";
+  CHECK_THROWS_WITH(engine_profile_from_json(doc, "e.json"), Catch::Contains("$.fusion.masked_softmax"));
+  CHECK(load_engine_profile("megatron").megatron_softmax_rule);
+  CHECK(load_engine_profile("deepspeed").megatron_softmax_rule);
+  CHECK_FALSE(load_engine_profile("ztune").megatron_softmax_rule);
+  CHECK_FALSE(load_engine_profile("fsdp").megatron_softmax_rule);
+}

@@ -56,6 +56,14 @@ struct EngineProfile {
   // no such overlap; optional in the profile (absent = 0).
   double tp_comm_overlap = 0;
 
+  // Whether the engine's "standard" attention always runs a fused
+  // scale-mask-softmax (false: ztune's executor, whose kernel takes any shape)
+  // or Megatron-LM's FusedScaleMaskSoftmax, which only some shapes may use and
+  // which otherwise falls back to PyTorch's softmax chain in fp32
+  // (megatron_fused_softmax_available; Megatron-LM, Megatron-DeepSpeed). Profile
+  // key fusion.masked_softmax: "megatron" or "always" (optional, absent = always).
+  bool megatron_softmax_rule = false;
+
   GatherUnit zero3_gather = GatherUnit::bucket;
   // Whether ZeRO-3 gathers a fully recomputed block again for its
   // recomputation. DeepSpeed: yes: its module hooks fire in the recomputed

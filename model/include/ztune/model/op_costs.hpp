@@ -42,6 +42,18 @@ struct GemmShape {
 /// traffic if slower, plus one launch. Unlike gemm_time no s×s product is written.
 [[nodiscard]] double fused_attention_time(double flops, double bytes, Precision p, const GpuSpec& gpu,
                                           const HardwareProfile& hw, AttentionKernel kernel);
+/// Whether Megatron-LM's fused scale-mask-softmax kernel may run on a causal
+/// attention core of `attn_batches` = micro-batch × heads per rank score
+/// matrices of sq × sk (megatron/model/fused_softmax.py, is_kernel_available,
+/// upper-triangular mask): 16-bit input, 16 < sk ≤ 4096, sq and sk multiples
+/// of 4, and attn_batches a multiple of 4 and of the kernel's batches per
+/// block (get_batch_per_block: 128 threads, warps of min(2^⌈log2 sk⌉, 32)
+/// lanes, two rows per warp up to 128 keys: 4 rows for sk = 1024, 8 for 64).
+/// Otherwise Megatron runs PyTorch's softmax chain in fp32 instead
+/// (forward_torch_softmax). E.g. 16 heads at tp 8, micro-batch 1: 2 score
+/// matrices, no fused kernel.
+[[nodiscard]] bool megatron_fused_softmax_available(double attn_batches, double sq, double sk, Precision p);
+
 /// Time of a memory-bound kernel moving `bytes` through HBM (read + write),
 /// at the profile's achieved bandwidth, plus `kernels` launches.
 [[nodiscard]] double memory_bound_time(double bytes, const GpuSpec& gpu, const HardwareProfile& hw, int kernels = 1);
