@@ -136,6 +136,8 @@ std::vector<SourceSpec> read_spec(const std::string& path) {
             x.attention = attention_kernel_of(row.choice("attention", kAttentionKernelNames));
           if (row.has("recompute_policy"))
             x.recompute_policy = selective_policy_of(row.choice("recompute_policy", kSelectivePolicyNames));
+          if (row.has("masked_softmax"))
+            x.megatron_softmax_rule = row.choice("masked_softmax", {"megatron", "always"}) == "megatron";
           if (auto z = row.optional_object("zero3_config")) {
             constexpr double kMaxElems = 1e15;
             SourceSpec::Assumed::Zero3Config zc;
@@ -148,10 +150,10 @@ std::vector<SourceSpec> read_spec(const std::string& path) {
           }
           x.why = row.string("why");
           if (!x.micro_batch && !x.global_batch && !x.tp_comm_overlap && !x.attention && !x.reduce_scatter &&
-              !x.recompute_policy && !x.zero3_config)
+              !x.recompute_policy && !x.zero3_config && !x.megatron_softmax_rule)
             throw row.error("why",
                             "expected micro_batch, global_batch, tp_comm_overlap, attention, reduce_scatter, "
-                            "recompute_policy or zero3_config beside the reason");
+                            "recompute_policy, zero3_config or masked_softmax beside the reason");
           row.finish();
           spec.assumed.emplace(id, x);
         }

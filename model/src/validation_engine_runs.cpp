@@ -348,7 +348,8 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
                               contains(engine_text, "xla") || contains(engine_text, "fused kernels");
     if (compiled_run) vc.detail += " compiled";
     if (!assumed.empty()) vc.detail += " [" + assumed + "]";
-    const double iteration = ctx.time(m, p, c, spec.engine, compiled_run).iteration_s;
+    const double iteration =
+        ctx.time(m, p, c, spec.engine, compiled_run, stated ? stated->megatron_softmax_rule : std::nullopt).iteration_s;
     vc.predicted = iteration > 0 ? tokens_per_step / iteration / *gpus : 0;
     vc.tolerance_pct = spec.case_tolerance_pct.value_or(0);
     out.push_back(vc);

@@ -40,6 +40,9 @@ struct SourceSpec {
     std::optional<bool> reduce_scatter;   // how its ZeRO-1/2 reduced gradients, where the row is silent
     std::optional<AttentionKernel> attention;  // the run's attention kernel, where the row does not name it
     std::optional<SelectivePolicy> recompute_policy;  // what the engine's selective recomputation recomputes
+    // The run's engine code predates (or has) Megatron's shape rule for its
+    // fused softmax: EngineProfile::megatron_softmax_rule for this run only.
+    std::optional<bool> megatron_softmax_rule;
     // The run's DeepSpeed ZeRO-3 knobs, from its recipe's ds_config (elements).
     struct Zero3Config {
       double prefetch_bucket_elems = 0;
@@ -64,22 +67,25 @@ struct Context {
     return it->second;
   }
   // The case's hardware profile with its engine attached (one per GPU ×
-  // engine × whether a graph compiler ran it).
-  const HardwareProfile& profile(const Cluster& c, const std::string& engine, bool compiled_run = false) {
+  // engine × whether a graph compiler ran it × a run's own softmax rule).
+  const HardwareProfile& profile(const Cluster& c, const std::string& engine, bool compiled_run = false,
+                                 std::optional<bool> softmax_rule = std::nullopt) {
     const std::string key = (opt.profile != nullptr ? std::string("--profile") : c.node.gpu.name) + "|" + engine +
-                            (compiled_run ? "|compiled" : "");
+                            (compiled_run ? "|compiled" : "") +
+                            (softmax_rule ? (*softmax_rule ? "|softmax-rule" : "|softmax-always") : "");
     auto it = profiles.find(key);
     if (it == profiles.end()) {
       HardwareProfile hw = opt.profile != nullptr ? *opt.profile : default_profile_for(c);
       if (!engine.empty()) hw = with_engine(std::move(hw), engine);
       if (compiled_run) hw.engine = compiled(hw.engine);
+      if (softmax_rule) hw.engine.megatron_softmax_rule = *softmax_rule;
       it = profiles.emplace(key, std::move(hw)).first;
     }
     return it->second;
   }
   TimePrediction time(const Transformer& m, const Plan& p, const Cluster& c, const std::string& engine,
-                      bool compiled_run = false) {
-    const HardwareProfile& hw = profile(c, engine, compiled_run);
+                      bool compiled_run = false, std::optional<bool> softmax_rule = std::nullopt) {
+    const HardwareProfile& hw = profile(c, engine, compiled_run, softmax_rule);
     return opt.time ? opt.time(m, p, c, hw) : predict_time(m, p, c, hw);
   }
 };

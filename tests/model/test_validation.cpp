@@ -10,6 +10,7 @@
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/memory_model.hpp"
 #include "ztune/model/text.hpp"
+#include "ztune/model/engine_profile.hpp"
 #include "ztune/model/validation.hpp"
 
 using namespace ztune;
@@ -328,6 +329,21 @@ TEST_CASE("the 2019 Megatron-LM code runs eager attention, assumed with the reas
     CHECK_THAT(c.assumed, Catch::Contains("eager attention assumed"));
   }
   CHECK(eager == 6);
+}
+
+TEST_CASE("Megatron's fused-softmax rule: the 2020 code's headline is assumed without it, with the reason",
+          "[validation][softmax]") {
+  // The deepspeed engine applies Megatron's 2021+ shape rule (vTrain's
+  // Megatron-DeepSpeed); the 3-D parallel headline ran the 2020 kernel, which
+  // had no condition on micro-batch × heads per rank (1 × 96/16 = 6 here).
+  bool seen = false;
+  for (const auto& c : report().cases) {
+    if (c.id != "headline_deepspeed_3d_180b_800xv100") continue;
+    seen = true;
+    CHECK_THAT(c.assumed, Catch::Contains("fused softmax of 2020 assumed") && Catch::Contains("= 6"));
+  }
+  CHECK(seen);
+  CHECK(load_engine_profile("deepspeed").megatron_softmax_rule);
 }
 
 TEST_CASE("each engine's selective recomputation is read into its rows", "[validation][recompute]") {
