@@ -561,18 +561,19 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   auto recompute_ops = [&]() -> double {
     switch (p.recompute) {
       case Recompute::none: return 0.0;
-      case Recompute::full: return kHostOpsForward + fallback_ops;
+      case Recompute::full: return kHostOpsForward;
       case Recompute::selective: break;
     }
     switch (p.recompute_policy) {
-      case SelectivePolicy::attention: return kHostOpsSelective + fallback_ops;
+      case SelectivePolicy::attention: return kHostOpsSelective;
       case SelectivePolicy::alternate_mm: return 3.0 + elem_kernels;
-      case SelectivePolicy::mlp_in: return kHostOpsSelective + fallback_ops + 2.0 + elem_kernels;
-      case SelectivePolicy::alternate_layers: return 0.5 * (kHostOpsForward + fallback_ops);
+      case SelectivePolicy::mlp_in: return kHostOpsSelective + 2.0 + elem_kernels;
+      case SelectivePolicy::alternate_layers: return 0.5 * kHostOpsForward;
     }
-    return kHostOpsSelective + fallback_ops;
+    return kHostOpsSelective;
   };
-  lc.host_recompute_s = recompute_ops() * hw.engine.host_op_s;
+  // The softmax fallback's ops run again wherever the attention core does.
+  lc.host_recompute_s = (recompute_ops() + attention_recompute_share(p) * fallback_ops) * hw.engine.host_op_s;
 
   // Tensor-parallel collectives (Megatron; Korthikanti §4.2.2): S = s·b·h 16-bit.
   if (p.tp > 1) {

@@ -110,7 +110,6 @@ struct Measurements {
   double elapsed_s = 0;
 };
 
-/// Parses a measurements document; InputError names the file and JSON path.
 /// The bytes a memory-bound sample costs at the profile's memory-bound rate
 /// (hbm_bandwidth · memory_bandwidth_efficiency): on GPUs its traffic; on CPU
 /// ranks its work as the time model counts the CPU executor's kernels
@@ -125,6 +124,7 @@ std::optional<double> memory_work_bytes(const MemorySample& s, DeviceKind device
 /// 3x the rate), or all of them when none is that large. Indices into `copies`.
 std::vector<std::size_t> copies_in_fit(const std::vector<CopySample>& copies);
 
+/// Parses a measurements document; InputError names the file and JSON path.
 Measurements measurements_from_json(const nlohmann::json& doc, const std::string& file);
 Measurements load_measurements(const std::string& path);
 
