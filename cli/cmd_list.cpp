@@ -6,6 +6,7 @@
 #include "ztune/model/catalog.hpp"
 #include "ztune/model/cluster.hpp"
 #include "ztune/model/input_error.hpp"
+#include "ztune/model/text.hpp"
 #include "ztune/model/transformer.hpp"
 
 namespace ztune::cli {
@@ -30,14 +31,7 @@ Command add_list(CLI::App& root) {
                           "vocab", "seq", "activation");
               for (const auto& n : catalog_names("models")) {
                 Transformer t = load_transformer(n);
-                // Billions, or millions below 1B (the tiny test model reads 0.00B otherwise).
-                const double params = t.total_params();
-                char size[24];
-                if (params >= 1e9)
-                  std::snprintf(size, sizeof size, "%.2fB", params / 1e9);
-                else
-                  std::snprintf(size, sizeof size, "%.2fM", params / 1e6);
-                std::printf("%-16s %10s %7d %7d %6d %7d %6d  %s\n", n.c_str(), size, t.layers,
+                std::printf("%-16s %10s %7d %7d %6d %7d %6d  %s\n", n.c_str(), params_text(t.total_params()).c_str(), t.layers,
                             t.hidden, t.heads, t.vocab, t.seq_len,
                             t.activation == Activation::gelu ? "gelu" : "swiglu");
               }

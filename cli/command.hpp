@@ -43,5 +43,6 @@ Command add_calibrate(CLI::App& root);
 Command add_history(CLI::App& root);
 Command add_export(CLI::App& root);
 Command add_list(CLI::App& root);
+Command add_memory(CLI::App& root);
 
 }  // namespace ztune::cli

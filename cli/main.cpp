@@ -75,7 +75,8 @@ int main(int argc, char** argv) {
   root.set_version_flag("--version", "ztune 0.1.0");
   root.require_subcommand(0, 1);
   std::vector<Command> commands{add_search(root), add_predict(root), add_validate(root),   add_run(root),
-                                add_calibrate(root), add_history(root), add_export(root), add_list(root)};
+                                add_calibrate(root), add_history(root), add_export(root), add_list(root),
+                                add_memory(root)};
   // Added after the subcommands, which would otherwise inherit it: only the
   // top-level help says what no subcommand means.
   root.footer("With no subcommand, ztune searches: ztune --cluster dgx2x16 --model 100b");

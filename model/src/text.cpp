@@ -1,6 +1,7 @@
 #include "ztune/model/text.hpp"
 
 #include <cmath>
+#include <cstdio>
 
 namespace ztune {
 
@@ -25,6 +26,22 @@ std::size_t display_width(const std::string& s) {
 std::string pad_right(const std::string& s, std::size_t width) {
   const std::size_t w = display_width(s);
   return w >= width ? s : s + std::string(width - w, ' ');
+}
+
+std::string params_text(double params) {
+  char b[32];
+  if (params >= 1e9)
+    std::snprintf(b, sizeof b, "%.2fB", params / 1e9);
+  else
+    std::snprintf(b, sizeof b, "%.2fM", params / 1e6);
+  return b;
+}
+
+ByteUnit byte_unit_for(double largest_bytes) {
+  constexpr double kKiB = 1024.0, kMiB = kKiB * 1024.0, kGiB = kMiB * 1024.0;
+  if (largest_bytes >= kGiB) return {"GiB", kGiB};
+  if (largest_bytes >= kMiB) return {"MiB", kMiB};
+  return {"KiB", kKiB};
 }
 
 }  // namespace ztune

@@ -11,7 +11,7 @@ using Catch::Matchers::Contains;
 TEST_CASE("ztune --help lists every subcommand and the exit codes", "[cli]") {
   auto r = run_command(ztune_bin() + " --help");
   CHECK(r.exit_code == 0);
-  for (const char* sub : {"search", "predict", "validate", "run", "calibrate", "history", "export", "list"})
+  for (const char* sub : {"search", "predict", "validate", "run", "calibrate", "history", "export", "list", "memory"})
     CHECK_THAT(r.out, Contains(sub));
   CHECK_THAT(r.out, Contains("Exit codes"));
 }

@@ -17,4 +17,17 @@ namespace ztune {
 /// returned whole: a table sizes its columns from its rows instead).
 [[nodiscard]] std::string pad_right(const std::string& s, std::size_t width);
 
+/// A parameter count as people read it: "101.10B", or millions below 1B
+/// ("0.22M": the tiny test model), never "0.00B".
+[[nodiscard]] std::string params_text(double params);
+
+/// The binary unit a column of byte counts reads best in: GiB when its largest
+/// value is at least 1 GiB, else MiB, else KiB (a tiny model's states are not
+/// a column of 0.00 GiB). `bytes` is the unit's size.
+struct ByteUnit {
+  const char* name;
+  double bytes;
+};
+[[nodiscard]] ByteUnit byte_unit_for(double largest_bytes);
+
 }  // namespace ztune

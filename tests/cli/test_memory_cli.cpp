@@ -1,0 +1,72 @@
+// ztune memory (issue 23): the model-state grid users know from DeepSpeed's
+// estimators, end to end: its shape, figures against closed forms and the
+// published parameter count, units, and the usage errors.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "run_command.hpp"
+
+using Catch::Matchers::Contains;
+
+TEST_CASE("ztune memory --json: every row, DeepSpeed's figures in closed form", "[cli][memory]") {
+  auto r = run_command(ztune_bin() + " memory --model llama-7b --gpus 16 --nodes 2 --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  // LLaMA-7B as Hugging Face counts it (LlamaForCausalLM, untied head): 6,738,415,616.
+  CHECK(j["params"].get<double>() == 6738415616.0);
+  CHECK(j["largest_module"]["params"].get<double>() == 32000.0 * 4096);  // the token embedding
+  CHECK(j["gpus"] == 16);
+  CHECK(j["nodes"] == 2);
+  REQUIRE(j["rows"].size() == 20);  // (1 + 2 + 2 + 5) × {16-bit mixed, fp32}
+  const double psi = 6738415616.0, largest = 32000.0 * 4096;
+  int checked = 0;
+  for (const auto& row : j["rows"]) {
+    if (row["precision"] != "bf16" || row["zero_stage"] < 2 || row["offload"]["optimizer"] == "nvme") {
+      CHECK(row["deepspeed"].is_null());
+      CHECK(row.contains("deepspeed_missing_why"));
+      continue;
+    }
+    const auto ds = row["deepspeed"];
+    const bool opt_cpu = row["offload"]["optimizer"] == "cpu", params_cpu = row["offload"]["params"] == "cpu";
+    double gpu = 0;
+    if (row["zero_stage"] == 2)
+      gpu = opt_cpu ? 2 * psi : 2 * psi + std::trunc(18 * psi / 16);
+    else
+      gpu = 4 * largest + (params_cpu ? 0.0 : opt_cpu ? std::trunc(2 * psi / 16) : std::trunc(18 * psi / 16));
+    CHECK(ds["gpu_bytes"].get<double>() == Approx(gpu).epsilon(1e-12));
+    ++checked;
+  }
+  CHECK(checked == 5);  // stage 2 ×2, stage 3 ×3
+}
+
+TEST_CASE("ztune memory on a cluster: capacities, fits, one unit per table", "[cli][memory]") {
+  auto r = run_command(ztune_bin() + " memory --model 100b --cluster dgx2x16");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("on 256 GPUs (16 nodes × 16)") && Contains("per GPU (GiB)") && Contains("fits") &&
+                        Contains("fp16 mixed") && Contains("optimizer+params→nvme") &&
+                        Contains("Activations, workspace, logits"));
+  CHECK_THAT(r.out, Contains("no: GPU"));  // 100B at stage 0 needs ~1.5 TiB a GPU
+  // The tiny model's states read in MiB, its size in millions (not 0.00 GiB, 0.00B).
+  r = run_command(ztune_bin() + " memory --model tiny --gpus 2");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("per GPU (MiB)") && Contains("0.22M parameters") && Contains("16-bit mixed"));
+}
+
+TEST_CASE("ztune memory: usage errors name the flag (exit 2)", "[cli][memory]") {
+  auto r = run_command(ztune_bin() + " memory --model llama-7b --gpus 10 --nodes 4");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--gpus: 10 GPUs do not divide over 4 nodes"));
+  r = run_command(ztune_bin() + " memory --model llama-7b --cluster dgx2x16 --gpus 24 --nodes 1");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("at most 16"));
+  r = run_command(ztune_bin() + " memory --gpus 8");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--model"));
+  r = run_command(ztune_bin() + " memory --model llama-7b --cluster dgx2 --precision bf16");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--precision: bf16"));
+}
