@@ -93,7 +93,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   stale_->setVisible(false);
   pv->addWidget(stale_);
   table_ = new QTableView;
-  table_->setModel(&doc_.filtered());
+  table_->setModel(&doc_.plans());
   table_->setSortingEnabled(true);
   table_->sortByColumn(PlanTableModel::rank, Qt::AscendingOrder);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -106,11 +106,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   table_->setWordWrap(false);
   pv->addWidget(table_, 1);
   connect(zero_filter_, &QComboBox::currentIndexChanged, this, [this](int i) {
-    doc_.filtered().set_zero_stage(i == 0 ? std::nullopt : std::optional<int>(i - 1));
+    doc_.plans().set_zero_stage(i == 0 ? std::nullopt : std::optional<int>(i - 1));
     update_plan_count();
   });
   connect(no_offload_, &QCheckBox::toggled, this, [this](bool on) {
-    doc_.filtered().set_hide_offload(on);
+    doc_.plans().set_hide_offload(on);
     update_plan_count();
   });
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
@@ -183,6 +183,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     status_->setText(QStringLiteral("Not searched: %1").arg(issues.isEmpty() ? QString() : issues.front().message));
   });
   connect(&doc_, &PlannerDocument::selectionChanged, this, &MainWindow::on_selection_changed);
+  // A sort or a filter reorders every plan: the selected one keeps its highlight.
+  connect(&doc_.plans(), &QAbstractItemModel::modelReset, this, &MainWindow::on_selection_changed);
   connect(&doc_, &PlannerDocument::staleChanged, this, [this](bool stale) {
     stale_->setVisible(stale);
     table_->setStyleSheet(stale ? QStringLiteral("QTableView { color: gray; }") : QString());
@@ -329,14 +331,16 @@ void MainWindow::on_search_finished() {
 void MainWindow::on_selection_changed() {
   const int row = doc_.selected_row();
   if (row < 0) return;
+  doc_.plans().fetch_to(row);  // a plan sorted far down: fetch the rows up to it
   restoring_selection_ = true;
   table_->selectRow(row);
-  table_->setCurrentIndex(doc_.filtered().index(row, 0));
+  table_->setCurrentIndex(doc_.plans().index(row, 0));
   restoring_selection_ = false;
 }
 
 void MainWindow::update_plan_count() {
-  plan_count_->setText(QStringLiteral("%1 of %2 shown").arg(doc_.filtered().rowCount()).arg(doc_.plans().rowCount()));
+  plan_count_->setText(plan_count_text(doc_.plans().matching(), doc_.plans().total(),
+                                       doc_.outcome() ? doc_.outcome()->result.feasible : 0));
 }
 
 void MainWindow::compare_selected() {

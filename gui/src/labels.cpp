@@ -6,6 +6,7 @@
 #include <QStringList>
 
 #include "ztune/model/prediction.hpp"
+#include "ztune/model/text.hpp"
 
 namespace ztune::gui {
 namespace {
@@ -107,6 +108,19 @@ QString precision_label(const Plan& p) { return QString::fromStdString(to_string
 
 QString zero_label(const Plan& p) {
   return p.zero_stage == 0 ? QStringLiteral("—") : QStringLiteral("ZeRO-%1").arg(p.zero_stage);
+}
+
+QString plan_count_text(int shown, int kept, std::int64_t feasible) {
+  auto n = [](double v) { return QString::fromStdString(grouped(v)); };
+  if (feasible <= kept) {
+    if (kept == 1) return shown == 1 ? QStringLiteral("the only plan that fits") : QStringLiteral("0 of 1 plan that fits");
+    return shown == kept ? QStringLiteral("all %1 plans that fit").arg(n(kept))
+                         : QStringLiteral("%1 of %2 plans that fit").arg(n(shown), n(kept));
+  }
+  return shown == kept
+             ? QStringLiteral("the best %1 of %2 plans that fit").arg(n(kept), n(static_cast<double>(feasible)))
+             : QStringLiteral("%1 of the best %2 of %3 plans that fit")
+                   .arg(n(shown), n(kept), n(static_cast<double>(feasible)));
 }
 
 }  // namespace ztune::gui

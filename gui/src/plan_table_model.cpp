@@ -1,5 +1,6 @@
 #include "ztune/gui/plan_table_model.hpp"
 
+#include <algorithm>
 #include <iterator>
 
 #include "ztune/gui/labels.hpp"
@@ -14,30 +15,116 @@ void PlanTableModel::set_plans(std::vector<Candidate> plans, double tokens) {
   beginResetModel();
   plans_ = std::move(plans);
   tokens_ = tokens;
+  rebuild();
   endResetModel();
 }
 
 void PlanTableModel::clear() { set_plans({}, 0); }
 
-const Candidate* PlanTableModel::candidate(int row) const {
-  if (row < 0 || row >= static_cast<int>(plans_.size())) return nullptr;
-  return &plans_[static_cast<std::size_t>(row)];
+bool PlanTableModel::passes(const Candidate& c) const {
+  const Plan& p = c.plan;
+  if (zero_stage_ && p.zero_stage != *zero_stage_) return false;
+  if (hide_offload_ && (p.offload_optimizer != OffloadTarget::none || p.offload_params != OffloadTarget::none))
+    return false;
+  if (gpus_ && p.gpus() != *gpus_) return false;
+  return true;
 }
 
-int PlanTableModel::rowCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : static_cast<int>(plans_.size());
+void PlanTableModel::rebuild() {
+  order_.clear();
+  for (int i = 0; i < total(); ++i)
+    if (passes(plans_[static_cast<std::size_t>(i)])) order_.push_back(i);
+  if (sort_column_ != rank || sort_order_ != Qt::AscendingOrder) {
+    // One key per plan, then a stable sort: ties keep the rank order.
+    std::vector<double> key(plans_.size());
+    for (int i : order_)
+      key[static_cast<std::size_t>(i)] = sort_value(plans_[static_cast<std::size_t>(i)], i, sort_column_).toDouble();
+    const bool up = sort_order_ == Qt::AscendingOrder;
+    std::stable_sort(order_.begin(), order_.end(), [&](int a, int b) {
+      const double ka = key[static_cast<std::size_t>(a)], kb = key[static_cast<std::size_t>(b)];
+      return up ? ka < kb : ka > kb;
+    });
+  }
+  fetched_ = std::min(kFetchRows, matching());
 }
+
+void PlanTableModel::sort(int column, Qt::SortOrder order) {
+  if (column < 0 || column >= column_count) return;
+  beginResetModel();
+  sort_column_ = column;
+  sort_order_ = order;
+  rebuild();
+  endResetModel();
+}
+
+void PlanTableModel::set_zero_stage(std::optional<int> stage) {
+  if (stage == zero_stage_) return;
+  beginResetModel();
+  zero_stage_ = stage;
+  rebuild();
+  endResetModel();
+}
+
+void PlanTableModel::set_hide_offload(bool hide) {
+  if (hide == hide_offload_) return;
+  beginResetModel();
+  hide_offload_ = hide;
+  rebuild();
+  endResetModel();
+}
+
+void PlanTableModel::set_gpus(std::optional<int> devices) {
+  if (devices == gpus_) return;
+  beginResetModel();
+  gpus_ = devices;
+  rebuild();
+  endResetModel();
+}
+
+int PlanTableModel::plan_index(int row) const {
+  if (row < 0 || row >= fetched_) return -1;
+  return order_[static_cast<std::size_t>(row)];
+}
+
+const Candidate* PlanTableModel::candidate(int row) const {
+  const int i = plan_index(row);
+  return i < 0 ? nullptr : &plans_[static_cast<std::size_t>(i)];
+}
+
+int PlanTableModel::row_of(int plan_index) const {
+  const auto it = std::find(order_.begin(), order_.end(), plan_index);
+  return it == order_.end() ? -1 : static_cast<int>(it - order_.begin());
+}
+
+void PlanTableModel::fetch_to(int row) {
+  if (row < fetched_ || row >= matching()) return;
+  const int to = std::min(matching(), (row / kFetchRows + 1) * kFetchRows);
+  beginInsertRows({}, fetched_, to - 1);
+  fetched_ = to;
+  endInsertRows();
+}
+
+int PlanTableModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : fetched_; }
 
 int PlanTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : column_count; }
 
+bool PlanTableModel::canFetchMore(const QModelIndex& parent) const {
+  return !parent.isValid() && fetched_ < matching();
+}
+
+void PlanTableModel::fetchMore(const QModelIndex& parent) {
+  if (parent.isValid() || fetched_ >= matching()) return;
+  fetch_to(fetched_);
+}
+
 double PlanTableModel::days_of(const Candidate& c) const { return days_to_train(tokens_, c.time().tokens_per_s); }
 
-QVariant PlanTableModel::display(const Candidate& c, int row, int column) const {
+QVariant PlanTableModel::display(const Candidate& c, int rank_index, int column) const {
   const Plan& p = c.plan;
   const auto& t = c.time();
   const auto& m = c.prediction.memory;
   switch (column) {
-    case rank: return row + 1;
+    case rank: return rank_index + 1;
     case gpus: return p.gpus();
     case layout: return layout_label(p);
     case zero: return zero_label(p);
@@ -57,11 +144,11 @@ QVariant PlanTableModel::display(const Candidate& c, int row, int column) const 
   }
 }
 
-QVariant PlanTableModel::sort_value(const Candidate& c, int row, int column) const {
+QVariant PlanTableModel::sort_value(const Candidate& c, int rank_index, int column) const {
   const Plan& p = c.plan;
   const auto& t = c.time();
   switch (column) {
-    case rank: return row + 1;
+    case rank: return rank_index + 1;
     case gpus: return p.gpus();
     // Layouts sort by pipeline depth, then tensor width, then context parallelism:
     // the order people compare them in.
@@ -88,7 +175,7 @@ QVariant PlanTableModel::sort_value(const Candidate& c, int row, int column) con
 
 QVariant PlanTableModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
-  const int row = index.row();
+  const int row = plan_index(index.row());
   const Candidate& c = plans_[static_cast<std::size_t>(row)];
   switch (role) {
     case Qt::DisplayRole: return display(c, row, index.column());

@@ -12,7 +12,6 @@ QString rank_label(int source_row) { return QStringLiteral("#%1").arg(source_row
 }  // namespace
 
 PlannerDocument::PlannerDocument(QObject* parent) : QObject(parent) {
-  filtered_.setSourceModel(&plans_);
   try {
     db_path_ = QString::fromStdString(default_db_path());
   } catch (const std::exception&) {
@@ -92,9 +91,8 @@ void PlannerDocument::set_outcome(SearchOutcome outcome) {
 }
 
 bool PlannerDocument::select(int row) {
-  if (row < 0 || row >= filtered_.rowCount()) return false;
-  const int source = filtered_.mapToSource(filtered_.index(row, 0)).row();
-  const Candidate* c = plans_.candidate(source);
+  const int source = plans_.plan_index(row);
+  const Candidate* c = plans_.candidate(row);
   if (c == nullptr) return false;
   selected_ = source;
   simulation_.reset();
@@ -114,9 +112,7 @@ bool PlannerDocument::select(int row) {
 const Candidate* PlannerDocument::selected() const { return selected_ ? plans_.candidate(*selected_) : nullptr; }
 
 int PlannerDocument::selected_row() const {
-  if (!selected_) return -1;
-  const QModelIndex idx = filtered_.mapFromSource(plans_.index(*selected_, 0));
-  return idx.isValid() ? idx.row() : -1;
+  return selected_ ? plans_.row_of(*selected_) : -1;
 }
 
 void PlannerDocument::show_selected_time() {
@@ -146,10 +142,10 @@ void PlannerDocument::set_compared(const QList<int>& rows) {
   QStringList labels;
   std::vector<Candidate> plans;
   for (int row : rows) {
-    if (row < 0 || row >= filtered_.rowCount()) continue;
-    const int source = filtered_.mapToSource(filtered_.index(row, 0)).row();
-    labels << rank_label(source);
-    plans.push_back(*plans_.candidate(source));
+    const Candidate* c = plans_.candidate(row);
+    if (c == nullptr) continue;
+    labels << rank_label(plans_.plan_index(row));
+    plans.push_back(*c);
   }
   if (plans.size() < 2) {
     labels.clear();

@@ -1,5 +1,6 @@
 #include "ztune/gui/planner_worker.hpp"
 
+#include <algorithm>
 #include <exception>
 
 #include <nlohmann/json.hpp>
@@ -28,7 +29,7 @@ nlohmann::json options_json(const SearchInputs& in, const SearchOptions& o) {
           {"objective", to_string(o.objective)},
           {"tokens", o.tokens},
           {"gpu_hour_price", o.gpu_hour_price},
-          {"top", o.top}};
+          {"top", in.top}};
 }
 
 }  // namespace
@@ -71,8 +72,12 @@ void PlannerWorker::search(const SearchInputs& inputs) {
   if (!db_path_.isEmpty()) {
     try {
       auto db = ResultsDb::open(db_path_.toStdString());
+      // The database keeps the best `top` plans of a search, as `ztune search` stores them.
+      SearchResult stored = out.result;
+      if (stored.plans.size() > static_cast<std::size_t>(std::max(inputs.top, 1)))
+        stored.plans.resize(static_cast<std::size_t>(std::max(inputs.top, 1)));
       out.db_id = db.store_search({out.inputs.cluster, out.inputs.model, &out.inputs.profile,
-                                   options_json(inputs, out.inputs.options), out.result});
+                                   options_json(inputs, out.inputs.options), stored});
     } catch (const std::exception& e) {
       out.db_note = q(e.what());
     }

@@ -109,7 +109,7 @@ InputResolution resolve_inputs(const SearchInputs& in) {
   if (objective) o.objective = *objective;
   o.tokens = in.tokens;
   o.gpu_hour_price = in.gpu_hour_price;
-  o.top = in.top;
+  o.top = kPlannerPlansKept;  // every plan that fits, for the table to sort and filter
 
   // The space's own checks (GPU count, batch, precision), as the search would make them.
   if (have_cluster && have_model && res.issues.empty()) {

@@ -1,10 +1,11 @@
-// The plans table and its sort/filter proxy.
+// The plans table: every plan that fits, sorted and filtered by the model
+// itself over all of them, its rows fetched lazily.
 #include <catch2/catch.hpp>
 
 #include <QAbstractItemModelTester>
 
 #include "plan_fixtures.hpp"
-#include "ztune/gui/plan_filter_model.hpp"
+#include "ztune/gui/labels.hpp"
 #include "ztune/gui/plan_table_model.hpp"
 
 using namespace ztune;
@@ -15,11 +16,8 @@ TEST_CASE("the plans table passes QAbstractItemModelTester", "[gui][models]") {
   PlanTableModel model;
   QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
   model.set_plans(four_plans(), 1e12);
-  PlanFilterModel proxy;
-  QAbstractItemModelTester proxy_tester(&proxy, QAbstractItemModelTester::FailureReportingMode::Fatal);
-  proxy.setSourceModel(&model);
-  proxy.set_zero_stage(3);
-  proxy.sort(PlanTableModel::gpu_memory);
+  model.set_zero_stage(3);
+  model.sort(PlanTableModel::gpu_memory);
   model.clear();
   CHECK(model.rowCount() == 0);
 }
@@ -53,8 +51,7 @@ TEST_CASE("cells read in units, sort values are numbers", "[gui][models]") {
 TEST_CASE("sorting is numeric: 9.5 GiB before 10.1 GiB", "[gui][models]") {
   PlanTableModel model;
   model.set_plans(four_plans(), 1e12);
-  PlanFilterModel proxy;
-  proxy.setSourceModel(&model);
+  PlanTableModel& proxy = model;
   proxy.sort(PlanTableModel::gpu_memory, Qt::AscendingOrder);
   QStringList order;
   for (int r = 0; r < proxy.rowCount(); ++r) order << proxy.index(r, PlanTableModel::gpu_memory).data().toString();
@@ -67,8 +64,7 @@ TEST_CASE("sorting is numeric: 9.5 GiB before 10.1 GiB", "[gui][models]") {
 TEST_CASE("filters: only ZeRO-3, only without offload", "[gui][models]") {
   PlanTableModel model;
   model.set_plans(four_plans(), 1e12);
-  PlanFilterModel proxy;
-  proxy.setSourceModel(&model);
+  PlanTableModel& proxy = model;
   CHECK(proxy.rowCount() == 4);
   proxy.set_zero_stage(3);
   CHECK(proxy.rowCount() == 3);  // plans 1, 3, 4
@@ -129,4 +125,80 @@ TEST_CASE("hybrid sharding shows in the layout as the shard group size", "[gui][
   plans[0].plan.dp_shard = 0;
   model.set_plans(plans, 1e12);
   CHECK(model.index(0, PlanTableModel::layout).data().toString() == "dp8 · tp2 · pp1");
+}
+
+namespace {
+
+/// `n` plans in rank order, each with less GPU memory than the one before:
+/// the least-memory plan is the last, far beyond the first fetch.
+std::vector<Candidate> many_plans(int n) {
+  std::vector<Candidate> plans;
+  for (int i = 0; i < n; ++i)
+    plans.push_back(test::candidate(16, 1, 1, i % 4, false, 40.0 - 0.05 * i, 50000.0 - 10.0 * i));
+  return plans;
+}
+
+}  // namespace
+
+TEST_CASE("every plan is kept; a view fetches them 200 at a time", "[gui][models][lazy]") {
+  PlanTableModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  tester.setUseFetchMore(false);  // fetched below, where the tester checks each insertion (see test_planner_document)
+  model.set_plans(many_plans(450), 1e12);
+  CHECK(model.total() == 450);
+  CHECK(model.matching() == 450);
+  CHECK(model.rowCount() == PlanTableModel::kFetchRows);
+  REQUIRE(model.canFetchMore({}));
+  model.fetchMore({});
+  CHECK(model.rowCount() == 400);
+  model.fetchMore({});
+  CHECK(model.rowCount() == 450);
+  CHECK_FALSE(model.canFetchMore({}));
+  // A row's "#" is its rank in the search, whatever the table's order.
+  CHECK(model.index(449, PlanTableModel::rank).data().toInt() == 450);
+}
+
+TEST_CASE("sorting and filtering cover every plan, not only the rows fetched", "[gui][models][lazy]") {
+  PlanTableModel model;
+  model.set_plans(many_plans(450), 1e12);
+  // The least memory is rank 450, never fetched yet: sorted, it is row 0.
+  model.sort(PlanTableModel::gpu_memory, Qt::AscendingOrder);
+  CHECK(model.rowCount() == PlanTableModel::kFetchRows);
+  CHECK(model.index(0, PlanTableModel::rank).data().toInt() == 450);
+  CHECK(model.index(1, PlanTableModel::rank).data().toInt() == 449);
+  model.sort(PlanTableModel::rank, Qt::AscendingOrder);
+  CHECK(model.index(0, PlanTableModel::rank).data().toInt() == 1);
+  // ZeRO-3 is every fourth plan: 112 of 450 (ranks 4, 8, …, 448), counted over all.
+  model.set_zero_stage(3);
+  CHECK(model.matching() == 112);
+  CHECK(model.rowCount() == 112);
+  CHECK(model.index(111, PlanTableModel::rank).data().toInt() == 448);
+  // Filter and sort together: the last ZeRO-3 plan has the least memory.
+  model.sort(PlanTableModel::gpu_memory, Qt::AscendingOrder);
+  CHECK(model.index(0, PlanTableModel::rank).data().toInt() == 448);
+  model.set_zero_stage(std::nullopt);
+  CHECK(model.matching() == 450);
+}
+
+TEST_CASE("a plan's row: found beyond the fetched rows, then fetched", "[gui][models][lazy]") {
+  PlanTableModel model;
+  model.set_plans(many_plans(450), 1e12);
+  CHECK(model.row_of(300) == 300);
+  CHECK(model.candidate(300) == nullptr);  // not fetched yet
+  model.fetch_to(300);
+  CHECK(model.rowCount() == 400);
+  REQUIRE(model.candidate(300) != nullptr);
+  CHECK(model.plan_index(300) == 300);
+  model.set_zero_stage(3);
+  CHECK(model.row_of(300) == -1);  // rank 301 is ZeRO-0: filtered out
+  CHECK(model.row_of(299) == 74);  // rank 300 is the 75th ZeRO-3 plan
+}
+
+TEST_CASE("the plans count says what is shown of what fits", "[gui][models]") {
+  CHECK(plan_count_text(1055, 1055, 1055) == "all 1,055 plans that fit");
+  CHECK(plan_count_text(312, 1055, 1055) == "312 of 1,055 plans that fit");
+  // A search reopened from history keeps its best plans only.
+  CHECK(plan_count_text(50, 50, 1055) == "the best 50 of 1,055 plans that fit");
+  CHECK(plan_count_text(7, 50, 1055) == "7 of the best 50 of 1,055 plans that fit");
+  CHECK(plan_count_text(1, 1, 1) == "the only plan that fits");
 }

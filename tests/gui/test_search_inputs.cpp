@@ -36,7 +36,7 @@ TEST_CASE("the defaults load: dgx2x16 and 100b", "[gui][inputs]") {
   CHECK(r.inputs->cluster.total_gpus() == 256);  // 16 DGX-2 × 16 V100
   CHECK(r.inputs->model.total_params() == Approx(100e9).epsilon(0.05));
   CHECK(r.inputs->options.stop == nullptr);
-  CHECK(r.inputs->options.top == 50);
+  CHECK(r.inputs->options.top == kPlannerPlansKept);  // every plan that fits, for the table
 }
 
 TEST_CASE("a Hugging Face config.json is accepted as the model", "[gui][inputs]") {

@@ -4,6 +4,7 @@
 // adds appears in every chart (under its raw name until it gets a label here).
 //
 // Example: mem_line_label(0) == "Parameters"; layout_label(plan) == "dp16 · tp8 · pp2".
+#include <cstdint>
 #include <cstddef>
 
 #include <QString>
@@ -34,5 +35,11 @@ QString schedule_label(const Plan& p);
 QString precision_label(const Plan& p);
 /// "ZeRO-3" or "—" for stage 0.
 QString zero_label(const Plan& p);
+
+/// The plans table's count: `shown` pass the filters of the `kept` plans the
+/// table holds, of `feasible` that fit in the search ("312 of 1,055 plans that
+/// fit"; "the best 50 of 1,055 plans that fit" for a search reopened from
+/// history, which stores its best plans only).
+QString plan_count_text(int shown, int kept, std::int64_t feasible);
 
 }  // namespace ztune::gui

@@ -11,7 +11,6 @@
 
 #include "ztune/gui/compare_model.hpp"
 #include "ztune/gui/memory_breakdown_model.hpp"
-#include "ztune/gui/plan_filter_model.hpp"
 #include "ztune/gui/plan_table_model.hpp"
 #include "ztune/gui/scaling_model.hpp"
 #include "ztune/gui/search_outcome.hpp"
@@ -27,8 +26,9 @@ class PlannerDocument : public QObject {
   ~PlannerDocument() override;
 
   // The models the views show.
+  /// Every plan that fits, sorted and filtered as the table shows it; the rows
+  /// below are its rows.
   PlanTableModel& plans() { return plans_; }
-  PlanFilterModel& filtered() { return filtered_; }  // what the table shows; rows below are its rows
   MemoryBreakdownModel& memory() { return memory_; }  // the selected plan (one column)
   TimeBreakdownModel& time() { return time_; }        // the selected plan: analytical, then simulated
   ScalingModel& scaling() { return scaling_; }
@@ -58,12 +58,13 @@ class PlannerDocument : public QObject {
   /// Whether the results shown are not for the inputs as they are now.
   [[nodiscard]] bool stale() const { return stale_; }
 
-  /// Selects row `row` of filtered(); false (and no change) when out of range.
+  /// Selects row `row` of plans(); false (and no change) when out of range.
   bool select(int row);
   [[nodiscard]] const Candidate* selected() const;
-  [[nodiscard]] int selected_row() const;  // row in filtered(), -1 when none (or filtered out)
+  /// The selected plan's row in plans() (fetched or not yet), -1 when none or filtered out.
+  [[nodiscard]] int selected_row() const;
 
-  /// Compares the plans at these rows of filtered() (two or more, else the comparison is cleared).
+  /// Compares the plans at these rows of plans() (two or more, else the comparison is cleared).
   void set_compared(const QList<int>& rows);
 
   /// Starts the scaling curve for the current search's inputs (cancels a running one).
@@ -92,7 +93,6 @@ class PlannerDocument : public QObject {
   void show_selected_time();
 
   PlanTableModel plans_;
-  PlanFilterModel filtered_;
   MemoryBreakdownModel memory_;
   TimeBreakdownModel time_;
   ScalingModel scaling_;

@@ -46,10 +46,15 @@ struct SearchInputs {
                                                 // default (up to 8 from 8k tokens), 1 = none
   QString objective = QStringLiteral("throughput");  // throughput | time | cost
   double gpu_hour_price = 0;
-  int top = 50;                                 // plans kept
+  int top = 50;                                 // plans stored with the search in the results database
+                                                // (the best; the table keeps every plan that fits)
 
   bool operator==(const SearchInputs&) const = default;
 };
+
+/// Plans a planner search keeps for its table: every plan that fits, up to
+/// this many (the best by the objective). 100,000 candidates are ~70 MB.
+inline constexpr int kPlannerPlansKept = 100000;
 
 /// Everything a search needs, loaded and checked. `options.stop` is left null.
 struct ResolvedInputs {
