@@ -20,6 +20,7 @@ constexpr double kLabelWidth = 200;  // row labels, left of the plot
 constexpr double kHeader = 40;       // caption, legend and time ticks, above the plot
 constexpr double kMaxRowHeight = 34;
 constexpr double kMinRowHeight = 6;
+constexpr double kMergePx = 8;  // operations narrower than this merge into bands (timeline_bars)
 
 }  // namespace
 
@@ -152,16 +153,30 @@ void TimelineWidget::paintEvent(QPaintEvent* /*event*/) {
     r = end;
   }
   p.setClipRect(plot.adjusted(0, 0, 1, 0));
-  // Bars: culled to the window; sub-pixel operations still get one pixel so nothing vanishes.
-  for (const auto& it : data_.items) {
-    if (it.end_s < axis_.start_s || it.start_s > axis_.end_s) continue;
-    const double x0 = axis_.x_of(it.start_s);
-    const double x1 = std::max(axis_.x_of(it.end_s), x0 + 1);
-    const double y = plot.top() + it.row * h;
-    const double pad = it.kind == TimelineKind::idle ? 0 : std::min(2.0, h * 0.12);
-    p.fillRect(QRectF(x0, y + pad, x1 - x0, h - 2 * pad), timeline_color(it.kind));
-    if (x1 - x0 > 6 && it.kind != TimelineKind::idle) {
-      p.setPen(timeline_color(it.kind).darker(130));
+  // Bars for the window (timeline_bars): each operation once it is a few pixels
+  // wide, runs of narrower ones merged into bands when zoomed out; a bar still
+  // gets one pixel so nothing vanishes.
+  for (const auto& bar : timeline_bars(data_, axis_, kMergePx)) {
+    const double x0 = axis_.x_of(bar.start_s);
+    const double x1 = std::max(axis_.x_of(bar.end_s), x0 + 1);
+    const double y = plot.top() + bar.row * h;
+    const double pad = bar.kind == TimelineKind::idle ? 0 : std::min(2.0, h * 0.12);
+    if (bar.count > 1) {
+      // A merged run: each kind's share of its time, stacked in the legend's order.
+      double total = 0;
+      for (double t : bar.time) total += t;
+      double top = y + pad;
+      for (std::size_t k = 0; k < bar.time.size() && total > 0; ++k) {
+        if (bar.time[k] <= 0) continue;
+        const double hk = (h - 2 * pad) * bar.time[k] / total;
+        p.fillRect(QRectF(x0, top, x1 - x0, hk), timeline_color(static_cast<TimelineKind>(k)));
+        top += hk;
+      }
+      continue;
+    }
+    p.fillRect(QRectF(x0, y + pad, x1 - x0, h - 2 * pad), timeline_color(bar.kind));
+    if (x1 - x0 > 6 && bar.kind != TimelineKind::idle) {
+      p.setPen(timeline_color(bar.kind).darker(130));
       p.drawLine(QPointF(x0, y + pad), QPointF(x0, y + h - pad));
     }
   }
@@ -217,16 +232,16 @@ void TimelineWidget::keyPressEvent(QKeyEvent* event) {
   }
 }
 
-const TimelineItem* TimelineWidget::item_at(QPointF pos) const {
+std::optional<TimelineBar> TimelineWidget::bar_at(QPointF pos) const {
   const QRectF plot = plot_rect();
-  if (!plot.contains(pos) || data_.empty()) return nullptr;
+  if (!plot.contains(pos) || data_.empty()) return std::nullopt;
   const int row = static_cast<int>((pos.y() - plot.top()) / row_height());
   const double t = axis_.t_of(pos.x());
   const double slack = 2 * axis_.seconds_per_px();  // thin bars are hard to hit exactly
-  const TimelineItem* best = nullptr;
-  for (const auto& it : data_.items) {
-    if (it.row != row || it.start_s > t + slack || it.end_s < t - slack) continue;
-    if (best == nullptr || best->kind == TimelineKind::idle) best = &it;
+  std::optional<TimelineBar> best;
+  for (const auto& bar : timeline_bars(data_, axis_, kMergePx)) {
+    if (bar.row != row || bar.start_s > t + slack || bar.end_s < t - slack) continue;
+    if (!best || best->kind == TimelineKind::idle) best = bar;
   }
   return best;
 }
@@ -234,12 +249,20 @@ const TimelineItem* TimelineWidget::item_at(QPointF pos) const {
 bool TimelineWidget::event(QEvent* event) {
   if (event->type() == QEvent::ToolTip) {
     const auto* help = static_cast<QHelpEvent*>(event);
-    if (const TimelineItem* it = item_at(help->pos())) {
+    if (const auto bar = bar_at(help->pos())) {
+      const auto& first = data_.items[bar->first];
+      const QString what =
+          bar->count == 1 ? first.label.toHtmlEscaped()
+                          : QStringLiteral("%1 operations, %2 … %3 (zoom in for each)<br>%4")
+                                .arg(bar->count)
+                                .arg(first.label.toHtmlEscaped(),
+                                     data_.items[bar->first + static_cast<std::size_t>(bar->count) - 1].label.toHtmlEscaped(),
+                                     timeline_bar_mix(*bar));
       QToolTip::showText(help->globalPos(),
                          QStringLiteral("<b>%1</b><br>%2<br>%3 → %4 (%5)")
-                             .arg(it->label.toHtmlEscaped(), data_.rows[static_cast<std::size_t>(it->row)].label,
-                                  format_duration(it->start_s), format_duration(it->end_s),
-                                  format_duration(it->end_s - it->start_s)),
+                             .arg(what, data_.rows[static_cast<std::size_t>(bar->row)].label,
+                                  format_duration(bar->start_s), format_duration(bar->end_s),
+                                  format_duration(bar->end_s - bar->start_s)),
                          this);
     } else {
       QToolTip::hideText();

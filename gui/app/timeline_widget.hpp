@@ -1,8 +1,11 @@
 #pragma once
 // The simulated iteration as a Gantt chart: one row per pipeline stage and
-// resource, one bar per operation, idle compute in pale red. Mouse wheel zooms
+// resource, one bar per operation (runs of operations too narrow to see merge
+// into bands when zoomed out: timeline_bars), idle compute in pale red. Mouse wheel zooms
 // at the cursor, dragging pans, double-click (or Home) shows the whole
 // iteration. All time↔pixel arithmetic is TimeAxis's.
+#include <optional>
+
 #include <QWidget>
 
 #include "ztune/gui/time_axis.hpp"
@@ -40,7 +43,8 @@ class TimelineWidget : public QWidget {
   [[nodiscard]] double row_height() const;
   void fit_axis_to_width();
   void clamp();
-  [[nodiscard]] const TimelineItem* item_at(QPointF pos) const;
+  /// The bar under `pos` as painted (an operation, or a merged run when zoomed out).
+  [[nodiscard]] std::optional<TimelineBar> bar_at(QPointF pos) const;
 
   TimelineData data_;
   QString caption_;

@@ -1,6 +1,10 @@
 #include "ztune/gui/timeline_data.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
+
+#include <QStringList>
 
 #include "ztune/simulator/simulation.hpp"
 
@@ -90,6 +94,53 @@ TimelineData timeline_from_simulation(const sim::SimResult& r) {
     return a.row != b.row ? a.row < b.row : a.start_s < b.start_s;
   });
   return out;
+}
+
+std::vector<TimelineBar> timeline_bars(const TimelineData& d, const TimeAxis& axis, double min_px) {
+  std::vector<TimelineBar> bars;
+  const double merge_s = min_px * axis.seconds_per_px();
+  TimelineBar run;
+  auto close = [&] {
+    if (run.count == 0) return;
+    if (run.count > 1)  // the kind that took most of the run's time names it
+      run.kind = static_cast<TimelineKind>(std::max_element(run.time.begin(), run.time.end()) - run.time.begin());
+    bars.push_back(run);
+    run = {};
+  };
+  for (std::size_t i = 0; i < d.items.size(); ++i) {
+    const TimelineItem& it = d.items[i];
+    if (it.end_s < axis.start_s || it.start_s > axis.end_s) continue;
+    const bool narrow = it.end_s - it.start_s < merge_s;
+    // An open run holds narrow operations only: a wide one closes as it opens.
+    const bool joins = narrow && run.count > 0 && run.row == it.row && it.end_s - run.start_s <= merge_s;
+    if (!joins) {
+      close();
+      run.row = it.row;
+      run.kind = it.kind;
+      run.start_s = it.start_s;
+      run.end_s = it.end_s;
+      run.first = i;
+    }
+    run.end_s = std::max(run.end_s, it.end_s);
+    ++run.count;
+    run.time[static_cast<std::size_t>(it.kind)] += it.end_s - it.start_s;
+    if (!narrow) close();
+  }
+  close();
+  return bars;
+}
+
+QString timeline_bar_mix(const TimelineBar& bar) {
+  double total = 0;
+  for (double t : bar.time) total += t;
+  QStringList parts;
+  for (std::size_t k = 0; k < bar.time.size(); ++k) {
+    if (bar.time[k] <= 0 || total <= 0) continue;
+    parts << QStringLiteral("%1 %2 %")
+                 .arg(timeline_kind_label(static_cast<TimelineKind>(k)).toLower())
+                 .arg(std::lround(100 * bar.time[k] / total));
+  }
+  return parts.join(QStringLiteral(", "));
 }
 
 }  // namespace ztune::gui

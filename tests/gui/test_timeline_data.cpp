@@ -90,3 +90,73 @@ TEST_CASE("timeline items carry the simulated times and idle gaps", "[gui][timel
     CHECK((p.row < q.row || (p.row == q.row && p.start_s <= q.start_s)));
   }
 }
+
+namespace {
+
+/// One compute row running 512 alternating 1 ms forwards and backwards back to
+/// back (a long 1F1B steady state), then one 100 ms optimizer step.
+TimelineData long_pipeline_row() {
+  TimelineData d;
+  d.rows.push_back({QStringLiteral("stage 0 compute"), 0, true, 1.0});
+  double t = 0;
+  for (int i = 0; i < 512; ++i) {
+    d.items.push_back({0, QStringLiteral("op %1").arg(i), i % 2 == 0 ? TimelineKind::forward : TimelineKind::backward,
+                       t, t + 0.001});
+    t += 0.001;
+  }
+  d.items.push_back({0, QStringLiteral("optimizer"), TimelineKind::optimizer, t, t + 0.1});
+  d.end_s = t + 0.1;
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("zoomed out, runs of narrow operations merge into bands; zoomed in, each is its own bar", "[gui][timeline]") {
+  const TimelineData d = long_pipeline_row();
+  // The whole 0.612 s on 612 px: 1 ms a pixel, so a 3 px band spans 3 operations.
+  const TimeAxis whole{0, d.end_s, 0, 612};
+  const auto bars = timeline_bars(d, whole, 3);
+  int covered = 0;
+  double last_end = 0;
+  for (const auto& b : bars) {
+    covered += b.count;
+    CHECK(b.start_s >= last_end - 1e-12);  // in time order, no overlap
+    last_end = b.end_s;
+    if (b.kind != TimelineKind::optimizer) CHECK((b.end_s - b.start_s) <= 0.003 + 1e-12);
+  }
+  CHECK(covered == 513);  // every operation in exactly one bar
+  CHECK(bars.size() == 171 + 1);  // 512 narrow ones in runs of 3 (170 of 3, one of 2), the optimizer alone
+  CHECK(bars.back().kind == TimelineKind::optimizer);
+  CHECK(bars.back().count == 1);
+  // A run of forward, backward, forward is named by the kind that took most of its time
+  // and carries each kind's share, which the widget stacks.
+  CHECK(bars.front().count == 3);
+  CHECK(bars.front().kind == TimelineKind::forward);
+  CHECK(timeline_bar_mix(bars.front()) == "forward 67 %, backward 33 %");
+  CHECK(bars.front().time[static_cast<std::size_t>(TimelineKind::forward)] == Approx(0.002));
+  CHECK(bars.front().time[static_cast<std::size_t>(TimelineKind::backward)] == Approx(0.001));
+
+  // Zoomed into the first 10 ms on 1000 px (100 px a millisecond): every operation its own bar.
+  const TimeAxis close{0, 0.010, 0, 1000};
+  const auto each = timeline_bars(d, close, 3);
+  REQUIRE(each.size() == 11);  // ops 0..10 touch [0, 10 ms] (op 10 starts at its right edge)
+  for (std::size_t i = 0; i < each.size(); ++i) {
+    CHECK(each[i].count == 1);
+    CHECK(each[i].first == i);
+    CHECK(each[i].kind == (i % 2 == 0 ? TimelineKind::forward : TimelineKind::backward));
+  }
+}
+
+TEST_CASE("bands never cross rows", "[gui][timeline]") {
+  TimelineData d;
+  d.rows = {{QStringLiteral("a"), 0, true, 1}, {QStringLiteral("b"), 0, false, 1}};
+  d.items = {{0, "x", TimelineKind::forward, 0, 0.0001}, {0, "y", TimelineKind::forward, 0.0001, 0.0002},
+             {1, "z", TimelineKind::communication, 0.0001, 0.0002}};
+  d.end_s = 1;
+  const auto bars = timeline_bars(d, TimeAxis{0, 1, 0, 100}, 3);
+  REQUIRE(bars.size() == 2);
+  CHECK(bars[0].row == 0);
+  CHECK(bars[0].count == 2);
+  CHECK(bars[1].row == 1);
+  CHECK(bars[1].count == 1);
+}

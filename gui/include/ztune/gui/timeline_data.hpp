@@ -5,10 +5,14 @@
 // paints it through TimeAxis.
 //
 // Example: auto t = timeline_from_simulation(sim::simulate_graph(graph)); t.rows[0].label == "stage 0 compute".
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include <QString>
+
+#include "ztune/gui/time_axis.hpp"
 
 namespace ztune::sim {
 struct SimResult;
@@ -52,6 +56,32 @@ struct TimelineData {
   double end_s = 0;                 // the iteration time
   [[nodiscard]] bool empty() const { return items.empty(); }
 };
+
+/// What the Gantt chart paints for the window it shows: one bar per operation
+/// when zoomed in, and when zoomed out a run of operations too narrow to see
+/// (a 64-micro-batch pipeline's forwards and backwards, 150,000 operations)
+/// drawn as one bar per few pixels that carries each kind's share of its time
+/// (the widget stacks them: a 1F1B steady state reads as a two-tone band, the
+/// warm-up as forwards, the bubble as idle) rather than as noise (issue 23).
+struct TimelineBar {
+  int row = 0;
+  TimelineKind kind = TimelineKind::other;  // the operation's, or the run's dominant kind
+  double start_s = 0;
+  double end_s = 0;
+  std::size_t first = 0;  // index of its first operation in TimelineData::items
+  int count = 0;          // operations it stands for (1: the operation itself)
+  /// Seconds of each kind inside the bar (a merged run is painted as these shares, stacked).
+  std::array<double, static_cast<std::size_t>(TimelineKind::count)> time{};
+};
+
+/// The bars for `axis`'s window: operations at least `min_px` pixels wide are
+/// their own bar; consecutive narrower ones of a row merge while the run spans
+/// at most `min_px` pixels. Operations outside the window are left out. Every
+/// operation in the window is in exactly one bar; bars of a row do not overlap.
+std::vector<TimelineBar> timeline_bars(const TimelineData& d, const TimeAxis& axis, double min_px = 3);
+
+/// A bar's time by kind, for its tooltip: "forward 33 %, backward 67 %".
+QString timeline_bar_mix(const TimelineBar& bar);
 
 /// Rows in the simulator's resource order (stage-major); only resources that ran an
 /// operation get a row. Idle items fill the gaps of each compute stream in [0, iteration].
