@@ -61,7 +61,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
   scroll->setWidget(inputs_);
-  scroll->setMinimumWidth(300);
+  scroll->setMinimumWidth(270);
   dock->setWidget(scroll);
   addDockWidget(Qt::LeftDockWidgetArea, dock);
   connect(inputs_, &InputPanel::searchRequested, this, &MainWindow::start_search);
@@ -324,6 +324,10 @@ void MainWindow::on_search_finished() {
   }
   inputs_->set_search_report(report);
   table_->resizeColumnsToContents();
+  // The two free-text columns are capped (elided; a row's tooltip is its whole
+  // plan) so that all sixteen columns fit a 1600 px window (issue 23).
+  for (const auto& [column, most] : {std::pair{PlanTableModel::layout, 170}, std::pair{PlanTableModel::offload, 120}})
+    if (table_->columnWidth(column) > most) table_->setColumnWidth(column, most);
   update_plan_count();
   on_selection_changed();
 }

@@ -135,7 +135,8 @@ QVariant PlanTableModel::display(const Candidate& c, int rank_index, int column)
     case schedule: return schedule_label(p);
     case precision: return precision_label(p);
     case gpu_memory: return format_bytes(m.gpu_total_bytes);
-    case throughput: return c.timed ? format_tokens_per_s(t.tokens_per_s) : QStringLiteral("—");
+    // The unit is in the header ("Tokens/s"): sixteen columns fit a 1600 px window.
+    case throughput: return c.timed ? format_count(t.tokens_per_s) : QStringLiteral("—");
     case tflops: return c.timed ? format_tflops(t.model_tflops_per_gpu) : QStringLiteral("—");
     case mfu: return c.timed ? format_percent(t.mfu) : QStringLiteral("—");
     case days: return c.timed ? format_days(days_of(c)) : QStringLiteral("—");
@@ -206,21 +207,27 @@ QVariant PlanTableModel::data(const QModelIndex& index, int role) const {
 QVariant PlanTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || section < 0 || section >= column_count) return {};
   if (role == Qt::DisplayRole) {
-    static const char* const kNames[column_count] = {"#",          "GPUs",        "Layout",    "ZeRO",
-                                                     "Offload",    "mb × GAS",    "Recompute", "Attention",
-                                                     "Schedule",   "Precision",   "GPU memory", "Throughput",
-                                                     "TFLOP/s/GPU", "MFU",        "Days",      "Iteration"};
+    // Short names where the header would be wider than its cells (the tooltip
+    // has the long one): sixteen columns fit a 1600 px window (issue 23).
+    static const char* const kNames[column_count] = {"#",       "GPUs",    "Layout", "ZeRO",
+                                                     "Offload", "mb×GAS",  "Recomp.", "Attn.",
+                                                     "Sched.",  "Prec.",   "Memory", "Tokens/s",
+                                                     "FLOP/s",  "MFU",     "Days",   "Iteration"};
     return QString::fromUtf8(kNames[section]);
   }
   if (role == Qt::ToolTipRole) {
     switch (section) {
       case batching: return QStringLiteral("micro-batch × gradient accumulation steps");
-      case gpu_memory: return QStringLiteral("memory on the most loaded GPU");
+      case recompute: return QStringLiteral("activation recomputation: none, selective (attention core) or full");
+      case schedule: return QStringLiteral("pipeline schedule");
+      case precision: return QStringLiteral("training precision (16-bit: mixed, with fp32 master weights)");
+      case gpu_memory: return QStringLiteral("GPU memory on the most loaded GPU");
       case attention:
         return QStringLiteral("attention kernel: standard (s×s scores stored), flash (FlashAttention-2), cudnn "
                               "(cuDNN's fused attention), eager (standard with the softmax chain unfused), or a "
                               "block-sparse layout");
-      case tflops: return QStringLiteral("model FLOPs per second per GPU (no recomputation counted)");
+      case throughput: return QStringLiteral("tokens per second, the whole job");
+      case tflops: return QStringLiteral("model FLOP/s per GPU (no recomputation counted)");
       case mfu: return QStringLiteral("model FLOPs utilisation");
       case days: return QStringLiteral("days to train the token budget");
       default: return {};

@@ -30,7 +30,8 @@ TEST_CASE("cells read in units, sort values are numbers", "[gui][models]") {
   CHECK(model.index(0, PlanTableModel::layout).data().toString() == "dp8 · tp2 · pp1");
   CHECK(model.index(0, PlanTableModel::gpus).data().toInt() == 16);
   CHECK(model.index(0, PlanTableModel::gpu_memory).data().toString() == "10.1 GiB");
-  CHECK(model.index(0, PlanTableModel::throughput).data().toString() == "40.0 k tokens/s");
+  CHECK(model.index(0, PlanTableModel::throughput).data().toString() == "40.0 k");  // "Tokens/s" in the header
+  CHECK(model.headerData(PlanTableModel::throughput, Qt::Horizontal).toString() == "Tokens/s");
   CHECK(model.index(2, PlanTableModel::offload).data().toString() == "optimizer → CPU");
   CHECK(model.index(1, PlanTableModel::zero).data().toString() == "ZeRO-1");
   // 1e12 tokens at 40,000 tokens/s: 2.5e7 s = 289.35 days.
