@@ -40,9 +40,9 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
     if (p.sparse_attention != SparseLayout::none)
       return "$.plan.ulysses: the executor's Ulysses runs dense attention; block-sparse attention (" +
              to_string(p.sparse_attention) + ") is not run with it (expected sparse_attention none)";
-    if (p.tp > 1)
-      return "$.plan.ulysses: the executor runs Ulysses with tp 1 only (its attention scatters the whole heads); "
-             "got tp " + s(p.tp) + " (expected tp 1 with ulysses " + s(p.ulysses) + ")";
+    // With tp > 1 each Ulysses group is one tp rank's column (process_groups:
+    // the slot after tp): its all-to-all scatters that rank's heads/tp heads,
+    // as Megatron-DeepSpeed's DistributedAttention does inside a TP layer.
   }
   if (p.cp > 1) {
     if (auto why = check_plan_shape(p, m); why && why->starts_with("$.cp")) return in_plan_file(*why);

@@ -127,6 +127,11 @@ CASES = {
     "ulysses2_recompute_selective": dict(ulysses=2, recompute="selective"),
     "pp2_ulysses2_flash": dict(pp=2, ulysses=2, attention="flash"),
     "llama_ulysses2_flash": dict(model="tiny-llama", ulysses=2, attention="flash"),
+    # With tensor parallelism: each tp rank's heads/tp heads scattered over its
+    # Ulysses group (the ranks of the same tp rank), as Megatron-DeepSpeed runs
+    # DistributedAttention inside a tensor-parallel layer.
+    "tp2_ulysses2": dict(tp=2, ulysses=2),
+    "tp2_ulysses2_flash_recompute_selective": dict(tp=2, ulysses=2, attention="flash", recompute="selective"),
     # Hybrid sharding (issue 19 item 4): ZeRO-3 in shard groups of 2, the two
     # groups replicas (FSDP HYBRID_SHARD / MiCS): gathers and reduce-scatters
     # in the shard group, the partitions all-reduced across replicas at the

@@ -126,7 +126,7 @@ TEST_CASE("the executor trains uneven pipeline stages, not uneven interleaved ch
   CHECK(unsupported_reason(p, m, 3).value().find("does not divide layers 4") != std::string::npos);
 }
 
-TEST_CASE("DeepSpeed-Ulysses: the CPU backend with tp 1, CUDA and tp > 1 refused naming $.plan.ulysses",
+TEST_CASE("DeepSpeed-Ulysses: the CPU backend with and without tp, CUDA refused naming $.plan.ulysses",
           "[executor_support][ulysses]") {
   Transformer m = load_transformer("tiny");  // 4 heads, 64 tokens
   Plan p = plan_for(1);
@@ -141,12 +141,15 @@ TEST_CASE("DeepSpeed-Ulysses: the CPU backend with tp 1, CUDA and tp > 1 refused
   CHECK(cuda->find("$.plan.ulysses") == 0);
   CHECK(cuda->find("CUDA") != std::string::npos);
   p.precision = Precision::fp32;
+  // tp 2 × ulysses 2: each tp rank's 2 heads over its Ulysses pair (equivalence.py tp2_ulysses2).
   Plan t = plan_for(2);
   t.ulysses = 2;
-  const auto tp = unsupported_reason(t, m, 4, ExecBackend::cpu);
+  CHECK_FALSE(unsupported_reason(t, m, 4, ExecBackend::cpu).has_value());
+  // tp 2 × ulysses 4: 2 heads per tp rank do not split over 4 (the plan's own rule).
+  t.ulysses = 4;
+  const auto tp = unsupported_reason(t, m, 8, ExecBackend::cpu);
   REQUIRE(tp.has_value());
   CHECK(tp->find("$.plan.ulysses") == 0);
-  CHECK(tp->find("tp 1") != std::string::npos);
   // A degree the heads cannot split is the plan's own rule.
   p.ulysses = 8;
   const auto heads = unsupported_reason(p, m, 8, ExecBackend::cpu);
