@@ -31,19 +31,13 @@ StageLayout stage_layout(const Transformer& m, const GroupShape& shape, int pp_r
   s.pp = shape.pp;
   s.pp_rank = pp_rank;
   s.chunks = shape.chunks;
-  if (shape.chunks > 1) {
-    // Interleaving: equal chunks (check_plan requires pp × chunks to divide the layers).
-    s.layers = m.layers / (shape.pp * shape.chunks);
-  } else {
-    // One chunk per stage, of the plan's stage sizes: balanced as plan.hpp's
-    // stage_layer_count (the first layers mod pp stages one block more) or stated.
-    auto count = [&](int r) {
-      if (!shape.stage_layers.empty()) return shape.stage_layers[static_cast<std::size_t>(r)];
-      return m.layers / shape.pp + (r < m.layers % shape.pp ? 1 : 0);
-    };
-    s.layers = count(pp_rank);
-    for (int r = 0; r < pp_rank; ++r) s.first_block += count(r);
-  }
+  // The plan's partition (plan.hpp: balanced or stated, each stage cut into
+  // `chunks` equal chunks when interleaved): chunk c of this stage is virtual
+  // stage c·pp + pp_rank.
+  const std::vector<int> bounds = virtual_stage_bounds(shape.stage_layers, m.layers, shape.pp, shape.chunks);
+  s.first_block = bounds[static_cast<std::size_t>(pp_rank)];
+  s.layers = bounds[static_cast<std::size_t>(pp_rank) + 1] - s.first_block;
+  s.round_layers = m.layers / shape.chunks;
   s.has_embedding = pp_rank == 0;
   s.has_head = pp_rank == shape.pp - 1;
   s.units = s.chunks * s.layers + (s.has_embedding ? 1 : 0) + (s.has_head ? 1 : 0);

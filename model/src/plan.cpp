@@ -127,13 +127,25 @@ std::string Plan::summary() const {
   return os.str();
 }
 
-int stage_layer_count(const Plan& p, int layers, int stage) {
+int partition_layer_count(const std::vector<int>& stated, int layers, int pp, int stage) {
   // A stated partition has one entry per stage (check_plan_shape); the cost
   // model is only called on checked plans.
-  assert(p.stage_layers.empty() || p.stage_layers.size() == static_cast<std::size_t>(p.pp));
-  if (!p.stage_layers.empty()) return p.stage_layers[static_cast<std::size_t>(stage)];
-  const int base = layers / p.pp;
-  return base + (stage < layers % p.pp ? 1 : 0);
+  assert(stated.empty() || stated.size() == static_cast<std::size_t>(pp));
+  if (!stated.empty()) return stated[static_cast<std::size_t>(stage)];
+  return layers / pp + (stage < layers % pp ? 1 : 0);
+}
+
+int stage_layer_count(const Plan& p, int layers, int stage) {
+  return partition_layer_count(p.stage_layers, layers, p.pp, stage);
+}
+
+std::vector<int> virtual_stage_bounds(const std::vector<int>& stated, int layers, int pp, int chunks) {
+  std::vector<int> bounds{0};
+  bounds.reserve(static_cast<std::size_t>(pp) * chunks + 1);
+  for (int c = 0; c < chunks; ++c)
+    for (int r = 0; r < pp; ++r) bounds.push_back(bounds.back() + partition_layer_count(stated, layers, pp, r) / chunks);
+  assert(bounds.back() == layers);
+  return bounds;
 }
 
 int max_stage_layers(const Plan& p, int layers) {
@@ -512,14 +524,21 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
       return std::string("$.ulysses: DeepSpeed-Ulysses with ") + (p.onebit_adam ? "1-bit Adam" : "ZeRO++") +
              " is not modelled (their compressed exchange is over the dp group, not dp × ulysses); expected ulysses 1";
   }
-  // Interleaving cuts every stage into virtual_stages equal chunks, the same
-  // on every stage (Megatron-LM's --num-layers-per-virtual-pipeline-stage).
-  if (p.virtual_stages > 1 && m.layers % (p.pp * p.virtual_stages) != 0)
+  // Interleaving cuts every stage into virtual_stages equal chunks
+  // (virtual_stage_bounds): balanced stages need pp×v to divide the layers
+  // (Megatron-LM's --num-layers-per-virtual-pipeline-stage), stated ones a
+  // multiple of v each (Megatron-Core's uneven first and last stages with
+  // --num-virtual-stages-per-pipeline-rank).
+  if (p.virtual_stages > 1 && p.stage_layers.empty() && m.layers % (p.pp * p.virtual_stages) != 0)
     return "$.virtual_stages: pp×virtual_stages = " + s(p.pp * p.virtual_stages) + " does not divide the model's " +
-           s(m.layers) + " layers; interleaving needs equal model chunks on every stage (expected pp×virtual_stages "
-           "to divide " + s(m.layers) + ")";
-  if (p.virtual_stages > 1 && !even_stages(p, m.layers))
-    return "$.stage_layers: interleaving needs equal stages (" + s(m.layers / p.pp) + " layers each)";
+           s(m.layers) + " layers; interleaving cuts every stage into equal model chunks (expected pp×virtual_stages "
+           "to divide " + s(m.layers) + ", or stage_layers stated, each a multiple of virtual_stages)";
+  if (p.virtual_stages > 1 && p.stage_layers.size() == static_cast<std::size_t>(p.pp))
+    for (std::size_t i = 0; i < p.stage_layers.size(); ++i)
+      if (p.stage_layers[i] % p.virtual_stages != 0)
+        return "$.stage_layers[" + s(i) + "]: " + s(p.stage_layers[i]) + " layers do not cut into virtual_stages " +
+               s(p.virtual_stages) + " equal model chunks; interleaving cuts every stage into virtual_stages chunks "
+               "(expected a multiple of " + s(p.virtual_stages) + ")";
   if (p.sequences_per_step() != p.global_batch)
     return "$.global_batch: expected micro_batch × grad_accum × dp = " +
            s(p.sequences_per_step()) + ", got " + s(p.global_batch);

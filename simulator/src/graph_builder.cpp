@@ -62,17 +62,13 @@ class Builder {
     chunks_ = plan.schedule == Schedule::interleaved ? plan.virtual_stages : 1;
     vstages_ = stages_ * chunks_;
     microbatches_ = plan.grad_accum;
-    // Model chunk j holds layers [vstage_begin_[j], vstage_begin_[j + 1]).
-    // Interleaving cuts equal chunks (check_plan requires pp × v to divide the
-    // layers); without it chunk j is stage j, of the plan's stage sizes
-    // (balanced or stated: uneven stages, issue 19).
-    vstage_begin_.assign(static_cast<std::size_t>(vstages_) + 1, 0);
-    for (int j = 0; j < vstages_; ++j) {
-      const int n = chunks_ > 1 ? layers / vstages_ : stage_layer_count(plan, layers, j);
-      vstage_begin_[static_cast<std::size_t>(j) + 1] = vstage_begin_[static_cast<std::size_t>(j)] + n;
-      layers_per_vstage_ = std::max(layers_per_vstage_, n);
-    }
-    assert(vstage_begin_.back() == layers);
+    // Model chunk j holds layers [vstage_begin_[j], vstage_begin_[j + 1]):
+    // the plan's partition (balanced or stated: uneven stages, issue 19), each
+    // stage cut into equal chunks when interleaved (plan.hpp virtual_stage_bounds).
+    vstage_begin_ = virtual_stage_bounds(plan.stage_layers, layers, stages_, chunks_);
+    for (int j = 0; j < vstages_; ++j)
+      layers_per_vstage_ = std::max(layers_per_vstage_, vstage_begin_[static_cast<std::size_t>(j) + 1] -
+                                                            vstage_begin_[static_cast<std::size_t>(j)]);
     group_ = choose_group(layers);
     host_optimizer_ = plan.offload_optimizer != OffloadTarget::none;
     // ZeRO-3 holds a use's parameters only while it runs: gathered over dp,

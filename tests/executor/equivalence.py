@@ -55,6 +55,16 @@ CASES = {
     "pp3_gpipe_stages_1_2_1": dict(pp=3, schedule="gpipe", stage_layers=[1, 2, 1]),
     "pp2_1f1b_stages_3_1": dict(pp=2, stage_layers=[3, 1]),
     "dp2_pp3_zero1_stages_1_1_2": dict(dp=2, pp=3, mb=1, ga=4, zero=1, stage_layers=[1, 1, 2]),
+    # Uneven stages under interleaved 1F1B (Megatron-Core's uneven first/last
+    # stages with a virtual pipeline): each stage cut into 2 equal chunks,
+    # chunk c of stage r the virtual stage c·pp + r. A 6-layer tiny model:
+    # stage 0 holds layers 0-1 and 3-4, stage 1 layers 2 and 5.
+    "pp2_interleaved_stages_4_2": dict(layers=6, pp=2, v=2, schedule="interleaved", stage_layers=[4, 2]),
+    "pp2_interleaved_stages_6_2_flash_recompute_full": dict(layers=8, pp=2, v=2, schedule="interleaved",
+                                                           stage_layers=[6, 2], attention="flash",
+                                                           recompute="full"),
+    "dp2_pp2_interleaved_stages_2_4_zero1": dict(layers=6, dp=2, pp=2, v=2, schedule="interleaved", mb=1, ga=4,
+                                                 zero=1, stage_layers=[2, 4]),
     "dp2_tp2": dict(dp=2, tp=2, mb=2, ga=2),
     "dp2_pp2": dict(dp=2, pp=2, mb=1, ga=4),
     "tp2_pp2": dict(tp=2, pp=2),
@@ -175,9 +185,9 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         def reference(case_model):
             key = (case_model["name"], case_model["vocab"], case_model.get("qkv_bias", False),
-                   case_model.get("attention_window", 0))
+                   case_model.get("attention_window", 0), case_model["layers"])
             if key not in references:
-                tag = ("_qkvb" if key[2] else "") + (f"_w{key[3]}" if key[3] else "")
+                tag = ("_qkvb" if key[2] else "") + (f"_w{key[3]}" if key[3] else "") + f"_L{key[4]}"
                 references[key] = run(worker, mpirun, d, f"single_{key[0]}_v{key[1]}{tag}", dict(), case_model)
                 print(f"single rank, {key[0]}, vocabulary {key[1]}: losses "
                       f"{np.array2string(references[key][0], precision=6)}")
@@ -192,6 +202,8 @@ def main():
                 case_model["qkv_bias"] = True
             if "attention_window" in kw:
                 case_model["attention_window"] = kw.pop("attention_window")
+            if "layers" in kw:  # a deeper tiny model, for the stage partitions a case needs
+                case_model["layers"] = kw.pop("layers")
             try:
                 ref_losses, ref_params, ref_grads = reference(case_model)
                 losses, params, grads = run(worker, mpirun, d, name, kw, case_model)

@@ -377,7 +377,8 @@ TEST_CASE("plan file: the plan must fit the model's shape", "[bad-input][plan]")
   p.global_batch = 9;
   CHECK(plan_file_error(p) ==
         "plan.json: $.plan.virtual_stages: pp×virtual_stages = 9 does not divide the model's 80 layers; interleaving "
-        "needs equal model chunks on every stage (expected pp×virtual_stages to divide 80)");
+        "cuts every stage into equal model chunks (expected pp×virtual_stages to divide 80, or stage_layers stated, "
+        "each a multiple of virtual_stages)");
   p.schedule = ztune::Schedule::one_f_one_b;
   p.virtual_stages = 1;
   p.stage_layers = {40, 40, 1};

@@ -106,7 +106,8 @@ TEST_CASE("flash attention: any head size on the CPU, 64 or 128 on CUDA", "[exec
   CHECK_FALSE(unsupported_reason(p, m, 1, ExecBackend::cuda).has_value());
 }
 
-TEST_CASE("the executor trains uneven pipeline stages, not uneven interleaved chunks", "[executor_support][stages]") {
+TEST_CASE("the executor trains uneven pipeline stages, interleaved when each stage cuts into the chunks",
+          "[executor_support][stages]") {
   const auto m = load_transformer("tiny");  // 4 layers
   Plan p = plan_for(1);
   p.pp = 3;  // 2 + 1 + 1
@@ -123,7 +124,17 @@ TEST_CASE("the executor trains uneven pipeline stages, not uneven interleaved ch
   p.virtual_stages = 2;
   p.grad_accum = 3;
   p.global_batch = 6;
-  CHECK(unsupported_reason(p, m, 3).value().find("does not divide layers 4") != std::string::npos);
+  // The plan's own rule, re-rooted in the plan file.
+  CHECK(unsupported_reason(p, m, 3).value().find("$.plan.virtual_stages: pp×virtual_stages = 6 does not divide the "
+                                                 "model's 4 layers") == 0);
+  // Uneven interleaved stages train when each stage cuts into the chunks: 2 + 2 + … (here 4 layers, pp 2, v 2).
+  p.pp = 2;
+  p.grad_accum = 2;
+  p.global_batch = 4;
+  p.stage_layers = {2, 2};
+  CHECK_FALSE(unsupported_reason(p, m, 2).has_value());
+  p.stage_layers = {3, 1};
+  CHECK(unsupported_reason(p, m, 2).value().find("$.plan.stage_layers[0]: 3 layers do not cut") == 0);
 }
 
 TEST_CASE("DeepSpeed-Ulysses: the CPU backend with and without tp, CUDA refused naming $.plan.ulysses",

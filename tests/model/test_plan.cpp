@@ -263,7 +263,7 @@ TEST_CASE("balanced stages: DeepSpeed's uniform partition", "[plan][stages]") {
   CHECK(ztune::stage_layer_count(p, 8, 2) == 4);
 }
 
-TEST_CASE("uneven stages: any pp up to the layers, interleaving still needs equal chunks", "[plan][stages]") {
+TEST_CASE("uneven stages: any pp up to the layers, interleaved with each stage in equal chunks", "[plan][stages]") {
   ztune::Transformer m = ztune::load_transformer("100b");  // 64 heads; its layers set here
   m.layers = 70;
   ztune::Plan p;
@@ -281,7 +281,22 @@ TEST_CASE("uneven stages: any pp up to the layers, interleaving still needs equa
   p.virtual_stages = 2;  // 14 divides 70: five layers per chunk
   CHECK_FALSE(ztune::check_plan_shape(p, m).has_value());
   p.stage_layers = {11, 9, 10, 10, 10, 10, 10};
-  CHECK_THAT(*ztune::check_plan_shape(p, m), Contains("$.stage_layers: interleaving needs equal stages"));
+  CHECK_THAT(*ztune::check_plan_shape(p, m),
+             Contains("$.stage_layers[0]: 11 layers do not cut into virtual_stages 2 equal model chunks"));
+  // Uneven stages whose counts all split into 2 chunks (Megatron-Core's uneven
+  // first/last stages with --num-virtual-stages-per-pipeline-rank).
+  p.stage_layers = {12, 8, 10, 10, 10, 10, 10};
+  CHECK_FALSE(ztune::check_plan_shape(p, m).has_value());
+  // 12 + 11 + 11 + 12 + 12 + 12 = 70 on 6 stages: 11 does not split into 2.
+  p.pp = 6;
+  p.grad_accum = 6;
+  p.global_batch = 6;
+  p.stage_layers = {12, 11, 11, 12, 12, 12};
+  CHECK_THAT(*ztune::check_plan_shape(p, m), Contains("$.stage_layers[1]: 11 layers"));
+  p.pp = 7;
+  p.grad_accum = 7;
+  p.global_batch = 7;
+  p.stage_layers = {11, 9, 10, 10, 10, 10, 10};
   p.schedule = ztune::Schedule::one_f_one_b;
   p.virtual_stages = 1;
   CHECK_FALSE(ztune::check_plan_shape(p, m).has_value());
@@ -581,4 +596,19 @@ TEST_CASE("default precision by device, and the one parser of its name", "[plan]
     CHECK(ztune::precision_of(ztune::to_string(p)) == p);
   CHECK_FALSE(ztune::precision_of("FP16").has_value());
   CHECK_FALSE(ztune::precision_of("fp8").has_value());
+}
+
+TEST_CASE("virtual stage bounds: chunk c of stage r is virtual stage c·pp + r", "[plan][stages]") {
+  // Equal stages: Narayanan et al. 2021 §2.2's chunks, 8 layers on 2 stages × 2 chunks of 2.
+  CHECK(ztune::virtual_stage_bounds({}, 8, 2, 2) == std::vector<int>{0, 2, 4, 6, 8});
+  // Uneven 4 + 2 on 2 stages × 2 chunks: every round covers 3 layers, stage 0
+  // contributing 2 and stage 1 one (Megatron-Core's uneven first stage).
+  CHECK(ztune::virtual_stage_bounds({4, 2}, 6, 2, 2) == std::vector<int>{0, 2, 3, 5, 6});
+  // One chunk per stage: the stages, balanced (70 on 12: 10 stages of 6, then 2 of 5).
+  const auto b = ztune::virtual_stage_bounds({}, 70, 12, 1);
+  REQUIRE(b.size() == 13);
+  CHECK(b[1] == 6);
+  CHECK(b[10] == 60);
+  CHECK(b[11] == 65);
+  CHECK(b.back() == 70);
 }

@@ -173,7 +173,8 @@ TEST_CASE("uneven stages: each stage runs its own layers, the slowest sets the p
 // trains by (model/pipeline_schedule.hpp). The oracle here is that schedule
 // as the executor runs it (tests/executor/test_pipeline_schedule.cpp replays it
 // against the executor's send/receive rules); the simulated timeline must run
-// each stage's passes in exactly that order, uneven stages included.
+// each stage's passes in exactly that order, uneven stages included
+// (interleaved too: each stage cut into equal chunks).
 TEST_CASE("each simulated stage runs its passes in the executor's order", "[simulator][schedule]") {
   struct Case {
     Schedule schedule;
@@ -182,7 +183,9 @@ TEST_CASE("each simulated stage runs its passes in the executor's order", "[simu
   };
   for (const Case& c : {Case{Schedule::gpipe, 4, 1, 6, 8, {}}, Case{Schedule::one_f_one_b, 4, 1, 6, 8, {}},
                         Case{Schedule::one_f_one_b, 3, 1, 5, 4, {2, 1, 1}}, Case{Schedule::gpipe, 3, 1, 4, 4, {1, 2, 1}},
-                        Case{Schedule::interleaved, 4, 2, 8, 16, {}}, Case{Schedule::interleaved, 2, 3, 4, 12, {}}}) {
+                        Case{Schedule::interleaved, 4, 2, 8, 16, {}}, Case{Schedule::interleaved, 2, 3, 4, 12, {}},
+                        Case{Schedule::interleaved, 2, 2, 4, 6, {4, 2}},
+                        Case{Schedule::interleaved, 3, 2, 6, 12, {2, 4, 6}}}) {
     INFO(to_string(c.schedule) << " p " << c.p << " v " << c.v << " m " << c.m);
     Plan plan = pipeline_plan(c.p, c.m, c.schedule, c.v);
     plan.stage_layers = c.stage_layers;
@@ -203,4 +206,23 @@ TEST_CASE("each simulated stage runs its passes in the executor's order", "[simu
       CHECK(order == pipeline_schedule(c.schedule, c.p, s, c.m, c.v));
     }
   }
+}
+
+// Uneven interleaved stages (issue 19): chunk c of stage r holds the stage's
+// layers / v, the closed-form layer count of each virtual stage's passes.
+TEST_CASE("uneven interleaved stages: each virtual stage runs its chunk's layers", "[simulator][schedule][stages]") {
+  Plan p = pipeline_plan(2, 4, Schedule::interleaved, 2);
+  p.stage_layers = {4, 2};  // virtual stages 0..3 hold 2, 1, 2, 1 layers
+  const FixedCosts c = uniform_layers(1.0, 2.0);
+  const SimResult r = run(6, p, c);
+  // Busy time per stage: every micro-batch's forward and backward of its layers, 3 per layer.
+  std::vector<double> busy(2, 0.0);
+  for (std::size_t id = 0; id < r.graph.size(); ++id) {
+    const Op& op = r.graph.op(static_cast<OpId>(id));
+    if (op.kind == OpKind::forward || op.kind == OpKind::backward)
+      busy[static_cast<std::size_t>(op.stage)] += r.timeline.end_s[id] - r.timeline.start_s[id];
+  }
+  CHECK(busy[0] == Approx(4 * 3.0 * 4));  // 4 micro-batches × 4 layers × (1 + 2)
+  CHECK(busy[1] == Approx(4 * 3.0 * 2));
+  CHECK(r.pacing_stage == 0);
 }

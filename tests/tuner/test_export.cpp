@@ -410,6 +410,20 @@ TEST_CASE("export of uneven stages: Megatron's first/last stage flags, DeepSpeed
   a = megatron_arguments(pf, "plan.json");
   CHECK(has_pair(a, "--decoder-first-pipeline-num-layers", "4"));
   CHECK_FALSE(has(a, "--decoder-last-pipeline-num-layers"));
+  // Uneven stages under interleaving: Megatron-Core takes the chunk count
+  // (--num-virtual-stages-per-pipeline-rank) beside the end stages' layers,
+  // not the equal chunks' size.
+  p.stage_layers = {4, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6};
+  p.schedule = Schedule::interleaved;
+  p.virtual_stages = 2;
+  p.grad_accum = 12;
+  p.global_batch = static_cast<std::int64_t>(p.micro_batch) * p.grad_accum * p.dp;
+  a = megatron_arguments(pf, "plan.json");
+  CHECK(has_pair(a, "--num-virtual-stages-per-pipeline-rank", "2"));
+  CHECK(has_pair(a, "--decoder-first-pipeline-num-layers", "4"));
+  CHECK_FALSE(has(a, "--num-layers-per-virtual-pipeline-stage"));
+  p.schedule = Schedule::one_f_one_b;
+  p.virtual_stages = 1;
   // Equal stages: neither flag.
   pf.model->layers = 72;
   p.stage_layers.clear();
@@ -698,6 +712,25 @@ TEST_CASE("torchtitan export: degrees multiply to the plan's devices, refusals n
   CHECK_THAT(toml, Contains("fsdp_reshard_after_forward = \"always\"") && Contains("mode = \"full\""));
   CHECK_THAT(torchtitan_launch(pf, "job.toml", "plan.json"),
              Contains("--nnodes 8 --nproc_per_node 8") && Contains("-m torchtitan.train --job.config_file job.toml"));
+  {
+    // Uneven interleaved stages: the split points are the virtual stages' first
+    // layers in pipeline order. 32 layers as 10 + 6 + 6 + 10 on 4 stages × 2
+    // chunks: rounds of 16 layers, stage r giving 5, 3, 3, 5 to each.
+    PlanFile q = pf;
+    Plan& ip = q.plan;
+    ip.dp = 8;
+    ip.dp_shard = 0;
+    ip.pp = 4;
+    ip.virtual_stages = 2;
+    ip.schedule = Schedule::interleaved;
+    ip.stage_layers = {10, 6, 6, 10};
+    ip.micro_batch = 1;
+    ip.grad_accum = 32;
+    ip.global_batch = 256;
+    CHECK_THAT(torchtitan_config(q, "plan.json"),
+               Contains("pipeline_parallel_split_points = [\"layers.5\", \"layers.8\", \"layers.11\", "
+                        "\"layers.16\", \"layers.21\", \"layers.24\", \"layers.27\"]"));
+  }
   // Not one of torchtitan's flavors: written under its name, listed to register.
   pf.model->layers = 30;
   CHECK_THAT(torchtitan_config(pf, "plan.json"), Contains("flavor = \"" + m.name + "\""));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <sstream>
 
 #include "ztune/model/input_error.hpp"
@@ -370,11 +371,19 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
   // --context-parallel-size; the default p2p communication type is the ring).
   if (p.cp > 1) a.insert(a.end(), {"--context-parallel-size", std::to_string(p.cp)});
   if (p.virtual_stages > 1) {
-    if (!pf.model)
-      throw InputError(file + ": --num-layers-per-virtual-pipeline-stage needs the model's layer count; the plan "
-                              "file has no \"model\" (write it with ztune search --out)");
-    a.insert(a.end(), {"--num-layers-per-virtual-pipeline-stage",
-                       std::to_string(pf.model->layers / (p.pp * p.virtual_stages))});
+    const std::vector<int> sizes = stage_sizes(pf);
+    const bool uneven = std::adjacent_find(sizes.begin(), sizes.end(), std::not_equal_to<>()) != sizes.end();
+    if (uneven) {
+      // Uneven first/last stages with a virtual pipeline: Megatron-Core takes the
+      // chunk count, each stage cut into that many (its layers a multiple of it).
+      a.insert(a.end(), {"--num-virtual-stages-per-pipeline-rank", std::to_string(p.virtual_stages)});
+    } else {
+      if (!pf.model)
+        throw InputError(file + ": --num-layers-per-virtual-pipeline-stage needs the model's layer count; the plan "
+                                "file has no \"model\" (write it with ztune search --out)");
+      a.insert(a.end(), {"--num-layers-per-virtual-pipeline-stage",
+                         std::to_string(pf.model->layers / (p.pp * p.virtual_stages))});
+    }
   }
   {
     const auto stages = megatron_stage_arguments(pf, file);

@@ -146,14 +146,11 @@ std::string torchtitan_config(const PlanFile& pf, const std::string& file) {
   if (p.pp > 1) {
     o << "pipeline_parallel_schedule = \"" << schedule_name(p.schedule) << "\"\n";
     o << "pipeline_parallel_microbatch_size = " << p.micro_batch << "\n";
-    // The stages' first layers as split points ("layers.N"): pp × v stages.
-    const int stages = p.pp * std::max(1, p.virtual_stages);
+    // The virtual stages' first layers as split points ("layers.N"), pp × v
+    // of them in the order the pipeline runs them (plan.hpp virtual_stage_bounds).
+    const auto bounds = virtual_stage_bounds(p.stage_layers, m.layers, p.pp, std::max(1, p.virtual_stages));
     o << "pipeline_parallel_split_points = [";
-    int begin = 0;
-    for (int s = 0; s + 1 < stages; ++s) {
-      begin += p.virtual_stages > 1 ? m.layers / stages : stage_layer_count(p, m.layers, s);
-      o << (s ? ", " : "") << "\"layers." << begin << "\"";
-    }
+    for (std::size_t s = 1; s + 1 < bounds.size(); ++s) o << (s > 1 ? ", " : "") << "\"layers." << bounds[s] << "\"";
     o << "]\n";
   }
   o << "\n[activation_checkpoint]\n";

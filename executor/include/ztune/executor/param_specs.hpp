@@ -62,7 +62,8 @@ struct ParamSpec {
 /// Units on a stage in forward order: "embedding" (first stage), one per block,
 /// "head" (last stage). With interleaved 1F1B (Narayanan et al. 2021, §2.2) the
 /// stage holds `chunks` model chunks: chunk c is virtual stage c·pp + pp_rank,
-/// its blocks [(c·pp + pp_rank)·L/(pp·chunks), +L/(pp·chunks)); the embedding
+/// of the stage's layers/chunks blocks, starting c·L/chunks blocks after chunk
+/// 0 (plan.hpp virtual_stage_bounds, uneven stages included); the embedding
 /// belongs to chunk 0 of stage 0, the head to the last chunk of the last stage.
 /// Blocks are numbered chunk by chunk, so units stay in forward order.
 struct StageLayout {
@@ -70,14 +71,13 @@ struct StageLayout {
   int pp_rank = 0;
   int chunks = 1;
   int layers = 0;        // blocks per chunk
-  int first_block = 0;   // one chunk per stage: global index of the stage's first block (uneven stages)
+  int first_block = 0;   // global index of chunk 0's first block
+  int round_layers = 0;  // blocks of one round of pp virtual stages: L/chunks
   bool has_embedding = false;
   bool has_head = false;
   int units = 0;
   /// Global index of chunk `chunk`'s first block.
-  [[nodiscard]] int first_layer(int chunk = 0) const {
-    return chunks == 1 ? first_block : (chunk * pp + pp_rank) * layers;
-  }
+  [[nodiscard]] int first_layer(int chunk = 0) const { return chunk * round_layers + first_block; }
   [[nodiscard]] int block_unit(int local_layer, int chunk = 0) const {
     return (has_embedding ? 1 : 0) + chunk * layers + local_layer;
   }

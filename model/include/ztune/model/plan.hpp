@@ -216,6 +216,20 @@ inline constexpr std::int64_t kPlanDevicesSaturated = std::int64_t{1} << 62;
 /// ⌊layers/pp⌋ and the first layers mod pp stages one more; e.g. 70 layers on
 /// 12 stages: 10 × 6 then 2 × 5. No allocation (the tuner's hot path).
 int stage_layer_count(const Plan& p, int layers, int stage);
+/// The same from a stated partition (`stated`, one entry per stage, or empty
+/// for the balanced one) and pp: THE partition rule, for callers without a
+/// Plan (the executor's group shape).
+int partition_layer_count(const std::vector<int>& stated, int layers, int pp, int stage);
+/// The first layer of each virtual stage in the order the pipeline runs them,
+/// then `layers`: pp·chunks + 1 entries. Virtual stage c·pp + r is model chunk
+/// c of stage r; each stage's layers are cut into `chunks` equal chunks
+/// (check_plan_shape), so every round of pp virtual stages covers
+/// layers/chunks layers, stage r contributing its layers/chunks: Narayanan et
+/// al. 2021 §2.2's chunks of layers/(pp·v) with equal stages, Megatron-Core's
+/// uneven first and last stages with a virtual pipeline
+/// (--decoder-first/last-pipeline-num-layers with
+/// --num-virtual-stages-per-pipeline-rank) otherwise. chunks = 1: the stages.
+std::vector<int> virtual_stage_bounds(const std::vector<int>& stated, int layers, int pp, int chunks);
 /// The most layers any stage holds (⌈layers/pp⌉ when balanced).
 int max_stage_layers(const Plan& p, int layers);
 /// The most layers a stage other than the first and the last holds (0 with
