@@ -18,7 +18,7 @@
 
 #include "ztune/model/catalog.hpp"
 #include "ztune/model/hardware_profile.hpp"
-#include "ztune/simulator/engine.hpp"
+#include "ztune/simulator/event_loop.hpp"
 #include "ztune/simulator/simulate.hpp"
 
 namespace {
@@ -70,7 +70,7 @@ int main() {
     whole.push_back(cpu_now() - c0);
     wall.push_back(wall_now() - w0);
     c0 = cpu_now();
-    const ztune::sim::Timeline t = ztune::sim::run_engine(r.graph);
+    const ztune::sim::Timeline t = ztune::sim::run_event_loop(r.graph);
     engine.push_back(cpu_now() - c0);
     if (t.iteration_s != r.iteration_s) {
       std::fprintf(stderr, "bench_simulate: the engine is not deterministic\n");

@@ -17,7 +17,7 @@ OpId add_op(OpGraph& g, const Op& op) {
   assert(!g.finalized());
   assert(op.resource >= 0 && static_cast<std::size_t>(op.resource) < g.resources.size());
   // NaN and inf come from input figures (5e-324 GB/s; 0 bytes × inf s/byte):
-  // run_engine refuses them as an InputError, so only a negative time is a bug.
+  // run_event_loop refuses them as an InputError, so only a negative time is a bug.
   assert(!(op.duration_s < 0));
   assert(g.ops.size() < std::numeric_limits<std::uint32_t>::max());
   g.ops.push_back(op);

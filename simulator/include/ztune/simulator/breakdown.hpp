@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ztune/model/prediction.hpp"
-#include "ztune/simulator/engine.hpp"
+#include "ztune/simulator/event_loop.hpp"
 #include "ztune/simulator/op_graph.hpp"
 
 namespace ztune::sim {

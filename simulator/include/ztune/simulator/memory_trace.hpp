@@ -6,7 +6,7 @@
 // constant over the iteration and are the memory model's business.
 #include <vector>
 
-#include "ztune/simulator/engine.hpp"
+#include "ztune/simulator/event_loop.hpp"
 #include "ztune/simulator/op_graph.hpp"
 
 namespace ztune::sim {

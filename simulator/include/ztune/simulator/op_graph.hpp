@@ -25,7 +25,7 @@ namespace ztune::sim {
 using OpDag = boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, boost::no_property,
                                                  boost::no_property, std::uint32_t, std::uint32_t>;
 // Vertex ids are dense indices 0..n-1 in the order the builder added the
-// operations; that order is the engine's tie-break.
+// operations; that order is the event loop's tie-break.
 using OpId = std::size_t;
 
 struct OpGraph {

@@ -5,7 +5,7 @@
 
 #include "ztune/model/prediction.hpp"
 #include "ztune/simulator/breakdown.hpp"
-#include "ztune/simulator/engine.hpp"
+#include "ztune/simulator/event_loop.hpp"
 #include "ztune/simulator/memory_trace.hpp"
 #include "ztune/simulator/op_graph.hpp"
 
@@ -33,7 +33,7 @@ struct ResultOptions {
   bool all_stage_breakdowns = true;   // every stage's breakdown, not only the pacing stage's
 };
 
-/// Runs the engine on `g` (finalized here if it is not yet) and derives
+/// Runs the event loop on `g` (finalized here if it is not yet) and derives
 /// breakdowns and memory.
 [[nodiscard]] SimResult simulate_graph(OpGraph g, const ResultOptions& options = {});
 

@@ -1,4 +1,4 @@
-#include "ztune/simulator/engine.hpp"
+#include "ztune/simulator/event_loop.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -15,7 +15,7 @@ namespace {
 
 constexpr std::uint32_t kSharedBit = 0x80000000u;
 
-struct Event {  // 16 bytes: the heap is the engine's hottest data
+struct Event {  // 16 bytes: the heap is the event loop's hottest data
   double t = 0;
   std::uint32_t key = 0;  // op id (completion on a serial resource) or resource id (shared check)
   std::uint32_t tag = 0;  // 0: serial completion; kSharedBit | version: shared check (stale if the version moved)
@@ -230,9 +230,9 @@ class Engine {
 
 }  // namespace
 
-Timeline run_engine(const OpGraph& g) {
-  if (!g.finalized()) throw std::logic_error("simulator: run_engine needs a finalized graph (finalize_graph)");
-  // Every time the engine reaches is at most the sum of all durations (an
+Timeline run_event_loop(const OpGraph& g) {
+  if (!g.finalized()) throw std::logic_error("simulator: run_event_loop needs a finalized graph (finalize_graph)");
+  // Every time the event loop reaches is at most the sum of all durations (an
   // operation waits only for others to finish), so when that sum is finite the
   // clock is too. An infinite or NaN duration (a bandwidth, peak or efficiency
   // of 5e-324 in a cluster or profile file) would otherwise loop forever on

@@ -1,7 +1,8 @@
 #pragma once
-// The discrete-event engine: runs an operation graph on its resources. An
-// operation starts when all its inputs are done and its resource is free
-// (compute streams and the host CPU run one at a time, in order of readiness,
+// The discrete-event loop: runs an operation graph on its resources. (Named so
+// that "engine" means one thing in ztune, the training framework of
+// tuner/engine.hpp.) An operation starts when all its inputs are done and its
+// resource is free (compute streams and the host CPU run one at a time, in order of readiness,
 // ties by operation id); transfers on a link share its bandwidth equally
 // (processor sharing), so two concurrent transfers each take twice as long.
 // Deterministic: the same graph gives bit-identical timings.
@@ -23,6 +24,6 @@ struct Timeline {
 /// InputError when a duration is not a finite number >= 0 or the durations add
 /// up to more than a double holds (a cluster or profile figure such as 5e-324),
 /// which would otherwise never finish.
-[[nodiscard]] Timeline run_engine(const OpGraph& g);
+[[nodiscard]] Timeline run_event_loop(const OpGraph& g);
 
 }  // namespace ztune::sim

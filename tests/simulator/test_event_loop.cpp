@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "ztune/model/input_error.hpp"
-#include "ztune/simulator/engine.hpp"
+#include "ztune/simulator/event_loop.hpp"
 
 using namespace ztune::sim;
 
@@ -25,7 +25,7 @@ OpId op(OpGraph& g, int stage, ResourceKind r, double d) {
 // Builds the DAG (once) and simulates it.
 Timeline finished(OpGraph& g) {
   if (!g.finalized()) finalize_graph(g);
-  return run_engine(g);
+  return run_event_loop(g);
 }
 
 OpGraph graph(int stages) {
@@ -150,8 +150,8 @@ TEST_CASE("a duration that is not finite is refused, not simulated forever", "[s
     const OpId b = op(g, 0, ResourceKind::inter_link, bad);
     add_dependency(g, a, b);
     finalize_graph(g);
-    REQUIRE_THROWS_AS(run_engine(g), ztune::InputError);
-    REQUIRE_THROWS_WITH(run_engine(g), Catch::Matchers::StartsWith("simulator: operation \"") &&
+    REQUIRE_THROWS_AS(run_event_loop(g), ztune::InputError);
+    REQUIRE_THROWS_WITH(run_event_loop(g), Catch::Matchers::StartsWith("simulator: operation \"") &&
                                            Catch::Matchers::Contains("for a finite time"));
   }
   // Finite durations whose sum overflows a double are refused too.
@@ -160,5 +160,5 @@ TEST_CASE("a duration that is not finite is refused, not simulated forever", "[s
   const OpId b = op(g, 0, ResourceKind::compute, 1e308);
   add_dependency(g, a, b);
   finalize_graph(g);
-  REQUIRE_THROWS_WITH(run_engine(g), Catch::Matchers::Contains("add up to more than a double holds"));
+  REQUIRE_THROWS_WITH(run_event_loop(g), Catch::Matchers::Contains("add up to more than a double holds"));
 }
