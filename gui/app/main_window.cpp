@@ -343,8 +343,10 @@ void MainWindow::on_selection_changed() {
 }
 
 void MainWindow::update_plan_count() {
-  plan_count_->setText(plan_count_text(doc_.plans().matching(), doc_.plans().total(),
-                                       doc_.outcome() ? doc_.outcome()->result.feasible : 0));
+  const bool none_fit = doc_.outcome() && doc_.outcome()->result.plans.empty();
+  plan_count_->setText(none_fit ? QStringLiteral("no plan fits: the %1 closest to fitting").arg(doc_.plans().total())
+                                : plan_count_text(doc_.plans().matching(), doc_.plans().total(),
+                                                  doc_.outcome() ? doc_.outcome()->result.feasible : 0));
 }
 
 void MainWindow::compare_selected() {

@@ -3,11 +3,28 @@
 #include <algorithm>
 #include <iterator>
 
+#include <QColor>
+#include <QStringList>
+
 #include "ztune/gui/labels.hpp"
 #include "ztune/gui/units.hpp"
 #include "ztune/tuner/objective.hpp"
 
 namespace ztune::gui {
+
+namespace {
+
+/// What a plan that does not fit overflows: "GPU", "host", "NVMe", joined.
+QString overflow_of(const Candidate& c) {
+  const auto& m = c.prediction.memory;
+  QStringList out;
+  if (!m.fits_gpu) out << QStringLiteral("GPU memory");
+  if (!m.fits_host) out << QStringLiteral("host memory");
+  if (!m.fits_nvme) out << QStringLiteral("NVMe");
+  return out.join(QStringLiteral(", "));
+}
+
+}  // namespace
 
 PlanTableModel::PlanTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
@@ -134,7 +151,7 @@ QVariant PlanTableModel::display(const Candidate& c, int rank_index, int column)
     case attention: return attention_label(p);
     case schedule: return schedule_label(p);
     case precision: return precision_label(p);
-    case gpu_memory: return format_bytes(m.gpu_total_bytes);
+    case gpu_memory: return format_bytes(m.gpu_total_bytes) + (m.fits() ? QString() : QStringLiteral(" ✘"));
     // The unit is in the header ("Tokens/s"): sixteen columns fit a 1600 px window.
     case throughput: return c.timed ? format_count(t.tokens_per_s) : QStringLiteral("—");
     case tflops: return c.timed ? format_tflops(t.model_tflops_per_gpu) : QStringLiteral("—");
@@ -189,12 +206,17 @@ QVariant PlanTableModel::data(const QModelIndex& index, int role) const {
     case Qt::ToolTipRole: {
       QString tip = QString::fromStdString(c.plan.summary());
       if (index.column() == gpu_memory)
-        tip += QStringLiteral("\n%1 of %2 per GPU")
+        tip += QStringLiteral("\n%1 of %2 per GPU%3")
                    .arg(format_bytes(c.prediction.memory.gpu_total_bytes),
-                        format_bytes(c.prediction.memory.gpu_capacity_bytes));
+                        format_bytes(c.prediction.memory.gpu_capacity_bytes),
+                        c.prediction.memory.fits() ? QString() : QStringLiteral(": does not fit (%1)").arg(overflow_of(c)));
       if (c.simulated) tip += QStringLiteral("\ntime from the simulator");
       return tip;
     }
+    case Qt::ForegroundRole:
+      // A plan that does not fit (the closest ones, when nothing fits): its memory in red.
+      if (index.column() == gpu_memory && !c.prediction.memory.fits()) return QColor(Qt::red);
+      return {};
     case Qt::TextAlignmentRole: {
       const int col = index.column();
       const bool numeric = col == rank || col == gpus || col >= gpu_memory;

@@ -79,7 +79,10 @@ void PlannerDocument::set_outcome(SearchOutcome outcome) {
   selected_.reset();
   simulation_.reset();
   ++simulation_tag_;  // a simulation of the previous search's plan is stale
-  plans_.set_plans(outcome_->result.plans, outcome_->result.tokens);
+  // Nothing fits: the table shows the plans closest to fitting (their memory
+  // marked as over), so there is something to select, compare and read.
+  const auto& r = outcome_->result;
+  plans_.set_plans(r.plans.empty() ? r.closest : r.plans, r.tokens);
   set_compared({});
   scaling_.clear();
   if (!select(0)) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ztune/model/input_error.hpp"
+#include "ztune/model/prediction.hpp"
 #include "ztune/simulator/simulate.hpp"
 #include "ztune/tuner/objective.hpp"
 #include "ztune/tuner/results_db.hpp"
@@ -62,6 +63,15 @@ void PlannerWorker::search(const SearchInputs& inputs) {
   } catch (const std::exception& e) {
     emit searchFailed({InputIssue{InputField::other, QStringLiteral("search failed: ") + q(e.what())}});
     return;
+  }
+  if (out.result.plans.empty()) {
+    // The table shows the closest plans when nothing fits: time them too (a
+    // handful of analytical predictions), so a row says what it would run at.
+    for (auto& c : out.result.closest) {
+      if (c.timed) continue;
+      c.prediction.time = predict_time(out.inputs.model, c.plan, out.inputs.cluster, out.inputs.profile);
+      c.timed = true;
+    }
   }
   if (out.result.feasible == 0 && !out.result.interrupted) {
     // A few memory-only searches (more GPUs, relaxed rules): the same hints as the command line's.

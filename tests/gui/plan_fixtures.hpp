@@ -23,6 +23,8 @@ inline Candidate candidate(int dp, int tp, int pp, int zero, bool offload, doubl
   c.prediction.memory.gpu_total_bytes = mem_gib * kGiB;
   c.prediction.memory.gpu[static_cast<std::size_t>(MemLine::params)] = mem_gib * kGiB;
   c.prediction.memory.gpu_capacity_bytes = 32 * kGiB;
+  c.prediction.memory.fits_gpu = mem_gib <= 32;  // a search's plans fit; the closest ones do not
+  c.prediction.memory.fits_host = c.prediction.memory.fits_nvme = true;
   c.prediction.time.tokens_per_s = tokens_per_s;
   c.prediction.time.iteration_s = 1000.0 / tokens_per_s;
   c.prediction.time.parts[static_cast<std::size_t>(TimePart::forward)] = c.prediction.time.iteration_s;

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include <QAbstractItemModelTester>
+#include <QColor>
 #include <QSignalSpy>
 
 #include "ztune/gui/planner_document.hpp"
@@ -214,6 +215,16 @@ TEST_CASE("when nothing fits, the outcome carries what would make a plan fit", "
   bool more_gpus = false;
   for (const auto& h : hints) more_gpus |= h.change == "more GPUs" && h.fits;
   CHECK(more_gpus);
+  // The table shows the plans closest to fitting (it was empty), their memory marked as over.
+  REQUIRE_FALSE(doc.outcome()->result.closest.empty());
+  CHECK(doc.plans().total() == static_cast<int>(doc.outcome()->result.closest.size()));
+  REQUIRE(doc.plans().rowCount() > 0);
+  CHECK(doc.plans().index(0, PlanTableModel::gpu_memory).data().toString().endsWith(QStringLiteral(" ✘")));
+  CHECK(doc.plans().index(0, PlanTableModel::gpu_memory).data(Qt::ForegroundRole).value<QColor>() == QColor(Qt::red));
+  CHECK(doc.selected() != nullptr);
+  // Timed, so a row says what the plan would run at if it fitted.
+  for (const auto& c : doc.outcome()->result.closest) CHECK(c.timed);
+  CHECK(doc.plans().index(0, PlanTableModel::gpu_memory).data(Qt::ToolTipRole).toString().contains("does not fit ("));
 }
 
 TEST_CASE("results go stale when an input changes, and fresh again when it comes back or a search runs",
