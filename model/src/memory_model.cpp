@@ -275,10 +275,15 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   // ZeRO-R CPU checkpointing: the checkpoints live on the host (predict_memory
   // counts them there); the GPU holds the one copied back for its layer's
   // recomputation.
-  double act = (p.cpu_checkpointing ? 1.0 : layers * in_flight) * layer_activation_bytes(m, p, p.recompute);
+  // Megatron's unfused softmax chain (op_costs megatron_softmax_fallback)
+  // keeps the probabilities its softmax backward reads in fp32: 2 bytes per
+  // score more than Korthikanti's 16-bit count, wherever the scores are stored.
+  const double fallback = megatron_softmax_fallback(m, p, hw) ? 2.0 * attention_score_elements(m, p) : 0.0;
+  const double stored = p.cpu_checkpointing ? 1.0 : layers * in_flight;
+  double act = stored * (layer_activation_bytes(m, p, p.recompute) + (p.recompute == Recompute::none ? fallback : 0.0));
   // Full recomputation re-materialises one layer's activations at a time.
   // The layer being recomputed holds its whole activations while its backward runs.
-  if (whole_layer_recompute_share(p) > 0) act += layer_activation_bytes(m, p, Recompute::none);
+  if (whole_layer_recompute_share(p) > 0) act += layer_activation_bytes(m, p, Recompute::none) + fallback;
   // Embedding output dropout mask (Korthikanti: s·b·h·p/t with SP), of this
   // rank's s/cp rows.
   const double sbh = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch * m.hidden;

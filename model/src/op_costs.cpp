@@ -324,6 +324,19 @@ bool megatron_fused_softmax_available(double attn_batches, double sq, double sk,
   return multiple(attn_batches, batches_per_block);
 }
 
+double attention_score_elements(const Transformer& m, const Plan& p) {
+  const LayerShape x = shape_of(m, p);
+  return x.b * x.a / (x.t * x.u) * x.sa * x.s;
+}
+
+bool megatron_softmax_fallback(const Transformer& m, const Plan& p, const HardwareProfile& hw) {
+  if (p.attention != AttentionKernel::standard || p.cp != 1 || !hw.engine.megatron_softmax_rule ||
+      p.sparse_attention != SparseLayout::none)
+    return false;
+  const LayerShape x = shape_of(m, p);
+  return !megatron_fused_softmax_available(x.b * x.a / (x.t * x.u), x.sa, x.s, p.precision);
+}
+
 LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
   const LayerShape x = shape_of(m, p);
   const GpuSpec& gpu = c.node.gpu;
@@ -387,9 +400,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   // backward (reads output and gradient, writes one, fp32), the mask's and the
   // scale's backward, back to 16-bit, against the fused backward's 3·eb:
   // 36 − eb more. Four more kernels and four more host ops each way.
-  const bool softmax_fallback = p.attention == AttentionKernel::standard && p.cp == 1 &&
-                                hw.engine.megatron_softmax_rule && p.sparse_attention == SparseLayout::none &&
-                                !megatron_fused_softmax_available(heads_local, x.sa, x.s, prec);
+  const bool softmax_fallback = megatron_softmax_fallback(m, p, hw);
   constexpr int kFallbackOps = 4;
   double fallback_bwd_s = 0;
   if (softmax_fallback) {

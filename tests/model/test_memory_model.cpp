@@ -488,3 +488,32 @@ TEST_CASE("engines' selective policies keep the tensors they save, closed form",
   p.cp = 2;
   CHECK(layer_activation_bytes(m, p, p.recompute) == Approx(whole / 2));
 }
+
+TEST_CASE("Megatron's unfused softmax keeps its probabilities in fp32: 2 bytes per score more", "[memory][activations]") {
+  // tp 8 of 16 heads at micro-batch 1: 2 score matrices per rank, not a
+  // multiple of 4, so is_kernel_available refuses the fused kernel
+  // (op_costs megatron_fused_softmax_available) and forward_torch_softmax
+  // saves fp32 probabilities for its backward: 2·(b·a/t)·s² bytes more per
+  // layer and micro-batch, for every one whose scores are stored.
+  const Transformer m = gpt(8, 1024, 16, 1024, 51200);
+  Plan p = test::zero_plan(1, 8, 0, 1, 4);
+  p.precision = Precision::fp16;
+  HardwareProfile always = flat_profile();
+  HardwareProfile rule = flat_profile();
+  rule.engine.megatron_softmax_rule = true;
+  const double extra = 2.0 * (1.0 * 16 / 8) * 1024.0 * 1024.0;
+  CHECK(attention_score_elements(m, p) == Approx(2.0 * 1024 * 1024));
+  REQUIRE(megatron_softmax_fallback(m, p, rule));
+  CHECK_FALSE(megatron_softmax_fallback(m, p, always));
+  const Cluster c = a100_nodes(1);
+  auto act = [&](const HardwareProfile& hw) { return predict_memory(m, p, c, hw).line(MemLine::activations); };
+  CHECK(act(rule) - act(always) == Approx(8 * extra));  // 8 layers, one micro-batch in flight
+  // Full recomputation stores no scores: only the layer being recomputed holds them.
+  p.recompute = Recompute::full;
+  CHECK(act(rule) - act(always) == Approx(extra));
+  // Micro-batch 2: 4 score matrices per rank, the fused kernel runs, nothing more.
+  p = test::zero_plan(1, 8, 0, 2, 2);
+  p.precision = Precision::fp16;
+  CHECK_FALSE(megatron_softmax_fallback(m, p, rule));
+  CHECK(act(rule) == Approx(act(always)));
+}

@@ -53,6 +53,16 @@ struct GemmShape {
 /// (forward_torch_softmax). E.g. 16 heads at tp 8, micro-batch 1: 2 score
 /// matrices, no fused kernel.
 [[nodiscard]] bool megatron_fused_softmax_available(double attn_batches, double sq, double sk, Precision p);
+/// Whether plan `p` runs Megatron's unfused softmax chain in fp32
+/// (forward_torch_softmax) instead of the fused kernel: the standard dense
+/// kernel without context parallelism, an engine with Megatron's rule
+/// (engine fusion.masked_softmax "megatron"), and a shape the rule refuses.
+/// THE condition: the time model prices the chain, the memory model stores
+/// its fp32 probabilities.
+[[nodiscard]] bool megatron_softmax_fallback(const Transformer& m, const Plan& p, const HardwareProfile& hw);
+/// Attention score elements of one layer and micro-batch on one rank:
+/// b·a/(t·u) heads of s/cp query rows against s keys (dense).
+[[nodiscard]] double attention_score_elements(const Transformer& m, const Plan& p);
 
 /// Time of a memory-bound kernel moving `bytes` through HBM (read + write),
 /// at the profile's achieved bandwidth, plus `kernels` launches.
