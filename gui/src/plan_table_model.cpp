@@ -1,6 +1,7 @@
 #include "ztune/gui/plan_table_model.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <iterator>
 
 #include <QColor>
@@ -67,33 +68,27 @@ void PlanTableModel::rebuild() {
 
 void PlanTableModel::sort(int column, Qt::SortOrder order) {
   if (column < 0 || column >= column_count) return;
-  beginResetModel();
-  sort_column_ = column;
-  sort_order_ = order;
-  rebuild();
-  endResetModel();
+  replace_order([&] {
+    sort_column_ = column;
+    sort_order_ = order;
+  });
 }
 
 void PlanTableModel::set_zero_stage(std::optional<int> stage) {
-  if (stage == zero_stage_) return;
-  beginResetModel();
-  zero_stage_ = stage;
-  rebuild();
-  endResetModel();
+  if (stage != zero_stage_) replace_order([&] { zero_stage_ = stage; });
 }
 
 void PlanTableModel::set_hide_offload(bool hide) {
-  if (hide == hide_offload_) return;
-  beginResetModel();
-  hide_offload_ = hide;
-  rebuild();
-  endResetModel();
+  if (hide != hide_offload_) replace_order([&] { hide_offload_ = hide; });
 }
 
 void PlanTableModel::set_gpus(std::optional<int> devices) {
-  if (devices == gpus_) return;
+  if (devices != gpus_) replace_order([&] { gpus_ = devices; });
+}
+
+void PlanTableModel::replace_order(const std::function<void()>& change) {
   beginResetModel();
-  gpus_ = devices;
+  change();
   rebuild();
   endResetModel();
 }

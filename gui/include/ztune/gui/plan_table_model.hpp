@@ -9,6 +9,7 @@
 // rows fetched so far). Every column has a display text in readable units and
 // a numeric SortRole value: "9.5 GiB" sorts below "10.1 GiB" (hotspot's models
 // expose SortRole the same way).
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -100,6 +101,8 @@ class PlanTableModel : public QAbstractTableModel {
   [[nodiscard]] bool passes(const Candidate& c) const;
   /// Rebuilds order_ from the filters and the sort, inside a model reset.
   void rebuild();
+  /// Applies `change` (a filter or the sort) and places every plan again, in one model reset.
+  void replace_order(const std::function<void()>& change);
 
   std::vector<Candidate> plans_;
   std::vector<int> order_;  // indices into plans_ that pass the filters, in the table's order
