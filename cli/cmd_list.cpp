@@ -31,7 +31,8 @@ Command add_list(CLI::App& root) {
                           "vocab", "seq", "activation");
               for (const auto& n : catalog_names("models")) {
                 Transformer t = load_transformer(n);
-                std::printf("%-16s %10s %7d %7d %6d %7d %6d  %s\n", n.c_str(), params_text(t.total_params()).c_str(), t.layers,
+                std::printf("%-16s %10s %7d %7d %6d %7d %6d  %s\n", n.c_str(), params_text(t.total_params()).c_str(),
+                            t.layers,
                             t.hidden, t.heads, t.vocab, t.seq_len,
                             t.activation == Activation::gelu ? "gelu" : "swiglu");
               }

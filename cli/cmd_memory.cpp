@@ -191,8 +191,11 @@ void print_grid(const MemoryGrid& g, const Transformer& m, const Cluster& c) {
   for (const auto& r : g.rows) {
     const bool ds = r.deepspeed.has_value();
     if (!ds) missing.insert(r.no_deepspeed_why);
-    std::vector<std::string> row{std::to_string(r.zero_stage), offload_text(r), precision_text(r.precision, g.capacities),
-                                 in_unit(r.ztune_gpu_bytes, u), ds ? in_unit(static_cast<double>(r.deepspeed->gpu_bytes), u) : "-",
+    std::vector<std::string> row{std::to_string(r.zero_stage),
+                                 offload_text(r),
+                                 precision_text(r.precision, g.capacities),
+                                 in_unit(r.ztune_gpu_bytes, u),
+                                 ds ? in_unit(static_cast<double>(r.deepspeed->gpu_bytes), u) : "-",
                                  in_unit(r.ztune.host_bytes_per_node, u),
                                  ds ? in_unit(static_cast<double>(r.deepspeed->host_bytes_per_node), u) : "-",
                                  in_unit(r.ztune.nvme_bytes_per_node, u)};
@@ -232,7 +235,8 @@ void print_grid(const MemoryGrid& g, const Transformer& m, const Cluster& c) {
   std::printf("DeepSpeed: estimate_zero2/3_model_states_mem_needs (v0.19.8): fp32 gradient partitions too (18 bytes a\n"
               "parameter), 4 bytes × the largest layer under ZeRO-3, host figures × 1.5 and with zero.Init (--json\n"
               "has them without it); without offload its host figure is what loading the model takes, and stage 2's\n"
-              "with optimizer offload counts 4 bytes a parameter for every GPU of the job (max(4·GPUs, 16)·Ψ·1.5).\n");
+              "with optimizer offload counts 4 bytes a parameter for every GPU of the job\n"
+              "(max(4·GPUs, 16)·Ψ·1.5).\n");
   for (const auto& why : missing) std::printf("-: %s.\n", why.c_str());
   if (g.capacities)
     std::printf("fits: the model states against %s's capacities (the GPU's before activations).\n", c.name.c_str());
@@ -243,8 +247,8 @@ void print_grid(const MemoryGrid& g, const Transformer& m, const Cluster& c) {
 Command add_memory(CLI::App& root) {
   auto f = std::make_shared<MemoryFlags>();
   auto* app = root.add_subcommand(
-      "memory", "Model-state memory per GPU and per node for every ZeRO stage × offload × precision, beside DeepSpeed's "
-                "estimators");
+      "memory",
+      "Model-state memory per GPU and per node for every ZeRO stage × offload × precision, beside DeepSpeed's estimators");
   app->add_option("--model", f->model, "Model: catalog name, ztune model JSON or Hugging Face config.json")
       ->required();
   app->add_option("--gpus", f->gpus,

@@ -256,7 +256,8 @@ bool TimelineWidget::event(QEvent* event) {
                           : QStringLiteral("%1 operations, %2 … %3 (zoom in for each)<br>%4")
                                 .arg(bar->count)
                                 .arg(first.label.toHtmlEscaped(),
-                                     data_.items[bar->first + static_cast<std::size_t>(bar->count) - 1].label.toHtmlEscaped(),
+                                     data_.items[bar->first + static_cast<std::size_t>(bar->count) - 1]
+                                         .label.toHtmlEscaped(),
                                      timeline_bar_mix(*bar));
       QToolTip::showText(help->globalPos(),
                          QStringLiteral("<b>%1</b><br>%2<br>%3 → %4 (%5)")

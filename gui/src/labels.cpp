@@ -113,7 +113,8 @@ QString zero_label(const Plan& p) {
 QString plan_count_text(int shown, int kept, std::int64_t feasible) {
   auto n = [](double v) { return QString::fromStdString(grouped(v)); };
   if (feasible <= kept) {
-    if (kept == 1) return shown == 1 ? QStringLiteral("the only plan that fits") : QStringLiteral("0 of 1 plan that fits");
+    if (kept == 1)
+      return shown == 1 ? QStringLiteral("the only plan that fits") : QStringLiteral("0 of 1 plan that fits");
     return shown == kept ? QStringLiteral("all %1 plans that fit").arg(n(kept))
                          : QStringLiteral("%1 of %2 plans that fit").arg(n(shown), n(kept));
   }

@@ -1,8 +1,10 @@
 #include "ztune/gui/plan_table_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <iterator>
+#include <limits>
 
 #include <QColor>
 #include <QStringList>
@@ -15,7 +17,7 @@ namespace ztune::gui {
 
 namespace {
 
-/// What a plan that does not fit overflows: "GPU", "host", "NVMe", joined.
+/// What a plan that does not fit overflows: "GPU memory", "host memory", "NVMe", joined.
 QString overflow_of(const Candidate& c) {
   const auto& m = c.prediction.memory;
   QStringList out;
@@ -55,8 +57,10 @@ void PlanTableModel::rebuild() {
   if (sort_column_ != rank || sort_order_ != Qt::AscendingOrder) {
     // One key per plan, then a stable sort: ties keep the rank order.
     std::vector<double> key(plans_.size());
-    for (int i : order_)
-      key[static_cast<std::size_t>(i)] = sort_value(plans_[static_cast<std::size_t>(i)], i, sort_column_).toDouble();
+    for (int i : order_) {
+      const double k = sort_value(plans_[static_cast<std::size_t>(i)], i, sort_column_).toDouble();
+      key[static_cast<std::size_t>(i)] = std::isnan(k) ? std::numeric_limits<double>::infinity() : k;  // a strict order
+    }
     const bool up = sort_order_ == Qt::AscendingOrder;
     std::stable_sort(order_.begin(), order_.end(), [&](int a, int b) {
       const double ka = key[static_cast<std::size_t>(a)], kb = key[static_cast<std::size_t>(b)];
@@ -204,7 +208,8 @@ QVariant PlanTableModel::data(const QModelIndex& index, int role) const {
         tip += QStringLiteral("\n%1 of %2 per GPU%3")
                    .arg(format_bytes(c.prediction.memory.gpu_total_bytes),
                         format_bytes(c.prediction.memory.gpu_capacity_bytes),
-                        c.prediction.memory.fits() ? QString() : QStringLiteral(": does not fit (%1)").arg(overflow_of(c)));
+                        c.prediction.memory.fits() ? QString()
+                                                   : QStringLiteral(": does not fit (%1)").arg(overflow_of(c)));
       if (c.simulated) tip += QStringLiteral("\ntime from the simulator");
       return tip;
     }

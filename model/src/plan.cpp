@@ -143,7 +143,8 @@ std::vector<int> virtual_stage_bounds(const std::vector<int>& stated, int layers
   std::vector<int> bounds{0};
   bounds.reserve(static_cast<std::size_t>(pp) * chunks + 1);
   for (int c = 0; c < chunks; ++c)
-    for (int r = 0; r < pp; ++r) bounds.push_back(bounds.back() + partition_layer_count(stated, layers, pp, r) / chunks);
+    for (int r = 0; r < pp; ++r)
+      bounds.push_back(bounds.back() + partition_layer_count(stated, layers, pp, r) / chunks);
   assert(bounds.back() == layers);
   return bounds;
 }
