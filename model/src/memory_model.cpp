@@ -7,6 +7,7 @@
 #include "ztune/model/hardware_profile.hpp"
 #include "ztune/model/onebit_adam.hpp"
 #include "ztune/model/op_costs.hpp"
+#include "ztune/model/pipeline_schedule.hpp"
 #include "ztune/model/sparse_attention.hpp"
 #include "ztune/model/zeropp.hpp"
 
@@ -265,13 +266,15 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   // Activations: this stage's layers × micro-batches in flight. Under 1F1B
   // stage i holds min(pp − i, m) (Narayanan et al. 2021, §2.2: the warm-up
   // runs pp − i − 1 forwards before the first backward): the first stage the
-  // most, the last one. Interleaved: the first stage's figure, the others one
-  // (equal stages only, so the first stage is the most loaded).
+  // most, the last one. Interleaved (model/pipeline_schedule
+  // chunks_in_flight): stage s holds its warm-up's chunks + 1, each chunk a
+  // v-th of its layers; stage 0 the most with equal stages, a later stage with
+  // more layers possibly more (uneven stages).
   double in_flight = microbatches_in_flight(p);
-  if (p.schedule == Schedule::one_f_one_b && p.pp > 1)
-    in_flight = std::min<double>(p.pp - stage, p.grad_accum);
-  else if (!first && p.schedule != Schedule::gpipe)
-    in_flight = 1.0;
+  if (p.pp > 1 && p.schedule != Schedule::gpipe) {
+    const int v = p.schedule == Schedule::interleaved ? p.virtual_stages : 1;
+    in_flight = static_cast<double>(chunks_in_flight(p.schedule, p.pp, stage, p.grad_accum, v)) / v;
+  }
   // ZeRO-R CPU checkpointing: the checkpoints live on the host (predict_memory
   // counts them there); the GPU holds the one copied back for its layer's
   // recomputation.

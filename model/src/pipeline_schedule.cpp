@@ -55,4 +55,20 @@ std::vector<PipeAction> pipeline_schedule(Schedule kind, int stages, int stage, 
   return out;
 }
 
+int chunks_in_flight(Schedule kind, int stages, int stage, int micro_batches, int chunks) {
+  const int p = stages, m = micro_batches;
+  if (p <= 1) return 1;
+  switch (kind) {
+    case Schedule::gpipe: return m;
+    case Schedule::one_f_one_b: return std::min(p - stage, m);
+    case Schedule::interleaved: {
+      const long total = static_cast<long>(m) * chunks;
+      if (m == p) return static_cast<int>(total);
+      const long warmup = std::min(static_cast<long>(p - stage - 1) * 2 + static_cast<long>(chunks - 1) * p, total);
+      return static_cast<int>(std::min(warmup + 1, total));
+    }
+  }
+  return 1;
+}
+
 }  // namespace ztune

@@ -517,3 +517,26 @@ TEST_CASE("Megatron's unfused softmax keeps its probabilities in fp32: 2 bytes p
   CHECK_FALSE(megatron_softmax_fallback(m, p, rule));
   CHECK(act(rule) == Approx(act(always)));
 }
+
+TEST_CASE("uneven interleaved stages: each stage's chunks in flight × its layers / v", "[memory][stages]") {
+  // pp 2, v 2, m 4 on 6 layers stated 2 + 4 (chunks of 1 and 2 layers).
+  // Megatron's interleaved warm-up: stage 0 (p−1)·2 + (v−1)·p = 4 chunk
+  // forwards, 5 in flight × 1 layer; stage 1 2 forwards, 3 in flight × 2
+  // layers = 6 layers' worth: the second stage is the most loaded.
+  const Transformer m = gpt(6, 1024, 16, 1024, 51200);
+  Plan p = test::zero_plan(1, 1, 0, 1, 4);
+  p.pp = 2;
+  p.virtual_stages = 2;
+  p.schedule = Schedule::interleaved;
+  p.stage_layers = {2, 4};
+  const double layer = layer_activation_bytes(m, p, Recompute::none);
+  const MemoryPrediction mp = predict_memory(m, p, a100_nodes(1), flat_profile());
+  // The last stage also stores nothing else per layer; its activations line is 6 layers' worth.
+  CHECK(mp.line(MemLine::activations) == Approx(6 * layer));
+  // Stated the other way (4 + 2), stage 0 is the most loaded: 5 chunks × 2 layers
+  // (+ the embedding's dropout mask per micro-batch in flight).
+  p.stage_layers = {4, 2};
+  const double sbh = 1024.0 * 1 * 1024;
+  CHECK(predict_memory(m, p, a100_nodes(1), flat_profile()).line(MemLine::activations) ==
+        Approx(10 * layer + 2.5 * sbh));
+}

@@ -57,6 +57,28 @@ TEST_CASE("1F1B: stage s keeps p−s micro-batches in flight (PipeDream-flush)",
   }
 }
 
+// The memory model's closed form (chunks_in_flight) against the schedule it
+// summarises: the peak of forwards not yet matched by their backward.
+TEST_CASE("chunks in flight: the closed form is the schedule's peak, every schedule and stage", "[simulator][schedule]") {
+  for (const auto& [schedule, p, v, m] :
+       {std::tuple{Schedule::gpipe, 4, 1, 6}, std::tuple{Schedule::one_f_one_b, 4, 1, 6},
+        std::tuple{Schedule::one_f_one_b, 4, 1, 2}, std::tuple{Schedule::one_f_one_b, 7, 1, 64},
+        std::tuple{Schedule::interleaved, 4, 2, 8}, std::tuple{Schedule::interleaved, 4, 3, 4},
+        std::tuple{Schedule::interleaved, 2, 2, 4}, std::tuple{Schedule::interleaved, 8, 4, 64},
+        std::tuple{Schedule::interleaved, 3, 2, 3}}) {
+    for (int s = 0; s < p; ++s) {
+      int in_flight = 0;
+      int peak = 0;
+      for (const auto& st : pipeline_schedule(schedule, p, s, m, v)) {
+        in_flight += st.forward ? 1 : -1;
+        peak = std::max(peak, in_flight);
+      }
+      INFO(to_string(schedule) << " p " << p << " v " << v << " m " << m << " stage " << s);
+      CHECK(chunks_in_flight(schedule, p, s, m, v) == peak);
+    }
+  }
+}
+
 TEST_CASE("1F1B bubble fraction is (p−1)/(m+p−1) for uniform stages", "[simulator][schedule]") {
   const double f = 1.0;
   const double b = 2.0;

@@ -45,4 +45,12 @@ struct PipeAction {
 [[nodiscard]] std::vector<PipeAction> pipeline_schedule(Schedule kind, int stages, int stage, int micro_batches,
                                                         int chunks = 1);
 
+/// The most (micro-batch, chunk) forwards stage `stage` holds activations of
+/// at once under that schedule, in closed form (the memory model's hot path):
+/// GPipe m; 1F1B min(p − s, m); interleaved min(warm-up + 1, m·v) with the
+/// warm-up above (m·v when m = p). Divided by v it is the stage's layers'
+/// worth of micro-batches; at stage 0 of interleaving, Korthikanti et al.
+/// 2022 §4.2.3's p·(1 + (p − 1)/(p·v)).
+[[nodiscard]] int chunks_in_flight(Schedule kind, int stages, int stage, int micro_batches, int chunks = 1);
+
 }  // namespace ztune
