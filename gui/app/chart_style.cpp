@@ -16,6 +16,7 @@ QChart* new_planner_chart(const QString& title, Qt::Alignment legend) {
   chart->setTitle(title);
   chart->setAnimationOptions(QChart::NoAnimation);
   chart->legend()->setAlignment(legend);
+  chart->legend()->setShowToolTips(true);  // a label cut short ("Optimizer stat…") says itself in full on hover
   chart->setMargins(QMargins(4, 4, 4, 4));
   return chart;
 }
