@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
             Plan p;
             p.tp = tp;
             p.pp = pp;
-            p.dp = cluster.total_gpus() / (tp * pp);
+            p.dp = cluster.total_devices() / (tp * pp);
             if (p.dp < 1) continue;
             p.zero_stage = zero;
             p.recompute = rc;

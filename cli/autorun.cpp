@@ -38,7 +38,7 @@ struct Availability {
 };
 
 Availability available_devices(const Cluster& c, const std::string& hosts) {
-  if (c.device_kind == DeviceKind::cpu) return {c.total_gpus(), "CPU ranks on this machine (oversubscribed when needed)"};
+  if (c.device_kind == DeviceKind::cpu) return {c.total_devices(), "CPU ranks on this machine (oversubscribed when needed)"};
   if (const char* n = std::getenv("SLURM_NTASKS"); n != nullptr)
     return {std::atoi(n), "the Slurm allocation (SLURM_NTASKS)"};
   if (!hosts.empty()) {

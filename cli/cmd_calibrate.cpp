@@ -72,10 +72,10 @@ std::string calibrate_worker_path() {
 // Default ranks: one per core (ranks that time-share a core measure the
 // sharing, not the hardware), at most the cluster's devices.
 int default_ranks(const Cluster& c, const std::string& backend) {
-  if (backend != "cpu") return c.total_gpus();
+  if (backend != "cpu") return c.total_devices();
   int cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   if (c.node.cpu_cores > 0) cores = std::min(cores, c.node.cpu_cores);  // one rank per core the cluster declares
-  return std::max(2, std::min(c.total_gpus(), cores));  // collectives need two
+  return std::max(2, std::min(c.total_devices(), cores));  // collectives need two
 }
 
 std::string replace_extension(const std::string& path, const std::string& suffix) {
@@ -197,9 +197,9 @@ int run(const CalibrateFlags& f) {
     in.machine_before = wait_until_quiet(f.wait_quiet_s, in.noise_limits, report);
     std::fprintf(report, "ztune calibrate: %d rank(s) of cluster %s (%s backend)%s\n", np, cluster.name.c_str(),
                  backend.c_str(),
-                 np < cluster.total_gpus()
+                 np < cluster.total_devices()
                      ? ((backend == "cpu" ? std::string(": one per core") : std::string(": one per GPU")) +
-                        "; the cluster describes " + std::to_string(cluster.total_gpus()) +
+                        "; the cluster describes " + std::to_string(cluster.total_devices()) +
                         " (pass --np to calibrate that layout)")
                            .c_str()
                      : "");

@@ -23,7 +23,7 @@ Command add_list(CLI::App& root) {
                 Cluster c = load_cluster(n);
                 double peak = std::max(c.node.gpu.peak_tflops_bf16, c.node.gpu.peak_tflops_fp16);
                 std::printf("%-18s %6d %5d %-22s %8.0f %10.1f  %d× %.1f GB/s %s\n", n.c_str(), c.nodes,
-                            c.total_gpus(), c.node.gpu.name.c_str(), c.node.gpu.memory_gb, peak,
+                            c.total_devices(), c.node.gpu.name.c_str(), c.node.gpu.memory_gb, peak,
                             c.inter_node.nics_per_node, c.inter_node.bandwidth_gbps, c.inter_node.name.c_str());
               }
             } else {

@@ -247,7 +247,7 @@ int run_search_command(const SearchFlags& f) {
   auto json_result = [&]() {
     nlohmann::json j = search_result_to_json(r);
     j["cluster"] = {{"name", cluster.name},    {"gpu", cluster.node.gpu.name},
-                    {"gpus", cluster.total_gpus()}, {"nodes", cluster.nodes}};
+                    {"gpus", cluster.total_devices()}, {"nodes", cluster.nodes}};
     j["model"] = {{"name", model.name}, {"params", model.total_params()}, {"seq_len", model.seq_len}};
     j["engine"] = f.engine;
     j["profile"] = hw.name;
@@ -273,7 +273,7 @@ int run_search_command(const SearchFlags& f) {
   };
   if (!f.json) {
     std::cout << "ztune search: " << model.name << " (" << model.seq_len << "-token sequences) on " << cluster.name
-              << " (" << cluster.total_gpus() << " × " << cluster.node.gpu.name << ", " << cluster.nodes
+              << " (" << cluster.total_devices() << " × " << cluster.node.gpu.name << ", " << cluster.nodes
               << (cluster.nodes == 1 ? " node" : " nodes") << "), engine " << f.engine << "\n";
     if (const std::string note = sequence_note(model); !note.empty()) std::cout << note << "\n";
     if (nothing && r.interrupted) {

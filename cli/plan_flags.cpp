@@ -187,13 +187,13 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   p.cp = cp;
   p.ulysses = ulysses;
   const std::int64_t model_ways = static_cast<std::int64_t>(tp) * pp * cp * ulysses;
-  if (model_ways > c.total_gpus())
+  if (model_ways > c.total_devices())
     throw InputError((ulysses > 1 ? "--tp/--pp/--ulysses: tp×pp×ulysses = "
                       : cp > 1    ? "--tp/--pp/--cp: tp×pp×cp = "
                                   : "--tp/--pp: tp×pp = ") +
                      std::to_string(model_ways) +
-                     " exceeds the cluster's " + std::to_string(c.total_gpus()) + " devices");
-  p.dp = dp > 0 ? dp : static_cast<int>(c.total_gpus() / model_ways);
+                     " exceeds the cluster's " + std::to_string(c.total_devices()) + " devices");
+  p.dp = dp > 0 ? dp : static_cast<int>(c.total_devices() / model_ways);
   p.zero_stage = zero;
   // One shard group of all the weights' data-parallel ranks is plain ZeRO-3.
   p.dp_shard = dp_shard > 0 && dp_shard == p.dp_cp() ? 0 : dp_shard;
@@ -226,14 +226,14 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   p.global_batch = global_batch > 0 ? global_batch : m.global_batch;
   std::int64_t per_step = static_cast<std::int64_t>(p.micro_batch) * p.dp;
   if (p.global_batch % per_step != 0) {
-    const std::int64_t idle = c.total_gpus() - model_ways * p.dp;
+    const std::int64_t idle = c.total_devices() - model_ways * p.dp;
     const std::string why =
         dp > 0 || idle == 0
             ? ""
-            : " (dp defaulted to the " + std::to_string(c.total_gpus()) + " devices / " + std::to_string(model_ways) +
+            : " (dp defaulted to the " + std::to_string(c.total_devices()) + " devices / " + std::to_string(model_ways) +
                   " model-parallel ways = " + std::to_string(p.dp) + ", " + std::to_string(idle) +
                   (idle == 1 ? " device" : " devices") + " idle: choose degrees whose product divides " +
-                  std::to_string(c.total_gpus()) + ", or pass --dp)";
+                  std::to_string(c.total_devices()) + ", or pass --dp)";
     throw InputError("--global-batch: " + std::to_string(p.global_batch) + " is not a multiple of micro-batch × dp = " +
                      std::to_string(per_step) + why);
   }

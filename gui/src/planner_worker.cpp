@@ -37,7 +37,7 @@ nlohmann::json options_json(const SearchInputs& in, const SearchOptions& o) {
 
 QList<int> scaling_gpu_counts(const Cluster& c) {
   QList<int> counts;
-  const int total = c.total_gpus();
+  const int total = c.total_devices();
   for (int n = std::max(1, c.node.gpus); n < total; n *= 2) counts << n;
   counts << total;
   return counts;

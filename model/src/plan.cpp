@@ -628,11 +628,11 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
 
 std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const Cluster& c) {
   auto s = [](auto v) { return std::to_string(v); };
-  if (p.devices() > c.total_gpus())
+  if (p.devices() > c.total_devices())
     return std::string(p.ulysses > 1 ? "$.dp: dp×tp×ulysses×pp = " : p.cp > 1 ? "$.dp: dp×tp×cp×pp = " : "$.dp: dp×tp×pp = ") +
            (p.devices() >= kPlanDevicesSaturated ? std::string("more than 2^62") : s(p.devices())) +
-           " needs more devices than the cluster's " + s(c.total_gpus()) +
-           " (" + s(c.nodes) + " nodes × " + s(c.node.gpus) + "); expected at most " + s(c.total_gpus()) +
+           " needs more devices than the cluster's " + s(c.total_devices()) +
+           " (" + s(c.nodes) + " nodes × " + s(c.node.gpus) + "); expected at most " + s(c.total_devices()) +
            " (fewer is allowed: the rest stay idle)";
   if (auto why = check_plan_shape(p, m)) return why;
   if ((p.offload_optimizer == OffloadTarget::nvme || p.offload_params == OffloadTarget::nvme) &&

@@ -46,7 +46,7 @@ TEST_CASE("a search runs on the worker thread and arrives here as a value", "[gu
   REQUIRE_FALSE(r.plans.empty());
   // Every plan that fits comes back for the table (issue 23), not the top 20.
   CHECK(static_cast<std::int64_t>(r.plans.size()) == r.feasible);
-  CHECK(outcome.inputs.cluster.total_gpus() == 16);
+  CHECK(outcome.inputs.cluster.total_devices() == 16);
   // The accuracy the report shows came with the search (the worker ran the
   // validation suite): V100's published runs, each source with its runs.
   CHECK(outcome.accuracy.family == "V100");

@@ -33,7 +33,7 @@ TEST_CASE("the defaults load: dgx2x16 and 100b", "[gui][inputs]") {
   const InputResolution r = resolve_inputs({});
   REQUIRE(r.ok());
   CHECK(r.issues.empty());
-  CHECK(r.inputs->cluster.total_gpus() == 256);  // 16 DGX-2 × 16 V100
+  CHECK(r.inputs->cluster.total_devices() == 256);  // 16 DGX-2 × 16 V100
   CHECK(r.inputs->model.total_params() == Approx(100e9).epsilon(0.05));
   CHECK(r.inputs->options.stop == nullptr);
   CHECK(r.inputs->options.top == kPlannerPlansKept);  // every plan that fits, for the table

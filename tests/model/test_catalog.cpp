@@ -45,7 +45,7 @@ TEST_CASE("every catalog cluster loads, is named after its file and cites a sour
     REQUIRE_NOTHROW(c = ztune::load_cluster(stem));
     CHECK(c.name == stem);
     CHECK(c.source.size() > 40);
-    CHECK(c.total_gpus() >= 1);
+    CHECK(c.total_devices() >= 1);
   }
   const auto listed = ztune::catalog_names("clusters");
   CHECK(std::set<std::string>(listed.begin(), listed.end()) == stems);
@@ -144,14 +144,14 @@ TEST_CASE("catalog clusters carry their datasheet figures in ztune's units", "[c
   CHECK(ztune::load_cluster("dgx2").node.gpu.peak_flops(ztune::Precision::bf16) == 0);
   // Selene's 3072 GPUs and the per-GPU share of the node's eight HDR NICs (25 GB/s).
   const auto selene = ztune::load_cluster("selene-3072");
-  CHECK(selene.total_gpus() == 3072);
+  CHECK(selene.total_devices() == 3072);
   CHECK(selene.inter_node_gbps_per_gpu() == Approx(8 * 25.0 / 8));
 }
 
 TEST_CASE("overriding the node count (what --nodes does) scales the GPU total", "[catalog]") {
   auto c = ztune::load_cluster("dgx-h100");
   c.nodes = 16;  // what InputFlags does for --nodes 16
-  CHECK(c.total_gpus() == 128);
+  CHECK(c.total_devices() == 128);
 }
 
 namespace {

@@ -9,7 +9,7 @@ using Catch::Matchers::Contains;
 
 TEST_CASE("dgx2x16 loads from the catalog with its datasheet figures", "[cluster]") {
   auto c = ztune::load_cluster("dgx2x16");
-  CHECK(c.total_gpus() == 256);  // 16 DGX-2 nodes × 16 V100
+  CHECK(c.total_devices() == 256);  // 16 DGX-2 nodes × 16 V100
   CHECK(c.node.gpu.memory_gb == 32);
   CHECK(c.node.gpu.peak_tflops_fp16 == 125);
   CHECK(c.inter_node_gbps_per_gpu() == Approx(8 * 12.5 / 16));

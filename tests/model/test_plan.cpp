@@ -445,9 +445,9 @@ TEST_CASE("cp in the plan file: optional, round-trips, strict, its rules name $.
   CHECK_THAT(*ztune::check_plan(r, m, a100), Contains("$.cp") && Contains("offload"));
   // The devices: dp × tp × cp × pp of them.
   r.offload_optimizer = ztune::OffloadTarget::none;
-  r.dp = a100.total_gpus();
+  r.dp = a100.total_devices();
   r.global_batch = r.dp;
-  CHECK_THAT(*ztune::check_plan(r, m, a100), Contains("dp×tp×cp×pp = " + std::to_string(2 * a100.total_gpus())));
+  CHECK_THAT(*ztune::check_plan(r, m, a100), Contains("dp×tp×cp×pp = " + std::to_string(2 * a100.total_devices())));
 }
 
 // DeepSpeed-Ulysses (issue 19 item 3): Megatron-DeepSpeed's --ds-sequence-parallel-size.
@@ -506,9 +506,9 @@ TEST_CASE("ulysses in the plan file: optional, round-trips, its rules name $.uly
   // The devices: dp × tp × ulysses × pp of them.
   ztune::Plan d;
   d.ulysses = 2;
-  d.dp = a100.total_gpus();
+  d.dp = a100.total_devices();
   d.global_batch = d.dp;
-  CHECK_THAT(*ztune::check_plan(d, m, a100), Contains("dp×tp×ulysses×pp = " + std::to_string(2 * a100.total_gpus())));
+  CHECK_THAT(*ztune::check_plan(d, m, a100), Contains("dp×tp×ulysses×pp = " + std::to_string(2 * a100.total_devices())));
 }
 
 TEST_CASE("dp_shard in the plan file: optional, round-trips, its rules name $.dp_shard", "[plan][hsdp]") {

@@ -214,7 +214,7 @@ namespace {
 // layout rules themselves are SearchSpace's, which feasibility() applies to
 // each count tried (laying out every count below 800,000 would take seconds).
 std::vector<int> layout_device_counts(const Transformer& m, const Cluster& c, const SearchOptions& o, int limit) {
-  const std::int64_t total = c.total_gpus();
+  const std::int64_t total = c.total_devices();
   const std::int64_t batch = o.space.global_batch > 0 ? o.space.global_batch : m.global_batch;
   const int gpn = std::max(1, c.node.gpus);
   // Pinned degrees (--tp/--pp/--cp) are the only ones a layout may have.
@@ -292,7 +292,7 @@ std::optional<FitHint> fewer_gpus_hint(const Transformer& m, const Cluster& c, c
     auto s = feasibility(m, c, hw, x);
     if (s.feasible > 0)
       return FitHint{"fewer GPUs", "with --gpus " + std::to_string(n) + " (of the cluster's " +
-                                       std::to_string(c.total_gpus()) + ") " + std::to_string(s.feasible) +
+                                       std::to_string(c.total_devices()) + ") " + std::to_string(s.feasible) +
                                        " plans fit" + example(s),
                      true};
   }
@@ -355,7 +355,7 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     if (s.feasible > 0) {
       found = true;
       hints.push_back({"more GPUs",
-                       "with " + std::to_string(bigger.nodes) + " nodes (" + std::to_string(bigger.total_gpus()) +
+                       "with " + std::to_string(bigger.nodes) + " nodes (" + std::to_string(bigger.total_devices()) +
                            " devices) " + std::to_string(s.feasible) + " plans fit" + example(s),
                        true});
     }
@@ -372,7 +372,7 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     for (std::int64_t dp = 1; dp <= batch && tries < 8 && !found; ++dp) {
       if (batch % dp != 0) continue;
       const std::int64_t g = unit * dp;
-      if (g <= c.total_gpus()) continue;
+      if (g <= c.total_devices()) continue;
       const std::int64_t nodes = (g + c.node.gpus - 1) / c.node.gpus;
       if (nodes > kMaxClusterNodes || g > std::numeric_limits<int>::max()) break;
       ++tries;
@@ -392,7 +392,7 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
   }
   if (!found)
     hints.push_back({"more GPUs", "nothing fits even on " + std::to_string(bigger.nodes) + " nodes (" +
-                                      std::to_string(bigger.total_gpus()) + " devices)",
+                                      std::to_string(bigger.total_devices()) + " devices)",
                      false});
   return hints;
 }

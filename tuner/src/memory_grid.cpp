@@ -61,7 +61,7 @@ MemoryGrid memory_grid(const Transformer& m, const Cluster& c, const std::vector
   g.largest = deepspeed_largest_module(m);
   g.nodes = c.nodes;
   g.gpus_per_node = c.node.gpus;
-  g.gpus = c.total_gpus();
+  g.gpus = c.total_devices();
   g.capacities = cluster_rules;
   const HardwareProfile no_profile{};  // memory reads it only for 1-bit Adam and ZeRO++, not in the grid
   for (Precision prec : precisions) {

@@ -161,7 +161,7 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
                      str(*o.zero_stage));
   if (o.zero_stage && (*o.zero_stage < 0 || *o.zero_stage > 3))
     throw InputError("--zero: expected 0, 1, 2 or 3, got " + str(*o.zero_stage));
-  gpu_counts_ = device_counts(o, c.total_gpus());
+  gpu_counts_ = device_counts(o, c.total_devices());
   precisions_ = precision_list(o, c);
   attention_ = attention_kernels(o, m, c);
   tp_comm_overlap_ = o.engine == Engine::megatron && supports_transformer_engine(c);

@@ -105,7 +105,7 @@ std::vector<ReferencePlanCheck> check_reference_plans(const Cluster& prior_clust
                                                       const Cluster& candidate_cluster,
                                                       const HardwareProfile& candidate) {
   std::vector<ReferencePlanCheck> out;
-  const int n = std::max(1, prior_cluster.total_gpus());
+  const int n = std::max(1, prior_cluster.total_devices());
   const Precision precision = prior_cluster.device_kind == DeviceKind::cpu ? Precision::fp32 : Precision::bf16;
   const std::vector<std::string> available = catalog_names("models");
   for (const char* name : {"tiny", "gpt2-1.5b", "llama-7b"}) {

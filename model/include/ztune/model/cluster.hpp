@@ -54,7 +54,7 @@ struct NodeSpec {
 };
 
 /// Bounds of a cluster file (and of --nodes): nodes × GPUs per node stays below
-/// 2^31, so total_gpus() is an exact int.
+/// 2^31, so total_devices() is an exact int.
 inline constexpr int kMaxClusterNodes = 1000000;
 inline constexpr int kMaxNodeGpus = 1024;
 
@@ -67,7 +67,9 @@ struct Cluster {
   FabricLevel intra_node;
   FabricLevel inter_node;
 
-  [[nodiscard]] int total_gpus() const { return nodes * node.gpus; }
+  /// Devices in the cluster: GPUs, or CPU ranks for the CPU backend (the node's
+  /// `gpus` counts either).
+  [[nodiscard]] int total_devices() const { return nodes * node.gpus; }
   /// Aggregate inter-node bandwidth per GPU (GB/s): NICs × bandwidth / GPUs per node.
   [[nodiscard]] double inter_node_gbps_per_gpu() const;
 };
