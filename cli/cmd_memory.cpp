@@ -117,7 +117,7 @@ std::string fits_text(const MemoryGridRow& r) {
   // activations and the rest come on top (ztune predict).
   std::string no;
   auto add = [&](const char* what) { no += (no.empty() ? "" : "+") + std::string(what); };
-  if (r.ztune_gpu_bytes > r.ztune.gpu_capacity_bytes) add("GPU");
+  if (!r.states_fit_gpu()) add("GPU");
   if (!r.ztune.fits_host) add("host");
   if (!r.ztune.fits_nvme) add("NVMe");
   return no.empty() ? "yes" : "no: " + no;
@@ -148,7 +148,7 @@ nlohmann::json grid_json(const MemoryGrid& g, const Transformer& m, const Cluste
         {"deepspeed_without_zero_init", estimate_json(r.deepspeed_no_init)}};
     if (!r.deepspeed) row["deepspeed_missing_why"] = r.no_deepspeed_why;
     if (g.capacities)
-      row["fits"] = {{"gpu", r.ztune_gpu_bytes <= r.ztune.gpu_capacity_bytes},
+      row["fits"] = {{"gpu", r.states_fit_gpu()},
                      {"host", r.ztune.fits_host},
                      {"nvme", r.ztune.fits_nvme}};
     rows.push_back(std::move(row));

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "ztune/gui/units.hpp"
+#include "ztune/model/text.hpp"
 
 namespace ztune::gui {
 
@@ -20,9 +21,7 @@ void BreakdownModel::set_columns(QStringList column_labels, std::vector<std::vec
   if (unit_ == Unit::gib) {
     double largest = 0;
     for (int col = 0; col < static_cast<int>(raw_.size()); ++col) largest = std::max(largest, total(col));
-    constexpr double kKiB = 1024;
-    plot_unit_ = largest >= kKiB * kKiB * kKiB ? kKiB * kKiB * kKiB : largest >= kKiB * kKiB ? kKiB * kKiB : kKiB;
-    if (raw_.empty()) plot_unit_ = kKiB * kKiB * kKiB;
+    plot_unit_ = byte_unit_for(raw_.empty() ? 1024.0 * 1024 * 1024 : largest).bytes;
   }
   endResetModel();
 }
@@ -40,9 +39,7 @@ double BreakdownModel::plotted(int row, int column) const {
 
 QString BreakdownModel::plot_unit_name() const {
   if (unit_ != Unit::gib) return QStringLiteral("s");
-  return plot_unit_ >= 1024.0 * 1024 * 1024 ? QStringLiteral("GiB")
-         : plot_unit_ >= 1024.0 * 1024      ? QStringLiteral("MiB")
-                                            : QStringLiteral("KiB");
+  return QString::fromLatin1(byte_unit_for(plot_unit_).name);
 }
 
 int BreakdownModel::rowCount(const QModelIndex& parent) const {

@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "ztune/model/input_error.hpp"
-#include "ztune/model/prediction.hpp"
 #include "ztune/simulator/simulate.hpp"
 #include "ztune/tuner/objective.hpp"
+#include "ztune/tuner/search.hpp"
 #include "ztune/tuner/results_db.hpp"
 
 namespace ztune::gui {
@@ -67,11 +67,10 @@ void PlannerWorker::search(const SearchInputs& inputs) {
   if (out.result.plans.empty()) {
     // The table shows the closest plans when nothing fits: time them too (a
     // handful of analytical predictions), so a row says what it would run at.
-    for (auto& c : out.result.closest) {
-      if (c.timed) continue;
-      c.prediction.time = predict_time(out.inputs.model, c.plan, out.inputs.cluster, out.inputs.profile);
-      c.timed = true;
-    }
+    for (auto& c : out.result.closest)
+      if (!c.timed)
+        time_candidate(c, out.inputs.model, out.inputs.cluster, out.inputs.profile, out.result.objective,
+                       out.result.tokens, out.result.gpu_hour_price);
   }
   if (out.result.feasible == 0 && !out.result.interrupted) {
     // A few memory-only searches (more GPUs, relaxed rules): the same hints as the command line's.
@@ -83,11 +82,9 @@ void PlannerWorker::search(const SearchInputs& inputs) {
     try {
       auto db = ResultsDb::open(db_path_.toStdString());
       // The database keeps the best `top` plans of a search, as `ztune search` stores them.
-      SearchResult stored = out.result;
-      if (stored.plans.size() > static_cast<std::size_t>(std::max(inputs.top, 1)))
-        stored.plans.resize(static_cast<std::size_t>(std::max(inputs.top, 1)));
       out.db_id = db.store_search({out.inputs.cluster, out.inputs.model, &out.inputs.profile,
-                                   options_json(inputs, out.inputs.options), stored});
+                                   options_json(inputs, out.inputs.options), out.result,
+                                   static_cast<std::size_t>(std::max(inputs.top, 1))});
     } catch (const std::exception& e) {
       out.db_note = q(e.what());
     }

@@ -1,5 +1,6 @@
 #include "ztune/tuner/results_db.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -228,7 +229,8 @@ std::int64_t ResultsDb::store_search(const SearchToStore& s) {
                    "INSERT INTO candidates(search_id, rank, summary, plan, prediction, gpu_bytes, iteration_s, "
                    "tokens_per_s, mfu, objective, simulated_iteration_s) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     int rank = 0;
-    for (const auto& c : r.plans) {
+    for (std::size_t k = 0; k < std::min(r.plans.size(), s.max_plans); ++k) {
+      const Candidate& c = r.plans[k];
       const auto j = candidate_to_json(c, r);
       cand.bind(1, search_id).bind(2, ++rank).bind(3, c.plan.summary()).bind(4, j["plan"].dump());
       cand.bind(5, j["prediction"].dump()).bind(6, c.prediction.memory.gpu_total_bytes);

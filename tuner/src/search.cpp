@@ -22,6 +22,15 @@ const PassStats* SearchResult::pass(const std::string& name) const {
   return nullptr;
 }
 
+void time_candidate(Candidate& c, const Transformer& m, const Cluster& cl, const HardwareProfile& hw, Objective o,
+                    double tokens, double gpu_hour_price) {
+  c.prediction.time = predict_time(m, c.plan, cl, hw);
+  c.timed = true;
+  // 1-bit Adam plans rank by their run-averaged step (warm-up included).
+  c.objective = objective_value(o, run_averaged(c.prediction.time, onebit_run_factor(m, c.plan, cl, hw)),
+                                c.plan.gpus(), tokens, gpu_hour_price);
+}
+
 bool ranks_before(Objective o, const Candidate& a, const Candidate& b) {
   if (a.objective != b.objective) return higher_is_better(o) ? a.objective > b.objective : a.objective < b.objective;
   return a.id < b.id;
@@ -131,18 +140,9 @@ void flush(Job& job, Worker& w, std::size_t n) {
       Candidate& c = w.scratch;
       c.plan = w.plans[i];
       c.id = w.ids[i];
-      if (memory_known) {
-        c.prediction.memory = w.memory[i];
-        c.prediction.time = predict_time(job.model, c.plan, job.cluster, job.hw);
-      } else {
-        c.prediction = {predict_memory(job.model, c.plan, job.cluster, job.hw, o.memory),
-                        predict_time(job.model, c.plan, job.cluster, job.hw)};
-      }
-      c.timed = true;
-      // 1-bit Adam plans rank by their run-averaged step (warm-up included).
-      c.objective = objective_value(
-          o.objective, run_averaged(c.prediction.time, onebit_run_factor(job.model, c.plan, job.cluster, job.hw)),
-          c.plan.gpus(), job.tokens, o.gpu_hour_price);
+      c.prediction.memory =
+          memory_known ? w.memory[i] : predict_memory(job.model, c.plan, job.cluster, job.hw, o.memory);
+      time_candidate(c, job.model, job.cluster, job.hw, o.objective, job.tokens, o.gpu_hour_price);
       if (c.prediction.memory.fits()) ++w.feasible;
       if (w.best.admits(c)) w.best.offer(c);
     }

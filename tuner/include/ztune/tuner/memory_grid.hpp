@@ -31,6 +31,8 @@ struct MemoryGridRow {
   /// only differs on the host); empty where DeepSpeed has no estimator for the row.
   std::optional<DeepSpeedEstimate> deepspeed, deepspeed_no_init;
   std::string no_deepspeed_why;  // why `deepspeed` is empty
+  /// Whether the model states alone fit the GPU (activations and the rest come on top).
+  [[nodiscard]] bool states_fit_gpu() const { return ztune_gpu_bytes <= ztune.gpu_capacity_bytes; }
 };
 
 struct MemoryGrid {

@@ -42,6 +42,9 @@ struct SearchToStore {
   const HardwareProfile* profile = nullptr;
   nlohmann::json options;
   const SearchResult& result;
+  /// Plans stored: the best this many of result.plans (the planner keeps every
+  /// plan that fits for its table and stores the best `top`, as ztune search does).
+  std::size_t max_plans = SIZE_MAX;
 };
 
 /// One named measurement of a run (e.g. "iteration_s", "peak_memory_bytes.rank0").

@@ -62,6 +62,12 @@ struct SearchResult {
 SearchResult run_search(const Transformer& m, const Cluster& c, const HardwareProfile& hw, const SearchOptions& o,
                         const ProgressFn& progress = {});
 
+/// Times `c` as the rank pass does: its analytical iteration (predict_time)
+/// and the objective's value of it (1-bit Adam plans by their run-averaged
+/// step). The planner times the closest plans with it when nothing fits.
+void time_candidate(Candidate& c, const Transformer& m, const Cluster& cl, const HardwareProfile& hw, Objective o,
+                    double tokens, double gpu_hour_price);
+
 /// The ranking order of a search with objective `o` (better first; ties by enumeration id).
 [[nodiscard]] bool ranks_before(Objective o, const Candidate& a, const Candidate& b);
 
