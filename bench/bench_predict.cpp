@@ -9,10 +9,10 @@
 #include <cstdlib>
 #include <vector>
 
-#include "ztune/model/cluster.hpp"
-#include "ztune/model/hardware_profile.hpp"
+#include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/model/prediction.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/transformer.hpp"
 
 int main(int argc, char** argv) {
   using namespace ztune;

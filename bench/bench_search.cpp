@@ -11,8 +11,8 @@
 #include <cstdio>
 #include <string>
 
-#include "ztune/model/catalog.hpp"
-#include "ztune/model/hardware_profile.hpp"
+#include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/tuner/search.hpp"
 
 namespace {

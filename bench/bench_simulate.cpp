@@ -16,8 +16,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "ztune/model/catalog.hpp"
-#include "ztune/model/hardware_profile.hpp"
+#include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/simulator/event_loop.hpp"
 #include "ztune/simulator/simulate.hpp"
 

@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "ztune/model/input_error.hpp"
-#include "ztune/model/plan.hpp"
+#include "ztune/vocab/input_error.hpp"
+#include "ztune/vocab/plan.hpp"
 #include "ztune/tuner/export.hpp"
 
 namespace ztune::cli {

@@ -9,8 +9,8 @@
 
 #include "command.hpp"
 #include "db_runs.hpp"
-#include "ztune/model/cluster.hpp"
-#include "ztune/model/input_error.hpp"
+#include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/input_error.hpp"
 #include "ztune/tuner/results_db.hpp"
 
 namespace ztune::cli {

@@ -3,11 +3,11 @@
 #include <memory>
 
 #include "command.hpp"
-#include "ztune/model/catalog.hpp"
-#include "ztune/model/cluster.hpp"
-#include "ztune/model/input_error.hpp"
-#include "ztune/model/text.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/input_error.hpp"
+#include "ztune/vocab/text.hpp"
+#include "ztune/vocab/transformer.hpp"
 
 namespace ztune::cli {
 

@@ -12,11 +12,11 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "ztune/model/catalog.hpp"
-#include "ztune/model/cluster.hpp"
-#include "ztune/model/input_error.hpp"
-#include "ztune/model/text.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/input_error.hpp"
+#include "ztune/vocab/text.hpp"
+#include "ztune/vocab/transformer.hpp"
 #include "ztune/tuner/memory_grid.hpp"
 
 namespace ztune::cli {

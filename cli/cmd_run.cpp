@@ -20,13 +20,13 @@
 #include "command.hpp"
 #include "plan_flags.hpp"
 #include "run_launch.hpp"
-#include "ztune/model/executor_support.hpp"
+#include "ztune/vocab/executor_support.hpp"
 #include "ztune/model/finite_check.hpp"
-#include "ztune/model/hardware_profile.hpp"
-#include "ztune/model/input_error.hpp"
-#include "ztune/model/json_reader.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
+#include "ztune/vocab/input_error.hpp"
+#include "ztune/vocab/json_reader.hpp"
 #include "ztune/model/prediction.hpp"
-#include "ztune/model/run_record.hpp"
+#include "ztune/vocab/run_record.hpp"
 #include "ztune/tuner/results_db.hpp"
 
 namespace ztune::cli {

@@ -12,9 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "ztune/model/accuracy.hpp"
-#include "ztune/model/hardware_profile.hpp"
-#include "ztune/model/input_error.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
+#include "ztune/vocab/input_error.hpp"
 #include "ztune/tuner/planning.hpp"
 
 namespace ztune::cli {

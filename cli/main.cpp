@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "command.hpp"
-#include "ztune/model/input_error.hpp"
+#include "ztune/vocab/input_error.hpp"
 
 namespace {
 

@@ -7,7 +7,7 @@
 
 #include "command.hpp"
 
-#include "ztune/model/input_error.hpp"
+#include "ztune/vocab/input_error.hpp"
 
 namespace ztune::cli {
 

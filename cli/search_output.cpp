@@ -6,7 +6,7 @@
 #include <ostream>
 #include <string>
 
-#include "ztune/model/text.hpp"
+#include "ztune/vocab/text.hpp"
 #include "ztune/tuner/objective.hpp"
 
 namespace ztune::cli {

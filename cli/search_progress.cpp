@@ -6,7 +6,7 @@
 
 #include <unistd.h>
 
-#include "ztune/model/text.hpp"
+#include "ztune/vocab/text.hpp"
 
 namespace ztune::cli {
 

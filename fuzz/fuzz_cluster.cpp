@@ -1,7 +1,7 @@
 // libFuzzer target: the cluster reader (cluster_from_json, what load_cluster runs on
 // a file). An accepted cluster must survive cluster_to_json → cluster_from_json unchanged.
 #include "fuzz_support.hpp"
-#include "ztune/model/cluster.hpp"
+#include "ztune/vocab/cluster.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return ztune::fuzz::read_bytes(data, size, "fuzz-cluster.json", [](const nlohmann::json& doc, const std::string& file) {

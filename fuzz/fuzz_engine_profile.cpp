@@ -2,7 +2,7 @@
 // ztune.engine/1, data/engines/*.json). An accepted profile must survive
 // engine_profile_to_json → engine_profile_from_json unchanged.
 #include "fuzz_support.hpp"
-#include "ztune/model/engine_profile.hpp"
+#include "ztune/vocab/engine_profile.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return ztune::fuzz::read_bytes(data, size, "fuzz-engine.json", [](const nlohmann::json& doc, const std::string& file) {

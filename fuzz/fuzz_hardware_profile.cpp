@@ -2,7 +2,7 @@
 // runs on data/profiles/*.json and --profile files). An accepted profile must survive
 // profile_to_json → profile_from_json unchanged.
 #include "fuzz_support.hpp"
-#include "ztune/model/hardware_profile.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return ztune::fuzz::read_bytes(data, size, "fuzz-profile.json", [](const nlohmann::json& doc, const std::string& file) {

@@ -2,8 +2,8 @@
 // as load_transformer runs it when looks_like_hf_config). The imported model must be
 // one ztune's own model file reader accepts back.
 #include "fuzz_support.hpp"
-#include "ztune/model/hf_import.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/hf_import.hpp"
+#include "ztune/vocab/transformer.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return ztune::fuzz::read_bytes(data, size, "fuzz-config.json", [](const nlohmann::json& doc, const std::string& file) {

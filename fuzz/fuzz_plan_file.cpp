@@ -3,7 +3,7 @@
 // plan_file_from_json unchanged; when it embeds its model (and cluster) the plan is
 // checked against them as predict does (check_plan_shape / check_plan).
 #include "fuzz_support.hpp"
-#include "ztune/model/plan.hpp"
+#include "ztune/vocab/plan.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return ztune::fuzz::read_bytes(data, size, "fuzz-plan.json", [](const nlohmann::json& doc, const std::string& file) {

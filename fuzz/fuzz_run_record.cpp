@@ -4,7 +4,7 @@
 // (run_observation_from_record) on what it accepts.
 #include "fuzz_support.hpp"
 #include "ztune/calibration/profile_fit.hpp"
-#include "ztune/model/run_record.hpp"
+#include "ztune/vocab/run_record.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return ztune::fuzz::read_bytes(data, size, "fuzz-record.json", [](const nlohmann::json& doc, const std::string& file) {

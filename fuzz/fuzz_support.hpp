@@ -21,8 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ztune/model/input_error.hpp"
-#include "ztune/model/json_reader.hpp"
+#include "ztune/vocab/input_error.hpp"
+#include "ztune/vocab/json_reader.hpp"
 
 namespace ztune::fuzz {
 

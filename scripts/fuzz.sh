@@ -12,7 +12,7 @@
 # The corpus grows in build/fuzz/fuzz/corpus/TARGET (kept between runs, never
 # committed); a finding is written to build/fuzz/fuzz/findings/TARGET-crash-… (or
 # -timeout-, -oom-, -leak-). Reproduce one with build/fuzz/fuzz/fuzz_TARGET FILE;
-# each one fixed becomes a Catch2 regression test in tests/model/ or tests/cli/.
+# each one fixed becomes a Catch2 regression test in tests/vocab/ or tests/cli/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=(cluster model hf_config hardware_profile engine_profile plan_file run_record)

@@ -2,34 +2,14 @@
 
 #include <vector>
 
-#include "ztune/model/op_costs.hpp"
-
 namespace ztune::executor {
-
-// The executor's kinds priced by the cost model's one definition of the
-// nccl-tests factors (model/op_costs bus_factor; issue 22: the two copies
-// disagreed on a broadcast over one rank, now 1 in both, as nccl-tests counts it).
-double bus_factor(CollKind kind, int n) {
-  switch (kind) {
-    case CollKind::all_reduce: return ztune::bus_factor(Collective::all_reduce, n);
-    case CollKind::reduce_scatter: return ztune::bus_factor(Collective::reduce_scatter, n);
-    case CollKind::all_gather: return ztune::bus_factor(Collective::all_gather, n);
-    case CollKind::all_to_all: return ztune::bus_factor(Collective::all_to_all, n);
-    case CollKind::broadcast: return ztune::bus_factor(Collective::broadcast, n);
-    case CollKind::send:
-    case CollKind::recv: return ztune::bus_factor(Collective::p2p, n);
-    case CollKind::barrier:
-    case CollKind::count: return 0.0;
-  }
-  return 0.0;
-}
 
 namespace {
 
 // Wraps a started request: adds launch-to-completion time to the stats at wait().
 class TimedRequest final : public CommRequest {
  public:
-  TimedRequest(CommStats& stats, CollKind kind, double bytes, RequestPtr inner)
+  TimedRequest(CommStats& stats, Collective kind, double bytes, RequestPtr inner)
       : stats_(stats), kind_(kind), bytes_(bytes), inner_(std::move(inner)),
         start_(std::chrono::steady_clock::now()) {}
   ~TimedRequest() override { wait(); }
@@ -48,7 +28,7 @@ class TimedRequest final : public CommRequest {
 
  private:
   CommStats& stats_;
-  CollKind kind_;
+  Collective kind_;
   double bytes_;
   RequestPtr inner_;
   std::chrono::steady_clock::time_point start_;
@@ -59,39 +39,39 @@ double bytes(std::size_t n) { return static_cast<double>(n) * sizeof(float); }
 
 }  // namespace
 
-RequestPtr Communicator::timed(CollKind kind, double bytes, RequestPtr inner) {
+RequestPtr Communicator::timed(Collective kind, double bytes, RequestPtr inner) {
   return std::make_unique<TimedRequest>(stats_, kind, bytes, std::move(inner));
 }
 
 void Communicator::all_reduce(float* buf, std::size_t n, ReduceOp op) { all_reduce_async(buf, n, op)->wait(); }
 RequestPtr Communicator::all_reduce_async(float* buf, std::size_t n, ReduceOp op) {
-  return timed(CollKind::all_reduce, bytes(n), start_all_reduce(buf, n, op));
+  return timed(Collective::all_reduce, bytes(n), start_all_reduce(buf, n, op));
 }
 void Communicator::reduce_scatter(const float* send, float* recv, std::size_t count) {
   reduce_scatter_async(send, recv, count)->wait();
 }
 RequestPtr Communicator::reduce_scatter_async(const float* send, float* recv, std::size_t count) {
-  return timed(CollKind::reduce_scatter, bytes(count) * size(), start_reduce_scatter(send, recv, count));
+  return timed(Collective::reduce_scatter, bytes(count) * size(), start_reduce_scatter(send, recv, count));
 }
 void Communicator::all_gather(const float* send, float* recv, std::size_t count) {
   all_gather_async(send, recv, count)->wait();
 }
 RequestPtr Communicator::all_gather_async(const float* send, float* recv, std::size_t count) {
-  return timed(CollKind::all_gather, bytes(count) * size(), start_all_gather(send, recv, count));
+  return timed(Collective::all_gather, bytes(count) * size(), start_all_gather(send, recv, count));
 }
 void Communicator::broadcast(float* buf, std::size_t n, int root) { broadcast_async(buf, n, root)->wait(); }
 RequestPtr Communicator::broadcast_async(float* buf, std::size_t n, int root) {
-  return timed(CollKind::broadcast, bytes(n), start_broadcast(buf, n, root));
+  return timed(Collective::broadcast, bytes(n), start_broadcast(buf, n, root));
 }
 void Communicator::send(const float* buf, std::size_t n, int peer, int tag) {
   send_async(buf, n, peer, tag)->wait();
 }
 RequestPtr Communicator::send_async(const float* buf, std::size_t n, int peer, int tag) {
-  return timed(CollKind::send, bytes(n), start_send(buf, n, peer, tag));
+  return timed(Collective::send, bytes(n), start_send(buf, n, peer, tag));
 }
 void Communicator::recv(float* buf, std::size_t n, int peer, int tag) { recv_async(buf, n, peer, tag)->wait(); }
 RequestPtr Communicator::recv_async(float* buf, std::size_t n, int peer, int tag) {
-  return timed(CollKind::recv, bytes(n), start_recv(buf, n, peer, tag));
+  return timed(Collective::recv, bytes(n), start_recv(buf, n, peer, tag));
 }
 void Communicator::all_to_all(const float* send, float* recv, std::size_t count) {
   // Built from point-to-point messages (every backend has them): rank r posts
@@ -109,14 +89,14 @@ void Communicator::all_to_all(const float* send, float* recv, std::size_t count)
     reqs.push_back(start_send(send + static_cast<std::size_t>(to) * count, count, to, kTagAllToAll));
   }
   for (auto& q : reqs) q->wait();
-  stats_.add(CollKind::all_to_all, bytes(count) * n,
+  stats_.add(Collective::all_to_all, bytes(count) * n,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 void Communicator::barrier() {
   auto start = std::chrono::steady_clock::now();
   barrier_impl();
-  stats_.add(CollKind::barrier, 0, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  stats_.add(Collective::barrier, 0, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 }  // namespace ztune::executor

@@ -88,11 +88,11 @@ nlohmann::json make_run_record(const RunRecordInput& in) {
   for (auto* c : in.comms) {
     if (c == nullptr || c->size() < 2) continue;
     nlohmann::json g = nlohmann::json::object();
-    for (std::size_t k = 0; k < static_cast<std::size_t>(CollKind::count); ++k) {
-      const auto kind = static_cast<CollKind>(k);
+    for (std::size_t k = 0; k < static_cast<std::size_t>(Collective::count); ++k) {
+      const auto kind = static_cast<Collective>(k);
       const auto& t = c->stats().total(kind);
       if (t.count == 0) continue;
-      g[kCollKindNames[k]] = {{"count", t.count},
+      g[to_string(kind)] = {{"count", t.count},
                               {"bytes", t.bytes},
                               {"time_s", t.seconds},
                               {"algbw_gbps", t.algbw_gbps()},

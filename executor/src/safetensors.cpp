@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ztune/model/input_error.hpp"
+#include "ztune/vocab/input_error.hpp"
 
 namespace ztune::executor {
 

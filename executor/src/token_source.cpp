@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "ztune/model/input_error.hpp"
+#include "ztune/vocab/input_error.hpp"
 
 namespace ztune::executor {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "ztune/executor/init.hpp"
-#include "ztune/model/pipeline_schedule.hpp"
+#include "ztune/vocab/pipeline_schedule.hpp"
 #include "ztune/executor/ring_attention.hpp"
 
 namespace ztune::executor {

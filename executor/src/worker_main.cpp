@@ -21,9 +21,9 @@
 #include "ztune/executor/mpi_communicator.hpp"
 #include "ztune/executor/run_record.hpp"
 #include "ztune/executor/trainer.hpp"
-#include "ztune/model/executor_support.hpp"
-#include "ztune/model/input_error.hpp"
-#include "ztune/model/plan.hpp"
+#include "ztune/vocab/executor_support.hpp"
+#include "ztune/vocab/input_error.hpp"
+#include "ztune/vocab/plan.hpp"
 #ifdef ZTUNE_HAVE_CUDA
 #include "ztune/executor/cuda/gpu_rank.hpp"
 #endif
@@ -270,7 +270,11 @@ int run(int argc, char** argv) {
     in.tokens_per_step = static_cast<int>(plan.global_batch * model.seq_len);
     in.backend = &backend;
     auto& g = trainer.groups();
-    in.comms = {g.world, g.dp.get(), g.tp.get(), g.pp.get(), g.embed.get(), g.dp_intra.get(), g.dp_inter.get()};
+    // Every group's traffic (vocab/run_record.hpp kRunRecordGroups): the
+    // sequence slot's ring exchanges or all-to-alls and the replicas'
+    // all-reduce were missing from the record.
+    in.comms = {g.world,          g.dp.get(),       g.tp.get(), g.pp.get(),     g.embed.get(),
+                g.dp_intra.get(), g.dp_inter.get(), g.cp.get(), g.replica.get()};
     for (std::size_t r = 0; r < n; ++r) {
       in.memory.emplace_back(mem.begin() + static_cast<long>(r * (cats + 2)),
                              mem.begin() + static_cast<long>(r * (cats + 2) + cats));

@@ -14,7 +14,7 @@
 
 #include "palette.hpp"
 #include "ztune/gui/units.hpp"
-#include "ztune/model/catalog.hpp"
+#include "ztune/vocab/catalog.hpp"
 
 namespace ztune::gui {
 namespace {

@@ -14,8 +14,8 @@
 
 #include "ztune/gui/planner_document.hpp"
 #include "ztune/gui/run_summary.hpp"
-#include "ztune/model/input_error.hpp"
-#include "ztune/model/run_record.hpp"
+#include "ztune/vocab/input_error.hpp"
+#include "ztune/vocab/run_record.hpp"
 
 namespace ztune::gui {
 

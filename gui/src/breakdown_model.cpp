@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "ztune/gui/units.hpp"
-#include "ztune/model/text.hpp"
+#include "ztune/vocab/text.hpp"
 
 namespace ztune::gui {
 

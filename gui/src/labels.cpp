@@ -6,7 +6,7 @@
 #include <QStringList>
 
 #include "ztune/model/prediction.hpp"
-#include "ztune/model/text.hpp"
+#include "ztune/vocab/text.hpp"
 
 namespace ztune::gui {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ztune/model/input_error.hpp"
+#include "ztune/vocab/input_error.hpp"
 #include "ztune/simulator/simulate.hpp"
 #include "ztune/tuner/objective.hpp"
 #include "ztune/tuner/search.hpp"

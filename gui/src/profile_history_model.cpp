@@ -1,8 +1,8 @@
 #include "ztune/gui/profile_history_model.hpp"
 
 #include "ztune/gui/units.hpp"
-#include "ztune/model/cluster.hpp"
-#include "ztune/model/input_error.hpp"
+#include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/input_error.hpp"
 
 namespace ztune::gui {
 

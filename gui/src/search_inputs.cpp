@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <exception>
 
-#include "ztune/model/input_error.hpp"
+#include "ztune/vocab/input_error.hpp"
 #include "ztune/tuner/engine.hpp"
 #include "ztune/tuner/objective.hpp"
 #include "ztune/tuner/search_space.hpp"

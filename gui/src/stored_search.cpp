@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ztune/model/input_error.hpp"
+#include "ztune/vocab/input_error.hpp"
 #include "ztune/tuner/objective.hpp"
 
 namespace ztune::gui {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "ztune/model/input_error.hpp"
+#include "ztune/vocab/input_error.hpp"
 
 namespace ztune {
 

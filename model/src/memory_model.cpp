@@ -4,10 +4,10 @@
 #include <array>
 #include <cmath>
 
-#include "ztune/model/hardware_profile.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/model/onebit_adam.hpp"
 #include "ztune/model/op_costs.hpp"
-#include "ztune/model/pipeline_schedule.hpp"
+#include "ztune/vocab/pipeline_schedule.hpp"
 #include "ztune/model/sparse_attention.hpp"
 #include "ztune/model/zeropp.hpp"
 
@@ -266,7 +266,7 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   // Activations: this stage's layers × micro-batches in flight. Under 1F1B
   // stage i holds min(pp − i, m) (Narayanan et al. 2021, §2.2: the warm-up
   // runs pp − i − 1 forwards before the first backward): the first stage the
-  // most, the last one. Interleaved (model/pipeline_schedule
+  // most, the last one. Interleaved (vocab/pipeline_schedule
   // chunks_in_flight): stage s holds its warm-up's chunks + 1, each chunk a
   // v-th of its layers; stage 0 the most with equal stages, a later stage with
   // more layers possibly more (uneven stages).

@@ -50,36 +50,6 @@ double memory_bound_time(double bytes, const GpuSpec& gpu, const HardwareProfile
 
 // ---------------------------------------------------------------- collectives
 
-const char* to_string(Collective k) {
-  switch (k) {
-    case Collective::all_reduce: return "all_reduce";
-    case Collective::reduce_scatter: return "reduce_scatter";
-    case Collective::all_gather: return "all_gather";
-    case Collective::all_to_all: return "all_to_all";
-    case Collective::broadcast: return "broadcast";
-    case Collective::reduce: return "reduce";
-    case Collective::p2p: return "p2p";
-  }
-  return "?";
-}
-
-double bus_factor(Collective k, int n) {
-  // One rank moves nothing, but nccl-tests still reports a broadcast's and a
-  // point-to-point transfer's busbw as their algbw (factor 1).
-  if (n <= 1) return k == Collective::p2p || k == Collective::broadcast ? 1.0 : 0.0;
-  const double nn = n;
-  switch (k) {
-    case Collective::all_reduce: return 2.0 * (nn - 1) / nn;
-    case Collective::reduce_scatter:
-    case Collective::all_gather:
-    case Collective::all_to_all: return (nn - 1) / nn;
-    case Collective::broadcast:
-    case Collective::reduce:
-    case Collective::p2p: return 1.0;
-  }
-  return 1.0;
-}
-
 namespace {
 
 // The busbw efficiency of each level: the cluster file's measured one, else the profile's.
@@ -114,33 +84,11 @@ double level_latency(bool inter_node, const Cluster& c, const HardwareProfile& h
 double collective_time(Collective k, double bytes, const GroupPlacement& g, const Cluster& c,
                        const HardwareProfile& hw, CollectiveAlgo algo) {
   const int n = g.size;
-  if (n <= 1 && k != Collective::p2p) return 0;
+  if (n <= 1 && k != Collective::send && k != Collective::recv) return 0;
   if (bytes <= 0) return 0;
   const double bw_term = bytes * bus_factor(k, n) / group_bus_bandwidth(g, c, hw);
   const double base = (g.crosses_nodes() ? hw.inter_node : hw.intra_node).base_latency_s;
   return base + latency_time(k, g, c, hw, algo) + bw_term;
-}
-
-LatencySteps latency_steps(Collective k, const GroupPlacement& g, CollectiveAlgo algo, DeviceKind device) {
-  const double n = g.size;
-  const double nodes = g.nodes();
-  const double ppn = std::min(g.size, g.per_node);
-  // A ring's steps, of which `inter` cross nodes.
-  auto ring = [](double steps, double inter) { return LatencySteps{steps - inter, inter}; };
-  switch (k) {
-    case Collective::all_reduce:
-      if (algo == CollectiveAlgo::tree && device == DeviceKind::cpu)
-        return {2.0 * std::ceil(std::log2(ppn)), 2.0 * std::ceil(std::log2(nodes))};
-      if (algo == CollectiveAlgo::tree) return {2.0 * (ppn - 1.0), 2.0 * std::ceil(std::log2(nodes))};
-      return ring(2.0 * (n - 1.0), 2.0 * (nodes - 1.0));
-    case Collective::reduce_scatter:
-    case Collective::all_gather:
-    case Collective::broadcast:
-    case Collective::reduce: return ring(n - 1.0, nodes - 1.0);
-    case Collective::all_to_all: return {ppn - 1.0, n - ppn};
-    case Collective::p2p: return g.crosses_nodes() ? LatencySteps{0, 1} : LatencySteps{1, 0};
-  }
-  return {1, 0};
 }
 
 double latency_time(Collective k, const GroupPlacement& g, const Cluster& c, const HardwareProfile& hw,
@@ -159,37 +107,7 @@ double latency_time(Collective k, const GroupPlacement& g, const Cluster& c, con
 double p2p_time(double bytes, bool crosses_nodes, const Cluster& c, const HardwareProfile& hw) {
   if (bytes <= 0) return 0;
   GroupPlacement g{2, crosses_nodes ? 1 : 2};
-  return collective_time(Collective::p2p, bytes, g, c, hw);
-}
-
-int gpus_per_node_in_use(const Plan& p, const Cluster& c) {
-  return std::max(1, std::min(c.node.gpus, p.gpus()));
-}
-
-GroupLayout place_groups(const Plan& p, const Cluster& c) {
-  const int gpn = std::max(1, c.node.gpus);
-  GroupLayout l;
-  l.tp = {p.tp, std::min(p.tp, gpn)};
-  const int tp_nodes_fill = p.tp >= gpn ? 1 : gpn / p.tp;  // tp groups per node
-  // cp ranks sit next to tp (stride tp), then dp (stride tp·cp): the weights'
-  // data-parallel group, dp × cp ranks of stride tp, fills a node as dp did.
-  l.cp = {p.cp, std::max(1, std::min(p.cp, tp_nodes_fill))};
-  // Ulysses ranks sit where cp's would (stride tp; Megatron-DeepSpeed's
-  // sequence-parallel group is made of consecutive ranks after tp).
-  l.ulysses = {p.ulysses, std::max(1, std::min(p.ulysses, tp_nodes_fill))};
-  l.dp = {p.dp_cp(), std::max(1, std::min(p.dp_cp(), tp_nodes_fill))};
-  const int tpdp = p.tp * p.dp_cp();
-  const int pp_fill = tpdp >= gpn ? 1 : gpn / tpdp;
-  l.pp = {p.pp, std::max(1, std::min(p.pp, pp_fill))};
-  l.pp_crosses_nodes = p.pp > 1 && l.pp.crosses_nodes();
-  // Hybrid sharding: shard groups of dp_shard consecutive dp ranks (so a node
-  // holds whole shard groups when dp_shard divides its dp ranks), replicas of
-  // stride dp_shard: as many share a node as it holds shard groups.
-  const int shard = p.shard_group();
-  const int replicas = p.shard_replicas();
-  l.shard = {shard, std::max(1, std::min(shard, tp_nodes_fill))};
-  l.replica = {replicas, std::max(1, std::min(replicas, tp_nodes_fill / shard))};
-  return l;
+  return collective_time(Collective::send, bytes, g, c, hw);
 }
 
 // ---------------------------------------------------------------- transformer layer

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "ztune/model/flops.hpp"
-#include "ztune/model/hardware_profile.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/model/memory_model.hpp"
 #include "ztune/model/onebit_adam.hpp"
 #include "ztune/model/op_costs.hpp"

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "ztune/model/input_error.hpp"
+#include "ztune/vocab/input_error.hpp"
 
 namespace ztune::sim {
 namespace {

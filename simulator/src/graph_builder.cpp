@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "ztune/model/op_costs.hpp"
-#include "ztune/model/pipeline_schedule.hpp"
+#include "ztune/vocab/pipeline_schedule.hpp"
 
 namespace ztune::sim {
 

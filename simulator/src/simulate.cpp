@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "ztune/model/input_error.hpp"
+#include "ztune/vocab/input_error.hpp"
 #include "ztune/model/time_model.hpp"
 #include "ztune/simulator/model_cost_source.hpp"
 

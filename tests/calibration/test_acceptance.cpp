@@ -18,10 +18,10 @@
 #include "ztune/calibration/calibrate_session.hpp"
 #include "ztune/calibration/history.hpp"
 #include "ztune/calibration/machine_noise.hpp"
-#include "ztune/model/catalog.hpp"
-#include "ztune/model/hardware_profile.hpp"
+#include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/model/prediction.hpp"
-#include "ztune/model/text.hpp"
+#include "ztune/vocab/text.hpp"
 
 using namespace ztune;
 using namespace ztune::calibration;

@@ -9,10 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ztune/model/catalog.hpp"
+#include "ztune/vocab/catalog.hpp"
 #include "ztune/model/cpu_executor_costs.hpp"
-#include "ztune/model/hardware_profile.hpp"
-#include "ztune/model/input_error.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
+#include "ztune/vocab/input_error.hpp"
 #include "ztune/model/op_costs.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/calibration/profile_fit.hpp"
@@ -61,7 +61,7 @@ Measurements synthetic(bool outliers) {
   m.host_adam_node_params_per_s = 0.3e9;
   const std::pair<const char*, Collective> kinds[] = {{"all_reduce", Collective::all_reduce},
                                                       {"all_gather", Collective::all_gather},
-                                                      {"sendrecv", Collective::p2p}};
+                                                      {"sendrecv", Collective::send}};
   for (int n : {2, 4}) {
     for (const auto& [name, kind] : kinds) {
       for (double s = 1024; s <= 16.0 * 1048576; s *= 2) {
@@ -69,9 +69,9 @@ Measurements synthetic(bool outliers) {
         // latency_steps): all-reduce min(ring 2(n−1), recursive doubling
         // 2⌈log2 n⌉), 2 for n = 2 and 4 for n = 4; all-gather n−1; a send 1.
         const double ar_steps = std::min(2.0 * (n - 1), 2.0 * std::ceil(std::log2(n)));
-        const double st = kind == Collective::all_reduce ? ar_steps : kind == Collective::p2p ? 1.0 : n - 1.0;
+        const double st = kind == Collective::all_reduce ? ar_steps : kind == Collective::send ? 1.0 : n - 1.0;
         const double factor = kind == Collective::all_reduce ? 2.0 * (n - 1) / n
-                              : kind == Collective::p2p      ? 1.0
+                              : kind == Collective::send      ? 1.0
                                                              : (n - 1.0) / n;
         CollectiveSample c;
         c.kind = kind;

@@ -448,7 +448,7 @@ TEST_CASE("predict names the split degree the model cannot take, not the batch i
 }
 
 TEST_CASE("predict and search say a Hugging Face config's sequence is its position limit", "[cli][hardening]") {
-  const std::string config = std::string(ZTUNE_SOURCE_DIR) + "/tests/model/fixtures/hf/mistral-7b-v0.1/config.json";
+  const std::string config = std::string(ZTUNE_SOURCE_DIR) + "/tests/vocab/fixtures/hf/mistral-7b-v0.1/config.json";
   auto r = run_ztune("predict --cluster dgx-h100 --model '" + config + "' --zero 3 --recompute full --attention flash");
   CHECK_THAT(r.out, Contains("32768-token sequences") && Contains("maximum positions") && Contains("--seq N"));
   r = run_ztune("predict --cluster dgx-h100 --model '" + config + "' --seq 4096 --zero 3");

@@ -9,6 +9,7 @@
 #include "ztune/executor/mpi_communicator.hpp"
 
 using namespace ztune::executor;
+using ztune::Collective;
 
 namespace {
 float value(int rank, std::size_t i) { return static_cast<float>((rank + 1) * static_cast<int>(i % 7)) + static_cast<float>(i) / 4.0f; }
@@ -39,7 +40,7 @@ TEST_CASE("all-reduce sum and max, sync and async", "[mpi][comm]") {
     wrong += b[i] != mx;
   }
   CHECK(wrong == 0);
-  const auto& t = world->stats().total(CollKind::all_reduce);
+  const auto& t = world->stats().total(Collective::all_reduce);
   CHECK(t.count == 2);
   CHECK(t.bytes == 2.0 * len * 4);
 }
@@ -79,7 +80,7 @@ TEST_CASE("all-gather out of place and in place", "[mpi][comm]") {
     }
   CHECK(wrong == 0);
   // nccl-tests' S for all-gather is the gathered array.
-  CHECK(world->stats().total(CollKind::all_gather).bytes == 2.0 * count * n * 4);
+  CHECK(world->stats().total(Collective::all_gather).bytes == 2.0 * count * n * 4);
 }
 
 TEST_CASE("broadcast from every root", "[mpi][comm]") {
@@ -112,12 +113,12 @@ TEST_CASE("send/recv around a ring, sync and async, barrier", "[mpi][comm]") {
   r->wait();
   CHECK(got2 == input(next, 300));
   world->barrier();
-  CHECK(world->stats().total(CollKind::send).count == 2);
+  CHECK(world->stats().total(Collective::send).count == 2);
 }
 
 TEST_CASE("bus factors are nccl-tests'", "[comm]") {
-  CHECK(bus_factor(CollKind::all_reduce, 4) == Approx(1.5));
-  CHECK(bus_factor(CollKind::reduce_scatter, 4) == Approx(0.75));
-  CHECK(bus_factor(CollKind::all_gather, 8) == Approx(0.875));
-  CHECK(bus_factor(CollKind::broadcast, 8) == 1.0);
+  CHECK(bus_factor(Collective::all_reduce, 4) == Approx(1.5));
+  CHECK(bus_factor(Collective::reduce_scatter, 4) == Approx(0.75));
+  CHECK(bus_factor(Collective::all_gather, 8) == Approx(0.875));
+  CHECK(bus_factor(Collective::broadcast, 8) == 1.0);
 }

@@ -16,7 +16,7 @@
 #include "ztune/executor/mpi_communicator.hpp"
 #include "ztune/executor/token_source.hpp"
 #include "ztune/executor/trainer.hpp"
-#include "ztune/model/catalog.hpp"
+#include "ztune/vocab/catalog.hpp"
 
 using namespace ztune;
 using namespace ztune::executor;

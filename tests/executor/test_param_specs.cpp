@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "ztune/executor/param_specs.hpp"
-#include "ztune/model/catalog.hpp"
+#include "ztune/vocab/catalog.hpp"
 
 using namespace ztune;
 using namespace ztune::executor;

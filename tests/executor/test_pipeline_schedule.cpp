@@ -11,7 +11,7 @@
 #include <set>
 #include <tuple>
 
-#include "ztune/model/pipeline_schedule.hpp"
+#include "ztune/vocab/pipeline_schedule.hpp"
 
 using namespace ztune;
 

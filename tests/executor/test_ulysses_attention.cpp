@@ -18,6 +18,7 @@
 #include "attention_oracle.hpp"
 
 using namespace ztune::executor;
+using ztune::Collective;
 
 namespace {
 
@@ -84,8 +85,8 @@ TEST_CASE("all_to_all: block r of every rank's buffer lands on rank r", "[mpi][u
   world->all_to_all(send.data(), recv.data(), count);
   for (int s = 0; s < n; ++s)
     for (std::size_t k = 0; k < count; ++k) CHECK(recv[s * count + k] == static_cast<float>(100 * s + 10 * me + k));
-  CHECK(world->stats().total(CollKind::all_to_all).count == 1);
-  CHECK(world->stats().total(CollKind::all_to_all).bytes == Approx(4.0 * count * n));
+  CHECK(world->stats().total(Collective::all_to_all).count == 1);
+  CHECK(world->stats().total(Collective::all_to_all).bytes == Approx(4.0 * count * n));
 }
 
 TEST_CASE("Ulysses attention over 4 and 2 ranks equals the whole sequence's attention", "[mpi][ulysses]") {

@@ -13,6 +13,7 @@
 #include "ztune/executor/mpi_communicator.hpp"
 
 using namespace ztune::executor;
+using ztune::Collective;
 using ztune::test::DeviceArray;
 using ztune::test::mismatches;
 
@@ -91,8 +92,8 @@ TEST_CASE("NCCL collectives give the closed-form results", "[gpu][nccl]") {
   c.barrier();
 
   // Stats: nccl-tests' S (bytes of the whole array).
-  CHECK(c.stats().total(CollKind::all_reduce).count == 2);
-  CHECK(c.stats().total(CollKind::all_gather).bytes == static_cast<double>(count * n * sizeof(float)));
+  CHECK(c.stats().total(Collective::all_reduce).count == 2);
+  CHECK(c.stats().total(Collective::all_gather).bytes == static_cast<double>(count * n * sizeof(float)));
 }
 
 TEST_CASE("NCCL ring send/recv and split groups", "[gpu][nccl]") {

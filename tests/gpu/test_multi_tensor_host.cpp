@@ -15,7 +15,7 @@
 #include "ztune/executor/param_specs.hpp"
 #include "ztune/kernels/adamw.hpp"
 #include "ztune/kernels/multi_tensor.hpp"
-#include "ztune/model/catalog.hpp"
+#include "ztune/vocab/catalog.hpp"
 
 using namespace ztune;
 using namespace ztune::executor;

@@ -15,7 +15,7 @@
 
 #include "ztune/gui/child_process.hpp"
 #include "ztune/gui/run_summary.hpp"
-#include "ztune/model/run_record.hpp"
+#include "ztune/vocab/run_record.hpp"
 
 using namespace ztune::gui;
 

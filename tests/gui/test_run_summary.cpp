@@ -1,6 +1,6 @@
 // What the Run panel shows of a run: the figures of its run record (read by the
-// one strict reader, model/run_record.hpp) against the prediction. The record is
-// a real worker record (tests/model/fixtures/run_record/tiny_dp2.json); the
+// one strict reader, vocab/run_record.hpp) against the prediction. The record is
+// a real worker record (tests/vocab/fixtures/run_record/tiny_dp2.json); the
 // expected figures are copied from its text.
 #include <catch2/catch.hpp>
 
@@ -9,12 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "ztune/gui/run_summary.hpp"
-#include "ztune/model/run_record.hpp"
+#include "ztune/vocab/run_record.hpp"
 
 using namespace ztune::gui;
 
 namespace {
-const std::string kRecord = std::string(ZTUNE_SOURCE_DIR) + "/tests/model/fixtures/run_record/tiny_dp2.json";
+const std::string kRecord = std::string(ZTUNE_SOURCE_DIR) + "/tests/vocab/fixtures/run_record/tiny_dp2.json";
 }
 
 TEST_CASE("run summary: the figures of the run record", "[gui][run]") {

@@ -42,7 +42,7 @@ TEST_CASE("the defaults load: dgx2x16 and 100b", "[gui][inputs]") {
 TEST_CASE("a Hugging Face config.json is accepted as the model", "[gui][inputs]") {
   SearchInputs in;
   in.cluster = "dgx-a100-80gb";
-  in.model = QStringLiteral(ZTUNE_SOURCE_DIR "/tests/model/fixtures/hf/llama-2-7b/config.json");
+  in.model = QStringLiteral(ZTUNE_SOURCE_DIR "/tests/vocab/fixtures/hf/llama-2-7b/config.json");
   const InputResolution r = resolve_inputs(in);
   REQUIRE(r.ok());
   // Llama-2-7B: 6,738,415,616 parameters (Touvron et al. 2023; the HF checkpoint's count).

@@ -3,9 +3,9 @@
 // A100 cluster with round figures, so expected values can be worked by hand.
 #include <optional>
 
-#include "ztune/model/cluster.hpp"
-#include "ztune/model/plan.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/plan.hpp"
+#include "ztune/vocab/transformer.hpp"
 
 namespace ztune::test {
 

@@ -7,8 +7,8 @@
 #include <sstream>
 #include <string>
 
-#include "ztune/model/cluster.hpp"
-#include "ztune/model/hardware_profile.hpp"
+#include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/model/op_costs.hpp"
 
 using namespace ztune;
@@ -48,13 +48,13 @@ TEST_CASE("bus factors are nccl-tests': AR 2(n-1)/n, RS/AG (n-1)/n, broadcast/p2
   CHECK(bus_factor(Collective::all_to_all, 4) == Approx(0.75));
   CHECK(bus_factor(Collective::broadcast, 8) == 1.0);
   CHECK(bus_factor(Collective::reduce, 8) == 1.0);
-  CHECK(bus_factor(Collective::p2p, 2) == 1.0);
+  CHECK(bus_factor(Collective::send, 2) == 1.0);
   CHECK(bus_factor(Collective::all_reduce, 2) == Approx(1.0));
   CHECK(bus_factor(Collective::all_reduce, 1) == 0.0);
   // One rank: nccl-tests still reports broadcast and send/recv busbw = algbw
   // (the executor's run records count them so; one definition since issue 22).
   CHECK(bus_factor(Collective::broadcast, 1) == 1.0);
-  CHECK(bus_factor(Collective::p2p, 1) == 1.0);
+  CHECK(bus_factor(Collective::send, 1) == 1.0);
 }
 
 TEST_CASE("α–β time inside a node: S·factor/busbw", "[collectives]") {
@@ -127,8 +127,8 @@ TEST_CASE("latency: NCCL's steps by level, ring and tree, NCCL takes the faster"
   const LatencySteps a2a = latency_steps(Collective::all_to_all, GroupPlacement{32, 8});
   CHECK(a2a.intra == 7);
   CHECK(a2a.inter == 24);
-  CHECK(latency_steps(Collective::p2p, GroupPlacement{2, 1}).inter == 1);
-  CHECK(latency_steps(Collective::p2p, GroupPlacement{2, 2}).intra == 1);
+  CHECK(latency_steps(Collective::send, GroupPlacement{2, 1}).inter == 1);
+  CHECK(latency_steps(Collective::send, GroupPlacement{2, 2}).intra == 1);
 }
 
 // CPU ranks run MPI's collectives (the executor's MpiCommunicator): Open MPI's
@@ -198,4 +198,26 @@ TEST_CASE("the default A100 profile reproduces nccl-tests all-reduce on vTrain's
     }
     CHECK(checked > 100);
   }
+}
+
+TEST_CASE("collectives: one vocabulary - the names run records use, and the ends of a transfer", "[vocab][collectives]") {
+  // The executor's record keys (executor/run_record.cpp writes to_string of
+  // each kind it counted) read back as the same kind.
+  for (const Collective k : all_collectives()) {
+    const auto back = collective_named(to_string(k));
+    REQUIRE(back.has_value());
+    CHECK(*back == k);
+  }
+  CHECK(std::string(to_string(Collective::all_to_all)) == "all_to_all");
+  CHECK(std::string(to_string(Collective::recv)) == "recv");
+  CHECK_FALSE(collective_named("p2p").has_value());
+  // nccl-tests' sendrecv reports busbw = algbw at both ends; a barrier moves nothing.
+  CHECK(bus_factor(Collective::send, 2) == 1.0);
+  CHECK(bus_factor(Collective::recv, 2) == 1.0);
+  CHECK(bus_factor(Collective::barrier, 8) == 0.0);
+  CHECK(latency_steps(Collective::recv, GroupPlacement{2, 1}).inter == 1);
+  // A barrier is an all-reduce of nothing: its latency steps, no bandwidth term.
+  const GroupPlacement g{16, 8};
+  CHECK(latency_steps(Collective::barrier, g).intra == latency_steps(Collective::all_reduce, g).intra);
+  CHECK(latency_steps(Collective::barrier, g).inter == latency_steps(Collective::all_reduce, g).inter);
 }

@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cost_model_fixtures.hpp"
-#include "ztune/model/engine_profile.hpp"
-#include "ztune/model/hardware_profile.hpp"
-#include "ztune/model/input_error.hpp"
+#include "ztune/vocab/engine_profile.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
+#include "ztune/vocab/input_error.hpp"
 #include "ztune/model/op_costs.hpp"
 #include "ztune/model/time_model.hpp"
 

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "cost_model_fixtures.hpp"
-#include "ztune/model/hardware_profile.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/model/memory_model.hpp"
 #include "ztune/model/op_costs.hpp"
 

@@ -6,7 +6,7 @@
 // parts (the compressed exchange fully exposed in place of the all-reduce).
 #include <catch2/catch.hpp>
 
-#include "ztune/model/hardware_profile.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/model/memory_model.hpp"
 #include "ztune/model/onebit_adam.hpp"
 #include "ztune/model/op_costs.hpp"

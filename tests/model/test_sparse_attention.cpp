@@ -11,9 +11,9 @@
 #include <random>
 #include <vector>
 
-#include "ztune/model/catalog.hpp"
+#include "ztune/vocab/catalog.hpp"
 #include "ztune/model/flops.hpp"
-#include "ztune/model/hardware_profile.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/model/memory_model.hpp"
 #include "ztune/model/op_costs.hpp"
 #include "ztune/model/sparse_attention.hpp"

@@ -9,7 +9,7 @@
 
 #include "cost_model_fixtures.hpp"
 #include "ztune/model/flops.hpp"
-#include "ztune/model/hardware_profile.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/model/memory_model.hpp"
 #include "ztune/model/op_costs.hpp"
 #include "ztune/model/time_model.hpp"

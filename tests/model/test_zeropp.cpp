@@ -5,7 +5,7 @@
 // the node.
 #include <catch2/catch.hpp>
 
-#include "ztune/model/hardware_profile.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/model/memory_model.hpp"
 #include "ztune/model/op_costs.hpp"
 #include "ztune/model/prediction.hpp"

@@ -6,7 +6,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "ztune/model/input_error.hpp"
+#include "ztune/vocab/input_error.hpp"
 #include "ztune/simulator/event_loop.hpp"
 
 using namespace ztune::sim;

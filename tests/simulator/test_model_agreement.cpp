@@ -11,11 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ztune/model/catalog.hpp"
-#include "ztune/model/hardware_profile.hpp"
+#include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/model/memory_model.hpp"
 #include "ztune/model/op_costs.hpp"
-#include "ztune/model/validation.hpp"
+#include "ztune/validation/validation.hpp"
 #include "ztune/simulator/chrome_trace.hpp"
 #include "ztune/simulator/model_cost_source.hpp"
 #include "ztune/simulator/simulate.hpp"

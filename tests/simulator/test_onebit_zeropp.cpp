@@ -2,8 +2,8 @@
 // source: the simulated iteration changes as the analytical model says.
 #include <catch2/catch.hpp>
 
-#include "ztune/model/catalog.hpp"
-#include "ztune/model/hardware_profile.hpp"
+#include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/simulator/simulate.hpp"
 

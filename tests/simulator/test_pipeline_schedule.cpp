@@ -8,7 +8,7 @@
 #include <tuple>
 
 #include "sim_fixture.hpp"
-#include "ztune/model/pipeline_schedule.hpp"
+#include "ztune/vocab/pipeline_schedule.hpp"
 
 using namespace ztune;
 using namespace ztune::sim;
@@ -192,7 +192,7 @@ TEST_CASE("uneven stages: each stage runs its own layers, the slowest sets the p
 }
 
 // Issue 22: the simulator builds its graph from the schedule the executor
-// trains by (model/pipeline_schedule.hpp). The oracle here is that schedule
+// trains by (vocab/pipeline_schedule.hpp). The oracle here is that schedule
 // as the executor runs it (tests/executor/test_pipeline_schedule.cpp replays it
 // against the executor's send/receive rules); the simulated timeline must run
 // each stage's passes in exactly that order, uneven stages included

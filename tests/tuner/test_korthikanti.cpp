@@ -3,8 +3,8 @@
 #include <string_view>
 
 #include "tuner_fixtures.hpp"
-#include "ztune/model/catalog.hpp"
-#include "ztune/model/hardware_profile.hpp"
+#include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/tuner/objective.hpp"
 #include "ztune/tuner/search.hpp"
 

@@ -13,9 +13,9 @@
 #include <sqlite3.h>
 
 #include "temp_files.hpp"
-#include "ztune/model/catalog.hpp"
-#include "ztune/model/hardware_profile.hpp"
-#include "ztune/model/input_error.hpp"
+#include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
+#include "ztune/vocab/input_error.hpp"
 #include "ztune/tuner/result_json.hpp"
 #include "ztune/tuner/results_db.hpp"
 

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "tuner_fixtures.hpp"
-#include "ztune/model/catalog.hpp"
-#include "ztune/model/hardware_profile.hpp"
+#include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/tuner/explain.hpp"
 #include "ztune/tuner/search.hpp"

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "tuner_fixtures.hpp"
-#include "ztune/model/catalog.hpp"
-#include "ztune/model/input_error.hpp"
+#include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/input_error.hpp"
 #include "ztune/tuner/search_space.hpp"
 
 using namespace ztune;

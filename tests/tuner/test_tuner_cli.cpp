@@ -12,8 +12,8 @@
 
 #include "temp_files.hpp"
 #include "../cli/run_command.hpp"
-#include "ztune/model/catalog.hpp"
-#include "ztune/model/hardware_profile.hpp"
+#include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/tuner/results_db.hpp"
 
@@ -119,7 +119,7 @@ TEST_CASE("search with engine megatron refuses a model Megatron-LM cannot build 
   // the Megatron exports do not carry; within the window it is the same model.
   // (the model tests' Hugging Face fixture)
   const std::string mistral =
-      std::string(ZTUNE_TEST_DATA_DIR) + "/../tests/model/fixtures/hf/mistral-7b-v0.1/config.json";
+      std::string(ZTUNE_TEST_DATA_DIR) + "/../tests/vocab/fixtures/hf/mistral-7b-v0.1/config.json";
   r = run_command(ztune_bin() + " --cluster dgx-a100-80gb --model " + mistral + " --engine megatron --no-db");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("$.model.attention_window") && Contains("--seq 4096"));

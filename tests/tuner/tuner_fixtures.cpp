@@ -1,6 +1,6 @@
 #include "tuner_fixtures.hpp"
 
-#include "ztune/model/catalog.hpp"
+#include "ztune/vocab/catalog.hpp"
 
 namespace ztune::test {
 

@@ -1,8 +1,8 @@
 #pragma once
 // Shared inputs for the tuner tests: catalog entries and the published model
 // shapes the tests need (each with its source).
-#include "ztune/model/cluster.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/transformer.hpp"
 
 namespace ztune::test {
 

@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "ztune/model/executor_support.hpp"
+#include "ztune/vocab/executor_support.hpp"
 
 namespace ztune {
 

@@ -6,7 +6,7 @@
 #include <functional>
 #include <sstream>
 
-#include "ztune/model/input_error.hpp"
+#include "ztune/vocab/input_error.hpp"
 #include "ztune/model/sparse_attention.hpp"
 
 namespace ztune {

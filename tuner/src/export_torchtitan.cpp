@@ -9,7 +9,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "ztune/model/input_error.hpp"
+#include "ztune/vocab/input_error.hpp"
 #include "ztune/tuner/export.hpp"
 
 namespace ztune {

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "ztune/model/hardware_profile.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/model/memory_model.hpp"
 
 namespace ztune {

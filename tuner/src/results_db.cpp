@@ -10,9 +10,9 @@
 
 #include "results_schema.hpp"
 #include "sqlite_statement.hpp"
-#include "ztune/model/catalog.hpp"
-#include "ztune/model/input_error.hpp"
-#include "ztune/model/json_reader.hpp"
+#include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/input_error.hpp"
+#include "ztune/vocab/json_reader.hpp"
 #include "ztune/tuner/digest.hpp"
 #include "ztune/tuner/result_json.hpp"
 

@@ -4,8 +4,8 @@
 #include <chrono>
 #include <cmath>
 
-#include "ztune/model/input_error.hpp"
-#include "ztune/model/text.hpp"
+#include "ztune/vocab/input_error.hpp"
+#include "ztune/vocab/text.hpp"
 #include "ztune/tuner/export.hpp"
 
 namespace ztune {

@@ -32,7 +32,7 @@ void run(executor::Communicator& comm, float* send, float* recv, const Collectiv
 }  // namespace
 
 const CollectiveTest& sendrecv_test() {
-  static const CollectiveTest t{"sendrecv", Collective::p2p, false, counts, init, expected, run};
+  static const CollectiveTest t{"sendrecv", Collective::send, false, counts, init, expected, run};
   return t;
 }
 

@@ -4,7 +4,7 @@
 // read and kept out of the fit.
 #include <nlohmann/json.hpp>
 
-#include "ztune/model/json_reader.hpp"
+#include "ztune/vocab/json_reader.hpp"
 #include "ztune/calibration/profile_fit.hpp"
 
 namespace ztune {
@@ -58,7 +58,7 @@ Collective collective_named(ObjectReader& r, const std::string& name) {
   if (name == "reduce_scatter") return Collective::reduce_scatter;
   if (name == "all_gather") return Collective::all_gather;
   if (name == "broadcast") return Collective::broadcast;
-  if (name == "sendrecv") return Collective::p2p;
+  if (name == "sendrecv") return Collective::send;
   throw r.error("collective", "expected all_reduce, reduce_scatter, all_gather, broadcast or sendrecv, got \"" +
                                   name + "\"");
 }

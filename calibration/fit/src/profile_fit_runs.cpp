@@ -20,8 +20,8 @@
 
 #include <Eigen/Dense>
 
-#include "ztune/model/input_error.hpp"
-#include "ztune/model/json_reader.hpp"
+#include "ztune/vocab/input_error.hpp"
+#include "ztune/vocab/json_reader.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/calibration/profile_fit.hpp"
 #include "ztune/model/time_model.hpp"

@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "ztune/model/catalog.hpp"
-#include "ztune/model/input_error.hpp"
+#include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/input_error.hpp"
 #include "ztune/model/prediction.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/transformer.hpp"
 
 namespace ztune::calibration {
 

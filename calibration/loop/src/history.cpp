@@ -4,7 +4,7 @@
 #include <cmath>
 #include <set>
 
-#include "ztune/model/input_error.hpp"
+#include "ztune/vocab/input_error.hpp"
 #include "ztune/model/prediction.hpp"
 
 namespace ztune::calibration {

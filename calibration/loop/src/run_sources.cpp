@@ -1,8 +1,8 @@
 #include "ztune/calibration/run_sources.hpp"
 
-#include "ztune/model/input_error.hpp"
-#include "ztune/model/json_reader.hpp"
-#include "ztune/model/run_record.hpp"
+#include "ztune/vocab/input_error.hpp"
+#include "ztune/vocab/json_reader.hpp"
+#include "ztune/vocab/run_record.hpp"
 
 namespace ztune::calibration {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ztune/model/text.hpp"
+#include "ztune/vocab/text.hpp"
 
 namespace ztune::calibration {
 

@@ -7,15 +7,12 @@
 #include <array>
 #include <cstdint>
 
+#include "ztune/vocab/collective.hpp"
+
 namespace ztune::executor {
 
-enum class CollKind : std::uint8_t {
-  all_reduce, reduce_scatter, all_gather, broadcast, send, recv, barrier, all_to_all, count };
-inline constexpr std::array<const char*, static_cast<std::size_t>(CollKind::count)> kCollKindNames{
-    "all_reduce", "reduce_scatter", "all_gather", "broadcast", "send", "recv", "barrier", "all_to_all"};
-
-/// nccl-tests' bus-bandwidth factor for a collective over n ranks.
-double bus_factor(CollKind kind, int n);
+// Kinds, names and bus factors: vocab/collective.hpp (one vocabulary with the
+// cost model and the calibration fit).
 
 struct CollTotal {
   std::int64_t count = 0;
@@ -26,17 +23,17 @@ struct CollTotal {
 
 class CommStats {
  public:
-  void add(CollKind k, double bytes, double seconds) {
+  void add(Collective k, double bytes, double seconds) {
     auto& t = totals_[static_cast<std::size_t>(k)];
     ++t.count;
     t.bytes += bytes;
     t.seconds += seconds;
   }
-  [[nodiscard]] const CollTotal& total(CollKind k) const { return totals_[static_cast<std::size_t>(k)]; }
+  [[nodiscard]] const CollTotal& total(Collective k) const { return totals_[static_cast<std::size_t>(k)]; }
   void reset() { totals_ = {}; }
 
  private:
-  std::array<CollTotal, static_cast<std::size_t>(CollKind::count)> totals_{};
+  std::array<CollTotal, static_cast<std::size_t>(Collective::count)> totals_{};
 };
 
 }  // namespace ztune::executor

@@ -75,7 +75,7 @@ class Communicator {
   virtual void barrier_impl() = 0;
 
  private:
-  RequestPtr timed(CollKind kind, double bytes, RequestPtr inner);
+  RequestPtr timed(Collective kind, double bytes, RequestPtr inner);
   std::string name_;
   CommStats stats_;
 };

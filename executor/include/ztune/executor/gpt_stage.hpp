@@ -33,8 +33,8 @@
 #include "ztune/executor/ring_attention.hpp"
 #include "ztune/executor/ulysses_attention.hpp"
 #include "ztune/kernels/block_sparse_layout.hpp"
-#include "ztune/model/plan.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/plan.hpp"
+#include "ztune/vocab/transformer.hpp"
 
 namespace ztune::executor {
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "ztune/executor/process_groups.hpp"
-#include "ztune/model/executor_support.hpp"  // vocab_range
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/executor_support.hpp"  // vocab_range
+#include "ztune/vocab/transformer.hpp"
 
 namespace ztune::executor {
 

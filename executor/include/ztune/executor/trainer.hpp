@@ -14,8 +14,8 @@
 #include "ztune/executor/safetensors.hpp"
 #include "ztune/executor/token_source.hpp"
 #include "ztune/executor/train_options.hpp"
-#include "ztune/model/plan.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/plan.hpp"
+#include "ztune/vocab/transformer.hpp"
 
 namespace ztune::executor {
 

@@ -9,7 +9,7 @@
 
 #include <QString>
 
-#include "ztune/model/plan.hpp"
+#include "ztune/vocab/plan.hpp"
 
 namespace ztune::gui {
 

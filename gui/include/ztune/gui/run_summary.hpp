@@ -5,7 +5,7 @@
 
 #include <QString>
 
-#include "ztune/model/run_record.hpp"
+#include "ztune/vocab/run_record.hpp"
 
 namespace ztune::gui {
 
@@ -16,7 +16,7 @@ struct MeasuredRun {
 };
 
 /// The figures of the run record `ztune run --record FILE` wrote, read by the one
-/// strict reader (ztune/model/run_record.hpp: read_run_record, which refuses a
+/// strict reader (ztune/vocab/run_record.hpp: read_run_record, which refuses a
 /// bad record naming the file and JSON path). No step time when it ran no step.
 MeasuredRun measured_run(const RunRecord& record);
 

@@ -14,9 +14,9 @@
 #include <QMetaType>
 #include <QString>
 
-#include "ztune/model/cluster.hpp"
-#include "ztune/model/hardware_profile.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
+#include "ztune/vocab/transformer.hpp"
 #include "ztune/tuner/search_options.hpp"
 
 namespace ztune::gui {

@@ -8,8 +8,8 @@
 
 #include "ztune/gui/search_inputs.hpp"
 #include "ztune/gui/timeline_data.hpp"
-#include "ztune/model/accuracy.hpp"
-#include "ztune/model/plan.hpp"
+#include "ztune/validation/accuracy.hpp"
+#include "ztune/vocab/plan.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/tuner/explain.hpp"
 #include "ztune/tuner/search.hpp"

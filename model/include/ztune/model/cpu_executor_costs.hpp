@@ -27,10 +27,10 @@
 #include <optional>
 #include <string_view>
 
-#include "ztune/model/cluster.hpp"
-#include "ztune/model/hardware_profile.hpp"
-#include "ztune/model/plan.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
+#include "ztune/vocab/plan.hpp"
+#include "ztune/vocab/transformer.hpp"
 
 namespace ztune {
 

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <string>
 
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/transformer.hpp"
 
 namespace ztune {
 

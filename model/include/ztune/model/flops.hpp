@@ -5,8 +5,8 @@
 //   model FLOPs    72·B·s·L·h²·(1 + s/(6h) + V/(12·h·L))   Korthikanti et al. 2022, eq. 7
 //   full recompute 96·B·s·L·h²·(1 + s/(6h) + V/(16·L·h))   Narayanan et al. 2021 (hardware FLOPs)
 // Norms, softmax and other elementwise work are not counted (as in both papers).
-#include "ztune/model/plan.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/plan.hpp"
+#include "ztune/vocab/transformer.hpp"
 
 namespace ztune {
 

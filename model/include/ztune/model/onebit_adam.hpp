@@ -24,10 +24,10 @@
 // What predict_time() reports for a plan with onebit_adam: ONE iteration of
 // the COMPRESSION phase (the steady state the run spends (1−w) of its steps
 // in). onebit_adam_phases() gives the warm-up iteration and the run average.
-#include "ztune/model/cluster.hpp"
-#include "ztune/model/hardware_profile.hpp"
-#include "ztune/model/plan.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
+#include "ztune/vocab/plan.hpp"
+#include "ztune/vocab/transformer.hpp"
 
 namespace ztune {
 

@@ -8,10 +8,11 @@
 // files), one micro-batch on one GPU unless a name says otherwise.
 #include <cstdint>
 
-#include "ztune/model/cluster.hpp"
-#include "ztune/model/hardware_profile.hpp"
-#include "ztune/model/plan.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/collective.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
+#include "ztune/vocab/plan.hpp"
+#include "ztune/vocab/transformer.hpp"
 
 namespace ztune {
 
@@ -70,25 +71,7 @@ struct GemmShape {
 
 // ---------------------------------------------------------------- collectives
 
-enum class Collective : std::uint8_t { all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, reduce, p2p };
-[[nodiscard]] const char* to_string(Collective k);
-
-/// nccl-tests bus factor (doc/PERFORMANCE.md): busbw = algbw · factor.
-/// all-reduce 2(n−1)/n; reduce-scatter, all-gather, all-to-all (n−1)/n;
-/// broadcast, reduce, p2p 1. S is nccl-tests' size: the whole array (for
-/// reduce-scatter the input, for all-gather the output). THE one definition.
-[[nodiscard]] double bus_factor(Collective k, int n);
-
-enum class CollectiveAlgo : std::uint8_t { ring, tree, best };
-
-/// How a communication group sits on the cluster: `size` ranks, of which
-/// `per_node` share a node (the group spans size/per_node nodes).
-struct GroupPlacement {
-  int size = 1;
-  int per_node = 1;
-  [[nodiscard]] int nodes() const { return (size + per_node - 1) / per_node; }
-  [[nodiscard]] bool crosses_nodes() const { return per_node < size; }
-};
+// The kinds, bus factors, latency steps and group placement: vocab/collective.hpp.
 
 /// Achieved bus bandwidth (bytes/s) of a group: the slowest level it spans
 /// bounds it (DESIGN.md). Intra-node: link × busbw efficiency. Inter-node: the
@@ -104,24 +87,6 @@ struct GroupPlacement {
 /// across nodes (the cluster's latency_us plus the profile's).
 [[nodiscard]] double level_latency(bool inter_node, const Cluster& c, const HardwareProfile& hw);
 
-/// The latency steps of one collective over group `g`, by the level each
-/// hop crosses, as NCCL's tuner counts them (src/graph/tuning.cc
-/// ncclTopoTuneModel): a ring of n ranks on N nodes takes n−1 steps for
-/// reduce-scatter, all-gather, broadcast and reduce (2(n−1) for all-reduce),
-/// of which N−1 (2(N−1)) cross nodes and the rest stay inside one; the double
-/// binary tree's all-reduce 2((n/N − 1) intra + ⌈log2 N⌉ inter), a chain
-/// inside each node; an all-to-all's n−1 sends, n − n/N of them to other
-/// nodes; a send 1 step. CPU ranks run MPI's collectives instead (the
-/// executor's MpiCommunicator): their `tree` is Open MPI's recursive doubling,
-/// 2⌈log2⌉ steps at each level, the count this model had for every device
-/// before NCCL's. THE one count: collective_time and the calibration fit both
-/// use it.
-struct LatencySteps {
-  double intra = 0;
-  double inter = 0;
-};
-[[nodiscard]] LatencySteps latency_steps(Collective k, const GroupPlacement& g, CollectiveAlgo algo = CollectiveAlgo::ring,
-                                         DeviceKind device = DeviceKind::gpu);
 /// α_intra·steps.intra + α_inter·steps.inter for `algo`; `best` takes the
 /// faster of ring and tree for an all-reduce (the bandwidth term is the same).
 [[nodiscard]] double latency_time(Collective k, const GroupPlacement& g, const Cluster& c, const HardwareProfile& hw,
@@ -136,34 +101,6 @@ struct LatencySteps {
 
 /// Point-to-point send of `bytes` between two GPUs, inside a node or across nodes.
 [[nodiscard]] double p2p_time(double bytes, bool crosses_nodes, const Cluster& c, const HardwareProfile& hw);
-
-/// Where the plan's groups sit, ranks ordered tp fastest, then cp, then dp,
-/// then pp (Megatron-Core's default order tp-cp-ep-dp-pp): tp inside a node
-/// when it fits, cp next to it. `dp` is the data-parallel group of the
-/// weights, the dp × cp ranks that reduce gradients and share ZeRO's
-/// partitions (the dp ranks alone without context parallelism).
-struct GroupLayout {
-  GroupPlacement tp;
-  GroupPlacement cp;
-  GroupPlacement ulysses;  // DeepSpeed-Ulysses ranks, next to tp like cp (never both: check_plan_shape)
-  GroupPlacement dp;
-  GroupPlacement pp;
-  bool pp_crosses_nodes = false;  // neighbouring stages on different nodes
-  // Hybrid sharding (plan.dp_shard): the dp group cut into shard groups of
-  // dp_shard consecutive ranks (ZeRO-3's gathers and reduce-scatters) and the
-  // replica groups across them, one rank of each shard group (stride
-  // tp·dp_shard; the all-reduce of the sharded gradients). Without it shard
-  // is dp and replica a single rank.
-  GroupPlacement shard;
-  GroupPlacement replica;
-};
-[[nodiscard]] GroupLayout place_groups(const Plan& p, const Cluster& c);
-
-/// GPUs of one node the plan uses: all of them, or fewer when the whole plan is
-/// smaller than a node (one V100 of a DGX-2 has the node's host memory, CPU
-/// cores and NVMe to itself). Host-side shares divide by this, not by the
-/// node's GPU count.
-[[nodiscard]] int gpus_per_node_in_use(const Plan& p, const Cluster& c);
 
 // ---------------------------------------------------------------- transformer layer
 

@@ -25,8 +25,8 @@
 // against nb² blocks, nb = s / block: a causal dense layout would be ≈ 1/2.
 #include <cstdint>
 
-#include "ztune/model/plan.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/plan.hpp"
+#include "ztune/vocab/transformer.hpp"
 
 namespace ztune {
 

@@ -21,10 +21,10 @@
 // ranks over k nodes of g:
 //   ZeRO-3   3·M·(N−1)/N
 //   ZeRO++   M/2·(N−1)/N + 0 + M/4·(k−1)/k          (≈ 0.75·M: the paper's 3M → 0.75M)
-#include "ztune/model/cluster.hpp"
-#include "ztune/model/hardware_profile.hpp"
-#include "ztune/model/plan.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
+#include "ztune/vocab/plan.hpp"
+#include "ztune/vocab/transformer.hpp"
 
 namespace ztune {
 

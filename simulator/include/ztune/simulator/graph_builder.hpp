@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "ztune/model/cluster.hpp"
-#include "ztune/model/plan.hpp"
+#include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/plan.hpp"
 #include "ztune/simulator/cost_source.hpp"
 #include "ztune/simulator/op_graph.hpp"
 

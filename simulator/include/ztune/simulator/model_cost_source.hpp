@@ -2,11 +2,11 @@
 // The production cost source: every duration comes from model/op_costs.hpp
 // (one source of truth with the analytical model), activation bytes from
 // model/memory_model.hpp's Korthikanti formulas.
-#include "ztune/model/cluster.hpp"
-#include "ztune/model/hardware_profile.hpp"
+#include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/model/op_costs.hpp"
-#include "ztune/model/plan.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/plan.hpp"
+#include "ztune/vocab/transformer.hpp"
 #include "ztune/simulator/cost_source.hpp"
 
 namespace ztune::sim {

@@ -3,11 +3,11 @@
 // Example: auto r = ztune::sim::simulate(model, plan, cluster, default_profile_for(cluster));
 #include <cstdint>
 
-#include "ztune/model/cluster.hpp"
-#include "ztune/model/hardware_profile.hpp"
-#include "ztune/model/plan.hpp"
+#include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
+#include "ztune/vocab/plan.hpp"
 #include "ztune/model/prediction.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/transformer.hpp"
 #include "ztune/simulator/graph_builder.hpp"
 #include "ztune/simulator/simulation.hpp"
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "ztune/model/plan.hpp"
+#include "ztune/vocab/plan.hpp"
 #include "ztune/model/prediction.hpp"
 
 namespace ztune {

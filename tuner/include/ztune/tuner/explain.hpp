@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "ztune/model/cluster.hpp"
-#include "ztune/model/hardware_profile.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
+#include "ztune/vocab/transformer.hpp"
 #include "ztune/tuner/search.hpp"
 
 namespace ztune {

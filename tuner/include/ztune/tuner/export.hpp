@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ztune/model/plan.hpp"
+#include "ztune/vocab/plan.hpp"
 #include "ztune/tuner/engine.hpp"
 
 namespace ztune {

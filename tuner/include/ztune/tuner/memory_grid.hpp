@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "ztune/model/cluster.hpp"
+#include "ztune/vocab/cluster.hpp"
 #include "ztune/model/deepspeed_estimate.hpp"
-#include "ztune/model/plan.hpp"
+#include "ztune/vocab/plan.hpp"
 #include "ztune/model/prediction.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/transformer.hpp"
 
 namespace ztune {
 

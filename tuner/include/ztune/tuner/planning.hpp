@@ -2,13 +2,17 @@
 // The planning workflows the shells (cli/, gui/) run, assembled here so that a
 // shell parses, calls one function and prints (issue 22 item 3): a plan's time
 // from the discrete-event simulator, and the published runs predicted by
-// either estimator. The fit hints and "the best plan on N devices" are in
-// explain.hpp. Nothing here prints or parses flags.
+// either estimator, and the accuracy every prediction carries (validation/
+// accuracy.hpp: validate's cross-validated error for a GPU and engine, the
+// error band). The fit hints and "the best plan on N devices" are in
+// explain.hpp. The shells reach the simulator and validation through this
+// header only (tests/import_rules.py). Nothing here prints or parses flags.
 #include <optional>
 #include <string>
 
 #include "ztune/model/prediction.hpp"
-#include "ztune/model/validation.hpp"
+#include "ztune/validation/accuracy.hpp"
+#include "ztune/validation/validation.hpp"
 
 namespace ztune {
 

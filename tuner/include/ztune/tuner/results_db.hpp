@@ -17,11 +17,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ztune/model/cluster.hpp"
-#include "ztune/model/hardware_profile.hpp"
-#include "ztune/model/plan.hpp"
+#include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
+#include "ztune/vocab/plan.hpp"
 #include "ztune/model/prediction.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/transformer.hpp"
 #include "ztune/tuner/search.hpp"
 
 struct sqlite3;

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <optional>
 
-#include "ztune/model/cluster.hpp"
+#include "ztune/vocab/cluster.hpp"
 #include "ztune/model/memory_model.hpp"
-#include "ztune/model/plan.hpp"
+#include "ztune/vocab/plan.hpp"
 #include "ztune/tuner/engine.hpp"
 
 namespace ztune {

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "ztune/model/cluster.hpp"
-#include "ztune/model/plan.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/plan.hpp"
+#include "ztune/vocab/transformer.hpp"
 #include "ztune/tuner/search_options.hpp"
 
 namespace ztune {

@@ -5,9 +5,9 @@
 // says so.
 #include <vector>
 
-#include "ztune/model/cluster.hpp"
-#include "ztune/model/hardware_profile.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
+#include "ztune/vocab/transformer.hpp"
 #include "ztune/tuner/candidate.hpp"
 #include "ztune/tuner/search_options.hpp"
 #include "ztune/tuner/search_pass.hpp"

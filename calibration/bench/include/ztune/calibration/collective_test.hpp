@@ -3,14 +3,14 @@
 // nccl-tests' testColl): how many elements the send and receive buffers hold
 // for a message of nccl-tests size S, the verifiable initial data (small
 // integers, so every reduction is exact in fp32) and the closed-form expected
-// result, the bus factor (model/op_costs.hpp, THE one definition), and the call.
+// result, the bus factor (vocab/collective.hpp, THE one definition), and the call.
 // The shared driver (collective_bench.hpp) runs every registered test.
 #include <cstddef>
 #include <span>
 #include <string>
 
 #include "ztune/executor/communicator.hpp"
-#include "ztune/model/op_costs.hpp"
+#include "ztune/vocab/collective.hpp"
 
 namespace ztune::calibration {
 

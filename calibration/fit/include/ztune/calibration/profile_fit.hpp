@@ -39,12 +39,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ztune/model/cluster.hpp"
-#include "ztune/model/hardware_profile.hpp"
+#include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/model/op_costs.hpp"
-#include "ztune/model/plan.hpp"
-#include "ztune/model/run_record.hpp"
-#include "ztune/model/transformer.hpp"
+#include "ztune/vocab/plan.hpp"
+#include "ztune/vocab/run_record.hpp"
+#include "ztune/vocab/transformer.hpp"
 
 namespace ztune {
 
@@ -80,7 +80,7 @@ struct CopySample {
 };
 struct CollectiveSample {
   Collective kind = Collective::all_reduce;
-  std::string name;        // as measured ("sendrecv" is Collective::p2p)
+  std::string name;        // as measured ("sendrecv" is Collective::send)
   std::string group;       // layout name ("intra:2")
   int ranks = 2;
   int per_node = 2;

@@ -7,7 +7,7 @@
 #include "ztune/executor/cuda/cuda_backend.hpp"
 #include "ztune/executor/cuda/nccl_communicator.hpp"
 #include "ztune/executor/mpi_communicator.hpp"
-#include "ztune/model/cluster.hpp"
+#include "ztune/vocab/cluster.hpp"
 
 namespace ztune::executor::cuda {
 

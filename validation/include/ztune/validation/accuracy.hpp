@@ -1,0 +1,83 @@
+#pragma once
+// How far to trust a prediction: the time metrics of `ztune validate`
+// (published measurements in data/validation) measured on the same GPU family,
+// one line per source, and the cross-validated error of the (GPU family,
+// engine) cell the prediction falls in: each source's runs predicted by
+// profiles fitted without that source (leave-one-source-out,
+// data/validation/loso.json, written by fit_profiles.py --loso). That error
+// is the band printed beside every iteration time and throughput.
+//
+//   accuracy on A100 (ztune validate: ...): Korthikanti2022-T5 0.8% MAPE over 8 runs, ...
+//   cross-validated on H100/fsdp: 12.3% (leave-one-source-out, 3 sources, 27 runs; ztune too fast by +4.1%)
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
+#include "ztune/validation/validation.hpp"
+
+namespace ztune {
+
+/// The leave-one-source-out error of one (GPU family, engine) cell.
+struct CrossValidated {
+  std::string family;  // the cell asked for ("H100")
+  std::string engine;  // "fsdp"
+  std::string cell;    // the cell the figures come from: "H100/fsdp", or a fallback ("H100/any engine")
+  bool fallback = false;
+  int sources = 0;
+  int runs = 0;
+  double mape = 0;         // source-balanced mean |error| of the left-out predictions, %
+  double mean_signed = 0;  // source-balanced mean optimism (> 0: too fast), %
+  [[nodiscard]] bool empty() const { return runs == 0; }
+};
+
+struct Accuracy {
+  std::string family;                  // "A100"
+  std::vector<SourceSummary> sources;  // empty: nothing measured on this GPU family
+  CrossValidated cv;                   // empty when loso.json has nothing for this family or engine
+  std::string problem;                 // set when the validation data could not be read
+  std::string stale;                   // set when loso.json was computed for other profiles
+};
+
+/// The cross-validated error of (family, engine) from a validation report and
+/// the LOSO file's per-case errors: that cell's sources, else the family with
+/// any engine, else the engine on any family, else every source (said so).
+[[nodiscard]] CrossValidated cross_validated(const ValidationReport& r, const nlohmann::json& loso,
+                                             const std::string& family, const std::string& engine);
+
+/// Every (GPU family, engine) cell of the report with its in-sample and
+/// cross-validated source-balanced errors (ztune validate's cell table).
+struct CellSummary {
+  std::string family, engine;
+  int sources = 0, runs = 0;
+  double in_sample_mape = 0, in_sample_signed = 0;
+  double loso_mape = 0, loso_signed = 0;
+  int loso_runs = 0;
+};
+[[nodiscard]] std::vector<CellSummary> cell_summaries(const ValidationReport& r, const nlohmann::json& loso);
+
+/// data/validation/loso.json (an empty object when absent); `stale` is set
+/// when its digest is not that of the shipped profiles and engines.
+[[nodiscard]] nlohmann::json read_loso(std::string* stale = nullptr);
+/// FNV-1a 64 of the shipped hardware and engine profiles (fit_profiles.py digest()).
+[[nodiscard]] std::string profiles_digest();
+
+/// Runs the validation sources (default profiles; ~0.1 s) and keeps the time
+/// metrics measured on `c`'s GPU family, and the cross-validated error of the
+/// cell (`c`'s GPU family, `engine`). Never throws: problems go to `problem`.
+[[nodiscard]] Accuracy accuracy_for(const Cluster& c, const std::string& engine = "ztune");
+
+/// One line (no trailing newline). `profile`: the name of the profile the
+/// prediction used; the figures are the default profile's, and the line says
+/// when that profile was fitted on the same runs (in-sample) or is not the one used.
+[[nodiscard]] std::string accuracy_line(const Accuracy& a, const std::string& profile,
+                                        const HardwareProfile& default_profile);
+/// "iteration 41.5 s, likely 37.8-45.2 s (±9.0%, cross-validated on H100/fsdp); 25,255 tokens/s (22,981-27,528)",
+/// or "" without a cross-validated figure.
+[[nodiscard]] std::string error_band_line(const Accuracy& a, double iteration_s, double tokens_per_s);
+
+[[nodiscard]] nlohmann::json accuracy_json(const Accuracy& a, double iteration_s = 0, double tokens_per_s = 0);
+
+}  // namespace ztune

@@ -1,0 +1,285 @@
+#include "ztune/validation/accuracy.hpp"
+
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+
+#include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/json_reader.hpp"
+#include "ztune/vocab/text.hpp"
+
+namespace fs = std::filesystem;
+
+namespace ztune {
+
+namespace {
+
+std::string pct(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v < 10 ? "%.1f%%" : "%.0f%%", v);
+  return buf;
+}
+
+std::string signed_pct(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", v);
+  return buf;
+}
+
+using CaseKey = std::pair<std::string, std::string>;  // (source, id)
+
+// The left-out errors of loso.json by (source, id): optimism and |error|.
+struct LosoError {
+  double abs_pct = 0;
+  double optimism_pct = 0;
+};
+std::map<CaseKey, LosoError> loso_cases(const nlohmann::json& loso) {
+  std::map<CaseKey, LosoError> out;
+  if (!loso.is_object() || !loso.contains("cases") || !loso["cases"].is_array()) return out;
+  for (const auto& c : loso["cases"]) {
+    if (!c.is_object() || !c.contains("source") || !c.contains("id") || !c.contains("loso_error_pct") ||
+        !c.contains("loso_optimism_pct") || !c["loso_error_pct"].is_number() || !c["loso_optimism_pct"].is_number() ||
+        !c["source"].is_string() || !c["id"].is_string())
+      continue;
+    const double e = c["loso_error_pct"].get<double>();
+    out[{c["source"].get<std::string>(), c["id"].get<std::string>()}] = {e < 0 ? -e : e,
+                                                                         c["loso_optimism_pct"].get<double>()};
+  }
+  return out;
+}
+
+// Source-balanced means over the time cases `keep` selects.
+template <typename Keep, typename Value>
+void balanced(const ValidationReport& r, Keep keep, Value value, int& sources, int& runs, double& mape, double& sgn) {
+  std::map<std::string, std::pair<double, double>> sum;  // source -> (Σ|e|, Σ optimism)
+  std::map<std::string, int> n;
+  for (const auto& c : r.cases) {
+    if (!is_time_metric(c.metric) || c.gpu.empty() || !keep(c)) continue;
+    double abs_e = 0, opt = 0;
+    if (!value(c, abs_e, opt)) continue;
+    sum[c.source].first += abs_e;
+    sum[c.source].second += opt;
+    ++n[c.source];
+  }
+  sources = static_cast<int>(sum.size());
+  runs = 0;
+  mape = sgn = 0;
+  for (const auto& [s, v] : sum) {
+    mape += v.first / n[s];
+    sgn += v.second / n[s];
+    runs += n[s];
+  }
+  if (sources > 0) {
+    mape /= sources;
+    sgn /= sources;
+  }
+}
+
+}  // namespace
+
+std::string profiles_digest() {
+  // The same files, in the same order, as fit_profiles.py digest().
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  const fs::path data = data_dir();
+  std::vector<fs::path> files;
+  for (const char* g : {"v100", "a100", "h100", "h200"}) files.push_back(data / "profiles" / (std::string(g) + ".json"));
+  for (const char* e : {"megatron", "deepspeed", "fsdp", "ztune"})
+    files.push_back(data / "engines" / (std::string(e) + ".json"));
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    for (std::istreambuf_iterator<char> it(in), end; it != end; ++it) {
+      h ^= static_cast<unsigned char>(*it);
+      h *= 0x100000001b3ull;
+    }
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+nlohmann::json read_loso(std::string* stale) {
+  const fs::path file = fs::path(default_validation_dir()) / "loso.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) {
+    if (stale != nullptr) *stale = "no " + file.string() + " (run data/validation/fit_profiles.py --loso)";
+    return nlohmann::json::object();
+  }
+  nlohmann::json j = read_json_file(file.string());
+  if (stale != nullptr) {
+    const bool fresh = j.is_object() && j.contains("profiles_digest") && j["profiles_digest"].is_string() &&
+                       j["profiles_digest"].get<std::string>() == profiles_digest();
+    if (!fresh)
+      *stale = file.string() +
+               " was computed for other profiles than data/profiles and data/engines hold now (rerun "
+               "data/validation/fit_profiles.py --loso)";
+  }
+  return j;
+}
+
+CrossValidated cross_validated(const ValidationReport& r, const nlohmann::json& loso, const std::string& family,
+                               const std::string& engine) {
+  const auto errors = loso_cases(loso);
+  auto value = [&](const ValidationCase& c, double& abs_e, double& opt) {
+    auto it = errors.find({c.source, c.id});
+    if (it == errors.end()) return false;
+    abs_e = it->second.abs_pct;
+    opt = it->second.optimism_pct;
+    return true;
+  };
+  CrossValidated cv;
+  cv.family = family;
+  cv.engine = engine;
+  // ztune's own engine is priced with DeepSpeed's figures until it is measured on a GPU.
+  const std::string priced = engine == "ztune" ? "deepspeed" : engine;
+  struct Try {
+    std::string cell;
+    bool (*keep)(const ValidationCase&, const std::string&, const std::string&);
+  };
+  const Try tries[] = {
+      {family + "/" + priced + (engine == "ztune" ? " (ztune's engine is priced as deepspeed)" : ""),
+       [](const ValidationCase& c, const std::string& f, const std::string& e) {
+         return gpu_family(c.gpu) == f && c.engine == e;
+       }},
+      {family + "/any engine",
+       [](const ValidationCase& c, const std::string& f, const std::string&) { return gpu_family(c.gpu) == f; }},
+      {"any GPU/" + priced, [](const ValidationCase& c, const std::string&, const std::string& e) { return c.engine == e; }},
+      {"every source", [](const ValidationCase&, const std::string&, const std::string&) { return true; }},
+  };
+  for (std::size_t i = 0; i < std::size(tries); ++i) {
+    const Try& t = tries[i];
+    balanced(
+        r, [&](const ValidationCase& c) { return t.keep(c, family, priced); }, value, cv.sources, cv.runs, cv.mape,
+        cv.mean_signed);
+    if (cv.runs > 0) {
+      cv.cell = t.cell;
+      cv.fallback = i > 0;
+      return cv;
+    }
+  }
+  return cv;
+}
+
+std::vector<CellSummary> cell_summaries(const ValidationReport& r, const nlohmann::json& loso) {
+  const auto errors = loso_cases(loso);
+  std::set<std::pair<std::string, std::string>> cells;
+  for (const auto& c : r.cases)
+    if (is_time_metric(c.metric) && !c.gpu.empty() && !c.engine.empty()) cells.insert({gpu_family(c.gpu), c.engine});
+  std::vector<CellSummary> out;
+  for (const auto& [family, engine] : cells) {
+    CellSummary s;
+    s.family = family;
+    s.engine = engine;
+    // Captures s's copies: clang before 16 cannot capture structured bindings.
+    auto keep = [&s](const ValidationCase& c) { return gpu_family(c.gpu) == s.family && c.engine == s.engine; };
+    balanced(
+        r, keep,
+        [](const ValidationCase& c, double& abs_e, double& opt) {
+          abs_e = c.error_pct() < 0 ? -c.error_pct() : c.error_pct();
+          opt = c.optimism_pct();
+          return true;
+        },
+        s.sources, s.runs, s.in_sample_mape, s.in_sample_signed);
+    int loso_sources = 0;
+    balanced(
+        r, keep,
+        [&](const ValidationCase& c, double& abs_e, double& opt) {
+          auto it = errors.find({c.source, c.id});
+          if (it == errors.end()) return false;
+          abs_e = it->second.abs_pct;
+          opt = it->second.optimism_pct;
+          return true;
+        },
+        loso_sources, s.loso_runs, s.loso_mape, s.loso_signed);
+    out.push_back(s);
+  }
+  return out;
+}
+
+Accuracy accuracy_for(const Cluster& c, const std::string& engine) {
+  Accuracy a;
+  a.family = c.device_kind == DeviceKind::cpu ? "cpu" : gpu_family(c.node.gpu.name);
+  try {
+    const ValidationReport r = run_validation(default_validation_dir());
+    a.sources = time_accuracy(r, c.node.gpu.name);
+    if (c.device_kind != DeviceKind::cpu) a.cv = cross_validated(r, read_loso(&a.stale), a.family, engine);
+  } catch (const std::exception& e) {
+    a.problem = e.what();
+  }
+  return a;
+}
+
+std::string accuracy_line(const Accuracy& a, const std::string& profile, const HardwareProfile& default_profile) {
+  if (!a.problem.empty()) return "accuracy: the validation data could not be read (" + a.problem + ")";
+  std::string s;
+  if (a.sources.empty()) {
+    s = "accuracy: no published training time measured on " + a.family +
+        " is in data/validation, so this time is not checked against a real run on it (ztune validate lists what "
+        "is; ztune calibrate fits a profile to your own runs)";
+  } else {
+    // A default profile fitted on these runs makes the figures in-sample, which the line says.
+    s = "accuracy on " + a.family + " (ztune validate: the same cost model against published runs";
+    if (default_profile.source.find("data/validation") != std::string::npos)
+      s += ", which the default profile " + default_profile.name + " was fitted on";
+    if (profile != default_profile.name) s += "; this prediction used " + profile;
+    s += "): ";
+    for (std::size_t i = 0; i < a.sources.size(); ++i) {
+      const SourceSummary& src = a.sources[i];
+      if (i > 0) s += ", ";
+      s += src.name + " " + pct(src.mape) + " MAPE over " + grouped(src.cases) + (src.cases == 1 ? " run" : " runs");
+      if (src.max_abs_pct > 2 * src.mape && src.max_abs_pct >= 10) s += " (worst " + pct(src.max_abs_pct) + ")";
+    }
+  }
+  if (!a.cv.empty()) {
+    s += "\ncross-validated on " + a.cv.cell + ": " + pct(a.cv.mape) + " (leave-one-source-out over " +
+         std::to_string(a.cv.sources) + (a.cv.sources == 1 ? " source, " : " sources, ") + grouped(a.cv.runs) +
+         " runs; mean speed error " + signed_pct(a.cv.mean_signed) + ", > 0 is too fast)";
+    if (a.cv.fallback) s += "; nothing measured on " + a.family + "/" + a.cv.engine + " itself";
+  }
+  if (!a.stale.empty()) s += "\nnote: " + a.stale;
+  return s;
+}
+
+std::string error_band_line(const Accuracy& a, double iteration_s, double tokens_per_s) {
+  if (a.cv.empty() || !(iteration_s > 0)) return "";
+  const double e = a.cv.mape / 100.0;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "error band: iteration %.3g s, likely %.3g-%.3g s; ", iteration_s,
+                iteration_s * (1 - e), iteration_s * (1 + e));
+  return std::string(buf) + grouped(tokens_per_s) + " tokens/s, likely " + grouped(tokens_per_s * (1 - e)) + "-" +
+         grouped(tokens_per_s * (1 + e)) + " (±" + pct(a.cv.mape) + ", cross-validated on " + a.cv.cell + ")";
+}
+
+nlohmann::json accuracy_json(const Accuracy& a, double iteration_s, double tokens_per_s) {
+  nlohmann::json sources = nlohmann::json::array();
+  for (const auto& s : a.sources)
+    sources.push_back({{"source", s.name},
+                       {"description", s.description},
+                       {"cases", s.cases},
+                       {"mape_pct", s.mape},
+                       {"mean_signed_pct", s.mean_signed_pct},
+                       {"max_abs_error_pct", s.max_abs_pct}});
+  nlohmann::json j{{"gpu_family", a.family}, {"time_sources", sources}};
+  if (!a.cv.empty()) {
+    j["cross_validated"] = {{"cell", a.cv.cell},
+                            {"fallback", a.cv.fallback},
+                            {"engine", a.cv.engine},
+                            {"sources", a.cv.sources},
+                            {"runs", a.cv.runs},
+                            {"mape_pct", a.cv.mape},
+                            {"mean_speed_error_pct", a.cv.mean_signed}};
+    if (iteration_s > 0) {
+      const double e = a.cv.mape / 100.0;
+      j["band"] = {{"iteration_s", {iteration_s * (1 - e), iteration_s * (1 + e)}},
+                   {"tokens_per_s", {tokens_per_s * (1 - e), tokens_per_s * (1 + e)}}};
+    }
+  }
+  if (!a.stale.empty()) j["stale"] = a.stale;
+  if (!a.problem.empty()) j["problem"] = a.problem;
+  return j;
+}
+
+}  // namespace ztune

@@ -1,0 +1,108 @@
+#pragma once
+// Shared by the validation source readers (validation.cpp: published_runs.json
+// rows and vTrain's CSVs; validation_engine_runs.cpp: engine_runs.json): the
+// source spec of validation.json, the per-run context, and the plan helpers.
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ztune/vocab/hardware_profile.hpp"
+#include "ztune/vocab/plan.hpp"
+#include "ztune/model/time_model.hpp"
+#include "ztune/vocab/transformer.hpp"
+#include "ztune/validation/validation.hpp"
+
+namespace ztune::validation_detail {
+
+struct SourceSpec {
+  std::string name, description, kind, file, cluster;
+  std::string engine;  // engine family that ran the source's runs ("" for formulas)
+  std::vector<std::string> id_prefixes;
+  std::vector<std::string> metrics;
+  // engine_runs: the cluster of each row by a substring of its hardware.gpu
+  // (the longest key found wins), how the source's runs reduced gradients,
+  // whether Megatron padded the vocabulary, and the FLOP convention of a
+  // TFLOP/s-only row ("megatron96": 96·B·s·l·h²(1 + s/6h + V/16lh), recompute counted).
+  std::vector<std::pair<std::string, std::string>> clusters;
+  bool overlap_comm = true;
+  bool megatron_vocab = false;
+  std::string tflops_convention;
+  std::optional<double> case_tolerance_pct;  // nullopt: "printed_precision"
+  double mape_tolerance_pct = 0;
+  // engine_runs: what a row does not publish, stated in validation.json with
+  // the reason (a sibling row's setting, the source's text): row id → value.
+  struct Assumed {
+    std::optional<int> micro_batch;
+    std::optional<std::int64_t> global_batch;
+    std::optional<bool> tp_comm_overlap;  // the run's TP overlap, where its notes are silent
+    std::optional<bool> reduce_scatter;   // how its ZeRO-1/2 reduced gradients, where the row is silent
+    std::optional<AttentionKernel> attention;  // the run's attention kernel, where the row does not name it
+    std::optional<SelectivePolicy> recompute_policy;  // what the engine's selective recomputation recomputes
+    // The run's engine code predates (or has) Megatron's shape rule for its
+    // fused softmax: EngineProfile::megatron_softmax_rule for this run only.
+    std::optional<bool> megatron_softmax_rule;
+    // The run's DeepSpeed ZeRO-3 knobs, from its recipe's ds_config (elements).
+    struct Zero3Config {
+      double prefetch_bucket_elems = 0;
+      double max_live_params = 0;
+      double max_reuse_distance = 0;
+      double reduce_bucket_elems = 0;
+    };
+    std::optional<Zero3Config> zero3_config;
+    std::string why;
+  };
+  std::map<std::string, Assumed> assumed;
+};
+
+struct Context {
+  const ValidationOptions& opt;
+  std::map<std::string, Cluster> clusters;
+  std::map<std::string, HardwareProfile> profiles;
+
+  const Cluster& cluster(const std::string& path) {
+    auto it = clusters.find(path);
+    if (it == clusters.end()) it = clusters.emplace(path, load_cluster(path)).first;
+    return it->second;
+  }
+  // The case's hardware profile with its engine attached (one per GPU ×
+  // engine × whether a graph compiler ran it × a run's own softmax rule).
+  const HardwareProfile& profile(const Cluster& c, const std::string& engine, bool compiled_run = false,
+                                 std::optional<bool> softmax_rule = std::nullopt) {
+    const std::string key = (opt.profile != nullptr ? std::string("--profile") : c.node.gpu.name) + "|" + engine +
+                            (compiled_run ? "|compiled" : "") +
+                            (softmax_rule ? (*softmax_rule ? "|softmax-rule" : "|softmax-always") : "");
+    auto it = profiles.find(key);
+    if (it == profiles.end()) {
+      HardwareProfile hw = opt.profile != nullptr ? *opt.profile : default_profile_for(c);
+      if (!engine.empty()) hw = with_engine(std::move(hw), engine);
+      if (compiled_run) hw.engine = compiled(hw.engine);
+      if (softmax_rule) hw.engine.megatron_softmax_rule = *softmax_rule;
+      it = profiles.emplace(key, std::move(hw)).first;
+    }
+    return it->second;
+  }
+  TimePrediction time(const Transformer& m, const Plan& p, const Cluster& c, const std::string& engine,
+                      bool compiled_run = false, std::optional<bool> softmax_rule = std::nullopt) {
+    const HardwareProfile& hw = profile(c, engine, compiled_run, softmax_rule);
+    return opt.time ? opt.time(m, p, c, hw) : predict_time(m, p, c, hw);
+  }
+};
+
+/// Megatron pads the vocabulary to a multiple of 128 × tp (make_vocab_size_divisible_by).
+int megatron_padded_vocab(int vocab, int tp);
+/// A GPT layer stack as Megatron builds it (FFN 4h, GeLU, LayerNorm, learned
+/// positions, tied embeddings, vocabulary padded for tp).
+Transformer gpt(const std::string& name, int layers, int hidden, int heads, int seq, int vocab, int tp);
+/// `base` with enough nodes for `gpus`.
+Cluster sized(const Cluster& base, int gpus);
+void check_or_throw(const Plan& p, const Transformer& m, const Cluster& c, const std::string& where);
+/// "L24 h1920 a15 s1024 <plan summary>".
+std::string describe(const Transformer& m, const Plan& p);
+
+/// engine_runs.json rows of one source (validation_engine_runs.cpp).
+void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context& ctx,
+                        std::vector<ValidationCase>& out, std::vector<SkippedRun>& skipped);
+
+}  // namespace ztune::validation_detail

@@ -1,0 +1,90 @@
+#include "ztune/vocab/catalog.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "ztune/vocab/input_error.hpp"
+
+#ifndef ZTUNE_DEFAULT_DATA_DIR
+#define ZTUNE_DEFAULT_DATA_DIR "data"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace ztune {
+
+std::string data_dir() {
+  if (const char* env = std::getenv("ZTUNE_DATA_DIR"); env != nullptr && *env != '\0') return env;
+  return ZTUNE_DEFAULT_DATA_DIR;
+}
+
+std::vector<std::string> catalog_names(const std::string& kind) {
+  std::vector<std::string> names;
+  fs::path dir = fs::path(data_dir()) / kind;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string resolve_catalog_path(const std::string& kind, const std::string& name_or_path) {
+  std::error_code ec;
+  bool looks_like_path = name_or_path.find('/') != std::string::npos ||
+                         (name_or_path.size() > 5 && name_or_path.ends_with(".json"));
+  if (fs::is_regular_file(name_or_path, ec) || looks_like_path) {
+    // Something that is there but not a regular file (a directory, a FIFO) goes on
+    // to read_json_file, which says what it is (and does not block on a FIFO).
+    if (!fs::exists(name_or_path, ec)) throw InputError(name_or_path + ": no such file");
+    return name_or_path;
+  }
+  fs::path candidate = fs::path(data_dir()) / kind / (name_or_path + ".json");
+  if (fs::is_regular_file(candidate, ec)) return candidate.string();
+  std::string known;
+  for (const auto& n : catalog_names(kind)) known += (known.empty() ? "" : ", ") + n;
+  std::string singular = kind.substr(0, kind.size() - 1);
+  throw InputError("--" + (singular == "cluster" ? std::string("cluster") : std::string("model")) + " " +
+                   name_or_path + ": not a file and not a catalog " + singular + " (catalog: " +
+                   (known.empty() ? "empty; is ZTUNE_DATA_DIR right?" : known) + ")");
+}
+
+std::string user_data_dir() {
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg != nullptr && *xdg == '/')
+    return (fs::path(xdg) / "ztune").string();
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
+    return (fs::path(home) / ".local" / "share" / "ztune").string();
+  throw InputError("neither XDG_DATA_HOME nor HOME is set: ztune has no user data directory (give the output "
+                   "file explicitly)");
+}
+
+void write_file_atomically(const std::string& path, const std::string& text, const std::string& what) {
+  const fs::path target(path);
+  std::error_code ec;
+  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+  if (ec) throw InputError(what + " " + path + ": cannot create its directory: " + ec.message());
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) {
+      fs::remove(tmp, ec);
+      throw InputError(what + " " + path + ": cannot write the file");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    fs::remove(tmp, ec);
+    throw InputError(what + " " + path + ": cannot replace the file: " + why);
+  }
+}
+
+}  // namespace ztune

@@ -1,0 +1,162 @@
+#include "ztune/vocab/cluster.hpp"
+
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/json_reader.hpp"
+
+namespace ztune {
+
+std::string to_string(Precision p) {
+  switch (p) {
+    case Precision::fp16: return "fp16";
+    case Precision::bf16: return "bf16";
+    case Precision::fp32: return "fp32";
+  }
+  return "?";
+}
+
+std::optional<Precision> precision_of(const std::string& name) {
+  for (Precision p : {Precision::fp16, Precision::bf16, Precision::fp32})
+    if (name == to_string(p)) return p;
+  return std::nullopt;
+}
+
+Precision default_precision(const Cluster& c) {
+  if (c.device_kind == DeviceKind::cpu) return Precision::fp32;
+  return c.node.gpu.peak_flops(Precision::bf16) > 0 ? Precision::bf16 : Precision::fp16;
+}
+
+double GpuSpec::peak_flops(Precision p) const {
+  switch (p) {
+    case Precision::fp16: return peak_tflops_fp16 * 1e12;
+    case Precision::bf16: return peak_tflops_bf16 * 1e12;
+    case Precision::fp32: return peak_tflops_fp32 * 1e12;
+  }
+  return 0;
+}
+
+double Cluster::inter_node_gbps_per_gpu() const {
+  return inter_node.bandwidth_gbps * inter_node.nics_per_node / node.gpus;
+}
+
+namespace {
+
+/// A number as a person writes it in a message: 40, 1.5, 0.064.
+std::string short_number(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+FabricLevel read_level(ObjectReader r, bool inter) {
+  FabricLevel f;
+  f.name = r.string("name");
+  f.bandwidth_gbps = r.positive("bandwidth_gbps");
+  f.latency_us = r.positive("latency_us", true);
+  f.topology = r.string("topology");
+  if (inter) f.nics_per_node = static_cast<int>(r.integer("nics_per_node", 1, 1024));
+  f.collective_efficiency = r.optional_positive("collective_efficiency");
+  if (f.collective_efficiency && *f.collective_efficiency > 1.0)
+    throw r.error("collective_efficiency",
+                  "expected a fraction in (0, 1], got " + short_number(*f.collective_efficiency));
+  r.finish();
+  return f;
+}
+
+}  // namespace
+
+Cluster cluster_from_json(const nlohmann::json& doc, const std::string& file) {
+  ObjectReader r(doc, file, "$");
+  r.schema("ztune.cluster/1");
+  Cluster c;
+  c.name = r.string("name");
+  c.source = r.string("source");
+  c.device_kind = r.choice("device_kind", {"gpu", "cpu"}) == "cpu" ? DeviceKind::cpu : DeviceKind::gpu;
+  c.nodes = static_cast<int>(r.integer("nodes", 1, kMaxClusterNodes));
+  {
+    auto n = r.object("node");
+    c.node.gpus = static_cast<int>(n.integer("gpus", 1, kMaxNodeGpus));
+    {
+      auto g = n.object("gpu");
+      c.node.gpu.name = g.string("name");
+      c.node.gpu.memory_gb = g.positive("memory_gb");
+      auto peak = g.object("peak_tflops");
+      c.node.gpu.peak_tflops_fp16 = peak.positive("fp16", true);
+      c.node.gpu.peak_tflops_bf16 = peak.positive("bf16", true);
+      c.node.gpu.peak_tflops_fp32 = peak.positive("fp32");
+      peak.finish();
+      if (c.node.gpu.peak_tflops_fp16 == 0 && c.node.gpu.peak_tflops_bf16 == 0 && c.device_kind == DeviceKind::gpu)
+        throw peak.error("", "expected a 16-bit peak > 0 (fp16 or bf16) for a GPU, got fp16 0 and bf16 0");
+      c.node.gpu.hbm_bandwidth_gbps = g.positive("hbm_bandwidth_gbps");
+      g.finish();
+    }
+    c.node.host_memory_gb = n.positive("host_memory_gb");
+    c.node.cpu_cores = static_cast<int>(n.integer("cpu_cores", 1, 100000));
+    c.node.cpu_adam_gparams_per_s = n.positive("cpu_adam_gparams_per_s");
+    c.node.pcie_bandwidth_gbps = n.positive("pcie_bandwidth_gbps");
+    c.node.nvme_bandwidth_gbps = n.positive("nvme_bandwidth_gbps", true);
+    c.node.nvme_size_tb = n.positive("nvme_size_tb", true);
+    if ((c.node.nvme_bandwidth_gbps == 0) != (c.node.nvme_size_tb == 0))
+      throw n.error("nvme_size_tb", "expected NVMe size and bandwidth both 0 (no NVMe) or both > 0, got size " +
+                                        short_number(c.node.nvme_size_tb) + " TB and bandwidth " +
+                                        short_number(c.node.nvme_bandwidth_gbps) + " GB/s");
+    n.finish();
+  }
+  {
+    auto f = r.object("fabric");
+    c.intra_node = read_level(f.object("intra_node"), false);
+    c.inter_node = read_level(f.object("inter_node"), true);
+    f.finish();
+  }
+  r.finish();
+  return c;
+}
+
+nlohmann::json cluster_to_json(const Cluster& c) {
+  auto level = [](const FabricLevel& f, bool inter) {
+    nlohmann::json j{{"name", f.name}, {"bandwidth_gbps", f.bandwidth_gbps},
+                     {"latency_us", f.latency_us}, {"topology", f.topology}};
+    if (inter) j["nics_per_node"] = f.nics_per_node;
+    if (f.collective_efficiency) j["collective_efficiency"] = *f.collective_efficiency;
+    return j;
+  };
+  const auto& g = c.node.gpu;
+  return nlohmann::json{
+      {"schema", "ztune.cluster/1"},
+      {"name", c.name},
+      {"source", c.source},
+      {"device_kind", c.device_kind == DeviceKind::cpu ? "cpu" : "gpu"},
+      {"nodes", c.nodes},
+      {"node",
+       {{"gpus", c.node.gpus},
+        {"gpu",
+         {{"name", g.name},
+          {"memory_gb", g.memory_gb},
+          {"peak_tflops", {{"fp16", g.peak_tflops_fp16}, {"bf16", g.peak_tflops_bf16}, {"fp32", g.peak_tflops_fp32}}},
+          {"hbm_bandwidth_gbps", g.hbm_bandwidth_gbps}}},
+        {"host_memory_gb", c.node.host_memory_gb},
+        {"cpu_cores", c.node.cpu_cores},
+        {"cpu_adam_gparams_per_s", c.node.cpu_adam_gparams_per_s},
+        {"pcie_bandwidth_gbps", c.node.pcie_bandwidth_gbps},
+        {"nvme_bandwidth_gbps", c.node.nvme_bandwidth_gbps},
+        {"nvme_size_tb", c.node.nvme_size_tb}}},
+      {"fabric", {{"intra_node", level(c.intra_node, false)}, {"inter_node", level(c.inter_node, true)}}}};
+}
+
+Cluster load_cluster(const std::string& name_or_path) {
+  std::string path = resolve_catalog_path("clusters", name_or_path);
+  return cluster_from_json(read_json_file(path), path);
+}
+
+bool supports_flash_attention(const Cluster& c) {
+  return c.device_kind == DeviceKind::cpu || c.node.gpu.peak_tflops_bf16 > 0;
+}
+
+bool supports_transformer_engine(const Cluster& c) {
+  return c.device_kind == DeviceKind::gpu && c.node.gpu.peak_tflops_bf16 > 0;
+}
+
+}  // namespace ztune

@@ -1,0 +1,279 @@
+#include "ztune/vocab/hf_import.hpp"
+
+#include <cmath>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "ztune/vocab/json_reader.hpp"
+
+namespace ztune {
+
+bool looks_like_hf_config(const nlohmann::json& doc) {
+  return doc.is_object() && (doc.contains("model_type") || doc.contains("architectures")) &&
+         !doc.contains("schema");
+}
+
+namespace {
+
+// HF configs carry dozens of fields we do not need, so unknown fields are
+// tolerated here (unlike ztune's own files); the fields we read are checked.
+struct HfReader {
+  const nlohmann::json& doc;
+  const std::string& file;
+
+  [[nodiscard]] const nlohmann::json* find(const char* key) const {
+    auto it = doc.find(key);
+    return (it == doc.end() || it->is_null()) ? nullptr : &*it;
+  }
+  [[nodiscard]] int integer(const char* key) const {
+    const auto* v = find(key);
+    if (v == nullptr) throw InputError(file + ": $." + key + ": missing required field (Hugging Face config)");
+    // 2^30 bounds every real shape and keeps products like hidden × heads in int range.
+    if (!v->is_number_integer() || v->get<long long>() <= 0 || v->get<long long>() > (1LL << 30))
+      throw InputError(file + ": $." + key + ": expected an integer > 0, got " + describe_json(*v));
+    return static_cast<int>(v->get<long long>());
+  }
+  [[nodiscard]] int integer_or(const char* key, int fallback) const {
+    return find(key) ? integer(key) : fallback;
+  }
+  /// An integer ≥ 0 (a layer index or count that may be 0), or `fallback`.
+  [[nodiscard]] int nonnegative_or(const char* key, int fallback) const {
+    const auto* v = find(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_number_integer() || v->get<long long>() < 0 || v->get<long long>() > (1LL << 30))
+      throw InputError(file + ": $." + key + ": expected an integer >= 0, got " + describe_json(*v));
+    return static_cast<int>(v->get<long long>());
+  }
+  [[nodiscard]] double positive_or(const char* key, double fallback) const {
+    const auto* v = find(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_number() || v->get<double>() <= 0)
+      throw InputError(file + ": $." + key + ": expected a number > 0, got " + describe_json(*v));
+    return v->get<double>();
+  }
+  /// A norm's ε: a number in (0, 1), or `fallback` when the config does not give one.
+  [[nodiscard]] double epsilon_or(const char* key, double fallback) const {
+    const auto* v = find(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_number() || !(v->get<double>() > 0 && v->get<double>() < 1))
+      throw InputError(file + ": $." + key + ": expected a number > 0 and < 1, got " + describe_json(*v));
+    return v->get<double>();
+  }
+  [[nodiscard]] bool boolean_or(const char* key, bool fallback) const {
+    const auto* v = find(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_boolean()) throw InputError(file + ": $." + key + ": expected true or false, got " + describe_json(*v));
+    return v->get<bool>();
+  }
+};
+
+/// The family and the JSON path it was read from ("$.model_type", or
+/// "$.architectures[0]" for old configs that only name the class).
+struct ModelType {
+  std::string name;
+  std::string path;
+};
+
+ModelType model_type_of(const nlohmann::json& doc, const std::string& file) {
+  if (auto it = doc.find("model_type"); it != doc.end() && !it->is_null()) {
+    if (!it->is_string())
+      throw InputError(file + ": $.model_type: expected a string naming the model family, got " + describe_json(*it));
+    return {it->get<std::string>(), "$.model_type"};
+  }
+  if (auto it = doc.find("architectures"); it != doc.end() && it->is_array() && !it->empty() && (*it)[0].is_string()) {
+    std::string arch = (*it)[0].get<std::string>();
+    const std::string path = "$.architectures[0]";
+    if (arch.starts_with("GPT2")) return {"gpt2", path};
+    if (arch.starts_with("GPTNeoX")) return {"gpt_neox", path};
+    if (arch.starts_with("Llama")) return {"llama", path};
+    if (arch.starts_with("Mistral")) return {"mistral", path};
+    if (arch.starts_with("Qwen2")) return {"qwen2", path};
+    if (arch.starts_with("MPT")) return {"mpt", path};
+    return {arch, path};
+  }
+  return {"", "$.model_type"};
+}
+
+/// MPT keeps attention options in a nested "attn_config" object (llm-foundry's
+/// MPTConfig). Returns the member or nullptr when absent.
+const nlohmann::json* attn_config_member(const nlohmann::json& doc, const std::string& file, const char* key) {
+  auto it = doc.find("attn_config");
+  if (it == doc.end() || it->is_null()) return nullptr;
+  if (!it->is_object()) throw InputError(file + ": $.attn_config: expected an object, got " + describe_json(*it));
+  auto m = it->find(key);
+  return (m == it->end() || m->is_null()) ? nullptr : &*m;
+}
+
+/// The config.json keys that hold the shape, per family (for error messages).
+struct HfKeys {
+  const char* hidden;
+  const char* heads;
+  const char* kv_heads;
+};
+
+HfKeys hf_keys_of(const std::string& type) {
+  if (type == "gpt2") return {"n_embd", "n_head", "n_head"};
+  if (type == "mpt") return {"d_model", "n_heads", "attn_config.kv_n_heads"};
+  if (type == "gpt_neox") return {"hidden_size", "num_attention_heads", "num_attention_heads"};
+  return {"hidden_size", "num_attention_heads", "num_key_value_heads"};  // llama, mistral, qwen2
+}
+
+}  // namespace
+
+Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::string& file, int seq_len) {
+  HfReader r{doc, file};
+  const ModelType model_type = model_type_of(doc, file);
+  const std::string& type = model_type.name;
+  Transformer t;
+  t.name = std::filesystem::path(file).parent_path().filename().string();
+  if (t.name.empty()) t.name = type;
+  t.source = "imported from Hugging Face config " + file + " (model_type " + type +
+             "); global_batch 512 and train_tokens 300e9 are ztune defaults";
+  t.global_batch = 512;
+  t.train_tokens = 300e9;
+  if (type == "gpt2") {
+    t.layers = r.integer("n_layer");
+    t.hidden = r.integer("n_embd");
+    t.heads = r.integer("n_head");
+    t.kv_heads = t.heads;
+    t.ffn_hidden = r.integer_or("n_inner", 4 * t.hidden);
+    t.activation = Activation::gelu;
+    t.norm = NormKind::layernorm;
+    t.norm_eps = r.epsilon_or("layer_norm_epsilon", kDefaultNormEps);  // GPT2Config's default 1e-5
+    t.position = PositionEmbedding::learned;
+    t.bias = true;
+    t.vocab = r.integer("vocab_size");
+    t.seq_len = r.integer_or("n_positions", r.integer_or("n_ctx", 1024));
+    t.tied_embeddings = r.boolean_or("tie_word_embeddings", true);
+  } else if (type == "gpt_neox") {
+    t.layers = r.integer("num_hidden_layers");
+    t.hidden = r.integer("hidden_size");
+    t.heads = r.integer("num_attention_heads");
+    t.kv_heads = t.heads;
+    t.ffn_hidden = r.integer_or("intermediate_size", 4 * t.hidden);
+    t.activation = Activation::gelu;
+    t.norm = NormKind::layernorm;
+    t.norm_eps = r.epsilon_or("layer_norm_eps", kDefaultNormEps);  // GPTNeoXConfig's default 1e-5
+    t.position = PositionEmbedding::rotary;
+    t.rope_theta = r.positive_or("rotary_emb_base", kRoformerRopeTheta);
+    // GPTNeoXConfig's defaults: RoPE on a quarter of each head, parallel attention and MLP.
+    t.rotary_fraction = r.positive_or("rotary_pct", 0.25);
+    t.parallel_residual = r.boolean_or("use_parallel_residual", true);
+    t.bias = true;
+    t.vocab = r.integer("vocab_size");
+    t.seq_len = r.integer_or("max_position_embeddings", 2048);
+    t.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
+  } else if (type == "llama" || type == "mistral" || type == "qwen2") {
+    t.layers = r.integer("num_hidden_layers");
+    t.hidden = r.integer("hidden_size");
+    t.heads = r.integer("num_attention_heads");
+    t.kv_heads = r.integer_or("num_key_value_heads", t.heads);
+    t.ffn_hidden = r.integer("intermediate_size");
+    t.activation = Activation::swiglu;
+    t.norm = NormKind::rmsnorm;
+    // LlamaConfig's and MistralConfig's default is Llama 1's 1e-6 (Llama 2/3 configs say 1e-5).
+    t.norm_eps = r.epsilon_or("rms_norm_eps", 1e-6);
+    t.position = PositionEmbedding::rotary;
+    t.rope_theta = r.positive_or("rope_theta", kRoformerRopeTheta);
+    t.rotary_fraction = r.positive_or("partial_rotary_factor", 1.0);
+    if (type == "qwen2") {
+      // Qwen2Attention: q_proj, k_proj and v_proj with biases, o_proj and the MLP without.
+      t.bias = false;
+      t.qkv_bias = true;
+    } else {
+      // ztune's Transformer has biases on every linear layer, on Q/K/V only, or
+      // on none; Llama's attention_bias covers o_proj too, and with mlp_bias
+      // false that would be miscounted.
+      t.bias = r.boolean_or("attention_bias", false);
+      if (t.bias != r.boolean_or("mlp_bias", false))
+        throw InputError(file + ": $.attention_bias: expected attention_bias and mlp_bias to agree (ztune models "
+                         "biases on all linear layers or on none), got attention_bias " +
+                         std::string(t.bias ? "true" : "false"));
+    }
+    t.vocab = r.integer("vocab_size");
+    t.seq_len = r.integer_or("max_position_embeddings", 2048);
+    t.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
+    if (t.hidden % t.heads == 0 && r.integer_or("head_dim", t.hidden / t.heads) != t.hidden / t.heads)
+      throw InputError(file + ": $.head_dim: expected hidden_size / num_attention_heads = " +
+                       std::to_string(t.hidden / t.heads) + " (ztune derives the head size), got " +
+                       std::to_string(r.integer("head_dim")));
+  } else if (type == "mpt") {
+    t.layers = r.integer("n_layers");
+    t.hidden = r.integer("d_model");
+    t.heads = r.integer("n_heads");
+    t.kv_heads = t.heads;
+    if (const auto* at = attn_config_member(doc, file, "attn_type"); at != nullptr) {
+      if (!at->is_string())
+        throw InputError(file + ": $.attn_config.attn_type: expected a string, got " + describe_json(*at));
+      const std::string attn_type = at->get<std::string>();
+      if (attn_type == "multiquery_attention") {
+        t.kv_heads = 1;
+      } else if (attn_type == "grouped_query_attention") {
+        const auto* kv = attn_config_member(doc, file, "kv_n_heads");
+        if (kv == nullptr || !kv->is_number_integer() || kv->get<long long>() <= 0 ||
+            kv->get<long long>() > t.heads)
+          throw InputError(file + ": $.attn_config.kv_n_heads: expected an integer in [1, n_heads] for "
+                           "grouped_query_attention, got " + (kv == nullptr ? std::string("nothing") : describe_json(*kv)));
+        t.kv_heads = static_cast<int>(kv->get<long long>());
+      } else if (attn_type != "multihead_attention") {
+        throw InputError(file + ": $.attn_config.attn_type: expected multihead_attention, multiquery_attention or "
+                         "grouped_query_attention, got \"" + attn_type + "\"");
+      }
+    }
+    t.ffn_hidden = r.integer_or("expansion_ratio", 4) * t.hidden;
+    t.activation = Activation::gelu;
+    t.norm = NormKind::layernorm;
+    // Position parameters: llm-foundry's MPTConfig turns learned_pos_emb off when
+    // ALiBi (or RoPE) is on, so MPT-7B (alibi: true) has no wpe table.
+    auto flag = [&](const char* key, bool fallback) {
+      const auto* v = attn_config_member(doc, file, key);
+      if (v == nullptr) return fallback;
+      if (!v->is_boolean())
+        throw InputError(file + ": $.attn_config." + key + ": expected true or false, got " + describe_json(*v));
+      return v->get<bool>();
+    };
+    if (flag("alibi", false)) t.position = PositionEmbedding::alibi;
+    else if (flag("rope", false)) t.position = PositionEmbedding::rotary;
+    else if (!r.boolean_or("learned_pos_emb", true)) t.position = PositionEmbedding::none;
+    else t.position = PositionEmbedding::learned;
+    t.bias = !r.boolean_or("no_bias", true);
+    t.vocab = r.integer("vocab_size");
+    t.seq_len = r.integer_or("max_seq_len", 2048);
+    t.tied_embeddings = true;
+  } else {
+    throw InputError(file + ": " + model_type.path + ": expected a Hugging Face family ztune imports "
+                     "(gpt2, gpt_neox, llama, mistral, qwen2, mpt), got \"" + type + "\"");
+  }
+  if (seq_len > 0) t.seq_len = seq_len;
+  t.seq_len_is_position_limit = seq_len <= 0;
+  // Sliding-window attention: each token sees itself and the window − 1
+  // before it. Mistral: every layer (sliding_window, null for none). Qwen2:
+  // with use_sliding_window, the layers from max_window_layers on; ztune's
+  // model has one window for all layers, so a split is refused.
+  if (type == "mistral") {
+    t.attention_window = r.integer_or("sliding_window", 0);
+  } else if (type == "qwen2" && r.boolean_or("use_sliding_window", false)) {
+    const int window = r.integer_or("sliding_window", 0);
+    const int from = r.nonnegative_or("max_window_layers", 0);
+    if (from == 0) t.attention_window = window;
+    else if (from < t.layers && window > 0 && window < t.seq_len)
+      throw InputError(file + ": $.max_window_layers: expected 0 (every layer windowed) or at least " +
+                       std::to_string(t.layers) + " (none): ztune gives all layers one attention window, got " +
+                       std::to_string(from));
+  }
+  if (!t.windowed()) t.attention_window = 0;  // a window as long as the sequence changes nothing
+  // Shape checks with the family's own key names, so the message points at the
+  // line of config.json to fix; validate_transformer below would name ztune's.
+  const HfKeys keys = hf_keys_of(type);
+  if (t.hidden % t.heads != 0)
+    throw InputError(file + ": $." + keys.heads + ": expected a divisor of " + keys.hidden + " (" +
+                     std::to_string(t.hidden) + "), got " + std::to_string(t.heads));
+  if (t.kv_heads > t.heads || t.heads % t.kv_heads != 0)
+    throw InputError(file + ": $." + keys.kv_heads + ": expected a divisor of " + keys.heads + " (" +
+                     std::to_string(t.heads) + "), got " + std::to_string(t.kv_heads));
+  validate_transformer(t, file);
+  return t;
+}
+
+}  // namespace ztune

@@ -1,0 +1,664 @@
+#include "ztune/vocab/plan.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <initializer_list>
+#include <iterator>
+#include <limits>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "ztune/vocab/input_error.hpp"
+#include "ztune/vocab/json_reader.hpp"
+
+namespace ztune {
+
+std::string to_string(OffloadTarget o) {
+  switch (o) {
+    case OffloadTarget::none: return "none";
+    case OffloadTarget::cpu: return "cpu";
+    case OffloadTarget::nvme: return "nvme";
+  }
+  return "?";
+}
+std::string to_string(Recompute r) {
+  switch (r) {
+    case Recompute::none: return "none";
+    case Recompute::selective: return "selective";
+    case Recompute::full: return "full";
+  }
+  return "?";
+}
+std::string to_string(Schedule s) {
+  switch (s) {
+    case Schedule::gpipe: return "gpipe";
+    case Schedule::one_f_one_b: return "1f1b";
+    case Schedule::interleaved: return "interleaved";
+  }
+  return "?";
+}
+std::string to_string(SparseLayout l) {
+  switch (l) {
+    case SparseLayout::none: return "none";
+    case SparseLayout::fixed: return "fixed";
+    case SparseLayout::bigbird: return "bigbird";
+    case SparseLayout::longformer: return "longformer";
+    case SparseLayout::variable: return "variable";
+  }
+  return "?";
+}
+
+namespace {
+
+// An enum whose names are a table in its order (kAttentionKernelNames,
+// kSelectivePolicyNames): value → name and name → value.
+template <class E, std::size_t N>
+std::string name_in(const char* const (&names)[N], E e) {
+  const auto i = static_cast<std::size_t>(e);
+  return i < N ? names[i] : "?";
+}
+template <class E, std::size_t N>
+std::optional<E> value_in(const char* const (&names)[N], std::string_view n) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (n == names[i]) return static_cast<E>(i);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string to_string(AttentionKernel k) { return name_in(kAttentionKernelNames, k); }
+std::optional<AttentionKernel> attention_kernel_of(std::string_view n) {
+  return value_in<AttentionKernel>(kAttentionKernelNames, n);
+}
+std::string to_string(SelectivePolicy sp) { return name_in(kSelectivePolicyNames, sp); }
+std::optional<SelectivePolicy> selective_policy_of(std::string_view n) {
+  return value_in<SelectivePolicy>(kSelectivePolicyNames, n);
+}
+
+std::string recompute_text(const Plan& p) {
+  if (p.recompute_policy == SelectivePolicy::attention) return to_string(p.recompute);
+  return to_string(p.recompute) + ":" + to_string(p.recompute_policy);
+}
+
+namespace {
+
+std::int64_t saturating_product(std::initializer_list<int> factors) {
+  std::int64_t n = 1;
+  for (const int d : factors) {
+    if (d <= 0) return 0;
+    if (n > kPlanDevicesSaturated / d) return kPlanDevicesSaturated;
+    n *= d;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::int64_t Plan::devices() const { return saturating_product({dp, tp, cp, ulysses, pp}); }
+std::int64_t Plan::sequences_per_step() const { return saturating_product({micro_batch, grad_accum, dp}); }
+
+std::string Plan::summary() const {
+  std::ostringstream os;
+  os << "dp" << dp << "×tp" << tp;
+  if (cp > 1) os << "×cp" << cp;
+  if (ulysses > 1) os << "×u" << ulysses;
+  os << "×pp" << pp;
+  if (dp_shard > 0) os << " shard" << dp_shard;
+  if (virtual_stages > 1) os << "×v" << virtual_stages;
+  os << " z" << zero_stage;
+  if (offload_optimizer != OffloadTarget::none) os << " opt→" << to_string(offload_optimizer);
+  if (offload_params != OffloadTarget::none) os << " par→" << to_string(offload_params);
+  os << " mb" << micro_batch << "×" << grad_accum << " " << recompute_text(*this);
+  if (sequence_parallel) os << (tp_comm_overlap ? " sp+overlap" : " sp");
+  if (!reduce_scatter) os << " grad-allreduce";
+  if (partition_activations) os << " pa";
+  if (cpu_checkpointing) os << " ckpt→cpu";
+  if (pp > 1) os << " " << to_string(schedule);
+  os << " " << to_string(precision);
+  if (onebit_adam) os << " 1bit-adam";
+  if (sparse_attention != SparseLayout::none) os << " sparse:" << to_string(sparse_attention) << "/" << sparse_block;
+  if (attention != AttentionKernel::standard) os << " " << to_string(attention);
+  if (zeropp) os << " zero++";
+  if (!stage_layers.empty()) {
+    os << " stages:";
+    for (std::size_t i = 0; i < stage_layers.size(); ++i) os << (i ? "+" : "") << stage_layers[i];
+  }
+  return os.str();
+}
+
+int partition_layer_count(const std::vector<int>& stated, int layers, int pp, int stage) {
+  // A stated partition has one entry per stage (check_plan_shape); the cost
+  // model is only called on checked plans.
+  assert(stated.empty() || stated.size() == static_cast<std::size_t>(pp));
+  if (!stated.empty()) return stated[static_cast<std::size_t>(stage)];
+  return layers / pp + (stage < layers % pp ? 1 : 0);
+}
+
+int stage_layer_count(const Plan& p, int layers, int stage) {
+  return partition_layer_count(p.stage_layers, layers, p.pp, stage);
+}
+
+std::vector<int> virtual_stage_bounds(const std::vector<int>& stated, int layers, int pp, int chunks) {
+  std::vector<int> bounds{0};
+  bounds.reserve(static_cast<std::size_t>(pp) * chunks + 1);
+  for (int c = 0; c < chunks; ++c)
+    for (int r = 0; r < pp; ++r)
+      bounds.push_back(bounds.back() + partition_layer_count(stated, layers, pp, r) / chunks);
+  assert(bounds.back() == layers);
+  return bounds;
+}
+
+int max_stage_layers(const Plan& p, int layers) {
+  if (p.stage_layers.empty()) return layers / p.pp + (layers % p.pp != 0 ? 1 : 0);
+  return *std::max_element(p.stage_layers.begin(), p.stage_layers.end());
+}
+
+int max_middle_stage_layers(const Plan& p, int layers) {
+  if (p.pp < 3) return 0;
+  // Balanced stages never grow along the pipeline: stage 1 is the largest middle one.
+  if (p.stage_layers.empty()) return stage_layer_count(p, layers, 1);
+  return *std::max_element(p.stage_layers.begin() + 1, p.stage_layers.end() - 1);
+}
+
+bool even_stages(const Plan& p, int layers) {
+  if (layers % p.pp != 0) return false;
+  return std::all_of(p.stage_layers.begin(), p.stage_layers.end(), [&](int n) { return n == layers / p.pp; });
+}
+
+std::vector<int> megatron_stage_layers(int layers, int pp) {
+  if (pp < 2 || pp > layers || layers % pp == 0) return {};
+  if (pp == 2) return {layers - layers / 2, layers / 2};
+  // Middle stages of m layers leave r = layers − (pp − 2)·m to the two ends,
+  // each of which needs one: try m = ⌈L/pp⌉ (the ends then hold at most m)
+  // and m = ⌊L/pp⌋ (needed when the ends would be left fewer than 2 layers).
+  std::vector<int> best;
+  int best_max = layers + 1;
+  for (const int m : {layers / pp + 1, layers / pp}) {
+    if (m < 1) continue;
+    const int r = layers - (pp - 2) * m;
+    if (r < 2) continue;
+    const int first = r - r / 2, last = r / 2;
+    const int largest = std::max(m, first);
+    if (largest < best_max) {
+      best_max = largest;
+      best.assign(static_cast<std::size_t>(pp), m);
+      best.front() = first;
+      best.back() = last;
+    }
+  }
+  return best;
+}
+
+std::vector<int> stage_layers_accounting(int layers, int pp, bool embedding, bool loss) {
+  const int counted = layers + (embedding ? 1 : 0) + (loss ? 1 : 0);
+  const std::string flags = std::string(embedding ? "--account-for-embedding-in-pipeline-split" : "") +
+                            (embedding && loss ? " and " : "") +
+                            (loss ? "--account-for-loss-in-pipeline-split" : "");
+  if (pp < 2 || counted % pp != 0 || counted / pp < 2)
+    throw InputError(flags + ": " + std::to_string(layers) + " layers + " + std::to_string(counted - layers) +
+                     " counted as layers = " + std::to_string(counted) + " do not split into " + std::to_string(pp) +
+                     " equal stages of at least 2; expected pp >= 2 dividing " + std::to_string(counted));
+  std::vector<int> out(static_cast<std::size_t>(pp), counted / pp);
+  if (embedding) out.front() -= 1;
+  if (loss) out.back() -= 1;
+  return out;
+}
+
+std::vector<int> stage_layers_from_ends(int layers, int pp, int first, int last) {
+  auto s = [](auto v) { return std::to_string(v); };
+  if (pp < 2) throw InputError("--first-stage-layers/--last-stage-layers: need --pp >= 2, got " + s(pp));
+  const int ends = (first > 0) + (last > 0);
+  const int rest_stages = pp - ends;
+  const int rest = layers - first - last;
+  if (rest_stages == 0 ? rest != 0 : rest < rest_stages)
+    throw InputError("--first-stage-layers " + s(first) + ", --last-stage-layers " + s(last) + ": leave " + s(rest) +
+                     " of the model's " + s(layers) + " layers for the other " + s(rest_stages) +
+                     " stages; expected " + (rest_stages == 0 ? std::string("first + last = ") + s(layers)
+                                                                : std::string("at least one layer per stage")));
+  std::vector<int> out;
+  out.reserve(static_cast<std::size_t>(pp));
+  if (first > 0) out.push_back(first);
+  for (int i = 0; i < rest_stages; ++i) out.push_back(rest / rest_stages + (i < rest % rest_stages ? 1 : 0));
+  if (last > 0) out.push_back(last);
+  return out;
+}
+
+namespace {
+
+OffloadTarget offload_of(const std::string& s) {
+  return s == "cpu" ? OffloadTarget::cpu : s == "nvme" ? OffloadTarget::nvme : OffloadTarget::none;
+}
+Recompute recompute_of(const std::string& s) {
+  return s == "selective" ? Recompute::selective : s == "full" ? Recompute::full : Recompute::none;
+}
+Schedule schedule_of(const std::string& s) {
+  return s == "gpipe" ? Schedule::gpipe : s == "interleaved" ? Schedule::interleaved : Schedule::one_f_one_b;
+}
+SparseLayout layout_of(const std::string& s) {
+  if (s == "fixed") return SparseLayout::fixed;
+  if (s == "bigbird") return SparseLayout::bigbird;
+  if (s == "longformer") return SparseLayout::longformer;
+  if (s == "variable") return SparseLayout::variable;
+  return SparseLayout::none;
+}
+
+constexpr std::int64_t kMaxDegree = 1 << 20;
+constexpr double kMaxElems = 1e15;  // communication bucket and threshold sizes, in elements
+
+}  // namespace
+
+Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
+  ObjectReader r(doc, file, "$");
+  r.schema("ztune.plan/1");
+  Plan p;
+  p.dp = static_cast<int>(r.integer("dp", 1, kMaxDegree));
+  p.tp = static_cast<int>(r.integer("tp", 1, kMaxDegree));
+  p.pp = static_cast<int>(r.integer("pp", 1, kMaxDegree));
+  // Added with context parallelism (issue 19): absent means 1.
+  if (r.has("cp")) p.cp = static_cast<int>(r.integer("cp", 1, kMaxDegree));
+  // Added with DeepSpeed-Ulysses (issue 19): absent means 1.
+  if (r.has("ulysses")) p.ulysses = static_cast<int>(r.integer("ulysses", 1, kMaxDegree));
+  // Added with hybrid sharding (issue 19 item 4): absent means all of dp × cp.
+  if (r.has("dp_shard")) p.dp_shard = static_cast<int>(r.integer("dp_shard", 1, kMaxDegree));
+  p.virtual_stages = static_cast<int>(r.integer("virtual_stages", 1, 1024));
+  p.sequence_parallel = r.boolean("sequence_parallel");
+  p.zero_stage = static_cast<int>(r.integer("zero_stage", 0, 3));
+  {
+    auto o = r.object("offload");
+    p.offload_optimizer = offload_of(o.choice("optimizer", {"none", "cpu", "nvme"}));
+    p.offload_params = offload_of(o.choice("params", {"none", "cpu", "nvme"}));
+    o.finish();
+  }
+  p.micro_batch = static_cast<int>(r.integer("micro_batch", 1, 1 << 20));
+  p.grad_accum = static_cast<int>(r.integer("grad_accum", 1, 1 << 24));
+  p.global_batch = r.integer("global_batch", 1, std::int64_t{1} << 40);
+  p.recompute = recompute_of(r.choice("recompute", {"none", "selective", "full"}));
+  p.precision = *precision_of(r.choice("precision", {"fp16", "bf16", "fp32"}));
+  p.schedule = schedule_of(r.choice("schedule", {"gpipe", "1f1b", "interleaved"}));
+  {
+    auto c = r.object("communication");
+    p.overlap_comm = c.boolean("overlap_comm");
+    // Element counts, exported to DeepSpeed as integers: at least one element
+    // (0 for the threshold) and at most 1e15, so that they convert exactly.
+    p.reduce_bucket_elems = c.number("reduce_bucket_elems", 1, kMaxElems);
+    p.allgather_bucket_elems = c.number("allgather_bucket_elems", 1, kMaxElems);
+    p.prefetch_bucket_elems = c.number("prefetch_bucket_elems", 1, kMaxElems);
+    p.max_live_params = c.number("max_live_params", 1, kMaxElems);
+    // Added with DeepSpeed's recomputation gathers: absent means its default.
+    if (c.has("max_reuse_distance")) p.max_reuse_distance = c.number("max_reuse_distance", 0, kMaxElems);
+    p.param_persistence_threshold = c.number("param_persistence_threshold", 0, kMaxElems);
+    // Added with tensor-parallel communication overlap: absent means off.
+    p.tp_comm_overlap = c.optional_boolean("tp_comm_overlap").value_or(false);
+    // Added with DeepSpeed's reduce_scatter switch: absent means reduce-scatter.
+    p.reduce_scatter = c.optional_boolean("reduce_scatter").value_or(true);
+    c.finish();
+  }
+  {
+    auto o = r.object("onebit_adam");
+    p.onebit_adam = o.boolean("enabled");
+    p.onebit_freeze_step = static_cast<int>(o.integer("freeze_step", 0, 1 << 30));
+    o.finish();
+  }
+  {
+    auto s = r.object("sparse_attention");
+    p.sparse_attention = layout_of(s.choice("layout", {"none", "fixed", "bigbird", "longformer", "variable"}));
+    p.sparse_block = static_cast<int>(s.integer("block", 16, 128));
+    s.finish();
+  }
+  p.zeropp = r.boolean("zeropp");
+  // Added after the first plan files were written: absent means standard.
+  p.attention = *attention_kernel_of(r.optional_choice("attention", kAttentionKernelNames, "standard"));
+  // Added with ZeRO-R's partitioned activations: absent means not partitioned.
+  p.partition_activations = r.optional_boolean("partition_activations").value_or(false);
+  // Added with ZeRO-R's CPU checkpointing: absent means checkpoints stay on the GPU.
+  p.cpu_checkpointing = r.optional_boolean("cpu_checkpointing").value_or(false);
+  // Added with the engines' selective policies: absent means Korthikanti's attention core.
+  p.recompute_policy =
+      *selective_policy_of(r.optional_choice("recompute_policy", kSelectivePolicyNames, "attention"));
+  // Added with uneven pipeline stages (issue 19): absent means balanced.
+  if (r.has("stage_layers")) {
+    const auto& arr = r.raw("stage_layers");
+    const std::string path = r.path_of("stage_layers");
+    if (!arr.is_array())
+      throw InputError(file + ": " + path + ": expected an array of pp layer counts, got " + describe_json(arr));
+    if (arr.size() != static_cast<std::size_t>(p.pp))
+      throw InputError(file + ": " + path + ": expected " + std::to_string(p.pp) + " entries (one per stage, pp " +
+                       std::to_string(p.pp) + "), got " + std::to_string(arr.size()));
+    p.stage_layers.reserve(arr.size());
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      const auto& v = arr[i];
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > kMaxDegree)
+        throw InputError(file + ": " + path + "[" + std::to_string(i) + "]: expected an integer layer count in [1, " +
+                         std::to_string(kMaxDegree) + "], got " + describe_json(v));
+      p.stage_layers.push_back(static_cast<int>(v.get<std::int64_t>()));
+    }
+  }
+  r.finish();
+  // Each degree is at most 2^20; their product must still count devices in an int.
+  if (p.devices() > std::numeric_limits<int>::max())
+    throw r.error("dp", "expected dp×tp×cp×pp of at most " + std::to_string(std::numeric_limits<int>::max()) +
+                            " devices, got " +
+                            (p.devices() >= kPlanDevicesSaturated ? std::string("more than 2^62")
+                                                                  : std::to_string(p.devices())));
+  if (p.sequences_per_step() != p.global_batch)
+    throw r.error("global_batch", "expected micro_batch × grad_accum × dp = " +
+                                      std::to_string(p.sequences_per_step()) +
+                                      ", got " + std::to_string(p.global_batch));
+  return p;
+}
+
+nlohmann::json plan_to_json(const Plan& p) {
+  nlohmann::json j{
+      {"schema", "ztune.plan/1"},
+      {"dp", p.dp},
+      {"tp", p.tp},
+      {"pp", p.pp},
+      {"virtual_stages", p.virtual_stages},
+      {"sequence_parallel", p.sequence_parallel},
+      {"zero_stage", p.zero_stage},
+      {"offload", {{"optimizer", to_string(p.offload_optimizer)}, {"params", to_string(p.offload_params)}}},
+      {"micro_batch", p.micro_batch},
+      {"grad_accum", p.grad_accum},
+      {"global_batch", p.global_batch},
+      {"recompute", to_string(p.recompute)},
+      {"precision", to_string(p.precision)},
+      {"schedule", to_string(p.schedule)},
+      {"communication",
+       {{"overlap_comm", p.overlap_comm},
+        {"reduce_bucket_elems", p.reduce_bucket_elems},
+        {"allgather_bucket_elems", p.allgather_bucket_elems},
+        {"prefetch_bucket_elems", p.prefetch_bucket_elems},
+        {"max_live_params", p.max_live_params},
+        {"param_persistence_threshold", p.param_persistence_threshold}}},
+      {"onebit_adam", {{"enabled", p.onebit_adam}, {"freeze_step", p.onebit_freeze_step}}},
+      {"sparse_attention", {{"layout", to_string(p.sparse_attention)}, {"block", p.sparse_block}}},
+      {"zeropp", p.zeropp},
+      {"attention", to_string(p.attention)}};
+  // Written only when stated: a balanced plan's file (and digest) is unchanged.
+  if (!p.stage_layers.empty()) j["stage_layers"] = p.stage_layers;
+  if (p.partition_activations) j["partition_activations"] = true;
+  if (p.cpu_checkpointing) j["cpu_checkpointing"] = true;
+  if (p.recompute_policy != SelectivePolicy::attention) j["recompute_policy"] = to_string(p.recompute_policy);
+  if (p.cp > 1) j["cp"] = p.cp;  // likewise: a plan without context parallelism is unchanged
+  if (p.ulysses > 1) j["ulysses"] = p.ulysses;  // and one without Ulysses
+  if (p.dp_shard > 0) j["dp_shard"] = p.dp_shard;  // and one without hybrid sharding
+  if (p.tp_comm_overlap) j["communication"]["tp_comm_overlap"] = true;  // and one without TP overlap
+  if (!p.reduce_scatter) j["communication"]["reduce_scatter"] = false;  // and one that reduce-scatters
+  if (p.max_reuse_distance != Plan{}.max_reuse_distance)
+    j["communication"]["max_reuse_distance"] = p.max_reuse_distance;  // and one at DeepSpeed's default
+  return j;
+}
+
+PlanFile plan_file_from_json(const nlohmann::json& doc, const std::string& file) {
+  ObjectReader r(doc, file, "$");
+  r.schema("ztune.planfile/1");
+  PlanFile pf;
+  {
+    const auto& plan = r.raw("plan");
+    ObjectReader check(plan, file, "$.plan");  // type check with the right path
+    (void)check;
+    try {
+      pf.plan = plan_from_json(plan, file);
+    } catch (const InputError& e) {
+      // Re-anchor "$." paths of the nested document under "$.plan".
+      std::string msg = e.what();
+      auto pos = msg.find(": $");
+      if (pos != std::string::npos) msg.replace(pos, 3, ": $.plan");
+      throw InputError(msg);
+    }
+  }
+  auto nested = [&](const char* key, auto parse) {
+    using T = decltype(parse(std::declval<const nlohmann::json&>()));
+    std::optional<T> out;
+    if (!r.has(key)) { (void)r.optional_object(key); return out; }
+    try {
+      out = parse(r.raw(key));
+    } catch (const InputError& e) {
+      std::string msg = e.what();
+      auto pos = msg.find(": $");
+      if (pos != std::string::npos) msg.replace(pos, 3, std::string(": $.") + key);
+      throw InputError(msg);
+    }
+    return out;
+  };
+  pf.model = nested("model", [&](const nlohmann::json& j) { return transformer_from_json(j, file); });
+  pf.cluster = nested("cluster", [&](const nlohmann::json& j) { return cluster_from_json(j, file); });
+  r.finish();
+  if (pf.model && pf.cluster) {
+    if (auto why = check_plan(pf.plan, *pf.model, *pf.cluster)) {
+      std::string msg = *why;
+      if (msg.starts_with("$")) msg = "$.plan" + msg.substr(1);
+      throw InputError(file + ": " + msg);
+    }
+  }
+  return pf;
+}
+
+PlanFile load_plan_file(const std::string& path) { return plan_file_from_json(read_json_file(path), path); }
+
+nlohmann::json plan_file_to_json(const PlanFile& pf) {
+  nlohmann::json j{{"schema", "ztune.planfile/1"}, {"plan", plan_to_json(pf.plan)}};
+  if (pf.model) j["model"] = transformer_to_json(*pf.model);
+  if (pf.cluster) j["cluster"] = cluster_to_json(*pf.cluster);
+  return j;
+}
+
+std::optional<std::string> check_tensor_split(const Transformer& m, int tp) {
+  auto s = [](auto v) { return std::to_string(v); };
+  if (m.heads % tp != 0)
+    return "$.tp: " + s(tp) + " does not divide the model's " + s(m.heads) + " heads; expected a divisor of " +
+           s(m.heads);
+  if (m.kv_heads % tp != 0 && tp % m.kv_heads != 0)
+    return "$.tp: " + s(tp) + " and the model's " + s(m.kv_heads) +
+           " kv heads do not divide one another; expected a divisor or a multiple of " + s(m.kv_heads);
+  if (m.ffn_hidden % tp != 0)
+    return "$.tp: " + s(tp) + " does not divide ffn_hidden " + s(m.ffn_hidden) + "; expected a divisor of " +
+           s(m.ffn_hidden);
+  return std::nullopt;
+}
+
+std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m) {
+  auto s = [](auto v) { return std::to_string(v); };
+  if (auto why = check_tensor_split(m, p.tp)) return why;
+  if (p.pp > m.layers)
+    return "$.pp: " + s(p.pp) + " stages for " + s(m.layers) + " layers; expected at most " + s(m.layers);
+  if (!p.stage_layers.empty()) {
+    if (p.stage_layers.size() != static_cast<std::size_t>(p.pp))
+      return "$.stage_layers: " + s(p.stage_layers.size()) + " entries for pp " + s(p.pp) + "; expected one per stage";
+    std::int64_t sum = 0;
+    for (std::size_t i = 0; i < p.stage_layers.size(); ++i) {
+      if (p.stage_layers[i] < 1)
+        return "$.stage_layers[" + s(i) + "]: " + s(p.stage_layers[i]) + " layers; expected at least 1";
+      sum += p.stage_layers[i];
+    }
+    if (sum != m.layers)
+      return "$.stage_layers: the stages hold " + s(sum) + " layers; expected the model's " + s(m.layers);
+  }
+  if (p.cp > 1) {
+    // Load-balanced causal chunks (Megatron-Core's context parallelism): the
+    // sequence is cut into 2·cp equal chunks, rank i holding i and 2cp−1−i.
+    if (m.seq_len % (2 * p.cp) != 0)
+      return "$.cp: " + s(p.cp) + " context-parallel ranks cut the sequence into 2·cp = " + s(2 * p.cp) +
+             " load-balanced chunks, which do not divide the sequence length " + s(m.seq_len) +
+             "; expected 2·cp to divide " + s(m.seq_len);
+    if (p.sparse_attention != SparseLayout::none)
+      return "$.cp: context parallelism runs dense ring attention; block-sparse attention (" +
+             to_string(p.sparse_attention) + ") is not split over cp ranks; expected cp 1 or sparse_attention none";
+    if (m.windowed())
+      return "$.cp: context parallelism rings the whole causal prefix; the model's sliding window of " +
+             s(m.attention_window) + " tokens is not modelled with it; expected cp 1";
+    if (p.onebit_adam || p.zeropp)
+      return std::string("$.cp: context parallelism with ") + (p.onebit_adam ? "1-bit Adam" : "ZeRO++") +
+             " is not modelled (neither Megatron-Core nor torchtitan combines them); expected cp 1";
+    if (p.offload_optimizer != OffloadTarget::none || p.offload_params != OffloadTarget::none)
+      return "$.cp: context parallelism with offload is not modelled (Megatron-Core and torchtitan keep the states "
+             "on the GPUs); expected cp 1 or offload none";
+  }
+  if (p.ulysses > 1) {
+    // DeepSpeed-Ulysses (deepspeed/sequence/layer.py single_all_to_all): the
+    // all-to-all scatters whole heads of this rank's tensor-parallel share
+    // (floor division, no uneven split in Megatron-DeepSpeed), so ulysses must
+    // divide the sequence, the heads per tp rank and the KV heads per tp rank.
+    const int kv = m.kv_heads;
+    if (p.cp > 1)
+      return "$.ulysses: DeepSpeed-Ulysses with context parallelism (cp " + s(p.cp) +
+             ") is refused by Megatron-DeepSpeed (\"Megatron-lm CP is not compatible with Deepspeed SP\"); expected "
+             "ulysses 1 or cp 1";
+    if (p.sequence_parallel)
+      return "$.ulysses: DeepSpeed-Ulysses is not compatible with Megatron-LM's sequence parallelism (Megatron-DeepSpeed "
+             "refuses both); expected ulysses 1 or sequence_parallel false";
+    if (m.seq_len % p.ulysses != 0)
+      return "$.ulysses: " + s(p.ulysses) + " Ulysses ranks do not divide the sequence length " + s(m.seq_len) +
+             "; expected a divisor of " + s(m.seq_len);
+    if (m.heads % (p.tp * p.ulysses) != 0)
+      return "$.ulysses: " + s(p.ulysses) + " Ulysses ranks × tp " + s(p.tp) + " do not divide the " + s(m.heads) +
+             " attention heads (the all-to-all scatters whole heads); expected tp × ulysses to divide " + s(m.heads);
+    // KV heads per tp rank (one, replicated, when tp exceeds them).
+    const int kv_local = kv >= p.tp ? kv / p.tp : 1;
+    if (kv_local % p.ulysses != 0)
+      return "$.ulysses: " + s(p.ulysses) + " Ulysses ranks do not divide the " + s(kv_local) +
+             " KV heads of a tp rank (" + s(kv) + " KV heads, tp " + s(p.tp) +
+             "; DeepSpeed's all-to-all scatters whole K/V heads and refuses fewer KV heads than ranks); expected "
+             "ulysses to divide " + s(kv_local);
+    if (p.onebit_adam || p.zeropp)
+      return std::string("$.ulysses: DeepSpeed-Ulysses with ") + (p.onebit_adam ? "1-bit Adam" : "ZeRO++") +
+             " is not modelled (their compressed exchange is over the dp group, not dp × ulysses); expected ulysses 1";
+  }
+  // Interleaving cuts every stage into virtual_stages equal chunks
+  // (virtual_stage_bounds): balanced stages need pp×v to divide the layers
+  // (Megatron-LM's --num-layers-per-virtual-pipeline-stage), stated ones a
+  // multiple of v each (Megatron-Core's uneven first and last stages with
+  // --num-virtual-stages-per-pipeline-rank).
+  if (p.virtual_stages > 1 && p.stage_layers.empty() && m.layers % (p.pp * p.virtual_stages) != 0)
+    return "$.virtual_stages: pp×virtual_stages = " + s(p.pp * p.virtual_stages) + " does not divide the model's " +
+           s(m.layers) + " layers; interleaving cuts every stage into equal model chunks (expected pp×virtual_stages "
+           "to divide " + s(m.layers) + ", or stage_layers stated, each a multiple of virtual_stages)";
+  if (p.virtual_stages > 1 && p.stage_layers.size() == static_cast<std::size_t>(p.pp))
+    for (std::size_t i = 0; i < p.stage_layers.size(); ++i)
+      if (p.stage_layers[i] % p.virtual_stages != 0)
+        return "$.stage_layers[" + s(i) + "]: " + s(p.stage_layers[i]) + " layers do not cut into virtual_stages " +
+               s(p.virtual_stages) + " equal model chunks; interleaving cuts every stage into virtual_stages chunks "
+               "(expected a multiple of " + s(p.virtual_stages) + ")";
+  if (p.sequences_per_step() != p.global_batch)
+    return "$.global_batch: expected micro_batch × grad_accum × dp = " +
+           s(p.sequences_per_step()) + ", got " + s(p.global_batch);
+  if (p.virtual_stages > 1 && p.schedule != Schedule::interleaved)
+    return "$.virtual_stages: " + s(p.virtual_stages) + " model chunks need schedule \"interleaved\"";
+  if (p.schedule == Schedule::interleaved) {
+    if (p.pp < 2) return "$.schedule: interleaved needs pp >= 2";
+    if (p.virtual_stages < 2) return "$.schedule: interleaved needs virtual_stages >= 2";
+    if (p.grad_accum % p.pp != 0)
+      return "$.grad_accum: interleaved 1F1B needs micro-batches (" + s(p.grad_accum) + ") divisible by pp (" +
+             s(p.pp) + ")";
+  }
+  if (p.sequence_parallel && p.tp < 2) return "$.sequence_parallel: needs tp >= 2";
+  // Megatron-LM's validate_args: "Tensor parallel communication/GEMM overlap
+  // can happen only when sequence parallelism is enabled".
+  if (p.tp_comm_overlap && !p.sequence_parallel)
+    return "$.communication.tp_comm_overlap: overlaps the sequence-parallel all-gathers and reduce-scatters with "
+           "their GEMMs; needs sequence_parallel (and tp >= 2)";
+  if (p.partition_activations) {
+    if (p.tp < 2) return "$.partition_activations: splits the checkpoints over the tensor-parallel ranks; needs tp >= 2";
+    if (p.recompute != Recompute::full)
+      return "$.partition_activations: partitions the checkpoints of full recomputation; needs recompute \"full\", got \"" +
+             to_string(p.recompute) + "\"";
+    if (p.sequence_parallel)
+      return "$.partition_activations: sequence parallelism already splits the checkpoints over the tp ranks; use one "
+             "or the other";
+  }
+  if (!p.reduce_scatter && (p.zero_stage < 1 || p.zero_stage > 2))
+    return "$.communication.reduce_scatter: chooses how ZeRO-1/2 reduce gradients to their partitions (false: an "
+           "all-reduce); zero_stage " + s(p.zero_stage) + " has no such choice (expected reduce_scatter true)";
+  if (p.recompute_policy != SelectivePolicy::attention && p.recompute != Recompute::selective)
+    return "$.recompute_policy: \"" + to_string(p.recompute_policy) +
+           "\" says what selective recomputation recomputes; needs recompute \"selective\", got \"" +
+           to_string(p.recompute) + "\"";
+  if (p.cpu_checkpointing && p.recompute != Recompute::full)
+    return "$.cpu_checkpointing: offloads the checkpoints of full recomputation to the host; needs recompute \"full\", "
+           "got \"" + to_string(p.recompute) + "\"";
+  if (p.offload_params != OffloadTarget::none && p.zero_stage != 3)
+    return "$.offload.params: parameter offload needs zero_stage 3 (DeepSpeed ZeRO-Infinity), got stage " +
+           s(p.zero_stage);
+  if (p.offload_optimizer == OffloadTarget::nvme && p.zero_stage != 3)
+    return "$.offload.optimizer: NVMe optimizer offload needs zero_stage 3, got stage " + s(p.zero_stage);
+  if (p.offload_optimizer == OffloadTarget::cpu && p.zero_stage == 0)
+    return "$.offload.optimizer: optimizer offload needs zero_stage >= 1 (the partitioned optimizer)";
+  if (p.pp > 1 && p.zero_stage >= 2)
+    return "$.zero_stage: stage " + s(p.zero_stage) +
+           " partitions gradients per micro-batch, which pipeline parallelism (pp " + s(p.pp) +
+           ") does not support; use stage 0 or 1";
+  if (p.pp > 1 && (p.offload_optimizer != OffloadTarget::none || p.offload_params != OffloadTarget::none))
+    return "$.offload: offload is not supported with pipeline parallelism";
+  if (p.onebit_adam && p.zero_stage != 0) return "$.onebit_adam: 1-bit Adam needs zero_stage 0";
+  if (p.zeropp && p.zero_stage != 3) return "$.zeropp: ZeRO++ needs zero_stage 3";
+  if (p.dp_shard > 0) {
+    // Hybrid sharding: ZeRO-3 inside groups of dp_shard, replicated across them.
+    const int n = p.dp_cp();
+    const std::string group = p.cp > 1 ? "dp × cp = " + s(n) : "dp " + s(n);
+    if (p.zero_stage != 3)
+      return "$.dp_shard: hybrid sharding shards parameters, gradients and optimizer states (FSDP HYBRID_SHARD, "
+             "DeepSpeed MiCS: ZeRO-3) inside groups of dp_shard ranks; needs zero_stage 3, got stage " +
+             s(p.zero_stage);
+    if (p.dp_shard >= n || n % p.dp_shard != 0 || p.dp_shard < 2)
+      return "$.dp_shard: " + s(p.dp_shard) + " ranks per shard group with " + group +
+             "; expected a divisor of " + s(n) + " from 2 to " + s(n / 2) +
+             " (omit dp_shard to shard over all " + s(n) + " ranks)";
+    if (p.zeropp)
+      return "$.dp_shard: ZeRO++ (hpZ) keeps its own node-local secondary copy beside a partition over all of dp; "
+             "hybrid sharding with ZeRO++ is not modelled; expected dp_shard omitted or zeropp false";
+    if (p.onebit_adam) return "$.dp_shard: 1-bit Adam needs zero_stage 0; expected dp_shard omitted";
+  }
+  if (p.sparse_attention != SparseLayout::none && m.seq_len % p.sparse_block != 0)
+    return "$.sparse_attention.block: " + s(p.sparse_block) + " does not divide the sequence length " + s(m.seq_len);
+  if (m.windowed() && p.sparse_attention != SparseLayout::none)
+    return "$.sparse_attention.layout: the model attends a sliding window of " + s(m.attention_window) +
+           " tokens; a block-sparse layout would replace it (use one or the other)";
+  if (p.attention == AttentionKernel::eager && p.sparse_attention != SparseLayout::none)
+    return "$.attention: eager is the dense softmax chain as separate kernels; block-sparse attention (" +
+           to_string(p.sparse_attention) + ") has its own kernels; expected attention \"standard\"";
+  if (p.attention == AttentionKernel::eager && p.cp > 1)
+    return "$.attention: eager attention with context parallelism is not modelled (Megatron-Core and torchtitan "
+           "ring fused kernels only); expected cp 1 or attention \"cudnn\" or \"flash\"";
+  if (fused_attention(p.attention) && p.sparse_attention != SparseLayout::none)
+    return "$.attention: " + to_string(p.attention) + " is a dense attention kernel; block-sparse attention (" + to_string(p.sparse_attention) +
+           ") has its own kernels; expected \"standard\"";
+  return std::nullopt;
+}
+
+std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const Cluster& c) {
+  auto s = [](auto v) { return std::to_string(v); };
+  if (p.devices() > c.total_devices())
+    return std::string(p.ulysses > 1 ? "$.dp: dp×tp×ulysses×pp = " : p.cp > 1 ? "$.dp: dp×tp×cp×pp = " : "$.dp: dp×tp×pp = ") +
+           (p.devices() >= kPlanDevicesSaturated ? std::string("more than 2^62") : s(p.devices())) +
+           " needs more devices than the cluster's " + s(c.total_devices()) +
+           " (" + s(c.nodes) + " nodes × " + s(c.node.gpus) + "); expected at most " + s(c.total_devices()) +
+           " (fewer is allowed: the rest stay idle)";
+  if (auto why = check_plan_shape(p, m)) return why;
+  if ((p.offload_optimizer == OffloadTarget::nvme || p.offload_params == OffloadTarget::nvme) &&
+      c.node.nvme_size_tb == 0)
+    return "$.offload: NVMe offload on a cluster without NVMe (" + c.name + ")";
+  if (p.precision == Precision::bf16 && c.node.gpu.peak_tflops_bf16 == 0 && c.device_kind == DeviceKind::gpu)
+    return "$.precision: " + c.node.gpu.name + " has no bf16 support; use fp16";
+  if (p.precision == Precision::fp16 && c.node.gpu.peak_tflops_fp16 == 0 && c.device_kind == DeviceKind::gpu)
+    return "$.precision: " + c.node.gpu.name + " has no fp16 support";
+  if (p.tp_comm_overlap && !supports_transformer_engine(c))
+    return "$.communication.tp_comm_overlap: Transformer Engine's userbuffers overlap runs on Ampere or newer GPUs; " +
+           (c.device_kind == DeviceKind::cpu ? std::string("a CPU cluster") : c.node.gpu.name) +
+           " has no Transformer Engine (expected tp_comm_overlap false)";
+  if (p.cpu_checkpointing && c.device_kind == DeviceKind::cpu)
+    return "$.cpu_checkpointing: offloads activation checkpoints from GPU memory to the host; on a CPU cluster (" +
+           c.name + ") they are in host memory already (expected cpu_checkpointing false)";
+  if (fused_attention(p.attention) && !supports_flash_attention(c))
+    return std::string("$.attention: ") +
+           (p.attention == AttentionKernel::cudnn ? "cuDNN's fused flash attention" : "FlashAttention-2") +
+           " needs an Ampere or newer GPU (bf16 tensor cores); " + c.node.gpu.name + " has none; expected \"standard\"";
+  return std::nullopt;
+}
+
+std::string in_plan_file(std::string_view why) {
+  if (why.starts_with("$.")) return "$.plan." + std::string(why.substr(2));
+  return std::string(why);
+}
+
+}  // namespace ztune

@@ -1,0 +1,47 @@
+#include "ztune/vocab/text.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace ztune {
+
+std::string grouped(double v) {
+  if (!std::isfinite(v)) return "-";
+  std::string digits = std::to_string(std::llabs(std::llround(v)));
+  std::string out = v < 0 && digits != "0" ? "-" : "";
+  const std::size_t lead = digits.size() % 3 == 0 ? 3 : digits.size() % 3;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i >= lead && (i - lead) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+std::size_t display_width(const std::string& s) {
+  std::size_t n = 0;
+  for (unsigned char ch : s) n += (ch & 0xC0) != 0x80 ? 1 : 0;  // count lead bytes, not continuations
+  return n;
+}
+
+std::string pad_right(const std::string& s, std::size_t width) {
+  const std::size_t w = display_width(s);
+  return w >= width ? s : s + std::string(width - w, ' ');
+}
+
+std::string params_text(double params) {
+  char b[32];
+  if (params >= 1e9)
+    std::snprintf(b, sizeof b, "%.2fB", params / 1e9);
+  else
+    std::snprintf(b, sizeof b, "%.2fM", params / 1e6);
+  return b;
+}
+
+ByteUnit byte_unit_for(double largest_bytes) {
+  constexpr double kKiB = 1024.0, kMiB = kKiB * 1024.0, kGiB = kMiB * 1024.0;
+  if (largest_bytes >= kGiB) return {"GiB", kGiB};
+  if (largest_bytes >= kMiB) return {"MiB", kMiB};
+  return {"KiB", kKiB};
+}
+
+}  // namespace ztune
