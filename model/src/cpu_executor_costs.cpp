@@ -7,6 +7,7 @@
 
 #include "ztune/model/op_costs.hpp"
 #include "ztune/model/sparse_attention.hpp"
+#include "layer_parts.hpp"
 
 namespace ztune {
 
@@ -264,6 +265,63 @@ std::optional<double> cpu_benchmark_work_per_byte(std::string_view kernel) {
 
 double cpu_work_time(const CpuKernelWork& w, const GpuSpec& cpu, const HardwareProfile& hw) {
   return memory_bound_time(w.work_bytes, cpu, hw, w.kernels);
+}
+
+// ---------------------------------------------------------------- the flavour
+
+void cpu_layer_compute(const LayerParts& in, LayerCost& lc) {
+  // ztune's CPU executor, not a fused GPU layer (this file's header): its own
+  // memory-bound calls, the bias loops inside its matmul calls, and its
+  // attention core as the two calls it makes. attention_forward is the kernel
+  // `ztune calibrate` times for the attention factor, counted as the benchmark
+  // counts it (one call of 4·b·s²·h/t FLOPs, the softmax's exp inside), so no
+  // separate softmax/dropout traffic. attention_backward's four GEMMs (twice
+  // the forward FLOPs) run at the plain GEMM rate, its softmax gradient as
+  // memory-bound work: the forward's exp is what the attention factor prices,
+  // and the backward has none (measured on the dev VM: backward 1.16× the
+  // forward, not 2×).
+  const Plan& p = in.p;
+  const HardwareProfile& hw = in.hw;
+  const LayerShape& x = in.x;
+  const LayerGemms& g = in.g;
+  const GpuSpec& gpu = in.c.node.gpu;
+  const Precision prec = p.precision;
+  // The ring's exchanges and their overlap as every engine's (lc's cp fields);
+  // its attention times are replaced by the executor's calls below.
+  if (p.cp > 1) (void)context_parallel_attention(p, in.c, hw, x, lc);
+  const CpuLayerWork w = cpu_layer_work(in.m, p);
+  // One (batch, head) product: s×s×d, or one ring block (s/cp)² × d with cp.
+  const double keys = p.cp > 1 ? x.sl : x.s;
+  const double per_call = 2.0 * x.sa * keys * x.d;
+  const GemmShape attn_fwd{x.sa, keys, x.d, w.attention_fwd_flops / per_call};
+  const GemmShape attn_bwd{x.sa, keys, x.d, w.attention_bwd_flops / per_call};
+  lc.fwd_gemm_s = g.t_qkv.fwd + g.t_proj.fwd + g.t_fc1.fwd + g.t_fc2.fwd;
+  lc.fwd_gemm_s += memory_bound_time(w.gemm_bias_fwd.work_bytes, gpu, hw, 0);
+  lc.fwd_attention_s = gemm_time(attn_fwd, prec, gpu, hw, true);
+  lc.fwd_elementwise_s = cpu_work_time(w.fwd, gpu, hw);
+  lc.fwd_s = lc.fwd_gemm_s + lc.fwd_attention_s + lc.fwd_elementwise_s;
+  const double bwd_dgrad = g.t_qkv.dgrad + g.t_proj.dgrad + g.t_fc1.dgrad + g.t_fc2.dgrad;
+  lc.bwd_weight_s = g.t_qkv.wgrad + g.t_proj.wgrad + g.t_fc1.wgrad + g.t_fc2.wgrad;
+  lc.bwd_weight_s += memory_bound_time(w.gemm_bias_bwd.work_bytes, gpu, hw, 0);
+  lc.bwd_attention_s = gemm_time(attn_bwd, prec, gpu, hw) + cpu_work_time(w.softmax_bwd, gpu, hw);
+  if (w.attention_bwd_recompute_flops > 0)
+    lc.bwd_attention_s +=
+        gemm_time(GemmShape{x.sa, keys, x.d, w.attention_bwd_recompute_flops / per_call}, prec, gpu, hw, true);
+  lc.bwd_elementwise_s = cpu_work_time(w.bwd, gpu, hw);
+  lc.bwd_input_s = bwd_dgrad + lc.bwd_attention_s + lc.bwd_elementwise_s;
+  lc.bwd_s = lc.bwd_input_s + lc.bwd_weight_s;
+  lc.bwd_gemm_s = bwd_dgrad + lc.bwd_weight_s;
+}
+
+void cpu_edge_compute(const EdgeParts& in, EdgeCost& e) {
+  // The executor's own calls: fp32 token and position rows and their sum; the
+  // final LayerNorm and the five-kernel cross entropy around the same logits GEMMs.
+  const GpuSpec& cpu = in.c.node.gpu;
+  const CpuEdgeWork w = cpu_edge_work(in.m, in.p);
+  e.embedding_fwd_s = cpu_work_time(w.embedding_fwd, cpu, in.hw);
+  e.embedding_bwd_s = cpu_work_time(w.embedding_bwd, cpu, in.hw);
+  e.head_fwd_s = cpu_work_time(w.head_fwd, cpu, in.hw) + in.t_logits.fwd;
+  e.head_bwd_s = cpu_work_time(w.head_bwd, cpu, in.hw) + in.t_logits.dgrad + in.t_logits.wgrad;
 }
 
 }  // namespace ztune

@@ -8,6 +8,7 @@
 #include "ztune/model/sparse_attention.hpp"
 #include "ztune/model/time_model.hpp"
 #include "ztune/model/zeropp.hpp"
+#include "layer_parts.hpp"
 
 namespace ztune {
 
@@ -112,16 +113,6 @@ double p2p_time(double bytes, bool crosses_nodes, const Cluster& c, const Hardwa
 
 // ---------------------------------------------------------------- transformer layer
 
-namespace {
-
-struct LayerShape {
-  double s, b, h, a, t, d, kvd, f_in, f_out, tokens;
-  double sl;  // this rank's rows of each sequence: s, or s/cp with context parallelism, s/u with Ulysses
-  double sa;  // query rows of the attention core: s/cp (Ulysses' all-to-all gives it the whole s)
-  double u;   // Ulysses ranks: the attention core holds heads/u of them
-  bool sp;
-};
-
 LayerShape shape_of(const Transformer& m, const Plan& p) {
   LayerShape x{};
   x.s = m.seq_len;
@@ -143,14 +134,11 @@ LayerShape shape_of(const Transformer& m, const Plan& p) {
 
 // Backward of C = A·B (A activations m×k, B weights k×n): dA = dC·Bᵀ (m×k, inner n)
 // and dB = Aᵀ·dC (k×n, inner m); each has the forward's FLOPs.
+namespace {
 GemmShape dgrad_of(const GemmShape& g) { return {g.m, g.k, g.n, g.batch}; }
 GemmShape wgrad_of(const GemmShape& g) { return {g.k, g.n, g.m, g.batch}; }
+}  // namespace
 
-// Forward, dgrad and wgrad of one linear layer share their FLOPs but not their
-// output's shape (m×n, m×k, k×n): three efficiencies, three rooflines.
-struct LinearTimes {
-  double fwd = 0, dgrad = 0, wgrad = 0;
-};
 LinearTimes linear_times(const GemmShape& g, Precision p, const GpuSpec& gpu, const HardwareProfile& hw) {
   LinearTimes t;
   const double flops = g.flops();
@@ -228,7 +216,6 @@ double context_parallel_attention(const Plan& p, const Cluster& c, const Hardwar
   return cp * step_bwd;
 }
 
-}  // namespace
 
 bool megatron_fused_softmax_available(double attn_batches, double sq, double sk, Precision p) {
   if (p != Precision::fp16 && p != Precision::bf16) return false;
@@ -255,41 +242,25 @@ bool megatron_softmax_fallback(const Transformer& m, const Plan& p, const Hardwa
   return !megatron_fused_softmax_available(x.b * x.a / (x.t * x.u), x.sa, x.s, p.precision);
 }
 
-LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
-  const LayerShape x = shape_of(m, p);
+void gpu_layer_compute(const LayerParts& in, LayerCost& lc) {
+  const Transformer& m = in.m;
+  const Plan& p = in.p;
+  const Cluster& c = in.c;
+  const HardwareProfile& hw = in.hw;
+  const LayerShape& x = in.x;
   const GpuSpec& gpu = c.node.gpu;
   const Precision prec = p.precision;
   const double eb = bytes_of(prec);
-  LayerCost lc;
-
-  // Linear layers (Megatron: QKV and FC1 column-parallel, projection and FC2 row-parallel).
-  const GemmShape qkv{x.tokens, (x.h + 2.0 * x.kvd) / x.t, x.h};
-  const GemmShape proj{x.tokens, x.h, x.h / x.t};
-  const GemmShape fc1{x.tokens, x.f_in / x.t, x.h};
-  const GemmShape fc2{x.tokens, x.h, x.f_out / x.t};
-  // Attention core: b·a/t heads, QKᵀ (s×s, inner d) and PV (s×d, inner s).
-  // Block-sparse attention computes only the layout's blocks (DeepSpeed's
-  // SDD and DSD block-sparse matmuls): nnz blocks of block×block per head.
-  // With Ulysses: the whole sequence of heads/u of this rank's heads.
-  const double heads_local = x.b * x.a / (x.t * x.u);
-  const double density = attention_density(m, p);
-  // With context parallelism: this rank's s/cp query rows against all s keys
-  // (cp ring blocks; context_parallel_attention prices them step by step).
-  GemmShape qk{x.sa, x.s, x.d, heads_local};
-  GemmShape pv{x.sa, x.d, x.s, heads_local};
-  if (p.sparse_attention != SparseLayout::none) {
-    const double blk = p.sparse_block;
-    const double blocks = density * (x.s / blk) * (x.s / blk);
-    qk = GemmShape{blk, blk, x.d, heads_local * blocks};
-    pv = GemmShape{blk, x.d, blk, heads_local * blocks};
-  }
-
-  const LinearTimes t_qkv = linear_times(qkv, prec, gpu, hw);
-  const LinearTimes t_proj = linear_times(proj, prec, gpu, hw);
-  const LinearTimes t_fc1 = linear_times(fc1, prec, gpu, hw);
-  const LinearTimes t_fc2 = linear_times(fc2, prec, gpu, hw);
-  const double t_qk = gemm_time(qk, prec, gpu, hw, true);
-  const double t_pv = gemm_time(pv, prec, gpu, hw, true);
+  const double heads_local = in.g.heads_local;
+  const double density = in.g.density;
+  const double t_qk = in.g.t_qk;
+  const double t_pv = in.g.t_pv;
+  const LinearTimes& t_qkv = in.g.t_qkv;
+  const LinearTimes& t_proj = in.g.t_proj;
+  const LinearTimes& t_fc1 = in.g.t_fc1;
+  const LinearTimes& t_fc2 = in.g.t_fc2;
+  const int elem_kernels = in.elem_kernels;
+  const bool softmax_fallback = in.softmax_fallback;
   lc.fwd_gemm_s = t_qkv.fwd + t_proj.fwd + t_fc1.fwd + t_fc2.fwd;
   const double scores = heads_local * x.sa * x.s * density;  // attention score elements computed
   // Fused scale-mask-softmax (read + write) and dropout (read, write, 1-byte mask).
@@ -318,7 +289,6 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   // backward (reads output and gradient, writes one, fp32), the mask's and the
   // scale's backward, back to 16-bit, against the fused backward's 3·eb:
   // 36 − eb more. Four more kernels and four more host ops each way.
-  const bool softmax_fallback = megatron_softmax_fallback(m, p, hw);
   constexpr int kFallbackOps = 4;
   double fallback_bwd_s = 0;
   if (softmax_fallback) {
@@ -363,7 +333,6 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   // op as its own kernel over the whole tensor (engine elementwise_traffic).
   const double elem_fwd_bytes =
       (2.0 * norm_bytes + 2.0 * bda_bytes + act_bytes + rope_bytes) * hw.engine.elementwise_traffic;
-  const int elem_kernels = m.position == PositionEmbedding::rotary ? 6 : 5;
   lc.fwd_elementwise_s = memory_bound_time(elem_fwd_bytes, gpu, hw, elem_kernels);
   lc.fwd_s = lc.fwd_gemm_s + lc.fwd_attention_s + lc.fwd_elementwise_s;
 
@@ -386,37 +355,67 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   lc.bwd_gemm_s = bwd_dgrad + lc.bwd_weight_s;
   lc.bwd_attention_s = bwd_attention;
   lc.bwd_elementwise_s = bwd_elem;
-  if (c.device_kind == DeviceKind::cpu) {
-    // ztune's CPU executor, not a fused GPU layer (cpu_executor_costs.hpp): its
-    // own memory-bound calls, the bias loops inside its matmul calls, and its
-    // attention core as the two calls it makes. attention_forward is the
-    // kernel `ztune calibrate` times for the attention factor, counted as the
-    // benchmark counts it (one call of 4·b·s²·h/t FLOPs, the softmax's exp
-    // inside), so no separate softmax/dropout traffic. attention_backward's
-    // four GEMMs (twice the forward FLOPs) run at the plain GEMM rate, its
-    // softmax gradient as memory-bound work: the forward's exp is what the
-    // attention factor prices, and the backward has none (measured on the dev
-    // VM: backward 1.16× the forward, not 2×).
-    const CpuLayerWork w = cpu_layer_work(m, p);
-    // One (batch, head) product: s×s×d, or one ring block (s/cp)² × d with cp.
-    const double keys = p.cp > 1 ? x.sl : x.s;
-    const double per_call = 2.0 * x.sa * keys * x.d;
-    const GemmShape attn_fwd{x.sa, keys, x.d, w.attention_fwd_flops / per_call};
-    const GemmShape attn_bwd{x.sa, keys, x.d, w.attention_bwd_flops / per_call};
-    lc.fwd_gemm_s += memory_bound_time(w.gemm_bias_fwd.work_bytes, gpu, hw, 0);
-    lc.fwd_attention_s = gemm_time(attn_fwd, prec, gpu, hw, true);
-    lc.fwd_elementwise_s = cpu_work_time(w.fwd, gpu, hw);
-    lc.fwd_s = lc.fwd_gemm_s + lc.fwd_attention_s + lc.fwd_elementwise_s;
-    lc.bwd_weight_s += memory_bound_time(w.gemm_bias_bwd.work_bytes, gpu, hw, 0);
-    lc.bwd_attention_s = gemm_time(attn_bwd, prec, gpu, hw) + cpu_work_time(w.softmax_bwd, gpu, hw);
-    if (w.attention_bwd_recompute_flops > 0)
-      lc.bwd_attention_s +=
-          gemm_time(GemmShape{x.sa, keys, x.d, w.attention_bwd_recompute_flops / per_call}, prec, gpu, hw, true);
-    lc.bwd_elementwise_s = cpu_work_time(w.bwd, gpu, hw);
-    lc.bwd_input_s = bwd_dgrad + lc.bwd_attention_s + lc.bwd_elementwise_s;
-    lc.bwd_s = lc.bwd_input_s + lc.bwd_weight_s;
-    lc.bwd_gemm_s = bwd_dgrad + lc.bwd_weight_s;
+}
+
+LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+  const LayerShape x = shape_of(m, p);
+  const GpuSpec& gpu = c.node.gpu;
+  const Precision prec = p.precision;
+  const double eb = bytes_of(prec);
+  LayerCost lc;
+
+  LayerGemms g;
+  // Linear layers (Megatron: QKV and FC1 column-parallel, projection and FC2 row-parallel).
+  g.qkv = GemmShape{x.tokens, (x.h + 2.0 * x.kvd) / x.t, x.h};
+  g.proj = GemmShape{x.tokens, x.h, x.h / x.t};
+  g.fc1 = GemmShape{x.tokens, x.f_in / x.t, x.h};
+  g.fc2 = GemmShape{x.tokens, x.h, x.f_out / x.t};
+  // Attention core: b·a/t heads, QKᵀ (s×s, inner d) and PV (s×d, inner s).
+  // Block-sparse attention computes only the layout's blocks (DeepSpeed's
+  // SDD and DSD block-sparse matmuls): nnz blocks of block×block per head.
+  // With Ulysses: the whole sequence of heads/u of this rank's heads.
+  g.heads_local = x.b * x.a / (x.t * x.u);
+  g.density = attention_density(m, p);
+  // With context parallelism: this rank's s/cp query rows against all s keys
+  // (cp ring blocks; context_parallel_attention prices them step by step).
+  g.qk = GemmShape{x.sa, x.s, x.d, g.heads_local};
+  g.pv = GemmShape{x.sa, x.d, x.s, g.heads_local};
+  if (p.sparse_attention != SparseLayout::none) {
+    const double blk = p.sparse_block;
+    const double blocks = g.density * (x.s / blk) * (x.s / blk);
+    g.qk = GemmShape{blk, blk, x.d, g.heads_local * blocks};
+    g.pv = GemmShape{blk, x.d, blk, g.heads_local * blocks};
   }
+  g.t_qkv = linear_times(g.qkv, prec, gpu, hw);
+  g.t_proj = linear_times(g.proj, prec, gpu, hw);
+  g.t_fc1 = linear_times(g.fc1, prec, gpu, hw);
+  g.t_fc2 = linear_times(g.fc2, prec, gpu, hw);
+  g.t_qk = gemm_time(g.qk, prec, gpu, hw, true);
+  g.t_pv = gemm_time(g.pv, prec, gpu, hw, true);
+  const GemmShape& qkv = g.qkv;
+  const GemmShape& proj = g.proj;
+  const GemmShape& fc1 = g.fc1;
+  const GemmShape& fc2 = g.fc2;
+  const GemmShape& qk = g.qk;
+  const GemmShape& pv = g.pv;
+  const LinearTimes& t_qkv = g.t_qkv;
+  const LinearTimes& t_proj = g.t_proj;
+  const LinearTimes& t_fc1 = g.t_fc1;
+  const LinearTimes& t_fc2 = g.t_fc2;
+
+  // Host-op facts of the layer, the same whichever flavour computes it: the
+  // elementwise kernels of a pass, and Megatron's softmax fallback (below).
+  LayerParts parts{m, p, c, hw, x, g};
+  parts.elem_kernels = m.position == PositionEmbedding::rotary ? 6 : 5;
+  parts.softmax_fallback = megatron_softmax_fallback(m, p, hw);
+  const int elem_kernels = parts.elem_kernels;
+  const bool softmax_fallback = parts.softmax_fallback;
+  constexpr int kFallbackOps = 4;
+  // The compute flavour, selected once: ztune's CPU executor on CPU ranks,
+  // the GPU engines' fused layer elsewhere (cpu_executor_costs.hpp says why).
+  (c.device_kind == DeviceKind::cpu ? cpu_layer_compute : gpu_layer_compute)(parts, lc);
+  const double wgrad_qkv = t_qkv.wgrad;
+  const double wgrad_fc1 = t_fc1.wgrad;
 
   // FLOPs on this GPU: 24·s·b·h²/t + 4·s²·b·h/t for GPT (Korthikanti eq. 7 per layer).
   lc.fwd_flops = qkv.flops() + proj.flops() + fc1.flops() + fc2.flops() + qk.flops() + pv.flops();
@@ -576,39 +575,43 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   return lc;
 }
 
+void gpu_edge_compute(const EdgeParts& in, EdgeCost& e) {
+  const Transformer& m = in.m;
+  const LayerShape& x = in.x;
+  const GpuSpec& gpu = in.c.node.gpu;
+  const HardwareProfile& hw = in.hw;
+  const double eb = bytes_of(in.p.precision);
+  const double hs = x.tokens * x.h;
+  const double hs_local = hs / (x.sp ? x.t : 1.0);
+  const LinearTimes& t_logits = in.t_logits;
+  const double logit_elems = in.logit_elems;
+  // Embedding: gather rows (+ learned positions): read + write s·b·h each.
+  const double pos = m.position == PositionEmbedding::learned ? 2.0 : 0.0;
+  e.embedding_fwd_s = memory_bound_time((2.0 + pos) * hs * eb, gpu, hw, pos > 0 ? 2 : 1);
+  e.embedding_bwd_s = memory_bound_time((2.0 + pos) * hs * eb, gpu, hw, pos > 0 ? 2 : 1);
+  // Head: final norm, logits GEMM, softmax cross entropy in fp32.
+  e.head_fwd_s = memory_bound_time(2.0 * hs_local * eb, gpu, hw) + t_logits.fwd +
+                 memory_bound_time(logit_elems * (eb + 4.0 + 4.0), gpu, hw, 3);
+  e.head_bwd_s = memory_bound_time(4.0 * hs_local * eb, gpu, hw) + t_logits.dgrad + t_logits.wgrad +
+                 memory_bound_time(logit_elems * (4.0 + eb), gpu, hw, 1);
+}
+
 EdgeCost edge_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
   const LayerShape x = shape_of(m, p);
   const GpuSpec& gpu = c.node.gpu;
   const Precision prec = p.precision;
   const double eb = bytes_of(prec);
   const double hs = x.tokens * x.h;
-  const double hs_local = hs / (x.sp ? x.t : 1.0);
   EdgeCost e;
-  // Embedding: gather rows (+ learned positions): read + write s·b·h each.
-  const double pos = m.position == PositionEmbedding::learned ? 2.0 : 0.0;
-  e.embedding_fwd_s = memory_bound_time((2.0 + pos) * hs * eb, gpu, hw, pos > 0 ? 2 : 1);
-  e.embedding_bwd_s = memory_bound_time((2.0 + pos) * hs * eb, gpu, hw, pos > 0 ? 2 : 1);
-  // Head: final norm, logits GEMM (vocab-parallel), softmax cross entropy in
-  // fp32, on the positions that predict (all of them but in a masked LM).
+  // Head: the logits GEMM (vocab-parallel) on the positions that predict (all
+  // of them but in a masked LM); the embedding's and the loss's memory-bound
+  // work is the flavour's, selected once (cpu_executor_costs.hpp says why).
   const double head_tokens = x.tokens * m.head_token_fraction;
   const GemmShape logits{head_tokens, static_cast<double>(m.vocab) / x.t, x.h};
-  const double logit_elems = head_tokens * m.vocab / x.t;
   const LinearTimes t_logits = linear_times(logits, prec, gpu, hw);
-  e.head_fwd_s = memory_bound_time(2.0 * hs_local * eb, gpu, hw) + t_logits.fwd +
-                 memory_bound_time(logit_elems * (eb + 4.0 + 4.0), gpu, hw, 3);
-  e.head_bwd_s = memory_bound_time(4.0 * hs_local * eb, gpu, hw) + t_logits.dgrad + t_logits.wgrad +
-                 memory_bound_time(logit_elems * (4.0 + eb), gpu, hw, 1);
+  const EdgeParts parts{m, p, c, hw, x, t_logits, head_tokens * m.vocab / x.t};
+  (c.device_kind == DeviceKind::cpu ? cpu_edge_compute : gpu_edge_compute)(parts, e);
   e.head_gemm_s = t_logits.fwd + t_logits.dgrad + t_logits.wgrad;
-  if (c.device_kind == DeviceKind::cpu) {
-    // ztune's CPU executor's own calls (cpu_executor_costs.hpp): fp32 token and
-    // position rows and their sum; the final LayerNorm and the five-kernel
-    // cross entropy around the same logits GEMMs.
-    const CpuEdgeWork w = cpu_edge_work(m, p);
-    e.embedding_fwd_s = cpu_work_time(w.embedding_fwd, gpu, hw);
-    e.embedding_bwd_s = cpu_work_time(w.embedding_bwd, gpu, hw);
-    e.head_fwd_s = cpu_work_time(w.head_fwd, gpu, hw) + t_logits.fwd;
-    e.head_bwd_s = cpu_work_time(w.head_bwd, gpu, hw) + t_logits.dgrad + t_logits.wgrad;
-  }
   e.fwd_flops = logits.flops();
   if (p.tp > 1) {
     const GroupLayout l = place_groups(p, c);
@@ -837,12 +840,13 @@ OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster&
     // Fused multi-tensor Adam: read fp32 master, m, v and the gradient (16 B),
     // write master, m, v (12 B) and the 16-bit copy (2 B), plus the unscale /
     // norm pass over the gradient (8 B): 38 bytes per parameter.
-    o.gpu_step_s = memory_bound_time(38.0 * part, c.node.gpu, hw, 4);
-    // ztune's CPU executor: fp32 AdamW, its gradient-norm pass and (ZeRO 2/3)
-    // the per-micro-batch accumulation of reduced pieces (cpu_executor_costs.hpp).
-    // 1-bit Adam keeps the fused count: its CPU path is a separate optimizer.
-    if (c.device_kind == DeviceKind::cpu && !p.onebit_adam)
-      o.gpu_step_s = cpu_work_time(cpu_optimizer_work(m, p, params), c.node.gpu, hw);
+    // ztune's CPU executor instead: fp32 AdamW, its gradient-norm pass and
+    // (ZeRO 2/3) the per-micro-batch accumulation of reduced pieces
+    // (cpu_executor_costs.hpp). 1-bit Adam keeps the fused count: its CPU path
+    // is a separate optimizer.
+    o.gpu_step_s = c.device_kind == DeviceKind::cpu && !p.onebit_adam
+                       ? cpu_work_time(cpu_optimizer_work(m, p, params), c.node.gpu, hw)
+                       : memory_bound_time(38.0 * part, c.node.gpu, hw, 4);
     return o;
   }
   // CPU Adam: the node's rate is shared by its GPUs' partitions.

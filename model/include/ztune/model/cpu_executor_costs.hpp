@@ -1,9 +1,12 @@
 #pragma once
 // What ztune's own CPU executor (executor/src/gpt_stage.cpp over
 // executor/src/cpu_backend.cpp and kernels/src/*_cpu.cpp) computes outside its
-// GEMMs, counted kernel by kernel: the time model's accounting when
-// `c.device_kind == DeviceKind::cpu` (op_costs.cpp), as memory_model.cpp's
-// cpu_executor_lines() is the memory model's.
+// GEMMs, counted kernel by kernel: the time model's compute flavour on CPU
+// ranks. layer_cost and edge_cost (op_costs.cpp) select it once, by the
+// cluster's device kind, beside the GPU engines' fused flavour; both flavours
+// take the same GEMMs and return the same parts (model/src/layer_parts.hpp:
+// cpu_layer_compute and cpu_edge_compute live in cpu_executor_costs.cpp), as
+// memory_model.cpp's cpu_executor_lines() is the memory model's.
 //
 // Why not the GPU accounting: layer_cost() counts a fused Megatron/DeepSpeed
 // layer in 16-bit (fused bias-dropout-add, fused softmax, fused Adam). The CPU

@@ -1,0 +1,80 @@
+#pragma once
+// The parts of one transformer layer's cost that both compute flavours share
+// (private to model/src): the layer's shape on one rank, its GEMMs and their
+// times, the ring attention of context parallelism. layer_cost (op_costs.cpp)
+// computes these once, hands them to the flavour its cluster selects - the
+// GPU engines' fused layer (gpu_layer_compute, op_costs.cpp) or ztune's own
+// CPU executor (cpu_layer_compute, cpu_executor_costs.cpp) - and then adds
+// what is the same for both: recomputation, Ulysses, host dispatch and the
+// tensor-parallel collectives. Why two flavours: cpu_executor_costs.hpp.
+#include "ztune/model/op_costs.hpp"
+
+namespace ztune {
+
+struct LayerShape {
+  double s, b, h, a, t, d, kvd, f_in, f_out, tokens;
+  double sl;  // this rank's rows of each sequence: s, or s/cp with context parallelism, s/u with Ulysses
+  double sa;  // query rows of the attention core: s/cp (Ulysses' all-to-all gives it the whole s)
+  double u;   // Ulysses ranks: the attention core holds heads/u of them
+  bool sp;
+};
+[[nodiscard]] LayerShape shape_of(const Transformer& m, const Plan& p);
+
+// Forward, dgrad and wgrad of one linear layer share their FLOPs but not their
+// output's shape (m×n, m×k, k×n): three efficiencies, three rooflines.
+struct LinearTimes {
+  double fwd = 0, dgrad = 0, wgrad = 0;
+};
+[[nodiscard]] LinearTimes linear_times(const GemmShape& g, Precision p, const GpuSpec& gpu, const HardwareProfile& hw);
+
+/// One layer's GEMMs on one rank and their times: the four linear layers
+/// (Megatron: QKV and FC1 column-parallel, projection and FC2 row-parallel)
+/// and the attention core's two batched products.
+struct LayerGemms {
+  GemmShape qkv, proj, fc1, fc2, qk, pv;
+  LinearTimes t_qkv, t_proj, t_fc1, t_fc2;
+  double t_qk = 0, t_pv = 0;
+  double heads_local = 0;  // b·a/(t·u) heads of this rank's attention core
+  double density = 1;      // block-sparse attention's share of the score blocks
+};
+
+/// Ring attention of context parallelism (cp > 1): sets lc's forward attention
+/// time and ring fields, returns the backward attention compute time.
+double context_parallel_attention(const Plan& p, const Cluster& c, const HardwareProfile& hw, const LayerShape& x,
+                                  LayerCost& lc);
+
+/// What a flavour is handed: the layer, its shape and GEMMs, and the host-op
+/// facts layer_cost has already settled (elementwise kernels per pass,
+/// Megatron's unfused softmax fallback).
+struct LayerParts {
+  const Transformer& m;
+  const Plan& p;
+  const Cluster& c;
+  const HardwareProfile& hw;
+  const LayerShape& x;
+  const LayerGemms& g;
+  int elem_kernels = 5;
+  bool softmax_fallback = false;
+};
+
+/// The compute of one layer as a flavour runs it: lc's forward and backward
+/// GEMM, attention and elementwise times and their sums (and with cp > 1 the
+/// ring's fields).
+void gpu_layer_compute(const LayerParts& in, LayerCost& lc);
+void cpu_layer_compute(const LayerParts& in, LayerCost& lc);
+
+/// The embedding's and the head's memory-bound work around the logits GEMMs
+/// `t_logits` (logit_elems logits of 16-bit or fp32 activations).
+struct EdgeParts {
+  const Transformer& m;
+  const Plan& p;
+  const Cluster& c;
+  const HardwareProfile& hw;
+  const LayerShape& x;
+  const LinearTimes& t_logits;
+  double logit_elems = 0;
+};
+void gpu_edge_compute(const EdgeParts& in, EdgeCost& e);
+void cpu_edge_compute(const EdgeParts& in, EdgeCost& e);
+
+}  // namespace ztune
