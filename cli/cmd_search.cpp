@@ -136,11 +136,7 @@ SearchOptions to_options(const SearchFlags& f) {
   o.space.include_onebit_adam = f.onebit_adam;
   o.space.include_zeropp = f.zeropp;
   o.space.onebit_freeze_step = f.freeze_step;
-  o.space.sparse_attention = f.sparse_attention == "fixed"        ? SparseLayout::fixed
-                             : f.sparse_attention == "bigbird"    ? SparseLayout::bigbird
-                             : f.sparse_attention == "longformer" ? SparseLayout::longformer
-                             : f.sparse_attention == "variable"   ? SparseLayout::variable
-                                                                  : SparseLayout::none;
+  o.space.sparse_attention = *sparse_layout_of(f.sparse_attention);  // CLI::IsMember admitted only its names
   o.space.sparse_block = f.sparse_block;
   if (f.attention != "any")
     o.space.attention = *attention_kernel_of(f.attention);  // CLI::IsMember admitted only its names
@@ -435,7 +431,7 @@ Command add_search(CLI::App& root) {
                   "1-bit Adam warm-up steps (default: 15% of the run's steps, the 1-bit Adam tutorial's share)")
       ->check(NonNegative);
   app->add_option("--sparse-attention", f->sparse_attention, "Also search this block-sparse attention layout")
-      ->check(CLI::IsMember({"none", "fixed", "bigbird", "longformer", "variable"}));
+      ->check(CLI::IsMember(names_of(kSparseLayoutNames)));
   app->add_option("--sparse-block", f->sparse_block, "Block size of --sparse-attention (16..128)")
       ->check(CLI::Range(16, 128));
   app->add_option("--attention", f->attention,

@@ -89,7 +89,7 @@ void PlanFlags::add_to(CLI::App& app) {
   app.add_option("--global-batch", global_batch, "Sequences per step (default: the model file's)")
       ->check(Positive);
   app.add_option("--recompute", recompute, "Activation recomputation")
-      ->check(CLI::IsMember({"none", "selective", "full"}));
+      ->check(CLI::IsMember(names_of(kRecomputeNames)));
   app.add_option("--recompute-policy", recompute_policy,
                  "What --recompute selective recomputes: attention (the attention core, Korthikanti et al. 2022; "
                  "Megatron-LM, NeMo, DeepSpeed), alternate_mm (torchtitan's op-level SAC, selective_ac_option "
@@ -97,7 +97,7 @@ void PlanFlags::add_to(CLI::App& app) {
                  "(MaxText remat_policy save_dot_except_mlpwi: the MLP input projections, the attention core and "
                  "the elementwise ops) or alternate_layers (torchtitan's selective_ac_option \"2\": every second "
                  "layer recomputed whole)")
-      ->check(CLI::IsMember(std::vector<std::string>(std::begin(kSelectivePolicyNames), std::end(kSelectivePolicyNames))));
+      ->check(CLI::IsMember(names_of(kSelectivePolicyNames)));
   app.add_flag("--sequence-parallel", sequence_parallel, "Megatron sequence parallelism (needs tp >= 2)");
   app.add_flag("--tp-comm-overlap", tp_comm_overlap,
                "Overlap the sequence-parallel all-gathers and reduce-scatters with their GEMMs (Megatron-Core "
@@ -116,17 +116,17 @@ void PlanFlags::add_to(CLI::App& app) {
   app.add_option("--virtual-stages", virtual_stages, "Model chunks per stage (interleaved 1F1B)")
       ->check(Positive);
   app.add_option("--schedule", schedule, "Pipeline schedule (default 1f1b, interleaved with --virtual-stages)")
-      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}));
+      ->check(CLI::IsMember(names_of(kScheduleNames)));
   app.add_option("--offload-optimizer", offload_optimizer, "Optimizer states offload")
-      ->check(CLI::IsMember({"none", "cpu", "nvme"}));
+      ->check(CLI::IsMember(names_of(kOffloadTargetNames)));
   app.add_option("--offload-params", offload_params, "Parameter offload (ZeRO-3)")
-      ->check(CLI::IsMember({"none", "cpu", "nvme"}));
+      ->check(CLI::IsMember(names_of(kOffloadTargetNames)));
   app.add_option("--precision", precision, "fp16 or bf16 (default bf16 where supported)")
       ->check(CLI::IsMember({"fp16", "bf16", "fp32"}));
   app.add_flag("--onebit-adam", onebit_adam, "1-bit Adam compressed communication");
   app.add_option("--freeze-step", freeze_step, "1-bit Adam warm-up steps")->check(NonNegative);
   app.add_option("--sparse-attention", sparse_attention, "Block-sparse attention layout")
-      ->check(CLI::IsMember({"none", "fixed", "bigbird", "longformer", "variable"}));
+      ->check(CLI::IsMember(names_of(kSparseLayoutNames)));
   app.add_option("--sparse-block", sparse_block, "Sparse attention block size")->check(CLI::Range(16, 128));
   app.add_flag("--zeropp", zeropp, "ZeRO++ (quantized gathers, hpZ, quantized gradients)");
   app.add_option("--attention", attention,
@@ -134,7 +134,7 @@ void PlanFlags::add_to(CLI::App& app) {
                  "(FlashAttention-2: log-sum-exp only), cudnn (cuDNN's fused flash attention, Transformer Engine "
                  "NVTE_FUSED_ATTN=1: the same memory, faster on H100) or eager (standard's memory with the mask, "
                  "softmax and dropout as separate kernels: Megatron-LM 2019, --no-masked-softmax-fusion)")
-      ->check(CLI::IsMember(std::vector<std::string>(std::begin(kAttentionKernelNames), std::end(kAttentionKernelNames))));
+      ->check(CLI::IsMember(names_of(kAttentionKernelNames)));
   app.add_option("--stage-layers", stage_layers,
                  "Layers per pipeline stage, first to last (pp counts summing to the layers; default balanced "
                  "as DeepSpeed's uniform partition)")
@@ -204,19 +204,16 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   p.partition_activations = partition_activations;
   p.cpu_checkpointing = cpu_checkpointing;
   p.reduce_scatter = !grad_allreduce;
-  p.recompute = recompute == "full" ? Recompute::full : recompute == "selective" ? Recompute::selective : Recompute::none;
+  // CLI11's IsMember admitted only the tables' names.
+  p.recompute = *recompute_of(recompute);
   p.recompute_policy = *selective_policy_of(recompute_policy);  // CLI::IsMember admitted only its names
   if (schedule.empty()) {
     p.schedule = virtual_stages > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
   } else {
-    p.schedule = schedule == "gpipe" ? Schedule::gpipe : schedule == "interleaved" ? Schedule::interleaved
-                                                                                   : Schedule::one_f_one_b;
+    p.schedule = *schedule_of(schedule);
   }
-  auto off = [](const std::string& s) {
-    return s == "cpu" ? OffloadTarget::cpu : s == "nvme" ? OffloadTarget::nvme : OffloadTarget::none;
-  };
-  p.offload_optimizer = off(offload_optimizer);
-  p.offload_params = off(offload_params);
+  p.offload_optimizer = *offload_target_of(offload_optimizer);
+  p.offload_params = *offload_target_of(offload_params);
   // CLI11's choice check let only the three names through.
   p.precision = precision.empty() ? default_precision(c) : *precision_of(precision);
   // A tp the model cannot take is the cause to name, not the batch that the
@@ -245,11 +242,7 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   p.grad_accum = static_cast<int>(p.global_batch / per_step);
   p.onebit_adam = onebit_adam;
   p.onebit_freeze_step = freeze_step;
-  p.sparse_attention = sparse_attention == "fixed"        ? SparseLayout::fixed
-                       : sparse_attention == "bigbird"    ? SparseLayout::bigbird
-                       : sparse_attention == "longformer" ? SparseLayout::longformer
-                       : sparse_attention == "variable"   ? SparseLayout::variable
-                                                          : SparseLayout::none;
+  p.sparse_attention = *sparse_layout_of(sparse_attention);
   p.sparse_block = sparse_block;
   p.zeropp = zeropp;
   p.attention = *attention_kernel_of(attention);  // CLI::IsMember admitted only its names

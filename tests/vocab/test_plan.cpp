@@ -612,3 +612,20 @@ TEST_CASE("virtual stage bounds: chunk c of stage r is virtual stage c·pp + r",
   CHECK(b[11] == 65);
   CHECK(b.back() == 70);
 }
+
+TEST_CASE("plan vocabulary: every enum's name table parses back to its value", "[vocab][plan]") {
+  using namespace ztune;
+  // One table per enum (plan.hpp) serves plan files, the CLI's flags and the
+  // published runs' loaders; to_string prints the same names.
+  for (const char* n : kOffloadTargetNames) CHECK(to_string(*offload_target_of(n)) == n);
+  for (const char* n : kRecomputeNames) CHECK(to_string(*recompute_of(n)) == n);
+  for (const char* n : kScheduleNames) CHECK(to_string(*schedule_of(n)) == n);
+  for (const char* n : kSparseLayoutNames) CHECK(to_string(*sparse_layout_of(n)) == n);
+  CHECK(*schedule_of("1f1b") == Schedule::one_f_one_b);
+  CHECK(*recompute_of("selective") == Recompute::selective);
+  CHECK(*offload_target_of("nvme") == OffloadTarget::nvme);
+  CHECK_FALSE(recompute_of("partial").has_value());
+  CHECK_FALSE(schedule_of("1F1B").has_value());
+  CHECK_FALSE(offload_target_of("").has_value());
+  CHECK(names_of(kScheduleNames) == std::vector<std::string>{"gpipe", "1f1b", "interleaved"});
+}

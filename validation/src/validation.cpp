@@ -250,8 +250,7 @@ void published_source(const SourceSpec& spec, const std::string& dir, Context& c
     p.micro_batch = static_cast<int>(plan.integer("micro_batch", 1, 1 << 20));
     p.global_batch = plan.integer("global_batch", 1, std::int64_t{1} << 40);
     p.grad_accum = static_cast<int>(p.global_batch / (static_cast<std::int64_t>(p.micro_batch) * p.dp));
-    const std::string rc = plan.choice("recompute", {"none", "selective", "full"});
-    p.recompute = rc == "full" ? Recompute::full : rc == "selective" ? Recompute::selective : Recompute::none;
+    p.recompute = *recompute_of(plan.choice("recompute", kRecomputeNames));
     p.sequence_parallel = plan.boolean("sequence_parallel");
     if (auto v = plan.optional_integer("interleave_chunks", 1, 1024); v && *v > 1) {
       p.virtual_stages = static_cast<int>(*v);

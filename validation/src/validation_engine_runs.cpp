@@ -246,9 +246,9 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     p.zero_stage = static_cast<int>(*stage);
     p.dp_shard = dp_shard;
     const std::string rc = text(plan, "recompute", where + ".plan");
-    p.recompute = rc == "full" ? Recompute::full : rc == "selective" ? Recompute::selective : Recompute::none;
-    if (rc != "full" && rc != "selective" && rc != "none")
-      throw InputError(where + ".plan.recompute: expected none, selective or full, got \"" + rc + "\"");
+    const auto recompute = recompute_of(rc);
+    if (!recompute) throw InputError(where + ".plan.recompute: expected none, selective or full, got \"" + rc + "\"");
+    p.recompute = *recompute;
     p.sequence_parallel = plan.contains("sequence_parallel") && plan["sequence_parallel"].is_boolean() &&
                           plan["sequence_parallel"].get<bool>();
     // ZeRO-R's partitioned activation checkpoints (DeepSpeed partition_activations).

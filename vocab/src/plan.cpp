@@ -14,41 +14,6 @@
 
 namespace ztune {
 
-std::string to_string(OffloadTarget o) {
-  switch (o) {
-    case OffloadTarget::none: return "none";
-    case OffloadTarget::cpu: return "cpu";
-    case OffloadTarget::nvme: return "nvme";
-  }
-  return "?";
-}
-std::string to_string(Recompute r) {
-  switch (r) {
-    case Recompute::none: return "none";
-    case Recompute::selective: return "selective";
-    case Recompute::full: return "full";
-  }
-  return "?";
-}
-std::string to_string(Schedule s) {
-  switch (s) {
-    case Schedule::gpipe: return "gpipe";
-    case Schedule::one_f_one_b: return "1f1b";
-    case Schedule::interleaved: return "interleaved";
-  }
-  return "?";
-}
-std::string to_string(SparseLayout l) {
-  switch (l) {
-    case SparseLayout::none: return "none";
-    case SparseLayout::fixed: return "fixed";
-    case SparseLayout::bigbird: return "bigbird";
-    case SparseLayout::longformer: return "longformer";
-    case SparseLayout::variable: return "variable";
-  }
-  return "?";
-}
-
 namespace {
 
 // An enum whose names are a table in its order (kAttentionKernelNames,
@@ -68,6 +33,14 @@ std::optional<E> value_in(const char* const (&names)[N], std::string_view n) {
 }  // namespace
 
 std::string to_string(AttentionKernel k) { return name_in(kAttentionKernelNames, k); }
+std::string to_string(OffloadTarget o) { return name_in(kOffloadTargetNames, o); }
+std::string to_string(Recompute r) { return name_in(kRecomputeNames, r); }
+std::string to_string(Schedule s) { return name_in(kScheduleNames, s); }
+std::string to_string(SparseLayout l) { return name_in(kSparseLayoutNames, l); }
+std::optional<OffloadTarget> offload_target_of(std::string_view n) { return value_in<OffloadTarget>(kOffloadTargetNames, n); }
+std::optional<Recompute> recompute_of(std::string_view n) { return value_in<Recompute>(kRecomputeNames, n); }
+std::optional<Schedule> schedule_of(std::string_view n) { return value_in<Schedule>(kScheduleNames, n); }
+std::optional<SparseLayout> sparse_layout_of(std::string_view n) { return value_in<SparseLayout>(kSparseLayoutNames, n); }
 std::optional<AttentionKernel> attention_kernel_of(std::string_view n) {
   return value_in<AttentionKernel>(kAttentionKernelNames, n);
 }
@@ -226,23 +199,6 @@ std::vector<int> stage_layers_from_ends(int layers, int pp, int first, int last)
 
 namespace {
 
-OffloadTarget offload_of(const std::string& s) {
-  return s == "cpu" ? OffloadTarget::cpu : s == "nvme" ? OffloadTarget::nvme : OffloadTarget::none;
-}
-Recompute recompute_of(const std::string& s) {
-  return s == "selective" ? Recompute::selective : s == "full" ? Recompute::full : Recompute::none;
-}
-Schedule schedule_of(const std::string& s) {
-  return s == "gpipe" ? Schedule::gpipe : s == "interleaved" ? Schedule::interleaved : Schedule::one_f_one_b;
-}
-SparseLayout layout_of(const std::string& s) {
-  if (s == "fixed") return SparseLayout::fixed;
-  if (s == "bigbird") return SparseLayout::bigbird;
-  if (s == "longformer") return SparseLayout::longformer;
-  if (s == "variable") return SparseLayout::variable;
-  return SparseLayout::none;
-}
-
 constexpr std::int64_t kMaxDegree = 1 << 20;
 constexpr double kMaxElems = 1e15;  // communication bucket and threshold sizes, in elements
 
@@ -266,16 +222,16 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   p.zero_stage = static_cast<int>(r.integer("zero_stage", 0, 3));
   {
     auto o = r.object("offload");
-    p.offload_optimizer = offload_of(o.choice("optimizer", {"none", "cpu", "nvme"}));
-    p.offload_params = offload_of(o.choice("params", {"none", "cpu", "nvme"}));
+    p.offload_optimizer = *offload_target_of(o.choice("optimizer", kOffloadTargetNames));
+    p.offload_params = *offload_target_of(o.choice("params", kOffloadTargetNames));
     o.finish();
   }
   p.micro_batch = static_cast<int>(r.integer("micro_batch", 1, 1 << 20));
   p.grad_accum = static_cast<int>(r.integer("grad_accum", 1, 1 << 24));
   p.global_batch = r.integer("global_batch", 1, std::int64_t{1} << 40);
-  p.recompute = recompute_of(r.choice("recompute", {"none", "selective", "full"}));
+  p.recompute = *recompute_of(r.choice("recompute", kRecomputeNames));
   p.precision = *precision_of(r.choice("precision", {"fp16", "bf16", "fp32"}));
-  p.schedule = schedule_of(r.choice("schedule", {"gpipe", "1f1b", "interleaved"}));
+  p.schedule = *schedule_of(r.choice("schedule", kScheduleNames));
   {
     auto c = r.object("communication");
     p.overlap_comm = c.boolean("overlap_comm");
@@ -302,7 +258,7 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   }
   {
     auto s = r.object("sparse_attention");
-    p.sparse_attention = layout_of(s.choice("layout", {"none", "fixed", "bigbird", "longformer", "variable"}));
+    p.sparse_attention = *sparse_layout_of(s.choice("layout", kSparseLayoutNames));
     p.sparse_block = static_cast<int>(s.integer("block", 16, 128));
     s.finish();
   }

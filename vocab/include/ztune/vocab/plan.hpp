@@ -74,6 +74,25 @@ inline constexpr const char* kSelectivePolicyNames[] = {"attention", "alternate_
 /// The names attention_kernel_of accepts, in the enum's order.
 inline constexpr const char* kAttentionKernelNames[] = {"standard", "flash", "cudnn", "eager"};
 
+/// The names of the offload targets, recompute modes, pipeline schedules and
+/// sparse layouts in their enums' order: what plan files, the CLI's flags and
+/// the published runs spell (one table each; issue 22: the CLI and the
+/// validation loaders rebuilt these parsers as ternary chains).
+inline constexpr const char* kOffloadTargetNames[] = {"none", "cpu", "nvme"};
+inline constexpr const char* kRecomputeNames[] = {"none", "selective", "full"};
+inline constexpr const char* kScheduleNames[] = {"gpipe", "1f1b", "interleaved"};
+inline constexpr const char* kSparseLayoutNames[] = {"none", "fixed", "bigbird", "longformer", "variable"};
+/// The value named n; nullopt for any other name.
+[[nodiscard]] std::optional<OffloadTarget> offload_target_of(std::string_view n);
+[[nodiscard]] std::optional<Recompute> recompute_of(std::string_view n);
+[[nodiscard]] std::optional<Schedule> schedule_of(std::string_view n);
+[[nodiscard]] std::optional<SparseLayout> sparse_layout_of(std::string_view n);
+/// A name table as a list (CLI11's IsMember, ObjectReader::choice).
+template <std::size_t N>
+[[nodiscard]] std::vector<std::string> names_of(const char* const (&names)[N]) {
+  return {std::begin(names), std::end(names)};
+}
+
 std::string to_string(OffloadTarget o);
 std::string to_string(Recompute r);
 std::string to_string(Schedule s);
