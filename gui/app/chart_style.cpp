@@ -1,6 +1,8 @@
 #include "chart_style.hpp"
 
+#include <QStringList>
 #include <QtCharts/QBarSet>
+#include <QtCharts/QLineSeries>
 #include <QtCharts/QLegend>
 #include <QtCharts/QLegendMarker>
 
@@ -29,6 +31,25 @@ void style_breakdown_bars(QChart* chart, QAbstractBarSeries* bars) {
   }
   const auto markers = chart->legend()->markers(bars);
   for (int i = 0; i < markers.size() && i < sets.size(); ++i) markers[i]->setVisible(sets[i]->sum() > 0);
+}
+
+QString legend_html(QChart* chart) {
+  // From the series, not the legend's markers: a hidden legend reports none
+  // visible. The entries style_breakdown_bars keeps: categories in use.
+  QStringList entries;
+  auto add = [&entries](const QColor& colour, const QString& name) {
+    entries << QStringLiteral("<span style=\"color:%1\">&#9632;</span>&nbsp;%2")
+                   .arg(colour.name(), name.toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
+  };
+  for (QAbstractSeries* series : chart->series()) {
+    if (auto* bars = qobject_cast<QAbstractBarSeries*>(series)) {
+      for (QBarSet* set : bars->barSets())
+        if (set->sum() > 0) add(set->color(), set->label());
+    } else if (auto* line = qobject_cast<QLineSeries*>(series)) {
+      add(line->pen().color(), line->name());
+    }
+  }
+  return entries.join(QStringLiteral(" &nbsp; "));
 }
 
 void set_nice_range(QValueAxis* axis, double top) {

@@ -16,6 +16,13 @@ QChart* new_planner_chart(const QString& title, Qt::Alignment legend);
 /// (e.g. ZeRO-3 buffers without ZeRO-3).
 void style_breakdown_bars(QChart* chart, QAbstractBarSeries* bars);
 
+/// The chart's visible legend entries as one line of rich text (a coloured
+/// square and the name each, breaking between entries), for a label that
+/// wraps where the chart is too short for Qt's legend: the Compare tab's
+/// charts are about 180 px high for ten categories, and Qt's right-hand legend
+/// cut the last of them (issue 23) while a bottom legend never wraps.
+QString legend_html(QChart* chart);
+
 /// Sets `axis` to [0, top], nice numbers, and enough decimals that
 /// neighbouring ticks read differently (a 0–2 axis ticks every 0.5: "%.0f"
 /// printed 0, 0, 1, 2, 2).

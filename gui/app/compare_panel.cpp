@@ -27,15 +27,29 @@ ComparePanel::ComparePanel(PlannerDocument* doc, QWidget* parent) : QWidget(pare
   table->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table->setAlternatingRowColors(true);
   split->addWidget(table);
-  split->addWidget(new MemoryChart(&doc->compare_memory(), QStringLiteral("GPU memory")));
-  split->addWidget(new TimeChart(&doc->compare_time(), QStringLiteral("Iteration time")));
+  // Each chart with its legend wrapped underneath: beside it, Qt's legend
+  // cut the last categories at this panel's height (issue 23).
+  auto with_legend = [](auto* chart) {
+    auto* box = new QWidget;
+    auto* col = new QVBoxLayout(box);
+    col->setContentsMargins(0, 0, 0, 0);
+    col->setSpacing(2);
+    col->addWidget(chart, 1);
+    auto* legend = new QLabel;
+    legend->setObjectName(QStringLiteral("compareLegend"));
+    col->addWidget(legend);
+    chart->set_legend_label(legend);
+    return box;
+  };
+  split->addWidget(with_legend(new MemoryChart(&doc->compare_memory(), QStringLiteral("GPU memory"))));
+  split->addWidget(with_legend(new TimeChart(&doc->compare_time(), QStringLiteral("Iteration time"))));
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 2);
   split->setStretchFactor(2, 3);
   // Stretch factors share only what is beyond the size hints, and a table's
   // hint is narrow: the side-by-side table got one plan's column (issue 23).
-  // Start with the table as wide as three plans need, the charts with room for their legends.
-  split->setSizes({560, 460, 580});
+  // Start with the table as wide as three plans need.
+  split->setSizes({560, 500, 540});
   v->addWidget(split, 1);
   connect(doc, &PlannerDocument::compareChanged, hint,
           [hint, doc] { hint->setVisible(doc->compare().columnCount() == 0); });

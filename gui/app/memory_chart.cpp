@@ -109,6 +109,15 @@ void MemoryChart::refresh() {
   if (!off_scale.isEmpty()) subtitle += subtitle.isEmpty() ? off_scale : QStringLiteral("<br>") + off_scale;
   set_nice_range(y, top * 1.08);
   c->setTitle(subtitle.isEmpty() ? title_ : title_ + QStringLiteral("<br><small>") + subtitle + QStringLiteral("</small>"));
+  if (legend_label_ != nullptr) legend_label_->setText(legend_html(c));
+}
+
+void MemoryChart::set_legend_label(QLabel* label) {
+  legend_label_ = label;
+  label->setWordWrap(true);
+  label->setTextFormat(Qt::RichText);
+  chart()->legend()->hide();
+  refresh();
 }
 
 }  // namespace ztune::gui

@@ -70,6 +70,15 @@ void TimeChart::refresh() {
   } else {
     c->setTitle(title_);
   }
+  if (legend_label_ != nullptr) legend_label_->setText(legend_html(c));
+}
+
+void TimeChart::set_legend_label(QLabel* label) {
+  legend_label_ = label;
+  label->setWordWrap(true);
+  label->setTextFormat(Qt::RichText);
+  chart()->legend()->hide();
+  refresh();
 }
 
 }  // namespace ztune::gui
