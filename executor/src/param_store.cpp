@@ -6,10 +6,9 @@
 #include <ostream>
 #include <stdexcept>
 
-#include "ztune/executor/host_adam.hpp"
-#include "ztune/executor/nvme_optimizer_states.hpp"
+#include "buffer_io.hpp"
 #include "ztune/executor/nvme_param_partitions.hpp"
-#include "ztune/executor/onebit_adam.hpp"
+#include "ztune/executor/optimizer_states.hpp"
 #include "ztune/executor/zeropp_reduce.hpp"
 
 namespace ztune::executor {
@@ -43,7 +42,7 @@ struct ParamStore::Pending {
 
 ParamStore::ParamStore(std::vector<ParamSpec> specs, int units, const StoreOptions& options, Backend& backend,
                        ProcessGroups& groups, kernels::ThreadPool& host_pool)
-    : specs_(std::move(specs)), opt_(options), be_(backend), g_(groups), host_pool_(host_pool) {
+    : specs_(std::move(specs)), opt_(options), be_(backend), g_(groups) {
   dp_ = g_.dp->size();
   dp_rank_ = g_.dp->rank();
   // Units' sizes, then greedy buckets of consecutive units up to bucket_elems.
@@ -111,22 +110,12 @@ ParamStore::ParamStore(std::vector<ParamSpec> specs, int units, const StoreOptio
   } else {
     grads_ = be_.allocate(full_size_, MemCategory::grads);
   }
-  const std::size_t opt_size = opt_.zero_stage >= 1 ? shard_size_ : full_size_;
-  if (opt_.offload_optimizer && !opt_.nvme_file.empty()) {
-    nvme_ = std::make_unique<NvmeOptimizerStates>(opt_.nvme_file, opt_size);
-    host_grad_ = be_.allocate(opt_size, MemCategory::host_staging);
-  } else if (opt_.offload_optimizer) {
-    host_master_ = be_.allocate(opt_size, MemCategory::host_optimizer);
-    host_m_ = be_.allocate(opt_size, MemCategory::host_optimizer);
-    host_v_ = be_.allocate(opt_size, MemCategory::host_optimizer);
-    host_grad_ = be_.allocate(opt_size, MemCategory::host_staging);
-  } else if (opt_.onebit_freeze_step >= 0) {
-    if (opt_.zero_stage != 0) throw std::logic_error("1-bit Adam needs ZeRO stage 0");
-    onebit_ = std::make_unique<OnebitAdam>(full_size_, opt_.onebit_freeze_step, *g_.dp, be_, host_pool_);
-  } else {
-    m_ = be_.allocate(opt_size, MemCategory::optimizer);
-    v_ = be_.allocate(opt_size, MemCategory::optimizer);
-  }
+  // 1-bit Adam works on the replicated flat buffers; with offload it is not used.
+  if (!opt_.offload_optimizer && opt_.onebit_freeze_step >= 0 && opt_.zero_stage != 0)
+    throw std::logic_error("1-bit Adam needs ZeRO stage 0");
+  const OptimizerStateOptions states{opt_.offload_optimizer, opt_.nvme_file, opt_.onebit_freeze_step};
+  optimizer_ = std::make_unique<OptimizerStates>(opt_.zero_stage >= 1 ? shard_size_ : full_size_, states, *g_.dp,
+                                                 be_, host_pool);
   // ZeRO++ hpZ (Wang et al. 2023, §3.2) across nodes: each rank keeps a
   // 1/(ranks per node) slice of every quantized bucket's gathered weights, so the
   // backward gathers inside the node only. Node-major dp ranks make the slices
@@ -152,11 +141,12 @@ ParamStore::~ParamStore() {
 
 int ParamStore::buckets() const { return static_cast<int>(buckets_.size()); }
 
-bool ParamStore::gradients_local() const { return onebit_ && onebit_->compressing(step_); }
+bool ParamStore::gradients_local() const { return optimizer_->gradients_local(step_); }
 
 std::optional<bool> ParamStore::nvme_direct_io() const {
-  if (!nvme_ && !nvme_params_) return std::nullopt;
-  return (!nvme_ || nvme_->direct_io()) && (!nvme_params_ || nvme_params_->direct_io());
+  const std::optional<bool> states = optimizer_->nvme_direct_io();
+  if (!states && !nvme_params_) return std::nullopt;
+  return states.value_or(true) && (!nvme_params_ || nvme_params_->direct_io());
 }
 
 int ParamStore::find(std::string_view name, int unit) const {
@@ -318,13 +308,7 @@ void ParamStore::initialise(const std::function<void(int, float*)>& fill) {
       const std::size_t off = opt_.zero_stage >= 1 ? b.shard_offset : b.offset;
       const std::size_t len = opt_.zero_stage >= 1 ? b.piece : b.padded;
       const float* src = opt_.zero_stage >= 1 ? owned_param_values(b) : params_.data() + b.offset;
-      if (nvme_) {
-        // The master copy starts as the parameters, staged through host_grad_.
-        be_.to_host(host_grad_.data() + off, src, len);
-        nvme_->initialise(off, host_grad_.data() + off, len);
-      } else {
-        be_.to_host(host_master_.data() + off, src, len);
-      }
+      optimizer_->initialise_master(off, src, len);
     }
   }
 }
@@ -464,61 +448,24 @@ void ParamStore::scale_grads(float s) {
 
 void ParamStore::optimizer_step(const kernels::AdamWParams& h) {
   for (auto& b : buckets_) b.secondary_valid = false;  // hpZ: the next forward gathers the new weights
-  auto update = [&](float* p, const float* g, std::size_t off, std::size_t len) {
-    if (!opt_.offload_optimizer) {
-      be_.adamw(p, g, m_.data() + off, v_.data() + off, static_cast<long>(len), h);
-      return;
-    }
-    // ZeRO-Offload: gradients down, Adam on the host, parameters back up.
-    {
-      ScopedOp t(be_.ops(), OpKind::offload_copy, static_cast<double>(len * sizeof(float)));
-      be_.to_host(host_grad_.data() + off, g, len);
-    }
-    float* updated = host_master_.data() + off;
-    if (nvme_) {
-      // ZeRO-Infinity: the states stream from the drive; the updated master
-      // weights come back in host_grad_'s range (its gradients are consumed).
-      ScopedOp t(be_.ops(), OpKind::host_adam);
-      updated = host_grad_.data() + off;
-      nvme_->step(off, host_grad_.data() + off, updated, len, h, host_pool_);
-    } else {
-      ScopedOp t(be_.ops(), OpKind::host_adam);
-      host_adamw(host_master_.data() + off, host_grad_.data() + off, host_m_.data() + off, host_v_.data() + off, len,
-                 h, host_pool_);
-    }
-    ScopedOp t(be_.ops(), OpKind::offload_copy, static_cast<double>(len * sizeof(float)));
-    be_.from_host(p, updated, len);
-  };
-  if (onebit_) {
-    onebit_->step(params_.data(), grads_.data(), h, step_);
-    return;
-  }
   if (opt_.zero_stage == 0) {
-    update(params_.data(), grads_.data(), 0, full_size_);
+    // Every rank updated the whole replicated buffer: nothing to gather.
+    optimizer_->step_replicated(params_.data(), grads_.data(), h, step_);
     return;
   }
-  // On the device: every bucket's owned piece in one fused AdamW (issue 24: one
-  // launch on CUDA, the same per-piece update as before on the CPU); offloaded
-  // states bucket by bucket below.
-  const bool fused = !opt_.offload_optimizer && !nvme_params_;
-  if (fused) {
-    std::vector<AdamWSpan> spans;
-    for (auto& b : buckets_)
-      spans.push_back({owned_param_piece(b), m_.data() + b.shard_offset, v_.data() + b.shard_offset,
-                       owned_grad_piece(b), nullptr, static_cast<long>(b.piece)});
-    be_.adamw_fused(spans, StorageDtype::fp32, StorageDtype::fp32, h);
-  }
-  for (auto& b : buckets_) {
-    if (fused) break;
-    if (!nvme_params_) {
-      update(owned_param_piece(b), owned_grad_piece(b), b.shard_offset, b.piece);
-      continue;
-    }
+  if (nvme_params_) {
     // Partitions on NVMe: up from the drive, updated in the staging buffer, back down.
-    nvme_params_->read(bucket_index(b), param_stage_.data());
-    update(param_stage_.data(), owned_grad_piece(b), b.shard_offset, b.piece);
-    be_.fence();  // a GPU Adam may still be writing the (pinned) staging buffer
-    nvme_params_->write(bucket_index(b), param_stage_.data());
+    for (auto& b : buckets_) {
+      nvme_params_->read(bucket_index(b), param_stage_.data());
+      optimizer_->step(param_stage_.data(), owned_grad_piece(b), b.shard_offset, b.piece, h);
+      be_.fence();  // a GPU Adam may still be writing the (pinned) staging buffer
+      nvme_params_->write(bucket_index(b), param_stage_.data());
+    }
+  } else {
+    // Every bucket's owned piece at once: one fused AdamW when the states are on the device.
+    std::vector<OptimizerStates::Range> owned;
+    for (auto& b : buckets_) owned.push_back({owned_param_piece(b), owned_grad_piece(b), b.shard_offset, b.piece});
+    optimizer_->step(owned, h);
   }
   if (stage3()) {
     for (auto& b : buckets_) b.gathered.release();  // persistent copies are stale now
@@ -533,25 +480,8 @@ void ParamStore::optimizer_step(const kernels::AdamWParams& h) {
 }
 
 std::size_t ParamStore::state_floats() const {
-  const std::size_t params = stage3() ? shard_size_ : full_size_;
-  const std::size_t opt = opt_.zero_stage >= 1 ? shard_size_ : full_size_;
-  if (onebit_) return params + onebit_->state_floats();
-  return params + (opt_.offload_optimizer ? 3 : 2) * opt;
+  return (stage3() ? shard_size_ : full_size_) + optimizer_->state_floats();
 }
-
-namespace {
-void write_floats(std::ostream& out, const Buffer& b, Backend& be) {
-  std::vector<float> host(b.size());
-  be.to_host(host.data(), b.data(), host.size());
-  out.write(reinterpret_cast<const char*>(host.data()), static_cast<std::streamsize>(host.size() * sizeof(float)));
-}
-void read_floats(std::istream& in, Buffer& b, Backend& be) {
-  std::vector<float> host(b.size());
-  in.read(reinterpret_cast<char*>(host.data()), static_cast<std::streamsize>(host.size() * sizeof(float)));
-  if (!in) throw std::runtime_error("checkpoint ends early");
-  be.from_host(b.data(), host.data(), host.size());
-}
-}  // namespace
 
 // With the partitions on NVMe the checkpoint holds them in the same layout as
 // param_shards_ (bucket after bucket), so the format does not depend on where
@@ -581,34 +511,12 @@ void ParamStore::read_param_state(std::istream& in) {
 
 void ParamStore::write_state(std::ostream& out) const {
   write_param_state(out);
-  if (onebit_) {
-    onebit_->write_state(out);
-  } else if (nvme_) {
-    nvme_->write_state(out);
-  } else if (opt_.offload_optimizer) {
-    write_floats(out, host_master_, be_);
-    write_floats(out, host_m_, be_);
-    write_floats(out, host_v_, be_);
-  } else {
-    write_floats(out, m_, be_);
-    write_floats(out, v_, be_);
-  }
+  optimizer_->write_state(out);
 }
 
 void ParamStore::read_state(std::istream& in) {
   read_param_state(in);
-  if (onebit_) {
-    onebit_->read_state(in);
-  } else if (nvme_) {
-    nvme_->read_state(in);
-  } else if (opt_.offload_optimizer) {
-    read_floats(in, host_master_, be_);
-    read_floats(in, host_m_, be_);
-    read_floats(in, host_v_, be_);
-  } else {
-    read_floats(in, m_, be_);
-    read_floats(in, v_, be_);
-  }
+  optimizer_->read_state(in);
 }
 
 }  // namespace ztune::executor

@@ -14,10 +14,11 @@
 //    param_persistence_threshold (then it stays until the next optimizer step).
 // Gradient reduction starts when a bucket's last unit finished its backward
 // (overlap_comm), on the last micro-batch for stages 0/1 and on every one for 2/3.
-// Optimizer offload keeps fp32 master pieces, momentum and variance in host memory
-// and runs host_adamw there (ZeRO-Offload), copying gradients down and
-// parameters up. Sums over the data-parallel group use SUM: the loss gradient is
-// already scaled by 1/(global tokens).
+// The optimizer states of the pieces a rank updates (on the device, offloaded
+// to host memory or NVMe, or 1-bit Adam's) and the step over them are
+// OptimizerStates' (optimizer_states.hpp); the store hands it those pieces.
+// Sums over the data-parallel group use SUM: the loss gradient is already
+// scaled by 1/(global tokens).
 #include <cstddef>
 #include <functional>
 #include <iosfwd>
@@ -58,8 +59,7 @@ struct StoreOptions {
   std::string nvme_file;
 };
 
-class OnebitAdam;
-class NvmeOptimizerStates;
+class OptimizerStates;
 class NvmeParamPartitions;
 
 enum class Direction : std::uint8_t { forward, backward };
@@ -144,18 +144,15 @@ class ParamStore {
   StoreOptions opt_;
   Backend& be_;
   ProcessGroups& g_;
-  kernels::ThreadPool& host_pool_;
   int dp_ = 1, dp_rank_ = 0;
   std::vector<int> unit_bucket_;
   std::vector<std::size_t> param_offset_;  // within its bucket
   std::vector<int> param_bucket_;
   std::vector<Bucket> buckets_;
   std::size_t full_size_ = 0, shard_size_ = 0;
-  Buffer params_, param_shards_, grads_, grad_shards_, m_, v_;
-  Buffer host_master_, host_m_, host_v_, host_grad_;
+  Buffer params_, param_shards_, grads_, grad_shards_;
   std::vector<Pending> pending_;
-  std::unique_ptr<OnebitAdam> onebit_;
-  std::unique_ptr<NvmeOptimizerStates> nvme_;  // offload_optimizer to NVMe: master, m, v on the drive
+  std::unique_ptr<OptimizerStates> optimizer_;  // for the owned pieces (stage 0: everything)
   std::unique_ptr<NvmeParamPartitions> nvme_params_;  // offload_param to NVMe: the partitions on the drive
   Buffer param_stage_;  // host_staging: one bucket's partition on its way to or from the drive
   Buffer secondary_;    // ZeRO++ hpZ across nodes: this rank's slices of the gathered weights
