@@ -242,6 +242,12 @@ bool megatron_softmax_fallback(const Transformer& m, const Plan& p, const Hardwa
   return !megatron_fused_softmax_available(x.b * x.a / (x.t * x.u), x.sa, x.s, p.precision);
 }
 
+namespace {
+// The kernels (and host ops) Megatron's unfused softmax fallback adds each way
+// (megatron_softmax_fallback; priced in gpu_layer_compute, dispatched in layer_cost).
+constexpr int kFallbackOps = 4;
+}  // namespace
+
 void gpu_layer_compute(const LayerParts& in, LayerCost& lc) {
   const Transformer& m = in.m;
   const Plan& p = in.p;
@@ -289,7 +295,6 @@ void gpu_layer_compute(const LayerParts& in, LayerCost& lc) {
   // backward (reads output and gradient, writes one, fp32), the mask's and the
   // scale's backward, back to 16-bit, against the fused backward's 3·eb:
   // 36 − eb more. Four more kernels and four more host ops each way.
-  constexpr int kFallbackOps = 4;
   double fallback_bwd_s = 0;
   if (softmax_fallback) {
     lc.fwd_attention_s += memory_bound_time(32.0 * scores, gpu, hw, kFallbackOps);
@@ -410,7 +415,6 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   parts.softmax_fallback = megatron_softmax_fallback(m, p, hw);
   const int elem_kernels = parts.elem_kernels;
   const bool softmax_fallback = parts.softmax_fallback;
-  constexpr int kFallbackOps = 4;
   // The compute flavour, selected once: ztune's CPU executor on CPU ranks,
   // the GPU engines' fused layer elsewhere (cpu_executor_costs.hpp says why).
   (c.device_kind == DeviceKind::cpu ? cpu_layer_compute : gpu_layer_compute)(parts, lc);

@@ -12,7 +12,7 @@
 namespace ztune::sim {
 
 Placement placement_of(const Plan& p, const Cluster& c) {
-  // The groups where the cost model places them (model/op_costs place_groups:
+  // The groups where the cost model places them (vocab/collective place_groups:
   // ranks tp fastest, then cp, then dp, then pp, Megatron-Core's order). We
   // simulate the replica with dp and cp index 0; its gradients reduce over the
   // dp × cp ranks. Only the stage boundaries are this file's: which of them

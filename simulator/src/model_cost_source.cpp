@@ -86,7 +86,7 @@ ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Clus
 }
 
 double ModelCostSource::zero3_gather_s(double params, bool backward) const {
-  // Hybrid sharding: the gathers run in the shard group (op_costs place_groups).
+  // Hybrid sharding: the gathers run in the shard group (vocab/collective place_groups).
   if (plan_.hybrid_sharded())
     return collective_time(Collective::all_gather, params * param_bytes_per_param(), layout_.shard, cluster_, hw_);
   if (!plan_.zeropp) return CostSource::zero3_gather_s(params, backward);

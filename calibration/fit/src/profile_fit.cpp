@@ -414,7 +414,7 @@ void fit_level(const Measurements& m, bool inter, const Cluster& original, Profi
   const auto rows = static_cast<Eigen::Index>(use.size());
   Eigen::MatrixXd a(rows, 3);
   Eigen::VectorXd y(rows);
-  // α of this level multiplies its own steps (op_costs latency_steps, by the
+  // α of this level multiplies its own steps (vocab/collective latency_steps, by the
   // level each hop crosses); an inter-node sample's hops inside its nodes are
   // paid at the intra-node α, fitted before this level (fit_level(false)
   // runs first) and moved to the known side.

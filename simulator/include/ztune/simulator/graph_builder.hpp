@@ -15,7 +15,7 @@
 namespace ztune::sim {
 
 /// Which communication leaves the node. Ranks are ordered tp fastest, then dp,
-/// then pp (Megatron's default, as model/op_costs place_groups).
+/// then pp (Megatron's default, as vocab/collective place_groups).
 struct Placement {
   bool tp_crosses_nodes = false;
   bool dp_crosses_nodes = false;
