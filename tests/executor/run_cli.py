@@ -62,6 +62,26 @@ with tempfile.TemporaryDirectory() as d:
            and all(abs(a - b) <= 1e-5 * abs(b) for a, b in zip(hybrid["losses"], plain["losses"])))
     print(f"hybrid sharding dp4 shard2 losses {hybrid['losses'] if hybrid else None}, plain ZeRO-3 "
           f"{plain['losses'] if plain else None}" if ok5 else f"FAIL hybrid: {r5.stderr} {r6.stderr}")
-passed = int(ok) + int(ok2) + int(ok3) + int(ok4) + int(ok5)
-print(f"{passed} passed, {5 - passed} failed")
-sys.exit(0 if passed == 5 else 1)
+    # Every group's traffic reaches the run record and the record is stored
+    # (read back by the same reader the database uses): the sequence slot's
+    # all-to-alls of a Ulysses run and the replicas' all-reduce of hybrid
+    # sharding (vocab/run_record.hpp kRunRecordGroups; both were left out).
+    def recorded(extra, name):
+        path = os.path.join(d, name)
+        r = subprocess.run([ztune, "run", "--model", "tiny", "--micro-batch", "1", "--steps", "2", "--data", corpus,
+                            "--json", "--record", path] + extra, capture_output=True, text=True, timeout=300, env=env)
+        if r.returncode != 0:
+            print(r.stdout, r.stderr)
+            return None
+        stored = json.loads(r.stdout)["run_id"] is not None
+        groups = json.load(open(path))["collectives_rank0"]
+        return {g: {k: v["count"] for k, v in c.items() if isinstance(v, dict)} for g, c in groups.items()}, stored
+    uly = recorded(["--dp", "1", "--ulysses", "2", "--global-batch", "2"], "ulysses.json")
+    rep = recorded(["--dp", "4", "--zero", "3", "--dp-shard", "2", "--global-batch", "4"], "hybrid.json")
+    ok6 = (uly is not None and rep is not None and uly[1] and rep[1]
+           and uly[0].get("ulysses", {}).get("all_to_all", 0) > 0
+           and rep[0].get("dp_replica", {}).get("all_reduce", 0) > 0)
+    print(f"recorded groups: ulysses {uly}, hybrid {rep}" if ok6 else f"FAIL recorded groups: {uly} {rep}")
+passed = int(ok) + int(ok2) + int(ok3) + int(ok4) + int(ok5) + int(ok6)
+print(f"{passed} passed, {6 - passed} failed")
+sys.exit(0 if passed == 6 else 1)
