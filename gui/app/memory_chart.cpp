@@ -78,7 +78,10 @@ void MemoryChart::refresh() {
   QString subtitle;
   const auto& mem = model_->memory();
   const double unit = model_->plot_unit_bytes();
-  y->setTitleText(model_->plot_unit_name() + QStringLiteral(" per GPU"));
+  // The Compare tab's short chart (its legend underneath) elided "GiB per GPU";
+  // its title already says GPU memory.
+  y->setTitleText(legend_label_ != nullptr ? model_->plot_unit_name()
+                                           : model_->plot_unit_name() + QStringLiteral(" per GPU"));
   for (int col = 0; col < columns; ++col) top = std::max(top, model_->total(col) / unit);
   capacity->clear();
   QString off_scale;
