@@ -162,13 +162,16 @@ void TimelineWidget::paintEvent(QPaintEvent* /*event*/) {
     const double y = plot.top() + bar.row * h;
     const double pad = bar.kind == TimelineKind::idle ? 0 : std::min(2.0, h * 0.12);
     if (bar.count > 1) {
-      // A merged run: each kind's share of its time, stacked in the legend's order.
+      // A merged run: each kind's share of its time, stacked in the legend's
+      // order from the row's floor, as high as the run keeps its row busy
+      // (occupancy; at least a pixel, so nothing vanishes).
       double total = 0;
       for (double t : bar.time) total += t;
-      double top = y + pad;
+      const double filled = std::max(1.0, (h - 2 * pad) * bar.occupancy());
+      double top = y + h - pad - filled;
       for (std::size_t k = 0; k < bar.time.size() && total > 0; ++k) {
         if (bar.time[k] <= 0) continue;
-        const double hk = (h - 2 * pad) * bar.time[k] / total;
+        const double hk = filled * bar.time[k] / total;
         p.fillRect(QRectF(x0, top, x1 - x0, hk), timeline_color(static_cast<TimelineKind>(k)));
         top += hk;
       }

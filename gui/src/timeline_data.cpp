@@ -96,6 +96,13 @@ TimelineData timeline_from_simulation(const sim::SimResult& r) {
   return out;
 }
 
+double TimelineBar::occupancy() const {
+  double busy = 0;
+  for (double t : time) busy += t;
+  const double span = end_s - start_s;
+  return span > 0 ? std::clamp(busy / span, 0.0, 1.0) : 1.0;
+}
+
 std::vector<TimelineBar> timeline_bars(const TimelineData& d, const TimeAxis& axis, double min_px) {
   std::vector<TimelineBar> bars;
   const double merge_s = min_px * axis.seconds_per_px();

@@ -44,20 +44,26 @@ set_dir="$(dirname "$out")/screenshot-set"
 rm -rf "$set_dir"
 xvfb-run -a -s "-screen 0 1920x1200x24" "$planner" --screenshot-set "$set_dir/default"
 xvfb-run -a -s "-screen 0 1920x1200x24" "$planner" --cluster local-cpu --model tiny --screenshot-set "$set_dir/cpu"
+# The timeline of an interleaved plan with 64 or more micro-batches (issue 23):
+# the default search has none (V100), GPT-3 175B on 128 A100 ranks hundreds.
+xvfb-run -a -s "-screen 0 1920x1200x24" "$planner" --cluster dgx-a100-80gbx16 --model gpt3-175b \
+  --screenshot-set "$set_dir/interleaved"
 # Nothing fits (1T on one V100 workstation): the table shows the closest plans
 # and the panel what would make one fit; the tour stops after its search.png.
 xvfb-run -a -s "-screen 0 1920x1200x24" "$planner" --cluster v100-workstation --model 1t \
   --screenshot-set "$set_dir/nofit" || true
-for f in default/search.png default/compare.png default/stale.png default/history.png cpu/run.png nofit/search.png; do
+for f in default/search.png default/compare.png default/stale.png default/history.png cpu/run.png nofit/search.png \
+         interleaved/timeline-interleaved.png; do
   test -s "$set_dir/$f" || { echo "the screenshot set lacks $f"; exit 1; }
   bytes=$(wc -c < "$set_dir/$f")
   [ "$bytes" -gt 20000 ] || { echo "$set_dir/$f looks empty ($bytes bytes)"; exit 1; }
 done
-echo "screenshot set: $(ls "$set_dir"/default "$set_dir"/cpu "$set_dir"/nofit | grep -c png) pictures"
+echo "screenshot set: $(ls "$set_dir"/default "$set_dir"/cpu "$set_dir"/nofit "$set_dir"/interleaved | grep -c png) pictures"
 if [ "${ZTUNE_REFRESH_SCREENSHOT:-0}" = 1 ]; then
   mkdir -p "$src/docs/screenshots"
   for f in search compare stale history; do cp "$set_dir/default/$f.png" "$src/docs/screenshots/$f.png"; done
   cp "$set_dir/cpu/run.png" "$src/docs/screenshots/run.png"
   cp "$set_dir/nofit/search.png" "$src/docs/screenshots/nofit.png"
+  cp "$set_dir/interleaved/timeline-interleaved.png" "$src/docs/screenshots/timeline.png"
   echo "refreshed $src/docs/screenshots/"
 fi

@@ -160,3 +160,33 @@ TEST_CASE("bands never cross rows", "[gui][timeline]") {
   CHECK(bars[1].row == 1);
   CHECK(bars[1].count == 1);
 }
+
+TEST_CASE("a merged band says how busy it keeps its row", "[gui][timeline]") {
+  // A link's collectives: 1 ms every 10 ms, merged on a 100 px view of 1 s
+  // into bands of up to 30 ms (3 px) - busy a tenth of each band's span; the
+  // compute stream beside it, back to back, is busy all of it.
+  TimelineData d;
+  d.rows = {{QStringLiteral("compute"), 0, true, 1}, {QStringLiteral("link"), 0, false, 0.1}};
+  for (int i = 0; i < 100; ++i) {
+    d.items.push_back({0, "c", TimelineKind::forward, i * 0.01, (i + 1) * 0.01});
+    d.items.push_back({1, "l", TimelineKind::communication, i * 0.01, i * 0.01 + 0.001});
+  }
+  std::stable_sort(d.items.begin(), d.items.end(),
+                   [](const TimelineItem& a, const TimelineItem& b) { return a.row < b.row; });
+  d.end_s = 1;
+  const auto bars = timeline_bars(d, TimeAxis{0, 1, 0, 100}, 3);
+  int link_bands = 0;
+  for (const auto& b : bars) {
+    if (b.count < 2) continue;
+    if (b.row == 0) CHECK(b.occupancy() == Approx(1.0));
+    if (b.row == 1) {
+      ++link_bands;
+      // 3 collectives over [t, t + 21 ms]: 3 ms busy of 21.
+      CHECK(b.occupancy() == Approx(3.0 / 21.0).epsilon(1e-9));
+    }
+  }
+  CHECK(link_bands > 0);
+  TimelineBar one;
+  one.start_s = one.end_s = 2;
+  CHECK(one.occupancy() == 1.0);  // a zero-length bar is drawn as full as any
+}

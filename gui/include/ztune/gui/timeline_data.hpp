@@ -72,6 +72,11 @@ struct TimelineBar {
   int count = 0;          // operations it stands for (1: the operation itself)
   /// Seconds of each kind inside the bar (a merged run is painted as these shares, stacked).
   std::array<double, static_cast<std::size_t>(TimelineKind::count)> time{};
+  /// The share of the bar's span its operations fill (Σ time / span, at most 1):
+  /// a merged run of a link's sparse collectives is mostly idle, and the widget
+  /// paints it that much lower than a busy stream's (issue 23: at 384
+  /// micro-batches the links' 6 %-busy rows were drawn as solid bars).
+  [[nodiscard]] double occupancy() const;
 };
 
 /// The bars for `axis`'s window: operations at least `min_px` pixels wide are
