@@ -105,7 +105,10 @@ double TimelineBar::occupancy() const {
 
 std::vector<TimelineBar> timeline_bars(const TimelineData& d, const TimeAxis& axis, double min_px) {
   std::vector<TimelineBar> bars;
-  const double merge_s = min_px * axis.seconds_per_px();
+  // Boundaries within rounding count as inside: times accumulated step by step
+  // (t += 1 ms) land a few ulps past the edge they stand for.
+  const double merge_s = min_px * axis.seconds_per_px() * (1.0 + 1e-9);
+  const double edge_s = 1e-12 * std::max({1.0, std::abs(axis.start_s), std::abs(axis.end_s)});
   TimelineBar run;
   auto close = [&] {
     if (run.count == 0) return;
@@ -116,7 +119,7 @@ std::vector<TimelineBar> timeline_bars(const TimelineData& d, const TimeAxis& ax
   };
   for (std::size_t i = 0; i < d.items.size(); ++i) {
     const TimelineItem& it = d.items[i];
-    if (it.end_s < axis.start_s || it.start_s > axis.end_s) continue;
+    if (it.end_s < axis.start_s - edge_s || it.start_s > axis.end_s + edge_s) continue;
     const bool narrow = it.end_s - it.start_s < merge_s;
     // An open run holds narrow operations only: a wide one closes as it opens.
     const bool joins = narrow && run.count > 0 && run.row == it.row && it.end_s - run.start_s <= merge_s;

@@ -141,7 +141,7 @@ std::vector<Candidate> many_plans(int n) {
 
 }  // namespace
 
-TEST_CASE("every plan is kept; a view fetches them 200 at a time", "[gui][models][lazy]") {
+TEST_CASE("every plan is kept, and a view fetches them 200 at a time", "[gui][models][lazy]") {
   PlanTableModel model;
   QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
   tester.setUseFetchMore(false);  // fetched below, where the tester checks each insertion (see test_planner_document)

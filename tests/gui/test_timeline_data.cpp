@@ -111,7 +111,7 @@ TimelineData long_pipeline_row() {
 
 }  // namespace
 
-TEST_CASE("zoomed out, runs of narrow operations merge into bands; zoomed in, each is its own bar", "[gui][timeline]") {
+TEST_CASE("zoomed out, runs of narrow operations merge into bands, and zoomed in each is its own bar", "[gui][timeline]") {
   const TimelineData d = long_pipeline_row();
   // The whole 0.612 s on 612 px: 1 ms a pixel, so a 3 px band spans 3 operations.
   const TimeAxis whole{0, d.end_s, 0, 612};
