@@ -52,6 +52,12 @@ QString legend_html(QChart* chart) {
   return entries.join(QStringLiteral(" &nbsp; "));
 }
 
+void use_legend_label(QChart* chart, QLabel* label) {
+  label->setWordWrap(true);
+  label->setTextFormat(Qt::RichText);
+  chart->legend()->hide();
+}
+
 void set_nice_range(QValueAxis* axis, double top) {
   axis->setRange(0, top);
   axis->applyNiceNumbers();

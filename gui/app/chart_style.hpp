@@ -1,6 +1,7 @@
 #pragma once
 // One look for every chart of the planner: title, no animation (the charts are
 // redrawn on each selection), tight margins, the legend where the caller puts it.
+#include <QLabel>
 #include <QString>
 #include <QtCharts/QAbstractBarSeries>
 #include <QtCharts/QChart>
@@ -22,6 +23,8 @@ void style_breakdown_bars(QChart* chart, QAbstractBarSeries* bars);
 /// charts are about 180 px high for ten categories, and Qt's right-hand legend
 /// cut the last of them (issue 23) while a bottom legend never wraps.
 QString legend_html(QChart* chart);
+/// Makes `label` the chart's legend (word-wrapped rich text; Qt's own hidden).
+void use_legend_label(QChart* chart, QLabel* label);
 
 /// Sets `axis` to [0, top], nice numbers, and enough decimals that
 /// neighbouring ticks read differently (a 0–2 axis ticks every 0.5: "%.0f"

@@ -117,9 +117,7 @@ void MemoryChart::refresh() {
 
 void MemoryChart::set_legend_label(QLabel* label) {
   legend_label_ = label;
-  label->setWordWrap(true);
-  label->setTextFormat(Qt::RichText);
-  chart()->legend()->hide();
+  use_legend_label(chart(), label);
   refresh();
 }
 

@@ -75,9 +75,7 @@ void TimeChart::refresh() {
 
 void TimeChart::set_legend_label(QLabel* label) {
   legend_label_ = label;
-  label->setWordWrap(true);
-  label->setTextFormat(Qt::RichText);
-  chart()->legend()->hide();
+  use_legend_label(chart(), label);
   refresh();
 }
 
