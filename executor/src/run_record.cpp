@@ -88,8 +88,7 @@ nlohmann::json make_run_record(const RunRecordInput& in) {
   for (auto* c : in.comms) {
     if (c == nullptr || c->size() < 2) continue;
     nlohmann::json g = nlohmann::json::object();
-    for (std::size_t k = 0; k < static_cast<std::size_t>(Collective::count); ++k) {
-      const auto kind = static_cast<Collective>(k);
+    for (const Collective kind : all_collectives()) {
       const auto& t = c->stats().total(kind);
       if (t.count == 0) continue;
       g[to_string(kind)] = {{"count", t.count},

@@ -13,6 +13,12 @@
 
 namespace ztune::gui {
 
+namespace {
+// A category the shown plans use: Qt's legend and the Compare tab's label list
+// only these (e.g. no ZeRO-3 buffers without ZeRO-3).
+bool in_use(QBarSet* set) { return set->sum() > 0; }
+}  // namespace
+
 QChart* new_planner_chart(const QString& title, Qt::Alignment legend) {
   auto* chart = new QChart;
   chart->setTitle(title);
@@ -30,7 +36,7 @@ void style_breakdown_bars(QChart* chart, QAbstractBarSeries* bars) {
     sets[i]->setBorderColor(series_color(static_cast<std::size_t>(i)).darker(115));
   }
   const auto markers = chart->legend()->markers(bars);
-  for (int i = 0; i < markers.size() && i < sets.size(); ++i) markers[i]->setVisible(sets[i]->sum() > 0);
+  for (int i = 0; i < markers.size() && i < sets.size(); ++i) markers[i]->setVisible(in_use(sets[i]));
 }
 
 QString legend_html(QChart* chart) {
@@ -44,7 +50,7 @@ QString legend_html(QChart* chart) {
   for (QAbstractSeries* series : chart->series()) {
     if (auto* bars = qobject_cast<QAbstractBarSeries*>(series)) {
       for (QBarSet* set : bars->barSets())
-        if (set->sum() > 0) add(set->color(), set->label());
+        if (in_use(set)) add(set->color(), set->label());
     } else if (auto* line = qobject_cast<QLineSeries*>(series)) {
       add(line->pen().color(), line->name());
     }

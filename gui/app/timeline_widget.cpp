@@ -165,8 +165,7 @@ void TimelineWidget::paintEvent(QPaintEvent* /*event*/) {
       // A merged run: each kind's share of its time, stacked in the legend's
       // order from the row's floor, as high as the run keeps its row busy
       // (occupancy; at least a pixel, so nothing vanishes).
-      double total = 0;
-      for (double t : bar.time) total += t;
+      const double total = bar.busy_s();
       const double filled = std::max(1.0, (h - 2 * pad) * bar.occupancy());
       double top = y + h - pad - filled;
       for (std::size_t k = 0; k < bar.time.size() && total > 0; ++k) {

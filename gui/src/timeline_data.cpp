@@ -96,11 +96,15 @@ TimelineData timeline_from_simulation(const sim::SimResult& r) {
   return out;
 }
 
-double TimelineBar::occupancy() const {
+double TimelineBar::busy_s() const {
   double busy = 0;
   for (double t : time) busy += t;
+  return busy;
+}
+
+double TimelineBar::occupancy() const {
   const double span = end_s - start_s;
-  return span > 0 ? std::clamp(busy / span, 0.0, 1.0) : 1.0;
+  return span > 0 ? std::clamp(busy_s() / span, 0.0, 1.0) : 1.0;
 }
 
 std::vector<TimelineBar> timeline_bars(const TimelineData& d, const TimeAxis& axis, double min_px) {
@@ -141,8 +145,7 @@ std::vector<TimelineBar> timeline_bars(const TimelineData& d, const TimeAxis& ax
 }
 
 QString timeline_bar_mix(const TimelineBar& bar) {
-  double total = 0;
-  for (double t : bar.time) total += t;
+  const double total = bar.busy_s();
   QStringList parts;
   for (std::size_t k = 0; k < bar.time.size(); ++k) {
     if (bar.time[k] <= 0 || total <= 0) continue;

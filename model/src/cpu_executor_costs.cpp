@@ -295,13 +295,13 @@ void cpu_layer_compute(const LayerParts& in, LayerCost& lc) {
   const double per_call = 2.0 * x.sa * keys * x.d;
   const GemmShape attn_fwd{x.sa, keys, x.d, w.attention_fwd_flops / per_call};
   const GemmShape attn_bwd{x.sa, keys, x.d, w.attention_bwd_flops / per_call};
-  lc.fwd_gemm_s = g.t_qkv.fwd + g.t_proj.fwd + g.t_fc1.fwd + g.t_fc2.fwd;
+  lc.fwd_gemm_s = g.fwd_s();
   lc.fwd_gemm_s += memory_bound_time(w.gemm_bias_fwd.work_bytes, gpu, hw, 0);
   lc.fwd_attention_s = gemm_time(attn_fwd, prec, gpu, hw, true);
   lc.fwd_elementwise_s = cpu_work_time(w.fwd, gpu, hw);
   lc.fwd_s = lc.fwd_gemm_s + lc.fwd_attention_s + lc.fwd_elementwise_s;
-  const double bwd_dgrad = g.t_qkv.dgrad + g.t_proj.dgrad + g.t_fc1.dgrad + g.t_fc2.dgrad;
-  lc.bwd_weight_s = g.t_qkv.wgrad + g.t_proj.wgrad + g.t_fc1.wgrad + g.t_fc2.wgrad;
+  const double bwd_dgrad = g.dgrad_s();
+  lc.bwd_weight_s = g.wgrad_s();
   lc.bwd_weight_s += memory_bound_time(w.gemm_bias_bwd.work_bytes, gpu, hw, 0);
   lc.bwd_attention_s = gemm_time(attn_bwd, prec, gpu, hw) + cpu_work_time(w.softmax_bwd, gpu, hw);
   if (w.attention_bwd_recompute_flops > 0)

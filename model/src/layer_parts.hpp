@@ -36,6 +36,11 @@ struct LayerGemms {
   double t_qk = 0, t_pv = 0;
   double heads_local = 0;  // b·a/(t·u) heads of this rank's attention core
   double density = 1;      // block-sparse attention's share of the score blocks
+  /// The four linear layers' forward, dgrad and wgrad times, summed in one
+  /// order for both flavours.
+  [[nodiscard]] double fwd_s() const { return t_qkv.fwd + t_proj.fwd + t_fc1.fwd + t_fc2.fwd; }
+  [[nodiscard]] double dgrad_s() const { return t_qkv.dgrad + t_proj.dgrad + t_fc1.dgrad + t_fc2.dgrad; }
+  [[nodiscard]] double wgrad_s() const { return t_qkv.wgrad + t_proj.wgrad + t_fc1.wgrad + t_fc2.wgrad; }
 };
 
 /// Ring attention of context parallelism (cp > 1): sets lc's forward attention
@@ -43,15 +48,20 @@ struct LayerGemms {
 double context_parallel_attention(const Plan& p, const Cluster& c, const HardwareProfile& hw, const LayerShape& x,
                                   LayerCost& lc);
 
-/// What a flavour is handed: the layer, its shape and GEMMs, and the host-op
-/// facts layer_cost has already settled (elementwise kernels per pass,
-/// Megatron's unfused softmax fallback).
-struct LayerParts {
+/// What every flavour function is handed: the model, plan, cluster, profile
+/// and the layer's shape on one rank.
+struct CostInputs {
   const Transformer& m;
   const Plan& p;
   const Cluster& c;
   const HardwareProfile& hw;
   const LayerShape& x;
+};
+
+/// A layer's flavour gets its GEMMs and the host-op facts layer_cost has
+/// already settled (elementwise kernels per pass, Megatron's unfused softmax
+/// fallback).
+struct LayerParts : CostInputs {
   const LayerGemms& g;
   int elem_kernels = 5;
   bool softmax_fallback = false;
@@ -65,12 +75,7 @@ void cpu_layer_compute(const LayerParts& in, LayerCost& lc);
 
 /// The embedding's and the head's memory-bound work around the logits GEMMs
 /// `t_logits` (logit_elems logits of 16-bit or fp32 activations).
-struct EdgeParts {
-  const Transformer& m;
-  const Plan& p;
-  const Cluster& c;
-  const HardwareProfile& hw;
-  const LayerShape& x;
+struct EdgeParts : CostInputs {
   const LinearTimes& t_logits;
   double logit_elems = 0;
 };

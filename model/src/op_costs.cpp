@@ -261,13 +261,9 @@ void gpu_layer_compute(const LayerParts& in, LayerCost& lc) {
   const double density = in.g.density;
   const double t_qk = in.g.t_qk;
   const double t_pv = in.g.t_pv;
-  const LinearTimes& t_qkv = in.g.t_qkv;
-  const LinearTimes& t_proj = in.g.t_proj;
-  const LinearTimes& t_fc1 = in.g.t_fc1;
-  const LinearTimes& t_fc2 = in.g.t_fc2;
   const int elem_kernels = in.elem_kernels;
   const bool softmax_fallback = in.softmax_fallback;
-  lc.fwd_gemm_s = t_qkv.fwd + t_proj.fwd + t_fc1.fwd + t_fc2.fwd;
+  lc.fwd_gemm_s = in.g.fwd_s();
   const double scores = heads_local * x.sa * x.s * density;  // attention score elements computed
   // Fused scale-mask-softmax (read + write) and dropout (read, write, 1-byte mask).
   const double softmax_fwd_bytes = scores * eb * 2.0 + scores * (eb * 2.0 + 1.0);
@@ -344,7 +340,7 @@ void gpu_layer_compute(const LayerParts& in, LayerCost& lc) {
   // Backward: dgrad of every GEMM, both attention GEMM gradients per forward
   // GEMM, softmax/dropout backward (read grad + saved output, write grad),
   // elementwise backward ≈ twice the forward traffic.
-  const double bwd_dgrad = t_qkv.dgrad + t_proj.dgrad + t_fc1.dgrad + t_fc2.dgrad;
+  const double bwd_dgrad = in.g.dgrad_s();
   const double bwd_attention =
       p.cp > 1 ? cp_bwd_attention_s
       : fused_attention(p.attention)
@@ -352,10 +348,8 @@ void gpu_layer_compute(const LayerParts& in, LayerCost& lc) {
           : 2.0 * (t_qk + t_pv) + memory_bound_time(scores * (eb * 3.0 + 1.0) + scores * eb * 3.0, gpu, hw, 2) +
                 eager_bwd_s + fallback_bwd_s;
   const double bwd_elem = memory_bound_time(2.0 * elem_fwd_bytes, gpu, hw, elem_kernels);
-  const double wgrad_qkv = t_qkv.wgrad;
-  const double wgrad_fc1 = t_fc1.wgrad;
   lc.bwd_input_s = bwd_dgrad + bwd_attention + bwd_elem;
-  lc.bwd_weight_s = wgrad_qkv + t_proj.wgrad + wgrad_fc1 + t_fc2.wgrad;
+  lc.bwd_weight_s = in.g.wgrad_s();
   lc.bwd_s = lc.bwd_input_s + lc.bwd_weight_s;
   lc.bwd_gemm_s = bwd_dgrad + lc.bwd_weight_s;
   lc.bwd_attention_s = bwd_attention;
@@ -410,11 +404,9 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
 
   // Host-op facts of the layer, the same whichever flavour computes it: the
   // elementwise kernels of a pass, and Megatron's softmax fallback (below).
-  LayerParts parts{m, p, c, hw, x, g};
-  parts.elem_kernels = m.position == PositionEmbedding::rotary ? 6 : 5;
-  parts.softmax_fallback = megatron_softmax_fallback(m, p, hw);
-  const int elem_kernels = parts.elem_kernels;
-  const bool softmax_fallback = parts.softmax_fallback;
+  const int elem_kernels = m.position == PositionEmbedding::rotary ? 6 : 5;
+  const bool softmax_fallback = megatron_softmax_fallback(m, p, hw);
+  const LayerParts parts{{m, p, c, hw, x}, g, elem_kernels, softmax_fallback};
   // The compute flavour, selected once: ztune's CPU executor on CPU ranks,
   // the GPU engines' fused layer elsewhere (cpu_executor_costs.hpp says why).
   (c.device_kind == DeviceKind::cpu ? cpu_layer_compute : gpu_layer_compute)(parts, lc);
@@ -613,7 +605,7 @@ EdgeCost edge_cost(const Transformer& m, const Plan& p, const Cluster& c, const 
   const double head_tokens = x.tokens * m.head_token_fraction;
   const GemmShape logits{head_tokens, static_cast<double>(m.vocab) / x.t, x.h};
   const LinearTimes t_logits = linear_times(logits, prec, gpu, hw);
-  const EdgeParts parts{m, p, c, hw, x, t_logits, head_tokens * m.vocab / x.t};
+  const EdgeParts parts{{m, p, c, hw, x}, t_logits, head_tokens * m.vocab / x.t};
   (c.device_kind == DeviceKind::cpu ? cpu_edge_compute : gpu_edge_compute)(parts, e);
   e.head_gemm_s = t_logits.fwd + t_logits.dgrad + t_logits.wgrad;
   e.fwd_flops = logits.flops();

@@ -2,26 +2,24 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+
+#include "ztune/vocab/name_table.hpp"
 
 namespace ztune {
 
 namespace {
 
-constexpr std::array<const char*, kCollectiveKinds> kNames{
-    "all_reduce", "reduce_scatter", "all_gather", "all_to_all", "broadcast", "reduce", "send", "recv", "barrier"};
+// The run-record keys, in the enum's order.
+constexpr const char* kNames[] = {"all_reduce", "reduce_scatter", "all_gather", "all_to_all", "broadcast",
+                                  "reduce",     "send",           "recv",       "barrier"};
+static_assert(std::size(kNames) == kCollectiveKinds);
 
 }  // namespace
 
-const char* to_string(Collective k) {
-  const auto i = static_cast<std::size_t>(k);
-  return i < kNames.size() ? kNames[i] : "?";
-}
+const char* to_string(Collective k) { return name_in(kNames, k); }
 
-std::optional<Collective> collective_named(std::string_view name) {
-  for (std::size_t i = 0; i < kNames.size(); ++i)
-    if (name == kNames[i]) return static_cast<Collective>(i);
-  return std::nullopt;
-}
+std::optional<Collective> collective_named(std::string_view name) { return value_in<Collective>(kNames, name); }
 
 const std::array<Collective, kCollectiveKinds>& all_collectives() {
   static const auto kAll = [] {

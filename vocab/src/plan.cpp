@@ -14,23 +14,6 @@
 
 namespace ztune {
 
-namespace {
-
-// An enum whose names are a table in its order (kAttentionKernelNames,
-// kSelectivePolicyNames): value → name and name → value.
-template <class E, std::size_t N>
-std::string name_in(const char* const (&names)[N], E e) {
-  const auto i = static_cast<std::size_t>(e);
-  return i < N ? names[i] : "?";
-}
-template <class E, std::size_t N>
-std::optional<E> value_in(const char* const (&names)[N], std::string_view n) {
-  for (std::size_t i = 0; i < N; ++i)
-    if (n == names[i]) return static_cast<E>(i);
-  return std::nullopt;
-}
-
-}  // namespace
 
 std::string to_string(AttentionKernel k) { return name_in(kAttentionKernelNames, k); }
 std::string to_string(OffloadTarget o) { return name_in(kOffloadTargetNames, o); }

@@ -77,6 +77,8 @@ struct TimelineBar {
   /// paints it that much lower than a busy stream's (issue 23: at 384
   /// micro-batches the links' 6 %-busy rows were drawn as solid bars).
   [[nodiscard]] double occupancy() const;
+  /// Σ time: the seconds its operations take.
+  [[nodiscard]] double busy_s() const;
 };
 
 /// The bars for `axis`'s window: operations at least `min_px` pixels wide are

@@ -10,6 +10,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/name_table.hpp"
 #include "ztune/vocab/transformer.hpp"
 
 namespace ztune {
@@ -87,11 +88,6 @@ inline constexpr const char* kSparseLayoutNames[] = {"none", "fixed", "bigbird",
 [[nodiscard]] std::optional<Recompute> recompute_of(std::string_view n);
 [[nodiscard]] std::optional<Schedule> schedule_of(std::string_view n);
 [[nodiscard]] std::optional<SparseLayout> sparse_layout_of(std::string_view n);
-/// A name table as a list (CLI11's IsMember, ObjectReader::choice).
-template <std::size_t N>
-[[nodiscard]] std::vector<std::string> names_of(const char* const (&names)[N]) {
-  return {std::begin(names), std::end(names)};
-}
 
 std::string to_string(OffloadTarget o);
 std::string to_string(Recompute r);
