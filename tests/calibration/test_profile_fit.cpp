@@ -309,6 +309,19 @@ TEST_CASE("a measurements file with an unknown field is refused with its path", 
   doc["gemm_precision"] = "tf32";
   CHECK_THROWS_WITH(measurements_from_json(doc, "m.json"), Catch::Contains("$.gemm_precision"));
   doc["gemm_precision"] = "bf16";
+  // A collective row names a kind the worker benchmarks, by its run-record name
+  // or nccl-tests' "sendrecv"; the point-to-point ends by their own names, or
+  // a kind it does not run, are refused at the row's "collective".
+  for (const char* name : {"send", "recv", "all_to_all", "barrier", "p2p"}) {
+    doc["collectives"] = nlohmann::json::array({{{"collective", name}}});
+    CHECK_THROWS_WITH(measurements_from_json(doc, "m.json"),
+                      Catch::Contains("$.collectives[0].collective") && Catch::Contains("or sendrecv"));
+  }
+  for (const char* name : {"sendrecv", "all_reduce", "broadcast"}) {
+    doc["collectives"] = nlohmann::json::array({{{"collective", name}}});
+    CHECK_THROWS_WITH(measurements_from_json(doc, "m.json"), Catch::Contains("$.collectives[0].group"));
+  }
+  doc["collectives"] = nlohmann::json::array();
   doc["schema"] = "ztune.measurements/2";
   CHECK_THROWS_WITH(measurements_from_json(doc, "m.json"), Catch::Contains("$.schema"));
 }

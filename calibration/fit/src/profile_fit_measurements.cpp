@@ -2,10 +2,13 @@
 // strict like every ztune file (unknown keys rejected, numbers range-checked),
 // the informational fields (spread of the rounds, bandwidths, environment)
 // read and kept out of the fit.
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
-#include "ztune/vocab/json_reader.hpp"
 #include "ztune/calibration/profile_fit.hpp"
+#include "ztune/vocab/collective.hpp"
+#include "ztune/vocab/json_reader.hpp"
 
 namespace ztune {
 
@@ -53,12 +56,14 @@ std::string row_path(ObjectReader& r, std::string_view key, std::size_t i) {
   return r.path_of(key) + "[" + std::to_string(i) + "]";
 }
 
-Collective collective_named(ObjectReader& r, const std::string& name) {
-  if (name == "all_reduce") return Collective::all_reduce;
-  if (name == "reduce_scatter") return Collective::reduce_scatter;
-  if (name == "all_gather") return Collective::all_gather;
-  if (name == "broadcast") return Collective::broadcast;
-  if (name == "sendrecv") return Collective::send;
+// The collective a measurement row names: the kinds ztune-calibrate-worker
+// benchmarks, by their run-record names (vocab/collective.hpp), and nccl-tests'
+// "sendrecv" for the point-to-point transfer.
+Collective measured_collective(ObjectReader& r, const std::string& name) {
+  const std::optional<Collective> k = name == "sendrecv" ? Collective::send : collective_named(name);
+  if (k == Collective::all_reduce || k == Collective::reduce_scatter || k == Collective::all_gather ||
+      k == Collective::broadcast || (k == Collective::send && name == "sendrecv"))
+    return *k;
   throw r.error("collective", "expected all_reduce, reduce_scatter, all_gather, broadcast or sendrecv, got \"" +
                                   name + "\"");
 }
@@ -162,7 +167,7 @@ Measurements measurements_from_json(const nlohmann::json& doc, const std::string
     ObjectReader row(coll[i], file, row_path(r, "collectives", i));
     CollectiveSample s;
     s.name = row.string("collective");
-    s.kind = collective_named(row, s.name);
+    s.kind = measured_collective(row, s.name);
     s.group = row.string("group");
     s.ranks = static_cast<int>(row.integer("ranks", 2, 1 << 24));
     s.per_node = static_cast<int>(row.integer("ranks_per_node", 1, 1 << 24));
