@@ -625,6 +625,24 @@ EdgeCost edge_cost(const Transformer& m, const Plan& p, const Cluster& c, const 
   return e;
 }
 
+LayerCostKey layer_cost_key(const Plan& p) {
+  LayerCostKey k;
+  k.tp = p.tp;
+  k.cp = p.cp;
+  k.ulysses = p.ulysses;
+  k.micro_batch = p.micro_batch;
+  k.sparse_block = p.sparse_attention == SparseLayout::none ? 0 : p.sparse_block;
+  k.precision = p.precision;
+  k.attention = p.attention;
+  k.recompute = p.recompute;
+  k.recompute_policy = p.recompute == Recompute::selective ? p.recompute_policy : SelectivePolicy::attention;
+  k.sparse_attention = p.sparse_attention;
+  k.sequence_parallel = p.sequence_parallel;
+  k.tp_comm_overlap = p.tp_comm_overlap;
+  k.partition_activations = p.partition_activations;
+  return k;
+}
+
 PipelineP2P pipeline_p2p(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
   PipelineP2P r;
   if (p.pp <= 1) return r;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ztune/model/flops.hpp"
+#include "ztune/model/layer_cost_memo.hpp"
 #include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/model/memory_model.hpp"
 #include "ztune/model/onebit_adam.hpp"
@@ -128,10 +129,15 @@ std::optional<Cluster> oversubscribed_view(const Plan& p, const Cluster& c) {
   return v;
 }
 
-MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
+                                 LayerCostMemo* memo) {
   if (const auto v = oversubscribed_view(p, c)) return microbatch_times(m, p, *v, hw);
-  const LayerCost lc = layer_cost(m, p, c, hw);
-  const EdgeCost e = edge_cost(m, p, c, hw);
+  LayerCostMemo::Costs own;
+  const bool remembered = memo != nullptr && memo->serves(m, c, hw);
+  if (!remembered) own = {layer_cost(m, p, c, hw), edge_cost(m, p, c, hw)};
+  const LayerCostMemo::Costs& costs = remembered ? memo->costs(p) : own;
+  const LayerCost& lc = costs.layer;
+  const EdgeCost& e = costs.edge;
   const bool single = p.pp == 1;
   const double tp_bwd = lc.tp_bwd_s + exposed(lc.tp_bwd_async_s, lc.tp_bwd_window_s, hw.engine.tp_overlap);
   const double tp_layer = lc.tp_fwd_s + tp_bwd + lc.tp_recompute_s;
@@ -282,9 +288,14 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
 }
 
 TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+  return predict_time(m, p, c, hw, nullptr);
+}
+
+TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
+                            LayerCostMemo* memo) {
   if (const auto v = oversubscribed_view(p, c)) return predict_time(m, p, *v, hw);
   TimePrediction tp;
-  const MicrobatchTimes mb = microbatch_times(m, p, c, hw);
+  const MicrobatchTimes mb = microbatch_times(m, p, c, hw, memo);
   const double n_mb = p.grad_accum;
   auto& parts = tp.parts;
   parts[idx(TimePart::forward)] = n_mb * mb.forward;

@@ -577,3 +577,61 @@ TEST_CASE("fit hints: one per distinct plan, each named by what it changes", "[t
     combined |= h.change == "ZeRO-3 CPU offload with micro-batch 1, full recomputation";
   CHECK(combined);
 }
+
+TEST_CASE("the rank pass's remembered layer costs change no plan's time", "[tuner][search][memo]") {
+  // The oracle: each kept plan priced afresh (predict_time without the
+  // worker's LayerCostMemo). Spaces that vary every dimension the search has:
+  // ZeRO stages, offload, 1-bit Adam and ZeRO++ (100B on V100); context
+  // parallelism and Transformer Engine's TP overlap (megatron on H100);
+  // Ulysses and CPU checkpointing (deepspeed); torchtitan's selective
+  // policies (fsdp); block-sparse attention.
+  struct Space {
+    const char* cluster;
+    const char* model;
+    Engine engine;
+    int max_cp = 0;
+    int max_ulysses = 0;
+    SparseLayout sparse = SparseLayout::none;
+    bool opt_ins = false;
+  };
+  const std::vector<Space> spaces = {
+      {"dgx2x16", "100b", Engine::ztune, 0, 0, SparseLayout::none, true},
+      {"dgx-h100x32", "llama-70b", Engine::megatron, 4},
+      {"dgx-h100x32", "llama-70b", Engine::deepspeed, 0, 8},
+      {"dgx-a100-80gbx16", "llama-70b", Engine::fsdp},
+      {"dgx2", "gpt2-1.5b", Engine::deepspeed, 0, 0, SparseLayout::fixed},
+  };
+  for (const auto& s : spaces) {
+    INFO(s.cluster << " " << s.model << " " << to_string(s.engine));
+    const Cluster c = load_cluster(s.cluster);
+    const Transformer m = load_transformer(s.model);
+    const HardwareProfile hw = default_profile_for(c);
+    SearchOptions o;
+    o.space.engine = s.engine;
+    o.space.max_cp = s.max_cp;
+    o.space.max_ulysses = s.max_ulysses;
+    o.space.sparse_attention = s.sparse;
+    o.space.include_onebit_adam = s.opt_ins;
+    o.space.include_zeropp = s.opt_ins;
+    o.top = 100000;
+    o.simulate_top = 0;
+    o.threads = 1;
+    const auto r = run_search(m, c, hw, o);
+    REQUIRE(r.plans.size() > 20);
+    bool varied = false;  // the dimension the space is here for reached the kept plans
+    for (const auto& cand : r.plans) {
+      const Plan& p = cand.plan;
+      varied |= s.max_cp > 0 ? p.cp > 1
+                : s.max_ulysses > 0 ? p.ulysses > 1
+                : s.sparse != SparseLayout::none ? p.sparse_attention != SparseLayout::none
+                : s.opt_ins ? p.onebit_adam || p.zeropp
+                : s.engine == Engine::fsdp ? p.recompute == Recompute::selective
+                : true;
+      const TimePrediction fresh = predict_time(m, cand.plan, c, hw);
+      INFO(cand.plan.summary());
+      REQUIRE(cand.prediction.time.iteration_s == fresh.iteration_s);
+      for (std::size_t i = 0; i < fresh.parts.size(); ++i) REQUIRE(cand.prediction.time.parts[i] == fresh.parts[i]);
+    }
+    CHECK(varied);
+  }
+}

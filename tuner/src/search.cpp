@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "ztune/model/finite_check.hpp"
+#include "ztune/model/layer_cost_memo.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/tuner/objective.hpp"
 #include "ztune/tuner/search_space.hpp"
@@ -23,8 +24,8 @@ const PassStats* SearchResult::pass(const std::string& name) const {
 }
 
 void time_candidate(Candidate& c, const Transformer& m, const Cluster& cl, const HardwareProfile& hw, Objective o,
-                    double tokens, double gpu_hour_price) {
-  c.prediction.time = predict_time(m, c.plan, cl, hw);
+                    double tokens, double gpu_hour_price, LayerCostMemo* memo) {
+  c.prediction.time = predict_time(m, c.plan, cl, hw, memo);
   c.timed = true;
   // 1-bit Adam plans rank by their run-averaged step (warm-up included).
   c.objective = objective_value(o, run_averaged(c.prediction.time, onebit_run_factor(m, c.plan, cl, hw)),
@@ -58,8 +59,9 @@ PruneReason memory_reason(const MemoryPrediction& m) {
 
 /// What one worker thread owns: its counts, pass statistics, top lists and batch.
 struct Worker {
-  Worker(std::size_t top, std::size_t closest, TopN::Better best_order, TopN::Better closest_order)
-      : best(top, std::move(best_order)), nearest(closest, std::move(closest_order)) {
+  Worker(const Transformer& m, const Cluster& c, const HardwareProfile& hw, std::size_t top, std::size_t closest,
+         TopN::Better best_order, TopN::Better closest_order)
+      : best(top, std::move(best_order)), nearest(closest, std::move(closest_order)), layers(m, c, hw) {
     plans.resize(kBatch);
     ids.resize(kBatch);
     memory.resize(kBatch);
@@ -75,6 +77,7 @@ struct Worker {
   std::vector<MemoryPrediction> memory;
   std::vector<std::uint32_t> alive;
   Candidate scratch;
+  LayerCostMemo layers;  // the rank pass's layer and edge costs, by what they read of a plan
 };
 
 /// Shared read-only inputs of the workers.
@@ -142,7 +145,7 @@ void flush(Job& job, Worker& w, std::size_t n) {
       c.id = w.ids[i];
       c.prediction.memory =
           memory_known ? w.memory[i] : predict_memory(job.model, c.plan, job.cluster, job.hw, o.memory);
-      time_candidate(c, job.model, job.cluster, job.hw, o.objective, job.tokens, o.gpu_hour_price);
+      time_candidate(c, job.model, job.cluster, job.hw, o.objective, job.tokens, o.gpu_hour_price, &w.layers);
       if (c.prediction.memory.fits()) ++w.feasible;
       if (w.best.admits(c)) w.best.offer(c);
     }
@@ -251,7 +254,7 @@ SearchResult run_search(const Transformer& m, const Cluster& c, const HardwarePr
   std::vector<Worker> workers;
   workers.reserve(static_cast<std::size_t>(threads));
   for (int i = 0; i < threads; ++i) {
-    workers.emplace_back(keep, closest, best_order, closest_order);
+    workers.emplace_back(m, c, hw, keep, closest, best_order, closest_order);
     workers.back().prune.enabled = o.prune_enabled;
     workers.back().rank.enabled = o.rank_enabled;
   }

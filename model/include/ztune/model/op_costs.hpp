@@ -186,6 +186,32 @@ struct EdgeCost {
 };
 [[nodiscard]] EdgeCost edge_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw);
 
+/// What layer_cost and edge_cost read of a plan on a GPU cluster (besides the
+/// model, the cluster and the profile): two plans with equal keys have equal
+/// layer and edge costs there. The tensor-, context- and Ulysses-parallel
+/// groups' placements follow from tp, cp, ulysses and the node's size
+/// (place_groups). THE list: a field layer_cost or edge_cost starts to read
+/// belongs here, and test_layer_cost_memo checks the two agree over whole
+/// search spaces. CPU ranks price their layer by the executor's kernels
+/// (cpu_executor_costs.hpp), which read more of the plan: no key there.
+struct LayerCostKey {
+  int tp = 1;
+  int cp = 1;
+  int ulysses = 1;
+  int micro_batch = 1;
+  int sparse_block = 0;
+  Precision precision = Precision::bf16;
+  AttentionKernel attention = AttentionKernel::standard;
+  Recompute recompute = Recompute::none;
+  SelectivePolicy recompute_policy = SelectivePolicy::attention;
+  SparseLayout sparse_attention = SparseLayout::none;
+  bool sequence_parallel = false;
+  bool tp_comm_overlap = false;
+  bool partition_activations = false;
+  bool operator==(const LayerCostKey&) const = default;
+};
+[[nodiscard]] LayerCostKey layer_cost_key(const Plan& p);
+
 /// Pipeline point-to-point per micro-batch and per stage boundary, one direction
 /// (the activation forward and its gradient backward are the same size):
 /// s·b·h 16-bit elements (/tp with sequence parallelism).

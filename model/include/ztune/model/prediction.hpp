@@ -14,6 +14,7 @@
 namespace ztune {
 
 struct HardwareProfile;  // hardware_profile.hpp
+class LayerCostMemo;     // layer_cost_memo.hpp
 
 /// GPU memory lines (bytes per GPU, on the most loaded device).
 enum class MemLine : std::uint8_t {
@@ -92,6 +93,10 @@ struct Prediction {
 MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw);
 /// Analytical iteration time.
 TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw);
+/// The same, taking the layer and edge costs from `memo` where it serves m, c
+/// and hw (a search's rank pass: layer_cost_memo.hpp).
+TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
+                            LayerCostMemo* memo);
 /// Both. The plan must satisfy check_plan(); behaviour is unspecified otherwise.
 Prediction predict(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw);
 

@@ -75,8 +75,10 @@ struct ComputeByKind {
 [[nodiscard]] ComputeByKind compute_by_kind_rank0(const Transformer& m, const Plan& p, const Cluster& c,
                                                   const HardwareProfile& hw);
 
+/// With a memo that serves m, c and hw, the layer and edge costs come from it
+/// (layer_cost_memo.hpp); the result is the same.
 [[nodiscard]] MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Cluster& c,
-                                               const HardwareProfile& hw);
+                                               const HardwareProfile& hw, LayerCostMemo* memo = nullptr);
 
 /// Link sharing between a blocking tensor-parallel collective and the
 /// overlapped data-parallel traffic (ZeRO-3 gathers, gradient reductions) that

@@ -64,9 +64,11 @@ SearchResult run_search(const Transformer& m, const Cluster& c, const HardwarePr
 
 /// Times `c` as the rank pass does: its analytical iteration (predict_time)
 /// and the objective's value of it (1-bit Adam plans by their run-averaged
-/// step). The planner times the closest plans with it when nothing fits.
+/// step). The planner times the closest plans with it when nothing fits. A
+/// memo (a worker's own, bound to m, cl and hw) saves the layer costs plans
+/// share; the result is the same without one.
 void time_candidate(Candidate& c, const Transformer& m, const Cluster& cl, const HardwareProfile& hw, Objective o,
-                    double tokens, double gpu_hour_price);
+                    double tokens, double gpu_hour_price, LayerCostMemo* memo = nullptr);
 
 /// The ranking order of a search with objective `o` (better first; ties by enumeration id).
 [[nodiscard]] bool ranks_before(Objective o, const Candidate& a, const Candidate& b);
