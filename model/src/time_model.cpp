@@ -132,9 +132,10 @@ std::optional<Cluster> oversubscribed_view(const Plan& p, const Cluster& c) {
 MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
                                  LayerCostMemo* memo) {
   if (const auto v = oversubscribed_view(p, c)) return microbatch_times(m, p, *v, hw);
-  LayerCostMemo::Costs own;
   const bool remembered = memo != nullptr && memo->serves(m, c, hw);
-  if (!remembered) own = {layer_cost(m, p, c, hw), edge_cost(m, p, c, hw)};
+  // Built in place (a prvalue either way): no copy of the two cost structs.
+  const LayerCostMemo::Costs own =
+      remembered ? LayerCostMemo::Costs{} : LayerCostMemo::Costs{layer_cost(m, p, c, hw), edge_cost(m, p, c, hw)};
   const LayerCostMemo::Costs& costs = remembered ? memo->costs(p) : own;
   const LayerCost& lc = costs.layer;
   const EdgeCost& e = costs.edge;
