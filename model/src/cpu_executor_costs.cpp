@@ -286,9 +286,6 @@ void cpu_layer_compute(const LayerParts& in, LayerCost& lc) {
   const LayerGemms& g = in.g;
   const GpuSpec& gpu = in.c.node.gpu;
   const Precision prec = p.precision;
-  // The ring's exchanges and their overlap as every engine's (lc's cp fields);
-  // its attention times are replaced by the executor's calls below.
-  if (p.cp > 1) (void)context_parallel_attention(p, in.c, hw, x, lc);
   const CpuLayerWork w = cpu_layer_work(in.m, p);
   // One (batch, head) product: s×s×d, or one ring block (s/cp)² × d with cp.
   const double keys = p.cp > 1 ? x.sl : x.s;
@@ -311,6 +308,9 @@ void cpu_layer_compute(const LayerParts& in, LayerCost& lc) {
   lc.bwd_input_s = bwd_dgrad + lc.bwd_attention_s + lc.bwd_elementwise_s;
   lc.bwd_s = lc.bwd_input_s + lc.bwd_weight_s;
   lc.bwd_gemm_s = bwd_dgrad + lc.bwd_weight_s;
+  // The ring's exchanges hide behind the executor's own block steps (its
+  // attention calls above, cp per pass), not behind a GPU kernel's.
+  if (p.cp > 1) ring_exchange(p, in.c, hw, x, lc.fwd_attention_s / p.cp, lc.bwd_attention_s / p.cp, lc);
 }
 
 void cpu_edge_compute(const EdgeParts& in, EdgeCost& e) {

@@ -48,6 +48,13 @@ struct LayerGemms {
 double context_parallel_attention(const Plan& p, const Cluster& c, const HardwareProfile& hw, const LayerShape& x,
                                   LayerCost& lc);
 
+/// The ring's exchanges around block steps of `step_fwd` and `step_bwd`
+/// seconds (each exchange hides behind one step, as both the engines and
+/// ztune's executor overlap them: executor/src/ring_attention.cpp starts the
+/// next chunk's send and receive before the block): sets lc's cp fields.
+void ring_exchange(const Plan& p, const Cluster& c, const HardwareProfile& hw, const LayerShape& x, double step_fwd,
+                   double step_bwd, LayerCost& lc);
+
 /// What every flavour function is handed: the model, plan, cluster, profile
 /// and the layer's shape on one rank.
 struct CostInputs {

@@ -198,13 +198,20 @@ double context_parallel_attention(const Plan& p, const Cluster& c, const Hardwar
     step_bwd = 2.0 * (t_qk + t_pv) + memory_bound_time(scores * (eb * 3.0 + 1.0) + scores * eb * 3.0, gpu, hw, 2);
   }
   lc.fwd_attention_s = cp * step_fwd;
+  ring_exchange(p, c, hw, x, step_fwd, step_bwd, lc);
+  return cp * step_bwd;
+}
+
+void ring_exchange(const Plan& p, const Cluster& c, const HardwareProfile& hw, const LayerShape& x, double step_fwd,
+                   double step_bwd, LayerCost& lc) {
+  const double cp = p.cp;
   const GroupLayout l = place_groups(p, c);
   const bool crosses = l.cp.crosses_nodes();
   // K and V of the local rows, un-repeated under grouped-query attention (at
   // least one head per tensor-parallel rank).
   const double kv_local = std::max(x.kvd / x.t, x.d);
   lc.cp_steps = p.cp;
-  lc.cp_bytes = 2.0 * x.b * x.sl * kv_local * eb;
+  lc.cp_bytes = 2.0 * x.b * x.sl * kv_local * bytes_of(p.precision);
   const double kv_s = p2p_time(lc.cp_bytes, crosses, c, hw);
   const double kv_dkv_s = p2p_time(2.0 * lc.cp_bytes, crosses, c, hw);
   lc.cp_step_fwd_s = step_fwd;
@@ -213,7 +220,6 @@ double context_parallel_attention(const Plan& p, const Cluster& c, const Hardwar
   lc.cp_bwd_link_s = (cp - 1.0) * kv_dkv_s + kv_s;
   lc.cp_fwd_s = (cp - 1.0) * std::max(0.0, kv_s - step_fwd);
   lc.cp_bwd_s = (cp - 1.0) * std::max(0.0, kv_dkv_s - step_bwd) + kv_s;
-  return cp * step_bwd;
 }
 
 

@@ -3,12 +3,14 @@
 // kernels/src/*_cpu.cpp), against a measured 1-rank run, and the GPU path
 // against hand-worked numbers of the fused Megatron accounting (unchanged).
 #include <catch2/catch.hpp>
+#include <algorithm>
 
 #include "cost_model_fixtures.hpp"
 #include "ztune/model/cpu_executor_costs.hpp"
 #include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/model/op_costs.hpp"
 #include "ztune/model/time_model.hpp"
+#include "ztune/vocab/catalog.hpp"
 
 using namespace ztune;
 
@@ -156,4 +158,31 @@ TEST_CASE("CPU executor: compute by kind against a measured 1-rank run", "[cost]
   CHECK(k.gemm == Approx(0.0215).epsilon(0.20));
   CHECK(k.attention == Approx(0.0060).epsilon(0.20));
   CHECK(k.memory_bound == Approx(0.0155).epsilon(0.20));
+}
+
+TEST_CASE("CPU executor: the cp ring's exchanges hide behind the executor's own block steps", "[cost][cpu][cp]") {
+  // executor/src/ring_attention.cpp starts the next K/V chunk's send and
+  // receive before each block and waits after it: per step, what of the
+  // exchange outlasts that rank's block is exposed. The block is the
+  // executor's attention work of the pass split in cp steps, the same time
+  // the layer's attention reports, not a GPU kernel's.
+  const Cluster c = load_cluster("local-cpu");
+  const HardwareProfile hw = default_profile_for(c);
+  for (const AttentionKernel kernel : {AttentionKernel::standard, AttentionKernel::flash}) {
+    for (const int cp : {2, 4}) {
+      Plan p = plan(1, 1);
+      p.cp = cp;
+      p.attention = kernel;
+      INFO("cp " << cp << " " << to_string(kernel));
+      REQUIRE_FALSE(check_plan(p, tiny(), c));
+      const LayerCost lc = layer_cost(tiny(), p, c, hw);
+      CHECK(lc.cp_steps == cp);
+      CHECK(lc.cp_step_fwd_s * cp == Approx(lc.fwd_attention_s).epsilon(1e-12));
+      CHECK(lc.cp_step_bwd_s * cp == Approx(lc.bwd_attention_s).epsilon(1e-12));
+      // Exposure: (cp − 1) exchanges each beyond its block, plus dK/dV's last hop home.
+      const double kv = lc.cp_fwd_link_s / (cp - 1);
+      CHECK(lc.cp_fwd_s == Approx((cp - 1) * std::max(0.0, kv - lc.cp_step_fwd_s)).margin(1e-15));
+      CHECK(lc.cp_bwd_s >= kv);
+    }
+  }
 }
