@@ -397,16 +397,6 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   g.t_fc2 = linear_times(g.fc2, prec, gpu, hw);
   g.t_qk = gemm_time(g.qk, prec, gpu, hw, true);
   g.t_pv = gemm_time(g.pv, prec, gpu, hw, true);
-  const GemmShape& qkv = g.qkv;
-  const GemmShape& proj = g.proj;
-  const GemmShape& fc1 = g.fc1;
-  const GemmShape& fc2 = g.fc2;
-  const GemmShape& qk = g.qk;
-  const GemmShape& pv = g.pv;
-  const LinearTimes& t_qkv = g.t_qkv;
-  const LinearTimes& t_proj = g.t_proj;
-  const LinearTimes& t_fc1 = g.t_fc1;
-  const LinearTimes& t_fc2 = g.t_fc2;
 
   // Host-op facts of the layer, the same whichever flavour computes it: the
   // elementwise kernels of a pass, and Megatron's softmax fallback (below).
@@ -416,33 +406,31 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   // The compute flavour, selected once: ztune's CPU executor on CPU ranks,
   // the GPU engines' fused layer elsewhere (cpu_executor_costs.hpp says why).
   (c.device_kind == DeviceKind::cpu ? cpu_layer_compute : gpu_layer_compute)(parts, lc);
-  const double wgrad_qkv = t_qkv.wgrad;
-  const double wgrad_fc1 = t_fc1.wgrad;
 
   // FLOPs on this GPU: 24·s·b·h²/t + 4·s²·b·h/t for GPT (Korthikanti eq. 7 per layer).
-  lc.fwd_flops = qkv.flops() + proj.flops() + fc1.flops() + fc2.flops() + qk.flops() + pv.flops();
+  lc.fwd_flops = g.qkv.flops() + g.proj.flops() + g.fc1.flops() + g.fc2.flops() + g.qk.flops() + g.pv.flops();
   switch (p.recompute) {
     case Recompute::none: break;
     case Recompute::selective:
       switch (p.recompute_policy) {
         case SelectivePolicy::attention:  // the attention core only (Korthikanti §4.2)
           lc.recompute_s = lc.fwd_attention_s;
-          lc.recompute_flops = qk.flops() + pv.flops();
+          lc.recompute_flops = g.qk.flops() + g.pv.flops();
           break;
         case SelectivePolicy::alternate_mm: {
           // torchtitan's "save every other mm": wk, wo and w3 (gated MLP) or w2
           // recomputed, with the elementwise ops; the attention output is saved.
           const GemmShape wk{x.tokens, x.kvd / x.t, x.h};
           const bool gated = m.activation == Activation::swiglu;
-          const GemmShape mlp = gated ? GemmShape{x.tokens, x.f_in / (2.0 * x.t), x.h} : fc2;
-          lc.recompute_s = linear_times(wk, prec, gpu, hw).fwd + t_proj.fwd + linear_times(mlp, prec, gpu, hw).fwd +
+          const GemmShape mlp = gated ? GemmShape{x.tokens, x.f_in / (2.0 * x.t), x.h} : g.fc2;
+          lc.recompute_s = linear_times(wk, prec, gpu, hw).fwd + g.t_proj.fwd + linear_times(mlp, prec, gpu, hw).fwd +
                            lc.fwd_elementwise_s;
-          lc.recompute_flops = wk.flops() + proj.flops() + mlp.flops();
+          lc.recompute_flops = wk.flops() + g.proj.flops() + mlp.flops();
           break;
         }
         case SelectivePolicy::mlp_in:  // MaxText save_dot_except_mlpwi: wi, the attention core, elementwise
-          lc.recompute_s = t_fc1.fwd + lc.fwd_attention_s + lc.fwd_elementwise_s;
-          lc.recompute_flops = fc1.flops() + qk.flops() + pv.flops();
+          lc.recompute_s = g.t_fc1.fwd + lc.fwd_attention_s + lc.fwd_elementwise_s;
+          lc.recompute_flops = g.fc1.flops() + g.qk.flops() + g.pv.flops();
           break;
         case SelectivePolicy::alternate_layers:  // every other layer whole: half a forward per layer
           lc.recompute_s = 0.5 * lc.fwd_s;
@@ -549,14 +537,14 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
         // engine's tp_comm_overlap is the fraction hidden. The async backward
         // collectives keep their own window (tp_overlap).
         const double f = hw.engine.tp_comm_overlap;
-        const double rs_fwd = outputs > 1.0 ? exposed(rs, t_proj.fwd, f) + exposed(rs, t_fc2.fwd, f)
-                                            : exposed(rs, t_proj.fwd + t_fc2.fwd, f);
-        lc.tp_fwd_s = exposed(ag, t_qkv.fwd, f) + exposed(ag, t_fc1.fwd, f) + rs_fwd;
-        lc.tp_bwd_s = outputs > 1.0 ? exposed(ag, t_proj.dgrad, f) + exposed(ag, t_fc2.dgrad, f)
-                                    : exposed(ag, t_proj.dgrad + t_fc2.dgrad, f);
+        const double rs_fwd = outputs > 1.0 ? exposed(rs, g.t_proj.fwd, f) + exposed(rs, g.t_fc2.fwd, f)
+                                            : exposed(rs, g.t_proj.fwd + g.t_fc2.fwd, f);
+        lc.tp_fwd_s = exposed(ag, g.t_qkv.fwd, f) + exposed(ag, g.t_fc1.fwd, f) + rs_fwd;
+        lc.tp_bwd_s = outputs > 1.0 ? exposed(ag, g.t_proj.dgrad, f) + exposed(ag, g.t_fc2.dgrad, f)
+                                    : exposed(ag, g.t_proj.dgrad + g.t_fc2.dgrad, f);
       }
     }
-    lc.tp_bwd_window_s = wgrad_qkv + wgrad_fc1 + (x.sp ? t_qkv.dgrad + t_fc1.dgrad : 0.0);
+    lc.tp_bwd_window_s = g.t_qkv.wgrad + g.t_fc1.wgrad + (x.sp ? g.t_qkv.dgrad + g.t_fc1.dgrad : 0.0);
     if (p.recompute == Recompute::full) {
       lc.tp_collectives_recompute = lc.tp_collectives_fwd;
       lc.tp_recompute_s = lc.tp_fwd_s;
