@@ -40,7 +40,7 @@ struct PredictFlags {
   std::string profile;
   std::string engine = "ztune";  // whose engine profile prices the plan
   bool compile = false;          // the engine runs under a graph compiler (torch.compile, XLA)
-  std::string accounting = "paper";
+  std::string accounting = "engine";  // as --engine keeps its model states (state_accounting_of)
   double memory_headroom_pct = 0;  // % of each GPU's memory kept free
   bool json = false;
   bool simulate = false;  // iteration time from the discrete-event simulator
@@ -91,9 +91,10 @@ PredictInputs resolve(const PredictFlags& f) {
   in.profile = priced_profile(in.cluster, f.profile, f.engine, f.compile);
   in.compiled = f.compile;
   in.cluster = with_measured_figures(in.cluster, in.profile);  // a calibrated profile's figures
-  in.memory.accounting = f.accounting == "deepspeed"  ? StateAccounting::deepspeed
-                         : f.accounting == "megatron" ? StateAccounting::megatron
-                                                      : StateAccounting::paper;
+  in.memory.accounting = f.accounting == "engine"      ? state_accounting_of(engine)
+                         : f.accounting == "deepspeed" ? StateAccounting::deepspeed
+                         : f.accounting == "megatron"  ? StateAccounting::megatron
+                                                       : StateAccounting::paper;
   in.memory.gpu_headroom = f.memory_headroom_pct / 100.0;
   return in;
 }
@@ -178,7 +179,8 @@ nlohmann::json prediction_json(const PredictInputs& in, const Prediction& pr, in
           {"engine", in.profile.engine.name},
           {"compiled", in.compiled},
           {"memory",
-           {{"gpu", gpu},
+           {{"accounting", to_string(in.memory.accounting)},
+            {"gpu", gpu},
             {"gpu_usable_bytes", mp.gpu_usable_bytes},
             {"host_bytes", mp.host_bytes_per_node},
             {"host_capacity_bytes", mp.host_capacity_bytes},
@@ -211,6 +213,8 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
               in.cluster.name.c_str(),
               in.cluster.nodes, in.cluster.node.gpus, in.cluster.node.gpu.name.c_str(), in.profile.name.c_str(),
               (in.profile.engine.name + (in.compiled ? " (compiled: torch.compile / XLA fusion)" : "")).c_str());
+  std::printf("states   counted in %s's accounting (--accounting; the engine's by default)\n",
+              to_string(in.memory.accounting));
   if (const std::string note = sequence_note(in.model); !note.empty()) std::printf("%s\n", note.c_str());
   std::printf("\n");
   // Uneven pipeline stages: say which layers each stage holds (the plan's
@@ -280,9 +284,12 @@ Command add_predict(CLI::App& root) {
                    "The engine that runs the plan; its profile (data/engines/: host costs, fusion, overlap) prices it "
                    "(default: ztune, its own executor)");
   app->add_option("--accounting", f->accounting,
-                  "Model-state accounting: paper (ZeRO paper, 16-bit grads; ztune's executor), deepspeed "
-                  "(estimate_zero2/3_model_states_mem_needs, fp32 grad partitions), megatron (fp32 main grads)")
-      ->check(CLI::IsMember({"paper", "deepspeed", "megatron"}));
+                  "Model-state accounting: engine (as --engine keeps them: megatron for megatron, deepspeed for "
+                  "deepspeed, paper for ztune and fsdp), paper (ZeRO paper, 16-bit grads; ztune's executor), "
+                  "deepspeed (estimate_zero2/3_model_states_mem_needs, fp32 grad partitions), megatron (Megatron-Core's "
+                  "gradient buffer: fp32 for bf16)")
+      ->check(CLI::IsMember({"engine", "paper", "deepspeed", "megatron"}))
+      ->capture_default_str();
   add_memory_headroom(*app, f->memory_headroom_pct);
   app->add_flag("--json", f->json, "Print one JSON object");
   app->add_flag("--simulate", f->simulate,

@@ -121,6 +121,7 @@ SearchOptions to_options(const SearchFlags& f) {
   o.space.max_gpus = f.max_gpus;
   o.space.allow_tp_across_nodes = f.allow_tp_across_nodes;
   o.space.engine = *engine_from_string(f.engine);
+  o.memory.accounting = state_accounting_of(o.space.engine);  // fit as the engine keeps its states
   o.space.global_batch = f.global_batch;
   if (!f.precision.empty()) o.space.precision = precision_of(f.precision);  // CLI11 checked the name
   o.space.max_micro_batch = f.max_micro_batch;
@@ -246,6 +247,7 @@ int run_search_command(const SearchFlags& f) {
                     {"gpus", cluster.total_devices()}, {"nodes", cluster.nodes}};
     j["model"] = {{"name", model.name}, {"params", model.total_params()}, {"seq_len", model.seq_len}};
     j["engine"] = f.engine;
+    j["memory_accounting"] = to_string(state_accounting_of(*engine_from_string(f.engine)));
     j["profile"] = hw.name;
     j["interrupted"] = r.interrupted;
     j["search_id"] = search_id ? nlohmann::json(*search_id) : nlohmann::json(nullptr);
@@ -270,7 +272,8 @@ int run_search_command(const SearchFlags& f) {
   if (!f.json) {
     std::cout << "ztune search: " << model.name << " (" << model.seq_len << "-token sequences) on " << cluster.name
               << " (" << cluster.total_devices() << " × " << cluster.node.gpu.name << ", " << cluster.nodes
-              << (cluster.nodes == 1 ? " node" : " nodes") << "), engine " << f.engine << "\n";
+              << (cluster.nodes == 1 ? " node" : " nodes") << "), engine " << f.engine << " (model states counted as "
+              << f.engine << " keeps them)\n";
     if (const std::string note = sequence_note(model); !note.empty()) std::cout << note << "\n";
     if (nothing && r.interrupted) {
       std::cout << "Interrupted before a plan that fits was found: " << grouped(static_cast<double>(r.evaluated))

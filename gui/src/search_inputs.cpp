@@ -96,6 +96,7 @@ InputResolution resolve_inputs(const SearchInputs& in) {
   o.space.global_batch = in.global_batch;
   if (engine) {
     o.space.engine = *engine;
+    o.memory.accounting = state_accounting_of(*engine);  // fit as the engine keeps its states
     // The engine's profile prices the plans (data/engines/), not only its space.
     try {
       r.profile = with_engine(std::move(r.profile), to_string(*engine));

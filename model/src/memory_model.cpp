@@ -32,7 +32,16 @@ std::size_t idx(MemLine l) { return static_cast<std::size_t>(l); }
 
 }  // namespace
 
-ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccounting a) {
+const char* to_string(StateAccounting a) {
+  switch (a) {
+    case StateAccounting::paper: return "paper";
+    case StateAccounting::deepspeed: return "deepspeed";
+    case StateAccounting::megatron: return "megatron";
+  }
+  return "?";
+}
+
+ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccounting a, Precision precision) {
   const double n = std::max(1, dp);
   ModelStateBytes b;
   switch (a) {
@@ -51,11 +60,17 @@ ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccou
         b = {2.0 * psi / n, 4.0 * psi / n, 12.0 * psi / n};
       }
       break;
-    case StateAccounting::megatron:
+    case StateAccounting::megatron: {
+      // fp16 keeps 16-bit main gradients and an fp32 copy of the optimizer's
+      // shard of them; bf16 (and fp32) fp32 main gradients (memory_model.hpp).
+      const bool fp16 = precision == Precision::fp16;
+      const double grad_bytes = fp16 ? 2.0 : 4.0;
+      const double state_bytes = fp16 ? 16.0 : 12.0;
       b.params = zero_stage >= 3 ? 2.0 * psi / n : 2.0 * psi;
-      b.grads = zero_stage >= 2 ? 4.0 * psi / n : 4.0 * psi;
-      b.optimizer = zero_stage >= 1 ? 12.0 * psi / n : 12.0 * psi;
+      b.grads = zero_stage >= 2 ? grad_bytes * psi / n : grad_bytes * psi;
+      b.optimizer = zero_stage >= 1 ? state_bytes * psi / n : state_bytes * psi;
       break;
+    }
   }
   return b;
 }
@@ -236,7 +251,7 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   // with context parallelism, dp × cp ranks; parameters are not divided by cp).
   // Hybrid sharding (plan.dp_shard): ZeRO-3's partitions over the shard group
   // of dp_shard ranks, replicated across the dp × cp / dp_shard groups.
-  ModelStateBytes st = model_state_bytes(psi, p.shard_group(), p.zero_stage, opt.accounting);
+  ModelStateBytes st = model_state_bytes(psi, p.shard_group(), p.zero_stage, opt.accounting, p.precision);
   if (p.precision == Precision::fp32) {
     // Pure fp32 training (the CPU backend): 4-byte parameters and gradients, and
     // Adam keeps only momentum and variance (8 bytes) since the parameters are

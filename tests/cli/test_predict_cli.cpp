@@ -459,3 +459,39 @@ TEST_CASE("the engines' selective policies on the command line: priced, and refu
         c.at("memory").at("gpu").at("activations_bytes").get<double>());
   CHECK(o.at("time").at("hfu").get<double>() > o.at("time").at("mfu").get<double>());
 }
+
+TEST_CASE("model states are counted as the engine keeps them: Megatron's fp32 gradient buffer for bf16",
+          "[cli][predict][memory][engine]") {
+  // Megatron-Core's docs ("Distributed Optimizer"): bf16 parameters with fp32
+  // gradients take 6 + 12/d bytes per parameter with the distributed optimizer
+  // (ztune's ZeRO-1); the ZeRO paper's count, ztune's executor's, 4 + 12/d.
+  // The same plan under --engine megatron therefore holds twice the gradient
+  // bytes, and --accounting paper gives the paper's back.
+  const std::string plan =
+      " predict --cluster dgx-h100x32 --model llama-70b --tp 4 --pp 4 --dp 16 --zero 1 --micro-batch 1"
+      " --global-batch 1024 --recompute selective --sequence-parallel --precision bf16 --json";
+  auto megatron = run_command(ztune_bin() + plan + " --engine megatron");
+  auto paper = run_command(ztune_bin() + plan + " --engine megatron --accounting paper");
+  auto ztune = run_command(ztune_bin() + plan);
+  REQUIRE(megatron.exit_code == 0);
+  REQUIRE(paper.exit_code == 0);
+  REQUIRE(ztune.exit_code == 0);
+  const auto jm = nlohmann::json::parse(megatron.out), jp = nlohmann::json::parse(paper.out),
+             jz = nlohmann::json::parse(ztune.out);
+  CHECK(jm.at("memory").at("accounting") == "megatron");
+  CHECK(jp.at("memory").at("accounting") == "paper");
+  CHECK(jz.at("memory").at("accounting") == "paper");
+  const auto& gm = jm.at("memory").at("gpu");
+  const auto& gp = jp.at("memory").at("gpu");
+  const double params = gm.at("params_bytes").get<double>();
+  CHECK(gm.at("grads_bytes").get<double>() == Approx(2.0 * params));  // 4 bytes against the params' 2
+  CHECK(gp.at("grads_bytes").get<double>() == Approx(params));
+  CHECK(gm.at("optimizer_bytes").get<double>() == Approx(gp.at("optimizer_bytes").get<double>()));
+  CHECK(gm.at("total_bytes").get<double>() > gp.at("total_bytes").get<double>());
+  // The search says whose count its fits use.
+  auto search = run_command(ztune_bin() +
+                            " search --cluster dgx-h100x32 --model llama-70b --engine megatron --top 1 --simulate-top 0"
+                            " --json");
+  REQUIRE(search.exit_code == 0);
+  CHECK(nlohmann::json::parse(search.out).at("memory_accounting") == "megatron");
+}

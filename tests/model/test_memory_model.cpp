@@ -43,7 +43,7 @@ TEST_CASE("ZeRO Table 1: model-state GB per device, to the printed precision", "
   };
   for (const auto& r : rows) {
     for (int i = 0; i < 6; ++i) {
-      const double gb = model_state_bytes(r.psi, nd[i], r.stage, StateAccounting::paper).total() / 1e9;
+      const double gb = model_state_bytes(r.psi, nd[i], r.stage, StateAccounting::paper, Precision::fp16).total() / 1e9;
       INFO("Ψ " << r.psi << " stage " << r.stage << " Nd " << nd[i] << ": " << gb << " GB vs printed " << r.gb[i]);
       // The paper rounds or truncates: within one unit of the last printed digit.
       CHECK(std::abs(gb - r.gb[i]) < std::pow(10.0, -r.decimals[i]));
@@ -53,15 +53,15 @@ TEST_CASE("ZeRO Table 1: model-state GB per device, to the printed precision", "
 
 TEST_CASE("ZeRO stages split params, grads and optimizer states as the paper says", "[memory][zero]") {
   const double psi = 1e9;
-  auto s0 = model_state_bytes(psi, 8, 0, StateAccounting::paper);
+  auto s0 = model_state_bytes(psi, 8, 0, StateAccounting::paper, Precision::fp16);
   CHECK(s0.params == 2 * psi);
   CHECK(s0.grads == 2 * psi);
   CHECK(s0.optimizer == 12 * psi);
-  auto s2 = model_state_bytes(psi, 8, 2, StateAccounting::paper);
+  auto s2 = model_state_bytes(psi, 8, 2, StateAccounting::paper, Precision::fp16);
   CHECK(s2.params == 2 * psi);
   CHECK(s2.grads == Approx(2 * psi / 8));
   CHECK(s2.optimizer == Approx(12 * psi / 8));
-  auto s3 = model_state_bytes(psi, 8, 3, StateAccounting::paper);
+  auto s3 = model_state_bytes(psi, 8, 3, StateAccounting::paper, Precision::fp16);
   CHECK(s3.total() == Approx(16 * psi / 8));
 }
 
@@ -69,10 +69,30 @@ TEST_CASE("DeepSpeed accounting: 2Ψ + 18Ψ/N for stages 1-2, 18Ψ/N for stage 3
   // estimate_zero2_model_states_mem_needs / estimate_zero3_model_states_mem_needs (DeepSpeed 2024+).
   const double psi = 7e9;
   for (int n : {1, 2, 8, 64}) {
-    CHECK(model_state_bytes(psi, n, 1, StateAccounting::deepspeed).total() == Approx(2 * psi + 18 * psi / n));
-    CHECK(model_state_bytes(psi, n, 2, StateAccounting::deepspeed).total() == Approx(2 * psi + 18 * psi / n));
-    CHECK(model_state_bytes(psi, n, 3, StateAccounting::deepspeed).total() == Approx(18 * psi / n));
+    CHECK(model_state_bytes(psi, n, 1, StateAccounting::deepspeed, Precision::fp16).total() == Approx(2 * psi + 18 * psi / n));
+    CHECK(model_state_bytes(psi, n, 2, StateAccounting::deepspeed, Precision::fp16).total() == Approx(2 * psi + 18 * psi / n));
+    CHECK(model_state_bytes(psi, n, 3, StateAccounting::deepspeed, Precision::fp16).total() == Approx(18 * psi / n));
   }
+}
+
+TEST_CASE("Megatron accounting: Megatron-Core's bytes per parameter, by precision and optimizer", "[memory][megatron]") {
+  // Megatron-Core docs, "Distributed Optimizer": bytes per parameter, d the
+  // data-parallel size. bf16 parameters with fp32 gradients: 18, distributed
+  // 6 + 12/d; fp16 parameters and gradients: 20, distributed 4 + 16/d. ztune's
+  // ZeRO-1 is Megatron's distributed optimizer.
+  const double psi = 7e9;
+  for (int d : {1, 2, 8, 64}) {
+    INFO("d = " << d);
+    CHECK(model_state_bytes(psi, d, 0, StateAccounting::megatron, Precision::bf16).total() == Approx(18 * psi));
+    CHECK(model_state_bytes(psi, d, 1, StateAccounting::megatron, Precision::bf16).total() ==
+          Approx(6 * psi + 12 * psi / d));
+    CHECK(model_state_bytes(psi, d, 0, StateAccounting::megatron, Precision::fp16).total() == Approx(20 * psi));
+    CHECK(model_state_bytes(psi, d, 1, StateAccounting::megatron, Precision::fp16).total() ==
+          Approx(4 * psi + 16 * psi / d));
+  }
+  // The gradient buffer is fp32 for bf16: twice the paper's 16-bit gradients.
+  CHECK(model_state_bytes(psi, 8, 1, StateAccounting::megatron, Precision::bf16).grads ==
+        Approx(2 * model_state_bytes(psi, 8, 1, StateAccounting::paper, Precision::bf16).grads));
 }
 
 TEST_CASE("Korthikanti activations per layer: every recompute / tp / sp case in closed form", "[memory][activations]") {

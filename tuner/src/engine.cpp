@@ -24,6 +24,16 @@ std::optional<Engine> engine_from_string(std::string_view s) {
   return std::nullopt;
 }
 
+StateAccounting state_accounting_of(Engine e) {
+  switch (e) {
+    case Engine::megatron: return StateAccounting::megatron;
+    case Engine::deepspeed: return StateAccounting::deepspeed;
+    case Engine::ztune:
+    case Engine::fsdp: return StateAccounting::paper;
+  }
+  return StateAccounting::paper;
+}
+
 namespace {
 
 struct RuleText {

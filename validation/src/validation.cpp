@@ -229,7 +229,7 @@ void published_source(const SourceSpec& spec, const std::string& dir, Context& c
       vc.metric = "memory_gb_per_gpu";
       vc.detail = "Ψ=" + describe_json(model.raw("params")) + " dp" + std::to_string(dp) + " z" + std::to_string(stage);
       vc.published = printed.get<double>();
-      vc.predicted = model_state_bytes(params, dp, stage, StateAccounting::paper).total() / 1e9;
+      vc.predicted = model_state_bytes(params, dp, stage, StateAccounting::paper, Precision::fp16).total() / 1e9;
       // Within one unit of the last printed digit (the paper rounds or truncates).
       vc.tolerance_pct = 100.0 * std::pow(10.0, -printed_decimals(printed)) / vc.published;
       out.push_back(vc);
@@ -310,7 +310,7 @@ void published_source(const SourceSpec& spec, const std::string& dir, Context& c
         const double bytes =
             metric == "memory_gib_activations"
                 ? mp.line(MemLine::activations)
-                : model_state_bytes(layer_psi, p.dp, p.zero_stage, StateAccounting::megatron).total();
+                : model_state_bytes(layer_psi, p.dp, p.zero_stage, StateAccounting::megatron, Precision::bf16).total();
         vc.predicted = bytes / (1024.0 * 1024.0 * 1024.0);
       } else {
         throw InputError(file + ": source \"" + spec.name + "\": unknown metric \"" + metric + "\"");

@@ -23,10 +23,18 @@ enum class StateAccounting : std::uint8_t {
   /// gradient partitions, so stages 1–2 need 2Ψ + 18Ψ/N and stage 3 18Ψ/N plus
   /// 4 bytes × the largest layer; stage 0 16Ψ. Use when the plan targets DeepSpeed.
   deepspeed,
-  /// Megatron-LM's distributed optimizer off: fp32 main gradients kept whole,
-  /// 2Ψ + 4Ψ + 12Ψ (= 18Ψ; the accounting behind Korthikanti et al.'s Figure 1).
+  /// Megatron-LM / Megatron-Core (its docs, "Distributed Optimizer", bytes per
+  /// parameter): the contiguous main-gradient buffer is kept whole, in fp32
+  /// for bf16 (Megatron accumulates and reduces bf16 gradients in fp32) and in
+  /// 16 bits for fp16, whose optimizer then keeps an fp32 copy of its gradient
+  /// shard beside master, momentum and variance. bf16: 18 → 6 + 12/d with the
+  /// distributed optimizer (ztune's ZeRO-1); fp16: 20 → 4 + 16/d. 18Ψ is the
+  /// accounting behind Korthikanti et al.'s Figure 1.
   megatron,
 };
+
+/// "paper" | "deepspeed" | "megatron".
+[[nodiscard]] const char* to_string(StateAccounting a);
 
 struct MemoryOptions {
   StateAccounting accounting = StateAccounting::paper;
@@ -44,7 +52,9 @@ struct ModelStateBytes {
   double optimizer = 0;
   [[nodiscard]] double total() const { return params + grads + optimizer; }
 };
-[[nodiscard]] ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccounting a);
+/// `precision` matters to the megatron accounting only (its gradient buffer's type).
+[[nodiscard]] ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccounting a,
+                                                Precision precision);
 
 /// Activation bytes of ONE transformer layer for one micro-batch on one GPU
 /// (Korthikanti et al. 2022, §4, Table 2), 16-bit:

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "ztune/model/memory_model.hpp"
 #include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/vocab/plan.hpp"
 #include "ztune/vocab/transformer.hpp"
@@ -20,6 +21,14 @@ enum class Engine : std::uint8_t { ztune, deepspeed, megatron, fsdp };
 std::string to_string(Engine e);
 /// "ztune" | "deepspeed" | "megatron" | "fsdp"; nullopt otherwise.
 std::optional<Engine> engine_from_string(std::string_view s);
+
+/// How the engine keeps model states, so that a plan said to fit fits in the
+/// engine that runs it (memory_model.hpp StateAccounting): Megatron-LM's fp32
+/// main-gradient buffer (megatron), DeepSpeed's own estimators' fp32 gradient
+/// partitions (deepspeed); ztune's executor the ZeRO paper's 16-bit gradients,
+/// and FSDP too (its sharded fp32 parameters, gradients and two Adam moments
+/// are the paper's 16Ψ/N). The shells' default; --accounting overrides it.
+[[nodiscard]] StateAccounting state_accounting_of(Engine e);
 
 /// One rule an engine imposes on top of check_plan(). Fixed enum so the search
 /// counts rejections without allocating.
