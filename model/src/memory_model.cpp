@@ -51,8 +51,16 @@ ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccou
       b.optimizer = zero_stage >= 1 ? 12.0 * psi / n : 12.0 * psi;
       break;
     case StateAccounting::deepspeed:
-      if (zero_stage == 0) {
-        b = {2.0 * psi, 2.0 * psi, 12.0 * psi};
+      if (zero_stage == 0 && precision == Precision::bf16) {
+        // Without ZeRO, bf16 accumulates gradients in fp32 (engine.py
+        // get_data_types), which makes DeepSpeed wrap the optimizer in its
+        // BF16_Optimizer (_do_optimizer_sanity_check): 16-bit params and
+        // gradients, a full fp32 gradient buffer (fp32_groups_gradients_flat,
+        // the one reduced), and the fp32 master, momentum and variance of this
+        // rank's data-parallel partition only (bf16_optimizer.py).
+        b = {2.0 * psi, 6.0 * psi, 12.0 * psi / n};
+      } else if (zero_stage == 0) {
+        b = {2.0 * psi, 2.0 * psi, 12.0 * psi};  // FP16_Optimizer: fp32 states whole
       } else if (zero_stage <= 2) {
         // 16-bit params whole; 16-bit + fp32 gradient partitions; fp32 states partitioned.
         b = {2.0 * psi, 6.0 * psi / n, 12.0 * psi / n};

@@ -21,7 +21,10 @@ enum class StateAccounting : std::uint8_t {
   paper,
   /// DeepSpeed's estimate_zero2/3_model_states_mem_needs (2024+): it keeps fp32
   /// gradient partitions, so stages 1–2 need 2Ψ + 18Ψ/N and stage 3 18Ψ/N plus
-  /// 4 bytes × the largest layer; stage 0 16Ψ. Use when the plan targets DeepSpeed.
+  /// 4 bytes × the largest layer; stage 0 16Ψ, except bf16 without ZeRO, which
+  /// DeepSpeed runs in its BF16_Optimizer: 8Ψ + 12Ψ/N (an fp32 gradient buffer
+  /// beside the 16-bit one; the fp32 states partitioned). Use when the plan
+  /// targets DeepSpeed.
   deepspeed,
   /// Megatron-LM / Megatron-Core (its docs, "Distributed Optimizer", bytes per
   /// parameter): the contiguous main-gradient buffer is kept whole, in fp32
