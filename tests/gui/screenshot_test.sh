@@ -16,6 +16,7 @@ fi
 rm -f "$out"
 # A private results database for this run, and the default inputs (no saved session is read in screenshot mode).
 export XDG_DATA_HOME="$(dirname "$out")/screenshot-xdg"
+rm -rf "$XDG_DATA_HOME"  # fresh each run: the history picture shows this run's searches only
 export QT_FONT_DPI=96
 export QT_ENABLE_HIGHDPI_SCALING=0
 unset QT_QPA_PLATFORM

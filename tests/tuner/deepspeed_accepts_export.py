@@ -110,6 +110,9 @@ CASES = [
     ("pipeline pp4 tp2 zero1 fp16 full recompute",
      plan(dp=2, tp=2, pp=4, zero_stage=1, precision="fp16", recompute="full", grad_accum=8), "llama-7b",
      "dgx-a100-80gbx16", None),
+    ("pipeline pp4 tp2 zero1 full recompute, partitioned activations",
+     plan(dp=2, tp=2, pp=4, zero_stage=1, recompute="full", grad_accum=8, partition_activations=True), "llama-7b",
+     "dgx-a100-80gbx16", None),
     ("pipeline pp2 zero0 selective", plan(dp=4, pp=2, recompute="selective"), None, None, None),
     ("1-bit Adam fp16", plan(precision="fp16", onebit_freeze_step=400), None, None, "onebitadam"),
     ("sparse fixed", plan(sparse="fixed"), None, None, "sparse_attention"),
@@ -366,8 +369,9 @@ def check_case(name, p, model, cluster, tmp):
         if "activation_checkpointing" not in ds:
             problems.append("full recomputation but no activation_checkpointing section")
         else:
+            # ZeRO-R's Pa is the plan's own choice (plan.partition_activations, tp >= 2).
             expect("partition_activations (split checkpoints over the tp group)",
-                   cfg.activation_checkpointing_config.partition_activations, p["tp"] > 1)
+                   cfg.activation_checkpointing_config.partition_activations, p.get("partition_activations", False))
     if p["pp"] > 1:
         expect("pipeline activation_checkpoint_interval", cfg.pipeline["activation_checkpoint_interval"],
                1 if p["recompute"] == "full" else 0)
