@@ -91,10 +91,7 @@ PredictInputs resolve(const PredictFlags& f) {
   in.profile = priced_profile(in.cluster, f.profile, f.engine, f.compile);
   in.compiled = f.compile;
   in.cluster = with_measured_figures(in.cluster, in.profile);  // a calibrated profile's figures
-  in.memory.accounting = f.accounting == "engine"      ? state_accounting_of(engine)
-                         : f.accounting == "deepspeed" ? StateAccounting::deepspeed
-                         : f.accounting == "megatron"  ? StateAccounting::megatron
-                                                       : StateAccounting::paper;
+  in.memory.accounting = accounting_named(f.accounting, engine);
   in.memory.gpu_headroom = f.memory_headroom_pct / 100.0;
   return in;
 }
@@ -283,13 +280,7 @@ Command add_predict(CLI::App& root) {
   add_engine_flags(*app, f->engine, f->compile,
                    "The engine that runs the plan; its profile (data/engines/: host costs, fusion, overlap) prices it "
                    "(default: ztune, its own executor)");
-  app->add_option("--accounting", f->accounting,
-                  "Model-state accounting: engine (as --engine keeps them: megatron for megatron, deepspeed for "
-                  "deepspeed, paper for ztune and fsdp), paper (ZeRO paper, 16-bit grads; ztune's executor), "
-                  "deepspeed (estimate_zero2/3_model_states_mem_needs, fp32 grad partitions), megatron (Megatron-Core's "
-                  "gradient buffer: fp32 for bf16)")
-      ->check(CLI::IsMember({"engine", "paper", "deepspeed", "megatron"}))
-      ->capture_default_str();
+  add_accounting(*app, f->accounting);
   add_memory_headroom(*app, f->memory_headroom_pct);
   app->add_flag("--json", f->json, "Print one JSON object");
   app->add_flag("--simulate", f->simulate,

@@ -61,6 +61,7 @@ struct SearchFlags {
   int top = 10, simulate_top = 3, threads = 0;
   long long max_plans = kDefaultMaxPlans;
   double memory_headroom_pct = 0;  // % of each GPU's memory kept free
+  std::string accounting = "engine";  // how fits count model states (plan_flags.hpp add_accounting)
   bool no_prune = false, no_rank = false, no_simulate = false;
   bool json = false, explain = false, no_db = false;
   std::string out, profile, db;
@@ -106,6 +107,7 @@ nlohmann::json options_json(const SearchFlags& f, const SearchOptions& o) {
           {"passes_off", off},
           {"profile", f.profile}};
   // Written only when given: a search without them is stored as before.
+  if (f.accounting != "engine") j["accounting"] = f.accounting;
   if (f.cp > 0) j["cp"] = f.cp;
   if (f.max_cp > 0) j["max_cp"] = f.max_cp;
   if (f.ulysses > 0) j["ulysses"] = f.ulysses;
@@ -121,7 +123,7 @@ SearchOptions to_options(const SearchFlags& f) {
   o.space.max_gpus = f.max_gpus;
   o.space.allow_tp_across_nodes = f.allow_tp_across_nodes;
   o.space.engine = *engine_from_string(f.engine);
-  o.memory.accounting = state_accounting_of(o.space.engine);  // fit as the engine keeps its states
+  o.memory.accounting = accounting_named(f.accounting, o.space.engine);  // fit as the engine keeps its states
   o.space.global_batch = f.global_batch;
   if (!f.precision.empty()) o.space.precision = precision_of(f.precision);  // CLI11 checked the name
   o.space.max_micro_batch = f.max_micro_batch;
@@ -247,7 +249,7 @@ int run_search_command(const SearchFlags& f) {
                     {"gpus", cluster.total_devices()}, {"nodes", cluster.nodes}};
     j["model"] = {{"name", model.name}, {"params", model.total_params()}, {"seq_len", model.seq_len}};
     j["engine"] = f.engine;
-    j["memory_accounting"] = to_string(state_accounting_of(*engine_from_string(f.engine)));
+    j["memory_accounting"] = to_string(o.memory.accounting);
     j["profile"] = hw.name;
     j["interrupted"] = r.interrupted;
     j["search_id"] = search_id ? nlohmann::json(*search_id) : nlohmann::json(nullptr);
@@ -272,8 +274,10 @@ int run_search_command(const SearchFlags& f) {
   if (!f.json) {
     std::cout << "ztune search: " << model.name << " (" << model.seq_len << "-token sequences) on " << cluster.name
               << " (" << cluster.total_devices() << " × " << cluster.node.gpu.name << ", " << cluster.nodes
-              << (cluster.nodes == 1 ? " node" : " nodes") << "), engine " << f.engine << " (model states counted as "
-              << f.engine << " keeps them)\n";
+              << (cluster.nodes == 1 ? " node" : " nodes") << "), engine " << f.engine
+              << (f.accounting == "engine" ? " (model states counted as " + f.engine + " keeps them)"
+                                           : " (model states as --accounting " + f.accounting + " counts them)")
+              << "\n";
     if (const std::string note = sequence_note(model); !note.empty()) std::cout << note << "\n";
     if (nothing && r.interrupted) {
       std::cout << "Interrupted before a plan that fits was found: " << grouped(static_cast<double>(r.evaluated))
@@ -462,6 +466,7 @@ Command add_search(CLI::App& root) {
                   "two cores); Ctrl-C stops a running search with the best plans so far (exit 130)")
       ->check(Positive);
   add_memory_headroom(*app, f->memory_headroom_pct);
+  add_accounting(*app, f->accounting);
   app->add_flag("--no-prune", f->no_prune, "Switch off the memory prune pass (rank plans that do not fit too)");
   app->add_flag("--no-rank", f->no_rank, "Switch off the analytical rank pass (plans in enumeration order)");
   app->add_flag("--no-simulate", f->no_simulate, "Switch off the simulate pass");

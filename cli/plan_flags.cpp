@@ -25,6 +25,23 @@ HardwareProfile priced_profile(const Cluster& c, const std::string& profile_file
   return hw;
 }
 
+void add_accounting(CLI::App& app, std::string& accounting) {
+  app.add_option("--accounting", accounting,
+                 "Model-state accounting: engine (as --engine keeps them: megatron for megatron, deepspeed for "
+                 "deepspeed, paper for ztune and fsdp), paper (ZeRO paper, 16-bit grads; ztune's executor), "
+                 "deepspeed (estimate_zero2/3_model_states_mem_needs, fp32 grad partitions), megatron "
+                 "(Megatron-Core's gradient buffer: fp32 for bf16)")
+      ->check(CLI::IsMember({"engine", "paper", "deepspeed", "megatron"}))
+      ->capture_default_str();
+}
+
+StateAccounting accounting_named(const std::string& accounting, Engine engine) {
+  if (accounting == "deepspeed") return StateAccounting::deepspeed;
+  if (accounting == "megatron") return StateAccounting::megatron;
+  if (accounting == "paper") return StateAccounting::paper;
+  return state_accounting_of(engine);  // "engine" (CLI11 checked the name)
+}
+
 void add_memory_headroom(CLI::App& app, double& pct) {
   app.add_option("--memory-headroom", pct,
                  "Percent of each GPU's memory to keep free: a plan fits only below capacity × (1 − PCT/100) "

@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "ztune/model/memory_model.hpp"
+#include "ztune/tuner/engine.hpp"
 #include "ztune/vocab/cluster.hpp"
 #include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/vocab/plan.hpp"
@@ -39,6 +41,12 @@ void add_engine_flags(CLI::App& app, std::string& engine, bool& compile, const s
 /// --memory-headroom PCT (search and predict): the share of each GPU's memory
 /// kept free, 0–50; anything else is refused naming the flag and the range.
 void add_memory_headroom(CLI::App& app, double& pct);
+
+/// --accounting engine|paper|deepspeed|megatron (search and predict): how the
+/// model states are counted; "engine" (the default) as --engine keeps them.
+void add_accounting(CLI::App& app, std::string& accounting);
+/// The accounting --accounting names, with "engine" resolved for `engine`.
+[[nodiscard]] StateAccounting accounting_named(const std::string& accounting, Engine engine);
 
 struct PlanFlags {
   std::string plan_file;

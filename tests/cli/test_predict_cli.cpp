@@ -491,7 +491,12 @@ TEST_CASE("model states are counted as the engine keeps them: Megatron's fp32 gr
   // The search says whose count its fits use.
   auto search = run_command(ztune_bin() +
                             " search --cluster dgx-h100x32 --model llama-70b --engine megatron --top 1 --simulate-top 0"
-                            " --json");
+                            " --json --no-db");
   REQUIRE(search.exit_code == 0);
   CHECK(nlohmann::json::parse(search.out).at("memory_accounting") == "megatron");
+  auto overridden = run_command(ztune_bin() +
+                                " search --cluster dgx-h100x32 --model llama-70b --engine megatron --top 1"
+                                " --simulate-top 0 --accounting paper --json --no-db");
+  REQUIRE(overridden.exit_code == 0);
+  CHECK(nlohmann::json::parse(overridden.out).at("memory_accounting") == "paper");
 }
