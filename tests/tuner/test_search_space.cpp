@@ -9,6 +9,7 @@
 #include "tuner_fixtures.hpp"
 #include "ztune/vocab/catalog.hpp"
 #include "ztune/vocab/input_error.hpp"
+#include "ztune/tuner/prune_reason.hpp"
 #include "ztune/tuner/search_space.hpp"
 
 using namespace ztune;
@@ -196,6 +197,18 @@ TEST_CASE("engines started by torchrun are offered only launchable device counts
   CHECK(megatron.count({256, 8}) == 1);
   const auto ztune = accepted(Engine::ztune);
   CHECK(ztune.count({250, 2}) == 1);
+  // The refusal is counted and explained as the launch's, not as a plan rule.
+  o.engine = Engine::megatron;
+  const SearchSpace s(m, c, o);
+  bool seen = false;
+  for (const auto& l : s.layouts())
+    if (l.gpus == 250 && l.tp == 2) {
+      seen = true;
+      CHECK(l.rejected == LayoutRule::uneven_launch);
+      CHECK_THAT(l.reason, Catch::Matchers::Contains("250 devices at tp 2 cannot start"));
+    }
+  CHECK(seen);
+  CHECK(prune_reason_name(PruneReason::uneven_launch) == "the launcher cannot start this many ranks alike on each node");
 }
 
 TEST_CASE("engine and device-count constraints are checked", "[tuner][space]") {

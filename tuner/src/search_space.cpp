@@ -288,7 +288,7 @@ void SearchSpace::classify(Layout& l) const {
   // starts any count (mpirun, a host file's slots).
   if (options_.engine != Engine::ztune && cluster_->device_kind == DeviceKind::gpu &&
       !uniform_launch(l.gpus, l.tp, per_node, cluster_->nodes)) {
-    l.rejected = LayoutRule::other;
+    l.rejected = LayoutRule::uneven_launch;
     l.reason = std::to_string(l.gpus) + " devices at tp " + std::to_string(l.tp) + " cannot start as the same " +
                "number of ranks on each of at most " + std::to_string(cluster_->nodes) + " nodes of " +
                std::to_string(per_node) + " (torchrun, the deepspeed launcher)";
