@@ -310,8 +310,11 @@ int run_search_command(const SearchFlags& f) {
     }
     std::cout << "\n";
     print_pass_summary(std::cout, r);
+    // Nothing reached the memory prune: the rules that refused the plans are
+    // the whole story, so they are printed without --explain too.
+    const bool refused_by_rules = nothing && !r.interrupted && r.closest.empty() && r.pruned.total() > 0;
+    if (f.explain || refused_by_rules) print_rule_counts(std::cout, r);
     if (f.explain) {
-      print_rule_counts(std::cout, r);
       for (const auto& [flag, added] : plans_added_by_options(model, cluster, o.space))
         std::cout << "  " << flag << " added " << added << " plans to the space of " << r.space << "\n";
     }

@@ -31,15 +31,17 @@ void add_accounting(CLI::App& app, std::string& accounting) {
                  "deepspeed, paper for ztune and fsdp), paper (ZeRO paper, 16-bit grads; ztune's executor), "
                  "deepspeed (estimate_zero2/3_model_states_mem_needs, fp32 grad partitions), megatron "
                  "(Megatron-Core's gradient buffer: fp32 for bf16)")
-      ->check(CLI::IsMember({"engine", "paper", "deepspeed", "megatron"}))
+      ->check(CLI::IsMember([] {
+        auto names = names_of(kStateAccountingNames);
+        names.insert(names.begin(), "engine");
+        return names;
+      }()))
       ->capture_default_str();
 }
 
 StateAccounting accounting_named(const std::string& accounting, Engine engine) {
-  if (accounting == "deepspeed") return StateAccounting::deepspeed;
-  if (accounting == "megatron") return StateAccounting::megatron;
-  if (accounting == "paper") return StateAccounting::paper;
-  return state_accounting_of(engine);  // "engine" (CLI11 checked the name)
+  // "engine" (the only other name CLI11 lets through): as the engine keeps them.
+  return value_in<StateAccounting>(kStateAccountingNames, accounting).value_or(state_accounting_of(engine));
 }
 
 void add_memory_headroom(CLI::App& app, double& pct) {

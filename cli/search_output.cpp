@@ -195,11 +195,6 @@ void print_rule_counts(std::ostream& os, const SearchResult& r) {
 void print_infeasible(std::ostream& os, const SearchResult& r, const std::vector<FitHint>& hints) {
   os << "No plan fits: " << grouped(static_cast<double>(r.space)) << " plans searched, none passes every rule and fits"
      << " in memory.\n";
-  if (r.closest.empty() && r.pruned.total() > 0) {
-    // Nothing reached the memory prune: say which rules refused the plans.
-    os << "Refused before memory was weighed:\n";
-    for (const auto& [name, n] : r.pruned.named()) os << "  " << grouped(static_cast<double>(n)) << "  " << name << "\n";
-  }
   if (!r.closest.empty()) {
     os << "\nClosest to fitting (GPU memory used/capacity; '!' = does not fit):\n";
     print_plan_table(os, r, r.closest);

@@ -32,15 +32,6 @@ std::size_t idx(MemLine l) { return static_cast<std::size_t>(l); }
 
 }  // namespace
 
-const char* to_string(StateAccounting a) {
-  switch (a) {
-    case StateAccounting::paper: return "paper";
-    case StateAccounting::deepspeed: return "deepspeed";
-    case StateAccounting::megatron: return "megatron";
-  }
-  return "?";
-}
-
 ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccounting a, Precision precision) {
   const double n = std::max(1, dp);
   ModelStateBytes b;

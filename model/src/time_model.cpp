@@ -129,16 +129,11 @@ std::optional<Cluster> oversubscribed_view(const Plan& p, const Cluster& c) {
   return v;
 }
 
-MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
-                                 LayerCostMemo* memo) {
-  if (const auto v = oversubscribed_view(p, c)) return microbatch_times(m, p, *v, hw);
-  const bool remembered = memo != nullptr && memo->serves(m, c, hw);
-  // Built in place (a prvalue either way): no copy of the two cost structs.
-  const LayerCostMemo::Costs own =
-      remembered ? LayerCostMemo::Costs{} : LayerCostMemo::Costs{layer_cost(m, p, c, hw), edge_cost(m, p, c, hw)};
-  const LayerCostMemo::Costs& costs = remembered ? memo->costs(p) : own;
-  const LayerCost& lc = costs.layer;
-  const EdgeCost& e = costs.edge;
+namespace {
+
+// microbatch_times from the layer's and the edges' costs, computed or remembered.
+MicrobatchTimes times_of(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
+                         const LayerCost& lc, const EdgeCost& e) {
   const bool single = p.pp == 1;
   const double tp_bwd = lc.tp_bwd_s + exposed(lc.tp_bwd_async_s, lc.tp_bwd_window_s, hw.engine.tp_overlap);
   const double tp_layer = lc.tp_fwd_s + tp_bwd + lc.tp_recompute_s;
@@ -288,8 +283,16 @@ MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Clus
   return t;
 }
 
-TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
-  return predict_time(m, p, c, hw, nullptr);
+}  // namespace
+
+MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
+                                 LayerCostMemo* memo) {
+  if (const auto v = oversubscribed_view(p, c)) return microbatch_times(m, p, *v, hw);
+  if (memo != nullptr && memo->serves(m, c, hw)) {
+    const LayerCostMemo::Costs& remembered = memo->costs(p);
+    return times_of(m, p, c, hw, remembered.layer, remembered.edge);
+  }
+  return times_of(m, p, c, hw, layer_cost(m, p, c, hw), edge_cost(m, p, c, hw));
 }
 
 TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,

@@ -32,13 +32,8 @@ TEST_CASE("the layer-cost memo changes no prediction when fields outside its key
   const Cluster c = load_cluster("dgx-h100x32");
   const Transformer m = load_transformer("llama-70b");
   const HardwareProfile hw = default_profile_for(c);
-  Plan base;
-  base.tp = 8;
+  Plan base = test::zero_plan(/*dp=*/8, /*tp=*/8, /*zero=*/0, /*micro_batch=*/1, /*grad_accum=*/16);
   base.pp = 4;
-  base.dp = 8;
-  base.micro_batch = 1;
-  base.grad_accum = 16;
-  base.global_batch = 128;
   base.sequence_parallel = true;
   base.recompute = Recompute::selective;
   base.precision = Precision::bf16;
@@ -115,12 +110,7 @@ TEST_CASE("the layer-cost memo serves only its own model, cluster and profile on
   CHECK_FALSE(LayerCostMemo(m, cpu, cpu_hw).serves(m, cpu, cpu_hw));
   // A memo handed a plan of another model is not used: the result is the oracle's.
   LayerCostMemo memo(m, gpu, hw);
-  Plan p;
-  p.tp = 8;
-  p.dp = 32;
-  p.micro_batch = 1;
-  p.grad_accum = 4;
-  p.global_batch = 128;
+  const Plan p = test::zero_plan(/*dp=*/32, /*tp=*/8, /*zero=*/0, /*micro_batch=*/1, /*grad_accum=*/4);
   REQUIRE_FALSE(check_plan(p, other, gpu));
   require_same(predict_time(other, p, gpu, hw, &memo), predict_time(other, p, gpu, hw));
   CHECK(memo.misses() + memo.hits() == 0);

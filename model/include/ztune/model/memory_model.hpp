@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "ztune/model/prediction.hpp"
+#include "ztune/vocab/name_table.hpp"
 
 namespace ztune {
 
@@ -36,8 +37,9 @@ enum class StateAccounting : std::uint8_t {
   megatron,
 };
 
-/// "paper" | "deepspeed" | "megatron".
-[[nodiscard]] const char* to_string(StateAccounting a);
+/// Names in StateAccounting's order (vocab/name_table.hpp: name_in, value_in, names_of).
+inline constexpr const char* kStateAccountingNames[] = {"paper", "deepspeed", "megatron"};
+[[nodiscard]] inline const char* to_string(StateAccounting a) { return name_in(kStateAccountingNames, a); }
 
 struct MemoryOptions {
   StateAccounting accounting = StateAccounting::paper;

@@ -91,12 +91,11 @@ struct Prediction {
 
 /// Memory alone (the tuner prunes by memory before timing anything).
 MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw);
-/// Analytical iteration time.
-TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw);
-/// The same, taking the layer and edge costs from `memo` where it serves m, c
-/// and hw (a search's rank pass: layer_cost_memo.hpp).
+/// Analytical iteration time. With a memo that serves m, c and hw (a search's
+/// rank pass: layer_cost_memo.hpp) the layer and edge costs come from it; the
+/// result is the same.
 TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
-                            LayerCostMemo* memo);
+                            LayerCostMemo* memo = nullptr);
 /// Both. The plan must satisfy check_plan(); behaviour is unspecified otherwise.
 Prediction predict(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw);
 
