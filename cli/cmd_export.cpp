@@ -47,6 +47,11 @@ void print_placeholders(std::ostream& os, const PlanFile& pf, Engine e, const st
   print_lines(os, launch_placeholders(pf, e, file));
 }
 
+/// The same launch under Slurm, one line ("Under Slurm: srun …").
+void print_srun(std::ostream& os, const PlanFile& pf, const std::string& torchrun_launch, const std::string& file) {
+  os << "Under Slurm: " << srun_launch(pf, torchrun_launch, file) << "\n";
+}
+
 int run_export(const ExportFlags& f) {
   const PlanFile pf = load_plan_file(f.plan_file);
   if (f.format == "deepspeed") {
@@ -57,10 +62,12 @@ int run_export(const ExportFlags& f) {
       // The config on stdout (pipe it to a file); the launch command on stderr.
       std::cout << config.dump(2) << "\n";
       std::cerr << "launch: " << launch << "\n";
+      print_srun(std::cerr, pf, deepspeed_torchrun_launch(pf, config_path, f.plan_file), f.plan_file);
       print_placeholders(std::cerr, pf, Engine::deepspeed, f.plan_file);
     } else {
       write_file(f.out, config.dump(2) + "\n");
       std::cout << "Wrote " << f.out << ". Launch with:\n" << launch << "\n";
+      print_srun(std::cout, pf, deepspeed_torchrun_launch(pf, config_path, f.plan_file), f.plan_file);
       print_placeholders(std::cout, pf, Engine::deepspeed, f.plan_file);
     }
     return kExitOk;
@@ -72,10 +79,12 @@ int run_export(const ExportFlags& f) {
     if (f.out.empty()) {
       std::cout << config;  // the TOML on stdout (pipe it to a file); the launch on stderr
       std::cerr << "launch: " << launch << "\n";
+      print_srun(std::cerr, pf, launch, f.plan_file);
       print_lines(std::cerr, torchtitan_placeholders(pf, f.plan_file));
     } else {
       write_file(f.out, config);
       std::cout << "Wrote " << f.out << ". Launch with:\n" << launch << "\n";
+      print_srun(std::cout, pf, launch, f.plan_file);
       print_lines(std::cout, torchtitan_placeholders(pf, f.plan_file));
     }
     return kExitOk;
@@ -83,10 +92,12 @@ int run_export(const ExportFlags& f) {
   const std::string launch = megatron_launch(pf, f.plan_file);
   if (f.out.empty()) {
     std::cout << launch << "\n";
-    print_placeholders(std::cerr, pf, Engine::megatron, f.plan_file);  // stdout stays the command alone
+    print_srun(std::cerr, pf, launch, f.plan_file);  // stdout stays the command alone
+    print_placeholders(std::cerr, pf, Engine::megatron, f.plan_file);
   } else {
     write_file(f.out, "#!/bin/sh\n# Megatron-LM launch for " + pf.plan.summary() + " (ztune export)\n" + launch + "\n");
     std::cout << "Wrote " << f.out << ":\n" << launch << "\n";
+    print_srun(std::cout, pf, launch, f.plan_file);
     print_placeholders(std::cout, pf, Engine::megatron, f.plan_file);
   }
   return kExitOk;

@@ -19,6 +19,12 @@ Megatron-DeepSpeed passes one). For each config it checks:
     bucket sizes, offload devices, dynamic loss scaling, ...): the expected
     values come from the plan file, the actual ones from DeepSpeed's objects.
 
+Launches (issue 23): the launch command and the hostfile the export describes
+are fed to DeepSpeed's own launcher (deepspeed.launcher.runner.main, its ssh
+and process start stubbed out): the ranks it would start on each host, from
+the world_info it hands to every node, must add up to the plan's devices with
+each node's count a multiple of tp, for a 250-GPU plan on nodes of 16.
+
 DeepSpeed 0.19 removed sparse attention and 1-bit Adam; with such a version the
 cases that need them are reported as skipped (they run on DeepSpeed <= 0.18).
 
@@ -285,6 +291,109 @@ def check_refused(name, p, text, tmp):
 # ---------------------------------------------------------------- checks
 
 
+# (name, plan, model, cluster): plans whose launch is checked by DeepSpeed's launcher.
+LAUNCHES = [
+    ("250 ranks, tp2 pp125 on 16 nodes of 16 (15 x 16 + 10)",
+     plan(dp=1, tp=2, pp=125, precision="fp16", micro_batch=1, grad_accum=64), "100b", "dgx2x16"),
+    ("240 ranks, tp8 pp5 dp6 on 15 nodes of 16",
+     plan(dp=6, tp=8, pp=5, precision="fp16", micro_batch=1, grad_accum=8), "100b", "dgx2x16"),
+]
+
+
+def hostfile_from(placeholder, path):
+    """Writes the hostfile the export's 'hostfile: ...' line describes; returns its per-host slots."""
+    m = re.search(r"hostfile: (\d+) lines, the first (\d+) '<host> slots=(\d+)' and the last '<host> slots=(\d+)'",
+                  placeholder)
+    if m:
+        n, first, per, last = (int(g) for g in m.groups())
+        slots = [per] * first + [last]
+        if len(slots) != n:
+            raise ValueError(f"hostfile line says {n} lines but describes {len(slots)}: {placeholder}")
+    else:
+        m = re.search(r"hostfile: (\d+) lines '<host> slots=(\d+)'", placeholder)
+        if not m:
+            raise ValueError(f"no hostfile description in: {placeholder}")
+        slots = [int(m.group(2))] * int(m.group(1))
+    with open(path, "w") as f:
+        for i, k in enumerate(slots):
+            f.write(f"node{i:02d} slots={k}\n")
+    return slots
+
+
+def ranks_deepspeed_starts(launch, hostfile):
+    """{host: [local GPU ids]} that deepspeed's runner hands its per-node launchers for this command."""
+    import base64
+    import shlex
+    from deepspeed.launcher import runner as ds_runner
+    words = shlex.split(launch)
+    if words[0] != "deepspeed":
+        raise ValueError(f"not a deepspeed launch: {launch}")
+    args = [hostfile if w == "hostfile" else w for w in words[1:]]
+    started = {}
+
+    class Started(Exception):
+        pass
+
+    def popen(cmd, **kw):
+        started["cmd"] = cmd
+        raise Started()
+
+    saved = (ds_runner.subprocess.Popen, ds_runner.subprocess.check_call, ds_runner.subprocess.check_output,
+             ds_runner.PDSHRunner.backend_exists)
+    ds_runner.subprocess.Popen = popen
+    ds_runner.subprocess.check_call = lambda *a, **k: 0
+    ds_runner.subprocess.check_output = lambda *a, **k: b"10.0.0.1\n"
+    ds_runner.PDSHRunner.backend_exists = lambda self: True
+    try:
+        ds_runner.main(args)
+    except Started:
+        pass
+    finally:
+        (ds_runner.subprocess.Popen, ds_runner.subprocess.check_call, ds_runner.subprocess.check_output,
+         ds_runner.PDSHRunner.backend_exists) = saved
+    if "cmd" not in started:
+        raise RuntimeError("deepspeed's runner started nothing")
+    info = [w for w in started["cmd"] if isinstance(w, str) and w.startswith("--world_info=")]
+    if not info:
+        raise RuntimeError(f"no --world_info in the runner's command: {started['cmd']}")
+    return json.loads(base64.urlsafe_b64decode(info[0].split("=", 1)[1]))
+
+
+def check_launch(name, p, model, cluster, tmp):
+    """The export's launch and hostfile, as DeepSpeed's launcher starts them: the plan's ranks, tp inside nodes."""
+    planfile = {"schema": "ztune.planfile/1", "plan": p, "model": catalog("models", model),
+                "cluster": catalog("clusters", cluster)}
+    path = os.path.join(tmp, re.sub(r"\W+", "_", name) + ".json")
+    out = path + ".ds_config.json"
+    with open(path, "w") as f:
+        json.dump(planfile, f)
+    r = subprocess.run([ZTUNE, "export", "--format", "deepspeed", path, "--out", out], capture_output=True, text=True)
+    if r.returncode != 0:
+        return [f"ztune export failed (exit {r.returncode}): {r.stderr.strip()}"]
+    lines = r.stdout.splitlines()
+    launch = lines[lines.index(next(l for l in lines if l.startswith("Wrote "))) + 1]
+    host_line = next((l for l in lines if "hostfile:" in l), None)
+    if host_line is None:
+        return [f"a {p['dp'] * p['tp'] * p['pp']}-rank launch names no hostfile: {r.stdout}"]
+    hostfile = os.path.join(tmp, "hostfile")
+    hostfile_from(host_line, hostfile)
+    world = ranks_deepspeed_starts(launch, hostfile)
+    problems = []
+    ranks = sum(len(g) for g in world.values())
+    want = p["dp"] * p["tp"] * p["pp"]
+    if ranks != want:
+        problems.append(f"deepspeed's launcher starts {ranks} ranks ({ {h: len(g) for h, g in world.items()} }), "
+                        f"the plan has {want}")
+    for host, gpus in world.items():
+        if len(gpus) % p["tp"]:
+            problems.append(f"{host} starts {len(gpus)} ranks, not a multiple of tp {p['tp']}")
+    try:
+        parse(json.load(open(out)), p["dp"])
+    except Exception as e:
+        problems.append(f"DeepSpeedConfig rejects its ds_config: {type(e).__name__}: {e}")
+    return problems
+
+
 def check_case(name, p, model, cluster, tmp):
     """List of problems with the export of this plan; empty when DeepSpeed takes it as meant."""
     planfile = {"schema": "ztune.planfile/1", "plan": p}
@@ -421,6 +530,8 @@ def main():
         for name, p, model, cluster, feature in CASES:
             why = feature_missing(feature)
             report(name, why, lambda: check_case(name, copy.deepcopy(p), model, cluster, tmp))
+        for name, p, model, cluster in LAUNCHES:
+            report("launch " + name, None, lambda: check_launch(name, copy.deepcopy(p), model, cluster, tmp))
         for name, p, text, feature in REFUSED:
             why = feature_missing(feature)
             report("refuse " + name, why, lambda: check_refused(name, copy.deepcopy(p), text, tmp))

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdio>
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +12,7 @@
 
 using namespace ztune;
 using Catch::Matchers::Contains;
+using Catch::Matchers::EndsWith;
 using Catch::Matchers::StartsWith;
 
 namespace {
@@ -544,11 +546,10 @@ TEST_CASE("export of context parallelism: Megatron's --context-parallel-size, re
                     Contains("megatron cannot run this plan") && Contains("fused attention"));
 }
 
-// Issue 23: the launch starts exactly the plan's ranks. torchrun and the
-// deepspeed launcher start the same number on every node, and Megatron-LM and
-// Megatron-DeepSpeed number the tensor-parallel ranks next to each other, so
-// the launch is N nodes × k with N·k = the plan's devices, tp | k and k at
-// most a node's GPUs; a plan no such shape fits is refused, not rounded up.
+// Issue 23: the launch starts exactly the plan's ranks, placed as the cost
+// model placed them: whole nodes in order, the remainder on the last node,
+// every node's count a multiple of tp (Megatron-LM and Megatron-DeepSpeed
+// number the tensor-parallel ranks next to each other).
 TEST_CASE("export launches exactly the plan's ranks, tp groups inside a node", "[tuner][export]") {
   PlanFile pf;
   pf.cluster = load_cluster("dgx2x16");  // 16 nodes of 16 V100
@@ -564,26 +565,62 @@ TEST_CASE("export launches exactly the plan's ranks, tp groups inside a node", "
   LaunchShape s = launch_shape(pf, "p.json");
   CHECK(s.nodes == 15);
   CHECK(s.per_node == 16);
+  CHECK(s.uniform());
   CHECK_THAT(megatron_launch(pf, "p.json"), Contains("torchrun --nnodes 15 --nproc_per_node 16 --rdzv_backend c10d"));
-  // 200 devices at tp 8: 8 per node on 25 nodes (no k in 9..16 divides 200 and
-  // is a multiple of 8) — more nodes than the cluster has.
+  // 200 devices at tp 8: 12 nodes of 16 and one of 8.
   p.dp = 5;
   p.global_batch = 5;
-  CHECK_THROWS_WITH(launch_shape(pf, "p.json"),
-                    Contains("p.json: the plan's 200 devices") && Contains("at most 16 nodes of 16 GPUs") &&
-                        Contains("tensor-parallel group of 8"));
-  // 250 at tp 2 (the issue's dp1×tp2×pp125): 10 per node, 25 nodes: refused too.
+  s = launch_shape(pf, "p.json");
+  CHECK(s.nodes == 13);
+  CHECK(s.per_node == 16);
+  CHECK(s.last_node == 8);
+  CHECK(s.ranks() == 200);
+  // The issue's dp1×tp2×pp125: 250 ranks, 15 nodes of 16 and one of 10.
   p.tp = 2;
   p.pp = 125;
   p.dp = 1;
   p.global_batch = 1;
-  CHECK_THROWS_WITH(megatron_launch(pf, "p.json"), Contains("250 devices"));
-  // 100 at tp 2 on 10 nodes of 10.
+  s = launch_shape(pf, "p.json");
+  CHECK(s.nodes == 16);
+  CHECK(s.last_node == 10);
+  CHECK(s.ranks() == 250);
+  const std::string torchrun = megatron_launch(pf, "p.json");
+  CHECK_THAT(torchrun, Contains("torchrun --nnodes 16 --node_rank $NODE_RANK --nproc_per_node "
+                                "$([ \"$NODE_RANK\" -lt 15 ] && echo 16 || echo 10) --master_addr $MASTER_ADDR"));
+  const std::string ds = deepspeed_launch(pf, "ds.json", "p.json");
+  CHECK_THAT(ds, StartsWith("deepspeed --hostfile hostfile --num_nodes 16 pretrain_gpt.py"));
+  CHECK_THAT(ds, !Contains("--num_gpus"));
+  const auto ds_set = launch_placeholders(pf, Engine::deepspeed, "p.json");
+  REQUIRE(ds_set.size() == 1);
+  CHECK_THAT(ds_set[0], Contains("the first 15 '<host> slots=16' and the last '<host> slots=10'") &&
+                            Contains("250 ranks"));
+  const auto tr_set = launch_placeholders(pf, Engine::megatron, "p.json");
+  REQUIRE(tr_set.size() == 1);
+  CHECK_THAT(tr_set[0], Contains("NODE_RANK: 0 to 15") && Contains("node 15 starts 10 ranks, the others 16"));
+  // Under Slurm: one torchrun per node, NODE_RANK from the node's id.
+  CHECK_THAT(srun_launch(pf, torchrun, "p.json"),
+             StartsWith("srun --nodes 16 --ntasks-per-node 1 bash -c 'export NODE_RANK=$SLURM_NODEID MASTER_ADDR=") &&
+                 EndsWith(torchrun + "'"));
+  CHECK_THAT(deepspeed_torchrun_launch(pf, "ds.json", "p.json"),
+             StartsWith("torchrun --nnodes 16 --node_rank $NODE_RANK") && Contains(" pretrain_gpt.py ") &&
+                 Contains("--deepspeed_config ds.json"));
+  // 100 at tp 2: 6 nodes of 16 and one of 4.
   p.pp = 50;
   s = launch_shape(pf, "p.json");
-  CHECK(s.nodes * s.per_node == 100);
-  CHECK(s.per_node == 10);
+  CHECK(s.nodes == 7);
+  CHECK(s.ranks() == 100);
+  // tp 3 does not divide a node of 16: the same count on every node, a
+  // multiple of 3 (48 = 4 nodes of 12); 3 × 41 has none on 16 nodes.
+  p.tp = 3;
+  p.pp = 16;
+  s = launch_shape(pf, "p.json");
+  CHECK((s.nodes == 4 && s.per_node == 12 && s.uniform()));
+  p.pp = 41;
+  CHECK_THROWS_WITH(launch_shape(pf, "p.json"),
+                    Contains("p.json: the plan's 123 devices") && Contains("at most 16 nodes of 16 GPUs") &&
+                        Contains("tensor-parallel group of 3"));
   // One node: no rendezvous, no hostfile, nothing left to set.
+  p.tp = 2;
   p.pp = 4;
   p.dp = 2;
   p.global_batch = 2;
@@ -592,10 +629,42 @@ TEST_CASE("export launches exactly the plan's ranks, tp groups inside a node", "
   // Several nodes: the hostfile (deepspeed) or MASTER_ADDR (torchrun) is named.
   p.dp = 4;
   p.global_batch = 4;
-  const auto ds = launch_placeholders(pf, Engine::deepspeed, "p.json");
-  REQUIRE(ds.size() == 1);
-  CHECK_THAT(ds[0], Contains("hostfile: 2 lines '<host> slots=16'"));
+  const auto two = launch_placeholders(pf, Engine::deepspeed, "p.json");
+  REQUIRE(two.size() == 1);
+  CHECK_THAT(two[0], Contains("hostfile: 2 lines '<host> slots=16'"));
   CHECK_THAT(launch_placeholders(pf, Engine::megatron, "p.json")[0], Contains("MASTER_ADDR"));
+}
+
+// The ragged launch's one command, run by a real shell as each node would:
+// the counts it starts add up to the plan's ranks (the oracle is sh itself).
+TEST_CASE("a ragged torchrun launch starts the plan's ranks when the shell runs it", "[tuner][export]") {
+  PlanFile pf;
+  pf.cluster = load_cluster("dgx2x16");
+  pf.model = load_transformer("100b");
+  Plan& p = pf.plan;
+  p.tp = 2;
+  p.pp = 125;
+  p.dp = 1;
+  p.micro_batch = 1;
+  p.global_batch = 1;
+  p.grad_accum = 1;
+  p.precision = Precision::fp16;
+  const std::string cmd = torchrun_command(pf, "p.json");
+  const auto at = cmd.find("$([");
+  REQUIRE(at != std::string::npos);
+  const std::string expr = cmd.substr(at, cmd.find(')', at) - at + 1);
+  int total = 0;
+  for (int node = 0; node < 16; ++node) {
+    const std::string sh = "NODE_RANK=" + std::to_string(node) + "; echo " + expr;
+    FILE* f = popen(("sh -c '" + sh + "'").c_str(), "r");
+    REQUIRE(f != nullptr);
+    int n = 0;
+    REQUIRE(std::fscanf(f, "%d", &n) == 1);
+    pclose(f);
+    CHECK(n % p.tp == 0);
+    total += n;
+  }
+  CHECK(total == 250);
 }
 
 // DeepSpeed-Ulysses (issue 19 item 3): Megatron-DeepSpeed's

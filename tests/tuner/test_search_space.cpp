@@ -167,16 +167,15 @@ TEST_CASE("megatron's uneven layouts carry a partition Megatron-LM can state", "
     if (l.rejected == LayoutRule::none) ds.for_each_plan(l, [&](const Plan& plan) { CHECK(plan.stage_layers.empty()); });
 }
 
-// Issue 23: the engines started by torchrun or the deepspeed launcher (the
-// same number of ranks on every node, tp ranks adjacent) are offered only
-// device counts those can start; ztune's executor (mpirun) any count.
+// Issue 23: the engines started by torchrun or the deepspeed launcher (whole
+// nodes and a smaller last one, tp ranks adjacent and inside a node) are
+// offered only device counts those can start; ztune's executor (mpirun) any.
 TEST_CASE("engines started by torchrun are offered only launchable device counts", "[tuner][space]") {
   const Cluster c = load_cluster("dgx2x16");  // 16 nodes of 16
-  const Transformer m = load_transformer("100b");
   SpaceOptions o;
   o.min_gpus = 200;
   o.max_gpus = 256;
-  auto accepted = [&](Engine e) {
+  auto accepted = [&](const Transformer& m, Engine e) {
     o.engine = e;
     SearchSpace s(m, c, o);
     std::set<std::pair<int, int>> out;  // (devices, tp)
@@ -184,31 +183,45 @@ TEST_CASE("engines started by torchrun are offered only launchable device counts
       if (l.rejected == LayoutRule::none) out.insert({l.gpus, l.tp});
     return out;
   };
-  const auto megatron = accepted(Engine::megatron);
+  // By hand: g ranks fill nodes of 16 in order (the last takes the rest), or
+  // k ranks on every node; each node's count a multiple of tp; at most 16 nodes.
+  auto launchable = [](int g, int tp) {
+    bool ok = (g + 15) / 16 <= 16 && 16 % tp == 0 && (g % 16) % tp == 0;
+    for (int k = 1; k <= 16; ++k) ok |= g % k == 0 && k % tp == 0 && g / k <= 16;
+    return ok;
+  };
+  const Transformer m100 = load_transformer("100b");
+  const auto megatron = accepted(m100, Engine::megatron);
   REQUIRE_FALSE(megatron.empty());
   for (const auto& [g, tp] : megatron) {
     INFO(g << " devices at tp " << tp);
-    // By hand: some k <= 16, k | g, tp | k, g / k <= 16 nodes.
-    bool launchable = false;
-    for (int k = 1; k <= 16; ++k) launchable |= g % k == 0 && k % tp == 0 && g / k <= 16;
-    CHECK(launchable);
+    CHECK(launchable(g, tp));
   }
-  CHECK(megatron.count({250, 2}) == 0);  // 10 per node on 25 nodes
+  CHECK(megatron.count({250, 2}) == 1);  // 15 nodes of 16 and one of 10
   CHECK(megatron.count({256, 8}) == 1);
-  const auto ztune = accepted(Engine::ztune);
-  CHECK(ztune.count({250, 2}) == 1);
+  // tp 3 across nodes of 16 (GPT-3's 96 heads): 240 devices start as 16 nodes
+  // of 15; 246 = 2·3·41 only as 41 nodes of 6 or 82 of 3: none for megatron.
+  o.allow_tp_across_nodes = true;
+  o.min_gpus = 240;
+  o.max_gpus = 250;
+  const Transformer gpt3 = load_transformer("gpt3-175b");
+  const auto tp3 = accepted(gpt3, Engine::megatron);
+  CHECK(tp3.count({240, 3}) == 1);
+  CHECK(tp3.count({246, 3}) == 0);
+  CHECK(accepted(gpt3, Engine::ztune).count({246, 3}) == 1);
   // The refusal is counted and explained as the launch's, not as a plan rule.
   o.engine = Engine::megatron;
-  const SearchSpace s(m, c, o);
+  const SearchSpace s(gpt3, c, o);
   bool seen = false;
   for (const auto& l : s.layouts())
-    if (l.gpus == 250 && l.tp == 2) {
+    if (l.gpus == 246 && l.tp == 3) {
       seen = true;
-      CHECK(l.rejected == LayoutRule::uneven_launch);
-      CHECK_THAT(l.reason, Catch::Matchers::Contains("250 devices at tp 2 cannot start"));
+      CHECK(l.rejected == LayoutRule::unlaunchable);
+      CHECK_THAT(l.reason, Catch::Matchers::Contains("246 devices at tp 3 cannot start on at most 16 nodes of 16"));
     }
   CHECK(seen);
-  CHECK(prune_reason_name(PruneReason::uneven_launch) == "the launcher cannot start this many ranks alike on each node");
+  CHECK(prune_reason_name(PruneReason::unlaunchable) ==
+        "the launcher cannot start these ranks with each tp group inside a node");
 }
 
 TEST_CASE("engine and device-count constraints are checked", "[tuner][space]") {

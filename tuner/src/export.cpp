@@ -35,17 +35,23 @@ long long elems(double v, const char* field, const std::string& file) {
 
 }  // namespace
 
-std::optional<LaunchShape> uniform_launch(int gpus, int tp, int node_gpus, int nodes) {
-  // torchrun and the deepspeed launcher start the same number of processes
-  // on every node, ranks numbered node by node, and both engines put the
-  // tensor-parallel ranks next to each other: the largest k <= the node's
-  // GPUs that divides the plan's devices and keeps each tp group inside one
-  // node (k a multiple of tp; a tp wider than a node spans whole nodes).
+std::optional<LaunchShape> plan_launch(int gpus, int tp, int node_gpus, int nodes) {
+  if (gpus < 1 || node_gpus < 1 || tp < 1) return std::nullopt;
+  // The ranks as the cost model placed them (place_groups): whole nodes in
+  // order, the remainder on the last. Every node's count a multiple of tp keeps
+  // each tensor-parallel group (consecutive ranks) inside a node.
+  const int per = std::min(node_gpus, gpus);
+  const int used = (gpus - 1) / per + 1;
+  const int last = gpus - (used - 1) * per;
+  const bool tp_inside = tp <= node_gpus ? per % tp == 0 && last % tp == 0 : tp % node_gpus == 0 && last == per;
+  if (tp_inside && used <= nodes) return LaunchShape{used, per, last};
+  // Otherwise the same count k on every node, k a multiple of tp (tp 3 on
+  // nodes of 16 launches as 12 per node), the largest such k.
   for (int k = std::min(node_gpus, gpus); k >= 1; --k) {
     if (gpus % k != 0) continue;
     if (tp <= node_gpus ? k % tp != 0 : (k != node_gpus || tp % node_gpus != 0)) continue;
     if (gpus / k > nodes) break;  // smaller k only needs more nodes
-    return LaunchShape{gpus / k, k};
+    return LaunchShape{gpus / k, k, k};
   }
   return std::nullopt;
 }
@@ -53,29 +59,40 @@ std::optional<LaunchShape> uniform_launch(int gpus, int tp, int node_gpus, int n
 LaunchShape launch_shape(const PlanFile& pf, const std::string& file) {
   const Plan& p = pf.plan;
   const int gpus = p.gpus();
-  if (!pf.cluster) return {1, gpus};
+  if (!pf.cluster) return {1, gpus, gpus};
   const int node = pf.cluster->node.gpus;
   const int nodes = pf.cluster->nodes;
-  if (const auto s = uniform_launch(gpus, p.tp, node, nodes)) return *s;
+  if (const auto s = plan_launch(gpus, p.tp, node, nodes)) return *s;
   throw InputError(file + ": the plan's " + std::to_string(gpus) + " devices (" + p.summary() +
-                   ") cannot be launched as the same number of processes on each of at most " +
-                   std::to_string(nodes) + " nodes of " + std::to_string(node) + " GPUs" +
+                   ") cannot be launched on at most " + std::to_string(nodes) + " nodes of " + std::to_string(node) +
+                   " GPUs" +
                    (p.tp > 1 ? " with each tensor-parallel group of " + std::to_string(p.tp) + " inside a node" : "") +
-                   ", as torchrun and the deepspeed launcher need; choose a device count that is a multiple of " +
-                   std::to_string(std::max(1, std::min(p.tp, node))) + " and splits evenly over whole nodes "
-                   "(ztune search --gpus N)");
+                   "; choose a tensor parallelism that divides a node's GPUs, or a device count that is a multiple "
+                   "of it (ztune search --gpus N)");
 }
 
 std::vector<std::string> launch_placeholders(const PlanFile& pf, Engine e, const std::string& file) {
   const LaunchShape shape = launch_shape(pf, file);
   std::vector<std::string> out;
+  const std::string n = std::to_string(shape.nodes);
   if (shape.nodes > 1) {
-    if (e == Engine::deepspeed)
-      out.push_back("hostfile: " + std::to_string(shape.nodes) + " lines '<host> slots=" +
-                    std::to_string(shape.per_node) + "' (the deepspeed launcher starts one node's ranks per line)");
+    if (e == Engine::deepspeed && shape.uniform())
+      out.push_back("hostfile: " + n + " lines '<host> slots=" + std::to_string(shape.per_node) +
+                    "' (the deepspeed launcher starts one node's ranks per line)");
+    else if (e == Engine::deepspeed)
+      out.push_back("hostfile: " + n + " lines, the first " + std::to_string(shape.nodes - 1) + " '<host> slots=" +
+                    std::to_string(shape.per_node) + "' and the last '<host> slots=" +
+                    std::to_string(shape.last_node) + "' (the deepspeed launcher starts each line's slots: " +
+                    std::to_string(shape.ranks()) + " ranks)");
+    else if (shape.uniform())
+      out.push_back("MASTER_ADDR: the address of the first node, and run the same command on each of the " + n +
+                    " nodes (torchrun's c10d rendezvous on port 29500)");
     else
-      out.push_back("MASTER_ADDR: the address of the first node, and run the same command on each of the " +
-                    std::to_string(shape.nodes) + " nodes (torchrun's c10d rendezvous on port 29500)");
+      out.push_back("MASTER_ADDR: the address of the first node, and NODE_RANK: 0 to " +
+                    std::to_string(shape.nodes - 1) + " on each of the " + n + " nodes; run the same command on each " +
+                    "(torchrun's static rendezvous on port 29500): node " + std::to_string(shape.nodes - 1) +
+                    " starts " + std::to_string(shape.last_node) + " ranks, the others " +
+                    std::to_string(shape.per_node) + " (" + std::to_string(shape.ranks()) + " in all)");
   }
   const Plan& p = pf.plan;
   if (e == Engine::deepspeed &&
@@ -317,14 +334,14 @@ nlohmann::json deepspeed_config(const PlanFile& pf, const std::string& file) {
   return ds;
 }
 
-std::string deepspeed_launch(const PlanFile& pf, const std::string& config_path, const std::string& file) {
+namespace {
+
+/// Megatron-DeepSpeed's "pretrain_gpt.py <arguments>", whichever launcher starts it.
+std::vector<std::string> deepspeed_program(const PlanFile& pf, const std::string& config_path, const std::string& file) {
   const Plan& p = pf.plan;
   require_engine_can_run(p, Engine::deepspeed, file);
   require_deepspeed_partition(pf, file);
-  const auto [nodes, per_node] = launch_shape(pf, file);
-  std::vector<std::string> a{"deepspeed"};
-  if (nodes > 1) a.insert(a.end(), {"--hostfile", "hostfile"});
-  a.insert(a.end(), {"--num_nodes", std::to_string(nodes), "--num_gpus", std::to_string(per_node), "pretrain_gpt.py"});
+  std::vector<std::string> a{"pretrain_gpt.py"};
   a.insert(a.end(), {"--tensor-model-parallel-size", std::to_string(p.tp), "--pipeline-model-parallel-size",
                      std::to_string(p.pp)});
   if (p.pp == 1) a.emplace_back("--no-pipeline-parallel");
@@ -359,7 +376,28 @@ std::string deepspeed_launch(const PlanFile& pf, const std::string& config_path,
   // The softmax chain unfused (Megatron's arguments, inherited by Megatron-DeepSpeed).
   if (p.attention == AttentionKernel::eager) a.emplace_back("--no-masked-softmax-fusion");
   a.insert(a.end(), {"--zero-stage", std::to_string(p.zero_stage), "--deepspeed", "--deepspeed_config", config_path});
+  return a;
+}
+
+}  // namespace
+
+std::string deepspeed_launch(const PlanFile& pf, const std::string& config_path, const std::string& file) {
+  const auto program = deepspeed_program(pf, config_path, file);
+  const LaunchShape shape = launch_shape(pf, file);
+  std::vector<std::string> a{"deepspeed"};
+  if (shape.nodes > 1) a.insert(a.end(), {"--hostfile", "hostfile"});
+  a.insert(a.end(), {"--num_nodes", std::to_string(shape.nodes)});
+  // --num_gpus gives every node that many (deepspeed/launcher/runner.py main);
+  // a ragged launch takes each node's count from the hostfile's slots instead.
+  if (shape.uniform()) a.insert(a.end(), {"--num_gpus", std::to_string(shape.per_node)});
+  a.insert(a.end(), program.begin(), program.end());
   return join(a);
+}
+
+std::string deepspeed_torchrun_launch(const PlanFile& pf, const std::string& config_path, const std::string& file) {
+  // BigScience's BLOOM runs started Megatron-DeepSpeed this way, one
+  // torch.distributed.run per node under srun.
+  return torchrun_command(pf, file) + " " + join(deepspeed_program(pf, config_path, file));
 }
 
 std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::string& file) {
@@ -421,11 +459,33 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
 }
 
 std::string torchrun_command(const PlanFile& pf, const std::string& file) {
-  const auto [nodes, per_node] = launch_shape(pf, file);
-  // Several nodes meet at a c10d rendezvous on the first node (torchrun's
-  // --rdzv_backend/--rdzv_endpoint; $MASTER_ADDR is the user's to set).
-  const std::string rdzv = nodes > 1 ? " --rdzv_backend c10d --rdzv_endpoint $MASTER_ADDR:29500 --rdzv_id ztune" : "";
-  return "torchrun --nnodes " + std::to_string(nodes) + " --nproc_per_node " + std::to_string(per_node) + rdzv;
+  const LaunchShape shape = launch_shape(pf, file);
+  const std::string nodes = std::to_string(shape.nodes);
+  if (shape.uniform()) {
+    // Several nodes meet at a c10d rendezvous on the first node (torchrun's
+    // --rdzv_backend/--rdzv_endpoint; $MASTER_ADDR is the user's to set).
+    const std::string rdzv =
+        shape.nodes > 1 ? " --rdzv_backend c10d --rdzv_endpoint $MASTER_ADDR:29500 --rdzv_id ztune" : "";
+    return "torchrun --nnodes " + nodes + " --nproc_per_node " + std::to_string(shape.per_node) + rdzv;
+  }
+  // Ragged: the static rendezvous orders the nodes by --node_rank, so the
+  // smaller last node is the last in rank order, as the prediction placed it;
+  // torchrun numbers the ranks by the nodes' cumulative counts. One command
+  // for every node: the shell picks the node's count from $NODE_RANK.
+  const std::string last = std::to_string(shape.nodes - 1);
+  return "torchrun --nnodes " + nodes + " --node_rank $NODE_RANK --nproc_per_node $([ \"$NODE_RANK\" -lt " + last +
+         " ] && echo " + std::to_string(shape.per_node) + " || echo " + std::to_string(shape.last_node) +
+         ") --master_addr $MASTER_ADDR --master_port 29500";
+}
+
+std::string srun_launch(const PlanFile& pf, const std::string& torchrun_launch, const std::string& file) {
+  const LaunchShape shape = launch_shape(pf, file);
+  // One torchrun per node of the allocation, which starts that node's ranks;
+  // NODE_RANK and MASTER_ADDR are what the launch above reads.
+  return "srun --nodes " + std::to_string(shape.nodes) +
+         " --ntasks-per-node 1 bash -c 'export NODE_RANK=$SLURM_NODEID MASTER_ADDR=$(scontrol show hostnames "
+         "\"$SLURM_JOB_NODELIST\" | head -n 1); " +
+         torchrun_launch + "'";
 }
 
 std::string megatron_launch(const PlanFile& pf, const std::string& file) {

@@ -14,7 +14,7 @@ std::string prune_reason_name(PruneReason r) {
     case PruneReason::tp_shape: return "tp must divide heads, kv heads and ffn";
     case PruneReason::pp_layers: return "pp must not exceed the layers";
     case PruneReason::layout_other: return "layout rejected by check_plan";
-    case PruneReason::uneven_launch: return "the launcher cannot start this many ranks alike on each node";
+    case PruneReason::unlaunchable: return "the launcher cannot start these ranks with each tp group inside a node";
     case PruneReason::plan_rule: return "plan rejected by check_plan";
     case PruneReason::memory_gpu: return "GPU memory";
     case PruneReason::memory_host: return "host memory";

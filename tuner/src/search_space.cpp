@@ -282,16 +282,18 @@ void SearchSpace::classify(Layout& l) const {
     return;
   }
   // Megatron-LM, Megatron-DeepSpeed and torchtitan start through torchrun or
-  // the deepspeed launcher, the same number of ranks on every node: a device
-  // count those cannot start is no plan for them (`ztune export` would refuse
-  // it; issue 23: 250 GPUs of 16-GPU nodes at tp 2). ztune's own executor
-  // starts any count (mpirun, a host file's slots).
+  // the deepspeed launcher, tensor-parallel groups inside a node (export.hpp
+  // plan_launch: whole nodes and a smaller last one, 250 GPUs of 16-GPU nodes
+  // at tp 2 as 15 × 16 + 10). A layout no such launch holds (tp 3 across
+  // nodes of 16 with --allow-tp-across-nodes, on too few nodes) is no plan for
+  // them: `ztune export` would refuse it. ztune's own executor starts any
+  // count (mpirun, a host file's slots).
   if (options_.engine != Engine::ztune && cluster_->device_kind == DeviceKind::gpu &&
-      !uniform_launch(l.gpus, l.tp, per_node, cluster_->nodes)) {
-    l.rejected = LayoutRule::uneven_launch;
-    l.reason = std::to_string(l.gpus) + " devices at tp " + std::to_string(l.tp) + " cannot start as the same " +
-               "number of ranks on each of at most " + std::to_string(cluster_->nodes) + " nodes of " +
-               std::to_string(per_node) + " (torchrun, the deepspeed launcher)";
+      !plan_launch(l.gpus, l.tp, per_node, cluster_->nodes)) {
+    l.rejected = LayoutRule::unlaunchable;
+    l.reason = std::to_string(l.gpus) + " devices at tp " + std::to_string(l.tp) + " cannot start on at most " +
+               std::to_string(cluster_->nodes) + " nodes of " + std::to_string(per_node) +
+               " with each tensor-parallel group inside a node (torchrun, the deepspeed launcher)";
     return;
   }
   Plan rep;

@@ -15,20 +15,30 @@
 
 namespace ztune {
 
-/// How the launchers start the plan's ranks: `nodes` × `per_node` = the plan's
-/// devices, the same count on every node (torchrun, the deepspeed launcher),
-/// tensor-parallel groups inside a node. Throws InputError naming `file` when
-/// the cluster's nodes cannot hold them so (250 GPUs on nodes of 16 at tp 2:
-/// 10 per node needs 25 nodes).
+/// How the launchers start the plan's ranks, placed as the cost model placed
+/// them (place_groups: ranks fill whole nodes in order): `nodes` nodes, each
+/// running `per_node` ranks but the last, which runs `last_node` (fewer when
+/// the plan's devices do not fill it: 250 GPUs of 16-GPU nodes are 15 × 16 +
+/// 10). Tensor-parallel groups stay inside a node: every node's count is a
+/// multiple of tp, or tp spans whole nodes. torchrun (its elastic agent numbers
+/// ranks by the cumulative local world sizes, torch/distributed/elastic/agent/
+/// server/api.py _assign_worker_ranks) and the deepspeed launcher (a hostfile's
+/// slots per host, deepspeed/launcher/launch.py global_rank_mapping) both start
+/// such a ragged launch. When whole nodes cannot hold the tp groups (tp 3 on
+/// nodes of 16) the same count on every node is looked for instead.
 struct LaunchShape {
   int nodes = 1;
   int per_node = 1;
+  int last_node = 1;
+  [[nodiscard]] bool uniform() const { return last_node == per_node; }
+  [[nodiscard]] long long ranks() const { return static_cast<long long>(nodes - 1) * per_node + last_node; }
 };
+/// The plan's launch; throws InputError naming `file` when none exists.
 LaunchShape launch_shape(const PlanFile& pf, const std::string& file);
 /// The launch of `gpus` ranks at tensor parallelism `tp` on at most `nodes`
 /// nodes of `node_gpus` (the rule above), or nullopt when none exists. The
 /// search keeps only such layouts for the engines these launchers start.
-std::optional<LaunchShape> uniform_launch(int gpus, int tp, int node_gpus, int nodes);
+std::optional<LaunchShape> plan_launch(int gpus, int tp, int node_gpus, int nodes);
 /// What the printed launch leaves to the user, one line each: the deepspeed
 /// hostfile or torchrun's MASTER_ADDR on several nodes, the NVMe path of
 /// ZeRO-Infinity's offload.
@@ -39,17 +49,27 @@ void require_engine_can_run(const Plan& p, Engine e, const std::string& file);
 
 /// The ds_config.json for the plan (DeepSpeed config keys, bucket sizes in elements).
 nlohmann::json deepspeed_config(const PlanFile& pf, const std::string& file);
-/// "deepspeed --num_nodes N --num_gpus G pretrain_gpt.py ... --deepspeed_config <config_path>".
+/// "deepspeed --num_nodes N --num_gpus G pretrain_gpt.py ... --deepspeed_config <config_path>"
+/// (without --num_gpus when the launch is ragged: the hostfile's slots say each node's count).
 /// Model shape arguments come from the plan file's embedded model, when present.
 std::string deepspeed_launch(const PlanFile& pf, const std::string& config_path, const std::string& file);
 
 /// Megatron-LM pretrain_gpt.py arguments for the plan (and the embedded model's shape).
 std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::string& file);
 /// "torchrun --nnodes N --nproc_per_node G" for the plan's launch_shape, with the
-/// c10d rendezvous on $MASTER_ADDR when it spans nodes (Megatron's and torchtitan's launches).
+/// c10d rendezvous on $MASTER_ADDR when it spans nodes (Megatron's and torchtitan's
+/// launches). A ragged launch is one command for every node: the static
+/// rendezvous with --node_rank $NODE_RANK, and the last node's smaller count.
 std::string torchrun_command(const PlanFile& pf, const std::string& file);
 /// "torchrun --nnodes N --nproc_per_node G pretrain_gpt.py <arguments>".
 std::string megatron_launch(const PlanFile& pf, const std::string& file);
+/// Megatron-DeepSpeed's pretrain_gpt.py started by torchrun rather than the
+/// deepspeed launcher (what srun_launch wraps for a DeepSpeed plan).
+std::string deepspeed_torchrun_launch(const PlanFile& pf, const std::string& config_path, const std::string& file);
+/// A torchrun launch (megatron_launch, torchtitan_launch, deepspeed_torchrun_launch)
+/// under Slurm: "srun --nodes N --ntasks-per-node 1 bash -c '…'", one torchrun
+/// per node with NODE_RANK = $SLURM_NODEID and MASTER_ADDR the allocation's first host.
+std::string srun_launch(const PlanFile& pf, const std::string& torchrun_launch, const std::string& file);
 
 /// torchtitan's job TOML for the plan (the fsdp engine; export_torchtitan.cpp):
 /// [parallelism] degrees (replicate × shard × tp × cp × pp = the plan's

@@ -16,7 +16,7 @@ enum class PruneReason : std::uint8_t {
   tp_shape,         // tp does not divide heads / kv heads / ffn (check_plan)
   pp_layers,        // more stages than layers (check_plan)
   layout_other,     // check_plan rejected the layout for another reason
-  uneven_launch,    // torchrun / the deepspeed launcher cannot start the layout's ranks alike on every node
+  unlaunchable,     // torchrun / the deepspeed launcher cannot start the ranks with each tp group inside a node
   plan_rule,        // check_plan rejected a generated plan (a generator/model mismatch)
   engine_first,     // engine rules follow, EngineRule order
   memory_gpu = engine_first + static_cast<std::uint8_t>(EngineRule::count),

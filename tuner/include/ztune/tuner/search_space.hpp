@@ -40,7 +40,7 @@ enum class LayoutRule : std::uint8_t {
   tp_shape,         // check_plan: tp does not divide heads / kv heads / ffn
   pp_layers,        // check_plan: more stages than layers
   other,            // check_plan broke another rule for this layout
-  uneven_launch,    // the engine's launcher cannot start this many ranks alike on every node
+  unlaunchable,     // the engine's launcher cannot start the ranks with each tp group inside a node
 };
 
 /// One device layout: the outer loop of the search.
