@@ -684,7 +684,7 @@ DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, c
   // FSDP reduce-scatters each module's gradients as its backward ends.
   if (p.zero_stage == 3 && hw.engine.zero3_gather == GatherUnit::module) d.buckets = zero3_gathers_per_pass(m, p, hw);
   if (p.dp_cp() <= 1) return d;  // the gradients reduce over dp × cp (l.dp)
-  const double gbytes = bytes_of(p.precision) * params;  // gradients in the training precision (16-bit on GPUs)
+  const double gbytes = gradient_reduce_bytes(p, hw.engine) * params;  // the engine's reduction dtype
   const double pbytes = bytes_of(p.precision) * params;  // parameters likewise
   const double bucket = gbytes / d.buckets;
   const double per_bucket_ar = collective_time(Collective::all_reduce, bucket, l.dp, c, hw);
@@ -747,6 +747,40 @@ DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, c
       break;
   }
   return d;
+}
+
+bool bf16_optimizer_runs(const Plan& p, const EngineProfile& e) {
+  return e.bf16_pipeline_fp32_accumulation && p.precision == Precision::bf16 && p.pp > 1 && p.zero_stage == 0;
+}
+
+double gradient_reduce_bytes(const Plan& p, const EngineProfile& e) {
+  if (p.precision == Precision::bf16 && (e.bf16_reduce_fp32 || bf16_optimizer_runs(p, e))) return 4.0;
+  return bytes_of(p.precision);
+}
+
+namespace {
+
+/// Parameter tensors of one transformer layer as Megatron-LM builds it: two
+/// norms (weight, and bias for LayerNorm), the fused QKV and the output
+/// projection, the MLP's two linear layers (SwiGLU's gate and up projections
+/// fused in one, megatron/core/transformer/mlp.py), and a bias beside each
+/// linear where the model has them.
+int parameter_tensors_per_layer(const Transformer& m) {
+  const int norms = 2 * (m.norm == NormKind::layernorm ? 2 : 1);
+  const int linears = 4;
+  const int biases = m.bias ? 4 : (m.qkv_bias ? 1 : 0);
+  return norms + linears + biases;
+}
+
+}  // namespace
+
+double bf16_grad_accumulation_time(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+  if (!bf16_optimizer_runs(p, hw.engine)) return 0;
+  const double params = stage_params(m, p);
+  const int tensors = max_stage_layers(p, m.layers) * parameter_tensors_per_layer(m) + 2;  // + an edge's
+  const double gpu = memory_bound_time(18.0 * params, c.node.gpu, hw, 2 * tensors);
+  const double host = 2.0 * tensors * hw.engine.host_op_s;
+  return std::max(gpu, host);
 }
 
 double hybrid_replica_allreduce_time(double bucket_bytes, const Plan& p, const Cluster& c,

@@ -218,7 +218,9 @@ MicrobatchTimes times_of(const Transformer& m, const Plan& p, const Cluster& c, 
   t.tp_comm = layers * tp_layer + edge_tp;
   t.cp_comm = layers * cp_layer;
   t.ulysses_comm = layers * ulysses_layer;
-  t.overhead = layers * host_slack + hw.engine.microbatch_overhead_s;
+  // DeepSpeed's BF16_Optimizer folds each micro-batch's bf16 gradients into
+  // its fp32 buffers after the stage's backward (op_costs.hpp).
+  t.overhead = layers * host_slack + hw.engine.microbatch_overhead_s + bf16_grad_accumulation_time(m, p, c, hw);
   // Overlapped data-parallel link time beside each pass (for link sharing).
   double dp_link_fwd = 0;
   double dp_link_bwd = 0;

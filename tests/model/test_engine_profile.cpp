@@ -331,3 +331,89 @@ TEST_CASE("same plan, two engines: Megatron's softmax falls back to fp32 PyTorch
   CHECK_FALSE(load_engine_profile("ztune").megatron_softmax_rule);
   CHECK_FALSE(load_engine_profile("fsdp").megatron_softmax_rule);
 }
+
+// The fp32 gradients of bf16 training (engine profile "gradients"): Megatron-LM
+// reduces its fp32 main_grad buffer; DeepSpeed's BF16_Optimizer, which runs bf16
+// pipelines without ZeRO, folds each micro-batch's bf16 gradients into fp32
+// buffers and reduces those. Oracles: the byte counts of those buffers and
+// the closed form of the fold (18 B per parameter at the achieved HBM
+// bandwidth, or two host dispatches per parameter tensor).
+TEST_CASE("engine gradients: the reduction's dtype and DeepSpeed's per-micro-batch fp32 fold", "[engine][time][grads]") {
+  const Transformer m = test::gpt(8, 1024, 16, 1024, 51200);
+  const Cluster c = test::a100_nodes(2);
+  HardwareProfile plain = hardware();
+  plain.memory_bandwidth_efficiency = 0.8;
+  plain.engine = engine(GatherUnit::bucket, 1, 1e-3, 2e-3);
+  HardwareProfile megatron = plain;
+  megatron.engine.bf16_reduce_fp32 = true;
+  HardwareProfile deepspeed = plain;
+  deepspeed.engine.bf16_pipeline_fp32_accumulation = true;
+  deepspeed.engine.host_op_s = 1e-9;  // the HBM term bounds the fold
+
+  Plan p = test::zero_plan(16, 1, 0, 1, 4);
+  p.precision = Precision::bf16;
+  const double params = stage_params(m, p);
+  // Megatron: 4-byte gradients in bf16, the training precision's otherwise.
+  CHECK(gradient_reduce_bytes(p, megatron.engine) == 4.0);
+  CHECK(dp_sync_cost(m, p, c, megatron).bytes_per_step == Approx(4.0 * params));
+  CHECK(dp_sync_cost(m, p, c, plain).bytes_per_step == Approx(2.0 * params));
+  CHECK(dp_sync_cost(m, p, c, megatron).per_step_s > 1.9 * dp_sync_cost(m, p, c, plain).per_step_s);
+  p.precision = Precision::fp16;
+  CHECK(gradient_reduce_bytes(p, megatron.engine) == 2.0);
+
+  // DeepSpeed without a pipeline: bf16 gradients reduced as they are, no fold.
+  p.precision = Precision::bf16;
+  CHECK(gradient_reduce_bytes(p, deepspeed.engine) == 2.0);
+  CHECK(bf16_grad_accumulation_time(m, p, c, deepspeed) == 0.0);
+  // With a pipeline at ZeRO 0: the BF16_Optimizer, fp32 reduction and the fold.
+  p.pp = 2;
+  p.dp = 8;
+  p.zero_stage = 0;
+  p.global_batch = 8 * 4;
+  CHECK(bf16_optimizer_runs(p, deepspeed.engine));
+  CHECK(gradient_reduce_bytes(p, deepspeed.engine) == 4.0);
+  const double stage = stage_params(m, p);
+  // 4 layers per stage of 12 tensors (2 LayerNorms with biases, QKV, projection,
+  // two MLP linears, their 4 biases) and an edge's 2: 50 tensors, 2 kernels each.
+  const double hbm = c.node.gpu.hbm_bandwidth_gbps * 1e9 * 0.8;
+  const double fold = 18.0 * stage / hbm + 100 * plain.kernel_launch_s;
+  CHECK(bf16_grad_accumulation_time(m, p, c, deepspeed) == Approx(fold).epsilon(1e-12));
+  // The host bounds it when its dispatch is slower: two ops per tensor.
+  HardwareProfile slow_host = deepspeed;
+  slow_host.engine.host_op_s = 1e-3;
+  CHECK(bf16_grad_accumulation_time(m, p, c, slow_host) == Approx(100 * 1e-3));
+  // The prediction's overhead part carries it once per micro-batch (4).
+  const auto overhead = [&](const HardwareProfile& hw) {
+    return predict_time(m, p, c, hw).parts[static_cast<std::size_t>(TimePart::overhead)];
+  };
+  CHECK(overhead(deepspeed) - overhead(plain) == Approx(4 * fold).epsilon(1e-9));
+  // ZeRO-1 (DeepSpeed's ZeRO optimizer with the default accumulation dtype),
+  // fp16 and the other engines: no BF16_Optimizer.
+  Plan z1 = p;
+  z1.zero_stage = 1;
+  CHECK(bf16_grad_accumulation_time(m, z1, c, deepspeed) == 0.0);
+  CHECK(gradient_reduce_bytes(z1, deepspeed.engine) == 2.0);
+  Plan f16 = p;
+  f16.precision = Precision::fp16;
+  CHECK(bf16_grad_accumulation_time(m, f16, c, deepspeed) == 0.0);
+  CHECK(bf16_grad_accumulation_time(m, p, c, megatron) == 0.0);
+}
+
+TEST_CASE("engine gradients: the shipped engines, an optional section, strict values", "[engine][grads][bad-input]") {
+  CHECK(load_engine_profile("megatron").bf16_reduce_fp32);
+  CHECK_FALSE(load_engine_profile("megatron").bf16_pipeline_fp32_accumulation);
+  CHECK(load_engine_profile("deepspeed").bf16_pipeline_fp32_accumulation);
+  CHECK_FALSE(load_engine_profile("deepspeed").bf16_reduce_fp32);
+  for (const char* name : {"fsdp", "ztune"}) {
+    CHECK_FALSE(load_engine_profile(name).bf16_reduce_fp32);
+    CHECK_FALSE(load_engine_profile(name).bf16_pipeline_fp32_accumulation);
+  }
+  nlohmann::json doc = engine_profile_to_json(load_engine_profile("deepspeed"));
+  CHECK(engine_profile_from_json(doc, "e.json").bf16_pipeline_fp32_accumulation);  // round trip
+  doc.erase("gradients");  // a profile from before the section: neither
+  CHECK_FALSE(engine_profile_from_json(doc, "e.json").bf16_pipeline_fp32_accumulation);
+  doc["gradients"] = {{"bf16_reduce", "fp8"}};
+  CHECK_THROWS_WITH(engine_profile_from_json(doc, "e.json"), Catch::Contains("e.json: $.gradients.bf16_reduce"));
+  doc["gradients"] = {{"bf16_reduce", "fp32"}, {"reduce_dtype", "fp32"}};
+  CHECK_THROWS_WITH(engine_profile_from_json(doc, "e.json"), Catch::Contains("reduce_dtype"));
+}

@@ -52,6 +52,15 @@ EngineProfile engine_profile_from_json(const nlohmann::json& doc, const std::str
     e.tp_comm_overlap = o.optional_fraction("tp_comm", true).value_or(0.0);
     o.finish();
   }
+  // Added with the fp32 gradients of bf16 training: absent means neither.
+  if (r.has("gradients")) {
+    auto g = r.object("gradients");
+    e.bf16_reduce_fp32 = g.optional_choice("bf16_reduce", {"fp32", "bf16"}, "bf16") == "fp32";
+    e.bf16_pipeline_fp32_accumulation =
+        g.optional_choice("bf16_pipeline_accumulation", {"fp32_per_microbatch", "none"}, "none") ==
+        "fp32_per_microbatch";
+    g.finish();
+  }
   e.zero3_gather = r.choice("zero3_gather", {"bucket", "module"}) == "module" ? GatherUnit::module : GatherUnit::bucket;
   // Added with DeepSpeed's recomputation gathers: absent means held.
   e.zero3_recompute_regathers = r.optional_choice("zero3_recompute", {"regather", "held"}, "held") == "regather";
@@ -78,6 +87,9 @@ nlohmann::json engine_profile_to_json(const EngineProfile& e) {
         {"offload", e.offload_overlap},
         {"tp", e.tp_overlap},
         {"tp_comm", e.tp_comm_overlap}}},
+      {"gradients",
+       {{"bf16_reduce", e.bf16_reduce_fp32 ? "fp32" : "bf16"},
+        {"bf16_pipeline_accumulation", e.bf16_pipeline_fp32_accumulation ? "fp32_per_microbatch" : "none"}}},
       {"zero3_gather", e.zero3_gather == GatherUnit::module ? "module" : "bucket"},
       {"zero3_recompute", e.zero3_recompute_regathers ? "regather" : "held"},
   };

@@ -260,6 +260,27 @@ struct DpSyncCost {
 [[nodiscard]] DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c,
                                       const HardwareProfile& hw);
 
+/// Whether the plan runs in DeepSpeed's BF16_Optimizer as the engine profile
+/// describes it (bf16_pipeline_fp32_accumulation): bf16, a pipeline, ZeRO 0.
+/// DeepSpeed picks it for bf16 pipelines without ZeRO (runtime/engine.py
+/// _do_optimizer_sanity_check: model and accumulation dtype both bf16 with
+/// pipeline parallelism); at ZeRO 1 only with data_types.grad_accum_dtype
+/// fp32, which the exported ds_config does not set. The BF16_Optimizer
+/// partitions its fp32 states over dp itself (BLOOM-176B ran so, ZeRO stage 0).
+[[nodiscard]] bool bf16_optimizer_runs(const Plan& p, const EngineProfile& e);
+/// Bytes per gradient element the data-parallel reduction moves: the training
+/// precision's, or 4 for bf16 where the engine reduces an fp32 gradient buffer
+/// (Megatron-LM's main_grad, DeepSpeed's BF16_Optimizer). THE one count: the
+/// analytical dp_sync_cost and the simulator's gradient buckets both use it.
+[[nodiscard]] double gradient_reduce_bytes(const Plan& p, const EngineProfile& e);
+/// DeepSpeed's BF16_Optimizer after each micro-batch's backward, per stage:
+/// every parameter tensor's bf16 gradient cast to fp32 (read 2 B, write 4 B)
+/// and added to its fp32 buffer (read 8 B, write 4 B), two kernels per tensor
+/// issued from a Python loop, so max(HBM time of 18 B per parameter, the host's
+/// dispatch of two ops per tensor). 0 where the BF16_Optimizer does not run.
+[[nodiscard]] double bf16_grad_accumulation_time(const Transformer& m, const Plan& p, const Cluster& c,
+                                                 const HardwareProfile& hw);
+
 /// Hybrid sharding (plan.dp_shard): the all-reduce across the replicas of the
 /// partition (bucket_bytes / dp_shard) a shard group's reduce-scatter of a
 /// gradient bucket of `bucket_bytes` leaves on each rank, over the replica

@@ -64,6 +64,22 @@ struct EngineProfile {
   // key fusion.masked_softmax: "megatron" or "always" (optional, absent = always).
   bool megatron_softmax_rule = false;
 
+  // Gradients of bf16 training (profile section "gradients", optional; absent
+  // = neither). bf16_reduce_fp32 ("bf16_reduce": "fp32"): the data-parallel
+  // reduction moves 4-byte gradients. Megatron-LM accumulates bf16 gradients
+  // in an fp32 main_grad buffer and reduces that buffer (its arguments.py sets
+  // accumulate_allreduce_grads_in_fp32 under --bf16; Megatron-Core's
+  // DistributedDataParallelConfig grad_reduce_in_fp32, which NeMo's recipes
+  // set); the megatron state accounting counts the same buffer.
+  // bf16_pipeline_fp32_accumulation ("bf16_pipeline_accumulation":
+  // "fp32_per_microbatch"): DeepSpeed runs bf16 pipelines without ZeRO in its
+  // BF16_Optimizer (runtime/engine.py, the BFLOAT16 optimizer wrapper), which after every micro-batch's backward casts each parameter's
+  // bf16 gradient to fp32 and adds it to an fp32 buffer (bf16_optimizer.py
+  // _update_hp_grad, called from the pipeline engine's backward pass) and
+  // reduces those fp32 buffers at the step (get_grads_for_reduction).
+  bool bf16_reduce_fp32 = false;
+  bool bf16_pipeline_fp32_accumulation = false;
+
   GatherUnit zero3_gather = GatherUnit::bucket;
   // Whether ZeRO-3 gathers a fully recomputed block again for its
   // recomputation. DeepSpeed: yes: its module hooks fire in the recomputed
