@@ -344,11 +344,14 @@ def ranks_deepspeed_starts(launch, hostfile):
     ds_runner.subprocess.check_call = lambda *a, **k: 0
     ds_runner.subprocess.check_output = lambda *a, **k: b"10.0.0.1\n"
     ds_runner.PDSHRunner.backend_exists = lambda self: True
+    ds_log = logging.getLogger("DeepSpeed")
+    ds_log.disabled = True  # the runner sets its own level and logs the whole command
     try:
         ds_runner.main(args)
     except Started:
         pass
     finally:
+        ds_log.disabled = False
         (ds_runner.subprocess.Popen, ds_runner.subprocess.check_call, ds_runner.subprocess.check_output,
          ds_runner.PDSHRunner.backend_exists) = saved
     if "cmd" not in started:
@@ -359,15 +362,25 @@ def ranks_deepspeed_starts(launch, hostfile):
     return json.loads(base64.urlsafe_b64decode(info[0].split("=", 1)[1]))
 
 
-def check_launch(name, p, model, cluster, tmp):
-    """The export's launch and hostfile, as DeepSpeed's launcher starts them: the plan's ranks, tp inside nodes."""
-    planfile = {"schema": "ztune.planfile/1", "plan": p, "model": catalog("models", model),
-                "cluster": catalog("clusters", cluster)}
+def export_deepspeed(name, p, model, cluster, tmp):
+    """Writes the plan file (with the catalog's model and cluster when named) and
+    exports it: (ztune's completed process, the ds_config path)."""
+    planfile = {"schema": "ztune.planfile/1", "plan": p}
+    if model:
+        planfile["model"] = catalog("models", model)
+    if cluster:
+        planfile["cluster"] = catalog("clusters", cluster)
     path = os.path.join(tmp, re.sub(r"\W+", "_", name) + ".json")
     out = path + ".ds_config.json"
     with open(path, "w") as f:
         json.dump(planfile, f)
     r = subprocess.run([ZTUNE, "export", "--format", "deepspeed", path, "--out", out], capture_output=True, text=True)
+    return r, out
+
+
+def check_launch(name, p, model, cluster, tmp):
+    """The export's launch and hostfile, as DeepSpeed's launcher starts them: the plan's ranks, tp inside nodes."""
+    r, out = export_deepspeed(name, p, model, cluster, tmp)
     if r.returncode != 0:
         return [f"ztune export failed (exit {r.returncode}): {r.stderr.strip()}"]
     lines = r.stdout.splitlines()
@@ -396,16 +409,7 @@ def check_launch(name, p, model, cluster, tmp):
 
 def check_case(name, p, model, cluster, tmp):
     """List of problems with the export of this plan; empty when DeepSpeed takes it as meant."""
-    planfile = {"schema": "ztune.planfile/1", "plan": p}
-    if model:
-        planfile["model"] = catalog("models", model)
-    if cluster:
-        planfile["cluster"] = catalog("clusters", cluster)
-    path = os.path.join(tmp, re.sub(r"\W+", "_", name) + ".json")
-    out = path + ".ds_config.json"
-    with open(path, "w") as f:
-        json.dump(planfile, f)
-    r = subprocess.run([ZTUNE, "export", "--format", "deepspeed", path, "--out", out], capture_output=True, text=True)
+    r, out = export_deepspeed(name, p, model, cluster, tmp)
     if r.returncode != 0:
         return [f"ztune export failed (exit {r.returncode}): {r.stderr.strip()}"]
     with open(out) as f:
@@ -487,12 +491,12 @@ def check_case(name, p, model, cluster, tmp):
     if p["zeropp"]:
         expect("zero_quantized_weights", z.zero_quantized_weights, True)
         expect("zero_quantized_gradients", z.zero_quantized_gradients, True)
-        want = planfile["cluster"]["node"]["gpus"] if cluster else None
+        want = catalog("clusters", cluster)["node"]["gpus"] if cluster else None
         if want is not None:
             expect("zero_hpz_partition_size (GPUs per node)", z.zero_hpz_partition_size, want)
     if p.get("dp_shard"):
         expect("mics_shard_size (ZeRO-3 shard group)", z.mics_shard_size, p["dp_shard"])
-        gpn = planfile["cluster"]["node"]["gpus"] if cluster else 8
+        gpn = catalog("clusters", cluster)["node"]["gpus"] if cluster else 8
         expect("mics_hierarchical_params_gather (a shard group spanning nodes)", z.mics_hierarchical_params_gather,
                p["dp_shard"] * p["tp"] > gpn)
     if p["onebit_adam"]["enabled"]:
