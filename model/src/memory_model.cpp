@@ -32,7 +32,11 @@ std::size_t idx(MemLine l) { return static_cast<std::size_t>(l); }
 
 }  // namespace
 
-ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccounting a, Precision precision) {
+bool deepspeed_runs_bf16_optimizer(Precision precision, int pp, int zero_stage) {
+  return precision == Precision::bf16 && pp > 1 && zero_stage == 0;
+}
+
+ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccounting a, Precision precision, int pp) {
   const double n = std::max(1, dp);
   ModelStateBytes b;
   switch (a) {
@@ -42,16 +46,13 @@ ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccou
       b.optimizer = zero_stage >= 1 ? 12.0 * psi / n : 12.0 * psi;
       break;
     case StateAccounting::deepspeed:
-      if (zero_stage == 0 && precision == Precision::bf16) {
-        // Without ZeRO, bf16 accumulates gradients in fp32 (engine.py
-        // get_data_types), which makes DeepSpeed wrap the optimizer in its
-        // BF16_Optimizer (_do_optimizer_sanity_check): 16-bit params and
-        // gradients, a full fp32 gradient buffer (fp32_groups_gradients_flat,
-        // the one reduced), and the fp32 master, momentum and variance of this
-        // rank's data-parallel partition only (bf16_optimizer.py).
+      if (deepspeed_runs_bf16_optimizer(precision, pp, zero_stage)) {
+        // BF16_Optimizer (bf16_optimizer.py): 16-bit params and gradients, a
+        // full fp32 gradient buffer (the one reduced), and the fp32 master,
+        // momentum and variance of this rank's data-parallel partition only.
         b = {2.0 * psi, 6.0 * psi, 12.0 * psi / n};
       } else if (zero_stage == 0) {
-        b = {2.0 * psi, 2.0 * psi, 12.0 * psi};  // FP16_Optimizer: fp32 states whole
+        b = {2.0 * psi, 2.0 * psi, 12.0 * psi};  // FP16_Optimizer (DDP_BFLOAT16 for bf16): fp32 states whole
       } else if (zero_stage <= 2) {
         // 16-bit params whole; 16-bit + fp32 gradient partitions; fp32 states partitioned.
         b = {2.0 * psi, 6.0 * psi / n, 12.0 * psi / n};
@@ -250,7 +251,7 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   // with context parallelism, dp × cp ranks; parameters are not divided by cp).
   // Hybrid sharding (plan.dp_shard): ZeRO-3's partitions over the shard group
   // of dp_shard ranks, replicated across the dp × cp / dp_shard groups.
-  ModelStateBytes st = model_state_bytes(psi, p.shard_group(), p.zero_stage, opt.accounting, p.precision);
+  ModelStateBytes st = model_state_bytes(psi, p.shard_group(), p.zero_stage, opt.accounting, p.precision, p.pp);
   if (p.precision == Precision::fp32) {
     // Pure fp32 training (the CPU backend): 4-byte parameters and gradients, and
     // Adam keeps only momentum and variance (8 bytes) since the parameters are

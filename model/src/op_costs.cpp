@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "ztune/model/cpu_executor_costs.hpp"
+#include "ztune/model/memory_model.hpp"
 #include "ztune/model/sparse_attention.hpp"
 #include "ztune/model/time_model.hpp"
 #include "ztune/model/zeropp.hpp"
@@ -750,7 +751,7 @@ DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, c
 }
 
 bool bf16_optimizer_runs(const Plan& p, const EngineProfile& e) {
-  return e.bf16_pipeline_fp32_accumulation && p.precision == Precision::bf16 && p.pp > 1 && p.zero_stage == 0;
+  return e.bf16_pipeline_fp32_accumulation && deepspeed_runs_bf16_optimizer(p.precision, p.pp, p.zero_stage);
 }
 
 double gradient_reduce_bytes(const Plan& p, const EngineProfile& e) {

@@ -75,20 +75,26 @@ TEST_CASE("DeepSpeed accounting: 2Ψ + 18Ψ/N for stages 1-2, 18Ψ/N for stage 3
   }
 }
 
-TEST_CASE("DeepSpeed without ZeRO: FP16_Optimizer keeps 16Ψ, bf16's BF16_Optimizer 8Ψ + 12Ψ/N", "[memory][deepspeed]") {
-  // DeepSpeed engine.py: without ZeRO, bf16 accumulates gradients in fp32
-  // (get_data_types), so the optimizer is wrapped in BF16_Optimizer
-  // (_do_optimizer_sanity_check), which keeps the 16-bit gradients, a full
-  // fp32 gradient buffer and the fp32 master and Adam moments of this rank's
-  // data-parallel partition; fp16 gets FP16_Optimizer, whose fp32 states are whole.
+TEST_CASE("DeepSpeed without ZeRO: FP16_Optimizer keeps 16Ψ, a bf16 pipeline's BF16_Optimizer 8Ψ + 12Ψ/N", "[memory][deepspeed]") {
+  // DeepSpeed 0.18–0.19 runtime/engine.py: with the default data types bf16
+  // accumulates in bf16 (get_data_types), and _do_optimizer_sanity_check wraps
+  // a bf16 pipeline without ZeRO in BF16_Optimizer, which keeps the 16-bit
+  // gradients, a full fp32 gradient buffer and the fp32 master and Adam
+  // moments of this rank's data-parallel partition; bf16 without a pipeline
+  // gets DDP_BFLOAT16 and fp16 FP16_Optimizer, whose fp32 states are whole.
   const double psi = 7e9;
+  CHECK(deepspeed_runs_bf16_optimizer(Precision::bf16, 2, 0));
+  CHECK_FALSE(deepspeed_runs_bf16_optimizer(Precision::bf16, 1, 0));
+  CHECK_FALSE(deepspeed_runs_bf16_optimizer(Precision::bf16, 4, 1));
+  CHECK_FALSE(deepspeed_runs_bf16_optimizer(Precision::fp16, 4, 0));
   for (int n : {1, 2, 8, 64}) {
     INFO("N = " << n);
-    const auto bf = model_state_bytes(psi, n, 0, StateAccounting::deepspeed, Precision::bf16);
+    const auto bf = model_state_bytes(psi, n, 0, StateAccounting::deepspeed, Precision::bf16, 4);
     CHECK(bf.params == Approx(2 * psi));
     CHECK(bf.grads == Approx(6 * psi));
     CHECK(bf.optimizer == Approx(12 * psi / n));
-    CHECK(model_state_bytes(psi, n, 0, StateAccounting::deepspeed, Precision::fp16).total() == Approx(16 * psi));
+    CHECK(model_state_bytes(psi, n, 0, StateAccounting::deepspeed, Precision::bf16, 1).total() == Approx(16 * psi));
+    CHECK(model_state_bytes(psi, n, 0, StateAccounting::deepspeed, Precision::fp16, 4).total() == Approx(16 * psi));
   }
 }
 

@@ -22,10 +22,10 @@ enum class StateAccounting : std::uint8_t {
   paper,
   /// DeepSpeed's estimate_zero2/3_model_states_mem_needs (2024+): it keeps fp32
   /// gradient partitions, so stages 1–2 need 2Ψ + 18Ψ/N and stage 3 18Ψ/N plus
-  /// 4 bytes × the largest layer; stage 0 16Ψ, except bf16 without ZeRO, which
-  /// DeepSpeed runs in its BF16_Optimizer: 8Ψ + 12Ψ/N (an fp32 gradient buffer
-  /// beside the 16-bit one; the fp32 states partitioned). Use when the plan
-  /// targets DeepSpeed.
+  /// 4 bytes × the largest layer; stage 0 16Ψ, except where DeepSpeed runs its
+  /// BF16_Optimizer (deepspeed_runs_bf16_optimizer: bf16 pipelines without
+  /// ZeRO): 8Ψ + 12Ψ/N (an fp32 gradient buffer beside the 16-bit one; the fp32
+  /// states partitioned). Use when the plan targets DeepSpeed.
   deepspeed,
   /// Megatron-LM / Megatron-Core (its docs, "Distributed Optimizer", bytes per
   /// parameter): the contiguous main-gradient buffer is kept whole, in fp32
@@ -57,9 +57,21 @@ struct ModelStateBytes {
   double optimizer = 0;
   [[nodiscard]] double total() const { return params + grads + optimizer; }
 };
-/// `precision` matters to the megatron accounting only (its gradient buffer's type).
+/// `precision` matters to the megatron accounting (its gradient buffer's type)
+/// and, with `pp`, to the deepspeed one (its BF16_Optimizer).
 [[nodiscard]] ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccounting a,
-                                                Precision precision);
+                                                Precision precision, int pp = 1);
+
+/// Whether DeepSpeed wraps the optimizer in its BF16_Optimizer with its default
+/// data types (runtime/engine.py _do_optimizer_sanity_check and get_data_types,
+/// DeepSpeed 0.18–0.19): bf16 with pipeline parallelism and no ZeRO. bf16 at
+/// ZeRO 1 takes it only with data_types.grad_accum_dtype fp32, which ztune's
+/// export does not set; bf16 without a pipeline gets the FP16_Optimizer-like
+/// DDP_BFLOAT16 wrapper (16-bit gradients, fp32 states whole). THE one rule:
+/// the deepspeed state accounting and the time model's fp32 gradient fold
+/// (op_costs.hpp bf16_optimizer_runs) both use it. BLOOM-176B ran so (bf16,
+/// ZeRO stage 0, 12 pipeline stages).
+[[nodiscard]] bool deepspeed_runs_bf16_optimizer(Precision precision, int pp, int zero_stage);
 
 /// Activation bytes of ONE transformer layer for one micro-batch on one GPU
 /// (Korthikanti et al. 2022, §4, Table 2), 16-bit:

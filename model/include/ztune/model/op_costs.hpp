@@ -260,13 +260,9 @@ struct DpSyncCost {
 [[nodiscard]] DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c,
                                       const HardwareProfile& hw);
 
-/// Whether the plan runs in DeepSpeed's BF16_Optimizer as the engine profile
-/// describes it (bf16_pipeline_fp32_accumulation): bf16, a pipeline, ZeRO 0.
-/// DeepSpeed picks it for bf16 pipelines without ZeRO (runtime/engine.py
-/// _do_optimizer_sanity_check: model and accumulation dtype both bf16 with
-/// pipeline parallelism); at ZeRO 1 only with data_types.grad_accum_dtype
-/// fp32, which the exported ds_config does not set. The BF16_Optimizer
-/// partitions its fp32 states over dp itself (BLOOM-176B ran so, ZeRO stage 0).
+/// Whether the plan runs in DeepSpeed's BF16_Optimizer: the engine profile
+/// says it has one (bf16_pipeline_fp32_accumulation) and DeepSpeed picks it
+/// for the plan (memory_model.hpp deepspeed_runs_bf16_optimizer).
 [[nodiscard]] bool bf16_optimizer_runs(const Plan& p, const EngineProfile& e);
 /// Bytes per gradient element the data-parallel reduction moves: the training
 /// precision's, or 4 for bf16 where the engine reduces an fp32 gradient buffer
