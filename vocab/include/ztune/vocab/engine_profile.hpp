@@ -69,8 +69,11 @@ struct EngineProfile {
   // reduction moves 4-byte gradients. Megatron-LM accumulates bf16 gradients
   // in an fp32 main_grad buffer and reduces that buffer (its arguments.py sets
   // accumulate_allreduce_grads_in_fp32 under --bf16; Megatron-Core's
-  // DistributedDataParallelConfig grad_reduce_in_fp32, which NeMo's recipes
-  // set); the megatron state accounting counts the same buffer.
+  // DistributedDataParallelConfig grad_reduce_in_fp32). The shipped megatron
+  // engine does not state it: it is fitted on NeMo's performance runs, which
+  // reduce in bf16 (NeMo-Framework-Launcher optim.grad_sync_dtype bf16, NeMo
+  // 2's performance mode grad_reduce_in_fp32 False); a profile of plain
+  // Megatron-LM would.
   // bf16_pipeline_fp32_accumulation ("bf16_pipeline_accumulation":
   // "fp32_per_microbatch"): DeepSpeed runs bf16 pipelines without ZeRO in its
   // BF16_Optimizer (runtime/engine.py, the BFLOAT16 optimizer wrapper), which after every micro-batch's backward casts each parameter's
