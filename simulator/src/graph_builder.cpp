@@ -470,6 +470,10 @@ class Builder {
       consume(gp, e, true);
       if (reduce) produce_gradients(s, e, edges_.embedding_params);
     }
+    // DeepSpeed's BF16_Optimizer folds the gradients into fp32 before the
+    // stage sends its gradient on (an overhead op of the stage, split over its
+    // model chunks).
+    overhead(s, &st, -1, -1, costs_.gradient_fold_s() * stages_ / vstages_);
     // The gradient goes to the previous stage as soon as the backward is done;
     // an unoverlapped reduction holds the compute stream, not the send.
     bwd_first_[key(st.microbatch, j)] = first;

@@ -36,10 +36,8 @@ ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Clus
   layer_.backward_overhead_s = std::max(0.0, lc.host_bwd_s - (lc.bwd_s + tp_bwd));
   layer_.recompute_overhead_s = std::max(0.0, lc.host_recompute_s - (lc.recompute_s + lc.tp_recompute_s));
   layer_.checkpoint_copy_s = cpu_checkpoint_copy_time(m, p, c, hw) / 2;
-  // DeepSpeed's BF16_Optimizer work per micro-batch (op_costs.hpp) is host and
-  // HBM work on the stage's stream, charged with the schedule's per-micro-batch
-  // overhead, as time_model.cpp charges it.
-  microbatch_overhead_s_ = hw.engine.microbatch_overhead_s + bf16_grad_accumulation_time(m, p, c, hw);
+  microbatch_overhead_s_ = hw.engine.microbatch_overhead_s;
+  gradient_fold_s_ = bf16_grad_accumulation_time(m, p, c, hw);
   // 16-bit gradient buckets, or fp32 where the engine reduces an fp32 buffer
   // (gradient_reduce_bytes). fp32 plans (CPU ranks) keep the 2-byte buckets
   // the simulator has always counted for them.

@@ -83,6 +83,12 @@ class CostSource {
   /// (loss-scale check, gradient norm, optimizer launch).
   [[nodiscard]] virtual double microbatch_overhead_s() const = 0;
   [[nodiscard]] virtual double step_overhead_s() const = 0;
+  /// Work on a stage's stream after its backward of each micro-batch, before
+  /// the gradient goes to the previous stage: DeepSpeed's BF16_Optimizer
+  /// folding the micro-batch's bf16 gradients into fp32 (op_costs.hpp
+  /// bf16_grad_accumulation_time; its pipeline engine runs it inside the
+  /// BackwardPass instruction, before SendGrad). Default: none.
+  [[nodiscard]] virtual double gradient_fold_s() const { return 0; }
   /// Tied embeddings split over the first and last stage: all-reduce of the
   /// word-embedding gradient between them once per step (0 when not needed).
   [[nodiscard]] virtual double embedding_sync_s() const = 0;

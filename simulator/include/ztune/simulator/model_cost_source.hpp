@@ -23,6 +23,7 @@ class ModelCostSource final : public CostSource {
   [[nodiscard]] double embedding_sync_s() const override { return embedding_sync_s_; }
   [[nodiscard]] double microbatch_overhead_s() const override { return microbatch_overhead_s_; }
   [[nodiscard]] double step_overhead_s() const override { return step_overhead_s_; }
+  [[nodiscard]] double gradient_fold_s() const override { return gradient_fold_s_; }
   [[nodiscard]] double dp_collective_s(DpCollective kind, double bytes) const override;
   [[nodiscard]] double pcie_s(double bytes) const override;
   [[nodiscard]] double nvme_s(double bytes) const override;
@@ -59,6 +60,7 @@ class ModelCostSource final : public CostSource {
   double embedding_sync_s_ = 0;
   double microbatch_overhead_s_ = 0;
   double grad_bytes_ = 2;
+  double gradient_fold_s_ = 0;
   double step_overhead_s_ = 0;
   double optimizer_params_ = 0;  // the partition optimizer_cost() times
   OptimizerCost optimizer_;
