@@ -21,6 +21,7 @@
 #include "ztune/tuner/engine.hpp"
 #include "ztune/model/memory_model.hpp"
 #include "ztune/model/onebit_adam.hpp"
+#include "ztune/model/op_costs.hpp"
 #include "ztune/model/sparse_attention.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/model/time_model.hpp"
@@ -212,6 +213,14 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
               (in.profile.engine.name + (in.compiled ? " (compiled: torch.compile / XLA fusion)" : "")).c_str());
   std::printf("states   counted in %s's accounting (--accounting; the engine's by default)\n",
               to_string(in.memory.accounting));
+  // Where the engine keeps bf16 gradients in fp32 (op_costs.hpp): say so, the
+  // time it costs comes out of the breakdown's overhead and dp_comm lines.
+  if (bf16_optimizer_runs(in.plan, in.profile.engine))
+    std::printf("grads    DeepSpeed's BF16_Optimizer (bf16 pipeline without ZeRO): each micro-batch's gradients folded "
+                "into fp32 buffers (%.1f ms, in overhead), reduced in fp32\n",
+                1e3 * bf16_grad_accumulation_time(in.model, in.plan, in.cluster, in.profile));
+  else if (gradient_reduce_bytes(in.plan, in.profile.engine) > bytes_of(in.plan.precision))
+    std::printf("grads    reduced in fp32 (the engine's fp32 gradient buffer)\n");
   if (const std::string note = sequence_note(in.model); !note.empty()) std::printf("%s\n", note.c_str());
   std::printf("\n");
   // Uneven pipeline stages: say which layers each stage holds (the plan's

@@ -500,3 +500,29 @@ TEST_CASE("model states are counted as the engine keeps them: Megatron's fp32 gr
   REQUIRE(overridden.exit_code == 0);
   CHECK(nlohmann::json::parse(overridden.out).at("memory_accounting") == "paper");
 }
+
+TEST_CASE("predict names DeepSpeed's BF16_Optimizer where it runs: bf16 pipelines without ZeRO",
+          "[cli][predict][engine][grads]") {
+  // DeepSpeed 0.18-0.19 wrap a bf16 pipeline without ZeRO in BF16_Optimizer
+  // (memory_model.hpp deepspeed_runs_bf16_optimizer): its fp32 gradient
+  // buffer shows in the grads line (6 bytes per parameter against the
+  // params' 2), and the text says where its time went.
+  const std::string plan = " predict --cluster dgx-a100-80gbx16 --model llama-7b --tp 2 --pp 4 --dp 16 --micro-batch 1"
+                           " --global-batch 512 --recompute full --precision bf16";
+  auto z0 = run_command(ztune_bin() + plan + " --engine deepspeed --zero 0");
+  auto z1 = run_command(ztune_bin() + plan + " --engine deepspeed --zero 1");
+  auto json = run_command(ztune_bin() + plan + " --engine deepspeed --zero 0 --json");
+  REQUIRE(z0.exit_code == 0);
+  REQUIRE(z1.exit_code == 0);
+  REQUIRE(json.exit_code == 0);
+  CHECK_THAT(z0.out, Contains("grads    DeepSpeed's BF16_Optimizer (bf16 pipeline without ZeRO)") &&
+                         Contains("in overhead), reduced in fp32"));
+  CHECK_THAT(z1.out, !Contains("BF16_Optimizer"));
+  const auto doc = nlohmann::json::parse(json.out);
+  const auto& g = doc.at("memory").at("gpu");
+  CHECK(g.at("grads_bytes").get<double>() == Approx(3.0 * g.at("params_bytes").get<double>()));
+  // Megatron on the same plan keeps its own count and names no DeepSpeed optimizer.
+  auto megatron = run_command(ztune_bin() + plan + " --zero 0 --engine megatron");
+  REQUIRE(megatron.exit_code == 0);
+  CHECK_THAT(megatron.out, !Contains("BF16_Optimizer"));
+}
