@@ -300,8 +300,8 @@ LAUNCHES = [
 ]
 
 
-def hostfile_from(placeholder, path):
-    """Writes the hostfile the export's 'hostfile: ...' line describes; returns its per-host slots."""
+def write_hostfile(placeholder, path):
+    """Writes the hostfile the export's 'hostfile: ...' line describes."""
     m = re.search(r"hostfile: (\d+) lines, the first (\d+) '<host> slots=(\d+)' and the last '<host> slots=(\d+)'",
                   placeholder)
     if m:
@@ -317,7 +317,6 @@ def hostfile_from(placeholder, path):
     with open(path, "w") as f:
         for i, k in enumerate(slots):
             f.write(f"node{i:02d} slots={k}\n")
-    return slots
 
 
 def ranks_deepspeed_starts(launch, hostfile):
@@ -384,12 +383,12 @@ def check_launch(name, p, model, cluster, tmp):
     if r.returncode != 0:
         return [f"ztune export failed (exit {r.returncode}): {r.stderr.strip()}"]
     lines = r.stdout.splitlines()
-    launch = lines[lines.index(next(l for l in lines if l.startswith("Wrote "))) + 1]
+    launch = lines[next(i for i, l in enumerate(lines) if l.startswith("Wrote ")) + 1]
     host_line = next((l for l in lines if "hostfile:" in l), None)
     if host_line is None:
         return [f"a {p['dp'] * p['tp'] * p['pp']}-rank launch names no hostfile: {r.stdout}"]
     hostfile = os.path.join(tmp, "hostfile")
-    hostfile_from(host_line, hostfile)
+    write_hostfile(host_line, hostfile)
     world = ranks_deepspeed_starts(launch, hostfile)
     problems = []
     ranks = sum(len(g) for g in world.values())

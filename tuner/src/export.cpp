@@ -37,19 +37,22 @@ long long elems(double v, const char* field, const std::string& file) {
 
 std::optional<LaunchShape> plan_launch(int gpus, int tp, int node_gpus, int nodes) {
   if (gpus < 1 || node_gpus < 1 || tp < 1) return std::nullopt;
+  // Whether a node starting `count` consecutive ranks keeps each tensor-parallel
+  // group inside it: count a multiple of tp, or, for a tp wider than a node,
+  // a whole node of a group spanning whole nodes.
+  const auto holds_tp = [&](int count) {
+    return tp <= node_gpus ? count % tp == 0 : count == node_gpus && tp % node_gpus == 0;
+  };
   // The ranks as the cost model placed them (place_groups): whole nodes in
-  // order, the remainder on the last. Every node's count a multiple of tp keeps
-  // each tensor-parallel group (consecutive ranks) inside a node.
+  // order, the remainder on the last.
   const int per = std::min(node_gpus, gpus);
   const int used = (gpus - 1) / per + 1;
   const int last = gpus - (used - 1) * per;
-  const bool tp_inside = tp <= node_gpus ? per % tp == 0 && last % tp == 0 : tp % node_gpus == 0 && last == per;
-  if (tp_inside && used <= nodes) return LaunchShape{used, per, last};
-  // Otherwise the same count k on every node, k a multiple of tp (tp 3 on
-  // nodes of 16 launches as 12 per node), the largest such k.
+  if (holds_tp(per) && holds_tp(last) && used <= nodes) return LaunchShape{used, per, last};
+  // Otherwise the same count k on every node (tp 3 on nodes of 16 launches as
+  // 12 per node), the largest such k.
   for (int k = std::min(node_gpus, gpus); k >= 1; --k) {
-    if (gpus % k != 0) continue;
-    if (tp <= node_gpus ? k % tp != 0 : (k != node_gpus || tp % node_gpus != 0)) continue;
+    if (gpus % k != 0 || !holds_tp(k)) continue;
     if (gpus / k > nodes) break;  // smaller k only needs more nodes
     return LaunchShape{gpus / k, k, k};
   }
