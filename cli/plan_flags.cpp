@@ -154,6 +154,11 @@ void PlanFlags::add_to(CLI::App& app) {
                  "NVTE_FUSED_ATTN=1: the same memory, faster on H100) or eager (standard's memory with the mask, "
                  "softmax and dropout as separate kernels: Megatron-LM 2019, --no-masked-softmax-fusion)")
       ->check(CLI::IsMember(names_of(kAttentionKernelNames)));
+  app.add_flag("--no-bias-fusion", no_bias_fusion,
+               "The bias add, activation, dropout and residual add as kernels of their own instead of Megatron's "
+               "fused bias-GeLU/SwiGLU and bias-dropout-add (Megatron-LM --no-bias-gelu-fusion or "
+               "--no-bias-swiglu-fusion, and --no-bias-dropout-fusion; the 2019 Megatron-LM and its "
+               "DeepSpeedExamples forks)");
   app.add_option("--stage-layers", stage_layers,
                  "Layers per pipeline stage, first to last (pp counts summing to the layers; default balanced "
                  "as DeepSpeed's uniform partition)")
@@ -188,6 +193,7 @@ InputError flag_error(const std::string& msg) {
   if (field.starts_with("communication-")) field.erase(0, std::string_view("communication-").size());
   if (field == "offload") field = "offload-optimizer/--offload-params";
   if (field == "reduce-scatter") field = "grad-allreduce";  // the flag sets reduce_scatter false
+  if (field == "bias-fusion") field = "no-bias-fusion";      // and this one bias_fusion false
   return InputError("--" + field + ": " + msg.substr(colon + 2));
 }
 
@@ -221,6 +227,7 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   p.sequence_parallel = sequence_parallel;
   p.tp_comm_overlap = tp_comm_overlap;
   p.partition_activations = partition_activations;
+  p.bias_fusion = !no_bias_fusion;
   p.cpu_checkpointing = cpu_checkpointing;
   p.reduce_scatter = !grad_allreduce;
   // CLI11's IsMember admitted only the tables' names.

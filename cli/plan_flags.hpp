@@ -57,7 +57,7 @@ struct PlanFlags {
   long long global_batch = 0;
   std::string recompute = "none", schedule, offload_optimizer = "none", offload_params = "none", precision;
   bool sequence_parallel = false, tp_comm_overlap = false, partition_activations = false, cpu_checkpointing = false, grad_allreduce = false, onebit_adam = false,
-       zeropp = false, no_overlap = false;
+       zeropp = false, no_overlap = false, no_bias_fusion = false;
   int freeze_step = 0;
   std::string sparse_attention = "none";
   int sparse_block = 64;

@@ -89,9 +89,11 @@ QString batching_label(const Plan& p) { return QStringLiteral("%1 × %2").arg(p.
 QString recompute_label(const Plan& p) { return QString::fromStdString(recompute_text(p)); }
 
 QString attention_label(const Plan& p) {
-  if (p.sparse_attention != SparseLayout::none)
-    return QStringLiteral("sparse %1/%2").arg(QString::fromStdString(to_string(p.sparse_attention))).arg(p.sparse_block);
-  return QString::fromStdString(to_string(p.attention));
+  const QString kernel =
+      p.sparse_attention != SparseLayout::none
+          ? QStringLiteral("sparse %1/%2").arg(QString::fromStdString(to_string(p.sparse_attention))).arg(p.sparse_block)
+          : QString::fromStdString(to_string(p.attention));
+  return p.bias_fusion ? kernel : kernel + QStringLiteral(" · unfused bias");  // Megatron's --no-bias-*-fusion
 }
 
 QString schedule_label(const Plan& p) {

@@ -250,6 +250,35 @@ bool megatron_softmax_fallback(const Transformer& m, const Plan& p, const Hardwa
 }
 
 namespace {
+// What running the bias fusions' ops apart adds (plan.bias_fusion false);
+// zero with them fused.
+double unfused_bias_bytes(const Transformer& m, const Plan& p, const LayerShape& x, double eb) {
+  if (p.bias_fusion) return 0;
+  // Against the fused kernels' one pass each (gpu_layer_compute's bda_bytes and
+  // act_bytes). Bias-dropout-add, twice a layer on the hidden state hs: the
+  // row-parallel output's bias add (read, write), dropout (read, write, a
+  // 1-byte mask) and the residual add (two reads, a write) are 7·hs·eb + hs
+  // where the fused kernel is 3·hs·eb + hs: 4·hs·eb more each (2·hs·eb for a
+  // model without biases, whose dropout and add still run apart). The MLP's
+  // input projection: a bias add of its own over the f_in outputs (read,
+  // write) before the activation, which for GeLU is one kernel either way
+  // (the 2019 Megatron-LM's gelu_impl is torch.jit.script'ed); SwiGLU's
+  // silu(a)·b runs as silu (read, write f_out) and a product (two reads, a
+  // write), 5·f_out against the fused f_in + f_out = 3·f_out: 2·f_out more.
+  const double hs = x.tokens * x.h / (x.sp ? x.t : 1.0);
+  const double bda = 2.0 * (m.bias ? 4.0 : 2.0) * hs * eb;
+  const double bias = m.bias ? 2.0 * x.f_in / x.t * x.tokens * eb : 0.0;
+  const double act = m.activation == Activation::swiglu ? 2.0 * x.f_out / x.t * x.tokens * eb : 0.0;
+  return bda + bias + act;
+}
+
+int unfused_bias_kernels(const Transformer& m, const Plan& p) {
+  if (p.bias_fusion) return 0;
+  // Each bias-dropout-add becomes three kernels (+2, twice; without biases two,
+  // +1); the MLP's bias add is a kernel of its own, and so is SwiGLU's product.
+  return (m.bias ? 5 : 2) + (m.activation == Activation::swiglu ? 1 : 0);
+}
+
 // The kernels (and host ops) Megatron's unfused softmax fallback adds each way
 // (megatron_softmax_fallback; priced in gpu_layer_compute, dispatched in layer_cost).
 constexpr int kFallbackOps = 4;
@@ -339,8 +368,11 @@ void gpu_layer_compute(const LayerParts& in, LayerCost& lc) {
       m.position == PositionEmbedding::rotary ? 2.0 * x.tokens * (x.h + x.kvd) / x.t * eb : 0.0;
   // Megatron's fused kernels move this traffic once; an eager engine runs each
   // op as its own kernel over the whole tensor (engine elementwise_traffic).
+  // Without the bias fusions (plan.bias_fusion false) the engine's own kernels
+  // run apart: unfused_bias_bytes counts what they add.
   const double elem_fwd_bytes =
-      (2.0 * norm_bytes + 2.0 * bda_bytes + act_bytes + rope_bytes) * hw.engine.elementwise_traffic;
+      (2.0 * norm_bytes + 2.0 * bda_bytes + act_bytes + rope_bytes + unfused_bias_bytes(m, p, x, eb)) *
+      hw.engine.elementwise_traffic;
   lc.fwd_elementwise_s = memory_bound_time(elem_fwd_bytes, gpu, hw, elem_kernels);
   lc.fwd_s = lc.fwd_gemm_s + lc.fwd_attention_s + lc.fwd_elementwise_s;
 
@@ -401,7 +433,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
 
   // Host-op facts of the layer, the same whichever flavour computes it: the
   // elementwise kernels of a pass, and Megatron's softmax fallback (below).
-  const int elem_kernels = m.position == PositionEmbedding::rotary ? 6 : 5;
+  const int elem_kernels = (m.position == PositionEmbedding::rotary ? 6 : 5) + unfused_bias_kernels(m, p);
   const bool softmax_fallback = megatron_softmax_fallback(m, p, hw);
   const LayerParts parts{{m, p, c, hw, x}, g, elem_kernels, softmax_fallback};
   // The compute flavour, selected once: ztune's CPU executor on CPU ranks,
@@ -471,8 +503,10 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   constexpr double kHostOpsForward = 20;
   constexpr double kHostOpsSelective = 6;  // QKᵀ, softmax, dropout, PV and their views
   const double fallback_ops = softmax_fallback ? kFallbackOps : 0.0;
-  lc.host_fwd_s = (kHostOpsForward + fallback_ops) * hw.engine.host_op_s;
-  lc.host_bwd_s = (2.0 * kHostOpsForward + fallback_ops) * hw.engine.host_op_s;
+  // Unfused bias kernels: each its own op forward, and its own backward op.
+  const double bias_ops = unfused_bias_kernels(m, p);
+  lc.host_fwd_s = (kHostOpsForward + fallback_ops + bias_ops) * hw.engine.host_op_s;
+  lc.host_bwd_s = (2.0 * kHostOpsForward + fallback_ops + bias_ops) * hw.engine.host_op_s;
   // Ops the backward issues again per layer: the policies other than the
   // attention core's recompute their GEMMs (3 or 2) and the elementwise
   // kernels instead of (alternate_mm) or beside (mlp_in) the core; the
@@ -480,7 +514,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   auto recompute_ops = [&]() -> double {
     switch (p.recompute) {
       case Recompute::none: return 0.0;
-      case Recompute::full: return kHostOpsForward;
+      case Recompute::full: return kHostOpsForward + bias_ops;
       case Recompute::selective: break;
     }
     switch (p.recompute_policy) {

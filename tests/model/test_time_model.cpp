@@ -185,6 +185,63 @@ TEST_CASE("eager attention: standard's FLOPs and memory, two more passes over th
   CHECK(predict_time(m, p, c, hw).iteration_s > predict_time(m, q, c, hw).iteration_s);
 }
 
+TEST_CASE("unfused bias kernels: the bias add, dropout and residual add apart, bytes and ops counted by hand",
+          "[time][fusion]") {
+  // Closed form (2-byte bf16 values, tokens = b·s = 4096 per micro-batch, tp 8,
+  // no sequence parallelism so the hidden-state ops run on all s·b·h):
+  // each of the two bias-dropout-adds, fused 2 reads + 1 write + a 1-byte mask,
+  // runs unfused as the bias add (read, write), dropout (read, write, mask)
+  // and residual add (2 reads, write): 4 values more per element, so
+  // 2·4·s·b·h·2 bytes; the MLP's bias add before the GeLU reads and writes its
+  // 4h/t outputs once more: 2·s·b·4h/t·2 bytes. Backward moves twice that.
+  const Transformer m = gpt(24, 4096, 32, 2048, 51200);
+  const HardwareProfile hw = constant_efficiency_profile();
+  const Cluster c = a100(1);
+  Plan p;
+  p.tp = 8;
+  p.micro_batch = 2;
+  p.global_batch = 2;
+  const LayerCost fused = layer_cost(m, p, c, hw);
+  p.bias_fusion = false;
+  const LayerCost apart = layer_cost(m, p, c, hw);
+  const double tokens = 2.0 * 2048;
+  const double extra = 2.0 * 4.0 * tokens * 4096 * 2 + 2.0 * tokens * 4.0 * 4096 / 8 * 2;
+  const double hbm = c.node.gpu.hbm_bandwidth_gbps * 1e9 * hw.memory_bandwidth_efficiency;
+  CHECK(apart.fwd_elementwise_s - fused.fwd_elementwise_s == Approx(extra / hbm));
+  CHECK(apart.bwd_input_s - fused.bwd_input_s == Approx(2.0 * extra / hbm));
+  CHECK(apart.fwd_gemm_s == Approx(fused.fwd_gemm_s));
+  CHECK(apart.fwd_attention_s == Approx(fused.fwd_attention_s));
+  // Five kernels more each way (two per bias-dropout-add, the bias add): five
+  // more host ops forward, in backward and in full recomputation's forward.
+  CHECK(apart.host_fwd_s - fused.host_fwd_s == Approx(5 * hw.engine.host_op_s));
+  CHECK(apart.host_bwd_s - fused.host_bwd_s == Approx(5 * hw.engine.host_op_s));
+  // The same FLOPs and activations: autograd keeps what the fused kernels keep.
+  Plan q = p;
+  q.bias_fusion = true;
+  CHECK(hardware_flops_per_iteration(m, p) == Approx(hardware_flops_per_iteration(m, q)));
+  CHECK(predict_memory(m, p, c, hw).line(MemLine::activations) ==
+        Approx(predict_memory(m, q, c, hw).line(MemLine::activations)));
+
+  // A Llama block (no biases, SwiGLU) with sequence parallelism: the dropout
+  // and the add still run apart (2 values more per element of s·b·h/t each),
+  // no bias add, and SwiGLU's product is a kernel of its own: silu (read,
+  // write f) and the product (2 reads, write) against the fused 3 values per
+  // output: 2·s·b·f/t·2 bytes more.
+  Transformer l = gpt(24, 4096, 32, 2048, 51200);
+  l.bias = false;
+  l.activation = Activation::swiglu;
+  l.ffn_hidden = 11008;
+  l.norm = NormKind::rmsnorm;
+  Plan r = q;
+  r.sequence_parallel = true;
+  const LayerCost lf = layer_cost(l, r, c, hw);
+  r.bias_fusion = false;
+  const LayerCost la = layer_cost(l, r, c, hw);
+  const double l_extra = 2.0 * 2.0 * tokens * 4096 / 8 * 2 + 2.0 * tokens * 11008.0 / 8 * 2;
+  CHECK(la.fwd_elementwise_s - lf.fwd_elementwise_s == Approx(l_extra / hbm));
+  CHECK(la.host_fwd_s - lf.host_fwd_s == Approx(3 * hw.engine.host_op_s));
+}
+
 TEST_CASE("GEMM roofline: compute-bound at the table's efficiency, memory-bound when thin", "[time][gemm]") {
   const Cluster c = a100(1);
   HardwareProfile hw = profile();

@@ -267,6 +267,33 @@ TEST_CASE("eager attention exports as --no-masked-softmax-fusion, torchtitan and
   CHECK(std::count(plain.begin(), plain.end(), "--no-masked-softmax-fusion") == 0);
 }
 
+TEST_CASE("unfused bias kernels export as Megatron's no-bias fusion switches, torchtitan and ztune refuse them",
+          "[tuner][export][fusion]") {
+  // Megatron-LM's arguments.py: --no-bias-gelu-fusion (GeLU models),
+  // --no-bias-swiglu-fusion (SwiGLU), --no-bias-dropout-fusion; Megatron-DeepSpeed
+  // inherited the first and the last.
+  PlanFile pf = dense_plan_on("dgx-a100-80gb", AttentionKernel::standard);
+  pf.plan.bias_fusion = false;
+  auto mg = megatron_arguments(pf, "plan.json");
+  CHECK(std::count(mg.begin(), mg.end(), "--no-bias-gelu-fusion") == 1);
+  CHECK(std::count(mg.begin(), mg.end(), "--no-bias-swiglu-fusion") == 0);
+  CHECK(std::count(mg.begin(), mg.end(), "--no-bias-dropout-fusion") == 1);
+  CHECK_THAT(deepspeed_launch(pf, "ds_config.json", "plan.json"),
+             Contains(" --no-bias-gelu-fusion --no-bias-dropout-fusion"));
+  pf.model->activation = Activation::swiglu;
+  mg = megatron_arguments(pf, "plan.json");
+  CHECK(std::count(mg.begin(), mg.end(), "--no-bias-gelu-fusion") == 0);
+  CHECK(std::count(mg.begin(), mg.end(), "--no-bias-swiglu-fusion") == 1);
+  CHECK(engine_violation(pf.plan, Engine::fsdp) == EngineRule::fs_bias_fusion);
+  CHECK(engine_violation(pf.plan, Engine::ztune) == EngineRule::zt_bias_fusion);
+  CHECK_THAT(std::string(engine_rule_text(EngineRule::fs_bias_fusion)), Contains("expected bias_fusion true"));
+  CHECK_FALSE(engine_violation(pf.plan, Engine::megatron).has_value());
+  CHECK_FALSE(engine_violation(pf.plan, Engine::deepspeed).has_value());
+  pf.plan.bias_fusion = true;
+  const auto fused = megatron_arguments(pf, "plan.json");
+  CHECK(std::count(fused.begin(), fused.end(), "--no-bias-dropout-fusion") == 0);
+}
+
 TEST_CASE("DeepSpeed export writes the causal sparse attention layouts, 1-bit Adam and ZeRO++ as DeepSpeed reads them",
           "[tuner][export]") {
   // Expected sections written by hand from DeepSpeed's config documentation and

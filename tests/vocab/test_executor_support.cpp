@@ -167,3 +167,14 @@ TEST_CASE("DeepSpeed-Ulysses: the CPU backend with and without tp, CUDA refused 
   REQUIRE(heads.has_value());
   CHECK(heads->find("ulysses") != std::string::npos);
 }
+
+TEST_CASE("the executor refuses Megatron's unfused bias switch, naming $.plan.bias_fusion", "[executor_support][fusion]") {
+  Transformer m = load_transformer("tiny");
+  Plan p = plan_for(1);
+  CHECK_FALSE(unsupported_reason(p, m, 1).has_value());
+  p.bias_fusion = false;
+  const auto r = unsupported_reason(p, m, 1);
+  REQUIRE(r.has_value());
+  CHECK(r->find("$.plan.bias_fusion") == 0);
+  CHECK(r->find("set it true") != std::string::npos);
+}

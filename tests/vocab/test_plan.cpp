@@ -101,6 +101,21 @@ TEST_CASE("eager attention in the plan file: round-trip, named in the summary, i
   CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.attention") && Contains("context parallelism"));
 }
 
+TEST_CASE("unfused bias kernels in the plan file: absent reads as fused, false round-trips and is named",
+          "[plan][fusion]") {
+  ztune::Plan p;
+  auto j = ztune::plan_to_json(p);
+  CHECK_FALSE(j.contains("bias_fusion"));  // a fused plan's file (and digest) is unchanged
+  CHECK(ztune::plan_from_json(j, "p.json").bias_fusion);
+  p.bias_fusion = false;
+  j = ztune::plan_to_json(p);
+  CHECK(j["bias_fusion"] == false);
+  CHECK_FALSE(ztune::plan_from_json(j, "p.json").bias_fusion);
+  CHECK_THAT(p.summary(), Contains(" unfused-bias"));
+  j["bias_fusion"] = "no";
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.bias_fusion") && Contains("expected true or false"));
+}
+
 TEST_CASE("partitioned activations: optional in the file, round-trip, and their rules", "[plan][pa]") {
   ztune::Plan p;
   p.tp = 8; p.recompute = ztune::Recompute::full; p.partition_activations = true;

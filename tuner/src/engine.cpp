@@ -144,6 +144,13 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"ztune: selective recomputes the attention core",
      "ztune's executor recomputes the attention core only (Korthikanti et al. 2022): expected recompute_policy "
      "\"attention\", or --engine fsdp for torchtitan's and MaxText's policies"},
+    {"fsdp: no bias-fusion switch",
+     "torchtitan and PyTorch FSDP run their modules' own elementwise kernels (the fsdp profile's elementwise "
+     "traffic prices them); bias_fusion false is Megatron-LM's --no-bias-gelu-fusion and --no-bias-dropout-fusion: "
+     "expected bias_fusion true"},
+    {"ztune: no bias-fusion switch",
+     "ztune's executor runs its own elementwise kernels; bias_fusion false is Megatron-LM's --no-bias-gelu-fusion "
+     "and --no-bias-dropout-fusion: use --engine megatron or deepspeed, or expected bias_fusion true"},
 }};
 
 }  // namespace
@@ -161,6 +168,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.cpu_checkpointing) return EngineRule::zt_cpu_checkpointing;
       if (!p.reduce_scatter) return EngineRule::zt_grad_allreduce;
       if (p.recompute_policy != SelectivePolicy::attention) return EngineRule::zt_recompute_policy;
+      if (!p.bias_fusion) return EngineRule::zt_bias_fusion;
       return std::nullopt;
     case Engine::deepspeed:
       if (p.pp > 1 && p.zero_stage > 1) return EngineRule::ds_pipeline_zero;
@@ -209,6 +217,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.attention == AttentionKernel::eager) return EngineRule::fs_eager_attention;
       if (p.cpu_checkpointing) return EngineRule::fs_cpu_checkpointing;
       if (!p.reduce_scatter) return EngineRule::fs_grad_allreduce;
+      if (!p.bias_fusion) return EngineRule::fs_bias_fusion;
       return std::nullopt;
   }
   return std::nullopt;

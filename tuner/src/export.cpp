@@ -378,6 +378,9 @@ std::vector<std::string> deepspeed_program(const PlanFile& pf, const std::string
   if (p.attention == AttentionKernel::flash) a.emplace_back("--use-flash-attn-v2");
   // The softmax chain unfused (Megatron's arguments, inherited by Megatron-DeepSpeed).
   if (p.attention == AttentionKernel::eager) a.emplace_back("--no-masked-softmax-fusion");
+  // Megatron-DeepSpeed's switches of the bias fusions (inherited from Megatron-LM;
+  // its SwiGLU has no fused kernel to switch off).
+  if (!p.bias_fusion) a.insert(a.end(), {"--no-bias-gelu-fusion", "--no-bias-dropout-fusion"});
   a.insert(a.end(), {"--zero-stage", std::to_string(p.zero_stage), "--deepspeed", "--deepspeed_config", config_path});
   return a;
 }
@@ -448,6 +451,15 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
   // Eager: megatron/training/arguments.py --no-masked-softmax-fusion ("Disable
   // fusion of query_key_value scaling, masking, and softmax").
   if (p.attention == AttentionKernel::eager) a.emplace_back("--no-masked-softmax-fusion");
+  // Unfused bias kernels: megatron/training/arguments.py --no-bias-gelu-fusion
+  // or --no-bias-swiglu-fusion (the model's activation; both where the plan
+  // file names no model), and --no-bias-dropout-fusion.
+  if (!p.bias_fusion) {
+    const bool swiglu = pf.model && pf.model->activation == Activation::swiglu;
+    if (!pf.model || !swiglu) a.emplace_back("--no-bias-gelu-fusion");
+    if (!pf.model || swiglu) a.emplace_back("--no-bias-swiglu-fusion");
+    a.emplace_back("--no-bias-dropout-fusion");
+  }
   // cuDNN's fused attention: Megatron-Core's --attention-backend fused
   // (Transformer Engine's FusedAttention, what NVTE_FUSED_ATTN=1 selects).
   if (p.attention == AttentionKernel::cudnn) a.insert(a.end(), {"--attention-backend", "fused"});

@@ -132,6 +132,7 @@ std::vector<SourceSpec> read_spec(const std::string& path) {
           x.global_batch = row.optional_integer("global_batch", 1, std::int64_t{1} << 40);
           x.tp_comm_overlap = row.optional_boolean("tp_comm_overlap");
           x.reduce_scatter = row.optional_boolean("reduce_scatter");
+          x.bias_fusion = row.optional_boolean("bias_fusion");
           if (row.has("attention"))
             x.attention = attention_kernel_of(row.choice("attention", kAttentionKernelNames));
           if (row.has("recompute_policy"))
@@ -149,11 +150,11 @@ std::vector<SourceSpec> read_spec(const std::string& path) {
             x.zero3_config = zc;
           }
           x.why = row.string("why");
-          if (!x.micro_batch && !x.global_batch && !x.tp_comm_overlap && !x.attention && !x.reduce_scatter &&
-              !x.recompute_policy && !x.zero3_config && !x.megatron_softmax_rule)
+          if (!x.micro_batch && !x.global_batch && !x.tp_comm_overlap && !x.attention && !x.bias_fusion &&
+              !x.reduce_scatter && !x.recompute_policy && !x.zero3_config && !x.megatron_softmax_rule)
             throw row.error("why",
-                            "expected micro_batch, global_batch, tp_comm_overlap, attention, reduce_scatter, "
-                            "recompute_policy, zero3_config or masked_softmax beside the reason");
+                            "expected micro_batch, global_batch, tp_comm_overlap, attention, bias_fusion, "
+                            "reduce_scatter, recompute_policy, zero3_config or masked_softmax beside the reason");
           row.finish();
           spec.assumed.emplace(id, x);
         }

@@ -271,6 +271,7 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
       if (contains(how, "NVTE_FUSED_ATTN=1") || contains(how, "cudnn_flash_te")) p.attention = AttentionKernel::cudnn;
     }
     if (stated && stated->attention) p.attention = *stated->attention;  // validation.json says which, and why
+    if (stated && stated->bias_fusion) p.bias_fusion = *stated->bias_fusion;
     // Offload: "cpu …" or "nvme …" (the optimizer states), and optionally the
     // ZeRO-3 parameters in plan.offload_params.
     auto offload_target = [&](const char* key) {

@@ -39,6 +39,7 @@ struct SourceSpec {
     std::optional<bool> tp_comm_overlap;  // the run's TP overlap, where its notes are silent
     std::optional<bool> reduce_scatter;   // how its ZeRO-1/2 reduced gradients, where the row is silent
     std::optional<AttentionKernel> attention;  // the run's attention kernel, where the row does not name it
+    std::optional<bool> bias_fusion;  // whether its code fused bias-GeLU and bias-dropout-add (Plan::bias_fusion)
     std::optional<SelectivePolicy> recompute_policy;  // what the engine's selective recomputation recomputes
     // The run's engine code predates (or has) Megatron's shape rule for its
     // fused softmax: EngineProfile::megatron_softmax_rule for this run only.

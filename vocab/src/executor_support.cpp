@@ -128,6 +128,9 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (!p.reduce_scatter)
     return "$.plan.communication.reduce_scatter: ztune's executor reduce-scatters its ZeRO-1/2 gradients (DeepSpeed's "
            "all-reduce variant is not implemented); set it true";
+  if (!p.bias_fusion)
+    return "$.plan.bias_fusion: ztune's executor runs its own elementwise kernels; false is Megatron-LM's switch "
+           "(--no-bias-gelu-fusion, --no-bias-dropout-fusion), not one of its own; set it true";
   if (p.cpu_checkpointing)
     return "$.plan.cpu_checkpointing: ztune's executor keeps its activation checkpoints in device memory (no "
            "CPU checkpointing); drop it (the same plan trains with its checkpoints on the device)";

@@ -75,6 +75,7 @@ std::string Plan::summary() const {
   if (onebit_adam) os << " 1bit-adam";
   if (sparse_attention != SparseLayout::none) os << " sparse:" << to_string(sparse_attention) << "/" << sparse_block;
   if (attention != AttentionKernel::standard) os << " " << to_string(attention);
+  if (!bias_fusion) os << " unfused-bias";
   if (zeropp) os << " zero++";
   if (!stage_layers.empty()) {
     os << " stages:";
@@ -248,6 +249,8 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   p.zeropp = r.boolean("zeropp");
   // Added after the first plan files were written: absent means standard.
   p.attention = *attention_kernel_of(r.optional_choice("attention", kAttentionKernelNames, "standard"));
+  // Added with the unfused bias kernels: absent means Megatron's fused ones.
+  p.bias_fusion = r.optional_boolean("bias_fusion").value_or(true);
   // Added with ZeRO-R's partitioned activations: absent means not partitioned.
   p.partition_activations = r.optional_boolean("partition_activations").value_or(false);
   // Added with ZeRO-R's CPU checkpointing: absent means checkpoints stay on the GPU.
@@ -317,6 +320,7 @@ nlohmann::json plan_to_json(const Plan& p) {
   // Written only when stated: a balanced plan's file (and digest) is unchanged.
   if (!p.stage_layers.empty()) j["stage_layers"] = p.stage_layers;
   if (p.partition_activations) j["partition_activations"] = true;
+  if (!p.bias_fusion) j["bias_fusion"] = false;
   if (p.cpu_checkpointing) j["cpu_checkpointing"] = true;
   if (p.recompute_policy != SelectivePolicy::attention) j["recompute_policy"] = to_string(p.recompute_policy);
   if (p.cp > 1) j["cp"] = p.cp;  // likewise: a plan without context parallelism is unchanged

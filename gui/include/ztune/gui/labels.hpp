@@ -25,9 +25,10 @@ QString layout_label(const Plan& p);
 QString offload_label(const Plan& p);
 /// "2 × 8" (micro-batch × gradient accumulation steps).
 QString batching_label(const Plan& p);
-/// "none", "selective", "full".
-/// "standard", "flash", or "sparse fixed/64".
+/// "standard", "flash", or "sparse fixed/64"; "… · unfused bias" without
+/// Megatron's bias fusions (plan.bias_fusion false).
 QString attention_label(const Plan& p);
+/// "none", "selective", "full".
 QString recompute_label(const Plan& p);
 /// "1F1B", "GPipe", "interleaved 1F1B".
 QString schedule_label(const Plan& p);

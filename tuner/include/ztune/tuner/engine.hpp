@@ -77,6 +77,8 @@ enum class EngineRule : std::uint8_t {
   mg_recompute_policy,     // selective recomputation is the attention core (--recompute-granularity selective)
   ds_recompute_policy,     // Megatron-DeepSpeed's selective recomputation is Megatron's attention core
   zt_recompute_policy,     // ztune's executor recomputes the attention core only
+  fs_bias_fusion,          // torchtitan's modules have no fused bias kernels to switch off
+  zt_bias_fusion,          // ztune's executor runs its own elementwise kernels
   count
 };
 

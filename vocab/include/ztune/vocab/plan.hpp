@@ -190,6 +190,14 @@ struct Plan {
   SparseLayout sparse_attention = SparseLayout::none;
   int sparse_block = 64;
   AttentionKernel attention = AttentionKernel::standard;  // dense attention core (not with sparse_attention)
+  /// Megatron's fused bias kernels: bias-GeLU (bias-SwiGLU) and bias-dropout-
+  /// add, each one pass over its tensor. false: Megatron-LM's
+  /// --no-bias-gelu-fusion (--no-bias-swiglu-fusion) and
+  /// --no-bias-dropout-fusion: the bias add, the activation, the dropout and
+  /// the residual add run as kernels of their own, as the 2019 Megatron-LM and
+  /// the DeepSpeedExamples forks of it always ran them. Plan file: bias_fusion,
+  /// written only when false.
+  bool bias_fusion = true;
   bool zeropp = false;           // ZeRO++: int8 weight gathers, hpZ, int4 gradients
   /// Transformer layers on each pipeline stage, first to last: pp entries, each
   /// >= 1, summing to the model's layers. Empty = the balanced partition
