@@ -331,6 +331,21 @@ TEST_CASE("the 2019 Megatron-LM code runs eager attention, assumed with the reas
   CHECK(eager == 6);
 }
 
+TEST_CASE("the 2019 Megatron-LM code runs its bias, dropout and residual kernels apart, assumed with the reason",
+          "[validation][fusion]") {
+  // The same six rows: that code fused neither bias-GeLU nor bias-dropout-add
+  // (plan.bias_fusion false, the plan summary's "unfused-bias"); no other row.
+  std::size_t unfused = 0;
+  for (const auto& c : report().cases) {
+    if (c.detail.find(" unfused-bias") == std::string::npos) continue;
+    ++unfused;
+    INFO(c.id);
+    CHECK(c.detail.find(" eager") != std::string::npos);
+    CHECK_THAT(c.assumed, Catch::Contains("Unfused bias kernels assumed") && Catch::Contains("F.linear"));
+  }
+  CHECK(unfused == 6);
+}
+
 TEST_CASE("Megatron's fused-softmax rule: the 2020 code's headline is assumed without it, with the reason",
           "[validation][softmax]") {
   // The deepspeed engine applies Megatron's 2021+ shape rule (vTrain's
