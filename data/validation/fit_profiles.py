@@ -11,10 +11,13 @@ plus the squared mean signed error over sources (so optimism cannot hide in
 the average). Bounds come from physical evidence (noted at each parameter);
 the GEMM efficiency table is kept non-increasing toward small GEMMs.
 
-    usage: fit_profiles.py ZTUNE_BIN [--rounds N (8)] [--loso-rounds N (6)] [--write] [--loso]
+    usage: fit_profiles.py ZTUNE_BIN [--rounds N (8)] [--loso-rounds N (12)] [--write] [--loso]
                            [--loso-sources A,B,... --loso-out FILE]
 
-    shipped fit: --rounds 12 --write, then --loso-only --loso --loso-rounds 6
+    shipped fit: --rounds 12 --write, then --loso-only --loso --loso-rounds 12
+    (a left-out refit runs as many rounds as the fit it checks: with fewer,
+    its search stops at the first, coarse step and the source it predicts
+    carries that step's error as well as its own)
 
 --write replaces data/profiles/{v100,a100,h100,h200}.json and
 data/engines/{megatron,deepspeed,fsdp,ztune}.json with the fit; --loso then
@@ -368,7 +371,7 @@ def summary(rep):
 def main():
     ztune = sys.argv[1]
     rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 8
-    loso_rounds = int(sys.argv[sys.argv.index("--loso-rounds") + 1]) if "--loso-rounds" in sys.argv else 6
+    loso_rounds = int(sys.argv[sys.argv.index("--loso-rounds") + 1]) if "--loso-rounds" in sys.argv else 12
     start_dir = os.path.join(HERE, "fit_start")
     start = load_state(start_dir)
     ev = Evaluator(ztune)
