@@ -861,7 +861,7 @@ Zero3GatherCost zero3_gather_cost(const Transformer& m, const Plan& p, const Clu
   if (p.zero_stage != 3 || p.dp_cp() <= 1) return z;
   const GroupLayout l = place_groups(p, c);
   const double params = stage_params(m, p);
-  z.bytes_per_pass = 2.0 * params;
+  z.bytes_per_pass = bytes_of(p.precision) * params;  // the training precision's (fp32 on CPU ranks)
   const int gathers = zero3_gathers_per_pass(m, p, hw);
   z.gathers = gathers;
   // The gathers run in the shard group: all of dp × cp, or dp_shard ranks

@@ -38,10 +38,14 @@ ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Clus
   layer_.checkpoint_copy_s = cpu_checkpoint_copy_time(m, p, c, hw) / 2;
   microbatch_overhead_s_ = hw.engine.microbatch_overhead_s;
   gradient_fold_s_ = bf16_grad_accumulation_time(m, p, c, hw);
-  // 16-bit gradient buckets, or fp32 where the engine reduces an fp32 buffer
-  // (gradient_reduce_bytes). fp32 plans (CPU ranks) keep the 2-byte buckets
-  // the simulator has always counted for them.
-  if (p.precision != Precision::fp32) grad_bytes_ = gradient_reduce_bytes(p, hw.engine);
+  // The bytes each gradient bucket moves per parameter: the analytical model's
+  // count (gradient_reduce_bytes): 16-bit, fp32 where the engine reduces an
+  // fp32 buffer, and 4 for fp32 plans, whose ranks (ztune's CPU executor:
+  // MPI_FLOAT buckets) reduce fp32 gradients.
+  grad_bytes_ = gradient_reduce_bytes(p, hw.engine);
+  // Parameters gathered (ZeRO-1/2's all-gather, ZeRO-3's gathers) and copied
+  // back from the host in the training precision, as dp_sync_cost counts them.
+  param_bytes_ = bytes_of(p.precision);
   step_overhead_s_ = hw.engine.step_overhead_s;
   layer_.params = m.params_per_layer() / p.tp;
   layer_.regather_share = zero3_backward_regather_share(m, p, hw);

@@ -61,6 +61,29 @@ TEST_CASE("operation costs are op_costs' (one source of truth)", "[simulator][mo
         collective_time(Collective::all_gather, 1e9, place_groups(p, c).dp, c, hw));
 }
 
+TEST_CASE("an fp32 plan's buckets and gathers carry 4-byte values in both models", "[simulator][model][fp32]") {
+  // ztune's CPU executor trains fp32 and reduces and gathers MPI_FLOAT
+  // buffers: 4 bytes a parameter, where a 16-bit plan moves 2 (closed form).
+  const auto m = load_transformer("tiny");
+  const auto c = load_cluster("local-cpu");
+  const auto hw = default_profile_for(c);
+  Plan p;
+  p.dp = 2;
+  p.zero_stage = 3;
+  p.micro_batch = 1;
+  p.global_batch = 2;
+  p.precision = Precision::fp32;
+  const sim::ModelCostSource fp32(m, p, c, hw);
+  CHECK(fp32.grad_bytes_per_param() == 4);
+  CHECK(fp32.param_bytes_per_param() == 4);
+  CHECK(zero3_gather_cost(m, p, c, hw).bytes_per_pass == Approx(4.0 * stage_params(m, p)));
+  p.precision = Precision::bf16;
+  const sim::ModelCostSource bf16(m, p, c, hw);
+  CHECK(bf16.grad_bytes_per_param() == 2);
+  CHECK(bf16.param_bytes_per_param() == 2);
+  CHECK(zero3_gather_cost(m, p, c, hw).bytes_per_pass == Approx(2.0 * stage_params(m, p)));
+}
+
 TEST_CASE("where nothing overlaps, simulator and analytical model agree within 2%", "[simulator][model]") {
   const auto c = load_cluster("dgx-a100-80gbx16");
   const auto hw = default_profile_for(c);

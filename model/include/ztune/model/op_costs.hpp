@@ -296,7 +296,7 @@ struct DpSyncCost {
 struct Zero3GatherCost {
   double fwd_s = 0;
   double bwd_s = 0;  // the backward window's: with a regathering engine and full recomputation, 1 + the regather share of a pass
-  double bytes_per_pass = 0;  // bytes of the stage's parameters gathered in forward: 16-bit (int8 + scales with ZeRO++)
+  double bytes_per_pass = 0;  // bytes of the stage's parameters gathered in forward: the training precision's (int8 + scales with ZeRO++)
   int gathers = 0;             // all-gathers per pass (zero3_gathers_per_pass)
 };
 /// Of one block's parameters, the share a regathering engine

@@ -30,7 +30,7 @@ class ModelCostSource final : public CostSource {
   [[nodiscard]] double gpu_optimizer_s(double params) const override;
   [[nodiscard]] double host_optimizer_s(double params) const override;
   [[nodiscard]] double grad_bytes_per_param() const override { return grad_bytes_; }
-  [[nodiscard]] double param_bytes_per_param() const override { return 2; }
+  [[nodiscard]] double param_bytes_per_param() const override { return param_bytes_; }
   [[nodiscard]] double optimizer_state_bytes_per_param() const override { return 12; }
   // ZeRO++ (model/zeropp.hpp, as op_costs' zero3_gather_cost and dp_sync_cost
   // time it): int8 forward gathers with their quantization kernels, 16-bit
@@ -59,7 +59,8 @@ class ModelCostSource final : public CostSource {
   double p2p_inter_s_ = 0;       // tensor-parallel all-gather of Megatron's scatter-gather send
   double embedding_sync_s_ = 0;
   double microbatch_overhead_s_ = 0;
-  double grad_bytes_ = 2;
+  double grad_bytes_ = 2;   // set from the plan (gradient_reduce_bytes)
+  double param_bytes_ = 2;  // the training precision's (bytes_of)
   double gradient_fold_s_ = 0;
   double step_overhead_s_ = 0;
   double optimizer_params_ = 0;  // the partition optimizer_cost() times
