@@ -793,21 +793,12 @@ double gradient_reduce_bytes(const Plan& p, const EngineProfile& e) {
   return bytes_of(p.precision);
 }
 
-namespace {
-
-/// Parameter tensors of one transformer layer as Megatron-LM builds it: two
-/// norms (weight, and bias for LayerNorm), the fused QKV and the output
-/// projection, the MLP's two linear layers (SwiGLU's gate and up projections
-/// fused in one, megatron/core/transformer/mlp.py), and a bias beside each
-/// linear where the model has them.
 int parameter_tensors_per_layer(const Transformer& m) {
   const int norms = 2 * (m.norm == NormKind::layernorm ? 2 : 1);
   const int linears = 4;
   const int biases = m.bias ? 4 : (m.qkv_bias ? 1 : 0);
   return norms + linears + biases;
 }
-
-}  // namespace
 
 double bf16_grad_accumulation_time(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
   if (!bf16_optimizer_runs(p, hw.engine)) return 0;

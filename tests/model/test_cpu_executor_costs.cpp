@@ -107,6 +107,15 @@ TEST_CASE("CPU executor: embedding, head + loss and optimizer, hand count", "[co
   const CpuKernelWork o2 = cpu_optimizer_work(tiny(), plan(4, 2, 2, 1, false, 2), 220544);
   CHECK(o2.bytes - o.bytes == Approx(2.0 * 12.0 * 110272));
   CHECK(o2.kernels - o.kernels == 2);
+  // A Llama block registers 6 tensors (GptStage: 2 RMSNorm weights, QKV,
+  // output, fused gate-up and down projections; no biases): 4 · 6 + the
+  // single stage's 4 edge tensors (counted as GPT-2's: two embeddings, the
+  // final norm's two) = 28 tensors, 14 in each rank's piece, + 1 AdamW call.
+  Transformer llama = tiny();
+  llama.bias = false;
+  llama.norm = NormKind::rmsnorm;
+  llama.activation = Activation::swiglu;
+  CHECK(cpu_optimizer_work(llama, plan(4, 2, 2, 1, false, 1), 220544).kernels == 15);
 }
 
 TEST_CASE("GPU clusters keep the fused Megatron accounting", "[cost][cpu]") {

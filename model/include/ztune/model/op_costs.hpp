@@ -269,6 +269,13 @@ struct DpSyncCost {
 /// (Megatron-LM's main_grad, DeepSpeed's BF16_Optimizer). THE one count: the
 /// analytical dp_sync_cost and the simulator's gradient buckets both use it.
 [[nodiscard]] double gradient_reduce_bytes(const Plan& p, const EngineProfile& e);
+/// Parameter tensors of one transformer layer as Megatron-LM builds it and
+/// ztune's executor registers them (GptStage): two norms (weight, and bias for
+/// LayerNorm), the fused QKV and the output projection, the MLP's two linear
+/// layers (SwiGLU's gate and up projections fused in one,
+/// megatron/core/transformer/mlp.py), and a bias beside each linear where the
+/// model has them (Q/K/V's alone with qkv_bias): 12 for GPT-2, 6 for Llama.
+[[nodiscard]] int parameter_tensors_per_layer(const Transformer& m);
 /// DeepSpeed's BF16_Optimizer after each micro-batch's backward, per stage:
 /// every parameter tensor's bf16 gradient cast to fp32 (read 2 B, write 4 B)
 /// and added to its fp32 buffer (read 8 B, write 4 B), two kernels per tensor
