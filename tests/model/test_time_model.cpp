@@ -54,6 +54,21 @@ Plan one_sequence_flash_plan() {
   return q;
 }
 
+// Two sequences on tp 8: the closed-form elementwise and attention-chain
+// tests' plan (with gpt(24, 4096, 32, 2048, 51200) on one A100).
+Plan two_sequences_tp8() {
+  Plan p;
+  p.tp = 8;
+  p.micro_batch = 2;
+  p.global_batch = 2;
+  return p;
+}
+
+// The HBM bytes per second a memory-bound kernel moves under `hw`.
+double achieved_hbm(const Cluster& c, const HardwareProfile& hw) {
+  return c.node.gpu.hbm_bandwidth_gbps * 1e9 * hw.memory_bandwidth_efficiency;
+}
+
 double sum_parts(const TimePrediction& t) {
   double s = 0;
   for (double v : t.parts) s += v;
@@ -159,15 +174,12 @@ TEST_CASE("eager attention: standard's FLOPs and memory, two more passes over th
   const Transformer m = gpt(24, 4096, 32, 2048, 51200);
   const HardwareProfile hw = constant_efficiency_profile();
   const Cluster c = a100(1);
-  Plan p;
-  p.tp = 8;
-  p.micro_batch = 2;
-  p.global_batch = 2;
+  Plan p = two_sequences_tp8();
   const LayerCost standard = layer_cost(m, p, c, hw);
   p.attention = AttentionKernel::eager;
   const LayerCost eager = layer_cost(m, p, c, hw);
   const double scores = 2.0 * 32 / 8 * 2048.0 * 2048.0;
-  const double hbm = c.node.gpu.hbm_bandwidth_gbps * 1e9 * hw.memory_bandwidth_efficiency;
+  const double hbm = achieved_hbm(c, hw);
   CHECK(eager.fwd_attention_s - standard.fwd_attention_s == Approx(8.0 * scores / hbm));
   CHECK(eager.bwd_attention_s - standard.bwd_attention_s == Approx(8.0 * scores / hbm));
   CHECK(eager.fwd_gemm_s == Approx(standard.fwd_gemm_s));
@@ -197,16 +209,13 @@ TEST_CASE("unfused bias kernels: the bias add, dropout and residual add apart, b
   const Transformer m = gpt(24, 4096, 32, 2048, 51200);
   const HardwareProfile hw = constant_efficiency_profile();
   const Cluster c = a100(1);
-  Plan p;
-  p.tp = 8;
-  p.micro_batch = 2;
-  p.global_batch = 2;
+  Plan p = two_sequences_tp8();
   const LayerCost fused = layer_cost(m, p, c, hw);
   p.bias_fusion = false;
   const LayerCost apart = layer_cost(m, p, c, hw);
   const double tokens = 2.0 * 2048;
   const double extra = 2.0 * 4.0 * tokens * 4096 * 2 + 2.0 * tokens * 4.0 * 4096 / 8 * 2;
-  const double hbm = c.node.gpu.hbm_bandwidth_gbps * 1e9 * hw.memory_bandwidth_efficiency;
+  const double hbm = achieved_hbm(c, hw);
   CHECK(apart.fwd_elementwise_s - fused.fwd_elementwise_s == Approx(extra / hbm));
   CHECK(apart.bwd_input_s - fused.bwd_input_s == Approx(2.0 * extra / hbm));
   CHECK(apart.fwd_gemm_s == Approx(fused.fwd_gemm_s));
