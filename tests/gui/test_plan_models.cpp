@@ -47,6 +47,11 @@ TEST_CASE("cells read in units, sort values are numbers", "[gui][models]") {
   model.set_plans(plans, 1e12);
   CHECK(model.index(0, PlanTableModel::attention).data().toString() == "flash");
   CHECK(model.index(1, PlanTableModel::attention).data().toString() == "sparse fixed/32");
+  // A plan file run without Megatron's bias fusions says so beside its kernel.
+  plans[0].plan.attention = AttentionKernel::eager;
+  plans[0].plan.bias_fusion = false;
+  model.set_plans(plans, 1e12);
+  CHECK(model.index(0, PlanTableModel::attention).data().toString() == "eager · unfused bias");
 }
 
 TEST_CASE("sorting is numeric: 9.5 GiB before 10.1 GiB", "[gui][models]") {
