@@ -236,10 +236,8 @@ CpuKernelWork cpu_optimizer_work(const Transformer& m, const Plan& p, double par
   const int buckets = std::max(1, static_cast<int>(std::ceil(params / p.reduce_bucket_elems)));
   // ParamStore::owned_grad_sq: sum_squares over the owned piece of each tensor
   // counted in the norm (every stage, ZeRO 0 included): one call per tensor
-  // piece, about the stage's tensors ÷ dp (GptStage's per block, 12 for GPT-2
-  // and 6 for Llama, plus the embedding's 2 or the final norm's 2).
-  const double tensors = static_cast<double>(parameter_tensors_per_layer(m)) * max_stage_layers(p, m.layers) +
-                         2.0 * (p.pp == 1 ? 2.0 : 1.0);  // the largest stage
+  // piece, about the most loaded stage's tensors (stage_parameter_tensors) ÷ dp.
+  const double tensors = stage_parameter_tensors(m, p);
   add(w, kSumSquares, owned, std::max(1, static_cast<int>(std::lround(tensors / p.shard_group()))));
   // ParamStore::optimizer_step: AdamW once over everything (ZeRO 0) or once per
   // bucket over the owned piece (ZeRO ≥ 1). Gradient clipping's scale() runs

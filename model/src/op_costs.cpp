@@ -433,7 +433,8 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
 
   // Host-op facts of the layer, the same whichever flavour computes it: the
   // elementwise kernels of a pass, and Megatron's softmax fallback (below).
-  const int elem_kernels = (m.position == PositionEmbedding::rotary ? 6 : 5) + unfused_bias_kernels(m, p);
+  const int bias_kernels = unfused_bias_kernels(m, p);  // 0 with Megatron's bias fusions
+  const int elem_kernels = (m.position == PositionEmbedding::rotary ? 6 : 5) + bias_kernels;
   const bool softmax_fallback = megatron_softmax_fallback(m, p, hw);
   const LayerParts parts{{m, p, c, hw, x}, g, elem_kernels, softmax_fallback};
   // The compute flavour, selected once: ztune's CPU executor on CPU ranks,
@@ -504,7 +505,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   constexpr double kHostOpsSelective = 6;  // QKᵀ, softmax, dropout, PV and their views
   const double fallback_ops = softmax_fallback ? kFallbackOps : 0.0;
   // Unfused bias kernels: each its own op forward, and its own backward op.
-  const double bias_ops = unfused_bias_kernels(m, p);
+  const double bias_ops = bias_kernels;
   lc.host_fwd_s = (kHostOpsForward + fallback_ops + bias_ops) * hw.engine.host_op_s;
   lc.host_bwd_s = (2.0 * kHostOpsForward + fallback_ops + bias_ops) * hw.engine.host_op_s;
   // Ops the backward issues again per layer: the policies other than the
@@ -800,10 +801,14 @@ int parameter_tensors_per_layer(const Transformer& m) {
   return norms + linears + biases;
 }
 
+int stage_parameter_tensors(const Transformer& m, const Plan& p) {
+  return max_stage_layers(p, m.layers) * parameter_tensors_per_layer(m) + (p.pp == 1 ? 4 : 2);
+}
+
 double bf16_grad_accumulation_time(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
   if (!bf16_optimizer_runs(p, hw.engine)) return 0;
   const double params = stage_params(m, p);
-  const int tensors = max_stage_layers(p, m.layers) * parameter_tensors_per_layer(m) + 2;  // + an edge's
+  const int tensors = stage_parameter_tensors(m, p);  // a pipeline's (bf16_optimizer_runs needs pp > 1)
   const double gpu = memory_bound_time(18.0 * params, c.node.gpu, hw, 2 * tensors);
   const double host = 2.0 * tensors * hw.engine.host_op_s;
   return std::max(gpu, host);

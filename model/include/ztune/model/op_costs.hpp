@@ -276,6 +276,12 @@ struct DpSyncCost {
 /// megatron/core/transformer/mlp.py), and a bias beside each linear where the
 /// model has them (Q/K/V's alone with qkv_bias): 12 for GPT-2, 6 for Llama.
 [[nodiscard]] int parameter_tensors_per_layer(const Transformer& m);
+/// Parameter tensors of the plan's most loaded stage: its layers' and its
+/// edge's, the two embeddings and the final norm's two on a single stage, two
+/// on the first or last of a pipeline (GPT-2's count; the ops that loop over
+/// tensors, DeepSpeed's BF16_Optimizer fold and the CPU executor's
+/// sum_squares, read it).
+[[nodiscard]] int stage_parameter_tensors(const Transformer& m, const Plan& p);
 /// DeepSpeed's BF16_Optimizer after each micro-batch's backward, per stage:
 /// every parameter tensor's bf16 gradient cast to fp32 (read 2 B, write 4 B)
 /// and added to its fp32 buffer (read 8 B, write 4 B), two kernels per tensor
