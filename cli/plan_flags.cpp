@@ -132,6 +132,12 @@ void PlanFlags::add_to(CLI::App& app) {
   app.add_flag("--grad-allreduce", grad_allreduce,
                "ZeRO-1/2 all-reduce each gradient bucket instead of reduce-scattering it to its partition owners "
                "(DeepSpeed zero_optimization.reduce_scatter false; its ZeRO stage 1 before March 2020)");
+  app.add_option("--grad-reduce-dtype", grad_reduce_dtype,
+                 "The dtype of the data-parallel gradient reduction: fp32 (Megatron-LM's default under --bf16, "
+                 "torchtitan's mixed_precision_reduce, DeepSpeed communication_data_type fp32) or the plan's own "
+                 "16-bit precision (Megatron-LM --grad-reduce-in-bf16, FSDP reduce_dtype bfloat16); default: the "
+                 "engine's")
+      ->check(CLI::IsMember({"fp16", "bf16", "fp32"}));
   app.add_option("--virtual-stages", virtual_stages, "Model chunks per stage (interleaved 1F1B)")
       ->check(Positive);
   app.add_option("--schedule", schedule, "Pipeline schedule (default 1f1b, interleaved with --virtual-stages)")
@@ -230,6 +236,7 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   p.bias_fusion = !no_bias_fusion;
   p.cpu_checkpointing = cpu_checkpointing;
   p.reduce_scatter = !grad_allreduce;
+  if (!grad_reduce_dtype.empty()) p.grad_reduce_dtype = precision_of(grad_reduce_dtype);  // IsMember admitted only these
   // CLI11's IsMember admitted only the tables' names.
   p.recompute = *recompute_of(recompute);
   p.recompute_policy = *selective_policy_of(recompute_policy);  // CLI::IsMember admitted only its names

@@ -63,6 +63,7 @@ struct PlanFlags {
   int sparse_block = 64;
   std::string attention = "standard";
   std::string recompute_policy = "attention";
+  std::string grad_reduce_dtype;  // empty: the engine's
   // Uneven pipeline stages (issue 19): a stated partition, or Megatron-LM's
   // first/last stage sizes with the rest balanced (0 = not given).
   std::vector<int> stage_layers;

@@ -224,9 +224,11 @@ def derived(state):
     z["zero3_recompute"] = "held"
     # Nor Megatron's softmax rule: the executor's attention kernel takes any shape.
     z["fusion"]["masked_softmax"] = "always"
-    # Nor DeepSpeed's BF16_Optimizer: the executor keeps one gradient buffer per
-    # parameter in the training precision and reduces it.
-    z.pop("gradients", None)
+    # Nor DeepSpeed's BF16_Optimizer (no per-micro-batch fp32 fold); but the
+    # executor's gradient buffers and communicators are float
+    # (executor/include/ztune/executor/communicator.hpp): it reduces fp32
+    # gradients whatever the training precision.
+    z["gradients"] = {"bf16_reduce": "fp32", "fp16_reduce": "fp32"}
     z["source"] = ("ztune's own executor on GPUs. Not yet measured on a GPU: until it is, the fitted figures of the "
                    "closest engine, DeepSpeed (ZeRO stages with reduce buckets and bucketed ZeRO-3 gathers, "
                    "Megatron-style tensor parallelism). CPU clusters use the executor's measured figures in "

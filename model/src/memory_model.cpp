@@ -36,7 +36,8 @@ bool deepspeed_runs_bf16_optimizer(Precision precision, int pp, int zero_stage) 
   return precision == Precision::bf16 && pp > 1 && zero_stage == 0;
 }
 
-ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccounting a, Precision precision, int pp) {
+ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccounting a, Precision precision, int pp,
+                                  std::optional<Precision> grad_reduce) {
   const double n = std::max(1, dp);
   ModelStateBytes b;
   switch (a) {
@@ -63,9 +64,12 @@ ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccou
     case StateAccounting::megatron: {
       // fp16 keeps 16-bit main gradients and an fp32 copy of the optimizer's
       // shard of them; bf16 (and fp32) fp32 main gradients (memory_model.hpp).
-      const bool fp16 = precision == Precision::fp16;
-      const double grad_bytes = fp16 ? 2.0 : 4.0;
-      const double state_bytes = fp16 ? 16.0 : 12.0;
+      // A stated reduction dtype is the main_grad buffer's: fp32 under
+      // --accumulate-allreduce-grads-in-fp32, 16-bit under --grad-reduce-in-bf16
+      // (whose distributed optimizer then keeps an fp32 copy of its shard).
+      const bool grads16 = grad_reduce ? *grad_reduce != Precision::fp32 : precision == Precision::fp16;
+      const double grad_bytes = grads16 ? 2.0 : 4.0;
+      const double state_bytes = grads16 ? 16.0 : 12.0;
       b.params = zero_stage >= 3 ? 2.0 * psi / n : 2.0 * psi;
       b.grads = zero_stage >= 2 ? grad_bytes * psi / n : grad_bytes * psi;
       b.optimizer = zero_stage >= 1 ? state_bytes * psi / n : state_bytes * psi;
@@ -251,7 +255,8 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   // with context parallelism, dp × cp ranks; parameters are not divided by cp).
   // Hybrid sharding (plan.dp_shard): ZeRO-3's partitions over the shard group
   // of dp_shard ranks, replicated across the dp × cp / dp_shard groups.
-  ModelStateBytes st = model_state_bytes(psi, p.shard_group(), p.zero_stage, opt.accounting, p.precision, p.pp);
+  ModelStateBytes st = model_state_bytes(psi, p.shard_group(), p.zero_stage, opt.accounting, p.precision, p.pp,
+                                         p.grad_reduce_dtype);
   if (p.precision == Precision::fp32) {
     // Pure fp32 training (the CPU backend): 4-byte parameters and gradients, and
     // Adam keeps only momentum and variance (8 bytes) since the parameters are

@@ -790,7 +790,12 @@ bool bf16_optimizer_runs(const Plan& p, const EngineProfile& e) {
 }
 
 double gradient_reduce_bytes(const Plan& p, const EngineProfile& e) {
+  // A dtype the plan states is what the engine is told to move (Megatron-LM
+  // --grad-reduce-in-bf16, DeepSpeed communication_data_type, which its
+  // allreduce_bucket casts each bucket to, FSDP reduce_dtype).
+  if (p.grad_reduce_dtype) return bytes_of(*p.grad_reduce_dtype);
   if (p.precision == Precision::bf16 && (e.bf16_reduce_fp32 || bf16_optimizer_runs(p, e))) return 4.0;
+  if (p.precision == Precision::fp16 && e.fp16_reduce_fp32) return 4.0;
   return bytes_of(p.precision);
 }
 

@@ -399,17 +399,60 @@ TEST_CASE("engine gradients: the reduction's dtype and DeepSpeed's per-micro-bat
   CHECK(bf16_grad_accumulation_time(m, p, c, megatron) == 0.0);
 }
 
+// A plan that states its reduction's dtype (plan.communication.grad_reduce_dtype)
+// moves that many bytes per gradient whatever the engine's default: the
+// oracle is the buffer's element size (4 for fp32, 2 for 16 bits) times the
+// stage's parameters, the nccl-tests S of the step's reduction.
+TEST_CASE("a plan's stated gradient-reduction dtype sets the bytes reduced, over the engine's", "[engine][time][grads]") {
+  const Transformer m = test::gpt(8, 1024, 16, 1024, 51200);
+  const Cluster c = test::a100_nodes(2);
+  HardwareProfile plain = hardware();
+  plain.engine = engine(GatherUnit::bucket, 1, 1e-3, 2e-3);
+  HardwareProfile megatron = plain;
+  megatron.engine.bf16_reduce_fp32 = true;
+  HardwareProfile executor = plain;
+  executor.engine.bf16_reduce_fp32 = executor.engine.fp16_reduce_fp32 = true;
+
+  Plan p = test::zero_plan(16, 1, 0, 1, 4);
+  p.precision = Precision::bf16;
+  const double params = stage_params(m, p);
+  // Unstated: the engine's (Megatron-LM's fp32 main_grad; ztune's float buffers, fp16 too).
+  CHECK(gradient_reduce_bytes(p, plain.engine) == 2.0);
+  CHECK(gradient_reduce_bytes(p, megatron.engine) == 4.0);
+  p.precision = Precision::fp16;
+  CHECK(gradient_reduce_bytes(p, megatron.engine) == 2.0);
+  CHECK(gradient_reduce_bytes(p, executor.engine) == 4.0);
+  // Stated: Megatron-LM --grad-reduce-in-bf16 on the fp32-reducing engine, and
+  // DeepSpeed communication_data_type fp32 on a 16-bit one.
+  p.precision = Precision::bf16;
+  p.grad_reduce_dtype = Precision::bf16;
+  CHECK(gradient_reduce_bytes(p, megatron.engine) == 2.0);
+  CHECK(dp_sync_cost(m, p, c, megatron).bytes_per_step == Approx(2.0 * params));
+  p.grad_reduce_dtype = Precision::fp32;
+  CHECK(gradient_reduce_bytes(p, plain.engine) == 4.0);
+  CHECK(dp_sync_cost(m, p, c, plain).bytes_per_step == Approx(4.0 * params));
+  Plan unstated = p;
+  unstated.grad_reduce_dtype.reset();
+  CHECK(dp_sync_cost(m, p, c, plain).per_step_s > 1.9 * dp_sync_cost(m, unstated, c, plain).per_step_s);
+}
+
 TEST_CASE("engine gradients: the shipped engines, an optional section, strict values", "[engine][grads][bad-input]") {
-  // DeepSpeed's BF16_Optimizer is in the shipped deepspeed engine. The megatron
-  // engine is fitted on NeMo's performance runs, which reduce bf16 gradients
-  // in bf16 (the launcher's optim.grad_sync_dtype bf16, NeMo 2's performance
-  // mode grad_reduce_in_fp32 False): it does not state fp32 reductions.
+  // DeepSpeed's BF16_Optimizer is in the shipped deepspeed engine. Megatron-LM
+  // (and NeMo, whose grad_sync_dtype defaults to fp32) reduce bf16 gradients
+  // in their fp32 main_grad buffer; the NeMo runs that reduce in bf16 state it
+  // in the plan. ztune's executor reduces fp32 whatever the precision (its
+  // communicators move floats). DeepSpeed and FSDP reduce the training dtype.
   CHECK(load_engine_profile("deepspeed").bf16_pipeline_fp32_accumulation);
-  CHECK_FALSE(load_engine_profile("deepspeed").bf16_reduce_fp32);
-  for (const char* name : {"megatron", "fsdp", "ztune"}) {
+  CHECK(load_engine_profile("megatron").bf16_reduce_fp32);
+  CHECK_FALSE(load_engine_profile("megatron").fp16_reduce_fp32);
+  CHECK(load_engine_profile("ztune").bf16_reduce_fp32);
+  CHECK(load_engine_profile("ztune").fp16_reduce_fp32);
+  for (const char* name : {"deepspeed", "fsdp"}) {
     CHECK_FALSE(load_engine_profile(name).bf16_reduce_fp32);
-    CHECK_FALSE(load_engine_profile(name).bf16_pipeline_fp32_accumulation);
+    CHECK_FALSE(load_engine_profile(name).fp16_reduce_fp32);
   }
+  for (const char* name : {"megatron", "fsdp", "ztune"})
+    CHECK_FALSE(load_engine_profile(name).bf16_pipeline_fp32_accumulation);
   nlohmann::json doc = engine_profile_to_json(load_engine_profile("deepspeed"));
   CHECK(engine_profile_from_json(doc, "e.json").bf16_pipeline_fp32_accumulation);  // round trip
   doc.erase("gradients");  // a profile from before the section: neither
@@ -418,4 +461,9 @@ TEST_CASE("engine gradients: the shipped engines, an optional section, strict va
   CHECK_THROWS_WITH(engine_profile_from_json(doc, "e.json"), Catch::Contains("e.json: $.gradients.bf16_reduce"));
   doc["gradients"] = {{"bf16_reduce", "fp32"}, {"reduce_dtype", "fp32"}};
   CHECK_THROWS_WITH(engine_profile_from_json(doc, "e.json"), Catch::Contains("reduce_dtype"));
+  doc["gradients"] = {{"fp16_reduce", "bf16"}};
+  CHECK_THROWS_WITH(engine_profile_from_json(doc, "e.json"), Catch::Contains("e.json: $.gradients.fp16_reduce"));
+  doc["gradients"] = {{"fp16_reduce", "fp32"}};
+  CHECK(engine_profile_from_json(engine_profile_to_json(engine_profile_from_json(doc, "e.json")), "e.json")
+            .fp16_reduce_fp32);  // round trip
 }

@@ -116,6 +116,22 @@ TEST_CASE("Megatron accounting: Megatron-Core's bytes per parameter, by precisio
   // The gradient buffer is fp32 for bf16: twice the paper's 16-bit gradients.
   CHECK(model_state_bytes(psi, 8, 1, StateAccounting::megatron, Precision::bf16).grads ==
         Approx(2 * model_state_bytes(psi, 8, 1, StateAccounting::paper, Precision::bf16).grads));
+  // A stated reduction dtype is the main_grad buffer's (Megatron-Core's
+  // grad_reduce_in_fp32): bf16 with --grad-reduce-in-bf16 keeps fp16's layout
+  // (16-bit gradients, an fp32 copy of the optimizer's shard of them), fp16
+  // with --accumulate-allreduce-grads-in-fp32 bf16's (fp32 gradients).
+  for (int d : {1, 8}) {
+    INFO("d = " << d);
+    CHECK(model_state_bytes(psi, d, 1, StateAccounting::megatron, Precision::bf16, 1, Precision::bf16).total() ==
+          Approx(4 * psi + 16 * psi / d));
+    CHECK(model_state_bytes(psi, d, 1, StateAccounting::megatron, Precision::fp16, 1, Precision::fp32).total() ==
+          Approx(6 * psi + 12 * psi / d));
+    CHECK(model_state_bytes(psi, d, 1, StateAccounting::megatron, Precision::bf16, 1, Precision::fp32).total() ==
+          Approx(6 * psi + 12 * psi / d));
+  }
+  // The other accountings keep their buffers (DeepSpeed and FSDP cast a bucket to reduce it).
+  CHECK(model_state_bytes(psi, 8, 1, StateAccounting::paper, Precision::bf16, 1, Precision::fp32).total() ==
+        Approx(model_state_bytes(psi, 8, 1, StateAccounting::paper, Precision::bf16).total()));
 }
 
 TEST_CASE("Korthikanti activations per layer: every recompute / tp / sp case in closed form", "[memory][activations]") {

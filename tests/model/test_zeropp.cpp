@@ -5,6 +5,7 @@
 // the node.
 #include <catch2/catch.hpp>
 
+#include "ztune/vocab/engine_profile.hpp"
 #include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/model/memory_model.hpp"
 #include "ztune/model/op_costs.hpp"
@@ -71,7 +72,9 @@ TEST_CASE("ZeRO++: hpZ keeps a 16-bit secondary partition of 2Ψ/g per GPU", "[m
 TEST_CASE("ZeRO++: int8 forward gathers over the group, 16-bit backward gathers inside the node", "[model][zeropp]") {
   const Transformer m = load_transformer("20b");
   const Cluster c = load_cluster("dgx2x16");
-  const HardwareProfile hw = default_profile_for(c);
+  // ZeRO++ is DeepSpeed's: its baseline is DeepSpeed's 16-bit reduce-scatter.
+  HardwareProfile hw = default_profile_for(c);
+  hw.engine = load_engine_profile("deepspeed");
   Plan p = zero3(256);
   const double psi = stage_params(m, p);
   const Zero3GatherCost plain = zero3_gather_cost(m, p, c, hw);

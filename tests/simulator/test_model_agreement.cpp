@@ -63,7 +63,7 @@ TEST_CASE("operation costs are op_costs' (one source of truth)", "[simulator][mo
 
 TEST_CASE("an fp32 plan's buckets and gathers carry 4-byte values in both models", "[simulator][model][fp32]") {
   // ztune's CPU executor trains fp32 and reduces and gathers MPI_FLOAT
-  // buffers: 4 bytes a parameter, where a 16-bit plan moves 2 (closed form).
+  // buffers: 4 bytes a parameter, where a 16-bit plan's gathers move 2 (closed form).
   const auto m = load_transformer("tiny");
   const auto c = load_cluster("local-cpu");
   const auto hw = default_profile_for(c);
@@ -78,10 +78,22 @@ TEST_CASE("an fp32 plan's buckets and gathers carry 4-byte values in both models
   CHECK(fp32.param_bytes_per_param() == 4);
   CHECK(zero3_gather_cost(m, p, c, hw).bytes_per_pass == Approx(4.0 * stage_params(m, p)));
   p.precision = Precision::bf16;
-  const sim::ModelCostSource bf16(m, p, c, hw);
+  // The executor's gradient buffers are float whatever the precision (the
+  // ztune engine's fp32 reduction); an engine reducing the training dtype
+  // (DeepSpeed's, FSDP's) moves 2.
+  CHECK(sim::ModelCostSource(m, p, c, hw).grad_bytes_per_param() == 4);
+  HardwareProfile reduces16 = hw;
+  reduces16.engine.bf16_reduce_fp32 = false;
+  const sim::ModelCostSource bf16(m, p, c, reduces16);
   CHECK(bf16.grad_bytes_per_param() == 2);
   CHECK(bf16.param_bytes_per_param() == 2);
   CHECK(zero3_gather_cost(m, p, c, hw).bytes_per_pass == Approx(2.0 * stage_params(m, p)));
+  // A stated reduction dtype (DeepSpeed communication_data_type fp32): the
+  // buckets carry 4 bytes, the gathers still the 16-bit parameters' 2.
+  p.grad_reduce_dtype = Precision::fp32;
+  const sim::ModelCostSource stated(m, p, c, reduces16);
+  CHECK(stated.grad_bytes_per_param() == 4);
+  CHECK(stated.param_bytes_per_param() == 2);
 }
 
 TEST_CASE("where nothing overlaps, simulator and analytical model agree within 2%", "[simulator][model]") {

@@ -294,6 +294,37 @@ TEST_CASE("unfused bias kernels export as Megatron's no-bias fusion switches, to
   CHECK(std::count(fused.begin(), fused.end(), "--no-bias-dropout-fusion") == 0);
 }
 
+TEST_CASE("a stated gradient-reduction dtype exports as Megatron's switches and ds_config's communication_data_type",
+          "[tuner][export][grads]") {
+  // Megatron-LM's arguments.py: bf16 reduces its fp32 main_grad unless
+  // --grad-reduce-in-bf16; fp16 reduces fp16 unless
+  // --accumulate-allreduce-grads-in-fp32. DeepSpeed: communication_data_type.
+  PlanFile pf = dense_plan_on("dgx-a100-80gb", AttentionKernel::flash);
+  pf.plan.precision = Precision::bf16;
+  const auto count = [&](const char* flag) {
+    const auto a = megatron_arguments(pf, "plan.json");
+    return std::count(a.begin(), a.end(), flag);
+  };
+  CHECK(count("--grad-reduce-in-bf16") == 0);  // unstated: Megatron-LM's own fp32
+  CHECK_FALSE(deepspeed_config(pf, "plan.json").contains("communication_data_type"));
+  pf.plan.grad_reduce_dtype = Precision::bf16;
+  CHECK(count("--grad-reduce-in-bf16") == 1);
+  CHECK(deepspeed_config(pf, "plan.json")["communication_data_type"] == "bf16");
+  pf.plan.grad_reduce_dtype = Precision::fp32;
+  CHECK(count("--grad-reduce-in-bf16") == 0);  // fp32 is Megatron-LM's default under --bf16
+  CHECK(count("--accumulate-allreduce-grads-in-fp32") == 0);
+  CHECK(deepspeed_config(pf, "plan.json")["communication_data_type"] == "fp32");
+  pf.plan.precision = Precision::fp16;
+  CHECK(count("--accumulate-allreduce-grads-in-fp32") == 1);
+  // ztune's executor reduces fp32 only: a 16-bit one is another engine's.
+  CHECK_FALSE(engine_violation(pf.plan, Engine::ztune).has_value());
+  pf.plan.grad_reduce_dtype = Precision::fp16;
+  CHECK(engine_violation(pf.plan, Engine::ztune) == EngineRule::zt_grad_reduce_dtype);
+  CHECK_THAT(std::string(engine_rule_text(EngineRule::zt_grad_reduce_dtype)), Contains("expected grad_reduce_dtype fp32"));
+  CHECK_FALSE(engine_violation(pf.plan, Engine::deepspeed).has_value());
+  CHECK(count("--accumulate-allreduce-grads-in-fp32") == 0);
+}
+
 TEST_CASE("DeepSpeed export writes the causal sparse attention layouts, 1-bit Adam and ZeRO++ as DeepSpeed reads them",
           "[tuner][export]") {
   // Expected sections written by hand from DeepSpeed's config documentation and
@@ -841,6 +872,21 @@ TEST_CASE("torchtitan export: degrees multiply to the plan's devices, refusals n
   p.precision = Precision::fp16;
   CHECK_THROWS_WITH(torchtitan_config(pf, "plan.json"), Contains("$.plan.precision") && Contains("bf16"));
   p.precision = Precision::bf16;
+  // torchtitan reduces in fp32 (mixed_precision_reduce accepts only "float32"):
+  // a plan stating it exports, one stating bf16 is refused with the reason.
+  const auto says_priced_bf16 = [&] {
+    bool said = false;
+    for (const auto& line : torchtitan_placeholders(pf, "plan.json")) said |= line.find("--grad-reduce-dtype fp32") != std::string::npos;
+    return said;
+  };
+  CHECK(says_priced_bf16());  // unstated: priced as FSDP's bf16 reduction, and the placeholders say so
+  p.grad_reduce_dtype = Precision::fp32;
+  CHECK_THAT(torchtitan_config(pf, "plan.json"), Contains("mixed_precision_reduce = \"float32\""));
+  CHECK_FALSE(says_priced_bf16());
+  p.grad_reduce_dtype = Precision::bf16;
+  CHECK_THROWS_WITH(torchtitan_config(pf, "plan.json"),
+                    Contains("plan.json: $.plan.communication.grad_reduce_dtype") && Contains("\"float32\""));
+  p.grad_reduce_dtype.reset();
   pf.model = load_transformer("gpt2-1.5b");
   CHECK_THROWS_WITH(torchtitan_config(pf, "plan.json"), Contains("$.model.activation") && Contains("Llama 3"));
   pf.model = m;

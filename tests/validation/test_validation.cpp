@@ -3,8 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "ztune/vocab/cluster.hpp"
 #include "ztune/vocab/hardware_profile.hpp"
@@ -344,6 +348,53 @@ TEST_CASE("the 2019 Megatron-LM code runs its bias, dropout and residual kernels
     CHECK_THAT(c.assumed, Catch::Contains("Unfused bias kernels assumed") && Catch::Contains("F.linear"));
   }
   CHECK(unfused == 6);
+}
+
+TEST_CASE("each run's gradient-reduction dtype: read from the row, else stated per source with the config's reason",
+          "[validation][grads]") {
+  // OLMo-core's rows and torchtitan's Dec 2024 ones print "reduce fp32" in
+  // their precision; the other torchtitan rows run its only choice, float32;
+  // the dgxc NeMo yamls name grad_sync_dtype bf16 (GPT-3 175B, Nemotron-4
+  // 340B) or leave NeMo's fp32 default (Nemotron-4 15B, Llama 3.1). Every
+  // other row reduces in its engine's dtype, unstated.
+  std::size_t fp32 = 0, bf16 = 0;
+  for (const auto& c : report().cases) {
+    const bool f = c.detail.find(" grad-reduce:fp32") != std::string::npos;
+    const bool b = c.detail.find(" grad-reduce:bf16") != std::string::npos;
+    INFO(c.id << ": " << c.detail);
+    const bool nemo_bf16 = c.id.starts_with("dgxc_2411_gpt3_") || c.id.starts_with("dgxc_2411_nemotron4_340b");
+    const bool nemo_fp32 = c.id.starts_with("dgxc_2411_llama31_") || c.id.starts_with("dgxc_2411_nemotron4_15b");
+    const bool titan = c.id.starts_with("torchtitan_");
+    CHECK(b == nemo_bf16);
+    CHECK(f == (nemo_fp32 || titan || c.id.starts_with("olmo_core_")));
+    if (nemo_bf16) CHECK_THAT(c.assumed, Catch::Contains("grad_sync_dtype: bf16"));
+    if (titan && c.assumed.find("gradients reduced in fp32 assumed") != std::string::npos)
+      CHECK_THAT(c.assumed, Catch::Contains("mixed_precision_reduce"));
+    fp32 += f;
+    bf16 += b;
+  }
+  CHECK(bf16 == 10);  // 5 GPT-3 175B, 5 Nemotron-4 340B
+  CHECK(fp32 > 40);
+}
+
+TEST_CASE("a source's grad_reduce statement is checked: a dtype ztune does not know is named with its path",
+          "[validation][grads][bad-input]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "ztune_test_grad_reduce";
+  fs::remove_all(dir);
+  fs::copy(std::string(ZTUNE_TEST_DATA_DIR) + "/validation", dir, fs::copy_options::recursive);
+  nlohmann::json spec = nlohmann::json::parse(std::ifstream(dir / "validation.json"));
+  std::size_t i = 0;
+  while (!spec["sources"][i].contains("grad_reduce")) ++i;
+  spec["sources"][i]["grad_reduce"][0]["dtype"] = "fp8";
+  std::ofstream(dir / "validation.json") << spec.dump(1);
+  const std::string where = "$.sources[" + std::to_string(i) + "].grad_reduce[0].dtype";
+  CHECK_THROWS_WITH(run_validation(dir.string()), Catch::Contains("validation.json") && Catch::Contains(where));
+  spec["sources"][i]["grad_reduce"] = "fp32";
+  std::ofstream(dir / "validation.json") << spec.dump(1);
+  CHECK_THROWS_WITH(run_validation(dir.string()),
+                    Catch::Contains("$.sources[" + std::to_string(i) + "].grad_reduce") && Catch::Contains("array"));
+  fs::remove_all(dir);
 }
 
 TEST_CASE("Megatron's fused-softmax rule: the 2020 code's headline is assumed without it, with the reason",

@@ -178,3 +178,17 @@ TEST_CASE("the executor refuses Megatron's unfused bias switch, naming $.plan.bi
   CHECK(r->find("$.plan.bias_fusion") == 0);
   CHECK(r->find("set it true") != std::string::npos);
 }
+
+TEST_CASE("the executor reduces fp32 gradients: a stated 16-bit reduction is refused, fp32 runs", "[executor_support][grads]") {
+  Transformer m = load_transformer("tiny");
+  Plan p = plan_for(2);
+  p.grad_reduce_dtype = Precision::fp32;  // what its float communicators move anyway
+  CHECK_FALSE(unsupported_reason(p, m, 2).has_value());
+  p.precision = Precision::bf16;  // the CUDA backend's 16-bit storage
+  CHECK_FALSE(unsupported_reason(p, m, 2, ExecBackend::cuda).has_value());
+  p.grad_reduce_dtype = Precision::bf16;
+  const auto r = unsupported_reason(p, m, 2, ExecBackend::cuda);
+  REQUIRE(r.has_value());
+  CHECK(r->find("$.plan.communication.grad_reduce_dtype") == 0);
+  CHECK(r->find("\"bf16\"") != std::string::npos);
+}

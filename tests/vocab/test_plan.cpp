@@ -116,6 +116,38 @@ TEST_CASE("unfused bias kernels in the plan file: absent reads as fused, false r
   REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.bias_fusion") && Contains("expected true or false"));
 }
 
+TEST_CASE("the gradient reduction's dtype in the plan file: absent is the engine's, stated round-trips, its rule",
+          "[plan][grads]") {
+  ztune::Plan p;
+  auto j = ztune::plan_to_json(p);
+  CHECK_FALSE(j["communication"].contains("grad_reduce_dtype"));  // an unstated plan's file (and digest) is unchanged
+  CHECK_FALSE(ztune::plan_from_json(j, "p.json").grad_reduce_dtype.has_value());
+  p.grad_reduce_dtype = ztune::Precision::fp32;
+  j = ztune::plan_to_json(p);
+  CHECK(j["communication"]["grad_reduce_dtype"] == "fp32");
+  CHECK(ztune::plan_from_json(j, "p.json").grad_reduce_dtype == ztune::Precision::fp32);
+  CHECK_THAT(p.summary(), Contains(" grad-reduce:fp32"));
+  j["communication"]["grad_reduce_dtype"] = "fp8";
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"),
+                      Contains("p.json: $.communication.grad_reduce_dtype") && Contains("fp32"));
+  // fp32, or the plan's own 16-bit precision: a bf16 plan does not reduce in fp16.
+  auto m = ztune::load_transformer("gpt3-175b");
+  auto c = ztune::load_cluster("dgx-a100-80gb");
+  p.dp = 8;
+  p.global_batch = 8;
+  p.precision = ztune::Precision::bf16;
+  CHECK_FALSE(ztune::check_plan(p, m, c).has_value());
+  p.grad_reduce_dtype = ztune::Precision::bf16;
+  CHECK_FALSE(ztune::check_plan(p, m, c).has_value());
+  p.grad_reduce_dtype = ztune::Precision::fp16;
+  CHECK_THAT(*ztune::check_plan(p, m, c),
+             Contains("$.communication.grad_reduce_dtype: a bf16 plan reduces its gradients in fp32 or bf16") &&
+                 Contains("\"fp16\""));
+  p.precision = ztune::Precision::fp32;
+  p.grad_reduce_dtype = ztune::Precision::bf16;
+  CHECK_THAT(*ztune::check_plan(p, m, c), Contains("a fp32 plan reduces its gradients in fp32 (expected"));
+}
+
 TEST_CASE("partitioned activations: optional in the file, round-trip, and their rules", "[plan][pa]") {
   ztune::Plan p;
   p.tp = 8; p.recompute = ztune::Recompute::full; p.partition_activations = true;

@@ -151,6 +151,10 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"ztune: no bias-fusion switch",
      "ztune's executor runs its own elementwise kernels; bias_fusion false is Megatron-LM's --no-bias-gelu-fusion "
      "and --no-bias-dropout-fusion: use --engine megatron or deepspeed, or expected bias_fusion true"},
+    {"ztune: gradients reduced in fp32",
+     "ztune's executor reduces fp32 gradients whatever the training precision (its communicators move float "
+     "buffers); a 16-bit reduction is Megatron-LM's --grad-reduce-in-bf16, DeepSpeed's communication_data_type or "
+     "FSDP's reduce_dtype: use --engine megatron, deepspeed or fsdp, or expected grad_reduce_dtype fp32"},
 }};
 
 }  // namespace
@@ -169,6 +173,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (!p.reduce_scatter) return EngineRule::zt_grad_allreduce;
       if (p.recompute_policy != SelectivePolicy::attention) return EngineRule::zt_recompute_policy;
       if (!p.bias_fusion) return EngineRule::zt_bias_fusion;
+      if (p.grad_reduce_dtype && *p.grad_reduce_dtype != Precision::fp32) return EngineRule::zt_grad_reduce_dtype;
       return std::nullopt;
     case Engine::deepspeed:
       if (p.pp > 1 && p.zero_stage > 1) return EngineRule::ds_pipeline_zero;

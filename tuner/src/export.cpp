@@ -316,6 +316,10 @@ nlohmann::json deepspeed_config(const PlanFile& pf, const std::string& file) {
     ds["fp16"] = {{"enabled", true}, {"loss_scale", 0}, {"initial_scale_power", 16},
                   {"loss_scale_window", 1000}, {"hysteresis", 2}, {"min_loss_scale", 1}};
   if (p.precision == Precision::bf16) ds["bf16"] = {{"enabled", true}};
+  // The gradient reduction's dtype (deepspeed/runtime/config.py
+  // get_communication_data_type: "fp16", "bf16" or "fp32"; the engine's
+  // allreduce_bucket casts each bucket to it), where the plan states one.
+  if (p.grad_reduce_dtype) ds["communication_data_type"] = to_string(*p.grad_reduce_dtype);
   if (p.recompute == Recompute::full)
     ds["activation_checkpointing"] = {{"partition_activations", p.partition_activations},
                                       {"cpu_checkpointing", p.cpu_checkpointing},
@@ -466,6 +470,14 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
   if (p.zero_stage == 1) a.emplace_back("--use-distributed-optimizer");
   if (p.overlap_comm) a.emplace_back("--overlap-grad-reduce");
   precision_arguments(p, a);
+  // The gradient reduction's dtype, where the plan states one other than
+  // Megatron-LM's own (megatron/training/arguments.py: fp32 main grads under
+  // --bf16, which --grad-reduce-in-bf16 turns off; 16-bit under --fp16 unless
+  // --accumulate-allreduce-grads-in-fp32).
+  if (p.grad_reduce_dtype == Precision::bf16 && p.precision == Precision::bf16)
+    a.emplace_back("--grad-reduce-in-bf16");
+  if (p.grad_reduce_dtype == Precision::fp32 && p.precision == Precision::fp16)
+    a.emplace_back("--accumulate-allreduce-grads-in-fp32");
   if (pf.model) {
     auto m = model_arguments(*pf.model, file);
     a.insert(a.end(), m.begin(), m.end());

@@ -83,6 +83,12 @@ std::string torchtitan_config(const PlanFile& pf, const std::string& file) {
   if (p.precision == Precision::fp16)
     throw InputError(file + ": $.plan.precision: torchtitan trains in bf16 or fp32 (training.mixed_precision_param), "
                             "not fp16; expected \"bf16\"");
+  // JobConfig training.mixed_precision_reduce: choices ["float32"] (what the
+  // config below writes; tests/tuner/fixtures/torchtitan_job_config_fields.json).
+  if (p.grad_reduce_dtype && *p.grad_reduce_dtype != Precision::fp32)
+    throw InputError(file + ": $.plan.communication.grad_reduce_dtype: torchtitan reduces its gradients in fp32 "
+                            "(training.mixed_precision_reduce accepts only \"float32\"); expected \"fp32\", or leave "
+                            "it out");
   if (p.tp > 1 && !p.sequence_parallel)
     throw InputError(file + ": $.plan.sequence_parallel: torchtitan's tensor parallelism always shards the norms "
                             "over the sequence (SequenceParallel); expected sequence_parallel true with tp " +
@@ -179,6 +185,12 @@ std::vector<std::string> torchtitan_placeholders(const PlanFile& pf, const std::
                 "download_tokenizer.py puts it under ./assets)");
   out.push_back("training.dataset: \"c4\" streams allenai/c4 from the Hugging Face hub; set dataset_path for a "
                 "local copy");
+  // The fsdp engine prices PyTorch FSDP's reduce_dtype default (the training
+  // precision); torchtitan reduces in fp32 only. Say which the plan was priced with.
+  if (!pf.plan.grad_reduce_dtype && pf.plan.precision == Precision::bf16 && pf.plan.dp_cp() > 1)
+    out.push_back("training.mixed_precision_reduce \"float32\": torchtitan's only choice; the plan states no "
+                  "gradient-reduction dtype and was priced with the fsdp engine's bf16 reduction (PyTorch FSDP's "
+                  "default): ztune predict --grad-reduce-dtype fp32 prices it as torchtitan runs it");
   if (pf.model && !flavor_of(*pf.model)) {
     const Transformer& m = *pf.model;
     std::ostringstream f;

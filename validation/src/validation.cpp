@@ -124,6 +124,19 @@ std::vector<SourceSpec> read_spec(const std::string& path) {
       spec.overlap_comm = s.boolean("overlap_comm");
       spec.megatron_vocab = s.boolean("megatron_vocab");
       spec.tflops_convention = s.optional_choice("tflops_convention", {"megatron96", ""}, "");
+      if (s.has("grad_reduce")) {
+        const auto& list = s.raw("grad_reduce");
+        if (!list.is_array()) throw s.error("grad_reduce", "expected an array of {dtype, id_prefixes, why}");
+        for (std::size_t k = 0; k < list.size(); ++k) {
+          ObjectReader g(list[k], path, s.path_of("grad_reduce") + "[" + std::to_string(k) + "]");
+          SourceSpec::GradReduce x;
+          x.dtype = *precision_of(g.choice("dtype", {"fp16", "bf16", "fp32"}));
+          if (g.has("id_prefixes")) x.id_prefixes = string_list(g, "id_prefixes");
+          x.why = g.string("why");
+          g.finish();
+          spec.grad_reduce.push_back(std::move(x));
+        }
+      }
       if (auto a = s.optional_object("assumed")) {
         for (const auto& [id, v] : s.raw("assumed").items()) {
           auto row = a->object(id);

@@ -296,6 +296,24 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
       const std::string notes = row["notes"].get<std::string>();
       p.tp_comm_overlap = contains(notes, "ub_tp_comm_overlap") && !contains(notes, "ub_tp_comm_overlap=false");
     }
+    // The gradient reduction's dtype: the row's precision text where it names
+    // it (OLMo-core's "param bf16, reduce fp32", torchtitan's "reduce_dtype
+    // fp32"), else the source's, stated in validation.json with its reason.
+    {
+      const std::string precision = text(plan, "precision", where + ".plan");
+      if (contains(precision, "reduce fp32") || contains(precision, "reduce_dtype fp32")) {
+        p.grad_reduce_dtype = Precision::fp32;
+      } else {
+        for (const auto& g : spec.grad_reduce) {
+          const bool mine = g.id_prefixes.empty() || std::any_of(g.id_prefixes.begin(), g.id_prefixes.end(),
+                                                                  [&](const std::string& x) { return id.starts_with(x); });
+          if (!mine) continue;
+          p.grad_reduce_dtype = g.dtype;
+          assumed += (assumed.empty() ? "" : "; ") + g.why;
+          break;
+        }
+      }
+    }
     if (stated && stated->tp_comm_overlap) p.tp_comm_overlap = *stated->tp_comm_overlap;
     if (stated && stated->reduce_scatter) p.reduce_scatter = *stated->reduce_scatter;
     if (stated && stated->recompute_policy) p.recompute_policy = *stated->recompute_policy;

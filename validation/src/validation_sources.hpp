@@ -29,6 +29,17 @@ struct SourceSpec {
   bool overlap_comm = true;
   bool megatron_vocab = false;
   std::string tflops_convention;
+  // engine_runs: the dtype the source's runs (those whose ids start with one
+  // of id_prefixes; all of them when it is empty) reduced their gradients in,
+  // where a row does not say (a row whose plan.precision reads "reduce fp32"
+  // says so itself), stated in validation.json with the engine code or the
+  // configuration that sets it: Plan::grad_reduce_dtype.
+  struct GradReduce {
+    Precision dtype = Precision::fp32;
+    std::vector<std::string> id_prefixes;
+    std::string why;
+  };
+  std::vector<GradReduce> grad_reduce;
   std::optional<double> case_tolerance_pct;  // nullopt: "printed_precision"
   double mape_tolerance_pct = 0;
   // engine_runs: what a row does not publish, stated in validation.json with

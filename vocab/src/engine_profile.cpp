@@ -56,6 +56,7 @@ EngineProfile engine_profile_from_json(const nlohmann::json& doc, const std::str
   if (r.has("gradients")) {
     auto g = r.object("gradients");
     e.bf16_reduce_fp32 = g.optional_choice("bf16_reduce", {"fp32", "bf16"}, "bf16") == "fp32";
+    e.fp16_reduce_fp32 = g.optional_choice("fp16_reduce", {"fp32", "fp16"}, "fp16") == "fp32";
     e.bf16_pipeline_fp32_accumulation =
         g.optional_choice("bf16_pipeline_accumulation", {"fp32_per_microbatch", "none"}, "none") ==
         "fp32_per_microbatch";
@@ -89,6 +90,7 @@ nlohmann::json engine_profile_to_json(const EngineProfile& e) {
         {"tp_comm", e.tp_comm_overlap}}},
       {"gradients",
        {{"bf16_reduce", e.bf16_reduce_fp32 ? "fp32" : "bf16"},
+        {"fp16_reduce", e.fp16_reduce_fp32 ? "fp32" : "fp16"},
         {"bf16_pipeline_accumulation", e.bf16_pipeline_fp32_accumulation ? "fp32_per_microbatch" : "none"}}},
       {"zero3_gather", e.zero3_gather == GatherUnit::module ? "module" : "bucket"},
       {"zero3_recompute", e.zero3_recompute_regathers ? "regather" : "held"},

@@ -131,6 +131,10 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (!p.bias_fusion)
     return "$.plan.bias_fusion: ztune's executor runs its own elementwise kernels; false is Megatron-LM's switch "
            "(--no-bias-gelu-fusion, --no-bias-dropout-fusion), not one of its own; set it true";
+  if (p.grad_reduce_dtype && *p.grad_reduce_dtype != Precision::fp32)
+    return "$.plan.communication.grad_reduce_dtype: ztune's executor reduces fp32 gradients whatever the training "
+           "precision (its communicators move floats); \"" + to_string(*p.grad_reduce_dtype) +
+           "\" is another engine's reduction (expected \"fp32\", or leave it out)";
   if (p.cpu_checkpointing)
     return "$.plan.cpu_checkpointing: ztune's executor keeps its activation checkpoints in device memory (no "
            "CPU checkpointing); drop it (the same plan trains with its checkpoints on the device)";

@@ -72,6 +72,7 @@ std::string Plan::summary() const {
   if (cpu_checkpointing) os << " ckpt→cpu";
   if (pp > 1) os << " " << to_string(schedule);
   os << " " << to_string(precision);
+  if (grad_reduce_dtype) os << " grad-reduce:" << to_string(*grad_reduce_dtype);
   if (onebit_adam) os << " 1bit-adam";
   if (sparse_attention != SparseLayout::none) os << " sparse:" << to_string(sparse_attention) << "/" << sparse_block;
   if (attention != AttentionKernel::standard) os << " " << to_string(attention);
@@ -232,6 +233,8 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
     p.tp_comm_overlap = c.optional_boolean("tp_comm_overlap").value_or(false);
     // Added with DeepSpeed's reduce_scatter switch: absent means reduce-scatter.
     p.reduce_scatter = c.optional_boolean("reduce_scatter").value_or(true);
+    // Added with the stated reduction dtype: absent means the engine's.
+    if (c.has("grad_reduce_dtype")) p.grad_reduce_dtype = precision_of(c.choice("grad_reduce_dtype", {"fp16", "bf16", "fp32"}));
     c.finish();
   }
   {
@@ -328,6 +331,7 @@ nlohmann::json plan_to_json(const Plan& p) {
   if (p.dp_shard > 0) j["dp_shard"] = p.dp_shard;  // and one without hybrid sharding
   if (p.tp_comm_overlap) j["communication"]["tp_comm_overlap"] = true;  // and one without TP overlap
   if (!p.reduce_scatter) j["communication"]["reduce_scatter"] = false;  // and one that reduce-scatters
+  if (p.grad_reduce_dtype) j["communication"]["grad_reduce_dtype"] = to_string(*p.grad_reduce_dtype);  // and the engine's
   if (p.max_reuse_distance != Plan{}.max_reuse_distance)
     j["communication"]["max_reuse_distance"] = p.max_reuse_distance;  // and one at DeepSpeed's default
   return j;
@@ -513,6 +517,12 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
   if (!p.reduce_scatter && (p.zero_stage < 1 || p.zero_stage > 2))
     return "$.communication.reduce_scatter: chooses how ZeRO-1/2 reduce gradients to their partitions (false: an "
            "all-reduce); zero_stage " + s(p.zero_stage) + " has no such choice (expected reduce_scatter true)";
+  // A reduction moves fp32 or the plan's own 16-bit gradients: no engine
+  // reduces bf16 gradients in fp16 or the reverse, nor an fp32 model's in 16 bits.
+  if (p.grad_reduce_dtype && *p.grad_reduce_dtype != Precision::fp32 && *p.grad_reduce_dtype != p.precision)
+    return "$.communication.grad_reduce_dtype: a " + to_string(p.precision) + " plan reduces its gradients in " +
+           (p.precision == Precision::fp32 ? std::string("fp32") : "fp32 or " + to_string(p.precision)) +
+           " (expected one of those), got \"" + to_string(*p.grad_reduce_dtype) + "\"";
   if (p.recompute_policy != SelectivePolicy::attention && p.recompute != Recompute::selective)
     return "$.recompute_policy: \"" + to_string(p.recompute_policy) +
            "\" says what selective recomputation recomputes; needs recompute \"selective\", got \"" +

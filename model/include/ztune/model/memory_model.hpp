@@ -1,4 +1,5 @@
 #pragma once
+#include <optional>
 // The memory model: bytes per GPU as named lines (prediction.hpp's MemLine),
 // host and NVMe bytes per node, and whether the plan fits. predict_memory() is
 // declared in prediction.hpp; this header holds the published formulas it is
@@ -57,10 +58,12 @@ struct ModelStateBytes {
   double optimizer = 0;
   [[nodiscard]] double total() const { return params + grads + optimizer; }
 };
-/// `precision` matters to the megatron accounting (its gradient buffer's type)
-/// and, with `pp`, to the deepspeed one (its BF16_Optimizer).
+/// `precision` matters to the megatron accounting (its gradient buffer's type,
+/// which a plan's stated `grad_reduce` dtype sets: Megatron-LM reduces its
+/// main_grad buffer itself) and, with `pp`, to the deepspeed one (its BF16_Optimizer).
 [[nodiscard]] ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccounting a,
-                                                Precision precision, int pp = 1);
+                                                Precision precision, int pp = 1,
+                                                std::optional<Precision> grad_reduce = std::nullopt);
 
 /// Whether DeepSpeed wraps the optimizer in its BF16_Optimizer with its default
 /// data types (runtime/engine.py _do_optimizer_sanity_check and get_data_types,

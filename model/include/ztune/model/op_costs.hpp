@@ -264,9 +264,11 @@ struct DpSyncCost {
 /// says it has one (bf16_pipeline_fp32_accumulation) and DeepSpeed picks it
 /// for the plan (memory_model.hpp deepspeed_runs_bf16_optimizer).
 [[nodiscard]] bool bf16_optimizer_runs(const Plan& p, const EngineProfile& e);
-/// Bytes per gradient element the data-parallel reduction moves: the training
-/// precision's, or 4 for bf16 where the engine reduces an fp32 gradient buffer
-/// (Megatron-LM's main_grad, DeepSpeed's BF16_Optimizer). THE one count: the
+/// Bytes per gradient element the data-parallel reduction moves: the plan's
+/// grad_reduce_dtype where it states one, else the training precision's, or 4
+/// where the engine reduces an fp32 gradient buffer (Megatron-LM's main_grad
+/// and DeepSpeed's BF16_Optimizer for bf16; ztune's executor, whose
+/// communicators move floats, for fp16 and bf16). THE one count: the
 /// analytical dp_sync_cost and the simulator's gradient buckets both use it.
 [[nodiscard]] double gradient_reduce_bytes(const Plan& p, const EngineProfile& e);
 /// Parameter tensors of one transformer layer as Megatron-LM builds it and

@@ -79,6 +79,7 @@ enum class EngineRule : std::uint8_t {
   zt_recompute_policy,     // ztune's executor recomputes the attention core only
   fs_bias_fusion,          // torchtitan's modules have no fused bias kernels to switch off
   zt_bias_fusion,          // ztune's executor runs its own elementwise kernels
+  zt_grad_reduce_dtype,    // ztune's executor reduces fp32 gradients (its communicators move floats)
   count
 };
 

@@ -69,11 +69,11 @@ struct EngineProfile {
   // reduction moves 4-byte gradients. Megatron-LM accumulates bf16 gradients
   // in an fp32 main_grad buffer and reduces that buffer (its arguments.py sets
   // accumulate_allreduce_grads_in_fp32 under --bf16; Megatron-Core's
-  // DistributedDataParallelConfig grad_reduce_in_fp32). The shipped megatron
-  // engine does not state it: it is fitted on NeMo's performance runs, which
-  // reduce in bf16 (NeMo-Framework-Launcher optim.grad_sync_dtype bf16, NeMo
-  // 2's performance mode grad_reduce_in_fp32 False); a profile of plain
-  // Megatron-LM would.
+  // DistributedDataParallelConfig grad_reduce_in_fp32; NeMo's grad_sync_dtype
+  // defaults to fp32 too). The shipped megatron engine states it; the NeMo
+  // performance configurations that reduce in bf16 (optim.grad_sync_dtype
+  // bf16, NeMo 2's grad_reduce_in_fp32 False) say so in the plan
+  // (Plan::grad_reduce_dtype, which overrides these keys).
   // bf16_pipeline_fp32_accumulation ("bf16_pipeline_accumulation":
   // "fp32_per_microbatch"): DeepSpeed runs bf16 pipelines without ZeRO in its
   // BF16_Optimizer (runtime/engine.py, the BFLOAT16 optimizer wrapper), which after every micro-batch's backward casts each parameter's
@@ -81,6 +81,12 @@ struct EngineProfile {
   // _update_hp_grad, called from the pipeline engine's backward pass) and
   // reduces those fp32 buffers at the step (get_grads_for_reduction).
   bool bf16_reduce_fp32 = false;
+  // fp16_reduce_fp32 ("fp16_reduce": "fp32"): fp16 gradients reduced as fp32
+  // too. ztune's executor: its communicators move float buffers only
+  // (executor/include/ztune/executor/communicator.hpp), whatever the plan's
+  // precision. Megatron-LM and DeepSpeed reduce fp16 gradients in fp16 unless
+  // told otherwise (a plan's grad_reduce_dtype).
+  bool fp16_reduce_fp32 = false;
   bool bf16_pipeline_fp32_accumulation = false;
 
   GatherUnit zero3_gather = GatherUnit::bucket;

@@ -174,6 +174,15 @@ struct Plan {
   /// backward, then the parameters' all-gather). Plan file:
   /// communication.reduce_scatter, written only when false.
   bool reduce_scatter = true;
+  /// The dtype the data-parallel gradient reduction moves, where the plan
+  /// states it: fp32 (Megatron-LM's default under --bf16, its fp32 main_grad
+  /// buffer; --accumulate-allreduce-grads-in-fp32 under --fp16; torchtitan's
+  /// only training.mixed_precision_reduce; FSDP MixedPrecision reduce_dtype
+  /// float32; DeepSpeed communication_data_type "fp32") or the plan's own
+  /// 16-bit precision (Megatron-LM --grad-reduce-in-bf16, FSDP reduce_dtype
+  /// bfloat16). nullopt: the engine profile's (gradient_reduce_bytes). Plan
+  /// file: communication.grad_reduce_dtype, written only when stated.
+  std::optional<Precision> grad_reduce_dtype;
   // DeepSpeed's bucket knobs, in elements (its defaults).
   double reduce_bucket_elems = 5e8;
   double allgather_bucket_elems = 5e8;
