@@ -114,8 +114,9 @@ void PlanFlags::add_to(CLI::App& app) {
                  "Megatron-LM, NeMo, DeepSpeed), alternate_mm (torchtitan's op-level SAC, selective_ac_option "
                  "\"op\": every other matmul of a block, wk, wo and w3, with the elementwise ops), mlp_in "
                  "(MaxText remat_policy save_dot_except_mlpwi: the MLP input projections, the attention core and "
-                 "the elementwise ops) or alternate_layers (torchtitan's selective_ac_option \"2\": every second "
-                 "layer recomputed whole)")
+                 "the elementwise ops), alternate_layers (torchtitan's selective_ac_option \"2\": every second "
+                 "layer recomputed whole) or dots (JAX dots_saveable, PaxML SAVE_DOT_ONLY: every matmul's output "
+                 "saved, the attention core and the elementwise ops recomputed)")
       ->check(CLI::IsMember(names_of(kSelectivePolicyNames)));
   app.add_flag("--sequence-parallel", sequence_parallel, "Megatron sequence parallelism (needs tp >= 2)");
   app.add_flag("--tp-comm-overlap", tp_comm_overlap,

@@ -60,6 +60,7 @@ double hardware_flops_per_iteration(const Transformer& m, const Plan& p) {
       case SelectivePolicy::mlp_in:
         extra = m.layers * (2.0 * tokens * h * (m.activation == Activation::swiglu ? 2.0 * f : f) + core);
         break;
+      case SelectivePolicy::dots: extra = m.layers * core; break;  // only the core: every matmul is saved
       case SelectivePolicy::alternate_layers: break;  // the whole-layer share, above
     }
   }

@@ -115,7 +115,8 @@ namespace {
 // kernel's log-sum-exp, else the probabilities, mask and dropout output of
 // Korthikanti's count) stays, as its output is not recomputed. mlp_in
 // (MaxText save_dot_except_mlpwi): q, k, v, the out and MLP-out projections;
-// the attention core is recomputed, so nothing of it is kept.
+// the attention core is recomputed, so nothing of it is kept. dots (JAX
+// dots_saveable): every matmul's output, the MLP input projections' too.
 double selective_policy_bytes(const Transformer& m, const Plan& p, bool split) {
   const double s = m.seq_len, b = p.micro_batch, h = m.hidden, a = m.heads, t = p.tp;
   const double kvd = static_cast<double>(m.kv_heads) * m.head_dim();
@@ -132,6 +133,12 @@ double selective_policy_bytes(const Transformer& m, const Plan& p, bool split) {
       break;
     }
     case SelectivePolicy::mlp_in: inside = s * b * (2.0 * h + 4.0 * kvd + 2.0 * h + 2.0 * h) / t; break;
+    // dots: mlp_in's tensors and the MLP's input projections' outputs (gate and up with SwiGLU).
+    case SelectivePolicy::dots: {
+      const double f_in = m.activation == Activation::swiglu ? 2.0 * m.ffn_hidden : m.ffn_hidden;
+      inside = s * b * (2.0 * h + 4.0 * kvd + 2.0 * h + 2.0 * f_in + 2.0 * h) / t;
+      break;
+    }
   }
   return (input + inside) / p.seq_split();
 }

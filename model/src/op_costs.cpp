@@ -466,6 +466,10 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
           lc.recompute_s = g.t_fc1.fwd + lc.fwd_attention_s + lc.fwd_elementwise_s;
           lc.recompute_flops = g.fc1.flops() + g.qk.flops() + g.pv.flops();
           break;
+        case SelectivePolicy::dots:  // JAX dots_saveable (PaxML SAVE_DOT_ONLY): the attention core, elementwise
+          lc.recompute_s = lc.fwd_attention_s + lc.fwd_elementwise_s;
+          lc.recompute_flops = g.qk.flops() + g.pv.flops();
+          break;
         case SelectivePolicy::alternate_layers:  // every other layer whole: half a forward per layer
           lc.recompute_s = 0.5 * lc.fwd_s;
           lc.recompute_flops = 0.5 * lc.fwd_flops;
@@ -522,6 +526,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
       case SelectivePolicy::attention: return kHostOpsSelective;
       case SelectivePolicy::alternate_mm: return 3.0 + elem_kernels;
       case SelectivePolicy::mlp_in: return kHostOpsSelective + 2.0 + elem_kernels;
+      case SelectivePolicy::dots: return kHostOpsSelective + elem_kernels;
       case SelectivePolicy::alternate_layers: return 0.5 * kHostOpsForward;
     }
     return kHostOpsSelective;
@@ -807,7 +812,16 @@ int parameter_tensors_per_layer(const Transformer& m) {
 }
 
 int stage_parameter_tensors(const Transformer& m, const Plan& p) {
-  return max_stage_layers(p, m.layers) * parameter_tensors_per_layer(m) + (p.pp == 1 ? 4 : 2);
+  const int embedding = 1 + (m.position == PositionEmbedding::learned ? 1 : 0);
+  const int final_norm = m.norm == NormKind::layernorm ? 2 : 1;
+  const int per_layer = parameter_tensors_per_layer(m);
+  if (p.pp == 1) return m.layers * per_layer + embedding + final_norm + (m.tied_embeddings ? 0 : 1);
+  const int head = final_norm + 1;  // an untied output layer, or the tied embedding's copy
+  int most = 0;
+  for (int i = 0; i < p.pp; ++i)
+    most = std::max(most, stage_layer_count(p, m.layers, i) * per_layer + (i == 0 ? embedding : 0) +
+                              (i == p.pp - 1 ? head : 0));
+  return most;
 }
 
 double bf16_grad_accumulation_time(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {

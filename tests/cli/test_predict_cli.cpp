@@ -151,7 +151,8 @@ TEST_CASE("validate --json reports every source, its exit code says whether each
   // and the selective policies read from the rows' text: torchtitan's op-level
   // SAC (9 rows) and layer-level SAC (2), MaxText's save_dot_except_mlpwi (6);
   // the Azure ZeRO-3 rows' knobs read from their recipe (the other 3 of them);
-  // the 3-D parallel 180B headline's 2020 fused-softmax kernel (1); the
+  // the 3-D parallel 180B headline's 2020 fused-softmax kernel (1); PaxML's
+  // SAVE_DOT_ONLY policy (its 4 rows, already assumed for their mesh); the
   // gradient-reduction dtype stated per source (48 rows: the dgxc NeMo yamls'
   // grad_sync_dtype or NeMo's fp32 default, torchtitan's only float32), 35 of
   // them rows with no other assumption.

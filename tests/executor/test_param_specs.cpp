@@ -1,10 +1,12 @@
 // Where a rank's layers and vocabulary rows come from, worked out by hand.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "ztune/executor/param_specs.hpp"
+#include "ztune/model/op_costs.hpp"
 #include "ztune/vocab/catalog.hpp"
 
 using namespace ztune;
@@ -95,3 +97,31 @@ TEST_CASE("the word embedding and its tied copy carry the role the embedding gro
   CHECK(roles(0) == std::vector<std::string>{"wte.weight"});
   CHECK(roles(1).empty());  // lm_head.weight is the output layer, not the embedding
 }
+
+// The cost model's count of a stage's parameter tensors (op_costs
+// stage_parameter_tensors: the ops that loop over tensors, DeepSpeed's
+// BF16_Optimizer fold and the CPU executor's sum_squares) against what the
+// executor registers on its most loaded stage, for a GPT-2-shaped model
+// (learned positions, LayerNorm, biases, tied head) and a Llama-shaped one
+// (rotary, RMSNorm, no biases, untied head), on one stage, balanced and uneven
+// pipelines, and interleaved ones.
+TEST_CASE("the cost model counts a stage's parameter tensors as the executor registers them", "[executor][layout]") {
+  for (const char* name : {"tiny", "tiny-llama"}) {
+    Transformer m = load_transformer(name);
+    m.layers = 8;
+    for (int pp : {1, 2, 3, 4}) {
+      for (int chunks : {1, 2}) {
+        if (chunks > 1 && (pp < 2 || m.layers % (pp * chunks) != 0)) continue;
+        Plan p;
+        p.pp = pp;
+        p.virtual_stages = chunks;
+        const GroupShape shape{1, 1, pp, chunks};
+        std::size_t most = 0;
+        for (int stage = 0; stage < pp; ++stage) most = std::max(most, param_specs(m, shape, {0, 0, stage}).size());
+        INFO(name << " pp " << pp << " chunks " << chunks);
+        CHECK(stage_parameter_tensors(m, p) == static_cast<int>(most));
+      }
+    }
+  }
+}
+

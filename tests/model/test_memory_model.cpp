@@ -530,12 +530,18 @@ TEST_CASE("engines' selective policies keep the tensors they save, closed form",
   // MaxText's save_dot_except_mlpwi: the block input, q, k, v, out_proj and mlpwo.
   p.recompute_policy = SelectivePolicy::mlp_in;
   CHECK(layer_activation_bytes(m, p, p.recompute) == Approx(2 * s * h + s * (2 * h + 4 * kvd + 2 * h + 2 * h)));
+  // JAX's dots_saveable (PaxML SAVE_DOT_ONLY): mlp_in's and the MLP input
+  // projections' outputs (gate and up, 2f), every matmul's.
+  p.recompute_policy = SelectivePolicy::dots;
+  CHECK(layer_activation_bytes(m, p, p.recompute) ==
+        Approx(2 * s * h + s * (2 * h + 4 * kvd + 2 * h + 2 * 2 * f + 2 * h)));
   // Every second layer whole: half full recomputation's, half none's.
   p.recompute_policy = SelectivePolicy::alternate_layers;
   CHECK(layer_activation_bytes(m, p, p.recompute) ==
         Approx(0.5 * (layer_activation_bytes(m, p, Recompute::full) + layer_activation_bytes(m, p, Recompute::none))));
   // Each keeps less than no recomputation and more than full.
-  for (const auto policy : {SelectivePolicy::alternate_mm, SelectivePolicy::mlp_in, SelectivePolicy::alternate_layers}) {
+  for (const auto policy : {SelectivePolicy::alternate_mm, SelectivePolicy::mlp_in, SelectivePolicy::alternate_layers,
+                            SelectivePolicy::dots}) {
     p.recompute_policy = policy;
     const double kept = layer_activation_bytes(m, p, p.recompute);
     CHECK(kept < layer_activation_bytes(m, p, Recompute::none));

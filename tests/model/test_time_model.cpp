@@ -1252,6 +1252,13 @@ TEST_CASE("engines' selective policies: the GEMMs each recomputes, closed form",
   const LayerCost wi = layer_cost(m, p, c, hw);
   CHECK(wi.recompute_flops == Approx(2.0 * tokens * h * 2.0 * f + attention.recompute_flops));
   CHECK(wi.recompute_s == Approx(2.0 * tokens * h * 2.0 * f / rate + wi.fwd_attention_s + wi.fwd_elementwise_s));
+  // JAX's dots_saveable (PaxML SAVE_DOT_ONLY): no GEMM again, the attention
+  // core (a fused kernel, not a dot) and the elementwise kernels.
+  p.recompute_policy = SelectivePolicy::dots;
+  const LayerCost dots = layer_cost(m, p, c, hw);
+  CHECK(dots.recompute_flops == Approx(attention.recompute_flops));
+  CHECK(dots.recompute_s == Approx(dots.fwd_attention_s + dots.fwd_elementwise_s));
+  CHECK(dots.recompute_s < wi.recompute_s);
   // torchtitan's every-second-layer SAC: half a layer's forward per layer.
   p.recompute_policy = SelectivePolicy::alternate_layers;
   const LayerCost half = layer_cost(m, p, c, hw);
@@ -1267,6 +1274,11 @@ TEST_CASE("engines' selective policies: the GEMMs each recomputes, closed form",
   const double hw_none = hardware_flops_per_iteration(m, p);
   CHECK(hw_op - hw_none == Approx(L * op_flops).epsilon(1e-12));
   CHECK(hw_att > hw_none);
+  p.recompute = Recompute::selective;
+  p.recompute_policy = SelectivePolicy::dots;
+  CHECK(hardware_flops_per_iteration(m, p) == Approx(hw_att).epsilon(1e-12));  // the same core, nothing more
+  p.recompute = Recompute::none;
+  p.recompute_policy = SelectivePolicy::attention;
   p.recompute = Recompute::full;
   const double hw_full = hardware_flops_per_iteration(m, p);
   p.recompute = Recompute::selective;

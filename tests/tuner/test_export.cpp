@@ -876,7 +876,8 @@ TEST_CASE("torchtitan export: degrees multiply to the plan's devices, refusals n
   // a plan stating it exports, one stating bf16 is refused with the reason.
   const auto says_priced_bf16 = [&] {
     bool said = false;
-    for (const auto& line : torchtitan_placeholders(pf, "plan.json")) said |= line.find("--grad-reduce-dtype fp32") != std::string::npos;
+    for (const auto& line : torchtitan_placeholders(pf, "plan.json"))
+      said |= line.find("--grad-reduce-dtype fp32") != std::string::npos;
     return said;
   };
   CHECK(says_priced_bf16());  // unstated: priced as FSDP's bf16 reduction, and the placeholders say so
@@ -944,7 +945,11 @@ TEST_CASE("selective policies export as torchtitan spells them, the engines that
   p.recompute_policy = SelectivePolicy::mlp_in;
   CHECK_THROWS_WITH(torchtitan_config(pf, "plan.json"),
                     Contains("plan.json: $.plan.recompute_policy") && Contains("MaxText"));
-  for (const auto policy : {SelectivePolicy::alternate_mm, SelectivePolicy::mlp_in, SelectivePolicy::alternate_layers}) {
+  p.recompute_policy = SelectivePolicy::dots;
+  CHECK_THROWS_WITH(torchtitan_config(pf, "plan.json"),
+                    Contains("plan.json: $.plan.recompute_policy") && Contains("SAVE_DOT_ONLY"));
+  for (const auto policy : {SelectivePolicy::alternate_mm, SelectivePolicy::mlp_in, SelectivePolicy::alternate_layers,
+                            SelectivePolicy::dots}) {
     p.recompute_policy = policy;
     p.zero_stage = 3;
     CHECK_FALSE(engine_violation(p, Engine::fsdp).has_value());

@@ -417,8 +417,9 @@ TEST_CASE("each engine's selective recomputation is read into its rows", "[valid
   // the rows whose engine is not Megatron's: torchtitan's op-level SAC (the
   // A100 table's 'selective op', the H100 tables' default), its layer-level
   // SAC (the A100 table's 'selective layer'), and MaxText's
-  // save_dot_except_mlpwi. NeMo's selective rows keep the attention core.
-  std::size_t op = 0, layers = 0, mlp_in = 0;
+  // save_dot_except_mlpwi, and PaxML's SAVE_DOT_ONLY (JAX's checkpoint_dots).
+  // NeMo's selective rows keep the attention core.
+  std::size_t op = 0, layers = 0, mlp_in = 0, dots = 0;
   for (const auto& c : report().cases) {
     INFO(c.id);
     if (c.detail.find("selective:alternate_mm") != std::string::npos) {
@@ -432,6 +433,10 @@ TEST_CASE("each engine's selective recomputation is read into its rows", "[valid
       ++mlp_in;
       CHECK(c.id.starts_with("dgxc_2411_maxtext_"));
       CHECK_THAT(c.assumed, Catch::Contains("save_dot_except_mlpwi"));
+    } else if (c.detail.find("selective:dots") != std::string::npos) {
+      ++dots;
+      CHECK(c.id.starts_with("dgxc_2411_paxml_"));
+      CHECK_THAT(c.assumed, Catch::Contains("SAVE_DOT_ONLY") && Catch::Contains("checkpoint_dots"));
     } else if (c.id.starts_with("dgxc_2411_nemotron4_340b")) {
       CHECK(c.detail.find("selective") != std::string::npos);
     }
@@ -439,4 +444,5 @@ TEST_CASE("each engine's selective recomputation is read into its rows", "[valid
   CHECK(op == 3 + 4 + 2);
   CHECK(layers == 2);
   CHECK(mlp_in == 6);
+  CHECK(dots == 4);
 }

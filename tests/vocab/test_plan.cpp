@@ -610,7 +610,7 @@ TEST_CASE("selective policy: optional in the file, round-trips, strict, needs re
   CHECK_FALSE(ztune::plan_to_json(p).contains("recompute_policy"));
   CHECK(ztune::recompute_text(p) == "selective");
   for (const auto policy : {ztune::SelectivePolicy::alternate_mm, ztune::SelectivePolicy::mlp_in,
-                            ztune::SelectivePolicy::alternate_layers}) {
+                            ztune::SelectivePolicy::alternate_layers, ztune::SelectivePolicy::dots}) {
     p.recompute_policy = policy;
     auto j = ztune::plan_to_json(p);
     CHECK(j["recompute_policy"] == ztune::to_string(policy));

@@ -135,15 +135,15 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
      "zero_optimization.reduce_scatter false: use --engine deepspeed, or expected reduce_scatter true"},
     {"megatron: selective recomputes the attention core",
      "Megatron-LM's --recompute-granularity selective recomputes the core attention (Korthikanti et al. 2022); "
-     "torchtitan's op-level policy (alternate_mm) and MaxText's save_dot_except_mlpwi (mlp_in) are not its own: "
-     "expected recompute_policy \"attention\""},
+     "torchtitan's op-level policy (alternate_mm), MaxText's save_dot_except_mlpwi (mlp_in) and JAX's "
+     "dots_saveable (dots) are not its own: expected recompute_policy \"attention\""},
     {"deepspeed: selective recomputes the attention core",
      "Megatron-DeepSpeed's selective recomputation is Megatron's core attention; torchtitan's op-level policy "
-     "(alternate_mm) and MaxText's save_dot_except_mlpwi (mlp_in) are not its own: expected recompute_policy "
-     "\"attention\""},
+     "(alternate_mm), MaxText's save_dot_except_mlpwi (mlp_in) and JAX's dots_saveable (dots) are not its own: "
+     "expected recompute_policy \"attention\""},
     {"ztune: selective recomputes the attention core",
      "ztune's executor recomputes the attention core only (Korthikanti et al. 2022): expected recompute_policy "
-     "\"attention\", or --engine fsdp for torchtitan's and MaxText's policies"},
+     "\"attention\", or --engine fsdp for torchtitan's, MaxText's and PaxML's policies"},
     {"fsdp: no bias-fusion switch",
      "torchtitan and PyTorch FSDP run their modules' own elementwise kernels (the fsdp profile's elementwise "
      "traffic prices them); bias_fusion false is Megatron-LM's --no-bias-gelu-fusion and --no-bias-dropout-fusion: "

@@ -93,6 +93,10 @@ std::string torchtitan_config(const PlanFile& pf, const std::string& file) {
     throw InputError(file + ": $.plan.sequence_parallel: torchtitan's tensor parallelism always shards the norms "
                             "over the sequence (SequenceParallel); expected sequence_parallel true with tp " +
                      std::to_string(p.tp));
+  if (p.recompute_policy == SelectivePolicy::dots)
+    throw InputError(file + ": $.plan.recompute_policy: \"dots\" is JAX's dots_saveable (PaxML's SAVE_DOT_ONLY); "
+                            "torchtitan's selective checkpointing is op-level (\"alternate_mm\") or per layer "
+                            "(\"alternate_layers\"): expected one of those, or recompute \"full\" or \"none\"");
   if (p.recompute_policy == SelectivePolicy::mlp_in)
     throw InputError(file + ": $.plan.recompute_policy: \"mlp_in\" is MaxText's save_dot_except_mlpwi; torchtitan's "
                             "selective checkpointing is op-level (\"alternate_mm\") or per layer (\"alternate_layers\"): "

@@ -234,7 +234,8 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
     // Added with DeepSpeed's reduce_scatter switch: absent means reduce-scatter.
     p.reduce_scatter = c.optional_boolean("reduce_scatter").value_or(true);
     // Added with the stated reduction dtype: absent means the engine's.
-    if (c.has("grad_reduce_dtype")) p.grad_reduce_dtype = precision_of(c.choice("grad_reduce_dtype", {"fp16", "bf16", "fp32"}));
+    if (c.has("grad_reduce_dtype"))
+      p.grad_reduce_dtype = precision_of(c.choice("grad_reduce_dtype", {"fp16", "bf16", "fp32"}));
     c.finish();
   }
   {

@@ -278,11 +278,13 @@ struct DpSyncCost {
 /// megatron/core/transformer/mlp.py), and a bias beside each linear where the
 /// model has them (Q/K/V's alone with qkv_bias): 12 for GPT-2, 6 for Llama.
 [[nodiscard]] int parameter_tensors_per_layer(const Transformer& m);
-/// Parameter tensors of the plan's most loaded stage: its layers' and its
-/// edge's, the two embeddings and the final norm's two on a single stage, two
-/// on the first or last of a pipeline (GPT-2's count; the ops that loop over
-/// tensors, DeepSpeed's BF16_Optimizer fold and the CPU executor's
-/// sum_squares, read it).
+/// Parameter tensors of the plan's most loaded stage: its layers' and those
+/// of its edge, as the executor registers them (param_specs): the first stage
+/// the word embedding and learned positions, the last the final norm (weight,
+/// and bias for LayerNorm) and the output layer, untied or, on a pipeline, the
+/// tied embedding's copy. GPT-2: 4 on a single stage, 2 first, 3 last; Llama:
+/// 3, 1 and 2. The ops that loop over tensors read it (DeepSpeed's
+/// BF16_Optimizer fold, the CPU executor's sum_squares).
 [[nodiscard]] int stage_parameter_tensors(const Transformer& m, const Plan& p);
 /// DeepSpeed's BF16_Optimizer after each micro-batch's backward, per stage:
 /// every parameter tensor's bf16 gradient cast to fp32 (read 2 B, write 4 B)

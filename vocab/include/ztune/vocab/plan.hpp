@@ -59,9 +59,15 @@ enum class AttentionKernel : std::uint8_t { standard, flash, cudnn, eager };
 ///   its default selective_ac_option "2" (_apply_layer_sac: every second
 ///   block wrapped whole in a checkpoint): half the layers recomputed in full,
 ///   the other half keep every activation.
-enum class SelectivePolicy : std::uint8_t { attention, alternate_mm, mlp_in, alternate_layers };
+/// - dots: JAX's jax.checkpoint_policies.dots_saveable, Praxis/PaxML's
+///   AutodiffCheckpointType.SAVE_DOT_ONLY: every dot_general's output saved
+///   (q, k, v, the out projection, both MLP matmuls), everything else
+///   recomputed: the elementwise ops and the attention core, which a fused
+///   attention kernel (Transformer Engine's custom call, not a dot) runs again.
+enum class SelectivePolicy : std::uint8_t { attention, alternate_mm, mlp_in, alternate_layers, dots };
 /// The names of the policies, in the enum's order.
-inline constexpr const char* kSelectivePolicyNames[] = {"attention", "alternate_mm", "mlp_in", "alternate_layers"};
+inline constexpr const char* kSelectivePolicyNames[] = {"attention", "alternate_mm", "mlp_in", "alternate_layers",
+                                                        "dots"};
 /// The policy named n; nullopt for any other name.
 [[nodiscard]] std::optional<SelectivePolicy> selective_policy_of(std::string_view n);
 
@@ -316,12 +322,13 @@ nlohmann::json plan_file_to_json(const PlanFile& pf);
 }
 /// The share of the layers whose attention core the backward pass runs
 /// forward again: the whole-layer share, and every layer under the selective
-/// policies that do not save the core's output (attention, mlp_in).
+/// policies that do not save the core's output (attention, mlp_in, dots).
 [[nodiscard]] inline double attention_recompute_share(const Plan& p) {
   if (p.recompute != Recompute::selective) return whole_layer_recompute_share(p);
   switch (p.recompute_policy) {
     case SelectivePolicy::attention:
-    case SelectivePolicy::mlp_in: return 1.0;
+    case SelectivePolicy::mlp_in:
+    case SelectivePolicy::dots: return 1.0;
     case SelectivePolicy::alternate_mm: return 0.0;
     case SelectivePolicy::alternate_layers: return 0.5;
   }
