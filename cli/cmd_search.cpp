@@ -46,6 +46,7 @@ struct SearchFlags {
   bool compile = false;  // the engine runs under a graph compiler (torch.compile, XLA)
   long long global_batch = 0;
   std::string precision;
+  std::string grad_reduce_dtype;  // empty: the engine's
   int max_micro_batch = 0;
   int tp = 0, pp = 0, zero = -1;  // pins; 0 (tp, pp) or -1 (zero): not pinned
   int cp = 0, max_cp = 0;          // context parallelism: pin (0: not pinned) and bound (0: the default)
@@ -113,6 +114,7 @@ nlohmann::json options_json(const SearchFlags& f, const SearchOptions& o) {
   if (f.ulysses > 0) j["ulysses"] = f.ulysses;
   if (f.max_ulysses > 0) j["max_ulysses"] = f.max_ulysses;
   if (f.dp_shard > 0) j["dp_shard"] = f.dp_shard;
+  if (!f.grad_reduce_dtype.empty()) j["grad_reduce_dtype"] = f.grad_reduce_dtype;
   return j;
 }
 
@@ -126,6 +128,7 @@ SearchOptions to_options(const SearchFlags& f) {
   o.memory.accounting = accounting_named(f.accounting, o.space.engine);  // fit as the engine keeps its states
   o.space.global_batch = f.global_batch;
   if (!f.precision.empty()) o.space.precision = precision_of(f.precision);  // CLI11 checked the name
+  if (!f.grad_reduce_dtype.empty()) o.space.grad_reduce_dtype = precision_of(f.grad_reduce_dtype);  // likewise
   o.space.max_micro_batch = f.max_micro_batch;
   if (f.tp > 0) o.space.tp = f.tp;
   if (f.pp > 0) o.space.pp = f.pp;
@@ -414,6 +417,11 @@ Command add_search(CLI::App& root) {
   app->add_option("--global-batch", f->global_batch, "Sequences per step (default: the model file's)")
       ->check(Positive);
   app->add_option("--precision", f->precision, "Pin the precision (default: every 16-bit one the GPU has)")
+      ->check(CLI::IsMember({"fp16", "bf16", "fp32"}));
+  app->add_option("--grad-reduce-dtype", f->grad_reduce_dtype,
+                  "The dtype every plan's gradient reduction moves: fp32 (torchtitan, Megatron-LM under --bf16) or "
+                  "the training precision (Megatron-LM --grad-reduce-in-bf16, DeepSpeed communication_data_type); "
+                  "default: the engine's")
       ->check(CLI::IsMember({"fp16", "bf16", "fp32"}));
   app->add_option("--max-micro-batch", f->max_micro_batch, "Largest micro-batch to try")->check(Positive);
   app->add_option("--tp", f->tp, "Search only plans with this tensor-parallel degree")->check(CLI::Range(1, 1 << 20));

@@ -135,3 +135,27 @@ TEST_CASE("ztune --run takes a ZeRO++ plan across nodes", "[cli][features][run]"
   const auto run_line = r.out.substr(r.out.find("== Run: "));
   CHECK_THAT(run_line.substr(0, run_line.find('\n')), Contains("zero++"));
 }
+
+TEST_CASE("search --grad-reduce-dtype prices every plan with it and writes it to the plan file",
+          "[cli][search][grads]") {
+  // torchtitan reduces in fp32 only: a search for it states so, and its best
+  // plan file carries the dtype export and predict read back.
+  const std::string out = "/tmp/ztune_test_grad_reduce_" + std::to_string(::getpid()) + ".json";
+  auto r = run_command(ztune_bin() + " search --cluster dgx-h100x32 --model llama-7b --engine fsdp --no-db "
+                                     "--no-simulate --top 1 --grad-reduce-dtype fp32 --out " + out);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("grad-reduce:fp32"));
+  nlohmann::json plan;
+  std::ifstream(out) >> plan;
+  CHECK(plan["plan"]["communication"]["grad_reduce_dtype"] == "fp32");
+  r = run_command(ztune_bin() + " export --format torchtitan " + out);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("mixed_precision_reduce = \"float32\""));
+  std::remove(out.c_str());
+  // A 16-bit reduction is the training precision's: bf16 with fp16 pinned is refused.
+  r = run_command(ztune_bin() + " search --cluster dgx-h100x32 --model llama-7b --engine megatron --no-db "
+                                "--precision fp16 --grad-reduce-dtype bf16");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--grad-reduce-dtype: a bf16 reduction needs bf16 training"));
+}

@@ -877,7 +877,7 @@ TEST_CASE("torchtitan export: degrees multiply to the plan's devices, refusals n
   const auto says_priced_bf16 = [&] {
     bool said = false;
     for (const auto& line : torchtitan_placeholders(pf, "plan.json"))
-      said |= line.find("--grad-reduce-dtype fp32") != std::string::npos;
+      said |= line.find("grad_reduce_dtype \"fp32\"") != std::string::npos;
     return said;
   };
   CHECK(says_priced_bf16());  // unstated: priced as FSDP's bf16 reduction, and the placeholders say so

@@ -194,7 +194,8 @@ std::vector<std::string> torchtitan_placeholders(const PlanFile& pf, const std::
   if (!pf.plan.grad_reduce_dtype && pf.plan.precision == Precision::bf16 && pf.plan.dp_cp() > 1)
     out.push_back("training.mixed_precision_reduce \"float32\": torchtitan's only choice; the plan states no "
                   "gradient-reduction dtype and was priced with the fsdp engine's bf16 reduction (PyTorch FSDP's "
-                  "default): ztune predict --grad-reduce-dtype fp32 prices it as torchtitan runs it");
+                  "default): state communication.grad_reduce_dtype \"fp32\" in the plan (predict and search "
+                  "--grad-reduce-dtype fp32) to price it as torchtitan runs it");
   if (pf.model && !flavor_of(*pf.model)) {
     const Transformer& m = *pf.model;
     std::ostringstream f;

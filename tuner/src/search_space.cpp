@@ -163,6 +163,15 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
     throw InputError("--zero: expected 0, 1, 2 or 3, got " + str(*o.zero_stage));
   gpu_counts_ = device_counts(o, c.total_devices());
   precisions_ = precision_list(o, c);
+  if (o.grad_reduce_dtype && *o.grad_reduce_dtype != Precision::fp32) {
+    // A 16-bit reduction is the training precision's (check_plan_shape).
+    if (std::find(precisions_.begin(), precisions_.end(), *o.grad_reduce_dtype) == precisions_.end())
+      throw InputError("--grad-reduce-dtype: a " + to_string(*o.grad_reduce_dtype) + " reduction needs " +
+                       to_string(*o.grad_reduce_dtype) + " training, and the search's precision is " +
+                       to_string(precisions_.front()) + " (pin --precision " + to_string(*o.grad_reduce_dtype) +
+                       ", or expected fp32)");
+    precisions_ = {*o.grad_reduce_dtype};
+  }
   attention_ = attention_kernels(o, m, c);
   tp_comm_overlap_ = o.engine == Engine::megatron && supports_transformer_engine(c);
   // DeepSpeed's CPU checkpointing, for its full-recomputation plans on GPUs

@@ -30,6 +30,10 @@ struct SpaceOptions {
   Engine engine = Engine::ztune;
   std::int64_t global_batch = 0;      // sequences per step; 0 = the model file's
   std::optional<Precision> precision; // pin one precision; default: every 16-bit one the GPU has
+  /// The gradient reduction's dtype every plan states (Plan::grad_reduce_dtype:
+  /// torchtitan's fp32, Megatron-LM --grad-reduce-in-bf16); unset: the engine's.
+  /// A 16-bit one is the plans' precision too.
+  std::optional<Precision> grad_reduce_dtype;
   int max_micro_batch = 0;            // 0 = no cap (memory decides)
   bool include_onebit_adam = false;   // also search 1-bit Adam (changes convergence: opt-in)
   bool include_zeropp = false;        // also search ZeRO++ (quantized communication: opt-in)

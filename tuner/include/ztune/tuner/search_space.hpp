@@ -218,6 +218,7 @@ void SearchSpace::for_each_plan(const Layout& l, F&& f) const {
   if (options_.engine == Engine::megatron) p.stage_layers = megatron_stage_layers(model_->layers, l.pp);
   p.global_batch = global_batch_;
   p.sparse_block = options_.sparse_block;
+  p.grad_reduce_dtype = options_.grad_reduce_dtype;
   const auto scheds = schedules(l);
   const auto splits = activation_splits(l);
   const auto sts = states(l);
