@@ -418,11 +418,7 @@ Command add_search(CLI::App& root) {
       ->check(Positive);
   app->add_option("--precision", f->precision, "Pin the precision (default: every 16-bit one the GPU has)")
       ->check(CLI::IsMember({"fp16", "bf16", "fp32"}));
-  app->add_option("--grad-reduce-dtype", f->grad_reduce_dtype,
-                  "The dtype every plan's gradient reduction moves: fp32 (torchtitan, Megatron-LM under --bf16) or "
-                  "the training precision (Megatron-LM --grad-reduce-in-bf16, DeepSpeed communication_data_type); "
-                  "default: the engine's")
-      ->check(CLI::IsMember({"fp16", "bf16", "fp32"}));
+  add_grad_reduce_dtype(*app, f->grad_reduce_dtype);  // every plan of the space states it
   app->add_option("--max-micro-batch", f->max_micro_batch, "Largest micro-batch to try")->check(Positive);
   app->add_option("--tp", f->tp, "Search only plans with this tensor-parallel degree")->check(CLI::Range(1, 1 << 20));
   app->add_option("--pp", f->pp, "Search only plans with this pipeline depth")->check(CLI::Range(1, 1 << 20));

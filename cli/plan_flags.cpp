@@ -133,12 +133,7 @@ void PlanFlags::add_to(CLI::App& app) {
   app.add_flag("--grad-allreduce", grad_allreduce,
                "ZeRO-1/2 all-reduce each gradient bucket instead of reduce-scattering it to its partition owners "
                "(DeepSpeed zero_optimization.reduce_scatter false; its ZeRO stage 1 before March 2020)");
-  app.add_option("--grad-reduce-dtype", grad_reduce_dtype,
-                 "The dtype of the data-parallel gradient reduction: fp32 (Megatron-LM's default under --bf16, "
-                 "torchtitan's mixed_precision_reduce, DeepSpeed communication_data_type fp32) or the plan's own "
-                 "16-bit precision (Megatron-LM --grad-reduce-in-bf16, FSDP reduce_dtype bfloat16); default: the "
-                 "engine's")
-      ->check(CLI::IsMember({"fp16", "bf16", "fp32"}));
+  add_grad_reduce_dtype(app, grad_reduce_dtype);
   app.add_option("--virtual-stages", virtual_stages, "Model chunks per stage (interleaved 1F1B)")
       ->check(Positive);
   app.add_option("--schedule", schedule, "Pipeline schedule (default 1f1b, interleaved with --virtual-stages)")
@@ -205,6 +200,15 @@ InputError flag_error(const std::string& msg) {
 }
 
 }  // namespace
+
+void add_grad_reduce_dtype(CLI::App& app, std::string& dtype) {
+  app.add_option("--grad-reduce-dtype", dtype,
+                 "The dtype of the data-parallel gradient reduction: fp32 (Megatron-LM's default under --bf16, "
+                 "torchtitan's mixed_precision_reduce, DeepSpeed communication_data_type fp32) or the plan's own "
+                 "16-bit precision (Megatron-LM --grad-reduce-in-bf16, FSDP reduce_dtype bfloat16); default: the "
+                 "engine's")
+      ->check(CLI::IsMember({"fp16", "bf16", "fp32"}));
+}
 
 Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   Plan p;

@@ -48,6 +48,10 @@ void add_accounting(CLI::App& app, std::string& accounting);
 /// The accounting --accounting names, with "engine" resolved for `engine`.
 [[nodiscard]] StateAccounting accounting_named(const std::string& accounting, Engine engine);
 
+/// --grad-reduce-dtype fp32|bf16|fp16 (predict's plan flags and search's pin):
+/// the dtype of the data-parallel gradient reduction (Plan::grad_reduce_dtype).
+void add_grad_reduce_dtype(CLI::App& app, std::string& dtype);
+
 struct PlanFlags {
   std::string plan_file;
   int tp = 1, pp = 1, dp = 0, zero = 0, micro_batch = 1, virtual_stages = 1;
