@@ -222,13 +222,14 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
   else if (in.plan.grad_reduce_dtype)
     std::printf("grads    reduced in %s (the plan's communication.grad_reduce_dtype)\n",
                 to_string(*in.plan.grad_reduce_dtype).c_str());
-  else if (gradient_reduce_bytes(in.plan, in.profile.engine) > bytes_of(in.plan.precision) &&
-           in.profile.engine.name == "ztune")
-    std::printf("grads    reduced in fp32 (ztune's executor reduces float buffers)\n");
-  else if (gradient_reduce_bytes(in.plan, in.profile.engine) > bytes_of(in.plan.precision))
-    std::printf("grads    reduced in fp32 (the %s engine's fp32 gradient buffer; --grad-reduce-dtype %s states "
-                "a 16-bit reduction)\n",
-                in.profile.engine.name.c_str(), to_string(in.plan.precision).c_str());
+  else if (gradient_reduce_bytes(in.plan, in.profile.engine) > bytes_of(in.plan.precision)) {
+    if (in.profile.engine.name == "ztune")
+      std::printf("grads    reduced in fp32 (ztune's executor reduces float buffers)\n");
+    else
+      std::printf("grads    reduced in fp32 (the %s engine's fp32 gradient buffer; --grad-reduce-dtype %s states "
+                  "a 16-bit reduction)\n",
+                  in.profile.engine.name.c_str(), to_string(in.plan.precision).c_str());
+  }
   if (const std::string note = sequence_note(in.model); !note.empty()) std::printf("%s\n", note.c_str());
   std::printf("\n");
   // Uneven pipeline stages: say which layers each stage holds (the plan's

@@ -417,7 +417,7 @@ Command add_search(CLI::App& root) {
   app->add_option("--global-batch", f->global_batch, "Sequences per step (default: the model file's)")
       ->check(Positive);
   app->add_option("--precision", f->precision, "Pin the precision (default: every 16-bit one the GPU has)")
-      ->check(CLI::IsMember({"fp16", "bf16", "fp32"}));
+      ->check(CLI::IsMember(names_of(kPrecisionNames)));
   add_grad_reduce_dtype(*app, f->grad_reduce_dtype);  // every plan of the space states it
   app->add_option("--max-micro-batch", f->max_micro_batch, "Largest micro-batch to try")->check(Positive);
   app->add_option("--tp", f->tp, "Search only plans with this tensor-parallel degree")->check(CLI::Range(1, 1 << 20));

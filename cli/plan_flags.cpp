@@ -143,7 +143,7 @@ void PlanFlags::add_to(CLI::App& app) {
   app.add_option("--offload-params", offload_params, "Parameter offload (ZeRO-3)")
       ->check(CLI::IsMember(names_of(kOffloadTargetNames)));
   app.add_option("--precision", precision, "fp16 or bf16 (default bf16 where supported)")
-      ->check(CLI::IsMember({"fp16", "bf16", "fp32"}));
+      ->check(CLI::IsMember(names_of(kPrecisionNames)));
   app.add_flag("--onebit-adam", onebit_adam, "1-bit Adam compressed communication");
   app.add_option("--freeze-step", freeze_step, "1-bit Adam warm-up steps")->check(NonNegative);
   app.add_option("--sparse-attention", sparse_attention, "Block-sparse attention layout")
@@ -207,7 +207,7 @@ void add_grad_reduce_dtype(CLI::App& app, std::string& dtype) {
                  "torchtitan's mixed_precision_reduce, DeepSpeed communication_data_type fp32) or the plan's own "
                  "16-bit precision (Megatron-LM --grad-reduce-in-bf16, FSDP reduce_dtype bfloat16); default: the "
                  "engine's")
-      ->check(CLI::IsMember({"fp16", "bf16", "fp32"}));
+      ->check(CLI::IsMember(names_of(kPrecisionNames)));
 }
 
 Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {

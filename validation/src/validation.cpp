@@ -130,7 +130,7 @@ std::vector<SourceSpec> read_spec(const std::string& path) {
         for (std::size_t k = 0; k < list.size(); ++k) {
           ObjectReader g(list[k], path, s.path_of("grad_reduce") + "[" + std::to_string(k) + "]");
           SourceSpec::GradReduce x;
-          x.dtype = *precision_of(g.choice("dtype", {"fp16", "bf16", "fp32"}));
+          x.dtype = *precision_of(g.choice("dtype", kPrecisionNames));
           if (g.has("id_prefixes")) x.id_prefixes = string_list(g, "id_prefixes");
           x.why = g.string("why");
           g.finish();

@@ -6,23 +6,13 @@
 
 #include "ztune/vocab/catalog.hpp"
 #include "ztune/vocab/json_reader.hpp"
+#include "ztune/vocab/name_table.hpp"
 
 namespace ztune {
 
-std::string to_string(Precision p) {
-  switch (p) {
-    case Precision::fp16: return "fp16";
-    case Precision::bf16: return "bf16";
-    case Precision::fp32: return "fp32";
-  }
-  return "?";
-}
+std::string to_string(Precision p) { return name_in(kPrecisionNames, p); }
 
-std::optional<Precision> precision_of(const std::string& name) {
-  for (Precision p : {Precision::fp16, Precision::bf16, Precision::fp32})
-    if (name == to_string(p)) return p;
-  return std::nullopt;
-}
+std::optional<Precision> precision_of(const std::string& name) { return value_in<Precision>(kPrecisionNames, name); }
 
 Precision default_precision(const Cluster& c) {
   if (c.device_kind == DeviceKind::cpu) return Precision::fp32;

@@ -215,7 +215,7 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   p.grad_accum = static_cast<int>(r.integer("grad_accum", 1, 1 << 24));
   p.global_batch = r.integer("global_batch", 1, std::int64_t{1} << 40);
   p.recompute = *recompute_of(r.choice("recompute", kRecomputeNames));
-  p.precision = *precision_of(r.choice("precision", {"fp16", "bf16", "fp32"}));
+  p.precision = *precision_of(r.choice("precision", kPrecisionNames));
   p.schedule = *schedule_of(r.choice("schedule", kScheduleNames));
   {
     auto c = r.object("communication");
@@ -235,7 +235,7 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
     p.reduce_scatter = c.optional_boolean("reduce_scatter").value_or(true);
     // Added with the stated reduction dtype: absent means the engine's.
     if (c.has("grad_reduce_dtype"))
-      p.grad_reduce_dtype = precision_of(c.choice("grad_reduce_dtype", {"fp16", "bf16", "fp32"}));
+      p.grad_reduce_dtype = precision_of(c.choice("grad_reduce_dtype", kPrecisionNames));
     c.finish();
   }
   {

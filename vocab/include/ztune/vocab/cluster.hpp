@@ -10,6 +10,9 @@
 namespace ztune {
 
 enum class Precision { fp16, bf16, fp32 };
+/// The names of the precisions, in the enum's order: what plan files, the
+/// CLI's --precision and --grad-reduce-dtype and validation.json spell.
+inline constexpr const char* kPrecisionNames[] = {"fp16", "bf16", "fp32"};
 std::string to_string(Precision p);
 /// "fp16", "bf16" or "fp32"; nothing for any other text. THE parser of the
 /// name (plan files, --precision, the planner).
