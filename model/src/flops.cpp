@@ -53,14 +53,14 @@ double hardware_flops_per_iteration(const Transformer& m, const Plan& p) {
     const double h = m.hidden, f = m.ffn_hidden;
     const double kvd = static_cast<double>(m.kv_heads) * m.head_dim();
     switch (p.recompute_policy) {
-      case SelectivePolicy::attention: extra = m.layers * core; break;
+      case SelectivePolicy::attention:
+      case SelectivePolicy::dots: extra = m.layers * core; break;  // only the core (dots saves every matmul)
       // wk, wo and w3 (w2 without a gated MLP): 2·tokens·h·(kvd + h + f).
       case SelectivePolicy::alternate_mm: extra = m.layers * 2.0 * tokens * h * (kvd + h + f); break;
       // The MLP input projections (gate and up with SwiGLU) and the core.
       case SelectivePolicy::mlp_in:
         extra = m.layers * (2.0 * tokens * h * (m.activation == Activation::swiglu ? 2.0 * f : f) + core);
         break;
-      case SelectivePolicy::dots: extra = m.layers * core; break;  // only the core: every matmul is saved
       case SelectivePolicy::alternate_layers: break;  // the whole-layer share, above
     }
   }

@@ -132,11 +132,13 @@ double selective_policy_bytes(const Transformer& m, const Plan& p, bool split) {
                                              : 5.0 * a * s * s * b / t * attention_density(m, p);
       break;
     }
-    case SelectivePolicy::mlp_in: inside = s * b * (2.0 * h + 4.0 * kvd + 2.0 * h + 2.0 * h) / t; break;
-    // dots: mlp_in's tensors and the MLP's input projections' outputs (gate and up with SwiGLU).
+    case SelectivePolicy::mlp_in:
     case SelectivePolicy::dots: {
+      // q, k, v, the out and MLP-out projections; dots also keeps the MLP's
+      // input projections' outputs (gate and up with SwiGLU).
       const double f_in = m.activation == Activation::swiglu ? 2.0 * m.ffn_hidden : m.ffn_hidden;
-      inside = s * b * (2.0 * h + 4.0 * kvd + 2.0 * h + 2.0 * f_in + 2.0 * h) / t;
+      const double mlp_in = p.recompute_policy == SelectivePolicy::dots ? 2.0 * f_in : 0.0;
+      inside = s * b * (2.0 * h + 4.0 * kvd + 2.0 * h + 2.0 * h + mlp_in) / t;
       break;
     }
   }
