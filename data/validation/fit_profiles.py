@@ -229,10 +229,17 @@ def derived(state):
     # (executor/include/ztune/executor/communicator.hpp): it reduces fp32
     # gradients whatever the training precision.
     z["gradients"] = {"bf16_reduce": "fp32", "fp16_reduce": "fp32"}
-    z["source"] = ("ztune's own executor on GPUs. Not yet measured on a GPU: until it is, the fitted figures of the "
-                   "closest engine, DeepSpeed (ZeRO stages with reduce buckets and bucketed ZeRO-3 gathers, "
-                   "Megatron-style tensor parallelism). CPU clusters use the executor's measured figures in "
-                   "data/profiles/cpu.json.")
+    # And the rest of its storage is fp32 too (vocab EngineProfile::fp32_storage):
+    # activations, parameters and every collective; a 16-bit precision picks
+    # only the tensor-core type of its linear GEMMs, whose operands it casts.
+    z["storage"] = "fp32"
+    z["source"] = (
+        "ztune's own executor on GPUs, priced as its code runs: fp32 storage (\"storage\": \"fp32\": parameters, "
+        "gradients, activations and every collective in fp32, a 16-bit precision selecting only its linear GEMMs' "
+        "tensor-core type, their operands cast per call; attention in fp32). Not yet measured on a GPU: until it is, "
+        "its host, overlap and fusion figures are the closest engine's, DeepSpeed's (ZeRO stages with reduce buckets "
+        "and bucketed ZeRO-3 gathers, Megatron-style tensor parallelism). CPU clusters use the executor's measured "
+        "figures in data/profiles/cpu.json.")
     state["E"]["ztune"] = z
 
 

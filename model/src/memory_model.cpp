@@ -211,15 +211,42 @@ double layer_activation_bytes_fp32(const Transformer& m, const Plan& p, Recomput
   return outside + inside + gathered + scores;
 }
 
-// The lines of ztune's own CPU executor (fp32, exact allocation tracking), the
-// first calibration point of the memory model (issue 8): no CUDA runtime, no
-// allocator fragmentation (it tracks requested bytes), gradients reduced in
+// The CUDA backend's scratch beyond what the executor tracks, from its caching
+// allocator and one call's at a time: the standard attention's buffers
+// (kernels/cuda attention_workspace_elems: 7·n + heads·s² floats for the
+// rank's n = b·s·channels, per call, cp's ring blocks of s/cp rows, Ulysses'
+// whole sequence of a/u heads), or the 16-bit copies of a GEMM's two operands
+// (CudaBackend::run_gemm; the logits GEMM's on the last stage, the widest
+// layer GEMM's elsewhere). The fused kernel keeps its state in the activations.
+double executor_cuda_scratch(const Transformer& m, const Plan& p, bool last) {
+  const double t = p.tp, u = p.ulysses, b = p.micro_batch, h = m.hidden;
+  double attention = 0;
+  if (!fused_attention(p.attention)) {
+    const double s = static_cast<double>(m.seq_len) / p.cp;
+    attention = 4.0 * (7.0 * b * s * h / (t * u) + b * m.heads / (t * u) * s * s);
+  }
+  double casts = 0;
+  if (p.precision != Precision::fp32) {
+    const double rows = static_cast<double>(m.seq_len) / p.seq_split() * b;
+    const double kvd = static_cast<double>(m.kv_heads) * m.head_dim();
+    const double f_in = m.activation == Activation::swiglu ? 2.0 * m.ffn_hidden : m.ffn_hidden;
+    double widest = std::max({h + 2.0 * kvd, f_in, static_cast<double>(m.ffn_hidden)}) / t;
+    if (last) widest = std::max(widest, static_cast<double>(m.vocab) / t);
+    casts = 2.0 * (rows * h + h * widest);
+  }
+  return std::max(attention, casts);
+}
+
+// The lines of ztune's own executor (fp32 storage; on CPU ranks measured with
+// exact allocation tracking, the first calibration point of the memory model,
+// issue 8). Without the CUDA runtime and the allocator's fragmentation, which
+// stage_memory adds on a GPU (on CPU ranks it tracks requested bytes). Gradients reduced in
 // place for ZeRO 0/1 (no buckets), a full flat gradient plus the owned
 // partition for ZeRO 2/3 reduce-scatter, the received activation of every
 // micro-batch of the step between pipeline stages, fp32 logits, and a flat
 // parameter-sized workspace used at the optimizer step, after activations are
 // freed, so it adds to the peak only where it exceeds them.
-void cpu_executor_lines(const Transformer& m, const Plan& p, double psi, double layers, double in_flight,
+void executor_lines(const Transformer& m, const Plan& p, double psi, double layers, double in_flight,
                         double density, bool last, StageMemory& sm) {
   const double sbh = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch * m.hidden;  // this rank's rows
   double act = layers * in_flight * layer_activation_bytes_fp32(m, p, p.recompute, density);
@@ -249,7 +276,8 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   const bool last = stage == p.pp - 1;
   const double density = attention_density(m, p);
   const double t = p.tp;
-  const double eb = bytes_of(p.precision);
+  const Precision storage = storage_precision(p, hw.engine);
+  const double eb = bytes_of(storage);
   const double layers = stage_layers;
   const double word = static_cast<double>(m.vocab) * m.hidden / t;
   const double positions = m.embedding_params() - static_cast<double>(m.vocab) * m.hidden;
@@ -266,10 +294,11 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   // of dp_shard ranks, replicated across the dp × cp / dp_shard groups.
   ModelStateBytes st = model_state_bytes(psi, p.shard_group(), p.zero_stage, opt.accounting, p.precision, p.pp,
                                          p.grad_reduce_dtype);
-  if (p.precision == Precision::fp32) {
-    // Pure fp32 training (the CPU backend): 4-byte parameters and gradients, and
-    // Adam keeps only momentum and variance (8 bytes) since the parameters are
-    // already the fp32 master copy. Partitioning follows the same ZeRO stages.
+  if (storage == Precision::fp32) {
+    // fp32 storage (fp32 training, and ztune's executor at any precision):
+    // 4-byte parameters and gradients, and Adam keeps only momentum and
+    // variance (8 bytes) since the parameters are already the fp32 master
+    // copy. Partitioning follows the same ZeRO stages.
     const double n = std::max(1, p.shard_group());
     st.params = p.zero_stage >= 3 ? 4.0 * psi / n : 4.0 * psi;
     st.grads = p.zero_stage >= 2 ? 4.0 * psi / n : 4.0 * psi;
@@ -398,10 +427,16 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
     sm.gpu[idx(MemLine::comm_buckets)] +=
         s_local * p.micro_batch * (m.hidden + 2.0 * static_cast<double>(m.kv_heads) * m.head_dim()) / t * eb;
 
-  if (c.device_kind == DeviceKind::cpu) {
-    cpu_executor_lines(m, p, psi, layers, in_flight, density, last, sm);
-    for (double v : sm.gpu) sm.total += v;
-    return sm;
+  // ztune's executor allocates as it does on CPU ranks wherever it runs
+  // (executor_layout). On a GPU the CUDA context, NCCL, cuBLAS and the caching
+  // allocator come on top (below).
+  if (executor_layout(c, hw)) {
+    executor_lines(m, p, psi, layers, in_flight, density, last, sm);
+    if (c.device_kind == DeviceKind::cpu) {
+      for (double v : sm.gpu) sm.total += v;
+      return sm;
+    }
+    sm.gpu[idx(MemLine::workspace)] += library_workspace + executor_cuda_scratch(m, p, last);
   }
 
   int communicators = (p.tp > 1) + (p.dp_cp() > 1) + (p.pp > 1) + (p.cp > 1) + (p.ulysses > 1) + p.hybrid_sharded();
@@ -417,6 +452,16 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
 }
 
 }  // namespace
+
+bool executor_layout(const Cluster& c, const HardwareProfile& hw) {
+  return c.device_kind == DeviceKind::cpu || hw.engine.fp32_storage;
+}
+
+double stored_activation_bytes(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
+                               Recompute r) {
+  if (executor_layout(c, hw)) return layer_activation_bytes_fp32(m, p, r, attention_density(m, p));
+  return layer_activation_bytes(m, p, r);
+}
 
 MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
                                 const MemoryOptions& opt) {

@@ -15,6 +15,10 @@ namespace ztune {
 
 double bytes_of(Precision p) { return p == Precision::fp32 ? 4.0 : 2.0; }
 
+Precision storage_precision(const Plan& p, const EngineProfile& e) {
+  return e.fp32_storage ? Precision::fp32 : p.precision;
+}
+
 // ---------------------------------------------------------------- kernels
 
 namespace {
@@ -150,9 +154,16 @@ LinearTimes linear_times(const GemmShape& g, Precision p, const GpuSpec& gpu, co
     return roofline_time(flops, full_wave * hw.gemm_waves.utilization(s.m, s.n, s.k, s.batch),
                          s.elements() * bytes_of(p), p, gpu, hw);
   };
-  t.fwd = time_of(g);
-  t.dgrad = time_of(dgrad_of(g));
-  t.wgrad = time_of(wgrad_of(g));
+  // An engine storing fp32 that runs 16-bit GEMMs casts both operands into
+  // 16-bit scratch before every call (CudaBackend::run_gemm): a read of 4 and
+  // a write of 2 bytes per operand element, two kernels.
+  const bool casts = hw.engine.fp32_storage && p != Precision::fp32;
+  auto cast_of = [&](const GemmShape& s) {
+    return casts ? memory_bound_time(6.0 * (s.m * s.k + s.k * s.n) * s.batch, gpu, hw, 2) : 0.0;
+  };
+  t.fwd = time_of(g) + cast_of(g);
+  t.dgrad = time_of(dgrad_of(g)) + cast_of(dgrad_of(g));
+  t.wgrad = time_of(wgrad_of(g)) + cast_of(wgrad_of(g));
   return t;
 }
 
@@ -179,7 +190,7 @@ LinearTimes linear_times(const GemmShape& g, Precision p, const GpuSpec& gpu, co
 double context_parallel_attention(const Plan& p, const Cluster& c, const HardwareProfile& hw, const LayerShape& x,
                                   LayerCost& lc) {
   const GpuSpec& gpu = c.node.gpu;
-  const Precision prec = p.precision;
+  const Precision prec = storage_precision(p, hw.engine);  // attention runs in the storage dtype
   const double eb = bytes_of(prec);
   const double heads_local = x.b * x.a / x.t;
   const double cp = p.cp;
@@ -212,7 +223,7 @@ void ring_exchange(const Plan& p, const Cluster& c, const HardwareProfile& hw, c
   // least one head per tensor-parallel rank).
   const double kv_local = std::max(x.kvd / x.t, x.d);
   lc.cp_steps = p.cp;
-  lc.cp_bytes = 2.0 * x.b * x.sl * kv_local * bytes_of(p.precision);
+  lc.cp_bytes = 2.0 * x.b * x.sl * kv_local * bytes_of(storage_precision(p, hw.engine));
   const double kv_s = p2p_time(lc.cp_bytes, crosses, c, hw);
   const double kv_dkv_s = p2p_time(2.0 * lc.cp_bytes, crosses, c, hw);
   lc.cp_step_fwd_s = step_fwd;
@@ -291,7 +302,7 @@ void gpu_layer_compute(const LayerParts& in, LayerCost& lc) {
   const HardwareProfile& hw = in.hw;
   const LayerShape& x = in.x;
   const GpuSpec& gpu = c.node.gpu;
-  const Precision prec = p.precision;
+  const Precision prec = storage_precision(p, hw.engine);  // activations' and attention's dtype
   const double eb = bytes_of(prec);
   const double heads_local = in.g.heads_local;
   const double density = in.g.density;
@@ -398,8 +409,9 @@ void gpu_layer_compute(const LayerParts& in, LayerCost& lc) {
 LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
   const LayerShape x = shape_of(m, p);
   const GpuSpec& gpu = c.node.gpu;
-  const Precision prec = p.precision;
-  const double eb = bytes_of(prec);
+  const Precision prec = p.precision;  // the linear GEMMs' tensor-core type
+  const Precision stored = storage_precision(p, hw.engine);
+  const double eb = bytes_of(stored);  // what the collectives move
   LayerCost lc;
 
   LayerGemms g;
@@ -428,8 +440,8 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   g.t_proj = linear_times(g.proj, prec, gpu, hw);
   g.t_fc1 = linear_times(g.fc1, prec, gpu, hw);
   g.t_fc2 = linear_times(g.fc2, prec, gpu, hw);
-  g.t_qk = gemm_time(g.qk, prec, gpu, hw, true);
-  g.t_pv = gemm_time(g.pv, prec, gpu, hw, true);
+  g.t_qk = gemm_time(g.qk, stored, gpu, hw, true);
+  g.t_pv = gemm_time(g.pv, stored, gpu, hw, true);
 
   // Host-op facts of the layer, the same whichever flavour computes it: the
   // elementwise kernels of a pass, and Megatron's softmax fallback (below).
@@ -611,7 +623,7 @@ void gpu_edge_compute(const EdgeParts& in, EdgeCost& e) {
   const LayerShape& x = in.x;
   const GpuSpec& gpu = in.c.node.gpu;
   const HardwareProfile& hw = in.hw;
-  const double eb = bytes_of(in.p.precision);
+  const double eb = bytes_of(storage_precision(in.p, hw.engine));
   const double hs = x.tokens * x.h;
   const double hs_local = hs / (x.sp ? x.t : 1.0);
   const LinearTimes& t_logits = in.t_logits;
@@ -630,8 +642,8 @@ void gpu_edge_compute(const EdgeParts& in, EdgeCost& e) {
 EdgeCost edge_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
   const LayerShape x = shape_of(m, p);
   const GpuSpec& gpu = c.node.gpu;
-  const Precision prec = p.precision;
-  const double eb = bytes_of(prec);
+  const Precision prec = p.precision;  // the logits GEMM's tensor-core type
+  const double eb = bytes_of(storage_precision(p, hw.engine));  // what the collectives move
   const double hs = x.tokens * x.h;
   EdgeCost e;
   // Head: the logits GEMM (vocab-parallel) on the positions that predict (all
@@ -684,7 +696,8 @@ PipelineP2P pipeline_p2p(const Transformer& m, const Plan& p, const Cluster& c, 
   const GroupLayout l = place_groups(p, c);
   // Megatron's scatter-gather optimisation sends 1/t of the tensor and
   // all-gathers it inside the node; with SP the tensor is already split.
-  r.bytes = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch * m.hidden * bytes_of(p.precision) / p.tp;
+  r.bytes = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch * m.hidden *
+            bytes_of(storage_precision(p, hw.engine)) / p.tp;
   r.time_s = p2p_time(r.bytes, l.pp_crosses_nodes, c, hw);
   if (!p.sequence_parallel && p.tp > 1)
     r.time_s += collective_time(Collective::all_gather, r.bytes * p.tp, l.tp, c, hw);
@@ -726,7 +739,7 @@ DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, c
   if (p.zero_stage == 3 && hw.engine.zero3_gather == GatherUnit::module) d.buckets = zero3_gathers_per_pass(m, p, hw);
   if (p.dp_cp() <= 1) return d;  // the gradients reduce over dp × cp (l.dp)
   const double gbytes = gradient_reduce_bytes(p, hw.engine) * params;  // the engine's reduction dtype
-  const double pbytes = bytes_of(p.precision) * params;  // parameters in the training precision
+  const double pbytes = bytes_of(storage_precision(p, hw.engine)) * params;  // parameters as stored
   const double bucket = gbytes / d.buckets;
   const double per_bucket_ar = collective_time(Collective::all_reduce, bucket, l.dp, c, hw);
   const double per_bucket_rs = collective_time(Collective::reduce_scatter, bucket, l.dp, c, hw);
@@ -801,7 +814,7 @@ double gradient_reduce_bytes(const Plan& p, const EngineProfile& e) {
   if (p.grad_reduce_dtype) return bytes_of(*p.grad_reduce_dtype);
   if (p.precision == Precision::bf16 && (e.bf16_reduce_fp32 || bf16_optimizer_runs(p, e))) return 4.0;
   if (p.precision == Precision::fp16 && e.fp16_reduce_fp32) return 4.0;
-  return bytes_of(p.precision);
+  return bytes_of(storage_precision(p, e));
 }
 
 int parameter_tensors_per_layer(const Transformer& m) {
@@ -876,7 +889,7 @@ Zero3GatherCost zero3_gather_cost(const Transformer& m, const Plan& p, const Clu
   if (p.zero_stage != 3 || p.dp_cp() <= 1) return z;
   const GroupLayout l = place_groups(p, c);
   const double params = stage_params(m, p);
-  z.bytes_per_pass = bytes_of(p.precision) * params;  // the training precision's (fp32 on CPU ranks)
+  z.bytes_per_pass = bytes_of(storage_precision(p, hw.engine)) * params;  // as stored (fp32 on CPU ranks)
   const int gathers = zero3_gathers_per_pass(m, p, hw);
   z.gathers = gathers;
   // The gathers run in the shard group: all of dp × cp, or dp_shard ranks

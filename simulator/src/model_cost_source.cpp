@@ -44,15 +44,16 @@ ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Clus
   // MPI_FLOAT buckets) reduce fp32 gradients.
   grad_bytes_ = gradient_reduce_bytes(p, hw.engine);
   // Parameters gathered (ZeRO-1/2's all-gather, ZeRO-3's gathers) and copied
-  // back from the host in the training precision, as dp_sync_cost counts them.
-  param_bytes_ = bytes_of(p.precision);
+  // back from the host in the storage precision, as dp_sync_cost counts them.
+  param_bytes_ = bytes_of(storage_precision(p, hw.engine));
   step_overhead_s_ = hw.engine.step_overhead_s;
   layer_.params = m.params_per_layer() / p.tp;
   layer_.regather_share = zero3_backward_regather_share(m, p, hw);
   layer_.largest_module_params = m.largest_module_params() / p.tp;
-  layer_.stored_activation_bytes = layer_activation_bytes(m, p, p.recompute);
+  layer_.stored_activation_bytes = stored_activation_bytes(m, p, c, hw, p.recompute);
   if (p.recompute != Recompute::none)
-    layer_.recompute_extra_bytes = layer_activation_bytes(m, p, Recompute::none) - layer_.stored_activation_bytes;
+    layer_.recompute_extra_bytes =
+        stored_activation_bytes(m, p, c, hw, Recompute::none) - layer_.stored_activation_bytes;
 
   const EdgeCost e = edge_cost(m, p, c, hw);
   edges_.embedding_forward_s = e.embedding_fwd_s;

@@ -191,10 +191,10 @@ TEST_CASE("predict shows the cost model's error against published runs on the sa
 }
 
 TEST_CASE("predict --memory-headroom judges fit against the usable memory, out of range exits 2", "[cli][predict]") {
-  // The README's best plan for 100B on 256 V100-32GB (ZeRO-3, micro-batch 4):
-  // about a quarter of each GPU left free.
+  // The ZeRO paper's 100B on 256 V100-32GB with DeepSpeed's ZeRO-3, micro-batch
+  // 4: about a quarter of each GPU left free.
   const std::string plan = " predict --cluster dgx2x16 --model 100b --zero 3 --micro-batch 4 --global-batch 1024"
-                           " --recompute full --precision fp16 --json";
+                           " --recompute full --precision fp16 --engine deepspeed --json";
   auto r = run_command(ztune_bin() + plan);
   REQUIRE(r.exit_code == 0);
   auto j = nlohmann::json::parse(r.out);
@@ -219,8 +219,10 @@ TEST_CASE("predict --memory-headroom judges fit against the usable memory, out o
 }
 
 TEST_CASE("predict says what would make a plan fit, with numbers, nothing when it fits", "[cli][predict]") {
+  // DeepSpeed's engine: the ZeRO paper's model and GPUs (ztune's executor
+  // stores fp32 and fits none of these ZeRO-3 plans).
   const std::string plan = " predict --cluster dgx2x16 --model 100b --zero 1 --micro-batch 2 --global-batch 1024"
-                           " --precision fp16";
+                           " --precision fp16 --engine deepspeed";
   auto r = run_command(ztune_bin() + plan);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Contains("What would make this plan fit") && Contains("[fits]") && Contains("tokens/s") &&
@@ -228,7 +230,7 @@ TEST_CASE("predict says what would make a plan fit, with numbers, nothing when i
   // The last hint is the search's best plan on the same GPUs: the same plan and
   // throughput as `ztune search --gpus 256` ranks first analytically.
   auto s = run_command(ztune_bin() + " search --cluster dgx2x16 --model 100b --gpus 256 --global-batch 1024"
-                                     " --precision fp16 --simulate-top 0 --top 1 --no-db --json");
+                                     " --precision fp16 --engine deepspeed --simulate-top 0 --top 1 --no-db --json");
   REQUIRE(s.exit_code == 0);
   const auto best = nlohmann::json::parse(s.out).at("plans").at(0);
   r = run_command(ztune_bin() + plan + " --json");
@@ -245,7 +247,7 @@ TEST_CASE("predict says what would make a plan fit, with numbers, nothing when i
   CHECK(hints.back().at("tokens_per_s").get<double>() ==
         Approx(best.at("prediction").at("time").at("tokens_per_s").get<double>()));
   r = run_command(ztune_bin() + " predict --cluster dgx2x16 --model 100b --zero 3 --micro-batch 4 --global-batch 1024"
-                                " --recompute full --precision fp16 --json");
+                                " --recompute full --precision fp16 --engine deepspeed --json");
   j = nlohmann::json::parse(r.out);
   CHECK(j.at("memory").at("fits") == true);
   CHECK(j.at("memory").at("fit_hints").empty());

@@ -198,7 +198,8 @@ TEST_CASE("cancel through the document", "[gui][document]") {
 
 TEST_CASE("when nothing fits, the outcome carries what would make a plan fit", "[gui][document]") {
   // 1T parameters on one V100 workstation: ~16 TB of model states (ZeRO
-  // paper, 16 bytes each) exceed its GPUs, host memory and NVMe together.
+  // paper, 16 bytes each, DeepSpeed's engine) exceed its GPUs, host memory
+  // and NVMe together.
   PlannerDocument doc;
   doc.set_auto_simulate(false);
   doc.set_auto_scaling(false);
@@ -206,6 +207,7 @@ TEST_CASE("when nothing fits, the outcome carries what would make a plan fit", "
   SearchInputs in;
   in.cluster = "v100-workstation";
   in.model = "1t";
+  in.engine = QStringLiteral("deepspeed");
   doc.start_search(in);
   REQUIRE(finished.wait(60000));
   REQUIRE(doc.outcome().has_value());

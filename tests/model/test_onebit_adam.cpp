@@ -16,6 +16,14 @@ using namespace ztune;
 
 namespace {
 
+// DeepSpeed's OnebitAdam is the oracle: its engine (16-bit gradients on the
+// wire; ztune's executor moves fp32 whatever the precision).
+HardwareProfile deepspeed_profile(const Cluster& c) {
+  HardwareProfile hw = default_profile_for(c);
+  hw.engine = load_engine_profile("deepspeed");
+  return hw;
+}
+
 Plan data_parallel(int dp, int micro_batch, int global_batch) {
   Plan p;
   p.dp = dp;
@@ -31,7 +39,7 @@ Plan data_parallel(int dp, int micro_batch, int global_batch) {
 TEST_CASE("1-bit Adam: wire bytes per rank fall to 1/16 of the fp16 all-reduce (1/32 of fp32)", "[model][onebit]") {
   const Transformer m = load_transformer("gpt2-1.5b");
   const Cluster c = load_cluster("dgx2x16");
-  const HardwareProfile hw = default_profile_for(c);
+  const HardwareProfile hw = deepspeed_profile(c);
   Plan p = data_parallel(256, 2, 512);
   p.onebit_adam = true;
   const double psi = stage_params(m, p);
@@ -50,7 +58,7 @@ TEST_CASE("1-bit Adam: wire bytes per rank fall to 1/16 of the fp16 all-reduce (
 TEST_CASE("1-bit Adam: the error-feedback state is an optimizer-line addition of 4Ψ + 4Ψ/n", "[model][onebit]") {
   const Transformer m = load_transformer("gpt2-1.5b");
   const Cluster c = load_cluster("dgx2x16");
-  const HardwareProfile hw = default_profile_for(c);
+  const HardwareProfile hw = deepspeed_profile(c);
   Plan p = data_parallel(64, 1, 512);
   const MemoryPrediction plain = predict_memory(m, p, c, hw);
   p.onebit_adam = true;
@@ -66,7 +74,7 @@ TEST_CASE("1-bit Adam: a run with 15% warm-up saves 1/(w + (1-w)/16) of the volu
   // GPT-2 1.5B's budget: 157.3B tokens at 512 × 1024 per step = 300,000 steps.
   const Transformer m = load_transformer("gpt2-1.5b");
   const Cluster c = load_cluster("dgx2x16");
-  const HardwareProfile hw = default_profile_for(c);
+  const HardwareProfile hw = deepspeed_profile(c);
   Plan p = data_parallel(256, 2, 512);
   p.onebit_adam = true;
   p.onebit_freeze_step = 45000;
@@ -89,7 +97,7 @@ TEST_CASE("1-bit Adam: the compressed step exposes the all-to-all + all-gather i
           "[model][onebit]") {
   const Transformer m = load_transformer("gpt2-1.5b");
   const Cluster c = load_cluster("dgx2x16");
-  const HardwareProfile hw = default_profile_for(c);
+  const HardwareProfile hw = deepspeed_profile(c);
   Plan p = data_parallel(256, 2, 512);
   const TimePrediction plain = predict_time(m, p, c, hw);
   p.onebit_adam = true;

@@ -78,16 +78,20 @@ TEST_CASE("an fp32 plan's buckets and gathers carry 4-byte values in both models
   CHECK(fp32.param_bytes_per_param() == 4);
   CHECK(zero3_gather_cost(m, p, c, hw).bytes_per_pass == Approx(4.0 * stage_params(m, p)));
   p.precision = Precision::bf16;
-  // The executor's gradient buffers are float whatever the precision (the
-  // ztune engine's fp32 reduction); an engine reducing the training dtype
-  // (DeepSpeed's, FSDP's) moves 2.
-  CHECK(sim::ModelCostSource(m, p, c, hw).grad_bytes_per_param() == 4);
+  // The executor's buffers and communicators are float whatever the precision
+  // (the ztune engine's fp32 storage and reduction): 4 bytes still. An engine
+  // storing and reducing the training dtype (DeepSpeed's, FSDP's) moves 2.
+  const sim::ModelCostSource executor(m, p, c, hw);
+  CHECK(executor.grad_bytes_per_param() == 4);
+  CHECK(executor.param_bytes_per_param() == 4);
+  CHECK(zero3_gather_cost(m, p, c, hw).bytes_per_pass == Approx(4.0 * stage_params(m, p)));
   HardwareProfile reduces16 = hw;
   reduces16.engine.bf16_reduce_fp32 = false;
+  reduces16.engine.fp32_storage = false;
   const sim::ModelCostSource bf16(m, p, c, reduces16);
   CHECK(bf16.grad_bytes_per_param() == 2);
   CHECK(bf16.param_bytes_per_param() == 2);
-  CHECK(zero3_gather_cost(m, p, c, hw).bytes_per_pass == Approx(2.0 * stage_params(m, p)));
+  CHECK(zero3_gather_cost(m, p, c, reduces16).bytes_per_pass == Approx(2.0 * stage_params(m, p)));
   // A stated reduction dtype (DeepSpeed communication_data_type fp32): the
   // buckets carry 4 bytes, the gathers still the 16-bit parameters' 2.
   p.grad_reduce_dtype = Precision::fp32;

@@ -19,7 +19,7 @@ namespace {
 SearchResult search_all(const Transformer& m, const Cluster& c, SearchOptions o = {}) {
   o.top = 100000;  // keep every feasible plan
   o.simulate_top = 0;
-  return run_search(m, c, default_profile_for(c), o);
+  return run_search(m, c, with_engine(default_profile_for(c), to_string(o.space.engine)), o);
 }
 
 }  // namespace
@@ -29,10 +29,14 @@ TEST_CASE("a 13B model on one V100-32GB fits only with optimizer offload", "[tun
   // 2+2+12); 12Ψ of optimizer state alone is ~154 GB for Ψ ≈ 12.8e9, so no plan
   // that keeps it on a 32 GB GPU can fit. ZeRO-Offload (Ren et al. 2021) trains
   // this size on one V100 by moving it to the host: the search must find that.
+  // DeepSpeed's engine (ztune's executor stores fp32 parameters: 4Ψ, 52 GB,
+  // would need them offloaded too).
   const Transformer m = test::gpt_13b();
   const Cluster c = test::one_v100();
   REQUIRE(12 * m.total_params() > c.node.gpu.memory_bytes());
-  const auto r = search_all(m, c);
+  SearchOptions o;
+  o.space.engine = Engine::deepspeed;
+  const auto r = search_all(m, c, o);
   REQUIRE(r.feasible > 0);
   REQUIRE(static_cast<std::int64_t>(r.plans.size()) == r.feasible);
   for (const auto& p : r.plans) CHECK(p.plan.offload_optimizer != OffloadTarget::none);
@@ -215,10 +219,12 @@ TEST_CASE("objectives: time and cost rank by days and GPU-hours", "[tuner][searc
 TEST_CASE("when nothing fits the hints name more GPUs with numbers", "[tuner][search]") {
   // 1T parameters need ~16 TB of model states (ZeRO paper, 16 bytes each): more
   // than the workstation's GPU, host memory and 5.76 TB of NVMe together.
+  // DeepSpeed's engine, the ZeRO paper's (16-bit parameters on the GPU).
   const Transformer m = load_transformer("1t");
   const Cluster c = test::one_v100();
   SearchOptions o;
-  const auto hw = default_profile_for(c);
+  o.space.engine = Engine::deepspeed;
+  const auto hw = with_engine(default_profile_for(c), "deepspeed");
   const auto r = run_search(m, c, hw, o);
   REQUIRE(r.feasible == 0);
   REQUIRE(!r.closest.empty());
@@ -309,10 +315,12 @@ TEST_CASE("when long sequences do not fit with the standard kernel, the hints na
   o.space.global_batch = 8;
   o.space.attention = AttentionKernel::standard;
   const auto hw = default_profile_for(c);
-  // Context parallelism (searched from 8k tokens) divides those scores by cp
-  // and fits it: the space without it is the one this case is about.
+  // Context parallelism (searched from 8k tokens) divides those scores by cp,
+  // but ztune's executor stores fp32 and holds a full flat gradient for ZeRO-3
+  // (memory_model executor_lines): with cp alone nothing fits it either. The
+  // space without cp is the one this case is about.
   SearchOptions with_cp = o;
-  CHECK(run_search(m, c, hw, with_cp).feasible > 0);
+  CHECK(run_search(m, c, hw, with_cp).feasible == 0);
   o.space.max_cp = 1;
   o.space.max_ulysses = 1;  // DeepSpeed-Ulysses divides them likewise (searched from 8k tokens)
   const auto r = run_search(m, c, hw, o);
@@ -416,9 +424,12 @@ TEST_CASE("memory headroom keeps exactly the plans below the reduced capacity", 
 // ~154 GB).
 TEST_CASE("hints for one plan: a 13B model on one V100 fits only once the optimizer states are offloaded",
           "[tuner][explain]") {
+  // ZeRO-Offload's claim, so DeepSpeed's engine (as the search test above).
   const Transformer m = test::gpt_13b();
   const Cluster c = test::one_v100();
-  const auto hw = default_profile_for(c);
+  const auto hw = with_engine(default_profile_for(c), "deepspeed");
+  SearchOptions o;
+  o.space.engine = Engine::deepspeed;
   Plan p;
   p.micro_batch = 1;
   p.grad_accum = 8;
@@ -427,7 +438,7 @@ TEST_CASE("hints for one plan: a 13B model on one V100 fits only once the optimi
   p.precision = Precision::fp16;
   REQUIRE_FALSE(check_plan(p, m, c).has_value());
   REQUIRE_FALSE(predict_memory(m, p, c, hw).fits());
-  const auto hints = plan_fit_hints(m, c, hw, SearchOptions{}, p);
+  const auto hints = plan_fit_hints(m, c, hw, o, p);
   bool offload = false;
   for (const auto& h : hints) {
     INFO(h.change << ": " << h.detail);
@@ -479,10 +490,12 @@ TEST_CASE("hints for a plan with stated stages: twice the pipeline is balanced",
 // Context parallelism (issue 19) as a fit hint: the same GPUs with half the
 // data parallelism and twice the cp keep half of each sequence's activations.
 TEST_CASE("a long-sequence plan that does not fit is offered cp 2 on the same GPUs", "[tuner][explain][cp]") {
+  // FSDP with torchtitan's context parallelism (16-bit activations; ztune's
+  // executor stores fp32 ones, which cp 2 does not bring under 80 GB).
   Transformer m = load_transformer("llama-7b");
   m.seq_len = 16384;
   const Cluster c = load_cluster("dgx-a100-80gb");
-  const auto hw = default_profile_for(c);
+  const auto hw = with_engine(default_profile_for(c), "fsdp");
   Plan p;
   p.dp = 8;
   p.zero_stage = 3;
@@ -493,6 +506,7 @@ TEST_CASE("a long-sequence plan that does not fit is offered cp 2 on the same GP
   REQUIRE_FALSE(check_plan(p, m, c).has_value());
   REQUIRE_FALSE(predict_memory(m, p, c, hw).fits());
   SearchOptions o;
+  o.space.engine = Engine::fsdp;
   bool cp = false;
   for (const auto& h : plan_fit_hints(m, c, hw, o, p))
     if (h.change.starts_with("cp 2")) {
@@ -507,10 +521,11 @@ TEST_CASE("a long-sequence plan that does not fit is offered cp 2 on the same GP
 // the data parallelism and twice the Ulysses ranks keep s/2 of each sequence's
 // activations (and a/2 heads of the scores).
 TEST_CASE("a long-sequence plan that does not fit is offered ulysses 2 on the same GPUs", "[tuner][explain][ulysses]") {
+  // DeepSpeed's engine, whose Ulysses it is (16-bit activations).
   Transformer m = load_transformer("llama-7b");
   m.seq_len = 16384;
   const Cluster c = load_cluster("dgx-a100-80gb");
-  const auto hw = default_profile_for(c);
+  const auto hw = with_engine(default_profile_for(c), "deepspeed");
   Plan p;
   p.dp = 8;
   p.zero_stage = 3;

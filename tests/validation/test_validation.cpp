@@ -205,7 +205,9 @@ TEST_CASE("seed headline: a 13B model fits one V100-32GB only with the optimizer
   m.global_batch = 1;
   m.train_tokens = 1;
   const Cluster c = load_cluster(std::string(ZTUNE_TEST_DATA_DIR) + "/clusters/dgx2.json");
-  const HardwareProfile hw = load_profile(std::string(ZTUNE_TEST_DATA_DIR) + "/profiles/v100.json");
+  // ZeRO-Offload is DeepSpeed's: its engine (16-bit parameters on the GPU).
+  const HardwareProfile hw =
+      with_engine(load_profile(std::string(ZTUNE_TEST_DATA_DIR) + "/profiles/v100.json"), "deepspeed");
   Plan p;
   p.dp = 1;
   p.micro_batch = 1;

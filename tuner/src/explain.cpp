@@ -307,7 +307,7 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     SearchOptions x = o;
     x.space.engine = Engine::ztune;
     x.memory.accounting = state_accounting_of(Engine::ztune);  // its plans run on ztune's executor
-    auto s = feasibility(m, c, hw, x);
+    auto s = feasibility(m, c, with_engine(hw, to_string(Engine::ztune)), x);
     hints.push_back({"without --engine " + to_string(o.space.engine),
                      std::to_string(s.feasible) + " plans fit" + example(s), s.feasible > 0});
   }

@@ -73,9 +73,11 @@ std::vector<Precision> precision_list(const SpaceOptions& o, const Cluster& c) {
 // Megatron-LM (--use-flash-attn, or Transformer Engine's cuDNN attention),
 // Megatron-DeepSpeed (--use-flash-attn-v2) and FSDP (SDPA) on Ampere or newer;
 // ztune's executor its CPU kernel (cpu_executor_costs.cpp). Which fused kernel
-// is o.fused_kernel (preferred_fused_kernel). ztune's CUDA fused path runs in
-// fp32 storage, far below the speed priced for GPUs, so the ztune engine
-// searches it on GPUs only when --attention pins it.
+// is o.fused_kernel (preferred_fused_kernel). ztune's CUDA fused kernel is a
+// SIMT fp32 kernel, priced as the rest of the executor's fp32 attention
+// (EngineProfile::fp32_storage) but never timed on a GPU, and a SIMT kernel
+// can be far slower than the cuBLAS GEMMs of the standard path: the ztune
+// engine searches it on GPUs only when --attention pins it.
 std::vector<AttentionChoice> attention_kernels(const SpaceOptions& o, const Transformer& m, const Cluster& c) {
   const bool priced = o.engine != Engine::ztune || c.device_kind == DeviceKind::cpu;
   const bool available = engine_runs_flash(o.engine, m, c) && priced;

@@ -103,6 +103,17 @@ struct ModelStateBytes {
 /// attention kernel and context parallelism, under recomputation `r`.
 [[nodiscard]] double layer_activation_bytes(const Transformer& m, const Plan& p, Recompute r);
 
+/// Whether stage memory is ztune's executor's own allocations (fp32 storage,
+/// its tensors): on CPU ranks, and for an engine storing fp32
+/// (EngineProfile::fp32_storage: the ztune engine on GPUs).
+[[nodiscard]] bool executor_layout(const Cluster& c, const HardwareProfile& hw);
+/// What one layer keeps for backward under recomputation `r`, as the plan's
+/// engine stores it: layer_activation_bytes, or the executor's fp32 tensors
+/// under executor_layout (no dropout masks, 4 bytes each). The memory model's
+/// per-layer term and the simulator's activation timeline both read it.
+[[nodiscard]] double stored_activation_bytes(const Transformer& m, const Plan& p, const Cluster& c,
+                                             const HardwareProfile& hw, Recompute r);
+
 /// Micro-batches whose activations the most loaded stage holds at once:
 /// 1F1B: min(p, m) (first stage); interleaved: p·(1 + (p−1)/(p·v)) (Korthikanti
 /// §4.2.3), GPipe: m; no pipeline: 1. Returned as "layers' worth of

@@ -19,6 +19,14 @@ namespace ztune {
 /// Bytes of one element in `p` (fp16/bf16 2, fp32 4).
 [[nodiscard]] double bytes_of(Precision p);
 
+/// The dtype the engine stores parameters, gradients and activations in, and
+/// moves them between ranks in: the plan's precision, or fp32 where the
+/// engine's storage is fp32 whatever the precision (EngineProfile::fp32_storage:
+/// ztune's executor, whose 16-bit precisions select only its linear GEMMs'
+/// tensor-core type). Attention runs in it too. Gradient reductions have their
+/// own rule (gradient_reduce_bytes).
+[[nodiscard]] Precision storage_precision(const Plan& p, const EngineProfile& e);
+
 // ---------------------------------------------------------------- kernels
 
 /// A (batched) GEMM C[m×n] = A[m×k]·B[k×n], `batch` independent instances.
@@ -238,7 +246,8 @@ struct PipelineP2P {
 ///           with hybrid sharding the reduce-scatter runs in the shard group and the
 ///           partitions are all-reduced across the replicas (replica_allreduce_s);
 ///           with ZeRO++ the int4 hierarchical all-to-all of qgZ (zeropp.hpp).
-/// Gradients and parameters move in the training precision (bytes_of).
+/// Parameters move in the storage precision (storage_precision), gradients in
+/// gradient_reduce_bytes' dtype.
 /// 1-bit Adam's compressed exchange is not here: see onebit_adam.hpp.
 struct DpSyncCost {
   double per_microbatch_s = 0;   // reductions issued every micro-batch (stage 2/3)
