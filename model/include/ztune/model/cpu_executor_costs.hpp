@@ -6,7 +6,7 @@
 // cluster's device kind, beside the GPU engines' fused flavour; both flavours
 // take the same GEMMs and return the same parts (model/src/layer_parts.hpp:
 // cpu_layer_compute and cpu_edge_compute live in cpu_executor_costs.cpp), as
-// memory_model.cpp's cpu_executor_lines() is the memory model's.
+// memory_model.cpp's executor_lines() is the memory model's.
 //
 // Why not the GPU accounting: layer_cost() counts a fused Megatron/DeepSpeed
 // layer in 16-bit (fused bias-dropout-add, fused softmax, fused Adam). The CPU
