@@ -240,14 +240,14 @@ double executor_cuda_scratch(const Transformer& m, const Plan& p, bool last) {
 // The lines of ztune's own executor (fp32 storage; on CPU ranks measured with
 // exact allocation tracking, the first calibration point of the memory model,
 // issue 8). Without the CUDA runtime and the allocator's fragmentation, which
-// stage_memory adds on a GPU (on CPU ranks it tracks requested bytes). Gradients reduced in
-// place for ZeRO 0/1 (no buckets), a full flat gradient plus the owned
+// stage_memory adds on a GPU (on CPU ranks it tracks requested bytes).
+// Gradients reduced in place for ZeRO 0/1 (no buckets), a full flat gradient plus the owned
 // partition for ZeRO 2/3 reduce-scatter, the received activation of every
 // micro-batch of the step between pipeline stages, fp32 logits, and a flat
 // parameter-sized workspace used at the optimizer step, after activations are
 // freed, so it adds to the peak only where it exceeds them.
 void executor_lines(const Transformer& m, const Plan& p, double psi, double layers, double in_flight,
-                        double density, bool last, StageMemory& sm) {
+                    double density, bool last, StageMemory& sm) {
   const double sbh = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch * m.hidden;  // this rank's rows
   double act = layers * in_flight * layer_activation_bytes_fp32(m, p, p.recompute, density);
   if (p.recompute == Recompute::full) act += layer_activation_bytes_fp32(m, p, Recompute::none, density);

@@ -928,15 +928,17 @@ OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster&
   const double params = stage_params(m, p);
   const double part = p.zero_stage >= 1 ? params / p.shard_group() : params;  // the GPU's optimizer partition
   const int gpn = gpus_per_node_in_use(p, c);
+  const double eb = bytes_of(storage_precision(p, hw.engine));  // parameters and gradients as stored
   if (p.offload_params != OffloadTarget::none) {
-    // Each micro-batch fetches the GPU's 16-bit partition for forward and backward.
+    // Each micro-batch fetches the GPU's partition (16-bit, or as the engine
+    // stores it) for forward and backward.
     // From NVMe the reads and the host→device copies are pipelined module by
     // module (ZeRO-Infinity's overlap-centric design, Rajbhandari et al. 2021
     // §6.2: the NVMe→CPU read of one parameter beside the CPU→GPU copy of the
     // previous), so the slower of the two bounds the fetch, as in the simulator.
     // A regathering engine fetches again what its recomputation released
     // (zero3_backward_regather_share), as it gathers it again.
-    const double fetch = (2.0 + zero3_backward_regather_share(m, p, hw)) * (2.0 * params / p.shard_group());
+    const double fetch = (2.0 + zero3_backward_regather_share(m, p, hw)) * (eb * params / p.shard_group());
     o.zero3_param_fetch_s = pcie_copy_time(fetch, c, hw);
     if (p.offload_params == OffloadTarget::nvme)
       o.zero3_param_fetch_s = std::max(o.zero3_param_fetch_s, nvme_copy_time(fetch * gpn, c, hw));
@@ -957,10 +959,11 @@ OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster&
   // CPU Adam: the node's rate is shared by its GPUs' partitions.
   o.host_step_s = part / (c.node.cpu_adam_gparams_per_s * 1e9 / gpn);
   // Gradients come down once per micro-batch from stage 2 (reduce-scattered
-  // partitions), once per step for stage 1; updated 16-bit parameters go up.
+  // partitions), once per step for stage 1; updated 16-bit parameters go up
+  // (fp32 ones from an engine storing fp32).
   const double grad_copies = p.zero_stage >= 2 ? p.grad_accum : 1.0;
-  o.pcie_grads_s = grad_copies * pcie_copy_time(2.0 * part, c, hw);
-  o.pcie_params_s = pcie_copy_time(2.0 * part, c, hw);
+  o.pcie_grads_s = grad_copies * pcie_copy_time(eb * part, c, hw);
+  o.pcie_params_s = pcie_copy_time(eb * part, c, hw);
   if (p.offload_optimizer == OffloadTarget::nvme) {
     // fp32 master, m, v read and written once per step; the node's NVMe is shared.
     o.nvme_s = nvme_copy_time(2.0 * 12.0 * part * gpn, c, hw);
