@@ -310,7 +310,7 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   }
   if (p.offload_params != OffloadTarget::none) st.params = 0;
   // ZeRO++ hpZ: the node-local secondary copy of the 16-bit parameters.
-  if (p.zeropp) st.params += zeropp_secondary_bytes(m, p, c);
+  if (p.zeropp) st.params += zeropp_secondary_bytes(m, p, c, hw);
   sm.gpu[idx(MemLine::params)] = st.params;
   sm.gpu[idx(MemLine::grads)] = st.grads;
   // 1-bit Adam's error feedback (fp32 worker and server errors) is optimizer state.

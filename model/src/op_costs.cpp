@@ -773,7 +773,7 @@ DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, c
       if (p.zeropp) {
         // ZeRO++ qgZ: int4 hierarchical all-to-all instead of the reduce-scatter.
         d.per_microbatch_s = d.buckets * zeropp_gradient_reduce_time(bucket, p, c, hw);
-        d.bytes_per_microbatch = kZeroppGradBytes * params;
+        d.bytes_per_microbatch = zeropp_grad_wire_bytes(hw.engine) * params;
       } else if (hybrid) {
         d.per_microbatch_s = d.buckets * hybrid_rs;
         d.bytes_per_microbatch = gbytes;
@@ -903,12 +903,13 @@ Zero3GatherCost zero3_gather_cost(const Transformer& m, const Plan& p, const Clu
     // ZeRO++: forward gathers int8 weights over the whole group (qwZ) with
     // their quantize/dequantize kernels; backward gathers 16-bit weights from
     // the node-local secondary partition (hpZ), inside the node.
-    const double q = kZeroppWeightBytes * params;
+    const double q = zeropp_weight_wire_bytes(hw.engine) * params;
     z.bytes_per_pass = q;
     z.fwd_s = gathers * collective_time(Collective::all_gather, q / gathers, l.dp, c, hw) +
               zeropp_weight_quantize_time(params, params / p.dp, c, hw);
     const GroupPlacement node{l.dp.per_node, l.dp.per_node};
-    z.bwd_s = backward_passes * gathers * collective_time(Collective::all_gather, 2.0 * params / gathers, node, c, hw);
+    const double secondary = bytes_of(storage_precision(p, hw.engine)) * params;  // hpZ's copy, as stored
+    z.bwd_s = backward_passes * gathers * collective_time(Collective::all_gather, secondary / gathers, node, c, hw);
   }
   return z;
 }

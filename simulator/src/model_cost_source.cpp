@@ -103,15 +103,16 @@ double ModelCostSource::zero3_gather_s(double params, bool backward) const {
   if (backward) {
     // hpZ: the secondary partition lives inside the node.
     const GroupPlacement node{layout_.dp.per_node, layout_.dp.per_node};
-    return collective_time(Collective::all_gather, 2.0 * params, node, cluster_, hw_);
+    return collective_time(Collective::all_gather, params * param_bytes_per_param(), node, cluster_, hw_);
   }
-  return collective_time(Collective::all_gather, kZeroppWeightBytes * params, layout_.dp, cluster_, hw_) +
+  return collective_time(Collective::all_gather, zeropp_weight_wire_bytes(hw_.engine) * params, layout_.dp, cluster_,
+                         hw_) +
          zeropp_weight_quantize_time(params, params / plan_.dp_cp(), cluster_, hw_);
 }
 
 double ModelCostSource::zero3_gather_bytes(double params, bool backward) const {
   if (!plan_.zeropp || backward) return CostSource::zero3_gather_bytes(params, backward);
-  return kZeroppWeightBytes * params;
+  return zeropp_weight_wire_bytes(hw_.engine) * params;
 }
 
 double ModelCostSource::zero3_reduce_s(double bytes) const {

@@ -34,6 +34,14 @@ namespace ztune {
 inline constexpr double kZeroppWeightBytes = 1.0 + 4.0 / 2048.0;
 inline constexpr double kZeroppGradBytes = 0.5 + 4.0 / 2048.0;
 
+/// What qwZ's weight gathers and qgZ's gradient reduction put on the wire per
+/// element: kZeroppWeightBytes and kZeroppGradBytes, or 4 for an engine storing
+/// fp32 (EngineProfile::fp32_storage): ztune's executor reproduces ZeRO++'s
+/// numerics by quantizing and dequantizing in place and then moves floats
+/// (executor/src/param_store.cpp start_gather, executor/zeropp_reduce.hpp).
+[[nodiscard]] double zeropp_weight_wire_bytes(const EngineProfile& e);
+[[nodiscard]] double zeropp_grad_wire_bytes(const EngineProfile& e);
+
 /// Cross-node bytes per node per micro-batch of the three ZeRO-3 collectives.
 struct Zero3CrossNodeBytes {
   double forward_gather = 0;
@@ -44,12 +52,15 @@ struct Zero3CrossNodeBytes {
 /// 0 unless zero_stage is 3 and the data-parallel group spans nodes.
 [[nodiscard]] Zero3CrossNodeBytes zero3_cross_node_bytes(const Transformer& m, const Plan& p, const Cluster& c);
 
-/// hpZ's secondary partition per GPU: bytes_of(precision)·Ψ/g (2Ψ/g in 16-bit) when zeropp is on and the
-/// data-parallel group spans nodes (inside one node it is the primary one).
-[[nodiscard]] double zeropp_secondary_bytes(const Transformer& m, const Plan& p, const Cluster& c);
+/// hpZ's secondary partition per GPU: the stored weights' bytes·Ψ/g (2Ψ/g in 16-bit;
+/// storage_precision) when zeropp is on and the data-parallel group spans nodes
+/// (inside one node it is the primary one).
+[[nodiscard]] double zeropp_secondary_bytes(const Transformer& m, const Plan& p, const Cluster& c,
+                                            const HardwareProfile& hw);
 
-/// Link time of qgZ's gradient reduction of `grad_bytes` 16-bit bytes on the
-/// data-parallel group (intra-node all-to-all + inter-node all-to-all, int4),
+/// Link time of qgZ's gradient reduction of `grad_bytes` bytes of gradients
+/// (gradient_reduce_bytes' dtype) on the data-parallel group (intra-node
+/// all-to-all + inter-node all-to-all, int4 on the wire: zeropp_grad_wire_bytes),
 /// plus its quantize / dequantize-reduce kernels.
 [[nodiscard]] double zeropp_gradient_reduce_time(double grad_bytes, const Plan& p, const Cluster& c,
                                                  const HardwareProfile& hw);
