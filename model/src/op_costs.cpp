@@ -947,14 +947,17 @@ OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster&
   if (p.offload_optimizer == OffloadTarget::none) {
     // Fused multi-tensor Adam: read fp32 master, m, v and the gradient (16 B),
     // write master, m, v (12 B) and the 16-bit copy (2 B), plus the unscale /
-    // norm pass over the gradient (8 B): 38 bytes per parameter.
+    // norm pass over the gradient (8 B): 38 bytes per parameter. An engine
+    // storing fp32 (ztune's executor, Backend::adamw_fused over its float
+    // tensors) writes no 16-bit copy and reads its fp32 gradient once for the
+    // norm: 16 + 12 + 4 = 32.
     // ztune's CPU executor instead: fp32 AdamW, its gradient-norm pass and
     // (ZeRO 2/3) the per-micro-batch accumulation of reduced pieces
     // (cpu_executor_costs.hpp). 1-bit Adam keeps the fused count: its CPU path
     // is a separate optimizer.
     o.gpu_step_s = c.device_kind == DeviceKind::cpu && !p.onebit_adam
                        ? cpu_work_time(cpu_optimizer_work(m, p, params), c.node.gpu, hw)
-                       : memory_bound_time(38.0 * part, c.node.gpu, hw, 4);
+                       : memory_bound_time((hw.engine.fp32_storage ? 32.0 : 38.0) * part, c.node.gpu, hw, 4);
     return o;
   }
   // CPU Adam: the node's rate is shared by its GPUs' partitions.

@@ -96,6 +96,21 @@ TEST_CASE("fp32 storage: attention and elementwise work cost what an fp32 plan's
   }
 }
 
+TEST_CASE("fp32 storage: the optimizer step streams 32 bytes a parameter, no 16-bit copy", "[model][executor]") {
+  // Fused AdamW over fp32 tensors: read parameter, gradient, momentum and
+  // variance (16), write parameter, momentum, variance (12), and the norm's
+  // read of the gradient (4); DeepSpeed's fused 16-bit Adam 38 (op_costs).
+  const Transformer m = load_transformer("gpt2-1.5b");
+  const Cluster c = load_cluster("dgx-a100-80gb");
+  const Plan p = tp_plan(Precision::bf16);
+  const HardwareProfile h32 = storing(c, true);
+  const double part = stage_params(m, p) / p.shard_group();
+  const double hbm = c.node.gpu.hbm_bandwidth_gbps * 1e9 * h32.memory_bandwidth_efficiency;
+  CHECK(optimizer_cost(m, p, c, h32).gpu_step_s == Approx(32.0 * part / hbm + 4 * h32.kernel_launch_s));
+  CHECK(optimizer_cost(m, p, c, storing(c, false)).gpu_step_s ==
+        Approx(38.0 * part / hbm + 4 * h32.kernel_launch_s));
+}
+
 TEST_CASE("fp32 storage: a GPU rank's model states and buffers are the executor's, as on CPU ranks",
           "[model][executor][memory]") {
   // What the executor allocates does not depend on the device or the GEMMs'
