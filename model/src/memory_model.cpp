@@ -383,8 +383,10 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
       if (m.bias) { keep((h + 2 * kvd) / t); keep(h); keep(f_in / t); keep(h); }
       else if (m.qkv_bias) keep((h + 2 * kvd) / t);  // Qwen2: the Q/K/V bias alone
       sm.gpu[idx(MemLine::zero3_gathered)] = eb * (live + layers * small);
-      // ZeRO++ qwZ: the int8 staging buffer of the gather in flight.
-      if (p.zeropp) sm.gpu[idx(MemLine::zero3_gathered)] += kZeroppWeightBytes * std::min(p.prefetch_bucket_elems, psi);
+      // ZeRO++ qwZ: the int8 staging buffer of the gather in flight (none on
+      // ztune's executor, which quantizes in place and gathers floats).
+      if (p.zeropp && !hw.engine.fp32_storage)
+        sm.gpu[idx(MemLine::zero3_gathered)] += kZeroppWeightBytes * std::min(p.prefetch_bucket_elems, psi);
     }
   }
 

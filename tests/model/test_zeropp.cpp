@@ -93,6 +93,11 @@ TEST_CASE("ZeRO++ on ztune's executor: its numerics, fp32 on the wire", "[model]
   Plan off = p;
   off.zeropp = false;
   CHECK(predict_time(m, p, c, hw).iteration_s >= predict_time(m, off, c, hw).iteration_s);
+  // Nor an int8 staging buffer beside its gathers; hpZ's copy is fp32 (4Ψ/g).
+  const MemoryPrediction with = predict_memory(m, p, c, hw);
+  const MemoryPrediction without = predict_memory(m, off, c, hw);
+  CHECK(with.line(MemLine::zero3_gathered) == Approx(without.line(MemLine::zero3_gathered)));
+  CHECK(with.line(MemLine::params) - without.line(MemLine::params) == Approx(4 * psi / 16));
 }
 
 TEST_CASE("ZeRO++: int8 forward gathers over the group, 16-bit backward gathers inside the node", "[model][zeropp]") {
