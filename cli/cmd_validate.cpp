@@ -239,8 +239,9 @@ Command add_validate(CLI::App& root) {
             opt.only = f->source;
             if (f->engine == "ztune")
               throw InputError("--engine ztune: no published run of ztune's own executor on a GPU exists yet (its "
-                               "profile, data/engines/ztune.json, starts from DeepSpeed's); validate --engine "
-                               "deepspeed checks what it is priced like");
+                               "profile, data/engines/ztune.json, borrows DeepSpeed's host and overlap figures "
+                               "and prices its own fp32 storage); validate --engine deepspeed checks the figures "
+                               "it borrows");
             opt.engine = f->engine;
             const std::string dir = f->dir.empty() ? default_validation_dir() : f->dir;
             const PublishedRunsReport runs = validate_published_runs(dir, opt, f->simulate);
