@@ -27,10 +27,11 @@ HardwareProfile priced_profile(const Cluster& c, const std::string& profile_file
 
 void add_accounting(CLI::App& app, std::string& accounting) {
   app.add_option("--accounting", accounting,
-                 "Model-state accounting: engine (as --engine keeps them: megatron for megatron, deepspeed for "
-                 "deepspeed, paper for ztune and fsdp), paper (ZeRO paper, 16-bit grads; ztune's executor), "
-                 "deepspeed (estimate_zero2/3_model_states_mem_needs, fp32 grad partitions), megatron "
-                 "(Megatron-Core's gradient buffer: fp32 for bf16)")
+                 "Model-state accounting of a 16-bit plan: engine (as --engine keeps them: megatron for megatron, "
+                 "deepspeed for deepspeed, paper for fsdp), paper (ZeRO paper, 16-bit grads), deepspeed "
+                 "(estimate_zero2/3_model_states_mem_needs, fp32 grad partitions), megatron (Megatron-Core's "
+                 "gradient buffer: fp32 for bf16). ztune's executor and fp32 plans keep fp32 states, 4 + 4 + 8 "
+                 "bytes a parameter, whatever this says")
       ->check(CLI::IsMember([] {
         auto names = names_of(kStateAccountingNames);
         names.insert(names.begin(), "engine");
