@@ -5,7 +5,7 @@
 // compressed_allreduce).
 //
 // Two phases. Warm-up (the first freeze_step steps): plain Adam, gradients
-// all-reduced in the training precision, overlapped with backward as usual.
+// all-reduced as the engine stores them, overlapped with backward as usual.
 // Compression (every later step): the variance is frozen; each rank updates its
 // momentum from its LOCAL gradient (no gradient all-reduce), adds its error
 // feedback, and sends the signs (1 bit per element) plus one fp32 scale per

@@ -274,7 +274,7 @@ struct DpSyncCost {
 /// for the plan (memory_model.hpp deepspeed_runs_bf16_optimizer).
 [[nodiscard]] bool bf16_optimizer_runs(const Plan& p, const EngineProfile& e);
 /// Bytes per gradient element the data-parallel reduction moves: the plan's
-/// grad_reduce_dtype where it states one, else the training precision's, or 4
+/// grad_reduce_dtype where it states one, else the stored precision's (storage_precision), or 4
 /// where the engine reduces an fp32 gradient buffer (Megatron-LM's main_grad
 /// and DeepSpeed's BF16_Optimizer for bf16; ztune's executor, whose
 /// communicators move floats, for fp16 and bf16). THE one count: the
@@ -322,7 +322,7 @@ struct DpSyncCost {
 struct Zero3GatherCost {
   double fwd_s = 0;
   double bwd_s = 0;  // the backward window's: with a regathering engine and full recomputation, 1 + the regather share of a pass
-  double bytes_per_pass = 0;  // bytes of the stage's parameters gathered in forward: the training precision's (int8 + scales with ZeRO++)
+  double bytes_per_pass = 0;  // bytes of the stage's parameters gathered in forward: as stored (int8 + scales with DeepSpeed's ZeRO++)
   int gathers = 0;             // all-gathers per pass (zero3_gathers_per_pass)
 };
 /// Of one block's parameters, the share a regathering engine
