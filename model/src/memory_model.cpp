@@ -267,6 +267,81 @@ void executor_lines(const Transformer& m, const Plan& p, double psi, double laye
   sm.gpu[idx(MemLine::fragmentation)] = 0;
 }
 
+// The dynamic lines of a GPU engine's stage (Megatron-LM, DeepSpeed, FSDP:
+// storage in the training precision; GPUs only, CPU ranks run the executor):
+// activations, communication buffers, workspace and logits. ztune's executor
+// has its own (executor_lines).
+void engine_lines(const Transformer& m, const Plan& p, const HardwareProfile& hw, double psi,
+                  double layers, double in_flight, double density, bool first, bool last, double sign_buffer_bytes,
+                  StageMemory& sm) {
+  const double t = p.tp;
+  const double eb = bytes_of(storage_precision(p, hw.engine));
+  // ZeRO-R CPU checkpointing: the checkpoints live on the host (predict_memory
+  // counts them there); the GPU holds the one copied back for its layer's
+  // recomputation.
+  // Megatron's unfused softmax chain (op_costs megatron_softmax_fallback)
+  // keeps the probabilities its softmax backward reads in fp32: 2 bytes per
+  // score more than Korthikanti's 16-bit count, wherever the scores are stored.
+  const double fallback = megatron_softmax_fallback(m, p, hw) ? 2.0 * attention_score_elements(m, p) : 0.0;
+  const double stored = p.cpu_checkpointing ? 1.0 : layers * in_flight;
+  double act = stored * (layer_activation_bytes(m, p, p.recompute) + (p.recompute == Recompute::none ? fallback : 0.0));
+  // Full recomputation re-materialises one layer's activations at a time.
+  // The layer being recomputed holds its whole activations while its backward runs.
+  if (whole_layer_recompute_share(p) > 0) act += layer_activation_bytes(m, p, Recompute::none) + fallback;
+  // Embedding output dropout mask (Korthikanti: s·b·h·p/t with SP), of this
+  // rank's s/cp rows.
+  const double sbh = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch * m.hidden;
+  if (first) act += sbh / (p.sequence_parallel ? t : 1.0) * in_flight;
+  sm.gpu[idx(MemLine::activations)] = act;
+
+  // Communication buckets (DeepSpeed reduce_bucket_size / allgather_bucket_size,
+  // in elements of 16-bit gradients; the reduce bucket is doubled with overlap_comm).
+  if (p.dp_cp() > 1) {
+    const double overlap = p.overlap_comm ? 2.0 : 1.0;
+    double buckets = eb * std::min(p.reduce_bucket_elems, psi) * overlap;
+    if (p.zero_stage == 1 || p.zero_stage == 2) buckets += eb * std::min(p.allgather_bucket_elems, psi);
+    buckets += sign_buffer_bytes;  // 1-bit Adam's packed sign buffers
+    sm.gpu[idx(MemLine::comm_buckets)] = buckets;
+  }
+
+  // Workspace: cuBLAS plus the largest transient gradient buffers of one layer
+  // (attention-score gradient, FC1 output gradient), two of them live. A flash
+  // kernel's score gradient stays on chip; its backward accumulates dQ in fp32
+  // (FlashAttention-2's dq_accum, s·b·h/t floats).
+  // With context parallelism a rank's rows are s/cp, and the score gradient
+  // is one ring block's, (s/cp)² per head.
+  // With Ulysses the rows outside attention are s/u, and the score gradient
+  // is a/u heads of the whole s × s.
+  const double s_local = static_cast<double>(m.seq_len) / p.seq_split();
+  const double sbh_local = s_local * p.micro_batch * m.hidden / t;
+  const double s_rows = static_cast<double>(m.seq_len) / p.cp;  // query rows (and keys) of one score block
+  const double scores = fused_attention(p.attention)
+                            ? 4.0 * sbh_local
+                            : static_cast<double>(p.micro_batch) * m.heads / (t * p.ulysses) * s_rows * s_rows * eb *
+                                  density;
+  const double f_in = m.activation == Activation::swiglu ? 2.0 * m.ffn_hidden : m.ffn_hidden;
+  const double fc1 = s_local * p.micro_batch * f_in / t * eb;
+  sm.gpu[idx(MemLine::workspace)] = kCublasWorkspaceBytes + 2.0 * std::max(scores, fc1);
+
+  // Logits: 16-bit logits + their fp32 copy in the vocab-parallel cross entropy.
+  if (last) sm.gpu[idx(MemLine::logits)] = s_local * m.head_token_fraction * p.micro_batch * m.vocab / t * (eb + 4.0);
+
+  // The context-parallel ring's buffers: the K/V chunk in use and the one
+  // arriving (forward), and in backward also their dK/dV: 2 × 4 chunks of
+  // b·(s/cp)·kv_dim/t elements (Megatron-Core's p2p double buffering).
+  if (p.cp > 1) {
+    const double kv_chunk = s_local * p.micro_batch * static_cast<double>(m.kv_heads) * m.head_dim() / t * eb;
+    sm.gpu[idx(MemLine::comm_buckets)] += 2.0 * 4.0 * kv_chunk;
+  }
+
+  // DeepSpeed-Ulysses: the all-to-all's contiguous send copies of Q, K and V
+  // (single_all_to_all transposes each [s/u, heads] tensor before sending):
+  // b·(s/u)·(h + 2·kv_dim)/t elements, live around the attention core.
+  if (p.ulysses > 1)
+    sm.gpu[idx(MemLine::comm_buckets)] +=
+        s_local * p.micro_batch * (m.hidden + 2.0 * static_cast<double>(m.kv_heads) * m.head_dim()) / t * eb;
+}
+
 // One stage's lines: stage `stage` of p.pp, holding `stage_layers` layers
 // (the embedding on stage 0, the head on the last).
 StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw, int stage,
@@ -321,46 +396,6 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   }
   sm.gpu[idx(MemLine::optimizer)] = st.optimizer;
 
-  // Activations: this stage's layers × micro-batches in flight. Under 1F1B
-  // stage i holds min(pp − i, m) (Narayanan et al. 2021, §2.2: the warm-up
-  // runs pp − i − 1 forwards before the first backward): the first stage the
-  // most, the last one. Interleaved (vocab/pipeline_schedule
-  // chunks_in_flight): stage s holds its warm-up's chunks + 1, each chunk a
-  // v-th of its layers; stage 0 the most with equal stages, a later stage with
-  // more layers possibly more (uneven stages).
-  double in_flight = microbatches_in_flight(p);
-  if (p.pp > 1 && p.schedule != Schedule::gpipe) {
-    const int v = p.schedule == Schedule::interleaved ? p.virtual_stages : 1;
-    in_flight = static_cast<double>(chunks_in_flight(p.schedule, p.pp, stage, p.grad_accum, v)) / v;
-  }
-  // ZeRO-R CPU checkpointing: the checkpoints live on the host (predict_memory
-  // counts them there); the GPU holds the one copied back for its layer's
-  // recomputation.
-  // Megatron's unfused softmax chain (op_costs megatron_softmax_fallback)
-  // keeps the probabilities its softmax backward reads in fp32: 2 bytes per
-  // score more than Korthikanti's 16-bit count, wherever the scores are stored.
-  const double fallback = megatron_softmax_fallback(m, p, hw) ? 2.0 * attention_score_elements(m, p) : 0.0;
-  const double stored = p.cpu_checkpointing ? 1.0 : layers * in_flight;
-  double act = stored * (layer_activation_bytes(m, p, p.recompute) + (p.recompute == Recompute::none ? fallback : 0.0));
-  // Full recomputation re-materialises one layer's activations at a time.
-  // The layer being recomputed holds its whole activations while its backward runs.
-  if (whole_layer_recompute_share(p) > 0) act += layer_activation_bytes(m, p, Recompute::none) + fallback;
-  // Embedding output dropout mask (Korthikanti: s·b·h·p/t with SP), of this
-  // rank's s/cp rows.
-  const double sbh = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch * m.hidden;
-  if (first) act += sbh / (p.sequence_parallel ? t : 1.0) * in_flight;
-  sm.gpu[idx(MemLine::activations)] = act;
-
-  // Communication buckets (DeepSpeed reduce_bucket_size / allgather_bucket_size,
-  // in elements of 16-bit gradients; the reduce bucket is doubled with overlap_comm).
-  if (p.dp_cp() > 1) {
-    const double overlap = p.overlap_comm ? 2.0 : 1.0;
-    double buckets = eb * std::min(p.reduce_bucket_elems, psi) * overlap;
-    if (p.zero_stage == 1 || p.zero_stage == 2) buckets += eb * std::min(p.allgather_bucket_elems, psi);
-    buckets += onebit.sign_buffer_bytes;  // 1-bit Adam's packed sign buffers
-    sm.gpu[idx(MemLine::comm_buckets)] = buckets;
-  }
-
   // ZeRO-3 gathered parameters: the largest layer, the prefetch bucket, capped
   // by max_live_parameters, plus persistent small tensors kept whole.
   if (p.zero_stage == 3) {
@@ -390,45 +425,18 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
     }
   }
 
-  // Workspace: cuBLAS plus the largest transient gradient buffers of one layer
-  // (attention-score gradient, FC1 output gradient), two of them live. A flash
-  // kernel's score gradient stays on chip; its backward accumulates dQ in fp32
-  // (FlashAttention-2's dq_accum, s·b·h/t floats).
-  // With context parallelism a rank's rows are s/cp, and the score gradient
-  // is one ring block's, (s/cp)² per head.
-  // With Ulysses the rows outside attention are s/u, and the score gradient
-  // is a/u heads of the whole s × s.
-  const double s_local = static_cast<double>(m.seq_len) / p.seq_split();
-  const double sbh_local = s_local * p.micro_batch * m.hidden / t;
-  const double s_rows = static_cast<double>(m.seq_len) / p.cp;  // query rows (and keys) of one score block
-  const double scores = fused_attention(p.attention)
-                            ? 4.0 * sbh_local
-                            : static_cast<double>(p.micro_batch) * m.heads / (t * p.ulysses) * s_rows * s_rows * eb *
-                                  density;
-  const double f_in = m.activation == Activation::swiglu ? 2.0 * m.ffn_hidden : m.ffn_hidden;
-  const double fc1 = s_local * p.micro_batch * f_in / t * eb;
-  // (No cuBLAS workspace on the CPU backend.)
-  const double library_workspace = c.device_kind == DeviceKind::gpu ? kCublasWorkspaceBytes : 0.0;
-  sm.gpu[idx(MemLine::workspace)] = library_workspace + 2.0 * std::max(scores, fc1);
-
-  // Logits: 16-bit logits + their fp32 copy in the vocab-parallel cross entropy.
-  if (last) sm.gpu[idx(MemLine::logits)] = s_local * m.head_token_fraction * p.micro_batch * m.vocab / t * (eb + 4.0);
-
-  // The context-parallel ring's buffers: the K/V chunk in use and the one
-  // arriving (forward), and in backward also their dK/dV: 2 × 4 chunks of
-  // b·(s/cp)·kv_dim/t elements (Megatron-Core's p2p double buffering).
-  if (p.cp > 1) {
-    const double kv_chunk = s_local * p.micro_batch * static_cast<double>(m.kv_heads) * m.head_dim() / t * eb;
-    sm.gpu[idx(MemLine::comm_buckets)] += 2.0 * 4.0 * kv_chunk;
+  // Activations: this stage's layers × micro-batches in flight. Under 1F1B
+  // stage i holds min(pp − i, m) (Narayanan et al. 2021, §2.2: the warm-up
+  // runs pp − i − 1 forwards before the first backward): the first stage the
+  // most, the last one. Interleaved (vocab/pipeline_schedule
+  // chunks_in_flight): stage s holds its warm-up's chunks + 1, each chunk a
+  // v-th of its layers; stage 0 the most with equal stages, a later stage with
+  // more layers possibly more (uneven stages).
+  double in_flight = microbatches_in_flight(p);
+  if (p.pp > 1 && p.schedule != Schedule::gpipe) {
+    const int v = p.schedule == Schedule::interleaved ? p.virtual_stages : 1;
+    in_flight = static_cast<double>(chunks_in_flight(p.schedule, p.pp, stage, p.grad_accum, v)) / v;
   }
-
-  // DeepSpeed-Ulysses: the all-to-all's contiguous send copies of Q, K and V
-  // (single_all_to_all transposes each [s/u, heads] tensor before sending):
-  // b·(s/u)·(h + 2·kv_dim)/t elements, live around the attention core.
-  if (p.ulysses > 1)
-    sm.gpu[idx(MemLine::comm_buckets)] +=
-        s_local * p.micro_batch * (m.hidden + 2.0 * static_cast<double>(m.kv_heads) * m.head_dim()) / t * eb;
-
   // ztune's executor allocates as it does on CPU ranks wherever it runs
   // (executor_layout). On a GPU the CUDA context, NCCL, cuBLAS and the caching
   // allocator come on top (below).
@@ -438,7 +446,9 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
       for (double v : sm.gpu) sm.total += v;
       return sm;
     }
-    sm.gpu[idx(MemLine::workspace)] += library_workspace + executor_cuda_scratch(m, p, last);
+    sm.gpu[idx(MemLine::workspace)] += kCublasWorkspaceBytes + executor_cuda_scratch(m, p, last);
+  } else {
+    engine_lines(m, p, hw, psi, layers, in_flight, density, first, last, onebit.sign_buffer_bytes, sm);
   }
 
   int communicators = (p.tp > 1) + (p.dp_cp() > 1) + (p.pp > 1) + (p.cp > 1) + (p.ulysses > 1) + p.hybrid_sharded();
