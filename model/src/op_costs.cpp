@@ -406,6 +406,17 @@ void gpu_layer_compute(const LayerParts& in, LayerCost& lc) {
   lc.bwd_elementwise_s = bwd_elem;
 }
 
+LinearGemms layer_linear_gemms(const Transformer& m, const Plan& p) {
+  const LayerShape x = shape_of(m, p);
+  return {GemmShape{x.tokens, (x.h + 2.0 * x.kvd) / x.t, x.h}, GemmShape{x.tokens, x.h, x.h / x.t},
+          GemmShape{x.tokens, x.f_in / x.t, x.h}, GemmShape{x.tokens, x.h, x.f_out / x.t}};
+}
+
+GemmShape logits_gemm(const Transformer& m, const Plan& p) {
+  const LayerShape x = shape_of(m, p);
+  return {x.tokens * m.head_token_fraction, static_cast<double>(m.vocab) / x.t, x.h};
+}
+
 LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
   const LayerShape x = shape_of(m, p);
   const GpuSpec& gpu = c.node.gpu;
@@ -415,11 +426,11 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   LayerCost lc;
 
   LayerGemms g;
-  // Linear layers (Megatron: QKV and FC1 column-parallel, projection and FC2 row-parallel).
-  g.qkv = GemmShape{x.tokens, (x.h + 2.0 * x.kvd) / x.t, x.h};
-  g.proj = GemmShape{x.tokens, x.h, x.h / x.t};
-  g.fc1 = GemmShape{x.tokens, x.f_in / x.t, x.h};
-  g.fc2 = GemmShape{x.tokens, x.h, x.f_out / x.t};
+  const LinearGemms lin = layer_linear_gemms(m, p);
+  g.qkv = lin.qkv;
+  g.proj = lin.proj;
+  g.fc1 = lin.fc1;
+  g.fc2 = lin.fc2;
   // Attention core: b·a/t heads, QKᵀ (s×s, inner d) and PV (s×d, inner s).
   // Block-sparse attention computes only the layout's blocks (DeepSpeed's
   // SDD and DSD block-sparse matmuls): nnz blocks of block×block per head.
@@ -649,10 +660,9 @@ EdgeCost edge_cost(const Transformer& m, const Plan& p, const Cluster& c, const 
   // Head: the logits GEMM (vocab-parallel) on the positions that predict (all
   // of them but in a masked LM); the embedding's and the loss's memory-bound
   // work is the flavour's, selected once (cpu_executor_costs.hpp says why).
-  const double head_tokens = x.tokens * m.head_token_fraction;
-  const GemmShape logits{head_tokens, static_cast<double>(m.vocab) / x.t, x.h};
+  const GemmShape logits = logits_gemm(m, p);
   const LinearTimes t_logits = linear_times(logits, prec, gpu, hw);
-  const EdgeParts parts{{m, p, c, hw, x}, t_logits, head_tokens * m.vocab / x.t};
+  const EdgeParts parts{{m, p, c, hw, x}, t_logits, logits.m * m.vocab / x.t};
   (c.device_kind == DeviceKind::cpu ? cpu_edge_compute : gpu_edge_compute)(parts, e);
   e.head_gemm_s = t_logits.fwd + t_logits.dgrad + t_logits.wgrad;
   e.fwd_flops = logits.flops();

@@ -40,6 +40,17 @@ struct GemmShape {
   [[nodiscard]] double elements() const { return (m * k + k * n + m * n) * batch; }
 };
 
+/// One rank's linear GEMMs of a layer (Megatron-LM's split: QKV and FC1
+/// column-parallel, the projection and FC2 row-parallel), on its rows.
+struct LinearGemms {
+  GemmShape qkv, proj, fc1, fc2;
+};
+/// Their shapes for the plan (layer_cost prices them; the memory model sizes
+/// the executor's cast scratch from them).
+[[nodiscard]] LinearGemms layer_linear_gemms(const Transformer& m, const Plan& p);
+/// The head's vocab-parallel logits GEMM, on the positions that predict.
+[[nodiscard]] GemmShape logits_gemm(const Transformer& m, const Plan& p);
+
 /// Time of one GEMM: roofline max(FLOPs / (peak · gemm_efficiency_of(shape)), bytes / achieved
 /// HBM bandwidth) plus one kernel launch. `attention` applies the profile's
 /// attention_gemm_factor (head_dim-thin batched GEMMs of the attention core).
