@@ -216,8 +216,10 @@ double layer_activation_bytes_fp32(const Transformer& m, const Plan& p, Recomput
 // (kernels/cuda attention_workspace_elems: 7·n + heads·s² floats for the
 // rank's n = b·s·channels, per call, cp's ring blocks of s/cp rows, Ulysses'
 // whole sequence of a/u heads), or the 16-bit copies of a GEMM's two operands
-// (CudaBackend::run_gemm; the logits GEMM's on the last stage, the widest
-// layer GEMM's elsewhere). The fused kernel keeps its state in the activations.
+// (CudaBackend::run_gemm): the largest A + B of the layer's linear GEMMs
+// (op_costs layer_linear_gemms; backward's shapes hold the same operands), and
+// the logits GEMM's on the last stage. The fused kernel keeps its state in the
+// activations.
 double executor_cuda_scratch(const Transformer& m, const Plan& p, bool last) {
   const double t = p.tp, u = p.ulysses, b = p.micro_batch, h = m.hidden;
   double attention = 0;
@@ -227,12 +229,11 @@ double executor_cuda_scratch(const Transformer& m, const Plan& p, bool last) {
   }
   double casts = 0;
   if (p.precision != Precision::fp32) {
-    const double rows = static_cast<double>(m.seq_len) / p.seq_split() * b;
-    const double kvd = static_cast<double>(m.kv_heads) * m.head_dim();
-    const double f_in = m.activation == Activation::swiglu ? 2.0 * m.ffn_hidden : m.ffn_hidden;
-    double widest = std::max({h + 2.0 * kvd, f_in, static_cast<double>(m.ffn_hidden)}) / t;
-    if (last) widest = std::max(widest, static_cast<double>(m.vocab) / t);
-    casts = 2.0 * (rows * h + h * widest);
+    auto operands = [](const GemmShape& g) { return (g.m * g.k + g.k * g.n) * g.batch; };
+    const LinearGemms lin = layer_linear_gemms(m, p);
+    double largest = std::max({operands(lin.qkv), operands(lin.proj), operands(lin.fc1), operands(lin.fc2)});
+    if (last) largest = std::max(largest, operands(logits_gemm(m, p)));
+    casts = 2.0 * largest;
   }
   return std::max(attention, casts);
 }

@@ -143,3 +143,26 @@ TEST_CASE("fp32 storage: a GPU rank's model states and buffers are the executor'
   CHECK(on_gpu.line(MemLine::runtime) > 1e9);  // the CUDA context and a communicator
   CHECK(on_cpu.line(MemLine::runtime) == 0);
 }
+
+TEST_CASE("fp32 storage: the CUDA backend's cast scratch is the largest GEMM's two operands in 16-bit",
+          "[model][executor][memory]") {
+  // CudaBackend::run_gemm casts A and B into 16-bit scratch per call; the
+  // largest pair of a GPT layer with a small vocabulary is FC2's: its input
+  // (tokens × 4h) and its weight (4h × h). An fp32 plan casts nothing, and
+  // with flash attention there is no score scratch: the workspace lines
+  // differ by exactly 2·(tokens·4h + 4h·h) bytes.
+  Transformer m = load_transformer("gpt2-1.5b");
+  m.vocab = 1024;  // so that the logits GEMM is not the largest
+  const Cluster c = load_cluster("dgx-a100-80gb");
+  const HardwareProfile hw = with_engine(default_profile_for(c), "ztune");
+  Plan p;
+  p.micro_batch = 2;
+  p.global_batch = 2;
+  p.attention = AttentionKernel::flash;
+  p.precision = Precision::bf16;
+  const double bf16 = predict_memory(m, p, c, hw).line(MemLine::workspace);
+  p.precision = Precision::fp32;
+  const double fp32 = predict_memory(m, p, c, hw).line(MemLine::workspace);
+  const double tokens = 2.0 * m.seq_len, h = m.hidden, f = m.ffn_hidden;
+  CHECK(bf16 - fp32 == Approx(2.0 * (tokens * f + f * h)));
+}
