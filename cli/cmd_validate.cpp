@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -86,6 +87,8 @@ nlohmann::json report_json(const ValidationReport& r) {
                      {"gpu", c.gpu}, {"engine", c.engine}, {"published", c.published}, {"predicted", c.predicted},
                      {"error_pct", c.error_pct()}, {"optimism_pct", c.optimism_pct()},
                      {"tolerance_pct", c.tolerance_pct}, {"ok", c.ok()}});
+  for (std::size_t i = 0; i < r.cases.size(); ++i)
+    if (r.cases[i].memory_fraction > 0) cases[i]["memory_fraction"] = r.cases[i].memory_fraction;
   nlohmann::json sources = nlohmann::json::array();
   for (const auto& s : r.sources)
     sources.push_back({{"name", s.name}, {"description", s.description}, {"kind", s.kind}, {"engine", s.engine},
@@ -106,6 +109,26 @@ nlohmann::json report_json(const ValidationReport& r) {
                    {"ok", r.ok()},       {"not_expressible", skipped}, {"cells", cells}};
   if (!stale.empty()) j["loso_stale"] = stale;
   return j;
+}
+
+// The memory model against the runs that ran: each fitted on its GPUs, so a
+// plan the model puts above the capacity is a memory-model error (or a misread
+// row), whatever its time error.
+void print_memory_check(const ValidationReport& r, const Widths& w) {
+  std::map<std::string, const ValidationCase*> runs;  // one per run (a run's time and MFU are two cases)
+  for (const auto& c : r.cases)
+    if (c.memory_fraction > 0) runs.emplace(c.source + "|" + c.id, &c);
+  if (runs.empty()) return;
+  std::vector<const ValidationCase*> over;
+  for (const auto& [key, c] : runs)
+    if (c->memory_fraction > 1.0) over.push_back(c);
+  std::printf("memory: %zu of %zu runs that ran are predicted above their GPU's capacity%s\n", over.size(),
+              runs.size(), over.empty() ? "" : " (the memory model, or ztune's reading of the row, is wrong there):");
+  for (const auto* c : over) {
+    const std::string plan = c->detail.substr(0, c->detail.find(" ["));  // the assumptions are listed above
+    std::printf("  %-*s %-*s %5.0f%% of the GPU  %s\n", w.source, c->source.c_str(), w.id, c->id.c_str(),
+                100.0 * c->memory_fraction, plan.c_str());
+  }
 }
 
 // Source-balanced figures over the time sources: every source counts once.
@@ -168,6 +191,7 @@ void print_balance(const ValidationReport& r) {
         std::printf("  %-*s %-*s %s\n", w.source, c.source.c_str(), w.id, c.id.c_str(), c.assumed.c_str());
   }
   std::printf("coverage of engine_runs.json: %zu runs predicted, %zu not expressible\n", predicted, r.skipped.size());
+  print_memory_check(r, w);
 }
 
 void print_case(const ValidationCase& c, const Widths& w) {

@@ -148,6 +148,7 @@ std::vector<SourceSpec> read_spec(const std::string& path) {
           x.bias_fusion = row.optional_boolean("bias_fusion");
           if (row.has("attention"))
             x.attention = attention_kernel_of(row.choice("attention", kAttentionKernelNames));
+          if (row.has("recompute")) x.recompute = recompute_of(row.choice("recompute", kRecomputeNames));
           if (row.has("recompute_policy"))
             x.recompute_policy = selective_policy_of(row.choice("recompute_policy", kSelectivePolicyNames));
           if (row.has("masked_softmax"))
@@ -164,10 +165,11 @@ std::vector<SourceSpec> read_spec(const std::string& path) {
           }
           x.why = row.string("why");
           if (!x.micro_batch && !x.global_batch && !x.tp_comm_overlap && !x.attention && !x.bias_fusion &&
-              !x.reduce_scatter && !x.recompute_policy && !x.zero3_config && !x.megatron_softmax_rule)
+              !x.reduce_scatter && !x.recompute && !x.recompute_policy && !x.zero3_config && !x.megatron_softmax_rule)
             throw row.error("why",
                             "expected micro_batch, global_batch, tp_comm_overlap, attention, bias_fusion, "
-                            "reduce_scatter, recompute_policy, zero3_config or masked_softmax beside the reason");
+                            "reduce_scatter, recompute, recompute_policy, zero3_config or masked_softmax beside the "
+                            "reason");
           row.finish();
           spec.assumed.emplace(id, x);
         }
@@ -308,8 +310,10 @@ void published_source(const SourceSpec& spec, const std::string& dir, Context& c
       vc.published = *value;
       if (metric == "iteration_time_s") {
         vc.predicted = ctx.time(m, p, c, spec.engine).iteration_s;
+        vc.memory_fraction = ctx.memory_fraction(m, p, c, spec.engine);
       } else if (metric == "mfu") {
         vc.predicted = ctx.time(m, p, c, spec.engine).mfu;
+        vc.memory_fraction = ctx.memory_fraction(m, p, c, spec.engine);
       } else if (metric == "layer_forward_ms" || metric == "layer_backward_ms") {
         const LayerCost lc = layer_cost(m, p, c, hw);
         const double fwd = lc.fwd_s + lc.tp_fwd_s;
@@ -418,6 +422,7 @@ void vtrain_source(const SourceSpec& spec, const std::string& dir, Context& ctx,
     vc.engine = spec.engine;
     vc.published = num(c_t) / 1e3;
     vc.predicted = ctx.time(m, p, c, spec.engine).iteration_s;
+    vc.memory_fraction = ctx.memory_fraction(m, p, c, spec.engine);
     vc.tolerance_pct = spec.case_tolerance_pct.value_or(0);
     out.push_back(vc);
   }

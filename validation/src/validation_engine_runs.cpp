@@ -316,6 +316,7 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     }
     if (stated && stated->tp_comm_overlap) p.tp_comm_overlap = *stated->tp_comm_overlap;
     if (stated && stated->reduce_scatter) p.reduce_scatter = *stated->reduce_scatter;
+    if (stated && stated->recompute) p.recompute = *stated->recompute;
     if (stated && stated->recompute_policy) p.recompute_policy = *stated->recompute_policy;
     if (stated && stated->zero3_config) {
       p.prefetch_bucket_elems = stated->zero3_config->prefetch_bucket_elems;
@@ -370,6 +371,7 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     const double iteration =
         ctx.time(m, p, c, spec.engine, compiled_run, stated ? stated->megatron_softmax_rule : std::nullopt).iteration_s;
     vc.predicted = iteration > 0 ? tokens_per_step / iteration / *gpus : 0;
+    vc.memory_fraction = ctx.memory_fraction(m, p, c, spec.engine);
     vc.tolerance_pct = spec.case_tolerance_pct.value_or(0);
     out.push_back(vc);
   }

@@ -10,6 +10,7 @@
 
 #include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/vocab/plan.hpp"
+#include "ztune/model/memory_model.hpp"
 #include "ztune/model/time_model.hpp"
 #include "ztune/vocab/transformer.hpp"
 #include "ztune/validation/validation.hpp"
@@ -51,6 +52,9 @@ struct SourceSpec {
     std::optional<bool> reduce_scatter;   // how its ZeRO-1/2 reduced gradients, where the row is silent
     std::optional<AttentionKernel> attention;  // the run's attention kernel, where the row does not name it
     std::optional<bool> bias_fusion;  // whether its code fused bias-GeLU and bias-dropout-add (Plan::bias_fusion)
+    // What the run recomputed where the row's word means something else in
+    // ztune's vocabulary (fms-fsdp's "Selective AC" checkpoints whole blocks).
+    std::optional<Recompute> recompute;
     std::optional<SelectivePolicy> recompute_policy;  // what the engine's selective recomputation recomputes
     // The run's engine code predates (or has) Megatron's shape rule for its
     // fused softmax: EngineProfile::megatron_softmax_rule for this run only.
@@ -94,6 +98,13 @@ struct Context {
       it = profiles.emplace(key, std::move(hw)).first;
     }
     return it->second;
+  }
+  // The memory model's GPU bytes (the most loaded stage, the engine's state
+  // accounting) over the GPU's capacity: a published run ran, so above 1 the
+  // memory model or ztune's reading of the row is wrong.
+  double memory_fraction(const Transformer& m, const Plan& p, const Cluster& c, const std::string& engine) {
+    const MemoryPrediction mp = predict_memory(m, p, c, profile(c, engine));
+    return mp.gpu_capacity_bytes > 0 ? mp.gpu_total_bytes / mp.gpu_capacity_bytes : 0;
   }
   TimePrediction time(const Transformer& m, const Plan& p, const Cluster& c, const std::string& engine,
                       bool compiled_run = false, std::optional<bool> softmax_rule = std::nullopt) {

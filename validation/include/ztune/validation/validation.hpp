@@ -23,6 +23,10 @@ struct ValidationCase {
   double predicted = 0;
   double tolerance_pct = 0;  // the case fails above this |Δ%|
   std::string assumed;       // what the run does not publish and ztune assumed to predict it ("" = nothing)
+  /// Time cases of runs that ran: the memory model's GPU bytes for the plan
+  /// (the most loaded stage) over the GPU's capacity; 0 where not a run's
+  /// time. Above 1 the model says the run could not have fitted.
+  double memory_fraction = 0;
   [[nodiscard]] double error_pct() const { return published != 0 ? 100.0 * (predicted - published) / published : 0; }
   /// The error as speed: > 0 when ztune predicts the run faster than measured
   /// (a shorter time, a higher throughput or MFU), whatever the metric.
