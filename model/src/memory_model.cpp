@@ -79,6 +79,13 @@ ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccou
   return b;
 }
 
+double attention_score_bytes(const Transformer& m) {
+  // Korthikanti et al. 2022 §4.1: the softmax output (2), the dropout mask (1)
+  // and the dropout output (2) per score. Without dropout the product with V
+  // reads the softmax output itself: 2.
+  return m.dropout > 0 ? 5.0 : 2.0;
+}
+
 double layer_activation_bytes(const Transformer& m, int micro_batch, int tp, bool sequence_parallel, Recompute r,
                               double attention_density, AttentionKernel kernel, int cp) {
   // Context parallelism: every tensor below holds s/cp of the sequence's rows
@@ -94,14 +101,17 @@ double layer_activation_bytes(const Transformer& m, int micro_batch, int tp, boo
   // Outside the tensor-parallel region: 2 norm inputs (4), QKV and FC1 inputs
   // (2 + 2), two dropout masks (1 + 1) = 10·s·b·h; divided by t only with SP.
   // Parallel blocks (GPT-J/NeoX) feed both norms the layer input: one norm input fewer.
-  const double outside = (m.parallel_residual ? 8.0 : 10.0) * sbh / sp;
+  // Without dropout (m.dropout 0) the masks are not kept.
+  const double masks = m.dropout > 0 ? 2.0 : 0.0;
+  const double outside = ((m.parallel_residual ? 6.0 : 8.0) + masks) * sbh / sp;
   // Inside: Q, K, V, projection input and the MLP's stored tensors (24·s·b·h for GPT).
   const double inside = s * b * (2.0 * h + 4.0 * kvd + 2.0 * h + mlp) / t;
   // Attention scores: softmax output (2), dropout mask (1), dropout output (2);
   // a flash kernel keeps the fp32 log-sum-exp per row (its dropout mask is
   // regenerated from the RNG state in backward).
   if (fused_attention(kernel)) return outside + inside + 4.0 * a * s * b / t;
-  const double scores = r == Recompute::selective ? 0.0 : 5.0 * a * s * s * b / t * attention_density;
+  const double scores =
+      r == Recompute::selective ? 0.0 : attention_score_bytes(m) * a * s * s * b / t * attention_density;
   return outside + inside + scores;
 }
 
@@ -129,7 +139,7 @@ double selective_policy_bytes(const Transformer& m, const Plan& p, bool split) {
       const bool gated = m.activation == Activation::swiglu;
       inside = s * b * (2.0 * h + 2.0 * kvd + 2.0 * h + 2.0 * m.ffn_hidden + (gated ? 2.0 * h : 0.0)) / t;
       inside += fused_attention(p.attention) ? 4.0 * a * s * b / t
-                                             : 5.0 * a * s * s * b / t * attention_density(m, p);
+                                             : attention_score_bytes(m) * a * s * s * b / t * attention_density(m, p);
       break;
     }
     case SelectivePolicy::mlp_in:
@@ -290,9 +300,9 @@ void engine_lines(const Transformer& m, const Plan& p, const HardwareProfile& hw
   // The layer being recomputed holds its whole activations while its backward runs.
   if (whole_layer_recompute_share(p) > 0) act += layer_activation_bytes(m, p, Recompute::none) + fallback;
   // Embedding output dropout mask (Korthikanti: s·b·h·p/t with SP), of this
-  // rank's s/cp rows.
+  // rank's s/cp rows; none without dropout.
   const double sbh = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch * m.hidden;
-  if (first) act += sbh / (p.sequence_parallel ? t : 1.0) * in_flight;
+  if (first && m.dropout > 0) act += sbh / (p.sequence_parallel ? t : 1.0) * in_flight;
   sm.gpu[idx(MemLine::activations)] = act;
 
   // Communication buckets (DeepSpeed reduce_bucket_size / allgather_bucket_size,

@@ -34,6 +34,21 @@ double roofline_time(double flops, double eff, double bytes, Precision p, const 
   return std::max(flops / (gpu.peak_flops(p) * eff), bytes / achieved_hbm(gpu, hw)) + hw.kernel_launch_s;
 }
 
+struct ScorePasses {
+  double fwd_bytes = 0;
+  double bwd_bytes = 0;
+  int kernels = 0;  // each way
+};
+// Standard attention's passes over the scores besides its two GEMMs: forward the
+// fused scale-mask-softmax (read, write) and the dropout (read, write, a 1-byte
+// mask); backward the dropout's and the softmax's. Without dropout
+// (Transformer::dropout 0) PyTorch's dropout returns its input: the softmax's
+// passes alone.
+ScorePasses score_passes(const Transformer& m, double scores, double eb) {
+  if (m.dropout <= 0) return {scores * eb * 2.0, scores * eb * 3.0, 1};
+  return {scores * eb * 2.0 + scores * (eb * 2.0 + 1.0), scores * (eb * 3.0 + 1.0) + scores * eb * 3.0, 2};
+}
+
 }  // namespace
 
 double gemm_time(const GemmShape& g, Precision p, const GpuSpec& gpu, const HardwareProfile& hw, bool attention) {
@@ -187,8 +202,8 @@ LinearTimes linear_times(const GemmShape& g, Precision p, const GpuSpec& gpu, co
 // the (s/cp)² block), so each step does (s/cp)²/2 of work and a rank its
 // causal share s²/(2cp). The unfused standard path computes every block whole
 // and masks it, as without cp: cp blocks of (s/cp)², s²/cp per rank.
-double context_parallel_attention(const Plan& p, const Cluster& c, const HardwareProfile& hw, const LayerShape& x,
-                                  LayerCost& lc) {
+double context_parallel_attention(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
+                                  const LayerShape& x, LayerCost& lc) {
   const GpuSpec& gpu = c.node.gpu;
   const Precision prec = storage_precision(p, hw.engine);  // attention runs in the storage dtype
   const double eb = bytes_of(prec);
@@ -205,9 +220,9 @@ double context_parallel_attention(const Plan& p, const Cluster& c, const Hardwar
     const GemmShape pv{x.sl, x.d, x.sl, heads_local};
     const double t_qk = gemm_time(qk, prec, gpu, hw, true);
     const double t_pv = gemm_time(pv, prec, gpu, hw, true);
-    const double scores = heads_local * x.sl * x.sl;  // one block's score elements
-    step_fwd = t_qk + t_pv + memory_bound_time(scores * eb * 2.0 + scores * (eb * 2.0 + 1.0), gpu, hw, 2);
-    step_bwd = 2.0 * (t_qk + t_pv) + memory_bound_time(scores * (eb * 3.0 + 1.0) + scores * eb * 3.0, gpu, hw, 2);
+    const ScorePasses sp = score_passes(m, heads_local * x.sl * x.sl, eb);  // one block's score elements
+    step_fwd = t_qk + t_pv + memory_bound_time(sp.fwd_bytes, gpu, hw, sp.kernels);
+    step_bwd = 2.0 * (t_qk + t_pv) + memory_bound_time(sp.bwd_bytes, gpu, hw, sp.kernels);
   }
   lc.fwd_attention_s = cp * step_fwd;
   ring_exchange(p, c, hw, x, step_fwd, step_bwd, lc);
@@ -276,8 +291,10 @@ double unfused_bias_bytes(const Transformer& m, const Plan& p, const LayerShape&
   // (the 2019 Megatron-LM's gelu_impl is torch.jit.script'ed); SwiGLU's
   // silu(a)·b runs as silu (read, write f_out) and a product (two reads, a
   // write), 5·f_out against the fused f_in + f_out = 3·f_out: 2·f_out more.
+  // Without dropout its kernel does not run: the bias add's 2·hs·eb alone.
   const double hs = x.tokens * x.h / (x.sp ? x.t : 1.0);
-  const double bda = 2.0 * (m.bias ? 4.0 : 2.0) * hs * eb;
+  const double apart = m.dropout > 0 ? (m.bias ? 4.0 : 2.0) : (m.bias ? 2.0 : 0.0);
+  const double bda = 2.0 * apart * hs * eb;
   const double bias = m.bias ? 2.0 * x.f_in / x.t * x.tokens * eb : 0.0;
   const double act = m.activation == Activation::swiglu ? 2.0 * x.f_out / x.t * x.tokens * eb : 0.0;
   return bda + bias + act;
@@ -286,8 +303,10 @@ double unfused_bias_bytes(const Transformer& m, const Plan& p, const LayerShape&
 int unfused_bias_kernels(const Transformer& m, const Plan& p) {
   if (p.bias_fusion) return 0;
   // Each bias-dropout-add becomes three kernels (+2, twice; without biases two,
-  // +1); the MLP's bias add is a kernel of its own, and so is SwiGLU's product.
-  return (m.bias ? 5 : 2) + (m.activation == Activation::swiglu ? 1 : 0);
+  // +1; without dropout one fewer); the MLP's bias add is a kernel of its own,
+  // and so is SwiGLU's product.
+  const int per_bda = (m.bias ? 2 : 1) - (m.dropout > 0 ? 0 : 1);
+  return 2 * per_bda + (m.bias ? 1 : 0) + (m.activation == Activation::swiglu ? 1 : 0);
 }
 
 // The kernels (and host ops) Megatron's unfused softmax fallback adds each way
@@ -313,8 +332,8 @@ void gpu_layer_compute(const LayerParts& in, LayerCost& lc) {
   lc.fwd_gemm_s = in.g.fwd_s();
   const double scores = heads_local * x.sa * x.s * density;  // attention score elements computed
   // Fused scale-mask-softmax (read + write) and dropout (read, write, 1-byte mask).
-  const double softmax_fwd_bytes = scores * eb * 2.0 + scores * (eb * 2.0 + 1.0);
-  lc.fwd_attention_s = t_qk + t_pv + memory_bound_time(softmax_fwd_bytes, gpu, hw, 2);
+  const ScorePasses score_traffic = score_passes(m, scores, eb);
+  lc.fwd_attention_s = t_qk + t_pv + memory_bound_time(score_traffic.fwd_bytes, gpu, hw, score_traffic.kernels);
   // Eager: the scaling and the masking run as their own kernels before the
   // softmax, each a read and a write of the scores (Megatron's unfused path,
   // --no-masked-softmax-fusion: scores·scale, then masked_fill; Hugging Face
@@ -368,12 +387,13 @@ void gpu_layer_compute(const LayerParts& in, LayerCost& lc) {
   }
 
   double cp_bwd_attention_s = 0;
-  if (p.cp > 1) cp_bwd_attention_s = context_parallel_attention(p, c, hw, x, lc);
+  if (p.cp > 1) cp_bwd_attention_s = context_parallel_attention(m, p, c, hw, x, lc);
 
   // Elementwise: the hidden-state ops run on s·b·h (÷t with sequence parallelism).
   const double hs = x.tokens * x.h / (x.sp ? x.t : 1.0);
   const double norm_bytes = 2.0 * hs * eb;                 // read + write
-  const double bda_bytes = 3.0 * hs * eb + hs;             // bias-dropout-add: 2 reads, 1 write, mask
+  const double mask_bytes = m.dropout > 0 ? hs : 0.0;     // a 1-byte mask; none without dropout
+  const double bda_bytes = 3.0 * hs * eb + mask_bytes;     // bias-dropout-add: 2 reads, 1 write, mask
   const double act_bytes = (x.f_in + x.f_out) / x.t * x.tokens * eb;  // activation read f_in, write f_out
   const double rope_bytes =
       m.position == PositionEmbedding::rotary ? 2.0 * x.tokens * (x.h + x.kvd) / x.t * eb : 0.0;
@@ -395,7 +415,7 @@ void gpu_layer_compute(const LayerParts& in, LayerCost& lc) {
       p.cp > 1 ? cp_bwd_attention_s
       : fused_attention(p.attention)
           ? flash_bwd_s
-          : 2.0 * (t_qk + t_pv) + memory_bound_time(scores * (eb * 3.0 + 1.0) + scores * eb * 3.0, gpu, hw, 2) +
+          : 2.0 * (t_qk + t_pv) + memory_bound_time(score_traffic.bwd_bytes, gpu, hw, score_traffic.kernels) +
                 eager_bwd_s + fallback_bwd_s;
   const double bwd_elem = memory_bound_time(2.0 * elem_fwd_bytes, gpu, hw, elem_kernels);
   lc.bwd_input_s = bwd_dgrad + bwd_attention + bwd_elem;

@@ -605,3 +605,49 @@ TEST_CASE("uneven interleaved stages: each stage's chunks in flight × its layer
   CHECK(predict_memory(m, p, a100_nodes(1), flat_profile()).line(MemLine::activations) ==
         Approx(10 * layer + 2.5 * sbh));
 }
+
+TEST_CASE("a model without dropout keeps no masks: Korthikanti's count less 2·s·b·h and 3 bytes a score",
+          "[memory][activations][dropout]") {
+  // Korthikanti et al. 2022 §4.1 count two 1-byte masks outside the tensor-
+  // parallel region (attention and MLP dropout) and, per score, the dropout
+  // mask (1) and its output (2) beside the softmax output (2). PyTorch's
+  // dropout returns its input at p = 0 (Llama, Nemotron, OLMo): none of them.
+  Transformer m = gpt(48, 6144, 64, 2048, 51200);
+  m.dropout = 0;
+  const double s = 2048, b = 4, h = 6144, a = 64, t = 8;
+  const double sbh = s * b * h;
+  CHECK(layer_activation_bytes(m, 4, 1, false, Recompute::none) == Approx(sbh * (32 + 2 * a * s / h)));
+  CHECK(layer_activation_bytes(m, 4, 8, false, Recompute::none) == Approx(sbh * (8 + 24 / t + 2 * a * s / (h * t))));
+  CHECK(layer_activation_bytes(m, 4, 8, true, Recompute::selective) == Approx(sbh * 32 / t));
+  CHECK(layer_activation_bytes(m, 4, 8, true, Recompute::none, 1.0, AttentionKernel::flash) ==
+        Approx(sbh * 32 / t + 4 * a * s * b / t));
+  CHECK(layer_activation_bytes(m, 4, 8, true, Recompute::full) == Approx(2 * sbh / t));  // the input only, as before
+  // Parallel blocks (GPT-NeoX 20B trains without dropout): 6 outside instead of 8.
+  m.parallel_residual = true;
+  CHECK(layer_activation_bytes(m, 4, 8, false, Recompute::selective) == Approx(sbh * (6 + 24 / t)));
+  CHECK(attention_score_bytes(m) == 2.0);
+  m.dropout = 0.1;
+  CHECK(attention_score_bytes(m) == 5.0);
+}
+
+TEST_CASE("without dropout the first stage keeps no embedding mask", "[memory][activations][dropout]") {
+  // The embedding output's dropout mask (s·b·h bytes a micro-batch in flight)
+  // is the only activation difference a full-recompute plan sees.
+  Transformer m = gpt(8, 1024, 16, 1024, 51200);
+  const Cluster c = a100_nodes(1);
+  const HardwareProfile hw = flat_profile();
+  Plan p;
+  p.tp = 1;
+  p.pp = 1;
+  p.dp = 1;
+  p.micro_batch = 2;
+  p.grad_accum = 1;
+  p.global_batch = 2;
+  p.recompute = Recompute::full;
+  const double with = predict_memory(m, p, c, hw).line(MemLine::activations);
+  m.dropout = 0;
+  const double without = predict_memory(m, p, c, hw).line(MemLine::activations);
+  // The recomputed layer also drops its two masks and its scores' mask and dropout output.
+  const double sbh = 1024.0 * 2 * 1024;
+  CHECK(with - without == Approx(sbh + 2 * sbh + 3.0 * 16 * 1024.0 * 1024 * 2));
+}

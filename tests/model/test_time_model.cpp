@@ -1285,3 +1285,36 @@ TEST_CASE("engines' selective policies: the GEMMs each recomputes, closed form",
   p.recompute_policy = SelectivePolicy::alternate_layers;
   CHECK(hardware_flops_per_iteration(m, p) - hw_none == Approx((hw_full - hw_none) / 2.0).epsilon(1e-12));
 }
+
+TEST_CASE("a model without dropout runs no dropout kernels: the scores' and the hidden state's mask passes go",
+          "[time][dropout]") {
+  // Closed form over the profile's own HBM and launch figures: with dropout the
+  // standard attention's forward runs the softmax (read, write) and the dropout
+  // (read, write, 1-byte mask) over the scores, two kernels; without it the
+  // softmax alone. Each bias-dropout-add writes its 1-byte mask only with dropout.
+  Transformer m = gpt(24, 2048, 16, 2048, 51200);
+  const Cluster c = test::a100_nodes(1);
+  const HardwareProfile hw = with_engine(default_profile_for(c), "megatron");
+  Plan p;
+  p.tp = 2;
+  p.dp = 4;
+  p.micro_batch = 4;
+  p.grad_accum = 2;
+  p.global_batch = 32;
+  p.precision = Precision::bf16;
+  p.attention = AttentionKernel::standard;
+  const LayerCost with = layer_cost(m, p, c, hw);
+  m.dropout = 0;
+  const LayerCost without = layer_cost(m, p, c, hw);
+  const double eb = 2, scores = 4.0 * 16 / 2 * 2048.0 * 2048.0, hs = 4.0 * 2048 * 2048;
+  CHECK(with.fwd_attention_s - without.fwd_attention_s ==
+        Approx(memory_bound_time(scores * (2 * eb + 1), c.node.gpu, hw, 1)));
+  CHECK(with.fwd_elementwise_s - without.fwd_elementwise_s ==
+        Approx(memory_bound_time(2 * hs * hw.engine.elementwise_traffic, c.node.gpu, hw, 0)));
+  CHECK(with.fwd_gemm_s == Approx(without.fwd_gemm_s));
+  // FlashAttention regenerates its mask in the kernel: its attention time is the same.
+  p.attention = AttentionKernel::flash;
+  const LayerCost flash_without = layer_cost(m, p, c, hw);
+  m.dropout = 0.1;
+  CHECK(layer_cost(m, p, c, hw).fwd_attention_s == Approx(flash_without.fwd_attention_s));
+}

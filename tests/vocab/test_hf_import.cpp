@@ -209,6 +209,35 @@ TEST_CASE("the norms' epsilon comes from each family's config.json key", "[hf]")
   CHECK(ztune::load_transformer(hf_fixture("mpt-7b")).norm_eps == 1e-5);
 }
 
+TEST_CASE("dropout comes from each family's config.json keys, at its config class's defaults", "[hf][dropout]") {
+  // The published configs: GPT-2 XL's resid, embd and attn pdrop 0.1; Llama 3's
+  // attention_dropout 0.0, MPT-7B's three 0, Qwen2's 0.0; Llama 2's and
+  // GPT-NeoX-20B's configs name none (LlamaConfig and GPTNeoXConfig default 0).
+  CHECK(ztune::load_transformer(hf_fixture("gpt2-xl")).dropout == 0.1);
+  CHECK(ztune::load_transformer(hf_fixture("llama-3-70b")).dropout == 0.0);
+  CHECK(ztune::load_transformer(hf_fixture("llama-2-7b")).dropout == 0.0);
+  CHECK(ztune::load_transformer(hf_fixture("mpt-7b")).dropout == 0.0);
+  CHECK(ztune::load_transformer(hf_fixture("qwen2-7b")).dropout == 0.0);
+  CHECK(ztune::load_transformer(hf_fixture("gpt-neox-20b")).dropout == 0.0);
+  // The largest of a family's keys decides; each key is read.
+  auto gpt2 = ztune::read_json_file(hf_fixture("gpt2-xl"));
+  for (const char* k : {"resid_pdrop", "embd_pdrop", "attn_pdrop"}) gpt2[k] = 0;
+  CHECK(ztune::transformer_from_hf_config(gpt2, "g/config.json", 0).dropout == 0.0);
+  gpt2["attn_pdrop"] = 0.2;
+  CHECK(ztune::transformer_from_hf_config(gpt2, "g/config.json", 0).dropout == 0.2);
+  gpt2.erase("attn_pdrop");  // GPT2Config's default 0.1
+  CHECK(ztune::transformer_from_hf_config(gpt2, "g/config.json", 0).dropout == 0.1);
+  auto neox = ztune::read_json_file(hf_fixture("gpt-neox-20b"));
+  neox["hidden_dropout"] = 0.1;
+  CHECK(ztune::transformer_from_hf_config(neox, "n/config.json", 0).dropout == 0.1);
+  auto mpt = ztune::read_json_file(hf_fixture("mpt-7b"));
+  mpt["attn_config"]["attn_pdrop"] = 0.1;
+  CHECK(ztune::transformer_from_hf_config(mpt, "m/config.json", 0).dropout == 0.1);
+  mpt["attn_config"]["attn_pdrop"] = "0.1";
+  REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(mpt, "m/config.json", 0),
+                      "m/config.json: $.attn_config.attn_pdrop: expected a probability >= 0 and < 1, got \"0.1\"");
+}
+
 TEST_CASE("an unknown model_type is rejected naming the file, path and families", "[hf]") {
   const std::string path = hf_fixture("bert-base-uncased");
   REQUIRE_THROWS_WITH(ztune::load_transformer(path),
@@ -247,6 +276,8 @@ TEST_CASE("bad Hugging Face fields name the config.json key", "[hf][bad-input]")
       {"gpt2-xl", "layer_norm_epsilon", 0, "$.layer_norm_epsilon: expected a number > 0 and < 1, got 0"},
       {"llama-2-7b", "rms_norm_eps", "1e-6", "$.rms_norm_eps: expected a number > 0 and < 1, got \"1e-6\""},
       {"llama-2-7b", "rms_norm_eps", 1, "$.rms_norm_eps: expected a number > 0 and < 1, got 1"},
+      {"llama-3-70b", "attention_dropout", 1, "$.attention_dropout: expected a probability >= 0 and < 1, got 1"},
+      {"gpt2-xl", "resid_pdrop", -0.1, "$.resid_pdrop: expected a probability >= 0 and < 1, got -0.1"},
   };
   for (const Case& c : cases) {
     INFO(c.fixture << " " << c.key);

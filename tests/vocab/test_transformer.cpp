@@ -113,3 +113,22 @@ TEST_CASE("head_token_fraction: optional (1), round-trips, written only when it 
                         StartsWith("m.json: $.head_token_fraction: expected the share of positions the head runs on"));
   }
 }
+
+TEST_CASE("dropout: optional (GPT-2's 0.1), round-trips, written only when it differs, checked", "[transformer]") {
+  auto t = ztune::load_transformer("tiny");
+  CHECK(t.dropout == 0.1);
+  auto doc = ztune::transformer_to_json(t);
+  CHECK_FALSE(doc.contains("dropout"));
+  t.dropout = 0;  // Llama's
+  doc = ztune::transformer_to_json(t);
+  CHECK(doc["dropout"] == 0);
+  CHECK(ztune::transformer_from_json(doc, "m.json").dropout == 0);
+  for (const nlohmann::json& bad : {nlohmann::json(-0.1), nlohmann::json(1), nlohmann::json("0")}) {
+    doc["dropout"] = bad;
+    REQUIRE_THROWS_WITH(ztune::transformer_from_json(doc, "m.json"),
+                        StartsWith("m.json: $.dropout: expected the dropout probability, in [0, 1)"));
+  }
+  // The shipped Llama-family models train without dropout.
+  for (const char* name : {"llama-7b", "llama-70b", "llama-405b", "tiny-llama"})
+    CHECK(ztune::load_transformer(name).dropout == 0);
+}

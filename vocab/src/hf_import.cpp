@@ -1,5 +1,6 @@
 #include "ztune/vocab/hf_import.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -58,6 +59,14 @@ struct HfReader {
     if (v == nullptr) return fallback;
     if (!v->is_number() || !(v->get<double>() > 0 && v->get<double>() < 1))
       throw InputError(file + ": $." + key + ": expected a number > 0 and < 1, got " + describe_json(*v));
+    return v->get<double>();
+  }
+  /// A dropout probability: a number in [0, 1), or `fallback` when absent.
+  [[nodiscard]] double probability_or(const char* key, double fallback) const {
+    const auto* v = find(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_number() || !(v->get<double>() >= 0 && v->get<double>() < 1))
+      throw InputError(file + ": $." + key + ": expected a probability >= 0 and < 1, got " + describe_json(*v));
     return v->get<double>();
   }
   [[nodiscard]] bool boolean_or(const char* key, bool fallback) const {
@@ -244,6 +253,27 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
   } else {
     throw InputError(file + ": " + model_type.path + ": expected a Hugging Face family ztune imports "
                      "(gpt2, gpt_neox, llama, mistral, qwen2, mpt), got \"" + type + "\"");
+  }
+  // Dropout: the largest of the family's probabilities, at its config class's
+  // defaults (GPT2Config 0.1 each; GPTNeoXConfig, LlamaConfig, MistralConfig,
+  // Qwen2Config and llm-foundry's MPTConfig 0), which decides whether masks
+  // are kept (Transformer::dropout).
+  if (type == "gpt2") {
+    t.dropout = std::max({r.probability_or("resid_pdrop", 0.1), r.probability_or("embd_pdrop", 0.1),
+                          r.probability_or("attn_pdrop", 0.1)});
+  } else if (type == "gpt_neox") {
+    t.dropout = std::max(r.probability_or("hidden_dropout", 0.0), r.probability_or("attention_dropout", 0.0));
+  } else if (type == "mpt") {
+    double attn = 0;
+    if (const auto* v = attn_config_member(doc, file, "attn_pdrop"); v != nullptr) {
+      if (!v->is_number() || !(v->get<double>() >= 0 && v->get<double>() < 1))
+        throw InputError(file + ": $.attn_config.attn_pdrop: expected a probability >= 0 and < 1, got " +
+                         describe_json(*v));
+      attn = v->get<double>();
+    }
+    t.dropout = std::max({r.probability_or("resid_pdrop", 0.0), r.probability_or("emb_pdrop", 0.0), attn});
+  } else {
+    t.dropout = r.probability_or("attention_dropout", 0.0);  // Llama, Mistral, Qwen2: no hidden dropout
   }
   if (seq_len > 0) t.seq_len = seq_len;
   t.seq_len_is_position_limit = seq_len <= 0;

@@ -131,6 +131,14 @@ Transformer transformer_from_json(const nlohmann::json& doc, const std::string& 
                     "masked LM), got " + describe_json(f));
     t.head_token_fraction = f.get<double>();
   }
+  if (r.has("dropout")) {
+    const nlohmann::json& d = r.raw("dropout");
+    if (!d.is_number() || !(d.get<double>() >= 0 && d.get<double>() < 1))
+      throw r.error("dropout",
+                    "expected the dropout probability, in [0, 1) (0.1: GPT-2 and Megatron-LM; 0: Llama), got " +
+                        describe_json(d));
+    t.dropout = d.get<double>();
+  }
   t.global_batch = r.integer("global_batch", 1, std::int64_t{1} << 32);
   t.train_tokens = r.positive("train_tokens");
   r.finish();
@@ -165,6 +173,7 @@ nlohmann::json transformer_to_json(const Transformer& t) {
   if (t.attention_window > 0) j["attention_window"] = t.attention_window;
   if (t.norm_eps != kDefaultNormEps) j["norm_eps"] = t.norm_eps;
   if (t.head_token_fraction != 1) j["head_token_fraction"] = t.head_token_fraction;
+  if (t.dropout != kDefaultDropout) j["dropout"] = t.dropout;
   return j;
 }
 

@@ -96,9 +96,15 @@ struct ModelStateBytes {
 /// every term by cp: each rank stores s/cp tokens of every tensor, and of the
 /// scores its s/cp query rows against all s keys (the ring's blocks, cp of
 /// (s/cp)² each: 5·a·s²·b/(t·cp)), or its rows' log-sum-exp with flash.
+/// A model without dropout (Transformer::dropout 0: Llama, Nemotron, OLMo)
+/// keeps no masks: 2·s·b·h fewer outside the tensor-parallel region and 2
+/// bytes per score instead of 5 (attention_score_bytes).
 [[nodiscard]] double layer_activation_bytes(const Transformer& m, int micro_batch, int tp, bool sequence_parallel,
                                             Recompute r, double attention_density = 1.0,
                                             AttentionKernel kernel = AttentionKernel::standard, int cp = 1);
+/// Bytes a stored attention score takes (standard attention, scores kept):
+/// Korthikanti's 5 with dropout (softmax output, mask, dropout output), 2 without.
+[[nodiscard]] double attention_score_bytes(const Transformer& m);
 /// The same for a plan's micro-batch, tp, sequence parallelism, sparse layout,
 /// attention kernel and context parallelism, under recomputation `r`.
 [[nodiscard]] double layer_activation_bytes(const Transformer& m, const Plan& p, Recompute r);

@@ -26,6 +26,9 @@ inline constexpr double kRoformerRopeTheta = 10000;
 /// give one: GPT-2's layer_norm_epsilon, GPT-NeoX's layer_norm_eps, Llama 2/3's
 /// rms_norm_eps; torch.nn.LayerNorm's and Megatron-LM's --norm-epsilon default.
 inline constexpr double kDefaultNormEps = 1e-5;
+/// GPT-2's and Megatron-LM's dropout, which Korthikanti et al. 2022's
+/// activation count (its 1-byte masks) assumes: a model file without "dropout".
+inline constexpr double kDefaultDropout = 0.1;
 
 struct Transformer {
   std::string name;
@@ -60,6 +63,12 @@ struct Transformer {
   /// gather the masked positions before the decoder (Devlin et al. 2019 mask
   /// 15 %; NVIDIA's and DeepSpeed's BERT index_select them).
   double head_token_fraction = 1;
+  /// Probability of the hidden-state and attention-probability dropouts
+  /// (Megatron-LM --hidden-dropout/--attention-dropout, GPT-2's resid/attn
+  /// pdrop: 0.1; Llama, Nemotron, OLMo: 0). At 0 no masks are kept and no
+  /// dropout kernel runs (PyTorch's dropout returns its input at p = 0), so
+  /// Korthikanti et al.'s activation count loses its masks (memory_model).
+  double dropout = kDefaultDropout;
   std::int64_t global_batch = 0;  // default global batch (sequences) for the tuner
   double train_tokens = 0;        // default token budget for "days to train"
 
