@@ -83,7 +83,7 @@ double attention_score_bytes(const Transformer& m) {
   // Korthikanti et al. 2022 §4.1: the softmax output (2), the dropout mask (1)
   // and the dropout output (2) per score. Without dropout the product with V
   // reads the softmax output itself: 2.
-  return m.dropout > 0 ? 5.0 : 2.0;
+  return m.has_dropout() ? 5.0 : 2.0;
 }
 
 double layer_activation_bytes(const Transformer& m, int micro_batch, int tp, bool sequence_parallel, Recompute r,
@@ -102,7 +102,7 @@ double layer_activation_bytes(const Transformer& m, int micro_batch, int tp, boo
   // (2 + 2), two dropout masks (1 + 1) = 10·s·b·h; divided by t only with SP.
   // Parallel blocks (GPT-J/NeoX) feed both norms the layer input: one norm input fewer.
   // Without dropout (m.dropout 0) the masks are not kept.
-  const double masks = m.dropout > 0 ? 2.0 : 0.0;
+  const double masks = m.has_dropout() ? 2.0 : 0.0;
   const double outside = ((m.parallel_residual ? 6.0 : 8.0) + masks) * sbh / sp;
   // Inside: Q, K, V, projection input and the MLP's stored tensors (24·s·b·h for GPT).
   const double inside = s * b * (2.0 * h + 4.0 * kvd + 2.0 * h + mlp) / t;
@@ -302,7 +302,7 @@ void engine_lines(const Transformer& m, const Plan& p, const HardwareProfile& hw
   // Embedding output dropout mask (Korthikanti: s·b·h·p/t with SP), of this
   // rank's s/cp rows; none without dropout.
   const double sbh = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch * m.hidden;
-  if (first && m.dropout > 0) act += sbh / (p.sequence_parallel ? t : 1.0) * in_flight;
+  if (first && m.has_dropout()) act += sbh / (p.sequence_parallel ? t : 1.0) * in_flight;
   sm.gpu[idx(MemLine::activations)] = act;
 
   // Communication buckets (DeepSpeed reduce_bucket_size / allgather_bucket_size,

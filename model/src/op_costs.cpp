@@ -45,7 +45,7 @@ struct ScorePasses {
 // (Transformer::dropout 0) PyTorch's dropout returns its input: the softmax's
 // passes alone.
 ScorePasses score_passes(const Transformer& m, double scores, double eb) {
-  if (m.dropout <= 0) return {scores * eb * 2.0, scores * eb * 3.0, 1};
+  if (!m.has_dropout()) return {scores * eb * 2.0, scores * eb * 3.0, 1};
   return {scores * eb * 2.0 + scores * (eb * 2.0 + 1.0), scores * (eb * 3.0 + 1.0) + scores * eb * 3.0, 2};
 }
 
@@ -293,7 +293,7 @@ double unfused_bias_bytes(const Transformer& m, const Plan& p, const LayerShape&
   // write), 5·f_out against the fused f_in + f_out = 3·f_out: 2·f_out more.
   // Without dropout its kernel does not run: the bias add's 2·hs·eb alone.
   const double hs = x.tokens * x.h / (x.sp ? x.t : 1.0);
-  const double apart = m.dropout > 0 ? (m.bias ? 4.0 : 2.0) : (m.bias ? 2.0 : 0.0);
+  const double apart = m.has_dropout() ? (m.bias ? 4.0 : 2.0) : (m.bias ? 2.0 : 0.0);
   const double bda = 2.0 * apart * hs * eb;
   const double bias = m.bias ? 2.0 * x.f_in / x.t * x.tokens * eb : 0.0;
   const double act = m.activation == Activation::swiglu ? 2.0 * x.f_out / x.t * x.tokens * eb : 0.0;
@@ -305,7 +305,7 @@ int unfused_bias_kernels(const Transformer& m, const Plan& p) {
   // Each bias-dropout-add becomes three kernels (+2, twice; without biases two,
   // +1; without dropout one fewer); the MLP's bias add is a kernel of its own,
   // and so is SwiGLU's product.
-  const int per_bda = (m.bias ? 2 : 1) - (m.dropout > 0 ? 0 : 1);
+  const int per_bda = (m.bias ? 2 : 1) - (m.has_dropout() ? 0 : 1);
   return 2 * per_bda + (m.bias ? 1 : 0) + (m.activation == Activation::swiglu ? 1 : 0);
 }
 
@@ -392,7 +392,7 @@ void gpu_layer_compute(const LayerParts& in, LayerCost& lc) {
   // Elementwise: the hidden-state ops run on s·b·h (÷t with sequence parallelism).
   const double hs = x.tokens * x.h / (x.sp ? x.t : 1.0);
   const double norm_bytes = 2.0 * hs * eb;                 // read + write
-  const double mask_bytes = m.dropout > 0 ? hs : 0.0;     // a 1-byte mask; none without dropout
+  const double mask_bytes = m.has_dropout() ? hs : 0.0;     // a 1-byte mask; none without dropout
   const double bda_bytes = 3.0 * hs * eb + mask_bytes;     // bias-dropout-add: 2 reads, 1 write, mask
   const double act_bytes = (x.f_in + x.f_out) / x.t * x.tokens * eb;  // activation read f_in, write f_out
   const double rope_bytes =

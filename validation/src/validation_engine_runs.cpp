@@ -249,6 +249,7 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     const auto recompute = recompute_of(rc);
     if (!recompute) throw InputError(where + ".plan.recompute: expected none, selective or full, got \"" + rc + "\"");
     p.recompute = *recompute;
+    if (stated && stated->recompute) p.recompute = *stated->recompute;  // validation.json says what ran, and why
     p.sequence_parallel = plan.contains("sequence_parallel") && plan["sequence_parallel"].is_boolean() &&
                           plan["sequence_parallel"].get<bool>();
     // ZeRO-R's partitioned activation checkpoints (DeepSpeed partition_activations).
@@ -316,7 +317,6 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     }
     if (stated && stated->tp_comm_overlap) p.tp_comm_overlap = *stated->tp_comm_overlap;
     if (stated && stated->reduce_scatter) p.reduce_scatter = *stated->reduce_scatter;
-    if (stated && stated->recompute) p.recompute = *stated->recompute;
     if (stated && stated->recompute_policy) p.recompute_policy = *stated->recompute_policy;
     if (stated && stated->zero3_config) {
       p.prefetch_bucket_elems = stated->zero3_config->prefetch_bucket_elems;

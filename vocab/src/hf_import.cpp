@@ -17,6 +17,13 @@ bool looks_like_hf_config(const nlohmann::json& doc) {
 
 namespace {
 
+// A dropout probability from a config.json value at `path`: a number in [0, 1).
+double probability(const nlohmann::json& v, const std::string& file, const std::string& path) {
+  if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() < 1))
+    throw InputError(file + ": " + path + ": expected a probability >= 0 and < 1, got " + describe_json(v));
+  return v.get<double>();
+}
+
 // HF configs carry dozens of fields we do not need, so unknown fields are
 // tolerated here (unlike ztune's own files); the fields we read are checked.
 struct HfReader {
@@ -64,10 +71,7 @@ struct HfReader {
   /// A dropout probability: a number in [0, 1), or `fallback` when absent.
   [[nodiscard]] double probability_or(const char* key, double fallback) const {
     const auto* v = find(key);
-    if (v == nullptr) return fallback;
-    if (!v->is_number() || !(v->get<double>() >= 0 && v->get<double>() < 1))
-      throw InputError(file + ": $." + key + ": expected a probability >= 0 and < 1, got " + describe_json(*v));
-    return v->get<double>();
+    return v == nullptr ? fallback : probability(*v, file, std::string("$.") + key);
   }
   [[nodiscard]] bool boolean_or(const char* key, bool fallback) const {
     const auto* v = find(key);
@@ -264,13 +268,8 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
   } else if (type == "gpt_neox") {
     t.dropout = std::max(r.probability_or("hidden_dropout", 0.0), r.probability_or("attention_dropout", 0.0));
   } else if (type == "mpt") {
-    double attn = 0;
-    if (const auto* v = attn_config_member(doc, file, "attn_pdrop"); v != nullptr) {
-      if (!v->is_number() || !(v->get<double>() >= 0 && v->get<double>() < 1))
-        throw InputError(file + ": $.attn_config.attn_pdrop: expected a probability >= 0 and < 1, got " +
-                         describe_json(*v));
-      attn = v->get<double>();
-    }
+    const auto* pdrop = attn_config_member(doc, file, "attn_pdrop");
+    const double attn = pdrop == nullptr ? 0.0 : probability(*pdrop, file, "$.attn_config.attn_pdrop");
     t.dropout = std::max({r.probability_or("resid_pdrop", 0.0), r.probability_or("emb_pdrop", 0.0), attn});
   } else {
     t.dropout = r.probability_or("attention_dropout", 0.0);  // Llama, Mistral, Qwen2: no hidden dropout

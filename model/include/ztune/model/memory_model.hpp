@@ -102,12 +102,12 @@ struct ModelStateBytes {
 [[nodiscard]] double layer_activation_bytes(const Transformer& m, int micro_batch, int tp, bool sequence_parallel,
                                             Recompute r, double attention_density = 1.0,
                                             AttentionKernel kernel = AttentionKernel::standard, int cp = 1);
-/// Bytes a stored attention score takes (standard attention, scores kept):
-/// Korthikanti's 5 with dropout (softmax output, mask, dropout output), 2 without.
-[[nodiscard]] double attention_score_bytes(const Transformer& m);
 /// The same for a plan's micro-batch, tp, sequence parallelism, sparse layout,
 /// attention kernel and context parallelism, under recomputation `r`.
 [[nodiscard]] double layer_activation_bytes(const Transformer& m, const Plan& p, Recompute r);
+/// Bytes a stored attention score takes (standard attention, scores kept):
+/// Korthikanti's 5 with dropout (softmax output, mask, dropout output), 2 without.
+[[nodiscard]] double attention_score_bytes(const Transformer& m);
 
 /// Whether stage memory is ztune's executor's own allocations (fp32 storage,
 /// its tensors): on CPU ranks, and for an engine storing fp32

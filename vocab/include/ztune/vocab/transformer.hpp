@@ -73,6 +73,8 @@ struct Transformer {
   double train_tokens = 0;        // default token budget for "days to train"
 
   [[nodiscard]] int head_dim() const { return hidden / heads; }
+  /// Whether training keeps dropout masks and runs dropout kernels (dropout > 0).
+  [[nodiscard]] bool has_dropout() const { return dropout > 0; }
   /// Whether a sliding window cuts the causal prefix at this sequence length.
   [[nodiscard]] bool windowed() const { return attention_window > 0 && attention_window < seq_len; }
   /// The share of the causal (query, key) pairs the window keeps: for s
