@@ -136,26 +136,8 @@ unpack_bundle() {
   echo "bundle unpacked into $PREFIX ($(du -sh "$PREFIX" | cut -f1), $(( $(date +%s) - t0 )) s)"
 }
 
-# find_nccl: CMake looks in the CUDA toolkit first (CMakeLists.txt); when the toolkit
-# has no NCCL, point it at PyTorch's (the nvidia-nccl wheel: include/ and libnccl.so.2).
-find_nccl() {
-  local cuda_root; cuda_root=$(dirname "$(dirname "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)")")
-  if compgen -G "$cuda_root/lib*/libnccl.so*" >/dev/null || compgen -G "$cuda_root/targets/*/lib/libnccl.so*" >/dev/null; then
-    echo "NCCL: the CUDA toolkit's ($cuda_root)"; return 0
-  fi
-  local wheel
-  wheel=$(python3 -c 'import nvidia.nccl as n, os; print(list(n.__path__)[0])' 2>/dev/null) || wheel=""
-  if [[ -n "$wheel" && -f "$wheel/include/nccl.h" ]]; then
-    local lib; lib=$(ls "$wheel"/lib/libnccl.so* 2>/dev/null | head -1)
-    if [[ -n "$lib" ]]; then
-      echo "NCCL: PyTorch's nvidia-nccl wheel ($lib)"
-      CONFIGURE_ARGS+=(-DZTUNE_NCCL_LIBRARY="$lib" -DZTUNE_NCCL_INCLUDE="$wheel/include")
-      export LD_LIBRARY_PATH=$wheel/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-      return 0
-    fi
-  fi
-  echo "NCCL: neither in the toolkit ($cuda_root) nor in python3's nvidia.nccl: CMake searches its default paths"
-}
+# find_nccl and find_cudnn (scripts/gpu-wheels.sh): the toolkit's, else PyTorch's wheels.
+source scripts/gpu-wheels.sh
 
 [[ -x "$(command -v nvcc)" ]] || { [[ -x /usr/local/cuda/bin/nvcc ]] && export PATH=/usr/local/cuda/bin:$PATH; }
 log "device"
@@ -176,17 +158,8 @@ log "dependencies"
 unpack_bundle
 find_nccl >"$OUT/nccl.txt"  # not in a pipeline: it sets CONFIGURE_ARGS and LD_LIBRARY_PATH
 cat "$OUT/nccl.txt"
-# cuDNN 9 for the fused attention (issue 24): the toolkit's, else PyTorch's
-# nvidia-cudnn wheel (ZTUNE_CUDNN_ROOT, read by kernels/cuda/CMakeLists.txt).
-if ! ls "${CUDA_HOME:-/usr/local/cuda}"/lib*/libcudnn.so* >/dev/null 2>&1 && [[ -z "${ZTUNE_CUDNN_ROOT:-}" ]]; then
-  cudnn_wheel=$(python3 -c "import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))" 2>/dev/null || true)
-  if [[ -n "$cudnn_wheel" && -d "$cudnn_wheel/include" ]]; then
-    export ZTUNE_CUDNN_ROOT=$cudnn_wheel LD_LIBRARY_PATH=$cudnn_wheel/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    echo "cuDNN: PyTorch's nvidia-cudnn wheel ($cudnn_wheel)" | tee -a "$OUT/nccl.txt"
-  else
-    echo "cuDNN: not in the toolkit nor in python3's nvidia.cudnn: the fused attention takes the flash kernels" | tee -a "$OUT/nccl.txt"
-  fi
-fi
+find_cudnn >"$OUT/cudnn.txt"  # not in a pipeline either: it exports ZTUNE_CUDNN_ROOT
+tee -a "$OUT/nccl.txt" <"$OUT/cudnn.txt"
 
 log "build (sm_$ARCH)"
 BUILD=""
