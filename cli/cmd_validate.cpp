@@ -240,7 +240,9 @@ void print_report(const ValidationReport& r, const ValidateFlags& f) {
 
 Command add_validate(CLI::App& root) {
   auto f = std::make_shared<ValidateFlags>();
-  auto* app = root.add_subcommand("validate", "Predict the published runs of data/validation/ and report the errors");
+  auto* app = root.add_subcommand("validate",
+                                  "Predict the published runs of data/validation/ and report the errors, and the "
+                                  "runs the memory model says could not have fitted");
   app->add_option("--dir", f->dir, "Validation directory (default: <data>/validation)");
   app->add_option("--profile", f->profile, "Hardware profile file used for every case instead of the defaults");
   app->add_option("--source", f->source, "Only sources whose name contains this");
