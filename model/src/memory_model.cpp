@@ -287,13 +287,13 @@ void engine_lines(const Transformer& m, const Plan& p, const HardwareProfile& hw
                   StageMemory& sm) {
   const double t = p.tp;
   const double eb = bytes_of(storage_precision(p, hw.engine));
-  // ZeRO-R CPU checkpointing: the checkpoints live on the host (predict_memory
-  // counts them there); the GPU holds the one copied back for its layer's
-  // recomputation.
   // Megatron's unfused softmax chain (op_costs megatron_softmax_fallback)
   // keeps the probabilities its softmax backward reads in fp32: 2 bytes per
   // score more than Korthikanti's 16-bit count, wherever the scores are stored.
   const double fallback = megatron_softmax_fallback(m, p, hw) ? 2.0 * attention_score_elements(m, p) : 0.0;
+  // ZeRO-R CPU checkpointing: the checkpoints live on the host (predict_memory
+  // counts them there); the GPU holds the one copied back for its layer's
+  // recomputation.
   const double stored = p.cpu_checkpointing ? 1.0 : layers * in_flight;
   double act = stored * (layer_activation_bytes(m, p, p.recompute) + (p.recompute == Recompute::none ? fallback : 0.0));
   // Full recomputation re-materialises one layer's activations at a time.

@@ -919,7 +919,8 @@ Zero3GatherCost zero3_gather_cost(const Transformer& m, const Plan& p, const Clu
   if (p.zero_stage != 3 || p.dp_cp() <= 1) return z;
   const GroupLayout l = place_groups(p, c);
   const double params = stage_params(m, p);
-  z.bytes_per_pass = bytes_of(storage_precision(p, hw.engine)) * params;  // as stored (fp32 on CPU ranks)
+  const double stored = bytes_of(storage_precision(p, hw.engine)) * params;  // as stored (fp32 on CPU ranks)
+  z.bytes_per_pass = stored;
   const int gathers = zero3_gathers_per_pass(m, p, hw);
   z.gathers = gathers;
   // The gathers run in the shard group: all of dp × cp, or dp_shard ranks
@@ -938,8 +939,7 @@ Zero3GatherCost zero3_gather_cost(const Transformer& m, const Plan& p, const Clu
     z.fwd_s = gathers * collective_time(Collective::all_gather, q / gathers, l.dp, c, hw) +
               zeropp_weight_quantize_time(params, params / p.dp, c, hw);
     const GroupPlacement node{l.dp.per_node, l.dp.per_node};
-    const double secondary = bytes_of(storage_precision(p, hw.engine)) * params;  // hpZ's copy, as stored
-    z.bwd_s = backward_passes * gathers * collective_time(Collective::all_gather, secondary / gathers, node, c, hw);
+    z.bwd_s = backward_passes * gathers * collective_time(Collective::all_gather, stored / gathers, node, c, hw);
   }
   return z;
 }

@@ -159,6 +159,11 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.vocab = r.integer("vocab_size");
     t.seq_len = r.integer_or("n_positions", r.integer_or("n_ctx", 1024));
     t.tied_embeddings = r.boolean_or("tie_word_embeddings", true);
+    // Dropout (Transformer::dropout): the largest of the family's probabilities,
+    // at its config class's defaults (GPT2Config 0.1 each; GPTNeoXConfig,
+    // LlamaConfig, MistralConfig, Qwen2Config and llm-foundry's MPTConfig 0).
+    t.dropout = std::max({r.probability_or("resid_pdrop", 0.1), r.probability_or("embd_pdrop", 0.1),
+                          r.probability_or("attn_pdrop", 0.1)});
   } else if (type == "gpt_neox") {
     t.layers = r.integer("num_hidden_layers");
     t.hidden = r.integer("hidden_size");
@@ -177,6 +182,7 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.vocab = r.integer("vocab_size");
     t.seq_len = r.integer_or("max_position_embeddings", 2048);
     t.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
+    t.dropout = std::max(r.probability_or("hidden_dropout", 0.0), r.probability_or("attention_dropout", 0.0));
   } else if (type == "llama" || type == "mistral" || type == "qwen2") {
     t.layers = r.integer("num_hidden_layers");
     t.hidden = r.integer("hidden_size");
@@ -211,6 +217,7 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
       throw InputError(file + ": $.head_dim: expected hidden_size / num_attention_heads = " +
                        std::to_string(t.hidden / t.heads) + " (ztune derives the head size), got " +
                        std::to_string(r.integer("head_dim")));
+    t.dropout = r.probability_or("attention_dropout", 0.0);  // no hidden dropout in these families
   } else if (type == "mpt") {
     t.layers = r.integer("n_layers");
     t.hidden = r.integer("d_model");
@@ -254,25 +261,12 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.vocab = r.integer("vocab_size");
     t.seq_len = r.integer_or("max_seq_len", 2048);
     t.tied_embeddings = true;
-  } else {
-    throw InputError(file + ": " + model_type.path + ": expected a Hugging Face family ztune imports "
-                     "(gpt2, gpt_neox, llama, mistral, qwen2, mpt), got \"" + type + "\"");
-  }
-  // Dropout: the largest of the family's probabilities, at its config class's
-  // defaults (GPT2Config 0.1 each; GPTNeoXConfig, LlamaConfig, MistralConfig,
-  // Qwen2Config and llm-foundry's MPTConfig 0), which decides whether masks
-  // are kept (Transformer::dropout).
-  if (type == "gpt2") {
-    t.dropout = std::max({r.probability_or("resid_pdrop", 0.1), r.probability_or("embd_pdrop", 0.1),
-                          r.probability_or("attn_pdrop", 0.1)});
-  } else if (type == "gpt_neox") {
-    t.dropout = std::max(r.probability_or("hidden_dropout", 0.0), r.probability_or("attention_dropout", 0.0));
-  } else if (type == "mpt") {
     const auto* pdrop = attn_config_member(doc, file, "attn_pdrop");
     const double attn = pdrop == nullptr ? 0.0 : probability(*pdrop, file, "$.attn_config.attn_pdrop");
     t.dropout = std::max({r.probability_or("resid_pdrop", 0.0), r.probability_or("emb_pdrop", 0.0), attn});
   } else {
-    t.dropout = r.probability_or("attention_dropout", 0.0);  // Llama, Mistral, Qwen2: no hidden dropout
+    throw InputError(file + ": " + model_type.path + ": expected a Hugging Face family ztune imports "
+                     "(gpt2, gpt_neox, llama, mistral, qwen2, mpt), got \"" + type + "\"");
   }
   if (seq_len > 0) t.seq_len = seq_len;
   t.seq_len_is_position_limit = seq_len <= 0;
