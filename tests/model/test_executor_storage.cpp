@@ -6,6 +6,7 @@
 // fp32 (the executor's storage is the same whatever the GEMMs' precision).
 #include <catch2/catch.hpp>
 
+#include "cost_model_fixtures.hpp"
 #include "ztune/model/memory_model.hpp"
 #include "ztune/model/op_costs.hpp"
 #include "ztune/model/prediction.hpp"
@@ -17,13 +18,7 @@ using namespace ztune;
 namespace {
 
 Plan tp_plan(Precision precision) {
-  Plan p;
-  p.tp = 2;
-  p.dp = 4;
-  p.zero_stage = 1;
-  p.micro_batch = 2;
-  p.global_batch = 64;
-  p.grad_accum = 8;
+  Plan p = test::zero_plan(4, 2, 1, 2, 8);
   p.recompute = Recompute::full;
   p.attention = AttentionKernel::flash;
   p.precision = precision;
@@ -120,12 +115,7 @@ TEST_CASE("fp32 storage: a GPU rank's model states and buffers are the executor'
   const Transformer m = load_transformer("tiny");
   const Cluster gpu = load_cluster("dgx-a100-80gb");
   const Cluster cpu = load_cluster("local-cpu");
-  Plan p;
-  p.dp = 2;
-  p.zero_stage = 2;
-  p.micro_batch = 2;
-  p.global_batch = 8;
-  p.grad_accum = 2;
+  Plan p = test::zero_plan(2, 1, 2, 2, 2);
   p.attention = AttentionKernel::flash;
   p.precision = Precision::bf16;
   const MemoryPrediction on_gpu = predict_memory(m, p, gpu, with_engine(default_profile_for(gpu), "ztune"));

@@ -636,13 +636,7 @@ TEST_CASE("without dropout the first stage keeps no embedding mask", "[memory][a
   Transformer m = gpt(8, 1024, 16, 1024, 51200);
   const Cluster c = a100_nodes(1);
   const HardwareProfile hw = flat_profile();
-  Plan p;
-  p.tp = 1;
-  p.pp = 1;
-  p.dp = 1;
-  p.micro_batch = 2;
-  p.grad_accum = 1;
-  p.global_batch = 2;
+  Plan p = test::zero_plan(1, 1, 0, 2, 1);
   p.recompute = Recompute::full;
   const double with = predict_memory(m, p, c, hw).line(MemLine::activations);
   m.dropout = 0;

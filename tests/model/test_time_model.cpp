@@ -1295,12 +1295,7 @@ TEST_CASE("a model without dropout runs no dropout kernels: the scores' and the 
   Transformer m = gpt(24, 2048, 16, 2048, 51200);
   const Cluster c = test::a100_nodes(1);
   const HardwareProfile hw = with_engine(default_profile_for(c), "megatron");
-  Plan p;
-  p.tp = 2;
-  p.dp = 4;
-  p.micro_batch = 4;
-  p.grad_accum = 2;
-  p.global_batch = 32;
+  Plan p = zero_plan(4, 2, 0, 4, 2);
   p.precision = Precision::bf16;
   p.attention = AttentionKernel::standard;
   const LayerCost with = layer_cost(m, p, c, hw);
