@@ -27,13 +27,6 @@ void Backend::free(float* data, std::size_t numel, MemCategory category) {
   memory_.on_free(category, numel * sizeof(float));
 }
 
-std::optional<StorageDtype> parse_storage_dtype(std::string_view s) {
-  if (s == "fp32") return StorageDtype::fp32;
-  if (s == "bf16") return StorageDtype::bf16;
-  if (s == "fp16") return StorageDtype::fp16;
-  return std::nullopt;
-}
-
 namespace {
 /// fp32 words holding numel elements of dtype (a 16-bit buffer rides on raw_allocate).
 std::size_t words_for(std::size_t numel, StorageDtype dtype) {
@@ -62,150 +55,367 @@ void Backend::adamw_fused(std::span<const AdamWSpan> spans, StorageDtype grad_dt
 
 void Backend::adamw_fused_impl(std::span<const AdamWSpan> spans, StorageDtype grad_dtype, StorageDtype param_dtype,
                                const kernels::AdamWParams& h, float grad_scale) {
-  // The fp32 path of every backend: one adamw per span (the CUDA backend fuses them).
-  if (grad_dtype != StorageDtype::fp32 || param_dtype != StorageDtype::fp32)
-    throw std::invalid_argument("backend " + name() + " keeps fp32 storage: a fused AdamW with " +
-                                storage_name(grad_dtype) + " gradients and " + storage_name(param_dtype) +
-                                " parameter copies needs the CUDA backend");
+  // Every backend's path: one adamw per span over an fp32 copy of its gradient
+  // (CUDA fuses them into one launch), then the 16-bit copy from the new master.
   for (const AdamWSpan& s : spans) {
+    const auto n = static_cast<std::size_t>(s.n);
+    Buffer staged;
     const auto* g = static_cast<const float*>(s.grad);
-    Buffer scaled;
-    if (grad_scale != 1.0f) {
-      scaled = allocate(static_cast<std::size_t>(s.n), MemCategory::workspace);
-      copy(scaled.data(), g, static_cast<std::size_t>(s.n));
-      scale_impl(scaled.data(), grad_scale, s.n);
-      g = scaled.data();
+    if (grad_dtype != StorageDtype::fp32 || grad_scale != 1.0f) {
+      staged = allocate(n, MemCategory::workspace);
+      copy(staged.data(), ConstTensorRef(s.grad, grad_dtype), n);
+      if (grad_scale != 1.0f) scale_impl(staged.data(), grad_scale, s.n);
+      g = staged.data();
     }
     adamw_impl(s.master, g, s.m, s.v, s.n, h);
-    if (s.param != nullptr) copy(static_cast<float*>(s.param), s.master, static_cast<std::size_t>(s.n));
+    if (s.param != nullptr) copy(TensorRef(s.param, param_dtype), s.master, n);
   }
 }
 
-#define ZT_TIMED(kind, call) \
-  ScopedOp timer_(ops_, kind); \
-  call
+void Backend::copy(TensorRef dst, ConstTensorRef src, std::size_t n) {
+  if (dst.dtype == src.dtype) copy_bytes(dst.ptr, src.ptr, n * storage_bytes(dst.dtype));
+  else convert_impl(dst.ptr, dst.dtype, src.ptr, src.dtype, n);
+}
 
-void Backend::gemm(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c) {
-  ZT_TIMED(OpKind::gemm, gemm_impl(s, alpha, a, b, beta, c));
+// fp32 views of 16-bit operands. An input is converted into fp32 workspace; an
+// output gets fp32 workspace (loaded first when the kernel accumulates into it,
+// or works in place) and is rounded back by commit(). fp32 operands and null
+// pointers pass through untouched, so fp32 training costs nothing extra.
+class Backend::StagedIn {
+ public:
+  StagedIn(Backend& be, ConstTensorRef r, std::size_t n) : p_(static_cast<const float*>(r.ptr)) {
+    if (r.ptr == nullptr || r.is_fp32() || n == 0) return;
+    buf_ = be.allocate(n, MemCategory::workspace);
+    be.convert_impl(buf_.data(), StorageDtype::fp32, r.ptr, r.dtype, n);
+    p_ = buf_.data();
+  }
+  operator const float*() const { return p_; }  // NOLINT(google-explicit-constructor)
+
+ private:
+  Buffer buf_;
+  const float* p_;
+};
+
+class Backend::StagedOut {
+ public:
+  /// `reads`: the kernel accumulates into the output (+=) or updates it in place.
+  StagedOut(Backend& be, TensorRef r, std::size_t n, bool reads) : be_(be), r_(r), n_(n), p_(static_cast<float*>(r.ptr)) {
+    if (r.ptr == nullptr || r.is_fp32() || n == 0) return;
+    buf_ = be.allocate(n, MemCategory::workspace);
+    if (reads) be.convert_impl(buf_.data(), StorageDtype::fp32, r.ptr, r.dtype, n);
+    p_ = buf_.data();
+  }
+  operator float*() const { return p_; }  // NOLINT(google-explicit-constructor)
+  /// The result into the operand's storage.
+  void commit() {
+    if (!buf_.empty()) be_.convert_impl(r_.ptr, r_.dtype, buf_.data(), StorageDtype::fp32, n_);
+  }
+
+ private:
+  Backend& be_;
+  TensorRef r_;
+  std::size_t n_;
+  Buffer buf_;
+  float* p_;
+};
+
+namespace {
+std::size_t sz(long a) { return static_cast<std::size_t>(a); }
+std::size_t sz(long a, long b) { return static_cast<std::size_t>(a) * static_cast<std::size_t>(b); }
+/// Elements an operand of a GEMM spans: rows × its leading dimension.
+std::size_t gemm_extent(bool trans, int rows, int cols, int ld) { return sz(trans ? cols : rows, ld); }
+}  // namespace
+
+#define ZT_TIMED(kind) ScopedOp timer_(ops_, kind)
+#define ZT_IN(name, ref, n) StagedIn name(*this, ref, n)
+#define ZT_OUT(name, ref, n) StagedOut name(*this, ref, n, false)
+#define ZT_ACC(name, ref, n) StagedOut name(*this, ref, n, true)
+
+void Backend::gemm(const kernels::GemmShape& s, float alpha, ConstTensorRef a, ConstTensorRef b, float beta,
+                   TensorRef c) {
+  ZT_TIMED(OpKind::gemm);
+  ZT_IN(A, a, gemm_extent(s.trans_a, s.m, s.k, s.lda));
+  ZT_IN(B, b, gemm_extent(s.trans_b, s.k, s.n, s.ldb));
+  StagedOut C(*this, c, sz(s.m, s.ldc), beta != 0.0f);
+  gemm_impl(s, alpha, A, B, beta, C);
+  C.commit();
 }
-void Backend::matmul_forward(float* out, const float* inp, const float* w, const float* bias, int n, int c, int oc) {
-  ZT_TIMED(OpKind::gemm, matmul_forward_impl(out, inp, w, bias, n, c, oc));
+void Backend::matmul_forward(TensorRef out, ConstTensorRef inp, ConstTensorRef w, ConstTensorRef bias, int n, int c,
+                             int oc) {
+  ZT_TIMED(OpKind::gemm);
+  ZT_IN(I, inp, sz(n, c));
+  ZT_IN(W, w, sz(oc, c));
+  ZT_IN(Bi, bias, sz(oc));
+  ZT_OUT(O, out, sz(n, oc));
+  matmul_forward_impl(O, I, W, Bi, n, c, oc);
+  O.commit();
 }
-void Backend::matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
-                              const float* w, int n, int c, int oc) {
-  ZT_TIMED(OpKind::gemm, matmul_backward_impl(dinp, dw, dbias, dout, inp, w, n, c, oc));
+void Backend::matmul_backward(TensorRef dinp, TensorRef dw, TensorRef dbias, ConstTensorRef dout, ConstTensorRef inp,
+                              ConstTensorRef w, int n, int c, int oc) {
+  ZT_TIMED(OpKind::gemm);
+  ZT_IN(D, dout, sz(n, oc));
+  ZT_IN(I, inp, sz(n, c));
+  ZT_IN(W, w, sz(oc, c));
+  ZT_ACC(DI, dinp, sz(n, c));
+  ZT_ACC(DW, dw, sz(oc, c));
+  ZT_ACC(DB, dbias, sz(oc));
+  matmul_backward_impl(DI, DW, DB, D, I, W, n, c, oc);
+  DI.commit();
+  DW.commit();
+  DB.commit();
 }
-void Backend::embedding_forward(float* out, const std::int32_t* ids, const float* table, int n, int c, int row_begin,
-                                int rows) {
-  ZT_TIMED(OpKind::memory_bound, embedding_forward_impl(out, ids, table, n, c, row_begin, rows));
+void Backend::embedding_forward(TensorRef out, const std::int32_t* ids, ConstTensorRef table, int n, int c,
+                                int row_begin, int rows) {
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_IN(T, table, sz(rows, c));
+  ZT_OUT(O, out, sz(n, c));
+  embedding_forward_impl(O, ids, T, n, c, row_begin, rows);
+  O.commit();
 }
-void Backend::embedding_backward(float* dtable, const float* dout, const std::int32_t* ids, int n, int c,
+void Backend::embedding_backward(TensorRef dtable, ConstTensorRef dout, const std::int32_t* ids, int n, int c,
                                  int row_begin, int rows) {
-  ZT_TIMED(OpKind::memory_bound, embedding_backward_impl(dtable, dout, ids, n, c, row_begin, rows));
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_IN(D, dout, sz(n, c));
+  ZT_ACC(DT, dtable, sz(rows, c));
+  embedding_backward_impl(DT, D, ids, n, c, row_begin, rows);
+  DT.commit();
 }
-void Backend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
-                                const float* b, int n, int c, float eps) {
-  ZT_TIMED(OpKind::memory_bound, layernorm_forward_impl(out, mean, rstd, inp, w, b, n, c, eps));
+void Backend::layernorm_forward(TensorRef out, float* mean, float* rstd, ConstTensorRef inp, ConstTensorRef w,
+                                ConstTensorRef b, int n, int c, float eps) {
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_IN(I, inp, sz(n, c));
+  ZT_IN(W, w, sz(c));
+  ZT_IN(Bi, b, sz(c));
+  ZT_OUT(O, out, sz(n, c));
+  layernorm_forward_impl(O, mean, rstd, I, W, Bi, n, c, eps);
+  O.commit();
 }
-void Backend::layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
-                                 const float* w, const float* mean, const float* rstd, int n, int c) {
-  ZT_TIMED(OpKind::memory_bound, layernorm_backward_impl(dinp, dw, db, dout, inp, w, mean, rstd, n, c));
+void Backend::layernorm_backward(TensorRef dinp, TensorRef dw, TensorRef db, ConstTensorRef dout, ConstTensorRef inp,
+                                 ConstTensorRef w, const float* mean, const float* rstd, int n, int c) {
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_IN(D, dout, sz(n, c));
+  ZT_IN(I, inp, sz(n, c));
+  ZT_IN(W, w, sz(c));
+  ZT_ACC(DI, dinp, sz(n, c));
+  ZT_ACC(DW, dw, sz(c));
+  ZT_ACC(DB, db, sz(c));
+  layernorm_backward_impl(DI, DW, DB, D, I, W, mean, rstd, n, c);
+  DI.commit();
+  DW.commit();
+  DB.commit();
 }
-void Backend::gelu_forward(float* out, const float* inp, long n) {
-  ZT_TIMED(OpKind::memory_bound, gelu_forward_impl(out, inp, n));
+void Backend::gelu_forward(TensorRef out, ConstTensorRef inp, long n) {
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_IN(I, inp, sz(n));
+  ZT_OUT(O, out, sz(n));
+  gelu_forward_impl(O, I, n);
+  O.commit();
 }
-void Backend::gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
-  ZT_TIMED(OpKind::memory_bound, gelu_backward_impl(dinp, inp, dout, n));
+void Backend::gelu_backward(TensorRef dinp, ConstTensorRef inp, ConstTensorRef dout, long n) {
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_IN(I, inp, sz(n));
+  ZT_IN(D, dout, sz(n));
+  ZT_ACC(DI, dinp, sz(n));
+  gelu_backward_impl(DI, I, D, n);
+  DI.commit();
 }
-void Backend::rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int n, int c, float eps) {
-  ZT_TIMED(OpKind::memory_bound, rmsnorm_forward_impl(out, rstd, inp, w, n, c, eps));
+void Backend::rmsnorm_forward(TensorRef out, float* rstd, ConstTensorRef inp, ConstTensorRef w, int n, int c,
+                              float eps) {
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_IN(I, inp, sz(n, c));
+  ZT_IN(W, w, sz(c));
+  ZT_OUT(O, out, sz(n, c));
+  rmsnorm_forward_impl(O, rstd, I, W, n, c, eps);
+  O.commit();
 }
-void Backend::rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w,
-                               const float* rstd, int n, int c) {
-  ZT_TIMED(OpKind::memory_bound, rmsnorm_backward_impl(dinp, dw, dout, inp, w, rstd, n, c));
+void Backend::rmsnorm_backward(TensorRef dinp, TensorRef dw, ConstTensorRef dout, ConstTensorRef inp,
+                               ConstTensorRef w, const float* rstd, int n, int c) {
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_IN(D, dout, sz(n, c));
+  ZT_IN(I, inp, sz(n, c));
+  ZT_IN(W, w, sz(c));
+  ZT_ACC(DI, dinp, sz(n, c));
+  ZT_ACC(DW, dw, sz(c));
+  rmsnorm_backward_impl(DI, DW, D, I, W, rstd, n, c);
+  DI.commit();
+  DW.commit();
 }
-void Backend::swiglu_forward(float* out, const float* inp, int n, int f) {
-  ZT_TIMED(OpKind::memory_bound, swiglu_forward_impl(out, inp, n, f));
+void Backend::swiglu_forward(TensorRef out, ConstTensorRef inp, int n, int f) {
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_IN(I, inp, sz(n, 2L * f));
+  ZT_OUT(O, out, sz(n, f));
+  swiglu_forward_impl(O, I, n, f);
+  O.commit();
 }
-void Backend::swiglu_backward(float* dinp, const float* inp, const float* dout, int n, int f) {
-  ZT_TIMED(OpKind::memory_bound, swiglu_backward_impl(dinp, inp, dout, n, f));
+void Backend::swiglu_backward(TensorRef dinp, ConstTensorRef inp, ConstTensorRef dout, int n, int f) {
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_IN(I, inp, sz(n, 2L * f));
+  ZT_IN(D, dout, sz(n, f));
+  ZT_ACC(DI, dinp, sz(n, 2L * f));
+  swiglu_backward_impl(DI, I, D, n, f);
+  DI.commit();
 }
-void Backend::rope_forward(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
+void Backend::rope_forward(TensorRef x, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
                            int rot_dims, float theta) {
-  ZT_TIMED(OpKind::memory_bound, rope_impl(x, positions, n, row_stride, heads, hd, rot_dims, theta, false));
+  ZT_TIMED(OpKind::memory_bound);
+  // In place: the span from the first row's first head to the last row's last.
+  ZT_ACC(X, x, n == 0 ? 0 : sz(n - 1L, row_stride) + sz(heads, hd));
+  rope_impl(X, positions, n, row_stride, heads, hd, rot_dims, theta, false);
+  X.commit();
 }
-void Backend::rope_backward(float* dx, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
+void Backend::rope_backward(TensorRef dx, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
                             int rot_dims, float theta) {
-  ZT_TIMED(OpKind::memory_bound, rope_impl(dx, positions, n, row_stride, heads, hd, rot_dims, theta, true));
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_ACC(X, dx, n == 0 ? 0 : sz(n - 1L, row_stride) + sz(heads, hd));
+  rope_impl(X, positions, n, row_stride, heads, hd, rot_dims, theta, true);
+  X.commit();
 }
-void Backend::kv_repeat_forward(float* out, const float* inp, int n, int nh, int kv, int hd) {
-  ZT_TIMED(OpKind::memory_bound, kv_repeat_forward_impl(out, inp, n, nh, kv, hd));
+void Backend::kv_repeat_forward(TensorRef out, ConstTensorRef inp, int n, int nh, int kv, int hd) {
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_IN(I, inp, sz(n, sz(nh + 2L * kv, hd)));
+  ZT_OUT(O, out, sz(n, sz(3L * nh, hd)));
+  kv_repeat_forward_impl(O, I, n, nh, kv, hd);
+  O.commit();
 }
-void Backend::kv_repeat_backward(float* dinp, const float* dout, int n, int nh, int kv, int hd) {
-  ZT_TIMED(OpKind::memory_bound, kv_repeat_backward_impl(dinp, dout, n, nh, kv, hd));
-}
-void Backend::attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh, bool flash,
-                                int window) {
-  ZT_TIMED(OpKind::attention, attention_forward_impl(out, att, qkv, b, t, c, nh, flash, window));
+void Backend::kv_repeat_backward(TensorRef dinp, ConstTensorRef dout, int n, int nh, int kv, int hd) {
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_IN(D, dout, sz(n, sz(3L * nh, hd)));
+  ZT_ACC(DI, dinp, sz(n, sz(nh + 2L * kv, hd)));
+  kv_repeat_backward_impl(DI, D, n, nh, kv, hd);
+  DI.commit();
 }
 std::size_t Backend::attention_state_elems(int b, int t, int nh, bool flash) {
   const std::size_t rows = static_cast<std::size_t>(b) * static_cast<std::size_t>(nh) * static_cast<std::size_t>(t);
   return flash ? rows : rows * static_cast<std::size_t>(t);
 }
-void Backend::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* att,
-                                 int b, int t, int c, int nh, bool flash, int window) {
-  ZT_TIMED(OpKind::attention, attention_backward_impl(dqkv, dout, qkv, out, att, b, t, c, nh, flash, window));
+void Backend::attention_forward(TensorRef out, TensorRef att, ConstTensorRef qkv, int b, int t, int c, int nh,
+                                bool flash, int window) {
+  ZT_TIMED(OpKind::attention);
+  ZT_IN(Q, qkv, sz(b, sz(t, 3L * c)));
+  ZT_OUT(O, out, sz(b, sz(t, c)));
+  ZT_OUT(A, att, attention_state_elems(b, t, nh, flash));
+  attention_forward_impl(O, A, Q, b, t, c, nh, flash, window);
+  O.commit();
+  A.commit();
 }
-void Backend::sparse_attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
+void Backend::attention_backward(TensorRef dqkv, ConstTensorRef dout, ConstTensorRef qkv, ConstTensorRef out,
+                                 ConstTensorRef att, int b, int t, int c, int nh, bool flash, int window) {
+  ZT_TIMED(OpKind::attention);
+  ZT_IN(D, dout, sz(b, sz(t, c)));
+  ZT_IN(Q, qkv, sz(b, sz(t, 3L * c)));
+  ZT_IN(O, out, sz(b, sz(t, c)));
+  ZT_IN(A, att, attention_state_elems(b, t, nh, flash));
+  ZT_ACC(DQ, dqkv, sz(b, sz(t, 3L * c)));
+  attention_backward_impl(DQ, D, Q, O, A, b, t, c, nh, flash, window);
+  DQ.commit();
+}
+namespace {
+std::size_t sparse_state_elems(int b, int nh, const kernels::BlockLayout& layout) {
+  return sz(b, nh) * static_cast<std::size_t>(layout.nnz()) * sz(layout.block, layout.block);
+}
+}  // namespace
+void Backend::sparse_attention_forward(TensorRef out, TensorRef att, ConstTensorRef qkv, int b, int t, int c, int nh,
                                        const kernels::BlockLayout& layout) {
-  ZT_TIMED(OpKind::attention, sparse_attention_forward_impl(out, att, qkv, b, t, c, nh, layout));
+  ZT_TIMED(OpKind::attention);
+  ZT_IN(Q, qkv, sz(b, sz(t, 3L * c)));
+  ZT_OUT(O, out, sz(b, sz(t, c)));
+  ZT_OUT(A, att, sparse_state_elems(b, nh, layout));
+  sparse_attention_forward_impl(O, A, Q, b, t, c, nh, layout);
+  O.commit();
+  A.commit();
 }
-void Backend::sparse_attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int b,
-                                        int t, int c, int nh, const kernels::BlockLayout& layout) {
-  ZT_TIMED(OpKind::attention, sparse_attention_backward_impl(dqkv, dout, qkv, att, b, t, c, nh, layout));
+void Backend::sparse_attention_backward(TensorRef dqkv, ConstTensorRef dout, ConstTensorRef qkv, ConstTensorRef att,
+                                        int b, int t, int c, int nh, const kernels::BlockLayout& layout) {
+  ZT_TIMED(OpKind::attention);
+  ZT_IN(D, dout, sz(b, sz(t, c)));
+  ZT_IN(Q, qkv, sz(b, sz(t, 3L * c)));
+  ZT_IN(A, att, sparse_state_elems(b, nh, layout));
+  ZT_ACC(DQ, dqkv, sz(b, sz(t, 3L * c)));
+  sparse_attention_backward_impl(DQ, D, Q, A, b, t, c, nh, layout);
+  DQ.commit();
 }
-void Backend::ce_row_max(float* row_max, const float* logits, int n, int v) {
-  ZT_TIMED(OpKind::memory_bound, ce_row_max_impl(row_max, logits, n, v));
+void Backend::ce_row_max(float* row_max, ConstTensorRef logits, int n, int v) {
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_IN(L, logits, sz(n, v));
+  ce_row_max_impl(row_max, L, n, v);
 }
-void Backend::ce_row_sumexp(float* row_sum, const float* logits, const float* row_max, int n, int v) {
-  ZT_TIMED(OpKind::memory_bound, ce_row_sumexp_impl(row_sum, logits, row_max, n, v));
+void Backend::ce_row_sumexp(float* row_sum, ConstTensorRef logits, const float* row_max, int n, int v) {
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_IN(L, logits, sz(n, v));
+  ce_row_sumexp_impl(row_sum, L, row_max, n, v);
 }
-void Backend::ce_target_logit(float* tl, const float* logits, const std::int32_t* targets, int n, int v,
+void Backend::ce_target_logit(float* tl, ConstTensorRef logits, const std::int32_t* targets, int n, int v,
                               int vocab_begin) {
-  ZT_TIMED(OpKind::memory_bound, ce_target_logit_impl(tl, logits, targets, n, v, vocab_begin));
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_IN(L, logits, sz(n, v));
+  ce_target_logit_impl(tl, L, targets, n, v, vocab_begin);
 }
 void Backend::ce_loss(float* losses, const float* row_max, const float* row_sum, const float* tl, int n) {
-  ZT_TIMED(OpKind::memory_bound, ce_loss_impl(losses, row_max, row_sum, tl, n));
+  ZT_TIMED(OpKind::memory_bound);
+  ce_loss_impl(losses, row_max, row_sum, tl, n);
 }
-void Backend::ce_backward(float* dlogits, const float* logits, const float* row_max, const float* row_sum,
+void Backend::ce_backward(TensorRef dlogits, ConstTensorRef logits, const float* row_max, const float* row_sum,
                           const std::int32_t* targets, const float* dloss, int n, int v, int vocab_begin) {
-  ZT_TIMED(OpKind::memory_bound, ce_backward_impl(dlogits, logits, row_max, row_sum, targets, dloss, n, v,
-                                                  vocab_begin));
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_IN(L, logits, sz(n, v));
+  ZT_OUT(DL, dlogits, sz(n, v));
+  ce_backward_impl(DL, L, row_max, row_sum, targets, dloss, n, v, vocab_begin);
+  DL.commit();
 }
 void Backend::adamw(float* p, const float* g, float* m, float* v, long n, const kernels::AdamWParams& h) {
-  ZT_TIMED(OpKind::memory_bound, adamw_impl(p, g, m, v, n, h));
+  ZT_TIMED(OpKind::memory_bound);
+  adamw_impl(p, g, m, v, n, h);
 }
-void Backend::add(float* out, const float* a, const float* b, long n) {
-  ZT_TIMED(OpKind::memory_bound, add_impl(out, a, b, n));
+void Backend::add(TensorRef out, ConstTensorRef a, ConstTensorRef b, long n) {
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_IN(A, a, sz(n));
+  ZT_IN(B, b, sz(n));
+  ZT_OUT(O, out, sz(n));
+  add_impl(O, A, B, n);
+  O.commit();
 }
-void Backend::accumulate(float* dst, const float* src, long n) {
-  ZT_TIMED(OpKind::memory_bound, accumulate_impl(dst, src, n));
+void Backend::accumulate(TensorRef dst, ConstTensorRef src, long n) {
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_IN(S, src, sz(n));
+  ZT_ACC(D, dst, sz(n));
+  accumulate_impl(D, S, n);
+  D.commit();
 }
-void Backend::scale(float* x, float s, long n) { ZT_TIMED(OpKind::memory_bound, scale_impl(x, s, n)); }
-void Backend::add_bias(float* x, const float* bias, int n, int c) {
-  ZT_TIMED(OpKind::memory_bound, add_bias_impl(x, bias, n, c));
+void Backend::scale(TensorRef x, float s, long n) {
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_ACC(X, x, sz(n));
+  scale_impl(X, s, n);
+  X.commit();
 }
-void Backend::quantize_dequantize(float* x, long n, int bits, long group) {
-  ZT_TIMED(OpKind::memory_bound, quantize_dequantize_impl(x, n, bits, group));
+void Backend::add_bias(TensorRef x, ConstTensorRef bias, int n, int c) {
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_IN(Bi, bias, sz(c));
+  ZT_ACC(X, x, sz(n, c));
+  add_bias_impl(X, Bi, n, c);
+  X.commit();
 }
-void Backend::bias_backward(float* dbias, const float* dout, int n, int c) {
-  ZT_TIMED(OpKind::memory_bound, bias_backward_impl(dbias, dout, n, c));
+void Backend::quantize_dequantize(TensorRef x, long n, int bits, long group) {
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_ACC(X, x, sz(n));
+  quantize_dequantize_impl(X, n, bits, group);
+  X.commit();
 }
-double Backend::sum_squares(const float* x, long n) {
-  ScopedOp timer(ops_, OpKind::memory_bound);
-  return sum_squares_impl(x, n);
+void Backend::bias_backward(TensorRef dbias, ConstTensorRef dout, int n, int c) {
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_IN(D, dout, sz(n, c));
+  ZT_ACC(DB, dbias, sz(c));
+  bias_backward_impl(DB, D, n, c);
+  DB.commit();
+}
+double Backend::sum_squares(ConstTensorRef x, long n) {
+  ZT_TIMED(OpKind::memory_bound);
+  ZT_IN(X, x, sz(n));
+  return sum_squares_impl(X, n);
 }
 
 #undef ZT_TIMED
+#undef ZT_IN
+#undef ZT_OUT
+#undef ZT_ACC
 
 }  // namespace ztune::executor

@@ -1,5 +1,7 @@
 #include "ztune/executor/communicator.hpp"
 
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace ztune::executor {
@@ -35,7 +37,13 @@ class TimedRequest final : public CommRequest {
   bool done_ = false;
 };
 
-double bytes(std::size_t n) { return static_cast<double>(n) * sizeof(float); }
+double bytes(std::size_t n, StorageDtype t) { return static_cast<double>(n) * static_cast<double>(storage_bytes(t)); }
+
+void same_type(ConstTensorRef send, TensorRef recv, const char* what) {
+  if (send.dtype != recv.dtype)
+    throw std::invalid_argument(std::string(what) + ": send is " + storage_name(send.dtype) + ", recv " +
+                                storage_name(recv.dtype) + " (one type for both)");
+}
 
 }  // namespace
 
@@ -43,37 +51,40 @@ RequestPtr Communicator::timed(Collective kind, double bytes, RequestPtr inner) 
   return std::make_unique<TimedRequest>(stats_, kind, bytes, std::move(inner));
 }
 
-void Communicator::all_reduce(float* buf, std::size_t n, ReduceOp op) { all_reduce_async(buf, n, op)->wait(); }
-RequestPtr Communicator::all_reduce_async(float* buf, std::size_t n, ReduceOp op) {
-  return timed(Collective::all_reduce, bytes(n), start_all_reduce(buf, n, op));
+void Communicator::all_reduce(TensorRef buf, std::size_t n, ReduceOp op) { all_reduce_async(buf, n, op)->wait(); }
+RequestPtr Communicator::all_reduce_async(TensorRef buf, std::size_t n, ReduceOp op) {
+  return timed(Collective::all_reduce, bytes(n, buf.dtype), start_all_reduce(buf, n, op));
 }
-void Communicator::reduce_scatter(const float* send, float* recv, std::size_t count) {
+void Communicator::reduce_scatter(ConstTensorRef send, TensorRef recv, std::size_t count) {
   reduce_scatter_async(send, recv, count)->wait();
 }
-RequestPtr Communicator::reduce_scatter_async(const float* send, float* recv, std::size_t count) {
-  return timed(Collective::reduce_scatter, bytes(count) * size(), start_reduce_scatter(send, recv, count));
+RequestPtr Communicator::reduce_scatter_async(ConstTensorRef send, TensorRef recv, std::size_t count) {
+  same_type(send, recv, "reduce_scatter");
+  return timed(Collective::reduce_scatter, bytes(count, recv.dtype) * size(), start_reduce_scatter(send, recv, count));
 }
-void Communicator::all_gather(const float* send, float* recv, std::size_t count) {
+void Communicator::all_gather(ConstTensorRef send, TensorRef recv, std::size_t count) {
   all_gather_async(send, recv, count)->wait();
 }
-RequestPtr Communicator::all_gather_async(const float* send, float* recv, std::size_t count) {
-  return timed(Collective::all_gather, bytes(count) * size(), start_all_gather(send, recv, count));
+RequestPtr Communicator::all_gather_async(ConstTensorRef send, TensorRef recv, std::size_t count) {
+  same_type(send, recv, "all_gather");
+  return timed(Collective::all_gather, bytes(count, recv.dtype) * size(), start_all_gather(send, recv, count));
 }
-void Communicator::broadcast(float* buf, std::size_t n, int root) { broadcast_async(buf, n, root)->wait(); }
-RequestPtr Communicator::broadcast_async(float* buf, std::size_t n, int root) {
-  return timed(Collective::broadcast, bytes(n), start_broadcast(buf, n, root));
+void Communicator::broadcast(TensorRef buf, std::size_t n, int root) { broadcast_async(buf, n, root)->wait(); }
+RequestPtr Communicator::broadcast_async(TensorRef buf, std::size_t n, int root) {
+  return timed(Collective::broadcast, bytes(n, buf.dtype), start_broadcast(buf, n, root));
 }
-void Communicator::send(const float* buf, std::size_t n, int peer, int tag) {
+void Communicator::send(ConstTensorRef buf, std::size_t n, int peer, int tag) {
   send_async(buf, n, peer, tag)->wait();
 }
-RequestPtr Communicator::send_async(const float* buf, std::size_t n, int peer, int tag) {
-  return timed(Collective::send, bytes(n), start_send(buf, n, peer, tag));
+RequestPtr Communicator::send_async(ConstTensorRef buf, std::size_t n, int peer, int tag) {
+  return timed(Collective::send, bytes(n, buf.dtype), start_send(buf, n, peer, tag));
 }
-void Communicator::recv(float* buf, std::size_t n, int peer, int tag) { recv_async(buf, n, peer, tag)->wait(); }
-RequestPtr Communicator::recv_async(float* buf, std::size_t n, int peer, int tag) {
-  return timed(Collective::recv, bytes(n), start_recv(buf, n, peer, tag));
+void Communicator::recv(TensorRef buf, std::size_t n, int peer, int tag) { recv_async(buf, n, peer, tag)->wait(); }
+RequestPtr Communicator::recv_async(TensorRef buf, std::size_t n, int peer, int tag) {
+  return timed(Collective::recv, bytes(n, buf.dtype), start_recv(buf, n, peer, tag));
 }
-void Communicator::all_to_all(const float* send, float* recv, std::size_t count) {
+void Communicator::all_to_all(ConstTensorRef send, TensorRef recv, std::size_t count) {
+  same_type(send, recv, "all_to_all");
   // Built from point-to-point messages (every backend has them): rank r posts
   // its receive from r − k and its send to r + k for k = 0..n−1 (k = 0 is its
   // own block), then waits for all. One tag, so messages of one pair stay in
@@ -89,7 +100,7 @@ void Communicator::all_to_all(const float* send, float* recv, std::size_t count)
     reqs.push_back(start_send(send + static_cast<std::size_t>(to) * count, count, to, kTagAllToAll));
   }
   for (auto& q : reqs) q->wait();
-  stats_.add(Collective::all_to_all, bytes(count) * n,
+  stats_.add(Collective::all_to_all, bytes(count, recv.dtype) * n,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 

@@ -32,12 +32,20 @@ float* CpuBackend::raw_allocate(std::size_t numel, MemCategory /*category: all h
 }
 void CpuBackend::raw_free(float* data, std::size_t /*numel*/, MemCategory /*category*/) { ::operator delete(data, std::align_val_t{64}); }
 
-void CpuBackend::zero(float* x, std::size_t n) { std::fill(x, x + n, 0.0f); }
-void CpuBackend::copy(float* dst, const float* src, std::size_t n) {
-  if (n > 0 && dst != src) std::memmove(dst, src, n * sizeof(float));
+void CpuBackend::zero_bytes(void* x, std::size_t bytes) {
+  if (bytes > 0) std::memset(x, 0, bytes);
 }
-void CpuBackend::to_host(float* host, const float* device, std::size_t n) { copy(host, device, n); }
-void CpuBackend::from_host(float* device, const float* host, std::size_t n) { copy(device, host, n); }
+void CpuBackend::copy_bytes(void* dst, const void* src, std::size_t bytes) {
+  if (bytes > 0 && dst != src) std::memmove(dst, src, bytes);
+}
+void CpuBackend::to_host_bytes(void* host, const void* device, std::size_t bytes) { copy_bytes(host, device, bytes); }
+void CpuBackend::from_host_bytes(void* device, const void* host, std::size_t bytes) {
+  copy_bytes(device, host, bytes);
+}
+void CpuBackend::convert_impl(void* dst, StorageDtype dst_dtype, const void* src, StorageDtype src_dtype,
+                              std::size_t n) {
+  convert_host(dst, dst_dtype, src, src_dtype, n);
+}
 
 void CpuBackend::gemm_impl(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta,
                            float* c) {

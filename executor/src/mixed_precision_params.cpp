@@ -20,8 +20,8 @@ MixedPrecisionParams::MixedPrecisionParams(Backend& be, std::span<const std::int
   m_ = be.allocate(numel_, MemCategory::optimizer);
   v_ = be.allocate(numel_, MemCategory::optimizer);
   const std::size_t elem = storage_bytes(storage);
-  auto* p = reinterpret_cast<unsigned char*>(params_.data());
-  auto* g = reinterpret_cast<unsigned char*>(grads_.data());
+  auto* p = static_cast<unsigned char*>(params_.raw());
+  auto* g = static_cast<unsigned char*>(grads_.raw());
   for (std::size_t k = 0; k < sizes.size(); ++k) {
     if (sizes[k] == 0) continue;
     const std::size_t o = offsets_[k];

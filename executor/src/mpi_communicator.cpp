@@ -1,6 +1,7 @@
 #include "ztune/executor/mpi_communicator.hpp"
 
 #include <climits>
+#include <cstdint>
 #include <stdexcept>
 
 namespace ztune::executor {
@@ -34,6 +35,40 @@ int count_of(std::size_t n) {
 
 MPI_Op op_of(ReduceOp op) { return op == ReduceOp::max ? MPI_MAX : MPI_SUM; }
 
+MPI_Datatype type_of(StorageDtype t) { return t == StorageDtype::fp32 ? MPI_FLOAT : MPI_UINT16_T; }
+
+// inout[i] ← in[i] ∘ inout[i] in fp32, rounded to the 16-bit type.
+template <StorageDtype T, bool Max>
+void reduce16(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
+  const auto* a = static_cast<const std::uint16_t*>(in);
+  auto* b = static_cast<std::uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    float x = 0, y = 0;
+    convert_host(&x, StorageDtype::fp32, a + i, T, 1);
+    convert_host(&y, StorageDtype::fp32, b + i, T, 1);
+    const float r = Max ? (x > y ? x : y) : x + y;
+    convert_host(b + i, T, &r, StorageDtype::fp32, 1);
+  }
+}
+
+// The four user-defined ops, created once after MPI_Init (and left to MPI_Finalize).
+MPI_Op op_of(ReduceOp op, StorageDtype t) {
+  if (t == StorageDtype::fp32) return op_of(op);
+  struct Ops {
+    MPI_Op bf16_sum, bf16_max, fp16_sum, fp16_max;
+    Ops() {
+      MPI_Op_create(&reduce16<StorageDtype::bf16, false>, 1, &bf16_sum);
+      MPI_Op_create(&reduce16<StorageDtype::bf16, true>, 1, &bf16_max);
+      MPI_Op_create(&reduce16<StorageDtype::fp16, false>, 1, &fp16_sum);
+      MPI_Op_create(&reduce16<StorageDtype::fp16, true>, 1, &fp16_max);
+    }
+  };
+  static const Ops ops;
+  const bool max = op == ReduceOp::max;
+  if (t == StorageDtype::bf16) return max ? ops.bf16_max : ops.bf16_sum;
+  return max ? ops.fp16_max : ops.fp16_sum;
+}
+
 }  // namespace
 
 MpiCommunicator::MpiCommunicator(MPI_Comm comm, std::string name, bool owned)
@@ -61,41 +96,43 @@ std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key, const s
   return std::make_unique<MpiCommunicator>(out, name, true);
 }
 
-RequestPtr MpiCommunicator::start_all_reduce(float* buf, std::size_t n, ReduceOp op) {
+RequestPtr MpiCommunicator::start_all_reduce(TensorRef buf, std::size_t n, ReduceOp op) {
   auto r = std::make_unique<MpiRequest>();
-  MPI_Iallreduce(MPI_IN_PLACE, buf, count_of(n), MPI_FLOAT, op_of(op), comm_, r->handle());
+  MPI_Iallreduce(MPI_IN_PLACE, buf.ptr, count_of(n), type_of(buf.dtype), op_of(op, buf.dtype), comm_, r->handle());
   return r;
 }
 
-RequestPtr MpiCommunicator::start_reduce_scatter(const float* send, float* recv, std::size_t count) {
+RequestPtr MpiCommunicator::start_reduce_scatter(ConstTensorRef send, TensorRef recv, std::size_t count) {
   auto r = std::make_unique<MpiRequest>();
-  MPI_Ireduce_scatter_block(send, recv, count_of(count), MPI_FLOAT, MPI_SUM, comm_, r->handle());
+  MPI_Ireduce_scatter_block(send.ptr, recv.ptr, count_of(count), type_of(recv.dtype),
+                            op_of(ReduceOp::sum, recv.dtype), comm_, r->handle());
   return r;
 }
 
-RequestPtr MpiCommunicator::start_all_gather(const float* send, float* recv, std::size_t count) {
+RequestPtr MpiCommunicator::start_all_gather(ConstTensorRef send, TensorRef recv, std::size_t count) {
   auto r = std::make_unique<MpiRequest>();
-  const bool in_place = send == recv + static_cast<std::size_t>(rank_) * count;
-  MPI_Iallgather(in_place ? MPI_IN_PLACE : send, count_of(count), MPI_FLOAT, recv, count_of(count), MPI_FLOAT, comm_,
+  const bool in_place = send.ptr == (recv + static_cast<std::size_t>(rank_) * count).ptr;
+  const MPI_Datatype t = type_of(recv.dtype);
+  MPI_Iallgather(in_place ? MPI_IN_PLACE : send.ptr, count_of(count), t, recv.ptr, count_of(count), t, comm_,
                  r->handle());
   return r;
 }
 
-RequestPtr MpiCommunicator::start_broadcast(float* buf, std::size_t n, int root) {
+RequestPtr MpiCommunicator::start_broadcast(TensorRef buf, std::size_t n, int root) {
   auto r = std::make_unique<MpiRequest>();
-  MPI_Ibcast(buf, count_of(n), MPI_FLOAT, root, comm_, r->handle());
+  MPI_Ibcast(buf.ptr, count_of(n), type_of(buf.dtype), root, comm_, r->handle());
   return r;
 }
 
-RequestPtr MpiCommunicator::start_send(const float* buf, std::size_t n, int peer, int tag) {
+RequestPtr MpiCommunicator::start_send(ConstTensorRef buf, std::size_t n, int peer, int tag) {
   auto r = std::make_unique<MpiRequest>();
-  MPI_Isend(buf, count_of(n), MPI_FLOAT, peer, tag, comm_, r->handle());
+  MPI_Isend(buf.ptr, count_of(n), type_of(buf.dtype), peer, tag, comm_, r->handle());
   return r;
 }
 
-RequestPtr MpiCommunicator::start_recv(float* buf, std::size_t n, int peer, int tag) {
+RequestPtr MpiCommunicator::start_recv(TensorRef buf, std::size_t n, int peer, int tag) {
   auto r = std::make_unique<MpiRequest>();
-  MPI_Irecv(buf, count_of(n), MPI_FLOAT, peer, tag, comm_, r->handle());
+  MPI_Irecv(buf.ptr, count_of(n), type_of(buf.dtype), peer, tag, comm_, r->handle());
   return r;
 }
 

@@ -122,3 +122,66 @@ TEST_CASE("bus factors are nccl-tests'", "[comm]") {
   CHECK(bus_factor(Collective::all_gather, 8) == Approx(0.875));
   CHECK(bus_factor(Collective::broadcast, 8) == 1.0);
 }
+
+TEST_CASE("16-bit payloads: reductions in fp32 rounded to the type, gathers and messages by value", "[mpi][comm]") {
+  auto world = MpiCommunicator::world();
+  const int n = world->size(), me = world->rank();
+  // (r + 1)·(i mod 7) and its sums over ≤ 4 ranks are small integers: exact in
+  // bf16 and fp16, so the serial reference is exact. The last element adds
+  // 2⁻⁹ to 1 on every rank: each partial sum rounds to the type.
+  const std::size_t len = 301;
+  for (StorageDtype d : {StorageDtype::bf16, StorageDtype::fp16}) {
+    auto in = [&](int r) {
+      std::vector<float> v(len);
+      for (std::size_t i = 0; i < len; ++i) v[i] = static_cast<float>((r + 1) * static_cast<int>(i % 7));
+      v[len - 1] = 1.0f + 0x1p-9f;
+      return v;
+    };
+    auto to16 = [&](const std::vector<float>& v) {
+      std::vector<std::uint16_t> h(v.size());
+      convert_host(h.data(), d, v.data(), StorageDtype::fp32, v.size());
+      return h;
+    };
+    auto to32 = [&](const std::vector<std::uint16_t>& h) {
+      std::vector<float> v(h.size());
+      convert_host(v.data(), StorageDtype::fp32, h.data(), d, h.size());
+      return v;
+    };
+    auto sum = to16(in(me)), mx = to16(in(me));
+    world->all_reduce(TensorRef(sum.data(), d), len);
+    world->all_reduce(TensorRef(mx.data(), d), len, ReduceOp::max);
+    const auto s32 = to32(sum), m32 = to32(mx);
+    int wrong = 0;
+    for (std::size_t i = 0; i + 1 < len; ++i) {
+      float ref = 0;
+      for (int r = 0; r < n; ++r) ref += static_cast<float>((r + 1) * static_cast<int>(i % 7));
+      wrong += s32[i] != ref;
+      wrong += m32[i] != static_cast<float>(n * static_cast<int>(i % 7));
+    }
+    CHECK(wrong == 0);
+    // 1 + 2⁻⁹ is stored as 1 in bf16 (7 mantissa bits), so the sum is n; fp16 (10 bits)
+    // keeps it, and every partial sum k·(1 + 2⁻⁹) for k ≤ 4 is on fp16's grid.
+    CHECK(s32[len - 1] == static_cast<float>(n) * (d == StorageDtype::bf16 ? 1.0f : 1.0f + 0x1p-9f));
+    // Reduce-scatter, all-gather and point-to-point of the same payloads.
+    std::vector<std::uint16_t> send = to16(in(me)), block(len / static_cast<std::size_t>(n) + 1);
+    const std::size_t count = len / static_cast<std::size_t>(n);
+    world->reduce_scatter(ConstTensorRef(send.data(), d), TensorRef(block.data(), d), count);
+    const auto b32 = to32(block);
+    for (std::size_t i = 0; i < count; ++i) {
+      float ref = 0;
+      const std::size_t g = static_cast<std::size_t>(me) * count + i;
+      for (int r = 0; r < n; ++r) ref += static_cast<float>((r + 1) * static_cast<int>(g % 7));
+      wrong += b32[i] != ref;
+    }
+    std::vector<std::uint16_t> gathered(count * static_cast<std::size_t>(n));
+    world->all_gather(ConstTensorRef(send.data(), d), TensorRef(gathered.data(), d), count);
+    const auto g32 = to32(gathered);
+    for (int r = 0; r < n; ++r)
+      for (std::size_t i = 0; i < count; ++i) wrong += g32[static_cast<std::size_t>(r) * count + i] != in(r)[i];
+    CHECK(wrong == 0);
+    std::vector<float> fp32_recv(count * static_cast<std::size_t>(n));
+    CHECK_THROWS_WITH(world->all_gather(ConstTensorRef(send.data(), d), fp32_recv.data(), count),
+                      Catch::Contains("one type for both"));
+  }
+  CHECK(world->stats().total(Collective::all_reduce).bytes == 2.0 * 2 * len * 2);
+}

@@ -80,7 +80,7 @@ TEST_CASE("16-bit storage is counted as 2 + 2 bytes of copies and 4 + 8 of fp32 
   REQUIRE(total == n);
   const auto un = static_cast<std::size_t>(n);
 
-  // The CPU backend hands out 16-bit buffers (memory is memory); its kernels stay fp32.
+  // 16-bit buffers are counted at their element size.
   for (StorageDtype d : {StorageDtype::bf16, StorageDtype::fp16}) {
     CpuBackend be(1);
     {
@@ -104,14 +104,38 @@ TEST_CASE("16-bit storage is counted as 2 + 2 bytes of copies and 4 + 8 of fp32 
   CHECK(mp.spans().front().param == nullptr);
 }
 
-TEST_CASE("the CPU backend refuses 16-bit fused steps, naming the types", "[gpu_host][memory]") {
-  CpuBackend be(1);
-  CHECK(!be.supports_storage(StorageDtype::bf16));
-  CHECK(be.supports_storage(StorageDtype::fp32));
-  const std::vector<std::int64_t> sizes{8};
-  MixedPrecisionParams mp(be, sizes, StorageDtype::fp16);
-  CHECK_THROWS_WITH(mp.step(kernels::AdamWParams{}),
-                    Catch::Contains("fp16 gradients") && Catch::Contains("needs the CUDA backend"));
+TEST_CASE("the CPU's 16-bit fused step is AdamW on the rounded gradients, copies the rounded masters",
+          "[gpu_host][adamw]") {
+  const std::vector<std::int64_t> sizes{8, 0, 300};
+  for (StorageDtype d : {StorageDtype::bf16, StorageDtype::fp16}) {
+    CpuBackend be(1);
+    MixedPrecisionParams mp(be, sizes, d);
+    const std::size_t n = mp.numel();
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> u(-1, 1);
+    std::vector<float> master(n), g(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      master[i] = u(rng);
+      g[i] = 4 * u(rng);
+    }
+    std::vector<std::uint16_t> g16(n);
+    convert_host(g16.data(), d, g.data(), StorageDtype::fp32, n);
+    convert_host(g.data(), StorageDtype::fp32, g16.data(), d, n);  // the gradient as stored
+    be.from_host(mp.master(), master.data(), n);
+    be.from_host(mp.grads().ref(), g16.data(), n);
+    const kernels::AdamWParams h{1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1};
+    mp.step(h, 0.5f);
+    std::vector<float> m(n, 0.0f), v(n, 0.0f);
+    for (auto& x : g) x *= 0.5f;
+    kernels::cpu::adamw_update(master.data(), g.data(), m.data(), v.data(), static_cast<long>(n), h);
+    std::vector<float> got(n);
+    be.to_host(got.data(), mp.master(), n);
+    CHECK(got == master);
+    std::vector<std::uint16_t> copy(n), want(n);
+    be.to_host(copy.data(), mp.params().ref(), n);
+    convert_host(want.data(), d, master.data(), StorageDtype::fp32, n);
+    CHECK(copy == want);
+  }
   CHECK(parse_storage_dtype("bf16") == StorageDtype::bf16);
   CHECK(!parse_storage_dtype("bfloat16").has_value());
 }

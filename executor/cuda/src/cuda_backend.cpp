@@ -105,21 +105,50 @@ void CudaBackend::raw_free(float* data, std::size_t /*numel*/, MemCategory categ
   allocator_.release(data);
 }
 
-void CudaBackend::zero(float* x, std::size_t n) {
-  ZT_CUDA_CHECK(cudaMemsetAsync(x, 0, n * sizeof(float), compute_));
+void CudaBackend::zero_bytes(void* x, std::size_t bytes) {
+  if (bytes > 0) ZT_CUDA_CHECK(cudaMemsetAsync(x, 0, bytes, compute_));
 }
-void CudaBackend::copy(float* dst, const float* src, std::size_t n) {
-  ZT_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDefault, compute_));
+void CudaBackend::copy_bytes(void* dst, const void* src, std::size_t bytes) {
+  if (bytes > 0 && dst != src) ZT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, compute_));
 }
 // cudaMemcpyDefault (unified addressing): a "device" buffer may be one of the
 // backend's host categories (offloaded ZeRO-3 partitions, pinned).
-void CudaBackend::to_host(float* host, const float* device, std::size_t n) {
-  ZT_CUDA_CHECK(cudaMemcpyAsync(host, device, n * sizeof(float), cudaMemcpyDefault, compute_));
+void CudaBackend::to_host_bytes(void* host, const void* device, std::size_t bytes) {
+  if (bytes == 0) return;
+  ZT_CUDA_CHECK(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDefault, compute_));
   ZT_CUDA_CHECK(cudaStreamSynchronize(compute_));
 }
-void CudaBackend::from_host(float* device, const float* host, std::size_t n) {
-  ZT_CUDA_CHECK(cudaMemcpyAsync(device, host, n * sizeof(float), cudaMemcpyDefault, compute_));
+void CudaBackend::from_host_bytes(void* device, const void* host, std::size_t bytes) {
+  if (bytes == 0) return;
+  ZT_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyDefault, compute_));
   ZT_CUDA_CHECK(cudaStreamSynchronize(compute_));  // the caller may reuse `host` at once
+}
+// The cast kernels go to and from fp32; bf16 ↔ fp16 passes through fp32 scratch.
+void CudaBackend::convert_impl(void* dst, StorageDtype dst_dtype, const void* src, StorageDtype src_dtype,
+                               std::size_t n) {
+  const auto len = static_cast<long>(n);
+  if (n == 0) return;
+  if (src_dtype == StorageDtype::fp32) {
+    const auto* f = static_cast<const float*>(src);
+    if (dst_dtype == StorageDtype::bf16) kc::cast<float, __nv_bfloat16>(static_cast<__nv_bfloat16*>(dst), f, len, compute_);
+    else if (dst_dtype == StorageDtype::fp16) kc::cast<float, __half>(static_cast<__half*>(dst), f, len, compute_);
+    else copy_bytes(dst, src, n * sizeof(float));
+    return;
+  }
+  if (dst_dtype == StorageDtype::fp32) {
+    auto* f = static_cast<float*>(dst);
+    if (src_dtype == StorageDtype::bf16) kc::cast<__nv_bfloat16, float>(f, static_cast<const __nv_bfloat16*>(src), len, compute_);
+    else kc::cast<__half, float>(f, static_cast<const __half*>(src), len, compute_);
+    return;
+  }
+  if (dst_dtype == src_dtype) {
+    copy_bytes(dst, src, n * storage_bytes(dst_dtype));
+    return;
+  }
+  Scratch scratch(allocator_);
+  float* f = scratch.get<float>(n);
+  convert_impl(f, StorageDtype::fp32, src, src_dtype, n);
+  convert_impl(dst, dst_dtype, f, StorageDtype::fp32, n);
 }
 void CudaBackend::fence() { ZT_CUDA_CHECK(cudaStreamSynchronize(compute_)); }
 

@@ -127,41 +127,48 @@ RequestPtr NcclCommunicator::after_launch(const char* what, std::size_t n) {
   return std::make_unique<NcclRequest>(done, shared_->compute, label, *shared_->watchdog, comm_);
 }
 
-RequestPtr NcclCommunicator::start_all_reduce(float* buf, std::size_t n, ReduceOp op) {
+namespace {
+// NCCL's own 16-bit types: its kernels add in fp32 and round each step's result.
+ncclDataType_t nccl_type(StorageDtype t) {
+  return t == StorageDtype::bf16 ? ncclBfloat16 : t == StorageDtype::fp16 ? ncclFloat16 : ncclFloat;
+}
+}  // namespace
+
+RequestPtr NcclCommunicator::start_all_reduce(TensorRef buf, std::size_t n, ReduceOp op) {
   before_launch("all_reduce");
-  ZT_NCCL_CHECK(comm_, ncclAllReduce(buf, buf, n, ncclFloat, nccl_op(op), comm_, stream_));
+  ZT_NCCL_CHECK(comm_, ncclAllReduce(buf.ptr, buf.ptr, n, nccl_type(buf.dtype), nccl_op(op), comm_, stream_));
   return after_launch("all_reduce", n);
 }
 
-RequestPtr NcclCommunicator::start_reduce_scatter(const float* send, float* recv, std::size_t count) {
+RequestPtr NcclCommunicator::start_reduce_scatter(ConstTensorRef send, TensorRef recv, std::size_t count) {
   before_launch("reduce_scatter");
-  ZT_NCCL_CHECK(comm_, ncclReduceScatter(send, recv, count, ncclFloat, ncclSum, comm_, stream_));
+  ZT_NCCL_CHECK(comm_, ncclReduceScatter(send.ptr, recv.ptr, count, nccl_type(recv.dtype), ncclSum, comm_, stream_));
   return after_launch("reduce_scatter", count);
 }
 
-RequestPtr NcclCommunicator::start_all_gather(const float* send, float* recv, std::size_t count) {
+RequestPtr NcclCommunicator::start_all_gather(ConstTensorRef send, TensorRef recv, std::size_t count) {
   before_launch("all_gather");
-  ZT_NCCL_CHECK(comm_, ncclAllGather(send, recv, count, ncclFloat, comm_, stream_));
+  ZT_NCCL_CHECK(comm_, ncclAllGather(send.ptr, recv.ptr, count, nccl_type(recv.dtype), comm_, stream_));
   return after_launch("all_gather", count);
 }
 
-RequestPtr NcclCommunicator::start_broadcast(float* buf, std::size_t n, int root) {
+RequestPtr NcclCommunicator::start_broadcast(TensorRef buf, std::size_t n, int root) {
   before_launch("broadcast");
-  ZT_NCCL_CHECK(comm_, ncclBroadcast(buf, buf, n, ncclFloat, root, comm_, stream_));
+  ZT_NCCL_CHECK(comm_, ncclBroadcast(buf.ptr, buf.ptr, n, nccl_type(buf.dtype), root, comm_, stream_));
   return after_launch("broadcast", n);
 }
 
-RequestPtr NcclCommunicator::start_send(const float* buf, std::size_t n, int peer, int tag) {
+RequestPtr NcclCommunicator::start_send(ConstTensorRef buf, std::size_t n, int peer, int tag) {
   ZT_REQUIRE(tag >= 0 && peer >= 0 && peer < size_, "NcclCommunicator::send: bad peer or tag");
   before_launch("send");
-  ZT_NCCL_CHECK(comm_, ncclSend(buf, n, ncclFloat, peer, comm_, stream_));
+  ZT_NCCL_CHECK(comm_, ncclSend(buf.ptr, n, nccl_type(buf.dtype), peer, comm_, stream_));
   return after_launch("send", n);
 }
 
-RequestPtr NcclCommunicator::start_recv(float* buf, std::size_t n, int peer, int tag) {
+RequestPtr NcclCommunicator::start_recv(TensorRef buf, std::size_t n, int peer, int tag) {
   ZT_REQUIRE(tag >= 0 && peer >= 0 && peer < size_, "NcclCommunicator::recv: bad peer or tag");
   before_launch("recv");
-  ZT_NCCL_CHECK(comm_, ncclRecv(buf, n, ncclFloat, peer, comm_, stream_));
+  ZT_NCCL_CHECK(comm_, ncclRecv(buf.ptr, n, nccl_type(buf.dtype), peer, comm_, stream_));
   return after_launch("recv", n);
 }
 

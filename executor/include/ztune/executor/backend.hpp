@@ -16,6 +16,7 @@
 #include "ztune/executor/buffer.hpp"
 #include "ztune/executor/memory_tracker.hpp"
 #include "ztune/executor/op_stats.hpp"
+#include "ztune/executor/storage.hpp"
 #include "ztune/kernels/adamw.hpp"
 #include "ztune/kernels/block_sparse_layout.hpp"
 #include "ztune/kernels/gemm.hpp"
@@ -49,95 +50,107 @@ class Backend {
   void free(float* data, std::size_t numel, MemCategory category);
   /// Zero-filled buffer of `numel` elements of `dtype`, counted as numel ×
   /// storage_bytes(dtype) under `category` (issue 24: 16-bit storage). fp32 is
-  /// allocate(numel, category). Every backend hands out the memory; only one whose
-  /// supports_storage(dtype) is true has kernels that read it (the CPU's: fp32).
+  /// allocate(numel, category).
   Buffer allocate(std::size_t numel, MemCategory category, StorageDtype dtype);
   /// Called by Buffer's destructor for 16-bit buffers.
   void free_typed(float* data, std::size_t numel, MemCategory category, StorageDtype dtype);
-  /// Whether kernels of this backend read and write `dtype` storage (CPU: fp32 only).
-  [[nodiscard]] virtual bool supports_storage(StorageDtype d) const { return d == StorageDtype::fp32; }
 
   MemoryTracker& memory() { return memory_; }
   OpStats& ops() { return ops_; }
 
-  // Memory movement. host pointers are ordinary host memory. Buffers of the host_*
+  // Memory movement. Host pointers are ordinary host memory. Buffers of the host_*
   // categories are host memory (pinned on CUDA); the others device memory.
-  virtual void zero(float* x, std::size_t n) = 0;
-  virtual void copy(float* dst, const float* src, std::size_t n) = 0;
-  virtual void to_host(float* host, const float* device, std::size_t n) = 0;
-  virtual void from_host(float* device, const float* host, std::size_t n) = 0;
+  /// n elements of x's type set to zero.
+  void zero(TensorRef x, std::size_t n) { zero_bytes(x.ptr, n * storage_bytes(x.dtype)); }
+  /// dst ← src, n elements, rounded to dst's type when the types differ.
+  void copy(TensorRef dst, ConstTensorRef src, std::size_t n);
+  /// n elements of `device`'s type into host memory of the same type.
+  void to_host(void* host, ConstTensorRef device, std::size_t n) {
+    to_host_bytes(host, device.ptr, n * storage_bytes(device.dtype));
+  }
+  void from_host(TensorRef device, const void* host, std::size_t n) {
+    from_host_bytes(device.ptr, host, n * storage_bytes(device.dtype));
+  }
   /// Waits for all enqueued work (no-op on the CPU).
   virtual void fence() = 0;
 
-  // Kernels (timed wrappers around the *_impl below).
-  void gemm(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta, float* c);
-  void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int n, int c, int oc);
-  void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w,
-                       int n, int c, int oc);
-  void embedding_forward(float* out, const std::int32_t* ids, const float* table, int n, int c, int row_begin,
+  // Kernels (timed wrappers around the *_impl below). Every tensor operand may be
+  // fp32 or 16-bit storage (TensorRef); arithmetic is fp32. The *_impl take
+  // fp32: a 16-bit operand is converted into fp32 workspace first and a 16-bit
+  // output rounded back after (stage_through.hpp), so every backend trains
+  // mixed-precision storage with the kernels it has; a backend with native
+  // 16-bit kernels overrides the *_typed hook of that op. Statistics the
+  // kernels keep for backward (LayerNorm's mean and rstd, the attention's
+  // log-sum-exp, the cross-entropy's row max and sum) stay fp32, as Megatron's
+  // fused kernels keep them.
+  void gemm(const kernels::GemmShape& s, float alpha, ConstTensorRef a, ConstTensorRef b, float beta, TensorRef c);
+  void matmul_forward(TensorRef out, ConstTensorRef inp, ConstTensorRef w, ConstTensorRef bias, int n, int c, int oc);
+  void matmul_backward(TensorRef dinp, TensorRef dw, TensorRef dbias, ConstTensorRef dout, ConstTensorRef inp,
+                       ConstTensorRef w, int n, int c, int oc);
+  void embedding_forward(TensorRef out, const std::int32_t* ids, ConstTensorRef table, int n, int c, int row_begin,
                          int rows);
-  void embedding_backward(float* dtable, const float* dout, const std::int32_t* ids, int n, int c, int row_begin,
+  void embedding_backward(TensorRef dtable, ConstTensorRef dout, const std::int32_t* ids, int n, int c, int row_begin,
                           int rows);
   /// `eps`: the model's norm_eps (kernels/layernorm.hpp's kLayerNormEps is GPT-2's).
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,
-                         int n, int c, float eps);
-  void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
-                          const float* mean, const float* rstd, int n, int c);
-  void gelu_forward(float* out, const float* inp, long n);
-  void gelu_backward(float* dinp, const float* inp, const float* dout, long n);
+  void layernorm_forward(TensorRef out, float* mean, float* rstd, ConstTensorRef inp, ConstTensorRef w,
+                         ConstTensorRef b, int n, int c, float eps);
+  void layernorm_backward(TensorRef dinp, TensorRef dw, TensorRef db, ConstTensorRef dout, ConstTensorRef inp,
+                          ConstTensorRef w, const float* mean, const float* rstd, int n, int c);
+  void gelu_forward(TensorRef out, ConstTensorRef inp, long n);
+  void gelu_backward(TensorRef dinp, ConstTensorRef inp, ConstTensorRef dout, long n);
   // Llama-shaped models (kernels/layernorm.hpp's RMSNorm, swiglu.hpp, rope.hpp, kv_repeat.hpp).
-  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int n, int c, float eps);
-  void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w,
+  void rmsnorm_forward(TensorRef out, float* rstd, ConstTensorRef inp, ConstTensorRef w, int n, int c, float eps);
+  void rmsnorm_backward(TensorRef dinp, TensorRef dw, ConstTensorRef dout, ConstTensorRef inp, ConstTensorRef w,
                         const float* rstd, int n, int c);
-  void swiglu_forward(float* out, const float* inp, int n, int f);
-  void swiglu_backward(float* dinp, const float* inp, const float* dout, int n, int f);
+  void swiglu_forward(TensorRef out, ConstTensorRef inp, int n, int f);
+  void swiglu_backward(TensorRef dinp, ConstTensorRef inp, ConstTensorRef dout, int n, int f);
   /// In place on the first rot_dims channels of `heads` heads (hd apart) at the start
   /// of each row; positions is a host array of n.
-  void rope_forward(float* x, const std::int32_t* positions, int n, int row_stride, int heads, int hd, int rot_dims,
-                    float theta);
-  void rope_backward(float* dx, const std::int32_t* positions, int n, int row_stride, int heads, int hd, int rot_dims,
-                     float theta);
-  void kv_repeat_forward(float* out, const float* inp, int n, int nh, int kv, int hd);
-  void kv_repeat_backward(float* dinp, const float* dout, int n, int nh, int kv, int hd);
+  void rope_forward(TensorRef x, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
+                    int rot_dims, float theta);
+  void rope_backward(TensorRef dx, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
+                     int rot_dims, float theta);
+  void kv_repeat_forward(TensorRef out, ConstTensorRef inp, int n, int nh, int kv, int hd);
+  void kv_repeat_backward(TensorRef dinp, ConstTensorRef dout, int n, int nh, int kv, int hd);
   /// Causal attention, standard or `flash` (the plan's attention kernel). `att` is
-  /// the state backward needs, of attention_state_elems() floats: the
-  /// probabilities [B, NH, T, T] (standard), or the log-sum-exp [B, NH, T] of
-  /// each query row (flash: FlashAttention's contract, kernels/attention.hpp;
-  /// the CUDA kernel takes head sizes 64 and 128). Backward also reads the
-  /// forward's `out`.
+  /// the state backward needs, of attention_state_elems() elements: the
+  /// probabilities [B, NH, T, T] (standard; storage type of the caller's
+  /// choosing), or the log-sum-exp [B, NH, T] of each query row (flash:
+  /// FlashAttention's contract, kernels/attention.hpp; fp32; the CUDA kernel
+  /// takes head sizes 64 and 128). Backward also reads the forward's `out`.
   [[nodiscard]] static std::size_t attention_state_elems(int b, int t, int nh, bool flash);
   /// `window` > 0: sliding-window attention (the CPU kernels; CUDA refuses it).
-  void attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh, bool flash,
+  void attention_forward(TensorRef out, TensorRef att, ConstTensorRef qkv, int b, int t, int c, int nh, bool flash,
                          int window = 0);
-  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* att, int b,
-                          int t, int c, int nh, bool flash, int window = 0);
+  void attention_backward(TensorRef dqkv, ConstTensorRef dout, ConstTensorRef qkv, ConstTensorRef out,
+                          ConstTensorRef att, int b, int t, int c, int nh, bool flash, int window = 0);
   /// Block-sparse causal attention (kernels/sparse_attention.hpp): att holds
   /// b·nh·nnz·block² probabilities in the layout's CSR order.
-  void sparse_attention_forward(float* out, float* att, const float* qkv, int b, int t, int c, int nh,
+  void sparse_attention_forward(TensorRef out, TensorRef att, ConstTensorRef qkv, int b, int t, int c, int nh,
                                 const kernels::BlockLayout& layout);
-  void sparse_attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int b, int t,
-                                 int c, int nh, const kernels::BlockLayout& layout);
-  void ce_row_max(float* row_max, const float* logits, int n, int v);
-  void ce_row_sumexp(float* row_sum, const float* logits, const float* row_max, int n, int v);
-  void ce_target_logit(float* tl, const float* logits, const std::int32_t* targets, int n, int v, int vocab_begin);
+  void sparse_attention_backward(TensorRef dqkv, ConstTensorRef dout, ConstTensorRef qkv, ConstTensorRef att, int b,
+                                 int t, int c, int nh, const kernels::BlockLayout& layout);
+  void ce_row_max(float* row_max, ConstTensorRef logits, int n, int v);
+  void ce_row_sumexp(float* row_sum, ConstTensorRef logits, const float* row_max, int n, int v);
+  void ce_target_logit(float* tl, ConstTensorRef logits, const std::int32_t* targets, int n, int v, int vocab_begin);
   void ce_loss(float* losses, const float* row_max, const float* row_sum, const float* tl, int n);
-  void ce_backward(float* dlogits, const float* logits, const float* row_max, const float* row_sum,
+  void ce_backward(TensorRef dlogits, ConstTensorRef logits, const float* row_max, const float* row_sum,
                    const std::int32_t* targets, const float* dloss, int n, int v, int vocab_begin);
   void adamw(float* p, const float* g, float* m, float* v, long n, const kernels::AdamWParams& h);
   /// AdamW over all spans at once, gradients multiplied by grad_scale first
   /// (1/loss scale), 16-bit parameter copies written from the new masters. The
-  /// CPU backend loops adamw() and takes fp32 only; CUDA runs one launch over a
-  /// device chunk table (kernels/multi_tensor.hpp).
+  /// CPU backend loops adamw() over fp32 copies of the gradients; CUDA runs one
+  /// launch over a device chunk table (kernels/multi_tensor.hpp).
   void adamw_fused(std::span<const AdamWSpan> spans, StorageDtype grad_dtype, StorageDtype param_dtype,
                    const kernels::AdamWParams& h, float grad_scale = 1.0f);
-  void add(float* out, const float* a, const float* b, long n);
-  void accumulate(float* dst, const float* src, long n);
-  void scale(float* x, float s, long n);
+  void add(TensorRef out, ConstTensorRef a, ConstTensorRef b, long n);
+  void accumulate(TensorRef dst, ConstTensorRef src, long n);
+  void scale(TensorRef x, float s, long n);
   /// x as it arrives through a quantized collective (ZeRO++; kernels/quantize.hpp).
-  void quantize_dequantize(float* x, long n, int bits, long group);
-  void add_bias(float* x, const float* bias, int n, int c);
-  void bias_backward(float* dbias, const float* dout, int n, int c);
-  double sum_squares(const float* x, long n);
+  void quantize_dequantize(TensorRef x, long n, int bits, long group);
+  void add_bias(TensorRef x, ConstTensorRef bias, int n, int c);
+  void bias_backward(TensorRef dbias, ConstTensorRef dout, int n, int c);
+  double sum_squares(ConstTensorRef x, long n);
 
  protected:
   /// Zero-filled storage for `numel` floats. The category says where it lives:
@@ -145,6 +158,13 @@ class Backend {
   /// device memory.
   virtual float* raw_allocate(std::size_t numel, MemCategory category) = 0;
   virtual void raw_free(float* data, std::size_t numel, MemCategory category) = 0;
+  virtual void zero_bytes(void* x, std::size_t bytes) = 0;
+  virtual void copy_bytes(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void to_host_bytes(void* host, const void* device, std::size_t bytes) = 0;
+  virtual void from_host_bytes(void* device, const void* host, std::size_t bytes) = 0;
+  /// dst ← src converted between storage types (dst_dtype ≠ src_dtype), n elements.
+  virtual void convert_impl(void* dst, StorageDtype dst_dtype, const void* src, StorageDtype src_dtype,
+                            std::size_t n) = 0;
 
   virtual void gemm_impl(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta,
                          float* c) = 0;
@@ -199,6 +219,9 @@ class Backend {
   virtual double sum_squares_impl(const float* x, long n) = 0;
 
  private:
+  // A 16-bit operand as fp32 workspace for a *_impl (backend.cpp); fp32 ones pass through.
+  class StagedIn;
+  class StagedOut;
   MemoryTracker memory_;
   OpStats ops_;
 };

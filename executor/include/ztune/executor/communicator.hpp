@@ -1,5 +1,8 @@
 #pragma once
-// Collectives and point-to-point messages over a group of ranks, fp32 payloads.
+// Collectives and point-to-point messages over a group of ranks. Payloads are
+// TensorRefs: fp32 (a float* converts), or bf16/fp16 storage, reduced in fp32
+// arithmetic and rounded to the payload's type (MPI: user-defined ops; NCCL:
+// its own 16-bit types).
 // Implemented over MPI now (MpiCommunicator); the NCCL communicator of issue 7
 // implements the same virtuals on device pointers and its communication stream.
 // Synchronous calls return when the result is in place; *_async calls return a
@@ -11,6 +14,7 @@
 #include <string>
 
 #include "ztune/executor/comm_stats.hpp"
+#include "ztune/executor/storage.hpp"
 
 namespace ztune::executor {
 
@@ -38,24 +42,24 @@ class Communicator {
   CommStats& stats() { return stats_; }
 
   /// buf[n] ← op over ranks of buf[n].
-  void all_reduce(float* buf, std::size_t n, ReduceOp op = ReduceOp::sum);
-  RequestPtr all_reduce_async(float* buf, std::size_t n, ReduceOp op = ReduceOp::sum);
-  /// recv[count] ← Σ over ranks of send[rank·count, (rank+1)·count).
-  void reduce_scatter(const float* send, float* recv, std::size_t count);
-  RequestPtr reduce_scatter_async(const float* send, float* recv, std::size_t count);
+  void all_reduce(TensorRef buf, std::size_t n, ReduceOp op = ReduceOp::sum);
+  RequestPtr all_reduce_async(TensorRef buf, std::size_t n, ReduceOp op = ReduceOp::sum);
+  /// recv[count] ← Σ over ranks of send[rank·count, (rank+1)·count). send and recv of one type.
+  void reduce_scatter(ConstTensorRef send, TensorRef recv, std::size_t count);
+  RequestPtr reduce_scatter_async(ConstTensorRef send, TensorRef recv, std::size_t count);
   /// recv[r·count, (r+1)·count) ← rank r's send[count]. send may be recv + rank·count (in place).
-  void all_gather(const float* send, float* recv, std::size_t count);
-  RequestPtr all_gather_async(const float* send, float* recv, std::size_t count);
-  void broadcast(float* buf, std::size_t n, int root);
-  RequestPtr broadcast_async(float* buf, std::size_t n, int root);
-  void send(const float* buf, std::size_t n, int peer, int tag);
-  RequestPtr send_async(const float* buf, std::size_t n, int peer, int tag);
-  void recv(float* buf, std::size_t n, int peer, int tag);
-  RequestPtr recv_async(float* buf, std::size_t n, int peer, int tag);
+  void all_gather(ConstTensorRef send, TensorRef recv, std::size_t count);
+  RequestPtr all_gather_async(ConstTensorRef send, TensorRef recv, std::size_t count);
+  void broadcast(TensorRef buf, std::size_t n, int root);
+  RequestPtr broadcast_async(TensorRef buf, std::size_t n, int root);
+  void send(ConstTensorRef buf, std::size_t n, int peer, int tag);
+  RequestPtr send_async(ConstTensorRef buf, std::size_t n, int peer, int tag);
+  void recv(TensorRef buf, std::size_t n, int peer, int tag);
+  RequestPtr recv_async(TensorRef buf, std::size_t n, int peer, int tag);
   /// recv[r·count, (r+1)·count) ← rank r's send[rank·count, (rank+1)·count):
   /// every rank sends block r of its buffer to rank r (nccl-tests' all-to-all;
   /// S = count·size). Built from the point-to-point primitives; send ≠ recv.
-  void all_to_all(const float* send, float* recv, std::size_t count);
+  void all_to_all(ConstTensorRef send, TensorRef recv, std::size_t count);
   void barrier();
   /// Sums (or maxes) doubles: losses, norms, counters. Not counted in stats.
   virtual void all_reduce_doubles(double* buf, std::size_t n, ReduceOp op) = 0;
@@ -66,12 +70,13 @@ class Communicator {
  protected:
   explicit Communicator(std::string name) : name_(std::move(name)) {}
   /// Each returns a started request (the base class times and counts it).
-  virtual RequestPtr start_all_reduce(float* buf, std::size_t n, ReduceOp op) = 0;
-  virtual RequestPtr start_reduce_scatter(const float* send, float* recv, std::size_t count) = 0;
-  virtual RequestPtr start_all_gather(const float* send, float* recv, std::size_t count) = 0;
-  virtual RequestPtr start_broadcast(float* buf, std::size_t n, int root) = 0;
-  virtual RequestPtr start_send(const float* buf, std::size_t n, int peer, int tag) = 0;
-  virtual RequestPtr start_recv(float* buf, std::size_t n, int peer, int tag) = 0;
+  /// reduce_scatter's and all_gather's send and recv have one type (checked by the base class).
+  virtual RequestPtr start_all_reduce(TensorRef buf, std::size_t n, ReduceOp op) = 0;
+  virtual RequestPtr start_reduce_scatter(ConstTensorRef send, TensorRef recv, std::size_t count) = 0;
+  virtual RequestPtr start_all_gather(ConstTensorRef send, TensorRef recv, std::size_t count) = 0;
+  virtual RequestPtr start_broadcast(TensorRef buf, std::size_t n, int root) = 0;
+  virtual RequestPtr start_send(ConstTensorRef buf, std::size_t n, int peer, int tag) = 0;
+  virtual RequestPtr start_recv(TensorRef buf, std::size_t n, int peer, int tag) = 0;
   virtual void barrier_impl() = 0;
 
  private:

@@ -16,13 +16,15 @@ class CpuBackend final : public Backend {
   [[nodiscard]] std::string name() const override { return "cpu"; }
   kernels::ThreadPool& pool() { return pool_; }
 
-  void zero(float* x, std::size_t n) override;
-  void copy(float* dst, const float* src, std::size_t n) override;
-  void to_host(float* host, const float* device, std::size_t n) override;
-  void from_host(float* device, const float* host, std::size_t n) override;
   void fence() override {}
 
  protected:
+  void zero_bytes(void* x, std::size_t bytes) override;
+  void copy_bytes(void* dst, const void* src, std::size_t bytes) override;
+  void to_host_bytes(void* host, const void* device, std::size_t bytes) override;
+  void from_host_bytes(void* device, const void* host, std::size_t bytes) override;
+  void convert_impl(void* dst, StorageDtype dst_dtype, const void* src, StorageDtype src_dtype,
+                    std::size_t n) override;
   float* raw_allocate(std::size_t numel, MemCategory category) override;
   void raw_free(float* data, std::size_t numel, MemCategory category) override;
   void gemm_impl(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta,

@@ -2,7 +2,9 @@
 // Communicator over an MPI communicator (Open MPI). Non-blocking collectives
 // (MPI_Iallreduce, MPI_Ireduce_scatter_block, MPI_Iallgather, MPI_Ibcast) carry the
 // async calls; Open MPI progresses them inside MPI calls, so on the CPU backend the
-// overlap is semantic (ordering, buffers), not a speed-up.
+// overlap is semantic (ordering, buffers), not a speed-up. 16-bit payloads travel
+// as MPI_UINT16_T; their sums and maxima are user-defined ops that add in fp32 and
+// round each partial result to the payload's type, as a 16-bit NCCL ring does.
 #include <mpi.h>
 
 #include "ztune/executor/communicator.hpp"
@@ -25,12 +27,12 @@ class MpiCommunicator final : public Communicator {
   [[nodiscard]] std::unique_ptr<Communicator> split(int color, int key, const std::string& name) override;
 
  protected:
-  RequestPtr start_all_reduce(float* buf, std::size_t n, ReduceOp op) override;
-  RequestPtr start_reduce_scatter(const float* send, float* recv, std::size_t count) override;
-  RequestPtr start_all_gather(const float* send, float* recv, std::size_t count) override;
-  RequestPtr start_broadcast(float* buf, std::size_t n, int root) override;
-  RequestPtr start_send(const float* buf, std::size_t n, int peer, int tag) override;
-  RequestPtr start_recv(float* buf, std::size_t n, int peer, int tag) override;
+  RequestPtr start_all_reduce(TensorRef buf, std::size_t n, ReduceOp op) override;
+  RequestPtr start_reduce_scatter(ConstTensorRef send, TensorRef recv, std::size_t count) override;
+  RequestPtr start_all_gather(ConstTensorRef send, TensorRef recv, std::size_t count) override;
+  RequestPtr start_broadcast(TensorRef buf, std::size_t n, int root) override;
+  RequestPtr start_send(ConstTensorRef buf, std::size_t n, int peer, int tag) override;
+  RequestPtr start_recv(TensorRef buf, std::size_t n, int peer, int tag) override;
   void barrier_impl() override;
 
  private:

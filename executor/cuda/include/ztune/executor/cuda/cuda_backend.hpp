@@ -6,12 +6,13 @@
 // carries offload transfers (see PinnedOffload) and NcclCommunicator its own
 // communication stream, so both overlap compute.
 //
-// Storage is fp32, as the Backend interface's float* says. GEMM precision is a
-// choice: fp32 (exact, for equivalence with the CPU backend), tf32, or bf16/fp16
-// tensor-core products with fp32 accumulation and fp32 output (the operands are
-// cast into a workspace first: the arithmetic of mixed precision, not its memory
-// savings; the 16-bit-storage training path is the kernels' bf16/fp16 instances,
-// used by bench/gpu). Ids may be host or device int32 arrays: host ones are staged
+// Storage is fp32 or 16-bit (TensorRef): the *_impl kernels take fp32, and the
+// Backend base class converts 16-bit operands through fp32 workspace with the
+// cast kernels (convert_impl), so the trainer's bf16/fp16 storage runs here with
+// every kernel it has; the fast 16-bit path with the kernels' own bf16/fp16
+// instances is bench/gpu's. GEMM precision is a choice: fp32 (exact, for
+// equivalence with the CPU backend), tf32, or bf16/fp16 tensor-core products with
+// fp32 accumulation and fp32 output (the operands are cast into a workspace first). Ids may be host or device int32 arrays: host ones are staged
 // through a device buffer.
 #include <cuda_runtime_api.h>
 
@@ -48,22 +49,21 @@ class CudaBackend final : public Backend {
   [[nodiscard]] int device() const { return options_.device; }
   [[nodiscard]] AllocatorStats allocator_stats() const { return allocator_.stats(); }
 
-  void zero(float* x, std::size_t n) override;
-  void copy(float* dst, const float* src, std::size_t n) override;
-  void to_host(float* host, const float* device, std::size_t n) override;
-  void from_host(float* device, const float* host, std::size_t n) override;
   void fence() override;
 
   /// Mixed precision: x *= inv_scale and returns whether any element was inf/NaN
   /// (synchronises; the DynamicLossScaler then decides whether to skip the step).
   bool unscale_and_check(float* grads, std::size_t n, float inv_scale);
-  /// bf16/fp16 buffers (Backend::allocate with a StorageDtype) are device memory
-  /// like fp32 ones; adamw_fused runs them in one launch (issue 24 item 3).
-  [[nodiscard]] bool supports_storage(StorageDtype) const override { return true; }
 
  protected:
   float* raw_allocate(std::size_t numel, MemCategory category) override;
   void raw_free(float* data, std::size_t numel, MemCategory category) override;
+  void zero_bytes(void* x, std::size_t bytes) override;
+  void copy_bytes(void* dst, const void* src, std::size_t bytes) override;
+  void to_host_bytes(void* host, const void* device, std::size_t bytes) override;
+  void from_host_bytes(void* device, const void* host, std::size_t bytes) override;
+  void convert_impl(void* dst, StorageDtype dst_dtype, const void* src, StorageDtype src_dtype,
+                    std::size_t n) override;
   void gemm_impl(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta,
                  float* c) override;
   void matmul_forward_impl(float* out, const float* inp, const float* w, const float* bias, int n, int c,

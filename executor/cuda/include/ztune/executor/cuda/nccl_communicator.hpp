@@ -48,12 +48,12 @@ class NcclCommunicator final : public Communicator {
   [[nodiscard]] std::unique_ptr<Communicator> split(int color, int key, const std::string& name) override;
 
  protected:
-  RequestPtr start_all_reduce(float* buf, std::size_t n, ReduceOp op) override;
-  RequestPtr start_reduce_scatter(const float* send, float* recv, std::size_t count) override;
-  RequestPtr start_all_gather(const float* send, float* recv, std::size_t count) override;
-  RequestPtr start_broadcast(float* buf, std::size_t n, int root) override;
-  RequestPtr start_send(const float* buf, std::size_t n, int peer, int tag) override;
-  RequestPtr start_recv(float* buf, std::size_t n, int peer, int tag) override;
+  RequestPtr start_all_reduce(TensorRef buf, std::size_t n, ReduceOp op) override;
+  RequestPtr start_reduce_scatter(ConstTensorRef send, TensorRef recv, std::size_t count) override;
+  RequestPtr start_all_gather(ConstTensorRef send, TensorRef recv, std::size_t count) override;
+  RequestPtr start_broadcast(TensorRef buf, std::size_t n, int root) override;
+  RequestPtr start_send(ConstTensorRef buf, std::size_t n, int peer, int tag) override;
+  RequestPtr start_recv(TensorRef buf, std::size_t n, int peer, int tag) override;
   void barrier_impl() override;
 
  private:

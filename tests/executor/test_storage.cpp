@@ -1,0 +1,131 @@
+// 16-bit storage (issue 24 item 3): the conversions against IEEE 754's
+// closed forms, and the Backend's 16-bit operands against the fp32 kernels run
+// on the rounded values (the definition of "load 16 bits, compute in fp32,
+// round the result").
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "ztune/executor/cpu_backend.hpp"
+#include "ztune/kernels/matmul.hpp"
+
+using namespace ztune::executor;
+
+TEST_CASE("bf16 rounds fp32 to nearest even on the top 16 bits", "[storage]") {
+  CHECK(float_to_bf16(1.0f) == 0x3f80);
+  CHECK(float_to_bf16(-2.0f) == 0xc000);
+  CHECK(float_to_bf16(0.0f) == 0x0000);
+  CHECK(float_to_bf16(-0.0f) == 0x8000);
+  // 1 + 2⁻⁸ lies halfway between 1 and 1 + 2⁻⁷: ties go to the even 1.0.
+  CHECK(float_to_bf16(1.0f + 0x1p-8f) == 0x3f80);
+  // 1 + 3·2⁻⁸ lies halfway between 1 + 2⁻⁷ (odd) and 1 + 2⁻⁶ (even): up.
+  CHECK(float_to_bf16(1.0f + 3 * 0x1p-8f) == 0x3f82);
+  CHECK(float_to_bf16(1.0f + 0x1p-8f + 0x1p-20f) == 0x3f81);  // above half: up
+  CHECK(bf16_to_float(0x3f81) == 1.0f + 0x1p-7f);
+  CHECK(float_to_bf16(std::numeric_limits<float>::infinity()) == 0x7f80);
+  CHECK(std::isnan(bf16_to_float(float_to_bf16(std::numeric_limits<float>::quiet_NaN()))));
+  // The largest finite fp32 rounds past bf16's largest finite value: inf.
+  CHECK(float_to_bf16(std::numeric_limits<float>::max()) == 0x7f80);
+}
+
+TEST_CASE("fp16 rounds to nearest even with subnormals and overflow to inf", "[storage]") {
+  CHECK(float_to_fp16(1.0f) == 0x3c00);
+  CHECK(float_to_fp16(-2.0f) == 0xc000);
+  CHECK(float_to_fp16(65504.0f) == 0x7bff);      // largest finite
+  CHECK(float_to_fp16(65519.0f) == 0x7bff);      // below the halfway point to 65536
+  CHECK(float_to_fp16(65520.0f) == 0x7c00);      // halfway, ties to even = inf
+  CHECK(float_to_fp16(0x1p-14f) == 0x0400);      // smallest normal
+  CHECK(float_to_fp16(0x1p-24f) == 0x0001);      // smallest subnormal
+  CHECK(float_to_fp16(0x1p-25f) == 0x0000);      // halfway to it: even (zero)
+  CHECK(float_to_fp16(0x1.8p-24f) == 0x0002);    // 1.5 units: even (2)
+  CHECK(float_to_fp16(0x1p-14f - 0x1p-25f) == 0x0400);  // rounds up into the normals
+  CHECK(float_to_fp16(1.0f + 0x1p-11f) == 0x3c00);      // halfway after 1: even
+  CHECK(float_to_fp16(1.0f + 3 * 0x1p-11f) == 0x3c02);  // halfway, odd below: up
+  CHECK(fp16_to_float(0x0001) == 0x1p-24f);
+  CHECK(fp16_to_float(0x03ff) == 1023 * 0x1p-24f);
+  CHECK(fp16_to_float(0xfbff) == -65504.0f);
+  CHECK(std::isinf(fp16_to_float(0x7c00)));
+  CHECK(std::isnan(fp16_to_float(float_to_fp16(std::numeric_limits<float>::quiet_NaN()))));
+  // Every fp16 value survives fp16 → fp32 → fp16.
+  int wrong = 0;
+  for (std::uint32_t h = 0; h < 0x10000; ++h) {
+    if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0) continue;  // NaNs: payloads differ
+    wrong += float_to_fp16(fp16_to_float(static_cast<std::uint16_t>(h))) != h;
+  }
+  CHECK(wrong == 0);
+}
+
+namespace {
+std::vector<float> random(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+std::vector<float> rounded(std::vector<float> v, StorageDtype d) {
+  std::vector<std::uint16_t> h(v.size());
+  convert_host(h.data(), d, v.data(), StorageDtype::fp32, v.size());
+  convert_host(v.data(), StorageDtype::fp32, h.data(), d, v.size());
+  return v;
+}
+// A backend buffer of dtype d holding v (rounded).
+Buffer upload(Backend& be, const std::vector<float>& v, StorageDtype d, MemCategory c) {
+  Buffer b = be.allocate(v.size(), c, d);
+  Buffer f = be.allocate(v.size(), MemCategory::workspace);
+  be.from_host(f.data(), v.data(), v.size());
+  be.copy(b.ref(), f.data(), v.size());
+  return b;
+}
+std::vector<float> download(Backend& be, const Buffer& b) {
+  std::vector<float> v(b.size());
+  Buffer f = be.allocate(b.size(), MemCategory::workspace);
+  be.copy(f.data(), b.ref(), b.size());
+  be.to_host(v.data(), f.data(), b.size());
+  return v;
+}
+}  // namespace
+
+TEST_CASE("16-bit operands compute in fp32 on the stored values and round the result", "[storage]") {
+  const int n = 6, c = 16, oc = 12;
+  const auto x = random(n * c, 1), w = random(oc * c, 2), bias = random(oc, 3), dout = random(n * oc, 4);
+  const auto dw0 = random(oc * c, 5);
+  for (StorageDtype d : {StorageDtype::bf16, StorageDtype::fp16}) {
+    CpuBackend be(1);
+    Buffer X = upload(be, x, d, MemCategory::activations), W = upload(be, w, d, MemCategory::params);
+    Buffer Bi = upload(be, bias, d, MemCategory::params), D = upload(be, dout, d, MemCategory::comm_buckets);
+    Buffer DW = upload(be, dw0, d, MemCategory::grads);
+    Buffer Y = be.allocate(static_cast<std::size_t>(n * oc), MemCategory::activations, d);
+    be.matmul_forward(Y.ref(), X.ref(), W.ref(), Bi.ref(), n, c, oc);
+    // The oracle: the fp32 kernel on the rounded operands, its output rounded.
+    const auto xr = rounded(x, d), wr = rounded(w, d), br = rounded(bias, d), dr = rounded(dout, d);
+    std::vector<float> y(static_cast<std::size_t>(n * oc));
+    ztune::kernels::cpu::matmul_forward(y.data(), xr.data(), wr.data(), br.data(), n, c, oc, nullptr);
+    CHECK(download(be, Y) == rounded(y, d));
+    // Backward accumulates into the stored 16-bit gradient: round(stored + fp32 product).
+    be.matmul_backward(nullptr, DW.ref(), nullptr, D.ref(), X.ref(), W.ref(), n, c, oc);
+    auto dw = rounded(dw0, d);
+    ztune::kernels::cpu::matmul_backward(nullptr, dw.data(), nullptr, dr.data(), xr.data(), wr.data(), n, c, oc, nullptr);
+    CHECK(download(be, DW) == rounded(dw, d));
+    // The fp32 staging lives only inside the call.
+    CHECK(be.memory().current(MemCategory::workspace) == 0);
+    CHECK(be.memory().current(MemCategory::activations) == 2u * (x.size() + y.size()));
+  }
+}
+
+TEST_CASE("copy between storage types rounds, and an in-place op rounds once", "[storage]") {
+  CpuBackend be(1);
+  const std::vector<float> v{1.0f + 0x1p-8f, 3.0f, -0.5f};
+  Buffer h = upload(be, v, StorageDtype::bf16, MemCategory::activations);
+  CHECK(download(be, h) == std::vector<float>{1.0f, 3.0f, -0.5f});
+  be.scale(h.ref(), 0.25f, 3);
+  CHECK(download(be, h) == std::vector<float>{0.25f, 0.75f, -0.125f});
+  CHECK(be.sum_squares(h.ref(), 3) == Approx(0.0625 + 0.5625 + 0.015625));
+  Buffer f = be.allocate(3, MemCategory::workspace);
+  CHECK_THROWS_WITH(h.data(), Catch::Contains("bf16 storage"));
+  CHECK_NOTHROW(f.data());
+}
