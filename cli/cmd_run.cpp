@@ -233,13 +233,24 @@ int run(const RunFlags& f) {
 
   // The cost model's prediction for the same plan, when the plan fits the cluster.
   std::optional<Prediction> prediction;
+  std::optional<MemoryPrediction> memory_only;  // the time could not be predicted; the memory can
   if (hw && !check_plan(pf.plan, *pf.model, *pf.cluster)) {
     const Cluster c = with_measured_figures(*pf.cluster, *hw);
     prediction = Prediction{predict_memory(*pf.model, pf.plan, c, *hw), predict_time(*pf.model, pf.plan, c, *hw)};
     // The run happened: a prediction that is not finite is left out (and said),
     // rather than stored as Inf or thrown away with the run.
     if (const std::string bad = non_finite_time(prediction->time); !bad.empty()) {
-      std::fprintf(stderr, "ztune: note: no prediction stored: the predicted time is not finite (%s)\n", bad.c_str());
+      const GpuSpec& gpu = c.node.gpu;
+      const std::string precision = to_string(pf.plan.precision);
+      if (gpu.peak_flops(pf.plan.precision) <= 0)
+        std::fprintf(stderr,
+                     "ztune: note: no time prediction: the cluster states no %s throughput for its %s "
+                     "(node.gpu.peak_tflops.%s is 0); the memory is compared\n",
+                     precision.c_str(), gpu.name.c_str(), precision.c_str());
+      else
+        std::fprintf(stderr, "ztune: note: no prediction stored: the predicted time is not finite (%s)\n",
+                     bad.c_str());
+      memory_only = prediction->memory;
       prediction.reset();
     }
   }
@@ -254,6 +265,8 @@ int run(const RunFlags& f) {
     summary["predicted_iteration_s"] = prediction->time.iteration_s;
     summary["profile"] = profile_name;
     summary["memory_vs_prediction"] = memory_vs_prediction(record, prediction->memory);
+  } else if (memory_only) {
+    summary["memory_vs_prediction"] = memory_vs_prediction(record, *memory_only);
   }
   summary["run_id"] = nullptr;
   if (!f.no_db) {
@@ -280,20 +293,22 @@ int run(const RunFlags& f) {
   std::printf("\npeak memory per rank (MiB):");
   for (const double b : record.peak_memory_bytes) std::printf(" %.1f", b / 1048576.0);
   std::printf("\n");
+  // The error against the cost model, as `ztune --run` shows it (predicted − measured) / measured.
+  // The memory model predicts the most loaded stage's GPU (with uneven
+  // stages not necessarily rank 0's): compare with the largest rank's peak.
+  const double measured_peak =
+      record.peak_memory_bytes.empty()
+          ? 0.0
+          : *std::max_element(record.peak_memory_bytes.begin(), record.peak_memory_bytes.end());
+  auto err = [](double predicted, double measured) { return measured > 0 ? 100.0 * (predicted - measured) / measured : 0.0; };
   if (prediction) {
-    // The error against the cost model, as `ztune --run` shows it (predicted − measured) / measured.
-    const double measured_s = record.step_time_s;
-    // The memory model predicts the most loaded stage's GPU (with uneven
-    // stages not necessarily rank 0's): compare with the largest rank's peak.
-    const double measured_peak =
-        record.peak_memory_bytes.empty()
-            ? 0.0
-            : *std::max_element(record.peak_memory_bytes.begin(), record.peak_memory_bytes.end());
-    auto err = [](double predicted, double measured) { return measured > 0 ? 100.0 * (predicted - measured) / measured : 0.0; };
     std::printf("predicted (profile %s): iteration %.4f s (%+.1f%% vs measured), peak memory (most loaded rank) %.1f MiB "
                 "(%+.1f%%)\n",
-                profile_name.c_str(), prediction->time.iteration_s, err(prediction->time.iteration_s, measured_s),
+                profile_name.c_str(), prediction->time.iteration_s, err(prediction->time.iteration_s, record.step_time_s),
                 prediction->memory.gpu_total_bytes / 1048576.0, err(prediction->memory.gpu_total_bytes, measured_peak));
+  } else if (memory_only) {
+    std::printf("predicted peak memory (most loaded rank): %.1f MiB (%+.1f%%)\n", memory_only->gpu_total_bytes / 1048576.0,
+                err(memory_only->gpu_total_bytes, measured_peak));
   }
   const std::string stored = summary["run_id"].is_null() ? "" : "stored as run " + summary["run_id"].dump();
   if (record_kept)

@@ -1,7 +1,8 @@
 #pragma once
 // Checkpoint I/O of whole buffers, shared by ParamStore and OptimizerStates:
-// a buffer's floats in order, copied through host memory, so a device buffer
-// writes the same bytes as a host one and either backend reads them back.
+// a buffer's elements in order in its storage type (fp32, or 16-bit), copied
+// through host memory, so a device buffer writes the same bytes as a host one
+// and either backend reads them back.
 #include <istream>
 #include <ostream>
 #include <stdexcept>
@@ -11,17 +12,17 @@
 
 namespace ztune::executor {
 
-inline void write_floats(std::ostream& out, const Buffer& b, Backend& be) {
-  std::vector<float> host(b.size());
-  be.to_host(host.data(), b.data(), host.size());
-  out.write(reinterpret_cast<const char*>(host.data()), static_cast<std::streamsize>(host.size() * sizeof(float)));
+inline void write_buffer(std::ostream& out, const Buffer& b, Backend& be) {
+  std::vector<char> host(b.bytes());
+  be.to_host(host.data(), b.ref(), b.size());
+  out.write(host.data(), static_cast<std::streamsize>(host.size()));
 }
 
-inline void read_floats(std::istream& in, Buffer& b, Backend& be) {
-  std::vector<float> host(b.size());
-  in.read(reinterpret_cast<char*>(host.data()), static_cast<std::streamsize>(host.size() * sizeof(float)));
+inline void read_buffer(std::istream& in, Buffer& b, Backend& be) {
+  std::vector<char> host(b.bytes());
+  in.read(host.data(), static_cast<std::streamsize>(host.size()));
   if (!in) throw std::runtime_error("checkpoint ends early");
-  be.from_host(b.data(), host.data(), host.size());
+  be.from_host(b.ref(), host.data(), b.size());
 }
 
 }  // namespace ztune::executor

@@ -21,7 +21,7 @@ struct Header {
   std::uint64_t plan_digest;
   std::uint32_t rank;
   std::uint32_t steps;
-  std::uint64_t floats;
+  std::uint64_t bytes;  // of the payload (format 2; format 1 counted floats)
 };
 
 std::uint64_t fnv1a(const std::string& bytes) {
@@ -67,7 +67,7 @@ std::optional<std::string> write_checkpoint_shard(const std::string& dir, int st
   h.plan_digest = id.plan_digest;
   h.rank = static_cast<std::uint32_t>(id.rank);
   h.steps = static_cast<std::uint32_t>(steps);
-  h.floats = bytes.size() / sizeof(float);
+  h.bytes = bytes.size();
   const std::uint64_t sum = fnv1a(bytes);
   const std::string path = shard_path(dir, steps, id.rank), tmp = path + ".tmp";
   {
@@ -119,10 +119,10 @@ std::optional<std::string> read_checkpoint_shard(const std::string& dir, int ste
   if (h.rank != static_cast<std::uint32_t>(id.rank) || h.steps != static_cast<std::uint32_t>(steps))
     return path + ": header says rank " + std::to_string(h.rank) + " step " + std::to_string(h.steps) +
            ", expected rank " + std::to_string(id.rank) + " step " + std::to_string(steps);
-  if (h.floats != store.state_floats())
-    return path + ": holds " + std::to_string(h.floats) + " floats, this rank's state has " +
-           std::to_string(store.state_floats());
-  std::string bytes(h.floats * sizeof(float), '\0');
+  if (h.bytes != store.state_bytes())
+    return path + ": holds " + std::to_string(h.bytes) + " bytes of state, this rank's state has " +
+           std::to_string(store.state_bytes());
+  std::string bytes(h.bytes, '\0');
   in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   std::uint64_t sum = 0;
   in.read(reinterpret_cast<char*>(&sum), sizeof sum);

@@ -13,13 +13,14 @@ struct GptStage::Acts {
   std::vector<Buffer> residual;   // residual[l] = input of block l; residual[L] = stage output
   std::vector<LayerActs> layers;  // empty entries under full recomputation
   Buffer lnf, meanf, rstdf;       // head
-  Buffer logits, row_max, row_sum, losses;
+  Buffer logits;                  // storage(); the cross-entropy reads it in fp32 (Megatron's fused CE)
+  Buffer row_max, row_sum, losses;  // fp32
   double loss_sum = 0;
 };
 
 GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups, Backend& backend,
                    ParamStore& store, float loss_scale, int chunk)
-    : m_(m), plan_(plan), g_(groups), be_(backend), store_(store) {
+    : m_(m), plan_(plan), g_(groups), be_(backend), store_(store), dt_(store.storage()) {
   const auto layout = stage_layout(m, g_.shape, g_.coords.pp_rank);
   first_ = layout.has_embedding && chunk == 0;
   last_ = layout.has_head && chunk == layout.chunks - 1;
@@ -140,14 +141,14 @@ void GptStage::set_loss_scale(float loss_scale) {
   be_.from_host(dloss_.data(), host.data(), host.size());
 }
 
-const float* GptStage::gather_rows(const float* shard, Buffer& tmp) {
+ConstTensorRef GptStage::gather_rows(ConstTensorRef shard, Buffer& tmp) {
   if (!sp_) return shard;
   tmp = work(static_cast<std::size_t>(N_) * C_);
-  g_.tp->all_gather(shard, tmp.data(), static_cast<std::size_t>(rows_) * C_);
-  return tmp.data();
+  g_.tp->all_gather(shard, tmp.ref(), static_cast<std::size_t>(rows_) * C_);
+  return tmp.ref();
 }
 
-void GptStage::reduce_rows(float* partial, float* out) {
+void GptStage::reduce_rows(TensorRef partial, TensorRef out) {
   const auto n = static_cast<std::size_t>(rows_) * C_;
   if (sp_) {
     g_.tp->reduce_scatter(partial, out, n);
@@ -157,24 +158,24 @@ void GptStage::reduce_rows(float* partial, float* out) {
   be_.copy(out, partial, n);
 }
 
-void GptStage::embedding_forward(const MicroBatch& data, float* out) {
+void GptStage::embedding_forward(const MicroBatch& data, TensorRef out) {
   store_.acquire(embed_unit_, Direction::forward);
   Buffer partial = work(static_cast<std::size_t>(N_) * C_);
-  be_.embedding_forward(partial.data(), data.tokens.data(), store_.param(wte_), N_, C_, vocab_begin_, Vl_);
-  reduce_rows(partial.data(), out);
+  be_.embedding_forward(partial.ref(), data.tokens.data(), store_.param(wte_), N_, C_, vocab_begin_, Vl_);
+  reduce_rows(partial.ref(), out);
   if (wpe_ >= 0) {
     Buffer pos = work(static_cast<std::size_t>(rows_) * C_);
-    be_.embedding_forward(pos.data(), local_positions_, store_.param(wpe_), rows_, C_, 0, m_.seq_len);
-    be_.accumulate(out, pos.data(), static_cast<long>(rows_) * C_);
+    be_.embedding_forward(pos.ref(), local_positions_, store_.param(wpe_), rows_, C_, 0, m_.seq_len);
+    be_.accumulate(out, pos.ref(), static_cast<long>(rows_) * C_);
   }
   store_.release(embed_unit_);
 }
 
-void GptStage::embedding_backward(const MicroBatch& data, const float* dres) {
+void GptStage::embedding_backward(const MicroBatch& data, ConstTensorRef dres) {
   store_.acquire(embed_unit_, Direction::backward);
   if (wpe_ >= 0) be_.embedding_backward(store_.grad(wpe_), dres, local_positions_, rows_, C_, 0, m_.seq_len);
   Buffer tmp;
-  const float* dfull = gather_rows(dres, tmp);
+  const ConstTensorRef dfull = gather_rows(dres, tmp);
   be_.embedding_backward(store_.grad(wte_), dfull, data.tokens.data(), N_, C_, vocab_begin_, Vl_);
   store_.release(embed_unit_);
 }
@@ -187,41 +188,83 @@ std::size_t GptStage::att_elems() const {
   return static_cast<std::size_t>(B_) * NHl_ * per_head;
 }
 
-void GptStage::attend(float* out, float* att, const float* qkv) {
-  if (ring_) ring_->forward(out, att, qkv);
-  else if (ulysses_) ulysses_->forward(out, att, qkv);
-  else if (sparse_) be_.sparse_attention_forward(out, att, qkv, B_, T_, Cl_, NHl_, *sparse_);
+StorageDtype GptStage::att_dtype() const {
+  if (ring_ || ulysses_ || (flash_ && !sparse_)) return StorageDtype::fp32;
+  return dt_;
+}
+
+namespace {
+// The ring and Ulysses algorithms index host memory as fp32 (the CPU backend's
+// context parallelism): a 16-bit operand goes through an fp32 copy. Their K/V
+// exchanges then carry fp32 copies of 16-bit values (the same numbers, twice the bytes).
+// Outputs are written through p (and copied back by the caller); inputs only read.
+struct Wide {
+  Buffer buf;
+  float* p = nullptr;
+  Wide(Backend& be, ConstTensorRef r, std::size_t n) {
+    if (r.is_fp32()) {
+      p = const_cast<float*>(r.f32());  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+      return;
+    }
+    buf = be.allocate(n, MemCategory::workspace);
+    be.copy(buf.data(), r, n);
+    p = buf.data();
+  }
+};
+}  // namespace
+
+void GptStage::attend(TensorRef out, TensorRef att, ConstTensorRef qkv) {
+  const auto n = static_cast<std::size_t>(N_);
+  if (ring_ || ulysses_) {
+    Wide q(be_, qkv, n * 3 * Cl_), o(be_, out, n * Cl_);
+    if (ring_) ring_->forward(o.p, att.f32(), q.p);
+    else ulysses_->forward(o.p, att.f32(), q.p);
+    if (!o.buf.empty()) be_.copy(out, o.p, n * Cl_);
+    return;
+  }
+  if (sparse_) be_.sparse_attention_forward(out, att, qkv, B_, T_, Cl_, NHl_, *sparse_);
   else be_.attention_forward(out, att, qkv, B_, T_, Cl_, NHl_, flash_, window());
 }
 
-void GptStage::attend_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* att) {
-  if (ring_) ring_->backward(dqkv, dout, qkv, out, att);
-  else if (ulysses_) ulysses_->backward(dqkv, dout, att);
-  else if (sparse_) be_.sparse_attention_backward(dqkv, dout, qkv, att, B_, T_, Cl_, NHl_, *sparse_);
+void GptStage::attend_backward(TensorRef dqkv, ConstTensorRef dout, ConstTensorRef qkv, ConstTensorRef out,
+                               ConstTensorRef att) {
+  const auto n = static_cast<std::size_t>(N_);
+  if (ring_ || ulysses_) {
+    Wide dq(be_, dqkv, n * 3 * Cl_), d(be_, dout, n * Cl_);
+    if (ring_) {
+      Wide q(be_, qkv, n * 3 * Cl_), o(be_, out, n * Cl_);
+      ring_->backward(dq.p, d.p, q.p, o.p, att.f32());
+    } else {
+      ulysses_->backward(dq.p, d.p, att.f32());
+    }
+    if (!dq.buf.empty()) be_.copy(dqkv, dq.p, n * 3 * Cl_);
+    return;
+  }
+  if (sparse_) be_.sparse_attention_backward(dqkv, dout, qkv, att, B_, T_, Cl_, NHl_, *sparse_);
   else be_.attention_backward(dqkv, dout, qkv, out, att, B_, T_, Cl_, NHl_, flash_, window());
 }
 
-void GptStage::norm_forward(float* out, Buffer& mean, Buffer& rstd, const float* x, int w, int b) {
-  rstd = act(static_cast<std::size_t>(rows_));
+void GptStage::norm_forward(TensorRef out, Buffer& mean, Buffer& rstd, ConstTensorRef x, int w, int b) {
+  rstd = act32(static_cast<std::size_t>(rows_));
   const auto eps = static_cast<float>(m_.norm_eps);  // the model's ε, for LayerNorm and RMSNorm alike
   if (rms_) {
     be_.rmsnorm_forward(out, rstd.data(), x, param(w), rows_, C_, eps);
     return;
   }
-  mean = act(static_cast<std::size_t>(rows_));
+  mean = act32(static_cast<std::size_t>(rows_));
   be_.layernorm_forward(out, mean.data(), rstd.data(), x, param(w), param(b), rows_, C_, eps);
 }
 
-void GptStage::norm_backward(float* dx, const float* dout, const float* x, int w, int b, const Buffer& mean,
+void GptStage::norm_backward(TensorRef dx, ConstTensorRef dout, ConstTensorRef x, int w, int b, const Buffer& mean,
                              const Buffer& rstd) {
   if (rms_) be_.rmsnorm_backward(dx, grad(w), dout, x, param(w), rstd.data(), rows_, C_);
   else be_.layernorm_backward(dx, grad(w), grad(b), dout, x, param(w), mean.data(), rstd.data(), rows_, C_);
 }
 
-void GptStage::rotate(float* qkv, bool backward) {
+void GptStage::rotate(TensorRef qkv, bool backward) {
   if (!rope_) return;
   const auto theta = static_cast<float>(m_.rope_theta);
-  float* k = qkv + static_cast<std::size_t>(NHl_) * hd_;
+  const TensorRef k = qkv + static_cast<std::size_t>(NHl_) * hd_;
   if (backward) {
     be_.rope_backward(qkv, positions_.data(), N_, QKVl_, NHl_, hd_, rot_dims_, theta);
     be_.rope_backward(k, positions_.data(), N_, QKVl_, KVl_, hd_, rot_dims_, theta);
@@ -231,35 +274,35 @@ void GptStage::rotate(float* qkv, bool backward) {
   }
 }
 
-const float* GptStage::dense_qkv(const float* qkv, Buffer& tmp) {
+ConstTensorRef GptStage::dense_qkv(ConstTensorRef qkv, Buffer& tmp) {
   if (KVl_ == NHl_) return qkv;
   tmp = work(static_cast<std::size_t>(N_) * 3 * Cl_);
-  be_.kv_repeat_forward(tmp.data(), qkv, N_, NHl_, KVl_, hd_);
-  return tmp.data();
+  be_.kv_repeat_forward(tmp.ref(), qkv, N_, NHl_, KVl_, hd_);
+  return tmp.ref();
 }
 
-void GptStage::head_forward(Acts& a, const MicroBatch& data, const float* x) {
+void GptStage::head_forward(Acts& a, const MicroBatch& data, ConstTensorRef x) {
   const auto ns = static_cast<std::size_t>(rows_), n = static_cast<std::size_t>(N_);
   const auto c = static_cast<std::size_t>(C_);
   const bool tied_here = first_ && m_.tied_embeddings;  // the head reads the embedding unit's wte
   store_.acquire(head_unit_, Direction::forward);
   if (tied_here) store_.acquire(embed_unit_, Direction::forward);
   a.lnf = act(ns * c);
-  norm_forward(a.lnf.data(), a.meanf, a.rstdf, x, lnf_w_, lnf_b_);
+  norm_forward(a.lnf.ref(), a.meanf, a.rstdf, x, lnf_w_, lnf_b_);
   Buffer tmp;
-  const float* lnf_full = gather_rows(a.lnf.data(), tmp);
-  a.logits = be_.allocate(n * Vl_, MemCategory::logits);
+  const ConstTensorRef lnf_full = gather_rows(a.lnf.ref(), tmp);
+  a.logits = be_.allocate(n * Vl_, MemCategory::logits, dt_);
   // logits[N, V/tp] = lnf · wte_shardᵀ
-  be_.gemm({false, true, N_, Vl_, C_, C_, C_, Vl_}, 1.0f, lnf_full, store_.param(head_w_), 0.0f, a.logits.data());
+  be_.gemm({false, true, N_, Vl_, C_, C_, C_, Vl_}, 1.0f, lnf_full, store_.param(head_w_), 0.0f, a.logits.ref());
   tmp.release();
   a.row_max = be_.allocate(n, MemCategory::logits);
   a.row_sum = be_.allocate(n, MemCategory::logits);
   a.losses = be_.allocate(n, MemCategory::logits);
-  Buffer target = work(n);
-  be_.ce_row_max(a.row_max.data(), a.logits.data(), N_, Vl_);
+  Buffer target = work32(n);
+  be_.ce_row_max(a.row_max.data(), a.logits.ref(), N_, Vl_);
   if (tp_ > 1) g_.tp->all_reduce(a.row_max.data(), n, ReduceOp::max);
-  be_.ce_row_sumexp(a.row_sum.data(), a.logits.data(), a.row_max.data(), N_, Vl_);
-  be_.ce_target_logit(target.data(), a.logits.data(), data.targets.data(), N_, Vl_, vocab_begin_);
+  be_.ce_row_sumexp(a.row_sum.data(), a.logits.ref(), a.row_max.data(), N_, Vl_);
+  be_.ce_target_logit(target.data(), a.logits.ref(), data.targets.data(), N_, Vl_, vocab_begin_);
   if (tp_ > 1) {
     g_.tp->all_reduce(a.row_sum.data(), n);
     g_.tp->all_reduce(target.data(), n);
@@ -273,42 +316,42 @@ void GptStage::head_forward(Acts& a, const MicroBatch& data, const float* x) {
   store_.release(head_unit_);
 }
 
-void GptStage::head_backward(Acts& a, const MicroBatch& data, const float* x, float* dx) {
+void GptStage::head_backward(Acts& a, const MicroBatch& data, ConstTensorRef x, TensorRef dx) {
   const auto ns = static_cast<std::size_t>(rows_), n = static_cast<std::size_t>(N_);
   const auto c = static_cast<std::size_t>(C_);
   const bool tied_here = first_ && m_.tied_embeddings;
   store_.acquire(head_unit_, Direction::backward);
   if (tied_here) store_.acquire(embed_unit_, Direction::backward);
   Buffer dlogits = work(n * Vl_);
-  be_.ce_backward(dlogits.data(), a.logits.data(), a.row_max.data(), a.row_sum.data(), data.targets.data(),
+  be_.ce_backward(dlogits.ref(), a.logits.ref(), a.row_max.data(), a.row_sum.data(), data.targets.data(),
                   dloss_.data(), N_, Vl_, vocab_begin_);
   a.logits.release();
   Buffer tmp;
-  const float* lnf_full = gather_rows(a.lnf.data(), tmp);
+  const ConstTensorRef lnf_full = gather_rows(a.lnf.ref(), tmp);
   Buffer dlnf_full = work(n * c);
-  be_.gemm({false, false, N_, C_, Vl_, Vl_, C_, C_}, 1.0f, dlogits.data(), store_.param(head_w_), 0.0f,
-           dlnf_full.data());
-  be_.gemm({true, false, Vl_, C_, N_, Vl_, C_, C_}, 1.0f, dlogits.data(), lnf_full, 1.0f, store_.grad(head_w_));
+  be_.gemm({false, false, N_, C_, Vl_, Vl_, C_, C_}, 1.0f, dlogits.ref(), store_.param(head_w_), 0.0f,
+           dlnf_full.ref());
+  be_.gemm({true, false, Vl_, C_, N_, Vl_, C_, C_}, 1.0f, dlogits.ref(), lnf_full, 1.0f, store_.grad(head_w_));
   tmp.release();
   dlogits.release();
   Buffer dlnf = work(ns * c);
-  reduce_rows(dlnf_full.data(), dlnf.data());
+  reduce_rows(dlnf_full.ref(), dlnf.ref());
   be_.zero(dx, ns * c);
-  norm_backward(dx, dlnf.data(), x, lnf_w_, lnf_b_, a.meanf, a.rstdf);
+  norm_backward(dx, dlnf.ref(), x, lnf_w_, lnf_b_, a.meanf, a.rstdf);
   if (tied_here) store_.release(embed_unit_);
   store_.release(head_unit_);
 }
 
-const float* GptStage::forward(int mb, const MicroBatch& data, const float* input) {
+ConstTensorRef GptStage::forward(int mb, const MicroBatch& data, ConstTensorRef input) {
   auto a = std::make_unique<Acts>();
   const auto ns = static_cast<std::size_t>(rows_) * C_;
   a->residual.resize(static_cast<std::size_t>(layers_) + 1);
   a->layers.resize(static_cast<std::size_t>(layers_));
   a->residual[0] = act(ns);
   if (first_) {
-    embedding_forward(data, a->residual[0].data());
+    embedding_forward(data, a->residual[0].ref());
   } else {
-    be_.copy(a->residual[0].data(), input, ns);
+    be_.copy(a->residual[0].ref(), input, ns);
   }
   const bool full = plan_.recompute == Recompute::full;
   const bool keep_att = plan_.recompute == Recompute::none;
@@ -316,27 +359,27 @@ const float* GptStage::forward(int mb, const MicroBatch& data, const float* inpu
     const auto li = static_cast<std::size_t>(l);
     a->residual[li + 1] = act(ns);
     store_.acquire(blocks_[li].unit, Direction::forward);
-    forward_block(l, a->residual[li].data(), a->layers[li], a->residual[li + 1].data(), keep_att);
+    forward_block(l, a->residual[li].ref(), a->layers[li], a->residual[li + 1].ref(), keep_att);
     store_.release(blocks_[li].unit);
     if (full) a->layers[li] = LayerActs{};  // keep only the block input (Korthikanti §5)
   }
-  if (last_) head_forward(*a, data, a->residual.back().data());
-  const float* out = last_ ? nullptr : a->residual.back().data();
+  if (last_) head_forward(*a, data, a->residual.back().ref());
+  const ConstTensorRef out = last_ ? ConstTensorRef{} : ConstTensorRef(a->residual.back().ref());
   acts_[mb] = std::move(a);
   return out;
 }
 
 double GptStage::loss_sum(int mb) const { return acts_.at(mb)->loss_sum; }
 
-const float* GptStage::backward(int mb, const MicroBatch& data, const float* dout, bool last_micro) {
+ConstTensorRef GptStage::backward(int mb, const MicroBatch& data, ConstTensorRef dout, bool last_micro) {
   auto& a = *acts_.at(mb);
   const auto ns = static_cast<std::size_t>(rows_) * C_;
   Buffer d = work(ns), dnext = work(ns);
   if (last_) {
-    head_backward(a, data, a.residual.back().data(), d.data());
+    head_backward(a, data, a.residual.back().ref(), d.ref());
     store_.unit_backward_done(head_unit_, last_micro);
   } else {
-    be_.copy(d.data(), dout, ns);
+    be_.copy(d.ref(), dout, ns);
   }
   a.residual.back().release();
   for (int l = layers_ - 1; l >= 0; --l) {
@@ -344,9 +387,9 @@ const float* GptStage::backward(int mb, const MicroBatch& data, const float* dou
     store_.acquire(blocks_[li].unit, Direction::backward);
     if (plan_.recompute == Recompute::full) {
       Buffer scratch = work(ns);
-      forward_block(l, a.residual[li].data(), a.layers[li], scratch.data(), true);
+      forward_block(l, a.residual[li].ref(), a.layers[li], scratch.ref(), true);
     }
-    backward_block(l, d.data(), a.layers[li], a.residual[li].data(), dnext.data());
+    backward_block(l, d.ref(), a.layers[li], a.residual[li].ref(), dnext.ref());
     a.layers[li] = LayerActs{};
     store_.release(blocks_[li].unit);
     store_.unit_backward_done(blocks_[li].unit, last_micro);
@@ -354,13 +397,13 @@ const float* GptStage::backward(int mb, const MicroBatch& data, const float* dou
     a.residual[li + 1].release();
   }
   if (first_) {
-    embedding_backward(data, d.data());
+    embedding_backward(data, d.ref());
     store_.unit_backward_done(embed_unit_, last_micro);
   }
   acts_.erase(mb);
-  if (first_) return nullptr;
+  if (first_) return {};
   dinput_ = std::move(d);
-  return dinput_.data();
+  return dinput_.ref();
 }
 
 }  // namespace ztune::executor

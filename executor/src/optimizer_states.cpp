@@ -3,6 +3,7 @@
 #include <cassert>
 #include <istream>
 #include <ostream>
+#include <stdexcept>
 
 #include "buffer_io.hpp"
 #include "ztune/executor/host_adam.hpp"
@@ -13,7 +14,11 @@ namespace ztune::executor {
 
 OptimizerStates::OptimizerStates(std::size_t n, const OptimizerStateOptions& options, Communicator& dp,
                                  Backend& backend, kernels::ThreadPool& host_pool)
-    : n_(n), offload_(options.offload), be_(backend), host_pool_(host_pool) {
+    : n_(n), offload_(options.offload), storage_(options.storage), grad_storage_(options.grad_storage), be_(backend),
+      host_pool_(host_pool) {
+  if (options.onebit_freeze_step >= 0 && !options.offload &&
+      (storage_ != StorageDtype::fp32 || grad_storage_ != StorageDtype::fp32))
+    throw std::logic_error("1-bit Adam with 16-bit storage (refused by executor_support)");
   if (options.offload && !options.nvme_file.empty()) {
     nvme_ = std::make_unique<NvmeOptimizerStates>(options.nvme_file, n);
     host_grad_ = be_.allocate(n, MemCategory::host_staging);
@@ -25,6 +30,7 @@ OptimizerStates::OptimizerStates(std::size_t n, const OptimizerStateOptions& opt
   } else if (options.onebit_freeze_step >= 0) {
     onebit_ = std::make_unique<OnebitAdam>(n, options.onebit_freeze_step, dp, be_, host_pool_);
   } else {
+    if (storage_ != StorageDtype::fp32) master_ = be_.allocate(n, MemCategory::optimizer);
     m_ = be_.allocate(n, MemCategory::optimizer);
     v_ = be_.allocate(n, MemCategory::optimizer);
   }
@@ -39,35 +45,56 @@ std::optional<bool> OptimizerStates::nvme_direct_io() const {
   return nvme_->direct_io();
 }
 
-void OptimizerStates::initialise_master(std::size_t off, const float* params, std::size_t len) {
-  assert(offload_ && "only offloaded states keep a master copy");
+void OptimizerStates::initialise_master(std::size_t off, ConstTensorRef params, std::size_t len) {
+  assert(has_master() && "these states keep no master copy");
+  if (!offload_) {
+    be_.copy(master_.data() + off, params, len);  // the 16-bit values, widened (Megatron's main params)
+    return;
+  }
+  Buffer wide;  // 16-bit parameters cross to the host as fp32
+  const float* src = static_cast<const float*>(params.ptr);
+  if (!params.is_fp32()) {
+    wide = be_.allocate(len, MemCategory::workspace);
+    be_.copy(wide.data(), params, len);
+    src = wide.data();
+  }
   if (nvme_) {
     // The master copy starts as the parameters, staged through host_grad_.
-    be_.to_host(host_grad_.data() + off, params, len);
+    be_.to_host(host_grad_.data() + off, src, len);
     nvme_->initialise(off, host_grad_.data() + off, len);
   } else {
-    be_.to_host(host_master_.data() + off, params, len);
+    be_.to_host(host_master_.data() + off, src, len);
   }
 }
 
-void OptimizerStates::step_replicated(float* params, const float* grads, const kernels::AdamWParams& h, int step) {
+void OptimizerStates::step_replicated(TensorRef params, ConstTensorRef grads, const kernels::AdamWParams& h, int step,
+                                      float grad_scale) {
   if (onebit_) {
-    onebit_->step(params, grads, h, step);
+    if (grad_scale != 1.0f) throw std::logic_error("1-bit Adam takes unscaled gradients");
+    onebit_->step(params.f32(), grads.f32(), h, step);
     return;
   }
-  this->step(params, grads, 0, n_, h);
+  this->step({{params, grads, 0, n_}}, h, grad_scale);
 }
 
-void OptimizerStates::step(float* param, const float* grad, std::size_t off, std::size_t len,
-                           const kernels::AdamWParams& h) {
+void OptimizerStates::step(TensorRef param, ConstTensorRef grad, std::size_t off, std::size_t len,
+                           const kernels::AdamWParams& h, float grad_scale) {
   if (!offload_) {
-    be_.adamw(param, grad, m_.data() + off, v_.data() + off, static_cast<long>(len), h);
+    step({{param, grad, off, len}}, h, grad_scale);
     return;
   }
-  // ZeRO-Offload: gradients down, Adam on the host, parameters back up.
+  // ZeRO-Offload: gradients down (as fp32, scaled), Adam on the host, parameters back up.
+  Buffer wide;
+  const float* g = static_cast<const float*>(grad.ptr);
+  if (!grad.is_fp32() || grad_scale != 1.0f) {
+    wide = be_.allocate(len, MemCategory::workspace);
+    be_.copy(wide.data(), grad, len);
+    if (grad_scale != 1.0f) be_.scale(wide.data(), grad_scale, static_cast<long>(len));
+    g = wide.data();
+  }
   {
     ScopedOp t(be_.ops(), OpKind::offload_copy, static_cast<double>(len * sizeof(float)));
-    be_.to_host(host_grad_.data() + off, grad, len);
+    be_.to_host(host_grad_.data() + off, g, len);
   }
   float* updated = host_master_.data() + off;
   if (nvme_) {
@@ -82,23 +109,40 @@ void OptimizerStates::step(float* param, const float* grad, std::size_t off, std
                host_pool_);
   }
   ScopedOp t(be_.ops(), OpKind::offload_copy, static_cast<double>(len * sizeof(float)));
-  be_.from_host(param, updated, len);
-}
-
-void OptimizerStates::step(const std::vector<Range>& ranges, const kernels::AdamWParams& h) {
-  if (offload_) {
-    for (const auto& r : ranges) step(r.param, r.grad, r.off, r.len, h);
+  if (param.is_fp32()) {
+    be_.from_host(param, updated, len);
     return;
   }
-  std::vector<AdamWSpan> spans;
-  for (const auto& r : ranges)
-    spans.push_back({r.param, m_.data() + r.off, v_.data() + r.off, r.grad, nullptr, static_cast<long>(r.len)});
-  be_.adamw_fused(spans, StorageDtype::fp32, StorageDtype::fp32, h);
+  if (wide.empty()) wide = be_.allocate(len, MemCategory::workspace);
+  be_.from_host(wide.data(), updated, len);
+  be_.copy(param, wide.data(), len);  // the 16-bit copy of the new master
 }
 
-std::size_t OptimizerStates::state_floats() const {
-  if (onebit_) return onebit_->state_floats();
-  return (offload_ ? 3 : 2) * n_;
+void OptimizerStates::step(const std::vector<Range>& ranges, const kernels::AdamWParams& h, float grad_scale) {
+  if (offload_) {
+    for (const auto& r : ranges) step(r.param, r.grad, r.off, r.len, h, grad_scale);
+    return;
+  }
+  const bool wide = storage_ == StorageDtype::fp32;
+  std::vector<AdamWSpan> spans;
+  for (const auto& r : ranges) {
+    if (r.param.dtype != storage_ || r.grad.dtype != grad_storage_)
+      throw std::logic_error("OptimizerStates: a range's storage differs from the states'");
+    AdamWSpan s;
+    s.master = wide ? r.param.f32() : master_.data() + r.off;
+    s.m = m_.data() + r.off;
+    s.v = v_.data() + r.off;
+    s.grad = r.grad.ptr;
+    s.param = wide ? nullptr : r.param.ptr;
+    s.n = static_cast<long>(r.len);
+    spans.push_back(s);
+  }
+  be_.adamw_fused(spans, grad_storage_, storage_, h, grad_scale);
+}
+
+std::size_t OptimizerStates::state_bytes() const {
+  if (onebit_) return onebit_->state_floats() * sizeof(float);
+  return (has_master() ? 3 : 2) * n_ * sizeof(float);
 }
 
 void OptimizerStates::write_state(std::ostream& out) const {
@@ -107,12 +151,13 @@ void OptimizerStates::write_state(std::ostream& out) const {
   } else if (nvme_) {
     nvme_->write_state(out);
   } else if (offload_) {
-    write_floats(out, host_master_, be_);
-    write_floats(out, host_m_, be_);
-    write_floats(out, host_v_, be_);
+    write_buffer(out, host_master_, be_);
+    write_buffer(out, host_m_, be_);
+    write_buffer(out, host_v_, be_);
   } else {
-    write_floats(out, m_, be_);
-    write_floats(out, v_, be_);
+    if (!master_.empty()) write_buffer(out, master_, be_);
+    write_buffer(out, m_, be_);
+    write_buffer(out, v_, be_);
   }
 }
 
@@ -122,12 +167,13 @@ void OptimizerStates::read_state(std::istream& in) {
   } else if (nvme_) {
     nvme_->read_state(in);
   } else if (offload_) {
-    read_floats(in, host_master_, be_);
-    read_floats(in, host_m_, be_);
-    read_floats(in, host_v_, be_);
+    read_buffer(in, host_master_, be_);
+    read_buffer(in, host_m_, be_);
+    read_buffer(in, host_v_, be_);
   } else {
-    read_floats(in, m_, be_);
-    read_floats(in, v_, be_);
+    if (!master_.empty()) read_buffer(in, master_, be_);
+    read_buffer(in, m_, be_);
+    read_buffer(in, v_, be_);
   }
 }
 

@@ -43,6 +43,11 @@ struct ParamStore::Pending {
 ParamStore::ParamStore(std::vector<ParamSpec> specs, int units, const StoreOptions& options, Backend& backend,
                        ProcessGroups& groups, kernels::ThreadPool& host_pool)
     : specs_(std::move(specs)), opt_(options), be_(backend), g_(groups) {
+  const StorageDtype dt = opt_.storage, gdt = opt_.grad_storage;
+  if (dt != StorageDtype::fp32 && !opt_.nvme_params_file.empty())
+    throw std::logic_error("16-bit storage with parameters on NVMe (refused by executor_support)");
+  if (gdt != StorageDtype::fp32 && gdt != dt)
+    throw std::logic_error("16-bit gradients of another type than the parameters (refused by executor_support)");
   dp_ = g_.dp->size();
   dp_rank_ = g_.dp->rank();
   // Units' sizes, then greedy buckets of consecutive units up to bucket_elems.
@@ -101,19 +106,20 @@ ParamStore::ParamStore(std::vector<ParamSpec> specs, int units, const StoreOptio
     nvme_params_ = std::make_unique<NvmeParamPartitions>(opt_.nvme_params_file, pieces);
     param_stage_ = be_.allocate(largest, MemCategory::host_staging);
   } else if (stage3()) {
-    param_shards_ = be_.allocate(shard_size_, opt_.offload_params ? MemCategory::host_params : MemCategory::params);
+    param_shards_ =
+        be_.allocate(shard_size_, opt_.offload_params ? MemCategory::host_params : MemCategory::params, dt);
   } else {
-    params_ = be_.allocate(full_size_, MemCategory::params);
+    params_ = be_.allocate(full_size_, MemCategory::params, dt);
   }
   if (opt_.zero_stage >= 2) {
-    grad_shards_ = be_.allocate(shard_size_, MemCategory::grads);
+    grad_shards_ = be_.allocate(shard_size_, MemCategory::grads, gdt);
   } else {
-    grads_ = be_.allocate(full_size_, MemCategory::grads);
+    grads_ = be_.allocate(full_size_, MemCategory::grads, gdt);
   }
   // 1-bit Adam works on the replicated flat buffers; with offload it is not used.
   if (!opt_.offload_optimizer && opt_.onebit_freeze_step >= 0 && opt_.zero_stage != 0)
     throw std::logic_error("1-bit Adam needs ZeRO stage 0");
-  const OptimizerStateOptions states{opt_.offload_optimizer, opt_.nvme_file, opt_.onebit_freeze_step};
+  const OptimizerStateOptions states{opt_.offload_optimizer, opt_.nvme_file, opt_.onebit_freeze_step, dt, gdt};
   optimizer_ = std::make_unique<OptimizerStates>(opt_.zero_stage >= 1 ? shard_size_ : full_size_, states, *g_.dp,
                                                  be_, host_pool);
   // ZeRO++ hpZ (Wang et al. 2023, §3.2) across nodes: each rank keeps a
@@ -129,7 +135,7 @@ ParamStore::ParamStore(std::vector<ParamSpec> specs, int units, const StoreOptio
       b.secondary_offset = total;
       total += b.secondary_piece;
     }
-    secondary_ = be_.allocate(total, MemCategory::params);
+    secondary_ = be_.allocate(total, MemCategory::params, dt);
   }
 }
 
@@ -159,39 +165,39 @@ ParamStore::Bucket& ParamStore::bucket_of_unit(int unit) {
   return buckets_[static_cast<std::size_t>(unit_bucket_[static_cast<std::size_t>(unit)])];
 }
 
-float* ParamStore::param(int id) {
+TensorRef ParamStore::param(int id) {
   const auto i = static_cast<std::size_t>(id);
   auto& b = buckets_[static_cast<std::size_t>(param_bucket_[i])];
-  if (!stage3()) return params_.data() + b.offset + param_offset_[i];
+  if (!stage3()) return params_.ref(b.offset + param_offset_[i]);
   assert(!b.gathered.empty() && !b.gather_req && "ZeRO-3 parameter used outside acquire/release");
-  return b.gathered.data() + param_offset_[i];
+  return b.gathered.ref(param_offset_[i]);
 }
 
-float* ParamStore::grad(int id) {
+TensorRef ParamStore::grad(int id) {
   const auto i = static_cast<std::size_t>(id);
   auto& b = buckets_[static_cast<std::size_t>(param_bucket_[i])];
-  if (opt_.zero_stage < 2) return grads_.data() + b.offset + param_offset_[i];
-  if (b.grad_work.empty()) b.grad_work = be_.allocate(b.padded, MemCategory::grads);
-  return b.grad_work.data() + param_offset_[i];
+  if (opt_.zero_stage < 2) return grads_.ref(b.offset + param_offset_[i]);
+  if (b.grad_work.empty()) b.grad_work = be_.allocate(b.padded, MemCategory::grads, opt_.grad_storage);
+  return b.grad_work.ref(param_offset_[i]);
 }
 
 std::size_t ParamStore::bucket_index(const Bucket& b) const { return static_cast<std::size_t>(&b - buckets_.data()); }
 
-const float* ParamStore::owned_param_values(Bucket& b) {
+ConstTensorRef ParamStore::owned_param_values(Bucket& b) {
   if (!nvme_params_) return owned_param_piece(b);
   nvme_params_->read(bucket_index(b), param_stage_.data());
   return param_stage_.data();
 }
 
-float* ParamStore::owned_param_piece(Bucket& b) {
+TensorRef ParamStore::owned_param_piece(Bucket& b) {
   assert(!nvme_params_ && "the partitions are on NVMe: owned_param_values");
-  if (stage3()) return param_shards_.data() + b.shard_offset;
-  return params_.data() + b.offset + static_cast<std::size_t>(dp_rank_) * b.piece;
+  if (stage3()) return param_shards_.ref(b.shard_offset);
+  return params_.ref(b.offset + static_cast<std::size_t>(dp_rank_) * b.piece);
 }
 
-float* ParamStore::owned_grad_piece(Bucket& b) {
-  if (opt_.zero_stage >= 2) return grad_shards_.data() + b.shard_offset;
-  return grads_.data() + b.offset + static_cast<std::size_t>(dp_rank_) * b.piece;
+TensorRef ParamStore::owned_grad_piece(Bucket& b) {
+  if (opt_.zero_stage >= 2) return grad_shards_.ref(b.shard_offset);
+  return grads_.ref(b.offset + static_cast<std::size_t>(dp_rank_) * b.piece);
 }
 
 // ZeRO++ (Wang et al. 2023, §3): weight gathers carry int8 (qwZ) and gradients
@@ -210,30 +216,30 @@ constexpr int kZeroppGradBits = 4;
 bool ParamStore::hpz(const Bucket& b) const { return !secondary_.empty() && b.secondary_piece > 0; }
 
 void ParamStore::start_gather(Bucket& b, bool quantized, Direction dir) {
-  b.gathered = be_.allocate(b.padded, MemCategory::zero3_gathered);
+  b.gathered = be_.allocate(b.padded, MemCategory::zero3_gathered, opt_.storage);
   b.gathered_from_secondary = quantized && dir == Direction::backward && hpz(b) && b.secondary_valid;
   if (b.gathered_from_secondary) {
     // hpZ: the forward's dequantized weights from the node's secondary slices.
     b.gathered_quantized = true;
-    b.gather_req = g_.dp_intra->all_gather_async(secondary_.data() + b.secondary_offset, b.gathered.data(),
+    b.gather_req = g_.dp_intra->all_gather_async(secondary_.ref(b.secondary_offset), b.gathered.ref(),
                                                  b.secondary_piece);
     return;
   }
-  float* mine = b.gathered.data() + static_cast<std::size_t>(dp_rank_) * b.piece;
+  const TensorRef mine = b.gathered.ref(static_cast<std::size_t>(dp_rank_) * b.piece);
   if (opt_.offload_params) {
     // The partition comes up from the host first (ZeRO-Infinity's parameter
     // fetch), and to the host from the drive before that when it lives there.
-    ScopedOp t(be_.ops(), OpKind::offload_copy, static_cast<double>(b.piece * sizeof(float)));
-    be_.from_host(mine, owned_param_values(b), b.piece);
+    ScopedOp t(be_.ops(), OpKind::offload_copy, static_cast<double>(b.piece * storage_bytes(opt_.storage)));
+    be_.from_host(mine, owned_param_values(b).ptr, b.piece);
   } else {
-    be_.copy(mine, param_shards_.data() + b.shard_offset, b.piece);
+    be_.copy(mine, param_shards_.ref(b.shard_offset), b.piece);
   }
   // qwZ: every rank sends its piece as int8; all of them (itself included) use
   // the dequantized values, so quantizing the piece before the gather is the same.
   b.gathered_quantized = quantized;
   if (quantized)
     be_.quantize_dequantize(mine, static_cast<long>(b.piece), kZeroppWeightBits, kZeroppGroup);
-  b.gather_req = g_.dp->all_gather_async(mine, b.gathered.data(), b.piece);
+  b.gather_req = g_.dp->all_gather_async(mine, b.gathered.ref(), b.piece);
 }
 
 bool ParamStore::quantized_gathers(const Bucket& b) const { return opt_.zeropp && !b.persistent; }
@@ -258,9 +264,8 @@ void ParamStore::acquire_bucket(int unit, Direction dir, bool full_precision) {
     b.gather_req.reset();
     if (quantized && hpz(b) && !b.gathered_from_secondary) {
       // hpZ: keep this rank's slice of the weights just gathered across nodes.
-      be_.copy(secondary_.data() + b.secondary_offset,
-               b.gathered.data() + static_cast<std::size_t>(g_.dp_intra->rank()) * b.secondary_piece,
-               b.secondary_piece);
+      be_.copy(secondary_.ref(b.secondary_offset),
+               b.gathered.ref(static_cast<std::size_t>(g_.dp_intra->rank()) * b.secondary_piece), b.secondary_piece);
       b.secondary_valid = true;
     }
   }
@@ -293,21 +298,24 @@ void ParamStore::initialise(const std::function<void(int, float*)>& fill) {
       fill(i, host.data());
       be_.from_host(full.data() + param_offset_[static_cast<std::size_t>(i)], host.data(), host.size());
     }
+    // Stored in storage(): a 16-bit store keeps the values rounded, and the
+    // masters below start from those (Megatron's and DeepSpeed's fp32 copies of
+    // the 16-bit model).
     if (nvme_params_) {
       be_.to_host(param_stage_.data(), full.data() + static_cast<std::size_t>(dp_rank_) * b.piece, b.piece);
       nvme_params_->write(bucket_index(b), param_stage_.data());
     } else if (stage3()) {
-      be_.copy(param_shards_.data() + b.shard_offset, full.data() + static_cast<std::size_t>(dp_rank_) * b.piece,
+      be_.copy(param_shards_.ref(b.shard_offset), full.data() + static_cast<std::size_t>(dp_rank_) * b.piece,
                b.piece);
     } else {
-      be_.copy(params_.data() + b.offset, full.data(), b.padded);
+      be_.copy(params_.ref(b.offset), full.data(), b.padded);
     }
   }
-  if (opt_.offload_optimizer) {
+  if (optimizer_->has_master()) {
     for (auto& b : buckets_) {
       const std::size_t off = opt_.zero_stage >= 1 ? b.shard_offset : b.offset;
       const std::size_t len = opt_.zero_stage >= 1 ? b.piece : b.padded;
-      const float* src = opt_.zero_stage >= 1 ? owned_param_values(b) : params_.data() + b.offset;
+      const ConstTensorRef src = opt_.zero_stage >= 1 ? owned_param_values(b) : params_.ref(b.offset);
       optimizer_->initialise_master(off, src, len);
     }
   }
@@ -318,7 +326,11 @@ std::vector<float> ParamStore::local_values(int id) {
   const auto unit = specs_[i].unit;
   acquire_bucket(unit, Direction::forward, true);  // the stored values, not ZeRO++'s int8 copy
   std::vector<float> out(specs_[i].shard.numel());
-  be_.to_host(out.data(), param(id), out.size());
+  {
+    Buffer wide = be_.allocate(out.size(), MemCategory::workspace);
+    be_.copy(wide.data(), param(id), out.size());
+    be_.to_host(out.data(), wide.data(), out.size());
+  }
   release(unit);
   // acquire() may have prefetched the next bucket: settle it so nothing is in flight.
   for (auto& b : buckets_) {
@@ -332,8 +344,9 @@ std::vector<float> ParamStore::local_values(int id) {
 }
 
 void ParamStore::zero_grads() {
-  if (!grads_.empty()) be_.zero(grads_.data(), grads_.size());
-  if (!grad_shards_.empty()) be_.zero(grad_shards_.data(), grad_shards_.size());
+  if (!grads_.empty()) be_.zero(grads_.ref(), grads_.size());
+  if (!grad_shards_.empty()) be_.zero(grad_shards_.ref(), grad_shards_.size());
+  grad_scale_ = 1.0f;
   for (auto& b : buckets_) b.units_done = 0;
 }
 
@@ -353,23 +366,38 @@ void ParamStore::launch_reduction(Bucket& b) {
   p.bucket = static_cast<int>(&b - buckets_.data());
   if (opt_.zero_stage < 2) {
     if (dp_ == 1 || gradients_local()) return;  // 1-bit Adam exchanges the momentum instead
-    p.request = g_.dp->all_reduce_async(grads_.data() + b.offset, b.padded);
+    p.request = g_.dp->all_reduce_async(grads_.ref(b.offset), b.padded);
   } else {
-    if (b.grad_work.empty()) b.grad_work = be_.allocate(b.padded, MemCategory::grads);
-    p.recv = be_.allocate(b.piece, MemCategory::comm_buckets);
+    if (b.grad_work.empty()) b.grad_work = be_.allocate(b.padded, MemCategory::grads, opt_.grad_storage);
+    p.recv = be_.allocate(b.piece, MemCategory::comm_buckets, opt_.grad_storage);
     if (opt_.zeropp && g_.dp_inter != nullptr) {
       // qgZ across nodes: int4 inside the node, the node's partials int4 again
       // across nodes (zeropp_reduce.hpp). Synchronous: no request to wait for.
-      hierarchical_quantized_reduce_scatter(be_, *g_.dp_intra, *g_.dp_inter, b.grad_work.data(), p.recv.data(),
-                                            b.piece, kZeroppGradBits, kZeroppGroup);
+      // Its int4 arithmetic is fp32: a 16-bit bucket goes through fp32 copies.
+      Buffer wide_in, wide_out;
+      float* in = nullptr;
+      float* out = nullptr;
+      if (opt_.grad_storage == StorageDtype::fp32) {
+        in = b.grad_work.data();
+        out = p.recv.data();
+      } else {
+        wide_in = be_.allocate(b.padded, MemCategory::workspace);
+        wide_out = be_.allocate(b.piece, MemCategory::workspace);
+        be_.copy(wide_in.data(), b.grad_work.ref(), b.padded);
+        in = wide_in.data();
+        out = wide_out.data();
+      }
+      hierarchical_quantized_reduce_scatter(be_, *g_.dp_intra, *g_.dp_inter, in, out, b.piece, kZeroppGradBits,
+                                            kZeroppGroup);
+      if (!wide_out.empty()) be_.copy(p.recv.ref(), wide_out.data(), b.piece);
       pending_.push_back(std::move(p));
       return;
     }
     // qgZ on one node: each rank's contribution crosses the wire as int4 and is
     // summed once, in full precision.
     if (opt_.zeropp && dp_ > 1)
-      be_.quantize_dequantize(b.grad_work.data(), static_cast<long>(b.padded), kZeroppGradBits, kZeroppGroup);
-    p.request = g_.dp->reduce_scatter_async(b.grad_work.data(), p.recv.data(), b.piece);
+      be_.quantize_dequantize(b.grad_work.ref(), static_cast<long>(b.padded), kZeroppGradBits, kZeroppGroup);
+    p.request = g_.dp->reduce_scatter_async(b.grad_work.ref(), p.recv.ref(), b.piece);
   }
   pending_.push_back(std::move(p));
 }
@@ -407,7 +435,7 @@ void ParamStore::finish_backward(bool last_micro) {
     if (p.request) p.request->wait();
     if (opt_.zero_stage >= 2) {
       auto& b = buckets_[static_cast<std::size_t>(p.bucket)];
-      be_.accumulate(grad_shards_.data() + b.shard_offset, p.recv.data(), static_cast<long>(b.piece));
+      be_.accumulate(grad_shards_.ref(b.shard_offset), p.recv.ref(), static_cast<long>(b.piece));
       b.grad_work.release();
     }
   }
@@ -417,7 +445,7 @@ void ParamStore::finish_backward(bool last_micro) {
   // accumulation boundary the partitions are summed across the replicas, the
   // ranks that own the same piece in the other shard groups.
   if (g_.replica != nullptr && last_micro && opt_.zero_stage >= 2)
-    g_.replica->all_reduce(grad_shards_.data(), grad_shards_.size());
+    g_.replica->all_reduce(grad_shards_.ref(), grad_shards_.size());
 }
 
 double ParamStore::owned_grad_sq() {
@@ -426,7 +454,7 @@ double ParamStore::owned_grad_sq() {
   if (g_.replica != nullptr && g_.replica->rank() != 0) return s;
   for (auto& b : buckets_) {
     const std::size_t lo = static_cast<std::size_t>(dp_rank_) * b.piece, hi = lo + b.piece;
-    const float* g = owned_grad_piece(b);
+    const ConstTensorRef g = owned_grad_piece(b);
     for (int i = b.first_param; i < b.end_param; ++i) {
       const auto& spec = specs_[static_cast<std::size_t>(i)];
       if (!spec.counted_in_norm) continue;
@@ -439,8 +467,14 @@ double ParamStore::owned_grad_sq() {
 }
 
 void ParamStore::scale_grads(float s) {
+  if (opt_.grad_storage != StorageDtype::fp32) {
+    // 16-bit gradients keep their values; the step multiplies its fp32 copies
+    // (small unscaled fp16 gradients would flush to zero in place).
+    grad_scale_ *= s;
+    return;
+  }
   if (opt_.zero_stage == 0) {
-    be_.scale(grads_.data(), s, static_cast<long>(grads_.size()));
+    be_.scale(grads_.ref(), s, static_cast<long>(grads_.size()));
     return;
   }
   for (auto& b : buckets_) be_.scale(owned_grad_piece(b), s, static_cast<long>(b.piece));
@@ -450,7 +484,8 @@ void ParamStore::optimizer_step(const kernels::AdamWParams& h) {
   for (auto& b : buckets_) b.secondary_valid = false;  // hpZ: the next forward gathers the new weights
   if (opt_.zero_stage == 0) {
     // Every rank updated the whole replicated buffer: nothing to gather.
-    optimizer_->step_replicated(params_.data(), grads_.data(), h, step_);
+    optimizer_->step_replicated(params_.ref(), grads_.ref(), h, step_, grad_scale_);
+    grad_scale_ = 1.0f;
     return;
   }
   if (nvme_params_) {
@@ -465,22 +500,23 @@ void ParamStore::optimizer_step(const kernels::AdamWParams& h) {
     // Every bucket's owned piece at once: one fused AdamW when the states are on the device.
     std::vector<OptimizerStates::Range> owned;
     for (auto& b : buckets_) owned.push_back({owned_param_piece(b), owned_grad_piece(b), b.shard_offset, b.piece});
-    optimizer_->step(owned, h);
+    optimizer_->step(owned, h, grad_scale_);
   }
+  grad_scale_ = 1.0f;
   if (stage3()) {
     for (auto& b : buckets_) b.gathered.release();  // persistent copies are stale now
     return;
   }
   std::vector<RequestPtr> gathers;
   for (auto& b : buckets_) {
-    float* mine = params_.data() + b.offset + static_cast<std::size_t>(dp_rank_) * b.piece;
-    if (dp_ > 1) gathers.push_back(g_.dp->all_gather_async(mine, params_.data() + b.offset, b.piece));
+    const TensorRef mine = params_.ref(b.offset + static_cast<std::size_t>(dp_rank_) * b.piece);
+    if (dp_ > 1) gathers.push_back(g_.dp->all_gather_async(mine, params_.ref(b.offset), b.piece));
   }
   for (auto& r : gathers) r->wait();
 }
 
-std::size_t ParamStore::state_floats() const {
-  return (stage3() ? shard_size_ : full_size_) + optimizer_->state_floats();
+std::size_t ParamStore::state_bytes() const {
+  return (stage3() ? shard_size_ : full_size_) * storage_bytes(opt_.storage) + optimizer_->state_bytes();
 }
 
 // With the partitions on NVMe the checkpoint holds them in the same layout as
@@ -488,7 +524,7 @@ std::size_t ParamStore::state_floats() const {
 // they lived.
 void ParamStore::write_param_state(std::ostream& out) const {
   if (!nvme_params_) {
-    write_floats(out, stage3() ? param_shards_ : params_, be_);
+    write_buffer(out, stage3() ? param_shards_ : params_, be_);
     return;
   }
   for (const auto& b : buckets_) {
@@ -499,7 +535,7 @@ void ParamStore::write_param_state(std::ostream& out) const {
 
 void ParamStore::read_param_state(std::istream& in) {
   if (!nvme_params_) {
-    read_floats(in, stage3() ? param_shards_ : params_, be_);
+    read_buffer(in, stage3() ? param_shards_ : params_, be_);
     return;
   }
   for (auto& b : buckets_) {

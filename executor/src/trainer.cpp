@@ -22,6 +22,10 @@ constexpr int kTagCollect = 3;
 // directions between a pair of stages and the chunks never mix (with two
 // stages the wrap-around link joins the same pair of ranks).
 int pipe_tag(int base, int receiving_chunk) { return base + 8 * receiving_chunk; }
+
+StorageDtype storage_of(Precision p) {
+  return p == Precision::bf16 ? StorageDtype::bf16 : p == Precision::fp16 ? StorageDtype::fp16 : StorageDtype::fp32;
+}
 }  // namespace
 
 Trainer::Trainer(const Transformer& m, const Plan& plan, const TrainOptions& opt, Communicator& world,
@@ -43,6 +47,13 @@ Trainer::Trainer(const Transformer& m, const Plan& plan, const TrainOptions& opt
   so.persistence_threshold = plan.param_persistence_threshold;
   so.onebit_freeze_step = plan.onebit_adam ? plan.onebit_freeze_step : -1;
   so.zeropp = plan.zeropp;
+  // Mixed precision is storage (issue 24): the plan's 16-bit type for the
+  // parameters and activations, fp32 masters; gradients in the type the plan
+  // reduces them in (its own precision unless it states fp32).
+  if (!opt.fp32_storage) {
+    so.storage = storage_of(plan.precision);
+    so.grad_storage = storage_of(plan.grad_reduce_dtype.value_or(plan.precision));
+  }
   // ZeRO-Infinity's files, one per rank and kind, in --nvme-dir (removed when the run ends).
   auto nvme_file = [&](const std::string& what) {
     const std::filesystem::path dir = opt.nvme_dir.empty() ? std::filesystem::temp_directory_path()
@@ -122,6 +133,7 @@ double Trainer::run_pipeline(const std::vector<MicroBatch>& data) {
   const int p = plan_.pp, stage = groups_.coords.pp_rank, chunks = groups_.shape.chunks;
   const int next = (stage + 1) % p, prev = (stage + p - 1) % p;
   const std::size_t act_size = static_cast<std::size_t>(chunks_.front()->rows()) * chunks_.front()->hidden();
+  const StorageDtype act_dtype = chunks_.front()->storage();  // activations and their gradients travel in it
   const auto schedule = pipeline_schedule(plan_.schedule, p, stage, plan_.grad_accum, chunks);
   std::size_t last_backward = 0;
   for (std::size_t i = 0; i < schedule.size(); ++i)
@@ -131,16 +143,16 @@ double Trainer::run_pipeline(const std::vector<MicroBatch>& data) {
   // checked without blocking at each new send (else an interleaved step would
   // hold all m·v of them).
   std::vector<std::pair<RequestPtr, Buffer>> sends;
-  auto send = [&](const float* src, int to, int tag) {
+  auto send = [&](ConstTensorRef src, int to, int tag) {
     std::erase_if(sends, [](auto& s) { return s.first->done(); });
-    Buffer buf = be_.allocate(act_size, MemCategory::comm_buckets);
-    be_.copy(buf.data(), src, act_size);
-    auto r = pp.send_async(buf.data(), act_size, to, tag);
+    Buffer buf = be_.allocate(act_size, MemCategory::comm_buckets, act_dtype);
+    be_.copy(buf.ref(), src, act_size);
+    auto r = pp.send_async(buf.ref(), act_size, to, tag);
     sends.emplace_back(std::move(r), std::move(buf));
   };
   auto receive = [&](int from, int tag) {
-    Buffer in = be_.allocate(act_size, MemCategory::comm_buckets);
-    pp.recv(in.data(), act_size, from, tag);
+    Buffer in = be_.allocate(act_size, MemCategory::comm_buckets, act_dtype);
+    pp.recv(in.ref(), act_size, from, tag);
     return in;
   };
   double loss_sum = 0;
@@ -153,13 +165,13 @@ double Trainer::run_pipeline(const std::vector<MicroBatch>& data) {
     if (a.forward) {
       Buffer in;
       if (!first) in = receive(prev, pipe_tag(kTagActivation, a.chunk));
-      const float* out = chunk.forward(a.microbatch, mb, in.data());
+      const ConstTensorRef out = chunk.forward(a.microbatch, mb, in.ref());
       if (last) loss_sum += chunk.loss_sum(a.microbatch);
       else send(out, next, pipe_tag(kTagActivation, stage == p - 1 ? a.chunk + 1 : a.chunk));
     } else {
       Buffer dout;
       if (!last) dout = receive(next, pipe_tag(kTagGradient, a.chunk));
-      const float* din = chunk.backward(a.microbatch, mb, dout.data(), a.microbatch == plan_.grad_accum - 1);
+      const ConstTensorRef din = chunk.backward(a.microbatch, mb, dout.ref(), a.microbatch == plan_.grad_accum - 1);
       // Send before finishing the reduction: the tied-embedding sum in
       // finish_backward waits for the first stage, which waits for this gradient.
       if (!first) send(din, prev, pipe_tag(kTagGradient, stage == 0 ? a.chunk - 1 : a.chunk));
@@ -236,8 +248,14 @@ std::vector<NamedTensor> Trainer::collect_full(bool grads) {
     if (specs[i].tied_copy) continue;
     std::vector<float> v;
     if (grads) {
+      // As the step will use them: widened to fp32 and times the pending unscale/clip factor.
       v.resize(specs[i].shard.numel());
-      be_.to_host(v.data(), store_->grad(static_cast<int>(i)), v.size());
+      Buffer wide = be_.allocate(v.size(), MemCategory::workspace);
+      be_.copy(wide.data(), store_->grad(static_cast<int>(i)), v.size());
+      be_.to_host(v.data(), wide.data(), v.size());
+      const float s = store_->pending_grad_scale();
+      if (s != 1.0f)
+        for (float& x : v) x *= s;
     } else {
       v = store_->local_values(static_cast<int>(i));
     }

@@ -195,21 +195,25 @@ struct StageMemory {
   double total = 0;
 };
 
-// fp32 activation bytes of one layer as ztune's CPU executor stores them: the
-// tensors of Korthikanti et al.'s count (LN inputs, QKV/FC1 inputs, Q, K, V,
-// projection input, the MLP's two 4h tensors, the softmax output) at 4 bytes,
-// and no dropout masks or dropout outputs (the executor has no dropout).
-// Context parallelism divides every term by cp, as in layer_activation_bytes
-// (the executor's ring keeps its rows' probabilities against all s keys).
-double layer_activation_bytes_fp32(const Transformer& m, const Plan& p, Recompute r, double density) {
+// Activation bytes of one layer as ztune's executor stores them
+// (executor/gpt_stage.hpp): the tensors of Korthikanti et al.'s count (LN
+// inputs, QKV/FC1 inputs, Q, K, V, projection input, the MLP's two 4h tensors,
+// the softmax output) in the plan's precision (the executor's storage, issue
+// 24: 4 bytes for fp32, 2 for bf16/fp16), no dropout masks or dropout outputs
+// (the executor has no dropout); a fused kernel's log-sum-exp in fp32. Context
+// parallelism divides every term by cp, as in layer_activation_bytes (the
+// executor's ring keeps its rows' probabilities against all s keys); the ring's
+// and Ulysses' host-side states are fp32 (GptStage::att_dtype).
+double layer_activation_bytes_executor(const Transformer& m, const Plan& p, Recompute r, double density) {
   const double s = m.seq_len, b = p.micro_batch, h = m.hidden, a = m.heads, t = p.tp;
+  const double eb = bytes_of(p.precision);
   const double sbh = s * b * h;
   const double sp = (p.sequence_parallel ? t : 1.0) * p.seq_split();
-  if (r == Recompute::full) return 4.0 * sbh / (p.partition_activations ? t * p.seq_split() : sp);
+  if (r == Recompute::full) return eb * sbh / (p.partition_activations ? t * p.seq_split() : sp);
   const double kvd = static_cast<double>(m.kv_heads) * m.head_dim();
   const double mlp = (m.activation == Activation::swiglu ? 3.0 : 2.0) * m.ffn_hidden;
-  const double outside = 4.0 * (m.parallel_residual ? 3.0 : 4.0) * sbh / sp;  // x, (x2,) ln1, ln2
-  const double inside = 4.0 * s * b * (h + 2.0 * kvd + h + mlp) / (t * p.seq_split());
+  const double outside = eb * (m.parallel_residual ? 3.0 : 4.0) * sbh / sp;  // x, (x2,) ln1, ln2
+  const double inside = eb * s * b * (h + 2.0 * kvd + h + mlp) / (t * p.seq_split());
   // Ulysses (executor/ulysses_attention.hpp): the attention state also keeps
   // the gathered Q|K|V and output of the rank's heads, s × 4h/u floats (the
   // kernel's input repeats grouped-query heads), dropped with the state under
@@ -217,8 +221,22 @@ double layer_activation_bytes_fp32(const Transformer& m, const Plan& p, Recomput
   const double gathered = p.ulysses > 1 && r == Recompute::none ? 4.0 * 4.0 * sbh / (t * p.ulysses) : 0.0;
   if (fused_attention(p.attention))
     return outside + inside + gathered + 4.0 * a * s * b / (t * p.seq_split());  // the lse
-  const double scores = r == Recompute::selective ? 0.0 : 4.0 * a * s * s * b / (t * p.seq_split()) * density;
+  const double score_bytes = p.cp > 1 || p.ulysses > 1 ? 4.0 : eb;
+  const double scores = r == Recompute::selective ? 0.0 : score_bytes * a * s * s * b / (t * p.seq_split()) * density;
   return outside + inside + gathered + scores;
+}
+
+// ztune's executor's model states (executor/param_store.hpp): parameters in the
+// plan's precision, gradients in the type it reduces them in (its precision
+// unless it states fp32), Adam's momentum and variance in fp32 and, beside
+// 16-bit parameters, fp32 master weights; partitioned by the ZeRO stage over n.
+ModelStateBytes executor_state_bytes(double psi, int n, int zero_stage, Precision precision,
+                                     std::optional<Precision> grad_reduce) {
+  const double d = std::max(1, n);
+  const double pb = bytes_of(precision), gb = bytes_of(grad_reduce.value_or(precision));
+  const double ob = 8.0 + (precision == Precision::fp32 ? 0.0 : 4.0);
+  return {zero_stage >= 3 ? pb * psi / d : pb * psi, zero_stage >= 2 ? gb * psi / d : gb * psi,
+          zero_stage >= 1 ? ob * psi / d : ob * psi};
 }
 
 // The CUDA backend's scratch beyond what the executor tracks, from its caching
@@ -260,18 +278,20 @@ double executor_cuda_scratch(const Transformer& m, const Plan& p, bool last) {
 void executor_lines(const Transformer& m, const Plan& p, double psi, double layers, double in_flight,
                     double density, bool last, StageMemory& sm) {
   const double sbh = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch * m.hidden;  // this rank's rows
-  double act = layers * in_flight * layer_activation_bytes_fp32(m, p, p.recompute, density);
-  if (p.recompute == Recompute::full) act += layer_activation_bytes_fp32(m, p, Recompute::none, density);
-  // Backward's incoming and outgoing residual-stream gradients (2·s·b·h fp32).
-  act += 2.0 * 4.0 * sbh / (p.sequence_parallel ? p.tp : 1.0);
+  const double eb = bytes_of(p.precision), gb = bytes_of(p.grad_reduce_dtype.value_or(p.precision));
+  double act = layers * in_flight * layer_activation_bytes_executor(m, p, p.recompute, density);
+  if (p.recompute == Recompute::full) act += layer_activation_bytes_executor(m, p, Recompute::none, density);
+  // Backward's incoming and outgoing residual-stream gradients (2·s·b·h).
+  act += 2.0 * eb * sbh / (p.sequence_parallel ? p.tp : 1.0);
   sm.gpu[idx(MemLine::activations)] = act;
   double buckets = 0;
-  if (p.dp_cp() > 1 && p.zero_stage >= 2) buckets += 4.0 * psi + 4.0 * psi / p.shard_group();
-  if (p.pp > 1) buckets += (p.grad_accum + 1.0) * 4.0 * sbh / (p.sequence_parallel ? p.tp : 1.0);
+  if (p.dp_cp() > 1 && p.zero_stage >= 2) buckets += gb * psi + gb * psi / p.shard_group();
+  if (p.pp > 1) buckets += (p.grad_accum + 1.0) * eb * sbh / (p.sequence_parallel ? p.tp : 1.0);
   sm.gpu[idx(MemLine::comm_buckets)] = buckets;
-  sm.gpu[idx(MemLine::logits)] =
-      last ? 4.0 * static_cast<double>(m.seq_len) / p.seq_split() * m.head_token_fraction * p.micro_batch * m.vocab / p.tp
-           : 0.0;
+  // The logits in the storage type, and four fp32 rows: the cross-entropy's
+  // row max, row sum and losses, and ∂L/∂loss (GptStage::Acts, dloss_).
+  const double rows = static_cast<double>(m.seq_len) / p.seq_split() * m.head_token_fraction * p.micro_batch;
+  sm.gpu[idx(MemLine::logits)] = last ? eb * rows * m.vocab / p.tp + 4.0 * 4.0 * rows : 0.0;
   const double transient = act + buckets + sm.gpu[idx(MemLine::logits)];
   sm.gpu[idx(MemLine::workspace)] = std::max(0.0, 4.0 * psi - transient);
   sm.gpu[idx(MemLine::runtime)] = 0;
@@ -380,11 +400,13 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   // of dp_shard ranks, replicated across the dp × cp / dp_shard groups.
   ModelStateBytes st = model_state_bytes(psi, p.shard_group(), p.zero_stage, opt.accounting, p.precision, p.pp,
                                          p.grad_reduce_dtype);
-  if (storage == Precision::fp32) {
-    // fp32 storage (fp32 training, and ztune's executor at any precision):
-    // 4-byte parameters and gradients, and Adam keeps only momentum and
-    // variance (8 bytes) since the parameters are already the fp32 master
-    // copy. Partitioning follows the same ZeRO stages.
+  const bool executor = executor_layout(c, hw);
+  if (executor) {
+    st = executor_state_bytes(psi, p.shard_group(), p.zero_stage, p.precision, p.grad_reduce_dtype);
+  } else if (storage == Precision::fp32) {
+    // fp32 storage (fp32 training): 4-byte parameters and gradients, and Adam
+    // keeps only momentum and variance (8 bytes) since the parameters are
+    // already the fp32 master copy. Partitioning follows the same ZeRO stages.
     const double n = std::max(1, p.shard_group());
     st.params = p.zero_stage >= 3 ? 4.0 * psi / n : 4.0 * psi;
     st.grads = p.zero_stage >= 2 ? 4.0 * psi / n : 4.0 * psi;
@@ -396,7 +418,7 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   }
   if (p.offload_params != OffloadTarget::none) st.params = 0;
   // ZeRO++ hpZ: the node-local secondary copy of the 16-bit parameters.
-  if (p.zeropp) st.params += zeropp_secondary_bytes(m, p, c, hw);
+  if (p.zeropp) st.params += zeropp_secondary_bytes(m, p, c);
   sm.gpu[idx(MemLine::params)] = st.params;
   sm.gpu[idx(MemLine::grads)] = st.grads;
   // 1-bit Adam's error feedback (fp32 worker and server errors) is optimizer state.
@@ -428,7 +450,8 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
       for (int i = 0; i < 2; ++i) keep(norms * h);
       if (m.bias) { keep((h + 2 * kvd) / t); keep(h); keep(f_in / t); keep(h); }
       else if (m.qkv_bias) keep((h + 2 * kvd) / t);  // Qwen2: the Q/K/V bias alone
-      sm.gpu[idx(MemLine::zero3_gathered)] = eb * (live + layers * small);
+      // ztune's executor gathers in the plan's precision (its storage).
+      sm.gpu[idx(MemLine::zero3_gathered)] = (executor ? bytes_of(p.precision) : eb) * (live + layers * small);
       // ZeRO++ qwZ: the int8 staging buffer of the gather in flight (none on
       // ztune's executor, which quantizes in place and gathers floats).
       if (p.zeropp && !hw.engine.fp32_storage)
@@ -482,7 +505,7 @@ bool executor_layout(const Cluster& c, const HardwareProfile& hw) {
 
 double stored_activation_bytes(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
                                Recompute r) {
-  if (executor_layout(c, hw)) return layer_activation_bytes_fp32(m, p, r, attention_density(m, p));
+  if (executor_layout(c, hw)) return layer_activation_bytes_executor(m, p, r, attention_density(m, p));
   return layer_activation_bytes(m, p, r);
 }
 

@@ -15,7 +15,11 @@ namespace ztune {
 
 double bytes_of(Precision p) { return p == Precision::fp32 ? 4.0 : 2.0; }
 
-Precision storage_precision(const Plan& p, const EngineProfile& e) {
+Precision storage_precision(const Plan& p, const EngineProfile& /*e: every engine stores the plan's precision*/) {
+  return p.precision;
+}
+
+Precision kernel_precision(const Plan& p, const EngineProfile& e) {
   return e.fp32_storage ? Precision::fp32 : p.precision;
 }
 
@@ -205,7 +209,7 @@ LinearTimes linear_times(const GemmShape& g, Precision p, const GpuSpec& gpu, co
 double context_parallel_attention(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
                                   const LayerShape& x, LayerCost& lc) {
   const GpuSpec& gpu = c.node.gpu;
-  const Precision prec = storage_precision(p, hw.engine);  // attention runs in the storage dtype
+  const Precision prec = kernel_precision(p, hw.engine);  // attention runs in the kernels' dtype
   const double eb = bytes_of(prec);
   const double heads_local = x.b * x.a / x.t;
   const double cp = p.cp;
@@ -321,7 +325,7 @@ void gpu_layer_compute(const LayerParts& in, LayerCost& lc) {
   const HardwareProfile& hw = in.hw;
   const LayerShape& x = in.x;
   const GpuSpec& gpu = c.node.gpu;
-  const Precision prec = storage_precision(p, hw.engine);  // activations' and attention's dtype
+  const Precision prec = kernel_precision(p, hw.engine);  // the memory-bound kernels' and attention's dtype
   const double eb = bytes_of(prec);
   const double heads_local = in.g.heads_local;
   const double density = in.g.density;
@@ -471,8 +475,10 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   g.t_proj = linear_times(g.proj, prec, gpu, hw);
   g.t_fc1 = linear_times(g.fc1, prec, gpu, hw);
   g.t_fc2 = linear_times(g.fc2, prec, gpu, hw);
-  g.t_qk = gemm_time(g.qk, stored, gpu, hw, true);
-  g.t_pv = gemm_time(g.pv, stored, gpu, hw, true);
+  // The attention core's products run in the kernels' dtype (fp32 in ztune's executor).
+  const Precision kernels = kernel_precision(p, hw.engine);
+  g.t_qk = gemm_time(g.qk, kernels, gpu, hw, true);
+  g.t_pv = gemm_time(g.pv, kernels, gpu, hw, true);
 
   // Host-op facts of the layer, the same whichever flavour computes it: the
   // elementwise kernels of a pass, and Megatron's softmax fallback (below).
@@ -654,7 +660,7 @@ void gpu_edge_compute(const EdgeParts& in, EdgeCost& e) {
   const LayerShape& x = in.x;
   const GpuSpec& gpu = in.c.node.gpu;
   const HardwareProfile& hw = in.hw;
-  const double eb = bytes_of(storage_precision(in.p, hw.engine));
+  const double eb = bytes_of(kernel_precision(in.p, hw.engine));  // the kernels' traffic
   const double hs = x.tokens * x.h;
   const double hs_local = hs / (x.sp ? x.t : 1.0);
   const LinearTimes& t_logits = in.t_logits;
@@ -803,7 +809,7 @@ DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, c
       if (p.zeropp) {
         // ZeRO++ qgZ: int4 hierarchical all-to-all instead of the reduce-scatter.
         d.per_microbatch_s = d.buckets * zeropp_gradient_reduce_time(bucket, p, c, hw);
-        d.bytes_per_microbatch = zeropp_grad_wire_bytes(hw.engine) * params;
+        d.bytes_per_microbatch = zeropp_grad_wire_bytes(p, hw.engine) * params;
       } else if (hybrid) {
         d.per_microbatch_s = d.buckets * hybrid_rs;
         d.bytes_per_microbatch = gbytes;
@@ -844,7 +850,7 @@ double gradient_reduce_bytes(const Plan& p, const EngineProfile& e) {
   if (p.grad_reduce_dtype) return bytes_of(*p.grad_reduce_dtype);
   if (p.precision == Precision::bf16 && (e.bf16_reduce_fp32 || bf16_optimizer_runs(p, e))) return 4.0;
   if (p.precision == Precision::fp16 && e.fp16_reduce_fp32) return 4.0;
-  return bytes_of(storage_precision(p, e));
+  return bytes_of(p.precision);  // the stored gradients (ztune's executor's too: issue 24)
 }
 
 int parameter_tensors_per_layer(const Transformer& m) {
@@ -919,7 +925,7 @@ Zero3GatherCost zero3_gather_cost(const Transformer& m, const Plan& p, const Clu
   if (p.zero_stage != 3 || p.dp_cp() <= 1) return z;
   const GroupLayout l = place_groups(p, c);
   const double params = stage_params(m, p);
-  const double stored = bytes_of(storage_precision(p, hw.engine)) * params;  // as stored (fp32 on CPU ranks)
+  const double stored = bytes_of(storage_precision(p, hw.engine)) * params;  // as stored
   z.bytes_per_pass = stored;
   const int gathers = zero3_gathers_per_pass(m, p, hw);
   z.gathers = gathers;
@@ -934,7 +940,7 @@ Zero3GatherCost zero3_gather_cost(const Transformer& m, const Plan& p, const Clu
     // ZeRO++: forward gathers int8 weights over the whole group (qwZ) with
     // their quantize/dequantize kernels; backward gathers 16-bit weights from
     // the node-local secondary partition (hpZ), inside the node.
-    const double q = zeropp_weight_wire_bytes(hw.engine) * params;
+    const double q = zeropp_weight_wire_bytes(p, hw.engine) * params;
     z.bytes_per_pass = q;
     z.fwd_s = gathers * collective_time(Collective::all_gather, q / gathers, l.dp, c, hw) +
               zeropp_weight_quantize_time(params, params / p.dp, c, hw);
@@ -977,17 +983,19 @@ OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster&
   if (p.offload_optimizer == OffloadTarget::none) {
     // Fused multi-tensor Adam: read fp32 master, m, v and the gradient (16 B),
     // write master, m, v (12 B) and the 16-bit copy (2 B), plus the unscale /
-    // norm pass over the gradient (8 B): 38 bytes per parameter. An engine
-    // storing fp32 (ztune's executor, Backend::adamw_fused over its float
-    // tensors) writes no 16-bit copy and reads its fp32 gradient once for the
-    // norm: 16 + 12 + 4 = 32.
+    // norm pass over the gradient (8 B): 38 bytes per parameter. ztune's
+    // executor training fp32 (Backend::adamw_fused, its parameters the
+    // masters) writes no 16-bit copy and reads its gradient once for the
+    // norm: 16 + 12 + 4 = 32; with 16-bit storage it keeps masters and writes
+    // the copies as the engines do.
     // ztune's CPU executor instead: fp32 AdamW, its gradient-norm pass and
     // (ZeRO 2/3) the per-micro-batch accumulation of reduced pieces
     // (cpu_executor_costs.hpp). 1-bit Adam keeps the fused count: its CPU path
     // is a separate optimizer.
     o.gpu_step_s = c.device_kind == DeviceKind::cpu && !p.onebit_adam
                        ? cpu_work_time(cpu_optimizer_work(m, p, params), c.node.gpu, hw)
-                       : memory_bound_time((hw.engine.fp32_storage ? 32.0 : 38.0) * part, c.node.gpu, hw, 4);
+                       : memory_bound_time((hw.engine.fp32_storage && p.precision == Precision::fp32 ? 32.0 : 38.0) *
+                                               part, c.node.gpu, hw, 4);
     return o;
   }
   // CPU Adam: the node's rate is shared by its GPUs' partitions.

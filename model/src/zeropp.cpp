@@ -39,14 +39,20 @@ Zero3CrossNodeBytes zero3_cross_node_bytes(const Transformer& m, const Plan& p, 
   return x;
 }
 
-double zeropp_weight_wire_bytes(const EngineProfile& e) { return e.fp32_storage ? 4.0 : kZeroppWeightBytes; }
-double zeropp_grad_wire_bytes(const EngineProfile& e) { return e.fp32_storage ? 4.0 : kZeroppGradBytes; }
+// ztune's executor (fp32_storage: its kernels compute on fp32 copies) moves its
+// stored values, the plan's precision, after quantizing them in place.
+double zeropp_weight_wire_bytes(const Plan& p, const EngineProfile& e) {
+  return e.fp32_storage ? bytes_of(p.precision) : kZeroppWeightBytes;
+}
+double zeropp_grad_wire_bytes(const Plan& p, const EngineProfile& e) {
+  return e.fp32_storage ? bytes_of(p.grad_reduce_dtype.value_or(p.precision)) : kZeroppGradBytes;
+}
 
-double zeropp_secondary_bytes(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+double zeropp_secondary_bytes(const Transformer& m, const Plan& p, const Cluster& c) {
   if (!p.zeropp || p.zero_stage != 3 || p.dp <= 1) return 0;
   const GroupLayout l = place_groups(p, c);
   if (!l.dp.crosses_nodes()) return 0;
-  return bytes_of(storage_precision(p, hw.engine)) * stage_params(m, p) / l.dp.per_node;  // the stored weights
+  return bytes_of(p.precision) * stage_params(m, p) / l.dp.per_node;  // the stored weights, every engine's in its precision
 }
 
 double zeropp_gradient_reduce_time(double grad_bytes, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
@@ -55,7 +61,7 @@ double zeropp_gradient_reduce_time(double grad_bytes, const Plan& p, const Clust
   const int g = l.dp.per_node;
   const int k = l.dp.nodes();
   const double elems = grad_bytes / gradient_reduce_bytes(p, hw.engine);
-  const double q = zeropp_grad_wire_bytes(hw.engine) * elems;
+  const double q = zeropp_grad_wire_bytes(p, hw.engine) * elems;
   double t = 0;
   if (g > 1) t += collective_time(Collective::all_to_all, q, GroupPlacement{g, g}, c, hw);
   if (k > 1) t += collective_time(Collective::all_to_all, q / g, GroupPlacement{k, 1}, c, hw);

@@ -105,14 +105,14 @@ double ModelCostSource::zero3_gather_s(double params, bool backward) const {
     const GroupPlacement node{layout_.dp.per_node, layout_.dp.per_node};
     return collective_time(Collective::all_gather, params * param_bytes_per_param(), node, cluster_, hw_);
   }
-  return collective_time(Collective::all_gather, zeropp_weight_wire_bytes(hw_.engine) * params, layout_.dp, cluster_,
+  return collective_time(Collective::all_gather, zeropp_weight_wire_bytes(plan_, hw_.engine) * params, layout_.dp, cluster_,
                          hw_) +
          zeropp_weight_quantize_time(params, params / plan_.dp_cp(), cluster_, hw_);
 }
 
 double ModelCostSource::zero3_gather_bytes(double params, bool backward) const {
   if (!plan_.zeropp || backward) return CostSource::zero3_gather_bytes(params, backward);
-  return zeropp_weight_wire_bytes(hw_.engine) * params;
+  return zeropp_weight_wire_bytes(plan_, hw_.engine) * params;
 }
 
 double ModelCostSource::zero3_reduce_s(double bytes) const {

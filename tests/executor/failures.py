@@ -43,11 +43,18 @@ def main():
         r = run(3, dp2, "--steps", "1")
         check("plan for 2 ranks on 3 is refused", r.returncode == 2 and
               "but the job has 3 (run with -np 2)" in r.stderr and r.stderr.count("error:") == 1, r.stderr)
-        bf16 = os.path.join(d, "bf16.json")
-        plans.write_plan_file(bf16, model, precision="bf16")
-        r = run(1, bf16, "--steps", "1")
-        check("bf16 plan is refused on the CPU backend", r.returncode == 2 and "$.plan.precision" in r.stderr,
-              r.stderr)
+        # bf16 trains on the CPU backend (16-bit storage, fp32 masters), but
+        # not with 1-bit Adam, whose momentum exchange the executor runs in fp32.
+        bf16 = os.path.join(d, "bf16_onebit.json")
+        plans.write_plan_file(bf16, model, precision="bf16", dp=2, mb=2, ga=2)
+        with open(bf16) as f:
+            doc = json.load(f)
+        doc["plan"]["onebit_adam"] = {"enabled": True, "freeze_step": 2}
+        with open(bf16, "w") as f:
+            json.dump(doc, f)
+        r = run(2, bf16, "--steps", "1")
+        check("bf16 plan with 1-bit Adam is refused", r.returncode == 2 and "$.plan.precision" in r.stderr
+              and "1-bit Adam" in r.stderr and r.stderr.count("error:") == 1, r.stderr)
         # A rule of the plan itself, not of the executor: DeepSpeed offloads
         # optimizer states to NVMe only with ZeRO-3 (check_plan), and the worker
         # holds a plan file to it as `ztune run` does.

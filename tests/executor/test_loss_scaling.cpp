@@ -1,6 +1,7 @@
 // fp16 dynamic loss scaling in the Trainer (issue 7, DeepSpeed's rules), on the
 // CPU backend, 2 ranks (dp 2, so the scaled gradients go through the
-// all-reduce). The CPU backend computes in fp32, which makes the oracle exact:
+// all-reduce). With fp32 storage (TrainOptions::fp32_storage) the CPU backend
+// computes the fp16 plan in fp32, which makes the oracle exact:
 // every backward operation is linear in the incoming gradient, and scaling by a
 // power of two commutes with IEEE rounding (no overflow, no denormals), so an
 // fp16 plan trained with loss scale 2^16 and unscaled before the optimizer must
@@ -8,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <vector>
@@ -58,6 +60,7 @@ std::vector<StepResult> train(const Plan& plan, const TrainOptions& opt, int ste
 TEST_CASE("fp16 loss scaling is exact: the same losses as fp32", "[executor][loss_scale]") {
   TrainOptions opt;
   opt.steps = 4;
+  opt.fp32_storage = true;
   const auto fp32 = train(dp2_plan(Precision::fp32), opt, 4);
   const auto fp16 = train(dp2_plan(Precision::fp16), opt, 4);
   for (std::size_t i = 0; i < fp32.size(); ++i) {
@@ -79,6 +82,7 @@ TEST_CASE("fp16 loss scaling is exact: the same losses as fp32", "[executor][los
 TEST_CASE("an overflow skips the step, the scale follows DeepSpeed's rules", "[executor][loss_scale]") {
   TrainOptions opt;
   opt.steps = 8;
+  opt.fp32_storage = true;
   Job job(dp2_plan(Precision::fp16), opt);
   Trainer& trainer = *job.trainer;
   auto params = [&] {
@@ -86,7 +90,7 @@ TEST_CASE("an overflow skips the step, the scale follows DeepSpeed's rules", "[e
     for (const auto& t : trainer.collect_full(false)) all.insert(all.end(), t.values.begin(), t.values.end());
     return all;
   };
-  float* poisoned = trainer.store().param(0);
+  float* poisoned = trainer.store().param(0).f32();
   const float kept = poisoned[0];
   poisoned[0] = std::numeric_limits<float>::infinity();
   const auto before = params();
@@ -109,13 +113,40 @@ TEST_CASE("an overflow skips the step, the scale follows DeepSpeed's rules", "[e
   CHECK(applied.grad_norm == same_batch.grad_norm);
 }
 
+TEST_CASE("with fp16 storage the scaled run trains near fp32, and an overflow is still skipped", "[executor][loss_scale]") {
+  // fp16 parameters, gradients and activations: 4 steps' losses stay within
+  // fp16 rounding of the fp32 plan's (storage rounds each stored value to 11
+  // significant bits, relative 2⁻¹¹ ≈ 4.9e-4; the tiny model's losses differ
+  // by far less), no step overflows at 2^16, and an infinite fp16 weight makes
+  // the gradients non-finite and the step skipped.
+  TrainOptions opt;
+  opt.steps = 4;
+  const auto fp32 = train(dp2_plan(Precision::fp32), opt, 4);
+  Job job(dp2_plan(Precision::fp16), opt);
+  REQUIRE(job.trainer->store().storage() == StorageDtype::fp16);
+  for (int step = 0; step < 4; ++step) {
+    INFO("step " << step + 1);
+    const StepResult r = job.trainer->step(step);
+    CHECK_FALSE(r.skipped);
+    CHECK(r.loss_scale == 65536);
+    CHECK(std::abs(r.loss - fp32[static_cast<std::size_t>(step)].loss) <= 4.9e-4 * fp32[static_cast<std::size_t>(step)].loss);
+  }
+  Job poisoned(dp2_plan(Precision::fp16), opt);
+  const std::uint16_t inf = 0x7c00;
+  poisoned.backend.from_host(poisoned.trainer->store().param(0), &inf, 1);
+  const StepResult r = poisoned.trainer->step(0);
+  CHECK(r.skipped);
+  CHECK_FALSE(std::isfinite(r.grad_norm));
+}
+
 TEST_CASE("gradients that overflow at the minimum scale stop training", "[executor][loss_scale]") {
   TrainOptions opt;
   opt.loss_scale.initial_scale_power = 1;  // 2
   opt.loss_scale.hysteresis = 1;           // halve on every overflow: 2, then the minimum 1
+  opt.fp32_storage = true;
   Job job(dp2_plan(Precision::fp16), opt);
   Trainer& trainer = *job.trainer;
-  trainer.store().param(0)[0] = std::numeric_limits<float>::infinity();
+  trainer.store().param(0).f32()[0] = std::numeric_limits<float>::infinity();
   CHECK(trainer.step(0).skipped);
   CHECK_THROWS_AS(trainer.step(1), LossScaleAtMinimum);
 }

@@ -54,50 +54,56 @@ TEST_CASE("ZeRO++: cross-node volume per micro-batch falls from 3M to about 0.75
 TEST_CASE("ZeRO++: hpZ keeps a 16-bit secondary partition of 2Ψ/g per GPU", "[model][zeropp]") {
   const Transformer m = load_transformer("20b");
   const Cluster c = load_cluster("dgx2x16");
-  // DeepSpeed's ZeRO++ (16-bit weights); ztune's executor keeps its copy in fp32.
+  // DeepSpeed's ZeRO++ (16-bit weights); ztune's executor keeps its copy in its storage type too.
   const HardwareProfile hw = with_engine(default_profile_for(c), "deepspeed");
   Plan p = zero3(256);
   const double psi = stage_params(m, p);
   const MemoryPrediction plain = predict_memory(m, p, c, hw);
   p.zeropp = true;
   const MemoryPrediction zpp = predict_memory(m, p, c, hw);
-  CHECK(zeropp_secondary_bytes(m, p, c, hw) == Approx(2 * psi / 16));
+  CHECK(zeropp_secondary_bytes(m, p, c) == Approx(2 * psi / 16));
   CHECK(zpp.line(MemLine::params) - plain.line(MemLine::params) == Approx(2 * psi / 16));
   CHECK(zpp.line(MemLine::optimizer) == plain.line(MemLine::optimizer));
-  CHECK(zeropp_secondary_bytes(m, p, c, with_engine(hw, "ztune")) == Approx(4 * psi / 16));
+  const MemoryPrediction executor = predict_memory(m, p, c, with_engine(hw, "ztune"));
+  p.zeropp = false;
+  CHECK(executor.line(MemLine::params) - predict_memory(m, p, c, with_engine(hw, "ztune")).line(MemLine::params) ==
+        Approx(2 * psi / 16));
+  p.zeropp = true;
   // A data-parallel group inside one node: the secondary partition is the primary one.
   Plan one_node = zero3(16);
   one_node.zeropp = true;
-  CHECK(zeropp_secondary_bytes(m, one_node, c, hw) == 0);
+  CHECK(zeropp_secondary_bytes(m, one_node, c) == 0);
 }
 
-TEST_CASE("ZeRO++ on ztune's executor: its numerics, fp32 on the wire", "[model][zeropp][executor]") {
+TEST_CASE("ZeRO++ on ztune's executor: its numerics, its storage type on the wire", "[model][zeropp][executor]") {
   // The executor quantizes and dequantizes in place and then gathers and
-  // reduces floats (executor/src/param_store.cpp, zeropp_reduce.hpp): the same
-  // bytes as its plain ZeRO-3, plus the quantization kernels.
+  // reduces its stored values, 16-bit for this fp16 plan (executor/src/
+  // param_store.cpp, zeropp_reduce.hpp): the same bytes as its plain ZeRO-3,
+  // plus the quantization kernels.
   const Transformer m = load_transformer("20b");
   const Cluster c = load_cluster("dgx2x16");
   const HardwareProfile hw = with_engine(default_profile_for(c), "ztune");
   Plan p = zero3(256);
+  REQUIRE(p.precision != Precision::fp32);
   const double psi = stage_params(m, p);
   const Zero3GatherCost plain = zero3_gather_cost(m, p, c, hw);
   const DpSyncCost plain_dp = dp_sync_cost(m, p, c, hw);
   p.zeropp = true;
   const Zero3GatherCost zpp = zero3_gather_cost(m, p, c, hw);
-  CHECK(plain.bytes_per_pass == Approx(4 * psi));
-  CHECK(zpp.bytes_per_pass == Approx(4 * psi));
+  CHECK(plain.bytes_per_pass == Approx(2 * psi));
+  CHECK(zpp.bytes_per_pass == Approx(2 * psi));
   CHECK(zpp.fwd_s > plain.fwd_s);  // the same gathers and the qwZ kernels
-  CHECK(dp_sync_cost(m, p, c, hw).bytes_per_microbatch == Approx(4 * psi));
-  CHECK(plain_dp.bytes_per_microbatch == Approx(4 * psi));
+  CHECK(dp_sync_cost(m, p, c, hw).bytes_per_microbatch == Approx(2 * psi));
+  CHECK(plain_dp.bytes_per_microbatch == Approx(2 * psi));
   // So on the executor ZeRO++ buys its numerics, not time.
   Plan off = p;
   off.zeropp = false;
   CHECK(predict_time(m, p, c, hw).iteration_s >= predict_time(m, off, c, hw).iteration_s);
-  // Nor an int8 staging buffer beside its gathers; hpZ's copy is fp32 (4Ψ/g).
+  // Nor an int8 staging buffer beside its gathers; hpZ's copy is the stored 16-bit (2Ψ/g).
   const MemoryPrediction with = predict_memory(m, p, c, hw);
   const MemoryPrediction without = predict_memory(m, off, c, hw);
   CHECK(with.line(MemLine::zero3_gathered) == Approx(without.line(MemLine::zero3_gathered)));
-  CHECK(with.line(MemLine::params) - without.line(MemLine::params) == Approx(4 * psi / 16));
+  CHECK(with.line(MemLine::params) - without.line(MemLine::params) == Approx(2 * psi / 16));
 }
 
 TEST_CASE("ZeRO++: int8 forward gathers over the group, 16-bit backward gathers inside the node", "[model][zeropp]") {

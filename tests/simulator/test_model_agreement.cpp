@@ -78,13 +78,16 @@ TEST_CASE("an fp32 plan's buckets and gathers carry 4-byte values in both models
   CHECK(fp32.param_bytes_per_param() == 4);
   CHECK(zero3_gather_cost(m, p, c, hw).bytes_per_pass == Approx(4.0 * stage_params(m, p)));
   p.precision = Precision::bf16;
-  // The executor's buffers and communicators are float whatever the precision
-  // (the ztune engine's fp32 storage and reduction): 4 bytes still. An engine
-  // storing and reducing the training dtype (DeepSpeed's, FSDP's) moves 2.
+  // The executor stores, gathers and reduces the training dtype (issue 24's
+  // 16-bit storage): 2 bytes, as DeepSpeed and FSDP; an engine reducing an
+  // fp32 gradient buffer (Megatron-LM's main_grad) moves 4.
   const sim::ModelCostSource executor(m, p, c, hw);
-  CHECK(executor.grad_bytes_per_param() == 4);
-  CHECK(executor.param_bytes_per_param() == 4);
-  CHECK(zero3_gather_cost(m, p, c, hw).bytes_per_pass == Approx(4.0 * stage_params(m, p)));
+  CHECK(executor.grad_bytes_per_param() == 2);
+  CHECK(executor.param_bytes_per_param() == 2);
+  CHECK(zero3_gather_cost(m, p, c, hw).bytes_per_pass == Approx(2.0 * stage_params(m, p)));
+  HardwareProfile reduces32 = hw;
+  reduces32.engine.bf16_reduce_fp32 = true;
+  CHECK(sim::ModelCostSource(m, p, c, reduces32).grad_bytes_per_param() == 4);
   HardwareProfile reduces16 = hw;
   reduces16.engine.bf16_reduce_fp32 = false;
   reduces16.engine.fp32_storage = false;

@@ -315,12 +315,11 @@ TEST_CASE("when long sequences do not fit with the standard kernel, the hints na
   o.space.global_batch = 8;
   o.space.attention = AttentionKernel::standard;
   const auto hw = default_profile_for(c);
-  // Context parallelism (searched from 8k tokens) divides those scores by cp,
-  // but ztune's executor stores fp32 and holds a full flat gradient for ZeRO-3
-  // (memory_model executor_lines): with cp alone nothing fits it either. The
-  // space without cp is the one this case is about.
+  // Context parallelism (searched from 8k tokens) divides those scores by cp:
+  // with ztune's executor's 16-bit storage some plans fit that way. The space
+  // without cp is the one this case is about.
   SearchOptions with_cp = o;
-  CHECK(run_search(m, c, hw, with_cp).feasible == 0);
+  CHECK(run_search(m, c, hw, with_cp).feasible > 0);
   o.space.max_cp = 1;
   o.space.max_ulysses = 1;  // DeepSpeed-Ulysses divides them likewise (searched from 8k tokens)
   const auto r = run_search(m, c, hw, o);

@@ -179,16 +179,40 @@ TEST_CASE("the executor refuses Megatron's unfused bias switch, naming $.plan.bi
   CHECK(r->find("set it true") != std::string::npos);
 }
 
-TEST_CASE("the executor reduces fp32 gradients: a stated 16-bit reduction is refused, fp32 runs", "[executor_support][grads]") {
+TEST_CASE("gradients are kept in fp32 or the plan's own 16-bit type, and another type is refused", "[executor_support][grads]") {
   Transformer m = load_transformer("tiny");
   Plan p = plan_for(2);
-  p.grad_reduce_dtype = Precision::fp32;  // what its float communicators move anyway
+  p.grad_reduce_dtype = Precision::fp32;
   CHECK_FALSE(unsupported_reason(p, m, 2).has_value());
-  p.precision = Precision::bf16;  // the CUDA backend's 16-bit storage
+  p.precision = Precision::bf16;  // 16-bit storage, fp32 gradients (Megatron's main_grad): both backends
+  CHECK_FALSE(unsupported_reason(p, m, 2, ExecBackend::cpu).has_value());
   CHECK_FALSE(unsupported_reason(p, m, 2, ExecBackend::cuda).has_value());
-  p.grad_reduce_dtype = Precision::bf16;
-  const auto r = unsupported_reason(p, m, 2, ExecBackend::cuda);
+  p.grad_reduce_dtype = Precision::bf16;  // the plan's own type
+  CHECK_FALSE(unsupported_reason(p, m, 2).has_value());
+  p.grad_reduce_dtype = Precision::fp16;  // another 16-bit type
+  auto r = unsupported_reason(p, m, 2);
   REQUIRE(r.has_value());
   CHECK(r->find("$.plan.communication.grad_reduce_dtype") == 0);
-  CHECK(r->find("\"bf16\"") != std::string::npos);
+  CHECK(r->find("\"fp16\"") != std::string::npos);
+  p.precision = Precision::fp32;  // an fp32 plan reduced in 16 bits
+  r = unsupported_reason(p, m, 2);
+  REQUIRE(r.has_value());
+  CHECK(r->find("\"fp32\"") != std::string::npos);
+}
+
+TEST_CASE("16-bit storage trains on the CPU backend, except 1-bit Adam and NVMe parameters", "[executor_support][precision]") {
+  Transformer m = load_transformer("tiny");
+  Plan p = plan_for(1);
+  for (Precision x : {Precision::bf16, Precision::fp16}) {
+    p.precision = x;
+    CHECK_FALSE(unsupported_reason(p, m, 1, ExecBackend::cpu).has_value());
+  }
+  Plan onebit = plan_for(2);
+  onebit.onebit_adam = true;
+  CHECK_FALSE(unsupported_reason(onebit, m, 2).has_value());
+  onebit.precision = Precision::bf16;
+  auto r = unsupported_reason(onebit, m, 2);
+  REQUIRE(r.has_value());
+  CHECK(r->find("$.plan.precision") == 0);
+  CHECK(r->find("1-bit Adam") != std::string::npos);
 }

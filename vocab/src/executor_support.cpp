@@ -61,9 +61,14 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
       return "$.plan.dp_shard: the executor's hybrid sharding keeps the states on the device; offload with "
              "dp_shard is not implemented (expected offload none)";
   }
-  if (backend == ExecBackend::cpu && p.precision != Precision::fp32)
-    return "$.plan.precision: the CPU backend trains in fp32; got \"" + to_string(p.precision) +
-           "\" (16-bit precision needs the CUDA backend)";
+  // 16-bit precision is 16-bit storage with fp32 master weights on either
+  // backend (the CPU computes each kernel in fp32 on the stored values).
+  if (p.precision != Precision::fp32 && p.onebit_adam)
+    return "$.plan.precision: ztune's executor runs 1-bit Adam's compressed momentum exchange on fp32 parameters "
+           "only; got \"" + to_string(p.precision) + "\" (expected \"fp32\" with onebit_adam)";
+  if (p.precision != Precision::fp32 && p.offload_params == OffloadTarget::nvme)
+    return "$.plan.precision: ztune's executor keeps parameters offloaded to NVMe in fp32 files; got \"" +
+           to_string(p.precision) + "\" (expected \"fp32\" with offload_params nvme)";
   if (p.onebit_adam && (p.zero_stage != 0 || p.offload_optimizer != OffloadTarget::none))
     return "$.plan.onebit_adam: 1-bit Adam needs zero_stage 0 and no optimizer offload (as DeepSpeed's OnebitAdam)";
   if (p.sparse_attention != SparseLayout::none && (m.seq_len % p.sparse_block != 0))
@@ -131,10 +136,11 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (!p.bias_fusion)
     return "$.plan.bias_fusion: ztune's executor runs its own elementwise kernels; false is Megatron-LM's switch "
            "(--no-bias-gelu-fusion, --no-bias-dropout-fusion), not one of its own; set it true";
-  if (p.grad_reduce_dtype && *p.grad_reduce_dtype != Precision::fp32)
-    return "$.plan.communication.grad_reduce_dtype: ztune's executor reduces fp32 gradients whatever the training "
-           "precision (its communicators move floats); \"" + to_string(*p.grad_reduce_dtype) +
-           "\" is another engine's reduction (expected \"fp32\", or leave it out)";
+  // Gradients are kept and reduced in the type the plan states: fp32, or the
+  // plan's own 16-bit type (the default).
+  if (p.grad_reduce_dtype && *p.grad_reduce_dtype != Precision::fp32 && *p.grad_reduce_dtype != p.precision)
+    return "$.plan.communication.grad_reduce_dtype: ztune's executor keeps gradients in fp32 or in the plan's own "
+           "precision (\"" + to_string(p.precision) + "\"); got \"" + to_string(*p.grad_reduce_dtype) + "\"";
   if (p.cpu_checkpointing)
     return "$.plan.cpu_checkpointing: ztune's executor keeps its activation checkpoints in device memory (no "
            "CPU checkpointing); drop it (the same plan trains with its checkpoints on the device)";

@@ -2,7 +2,7 @@
 // Sharded checkpoints: every rank writes DIR/step_NNNNNNNN/rank_NNNNN.ckpt (a
 // temporary file, fsync, rename), then rank 0 commits the step by atomically
 // replacing DIR/latest. A shard starts with a header (magic "ZTCKPT01", format
-// version, plan digest, world size, rank, completed steps, payload floats) and
+// version, plan digest, world size, rank, completed steps, payload bytes) and
 // ends with an FNV-1a checksum of the payload, so a shard from another plan, rank
 // or a damaged file is refused with the reason.
 #include <cstdint>
@@ -13,7 +13,8 @@
 
 namespace ztune::executor {
 
-inline constexpr std::uint32_t kCheckpointVersion = 1;
+// 2: the header counts payload bytes (16-bit storage writes 2-byte parameters).
+inline constexpr std::uint32_t kCheckpointVersion = 2;
 
 struct CheckpointId {
   std::uint64_t plan_digest = 0;

@@ -59,72 +59,82 @@ class GptStage {
   void set_loss_scale(float loss_scale);
 
   /// Forward of micro-batch slot `mb`. Not first stage: `input` is the previous
-  /// stage's output [rows(), C]. Returns this stage's output (nullptr on the last).
-  const float* forward(int mb, const MicroBatch& data, const float* input);
+  /// stage's output [rows(), C] in storage(). Returns this stage's output (null on the last).
+  ConstTensorRef forward(int mb, const MicroBatch& data, ConstTensorRef input);
   /// Σ over rows of the loss of micro-batch `mb` (last stage, after forward).
   [[nodiscard]] double loss_sum(int mb) const;
   /// Backward of `mb` (`dout` = gradient of the output, ignored on the last stage).
   /// Returns the gradient of the input (nullptr on the first stage), valid until the
   /// next call. Frees the micro-batch's activations.
-  const float* backward(int mb, const MicroBatch& data, const float* dout, bool last_micro);
+  ConstTensorRef backward(int mb, const MicroBatch& data, ConstTensorRef dout, bool last_micro);
   /// Rows of the residual stream on this rank (N, or N/tp under sequence parallelism).
   [[nodiscard]] int rows() const { return rows_; }
   [[nodiscard]] int hidden() const { return C_; }
+  /// The storage type of activations and their gradients: the parameters' (ParamStore::storage()).
+  [[nodiscard]] StorageDtype storage() const { return dt_; }
 
  private:
   struct LayerActs;
   struct Acts;
   struct BlockParams;
   // One block (gpt_block.cpp): its attention and MLP branches, sequential or parallel.
-  void forward_block(int l, const float* x, LayerActs& la, float* out, bool keep_att);
-  void backward_block(int l, const float* dres, LayerActs& la, const float* x, float* dx);
+  void forward_block(int l, ConstTensorRef x, LayerActs& la, TensorRef out, bool keep_att);
+  void backward_block(int l, ConstTensorRef dres, LayerActs& la, ConstTensorRef x, TensorRef dx);
   /// partial = the branch's row-parallel output before the tensor-parallel reduction.
-  void attn_forward(const BlockParams& p, const float* x, LayerActs& la, bool keep_att, float* partial);
-  void mlp_forward(const BlockParams& p, const float* xin, LayerActs& la, float* partial);
+  void attn_forward(const BlockParams& p, ConstTensorRef x, LayerActs& la, bool keep_att, TensorRef partial);
+  void mlp_forward(const BlockParams& p, ConstTensorRef xin, LayerActs& la, TensorRef partial);
   /// dx += the gradient through the branch, given the gathered output gradient
   /// (dout_owner, when it holds it, is freed after its last use).
-  void attn_backward(const BlockParams& p, LayerActs& la, const float* x, const float* dout_full,
-                     Buffer& dout_owner, float* dx);
-  void mlp_backward(const BlockParams& p, LayerActs& la, const float* xin, const float* dout_full,
-                    Buffer& dout_owner, float* dxin);
+  void attn_backward(const BlockParams& p, LayerActs& la, ConstTensorRef x, ConstTensorRef dout_full,
+                     Buffer& dout_owner, TensorRef dx);
+  void mlp_backward(const BlockParams& p, LayerActs& la, ConstTensorRef xin, ConstTensorRef dout_full,
+                    Buffer& dout_owner, TensorRef dxin);
   /// Both branches' first step: ln = norm(xin), out = gather(ln)·w + b (width columns).
-  void norm_linear_forward(const float* xin, Buffer& ln, Buffer& mean, Buffer& rstd, int norm_w, int norm_b, int w,
+  void norm_linear_forward(ConstTensorRef xin, Buffer& ln, Buffer& mean, Buffer& rstd, int norm_w, int norm_b, int w,
                            int b, int width, Buffer& out);
   /// Both branches' first step backward: dy (freed) through the column-parallel
   /// GEMM w/b of width columns, whose input ln = norm(xin), into dxin (+=).
-  void norm_linear_backward(Buffer& dy, const Buffer& ln, int w, int b, int width, const float* xin, int norm_w,
-                            int norm_b, const Buffer& mean, const Buffer& rstd, float* dxin);
-  void embedding_forward(const MicroBatch& data, float* out);
-  void embedding_backward(const MicroBatch& data, const float* dres);
-  void head_forward(Acts& a, const MicroBatch& data, const float* x);
-  void head_backward(Acts& a, const MicroBatch& data, const float* x, float* dx);
+  void norm_linear_backward(Buffer& dy, const Buffer& ln, int w, int b, int width, ConstTensorRef xin, int norm_w,
+                            int norm_b, const Buffer& mean, const Buffer& rstd, TensorRef dxin);
+  void embedding_forward(const MicroBatch& data, TensorRef out);
+  void embedding_backward(const MicroBatch& data, ConstTensorRef dres);
+  void head_forward(Acts& a, const MicroBatch& data, ConstTensorRef x);
+  void head_backward(Acts& a, const MicroBatch& data, ConstTensorRef x, TensorRef dx);
   // LayerNorm or RMSNorm (mean unused then); b < 0: no bias.
-  void norm_forward(float* out, Buffer& mean, Buffer& rstd, const float* x, int w, int b);
-  void norm_backward(float* dx, const float* dout, const float* x, int w, int b, const Buffer& mean,
+  void norm_forward(TensorRef out, Buffer& mean, Buffer& rstd, ConstTensorRef x, int w, int b);
+  void norm_backward(TensorRef dx, ConstTensorRef dout, ConstTensorRef x, int w, int b, const Buffer& mean,
                      const Buffer& rstd);
   // RoPE on the Q and K heads of the local qkv rows (in place), or its transpose.
-  void rotate(float* qkv, bool backward);
+  void rotate(TensorRef qkv, bool backward);
   // The local [N, (NHl + 2·KVl)·hd] projection as the [N, 3·Cl] rows the attention
   // kernels take: itself without grouped-query attention, else K/V heads repeated.
-  const float* dense_qkv(const float* qkv, Buffer& tmp);
-  [[nodiscard]] const float* param(int id) { return id < 0 ? nullptr : store_.param(id); }
-  [[nodiscard]] float* grad(int id) { return id < 0 ? nullptr : store_.grad(id); }
+  ConstTensorRef dense_qkv(ConstTensorRef qkv, Buffer& tmp);
+  [[nodiscard]] ConstTensorRef param(int id) { return id < 0 ? ConstTensorRef{} : ConstTensorRef(store_.param(id)); }
+  [[nodiscard]] TensorRef grad(int id) { return id < 0 ? TensorRef{} : store_.grad(id); }
   // Tensor-parallel f/g: gather rows (identity without SP) and reduce partial sums.
-  const float* gather_rows(const float* shard, Buffer& tmp);
-  void reduce_rows(float* partial, float* out);
+  ConstTensorRef gather_rows(ConstTensorRef shard, Buffer& tmp);
+  void reduce_rows(TensorRef partial, TensorRef out);
   // Causal self-attention of one block: dense, or block-sparse when the plan
   // asks for it (DeepSpeed Sparse Attention; att then holds only the layout's blocks).
   [[nodiscard]] std::size_t att_elems() const;
-  void attend(float* out, float* att, const float* qkv);
-  void attend_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* att);
-  Buffer act(std::size_t n) { return be_.allocate(n, MemCategory::activations); }
-  Buffer work(std::size_t n) { return be_.allocate(n, MemCategory::workspace); }
+  /// The attention state's storage type: the log-sum-exp of a fused kernel and
+  /// the host-side ring and Ulysses states are fp32; probabilities are storage().
+  [[nodiscard]] StorageDtype att_dtype() const;
+  void attend(TensorRef out, TensorRef att, ConstTensorRef qkv);
+  void attend_backward(TensorRef dqkv, ConstTensorRef dout, ConstTensorRef qkv, ConstTensorRef out,
+                       ConstTensorRef att);
+  // Activations and their gradients in storage(); the statistics kernels keep (norms' mean and rstd) fp32.
+  Buffer act(std::size_t n) { return be_.allocate(n, MemCategory::activations, dt_); }
+  Buffer work(std::size_t n) { return be_.allocate(n, MemCategory::workspace, dt_); }
+  Buffer act32(std::size_t n) { return be_.allocate(n, MemCategory::activations); }
+  Buffer work32(std::size_t n) { return be_.allocate(n, MemCategory::workspace); }
 
   Transformer m_;
   Plan plan_;
   ProcessGroups& g_;
   Backend& be_;
   ParamStore& store_;
+  StorageDtype dt_ = StorageDtype::fp32;
   bool first_ = false, last_ = false, sp_ = false;
   bool rms_ = false, swiglu_ = false, rope_ = false, parallel_ = false;
   int tp_ = 1, B_ = 1, T_ = 1, N_ = 1, C_ = 1, Cl_ = 1, NHl_ = 1, Fl_ = 1, Vl_ = 1, vocab_begin_ = 0, rows_ = 1;

@@ -12,6 +12,11 @@
 //    master, m and v in a file (NvmeOptimizerStates);
 //  - 1-bit Adam (stage 0 only): OnebitAdam owns its states and exchanges the
 //    momentum itself, so the gradients stay local while it compresses.
+// With 16-bit storage (OptimizerStateOptions::storage) the parameters and
+// gradients handed in are bf16/fp16: on the device the states gain fp32 master
+// weights (MemCategory optimizer) and the fused step writes the 16-bit copies;
+// offloaded states already hold masters, and the gradients and parameters cross
+// PCIe as fp32 (converted on the device).
 // Kept apart from ParamStore because where the states live changes where the
 // step's arithmetic and memory go, not how parameters and gradients are
 // sharded; the one exception, 1-bit Adam's local gradients, the store asks
@@ -36,6 +41,9 @@ struct OptimizerStateOptions {
   std::string nvme_file;
   // Without offload, >= 0: 1-bit Adam with this many warm-up steps (needs ZeRO stage 0).
   int onebit_freeze_step = -1;
+  // The parameters' storage (16-bit needs fp32 master weights) and the gradients'.
+  StorageDtype storage = StorageDtype::fp32;
+  StorageDtype grad_storage = StorageDtype::fp32;
 };
 
 class OnebitAdam;
@@ -56,38 +64,45 @@ class OptimizerStates {
   /// With the states on NVMe: whether their file got direct I/O (O_DIRECT); nullopt otherwise.
   [[nodiscard]] std::optional<bool> nvme_direct_io() const;
 
-  /// Offload only: the master weights of [off, off+len) start as the len values at
-  /// `params` (read with Backend::to_host).
-  void initialise_master(std::size_t off, const float* params, std::size_t len);
+  /// Whether the states hold master weights: offloaded, or 16-bit storage.
+  [[nodiscard]] bool has_master() const { return offload_ || storage_ != StorageDtype::fp32; }
+  /// With has_master(): the master weights of [off, off+len) start as the len
+  /// values at `params` (backend memory).
+  void initialise_master(std::size_t off, ConstTensorRef params, std::size_t len);
 
-  /// Stage 0: the step over all n floats of the replicated buffers (1-bit Adam's
+  /// Stage 0: the step over all n elements of the replicated buffers (1-bit Adam's
   /// own, or AdamW's); `step` is the 0-based step 1-bit Adam's phase depends on.
-  void step_replicated(float* params, const float* grads, const kernels::AdamWParams& h, int step);
+  /// The gradients count times grad_scale (1-bit Adam: 1 only).
+  void step_replicated(TensorRef params, ConstTensorRef grads, const kernels::AdamWParams& h, int step,
+                       float grad_scale = 1.0f);
   /// AdamW on the states' range [off, off+len), whose parameters and gradients
   /// are `param` and `grad` (backend memory; `param` is updated in place).
-  void step(float* param, const float* grad, std::size_t off, std::size_t len, const kernels::AdamWParams& h);
+  void step(TensorRef param, ConstTensorRef grad, std::size_t off, std::size_t len, const kernels::AdamWParams& h,
+            float grad_scale = 1.0f);
   /// One range of the states and the values it updates, for the step below.
   struct Range {
-    float* param = nullptr;
-    const float* grad = nullptr;
+    TensorRef param;
+    ConstTensorRef grad;
     std::size_t off = 0, len = 0;
   };
   /// step() on each range in order; with the states on the device, every range
   /// in one fused AdamW (issue 24: one launch on CUDA).
-  void step(const std::vector<Range>& ranges, const kernels::AdamWParams& h);
+  void step(const std::vector<Range>& ranges, const kernels::AdamWParams& h, float grad_scale = 1.0f);
 
   /// The states in checkpoint order: 1-bit Adam's; or master, m, v (offload,
-  /// host memory or NVMe alike); or m, v.
+  /// host memory or NVMe alike, or 16-bit storage on the device); or m, v.
   void write_state(std::ostream& out) const;
   void read_state(std::istream& in);
-  [[nodiscard]] std::size_t state_floats() const;
+  [[nodiscard]] std::size_t state_bytes() const;
 
  private:
   std::size_t n_;
   bool offload_;
+  StorageDtype storage_, grad_storage_;
   Backend& be_;
   kernels::ThreadPool& host_pool_;
   Buffer m_, v_;                                  // on the device
+  Buffer master_;                                 // on the device, with 16-bit storage
   Buffer host_master_, host_m_, host_v_;          // offload to host memory
   Buffer host_grad_;                              // offload: the gradients on their way to host Adam
   std::unique_ptr<NvmeOptimizerStates> nvme_;     // offload to NVMe: master, m, v on the drive

@@ -19,6 +19,14 @@
 // OptimizerStates' (optimizer_states.hpp); the store hands it those pieces.
 // Sums over the data-parallel group use SUM: the loss gradient is already
 // scaled by 1/(global tokens).
+// Mixed-precision storage (StoreOptions::storage bf16/fp16; issue 24): the
+// parameters the forward reads and every gather of them are 16-bit;
+// OptimizerStates keeps fp32 master weights of the pieces this rank updates and
+// writes their 16-bit copies in the step, as DeepSpeed's and Megatron's
+// mixed-precision optimizers do. Gradients, and their reductions, are kept in
+// grad_storage: 16-bit, or fp32 (Megatron's main_grad, DeepSpeed's BF16_Optimizer
+// accumulation). Unscaling and clipping of 16-bit gradients multiply them inside
+// the step (grad_scale), not the stored values in place.
 #include <cstddef>
 #include <functional>
 #include <iosfwd>
@@ -57,6 +65,11 @@ struct StoreOptions {
   // With offload_optimizer: the file holding this rank's optimizer states on
   // NVMe (ZeRO-Infinity); empty = the states stay in host memory (ZeRO-Offload).
   std::string nvme_file;
+  // Parameters (and so activations) in fp32, or 16-bit with fp32 masters; not
+  // with 1-bit Adam or parameters on NVMe (executor_support refuses those).
+  StorageDtype storage = StorageDtype::fp32;
+  // Gradients and their data-parallel reductions: fp32, or storage's 16-bit type.
+  StorageDtype grad_storage = StorageDtype::fp32;
 };
 
 class OptimizerStates;
@@ -77,10 +90,12 @@ class ParamStore {
   [[nodiscard]] int find(std::string_view name, int unit) const;
   [[nodiscard]] int buckets() const;
 
-  /// Parameter values (stage 3: the unit must be acquired).
-  float* param(int id);
-  /// Gradient accumulator of the current micro-batch (stages 2/3) or step (0/1).
-  float* grad(int id);
+  [[nodiscard]] StorageDtype storage() const { return opt_.storage; }
+  [[nodiscard]] StorageDtype grad_storage() const { return opt_.grad_storage; }
+  /// Parameter values (stage 3: the unit must be acquired), in storage().
+  TensorRef param(int id);
+  /// Gradient accumulator of the current micro-batch (stages 2/3) or step (0/1), in grad_storage().
+  TensorRef grad(int id);
 
   /// Stage 3: gather the unit's bucket (prefetching the next one in `dir`); else no-op.
   void acquire(int unit, Direction dir);
@@ -108,14 +123,18 @@ class ParamStore {
   void finish_backward(bool last);
   /// Σ g² over the gradients this rank owns and counts (to be summed over the world).
   double owned_grad_sq();
+  /// The gradients times s (16-bit gradients: deferred into the next step's grad_scale).
   void scale_grads(float s);
+  /// What the stored gradients are still to be multiplied by (1 for fp32 gradients).
+  [[nodiscard]] float pending_grad_scale() const { return grad_scale_; }
   void optimizer_step(const kernels::AdamWParams& h);
 
   /// Everything a checkpoint must hold to continue exactly: stored parameters,
   /// optimizer states (and offloaded master copies).
   void write_state(std::ostream& out) const;
   void read_state(std::istream& in);
-  [[nodiscard]] std::size_t state_floats() const;
+  /// Bytes write_state() writes.
+  [[nodiscard]] std::size_t state_bytes() const;
 
  private:
   struct Bucket;
@@ -130,14 +149,14 @@ class ParamStore {
   void bucket_ready(Bucket& b, bool last_micro);
   void launch_reduction(Bucket& b);
   void sync_replicas(Bucket& b);
-  float* owned_param_piece(Bucket& b);
+  TensorRef owned_param_piece(Bucket& b);
   /// This rank's current values of bucket b's partition (stage 3 with NVMe
   /// parameters: read into param_stage_, valid until its next use).
-  const float* owned_param_values(Bucket& b);
+  ConstTensorRef owned_param_values(Bucket& b);
   [[nodiscard]] std::size_t bucket_index(const Bucket& b) const;
   void write_param_state(std::ostream& out) const;
   void read_param_state(std::istream& in);
-  float* owned_grad_piece(Bucket& b);
+  TensorRef owned_grad_piece(Bucket& b);
   [[nodiscard]] bool stage3() const { return opt_.zero_stage == 3; }
 
   std::vector<ParamSpec> specs_;
@@ -157,6 +176,7 @@ class ParamStore {
   Buffer param_stage_;  // host_staging: one bucket's partition on its way to or from the drive
   Buffer secondary_;    // ZeRO++ hpZ across nodes: this rank's slices of the gathered weights
   int step_ = 0;
+  float grad_scale_ = 1.0f;  // 16-bit gradients: scale_grads() factors not yet applied
 };
 
 }  // namespace ztune::executor

@@ -32,6 +32,10 @@ struct TrainOptions {
   bool resume = false;
   int kill_after_step = 0;          // test hook: SIGKILL this rank once that checkpoint is committed
   LossScaleConfig loss_scale;       // fp16 plans: DeepSpeed's dynamic loss scaling (defaults: its ds_config's)
+  // Test hook: a 16-bit plan keeps fp32 storage (its parameters, gradients and
+  // activations), so only its loss scaling differs from the fp32 plan's
+  // (tests/executor/test_loss_scaling.cpp's exactness oracle).
+  bool fp32_storage = false;
   // Plans offloading the optimizer to NVMe: the directory of the per-rank state
   // files (DeepSpeed's offload_optimizer.nvme_path); empty = the system's
   // temporary directory.

@@ -109,13 +109,14 @@ struct ModelStateBytes {
 /// Korthikanti's 5 with dropout (softmax output, mask, dropout output), 2 without.
 [[nodiscard]] double attention_score_bytes(const Transformer& m);
 
-/// Whether stage memory is ztune's executor's own allocations (fp32 storage,
-/// its tensors): on CPU ranks, and for an engine storing fp32
-/// (EngineProfile::fp32_storage: the ztune engine on GPUs).
+/// Whether stage memory is ztune's executor's own allocations (its tensors,
+/// stored in the plan's precision with fp32 master weights, and its kernels'
+/// fp32 arithmetic): on CPU ranks, and for the engine that prices fp32
+/// kernels (EngineProfile::fp32_storage: the ztune engine on GPUs).
 [[nodiscard]] bool executor_layout(const Cluster& c, const HardwareProfile& hw);
 /// What one layer keeps for backward under recomputation `r`, as the plan's
-/// engine stores it: layer_activation_bytes, or the executor's fp32 tensors
-/// under executor_layout (no dropout masks, 4 bytes each). The memory model's
+/// engine stores it: layer_activation_bytes, or the executor's tensors under
+/// executor_layout (no dropout masks, the plan's precision each). The memory model's
 /// per-layer term and the simulator's activation timeline both read it.
 [[nodiscard]] double stored_activation_bytes(const Transformer& m, const Plan& p, const Cluster& c,
                                              const HardwareProfile& hw, Recompute r);

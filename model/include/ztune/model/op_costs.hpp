@@ -19,13 +19,16 @@ namespace ztune {
 /// Bytes of one element in `p` (fp16/bf16 2, fp32 4).
 [[nodiscard]] double bytes_of(Precision p);
 
-/// The dtype the engine stores parameters, gradients and activations in, and
-/// moves them between ranks in: the plan's precision, or fp32 where the
-/// engine's storage is fp32 whatever the precision (EngineProfile::fp32_storage:
-/// ztune's executor, whose 16-bit precisions select only its linear GEMMs'
-/// tensor-core type). Attention runs in it too. Gradient reductions have their
-/// own rule (gradient_reduce_bytes).
+/// The dtype the engine stores parameters and activations in, and moves them
+/// between ranks in: the plan's precision, on every engine and in ztune's
+/// executor (16-bit storage with fp32 masters, issue 24). Gradient reductions
+/// have their own rule (gradient_reduce_bytes).
 [[nodiscard]] Precision storage_precision(const Plan& p, const EngineProfile& e);
+/// The dtype the engine's memory-bound and attention kernels read and write:
+/// the stored one, or fp32 for an engine whose kernels compute on fp32 arrays
+/// (EngineProfile::fp32_storage: ztune's executor, which converts each 16-bit
+/// operand into fp32 workspace and rounds the result back, Backend's staging).
+[[nodiscard]] Precision kernel_precision(const Plan& p, const EngineProfile& e);
 
 // ---------------------------------------------------------------- kernels
 
@@ -287,8 +290,7 @@ struct DpSyncCost {
 /// Bytes per gradient element the data-parallel reduction moves: the plan's
 /// grad_reduce_dtype where it states one, else the stored precision's (storage_precision), or 4
 /// where the engine reduces an fp32 gradient buffer (Megatron-LM's main_grad
-/// and DeepSpeed's BF16_Optimizer for bf16; ztune's executor, whose
-/// communicators move floats, for fp16 and bf16). THE one count: the
+/// and DeepSpeed's BF16_Optimizer for bf16). THE one count: the
 /// analytical dp_sync_cost and the simulator's gradient buckets both use it.
 [[nodiscard]] double gradient_reduce_bytes(const Plan& p, const EngineProfile& e);
 /// Parameter tensors of one transformer layer as Megatron-LM builds it and

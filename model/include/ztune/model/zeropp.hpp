@@ -39,8 +39,8 @@ inline constexpr double kZeroppGradBytes = 0.5 + 4.0 / 2048.0;
 /// fp32 (EngineProfile::fp32_storage): ztune's executor reproduces ZeRO++'s
 /// numerics by quantizing and dequantizing in place and then moves floats
 /// (executor/src/param_store.cpp start_gather, executor/zeropp_reduce.hpp).
-[[nodiscard]] double zeropp_weight_wire_bytes(const EngineProfile& e);
-[[nodiscard]] double zeropp_grad_wire_bytes(const EngineProfile& e);
+[[nodiscard]] double zeropp_weight_wire_bytes(const Plan& p, const EngineProfile& e);
+[[nodiscard]] double zeropp_grad_wire_bytes(const Plan& p, const EngineProfile& e);
 
 /// Cross-node bytes per node per micro-batch of the three ZeRO-3 collectives.
 struct Zero3CrossNodeBytes {
@@ -52,11 +52,10 @@ struct Zero3CrossNodeBytes {
 /// 0 unless zero_stage is 3 and the data-parallel group spans nodes.
 [[nodiscard]] Zero3CrossNodeBytes zero3_cross_node_bytes(const Transformer& m, const Plan& p, const Cluster& c);
 
-/// hpZ's secondary partition per GPU: the stored weights' bytes·Ψ/g (2Ψ/g in 16-bit;
-/// storage_precision) when zeropp is on and the data-parallel group spans nodes
+/// hpZ's secondary partition per GPU: the stored weights' bytes·Ψ/g (2Ψ/g in 16-bit,
+/// the plan's precision on every engine and ztune's executor) when zeropp is on and the data-parallel group spans nodes
 /// (inside one node it is the primary one).
-[[nodiscard]] double zeropp_secondary_bytes(const Transformer& m, const Plan& p, const Cluster& c,
-                                            const HardwareProfile& hw);
+[[nodiscard]] double zeropp_secondary_bytes(const Transformer& m, const Plan& p, const Cluster& c);
 
 /// Link time of qgZ's gradient reduction of `grad_bytes` bytes of gradients
 /// (gradient_reduce_bytes' dtype) on the data-parallel group (intra-node

@@ -89,18 +89,16 @@ struct EngineProfile {
   bool fp16_reduce_fp32 = false;
   bool bf16_pipeline_fp32_accumulation = false;
 
-  // Whether the engine stores parameters, gradients and activations, and
-  // moves them between ranks, in fp32 whatever the plan's precision (profile
-  // key "storage": "fp32"; "training", the plan's precision, when absent).
-  // ztune's executor does today: its kernels and Backend methods take float*
-  // and its communicators move floats, a 16-bit precision selecting only the
-  // tensor-core type of the linear layers' GEMMs, whose operands it casts
-  // into 16-bit scratch on every call (CudaBackend::run_gemm), and its
-  // attention kernels run in fp32 (the flash kernel is SIMT fp32). Priced as
-  // it runs: fp32 bytes everywhere, the casts, attention at the fp32 peak, and
-  // the executor's own allocations (model/memory_model executor_lines).
-  // MixedPrecisionParams (16-bit storage, issue 24) is not wired into the
-  // training path yet; when it is, the profile says "training".
+  // Whether the engine's kernels compute on fp32 arrays whatever the plan's
+  // precision (profile key "storage": "fp32"; "training" when absent): ztune's
+  // executor. It stores parameters, gradients and activations in the plan's
+  // precision with fp32 masters (issue 24) and its communicators move them so,
+  // but its Backend converts every 16-bit operand into fp32 workspace for its
+  // float kernels and rounds the result back, and casts the linear GEMMs'
+  // operands into 16-bit scratch again (CudaBackend::run_gemm). Priced as it
+  // runs: fp32 kernel traffic (model/op_costs kernel_precision), the casts,
+  // attention at the fp32 peak, and the executor's own allocations
+  // (model/memory_model executor_lines).
   bool fp32_storage = false;
 
   GatherUnit zero3_gather = GatherUnit::bucket;

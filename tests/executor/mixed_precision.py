@@ -1,0 +1,151 @@
+"""16-bit storage (issue 24): bf16 and fp16 plans train on the CPU backend with
+16-bit parameters, gradients and activations, fp32 master weights and Adam
+states, every kernel computing in fp32 on the stored values.
+
+Oracles, for the tiny model, 5 steps of lr 1e-3 with one seed and data:
+ - the fp32 single-rank run: a 16-bit plan's losses stay within 16-bit
+   rounding of it. Storage rounds every stored value to 8 (bf16) or 11 (fp16)
+   significant bits, relative u = 2^-8 = 3.9e-3 and 2^-11 = 4.9e-4 per value;
+   the loss is a mean over 512 tokens of sums of such values, so its relative
+   error is bounded by u (it comes out far smaller, the roundings averaging).
+ - the single-rank run in the same precision: a parallel plan rounds other
+   partial results to 16 bits (a tensor-parallel rank's partial product before
+   the all-reduce, a data-parallel rank's gradient before the sum), so it
+   agrees with it to 16-bit rounding too: the same bound u.
+ - memory, from the run record's tracked allocations: 2 bytes a parameter of
+   16-bit parameters and gradients and 12 of fp32 master, momentum and
+   variance (the ZeRO paper's 16Ψ, §3.1), against 4 + 4 + 8 for the fp32 plan;
+   gradients kept in fp32 when the plan reduces them in fp32 (Megatron's
+   main_grad); the stored activations half the fp32 plan's.
+
+usage: mixed_precision.py WORKER "MPIRUN ARGS" [case ...]
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+import plans  # noqa: E402
+
+PSI = 220544  # the tiny model's parameters (GPT-2's closed form: 12·L·h² + 13·L·h + (V + s)·h + 2h)
+UNIT = {"bf16": 2.0 ** -8, "fp16": 2.0 ** -11}
+STEPS = 5
+CASES = {
+    "dp2_zero1": dict(dp=2, mb=2, ga=2, zero=1),
+    "dp2_zero2": dict(dp=2, mb=2, ga=2, zero=2),
+    "dp2_zero3": dict(dp=2, mb=2, ga=2, zero=3, bucket=3e4),
+    "dp2_zero2_offload": dict(dp=2, mb=2, ga=2, zero=2, offload="cpu"),
+    "dp2_zero3_offload_params": dict(dp=2, mb=2, ga=2, zero=3, bucket=3e4, offload="cpu", offload_params="cpu"),
+    "tp2_sp": dict(tp=2, sp=True),
+    "pp2_1f1b_recompute_full": dict(pp=2, recompute="full"),
+    "dp2_tp2_pp2_interleaved_zero1_sp": dict(dp=2, tp=2, pp=2, v=2, schedule="interleaved", mb=1, ga=4, zero=1,
+                                            sp=True),
+    "cp2_flash": dict(cp=2, attention="flash"),
+    "ulysses2": dict(ulysses=2),
+    "tp2_sparse_fixed_selective": dict(tp=2, sparse="fixed", sparse_block=16, recompute="selective"),
+    "llama_tp2_flash": dict(model="tiny-llama", tp=2, attention="flash"),
+    "hsdp_dp4_shard2": dict(dp=4, mb=1, ga=2, zero=3, dp_shard=2, bucket=3e4),
+    "fp16_dp2_zero2": dict(dp=2, mb=2, ga=2, zero=2, precision="fp16"),
+    "fp32_grads_dp2_zero1": dict(dp=2, mb=2, ga=2, zero=1, grad_reduce="fp32"),
+}
+
+
+def run(worker, mpirun, workdir, name, kw, model):
+    kw = dict(kw)
+    grad_reduce = kw.pop("grad_reduce", None)
+    path = os.path.join(workdir, name + ".json")
+    plans.write_plan_file(path, model, **kw)
+    if grad_reduce:
+        with open(path) as f:
+            doc = json.load(f)
+        doc["plan"]["communication"]["grad_reduce_dtype"] = grad_reduce
+        with open(path, "w") as f:
+            json.dump(doc, f)
+    n = kw.get("dp", 1) * kw.get("tp", 1) * kw.get("pp", 1) * kw.get("cp", 1) * kw.get("ulysses", 1)
+    record = os.path.join(workdir, name + ".record.json")
+    cmd = mpirun + ["-np", str(n), worker, path, "--steps", str(STEPS), "--seed", "7", "--record", record,
+                    "--lr", "1e-3"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise RuntimeError(f"{name}: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+    with open(record) as f:
+        r = json.load(f)
+    return np.array(r["losses"]), r["memory"][0]["by_category"]
+
+
+def rel(a, b):
+    return float(np.max(np.abs(a - b) / np.abs(b)))
+
+
+def main():
+    worker, mpirun = sys.argv[1], sys.argv[2].split()
+    selected = sys.argv[3:] or list(CASES)
+    data = os.environ.get("ZTUNE_DATA_DIR", "data")
+
+    def load_model(name):
+        with open(os.path.join(data, "models", name + ".json")) as f:
+            return json.load(f)
+
+    failures = 0
+
+    def check(name, ok, detail):
+        nonlocal failures
+        failures += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {name:34s} {detail}")
+
+    with tempfile.TemporaryDirectory() as d:
+        singles = {}
+
+        def single(model_name, precision):
+            key = (model_name, precision)
+            if key not in singles:
+                singles[key] = run(worker, mpirun, d, f"single_{model_name}_{precision}", dict(precision=precision),
+                                   load_model(model_name))
+            return singles[key]
+
+        # One rank: the precisions against fp32, and the memory closed forms.
+        fp32_losses, fp32_mem = single("tiny", "fp32")
+        check("fp32 model states", fp32_mem["params"] == 4 * PSI and fp32_mem["grads"] == 4 * PSI
+              and fp32_mem["optimizer"] == 8 * PSI,
+              f"params {fp32_mem['params']:.0f} grads {fp32_mem['grads']:.0f} optimizer {fp32_mem['optimizer']:.0f}")
+        for precision in ("bf16", "fp16"):
+            losses, mem = single("tiny", precision)
+            err = rel(losses, fp32_losses)
+            check(f"{precision} single rank vs fp32", err <= UNIT[precision],
+                  f"loss rel {err:.1e} (bound {UNIT[precision]:.1e}), losses {np.array2string(losses, precision=5)}")
+            check(f"{precision} model states", mem["params"] == 2 * PSI and mem["grads"] == 2 * PSI
+                  and mem["optimizer"] == 12 * PSI,
+                  f"params {mem['params']:.0f} grads {mem['grads']:.0f} optimizer {mem['optimizer']:.0f} "
+                  f"(16Ψ = {16 * PSI})")
+            ratio = mem["activations"] / fp32_mem["activations"]
+            check(f"{precision} stored activations", 0.45 <= ratio <= 0.55,
+                  f"{mem['activations']:.0f} bytes, {ratio:.3f} of fp32's (norm statistics stay fp32)")
+        for name in selected:
+            kw = dict(CASES[name])
+            model_name = kw.pop("model", "tiny")
+            precision = kw.setdefault("precision", "bf16")
+            try:
+                ref, _ = single(model_name, precision)
+                losses, mem = run(worker, mpirun, d, name, kw, load_model(model_name))
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                failures += 1
+                print(f"FAIL {name}: {e}")
+                continue
+            err = rel(losses, ref)
+            detail = f"loss rel {err:.1e} vs the single {precision} rank (bound {UNIT[precision]:.1e})"
+            ok = len(losses) == STEPS and err <= UNIT[precision]
+            if "grad_reduce" in kw or name.startswith("fp32_grads"):
+                # fp32 gradients beside 16-bit parameters: 4 bytes a parameter, all of them under ZeRO-1.
+                ok = ok and mem["grads"] == 4 * PSI and mem["params"] == 2 * PSI
+                detail += f", grads {mem['grads']:.0f} (4Ψ = {4 * PSI})"
+            check(name, ok, detail)
+    print(f"{failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
