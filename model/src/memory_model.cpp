@@ -266,6 +266,34 @@ double executor_cuda_scratch(const Transformer& m, const Plan& p, bool last) {
   return std::max(attention, casts);
 }
 
+// The fp32 copies one kernel call of the executor holds with 16-bit storage
+// (Backend's StagedIn/StagedOut, tracked as workspace): its 16-bit operands
+// converted, its outputs' fp32 results before rounding. The largest call: a
+// linear layer's backward (input and weight read, their gradients written,
+// the output gradient read: 2·m·k + 2·k·n + m·n elements), the attention
+// core's backward (Q|K|V and its gradient, the output and its gradient, and a
+// standard kernel's probabilities), the head's GEMMs and cross-entropy
+// backward on the last stage (logits and their gradient, N·V/t each), the
+// embedding's backward on the first (table and output gradient).
+double executor_staging_bytes(const Transformer& m, const Plan& p, bool first, bool last, double density) {
+  if (p.precision == Precision::fp32) return 0;
+  auto backward = [](const GemmShape& g) { return (2.0 * g.m * g.k + 2.0 * g.k * g.n + g.m * g.n) * g.batch; };
+  const LinearGemms lin = layer_linear_gemms(m, p);
+  double largest = std::max({backward(lin.qkv), backward(lin.proj), backward(lin.fc1), backward(lin.fc2)});
+  const double tokens = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch;
+  const double t = p.tp, h = m.hidden;
+  const double probs = fused_attention(p.attention) || p.cp > 1 || p.ulysses > 1
+                           ? 0.0
+                           : static_cast<double>(m.heads) / t * p.micro_batch * m.seq_len * m.seq_len * density;
+  largest = std::max(largest, 8.0 * tokens * h / t + probs);
+  if (last) {
+    const GemmShape g = logits_gemm(m, p);
+    largest = std::max({largest, 2.0 * g.m * g.n * g.batch, (g.m * g.n + g.n * g.k + g.m * g.k) * g.batch});
+  }
+  if (first) largest = std::max(largest, static_cast<double>(m.vocab) * h / t + tokens * h);
+  return 4.0 * largest;
+}
+
 // The lines of ztune's own executor (fp32 storage; on CPU ranks measured with
 // exact allocation tracking, the first calibration point of the memory model,
 // issue 8). Without the CUDA runtime and the allocator's fragmentation, which
@@ -274,9 +302,10 @@ double executor_cuda_scratch(const Transformer& m, const Plan& p, bool last) {
 // partition for ZeRO 2/3 reduce-scatter, the received activation of every
 // micro-batch of the step between pipeline stages, fp32 logits, and a flat
 // parameter-sized workspace used at the optimizer step, after activations are
-// freed, so it adds to the peak only where it exceeds them.
+// freed, so it adds to the peak only where it exceeds them; with 16-bit
+// storage a kernel's fp32 staging (executor_staging_bytes) beside the rest.
 void executor_lines(const Transformer& m, const Plan& p, double psi, double layers, double in_flight,
-                    double density, bool last, StageMemory& sm) {
+                    double density, bool first, bool last, StageMemory& sm) {
   const double sbh = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch * m.hidden;  // this rank's rows
   const double eb = bytes_of(p.precision), gb = bytes_of(p.grad_reduce_dtype.value_or(p.precision));
   double act = layers * in_flight * layer_activation_bytes_executor(m, p, p.recompute, density);
@@ -293,7 +322,8 @@ void executor_lines(const Transformer& m, const Plan& p, double psi, double laye
   const double rows = static_cast<double>(m.seq_len) / p.seq_split() * m.head_token_fraction * p.micro_batch;
   sm.gpu[idx(MemLine::logits)] = last ? eb * rows * m.vocab / p.tp + 4.0 * 4.0 * rows : 0.0;
   const double transient = act + buckets + sm.gpu[idx(MemLine::logits)];
-  sm.gpu[idx(MemLine::workspace)] = std::max(0.0, 4.0 * psi - transient);
+  sm.gpu[idx(MemLine::workspace)] =
+      std::max(executor_staging_bytes(m, p, first, last, density), 4.0 * psi - transient);
   sm.gpu[idx(MemLine::runtime)] = 0;
   sm.gpu[idx(MemLine::fragmentation)] = 0;
 }
@@ -475,7 +505,7 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   // (executor_layout). On a GPU the CUDA context, NCCL, cuBLAS and the caching
   // allocator come on top (below).
   if (executor_layout(c, hw)) {
-    executor_lines(m, p, psi, layers, in_flight, density, last, sm);
+    executor_lines(m, p, psi, layers, in_flight, density, first, last, sm);
     if (c.device_kind == DeviceKind::cpu) {
       for (double v : sm.gpu) sm.total += v;
       return sm;

@@ -150,15 +150,19 @@ TEST_CASE("the executor's model states and buffers on a GPU rank are those of CP
   CHECK(on_cpu.line(MemLine::runtime) == 0);
 }
 
-TEST_CASE("fp32 kernels: the CUDA backend's cast scratch is the largest GEMM's two operands in 16-bit",
+TEST_CASE("fp32 kernels: the cast scratch and the fp32 staging are the largest GEMM's operands",
           "[model][executor][memory]") {
   // CudaBackend::run_gemm casts A and B into 16-bit scratch per call; the
   // largest pair of a GPT layer with a small vocabulary is FC2's: its input
-  // (tokens × 4h) and its weight (4h × h). An fp32 plan casts nothing, and
-  // with flash attention there is no score scratch: the workspace lines
-  // differ by exactly 2·(tokens·4h + 4h·h) bytes. (8 sequences a micro-batch,
-  // so that the activations outgrow the initialisation's fp32 bucket, the
-  // executor's other workspace, in both precisions.)
+  // (tokens × 4h) and its weight (4h × h): 2·(tokens·4h + 4h·h) bytes. The
+  // tracked fp32 staging of the 16-bit operands (Backend's StagedIn/Out) is
+  // largest in FC2's backward too: its input and weight read, their gradients
+  // written, its output gradient read, 4·(2·tokens·4h + 2·4h·h + tokens·h)
+  // bytes. An fp32 plan casts and stages nothing, and with flash attention
+  // there is no score scratch: the workspace lines differ by exactly the two.
+  // (8 sequences a micro-batch, so that the activations outgrow the
+  // initialisation's fp32 bucket, the executor's other workspace, in both
+  // precisions.)
   Transformer m = load_transformer("gpt2-1.5b");
   m.vocab = 1024;  // so that the logits GEMM is not the largest
   const Cluster c = load_cluster("dgx-a100-80gb");
@@ -172,5 +176,6 @@ TEST_CASE("fp32 kernels: the CUDA backend's cast scratch is the largest GEMM's t
   p.precision = Precision::fp32;
   const double fp32 = predict_memory(m, p, c, hw).line(MemLine::workspace);
   const double tokens = 8.0 * m.seq_len, h = m.hidden, f = m.ffn_hidden;
-  CHECK(bf16 - fp32 == Approx(2.0 * (tokens * f + f * h)));
+  const double casts = 2.0 * (tokens * f + f * h), staging = 4.0 * (2.0 * tokens * f + 2.0 * f * h + tokens * h);
+  CHECK(bf16 - fp32 == Approx(casts + staging));
 }
