@@ -1,5 +1,6 @@
 #include "ztune/executor/backend.hpp"
 
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
@@ -126,6 +127,29 @@ std::size_t sz(long a, long b) { return static_cast<std::size_t>(a) * static_cas
 std::size_t gemm_extent(bool trans, int rows, int cols, int ld) { return sz(trans ? cols : rows, ld); }
 }  // namespace
 
+namespace {
+// Whether every operand given (null ones aside) is fp32: no staging, no native hook.
+bool all_fp32(std::initializer_list<ConstTensorRef> refs) {
+  for (const ConstTensorRef& r : refs)
+    if (r.ptr != nullptr && !r.is_fp32()) return false;
+  return true;
+}
+}  // namespace
+
+bool Backend::gemm_native(const kernels::GemmShape& /*s*/, float /*alpha*/, ConstTensorRef /*a*/,
+                          ConstTensorRef /*b*/, float /*beta*/, TensorRef /*c*/) {
+  return false;
+}
+bool Backend::matmul_forward_native(TensorRef /*out*/, ConstTensorRef /*inp*/, ConstTensorRef /*w*/,
+                                    ConstTensorRef /*bias*/, int /*n*/, int /*c*/, int /*oc*/) {
+  return false;
+}
+bool Backend::matmul_backward_native(TensorRef /*dinp*/, TensorRef /*dw*/, TensorRef /*dbias*/,
+                                     ConstTensorRef /*dout*/, ConstTensorRef /*inp*/, ConstTensorRef /*w*/,
+                                     int /*n*/, int /*c*/, int /*oc*/) {
+  return false;
+}
+
 #define ZT_TIMED(kind) ScopedOp timer_(ops_, kind)
 #define ZT_IN(name, ref, n) StagedIn name(*this, ref, n)
 #define ZT_OUT(name, ref, n) StagedOut name(*this, ref, n, false)
@@ -134,6 +158,7 @@ std::size_t gemm_extent(bool trans, int rows, int cols, int ld) { return sz(tran
 void Backend::gemm(const kernels::GemmShape& s, float alpha, ConstTensorRef a, ConstTensorRef b, float beta,
                    TensorRef c) {
   ZT_TIMED(OpKind::gemm);
+  if (!all_fp32({a, b, c}) && gemm_native(s, alpha, a, b, beta, c)) return;
   ZT_IN(A, a, gemm_extent(s.trans_a, s.m, s.k, s.lda));
   ZT_IN(B, b, gemm_extent(s.trans_b, s.k, s.n, s.ldb));
   StagedOut C(*this, c, sz(s.m, s.ldc), beta != 0.0f);
@@ -143,6 +168,7 @@ void Backend::gemm(const kernels::GemmShape& s, float alpha, ConstTensorRef a, C
 void Backend::matmul_forward(TensorRef out, ConstTensorRef inp, ConstTensorRef w, ConstTensorRef bias, int n, int c,
                              int oc) {
   ZT_TIMED(OpKind::gemm);
+  if (!all_fp32({out, inp, w, bias}) && matmul_forward_native(out, inp, w, bias, n, c, oc)) return;
   ZT_IN(I, inp, sz(n, c));
   ZT_IN(W, w, sz(oc, c));
   ZT_IN(Bi, bias, sz(oc));
@@ -153,6 +179,8 @@ void Backend::matmul_forward(TensorRef out, ConstTensorRef inp, ConstTensorRef w
 void Backend::matmul_backward(TensorRef dinp, TensorRef dw, TensorRef dbias, ConstTensorRef dout, ConstTensorRef inp,
                               ConstTensorRef w, int n, int c, int oc) {
   ZT_TIMED(OpKind::gemm);
+  if (!all_fp32({dinp, dw, dbias, dout, inp, w}) && matmul_backward_native(dinp, dw, dbias, dout, inp, w, n, c, oc))
+    return;
   ZT_IN(D, dout, sz(n, oc));
   ZT_IN(I, inp, sz(n, c));
   ZT_IN(W, w, sz(oc, c));

@@ -33,7 +33,7 @@ TEMPLATE_TEST_CASE("the CUDA backend's 16-bit storage steps like the host AdamW"
   const float loss_scale = 4096.0f;
   auto g = rounded<P>(uniform(n, 14, -loss_scale, loss_scale));
   DeviceArray<P> g16(g);
-  ZT_CUDA_CHECK(cudaMemcpy(mp.grads().data(), g16.get(), n * sizeof(P), cudaMemcpyDeviceToDevice));
+  ZT_CUDA_CHECK(cudaMemcpy(mp.grads().raw(), g16.get(), n * sizeof(P), cudaMemcpyDeviceToDevice));
   be.from_host(mp.master(), master.data(), n);
   be.from_host(mp.m().data(), m.data(), n);
   be.from_host(mp.v().data(), v.data(), n);
@@ -49,7 +49,7 @@ TEMPLATE_TEST_CASE("the CUDA backend's 16-bit storage steps like the host AdamW"
   be.to_host(got.data(), mp.master(), n);
   CHECK(mismatches("master", got, master, 1e-7f, 8 * eps_of<float>()) == 0);
   std::vector<P> copy(n);
-  ZT_CUDA_CHECK(cudaMemcpy(copy.data(), mp.params().data(), n * sizeof(P), cudaMemcpyDeviceToHost));
+  ZT_CUDA_CHECK(cudaMemcpy(copy.data(), mp.params().raw(), n * sizeof(P), cudaMemcpyDeviceToHost));
   std::vector<float> copy_f(n);
   for (std::size_t i = 0; i < n; ++i) copy_f[i] = to_float(copy[i]);
   CHECK(mismatches("16-bit copy", copy_f, rounded<P>(master), 0.0f, eps_of<P>()) == 0);

@@ -166,6 +166,17 @@ class Backend {
   virtual void convert_impl(void* dst, StorageDtype dst_dtype, const void* src, StorageDtype src_dtype,
                             std::size_t n) = 0;
 
+  // A backend's own kernels for 16-bit operands (issue 24's speed path), tried
+  // before the fp32 staging when some operand is not fp32: true when the
+  // backend ran the op on the typed operands itself, false to stage (the
+  // default; CUDA runs its GEMMs on 16-bit tensor cores straight from storage).
+  virtual bool gemm_native(const kernels::GemmShape& s, float alpha, ConstTensorRef a, ConstTensorRef b, float beta,
+                           TensorRef c);
+  virtual bool matmul_forward_native(TensorRef out, ConstTensorRef inp, ConstTensorRef w, ConstTensorRef bias, int n,
+                                     int c, int oc);
+  virtual bool matmul_backward_native(TensorRef dinp, TensorRef dw, TensorRef dbias, ConstTensorRef dout,
+                                      ConstTensorRef inp, ConstTensorRef w, int n, int c, int oc);
+
   virtual void gemm_impl(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta,
                          float* c) = 0;
   virtual void matmul_forward_impl(float* out, const float* inp, const float* w, const float* bias, int n, int c,

@@ -9,8 +9,9 @@
 // Storage is fp32 or 16-bit (TensorRef): the *_impl kernels take fp32, and the
 // Backend base class converts 16-bit operands through fp32 workspace with the
 // cast kernels (convert_impl), so the trainer's bf16/fp16 storage runs here with
-// every kernel it has; the fast 16-bit path with the kernels' own bf16/fp16
-// instances is bench/gpu's. GEMM precision is a choice: fp32 (exact, for
+// every kernel it has; its GEMMs run natively on the 16-bit values (the
+// *_native hooks). The fast 16-bit path with every kernel's own bf16/fp16
+// instance is bench/gpu's. GEMM precision is a choice: fp32 (exact, for
 // equivalence with the CPU backend), tf32, or bf16/fp16 tensor-core products with
 // fp32 accumulation and fp32 output (the operands are cast into a workspace first). Ids may be host or device int32 arrays: host ones are staged
 // through a device buffer.
@@ -64,6 +65,15 @@ class CudaBackend final : public Backend {
   void from_host_bytes(void* device, const void* host, std::size_t bytes) override;
   void convert_impl(void* dst, StorageDtype dst_dtype, const void* src, StorageDtype src_dtype,
                     std::size_t n) override;
+  // 16-bit storage's GEMMs on 16-bit tensor cores straight from storage (no
+  // fp32 staging, no operand casts): A and B of one 16-bit type, C of that
+  // type or fp32 (fp32 gradients beside 16-bit parameters); else staged.
+  bool gemm_native(const kernels::GemmShape& s, float alpha, ConstTensorRef a, ConstTensorRef b, float beta,
+                   TensorRef c) override;
+  bool matmul_forward_native(TensorRef out, ConstTensorRef inp, ConstTensorRef w, ConstTensorRef bias, int n, int c,
+                             int oc) override;
+  bool matmul_backward_native(TensorRef dinp, TensorRef dw, TensorRef dbias, ConstTensorRef dout, ConstTensorRef inp,
+                              ConstTensorRef w, int n, int c, int oc) override;
   void gemm_impl(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta,
                  float* c) override;
   void matmul_forward_impl(float* out, const float* inp, const float* w, const float* bias, int n, int c,
