@@ -137,7 +137,7 @@ PlanFile resolve(const RunFlags& f) {
   pf.cluster = in.load_cluster_or_throw();
   pf.model = in.load_model_or_throw();
   pf.plan = f.plan.resolve(*pf.model, *pf.cluster);
-  // The CPU backend trains in fp32: that is the precision of a CPU cluster unless asked otherwise.
+  // A CPU cluster trains fp32 unless asked otherwise (--precision bf16/fp16: 16-bit storage, fp32 arithmetic).
   if (pf.cluster->device_kind == DeviceKind::cpu && f.plan.precision.empty())
     pf.plan.precision = default_precision(*pf.cluster);
   return pf;

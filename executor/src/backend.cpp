@@ -386,7 +386,7 @@ void Backend::ce_backward(TensorRef dlogits, ConstTensorRef logits, const float*
                           const std::int32_t* targets, const float* dloss, int n, int v, int vocab_begin) {
   ZT_TIMED(OpKind::memory_bound);
   ZT_IN(L, logits, sz(n, v));
-  ZT_OUT(DL, dlogits, sz(n, v));
+  ZT_ACC(DL, dlogits, sz(n, v));  // backward accumulates (kernels/conventions.hpp)
   ce_backward_impl(DL, L, row_max, row_sum, targets, dloss, n, v, vocab_begin);
   DL.commit();
 }

@@ -63,7 +63,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
       throw InputError(where + ": expected {dtype, shape, data_offsets}");
     if (v["dtype"] != "F32")
-      throw InputError(where + ".dtype: expected \"F32\" (ztune trains in fp32), got " + v["dtype"].dump());
+      throw InputError(where + ".dtype: expected \"F32\" (ztune reads fp32 weights and rounds them to a 16-bit plan's storage itself), got " + v["dtype"].dump());
     Entry e;
     for (const auto& d : v["shape"]) e.shape.push_back(d.get<int>());
     e.begin = v["data_offsets"][0].get<std::size_t>();

@@ -17,6 +17,9 @@ Oracles, for the tiny model, 5 steps of lr 1e-3 with one seed and data:
    variance (the ZeRO paper's 16Ψ, §3.1), against 4 + 4 + 8 for the fp32 plan;
    gradients kept in fp32 when the plan reduces them in fp32 (Megatron's
    main_grad); the stored activations half the fp32 plan's.
+ - resuming: a bf16 ZeRO-2 run checkpointed after step 3 and resumed gives
+   steps 4 and 5 bit for bit (the checkpoint holds the 16-bit parameters, the
+   fp32 masters and the Adam states).
 
 usage: mixed_precision.py WORKER "MPIRUN ARGS" [case ...]
 """
@@ -54,7 +57,7 @@ CASES = {
 }
 
 
-def run(worker, mpirun, workdir, name, kw, model):
+def run(worker, mpirun, workdir, name, kw, model, extra=(), steps=STEPS):
     kw = dict(kw)
     grad_reduce = kw.pop("grad_reduce", None)
     path = os.path.join(workdir, name + ".json")
@@ -67,8 +70,8 @@ def run(worker, mpirun, workdir, name, kw, model):
             json.dump(doc, f)
     n = kw.get("dp", 1) * kw.get("tp", 1) * kw.get("pp", 1) * kw.get("cp", 1) * kw.get("ulysses", 1)
     record = os.path.join(workdir, name + ".record.json")
-    cmd = mpirun + ["-np", str(n), worker, path, "--steps", str(STEPS), "--seed", "7", "--record", record,
-                    "--lr", "1e-3"]
+    cmd = mpirun + ["-np", str(n), worker, path, "--steps", str(steps), "--seed", "7", "--record", record,
+                    "--lr", "1e-3"] + list(extra)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
         raise RuntimeError(f"{name}: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
@@ -143,6 +146,20 @@ def main():
                 ok = ok and mem["grads"] == 4 * PSI and mem["params"] == 2 * PSI
                 detail += f", grads {mem['grads']:.0f} (4Ψ = {4 * PSI})"
             check(name, ok, detail)
+        # A checkpoint holds the 16-bit parameters and the fp32 masters and
+        # states: training resumed after step 3 continues bit for bit.
+        kw = dict(dp=2, mb=2, ga=2, zero=2, precision="bf16")
+        ckpt = os.path.join(d, "ckpt")
+        try:
+            whole, _ = run(worker, mpirun, d, "resume_whole", kw, load_model("tiny"))
+            run(worker, mpirun, d, "resume_first", kw, load_model("tiny"),
+                ["--checkpoint-every", "3", "--checkpoint-dir", ckpt], steps=3)
+            resumed, _ = run(worker, mpirun, d, "resume_rest", kw, load_model("tiny"),
+                             ["--resume", "--checkpoint-dir", ckpt])
+            check("bf16 ZeRO-2 resume", list(resumed[-2:]) == list(whole[-2:]),
+                  f"steps 4-5 {whole[-2:]} uninterrupted, {resumed[-2:]} resumed")
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            check("bf16 ZeRO-2 resume", False, str(e))
     print(f"{failures} failed")
     return 1 if failures else 0
 

@@ -632,7 +632,7 @@ TEST_CASE("selective policy: optional in the file, round-trips, strict, needs re
 }
 
 // One owner for the default precision and the name's parser (issue 22): the
-// CPU backend trains in fp32; GPUs in 16-bit mixed precision, bf16 where the
+// CPU cluster trains fp32 by default; GPUs in 16-bit mixed precision, bf16 where the
 // datasheet lists bf16 tensor cores (A100, H100), fp16 where not (V100).
 TEST_CASE("default precision by device, and the one parser of its name", "[plan][precision]") {
   CHECK(ztune::default_precision(ztune::load_cluster("local-cpu")) == ztune::Precision::fp32);
