@@ -150,6 +150,16 @@ bool Backend::matmul_backward_native(TensorRef /*dinp*/, TensorRef /*dw*/, Tenso
   return false;
 }
 
+bool Backend::attention_forward_native(TensorRef /*out*/, TensorRef /*att*/, ConstTensorRef /*qkv*/, int /*b*/,
+                                       int /*t*/, int /*c*/, int /*nh*/, bool /*flash*/, int /*window*/) {
+  return false;
+}
+bool Backend::attention_backward_native(TensorRef /*dqkv*/, ConstTensorRef /*dout*/, ConstTensorRef /*qkv*/,
+                                        ConstTensorRef /*out*/, ConstTensorRef /*att*/, int /*b*/, int /*t*/,
+                                        int /*c*/, int /*nh*/, bool /*flash*/, int /*window*/) {
+  return false;
+}
+
 #define ZT_TIMED(kind) ScopedOp timer_(ops_, kind)
 #define ZT_IN(name, ref, n) StagedIn name(*this, ref, n)
 #define ZT_OUT(name, ref, n) StagedOut name(*this, ref, n, false)
@@ -319,6 +329,7 @@ std::size_t Backend::attention_state_elems(int b, int t, int nh, bool flash) {
 void Backend::attention_forward(TensorRef out, TensorRef att, ConstTensorRef qkv, int b, int t, int c, int nh,
                                 bool flash, int window) {
   ZT_TIMED(OpKind::attention);
+  if (!all_fp32({out, att, qkv}) && attention_forward_native(out, att, qkv, b, t, c, nh, flash, window)) return;
   ZT_IN(Q, qkv, sz(b, sz(t, 3L * c)));
   ZT_OUT(O, out, sz(b, sz(t, c)));
   ZT_OUT(A, att, attention_state_elems(b, t, nh, flash));
@@ -329,6 +340,9 @@ void Backend::attention_forward(TensorRef out, TensorRef att, ConstTensorRef qkv
 void Backend::attention_backward(TensorRef dqkv, ConstTensorRef dout, ConstTensorRef qkv, ConstTensorRef out,
                                  ConstTensorRef att, int b, int t, int c, int nh, bool flash, int window) {
   ZT_TIMED(OpKind::attention);
+  if (!all_fp32({dqkv, dout, qkv, out, att}) &&
+      attention_backward_native(dqkv, dout, qkv, out, att, b, t, c, nh, flash, window))
+    return;
   ZT_IN(D, dout, sz(b, sz(t, c)));
   ZT_IN(Q, qkv, sz(b, sz(t, 3L * c)));
   ZT_IN(O, out, sz(b, sz(t, c)));

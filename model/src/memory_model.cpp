@@ -243,54 +243,51 @@ ModelStateBytes executor_state_bytes(double psi, int n, int zero_stage, Precisio
 // allocator and one call's at a time: the standard attention's buffers
 // (kernels/cuda attention_workspace_elems: 7·n + heads·s² floats for the
 // rank's n = b·s·channels, per call, cp's ring blocks of s/cp rows, Ulysses'
-// whole sequence of a/u heads), or the 16-bit copies of a GEMM's two operands
-// (CudaBackend::run_gemm): the largest A + B of the layer's linear GEMMs
-// (op_costs layer_linear_gemms; backward's shapes hold the same operands), and
-// the logits GEMM's on the last stage. The fused kernel keeps its state in the
-// activations.
-double executor_cuda_scratch(const Transformer& m, const Plan& p, bool last) {
+// whole sequence of a/u heads). 16-bit storage's GEMMs run on the stored values
+// (no operand casts); the fused kernel keeps its state in the activations.
+double executor_cuda_scratch(const Transformer& m, const Plan& p) {
+  if (fused_attention(p.attention)) return 0;
   const double t = p.tp, u = p.ulysses, b = p.micro_batch, h = m.hidden;
-  double attention = 0;
-  if (!fused_attention(p.attention)) {
-    const double s = static_cast<double>(m.seq_len) / p.cp;
-    attention = 4.0 * (7.0 * b * s * h / (t * u) + b * m.heads / (t * u) * s * s);
-  }
-  double casts = 0;
-  if (p.precision != Precision::fp32) {
-    auto operands = [](const GemmShape& g) { return (g.m * g.k + g.k * g.n) * g.batch; };
-    const LinearGemms lin = layer_linear_gemms(m, p);
-    double largest = std::max({operands(lin.qkv), operands(lin.proj), operands(lin.fc1), operands(lin.fc2)});
-    if (last) largest = std::max(largest, operands(logits_gemm(m, p)));
-    casts = 2.0 * largest;
-  }
-  return std::max(attention, casts);
+  const double s = static_cast<double>(m.seq_len) / p.cp;
+  return 4.0 * (7.0 * b * s * h / (t * u) + b * m.heads / (t * u) * s * s);
 }
 
 // The fp32 copies one kernel call of the executor holds with 16-bit storage
 // (Backend's StagedIn/StagedOut, tracked as workspace): its 16-bit operands
-// converted, its outputs' fp32 results before rounding. The largest call: a
-// linear layer's backward (input and weight read, their gradients written,
-// the output gradient read: 2·m·k + 2·k·n + m·n elements), the attention
-// core's backward (Q|K|V and its gradient, the output and its gradient, and a
-// standard kernel's probabilities), the head's GEMMs and cross-entropy
-// backward on the last stage (logits and their gradient, N·V/t each), the
-// embedding's backward on the first (table and output gradient).
-double executor_staging_bytes(const Transformer& m, const Plan& p, bool first, bool last, double density) {
+// converted, its outputs' fp32 results before rounding; the largest call. On
+// every device: the MLP activation's backward (its input and output
+// gradients and its input), a norm's backward (input, output gradient, input
+// gradient), the standard attention's backward (Q|K|V and its gradient, the
+// output and its gradient, the probabilities), the cross-entropy's backward on
+// the last stage (logits and their gradient) and the embedding's backward on
+// the first (table and output gradient). On CPU ranks also every GEMM (a
+// linear layer's backward: input and weight read, their gradients written,
+// the output gradient read; the head's) and the flash kernel; on a GPU those
+// run on the 16-bit values (CudaBackend's *_native hooks).
+double executor_staging_bytes(const Transformer& m, const Plan& p, bool first, bool last, double density,
+                              bool gpu) {
   if (p.precision == Precision::fp32) return 0;
-  auto backward = [](const GemmShape& g) { return (2.0 * g.m * g.k + 2.0 * g.k * g.n + g.m * g.n) * g.batch; };
-  const LinearGemms lin = layer_linear_gemms(m, p);
-  double largest = std::max({backward(lin.qkv), backward(lin.proj), backward(lin.fc1), backward(lin.fc2)});
   const double tokens = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch;
   const double t = p.tp, h = m.hidden;
-  const double probs = fused_attention(p.attention) || p.cp > 1 || p.ulysses > 1
-                           ? 0.0
-                           : static_cast<double>(m.heads) / t * p.micro_batch * m.seq_len * m.seq_len * density;
-  largest = std::max(largest, 8.0 * tokens * h / t + probs);
-  if (last) {
-    const GemmShape g = logits_gemm(m, p);
-    largest = std::max({largest, 2.0 * g.m * g.n * g.batch, (g.m * g.n + g.n * g.k + g.m * g.k) * g.batch});
+  const double f_in = m.activation == Activation::swiglu ? 2.0 * m.ffn_hidden : m.ffn_hidden;
+  const double rows = tokens / (p.sequence_parallel ? t : 1.0);
+  double largest = std::max(tokens * (2.0 * f_in + m.ffn_hidden) / t, 3.0 * rows * h);
+  const bool fused = fused_attention(p.attention);
+  const bool host_attention = p.cp > 1 || p.ulysses > 1;  // the ring's and Ulysses' own fp32 copies
+  if (!host_attention && (!fused || !gpu)) {
+    const double probs =
+        fused ? 0.0 : static_cast<double>(m.heads) / t * p.micro_batch * m.seq_len * m.seq_len * density;
+    largest = std::max(largest, 8.0 * tokens * h / t + probs);
   }
+  const GemmShape head = logits_gemm(m, p);
+  if (last) largest = std::max(largest, 2.0 * head.m * head.n * head.batch);
   if (first) largest = std::max(largest, static_cast<double>(m.vocab) * h / t + tokens * h);
+  if (!gpu) {
+    auto backward = [](const GemmShape& g) { return (2.0 * g.m * g.k + 2.0 * g.k * g.n + g.m * g.n) * g.batch; };
+    const LinearGemms lin = layer_linear_gemms(m, p);
+    largest = std::max({largest, backward(lin.qkv), backward(lin.proj), backward(lin.fc1), backward(lin.fc2)});
+    if (last) largest = std::max(largest, (head.m * head.n + head.n * head.k + head.m * head.k) * head.batch);
+  }
   return 4.0 * largest;
 }
 
@@ -305,7 +302,7 @@ double executor_staging_bytes(const Transformer& m, const Plan& p, bool first, b
 // freed, so it adds to the peak only where it exceeds them; with 16-bit
 // storage a kernel's fp32 staging (executor_staging_bytes) beside the rest.
 void executor_lines(const Transformer& m, const Plan& p, double psi, double layers, double in_flight,
-                    double density, bool first, bool last, StageMemory& sm) {
+                    double density, bool first, bool last, bool gpu, StageMemory& sm) {
   const double sbh = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch * m.hidden;  // this rank's rows
   const double eb = bytes_of(p.precision), gb = bytes_of(p.grad_reduce_dtype.value_or(p.precision));
   double act = layers * in_flight * layer_activation_bytes_executor(m, p, p.recompute, density);
@@ -323,7 +320,7 @@ void executor_lines(const Transformer& m, const Plan& p, double psi, double laye
   sm.gpu[idx(MemLine::logits)] = last ? eb * rows * m.vocab / p.tp + 4.0 * 4.0 * rows : 0.0;
   const double transient = act + buckets + sm.gpu[idx(MemLine::logits)];
   sm.gpu[idx(MemLine::workspace)] =
-      std::max(executor_staging_bytes(m, p, first, last, density), 4.0 * psi - transient);
+      std::max(executor_staging_bytes(m, p, first, last, density, gpu), 4.0 * psi - transient);
   sm.gpu[idx(MemLine::runtime)] = 0;
   sm.gpu[idx(MemLine::fragmentation)] = 0;
 }
@@ -505,12 +502,12 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   // (executor_layout). On a GPU the CUDA context, NCCL, cuBLAS and the caching
   // allocator come on top (below).
   if (executor_layout(c, hw)) {
-    executor_lines(m, p, psi, layers, in_flight, density, first, last, sm);
+    executor_lines(m, p, psi, layers, in_flight, density, first, last, c.device_kind == DeviceKind::gpu, sm);
     if (c.device_kind == DeviceKind::cpu) {
       for (double v : sm.gpu) sm.total += v;
       return sm;
     }
-    sm.gpu[idx(MemLine::workspace)] += kCublasWorkspaceBytes + executor_cuda_scratch(m, p, last);
+    sm.gpu[idx(MemLine::workspace)] += kCublasWorkspaceBytes + executor_cuda_scratch(m, p);
   } else {
     engine_lines(m, p, hw, psi, layers, in_flight, density, first, last, onebit.sign_buffer_bytes, sm);
   }

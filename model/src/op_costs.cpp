@@ -23,6 +23,15 @@ Precision kernel_precision(const Plan& p, const EngineProfile& e) {
   return e.fp32_storage ? Precision::fp32 : p.precision;
 }
 
+double kernel_bytes(const Plan& p, const EngineProfile& e) {
+  if (!e.fp32_storage || p.precision == Precision::fp32) return bytes_of(p.precision);
+  return 2.0 + 4.0 + 4.0;  // convert (read 2, write 4) and the fp32 kernel's access; an output the mirror image
+}
+
+Precision attention_precision(const Plan& p, const EngineProfile& e) {
+  return fused_attention(p.attention) ? p.precision : kernel_precision(p, e);
+}
+
 // ---------------------------------------------------------------- kernels
 
 namespace {
@@ -173,16 +182,11 @@ LinearTimes linear_times(const GemmShape& g, Precision p, const GpuSpec& gpu, co
     return roofline_time(flops, full_wave * hw.gemm_waves.utilization(s.m, s.n, s.k, s.batch),
                          s.elements() * bytes_of(p), p, gpu, hw);
   };
-  // An engine storing fp32 that runs 16-bit GEMMs casts both operands into
-  // 16-bit scratch before every call (CudaBackend::run_gemm): a read of 4 and
-  // a write of 2 bytes per operand element, two kernels.
-  const bool casts = hw.engine.fp32_storage && p != Precision::fp32;
-  auto cast_of = [&](const GemmShape& s) {
-    return casts ? memory_bound_time(6.0 * (s.m * s.k + s.k * s.n) * s.batch, gpu, hw, 2) : 0.0;
-  };
-  t.fwd = time_of(g) + cast_of(g);
-  t.dgrad = time_of(dgrad_of(g)) + cast_of(dgrad_of(g));
-  t.wgrad = time_of(wgrad_of(g)) + cast_of(wgrad_of(g));
+  // ztune's executor runs its 16-bit storage's GEMMs on the stored values
+  // (CudaBackend's *_native hooks): no operand casts, as any 16-bit engine.
+  t.fwd = time_of(g);
+  t.dgrad = time_of(dgrad_of(g));
+  t.wgrad = time_of(wgrad_of(g));
   return t;
 }
 
@@ -209,7 +213,7 @@ LinearTimes linear_times(const GemmShape& g, Precision p, const GpuSpec& gpu, co
 double context_parallel_attention(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
                                   const LayerShape& x, LayerCost& lc) {
   const GpuSpec& gpu = c.node.gpu;
-  const Precision prec = kernel_precision(p, hw.engine);  // attention runs in the kernels' dtype
+  const Precision prec = attention_precision(p, hw.engine);
   const double eb = bytes_of(prec);
   const double heads_local = x.b * x.a / x.t;
   const double cp = p.cp;
@@ -325,8 +329,7 @@ void gpu_layer_compute(const LayerParts& in, LayerCost& lc) {
   const HardwareProfile& hw = in.hw;
   const LayerShape& x = in.x;
   const GpuSpec& gpu = c.node.gpu;
-  const Precision prec = kernel_precision(p, hw.engine);  // the memory-bound kernels' and attention's dtype
-  const double eb = bytes_of(prec);
+  const double eb = kernel_bytes(p, hw.engine);           // their traffic per element
   const double heads_local = in.g.heads_local;
   const double density = in.g.density;
   const double t_qk = in.g.t_qk;
@@ -385,9 +388,10 @@ void gpu_layer_compute(const LayerParts& in, LayerCost& lc) {
     double blocks = 0;
     for (double i = 0; i < n; ++i) blocks += std::min(i + 1.0, k);
     const double fwd_flops = 4.0 * x.s * x.s * x.d * heads_local * blocks / (n * n);
-    const double head_bytes = x.s * x.d * heads_local * eb;  // one of Q, K, V, O per micro-batch
-    lc.fwd_attention_s = fused_attention_time(fwd_flops, 4.0 * head_bytes, prec, gpu, hw, p.attention);
-    flash_bwd_s = fused_attention_time(2.5 * fwd_flops, 8.0 * head_bytes, prec, gpu, hw, p.attention);
+    const Precision attention = attention_precision(p, hw.engine);
+    const double head_bytes = x.s * x.d * heads_local * bytes_of(attention);  // one of Q, K, V, O per micro-batch
+    lc.fwd_attention_s = fused_attention_time(fwd_flops, 4.0 * head_bytes, attention, gpu, hw, p.attention);
+    flash_bwd_s = fused_attention_time(2.5 * fwd_flops, 8.0 * head_bytes, attention, gpu, hw, p.attention);
   }
 
   double cp_bwd_attention_s = 0;
@@ -475,10 +479,10 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   g.t_proj = linear_times(g.proj, prec, gpu, hw);
   g.t_fc1 = linear_times(g.fc1, prec, gpu, hw);
   g.t_fc2 = linear_times(g.fc2, prec, gpu, hw);
-  // The attention core's products run in the kernels' dtype (fp32 in ztune's executor).
-  const Precision kernels = kernel_precision(p, hw.engine);
-  g.t_qk = gemm_time(g.qk, kernels, gpu, hw, true);
-  g.t_pv = gemm_time(g.pv, kernels, gpu, hw, true);
+  // The standard attention core's products (fp32 in ztune's executor).
+  const Precision attention = attention_precision(p, hw.engine);
+  g.t_qk = gemm_time(g.qk, attention, gpu, hw, true);
+  g.t_pv = gemm_time(g.pv, attention, gpu, hw, true);
 
   // Host-op facts of the layer, the same whichever flavour computes it: the
   // elementwise kernels of a pass, and Megatron's softmax fallback (below).
@@ -660,7 +664,7 @@ void gpu_edge_compute(const EdgeParts& in, EdgeCost& e) {
   const LayerShape& x = in.x;
   const GpuSpec& gpu = in.c.node.gpu;
   const HardwareProfile& hw = in.hw;
-  const double eb = bytes_of(kernel_precision(in.p, hw.engine));  // the kernels' traffic
+  const double eb = kernel_bytes(in.p, hw.engine);  // the kernels' traffic per element
   const double hs = x.tokens * x.h;
   const double hs_local = hs / (x.sp ? x.t : 1.0);
   const LinearTimes& t_logits = in.t_logits;

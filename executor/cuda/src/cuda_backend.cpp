@@ -269,6 +269,30 @@ bool CudaBackend::matmul_backward_native(TensorRef dinp, TensorRef dw, TensorRef
   return true;
 }
 
+bool CudaBackend::attention_forward_native(TensorRef out, TensorRef att, ConstTensorRef qkv, int b, int t, int c,
+                                           int nh, bool flash, int window) {
+  const StorageDtype d = qkv.dtype;
+  if (!flash || window > 0 || d == StorageDtype::fp32 || out.dtype != d || !att.is_fp32()) return false;
+  with_half_type(d, [&](auto tag) {
+    using H = decltype(tag);
+    flash_->forward<H>(as<H>(out), att.f32(), as<H>(qkv), b, t, c, nh, compute_);
+  });
+  return true;
+}
+
+bool CudaBackend::attention_backward_native(TensorRef dqkv, ConstTensorRef dout, ConstTensorRef qkv, ConstTensorRef out,
+                                            ConstTensorRef att, int b, int t, int c, int nh, bool flash, int window) {
+  const StorageDtype d = qkv.dtype;
+  if (!flash || window > 0 || d == StorageDtype::fp32 || out.dtype != d || dout.dtype != d || dqkv.dtype != d ||
+      !att.is_fp32())
+    return false;
+  with_half_type(d, [&](auto tag) {
+    using H = decltype(tag);
+    flash_->backward<H>(as<H>(dqkv), as<H>(dout), as<H>(qkv), as<H>(out), att.f32(), b, t, c, nh, compute_);
+  });
+  return true;
+}
+
 void CudaBackend::gemm_impl(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta,
                             float* c) {
   run_gemm(s, alpha, a, b, beta, c, nullptr);

@@ -169,13 +169,18 @@ class Backend {
   // A backend's own kernels for 16-bit operands (issue 24's speed path), tried
   // before the fp32 staging when some operand is not fp32: true when the
   // backend ran the op on the typed operands itself, false to stage (the
-  // default; CUDA runs its GEMMs on 16-bit tensor cores straight from storage).
+  // default; CUDA runs its GEMMs on 16-bit tensor cores straight from storage,
+  // and the plan's flash attention through cuDNN's fused attention).
   virtual bool gemm_native(const kernels::GemmShape& s, float alpha, ConstTensorRef a, ConstTensorRef b, float beta,
                            TensorRef c);
   virtual bool matmul_forward_native(TensorRef out, ConstTensorRef inp, ConstTensorRef w, ConstTensorRef bias, int n,
                                      int c, int oc);
   virtual bool matmul_backward_native(TensorRef dinp, TensorRef dw, TensorRef dbias, ConstTensorRef dout,
                                       ConstTensorRef inp, ConstTensorRef w, int n, int c, int oc);
+  virtual bool attention_forward_native(TensorRef out, TensorRef att, ConstTensorRef qkv, int b, int t, int c,
+                                        int nh, bool flash, int window);
+  virtual bool attention_backward_native(TensorRef dqkv, ConstTensorRef dout, ConstTensorRef qkv, ConstTensorRef out,
+                                         ConstTensorRef att, int b, int t, int c, int nh, bool flash, int window);
 
   virtual void gemm_impl(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta,
                          float* c) = 0;

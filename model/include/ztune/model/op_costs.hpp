@@ -24,11 +24,21 @@ namespace ztune {
 /// executor (16-bit storage with fp32 masters, issue 24). Gradient reductions
 /// have their own rule (gradient_reduce_bytes).
 [[nodiscard]] Precision storage_precision(const Plan& p, const EngineProfile& e);
-/// The dtype the engine's memory-bound and attention kernels read and write:
-/// the stored one, or fp32 for an engine whose kernels compute on fp32 arrays
-/// (EngineProfile::fp32_storage: ztune's executor, which converts each 16-bit
-/// operand into fp32 workspace and rounds the result back, Backend's staging).
+/// The dtype the engine's memory-bound kernels and unfused attention compute
+/// in: the stored one, or fp32 for an engine whose kernels compute on fp32
+/// arrays (EngineProfile::fp32_storage: ztune's executor).
 [[nodiscard]] Precision kernel_precision(const Plan& p, const EngineProfile& e);
+/// HBM bytes per element a memory-bound kernel moves for each tensor it reads
+/// or writes: the stored type's size, or, for ztune's executor on 16-bit
+/// storage, the staging around its fp32 kernel (Backend's StagedIn/StagedOut):
+/// a read of 2 and a write of 4 to convert, the kernel's 4, and a read of 4 and
+/// a write of 2 to round an output back: 10 bytes an element touch where a
+/// 16-bit kernel moves 2 (an fp32 plan: 4, no staging).
+[[nodiscard]] double kernel_bytes(const Plan& p, const EngineProfile& e);
+/// The attention core's dtype: kernel_precision for the unfused standard kernel;
+/// the plan's for a fused one (ztune's executor runs its flash attention on the
+/// 16-bit values: cuDNN's fused attention or the flash kernels' 16-bit instances).
+[[nodiscard]] Precision attention_precision(const Plan& p, const EngineProfile& e);
 
 // ---------------------------------------------------------------- kernels
 

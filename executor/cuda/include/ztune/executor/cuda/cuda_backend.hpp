@@ -74,6 +74,13 @@ class CudaBackend final : public Backend {
                              int oc) override;
   bool matmul_backward_native(TensorRef dinp, TensorRef dw, TensorRef dbias, ConstTensorRef dout, ConstTensorRef inp,
                               ConstTensorRef w, int n, int c, int oc) override;
+  // The plan's flash attention on 16-bit Q|K|V, output and gradients (the
+  // log-sum-exp fp32): CudnnAttention, cuDNN's fused attention where its graph
+  // is accepted, the flash kernels' 16-bit instances otherwise.
+  bool attention_forward_native(TensorRef out, TensorRef att, ConstTensorRef qkv, int b, int t, int c, int nh,
+                                bool flash, int window) override;
+  bool attention_backward_native(TensorRef dqkv, ConstTensorRef dout, ConstTensorRef qkv, ConstTensorRef out,
+                                 ConstTensorRef att, int b, int t, int c, int nh, bool flash, int window) override;
   void gemm_impl(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta,
                  float* c) override;
   void matmul_forward_impl(float* out, const float* inp, const float* w, const float* bias, int n, int c,
