@@ -89,16 +89,16 @@ struct EngineProfile {
   bool fp16_reduce_fp32 = false;
   bool bf16_pipeline_fp32_accumulation = false;
 
-  // Whether the engine's kernels compute on fp32 arrays whatever the plan's
-  // precision (profile key "storage": "fp32"; "training" when absent): ztune's
-  // executor. It stores parameters, gradients and activations in the plan's
-  // precision with fp32 masters (issue 24) and its communicators move them so,
-  // but its Backend converts every 16-bit operand into fp32 workspace for its
-  // float kernels and rounds the result back, and casts the linear GEMMs'
-  // operands into 16-bit scratch again (CudaBackend::run_gemm). Priced as it
-  // runs: fp32 kernel traffic (model/op_costs kernel_precision), the casts,
-  // attention at the fp32 peak, and the executor's own allocations
-  // (model/memory_model executor_lines).
+  // Whether the engine's memory-bound kernels compute on fp32 arrays whatever
+  // the plan's precision (profile key "storage": "fp32"; "training" when
+  // absent): ztune's executor. It stores parameters, gradients and activations
+  // in the plan's precision with fp32 masters (issue 24) and its communicators
+  // move them so; its GEMMs and flash attention run on the 16-bit values, but
+  // every other kernel of its Backend converts each 16-bit operand into fp32
+  // workspace and rounds the result back, and its standard attention is fp32.
+  // Priced as it runs: the staged traffic (model/op_costs kernel_bytes), the
+  // standard attention at the fp32 peak (attention_precision), and the
+  // executor's own allocations (model/memory_model executor_lines).
   bool fp32_storage = false;
 
   GatherUnit zero3_gather = GatherUnit::bucket;
