@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gpu_support.hpp"
@@ -152,4 +153,108 @@ TEST_CASE("CUDA backend loss-scale helper flags overflow and unscales", "[gpu][b
   h[500] = INFINITY;
   gpu.from_host(g.data(), h.data(), h.size());
   CHECK(gpu.unscale_and_check(g.data(), g.size(), 0.25f));
+}
+
+// 16-bit storage (issue 24): CudaBackend's native GEMMs and flash attention on
+// bf16/fp16 buffers against the CPU backend's staged path on the same stored
+// values (convert to fp32, the fp32 kernel, round back), which
+// tests/executor/test_storage.cpp checks against the definition. Products of
+// 16-bit values are exact in fp32 on both; the sums differ in order, and a
+// result near a rounding boundary may round to the neighbouring 16-bit value:
+// one unit in the last place (eps_of) relative, plus a small absolute floor.
+namespace {
+
+template <typename H>
+constexpr StorageDtype storage_of() {
+  return std::is_same_v<H, __half> ? StorageDtype::fp16 : StorageDtype::bf16;
+}
+
+// A 16-bit buffer of `be` holding v (rounded to H), filled through an fp32 upload and a conversion.
+Buffer upload16(Backend& be, const std::vector<float>& v, StorageDtype d, MemCategory c = MemCategory::activations) {
+  Buffer b = be.allocate(v.size(), c, d);
+  Buffer f = be.allocate(v.size(), MemCategory::workspace);
+  be.from_host(f.data(), v.data(), v.size());
+  be.copy(b.ref(), f.data(), v.size());
+  return b;
+}
+std::vector<float> download16(Backend& be, const Buffer& b) {
+  Buffer f = be.allocate(b.size(), MemCategory::workspace);
+  be.copy(f.data(), b.ref(), b.size());
+  be.fence();
+  std::vector<float> v(b.size());
+  be.to_host(v.data(), f.data(), b.size());
+  return v;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("CUDA backend's 16-bit GEMMs on stored values agree with the CPU's staged path", "[gpu][backend][mixed]",
+                   __nv_bfloat16, __half) {
+  using H = TestType;
+  const StorageDtype d = storage_of<H>();
+  const float ulp = ztune::test::eps_of<H>();
+  const int n = 48, c = 64, oc = 96;
+  const auto x = uniform(n * c, 21), w = uniform(oc * c, 22, -0.2f, 0.2f), bias = uniform(oc, 23, -0.1f, 0.1f);
+  const auto dout = uniform(n * oc, 24), dw0 = uniform(oc * c, 25, -0.01f, 0.01f), dx0 = uniform(n * c, 26, -0.01f, 0.01f);
+  CpuBackend cpu(2);
+  cuda::CudaBackend gpu({0, d == StorageDtype::bf16 ? cuda::GemmPrecision::bf16 : cuda::GemmPrecision::fp16});
+  std::map<std::string, std::vector<float>> got, ref;
+  for (Backend* be : {static_cast<Backend*>(&cpu), static_cast<Backend*>(&gpu)}) {
+    auto& out = be == &cpu ? ref : got;
+    Buffer X = upload16(*be, x, d), W = upload16(*be, w, d, MemCategory::params), B = upload16(*be, bias, d);
+    Buffer D = upload16(*be, dout, d), DX = upload16(*be, dx0, d);
+    Buffer DW16 = upload16(*be, dw0, d, MemCategory::grads);
+    Buffer DW32 = be->allocate(dw0.size(), MemCategory::grads);
+    be->from_host(DW32.data(), dw0.data(), dw0.size());
+    Buffer Y = be->allocate(static_cast<std::size_t>(n * oc), MemCategory::activations, d);
+    be->matmul_forward(Y.ref(), X.ref(), W.ref(), B.ref(), n, c, oc);
+    // Backward into a 16-bit weight gradient, then into an fp32 one (fp32 gradients beside 16-bit parameters).
+    be->matmul_backward(DX.ref(), DW16.ref(), nullptr, D.ref(), X.ref(), W.ref(), n, c, oc);
+    be->matmul_backward(nullptr, DW32.data(), nullptr, D.ref(), X.ref(), W.ref(), n, c, oc);
+    out["y"] = download16(*be, Y);
+    out["dx"] = download16(*be, DX);
+    out["dw16"] = download16(*be, DW16);
+    be->fence();
+    out["dw32"].resize(dw0.size());
+    be->to_host(out["dw32"].data(), DW32.data(), dw0.size());
+  }
+  CHECK(mismatches("y", got["y"], ref["y"], 1e-3f, ulp) == 0);
+  CHECK(mismatches("dx", got["dx"], ref["dx"], 1e-3f, ulp) == 0);
+  CHECK(mismatches("dw (16-bit)", got["dw16"], ref["dw16"], 1e-3f, ulp) == 0);
+  CHECK(mismatches("dw (fp32)", got["dw32"], ref["dw32"], 1e-4f, 1e-5f) == 0);
+  // The native path stages nothing: no workspace beyond the uploads' fp32 copies, freed.
+  CHECK(gpu.memory().current(MemCategory::workspace) == 0);
+}
+
+TEMPLATE_TEST_CASE("CUDA backend's 16-bit flash attention agrees with the CPU's staged flash kernel",
+                   "[gpu][backend][mixed]", __nv_bfloat16, __half) {
+  using H = TestType;
+  const StorageDtype d = storage_of<H>();
+  const float ulp = ztune::test::eps_of<H>();
+  const int b = 2, t = 77, nh = 2, c = nh * 64;  // head size 64, a sequence no tile divides
+  const auto qkv = uniform(static_cast<std::size_t>(b) * t * 3 * c, 31);
+  const auto dout = uniform(static_cast<std::size_t>(b) * t * c, 32);
+  const std::size_t lse_n = Backend::attention_state_elems(b, t, nh, true);
+  CpuBackend cpu(2);
+  cuda::CudaBackend gpu({0, d == StorageDtype::bf16 ? cuda::GemmPrecision::bf16 : cuda::GemmPrecision::fp16});
+  std::map<std::string, std::vector<float>> got, ref;
+  for (Backend* be : {static_cast<Backend*>(&cpu), static_cast<Backend*>(&gpu)}) {
+    auto& out = be == &cpu ? ref : got;
+    Buffer QKV = upload16(*be, qkv, d), D = upload16(*be, dout, d);
+    Buffer O = be->allocate(static_cast<std::size_t>(b) * t * c, MemCategory::activations, d);
+    Buffer DQKV = be->allocate(qkv.size(), MemCategory::workspace, d);
+    Buffer LSE = be->allocate(lse_n, MemCategory::activations);
+    be->attention_forward(O.ref(), LSE.data(), QKV.ref(), b, t, c, nh, true);
+    be->attention_backward(DQKV.ref(), D.ref(), QKV.ref(), O.ref(), LSE.data(), b, t, c, nh, true);
+    out["out"] = download16(*be, O);
+    out["dqkv"] = download16(*be, DQKV);
+    be->fence();
+    out["lse"].resize(lse_n);
+    be->to_host(out["lse"].data(), LSE.data(), lse_n);
+  }
+  // cuDNN's kernels (or the flash kernels' 16-bit instances) keep P in 16 bits
+  // between their two products where the CPU's fp32 kernel does not: a few ulp.
+  CHECK(mismatches("out", got["out"], ref["out"], 2e-3f, 4 * ulp) == 0);
+  CHECK(mismatches("lse", got["lse"], ref["lse"], 2e-3f, 4 * ulp) == 0);
+  CHECK(mismatches("dqkv", got["dqkv"], ref["dqkv"], 5e-3f, 8 * ulp) == 0);
 }
