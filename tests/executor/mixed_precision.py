@@ -44,6 +44,7 @@ CASES = {
     "dp2_zero3": dict(dp=2, mb=2, ga=2, zero=3, bucket=3e4),
     "dp2_zero2_offload": dict(dp=2, mb=2, ga=2, zero=2, offload="cpu"),
     "dp2_zero3_offload_params": dict(dp=2, mb=2, ga=2, zero=3, bucket=3e4, offload="cpu", offload_params="cpu"),
+    "dp2_zero3_offload_nvme": dict(dp=2, mb=2, ga=2, zero=3, bucket=3e4, offload="nvme"),
     "tp2_sp": dict(tp=2, sp=True),
     "pp2_1f1b_recompute_full": dict(pp=2, recompute="full"),
     "dp2_tp2_pp2_interleaved_zero1_sp": dict(dp=2, tp=2, pp=2, v=2, schedule="interleaved", mb=1, ga=4, zero=1,
@@ -54,6 +55,8 @@ CASES = {
     "llama_tp2_flash": dict(model="tiny-llama", tp=2, attention="flash"),
     "hsdp_dp4_shard2": dict(dp=4, mb=1, ga=2, zero=3, dp_shard=2, bucket=3e4),
     "fp16_dp2_zero2": dict(dp=2, mb=2, ga=2, zero=2, precision="fp16"),
+    # The loss scale's unscaling inside the offloaded step (the gradients' fp32 copies on their way to host Adam).
+    "fp16_dp2_zero2_offload": dict(dp=2, mb=2, ga=2, zero=2, offload="cpu", precision="fp16"),
     "fp32_grads_dp2_zero1": dict(dp=2, mb=2, ga=2, zero=1, grad_reduce="fp32"),
     # ZeRO++ (int8 weight gathers, int4 gradients) on one node, and on 4 ranks
     # acting as 2 nodes × 2 (hpZ's secondary copy, the two-level reduction).

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "ztune/executor/cpu_backend.hpp"
+#include "ztune/executor/host_adam.hpp"
+#include "ztune/executor/optimizer_states.hpp"
 #include "ztune/executor/mpi_communicator.hpp"
 #include "ztune/executor/token_source.hpp"
 #include "ztune/executor/trainer.hpp"
@@ -149,4 +151,54 @@ TEST_CASE("gradients that overflow at the minimum scale stop training", "[execut
   trainer.store().param(0).f32()[0] = std::numeric_limits<float>::infinity();
   CHECK(trainer.step(0).skipped);
   CHECK_THROWS_AS(trainer.step(1), LossScaleAtMinimum);
+}
+
+TEST_CASE("offloaded optimizer states unscale 16-bit gradients on their fp32 way to host Adam", "[executor][loss_scale][offload]") {
+  // ZeRO-Offload with bf16 storage: the gradients cross to the host as fp32
+  // copies multiplied by grad_scale (1/loss scale), host Adam updates the fp32
+  // masters, and the parameters come back as their bf16 rounding. Oracle:
+  // host_adamw on the masters with the stored gradients times the scale (a
+  // power of two: exact), then rounded. Adam's update m̂/(√v̂ + ε) does not
+  // see a constant factor on every gradient but through ε, so the loss tests
+  // could not tell a missing unscale: ε = 0.1 against gradients of order 1
+  // makes the factor 1024 show.
+  auto world = MpiCommunicator::world();
+  CpuBackend be(1);
+  kernels::ThreadPool pool(1);
+  const std::size_t n = 1000;
+  const float scale = 1.0f / 1024.0f;
+  OptimizerStateOptions o;
+  o.offload = true;
+  o.storage = StorageDtype::bf16;
+  o.grad_storage = StorageDtype::bf16;
+  OptimizerStates states(n, o, *world, be, pool);
+  REQUIRE(states.has_master());
+  std::vector<float> p(n), g(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    p[i] = std::sin(0.37f * static_cast<float>(i));
+    g[i] = 1024.0f * std::cos(0.11f * static_cast<float>(i));
+  }
+  auto to16 = [&](const std::vector<float>& v) {
+    std::vector<std::uint16_t> h(v.size());
+    convert_host(h.data(), StorageDtype::bf16, v.data(), StorageDtype::fp32, v.size());
+    return h;
+  };
+  auto to32 = [&](const std::vector<std::uint16_t>& h) {
+    std::vector<float> v(h.size());
+    convert_host(v.data(), StorageDtype::fp32, h.data(), StorageDtype::bf16, h.size());
+    return v;
+  };
+  Buffer params = be.allocate(n, MemCategory::params, StorageDtype::bf16);
+  Buffer grads = be.allocate(n, MemCategory::grads, StorageDtype::bf16);
+  be.from_host(params.ref(), to16(p).data(), n);
+  be.from_host(grads.ref(), to16(g).data(), n);
+  states.initialise_master(0, params.ref(), n);
+  const kernels::AdamWParams h{1e-2f, 0.9f, 0.95f, 0.1f, 0.1f, 1};
+  states.step(params.ref(), grads.ref(), 0, n, h, scale);
+  std::vector<float> master = to32(to16(p)), grad = to32(to16(g)), m(n, 0.0f), v(n, 0.0f);
+  for (float& x : grad) x *= scale;
+  host_adamw(master.data(), grad.data(), m.data(), v.data(), n, h, pool);
+  std::vector<std::uint16_t> got(n);
+  be.to_host(got.data(), params.ref(), n);
+  CHECK(got == to16(master));
 }
