@@ -78,47 +78,26 @@ void Backend::copy(TensorRef dst, ConstTensorRef src, std::size_t n) {
   else convert_impl(dst.ptr, dst.dtype, src.ptr, src.dtype, n);
 }
 
-// fp32 views of 16-bit operands. An input is converted into fp32 workspace; an
-// output gets fp32 workspace (loaded first when the kernel accumulates into it,
-// or works in place) and is rounded back by commit(). fp32 operands and null
-// pointers pass through untouched, so fp32 training costs nothing extra.
-class Backend::StagedIn {
- public:
-  StagedIn(Backend& be, ConstTensorRef r, std::size_t n) : p_(static_cast<const float*>(r.ptr)) {
-    if (r.ptr == nullptr || r.is_fp32() || n == 0) return;
-    buf_ = be.allocate(n, MemCategory::workspace);
-    be.convert_impl(buf_.data(), StorageDtype::fp32, r.ptr, r.dtype, n);
-    p_ = buf_.data();
-  }
-  operator const float*() const { return p_; }  // NOLINT(google-explicit-constructor)
+// fp32 operands and null pointers pass through untouched, so fp32 training
+// costs nothing extra.
+Backend::StagedIn::StagedIn(Backend& be, ConstTensorRef r, std::size_t n) : p_(static_cast<const float*>(r.ptr)) {
+  if (r.ptr == nullptr || r.is_fp32() || n == 0) return;
+  buf_ = be.allocate(n, MemCategory::workspace);
+  be.convert_impl(buf_.data(), StorageDtype::fp32, r.ptr, r.dtype, n);
+  p_ = buf_.data();
+}
 
- private:
-  Buffer buf_;
-  const float* p_;
-};
+Backend::StagedOut::StagedOut(Backend& be, TensorRef r, std::size_t n, bool reads)
+    : be_(be), r_(r), n_(n), p_(static_cast<float*>(r.ptr)) {
+  if (r.ptr == nullptr || r.is_fp32() || n == 0) return;
+  buf_ = be.allocate(n, MemCategory::workspace);
+  if (reads) be.convert_impl(buf_.data(), StorageDtype::fp32, r.ptr, r.dtype, n);
+  p_ = buf_.data();
+}
 
-class Backend::StagedOut {
- public:
-  /// `reads`: the kernel accumulates into the output (+=) or updates it in place.
-  StagedOut(Backend& be, TensorRef r, std::size_t n, bool reads) : be_(be), r_(r), n_(n), p_(static_cast<float*>(r.ptr)) {
-    if (r.ptr == nullptr || r.is_fp32() || n == 0) return;
-    buf_ = be.allocate(n, MemCategory::workspace);
-    if (reads) be.convert_impl(buf_.data(), StorageDtype::fp32, r.ptr, r.dtype, n);
-    p_ = buf_.data();
-  }
-  operator float*() const { return p_; }  // NOLINT(google-explicit-constructor)
-  /// The result into the operand's storage.
-  void commit() {
-    if (!buf_.empty()) be_.convert_impl(r_.ptr, r_.dtype, buf_.data(), StorageDtype::fp32, n_);
-  }
-
- private:
-  Backend& be_;
-  TensorRef r_;
-  std::size_t n_;
-  Buffer buf_;
-  float* p_;
-};
+void Backend::StagedOut::commit() {
+  if (!buf_.empty()) be_.convert_impl(r_.ptr, r_.dtype, buf_.data(), StorageDtype::fp32, n_);
+}
 
 namespace {
 std::size_t sz(long a) { return static_cast<std::size_t>(a); }

@@ -193,33 +193,18 @@ StorageDtype GptStage::att_dtype() const {
   return dt_;
 }
 
-namespace {
 // The ring and Ulysses algorithms index host memory as fp32 (the CPU backend's
-// context parallelism): a 16-bit operand goes through an fp32 copy. Their K/V
-// exchanges then carry fp32 copies of 16-bit values (the same numbers, twice the bytes).
-// Outputs are written through p (and copied back by the caller); inputs only read.
-struct Wide {
-  Buffer buf;
-  float* p = nullptr;
-  Wide(Backend& be, ConstTensorRef r, std::size_t n) {
-    if (r.is_fp32()) {
-      p = const_cast<float*>(r.f32());  // NOLINT(cppcoreguidelines-pro-type-const-cast)
-      return;
-    }
-    buf = be.allocate(n, MemCategory::workspace);
-    be.copy(buf.data(), r, n);
-    p = buf.data();
-  }
-};
-}  // namespace
-
+// context parallelism): a 16-bit operand goes through an fp32 copy
+// (Backend::StagedIn/StagedOut). Their K/V exchanges then carry fp32 copies of
+// 16-bit values (the same numbers, twice the bytes).
 void GptStage::attend(TensorRef out, TensorRef att, ConstTensorRef qkv) {
   const auto n = static_cast<std::size_t>(N_);
   if (ring_ || ulysses_) {
-    Wide q(be_, qkv, n * 3 * Cl_), o(be_, out, n * Cl_);
-    if (ring_) ring_->forward(o.p, att.f32(), q.p);
-    else ulysses_->forward(o.p, att.f32(), q.p);
-    if (!o.buf.empty()) be_.copy(out, o.p, n * Cl_);
+    const Backend::StagedIn q(be_, qkv, n * 3 * Cl_);
+    Backend::StagedOut o(be_, out, n * Cl_, false);
+    if (ring_) ring_->forward(o, att.f32(), q);
+    else ulysses_->forward(o, att.f32(), q);
+    o.commit();
     return;
   }
   if (sparse_) be_.sparse_attention_forward(out, att, qkv, B_, T_, Cl_, NHl_, *sparse_);
@@ -230,14 +215,12 @@ void GptStage::attend_backward(TensorRef dqkv, ConstTensorRef dout, ConstTensorR
                                ConstTensorRef att) {
   const auto n = static_cast<std::size_t>(N_);
   if (ring_ || ulysses_) {
-    Wide dq(be_, dqkv, n * 3 * Cl_), d(be_, dout, n * Cl_);
-    if (ring_) {
-      Wide q(be_, qkv, n * 3 * Cl_), o(be_, out, n * Cl_);
-      ring_->backward(dq.p, d.p, q.p, o.p, att.f32());
-    } else {
-      ulysses_->backward(dq.p, d.p, att.f32());
-    }
-    if (!dq.buf.empty()) be_.copy(dqkv, dq.p, n * 3 * Cl_);
+    Backend::StagedOut dq(be_, dqkv, n * 3 * Cl_, true);  // backward accumulates
+    const Backend::StagedIn d(be_, dout, n * Cl_);
+    if (ring_) ring_->backward(dq, d, Backend::StagedIn(be_, qkv, n * 3 * Cl_), Backend::StagedIn(be_, out, n * Cl_),
+                               att.f32());
+    else ulysses_->backward(dq, d, att.f32());
+    dq.commit();
     return;
   }
   if (sparse_) be_.sparse_attention_backward(dqkv, dout, qkv, att, B_, T_, Cl_, NHl_, *sparse_);

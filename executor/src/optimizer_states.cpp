@@ -51,19 +51,13 @@ void OptimizerStates::initialise_master(std::size_t off, ConstTensorRef params, 
     be_.copy(master_.data() + off, params, len);  // the 16-bit values, widened (Megatron's main params)
     return;
   }
-  Buffer wide;  // 16-bit parameters cross to the host as fp32
-  const float* src = static_cast<const float*>(params.ptr);
-  if (!params.is_fp32()) {
-    wide = be_.allocate(len, MemCategory::workspace);
-    be_.copy(wide.data(), params, len);
-    src = wide.data();
-  }
+  const Backend::StagedIn src(be_, params, len);  // 16-bit parameters cross to the host as fp32
   if (nvme_) {
     // The master copy starts as the parameters, staged through host_grad_.
-    be_.to_host(host_grad_.data() + off, src, len);
+    be_.to_host(host_grad_.data() + off, src.data(), len);
     nvme_->initialise(off, host_grad_.data() + off, len);
   } else {
-    be_.to_host(host_master_.data() + off, src, len);
+    be_.to_host(host_master_.data() + off, src.data(), len);
   }
 }
 
@@ -109,13 +103,10 @@ void OptimizerStates::step(TensorRef param, ConstTensorRef grad, std::size_t off
                host_pool_);
   }
   ScopedOp t(be_.ops(), OpKind::offload_copy, static_cast<double>(len * sizeof(float)));
-  if (param.is_fp32()) {
-    be_.from_host(param, updated, len);
-    return;
-  }
-  if (wide.empty()) wide = be_.allocate(len, MemCategory::workspace);
-  be_.from_host(wide.data(), updated, len);
-  be_.copy(param, wide.data(), len);  // the 16-bit copy of the new master
+  wide.release();  // the gradients' copy is on the host now
+  Backend::StagedOut up(be_, param, len, false);  // 16-bit parameters: the new masters, rounded
+  be_.from_host(up.data(), updated, len);
+  up.commit();
 }
 
 void OptimizerStates::step(const std::vector<Range>& ranges, const kernels::AdamWParams& h, float grad_scale) {

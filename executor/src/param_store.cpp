@@ -326,11 +326,7 @@ std::vector<float> ParamStore::local_values(int id) {
   const auto unit = specs_[i].unit;
   acquire_bucket(unit, Direction::forward, true);  // the stored values, not ZeRO++'s int8 copy
   std::vector<float> out(specs_[i].shard.numel());
-  {
-    Buffer wide = be_.allocate(out.size(), MemCategory::workspace);
-    be_.copy(wide.data(), param(id), out.size());
-    be_.to_host(out.data(), wide.data(), out.size());
-  }
+  be_.to_host(out.data(), Backend::StagedIn(be_, param(id), out.size()).data(), out.size());
   release(unit);
   // acquire() may have prefetched the next bucket: settle it so nothing is in flight.
   for (auto& b : buckets_) {
@@ -373,23 +369,13 @@ void ParamStore::launch_reduction(Bucket& b) {
     if (opt_.zeropp && g_.dp_inter != nullptr) {
       // qgZ across nodes: int4 inside the node, the node's partials int4 again
       // across nodes (zeropp_reduce.hpp). Synchronous: no request to wait for.
-      // Its int4 arithmetic is fp32: a 16-bit bucket goes through fp32 copies.
-      Buffer wide_in, wide_out;
-      float* in = nullptr;
-      float* out = nullptr;
-      if (opt_.grad_storage == StorageDtype::fp32) {
-        in = b.grad_work.data();
-        out = p.recv.data();
-      } else {
-        wide_in = be_.allocate(b.padded, MemCategory::workspace);
-        wide_out = be_.allocate(b.piece, MemCategory::workspace);
-        be_.copy(wide_in.data(), b.grad_work.ref(), b.padded);
-        in = wide_in.data();
-        out = wide_out.data();
-      }
+      // Its int4 arithmetic is fp32 (and quantizes the bucket in place, which
+      // is consumed here): a 16-bit bucket goes through fp32 copies.
+      Backend::StagedOut in(be_, b.grad_work.ref(), b.padded, true);
+      Backend::StagedOut out(be_, p.recv.ref(), b.piece, false);
       hierarchical_quantized_reduce_scatter(be_, *g_.dp_intra, *g_.dp_inter, in, out, b.piece, kZeroppGradBits,
                                             kZeroppGroup);
-      if (!wide_out.empty()) be_.copy(p.recv.ref(), wide_out.data(), b.piece);
+      out.commit();
       pending_.push_back(std::move(p));
       return;
     }

@@ -250,9 +250,7 @@ std::vector<NamedTensor> Trainer::collect_full(bool grads) {
     if (grads) {
       // As the step will use them: widened to fp32 and times the pending unscale/clip factor.
       v.resize(specs[i].shard.numel());
-      Buffer wide = be_.allocate(v.size(), MemCategory::workspace);
-      be_.copy(wide.data(), store_->grad(static_cast<int>(i)), v.size());
-      be_.to_host(v.data(), wide.data(), v.size());
+      be_.to_host(v.data(), Backend::StagedIn(be_, store_->grad(static_cast<int>(i)), v.size()).data(), v.size());
       const float s = store_->pending_grad_scale();
       if (s != 1.0f)
         for (float& x : v) x *= s;

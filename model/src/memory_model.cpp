@@ -206,7 +206,7 @@ struct StageMemory {
 // and Ulysses' host-side states are fp32 (GptStage::att_dtype).
 double layer_activation_bytes_executor(const Transformer& m, const Plan& p, Recompute r, double density) {
   const double s = m.seq_len, b = p.micro_batch, h = m.hidden, a = m.heads, t = p.tp;
-  const double eb = bytes_of(p.precision);
+  const double eb = bytes_of(storage_precision(p));
   const double sbh = s * b * h;
   const double sp = (p.sequence_parallel ? t : 1.0) * p.seq_split();
   if (r == Recompute::full) return eb * sbh / (p.partition_activations ? t * p.seq_split() : sp);
@@ -226,17 +226,21 @@ double layer_activation_bytes_executor(const Transformer& m, const Plan& p, Reco
   return outside + inside + gathered + scores;
 }
 
+// The type ztune's executor keeps its gradients in (executor/param_store.hpp
+// StoreOptions::grad_storage): the plan's reduction dtype when it states one,
+// else the stored precision.
+Precision executor_grad_precision(const Plan& p) { return p.grad_reduce_dtype.value_or(storage_precision(p)); }
+
 // ztune's executor's model states (executor/param_store.hpp): parameters in the
-// plan's precision, gradients in the type it reduces them in (its precision
-// unless it states fp32), Adam's momentum and variance in fp32 and, beside
-// 16-bit parameters, fp32 master weights; partitioned by the ZeRO stage over n.
-ModelStateBytes executor_state_bytes(double psi, int n, int zero_stage, Precision precision,
-                                     std::optional<Precision> grad_reduce) {
-  const double d = std::max(1, n);
-  const double pb = bytes_of(precision), gb = bytes_of(grad_reduce.value_or(precision));
-  const double ob = 8.0 + (precision == Precision::fp32 ? 0.0 : 4.0);
-  return {zero_stage >= 3 ? pb * psi / d : pb * psi, zero_stage >= 2 ? gb * psi / d : gb * psi,
-          zero_stage >= 1 ? ob * psi / d : ob * psi};
+// plan's precision, gradients in executor_grad_precision, Adam's momentum and
+// variance in fp32 and, beside 16-bit parameters, fp32 master weights;
+// partitioned by the ZeRO stage over the shard group.
+ModelStateBytes executor_state_bytes(double psi, const Plan& p) {
+  const double d = std::max(1, p.shard_group());
+  const double pb = bytes_of(storage_precision(p)), gb = bytes_of(executor_grad_precision(p));
+  const double ob = 8.0 + (storage_precision(p) == Precision::fp32 ? 0.0 : 4.0);
+  return {p.zero_stage >= 3 ? pb * psi / d : pb * psi, p.zero_stage >= 2 ? gb * psi / d : gb * psi,
+          p.zero_stage >= 1 ? ob * psi / d : ob * psi};
 }
 
 // The CUDA backend's scratch beyond what the executor tracks, from its caching
@@ -297,14 +301,14 @@ double executor_staging_bytes(const Transformer& m, const Plan& p, bool first, b
 // stage_memory adds on a GPU (on CPU ranks it tracks requested bytes).
 // Gradients reduced in place for ZeRO 0/1 (no buckets), a full flat gradient plus the owned
 // partition for ZeRO 2/3 reduce-scatter, the received activation of every
-// micro-batch of the step between pipeline stages, fp32 logits, and a flat
+// micro-batch of the step between pipeline stages, the logits, and a flat
 // parameter-sized workspace used at the optimizer step, after activations are
 // freed, so it adds to the peak only where it exceeds them; with 16-bit
 // storage a kernel's fp32 staging (executor_staging_bytes) beside the rest.
 void executor_lines(const Transformer& m, const Plan& p, double psi, double layers, double in_flight,
                     double density, bool first, bool last, bool gpu, StageMemory& sm) {
   const double sbh = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch * m.hidden;  // this rank's rows
-  const double eb = bytes_of(p.precision), gb = bytes_of(p.grad_reduce_dtype.value_or(p.precision));
+  const double eb = bytes_of(storage_precision(p)), gb = bytes_of(executor_grad_precision(p));
   double act = layers * in_flight * layer_activation_bytes_executor(m, p, p.recompute, density);
   if (p.recompute == Recompute::full) act += layer_activation_bytes_executor(m, p, Recompute::none, density);
   // Backward's incoming and outgoing residual-stream gradients (2·s·b·h).
@@ -333,7 +337,7 @@ void engine_lines(const Transformer& m, const Plan& p, const HardwareProfile& hw
                   double layers, double in_flight, double density, bool first, bool last, double sign_buffer_bytes,
                   StageMemory& sm) {
   const double t = p.tp;
-  const double eb = bytes_of(storage_precision(p, hw.engine));
+  const double eb = bytes_of(storage_precision(p));
   // Megatron's unfused softmax chain (op_costs megatron_softmax_fallback)
   // keeps the probabilities its softmax backward reads in fp32: 2 bytes per
   // score more than Korthikanti's 16-bit count, wherever the scores are stored.
@@ -409,7 +413,7 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   const bool last = stage == p.pp - 1;
   const double density = attention_density(m, p);
   const double t = p.tp;
-  const Precision storage = storage_precision(p, hw.engine);
+  const Precision storage = storage_precision(p);
   const double eb = bytes_of(storage);
   const double layers = stage_layers;
   const double word = static_cast<double>(m.vocab) * m.hidden / t;
@@ -429,7 +433,7 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
                                          p.grad_reduce_dtype);
   const bool executor = executor_layout(c, hw);
   if (executor) {
-    st = executor_state_bytes(psi, p.shard_group(), p.zero_stage, p.precision, p.grad_reduce_dtype);
+    st = executor_state_bytes(psi, p);
   } else if (storage == Precision::fp32) {
     // fp32 storage (fp32 training): 4-byte parameters and gradients, and Adam
     // keeps only momentum and variance (8 bytes) since the parameters are
@@ -477,8 +481,7 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
       for (int i = 0; i < 2; ++i) keep(norms * h);
       if (m.bias) { keep((h + 2 * kvd) / t); keep(h); keep(f_in / t); keep(h); }
       else if (m.qkv_bias) keep((h + 2 * kvd) / t);  // Qwen2: the Q/K/V bias alone
-      // ztune's executor gathers in the plan's precision (its storage).
-      sm.gpu[idx(MemLine::zero3_gathered)] = (executor ? bytes_of(p.precision) : eb) * (live + layers * small);
+      sm.gpu[idx(MemLine::zero3_gathered)] = eb * (live + layers * small);
       // ZeRO++ qwZ: the int8 staging buffer of the gather in flight (none on
       // ztune's executor, which quantizes in place and gathers floats).
       if (p.zeropp && !hw.engine.fp32_storage)

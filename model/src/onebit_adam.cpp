@@ -31,7 +31,7 @@ OnebitAdamCost onebit_adam_cost(const Transformer& m, const Plan& p, const Clust
   OnebitAdamCost o;
   const double psi = stage_params(m, p);
   const int n = p.dp;
-  const double b = bytes_of(storage_precision(p, hw.engine));
+  const double b = bytes_of(storage_precision(p));
   o.warmup_bytes = b * psi;
   if (n <= 1) return o;
   const GroupLayout l = place_groups(p, c);

@@ -15,7 +15,7 @@ namespace ztune {
 
 double bytes_of(Precision p) { return p == Precision::fp32 ? 4.0 : 2.0; }
 
-Precision storage_precision(const Plan& p, const EngineProfile& /*e: every engine stores the plan's precision*/) {
+Precision storage_precision(const Plan& p) {
   return p.precision;
 }
 
@@ -24,7 +24,7 @@ Precision kernel_precision(const Plan& p, const EngineProfile& e) {
 }
 
 double kernel_bytes(const Plan& p, const EngineProfile& e) {
-  if (!e.fp32_storage || p.precision == Precision::fp32) return bytes_of(p.precision);
+  if (!e.fp32_storage || p.precision == Precision::fp32) return bytes_of(storage_precision(p));
   return 2.0 + 4.0 + 4.0;  // convert (read 2, write 4) and the fp32 kernel's access; an output the mirror image
 }
 
@@ -246,7 +246,7 @@ void ring_exchange(const Plan& p, const Cluster& c, const HardwareProfile& hw, c
   // least one head per tensor-parallel rank).
   const double kv_local = std::max(x.kvd / x.t, x.d);
   lc.cp_steps = p.cp;
-  lc.cp_bytes = 2.0 * x.b * x.sl * kv_local * bytes_of(storage_precision(p, hw.engine));
+  lc.cp_bytes = 2.0 * x.b * x.sl * kv_local * bytes_of(storage_precision(p));
   const double kv_s = p2p_time(lc.cp_bytes, crosses, c, hw);
   const double kv_dkv_s = p2p_time(2.0 * lc.cp_bytes, crosses, c, hw);
   lc.cp_step_fwd_s = step_fwd;
@@ -449,7 +449,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   const LayerShape x = shape_of(m, p);
   const GpuSpec& gpu = c.node.gpu;
   const Precision prec = p.precision;  // the linear GEMMs' tensor-core type
-  const Precision stored = storage_precision(p, hw.engine);
+  const Precision stored = storage_precision(p);
   const double eb = bytes_of(stored);  // what the collectives move
   LayerCost lc;
 
@@ -684,7 +684,7 @@ EdgeCost edge_cost(const Transformer& m, const Plan& p, const Cluster& c, const 
   const LayerShape x = shape_of(m, p);
   const GpuSpec& gpu = c.node.gpu;
   const Precision prec = p.precision;  // the logits GEMM's tensor-core type
-  const double eb = bytes_of(storage_precision(p, hw.engine));  // what the collectives move
+  const double eb = bytes_of(storage_precision(p));  // what the collectives move
   const double hs = x.tokens * x.h;
   EdgeCost e;
   // Head: the logits GEMM (vocab-parallel) on the positions that predict (all
@@ -737,7 +737,7 @@ PipelineP2P pipeline_p2p(const Transformer& m, const Plan& p, const Cluster& c, 
   // Megatron's scatter-gather optimisation sends 1/t of the tensor and
   // all-gathers it inside the node; with SP the tensor is already split.
   r.bytes = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch * m.hidden *
-            bytes_of(storage_precision(p, hw.engine)) / p.tp;
+            bytes_of(storage_precision(p)) / p.tp;
   r.time_s = p2p_time(r.bytes, l.pp_crosses_nodes, c, hw);
   if (!p.sequence_parallel && p.tp > 1)
     r.time_s += collective_time(Collective::all_gather, r.bytes * p.tp, l.tp, c, hw);
@@ -779,7 +779,7 @@ DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, c
   if (p.zero_stage == 3 && hw.engine.zero3_gather == GatherUnit::module) d.buckets = zero3_gathers_per_pass(m, p, hw);
   if (p.dp_cp() <= 1) return d;  // the gradients reduce over dp × cp (l.dp)
   const double gbytes = gradient_reduce_bytes(p, hw.engine) * params;  // the engine's reduction dtype
-  const double pbytes = bytes_of(storage_precision(p, hw.engine)) * params;  // parameters as stored
+  const double pbytes = bytes_of(storage_precision(p)) * params;  // parameters as stored
   const double bucket = gbytes / d.buckets;
   const double per_bucket_ar = collective_time(Collective::all_reduce, bucket, l.dp, c, hw);
   const double per_bucket_rs = collective_time(Collective::reduce_scatter, bucket, l.dp, c, hw);
@@ -854,7 +854,7 @@ double gradient_reduce_bytes(const Plan& p, const EngineProfile& e) {
   if (p.grad_reduce_dtype) return bytes_of(*p.grad_reduce_dtype);
   if (p.precision == Precision::bf16 && (e.bf16_reduce_fp32 || bf16_optimizer_runs(p, e))) return 4.0;
   if (p.precision == Precision::fp16 && e.fp16_reduce_fp32) return 4.0;
-  return bytes_of(p.precision);  // the stored gradients (ztune's executor's too: issue 24)
+  return bytes_of(storage_precision(p));  // the stored gradients (ztune's executor's too: issue 24)
 }
 
 int parameter_tensors_per_layer(const Transformer& m) {
@@ -929,7 +929,7 @@ Zero3GatherCost zero3_gather_cost(const Transformer& m, const Plan& p, const Clu
   if (p.zero_stage != 3 || p.dp_cp() <= 1) return z;
   const GroupLayout l = place_groups(p, c);
   const double params = stage_params(m, p);
-  const double stored = bytes_of(storage_precision(p, hw.engine)) * params;  // as stored
+  const double stored = bytes_of(storage_precision(p)) * params;  // as stored
   z.bytes_per_pass = stored;
   const int gathers = zero3_gathers_per_pass(m, p, hw);
   z.gathers = gathers;
@@ -969,7 +969,7 @@ OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster&
   const double params = stage_params(m, p);
   const double part = p.zero_stage >= 1 ? params / p.shard_group() : params;  // the GPU's optimizer partition
   const int gpn = gpus_per_node_in_use(p, c);
-  const double eb = bytes_of(storage_precision(p, hw.engine));  // parameters and gradients as stored
+  const double eb = bytes_of(storage_precision(p));  // parameters and gradients as stored
   if (p.offload_params != OffloadTarget::none) {
     // Each micro-batch fetches the GPU's partition (16-bit, or as the engine
     // stores it) for forward and backward.

@@ -42,17 +42,17 @@ Zero3CrossNodeBytes zero3_cross_node_bytes(const Transformer& m, const Plan& p, 
 // ztune's executor (fp32_storage: its kernels compute on fp32 copies) moves its
 // stored values, the plan's precision, after quantizing them in place.
 double zeropp_weight_wire_bytes(const Plan& p, const EngineProfile& e) {
-  return e.fp32_storage ? bytes_of(p.precision) : kZeroppWeightBytes;
+  return e.fp32_storage ? bytes_of(storage_precision(p)) : kZeroppWeightBytes;
 }
 double zeropp_grad_wire_bytes(const Plan& p, const EngineProfile& e) {
-  return e.fp32_storage ? bytes_of(p.grad_reduce_dtype.value_or(p.precision)) : kZeroppGradBytes;
+  return e.fp32_storage ? gradient_reduce_bytes(p, e) : kZeroppGradBytes;
 }
 
 double zeropp_secondary_bytes(const Transformer& m, const Plan& p, const Cluster& c) {
   if (!p.zeropp || p.zero_stage != 3 || p.dp <= 1) return 0;
   const GroupLayout l = place_groups(p, c);
   if (!l.dp.crosses_nodes()) return 0;
-  return bytes_of(p.precision) * stage_params(m, p) / l.dp.per_node;  // the stored weights, every engine's in its precision
+  return bytes_of(storage_precision(p)) * stage_params(m, p) / l.dp.per_node;  // the stored weights
 }
 
 double zeropp_gradient_reduce_time(double grad_bytes, const Plan& p, const Cluster& c, const HardwareProfile& hw) {

@@ -45,7 +45,7 @@ ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Clus
   grad_bytes_ = gradient_reduce_bytes(p, hw.engine);
   // Parameters gathered (ZeRO-1/2's all-gather, ZeRO-3's gathers) and copied
   // back from the host in the storage precision, as dp_sync_cost counts them.
-  param_bytes_ = bytes_of(storage_precision(p, hw.engine));
+  param_bytes_ = bytes_of(storage_precision(p));
   step_overhead_s_ = hw.engine.step_overhead_s;
   layer_.params = m.params_per_layer() / p.tp;
   layer_.regather_share = zero3_backward_regather_share(m, p, hw);

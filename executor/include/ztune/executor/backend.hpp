@@ -152,6 +152,40 @@ class Backend {
   void bias_backward(TensorRef dbias, ConstTensorRef dout, int n, int c);
   double sum_squares(ConstTensorRef x, long n);
 
+  /// n elements of a tensor as fp32 in this backend's memory, for code that
+  /// computes in fp32 (every *_impl kernel, the host-side ring and Ulysses, the
+  /// optimizer's and the checkpoints' fp32 paths): the tensor itself when it is
+  /// fp32 (or null), else a converted copy in workspace that lives as long as
+  /// the object.
+  class StagedIn {
+   public:
+    StagedIn(Backend& be, ConstTensorRef r, std::size_t n);
+    [[nodiscard]] const float* data() const { return p_; }
+    operator const float*() const { return p_; }  // NOLINT(google-explicit-constructor)
+
+   private:
+    Buffer buf_;
+    const float* p_;
+  };
+  /// The same for a tensor to be written: fp32 workspace (holding the tensor's
+  /// values first when `reads`: the kernel accumulates into it or works in
+  /// place) that commit() rounds back into a 16-bit tensor; an fp32 tensor is
+  /// written directly and commit() does nothing.
+  class StagedOut {
+   public:
+    StagedOut(Backend& be, TensorRef r, std::size_t n, bool reads);
+    [[nodiscard]] float* data() const { return p_; }
+    operator float*() const { return p_; }  // NOLINT(google-explicit-constructor)
+    void commit();
+
+   private:
+    Backend& be_;
+    TensorRef r_;
+    std::size_t n_;
+    Buffer buf_;
+    float* p_;
+  };
+
  protected:
   /// Zero-filled storage for `numel` floats. The category says where it lives:
   /// host_optimizer and host_staging are host memory (pinned on CUDA), the rest
@@ -235,9 +269,6 @@ class Backend {
   virtual double sum_squares_impl(const float* x, long n) = 0;
 
  private:
-  // A 16-bit operand as fp32 workspace for a *_impl (backend.cpp); fp32 ones pass through.
-  class StagedIn;
-  class StagedOut;
   MemoryTracker memory_;
   OpStats ops_;
 };

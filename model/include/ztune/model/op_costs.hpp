@@ -23,7 +23,7 @@ namespace ztune {
 /// between ranks in: the plan's precision, on every engine and in ztune's
 /// executor (16-bit storage with fp32 masters, issue 24). Gradient reductions
 /// have their own rule (gradient_reduce_bytes).
-[[nodiscard]] Precision storage_precision(const Plan& p, const EngineProfile& e);
+[[nodiscard]] Precision storage_precision(const Plan& p);
 /// The dtype the engine's memory-bound kernels and unfused attention compute
 /// in: the stored one, or fp32 for an engine whose kernels compute on fp32
 /// arrays (EngineProfile::fp32_storage: ztune's executor).
