@@ -156,7 +156,7 @@ STEPS = 5
 def run(worker, mpirun, workdir, name, kw, model):
     plan_path = os.path.join(workdir, name + ".json")
     plans.write_plan_file(plan_path, model, **kw)
-    n = kw.get("dp", 1) * kw.get("tp", 1) * kw.get("pp", 1) * kw.get("cp", 1) * kw.get("ulysses", 1)
+    n = plans.ranks(**kw)
     record = os.path.join(workdir, name + ".record.json")
     weights = os.path.join(workdir, name + ".safetensors")
     grads = os.path.join(workdir, name + ".grads.safetensors")

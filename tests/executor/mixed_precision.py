@@ -87,7 +87,7 @@ def run(worker, mpirun, workdir, name, kw, model, extra=(), steps=STEPS):
         doc["plan"]["zeropp"] = zeropp
         with open(path, "w") as f:
             json.dump(doc, f)
-    n = kw.get("dp", 1) * kw.get("tp", 1) * kw.get("pp", 1) * kw.get("cp", 1) * kw.get("ulysses", 1)
+    n = plans.ranks(**kw)
     record = os.path.join(workdir, name + ".record.json")
     cmd = mpirun + ["-np", str(n), worker, path, "--steps", str(steps), "--seed", "7", "--record", record,
                     "--lr", "1e-3"] + list(extra)

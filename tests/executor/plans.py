@@ -27,6 +27,11 @@ def plan(dp=1, tp=1, pp=1, zero=0, mb=2, ga=4, sp=False, recompute="none", sched
     return out
 
 
+def ranks(dp=1, tp=1, pp=1, cp=1, ulysses=1, **_):
+    """Ranks a plan() of these keywords runs on (dp × tp × pp × cp × ulysses)."""
+    return dp * tp * pp * cp * ulysses
+
+
 def write_plan_file(path, model, **kw):
     with open(path, "w") as f:
         json.dump({"schema": "ztune.planfile/1", "plan": plan(**kw), "model": model}, f, indent=1)
