@@ -230,6 +230,11 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
                   "a 16-bit reduction)\n",
                   in.profile.engine.name.c_str(), to_string(in.plan.precision).c_str());
   }
+  if (in.plan.low_precision_optimizer())
+    std::printf("adam     master weights in %s%s, moments in %s (%g bytes a parameter, fp32's 12; the plan's "
+                "optimizer.master_dtype, moments_dtype, param_remainders)\n",
+                to_string(in.plan.master_dtype).c_str(), in.plan.param_remainders ? " (as remainders)" : "",
+                to_string(in.plan.moments_dtype).c_str(), adam_state_bytes(optimizer_dtypes(in.plan)));
   if (const std::string note = sequence_note(in.model); !note.empty()) std::printf("%s\n", note.c_str());
   std::printf("\n");
   // Uneven pipeline stages: say which layers each stage holds (the plan's

@@ -47,6 +47,8 @@ struct SearchFlags {
   long long global_batch = 0;
   std::string precision;
   std::string grad_reduce_dtype;  // empty: the engine's
+  std::string master_dtype = "fp32", moments_dtype = "fp32";
+  bool param_remainders = false;
   int max_micro_batch = 0;
   int tp = 0, pp = 0, zero = -1;  // pins; 0 (tp, pp) or -1 (zero): not pinned
   int cp = 0, max_cp = 0;          // context parallelism: pin (0: not pinned) and bound (0: the default)
@@ -115,6 +117,9 @@ nlohmann::json options_json(const SearchFlags& f, const SearchOptions& o) {
   if (f.max_ulysses > 0) j["max_ulysses"] = f.max_ulysses;
   if (f.dp_shard > 0) j["dp_shard"] = f.dp_shard;
   if (!f.grad_reduce_dtype.empty()) j["grad_reduce_dtype"] = f.grad_reduce_dtype;
+  if (f.master_dtype != "fp32") j["master_dtype"] = f.master_dtype;
+  if (f.moments_dtype != "fp32") j["moments_dtype"] = f.moments_dtype;
+  if (f.param_remainders) j["param_remainders"] = true;
   return j;
 }
 
@@ -129,6 +134,9 @@ SearchOptions to_options(const SearchFlags& f) {
   o.space.global_batch = f.global_batch;
   if (!f.precision.empty()) o.space.precision = precision_of(f.precision);  // CLI11 checked the name
   if (!f.grad_reduce_dtype.empty()) o.space.grad_reduce_dtype = precision_of(f.grad_reduce_dtype);  // likewise
+  o.space.master_dtype = *precision_of(f.master_dtype);  // likewise
+  o.space.moments_dtype = *precision_of(f.moments_dtype);
+  o.space.param_remainders = f.param_remainders;
   o.space.max_micro_batch = f.max_micro_batch;
   if (f.tp > 0) o.space.tp = f.tp;
   if (f.pp > 0) o.space.pp = f.pp;
@@ -281,6 +289,10 @@ int run_search_command(const SearchFlags& f) {
               << (f.accounting == "engine" ? " (model states counted as " + f.engine + " keeps them)"
                                            : " (model states as --accounting " + f.accounting + " counts them)")
               << "\n";
+    if (f.master_dtype != "fp32" || f.moments_dtype != "fp32" || f.param_remainders)
+      std::cout << "adam     master weights in " << f.master_dtype << (f.param_remainders ? " (as remainders)" : "")
+                << ", moments in " << f.moments_dtype
+                << " in every plan (--master-dtype, --moments-dtype, --param-remainders)\n";
     if (const std::string note = sequence_note(model); !note.empty()) std::cout << note << "\n";
     if (nothing && r.interrupted) {
       std::cout << "Interrupted before a plan that fits was found: " << grouped(static_cast<double>(r.evaluated))
@@ -419,6 +431,7 @@ Command add_search(CLI::App& root) {
   app->add_option("--precision", f->precision, "Pin the precision (default: every 16-bit one the GPU has)")
       ->check(CLI::IsMember(names_of(kPrecisionNames)));
   add_grad_reduce_dtype(*app, f->grad_reduce_dtype);  // every plan of the space states it
+  add_optimizer_dtypes(*app, f->master_dtype, f->moments_dtype, f->param_remainders);  // likewise
   app->add_option("--max-micro-batch", f->max_micro_batch, "Largest micro-batch to try")->check(Positive);
   app->add_option("--tp", f->tp, "Search only plans with this tensor-parallel degree")->check(CLI::Range(1, 1 << 20));
   app->add_option("--pp", f->pp, "Search only plans with this pipeline depth")->check(CLI::Range(1, 1 << 20));

@@ -135,6 +135,7 @@ void PlanFlags::add_to(CLI::App& app) {
                "ZeRO-1/2 all-reduce each gradient bucket instead of reduce-scattering it to its partition owners "
                "(DeepSpeed zero_optimization.reduce_scatter false; its ZeRO stage 1 before March 2020)");
   add_grad_reduce_dtype(app, grad_reduce_dtype);
+  add_optimizer_dtypes(app, master_dtype, moments_dtype, param_remainders);
   app.add_option("--virtual-stages", virtual_stages, "Model chunks per stage (interleaved 1F1B)")
       ->check(Positive);
   app.add_option("--schedule", schedule, "Pipeline schedule (default 1f1b, interleaved with --virtual-stages)")
@@ -197,6 +198,8 @@ InputError flag_error(const std::string& msg) {
   if (field == "offload") field = "offload-optimizer/--offload-params";
   if (field == "reduce-scatter") field = "grad-allreduce";  // the flag sets reduce_scatter false
   if (field == "bias-fusion") field = "no-bias-fusion";      // and this one bias_fusion false
+  if (field.starts_with("optimizer-")) field.erase(0, std::string_view("optimizer-").size());
+  if (field == "optimizer") field = "master-dtype/--moments-dtype";
   return InputError("--" + field + ": " + msg.substr(colon + 2));
 }
 
@@ -209,6 +212,25 @@ void add_grad_reduce_dtype(CLI::App& app, std::string& dtype) {
                  "16-bit precision (Megatron-LM --grad-reduce-in-bf16, FSDP reduce_dtype bfloat16); default: the "
                  "engine's")
       ->check(CLI::IsMember(names_of(kPrecisionNames)));
+}
+
+void add_optimizer_dtypes(CLI::App& app, std::string& master, std::string& moments, bool& remainders) {
+  app.add_option("--master-dtype", master,
+                 "The optimizer's copy of the parameters (mixed precision's master weights): fp32 (every engine's "
+                 "default), fp16 (Megatron-Core --use-precision-aware-optimizer --main-params-dtype fp16) or bf16 "
+                 "(NeMo's distributed_fused_adam optim.dtype bf16); an fp32 plan has none apart from its parameters")
+      ->check(CLI::IsMember(names_of(kPrecisionNames)))
+      ->capture_default_str();
+  app.add_option("--moments-dtype", moments,
+                 "Adam's first and second moments: fp32 (the default), bf16 or fp16 (Megatron-Core "
+                 "--exp-avg-dtype and --exp-avg-sq-dtype with --use-precision-aware-optimizer; NeMo's "
+                 "distributed_fused_adam optim.dtype)")
+      ->check(CLI::IsMember(names_of(kPrecisionNames)))
+      ->capture_default_str();
+  app.add_flag("--param-remainders", remainders,
+               "Keep the fp32 master weights as the 16 bits their bf16 parameters lack (2 bytes a parameter instead "
+               "of 4; Transformer Engine FusedAdam and Apex store_param_remainders, Megatron-Core's default under "
+               "--use-precision-aware-optimizer); needs bf16 and --master-dtype fp32");
 }
 
 Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
@@ -243,6 +265,9 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   p.cpu_checkpointing = cpu_checkpointing;
   p.reduce_scatter = !grad_allreduce;
   if (!grad_reduce_dtype.empty()) p.grad_reduce_dtype = precision_of(grad_reduce_dtype);  // IsMember admitted only these
+  p.master_dtype = *precision_of(master_dtype);  // likewise
+  p.moments_dtype = *precision_of(moments_dtype);
+  p.param_remainders = param_remainders;
   // CLI11's IsMember admitted only the tables' names.
   p.recompute = *recompute_of(recompute);
   p.recompute_policy = *selective_policy_of(recompute_policy);  // CLI::IsMember admitted only its names

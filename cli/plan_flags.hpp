@@ -52,6 +52,11 @@ void add_accounting(CLI::App& app, std::string& accounting);
 /// the dtype of the data-parallel gradient reduction (Plan::grad_reduce_dtype).
 void add_grad_reduce_dtype(CLI::App& app, std::string& dtype);
 
+/// --master-dtype and --moments-dtype fp32|bf16|fp16 and --param-remainders
+/// (predict's plan flags and search's pin): the optimizer's state dtypes
+/// (Plan::master_dtype, moments_dtype, param_remainders).
+void add_optimizer_dtypes(CLI::App& app, std::string& master, std::string& moments, bool& remainders);
+
 struct PlanFlags {
   std::string plan_file;
   int tp = 1, pp = 1, dp = 0, zero = 0, micro_batch = 1, virtual_stages = 1;
@@ -68,6 +73,8 @@ struct PlanFlags {
   std::string attention = "standard";
   std::string recompute_policy = "attention";
   std::string grad_reduce_dtype;  // empty: the engine's
+  std::string master_dtype = "fp32", moments_dtype = "fp32";
+  bool param_remainders = false;
   // Uneven pipeline stages (issue 19): a stated partition, or Megatron-LM's
   // first/last stage sizes with the rest balanced (0 = not given).
   std::vector<int> stage_layers;

@@ -36,29 +36,36 @@ bool deepspeed_runs_bf16_optimizer(Precision precision, int pp, int zero_stage) 
   return precision == Precision::bf16 && pp > 1 && zero_stage == 0;
 }
 
+OptimizerDtypes optimizer_dtypes(const Plan& p) { return {p.master_dtype, p.moments_dtype, p.param_remainders}; }
+
+double adam_state_bytes(OptimizerDtypes d) {
+  return (d.remainders ? 2.0 : bytes_of(d.master)) + 2.0 * bytes_of(d.moments);
+}
+
 ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccounting a, Precision precision, int pp,
-                                  std::optional<Precision> grad_reduce) {
+                                  std::optional<Precision> grad_reduce, OptimizerDtypes states) {
   const double n = std::max(1, dp);
+  const double k = adam_state_bytes(states);
   ModelStateBytes b;
   switch (a) {
     case StateAccounting::paper:
       b.params = zero_stage >= 3 ? 2.0 * psi / n : 2.0 * psi;
       b.grads = zero_stage >= 2 ? 2.0 * psi / n : 2.0 * psi;
-      b.optimizer = zero_stage >= 1 ? 12.0 * psi / n : 12.0 * psi;
+      b.optimizer = zero_stage >= 1 ? k * psi / n : k * psi;
       break;
     case StateAccounting::deepspeed:
       if (deepspeed_runs_bf16_optimizer(precision, pp, zero_stage)) {
         // BF16_Optimizer (bf16_optimizer.py): 16-bit params and gradients, a
         // full fp32 gradient buffer (the one reduced), and the fp32 master,
         // momentum and variance of this rank's data-parallel partition only.
-        b = {2.0 * psi, 6.0 * psi, 12.0 * psi / n};
+        b = {2.0 * psi, 6.0 * psi, k * psi / n};
       } else if (zero_stage == 0) {
-        b = {2.0 * psi, 2.0 * psi, 12.0 * psi};  // FP16_Optimizer (DDP_BFLOAT16 for bf16): fp32 states whole
+        b = {2.0 * psi, 2.0 * psi, k * psi};  // FP16_Optimizer (DDP_BFLOAT16 for bf16): fp32 states whole
       } else if (zero_stage <= 2) {
         // 16-bit params whole; 16-bit + fp32 gradient partitions; fp32 states partitioned.
-        b = {2.0 * psi, 6.0 * psi / n, 12.0 * psi / n};
+        b = {2.0 * psi, 6.0 * psi / n, k * psi / n};
       } else {
-        b = {2.0 * psi / n, 4.0 * psi / n, 12.0 * psi / n};
+        b = {2.0 * psi / n, 4.0 * psi / n, k * psi / n};
       }
       break;
     case StateAccounting::megatron: {
@@ -67,9 +74,14 @@ ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccou
       // A stated reduction dtype is the main_grad buffer's: fp32 under
       // --accumulate-allreduce-grads-in-fp32, 16-bit under --grad-reduce-in-bf16
       // (whose distributed optimizer then keeps an fp32 copy of its shard).
+      // A precision-aware optimizer reads the 16-bit shard itself (Megatron-
+      // Core's TE FusedAdam with decoupled gradients; Apex
+      // DistributedFusedAdam with dtype = grad_sync_dtype): no copy is kept.
       const bool grads16 = grad_reduce ? *grad_reduce != Precision::fp32 : precision == Precision::fp16;
+      const bool fp32_states = states.master == Precision::fp32 && states.moments == Precision::fp32 &&
+                               !states.remainders;
       const double grad_bytes = grads16 ? 2.0 : 4.0;
-      const double state_bytes = grads16 ? 16.0 : 12.0;
+      const double state_bytes = k + (grads16 && fp32_states ? 4.0 : 0.0);
       b.params = zero_stage >= 3 ? 2.0 * psi / n : 2.0 * psi;
       b.grads = zero_stage >= 2 ? grad_bytes * psi / n : grad_bytes * psi;
       b.optimizer = zero_stage >= 1 ? state_bytes * psi / n : state_bytes * psi;
@@ -430,18 +442,19 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   // Hybrid sharding (plan.dp_shard): ZeRO-3's partitions over the shard group
   // of dp_shard ranks, replicated across the dp × cp / dp_shard groups.
   ModelStateBytes st = model_state_bytes(psi, p.shard_group(), p.zero_stage, opt.accounting, p.precision, p.pp,
-                                         p.grad_reduce_dtype);
+                                         p.grad_reduce_dtype, optimizer_dtypes(p));
   const bool executor = executor_layout(c, hw);
   if (executor) {
     st = executor_state_bytes(psi, p);
   } else if (storage == Precision::fp32) {
     // fp32 storage (fp32 training): 4-byte parameters and gradients, and Adam
-    // keeps only momentum and variance (8 bytes) since the parameters are
-    // already the fp32 master copy. Partitioning follows the same ZeRO stages.
+    // keeps only momentum and variance (8 bytes in fp32) since the parameters
+    // are already the fp32 master copy. Partitioning follows the same ZeRO stages.
     const double n = std::max(1, p.shard_group());
+    const double moments = 2.0 * bytes_of(p.moments_dtype);
     st.params = p.zero_stage >= 3 ? 4.0 * psi / n : 4.0 * psi;
     st.grads = p.zero_stage >= 2 ? 4.0 * psi / n : 4.0 * psi;
-    st.optimizer = p.zero_stage >= 1 ? 8.0 * psi / n : 8.0 * psi;
+    st.optimizer = p.zero_stage >= 1 ? moments * psi / n : moments * psi;
   }
   if (p.offload_optimizer != OffloadTarget::none) {
     st.optimizer = 0;

@@ -987,19 +987,21 @@ OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster&
   if (p.offload_optimizer == OffloadTarget::none) {
     // Fused multi-tensor Adam: read fp32 master, m, v and the gradient (16 B),
     // write master, m, v (12 B) and the 16-bit copy (2 B), plus the unscale /
-    // norm pass over the gradient (8 B): 38 bytes per parameter. ztune's
-    // executor training fp32 (Backend::adamw_fused, its parameters the
-    // masters) writes no 16-bit copy and reads its gradient once for the
-    // norm: 16 + 12 + 4 = 32; with 16-bit storage it keeps masters and writes
-    // the copies as the engines do.
+    // norm pass over the gradient (8 B): 38 bytes per parameter; states kept
+    // in 16 bits (adam_state_bytes' K below 12) are read and written at their
+    // width. ztune's executor training fp32 (Backend::adamw_fused, its
+    // parameters the masters) writes no 16-bit copy and reads its gradient
+    // once for the norm: 16 + 12 + 4 = 32; with 16-bit storage it keeps
+    // masters and writes the copies as the engines do.
+    const double states_rw = 2.0 * adam_state_bytes(optimizer_dtypes(p));
     // ztune's CPU executor instead: fp32 AdamW, its gradient-norm pass and
     // (ZeRO 2/3) the per-micro-batch accumulation of reduced pieces
     // (cpu_executor_costs.hpp). 1-bit Adam keeps the fused count: its CPU path
     // is a separate optimizer.
     o.gpu_step_s = c.device_kind == DeviceKind::cpu && !p.onebit_adam
                        ? cpu_work_time(cpu_optimizer_work(m, p, params), c.node.gpu, hw)
-                       : memory_bound_time((hw.engine.fp32_storage && p.precision == Precision::fp32 ? 32.0 : 38.0) *
-                                               part, c.node.gpu, hw, 4);
+                       : memory_bound_time(((hw.engine.fp32_storage && p.precision == Precision::fp32 ? 8.0 : 14.0) +
+                                                states_rw) * part, c.node.gpu, hw, 4);
     return o;
   }
   // CPU Adam: the node's rate is shared by its GPUs' partitions.

@@ -645,3 +645,64 @@ TEST_CASE("without dropout the first stage keeps no embedding mask", "[memory][a
   const double sbh = 1024.0 * 2 * 1024;
   CHECK(with - without == Approx(sbh + 2 * sbh + 3.0 * 16 * 1024.0 * 1024 * 2));
 }
+
+// 16-bit optimizer states. Oracle: ZeRO's (2 + 2 + K)Ψ with K the bytes of the
+// states (Rajbhandari et al. 2020, §3.1: K = 12 for fp32 master, momentum and
+// variance): K = 6 with all three in bf16 (NeMo's distributed_fused_adam
+// optim.dtype bf16), 8 with fp32 masters and bf16 moments (DeepSeek-V3), 6 with
+// those masters kept as 16-bit remainders (Megatron-Core's default under its
+// precision-aware optimizer), 4 for an fp32 model's bf16 moments alone.
+TEST_CASE("16-bit optimizer states: ZeRO's K at the states' width", "[memory][optimizer]") {
+  const Transformer m = gpt(8, 2048, 16, 2048, 50304);
+  const Cluster c = a100_nodes(1);
+  Plan p = test::zero_plan(8, 1, 1, 1, 1);
+  p.precision = Precision::bf16;
+  const double psi = stage_params(m, p);
+  auto optimizer = [&](Precision master, Precision moments, bool remainders) {
+    p.master_dtype = master;
+    p.moments_dtype = moments;
+    p.param_remainders = remainders;
+    REQUIRE_FALSE(check_plan(p, m, c).has_value());
+    return predict_memory(m, p, c, flat_profile()).line(MemLine::optimizer);
+  };
+  CHECK(optimizer(Precision::fp32, Precision::fp32, false) == Approx(12 * psi / 8));
+  CHECK(optimizer(Precision::bf16, Precision::bf16, false) == Approx(6 * psi / 8));
+  CHECK(optimizer(Precision::fp32, Precision::bf16, false) == Approx(8 * psi / 8));
+  CHECK(optimizer(Precision::fp32, Precision::bf16, true) == Approx(6 * psi / 8));
+  CHECK(optimizer(Precision::fp16, Precision::fp16, false) == Approx(6 * psi / 8));
+  // The parameters and gradients are the training precision's whatever the states.
+  CHECK(predict_memory(m, p, c, flat_profile()).line(MemLine::params) == Approx(2 * psi));
+  CHECK(predict_memory(m, p, c, flat_profile()).line(MemLine::grads) == Approx(2 * psi));
+  // fp32 training: the parameters are the master, Adam keeps its two moments.
+  p.precision = Precision::fp32;
+  CHECK(optimizer(Precision::fp32, Precision::bf16, false) == Approx(4 * psi / 8));
+  CHECK(optimizer(Precision::fp32, Precision::fp32, false) == Approx(8 * psi / 8));
+}
+
+// Megatron's distributed optimizer with 16-bit main gradients keeps an fp32
+// copy of its gradient shard for the fp32 optimizer (16 bytes a parameter); a
+// precision-aware optimizer reads the 16-bit shard (TE FusedAdam's decoupled
+// gradients, Apex DistributedFusedAdam with dtype = grad_sync_dtype): no copy.
+TEST_CASE("Megatron accounting with 16-bit states: no fp32 copy of the gradient shard", "[memory][megatron][optimizer]") {
+  const double psi = 1e9;
+  for (int d : {1, 2, 8}) {
+    CHECK(model_state_bytes(psi, d, 1, StateAccounting::megatron, Precision::bf16, 1, Precision::bf16).optimizer ==
+          Approx(16 * psi / d));
+    const auto nemo = model_state_bytes(psi, d, 1, StateAccounting::megatron, Precision::bf16, 1, Precision::bf16,
+                                        {Precision::bf16, Precision::bf16, false});
+    CHECK(nemo.optimizer == Approx(6 * psi / d));
+    CHECK(nemo.grads == Approx(2 * psi));
+    CHECK(nemo.params == Approx(2 * psi));
+    // fp32 main gradients (Megatron's bf16 default) and fp32 masters, bf16 moments.
+    CHECK(model_state_bytes(psi, d, 1, StateAccounting::megatron, Precision::bf16, 1, std::nullopt,
+                            {Precision::fp32, Precision::bf16, false})
+              .total() == Approx(2 * psi + 4 * psi + 8 * psi / d));
+    // DeepSpeed's and the paper's accountings take the same K.
+    CHECK(model_state_bytes(psi, d, 1, StateAccounting::paper, Precision::bf16, 1, std::nullopt,
+                            {Precision::bf16, Precision::bf16, false})
+              .total() == Approx(4 * psi + 6 * psi / d));
+    CHECK(model_state_bytes(psi, d, 2, StateAccounting::deepspeed, Precision::fp16, 1, std::nullopt,
+                            {Precision::fp16, Precision::fp16, false})
+              .total() == Approx(2 * psi + 6 * psi / d + 6 * psi / d));
+  }
+}

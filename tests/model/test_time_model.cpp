@@ -1313,3 +1313,30 @@ TEST_CASE("a model without dropout runs no dropout kernels: the scores' and the 
   m.dropout = 0.1;
   CHECK(layer_cost(m, p, c, hw).fwd_attention_s == Approx(flash_without.fwd_attention_s));
 }
+
+// The fused Adam step is memory-bound: its traffic is the gradient work (the
+// fp32 gradient read, the unscale and norm pass, the 16-bit copy written:
+// 4 + 8 + 2 = 14 bytes) plus every state read and written at its width,
+// 2·K. Oracle: bytes / achieved HBM bandwidth + 4 launches, K as ZeRO counts it.
+TEST_CASE("the optimizer step moves its states at their width", "[time][optimizer]") {
+  const Transformer m = gpt(16, 2048, 16, 1024, 50304);
+  const Cluster c = a100(1);
+  const HardwareProfile hw = profile();
+  Plan p;
+  p.dp = 8;
+  p.zero_stage = 1;
+  p.global_batch = 8;
+  p.precision = Precision::bf16;
+  const double part = stage_params(m, p) / 8;
+  const double hbm = c.node.gpu.hbm_bandwidth_gbps * 1e9 * hw.memory_bandwidth_efficiency;
+  auto step = [&](Precision master, Precision moments, bool remainders) {
+    p.master_dtype = master;
+    p.moments_dtype = moments;
+    p.param_remainders = remainders;
+    return optimizer_cost(m, p, c, hw).gpu_step_s;
+  };
+  CHECK(step(Precision::fp32, Precision::fp32, false) == Approx((14 + 24) * part / hbm + 4 * hw.kernel_launch_s));
+  CHECK(step(Precision::bf16, Precision::bf16, false) == Approx((14 + 12) * part / hbm + 4 * hw.kernel_launch_s));
+  CHECK(step(Precision::fp32, Precision::bf16, false) == Approx((14 + 16) * part / hbm + 4 * hw.kernel_launch_s));
+  CHECK(step(Precision::fp32, Precision::bf16, true) == Approx((14 + 12) * part / hbm + 4 * hw.kernel_launch_s));
+}

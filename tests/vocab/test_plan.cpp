@@ -676,3 +676,73 @@ TEST_CASE("plan vocabulary: every enum's name table parses back to its value", "
   CHECK_FALSE(offload_target_of("").has_value());
   CHECK(names_of(kScheduleNames) == std::vector<std::string>{"gpipe", "1f1b", "interleaved"});
 }
+
+TEST_CASE("the optimizer's state dtypes in the plan file: absent is fp32, stated round-trips, their rules",
+          "[plan][optimizer]") {
+  ztune::Plan p;
+  auto j = ztune::plan_to_json(p);
+  CHECK_FALSE(j.contains("optimizer"));  // an fp32-state plan's file (and digest) is unchanged
+  auto q = ztune::plan_from_json(j, "p.json");
+  CHECK(q.master_dtype == ztune::Precision::fp32);
+  CHECK(q.moments_dtype == ztune::Precision::fp32);
+  CHECK_FALSE(q.param_remainders);
+  CHECK_FALSE(q.low_precision_optimizer());
+  // NeMo's distributed_fused_adam with optim.dtype bf16.
+  p.master_dtype = ztune::Precision::bf16;
+  p.moments_dtype = ztune::Precision::bf16;
+  j = ztune::plan_to_json(p);
+  CHECK(j["optimizer"]["master_dtype"] == "bf16");
+  CHECK(j["optimizer"]["moments_dtype"] == "bf16");
+  CHECK_FALSE(j["optimizer"].contains("param_remainders"));
+  q = ztune::plan_from_json(j, "p.json");
+  CHECK(q.master_dtype == ztune::Precision::bf16);
+  CHECK(q.moments_dtype == ztune::Precision::bf16);
+  CHECK_THAT(p.summary(), Contains(" adam:bf16/bf16"));
+  // Megatron-Core's precision-aware optimizer: fp32 master as remainders, bf16 moments.
+  p.master_dtype = ztune::Precision::fp32;
+  p.param_remainders = true;
+  j = ztune::plan_to_json(p);
+  CHECK(j["optimizer"]["param_remainders"] == true);
+  CHECK(ztune::plan_from_json(j, "p.json").param_remainders);
+  CHECK_THAT(p.summary(), Contains(" adam:fp32-rem/bf16"));
+  j["optimizer"]["moments_dtype"] = "fp8";
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"),
+                      Contains("p.json: $.optimizer.moments_dtype") && Contains("fp32"));
+  j["optimizer"]["moments_dtype"] = "bf16";
+  j["optimizer"]["masters"] = "bf16";
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.optimizer") && Contains("masters"));
+
+  auto m = ztune::load_transformer("gpt3-175b");
+  auto c = ztune::load_cluster("dgx-a100-80gb");
+  p = ztune::Plan{};
+  p.dp = 8;
+  p.global_batch = 8;
+  p.zero_stage = 1;
+  p.precision = ztune::Precision::bf16;
+  p.master_dtype = ztune::Precision::fp16;  // Megatron-Core --main-params-dtype fp16 beside --bf16
+  p.moments_dtype = ztune::Precision::bf16;
+  CHECK_FALSE(ztune::check_plan(p, m, c).has_value());
+  p.master_dtype = ztune::Precision::bf16;
+  p.param_remainders = true;  // a remainder completes an fp32 master only
+  CHECK_THAT(*ztune::check_plan(p, m, c),
+             Contains("$.optimizer.param_remainders") && Contains("master_dtype \"fp32\""));
+  p.master_dtype = ztune::Precision::fp32;
+  CHECK_FALSE(ztune::check_plan(p, m, c).has_value());
+  p.offload_optimizer = ztune::OffloadTarget::cpu;  // host Adam keeps fp32 states
+  CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.optimizer: 16-bit optimizer states with optimizer offload"));
+  p.offload_optimizer = ztune::OffloadTarget::none;
+  p.zero_stage = 0;
+  p.onebit_adam = true;
+  CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.optimizer: 1-bit Adam"));
+  p.onebit_adam = false;
+  p.param_remainders = false;
+  p.precision = ztune::Precision::fp16;  // remainders complete bf16 only
+  p.param_remainders = true;
+  CHECK_THAT(*ztune::check_plan(p, m, c), Contains("needs precision \"bf16\""));
+  p.param_remainders = false;
+  p.precision = ztune::Precision::fp32;  // an fp32 plan's parameters are its master
+  p.master_dtype = ztune::Precision::bf16;
+  CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.optimizer.master_dtype: an fp32 plan's parameters"));
+  p.master_dtype = ztune::Precision::fp32;
+  CHECK_FALSE(ztune::check_plan(p, m, c).has_value());  // fp32 training with bf16 moments
+}

@@ -151,10 +151,17 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"ztune: no bias-fusion switch",
      "ztune's executor runs its own elementwise kernels; bias_fusion false is Megatron-LM's --no-bias-gelu-fusion "
      "and --no-bias-dropout-fusion: use --engine megatron or deepspeed, or expected bias_fusion true"},
-    {"ztune: gradients reduced in fp32",
-     "ztune's executor reduces fp32 gradients whatever the training precision (its communicators move float "
-     "buffers); a 16-bit reduction is Megatron-LM's --grad-reduce-in-bf16, DeepSpeed's communication_data_type or "
-     "FSDP's reduce_dtype: use --engine megatron, deepspeed or fsdp, or expected grad_reduce_dtype fp32"},
+    {"ztune: fp32 optimizer states",
+     "ztune's executor keeps fp32 master weights and fp32 Adam moments (OptimizerStates); 16-bit states are "
+     "Megatron-Core's precision-aware optimizer (--main-params-dtype, --exp-avg-dtype) or NeMo's "
+     "distributed_fused_adam dtype: use --engine megatron, or expected master_dtype and moments_dtype fp32"},
+    {"deepspeed: fp32 optimizer states",
+     "DeepSpeed keeps its optimizer states in fp32 (FP16_Optimizer, BF16_Optimizer and ZeRO's fp32 partitions have "
+     "no state dtype option): use --engine megatron, or expected master_dtype and moments_dtype fp32"},
+    {"fsdp: fp32 optimizer states",
+     "torchtitan's AdamW keeps its states in the dtype of the sharded parameters, fp32 under FSDP's "
+     "MixedPrecisionPolicy (param_dtype casts only the gathered copies): use --engine megatron, or expected "
+     "master_dtype and moments_dtype fp32"},
 }};
 
 }  // namespace
@@ -173,7 +180,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (!p.reduce_scatter) return EngineRule::zt_grad_allreduce;
       if (p.recompute_policy != SelectivePolicy::attention) return EngineRule::zt_recompute_policy;
       if (!p.bias_fusion) return EngineRule::zt_bias_fusion;
-      if (p.grad_reduce_dtype && *p.grad_reduce_dtype != Precision::fp32) return EngineRule::zt_grad_reduce_dtype;
+      if (p.low_precision_optimizer()) return EngineRule::zt_optimizer_dtype;
       return std::nullopt;
     case Engine::deepspeed:
       if (p.pp > 1 && p.zero_stage > 1) return EngineRule::ds_pipeline_zero;
@@ -192,6 +199,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.attention == AttentionKernel::cudnn && !engine_runs_cudnn(e)) return EngineRule::ds_cudnn_attention;
       if (p.tp_comm_overlap) return EngineRule::ds_tp_comm_overlap;
       if (p.recompute_policy != SelectivePolicy::attention) return EngineRule::ds_recompute_policy;
+      if (p.low_precision_optimizer()) return EngineRule::ds_optimizer_dtype;
       return std::nullopt;
     case Engine::megatron:
       if (p.dp_shard > 0) return EngineRule::mg_hybrid_sharding;
@@ -223,6 +231,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.cpu_checkpointing) return EngineRule::fs_cpu_checkpointing;
       if (!p.reduce_scatter) return EngineRule::fs_grad_allreduce;
       if (!p.bias_fusion) return EngineRule::fs_bias_fusion;
+      if (p.low_precision_optimizer()) return EngineRule::fs_optimizer_dtype;
       return std::nullopt;
   }
   return std::nullopt;

@@ -410,6 +410,36 @@ std::string deepspeed_torchrun_launch(const PlanFile& pf, const std::string& con
   return torchrun_command(pf, file) + " " + join(deepspeed_program(pf, config_path, file));
 }
 
+namespace {
+
+// The optimizer's 16-bit states as Megatron-Core's precision-aware optimizer
+// takes them (megatron/training/arguments.py: --use-precision-aware-optimizer,
+// --main-params-dtype fp32|fp16, --exp-avg-dtype and --exp-avg-sq-dtype;
+// OptimizerConfig.store_param_remainders, true by default, which
+// --no-store-param-remainders turns off). Megatron-LM runs it inside its
+// distributed optimizer, and has no bf16 master (NeMo's distributed_fused_adam
+// dtype bf16 is Apex's optimizer, not Megatron-LM's).
+void optimizer_state_arguments(const Plan& p, const std::string& file, std::vector<std::string>& a) {
+  if (!p.low_precision_optimizer()) return;
+  if (p.master_dtype == Precision::bf16)
+    throw InputError(file + ": $.plan.optimizer.master_dtype: Megatron-LM's --main-params-dtype takes fp32 or fp16; "
+                     "a bf16 master is NeMo's distributed_fused_adam (optim.dtype bf16), which this export does not "
+                     "write (expected \"fp32\" or \"fp16\")");
+  if (p.zero_stage != 1)
+    throw InputError(file + ": $.plan.zero_stage: ztune exports Megatron-LM's precision-aware optimizer with its "
+                     "distributed optimizer (--use-distributed-optimizer), which holds the 16-bit state shards; "
+                     "expected zero_stage 1 with 16-bit optimizer states, got " + std::to_string(p.zero_stage));
+  a.emplace_back("--use-precision-aware-optimizer");
+  if (p.master_dtype != Precision::fp32) a.insert(a.end(), {"--main-params-dtype", to_string(p.master_dtype)});
+  if (p.moments_dtype != Precision::fp32)
+    a.insert(a.end(), {"--exp-avg-dtype", to_string(p.moments_dtype), "--exp-avg-sq-dtype", to_string(p.moments_dtype)});
+  // Megatron-Core keeps bf16 models' fp32 masters as remainders unless told not to.
+  if (p.precision == Precision::bf16 && p.master_dtype == Precision::fp32 && !p.param_remainders)
+    a.emplace_back("--no-store-param-remainders");
+}
+
+}  // namespace
+
 std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::string& file) {
   const Plan& p = pf.plan;
   require_engine_can_run(p, Engine::megatron, file);
@@ -478,6 +508,7 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
     a.emplace_back("--grad-reduce-in-bf16");
   if (p.grad_reduce_dtype == Precision::fp32 && p.precision == Precision::fp16)
     a.emplace_back("--accumulate-allreduce-grads-in-fp32");
+  optimizer_state_arguments(p, file, a);
   if (pf.model) {
     auto m = model_arguments(*pf.model, file);
     a.insert(a.end(), m.begin(), m.end());

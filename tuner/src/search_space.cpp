@@ -174,6 +174,25 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
                        ", or expected fp32)");
     precisions_ = {*o.grad_reduce_dtype};
   }
+  // 16-bit optimizer states are Megatron-Core's and NeMo's: the other engines
+  // would refuse every plan of the space, so say why once.
+  {
+    Plan probe;
+    probe.master_dtype = o.master_dtype;
+    probe.moments_dtype = o.moments_dtype;
+    probe.param_remainders = o.param_remainders;
+    if (probe.low_precision_optimizer())
+      if (const auto rule = engine_violation(probe, o.engine))
+        throw InputError("--master-dtype/--moments-dtype: " + std::string(engine_rule_text(*rule)));
+  }
+  // An fp32 plan's parameters are their own master (check_plan_shape).
+  if (o.master_dtype != Precision::fp32 && precisions_.front() == Precision::fp32)
+    throw InputError("--master-dtype: an fp32 plan's parameters are the optimizer's master copy, and the search's "
+                     "precision is fp32 (pin --precision bf16 or fp16, or expected fp32)");
+  if (o.param_remainders && (precisions_.front() != Precision::bf16 || o.master_dtype != Precision::fp32))
+    throw InputError("--param-remainders: completes an fp32 master from its bf16 parameter; needs bf16 training "
+                     "and --master-dtype fp32, and the search's are " + to_string(precisions_.front()) + " and " +
+                     to_string(o.master_dtype));
   attention_ = attention_kernels(o, m, c);
   tp_comm_overlap_ = o.engine == Engine::megatron && supports_transformer_engine(c);
   // DeepSpeed's CPU checkpointing, for its full-recomputation plans on GPUs
@@ -345,6 +364,10 @@ std::vector<StateChoice> SearchSpace::states(const Layout& l) const {
   std::vector<StateChoice> all = all_states(l);
   if (options_.zero_stage) std::erase_if(all, [&](const StateChoice& s) { return s.zero_stage != *options_.zero_stage; });
   if (options_.dp_shard) std::erase_if(all, [&](const StateChoice& s) { return s.dp_shard != *options_.dp_shard; });
+  // 16-bit optimizer states stay on the GPU and are not 1-bit Adam's (check_plan_shape).
+  if (options_.master_dtype != Precision::fp32 || options_.moments_dtype != Precision::fp32 ||
+      options_.param_remainders)
+    std::erase_if(all, [](const StateChoice& s) { return s.offload_optimizer != OffloadTarget::none || s.onebit_adam; });
   return all;
 }
 

@@ -137,6 +137,21 @@ std::vector<SourceSpec> read_spec(const std::string& path) {
           spec.grad_reduce.push_back(std::move(x));
         }
       }
+      if (s.has("optimizer_states")) {
+        const auto& list = s.raw("optimizer_states");
+        if (!list.is_array())
+          throw s.error("optimizer_states", "expected an array of {master_dtype, moments_dtype, id_prefixes, why}");
+        for (std::size_t k = 0; k < list.size(); ++k) {
+          ObjectReader o(list[k], path, s.path_of("optimizer_states") + "[" + std::to_string(k) + "]");
+          SourceSpec::OptimizerStates x;
+          x.master = *precision_of(o.choice("master_dtype", kPrecisionNames));
+          x.moments = *precision_of(o.choice("moments_dtype", kPrecisionNames));
+          x.id_prefixes = string_list(o, "id_prefixes");
+          x.why = o.string("why");
+          o.finish();
+          spec.optimizer_states.push_back(std::move(x));
+        }
+      }
       if (auto a = s.optional_object("assumed")) {
         for (const auto& [id, v] : s.raw("assumed").items()) {
           auto row = a->object(id);

@@ -315,6 +315,15 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
         }
       }
     }
+    for (const auto& o : spec.optimizer_states) {
+      if (std::none_of(o.id_prefixes.begin(), o.id_prefixes.end(),
+                       [&](const std::string& x) { return id.starts_with(x); }))
+        continue;
+      p.master_dtype = o.master;
+      p.moments_dtype = o.moments;
+      assumed += (assumed.empty() ? "" : "; ") + o.why;
+      break;
+    }
     if (stated && stated->tp_comm_overlap) p.tp_comm_overlap = *stated->tp_comm_overlap;
     if (stated && stated->reduce_scatter) p.reduce_scatter = *stated->reduce_scatter;
     if (stated && stated->recompute_policy) p.recompute_policy = *stated->recompute_policy;

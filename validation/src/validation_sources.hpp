@@ -41,6 +41,16 @@ struct SourceSpec {
     std::string why;
   };
   std::vector<GradReduce> grad_reduce;
+  // engine_runs: the optimizer state dtypes of the source's runs (those whose
+  // ids start with one of id_prefixes) where the configuration they ran sets
+  // them and the row does not say: Plan::master_dtype and moments_dtype.
+  struct OptimizerStates {
+    Precision master = Precision::fp32;
+    Precision moments = Precision::fp32;
+    std::vector<std::string> id_prefixes;
+    std::string why;
+  };
+  std::vector<OptimizerStates> optimizer_states;
   std::optional<double> case_tolerance_pct;  // nullopt: "printed_precision"
   double mape_tolerance_pct = 0;
   // engine_runs: what a row does not publish, stated in validation.json with

@@ -73,6 +73,8 @@ std::string Plan::summary() const {
   if (pp > 1) os << " " << to_string(schedule);
   os << " " << to_string(precision);
   if (grad_reduce_dtype) os << " grad-reduce:" << to_string(*grad_reduce_dtype);
+  if (low_precision_optimizer())
+    os << " adam:" << (param_remainders ? "fp32-rem" : to_string(master_dtype)) << "/" << to_string(moments_dtype);
   if (onebit_adam) os << " 1bit-adam";
   if (sparse_attention != SparseLayout::none) os << " sparse:" << to_string(sparse_attention) << "/" << sparse_block;
   if (attention != AttentionKernel::standard) os << " " << to_string(attention);
@@ -262,6 +264,13 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   // Added with the engines' selective policies: absent means Korthikanti's attention core.
   p.recompute_policy =
       *selective_policy_of(r.optional_choice("recompute_policy", kSelectivePolicyNames, "attention"));
+  // Added with the optimizer's state dtypes: absent means fp32 states.
+  if (auto o = r.optional_object("optimizer")) {
+    p.master_dtype = *precision_of(o->optional_choice("master_dtype", kPrecisionNames, "fp32"));
+    p.moments_dtype = *precision_of(o->optional_choice("moments_dtype", kPrecisionNames, "fp32"));
+    p.param_remainders = o->optional_boolean("param_remainders").value_or(false);
+    o->finish();
+  }
   // Added with uneven pipeline stages (issue 19): absent means balanced.
   if (r.has("stage_layers")) {
     const auto& arr = r.raw("stage_layers");
@@ -333,6 +342,10 @@ nlohmann::json plan_to_json(const Plan& p) {
   if (p.tp_comm_overlap) j["communication"]["tp_comm_overlap"] = true;  // and one without TP overlap
   if (!p.reduce_scatter) j["communication"]["reduce_scatter"] = false;  // and one that reduce-scatters
   if (p.grad_reduce_dtype) j["communication"]["grad_reduce_dtype"] = to_string(*p.grad_reduce_dtype);  // and the engine's
+  if (p.low_precision_optimizer()) {  // and one with fp32 optimizer states
+    j["optimizer"] = {{"master_dtype", to_string(p.master_dtype)}, {"moments_dtype", to_string(p.moments_dtype)}};
+    if (p.param_remainders) j["optimizer"]["param_remainders"] = true;
+  }
   if (p.max_reuse_distance != Plan{}.max_reuse_distance)
     j["communication"]["max_reuse_distance"] = p.max_reuse_distance;  // and one at DeepSpeed's default
   return j;
@@ -524,6 +537,25 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
     return "$.communication.grad_reduce_dtype: a " + to_string(p.precision) + " plan reduces its gradients in " +
            (p.precision == Precision::fp32 ? std::string("fp32") : "fp32 or " + to_string(p.precision)) +
            " (expected one of those), got \"" + to_string(*p.grad_reduce_dtype) + "\"";
+  // An fp32 plan's parameters are their own master copy. A 16-bit plan's
+  // master may be 16-bit of either kind: Apex DistributedFusedAdam's dtype
+  // bf16 beside bf16 parameters, or Megatron-Core's --main-params-dtype fp16
+  // beside --bf16 (TE FusedAdam scales the fp16 master).
+  if (p.master_dtype != Precision::fp32 && p.precision == Precision::fp32)
+    return "$.optimizer.master_dtype: an fp32 plan's parameters are the optimizer's master copy (expected \"fp32\"), "
+           "got \"" + to_string(p.master_dtype) + "\"";
+  // The remainder completes a bf16 parameter to its fp32 master.
+  if (p.param_remainders && (p.precision != Precision::bf16 || p.master_dtype != Precision::fp32))
+    return "$.optimizer.param_remainders: keeps an fp32 master as the 16 bits its bf16 parameter lacks; needs "
+           "precision \"bf16\" and master_dtype \"fp32\", got \"" + to_string(p.precision) + "\" and \"" +
+           to_string(p.master_dtype) + "\"";
+  if (p.low_precision_optimizer() && p.offload_optimizer != OffloadTarget::none)
+    return "$.optimizer: 16-bit optimizer states with optimizer offload are not modelled (DeepSpeed's CPU Adam and "
+           "Megatron-Core's --optimizer-cpu-offload keep fp32 states on the host); expected master_dtype and "
+           "moments_dtype \"fp32\", or offload.optimizer \"none\"";
+  if (p.low_precision_optimizer() && p.onebit_adam)
+    return "$.optimizer: 1-bit Adam compresses an fp32 momentum (DeepSpeed OnebitAdam keeps fp32 states); expected "
+           "master_dtype and moments_dtype \"fp32\" (and no param_remainders) with onebit_adam";
   if (p.recompute_policy != SelectivePolicy::attention && p.recompute != Recompute::selective)
     return "$.recompute_policy: \"" + to_string(p.recompute_policy) +
            "\" says what selective recomputation recomputes; needs recompute \"selective\", got \"" +

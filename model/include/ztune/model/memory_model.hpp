@@ -58,12 +58,27 @@ struct ModelStateBytes {
   double optimizer = 0;
   [[nodiscard]] double total() const { return params + grads + optimizer; }
 };
+/// The dtypes of the optimizer's states (Plan::master_dtype, Plan::moments_dtype).
+struct OptimizerDtypes {
+  Precision master = Precision::fp32;
+  Precision moments = Precision::fp32;
+  bool remainders = false;  // Plan::param_remainders: the fp32 master as 2 bytes beside its bf16 parameter
+};
+[[nodiscard]] OptimizerDtypes optimizer_dtypes(const Plan& p);
+/// Adam's state bytes per parameter of a 16-bit plan, the master copy and the
+/// two moments: ZeRO's K (Rajbhandari et al. 2020, §3.1: K = 12 with fp32
+/// states), 6 with all three in bf16 (NeMo's optim.dtype bf16), 8 with fp32
+/// masters and bf16 moments, 6 with those masters kept as remainders. The one owner of K: the memory lines and the
+/// optimizer step's traffic both read it.
+[[nodiscard]] double adam_state_bytes(OptimizerDtypes d);
 /// `precision` matters to the megatron accounting (its gradient buffer's type,
 /// which a plan's stated `grad_reduce` dtype sets: Megatron-LM reduces its
 /// main_grad buffer itself) and, with `pp`, to the deepspeed one (its BF16_Optimizer).
+/// `states` replaces every accounting's fp32 K (adam_state_bytes).
 [[nodiscard]] ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccounting a,
                                                 Precision precision, int pp = 1,
-                                                std::optional<Precision> grad_reduce = std::nullopt);
+                                                std::optional<Precision> grad_reduce = std::nullopt,
+                                                OptimizerDtypes states = {});
 
 /// Whether DeepSpeed wraps the optimizer in its BF16_Optimizer with its default
 /// data types (runtime/engine.py _do_optimizer_sanity_check and get_data_types,

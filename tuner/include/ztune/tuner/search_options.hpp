@@ -34,6 +34,12 @@ struct SpaceOptions {
   /// torchtitan's fp32, Megatron-LM --grad-reduce-in-bf16); unset: the engine's.
   /// A 16-bit one is the plans' precision too.
   std::optional<Precision> grad_reduce_dtype;
+  /// The optimizer's state dtypes every plan states (Plan::master_dtype and
+  /// moments_dtype; fp32 both by default). 16-bit states drop the space's
+  /// optimizer-offload and 1-bit Adam plans (check_plan_shape).
+  Precision master_dtype = Precision::fp32;
+  Precision moments_dtype = Precision::fp32;
+  bool param_remainders = false;
   int max_micro_batch = 0;            // 0 = no cap (memory decides)
   bool include_onebit_adam = false;   // also search 1-bit Adam (changes convergence: opt-in)
   bool include_zeropp = false;        // also search ZeRO++ (quantized communication: opt-in)

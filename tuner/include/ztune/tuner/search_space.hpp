@@ -219,6 +219,9 @@ void SearchSpace::for_each_plan(const Layout& l, F&& f) const {
   p.global_batch = global_batch_;
   p.sparse_block = options_.sparse_block;
   p.grad_reduce_dtype = options_.grad_reduce_dtype;
+  p.master_dtype = options_.master_dtype;
+  p.moments_dtype = options_.moments_dtype;
+  p.param_remainders = options_.param_remainders;
   const auto scheds = schedules(l);
   const auto splits = activation_splits(l);
   const auto sts = states(l);

@@ -189,6 +189,27 @@ struct Plan {
   /// bfloat16). nullopt: the engine profile's (gradient_reduce_bytes). Plan
   /// file: communication.grad_reduce_dtype, written only when stated.
   std::optional<Precision> grad_reduce_dtype;
+  /// The dtypes the optimizer keeps its states in: its copy of the parameters
+  /// (the "master" weights of mixed precision) and Adam's two moments. fp32
+  /// both (the default, ZeRO's K = 12 bytes a parameter) unless the plan says
+  /// otherwise: Megatron-Core's precision-aware optimizer
+  /// (--use-precision-aware-optimizer with --main-params-dtype fp32|fp16 and
+  /// --exp-avg-dtype / --exp-avg-sq-dtype fp32|fp16|bf16; DeepSeek-V3, Liu et
+  /// al. 2024 §3.3.3: bf16 moments beside fp32 masters) or NeMo's
+  /// distributed_fused_adam optim.dtype (Apex DistributedFusedAdam's state
+  /// dtype: its parameter shard and both moments, 3 × 2 bytes with bf16).
+  /// An fp32 plan has no separate master (its parameters are fp32 already).
+  /// Plan file: optimizer.master_dtype and optimizer.moments_dtype, written
+  /// only when one is not fp32.
+  Precision master_dtype = Precision::fp32;
+  Precision moments_dtype = Precision::fp32;
+  /// The fp32 master kept as the 16 bits its bf16 parameter lacks (Transformer
+  /// Engine FusedAdam and Apex store_param_remainders; Megatron-Core's default
+  /// under --use-precision-aware-optimizer, --no-store-param-remainders turns
+  /// it off): the same fp32 arithmetic, 2 bytes a parameter instead of 4.
+  /// Needs bf16 training and an fp32 master_dtype. Plan file:
+  /// optimizer.param_remainders, written only when true.
+  bool param_remainders = false;
   // DeepSpeed's bucket knobs, in elements (its defaults).
   double reduce_bucket_elems = 5e8;
   double allgather_bucket_elems = 5e8;
@@ -231,6 +252,11 @@ struct Plan {
   /// gradient reduction and of ZeRO's partitions (dp × cp × ulysses; dp
   /// without sequence splitting).
   [[nodiscard]] int dp_cp() const { return dp * cp * ulysses; }
+  /// Some optimizer state is kept in 16 bits (master_dtype, moments_dtype or
+  /// param_remainders).
+  [[nodiscard]] bool low_precision_optimizer() const {
+    return master_dtype != Precision::fp32 || moments_dtype != Precision::fp32 || param_remainders;
+  }
   /// Ranks one sequence is split over, for every non-attention layer: cp × ulysses.
   [[nodiscard]] int seq_split() const { return cp * ulysses; }
   /// Ranks over which ZeRO partitions the states: dp_shard with hybrid
