@@ -167,3 +167,50 @@ TEST_CASE("search --grad-reduce-dtype prices every plan with it and writes it to
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--grad-reduce-dtype: a bf16 reduction needs bf16 training"));
 }
+
+TEST_CASE("16-bit optimizer states: search pins them in every plan, predict halves the optimizer line, "
+          "the engines that keep fp32 states refuse them",
+          "[cli][search][optimizer]") {
+  // NeMo's distributed_fused_adam with optim.dtype bf16 (the dgxc Nemotron-4
+  // 340B recipe): masters and both moments in bf16, K = 6 bytes a parameter.
+  const std::string out = "/tmp/ztune_test_optimizer_dtypes_" + std::to_string(::getpid()) + ".json";
+  auto r = run_command(ztune_bin() + " search --cluster dgx-h100 --model llama-7b --engine megatron --no-db "
+                                     "--no-simulate --top 3 --master-dtype bf16 --moments-dtype bf16 --out " + out);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("adam     master weights in bf16, moments in bf16 in every plan"));
+  nlohmann::json plan;
+  std::ifstream(out) >> plan;
+  CHECK(plan["plan"]["optimizer"]["master_dtype"] == "bf16");
+  CHECK(plan["plan"]["optimizer"]["moments_dtype"] == "bf16");
+  // predict reads the file back and prints the states; the optimizer line is
+  // 6/12 of the same plan's with fp32 states.
+  const auto optimizer_gib = [](const std::string& text) {
+    const auto at = text.find("  optimizer ");
+    REQUIRE(at != std::string::npos);
+    return std::stod(text.substr(at + 12, text.find('\n', at) - at - 12));
+  };
+  r = run_command(ztune_bin() + " predict --engine megatron --plan " + out);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("adam:bf16/bf16") && Contains("6 bytes a parameter, fp32's 12"));
+  const double low = optimizer_gib(r.out);
+  plan["plan"].erase("optimizer");
+  std::ofstream(out) << plan.dump();
+  r = run_command(ztune_bin() + " predict --engine megatron --plan " + out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(low == Approx(optimizer_gib(r.out) / 2).epsilon(2e-3));  // GiB printed to 3 decimals
+  std::remove(out.c_str());
+  // DeepSpeed and torchtitan keep fp32 states: the search says so once.
+  r = run_command(ztune_bin() + " search --cluster dgx-h100 --model llama-7b --engine deepspeed --no-db "
+                                "--moments-dtype bf16");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--master-dtype/--moments-dtype: DeepSpeed keeps its optimizer states in fp32"));
+  // Flags a plan cannot have name themselves.
+  r = run_command(ztune_bin() + " predict --cluster dgx-h100 --model llama-7b --engine megatron --zero 1 "
+                                "--precision fp16 --param-remainders");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--param-remainders: keeps an fp32 master as the 16 bits its bf16 parameter lacks"));
+  r = run_command(ztune_bin() + " predict --cluster dgx-h100 --model llama-7b --precision fp32 --master-dtype bf16");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--master-dtype: an fp32 plan's parameters are the optimizer's master copy"));
+}

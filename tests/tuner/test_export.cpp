@@ -964,3 +964,57 @@ TEST_CASE("selective policies export as torchtitan spells them, the engines that
   p.recompute_policy = SelectivePolicy::attention;
   CHECK_FALSE(engine_violation(p, Engine::megatron).has_value());
 }
+
+TEST_CASE("16-bit optimizer states export as Megatron-Core's precision-aware optimizer, and other engines refuse them",
+          "[tuner][export][optimizer]") {
+  // Expected arguments written by hand from Megatron-LM's arguments.py and
+  // OptimizerConfig: --use-precision-aware-optimizer, --main-params-dtype
+  // fp32|fp16, --exp-avg-dtype and --exp-avg-sq-dtype, store_param_remainders
+  // true by default (--no-store-param-remainders).
+  PlanFile pf = dense_plan_on("dgx-a100-80gb", AttentionKernel::flash);
+  pf.plan.precision = Precision::bf16;
+  pf.plan.zero_stage = 1;
+  const auto args = [&] { return megatron_arguments(pf, "plan.json"); };
+  const auto after = [](const std::vector<std::string>& a, const std::string& flag) -> std::string {
+    const auto it = std::find(a.begin(), a.end(), flag);
+    return it == a.end() || it + 1 == a.end() ? std::string("(absent)") : *(it + 1);
+  };
+  auto a = args();
+  CHECK(std::count(a.begin(), a.end(), "--use-precision-aware-optimizer") == 0);  // fp32 states: Megatron's own
+  // DeepSeek-V3's states: fp32 masters kept whole, bf16 moments.
+  pf.plan.moments_dtype = Precision::bf16;
+  a = args();
+  CHECK(std::count(a.begin(), a.end(), "--use-precision-aware-optimizer") == 1);
+  CHECK(after(a, "--exp-avg-dtype") == "bf16");
+  CHECK(after(a, "--exp-avg-sq-dtype") == "bf16");
+  CHECK(std::count(a.begin(), a.end(), "--main-params-dtype") == 0);
+  CHECK(std::count(a.begin(), a.end(), "--no-store-param-remainders") == 1);
+  CHECK(std::count(a.begin(), a.end(), "--use-distributed-optimizer") == 1);
+  // The same masters as remainders: Megatron-Core's default, no switch.
+  pf.plan.param_remainders = true;
+  a = args();
+  CHECK(std::count(a.begin(), a.end(), "--no-store-param-remainders") == 0);
+  CHECK(std::count(a.begin(), a.end(), "--use-precision-aware-optimizer") == 1);
+  // fp16 masters beside bf16 parameters.
+  pf.plan.param_remainders = false;
+  pf.plan.master_dtype = Precision::fp16;
+  pf.plan.moments_dtype = Precision::fp16;
+  a = args();
+  CHECK(after(a, "--main-params-dtype") == "fp16");
+  CHECK(after(a, "--exp-avg-dtype") == "fp16");
+  CHECK(std::count(a.begin(), a.end(), "--no-store-param-remainders") == 0);
+  // A bf16 master is NeMo's Apex optimizer, not Megatron-LM's.
+  pf.plan.master_dtype = Precision::bf16;
+  REQUIRE_THROWS_WITH(args(), Contains("plan.json: $.plan.optimizer.master_dtype") && Contains("fp32 or fp16"));
+  pf.plan.master_dtype = Precision::fp16;
+  pf.plan.zero_stage = 0;
+  REQUIRE_THROWS_WITH(args(), Contains("plan.json: $.plan.zero_stage") && Contains("--use-distributed-optimizer"));
+  pf.plan.zero_stage = 1;
+  CHECK_FALSE(engine_violation(pf.plan, Engine::megatron).has_value());
+  CHECK(engine_violation(pf.plan, Engine::deepspeed) == EngineRule::ds_optimizer_dtype);
+  CHECK(engine_violation(pf.plan, Engine::ztune) == EngineRule::zt_optimizer_dtype);
+  REQUIRE_THROWS_WITH(deepspeed_config(pf, "plan.json"), Contains("DeepSpeed keeps its optimizer states in fp32"));
+  pf.plan.zero_stage = 2;
+  CHECK(engine_violation(pf.plan, Engine::fsdp) == EngineRule::fs_optimizer_dtype);
+  CHECK_THAT(std::string(engine_rule_text(EngineRule::fs_optimizer_dtype)), Contains("expected master_dtype"));
+}

@@ -505,3 +505,26 @@ TEST_CASE("a source's assumed recomputation is checked: a mode ztune does not kn
                         Catch::Contains("full"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("NeMo's Nemotron-4 340B rows run bf16 optimizer states (optim.dtype bf16) and fit their H100s",
+          "[validation][memory][optimizer]") {
+  // nemotron/nemotron4-340b-synth.yaml (dgxc-benchmarking v24.11.1) sets
+  // optim.dtype: bf16 for Apex's DistributedFusedAdam. The oracle: those runs
+  // happened on 80 GB H100s, so their plans fit, which fp32 states (111 % of
+  // the GPU on 128 GPUs) deny.
+  std::size_t rows = 0;
+  for (const auto& c : report().cases) {
+    if (!c.id.starts_with("dgxc_2411_nemotron4_")) continue;
+    INFO(c.id << " " << c.detail);
+    CHECK(c.memory_fraction > 0.1);
+    CHECK(c.memory_fraction < 1.0);
+    if (c.id.starts_with("dgxc_2411_nemotron4_340b")) {
+      ++rows;
+      CHECK(c.detail.find(" adam:bf16/bf16 ") != std::string::npos);
+      CHECK_THAT(c.assumed, Catch::Contains("optim.dtype: bf16"));
+    } else {
+      CHECK(c.detail.find(" adam:") == std::string::npos);  // the 15B recipe keeps fp32 states
+    }
+  }
+  CHECK(rows == 5);
+}

@@ -216,3 +216,15 @@ TEST_CASE("16-bit storage trains on the CPU backend, except 1-bit Adam and NVMe 
   CHECK(r->find("$.plan.precision") == 0);
   CHECK(r->find("1-bit Adam") != std::string::npos);
 }
+
+TEST_CASE("ztune's executor refuses 16-bit optimizer states, naming the plan file's field", "[executor_support][optimizer]") {
+  const Transformer m = load_transformer("tiny");
+  Plan p;
+  p.precision = Precision::bf16;
+  CHECK_FALSE(unsupported_reason(p, m, 1).has_value());
+  p.moments_dtype = Precision::bf16;
+  const auto why = unsupported_reason(p, m, 1);
+  REQUIRE(why.has_value());
+  CHECK_THAT(*why, Catch::Contains("$.plan.optimizer") && Catch::Contains("fp32 Adam moments") &&
+                       Catch::Contains("moments_dtype \"bf16\""));
+}
