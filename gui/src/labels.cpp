@@ -106,7 +106,13 @@ QString schedule_label(const Plan& p) {
   return QString::fromStdString(to_string(p.schedule));
 }
 
-QString precision_label(const Plan& p) { return QString::fromStdString(to_string(p.precision)); }
+QString precision_label(const Plan& p) {
+  const QString training = QString::fromStdString(to_string(p.precision));
+  if (!p.low_precision_optimizer()) return training;
+  // 16-bit optimizer states change the model states' bytes: say which.
+  const QString master = p.param_remainders ? QStringLiteral("fp32 rem.") : QString::fromStdString(to_string(p.master_dtype));
+  return QStringLiteral("%1, Adam %2/%3").arg(training, master, QString::fromStdString(to_string(p.moments_dtype)));
+}
 
 QString zero_label(const Plan& p) {
   return p.zero_stage == 0 ? QStringLiteral("—") : QStringLiteral("ZeRO-%1").arg(p.zero_stage);

@@ -208,3 +208,15 @@ TEST_CASE("the plans count says what is shown of what fits", "[gui][models]") {
   CHECK(plan_count_text(7, 50, 1055) == "7 of the best 50 of 1,055 plans that fit");
   CHECK(plan_count_text(1, 1, 1) == "the only plan that fits");
 }
+
+TEST_CASE("the precision column names 16-bit optimizer states beside the training precision", "[gui][models][optimizer]") {
+  Plan p;
+  p.precision = Precision::bf16;
+  CHECK(precision_label(p) == "bf16");
+  p.master_dtype = Precision::bf16;
+  p.moments_dtype = Precision::bf16;
+  CHECK(precision_label(p) == "bf16, Adam bf16/bf16");
+  p.master_dtype = Precision::fp32;
+  p.param_remainders = true;
+  CHECK(precision_label(p) == "bf16, Adam fp32 rem./bf16");
+}

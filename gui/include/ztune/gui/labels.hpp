@@ -32,7 +32,7 @@ QString attention_label(const Plan& p);
 QString recompute_label(const Plan& p);
 /// "1F1B", "GPipe", "interleaved 1F1B".
 QString schedule_label(const Plan& p);
-/// "bf16", "fp16", "fp32".
+/// "bf16", "fp16", "fp32"; with 16-bit optimizer states "bf16, Adam bf16/bf16".
 QString precision_label(const Plan& p);
 /// "ZeRO-3" or "—" for stage 0.
 QString zero_label(const Plan& p);
