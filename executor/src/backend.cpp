@@ -1,5 +1,6 @@
 #include "ztune/executor/backend.hpp"
 
+#include <algorithm>
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
@@ -49,15 +50,16 @@ void Backend::free_typed(float* data, std::size_t numel, MemCategory category, S
 }
 
 void Backend::adamw_fused(std::span<const AdamWSpan> spans, StorageDtype grad_dtype, StorageDtype param_dtype,
-                          const kernels::AdamWParams& h, float grad_scale) {
+                          const kernels::AdamWParams& h, float grad_scale, AdamWStates states) {
   ScopedOp timer(ops_, OpKind::memory_bound);
-  adamw_fused_impl(spans, grad_dtype, param_dtype, h, grad_scale);
+  adamw_fused_impl(spans, grad_dtype, param_dtype, h, grad_scale, states);
 }
 
 void Backend::adamw_fused_impl(std::span<const AdamWSpan> spans, StorageDtype grad_dtype, StorageDtype param_dtype,
-                               const kernels::AdamWParams& h, float grad_scale) {
+                               const kernels::AdamWParams& h, float grad_scale, AdamWStates states) {
   // Every backend's path: one adamw per span over an fp32 copy of its gradient
-  // (CUDA fuses them into one launch), then the 16-bit copy from the new master.
+  // (CUDA fuses them into one launch) and of its 16-bit states, which are
+  // rounded back after; then the 16-bit copy from the new master as stored.
   for (const AdamWSpan& s : spans) {
     const auto n = static_cast<std::size_t>(s.n);
     Buffer staged;
@@ -68,8 +70,23 @@ void Backend::adamw_fused_impl(std::span<const AdamWSpan> spans, StorageDtype gr
       if (grad_scale != 1.0f) scale_impl(staged.data(), grad_scale, s.n);
       g = staged.data();
     }
-    adamw_impl(s.master, g, s.m, s.v, s.n, h);
-    if (s.param != nullptr) copy(TensorRef(s.param, param_dtype), s.master, n);
+    if (states.fp32()) {
+      adamw_impl(static_cast<float*>(s.master), g, static_cast<float*>(s.m), static_cast<float*>(s.v), s.n, h);
+    } else {
+      // 16-bit states widened chunk by chunk: a bounded fp32 workspace.
+      const std::size_t chunk = staged_adam_chunk();
+      for (std::size_t off = 0; off < n; off += chunk) {
+        const std::size_t len = std::min(chunk, n - off);
+        StagedOut master(*this, TensorRef(s.master, states.master) + off, len, true);
+        StagedOut m(*this, TensorRef(s.m, states.moments) + off, len, true);
+        StagedOut v(*this, TensorRef(s.v, states.moments) + off, len, true);
+        adamw_impl(master, g + off, m, v, static_cast<long>(len), h);
+        master.commit();
+        m.commit();
+        v.commit();
+      }
+    }
+    if (s.param != nullptr) copy(TensorRef(s.param, param_dtype), ConstTensorRef(s.master, states.master), n);
   }
 }
 

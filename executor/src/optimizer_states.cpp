@@ -14,8 +14,11 @@ namespace ztune::executor {
 
 OptimizerStates::OptimizerStates(std::size_t n, const OptimizerStateOptions& options, Communicator& dp,
                                  Backend& backend, kernels::ThreadPool& host_pool)
-    : n_(n), offload_(options.offload), storage_(options.storage), grad_storage_(options.grad_storage), be_(backend),
-      host_pool_(host_pool) {
+    : n_(n), offload_(options.offload), storage_(options.storage), grad_storage_(options.grad_storage),
+      states_(options.states), be_(backend), host_pool_(host_pool) {
+  if (storage_ == StorageDtype::fp32) states_.master = StorageDtype::fp32;  // the parameters are the master
+  if (!states_.fp32() && (options.offload || options.onebit_freeze_step >= 0))
+    throw std::logic_error("16-bit optimizer states with offload or 1-bit Adam (refused by check_plan)");
   if (options.onebit_freeze_step >= 0 && !options.offload &&
       (storage_ != StorageDtype::fp32 || grad_storage_ != StorageDtype::fp32))
     throw std::logic_error("1-bit Adam with 16-bit storage (refused by executor_support)");
@@ -30,9 +33,9 @@ OptimizerStates::OptimizerStates(std::size_t n, const OptimizerStateOptions& opt
   } else if (options.onebit_freeze_step >= 0) {
     onebit_ = std::make_unique<OnebitAdam>(n, options.onebit_freeze_step, dp, be_, host_pool_);
   } else {
-    if (storage_ != StorageDtype::fp32) master_ = be_.allocate(n, MemCategory::optimizer);
-    m_ = be_.allocate(n, MemCategory::optimizer);
-    v_ = be_.allocate(n, MemCategory::optimizer);
+    if (storage_ != StorageDtype::fp32) master_ = be_.allocate(n, MemCategory::optimizer, states_.master);
+    m_ = be_.allocate(n, MemCategory::optimizer, states_.moments);
+    v_ = be_.allocate(n, MemCategory::optimizer, states_.moments);
   }
 }
 
@@ -48,7 +51,7 @@ std::optional<bool> OptimizerStates::nvme_direct_io() const {
 void OptimizerStates::initialise_master(std::size_t off, ConstTensorRef params, std::size_t len) {
   assert(has_master() && "these states keep no master copy");
   if (!offload_) {
-    be_.copy(master_.data() + off, params, len);  // the 16-bit values, widened (Megatron's main params)
+    be_.copy(master_.ref(off), params, len);  // the 16-bit values, widened (Megatron's main params)
     return;
   }
   const Backend::StagedIn src(be_, params, len);  // 16-bit parameters cross to the host as fp32
@@ -120,20 +123,21 @@ void OptimizerStates::step(const std::vector<Range>& ranges, const kernels::Adam
     if (r.param.dtype != storage_ || r.grad.dtype != grad_storage_)
       throw std::logic_error("OptimizerStates: a range's storage differs from the states'");
     AdamWSpan s;
-    s.master = wide ? r.param.f32() : master_.data() + r.off;
-    s.m = m_.data() + r.off;
-    s.v = v_.data() + r.off;
+    s.master = wide ? r.param.ptr : master_.ref(r.off).ptr;
+    s.m = m_.ref(r.off).ptr;
+    s.v = v_.ref(r.off).ptr;
     s.grad = r.grad.ptr;
     s.param = wide ? nullptr : r.param.ptr;
     s.n = static_cast<long>(r.len);
     spans.push_back(s);
   }
-  be_.adamw_fused(spans, grad_storage_, storage_, h, grad_scale);
+  be_.adamw_fused(spans, grad_storage_, storage_, h, grad_scale, states_);
 }
 
 std::size_t OptimizerStates::state_bytes() const {
   if (onebit_) return onebit_->state_floats() * sizeof(float);
-  return (has_master() ? 3 : 2) * n_ * sizeof(float);
+  if (offload_) return 3 * n_ * sizeof(float);
+  return n_ * ((has_master() ? storage_bytes(states_.master) : 0) + 2 * storage_bytes(states_.moments));
 }
 
 void OptimizerStates::write_state(std::ostream& out) const {

@@ -119,7 +119,8 @@ ParamStore::ParamStore(std::vector<ParamSpec> specs, int units, const StoreOptio
   // 1-bit Adam works on the replicated flat buffers; with offload it is not used.
   if (!opt_.offload_optimizer && opt_.onebit_freeze_step >= 0 && opt_.zero_stage != 0)
     throw std::logic_error("1-bit Adam needs ZeRO stage 0");
-  const OptimizerStateOptions states{opt_.offload_optimizer, opt_.nvme_file, opt_.onebit_freeze_step, dt, gdt};
+  const OptimizerStateOptions states{opt_.offload_optimizer, opt_.nvme_file, opt_.onebit_freeze_step, dt, gdt,
+                                     opt_.optimizer_states};
   optimizer_ = std::make_unique<OptimizerStates>(opt_.zero_stage >= 1 ? shard_size_ : full_size_, states, *g_.dp,
                                                  be_, host_pool);
   // ZeRO++ hpZ (Wang et al. 2023, §3.2) across nodes: each rank keeps a

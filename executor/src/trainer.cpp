@@ -54,6 +54,8 @@ Trainer::Trainer(const Transformer& m, const Plan& plan, const TrainOptions& opt
     so.storage = storage_of(plan.precision);
     so.grad_storage = storage_of(plan.grad_reduce_dtype.value_or(plan.precision));
   }
+  // The states' own dtypes (16-bit with NeMo's optim.dtype bf16 or Megatron-Core's precision-aware optimizer).
+  so.optimizer_states = {storage_of(plan.master_dtype), storage_of(plan.moments_dtype)};
   // ZeRO-Infinity's files, one per rank and kind, in --nvme-dir (removed when the run ends).
   auto nvme_file = [&](const std::string& what) {
     const std::filesystem::path dir = opt.nvme_dir.empty() ? std::filesystem::temp_directory_path()

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 
+#include "ztune/vocab/executor_support.hpp"
 #include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/model/onebit_adam.hpp"
 #include "ztune/model/op_costs.hpp"
@@ -245,12 +246,14 @@ Precision executor_grad_precision(const Plan& p) { return p.grad_reduce_dtype.va
 
 // ztune's executor's model states (executor/param_store.hpp): parameters in the
 // plan's precision, gradients in executor_grad_precision, Adam's momentum and
-// variance in fp32 and, beside 16-bit parameters, fp32 master weights;
-// partitioned by the ZeRO stage over the shard group.
+// variance and, beside 16-bit parameters, master weights in the plan's state
+// dtypes (fp32 unless it states 16-bit ones); partitioned by the ZeRO stage
+// over the shard group.
 ModelStateBytes executor_state_bytes(double psi, const Plan& p) {
   const double d = std::max(1, p.shard_group());
   const double pb = bytes_of(storage_precision(p)), gb = bytes_of(executor_grad_precision(p));
-  const double ob = 8.0 + (storage_precision(p) == Precision::fp32 ? 0.0 : 4.0);
+  // Adam's moments, and masters beside 16-bit parameters, at the plan's state dtypes (OptimizerStates).
+  const double ob = 2.0 * bytes_of(p.moments_dtype) + (storage_precision(p) == Precision::fp32 ? 0.0 : bytes_of(p.master_dtype));
   return {p.zero_stage >= 3 ? pb * psi / d : pb * psi, p.zero_stage >= 2 ? gb * psi / d : gb * psi,
           p.zero_stage >= 1 ? ob * psi / d : ob * psi};
 }
@@ -335,8 +338,14 @@ void executor_lines(const Transformer& m, const Plan& p, double psi, double laye
   const double rows = static_cast<double>(m.seq_len) / p.seq_split() * m.head_token_fraction * p.micro_batch;
   sm.gpu[idx(MemLine::logits)] = last ? eb * rows * m.vocab / p.tp + 4.0 * 4.0 * rows : 0.0;
   const double transient = act + buckets + sm.gpu[idx(MemLine::logits)];
-  sm.gpu[idx(MemLine::workspace)] =
-      std::max(executor_staging_bytes(m, p, first, last, density, gpu), 4.0 * psi - transient);
+  // 16-bit optimizer states are widened at the step a chunk at a time beside
+  // that workspace (Backend::adamw_fused_impl, staged_adam_chunk).
+  const bool master16 = storage_precision(p) != Precision::fp32 && p.master_dtype != Precision::fp32;
+  const double states16 = (master16 ? 1.0 : 0.0) + (p.moments_dtype != Precision::fp32 ? 2.0 : 0.0);
+  const double part = p.zero_stage >= 1 ? psi / p.shard_group() : psi;
+  const double chunk = static_cast<double>(staged_adam_chunk(gpu ? ExecBackend::cuda : ExecBackend::cpu));
+  const double step = 4.0 * psi + 4.0 * std::min(part, chunk) * states16;
+  sm.gpu[idx(MemLine::workspace)] = std::max(executor_staging_bytes(m, p, first, last, density, gpu), step - transient);
   sm.gpu[idx(MemLine::runtime)] = 0;
   sm.gpu[idx(MemLine::fragmentation)] = 0;
 }

@@ -20,7 +20,14 @@ Oracles, for the tiny model, 5 steps of lr 1e-3 with one seed and data:
    main_grad); the stored activations half the fp32 plan's.
  - resuming: a bf16 ZeRO-2 run checkpointed after step 3 and resumed gives
    steps 4 and 5 bit for bit (the checkpoint holds the 16-bit parameters, the
-   fp32 masters and the Adam states).
+   fp32 masters and the Adam states), and so does one with bf16 states.
+ - 16-bit optimizer states (plan optimizer.master_dtype / moments_dtype: NeMo's
+   optim.dtype bf16, Megatron-Core's precision-aware optimizer): Adam computes
+   in fp32 on the widened states and stores them rounded, so its update moves
+   by a unit roundoff of itself, far below the loss bound u; the tracked
+   optimizer bytes are the fp32-state plan's times K/12 (ZeRO's K: 2 + 2 + 2
+   with bf16 masters and moments, 4 + 2 + 2 with fp32 masters, 2 + 2 for an
+   fp32 model's moments).
 
 usage: mixed_precision.py WORKER "MPIRUN ARGS" [case ...]
 """
@@ -62,7 +69,19 @@ CASES = {
     # acting as 2 nodes × 2 (hpZ's secondary copy, the two-level reduction).
     "zeropp_dp2_zero3": dict(dp=2, mb=2, ga=2, zero=3, bucket=3e4, zeropp=True),
     "zeropp_dp4_two_nodes": dict(dp=4, mb=1, ga=2, zero=3, bucket=3e4, zeropp=True, ranks_per_node=2),
+    # 16-bit optimizer states: NeMo's optim.dtype bf16 (all three states), an
+    # fp16 master with bf16 moments (Megatron-Core's --main-params-dtype fp16),
+    # and an fp32 model's bf16 moments.
+    "states_bf16_dp2_zero1": dict(dp=2, mb=2, ga=2, zero=1, master="bf16", moments="bf16"),
+    "states_fp16_master_bf16_moments_dp2_zero2": dict(dp=2, mb=2, ga=2, zero=2, master="fp16", moments="bf16"),
+    "states_bf16_moments_tp2_sp": dict(tp=2, sp=True, moments="bf16"),
+    "states_fp32_model_bf16_moments_dp2_zero1": dict(dp=2, mb=2, ga=2, zero=1, moments="bf16", precision="fp32"),
 }
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+# With ZTUNE_BIN set (CTest sets it): `ztune run` of each 16-bit state plan
+# compares the memory model's peak with the executor's measured one: within
+# 10 % (calibration_loop.py's target).
+TARGET_MEMORY = 0.10
 # ZeRO++ quantizes weights to int8 and gradients to int4 in groups of 2048 (its
 # own numerics, as DeepSpeed's): against the unquantized single rank its losses
 # drift by the quantization's 1e-2 (zeropp.py's bound for fp32 storage) plus
@@ -74,17 +93,21 @@ def run(worker, mpirun, workdir, name, kw, model, extra=(), steps=STEPS):
     kw = dict(kw)
     grad_reduce = kw.pop("grad_reduce", None)
     zeropp = kw.pop("zeropp", False)
+    states = {k: kw.pop(k) for k in ("master", "moments") if k in kw}
     per_node = kw.pop("ranks_per_node", 0)
     if per_node:
         extra = list(extra) + ["--ranks-per-node", str(per_node)]
     path = os.path.join(workdir, name + ".json")
     plans.write_plan_file(path, model, **kw)
-    if grad_reduce or zeropp:
+    if grad_reduce or zeropp or states:
         with open(path) as f:
             doc = json.load(f)
         if grad_reduce:
             doc["plan"]["communication"]["grad_reduce_dtype"] = grad_reduce
         doc["plan"]["zeropp"] = zeropp
+        if states:
+            doc["plan"]["optimizer"] = {"master_dtype": states.get("master", "fp32"),
+                                        "moments_dtype": states.get("moments", "fp32")}
         with open(path, "w") as f:
             json.dump(doc, f)
     n = plans.ranks(**kw)
@@ -97,6 +120,16 @@ def run(worker, mpirun, workdir, name, kw, model, extra=(), steps=STEPS):
     with open(record) as f:
         r = json.load(f)
     return np.array(r["losses"]), r["memory"][0]["by_category"]
+
+
+def peak_vs_model(workdir, name):
+    """`ztune run` of the plan file run() wrote (2 steps): its measured peak and the memory model's error on it."""
+    p = subprocess.run([os.environ["ZTUNE_BIN"], "run", os.path.join(workdir, name + ".json"), "--cluster", "local-cpu",
+                        "--steps", "2", "--no-db", "--json"], capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise RuntimeError(f"{name}: ztune run exit {p.returncode}\n{p.stderr}")
+    total = json.loads(p.stdout)["memory_vs_prediction"]["total"]
+    return total["measured_bytes"], total["error"]
 
 
 def rel(a, b):
@@ -158,28 +191,44 @@ def main():
                 print(f"FAIL {name}: {e}")
                 continue
             err = rel(losses, ref)
-            bound = QUANTIZED_BOUND if kw.get("zeropp") else UNIT[precision]
+            bound = QUANTIZED_BOUND if kw.get("zeropp") else UNIT.get(precision, UNIT["bf16"])
             detail = f"loss rel {err:.1e} vs the single {precision} rank (bound {bound:.1e})"
             ok = len(losses) == STEPS and err <= bound
+            if "master" in kw or "moments" in kw:
+                # The same plan with fp32 states holds the same partitions: its optimizer bytes × K/12 (fp32 model: /8).
+                wide_kw = {k: v for k, v in kw.items() if k not in ("master", "moments")}
+                _, wide = run(worker, mpirun, d, name + "_fp32_states", wide_kw, load_model(model_name))
+                fp32_model = precision == "fp32"
+                k = (0 if fp32_model else DTYPE_BYTES[kw.get("master", "fp32")]) + 2 * DTYPE_BYTES[kw["moments"]]
+                expected = wide["optimizer"] * k / (8 if fp32_model else 12)
+                ok = ok and mem["optimizer"] == expected and mem["params"] == wide["params"]
+                detail += f", optimizer {mem['optimizer']:.0f} = {k}/{8 if fp32_model else 12} of fp32 states'"
+                if os.environ.get("ZTUNE_BIN"):
+                    peak, err = peak_vs_model(d, name)
+                    ok = ok and abs(err) <= TARGET_MEMORY
+                    detail += f", peak {peak / 2**20:.2f} MiB predicted {err:+.1%}"
             if "grad_reduce" in kw or name.startswith("fp32_grads"):
                 # fp32 gradients beside 16-bit parameters: 4 bytes a parameter, all of them under ZeRO-1.
                 ok = ok and mem["grads"] == 4 * PSI and mem["params"] == 2 * PSI
                 detail += f", grads {mem['grads']:.0f} (4Ψ = {4 * PSI})"
             check(name, ok, detail)
-        # A checkpoint holds the 16-bit parameters and the fp32 masters and
-        # states: training resumed after step 3 continues bit for bit.
-        kw = dict(dp=2, mb=2, ga=2, zero=2, precision="bf16")
-        ckpt = os.path.join(d, "ckpt")
-        try:
-            whole, _ = run(worker, mpirun, d, "resume_whole", kw, load_model("tiny"))
-            run(worker, mpirun, d, "resume_first", kw, load_model("tiny"),
-                ["--checkpoint-every", "3", "--checkpoint-dir", ckpt], steps=3)
-            resumed, _ = run(worker, mpirun, d, "resume_rest", kw, load_model("tiny"),
-                             ["--resume", "--checkpoint-dir", ckpt])
-            check("bf16 ZeRO-2 resume", list(resumed[-2:]) == list(whole[-2:]),
-                  f"steps 4-5 {whole[-2:]} uninterrupted, {resumed[-2:]} resumed")
-        except (RuntimeError, subprocess.TimeoutExpired) as e:
-            check("bf16 ZeRO-2 resume", False, str(e))
+        # A checkpoint holds the 16-bit parameters and the masters and states
+        # (fp32, or bf16 ones): training resumed after step 3 continues bit for bit.
+        for label, kw in (("bf16 ZeRO-2 resume", dict(dp=2, mb=2, ga=2, zero=2, precision="bf16")),
+                          ("bf16-state ZeRO-2 resume", dict(dp=2, mb=2, ga=2, zero=2, precision="bf16",
+                                                            master="bf16", moments="bf16"))):
+            ckpt = os.path.join(d, "ckpt_" + str(len(label)))
+            tag = label.split()[0]
+            try:
+                whole, _ = run(worker, mpirun, d, f"resume_whole_{tag}", kw, load_model("tiny"))
+                run(worker, mpirun, d, f"resume_first_{tag}", kw, load_model("tiny"),
+                    ["--checkpoint-every", "3", "--checkpoint-dir", ckpt], steps=3)
+                resumed, _ = run(worker, mpirun, d, f"resume_rest_{tag}", kw, load_model("tiny"),
+                                 ["--resume", "--checkpoint-dir", ckpt])
+                check(label, list(resumed[-2:]) == list(whole[-2:]),
+                      f"steps 4-5 {whole[-2:]} uninterrupted, {resumed[-2:]} resumed")
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                check(label, False, str(e))
     print(f"{failures} failed")
     return 1 if failures else 0
 

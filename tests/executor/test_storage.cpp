@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ztune/executor/cpu_backend.hpp"
+#include "ztune/kernels/adamw.hpp"
 #include "ztune/kernels/matmul.hpp"
 
 using namespace ztune::executor;
@@ -128,4 +129,50 @@ TEST_CASE("copy between storage types rounds, and an in-place op rounds once", "
   Buffer f = be.allocate(3, MemCategory::workspace);
   CHECK_THROWS_WITH(h.data(), Catch::Contains("bf16 storage"));
   CHECK_NOTHROW(f.data());
+}
+
+TEST_CASE("a step on 16-bit optimizer states is AdamW on their widened values, each state rounded after",
+          "[storage][optimizer]") {
+  // NeMo's optim.dtype bf16 (bf16 master, moments), Megatron-Core's fp16
+  // master with bf16 moments. The oracle: kernels::cpu::adamw_update on the
+  // rounded states and gradient in fp32, then every state rounded to its type
+  // and the parameter copy rounded from the stored master. The span crosses a
+  // staging chunk's end (the states widen chunk by chunk).
+  const std::size_t chunk = ztune::staged_adam_chunk(ztune::ExecBackend::cpu);
+  const std::size_t n = chunk + 257;
+  const auto stored = [](const std::vector<float>& v, StorageDtype d) { return d == StorageDtype::fp32 ? v : rounded(v, d); };
+  const auto p0 = random(n, 11), g0 = random(n, 12), m0 = random(n, 13);
+  auto v0 = random(n, 14);
+  for (float& x : v0) x = x * x;  // a variance is non-negative
+  ztune::kernels::AdamWParams h;
+  h.lr = 1e-2f;
+  h.weight_decay = 0.1f;
+  h.step = 3;
+  for (const auto& [master_d, moments_d] : {std::pair{StorageDtype::bf16, StorageDtype::bf16},
+                                           std::pair{StorageDtype::fp16, StorageDtype::bf16},
+                                           std::pair{StorageDtype::fp32, StorageDtype::fp16}}) {
+    CpuBackend be(1);
+    Buffer P = be.allocate(n, MemCategory::params, StorageDtype::bf16);
+    Buffer G = upload(be, g0, StorageDtype::bf16, MemCategory::grads);
+    Buffer M = upload(be, p0, master_d, MemCategory::optimizer);
+    Buffer Mo = upload(be, m0, moments_d, MemCategory::optimizer);
+    Buffer V = upload(be, v0, moments_d, MemCategory::optimizer);
+    const AdamWSpan span{M.raw(), Mo.raw(), V.raw(), G.raw(), P.raw(), static_cast<long>(n)};
+    be.adamw_fused(std::span(&span, 1), StorageDtype::bf16, StorageDtype::bf16, h, 0.5f, {master_d, moments_d});
+    auto master = stored(p0, master_d), m = stored(m0, moments_d), v = stored(v0, moments_d);
+    auto g = rounded(g0, StorageDtype::bf16);
+    for (float& x : g) x *= 0.5f;  // the loss scale's 1/S, before the step
+    ztune::kernels::cpu::adamw_update(master.data(), g.data(), m.data(), v.data(), static_cast<long>(n), h);
+    master = stored(master, master_d);
+    CHECK(download(be, M) == master);
+    CHECK(download(be, Mo) == stored(m, moments_d));
+    CHECK(download(be, V) == stored(v, moments_d));
+    CHECK(download(be, P) == rounded(master, StorageDtype::bf16));
+    CHECK(be.memory().current(MemCategory::optimizer) ==
+          n * (storage_bytes(master_d) + 2 * storage_bytes(moments_d)));
+    CHECK(be.memory().current(MemCategory::workspace) == 0);
+    // The step's fp32 workspace: the scaled gradient, and one chunk of each 16-bit state.
+    const std::size_t states16 = (master_d != StorageDtype::fp32) + 2 * (moments_d != StorageDtype::fp32);
+    CHECK(be.memory().peak(MemCategory::workspace) == 4 * (n + states16 * chunk));
+  }
 }

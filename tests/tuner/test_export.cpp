@@ -1012,7 +1012,14 @@ TEST_CASE("16-bit optimizer states export as Megatron-Core's precision-aware opt
   pf.plan.zero_stage = 1;
   CHECK_FALSE(engine_violation(pf.plan, Engine::megatron).has_value());
   CHECK(engine_violation(pf.plan, Engine::deepspeed) == EngineRule::ds_optimizer_dtype);
+  // ztune's executor keeps 16-bit masters and moments, not remainders.
+  CHECK_FALSE(engine_violation(pf.plan, Engine::ztune).has_value());
+  pf.plan.master_dtype = Precision::fp32;
+  pf.plan.param_remainders = true;
   CHECK(engine_violation(pf.plan, Engine::ztune) == EngineRule::zt_optimizer_dtype);
+  CHECK_THAT(std::string(engine_rule_text(EngineRule::zt_optimizer_dtype)), Contains("expected param_remainders false"));
+  pf.plan.param_remainders = false;
+  pf.plan.master_dtype = Precision::fp16;
   REQUIRE_THROWS_WITH(deepspeed_config(pf, "plan.json"), Contains("DeepSpeed keeps its optimizer states in fp32"));
   pf.plan.zero_stage = 2;
   CHECK(engine_violation(pf.plan, Engine::fsdp) == EngineRule::fs_optimizer_dtype);

@@ -217,14 +217,18 @@ TEST_CASE("16-bit storage trains on the CPU backend, except 1-bit Adam and NVMe 
   CHECK(r->find("1-bit Adam") != std::string::npos);
 }
 
-TEST_CASE("ztune's executor refuses 16-bit optimizer states, naming the plan file's field", "[executor_support][optimizer]") {
+TEST_CASE("ztune's executor keeps 16-bit optimizer states but no master remainders, naming the field",
+          "[executor_support][optimizer]") {
   const Transformer m = load_transformer("tiny");
   Plan p;
   p.precision = Precision::bf16;
   CHECK_FALSE(unsupported_reason(p, m, 1).has_value());
+  p.master_dtype = Precision::bf16;
   p.moments_dtype = Precision::bf16;
+  CHECK_FALSE(unsupported_reason(p, m, 1).has_value());
+  p.master_dtype = Precision::fp32;
+  p.param_remainders = true;
   const auto why = unsupported_reason(p, m, 1);
   REQUIRE(why.has_value());
-  CHECK_THAT(*why, Catch::Contains("$.plan.optimizer") && Catch::Contains("fp32 Adam moments") &&
-                       Catch::Contains("moments_dtype \"bf16\""));
+  CHECK_THAT(*why, Catch::Contains("$.plan.optimizer.param_remainders") && Catch::Contains("whole"));
 }

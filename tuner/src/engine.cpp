@@ -151,10 +151,10 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"ztune: no bias-fusion switch",
      "ztune's executor runs its own elementwise kernels; bias_fusion false is Megatron-LM's --no-bias-gelu-fusion "
      "and --no-bias-dropout-fusion: use --engine megatron or deepspeed, or expected bias_fusion true"},
-    {"ztune: fp32 optimizer states",
-     "ztune's executor keeps fp32 master weights and fp32 Adam moments (OptimizerStates); 16-bit states are "
-     "Megatron-Core's precision-aware optimizer (--main-params-dtype, --exp-avg-dtype) or NeMo's "
-     "distributed_fused_adam dtype: use --engine megatron, or expected master_dtype and moments_dtype fp32"},
+    {"ztune: no master remainders",
+     "ztune's executor keeps its fp32 master weights whole (16-bit masters and moments it keeps, but no remainder "
+     "store beside bf16 parameters, Megatron-Core's store_param_remainders): use --engine megatron, or expected "
+     "param_remainders false"},
     {"deepspeed: fp32 optimizer states",
      "DeepSpeed keeps its optimizer states in fp32 (FP16_Optimizer, BF16_Optimizer and ZeRO's fp32 partitions have "
      "no state dtype option): use --engine megatron, or expected master_dtype and moments_dtype fp32"},
@@ -180,7 +180,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (!p.reduce_scatter) return EngineRule::zt_grad_allreduce;
       if (p.recompute_policy != SelectivePolicy::attention) return EngineRule::zt_recompute_policy;
       if (!p.bias_fusion) return EngineRule::zt_bias_fusion;
-      if (p.low_precision_optimizer()) return EngineRule::zt_optimizer_dtype;
+      if (p.param_remainders) return EngineRule::zt_optimizer_dtype;
       return std::nullopt;
     case Engine::deepspeed:
       if (p.pp > 1 && p.zero_stage > 1) return EngineRule::ds_pipeline_zero;

@@ -141,10 +141,9 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (p.grad_reduce_dtype && *p.grad_reduce_dtype != Precision::fp32 && *p.grad_reduce_dtype != p.precision)
     return "$.plan.communication.grad_reduce_dtype: ztune's executor keeps gradients in fp32 or in the plan's own "
            "precision (\"" + to_string(p.precision) + "\"); got \"" + to_string(*p.grad_reduce_dtype) + "\"";
-  if (p.low_precision_optimizer())
-    return "$.plan.optimizer: ztune's executor keeps fp32 master weights and fp32 Adam moments; got master_dtype \"" +
-           to_string(p.master_dtype) + "\", moments_dtype \"" + to_string(p.moments_dtype) +
-           "\" (expected \"fp32\" for both)";
+  if (p.param_remainders)
+    return "$.plan.optimizer.param_remainders: ztune's executor keeps its fp32 master weights whole (no remainder "
+           "store); expected false, or master_dtype \"bf16\" for 2-byte masters";
   if (p.cpu_checkpointing)
     return "$.plan.cpu_checkpointing: ztune's executor keeps its activation checkpoints in device memory (no "
            "CPU checkpointing); drop it (the same plan trains with its checkpoints on the device)";

@@ -452,7 +452,12 @@ bool same_spans(std::span<const AdamWSpan> a, const std::vector<AdamWSpan>& b) {
 }  // namespace
 
 void CudaBackend::adamw_fused_impl(std::span<const AdamWSpan> spans, StorageDtype grad_dtype,
-                                   StorageDtype param_dtype, const kernels::AdamWParams& h, float grad_scale) {
+                                   StorageDtype param_dtype, const kernels::AdamWParams& h, float grad_scale,
+                                   AdamWStates states) {
+  if (!states.fp32()) {
+    Backend::adamw_fused_impl(spans, grad_dtype, param_dtype, h, grad_scale, states);
+    return;
+  }
   using G = StorageDtype;
   const bool supported = (grad_dtype == G::fp32) || (grad_dtype == param_dtype);
   if (!supported)
@@ -469,8 +474,8 @@ void CudaBackend::adamw_fused_impl(std::span<const AdamWSpan> spans, StorageDtyp
     for (const AdamWSpan& sp : spans) {
       ZT_REQUIRE(sp.n >= 0 && sp.master != nullptr && sp.m != nullptr && sp.v != nullptr && sp.grad != nullptr,
                  "CudaBackend::adamw_fused: a span needs master, m, v and grad");
-      tensors.push_back(Row{sp.master, sp.m, sp.v, static_cast<const float*>(sp.grad), static_cast<float*>(sp.param),
-                            sp.n});
+      tensors.push_back(Row{static_cast<float*>(sp.master), static_cast<float*>(sp.m), static_cast<float*>(sp.v),
+                            static_cast<const float*>(sp.grad), static_cast<float*>(sp.param), sp.n});
       sizes.push_back(sp.n);
     }
     const std::vector<kernels::TensorChunk> chunks = kernels::build_chunk_table(sizes, kc::kAdamWChunkElems);

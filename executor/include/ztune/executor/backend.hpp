@@ -20,20 +20,32 @@
 #include "ztune/kernels/adamw.hpp"
 #include "ztune/kernels/block_sparse_layout.hpp"
 #include "ztune/kernels/gemm.hpp"
+#include "ztune/vocab/executor_support.hpp"
 
 namespace ztune::executor {
 
-/// One tensor of a fused AdamW step (Backend::adamw_fused): fp32 master weights and
-/// Adam states, the gradient in the step's grad dtype, and the copy of the
-/// parameters the forward reads in the param dtype (null: the forward reads the
-/// master itself, fp32 training).
+/// One tensor of a fused AdamW step (Backend::adamw_fused): master weights and
+/// Adam states in the step's state dtypes (AdamWStates: fp32 unless the plan
+/// keeps them in 16 bits), the gradient in the step's grad dtype, and the copy
+/// of the parameters the forward reads in the param dtype (null: the forward
+/// reads the master itself, fp32 training).
 struct AdamWSpan {
-  float* master = nullptr;
-  float* m = nullptr;
-  float* v = nullptr;
+  void* master = nullptr;
+  void* m = nullptr;
+  void* v = nullptr;
   const void* grad = nullptr;
   void* param = nullptr;
   long n = 0;
+};
+
+/// The dtypes a fused AdamW step keeps its states in (Plan::master_dtype and
+/// moments_dtype; NeMo's distributed_fused_adam dtype, Megatron-Core's
+/// precision-aware optimizer): the arithmetic is fp32 whatever they are, the
+/// states are read widened and written rounded.
+struct AdamWStates {
+  StorageDtype master = StorageDtype::fp32;
+  StorageDtype moments = StorageDtype::fp32;
+  [[nodiscard]] bool fp32() const { return master == StorageDtype::fp32 && moments == StorageDtype::fp32; }
 };
 
 class Backend {
@@ -138,11 +150,12 @@ class Backend {
                    const std::int32_t* targets, const float* dloss, int n, int v, int vocab_begin);
   void adamw(float* p, const float* g, float* m, float* v, long n, const kernels::AdamWParams& h);
   /// AdamW over all spans at once, gradients multiplied by grad_scale first
-  /// (1/loss scale), 16-bit parameter copies written from the new masters. The
-  /// CPU backend loops adamw() over fp32 copies of the gradients; CUDA runs one
-  /// launch over a device chunk table (kernels/multi_tensor.hpp).
+  /// (1/loss scale), 16-bit parameter copies written from the new masters (as
+  /// stored: a 16-bit master rounds first). The CPU backend loops adamw() over
+  /// fp32 copies of the gradients (and of 16-bit states); CUDA runs one launch
+  /// over a device chunk table (kernels/multi_tensor.hpp) for fp32 states.
   void adamw_fused(std::span<const AdamWSpan> spans, StorageDtype grad_dtype, StorageDtype param_dtype,
-                   const kernels::AdamWParams& h, float grad_scale = 1.0f);
+                   const kernels::AdamWParams& h, float grad_scale = 1.0f, AdamWStates states = {});
   void add(TensorRef out, ConstTensorRef a, ConstTensorRef b, long n);
   void accumulate(TensorRef dst, ConstTensorRef src, long n);
   void scale(TensorRef x, float s, long n);
@@ -259,7 +272,10 @@ class Backend {
                                 const std::int32_t* targets, const float* dloss, int n, int v, int vocab_begin) = 0;
   virtual void adamw_impl(float* p, const float* g, float* m, float* v, long n, const kernels::AdamWParams& h) = 0;
   virtual void adamw_fused_impl(std::span<const AdamWSpan> spans, StorageDtype grad_dtype, StorageDtype param_dtype,
-                                const kernels::AdamWParams& h, float grad_scale);
+                                const kernels::AdamWParams& h, float grad_scale, AdamWStates states);
+  /// The elements of 16-bit optimizer states adamw_fused_impl widens at a time
+  /// (vocab/executor_support.hpp staged_adam_chunk; CUDA's override is larger).
+  [[nodiscard]] virtual std::size_t staged_adam_chunk() const { return ztune::staged_adam_chunk(ExecBackend::cpu); }
   virtual void add_impl(float* out, const float* a, const float* b, long n) = 0;
   virtual void accumulate_impl(float* dst, const float* src, long n) = 0;
   virtual void scale_impl(float* x, float s, long n) = 0;

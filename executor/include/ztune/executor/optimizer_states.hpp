@@ -16,7 +16,9 @@
 // gradients handed in are bf16/fp16: on the device the states gain fp32 master
 // weights (MemCategory optimizer) and the fused step writes the 16-bit copies;
 // offloaded states already hold masters, and the gradients and parameters cross
-// PCIe as fp32 (converted on the device).
+// PCIe as fp32 (converted on the device). On the device the master and the
+// moments may themselves be 16-bit (OptimizerStateOptions::states): the step
+// computes in fp32 on their widened values and stores them rounded.
 // Kept apart from ParamStore because where the states live changes where the
 // step's arithmetic and memory go, not how parameters and gradients are
 // sharded; the one exception, 1-bit Adam's local gradients, the store asks
@@ -41,9 +43,15 @@ struct OptimizerStateOptions {
   std::string nvme_file;
   // Without offload, >= 0: 1-bit Adam with this many warm-up steps (needs ZeRO stage 0).
   int onebit_freeze_step = -1;
-  // The parameters' storage (16-bit needs fp32 master weights) and the gradients'.
+  // The parameters' storage (16-bit needs master weights) and the gradients'.
   StorageDtype storage = StorageDtype::fp32;
   StorageDtype grad_storage = StorageDtype::fp32;
+  // The states' own dtypes on the device (Plan::master_dtype, moments_dtype):
+  // fp32, or 16-bit as NeMo's distributed_fused_adam dtype and Megatron-Core's
+  // precision-aware optimizer keep them. The master applies with 16-bit
+  // storage only (fp32 parameters are their own master). Not with offload or
+  // 1-bit Adam (their states are fp32: check_plan refuses those).
+  AdamWStates states;
 };
 
 class OnebitAdam;
@@ -99,6 +107,7 @@ class OptimizerStates {
   std::size_t n_;
   bool offload_;
   StorageDtype storage_, grad_storage_;
+  AdamWStates states_;  // the dtypes of master_, m_ and v_
   Backend& be_;
   kernels::ThreadPool& host_pool_;
   Buffer m_, v_;                                  // on the device

@@ -70,6 +70,8 @@ struct StoreOptions {
   StorageDtype storage = StorageDtype::fp32;
   // Gradients and their data-parallel reductions: fp32, or storage's 16-bit type.
   StorageDtype grad_storage = StorageDtype::fp32;
+  // The optimizer states' dtypes on the device (OptimizerStateOptions::states).
+  AdamWStates optimizer_states;
 };
 
 class OptimizerStates;

@@ -125,8 +125,8 @@ struct OptimizerDtypes {
 [[nodiscard]] double attention_score_bytes(const Transformer& m);
 
 /// Whether stage memory is ztune's executor's own allocations (its tensors,
-/// stored in the plan's precision with fp32 master weights, and its kernels'
-/// fp32 arithmetic): on CPU ranks, and for the engine that prices fp32
+/// stored in the plan's precision, its Adam states in the plan's state
+/// dtypes, and its kernels' fp32 arithmetic): on CPU ranks, and for the engine that prices fp32
 /// kernels (EngineProfile::fp32_storage: the ztune engine on GPUs).
 [[nodiscard]] bool executor_layout(const Cluster& c, const HardwareProfile& hw);
 /// What one layer keeps for backward under recomputation `r`, as the plan's

@@ -79,7 +79,7 @@ enum class EngineRule : std::uint8_t {
   zt_recompute_policy,     // ztune's executor recomputes the attention core only
   fs_bias_fusion,          // torchtitan's modules have no fused bias kernels to switch off
   zt_bias_fusion,          // ztune's executor runs its own elementwise kernels
-  zt_optimizer_dtype,      // ztune's executor keeps fp32 master weights and Adam states
+  zt_optimizer_dtype,      // ztune's executor keeps whole fp32 masters (no remainders)
   ds_optimizer_dtype,      // DeepSpeed keeps fp32 optimizer states (no state dtype option)
   fs_optimizer_dtype,      // torchtitan's AdamW keeps its states in the fp32 parameters' dtype
   count

@@ -3,6 +3,7 @@
 // plan vocabulary, so that the CLI can choose a plan the executor runs
 // (`ztune --run`) without linking the executor. A plan it cannot run exactly is
 // refused with the reason; it is never quietly weakened (STYLE.md anti-pattern 1).
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,6 +33,15 @@ struct VocabRange {
   int rows = 0;
 };
 VocabRange vocab_range(int vocab, int tp, int tp_rank);
+
+/// Elements of 16-bit optimizer states one step widens to fp32 at a time
+/// (Backend::adamw_fused_impl stages them chunk by chunk, each state read
+/// widened and written rounded), so their fp32 workspace stays bounded: small
+/// on the CPU; on CUDA large enough that a chunk's few kernel launches do not
+/// show beside its traffic. The memory model counts the same bound.
+[[nodiscard]] constexpr std::size_t staged_adam_chunk(ExecBackend b) {
+  return b == ExecBackend::cpu ? std::size_t{1} << 14 : std::size_t{1} << 22;
+}
 
 /// Whether the executor has a flash attention kernel for the model's heads: the
 /// CPU kernel takes any head size; the CUDA one (kernels/cuda attention_flash.cu)

@@ -124,9 +124,11 @@ class CudaBackend final : public Backend {
                         const std::int32_t* targets, const float* dloss, int n, int v, int vocab_begin) override;
   void adamw_impl(float* p, const float* g, float* m, float* v, long n, const kernels::AdamWParams& h) override;
   /// One kc::adamw_chunked launch over a device chunk table, uploaded when the
-  /// span list or the dtypes differ from the last call (a training run's never do).
+  /// span list or the dtypes differ from the last call (a training run's never
+  /// do). 16-bit states take Backend's staged path (no fused kernel for them yet).
   void adamw_fused_impl(std::span<const AdamWSpan> spans, StorageDtype grad_dtype, StorageDtype param_dtype,
-                        const kernels::AdamWParams& h, float grad_scale) override;
+                        const kernels::AdamWParams& h, float grad_scale, AdamWStates states) override;
+  [[nodiscard]] std::size_t staged_adam_chunk() const override { return ztune::staged_adam_chunk(ExecBackend::cuda); }
   void add_impl(float* out, const float* a, const float* b, long n) override;
   void accumulate_impl(float* dst, const float* src, long n) override;
   void scale_impl(float* x, float s, long n) override;
