@@ -313,6 +313,21 @@ Command add_predict(CLI::App& root) {
             const PredictInputs in = resolve(*f);
             Prediction pr{predict_memory(in.model, in.plan, in.cluster, in.profile, in.memory),
                           predict_time(in.model, in.plan, in.cluster, in.profile)};
+            // CPU ranks train 16-bit plans (the executor stages them) but the
+            // cluster may state no 16-bit throughput: say so, with the memory
+            // that can still be predicted, instead of an infinite time.
+            if (const GpuSpec& gpu = in.cluster.node.gpu; gpu.peak_flops(in.plan.precision) <= 0) {
+              const std::string dt = to_string(in.plan.precision);
+              char mem[96];
+              const double b = pr.memory.gpu_total_bytes;
+              const bool gib = b >= 1073741824.0;
+              std::snprintf(mem, sizeof mem, "%.2f %s per rank (%s)", gib ? b / 1073741824.0 : b / 1048576.0,
+                            gib ? "GiB" : "MiB", pr.memory.fits_gpu ? "fits" : "does not fit");
+              throw InputError("--precision " + dt + ": cluster " + in.cluster.name + " states no " + dt +
+                               " throughput for its " + gpu.name + " (node.gpu.peak_tflops." + dt +
+                               " is 0), so this plan's time cannot be predicted; its memory is " + mem +
+                               ", and `ztune run` trains it and compares the memory");
+            }
             require_finite_time(pr.time, "cluster " + in.cluster.name + " with profile " + in.profile.name +
                                              ", plan " + in.plan.summary());
             std::optional<SimulatedPlan> simulated;

@@ -537,3 +537,17 @@ TEST_CASE("predict names DeepSpeed's BF16_Optimizer where it runs: bf16 pipeline
   REQUIRE(megatron.exit_code == 0);
   CHECK_THAT(megatron.out, !Contains("BF16_Optimizer"));
 }
+
+TEST_CASE("predict on CPU ranks without 16-bit throughput says so and gives the memory it can predict",
+          "[cli][predict][precision]") {
+  // local-cpu states no bf16 peak: the executor trains the plan (its kernels
+  // stage through fp32) but its time cannot be priced. The memory the message
+  // gives is `ztune run`'s prediction for the same plan.
+  auto r = run_command(ztune_bin() + " predict --cluster local-cpu --model tiny --precision bf16 --dp 2 --zero 1");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--precision bf16: cluster local-cpu states no bf16 throughput") &&
+                        Contains("node.gpu.peak_tflops.bf16 is 0") && Contains("MiB per rank (fits)"));
+  CHECK_THAT(r.err, !Contains("not finite"));
+  r = run_command(ztune_bin() + " predict --cluster local-cpu --model tiny --dp 2 --zero 1");
+  CHECK(r.exit_code == 0);  // fp32, which the cluster prices
+}
