@@ -408,6 +408,20 @@ void engine_lines(const Transformer& m, const Plan& p, const HardwareProfile& hw
 
   // Logits: 16-bit logits + their fp32 copy in the vocab-parallel cross entropy.
   if (last) sm.gpu[idx(MemLine::logits)] = s_local * m.head_token_fraction * p.micro_batch * m.vocab / t * (eb + 4.0);
+  // The layer a whole-layer recomputation re-materialises and the logits are
+  // never live together where each micro-batch's backward follows its own
+  // forward (1F1B, or no pipeline): the loss's backward frees the logits and
+  // its fp32 softmax before the first layer is recomputed. The stage's peak is
+  // the stored checkpoints plus the larger of the two: the activations line
+  // (Korthikanti's count with the working set) stands, and the logits line
+  // keeps only what the logits add above the working set they take turns
+  // with. Interleaved and GPipe schedules run other forwards between a
+  // micro-batch's loss and its backward: both are counted whole there.
+  const bool own_backward_next = p.pp == 1 || p.schedule == Schedule::one_f_one_b;
+  if (last && own_backward_next && whole_layer_recompute_share(p) > 0) {
+    const double working = layer_activation_bytes(m, p, Recompute::none) + fallback;
+    sm.gpu[idx(MemLine::logits)] = std::max(0.0, sm.gpu[idx(MemLine::logits)] - working);
+  }
 
   // The context-parallel ring's buffers: the K/V chunk in use and the one
   // arriving (forward), and in backward also their dK/dV: 2 × 4 chunks of

@@ -706,3 +706,36 @@ TEST_CASE("Megatron accounting with 16-bit states: no fp32 copy of the gradient 
               .total() == Approx(2 * psi + 6 * psi / d + 6 * psi / d));
   }
 }
+
+// With whole-layer recomputation the layer being re-materialised (its whole
+// Korthikanti activations, W) and the logits with their fp32 softmax
+// (L = s·b·V/t · (2 + 4) bytes) take turns: the loss's backward frees L
+// before the last layer is recomputed when each micro-batch's backward follows
+// its forward (no pipeline, 1F1B). The stage then peaks at the checkpoints +
+// max(W, L): the logits line keeps max(0, L − W). Interleaved and GPipe
+// schedules run other forwards in between: L counted whole there, as without
+// recomputation.
+TEST_CASE("full recomputation's working layer and the logits take turns on a 1F1B last stage",
+          "[memory][activations][logits]") {
+  const double s = 1024, b = 8, h = 1024, a = 16, V = 50304, t = 1;
+  const Transformer m = gpt(8, 1024, 16, 1024, 50304);
+  const Cluster c = a100_nodes(1);
+  Plan p = test::zero_plan(1, 1, 0, 8, 1);
+  p.precision = Precision::bf16;
+  const double logits = s * b * V / t * 6;
+  const double working = s * b * h * (34 + 5 * a * s / h) / t;  // Korthikanti's count, no recomputation
+  REQUIRE(logits > working);
+  CHECK(predict_memory(m, p, c, flat_profile()).line(MemLine::logits) == Approx(logits));  // nothing recomputed
+  p.recompute = Recompute::full;
+  const MemoryPrediction full = predict_memory(m, p, c, flat_profile());
+  CHECK(full.line(MemLine::logits) == Approx(logits - working));
+  CHECK(full.line(MemLine::activations) == Approx(8 * 2 * s * b * h + working + s * b * h));  // + embedding mask
+  // Two stages, 1F1B: the last stage's turns are the same; GPipe counts both.
+  p = test::zero_plan(1, 1, 0, 8, 2);
+  p.pp = 2;
+  p.precision = Precision::bf16;
+  p.recompute = Recompute::full;
+  CHECK(predict_memory(m, p, c, flat_profile()).line(MemLine::logits) == Approx(logits - working));
+  p.schedule = Schedule::gpipe;
+  CHECK(predict_memory(m, p, c, flat_profile()).line(MemLine::logits) == Approx(logits));
+}
