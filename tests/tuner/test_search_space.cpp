@@ -336,9 +336,20 @@ TEST_CASE("on Ampere GPUs the space adds flash attention, without selective reco
   const Transformer m = tiny_head64();
   Cluster c = load_cluster("dgx-a100-80gb");
   c.node.gpus = 2;
-  // Engine ztune: its CUDA flash kernel is not FlashAttention-2's speed, so
-  // flash is searched only when pinned.
-  CHECK(SearchSpace(m, c, SpaceOptions{}).size() == 168 + 42 + 330);
+  // Engine ztune: with 16-bit storage its CUDA fused attention is cuDNN's on
+  // the stored values, priced as every engine's, so it is searched by default:
+  // 5 (recompute, attention) pairs per activation split where the standard
+  // kernel alone has 3 (ztune has no Pa, so tp 2 scales alike). In fp32 its
+  // fused kernel is its own SIMT fp32 one: searched only when pinned.
+  SpaceOptions standard_only;
+  standard_only.attention = AttentionKernel::standard;
+  CHECK(SearchSpace(m, c, standard_only).size() == 168 + 42 + 330);
+  CHECK(SearchSpace(m, c, SpaceOptions{}).size() == (168 + 42 + 330) / 3 * 5);
+  SpaceOptions fp32;
+  fp32.precision = Precision::fp32;
+  const SearchSpace fp32_space(m, c, fp32);
+  REQUIRE(fp32_space.attention_choices().size() == 1);
+  CHECK(fp32_space.attention_choices()[0].kernel == AttentionKernel::standard);
   SpaceOptions flash_only;
   flash_only.attention = AttentionKernel::flash;
   CHECK(SearchSpace(m, c, flash_only).size() == (168 + 42 + 330) / 3 * 2);
@@ -401,11 +412,13 @@ TEST_CASE("on Ampere GPUs the space adds flash attention, without selective reco
 }
 
 TEST_CASE("a space over max_plans is refused naming --max-plans, a stop flag ends the enumeration", "[tuner][space]") {
-  // The hand-counted space of the test above: tiny on two A100s holds 168 + 42 + 330 = 540 plans.
+  // The hand-counted space of the test above: tiny on two A100s holds 168 + 42 + 330 = 540 plans
+  // with the standard attention kernel.
   const Transformer m = tiny_head64();
   Cluster c = load_cluster("dgx-a100-80gb");
   c.node.gpus = 2;
   SpaceOptions o;
+  o.attention = AttentionKernel::standard;
   o.max_plans = 540;
   CHECK(SearchSpace(m, c, o).size() == 540);
   o.max_plans = 539;

@@ -72,14 +72,21 @@ std::vector<Precision> precision_list(const SpaceOptions& o, const Cluster& c) {
 // default where the engine's kernel is the one the cost model prices:
 // Megatron-LM (--use-flash-attn, or Transformer Engine's cuDNN attention),
 // Megatron-DeepSpeed (--use-flash-attn-v2) and FSDP (SDPA) on Ampere or newer;
-// ztune's executor its CPU kernel (cpu_executor_costs.cpp). Which fused kernel
-// is o.fused_kernel (preferred_fused_kernel). ztune's CUDA fused kernel is a
-// SIMT fp32 kernel, priced as the rest of the executor's fp32 attention
-// (EngineProfile::fp32_storage) but never timed on a GPU, and a SIMT kernel
-// can be far slower than the cuBLAS GEMMs of the standard path: the ztune
-// engine searches it on GPUs only when --attention pins it.
-std::vector<AttentionChoice> attention_kernels(const SpaceOptions& o, const Transformer& m, const Cluster& c) {
-  const bool priced = o.engine != Engine::ztune || c.device_kind == DeviceKind::cpu;
+// ztune's executor its CPU kernel (cpu_executor_costs.cpp) and, with 16-bit
+// storage, on GPUs cuDNN's fused attention (issue 24: CudnnAttention on the
+// stored values). Which fused kernel is o.fused_kernel (preferred_fused_kernel).
+// An fp32 plan's CUDA fused kernel is ztune's SIMT fp32 kernel, which can be
+// far slower than the cuBLAS GEMMs of the standard path and is not the one
+// priced: the ztune engine searches it for fp32 on GPUs only when --attention
+// pins it.
+std::vector<AttentionChoice> attention_kernels(const SpaceOptions& o, const Transformer& m, const Cluster& c,
+                                              Precision precision) {
+  // Where the kernel the plan names is the one the cost model prices: every
+  // engine's but ztune's CUDA executor in fp32, whose fused attention is its
+  // SIMT fp32 kernel (searched only when --attention pins it). With 16-bit
+  // storage that executor runs cuDNN's fused attention on the stored values
+  // (CudaBackend::attention_*_native), priced as every engine's.
+  const bool priced = o.engine != Engine::ztune || c.device_kind == DeviceKind::cpu || precision != Precision::fp32;
   const bool available = engine_runs_flash(o.engine, m, c) && priced;
   if (o.attention) {
     const AttentionKernel k = *o.attention;
@@ -193,7 +200,7 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
     throw InputError("--param-remainders: completes an fp32 master from its bf16 parameter; needs bf16 training "
                      "and --master-dtype fp32, and the search's are " + to_string(precisions_.front()) + " and " +
                      to_string(o.master_dtype));
-  attention_ = attention_kernels(o, m, c);
+  attention_ = attention_kernels(o, m, c, precisions_.front());
   tp_comm_overlap_ = o.engine == Engine::megatron && supports_transformer_engine(c);
   // DeepSpeed's CPU checkpointing, for its full-recomputation plans on GPUs
   // (the other engines keep their checkpoints on the device: engine.cpp).
