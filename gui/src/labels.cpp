@@ -110,7 +110,8 @@ QString precision_label(const Plan& p) {
   const QString training = QString::fromStdString(to_string(p.precision));
   if (!p.low_precision_optimizer()) return training;
   // 16-bit optimizer states change the model states' bytes: say which.
-  const QString master = p.param_remainders ? QStringLiteral("fp32 rem.") : QString::fromStdString(to_string(p.master_dtype));
+  const QString master =
+      p.param_remainders ? QStringLiteral("fp32 rem.") : QString::fromStdString(to_string(p.master_dtype));
   return QStringLiteral("%1, Adam %2/%3").arg(training, master, QString::fromStdString(to_string(p.moments_dtype)));
 }
 

@@ -253,7 +253,8 @@ ModelStateBytes executor_state_bytes(double psi, const Plan& p) {
   const double d = std::max(1, p.shard_group());
   const double pb = bytes_of(storage_precision(p)), gb = bytes_of(executor_grad_precision(p));
   // Adam's moments, and masters beside 16-bit parameters, at the plan's state dtypes (OptimizerStates).
-  const double ob = 2.0 * bytes_of(p.moments_dtype) + (storage_precision(p) == Precision::fp32 ? 0.0 : bytes_of(p.master_dtype));
+  const double master = storage_precision(p) == Precision::fp32 ? 0.0 : bytes_of(p.master_dtype);
+  const double ob = 2.0 * bytes_of(p.moments_dtype) + master;
   return {p.zero_stage >= 3 ? pb * psi / d : pb * psi, p.zero_stage >= 2 ? gb * psi / d : gb * psi,
           p.zero_stage >= 1 ? ob * psi / d : ob * psi};
 }

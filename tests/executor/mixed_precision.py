@@ -195,7 +195,8 @@ def main():
             detail = f"loss rel {err:.1e} vs the single {precision} rank (bound {bound:.1e})"
             ok = len(losses) == STEPS and err <= bound
             if "master" in kw or "moments" in kw:
-                # The same plan with fp32 states holds the same partitions: its optimizer bytes × K/12 (fp32 model: /8).
+                # The same plan with fp32 states holds the same partitions:
+                # its optimizer bytes × K/12 (fp32 model: /8).
                 wide_kw = {k: v for k, v in kw.items() if k not in ("master", "moments")}
                 _, wide = run(worker, mpirun, d, name + "_fp32_states", wide_kw, load_model(model_name))
                 fp32_model = precision == "fp32"

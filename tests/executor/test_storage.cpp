@@ -140,7 +140,9 @@ TEST_CASE("a step on 16-bit optimizer states is AdamW on their widened values, e
   // staging chunk's end (the states widen chunk by chunk).
   const std::size_t chunk = ztune::staged_adam_chunk(ztune::ExecBackend::cpu);
   const std::size_t n = chunk + 257;
-  const auto stored = [](const std::vector<float>& v, StorageDtype d) { return d == StorageDtype::fp32 ? v : rounded(v, d); };
+  const auto stored = [](const std::vector<float>& v, StorageDtype d) {
+    return d == StorageDtype::fp32 ? v : rounded(v, d);
+  };
   const auto p0 = random(n, 11), g0 = random(n, 12), m0 = random(n, 13);
   auto v0 = random(n, 14);
   for (float& x : v0) x = x * x;  // a variance is non-negative

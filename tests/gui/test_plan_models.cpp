@@ -209,7 +209,8 @@ TEST_CASE("the plans count says what is shown of what fits", "[gui][models]") {
   CHECK(plan_count_text(1, 1, 1) == "the only plan that fits");
 }
 
-TEST_CASE("the precision column names 16-bit optimizer states beside the training precision", "[gui][models][optimizer]") {
+TEST_CASE("the precision column names 16-bit optimizer states beside the training precision",
+          "[gui][models][optimizer]") {
   Plan p;
   p.precision = Precision::bf16;
   CHECK(precision_label(p) == "bf16");

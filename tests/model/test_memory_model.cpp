@@ -683,7 +683,8 @@ TEST_CASE("16-bit optimizer states: ZeRO's K at the states' width", "[memory][op
 // copy of its gradient shard for the fp32 optimizer (16 bytes a parameter); a
 // precision-aware optimizer reads the 16-bit shard (TE FusedAdam's decoupled
 // gradients, Apex DistributedFusedAdam with dtype = grad_sync_dtype): no copy.
-TEST_CASE("Megatron accounting with 16-bit states: no fp32 copy of the gradient shard", "[memory][megatron][optimizer]") {
+TEST_CASE("Megatron accounting with 16-bit states: no fp32 copy of the gradient shard",
+          "[memory][megatron][optimizer]") {
   const double psi = 1e9;
   for (int d : {1, 2, 8}) {
     CHECK(model_state_bytes(psi, d, 1, StateAccounting::megatron, Precision::bf16, 1, Precision::bf16).optimizer ==

@@ -1017,7 +1017,8 @@ TEST_CASE("16-bit optimizer states export as Megatron-Core's precision-aware opt
   pf.plan.master_dtype = Precision::fp32;
   pf.plan.param_remainders = true;
   CHECK(engine_violation(pf.plan, Engine::ztune) == EngineRule::zt_optimizer_dtype);
-  CHECK_THAT(std::string(engine_rule_text(EngineRule::zt_optimizer_dtype)), Contains("expected param_remainders false"));
+  CHECK_THAT(std::string(engine_rule_text(EngineRule::zt_optimizer_dtype)),
+             Contains("expected param_remainders false"));
   pf.plan.param_remainders = false;
   pf.plan.master_dtype = Precision::fp16;
   REQUIRE_THROWS_WITH(deepspeed_config(pf, "plan.json"), Contains("DeepSpeed keeps its optimizer states in fp32"));

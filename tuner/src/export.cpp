@@ -432,7 +432,8 @@ void optimizer_state_arguments(const Plan& p, const std::string& file, std::vect
   a.emplace_back("--use-precision-aware-optimizer");
   if (p.master_dtype != Precision::fp32) a.insert(a.end(), {"--main-params-dtype", to_string(p.master_dtype)});
   if (p.moments_dtype != Precision::fp32)
-    a.insert(a.end(), {"--exp-avg-dtype", to_string(p.moments_dtype), "--exp-avg-sq-dtype", to_string(p.moments_dtype)});
+    a.insert(a.end(),
+             {"--exp-avg-dtype", to_string(p.moments_dtype), "--exp-avg-sq-dtype", to_string(p.moments_dtype)});
   // Megatron-Core keeps bf16 models' fp32 masters as remainders unless told not to.
   if (p.precision == Precision::bf16 && p.master_dtype == Precision::fp32 && !p.param_remainders)
     a.emplace_back("--no-store-param-remainders");

@@ -374,7 +374,8 @@ std::vector<StateChoice> SearchSpace::states(const Layout& l) const {
   // 16-bit optimizer states stay on the GPU and are not 1-bit Adam's (check_plan_shape).
   if (options_.master_dtype != Precision::fp32 || options_.moments_dtype != Precision::fp32 ||
       options_.param_remainders)
-    std::erase_if(all, [](const StateChoice& s) { return s.offload_optimizer != OffloadTarget::none || s.onebit_adam; });
+    std::erase_if(all,
+                  [](const StateChoice& s) { return s.offload_optimizer != OffloadTarget::none || s.onebit_adam; });
   return all;
 }
 
