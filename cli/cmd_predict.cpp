@@ -231,10 +231,10 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
                   in.profile.engine.name.c_str(), to_string(in.plan.precision).c_str());
   }
   if (in.plan.low_precision_optimizer())
-    std::printf("adam     master weights in %s%s, moments in %s (%g bytes a parameter, fp32's 12; the plan's "
-                "optimizer.master_dtype, moments_dtype, param_remainders)\n",
-                to_string(in.plan.master_dtype).c_str(), in.plan.param_remainders ? " (as remainders)" : "",
-                to_string(in.plan.moments_dtype).c_str(), adam_state_bytes(optimizer_dtypes(in.plan)));
+    std::printf("adam     %s (%g bytes a parameter, fp32's 12; the plan's optimizer.master_dtype, moments_dtype, "
+                "param_remainders)\n",
+                adam_states_text(in.plan.master_dtype, in.plan.moments_dtype, in.plan.param_remainders).c_str(),
+                adam_state_bytes(optimizer_dtypes(in.plan)));
   if (const std::string note = sequence_note(in.model); !note.empty()) std::printf("%s\n", note.c_str());
   std::printf("\n");
   // Uneven pipeline stages: say which layers each stage holds (the plan's
@@ -316,16 +316,14 @@ Command add_predict(CLI::App& root) {
             // CPU ranks train 16-bit plans (the executor stages them) but the
             // cluster may state no 16-bit throughput: say so, with the memory
             // that can still be predicted, instead of an infinite time.
-            if (const GpuSpec& gpu = in.cluster.node.gpu; gpu.peak_flops(in.plan.precision) <= 0) {
-              const std::string dt = to_string(in.plan.precision);
+            if (const std::string why = unpriced_precision(in.cluster, in.plan.precision); !why.empty()) {
               char mem[96];
               const double b = pr.memory.gpu_total_bytes;
               const bool gib = b >= 1073741824.0;
               std::snprintf(mem, sizeof mem, "%.2f %s per rank (%s)", gib ? b / 1073741824.0 : b / 1048576.0,
                             gib ? "GiB" : "MiB", pr.memory.fits_gpu ? "fits" : "does not fit");
-              throw InputError("--precision " + dt + ": cluster " + in.cluster.name + " states no " + dt +
-                               " throughput for its " + gpu.name + " (node.gpu.peak_tflops." + dt +
-                               " is 0), so this plan's time cannot be predicted; its memory is " + mem +
+              throw InputError("--precision " + to_string(in.plan.precision) + ": " + why +
+                               ", so this plan's time cannot be predicted; its memory is " + mem +
                                ", and `ztune run` trains it and compares the memory");
             }
             require_finite_time(pr.time, "cluster " + in.cluster.name + " with profile " + in.profile.name +

@@ -240,13 +240,8 @@ int run(const RunFlags& f) {
     // The run happened: a prediction that is not finite is left out (and said),
     // rather than stored as Inf or thrown away with the run.
     if (const std::string bad = non_finite_time(prediction->time); !bad.empty()) {
-      const GpuSpec& gpu = c.node.gpu;
-      const std::string precision = to_string(pf.plan.precision);
-      if (gpu.peak_flops(pf.plan.precision) <= 0)
-        std::fprintf(stderr,
-                     "ztune: note: no time prediction: the cluster states no %s throughput for its %s "
-                     "(node.gpu.peak_tflops.%s is 0); the memory is compared\n",
-                     precision.c_str(), gpu.name.c_str(), precision.c_str());
+      if (const std::string why = unpriced_precision(c, pf.plan.precision); !why.empty())
+        std::fprintf(stderr, "ztune: note: no time prediction: %s; the memory is compared\n", why.c_str());
       else
         std::fprintf(stderr, "ztune: note: no prediction stored: the predicted time is not finite (%s)\n",
                      bad.c_str());

@@ -290,8 +290,8 @@ int run_search_command(const SearchFlags& f) {
                                            : " (model states as --accounting " + f.accounting + " counts them)")
               << "\n";
     if (f.master_dtype != "fp32" || f.moments_dtype != "fp32" || f.param_remainders)
-      std::cout << "adam     master weights in " << f.master_dtype << (f.param_remainders ? " (as remainders)" : "")
-                << ", moments in " << f.moments_dtype
+      std::cout << "adam     "
+                << adam_states_text(*precision_of(f.master_dtype), *precision_of(f.moments_dtype), f.param_remainders)
                 << " in every plan (--master-dtype, --moments-dtype, --param-remainders)\n";
     if (const std::string note = sequence_note(model); !note.empty()) std::cout << note << "\n";
     if (nothing && r.interrupted) {

@@ -233,6 +233,11 @@ void add_optimizer_dtypes(CLI::App& app, std::string& master, std::string& momen
                "--use-precision-aware-optimizer); needs bf16 and --master-dtype fp32");
 }
 
+std::string adam_states_text(Precision master, Precision moments, bool remainders) {
+  return "master weights in " + to_string(master) + (remainders ? " (as remainders)" : "") + ", moments in " +
+         to_string(moments);
+}
+
 Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   Plan p;
   if (!plan_file.empty()) {

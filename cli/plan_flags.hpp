@@ -56,6 +56,9 @@ void add_grad_reduce_dtype(CLI::App& app, std::string& dtype);
 /// (predict's plan flags and search's pin): the optimizer's state dtypes
 /// (Plan::master_dtype, moments_dtype, param_remainders).
 void add_optimizer_dtypes(CLI::App& app, std::string& master, std::string& moments, bool& remainders);
+/// "master weights in fp32 (as remainders), moments in bf16": the states those
+/// flags (or a plan's optimizer block) set, as predict and search print them.
+[[nodiscard]] std::string adam_states_text(Precision master, Precision moments, bool remainders);
 
 struct PlanFlags {
   std::string plan_file;

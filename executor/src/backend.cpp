@@ -70,21 +70,18 @@ void Backend::adamw_fused_impl(std::span<const AdamWSpan> spans, StorageDtype gr
       if (grad_scale != 1.0f) scale_impl(staged.data(), grad_scale, s.n);
       g = staged.data();
     }
-    if (states.fp32()) {
-      adamw_impl(static_cast<float*>(s.master), g, static_cast<float*>(s.m), static_cast<float*>(s.v), s.n, h);
-    } else {
-      // 16-bit states widened chunk by chunk: a bounded fp32 workspace.
-      const std::size_t chunk = staged_adam_chunk();
-      for (std::size_t off = 0; off < n; off += chunk) {
-        const std::size_t len = std::min(chunk, n - off);
-        StagedOut master(*this, TensorRef(s.master, states.master) + off, len, true);
-        StagedOut m(*this, TensorRef(s.m, states.moments) + off, len, true);
-        StagedOut v(*this, TensorRef(s.v, states.moments) + off, len, true);
-        adamw_impl(master, g + off, m, v, static_cast<long>(len), h);
-        master.commit();
-        m.commit();
-        v.commit();
-      }
+    // 16-bit states widened chunk by chunk (a bounded fp32 workspace); fp32
+    // ones, which StagedOut passes through, in one call.
+    const std::size_t chunk = states.fp32() ? n : staged_adam_chunk();
+    for (std::size_t off = 0; off < n; off += chunk) {
+      const std::size_t len = std::min(chunk, n - off);
+      StagedOut master(*this, TensorRef(s.master, states.master) + off, len, true);
+      StagedOut m(*this, TensorRef(s.m, states.moments) + off, len, true);
+      StagedOut v(*this, TensorRef(s.v, states.moments) + off, len, true);
+      adamw_impl(master, g + off, m, v, static_cast<long>(len), h);
+      master.commit();
+      m.commit();
+      v.commit();
     }
     if (s.param != nullptr) copy(TensorRef(s.param, param_dtype), ConstTensorRef(s.master, states.master), n);
   }

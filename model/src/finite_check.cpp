@@ -55,6 +55,14 @@ std::string non_finite_time(const TimePrediction& t) {
   return "";
 }
 
+std::string unpriced_precision(const Cluster& c, Precision p) {
+  const GpuSpec& gpu = c.node.gpu;
+  if (gpu.peak_flops(p) > 0) return "";
+  const std::string dt = to_string(p);
+  return "cluster " + c.name + " states no " + dt + " throughput for its " + gpu.name + " (node.gpu.peak_tflops." + dt +
+         " is 0)";
+}
+
 void require_finite_time(const TimePrediction& t, const std::string& where) {
   const std::string what = non_finite_time(t);
   if (what.empty()) return;

@@ -79,10 +79,8 @@ ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccou
       // Core's TE FusedAdam with decoupled gradients; Apex
       // DistributedFusedAdam with dtype = grad_sync_dtype): no copy is kept.
       const bool grads16 = grad_reduce ? *grad_reduce != Precision::fp32 : precision == Precision::fp16;
-      const bool fp32_states = states.master == Precision::fp32 && states.moments == Precision::fp32 &&
-                               !states.remainders;
       const double grad_bytes = grads16 ? 2.0 : 4.0;
-      const double state_bytes = k + (grads16 && fp32_states ? 4.0 : 0.0);
+      const double state_bytes = k + (grads16 && states.fp32() ? 4.0 : 0.0);
       b.params = zero_stage >= 3 ? 2.0 * psi / n : 2.0 * psi;
       b.grads = zero_stage >= 2 ? grad_bytes * psi / n : grad_bytes * psi;
       b.optimizer = zero_stage >= 1 ? state_bytes * psi / n : state_bytes * psi;

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "backend_buffers.hpp"
 #include "ztune/executor/cpu_backend.hpp"
 #include "ztune/kernels/adamw.hpp"
 #include "ztune/kernels/matmul.hpp"
@@ -74,21 +75,8 @@ std::vector<float> rounded(std::vector<float> v, StorageDtype d) {
   convert_host(v.data(), StorageDtype::fp32, h.data(), d, v.size());
   return v;
 }
-// A backend buffer of dtype d holding v (rounded).
-Buffer upload(Backend& be, const std::vector<float>& v, StorageDtype d, MemCategory c) {
-  Buffer b = be.allocate(v.size(), c, d);
-  Buffer f = be.allocate(v.size(), MemCategory::workspace);
-  be.from_host(f.data(), v.data(), v.size());
-  be.copy(b.ref(), f.data(), v.size());
-  return b;
-}
-std::vector<float> download(Backend& be, const Buffer& b) {
-  std::vector<float> v(b.size());
-  Buffer f = be.allocate(b.size(), MemCategory::workspace);
-  be.copy(f.data(), b.ref(), b.size());
-  be.to_host(v.data(), f.data(), b.size());
-  return v;
-}
+using test::download;
+using test::upload;
 }  // namespace
 
 TEST_CASE("16-bit operands compute in fp32 on the stored values and round the result", "[storage]") {

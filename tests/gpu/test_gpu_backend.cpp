@@ -13,12 +13,15 @@
 #include <type_traits>
 #include <vector>
 
+#include "../executor/backend_buffers.hpp"
 #include "gpu_support.hpp"
 #include "ztune/executor/cpu_backend.hpp"
 #include "ztune/executor/cuda/cuda_backend.hpp"
 #include "ztune/kernels/layernorm.hpp"
 
 using namespace ztune::executor;
+using ztune::executor::test::download;
+using ztune::executor::test::upload;
 using ztune::test::mismatches;
 using ztune::test::uniform;
 
@@ -169,23 +172,6 @@ constexpr StorageDtype storage_of() {
   return std::is_same_v<H, __half> ? StorageDtype::fp16 : StorageDtype::bf16;
 }
 
-// A 16-bit buffer of `be` holding v (rounded to H), filled through an fp32 upload and a conversion.
-Buffer upload16(Backend& be, const std::vector<float>& v, StorageDtype d, MemCategory c = MemCategory::activations) {
-  Buffer b = be.allocate(v.size(), c, d);
-  Buffer f = be.allocate(v.size(), MemCategory::workspace);
-  be.from_host(f.data(), v.data(), v.size());
-  be.copy(b.ref(), f.data(), v.size());
-  return b;
-}
-std::vector<float> download16(Backend& be, const Buffer& b) {
-  Buffer f = be.allocate(b.size(), MemCategory::workspace);
-  be.copy(f.data(), b.ref(), b.size());
-  be.fence();
-  std::vector<float> v(b.size());
-  be.to_host(v.data(), f.data(), b.size());
-  return v;
-}
-
 }  // namespace
 
 TEMPLATE_TEST_CASE("CUDA backend's 16-bit GEMMs on stored values agree with the CPU's staged path", "[gpu][backend][mixed]",
@@ -201,9 +187,10 @@ TEMPLATE_TEST_CASE("CUDA backend's 16-bit GEMMs on stored values agree with the 
   std::map<std::string, std::vector<float>> got, ref;
   for (Backend* be : {static_cast<Backend*>(&cpu), static_cast<Backend*>(&gpu)}) {
     auto& out = be == &cpu ? ref : got;
-    Buffer X = upload16(*be, x, d), W = upload16(*be, w, d, MemCategory::params), B = upload16(*be, bias, d);
-    Buffer D = upload16(*be, dout, d), DX = upload16(*be, dx0, d);
-    Buffer DW16 = upload16(*be, dw0, d, MemCategory::grads);
+    const MemCategory act = MemCategory::activations;
+    Buffer X = upload(*be, x, d, act), W = upload(*be, w, d, MemCategory::params), B = upload(*be, bias, d, act);
+    Buffer D = upload(*be, dout, d, act), DX = upload(*be, dx0, d, act);
+    Buffer DW16 = upload(*be, dw0, d, MemCategory::grads);
     Buffer DW32 = be->allocate(dw0.size(), MemCategory::grads);
     be->from_host(DW32.data(), dw0.data(), dw0.size());
     Buffer Y = be->allocate(static_cast<std::size_t>(n * oc), MemCategory::activations, d);
@@ -211,9 +198,9 @@ TEMPLATE_TEST_CASE("CUDA backend's 16-bit GEMMs on stored values agree with the 
     // Backward into a 16-bit weight gradient, then into an fp32 one (fp32 gradients beside 16-bit parameters).
     be->matmul_backward(DX.ref(), DW16.ref(), nullptr, D.ref(), X.ref(), W.ref(), n, c, oc);
     be->matmul_backward(nullptr, DW32.data(), nullptr, D.ref(), X.ref(), W.ref(), n, c, oc);
-    out["y"] = download16(*be, Y);
-    out["dx"] = download16(*be, DX);
-    out["dw16"] = download16(*be, DW16);
+    out["y"] = download(*be, Y);
+    out["dx"] = download(*be, DX);
+    out["dw16"] = download(*be, DW16);
     be->fence();
     out["dw32"].resize(dw0.size());
     be->to_host(out["dw32"].data(), DW32.data(), dw0.size());
@@ -240,14 +227,14 @@ TEMPLATE_TEST_CASE("CUDA backend's 16-bit flash attention agrees with the CPU's 
   std::map<std::string, std::vector<float>> got, ref;
   for (Backend* be : {static_cast<Backend*>(&cpu), static_cast<Backend*>(&gpu)}) {
     auto& out = be == &cpu ? ref : got;
-    Buffer QKV = upload16(*be, qkv, d), D = upload16(*be, dout, d);
+    Buffer QKV = upload(*be, qkv, d, MemCategory::activations), D = upload(*be, dout, d, MemCategory::activations);
     Buffer O = be->allocate(static_cast<std::size_t>(b) * t * c, MemCategory::activations, d);
     Buffer DQKV = be->allocate(qkv.size(), MemCategory::workspace, d);
     Buffer LSE = be->allocate(lse_n, MemCategory::activations);
     be->attention_forward(O.ref(), LSE.data(), QKV.ref(), b, t, c, nh, true);
     be->attention_backward(DQKV.ref(), D.ref(), QKV.ref(), O.ref(), LSE.data(), b, t, c, nh, true);
-    out["out"] = download16(*be, O);
-    out["dqkv"] = download16(*be, DQKV);
+    out["out"] = download(*be, O);
+    out["dqkv"] = download(*be, DQKV);
     be->fence();
     out["lse"].resize(lse_n);
     be->to_host(out["lse"].data(), LSE.data(), lse_n);

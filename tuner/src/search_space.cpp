@@ -188,7 +188,8 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
     probe.master_dtype = o.master_dtype;
     probe.moments_dtype = o.moments_dtype;
     probe.param_remainders = o.param_remainders;
-    if (probe.low_precision_optimizer())
+    optimizer16_ = probe.low_precision_optimizer();
+    if (optimizer16_)
       if (const auto rule = engine_violation(probe, o.engine))
         throw InputError("--master-dtype/--moments-dtype: " + std::string(engine_rule_text(*rule)));
   }
@@ -372,8 +373,7 @@ std::vector<StateChoice> SearchSpace::states(const Layout& l) const {
   if (options_.zero_stage) std::erase_if(all, [&](const StateChoice& s) { return s.zero_stage != *options_.zero_stage; });
   if (options_.dp_shard) std::erase_if(all, [&](const StateChoice& s) { return s.dp_shard != *options_.dp_shard; });
   // 16-bit optimizer states stay on the GPU and are not 1-bit Adam's (check_plan_shape).
-  if (options_.master_dtype != Precision::fp32 || options_.moments_dtype != Precision::fp32 ||
-      options_.param_remainders)
+  if (optimizer16_)
     std::erase_if(all,
                   [](const StateChoice& s) { return s.offload_optimizer != OffloadTarget::none || s.onebit_adam; });
   return all;

@@ -124,34 +124,33 @@ std::vector<SourceSpec> read_spec(const std::string& path) {
       spec.overlap_comm = s.boolean("overlap_comm");
       spec.megatron_vocab = s.boolean("megatron_vocab");
       spec.tflops_convention = s.optional_choice("tflops_convention", {"megatron96", ""}, "");
-      if (s.has("grad_reduce")) {
-        const auto& list = s.raw("grad_reduce");
-        if (!list.is_array()) throw s.error("grad_reduce", "expected an array of {dtype, id_prefixes, why}");
+      // The per-source settings given for rows by id prefix: an array of
+      // objects, each read (and finished) by `read`.
+      const auto each_entry = [&](const char* key, const char* expected, const auto& read) {
+        if (!s.has(key)) return;
+        const auto& list = s.raw(key);
+        if (!list.is_array()) throw s.error(key, std::string("expected an array of ") + expected);
         for (std::size_t k = 0; k < list.size(); ++k) {
-          ObjectReader g(list[k], path, s.path_of("grad_reduce") + "[" + std::to_string(k) + "]");
-          SourceSpec::GradReduce x;
-          x.dtype = *precision_of(g.choice("dtype", kPrecisionNames));
-          if (g.has("id_prefixes")) x.id_prefixes = string_list(g, "id_prefixes");
-          x.why = g.string("why");
-          g.finish();
-          spec.grad_reduce.push_back(std::move(x));
+          ObjectReader e(list[k], path, s.path_of(key) + "[" + std::to_string(k) + "]");
+          read(e);
+          e.finish();
         }
-      }
-      if (s.has("optimizer_states")) {
-        const auto& list = s.raw("optimizer_states");
-        if (!list.is_array())
-          throw s.error("optimizer_states", "expected an array of {master_dtype, moments_dtype, id_prefixes, why}");
-        for (std::size_t k = 0; k < list.size(); ++k) {
-          ObjectReader o(list[k], path, s.path_of("optimizer_states") + "[" + std::to_string(k) + "]");
-          SourceSpec::OptimizerStates x;
-          x.master = *precision_of(o.choice("master_dtype", kPrecisionNames));
-          x.moments = *precision_of(o.choice("moments_dtype", kPrecisionNames));
-          x.id_prefixes = string_list(o, "id_prefixes");
-          x.why = o.string("why");
-          o.finish();
-          spec.optimizer_states.push_back(std::move(x));
-        }
-      }
+      };
+      each_entry("grad_reduce", "{dtype, id_prefixes, why}", [&](ObjectReader& g) {
+        SourceSpec::GradReduce x;
+        x.dtype = *precision_of(g.choice("dtype", kPrecisionNames));
+        if (g.has("id_prefixes")) x.id_prefixes = string_list(g, "id_prefixes");
+        x.why = g.string("why");
+        spec.grad_reduce.push_back(std::move(x));
+      });
+      each_entry("optimizer_states", "{master_dtype, moments_dtype, id_prefixes, why}", [&](ObjectReader& o) {
+        SourceSpec::OptimizerStates x;
+        x.master = *precision_of(o.choice("master_dtype", kPrecisionNames));
+        x.moments = *precision_of(o.choice("moments_dtype", kPrecisionNames));
+        x.id_prefixes = string_list(o, "id_prefixes");
+        x.why = o.string("why");
+        spec.optimizer_states.push_back(std::move(x));
+      });
       if (auto a = s.optional_object("assumed")) {
         for (const auto& [id, v] : s.raw("assumed").items()) {
           auto row = a->object(id);
@@ -235,9 +234,7 @@ void published_source(const SourceSpec& spec, const std::string& dir, Context& c
     const std::string at = "$[" + std::to_string(i) + "]";
     ObjectReader r(runs[i], file, at);
     const std::string id = r.string("id");
-    bool selected = false;
-    for (const auto& prefix : spec.id_prefixes) selected = selected || id.starts_with(prefix);
-    if (!selected) continue;
+    if (!starts_with_any(spec.id_prefixes, id)) continue;
     const std::string where = file + ": " + at + " (" + id + ")";
     (void)r.string("source");
     (void)r.string("kind");

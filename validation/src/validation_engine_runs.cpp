@@ -91,9 +91,7 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     const std::string at = file + ": $[" + std::to_string(i) + "]";
     if (!row.is_object()) throw InputError(at + ": expected an object");
     const std::string id = text(row, "id", at);
-    bool selected = false;
-    for (const auto& prefix : spec.id_prefixes) selected = selected || id.starts_with(prefix);
-    if (!selected) continue;
+    if (!starts_with_any(spec.id_prefixes, id)) continue;
     const std::string where = at + " (" + id + ")";
     auto skip = [&](const std::string& why) { skipped.push_back({spec.name, id, why}); };
     const std::string family = text(row, "engine_family", where);
@@ -306,9 +304,7 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
         p.grad_reduce_dtype = Precision::fp32;
       } else {
         for (const auto& g : spec.grad_reduce) {
-          const bool mine = g.id_prefixes.empty() || std::any_of(g.id_prefixes.begin(), g.id_prefixes.end(),
-                                                                  [&](const std::string& x) { return id.starts_with(x); });
-          if (!mine) continue;
+          if (!g.id_prefixes.empty() && !starts_with_any(g.id_prefixes, id)) continue;
           p.grad_reduce_dtype = g.dtype;
           assumed += (assumed.empty() ? "" : "; ") + g.why;
           break;
@@ -316,9 +312,7 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
       }
     }
     for (const auto& o : spec.optimizer_states) {
-      if (std::none_of(o.id_prefixes.begin(), o.id_prefixes.end(),
-                       [&](const std::string& x) { return id.starts_with(x); }))
-        continue;
+      if (!starts_with_any(o.id_prefixes, id)) continue;
       p.master_dtype = o.master;
       p.moments_dtype = o.moments;
       assumed += (assumed.empty() ? "" : "; ") + o.why;

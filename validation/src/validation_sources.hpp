@@ -123,6 +123,14 @@ struct Context {
   }
 };
 
+/// Whether `id` starts with one of `prefixes` (a source's rows, and the rows a
+/// per-source setting of validation.json applies to, are named by id prefixes).
+[[nodiscard]] inline bool starts_with_any(const std::vector<std::string>& prefixes, const std::string& id) {
+  for (const auto& prefix : prefixes)
+    if (id.starts_with(prefix)) return true;
+  return false;
+}
+
 /// Megatron pads the vocabulary to a multiple of 128 × tp (make_vocab_size_divisible_by).
 int megatron_padded_vocab(int vocab, int tp);
 /// A GPT layer stack as Megatron builds it (FFN 4h, GeLU, LayerNorm, learned

@@ -63,6 +63,9 @@ struct OptimizerDtypes {
   Precision master = Precision::fp32;
   Precision moments = Precision::fp32;
   bool remainders = false;  // Plan::param_remainders: the fp32 master as 2 bytes beside its bf16 parameter
+  [[nodiscard]] bool fp32() const {
+    return master == Precision::fp32 && moments == Precision::fp32 && !remainders;
+  }
 };
 [[nodiscard]] OptimizerDtypes optimizer_dtypes(const Plan& p);
 /// Adam's state bytes per parameter of a 16-bit plan, the master copy and the

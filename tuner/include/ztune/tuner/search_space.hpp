@@ -183,6 +183,7 @@ class SearchSpace {
   int freeze_step_ = 0;
   bool tp_comm_overlap_ = false;  // megatron on GPUs Transformer Engine runs on (supports_transformer_engine)
   bool cpu_checkpointing_ = false;  // deepspeed on GPUs: full recomputation's checkpoints on the device or the host
+  bool optimizer16_ = false;  // the options pin 16-bit optimizer states (Plan::low_precision_optimizer)
   /// What the engine's selective recomputation recomputes: torchtitan's
   /// op-level SAC for fsdp (its selective mode), the attention core elsewhere.
   SelectivePolicy selective_policy_ = SelectivePolicy::attention;
