@@ -154,14 +154,68 @@ bool Backend::attention_backward_native(TensorRef /*dqkv*/, ConstTensorRef /*dou
 }
 
 #define ZT_TIMED(kind) ScopedOp timer_(ops_, kind)
+// Some operand is 16-bit and the backend ran the op on the stored values itself.
+#define ZT_NATIVE(call, ...) \
+  if (!all_fp32({__VA_ARGS__}) && (call)) return
 #define ZT_IN(name, ref, n) StagedIn name(*this, ref, n)
 #define ZT_OUT(name, ref, n) StagedOut name(*this, ref, n, false)
 #define ZT_ACC(name, ref, n) StagedOut name(*this, ref, n, true)
 
+// The memory-bound kernels' defaults: no native kernel, stage through fp32.
+bool Backend::embedding_forward_native(TensorRef, const std::int32_t*, ConstTensorRef, int, int, int, int) {
+  return false;
+}
+bool Backend::embedding_backward_native(TensorRef, ConstTensorRef, const std::int32_t*, int, int, int, int) {
+  return false;
+}
+bool Backend::layernorm_forward_native(TensorRef, float*, float*, ConstTensorRef, ConstTensorRef, ConstTensorRef, int,
+                                       int, float) {
+  return false;
+}
+bool Backend::layernorm_backward_native(TensorRef, TensorRef, TensorRef, ConstTensorRef, ConstTensorRef,
+                                        ConstTensorRef, const float*, const float*, int, int) {
+  return false;
+}
+bool Backend::rmsnorm_forward_native(TensorRef, float*, ConstTensorRef, ConstTensorRef, int, int, float) {
+  return false;
+}
+bool Backend::rmsnorm_backward_native(TensorRef, TensorRef, ConstTensorRef, ConstTensorRef, ConstTensorRef,
+                                      const float*, int, int) {
+  return false;
+}
+bool Backend::gelu_forward_native(TensorRef, ConstTensorRef, long) { return false; }
+bool Backend::gelu_backward_native(TensorRef, ConstTensorRef, ConstTensorRef, long) { return false; }
+bool Backend::swiglu_forward_native(TensorRef, ConstTensorRef, int, int) { return false; }
+bool Backend::swiglu_backward_native(TensorRef, ConstTensorRef, ConstTensorRef, int, int) { return false; }
+bool Backend::rope_native(TensorRef, const std::int32_t*, int, int, int, int, int, float, bool) { return false; }
+bool Backend::kv_repeat_forward_native(TensorRef, ConstTensorRef, int, int, int, int) { return false; }
+bool Backend::kv_repeat_backward_native(TensorRef, ConstTensorRef, int, int, int, int) { return false; }
+bool Backend::sparse_attention_forward_native(TensorRef, TensorRef, ConstTensorRef, int, int, int, int,
+                                              const kernels::BlockLayout&) {
+  return false;
+}
+bool Backend::sparse_attention_backward_native(TensorRef, ConstTensorRef, ConstTensorRef, ConstTensorRef, int, int,
+                                               int, int, const kernels::BlockLayout&) {
+  return false;
+}
+bool Backend::ce_row_max_native(float*, ConstTensorRef, int, int) { return false; }
+bool Backend::ce_row_sumexp_native(float*, ConstTensorRef, const float*, int, int) { return false; }
+bool Backend::ce_target_logit_native(float*, ConstTensorRef, const std::int32_t*, int, int, int) { return false; }
+bool Backend::ce_backward_native(TensorRef, ConstTensorRef, const float*, const float*, const std::int32_t*,
+                                 const float*, int, int, int) {
+  return false;
+}
+bool Backend::add_native(TensorRef, ConstTensorRef, ConstTensorRef, long) { return false; }
+bool Backend::accumulate_native(TensorRef, ConstTensorRef, long) { return false; }
+bool Backend::scale_native(TensorRef, float, long) { return false; }
+bool Backend::add_bias_native(TensorRef, ConstTensorRef, int, int) { return false; }
+bool Backend::bias_backward_native(TensorRef, ConstTensorRef, int, int) { return false; }
+bool Backend::sum_squares_native(double*, ConstTensorRef, long) { return false; }
+
 void Backend::gemm(const kernels::GemmShape& s, float alpha, ConstTensorRef a, ConstTensorRef b, float beta,
                    TensorRef c) {
   ZT_TIMED(OpKind::gemm);
-  if (!all_fp32({a, b, c}) && gemm_native(s, alpha, a, b, beta, c)) return;
+  ZT_NATIVE(gemm_native(s, alpha, a, b, beta, c), a, b, c);
   ZT_IN(A, a, gemm_extent(s.trans_a, s.m, s.k, s.lda));
   ZT_IN(B, b, gemm_extent(s.trans_b, s.k, s.n, s.ldb));
   StagedOut C(*this, c, sz(s.m, s.ldc), beta != 0.0f);
@@ -171,7 +225,7 @@ void Backend::gemm(const kernels::GemmShape& s, float alpha, ConstTensorRef a, C
 void Backend::matmul_forward(TensorRef out, ConstTensorRef inp, ConstTensorRef w, ConstTensorRef bias, int n, int c,
                              int oc) {
   ZT_TIMED(OpKind::gemm);
-  if (!all_fp32({out, inp, w, bias}) && matmul_forward_native(out, inp, w, bias, n, c, oc)) return;
+  ZT_NATIVE(matmul_forward_native(out, inp, w, bias, n, c, oc), out, inp, w, bias);
   ZT_IN(I, inp, sz(n, c));
   ZT_IN(W, w, sz(oc, c));
   ZT_IN(Bi, bias, sz(oc));
@@ -182,8 +236,7 @@ void Backend::matmul_forward(TensorRef out, ConstTensorRef inp, ConstTensorRef w
 void Backend::matmul_backward(TensorRef dinp, TensorRef dw, TensorRef dbias, ConstTensorRef dout, ConstTensorRef inp,
                               ConstTensorRef w, int n, int c, int oc) {
   ZT_TIMED(OpKind::gemm);
-  if (!all_fp32({dinp, dw, dbias, dout, inp, w}) && matmul_backward_native(dinp, dw, dbias, dout, inp, w, n, c, oc))
-    return;
+  ZT_NATIVE(matmul_backward_native(dinp, dw, dbias, dout, inp, w, n, c, oc), dinp, dw, dbias, dout, inp, w);
   ZT_IN(D, dout, sz(n, oc));
   ZT_IN(I, inp, sz(n, c));
   ZT_IN(W, w, sz(oc, c));
@@ -198,6 +251,7 @@ void Backend::matmul_backward(TensorRef dinp, TensorRef dw, TensorRef dbias, Con
 void Backend::embedding_forward(TensorRef out, const std::int32_t* ids, ConstTensorRef table, int n, int c,
                                 int row_begin, int rows) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(embedding_forward_native(out, ids, table, n, c, row_begin, rows), out, table);
   ZT_IN(T, table, sz(rows, c));
   ZT_OUT(O, out, sz(n, c));
   embedding_forward_impl(O, ids, T, n, c, row_begin, rows);
@@ -206,6 +260,7 @@ void Backend::embedding_forward(TensorRef out, const std::int32_t* ids, ConstTen
 void Backend::embedding_backward(TensorRef dtable, ConstTensorRef dout, const std::int32_t* ids, int n, int c,
                                  int row_begin, int rows) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(embedding_backward_native(dtable, dout, ids, n, c, row_begin, rows), dtable, dout);
   ZT_IN(D, dout, sz(n, c));
   ZT_ACC(DT, dtable, sz(rows, c));
   embedding_backward_impl(DT, D, ids, n, c, row_begin, rows);
@@ -214,6 +269,7 @@ void Backend::embedding_backward(TensorRef dtable, ConstTensorRef dout, const st
 void Backend::layernorm_forward(TensorRef out, float* mean, float* rstd, ConstTensorRef inp, ConstTensorRef w,
                                 ConstTensorRef b, int n, int c, float eps) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(layernorm_forward_native(out, mean, rstd, inp, w, b, n, c, eps), out, inp, w, b);
   ZT_IN(I, inp, sz(n, c));
   ZT_IN(W, w, sz(c));
   ZT_IN(Bi, b, sz(c));
@@ -224,6 +280,7 @@ void Backend::layernorm_forward(TensorRef out, float* mean, float* rstd, ConstTe
 void Backend::layernorm_backward(TensorRef dinp, TensorRef dw, TensorRef db, ConstTensorRef dout, ConstTensorRef inp,
                                  ConstTensorRef w, const float* mean, const float* rstd, int n, int c) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(layernorm_backward_native(dinp, dw, db, dout, inp, w, mean, rstd, n, c), dinp, dw, db, dout, inp, w);
   ZT_IN(D, dout, sz(n, c));
   ZT_IN(I, inp, sz(n, c));
   ZT_IN(W, w, sz(c));
@@ -237,6 +294,7 @@ void Backend::layernorm_backward(TensorRef dinp, TensorRef dw, TensorRef db, Con
 }
 void Backend::gelu_forward(TensorRef out, ConstTensorRef inp, long n) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(gelu_forward_native(out, inp, n), out, inp);
   ZT_IN(I, inp, sz(n));
   ZT_OUT(O, out, sz(n));
   gelu_forward_impl(O, I, n);
@@ -244,6 +302,7 @@ void Backend::gelu_forward(TensorRef out, ConstTensorRef inp, long n) {
 }
 void Backend::gelu_backward(TensorRef dinp, ConstTensorRef inp, ConstTensorRef dout, long n) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(gelu_backward_native(dinp, inp, dout, n), dinp, inp, dout);
   ZT_IN(I, inp, sz(n));
   ZT_IN(D, dout, sz(n));
   ZT_ACC(DI, dinp, sz(n));
@@ -253,6 +312,7 @@ void Backend::gelu_backward(TensorRef dinp, ConstTensorRef inp, ConstTensorRef d
 void Backend::rmsnorm_forward(TensorRef out, float* rstd, ConstTensorRef inp, ConstTensorRef w, int n, int c,
                               float eps) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(rmsnorm_forward_native(out, rstd, inp, w, n, c, eps), out, inp, w);
   ZT_IN(I, inp, sz(n, c));
   ZT_IN(W, w, sz(c));
   ZT_OUT(O, out, sz(n, c));
@@ -262,6 +322,7 @@ void Backend::rmsnorm_forward(TensorRef out, float* rstd, ConstTensorRef inp, Co
 void Backend::rmsnorm_backward(TensorRef dinp, TensorRef dw, ConstTensorRef dout, ConstTensorRef inp,
                                ConstTensorRef w, const float* rstd, int n, int c) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(rmsnorm_backward_native(dinp, dw, dout, inp, w, rstd, n, c), dinp, dw, dout, inp, w);
   ZT_IN(D, dout, sz(n, c));
   ZT_IN(I, inp, sz(n, c));
   ZT_IN(W, w, sz(c));
@@ -273,6 +334,7 @@ void Backend::rmsnorm_backward(TensorRef dinp, TensorRef dw, ConstTensorRef dout
 }
 void Backend::swiglu_forward(TensorRef out, ConstTensorRef inp, int n, int f) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(swiglu_forward_native(out, inp, n, f), out, inp);
   ZT_IN(I, inp, sz(n, 2L * f));
   ZT_OUT(O, out, sz(n, f));
   swiglu_forward_impl(O, I, n, f);
@@ -280,6 +342,7 @@ void Backend::swiglu_forward(TensorRef out, ConstTensorRef inp, int n, int f) {
 }
 void Backend::swiglu_backward(TensorRef dinp, ConstTensorRef inp, ConstTensorRef dout, int n, int f) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(swiglu_backward_native(dinp, inp, dout, n, f), dinp, inp, dout);
   ZT_IN(I, inp, sz(n, 2L * f));
   ZT_IN(D, dout, sz(n, f));
   ZT_ACC(DI, dinp, sz(n, 2L * f));
@@ -289,6 +352,7 @@ void Backend::swiglu_backward(TensorRef dinp, ConstTensorRef inp, ConstTensorRef
 void Backend::rope_forward(TensorRef x, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
                            int rot_dims, float theta) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(rope_native(x, positions, n, row_stride, heads, hd, rot_dims, theta, false), x);
   // In place: the span from the first row's first head to the last row's last.
   ZT_ACC(X, x, n == 0 ? 0 : sz(n - 1L, row_stride) + sz(heads, hd));
   rope_impl(X, positions, n, row_stride, heads, hd, rot_dims, theta, false);
@@ -297,12 +361,14 @@ void Backend::rope_forward(TensorRef x, const std::int32_t* positions, int n, in
 void Backend::rope_backward(TensorRef dx, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
                             int rot_dims, float theta) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(rope_native(dx, positions, n, row_stride, heads, hd, rot_dims, theta, true), dx);
   ZT_ACC(X, dx, n == 0 ? 0 : sz(n - 1L, row_stride) + sz(heads, hd));
   rope_impl(X, positions, n, row_stride, heads, hd, rot_dims, theta, true);
   X.commit();
 }
 void Backend::kv_repeat_forward(TensorRef out, ConstTensorRef inp, int n, int nh, int kv, int hd) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(kv_repeat_forward_native(out, inp, n, nh, kv, hd), out, inp);
   ZT_IN(I, inp, sz(n, sz(nh + 2L * kv, hd)));
   ZT_OUT(O, out, sz(n, sz(3L * nh, hd)));
   kv_repeat_forward_impl(O, I, n, nh, kv, hd);
@@ -310,6 +376,7 @@ void Backend::kv_repeat_forward(TensorRef out, ConstTensorRef inp, int n, int nh
 }
 void Backend::kv_repeat_backward(TensorRef dinp, ConstTensorRef dout, int n, int nh, int kv, int hd) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(kv_repeat_backward_native(dinp, dout, n, nh, kv, hd), dinp, dout);
   ZT_IN(D, dout, sz(n, sz(3L * nh, hd)));
   ZT_ACC(DI, dinp, sz(n, sz(nh + 2L * kv, hd)));
   kv_repeat_backward_impl(DI, D, n, nh, kv, hd);
@@ -322,7 +389,7 @@ std::size_t Backend::attention_state_elems(int b, int t, int nh, bool flash) {
 void Backend::attention_forward(TensorRef out, TensorRef att, ConstTensorRef qkv, int b, int t, int c, int nh,
                                 bool flash, int window) {
   ZT_TIMED(OpKind::attention);
-  if (!all_fp32({out, att, qkv}) && attention_forward_native(out, att, qkv, b, t, c, nh, flash, window)) return;
+  ZT_NATIVE(attention_forward_native(out, att, qkv, b, t, c, nh, flash, window), out, att, qkv);
   ZT_IN(Q, qkv, sz(b, sz(t, 3L * c)));
   ZT_OUT(O, out, sz(b, sz(t, c)));
   ZT_OUT(A, att, attention_state_elems(b, t, nh, flash));
@@ -333,9 +400,8 @@ void Backend::attention_forward(TensorRef out, TensorRef att, ConstTensorRef qkv
 void Backend::attention_backward(TensorRef dqkv, ConstTensorRef dout, ConstTensorRef qkv, ConstTensorRef out,
                                  ConstTensorRef att, int b, int t, int c, int nh, bool flash, int window) {
   ZT_TIMED(OpKind::attention);
-  if (!all_fp32({dqkv, dout, qkv, out, att}) &&
-      attention_backward_native(dqkv, dout, qkv, out, att, b, t, c, nh, flash, window))
-    return;
+  ZT_NATIVE(attention_backward_native(dqkv, dout, qkv, out, att, b, t, c, nh, flash, window), dqkv, dout, qkv, out,
+            att);
   ZT_IN(D, dout, sz(b, sz(t, c)));
   ZT_IN(Q, qkv, sz(b, sz(t, 3L * c)));
   ZT_IN(O, out, sz(b, sz(t, c)));
@@ -352,6 +418,7 @@ std::size_t sparse_state_elems(int b, int nh, const kernels::BlockLayout& layout
 void Backend::sparse_attention_forward(TensorRef out, TensorRef att, ConstTensorRef qkv, int b, int t, int c, int nh,
                                        const kernels::BlockLayout& layout) {
   ZT_TIMED(OpKind::attention);
+  ZT_NATIVE(sparse_attention_forward_native(out, att, qkv, b, t, c, nh, layout), out, att, qkv);
   ZT_IN(Q, qkv, sz(b, sz(t, 3L * c)));
   ZT_OUT(O, out, sz(b, sz(t, c)));
   ZT_OUT(A, att, sparse_state_elems(b, nh, layout));
@@ -362,6 +429,7 @@ void Backend::sparse_attention_forward(TensorRef out, TensorRef att, ConstTensor
 void Backend::sparse_attention_backward(TensorRef dqkv, ConstTensorRef dout, ConstTensorRef qkv, ConstTensorRef att,
                                         int b, int t, int c, int nh, const kernels::BlockLayout& layout) {
   ZT_TIMED(OpKind::attention);
+  ZT_NATIVE(sparse_attention_backward_native(dqkv, dout, qkv, att, b, t, c, nh, layout), dqkv, dout, qkv, att);
   ZT_IN(D, dout, sz(b, sz(t, c)));
   ZT_IN(Q, qkv, sz(b, sz(t, 3L * c)));
   ZT_IN(A, att, sparse_state_elems(b, nh, layout));
@@ -371,17 +439,20 @@ void Backend::sparse_attention_backward(TensorRef dqkv, ConstTensorRef dout, Con
 }
 void Backend::ce_row_max(float* row_max, ConstTensorRef logits, int n, int v) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(ce_row_max_native(row_max, logits, n, v), logits);
   ZT_IN(L, logits, sz(n, v));
   ce_row_max_impl(row_max, L, n, v);
 }
 void Backend::ce_row_sumexp(float* row_sum, ConstTensorRef logits, const float* row_max, int n, int v) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(ce_row_sumexp_native(row_sum, logits, row_max, n, v), logits);
   ZT_IN(L, logits, sz(n, v));
   ce_row_sumexp_impl(row_sum, L, row_max, n, v);
 }
 void Backend::ce_target_logit(float* tl, ConstTensorRef logits, const std::int32_t* targets, int n, int v,
                               int vocab_begin) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(ce_target_logit_native(tl, logits, targets, n, v, vocab_begin), logits);
   ZT_IN(L, logits, sz(n, v));
   ce_target_logit_impl(tl, L, targets, n, v, vocab_begin);
 }
@@ -392,6 +463,8 @@ void Backend::ce_loss(float* losses, const float* row_max, const float* row_sum,
 void Backend::ce_backward(TensorRef dlogits, ConstTensorRef logits, const float* row_max, const float* row_sum,
                           const std::int32_t* targets, const float* dloss, int n, int v, int vocab_begin) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(ce_backward_native(dlogits, logits, row_max, row_sum, targets, dloss, n, v, vocab_begin), dlogits,
+            logits);
   ZT_IN(L, logits, sz(n, v));
   ZT_ACC(DL, dlogits, sz(n, v));  // backward accumulates (kernels/conventions.hpp)
   ce_backward_impl(DL, L, row_max, row_sum, targets, dloss, n, v, vocab_begin);
@@ -403,6 +476,7 @@ void Backend::adamw(float* p, const float* g, float* m, float* v, long n, const 
 }
 void Backend::add(TensorRef out, ConstTensorRef a, ConstTensorRef b, long n) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(add_native(out, a, b, n), out, a, b);
   ZT_IN(A, a, sz(n));
   ZT_IN(B, b, sz(n));
   ZT_OUT(O, out, sz(n));
@@ -411,6 +485,7 @@ void Backend::add(TensorRef out, ConstTensorRef a, ConstTensorRef b, long n) {
 }
 void Backend::accumulate(TensorRef dst, ConstTensorRef src, long n) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(accumulate_native(dst, src, n), dst, src);
   ZT_IN(S, src, sz(n));
   ZT_ACC(D, dst, sz(n));
   accumulate_impl(D, S, n);
@@ -418,12 +493,14 @@ void Backend::accumulate(TensorRef dst, ConstTensorRef src, long n) {
 }
 void Backend::scale(TensorRef x, float s, long n) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(scale_native(x, s, n), x);
   ZT_ACC(X, x, sz(n));
   scale_impl(X, s, n);
   X.commit();
 }
 void Backend::add_bias(TensorRef x, ConstTensorRef bias, int n, int c) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(add_bias_native(x, bias, n, c), x, bias);
   ZT_IN(Bi, bias, sz(c));
   ZT_ACC(X, x, sz(n, c));
   add_bias_impl(X, Bi, n, c);
@@ -437,6 +514,7 @@ void Backend::quantize_dequantize(TensorRef x, long n, int bits, long group) {
 }
 void Backend::bias_backward(TensorRef dbias, ConstTensorRef dout, int n, int c) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(bias_backward_native(dbias, dout, n, c), dbias, dout);
   ZT_IN(D, dout, sz(n, c));
   ZT_ACC(DB, dbias, sz(c));
   bias_backward_impl(DB, D, n, c);
@@ -444,6 +522,7 @@ void Backend::bias_backward(TensorRef dbias, ConstTensorRef dout, int n, int c) 
 }
 double Backend::sum_squares(ConstTensorRef x, long n) {
   ZT_TIMED(OpKind::memory_bound);
+  if (double r = 0; !x.is_fp32() && sum_squares_native(&r, x, n)) return r;
   ZT_IN(X, x, sz(n));
   return sum_squares_impl(X, n);
 }
@@ -452,5 +531,6 @@ double Backend::sum_squares(ConstTensorRef x, long n) {
 #undef ZT_IN
 #undef ZT_OUT
 #undef ZT_ACC
+#undef ZT_NATIVE
 
 }  // namespace ztune::executor

@@ -24,31 +24,11 @@
 #include "ztune/kernels/cuda/loss_scale.hpp"
 #include "ztune/kernels/cuda/quantize.hpp"
 #include "ztune/kernels/cuda/sparse_attention.hpp"
+#include "cuda_backend_internal.hpp"
 
 namespace ztune::executor::cuda {
 
 namespace kc = ztune::kernels::cuda;
-
-class CudaBackend::Scratch {
- public:
-  explicit Scratch(CachingAllocator& a) : alloc_(a) {}
-  ~Scratch() {
-    for (void* p : held_) alloc_.release(p);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  template <typename T>
-  T* get(std::size_t n) {
-    ZT_REQUIRE(count_ < 4, "CudaBackend::Scratch holds at most 4 buffers");
-    held_[count_] = alloc_.allocate(n * sizeof(T));
-    return static_cast<T*>(held_[count_++]);
-  }
-
- private:
-  CachingAllocator& alloc_;
-  void* held_[4] = {nullptr, nullptr, nullptr, nullptr};
-  int count_ = 0;
-};
 
 CudaBackend::CudaBackend(const CudaBackendOptions& options) : options_(options) {
   ZT_CUDA_CHECK(cudaSetDevice(options_.device));
@@ -196,101 +176,6 @@ void CudaBackend::run_gemm(const kernels::GemmShape& s, float alpha, const float
   } else {
     run16(__half{});
   }
-}
-
-namespace {
-// Runs f with the CUDA element type of a 16-bit storage type.
-template <typename F>
-void with_half_type(StorageDtype d, F&& f) {
-  if (d == StorageDtype::bf16) f(__nv_bfloat16{});
-  else f(__half{});
-}
-template <typename H>
-const H* as(ConstTensorRef r) {
-  return static_cast<const H*>(r.ptr);
-}
-template <typename H>
-H* as(TensorRef r) {
-  return static_cast<H*>(r.ptr);
-}
-}  // namespace
-
-bool CudaBackend::gemm_native(const kernels::GemmShape& s, float alpha, ConstTensorRef a, ConstTensorRef b,
-                              float beta, TensorRef c) {
-  if (a.is_fp32() || a.dtype != b.dtype || (!c.is_fp32() && c.dtype != a.dtype)) return false;
-  with_half_type(a.dtype, [&](auto tag) {
-    using H = decltype(tag);
-    if (c.is_fp32()) gemm_->run<H, float>(s, alpha, as<H>(a), as<H>(b), beta, c.f32(), compute_);
-    else gemm_->run<H, H>(s, alpha, as<H>(a), as<H>(b), beta, as<H>(c), compute_);
-  });
-  return true;
-}
-
-// out[n,oc] = inp[n,c]·w[c,oc] (+ bias through the epilogue), all of one 16-bit type.
-bool CudaBackend::matmul_forward_native(TensorRef out, ConstTensorRef inp, ConstTensorRef w, ConstTensorRef bias,
-                                        int n, int c, int oc) {
-  const StorageDtype d = inp.dtype;
-  if (d == StorageDtype::fp32 || w.dtype != d || out.dtype != d || (bias && bias.dtype != d)) return false;
-  with_half_type(d, [&](auto tag) {
-    using H = decltype(tag);
-    const kc::GemmEpilogueArgs ep{bias ? kc::GemmEpilogue::bias : kc::GemmEpilogue::none, bias.ptr};
-    gemm_->run<H, H>({false, false, n, oc, c, c, oc, oc}, 1.0f, as<H>(inp), as<H>(w), 0.0f, as<H>(out), compute_, ep);
-  });
-  return true;
-}
-
-// dinp += dout·wᵀ and dw += inpᵀ·dout on the 16-bit values; dw and dbias may be
-// fp32 (gradients kept in fp32). A 16-bit dbias sums through an fp32 copy (the
-// bias-gradient kernel accumulates in fp32).
-bool CudaBackend::matmul_backward_native(TensorRef dinp, TensorRef dw, TensorRef dbias, ConstTensorRef dout,
-                                         ConstTensorRef inp, ConstTensorRef w, int n, int c, int oc) {
-  const StorageDtype d = dout.dtype;
-  if (d == StorageDtype::fp32 || inp.dtype != d || w.dtype != d || (dinp && dinp.dtype != d)) return false;
-  if (!dw.is_fp32() && dw.dtype != d) return false;
-  if (dbias && !dbias.is_fp32() && dbias.dtype != d) return false;
-  with_half_type(d, [&](auto tag) {
-    using H = decltype(tag);
-    if (dinp) gemm_->run<H, H>({false, true, n, c, oc, oc, oc, c}, 1.0f, as<H>(dout), as<H>(w), 1.0f, as<H>(dinp),
-                               compute_);
-    const kernels::GemmShape wgrad{true, false, c, oc, n, c, oc, oc};
-    if (dw.is_fp32()) gemm_->run<H, float>(wgrad, 1.0f, as<H>(inp), as<H>(dout), 1.0f, dw.f32(), compute_);
-    else gemm_->run<H, H>(wgrad, 1.0f, as<H>(inp), as<H>(dout), 1.0f, as<H>(dw), compute_);
-    if (!dbias) return;
-    if (dbias.is_fp32()) {
-      kc::bias_backward<H>(dbias.f32(), as<H>(dout), n, oc, compute_);
-      return;
-    }
-    Scratch scratch(allocator_);
-    float* wide = scratch.get<float>(static_cast<std::size_t>(oc));
-    kc::cast<H, float>(wide, as<H>(dbias), oc, compute_);
-    kc::bias_backward<H>(wide, as<H>(dout), n, oc, compute_);
-    kc::cast<float, H>(as<H>(dbias), wide, oc, compute_);
-  });
-  return true;
-}
-
-bool CudaBackend::attention_forward_native(TensorRef out, TensorRef att, ConstTensorRef qkv, int b, int t, int c,
-                                           int nh, bool flash, int window) {
-  const StorageDtype d = qkv.dtype;
-  if (!flash || window > 0 || d == StorageDtype::fp32 || out.dtype != d || !att.is_fp32()) return false;
-  with_half_type(d, [&](auto tag) {
-    using H = decltype(tag);
-    flash_->forward<H>(as<H>(out), att.f32(), as<H>(qkv), b, t, c, nh, compute_);
-  });
-  return true;
-}
-
-bool CudaBackend::attention_backward_native(TensorRef dqkv, ConstTensorRef dout, ConstTensorRef qkv, ConstTensorRef out,
-                                            ConstTensorRef att, int b, int t, int c, int nh, bool flash, int window) {
-  const StorageDtype d = qkv.dtype;
-  if (!flash || window > 0 || d == StorageDtype::fp32 || out.dtype != d || dout.dtype != d || dqkv.dtype != d ||
-      !att.is_fp32())
-    return false;
-  with_half_type(d, [&](auto tag) {
-    using H = decltype(tag);
-    flash_->backward<H>(as<H>(dqkv), as<H>(dout), as<H>(qkv), as<H>(out), att.f32(), b, t, c, nh, compute_);
-  });
-  return true;
 }
 
 void CudaBackend::gemm_impl(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta,

@@ -91,7 +91,7 @@ class Backend {
   // fp32: a 16-bit operand is converted into fp32 workspace first and a 16-bit
   // output rounded back after (stage_through.hpp), so every backend trains
   // mixed-precision storage with the kernels it has; a backend with native
-  // 16-bit kernels overrides the *_typed hook of that op. Statistics the
+  // 16-bit kernels overrides the *_native hook of that op. Statistics the
   // kernels keep for backward (LayerNorm's mean and rstd, the attention's
   // log-sum-exp, the cross-entropy's row max and sum) stay fp32, as Megatron's
   // fused kernels keep them.
@@ -216,8 +216,10 @@ class Backend {
   // A backend's own kernels for 16-bit operands (issue 24's speed path), tried
   // before the fp32 staging when some operand is not fp32: true when the
   // backend ran the op on the typed operands itself, false to stage (the
-  // default; CUDA runs its GEMMs on 16-bit tensor cores straight from storage,
-  // and the plan's flash attention through cuDNN's fused attention).
+  // default, and every backend's answer for operand types it has no kernel
+  // for). CUDA runs its GEMMs on 16-bit tensor cores straight from storage,
+  // the plan's flash attention through cuDNN's fused attention, and every
+  // other kernel but ZeRO++'s quantizer through its bf16/fp16 instance.
   virtual bool gemm_native(const kernels::GemmShape& s, float alpha, ConstTensorRef a, ConstTensorRef b, float beta,
                            TensorRef c);
   virtual bool matmul_forward_native(TensorRef out, ConstTensorRef inp, ConstTensorRef w, ConstTensorRef bias, int n,
@@ -228,6 +230,49 @@ class Backend {
                                         int nh, bool flash, int window);
   virtual bool attention_backward_native(TensorRef dqkv, ConstTensorRef dout, ConstTensorRef qkv, ConstTensorRef out,
                                          ConstTensorRef att, int b, int t, int c, int nh, bool flash, int window);
+  // The memory-bound kernels' hooks (CUDA: each kernel's bf16/fp16 instance
+  // on the stored values; a weight's or a table's gradient the kernel sums in
+  // fp32 goes through an fp32 copy when it is kept in 16 bits).
+  virtual bool embedding_forward_native(TensorRef out, const std::int32_t* ids, ConstTensorRef table, int n, int c,
+                                        int row_begin, int rows);
+  virtual bool embedding_backward_native(TensorRef dtable, ConstTensorRef dout, const std::int32_t* ids, int n, int c,
+                                         int row_begin, int rows);
+  virtual bool layernorm_forward_native(TensorRef out, float* mean, float* rstd, ConstTensorRef inp, ConstTensorRef w,
+                                        ConstTensorRef b, int n, int c, float eps);
+  virtual bool layernorm_backward_native(TensorRef dinp, TensorRef dw, TensorRef db, ConstTensorRef dout,
+                                         ConstTensorRef inp, ConstTensorRef w, const float* mean, const float* rstd,
+                                         int n, int c);
+  virtual bool rmsnorm_forward_native(TensorRef out, float* rstd, ConstTensorRef inp, ConstTensorRef w, int n, int c,
+                                      float eps);
+  virtual bool rmsnorm_backward_native(TensorRef dinp, TensorRef dw, ConstTensorRef dout, ConstTensorRef inp,
+                                       ConstTensorRef w, const float* rstd, int n, int c);
+  virtual bool gelu_forward_native(TensorRef out, ConstTensorRef inp, long n);
+  virtual bool gelu_backward_native(TensorRef dinp, ConstTensorRef inp, ConstTensorRef dout, long n);
+  virtual bool swiglu_forward_native(TensorRef out, ConstTensorRef inp, int n, int f);
+  virtual bool swiglu_backward_native(TensorRef dinp, ConstTensorRef inp, ConstTensorRef dout, int n, int f);
+  virtual bool rope_native(TensorRef x, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
+                           int rot_dims, float theta, bool backward);
+  virtual bool kv_repeat_forward_native(TensorRef out, ConstTensorRef inp, int n, int nh, int kv, int hd);
+  virtual bool kv_repeat_backward_native(TensorRef dinp, ConstTensorRef dout, int n, int nh, int kv, int hd);
+  virtual bool sparse_attention_forward_native(TensorRef out, TensorRef att, ConstTensorRef qkv, int b, int t, int c,
+                                               int nh, const kernels::BlockLayout& layout);
+  virtual bool sparse_attention_backward_native(TensorRef dqkv, ConstTensorRef dout, ConstTensorRef qkv,
+                                                ConstTensorRef att, int b, int t, int c, int nh,
+                                                const kernels::BlockLayout& layout);
+  virtual bool ce_row_max_native(float* row_max, ConstTensorRef logits, int n, int v);
+  virtual bool ce_row_sumexp_native(float* row_sum, ConstTensorRef logits, const float* row_max, int n, int v);
+  virtual bool ce_target_logit_native(float* tl, ConstTensorRef logits, const std::int32_t* targets, int n, int v,
+                                      int vocab_begin);
+  virtual bool ce_backward_native(TensorRef dlogits, ConstTensorRef logits, const float* row_max,
+                                  const float* row_sum, const std::int32_t* targets, const float* dloss, int n, int v,
+                                  int vocab_begin);
+  virtual bool add_native(TensorRef out, ConstTensorRef a, ConstTensorRef b, long n);
+  virtual bool accumulate_native(TensorRef dst, ConstTensorRef src, long n);
+  virtual bool scale_native(TensorRef x, float s, long n);
+  virtual bool add_bias_native(TensorRef x, ConstTensorRef bias, int n, int c);
+  virtual bool bias_backward_native(TensorRef dbias, ConstTensorRef dout, int n, int c);
+  /// Σx² of a 16-bit tensor into *result.
+  virtual bool sum_squares_native(double* result, ConstTensorRef x, long n);
 
   virtual void gemm_impl(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta,
                          float* c) = 0;

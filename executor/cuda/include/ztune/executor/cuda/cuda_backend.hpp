@@ -6,15 +6,17 @@
 // carries offload transfers (see PinnedOffload) and NcclCommunicator its own
 // communication stream, so both overlap compute.
 //
-// Storage is fp32 or 16-bit (TensorRef): the *_impl kernels take fp32, and the
-// Backend base class converts 16-bit operands through fp32 workspace with the
-// cast kernels (convert_impl), so the trainer's bf16/fp16 storage runs here with
-// every kernel it has; its GEMMs run natively on the 16-bit values (the
-// *_native hooks). The fast 16-bit path with every kernel's own bf16/fp16
-// instance is bench/gpu's. GEMM precision is a choice: fp32 (exact, for
-// equivalence with the CPU backend), tf32, or bf16/fp16 tensor-core products with
-// fp32 accumulation and fp32 output (the operands are cast into a workspace first). Ids may be host or device int32 arrays: host ones are staged
-// through a device buffer.
+// Storage is fp32 or 16-bit (TensorRef). 16-bit operands run on the stored
+// values (the *_native hooks, cuda_backend_native.cpp): the GEMMs on 16-bit
+// tensor cores, the plan's flash attention through cuDNN, every other kernel
+// through its bf16/fp16 instance. Operands of mixed types (and ZeRO++'s
+// quantizer, fp32 only) take the *_impl fp32 kernels, the Backend base class
+// converting them through fp32 workspace with the cast kernels (convert_impl).
+// GEMM precision for fp32 storage is a choice: fp32 (exact, for equivalence
+// with the CPU backend), tf32, or bf16/fp16 tensor-core products with fp32
+// accumulation and fp32 output (the operands are cast into a workspace
+// first). Ids may be host or device int32 arrays: host ones are staged through
+// a device buffer.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -81,6 +83,44 @@ class CudaBackend final : public Backend {
                                 bool flash, int window) override;
   bool attention_backward_native(TensorRef dqkv, ConstTensorRef dout, ConstTensorRef qkv, ConstTensorRef out,
                                  ConstTensorRef att, int b, int t, int c, int nh, bool flash, int window) override;
+  // Every memory-bound kernel's bf16/fp16 instance on the stored values
+  // (cuda_backend_native.cpp), where the op's operands share one 16-bit type.
+  bool embedding_forward_native(TensorRef out, const std::int32_t* ids, ConstTensorRef table, int n, int c,
+                                int row_begin, int rows) override;
+  bool embedding_backward_native(TensorRef dtable, ConstTensorRef dout, const std::int32_t* ids, int n, int c,
+                                 int row_begin, int rows) override;
+  bool layernorm_forward_native(TensorRef out, float* mean, float* rstd, ConstTensorRef inp, ConstTensorRef w,
+                                ConstTensorRef b, int n, int c, float eps) override;
+  bool layernorm_backward_native(TensorRef dinp, TensorRef dw, TensorRef db, ConstTensorRef dout, ConstTensorRef inp,
+                                 ConstTensorRef w, const float* mean, const float* rstd, int n, int c) override;
+  bool rmsnorm_forward_native(TensorRef out, float* rstd, ConstTensorRef inp, ConstTensorRef w, int n, int c,
+                              float eps) override;
+  bool rmsnorm_backward_native(TensorRef dinp, TensorRef dw, ConstTensorRef dout, ConstTensorRef inp,
+                               ConstTensorRef w, const float* rstd, int n, int c) override;
+  bool gelu_forward_native(TensorRef out, ConstTensorRef inp, long n) override;
+  bool gelu_backward_native(TensorRef dinp, ConstTensorRef inp, ConstTensorRef dout, long n) override;
+  bool swiglu_forward_native(TensorRef out, ConstTensorRef inp, int n, int f) override;
+  bool swiglu_backward_native(TensorRef dinp, ConstTensorRef inp, ConstTensorRef dout, int n, int f) override;
+  bool rope_native(TensorRef x, const std::int32_t* positions, int n, int row_stride, int heads, int hd, int rot_dims,
+                   float theta, bool backward) override;
+  bool kv_repeat_forward_native(TensorRef out, ConstTensorRef inp, int n, int nh, int kv, int hd) override;
+  bool kv_repeat_backward_native(TensorRef dinp, ConstTensorRef dout, int n, int nh, int kv, int hd) override;
+  bool sparse_attention_forward_native(TensorRef out, TensorRef att, ConstTensorRef qkv, int b, int t, int c, int nh,
+                                       const kernels::BlockLayout& layout) override;
+  bool sparse_attention_backward_native(TensorRef dqkv, ConstTensorRef dout, ConstTensorRef qkv, ConstTensorRef att,
+                                        int b, int t, int c, int nh, const kernels::BlockLayout& layout) override;
+  bool ce_row_max_native(float* row_max, ConstTensorRef logits, int n, int v) override;
+  bool ce_row_sumexp_native(float* row_sum, ConstTensorRef logits, const float* row_max, int n, int v) override;
+  bool ce_target_logit_native(float* tl, ConstTensorRef logits, const std::int32_t* targets, int n, int v,
+                              int vocab_begin) override;
+  bool ce_backward_native(TensorRef dlogits, ConstTensorRef logits, const float* row_max, const float* row_sum,
+                          const std::int32_t* targets, const float* dloss, int n, int v, int vocab_begin) override;
+  bool add_native(TensorRef out, ConstTensorRef a, ConstTensorRef b, long n) override;
+  bool accumulate_native(TensorRef dst, ConstTensorRef src, long n) override;
+  bool scale_native(TensorRef x, float s, long n) override;
+  bool add_bias_native(TensorRef x, ConstTensorRef bias, int n, int c) override;
+  bool bias_backward_native(TensorRef dbias, ConstTensorRef dout, int n, int c) override;
+  bool sum_squares_native(double* result, ConstTensorRef x, long n) override;
   void gemm_impl(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta,
                  float* c) override;
   void matmul_forward_impl(float* out, const float* inp, const float* w, const float* bias, int n, int c,
