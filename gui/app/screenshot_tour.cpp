@@ -90,14 +90,18 @@ void MainWindow::screenshot_tour(const QString& dir, int timeout_ms) {
   // picture), the best ranked one; failing that, the best with more.
   auto timeline_step = [this, save, settle, history_step] {
     const auto& plans = doc_.outcome()->result.plans;
-    int row = -1;
+    int index = -1;
     for (const bool exact : {true, false})
-      for (std::size_t i = 0; i < plans.size() && row < 0; ++i) {
+      for (std::size_t i = 0; i < plans.size() && index < 0; ++i) {
         const Plan& p = plans[i].plan;
         if (p.schedule == Schedule::interleaved && (exact ? p.grad_accum == 64 : p.grad_accum > 64))
-          row = static_cast<int>(i);
+          index = static_cast<int>(i);
       }
-    if (row < 0) {
+    // The plan's row in the table, fetched first: the table shows its rows a
+    // page at a time, and a plan ranked deep in a large search is not yet one.
+    const int row = index < 0 ? -1 : doc_.plans().row_of(index);
+    if (row >= 0) doc_.plans().fetch_to(row);
+    if (row < 0 || doc_.plans().candidate(row) == nullptr) {
       std::fprintf(stderr, "ztune-planner: timeline-interleaved.png skipped: no interleaved plan with 64 or more "
                            "micro-batches among the ranked plans\n");
       history_step();
