@@ -22,10 +22,6 @@ constexpr int kTagCollect = 3;
 // directions between a pair of stages and the chunks never mix (with two
 // stages the wrap-around link joins the same pair of ranks).
 int pipe_tag(int base, int receiving_chunk) { return base + 8 * receiving_chunk; }
-
-StorageDtype storage_of(Precision p) {
-  return p == Precision::bf16 ? StorageDtype::bf16 : p == Precision::fp16 ? StorageDtype::fp16 : StorageDtype::fp32;
-}
 }  // namespace
 
 Trainer::Trainer(const Transformer& m, const Plan& plan, const TrainOptions& opt, Communicator& world,

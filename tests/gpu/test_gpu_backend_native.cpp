@@ -294,3 +294,42 @@ TEMPLATE_TEST_CASE("CUDA backend's 16-bit standard and block-sparse attention ma
     CHECK(r.gpu_staged == elems * sizeof(float));  // the probabilities, once each way
   }
 }
+
+TEMPLATE_TEST_CASE("CUDA backend's fused AdamW keeps 16-bit states at their own dtypes like the CPU's staged step",
+                   "[gpu][backend][native][adamw]", __nv_bfloat16, __half) {
+  // Each combination adam_states_native admits (vocab/executor_support.hpp):
+  // states fp32 or the parameters' type, gradients fp32 or 16-bit, and an fp32
+  // model's 16-bit moments. The CPU widens the states a chunk at a time, steps
+  // them in fp32 and rounds them back; the GPU's one launch does the same
+  // arithmetic element by element, reading and writing the stored values, so
+  // it stages nothing. Two steps, the second reusing the device table.
+  const StorageDtype d = storage_of<TestType>();
+  const float ulp = ztune::test::eps_of<TestType>();
+  const std::size_t n = 70000;  // crosses the CPU's 2^14-element chunks and the kernel's rows
+  struct Combo {
+    StorageDtype grad, param, master, moments;
+  };
+  const StorageDtype f = StorageDtype::fp32;
+  for (const Combo k : {Combo{d, d, d, d}, Combo{d, d, f, d}, Combo{f, d, d, f}, Combo{f, d, d, d},
+                        Combo{f, f, f, d}}) {
+    INFO("grad " << storage_name(k.grad) << ", param " << storage_name(k.param) << ", master "
+                 << storage_name(k.master) << ", moments " << storage_name(k.moments));
+    const bool copy = k.param != f;
+    std::vector<std::string> outputs{"master", "m", "v"};
+    if (copy) outputs.emplace_back("param");
+    const Results r = run_both(d, outputs, [&](Backend& be, Tensors& t) {
+      AdamWSpan s;
+      s.master = t.in("master", uniform(n, 201), k.master).ptr;
+      s.m = t.in("m", uniform(n, 202, -0.01f, 0.01f), k.moments).ptr;
+      s.v = t.in("v", uniform(n, 203, 0.0f, 1e-4f), k.moments).ptr;
+      s.grad = t.in("g", uniform(n, 204, -64.0f, 64.0f), k.grad).ptr;
+      if (copy) s.param = t.in("param", Host(n), k.param).ptr;
+      s.n = static_cast<long>(n);
+      const AdamWStates states{k.master, k.moments};
+      for (int step = 1; step <= 2; ++step)
+        be.adamw_fused({&s, 1}, k.grad, k.param, {3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, step}, 1.0f / 64, states);
+    });
+    check(r, ulp, 1, 1e-7f);
+    CHECK(r.gpu_staged == 0);
+  }
+}

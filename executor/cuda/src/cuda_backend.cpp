@@ -25,6 +25,7 @@
 #include "ztune/kernels/cuda/quantize.hpp"
 #include "ztune/kernels/cuda/sparse_attention.hpp"
 #include "cuda_backend_internal.hpp"
+#include "ztune/vocab/executor_support.hpp"
 
 namespace ztune::executor::cuda {
 
@@ -336,24 +337,26 @@ bool same_spans(std::span<const AdamWSpan> a, const std::vector<AdamWSpan>& b) {
 }
 }  // namespace
 
+// One kc::adamw_chunked launch for the step's states at their own dtypes
+// (adam_states_native's set, which adamw.cu instantiates); other type mixes
+// take Backend's staged path (fp32 copies, the same update).
 void CudaBackend::adamw_fused_impl(std::span<const AdamWSpan> spans, StorageDtype grad_dtype,
                                    StorageDtype param_dtype, const kernels::AdamWParams& h, float grad_scale,
                                    AdamWStates states) {
-  if (!states.fp32()) {
+  using G = StorageDtype;
+  const bool native = (grad_dtype == G::fp32 || grad_dtype == param_dtype) &&
+                      adam_states_native(ExecBackend::cuda, precision_of(param_dtype), precision_of(states.master),
+                                         precision_of(states.moments));
+  if (!native) {
     Backend::adamw_fused_impl(spans, grad_dtype, param_dtype, h, grad_scale, states);
     return;
   }
-  using G = StorageDtype;
-  const bool supported = (grad_dtype == G::fp32) || (grad_dtype == param_dtype);
-  if (!supported)
-    throw std::invalid_argument(std::string("CudaBackend::adamw_fused: ") + storage_name(grad_dtype) +
-                                " gradients with " + storage_name(param_dtype) +
-                                " parameter copies (expected fp32 gradients, or both in the same 16-bit type)");
   if (spans.empty()) return;
-  if (!(same_spans(spans, fused_spans_) && grad_dtype == fused_grad_ && param_dtype == fused_param_)) {
-    // The table's layout is the same for every (G, P): AdamWTensor holds pointers and a length.
+  if (!(same_spans(spans, fused_spans_) && grad_dtype == fused_grad_ && param_dtype == fused_param_ &&
+        states.master == fused_states_.master && states.moments == fused_states_.moments)) {
+    // The table's layout is the same for every (G, P, M, S): AdamWTensor holds pointers and a length.
     using Row = kc::AdamWTensor<float, float>;
-    static_assert(sizeof(kc::AdamWTensor<__nv_bfloat16, __nv_bfloat16>) == sizeof(Row));
+    static_assert(sizeof(kc::AdamWTensor<__nv_bfloat16, __nv_bfloat16, __nv_bfloat16, __half>) == sizeof(Row));
     std::vector<Row> tensors;
     std::vector<std::int64_t> sizes;
     for (const AdamWSpan& sp : spans) {
@@ -381,24 +384,37 @@ void CudaBackend::adamw_fused_impl(std::span<const AdamWSpan> spans, StorageDtyp
     fused_spans_.assign(spans.begin(), spans.end());
     fused_grad_ = grad_dtype;
     fused_param_ = param_dtype;
+    fused_states_ = states;
   }
   auto* base = static_cast<unsigned char*>(fused_table_);
   const auto* chunks = reinterpret_cast<const kernels::TensorChunk*>(base + fused_chunk_offset_);
-  const auto run = [&](auto g_tag, auto p_tag) {
+  const auto launch = [&](auto g_tag, auto p_tag, auto m_tag, auto s_tag) {
     using GT = decltype(g_tag);
     using PT = decltype(p_tag);
-    kc::adamw_chunked<GT, PT>(reinterpret_cast<const kc::AdamWTensor<GT, PT>*>(base), chunks, fused_chunks_, h,
-                              grad_scale, compute_);
+    using MT = decltype(m_tag);
+    using ST = decltype(s_tag);
+    kc::adamw_chunked<GT, PT, MT, ST>(reinterpret_cast<const kc::AdamWTensor<GT, PT, MT, ST>*>(base), chunks,
+                                      fused_chunks_, h, grad_scale, compute_);
   };
-  if (grad_dtype == G::fp32) {
-    if (param_dtype == G::fp32) run(float{}, float{});
-    else if (param_dtype == G::bf16) run(float{}, __nv_bfloat16{});
-    else run(float{}, __half{});
-  } else if (grad_dtype == G::bf16) {
-    run(__nv_bfloat16{}, __nv_bfloat16{});
-  } else {
-    run(__half{}, __half{});
+  if (param_dtype == G::fp32) {  // fp32 training: fp32 gradients and master, moments fp32 or 16-bit
+    if (states.moments == G::fp32) launch(float{}, float{}, float{}, float{});
+    else with_half_type(states.moments, [&](auto s) { launch(float{}, float{}, float{}, s); });
+    return;
   }
+  with_half_type(param_dtype, [&](auto p) {
+    using P = decltype(p);
+    // A state's type: fp32, or the parameters' 16-bit type (adam_states_native).
+    const auto state = [&](StorageDtype d, auto f) {
+      if (d == G::fp32) f(float{});
+      else f(P{});
+    };
+    state(states.master, [&](auto m) {
+      state(states.moments, [&](auto s) {
+        if (grad_dtype == G::fp32) launch(float{}, p, m, s);
+        else launch(p, p, m, s);
+      });
+    });
+  });
 }
 
 void CudaBackend::add_impl(float* out, const float* a, const float* b, long n) {

@@ -1,4 +1,4 @@
-// Multi-tensor AdamW (see adamw.hpp). The tensor list travels by value as a kernel
+// Multi-tensor AdamW (see adamw.hpp). adamw_multi_tensor's tensor list travels by value as a kernel
 // argument (under the 4 KiB parameter limit of sm_70); block b finds its tensor by
 // the prefix sums of chunk counts and updates one chunk of kChunk elements.
 #include <cmath>
@@ -25,20 +25,22 @@ struct Hyper {
 };
 
 // One element of the decoupled-weight-decay Adam update (Loshchilov & Hutter
-// 2019), fp32 master and moments, the 16-bit copy written beside: the one
+// 2019) in fp32, the states read widened and written rounded (identity for
+// fp32 ones), the 16-bit copy written from the master as stored: the one
 // definition both launchers (the tensor list and the chunk table) run.
-template <typename G, typename P>
-__device__ inline void adamw_element(const AdamWTensor<G, P>& t, long i, const Hyper& h) {
+template <typename G, typename P, typename M, typename S>
+__device__ inline void adamw_element(const AdamWTensor<G, P, M, S>& t, long i, const Hyper& h) {
     const float g = to_f32(t.grad[i]) * h.grad_scale;
-    const float m = h.beta1 * t.m[i] + (1.0f - h.beta1) * g;
-    const float v = h.beta2 * t.v[i] + (1.0f - h.beta2) * g * g;
-    t.m[i] = m;
-    t.v[i] = v;
+    const float m = h.beta1 * to_f32(t.m[i]) + (1.0f - h.beta1) * g;
+    const float v = h.beta2 * to_f32(t.v[i]) + (1.0f - h.beta2) * g * g;
+    t.m[i] = from_f32<S>(m);
+    t.v[i] = from_f32<S>(v);
     const float mhat = m / h.bc1, vhat = v / h.bc2;
-    float p = t.master[i];
+    float p = to_f32(t.master[i]);
     p -= h.lr * (mhat / (sqrtf(vhat) + h.eps) + h.weight_decay * p);
-    t.master[i] = p;
-    if (t.param != nullptr) t.param[i] = from_f32<P>(p);
+    const M stored = from_f32<M>(p);
+    t.master[i] = stored;
+    if (t.param != nullptr) t.param[i] = from_f32<P>(to_f32(stored));
 }
 
 template <typename G, typename P>
@@ -55,10 +57,11 @@ __global__ void adamw_kernel(const TensorList<G, P> list, const Hyper h) {
 }
 
 // adamw_chunked: row b of the device chunk table names the tensor and the range.
-template <typename G, typename P>
-__global__ void adamw_chunked_kernel(const AdamWTensor<G, P>* tensors, const TensorChunk* chunks, const Hyper h) {
+template <typename G, typename P, typename M, typename S>
+__global__ void adamw_chunked_kernel(const AdamWTensor<G, P, M, S>* tensors, const TensorChunk* chunks,
+                                     const Hyper h) {
   const TensorChunk c = chunks[blockIdx.x];
-  const AdamWTensor<G, P> t = tensors[c.tensor];
+  const AdamWTensor<G, P, M, S> t = tensors[c.tensor];
   const long end = static_cast<long>(c.begin) + c.length;
   for (long i = static_cast<long>(c.begin) + threadIdx.x; i < end; i += blockDim.x) {
     adamw_element(t, i, h);
@@ -78,16 +81,16 @@ Hyper make_hyper(const AdamWParams& h, float grad_scale) {
 
 }  // namespace
 
-template <typename G, typename P>
-void adamw_chunked(const AdamWTensor<G, P>* tensors, const TensorChunk* chunks, int chunk_count,
+template <typename G, typename P, typename M, typename S>
+void adamw_chunked(const AdamWTensor<G, P, M, S>* tensors, const TensorChunk* chunks, int chunk_count,
                    const AdamWParams& h, float grad_scale, cudaStream_t stream) {
   detail::NvtxRange range("adamw_chunked");
   ZT_REQUIRE(chunk_count >= 0 && (chunk_count == 0 || (tensors != nullptr && chunks != nullptr)),
              "adamw_chunked: bad chunk table");
   ZT_REQUIRE(h.step >= 1, "adamw_chunked: AdamW step t is 1-based");
   if (chunk_count == 0) return;
-  adamw_chunked_kernel<G, P><<<static_cast<unsigned>(chunk_count), kThreads, 0, stream>>>(tensors, chunks,
-                                                                                         make_hyper(h, grad_scale));
+  adamw_chunked_kernel<G, P, M, S><<<static_cast<unsigned>(chunk_count), kThreads, 0, stream>>>(
+      tensors, chunks, make_hyper(h, grad_scale));
   ZT_CHECK_LAUNCH("adamw_chunked_kernel");
 }
 
@@ -128,14 +131,26 @@ void adamw_multi_tensor(const AdamWTensor<G, P>* tensors, int count, const AdamW
   }
 }
 
-#define ZT_ADAMW_CHUNKED(G, P)                                                                           \
-  template void adamw_chunked<G, P>(const AdamWTensor<G, P>*, const TensorChunk*, int, const AdamWParams&, float, \
-                                    cudaStream_t);
-ZT_ADAMW_CHUNKED(float, float)
-ZT_ADAMW_CHUNKED(float, __nv_bfloat16)
-ZT_ADAMW_CHUNKED(float, __half)
-ZT_ADAMW_CHUNKED(__nv_bfloat16, __nv_bfloat16)
-ZT_ADAMW_CHUNKED(__half, __half)
+#define ZT_ADAMW_CHUNKED(G, P, M, S)                                                                      \
+  template void adamw_chunked<G, P, M, S>(const AdamWTensor<G, P, M, S>*, const TensorChunk*, int, \
+                                          const AdamWParams&, float, cudaStream_t);
+ZT_ADAMW_CHUNKED(float, float, float, float)
+ZT_ADAMW_CHUNKED(float, __nv_bfloat16, float, float)
+ZT_ADAMW_CHUNKED(float, __half, float, float)
+ZT_ADAMW_CHUNKED(__nv_bfloat16, __nv_bfloat16, float, float)
+ZT_ADAMW_CHUNKED(__half, __half, float, float)
+// 16-bit states (adamw.hpp; executor_support.hpp adam_states_native).
+#define ZT_ADAMW_CHUNKED_STATES(H)             \
+  ZT_ADAMW_CHUNKED(float, H, float, H)         \
+  ZT_ADAMW_CHUNKED(float, H, H, float)         \
+  ZT_ADAMW_CHUNKED(float, H, H, H)             \
+  ZT_ADAMW_CHUNKED(H, H, float, H)             \
+  ZT_ADAMW_CHUNKED(H, H, H, float)             \
+  ZT_ADAMW_CHUNKED(H, H, H, H)                 \
+  ZT_ADAMW_CHUNKED(float, float, float, H)
+ZT_ADAMW_CHUNKED_STATES(__nv_bfloat16)
+ZT_ADAMW_CHUNKED_STATES(__half)
+#undef ZT_ADAMW_CHUNKED_STATES
 #undef ZT_ADAMW_CHUNKED
 
 template void adamw_multi_tensor<float, float>(const AdamWTensor<float, float>*, int, const AdamWParams&, float,

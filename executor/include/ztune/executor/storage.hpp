@@ -15,11 +15,20 @@
 #include <optional>
 #include <string_view>
 
+#include "ztune/vocab/cluster.hpp"
+
 namespace ztune::executor {
 
 enum class StorageDtype : std::uint8_t { fp32, bf16, fp16 };
 
 constexpr std::size_t storage_bytes(StorageDtype d) { return d == StorageDtype::fp32 ? 4 : 2; }
+/// A plan's precision as a storage type, and back (Precision is the plan's vocabulary).
+constexpr StorageDtype storage_of(Precision p) {
+  return p == Precision::bf16 ? StorageDtype::bf16 : p == Precision::fp16 ? StorageDtype::fp16 : StorageDtype::fp32;
+}
+constexpr Precision precision_of(StorageDtype d) {
+  return d == StorageDtype::bf16 ? Precision::bf16 : d == StorageDtype::fp16 ? Precision::fp16 : Precision::fp32;
+}
 constexpr const char* storage_name(StorageDtype d) {
   return d == StorageDtype::fp32 ? "fp32" : d == StorageDtype::bf16 ? "bf16" : "fp16";
 }

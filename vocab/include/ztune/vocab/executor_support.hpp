@@ -43,6 +43,20 @@ VocabRange vocab_range(int vocab, int tp, int tp_rank);
   return b == ExecBackend::cpu ? std::size_t{1} << 14 : std::size_t{1} << 22;
 }
 
+/// Whether the backend's AdamW step updates the optimizer states at their own
+/// dtypes in place (no fp32 staging, no staged_adam_chunk workspace): CUDA's
+/// fused kernel (kernels/cuda adamw.hpp adamw_chunked) takes fp32 states with
+/// any parameters, 16-bit parameters' states each fp32 or of the parameters'
+/// type, and an fp32 model's 16-bit moments. The CPU stages every 16-bit state.
+[[nodiscard]] constexpr bool adam_states_native(ExecBackend b, Precision params, Precision master,
+                                                Precision moments) {
+  if (master == Precision::fp32 && moments == Precision::fp32) return true;
+  if (b != ExecBackend::cuda) return false;
+  if (params == Precision::fp32) return master == Precision::fp32;
+  const auto fp32_or_params = [params](Precision s) { return s == Precision::fp32 || s == params; };
+  return fp32_or_params(master) && fp32_or_params(moments);
+}
+
 /// Whether the executor has a flash attention kernel for the model's heads: the
 /// CPU kernel takes any head size; the CUDA one (kernels/cuda attention_flash.cu)
 /// is instantiated for 64 and 128.

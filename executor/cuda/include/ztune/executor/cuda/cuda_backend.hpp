@@ -165,7 +165,9 @@ class CudaBackend final : public Backend {
   void adamw_impl(float* p, const float* g, float* m, float* v, long n, const kernels::AdamWParams& h) override;
   /// One kc::adamw_chunked launch over a device chunk table, uploaded when the
   /// span list or the dtypes differ from the last call (a training run's never
-  /// do). 16-bit states take Backend's staged path (no fused kernel for them yet).
+  /// do), the states at their own dtypes (16-bit ones each fp32 or the
+  /// parameters' type: adam_states_native); other type mixes take Backend's
+  /// staged path.
   void adamw_fused_impl(std::span<const AdamWSpan> spans, StorageDtype grad_dtype, StorageDtype param_dtype,
                         const kernels::AdamWParams& h, float grad_scale, AdamWStates states) override;
   [[nodiscard]] std::size_t staged_adam_chunk() const override { return ztune::staged_adam_chunk(ExecBackend::cuda); }
@@ -203,6 +205,7 @@ class CudaBackend final : public Backend {
   // adamw_fused's device table: the tensor list, then the chunk rows (one cudaMalloc).
   std::vector<AdamWSpan> fused_spans_;
   StorageDtype fused_grad_ = StorageDtype::fp32, fused_param_ = StorageDtype::fp32;
+  AdamWStates fused_states_;
   void* fused_table_ = nullptr;
   std::size_t fused_chunk_offset_ = 0;  // bytes from fused_table_ to the chunk rows
   int fused_chunks_ = 0;
