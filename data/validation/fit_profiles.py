@@ -229,22 +229,22 @@ def derived(state):
     z["zero3_recompute"] = "held"
     # Nor Megatron's softmax rule: the executor's attention kernel takes any shape.
     z["fusion"]["masked_softmax"] = "always"
-    # Nor DeepSpeed's BF16_Optimizer (no per-micro-batch fp32 fold); but the
-    # executor's gradient buffers and communicators are float
-    # (executor/include/ztune/executor/communicator.hpp): it reduces fp32
-    # gradients whatever the training precision.
-    z["gradients"] = {"bf16_reduce": "fp32", "fp16_reduce": "fp32"}
-    # And the rest of its storage is fp32 too (vocab EngineProfile::fp32_storage):
-    # activations, parameters and every collective; a 16-bit precision picks
-    # only the tensor-core type of its linear GEMMs, whose operands it casts.
-    z["storage"] = "fp32"
+    # Nor DeepSpeed's BF16_Optimizer (no per-micro-batch fp32 fold): the
+    # executor keeps its gradients in the plan's precision and reduces them
+    # so unless the plan states fp32 (executor/src/trainer.cpp, issue 24).
+    z["gradients"] = {"bf16_reduce": "bf16", "fp16_reduce": "fp16"}
+    # And it is the executor (vocab EngineProfile::executor): its own memory
+    # lines, every kernel on the stored values, its ring and Ulysses on fp32.
+    z["executor"] = True
     z["source"] = (
-        "ztune's own executor on GPUs, priced as its code runs: fp32 storage (\"storage\": \"fp32\": parameters, "
-        "gradients, activations and every collective in fp32, a 16-bit precision selecting only its linear GEMMs' "
-        "tensor-core type, their operands cast per call; attention in fp32). Not yet measured on a GPU: until it is, "
-        "its host, overlap and fusion figures are the closest engine's, DeepSpeed's (ZeRO stages with reduce buckets "
-        "and bucketed ZeRO-3 gathers, Megatron-style tensor parallelism). CPU clusters use the executor's measured "
-        "figures in data/profiles/cpu.json.")
+        "ztune's own executor on GPUs, priced as its code runs: parameters, gradients and activations stored in "
+        "the plan's precision with fp32 master weights and Adam states (issue 24), every collective moving the "
+        "stored type, gradients reduced in it unless the plan states fp32; every GEMM and kernel on the 16-bit "
+        "values (\"executor\": true: cuBLASLt, cuDNN's fused attention, each memory-bound kernel's bf16/fp16 "
+        "instance; context-parallel and Ulysses attention on fp32 copies). Not yet measured on a GPU: until it "
+        "is, its host, overlap and fusion figures are the closest engine's, DeepSpeed's (ZeRO stages with reduce "
+        "buckets and bucketed ZeRO-3 gathers, Megatron-style tensor parallelism). CPU clusters use the executor's "
+        "measured figures in data/profiles/cpu.json.")
     state["E"]["ztune"] = z
 
 

@@ -259,57 +259,71 @@ ModelStateBytes executor_state_bytes(double psi, const Plan& p) {
 
 // The CUDA backend's scratch beyond what the executor tracks, from its caching
 // allocator and one call's at a time: the standard attention's buffers
-// (kernels/cuda attention_workspace_elems: 7·n + heads·s² floats for the
+// (kernels/cuda attention_workspace_elems: 7·n + heads·s² elements for the
 // rank's n = b·s·channels, per call, cp's ring blocks of s/cp rows, Ulysses'
-// whole sequence of a/u heads). 16-bit storage's GEMMs run on the stored values
-// (no operand casts); the fused kernel keeps its state in the activations.
+// whole sequence of a/u heads), in the stored type (CudaBackend's 16-bit
+// instance), fp32 for the ring's and Ulysses' fp32 copies. The GEMMs and the
+// fused kernel need none.
 double executor_cuda_scratch(const Transformer& m, const Plan& p) {
   if (fused_attention(p.attention)) return 0;
   const double t = p.tp, u = p.ulysses, b = p.micro_batch, h = m.hidden;
   const double s = static_cast<double>(m.seq_len) / p.cp;
-  return 4.0 * (7.0 * b * s * h / (t * u) + b * m.heads / (t * u) * s * s);
+  const double eb = p.cp > 1 || p.ulysses > 1 ? 4.0 : bytes_of(storage_precision(p));
+  return eb * (7.0 * b * s * h / (t * u) + b * m.heads / (t * u) * s * s);
 }
 
-// The fp32 copies one kernel call of the executor holds with 16-bit storage
-// (Backend's StagedIn/StagedOut, tracked as workspace): its 16-bit operands
-// converted, its outputs' fp32 results before rounding; the largest call. On
-// every device: the MLP activation's backward (its input and output
-// gradients and its input), a norm's backward (input, output gradient, input
-// gradient), the standard attention's backward (Q|K|V and its gradient, the
-// output and its gradient, the probabilities), the cross-entropy's backward on
-// the last stage (logits and their gradient) and the embedding's backward on
-// the first (table and output gradient). On CPU ranks also every GEMM (a
-// linear layer's backward: input and weight read, their gradients written,
-// the output gradient read; the head's) and the flash kernel; on a GPU those
-// run on the 16-bit values (CudaBackend's *_native hooks).
+// The workspace one kernel call of the executor holds beyond the tracked
+// activations, the largest call's, in bytes: the fp32 copies of its 16-bit
+// operands (Backend's StagedIn/StagedOut, with 16-bit storage) and, under
+// selective recomputation with an unfused attention, the probabilities and
+// output the attention's backward recomputes first (GptStage::attn_backward's
+// att_tmp and atty_tmp, in the state's and the storage type).
+// On CPU ranks every 16-bit operand is staged: the MLP activation's backward
+// (its input and output gradients and its input), a norm's backward (input,
+// output gradient, input gradient), the standard attention's backward (Q|K|V
+// and its gradient, the output and its gradient, the probabilities), the
+// cross-entropy's backward on the last stage (logits and their gradient), the
+// embedding's backward on the first (table and output gradient), every GEMM
+// (a linear layer's backward: input and weight read, their gradients
+// written, the output gradient read; the head's) and the flash kernel. On a
+// GPU every kernel runs on the stored values (CudaBackend's *_native hooks)
+// and widens only what it sums or keeps in fp32: a 16-bit embedding shard's
+// gradient (fp32 atomics) and the block-sparse probabilities (a norm's weight
+// gradient too, too small to matter).
 double executor_staging_bytes(const Transformer& m, const Plan& p, bool first, bool last, double density,
                               bool gpu) {
-  if (p.precision == Precision::fp32) return 0;
   const double tokens = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch;
   const double t = p.tp, h = m.hidden;
+  const bool host_attention = p.cp > 1 || p.ulysses > 1;  // the ring's and Ulysses' own fp32 copies
+  const bool sparse = p.sparse_attention != SparseLayout::none;
+  const bool fused = fused_attention(p.attention) && !sparse;
+  // The probabilities of the rank's heads (density: the sparse layout's share).
+  const double probs = static_cast<double>(m.heads) / t * p.micro_batch * m.seq_len * m.seq_len * density;
+  const double eb = bytes_of(storage_precision(p));
+  const double recomputed =
+      p.recompute == Recompute::selective && !fused && !host_attention ? eb * (probs + tokens * h / t) : 0.0;
+  if (p.precision == Precision::fp32) return recomputed;
+  if (gpu) {
+    double largest = first && executor_grad_precision(p) != Precision::fp32 ? 4.0 * m.vocab * h / t : 0.0;
+    if (sparse && !host_attention) largest = std::max(largest, 4.0 * probs + recomputed);
+    return std::max(largest, recomputed);
+  }
   const double f_in = m.activation == Activation::swiglu ? 2.0 * m.ffn_hidden : m.ffn_hidden;
   const double rows = tokens / (p.sequence_parallel ? t : 1.0);
   double largest = std::max(tokens * (2.0 * f_in + m.ffn_hidden) / t, 3.0 * rows * h);
-  const bool fused = fused_attention(p.attention);
-  const bool host_attention = p.cp > 1 || p.ulysses > 1;  // the ring's and Ulysses' own fp32 copies
-  if (!host_attention && (!fused || !gpu)) {
-    const double probs =
-        fused ? 0.0 : static_cast<double>(m.heads) / t * p.micro_batch * m.seq_len * m.seq_len * density;
-    largest = std::max(largest, 8.0 * tokens * h / t + probs);
-  }
   const GemmShape head = logits_gemm(m, p);
   if (last) largest = std::max(largest, 2.0 * head.m * head.n * head.batch);
   if (first) largest = std::max(largest, static_cast<double>(m.vocab) * h / t + tokens * h);
-  if (!gpu) {
-    auto backward = [](const GemmShape& g) { return (2.0 * g.m * g.k + 2.0 * g.k * g.n + g.m * g.n) * g.batch; };
-    const LinearGemms lin = layer_linear_gemms(m, p);
-    largest = std::max({largest, backward(lin.qkv), backward(lin.proj), backward(lin.fc1), backward(lin.fc2)});
-    if (last) largest = std::max(largest, (head.m * head.n + head.n * head.k + head.m * head.k) * head.batch);
-  }
-  return 4.0 * largest;
+  auto backward = [](const GemmShape& g) { return (2.0 * g.m * g.k + 2.0 * g.k * g.n + g.m * g.n) * g.batch; };
+  const LinearGemms lin = layer_linear_gemms(m, p);
+  largest = std::max({largest, backward(lin.qkv), backward(lin.proj), backward(lin.fc1), backward(lin.fc2)});
+  if (last) largest = std::max(largest, (head.m * head.n + head.n * head.k + head.m * head.k) * head.batch);
+  const double attention =
+      host_attention ? 0.0 : 4.0 * (8.0 * tokens * h / t + (fused ? 0.0 : probs)) + recomputed;
+  return std::max(4.0 * largest, attention);
 }
 
-// The lines of ztune's own executor (fp32 storage; on CPU ranks measured with
+// The lines of ztune's own executor (on CPU ranks measured with
 // exact allocation tracking, the first calibration point of the memory model,
 // issue 8). Without the CUDA runtime and the allocator's fragmentation, which
 // stage_memory adds on a GPU (on CPU ranks it tracks requested bytes).
@@ -338,11 +352,15 @@ void executor_lines(const Transformer& m, const Plan& p, double psi, double laye
   sm.gpu[idx(MemLine::logits)] = last ? eb * rows * m.vocab / p.tp + 4.0 * 4.0 * rows : 0.0;
   const double transient = act + buckets + sm.gpu[idx(MemLine::logits)];
   // 16-bit optimizer states are widened at the step a chunk at a time beside
-  // that workspace (Backend::adamw_fused_impl, staged_adam_chunk).
+  // that workspace (Backend::adamw_fused_impl, staged_adam_chunk), unless the
+  // backend updates them at their own dtypes (CUDA's fused kernel).
+  const ExecBackend backend = gpu ? ExecBackend::cuda : ExecBackend::cpu;
   const bool master16 = storage_precision(p) != Precision::fp32 && p.master_dtype != Precision::fp32;
-  const double states16 = (master16 ? 1.0 : 0.0) + (p.moments_dtype != Precision::fp32 ? 2.0 : 0.0);
+  const bool staged = !adam_states_native(backend, storage_precision(p), master16 ? p.master_dtype : Precision::fp32,
+                                          p.moments_dtype);
+  const double states16 = staged ? (master16 ? 1.0 : 0.0) + (p.moments_dtype != Precision::fp32 ? 2.0 : 0.0) : 0.0;
   const double part = p.zero_stage >= 1 ? psi / p.shard_group() : psi;
-  const double chunk = static_cast<double>(staged_adam_chunk(gpu ? ExecBackend::cuda : ExecBackend::cpu));
+  const double chunk = static_cast<double>(staged_adam_chunk(backend));
   const double step = 4.0 * psi + 4.0 * std::min(part, chunk) * states16;
   sm.gpu[idx(MemLine::workspace)] = std::max(executor_staging_bytes(m, p, first, last, density, gpu), step - transient);
   sm.gpu[idx(MemLine::runtime)] = 0;
@@ -519,7 +537,7 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
       sm.gpu[idx(MemLine::zero3_gathered)] = eb * (live + layers * small);
       // ZeRO++ qwZ: the int8 staging buffer of the gather in flight (none on
       // ztune's executor, which quantizes in place and gathers floats).
-      if (p.zeropp && !hw.engine.fp32_storage)
+      if (p.zeropp && !hw.engine.executor)
         sm.gpu[idx(MemLine::zero3_gathered)] += kZeroppWeightBytes * std::min(p.prefetch_bucket_elems, psi);
     }
   }
@@ -565,7 +583,7 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
 }  // namespace
 
 bool executor_layout(const Cluster& c, const HardwareProfile& hw) {
-  return c.device_kind == DeviceKind::cpu || hw.engine.fp32_storage;
+  return c.device_kind == DeviceKind::cpu || hw.engine.executor;
 }
 
 double stored_activation_bytes(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,

@@ -19,17 +19,8 @@ Precision storage_precision(const Plan& p) {
   return p.precision;
 }
 
-Precision kernel_precision(const Plan& p, const EngineProfile& e) {
-  return e.fp32_storage ? Precision::fp32 : p.precision;
-}
-
-double kernel_bytes(const Plan& p, const EngineProfile& e) {
-  if (!e.fp32_storage || p.precision == Precision::fp32) return bytes_of(storage_precision(p));
-  return 2.0 + 4.0 + 4.0;  // convert (read 2, write 4) and the fp32 kernel's access; an output the mirror image
-}
-
 Precision attention_precision(const Plan& p, const EngineProfile& e) {
-  return fused_attention(p.attention) ? p.precision : kernel_precision(p, e);
+  return e.executor && (p.cp > 1 || p.ulysses > 1) ? Precision::fp32 : p.precision;
 }
 
 // ---------------------------------------------------------------- kernels
@@ -329,7 +320,7 @@ void gpu_layer_compute(const LayerParts& in, LayerCost& lc) {
   const HardwareProfile& hw = in.hw;
   const LayerShape& x = in.x;
   const GpuSpec& gpu = c.node.gpu;
-  const double eb = kernel_bytes(p, hw.engine);           // their traffic per element
+  const double eb = bytes_of(storage_precision(p));       // their traffic per element
   const double heads_local = in.g.heads_local;
   const double density = in.g.density;
   const double t_qk = in.g.t_qk;
@@ -664,7 +655,7 @@ void gpu_edge_compute(const EdgeParts& in, EdgeCost& e) {
   const LayerShape& x = in.x;
   const GpuSpec& gpu = in.c.node.gpu;
   const HardwareProfile& hw = in.hw;
-  const double eb = kernel_bytes(in.p, hw.engine);  // the kernels' traffic per element
+  const double eb = bytes_of(storage_precision(in.p));  // the kernels' traffic per element
   const double hs = x.tokens * x.h;
   const double hs_local = hs / (x.sp ? x.t : 1.0);
   const LinearTimes& t_logits = in.t_logits;
@@ -1000,7 +991,7 @@ OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster&
     // is a separate optimizer.
     o.gpu_step_s = c.device_kind == DeviceKind::cpu && !p.onebit_adam
                        ? cpu_work_time(cpu_optimizer_work(m, p, params), c.node.gpu, hw)
-                       : memory_bound_time(((hw.engine.fp32_storage && p.precision == Precision::fp32 ? 8.0 : 14.0) +
+                       : memory_bound_time(((hw.engine.executor && p.precision == Precision::fp32 ? 8.0 : 14.0) +
                                                 states_rw) * part, c.node.gpu, hw, 4);
     return o;
   }

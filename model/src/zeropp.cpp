@@ -39,13 +39,13 @@ Zero3CrossNodeBytes zero3_cross_node_bytes(const Transformer& m, const Plan& p, 
   return x;
 }
 
-// ztune's executor (fp32_storage: its kernels compute on fp32 copies) moves its
-// stored values, the plan's precision, after quantizing them in place.
+// ztune's executor (EngineProfile::executor) moves its stored values, the
+// plan's precision, after quantizing them in place.
 double zeropp_weight_wire_bytes(const Plan& p, const EngineProfile& e) {
-  return e.fp32_storage ? bytes_of(storage_precision(p)) : kZeroppWeightBytes;
+  return e.executor ? bytes_of(storage_precision(p)) : kZeroppWeightBytes;
 }
 double zeropp_grad_wire_bytes(const Plan& p, const EngineProfile& e) {
-  return e.fp32_storage ? gradient_reduce_bytes(p, e) : kZeroppGradBytes;
+  return e.executor ? gradient_reduce_bytes(p, e) : kZeroppGradBytes;
 }
 
 double zeropp_secondary_bytes(const Transformer& m, const Plan& p, const Cluster& c) {

@@ -81,6 +81,16 @@ TEST_CASE("engine schema is strict and names the path", "[engine][bad-input]") {
   bad = doc;
   bad["host"]["launch_us"] = 1;
   CHECK_THROWS_WITH(engine_profile_from_json(bad, "e.json"), Catch::Contains("launch_us"));
+  // "executor": a boolean, false when absent, kept by the round trip; the
+  // retired "storage" key is refused rather than silently ignored.
+  CHECK_FALSE(engine_profile_from_json(doc, "e.json").executor);
+  bad = engine_profile_to_json(load_engine_profile("ztune"));
+  CHECK(engine_profile_from_json(bad, "e.json").executor);
+  bad["executor"] = "yes";
+  CHECK_THROWS_WITH(engine_profile_from_json(bad, "e.json"), Catch::Contains("e.json: $.executor"));
+  bad = doc;
+  bad["storage"] = "fp32";
+  CHECK_THROWS_WITH(engine_profile_from_json(bad, "e.json"), Catch::Contains("storage"));
 }
 
 TEST_CASE("same plan, two engines: ZeRO-3 gathers per FSDP module vs per DeepSpeed bucket", "[engine][time]") {

@@ -1,11 +1,11 @@
 // The ztune engine prices ztune's executor as its code runs a 16-bit plan on a
-// GPU (EngineProfile::fp32_storage): parameters, gradients, activations and
-// collectives in the plan's 16-bit type with fp32 masters (issue 24), its
-// memory-bound kernels and standard attention on fp32 copies of the 16-bit
-// values (Backend's staging), its GEMMs and flash attention on the 16-bit
-// values (CudaBackend's native hooks). Oracles: closed forms over the
-// profile's own bandwidth and launch figures, and the same plan on an engine
-// storing fp32 and on one computing in 16 bits.
+// GPU (EngineProfile::executor): parameters, gradients, activations and
+// collectives in the plan's 16-bit type with fp32 masters (issue 24), every
+// GEMM and kernel on the stored values (CudaBackend's native hooks), its own
+// allocations for memory, and its context-parallel ring and Ulysses
+// all-to-all attending on fp32 copies. Oracles: closed forms over the
+// profile's own figures, and the same plan on a 16-bit engine with the same
+// figures.
 #include <catch2/catch.hpp>
 
 #include "cost_model_fixtures.hpp"
@@ -27,78 +27,81 @@ Plan tp_plan(Precision precision) {
   return p;
 }
 
-// The same GPU figures with and without the executor's fp32 storage: only
-// what storage changes differs between the two.
-HardwareProfile storing(const Cluster& c, bool fp32) {
+// DeepSpeed's GPU figures as the executor's or as DeepSpeed's own: only what
+// being the executor changes differs between the two.
+HardwareProfile executing(const Cluster& c, bool executor) {
   HardwareProfile hw = with_engine(default_profile_for(c), "deepspeed");
-  hw.engine.fp32_storage = fp32;
+  hw.engine.executor = executor;
   return hw;
 }
 
 }  // namespace
 
-TEST_CASE("the shipped ztune engine computes on fp32 copies, and every engine stores the training precision",
-          "[model][executor]") {
-  CHECK(load_engine_profile("ztune").fp32_storage);
+TEST_CASE("the shipped ztune engine is the executor, and no other engine is", "[model][executor]") {
+  CHECK(load_engine_profile("ztune").executor);
   for (const char* name : {"megatron", "deepspeed", "fsdp"}) {
     INFO(name);
-    CHECK_FALSE(load_engine_profile(name).fp32_storage);
+    CHECK_FALSE(load_engine_profile(name).executor);
   }
   Plan p = tp_plan(Precision::bf16);
   CHECK(storage_precision(p) == Precision::bf16);  // every engine's, the executor's too
-  CHECK(kernel_precision(p, load_engine_profile("ztune")) == Precision::fp32);
-  CHECK(kernel_precision(p, load_engine_profile("megatron")) == Precision::bf16);
+  const EngineProfile ztune = load_engine_profile("ztune"), megatron = load_engine_profile("megatron");
+  CHECK(attention_precision(p, ztune) == Precision::bf16);
+  p.attention = AttentionKernel::standard;
+  CHECK(attention_precision(p, ztune) == Precision::bf16);
+  // The ring and Ulysses attend on fp32 copies in the executor, on the stored values in Megatron-Core.
+  p.cp = 2;
+  CHECK(attention_precision(p, ztune) == Precision::fp32);
+  CHECK(attention_precision(p, megatron) == Precision::bf16);
+  p.cp = 1;
+  p.ulysses = 2;
+  CHECK(attention_precision(p, ztune) == Precision::fp32);
 }
 
-TEST_CASE("fp32 kernels: collectives carry the stored 2 bytes, the 16-bit GEMMs cost a 16-bit engine's",
+TEST_CASE("the executor's 16-bit kernels cost a 16-bit engine's: half an fp32 plan's traffic, no staging",
           "[model][executor]") {
-  const Transformer m = load_transformer("gpt2-1.5b");
-  const Cluster c = load_cluster("dgx-a100-80gb");
-  const Plan p = tp_plan(Precision::bf16);
-  const LayerCost l16 = layer_cost(m, p, c, storing(c, false));
-  const LayerCost l32 = layer_cost(m, p, c, storing(c, true));
-  // The tensor-parallel all-reduce of s·b·h activations: 16-bit elements either way.
-  const double tokens = static_cast<double>(m.seq_len) * p.micro_batch;
-  CHECK(l16.tp_bytes == Approx(2.0 * tokens * m.hidden));
-  CHECK(l32.tp_bytes == Approx(2.0 * tokens * m.hidden));
-  // The linear GEMMs read the stored 16-bit operands (no casts).
-  CHECK(l32.fwd_gemm_s == Approx(l16.fwd_gemm_s));
-  CHECK(l32.bwd_gemm_s == Approx(l16.bwd_gemm_s));
-}
-
-TEST_CASE("fp32 kernels: staged elementwise work, fp32 standard attention, 16-bit flash attention",
-          "[model][executor]") {
-  // The executor's norms, GeLU and residual adds convert each 16-bit operand
-  // to fp32 and back around an fp32 kernel: 10 bytes an element touch against
-  // an fp32 plan's 4 and a 16-bit engine's 2, with the same kernels launched,
-  // so its excess over the fp32 plan is 3× the fp32 plan's over the 16-bit
-  // engine. Its standard attention computes in fp32 on staged values (more
-  // than the fp32 plan's); its flash attention on the 16-bit values (cuDNN's
-  // fused attention or the flash kernels' 16-bit instances): the 16-bit
-  // engine's. Its collectives move the 16-bit values, half the fp32 plan's.
+  // Every layer term of a bf16 plan is the 16-bit engine's with the same
+  // figures, standard and flash attention alike (CudaBackend runs each kernel
+  // on the stored values); the tensor-parallel all-reduce moves the 2-byte
+  // activations, half an fp32 plan's.
   const Transformer m = load_transformer("gpt2-1.5b");
   const Cluster c = load_cluster("dgx-a100-80gb");
   for (const AttentionKernel k : {AttentionKernel::flash, AttentionKernel::standard}) {
+    INFO(to_string(k));
     Plan bf16 = tp_plan(Precision::bf16);
     bf16.attention = k;
     Plan fp32 = bf16;
     fp32.precision = Precision::fp32;
-    const LayerCost executor = layer_cost(m, bf16, c, storing(c, true));
-    const LayerCost reference = layer_cost(m, fp32, c, storing(c, false));
-    const LayerCost engine16 = layer_cost(m, bf16, c, storing(c, false));
-    INFO(to_string(k));
-    CHECK(executor.fwd_elementwise_s - reference.fwd_elementwise_s ==
-          Approx(3.0 * (reference.fwd_elementwise_s - engine16.fwd_elementwise_s)));
-    if (k == AttentionKernel::flash) {
-      CHECK(executor.fwd_attention_s == Approx(engine16.fwd_attention_s));
-      CHECK(executor.bwd_attention_s == Approx(engine16.bwd_attention_s));
-    } else {
-      CHECK(executor.fwd_attention_s > reference.fwd_attention_s);
-      CHECK(executor.bwd_attention_s > reference.bwd_attention_s);
-    }
-    CHECK(executor.tp_bytes == Approx(0.5 * reference.tp_bytes));
+    const LayerCost executor = layer_cost(m, bf16, c, executing(c, true));
+    const LayerCost engine16 = layer_cost(m, bf16, c, executing(c, false));
+    CHECK(executor.fwd_elementwise_s == Approx(engine16.fwd_elementwise_s));
+    CHECK(executor.bwd_elementwise_s == Approx(engine16.bwd_elementwise_s));
+    CHECK(executor.fwd_attention_s == Approx(engine16.fwd_attention_s));
+    CHECK(executor.bwd_attention_s == Approx(engine16.bwd_attention_s));
     CHECK(executor.fwd_gemm_s == Approx(engine16.fwd_gemm_s));
+    CHECK(executor.bwd_gemm_s == Approx(engine16.bwd_gemm_s));
+    const double tokens = static_cast<double>(m.seq_len) * bf16.micro_batch;
+    CHECK(executor.tp_bytes == Approx(2.0 * tokens * m.hidden));
+    CHECK(layer_cost(m, fp32, c, executing(c, true)).tp_bytes == Approx(4.0 * tokens * m.hidden));
+    CHECK(layer_cost(m, fp32, c, executing(c, true)).fwd_elementwise_s > executor.fwd_elementwise_s);
   }
+}
+
+TEST_CASE("the executor's context-parallel attention computes in fp32, Megatron-Core's in the stored type",
+          "[model][executor]") {
+  // GptStage::attend hands the ring fp32 copies: its blocks run at the fp32
+  // peak and move 4-byte elements, slower than the same ring on the 16-bit
+  // values with the same figures; the linear layers are untouched.
+  const Transformer m = load_transformer("gpt2-1.5b");
+  const Cluster c = load_cluster("dgx-a100-80gb");
+  Plan p = tp_plan(Precision::bf16);
+  p.cp = 2;
+  p.dp = 2;
+  const LayerCost executor = layer_cost(m, p, c, executing(c, true));
+  const LayerCost engine16 = layer_cost(m, p, c, executing(c, false));
+  CHECK(executor.fwd_attention_s > engine16.fwd_attention_s);
+  CHECK(executor.bwd_attention_s > engine16.bwd_attention_s);
+  CHECK(executor.fwd_gemm_s == Approx(engine16.fwd_gemm_s));
 }
 
 TEST_CASE("the executor's optimizer step streams 38 bytes a 16-bit parameter, 32 an fp32 one", "[model][executor]") {
@@ -110,7 +113,7 @@ TEST_CASE("the executor's optimizer step streams 38 bytes a 16-bit parameter, 32
   const Transformer m = load_transformer("gpt2-1.5b");
   const Cluster c = load_cluster("dgx-a100-80gb");
   Plan p = tp_plan(Precision::bf16);
-  const HardwareProfile h32 = storing(c, true);
+  const HardwareProfile h32 = executing(c, true);
   const double part = stage_params(m, p) / p.shard_group();
   const double hbm = c.node.gpu.hbm_bandwidth_gbps * 1e9 * h32.memory_bandwidth_efficiency;
   CHECK(optimizer_cost(m, p, c, h32).gpu_step_s == Approx(38.0 * part / hbm + 4 * h32.kernel_launch_s));
@@ -154,28 +157,27 @@ TEST_CASE("the executor's model states and buffers on a GPU rank are those of CP
   CHECK(on_cpu.line(MemLine::runtime) == 0);
 }
 
-TEST_CASE("fp32 kernels: a GPU rank's workspace holds the largest non-GEMM call's fp32 staging, no casts",
+TEST_CASE("a GPU rank's workspace holds only the fp32 copies CudaBackend's 16-bit kernels keep",
           "[model][executor][memory]") {
-  // On a GPU the 16-bit GEMMs and flash attention run on the stored values;
-  // the largest staged call of a GPT layer is the GeLU's backward: its input,
-  // its output gradient and its input gradient, tokens × 4h each, in fp32:
-  // 4·3·tokens·4h bytes. An fp32 plan stages nothing, and with flash attention
-  // there is no score scratch: the workspace lines differ by exactly that.
-  // (8 sequences a micro-batch, so that the activations outgrow the
-  // initialisation's fp32 bucket, the executor's other workspace, in both
-  // precisions; a small vocabulary, so that the logits are not the largest.)
+  // On a GPU every kernel runs on the stored values; what is widened is what
+  // a kernel sums in fp32: the first stage's 16-bit embedding gradient (its
+  // atomics, the vocabulary's V·h elements as fp32), nothing when the plan
+  // keeps fp32 gradients, and the block-sparse probabilities. An fp32 plan
+  // stages nothing, and with flash attention there is no score scratch: the
+  // workspace lines differ by exactly that copy. (8 sequences a micro-batch,
+  // so that the activations outgrow the optimizer step's fp32 workspace in
+  // both precisions.)
   Transformer m = load_transformer("gpt2-1.5b");
-  m.vocab = 1024;
   const Cluster c = load_cluster("dgx-a100-80gb");
   const HardwareProfile hw = with_engine(default_profile_for(c), "ztune");
   Plan p;
   p.micro_batch = 8;
   p.global_batch = 8;
   p.attention = AttentionKernel::flash;
-  p.precision = Precision::bf16;
-  const double bf16 = predict_memory(m, p, c, hw).line(MemLine::workspace);
   p.precision = Precision::fp32;
   const double fp32 = predict_memory(m, p, c, hw).line(MemLine::workspace);
-  const double tokens = 8.0 * m.seq_len, f = m.ffn_hidden;
-  CHECK(bf16 - fp32 == Approx(4.0 * 3.0 * tokens * f));
+  p.precision = Precision::bf16;
+  CHECK(predict_memory(m, p, c, hw).line(MemLine::workspace) - fp32 == Approx(4.0 * m.vocab * m.hidden));
+  p.grad_reduce_dtype = Precision::fp32;  // the table's gradient is fp32: summed in place
+  CHECK(predict_memory(m, p, c, hw).line(MemLine::workspace) == Approx(fp32));
 }

@@ -90,7 +90,7 @@ TEST_CASE("an fp32 plan's buckets and gathers carry 4-byte values in both models
   CHECK(sim::ModelCostSource(m, p, c, reduces32).grad_bytes_per_param() == 4);
   HardwareProfile reduces16 = hw;
   reduces16.engine.bf16_reduce_fp32 = false;
-  reduces16.engine.fp32_storage = false;
+  reduces16.engine.executor = false;
   const sim::ModelCostSource bf16(m, p, c, reduces16);
   CHECK(bf16.grad_bytes_per_param() == 2);
   CHECK(bf16.param_bytes_per_param() == 2);

@@ -62,8 +62,8 @@ EngineProfile engine_profile_from_json(const nlohmann::json& doc, const std::str
         "fp32_per_microbatch";
     g.finish();
   }
-  // Added with the executor's fp32 storage: absent means the training precision's.
-  e.fp32_storage = r.optional_choice("storage", {"fp32", "training"}, "training") == "fp32";
+  // Added with ztune's executor as an engine: absent means another engine.
+  e.executor = r.optional_boolean("executor").value_or(false);
   e.zero3_gather = r.choice("zero3_gather", {"bucket", "module"}) == "module" ? GatherUnit::module : GatherUnit::bucket;
   // Added with DeepSpeed's recomputation gathers: absent means held.
   e.zero3_recompute_regathers = r.optional_choice("zero3_recompute", {"regather", "held"}, "held") == "regather";
@@ -96,7 +96,7 @@ nlohmann::json engine_profile_to_json(const EngineProfile& e) {
         {"bf16_pipeline_accumulation", e.bf16_pipeline_fp32_accumulation ? "fp32_per_microbatch" : "none"}}},
       {"zero3_gather", e.zero3_gather == GatherUnit::module ? "module" : "bucket"},
       {"zero3_recompute", e.zero3_recompute_regathers ? "regather" : "held"},
-      {"storage", e.fp32_storage ? "fp32" : "training"},
+      {"executor", e.executor},
   };
 }
 

@@ -129,8 +129,8 @@ struct OptimizerDtypes {
 
 /// Whether stage memory is ztune's executor's own allocations (its tensors,
 /// stored in the plan's precision, its Adam states in the plan's state
-/// dtypes, and its kernels' fp32 arithmetic): on CPU ranks, and for the engine that prices fp32
-/// kernels (EngineProfile::fp32_storage: the ztune engine on GPUs).
+/// dtypes, its kernels' fp32 staging where it has any): on CPU ranks, and on
+/// GPUs for the engine that is the executor (EngineProfile::executor).
 [[nodiscard]] bool executor_layout(const Cluster& c, const HardwareProfile& hw);
 /// What one layer keeps for backward under recomputation `r`, as the plan's
 /// engine stores it: layer_activation_bytes, or the executor's tensors under

@@ -24,20 +24,11 @@ namespace ztune {
 /// executor (16-bit storage with fp32 masters, issue 24). Gradient reductions
 /// have their own rule (gradient_reduce_bytes).
 [[nodiscard]] Precision storage_precision(const Plan& p);
-/// The dtype the engine's memory-bound kernels and unfused attention compute
-/// in: the stored one, or fp32 for an engine whose kernels compute on fp32
-/// arrays (EngineProfile::fp32_storage: ztune's executor).
-[[nodiscard]] Precision kernel_precision(const Plan& p, const EngineProfile& e);
-/// HBM bytes per element a memory-bound kernel moves for each tensor it reads
-/// or writes: the stored type's size, or, for ztune's executor on 16-bit
-/// storage, the staging around its fp32 kernel (Backend's StagedIn/StagedOut):
-/// a read of 2 and a write of 4 to convert, the kernel's 4, and a read of 4 and
-/// a write of 2 to round an output back: 10 bytes an element touch where a
-/// 16-bit kernel moves 2 (an fp32 plan: 4, no staging).
-[[nodiscard]] double kernel_bytes(const Plan& p, const EngineProfile& e);
-/// The attention core's dtype: kernel_precision for the unfused standard kernel;
-/// the plan's for a fused one (ztune's executor runs its flash attention on the
-/// 16-bit values: cuDNN's fused attention or the flash kernels' 16-bit instances).
+/// The attention core's dtype: the stored one, on every engine and in ztune's
+/// executor (its GEMMs, cuDNN's fused attention and its kernels' 16-bit
+/// instances run on the stored values), but for the executor's
+/// context-parallel ring and Ulysses all-to-all, which attend on fp32 copies
+/// (executor/gpt_stage.cpp GptStage::attend).
 [[nodiscard]] Precision attention_precision(const Plan& p, const EngineProfile& e);
 
 // ---------------------------------------------------------------- kernels

@@ -35,9 +35,10 @@ inline constexpr double kZeroppWeightBytes = 1.0 + 4.0 / 2048.0;
 inline constexpr double kZeroppGradBytes = 0.5 + 4.0 / 2048.0;
 
 /// What qwZ's weight gathers and qgZ's gradient reduction put on the wire per
-/// element: kZeroppWeightBytes and kZeroppGradBytes, or 4 for an engine storing
-/// fp32 (EngineProfile::fp32_storage): ztune's executor reproduces ZeRO++'s
-/// numerics by quantizing and dequantizing in place and then moves floats
+/// element: kZeroppWeightBytes and kZeroppGradBytes, or the stored type's
+/// (the gradients' reduction type's) for ztune's executor
+/// (EngineProfile::executor), which reproduces ZeRO++'s numerics by
+/// quantizing and dequantizing in place and then moves the stored values
 /// (executor/src/param_store.cpp start_gather, executor/zeropp_reduce.hpp).
 [[nodiscard]] double zeropp_weight_wire_bytes(const Plan& p, const EngineProfile& e);
 [[nodiscard]] double zeropp_grad_wire_bytes(const Plan& p, const EngineProfile& e);

@@ -89,17 +89,17 @@ struct EngineProfile {
   bool fp16_reduce_fp32 = false;
   bool bf16_pipeline_fp32_accumulation = false;
 
-  // Whether the engine's memory-bound kernels compute on fp32 arrays whatever
-  // the plan's precision (profile key "storage": "fp32"; "training" when
-  // absent): ztune's executor. It stores parameters, gradients and activations
-  // in the plan's precision with fp32 masters (issue 24) and its communicators
-  // move them so; its GEMMs and flash attention run on the 16-bit values, but
-  // every other kernel of its Backend converts each 16-bit operand into fp32
-  // workspace and rounds the result back, and its standard attention is fp32.
-  // Priced as it runs: the staged traffic (model/op_costs kernel_bytes), the
-  // standard attention at the fp32 peak (attention_precision), and the
-  // executor's own allocations (model/memory_model executor_lines).
-  bool fp32_storage = false;
+  // Whether the engine is ztune's own executor (profile key "executor": true;
+  // false when absent). It stores parameters, gradients and activations in
+  // the plan's precision with the plan's optimizer-state dtypes (issue 24),
+  // runs every GEMM and kernel on the stored values (CudaBackend's native
+  // hooks), and is priced by what it allocates and moves rather than by an
+  // engine's accounting: its own memory lines (model/memory_model
+  // executor_layout), an fp32 plan's optimizer step writing no 16-bit copy,
+  // ZeRO++ quantizing in place and gathering the stored values
+  // (model/zeropp), and context-parallel and Ulysses attention on fp32
+  // copies (its host-side ring and all-to-all; attention_precision).
+  bool executor = false;
 
   GatherUnit zero3_gather = GatherUnit::bucket;
   // Whether ZeRO-3 gathers a fully recomputed block again for its
