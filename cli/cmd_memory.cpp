@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "plan_flags.hpp"
 #include "ztune/vocab/catalog.hpp"
 #include "ztune/vocab/cluster.hpp"
 #include "ztune/vocab/input_error.hpp"
@@ -31,6 +32,8 @@ struct MemoryFlags {
   int nodes = 0;
   int seq = 0;
   std::string precision = "all";
+  std::string master_dtype = "fp32", moments_dtype = "fp32";
+  bool param_remainders = false;
   bool json = false;
 };
 
@@ -162,6 +165,11 @@ nlohmann::json grid_json(const MemoryGrid& g, const Transformer& m, const Cluste
                         {"excluded", {"activations", "workspace", "logits", "runtime", "fragmentation"}},
                         {"deepspeed_estimators", "estimate_zero2/3_model_states_mem_needs, DeepSpeed v0.19.8, "
                                                  "additional_buffer_factor 1.5"},
+                        {"optimizer_states",
+                         {{"master_dtype", to_string(g.states.master)},
+                          {"moments_dtype", to_string(g.states.moments)},
+                          {"param_remainders", g.states.remainders},
+                          {"bytes_per_param", adam_state_bytes(g.states)}}},
                         {"rows", rows}};
   if (g.capacities) {
     out["cluster"] = c.name;
@@ -230,8 +238,16 @@ void print_grid(const MemoryGrid& g, const Transformer& m, const Cluster& c) {
   std::printf("\nModel states only: parameters, gradients, optimizer states, communication buckets and ZeRO-3's\n"
               "gathered parameters. Activations, workspace, logits, the CUDA context and fragmentation are not\n"
               "counted (nor by DeepSpeed's estimators): `ztune predict` gives a whole plan's memory.\n");
-  std::printf("ztune: 16-bit parameters and gradients and 12 bytes of fp32 optimizer state a parameter (ZeRO paper);\n"
-              "offloaded optimizer states take 16 bytes a parameter on the host (with the fp32 gradients).\n");
+  if (g.states.fp32()) {
+    std::printf("ztune: 16-bit parameters and gradients and 12 bytes of fp32 optimizer state a parameter (ZeRO paper);\n"
+                "offloaded optimizer states take 16 bytes a parameter on the host (with the fp32 gradients).\n");
+  } else {
+    std::printf("ztune: 16-bit parameters and gradients and %g bytes of optimizer state a parameter\n"
+                "(%s; fp32 states: 12). fp32 rows: the parameters are\n"
+                "the masters, the moments as stated. Offload keeps fp32 states: its rows are left out.\n",
+                adam_state_bytes(g.states),
+                adam_states_text(g.states.master, g.states.moments, g.states.remainders).c_str());
+  }
   std::printf("DeepSpeed: estimate_zero2/3_model_states_mem_needs (v0.19.8): fp32 gradient partitions too (18 bytes a\n"
               "parameter), 4 bytes × the largest layer under ZeRO-3, host figures × 1.5 and with zero.Init (--json\n"
               "has them without it); without offload its host figure is what loading the model takes, and stage 2's\n"
@@ -263,12 +279,23 @@ Command add_memory(CLI::App& root) {
   app->add_option("--precision", f->precision, "bf16, fp16, fp32, or all (mixed precision and fp32)")
       ->capture_default_str()
       ->check(CLI::IsMember({"all", "bf16", "fp16", "fp32"}));
+  add_optimizer_dtypes(*app, f->master_dtype, f->moments_dtype, f->param_remainders);
   app->add_flag("--json", f->json, "Print the grid as JSON");
   return {app, [f]() {
             const Transformer m = load_transformer(f->model, f->seq);
             const bool have_cluster = !f->cluster.empty();
             const Cluster c = grid_cluster(*f);
-            const MemoryGrid g = memory_grid(m, c, grid_precisions(*f, c, have_cluster), have_cluster);
+            const OptimizerDtypes states{*precision_of(f->master_dtype), *precision_of(f->moments_dtype),
+                                         f->param_remainders};
+            if (f->precision == "fp32" && states.master != Precision::fp32)
+              throw InputError("--master-dtype: " + f->master_dtype + " with --precision fp32: fp32 training's "
+                               "master weights are its parameters; expected fp32 (or a 16-bit --precision)");
+            const MemoryGrid g = memory_grid(m, c, grid_precisions(*f, c, have_cluster), have_cluster, states);
+            if (g.rows.empty() && !states.fp32())
+              throw InputError("--master-dtype/--moments-dtype/--param-remainders: " +
+                               adam_states_text(states.master, states.moments, states.remainders) +
+                               ": no plan of precision " + f->precision + " takes those states (remainders need "
+                               "bf16 and an fp32 master; fp32 training's master is fp32)");
             if (g.rows.empty())
               throw InputError("--precision: " + f->precision + ": no plan of " + m.name + " on " + c.name +
                                " takes it (" + (have_cluster ? c.node.gpu.name : std::string("these GPUs")) + ")");

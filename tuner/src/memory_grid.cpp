@@ -22,6 +22,10 @@ std::vector<Offloads> offloads_for(int stage) {
 }
 
 void add_deepspeed(MemoryGridRow& row, const MemoryGrid& g) {
+  if (!g.states.fp32()) {
+    row.no_deepspeed_why = "DeepSpeed's estimators count fp32 optimizer states";
+    return;
+  }
   if (row.precision == Precision::fp32) {
     row.no_deepspeed_why = "DeepSpeed's estimators assume 16-bit mixed precision";
     return;
@@ -55,9 +59,10 @@ double model_state_gpu_bytes(const MemoryPrediction& mp) {
 }
 
 MemoryGrid memory_grid(const Transformer& m, const Cluster& c, const std::vector<Precision>& precisions,
-                       bool cluster_rules) {
+                       bool cluster_rules, const OptimizerDtypes& states) {
   MemoryGrid g;
   g.params = m.total_params();
+  g.states = states;
   g.largest = deepspeed_largest_module(m);
   g.nodes = c.nodes;
   g.gpus_per_node = c.node.gpus;
@@ -76,6 +81,10 @@ MemoryGrid memory_grid(const Transformer& m, const Cluster& c, const std::vector
         p.offload_optimizer = o.optimizer;
         p.offload_params = o.params;
         p.precision = prec;
+        // fp32 training's master is its parameters (the plan rules hold it to fp32).
+        p.master_dtype = prec == Precision::fp32 ? Precision::fp32 : states.master;
+        p.moments_dtype = states.moments;
+        p.param_remainders = states.remainders;
         if (cluster_rules ? check_plan(p, m, c).has_value() : check_plan_shape(p, m).has_value()) continue;
         MemoryGridRow row;
         row.zero_stage = stage;

@@ -12,6 +12,7 @@
 
 #include "ztune/vocab/cluster.hpp"
 #include "ztune/model/deepspeed_estimate.hpp"
+#include "ztune/model/memory_model.hpp"
 #include "ztune/vocab/plan.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/vocab/transformer.hpp"
@@ -37,6 +38,9 @@ struct MemoryGridRow {
 
 struct MemoryGrid {
   double params = 0;     // Ψ
+  /// The optimizer's state dtypes of every 16-bit row (an fp32 row's master is
+  /// its parameters; its moments are these).
+  OptimizerDtypes states;
   LargestModule largest;  // DeepSpeed's largest layer
   int gpus = 0, nodes = 0, gpus_per_node = 0;
   bool capacities = false;  // the cluster's capacities are real (a --cluster was given)
@@ -53,7 +57,11 @@ struct MemoryGrid {
 /// parameters there too. `cluster_rules`: apply check_plan's cluster rules (NVMe
 /// present, the precision supported); false for a cluster standing in for
 /// "N GPUs" without capacities, where only the plan-shape rules apply.
+/// `states`: the optimizer's state dtypes (Plan::master_dtype, moments_dtype,
+/// param_remainders; fp32 by default); rows the plan rules refuse them in (the
+/// offloaded ones, remainders outside bf16, a 16-bit master of fp32 training)
+/// are left out, and DeepSpeed's estimators, which count fp32 states, say so.
 [[nodiscard]] MemoryGrid memory_grid(const Transformer& m, const Cluster& c, const std::vector<Precision>& precisions,
-                                     bool cluster_rules);
+                                     bool cluster_rules, const OptimizerDtypes& states = {});
 
 }  // namespace ztune
