@@ -1,5 +1,7 @@
 #include "input_panel.hpp"
 
+#include <algorithm>
+
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
@@ -87,6 +89,22 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
       "Attention kernel to search: any (standard, plus FlashAttention where the engine's kernel is priced), "
       "standard (s×s scores stored), flash, cudnn (cuDNN's fused attention) or eager (standard's memory, the "
       "softmax chain as separate kernels: Megatron --no-masked-softmax-fusion)"));
+  precision_ = new QComboBox;
+  precision_->addItems({QStringLiteral("any"), QStringLiteral("bf16"), QStringLiteral("fp16"), QStringLiteral("fp32")});
+  precision_->setToolTip(QStringLiteral(
+      "Training precision to search (--precision): any (every 16-bit type the GPU has), or one pinned"));
+  optimizer_ = new QComboBox;
+  for (const OptimizerChoice& c : kOptimizerChoices)
+    optimizer_->addItem(QString::fromUtf8(c.label), QString::fromUtf8(c.key));
+  // Its longest recipe would widen the whole form: the field shows what fits, the list all of it.
+  optimizer_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  optimizer_->setMinimumContentsLength(14);
+  optimizer_->setToolTip(QStringLiteral(
+      "The dtypes Adam keeps its states in, in every plan (--master-dtype, --moments-dtype, --param-remainders): "
+      "fp32 (ZeRO's 12 bytes a parameter); bf16 moments with fp32 masters (Megatron-Core "
+      "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16), those masters kept as the "
+      "16 bits their bf16 parameters lack (its default), or bf16 masters and moments (NeMo's optim.dtype bf16). "
+      "16-bit states are Megatron-Core's and NeMo's, never offloaded"));
   headroom_ = new QDoubleSpinBox;
   headroom_->setRange(0, 50);
   headroom_->setDecimals(1);
@@ -116,6 +134,8 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   add_row(form, QStringLiteral("&Token budget"), tokens_, InputField::tokens);
   add_row(form, QStringLiteral("&Engine"), engine_, InputField::engine);
   add_row(form, QStringLiteral("&Attention"), attention_, InputField::attention);
+  add_row(form, QStringLiteral("P&recision"), precision_, InputField::precision);
+  add_row(form, QStringLiteral("Optimi&zer states"), optimizer_, InputField::optimizer);
   add_row(form, QStringLiteral("Memory &headroom"), headroom_, InputField::memory_headroom);
   max_cp_ = new QSpinBox;
   max_cp_->setRange(0, 64);
@@ -167,6 +187,8 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   connect(seq_, &QSpinBox::valueChanged, this, later);
   connect(engine_, &QComboBox::currentTextChanged, this, later);
   connect(attention_, &QComboBox::currentTextChanged, this, later);
+  connect(precision_, &QComboBox::currentTextChanged, this, later);
+  connect(optimizer_, &QComboBox::currentIndexChanged, this, later);
   connect(max_cp_, &QSpinBox::valueChanged, this, later);
   connect(headroom_, &QDoubleSpinBox::valueChanged, this, later);
 }
@@ -199,6 +221,8 @@ SearchInputs InputPanel::inputs() const {
   in.tokens = tokens_->value() * 1e9;
   in.engine = engine_->currentText();
   in.attention = attention_->currentText();
+  in.precision = precision_->currentText();
+  in.optimizer = optimizer_->currentData().toString();
   in.memory_headroom_pct = headroom_->value();
   in.max_cp = max_cp_->value();
   in.objective = objective_->currentText();
@@ -215,6 +239,9 @@ void InputPanel::set_inputs(const SearchInputs& in) {
   tokens_->setValue(in.tokens / 1e9);
   engine_->setCurrentText(in.engine);
   attention_->setCurrentText(in.attention);
+  precision_->setCurrentText(in.precision);
+  // An unknown key (a setting from another version) shows fp32 and leaves the issue to resolve_inputs.
+  optimizer_->setCurrentIndex(std::max(0, optimizer_->findData(in.optimizer)));
   headroom_->setValue(in.memory_headroom_pct);
   max_cp_->setValue(in.max_cp);
   objective_->setCurrentText(in.objective);

@@ -53,6 +53,8 @@ class InputPanel : public QWidget {
   QDoubleSpinBox* tokens_ = nullptr;
   QComboBox* engine_ = nullptr;
   QComboBox* attention_ = nullptr;
+  QComboBox* precision_ = nullptr;
+  QComboBox* optimizer_ = nullptr;  // kOptimizerChoices: label shown, key as item data
   QDoubleSpinBox* headroom_ = nullptr;
   QSpinBox* max_cp_ = nullptr;
   QComboBox* objective_ = nullptr;

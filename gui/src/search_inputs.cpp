@@ -30,6 +30,8 @@ InputField field_of_message(const QString& message) {
       {"--engine", InputField::engine},     {"--objective", InputField::objective},
       {"--attention", InputField::attention}, {"--memory-headroom", InputField::memory_headroom},
       {"--max-cp", InputField::max_cp}, {"--cp", InputField::max_cp},
+      {"--precision", InputField::precision}, {"--master-dtype", InputField::optimizer},
+      {"--moments-dtype", InputField::optimizer}, {"--param-remainders", InputField::optimizer},
   };
   for (const auto& f : kFlags)
     if (message.startsWith(QLatin1String(f.prefix))) return f.field;
@@ -78,6 +80,20 @@ InputResolution resolve_inputs(const SearchInputs& in) {
       issue(InputField::attention,
             QStringLiteral("--attention: expected any, standard, flash, cudnn or eager, got \"%1\"").arg(in.attention));
   }
+  std::optional<Precision> precision;
+  if (in.precision != QLatin1String("any")) {
+    precision = precision_of(in.precision.toStdString());
+    if (!precision)
+      issue(InputField::precision,
+            QStringLiteral("--precision: expected any, bf16, fp16 or fp32, got \"%1\"").arg(in.precision));
+  }
+  const OptimizerChoice* states = nullptr;
+  for (const OptimizerChoice& c : kOptimizerChoices)
+    if (in.optimizer == QLatin1String(c.key)) states = &c;
+  if (states == nullptr)
+    issue(InputField::optimizer,
+          QStringLiteral("--master-dtype/--moments-dtype: expected one of fp32, bf16-moments, remainders or bf16, "
+                         "got \"%1\"").arg(in.optimizer));
   auto objective = objective_from_string(in.objective.toStdString());
   if (!objective)
     issue(InputField::objective,
@@ -105,6 +121,12 @@ InputResolution resolve_inputs(const SearchInputs& in) {
     }
   }
   o.space.attention = attention;
+  o.space.precision = precision;
+  if (states != nullptr) {
+    o.space.master_dtype = states->master;
+    o.space.moments_dtype = states->moments;
+    o.space.param_remainders = states->remainders;
+  }
   o.memory.gpu_headroom = in.memory_headroom_pct / 100.0;
   o.space.max_cp = std::max(0, in.max_cp);
   if (objective) o.objective = *objective;
@@ -112,7 +134,8 @@ InputResolution resolve_inputs(const SearchInputs& in) {
   o.gpu_hour_price = in.gpu_hour_price;
   o.top = kPlannerPlansKept;  // every plan that fits, for the table to sort and filter
 
-  // The space's own checks (GPU count, batch, precision), as the search would make them.
+  // The space's own checks (GPU count, batch, precision, the optimizer states
+  // against the precision and the engine), as the search would make them.
   if (have_cluster && have_model && res.issues.empty()) {
     try {
       const SearchSpace space(r.model, r.cluster, o.space);

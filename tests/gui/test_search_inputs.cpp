@@ -130,7 +130,8 @@ TEST_CASE("the attention input pins the kernel, flash on V100s is marked on its 
   REQUIRE(i != nullptr);
   CHECK(i->message.contains("Ampere"));
   in.attention = "xformers";
-  const InputIssue* bad = issue_for(resolve_inputs(in), InputField::attention);
+  const InputResolution rejected = resolve_inputs(in);  // the issue lives in it
+  const InputIssue* bad = issue_for(rejected, InputField::attention);
   REQUIRE(bad != nullptr);
   CHECK(bad->message.contains("any, standard, flash, cudnn or eager"));
   in.cluster = "dgx-h100";
@@ -148,7 +149,8 @@ TEST_CASE("the memory headroom input reaches the search, out of range is marked 
   REQUIRE(ok.ok());
   CHECK(ok.inputs->options.memory.gpu_headroom == Approx(0.10));
   in.memory_headroom_pct = 75;
-  const InputIssue* bad = issue_for(resolve_inputs(in), InputField::memory_headroom);
+  const InputResolution rejected = resolve_inputs(in);  // the issue lives in it
+  const InputIssue* bad = issue_for(rejected, InputField::memory_headroom);
   REQUIRE(bad != nullptr);
   CHECK(bad->message.startsWith("--memory-headroom"));
   CHECK(field_of_message(bad->message) == InputField::memory_headroom);
@@ -164,8 +166,58 @@ TEST_CASE("the max context-parallel input reaches the search, a negative one is 
   REQUIRE(ok.ok());
   CHECK(ok.inputs->options.space.max_cp == 4);
   in.max_cp = -1;
-  const InputIssue* bad = issue_for(resolve_inputs(in), InputField::max_cp);
+  const InputResolution rejected = resolve_inputs(in);  // the issue lives in it
+  const InputIssue* bad = issue_for(rejected, InputField::max_cp);
   REQUIRE(bad != nullptr);
   CHECK(bad->message.startsWith("--max-cp"));
   CHECK(field_of_message(bad->message) == InputField::max_cp);
+}
+
+TEST_CASE("the precision and optimizer-state inputs reach the search, refusals are marked on their fields",
+          "[gui][inputs][precision]") {
+  SearchInputs in;
+  in.cluster = "dgx-h100";
+  in.model = "llama-7b";
+  in.engine = "megatron";
+  in.precision = "bf16";
+  in.optimizer = "remainders";
+  const InputResolution ok = resolve_inputs(in);
+  REQUIRE(ok.ok());
+  const auto& space = ok.inputs->options.space;
+  REQUIRE(space.precision.has_value());
+  CHECK(*space.precision == ztune::Precision::bf16);
+  CHECK(space.master_dtype == ztune::Precision::fp32);
+  CHECK(space.moments_dtype == ztune::Precision::bf16);
+  CHECK(space.param_remainders);
+  // The default: every 16-bit precision the GPU has, ZeRO's fp32 states.
+  const InputResolution plain = resolve_inputs(SearchInputs{});
+  CHECK_FALSE(plain.inputs->options.space.precision.has_value());
+  CHECK(plain.inputs->options.space.master_dtype == ztune::Precision::fp32);
+  CHECK_FALSE(plain.inputs->options.space.param_remainders);
+  // Remainders complete an fp32 master from a bf16 parameter: not with fp16.
+  in.precision = "fp16";
+  const InputResolution r16 = resolve_inputs(in);  // the issues live in it
+  const InputIssue* fp16 = issue_for(r16, InputField::optimizer);
+  REQUIRE(fp16 != nullptr);
+  CHECK(fp16->message.startsWith("--param-remainders"));
+  // DeepSpeed keeps fp32 states: the search says so on the optimizer field.
+  in.precision = "bf16";
+  in.optimizer = "bf16";
+  in.engine = "deepspeed";
+  const InputResolution rds = resolve_inputs(in);
+  const InputIssue* ds = issue_for(rds, InputField::optimizer);
+  REQUIRE(ds != nullptr);
+  CHECK(ds->message.startsWith("--master-dtype"));
+  // bf16 on V100s (no bf16 tensor cores) is marked on the precision field.
+  in = {};
+  in.precision = "bf16";
+  const InputResolution rv = resolve_inputs(in);
+  const InputIssue* v100 = issue_for(rv, InputField::precision);
+  REQUIRE(v100 != nullptr);
+  CHECK(v100->message.startsWith("--precision"));
+  in.precision = "fp64";
+  REQUIRE(issue_for(resolve_inputs(in), InputField::precision) != nullptr);
+  in = {};
+  in.optimizer = "int8";
+  REQUIRE(issue_for(resolve_inputs(in), InputField::optimizer) != nullptr);
 }

@@ -22,13 +22,29 @@
 namespace ztune::gui {
 
 enum class InputField : std::uint8_t {
-  cluster, model, profile, gpus, global_batch, seq, tokens, engine, attention, memory_headroom, max_cp, objective,
-  other
+  cluster, model, profile, gpus, global_batch, seq, tokens, engine, attention, precision, optimizer, memory_headroom,
+  max_cp, objective, other
 };
 
 struct InputIssue {
   InputField field = InputField::other;
   QString message;  // the library's InputError text, as `ztune` prints it after "ztune: error: "
+};
+
+/// The optimizer-state recipes the form offers, each a setting of the plans'
+/// master_dtype, moments_dtype and param_remainders (`ztune search
+/// --master-dtype/--moments-dtype/--param-remainders` takes any other).
+struct OptimizerChoice {
+  const char* key;    // SearchInputs::optimizer, the saved setting
+  const char* label;  // what the form shows
+  Precision master, moments;
+  bool remainders;
+};
+inline constexpr OptimizerChoice kOptimizerChoices[] = {
+    {"fp32", "fp32", Precision::fp32, Precision::fp32, false},                                   // ZeRO's 12 B
+    {"bf16-moments", "bf16 moments", Precision::fp32, Precision::bf16, false},                   // 8 B
+    {"remainders", "bf16 moments, remainders", Precision::fp32, Precision::bf16, true},          // 6 B
+    {"bf16", "all bf16", Precision::bf16, Precision::bf16, false},                               // 6 B (NeMo)
 };
 
 struct SearchInputs {
@@ -41,6 +57,9 @@ struct SearchInputs {
   double tokens = 0;                            // 0 = the model file's token budget
   QString engine = QStringLiteral("ztune");     // ztune | deepspeed | megatron
   QString attention = QStringLiteral("any");    // any | standard | flash (--attention)
+  QString precision = QStringLiteral("any");    // any | bf16 | fp16 | fp32 (--precision)
+  QString optimizer = QStringLiteral("fp32");   // a key of kOptimizerChoices (--master-dtype, --moments-dtype,
+                                                // --param-remainders)
   double memory_headroom_pct = 0;               // % of each GPU's memory kept free (--memory-headroom)
   int max_cp = 0;                               // largest context-parallel degree (--max-cp); 0 = the search's
                                                 // default (up to 8 from 8k tokens), 1 = none
