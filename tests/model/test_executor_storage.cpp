@@ -180,4 +180,16 @@ TEST_CASE("a GPU rank's workspace holds only the fp32 copies CudaBackend's 16-bi
   CHECK(predict_memory(m, p, c, hw).line(MemLine::workspace) - fp32 == Approx(4.0 * m.vocab * m.hidden));
   p.grad_reduce_dtype = Precision::fp32;  // the table's gradient is fp32: summed in place
   CHECK(predict_memory(m, p, c, hw).line(MemLine::workspace) == Approx(fp32));
+  // Selective recomputation with the standard kernel: the backward recomputes
+  // the probabilities (a·b·s²) and the attention's output (b·s·h) into
+  // workspace, and the CUDA kernel's scratch holds 7·b·s·h + a·b·s² more, all
+  // in the stored type: 2 bytes each in bf16, 4 in fp32.
+  p.attention = AttentionKernel::standard;
+  p.recompute = Recompute::selective;
+  const double b = 8.0, s = m.seq_len, h = m.hidden, a = m.heads;
+  const double elems = (a * b * s * s + b * s * h) + (7.0 * b * s * h + a * b * s * s);
+  CHECK(predict_memory(m, p, c, hw).line(MemLine::workspace) - fp32 == Approx(2.0 * elems));
+  p.precision = Precision::fp32;
+  p.grad_reduce_dtype.reset();
+  CHECK(predict_memory(m, p, c, hw).line(MemLine::workspace) - fp32 == Approx(4.0 * elems));
 }
