@@ -211,6 +211,7 @@ bool Backend::scale_native(TensorRef, float, long) { return false; }
 bool Backend::add_bias_native(TensorRef, ConstTensorRef, int, int) { return false; }
 bool Backend::bias_backward_native(TensorRef, ConstTensorRef, int, int) { return false; }
 bool Backend::sum_squares_native(double*, ConstTensorRef, long) { return false; }
+bool Backend::quantize_dequantize_native(TensorRef, long, int, long) { return false; }
 
 void Backend::gemm(const kernels::GemmShape& s, float alpha, ConstTensorRef a, ConstTensorRef b, float beta,
                    TensorRef c) {
@@ -508,6 +509,7 @@ void Backend::add_bias(TensorRef x, ConstTensorRef bias, int n, int c) {
 }
 void Backend::quantize_dequantize(TensorRef x, long n, int bits, long group) {
   ZT_TIMED(OpKind::memory_bound);
+  ZT_NATIVE(quantize_dequantize_native(x, n, bits, group), x);
   ZT_ACC(X, x, sz(n));
   quantize_dequantize_impl(X, n, bits, group);
   X.commit();

@@ -333,3 +333,21 @@ TEMPLATE_TEST_CASE("CUDA backend's fused AdamW keeps 16-bit states at their own 
     CHECK(r.gpu_staged == 0);
   }
 }
+
+TEMPLATE_TEST_CASE("CUDA backend's ZeRO++ quantize-dequantize works on a 16-bit bucket in place",
+                   "[gpu][backend][native][zeropp]", __nv_bfloat16, __half) {
+  // int8 weights (qwZ) and int4 gradients (qgZ) in groups of 2048 with a ragged
+  // last group: the GPU reads the stored values, scales and rounds in fp32 and
+  // stores the result rounded, as the CPU's staged fp32 kernel does.
+  const StorageDtype d = storage_of<TestType>();
+  const float ulp = ztune::test::eps_of<TestType>();
+  const long n = 3 * 2048 + 500;
+  for (const int bits : {8, 4}) {
+    INFO("bits " << bits);
+    const Results r = run_both(d, {"x"}, [&](Backend& be, Tensors& t) {
+      be.quantize_dequantize(t.in("x", uniform(static_cast<std::size_t>(n), 121 + bits, -3.0f, 3.0f)), n, bits, 2048);
+    });
+    check(r, ulp, 1, 0.0f);
+    CHECK(r.gpu_staged == 0);
+  }
+}

@@ -24,6 +24,7 @@
 #include "ztune/kernels/cuda/gemm.hpp"
 #include "ztune/kernels/cuda/kv_repeat.hpp"
 #include "ztune/kernels/cuda/layernorm.hpp"
+#include "ztune/kernels/cuda/quantize.hpp"
 #include "ztune/kernels/cuda/rope.hpp"
 #include "ztune/kernels/cuda/sparse_attention.hpp"
 #include "ztune/kernels/cuda/swiglu.hpp"
@@ -422,6 +423,18 @@ bool CudaBackend::sum_squares_native(double* result, ConstTensorRef x, long n) {
     ZT_CUDA_CHECK(cudaStreamSynchronize(compute_));
   });
   *result = *host_double_;
+  return true;
+}
+
+// ZeRO++'s qwZ/qgZ numerics on a 16-bit bucket in place (the group's scale
+// from the widened values, as the staged path computes it).
+bool CudaBackend::quantize_dequantize_native(TensorRef x, long n, int bits, long group) {
+  const StorageDtype d = common_half({x});
+  if (d == StorageDtype::fp32) return false;
+  with_half_type(d, [&](auto tag) {
+    using H = decltype(tag);
+    kc::quantize_dequantize<H>(as<H>(x), n, bits, group, compute_);
+  });
   return true;
 }
 

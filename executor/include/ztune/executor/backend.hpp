@@ -219,7 +219,7 @@ class Backend {
   // default, and every backend's answer for operand types it has no kernel
   // for). CUDA runs its GEMMs on 16-bit tensor cores straight from storage,
   // the plan's flash attention through cuDNN's fused attention, and every
-  // other kernel but ZeRO++'s quantizer through its bf16/fp16 instance.
+  // other kernel through its bf16/fp16 instance.
   virtual bool gemm_native(const kernels::GemmShape& s, float alpha, ConstTensorRef a, ConstTensorRef b, float beta,
                            TensorRef c);
   virtual bool matmul_forward_native(TensorRef out, ConstTensorRef inp, ConstTensorRef w, ConstTensorRef bias, int n,
@@ -273,6 +273,7 @@ class Backend {
   virtual bool bias_backward_native(TensorRef dbias, ConstTensorRef dout, int n, int c);
   /// Σx² of a 16-bit tensor into *result.
   virtual bool sum_squares_native(double* result, ConstTensorRef x, long n);
+  virtual bool quantize_dequantize_native(TensorRef x, long n, int bits, long group);
 
   virtual void gemm_impl(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta,
                          float* c) = 0;

@@ -9,8 +9,8 @@
 // Storage is fp32 or 16-bit (TensorRef). 16-bit operands run on the stored
 // values (the *_native hooks, cuda_backend_native.cpp): the GEMMs on 16-bit
 // tensor cores, the plan's flash attention through cuDNN, every other kernel
-// through its bf16/fp16 instance. Operands of mixed types (and ZeRO++'s
-// quantizer, fp32 only) take the *_impl fp32 kernels, the Backend base class
+// through its bf16/fp16 instance. Operands of mixed types take the *_impl
+// fp32 kernels, the Backend base class
 // converting them through fp32 workspace with the cast kernels (convert_impl).
 // GEMM precision for fp32 storage is a choice: fp32 (exact, for equivalence
 // with the CPU backend), tf32, or bf16/fp16 tensor-core products with fp32
@@ -121,6 +121,7 @@ class CudaBackend final : public Backend {
   bool add_bias_native(TensorRef x, ConstTensorRef bias, int n, int c) override;
   bool bias_backward_native(TensorRef dbias, ConstTensorRef dout, int n, int c) override;
   bool sum_squares_native(double* result, ConstTensorRef x, long n) override;
+  bool quantize_dequantize_native(TensorRef x, long n, int bits, long group) override;
   void gemm_impl(const kernels::GemmShape& s, float alpha, const float* a, const float* b, float beta,
                  float* c) override;
   void matmul_forward_impl(float* out, const float* inp, const float* w, const float* bias, int n, int c,
