@@ -239,8 +239,9 @@ void print_grid(const MemoryGrid& g, const Transformer& m, const Cluster& c) {
               "gathered parameters. Activations, workspace, logits, the CUDA context and fragmentation are not\n"
               "counted (nor by DeepSpeed's estimators): `ztune predict` gives a whole plan's memory.\n");
   if (g.states.fp32()) {
-    std::printf("ztune: 16-bit parameters and gradients and 12 bytes of fp32 optimizer state a parameter (ZeRO paper);\n"
-                "offloaded optimizer states take 16 bytes a parameter on the host (with the fp32 gradients).\n");
+    std::printf("ztune: 16-bit parameters and gradients and 12 bytes of fp32 optimizer state a parameter "
+                "(ZeRO paper);\noffloaded optimizer states take 16 bytes a parameter on the host (with the fp32 "
+                "gradients).\n");
   } else {
     std::printf("ztune: 16-bit parameters and gradients and %g bytes of optimizer state a parameter\n"
                 "(%s; fp32 states: 12). fp32 rows: the parameters are\n"
