@@ -129,39 +129,25 @@ bool all_fp32(std::initializer_list<ConstTensorRef> refs) {
 }
 }  // namespace
 
-bool Backend::gemm_native(const kernels::GemmShape& /*s*/, float /*alpha*/, ConstTensorRef /*a*/,
-                          ConstTensorRef /*b*/, float /*beta*/, TensorRef /*c*/) {
+// The defaults: no native kernel, stage through fp32.
+bool Backend::gemm_native(const kernels::GemmShape&, float, ConstTensorRef, ConstTensorRef, float, TensorRef) {
   return false;
 }
-bool Backend::matmul_forward_native(TensorRef /*out*/, ConstTensorRef /*inp*/, ConstTensorRef /*w*/,
-                                    ConstTensorRef /*bias*/, int /*n*/, int /*c*/, int /*oc*/) {
+bool Backend::matmul_forward_native(TensorRef, ConstTensorRef, ConstTensorRef, ConstTensorRef, int, int, int) {
   return false;
 }
-bool Backend::matmul_backward_native(TensorRef /*dinp*/, TensorRef /*dw*/, TensorRef /*dbias*/,
-                                     ConstTensorRef /*dout*/, ConstTensorRef /*inp*/, ConstTensorRef /*w*/,
-                                     int /*n*/, int /*c*/, int /*oc*/) {
+bool Backend::matmul_backward_native(TensorRef, TensorRef, TensorRef, ConstTensorRef, ConstTensorRef, ConstTensorRef,
+                                     int, int, int) {
   return false;
 }
-
-bool Backend::attention_forward_native(TensorRef /*out*/, TensorRef /*att*/, ConstTensorRef /*qkv*/, int /*b*/,
-                                       int /*t*/, int /*c*/, int /*nh*/, bool /*flash*/, int /*window*/) {
+bool Backend::attention_forward_native(TensorRef, TensorRef, ConstTensorRef, int, int, int, int, bool, int) {
   return false;
 }
-bool Backend::attention_backward_native(TensorRef /*dqkv*/, ConstTensorRef /*dout*/, ConstTensorRef /*qkv*/,
-                                        ConstTensorRef /*out*/, ConstTensorRef /*att*/, int /*b*/, int /*t*/,
-                                        int /*c*/, int /*nh*/, bool /*flash*/, int /*window*/) {
+bool Backend::attention_backward_native(TensorRef, ConstTensorRef, ConstTensorRef, ConstTensorRef, ConstTensorRef, int,
+                                        int, int, int, bool, int) {
   return false;
 }
 
-#define ZT_TIMED(kind) ScopedOp timer_(ops_, kind)
-// Some operand is 16-bit and the backend ran the op on the stored values itself.
-#define ZT_NATIVE(call, ...) \
-  if (!all_fp32({__VA_ARGS__}) && (call)) return
-#define ZT_IN(name, ref, n) StagedIn name(*this, ref, n)
-#define ZT_OUT(name, ref, n) StagedOut name(*this, ref, n, false)
-#define ZT_ACC(name, ref, n) StagedOut name(*this, ref, n, true)
-
-// The memory-bound kernels' defaults: no native kernel, stage through fp32.
 bool Backend::embedding_forward_native(TensorRef, const std::int32_t*, ConstTensorRef, int, int, int, int) {
   return false;
 }
@@ -212,6 +198,14 @@ bool Backend::add_bias_native(TensorRef, ConstTensorRef, int, int) { return fals
 bool Backend::bias_backward_native(TensorRef, ConstTensorRef, int, int) { return false; }
 bool Backend::sum_squares_native(double*, ConstTensorRef, long) { return false; }
 bool Backend::quantize_dequantize_native(TensorRef, long, int, long) { return false; }
+
+#define ZT_TIMED(kind) ScopedOp timer_(ops_, kind)
+// Some operand is 16-bit and the backend ran the op on the stored values itself.
+#define ZT_NATIVE(call, ...) \
+  if (!all_fp32({__VA_ARGS__}) && (call)) return
+#define ZT_IN(name, ref, n) StagedIn name(*this, ref, n)
+#define ZT_OUT(name, ref, n) StagedOut name(*this, ref, n, false)
+#define ZT_ACC(name, ref, n) StagedOut name(*this, ref, n, true)
 
 void Backend::gemm(const kernels::GemmShape& s, float alpha, ConstTensorRef a, ConstTensorRef b, float beta,
                    TensorRef c) {

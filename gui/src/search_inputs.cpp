@@ -1,5 +1,7 @@
 #include "ztune/gui/search_inputs.hpp"
 
+#include <QStringList>
+
 #include <algorithm>
 #include <exception>
 
@@ -73,27 +75,28 @@ InputResolution resolve_inputs(const SearchInputs& in) {
   auto engine = engine_from_string(in.engine.toStdString());
   if (!engine)
     issue(InputField::engine, QStringLiteral("--engine: expected ztune, deepspeed, megatron or fsdp, got \"%1\"").arg(in.engine));
-  std::optional<AttentionKernel> attention;
-  if (in.attention != QLatin1String("any")) {
-    attention = attention_kernel_of(in.attention.toStdString());
-    if (!attention)
-      issue(InputField::attention,
-            QStringLiteral("--attention: expected any, standard, flash, cudnn or eager, got \"%1\"").arg(in.attention));
-  }
-  std::optional<Precision> precision;
-  if (in.precision != QLatin1String("any")) {
-    precision = precision_of(in.precision.toStdString());
-    if (!precision)
-      issue(InputField::precision,
-            QStringLiteral("--precision: expected any, bf16, fp16 or fp32, got \"%1\"").arg(in.precision));
-  }
+  // A pin the form offers as a choice or "any" (nothing pinned).
+  auto pinned = [&issue](const QString& value, auto parse, InputField field, const char* expected) {
+    decltype(parse(std::string())) v;
+    if (value == QLatin1String("any")) return v;
+    v = parse(value.toStdString());
+    if (!v) issue(field, QStringLiteral("%1, got \"%2\"").arg(QLatin1String(expected), value));
+    return v;
+  };
+  const std::optional<AttentionKernel> attention =
+      pinned(in.attention, attention_kernel_of, InputField::attention,
+             "--attention: expected any, standard, flash, cudnn or eager");
+  const std::optional<Precision> precision =
+      pinned(in.precision, precision_of, InputField::precision, "--precision: expected any, bf16, fp16 or fp32");
   const OptimizerChoice* states = nullptr;
-  for (const OptimizerChoice& c : kOptimizerChoices)
+  QStringList keys;
+  for (const OptimizerChoice& c : kOptimizerChoices) {
+    keys << QLatin1String(c.key);
     if (in.optimizer == QLatin1String(c.key)) states = &c;
+  }
   if (states == nullptr)
-    issue(InputField::optimizer,
-          QStringLiteral("--master-dtype/--moments-dtype: expected one of fp32, bf16-moments, remainders or bf16, "
-                         "got \"%1\"").arg(in.optimizer));
+    issue(InputField::optimizer, QStringLiteral("--master-dtype/--moments-dtype: expected one of %1, got \"%2\"")
+                                     .arg(keys.join(QStringLiteral(", ")), in.optimizer));
   auto objective = objective_from_string(in.objective.toStdString());
   if (!objective)
     issue(InputField::objective,

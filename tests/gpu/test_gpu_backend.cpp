@@ -10,16 +10,18 @@
 #include <cstdint>
 #include <map>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "../executor/backend_buffers.hpp"
+#include "backend_support.hpp"
 #include "gpu_support.hpp"
 #include "ztune/executor/cpu_backend.hpp"
 #include "ztune/executor/cuda/cuda_backend.hpp"
 #include "ztune/kernels/layernorm.hpp"
 
 using namespace ztune::executor;
+using ztune::executor::test::gemms_in;
+using ztune::executor::test::storage_of;
 using ztune::executor::test::download;
 using ztune::executor::test::upload;
 using ztune::test::mismatches;
@@ -165,14 +167,6 @@ TEST_CASE("CUDA backend loss-scale helper flags overflow and unscales", "[gpu][b
 // 16-bit values are exact in fp32 on both; the sums differ in order, and a
 // result near a rounding boundary may round to the neighbouring 16-bit value:
 // one unit in the last place (eps_of) relative, plus a small absolute floor.
-namespace {
-
-template <typename H>
-constexpr StorageDtype storage_of() {
-  return std::is_same_v<H, __half> ? StorageDtype::fp16 : StorageDtype::bf16;
-}
-
-}  // namespace
 
 TEMPLATE_TEST_CASE("CUDA backend's 16-bit GEMMs on stored values agree with the CPU's staged path", "[gpu][backend][mixed]",
                    __nv_bfloat16, __half) {
@@ -183,7 +177,7 @@ TEMPLATE_TEST_CASE("CUDA backend's 16-bit GEMMs on stored values agree with the 
   const auto x = uniform(n * c, 21), w = uniform(oc * c, 22, -0.2f, 0.2f), bias = uniform(oc, 23, -0.1f, 0.1f);
   const auto dout = uniform(n * oc, 24), dw0 = uniform(oc * c, 25, -0.01f, 0.01f), dx0 = uniform(n * c, 26, -0.01f, 0.01f);
   CpuBackend cpu(2);
-  cuda::CudaBackend gpu({0, d == StorageDtype::bf16 ? cuda::GemmPrecision::bf16 : cuda::GemmPrecision::fp16});
+  cuda::CudaBackend gpu(gemms_in(d));
   std::map<std::string, std::vector<float>> got, ref;
   for (Backend* be : {static_cast<Backend*>(&cpu), static_cast<Backend*>(&gpu)}) {
     auto& out = be == &cpu ? ref : got;
@@ -223,7 +217,7 @@ TEMPLATE_TEST_CASE("CUDA backend's 16-bit flash attention agrees with the CPU's 
   const auto dout = uniform(static_cast<std::size_t>(b) * t * c, 32);
   const std::size_t lse_n = Backend::attention_state_elems(b, t, nh, true);
   CpuBackend cpu(2);
-  cuda::CudaBackend gpu({0, d == StorageDtype::bf16 ? cuda::GemmPrecision::bf16 : cuda::GemmPrecision::fp16});
+  cuda::CudaBackend gpu(gemms_in(d));
   std::map<std::string, std::vector<float>> got, ref;
   for (Backend* be : {static_cast<Backend*>(&cpu), static_cast<Backend*>(&gpu)}) {
     auto& out = be == &cpu ? ref : got;

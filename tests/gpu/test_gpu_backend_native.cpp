@@ -18,15 +18,17 @@
 #include <functional>
 #include <map>
 #include <string>
-#include <type_traits>
 #include <vector>
 
+#include "backend_support.hpp"
 #include "gpu_support.hpp"
 #include "ztune/executor/cpu_backend.hpp"
 #include "ztune/executor/cuda/cuda_backend.hpp"
 #include "ztune/kernels/block_sparse_layout.hpp"
 
 using namespace ztune::executor;
+using ztune::executor::test::gemms_in;
+using ztune::executor::test::storage_of;
 using ztune::test::mismatches;
 using ztune::test::uniform;
 
@@ -88,17 +90,13 @@ struct Results {
   std::size_t gpu_staged = 0;  // bytes: the GPU's workspace peak
 };
 
-template <typename H>
-constexpr StorageDtype storage_of() {
-  return std::is_same_v<H, __half> ? StorageDtype::fp16 : StorageDtype::bf16;
-}
 
 /// Runs `op` on a fresh CpuBackend and a fresh CudaBackend and reads `outputs` back from both.
 Results run_both(StorageDtype d, const std::vector<std::string>& outputs,
                  const std::function<void(Backend&, Tensors&)>& op) {
   Results r;
   CpuBackend cpu(2);
-  cuda::CudaBackend gpu({0, d == StorageDtype::bf16 ? cuda::GemmPrecision::bf16 : cuda::GemmPrecision::fp16});
+  cuda::CudaBackend gpu(gemms_in(d));
   for (Backend* be : {static_cast<Backend*>(&cpu), static_cast<Backend*>(&gpu)}) {
     Tensors t(*be, d);
     op(*be, t);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backend_support.hpp"
 #include "gpu_support.hpp"
 #include "ztune/executor/cuda/cuda_backend.hpp"
 #include "ztune/executor/mixed_precision_params.hpp"
@@ -21,7 +22,7 @@ using namespace ztune::test;
 TEMPLATE_TEST_CASE("the CUDA backend's 16-bit storage steps like the host AdamW", "[gpu][mixed]", __nv_bfloat16,
                    __half) {
   using P = TestType;
-  const StorageDtype dtype = std::is_same_v<P, __half> ? StorageDtype::fp16 : StorageDtype::bf16;
+  const StorageDtype dtype = ztune::executor::test::storage_of<P>();
   cuda::CudaBackend be;
   const std::vector<std::int64_t> sizes{70000, 1, 0, 768, 3 * 768, 16384};
   MixedPrecisionParams mp(be, sizes, dtype);

@@ -5,6 +5,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <utility>
+
 #include "ztune/executor/cuda/cuda_backend.hpp"
 #include "ztune/kernels/cuda/check.hpp"
 
@@ -36,6 +38,15 @@ template <typename F>
 void with_half_type(StorageDtype d, F&& f) {
   if (d == StorageDtype::bf16) f(__nv_bfloat16{});
   else f(__half{});
+}
+// A 16-bit native hook's shape: f(H{}) with the CUDA type of d, and true;
+// false without running it when d is fp32 (the operands do not share a 16-bit
+// type: Backend stages the op).
+template <typename F>
+bool on_half(StorageDtype d, F&& f) {
+  if (d == StorageDtype::fp32) return false;
+  with_half_type(d, std::forward<F>(f));
+  return true;
 }
 template <typename H>
 const H* as(ConstTensorRef r) {

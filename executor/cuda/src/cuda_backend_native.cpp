@@ -65,12 +65,11 @@ bool CudaBackend::matmul_forward_native(TensorRef out, ConstTensorRef inp, Const
                                         int n, int c, int oc) {
   const StorageDtype d = inp.dtype;
   if (d == StorageDtype::fp32 || w.dtype != d || out.dtype != d || (bias && bias.dtype != d)) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(d, [&](auto tag) {
     using H = decltype(tag);
     const kc::GemmEpilogueArgs ep{bias ? kc::GemmEpilogue::bias : kc::GemmEpilogue::none, bias.ptr};
     gemm_->run<H, H>({false, false, n, oc, c, c, oc, oc}, 1.0f, as<H>(inp), as<H>(w), 0.0f, as<H>(out), compute_, ep);
   });
-  return true;
 }
 
 // dinp += dout·wᵀ and dw += inpᵀ·dout on the 16-bit values; dw and dbias may be
@@ -82,7 +81,7 @@ bool CudaBackend::matmul_backward_native(TensorRef dinp, TensorRef dw, TensorRef
   if (d == StorageDtype::fp32 || inp.dtype != d || w.dtype != d || (dinp && dinp.dtype != d)) return false;
   if (!dw.is_fp32() && dw.dtype != d) return false;
   if (dbias && !dbias.is_fp32() && dbias.dtype != d) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(d, [&](auto tag) {
     using H = decltype(tag);
     if (dinp) gemm_->run<H, H>({false, true, n, c, oc, oc, oc, c}, 1.0f, as<H>(dout), as<H>(w), 1.0f, as<H>(dinp),
                                compute_);
@@ -100,7 +99,6 @@ bool CudaBackend::matmul_backward_native(TensorRef dinp, TensorRef dw, TensorRef
     kc::bias_backward<H>(wide, as<H>(dout), n, oc, compute_);
     kc::cast<float, H>(as<H>(dbias), wide, oc, compute_);
   });
-  return true;
 }
 
 // Flash: cuDNN's fused attention (the log-sum-exp in fp32). Standard: the
@@ -111,7 +109,7 @@ bool CudaBackend::attention_forward_native(TensorRef out, TensorRef att, ConstTe
   const StorageDtype d = qkv.dtype;
   if (window > 0 || d == StorageDtype::fp32 || out.dtype != d || att.dtype != (flash ? StorageDtype::fp32 : d))
     return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(d, [&](auto tag) {
     using H = decltype(tag);
     if (flash) {
       flash_->forward<H>(as<H>(out), att.f32(), as<H>(qkv), b, t, c, nh, compute_);
@@ -121,7 +119,6 @@ bool CudaBackend::attention_forward_native(TensorRef out, TensorRef att, ConstTe
     H* ws = s.get<H>(kc::attention_workspace_elems(b, t, c, nh));
     kc::attention_forward<H>(*gemm_, as<H>(out), as<H>(att), as<H>(qkv), ws, b, t, c, nh, compute_);
   });
-  return true;
 }
 
 bool CudaBackend::attention_backward_native(TensorRef dqkv, ConstTensorRef dout, ConstTensorRef qkv, ConstTensorRef out,
@@ -130,7 +127,7 @@ bool CudaBackend::attention_backward_native(TensorRef dqkv, ConstTensorRef dout,
   if (window > 0 || d == StorageDtype::fp32 || out.dtype != d || dout.dtype != d || dqkv.dtype != d ||
       att.dtype != (flash ? StorageDtype::fp32 : d))
     return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(d, [&](auto tag) {
     using H = decltype(tag);
     if (flash) {
       flash_->backward<H>(as<H>(dqkv), as<H>(dout), as<H>(qkv), as<H>(out), att.f32(), b, t, c, nh, compute_);
@@ -140,20 +137,15 @@ bool CudaBackend::attention_backward_native(TensorRef dqkv, ConstTensorRef dout,
     H* ws = s.get<H>(kc::attention_workspace_elems(b, t, c, nh));
     kc::attention_backward<H>(*gemm_, as<H>(dqkv), as<H>(dout), as<H>(qkv), as<H>(att), ws, b, t, c, nh, compute_);
   });
-  return true;
 }
-
 
 bool CudaBackend::embedding_forward_native(TensorRef out, const std::int32_t* ids, ConstTensorRef table, int n, int c,
                                            int row_begin, int rows) {
-  const StorageDtype d = common_half({out, table});
-  if (d == StorageDtype::fp32) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(common_half({out, table}), [&](auto tag) {
     using H = decltype(tag);
     Scratch s(allocator_);
     kc::embedding_forward<H>(as<H>(out), device_ids(ids, n, s), as<H>(table), n, c, row_begin, rows, compute_);
   });
-  return true;
 }
 // The table's gradient sums repeated ids in fp32 atomics: a 16-bit shard goes
 // through an fp32 copy (rows × c), the output gradient is read as stored.
@@ -161,32 +153,28 @@ bool CudaBackend::embedding_backward_native(TensorRef dtable, ConstTensorRef dou
                                             int c, int row_begin, int rows) {
   const StorageDtype d = common_half({dout});
   if (d == StorageDtype::fp32 || !fp32_or(dtable, d)) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(d, [&](auto tag) {
     using H = decltype(tag);
     StagedOut table(*this, dtable, static_cast<std::size_t>(rows) * static_cast<std::size_t>(c), true);
     Scratch s(allocator_);
     kc::embedding_backward<H>(table, as<H>(dout), device_ids(ids, n, s), n, c, row_begin, rows, compute_);
     table.commit();
   });
-  return true;
 }
 
 bool CudaBackend::layernorm_forward_native(TensorRef out, float* mean, float* rstd, ConstTensorRef inp,
                                            ConstTensorRef w, ConstTensorRef b, int n, int c, float eps) {
-  const StorageDtype d = common_half({out, inp, w, b});
-  if (d == StorageDtype::fp32) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(common_half({out, inp, w, b}), [&](auto tag) {
     using H = decltype(tag);
     kc::layernorm_forward<H>(as<H>(out), mean, rstd, as<H>(inp), as<H>(w), as<H>(b), n, c, eps, compute_);
   });
-  return true;
 }
 bool CudaBackend::layernorm_backward_native(TensorRef dinp, TensorRef dw, TensorRef db, ConstTensorRef dout,
                                             ConstTensorRef inp, ConstTensorRef w, const float* mean,
                                             const float* rstd, int n, int c) {
   const StorageDtype d = common_half({dinp, dout, inp, w});
   if (d == StorageDtype::fp32 || !dinp || !dw || !fp32_or(dw, d) || !fp32_or(db, d)) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(d, [&](auto tag) {
     using H = decltype(tag);
     const auto cs = static_cast<std::size_t>(c);
     StagedOut gw(*this, dw, cs, true), gb(*this, db, cs, true);
@@ -194,97 +182,77 @@ bool CudaBackend::layernorm_backward_native(TensorRef dinp, TensorRef dw, Tensor
     gw.commit();
     gb.commit();
   });
-  return true;
 }
 bool CudaBackend::rmsnorm_forward_native(TensorRef out, float* rstd, ConstTensorRef inp, ConstTensorRef w, int n,
                                          int c, float eps) {
-  const StorageDtype d = common_half({out, inp, w});
-  if (d == StorageDtype::fp32) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(common_half({out, inp, w}), [&](auto tag) {
     using H = decltype(tag);
     kc::rmsnorm_forward<H>(as<H>(out), rstd, as<H>(inp), as<H>(w), n, c, eps, compute_);
   });
-  return true;
 }
 bool CudaBackend::rmsnorm_backward_native(TensorRef dinp, TensorRef dw, ConstTensorRef dout, ConstTensorRef inp,
                                           ConstTensorRef w, const float* rstd, int n, int c) {
   const StorageDtype d = common_half({dinp, dout, inp, w});
   if (d == StorageDtype::fp32 || !dinp || !dw || !fp32_or(dw, d)) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(d, [&](auto tag) {
     using H = decltype(tag);
     StagedOut gw(*this, dw, static_cast<std::size_t>(c), true);
     kc::rmsnorm_backward<H>(as<H>(dinp), gw, as<H>(dout), as<H>(inp), as<H>(w), rstd, n, c, compute_);
     gw.commit();
   });
-  return true;
 }
 
 bool CudaBackend::gelu_forward_native(TensorRef out, ConstTensorRef inp, long n) {
-  const StorageDtype d = common_half({out, inp});
-  if (d == StorageDtype::fp32) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(common_half({out, inp}), [&](auto tag) {
     using H = decltype(tag);
     kc::gelu_forward<H>(as<H>(out), as<H>(inp), n, compute_);
   });
-  return true;
 }
 bool CudaBackend::gelu_backward_native(TensorRef dinp, ConstTensorRef inp, ConstTensorRef dout, long n) {
   const StorageDtype d = common_half({dinp, inp, dout});
   if (d == StorageDtype::fp32 || !dinp) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(d, [&](auto tag) {
     using H = decltype(tag);
     kc::gelu_backward<H>(as<H>(dinp), as<H>(inp), as<H>(dout), n, compute_);
   });
-  return true;
 }
 bool CudaBackend::swiglu_forward_native(TensorRef out, ConstTensorRef inp, int n, int f) {
-  const StorageDtype d = common_half({out, inp});
-  if (d == StorageDtype::fp32) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(common_half({out, inp}), [&](auto tag) {
     using H = decltype(tag);
     kc::swiglu_forward<H>(as<H>(out), as<H>(inp), n, f, compute_);
   });
-  return true;
 }
 bool CudaBackend::swiglu_backward_native(TensorRef dinp, ConstTensorRef inp, ConstTensorRef dout, int n, int f) {
   const StorageDtype d = common_half({dinp, inp, dout});
   if (d == StorageDtype::fp32 || !dinp) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(d, [&](auto tag) {
     using H = decltype(tag);
     kc::swiglu_backward<H>(as<H>(dinp), as<H>(inp), as<H>(dout), n, f, compute_);
   });
-  return true;
 }
 bool CudaBackend::rope_native(TensorRef x, const std::int32_t* positions, int n, int row_stride, int heads, int hd,
                               int rot_dims, float theta, bool backward) {
-  const StorageDtype d = common_half({x});
-  if (d == StorageDtype::fp32) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(common_half({x}), [&](auto tag) {
     using H = decltype(tag);
     Scratch s(allocator_);
     const std::int32_t* pos = device_ids(positions, n, s);
     if (backward) kc::rope_backward<H>(as<H>(x), pos, n, row_stride, heads, hd, theta, rot_dims, compute_);
     else kc::rope_forward<H>(as<H>(x), pos, n, row_stride, heads, hd, theta, rot_dims, compute_);
   });
-  return true;
 }
 bool CudaBackend::kv_repeat_forward_native(TensorRef out, ConstTensorRef inp, int n, int nh, int kv, int hd) {
-  const StorageDtype d = common_half({out, inp});
-  if (d == StorageDtype::fp32) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(common_half({out, inp}), [&](auto tag) {
     using H = decltype(tag);
     kc::kv_repeat_forward<H>(as<H>(out), as<H>(inp), n, nh, kv, hd, compute_);
   });
-  return true;
 }
 bool CudaBackend::kv_repeat_backward_native(TensorRef dinp, ConstTensorRef dout, int n, int nh, int kv, int hd) {
   const StorageDtype d = common_half({dinp, dout});
   if (d == StorageDtype::fp32 || !dinp) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(d, [&](auto tag) {
     using H = decltype(tag);
     kc::kv_repeat_backward<H>(as<H>(dinp), as<H>(dout), n, nh, kv, hd, compute_);
   });
-  return true;
 }
 
 // The sparse kernels keep their probabilities in fp32 whatever the storage: a
@@ -295,13 +263,12 @@ bool CudaBackend::sparse_attention_forward_native(TensorRef out, TensorRef att, 
   const StorageDtype d = common_half({out, qkv});
   if (d == StorageDtype::fp32 || !fp32_or(att, d)) return false;
   const auto& dl = device_layout(layout);
-  with_half_type(d, [&](auto tag) {
+  return on_half(d, [&](auto tag) {
     using H = decltype(tag);
     StagedOut probs(*this, att, kc::sparse_attention_att_elems(b, nh, dl), false);
     kc::sparse_attention_forward<H>(as<H>(out), probs, as<H>(qkv), b, t, c, nh, dl, compute_);
     probs.commit();
   });
-  return true;
 }
 bool CudaBackend::sparse_attention_backward_native(TensorRef dqkv, ConstTensorRef dout, ConstTensorRef qkv,
                                                    ConstTensorRef att, int b, int t, int c, int nh,
@@ -309,7 +276,7 @@ bool CudaBackend::sparse_attention_backward_native(TensorRef dqkv, ConstTensorRe
   const StorageDtype d = common_half({dqkv, dout, qkv});
   if (d == StorageDtype::fp32 || !fp32_or(att, d)) return false;
   const auto& dl = device_layout(layout);
-  with_half_type(d, [&](auto tag) {
+  return on_half(d, [&](auto tag) {
     using H = decltype(tag);
     const std::size_t elems = kc::sparse_attention_att_elems(b, nh, dl);
     const StagedIn probs(*this, att, elems);
@@ -317,103 +284,83 @@ bool CudaBackend::sparse_attention_backward_native(TensorRef dqkv, ConstTensorRe
     float* ws = s.get<float>(elems);
     kc::sparse_attention_backward<H>(as<H>(dqkv), ws, as<H>(dout), as<H>(qkv), probs, b, t, c, nh, dl, compute_);
   });
-  return true;
 }
 
 bool CudaBackend::ce_row_max_native(float* row_max, ConstTensorRef logits, int n, int v) {
-  const StorageDtype d = common_half({logits});
-  if (d == StorageDtype::fp32) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(common_half({logits}), [&](auto tag) {
     using H = decltype(tag);
     kc::ce_row_max<H>(row_max, as<H>(logits), n, v, compute_);
   });
-  return true;
 }
 bool CudaBackend::ce_row_sumexp_native(float* row_sum, ConstTensorRef logits, const float* row_max, int n, int v) {
-  const StorageDtype d = common_half({logits});
-  if (d == StorageDtype::fp32) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(common_half({logits}), [&](auto tag) {
     using H = decltype(tag);
     kc::ce_row_sumexp<H>(row_sum, as<H>(logits), row_max, n, v, compute_);
   });
-  return true;
 }
 bool CudaBackend::ce_target_logit_native(float* tl, ConstTensorRef logits, const std::int32_t* targets, int n, int v,
                                          int vocab_begin) {
-  const StorageDtype d = common_half({logits});
-  if (d == StorageDtype::fp32) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(common_half({logits}), [&](auto tag) {
     using H = decltype(tag);
     Scratch s(allocator_);
     kc::ce_target_logit<H>(tl, as<H>(logits), device_ids(targets, n, s), n, v, vocab_begin, compute_);
   });
-  return true;
 }
 bool CudaBackend::ce_backward_native(TensorRef dlogits, ConstTensorRef logits, const float* row_max,
                                      const float* row_sum, const std::int32_t* targets, const float* dloss, int n,
                                      int v, int vocab_begin) {
   const StorageDtype d = common_half({dlogits, logits});
   if (d == StorageDtype::fp32 || !dlogits) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(d, [&](auto tag) {
     using H = decltype(tag);
     Scratch s(allocator_);
     kc::ce_backward<H>(as<H>(dlogits), as<H>(logits), row_max, row_sum, device_ids(targets, n, s), dloss, n, v,
                        vocab_begin, compute_);
   });
-  return true;
 }
 
 bool CudaBackend::add_native(TensorRef out, ConstTensorRef a, ConstTensorRef b, long n) {
   const StorageDtype d = common_half({out, a, b});
   if (d == StorageDtype::fp32 || !out || !a || !b) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(d, [&](auto tag) {
     using H = decltype(tag);
     kc::add<H>(as<H>(out), as<H>(a), as<H>(b), n, compute_);
   });
-  return true;
 }
 bool CudaBackend::accumulate_native(TensorRef dst, ConstTensorRef src, long n) {
   const StorageDtype d = common_half({dst, src});
   if (d == StorageDtype::fp32 || !dst || !src) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(d, [&](auto tag) {
     using H = decltype(tag);
     kc::accumulate<H>(as<H>(dst), as<H>(src), n, compute_);
   });
-  return true;
 }
 bool CudaBackend::scale_native(TensorRef x, float s, long n) {
-  const StorageDtype d = common_half({x});
-  if (d == StorageDtype::fp32) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(common_half({x}), [&](auto tag) {
     using H = decltype(tag);
     kc::scale<H>(as<H>(x), s, n, compute_);
   });
-  return true;
 }
 bool CudaBackend::add_bias_native(TensorRef x, ConstTensorRef bias, int n, int c) {
   const StorageDtype d = common_half({x, bias});
   if (d == StorageDtype::fp32 || !x || !bias) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(d, [&](auto tag) {
     using H = decltype(tag);
     kc::add_bias<H>(as<H>(x), as<H>(bias), n, c, compute_);
   });
-  return true;
 }
 bool CudaBackend::bias_backward_native(TensorRef dbias, ConstTensorRef dout, int n, int c) {
   const StorageDtype d = common_half({dout});
   if (d == StorageDtype::fp32 || !dbias || !fp32_or(dbias, d)) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(d, [&](auto tag) {
     using H = decltype(tag);
     StagedOut db(*this, dbias, static_cast<std::size_t>(c), true);
     kc::bias_backward<H>(db, as<H>(dout), n, c, compute_);
     db.commit();
   });
-  return true;
 }
 bool CudaBackend::sum_squares_native(double* result, ConstTensorRef x, long n) {
-  const StorageDtype d = common_half({x});
-  if (d == StorageDtype::fp32) return false;
-  with_half_type(d, [&](auto tag) {
+  const bool ran = on_half(common_half({x}), [&](auto tag) {
     using H = decltype(tag);
     Scratch s(allocator_);
     double* acc = s.get<double>(1);
@@ -421,21 +368,18 @@ bool CudaBackend::sum_squares_native(double* result, ConstTensorRef x, long n) {
     kc::sum_squares<H>(acc, as<H>(x), n, compute_);
     ZT_CUDA_CHECK(cudaMemcpyAsync(host_double_, acc, sizeof(double), cudaMemcpyDeviceToHost, compute_));
     ZT_CUDA_CHECK(cudaStreamSynchronize(compute_));
+    *result = *host_double_;
   });
-  *result = *host_double_;
-  return true;
+  return ran;
 }
 
 // ZeRO++'s qwZ/qgZ numerics on a 16-bit bucket in place (the group's scale
 // from the widened values, as the staged path computes it).
 bool CudaBackend::quantize_dequantize_native(TensorRef x, long n, int bits, long group) {
-  const StorageDtype d = common_half({x});
-  if (d == StorageDtype::fp32) return false;
-  with_half_type(d, [&](auto tag) {
+  return on_half(common_half({x}), [&](auto tag) {
     using H = decltype(tag);
     kc::quantize_dequantize<H>(as<H>(x), n, bits, group, compute_);
   });
-  return true;
 }
 
 }  // namespace ztune::executor::cuda

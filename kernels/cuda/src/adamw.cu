@@ -101,14 +101,7 @@ void adamw_multi_tensor(const AdamWTensor<G, P>* tensors, int count, const AdamW
   ZT_REQUIRE(count >= 0 && (count == 0 || tensors != nullptr), "adamw_multi_tensor: bad tensor list");
   ZT_REQUIRE(h.step >= 1, "adamw_multi_tensor: AdamW step t is 1-based");
   static_assert(sizeof(TensorList<G, P>) <= 4096, "kernel parameters must fit sm_70's 4 KiB");
-  const Hyper hyper{h.lr,
-                    h.beta1,
-                    h.beta2,
-                    h.eps,
-                    h.weight_decay,
-                    1.0f - std::pow(h.beta1, static_cast<float>(h.step)),  // bias corrections as the CPU reference
-                    1.0f - std::pow(h.beta2, static_cast<float>(h.step)),
-                    grad_scale};
+  const Hyper hyper = make_hyper(h, grad_scale);
   for (int start = 0; start < count; start += kAdamWTensorsPerLaunch) {
     TensorList<G, P> list{};
     list.count = 0;
