@@ -95,8 +95,9 @@ InputResolution resolve_inputs(const SearchInputs& in) {
     if (in.optimizer == QLatin1String(c.key)) states = &c;
   }
   if (states == nullptr)
-    issue(InputField::optimizer, QStringLiteral("--master-dtype/--moments-dtype: expected one of %1, got \"%2\"")
-                                     .arg(keys.join(QStringLiteral(", ")), in.optimizer));
+    issue(InputField::optimizer, QStringLiteral("--master-dtype/--moments-dtype: expected one of %1 or %2, got \"%3\"")
+                                     .arg(keys.mid(0, keys.size() - 1).join(QStringLiteral(", ")), keys.last(),
+                                          in.optimizer));
   auto objective = objective_from_string(in.objective.toStdString());
   if (!objective)
     issue(InputField::objective,
