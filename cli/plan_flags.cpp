@@ -119,6 +119,11 @@ void PlanFlags::add_to(CLI::App& app) {
                  "layer recomputed whole) or dots (JAX dots_saveable, PaxML SAVE_DOT_ONLY: every matmul's output "
                  "saved, the attention core and the elementwise ops recomputed)")
       ->check(CLI::IsMember(names_of(kSelectivePolicyNames)));
+  app.add_option("--recompute-num-layers", recompute_num_layers,
+                 "Megatron's block recomputation (--recompute-method block --recompute-num-layers N; NeMo "
+                 "activations_checkpoint_method block): with --recompute full, only the first N layers of each "
+                 "model chunk are recomputed, the others keep every activation (default: every layer)")
+      ->check(Positive);
   app.add_flag("--sequence-parallel", sequence_parallel, "Megatron sequence parallelism (needs tp >= 2)");
   app.add_flag("--tp-comm-overlap", tp_comm_overlap,
                "Overlap the sequence-parallel all-gathers and reduce-scatters with their GEMMs (Megatron-Core "
@@ -276,6 +281,7 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   // CLI11's IsMember admitted only the tables' names.
   p.recompute = *recompute_of(recompute);
   p.recompute_policy = *selective_policy_of(recompute_policy);  // CLI::IsMember admitted only its names
+  p.recompute_num_layers = recompute_num_layers;
   if (schedule.empty()) {
     p.schedule = virtual_stages > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
   } else {

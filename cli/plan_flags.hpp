@@ -75,6 +75,7 @@ struct PlanFlags {
   int sparse_block = 64;
   std::string attention = "standard";
   std::string recompute_policy = "attention";
+  int recompute_num_layers = 0;  // Megatron's block method (0: every layer)
   std::string grad_reduce_dtype;  // empty: the engine's
   std::string master_dtype = "fp32", moments_dtype = "fp32";
   bool param_remainders = false;

@@ -325,6 +325,12 @@ void GptStage::head_backward(Acts& a, const MicroBatch& data, ConstTensorRef x, 
   store_.release(head_unit_);
 }
 
+bool GptStage::recomputes_whole(int l) const {
+  // Full recomputation: every layer of this model chunk, or with Megatron's
+  // block method (plan.recompute_num_layers) its first N.
+  return plan_.recompute == Recompute::full && (plan_.recompute_num_layers <= 0 || l < plan_.recompute_num_layers);
+}
+
 ConstTensorRef GptStage::forward(int mb, const MicroBatch& data, ConstTensorRef input) {
   auto a = std::make_unique<Acts>();
   const auto ns = static_cast<std::size_t>(rows_) * C_;
@@ -336,15 +342,16 @@ ConstTensorRef GptStage::forward(int mb, const MicroBatch& data, ConstTensorRef 
   } else {
     be_.copy(a->residual[0].ref(), input, ns);
   }
-  const bool full = plan_.recompute == Recompute::full;
-  const bool keep_att = plan_.recompute == Recompute::none;
   for (int l = 0; l < layers_; ++l) {
     const auto li = static_cast<std::size_t>(l);
     a->residual[li + 1] = act(ns);
     store_.acquire(blocks_[li].unit, Direction::forward);
+    // A layer Megatron's block method leaves out keeps everything, as with recompute "none".
+    const bool recomputed = recomputes_whole(l);
+    const bool keep_att = plan_.recompute == Recompute::none || (plan_.recompute == Recompute::full && !recomputed);
     forward_block(l, a->residual[li].ref(), a->layers[li], a->residual[li + 1].ref(), keep_att);
     store_.release(blocks_[li].unit);
-    if (full) a->layers[li] = LayerActs{};  // keep only the block input (Korthikanti §5)
+    if (recomputed) a->layers[li] = LayerActs{};  // keep only the block input (Korthikanti §5)
   }
   if (last_) head_forward(*a, data, a->residual.back().ref());
   const ConstTensorRef out = last_ ? ConstTensorRef{} : ConstTensorRef(a->residual.back().ref());
@@ -368,7 +375,7 @@ ConstTensorRef GptStage::backward(int mb, const MicroBatch& data, ConstTensorRef
   for (int l = layers_ - 1; l >= 0; --l) {
     const auto li = static_cast<std::size_t>(l);
     store_.acquire(blocks_[li].unit, Direction::backward);
-    if (plan_.recompute == Recompute::full) {
+    if (recomputes_whole(l)) {
       Buffer scratch = work(ns);
       forward_block(l, a.residual[li].ref(), a.layers[li], scratch.ref(), true);
     }

@@ -46,8 +46,10 @@ double hardware_flops_per_iteration(const Transformer& m, const Plan& p) {
   const double kept = fused_attention(p.attention) ? m.attended_fraction() : 1.0;
   const double core = attention_core_flops(m, b) * density * kept;
   // Full recomputation repeats the linear layers (density 0: no attention term)
-  // and the kernel's core (torchtitan's every-other-layer policy: half the layers).
-  double extra = whole_layer_recompute_share(p) * m.layers * (layer_forward_flops(m, b, 0.0) + core);
+  // and the kernel's core (torchtitan's every-other-layer policy: half the
+  // layers; Megatron's block method: the layers it recomputes).
+  double extra = whole_layer_recompute_share(p) * recomputed_layers_total(p, m.layers) *
+                 (layer_forward_flops(m, b, 0.0) + core);
   if (p.recompute == Recompute::selective) {
     const double tokens = static_cast<double>(m.seq_len) * b;
     const double h = m.hidden, f = m.ffn_hidden;

@@ -929,7 +929,9 @@ Zero3GatherCost zero3_gather_cost(const Transformer& m, const Plan& p, const Clu
   z.fwd_s = gathers * collective_time(Collective::all_gather, z.bytes_per_pass / gathers, l.shard, c, hw);
   // The backward window: one pass (with a regathering engine and full
   // recomputation, the recomputation's), plus what that released again.
-  const double backward_passes = 1.0 + zero3_backward_regather_share(m, p, hw);
+  // Megatron's block method regathers only for the layers it recomputes.
+  const double recomputed = recomputed_layer_fraction(p, m.layers);
+  const double backward_passes = 1.0 + zero3_backward_regather_share(m, p, hw) * recomputed;
   z.bwd_s = backward_passes * z.fwd_s;
   if (p.zeropp) {
     // ZeRO++: forward gathers int8 weights over the whole group (qwZ) with
@@ -970,7 +972,8 @@ OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster&
     // previous), so the slower of the two bounds the fetch, as in the simulator.
     // A regathering engine fetches again what its recomputation released
     // (zero3_backward_regather_share), as it gathers it again.
-    const double fetch = (2.0 + zero3_backward_regather_share(m, p, hw)) * (eb * params / p.shard_group());
+    const double fetch = (2.0 + zero3_backward_regather_share(m, p, hw) * recomputed_layer_fraction(p, m.layers)) *
+                         (eb * params / p.shard_group());
     o.zero3_param_fetch_s = pcie_copy_time(fetch, c, hw);
     if (p.offload_params == OffloadTarget::nvme)
       o.zero3_param_fetch_s = std::max(o.zero3_param_fetch_s, nvme_copy_time(fetch * gpn, c, hw));

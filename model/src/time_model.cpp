@@ -18,6 +18,22 @@ std::size_t idx(TimePart t) { return static_cast<std::size_t>(t); }
 
 double virtual_stages(const Plan& p) { return p.schedule == Schedule::interleaved ? p.virtual_stages : 1.0; }
 
+// A stage's layers' time per micro-batch. `unit` is one layer's micro-batch,
+// every part; `recompute` the part of it its recomputation adds (the forward
+// again, its collectives, its host slack). Megatron's block method runs that
+// part on some of a stage's layers only (recomputed_layers); every other plan
+// on all of them, computed as layers × unit as before the block method.
+struct StageUnit {
+  const Plan& p;
+  double unit;
+  double recompute;
+  // `layers` layers of which `recomputed` are recomputed.
+  [[nodiscard]] double of(double layers, double recomputed) const {
+    return recomputed == layers ? layers * unit : layers * (unit - recompute) + recomputed * recompute;
+  }
+  [[nodiscard]] double of_stage(int layers) const { return of(layers, recomputed_layers(p, layers)); }
+};
+
 // Fill and drain of uneven stages (issue 19), GPipe and 1F1B. Stage i's
 // micro-batch takes T_i (its layers, its edge, its sends and the fixed
 // per-micro-batch cost) and its forward F_i. A slowest stage k runs m
@@ -40,8 +56,8 @@ double virtual_stages(const Plan& p) { return p.schedule == Schedule::interleave
 //    GPT-3 over 7 stages: tests/simulator/test_model_agreement.cpp).
 // Returned as the time beyond m·max_i T_i, plus the one send predict_time
 // takes off (the steady state already holds it).
-double uneven_fill_drain(const Transformer& m, const Plan& p, const LayerCost& lc, const EdgeCost& e, double unit,
-                         double send, double microbatch_overhead_s) {
+double uneven_fill_drain(const Transformer& m, const Plan& p, const LayerCost& lc, const EdgeCost& e,
+                         const StageUnit& unit, double send, double microbatch_overhead_s) {
   const double fwd_unit =
       lc.fwd_s + lc.tp_fwd_s + lc.cp_fwd_s + lc.ulysses_fwd_s + std::max(0.0, lc.host_fwd_s - (lc.fwd_s + lc.tp_fwd_s));
   const double embedding = e.embedding_fwd_s + e.embedding_bwd_s + e.embedding_tp_s;
@@ -50,9 +66,10 @@ double uneven_fill_drain(const Transformer& m, const Plan& p, const LayerCost& l
   const bool balanced = p.stage_layers.empty();
   const int base = m.layers / p.pp, longer = m.layers % p.pp;
   auto period = [&](int i, double* fwd) {
-    const double n = stage_layer_count(p, m.layers, i);
+    const int layers = stage_layer_count(p, m.layers, i);
+    const double n = layers;
     const double sends = (i == 0 || i == last) ? send : 2.0 * send;
-    double T = n * unit + sends + microbatch_overhead_s;
+    double T = unit.of_stage(layers) + sends + microbatch_overhead_s;
     double F = n * fwd_unit + send;
     if (i == 0) { T += embedding; F += e.embedding_fwd_s + e.embedding_tp_s; }
     if (i == last) { T += head; F += e.head_fwd_s; }
@@ -61,14 +78,21 @@ double uneven_fill_drain(const Transformer& m, const Plan& p, const LayerCost& l
   };
   // Σ_{i<k} T_i (k ≤ pp): closed form for balanced stages (no allocation, O(1)).
   auto before = [&](int k) {
-    double layers = 0;
+    double layers = 0, recomputed = 0;
     if (balanced) {
-      layers = static_cast<double>(k) * base + std::min(k, longer);
+      const int longer_before = std::min(k, longer);
+      layers = static_cast<double>(k) * base + longer_before;
+      recomputed = static_cast<double>(k - longer_before) * recomputed_layers(p, base) +
+                   static_cast<double>(longer_before) * recomputed_layers(p, base + 1);
     } else {
-      for (int i = 0; i < k; ++i) layers += p.stage_layers[static_cast<std::size_t>(i)];
+      for (int i = 0; i < k; ++i) {
+        layers += p.stage_layers[static_cast<std::size_t>(i)];
+        recomputed += recomputed_layers(p, p.stage_layers[static_cast<std::size_t>(i)]);
+      }
     }
     const double sends = k == 0 ? 0.0 : (k <= last ? 2.0 * k - 1.0 : 2.0 * k - 2.0) * send;
-    return layers * unit + k * microbatch_overhead_s + sends + (k > 0 ? embedding : 0.0) + (k > last ? head : 0.0);
+    return unit.of(layers, recomputed) + k * microbatch_overhead_s + sends + (k > 0 ? embedding : 0.0) +
+           (k > last ? head : 0.0);
   };
   const double total = before(p.pp);
   const double mb = p.grad_accum;
@@ -138,9 +162,9 @@ MicrobatchTimes times_of(const Transformer& m, const Plan& p, const Cluster& c, 
   const double tp_bwd = lc.tp_bwd_s + exposed(lc.tp_bwd_async_s, lc.tp_bwd_window_s, hw.engine.tp_overlap);
   const double tp_layer = lc.tp_fwd_s + tp_bwd + lc.tp_recompute_s;
   // Each pass takes max(GPU time, host dispatch time); the excess is overhead.
+  const double recompute_slack = std::max(0.0, lc.host_recompute_s - (lc.recompute_s + lc.tp_recompute_s));
   const double host_slack = std::max(0.0, lc.host_fwd_s - (lc.fwd_s + lc.tp_fwd_s)) +
-                            std::max(0.0, lc.host_bwd_s - (lc.bwd_s + tp_bwd)) +
-                            std::max(0.0, lc.host_recompute_s - (lc.recompute_s + lc.tp_recompute_s));
+                            std::max(0.0, lc.host_bwd_s - (lc.bwd_s + tp_bwd)) + recompute_slack;
   // Context parallelism: the ring exchanges not hidden behind the attention
   // blocks (op_costs.cpp context_parallel_attention), every pass.
   const double cp_layer = lc.cp_fwd_s + lc.cp_bwd_s + lc.cp_recompute_s;
@@ -154,6 +178,9 @@ MicrobatchTimes times_of(const Transformer& m, const Plan& p, const Cluster& c, 
   // One layer's micro-batch, every part: the unit stage times are built of.
   const double unit =
       lc.fwd_s + lc.bwd_s + lc.recompute_s + tp_layer + cp_layer + ulysses_layer + host_slack + checkpoint_layer;
+  const StageUnit stage{p, unit,
+                        lc.recompute_s + lc.tp_recompute_s + lc.cp_recompute_s + lc.ulysses_recompute_s +
+                            recompute_slack};
 
   // The slowest stage sets the 1F1B period (Narayanan et al. 2021, §2.2).
   // With one stage it holds both ends. Otherwise an end stage, carrying the
@@ -173,8 +200,8 @@ MicrobatchTimes times_of(const Transformer& m, const Plan& p, const Cluster& c, 
     edge_bwd = std::max(e.embedding_bwd_s, e.head_bwd_s);
     edge_tp = std::max(e.embedding_tp_s, e.head_tp_s);
   } else if (!single) {
-    const double first_s = first_layers * unit + e.embedding_fwd_s + e.embedding_bwd_s + e.embedding_tp_s;
-    const double last_s = last_layers * unit + e.head_fwd_s + e.head_bwd_s + e.head_tp_s;
+    const double first_s = stage.of_stage(first_layers) + e.embedding_fwd_s + e.embedding_bwd_s + e.embedding_tp_s;
+    const double last_s = stage.of_stage(last_layers) + e.head_fwd_s + e.head_bwd_s + e.head_tp_s;
     const bool head_end = last_s > first_s;
     slowest = head_end ? last_layers : first_layers;
     edge_fwd = head_end ? e.head_fwd_s : e.embedding_fwd_s;
@@ -200,27 +227,35 @@ MicrobatchTimes times_of(const Transformer& m, const Plan& p, const Cluster& c, 
     const double end_sends = (2.0 * v - 1.0) * send;
     const double edge = edge_fwd + edge_bwd + edge_tp;
     const int middle_layers = max_middle_stage_layers(p, m.layers);
-    const double end_s = slowest * unit + edge + end_sends;
-    const double middle_s = middle_layers * unit + middle_sends;
+    const double end_s = stage.of_stage(slowest) + edge + end_sends;
+    const double middle_s = stage.of_stage(middle_layers) + middle_sends;
     if (p.pp >= 3 && middle_layers > slowest && middle_s > end_s) {
       slowest = middle_layers;
       edge_fwd = edge_bwd = edge_tp = 0;
       t.pp_comm = middle_sends;
     } else {
-      t.pp_comm = p.pp >= 3 ? std::max(end_sends, middle_s - (slowest * unit + edge)) : end_sends;
+      t.pp_comm = p.pp >= 3 ? std::max(end_sends, middle_s - (stage.of_stage(slowest) + edge)) : end_sends;
     }
   }
-  const double layers = single ? m.layers : slowest;
+  const int stage_layers = single ? m.layers : slowest;
+  const double layers = stage_layers;
+  // The layers recomputed (Megatron's block method: some), and each
+  // per-layer figure with its recomputation's part on those only.
+  const double recomputed = recomputed_layers(p, stage_layers);
+  auto per_layer = [&](double whole, double recompute_part) {
+    return StageUnit{p, whole, recompute_part}.of(layers, recomputed);
+  };
 
   t.forward = layers * lc.fwd_s + edge_fwd;
   t.backward = layers * lc.bwd_s + edge_bwd;
-  t.recompute = layers * lc.recompute_s;
-  t.tp_comm = layers * tp_layer + edge_tp;
-  t.cp_comm = layers * cp_layer;
-  t.ulysses_comm = layers * ulysses_layer;
+  t.recompute = recomputed * lc.recompute_s;
+  t.tp_comm = per_layer(tp_layer, lc.tp_recompute_s) + edge_tp;
+  t.cp_comm = per_layer(cp_layer, lc.cp_recompute_s);
+  t.ulysses_comm = per_layer(ulysses_layer, lc.ulysses_recompute_s);
   // DeepSpeed's BF16_Optimizer folds each micro-batch's bf16 gradients into
   // its fp32 buffers after the stage's backward (op_costs.hpp).
-  t.overhead = layers * host_slack + hw.engine.microbatch_overhead_s + bf16_grad_accumulation_time(m, p, c, hw);
+  t.overhead = per_layer(host_slack, recompute_slack) + hw.engine.microbatch_overhead_s +
+               bf16_grad_accumulation_time(m, p, c, hw);
   // Overlapped data-parallel link time beside each pass (for link sharing).
   double dp_link_fwd = 0;
   double dp_link_bwd = 0;
@@ -256,7 +291,7 @@ MicrobatchTimes times_of(const Transformer& m, const Plan& p, const Cluster& c, 
       dp_link_bwd += z.bwd_s;
     }
   }
-  t.tp_backward_link = layers * (tp_bwd + lc.tp_recompute_s);
+  t.tp_backward_link = per_layer(tp_bwd + lc.tp_recompute_s, lc.tp_recompute_s);
   if (tp_shares_dp_link(p, c)) {
     t.tp_comm += layers * lc.tp_fwd_s * link_sharing(dp_link_fwd, t.forward) +
                  t.tp_backward_link * link_sharing(dp_link_bwd, t.backward + t.recompute);
@@ -273,14 +308,14 @@ MicrobatchTimes times_of(const Transformer& m, const Plan& p, const Cluster& c, 
   t.offload += layers * checkpoint_layer;
   // The bubble unit: the slowest stage's micro-batch without its edge, every
   // send included.
-  t.layers_only = layers * unit + middle_sends;
+  t.layers_only = stage.of_stage(stage_layers) + middle_sends;
   // Fill and drain. Narayanan et al. 2021, §2.2: with p equal stages of time
   // T the bubble is (p−1)·T, and interleaving divides it by v (equal stages:
   // the formula as before, with the stages' layers and sends, not their edges).
   if (p.pp > 1 && (p.schedule == Schedule::interleaved || even_stages(p, m.layers))) {
     t.fill_drain = (p.pp - 1) / virtual_stages(p) * t.layers_only;
   } else if (p.pp > 1) {
-    t.fill_drain = uneven_fill_drain(m, p, lc, e, unit, t.pp_send, hw.engine.microbatch_overhead_s);
+    t.fill_drain = uneven_fill_drain(m, p, lc, e, stage, t.pp_send, hw.engine.microbatch_overhead_s);
   }
   return t;
 }
@@ -388,9 +423,12 @@ ComputeByKind compute_by_kind_rank0(const Transformer& m, const Plan& p, const C
   // Rank 0 holds the first stage's layers (the first chunk of each of its
   // virtual stages: layers / pp in all when equal) and the embedding; with one
   // stage also the head.
-  const double layers = stage_layer_count(p, m.layers, 0);
-  const double full = whole_layer_recompute_share(p);
-  const double attn_recompute = attention_recompute_share(p);
+  const int stage_layers = stage_layer_count(p, m.layers, 0);
+  const double layers = stage_layers;
+  // Megatron's block method recomputes a share of the stage's layers.
+  const double share = recomputed_layer_fraction(p, stage_layers);
+  const double full = whole_layer_recompute_share(p) * share;
+  const double attn_recompute = attention_recompute_share(p) * share;
   ComputeByKind k;
   k.gemm = layers * (lc.fwd_gemm_s * (1 + full) + lc.bwd_gemm_s);
   k.attention = layers * (lc.fwd_attention_s * (1 + attn_recompute) + lc.bwd_attention_s);

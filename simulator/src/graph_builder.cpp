@@ -132,6 +132,14 @@ class Builder {
   OpId bucket_source_ = kNone;
   std::vector<double> pending_buckets_;  // unoverlapped: buckets issued after the backward
 
+  // Of layers [lb, le) of the model chunk starting at layer `begin`, how many
+  // are recomputed: all of them, or with Megatron's block method those among
+  // the chunk's first block_layers.
+  [[nodiscard]] double recomputed_in(int begin, int lb, int le) const {
+    if (layer_.block_layers <= 0) return le - lb;
+    return std::max(0, std::min(le, begin + layer_.block_layers) - lb);
+  }
+
   int choose_group(int layers) const {
     if (options_.layers_per_group > 0) return std::min(options_.layers_per_group, layers_per_vstage_);
     // Operations per layer and micro-batch: forward, backward, (recompute),
@@ -399,8 +407,10 @@ class Builder {
       const int le = std::min(end, lb + group_);
       const double n = le - lb;
       const OpId gp = gather(s, n * layer_.params);
+      const double r = recomputed_in(begin, lb, le);
       const OpId f = compute(s, OpKind::forward, st, lb, le, n * layer_.forward_s);
-      g_.ops[f].activation_delta = n * layer_.stored_activation_bytes;
+      g_.ops[f].activation_delta =
+          r * layer_.stored_activation_bytes + (n - r) * (layer_.stored_activation_bytes + layer_.recompute_extra_bytes);
       consume(gp, f, true);
       if (first == kNone) first = f;
       cp_exchange(s, st, lb, le, n * layer_.cp_forward_s);
@@ -440,19 +450,20 @@ class Builder {
       const double n = le - lb;
       OpId gp = gather(s, n * layer_.params, true);
       stall(s, OpKind::offload_stall, n * layer_.checkpoint_copy_s, 1.0);  // and back, before its recomputation
-      if (layer_.recompute_s > 0) {
-        const OpId r = compute(s, OpKind::recompute, st, lb, le, n * layer_.recompute_s);
-        g_.ops[r].activation_delta = n * layer_.recompute_extra_bytes;
+      const double rn = recomputed_in(begin, lb, le);
+      if (layer_.recompute_s > 0 && rn > 0) {
+        const OpId r = compute(s, OpKind::recompute, st, lb, le, rn * layer_.recompute_s);
+        g_.ops[r].activation_delta = rn * layer_.recompute_extra_bytes;
         // A regathering engine (DeepSpeed) released part of the group after
         // the recomputation; the backward gathers that share again.
         const bool regather = layer_.regather_share > 0;
         consume(gp, r, regather);
-        if (regather) gp = gather(s, n * layer_.params * layer_.regather_share, true);
+        if (regather) gp = gather(s, rn * layer_.params * layer_.regather_share, true);
         if (first == kNone) first = r;
-        cp_exchange(s, st, lb, le, n * layer_.cp_recompute_s);
-        ulysses_exchange(s, st, lb, le, n * layer_.ulysses_recompute_s);
-        if (layer_.tp_recompute_s > 0) tp_collective(s, st, lb, le, n * layer_.tp_recompute_s);
-        overhead(s, &st, lb, le, n * layer_.recompute_overhead_s);
+        cp_exchange(s, st, lb, le, rn * layer_.cp_recompute_s);
+        ulysses_exchange(s, st, lb, le, rn * layer_.ulysses_recompute_s);
+        if (layer_.tp_recompute_s > 0) tp_collective(s, st, lb, le, rn * layer_.tp_recompute_s);
+        overhead(s, &st, lb, le, rn * layer_.recompute_overhead_s);
       }
       const auto [b_first, b] = backward_compute(s, st, lb, le, n);
       g_.ops[b].activation_delta = -n * (layer_.stored_activation_bytes + layer_.recompute_extra_bytes);

@@ -54,6 +54,7 @@ ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Clus
   if (p.recompute != Recompute::none)
     layer_.recompute_extra_bytes =
         stored_activation_bytes(m, p, c, hw, Recompute::none) - layer_.stored_activation_bytes;
+  if (p.recompute == Recompute::full) layer_.block_layers = p.recompute_num_layers;
 
   const EdgeCost e = edge_cost(m, p, c, hw);
   edges_.embedding_forward_s = e.embedding_fwd_s;

@@ -551,3 +551,39 @@ TEST_CASE("predict on CPU ranks without 16-bit throughput says so and gives the 
   r = run_command(ztune_bin() + " predict --cluster local-cpu --model tiny --dp 2 --zero 1");
   CHECK(r.exit_code == 0);  // fp32, which the cluster prices
 }
+
+TEST_CASE("Megatron's block recomputation on the command line: priced between none and full, refused by flag",
+          "[cli][predict][recompute][block]") {
+  // GPT-3 175B on 8 × 8 H100, tp 8 × pp 8: 12 layers a stage.
+  const std::string base = ztune_bin() +
+                           " predict --cluster dgx-h100x32 --nodes 8 --model gpt3-175b --tp 8 --pp 8 --sequence-parallel"
+                           " --micro-batch 1 --global-batch 64 --zero 1 --attention flash --json";
+  const std::string megatron = base + " --engine megatron";
+  auto r = run_command(megatron + " --recompute selective --recompute-num-layers 4");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--recompute-num-layers") && Contains("recompute \"full\""));
+  r = run_command(megatron + " --recompute full --recompute-num-layers 0");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--recompute-num-layers"));
+  r = run_command(base + " --recompute full --recompute-num-layers 4 --engine deepspeed");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("deepspeed cannot run this plan") && Contains("--engine megatron"));
+  const auto none = run_command(megatron);
+  const auto full = run_command(megatron + " --recompute full");
+  const auto block = run_command(megatron + " --recompute full --recompute-num-layers 4");
+  REQUIRE(none.exit_code == 0);
+  REQUIRE(full.exit_code == 0);
+  REQUIRE(block.exit_code == 0);
+  const auto n = nlohmann::json::parse(none.out), f = nlohmann::json::parse(full.out),
+             b = nlohmann::json::parse(block.out);
+  auto recompute = [](const nlohmann::json& j) { return j.at("time").at("breakdown_s").at("recompute").get<double>(); };
+  auto activations = [](const nlohmann::json& j) {
+    return j.at("memory").at("gpu").at("activations_bytes").get<double>();
+  };
+  // 4 of a stage's 12 layers recomputed: a third of full recomputation's time.
+  CHECK(recompute(b) == Approx(recompute(f) / 3).epsilon(1e-9));
+  CHECK(recompute(n) == 0);
+  CHECK(activations(f) < activations(b));
+  CHECK(activations(b) < activations(n));
+  CHECK_THAT(b.at("plan").get<std::string>(), Contains("full:block4"));
+}

@@ -65,6 +65,15 @@ CASES = {
                                                            recompute="full"),
     "dp2_pp2_interleaved_stages_2_4_zero1": dict(layers=6, dp=2, pp=2, v=2, schedule="interleaved", mb=1, ga=4,
                                                  zero=1, stage_layers=[2, 4]),
+    # Megatron's block recomputation: the first N layers of each model chunk
+    # recomputed, the rest kept whole. Layer 0 of 4 alone; with tp, sp and
+    # flash 2 of 4; interleaved over stages of 6 and 2 layers (chunks of 3
+    # and 1): 2 of each 3-layer chunk, the 1-layer chunks whole.
+    "recompute_full_block1": dict(recompute="full", recompute_num_layers=1),
+    "tp2_sp_flash_recompute_block2": dict(tp=2, sp=True, attention="flash", recompute="full", recompute_num_layers=2),
+    "pp2_interleaved_stages_6_2_recompute_block2": dict(layers=8, pp=2, v=2, schedule="interleaved",
+                                                       stage_layers=[6, 2], recompute="full",
+                                                       recompute_num_layers=2),
     "dp2_tp2": dict(dp=2, tp=2, mb=2, ga=2),
     "dp2_pp2": dict(dp=2, pp=2, mb=1, ga=4),
     "tp2_pp2": dict(tp=2, pp=2),

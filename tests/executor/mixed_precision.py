@@ -245,6 +245,21 @@ def main():
                     check(name, abs(err) <= TARGET_MEMORY, f"peak {peak / 2**20:.2f} MiB predicted {err:+.1%}")
                 except (RuntimeError, subprocess.TimeoutExpired) as e:
                     check(name, False, str(e))
+            # Megatron's block recomputation (the first layer of the tiny
+            # model's 4 recomputed, 3 kept whole): its peak lies between full
+            # recomputation's and none's, and the model predicts it.
+            peaks = {}
+            for name, kw in (("block1_s512", dict(recompute="full", recompute_num_layers=1)),
+                             ("full_s512", dict(recompute="full")), ("none_s512", dict(recompute="none"))):
+                plans.write_plan_file(os.path.join(d, name + ".json"), long_tiny, mb=4, ga=1, precision="bf16", **kw)
+                try:
+                    peaks[name], err = peak_vs_model(d, name)
+                    check(name, abs(err) <= TARGET_MEMORY, f"peak {peaks[name] / 2**20:.2f} MiB predicted {err:+.1%}")
+                except (RuntimeError, subprocess.TimeoutExpired) as e:
+                    check(name, False, str(e))
+            if len(peaks) == 3:
+                check("block1_between_full_and_none", peaks["full_s512"] < peaks["block1_s512"] < peaks["none_s512"],
+                      ", ".join(f"{k} {v / 2**20:.2f} MiB" for k, v in peaks.items()))
     print(f"{failures} failed")
     return 1 if failures else 0
 

@@ -4,7 +4,8 @@ import json
 
 def plan(dp=1, tp=1, pp=1, zero=0, mb=2, ga=4, sp=False, recompute="none", schedule="1f1b",
          offload="none", bucket=5e8, persist=0.0, overlap=True, precision="fp32", offload_params="none", v=1,
-         sparse="none", sparse_block=64, attention="standard", stage_layers=None, cp=1, ulysses=1, dp_shard=0):
+         sparse="none", sparse_block=64, attention="standard", stage_layers=None, cp=1, ulysses=1, dp_shard=0,
+         recompute_num_layers=0):
     out = {"schema": "ztune.plan/1", "dp": dp, "tp": tp, "pp": pp, "virtual_stages": v,
             "sequence_parallel": sp, "zero_stage": zero,
             "offload": {"optimizer": offload, "params": offload_params},
@@ -24,6 +25,8 @@ def plan(dp=1, tp=1, pp=1, zero=0, mb=2, ga=4, sp=False, recompute="none", sched
         out["ulysses"] = ulysses
     if dp_shard:  # hybrid sharding: ZeRO-3 in groups of dp_shard (absent: all of dp × cp)
         out["dp_shard"] = dp_shard
+    if recompute_num_layers:  # Megatron's block method: the first N layers of each chunk (absent: all)
+        out["recompute_num_layers"] = recompute_num_layers
     return out
 
 

@@ -740,3 +740,54 @@ TEST_CASE("full recomputation's working layer and the logits take turns on a 1F1
   p.schedule = Schedule::gpipe;
   CHECK(predict_memory(m, p, c, flat_profile()).line(MemLine::logits) == Approx(logits));
 }
+
+TEST_CASE("Megatron's block recomputation: N layers a chunk as checkpoints, the rest whole", "[memory][activations][block]") {
+  // Korthikanti's 22B (s 2048, h 6144, a 64, b 4), no tp: a whole layer
+  // keeps s·b·h·(34 + 5as/h), a recomputed one its 2·s·b·h input.
+  const double h = 6144, s = 2048, a = 64, b = 4, L = 48;
+  const Transformer m = gpt(48, 6144, 64, 2048, 51200);
+  Plan p;
+  p.dp = 8;
+  p.zero_stage = 1;
+  p.micro_batch = 4;
+  p.global_batch = 32;
+  p.recompute = Recompute::full;
+  p.precision = Precision::bf16;
+  const double sbh = s * b * h;
+  const double whole = sbh * (34 + 5 * a * s / h);
+  const double checkpoint = 2 * sbh;
+  const double embedding_mask = sbh;
+  const HardwareProfile hw = flat_profile();
+  // N = 10 of the 48 layers: 10 checkpoints and 38 whole layers. Backward
+  // reaches the 10 recomputed layers last, when the 38 are freed: the layer
+  // re-materialised then is not on top of them (full recomputation's is).
+  p.recompute_num_layers = 10;
+  CHECK(predict_memory(m, p, a100_nodes(1), hw).line(MemLine::activations) ==
+        Approx(10 * checkpoint + (L - 10) * whole + embedding_mask));
+  // N at or above the chunk's layers is every layer: full recomputation.
+  p.recompute_num_layers = 48;
+  const double full = predict_memory(m, p, a100_nodes(1), hw).line(MemLine::activations);
+  CHECK(full == Approx(L * checkpoint + whole + embedding_mask));
+  p.recompute_num_layers = 500;
+  CHECK(predict_memory(m, p, a100_nodes(1), hw).line(MemLine::activations) == Approx(full));
+
+  // Pipelined, 1F1B: pp 4 × 12 layers, stage 0 holds 4 micro-batches, each
+  // its chunk's first N checkpoints and the rest whole. Interleaved with v 2:
+  // chunks of 6 layers, N of each (min(N, 6)), Korthikanti §4.2.3's
+  // 4·(1 + 3/8) = 5.5 micro-batches of 12 layers in flight on stage 0.
+  p.dp = 1;
+  p.pp = 4;
+  p.zero_stage = 0;
+  p.grad_accum = 8;
+  p.global_batch = 32;
+  p.recompute_num_layers = 2;
+  CHECK(predict_memory(m, p, a100_nodes(1), hw).line(MemLine::activations) ==
+        Approx(4 * (2 * checkpoint + 10 * whole) + 4 * embedding_mask));
+  p.schedule = Schedule::interleaved;
+  p.virtual_stages = 2;
+  CHECK(recomputed_layers(p, 12) == 4);
+  CHECK(predict_memory(m, p, a100_nodes(1), hw).line(MemLine::activations) ==
+        Approx(5.5 * (4 * checkpoint + 8 * whole) + 5.5 * embedding_mask));
+  p.recompute_num_layers = 7;  // more than a chunk's 6: every layer
+  CHECK(recomputed_layers(p, 12) == 12);
+}

@@ -1340,3 +1340,64 @@ TEST_CASE("the optimizer step moves its states at their width", "[time][optimize
   CHECK(step(Precision::fp32, Precision::bf16, false) == Approx((14 + 16) * part / hbm + 4 * hw.kernel_launch_s));
   CHECK(step(Precision::fp32, Precision::bf16, true) == Approx((14 + 12) * part / hbm + 4 * hw.kernel_launch_s));
 }
+
+// Megatron's block method recomputes the first N layers of each model chunk
+// (Megatron-Core TransformerBlock._checkpointed_forward): the hardware FLOPs
+// add N layers' forward, not L; a stage's micro-batch adds N recomputations.
+TEST_CASE("block recomputation: N layers' forward again, stage by stage", "[time][flops][recompute][block]") {
+  const double B = 64, s = 2048, h = 4096, L = 5;
+  const Transformer m = gpt(5, 4096, 32, 2048, 32000);
+  Plan p;
+  p.global_batch = 64;
+  p.recompute = Recompute::none;
+  const double model = hardware_flops_per_iteration(m, p);
+  p.recompute = Recompute::full;
+  p.recompute_num_layers = 2;
+  // Narayanan's recomputed forward of one layer: 24·B·s·h²·(1 + s/(6h)).
+  const double layer_forward = 24.0 * B * s * h * h * (1 + s / (6.0 * h));
+  CHECK(hardware_flops_per_iteration(m, p) == Approx(model + 2 * layer_forward).epsilon(1e-12));
+  p.recompute_num_layers = 0;
+  CHECK(hardware_flops_per_iteration(m, p) == Approx(model + L * layer_forward).epsilon(1e-12));
+
+  // Pipelined over uneven stages 3 + 2 with N = 1: each stage recomputes one
+  // layer. The fill and drain of uneven stages (the case above) with those
+  // stage times.
+  const Cluster c = a100(1);
+  const HardwareProfile hw = profile();
+  p.pp = 2;
+  p.micro_batch = 1;
+  p.grad_accum = 8;
+  p.global_batch = 8;
+  p.stage_layers = {3, 2};
+  p.recompute_num_layers = 1;
+  const LayerCost lc = layer_cost(m, p, c, hw);
+  const EdgeCost e = edge_cost(m, p, c, hw);
+  REQUIRE(lc.host_fwd_s < lc.fwd_s);
+  REQUIRE(lc.host_bwd_s < lc.bwd_s);
+  REQUIRE(lc.host_recompute_s < lc.recompute_s);
+  const double f = lc.fwd_s, b = lc.bwd_s, r = lc.recompute_s;
+  REQUIRE(r == Approx(f));  // a recomputed layer runs its forward again
+  const double o = hw.engine.microbatch_overhead_s;
+  const double E = e.embedding_fwd_s + e.embedding_bwd_s, H = e.head_fwd_s + e.head_bwd_s;
+  const double send = pipeline_p2p(m, p, c, hw).time_s;
+  const MicrobatchTimes mb = microbatch_times(m, p, c, hw);
+  CHECK(mb.forward == Approx(3 * f + e.embedding_fwd_s));
+  CHECK(mb.recompute == Approx(r));
+  const double T0 = 3 * (f + b) + r + E + send + o, F0 = 3 * f + e.embedding_fwd_s + send;
+  const double T1 = 2 * (f + b) + r + H + send + o;
+  REQUIRE(T0 > T1);
+  const double path0 = 8 * T0 + std::max(0.0, T1 - F0), path1 = 8 * T1 + T0;
+  const TimePrediction t = predict_time(m, p, c, hw);
+  CHECK(t.part(TimePart::bubble) == Approx(std::max(path0, path1) - 8 * T0));
+  CHECK(t.part(TimePart::recompute) == Approx(8 * r));
+  // Between no recomputation and full: the iteration is monotone in N.
+  double previous = 0;
+  for (int n : {1, 2, 3}) {
+    p.recompute_num_layers = n;
+    const double it = predict_time(m, p, c, hw).iteration_s;
+    CHECK(it > previous);
+    previous = it;
+  }
+  p.recompute_num_layers = 0;
+  CHECK(predict_time(m, p, c, hw).iteration_s == Approx(previous));  // 3 ≥ every stage's layers: all of them
+}

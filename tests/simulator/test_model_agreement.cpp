@@ -493,3 +493,48 @@ TEST_CASE("ZeRO-1 gradient all-reduce: simulator and analytical model agree", "[
   q.reduce_scatter = true;
   CHECK(predict_time(m, p, c, hw).part(TimePart::dp_comm) > predict_time(m, q, c, hw).part(TimePart::dp_comm));
 }
+
+// Megatron's block recomputation: the simulator recomputes the first N layers
+// of each model chunk, layer group by layer group, and keeps the rest whole;
+// its iteration and its activation peak must agree with the analytical
+// models, which count the same layers per stage in closed form. GPT-3 175B on
+// 8 stages of 12 layers (interleaved: 3 chunks of 4), N = 2; and uneven
+// stages 15 + 14×5 + 11 over 7, N = 12 (all of the 11-layer stage's).
+TEST_CASE("block recomputation: simulator and analytical model agree on time and activations",
+          "[simulator][model][recompute][block]") {
+  const auto c = load_cluster("dgx-a100-80gbx16");
+  const auto hw = default_profile_for(c);
+  const auto gpt3 = load_transformer("gpt3-175b");
+  for (const auto schedule : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved}) {
+    Plan p = pipeline_plan(schedule, Recompute::full);
+    p.recompute_num_layers = 2;
+    REQUIRE_FALSE(check_plan(p, gpt3, c).has_value());
+    const double analytical = predict_time(gpt3, p, c, hw).iteration_s;
+    const sim::SimResult s = sim::simulate(gpt3, p, c, hw);
+    INFO(p.summary() << ": analytical " << analytical << " s, simulated " << s.iteration_s << " s");
+    CHECK(std::abs(s.iteration_s / analytical - 1) < 0.02);
+    const double model = predict_memory(gpt3, p, c, hw).line(MemLine::activations);
+    INFO("memory model " << model / 1e9 << " GB, simulated stage 0 peak " << s.memory[0].peak_activation_bytes / 1e9
+                         << " GB");
+    CHECK(std::abs(s.memory[0].peak_activation_bytes / model - 1) < 0.05);
+    // Between full recomputation and none, in both models.
+    Plan full = p, none = p;
+    full.recompute_num_layers = 0;
+    none.recompute = Recompute::none;
+    none.recompute_num_layers = 0;
+    CHECK(predict_time(gpt3, full, c, hw).iteration_s > analytical);
+    CHECK(predict_time(gpt3, none, c, hw).iteration_s < analytical);
+    CHECK(sim::simulate(gpt3, full, c, hw).iteration_s > s.iteration_s);
+  }
+  Plan p = pipeline_plan(Schedule::one_f_one_b, Recompute::full);
+  p.pp = 7;
+  p.grad_accum = 14;
+  p.global_batch = 28;
+  p.stage_layers = {15, 14, 14, 14, 14, 14, 11};
+  p.recompute_num_layers = 12;
+  REQUIRE_FALSE(check_plan(p, gpt3, c).has_value());
+  const double analytical = predict_time(gpt3, p, c, hw).iteration_s;
+  const double simulated = sim::simulate(gpt3, p, c, hw).iteration_s;
+  INFO(p.summary() << ": analytical " << analytical << " s, simulated " << simulated << " s");
+  CHECK(std::abs(simulated / analytical - 1) < 0.03);
+}

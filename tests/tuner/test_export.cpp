@@ -1026,3 +1026,38 @@ TEST_CASE("16-bit optimizer states export as Megatron-Core's precision-aware opt
   CHECK(engine_violation(pf.plan, Engine::fsdp) == EngineRule::fs_optimizer_dtype);
   CHECK_THAT(std::string(engine_rule_text(EngineRule::fs_optimizer_dtype)), Contains("expected master_dtype"));
 }
+
+// Megatron's block method: Megatron-Core's --recompute-method block
+// --recompute-num-layers N (megatron/training/arguments.py; the count
+// TransformerBlock._checkpointed_forward takes per model chunk). DeepSpeed's
+// activation checkpointing and torchtitan recompute every layer or every k-th.
+TEST_CASE("block recomputation exports as Megatron's --recompute-method block, the other engines refuse it",
+          "[tuner][export][recompute][block]") {
+  PlanFile pf;
+  pf.model = test::korthikanti_model(24, 2048, 16, 64);
+  pf.cluster = load_cluster("dgx-a100-80gb");
+  Plan& p = pf.plan;
+  p.dp = 8;
+  p.zero_stage = 1;
+  p.micro_batch = 4;
+  p.global_batch = 32;
+  p.recompute = Recompute::full;
+  const auto uniform = megatron_arguments(pf, "plan.json");
+  const std::vector<std::string> every{"--recompute-granularity", "full", "--recompute-method", "uniform",
+                                       "--recompute-num-layers", "1"};
+  CHECK(std::search(uniform.begin(), uniform.end(), every.begin(), every.end()) != uniform.end());
+  p.recompute_num_layers = 5;
+  const auto block = megatron_arguments(pf, "plan.json");
+  const std::vector<std::string> five{"--recompute-granularity", "full", "--recompute-method", "block",
+                                      "--recompute-num-layers", "5"};
+  CHECK(std::search(block.begin(), block.end(), five.begin(), five.end()) != block.end());
+  CHECK(std::count(block.begin(), block.end(), "--recompute-method") == 1);
+  CHECK_FALSE(engine_violation(p, Engine::megatron).has_value());
+  CHECK_FALSE(engine_violation(p, Engine::ztune).has_value());
+  CHECK(*engine_violation(p, Engine::deepspeed) == EngineRule::ds_block_recompute);
+  CHECK_THROWS_WITH(deepspeed_config(pf, "plan.json"),
+                    Contains("plan.json: deepspeed cannot run this plan") && Contains("--checkpoint-activations"));
+  p.zero_stage = 3;
+  CHECK(*engine_violation(p, Engine::fsdp) == EngineRule::fs_block_recompute);
+  CHECK_THAT(std::string(engine_rule_text(EngineRule::fs_block_recompute)), Contains("--engine megatron"));
+}

@@ -746,3 +746,55 @@ TEST_CASE("the optimizer's state dtypes in the plan file: absent is fp32, stated
   p.master_dtype = ztune::Precision::fp32;
   CHECK_FALSE(ztune::check_plan(p, m, c).has_value());  // fp32 training with bf16 moments
 }
+
+TEST_CASE("block recomputation: optional in the file, round-trips, strict, needs recompute full", "[plan][recompute][block]") {
+  ztune::Plan p;
+  p.recompute = ztune::Recompute::full;
+  // Every layer (the default) is not written: older files and digests are unchanged.
+  CHECK_FALSE(ztune::plan_to_json(p).contains("recompute_num_layers"));
+  p.recompute_num_layers = 3;
+  auto j = ztune::plan_to_json(p);
+  CHECK(j["recompute_num_layers"] == 3);
+  CHECK(ztune::plan_from_json(j, "p.json").recompute_num_layers == 3);
+  CHECK_THAT(p.summary(), Contains(" full:block3"));
+  j["recompute_num_layers"] = 0;
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.recompute_num_layers"));
+  j["recompute_num_layers"] = "2";
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.recompute_num_layers"));
+  j.erase("recompute_num_layers");
+  CHECK(ztune::plan_from_json(j, "p.json").recompute_num_layers == 0);
+
+  auto m = ztune::load_transformer("llama-7b");
+  auto c = ztune::load_cluster("dgx-a100-80gb");
+  p.global_batch = 1;
+  CHECK_FALSE(ztune::check_plan(p, m, c).has_value());
+  p.recompute = ztune::Recompute::selective;
+  CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.recompute_num_layers") && Contains("recompute \"full\""));
+  p.recompute = ztune::Recompute::full;
+  p.cpu_checkpointing = true;
+  CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.recompute_num_layers") && Contains("cpu_checkpointing"));
+
+  // Megatron-Core counts N within each model chunk: 32 layers on pp 4 × v 2
+  // are chunks of 4; N = 3 recomputes 3 of each, 6 a stage, 24 in all; N = 5
+  // every layer of a chunk.
+  p.cpu_checkpointing = false;
+  p.pp = 4;
+  p.virtual_stages = 2;
+  p.schedule = ztune::Schedule::interleaved;
+  CHECK(ztune::recomputed_layers(p, 8) == 6);
+  CHECK(ztune::recomputed_layers_total(p, 32) == 24);
+  CHECK(ztune::recomputed_layer_fraction(p, 8) == Approx(0.75));
+  p.recompute_num_layers = 5;
+  CHECK(ztune::recomputed_layers_total(p, 32) == 32);
+  // Uneven stages 10 + 7 + 7 + 8 without interleaving, N = 7: 7 of each.
+  p.virtual_stages = 1;
+  p.schedule = ztune::Schedule::one_f_one_b;
+  p.recompute_num_layers = 7;
+  p.stage_layers = {10, 7, 7, 8};
+  CHECK(ztune::recomputed_layers_total(p, 32) == 28);
+  // Without the block method every layer of a stage counts.
+  p.recompute_num_layers = 0;
+  CHECK(ztune::recomputed_layers(p, 10) == 10);
+  p.recompute = ztune::Recompute::none;
+  CHECK(ztune::recomputed_layers(p, 10) == 10);
+}

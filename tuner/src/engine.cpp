@@ -162,6 +162,14 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
      "torchtitan's AdamW keeps its states in the dtype of the sharded parameters, fp32 under FSDP's "
      "MixedPrecisionPolicy (param_dtype casts only the gathered copies): use --engine megatron, or expected "
      "master_dtype and moments_dtype fp32"},
+    {"deepspeed: every layer recomputed",
+     "Megatron-DeepSpeed's DeepSpeed activation checkpointing runs Megatron's legacy --checkpoint-activations "
+     "(every layer; its pipeline engine's activation_checkpoint_interval likewise), not Megatron's block method "
+     "(recompute_num_layers): use --engine megatron, or drop recompute_num_layers"},
+    {"fsdp: no block recomputation",
+     "torchtitan and PyTorch FSDP checkpoint every block (full), every k-th block (torchtitan's layer SAC, "
+     "recompute_policy alternate_layers) or ops; Megatron's block method (the first recompute_num_layers of each "
+     "model chunk) is not theirs: use --engine megatron, or drop recompute_num_layers"},
 }};
 
 }  // namespace
@@ -200,6 +208,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.tp_comm_overlap) return EngineRule::ds_tp_comm_overlap;
       if (p.recompute_policy != SelectivePolicy::attention) return EngineRule::ds_recompute_policy;
       if (p.low_precision_optimizer()) return EngineRule::ds_optimizer_dtype;
+      if (p.recompute_num_layers > 0) return EngineRule::ds_block_recompute;
       return std::nullopt;
     case Engine::megatron:
       if (p.dp_shard > 0) return EngineRule::mg_hybrid_sharding;
@@ -232,6 +241,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (!p.reduce_scatter) return EngineRule::fs_grad_allreduce;
       if (!p.bias_fusion) return EngineRule::fs_bias_fusion;
       if (p.low_precision_optimizer()) return EngineRule::fs_optimizer_dtype;
+      if (p.recompute_num_layers > 0) return EngineRule::fs_block_recompute;
       return std::nullopt;
   }
   return std::nullopt;

@@ -105,11 +105,12 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
     p.recompute = Recompute::selective;
     add("selective recomputation", p);
   }
-  if (base.recompute != Recompute::full) {
+  if (base.recompute != Recompute::full || base.recompute_num_layers > 0) {
     Plan p = base;
     p.recompute = Recompute::full;
     p.recompute_policy = SelectivePolicy::attention;
-    add("full recomputation", p);
+    p.recompute_num_layers = 0;
+    add(base.recompute_num_layers > 0 ? "every layer recomputed (no --recompute-num-layers)" : "full recomputation", p);
   }
   if (base.tp > 1 && !base.sequence_parallel) {
     Plan p = base;

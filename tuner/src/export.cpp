@@ -473,7 +473,12 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
   // it asserts --sequence-parallel, which check_plan requires too).
   if (p.tp_comm_overlap) a.emplace_back("--tp-comm-overlap");
   if (p.recompute == Recompute::selective) a.insert(a.end(), {"--recompute-granularity", "selective"});
-  if (p.recompute == Recompute::full)
+  // Megatron-Core's block method (TransformerBlock._checkpointed_forward):
+  // the first N layers of each model chunk.
+  if (p.recompute == Recompute::full && p.recompute_num_layers > 0)
+    a.insert(a.end(), {"--recompute-granularity", "full", "--recompute-method", "block", "--recompute-num-layers",
+                       std::to_string(p.recompute_num_layers)});
+  else if (p.recompute == Recompute::full)
     a.insert(a.end(), {"--recompute-granularity", "full", "--recompute-method", "uniform", "--recompute-num-layers", "1"});
   // Megatron-LM's ZeRO-R Pa: the saved layer inputs split over the tensor-parallel group.
   if (p.partition_activations) a.emplace_back("--distribute-saved-activations");

@@ -33,6 +33,7 @@ std::optional<SelectivePolicy> selective_policy_of(std::string_view n) {
 }
 
 std::string recompute_text(const Plan& p) {
+  if (p.recompute_num_layers > 0) return to_string(p.recompute) + ":block" + std::to_string(p.recompute_num_layers);
   if (p.recompute_policy == SelectivePolicy::attention) return to_string(p.recompute);
   return to_string(p.recompute) + ":" + to_string(p.recompute_policy);
 }
@@ -97,6 +98,26 @@ int partition_layer_count(const std::vector<int>& stated, int layers, int pp, in
 
 int stage_layer_count(const Plan& p, int layers, int stage) {
   return partition_layer_count(p.stage_layers, layers, p.pp, stage);
+}
+
+int recomputed_layers(const Plan& p, int stage_layers) {
+  if (p.recompute != Recompute::full || p.recompute_num_layers <= 0) return stage_layers;
+  // Megatron-Core's block method counts within each model chunk (its
+  // TransformerBlock); a stage's chunks are equal (virtual_stage_bounds).
+  const int chunks = p.schedule == Schedule::interleaved ? p.virtual_stages : 1;
+  return chunks * std::min(p.recompute_num_layers, stage_layers / chunks);
+}
+
+int recomputed_layers_total(const Plan& p, int layers) {
+  if (p.recompute != Recompute::full || p.recompute_num_layers <= 0) return layers;
+  int n = 0;
+  for (int s = 0; s < p.pp; ++s) n += recomputed_layers(p, stage_layer_count(p, layers, s));
+  return n;
+}
+
+double recomputed_layer_fraction(const Plan& p, int stage_layers) {
+  if (stage_layers <= 0) return 0.0;
+  return static_cast<double>(recomputed_layers(p, stage_layers)) / stage_layers;
 }
 
 std::vector<int> virtual_stage_bounds(const std::vector<int>& stated, int layers, int pp, int chunks) {
@@ -264,6 +285,9 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   // Added with the engines' selective policies: absent means Korthikanti's attention core.
   p.recompute_policy =
       *selective_policy_of(r.optional_choice("recompute_policy", kSelectivePolicyNames, "attention"));
+  // Added with Megatron's block recomputation: absent means every layer.
+  if (r.has("recompute_num_layers"))
+    p.recompute_num_layers = static_cast<int>(r.integer("recompute_num_layers", 1, kMaxDegree));
   // Added with the optimizer's state dtypes: absent means fp32 states.
   if (auto o = r.optional_object("optimizer")) {
     p.master_dtype = *precision_of(o->optional_choice("master_dtype", kPrecisionNames, "fp32"));
@@ -336,6 +360,7 @@ nlohmann::json plan_to_json(const Plan& p) {
   if (!p.bias_fusion) j["bias_fusion"] = false;
   if (p.cpu_checkpointing) j["cpu_checkpointing"] = true;
   if (p.recompute_policy != SelectivePolicy::attention) j["recompute_policy"] = to_string(p.recompute_policy);
+  if (p.recompute_num_layers > 0) j["recompute_num_layers"] = p.recompute_num_layers;
   if (p.cp > 1) j["cp"] = p.cp;  // likewise: a plan without context parallelism is unchanged
   if (p.ulysses > 1) j["ulysses"] = p.ulysses;  // and one without Ulysses
   if (p.dp_shard > 0) j["dp_shard"] = p.dp_shard;  // and one without hybrid sharding
@@ -563,6 +588,16 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
   if (p.cpu_checkpointing && p.recompute != Recompute::full)
     return "$.cpu_checkpointing: offloads the checkpoints of full recomputation to the host; needs recompute \"full\", "
            "got \"" + to_string(p.recompute) + "\"";
+  if (p.recompute_num_layers > 0) {
+    if (p.recompute != Recompute::full)
+      return "$.recompute_num_layers: " + s(p.recompute_num_layers) +
+             " layers of each model chunk recomputed whole is Megatron's block method of full recomputation; needs "
+             "recompute \"full\", got \"" + to_string(p.recompute) + "\"";
+    if (p.cpu_checkpointing)
+      return "$.recompute_num_layers: block recomputation keeps the other layers' activations on the GPU beside "
+             "DeepSpeed's CPU checkpointing, a combination no engine runs; expected cpu_checkpointing false or "
+             "recompute_num_layers omitted";
+  }
   if (p.offload_params != OffloadTarget::none && p.zero_stage != 3)
     return "$.offload.params: parameter offload needs zero_stage 3 (DeepSpeed ZeRO-Infinity), got stage " +
            s(p.zero_stage);

@@ -78,6 +78,8 @@ class GptStage {
   struct Acts;
   struct BlockParams;
   // One block (gpt_block.cpp): its attention and MLP branches, sequential or parallel.
+  // Whether layer l of this chunk keeps only its input and runs forward again in backward.
+  [[nodiscard]] bool recomputes_whole(int l) const;
   void forward_block(int l, ConstTensorRef x, LayerActs& la, TensorRef out, bool keep_att);
   void backward_block(int l, ConstTensorRef dres, LayerActs& la, ConstTensorRef x, TensorRef dx);
   /// partial = the branch's row-parallel output before the tensor-parallel reduction.

@@ -350,6 +350,8 @@ struct Zero3GatherCost {
 /// next used by the backward after the recomputation of the later weights and
 /// the backward of those, 2·Σ_{j>i} p_j, so it is kept iff that is below the
 /// distance. Weights at most plan.param_persistence_threshold stay gathered.
+/// The share of a recomputed layer's weights: Megatron's block method
+/// recomputes only some layers (recomputed_layer_fraction).
 [[nodiscard]] double zero3_backward_regather_share(const Transformer& m, const Plan& p, const HardwareProfile& hw);
 /// All-gathers of one ZeRO-3 pass over the stage (the engine's gather unit:
 /// DeepSpeed's prefetch buckets, at least one per layer; FSDP's modules).

@@ -54,6 +54,11 @@ struct LayerTimes {
   // (Korthikanti et al. 2022, Table 2); extra is 0 without recomputation.
   double stored_activation_bytes = 0;
   double recompute_extra_bytes = 0;
+  // Megatron's block method (plan.recompute_num_layers): only the first
+  // block_layers layers of each model chunk are recomputed; the chunk's other
+  // layers skip the recomputation and keep the recompute-free activations
+  // (stored + extra). 0: every layer as above.
+  int block_layers = 0;
 };
 
 /// The embedding (first virtual stage) and LM head + loss (last virtual stage).

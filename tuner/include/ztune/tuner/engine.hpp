@@ -82,6 +82,8 @@ enum class EngineRule : std::uint8_t {
   zt_optimizer_dtype,      // ztune's executor keeps whole fp32 masters (no remainders)
   ds_optimizer_dtype,      // DeepSpeed keeps fp32 optimizer states (no state dtype option)
   fs_optimizer_dtype,      // torchtitan's AdamW keeps its states in the fp32 parameters' dtype
+  ds_block_recompute,      // DeepSpeed's activation checkpointing recomputes every layer (no block method)
+  fs_block_recompute,      // torchtitan's and FSDP's layer checkpointing has no first-N-of-each-chunk method
   count
 };
 

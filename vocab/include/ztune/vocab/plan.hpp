@@ -161,6 +161,18 @@ struct Plan {
   /// recompute_policy, written only when not "attention"; any other policy
   /// needs recompute "selective".
   SelectivePolicy recompute_policy = SelectivePolicy::attention;
+  /// Megatron-LM's block recomputation (--recompute-granularity full
+  /// --recompute-method block --recompute-num-layers N; NeMo
+  /// activations_checkpoint_method "block" with activations_checkpoint_num_layers;
+  /// Megatron-Core TransformerBlock._checkpointed_forward): with recompute
+  /// "full", only the first N transformer layers of each model chunk (a
+  /// pipeline stage, or each of its virtual stages) keep just their input and
+  /// run forward again in backward; the chunk's other layers keep every
+  /// activation, as with recompute "none". A chunk of N layers or fewer is
+  /// recomputed whole. 0: every layer (Megatron's uniform method with one
+  /// layer a group, what recompute "full" means). Plan file:
+  /// recompute_num_layers, written only when not 0.
+  int recompute_num_layers = 0;
   Precision precision = Precision::bf16;
   Schedule schedule = Schedule::one_f_one_b;
   bool overlap_comm = true;      // bucketed reduction overlapped with backward
@@ -346,6 +358,18 @@ nlohmann::json plan_file_to_json(const PlanFile& pf);
   if (p.recompute == Recompute::full) return 1.0;
   return p.recompute == Recompute::selective && p.recompute_policy == SelectivePolicy::alternate_layers ? 0.5 : 0.0;
 }
+/// Of a pipeline stage's `stage_layers` layers, those whose recomputation the
+/// plan runs as its recompute mode says: Megatron's block method
+/// (recompute_num_layers N) the first min(N, chunk) of each of the stage's
+/// model chunks, the rest kept whole; every layer otherwise (the mode then
+/// says how much of each: all of it, nothing, or a selective share).
+[[nodiscard]] int recomputed_layers(const Plan& p, int stage_layers);
+/// The same summed over every stage of a model of `layers` layers.
+[[nodiscard]] int recomputed_layers_total(const Plan& p, int layers);
+/// recomputed_layers over stage_layers (1 outside the block method; 0 for a
+/// stage without layers).
+[[nodiscard]] double recomputed_layer_fraction(const Plan& p, int stage_layers);
+
 /// The share of the layers whose attention core the backward pass runs
 /// forward again: the whole-layer share, and every layer under the selective
 /// policies that do not save the core's output (attention, mlp_in, dots).
