@@ -351,8 +351,9 @@ void executor_lines(const Transformer& m, const Plan& p, double psi, double laye
   // Megatron's block method: the stage's other layers keep every activation.
   const double recomputed = recomputed_layers(p, static_cast<int>(layers));
   const double whole = layer_activation_bytes_executor(m, p, Recompute::none, density);
-  double act = in_flight * (recomputed * layer_activation_bytes_executor(m, p, p.recompute, density) +
-                            (layers - recomputed) * whole);
+  const double own = layer_activation_bytes_executor(m, p, p.recompute, density);
+  double act = recomputed == layers ? layers * in_flight * own
+                                    : in_flight * (recomputed * own + (layers - recomputed) * whole);
   if (recompute_working_layer(p, recomputed, layers)) act += whole;
   // Backward's incoming and outgoing residual-stream gradients (2·s·b·h).
   act += 2.0 * eb * sbh / (p.sequence_parallel ? p.tp : 1.0);
@@ -403,7 +404,9 @@ void engine_lines(const Transformer& m, const Plan& p, const HardwareProfile& hw
   const double recomputed = recomputed_layers(p, static_cast<int>(layers));
   const double own = layer_activation_bytes(m, p, p.recompute) + (p.recompute == Recompute::none ? fallback : 0.0);
   const double whole = layer_activation_bytes(m, p, Recompute::none) + fallback;
-  double act = p.cpu_checkpointing ? own : in_flight * (recomputed * own + (layers - recomputed) * whole);
+  double act = p.cpu_checkpointing     ? own
+               : recomputed == layers ? layers * in_flight * own
+                                      : in_flight * (recomputed * own + (layers - recomputed) * whole);
   // Full recomputation re-materialises one layer's activations at a time.
   // The layer being recomputed holds its whole activations while its backward runs.
   const bool working = recompute_working_layer(p, recomputed, layers);
@@ -688,6 +691,36 @@ int largest_fitting_micro_batch(const Transformer& m, const Plan& p, const Clust
     if (fits(mid)) lo = mid; else hi = mid;
   }
   return lo;
+}
+
+int fewest_recomputed_layers(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
+                             const MemoryOptions& opt, MemoryPrediction* fitted) {
+  if (p.recompute != Recompute::full || p.recompute_num_layers > 0) return 0;
+  const int chunks = p.schedule == Schedule::interleaved ? p.virtual_stages : 1;
+  const int largest_chunk = max_stage_layers(p, m.layers) / chunks;
+  Plan q = p;
+  MemoryPrediction mp;
+  auto fits = [&](int n) {
+    q.recompute_num_layers = n;
+    mp = predict_memory(m, q, c, hw, opt);
+    return mp.fits();
+  };
+  // Below every layer of the largest chunk memory falls as N grows (one
+  // whole layer for one checkpoint, each stage): the first N that fits.
+  int lo = 1, hi = largest_chunk - 1;
+  if (hi < lo || !fits(hi)) return 0;
+  MemoryPrediction best = mp;
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    if (fits(mid)) {
+      hi = mid;
+      best = mp;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  if (fitted != nullptr) *fitted = best;
+  return hi;
 }
 
 int overflowing_lines(const MemoryPrediction& mp, MemLine* out, int max) {

@@ -791,3 +791,40 @@ TEST_CASE("Megatron's block recomputation: N layers a chunk as checkpoints, the 
   p.recompute_num_layers = 7;  // more than a chunk's 6: every layer
   CHECK(recomputed_layers(p, 12) == 12);
 }
+
+TEST_CASE("the fewest layers a chunk recomputes that fit: bisection equals the brute-force scan",
+          "[memory][recompute][block]") {
+  // GPT-3 175B's shape (96 layers), tp 8 × pp 8 on 80 GB, 1F1B and
+  // interleaved, micro-batches 1..8: the oracle tries every N of the chunk.
+  const Transformer m = gpt(96, 12288, 96, 2048, 51200);
+  const Cluster c = a100_nodes(8);
+  const HardwareProfile hw = flat_profile();
+  int found = 0;
+  for (const int v : {1, 3}) {
+    for (const int mb : {1, 2, 4, 8}) {
+      Plan p = test::zero_plan(1, 8, 1, mb, 16 * mb);
+      p.pp = 8;
+      p.sequence_parallel = true;
+      p.virtual_stages = v;
+      p.schedule = v > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
+      p.recompute = Recompute::full;
+      const int chunk = 12 / v;
+      int expected = 0;
+      for (int n = 1; n < chunk && expected == 0; ++n) {
+        Plan q = p;
+        q.recompute_num_layers = n;
+        if (predict_memory(m, q, c, hw).fits()) expected = n;
+      }
+      MemoryPrediction fitted;
+      INFO("v " << v << " mb " << mb);
+      CHECK(fewest_recomputed_layers(m, p, c, hw, MemoryOptions{}, &fitted) == expected);
+      if (expected > 0) {
+        Plan q = p;
+        q.recompute_num_layers = expected;
+        CHECK(fitted.gpu_total_bytes == Approx(predict_memory(m, q, c, hw).gpu_total_bytes));
+        ++found;
+      }
+    }
+  }
+  CHECK(found >= 2);
+}

@@ -7,6 +7,7 @@
 #include "tuner_fixtures.hpp"
 #include "ztune/vocab/catalog.hpp"
 #include "ztune/vocab/hardware_profile.hpp"
+#include "ztune/model/memory_model.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/tuner/explain.hpp"
 #include "ztune/tuner/search.hpp"
@@ -402,8 +403,17 @@ TEST_CASE("memory headroom keeps exactly the plans below the reduced capacity", 
     o.memory.gpu_headroom = h;
     const auto kept = search_all(m, c, o);
     std::int64_t expected = 0;
-    for (const auto& p : all.plans)
-      expected += p.prediction.memory.gpu_total_bytes <= c.node.gpu.memory_bytes() * (1 - h);
+    const HardwareProfile hw = with_engine(default_profile_for(c), to_string(o.space.engine));
+    for (const auto& p : all.plans) {
+      // A plan the search gave Megatron's block method (the fewest layers
+      // recomputed that fit the capacity) was enumerated recomputing every layer.
+      Plan enumerated = p.plan;
+      enumerated.recompute_num_layers = 0;
+      const double bytes = p.plan.recompute_num_layers == 0
+                               ? p.prediction.memory.gpu_total_bytes
+                               : predict_memory(m, enumerated, c, hw).gpu_total_bytes;
+      expected += bytes <= c.node.gpu.memory_bytes() * (1 - h);
+    }
     INFO("headroom " << h);
     CHECK(kept.feasible == expected);
     CHECK(kept.feasible < all.feasible);
@@ -647,4 +657,57 @@ TEST_CASE("the rank pass's remembered layer costs change no plan's time", "[tune
     }
     CHECK(varied);
   }
+}
+
+// Megatron's block method in the search: a plan that recomputes every layer
+// and fits becomes the fewest layers per chunk that still fit, where the same
+// plan without recomputation does not fit (that plan, in the space too, is
+// faster). Oracle: every N of the chunk by brute force (predict_memory).
+TEST_CASE("the search recomputes the fewest layers per chunk that fit (Megatron's block method)",
+          "[tuner][search][recompute][block]") {
+  const Cluster c = load_cluster("dgx-h100x32");
+  const Transformer m = load_transformer("llama-405b");
+  const HardwareProfile hw = with_engine(default_profile_for(c), "megatron");
+  SearchOptions o;
+  o.space.engine = Engine::megatron;
+  o.top = 100000;
+  o.simulate_top = 0;
+  o.threads = 1;
+  const auto r = run_search(m, c, hw, o);
+  int blocks = 0;
+  for (const auto& cand : r.plans) {
+    const Plan& p = cand.plan;
+    if (p.recompute != Recompute::full) continue;
+    Plan none = p;
+    none.recompute = Recompute::none;
+    none.recompute_num_layers = 0;
+    none.partition_activations = false;
+    INFO(p.summary());
+    if (p.recompute_num_layers == 0) {
+      // Kept whole only where nothing less fits: no recomputation, or any N
+      // below the largest chunk's layers.
+      const int chunk = max_stage_layers(p, m.layers) / (p.schedule == Schedule::interleaved ? p.virtual_stages : 1);
+      Plan q = p;
+      q.recompute_num_layers = chunk - 1;
+      CHECK((predict_memory(m, none, c, hw, o.memory).fits() || chunk < 2 ||
+             !predict_memory(m, q, c, hw, o.memory).fits()));
+      continue;
+    }
+    ++blocks;
+    CHECK_FALSE(predict_memory(m, none, c, hw, o.memory).fits());
+    CHECK(cand.prediction.memory.fits());
+    Plan fewer = p;
+    fewer.recompute_num_layers = p.recompute_num_layers - 1;
+    if (fewer.recompute_num_layers > 0) CHECK_FALSE(predict_memory(m, fewer, c, hw, o.memory).fits());
+    // And it is faster than recomputing every layer.
+    Plan every = p;
+    every.recompute_num_layers = 0;
+    CHECK(predict_time(m, p, c, hw).iteration_s < predict_time(m, every, c, hw).iteration_s);
+    CHECK_FALSE(engine_violation(p, Engine::megatron).has_value());
+  }
+  CHECK(blocks > 10);
+  // DeepSpeed runs every layer: its search never states a block.
+  o.space.engine = Engine::deepspeed;
+  for (const auto& cand : run_search(m, c, with_engine(default_profile_for(c), "deepspeed"), o).plans)
+    CHECK(cand.plan.recompute_num_layers == 0);
 }

@@ -9,6 +9,7 @@
 
 #include "ztune/model/finite_check.hpp"
 #include "ztune/model/layer_cost_memo.hpp"
+#include "ztune/model/memory_model.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/tuner/objective.hpp"
 #include "ztune/tuner/search_space.hpp"
@@ -98,6 +99,28 @@ bool stop_requested(const Job& job) {
   return job.options.stop != nullptr && job.options.stop->load(std::memory_order_relaxed);
 }
 
+// A plan that recomputes every layer and fits becomes Megatron's block method
+// at its fastest where the engine runs it: the fewest layers of each chunk
+// recomputed that still fit (fewest_recomputed_layers), never slower and
+// never more than the memory it was allowed. Where the same plan fits without
+// recomputation, that plan (also in the space) is faster than any block: this
+// one stays as it was.
+void recompute_fewest_layers(const Job& job, Plan& p, MemoryPrediction& memory) {
+  if (p.recompute != Recompute::full || p.recompute_num_layers > 0 || p.cpu_checkpointing) return;
+  Plan block = p;
+  block.recompute_num_layers = 1;
+  if (engine_violation(block, job.options.space.engine)) return;
+  Plan none = p;
+  none.recompute = Recompute::none;
+  none.partition_activations = false;
+  if (predict_memory(job.model, none, job.cluster, job.hw, job.options.memory).fits()) return;
+  MemoryPrediction fitted;
+  const int n = fewest_recomputed_layers(job.model, p, job.cluster, job.hw, job.options.memory, &fitted);
+  if (n == 0) return;
+  p.recompute_num_layers = n;
+  memory = fitted;
+}
+
 void flush(Job& job, Worker& w, std::size_t n) {
   if (n == 0) return;
   const auto& o = job.options;
@@ -125,6 +148,7 @@ void flush(Job& job, Worker& w, std::size_t n) {
     for (std::uint32_t i : w.alive) {
       w.memory[i] = predict_memory(job.model, w.plans[i], job.cluster, job.hw, o.memory);
       if (w.memory[i].fits()) {
+        recompute_fewest_layers(job, w.plans[i], w.memory[i]);
         w.alive[k++] = i;
         continue;
       }

@@ -149,6 +149,17 @@ struct OptimizerDtypes {
 [[nodiscard]] MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Cluster& c,
                                               const HardwareProfile& hw, const MemoryOptions& opt);
 
+/// Megatron's block method at its fastest for `p`, a plan that recomputes
+/// every layer (recompute full, recompute_num_layers 0): the fewest layers of
+/// each model chunk recomputed (recompute_num_layers) with which it still
+/// fits, found by bisection (a stage's memory grows as fewer layers are
+/// recomputed, the rest kept whole); `fitted` receives that plan's memory.
+/// 0 when none fits with fewer than every layer of the largest chunk (or
+/// its chunks hold one layer).
+[[nodiscard]] int fewest_recomputed_layers(const Transformer& m, const Plan& p, const Cluster& c,
+                                           const HardwareProfile& hw, const MemoryOptions& opt,
+                                           MemoryPrediction* fitted = nullptr);
+
 /// The largest micro-batch (≤ limit) whose GPU memory fits, everything else in
 /// the plan unchanged (grad_accum and global batch are not re-derived). 0 when
 /// even 1 does not fit.
