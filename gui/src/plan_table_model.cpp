@@ -173,7 +173,11 @@ QVariant PlanTableModel::sort_value(const Candidate& c, int rank_index, int colu
     case zero: return p.zero_stage;
     case offload: return static_cast<int>(p.offload_optimizer) + 3 * static_cast<int>(p.offload_params);
     case batching: return p.micro_batch * 100000 + p.grad_accum;
-    case recompute: return static_cast<int>(p.recompute);
+    // By how much is recomputed: none, selective, Megatron's block method by
+    // its layers a chunk, then every layer.
+    case recompute:
+      return 1000 * static_cast<int>(p.recompute) -
+             (p.recompute_num_layers > 0 ? 1000 - std::min(p.recompute_num_layers, 999) : 0);
     // Dense kernels first (in the enum's order), then the sparse layouts.
     case attention:
       return static_cast<int>(p.attention) +
@@ -240,7 +244,9 @@ QVariant PlanTableModel::headerData(int section, Qt::Orientation orientation, in
   if (role == Qt::ToolTipRole) {
     switch (section) {
       case batching: return QStringLiteral("micro-batch × gradient accumulation steps");
-      case recompute: return QStringLiteral("activation recomputation: none, selective (attention core) or full");
+      case recompute:
+        return QStringLiteral("activation recomputation: none, selective (attention core), full (every layer) or "
+                              "full:blockN (Megatron's block method: the first N layers of each model chunk)");
       case schedule: return QStringLiteral("pipeline schedule");
       case precision: return QStringLiteral("training precision (16-bit: mixed, with fp32 master weights)");
       case gpu_memory: return QStringLiteral("GPU memory on the most loaded GPU");

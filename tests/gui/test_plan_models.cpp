@@ -221,3 +221,22 @@ TEST_CASE("the precision column names 16-bit optimizer states beside the trainin
   p.param_remainders = true;
   CHECK(precision_label(p) == "bf16, Adam fp32 rem./bf16");
 }
+
+TEST_CASE("Megatron's block recomputation reads full:blockN and sorts between selective and full",
+          "[gui][models][recompute]") {
+  PlanTableModel model;
+  auto plans = four_plans();
+  plans[0].plan.recompute = Recompute::selective;
+  plans[1].plan.recompute = Recompute::full;
+  plans[1].plan.recompute_num_layers = 1;
+  plans[2].plan.recompute = Recompute::full;
+  plans[2].plan.recompute_num_layers = 6;
+  plans[3].plan.recompute = Recompute::full;
+  model.set_plans(plans, 1e12);
+  CHECK(model.index(1, PlanTableModel::recompute).data().toString() == "full:block1");
+  CHECK(model.index(3, PlanTableModel::recompute).data().toString() == "full");
+  auto key = [&](int row) { return model.index(row, PlanTableModel::recompute).data(PlanTableModel::SortRole).toInt(); };
+  CHECK(key(0) < key(1));
+  CHECK(key(1) < key(2));
+  CHECK(key(2) < key(3));
+}
