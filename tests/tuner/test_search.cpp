@@ -711,3 +711,54 @@ TEST_CASE("the search recomputes the fewest layers per chunk that fit (Megatron'
   for (const auto& cand : run_search(m, c, with_engine(default_profile_for(c), "deepspeed"), o).plans)
     CHECK(cand.plan.recompute_num_layers == 0);
 }
+
+TEST_CASE("fit hints: Megatron's block method, the fewest layers per chunk that fit, beside full recomputation",
+          "[tuner][explain][recompute][block]") {
+  // Llama 2 70B on 128 H100, tp4 × pp4 × dp8, micro-batch 2, cuDNN attention:
+  // 4 micro-batches in flight of 20 whole layers do not fit in 80 GB; every
+  // layer recomputed fits with room to spare, one layer per stage recomputed
+  // just fits and runs faster.
+  Cluster c = load_cluster("dgx-h100x32");
+  c.nodes = 16;
+  const Transformer m = load_transformer("llama-70b");
+  const HardwareProfile hw = with_engine(default_profile_for(c), "megatron");
+  SearchOptions o;
+  o.space.engine = Engine::megatron;
+  o.memory.accounting = StateAccounting::megatron;  // Megatron's fp32 gradient buffer, as the CLI counts it
+  Plan p;
+  p.dp = 8;
+  p.tp = 4;
+  p.pp = 4;
+  p.sequence_parallel = true;
+  p.zero_stage = 1;
+  p.micro_batch = 2;
+  p.grad_accum = 64;
+  p.global_batch = 1024;
+  p.attention = AttentionKernel::cudnn;
+  REQUIRE_FALSE(check_plan(p, m, c).has_value());
+  REQUIRE_FALSE(predict_memory(m, p, c, hw, o.memory).fits());
+  std::optional<FitHint> full, block;
+  for (const auto& h : plan_fit_hints(m, c, hw, o, p)) {
+    if (h.change == "full recomputation") full = h;
+    if (h.change.find("Megatron's block method") != std::string::npos) block = h;
+  }
+  REQUIRE(full);
+  REQUIRE(block);
+  CHECK(full->fits);
+  CHECK(block->fits);
+  CHECK(block->tokens_per_s > full->tokens_per_s);
+  // The oracle: the first N that fits, by brute force.
+  Plan q = p;
+  q.recompute = Recompute::full;
+  int first = 0;
+  for (int n = 1; n < 20 && first == 0; ++n) {
+    q.recompute_num_layers = n;
+    if (predict_memory(m, q, c, hw, o.memory).fits()) first = n;
+  }
+  REQUIRE(first > 0);
+  CHECK_THAT(block->change, Catch::Matchers::Contains("--recompute-num-layers " + std::to_string(first)));
+  // DeepSpeed's engine recomputes every layer: no such hint there.
+  o.space.engine = Engine::deepspeed;
+  for (const auto& h : plan_fit_hints(m, c, with_engine(default_profile_for(c), "deepspeed"), o, p))
+    CHECK(h.change.find("block method") == std::string::npos);
+}
