@@ -10,6 +10,7 @@
 #include "ztune/executor/nvme_param_partitions.hpp"
 #include "ztune/executor/optimizer_states.hpp"
 #include "ztune/executor/zeropp_reduce.hpp"
+#include "ztune/vocab/executor_support.hpp"
 
 namespace ztune::executor {
 
@@ -141,7 +142,8 @@ ParamStore::ParamStore(std::vector<ParamSpec> specs, int units, const StoreOptio
 }
 
 ParamStore::~ParamStore() {
-  for (auto& p : pending_) p.request->wait();
+  for (auto& p : pending_)
+    if (p.request) p.request->wait();  // qgZ across nodes reduces synchronously: no request
   for (auto& b : buckets_)
     if (b.gather_req) b.gather_req->wait();
 }
@@ -378,6 +380,7 @@ void ParamStore::launch_reduction(Bucket& b) {
                                             kZeroppGroup);
       out.commit();
       pending_.push_back(std::move(p));
+      if (pending_.size() > kExecutorReductionsInFlight) retire_oldest();
       return;
     }
     // qgZ on one node: each rank's contribution crosses the wire as int4 and is
@@ -387,6 +390,22 @@ void ParamStore::launch_reduction(Bucket& b) {
     p.request = g_.dp->reduce_scatter_async(b.grad_work.ref(), p.recv.ref(), b.piece);
   }
   pending_.push_back(std::move(p));
+  // Stages 2/3 free a bucket's full gradients once its piece has arrived:
+  // with more reductions running than kExecutorReductionsInFlight the oldest is
+  // awaited now, not at the end of the backward (stages 0/1 reduce the
+  // gradients in place, which stay).
+  if (opt_.zero_stage >= 2 && pending_.size() > kExecutorReductionsInFlight) retire_oldest();
+}
+
+void ParamStore::retire_oldest() {
+  Pending& p = pending_.front();
+  if (p.request) p.request->wait();
+  if (opt_.zero_stage >= 2) {
+    auto& b = buckets_[static_cast<std::size_t>(p.bucket)];
+    be_.accumulate(grad_shards_.ref(b.shard_offset), p.recv.ref(), static_cast<long>(b.piece));
+    b.grad_work.release();
+  }
+  pending_.erase(pending_.begin());
 }
 
 void ParamStore::bucket_ready(Bucket& b, bool last_micro) {
@@ -418,15 +437,7 @@ void ParamStore::finish_backward(bool last_micro) {
     }
     launch_reduction(b);
   }
-  for (auto& p : pending_) {
-    if (p.request) p.request->wait();
-    if (opt_.zero_stage >= 2) {
-      auto& b = buckets_[static_cast<std::size_t>(p.bucket)];
-      be_.accumulate(grad_shards_.ref(b.shard_offset), p.recv.ref(), static_cast<long>(b.piece));
-      b.grad_work.release();
-    }
-  }
-  pending_.clear();
+  while (!pending_.empty()) retire_oldest();
   // Hybrid sharding (MiCS' two-hop synchronisation): the shard group summed
   // each micro-batch's gradients into their owners' partitions; at the
   // accumulation boundary the partitions are summed across the replicas, the

@@ -345,7 +345,7 @@ bool recompute_working_layer(const Plan& p, double recomputed, double layers) {
 // freed, so it adds to the peak only where it exceeds them; with 16-bit
 // storage a kernel's fp32 staging (executor_staging_bytes) beside the rest.
 void executor_lines(const Transformer& m, const Plan& p, double psi, double layers, double in_flight,
-                    double density, bool first, bool last, bool gpu, StageMemory& sm) {
+                    double density, bool first, bool last, bool gpu, double qgz, StageMemory& sm) {
   const double sbh = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch * m.hidden;  // this rank's rows
   const double eb = bytes_of(storage_precision(p)), gb = bytes_of(executor_grad_precision(p));
   // Megatron's block method: the stage's other layers keep every activation.
@@ -359,13 +359,48 @@ void executor_lines(const Transformer& m, const Plan& p, double psi, double laye
   act += 2.0 * eb * sbh / (p.sequence_parallel ? p.tp : 1.0);
   sm.gpu[idx(MemLine::activations)] = act;
   double buckets = 0;
-  if (p.dp_cp() > 1 && p.zero_stage >= 2) buckets += gb * psi + gb * psi / p.shard_group();
+  const double bucket = executor_bucket_elems(m, p, psi);
+  if (p.dp_cp() > 1 && p.zero_stage >= 2) {
+    // ZeRO-2/3: a bucket's full gradients and its reduce-scattered piece, from
+    // its first gradient until its reduction is retired: at most
+    // kExecutorReductionsInFlight running and the one being filled with
+    // overlap_comm, every bucket until the end of the backward without it.
+    // They grow as the backward frees the activations: one bucket beside all
+    // of them when it starts; H buckets' worth once a share t = (H − B)/Ψ of
+    // the stage is through, beside (1 − t) of them. The larger of the two.
+    // Tied embeddings on one stage: the head's backward starts the word
+    // embedding's bucket, which is reduced after the embedding's, last.
+    const double per_elem = gb * (1.0 + 1.0 / p.shard_group());
+    const double held =
+        p.overlap_comm ? std::min(psi, static_cast<double>(kExecutorReductionsInFlight + 1) * bucket) : psi;
+    const double filling = std::min(bucket, psi);
+    const double word = first && last && m.tied_embeddings && held < psi
+                            ? std::min(psi - held, m.embedding_params() / p.tp)
+                            : 0.0;
+    buckets += std::max(per_elem * (filling + word), per_elem * (held + word) - act * (held - filling) / psi);
+  }
   if (p.pp > 1) buckets += (p.grad_accum + 1.0) * eb * sbh / (p.sequence_parallel ? p.tp : 1.0);
   sm.gpu[idx(MemLine::comm_buckets)] = buckets;
   // The logits in the storage type, and four fp32 rows: the cross-entropy's
   // row max, row sum and losses, and ∂L/∂loss (GptStage::Acts, dloss_).
   const double rows = static_cast<double>(m.seq_len) / p.seq_split() * m.head_token_fraction * p.micro_batch;
   sm.gpu[idx(MemLine::logits)] = last ? eb * rows * m.vocab / p.tp + 4.0 * 4.0 * rows : 0.0;
+  // ZeRO++'s two-level qgZ (executor_qgz) reduces a bucket once the backward
+  // has been through its units: the stage's last ones, for the first bucket
+  // (units are grouped in forward order). Their activations, the logits and
+  // the kernels' staging are free by then; with one bucket for the stage the
+  // whole backward is done and the gathered weights are released too. The
+  // larger of the two phases counts.
+  const double staging = executor_staging_bytes(m, p, first, last, density, gpu);
+  if (qgz > 0) {
+    const bool whole_stage = bucket >= psi;
+    const double bucket_layers = std::ceil(bucket / (m.params_per_layer() / p.tp));
+    const double freed = (whole_stage ? act + sm.gpu[idx(MemLine::zero3_gathered)]
+                                      : act * std::min(1.0, bucket_layers / std::max(1.0, layers))) +
+                         sm.gpu[idx(MemLine::logits)] + staging;
+    buckets += std::max(0.0, qgz - freed);
+  }
+  sm.gpu[idx(MemLine::comm_buckets)] = buckets;
   const double transient = act + buckets + sm.gpu[idx(MemLine::logits)];
   // 16-bit optimizer states are widened at the step a chunk at a time beside
   // that workspace (Backend::adamw_fused_impl, staged_adam_chunk), unless the
@@ -378,7 +413,7 @@ void executor_lines(const Transformer& m, const Plan& p, double psi, double laye
   const double part = p.zero_stage >= 1 ? psi / p.shard_group() : psi;
   const double chunk = static_cast<double>(staged_adam_chunk(backend));
   const double step = 4.0 * psi + 4.0 * std::min(part, chunk) * states16;
-  sm.gpu[idx(MemLine::workspace)] = std::max(executor_staging_bytes(m, p, first, last, density, gpu), step - transient);
+  sm.gpu[idx(MemLine::workspace)] = std::max(staging, step - transient);
   sm.gpu[idx(MemLine::runtime)] = 0;
   sm.gpu[idx(MemLine::fragmentation)] = 0;
 }
@@ -536,7 +571,15 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   // ZeRO-3 gathered parameters: the largest layer, the prefetch bucket, capped
   // by max_live_parameters, plus persistent small tensors kept whole.
   if (p.zero_stage == 3) {
-    if (opt.accounting == StateAccounting::deepspeed) {
+    if (executor_layout(c, hw)) {
+      // ztune's executor (ParamStore::acquire_bucket) gathers a bucket before
+      // its use and the next one ahead, and keeps a bucket whose every tensor
+      // is below param_persistence_threshold until the step: every layer's,
+      // when even the largest weight is.
+      const bool persistent = m.largest_module_params() / t < p.param_persistence_threshold;
+      sm.gpu[idx(MemLine::zero3_gathered)] =
+          eb * (persistent ? psi : std::min(psi, 2.0 * executor_bucket_elems(m, p, psi)));
+    } else if (opt.accounting == StateAccounting::deepspeed) {
       sm.gpu[idx(MemLine::zero3_gathered)] = 4.0 * std::max(layer_params, first ? word : 0.0);
     } else {
       const double largest = std::max(layer_params, (first || last) ? word : 0.0);
@@ -555,9 +598,8 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
       if (m.bias) { keep((h + 2 * kvd) / t); keep(h); keep(f_in / t); keep(h); }
       else if (m.qkv_bias) keep((h + 2 * kvd) / t);  // Qwen2: the Q/K/V bias alone
       sm.gpu[idx(MemLine::zero3_gathered)] = eb * (live + layers * small);
-      // ZeRO++ qwZ: the int8 staging buffer of the gather in flight (none on
-      // ztune's executor, which quantizes in place and gathers floats).
-      if (p.zeropp && !hw.engine.executor)
+      // ZeRO++ qwZ: the int8 staging buffer of the gather in flight.
+      if (p.zeropp)
         sm.gpu[idx(MemLine::zero3_gathered)] += kZeroppWeightBytes * std::min(p.prefetch_bucket_elems, psi);
     }
   }
@@ -578,7 +620,8 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   // (executor_layout). On a GPU the CUDA context, NCCL, cuBLAS and the caching
   // allocator come on top (below).
   if (executor_layout(c, hw)) {
-    executor_lines(m, p, psi, layers, in_flight, density, first, last, c.device_kind == DeviceKind::gpu, sm);
+    executor_lines(m, p, psi, layers, in_flight, density, first, last, c.device_kind == DeviceKind::gpu,
+                   executor_qgz_bytes(p, c, executor_bucket_elems(m, p, psi), executor_grad_precision(p)), sm);
     if (c.device_kind == DeviceKind::cpu) {
       for (double v : sm.gpu) sm.total += v;
       return sm;
@@ -691,6 +734,15 @@ int largest_fitting_micro_batch(const Transformer& m, const Plan& p, const Clust
     if (fits(mid)) lo = mid; else hi = mid;
   }
   return lo;
+}
+
+double executor_bucket_elems(const Transformer& m, const Plan& p, double stage_params) {
+  // Whole layers fill a bucket up to the size (the ends' units, the word
+  // embedding above all, may form a larger bucket of their own).
+  const double layer = m.params_per_layer() / p.tp;
+  const double word = static_cast<double>(m.vocab) * m.hidden / p.tp;
+  const double layers = std::max(1.0, std::floor(p.reduce_bucket_elems / layer)) * layer;
+  return std::min(stage_params, std::max(layers, word));
 }
 
 int fewest_recomputed_layers(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,

@@ -1,5 +1,7 @@
 #include "ztune/model/zeropp.hpp"
 
+#include <cmath>
+
 #include "ztune/model/op_costs.hpp"
 
 namespace ztune {
@@ -53,6 +55,16 @@ double zeropp_secondary_bytes(const Transformer& m, const Plan& p, const Cluster
   const GroupLayout l = place_groups(p, c);
   if (!l.dp.crosses_nodes()) return 0;
   return bytes_of(storage_precision(p)) * stage_params(m, p) / l.dp.per_node;  // the stored weights
+}
+
+double executor_qgz_bytes(const Plan& p, const Cluster& c, double bucket_elems, Precision grads) {
+  if (!p.zeropp || p.zero_stage != 3 || p.dp <= 1) return 0;
+  const GroupLayout l = place_groups(p, c);
+  if (!l.dp.crosses_nodes()) return 0;
+  const double padded = std::ceil(bucket_elems / p.dp) * p.dp;
+  double bytes = 4.0 * padded * (1.0 + 1.0 / l.dp.per_node);                // regrouped, the node's partial
+  if (grads != Precision::fp32) bytes += 4.0 * padded * (1.0 + 1.0 / p.dp);  // staged in and out
+  return bytes;
 }
 
 double zeropp_gradient_reduce_time(double grad_bytes, const Plan& p, const Cluster& c, const HardwareProfile& hw) {

@@ -157,6 +157,10 @@ CASES = {
     # accumulation boundary. Several buckets so every piece crosses both hops.
     "hsdp_dp4_shard2": dict(dp=4, mb=1, ga=2, zero=3, dp_shard=2, bucket=3e4),
     "hsdp_dp4_shard2_persist": dict(dp=4, mb=1, ga=2, zero=3, dp_shard=2, bucket=3e4, persist=1e3),
+    # Buckets smaller than a layer: ZeRO-2/3 retire a bucket's reduction
+    # while the backward goes on (kExecutorReductionsInFlight), not at its end.
+    "dp2_zero2_small_buckets": dict(dp=2, mb=2, ga=2, zero=2, bucket=2e4),
+    "dp4_zero3_small_buckets": dict(dp=4, mb=1, ga=2, zero=3, bucket=2e4),
     "hsdp_dp2_cp2_shard2_flash": dict(dp=2, cp=2, mb=1, ga=4, zero=3, dp_shard=2, bucket=3e4, attention="flash"),
 }
 STEPS = 5

@@ -828,3 +828,22 @@ TEST_CASE("the fewest layers a chunk recomputes that fit: bisection equals the b
   }
   CHECK(found >= 2);
 }
+
+TEST_CASE("the executor's largest gradient bucket: whole layers up to the size, the word embedding's unit, the stage",
+          "[memory][executor][zero]") {
+  // ParamStore's greedy grouping of whole units: 2.5 layers' worth holds 2
+  // layers; less than a layer is one layer; a word embedding larger than the
+  // layers' buckets is a bucket of its own; never more than the stage.
+  const Transformer m = gpt(8, 1024, 16, 1024, 51200);
+  Plan p = test::zero_plan(4, 1, 3, 1, 1);
+  const double layer = m.params_per_layer(), word = 51200.0 * 1024;
+  p.reduce_bucket_elems = 2.5 * layer;
+  CHECK(executor_bucket_elems(m, p, 1e12) == Approx(word));  // 52.4 M elements > 2 layers (25.2 M)
+  p.reduce_bucket_elems = 6.5 * layer;
+  CHECK(executor_bucket_elems(m, p, 1e12) == Approx(6 * layer));
+  p.reduce_bucket_elems = 0.3 * layer;
+  p.tp = 8;  // a layer and the embedding split 8 ways
+  CHECK(executor_bucket_elems(m, p, 1e12) == Approx(word / 8));
+  p.reduce_bucket_elems = 5e8;
+  CHECK(executor_bucket_elems(m, p, 3e6) == Approx(3e6));
+}

@@ -8,7 +8,11 @@
 //  - stage 1: optimizer states of the owned pieces only; gradients all-reduced,
 //    each rank updates its pieces, parameters all-gathered;
 //  - stage 2: also gradients: each bucket's gradients are reduce-scattered to their
-//    owners on every micro-batch and the full-size bucket buffer is freed;
+//    owners on every micro-batch and the full-size bucket buffer is freed as
+//    soon as that bucket's piece has arrived: at most kExecutorReductionsInFlight
+//    reductions run at once (the backward waits for the oldest beyond that),
+//    so a rank holds a few buckets' full gradients, never the whole model's
+//    (DeepSpeed's overlap_comm double-buffers its reduction buckets alike);
 //  - stage 3: also parameters: a bucket is all-gathered before use (the next one
 //    prefetched asynchronously) and freed after, unless all its tensors are below
 //    param_persistence_threshold (then it stays until the next optimizer step).
@@ -141,6 +145,8 @@ class ParamStore {
  private:
   struct Bucket;
   struct Pending;
+  /// Waits for the oldest reduction and folds its piece into the owned gradients.
+  void retire_oldest();
   Bucket& bucket_of_unit(int unit);
   void start_gather(Bucket& b, bool quantized, Direction dir);
   /// ZeRO++ hpZ across nodes: bucket b's backward gathers come from secondary_.

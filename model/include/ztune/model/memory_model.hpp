@@ -149,6 +149,13 @@ struct OptimizerDtypes {
 [[nodiscard]] MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Cluster& c,
                                               const HardwareProfile& hw, const MemoryOptions& opt);
 
+/// The largest gradient bucket of ztune's executor for a stage of `stage_params`
+/// parameters per rank (ParamStore groups whole units, a layer or an end of
+/// the model, greedily up to reduce_bucket_elems): as many whole layers as
+/// the size holds (one at least), or the word embedding's unit when larger,
+/// at most the stage's parameters.
+[[nodiscard]] double executor_bucket_elems(const Transformer& m, const Plan& p, double stage_params);
+
 /// Megatron's block method at its fastest for `p`, a plan that recomputes
 /// every layer (recompute full, recompute_num_layers 0): the fewest layers of
 /// each model chunk recomputed (recompute_num_layers) with which it still

@@ -58,6 +58,16 @@ struct Zero3CrossNodeBytes {
 /// (inside one node it is the primary one).
 [[nodiscard]] double zeropp_secondary_bytes(const Transformer& m, const Plan& p, const Cluster& c);
 
+/// ztune's executor's two-level qgZ across nodes (executor/src/zeropp_reduce.cpp,
+/// ParamStore::launch_reduction), while one gradient bucket of `bucket_elems`
+/// reduces: its fp32 copy regrouped by node (the bucket's elements) and the
+/// node's fp32 partial (bucket / g, g the data-parallel ranks of a node), and
+/// with 16-bit gradients (`grads`, the dtype the executor stores them in) the
+/// fp32 copies its int4 arithmetic reads and writes (the bucket and its dp-th
+/// piece), 4 bytes each. 0 unless zeropp is on and the data-parallel group
+/// spans nodes.
+[[nodiscard]] double executor_qgz_bytes(const Plan& p, const Cluster& c, double bucket_elems, Precision grads);
+
 /// Link time of qgZ's gradient reduction of `grad_bytes` bytes of gradients
 /// (gradient_reduce_bytes' dtype) on the data-parallel group (intra-node
 /// all-to-all + inter-node all-to-all, int4 on the wire: zeropp_grad_wire_bytes),

@@ -43,6 +43,14 @@ VocabRange vocab_range(int vocab, int tp, int tp_rank);
   return b == ExecBackend::cpu ? std::size_t{1} << 14 : std::size_t{1} << 22;
 }
 
+/// ZeRO-2/3 gradient reductions the executor's ParamStore lets run at once:
+/// a bucket's full gradients are freed when its piece arrives, and the
+/// backward waits for the oldest reduction beyond these (DeepSpeed's
+/// overlap_comm double-buffers its reduction buckets alike). With the bucket
+/// the backward is filling, kExecutorReductionsInFlight + 1 buckets' full
+/// gradients are live at most; the memory model counts the same bound.
+inline constexpr std::size_t kExecutorReductionsInFlight = 2;
+
 /// Whether the backend's AdamW step updates the optimizer states at their own
 /// dtypes in place (no fp32 staging, no staged_adam_chunk workspace): CUDA's
 /// fused kernel (kernels/cuda adamw.hpp adamw_chunked) takes fp32 states with
