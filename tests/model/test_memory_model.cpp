@@ -24,6 +24,19 @@ HardwareProfile flat_profile() {
   return hw;
 }
 
+// Korthikanti's 22B batch of 4 on 8 data-parallel GPUs, ZeRO-1, bf16, every
+// layer recomputed: the plan the checkpoint variants are counted on.
+Plan full_recompute_dp8() {
+  Plan p;
+  p.dp = 8;
+  p.zero_stage = 1;
+  p.micro_batch = 4;
+  p.global_batch = 32;
+  p.recompute = Recompute::full;
+  p.precision = Precision::bf16;
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("ZeRO Table 1: model-state GB per device, to the printed precision", "[memory][zero]") {
@@ -472,13 +485,7 @@ TEST_CASE("hybrid sharding: ZeRO-3 states divided by dp_shard, not dp", "[memory
 TEST_CASE("cpu checkpointing moves the full-recompute checkpoints to the host", "[memory][activations][offload]") {
   const double h = 6144, s = 2048, a = 64, b = 4, L = 48;
   const Transformer m = gpt(48, 6144, 64, 2048, 51200);
-  Plan p;
-  p.dp = 8;
-  p.zero_stage = 1;
-  p.micro_batch = 4;
-  p.global_batch = 32;
-  p.recompute = Recompute::full;
-  p.precision = Precision::bf16;
+  Plan p = full_recompute_dp8();
   const double sbh = s * b * h;
   const double working = sbh * (34 + 5 * a * s / h);
   const double embedding_mask = sbh;
@@ -746,13 +753,7 @@ TEST_CASE("Megatron's block recomputation: N layers a chunk as checkpoints, the 
   // keeps s·b·h·(34 + 5as/h), a recomputed one its 2·s·b·h input.
   const double h = 6144, s = 2048, a = 64, b = 4, L = 48;
   const Transformer m = gpt(48, 6144, 64, 2048, 51200);
-  Plan p;
-  p.dp = 8;
-  p.zero_stage = 1;
-  p.micro_batch = 4;
-  p.global_batch = 32;
-  p.recompute = Recompute::full;
-  p.precision = Precision::bf16;
+  Plan p = full_recompute_dp8();
   const double sbh = s * b * h;
   const double whole = sbh * (34 + 5 * a * s / h);
   const double checkpoint = 2 * sbh;

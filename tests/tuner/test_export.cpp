@@ -30,6 +30,20 @@ PlanFile dense_plan_on(const char* cluster, AttentionKernel k) {
   return pf;
 }
 
+// Data parallelism over one DGX A100 (dp 8, micro-batch 4 of 32 sequences)
+// of a small Korthikanti model at ZeRO stage `zero`: the plan the switches
+// of one engine or another are tried on.
+PlanFile dp8_plan(int zero) {
+  PlanFile pf;
+  pf.model = test::korthikanti_model(24, 2048, 16, 64);
+  pf.cluster = load_cluster("dgx-a100-80gb");
+  pf.plan.dp = 8;
+  pf.plan.zero_stage = zero;
+  pf.plan.micro_batch = 4;
+  pf.plan.global_batch = 32;
+  return pf;
+}
+
 PlanFile zero2_offload_plan() {
   PlanFile pf;
   Plan& p = pf.plan;
@@ -538,14 +552,8 @@ TEST_CASE("partitioned activations export as DeepSpeed and Megatron-LM spell the
 // --checkpoint-in-cpu (arguments.py: "Move the activation checkpoints to
 // CPU."); Megatron-LM, torchtitan and ztune's executor refuse it.
 TEST_CASE("CPU checkpointing exports as DeepSpeed spells it, the other engines refuse it", "[tuner][export][offload]") {
-  PlanFile pf;
-  pf.model = test::korthikanti_model(24, 2048, 16, 64);
-  pf.cluster = load_cluster("dgx-a100-80gb");
+  PlanFile pf = dp8_plan(3);
   Plan& p = pf.plan;
-  p.dp = 8;
-  p.zero_stage = 3;
-  p.micro_batch = 4;
-  p.global_batch = 32;
   p.recompute = Recompute::full;
   CHECK(deepspeed_config(pf, "plan.json")["activation_checkpointing"]["cpu_checkpointing"] == false);
   CHECK_THAT(deepspeed_launch(pf, "ds_config.json", "plan.json"), !Contains("--checkpoint-in-cpu"));
@@ -900,14 +908,8 @@ TEST_CASE("torchtitan export: degrees multiply to the plan's devices, refusals n
 // whose ZeRO reduce-scatters refuse the all-reduce variant.
 TEST_CASE("gradient all-reduce exports as DeepSpeed's reduce_scatter false, the other engines refuse it",
           "[tuner][export][zero]") {
-  PlanFile pf;
-  pf.model = test::korthikanti_model(24, 2048, 16, 64);
-  pf.cluster = load_cluster("dgx-a100-80gb");
+  PlanFile pf = dp8_plan(1);
   Plan& p = pf.plan;
-  p.dp = 8;
-  p.zero_stage = 1;
-  p.micro_batch = 4;
-  p.global_batch = 32;
   CHECK(deepspeed_config(pf, "plan.json")["zero_optimization"]["reduce_scatter"] == true);
   p.reduce_scatter = false;
   CHECK(deepspeed_config(pf, "plan.json")["zero_optimization"]["reduce_scatter"] == false);
@@ -1033,14 +1035,8 @@ TEST_CASE("16-bit optimizer states export as Megatron-Core's precision-aware opt
 // activation checkpointing and torchtitan recompute every layer or every k-th.
 TEST_CASE("block recomputation exports as Megatron's --recompute-method block, the other engines refuse it",
           "[tuner][export][recompute][block]") {
-  PlanFile pf;
-  pf.model = test::korthikanti_model(24, 2048, 16, 64);
-  pf.cluster = load_cluster("dgx-a100-80gb");
+  PlanFile pf = dp8_plan(1);
   Plan& p = pf.plan;
-  p.dp = 8;
-  p.zero_stage = 1;
-  p.micro_batch = 4;
-  p.global_batch = 32;
   p.recompute = Recompute::full;
   const auto uniform = megatron_arguments(pf, "plan.json");
   const std::vector<std::string> every{"--recompute-granularity", "full", "--recompute-method", "uniform",
