@@ -115,10 +115,14 @@ void PlanFlags::add_to(CLI::App& app) {
                  "Megatron-LM, NeMo, DeepSpeed), alternate_mm (torchtitan's op-level SAC, selective_ac_option "
                  "\"op\": every other matmul of a block, wk, wo and w3, with the elementwise ops), mlp_in "
                  "(MaxText remat_policy save_dot_except_mlpwi: the MLP input projections, the attention core and "
-                 "the elementwise ops), alternate_layers (torchtitan's selective_ac_option \"2\": every second "
-                 "layer recomputed whole) or dots (JAX dots_saveable, PaxML SAVE_DOT_ONLY: every matmul's output "
+                 "the elementwise ops), alternate_layers (torchtitan's layer checkpointing, selective_ac_option \"K\": "
+                 "every K-th layer recomputed whole, --recompute-every K, 2 by default) or dots (JAX dots_saveable, PaxML SAVE_DOT_ONLY: every matmul's output "
                  "saved, the attention core and the elementwise ops recomputed)")
       ->check(CLI::IsMember(names_of(kSelectivePolicyNames)));
+  app.add_option("--recompute-every", recompute_every,
+                 "With --recompute-policy alternate_layers: every K-th layer recomputed whole (torchtitan "
+                 "selective_ac_option \"K\", fms-fsdp selective_checkpointing 1/K; default 2)")
+      ->check(CLI::Range(2, 1 << 20));
   app.add_option("--recompute-num-layers", recompute_num_layers,
                  "Megatron's block recomputation (--recompute-method block --recompute-num-layers N; NeMo "
                  "activations_checkpoint_method block): with --recompute full, only the first N layers of each "
@@ -282,6 +286,7 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   p.recompute = *recompute_of(recompute);
   p.recompute_policy = *selective_policy_of(recompute_policy);  // CLI::IsMember admitted only its names
   p.recompute_num_layers = recompute_num_layers;
+  p.recompute_every = recompute_every;
   if (schedule.empty()) {
     p.schedule = virtual_stages > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
   } else {

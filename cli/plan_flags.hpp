@@ -76,6 +76,7 @@ struct PlanFlags {
   std::string attention = "standard";
   std::string recompute_policy = "attention";
   int recompute_num_layers = 0;  // Megatron's block method (0: every layer)
+  int recompute_every = 2;  // torchtitan's layer checkpointing: every k-th layer (alternate_layers)
   std::string grad_reduce_dtype;  // empty: the engine's
   std::string master_dtype = "fp32", moments_dtype = "fp32";
   bool param_remainders = false;

@@ -145,7 +145,7 @@ double selective_policy_bytes(const Transformer& m, const Plan& p, bool split) {
   double inside = 0;
   switch (p.recompute_policy) {
     case SelectivePolicy::attention:         // Korthikanti's count, layer_activation_bytes
-    case SelectivePolicy::alternate_layers: break;  // half full, half none: layer_activation_bytes
+    case SelectivePolicy::alternate_layers: break;  // a k-th full, the rest none: layer_activation_bytes
     case SelectivePolicy::alternate_mm: {
       const bool gated = m.activation == Activation::swiglu;
       inside = s * b * (2.0 * h + 2.0 * kvd + 2.0 * h + 2.0 * m.ffn_hidden + (gated ? 2.0 * h : 0.0)) / t;
@@ -172,8 +172,12 @@ double layer_activation_bytes(const Transformer& m, const Plan& p, Recompute r) 
   // ZeRO-R's Pa keeps 1/t of each saved layer input (Rajbhandari et al. 2020,
   // §6.1: the checkpoints shrink by the model-parallel degree), as SP does.
   const bool split = p.sequence_parallel || (p.partition_activations && r == Recompute::full);
-  if (r == Recompute::selective && p.recompute_policy == SelectivePolicy::alternate_layers)
-    return 0.5 * (layer_activation_bytes(m, p, Recompute::full) + layer_activation_bytes(m, p, Recompute::none));
+  if (r == Recompute::selective && p.recompute_policy == SelectivePolicy::alternate_layers) {
+    // Every k-th layer as full recomputation keeps it, the others whole.
+    const double share = whole_layer_recompute_share(p);
+    return share * layer_activation_bytes(m, p, Recompute::full) +
+           (1.0 - share) * layer_activation_bytes(m, p, Recompute::none);
+  }
   if (r == Recompute::selective && p.recompute_policy != SelectivePolicy::attention)
     return selective_policy_bytes(m, p, split);
   // DeepSpeed-Ulysses divides the same count by u (Jacobs et al. 2023, §3):

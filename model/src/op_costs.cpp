@@ -514,9 +514,9 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
           lc.recompute_s = lc.fwd_attention_s + lc.fwd_elementwise_s;
           lc.recompute_flops = g.qk.flops() + g.pv.flops();
           break;
-        case SelectivePolicy::alternate_layers:  // every other layer whole: half a forward per layer
-          lc.recompute_s = 0.5 * lc.fwd_s;
-          lc.recompute_flops = 0.5 * lc.fwd_flops;
+        case SelectivePolicy::alternate_layers:  // every k-th layer whole: a k-th of a forward per layer
+          lc.recompute_s = whole_layer_recompute_share(p) * lc.fwd_s;
+          lc.recompute_flops = whole_layer_recompute_share(p) * lc.fwd_flops;
           break;
       }
       break;
@@ -559,7 +559,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   // Ops the backward issues again per layer: the policies other than the
   // attention core's recompute their GEMMs (3 or 2) and the elementwise
   // kernels instead of (alternate_mm) or beside (mlp_in) the core; the
-  // every-other-layer policy half a forward.
+  // every-k-th-layer policy a k-th of a forward.
   auto recompute_ops = [&]() -> double {
     switch (p.recompute) {
       case Recompute::none: return 0.0;
@@ -571,7 +571,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
       case SelectivePolicy::alternate_mm: return 3.0 + elem_kernels;
       case SelectivePolicy::mlp_in: return kHostOpsSelective + 2.0 + elem_kernels;
       case SelectivePolicy::dots: return kHostOpsSelective + elem_kernels;
-      case SelectivePolicy::alternate_layers: return 0.5 * kHostOpsForward;
+      case SelectivePolicy::alternate_layers: return whole_layer_recompute_share(p) * kHostOpsForward;
     }
     return kHostOpsSelective;
   };
@@ -642,8 +642,8 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
         lc.tp_recompute_s += collective_time(Collective::all_gather, lc.tp_bytes, l.tp, c, hw);
       }
     } else {
-      // torchtitan's every-other-layer policy: half the layers repeat their
-      // forward collectives (per layer, half of them on average).
+      // torchtitan's every-k-th-layer policy: a k-th of the layers repeat
+      // their forward collectives (per layer, a k-th of them on average).
       lc.tp_recompute_s = whole_layer_recompute_share(p) * lc.tp_fwd_s;
     }
   }
@@ -714,6 +714,7 @@ LayerCostKey layer_cost_key(const Plan& p) {
   k.attention = p.attention;
   k.recompute = p.recompute;
   k.recompute_policy = p.recompute == Recompute::selective ? p.recompute_policy : SelectivePolicy::attention;
+  k.recompute_every = k.recompute_policy == SelectivePolicy::alternate_layers ? p.recompute_every : 2;
   k.sparse_attention = p.sparse_attention;
   k.sequence_parallel = p.sequence_parallel;
   k.tp_comm_overlap = p.tp_comm_overlap;

@@ -469,6 +469,21 @@ TEST_CASE("the engines' selective policies on the command line: priced, and refu
   CHECK(o.at("memory").at("gpu").at("activations_bytes").get<double>() <
         c.at("memory").at("gpu").at("activations_bytes").get<double>());
   CHECK(o.at("time").at("hfu").get<double>() > o.at("time").at("mfu").get<double>());
+  // torchtitan's layer checkpointing every 3rd block instead of every 2nd: two
+  // thirds of the recompute time; --recompute-every needs the layer policy.
+  r = run_command(base + " --zero 3 --engine fsdp --recompute selective --recompute-every 3");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--recompute-every") && Contains("alternate_layers"));
+  const std::string layers = base + " --zero 3 --engine fsdp --recompute selective --recompute-policy alternate_layers";
+  const auto second = run_command(layers);
+  const auto third = run_command(layers + " --recompute-every 3");
+  REQUIRE(second.exit_code == 0);
+  REQUIRE(third.exit_code == 0);
+  const auto l2 = nlohmann::json::parse(second.out), l3 = nlohmann::json::parse(third.out);
+  CHECK(l3.at("time").at("breakdown_s").at("recompute").get<double>() ==
+        Approx(l2.at("time").at("breakdown_s").at("recompute").get<double>() * 2 / 3).epsilon(1e-9));
+  CHECK(l3.at("memory").at("gpu").at("activations_bytes").get<double>() >
+        l2.at("memory").at("gpu").at("activations_bytes").get<double>());
 }
 
 TEST_CASE("model states are counted as the engine keeps them: Megatron's fp32 gradient buffer for bf16",

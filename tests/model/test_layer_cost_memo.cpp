@@ -86,6 +86,9 @@ TEST_CASE("the layer-cost memo changes no prediction when fields outside its key
       {"no SP", [](Plan& p) { p.sequence_parallel = false; }},
       {"TP overlap", [](Plan& p) { p.tp_comm_overlap = true; }},
       {"fp16", [](Plan& p) { p.precision = Precision::fp16; }},
+      {"every 2nd layer", [](Plan& p) { p.recompute_policy = SelectivePolicy::alternate_layers; }},
+      {"every 3rd layer",
+       [](Plan& p) { p.recompute_policy = SelectivePolicy::alternate_layers; p.recompute_every = 3; }},
   };
   std::int64_t misses = memo.misses();
   for (const auto& [name, vary] : layer_changes) {

@@ -546,6 +546,11 @@ TEST_CASE("engines' selective policies keep the tensors they save, closed form",
   p.recompute_policy = SelectivePolicy::alternate_layers;
   CHECK(layer_activation_bytes(m, p, p.recompute) ==
         Approx(0.5 * (layer_activation_bytes(m, p, Recompute::full) + layer_activation_bytes(m, p, Recompute::none))));
+  // Every third (torchtitan selective_ac_option "3"): a third and two thirds.
+  p.recompute_every = 3;
+  CHECK(layer_activation_bytes(m, p, p.recompute) ==
+        Approx(layer_activation_bytes(m, p, Recompute::full) / 3 + 2 * layer_activation_bytes(m, p, Recompute::none) / 3));
+  p.recompute_every = 2;
   // Each keeps less than no recomputation and more than full.
   for (const auto policy : {SelectivePolicy::alternate_mm, SelectivePolicy::mlp_in, SelectivePolicy::alternate_layers,
                             SelectivePolicy::dots}) {

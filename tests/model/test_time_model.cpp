@@ -1284,6 +1284,12 @@ TEST_CASE("engines' selective policies: the GEMMs each recomputes, closed form",
   p.recompute = Recompute::selective;
   p.recompute_policy = SelectivePolicy::alternate_layers;
   CHECK(hardware_flops_per_iteration(m, p) - hw_none == Approx((hw_full - hw_none) / 2.0).epsilon(1e-12));
+  // torchtitan's selective_ac_option "3" (fms-fsdp's 1/3): a third of it,
+  // a third of a forward per layer.
+  p.recompute_every = 3;
+  CHECK(hardware_flops_per_iteration(m, p) - hw_none == Approx((hw_full - hw_none) / 3.0).epsilon(1e-12));
+  const LayerCost third = layer_cost(m, p, c, hw);
+  CHECK(third.recompute_s == Approx(third.fwd_s / 3.0));
 }
 
 TEST_CASE("a model without dropout runs no dropout kernels: the scores' and the hidden state's mask passes go",

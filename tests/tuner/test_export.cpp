@@ -944,6 +944,9 @@ TEST_CASE("selective policies export as torchtitan spells them, the engines that
   CHECK_THAT(torchtitan_config(pf, "plan.json"), Contains("mode = \"selective\"\nselective_ac_option = \"op\"\n"));
   p.recompute_policy = SelectivePolicy::alternate_layers;
   CHECK_THAT(torchtitan_config(pf, "plan.json"), Contains("mode = \"selective\"\nselective_ac_option = \"2\"\n"));
+  p.recompute_every = 3;  // torchtitan's "k": every k-th block
+  CHECK_THAT(torchtitan_config(pf, "plan.json"), Contains("mode = \"selective\"\nselective_ac_option = \"3\"\n"));
+  p.recompute_every = 2;
   p.recompute_policy = SelectivePolicy::mlp_in;
   CHECK_THROWS_WITH(torchtitan_config(pf, "plan.json"),
                     Contains("plan.json: $.plan.recompute_policy") && Contains("MaxText"));

@@ -798,3 +798,29 @@ TEST_CASE("block recomputation: optional in the file, round-trips, strict, needs
   p.recompute = ztune::Recompute::none;
   CHECK(ztune::recomputed_layers(p, 10) == 10);
 }
+
+TEST_CASE("every k-th layer recomputed (torchtitan's selective_ac_option k): optional, round-trips, its rule",
+          "[plan][recompute]") {
+  ztune::Plan p;
+  p.recompute = ztune::Recompute::selective;
+  p.recompute_policy = ztune::SelectivePolicy::alternate_layers;
+  // k = 2, torchtitan's default, is not written: older files and digests are unchanged.
+  CHECK_FALSE(ztune::plan_to_json(p).contains("recompute_every"));
+  CHECK(ztune::recompute_text(p) == "selective:alternate_layers");
+  CHECK(ztune::whole_layer_recompute_share(p) == 0.5);
+  p.recompute_every = 3;
+  auto j = ztune::plan_to_json(p);
+  CHECK(j["recompute_every"] == 3);
+  CHECK(ztune::plan_from_json(j, "p.json").recompute_every == 3);
+  CHECK(ztune::recompute_text(p) == "selective:alternate_layers/3");
+  CHECK(ztune::whole_layer_recompute_share(p) == Approx(1.0 / 3));
+  CHECK(ztune::attention_recompute_share(p) == Approx(1.0 / 3));
+  j["recompute_every"] = 1;
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.recompute_every"));
+  auto m = ztune::load_transformer("llama-7b");
+  auto c = ztune::load_cluster("dgx-a100-80gb");
+  p.global_batch = 1;
+  CHECK_FALSE(ztune::check_plan(p, m, c).has_value());
+  p.recompute_policy = ztune::SelectivePolicy::alternate_mm;
+  CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.recompute_every") && Contains("alternate_layers"));
+}

@@ -164,13 +164,13 @@ std::string torchtitan_config(const PlanFile& pf, const std::string& file) {
     o << "]\n";
   }
   o << "\n[activation_checkpoint]\n";
-  // torchtitan's op-level policy is ztune's alternate_mm, its every-second-
-  // block policy alternate_layers; Korthikanti's
+  // torchtitan's op-level policy is ztune's alternate_mm, its every-k-th-
+  // block policy alternate_layers (k = recompute_every); Korthikanti's
   // attention-core recomputation with a flash kernel is the kernel's own (none).
   if (p.recompute_policy == SelectivePolicy::alternate_mm)
     o << "mode = \"selective\"\nselective_ac_option = \"op\"\n\n";
   else if (p.recompute_policy == SelectivePolicy::alternate_layers)
-    o << "mode = \"selective\"\nselective_ac_option = \"2\"\n\n";
+    o << "mode = \"selective\"\nselective_ac_option = \"" << p.recompute_every << "\"\n\n";
   else
     o << "mode = \"" << (p.recompute == Recompute::full ? "full" : "none") << "\"\n\n";
 

@@ -35,7 +35,10 @@ std::optional<SelectivePolicy> selective_policy_of(std::string_view n) {
 std::string recompute_text(const Plan& p) {
   if (p.recompute_num_layers > 0) return to_string(p.recompute) + ":block" + std::to_string(p.recompute_num_layers);
   if (p.recompute_policy == SelectivePolicy::attention) return to_string(p.recompute);
-  return to_string(p.recompute) + ":" + to_string(p.recompute_policy);
+  std::string s = to_string(p.recompute) + ":" + to_string(p.recompute_policy);
+  if (p.recompute_policy == SelectivePolicy::alternate_layers && p.recompute_every != 2)
+    s += "/" + std::to_string(p.recompute_every);  // every k-th layer
+  return s;
 }
 
 namespace {
@@ -285,6 +288,8 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   // Added with the engines' selective policies: absent means Korthikanti's attention core.
   p.recompute_policy =
       *selective_policy_of(r.optional_choice("recompute_policy", kSelectivePolicyNames, "attention"));
+  // Added with torchtitan's every-k-th-layer checkpointing: absent means k = 2.
+  if (r.has("recompute_every")) p.recompute_every = static_cast<int>(r.integer("recompute_every", 2, kMaxDegree));
   // Added with Megatron's block recomputation: absent means every layer.
   if (r.has("recompute_num_layers"))
     p.recompute_num_layers = static_cast<int>(r.integer("recompute_num_layers", 1, kMaxDegree));
@@ -361,6 +366,7 @@ nlohmann::json plan_to_json(const Plan& p) {
   if (p.cpu_checkpointing) j["cpu_checkpointing"] = true;
   if (p.recompute_policy != SelectivePolicy::attention) j["recompute_policy"] = to_string(p.recompute_policy);
   if (p.recompute_num_layers > 0) j["recompute_num_layers"] = p.recompute_num_layers;
+  if (p.recompute_every != 2) j["recompute_every"] = p.recompute_every;
   if (p.cp > 1) j["cp"] = p.cp;  // likewise: a plan without context parallelism is unchanged
   if (p.ulysses > 1) j["ulysses"] = p.ulysses;  // and one without Ulysses
   if (p.dp_shard > 0) j["dp_shard"] = p.dp_shard;  // and one without hybrid sharding
@@ -588,6 +594,11 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
   if (p.cpu_checkpointing && p.recompute != Recompute::full)
     return "$.cpu_checkpointing: offloads the checkpoints of full recomputation to the host; needs recompute \"full\", "
            "got \"" + to_string(p.recompute) + "\"";
+  if (p.recompute_every != 2 &&
+      (p.recompute != Recompute::selective || p.recompute_policy != SelectivePolicy::alternate_layers))
+    return "$.recompute_every: every " + s(p.recompute_every) +
+           "th layer recomputed whole is torchtitan's layer-level checkpointing; needs recompute \"selective\" "
+           "with recompute_policy \"alternate_layers\", got \"" + recompute_text(p) + "\"";
   if (p.recompute_num_layers > 0) {
     if (p.recompute != Recompute::full)
       return "$.recompute_num_layers: " + s(p.recompute_num_layers) +

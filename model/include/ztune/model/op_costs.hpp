@@ -227,6 +227,7 @@ struct LayerCostKey {
   AttentionKernel attention = AttentionKernel::standard;
   Recompute recompute = Recompute::none;
   SelectivePolicy recompute_policy = SelectivePolicy::attention;
+  int recompute_every = 2;  // with alternate_layers
   SparseLayout sparse_attention = SparseLayout::none;
   bool sequence_parallel = false;
   bool tp_comm_overlap = false;

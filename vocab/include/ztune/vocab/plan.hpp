@@ -55,10 +55,11 @@ enum class AttentionKernel : std::uint8_t { standard, flash, cudnn, eager };
 ///   with the q/k/v, out and MLP-out projections saved on the device): the
 ///   MLP's input projections (wi: gate and up), the attention core (its
 ///   "context" is not saved) and every elementwise op recomputed.
-/// - alternate_layers: torchtitan's layer-level selective checkpointing with
-///   its default selective_ac_option "2" (_apply_layer_sac: every second
-///   block wrapped whole in a checkpoint): half the layers recomputed in full,
-///   the other half keep every activation.
+/// - alternate_layers: torchtitan's layer-level selective checkpointing
+///   (_apply_layer_sac: every k-th block wrapped whole in a checkpoint, k its
+///   selective_ac_option, "2" by default; fms-fsdp's selective_checkpointing
+///   1/k): a k-th of the layers recomputed in full, the others keep every
+///   activation. k is the plan's recompute_every.
 /// - dots: JAX's jax.checkpoint_policies.dots_saveable, Praxis/PaxML's
 ///   AutodiffCheckpointType.SAVE_DOT_ONLY: every dot_general's output saved
 ///   (q, k, v, the out projection, both MLP matmuls), everything else
@@ -161,6 +162,11 @@ struct Plan {
   /// recompute_policy, written only when not "attention"; any other policy
   /// needs recompute "selective".
   SelectivePolicy recompute_policy = SelectivePolicy::attention;
+  /// With recompute_policy alternate_layers: every k-th layer recomputed
+  /// whole (torchtitan selective_ac_option "k", fms-fsdp
+  /// selective_checkpointing 1/k); k >= 2. Plan file: recompute_every,
+  /// written only when not 2 (torchtitan's default).
+  int recompute_every = 2;
   /// Megatron-LM's block recomputation (--recompute-granularity full
   /// --recompute-method block --recompute-num-layers N; NeMo
   /// activations_checkpoint_method "block" with activations_checkpoint_num_layers;
@@ -353,10 +359,13 @@ nlohmann::json plan_file_to_json(const PlanFile& pf);
 [[nodiscard]] std::string recompute_text(const Plan& p);
 
 /// The share of the layers the backward pass recomputes whole: 1 with full
-/// recomputation, ½ with torchtitan's every-other-layer policy, else 0.
+/// recomputation, 1/k with torchtitan's every-k-th-layer policy (k =
+/// recompute_every), else 0.
 [[nodiscard]] inline double whole_layer_recompute_share(const Plan& p) {
   if (p.recompute == Recompute::full) return 1.0;
-  return p.recompute == Recompute::selective && p.recompute_policy == SelectivePolicy::alternate_layers ? 0.5 : 0.0;
+  return p.recompute == Recompute::selective && p.recompute_policy == SelectivePolicy::alternate_layers
+             ? 1.0 / p.recompute_every
+             : 0.0;
 }
 /// Of a pipeline stage's `stage_layers` layers, those whose recomputation the
 /// plan runs as its recompute mode says: Megatron's block method
@@ -380,7 +389,7 @@ nlohmann::json plan_file_to_json(const PlanFile& pf);
     case SelectivePolicy::mlp_in:
     case SelectivePolicy::dots: return 1.0;
     case SelectivePolicy::alternate_mm: return 0.0;
-    case SelectivePolicy::alternate_layers: return 0.5;
+    case SelectivePolicy::alternate_layers: return whole_layer_recompute_share(p);
   }
   return 1.0;
 }
