@@ -236,6 +236,14 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
                 adam_states_text(in.plan.master_dtype, in.plan.moments_dtype, in.plan.param_remainders).c_str(),
                 adam_state_bytes(optimizer_dtypes(in.plan)));
   if (const std::string note = sequence_note(in.model); !note.empty()) std::printf("%s\n", note.c_str());
+  if (in.plan.recompute == Recompute::full && in.plan.recompute_num_layers > 0) {
+    // Megatron's block method: which layers each stage recomputes (the rest keep everything).
+    const int n = in.plan.recompute_num_layers;
+    const std::string first = n == 1 ? "first layer" : "first " + std::to_string(n) + " layers";
+    std::printf("recompute %d of %d layers (Megatron's block method: each model chunk's %s; the others keep every "
+                "activation)\n",
+                recomputed_layers_total(in.plan, in.model.layers), in.model.layers, first.c_str());
+  }
   std::printf("\n");
   // Uneven pipeline stages: say which layers each stage holds (the plan's
   // own partition, or the balanced one DeepSpeed's "uniform" makes).

@@ -601,4 +601,10 @@ TEST_CASE("Megatron's block recomputation on the command line: priced between no
   CHECK(activations(f) < activations(b));
   CHECK(activations(b) < activations(n));
   CHECK_THAT(b.at("plan").get<std::string>(), Contains("full:block4"));
+  // The text says which layers: 4 of each stage's 12, 32 of the 96.
+  std::string text = megatron + " --recompute full --recompute-num-layers 4";
+  text.erase(text.find(" --json"), 7);
+  const auto t = run_command(text);
+  REQUIRE(t.exit_code == 0);
+  CHECK_THAT(t.out, Contains("recompute 32 of 96 layers (Megatron's block method: each model chunk's first 4 layers"));
 }
