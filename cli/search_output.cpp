@@ -161,7 +161,11 @@ void print_breakdowns(std::ostream& os, const Candidate& c) {
 void print_pass_summary(std::ostream& os, const SearchResult& r) {
   os << "Searched " << grouped(static_cast<double>(r.space)) << " plans in " << grouped(static_cast<double>(r.layouts))
      << " dp×tp×pp layouts (" << grouped(static_cast<double>(r.evaluated)) << " evaluated, "
-     << grouped(static_cast<double>(r.feasible)) << " fit) in " << fmt("%.3f", r.elapsed_s) << " s on " << r.threads
+     << grouped(static_cast<double>(r.feasible)) << " fit"
+     << (r.block_recompute > 0 ? ", " + grouped(static_cast<double>(r.block_recompute)) +
+                                     " of them with block recomputation"
+                               : std::string())
+     << ") in " << fmt("%.3f", r.elapsed_s) << " s on " << r.threads
      << (r.threads == 1 ? " thread" : " threads") << "; objective " << to_string(r.objective) << ", global batch "
      << r.global_batch << ", " << fmt("%.3g", r.tokens) << " tokens"
      << (r.interrupted ? "; INTERRUPTED: best of the plans seen so far" : "") << ".\n";

@@ -706,6 +706,7 @@ TEST_CASE("the search recomputes the fewest layers per chunk that fit (Megatron'
     CHECK_FALSE(engine_violation(p, Engine::megatron).has_value());
   }
   CHECK(blocks > 10);
+  CHECK(r.block_recompute == blocks);  // every fitting plan is kept (top 100,000): the count is theirs
   // DeepSpeed runs every layer: its search never states a block.
   o.space.engine = Engine::deepspeed;
   for (const auto& cand : run_search(m, c, with_engine(default_profile_for(c), "deepspeed"), o).plans)

@@ -56,9 +56,9 @@ TEST_CASE("search --json has exactly the documented shape", "[cli][tuner]") {
   // Issue 5's keys, and issue 23's: what was searched, on what, how far to
   // trust it, the stored id (null with --no-db); closest/fit_hints only when
   // nothing fits (docs/formats.md "search --json").
-  CHECK(keys == std::set<std::string>{"plans", "space", "feasible", "pruned_by", "elapsed_s", "cluster", "model",
-                                      "engine", "memory_accounting", "profile", "interrupted", "search_id",
-                                      "accuracy"});
+  CHECK(keys == std::set<std::string>{"plans", "space", "feasible", "block_recompute", "pruned_by", "elapsed_s",
+                                      "cluster", "model", "engine", "memory_accounting", "profile", "interrupted",
+                                      "search_id", "accuracy"});
   CHECK(j["memory_accounting"] == "paper");  // the ztune engine keeps the ZeRO paper's model states
   CHECK(j["search_id"].is_null());
   REQUIRE(j["plans"].size() == 4);

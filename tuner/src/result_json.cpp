@@ -64,7 +64,7 @@ nlohmann::json search_result_to_json(const SearchResult& r) {
   for (const auto& c : r.plans) plans.push_back(candidate_to_json(c, r));
   nlohmann::json pruned = nlohmann::json::object();
   for (const auto& [name, n] : r.pruned.named()) pruned[name] = n;
-  return {{"plans", plans}, {"space", r.space}, {"feasible", r.feasible}, {"pruned_by", pruned},
+  return {{"plans", plans}, {"space", r.space}, {"feasible", r.feasible}, {"block_recompute", r.block_recompute}, {"pruned_by", pruned},
           {"elapsed_s", r.elapsed_s}};
 }
 

@@ -73,6 +73,7 @@ struct Worker {
   PassStats rules{"rules"}, prune{"prune"}, rank{"rank"};
   TopN best, nearest;
   std::int64_t feasible = 0;
+  std::int64_t block_recompute = 0;  // fitting plans given Megatron's block method
   std::int64_t evaluated = 0;
   std::vector<Plan> plans;
   std::vector<std::uint64_t> ids;
@@ -105,20 +106,21 @@ bool stop_requested(const Job& job) {
 // never more than the memory it was allowed. Where the same plan fits without
 // recomputation, that plan (also in the space) is faster than any block: this
 // one stays as it was.
-void recompute_fewest_layers(const Job& job, Plan& p, MemoryPrediction& memory) {
-  if (p.recompute != Recompute::full || p.recompute_num_layers > 0 || p.cpu_checkpointing) return;
+bool recompute_fewest_layers(const Job& job, Plan& p, MemoryPrediction& memory) {
+  if (p.recompute != Recompute::full || p.recompute_num_layers > 0 || p.cpu_checkpointing) return false;
   Plan block = p;
   block.recompute_num_layers = 1;
-  if (engine_violation(block, job.options.space.engine)) return;
+  if (engine_violation(block, job.options.space.engine)) return false;
   Plan none = p;
   none.recompute = Recompute::none;
   none.partition_activations = false;
-  if (predict_memory(job.model, none, job.cluster, job.hw, job.options.memory).fits()) return;
+  if (predict_memory(job.model, none, job.cluster, job.hw, job.options.memory).fits()) return false;
   MemoryPrediction fitted;
   const int n = fewest_recomputed_layers(job.model, p, job.cluster, job.hw, job.options.memory, &fitted);
-  if (n == 0) return;
+  if (n == 0) return false;
   p.recompute_num_layers = n;
   memory = fitted;
+  return true;
 }
 
 void flush(Job& job, Worker& w, std::size_t n) {
@@ -148,7 +150,7 @@ void flush(Job& job, Worker& w, std::size_t n) {
     for (std::uint32_t i : w.alive) {
       w.memory[i] = predict_memory(job.model, w.plans[i], job.cluster, job.hw, o.memory);
       if (w.memory[i].fits()) {
-        recompute_fewest_layers(job, w.plans[i], w.memory[i]);
+        if (recompute_fewest_layers(job, w.plans[i], w.memory[i])) ++w.block_recompute;
         w.alive[k++] = i;
         continue;
       }
@@ -314,6 +316,7 @@ SearchResult run_search(const Transformer& m, const Cluster& c, const HardwarePr
     nearest.merge(w.nearest);
     r.pruned.add(w.pruned);
     r.feasible += w.feasible;
+    r.block_recompute += w.block_recompute;
     r.evaluated += w.evaluated;
     rules.add(w.rules);
     prune.add(w.prune);

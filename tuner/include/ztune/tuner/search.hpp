@@ -40,6 +40,7 @@ struct SearchResult {
   std::int64_t space = 0;          // plans in the space
   std::int64_t evaluated = 0;      // plans that reached the passes (their layout was valid)
   std::int64_t feasible = 0;       // plans that pass every rule and fit in memory
+  std::int64_t block_recompute = 0;  // of those, recomputing every layer, given Megatron's block method instead
   std::int64_t layouts = 0;        // dp × tp × pp layouts in the space
   PruneCounts pruned;
   std::vector<PassStats> passes;   // rules, prune, rank, simulate
