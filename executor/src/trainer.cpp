@@ -27,10 +27,9 @@ int pipe_tag(int base, int receiving_chunk) { return base + 8 * receiving_chunk;
 Trainer::Trainer(const Transformer& m, const Plan& plan, const TrainOptions& opt, Communicator& world,
                  Backend& backend, const TokenSource& data)
     : m_(m), plan_(plan), opt_(opt), be_(backend), data_(data),
-      groups_(make_process_groups(world, {plan.dp, plan.tp, plan.pp,
-                                          plan.schedule == Schedule::interleaved ? plan.virtual_stages : 1,
-                                          opt.ranks_per_node, plan.stage_layers, plan.cp, plan.ulysses,
-                                          plan.dp_shard},
+      groups_(make_process_groups(world,
+                                  {plan.dp, plan.tp, plan.pp, plan.model_chunks(), opt.ranks_per_node,
+                                   plan.stage_layers, plan.cp, plan.ulysses, plan.dp_shard},
                                   m.tied_embeddings)),
       host_pool_(opt.threads) {
   StoreOptions so;

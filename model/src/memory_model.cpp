@@ -328,7 +328,7 @@ double executor_staging_bytes(const Transformer& m, const Plan& p, bool first, b
 }
 
 // Whether a recomputed layer's whole activations come on top of what the
-// stage stores: with every layer recomputed (or torchtitan's every other
+// stage stores: with every layer recomputed (or torchtitan's every k-th
 // one), one is re-materialised at a time beside the checkpoints. Megatron's
 // block method recomputes the first layers of each chunk, which backward
 // reaches last: the chunk's whole layers, freed by then, were the larger
@@ -349,7 +349,7 @@ bool recompute_working_layer(const Plan& p, double recomputed, double layers) {
 // freed, so it adds to the peak only where it exceeds them; with 16-bit
 // storage a kernel's fp32 staging (executor_staging_bytes) beside the rest.
 void executor_lines(const Transformer& m, const Plan& p, double psi, double layers, double in_flight,
-                    double density, bool first, bool last, bool gpu, double qgz, StageMemory& sm) {
+                    double density, bool first, bool last, bool gpu, double bucket, double qgz, StageMemory& sm) {
   const double sbh = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch * m.hidden;  // this rank's rows
   const double eb = bytes_of(storage_precision(p)), gb = bytes_of(executor_grad_precision(p));
   // Megatron's block method: the stage's other layers keep every activation.
@@ -363,7 +363,6 @@ void executor_lines(const Transformer& m, const Plan& p, double psi, double laye
   act += 2.0 * eb * sbh / (p.sequence_parallel ? p.tp : 1.0);
   sm.gpu[idx(MemLine::activations)] = act;
   double buckets = 0;
-  const double bucket = executor_bucket_elems(m, p, psi);
   if (p.dp_cp() > 1 && p.zero_stage >= 2) {
     // ZeRO-2/3: a bucket's full gradients and its reduce-scattered piece, from
     // its first gradient until its reduction is retired: at most
@@ -384,7 +383,6 @@ void executor_lines(const Transformer& m, const Plan& p, double psi, double laye
     buckets += std::max(per_elem * (filling + word), per_elem * (held + word) - act * (held - filling) / psi);
   }
   if (p.pp > 1) buckets += (p.grad_accum + 1.0) * eb * sbh / (p.sequence_parallel ? p.tp : 1.0);
-  sm.gpu[idx(MemLine::comm_buckets)] = buckets;
   // The logits in the storage type, and four fp32 rows: the cross-entropy's
   // row max, row sum and losses, and ∂L/∂loss (GptStage::Acts, dloss_).
   const double rows = static_cast<double>(m.seq_len) / p.seq_split() * m.head_token_fraction * p.micro_batch;
@@ -574,15 +572,17 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
 
   // ZeRO-3 gathered parameters: the largest layer, the prefetch bucket, capped
   // by max_live_parameters, plus persistent small tensors kept whole.
+  // ztune's executor's largest gradient (and ZeRO-3 gather) bucket.
+  const double bucket = executor ? executor_bucket_elems(m, p, psi) : 0.0;
   if (p.zero_stage == 3) {
-    if (executor_layout(c, hw)) {
+    if (executor) {
       // ztune's executor (ParamStore::acquire_bucket) gathers a bucket before
       // its use and the next one ahead, and keeps a bucket whose every tensor
       // is below param_persistence_threshold until the step: every layer's,
       // when even the largest weight is.
       const bool persistent = m.largest_module_params() / t < p.param_persistence_threshold;
       sm.gpu[idx(MemLine::zero3_gathered)] =
-          eb * (persistent ? psi : std::min(psi, 2.0 * executor_bucket_elems(m, p, psi)));
+          eb * (persistent ? psi : std::min(psi, 2.0 * bucket));
     } else if (opt.accounting == StateAccounting::deepspeed) {
       sm.gpu[idx(MemLine::zero3_gathered)] = 4.0 * std::max(layer_params, first ? word : 0.0);
     } else {
@@ -617,15 +617,15 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   // more layers possibly more (uneven stages).
   double in_flight = microbatches_in_flight(p);
   if (p.pp > 1 && p.schedule != Schedule::gpipe) {
-    const int v = p.schedule == Schedule::interleaved ? p.virtual_stages : 1;
+    const int v = p.model_chunks();
     in_flight = static_cast<double>(chunks_in_flight(p.schedule, p.pp, stage, p.grad_accum, v)) / v;
   }
   // ztune's executor allocates as it does on CPU ranks wherever it runs
   // (executor_layout). On a GPU the CUDA context, NCCL, cuBLAS and the caching
   // allocator come on top (below).
-  if (executor_layout(c, hw)) {
-    executor_lines(m, p, psi, layers, in_flight, density, first, last, c.device_kind == DeviceKind::gpu,
-                   executor_qgz_bytes(p, c, executor_bucket_elems(m, p, psi), executor_grad_precision(p)), sm);
+  if (executor) {
+    executor_lines(m, p, psi, layers, in_flight, density, first, last, c.device_kind == DeviceKind::gpu, bucket,
+                   executor_qgz_bytes(p, c, bucket, executor_grad_precision(p)), sm);
     if (c.device_kind == DeviceKind::cpu) {
       for (double v : sm.gpu) sm.total += v;
       return sm;
@@ -752,8 +752,7 @@ double executor_bucket_elems(const Transformer& m, const Plan& p, double stage_p
 int fewest_recomputed_layers(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
                              const MemoryOptions& opt, MemoryPrediction* fitted) {
   if (p.recompute != Recompute::full || p.recompute_num_layers > 0) return 0;
-  const int chunks = p.schedule == Schedule::interleaved ? p.virtual_stages : 1;
-  const int largest_chunk = max_stage_layers(p, m.layers) / chunks;
+  const int largest_chunk = max_stage_layers(p, m.layers) / p.model_chunks();
   Plan q = p;
   MemoryPrediction mp;
   auto fits = [&](int n) {

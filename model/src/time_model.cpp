@@ -16,7 +16,7 @@ namespace {
 
 std::size_t idx(TimePart t) { return static_cast<std::size_t>(t); }
 
-double virtual_stages(const Plan& p) { return p.schedule == Schedule::interleaved ? p.virtual_stages : 1.0; }
+double virtual_stages(const Plan& p) { return p.model_chunks(); }
 
 // A stage's layers' time per micro-batch. `unit` is one layer's micro-batch,
 // every part; `recompute` the part of it its recomputation adds (the forward

@@ -59,7 +59,7 @@ class Builder {
   Builder(int layers, const Plan& plan, const Placement& where, const CostSource& costs, const BuildOptions& options)
       : plan_(plan), where_(where), costs_(costs), options_(options), layer_(costs.layer()), edges_(costs.edges()) {
     stages_ = plan.pp;
-    chunks_ = plan.schedule == Schedule::interleaved ? plan.virtual_stages : 1;
+    chunks_ = plan.model_chunks();
     vstages_ = stages_ * chunks_;
     microbatches_ = plan.grad_accum;
     // Model chunk j holds layers [vstage_begin_[j], vstage_begin_[j + 1]):

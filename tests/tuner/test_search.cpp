@@ -686,7 +686,7 @@ TEST_CASE("the search recomputes the fewest layers per chunk that fit (Megatron'
     if (p.recompute_num_layers == 0) {
       // Kept whole only where nothing less fits: no recomputation, or any N
       // below the largest chunk's layers.
-      const int chunk = max_stage_layers(p, m.layers) / (p.schedule == Schedule::interleaved ? p.virtual_stages : 1);
+      const int chunk = max_stage_layers(p, m.layers) / p.model_chunks();
       Plan q = p;
       q.recompute_num_layers = chunk - 1;
       CHECK((predict_memory(m, none, c, hw, o.memory).fits() || chunk < 2 ||

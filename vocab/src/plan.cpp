@@ -107,7 +107,7 @@ int recomputed_layers(const Plan& p, int stage_layers) {
   if (p.recompute != Recompute::full || p.recompute_num_layers <= 0) return stage_layers;
   // Megatron-Core's block method counts within each model chunk (its
   // TransformerBlock); a stage's chunks are equal (virtual_stage_bounds).
-  const int chunks = p.schedule == Schedule::interleaved ? p.virtual_stages : 1;
+  const int chunks = p.model_chunks();
   return chunks * std::min(p.recompute_num_layers, stage_layers / chunks);
 }
 

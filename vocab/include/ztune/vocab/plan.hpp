@@ -270,6 +270,9 @@ struct Plan {
   /// gradient reduction and of ZeRO's partitions (dp × cp × ulysses; dp
   /// without sequence splitting).
   [[nodiscard]] int dp_cp() const { return dp * cp * ulysses; }
+  /// Model chunks each pipeline stage's layers are cut into: virtual_stages
+  /// under the interleaved schedule, else 1 (its whole stage).
+  [[nodiscard]] int model_chunks() const { return schedule == Schedule::interleaved ? virtual_stages : 1; }
   /// Some optimizer state is kept in 16 bits (master_dtype, moments_dtype or
   /// param_remainders).
   [[nodiscard]] bool low_precision_optimizer() const {
