@@ -144,7 +144,8 @@ PlanFile resolve(const RunFlags& f) {
 }
 
 // Measured peak bytes per category of rank 0 next to the predicted lines (the
-// memory model's first calibration point on the CPU backend).
+// memory model's first calibration point on the CPU backend), and what each
+// held at the peak where the record says.
 nlohmann::json memory_vs_prediction(const RunRecord& record, const MemoryPrediction& mp) {
   nlohmann::json out = nlohmann::json::object();
   for (const char* line : {"params", "grads", "optimizer", "activations", "zero3_gathered", "logits"}) {
@@ -155,6 +156,9 @@ nlohmann::json memory_vs_prediction(const RunRecord& record, const MemoryPredict
     out[line] = {{"measured_bytes", measured},
                  {"predicted_bytes", predicted},
                  {"error", measured > 0 ? (predicted - measured) / measured : 0.0}};
+    // The line's share of the peak itself, which the predicted lines add up to.
+    const auto& at = record.memory.front().at_peak;
+    if (const auto it = at.find(line); it != at.end()) out[line]["at_peak_bytes"] = it->second;
   }
   const double total = record.peak_memory_bytes.at(0);
   out["total"] = {{"measured_bytes", total},

@@ -14,7 +14,10 @@ void MemoryTracker::on_allocate(MemCategory c, std::size_t bytes) {
     peak_host_total_ = std::max(peak_host_total_, host_total_);
   } else {
     device_total_ += bytes;
-    peak_device_total_ = std::max(peak_device_total_, device_total_);
+    if (device_total_ > peak_device_total_) {
+      peak_device_total_ = device_total_;
+      at_device_peak_ = current_;
+    }
   }
 }
 

@@ -105,10 +105,17 @@ nlohmann::json make_run_record(const RunRecordInput& in) {
   for (std::size_t rank = 0; rank < in.memory.size(); ++rank) {
     nlohmann::json m = nlohmann::json::object();
     for (std::size_t k = 0; k < in.memory[rank].size(); ++k) m[kMemCategoryNames[k]] = in.memory[rank][k];
-    mem.push_back({{"rank", rank},
-                   {"peak_bytes", in.peak_total[rank]},
-                   {"peak_host_bytes", in.peak_host_total[rank]},
-                   {"by_category", m}});
+    nlohmann::json entry{{"rank", rank},
+                         {"peak_bytes", in.peak_total[rank]},
+                         {"peak_host_bytes", in.peak_host_total[rank]},
+                         {"by_category", m}};
+    if (rank < in.at_peak.size()) {
+      nlohmann::json at = nlohmann::json::object();
+      for (std::size_t k = 0; k < in.at_peak[rank].size(); ++k)
+        if (!MemoryTracker::is_host(static_cast<MemCategory>(k))) at[kMemCategoryNames[k]] = in.at_peak[rank][k];
+      entry["at_peak"] = at;
+    }
+    mem.push_back(entry);
   }
   r["memory"] = mem;
   r["peak_memory_bytes"] = in.peak_total;

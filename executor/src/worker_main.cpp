@@ -253,15 +253,20 @@ int run(int argc, char** argv) {
     auto tensors = trainer.collect_full(false);
     if (world->rank() == 0) write_safetensors(opt.save, tensors, {{"format", "pt"}});
   }
-  // Peak memory of every rank, by category, to rank 0.
+  // Peak memory of every rank, by category, to rank 0: each category's own
+  // peak, the device and host totals' peaks, and what each category held at
+  // the device peak.
   const std::size_t cats = static_cast<std::size_t>(MemCategory::count);
+  const std::size_t row = 2 * cats + 2;
   const auto n = static_cast<std::size_t>(world->size());
-  std::vector<double> mem(n * (cats + 2), 0.0);
+  std::vector<double> mem(n * row, 0.0);
   const auto me = static_cast<std::size_t>(world->rank());
-  for (std::size_t k = 0; k < cats; ++k)
-    mem[me * (cats + 2) + k] = static_cast<double>(backend.memory().peak(static_cast<MemCategory>(k)));
-  mem[me * (cats + 2) + cats] = static_cast<double>(backend.memory().peak_device_total());
-  mem[me * (cats + 2) + cats + 1] = static_cast<double>(backend.memory().peak_host_total());
+  for (std::size_t k = 0; k < cats; ++k) {
+    mem[me * row + k] = static_cast<double>(backend.memory().peak(static_cast<MemCategory>(k)));
+    mem[me * row + cats + 2 + k] = static_cast<double>(backend.memory().at_device_peak(static_cast<MemCategory>(k)));
+  }
+  mem[me * row + cats] = static_cast<double>(backend.memory().peak_device_total());
+  mem[me * row + cats + 1] = static_cast<double>(backend.memory().peak_host_total());
   world->all_reduce_doubles(mem.data(), mem.size(), ReduceOp::sum);
   if (world->rank() == 0 && !opt.record.empty()) {
     RunRecordInput in;
@@ -276,10 +281,11 @@ int run(int argc, char** argv) {
     in.comms = {g.world,          g.dp.get(),       g.tp.get(), g.pp.get(),     g.embed.get(),
                 g.dp_intra.get(), g.dp_inter.get(), g.cp.get(), g.replica.get()};
     for (std::size_t r = 0; r < n; ++r) {
-      in.memory.emplace_back(mem.begin() + static_cast<long>(r * (cats + 2)),
-                             mem.begin() + static_cast<long>(r * (cats + 2) + cats));
-      in.peak_total.push_back(mem[r * (cats + 2) + cats]);
-      in.peak_host_total.push_back(mem[r * (cats + 2) + cats + 1]);
+      const auto at = mem.begin() + static_cast<long>(r * row);
+      in.memory.emplace_back(at, at + static_cast<long>(cats));
+      in.peak_total.push_back(mem[r * row + cats]);
+      in.peak_host_total.push_back(mem[r * row + cats + 1]);
+      in.at_peak.emplace_back(at + static_cast<long>(cats + 2), at + static_cast<long>(row));
     }
     in.threads = opt.threads;
     in.data = data->describe();

@@ -60,6 +60,19 @@ std::string refusal(const std::string& name, const std::function<void(json&)>& m
 
 std::string path_of(const std::string& name) { return (scratch() / (name + ".json")).string(); }
 
+// The fixture with each rank's peak composition as today's worker writes it
+// (at_peak): the fixture predates it, so its peak is put on params.
+json with_at_peak(json doc) {
+  for (auto& m : doc["memory"]) {
+    m["at_peak"] = json::object();
+    for (const char* c : {"params", "grads", "optimizer", "activations", "comm_buckets", "zero3_gathered", "workspace",
+                          "logits"})
+      m["at_peak"][c] = 0.0;
+    m["at_peak"]["params"] = m["peak_bytes"];
+  }
+  return doc;
+}
+
 }  // namespace
 
 TEST_CASE("run record: the worker's record reads back with the values its text holds", "[model][run_record]") {
@@ -127,6 +140,39 @@ TEST_CASE("run record: an fp16 overflow's null gradient norm and an older record
           }
         }).empty());
   CHECK(refusal("buffered", [](json& d) { d["nvme_io"] = "buffered"; }).empty());
+}
+
+TEST_CASE("run record: the peak's composition reads back, and one that is not the peak is refused",
+          "[vocab][run_record]") {
+  const json doc = with_at_peak(fixture());
+  const ztune::RunRecord r = ztune::run_record_from_json(doc, "r.json");
+  REQUIRE(r.memory.size() == 2);
+  CHECK(r.memory[1].at_peak.at("params") == doc["memory"][1]["peak_bytes"].get<double>());
+  CHECK(r.memory[1].at_peak.at("logits") == 0.0);
+  CHECK(r.memory[1].at_peak.size() == 8);
+  CHECK(ztune::run_record_from_json(fixture(), "r.json").memory[0].at_peak.empty());  // an older record
+  struct Case {
+    const char* what;
+    std::function<void(json&)> mutate;
+    const char* message;
+  };
+  const std::vector<Case> cases{
+      {"a line moved", [](json& d) { d["memory"][0]["at_peak"]["grads"] = 1.0; },
+       "r.json: $.memory[0].at_peak: the lines sum to"},
+      {"a host line", [](json& d) { d["memory"][1]["at_peak"]["host_staging"] = 0.0; },
+       "r.json: $.memory[1].at_peak.host_staging: unknown field"},
+      {"a line missing", [](json& d) { d["memory"][0]["at_peak"].erase("logits"); },
+       "r.json: $.memory[0].at_peak.logits: missing"},
+      {"negative", [](json& d) { d["memory"][0]["at_peak"]["workspace"] = -1.0; },
+       "r.json: $.memory[0].at_peak.workspace: expected a number in [0,"},
+      {"not an object", [](json& d) { d["memory"][0]["at_peak"] = 5; }, "r.json: $.memory[0].at_peak: expected an object"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.what);
+    json bad = doc;
+    c.mutate(bad);
+    CHECK_THROWS_WITH(ztune::run_record_from_json(bad, "r.json"), StartsWith(c.message));
+  }
 }
 
 TEST_CASE("run record: each mutation is refused naming the file and the JSON path", "[model][run_record]") {
@@ -235,7 +281,7 @@ TEST_CASE("run record: the fit refuses a record that measured no step", "[model]
 // refused naming the file and a JSON path, or read with finite, non-negative
 // figures (never a crash, never a negative or non-finite number let through).
 TEST_CASE("run record: thousands of mutations are refused or read with sane figures", "[model][run_record]") {
-  const json base = fixture();
+  const json base = with_at_peak(fixture());
   std::vector<json::json_pointer> pointers;
   std::function<void(const json&, const json::json_pointer&)> walk = [&](const json& v, const json::json_pointer& at) {
     pointers.push_back(at);
@@ -282,8 +328,10 @@ TEST_CASE("run record: thousands of mutations are refused or read with sane figu
       for (double v : r.peak_memory_bytes) CHECK(sane(v));
       for (const auto& s : r.steps) CHECK((sane(s.time_s) && sane(s.lr) && sane(s.loss_scale)));
       for (const auto& [k, op] : r.ops_rank0) CHECK((sane(op.time_s) && op.count >= 0));
-      for (const auto& m : r.memory)
+      for (const auto& m : r.memory) {
         for (const auto& [k, b] : m.by_category) CHECK(sane(b));
+        for (const auto& [k, b] : m.at_peak) CHECK(sane(b));
+      }
     } catch (const InputError& e) {
       ++refused;
       const std::string msg = e.what();

@@ -121,13 +121,23 @@ RunRecordRankMemory read_rank_memory(const nlohmann::json& v, const std::string&
   out.peak_host_bytes = m.number("peak_host_bytes", 0, kMaxRecordBytes);
   ObjectReader cats = m.object("by_category");
   // The lines every executor records, then those later ones added (offload).
-  for (const char* c : {"params", "grads", "optimizer", "activations", "comm_buckets", "zero3_gathered", "workspace",
-                        "logits"})
-    out.by_category[c] = cats.number(c, 0, kMaxRecordBytes);
+  constexpr const char* kDeviceLines[] = {"params",         "grads",     "optimizer", "activations", "comm_buckets",
+                                          "zero3_gathered", "workspace", "logits"};
+  for (const char* c : kDeviceLines) out.by_category[c] = cats.number(c, 0, kMaxRecordBytes);
   for (const char* c : {"host_optimizer", "host_staging", "host_params"})
     if (cats.has(c)) out.by_category[c] = cats.number(c, 0, kMaxRecordBytes);
     else (void)cats.optional_object(c);
   cats.finish();
+  if (auto at = m.optional_object("at_peak")) {
+    double sum = 0;
+    for (const char* c : kDeviceLines) sum += out.at_peak[c] = at->number(c, 0, kMaxRecordBytes);
+    at->finish();
+    // Byte counts below 2^53 add exactly: a composition that is not the peak
+    // was written by something else.
+    if (sum != out.peak_bytes)
+      throw InputError(file + ": " + path + ".at_peak: the lines sum to " + fmt(sum) + " bytes, not peak_bytes " +
+                       fmt(out.peak_bytes));
+  }
   m.finish();
   return out;
 }

@@ -35,6 +35,10 @@ class MemoryTracker {
   /// Peak of the sum over device categories (the high-water mark a GPU would need).
   [[nodiscard]] std::size_t peak_device_total() const { return peak_device_total_; }
   [[nodiscard]] std::size_t peak_host_total() const { return peak_host_total_; }
+  /// What each device category held when the device total last reached its
+  /// peak: the peak's composition (the per-category peaks fall at different
+  /// moments and sum to more than it).
+  [[nodiscard]] std::size_t at_device_peak(MemCategory c) const { return at_device_peak_[index(c)]; }
 
   static constexpr std::size_t index(MemCategory c) { return static_cast<std::size_t>(c); }
   static constexpr bool is_host(MemCategory c) {
@@ -44,6 +48,7 @@ class MemoryTracker {
  private:
   std::array<std::size_t, static_cast<std::size_t>(MemCategory::count)> current_{};
   std::array<std::size_t, static_cast<std::size_t>(MemCategory::count)> peak_{};
+  std::array<std::size_t, static_cast<std::size_t>(MemCategory::count)> at_device_peak_{};
   std::size_t device_total_ = 0, host_total_ = 0, peak_device_total_ = 0, peak_host_total_ = 0;
 };
 

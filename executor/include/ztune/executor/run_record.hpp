@@ -37,6 +37,9 @@ struct RunRecordInput {
   std::vector<std::vector<double>> memory;
   std::vector<double> peak_total;
   std::vector<double> peak_host_total;
+  // at_peak[rank][category]: what each device category held at that rank's
+  // device-total peak (host categories 0).
+  std::vector<std::vector<double>> at_peak;
   int threads = 1;
   std::string data;
   std::optional<bool> nvme_direct_io;  // NVMe offload: O_DIRECT granted (all ranks), or the page cache

@@ -71,7 +71,10 @@ struct RunRecordRankMemory {
   int rank = 0;
   double peak_bytes = 0;       // device
   double peak_host_bytes = 0;
-  std::map<std::string, double> by_category;  // the memory model's lines
+  std::map<std::string, double> by_category;  // the memory model's lines, each its own peak
+  // What each device line held at the device peak (they sum to peak_bytes);
+  // empty in records written before it was kept.
+  std::map<std::string, double> at_peak;
 };
 
 struct RunRecord {
