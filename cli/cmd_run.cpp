@@ -143,25 +143,28 @@ PlanFile resolve(const RunFlags& f) {
   return pf;
 }
 
-// Measured peak bytes per category of rank 0 next to the predicted lines (the
-// memory model's first calibration point on the CPU backend), and what each
-// held at the peak where the record says.
+// The measured peak of the rank that peaked highest (the memory model answers
+// for the most loaded stage) next to the predicted lines (the memory model's
+// first calibration point on the CPU backend): each line's own peak on that
+// rank and, where the record says, its share of the rank's peak.
 nlohmann::json memory_vs_prediction(const RunRecord& record, const MemoryPrediction& mp) {
   nlohmann::json out = nlohmann::json::object();
+  if (record.memory.empty()) return out;
+  const RunRecordRankMemory& rank = record.memory.at(record.peak_rank());
   for (const char* line : {"params", "grads", "optimizer", "activations", "zero3_gathered", "logits"}) {
     double predicted = 0;
     for (std::size_t i = 0; i < kMemLineNames.size(); ++i)
       if (std::string(kMemLineNames[i]) == line) predicted = mp.gpu[i];
-    const double measured = record.rank0_category_bytes(line);
+    const auto it = rank.by_category.find(line);
+    const double measured = it == rank.by_category.end() ? 0.0 : it->second;
     out[line] = {{"measured_bytes", measured},
                  {"predicted_bytes", predicted},
                  {"error", measured > 0 ? (predicted - measured) / measured : 0.0}};
-    // The line's share of the peak itself, which the predicted lines add up to.
-    const auto& at = record.memory.front().at_peak;
-    if (const auto it = at.find(line); it != at.end()) out[line]["at_peak_bytes"] = it->second;
+    if (const auto at = rank.at_peak.find(line); at != rank.at_peak.end()) out[line]["at_peak_bytes"] = at->second;
   }
-  const double total = record.peak_memory_bytes.at(0);
-  out["total"] = {{"measured_bytes", total},
+  const double total = rank.peak_bytes;
+  out["total"] = {{"rank", rank.rank},
+                  {"measured_bytes", total},
                   {"predicted_bytes", mp.gpu_total_bytes},
                   {"error", total > 0 ? (mp.gpu_total_bytes - total) / total : 0.0}};
   return out;
@@ -295,10 +298,7 @@ int run(const RunFlags& f) {
   // The error against the cost model, as `ztune --run` shows it (predicted − measured) / measured.
   // The memory model predicts the most loaded stage's GPU (with uneven
   // stages not necessarily rank 0's): compare with the largest rank's peak.
-  const double measured_peak =
-      record.peak_memory_bytes.empty()
-          ? 0.0
-          : *std::max_element(record.peak_memory_bytes.begin(), record.peak_memory_bytes.end());
+  const double measured_peak = record.memory.empty() ? 0.0 : record.memory.at(record.peak_rank()).peak_bytes;
   auto err = [](double predicted, double measured) { return measured > 0 ? 100.0 * (predicted - measured) / measured : 0.0; };
   if (prediction) {
     std::printf("predicted (profile %s): iteration %.4f s (%+.1f%% vs measured), peak memory (most loaded rank) %.1f MiB "

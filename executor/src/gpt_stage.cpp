@@ -269,7 +269,7 @@ void GptStage::head_forward(Acts& a, const MicroBatch& data, ConstTensorRef x) {
   const auto c = static_cast<std::size_t>(C_);
   const bool tied_here = first_ && m_.tied_embeddings;  // the head reads the embedding unit's wte
   store_.acquire(head_unit_, Direction::forward);
-  if (tied_here) store_.acquire(embed_unit_, Direction::forward);
+  if (tied_here) store_.acquire_out_of_order(embed_unit_, Direction::forward);
   a.lnf = act(ns * c);
   norm_forward(a.lnf.ref(), a.meanf, a.rstdf, x, lnf_w_, lnf_b_);
   Buffer tmp;
@@ -304,7 +304,7 @@ void GptStage::head_backward(Acts& a, const MicroBatch& data, ConstTensorRef x, 
   const auto c = static_cast<std::size_t>(C_);
   const bool tied_here = first_ && m_.tied_embeddings;
   store_.acquire(head_unit_, Direction::backward);
-  if (tied_here) store_.acquire(embed_unit_, Direction::backward);
+  if (tied_here) store_.acquire_out_of_order(embed_unit_, Direction::backward);
   Buffer dlogits = work(n * Vl_);
   be_.ce_backward(dlogits.ref(), a.logits.ref(), a.row_max.data(), a.row_sum.data(), data.targets.data(),
                   dloss_.data(), N_, Vl_, vocab_begin_);

@@ -247,9 +247,11 @@ void ParamStore::start_gather(Bucket& b, bool quantized, Direction dir) {
 
 bool ParamStore::quantized_gathers(const Bucket& b) const { return opt_.zeropp && !b.persistent; }
 
-void ParamStore::acquire(int unit, Direction dir) { acquire_bucket(unit, dir, false); }
+void ParamStore::acquire(int unit, Direction dir) { acquire_bucket(unit, dir, false, true); }
 
-void ParamStore::acquire_bucket(int unit, Direction dir, bool full_precision) {
+void ParamStore::acquire_out_of_order(int unit, Direction dir) { acquire_bucket(unit, dir, false, false); }
+
+void ParamStore::acquire_bucket(int unit, Direction dir, bool full_precision, bool prefetch) {
   if (!stage3()) return;
   auto& b = bucket_of_unit(unit);
   const bool quantized = !full_precision && quantized_gathers(b);
@@ -273,7 +275,7 @@ void ParamStore::acquire_bucket(int unit, Direction dir, bool full_precision) {
     }
   }
   ++b.refs;
-  if (full_precision) return;
+  if (full_precision || !prefetch) return;
   // Prefetch the bucket the next layer will need (ZeRO-3 prefetch, one bucket ahead).
   const int bi = unit_bucket_[static_cast<std::size_t>(unit)];
   const int next = dir == Direction::forward ? bi + 1 : bi - 1;
@@ -327,7 +329,7 @@ void ParamStore::initialise(const std::function<void(int, float*)>& fill) {
 std::vector<float> ParamStore::local_values(int id) {
   const auto i = static_cast<std::size_t>(id);
   const auto unit = specs_[i].unit;
-  acquire_bucket(unit, Direction::forward, true);  // the stored values, not ZeRO++'s int8 copy
+  acquire_bucket(unit, Direction::forward, true, false);  // the stored values, not ZeRO++'s int8 copy
   std::vector<float> out(specs_[i].shard.numel());
   be_.to_host(out.data(), Backend::StagedIn(be_, param(id), out.size()).data(), out.size());
   release(unit);

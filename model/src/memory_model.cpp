@@ -276,55 +276,94 @@ double executor_cuda_scratch(const Transformer& m, const Plan& p) {
   return eb * (7.0 * b * s * h / (t * u) + b * m.heads / (t * u) * s * s);
 }
 
-// The workspace one kernel call of the executor holds beyond the tracked
-// activations, the largest call's, in bytes: the fp32 copies of its 16-bit
-// operands (Backend's StagedIn/StagedOut, with 16-bit storage) and, under
-// selective recomputation with an unfused attention, the probabilities and
-// output the attention's backward recomputes first (GptStage::attn_backward's
-// att_tmp and atty_tmp, in the state's and the storage type).
-// On CPU ranks every 16-bit operand is staged: the MLP activation's backward
-// (its input and output gradients and its input), a norm's backward (input,
-// output gradient, input gradient), the standard attention's backward (Q|K|V
-// and its gradient, the output and its gradient, the probabilities), the
-// cross-entropy's backward on the last stage (logits and their gradient), the
-// embedding's backward on the first (table and output gradient), every GEMM
-// (a linear layer's backward: input and weight read, their gradients
-// written, the output gradient read; the head's) and the flash kernel. On a
-// GPU every kernel runs on the stored values (CudaBackend's *_native hooks)
-// and widens only what it sums or keeps in fp32: a 16-bit embedding shard's
-// gradient (fp32 atomics) and the block-sparse probabilities (a norm's weight
-// gradient too, too small to matter).
-double executor_staging_bytes(const Transformer& m, const Plan& p, bool first, bool last, double density,
-                              bool gpu) {
-  const double tokens = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch;
+// What the executor's backward holds beyond the stored activations, the
+// logits and the buckets, at its largest moment, in bytes: the workspace
+// line. Each phase is what GptStage keeps alive at once (executor/src/
+// gpt_block.cpp, gpt_stage.cpp), in the storage type: the residual stream's
+// incoming and outgoing gradients (d, dnext) throughout, and
+//  - in a layer's backward, the attention branch's output gradient (dx2, a
+//    sequential block) and the branch's own: the MLP's dg and dfc (n·F and
+//    n·F_in rows at once, the activation's backward reading one and writing
+//    the other), the linear layers' input gradients before they are reduced
+//    (n·h), the attention's output and Q|K|V gradients (and GQA's dense
+//    copies, selective recomputation's re-run probabilities and output), a
+//    sequence-parallel input gathered for a GEMM (n·h); the stage's output
+//    and the last stage's logits are freed by then;
+//  - in the head's backward (last stage), the logits' gradient beside the
+//    logits, then beside the final norm's input gradient; a recomputed layer
+//    is not re-materialised yet;
+//  - in the embedding's backward (first stage), every activation freed.
+// Measured on CPU ranks (executor_equivalence's 73 plans, the run record's
+// at_peak): the MLP phase is the peak of a layer's backward wherever F ≥ h.
+// 16-bit storage on CPU ranks also widens every operand of the kernel running
+// (Backend's StagedIn/StagedOut, fp32 copies): its input and output
+// gradients and inputs; on a GPU every kernel runs on the stored values
+// (CudaBackend's *_native hooks) but for a 16-bit embedding shard's gradient
+// (fp32 atomics) and the block-sparse probabilities. The context-parallel
+// ring and Ulysses attend on fp32 copies of 16-bit operands on either.
+struct BackwardFreed {
+  double stored = 0;   // the activations stored at the backward's start
+  double working = 0;  // of which a recomputed layer, re-materialised in its backward
+  double logits = 0;   // the logits themselves (the last stage's), freed after the loss's backward
+  double output = 0;   // the stage's output, freed when the layers' backward begins
+};
+double executor_backward_workspace(const Transformer& m, const Plan& p, bool first, bool last, double density,
+                                   bool gpu, const BackwardFreed& freed) {
   const double t = p.tp, h = m.hidden;
-  const bool host_attention = p.cp > 1 || p.ulysses > 1;  // the ring's and Ulysses' own fp32 copies
+  const double n = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch;  // a GEMM's rows (N_)
+  const double ns = n / (p.sequence_parallel ? t : 1.0);                              // the rows a rank keeps
+  const double eb = bytes_of(storage_precision(p));
+  const bool sixteen = storage_precision(p) != Precision::fp32;
+  const bool host_attention = p.cp > 1 || p.ulysses > 1;  // the ring and Ulysses (fp32 copies)
   const bool sparse = p.sparse_attention != SparseLayout::none;
   const bool fused = fused_attention(p.attention) && !sparse;
-  // The probabilities of the rank's heads (density: the sparse layout's share).
-  const double probs = static_cast<double>(m.heads) / t * p.micro_batch * m.seq_len * m.seq_len * density;
-  const double eb = bytes_of(storage_precision(p));
-  const double recomputed =
-      p.recompute == Recompute::selective && !fused && !host_attention ? eb * (probs + tokens * h / t) : 0.0;
-  if (p.precision == Precision::fp32) return recomputed;
-  if (gpu) {
-    double largest = first && executor_grad_precision(p) != Precision::fp32 ? 4.0 * m.vocab * h / t : 0.0;
-    if (sparse && !host_attention) largest = std::max(largest, 4.0 * probs + recomputed);
-    return std::max(largest, recomputed);
-  }
-  const double f_in = m.activation == Activation::swiglu ? 2.0 * m.ffn_hidden : m.ffn_hidden;
-  const double rows = tokens / (p.sequence_parallel ? t : 1.0);
-  double largest = std::max(tokens * (2.0 * f_in + m.ffn_hidden) / t, 3.0 * rows * h);
-  const GemmShape head = logits_gemm(m, p);
-  if (last) largest = std::max(largest, 2.0 * head.m * head.n * head.batch);
-  if (first) largest = std::max(largest, static_cast<double>(m.vocab) * h / t + tokens * h);
+  const bool staged = sixteen && !gpu;
+  auto stage = [&](double elems) { return staged ? 4.0 * elems : 0.0; };
   auto backward = [](const GemmShape& g) { return (2.0 * g.m * g.k + 2.0 * g.k * g.n + g.m * g.n) * g.batch; };
   const LinearGemms lin = layer_linear_gemms(m, p);
-  largest = std::max({largest, backward(lin.qkv), backward(lin.proj), backward(lin.fc1), backward(lin.fc2)});
-  if (last) largest = std::max(largest, (head.m * head.n + head.n * head.k + head.m * head.k) * head.batch);
-  const double attention =
-      host_attention ? 0.0 : 4.0 * (8.0 * tokens * h / t + (fused ? 0.0 : probs)) + recomputed;
-  return std::max(4.0 * largest, attention);
+  const GemmShape head = logits_gemm(m, p);
+  const double f = m.ffn_hidden / t, f_in = (m.activation == Activation::swiglu ? 2.0 : 1.0) * f;
+  const double cl = h / t, qkvl = lin.qkv.n;
+  // The probabilities of the rank's heads (density: the sparse layout's share).
+  const double probs = static_cast<double>(m.heads) / t * p.micro_batch * m.seq_len * m.seq_len * density;
+  const double gathered = p.sequence_parallel ? n * h : 0.0;  // gather_rows of a sequence-parallel input
+  // A sequential block keeps dx2 through both branches; a parallel one the
+  // gathered output gradient both read.
+  const double carried = m.parallel_residual ? gathered : ns * h;
+  const double residual_grads = 2.0 * eb * ns * h;  // d and dnext
+  // Selective recomputation re-runs the unfused core first (att_tmp, atty_tmp).
+  const double rerun = p.recompute == Recompute::selective && !fused && !host_attention ? eb * (probs + n * cl) : 0.0;
+  const double gqa = m.kv_heads != m.heads ? 2.0 * n * 3.0 * cl : 0.0;  // the dense Q|K|V and its gradient
+  double core = 0;  // the attention backward's widened operands
+  // The ring's backward (RingAttention::backward) also holds, in fp32, the K|V
+  // block it works on, the one arriving, their gradients' two, the queries'
+  // gradient and a row term per head (D_i); Ulysses works in host vectors.
+  if (host_attention)
+    core = (sixteen ? 4.0 * 8.0 * n * cl : 0.0) + (p.cp > 1 ? 4.0 * (9.0 * n * cl + n * m.heads / t) : 0.0);
+  else if (staged) core = 4.0 * (8.0 * n * cl + (fused ? 0.0 : probs));
+  else if (gpu && sparse) core = 4.0 * probs;
+  const double layer = std::max({
+      eb * (carried + gathered + n * f) + stage(backward(lin.fc2)),             // the MLP's output GEMM
+      eb * (carried + n * f + n * f_in) + stage(n * (2.0 * f_in + f)),          // its activation
+      eb * (carried + n * f_in + n * h + gathered) + stage(backward(lin.fc1)),  // its input GEMM
+      eb * (carried + ns * h) + stage(3.0 * ns * h),                            // a norm
+      eb * (carried + gathered + n * cl) + stage(backward(lin.proj)),           // the projection
+      eb * (carried + n * cl + n * qkvl + gqa) + rerun + core,                  // the attention core
+      eb * (carried + n * qkvl + n * h + gathered) + stage(backward(lin.qkv)),  // the Q|K|V GEMM
+  });
+  double peak = residual_grads + layer - freed.logits - freed.output;
+  if (last) {
+    const double dlogits = eb * head.m * head.n * head.batch;
+    const double loss = dlogits + stage(2.0 * head.m * head.n * head.batch);
+    const double gemm = dlogits + eb * (n * h + gathered) + stage(backward(head)) - freed.logits;
+    peak = std::max(peak, residual_grads + std::max(loss, gemm) - freed.working);
+  }
+  if (first) {
+    double embedding = staged ? 4.0 * (m.vocab * h / t + n * h) : 0.0;
+    if (gpu && executor_grad_precision(p) != Precision::fp32) embedding = 4.0 * m.vocab * h / t;
+    peak = std::max(peak, residual_grads + embedding - freed.stored);
+  }
+  return std::max(0.0, peak);
 }
 
 // Whether a recomputed layer's whole activations come on top of what the
@@ -343,13 +382,14 @@ bool recompute_working_layer(const Plan& p, double recomputed, double layers) {
 // issue 8). Without the CUDA runtime and the allocator's fragmentation, which
 // stage_memory adds on a GPU (on CPU ranks it tracks requested bytes).
 // Gradients reduced in place for ZeRO 0/1 (no buckets), a full flat gradient plus the owned
-// partition for ZeRO 2/3 reduce-scatter, the received activation of every
-// micro-batch of the step between pipeline stages, the logits, and a flat
+// partition for ZeRO 2/3 reduce-scatter, the activations and gradients
+// between pipeline stages being received or sent, the logits, and a flat
 // parameter-sized workspace used at the optimizer step, after activations are
-// freed, so it adds to the peak only where it exceeds them; with 16-bit
-// storage a kernel's fp32 staging (executor_staging_bytes) beside the rest.
+// freed, so it adds to the peak only where it exceeds them; the backward's
+// temporaries (executor_backward_workspace) beside the rest.
 void executor_lines(const Transformer& m, const Plan& p, double psi, double layers, double in_flight,
-                    double density, bool first, bool last, bool gpu, double bucket, double qgz, StageMemory& sm) {
+                    double density, bool first, bool last, bool gpu, double bucket, double qgz, double output,
+                    StageMemory& sm) {
   const double sbh = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch * m.hidden;  // this rank's rows
   const double eb = bytes_of(storage_precision(p)), gb = bytes_of(executor_grad_precision(p));
   // Megatron's block method: the stage's other layers keep every activation.
@@ -358,48 +398,73 @@ void executor_lines(const Transformer& m, const Plan& p, double psi, double laye
   const double own = layer_activation_bytes_executor(m, p, p.recompute, density);
   double act = recomputed == layers ? layers * in_flight * own
                                     : in_flight * (recomputed * own + (layers - recomputed) * whole);
-  if (recompute_working_layer(p, recomputed, layers)) act += whole;
-  // Backward's incoming and outgoing residual-stream gradients (2·s·b·h).
-  act += 2.0 * eb * sbh / (p.sequence_parallel ? p.tp : 1.0);
+  const double working = recompute_working_layer(p, recomputed, layers) ? whole : 0.0;
+  // Each model chunk's output of every micro-batch in flight (in_flight
+  // counts stages' worth of chunks).
+  act += working + in_flight * p.model_chunks() * output;
   sm.gpu[idx(MemLine::activations)] = act;
   double buckets = 0;
   if (p.dp_cp() > 1 && p.zero_stage >= 2) {
-    // ZeRO-2/3: a bucket's full gradients and its reduce-scattered piece, from
-    // its first gradient until its reduction is retired: at most
-    // kExecutorReductionsInFlight running and the one being filled with
-    // overlap_comm, every bucket until the end of the backward without it.
-    // They grow as the backward frees the activations: one bucket beside all
-    // of them when it starts; H buckets' worth once a share t = (H − B)/Ψ of
-    // the stage is through, beside (1 − t) of them. The larger of the two.
+    // ZeRO-2/3: a bucket's full gradients from its first gradient, and its
+    // reduce-scattered piece from its reduction's start, until the reduction is
+    // retired: at most kExecutorReductionsInFlight running beside the one being
+    // filled with overlap_comm; without it every bucket is reduced at the end
+    // of the backward. The largest of two moments: the backward's start (the
+    // first bucket filling beside every activation), and once J buckets'
+    // reductions have started (J = kExecutorReductionsInFlight, or all of
+    // them), each with its piece, the next one filling, beside the
+    // activations of the part of the stage not yet through (1 − J·B/Ψ). One
+    // bucket for the stage is reduced when the whole backward is through.
     // Tied embeddings on one stage: the head's backward starts the word
     // embedding's bucket, which is reduced after the embedding's, last.
     const double per_elem = gb * (1.0 + 1.0 / p.shard_group());
-    const double held =
-        p.overlap_comm ? std::min(psi, static_cast<double>(kExecutorReductionsInFlight + 1) * bucket) : psi;
     const double filling = std::min(bucket, psi);
-    const double word = first && last && m.tied_embeddings && held < psi
-                            ? std::min(psi - held, m.embedding_params() / p.tp)
-                            : 0.0;
-    buckets += std::max(per_elem * (filling + word), per_elem * (held + word) - act * (held - filling) / psi);
+    const double done =
+        p.overlap_comm ? std::min(psi, static_cast<double>(kExecutorReductionsInFlight) * bucket) : psi;
+    const double word =
+        first && last && m.tied_embeddings && done < psi ? std::min(psi - done, m.embedding_params() / p.tp) : 0.0;
+    const double later = per_elem * done + gb * ((done < psi ? filling : 0.0) + word) - act * done / psi;
+    buckets += std::max(gb * (filling + word), later);
   }
-  if (p.pp > 1) buckets += (p.grad_accum + 1.0) * eb * sbh / (p.sequence_parallel ? p.tp : 1.0);
-  // The logits in the storage type, and four fp32 rows: the cross-entropy's
-  // row max, row sum and losses, and ∂L/∂loss (GptStage::Acts, dloss_).
+  if (p.pp > 1) {
+    // Between pipeline stages (Trainer::run_pipeline): the activation or
+    // gradient being received, and the sends not yet matched by the peer's
+    // receive. Under 1F1B a stage runs at most one step ahead of a peer it
+    // sends to (its backward waits for that peer's gradient, the peer's for
+    // its activation), so at most two of its sends are unmatched on each link
+    // it sends on: the first stage only forward, the last only back, the
+    // others and every stage of an interleaved pipeline (the wrap-around
+    // between the last stage and the first) both. GPipe's forwards wait for
+    // nothing downstream: every micro-batch's activation may be in flight.
+    // Measured on CPU ranks (executor_equivalence, the run record's at_peak):
+    // 2-3 buffers at the first stage's peak with 1F1B, 4 interleaved.
+    const double links = p.model_chunks() > 1 ? 2.0 : (first ? 0.0 : 1.0) + (last ? 0.0 : 1.0);
+    const double held = p.schedule == Schedule::gpipe ? p.grad_accum + 1.0
+                                                      : std::min(p.grad_accum + 1.0, 1.0 + 2.0 * links);
+    buckets += held * eb * sbh / (p.sequence_parallel ? p.tp : 1.0);
+  }
+  // The logits in the storage type and three fp32 rows (the cross-entropy's
+  // row max, row sum and losses) of every micro-batch whose forward is done
+  // and backward not begun (GptStage::Acts: GPipe's whole step, 1F1B's one),
+  // and ∂L/∂loss (dloss_, one row).
   const double rows = static_cast<double>(m.seq_len) / p.seq_split() * m.head_token_fraction * p.micro_batch;
-  sm.gpu[idx(MemLine::logits)] = last ? eb * rows * m.vocab / p.tp + 4.0 * 4.0 * rows : 0.0;
+  const double logits = last ? eb * rows * m.vocab / p.tp : 0.0;
+  const double waiting = p.pp > 1 && p.schedule == Schedule::gpipe ? p.grad_accum : 1.0;
+  sm.gpu[idx(MemLine::logits)] = last ? waiting * (logits + 3.0 * 4.0 * rows) + 4.0 * rows : 0.0;
   // ZeRO++'s two-level qgZ (executor_qgz) reduces a bucket once the backward
   // has been through its units: the stage's last ones, for the first bucket
   // (units are grouped in forward order). Their activations, the logits and
-  // the kernels' staging are free by then; with one bucket for the stage the
+  // the backward's temporaries are free by then; with one bucket for the stage the
   // whole backward is done and the gathered weights are released too. The
   // larger of the two phases counts.
-  const double staging = executor_staging_bytes(m, p, first, last, density, gpu);
+  const double backward =
+      executor_backward_workspace(m, p, first, last, density, gpu, {act, working, logits, output});
   if (qgz > 0) {
     const bool whole_stage = bucket >= psi;
     const double bucket_layers = std::ceil(bucket / (m.params_per_layer() / p.tp));
     const double freed = (whole_stage ? act + sm.gpu[idx(MemLine::zero3_gathered)]
                                       : act * std::min(1.0, bucket_layers / std::max(1.0, layers))) +
-                         sm.gpu[idx(MemLine::logits)] + staging;
+                         sm.gpu[idx(MemLine::logits)] + backward;
     buckets += std::max(0.0, qgz - freed);
   }
   sm.gpu[idx(MemLine::comm_buckets)] = buckets;
@@ -415,7 +480,7 @@ void executor_lines(const Transformer& m, const Plan& p, double psi, double laye
   const double part = p.zero_stage >= 1 ? psi / p.shard_group() : psi;
   const double chunk = static_cast<double>(staged_adam_chunk(backend));
   const double step = 4.0 * psi + 4.0 * std::min(part, chunk) * states16;
-  sm.gpu[idx(MemLine::workspace)] = std::max(staging, step - transient);
+  sm.gpu[idx(MemLine::workspace)] = std::max(backward, step - transient);
   sm.gpu[idx(MemLine::runtime)] = 0;
   sm.gpu[idx(MemLine::fragmentation)] = 0;
 }
@@ -555,7 +620,10 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   }
   if (p.offload_optimizer != OffloadTarget::none) {
     st.optimizer = 0;
-    if (p.zero_stage >= 1) st.grads = 0;  // ZeRO-Offload streams gradient partitions to the host
+    // ZeRO-Offload streams gradient partitions to the host; ztune's executor
+    // keeps its partition (ZeRO-1: every gradient) on the device and copies
+    // it at the step (ParamStore's grad_shards_).
+    if (p.zero_stage >= 1 && !executor) st.grads = 0;
   }
   if (p.offload_params != OffloadTarget::none) st.params = 0;
   // ZeRO++ hpZ: the node-local secondary copy of the 16-bit parameters.
@@ -625,7 +693,7 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   // allocator come on top (below).
   if (executor) {
     executor_lines(m, p, psi, layers, in_flight, density, first, last, c.device_kind == DeviceKind::gpu, bucket,
-                   executor_qgz_bytes(p, c, bucket, executor_grad_precision(p)), sm);
+                   executor_qgz_bytes(p, c, bucket, executor_grad_precision(p)), stage_output_bytes(m, p, c, hw), sm);
     if (c.device_kind == DeviceKind::cpu) {
       for (double v : sm.gpu) sm.total += v;
       return sm;
@@ -657,6 +725,12 @@ double stored_activation_bytes(const Transformer& m, const Plan& p, const Cluste
                                Recompute r) {
   if (executor_layout(c, hw)) return layer_activation_bytes_executor(m, p, r, attention_density(m, p));
   return layer_activation_bytes(m, p, r);
+}
+
+double stage_output_bytes(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+  if (!executor_layout(c, hw)) return 0;
+  const double rows = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch;
+  return bytes_of(storage_precision(p)) * rows * m.hidden / (p.sequence_parallel ? p.tp : 1.0);
 }
 
 MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,

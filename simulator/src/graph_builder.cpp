@@ -403,6 +403,7 @@ class Builder {
     }
     const int begin = vstage_begin_[static_cast<std::size_t>(j)];
     const int end = vstage_begin_[static_cast<std::size_t>(j) + 1];
+    OpId last_forward = kNone;
     for (int lb = begin; lb < end; lb += group_) {
       const int le = std::min(end, lb + group_);
       const double n = le - lb;
@@ -413,12 +414,15 @@ class Builder {
           r * layer_.stored_activation_bytes + (n - r) * (layer_.stored_activation_bytes + layer_.recompute_extra_bytes);
       consume(gp, f, true);
       if (first == kNone) first = f;
+      last_forward = f;
       cp_exchange(s, st, lb, le, n * layer_.cp_forward_s);
       ulysses_exchange(s, st, lb, le, n * layer_.ulysses_forward_s);
       tp_collective(s, st, lb, le, n * layer_.tp_forward_s);
       overhead(s, &st, lb, le, n * layer_.forward_overhead_s);
       stall(s, OpKind::offload_stall, n * layer_.checkpoint_copy_s, 1.0);  // the checkpoint to the host
     }
+    // The chunk's output, kept until its backward begins.
+    if (last_forward != kNone) g_.ops[last_forward].activation_delta += layer_.chunk_output_bytes;
     if (j == vstages_ - 1) {
       const OpId gp = gather(s, edges_.head_params);
       const OpId h = compute(s, OpKind::head_fwd, st, -1, -1, edges_.head_forward_s);
@@ -487,6 +491,7 @@ class Builder {
     overhead(s, &st, -1, -1, costs_.gradient_fold_s() * stages_ / vstages_);
     // The gradient goes to the previous stage as soon as the backward is done;
     // an unoverlapped reduction holds the compute stream, not the send.
+    if (first != kNone) g_.ops[first].activation_delta -= layer_.chunk_output_bytes;
     bwd_first_[key(st.microbatch, j)] = first;
     if (j > 0) bwd_send_[key(st.microbatch, j)] = pipeline_send(s, j, j - 1, st.microbatch);
     if (reduce) flush_gradients(s);

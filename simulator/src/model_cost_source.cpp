@@ -51,6 +51,7 @@ ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Clus
   layer_.regather_share = zero3_backward_regather_share(m, p, hw);
   layer_.largest_module_params = m.largest_module_params() / p.tp;
   layer_.stored_activation_bytes = stored_activation_bytes(m, p, c, hw, p.recompute);
+  layer_.chunk_output_bytes = stage_output_bytes(m, p, c, hw);
   if (p.recompute != Recompute::none)
     layer_.recompute_extra_bytes =
         stored_activation_bytes(m, p, c, hw, Recompute::none) - layer_.stored_activation_bytes;

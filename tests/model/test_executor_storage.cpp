@@ -157,16 +157,14 @@ TEST_CASE("the executor's model states and buffers on a GPU rank are those of CP
   CHECK(on_cpu.line(MemLine::runtime) == 0);
 }
 
-TEST_CASE("a GPU rank's workspace holds only the fp32 copies CudaBackend's 16-bit kernels keep",
+TEST_CASE("a GPU rank's workspace: the backward's temporaries, in the stored type",
           "[model][executor][memory]") {
-  // On a GPU every kernel runs on the stored values; what is widened is what
-  // a kernel sums in fp32: the first stage's 16-bit embedding gradient (its
-  // atomics, the vocabulary's V·h elements as fp32), nothing when the plan
-  // keeps fp32 gradients, and the block-sparse probabilities. An fp32 plan
-  // stages nothing, and with flash attention there is no score scratch: the
-  // workspace lines differ by exactly that copy. (8 sequences a micro-batch,
-  // so that the activations outgrow the optimizer step's fp32 workspace in
-  // both precisions.)
+  // On a GPU every kernel runs on the stored values (CudaBackend's *_native
+  // hooks): the backward's temporaries are what GptStage holds at its largest
+  // moment (executor/src/gpt_block.cpp, gpt_stage.cpp), 2 bytes each in bf16
+  // and 4 in fp32, so an fp32 plan's workspace exceeds a bf16 one's by 2 bytes
+  // on each (cuBLAS's workspace, the same in both, cancels). 8 sequences a
+  // micro-batch: the activations outgrow the optimizer step's fp32 workspace.
   Transformer m = load_transformer("gpt2-1.5b");
   const Cluster c = load_cluster("dgx-a100-80gb");
   const HardwareProfile hw = with_engine(default_profile_for(c), "ztune");
@@ -174,22 +172,38 @@ TEST_CASE("a GPU rank's workspace holds only the fp32 copies CudaBackend's 16-bi
   p.micro_batch = 8;
   p.global_batch = 8;
   p.attention = AttentionKernel::flash;
-  p.precision = Precision::fp32;
-  const double fp32 = predict_memory(m, p, c, hw).line(MemLine::workspace);
+  auto saved = [&] {  // fp32's workspace less bf16's, in bytes
+    Plan q = p;
+    q.precision = Precision::fp32;
+    const double fp32 = predict_memory(m, q, c, hw).line(MemLine::workspace);
+    q.precision = Precision::bf16;
+    return fp32 - predict_memory(m, q, c, hw).line(MemLine::workspace);
+  };
+  const double n = 8.0 * m.seq_len, h = m.hidden, f = m.ffn_hidden, a = m.heads, s = m.seq_len;
+  // GPT-2's vocabulary: the loss's backward is the largest moment, the logits'
+  // gradient (n·V) beside the logits and the residual stream's incoming and
+  // outgoing gradients (2·n·h).
+  CHECK(saved() == Approx(2.0 * (2.0 * n * h + n * m.vocab)));
+  // A 16-bit plan that keeps fp32 gradients sums the table's in place; the
+  // 16-bit one's fp32 atomics copy (V·h) comes when the activations are
+  // freed, so it does not add to the peak.
   p.precision = Precision::bf16;
-  CHECK(predict_memory(m, p, c, hw).line(MemLine::workspace) - fp32 == Approx(4.0 * m.vocab * m.hidden));
-  p.grad_reduce_dtype = Precision::fp32;  // the table's gradient is fp32: summed in place
-  CHECK(predict_memory(m, p, c, hw).line(MemLine::workspace) == Approx(fp32));
-  // Selective recomputation with the standard kernel: the backward recomputes
-  // the probabilities (a·b·s²) and the attention's output (b·s·h) into
-  // workspace, and the CUDA kernel's scratch holds 7·b·s·h + a·b·s² more, all
-  // in the stored type: 2 bytes each in bf16, 4 in fp32.
+  const double bf16 = predict_memory(m, p, c, hw).line(MemLine::workspace);
+  p.grad_reduce_dtype = Precision::fp32;
+  CHECK(predict_memory(m, p, c, hw).line(MemLine::workspace) == Approx(bf16));
+  p.grad_reduce_dtype.reset();
+  // A 1,024-token vocabulary: the MLP's activation backward is the largest
+  // moment, its input and output gradients (dfc, dg: n·F each) beside the
+  // attention branch's output gradient (dx2: n·h) and d and dnext, the
+  // logits and the stage's output (n·h) freed.
+  m.vocab = 1024;
+  CHECK(saved() == Approx(2.0 * (2.0 * n * h + 2.0 * n * f - n * m.vocab)));
+  // Selective recomputation with the standard kernel: the attention's
+  // backward re-runs the probabilities (a·b·s²) and output (n·h) first, beside
+  // the output's and Q|K|V's gradients (n·h, 3·n·h), dx2, d and dnext; the
+  // CUDA kernel's scratch (7·n·h + a·b·s²) comes on top.
   p.attention = AttentionKernel::standard;
   p.recompute = Recompute::selective;
-  const double b = 8.0, s = m.seq_len, h = m.hidden, a = m.heads;
-  const double elems = (a * b * s * s + b * s * h) + (7.0 * b * s * h + a * b * s * s);
-  CHECK(predict_memory(m, p, c, hw).line(MemLine::workspace) - fp32 == Approx(2.0 * elems));
-  p.precision = Precision::fp32;
-  p.grad_reduce_dtype.reset();
-  CHECK(predict_memory(m, p, c, hw).line(MemLine::workspace) - fp32 == Approx(4.0 * elems));
+  const double probs = a * 8.0 * s * s;
+  CHECK(saved() == Approx(2.0 * ((7.0 * n * h + probs - n * m.vocab) + (7.0 * n * h + probs))));
 }

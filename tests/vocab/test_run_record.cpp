@@ -91,8 +91,8 @@ TEST_CASE("run record: the worker's record reads back with the values its text h
   CHECK(r.tokens_per_step == 256);
   CHECK(r.tokens_per_s == 13712.282986383114);
   CHECK(r.peak_memory_bytes == std::vector<double>{6554624.0, 6554624.0});
-  CHECK(r.rank0_category_bytes("optimizer") == 1764352.0);
-  CHECK(r.rank0_category_bytes("no such line") == 0);
+  CHECK(r.memory[r.peak_rank()].by_category.at("optimizer") == 1764352.0);
+  CHECK(r.peak_rank() == 0);  // equal peaks: the lowest rank
   CHECK(r.op_seconds_per_step("gemm") == Approx(0.014359524999999995 / 2));
   CHECK(r.collectives_rank0.at("dp").ranks == 2);
   CHECK(r.collectives_rank0.at("dp").collectives.at("all_reduce").count == 2);

@@ -165,10 +165,11 @@ double RunRecord::op_seconds_per_step(const std::string& kind) const {
   return it->second.time_s / static_cast<double>(steps.size());
 }
 
-double RunRecord::rank0_category_bytes(const std::string& category) const {
-  if (memory.empty()) return 0;
-  const auto it = memory.front().by_category.find(category);
-  return it == memory.front().by_category.end() ? 0 : it->second;
+std::size_t RunRecord::peak_rank() const {
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < memory.size(); ++i)
+    if (memory[i].peak_bytes > memory[best].peak_bytes) best = i;
+  return best;
 }
 
 RunRecord run_record_from_json(const nlohmann::json& doc, const std::string& file) {

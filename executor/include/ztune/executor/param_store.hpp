@@ -105,6 +105,11 @@ class ParamStore {
 
   /// Stage 3: gather the unit's bucket (prefetching the next one in `dir`); else no-op.
   void acquire(int unit, Direction dir);
+  /// acquire() for a unit used out of its place in the layer order (the tied
+  /// word embedding at the head): its neighbouring bucket is not what runs
+  /// next, so nothing is prefetched (the head's forward would otherwise hold
+  /// the first layer's weights through the whole backward).
+  void acquire_out_of_order(int unit, Direction dir);
   void release(int unit);
 
   /// Fills every local parameter: fill(id, out) writes spec.shard.numel() values.
@@ -151,8 +156,9 @@ class ParamStore {
   void start_gather(Bucket& b, bool quantized, Direction dir);
   /// ZeRO++ hpZ across nodes: bucket b's backward gathers come from secondary_.
   [[nodiscard]] bool hpz(const Bucket& b) const;
-  /// acquire(); `full_precision`: the stored values even under ZeRO++ (checkpoints), no prefetch.
-  void acquire_bucket(int unit, Direction dir, bool full_precision);
+  /// acquire(); `full_precision`: the stored values even under ZeRO++ (checkpoints); `prefetch`:
+  /// start gathering the next bucket in `dir` (never with full_precision).
+  void acquire_bucket(int unit, Direction dir, bool full_precision, bool prefetch);
   [[nodiscard]] bool quantized_gathers(const Bucket& b) const;
   void bucket_ready(Bucket& b, bool last_micro);
   void launch_reduction(Bucket& b);

@@ -138,6 +138,14 @@ struct OptimizerDtypes {
 /// per-layer term and the simulator's activation timeline both read it.
 [[nodiscard]] double stored_activation_bytes(const Transformer& m, const Plan& p, const Cluster& c,
                                              const HardwareProfile& hw, Recompute r);
+/// What a model chunk keeps per micro-batch beside its layers' activations:
+/// the executor's output of the chunk (GptStage::Acts residual.back: the
+/// last layer's, or what the next stage was sent) from its forward until its
+/// backward begins; 0 for an engine's layout (Megatron-LM deallocates a sent
+/// output, deallocate_output_tensor). The memory model and the simulator's
+/// activation timeline both read it.
+[[nodiscard]] double stage_output_bytes(const Transformer& m, const Plan& p, const Cluster& c,
+                                        const HardwareProfile& hw);
 
 /// Micro-batches whose activations the most loaded stage holds at once:
 /// 1F1B: min(p, m) (first stage); interleaved: p·(1 + (p−1)/(p·v)) (Korthikanti

@@ -54,6 +54,10 @@ struct LayerTimes {
   // (Korthikanti et al. 2022, Table 2); extra is 0 without recomputation.
   double stored_activation_bytes = 0;
   double recompute_extra_bytes = 0;
+  // What a model chunk keeps of each micro-batch beside its layers' bytes,
+  // from the chunk's forward to the start of its backward (the executor's
+  // output of the chunk, memory_model.hpp stage_output_bytes; 0 for engines).
+  double chunk_output_bytes = 0;
   // Megatron's block method (plan.recompute_num_layers): only the first
   // block_layers layers of each model chunk are recomputed; the chunk's other
   // layers skip the recomputation and keep the recompute-free activations

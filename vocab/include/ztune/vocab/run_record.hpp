@@ -97,8 +97,9 @@ struct RunRecord {
 
   /// Rank 0's time of one compute kind per step (0 when the kind or the steps are absent).
   [[nodiscard]] double op_seconds_per_step(const std::string& kind) const;
-  /// A memory line's peak on rank 0 (0 when the record has no such line).
-  [[nodiscard]] double rank0_category_bytes(const std::string& category) const;
+  /// The rank whose device peak is the largest (the lowest of equal ones): the
+  /// one the memory model's most loaded stage answers for. 0 without memory.
+  [[nodiscard]] std::size_t peak_rank() const;
 };
 
 /// Reads a run record already parsed; `file` names it in messages ("record.json",
