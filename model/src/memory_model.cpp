@@ -318,12 +318,17 @@ double executor_backward_workspace(const Transformer& m, const Plan& p, bool fir
   const bool sparse = p.sparse_attention != SparseLayout::none;
   const bool fused = fused_attention(p.attention) && !sparse;
   const bool staged = sixteen && !gpu;
+  // A GEMM's backward stages its input and weight, their gradients and the
+  // output's gradient (only CPU ranks' 16-bit plans: the search prices GPU
+  // plans, so the shapes are built only here).
+  auto staged_backward = [&](const GemmShape LinearGemms::*which) {
+    if (!staged) return 0.0;
+    const GemmShape g = layer_linear_gemms(m, p).*which;
+    return 4.0 * (2.0 * g.m * g.k + 2.0 * g.k * g.n + g.m * g.n) * g.batch;
+  };
   auto stage = [&](double elems) { return staged ? 4.0 * elems : 0.0; };
-  auto backward = [](const GemmShape& g) { return (2.0 * g.m * g.k + 2.0 * g.k * g.n + g.m * g.n) * g.batch; };
-  const LinearGemms lin = layer_linear_gemms(m, p);
-  const GemmShape head = logits_gemm(m, p);
   const double f = m.ffn_hidden / t, f_in = (m.activation == Activation::swiglu ? 2.0 : 1.0) * f;
-  const double cl = h / t, qkvl = lin.qkv.n;
+  const double cl = h / t, qkvl = (h + 2.0 * m.kv_heads * m.head_dim()) / t;
   // The probabilities of the rank's heads (density: the sparse layout's share).
   const double probs = static_cast<double>(m.heads) / t * p.micro_batch * m.seq_len * m.seq_len * density;
   const double gathered = p.sequence_parallel ? n * h : 0.0;  // gather_rows of a sequence-parallel input
@@ -343,19 +348,23 @@ double executor_backward_workspace(const Transformer& m, const Plan& p, bool fir
   else if (staged) core = 4.0 * (8.0 * n * cl + (fused ? 0.0 : probs));
   else if (gpu && sparse) core = 4.0 * probs;
   const double layer = std::max({
-      eb * (carried + gathered + n * f) + stage(backward(lin.fc2)),             // the MLP's output GEMM
-      eb * (carried + n * f + n * f_in) + stage(n * (2.0 * f_in + f)),          // its activation
-      eb * (carried + n * f_in + n * h + gathered) + stage(backward(lin.fc1)),  // its input GEMM
-      eb * (carried + ns * h) + stage(3.0 * ns * h),                            // a norm
-      eb * (carried + gathered + n * cl) + stage(backward(lin.proj)),           // the projection
-      eb * (carried + n * cl + n * qkvl + gqa) + rerun + core,                  // the attention core
-      eb * (carried + n * qkvl + n * h + gathered) + stage(backward(lin.qkv)),  // the Q|K|V GEMM
+      eb * (carried + gathered + n * f) + staged_backward(&LinearGemms::fc2),             // the MLP's output GEMM
+      eb * (carried + n * f + n * f_in) + stage(n * (2.0 * f_in + f)),                    // its activation
+      eb * (carried + n * f_in + n * h + gathered) + staged_backward(&LinearGemms::fc1),  // its input GEMM
+      eb * (carried + ns * h) + stage(3.0 * ns * h),                                      // a norm
+      eb * (carried + gathered + n * cl) + staged_backward(&LinearGemms::proj),           // the projection
+      eb * (carried + n * cl + n * qkvl + gqa) + rerun + core,                            // the attention core
+      eb * (carried + n * qkvl + n * h + gathered) + staged_backward(&LinearGemms::qkv),  // the Q|K|V GEMM
   });
   double peak = residual_grads + layer - freed.logits - freed.output;
   if (last) {
-    const double dlogits = eb * head.m * head.n * head.batch;
-    const double loss = dlogits + stage(2.0 * head.m * head.n * head.batch);
-    const double gemm = dlogits + eb * (n * h + gathered) + stage(backward(head)) - freed.logits;
+    const double logits = n * m.head_token_fraction * m.vocab / t;  // the head's rows × its vocabulary share
+    const double dlogits = eb * logits;
+    const double loss = dlogits + stage(2.0 * logits);
+    // Each of the head's two GEMMs stages the logits' gradient, the table (or
+    // its gradient) and the final norm's output (or its gradient).
+    const double gemm = dlogits + eb * (n * h + gathered) +
+                        stage(logits + h * m.vocab / t + n * m.head_token_fraction * h) - freed.logits;
     peak = std::max(peak, residual_grads + std::max(loss, gemm) - freed.working);
   }
   if (first) {
