@@ -309,6 +309,19 @@ int run(const RunFlags& f) {
     std::printf("predicted peak memory (most loaded rank): %.1f MiB (%+.1f%%)\n", memory_only->gpu_total_bytes / 1048576.0,
                 err(memory_only->gpu_total_bytes, measured_peak));
   }
+  // Which line a memory error sits on: the predicted lines beside what each
+  // held at the measured peak (records that keep it).
+  const MemoryPrediction* mp = prediction ? &prediction->memory : memory_only ? &*memory_only : nullptr;
+  if (mp != nullptr && !record.memory.empty() && !record.memory.at(record.peak_rank()).at_peak.empty()) {
+    const RunRecordRankMemory& rank = record.memory.at(record.peak_rank());
+    std::printf("memory at rank %d's peak (MiB)   predicted   measured\n", rank.rank);
+    for (std::size_t i = 0; i < kMemLineNames.size(); ++i) {
+      const auto it = rank.at_peak.find(kMemLineNames[i]);
+      const double measured = it == rank.at_peak.end() ? 0.0 : it->second;
+      if (mp->gpu[i] == 0 && measured == 0) continue;
+      std::printf("  %-28s %11.2f %10.2f\n", kMemLineNames[i], mp->gpu[i] / 1048576.0, measured / 1048576.0);
+    }
+  }
   const std::string stored = summary["run_id"].is_null() ? "" : "stored as run " + summary["run_id"].dump();
   if (record_kept)
     std::printf("run record: %s%s\n", record_path.c_str(), stored.empty() ? "" : (", " + stored).c_str());

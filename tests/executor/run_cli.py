@@ -35,10 +35,24 @@ with tempfile.TemporaryDirectory() as d:
     ok2 = r2.returncode == 2 and "but the job has 2" in r2.stderr
     if not ok2:
         print(r2.stdout, r2.stderr)
-    # Text mode shows the cost model's error beside the measurement.
+    # Text mode shows the cost model's error beside the measurement, and each
+    # memory line's prediction beside what it held at the measured peak: the
+    # lines of that rank add up to its peak (the record's at_peak).
     r3 = subprocess.run([ztune, "run", "--model", "tiny", "--dp", "2", "--micro-batch", "2", "--global-batch", "4",
                          "--steps", "2", "--no-db"], capture_output=True, text=True, timeout=120, env=env)
     ok3 = r3.returncode == 0 and "predicted (profile " in r3.stdout and "vs measured" in r3.stdout
+    if ok3:
+        out = r3.stdout.splitlines()
+        head = [i for i, line in enumerate(out) if line.startswith("memory at rank ")]
+        rows = []
+        for line in out[head[0] + 1:] if head else []:
+            if not line.startswith("  "):
+                break
+            rows.append(line.split())
+        peaks = [float(x) for x in out[[i for i, line in enumerate(out) if line.startswith("peak memory per rank")][0]]
+                 .split(":")[1].split()]
+        ok3 = bool(rows) and {"params", "grads", "optimizer", "activations"} <= {r[0] for r in rows}
+        ok3 = ok3 and abs(sum(float(r[2]) for r in rows) - max(peaks)) <= 0.05 * len(rows) + 0.05
     print(r3.stdout if ok3 else r3.stdout + r3.stderr)
     # A plan the executor cannot run is refused before any rank starts: tp 4
     # would split tiny-llama's 2 key/value heads.
