@@ -263,6 +263,15 @@ if [[ "$BUILD" == build/gpu-full ]]; then
     python3 -c "m,b,a=$measured,$before,$after;print(f'gpt2-1.5b bf16 mb8x4: measured {m:.4f} s, predicted {b:.4f} s before ({100*(b-m)/m:+.1f}%), {a:.4f} s after the fit ({100*(a-m)/m:+.1f}%)')" \
       | tee "$OUT/calibration.txt"
   fi
+  # The memory model on the GPU: each line's prediction beside what the CUDA
+  # backend's tracker held at its peak (the record's at_peak; the CUDA context,
+  # NCCL, cuBLAS and the caching allocator are not tracked, so those lines
+  # stand alone).
+  if [[ -f "$OUT/gpt2-1.5b.record.json" ]]; then
+    "${CAL_ENV[@]}" "$ZT" predict "${PLAN[@]}" --json >"$OUT/gpt2-1.5b.predict.json" 2>/dev/null
+    python3 scripts/gpu-check/memory_lines.py "$OUT/gpt2-1.5b.record.json" "$OUT/gpt2-1.5b.predict.json" \
+      | tee "$OUT/memory.txt"
+  fi
 else
   for t in gpu_backend_equivalence gpu_nccl gpu_nccl_watchdog gpu_worker gpu_run gpu_calibrate; do
     RESULT[$t]="not built (needs the full project's dependencies)"
@@ -300,5 +309,6 @@ log "summary"
   echo "with --attention=cudnn --graph --fused-adamw:"
   grep -E "^gpt|^  gpt" "$OUT/bench_gpt_train_fast.log" 2>/dev/null || echo "  (no rows: see $OUT/bench_gpt_train_fast.log)"
   cat "$OUT/calibration.txt" 2>/dev/null || true
+  cat "$OUT/memory.txt" 2>/dev/null || true
 } | tee "$OUT/summary.txt"
 [[ "${RESULT[gpu_kernels]}" == passed* && "${RESULT[gpu_features]}" == passed* ]]
