@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "memory_comparison.hpp"
 #include "plan_flags.hpp"
 #include "run_launch.hpp"
 #include "ztune/vocab/executor_support.hpp"
@@ -141,33 +142,6 @@ PlanFile resolve(const RunFlags& f) {
   if (pf.cluster->device_kind == DeviceKind::cpu && f.plan.precision.empty())
     pf.plan.precision = default_precision(*pf.cluster);
   return pf;
-}
-
-// The measured peak of the rank that peaked highest (the memory model answers
-// for the most loaded stage) next to the predicted lines (the memory model's
-// first calibration point on the CPU backend): each line's own peak on that
-// rank and, where the record says, its share of the rank's peak.
-nlohmann::json memory_vs_prediction(const RunRecord& record, const MemoryPrediction& mp) {
-  nlohmann::json out = nlohmann::json::object();
-  if (record.memory.empty()) return out;
-  const RunRecordRankMemory& rank = record.memory.at(record.peak_rank());
-  for (const char* line : {"params", "grads", "optimizer", "activations", "zero3_gathered", "logits"}) {
-    double predicted = 0;
-    for (std::size_t i = 0; i < kMemLineNames.size(); ++i)
-      if (std::string(kMemLineNames[i]) == line) predicted = mp.gpu[i];
-    const auto it = rank.by_category.find(line);
-    const double measured = it == rank.by_category.end() ? 0.0 : it->second;
-    out[line] = {{"measured_bytes", measured},
-                 {"predicted_bytes", predicted},
-                 {"error", measured > 0 ? (predicted - measured) / measured : 0.0}};
-    if (const auto at = rank.at_peak.find(line); at != rank.at_peak.end()) out[line]["at_peak_bytes"] = at->second;
-  }
-  const double total = rank.peak_bytes;
-  out["total"] = {{"rank", rank.rank},
-                  {"measured_bytes", total},
-                  {"predicted_bytes", mp.gpu_total_bytes},
-                  {"error", total > 0 ? (mp.gpu_total_bytes - total) / total : 0.0}};
-  return out;
 }
 
 int run(const RunFlags& f) {
@@ -309,19 +283,9 @@ int run(const RunFlags& f) {
     std::printf("predicted peak memory (most loaded rank): %.1f MiB (%+.1f%%)\n", memory_only->gpu_total_bytes / 1048576.0,
                 err(memory_only->gpu_total_bytes, measured_peak));
   }
-  // Which line a memory error sits on: the predicted lines beside what each
-  // held at the measured peak (records that keep it).
-  const MemoryPrediction* mp = prediction ? &prediction->memory : memory_only ? &*memory_only : nullptr;
-  if (mp != nullptr && !record.memory.empty() && !record.memory.at(record.peak_rank()).at_peak.empty()) {
-    const RunRecordRankMemory& rank = record.memory.at(record.peak_rank());
-    std::printf("memory at rank %d's peak (MiB)   predicted   measured\n", rank.rank);
-    for (std::size_t i = 0; i < kMemLineNames.size(); ++i) {
-      const auto it = rank.at_peak.find(kMemLineNames[i]);
-      const double measured = it == rank.at_peak.end() ? 0.0 : it->second;
-      if (mp->gpu[i] == 0 && measured == 0) continue;
-      std::printf("  %-28s %11.2f %10.2f\n", kMemLineNames[i], mp->gpu[i] / 1048576.0, measured / 1048576.0);
-    }
-  }
+  // Which line a memory error sits on.
+  if (prediction) print_memory_at_peak(record, prediction->memory);
+  else if (memory_only) print_memory_at_peak(record, *memory_only);
   const std::string stored = summary["run_id"].is_null() ? "" : "stored as run " + summary["run_id"].dump();
   if (record_kept)
     std::printf("run record: %s%s\n", record_path.c_str(), stored.empty() ? "" : (", " + stored).c_str());
