@@ -89,7 +89,7 @@ void print_comparison(const RunRecord& record, const Prediction& p, const Comput
     std::printf("%-28s %12.2fMiB %12.2fMiB %+8.1f%%\n", ("peak memory rank " + std::to_string(r)).c_str(),
                 p.memory.gpu_total_bytes / 1048576.0, m / 1048576.0, err(p.memory.gpu_total_bytes, m));
   }
-  print_memory_at_peak(record, p.memory);
+  std::fputs(memory_at_peak_table(record, p.memory).c_str(), stdout);
   // Per operation type: the executor times kernels by kind on rank 0, the cost
   // model predicts rank 0's compute by the same kinds; then its exposed
   // communication parts beside the measured collectives. Both per step.

@@ -9,6 +9,7 @@
 
 #include "command.hpp"
 #include "db_runs.hpp"
+#include "memory_comparison.hpp"
 #include "ztune/vocab/cluster.hpp"
 #include "ztune/vocab/input_error.hpp"
 #include "ztune/tuner/results_db.hpp"
@@ -184,6 +185,23 @@ std::string render_run(const nlohmann::json& d) {
     for (const auto& m : list)
       out << "    " << m.at("name").get<std::string>() << " " << num("%.6g", m.at("value").get<double>()) << " "
           << m.at("unit").get<std::string>() << "\n";
+  }
+  // The stored prediction's memory lines beside what each held at the run's
+  // peak, where the stored record keeps the peak's composition.
+  const auto& prediction = d.at("prediction");
+  if (prediction.is_object() && prediction.contains("memory") && d.at("record").is_object()) {
+    MemoryPrediction mp;
+    const auto& gpu = prediction.at("memory").at("gpu");
+    for (std::size_t i = 0; i < kMemLineNames.size(); ++i)
+      if (gpu.contains(kMemLineNames[i])) mp.gpu[i] = gpu.at(kMemLineNames[i]).get<double>();
+    try {
+      const std::string table =
+          memory_at_peak_table(run_record_from_json(d.at("record"), "run r" + d.at("id").dump()), mp);
+      std::istringstream lines(table);
+      for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
+    } catch (const InputError& e) {
+      out << "  (its record does not read as a run record: " << e.what() << ")\n";
+    }
   }
   return out.str();
 }

@@ -284,8 +284,8 @@ int run(const RunFlags& f) {
                 err(memory_only->gpu_total_bytes, measured_peak));
   }
   // Which line a memory error sits on.
-  if (prediction) print_memory_at_peak(record, prediction->memory);
-  else if (memory_only) print_memory_at_peak(record, *memory_only);
+  if (prediction) std::fputs(memory_at_peak_table(record, prediction->memory).c_str(), stdout);
+  else if (memory_only) std::fputs(memory_at_peak_table(record, *memory_only).c_str(), stdout);
   const std::string stored = summary["run_id"].is_null() ? "" : "stored as run " + summary["run_id"].dump();
   if (record_kept)
     std::printf("run record: %s%s\n", record_path.c_str(), stored.empty() ? "" : (", " + stored).c_str());

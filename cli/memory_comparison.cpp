@@ -28,16 +28,21 @@ nlohmann::json memory_vs_prediction(const RunRecord& record, const MemoryPredict
   return out;
 }
 
-void print_memory_at_peak(const RunRecord& record, const MemoryPrediction& mp) {
-  if (record.memory.empty() || record.memory.at(record.peak_rank()).at_peak.empty()) return;
+std::string memory_at_peak_table(const RunRecord& record, const MemoryPrediction& mp) {
+  if (record.memory.empty() || record.memory.at(record.peak_rank()).at_peak.empty()) return "";
   const RunRecordRankMemory& rank = record.memory.at(record.peak_rank());
-  std::printf("memory at rank %d's peak (MiB)   predicted   measured\n", rank.rank);
+  char row[160];
+  std::snprintf(row, sizeof row, "memory at rank %d's peak (MiB)   predicted   measured\n", rank.rank);
+  std::string out = row;
   for (std::size_t i = 0; i < kMemLineNames.size(); ++i) {
     const auto it = rank.at_peak.find(kMemLineNames[i]);
     const double measured = it == rank.at_peak.end() ? 0.0 : it->second;
     if (mp.gpu[i] == 0 && measured == 0) continue;
-    std::printf("  %-28s %11.2f %10.2f\n", kMemLineNames[i], mp.gpu[i] / 1048576.0, measured / 1048576.0);
+    std::snprintf(row, sizeof row, "  %-28s %11.2f %10.2f\n", kMemLineNames[i], mp.gpu[i] / 1048576.0,
+                  measured / 1048576.0);
+    out += row;
   }
+  return out;
 }
 
 }  // namespace ztune::cli

@@ -4,6 +4,8 @@
 // the most loaded stage, so the measurement is the rank that peaked highest:
 // each line's own peak there and, where the run record keeps it (at_peak),
 // the line's share of that rank's peak, which the predicted lines add up to.
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "ztune/model/prediction.hpp"
@@ -15,8 +17,8 @@ namespace ztune::cli {
 /// error and at_peak_bytes; "total" with the rank it was measured on.
 nlohmann::json memory_vs_prediction(const RunRecord& record, const MemoryPrediction& mp);
 
-/// Each line's prediction beside what it held at the measured peak, MiB, on
-/// stdout; nothing for a record without the peak's composition.
-void print_memory_at_peak(const RunRecord& record, const MemoryPrediction& mp);
+/// Each line's prediction beside what it held at the measured peak, MiB, one
+/// line each; "" for a record without the peak's composition.
+std::string memory_at_peak_table(const RunRecord& record, const MemoryPrediction& mp);
 
 }  // namespace ztune::cli

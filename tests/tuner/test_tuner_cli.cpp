@@ -227,7 +227,52 @@ TEST_CASE("history show rN summarises a run (predicted against measured, its mea
   std::snprintf(pct, sizeof pct, "%+.1f%%", 100 * (predicted / 0.5 - 1));
   CHECK_THAT(r.out, Contains(pct));
   CHECK_FALSE(r.out.starts_with("{"));
+  // What is stored as the record is not one: said, the rest shown.
+  CHECK_THAT(r.out, Contains("(its record does not read as a run record: run r" + std::to_string(id) + ": $"));
   r = run_command(ztune_bin() + " history show r" + std::to_string(id) + " --json --db " + db);
   REQUIRE(r.exit_code == 0);
   CHECK(nlohmann::json::parse(r.out).at("measurements").size() == 2);
+}
+
+TEST_CASE("history show rN sets the stored prediction's memory lines beside what each held at the run's peak",
+          "[cli][tuner][db]") {
+  // A worker's record (tiny, dp 2) with the peak's composition as today's
+  // worker writes it: the fixture predates at_peak, so its peak is split here
+  // over three lines by hand (they must add up to it).
+  std::ifstream in(std::string(ZTUNE_SOURCE_DIR) + "/tests/vocab/fixtures/run_record/tiny_dp2.json");
+  nlohmann::json record = nlohmann::json::parse(in);
+  for (auto& m : record["memory"]) {
+    const double peak = m["peak_bytes"].get<double>();
+    m["at_peak"] = {{"params", 1048576.0}, {"grads", 2.0 * 1048576.0}, {"optimizer", 0.0}, {"activations", peak - 3.0 * 1048576.0},
+                    {"comm_buckets", 0.0}, {"zero3_gathered", 0.0}, {"workspace", 0.0}, {"logits", 0.0}};
+  }
+  TempDir dir;
+  const std::string db = dir.file("results.db");
+  ztune::RunToStore run;
+  run.cluster = ztune::load_cluster("local-cpu");
+  run.model = ztune::load_transformer("tiny");
+  run.plan.dp = 2;
+  run.plan.micro_batch = 2;
+  run.plan.global_batch = 4;
+  run.plan.precision = ztune::Precision::fp32;
+  run.prediction = ztune::predict(*run.model, run.plan, *run.cluster, ztune::default_profile_for(*run.cluster));
+  run.record = record;
+  run.measured_iteration_s = record["step_time_s"].get<double>();
+  std::int64_t id = 0;
+  {
+    auto store = ztune::ResultsDb::open(db);
+    id = store.store_run(run);
+  }
+  const auto r = run_command(ztune_bin() + " history show r" + std::to_string(id) + " --db " + db);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("memory at rank 0's peak (MiB)   predicted   measured"));
+  char row[96];
+  const auto& gpu = run.prediction->memory.gpu;
+  std::snprintf(row, sizeof row, "    %-28s %11.2f %10.2f\n", "grads",
+                gpu[static_cast<std::size_t>(ztune::MemLine::grads)] / 1048576.0, 2.0);
+  CHECK_THAT(r.out, Contains(row));
+  const double activations = record["memory"][0]["peak_bytes"].get<double>() / 1048576.0 - 3.0;
+  std::snprintf(row, sizeof row, "    %-28s %11.2f %10.2f\n", "activations",
+                gpu[static_cast<std::size_t>(ztune::MemLine::activations)] / 1048576.0, activations);
+  CHECK_THAT(r.out, Contains(row));
 }
