@@ -9,16 +9,25 @@ nlohmann::json memory_vs_prediction(const RunRecord& record, const MemoryPredict
   nlohmann::json out = nlohmann::json::object();
   if (record.memory.empty()) return out;
   const RunRecordRankMemory& rank = record.memory.at(record.peak_rank());
-  for (const char* line : {"params", "grads", "optimizer", "activations", "zero3_gathered", "logits"}) {
+  // Every line the executor tracks (the CUDA runtime and the allocator's
+  // fragmentation it does not).
+  for (const char* line : {"params", "grads", "optimizer", "activations", "comm_buckets", "zero3_gathered",
+                           "workspace", "logits"}) {
     double predicted = 0;
     for (std::size_t i = 0; i < kMemLineNames.size(); ++i)
       if (std::string(kMemLineNames[i]) == line) predicted = mp.gpu[i];
     const auto it = rank.by_category.find(line);
     const double measured = it == rank.by_category.end() ? 0.0 : it->second;
-    out[line] = {{"measured_bytes", measured},
-                 {"predicted_bytes", predicted},
-                 {"error", measured > 0 ? (predicted - measured) / measured : 0.0}};
-    if (const auto at = rank.at_peak.find(line); at != rank.at_peak.end()) out[line]["at_peak_bytes"] = at->second;
+    out[line] = {{"measured_bytes", measured}, {"predicted_bytes", predicted}};
+    // The predicted lines are the peak's composition: each is compared with
+    // what the line held at the peak where the record says, else (an older
+    // record) with the line's own peak.
+    double against = measured;
+    if (const auto at = rank.at_peak.find(line); at != rank.at_peak.end()) {
+      out[line]["at_peak_bytes"] = at->second;
+      against = at->second;
+    }
+    out[line]["error"] = against > 0 ? (predicted - against) / against : 0.0;
   }
   const double total = rank.peak_bytes;
   out["total"] = {{"rank", rank.rank},

@@ -13,8 +13,10 @@
 
 namespace ztune::cli {
 
-/// `ztune run --json`'s memory_vs_prediction: per line measured, predicted,
-/// error and at_peak_bytes; "total" with the rank it was measured on.
+/// `ztune run --json`'s memory_vs_prediction: per tracked line its own peak
+/// (measured_bytes), its share of the peak (at_peak_bytes), the prediction
+/// and its error against the share (against the own peak for a record
+/// without it); "total" with the rank it was measured on.
 nlohmann::json memory_vs_prediction(const RunRecord& record, const MemoryPrediction& mp);
 
 /// Each line's prediction beside what it held at the measured peak, MiB, one

@@ -25,9 +25,20 @@ with tempfile.TemporaryDirectory() as d:
         ok = (len(s["losses"]) == 3 and s["step_time_s"] > 0 and len(s["peak_memory_bytes"]) == 2
               and all(b > 0 for b in s["peak_memory_bytes"]) and s["run_id"] is not None
               and s["losses"][2] < s["losses"][0])
-        for line, v in s.get("memory_vs_prediction", {}).items():
+        lines = s.get("memory_vs_prediction", {})
+        for line, v in lines.items():
             print(f"memory {line:15s} measured {v['measured_bytes']:12.0f} predicted {v['predicted_bytes']:12.0f}"
                   f" error {100 * v['error']:+.0f}%")
+        # Every line the executor tracks, each compared with its share of the
+        # peak; the shares add up to the peak of the rank named.
+        tracked = {"params", "grads", "optimizer", "activations", "comm_buckets", "zero3_gathered", "workspace",
+                   "logits"}
+        shares = {k: v for k, v in lines.items() if k != "total"}
+        ok = ok and set(shares) == tracked and all("at_peak_bytes" in v for v in shares.values())
+        ok = ok and sum(v["at_peak_bytes"] for v in shares.values()) == lines["total"]["measured_bytes"]
+        ok = ok and lines["total"]["measured_bytes"] == max(s["peak_memory_bytes"])
+        ok = ok and all(abs(v["error"] - (v["predicted_bytes"] / v["at_peak_bytes"] - 1)) < 1e-12
+                        for v in shares.values() if v["at_peak_bytes"] > 0)
     else:
         print(r.stdout, r.stderr)
     r2 = subprocess.run([ztune, "run", "--model", "tiny", "--dp", "3", "--global-batch", "3", "--steps", "1",
