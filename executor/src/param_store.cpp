@@ -381,15 +381,13 @@ void ParamStore::launch_reduction(Bucket& b) {
       hierarchical_quantized_reduce_scatter(be_, *g_.dp_intra, *g_.dp_inter, in, out, b.piece, kZeroppGradBits,
                                             kZeroppGroup);
       out.commit();
-      pending_.push_back(std::move(p));
-      if (pending_.size() > kExecutorReductionsInFlight) retire_oldest();
-      return;
+    } else {
+      // qgZ on one node: each rank's contribution crosses the wire as int4 and
+      // is summed once, in full precision.
+      if (opt_.zeropp && dp_ > 1)
+        be_.quantize_dequantize(b.grad_work.ref(), static_cast<long>(b.padded), kZeroppGradBits, kZeroppGroup);
+      p.request = g_.dp->reduce_scatter_async(b.grad_work.ref(), p.recv.ref(), b.piece);
     }
-    // qgZ on one node: each rank's contribution crosses the wire as int4 and is
-    // summed once, in full precision.
-    if (opt_.zeropp && dp_ > 1)
-      be_.quantize_dequantize(b.grad_work.ref(), static_cast<long>(b.padded), kZeroppGradBits, kZeroppGroup);
-    p.request = g_.dp->reduce_scatter_async(b.grad_work.ref(), p.recv.ref(), b.piece);
   }
   pending_.push_back(std::move(p));
   // Stages 2/3 free a bucket's full gradients once its piece has arrived:

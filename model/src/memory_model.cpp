@@ -304,7 +304,7 @@ double executor_cuda_scratch(const Transformer& m, const Plan& p) {
 struct BackwardFreed {
   double stored = 0;   // the activations stored at the backward's start
   double working = 0;  // of which a recomputed layer, re-materialised in its backward
-  double logits = 0;   // the logits themselves (the last stage's), freed after the loss's backward
+  double logits = 0;   // the last stage's logits (one micro-batch's), freed after the loss's backward
   double output = 0;   // the stage's output, freed when the layers' backward begins
 };
 double executor_backward_workspace(const Transformer& m, const Plan& p, bool first, bool last, double density,
@@ -358,8 +358,8 @@ double executor_backward_workspace(const Transformer& m, const Plan& p, bool fir
   });
   double peak = residual_grads + layer - freed.logits - freed.output;
   if (last) {
-    const double logits = n * m.head_token_fraction * m.vocab / t;  // the head's rows × its vocabulary share
-    const double dlogits = eb * logits;
+    // The logits' gradient is the logits' size and type (freed.logits).
+    const double dlogits = freed.logits, logits = freed.logits / eb;
     const double loss = dlogits + stage(2.0 * logits);
     // Each of the head's two GEMMs stages the logits' gradient, the table (or
     // its gradient) and the final norm's output (or its gradient).
@@ -373,6 +373,17 @@ double executor_backward_workspace(const Transformer& m, const Plan& p, bool fir
     peak = std::max(peak, residual_grads + embedding - freed.stored);
   }
   return std::max(0.0, peak);
+}
+
+// A stage's stored layer activations: `recomputed` of its `layers` keep
+// `own` bytes (their recomputation's), the others `whole`, for each
+// micro-batch in flight (Megatron's block method leaves the rest whole).
+// Every layer recomputed is written layers × in_flight × own, the product
+// the model used before the block method, so its predictions stay the same
+// to the bit.
+double stored_layers_bytes(double layers, double recomputed, double in_flight, double own, double whole) {
+  return recomputed == layers ? layers * in_flight * own
+                              : in_flight * (recomputed * own + (layers - recomputed) * whole);
 }
 
 // Whether a recomputed layer's whole activations come on top of what the
@@ -399,14 +410,12 @@ bool recompute_working_layer(const Plan& p, double recomputed, double layers) {
 void executor_lines(const Transformer& m, const Plan& p, double psi, double layers, double in_flight,
                     double density, bool first, bool last, bool gpu, double bucket, double qgz, double output,
                     StageMemory& sm) {
-  const double sbh = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch * m.hidden;  // this rank's rows
   const double eb = bytes_of(storage_precision(p)), gb = bytes_of(executor_grad_precision(p));
   // Megatron's block method: the stage's other layers keep every activation.
   const double recomputed = recomputed_layers(p, static_cast<int>(layers));
   const double whole = layer_activation_bytes_executor(m, p, Recompute::none, density);
   const double own = layer_activation_bytes_executor(m, p, p.recompute, density);
-  double act = recomputed == layers ? layers * in_flight * own
-                                    : in_flight * (recomputed * own + (layers - recomputed) * whole);
+  double act = stored_layers_bytes(layers, recomputed, in_flight, own, whole);
   const double working = recompute_working_layer(p, recomputed, layers) ? whole : 0.0;
   // Each model chunk's output of every micro-batch in flight (in_flight
   // counts stages' worth of chunks).
@@ -450,7 +459,7 @@ void executor_lines(const Transformer& m, const Plan& p, double psi, double laye
     const double links = p.model_chunks() > 1 ? 2.0 : (first ? 0.0 : 1.0) + (last ? 0.0 : 1.0);
     const double held = p.schedule == Schedule::gpipe ? p.grad_accum + 1.0
                                                       : std::min(p.grad_accum + 1.0, 1.0 + 2.0 * links);
-    buckets += held * eb * sbh / (p.sequence_parallel ? p.tp : 1.0);
+    buckets += held * output;  // each an activation (or its gradient) the size of the stage's output
   }
   // The logits in the storage type and three fp32 rows (the cross-entropy's
   // row max, row sum and losses) of every micro-batch whose forward is done
@@ -515,9 +524,7 @@ void engine_lines(const Transformer& m, const Plan& p, const HardwareProfile& hw
   const double recomputed = recomputed_layers(p, static_cast<int>(layers));
   const double own = layer_activation_bytes(m, p, p.recompute) + (p.recompute == Recompute::none ? fallback : 0.0);
   const double whole = layer_activation_bytes(m, p, Recompute::none) + fallback;
-  double act = p.cpu_checkpointing     ? own
-               : recomputed == layers ? layers * in_flight * own
-                                      : in_flight * (recomputed * own + (layers - recomputed) * whole);
+  double act = p.cpu_checkpointing ? own : stored_layers_bytes(layers, recomputed, in_flight, own, whole);
   // Full recomputation re-materialises one layer's activations at a time.
   // The layer being recomputed holds its whole activations while its backward runs.
   const bool working = recompute_working_layer(p, recomputed, layers);

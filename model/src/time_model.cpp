@@ -16,8 +16,6 @@ namespace {
 
 std::size_t idx(TimePart t) { return static_cast<std::size_t>(t); }
 
-double virtual_stages(const Plan& p) { return p.model_chunks(); }
-
 // A stage's layers' time per micro-batch. `unit` is one layer's micro-batch,
 // every part; `recompute` the part of it its recomputation adds (the forward
 // again, its collectives, its host slack). Megatron's block method runs that
@@ -220,7 +218,7 @@ MicrobatchTimes times_of(const Transformer& m, const Plan& p, const Cluster& c, 
   MicrobatchTimes t;
   double middle_sends = 0;
   if (p.pp > 1) {
-    const double v = virtual_stages(p);
+    const double v = p.model_chunks();
     const double send = pipeline_p2p(m, p, c, hw).time_s;
     t.pp_send = send;
     middle_sends = 2.0 * v * send;
@@ -313,7 +311,7 @@ MicrobatchTimes times_of(const Transformer& m, const Plan& p, const Cluster& c, 
   // T the bubble is (p−1)·T, and interleaving divides it by v (equal stages:
   // the formula as before, with the stages' layers and sends, not their edges).
   if (p.pp > 1 && (p.schedule == Schedule::interleaved || even_stages(p, m.layers))) {
-    t.fill_drain = (p.pp - 1) / virtual_stages(p) * t.layers_only;
+    t.fill_drain = (p.pp - 1) / static_cast<double>(p.model_chunks()) * t.layers_only;
   } else if (p.pp > 1) {
     t.fill_drain = uneven_fill_drain(m, p, lc, e, stage, t.pp_send, hw.engine.microbatch_overhead_s);
   }

@@ -27,11 +27,7 @@ HardwareProfile flat_profile() {
 // Korthikanti's 22B batch of 4 on 8 data-parallel GPUs, ZeRO-1, bf16, every
 // layer recomputed: the plan the checkpoint variants are counted on.
 Plan full_recompute_dp8() {
-  Plan p;
-  p.dp = 8;
-  p.zero_stage = 1;
-  p.micro_batch = 4;
-  p.global_batch = 32;
+  Plan p = test::zero_plan(8, 1, 1, 4, 1);
   p.recompute = Recompute::full;
   p.precision = Precision::bf16;
   return p;

@@ -177,6 +177,12 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
 std::string_view engine_rule_text(EngineRule r) { return kRules[static_cast<std::size_t>(r)].text; }
 std::string_view engine_rule_key(EngineRule r) { return kRules[static_cast<std::size_t>(r)].key; }
 
+bool runs_block_recompute(const Plan& p, Engine e) {
+  Plan block = p;
+  block.recompute_num_layers = 1;
+  return !engine_violation(block, e);
+}
+
 std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
   const bool offload = p.offload_optimizer != OffloadTarget::none || p.offload_params != OffloadTarget::none;
   switch (e) {

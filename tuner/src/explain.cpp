@@ -114,10 +114,9 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
     add(base.recompute_num_layers > 0 ? "every layer recomputed (no --recompute-num-layers)" : "full recomputation", p);
     // Megatron's block method where the engine runs it: the fewest layers of
     // each model chunk recomputed that fit (faster than every layer).
-    Plan block = p;
-    block.recompute_num_layers = 1;
-    if (!engine_violation(block, o.space.engine) && !check_plan(p, m, c)) {
+    if (runs_block_recompute(p, o.space.engine) && !check_plan(p, m, c)) {
       if (const int n = fewest_recomputed_layers(m, p, c, hw, o.memory); n > 0 && n != base.recompute_num_layers) {
+        Plan block = p;
         block.recompute_num_layers = n;
         add("full recomputation of " + std::to_string(n) + " layer" + (n == 1 ? "" : "s") +
                 " per model chunk (--recompute full --recompute-num-layers " + std::to_string(n) +

@@ -108,9 +108,7 @@ bool stop_requested(const Job& job) {
 // one stays as it was.
 bool recompute_fewest_layers(const Job& job, Plan& p, MemoryPrediction& memory) {
   if (p.recompute != Recompute::full || p.recompute_num_layers > 0 || p.cpu_checkpointing) return false;
-  Plan block = p;
-  block.recompute_num_layers = 1;
-  if (engine_violation(block, job.options.space.engine)) return false;
+  if (!runs_block_recompute(p, job.options.space.engine)) return false;
   Plan none = p;
   none.recompute = Recompute::none;
   none.partition_activations = false;

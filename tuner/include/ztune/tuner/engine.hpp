@@ -95,6 +95,10 @@ std::string_view engine_rule_key(EngineRule r);
 /// The first rule of `e` that `p` breaks, or nullopt. ztune runs everything
 /// check_plan() accepts except partitioned checkpoints. Allocation-free (the search calls it per plan).
 std::optional<EngineRule> engine_violation(const Plan& p, Engine e);
+/// Whether `e` would run `p` with Megatron's block method (its rules asked of
+/// `p` with one layer of each model chunk recomputed): the search and the fit
+/// hints offer the block method only there.
+bool runs_block_recompute(const Plan& p, Engine e);
 
 /// Why engine `e` cannot train model `m` at all ("$.model.field: ..."), or nullopt:
 /// Megatron's pretrain_gpt.py (both exported launches use it) has no ALiBi and no
