@@ -118,7 +118,7 @@ int run(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--checkpoint-dir", opt.checkpoint_dir, "Checkpoint directory");
   app.add_option("--data", opt.data, "uint16 token file, or \"synthetic\"");
-  app.add_option("--init-from", opt.init_from, "Initial weights (safetensors, Hugging Face GPT-2 names and layout for every model shape; docs/formats.md)");
+  app.add_option("--init-from", opt.init_from, "Initial weights (safetensors in F32, BF16, F16 or F64; Hugging Face GPT-2 names and layout for every model shape; docs/formats.md)");
   app.add_option("--save", opt.save, "Write the trained weights (safetensors) at the end");
   app.add_option("--dump-grads", opt.dump_grads, "Write step 1's gradients (safetensors; ZeRO stage < 2)");
   app.add_option("--lr", opt.lr, "Peak learning rate");

@@ -1,4 +1,6 @@
-"""Minimal safetensors reader/writer for float32 tensors (NumPy only)."""
+"""Minimal safetensors reader/writer (NumPy only): reads float32, writes
+float32, bfloat16 or float16 (the values must already be representable: the
+writer checks it rather than rounding)."""
 import json
 import struct
 
@@ -20,11 +22,35 @@ def load(path):
     return out
 
 
-def save(path, tensors):
+def round_bf16(x):
+    """x rounded to bfloat16's nearest-even values (no NaNs), as float64."""
+    u = np.ascontiguousarray(x, dtype="<f4").view("<u4").astype(np.uint64)
+    top = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint32)
+    return (top << 16).view("<f4").astype(np.float64)
+
+
+def _encode(arr, dtype):
+    if dtype == "F32":
+        return np.ascontiguousarray(arr, dtype="<f4")
+    if dtype == "F16":
+        out = np.ascontiguousarray(arr, dtype="<f2")
+    elif dtype == "BF16":
+        out = (np.ascontiguousarray(arr, dtype="<f4").view("<u4") >> 16).astype("<u2")
+        widened = (out.astype(np.uint32) << 16).view("<f4")
+        assert np.array_equal(widened, np.asarray(arr, dtype=np.float32)), "values not bf16-representable"
+        return out
+    else:
+        raise ValueError(dtype)
+    assert np.array_equal(out.astype(np.float64), np.asarray(arr, dtype=np.float64)), "values not representable"
+    return out
+
+
+def save(path, tensors, dtype="F32", prefix=""):
     header, offset, blobs = {}, 0, []
     for name, arr in tensors.items():
-        arr = np.ascontiguousarray(arr, dtype="<f4")
-        header[name] = {"dtype": "F32", "shape": list(arr.shape), "data_offsets": [offset, offset + arr.nbytes]}
+        arr = _encode(arr, dtype)
+        header[prefix + name] = {"dtype": dtype, "shape": list(arr.shape),
+                                 "data_offsets": [offset, offset + arr.nbytes]}
         offset += arr.nbytes
         blobs.append(arr.tobytes())
     text = json.dumps(header).encode()

@@ -174,9 +174,10 @@ def random_weights(rng, m):
     return {k: v.astype(np.float32).astype(np.float64) for k, v in p.items()}
 
 
-def check_case(worker, m, label, plan_kw, mask, weights=None, reference=None):
+def check_case(worker, m, label, plan_kw, mask, weights=None, reference=None, file_dtype="F32", prefix=""):
     """One training step of ztune-worker against `reference` (default step(), from
-    `weights`, default random_weights); returns the failures."""
+    `weights`, default random_weights, written to the --init-from file as
+    `file_dtype` under `prefix`); returns the failures."""
     weights = weights or random_weights
     reference = reference or (lambda p, x, y: step(p, x, y, m["layers"], m["heads"], mask, norm_eps(m)))
     rng = np.random.default_rng(2024)
@@ -184,7 +185,7 @@ def check_case(worker, m, label, plan_kw, mask, weights=None, reference=None):
     p = weights(rng, m)
     stream = rng.integers(0, V, size=B * T + 1 + 7, dtype=np.uint16)
     with tempfile.TemporaryDirectory() as d:
-        safetensors_np.save(os.path.join(d, "init.safetensors"), p)
+        safetensors_np.save(os.path.join(d, "init.safetensors"), p, file_dtype, prefix)
         stream.astype("<u2").tofile(os.path.join(d, "tokens.bin"))
         plans.write_plan_file(os.path.join(d, "plan.json"), m, mb=B, ga=1, **plan_kw)
         cmd = [worker, os.path.join(d, "plan.json"), "--steps", "1", "--init-from",
@@ -237,7 +238,16 @@ def main():
     # variance is ~0.01-1 (weights N(0, 0.1)) moves the loss and the gradients by
     # far more than the 1e-4 tolerance if ztune normalized with another ε.
     failures += check_case(worker, dict(m, norm_eps=0.5), "dense, LayerNorm eps 0.5", {}, None)
-    print(f"4 cases, {failures} failures")
+    # Weight files in 16 bits (most published checkpoints): the worker widens
+    # them to fp32 exactly, so the reference on the rounded weights holds to the
+    # same tolerance. Hugging Face's save_pretrained prefixes "transformer.".
+    def rounded(rnd):
+        return lambda rng, model: {k: rnd(v) for k, v in random_weights(rng, model).items()}
+    failures += check_case(worker, m, "dense, weights read from BF16", {}, None,
+                           weights=rounded(safetensors_np.round_bf16), file_dtype="BF16", prefix="transformer.")
+    failures += check_case(worker, m, "dense, weights read from F16", {}, None,
+                           weights=rounded(lambda v: v.astype(np.float16).astype(np.float64)), file_dtype="F16")
+    print(f"6 cases, {failures} failures")
     return 1 if failures else 0
 
 
