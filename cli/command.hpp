@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "ztune/vocab/flag_values.hpp"  // kMaxThreads
+
 namespace ztune::cli {
 
 /// Exit codes (README "Exit codes"): 0 success, 1 no feasible plan or failed run,
@@ -20,9 +22,6 @@ inline constexpr int kExitInterrupted = 130;
 /// flag's value must parse; an integer flag then also gets CLI11's conversion check.
 extern const CLI::Validator Positive;     ///< a finite number > 0
 extern const CLI::Validator NonNegative;  ///< a finite number >= 0
-/// Threads per process (--threads): more than this cannot be started on any machine
-/// ztune targets, and asking the OS for 100,000 ends in std::system_error.
-inline constexpr int kMaxThreads = 1024;
 /// The --db flag's help, one wording for every command (catalog.cpp user_data_dir).
 inline constexpr const char* kDbHelp =
     "Results database (default: results.db in $XDG_DATA_HOME/ztune, else ~/.local/share/ztune)";

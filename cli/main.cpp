@@ -8,9 +8,11 @@
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "command.hpp"
+#include "ztune/vocab/text.hpp"
 #include "ztune/vocab/input_error.hpp"
 
 namespace {
@@ -80,6 +82,20 @@ int main(int argc, char** argv) {
   // Added after the subcommands, which would otherwise inherit it: only the
   // top-level help says what no subcommand means.
   root.footer("With no subcommand, ztune searches: ztune --cluster dgx2x16 --model 100b");
+
+  // Arguments reach the results database and --json output as JSON strings,
+  // which must be UTF-8: a path in another encoding is refused here, by
+  // position, rather than failing inside the JSON writer after the work.
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (const std::size_t at = ztune::invalid_utf8_offset(a); at != std::string_view::npos) {
+      std::fprintf(stderr,
+                   "ztune: error: argument %d: byte 0x%02X at offset %zu is not UTF-8 (ztune keeps its arguments "
+                   "as JSON text; rename the file or pass a UTF-8 path)\n",
+                   i, static_cast<unsigned>(static_cast<unsigned char>(a[at])), at);
+      return kExitUsage;
+    }
+  }
 
   // `ztune --cluster ...` means `ztune search --cluster ...`.
   std::vector<std::string> args;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace ztune::executor {
@@ -93,13 +94,33 @@ void commit_checkpoint(const std::string& dir, int steps) {
 }
 
 std::optional<int> latest_checkpoint(const std::string& dir, std::string& error) {
+  std::error_code ec;
   std::ifstream in(dir + "/latest");
-  int steps = -1;
-  if (!(in >> steps) || steps < 0) {
+  if (!std::filesystem::exists(dir + "/latest", ec) || !in) {
     error = dir + "/latest: no committed checkpoint to resume from (run with --checkpoint-every N first)";
     return std::nullopt;
   }
-  return steps;
+  if (!std::filesystem::is_regular_file(dir + "/latest", ec)) {
+    error = dir + "/latest: not a regular file (expected the committed checkpoint's step number)";
+    return std::nullopt;
+  }
+  // commit_checkpoint writes the step number alone; anything else is not ours.
+  std::string text(32, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  std::size_t used = 0;
+  long long steps = -1;
+  try {
+    steps = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (text.empty() || used != text.size() || steps < 0 || steps > std::numeric_limits<int>::max()) {
+    error = dir + "/latest: expected the committed checkpoint's step number, got \"" + text.substr(0, 40) + "\"";
+    return std::nullopt;
+  }
+  return static_cast<int>(steps);
 }
 
 std::optional<std::string> read_checkpoint_shard(const std::string& dir, int steps, const CheckpointId& id,

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -54,12 +57,24 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
     for (const auto& t : tensors)
       out.write(reinterpret_cast<const char*>(t.values.data()),
                 static_cast<std::streamsize>(t.values.size() * sizeof(float)));
-    if (!out) throw std::runtime_error(path + ": write failed");
+    if (!out) {
+      out.close();
+      std::remove(tmp.c_str());
+      throw std::runtime_error(path + ": write failed");
+    }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error(path + ": rename failed");
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    throw std::runtime_error(path + ": cannot replace it with the written file: " + std::strerror(err));
+  }
 }
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
+  // A directory, a FIFO or /dev/zero would throw from the stream or never end.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw InputError(path + ": not a regular file (expected a safetensors weight file)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open safetensors file");
   bytes_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -169,6 +184,11 @@ std::vector<float> SafetensorsFile::read(const std::string& name, const std::vec
       break;
     }
   }
+  // Weights that are not finite train to NaN from the first step: refused here, by element.
+  for (std::size_t i = 0; i < n; ++i)
+    if (!std::isfinite(out[i]))
+      throw InputError(path_ + ": tensor \"" + name + "\": element " + std::to_string(i) + " is " +
+                       (std::isnan(out[i]) ? "NaN" : "infinite") + "; weights must be finite numbers");
   return out;
 }
 

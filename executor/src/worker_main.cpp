@@ -3,11 +3,13 @@
 //          [--resume] [--checkpoint-every N] [--data FILE|synthetic] ...
 // The plan file (schema ztune.planfile/1) must embed its model. Rank 0 reports
 // every refusal (plan, data, checkpoint) with its reason; all ranks then exit 2.
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -22,6 +24,7 @@
 #include "ztune/executor/run_record.hpp"
 #include "ztune/executor/trainer.hpp"
 #include "ztune/vocab/executor_support.hpp"
+#include "ztune/vocab/flag_values.hpp"
 #include "ztune/vocab/input_error.hpp"
 #include "ztune/vocab/plan.hpp"
 #ifdef ZTUNE_HAVE_CUDA
@@ -34,6 +37,34 @@ namespace {
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 constexpr int kTagError = 99;
+// Steps are counted in int (and in a checkpoint's 32-bit header).
+constexpr long long kMaxSteps = std::numeric_limits<int>::max();
+
+CLI::Validator integer(long long lo, long long hi, const std::string& what) {
+  return CLI::Validator([=](const std::string& v) { return integer_complaint(v, lo, hi, what); },
+                        "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+CLI::Validator fp32_at_least_zero(const std::string& expect) {
+  return CLI::Validator(
+      [=](const std::string& v) {
+        return finite_number_complaint(v, 0.0, true, std::numeric_limits<float>::max(), expect);
+      },
+      "NUMBER >= 0");
+}
+
+// A file the run writes at its end (--save, --dump-grads, --record): refused
+// before training when it cannot be written there, not after the work.
+std::optional<std::string> output_file_problem(const char* flag, const std::string& path) {
+  if (path.empty()) return std::nullopt;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return std::string(flag) + " " + path + ": is a directory; expected a file to write";
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec))
+    return std::string(flag) + " " + path + ": the directory " + parent.string() + " does not exist";
+  return std::nullopt;
+}
 
 // Ranks sharing this rank's node: --ranks-per-node, else as Open MPI reports
 // them; without either the job is taken to be on one node.
@@ -110,22 +141,29 @@ int run(int argc, char** argv) {
   std::string backend_name = "cpu";
   CLI::App app{"ztune-worker: one rank of a ztune training job (launch with mpirun or ztune run)"};
   app.add_option("plan", plan_path, "Plan file (schema ztune.planfile/1, with its model)")->required();
-  app.add_option("--steps", opt.steps, "Optimizer steps")->check(CLI::PositiveNumber);
-  app.add_option("--seed", opt.seed, "Initialisation seed");
+  app.add_option("--steps", opt.steps, "Optimizer steps")->check(integer(1, kMaxSteps, "a step count"));
+  app.add_option("--seed", opt.seed, "Initialisation seed")
+      ->check(integer(0, std::numeric_limits<long long>::max(), "a seed"));
   app.add_option("--record", opt.record, "Run record JSON written by rank 0");
   app.add_flag("--resume", opt.resume, "Continue from the latest committed checkpoint");
   app.add_option("--checkpoint-every", opt.checkpoint_every, "Write a sharded checkpoint every N steps")
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer(0, kMaxSteps, "a step count"));
   app.add_option("--checkpoint-dir", opt.checkpoint_dir, "Checkpoint directory");
   app.add_option("--data", opt.data, "uint16 token file, or \"synthetic\"");
   app.add_option("--init-from", opt.init_from, "Initial weights (safetensors in F32, BF16, F16 or F64; Hugging Face GPT-2 names and layout for every model shape; docs/formats.md)");
   app.add_option("--save", opt.save, "Write the trained weights (safetensors) at the end");
   app.add_option("--dump-grads", opt.dump_grads, "Write step 1's gradients (safetensors; ZeRO stage < 2)");
-  app.add_option("--lr", opt.lr, "Peak learning rate");
-  app.add_option("--warmup-steps", opt.warmup_steps, "Linear warm-up steps")->check(CLI::NonNegativeNumber);
-  app.add_option("--weight-decay", opt.weight_decay, "AdamW decoupled weight decay");
-  app.add_option("--grad-clip", opt.grad_clip, "Clip the global gradient norm (0: off)");
-  app.add_option("--threads", opt.threads, "Compute threads per rank")->check(CLI::PositiveNumber);
+  // The optimizer's numbers are fp32 in the kernels: finite, non-negative and
+  // within fp32's range, else the first step is NaN.
+  app.add_option("--lr", opt.lr, "Peak learning rate")->check(fp32_at_least_zero("a learning rate >= 0 in fp32's range"));
+  app.add_option("--warmup-steps", opt.warmup_steps, "Linear warm-up steps")
+      ->check(integer(0, kMaxSteps, "a step count"));
+  app.add_option("--weight-decay", opt.weight_decay, "AdamW decoupled weight decay")
+      ->check(fp32_at_least_zero("a weight decay >= 0 in fp32's range"));
+  app.add_option("--grad-clip", opt.grad_clip, "Clip the global gradient norm (0: off)")
+      ->check(fp32_at_least_zero("a gradient norm >= 0 in fp32's range (0: off)"));
+  app.add_option("--threads", opt.threads, "Compute threads per rank")
+      ->check(integer(1, kMaxThreads, "a thread count"));
   app.add_option("--nvme-dir", opt.nvme_dir,
                  "Directory of the optimizer-state and parameter files of plans offloading to NVMe (default: the "
                  "temporary directory; use a directory on the NVMe drive)");
@@ -135,7 +173,7 @@ int run(int argc, char** argv) {
   app.add_option("--ranks-per-node", opt.ranks_per_node,
                  "Consecutive ranks per node (default: Open MPI's local size); a smaller value makes one machine "
                  "act as several nodes")
-      ->check(CLI::PositiveNumber);
+      ->check(integer(1, std::numeric_limits<int>::max(), "a rank count"));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -166,6 +204,11 @@ int run(int argc, char** argv) {
   }
   if (!error && !opt.dump_grads.empty() && pf.plan.zero_stage >= 2)
     error = "--dump-grads: needs ZeRO stage 0 or 1 (stages 2 and 3 keep only gradient shards)";
+  if (!error) error = output_file_problem("--save", opt.save);
+  if (!error) error = output_file_problem("--dump-grads", opt.dump_grads);
+  if (!error) error = output_file_problem("--record", opt.record);
+  if (!error && !opt.nvme_dir.empty() && !std::filesystem::is_directory(opt.nvme_dir))
+    error = "--nvme-dir " + opt.nvme_dir + ": not a directory (the per-rank offload files are created in it)";
   if (any_error(*world, error)) return kExitUsage;
   // Node boundaries matter to ZeRO++'s two-level gradient reduction only.
   opt.ranks_per_node = pf.plan.zeropp && per_node < world->size() ? per_node : 0;
@@ -216,7 +259,11 @@ int run(int argc, char** argv) {
       error = why;
     } else {
       first_step = *steps;
-      error = read_checkpoint_shard(opt.checkpoint_dir, first_step, ckpt, trainer.store());
+      if (first_step >= opt.steps)
+        error = "--steps " + std::to_string(opt.steps) + ": the checkpoint in " + opt.checkpoint_dir +
+                " is after step " + std::to_string(first_step) + " already; ask for more steps to continue it";
+      else
+        error = read_checkpoint_shard(opt.checkpoint_dir, first_step, ckpt, trainer.store());
     }
     if (any_error(*world, error)) return kExitUsage;
     if (world->rank() == 0) std::fprintf(stderr, "ztune-worker: resumed after step %d\n", first_step);
@@ -230,6 +277,18 @@ int run(int argc, char** argv) {
     } catch (const LossScaleAtMinimum& e) {
       // Every rank sees the same all-reduced overflow, so all stop here.
       if (world->rank() == 0) std::fprintf(stderr, "ztune-worker: error: step %d: %s\n", s + 1, e.what());
+      return kExitFailed;
+    }
+    // A loss that is not finite (and not an fp16 overflow the scaler skips)
+    // means the run diverged: every later step is NaN too, so stop and say so
+    // rather than record a run of NaNs. The loss is all-reduced: every rank
+    // stops here.
+    if (!std::isfinite(r.loss) && !r.skipped) {
+      if (world->rank() == 0)
+        std::fprintf(stderr,
+                     "ztune-worker: error: step %d: the loss is %s: training diverged (learning rate %g; lower "
+                     "--lr, or check the --init-from weights)\n",
+                     s + 1, std::isnan(r.loss) ? "NaN" : "infinite", r.lr);
       return kExitFailed;
     }
     records.push_back({s + 1, r});
@@ -251,7 +310,14 @@ int run(int argc, char** argv) {
 
   if (!opt.save.empty()) {
     auto tensors = trainer.collect_full(false);
-    if (world->rank() == 0) write_safetensors(opt.save, tensors, {{"format", "pt"}});
+    if (world->rank() == 0) {
+      try {
+        write_safetensors(opt.save, tensors, {{"format", "pt"}});
+      } catch (const std::exception& e) {  // checked up front; the disk may still fill
+        std::fprintf(stderr, "ztune-worker: error: --save: %s\n", e.what());
+        return kExitFailed;
+      }
+    }
   }
   // Peak memory of every rank, by category, to rank 0: each category's own
   // peak, the device and host totals' peaks, and what each category held at

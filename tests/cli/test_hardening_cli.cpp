@@ -337,6 +337,25 @@ TEST_CASE("history show of a row with malformed or misshapen JSON is exit 2 nami
   CHECK(r.out.empty());
 }
 
+TEST_CASE("a database row or an argument that is not UTF-8 is exit 2 naming it, not an abort", "[cli][hardening]") {
+  const std::string db = (scratch() / "latin1.db").string();
+  fs::remove(db);
+  REQUIRE(run_ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-simulate --db '" + db + "'").exit_code == 0);
+  // Another program wrote Latin-1 into a text column: history's JSON must not abort.
+  exec_sql(db, "UPDATE searches SET created_at = X'E9'");
+  for (const char* args : {"history --json", "history", "history show 1 --json"}) {
+    const auto r = run_ztune(std::string(args) + " --db '" + db + "'");
+    INFO(args << "\n" << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, StartsWith("ztune: error: " + db) &&
+                          Contains("column \"created_at\": expected UTF-8 text, byte 0xE9 at offset 0 is not"));
+  }
+  // A Latin-1 file name reaches the database and --json as JSON text: refused by position up front.
+  const auto r = run_ztune("search --cluster \"$(printf '/tmp/\\351.json')\" --model gpt2-1.5b --no-db");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("ztune: error: argument 3: byte 0xE9 at offset 5 is not UTF-8"));
+}
+
 // ---------------------------------------------------------------- a database that refuses the store
 
 namespace {

@@ -85,6 +85,40 @@ def main():
             print(f"     steps 4-5 uninterrupted {a} resumed {b}")
         check("resume gives bit-identical losses", ok, r.stderr)
 
+        # Resuming asks for steps beyond the checkpoint's; a "latest" that is
+        # not a step number is said as such.
+        r = run(2, dp2, "--steps", "3", "--resume", "--checkpoint-dir", ck)
+        check("resume to a step the checkpoint has passed is refused", r.returncode == 2 and
+              "--steps 3: the checkpoint in" in r.stderr and "is after step 3 already" in r.stderr and
+              "step 4" not in r.stdout, r.stderr)
+        latest = os.path.join(ck, "latest")
+        open(latest, "w").write("abc\n")
+        r = run(2, dp2, "--steps", "5", "--resume", "--checkpoint-dir", ck)
+        check("a latest file that is not a step number is refused", r.returncode == 2 and
+              "latest: expected the committed checkpoint's step number, got \"abc\"" in r.stderr, r.stderr)
+        open(latest, "w").write("3\n")
+
+        # Files and directories the run needs are checked before it trains,
+        # not found wrong after the work (or aborting inside it).
+        for flag, path, what, says in [("--save", d, "a directory", "is a directory; expected a file to write"),
+                                       ("--dump-grads", os.path.join(d, "no", "g.st"), "in a missing directory",
+                                        "does not exist"),
+                                       ("--init-from", d, "a directory", "not a regular file"),
+                                       ("--nvme-dir", dp2, "a file", "not a directory")]:
+            r = run(2, dp2, "--steps", "1", flag, path)
+            check(f"{flag} {what} is refused before training", r.returncode == 2 and
+                  says in r.stderr and "step 1" not in r.stdout and r.stderr.count("error:") == 1, r.stderr)
+        for flag, value in [("--lr", "nan"), ("--lr", "-1"), ("--weight-decay", "inf"), ("--grad-clip", "-1"),
+                            ("--seed", "-1"), ("--threads", "100000"), ("--steps", "2147483648")]:
+            r = run(2, dp2, flag, value)
+            check(f"{flag} {value} is refused", r.returncode == 2 and f"{flag}: expected" in r.stderr, r.stderr)
+        # A run that diverges stops at the first non-finite loss (all ranks:
+        # the loss is all-reduced) instead of recording NaNs with exit 0.
+        r = run(2, dp2, "--steps", "4", "--lr", "1e30")
+        check("a diverging run stops with exit 1 at its first NaN loss", r.returncode == 1 and
+              "step 2: the loss is" in r.stderr and "training diverged" in r.stderr and "step 3" not in r.stdout,
+              r.stdout + r.stderr)
+
         other = os.path.join(d, "other.json")
         plans.write_plan_file(other, model, dp=2, mb=2, ga=2, zero=0)
         r = run(2, other, "--steps", "5", "--resume", "--checkpoint-dir", ck)

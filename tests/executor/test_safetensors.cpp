@@ -132,4 +132,21 @@ TEST_CASE("a malformed weight-file header is refused with the file and the heade
   }
   CHECK(refusal(path) == path + ": not a safetensors file (shorter than its 8-byte header length)");
   std::remove(path.c_str());
+  // A directory, or a device that never ends, is not read at all.
+  CHECK(refusal("/tmp") == "/tmp: not a regular file (expected a safetensors weight file)");
+  CHECK(refusal("/dev/zero") == "/dev/zero: not a regular file (expected a safetensors weight file)");
+}
+
+TEST_CASE("weights that are not finite are refused by tensor and element", "[safetensors]") {
+  std::vector<unsigned char> data;
+  // bf16: 1, then NaN (0x7fc0); fp16: 2, then +inf (0x7c00).
+  for (std::uint16_t v : {std::uint16_t{0x3f80}, std::uint16_t{0x7fc0}, std::uint16_t{0x4000}, std::uint16_t{0x7c00}})
+    put16(data, v);
+  const std::string path =
+      write_file("nonfinite",
+                 R"({"a":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]},"b":{"dtype":"F16","shape":[2],"data_offsets":[4,8]}})",
+                 data);
+  CHECK(refusal(path, "a", {2}) == path + R"(: tensor "a": element 1 is NaN; weights must be finite numbers)");
+  CHECK(refusal(path, "b", {2}) == path + R"(: tensor "b": element 1 is infinite; weights must be finite numbers)");
+  std::remove(path.c_str());
 }

@@ -3,12 +3,15 @@
 // with typed binds and column reads, and a write transaction that rolls back
 // unless committed. Errors throw DbFailure carrying SQLite's message.
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
 #include <sqlite3.h>
+
+#include "ztune/vocab/text.hpp"
 
 namespace ztune::db {
 
@@ -77,9 +80,19 @@ class Statement {
     const char* n = sqlite3_column_name(stmt_, col);
     return n == nullptr ? std::string() : std::string(n);
   }
+  /// A text column, refused (DbFailure naming the column) unless it is UTF-8:
+  /// rows become JSON, and another program may have written any bytes.
   [[nodiscard]] std::string text(int col) const {
     const auto* p = sqlite3_column_text(stmt_, col);
-    return p == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(p));
+    std::string out = p == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(p));
+    if (const std::size_t at = invalid_utf8_offset(out); at != std::string::npos)
+    {
+      char byte[8];
+      std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned>(static_cast<unsigned char>(out[at])));
+      throw DbFailure(SQLITE_MISMATCH, "column \"" + column_name(col) + "\": expected UTF-8 text, byte " + byte +
+                                           " at offset " + std::to_string(at) + " is not");
+    }
+    return out;
   }
 
  private:

@@ -3,6 +3,7 @@
 // reports (accuracy lines): numbers as people read them.
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace ztune {
 
@@ -16,6 +17,12 @@ namespace ztune {
 /// `s` followed by spaces to `width` columns, never cut (a longer `s` is
 /// returned whole: a table sizes its columns from its rows instead).
 [[nodiscard]] std::string pad_right(const std::string& s, std::size_t width);
+
+/// The offset of the first byte of `s` that is not well-formed UTF-8 (RFC 3629:
+/// no overlong forms, no surrogates, nothing above U+10FFFF), or npos when all
+/// of it is. JSON text must be UTF-8, so every string ztune writes into JSON
+/// (a path, a database row) is checked where it enters.
+[[nodiscard]] std::size_t invalid_utf8_offset(std::string_view s);
 
 /// A parameter count as people read it: "101.10B", or millions below 1B
 /// ("0.22M": the tiny test model), never "0.00B".

@@ -1,0 +1,29 @@
+#include "ztune/vocab/flag_values.hpp"
+
+#include <cmath>
+#include <exception>
+
+namespace ztune {
+
+std::string finite_number_complaint(const std::string& v, double lo, bool allow_equal, double hi,
+                                    const std::string& expect) {
+  try {
+    std::size_t used = 0;
+    const double x = std::stod(v, &used);
+    if (used == v.size() && std::isfinite(x) && (x > lo || (allow_equal && x == lo)) && x <= hi) return {};
+  } catch (const std::exception&) {  // not a number, or out of range for a double
+  }
+  return "expected " + expect + ", got \"" + v + "\"";
+}
+
+std::string integer_complaint(const std::string& v, long long lo, long long hi, const std::string& what) {
+  try {
+    std::size_t used = 0;
+    const long long n = std::stoll(v, &used);
+    if (used == v.size() && n >= lo && n <= hi) return {};
+  } catch (const std::exception&) {  // not an integer, or beyond long long
+  }
+  return "expected " + what + " from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got \"" + v + "\"";
+}
+
+}  // namespace ztune
