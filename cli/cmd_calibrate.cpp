@@ -83,8 +83,8 @@ std::string replace_extension(const std::string& path, const std::string& suffix
   return (p.parent_path() / (p.stem().string() + suffix)).string();
 }
 
-void write_json(const std::string& path, const nlohmann::json& doc) {
-  write_file_atomically(path, doc.dump(2) + "\n", "--out");
+void write_json(const std::string& path, const nlohmann::json& doc, const char* flag) {
+  write_file_atomically(path, doc.dump(2) + "\n", flag);
 }
 
 // Waits (up to `seconds`) for the load average to fall below the busy mark,
@@ -247,8 +247,8 @@ int run(const CalibrateFlags& f) {
   // 4. Write and store only what earned its place (or what --force insists on).
   std::optional<std::int64_t> profile_id;
   if (write) {
-    write_json(profile_out, profile_to_json(r.profile));
-    write_json(cluster_out, cluster_to_json(r.cluster));
+    write_json(profile_out, profile_to_json(r.profile), "--out");
+    write_json(cluster_out, cluster_to_json(r.cluster), "--cluster-out");
     if (db) {
       try {
         profile_id = db->store_profile(r.profile);
@@ -303,20 +303,24 @@ Command add_calibrate(CLI::App& root) {
       ->check(CLI::Range(2, 1 << 20));
   app->add_option("--threads", f->threads, "Compute threads per rank")->check(ThreadCount);
   app->add_option("--out", f->out, "Profile file to write (default: ~/.local/share/ztune/profiles/<cluster>-calibrated.json, "
-                  "$XDG_DATA_HOME/ztune/... when set; then --profile <cluster>-calibrated finds it)");
+                  "$XDG_DATA_HOME/ztune/... when set; then --profile <cluster>-calibrated finds it)")
+      ->check(WritableFile);
   app->add_option("--cluster-out", f->cluster_out,
                   "Calibrated cluster file (default: beside --out as .cluster.json, else "
-                  "~/.local/share/ztune/profiles/calibrated-clusters/)");
+                  "~/.local/share/ztune/profiles/calibrated-clusters/)")
+      ->check(WritableFile);
   app->add_option("--db", f->db, kDbHelp);
   app->add_flag("--no-db", f->no_db, "Neither read runs from nor store the profile in the results database");
   app->add_flag("--no-db-runs", f->no_db_runs, "Do not fit to the runs stored in the database");
   app->add_option("--measurements", f->measurements, "Fit these measurements instead of running the benchmarks");
-  app->add_option("--keep-measurements", f->keep_measurements, "Also write the measurements JSON here");
+  app->add_option("--keep-measurements", f->keep_measurements, "Also write the measurements JSON here")
+      ->check(WritableFile);
   app->add_option("--records", f->records, "Run records (ztune-worker --record) to fit to")->expected(1, -1);
   app->add_option("--holdout-records", f->holdout_records, "Run records to evaluate only (not fitted)")
       ->expected(1, -1);
   app->add_option("--profile", f->prior, "Starting profile (default: data/profiles/<gpu>.json)");
-  app->add_option("--max-bytes", f->max_bytes, "Largest collective message (default: 1 GiB; 16 MiB on CPU)");
+  app->add_option("--max-bytes", f->max_bytes, "Largest collective message (default: 1 GiB; 16 MiB on CPU)")
+      ->check(integer_in(4096, 1LL << 36, "a message size in bytes"));
   app->add_flag("--quick", f->quick, "Fewer timed rounds (5 to 9 of ~20 ms)");
   app->add_flag("--json", f->json, "Print the fit and the errors as JSON (benchmark tables go to stderr)");
   app->add_flag("--force", f->force,
@@ -327,11 +331,11 @@ Command add_calibrate(CLI::App& root) {
                 "since (from the results database); measures and fits nothing");
   app->add_option("--wait-quiet", f->wait_quiet_s,
                   "Before measuring, wait up to this many seconds for a busy machine's load average to fall")
-      ->check(CLI::Range(0.0, 86400.0));
+      ->check(number_in(0.0, 86400.0, "seconds"));
   app->add_option("--reference-factor", f->reference_factor,
                   "Refuse a fit whose prediction of a reference plan differs from its starting profile's by more than "
                   "this factor (default 2)")
-      ->check(CLI::Range(1.0, 1e6));
+      ->check(number_in(1.0, 1e6, "a factor"));
   return {app, [f] { return run(*f); }};
 }
 

@@ -116,7 +116,8 @@ Command add_export(CLI::App& root) {
       ->check(CLI::IsMember({"deepspeed", "megatron", "torchtitan"}));
   app->add_option("plan", f->plan_file, "Plan file (ztune search --out)")->required();
   app->add_option("--out", f->out,
-                  "Write the ds_config.json (deepspeed), a launch script (megatron) or the job TOML (torchtitan) here");
+                  "Write the ds_config.json (deepspeed), a launch script (megatron) or the job TOML (torchtitan) here")
+      ->check(WritableFile);
   return {app, [f] { return run_export(*f); }};
 }
 

@@ -2,6 +2,8 @@
 // memory grid (ZeRO stage × offload × precision) in ztune's accounting beside
 // DeepSpeed's own estimators (tuner/memory_grid.hpp), per GPU and per node.
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -63,6 +65,10 @@ Cluster grid_cluster(const MemoryFlags& f) {
     return c;
   }
   const int nodes = f.nodes > 0 ? f.nodes : (f.gpus + per_node - 1) / per_node;
+  if (nodes > kMaxClusterNodes)
+    throw InputError("--gpus: " + std::to_string(f.gpus) + " GPUs need " + std::to_string(nodes) + " nodes of " +
+                     c.name + " (" + std::to_string(per_node) + " GPUs each); expected at most " +
+                     std::to_string(kMaxClusterNodes) + " nodes");
   if (f.gpus % nodes != 0 || f.gpus / nodes > per_node)
     throw InputError("--gpus: " + std::to_string(f.gpus) + " GPUs on " + std::to_string(nodes) + " nodes of " +
                      c.name + " (" + std::to_string(per_node) + " GPUs each): expected the same count on every " +
@@ -108,8 +114,8 @@ double largest_figure(const MemoryGrid& g) {
   for (const auto& r : g.rows) {
     most = std::max({most, r.ztune_gpu_bytes, r.ztune.host_bytes_per_node, r.ztune.nvme_bytes_per_node});
     if (r.deepspeed)
-      most = std::max({most, static_cast<double>(r.deepspeed->gpu_bytes),
-                       static_cast<double>(r.deepspeed->host_bytes_per_node)});
+      most = std::max({most, r.deepspeed->gpu_bytes,
+                       r.deepspeed->host_bytes_per_node});
   }
   return most;
 }
@@ -126,9 +132,16 @@ std::string fits_text(const MemoryGridRow& r) {
   return no.empty() ? "yes" : "no: " + no;
 }
 
+/// A whole byte count as a JSON integer while a double holds it exactly (2^53),
+/// else as the double.
+nlohmann::json byte_count(double bytes) {
+  if (std::fabs(bytes) <= 0x1p53) return static_cast<std::int64_t>(bytes);
+  return bytes;
+}
+
 nlohmann::json estimate_json(const std::optional<DeepSpeedEstimate>& e) {
   if (!e) return nullptr;
-  return {{"gpu_bytes", e->gpu_bytes}, {"host_bytes_per_node", e->host_bytes_per_node}};
+  return {{"gpu_bytes", byte_count(e->gpu_bytes)}, {"host_bytes_per_node", byte_count(e->host_bytes_per_node)}};
 }
 
 nlohmann::json grid_json(const MemoryGrid& g, const Transformer& m, const Cluster& c) {
@@ -203,9 +216,9 @@ void print_grid(const MemoryGrid& g, const Transformer& m, const Cluster& c) {
                                  offload_text(r),
                                  precision_text(r.precision, g.capacities),
                                  in_unit(r.ztune_gpu_bytes, u),
-                                 ds ? in_unit(static_cast<double>(r.deepspeed->gpu_bytes), u) : "-",
+                                 ds ? in_unit(r.deepspeed->gpu_bytes, u) : "-",
                                  in_unit(r.ztune.host_bytes_per_node, u),
-                                 ds ? in_unit(static_cast<double>(r.deepspeed->host_bytes_per_node), u) : "-",
+                                 ds ? in_unit(r.deepspeed->host_bytes_per_node, u) : "-",
                                  in_unit(r.ztune.nvme_bytes_per_node, u)};
     if (g.capacities) row.push_back(fits_text(r));
     cells.push_back(std::move(row));

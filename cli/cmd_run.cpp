@@ -21,6 +21,7 @@
 #include "memory_comparison.hpp"
 #include "plan_flags.hpp"
 #include "run_launch.hpp"
+#include "ztune/vocab/catalog.hpp"
 #include "ztune/vocab/executor_support.hpp"
 #include "ztune/model/finite_check.hpp"
 #include "ztune/vocab/hardware_profile.hpp"
@@ -83,18 +84,11 @@ class TempDir {
   bool keep_;
 };
 
-// The directory a file will be written into must exist and be writable; a
-// --record that fails only after training loses the run.
+// The directory a file will be written into must exist and be writable (the
+// worker writes the record with a plain stream); a --record that fails only
+// after training loses the run.
 void check_writable_file(const std::string& flag, const std::string& file) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(file, ec)) throw InputError(flag + " " + file + ": is a directory, expected a file name");
-  fs::path parent = fs::path(file).parent_path();
-  if (parent.empty()) parent = ".";
-  if (!fs::is_directory(parent, ec))
-    throw InputError(flag + " " + file + ": directory " + parent.string() + " does not exist");
-  if (::access(parent.c_str(), W_OK) != 0)
-    throw InputError(flag + " " + file + ": directory " + parent.string() + " is not writable");
+  if (auto why = output_file_problem(file, false)) throw InputError(flag + " " + file + ": " + *why);
 }
 
 void check_writable_dir(const std::string& flag, const std::string& dir, bool must_exist) {
@@ -124,7 +118,11 @@ const char* signal_name(int sig) {
 // The plan file to run: the positional file, or one built from the flags.
 PlanFile resolve(const RunFlags& f) {
   PlanFile pf;
+  if (!f.plan_json.empty() && !f.plan.plan_file.empty())
+    throw InputError("--plan: the plan file is given twice (" + f.plan_json + " and --plan " + f.plan.plan_file +
+                     "); give one");
   if (!f.plan_json.empty()) {
+    f.plan.refuse_beside(f.plan_json);
     pf = load_plan_file(f.plan_json);
     if (!pf.model && !f.input.model.empty()) pf.model = f.input.load_model_or_throw();
     if (!pf.cluster && !f.input.cluster.empty()) pf.cluster = f.input.load_cluster_or_throw();
@@ -303,10 +301,14 @@ Command add_run(CLI::App& root) {
   app->add_option("plan_json", f->plan_json, "Plan file (ztune.planfile/1); else the cluster, model and plan flags");
   f->input.add_to(*app, false);
   f->plan.add_to(*app);
-  app->add_option("--np", f->np, "Ranks (default: the plan's dp×tp×cp×pp)")->check(Positive);
+  app->add_option("--np", f->np, "Ranks (default: the plan's dp×tp×cp×pp)")
+      ->check(integer_in(1, 1 << 20, "a rank count"));
   app->add_option("--hosts", f->hosts, "Open MPI host list (host1:slots,host2:slots)");
-  app->add_option("--steps", f->steps, "Optimizer steps")->check(Positive)->capture_default_str();
-  app->add_option("--seed", f->seed, "Initialisation seed");
+  app->add_option("--steps", f->steps, "Optimizer steps")
+      ->check(integer_in(1, std::numeric_limits<int>::max(), "a step count"))
+      ->capture_default_str();
+  app->add_option("--seed", f->seed, "Initialisation seed")
+      ->check(integer_in(0, std::numeric_limits<long long>::max(), "a seed"));
   app->add_option("--data", f->data, "uint16 token file (e.g. data/corpus/kjv.train.bin) or \"synthetic\"");
   app->add_option("--record", f->record, "Where to keep the run record (default: the temporary directory, removed after the run)");
   app->add_option("--threads", f->threads, "Compute threads per rank")->check(ThreadCount);
@@ -314,13 +316,14 @@ Command add_run(CLI::App& root) {
   app->add_flag("--no-db", f->no_db, "Do not store the run in the results database");
   app->add_option("--nvme-dir", f->nvme_dir,
                   "Directory for the per-rank files of NVMe offload (optimizer states, parameter partitions); "
-                  "default: the temporary directory. Use a directory on the NVMe drive");
+                  "default: the temporary directory. Use a directory on the NVMe drive")
+      ->check(ExistingDirectory);
   app->add_option("--profile", f->profile,
                   "Hardware profile of the prediction shown beside the measurement: a file, or a name in "
                   "~/.local/share/ztune/profiles/ or data/profiles/ (default: data/profiles/<gpu>.json)");
   app->add_option("--checkpoint-every", f->checkpoint_every,
                   "Write a sharded checkpoint every N steps (into --checkpoint-dir, or --resume's directory)")
-      ->check(Positive);
+      ->check(integer_in(1, std::numeric_limits<int>::max(), "a step count"));
   app->add_option("--checkpoint-dir", f->checkpoint_dir,
                   "Directory of the checkpoints (default: the temporary directory, removed after the run)");
   app->add_option("--resume", f->resume,

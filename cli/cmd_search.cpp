@@ -472,10 +472,13 @@ Command add_search(CLI::App& root) {
       }()));
   app->add_option("--objective", f->objective, "Rank by throughput, time (days for --tokens) or cost")
       ->check(CLI::IsMember({"throughput", "time", "cost"}));
+  // Bounded so that days and cost stay finite numbers to rank by (a price of
+  // 1e306 overflowed every cost and ranked a slower plan first): 1e18 tokens is
+  // 60,000 times Llama 3's 15T, and no GPU-hour costs a billion.
   app->add_option("--tokens", f->tokens, "Token budget for days and cost (default: the model file's)")
-      ->check(Positive);
+      ->check(number_in(0, 1e18, "a token count", false));
   app->add_option("--gpu-hour-price", f->gpu_hour_price, "Price of one GPU-hour (objective cost)")
-      ->check(Positive);
+      ->check(number_in(0, 1e9, "a price", false));
   app->add_option("--top", f->top, "Plans to show")->check(Positive)->capture_default_str();
   app->add_option("--simulate-top", f->simulate_top, "Plans to re-time with the simulator")
       ->capture_default_str()
@@ -492,7 +495,7 @@ Command add_search(CLI::App& root) {
   app->add_flag("--no-simulate", f->no_simulate, "Switch off the simulate pass");
   app->add_flag("--json", f->json, "Print the result as JSON");
   app->add_flag("--explain", f->explain, "Show how many plans each rule removed");
-  app->add_option("--out", f->out, "Write the best plan to this plan file");
+  app->add_option("--out", f->out, "Write the best plan to this plan file")->check(WritableFile);
   app->add_option("--profile", f->profile,
                   "Hardware profile: a file, or a name in ~/.local/share/ztune/profiles/ or data/profiles/ "
                   "(default: the GPU's in data/profiles/)");

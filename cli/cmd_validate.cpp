@@ -273,6 +273,14 @@ Command add_validate(CLI::App& root) {
             const PublishedRunsReport runs = validate_published_runs(dir, opt, f->simulate);
             const ValidationReport& r = runs.report;
             const std::optional<ValidationReport>& analytical = runs.analytical;
+            // A validation that checked nothing has not passed: a --source or
+            // --engine that matches no source, or a directory whose sources
+            // select no run, is said, not called "within tolerance".
+            if (r.cases.empty())
+              throw InputError(std::string("no published run was checked: ") +
+                               (!f->source.empty() ? "--source \"" + f->source + "\" matches no case"
+                                : !f->engine.empty() ? "--engine " + f->engine + " matches no case"
+                                                     : "the sources of " + dir + "/validation.json select no run"));
             if (f->json) {
               nlohmann::json j = report_json(r);
               if (analytical) add_analytical(j, r, *analytical);

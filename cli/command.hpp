@@ -28,6 +28,14 @@ inline constexpr const char* kDbHelp =
 extern const CLI::Validator ThreadCount;  ///< an integer in [1, kMaxThreads]
 /// An integer in [lo, hi]; the message says "expected WHAT from LO to HI".
 CLI::Validator integer_in(long long lo, long long hi, const std::string& what);
+/// A finite number in [lo, hi] (above lo, not at it, unless `lo_allowed`); the
+/// message says "expected WHAT from LO to HI" ("above LO up to HI").
+CLI::Validator number_in(double lo, double hi, const std::string& what, bool lo_allowed = true);
+/// A path a file can be written at (vocab output_file_problem), checked when the
+/// flags are parsed: an output flag naming a directory fails before the work.
+extern const CLI::Validator WritableFile;
+/// An existing directory (NVMe offload files are created in it).
+extern const CLI::Validator ExistingDirectory;
 
 struct Command {
   CLI::App* app = nullptr;

@@ -1,7 +1,10 @@
+#include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <string>
 
 #include "command.hpp"
+#include "ztune/vocab/catalog.hpp"
 #include "ztune/vocab/flag_values.hpp"
 
 namespace ztune::cli {
@@ -25,6 +28,29 @@ CLI::Validator integer_in(long long lo, long long hi, const std::string& what) {
                         "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
 }
 
+CLI::Validator number_in(double lo, double hi, const std::string& what, bool lo_allowed) {
+  char range[64];
+  std::snprintf(range, sizeof range, lo_allowed ? " from %g to %g" : " above %g up to %g", lo, hi);
+  char name[64];
+  std::snprintf(name, sizeof name, "NUMBER in %c%g, %g]", lo_allowed ? '[' : '(', lo, hi);
+  return CLI::Validator(
+      [=](const std::string& v) { return finite_number_complaint(v, lo, lo_allowed, hi, what + range); }, name);
+}
+
 const CLI::Validator ThreadCount = integer_in(1, kMaxThreads, "a thread count");
+
+const CLI::Validator WritableFile(
+    [](const std::string& v) {
+      const auto why = output_file_problem(v);
+      return why ? v + ": " + *why : std::string();
+    },
+    "FILE");
+
+const CLI::Validator ExistingDirectory(
+    [](const std::string& v) {
+      std::error_code ec;
+      return std::filesystem::is_directory(v, ec) ? std::string() : v + ": not a directory";
+    },
+    "DIR");
 
 }  // namespace ztune::cli

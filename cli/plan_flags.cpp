@@ -88,6 +88,7 @@ Transformer InputFlags::load_model_or_throw() const {
 
 void PlanFlags::add_to(CLI::App& app) {
   app.add_option("--plan", plan_file, "Plan JSON file (instead of the plan flags)");
+  const std::size_t first = app.get_options().size();
   app.add_option("--tp", tp, "Tensor-parallel degree")->check(Positive);
   app.add_option("--pp", pp, "Pipeline-parallel degree")->check(Positive);
   app.add_option("--cp", cp,
@@ -190,6 +191,20 @@ void PlanFlags::add_to(CLI::App& app) {
   app.add_flag("--account-for-loss-in-pipeline-split", loss_in_split,
                "Count the loss as a layer of the last stage when splitting (Megatron-LM)");
   app.add_flag("--no-overlap", no_overlap, "Do not overlap gradient reduction with backward");
+  const auto all = app.get_options();
+  options_.assign(all.begin() + static_cast<long>(first), all.end());
+}
+
+std::string PlanFlags::given_flag() const {
+  for (const CLI::Option* o : options_)
+    if (o->count() > 0) return o->get_name();
+  return "";
+}
+
+void PlanFlags::refuse_beside(const std::string& plan_path) const {
+  if (const std::string flag = given_flag(); !flag.empty())
+    throw InputError(flag + ": the plan file " + plan_path + " gives the whole plan; drop " + flag +
+                     " or the file (a flag beside it would be ignored)");
 }
 
 namespace {
@@ -250,6 +265,7 @@ std::string adam_states_text(Precision master, Precision moments, bool remainder
 Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   Plan p;
   if (!plan_file.empty()) {
+    refuse_beside(plan_file);
     PlanFile pf = load_plan_file(plan_file);
     p = pf.plan;
     if (auto why = check_plan(p, m, c)) throw InputError(plan_file + ": " + in_plan_file(*why));

@@ -86,7 +86,17 @@ struct PlanFlags {
   int first_stage_layers = 0, last_stage_layers = 0;
   bool embedding_in_split = false, loss_in_split = false;  // Megatron-LM's --account-for-*-in-pipeline-split
 
+ private:
+  std::vector<const CLI::Option*> options_;  // the plan flags add_to registered (not --plan)
+
+ public:
+
   void add_to(CLI::App& app);
+  /// The first plan flag given on the command line (its name), or "".
+  [[nodiscard]] std::string given_flag() const;
+  /// Throws InputError naming the flag when one is given beside a plan file
+  /// (--plan, or `ztune run`'s positional plan), which would silently win.
+  void refuse_beside(const std::string& plan_path) const;
   /// Builds the plan from flags (or the --plan file) for this model and cluster,
   /// filling defaults: dp = all remaining devices, global batch from the model,
   /// precision bf16 where supported else fp16. Throws InputError naming the flag.

@@ -46,6 +46,11 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
   std::string text = header.dump();
   while (text.size() % 8 != 0) text.push_back(' ');  // keep the data 8-byte aligned
   const std::string tmp = path + ".tmp";
+  if (const auto parent = std::filesystem::path(path).parent_path(); !parent.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+    if (ec) throw std::runtime_error(path + ": cannot create its directory: " + ec.message());
+  }
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw std::runtime_error(path + ": cannot write");

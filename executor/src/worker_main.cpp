@@ -23,6 +23,7 @@
 #include "ztune/executor/mpi_communicator.hpp"
 #include "ztune/executor/run_record.hpp"
 #include "ztune/executor/trainer.hpp"
+#include "ztune/vocab/catalog.hpp"
 #include "ztune/vocab/executor_support.hpp"
 #include "ztune/vocab/flag_values.hpp"
 #include "ztune/vocab/input_error.hpp"
@@ -55,14 +56,10 @@ CLI::Validator fp32_at_least_zero(const std::string& expect) {
 
 // A file the run writes at its end (--save, --dump-grads, --record): refused
 // before training when it cannot be written there, not after the work.
-std::optional<std::string> output_file_problem(const char* flag, const std::string& path) {
+std::optional<std::string> output_file_flag_problem(const char* flag, const std::string& path,
+                                                    bool creates_directories) {
   if (path.empty()) return std::nullopt;
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) return std::string(flag) + " " + path + ": is a directory; expected a file to write";
-  const fs::path parent = fs::path(path).parent_path();
-  if (!parent.empty() && !fs::is_directory(parent, ec))
-    return std::string(flag) + " " + path + ": the directory " + parent.string() + " does not exist";
+  if (auto why = output_file_problem(path, creates_directories)) return std::string(flag) + " " + path + ": " + *why;
   return std::nullopt;
 }
 
@@ -204,9 +201,10 @@ int run(int argc, char** argv) {
   }
   if (!error && !opt.dump_grads.empty() && pf.plan.zero_stage >= 2)
     error = "--dump-grads: needs ZeRO stage 0 or 1 (stages 2 and 3 keep only gradient shards)";
-  if (!error) error = output_file_problem("--save", opt.save);
-  if (!error) error = output_file_problem("--dump-grads", opt.dump_grads);
-  if (!error) error = output_file_problem("--record", opt.record);
+  // write_safetensors creates its directory; the record's plain stream does not.
+  if (!error) error = output_file_flag_problem("--save", opt.save, true);
+  if (!error) error = output_file_flag_problem("--dump-grads", opt.dump_grads, true);
+  if (!error) error = output_file_flag_problem("--record", opt.record, false);
   if (!error && !opt.nvme_dir.empty() && !std::filesystem::is_directory(opt.nvme_dir))
     error = "--nvme-dir " + opt.nvme_dir + ": not a directory (the per-rank offload files are created in it)";
   if (any_error(*world, error)) return kExitUsage;

@@ -7,7 +7,7 @@ namespace ztune {
 namespace {
 
 /// Python's int() of a float: truncation toward zero, as the estimators return.
-std::int64_t py_int(double x) { return static_cast<std::int64_t>(std::trunc(x)); }
+double py_int(double x) { return std::trunc(x); }
 
 }  // namespace
 
@@ -35,12 +35,11 @@ DeepSpeedEstimate deepspeed_zero3_estimate(double total_params, double largest_l
   double gpu = 0, cpu = 0;
   if (cpu_offload) {
     const double states = cpu_offload_params ? 18.0 : 16.0;
-    gpu = cpu_offload_params ? largest_layer_memory
-                             : largest_layer_memory + static_cast<double>(py_int(2 * total_params / total_gpus));
+    gpu = cpu_offload_params ? largest_layer_memory : largest_layer_memory + py_int(2 * total_params / total_gpus);
     cpu = zero_init ? total_params * states * gpus_factor * buffer_factor
                     : total_params * std::max(4.0 * gpus_per_node, states * gpus_factor) * buffer_factor;
   } else {
-    gpu = largest_layer_memory + static_cast<double>(py_int(18 * total_params / total_gpus));
+    gpu = largest_layer_memory + py_int(18 * total_params / total_gpus);
     cpu = zero_init ? largest_layer_params * 4 * gpus_per_node * buffer_factor
                     : total_params * 4 * gpus_per_node * buffer_factor;
   }

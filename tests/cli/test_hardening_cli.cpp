@@ -72,12 +72,86 @@ TEST_CASE("flags: --nodes 0 is a ztune error with a readable range", "[cli][hard
 TEST_CASE("flags: --tokens nan and --gpu-hour-price nan are refused", "[cli][hardening]") {
   auto r = run_ztune("search --cluster dgx2x16 --model 100b --tokens nan --no-db");
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, StartsWith("ztune: error: --tokens: expected a number > 0, got \"nan\""));
+  CHECK_THAT(r.err, StartsWith("ztune: error: --tokens: expected a token count above 0 up to 1e+18, got \"nan\""));
   r = run_ztune("search --cluster dgx2x16 --model 100b --objective cost --gpu-hour-price nan --no-db");
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, StartsWith("ztune: error: --gpu-hour-price: expected a number > 0, got \"nan\""));
+  CHECK_THAT(r.err, StartsWith("ztune: error: --gpu-hour-price: expected a price above 0 up to 1e+09, got \"nan\""));
   r = run_ztune("search --cluster dgx2x16 --model 100b --tokens inf --no-db");
   CHECK(r.exit_code == 2);
+}
+
+TEST_CASE("flags: a price or budget whose cost overflows is refused; at the bounds the cost still ranks",
+          "[cli][hardening]") {
+  // A price of 1e306 overflowed every plan's cost to a null and ranked a slower plan first.
+  auto r = run_ztune("search --cluster dgx-a100-80gb --model llama-7b --objective cost --gpu-hour-price 1e306 --no-db");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("ztune: error: --gpu-hour-price: expected a price above 0 up to 1e+09"));
+  auto best = [](const std::string& extra) {
+    const auto s = run_ztune("search --cluster dgx-a100-80gb --model llama-7b --objective cost --no-simulate --no-db "
+                             "--top 1 --json " + extra);
+    REQUIRE(s.exit_code == 0);
+    const auto plan = nlohmann::json::parse(s.out).at("plans").at(0);
+    CHECK(plan.at("prediction").at("objective").at("value").is_number());
+    return plan.at("plan");
+  };
+  CHECK(best("--gpu-hour-price 1e9 --tokens 1e18") == best("--gpu-hour-price 2"));
+}
+
+TEST_CASE("flags: output files, directories and sizes are checked when the flags are read", "[cli][hardening]") {
+  const std::string dir = scratch().string();
+  struct Case {
+    std::string args, message;
+  };
+  const std::vector<Case> cases{
+      {"search --cluster dgx2x16 --model gpt2-1.5b --no-db --out " + dir,
+       "--out: " + dir + ": is a directory; expected a file to write"},
+      {"calibrate --cluster local-cpu --no-db --keep-measurements " + dir,
+       "--keep-measurements: " + dir + ": is a directory"},
+      {"calibrate --cluster local-cpu --no-db --cluster-out " + dir, "--cluster-out: " + dir + ": is a directory"},
+      {"calibrate --cluster local-cpu --no-db --max-bytes -1",
+       "--max-bytes: expected a message size in bytes from 4096 to 68719476736, got \"-1\""},
+      {"calibrate --cluster local-cpu --no-db --wait-quiet nan", "--wait-quiet: expected seconds from 0 to 86400"},
+      {"calibrate --cluster local-cpu --no-db --reference-factor nan", "--reference-factor: expected a factor"},
+      {"run --cluster local-cpu --model tiny --no-db --nvme-dir " + plan_file(), "--nvme-dir: " + plan_file() +
+                                                                                     ": not a directory"},
+      {"run --cluster local-cpu --model tiny --no-db --steps 2147483648",
+       "--steps: expected a step count from 1 to 2147483647"},
+      {"run --cluster local-cpu --model tiny --no-db --seed -1", "--seed: expected a seed from 0"},
+      {"memory --model llama-7b --cluster dgx-a100-80gb --gpus 1024000000",
+       "--gpus: 1024000000 GPUs need 128000000 nodes of dgx-a100-80gb (8 GPUs each); expected at most 1000000"},
+      {"validate --source no-such-source", "no published run was checked: --source \"no-such-source\" matches no case"},
+      {"predict --plan " + plan_file() + " --tp 2",
+       "--tp: the plan file " + plan_file() + " gives the whole plan; drop --tp or the file"},
+      {"run " + plan_file() + " --zero 1 --no-db", "--zero: the plan file " + plan_file() + " gives the whole plan"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_ztune(c.args);
+    INFO(c.args << "\n" << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, StartsWith("ztune: error: " + c.message));
+  }
+}
+
+TEST_CASE("memory: DeepSpeed's host estimate for a billion GPUs is its huge number, not a wrapped negative",
+          "[cli][hardening]") {
+  const auto r = run_ztune("memory --model llama-7b --gpus 1024000000 --nodes 1000000 --json");
+  REQUIRE(r.exit_code == 0);
+  for (const auto& row : nlohmann::json::parse(r.out).at("rows")) {
+    const auto& ds = row.at("deepspeed");
+    if (ds.is_null()) continue;
+    CHECK(ds.at("host_bytes_per_node").get<double>() >= 0);
+  }
+}
+
+TEST_CASE("a cluster rate or latency past any hardware is exit 2 naming the field", "[cli][hardening]") {
+  auto doc = nlohmann::json::parse(read_file(std::string(ZTUNE_TEST_DATA_DIR) + "/clusters/dgx-a100-80gb.json"));
+  doc["fabric"]["intra_node"]["latency_us"] = 1e308;
+  const std::string path = (scratch() / "slow-link.json").string();
+  write_file(path, doc.dump());
+  const auto r = run_ztune("predict --cluster " + path + " --model llama-7b --tp 2 --micro-batch 1");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("ztune: error: " + path) &&
+                        Contains("$.fabric.intra_node.latency_us: expected a number >= 0 and at most 1e+06"));
 }
 
 TEST_CASE("flags: --threads beyond what a machine starts is refused before anything runs", "[cli][hardening]") {

@@ -254,7 +254,7 @@ TEST_CASE("ztune run: bad places and plans are refused before mpirun, naming the
     CHECK_THAT(r.err + r.out, !Contains("mpirun") && !Contains("ztune-worker") && !Contains("/tmp/ztune-run-"));
   };
   before_launch(ztune("--steps 1 --record /nonexistent-dir/r.json"),
-                "--record /nonexistent-dir/r.json: directory /nonexistent-dir does not exist");
+                "--record /nonexistent-dir/r.json: the directory /nonexistent-dir does not exist");
   before_launch(ztune("--steps 1 --record " + scratch().string()), "--record " + scratch().string() + ": is a directory");
   before_launch(ztune("--steps 1 --seq 2147483647"), "--seq: expected a sequence length from 1 to 16777216");
   before_launch(ztune("--steps 1 --tp 3"), "--tp: 3 does not divide the model's 4 heads");

@@ -101,8 +101,8 @@ def main():
         # Files and directories the run needs are checked before it trains,
         # not found wrong after the work (or aborting inside it).
         for flag, path, what, says in [("--save", d, "a directory", "is a directory; expected a file to write"),
-                                       ("--dump-grads", os.path.join(d, "no", "g.st"), "in a missing directory",
-                                        "does not exist"),
+                                       ("--dump-grads", os.path.join(dp2, "g.st"), "under a file",
+                                        "dp2.json is not a directory"),
                                        ("--init-from", d, "a directory", "not a regular file"),
                                        ("--nvme-dir", dp2, "a file", "not a directory")]:
             r = run(2, dp2, "--steps", "1", flag, path)

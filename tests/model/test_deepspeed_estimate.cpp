@@ -10,7 +10,7 @@ using namespace ztune;
 
 namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-double gib(std::int64_t bytes) { return static_cast<double>(bytes) / kGiB; }
+double gib(double bytes) { return bytes / kGiB; }
 }  // namespace
 
 TEST_CASE("ZeRO-3 estimator: DeepSpeed's printed table for t5-small on one GPU", "[memory][deepspeed]") {
@@ -63,6 +63,9 @@ TEST_CASE("ZeRO-2 estimator: closed forms, truncated as Python's int()", "[memor
   CHECK(e.host_bytes_per_node == 24000000000LL);    // Ψ · max(4, 16) · 1.5
   // 2·1 + int(18·1/7 = 2.57): each term truncated, as the estimator does.
   CHECK(deepspeed_zero2_estimate(1, 7, 1, false).gpu_bytes == 2 + 2);
+  // A billion GPUs: Ψ · 4 · 1.024e9 · 1.5 passes 2^63; Python's int holds it, and so does the estimate.
+  e = deepspeed_zero2_estimate(6.74e9, 1024, 1000000, true);
+  CHECK(e.host_bytes_per_node == Approx(6.74e9 * 4 * 1.024e9 * 1.5));
 }
 
 TEST_CASE("DeepSpeed's largest layer on Megatron-style modules", "[memory][deepspeed]") {

@@ -65,6 +65,19 @@ std::string user_data_dir() {
                    "file explicitly)");
 }
 
+std::optional<std::string> output_file_problem(const std::string& path, bool creates_directories) {
+  std::error_code ec;
+  if (path.empty()) return "expected a file name";
+  if (fs::is_directory(path, ec)) return "is a directory; expected a file to write";
+  fs::path up = fs::path(path).parent_path();
+  if (up.empty()) up = ".";
+  if (!creates_directories && !fs::exists(up, ec)) return "the directory " + up.string() + " does not exist";
+  while (!fs::exists(up, ec) && up.has_parent_path() && up != up.parent_path()) up = up.parent_path();
+  if (!fs::is_directory(up, ec)) return up.string() + " is not a directory";
+  if (::access(up.c_str(), W_OK) != 0) return "the directory " + up.string() + " is not writable";
+  return std::nullopt;
+}
+
 void write_file_atomically(const std::string& path, const std::string& text, const std::string& what) {
   const fs::path target(path);
   std::error_code ec;

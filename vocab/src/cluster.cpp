@@ -34,6 +34,13 @@ double Cluster::inter_node_gbps_per_gpu() const {
 
 namespace {
 
+// Ceilings of the cluster file's quantities, each far past any hardware (a
+// GB/s or TFLOP/s rate of a million is 1,000 times NVLink 5 or a B200; a
+// capacity of a million GB or TB likewise): what lies past them is a typo, and
+// the times and byte counts computed from it overflow.
+constexpr double kMaxRate = 1e6;
+constexpr double kMaxCapacity = 1e6;
+
 /// A number as a person writes it in a message: 40, 1.5, 0.064.
 std::string short_number(double v) {
   std::ostringstream os;
@@ -44,8 +51,8 @@ std::string short_number(double v) {
 FabricLevel read_level(ObjectReader r, bool inter) {
   FabricLevel f;
   f.name = r.string("name");
-  f.bandwidth_gbps = r.positive("bandwidth_gbps");
-  f.latency_us = r.positive("latency_us", true);
+  f.bandwidth_gbps = r.positive("bandwidth_gbps", false, kMaxRate);
+  f.latency_us = r.positive("latency_us", true, 1e6);  // a second
   f.topology = r.string("topology");
   if (inter) f.nics_per_node = static_cast<int>(r.integer("nics_per_node", 1, 1024));
   f.collective_efficiency = r.optional_positive("collective_efficiency");
@@ -72,23 +79,23 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& file) {
     {
       auto g = n.object("gpu");
       c.node.gpu.name = g.string("name");
-      c.node.gpu.memory_gb = g.positive("memory_gb");
+      c.node.gpu.memory_gb = g.positive("memory_gb", false, kMaxCapacity);
       auto peak = g.object("peak_tflops");
-      c.node.gpu.peak_tflops_fp16 = peak.positive("fp16", true);
-      c.node.gpu.peak_tflops_bf16 = peak.positive("bf16", true);
-      c.node.gpu.peak_tflops_fp32 = peak.positive("fp32");
+      c.node.gpu.peak_tflops_fp16 = peak.positive("fp16", true, kMaxRate);
+      c.node.gpu.peak_tflops_bf16 = peak.positive("bf16", true, kMaxRate);
+      c.node.gpu.peak_tflops_fp32 = peak.positive("fp32", false, kMaxRate);
       peak.finish();
       if (c.node.gpu.peak_tflops_fp16 == 0 && c.node.gpu.peak_tflops_bf16 == 0 && c.device_kind == DeviceKind::gpu)
         throw peak.error("", "expected a 16-bit peak > 0 (fp16 or bf16) for a GPU, got fp16 0 and bf16 0");
-      c.node.gpu.hbm_bandwidth_gbps = g.positive("hbm_bandwidth_gbps");
+      c.node.gpu.hbm_bandwidth_gbps = g.positive("hbm_bandwidth_gbps", false, kMaxRate);
       g.finish();
     }
-    c.node.host_memory_gb = n.positive("host_memory_gb");
+    c.node.host_memory_gb = n.positive("host_memory_gb", false, kMaxCapacity);
     c.node.cpu_cores = static_cast<int>(n.integer("cpu_cores", 1, 100000));
-    c.node.cpu_adam_gparams_per_s = n.positive("cpu_adam_gparams_per_s");
-    c.node.pcie_bandwidth_gbps = n.positive("pcie_bandwidth_gbps");
-    c.node.nvme_bandwidth_gbps = n.positive("nvme_bandwidth_gbps", true);
-    c.node.nvme_size_tb = n.positive("nvme_size_tb", true);
+    c.node.cpu_adam_gparams_per_s = n.positive("cpu_adam_gparams_per_s", false, kMaxRate);
+    c.node.pcie_bandwidth_gbps = n.positive("pcie_bandwidth_gbps", false, kMaxRate);
+    c.node.nvme_bandwidth_gbps = n.positive("nvme_bandwidth_gbps", true, kMaxRate);
+    c.node.nvme_size_tb = n.positive("nvme_size_tb", true, kMaxCapacity);
     if ((c.node.nvme_bandwidth_gbps == 0) != (c.node.nvme_size_tb == 0))
       throw n.error("nvme_size_tb", "expected NVMe size and bandwidth both 0 (no NVMe) or both > 0, got size " +
                                         short_number(c.node.nvme_size_tb) + " TB and bandwidth " +

@@ -258,13 +258,18 @@ const nlohmann::json& ObjectReader::require(std::string_view key) {
 
 const nlohmann::json& ObjectReader::raw(std::string_view key) { return require(key); }
 
-double ObjectReader::positive(std::string_view key, bool allow_zero) {
+double ObjectReader::positive(std::string_view key, bool allow_zero, double hi) {
   const auto& v = require(key);
-  const char* expect = allow_zero ? "expected a number >= 0" : "expected a number > 0";
-  if (!v.is_number()) throw error(key, std::string(expect) + ", got " + describe_json(v));
+  std::string expect = allow_zero ? "expected a number >= 0" : "expected a number > 0";
+  if (std::isfinite(hi)) {
+    char most[48];
+    std::snprintf(most, sizeof most, " and at most %g", hi);
+    expect += most;
+  }
+  if (!v.is_number()) throw error(key, expect + ", got " + describe_json(v));
   double d = v.get<double>();
-  if (!std::isfinite(d) || d < 0.0 || (!allow_zero && d == 0.0))
-    throw error(key, std::string(expect) + ", got " + describe_json(v));
+  if (!std::isfinite(d) || d < 0.0 || (!allow_zero && d == 0.0) || d > hi)
+    throw error(key, expect + ", got " + describe_json(v));
   return d;
 }
 

@@ -140,7 +140,7 @@ Transformer transformer_from_json(const nlohmann::json& doc, const std::string& 
     t.dropout = d.get<double>();
   }
   t.global_batch = r.integer("global_batch", 1, std::int64_t{1} << 32);
-  t.train_tokens = r.positive("train_tokens");
+  t.train_tokens = r.number("train_tokens", 1, 1e18);  // finite days and cost to rank by (as --tokens)
   r.finish();
   validate_transformer(t, file);
   return t;

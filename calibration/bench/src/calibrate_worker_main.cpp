@@ -17,6 +17,8 @@
 #include <thread>
 
 #include <CLI/CLI.hpp>
+
+#include "ztune/vocab/flag_values.hpp"
 #include <Eigen/Core>
 #include <mpi.h>
 #include <nlohmann/json.hpp>
@@ -94,13 +96,18 @@ int run(int argc, char** argv) {
                  "GEMM operands on the CUDA backend (fp32 accumulation): bf16 (default), fp16, fp32 (the "
                  "profile's GEMM table is relative to the cluster's peak for this precision)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
-  app.add_option("--min-bytes", o.min_bytes, "Smallest collective message (nccl-tests S)")->check(CLI::PositiveNumber);
-  app.add_option("--max-bytes", o.max_bytes, "Largest collective message (default: 1 GiB; 16 MiB on the CPU backend)");
-  app.add_option("--memory-max-bytes", o.memory_max_bytes, "Largest array of the memory-bound and copy benchmarks");
-  app.add_option("--gemm-max-dim", o.gemm_max_dim, "Largest square GEMM dimension")->check(CLI::PositiveNumber);
+  // Sizes bounded where a buffer of them can exist: 2^36 bytes (64 GiB) is past
+  // any device's memory; an unchecked -1 wrapped to 2^64 and segfaulted.
+  const auto bytes = CLI::Range(std::size_t{1}, std::size_t{1} << 36);
+  app.add_option("--min-bytes", o.min_bytes, "Smallest collective message (nccl-tests S)")->check(bytes);
+  app.add_option("--max-bytes", o.max_bytes, "Largest collective message (default: 1 GiB; 16 MiB on the CPU backend)")
+      ->check(bytes);
+  app.add_option("--memory-max-bytes", o.memory_max_bytes, "Largest array of the memory-bound and copy benchmarks")
+      ->check(bytes);
+  app.add_option("--gemm-max-dim", o.gemm_max_dim, "Largest square GEMM dimension")->check(CLI::Range(1, 1 << 16));
   app.add_option("--only", o.only, "Comma list of sections: gemm,attention,memory,copies,adam,collectives");
   app.add_option("--collectives", o.collectives, "Comma list of collectives (default: all)");
-  app.add_option("--threads", o.threads, "Compute threads per rank")->check(CLI::PositiveNumber);
+  app.add_option("--threads", o.threads, "Compute threads per rank")->check(CLI::Range(1, ztune::kMaxThreads));
   app.add_option("--iters", o.protocol.iters, "Most back-to-back calls per timed round")->check(CLI::PositiveNumber);
   app.add_option("--warmup-iters", o.protocol.warmup_iters, "Untimed calls first")->check(CLI::NonNegativeNumber);
   app.add_option("--repeats", o.protocol.repeats, "Timed rounds at least (5 or more; the median is reported)")

@@ -18,9 +18,12 @@
 
 namespace ztune {
 
+// Whole numbers of bytes, as Python's int() gives them, held in doubles: the
+// host estimate multiplies Ψ by the GPU count and passes 2^63 for a
+// billion-GPU job (Python's ints do not overflow; an int64 wrapped negative).
 struct DeepSpeedEstimate {
-  std::int64_t gpu_bytes = 0;            // per GPU
-  std::int64_t host_bytes_per_node = 0;  // per node (DeepSpeed's "per CPU")
+  double gpu_bytes = 0;            // per GPU
+  double host_bytes_per_node = 0;  // per node (DeepSpeed's "per CPU")
 };
 
 /// estimate_zero2_model_states_mem_needs: with optimizer offload the GPU keeps

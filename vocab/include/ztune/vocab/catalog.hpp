@@ -1,5 +1,6 @@
 #pragma once
 // The data catalog: data/clusters/*.json and data/models/*.json.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,5 +25,12 @@ std::string user_data_dir();
 /// a rename, so a crash leaves the old file or the new one, never half of one.
 /// Creates the parent directories. Throws InputError "<what> <path>: ...".
 void write_file_atomically(const std::string& path, const std::string& text, const std::string& what);
+
+/// Why a file cannot be written at `path`: it is a directory, its directory does
+/// not exist (unless the writer `creates_directories`, as write_file_atomically
+/// does), or the nearest existing one is a file or not writable; nullopt when
+/// it can be tried. Commands check their output flags with it before the work,
+/// not after it.
+std::optional<std::string> output_file_problem(const std::string& path, bool creates_directories = true);
 
 }  // namespace ztune

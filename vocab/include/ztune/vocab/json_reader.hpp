@@ -4,6 +4,7 @@
 // error names the file and the JSON path (STYLE.md #7).
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <set>
 #include <span>
@@ -43,8 +44,10 @@ class ObjectReader {
   ObjectReader(const nlohmann::json& object, std::string file, std::string path);
 
   [[nodiscard]] bool has(std::string_view key) const;
-  /// A number > 0 (or >= 0 when `allow_zero`).
-  double positive(std::string_view key, bool allow_zero = false);
+  /// A number > 0 (or >= 0 when `allow_zero`), and at most `hi` when one is given
+  /// (a physical quantity's plausible ceiling: past it the times overflow).
+  double positive(std::string_view key, bool allow_zero = false,
+                  double hi = std::numeric_limits<double>::infinity());
   /// A fraction in (0, 1], or [0, 1] with allow_zero (efficiencies, overlap shares).
   double fraction(std::string_view key, bool allow_zero = false);
   std::optional<double> optional_positive(std::string_view key, bool allow_zero = false);
