@@ -1,6 +1,7 @@
 // ztune history: the searches and runs kept in the results database, newest
 // first; `ztune history show ID` prints one (s12 = search 12, r3 = run 3).
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -219,6 +220,13 @@ Command add_history(CLI::App& root) {
   f->show->add_option("--db", f->db, kDbHelp);
   f->show->add_flag("--json", f->json, "Print JSON");
   return {app, [f] {
+            // History reads: a --db that is not there is said, not created (with
+            // its directories) as an empty database. The default one is the
+            // user's own, created on first use by any command.
+            std::error_code ec;
+            if (!f->db.empty() && !std::filesystem::exists(f->db, ec))
+              throw InputError("--db " + f->db + ": no such file (history reads a results database; search, run "
+                               "and calibrate create one)");
             const auto db = ResultsDb::open(f->db.empty() ? default_db_path() : f->db);
             return f->show->parsed() ? show(db, *f) : list(db, *f);
           }};

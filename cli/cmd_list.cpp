@@ -1,5 +1,6 @@
 // ztune list clusters|models: the catalog, one line each with its headline figures.
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "command.hpp"
@@ -16,6 +17,12 @@ Command add_list(CLI::App& root) {
   auto* app = root.add_subcommand("list", "List the catalog: clusters or models");
   app->add_option("what", *what, "clusters or models")->required()->check(CLI::IsMember({"clusters", "models"}));
   return {app, [what]() {
+            // An empty table would read as "the catalog has none": a missing catalog is said.
+            const std::filesystem::path dir = std::filesystem::path(data_dir()) / *what;
+            std::error_code ec;
+            if (!std::filesystem::is_directory(dir, ec))
+              throw InputError(dir.string() + ": no catalog directory (ZTUNE_DATA_DIR, when set, must name the "
+                                              "project's data/ folder)");
             if (*what == "clusters") {
               std::printf("%-18s %6s %5s %-22s %8s %10s  %s\n", "name", "nodes", "gpus", "gpu", "mem GiB", "TFLOP/s16",
                           "inter-node");

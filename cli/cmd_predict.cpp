@@ -330,7 +330,10 @@ Command add_predict(CLI::App& root) {
               const bool gib = b >= 1073741824.0;
               std::snprintf(mem, sizeof mem, "%.2f %s per rank (%s)", gib ? b / 1073741824.0 : b / 1048576.0,
                             gib ? "GiB" : "MiB", pr.memory.fits_gpu ? "fits" : "does not fit");
-              throw InputError("--precision " + to_string(in.plan.precision) + ": " + why +
+              // The precision came from --precision, or from the plan file's plan.
+              const std::string source = f->plan.plan_file.empty() ? "--precision " + to_string(in.plan.precision)
+                                                                   : f->plan.plan_file + ": $.plan.precision";
+              throw InputError(source + ": " + why +
                                ", so this plan's time cannot be predicted; its memory is " + mem +
                                ", and `ztune run` trains it and compares the memory");
             }

@@ -22,6 +22,7 @@
 #include "plan_flags.hpp"
 #include "run_launch.hpp"
 #include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/flag_values.hpp"
 #include "ztune/vocab/executor_support.hpp"
 #include "ztune/model/finite_check.hpp"
 #include "ztune/vocab/hardware_profile.hpp"
@@ -303,7 +304,28 @@ Command add_run(CLI::App& root) {
   f->plan.add_to(*app);
   app->add_option("--np", f->np, "Ranks (default: the plan's dp×tp×cp×pp)")
       ->check(integer_in(1, 1 << 20, "a rank count"));
-  app->add_option("--hosts", f->hosts, "Open MPI host list (host1:slots,host2:slots)");
+  app->add_option("--hosts", f->hosts, "Open MPI host list (host1:slots,host2:slots)")
+      ->check(CLI::Validator(
+          [](const std::string& v) -> std::string {
+            // Open MPI's --host syntax: name[:slots], comma-separated; anything
+            // else would reach mpirun and fail there with network noise.
+            std::size_t start = 0;
+            while (start <= v.size()) {
+              const std::size_t end = std::min(v.find(',', start), v.size());
+              const std::string entry = v.substr(start, end - start);
+              const std::size_t colon = entry.find(':');
+              const std::string name = entry.substr(0, colon);
+              const bool name_ok = !name.empty() && name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLM"
+                                                                         "NOPQRSTUVWXYZ0123456789.-_") == std::string::npos;
+              const std::string slots = colon == std::string::npos ? "1" : entry.substr(colon + 1);
+              if (!name_ok || integer_complaint(slots, 1, 1 << 20, "").size() > 0)
+                return "expected host[:slots],... (host names of letters, digits, '.', '-', '_'; slots from 1), got "
+                       "\"" + entry + "\" in \"" + v + "\"";
+              start = end + 1;
+            }
+            return "";
+          },
+          "HOST[:SLOTS],..."));
   app->add_option("--steps", f->steps, "Optimizer steps")
       ->check(integer_in(1, std::numeric_limits<int>::max(), "a step count"))
       ->capture_default_str();

@@ -123,6 +123,27 @@ nlohmann::json options_json(const SearchFlags& f, const SearchOptions& o) {
   return j;
 }
 
+// A pinned degree the model cannot take (--tp 3 on 32 heads, --pp past the
+// layers) is said as predict says it, by check_plan_shape's own rule, rather
+// than searched into "nothing fits even on N nodes".
+void check_pins(const SearchFlags& f, const Transformer& m) {
+  Plan p;
+  p.tp = std::max(1, f.tp);
+  p.pp = std::max(1, f.pp);
+  p.cp = std::max(1, f.cp);
+  p.ulysses = std::max(1, f.ulysses);
+  p.dp = 1;
+  p.micro_batch = 1;
+  p.grad_accum = 8 * p.pp;  // enough micro-batches for any schedule's rule
+  p.global_batch = p.grad_accum;
+  const auto why = check_plan_shape(p, m);
+  if (!why) return;
+  for (const char* field : {"tp", "pp", "cp", "ulysses"}) {
+    const std::string prefix = std::string("$.") + field + ": ";
+    if (why->starts_with(prefix)) throw InputError(std::string("--") + field + ": " + why->substr(prefix.size()));
+  }
+}
+
 SearchOptions to_options(const SearchFlags& f) {
   SearchOptions o;
   o.space.gpus = f.gpus;
@@ -189,6 +210,7 @@ bool read_only_database(const std::string& path) {
 int run_search_command(const SearchFlags& f) {
   const Cluster catalog_cluster = f.input.load_cluster_or_throw();
   const Transformer model = f.input.load_model_or_throw();
+  check_pins(f, model);
   // The loop closes (issue 21): `--run` without --profile predicts with the
   // profile earlier runs and calibrations refined for this cluster, where one
   // is in the user's directory, and says so.

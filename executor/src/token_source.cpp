@@ -64,9 +64,15 @@ class Synthetic final : public TokenSource {
 }  // namespace
 
 std::unique_ptr<TokenSource> open_token_file(const std::string& path, int vocab, int t) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; the file type is
+  // checked before anything is read.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK);
   if (fd < 0) throw InputError(path + ": cannot open token file: " + std::strerror(errno));
   struct stat st {};
+  if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw InputError(path + ": not a regular file (expected a file of little-endian uint16 tokens)");
+  }
   if (fstat(fd, &st) != 0 || st.st_size < 2) {
     ::close(fd);
     throw InputError(path + ": empty token file (expected little-endian uint16 tokens)");

@@ -299,6 +299,11 @@ TEST_CASE("a measurements file with an unknown field is refused with its path", 
   }
   doc["gemm"][0].erase("tflops");
   CHECK(measurements_from_json(doc, "m.json").gemm.size() == 1);
+  // Numbers past any machine (a timed round of 1e300 s) made the fit NaN: refused where they stand.
+  doc["gemm"][0]["time_s"] = 1e300;
+  CHECK_THROWS_WITH(measurements_from_json(doc, "m.json"),
+                    Catch::Contains("$.gemm[0].time_s: expected a number > 0 and at most 1e+06"));
+  doc["gemm"][0]["time_s"] = 1e-6;
   // The GEMM precision: fp32 on the CPU backend; a CUDA run names its operands'.
   CHECK(measurements_from_json(doc, "m.json").gemm_precision == Precision::fp32);
   doc["gemm_precision"] = "bf16";

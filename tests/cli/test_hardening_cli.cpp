@@ -132,6 +132,33 @@ TEST_CASE("flags: output files, directories and sizes are checked when the flags
   }
 }
 
+TEST_CASE("pins, catalogs, databases, hosts and profiles that cannot be used are said as such", "[cli][hardening]") {
+  const std::string dir = scratch().string();
+  struct Case {
+    std::string args, message;
+  };
+  const std::vector<Case> cases{
+      // predict's rule for the pin, not "nothing fits even on 192 nodes".
+      {"search --cluster dgx-a100-80gb --model llama-7b --no-db --tp 3",
+       "--tp: 3 does not divide the model's 32 heads"},
+      {"search --cluster dgx-a100-80gb --model llama-7b --no-db --pp 1000", "--pp: 1000 stages for 32 layers"},
+      // A read command does not create a database (and its directories) where none is.
+      {"history --db " + dir + "/no-such/dir/x.db", "--db " + dir + "/no-such/dir/x.db: no such file"},
+      {"run --cluster local-cpu --model tiny --no-db --hosts 'node1:4,node 2'", "--hosts: expected host[:slots]"},
+      {"predict --cluster local-cpu --model tiny --profile " + dir, "--profile " + dir + ": not a regular file"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_ztune(c.args);
+    INFO(c.args << "\n" << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, StartsWith("ztune: error: " + c.message));
+  }
+  CHECK(!fs::exists(dir + "/no-such"));
+  const auto r = run_command("ZTUNE_DATA_DIR=/nonexistent " + ztune_bin() + " list clusters");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("ztune: error: /nonexistent/clusters: no catalog directory"));
+}
+
 TEST_CASE("memory: DeepSpeed's host estimate for a billion GPUs is its huge number, not a wrapped negative",
           "[cli][hardening]") {
   const auto r = run_ztune("memory --model llama-7b --gpus 1024000000 --nodes 1000000 --json");

@@ -66,6 +66,12 @@ def main():
               r.stderr.count("error:") == 1, r.stderr)
         r = run(2, dp2, "--steps", "1", "--data", os.path.join(d, "missing.bin"))
         check("missing token file", r.returncode == 2 and "missing.bin: cannot open token file" in r.stderr, r.stderr)
+        fifo = os.path.join(d, "tokens.fifo")
+        os.mkfifo(fifo)
+        for what, path in [("a directory", d), ("a FIFO", fifo)]:
+            r = run(2, dp2, "--steps", "1", "--data", path)
+            check(f"a token file that is {what} is refused at once", r.returncode == 2 and
+                  "not a regular file (expected a file of little-endian uint16 tokens)" in r.stderr, r.stderr)
 
         # Uninterrupted run, then killed-and-resumed run.
         full = os.path.join(d, "full.json")

@@ -317,7 +317,9 @@ void published_source(const SourceSpec& spec, const std::string& dir, Context& c
         pct.finish();
         continue;
       }
-      auto value = measured.optional_positive(metric);
+      // At most 1e12 in any metric's unit (seconds, ms, tokens/s, TFLOP/s): past
+      // it a typo turns the error and the source's MAPE into infinities.
+      auto value = measured.optional_positive(metric, false, 1e12);
       if (!value) continue;  // this run does not publish this metric
       vc.published = *value;
       if (metric == "iteration_time_s") {

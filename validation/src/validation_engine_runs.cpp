@@ -353,7 +353,11 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
            "its TFLOP/s)");
       continue;
     }
-    if (!(published > 0)) throw InputError(where + ".measured: expected a positive throughput");
+    // Bounded where any run could be (a billion tokens/s per GPU): past it the
+    // error and the MAPE are not numbers.
+    if (!(published > 0) || published > 1e9)
+      throw InputError(where + ".measured: expected a throughput above 0 and at most 1e9 tokens/s per GPU, got " +
+                       std::to_string(published));
 
     ValidationCase vc;
     vc.source = spec.name;

@@ -259,7 +259,9 @@ HardwareProfile load_profile(const std::string& path) {
   namespace fs = std::filesystem;
   if (fs::is_regular_file(path)) return profile_from_json(read_json_file(path), path);
   const bool is_name = path.find('/') == std::string::npos && !path.ends_with(".json") && !path.empty();
-  if (!is_name) throw InputError("--profile " + path + ": no such file");
+  if (!is_name)
+    throw InputError("--profile " + path + (fs::exists(path) ? ": not a regular file (expected a profile JSON file)"
+                                                              : ": no such file"));
   // A name: the user's calibrated profiles first, then the catalog's.
   std::vector<fs::path> looked;
   try {

@@ -284,9 +284,9 @@ double ObjectReader::number(std::string_view key, double lo, double hi) {
   return d;
 }
 
-std::optional<double> ObjectReader::optional_positive(std::string_view key, bool allow_zero) {
+std::optional<double> ObjectReader::optional_positive(std::string_view key, bool allow_zero, double hi) {
   if (!has(key)) { read_.insert(std::string(key)); return std::nullopt; }
-  return positive(key, allow_zero);
+  return positive(key, allow_zero, hi);
 }
 
 std::optional<double> ObjectReader::optional_fraction(std::string_view key, bool allow_zero) {

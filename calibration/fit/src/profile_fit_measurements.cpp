@@ -14,6 +14,14 @@ namespace ztune {
 
 namespace {
 
+// Ceilings of a measurement's numbers, far past any machine (a PiB message, a
+// rate of 1e18, a timed round of 11 days): past them the fit's latencies and
+// bandwidths come out NaN and the profile is nonsense.
+constexpr double kMaxBytes = 1125899906842624.0;  // 2^50
+constexpr double kMaxCount = 1e18;
+constexpr double kMaxSeconds = 1e6;
+
+
 // Timing fields every row carries besides its own. The spread (IQR / median
 // of the rounds) is written by workers since issue 21; an older file's rows
 // have none, and their spread is read off the fastest and slowest rounds.
@@ -24,9 +32,9 @@ struct RowTiming {
 };
 RowTiming read_timing(ObjectReader& r) {
   RowTiming t;
-  t.time_s = r.positive("time_s");
-  const double lo = r.positive("time_min_s");
-  const double hi = r.positive("time_max_s");
+  t.time_s = r.positive("time_s", false, kMaxSeconds);
+  const double lo = r.positive("time_min_s", false, kMaxSeconds);
+  const double hi = r.positive("time_max_s", false, kMaxSeconds);
   r.integer("iters", 1, 1'000'000'000);
   t.repeats = static_cast<int>(r.integer("repeats", 1, 1'000'000'000));
   if (r.has("spread")) t.spread = r.number("spread", 0, 1e6);
@@ -105,9 +113,9 @@ Measurements measurements_from_json(const nlohmann::json& doc, const std::string
     s.n = static_cast<double>(row.integer("n", 1, 1 << 30));
     s.k = static_cast<double>(row.integer("k", 1, 1 << 30));
     row.choice("op", {"NN", "NT", "TN"});
-    s.flops = row.positive("flops");
+    s.flops = row.positive("flops", false, kMaxCount);
     read_timing_into(row, s);
-    row.positive("gflops");
+    row.positive("gflops", false, kMaxCount);
     read_wrong(row);
     row.finish();
     m.gemm.push_back(s);
@@ -117,9 +125,9 @@ Measurements measurements_from_json(const nlohmann::json& doc, const std::string
     ObjectReader row(att[i], file, row_path(r, "attention", i));
     for (const char* k : {"b", "s", "c", "heads"}) row.integer(k, 1, 1 << 30);
     AttentionSample s;
-    s.flops = row.positive("flops");
+    s.flops = row.positive("flops", false, kMaxCount);
     read_timing_into(row, s);
-    row.positive("gflops");
+    row.positive("gflops", false, kMaxCount);
     read_wrong(row);
     row.finish();
     m.attention.push_back(s);
@@ -130,10 +138,10 @@ Measurements measurements_from_json(const nlohmann::json& doc, const std::string
     MemorySample s;
     s.kernel = row.string("kernel");
     row.integer("elements", 1, std::int64_t{1} << 50);
-    s.bytes = row.positive("bytes");
+    s.bytes = row.positive("bytes", false, kMaxBytes);
     s.kernels = static_cast<int>(row.integer("kernels", 1, 1000));
     read_timing_into(row, s);
-    row.positive("gbps");
+    row.positive("gbps", false, kMaxCount);
     read_wrong(row);
     row.finish();
     m.memory.push_back(s);
@@ -143,9 +151,9 @@ Measurements measurements_from_json(const nlohmann::json& doc, const std::string
     ObjectReader row(copies[i], file, row_path(r, "copies", i));
     CopySample s;
     s.direction = row.choice("direction", {"h2d", "d2h"});
-    s.bytes = row.positive("bytes");
+    s.bytes = row.positive("bytes", false, kMaxBytes);
     read_timing_into(row, s);
-    row.positive("gbps");
+    row.positive("gbps", false, kMaxCount);
     read_wrong(row);
     row.finish();
     m.copies.push_back(s);
@@ -157,8 +165,8 @@ Measurements measurements_from_json(const nlohmann::json& doc, const std::string
     row.integer("threads_per_rank", 1, 1 << 16);
     row.integer("ranks_per_node", 1, 1 << 20);
     read_timing(row);
-    row.positive("params_per_s_per_rank");
-    m.host_adam_node_params_per_s = row.positive("node_params_per_s");
+    row.positive("params_per_s_per_rank", false, kMaxCount);
+    m.host_adam_node_params_per_s = row.positive("node_params_per_s", false, kMaxCount);
     read_wrong(row);
     row.finish();
   }
@@ -173,12 +181,12 @@ Measurements measurements_from_json(const nlohmann::json& doc, const std::string
     s.per_node = static_cast<int>(row.integer("ranks_per_node", 1, 1 << 24));
     s.crosses_nodes = row.boolean("crosses_nodes");
     row.boolean("in_place");
-    s.bytes = row.positive("bytes");
+    s.bytes = row.positive("bytes", false, kMaxBytes);
     row.integer("count", 1, std::int64_t{1} << 50);
     row.choice("type", {"float"});
     read_timing_into(row, s);
-    row.positive("algbw_gbps", true);
-    row.positive("busbw_gbps", true);
+    row.positive("algbw_gbps", true, kMaxCount);
+    row.positive("busbw_gbps", true, kMaxCount);
     read_wrong(row);
     row.finish();
     m.collectives.push_back(s);

@@ -50,7 +50,8 @@ class ObjectReader {
                   double hi = std::numeric_limits<double>::infinity());
   /// A fraction in (0, 1], or [0, 1] with allow_zero (efficiencies, overlap shares).
   double fraction(std::string_view key, bool allow_zero = false);
-  std::optional<double> optional_positive(std::string_view key, bool allow_zero = false);
+  std::optional<double> optional_positive(std::string_view key, bool allow_zero = false,
+                                          double hi = std::numeric_limits<double>::infinity());
   std::optional<double> optional_fraction(std::string_view key, bool allow_zero = false);
   /// A number in [lo, hi] (finite: lo and hi must be).
   double number(std::string_view key, double lo, double hi);
