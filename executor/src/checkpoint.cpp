@@ -93,6 +93,27 @@ void commit_checkpoint(const std::string& dir, int steps) {
   std::rename(tmp.c_str(), (dir + "/latest").c_str());
 }
 
+void write_data_identity(const std::string& dir, const std::string& identity) {
+  const std::string tmp = dir + "/data.tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << identity << "\n";
+  }
+  fsync_path(tmp);
+  std::rename(tmp.c_str(), (dir + "/data").c_str());
+}
+
+std::optional<std::string> check_data_identity(const std::string& dir, const std::string& identity) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(dir + "/data", ec)) return std::nullopt;
+  std::ifstream in(dir + "/data");
+  std::string written;
+  std::getline(in, written);
+  if (written == identity) return std::nullopt;
+  return dir + "/data: the checkpoints were written reading " + written + "; this run reads " + identity +
+         ": resume with the same --data (and --seed, for synthetic data) to continue the same run";
+}
+
 std::optional<int> latest_checkpoint(const std::string& dir, std::string& error) {
   std::error_code ec;
   std::ifstream in(dir + "/latest");

@@ -28,6 +28,9 @@ class TokenFile final : public TokenSource {
   [[nodiscard]] std::string describe() const override {
     return path_ + " (" + std::to_string(count_) + " uint16 tokens)";
   }
+  [[nodiscard]] std::string identity() const override {
+    return "a token file of " + std::to_string(count_) + " uint16 tokens";
+  }
 
  private:
   std::string path_;
@@ -49,6 +52,7 @@ class Synthetic final : public TokenSource {
     }
   }
   [[nodiscard]] std::string describe() const override { return "synthetic (seed " + std::to_string(seed_) + ")"; }
+  [[nodiscard]] std::string identity() const override { return describe(); }
 
  private:
   static std::uint64_t mix(std::uint64_t x) {

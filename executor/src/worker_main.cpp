@@ -257,7 +257,9 @@ int run(int argc, char** argv) {
       error = why;
     } else {
       first_step = *steps;
-      if (first_step >= opt.steps)
+      if (auto other = check_data_identity(opt.checkpoint_dir, data->identity()))
+        error = *other;
+      else if (first_step >= opt.steps)
         error = "--steps " + std::to_string(opt.steps) + ": the checkpoint in " + opt.checkpoint_dir +
                 " is after step " + std::to_string(first_step) + " already; ask for more steps to continue it";
       else
@@ -300,7 +302,10 @@ int run(int argc, char** argv) {
     if (opt.checkpoint_every > 0 && (s + 1) % opt.checkpoint_every == 0) {
       error = write_checkpoint_shard(opt.checkpoint_dir, s + 1, ckpt, trainer.store());
       if (any_error(*world, error)) return kExitFailed;
-      if (world->rank() == 0) commit_checkpoint(opt.checkpoint_dir, s + 1);
+      if (world->rank() == 0) {
+        write_data_identity(opt.checkpoint_dir, data->identity());
+        commit_checkpoint(opt.checkpoint_dir, s + 1);
+      }
       world->barrier();
       if (opt.kill_after_step == s + 1) std::raise(SIGKILL);
     }

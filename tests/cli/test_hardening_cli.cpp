@@ -80,7 +80,7 @@ TEST_CASE("flags: --tokens nan and --gpu-hour-price nan are refused", "[cli][har
   CHECK(r.exit_code == 2);
 }
 
-TEST_CASE("flags: a price or budget whose cost overflows is refused; at the bounds the cost still ranks",
+TEST_CASE("flags: a price or budget whose cost overflows is refused, and at the bounds the cost still ranks",
           "[cli][hardening]") {
   // A price of 1e306 overflowed every plan's cost to a null and ranked a slower plan first.
   auto r = run_ztune("search --cluster dgx-a100-80gb --model llama-7b --objective cost --gpu-hour-price 1e306 --no-db");

@@ -97,6 +97,9 @@ def main():
         check("resume to a step the checkpoint has passed is refused", r.returncode == 2 and
               "--steps 3: the checkpoint in" in r.stderr and "is after step 3 already" in r.stderr and
               "step 4" not in r.stdout, r.stderr)
+        r = run(2, dp2, "--steps", "5", "--resume", "--checkpoint-dir", ck, "--seed", "99")
+        check("resume with another synthetic seed is refused", r.returncode == 2 and
+              "were written reading synthetic (seed 1234); this run reads synthetic (seed 99)" in r.stderr, r.stderr)
         latest = os.path.join(ck, "latest")
         open(latest, "w").write("abc\n")
         r = run(2, dp2, "--steps", "5", "--resume", "--checkpoint-dir", ck)

@@ -29,6 +29,13 @@ std::optional<std::string> write_checkpoint_shard(const std::string& dir, int st
 void commit_checkpoint(const std::string& dir, int steps);
 /// The committed step count in DIR/latest, or an error message.
 std::optional<int> latest_checkpoint(const std::string& dir, std::string& error);
+/// Rank 0, with a commit: DIR/data records the token stream's identity
+/// (TokenSource::identity: the synthetic seed, or the file's token count), which
+/// the shards' plan digest does not cover.
+void write_data_identity(const std::string& dir, const std::string& identity);
+/// nullopt when DIR/data names the same stream (or is absent: checkpoints of
+/// older builds); else why a resume would not continue the same run.
+std::optional<std::string> check_data_identity(const std::string& dir, const std::string& identity);
 /// Reads this rank's shard of `steps` into `store`; the error message names the file and the reason.
 std::optional<std::string> read_checkpoint_shard(const std::string& dir, int steps, const CheckpointId& id,
                                                  ParamStore& store);

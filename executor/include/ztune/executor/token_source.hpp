@@ -15,6 +15,9 @@ class TokenSource {
   /// Writes T + 1 tokens of sequence `index` (any index >= 0; sources wrap around).
   virtual void sequence(std::int64_t index, int t, std::int32_t* out) const = 0;
   [[nodiscard]] virtual std::string describe() const = 0;
+  /// What makes the stream the same stream for a resumed run: a synthetic
+  /// source's seed, a file's token count (not its path: a moved file resumes).
+  [[nodiscard]] virtual std::string identity() const = 0;
 };
 
 /// A file of little-endian uint16 tokens, memory-mapped (data/corpus/*.bin).
