@@ -85,6 +85,17 @@ class TempDir {
   bool keep_;
 };
 
+bool has_nvidia_device() {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 6 && name.starts_with("nvidia") &&
+        name.find_first_not_of("0123456789", 6) == std::string::npos)
+      return true;
+  }
+  return false;
+}
+
 // The directory a file will be written into must exist and be writable (the
 // worker writes the record with a plain stream); a --record that fails only
 // after training loses the run.
@@ -181,6 +192,13 @@ int run(const RunFlags& f) {
   const ExecBackend backend = pf.cluster ? executor_backend_for(*pf.cluster) : ExecBackend::cpu;
   if (auto why = unsupported_reason(pf.plan, *pf.model, np, backend))
     throw InputError(plan_name + ": " + *why);
+  // A GPU plan on a machine without NVIDIA devices (the driver's /dev/nvidia0,
+  // /dev/nvidia1, ...) would start every rank only for each to find none: said
+  // here. With --hosts the ranks run elsewhere, and that machine decides.
+  if (backend == ExecBackend::cuda && f.hosts.empty() && !has_nvidia_device())
+    throw InputError(plan_name + ": the plan is for " + pf.cluster->name + "'s GPUs (the CUDA backend), and this "
+                     "machine has no NVIDIA device (no /dev/nvidia0); run it on the GPU machine, pass --hosts, or "
+                     "plan for --cluster local-cpu");
   const TempDir tmp(f.keep);
   const std::string& dir = tmp.path();
   const std::string plan_path = dir + "/plan.json";

@@ -154,6 +154,17 @@ TEST_CASE("pins, catalogs, databases, hosts and profiles that cannot be used are
     CHECK_THAT(r.err, StartsWith("ztune: error: " + c.message));
   }
   CHECK(!fs::exists(dir + "/no-such"));
+  // A GPU plan where no GPU is: said before any rank starts (on a GPU machine the run goes ahead).
+  if (!fs::exists("/dev/nvidia0")) {
+    const std::string gpu_plan = dir + "/gpu-plan.json";
+    REQUIRE(run_ztune("search --cluster dgx-a100-80gb --model tiny --no-db --no-simulate --top 1 --out " + gpu_plan)
+                .exit_code == 0);
+    const auto r = run_ztune("run " + gpu_plan + " --steps 1 --no-db");
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, StartsWith("ztune: error: " + gpu_plan + ": the plan is for dgx-a100-80gb's GPUs (the CUDA "
+                                 "backend), and this machine has no NVIDIA device"));
+    CHECK_THAT(r.out + r.err, !Contains("mpirun"));
+  }
   const auto r = run_command("ZTUNE_DATA_DIR=/nonexistent " + ztune_bin() + " list clusters");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, StartsWith("ztune: error: /nonexistent/clusters: no catalog directory"));
