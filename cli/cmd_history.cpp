@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <sstream>
 
@@ -213,7 +214,7 @@ Command add_history(CLI::App& root) {
   auto* app = root.add_subcommand("history", "List the searches, runs and calibrated profiles (with their error on later runs) in the results database");
   auto f = std::make_shared<HistoryFlags>();
   app->add_option("--db", f->db, kDbHelp);
-  app->add_option("--limit", f->limit, "How many of each to list")->check(Positive);
+  app->add_option("--limit", f->limit, "How many of each to list")->check(integer_in(1, std::numeric_limits<int>::max(), "a whole number"));
   app->add_flag("--json", f->json, "Print JSON");
   f->show = app->add_subcommand("show", "Show one search (ID or sID) or run (rID)");
   f->show->add_option("id", f->id, "s12, 12 or r3")->required();

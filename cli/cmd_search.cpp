@@ -441,9 +441,10 @@ Command add_search(CLI::App& root) {
   auto* app = root.add_subcommand("search", "Search the plan space and rank the plans that fit (the default command)");
   auto f = std::make_shared<SearchFlags>();
   f->input.add_to(*app, true);
-  app->add_option("--gpus", f->gpus, "Use exactly N devices (default: all)")->check(Positive);
-  app->add_option("--min-gpus", f->min_gpus, "Search every device count from N ...")->check(Positive);
-  app->add_option("--max-gpus", f->max_gpus, "... up to N")->check(Positive);
+  const CLI::Validator whole = integer_in(1, std::numeric_limits<int>::max(), "a whole number");
+  app->add_option("--gpus", f->gpus, "Use exactly N devices (default: all)")->check(whole);
+  app->add_option("--min-gpus", f->min_gpus, "Search every device count from N ...")->check(whole);
+  app->add_option("--max-gpus", f->max_gpus, "... up to N")->check(whole);
   app->add_flag("--allow-tp-across-nodes", f->allow_tp_across_nodes, "Let tensor-parallel groups span nodes");
   add_engine_flags(*app, f->engine, f->compile,
                    "The engine that runs the plan: its space (what it can run) and its engine profile "
@@ -454,7 +455,7 @@ Command add_search(CLI::App& root) {
       ->check(CLI::IsMember(names_of(kPrecisionNames)));
   add_grad_reduce_dtype(*app, f->grad_reduce_dtype);  // every plan of the space states it
   add_optimizer_dtypes(*app, f->master_dtype, f->moments_dtype, f->param_remainders);  // likewise
-  app->add_option("--max-micro-batch", f->max_micro_batch, "Largest micro-batch to try")->check(Positive);
+  app->add_option("--max-micro-batch", f->max_micro_batch, "Largest micro-batch to try")->check(whole);
   app->add_option("--tp", f->tp, "Search only plans with this tensor-parallel degree")->check(CLI::Range(1, 1 << 20));
   app->add_option("--pp", f->pp, "Search only plans with this pipeline depth")->check(CLI::Range(1, 1 << 20));
   app->add_option("--cp", f->cp, "Search only plans with this context-parallel degree")
@@ -501,10 +502,10 @@ Command add_search(CLI::App& root) {
       ->check(number_in(0, 1e18, "a token count", false));
   app->add_option("--gpu-hour-price", f->gpu_hour_price, "Price of one GPU-hour (objective cost)")
       ->check(number_in(0, 1e9, "a price", false));
-  app->add_option("--top", f->top, "Plans to show")->check(Positive)->capture_default_str();
+  app->add_option("--top", f->top, "Plans to show")->check(whole)->capture_default_str();
   app->add_option("--simulate-top", f->simulate_top, "Plans to re-time with the simulator")
       ->capture_default_str()
-      ->check(NonNegative);
+      ->check(integer_in(0, std::numeric_limits<int>::max(), "a whole number"));
   app->add_option("--threads", f->threads, "Worker threads (default: all cores)")->check(ThreadCount);
   app->add_option("--max-plans", f->max_plans,
                   "Refuse a plan space of more plans than this (default 100,000,000: about a minute of ranking on "

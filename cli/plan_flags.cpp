@@ -1,6 +1,7 @@
 #include "plan_flags.hpp"
 
 #include <iterator>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -87,26 +88,29 @@ Transformer InputFlags::load_model_or_throw() const {
 }
 
 void PlanFlags::add_to(CLI::App& app) {
+  // Degrees, sizes and layer counts are ints: a whole number in int's range
+  // ("--tp 1e18" said as such, not CLI11's "Could not convert").
+  const CLI::Validator kWholeCount = integer_in(1, std::numeric_limits<int>::max(), "a whole number");
   app.add_option("--plan", plan_file, "Plan JSON file (instead of the plan flags)");
   const std::size_t first = app.get_options().size();
-  app.add_option("--tp", tp, "Tensor-parallel degree")->check(Positive);
-  app.add_option("--pp", pp, "Pipeline-parallel degree")->check(Positive);
+  app.add_option("--tp", tp, "Tensor-parallel degree")->check(kWholeCount);
+  app.add_option("--pp", pp, "Pipeline-parallel degree")->check(kWholeCount);
   app.add_option("--cp", cp,
                  "Context-parallel degree: the sequence split over cp ranks, ring attention (Megatron-Core "
                  "--context-parallel-size)")
-      ->check(Positive);
+      ->check(kWholeCount);
   app.add_option("--ulysses", ulysses,
                  "DeepSpeed-Ulysses degree: the sequence split over ulysses ranks, all-to-all over heads around "
                  "attention (Megatron-DeepSpeed --ds-sequence-parallel-size)")
-      ->check(Positive);
-  app.add_option("--dp", dp, "Data-parallel degree (default: all remaining devices)")->check(Positive);
+      ->check(kWholeCount);
+  app.add_option("--dp", dp, "Data-parallel degree (default: all remaining devices)")->check(kWholeCount);
   app.add_option("--dp-shard", dp_shard,
                  "Hybrid sharding: ZeRO-3 shards inside groups of N data-parallel ranks, replicated across them "
                  "(FSDP HYBRID_SHARD, torchtitan data_parallel_shard_degree, DeepSpeed mics_shard_size); needs "
                  "--zero 3; N = all dp × cp ranks is plain ZeRO-3")
-      ->check(Positive);
+      ->check(kWholeCount);
   app.add_option("--zero", zero, "ZeRO stage")->check(CLI::Range(0, 3));
-  app.add_option("--micro-batch", micro_batch, "Sequences per micro-batch")->check(Positive);
+  app.add_option("--micro-batch", micro_batch, "Sequences per micro-batch")->check(kWholeCount);
   app.add_option("--global-batch", global_batch, "Sequences per step (default: the model file's)")
       ->check(Positive);
   app.add_option("--recompute", recompute, "Activation recomputation")
@@ -128,7 +132,7 @@ void PlanFlags::add_to(CLI::App& app) {
                  "Megatron's block recomputation (--recompute-method block --recompute-num-layers N; NeMo "
                  "activations_checkpoint_method block): with --recompute full, only the first N layers of each "
                  "model chunk are recomputed, the others keep every activation (default: every layer)")
-      ->check(Positive);
+      ->check(kWholeCount);
   app.add_flag("--sequence-parallel", sequence_parallel, "Megatron sequence parallelism (needs tp >= 2)");
   app.add_flag("--tp-comm-overlap", tp_comm_overlap,
                "Overlap the sequence-parallel all-gathers and reduce-scatters with their GEMMs (Megatron-Core "
@@ -147,7 +151,7 @@ void PlanFlags::add_to(CLI::App& app) {
   add_grad_reduce_dtype(app, grad_reduce_dtype);
   add_optimizer_dtypes(app, master_dtype, moments_dtype, param_remainders);
   app.add_option("--virtual-stages", virtual_stages, "Model chunks per stage (interleaved 1F1B)")
-      ->check(Positive);
+      ->check(kWholeCount);
   app.add_option("--schedule", schedule, "Pipeline schedule (default 1f1b, interleaved with --virtual-stages)")
       ->check(CLI::IsMember(names_of(kScheduleNames)));
   app.add_option("--offload-optimizer", offload_optimizer, "Optimizer states offload")
@@ -157,7 +161,7 @@ void PlanFlags::add_to(CLI::App& app) {
   app.add_option("--precision", precision, "fp16 or bf16 (default bf16 where supported)")
       ->check(CLI::IsMember(names_of(kPrecisionNames)));
   app.add_flag("--onebit-adam", onebit_adam, "1-bit Adam compressed communication");
-  app.add_option("--freeze-step", freeze_step, "1-bit Adam warm-up steps")->check(NonNegative);
+  app.add_option("--freeze-step", freeze_step, "1-bit Adam warm-up steps")->check(integer_in(0, std::numeric_limits<int>::max(), "a step count"));
   app.add_option("--sparse-attention", sparse_attention, "Block-sparse attention layout")
       ->check(CLI::IsMember(names_of(kSparseLayoutNames)));
   app.add_option("--sparse-block", sparse_block, "Sparse attention block size")->check(CLI::Range(16, 128));
@@ -177,15 +181,15 @@ void PlanFlags::add_to(CLI::App& app) {
                  "Layers per pipeline stage, first to last (pp counts summing to the layers; default balanced "
                  "as DeepSpeed's uniform partition)")
       ->delimiter(',')
-      ->check(Positive);
+      ->check(kWholeCount);
   app.add_option("--first-stage-layers", first_stage_layers,
                  "Layers on the first pipeline stage, the rest balanced (Megatron-LM "
                  "--decoder-first-pipeline-num-layers)")
-      ->check(Positive);
+      ->check(kWholeCount);
   app.add_option("--last-stage-layers", last_stage_layers,
                  "Layers on the last pipeline stage, the rest balanced (Megatron-LM "
                  "--decoder-last-pipeline-num-layers)")
-      ->check(Positive);
+      ->check(kWholeCount);
   app.add_flag("--account-for-embedding-in-pipeline-split", embedding_in_split,
                "Count the embedding as a layer of the first stage when splitting (Megatron-LM)");
   app.add_flag("--account-for-loss-in-pipeline-split", loss_in_split,

@@ -119,6 +119,8 @@ TEST_CASE("flags: output files, directories and sizes are checked when the flags
       {"run --cluster local-cpu --model tiny --no-db --seed -1", "--seed: expected a seed from 0"},
       {"memory --model llama-7b --cluster dgx-a100-80gb --gpus 1024000000",
        "--gpus: 1024000000 GPUs need 128000000 nodes of dgx-a100-80gb (8 GPUs each); expected at most 1000000"},
+      {"predict --cluster dgx2 --model gpt2-1.5b --tp 1e18", "--tp: expected a whole number from 1 to 2147483647, got \"1e18\""},
+      {"search --cluster dgx2 --model gpt2-1.5b --no-db --top 1e9", "--top: expected a whole number from 1 to 2147483647"},
       {"validate --source no-such-source", "no published run was checked: --source \"no-such-source\" matches no case"},
       {"predict --plan " + plan_file() + " --tp 2",
        "--tp: the plan file " + plan_file() + " gives the whole plan; drop --tp or the file"},
