@@ -107,7 +107,8 @@ void check_writable_dir(const std::string& flag, const std::string& dir, bool mu
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(dir, ec) || must_exist) {
-    if (!fs::is_directory(dir, ec)) throw InputError(flag + " " + dir + ": no such directory");
+    if (!fs::is_directory(dir, ec))
+      throw InputError(flag + " " + dir + (fs::exists(dir, ec) ? ": not a directory" : ": no such directory"));
     if (::access(dir.c_str(), W_OK) != 0) throw InputError(flag + " " + dir + ": directory is not writable");
     return;
   }

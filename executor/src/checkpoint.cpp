@@ -105,7 +105,9 @@ void write_data_identity(const std::string& dir, const std::string& identity) {
 
 std::optional<std::string> check_data_identity(const std::string& dir, const std::string& identity) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(dir + "/data", ec)) return std::nullopt;
+  if (!std::filesystem::exists(dir + "/data", ec)) return std::nullopt;  // checkpoints of an older build
+  if (!std::filesystem::is_regular_file(dir + "/data", ec))
+    return dir + "/data: not a regular file (expected the token stream the checkpoints were written reading)";
   std::ifstream in(dir + "/data");
   std::string written;
   std::getline(in, written);
@@ -116,13 +118,18 @@ std::optional<std::string> check_data_identity(const std::string& dir, const std
 
 std::optional<int> latest_checkpoint(const std::string& dir, std::string& error) {
   std::error_code ec;
-  std::ifstream in(dir + "/latest");
-  if (!std::filesystem::exists(dir + "/latest", ec) || !in) {
+  if (!std::filesystem::exists(dir + "/latest", ec)) {
     error = dir + "/latest: no committed checkpoint to resume from (run with --checkpoint-every N first)";
     return std::nullopt;
   }
+  // Checked before opening: opening a FIFO would wait for a writer forever.
   if (!std::filesystem::is_regular_file(dir + "/latest", ec)) {
     error = dir + "/latest: not a regular file (expected the committed checkpoint's step number)";
+    return std::nullopt;
+  }
+  std::ifstream in(dir + "/latest");
+  if (!in) {
+    error = dir + "/latest: cannot be read";
     return std::nullopt;
   }
   // commit_checkpoint writes the step number alone; anything else is not ours.
@@ -137,8 +144,15 @@ std::optional<int> latest_checkpoint(const std::string& dir, std::string& error)
   } catch (const std::exception&) {
     used = 0;
   }
-  if (text.empty() || used != text.size() || steps < 0 || steps > std::numeric_limits<int>::max()) {
-    error = dir + "/latest: expected the committed checkpoint's step number, got \"" + text.substr(0, 40) + "\"";
+  if (text.empty() || used != text.size() || steps < 1 || steps > std::numeric_limits<int>::max()) {
+    error = dir + "/latest: expected the committed checkpoint's step number (1 or more), got \"" +
+            text.substr(0, 40) + "\"";
+    return std::nullopt;
+  }
+  // commit_checkpoint writes latest only after every shard of the step is in place.
+  if (const std::string committed = step_dir(dir, static_cast<int>(steps)); !std::filesystem::is_directory(committed, ec)) {
+    error = dir + "/latest: names step " + std::to_string(steps) + ", but " + committed +
+            " is not there (the checkpoint directory was changed after the commit)";
     return std::nullopt;
   }
   return static_cast<int>(steps);
@@ -147,11 +161,16 @@ std::optional<int> latest_checkpoint(const std::string& dir, std::string& error)
 std::optional<std::string> read_checkpoint_shard(const std::string& dir, int steps, const CheckpointId& id,
                                                  ParamStore& store) {
   const std::string path = shard_path(dir, steps, id.rank);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return path + ": missing checkpoint shard";
+  // A directory or a FIFO in a shard's place: said before opening (a FIFO would block).
+  if (!std::filesystem::is_regular_file(path, ec)) return path + ": not a regular file (expected a checkpoint shard)";
   std::ifstream in(path, std::ios::binary);
-  if (!in) return path + ": missing checkpoint shard";
+  if (!in) return path + ": cannot be read";
   Header h{};
   in.read(reinterpret_cast<char*>(&h), sizeof h);
-  if (!in || std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) return path + ": not a ztune checkpoint shard (bad magic)";
+  if (!in) return path + ": truncated (shorter than a checkpoint shard's header)";
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) return path + ": not a ztune checkpoint shard (bad magic)";
   if (h.version != kCheckpointVersion)
     return path + ": checkpoint format version " + std::to_string(h.version) + ", this build reads " +
            std::to_string(kCheckpointVersion);

@@ -205,6 +205,11 @@ int run(int argc, char** argv) {
   if (!error) error = output_file_flag_problem("--save", opt.save, true);
   if (!error) error = output_file_flag_problem("--dump-grads", opt.dump_grads, true);
   if (!error) error = output_file_flag_problem("--record", opt.record, false);
+  // A fresh run writing checkpoints where another run's are committed would
+  // mix two runs' steps in one directory (and end the other's resume).
+  if (!error && opt.checkpoint_every > 0 && !opt.resume && std::filesystem::exists(opt.checkpoint_dir + "/latest"))
+    error = "--checkpoint-dir " + opt.checkpoint_dir + ": already holds a run's committed checkpoints; continue it "
+            "with --resume, or choose another directory";
   if (!error && !opt.nvme_dir.empty() && !std::filesystem::is_directory(opt.nvme_dir))
     error = "--nvme-dir " + opt.nvme_dir + ": not a directory (the per-rank offload files are created in it)";
   if (any_error(*world, error)) return kExitUsage;

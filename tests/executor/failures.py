@@ -104,8 +104,26 @@ def main():
         open(latest, "w").write("abc\n")
         r = run(2, dp2, "--steps", "5", "--resume", "--checkpoint-dir", ck)
         check("a latest file that is not a step number is refused", r.returncode == 2 and
-              "latest: expected the committed checkpoint's step number, got \"abc\"" in r.stderr, r.stderr)
+              "latest: expected the committed checkpoint's step number (1 or more), got \"abc\"" in r.stderr, r.stderr)
+        open(latest, "w").write("7\n")
+        r = run(2, dp2, "--steps", "9", "--resume", "--checkpoint-dir", ck)
+        check("a latest naming a step that is not there is said", r.returncode == 2 and
+              "latest: names step 7, but" in r.stderr and "is not there" in r.stderr, r.stderr)
         open(latest, "w").write("3\n")
+        # A FIFO in a shard's place (or in latest's) is refused, not opened: opening one blocks.
+        shard1 = os.path.join(ck, "step_00000003", "rank_00001.ckpt")
+        os.rename(shard1, shard1 + ".keep")
+        os.mkfifo(shard1)
+        r = run(2, dp2, "--steps", "5", "--resume", "--checkpoint-dir", ck)
+        check("a FIFO as a shard is refused at once", r.returncode == 2 and
+              "rank_00001.ckpt: not a regular file (expected a checkpoint shard)" in r.stderr, r.stderr)
+        os.remove(shard1)
+        os.rename(shard1 + ".keep", shard1)
+        # A fresh run does not write over another run's committed checkpoints.
+        r = run(2, dp2, "--steps", "1", "--checkpoint-every", "1", "--checkpoint-dir", ck)
+        check("a fresh run into a directory of committed checkpoints is refused", r.returncode == 2 and
+              "already holds a run's committed checkpoints" in r.stderr and
+              open(latest).read().strip() == "3", r.stderr)
 
         # Files and directories the run needs are checked before it trains,
         # not found wrong after the work (or aborting inside it).
