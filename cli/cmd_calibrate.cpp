@@ -139,6 +139,22 @@ int report_history(const CalibrateFlags& f) {
 
 int run(const CalibrateFlags& f) {
   if (f.report) return report_history(f);
+  {
+    std::vector<std::pair<std::string, std::string>> inputs{
+        {"--cluster", f.cluster}, {"--measurements", f.measurements}, {"--profile", f.prior}};
+    for (const auto& r : f.records) inputs.emplace_back("--records", r);
+    for (const auto& r : f.holdout_records) inputs.emplace_back("--holdout-records", r);
+    for (const auto* out : {&f.out, &f.cluster_out, &f.keep_measurements})
+      refuse_output_over_input(out == &f.out ? "--out" : out == &f.cluster_out ? "--cluster-out" : "--keep-measurements",
+                               *out, inputs);
+    // A record both fitted and held out makes the held-out verdict meaningless.
+    for (const auto& r : f.records)
+      for (const auto& h : f.holdout_records) {
+        std::error_code ec;
+        if (std::filesystem::equivalent(r, h, ec) && !ec)
+          throw InputError("--holdout-records " + h + ": is also in --records; a held-out run must not be fitted");
+      }
+  }
   const Cluster raw_cluster = load_cluster(f.cluster);
   const HardwareProfile shipped = default_profile_for(raw_cluster);
   const HardwareProfile prior = f.prior.empty() ? shipped : load_profile(f.prior);
@@ -175,6 +191,13 @@ int run(const CalibrateFlags& f) {
   // The run records first: a bad one is refused before any microbenchmark runs.
   in.runs = runs_from_records(f.records);
   in.held_out = runs_from_records(f.holdout_records);
+  // A run measured on another backend (a GPU's record into a CPU profile) fits
+  // nothing this profile predicts: refused by file.
+  for (const auto* runs : {&in.runs, &in.held_out})
+    for (const auto& r : *runs)
+      if (!r.backend.empty() && !r.backend.starts_with(backend))
+        throw InputError(r.label + ": $.environment.backend: the run was measured on " + r.backend + ", and this " +
+                         "calibration fits the " + backend + " backend's profile of " + cluster.name);
 
   // 1. Measure (or read earlier measurements).
   std::string measurements_path = f.measurements;

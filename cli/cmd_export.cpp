@@ -53,6 +53,7 @@ void print_srun(std::ostream& os, const PlanFile& pf, const std::string& torchru
 }
 
 int run_export(const ExportFlags& f) {
+  refuse_output_over_input("--out", f.out, {{"the plan", f.plan_file}});
   const PlanFile pf = load_plan_file(f.plan_file);
   if (f.format == "deepspeed") {
     const auto config = deepspeed_config(pf, f.plan_file);

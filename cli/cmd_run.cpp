@@ -130,6 +130,9 @@ const char* signal_name(int sig) {
 
 // The plan file to run: the positional file, or one built from the flags.
 PlanFile resolve(const RunFlags& f) {
+  auto inputs = f.input.files();
+  inputs.insert(inputs.end(), {{"the plan", f.plan_json}, {"--plan", f.plan.plan_file}, {"--data", f.data}});
+  refuse_output_over_input("--record", f.record, inputs);
   PlanFile pf;
   if (!f.plan_json.empty() && !f.plan.plan_file.empty())
     throw InputError("--plan: the plan file is given twice (" + f.plan_json + " and --plan " + f.plan.plan_file +
@@ -200,6 +203,18 @@ int run(const RunFlags& f) {
     throw InputError(plan_name + ": the plan is for " + pf.cluster->name + "'s GPUs (the CUDA backend), and this "
                      "machine has no NVIDIA device (no /dev/nvidia0); run it on the GPU machine, pass --hosts, or "
                      "plan for --cluster local-cpu");
+  // A plan the memory model says does not fit is still run (the model may be
+  // pessimistic, the cluster file's capacity smaller than the machine), with a
+  // warning first: a rank that runs out says so (ztune-worker's out of memory).
+  if (hw && pf.cluster && !check_plan(pf.plan, *pf.model, *pf.cluster)) {
+    const Cluster c = with_measured_figures(*pf.cluster, *hw);
+    const MemoryPrediction mem = predict_memory(*pf.model, pf.plan, c, *hw);
+    if (!mem.fits_gpu)
+      std::fprintf(stderr,
+                   "ztune: warning: the memory model puts this plan at %.2f GiB per rank, more than %s's %.2f GiB; "
+                   "the run may fail for lack of memory\n",
+                   mem.gpu_total_bytes / 1073741824.0, c.name.c_str(), mem.gpu_capacity_bytes / 1073741824.0);
+  }
   const TempDir tmp(f.keep);
   const std::string& dir = tmp.path();
   const std::string plan_path = dir + "/plan.json";

@@ -208,6 +208,7 @@ bool read_only_database(const std::string& path) {
 }
 
 int run_search_command(const SearchFlags& f) {
+  refuse_output_over_input("--out", f.out, f.input.files());
   const Cluster catalog_cluster = f.input.load_cluster_or_throw();
   const Transformer model = f.input.load_model_or_throw();
   check_pins(f, model);

@@ -3,6 +3,8 @@
 // root CLI11 app; `run` is called after parsing when that subcommand was chosen.
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -36,6 +38,11 @@ CLI::Validator number_in(double lo, double hi, const std::string& what, bool lo_
 extern const CLI::Validator WritableFile;
 /// An existing directory (NVMe offload files are created in it).
 extern const CLI::Validator ExistingDirectory;
+/// Throws InputError when the output `out` (of flag `out_flag`) is the same file
+/// as one of the command's inputs ({flag, path}; empty paths skipped): writing it
+/// would replace what the command reads, a plan with a launch script.
+void refuse_output_over_input(const std::string& out_flag, const std::string& out,
+                              const std::vector<std::pair<std::string, std::string>>& inputs);
 
 struct Command {
   CLI::App* app = nullptr;

@@ -6,6 +6,7 @@
 #include "command.hpp"
 #include "ztune/vocab/catalog.hpp"
 #include "ztune/vocab/flag_values.hpp"
+#include "ztune/vocab/input_error.hpp"
 
 namespace ztune::cli {
 
@@ -45,6 +46,18 @@ const CLI::Validator WritableFile(
       return why ? v + ": " + *why : std::string();
     },
     "FILE");
+
+void refuse_output_over_input(const std::string& out_flag, const std::string& out,
+                              const std::vector<std::pair<std::string, std::string>>& inputs) {
+  if (out.empty()) return;
+  for (const auto& [flag, path] : inputs) {
+    if (path.empty()) continue;
+    std::error_code ec;
+    if (std::filesystem::equivalent(out, path, ec) && !ec)
+      throw InputError(out_flag + " " + out + ": is the file " + flag + " reads (" + path +
+                       "); writing it would replace the input: choose another file");
+  }
+}
 
 const CLI::Validator ExistingDirectory(
     [](const std::string& v) {

@@ -3,6 +3,7 @@
 // (DESIGN.md "The command line"). `resolve()` turns them into validated values.
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -25,6 +26,10 @@ struct InputFlags {
 
   void add_to(CLI::App& app, bool required);
   [[nodiscard]] Cluster load_cluster_or_throw() const;
+  /// {flag, path} of the files these flags read (for refuse_output_over_input).
+  [[nodiscard]] std::vector<std::pair<std::string, std::string>> files() const {
+    return {{"--cluster", cluster}, {"--model", model}};
+  }
   [[nodiscard]] Transformer load_model_or_throw() const;
 };
 

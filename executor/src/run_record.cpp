@@ -11,17 +11,6 @@
 
 namespace ztune::executor {
 
-std::uint64_t digest(const nlohmann::json& doc) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (char c : doc.dump()) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
-  return h;
-}
-
-std::string digest_hex(const nlohmann::json& doc) {
-  char buf[20];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(digest(doc)));
-  return buf;
-}
 
 namespace {
 
@@ -32,7 +21,9 @@ nlohmann::json environment(const std::string& backend, int threads) {
   int len = 0;
   MPI_Get_library_version(mpi, &len);
   std::string mpi_version(mpi, static_cast<std::size_t>(len));
-  if (auto nl = mpi_version.find('\n'); nl != std::string::npos) mpi_version.resize(nl);
+  // The first line; Open MPI counts the terminating NUL in len, which a JSON
+  // string would carry as \u0000.
+  if (auto end = mpi_version.find_first_of(std::string("\n\0", 2)); end != std::string::npos) mpi_version.resize(end);
   return {{"backend", backend},
           {"host", host},
           {"hardware_threads", std::thread::hardware_concurrency()},
@@ -49,8 +40,8 @@ nlohmann::json make_run_record(const RunRecordInput& in) {
   nlohmann::json r;
   r["schema"] = "ztune.runrecord/1";
   r["plan_file"] = in.plan_file;
-  r["plan_digest"] = digest_hex(in.plan_file.at("plan"));
-  r["model_digest"] = in.plan_file.contains("model") ? digest_hex(in.plan_file.at("model")) : "";
+  r["plan_digest"] = json_fnv1a_hex(in.plan_file.at("plan"));
+  r["model_digest"] = in.plan_file.contains("model") ? json_fnv1a_hex(in.plan_file.at("model")) : "";
   r["data"] = in.data;
   nlohmann::json steps = nlohmann::json::array(), losses = nlohmann::json::array();
   std::vector<double> times;

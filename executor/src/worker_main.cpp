@@ -253,7 +253,7 @@ int run(int argc, char** argv) {
   }
 
   const nlohmann::json plan_json = plan_file_to_json(pf);
-  CheckpointId ckpt{digest(plan_json), world->size(), world->rank()};
+  CheckpointId ckpt{json_fnv1a(plan_json), world->size(), world->rank()};
   int first_step = 0;
   if (opt.resume) {
     std::string why;
@@ -379,5 +379,14 @@ int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   ztune::executor::MpiSession mpi(&argc, &argv);
-  return ztune::executor::run(argc, argv);
+  try {
+    return ztune::executor::run(argc, argv);
+  } catch (const std::bad_alloc&) {
+    // A plan larger than this machine's memory (ztune run warns before the
+    // launch when the memory model says so): said, not an abort's backtrace.
+    std::fprintf(stderr,
+                 "ztune-worker: error: out of memory: an allocation failed on this rank; the plan needs more memory "
+                 "than the machine has (ztune predict shows what it needs per rank)\n");
+    return 1;
+  }
 }

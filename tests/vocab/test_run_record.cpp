@@ -226,6 +226,13 @@ TEST_CASE("run record: each mutation is refused naming the file and the JSON pat
       {"rank-order", [](json& d) { d["memory"][1]["rank"] = 0; }, "$.memory[1].rank: expected 1"},
       {"peak-edited", [](json& d) { d["peak_memory_bytes"][0] = 1.0; }, "$.peak_memory_bytes[0]: 1 is not"},
       {"step-order", [](json& d) { d["steps"][1]["step"] = 1; }, "$.steps[1].step: 1 does not follow step 1"},
+      // The digests are of the plan and model the record carries (FNV-1a 64 of
+      // their compact text): an edited plan or model no longer matches them.
+      {"plan-edited", [](json& d) { d["plan_file"]["plan"]["recompute"] = "full"; },
+       "$.plan_digest: \""},
+      {"model-edited", [](json& d) { d["plan_file"]["model"]["layers"] = 2; }, "$.model_digest: \""},
+      {"digest-edited", [](json& d) { d["plan_digest"] = "x"; },
+       "$.plan_digest: \"x\" is not the digest of $.plan_file.plan"},
   };
   for (const auto& c : cases) {
     INFO(c.name);

@@ -172,6 +172,18 @@ std::size_t RunRecord::peak_rank() const {
   return best;
 }
 
+std::uint64_t json_fnv1a(const nlohmann::json& doc) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (char c : doc.dump()) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  return h;
+}
+
+std::string json_fnv1a_hex(const nlohmann::json& doc) {
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(json_fnv1a(doc)));
+  return buf;
+}
+
 RunRecord run_record_from_json(const nlohmann::json& doc, const std::string& file) {
   ObjectReader r(doc, file, "$");
   r.schema("ztune.runrecord/1");
@@ -186,6 +198,14 @@ RunRecord run_record_from_json(const nlohmann::json& doc, const std::string& fil
   if (!rec.plan_file.model) throw r.error("plan_file", "the plan file that ran has no model (ztune-worker embeds it)");
   rec.plan_digest = r.string("plan_digest");
   rec.model_digest = r.string("model_digest");
+  // The digests are of the plan and model the record carries: a record edited
+  // by hand (another plan, fewer layers) no longer matches and is not fitted.
+  if (rec.plan_digest != json_fnv1a_hex(plan_file.at("plan")))
+    throw r.error("plan_digest", "\"" + rec.plan_digest + "\" is not the digest of $.plan_file.plan (" +
+                                     json_fnv1a_hex(plan_file.at("plan")) + "): the record was changed after its run");
+  if (rec.model_digest != json_fnv1a_hex(plan_file.at("model")))
+    throw r.error("model_digest", "\"" + rec.model_digest + "\" is not the digest of $.plan_file.model (" +
+                                      json_fnv1a_hex(plan_file.at("model")) + "): the record was changed after its run");
   rec.data = r.string("data");
 
   const auto& steps = array(r, "steps");

@@ -44,6 +44,9 @@ RunObservation run_observation_from_record(const RunRecord& record) {
                      fmt("%g", record.step_time_s));
   RunObservation o;
   o.label = std::filesystem::path(record.file).filename().string();
+  if (record.environment.is_object() && record.environment.contains("backend") &&
+      record.environment["backend"].is_string())
+    o.backend = record.environment["backend"].get<std::string>();
   o.model = *record.plan_file.model;
   o.plan = record.plan_file.plan;
   o.measured_iteration_s = record.step_time_s;

@@ -15,6 +15,7 @@
 #include "ztune/executor/backend.hpp"
 #include "ztune/executor/communicator.hpp"
 #include "ztune/executor/trainer.hpp"
+#include "ztune/vocab/run_record.hpp"  // json_fnv1a: the digests the reader checks
 
 namespace ztune::executor {
 
@@ -23,9 +24,6 @@ struct StepRecord {
   StepResult result;
 };
 
-/// FNV-1a of a JSON document's compact text, as 16 hex digits.
-std::string digest_hex(const nlohmann::json& doc);
-std::uint64_t digest(const nlohmann::json& doc);
 
 struct RunRecordInput {
   nlohmann::json plan_file;                  // plan_file_to_json of what ran

@@ -105,6 +105,10 @@ struct RunRecord {
 /// Reads a run record already parsed; `file` names it in messages ("record.json",
 /// "results.db run 7").
 RunRecord run_record_from_json(const nlohmann::json& doc, const std::string& file);
+/// The record's plan_digest and model_digest (and the checkpoint shards' plan
+/// digest): FNV-1a 64 of a JSON document's compact text; `_hex` as 16 hex digits.
+std::uint64_t json_fnv1a(const nlohmann::json& doc);
+std::string json_fnv1a_hex(const nlohmann::json& doc);
 /// Reads a run record file (read_json_file's limits apply).
 RunRecord read_run_record(const std::string& path);
 

@@ -188,6 +188,7 @@ ProfileFit fit_profile(const Measurements& m, const Cluster& c, const HardwarePr
 /// One measured training run: what ran and what it took.
 struct RunObservation {
   std::string label;                    // file name or run id
+  std::string backend;                  // the record's environment.backend: "cpu" or "cuda-…"
   Transformer model;
   Plan plan;
   double measured_iteration_s = 0;      // the record's median step time
