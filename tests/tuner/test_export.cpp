@@ -811,6 +811,8 @@ Transformer llama3_8b() {
   m.heads = 32;
   m.kv_heads = 8;
   m.ffn_hidden = 14336;
+  m.vocab = 128256;  // Llama 3's tokenizer
+  m.rope_theta = 500000;
   return m;
 }
 
@@ -820,7 +822,9 @@ Transformer llama3_8b() {
 // devices as torchtitan's ParallelDims requires (replicate × shard × cp × tp ×
 // pp = world size), hybrid sharding is replicate × shard, and what torchtitan's
 // Llama 3 trainer cannot run is refused naming the field. Oracle: the plan's
-// own degrees, and torchtitan's flavors (8B: 32 × 4096, 8 KV heads, FFN 14336).
+// own degrees, and torchtitan's flavors (8B: 32 × 4096, 8 KV heads, FFN 14336,
+// Llama 3's 128,256-id tokenizer and rope_theta 500,000; Llama 2 70B's shape is
+// the 70B's, its vocabulary and rope_theta are not).
 TEST_CASE("torchtitan export: degrees multiply to the plan's devices, refusals name the field",
           "[tuner][export][torchtitan]") {
   using Catch::Matchers::Contains;
@@ -841,6 +845,11 @@ TEST_CASE("torchtitan export: degrees multiply to the plan's devices, refusals n
   p.recompute = Recompute::full;
   const std::string toml = torchtitan_config(pf, "plan.json");
   CHECK_THAT(toml, Contains("flavor = \"8B\""));
+  {
+    PlanFile llama2 = pf;
+    llama2.model = load_transformer("llama-70b");  // 80 × 8192, 8 KV heads, FFN 28672: the 70B flavor's shape
+    CHECK_THAT(torchtitan_config(llama2, "plan.json"), Contains("flavor = \"llama-70b\""));
+  }
   CHECK_THAT(toml, Contains("data_parallel_replicate_degree = 4\n") && Contains("data_parallel_shard_degree = 8\n") &&
                        Contains("tensor_parallel_degree = 2\n") && Contains("pipeline_parallel_degree = 1\n"));
   CHECK_THAT(toml, Contains("local_batch_size = 2\n") && Contains("global_batch_size = 256\n"));

@@ -18,7 +18,9 @@ namespace {
 
 /// torchtitan's registered Llama 3 flavors (torchtitan/models/llama3/__init__.py):
 /// layers, dim, heads, kv heads and the FFN width its multiple_of and
-/// ffn_dim_multiplier give (8B: 14336, 70B: 28672, 405B: 53248).
+/// ffn_dim_multiplier give (8B: 14336, 70B: 28672, 405B: 53248), with Llama 3's
+/// tokenizer (128,256 ids) and rope_theta 500,000. Llama 2 70B has the 70B's
+/// shape but 32,000 ids and rope_theta 10,000: it is not that flavor.
 struct Flavor {
   const char* name;
   int layers, hidden, heads, kv_heads, ffn_hidden;
@@ -28,6 +30,8 @@ constexpr Flavor kLlama3Flavors[] = {
     {"70B", 80, 8192, 64, 8, 28672},
     {"405B", 126, 16384, 128, 8, 53248},
 };
+constexpr int kLlama3Vocab = 128256;
+constexpr double kLlama3RopeTheta = 500000;
 
 /// Why torchtitan's Llama 3 cannot be this model ("$.model.field: ..."), or "".
 std::string llama_violation(const Transformer& m) {
@@ -45,7 +49,7 @@ std::string llama_violation(const Transformer& m) {
 const Flavor* flavor_of(const Transformer& m) {
   for (const auto& f : kLlama3Flavors)
     if (m.layers == f.layers && m.hidden == f.hidden && m.heads == f.heads && m.kv_heads == f.kv_heads &&
-        m.ffn_hidden == f.ffn_hidden)
+        m.ffn_hidden == f.ffn_hidden && m.vocab == kLlama3Vocab && m.rope_theta == kLlama3RopeTheta)
       return &f;
   return nullptr;
 }
