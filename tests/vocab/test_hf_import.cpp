@@ -264,8 +264,13 @@ TEST_CASE("bad Hugging Face fields name the config.json key", "[hf][bad-input]")
   };
   const Case cases[] = {
       {"gpt-neox-20b", "hidden_size", nullptr, "$.hidden_size: missing required field (Hugging Face config)"},
-      {"gpt-neox-20b", "num_hidden_layers", "44", "$.num_hidden_layers: expected an integer > 0, got \"44\""},
-      {"gpt-neox-20b", "num_hidden_layers", 0, "$.num_hidden_layers: expected an integer > 0, got 0"},
+      {"gpt-neox-20b", "num_hidden_layers", "44", "$.num_hidden_layers: expected an integer from 1 to 100000, got \"44\""},
+      {"gpt-neox-20b", "num_hidden_layers", 0, "$.num_hidden_layers: expected an integer from 1 to 100000, got 0"},
+      // The model file's bounds hold for a config too (a billion layers planned 202 quadrillion parameters).
+      {"gpt-neox-20b", "num_hidden_layers", 1000000000,
+       "$.num_hidden_layers: expected an integer from 1 to 100000, got 1000000000"},
+      {"gpt-neox-20b", "vocab_size", 2147483648LL, "$.vocab_size: expected an integer from 1 to 16777216"},
+      {"gpt-neox-20b", "rotary_pct", 2, "$.rotary_pct: expected a share of the head's channels in (0, 1], got 2"},
       {"gpt-neox-20b", "num_attention_heads", 40,  // 6144 / 40 is not whole
        "$.num_attention_heads: expected a divisor of hidden_size (6144), got 40"},
       {"llama-3-70b", "num_key_value_heads", 6,

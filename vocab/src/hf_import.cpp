@@ -37,10 +37,35 @@ struct HfReader {
   [[nodiscard]] int integer(const char* key) const {
     const auto* v = find(key);
     if (v == nullptr) throw InputError(file + ": $." + key + ": missing required field (Hugging Face config)");
-    // 2^30 bounds every real shape and keeps products like hidden × heads in int range.
-    if (!v->is_number_integer() || v->get<long long>() <= 0 || v->get<long long>() > (1LL << 30))
-      throw InputError(file + ": $." + key + ": expected an integer > 0, got " + describe_json(*v));
+    // The model file's bounds for the field the key becomes (one set, transformer.hpp).
+    const long long most = bound_of(key);
+    if (!v->is_number_integer() || v->get<long long>() <= 0 || v->get<long long>() > most)
+      throw InputError(file + ": $." + key + ": expected an integer from 1 to " + std::to_string(most) + ", got " +
+                       describe_json(*v));
     return static_cast<int>(v->get<long long>());
+  }
+  static long long bound_of(std::string_view key) {
+    for (const char* k : {"n_layer", "num_hidden_layers", "n_layers"})
+      if (key == k) return kMaxLayers;
+    for (const char* k : {"n_embd", "hidden_size", "d_model", "head_dim"})
+      if (key == k) return kMaxHidden;
+    for (const char* k : {"n_head", "num_attention_heads", "n_heads", "num_key_value_heads"})
+      if (key == k) return kMaxHeads;
+    for (const char* k : {"n_inner", "intermediate_size"})
+      if (key == k) return kMaxFfnHidden;
+    if (key == "vocab_size") return kMaxVocab;
+    for (const char* k : {"n_positions", "n_ctx", "max_position_embeddings", "max_seq_len", "sliding_window"})
+      if (key == k) return kMaxSeqLen;
+    return 1LL << 30;  // keeps products like hidden × heads in int range
+  }
+  /// A share in (0, 1] (a rotary fraction), or `fallback`.
+  [[nodiscard]] double share_or(const char* key, double fallback) const {
+    const auto* v = find(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_number() || !(v->get<double>() > 0 && v->get<double>() <= 1))
+      throw InputError(file + ": $." + key + ": expected a share of the head's channels in (0, 1], got " +
+                       describe_json(*v));
+    return v->get<double>();
   }
   [[nodiscard]] int integer_or(const char* key, int fallback) const {
     return find(key) ? integer(key) : fallback;
@@ -176,7 +201,7 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.position = PositionEmbedding::rotary;
     t.rope_theta = r.positive_or("rotary_emb_base", kRoformerRopeTheta);
     // GPTNeoXConfig's defaults: RoPE on a quarter of each head, parallel attention and MLP.
-    t.rotary_fraction = r.positive_or("rotary_pct", 0.25);
+    t.rotary_fraction = r.share_or("rotary_pct", 0.25);
     t.parallel_residual = r.boolean_or("use_parallel_residual", true);
     t.bias = true;
     t.vocab = r.integer("vocab_size");
@@ -195,7 +220,7 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.norm_eps = r.epsilon_or("rms_norm_eps", 1e-6);
     t.position = PositionEmbedding::rotary;
     t.rope_theta = r.positive_or("rope_theta", kRoformerRopeTheta);
-    t.rotary_fraction = r.positive_or("partial_rotary_factor", 1.0);
+    t.rotary_fraction = r.share_or("partial_rotary_factor", 1.0);
     if (type == "qwen2") {
       // Qwen2Attention: q_proj, k_proj and v_proj with biases, o_proj and the MLP without.
       t.bias = false;

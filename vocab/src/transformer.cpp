@@ -95,11 +95,11 @@ Transformer transformer_from_json(const nlohmann::json& doc, const std::string& 
   Transformer t;
   t.name = r.string("name");
   t.source = r.string("source");
-  t.layers = static_cast<int>(r.integer("layers", 1, 100000));
-  t.hidden = static_cast<int>(r.integer("hidden", 1, 1 << 20));
-  t.heads = static_cast<int>(r.integer("heads", 1, 1 << 16));
-  t.kv_heads = static_cast<int>(r.integer("kv_heads", 1, 1 << 16));
-  t.ffn_hidden = static_cast<int>(r.integer("ffn_hidden", 1, 1 << 22));
+  t.layers = static_cast<int>(r.integer("layers", 1, kMaxLayers));
+  t.hidden = static_cast<int>(r.integer("hidden", 1, kMaxHidden));
+  t.heads = static_cast<int>(r.integer("heads", 1, kMaxHeads));
+  t.kv_heads = static_cast<int>(r.integer("kv_heads", 1, kMaxHeads));
+  t.ffn_hidden = static_cast<int>(r.integer("ffn_hidden", 1, kMaxFfnHidden));
   t.activation = r.choice("activation", {"gelu", "swiglu"}) == "gelu" ? Activation::gelu : Activation::swiglu;
   t.norm = r.choice("norm", {"layernorm", "rmsnorm"}) == "layernorm" ? NormKind::layernorm : NormKind::rmsnorm;
   // ε of every norm; absent in files written before the field (and when it is the default).
@@ -120,8 +120,8 @@ Transformer transformer_from_json(const nlohmann::json& doc, const std::string& 
   t.bias = r.boolean("bias");
   if (auto qb = r.optional_boolean("qkv_bias")) t.qkv_bias = *qb;
   if (auto w = r.optional_integer("attention_window", 1, 1 << 24)) t.attention_window = static_cast<int>(*w);
-  t.vocab = static_cast<int>(r.integer("vocab", 1, 1 << 24));
-  t.seq_len = static_cast<int>(r.integer("seq_len", 1, 1 << 24));
+  t.vocab = static_cast<int>(r.integer("vocab", 1, kMaxVocab));
+  t.seq_len = static_cast<int>(r.integer("seq_len", 1, kMaxSeqLen));
   t.tied_embeddings = r.boolean("tied_embeddings");
   if (r.has("head_token_fraction")) {
     const nlohmann::json& f = r.raw("head_token_fraction");

@@ -26,6 +26,15 @@ inline constexpr double kRoformerRopeTheta = 10000;
 /// give one: GPT-2's layer_norm_epsilon, GPT-NeoX's layer_norm_eps, Llama 2/3's
 /// rms_norm_eps; torch.nn.LayerNorm's and Megatron-LM's --norm-epsilon default.
 inline constexpr double kDefaultNormEps = 1e-5;
+/// The largest shape a model may state, one set of bounds for model files and
+/// Hugging Face configs: far past any model trained, and products of them
+/// (parameters, FLOPs) stay finite.
+inline constexpr int kMaxLayers = 100000;
+inline constexpr int kMaxHidden = 1 << 20;
+inline constexpr int kMaxHeads = 1 << 16;
+inline constexpr int kMaxFfnHidden = 1 << 22;
+inline constexpr int kMaxVocab = 1 << 24;
+inline constexpr int kMaxSeqLen = 1 << 24;
 /// GPT-2's and Megatron-LM's dropout, which Korthikanti et al. 2022's
 /// activation count (its 1-byte masks) assumes: a model file without "dropout".
 inline constexpr double kDefaultDropout = 0.1;
