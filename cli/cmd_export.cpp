@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "ztune/model/memory_model.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/vocab/input_error.hpp"
 #include "ztune/vocab/plan.hpp"
 #include "ztune/tuner/export.hpp"
@@ -55,6 +57,21 @@ void print_srun(std::ostream& os, const PlanFile& pf, const std::string& torchru
 int run_export(const ExportFlags& f) {
   refuse_output_over_input("--out", f.out, {{"the plan", f.plan_file}});
   const PlanFile pf = load_plan_file(f.plan_file);
+  // The engines exported to train on GPUs: a plan for CPU ranks (ztune's own
+  // executor) would come out as a GPU job of as many devices.
+  if (pf.cluster && pf.cluster->device_kind == DeviceKind::cpu)
+    throw InputError(f.plan_file + ": $.cluster: the plan is for " + pf.cluster->name + "'s CPU ranks; " + f.format +
+                     " trains on GPUs (plan for a GPU cluster, or run it with `ztune run " + f.plan_file + "`)");
+  // A plan the memory model says does not fit is exported (the model may be
+  // pessimistic), with a warning: the engine would run out of memory.
+  if (pf.cluster && pf.model && !check_plan(pf.plan, *pf.model, *pf.cluster)) {
+    const HardwareProfile hw = default_profile_for(*pf.cluster);
+    const MemoryPrediction mem = predict_memory(*pf.model, pf.plan, with_measured_figures(*pf.cluster, hw), hw);
+    if (!mem.fits_gpu)
+      std::cerr << "ztune: warning: " << f.plan_file << ": the memory model puts this plan at "
+                << mem.gpu_total_bytes / 1073741824.0 << " GiB per GPU, more than " << pf.cluster->name << "'s "
+                << mem.gpu_capacity_bytes / 1073741824.0 << " GiB: the engine may run out of memory\n";
+  }
   if (f.format == "deepspeed") {
     const auto config = deepspeed_config(pf, f.plan_file);
     const std::string config_path = f.out.empty() ? "ds_config.json" : f.out;

@@ -172,6 +172,29 @@ TEST_CASE("pins, catalogs, databases, hosts and profiles that cannot be used are
   CHECK_THAT(r.err, StartsWith("ztune: error: /nonexistent/clusters: no catalog directory"));
 }
 
+TEST_CASE("export refuses a CPU plan and warns of one that does not fit", "[cli][hardening]") {
+  const std::string dir = scratch().string();
+  const std::string cpu_plan = dir + "/cpu-plan.json", big_plan = dir + "/big-plan.json";
+  REQUIRE(run_ztune("search --cluster local-cpu --model tiny --no-db --no-simulate --top 1 --out " + cpu_plan)
+              .exit_code == 0);
+  auto r = run_ztune("export " + cpu_plan + " --format deepspeed");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("ztune: error: " + cpu_plan + ": $.cluster: the plan is for local-cpu's CPU ranks"));
+  // 64 sequences of llama-7b per micro-batch on an 80 GB GPU: predicted far past it.
+  REQUIRE(run_ztune("search --cluster dgx-a100-80gb --model llama-7b --no-db --no-simulate --top 1 --out " + big_plan)
+              .exit_code == 0);
+  auto doc = nlohmann::json::parse(read_file(big_plan));
+  doc["plan"]["micro_batch"] = 64;
+  doc["plan"]["grad_accum"] = 1;
+  doc["plan"]["global_batch"] = 64 * doc["plan"]["dp"].get<int>();
+  write_file(big_plan, doc.dump());
+  r = run_ztune("export " + big_plan + " --format deepspeed --out " + dir + "/ds.json");
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("warning: " + big_plan + ": the memory model puts this plan at") &&
+                        Contains("the engine may run out of memory"));
+}
+
 TEST_CASE("memory: DeepSpeed's host estimate for a billion GPUs is its huge number, not a wrapped negative",
           "[cli][hardening]") {
   const auto r = run_ztune("memory --model llama-7b --gpus 1024000000 --nodes 1000000 --json");
