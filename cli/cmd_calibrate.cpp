@@ -227,8 +227,14 @@ int run(const CalibrateFlags& f) {
                            .c_str()
                      : "");
     std::fflush(report);
-    const int rc = run_process(launch_command(np, "", args), f.json);
+    int interrupted = 0;
+    const int rc = run_process(launch_command(np, "", args), f.json, &interrupted);
     in.machine_after = sample_machine();
+    if (interrupted != 0) {  // Ctrl-C or a signal: as `ztune run` and `search` end, 128 + the signal
+      std::fprintf(stderr, "ztune calibrate: interrupted (signal %d): the microbenchmarks were stopped; nothing "
+                   "was fitted or written\n", interrupted);
+      return 128 + interrupted;
+    }
     if (rc == kExitUsage) return kExitUsage;
     if (rc != 0) {
       std::fprintf(stderr, "ztune calibrate: the microbenchmarks failed (exit %d)%s\n", rc,

@@ -156,6 +156,16 @@ int run(int argc, char** argv) {
                            o.min_bytes, o.max_bytes);
     return kExitUsage;
   }
+  if (app.count("--only") > 0 && o.only.empty()) {
+    if (root) std::fprintf(stderr, "ztune-calibrate-worker: error: --only: an empty list (name the sections to run)\n");
+    return kExitUsage;
+  }
+  if (o.protocol.max_repeats > 0 && o.protocol.max_repeats < o.protocol.repeats) {
+    if (root)
+      std::fprintf(stderr, "ztune-calibrate-worker: error: --max-repeats %d is below --repeats %d\n",
+                   o.protocol.max_repeats, o.protocol.repeats);
+    return kExitUsage;
+  }
   const auto sections = split_list(o.only);
   const std::vector<std::string> known{"gemm", "attention", "memory", "copies", "adam", "collectives"};
   for (const auto& s : sections)
@@ -271,6 +281,7 @@ int run(int argc, char** argv) {
     std::fflush(stdout);
     std::ofstream file(o.out);
     file << m.dump(1) << "\n";
+    file.close();  // the buffered tail is written here: a full disk fails now, not silently
     if (!file) {
       std::fprintf(stderr, "ztune-calibrate-worker: error: %s: cannot write the measurements\n", o.out.c_str());
       return kExitFailed;
