@@ -40,6 +40,9 @@ namespace {
 // the times and byte counts computed from it overflow.
 constexpr double kMaxRate = 1e6;
 constexpr double kMaxCapacity = 1e6;
+// And a floor under the rates times divide by: 1e-310 is read as > 0 and made
+// every time infinite. A millionth of a GB/s or TFLOP/s is a kB/s or a MFLOP/s.
+constexpr double kMinRate = 1e-6;
 
 /// A number as a person writes it in a message: 40, 1.5, 0.064.
 std::string short_number(double v) {
@@ -48,10 +51,19 @@ std::string short_number(double v) {
   return os.str();
 }
 
+/// A rate (> 0, or >= 0 when `allow_zero`) between kMinRate and kMaxRate.
+double rate(ObjectReader& r, std::string_view key, bool allow_zero = false) {
+  const double v = r.positive(key, allow_zero, kMaxRate);
+  if (v != 0 && v < kMinRate)
+    throw r.error(key, (allow_zero ? "expected 0 or a number from 1e-06" : "expected a number from 1e-06") +
+                           std::string(" to 1e+06, got ") + short_number(v));
+  return v;
+}
+
 FabricLevel read_level(ObjectReader r, bool inter) {
   FabricLevel f;
   f.name = r.string("name");
-  f.bandwidth_gbps = r.positive("bandwidth_gbps", false, kMaxRate);
+  f.bandwidth_gbps = rate(r, "bandwidth_gbps");
   f.latency_us = r.positive("latency_us", true, 1e6);  // a second
   f.topology = r.string("topology");
   if (inter) f.nics_per_node = static_cast<int>(r.integer("nics_per_node", 1, 1024));
@@ -81,20 +93,20 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& file) {
       c.node.gpu.name = g.string("name");
       c.node.gpu.memory_gb = g.positive("memory_gb", false, kMaxCapacity);
       auto peak = g.object("peak_tflops");
-      c.node.gpu.peak_tflops_fp16 = peak.positive("fp16", true, kMaxRate);
-      c.node.gpu.peak_tflops_bf16 = peak.positive("bf16", true, kMaxRate);
-      c.node.gpu.peak_tflops_fp32 = peak.positive("fp32", false, kMaxRate);
+      c.node.gpu.peak_tflops_fp16 = rate(peak, "fp16", true);
+      c.node.gpu.peak_tflops_bf16 = rate(peak, "bf16", true);
+      c.node.gpu.peak_tflops_fp32 = rate(peak, "fp32");
       peak.finish();
       if (c.node.gpu.peak_tflops_fp16 == 0 && c.node.gpu.peak_tflops_bf16 == 0 && c.device_kind == DeviceKind::gpu)
         throw peak.error("", "expected a 16-bit peak > 0 (fp16 or bf16) for a GPU, got fp16 0 and bf16 0");
-      c.node.gpu.hbm_bandwidth_gbps = g.positive("hbm_bandwidth_gbps", false, kMaxRate);
+      c.node.gpu.hbm_bandwidth_gbps = rate(g, "hbm_bandwidth_gbps");
       g.finish();
     }
     c.node.host_memory_gb = n.positive("host_memory_gb", false, kMaxCapacity);
     c.node.cpu_cores = static_cast<int>(n.integer("cpu_cores", 1, 100000));
-    c.node.cpu_adam_gparams_per_s = n.positive("cpu_adam_gparams_per_s", false, kMaxRate);
-    c.node.pcie_bandwidth_gbps = n.positive("pcie_bandwidth_gbps", false, kMaxRate);
-    c.node.nvme_bandwidth_gbps = n.positive("nvme_bandwidth_gbps", true, kMaxRate);
+    c.node.cpu_adam_gparams_per_s = rate(n, "cpu_adam_gparams_per_s");
+    c.node.pcie_bandwidth_gbps = rate(n, "pcie_bandwidth_gbps");
+    c.node.nvme_bandwidth_gbps = rate(n, "nvme_bandwidth_gbps", true);
     c.node.nvme_size_tb = n.positive("nvme_size_tb", true, kMaxCapacity);
     if ((c.node.nvme_bandwidth_gbps == 0) != (c.node.nvme_size_tb == 0))
       throw n.error("nvme_size_tb", "expected NVMe size and bandwidth both 0 (no NVMe) or both > 0, got size " +

@@ -428,6 +428,13 @@ double ObjectReader::fraction(std::string_view key, bool allow_zero) {
   if (v > 1.0)
     throw error(key, std::string("expected a fraction in ") + (allow_zero ? "[0, 1]" : "(0, 1]") + ", got " +
                          std::to_string(v));
+  // A fraction that may not be 0 is an efficiency, and times divide by it: one
+  // below a millionth (1e-310 is read as > 0) makes them overflow.
+  if (!allow_zero && v < kMinEfficiency) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", v);
+    throw error(key, std::string("expected a fraction in (0, 1] of at least 1e-06, got ") + got);
+  }
   return v;
 }
 

@@ -38,6 +38,9 @@ nlohmann::json read_json_file(const std::string& path);
 /// cut). Bounded in time, memory and stack whatever the value's size or depth.
 std::string describe_json(const nlohmann::json& value);
 
+/// The smallest efficiency a profile may state (ObjectReader::fraction).
+inline constexpr double kMinEfficiency = 1e-6;
+
 class ObjectReader {
  public:
   /// `file` names the source in messages; `path` is the JSON path of `object` ("$" at the top).
@@ -48,7 +51,8 @@ class ObjectReader {
   /// (a physical quantity's plausible ceiling: past it the times overflow).
   double positive(std::string_view key, bool allow_zero = false,
                   double hi = std::numeric_limits<double>::infinity());
-  /// A fraction in (0, 1], or [0, 1] with allow_zero (efficiencies, overlap shares).
+  /// A fraction in (0, 1] (an efficiency, at least kMinEfficiency: times divide
+  /// by it), or [0, 1] with allow_zero (overlap shares).
   double fraction(std::string_view key, bool allow_zero = false);
   std::optional<double> optional_positive(std::string_view key, bool allow_zero = false,
                                           double hi = std::numeric_limits<double>::infinity());
