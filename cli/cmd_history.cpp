@@ -113,6 +113,8 @@ int show(const ResultsDb& db, const HistoryFlags& f) {
   std::int64_t n = 0;
   try {
     std::size_t used = 0;
+    // Digits only: stoll would skip leading blanks (" 1") and take "+1".
+    if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) throw std::invalid_argument(id);
     n = std::stoll(id, &used);
     if (used != id.size() || n <= 0) throw std::invalid_argument(id);
   } catch (const std::exception&) {

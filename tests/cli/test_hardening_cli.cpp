@@ -494,6 +494,19 @@ TEST_CASE("a database row or an argument that is not UTF-8 is exit 2 naming it, 
   CHECK_THAT(r.err, StartsWith("ztune: error: argument 3: byte 0xE9 at offset 5 is not UTF-8"));
 }
 
+TEST_CASE("history show takes an id of digits only, as it reads them", "[cli][hardening]") {
+  const std::string db = (scratch() / "ids.db").string();
+  fs::remove(db);
+  REQUIRE(run_ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-simulate --db '" + db + "'").exit_code == 0);
+  CHECK(run_ztune("history show 1 --db '" + db + "'").exit_code == 0);
+  for (const char* id : {"' 1'", "'1 '", "+1", "s+1", "0x1"}) {
+    const auto r = run_ztune(std::string("history show ") + id + " --db '" + db + "'");
+    INFO(id << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains("expected a search id (12 or s12) or a run id (r3)"));
+  }
+}
+
 // ---------------------------------------------------------------- a database that refuses the store
 
 namespace {

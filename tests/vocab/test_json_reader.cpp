@@ -9,6 +9,9 @@ using Catch::Matchers::Contains;
 TEST_CASE("malformed JSON names the file, line and column", "[json]") {
   REQUIRE_THROWS_WITH(ztune::parse_json_text("{\n  \"a\": 1,\n  \"b\": }", "x.json"),
                       Contains("x.json:3:") && Contains("malformed JSON"));
+  // The lexer stops at a NUL: zeros after the value (a padded file) were never read.
+  REQUIRE_THROWS_WITH(ztune::parse_json_text(std::string("{\"a\": 1}\n\0\0\0", 12), "x.json"),
+                      "x.json:2:1: a NUL byte; JSON text has none (a binary file, or one padded with zeros)");
 }
 
 TEST_CASE("typed reads name the path and what was expected", "[json]") {

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -174,6 +175,15 @@ void describe_into(const json& v, std::string& out, std::size_t budget, int dept
 }  // namespace
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
+  // nlohmann's lexer ends the input at a NUL byte, so what follows one (27 NULs
+  // after a cluster's closing brace) was never read: JSON text has none.
+  if (const auto nul = text.find('\0'); nul != std::string::npos) {
+    const auto line_start = text.rfind('\n', nul);
+    const std::size_t line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<long>(nul), '\n'));
+    const std::size_t column = line_start == std::string::npos ? nul + 1 : nul - line_start;
+    throw InputError(file + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                     ": a NUL byte; JSON text has none (a binary file, or one padded with zeros)");
+  }
   DomBuilder builder(text, file);
   // strict: trailing characters after the value are an error. parse_error() above
   // throws, so a false return (which only it could cause) cannot be reached.
