@@ -1,5 +1,7 @@
 #include "main_window.hpp"
 
+#include <cstdio>
+
 #include <QAction>
 #include <QApplication>
 #include <QCheckBox>
@@ -491,7 +493,12 @@ void MainWindow::screenshot_when_ready(const QString& file, int timeout_ms) {
   connect(&doc_, &PlannerDocument::simulationFinished, this, ready);
   connect(&doc_, &PlannerDocument::simulationFailed, this, [save] { save(0); });
   connect(&doc_, &PlannerDocument::scalingRunning, this, ready);
-  connect(&doc_, &PlannerDocument::searchFailed, this, [save] { save(1); });
+  // A screenshot run is headless: a refused input is said on stderr too, as
+  // `ztune` says it, not only inside the picture.
+  connect(&doc_, &PlannerDocument::searchFailed, this, [save](const QList<InputIssue>& issues) {
+    for (const auto& issue : issues) std::fprintf(stderr, "ztune-planner: error: %s\n", qPrintable(issue.message));
+    save(1);
+  });
   QTimer::singleShot(timeout_ms, this, [save] { save(3); });
   start_search();
 }
