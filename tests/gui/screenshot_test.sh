@@ -68,3 +68,13 @@ if [ "${ZTUNE_REFRESH_SCREENSHOT:-0}" = 1 ]; then
   cp "$set_dir/interleaved/timeline-interleaved.png" "$src/docs/screenshots/timeline.png"
   echo "refreshed $src/docs/screenshots/"
 fi
+
+# A refused input in a headless screenshot run is said on stderr, as `ztune`
+# says it (it was only inside the picture), with exit 1.
+err="$(dirname "$out")/screenshot-refused.err"
+rc=0
+xvfb-run -a -s "-screen 0 1920x1200x24" "$planner" --cluster no-such-cluster \
+  --screenshot "$(dirname "$out")/refused.png" 2>"$err" || rc=$?
+[ "$rc" = 1 ] || { echo "a refused cluster exited $rc, expected 1"; exit 1; }
+grep -q "ztune-planner: error: --cluster no-such-cluster: not a file and not a catalog cluster" "$err" || {
+  echo "the refusal is not on stderr:"; cat "$err"; exit 1; }
