@@ -115,10 +115,14 @@ TEST_CASE("run record: the sequence slot's all-to-alls and the replicas' all-red
   // the replica group out of its record, and the reader knew neither
   // all_to_all nor these groups (it would have refused them as unknown fields).
   json doc = fixture();
+  // algbw = S/t; busbw = algbw · nccl-tests' factor for 2 ranks: 1/2 for an
+  // all-to-all, 1 for a send, a receive and a 2-rank all-reduce.
   const json one = {{"count", 4}, {"bytes", 4096.0}, {"time_s", 0.002}, {"algbw_gbps", 0.002048}, {"busbw_gbps", 0.001024}};
+  json whole = one;
+  whole["busbw_gbps"] = 0.002048;
   doc["collectives_rank0"]["ulysses"] = {{"ranks", 2}, {"all_to_all", one}};
-  doc["collectives_rank0"]["cp"] = {{"ranks", 2}, {"send", one}, {"recv", one}};
-  doc["collectives_rank0"]["dp_replica"] = {{"ranks", 2}, {"all_reduce", one}};
+  doc["collectives_rank0"]["cp"] = {{"ranks", 2}, {"send", whole}, {"recv", whole}};
+  doc["collectives_rank0"]["dp_replica"] = {{"ranks", 2}, {"all_reduce", whole}};
   const std::string path = (scratch() / "ulysses.json").string();
   std::ofstream(path) << doc.dump(1) << "\n";
   const ztune::RunRecord r = ztune::read_run_record(path);
@@ -226,6 +230,13 @@ TEST_CASE("run record: each mutation is refused naming the file and the JSON pat
       {"rank-order", [](json& d) { d["memory"][1]["rank"] = 0; }, "$.memory[1].rank: expected 1"},
       {"peak-edited", [](json& d) { d["peak_memory_bytes"][0] = 1.0; }, "$.peak_memory_bytes[0]: 1 is not"},
       {"step-order", [](json& d) { d["steps"][1]["step"] = 1; }, "$.steps[1].step: 1 does not follow step 1"},
+      // A collective's bandwidths are its bytes over its time, and a group lies within the run.
+      {"algbw-edited", [](json& d) { d["collectives_rank0"]["dp"]["all_reduce"]["algbw_gbps"] = 0.0; },
+       "$.collectives_rank0.dp.all_reduce.algbw_gbps: 0 is not bytes / time_s"},
+      {"busbw-edited", [](json& d) { d["collectives_rank0"]["dp"]["all_reduce"]["busbw_gbps"] = 7.0; },
+       "$.collectives_rank0.dp.all_reduce.busbw_gbps: 7 is not algbw_gbps"},
+      {"group-too-big", [](json& d) { d["collectives_rank0"]["dp"]["ranks"] = 3; },
+       "$.collectives_rank0.dp.ranks: 3 ranks in a group of a run of 2"},
       // The digests are of the plan and model the record carries (FNV-1a 64 of
       // their compact text): an edited plan or model no longer matches them.
       {"plan-edited", [](json& d) { d["plan_file"]["plan"]["recompute"] = "full"; },

@@ -248,6 +248,26 @@ RunRecord run_record_from_json(const nlohmann::json& doc, const std::string& fil
 
   const auto& memory = array(r, "memory");
   const int ranks = rec.plan_file.plan.gpus();
+  // Each group lies within the run, and each collective's bandwidths are what
+  // its bytes and time give (nccl-tests: algbw = S/t, busbw = algbw · the bus
+  // factor of the group's size): a hand-edited figure contradicts them.
+  for (const auto& [group, g] : rec.collectives_rank0) {
+    const std::string at = "$.collectives_rank0." + group;
+    if (g.ranks > ranks)
+      throw InputError(file + ": " + at + ".ranks: " + std::to_string(g.ranks) + " ranks in a group of a run of " +
+                       std::to_string(ranks));
+    for (const auto& [kind, c] : g.collectives) {
+      const double algbw = c.time_s > 0 ? c.bytes / c.time_s / 1e9 : 0;
+      if (differs(c.algbw_gbps, algbw))
+        throw InputError(file + ": " + at + "." + kind + ".algbw_gbps: " + fmt(c.algbw_gbps) +
+                         " is not bytes / time_s (" + fmt(algbw) + ")");
+      const double busbw = algbw * bus_factor(*collective_named(kind), g.ranks);
+      if (differs(c.busbw_gbps, busbw))
+        throw InputError(file + ": " + at + "." + kind + ".busbw_gbps: " + fmt(c.busbw_gbps) +
+                         " is not algbw_gbps · the bus factor of " + std::to_string(g.ranks) + " ranks (" +
+                         fmt(busbw) + ")");
+    }
+  }
   if (memory.size() != static_cast<std::size_t>(ranks))
     throw r.error("memory", std::to_string(memory.size()) + " ranks' memory for a plan of " + std::to_string(ranks) +
                                 " ranks (expected one per rank)");
