@@ -237,6 +237,8 @@ TEST_CASE("run record: each mutation is refused naming the file and the JSON pat
        "$.collectives_rank0.dp.all_reduce.busbw_gbps: 7 is not algbw_gbps"},
       {"group-too-big", [](json& d) { d["collectives_rank0"]["dp"]["ranks"] = 3; },
        "$.collectives_rank0.dp.ranks: 3 ranks in a group of a run of 2"},
+      {"loss-scale-fp32", [](json& d) { d["steps"][0]["loss_scale"] = 0.0; },
+       "$.steps[0].loss_scale: 0 on a plan in fp32, which scales no loss; expected 1"},
       // The digests are of the plan and model the record carries (FNV-1a 64 of
       // their compact text): an edited plan or model no longer matches them.
       {"plan-edited", [](json& d) { d["plan_file"]["plan"]["recompute"] = "full"; },

@@ -215,6 +215,15 @@ RunRecord run_record_from_json(const nlohmann::json& doc, const std::string& fil
     if (i > 0 && rec.steps[i].step <= rec.steps[i - 1].step)
       throw InputError(file + ": " + path + ".step: " + std::to_string(rec.steps[i].step) +
                        " does not follow step " + std::to_string(rec.steps[i - 1].step));
+    // Only fp16 scales its loss (DeepSpeed's dynamic scaler, a positive
+    // scale); bf16 and fp32 steps carry 1.
+    const double scale = rec.steps[i].loss_scale;
+    if (rec.plan_file.plan.precision == Precision::fp16 ? !(scale > 0) : scale != 1)
+      throw InputError(file + ": " + path + ".loss_scale: " + fmt(scale) +
+                       (rec.plan_file.plan.precision == Precision::fp16
+                            ? " on an fp16 plan; expected a scale > 0"
+                            : " on a plan in " + to_string(rec.plan_file.plan.precision) +
+                                  ", which scales no loss; expected 1"));
   }
   const auto& losses = array(r, "losses");
   if (losses.size() != steps.size())
