@@ -144,9 +144,9 @@ int run(const CalibrateFlags& f) {
         {"--cluster", f.cluster}, {"--measurements", f.measurements}, {"--profile", f.prior}};
     for (const auto& r : f.records) inputs.emplace_back("--records", r);
     for (const auto& r : f.holdout_records) inputs.emplace_back("--holdout-records", r);
-    for (const auto* out : {&f.out, &f.cluster_out, &f.keep_measurements})
-      refuse_output_over_input(out == &f.out ? "--out" : out == &f.cluster_out ? "--cluster-out" : "--keep-measurements",
-                               *out, inputs);
+    for (const auto& [flag, out] : {std::pair<const char*, const std::string&>{"--out", f.out},
+                                    {"--cluster-out", f.cluster_out}, {"--keep-measurements", f.keep_measurements}})
+      refuse_output_over_input(flag, out, inputs);
     // A record both fitted and held out makes the held-out verdict meaningless.
     for (const auto& r : f.records)
       for (const auto& h : f.holdout_records) {

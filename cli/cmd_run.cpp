@@ -203,17 +203,22 @@ int run(const RunFlags& f) {
     throw InputError(plan_name + ": the plan is for " + pf.cluster->name + "'s GPUs (the CUDA backend), and this "
                      "machine has no NVIDIA device (no /dev/nvidia0); run it on the GPU machine, pass --hosts, or "
                      "plan for --cluster local-cpu");
-  // A plan the memory model says does not fit is still run (the model may be
+  // The cost model's memory for the plan, when the plan fits the cluster's
+  // rules (hw is there only with a cluster): shown beside the measurement after
+  // the run. A plan it says does not fit is still run (the model may be
   // pessimistic, the cluster file's capacity smaller than the machine), with a
   // warning first: a rank that runs out says so (ztune-worker's out of memory).
-  if (hw && pf.cluster && !check_plan(pf.plan, *pf.model, *pf.cluster)) {
-    const Cluster c = with_measured_figures(*pf.cluster, *hw);
-    const MemoryPrediction mem = predict_memory(*pf.model, pf.plan, c, *hw);
-    if (!mem.fits_gpu)
+  std::optional<Cluster> priced;  // the cluster with the profile's measured figures
+  std::optional<MemoryPrediction> predicted_memory;
+  if (hw && !check_plan(pf.plan, *pf.model, *pf.cluster)) {
+    priced = with_measured_figures(*pf.cluster, *hw);
+    predicted_memory = predict_memory(*pf.model, pf.plan, *priced, *hw);
+    if (!predicted_memory->fits_gpu)
       std::fprintf(stderr,
                    "ztune: warning: the memory model puts this plan at %.2f GiB per rank, more than %s's %.2f GiB; "
                    "the run may fail for lack of memory\n",
-                   mem.gpu_total_bytes / 1073741824.0, c.name.c_str(), mem.gpu_capacity_bytes / 1073741824.0);
+                   predicted_memory->gpu_total_bytes / 1073741824.0, priced->name.c_str(),
+                   predicted_memory->gpu_capacity_bytes / 1073741824.0);
   }
   const TempDir tmp(f.keep);
   const std::string& dir = tmp.path();
@@ -245,12 +250,12 @@ int run(const RunFlags& f) {
   const RunRecord record = read_run_record(record_path);
   const bool record_kept = !f.record.empty() || tmp.kept();
 
-  // The cost model's prediction for the same plan, when the plan fits the cluster.
+  // The cost model's prediction for the same plan: the memory above, and the time.
   std::optional<Prediction> prediction;
   std::optional<MemoryPrediction> memory_only;  // the time could not be predicted; the memory can
-  if (hw && !check_plan(pf.plan, *pf.model, *pf.cluster)) {
-    const Cluster c = with_measured_figures(*pf.cluster, *hw);
-    prediction = Prediction{predict_memory(*pf.model, pf.plan, c, *hw), predict_time(*pf.model, pf.plan, c, *hw)};
+  if (predicted_memory) {
+    const Cluster& c = *priced;
+    prediction = Prediction{*predicted_memory, predict_time(*pf.model, pf.plan, c, *hw)};
     // The run happened: a prediction that is not finite is left out (and said),
     // rather than stored as Inf or thrown away with the run.
     if (const std::string bad = non_finite_time(prediction->time); !bad.empty()) {

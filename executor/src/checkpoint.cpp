@@ -51,6 +51,18 @@ void fsync_path(const std::string& path) {
   }
 }
 
+// One line into DIR/name through a synced temporary file and a rename: a crash
+// leaves the old line or the new one (latest, data).
+void replace_line(const std::string& dir, const std::string& name, const std::string& line) {
+  const std::string tmp = dir + "/" + name + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << line << "\n";
+  }
+  fsync_path(tmp);
+  std::rename(tmp.c_str(), (dir + "/" + name).c_str());
+}
+
 }  // namespace
 
 std::optional<std::string> write_checkpoint_shard(const std::string& dir, int steps, const CheckpointId& id,
@@ -83,25 +95,9 @@ std::optional<std::string> write_checkpoint_shard(const std::string& dir, int st
   return std::nullopt;
 }
 
-void commit_checkpoint(const std::string& dir, int steps) {
-  const std::string tmp = dir + "/latest.tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << steps << "\n";
-  }
-  fsync_path(tmp);
-  std::rename(tmp.c_str(), (dir + "/latest").c_str());
-}
+void commit_checkpoint(const std::string& dir, int steps) { replace_line(dir, "latest", std::to_string(steps)); }
 
-void write_data_identity(const std::string& dir, const std::string& identity) {
-  const std::string tmp = dir + "/data.tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << identity << "\n";
-  }
-  fsync_path(tmp);
-  std::rename(tmp.c_str(), (dir + "/data").c_str());
-}
+void write_data_identity(const std::string& dir, const std::string& identity) { replace_line(dir, "data", identity); }
 
 std::optional<std::string> check_data_identity(const std::string& dir, const std::string& identity) {
   std::error_code ec;

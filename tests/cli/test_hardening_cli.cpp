@@ -97,12 +97,27 @@ TEST_CASE("flags: a price or budget whose cost overflows is refused, and at the 
   CHECK(best("--gpu-hour-price 1e9 --tokens 1e18") == best("--gpu-hour-price 2"));
 }
 
+namespace {
+
+/// `ztune ARGS` and the message it must stop with (exit 2), after "ztune: error: ".
+struct Refusal {
+  std::string args, message;
+};
+
+void check_refusals(const std::vector<Refusal>& cases) {
+  for (const auto& c : cases) {
+    const auto r = run_ztune(c.args);
+    INFO(c.args << "\n" << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, StartsWith("ztune: error: " + c.message));
+  }
+}
+
+}  // namespace
+
 TEST_CASE("flags: output files, directories and sizes are checked when the flags are read", "[cli][hardening]") {
   const std::string dir = scratch().string();
-  struct Case {
-    std::string args, message;
-  };
-  const std::vector<Case> cases{
+  const std::vector<Refusal> cases{
       {"search --cluster dgx2x16 --model gpt2-1.5b --no-db --out " + dir,
        "--out: " + dir + ": is a directory; expected a file to write"},
       {"calibrate --cluster local-cpu --no-db --keep-measurements " + dir,
@@ -126,20 +141,12 @@ TEST_CASE("flags: output files, directories and sizes are checked when the flags
        "--tp: the plan file " + plan_file() + " gives the whole plan; drop --tp or the file"},
       {"run " + plan_file() + " --zero 1 --no-db", "--zero: the plan file " + plan_file() + " gives the whole plan"},
   };
-  for (const auto& c : cases) {
-    const auto r = run_ztune(c.args);
-    INFO(c.args << "\n" << r.err);
-    CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, StartsWith("ztune: error: " + c.message));
-  }
+  check_refusals(cases);
 }
 
 TEST_CASE("pins, catalogs, databases, hosts and profiles that cannot be used are said as such", "[cli][hardening]") {
   const std::string dir = scratch().string();
-  struct Case {
-    std::string args, message;
-  };
-  const std::vector<Case> cases{
+  const std::vector<Refusal> cases{
       // predict's rule for the pin, not "nothing fits even on 192 nodes".
       {"search --cluster dgx-a100-80gb --model llama-7b --no-db --tp 3",
        "--tp: 3 does not divide the model's 32 heads"},
@@ -149,12 +156,7 @@ TEST_CASE("pins, catalogs, databases, hosts and profiles that cannot be used are
       {"run --cluster local-cpu --model tiny --no-db --hosts 'node1:4,node 2'", "--hosts: expected host[:slots]"},
       {"predict --cluster local-cpu --model tiny --profile " + dir, "--profile " + dir + ": not a regular file"},
   };
-  for (const auto& c : cases) {
-    const auto r = run_ztune(c.args);
-    INFO(c.args << "\n" << r.err);
-    CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, StartsWith("ztune: error: " + c.message));
-  }
+  check_refusals(cases);
   CHECK(!fs::exists(dir + "/no-such"));
   // A GPU plan where no GPU is: said before any rank starts (on a GPU machine the run goes ahead).
   if (!fs::exists("/dev/nvidia0")) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -24,6 +25,28 @@ namespace {
 
 using ztune::test::TempDir;
 using ztune::test::read_bytes;
+
+/// A data-parallel run of `model` on `cluster` (dp ranks, micro-batches of
+/// `micro_batch` over `global_batch` sequences) with ztune's own prediction of
+/// it, as `ztune run` stores one; the caller adds the record and the measurements.
+ztune::RunToStore predicted_run(const std::string& cluster, const std::string& model, int dp, int micro_batch,
+                                int global_batch, std::optional<ztune::Precision> precision = std::nullopt) {
+  ztune::RunToStore run;
+  run.cluster = ztune::load_cluster(cluster);
+  run.model = ztune::load_transformer(model);
+  run.plan.dp = dp;
+  run.plan.micro_batch = micro_batch;
+  run.plan.global_batch = global_batch;
+  if (precision) run.plan.precision = *precision;
+  run.prediction = ztune::predict(*run.model, run.plan, *run.cluster, ztune::default_profile_for(*run.cluster));
+  return run;
+}
+
+/// Stores `run` in a results database at `db`; its id.
+std::int64_t store(const std::string& db, const ztune::RunToStore& run) {
+  auto results = ztune::ResultsDb::open(db);
+  return results.store_run(run);
+}
 
 }  // namespace
 
@@ -202,21 +225,11 @@ TEST_CASE("history show rN summarises a run (predicted against measured, its mea
           "[cli][tuner][db]") {
   TempDir dir;
   const std::string db = dir.file("results.db");
-  ztune::RunToStore run;
-  run.cluster = ztune::load_cluster("dgx-a100-80gb");
-  run.model = ztune::load_transformer("gpt2-1.5b");
-  run.plan.dp = 8;
-  run.plan.micro_batch = 4;
-  run.plan.global_batch = 32;
-  run.prediction = ztune::predict(*run.model, run.plan, *run.cluster, ztune::default_profile_for(*run.cluster));
+  ztune::RunToStore run = predicted_run("dgx-a100-80gb", "gpt2-1.5b", 8, 4, 32);
   run.record = {{"schema", "ztune.run/1"}};
   run.measured_iteration_s = 0.5;
   run.measurements = {{"iteration_s", 0.5, "s"}, {"peak_memory_bytes", 2.5e10, "B"}};
-  std::int64_t id = 0;
-  {
-    auto store = ztune::ResultsDb::open(db);
-    id = store.store_run(run);
-  }
+  const std::int64_t id = store(db, run);
   const double predicted = run.prediction->time.iteration_s;
   auto r = run_command(ztune_bin() + " history show r" + std::to_string(id) + " --db " + db);
   REQUIRE(r.exit_code == 0);
@@ -248,21 +261,10 @@ TEST_CASE("history show rN sets the stored prediction's memory lines beside what
   }
   TempDir dir;
   const std::string db = dir.file("results.db");
-  ztune::RunToStore run;
-  run.cluster = ztune::load_cluster("local-cpu");
-  run.model = ztune::load_transformer("tiny");
-  run.plan.dp = 2;
-  run.plan.micro_batch = 2;
-  run.plan.global_batch = 4;
-  run.plan.precision = ztune::Precision::fp32;
-  run.prediction = ztune::predict(*run.model, run.plan, *run.cluster, ztune::default_profile_for(*run.cluster));
+  ztune::RunToStore run = predicted_run("local-cpu", "tiny", 2, 2, 4, ztune::Precision::fp32);
   run.record = record;
   run.measured_iteration_s = record["step_time_s"].get<double>();
-  std::int64_t id = 0;
-  {
-    auto store = ztune::ResultsDb::open(db);
-    id = store.store_run(run);
-  }
+  const std::int64_t id = store(db, run);
   const auto r = run_command(ztune_bin() + " history show r" + std::to_string(id) + " --db " + db);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Contains("memory at rank 0's peak (MiB)   predicted   measured"));
