@@ -340,11 +340,12 @@ int run_search_command(const SearchFlags& f) {
       const auto& best = r.plans.front().time();
       if (const std::string band = error_band_line(accuracy, best.iteration_s, best.tokens_per_s); !band.empty())
         std::cout << "best plan's " << band << "\n";
-      if (o.space.engine == Engine::ztune && !o.space.attention && cluster.device_kind == DeviceKind::gpu &&
-          supports_flash_attention(cluster))
-        std::cout << "note: FlashAttention plans were not searched: ztune's own CUDA flash kernel does not run at "
-                     "FlashAttention-2's speed; --attention flash searches them for ztune's executor, --engine "
-                     "megatron or deepspeed ranks them at FlashAttention-2's speed\n";
+      if (!o.space.attention && supports_flash_attention(cluster) &&
+          fused_attention_unpriced(o.space, model, cluster, searched_precisions(o.space, cluster).front()))
+        std::cout << "note: FlashAttention plans were not searched: in fp32 ztune's own CUDA fused kernel does not "
+                     "run at FlashAttention-2's speed; --attention flash searches them for ztune's executor, "
+                     "16-bit plans run cuDNN's fused attention, --engine megatron or deepspeed ranks them at "
+                     "FlashAttention-2's speed\n";
     }
     std::cout << "\n";
     print_pass_summary(std::cout, r);

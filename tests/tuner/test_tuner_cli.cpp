@@ -202,6 +202,25 @@ TEST_CASE("search --tp 16 --zero 1: the seeds' 180B on 800 V100 under its publis
   CHECK_THAT(r.out + r.err, Contains("without --tp/--pp/--zero"));
 }
 
+TEST_CASE("search's note on left-out FlashAttention plans appears only when they were left out", "[cli][tuner]") {
+  // Oracle: the table itself. ztune's executor runs cuDNN's fused attention on
+  // 16-bit storage (searched, priced) and its own SIMT kernel in fp32 (left
+  // out unless --attention pins it): the note belongs to the fp32 search only.
+  const std::string base = ztune_bin() + " search --cluster dgx-a100-80gb --model gpt2-1.5b --no-db --threads 1 "
+                                         "--top 3 --simulate-top 0";
+  const std::string note = "FlashAttention plans were not searched";
+  auto sixteen = run_command(base);
+  REQUIRE(sixteen.exit_code == 0);
+  CHECK(sixteen.out.find("Best plan: ") != std::string::npos);
+  CHECK(sixteen.out.find(" flash\n") != std::string::npos);  // the best plan is a fused-attention plan
+  CHECK(sixteen.out.find(note) == std::string::npos);
+  auto fp32 = run_command(base + " --precision fp32");
+  REQUIRE(fp32.exit_code == 0);
+  CHECK(fp32.out.find(note) != std::string::npos);
+  CHECK(fp32.out.find("flash  fp32") == std::string::npos);  // no table row is a flash plan
+  CHECK(run_command(base + " --precision fp32 --attention flash").out.find(note) == std::string::npos);
+}
+
 TEST_CASE("predict names the layers of each stage when pp does not divide them", "[cli][stages]") {
   // 100b's 125 layers on 12 stages, DeepSpeed's uniform partition: ⌊125/12⌋ = 10
   // each and the first 125 mod 12 = 5 stages one more.

@@ -48,26 +48,6 @@ std::vector<int> device_counts(const SpaceOptions& o, int total) {
   return out;
 }
 
-std::vector<Precision> precision_list(const SpaceOptions& o, const Cluster& c) {
-  const bool cpu = c.device_kind == DeviceKind::cpu;
-  auto supported = [&](Precision p) { return cpu ? p == Precision::fp32 : c.node.gpu.peak_flops(p) > 0; };
-  if (o.precision) {
-    if (!supported(*o.precision))
-      throw InputError("--precision: " + to_string(*o.precision) + " is not supported by " +
-                       (cpu ? std::string("the CPU backend (fp32 only)") : c.node.gpu.name));
-    return {*o.precision};
-  }
-  // The default precision only (cluster.hpp default_precision): fp32 on CPU
-  // ranks; on GPUs 16-bit mixed precision, as fp32 training is never faster
-  // and the tuner searches for speed (pin --precision fp32 to see it). Where
-  // both 16-bit formats exist they cost the same, so only bf16 is searched (it
-  // needs no loss scaling); fp16 where bf16 is missing (V100). Pin --precision
-  // fp16 for it.
-  const Precision p = default_precision(c);
-  if (!supported(p)) throw InputError("--cluster: " + c.node.gpu.name + " supports neither fp16 nor bf16; pin --precision");
-  return {p};
-}
-
 // The dense attention kernels searched. A fused kernel joins standard by
 // default where the engine's kernel is the one the cost model prices:
 // Megatron-LM (--use-flash-attn, or Transformer Engine's cuDNN attention),
@@ -86,8 +66,7 @@ std::vector<AttentionChoice> attention_kernels(const SpaceOptions& o, const Tran
   // SIMT fp32 kernel (searched only when --attention pins it). With 16-bit
   // storage that executor runs cuDNN's fused attention on the stored values
   // (CudaBackend::attention_*_native), priced as every engine's.
-  const bool priced = o.engine != Engine::ztune || c.device_kind == DeviceKind::cpu || precision != Precision::fp32;
-  const bool available = engine_runs_flash(o.engine, m, c) && priced;
+  const bool available = engine_runs_flash(o.engine, m, c) && !fused_attention_unpriced(o, m, c, precision);
   if (o.attention) {
     const AttentionKernel k = *o.attention;
     const char* name = k == AttentionKernel::cudnn ? "cuDNN's fused attention" : "FlashAttention-2";
@@ -125,6 +104,32 @@ std::string cap_message(const SpaceOptions& o, const std::vector<int>& counts, i
 }
 
 }  // namespace
+
+bool fused_attention_unpriced(const SpaceOptions& o, const Transformer& m, const Cluster& c, Precision precision) {
+  // ztune's CUDA executor in fp32 runs its SIMT fp32 fused kernel, not the one priced (attention_kernels).
+  return o.engine == Engine::ztune && c.device_kind == DeviceKind::gpu && precision == Precision::fp32 &&
+         engine_runs_flash(o.engine, m, c);
+}
+
+std::vector<Precision> searched_precisions(const SpaceOptions& o, const Cluster& c) {
+  const bool cpu = c.device_kind == DeviceKind::cpu;
+  auto supported = [&](Precision p) { return cpu ? p == Precision::fp32 : c.node.gpu.peak_flops(p) > 0; };
+  if (o.precision) {
+    if (!supported(*o.precision))
+      throw InputError("--precision: " + to_string(*o.precision) + " is not supported by " +
+                       (cpu ? std::string("the CPU backend (fp32 only)") : c.node.gpu.name));
+    return {*o.precision};
+  }
+  // The default precision only (cluster.hpp default_precision): fp32 on CPU
+  // ranks; on GPUs 16-bit mixed precision, as fp32 training is never faster
+  // and the tuner searches for speed (pin --precision fp32 to see it). Where
+  // both 16-bit formats exist they cost the same, so only bf16 is searched (it
+  // needs no loss scaling); fp16 where bf16 is missing (V100). Pin --precision
+  // fp16 for it.
+  const Precision p = default_precision(c);
+  if (!supported(p)) throw InputError("--cluster: " + c.node.gpu.name + " supports neither fp16 nor bf16; pin --precision");
+  return {p};
+}
 
 SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOptions& o,
                          const EnumerationHooks& hooks)
@@ -171,7 +176,7 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
   if (o.zero_stage && (*o.zero_stage < 0 || *o.zero_stage > 3))
     throw InputError("--zero: expected 0, 1, 2 or 3, got " + str(*o.zero_stage));
   gpu_counts_ = device_counts(o, c.total_devices());
-  precisions_ = precision_list(o, c);
+  precisions_ = searched_precisions(o, c);
   if (o.grad_reduce_dtype && *o.grad_reduce_dtype != Precision::fp32) {
     // A 16-bit reduction is the training precision's (check_plan_shape).
     if (std::find(precisions_.begin(), precisions_.end(), *o.grad_reduce_dtype) == precisions_.end())

@@ -203,6 +203,17 @@ struct OptionPlans {
 [[nodiscard]] std::vector<OptionPlans> plans_added_by_options(const Transformer& m, const Cluster& c,
                                                               const SpaceOptions& o);
 
+/// The precisions a search with these options covers (the pinned one, else
+/// the cluster's default); throws InputError for one the devices lack.
+[[nodiscard]] std::vector<Precision> searched_precisions(const SpaceOptions& o, const Cluster& c);
+
+/// Whether the fused attention kernel of a plan at `precision` is left out of
+/// the search, unless --attention pins it, because the kernel the executor
+/// would run is not the one the cost model prices: ztune's CUDA executor in
+/// fp32 runs its own SIMT fp32 kernel, far slower than FlashAttention-2.
+[[nodiscard]] bool fused_attention_unpriced(const SpaceOptions& o, const Transformer& m, const Cluster& c,
+                                            Precision precision);
+
 inline constexpr Recompute kRecomputeModes[] = {Recompute::none, Recompute::selective, Recompute::full};
 
 template <class F>
