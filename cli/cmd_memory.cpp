@@ -1,5 +1,5 @@
 // ztune memory --model M --gpus N [--nodes K] [--cluster C]: the model-state
-// memory grid (ZeRO stage × offload × precision) in ztune's accounting beside
+// memory grid (ZeRO stage × offload × precision) in the ZeRO paper's accounting beside
 // DeepSpeed's own estimators (tuner/memory_grid.hpp), per GPU and per node.
 #include <algorithm>
 #include <cmath>
@@ -223,7 +223,7 @@ void print_grid(const MemoryGrid& g, const Transformer& m, const Cluster& c) {
     if (g.capacities) row.push_back(fits_text(r));
     cells.push_back(std::move(row));
   }
-  std::vector<std::string> head{"ZeRO", "offload", "precision", "ztune", "DeepSpeed", "ztune", "DeepSpeed", "ztune"};
+  std::vector<std::string> head{"ZeRO", "offload", "precision", "paper", "DeepSpeed", "paper", "DeepSpeed", "paper"};
   if (g.capacities) head.emplace_back("fits");
   std::vector<std::size_t> width(head.size());
   for (std::size_t i = 0; i < head.size(); ++i) width[i] = display_width(head[i]);
@@ -250,13 +250,14 @@ void print_grid(const MemoryGrid& g, const Transformer& m, const Cluster& c) {
 
   std::printf("\nModel states only: parameters, gradients, optimizer states, communication buckets and ZeRO-3's\n"
               "gathered parameters. Activations, workspace, logits, the CUDA context and fragmentation are not\n"
-              "counted (nor by DeepSpeed's estimators): `ztune predict` gives a whole plan's memory.\n");
+              "counted (nor by DeepSpeed's estimators): `ztune predict` gives a whole plan's memory, its model\n"
+              "states counted as its engine keeps them (ztune's executor: its own tensors; --accounting).\n");
   if (g.states.fp32()) {
-    std::printf("ztune: 16-bit parameters and gradients and 12 bytes of fp32 optimizer state a parameter "
-                "(ZeRO paper);\noffloaded optimizer states take 16 bytes a parameter on the host (with the fp32 "
+    std::printf("paper: the ZeRO paper's count, 16-bit parameters and gradients and 12 bytes of fp32 optimizer "
+                "state a\nparameter; offloaded optimizer states take 16 bytes a parameter on the host (with the fp32 "
                 "gradients).\n");
   } else {
-    std::printf("ztune: 16-bit parameters and gradients and %g bytes of optimizer state a parameter\n"
+    std::printf("paper: the ZeRO paper's count, 16-bit parameters and gradients and %g bytes of optimizer state a parameter\n"
                 "(%s; fp32 states: 12). fp32 rows: the parameters are\n"
                 "the masters, the moments as stated. Offload keeps fp32 states: its rows are left out.\n",
                 adam_state_bytes(g.states),

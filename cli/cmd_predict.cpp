@@ -177,7 +177,7 @@ nlohmann::json prediction_json(const PredictInputs& in, const Prediction& pr, in
           {"engine", in.profile.engine.name},
           {"compiled", in.compiled},
           {"memory",
-           {{"accounting", to_string(in.memory.accounting)},
+           {{"accounting", states_counted_as(in.memory.accounting, storage_precision(in.plan), in.cluster, in.profile)},
             {"gpu", gpu},
             {"gpu_usable_bytes", mp.gpu_usable_bytes},
             {"host_bytes", mp.host_bytes_per_node},
@@ -211,8 +211,15 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
               in.cluster.name.c_str(),
               in.cluster.nodes, in.cluster.node.gpus, in.cluster.node.gpu.name.c_str(), in.profile.name.c_str(),
               (in.profile.engine.name + (in.compiled ? " (compiled: torch.compile / XLA fusion)" : "")).c_str());
-  std::printf("states   counted in %s's accounting (--accounting; the engine's by default)\n",
-              to_string(in.memory.accounting));
+  const std::string counted =
+      states_counted_as(in.memory.accounting, storage_precision(in.plan), in.cluster, in.profile);
+  if (counted == "executor")
+    std::printf("states   counted as ztune's executor allocates them (--accounting applies to the other engines)\n");
+  else if (counted == "fp32")
+    std::printf("states   fp32: 4 + 4 + 8 bytes a parameter under every accounting (--accounting applies to 16-bit "
+                "plans)\n");
+  else
+    std::printf("states   counted in %s's accounting (--accounting; the engine's by default)\n", counted.c_str());
   // Where the engine keeps bf16 gradients in fp32 (op_costs.hpp): say so, the
   // time it costs comes out of the breakdown's overhead and dp_comm lines.
   if (bf16_optimizer_runs(in.plan, in.profile.engine))

@@ -277,13 +277,17 @@ int run_search_command(const SearchFlags& f) {
   // the best plan's figures, and, when nothing fits, the closest plans and the
   // changes that would make one fit. Printed once the search is stored, so
   // that it carries its id.
+  // What the fits counted (states_counted_as): the executor's own layout and
+  // fp32 plans take no accounting.
+  const std::string counted =
+      states_counted_as(o.memory.accounting, searched_precisions(o.space, cluster).front(), cluster, hw);
   auto json_result = [&]() {
     nlohmann::json j = search_result_to_json(r);
     j["cluster"] = {{"name", cluster.name},    {"gpu", cluster.node.gpu.name},
                     {"gpus", cluster.total_devices()}, {"nodes", cluster.nodes}};
     j["model"] = {{"name", model.name}, {"params", model.total_params()}, {"seq_len", model.seq_len}};
     j["engine"] = f.engine;
-    j["memory_accounting"] = to_string(o.memory.accounting);
+    j["memory_accounting"] = counted;
     j["profile"] = hw.name;
     j["interrupted"] = r.interrupted;
     j["search_id"] = search_id ? nlohmann::json(*search_id) : nlohmann::json(nullptr);
@@ -309,8 +313,12 @@ int run_search_command(const SearchFlags& f) {
     std::cout << "ztune search: " << model.name << " (" << model.seq_len << "-token sequences) on " << cluster.name
               << " (" << cluster.total_devices() << " × " << cluster.node.gpu.name << ", " << cluster.nodes
               << (cluster.nodes == 1 ? " node" : " nodes") << "), engine " << f.engine
-              << (f.accounting == "engine" ? " (model states counted as " + f.engine + " keeps them)"
-                                           : " (model states as --accounting " + f.accounting + " counts them)")
+              << (counted == "executor"
+                      ? std::string(" (model states counted as ztune's executor allocates them") +
+                            (f.accounting == "engine" ? ")" : "; --accounting applies to the other engines)")
+                  : counted == "fp32"       ? std::string(" (fp32 model states: 4 + 4 + 8 bytes a parameter)")
+                  : f.accounting == "engine" ? " (model states counted as " + f.engine + " keeps them)"
+                                             : " (model states as --accounting " + f.accounting + " counts them)")
               << "\n";
     if (f.master_dtype != "fp32" || f.moments_dtype != "fp32" || f.param_remainders)
       std::cout << "adam     "

@@ -573,6 +573,11 @@ bool executor_layout(const Cluster& c, const HardwareProfile& hw) {
   return c.device_kind == DeviceKind::cpu || hw.engine.executor;
 }
 
+const char* states_counted_as(StateAccounting a, Precision storage, const Cluster& c, const HardwareProfile& hw) {
+  if (executor_layout(c, hw)) return "executor";
+  return storage == Precision::fp32 ? "fp32" : to_string(a);
+}
+
 double stored_activation_bytes(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
                                Recompute r) {
   if (executor_layout(c, hw)) return layer_activation_bytes_executor(m, p, r, attention_density(m, p));

@@ -132,6 +132,13 @@ struct OptimizerDtypes {
 /// dtypes, its kernels' fp32 staging where it has any): on CPU ranks, and on
 /// GPUs for the engine that is the executor (EngineProfile::executor).
 [[nodiscard]] bool executor_layout(const Cluster& c, const HardwareProfile& hw);
+/// How predict_memory counts the model states of a plan stored in `storage`
+/// under accounting `a`: "executor" (executor_layout: the executor's own
+/// tensors, whatever `a` says), "fp32" (an fp32 plan: 4 + 4 + 8 bytes a
+/// parameter under every accounting), else `a`'s name. What predict and
+/// search print beside the fits, so they name what was counted.
+[[nodiscard]] const char* states_counted_as(StateAccounting a, Precision storage, const Cluster& c,
+                                            const HardwareProfile& hw);
 /// What one layer keeps for backward under recomputation `r`, as the plan's
 /// engine stores it: layer_activation_bytes, or the executor's tensors under
 /// executor_layout (no dropout masks, the plan's precision each). The memory model's
