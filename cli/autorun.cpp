@@ -16,6 +16,7 @@
 #include "command.hpp"
 #include "run_launch.hpp"
 #include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/durable_file.hpp"
 #include "ztune/vocab/executor_support.hpp"
 #include "ztune/vocab/input_error.hpp"
 #include "ztune/vocab/json_reader.hpp"
@@ -143,11 +144,8 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& catalog
   const std::string plan_path = o.plan_out.empty() ? dir + "/plan.json" : o.plan_out;
   const std::string record_path = dir + "/record.json";
   const PlanFile pf{plan, m, c};
-  {
-    std::ofstream out(plan_path);
-    out << plan_file_to_json(pf).dump(2) << "\n";
-    if (!out) throw InputError("--out " + plan_path + ": cannot write the plan file");
-  }
+  if (auto why = write_file_durably(plan_path, plan_file_to_json(pf).dump(2) + "\n"))
+    throw InputError("--out " + plan_path + ": cannot write the plan file: " + *why);
   const int np = plan.gpus();
   const WorkerJob job{plan_path, record_path, dir + "/checkpoints", to_string(executor_backend_for(c)),
                       o.steps, o.threads, o.data, o.nvme_dir, std::nullopt};

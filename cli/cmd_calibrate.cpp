@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -26,6 +27,7 @@
 #include "command.hpp"
 #include "run_launch.hpp"
 #include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/durable_file.hpp"
 #include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/vocab/input_error.hpp"
 #include "ztune/model/prediction.hpp"
@@ -250,8 +252,14 @@ int run(const CalibrateFlags& f) {
                  measurements_path.c_str(), static_cast<long long>(m.wrong));
     return kExitInfeasible;
   }
-  if (!f.keep_measurements.empty()) std::filesystem::copy_file(measurements_path, f.keep_measurements,
-                                                               std::filesystem::copy_options::overwrite_existing);
+  if (!f.keep_measurements.empty()) {
+    std::ifstream in_file(measurements_path, std::ios::binary);
+    std::ostringstream text;
+    text << in_file.rdbuf();
+    if (auto why = write_file_durably(f.keep_measurements, text.str()))
+      throw InputError("--keep-measurements " + f.keep_measurements + ": cannot write the file: " + *why +
+                       " (the measurements are at " + measurements_path + ")");
+  }
   in.measurements = &m;
 
   // 2. The measured runs of the database join the records given.

@@ -10,6 +10,7 @@
 
 #include "command.hpp"
 #include "ztune/model/memory_model.hpp"
+#include "ztune/vocab/durable_file.hpp"
 #include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/vocab/input_error.hpp"
 #include "ztune/vocab/plan.hpp"
@@ -25,17 +26,10 @@ struct ExportFlags {
   std::string out;
 };
 
-std::string reason() { return errno != 0 ? std::string(": ") + std::strerror(errno) : std::string(); }
-
-/// Writes `text` to `path`, closing the file before judging the write: a full disk
-/// (`--out /dev/full`) is only reported when the buffer reaches it.
+/// Writes `text` to `path` through DurableFile: a full disk (`--out /dev/full`)
+/// or a crash leaves the previous export whole.
 void write_file(const std::string& path, const std::string& text) {
-  errno = 0;
-  std::ofstream f(path);
-  if (!f) throw InputError("--out " + path + ": cannot write the file" + reason());
-  f << text;
-  f.close();
-  if (!f) throw InputError("--out " + path + ": write failed" + reason());
+  if (auto why = write_file_durably(path, text)) throw InputError("--out " + path + ": cannot write the file: " + *why);
 }
 
 /// The launch's placeholders, on `os` ("Before launching, set:" and one line each).

@@ -22,6 +22,7 @@
 #include "plan_flags.hpp"
 #include "run_launch.hpp"
 #include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/durable_file.hpp"
 #include "ztune/vocab/flag_values.hpp"
 #include "ztune/vocab/executor_support.hpp"
 #include "ztune/model/finite_check.hpp"
@@ -223,11 +224,8 @@ int run(const RunFlags& f) {
   const TempDir tmp(f.keep);
   const std::string& dir = tmp.path();
   const std::string plan_path = dir + "/plan.json";
-  {
-    std::ofstream out(plan_path);
-    out << plan_file_to_json(pf).dump(2) << "\n";
-    if (!out.flush()) throw InputError(plan_path + ": cannot write the plan file");
-  }
+  if (auto why = write_file_durably(plan_path, plan_file_to_json(pf).dump(2) + "\n"))
+    throw InputError(plan_path + ": cannot write the plan file: " + *why);
   const std::string record_path = f.record.empty() ? dir + "/record.json" : f.record;
   const std::string checkpoint_dir = !f.resume.empty()           ? f.resume
                                      : !f.checkpoint_dir.empty() ? f.checkpoint_dir

@@ -20,6 +20,7 @@
 #include "plan_flags.hpp"
 #include "search_output.hpp"
 #include "search_progress.hpp"
+#include "ztune/vocab/durable_file.hpp"
 #include "ztune/vocab/executor_support.hpp"
 #include "ztune/tuner/planning.hpp"
 #include "ztune/vocab/catalog.hpp"
@@ -190,11 +191,8 @@ SearchOptions to_options(const SearchFlags& f) {
 
 void write_plan_file(const std::string& path, const Candidate& best, const Transformer& m, const Cluster& c) {
   PlanFile pf{best.plan, m, c};
-  std::ofstream out(path);
-  if (!out) throw InputError("--out " + path + ": cannot write the file");
-  out << plan_file_to_json(pf).dump(2) << "\n";
-  out.close();  // a full disk shows only when the buffer is written
-  if (!out) throw InputError("--out " + path + ": write failed");
+  if (auto why = write_file_durably(path, plan_file_to_json(pf).dump(2) + "\n"))
+    throw InputError("--out " + path + ": cannot write the file: " + *why);
 }
 
 // A database file this process cannot write (chmod 444, or a read-only

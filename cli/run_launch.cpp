@@ -163,7 +163,8 @@ int run_process(const std::vector<std::string>& argv, bool stdout_to_stderr, int
     if (::getppid() != parent) ::_exit(127);  // ztune died before the line above
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &dfl, nullptr);
+    // SIGXFSZ too: main ignores it for ztune's own writes; the launcher gets the default it had.
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGXFSZ}) ::sigaction(sig, &dfl, nullptr);
     const int null = ::open("/dev/null", O_RDONLY);
     if (null >= 0) ::dup2(null, STDIN_FILENO);
     if (stdout_to_stderr) ::dup2(STDERR_FILENO, STDOUT_FILENO);

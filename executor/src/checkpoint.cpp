@@ -1,4 +1,5 @@
 #include "ztune/executor/checkpoint.hpp"
+#include "ztune/vocab/durable_file.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -43,24 +44,12 @@ std::string shard_path(const std::string& dir, int steps, int rank) {
   return step_dir(dir, steps) + "/" + name;
 }
 
-void fsync_path(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-}
-
-// One line into DIR/name through a synced temporary file and a rename: a crash
-// leaves the old line or the new one (latest, data).
-void replace_line(const std::string& dir, const std::string& name, const std::string& line) {
-  const std::string tmp = dir + "/" + name + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << line << "\n";
-  }
-  fsync_path(tmp);
-  std::rename(tmp.c_str(), (dir + "/" + name).c_str());
+// One line into DIR/name through DurableFile: a crash or a failed write
+// leaves the old line (latest, data).
+std::optional<std::string> replace_line(const std::string& dir, const std::string& name, const std::string& line) {
+  const std::string path = dir + "/" + name;
+  if (auto why = write_file_durably(path, line + "\n")) return path + ": " + *why;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -82,22 +71,22 @@ std::optional<std::string> write_checkpoint_shard(const std::string& dir, int st
   h.steps = static_cast<std::uint32_t>(steps);
   h.bytes = bytes.size();
   const std::uint64_t sum = fnv1a(bytes);
-  const std::string path = shard_path(dir, steps, id.rank), tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(&h), sizeof h);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.write(reinterpret_cast<const char*>(&sum), sizeof sum);
-    if (!out) return tmp + ": write failed";
-  }
-  fsync_path(tmp);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return path + ": rename failed";
+  const std::string path = shard_path(dir, steps, id.rank);
+  DurableFile out(path);
+  out.write(&h, sizeof h);
+  out.write(bytes);
+  out.write(&sum, sizeof sum);
+  if (auto why = out.commit()) return path + ": " + *why;
   return std::nullopt;
 }
 
-void commit_checkpoint(const std::string& dir, int steps) { replace_line(dir, "latest", std::to_string(steps)); }
+std::optional<std::string> commit_checkpoint(const std::string& dir, int steps) {
+  return replace_line(dir, "latest", std::to_string(steps));
+}
 
-void write_data_identity(const std::string& dir, const std::string& identity) { replace_line(dir, "data", identity); }
+std::optional<std::string> write_data_identity(const std::string& dir, const std::string& identity) {
+  return replace_line(dir, "data", identity);
+}
 
 std::optional<std::string> check_data_identity(const std::string& dir, const std::string& identity) {
   std::error_code ec;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ztune/executor/storage.hpp"
+#include "ztune/vocab/durable_file.hpp"
 #include "ztune/vocab/input_error.hpp"
 
 namespace ztune::executor {
@@ -45,34 +46,20 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::string text = header.dump();
   while (text.size() % 8 != 0) text.push_back(' ');  // keep the data 8-byte aligned
-  const std::string tmp = path + ".tmp";
   if (const auto parent = std::filesystem::path(path).parent_path(); !parent.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(parent, ec);
     if (ec) throw std::runtime_error(path + ": cannot create its directory: " + ec.message());
   }
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(path + ": cannot write");
-    const std::uint64_t n = text.size();
-    unsigned char len[8];
-    for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
-    out.write(reinterpret_cast<const char*>(len), 8);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const auto& t : tensors)
-      out.write(reinterpret_cast<const char*>(t.values.data()),
-                static_cast<std::streamsize>(t.values.size() * sizeof(float)));
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      throw std::runtime_error(path + ": write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw std::runtime_error(path + ": cannot replace it with the written file: " + std::strerror(err));
-  }
+  // DurableFile: a full disk or a crash part-way leaves the previous weights file whole.
+  DurableFile out(path);
+  const std::uint64_t n = text.size();
+  unsigned char len[8];
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
+  out.write(len, 8);
+  out.write(text);
+  for (const auto& t : tensors) out.write(t.values.data(), t.values.size() * sizeof(float));
+  if (auto why = out.commit()) throw std::runtime_error(path + ": cannot write: " + *why);
 }
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {

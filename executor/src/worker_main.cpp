@@ -24,6 +24,7 @@
 #include "ztune/executor/run_record.hpp"
 #include "ztune/executor/trainer.hpp"
 #include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/durable_file.hpp"
 #include "ztune/vocab/executor_support.hpp"
 #include "ztune/vocab/flag_values.hpp"
 #include "ztune/vocab/input_error.hpp"
@@ -307,11 +308,12 @@ int run(int argc, char** argv) {
     if (opt.checkpoint_every > 0 && (s + 1) % opt.checkpoint_every == 0) {
       error = write_checkpoint_shard(opt.checkpoint_dir, s + 1, ckpt, trainer.store());
       if (any_error(*world, error)) return kExitFailed;
+      // A commit that fails (a full disk) stops the run: latest still names the step before.
       if (world->rank() == 0) {
-        write_data_identity(opt.checkpoint_dir, data->identity());
-        commit_checkpoint(opt.checkpoint_dir, s + 1);
+        error = write_data_identity(opt.checkpoint_dir, data->identity());
+        if (!error) error = commit_checkpoint(opt.checkpoint_dir, s + 1);
       }
-      world->barrier();
+      if (any_error(*world, error)) return kExitFailed;
       if (opt.kill_after_step == s + 1) std::raise(SIGKILL);
     }
   }
@@ -364,10 +366,9 @@ int run(int argc, char** argv) {
     in.threads = opt.threads;
     in.data = data->describe();
     in.nvme_direct_io = nvme_direct;
-    std::ofstream out(opt.record);
-    out << make_run_record(in).dump(2) << "\n";
-    if (!out) {
-      std::fprintf(stderr, "ztune-worker: error: %s: cannot write the run record\n", opt.record.c_str());
+    if (auto why = write_file_durably(opt.record, make_run_record(in).dump(2) + "\n")) {
+      std::fprintf(stderr, "ztune-worker: error: %s: cannot write the run record: %s\n", opt.record.c_str(),
+                   why->c_str());
       return kExitFailed;
     }
   }
@@ -378,6 +379,9 @@ int run(int argc, char** argv) {
 }  // namespace ztune::executor
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) makes a write fail with EFBIG, reported
+  // with the file's name, instead of killing the process without a word.
+  std::signal(SIGXFSZ, SIG_IGN);
   ztune::executor::MpiSession mpi(&argc, &argv);
   try {
     return ztune::executor::run(argc, argv);

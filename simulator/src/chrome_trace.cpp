@@ -1,13 +1,14 @@
 #include "ztune/simulator/chrome_trace.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <ostream>
+#include <sstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "ztune/vocab/durable_file.hpp"
 #include "ztune/vocab/input_error.hpp"
 
 namespace ztune::sim {
@@ -67,10 +68,10 @@ void write_chrome_trace(std::ostream& out, const SimResult& r) {
 }
 
 void write_chrome_trace_file(const std::string& path, const SimResult& r) {
-  std::ofstream out(path);
-  if (!out) throw InputError(path + ": cannot open the trace file for writing (--trace)");
+  std::ostringstream out;
   write_chrome_trace(out, r);
-  if (!out) throw InputError(path + ": writing the trace failed (--trace)");
+  if (auto why = write_file_durably(path, out.str()))
+    throw InputError(path + ": cannot write the trace file (--trace): " + *why);
 }
 
 }  // namespace ztune::sim

@@ -418,9 +418,34 @@ TEST_CASE("stdout on a full disk is exit 2 with the reason", "[cli][hardening]")
 TEST_CASE("export --out on a full disk is exit 2 naming the file", "[cli][hardening]") {
   const auto r = run_ztune("export --format deepspeed '" + plan_file() + "' --out /dev/full");
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, StartsWith("ztune: error: --out /dev/full: write failed: No space left on device"));
+  CHECK_THAT(r.err, StartsWith("ztune: error: --out /dev/full: cannot write the file: No space left on device"));
   const auto m = run_ztune("export --format megatron '" + plan_file() + "' --out /dev/full");
   CHECK(m.exit_code == 2);
+}
+
+TEST_CASE("an output the disk cannot take leaves the previous file whole, with the reason", "[cli][hardening]") {
+  // A file-size limit (dash's ulimit -f counts 512-byte blocks) makes write(2)
+  // fail part-way with EFBIG, as a full disk does; the files were truncated
+  // before their new contents were written, and SIGXFSZ killed ztune silently.
+  const std::string out = (scratch() / "kept_plan.json").string();
+  const std::string sh = (scratch() / "kept_export.sh").string();
+  write_file(out, "the previous plan file\n");
+  write_file(sh, "the previous export\n");
+  const auto s = run_command("ulimit -f 1; " + ztune_bin() +
+                             " search --cluster dgx2x16 --model gpt2-1.5b --no-db --no-simulate --top 1 --out '" +
+                             out + "'");
+  CHECK(s.exit_code == 2);
+  CHECK_THAT(s.err, Contains("--out " + out + ": cannot write the file: File too large"));
+  CHECK(read_file(out) == "the previous plan file\n");
+  const auto e = run_command("ulimit -f 1; " + ztune_bin() + " export --format deepspeed '" + plan_file() +
+                             "' --out '" + sh + "'");
+  CHECK(e.exit_code == 2);
+  CHECK_THAT(e.err, Contains("--out " + sh + ": cannot write the file: File too large"));
+  CHECK(read_file(sh) == "the previous export\n");
+  std::size_t left = 0;
+  for (const auto& f : fs::directory_iterator(scratch()))
+    left += f.path().filename().string().find(".tmp.") != std::string::npos ? 1 : 0;
+  CHECK(left == 0);
 }
 
 TEST_CASE("a reader that goes away ends ztune quietly", "[cli][hardening]") {

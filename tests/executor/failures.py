@@ -9,6 +9,7 @@ usage: failures.py WORKER "MPIRUN ARGS"
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -90,6 +91,24 @@ def main():
             ok = a == b and len(b) == 2
             print(f"     steps 4-5 uninterrupted {a} resumed {b}")
         check("resume gives bit-identical losses", ok, r.stderr)
+
+        # A checkpoint the disk cannot take (a file-size limit on the ranks:
+        # write(2) fails with EFBIG, as on a full disk) stops the run with the
+        # reason; latest keeps the step before, no temporary is left, and the
+        # run resumes from it bit-identically.
+        ck2 = os.path.join(d, "ckpt_limited")
+        shutil.copytree(ck, ck2)
+        limited = mpirun + ["-np", "2", "sh", "-c", 'ulimit -f 1000; exec "$0" "$@"', worker, dp2]
+        r = subprocess.run(limited + ["--steps", "5", "--resume", "--checkpoint-dir", ck2, "--checkpoint-every", "1"],
+                           capture_output=True, text=True, timeout=120)
+        leftovers = [f for _, _, fs in os.walk(ck2) for f in fs if ".tmp" in f]
+        check("a checkpoint write that fails stops the run and keeps the committed step",
+              r.returncode == 1 and ".ckpt: File too large" in r.stderr and
+              open(os.path.join(ck2, "latest")).read().strip() == "3" and not leftovers,
+              f"rc {r.returncode} leftovers {leftovers}\n{r.stderr}")
+        r = run(2, dp2, "--steps", "5", "--resume", "--checkpoint-dir", ck2, "--record", resumed)
+        check("and the run resumes from it bit-identically", r.returncode == 0 and
+              json.load(open(resumed))["losses"] == json.load(open(full))["losses"][3:], r.stderr)
 
         # Resuming asks for steps beyond the checkpoint's; a "latest" that is
         # not a step number is said as such.

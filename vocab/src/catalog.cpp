@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "ztune/vocab/durable_file.hpp"
 #include "ztune/vocab/input_error.hpp"
 
 #ifndef ZTUNE_DEFAULT_DATA_DIR
@@ -83,21 +84,7 @@ void write_file_atomically(const std::string& path, const std::string& text, con
   std::error_code ec;
   if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
   if (ec) throw InputError(what + " " + path + ": cannot create its directory: " + ec.message());
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      fs::remove(tmp, ec);
-      throw InputError(what + " " + path + ": cannot write the file");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    fs::remove(tmp, ec);
-    throw InputError(what + " " + path + ": cannot replace the file: " + why);
-  }
+  if (auto why = write_file_durably(path, text)) throw InputError(what + " " + path + ": cannot write: " + *why);
 }
 
 }  // namespace ztune

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -18,6 +19,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "ztune/vocab/durable_file.hpp"
 #include "ztune/vocab/flag_values.hpp"
 #include <Eigen/Core>
 #include <mpi.h>
@@ -279,11 +281,9 @@ int run(int argc, char** argv) {
     std::printf("# out of bounds values : %lld %s\n", static_cast<long long>(ctx.wrong), ctx.wrong == 0 ? "OK" : "FAILED");
     std::printf("# calibration time     : %.1f s\n", m["elapsed_s"].get<double>());
     std::fflush(stdout);
-    std::ofstream file(o.out);
-    file << m.dump(1) << "\n";
-    file.close();  // the buffered tail is written here: a full disk fails now, not silently
-    if (!file) {
-      std::fprintf(stderr, "ztune-calibrate-worker: error: %s: cannot write the measurements\n", o.out.c_str());
+    if (auto why = write_file_durably(o.out, m.dump(1) + "\n")) {
+      std::fprintf(stderr, "ztune-calibrate-worker: error: %s: cannot write the measurements: %s\n", o.out.c_str(),
+                   why->c_str());
       return kExitFailed;
     }
   }
@@ -294,6 +294,9 @@ int run(int argc, char** argv) {
 }  // namespace ztune::calibration
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) makes a write fail with EFBIG, reported
+  // with the file's name, instead of killing the process without a word.
+  std::signal(SIGXFSZ, SIG_IGN);
   ztune::executor::MpiSession mpi(&argc, &argv);
   return ztune::calibration::run(argc, argv);
 }

@@ -1,6 +1,6 @@
 #pragma once
-// Sharded checkpoints: every rank writes DIR/step_NNNNNNNN/rank_NNNNN.ckpt (a
-// temporary file, fsync, rename), then rank 0 commits the step by atomically
+// Sharded checkpoints: every rank writes DIR/step_NNNNNNNN/rank_NNNNN.ckpt
+// (DurableFile: a temporary, fsync, rename), then rank 0 commits the step by atomically
 // replacing DIR/latest. A shard starts with a header (magic "ZTCKPT01", format
 // version, plan digest, world size, rank, completed steps, payload bytes) and
 // ends with an FNV-1a checksum of the payload, so a shard from another plan, rank
@@ -25,14 +25,15 @@ struct CheckpointId {
 /// Writes this rank's shard after `steps` completed steps. Returns an error message on failure.
 std::optional<std::string> write_checkpoint_shard(const std::string& dir, int steps, const CheckpointId& id,
                                                   const ParamStore& store);
-/// Rank 0, after every shard is written: points DIR/latest at `steps`.
-void commit_checkpoint(const std::string& dir, int steps);
+/// Rank 0, after every shard is written: points DIR/latest at `steps`. An
+/// error message when it could not (DIR/latest then names the step before).
+[[nodiscard]] std::optional<std::string> commit_checkpoint(const std::string& dir, int steps);
 /// The committed step count in DIR/latest, or an error message.
 std::optional<int> latest_checkpoint(const std::string& dir, std::string& error);
 /// Rank 0, with a commit: DIR/data records the token stream's identity
 /// (TokenSource::identity: the synthetic seed, or the file's token count), which
-/// the shards' plan digest does not cover.
-void write_data_identity(const std::string& dir, const std::string& identity);
+/// the shards' plan digest does not cover. An error message when it could not.
+[[nodiscard]] std::optional<std::string> write_data_identity(const std::string& dir, const std::string& identity);
 /// nullopt when DIR/data names the same stream (or is absent: checkpoints of
 /// older builds); else why a resume would not continue the same run.
 std::optional<std::string> check_data_identity(const std::string& dir, const std::string& identity);

@@ -21,8 +21,8 @@ std::vector<std::string> catalog_names(const std::string& kind);
 /// Throws InputError when neither XDG_DATA_HOME nor HOME is set.
 std::string user_data_dir();
 
-/// Writes `text` to `path` through a temporary file in the same directory and
-/// a rename, so a crash leaves the old file or the new one, never half of one.
+/// Writes `text` to `path` through DurableFile (durable_file.hpp), so a crash
+/// or a failed write leaves the old file or the new one, never half of one.
 /// Creates the parent directories. Throws InputError "<what> <path>: ...".
 void write_file_atomically(const std::string& path, const std::string& text, const std::string& what);
 

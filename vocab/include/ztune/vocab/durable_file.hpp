@@ -1,0 +1,53 @@
+#pragma once
+// Writing a file that a crash, a full disk or a failed write cannot damage.
+// The one owner of how ztune publishes what it writes (plan files, exports,
+// run records, checkpoints, weights, measurements, profiles): every writer
+// goes through DurableFile, so none truncates a good file before the new one
+// is whole.
+//
+// The bytes go to a temporary beside the target (PATH.tmp.PID, in the same
+// directory so the rename stays on one filesystem), written with write(2)
+// and every result checked; commit() fsyncs and closes it, renames it over
+// the target and fsyncs the directory (POSIX rename is atomic: a reader sees
+// the old file or the new one, never half of one). A target that exists and
+// is not a regular file (/dev/stdout, /dev/null, a FIFO) is a stream, not a
+// file to replace: it is written directly. A symbolic link is followed, so
+// the file it names is replaced and the link kept; a replaced file keeps its
+// permission bits.
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ztune {
+
+class DurableFile {
+ public:
+  /// Opens the temporary (or the stream). A failure is kept and reported by commit().
+  explicit DurableFile(std::string path);
+  /// Removes the temporary unless commit() published it: the target keeps its old contents.
+  ~DurableFile();
+  DurableFile(const DurableFile&) = delete;
+  DurableFile& operator=(const DurableFile&) = delete;
+
+  /// Appends bytes; after the first failure, later writes do nothing.
+  void write(const void* data, std::size_t bytes);
+  void write(std::string_view text) { write(text.data(), text.size()); }
+
+  /// Publishes the file. nullopt when the target now holds every byte
+  /// written; else why not (the system's words, e.g. "No space left on
+  /// device"), the temporary removed and the target as it was.
+  [[nodiscard]] std::optional<std::string> commit();
+
+ private:
+  std::string target_;  // the file replaced (a symbolic link resolved)
+  std::string tmp_;     // empty when writing a stream directly
+  int fd_ = -1;
+  std::optional<std::string> error_;
+  bool done_ = false;
+};
+
+/// `text` into `path` through DurableFile: why it failed, or nullopt.
+[[nodiscard]] std::optional<std::string> write_file_durably(const std::string& path, std::string_view text);
+
+}  // namespace ztune

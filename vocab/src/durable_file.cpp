@@ -1,0 +1,110 @@
+#include "ztune/vocab/durable_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+namespace ztune {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The file a path names, its symbolic links followed (relative ones against
+// the link's directory) for up to 40 hops, as the kernel follows them; a
+// dangling link names the file it would create.
+std::string resolve_links(const std::string& path) {
+  fs::path p(path);
+  for (int hop = 0; hop < 40; ++hop) {
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(p, ec))) break;
+    const fs::path next = fs::read_symlink(p, ec);
+    if (ec) break;
+    p = next.is_absolute() ? next : p.parent_path() / next;
+  }
+  return p.string();
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+}  // namespace
+
+DurableFile::DurableFile(std::string path) : target_(resolve_links(path)) {
+  struct stat st {};
+  const bool exists = ::stat(target_.c_str(), &st) == 0;
+  if (exists && !S_ISREG(st.st_mode)) {
+    // A device or a FIFO: the reader is on the other side, there is no file to replace.
+    fd_ = ::open(target_.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd_ < 0) error_ = errno_text(errno);
+    return;
+  }
+  tmp_ = target_ + ".tmp." + std::to_string(::getpid());
+  ::unlink(tmp_.c_str());  // one this process left behind (a failed earlier attempt)
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd_ < 0) {
+    error_ = "cannot create " + tmp_ + ": " + errno_text(errno);
+    tmp_.clear();
+    return;
+  }
+  if (exists) (void)::fchmod(fd_, st.st_mode & 07777);  // the replaced file's permissions
+}
+
+DurableFile::~DurableFile() {
+  if (done_) return;
+  if (fd_ >= 0) ::close(fd_);
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+}
+
+void DurableFile::write(const void* data, std::size_t bytes) {
+  const char* p = static_cast<const char*>(data);
+  while (!error_ && bytes > 0) {
+    const ssize_t n = ::write(fd_, p, bytes);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      error_ = errno_text(errno);
+    } else {
+      p += n;
+      bytes -= static_cast<std::size_t>(n);
+    }
+  }
+}
+
+std::optional<std::string> DurableFile::commit() {
+  if (done_) return "already committed";
+  // fsync makes the bytes durable and reports a write-back error (NFS, a
+  // full thin volume) that write(2) did not; a stream has nothing to sync.
+  if (!error_ && !tmp_.empty() && ::fsync(fd_) != 0 && errno != EINVAL) error_ = errno_text(errno);
+  if (fd_ >= 0 && ::close(fd_) != 0 && !error_) error_ = errno_text(errno);
+  fd_ = -1;
+  if (!error_ && !tmp_.empty()) {
+    if (std::rename(tmp_.c_str(), target_.c_str()) != 0) {
+      error_ = "cannot replace it with the written file: " + errno_text(errno);
+    } else {
+      tmp_.clear();
+      // The rename is durable once the directory is.
+      fs::path dir = fs::path(target_).parent_path();
+      if (dir.empty()) dir = ".";
+      if (const int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); d >= 0) {
+        (void)::fsync(d);
+        ::close(d);
+      }
+    }
+  }
+  if (error_ && !tmp_.empty()) ::unlink(tmp_.c_str());
+  tmp_.clear();
+  done_ = true;
+  return error_;
+}
+
+std::optional<std::string> write_file_durably(const std::string& path, std::string_view text) {
+  DurableFile f(path);
+  f.write(text);
+  return f.commit();
+}
+
+}  // namespace ztune
