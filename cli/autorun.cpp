@@ -174,15 +174,15 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& catalog
                          "backend for the plan\n");
   std::printf("launch: %s\n", cmd_text.c_str());
   std::fflush(stdout);
-  int interrupted = 0;
-  const int rc = run_process(cmd, true, &interrupted);
+  int interrupted = 0, killed_by = 0;
+  const int rc = run_process(cmd, true, &interrupted, &killed_by);
   if (interrupted != 0) {
-    std::fprintf(stderr, "ztune: --run: interrupted (signal %d): the job was stopped and its processes ended\n",
-                 interrupted);
+    std::fprintf(stderr, "ztune: --run: interrupted (%s): the job was stopped and its processes ended\n",
+                 signal_name(interrupted));
     return 128 + interrupted;
   }
   if (rc != 0) {
-    std::fprintf(stderr, "ztune: the run failed (exit %d); see the messages above\n", rc);
+    std::fprintf(stderr, "ztune: --run: %s\n", launch_failure(cmd.front(), rc, killed_by).c_str());
     return rc == kExitUsage ? kExitUsage : kExitInfeasible;
   }
   const RunRecord record = read_run_record(record_path);

@@ -80,6 +80,8 @@ class TempDir {
   }
   [[nodiscard]] const std::string& path() const { return path_; }
   [[nodiscard]] bool kept() const { return keep_; }
+  /// Leaves the directory on disk after all (what it holds is needed).
+  void keep() { keep_ = true; }
 
  private:
   std::string path_;
@@ -118,15 +120,6 @@ void check_writable_dir(const std::string& flag, const std::string& dir, bool mu
   if (!fs::is_directory(parent, ec) || ::access(parent.c_str(), W_OK) != 0)
     throw InputError(flag + " " + dir + ": cannot be created (" + parent.string() +
                      " is not a writable directory)");
-}
-
-const char* signal_name(int sig) {
-  switch (sig) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    case SIGHUP: return "SIGHUP";
-    default: return "a signal";
-  }
 }
 
 // The plan file to run: the positional file, or one built from the flags.
@@ -221,7 +214,7 @@ int run(const RunFlags& f) {
                    predicted_memory->gpu_total_bytes / 1073741824.0, priced->name.c_str(),
                    predicted_memory->gpu_capacity_bytes / 1073741824.0);
   }
-  const TempDir tmp(f.keep);
+  TempDir tmp(f.keep);
   const std::string& dir = tmp.path();
   const std::string plan_path = dir + "/plan.json";
   if (auto why = write_file_durably(plan_path, plan_file_to_json(pf).dump(2) + "\n"))
@@ -233,8 +226,9 @@ int run(const RunFlags& f) {
   WorkerJob job{plan_path, record_path, checkpoint_dir,
                 to_string(backend), f.steps, f.threads, f.data,
                 f.nvme_dir, static_cast<std::uint64_t>(f.seed), f.checkpoint_every, !f.resume.empty()};
-  int interrupted = 0;
-  const int rc = run_process(launch_command(np, f.hosts, worker_args(job)), f.json, &interrupted);
+  int interrupted = 0, killed_by = 0;
+  const auto cmd = launch_command(np, f.hosts, worker_args(job));
+  const int rc = run_process(cmd, f.json, &interrupted, &killed_by);
   if (interrupted != 0) {
     std::fprintf(stderr, "ztune run: interrupted (%s): the job was stopped and its processes ended%s\n",
                  signal_name(interrupted),
@@ -242,11 +236,10 @@ int run(const RunFlags& f) {
     return 128 + interrupted;
   }
   if (rc != 0) {
-    std::fprintf(stderr, "ztune run: the job failed (exit %d); see the messages above\n", rc);
+    std::fprintf(stderr, "ztune run: %s\n", launch_failure(cmd.front(), rc, killed_by).c_str());
     return rc == kExitUsage ? kExitUsage : kExitInfeasible;
   }
   const RunRecord record = read_run_record(record_path);
-  const bool record_kept = !f.record.empty() || tmp.kept();
 
   // The cost model's prediction for the same plan: the memory above, and the time.
   std::optional<Prediction> prediction;
@@ -271,7 +264,7 @@ int run(const RunFlags& f) {
                          {"step_time_s", record.step_time_s},
                          {"tokens_per_s", record.tokens_per_s},
                          {"peak_memory_bytes", record.peak_memory_bytes},
-                         {"record", record_kept ? nlohmann::json(record_path) : nlohmann::json(nullptr)},
+                         {"record", nullptr},  // set once the store is known (a failed one keeps it)
                          {"plan", pf.plan.summary()}};
   if (prediction) {
     summary["predicted_iteration_s"] = prediction->time.iteration_s;
@@ -281,6 +274,9 @@ int run(const RunFlags& f) {
     summary["memory_vs_prediction"] = memory_vs_prediction(record, *memory_only);
   }
   summary["run_id"] = nullptr;
+  // A run the database cannot take (locked, read-only, a full disk) keeps its
+  // record on disk and fails: the measurement is never thrown away.
+  std::optional<std::string> not_stored;
   if (!f.no_db) {
     try {
       auto db = ResultsDb::open(f.db.empty() ? default_db_path() : f.db);
@@ -291,12 +287,24 @@ int run(const RunFlags& f) {
       r.measurements.push_back({"tokens_per_s", record.tokens_per_s, "tokens/s"});
       summary["run_id"] = db.store_run(r);
     } catch (const InputError& e) {
-      std::fprintf(stderr, "ztune run: warning: run not stored in the results database: %s\n", e.what());
+      not_stored = e.what();
+      if (f.record.empty()) tmp.keep();
     }
   }
+  const bool record_kept = !f.record.empty() || tmp.kept();
+  summary["record"] = record_kept ? nlohmann::json(record_path) : nlohmann::json(nullptr);
+  auto finish = [&]() {
+    if (!not_stored) return kExitOk;
+    std::fprintf(stderr,
+                 "ztune run: error: the run was not stored in the results database: %s; its record is kept at %s "
+                 "(calibrate --records reads it)\n",
+                 not_stored->c_str(), record_path.c_str());
+    return kExitInfeasible;
+  };
   if (f.json) {
+    summary["not_stored_why"] = not_stored ? nlohmann::json(*not_stored) : nlohmann::json(nullptr);
     std::printf("%s\n", summary.dump(2).c_str());
-    return kExitOk;
+    return finish();
   }
   std::printf("plan %s on %d ranks: %zu steps, median step %.3f s, %.0f tokens/s\n", pf.plan.summary().c_str(), np,
               record.losses.size(), record.step_time_s, record.tokens_per_s);
@@ -328,7 +336,7 @@ int run(const RunFlags& f) {
   else
     std::printf("run record: %s (not kept on disk: pass --record FILE or --keep)\n",
                 stored.empty() ? "not stored" : stored.c_str());
-  return kExitOk;
+  return finish();
 }
 
 }  // namespace

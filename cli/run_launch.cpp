@@ -129,7 +129,7 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
-int run_process(const std::vector<std::string>& argv, bool stdout_to_stderr, int* interrupted) {
+int run_process(const std::vector<std::string>& argv, bool stdout_to_stderr, int* interrupted, int* killed_by) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -211,7 +211,29 @@ int run_process(const std::vector<std::string>& argv, bool stdout_to_stderr, int
   if (reaped != pid) return 127;
   if (interrupted != nullptr) *interrupted = sig;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (killed_by != nullptr && WIFSIGNALED(status)) *killed_by = WTERMSIG(status);
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGKILL: return "SIGKILL";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGXFSZ: return "SIGXFSZ";
+    default: return "a signal";
+  }
+}
+
+std::string launch_failure(const std::string& launcher, int rc, int killed_by) {
+  if (killed_by != 0)
+    return "the launcher " + launcher + " was killed by " + signal_name(killed_by) + " (signal " +
+           std::to_string(killed_by) + "); its ranks were ended";
+  return "the job failed (exit " + std::to_string(rc) + "); see the messages above";
 }
 
 }  // namespace ztune::cli

@@ -40,7 +40,17 @@ std::vector<std::string> launch_command(int np, const std::string& hosts, const 
 /// kills at once. The child gets SIGTERM if ztune itself dies (kill -9). When the launcher ends, any rank left in its session (after a
 /// kill -9 of mpirun) is killed before this returns. Returns the exit status
 /// (128 + signal when killed); `interrupted`, when given, gets the signal ztune
-/// received (0: none).
-int run_process(const std::vector<std::string>& argv, bool stdout_to_stderr, int* interrupted = nullptr);
+/// received (0: none), and `killed_by` the signal that ended the launcher
+/// itself (0: it exited).
+int run_process(const std::vector<std::string>& argv, bool stdout_to_stderr, int* interrupted = nullptr,
+                int* killed_by = nullptr);
+
+/// A signal's name ("SIGKILL"), for messages.
+[[nodiscard]] const char* signal_name(int sig);
+
+/// Why a launch that returned `rc` failed, for "ztune run: ...": the launcher
+/// `launcher` (argv[0]) killed by a signal says so, as nothing else does;
+/// else the exit status, the ranks' and launcher's messages being above.
+[[nodiscard]] std::string launch_failure(const std::string& launcher, int rc, int killed_by);
 
 }  // namespace ztune::cli

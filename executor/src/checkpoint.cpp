@@ -32,6 +32,12 @@ std::uint64_t fnv1a(const std::string& bytes) {
   return h;
 }
 
+std::string hex16(std::uint64_t v) {
+  char b[20];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
 std::string step_dir(const std::string& dir, int steps) {
   char name[32];
   std::snprintf(name, sizeof name, "step_%08d", steps);
@@ -78,6 +84,10 @@ std::optional<std::string> write_checkpoint_shard(const std::string& dir, int st
   out.write(&sum, sizeof sum);
   if (auto why = out.commit()) return path + ": " + *why;
   return std::nullopt;
+}
+
+std::optional<std::string> keep_plan(const std::string& dir, const std::string& plan_file_json) {
+  return replace_line(dir, "plan.json", plan_file_json);
 }
 
 std::optional<std::string> commit_checkpoint(const std::string& dir, int steps) {
@@ -159,9 +169,17 @@ std::optional<std::string> read_checkpoint_shard(const std::string& dir, int ste
   if (h.version != kCheckpointVersion)
     return path + ": checkpoint format version " + std::to_string(h.version) + ", this build reads " +
            std::to_string(kCheckpointVersion);
-  if (h.plan_digest != id.plan_digest || h.world != static_cast<std::uint32_t>(id.world))
-    return path + ": written by a different plan or model (digest or world size differs); resume with the plan "
-                  "that wrote it, or start without --resume";
+  // Which plan wrote it: the copy keep_plan left beside the checkpoints (older ones have none).
+  const std::string kept = dir + "/plan.json";
+  const std::string which = std::filesystem::is_regular_file(kept, ec) ? " (" + kept + ")" : "";
+  if (h.world != static_cast<std::uint32_t>(id.world))
+    return path + ": written by a job of " + std::to_string(h.world) + " ranks; this one has " +
+           std::to_string(id.world) + ": resume with the plan that wrote it" + which + " on " +
+           std::to_string(h.world) + " ranks, or start without --resume";
+  if (h.plan_digest != id.plan_digest)
+    return path + ": written by another plan or model (plan file digest " + hex16(h.plan_digest) +
+           "; this run's is " + hex16(id.plan_digest) + "): resume with the plan that wrote it" + which +
+           ", or start without --resume";
   if (h.rank != static_cast<std::uint32_t>(id.rank) || h.steps != static_cast<std::uint32_t>(steps))
     return path + ": header says rank " + std::to_string(h.rank) + " step " + std::to_string(h.steps) +
            ", expected rank " + std::to_string(id.rank) + " step " + std::to_string(steps);

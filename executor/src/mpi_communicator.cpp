@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <stdexcept>
 
 namespace ztune::executor {
@@ -144,5 +145,10 @@ MpiSession::MpiSession(int* argc, char*** argv) {
 }
 
 MpiSession::~MpiSession() { MPI_Finalize(); }
+
+void abort_job(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);  // MPI_Abort does not return; should it, this rank still ends
+}
 
 }  // namespace ztune::executor

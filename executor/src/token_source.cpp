@@ -1,29 +1,57 @@
 #include "ztune/executor/token_source.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
+#include <vector>
 
 #include "ztune/vocab/input_error.hpp"
 
 namespace ztune::executor {
 namespace {
 
+// Read with pread(2), a sequence at a time, rather than mapped: a file cut
+// short during the run is then a short read said as such (a mapping's pages
+// past the new end fault with SIGBUS), and each id is checked as it is used
+// (a file rewritten in place would otherwise index the embedding out of
+// bounds). One call of (T + 1) · 2 bytes per sequence.
 class TokenFile final : public TokenSource {
  public:
-  TokenFile(std::string path, const std::uint16_t* data, std::size_t count, std::size_t bytes)
-      : path_(std::move(path)), data_(data), count_(count), bytes_(bytes) {}
-  ~TokenFile() override { munmap(const_cast<std::uint16_t*>(data_), bytes_); }
+  TokenFile(std::string path, int fd, std::size_t count, int vocab)
+      : path_(std::move(path)), fd_(fd), count_(count), vocab_(vocab) {}
+  ~TokenFile() override { ::close(fd_); }
   TokenFile(const TokenFile&) = delete;
   TokenFile& operator=(const TokenFile&) = delete;
   void sequence(std::int64_t index, int t, std::int32_t* out) const override {
-    const auto span = static_cast<std::int64_t>(count_) - t - 1;
-    const std::int64_t start = (index * t) % (span + 1);
-    for (int i = 0; i <= t; ++i) out[i] = data_[start + i];
+    const auto span = static_cast<std::int64_t>(count_) - t;
+    const std::int64_t start = (index * t) % span;
+    std::vector<std::uint16_t> ids(static_cast<std::size_t>(t) + 1);
+    const std::size_t want = ids.size() * 2;
+    std::size_t got = 0;
+    while (got < want) {
+      const ssize_t n = ::pread(fd_, reinterpret_cast<char*>(ids.data()) + got, want - got,
+                                static_cast<off_t>(start * 2 + static_cast<std::int64_t>(got)));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw std::runtime_error(path_ + ": reading tokens failed: " + std::strerror(errno));
+      if (n == 0)
+        throw std::runtime_error(path_ + ": the token file changed during the run: it held " +
+                                 std::to_string(count_) + " tokens and now ends before token " +
+                                 std::to_string(start + static_cast<std::int64_t>(got / 2)));
+      got += static_cast<std::size_t>(n);
+    }
+    for (int i = 0; i <= t; ++i) {
+      if (ids[static_cast<std::size_t>(i)] >= vocab_)
+        throw std::runtime_error(path_ + ": token " + std::to_string(start + i) + " is " +
+                                 std::to_string(ids[static_cast<std::size_t>(i)]) +
+                                 ", outside the model's vocabulary of " + std::to_string(vocab_) +
+                                 " (the file changed during the run: it was checked when opened)");
+      out[i] = ids[static_cast<std::size_t>(i)];
+    }
   }
   [[nodiscard]] std::string describe() const override {
     return path_ + " (" + std::to_string(count_) + " uint16 tokens)";
@@ -34,8 +62,9 @@ class TokenFile final : public TokenSource {
 
  private:
   std::string path_;
-  const std::uint16_t* data_;
-  std::size_t count_, bytes_;
+  int fd_;
+  std::size_t count_;
+  int vocab_;
 };
 
 class Synthetic final : public TokenSource {
@@ -77,7 +106,7 @@ std::unique_ptr<TokenSource> open_token_file(const std::string& path, int vocab,
     ::close(fd);
     throw InputError(path + ": not a regular file (expected a file of little-endian uint16 tokens)");
   }
-  if (fstat(fd, &st) != 0 || st.st_size < 2) {
+  if (fstat(fd, &st) != 0 || st.st_size == 0) {
     ::close(fd);
     throw InputError(path + ": empty token file (expected little-endian uint16 tokens)");
   }
@@ -86,19 +115,33 @@ std::unique_ptr<TokenSource> open_token_file(const std::string& path, int vocab,
     ::close(fd);
     throw InputError(path + ": odd size " + std::to_string(bytes) + " bytes: not a uint16 token file");
   }
-  void* p = mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (p == MAP_FAILED) throw InputError(path + ": mmap failed: " + std::strerror(errno));
-  const auto* data = static_cast<const std::uint16_t*>(p);
+  // Blocking reads from here (the file is regular).
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   const std::size_t count = bytes / 2;
-  auto file = std::make_unique<TokenFile>(path, data, count, bytes);  // unmaps on any throw below
-  if (count < static_cast<std::size_t>(t) + 2)
+  auto file = std::make_unique<TokenFile>(path, fd, count, vocab);  // closes on any throw below
+  if (count < static_cast<std::size_t>(t) + 1)
     throw InputError(path + ": " + std::to_string(count) + " tokens, fewer than one sequence of " +
-                     std::to_string(t + 1));
-  for (std::size_t i = 0; i < count; ++i)
-    if (data[i] >= vocab)
-      throw InputError(path + ": token " + std::to_string(i) + " is " + std::to_string(data[i]) +
-                       ", outside the model's vocabulary of " + std::to_string(vocab));
+                     std::to_string(t + 1) + " (the model's " + std::to_string(t) +
+                     " positions and the next token of the last)");
+  // Every id once, at open, so a bad file is refused before training; a
+  // sequence checks its own ids again as it is read.
+  std::vector<std::uint16_t> chunk(1 << 16);
+  for (std::size_t at = 0; at < count;) {
+    const std::size_t n = std::min(chunk.size(), count - at);
+    std::size_t got = 0;
+    while (got < n * 2) {
+      const ssize_t r = ::pread(fd, reinterpret_cast<char*>(chunk.data()) + got, n * 2 - got,
+                                static_cast<off_t>(at * 2 + got));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) throw InputError(path + ": reading tokens failed: " + (r < 0 ? std::strerror(errno) : "short file"));
+      got += static_cast<std::size_t>(r);
+    }
+    for (std::size_t i = 0; i < n; ++i)
+      if (chunk[i] >= vocab)
+        throw InputError(path + ": token " + std::to_string(at + i) + " is " + std::to_string(chunk[i]) +
+                         ", outside the model's vocabulary of " + std::to_string(vocab));
+    at += n;
+  }
   return file;
 }
 

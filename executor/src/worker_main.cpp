@@ -18,6 +18,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "rank_agreement.hpp"
 #include "ztune/executor/checkpoint.hpp"
 #include "ztune/executor/cpu_backend.hpp"
 #include "ztune/executor/mpi_communicator.hpp"
@@ -38,7 +39,6 @@ namespace {
 
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
-constexpr int kTagError = 99;
 // Steps are counted in int (and in a checkpoint's 32-bit header).
 constexpr long long kMaxSteps = std::numeric_limits<int>::max();
 
@@ -73,33 +73,6 @@ int ranks_on_this_node(const Communicator& world, int flag) {
   return n > 0 ? n : world.size();
 }
 
-// True when any rank has an error; the lowest such rank's message is printed by rank 0.
-bool any_error(Communicator& world, const std::optional<std::string>& error) {
-  double flag = error ? static_cast<double>(world.size() - world.rank()) : 0.0;
-  world.all_reduce_doubles(&flag, 1, ReduceOp::max);
-  if (flag == 0) return false;
-  const int culprit = world.size() - static_cast<int>(flag);
-  if (world.rank() == culprit && culprit != 0) {
-    std::vector<float> chars(error->begin(), error->end());
-    float len = static_cast<float>(chars.size());
-    world.send(&len, 1, 0, kTagError);
-    world.send(chars.data(), chars.size(), 0, kTagError);
-  }
-  if (world.rank() == 0) {
-    std::string message = culprit == 0 ? *error : std::string();
-    if (culprit != 0) {
-      float len = 0;
-      world.recv(&len, 1, culprit, kTagError);
-      std::vector<float> chars(static_cast<std::size_t>(len));
-      world.recv(chars.data(), chars.size(), culprit, kTagError);
-      for (float c : chars) message.push_back(static_cast<char>(c));
-    }
-    std::fprintf(stderr, "ztune-worker: error: %s%s\n", culprit == 0 ? "" : ("rank " + std::to_string(culprit) + ": ").c_str(),
-                 message.c_str());
-  }
-  return true;
-}
-
 // The rank's backend and the communicator its training collectives use: CPU
 // ranks with MPI, or one GPU per rank (local rank modulo the node's devices)
 // with NCCL, bootstrapped over MPI. MPI stays the control plane (errors).
@@ -130,6 +103,37 @@ RankRuntime make_runtime(const std::string& backend, const Plan& plan, MpiCommun
           "installed: the GPU backend builds with them)";
 #endif
   return rt;
+}
+
+// What every rank must have the same of (rank_agreement.hpp): the plan file,
+// the token stream and each flag that shapes the training or its collectives.
+// --threads, --nvme-dir, --checkpoint-dir and the paths may differ by host.
+std::vector<LaunchField> launch_fields(const std::string& plan_path, const PlanFile& pf, const TrainOptions& opt,
+                                       const TokenSource& data, const std::string& backend) {
+  const std::string digest = json_fnv1a_hex(plan_file_to_json(pf));
+  auto number = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.9g", v);
+    return std::string(b);
+  };
+  auto given = [](const std::string& path) { return path.empty() ? std::string("not given") : path; };
+  auto presence = [](const std::string& path) { return std::string(path.empty() ? "no" : "yes"); };
+  return {{"the plan file", digest, plan_path + " (digest " + digest + ")"},
+          {"--data", data.identity(), data.describe()},
+          {"--steps", std::to_string(opt.steps), std::to_string(opt.steps)},
+          {"--seed", std::to_string(opt.seed), std::to_string(opt.seed)},
+          {"--lr", number(opt.lr), number(opt.lr)},
+          {"--warmup-steps", std::to_string(opt.warmup_steps), std::to_string(opt.warmup_steps)},
+          {"--weight-decay", number(opt.weight_decay), number(opt.weight_decay)},
+          {"--grad-clip", number(opt.grad_clip), number(opt.grad_clip)},
+          {"--checkpoint-every", std::to_string(opt.checkpoint_every), std::to_string(opt.checkpoint_every)},
+          {"--resume", opt.resume ? "yes" : "no", opt.resume ? "given" : "not given"},
+          {"--kill-after-step", std::to_string(opt.kill_after_step), std::to_string(opt.kill_after_step)},
+          {"--init-from", presence(opt.init_from), given(opt.init_from)},
+          {"--save", presence(opt.save), given(opt.save)},
+          {"--dump-grads", presence(opt.dump_grads), given(opt.dump_grads)},
+          {"--backend", backend, backend},
+          {"--ranks-per-node", std::to_string(opt.ranks_per_node), std::to_string(opt.ranks_per_node)}};
 }
 
 int run(int argc, char** argv) {
@@ -175,9 +179,15 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (world->rank() == 0) app.exit(e);
-    return e.get_exit_code() == 0 ? 0 : kExitUsage;
+    // --help on every rank; a flag refused on some ranks only (ranks started
+    // with different flags) must not leave the others waiting in a collective.
+    if (e.get_exit_code() == 0) {
+      if (world->rank() == 0) app.exit(e);
+      return 0;
+    }
+    if (any_error(*world, std::string(e.what()))) return kExitUsage;
   }
+  if (any_error(*world, std::nullopt)) return kExitUsage;
   if (opt.warmup_steps == 0) opt.warmup_steps = 1;
 
   const int per_node = ranks_on_this_node(*world, opt.ranks_per_node);
@@ -226,6 +236,8 @@ int run(int argc, char** argv) {
   } catch (const InputError& e) {
     error = std::string("--data: ") + e.what();
   }
+  if (any_error(*world, error)) return kExitUsage;
+  error = launch_mismatch(*world, launch_fields(plan_path, pf, opt, *data, backend_name));
   if (any_error(*world, error)) return kExitUsage;
 
   RankRuntime rt = make_runtime(backend_name, plan, *world, opt.threads, error);
@@ -284,6 +296,12 @@ int run(int argc, char** argv) {
       // Every rank sees the same all-reduced overflow, so all stop here.
       if (world->rank() == 0) std::fprintf(stderr, "ztune-worker: error: step %d: %s\n", s + 1, e.what());
       return kExitFailed;
+    } catch (const std::runtime_error& e) {
+      // One rank's own failure mid-step (its token file changed under it):
+      // the others wait in a collective, so the job ends here, said by this rank.
+      std::fprintf(stderr, "ztune-worker: error: rank %d: step %d: %s\n", world->rank(), s + 1, e.what());
+      std::fflush(stderr);
+      abort_job(kExitFailed);
     }
     // A loss that is not finite (and not an fp16 overflow the scaler skips)
     // means the run diverged: every later step is NaN too, so stop and say so
@@ -311,6 +329,7 @@ int run(int argc, char** argv) {
       // A commit that fails (a full disk) stops the run: latest still names the step before.
       if (world->rank() == 0) {
         error = write_data_identity(opt.checkpoint_dir, data->identity());
+        if (!error) error = keep_plan(opt.checkpoint_dir, plan_json.dump(2));
         if (!error) error = commit_checkpoint(opt.checkpoint_dir, s + 1);
       }
       if (any_error(*world, error)) return kExitFailed;

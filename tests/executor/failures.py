@@ -168,7 +168,29 @@ def main():
         other = os.path.join(d, "other.json")
         plans.write_plan_file(other, model, dp=2, mb=2, ga=2, zero=0)
         r = run(2, other, "--steps", "5", "--resume", "--checkpoint-dir", ck)
-        check("checkpoint of another plan is refused", r.returncode == 2 and "different plan" in r.stderr, r.stderr)
+        check("checkpoint of another plan is refused, naming the plan that wrote it", r.returncode == 2 and
+              "written by another plan or model (plan file digest" in r.stderr and
+              os.path.join(ck, "plan.json") in r.stderr, r.stderr)
+        dp4 = os.path.join(d, "dp4.json")
+        plans.write_plan_file(dp4, model, dp=4, mb=2, ga=1, zero=1)
+        r = run(4, dp4, "--steps", "5", "--resume", "--checkpoint-dir", ck)
+        check("a checkpoint of 2 ranks resumed on 4 says so", r.returncode == 2 and
+              "written by a job of 2 ranks; this one has 4" in r.stderr, r.stderr)
+
+        # Ranks started with different jobs (each host its own copy of the
+        # flags and files): refused by rank 0 naming the difference, where
+        # they had deadlocked (--steps) or trained on mixed settings (--seed).
+        def mpmd(args0, args1):
+            cmd = mpirun + ["-np", "1", worker, dp2] + args0 + [":", "-np", "1", worker, dp2] + args1
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        for what, a0, a1, said in [
+                ("--steps", ["--steps", "5"], ["--steps", "6"], "--steps is 5 on rank 0 but 6 on rank 1"),
+                ("--seed", ["--steps", "2", "--seed", "1"], ["--steps", "2", "--seed", "2"],
+                 "--data is synthetic (seed 1) on rank 0 but synthetic (seed 2) on rank 1"),
+                ("a flag", ["--steps", "2"], ["--steps", "2", "--lr", "x"], "rank 1: --lr: ")]:
+            r = mpmd(a0, a1)
+            check(f"ranks started with different {what} are refused", r.returncode == 2 and said in r.stderr and
+                  "step 1" not in r.stdout, r.stdout + r.stderr)
 
         # One byte appended to rank 0's shard of step 3 (the issue 20 finding: accepted before).
         shard0 = os.path.join(ck, "step_00000003", "rank_00000.ckpt")

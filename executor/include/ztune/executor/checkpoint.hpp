@@ -25,6 +25,9 @@ struct CheckpointId {
 /// Writes this rank's shard after `steps` completed steps. Returns an error message on failure.
 std::optional<std::string> write_checkpoint_shard(const std::string& dir, int steps, const CheckpointId& id,
                                                   const ParamStore& store);
+/// Rank 0, with a commit: DIR/plan.json keeps the plan file that wrote the
+/// checkpoints, which a refused resume names. An error message when it could not.
+[[nodiscard]] std::optional<std::string> keep_plan(const std::string& dir, const std::string& plan_file_json);
 /// Rank 0, after every shard is written: points DIR/latest at `steps`. An
 /// error message when it could not (DIR/latest then names the step before).
 [[nodiscard]] std::optional<std::string> commit_checkpoint(const std::string& dir, int steps);

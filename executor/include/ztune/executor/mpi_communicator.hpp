@@ -51,4 +51,8 @@ class MpiSession {
   MpiSession& operator=(const MpiSession&) = delete;
 };
 
+/// Ends every rank of the job with exit `code` (MPI_Abort): for an error one
+/// rank meets while the others may be waiting in a collective.
+[[noreturn]] void abort_job(int code);
+
 }  // namespace ztune::executor

@@ -20,9 +20,11 @@ class TokenSource {
   [[nodiscard]] virtual std::string identity() const = 0;
 };
 
-/// A file of little-endian uint16 tokens, memory-mapped (data/corpus/*.bin).
-/// Sequence j starts at token (j·T) mod (count − T − 1). Throws InputError naming the
-/// file when it is missing, empty, shorter than T + 1 tokens, or holds ids >= vocab.
+/// A file of little-endian uint16 tokens (data/corpus/*.bin), read a sequence
+/// at a time. Sequence j starts at token (j·T) mod (count − T). Throws
+/// InputError naming the file when it is missing, empty, shorter than T + 1
+/// tokens, or holds ids >= vocab; sequence() throws std::runtime_error naming
+/// it when it changed during the run (cut short, or an id out of the vocabulary).
 std::unique_ptr<TokenSource> open_token_file(const std::string& path, int vocab, int t);
 
 /// Deterministic synthetic stream: each sequence is an arithmetic progression
