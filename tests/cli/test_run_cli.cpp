@@ -307,6 +307,28 @@ TEST_CASE("ztune run: the temporary directory is removed unless --keep", "[cli][
   CHECK(temp_dirs().size() == 1);
 }
 
+TEST_CASE("ztune run: a run the database refuses keeps its record, says where and exits 1", "[cli][run]") {
+  // A trigger refuses every insert into runs (root included, as a permission
+  // bit would not); a locked, read-only or full database fails the same way.
+  const fs::path db = scratch() / "refusing-runs.db";
+  const std::string plan = "--model tiny --dp 2 --micro-batch 2 --global-batch 4 --steps 2 --db '" + db.string() + "'";
+  REQUIRE(run_command(ztune_bin() + " run " + plan).exit_code == 0);
+  REQUIRE(run_command("/usr/bin/python3 -c \"import sqlite3; c = sqlite3.connect('" + db.string() +
+                      "'); c.execute(\\\"CREATE TRIGGER refuse BEFORE INSERT ON runs BEGIN SELECT RAISE(ABORT, "
+                      "'no writes here'); END\\\"); c.commit()\"")
+              .exit_code == 0);
+  const auto r = run_command(ztune_bin() + " run " + plan);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Contains("the run was not stored in the results database") && Contains("no writes here") &&
+                        Contains("its record is kept at "));
+  const std::string after = "its record is kept at ";
+  const auto at = r.err.find(after);
+  REQUIRE(at != std::string::npos);
+  const std::string record = r.err.substr(at + after.size(), r.err.find(' ', at + after.size()) - at - after.size());
+  CHECK(losses_of(record).size() == 2);  // the measurement, whole
+  fs::remove_all(fs::path(record).parent_path());
+}
+
 int main(int argc, char** argv) {
   if (std::system("command -v mpirun >/dev/null 2>&1") != 0) {
     std::printf("skipped: mpirun is not on PATH (ztune run launches its ranks with it)\n");
