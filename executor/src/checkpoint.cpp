@@ -1,15 +1,18 @@
 #include "ztune/executor/checkpoint.hpp"
-#include "ztune/vocab/durable_file.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
+
+#include "ztune/vocab/durable_file.hpp"
 
 namespace ztune::executor {
 namespace {
@@ -83,6 +86,34 @@ std::optional<std::string> write_checkpoint_shard(const std::string& dir, int st
   out.write(bytes);
   out.write(&sum, sizeof sum);
   if (auto why = out.commit()) return path + ": " + *why;
+  return std::nullopt;
+}
+
+CheckpointDirLock::~CheckpointDirLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the flock
+}
+
+std::optional<std::string> CheckpointDirLock::take(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return dir + ": cannot create: " + ec.message();
+  const std::string path = dir + "/lock";
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) return path + ": cannot open: " + std::strerror(errno);
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char holder[32] = {};
+    const ssize_t n = ::pread(fd_, holder, sizeof holder - 1, 0);
+    ::close(fd_);
+    fd_ = -1;
+    if (err != EWOULDBLOCK) return path + ": cannot lock: " + std::strerror(err);
+    std::string pid = n > 0 ? std::string(holder, static_cast<std::size_t>(n)) : "";
+    while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+    return "--checkpoint-dir " + dir + ": in use by another run" + (pid.empty() ? "" : " (pid " + pid + ")") +
+           "; wait for it to end, or choose another directory";
+  }
+  const std::string me = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd_, 0) == 0) (void)!::pwrite(fd_, me.data(), me.size(), 0);
   return std::nullopt;
 }
 

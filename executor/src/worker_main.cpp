@@ -216,6 +216,10 @@ int run(int argc, char** argv) {
   if (!error) error = output_file_flag_problem("--save", opt.save, true);
   if (!error) error = output_file_flag_problem("--dump-grads", opt.dump_grads, true);
   if (!error) error = output_file_flag_problem("--record", opt.record, false);
+  // One run at a time in a checkpoint directory (rank 0 holds it until it exits).
+  CheckpointDirLock checkpoint_lock;
+  if (!error && world->rank() == 0 && (opt.checkpoint_every > 0 || opt.resume))
+    error = checkpoint_lock.take(opt.checkpoint_dir);
   // A fresh run writing checkpoints where another run's are committed would
   // mix two runs' steps in one directory (and end the other's resume).
   if (!error && opt.checkpoint_every > 0 && !opt.resume && std::filesystem::exists(opt.checkpoint_dir + "/latest"))

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import plans  # noqa: E402
@@ -176,6 +177,22 @@ def main():
         r = run(4, dp4, "--steps", "5", "--resume", "--checkpoint-dir", ck)
         check("a checkpoint of 2 ranks resumed on 4 says so", r.returncode == 2 and
               "written by a job of 2 ranks; this one has 4" in r.stderr, r.stderr)
+
+        # Two runs given one checkpoint directory at once: the second is
+        # refused (rank 0's flock on DIR/lock); it had overwritten the first's steps.
+        busy = os.path.join(d, "ckpt_busy")
+        first = subprocess.Popen(mpirun + ["-np", "2", worker, dp2, "--steps", "100000", "--checkpoint-every", "1",
+                                           "--checkpoint-dir", busy], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            deadline = time.time() + 60
+            while not os.path.exists(os.path.join(busy, "latest")) and time.time() < deadline:
+                time.sleep(0.1)
+            r = run(2, dp2, "--steps", "3", "--resume", "--checkpoint-dir", busy)
+            check("a checkpoint directory in use by another run is refused", r.returncode == 2 and
+                  f"--checkpoint-dir {busy}: in use by another run (pid" in r.stderr, r.stderr)
+        finally:
+            first.terminate()  # mpirun forwards SIGTERM to its ranks
+            first.wait(timeout=60)
 
         # Ranks started with different jobs (each host its own copy of the
         # flags and files): refused by rank 0 naming the difference, where

@@ -22,6 +22,23 @@ struct CheckpointId {
   int rank = 0;
 };
 
+/// Rank 0's hold on a checkpoint directory for the run's lifetime: an
+/// exclusive flock(2) on DIR/lock, which records the holder's pid. Two runs
+/// given the same directory at once would write each other's steps (the
+/// check for committed checkpoints runs before either commits).
+class CheckpointDirLock {
+ public:
+  CheckpointDirLock() = default;
+  ~CheckpointDirLock();
+  CheckpointDirLock(const CheckpointDirLock&) = delete;
+  CheckpointDirLock& operator=(const CheckpointDirLock&) = delete;
+  /// Takes the lock (creating DIR); nullopt, or why not (another run holds it).
+  [[nodiscard]] std::optional<std::string> take(const std::string& dir);
+
+ private:
+  int fd_ = -1;
+};
+
 /// Writes this rank's shard after `steps` completed steps. Returns an error message on failure.
 std::optional<std::string> write_checkpoint_shard(const std::string& dir, int steps, const CheckpointId& id,
                                                   const ParamStore& store);
