@@ -153,6 +153,9 @@ TEST_CASE("pins, catalogs, databases, hosts and profiles that cannot be used are
       {"search --cluster dgx-a100-80gb --model llama-7b --no-db --pp 1000", "--pp: 1000 stages for 32 layers"},
       // A read command does not create a database (and its directories) where none is.
       {"history --db " + dir + "/no-such/dir/x.db", "--db " + dir + "/no-such/dir/x.db: no such file"},
+      // A device is no database: SQLite had left /dev/null-journal beside it.
+      {"history --db /dev/null", "--db /dev/null: not a regular file (expected an SQLite results database)"},
+      {"search --cluster dgx2 --model gpt2-1.5b --db /dev/null", "--db /dev/null: not a regular file"},
       {"run --cluster local-cpu --model tiny --no-db --hosts 'node1:4,node 2'", "--hosts: expected host[:slots]"},
       {"predict --cluster local-cpu --model tiny --profile " + dir, "--profile " + dir + ": not a regular file"},
   };

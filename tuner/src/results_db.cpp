@@ -157,6 +157,10 @@ ResultsDb ResultsDb::open(const std::string& path) {
   const bool exists = fs::exists(path, ec);
   if (exists && fs::is_directory(path, ec))
     throw InputError("--db " + path + ": is a directory, expected a results database file");
+  // A device or a FIFO (--db /dev/null): SQLite would try to migrate it and
+  // leave its journal beside it (/dev/null-journal).
+  if (exists && !fs::is_regular_file(path, ec))
+    throw InputError("--db " + path + ": not a regular file (expected an SQLite results database)");
   if (!exists) {
     const fs::path parent = fs::path(path).parent_path();
     // create_directories returns false when another process made the directory
