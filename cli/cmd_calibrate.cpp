@@ -201,6 +201,27 @@ int run(const CalibrateFlags& f) {
         throw InputError(r.label + ": $.environment.backend: the run was measured on " + r.backend + ", and this " +
                          "calibration fits the " + backend + " backend's profile of " + cluster.name);
 
+  // The measured runs of the database join the records given, read before
+  // the microbenchmarks too: a damaged stored run is refused (naming its row)
+  // before minutes of measuring, not after them.
+  std::optional<ResultsDb> db;
+  if (!f.no_db) {
+    try {
+      db = ResultsDb::open(f.db.empty() ? default_db_path() : f.db);
+    } catch (const InputError& e) {
+      notes.push_back(std::string("results database not used: ") + e.what());
+    }
+  }
+  if (db && !f.no_db_runs) {
+    std::vector<RunObservation> stored;
+    try {
+      stored = runs_from_db(*db, cluster.name, notes);
+    } catch (const InputError& e) {
+      throw InputError(std::string(e.what()) + " (--no-db-runs calibrates without the stored runs)");
+    }
+    in.runs.insert(in.runs.end(), stored.begin(), stored.end());
+  }
+
   // 1. Measure (or read earlier measurements).
   std::string measurements_path = f.measurements;
   if (measurements_path.empty()) {
@@ -262,26 +283,12 @@ int run(const CalibrateFlags& f) {
   }
   in.measurements = &m;
 
-  // 2. The measured runs of the database join the records given.
-  std::optional<ResultsDb> db;
-  if (!f.no_db) {
-    try {
-      db = ResultsDb::open(f.db.empty() ? default_db_path() : f.db);
-    } catch (const InputError& e) {
-      notes.push_back(std::string("results database not used: ") + e.what());
-    }
-  }
-  if (db && !f.no_db_runs) {
-    auto stored = runs_from_db(*db, cluster.name, notes);
-    in.runs.insert(in.runs.end(), stored.begin(), stored.end());
-  }
-
-  // 3. Fit, cross-validate, decide.
+  // 2. Fit, cross-validate, decide.
   SessionResult r = run_session(in);
   r.notes.insert(r.notes.begin(), notes.begin(), notes.end());
   const bool write = r.verdict.accept || f.force;
 
-  // 4. Write and store only what earned its place (or what --force insists on).
+  // 3. Write and store only what earned its place (or what --force insists on).
   std::optional<std::int64_t> profile_id;
   if (write) {
     write_json(profile_out, profile_to_json(r.profile), "--out");

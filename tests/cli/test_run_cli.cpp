@@ -329,6 +329,22 @@ TEST_CASE("ztune run: a run the database refuses keeps its record, says where an
   fs::remove_all(fs::path(record).parent_path());
 }
 
+TEST_CASE("calibrate refuses a damaged stored run before any microbenchmark runs", "[cli][run][calibrate]") {
+  const fs::path db = scratch() / "damaged-run.db";
+  REQUIRE(run_command(ztune_bin() + " run --model tiny --dp 2 --micro-batch 2 --global-batch 4 --steps 1 --db '" +
+                      db.string() + "'")
+              .exit_code == 0);
+  REQUIRE(run_command("/usr/bin/python3 -c \"import sqlite3; c = sqlite3.connect('" + db.string() +
+                      "'); c.execute(\\\"UPDATE runs SET record = '{bad'\\\"); c.commit()\"")
+              .exit_code == 0);
+  const auto r = run_command(ztune_bin() + " calibrate --cluster local-cpu --quick --np 2 --out '" +
+                             (scratch() / "never.json").string() + "' --db '" + db.string() + "'");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("(run 1, column record)") && Contains("--no-db-runs calibrates without the stored runs"));
+  CHECK_THAT(r.out, !Contains("rank(s) of cluster"));  // no benchmark started: nothing measured is lost
+  CHECK_FALSE(fs::exists(scratch() / "never.json"));
+}
+
 int main(int argc, char** argv) {
   if (std::system("command -v mpirun >/dev/null 2>&1") != 0) {
     std::printf("skipped: mpirun is not on PATH (ztune run launches its ranks with it)\n");
