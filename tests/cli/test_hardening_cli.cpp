@@ -505,6 +505,26 @@ TEST_CASE("history show of a row with malformed or misshapen JSON is exit 2 nami
   CHECK(r.out.empty());
 }
 
+TEST_CASE("a number column holding inf, NaN or text is exit 2 naming the row and column", "[cli][hardening]") {
+  // Audit 3: shown as "-inf s" and "-nan%" (null in --json) without a word.
+  const std::string db = (scratch() / "inf.db").string();
+  fs::remove(db);
+  REQUIRE(run_ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-simulate --db '" + db + "'").exit_code == 0);
+  for (const auto& [value, said] : std::vector<std::pair<std::string, std::string>>{
+           {"9e999", "expected a finite number, got inf"},
+           {"-9e999", "expected a finite number, got -inf"},
+           {"'fast'", "expected a number, got text"}}) {
+    exec_sql(db, "UPDATE searches SET elapsed_s = " + value + " WHERE id = 1");
+    for (const char* args : {"history", "history --json", "history show 1"}) {
+      const auto r = run_ztune(std::string(args) + " --db '" + db + "'");
+      INFO(args << " with elapsed_s " << value << "\n" << r.err);
+      CHECK(r.exit_code == 2);
+      CHECK_THAT(r.err, StartsWith("ztune: error: " + db) &&
+                            Contains("search 1: column \"elapsed_s\": " + said));
+    }
+  }
+}
+
 TEST_CASE("a database row or an argument that is not UTF-8 is exit 2 naming it, not an abort", "[cli][hardening]") {
   const std::string db = (scratch() / "latin1.db").string();
   fs::remove(db);

@@ -141,6 +141,16 @@ nlohmann::json parse_column(const Statement& st, int col, const std::string& whe
   return parse_json_text(st.text(col), where + ", column " + st.column_name(col) + ")");
 }
 
+/// Reads one row, naming it ("run 5") in a DbFailure from one of its columns.
+template <class F>
+auto reading_row(const std::string& which, F&& f) {
+  try {
+    return std::forward<F>(f)();
+  } catch (const DbFailure& e) {
+    throw DbFailure(e.code(), which + ": " + e.what());
+  }
+}
+
 template <class F>
 auto guarded(const std::string& path, const char* doing, F&& f) {
   try {
@@ -298,18 +308,20 @@ std::vector<SearchSummary> ResultsDb::searches(int limit) const {
     st.bind(1, limit);
     std::vector<SearchSummary> out;
     while (st.step()) {
-      SearchSummary s;
-      s.id = st.int64(0);
-      s.created_at = st.text(1);
-      s.cluster = st.text(2);
-      s.model = st.text(3);
-      s.space = st.int64(4);
-      s.feasible = st.int64(5);
-      s.elapsed_s = st.real(6);
-      s.interrupted = st.int64(7) != 0;
-      s.best = st.text(8);
-      s.best_tokens_per_s = st.optional_real(9);
-      out.push_back(std::move(s));
+      out.push_back(reading_row("search " + std::to_string(st.int64(0)), [&] {
+        SearchSummary s;
+        s.id = st.int64(0);
+        s.created_at = st.text(1);
+        s.cluster = st.text(2);
+        s.model = st.text(3);
+        s.space = st.int64(4);
+        s.feasible = st.int64(5);
+        s.elapsed_s = st.real(6);
+        s.interrupted = st.int64(7) != 0;
+        s.best = st.text(8);
+        s.best_tokens_per_s = st.optional_real(9);
+        return s;
+      }));
     }
     return out;
   });
@@ -325,16 +337,18 @@ std::vector<RunSummary> ResultsDb::runs(int limit) const {
     st.bind(1, limit);
     std::vector<RunSummary> out;
     while (st.step()) {
-      RunSummary r;
-      r.id = st.int64(0);
-      r.created_at = st.text(1);
-      r.cluster = st.text(2);
-      r.model = st.text(3);
-      r.plan = st.text(4);
-      r.status = st.text(5);
-      r.predicted_iteration_s = st.optional_real(6);
-      r.measured_iteration_s = st.optional_real(7);
-      out.push_back(std::move(r));
+      out.push_back(reading_row("run " + std::to_string(st.int64(0)), [&] {
+        RunSummary r;
+        r.id = st.int64(0);
+        r.created_at = st.text(1);
+        r.cluster = st.text(2);
+        r.model = st.text(3);
+        r.plan = st.text(4);
+        r.status = st.text(5);
+        r.predicted_iteration_s = st.optional_real(6);
+        r.measured_iteration_s = st.optional_real(7);
+        return r;
+      }));
     }
     return out;
   });
@@ -369,23 +383,25 @@ std::optional<nlohmann::json> ResultsDb::search(std::int64_t id) const {
     if (!st.step()) return std::nullopt;
     const std::string row = path_ + " (search " + std::to_string(id);
     auto doc = [&](const Statement& s, int col) { return parse_column(s, col, row); };
-    nlohmann::json j{{"id", st.int64(0)},           {"created_at", st.text(1)},
-                     {"cluster", doc(st, 2)}, {"model", doc(st, 3)},
-                     {"profile", doc(st, 4)}, {"options", doc(st, 5)},
-                     {"space", st.int64(6)},        {"evaluated", st.int64(7)},
-                     {"feasible", st.int64(8)},     {"pruned_by", doc(st, 9)},
-                     {"passes", doc(st, 10)}, {"elapsed_s", st.real(11)},
-                     {"threads", st.int64(12)},     {"interrupted", st.int64(13) != 0},
-                     {"ztune_version", st.text(14)}};
-    Statement cands(db_.get(),
-                    "SELECT rank, summary, plan, prediction FROM candidates WHERE search_id = ? ORDER BY rank");
-    cands.bind(1, id);
-    nlohmann::json list = nlohmann::json::array();
-    while (cands.step())
-      list.push_back({{"rank", cands.int64(0)}, {"summary", cands.text(1)}, {"plan", doc(cands, 2)},
-                      {"prediction", doc(cands, 3)}});
-    j["candidates"] = list;
-    return j;
+    return reading_row("search " + std::to_string(id), [&]() -> std::optional<nlohmann::json> {
+      nlohmann::json j{{"id", st.int64(0)},           {"created_at", st.text(1)},
+                       {"cluster", doc(st, 2)}, {"model", doc(st, 3)},
+                       {"profile", doc(st, 4)}, {"options", doc(st, 5)},
+                       {"space", st.int64(6)},        {"evaluated", st.int64(7)},
+                       {"feasible", st.int64(8)},     {"pruned_by", doc(st, 9)},
+                       {"passes", doc(st, 10)}, {"elapsed_s", st.real(11)},
+                       {"threads", st.int64(12)},     {"interrupted", st.int64(13) != 0},
+                       {"ztune_version", st.text(14)}};
+      Statement cands(db_.get(),
+                      "SELECT rank, summary, plan, prediction FROM candidates WHERE search_id = ? ORDER BY rank");
+      cands.bind(1, id);
+      nlohmann::json list = nlohmann::json::array();
+      while (cands.step())
+        list.push_back({{"rank", cands.int64(0)}, {"summary", cands.text(1)}, {"plan", doc(cands, 2)},
+                        {"prediction", doc(cands, 3)}});
+      j["candidates"] = list;
+      return j;
+    });
   });
 }
 
@@ -399,23 +415,25 @@ std::optional<nlohmann::json> ResultsDb::run(std::int64_t id) const {
     if (!st.step()) return std::nullopt;
     const std::string row = path_ + " (run " + std::to_string(id);
     auto doc = [&](const Statement& s, int col) { return parse_column(s, col, row); };
-    nlohmann::json j{{"id", st.int64(0)},
-                     {"created_at", st.text(1)},
-                     {"cluster", doc(st, 2)},
-                     {"model", doc(st, 3)},
-                     {"plan", doc(st, 4)},
-                     {"summary", st.text(5)},
-                     {"prediction", doc(st, 6)},
-                     {"predicted_iteration_s", st.optional_real(7) ? nlohmann::json(*st.optional_real(7)) : nullptr},
-                     {"measured_iteration_s", st.optional_real(8) ? nlohmann::json(*st.optional_real(8)) : nullptr},
-                     {"status", st.text(9)},
-                     {"record", doc(st, 10)}};
-    Statement m(db_.get(), "SELECT name, value, unit FROM measurements WHERE run_id = ? ORDER BY rowid");
-    m.bind(1, id);
-    nlohmann::json list = nlohmann::json::array();
-    while (m.step()) list.push_back({{"name", m.text(0)}, {"value", m.real(1)}, {"unit", m.text(2)}});
-    j["measurements"] = list;
-    return j;
+    return reading_row("run " + std::to_string(id), [&]() -> std::optional<nlohmann::json> {
+      nlohmann::json j{{"id", st.int64(0)},
+                       {"created_at", st.text(1)},
+                       {"cluster", doc(st, 2)},
+                       {"model", doc(st, 3)},
+                       {"plan", doc(st, 4)},
+                       {"summary", st.text(5)},
+                       {"prediction", doc(st, 6)},
+                       {"predicted_iteration_s", st.optional_real(7) ? nlohmann::json(*st.optional_real(7)) : nullptr},
+                       {"measured_iteration_s", st.optional_real(8) ? nlohmann::json(*st.optional_real(8)) : nullptr},
+                       {"status", st.text(9)},
+                       {"record", doc(st, 10)}};
+      Statement m(db_.get(), "SELECT name, value, unit FROM measurements WHERE run_id = ? ORDER BY rowid");
+      m.bind(1, id);
+      nlohmann::json list = nlohmann::json::array();
+      while (m.step()) list.push_back({{"name", m.text(0)}, {"value", m.real(1)}, {"unit", m.text(2)}});
+      j["measurements"] = list;
+      return j;
+    });
   });
 }
 

@@ -2,6 +2,7 @@
 // Thin RAII over the SQLite C API (private to the tuner): a prepared statement
 // with typed binds and column reads, and a write transaction that rolls back
 // unless committed. Errors throw DbFailure carrying SQLite's message.
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -71,7 +72,19 @@ class Statement {
 
   [[nodiscard]] bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
   [[nodiscard]] std::int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
-  [[nodiscard]] double real(int col) const { return sqlite3_column_double(stmt_, col); }
+  /// A number column, refused (DbFailure naming the column) unless it holds a
+  /// finite number: ztune stores none other, and text would read as 0.
+  [[nodiscard]] double real(int col) const {
+    const int type = sqlite3_column_type(stmt_, col);
+    if (type != SQLITE_INTEGER && type != SQLITE_FLOAT)
+      throw DbFailure(SQLITE_MISMATCH, "column \"" + column_name(col) + "\": expected a number, got " +
+                                           (type == SQLITE_NULL ? "NULL" : type == SQLITE_TEXT ? "text" : "a blob"));
+    const double v = sqlite3_column_double(stmt_, col);
+    if (!std::isfinite(v))
+      throw DbFailure(SQLITE_MISMATCH, "column \"" + column_name(col) + "\": expected a finite number, got " +
+                                           (std::isnan(v) ? "NaN" : v > 0 ? "inf" : "-inf"));
+    return v;
+  }
   [[nodiscard]] std::optional<double> optional_real(int col) const {
     return is_null(col) ? std::nullopt : std::optional<double>(real(col));
   }
