@@ -1,21 +1,56 @@
 #include "ztune/executor/mpi_communicator.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <string>
 
 namespace ztune::executor {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+std::atomic<std::int64_t> g_timeout_ms{kDefaultCollectiveTimeoutS * 1000};
+
+// Completes `request` as MPI_Wait would (Open MPI progresses it inside
+// MPI_Test, as inside MPI_Wait), but gives up after the collective timeout:
+// a peer that stopped (SIGSTOP, a hang, a rank started with another job)
+// would otherwise keep this rank spinning forever. Then the message names the
+// operation, the group and the rank, and the process ends with
+// kCollectiveTimeoutExit; mpirun stops the others, the stuck one included.
+void wait_or_time_out(MPI_Request* request, const char* op, const std::string& group, int rank, int size) {
+  const auto start = Clock::now();
+  const std::int64_t limit = g_timeout_ms.load(std::memory_order_relaxed);
+  int flag = 0;
+  for (std::uint64_t i = 0;; ++i) {
+    MPI_Test(request, &flag, MPI_STATUS_IGNORE);
+    if (flag != 0) return;
+    if (limit <= 0 || (i & 1023) != 0) continue;
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+    if (waited < limit) continue;
+    std::fprintf(stderr,
+                 "ztune-worker: error: rank %d of group %s (%d ranks): %s waited more than %g s for its peers "
+                 "(--collective-timeout): a rank stopped, hung or died, or the ranks were started with different "
+                 "jobs; ending the job\n",
+                 rank, group.c_str(), size, op, static_cast<double>(limit) / 1e3);
+    std::fflush(stderr);
+    std::_Exit(kCollectiveTimeoutExit);
+  }
+}
+
 class MpiRequest final : public CommRequest {
  public:
-  MpiRequest() = default;
+  MpiRequest(const char* op, const MpiCommunicator& comm)
+      : op_(op), group_(comm.name()), rank_(comm.rank()), size_(comm.size()) {}
   ~MpiRequest() override { wait(); }
   MpiRequest(const MpiRequest&) = delete;
   MpiRequest& operator=(const MpiRequest&) = delete;
   void wait() override {
-    if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+    if (request_ != MPI_REQUEST_NULL) wait_or_time_out(&request_, op_, group_, rank_, size_);
   }
   bool done() override {
     if (request_ == MPI_REQUEST_NULL) return true;
@@ -26,6 +61,9 @@ class MpiRequest final : public CommRequest {
   MPI_Request* handle() { return &request_; }
 
  private:
+  const char* op_;
+  std::string group_;  // copied: a request may outlive its communicator's object
+  int rank_, size_;
   MPI_Request request_ = MPI_REQUEST_NULL;
 };
 
@@ -86,8 +124,12 @@ std::unique_ptr<MpiCommunicator> MpiCommunicator::world() {
   return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, "world", false);
 }
 
+void set_collective_timeout(std::chrono::milliseconds timeout) { g_timeout_ms.store(timeout.count()); }
+
 void MpiCommunicator::all_reduce_doubles(double* buf, std::size_t n, ReduceOp op) {
-  MPI_Allreduce(MPI_IN_PLACE, buf, count_of(n), MPI_DOUBLE, op_of(op), comm_);
+  MPI_Request r = MPI_REQUEST_NULL;
+  MPI_Iallreduce(MPI_IN_PLACE, buf, count_of(n), MPI_DOUBLE, op_of(op), comm_, &r);
+  wait_or_time_out(&r, "all_reduce_doubles", name(), rank_, size_);
 }
 
 std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key, const std::string& name) {
@@ -98,20 +140,20 @@ std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key, const s
 }
 
 RequestPtr MpiCommunicator::start_all_reduce(TensorRef buf, std::size_t n, ReduceOp op) {
-  auto r = std::make_unique<MpiRequest>();
+  auto r = std::make_unique<MpiRequest>("all_reduce", *this);
   MPI_Iallreduce(MPI_IN_PLACE, buf.ptr, count_of(n), type_of(buf.dtype), op_of(op, buf.dtype), comm_, r->handle());
   return r;
 }
 
 RequestPtr MpiCommunicator::start_reduce_scatter(ConstTensorRef send, TensorRef recv, std::size_t count) {
-  auto r = std::make_unique<MpiRequest>();
+  auto r = std::make_unique<MpiRequest>("reduce_scatter", *this);
   MPI_Ireduce_scatter_block(send.ptr, recv.ptr, count_of(count), type_of(recv.dtype),
                             op_of(ReduceOp::sum, recv.dtype), comm_, r->handle());
   return r;
 }
 
 RequestPtr MpiCommunicator::start_all_gather(ConstTensorRef send, TensorRef recv, std::size_t count) {
-  auto r = std::make_unique<MpiRequest>();
+  auto r = std::make_unique<MpiRequest>("all_gather", *this);
   const bool in_place = send.ptr == (recv + static_cast<std::size_t>(rank_) * count).ptr;
   const MPI_Datatype t = type_of(recv.dtype);
   MPI_Iallgather(in_place ? MPI_IN_PLACE : send.ptr, count_of(count), t, recv.ptr, count_of(count), t, comm_,
@@ -120,24 +162,28 @@ RequestPtr MpiCommunicator::start_all_gather(ConstTensorRef send, TensorRef recv
 }
 
 RequestPtr MpiCommunicator::start_broadcast(TensorRef buf, std::size_t n, int root) {
-  auto r = std::make_unique<MpiRequest>();
+  auto r = std::make_unique<MpiRequest>("broadcast", *this);
   MPI_Ibcast(buf.ptr, count_of(n), type_of(buf.dtype), root, comm_, r->handle());
   return r;
 }
 
 RequestPtr MpiCommunicator::start_send(ConstTensorRef buf, std::size_t n, int peer, int tag) {
-  auto r = std::make_unique<MpiRequest>();
+  auto r = std::make_unique<MpiRequest>("send", *this);
   MPI_Isend(buf.ptr, count_of(n), type_of(buf.dtype), peer, tag, comm_, r->handle());
   return r;
 }
 
 RequestPtr MpiCommunicator::start_recv(TensorRef buf, std::size_t n, int peer, int tag) {
-  auto r = std::make_unique<MpiRequest>();
+  auto r = std::make_unique<MpiRequest>("recv", *this);
   MPI_Irecv(buf.ptr, count_of(n), type_of(buf.dtype), peer, tag, comm_, r->handle());
   return r;
 }
 
-void MpiCommunicator::barrier_impl() { MPI_Barrier(comm_); }
+void MpiCommunicator::barrier_impl() {
+  MPI_Request r = MPI_REQUEST_NULL;
+  MPI_Ibarrier(comm_, &r);
+  wait_or_time_out(&r, "barrier", name(), rank_, size_);
+}
 
 MpiSession::MpiSession(int* argc, char*** argv) {
   int provided = 0;

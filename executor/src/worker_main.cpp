@@ -172,6 +172,13 @@ int run(int argc, char** argv) {
   app.add_option("--backend", backend_name, "cpu (MPI ranks), or cuda (one GPU per rank, NCCL collectives)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--kill-after-step", opt.kill_after_step, "Test hook: SIGKILL after committing that checkpoint");
+  int collective_timeout_s = kDefaultCollectiveTimeoutS;
+  app.add_option("--collective-timeout", collective_timeout_s,
+                 "Seconds a rank waits in one collective or message for its peers before it ends the job with exit "
+                 "3, naming the operation and group (a rank stopped, hung or died; the CPU ranks' counterpart of "
+                 "the NCCL watchdog); 0 waits forever")
+      ->check(integer(0, 7 * 24 * 3600, "seconds"))
+      ->capture_default_str();
   app.add_option("--ranks-per-node", opt.ranks_per_node,
                  "Consecutive ranks per node (default: Open MPI's local size); a smaller value makes one machine "
                  "act as several nodes")
@@ -188,6 +195,7 @@ int run(int argc, char** argv) {
     if (any_error(*world, std::string(e.what()))) return kExitUsage;
   }
   if (any_error(*world, std::nullopt)) return kExitUsage;
+  set_collective_timeout(std::chrono::seconds(collective_timeout_s));
   if (opt.warmup_steps == 0) opt.warmup_steps = 1;
 
   const int per_node = ranks_on_this_node(*world, opt.ranks_per_node);

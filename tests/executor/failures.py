@@ -10,6 +10,7 @@ usage: failures.py WORKER "MPIRUN ARGS"
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -193,6 +194,39 @@ def main():
         finally:
             first.terminate()  # mpirun forwards SIGTERM to its ranks
             first.wait(timeout=60)
+
+        # A rank that stops (SIGSTOP: a hang, a swapped-out host) ends the job
+        # within --collective-timeout, its peer naming the operation and group;
+        # the job had spun forever with no word.
+        marker = os.path.join(d, "stopped_rank.json")
+        job = subprocess.Popen(mpirun + ["-np", "2", worker, dp2, "--steps", "100000", "--collective-timeout", "2",
+                                         "--record", marker], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
+        try:
+            rank1 = None
+            deadline = time.time() + 60
+            while rank1 is None and time.time() < deadline:
+                time.sleep(0.2)
+                for pid in os.listdir("/proc"):
+                    try:
+                        cmd = open(f"/proc/{pid}/cmdline", "rb").read()
+                        env = open(f"/proc/{pid}/environ", "rb").read()
+                    except (OSError, ValueError):
+                        continue
+                    if marker.encode() in cmd and b"OMPI_COMM_WORLD_RANK=1\0" in env:
+                        rank1 = int(pid)
+            time.sleep(1)  # training
+            os.kill(rank1, signal.SIGSTOP)
+            stopped = time.time()
+            err = job.communicate(timeout=60)[1]
+            took = time.time() - stopped
+            check("a stopped rank ends the job within the collective timeout, naming the wait",
+                  job.returncode != 0 and took < 20 and "of group " in err and
+                  "waited more than 2 s for its peers (--collective-timeout)" in err, f"{took:.1f} s\n{err}")
+        finally:
+            if job.poll() is None:
+                job.kill()
+                job.wait(timeout=60)
 
         # Ranks started with different jobs (each host its own copy of the
         # flags and files): refused by rank 0 naming the difference, where

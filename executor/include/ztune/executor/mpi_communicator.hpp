@@ -7,9 +7,19 @@
 // round each partial result to the payload's type, as a 16-bit NCCL ring does.
 #include <mpi.h>
 
+#include <chrono>
+
 #include "ztune/executor/communicator.hpp"
 
 namespace ztune::executor {
+
+/// How long a rank waits in one collective or message before it ends the job
+/// (the CPU backend's counterpart of the NCCL watchdog: PyTorch's default 10
+/// minutes), and the exit code it ends with (the watchdog's).
+inline constexpr int kDefaultCollectiveTimeoutS = 600;
+inline constexpr int kCollectiveTimeoutExit = 3;
+/// Sets the timeout for every MPI communicator of the process; 0 waits forever.
+void set_collective_timeout(std::chrono::milliseconds timeout);
 
 class MpiCommunicator final : public Communicator {
  public:
