@@ -54,6 +54,7 @@ struct RunFlags {
   std::string nvme_dir;
   bool keep = false;              // keep the ztune-run-* temporary directory
   int checkpoint_every = 0;       // ztune-worker --checkpoint-every
+  int keep_checkpoints = 0;       // ztune-worker --keep-checkpoints
   std::string checkpoint_dir;     // default: the temporary directory
   std::string resume;             // a checkpoint directory to continue from
 };
@@ -225,7 +226,8 @@ int run(const RunFlags& f) {
                                                                  : dir + "/checkpoints";
   WorkerJob job{plan_path, record_path, checkpoint_dir,
                 to_string(backend), f.steps, f.threads, f.data,
-                f.nvme_dir, static_cast<std::uint64_t>(f.seed), f.checkpoint_every, !f.resume.empty()};
+                f.nvme_dir, static_cast<std::uint64_t>(f.seed), f.checkpoint_every, f.keep_checkpoints,
+                !f.resume.empty()};
   int interrupted = 0, killed_by = 0;
   const auto cmd = launch_command(np, f.hosts, worker_args(job));
   const int rc = run_process(cmd, f.json, &interrupted, &killed_by);
@@ -393,6 +395,10 @@ Command add_run(CLI::App& root) {
       ->check(integer_in(1, std::numeric_limits<int>::max(), "a step count"));
   app->add_option("--checkpoint-dir", f->checkpoint_dir,
                   "Directory of the checkpoints (default: the temporary directory, removed after the run)");
+  app->add_option("--keep-checkpoints", f->keep_checkpoints,
+                  "Keep only the newest N committed checkpoints (default: every one; each holds every rank's "
+                  "parameters and optimizer states)")
+      ->check(integer_in(1, std::numeric_limits<int>::max(), "a checkpoint count"));
   app->add_option("--resume", f->resume,
                   "Continue from the latest checkpoint in DIR (same plan, ranks and seed; bit-identical to an "
                   "uninterrupted run), writing further checkpoints there");

@@ -41,6 +41,7 @@ std::vector<std::string> worker_args(const WorkerJob& job) {
   if (job.seed) a.insert(a.end(), {"--seed", std::to_string(*job.seed)});
   if (!job.nvme_dir.empty()) a.insert(a.end(), {"--nvme-dir", job.nvme_dir});
   if (job.checkpoint_every > 0) a.insert(a.end(), {"--checkpoint-every", std::to_string(job.checkpoint_every)});
+  if (job.keep_checkpoints > 0) a.insert(a.end(), {"--keep-checkpoints", std::to_string(job.keep_checkpoints)});
   if (job.resume) a.emplace_back("--resume");
   return a;
 }

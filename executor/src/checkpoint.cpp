@@ -4,13 +4,16 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <vector>
 
 #include "ztune/vocab/durable_file.hpp"
 
@@ -115,6 +118,21 @@ std::optional<std::string> CheckpointDirLock::take(const std::string& dir) {
   const std::string me = std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd_, 0) == 0) (void)!::pwrite(fd_, me.data(), me.size(), 0);
   return std::nullopt;
+}
+
+void prune_checkpoints(const std::string& dir, int latest, int keep) {
+  std::vector<int> steps;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    int n = 0;
+    if (name.size() == 13 && name.starts_with("step_") && std::sscanf(name.c_str() + 5, "%8d", &n) == 1 &&
+        step_dir(dir, n) == e.path().string() && n <= latest)
+      steps.push_back(n);
+  }
+  std::sort(steps.begin(), steps.end(), std::greater<>());
+  for (std::size_t i = static_cast<std::size_t>(std::max(keep, 1)); i < steps.size(); ++i)
+    std::filesystem::remove_all(step_dir(dir, steps[i]), ec);
 }
 
 std::optional<std::string> keep_plan(const std::string& dir, const std::string& plan_file_json) {

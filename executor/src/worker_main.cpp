@@ -151,6 +151,10 @@ int run(int argc, char** argv) {
   app.add_option("--checkpoint-every", opt.checkpoint_every, "Write a sharded checkpoint every N steps")
       ->check(integer(0, kMaxSteps, "a step count"));
   app.add_option("--checkpoint-dir", opt.checkpoint_dir, "Checkpoint directory");
+  app.add_option("--keep-checkpoints", opt.keep_checkpoints,
+                 "Keep only the newest N committed checkpoints, removing older steps after each commit (default: "
+                 "keep every one)")
+      ->check(integer(1, kMaxSteps, "a checkpoint count"));
   app.add_option("--data", opt.data, "uint16 token file, or \"synthetic\"");
   app.add_option("--init-from", opt.init_from, "Initial weights (safetensors in F32, BF16, F16 or F64; Hugging Face GPT-2 names and layout for every model shape; docs/formats.md)");
   app.add_option("--save", opt.save, "Write the trained weights (safetensors) at the end");
@@ -343,6 +347,7 @@ int run(int argc, char** argv) {
         error = write_data_identity(opt.checkpoint_dir, data->identity());
         if (!error) error = keep_plan(opt.checkpoint_dir, plan_json.dump(2));
         if (!error) error = commit_checkpoint(opt.checkpoint_dir, s + 1);
+        if (!error && opt.keep_checkpoints > 0) prune_checkpoints(opt.checkpoint_dir, s + 1, opt.keep_checkpoints);
       }
       if (any_error(*world, error)) return kExitFailed;
       if (opt.kill_after_step == s + 1) std::raise(SIGKILL);

@@ -94,6 +94,17 @@ def main():
             print(f"     steps 4-5 uninterrupted {a} resumed {b}")
         check("resume gives bit-identical losses", ok, r.stderr)
 
+        # --keep-checkpoints 2 leaves the newest two committed steps; the run
+        # resumes from the newest bit-identically.
+        kept = os.path.join(d, "ckpt_kept")
+        r = run(2, dp2, "--steps", "3", "--checkpoint-every", "1", "--checkpoint-dir", kept, "--keep-checkpoints", "2")
+        steps = sorted(n for n in os.listdir(kept) if n.startswith("step_"))
+        check("--keep-checkpoints 2 keeps the newest two steps", r.returncode == 0 and
+              steps == ["step_00000002", "step_00000003"], f"{steps}\n{r.stderr}")
+        r = run(2, dp2, "--steps", "5", "--resume", "--checkpoint-dir", kept, "--record", resumed)
+        check("and resumes from the newest bit-identically", r.returncode == 0 and
+              json.load(open(resumed))["losses"] == json.load(open(full))["losses"][3:], r.stderr)
+
         # A checkpoint the disk cannot take (a file-size limit on the ranks:
         # write(2) fails with EFBIG, as on a full disk) stops the run with the
         # reason; latest keeps the step before, no temporary is left, and the

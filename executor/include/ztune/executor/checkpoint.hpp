@@ -48,6 +48,11 @@ std::optional<std::string> write_checkpoint_shard(const std::string& dir, int st
 /// Rank 0, after every shard is written: points DIR/latest at `steps`. An
 /// error message when it could not (DIR/latest then names the step before).
 [[nodiscard]] std::optional<std::string> commit_checkpoint(const std::string& dir, int steps);
+/// Rank 0, after committing `latest`: removes DIR's step directories older than
+/// the newest `keep` at or below `latest` (a step above it is a run's next,
+/// not yet committed; latest itself is always kept). A step that cannot be
+/// removed stays: pruning frees space, it never fails the run.
+void prune_checkpoints(const std::string& dir, int latest, int keep);
 /// The committed step count in DIR/latest, or an error message.
 std::optional<int> latest_checkpoint(const std::string& dir, std::string& error);
 /// Rank 0, with a commit: DIR/data records the token stream's identity

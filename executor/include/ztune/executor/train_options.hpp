@@ -29,6 +29,7 @@ struct TrainOptions {
   std::string record;               // run record JSON (rank 0)
   std::string checkpoint_dir = "ztune-checkpoints";
   int checkpoint_every = 0;
+  int keep_checkpoints = 0;         // committed steps kept (the newest); 0 = every one
   bool resume = false;
   int kill_after_step = 0;          // test hook: SIGKILL this rank once that checkpoint is committed
   LossScaleConfig loss_scale;       // fp16 plans: DeepSpeed's dynamic loss scaling (defaults: its ds_config's)
