@@ -55,6 +55,7 @@ struct RunFlags {
   bool keep = false;              // keep the ztune-run-* temporary directory
   int checkpoint_every = 0;       // ztune-worker --checkpoint-every
   int keep_checkpoints = 0;       // ztune-worker --keep-checkpoints
+  std::optional<int> collective_timeout_s;  // ztune-worker --collective-timeout
   std::string checkpoint_dir;     // default: the temporary directory
   std::string resume;             // a checkpoint directory to continue from
 };
@@ -227,7 +228,7 @@ int run(const RunFlags& f) {
   WorkerJob job{plan_path, record_path, checkpoint_dir,
                 to_string(backend), f.steps, f.threads, f.data,
                 f.nvme_dir, static_cast<std::uint64_t>(f.seed), f.checkpoint_every, f.keep_checkpoints,
-                !f.resume.empty()};
+                f.collective_timeout_s, !f.resume.empty()};
   int interrupted = 0, killed_by = 0;
   const auto cmd = launch_command(np, f.hosts, worker_args(job));
   const int rc = run_process(cmd, f.json, &interrupted, &killed_by);
@@ -395,6 +396,10 @@ Command add_run(CLI::App& root) {
       ->check(integer_in(1, std::numeric_limits<int>::max(), "a step count"));
   app->add_option("--checkpoint-dir", f->checkpoint_dir,
                   "Directory of the checkpoints (default: the temporary directory, removed after the run)");
+  app->add_option("--collective-timeout", f->collective_timeout_s,
+                  "Seconds a rank waits in one collective for its peers before it ends the job, naming the "
+                  "operation (default 600; 0 waits forever); raise it for steps or checkpoints that take longer")
+      ->check(integer_in(0, 7 * 24 * 3600, "seconds"));
   app->add_option("--keep-checkpoints", f->keep_checkpoints,
                   "Keep only the newest N committed checkpoints (default: every one; each holds every rank's "
                   "parameters and optimizer states)")

@@ -42,6 +42,8 @@ std::vector<std::string> worker_args(const WorkerJob& job) {
   if (!job.nvme_dir.empty()) a.insert(a.end(), {"--nvme-dir", job.nvme_dir});
   if (job.checkpoint_every > 0) a.insert(a.end(), {"--checkpoint-every", std::to_string(job.checkpoint_every)});
   if (job.keep_checkpoints > 0) a.insert(a.end(), {"--keep-checkpoints", std::to_string(job.keep_checkpoints)});
+  if (job.collective_timeout_s)
+    a.insert(a.end(), {"--collective-timeout", std::to_string(*job.collective_timeout_s)});
   if (job.resume) a.emplace_back("--resume");
   return a;
 }

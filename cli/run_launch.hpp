@@ -28,6 +28,7 @@ struct WorkerJob {
   std::optional<std::uint64_t> seed;
   int checkpoint_every = 0;     // ztune-worker --checkpoint-every (0: none)
   int keep_checkpoints = 0;     // ztune-worker --keep-checkpoints (0: every one)
+  std::optional<int> collective_timeout_s{};  // ztune-worker --collective-timeout (absent: its default)
   bool resume = false;          // ztune-worker --resume: from checkpoint_dir's latest checkpoint
 };
 /// ztune-worker's argument list for `job` (worker path first).
