@@ -180,6 +180,8 @@ int run(const RunFlags& f) {
   if (f.checkpoint_every > 0 && f.checkpoint_dir.empty() && f.resume.empty() && !f.keep)
     throw InputError("--checkpoint-every: the checkpoints would go to the temporary directory, which is removed "
                      "after the run; give --checkpoint-dir DIR (or --keep)");
+  if (f.keep_checkpoints > 0 && f.checkpoint_every == 0)
+    throw InputError("--keep-checkpoints: no checkpoints are written without --checkpoint-every N");
   // The profile of the prediction shown beside the measurement, read before the
   // job so that a bad --profile costs no run: the one the user names (a
   // calibrated one carries its measured figures, applied to the cluster as

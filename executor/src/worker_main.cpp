@@ -228,6 +228,8 @@ int run(int argc, char** argv) {
   if (!error) error = output_file_flag_problem("--save", opt.save, true);
   if (!error) error = output_file_flag_problem("--dump-grads", opt.dump_grads, true);
   if (!error) error = output_file_flag_problem("--record", opt.record, false);
+  if (!error && opt.keep_checkpoints > 0 && opt.checkpoint_every == 0)
+    error = "--keep-checkpoints: no checkpoints are written without --checkpoint-every N";
   // One run at a time in a checkpoint directory (rank 0 holds it until it exits).
   CheckpointDirLock checkpoint_lock;
   if (!error && world->rank() == 0 && (opt.checkpoint_every > 0 || opt.resume))
