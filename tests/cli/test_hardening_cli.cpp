@@ -529,6 +529,20 @@ TEST_CASE("a number column holding inf, NaN or text is exit 2 naming the row and
   }
 }
 
+TEST_CASE("a results database whose version marker was reset is refused as such, untouched", "[cli][hardening]") {
+  // It had failed half-way through a migration: "table clusters already exists".
+  const std::string db = (scratch() / "reset-version.db").string();
+  fs::remove(db);
+  REQUIRE(run_ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-simulate --db '" + db + "'").exit_code == 0);
+  exec_sql(db, "PRAGMA user_version = 0");
+  const std::string before = read_file(db);
+  const auto r = run_ztune("history --db '" + db + "'");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("holds tables under schema version 0 (PRAGMA user_version was reset") &&
+                        Contains("the file was left untouched"));
+  CHECK(read_file(db) == before);
+}
+
 TEST_CASE("a database row or an argument that is not UTF-8 is exit 2 naming it, not an abort", "[cli][hardening]") {
   const std::string db = (scratch() / "latin1.db").string();
   fs::remove(db);

@@ -91,6 +91,11 @@ void check_identity(sqlite3* db, const std::string& path, std::int64_t& version)
   if (version > kResultsSchemaVersion)
     throw untouched(path, "written by a newer ztune (schema version " + std::to_string(version) +
                               "; this ztune reads up to version " + std::to_string(kResultsSchemaVersion) + ")");
+  // migrate() writes the tables and the version in one transaction: tables
+  // under version 0 mean the marker was reset, and migrating would fail half-way.
+  if (version == 0 && objects > 0)
+    throw untouched(path, "ztune's, but it holds tables under schema version 0 (PRAGMA user_version was reset; "
+                          "this ztune writes version " + std::to_string(kResultsSchemaVersion) + ")");
 }
 
 void migrate(sqlite3* db, const std::string& path) {
