@@ -105,8 +105,10 @@ TEST_CASE("DurableFile follows a symbolic link and keeps it, writes a device dir
   CHECK(fs::is_symlink(fs::symlink_status(d / "link.sh")));
   CHECK(slurp(target) == "new");
   CHECK(std::distance(fs::directory_iterator(d / "real"), fs::directory_iterator()) == 1);
-  // /dev/null is not replaced by a regular file; /dev/full reports the full disk.
+  // /dev/null is not replaced by a regular file; /dev/full reports the full disk;
+  // /dev/stdout (a link to /proc/self/fd/1, whatever stdout is) is written through.
   CHECK_FALSE(ztune::write_file_durably("/dev/null", "x"));
+  CHECK_FALSE(ztune::write_file_durably("/dev/stdout", ""));
   CHECK(fs::is_character_file("/dev/null"));
   const auto full = ztune::write_file_durably("/dev/full", "x");
   REQUIRE(full.has_value());

@@ -34,15 +34,22 @@ std::string errno_text(int err) { return std::strerror(err); }
 
 }  // namespace
 
-DurableFile::DurableFile(std::string path) : target_(resolve_links(path)) {
+DurableFile::DurableFile(std::string path) {
   struct stat st {};
-  const bool exists = ::stat(target_.c_str(), &st) == 0;
-  if (exists && !S_ISREG(st.st_mode)) {
-    // A device or a FIFO: the reader is on the other side, there is no file to replace.
-    fd_ = ::open(target_.c_str(), O_WRONLY | O_CLOEXEC);
+  const bool exists = ::stat(path.c_str(), &st) == 0;  // through any links
+  // A device, a FIFO or a pipe, or a name for a stream (/dev/stdout,
+  // /proc/self/fd/N, whatever it is open on: a shell's `> file` too): the
+  // reader is on the other side, there is no file to replace. Opened by the
+  // name given, which the kernel resolves (/proc/self/fd/1 names "pipe:[N]",
+  // no path), appending, as the stream's other output goes there too.
+  const bool stream_name = path.starts_with("/dev/") || path.starts_with("/proc/");
+  if (stream_name || (exists && !S_ISREG(st.st_mode))) {
+    target_ = std::move(path);
+    fd_ = ::open(target_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
     if (fd_ < 0) error_ = errno_text(errno);
     return;
   }
+  target_ = resolve_links(path);
   tmp_ = target_ + ".tmp." + std::to_string(::getpid());
   ::unlink(tmp_.c_str());  // one this process left behind (a failed earlier attempt)
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);

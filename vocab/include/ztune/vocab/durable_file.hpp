@@ -10,8 +10,9 @@
 // and every result checked; commit() fsyncs and closes it, renames it over
 // the target and fsyncs the directory (POSIX rename is atomic: a reader sees
 // the old file or the new one, never half of one). A target that exists and
-// is not a regular file (/dev/stdout, /dev/null, a FIFO) is a stream, not a
-// file to replace: it is written directly. A symbolic link is followed, so
+// is not a regular file (/dev/null, a FIFO, a pipe), and any name under /dev/
+// or /proc/ (/dev/stdout, whatever it is open on), is a stream, not a file to
+// replace: it is written directly, appending. A symbolic link is followed, so
 // the file it names is replaced and the link kept; a replaced file keeps its
 // permission bits.
 #include <cstddef>
