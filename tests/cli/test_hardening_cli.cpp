@@ -150,7 +150,12 @@ TEST_CASE("flags: output files, directories and sizes are checked when the flags
 
 TEST_CASE("pins, catalogs, databases, hosts and profiles that cannot be used are said as such", "[cli][hardening]") {
   const std::string dir = scratch().string();
+  write_file(dir + "/untyped-config.json", "{\"hidden_size\": 4096, \"num_hidden_layers\": 32}");
   const std::vector<Refusal> cases{
+      // A config.json without its family: not "$.schema: missing required field".
+      {"predict --cluster dgx2 --model " + dir + "/untyped-config.json",
+       dir + "/untyped-config.json: $.model_type: missing: a Hugging Face config.json names its family in "
+             "model_type (or architectures)"},
       // predict's rule for the pin, not "nothing fits even on 192 nodes".
       {"search --cluster dgx-a100-80gb --model llama-7b --no-db --tp 3",
        "--tp: 3 does not divide the model's 32 heads"},

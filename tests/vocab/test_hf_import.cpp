@@ -134,6 +134,51 @@ TEST_CASE("Mistral-7B: its sliding window is the model's attention window, to th
                       Catch::Matchers::StartsWith("q.json: $.max_window_layers: expected 0 (every layer windowed) or at least 28"));
 }
 
+TEST_CASE("absent keys take the config classes' defaults (MistralConfig, Qwen2Config), not ztune's", "[hf]") {
+  // Audit 4: a trimmed Mistral config had imported with 32 kv heads (8.05B,
+  // not the Hub's 7.24B) and no window; a Qwen2 one windowed every layer.
+  auto mistral = nlohmann::json::parse(std::ifstream(hf_fixture("mistral-7b-v0.1")));
+  mistral.erase("num_key_value_heads");
+  mistral.erase("sliding_window");
+  const auto t = ztune::transformer_from_hf_config(mistral, "m.json", 0);
+  CHECK(t.kv_heads == 8);                   // MistralConfig(num_key_value_heads=8)
+  CHECK(t.total_params() == 7241732096.0);  // the Hub's count
+  CHECK(t.attention_window == 4096);        // MistralConfig(sliding_window=4096)
+  mistral["sliding_window"] = nullptr;      // written null: no window
+  CHECK_FALSE(ztune::transformer_from_hf_config(mistral, "m.json", 0).windowed());
+  auto qwen = nlohmann::json::parse(std::ifstream(hf_fixture("qwen2-7b")));
+  qwen["use_sliding_window"] = true;
+  qwen.erase("max_window_layers");          // Qwen2Config(max_window_layers=28): none of 28 layers windowed
+  qwen["sliding_window"] = 4096;
+  CHECK_FALSE(ztune::transformer_from_hf_config(qwen, "q.json", 0).windowed());
+  qwen["max_window_layers"] = 0;
+  qwen.erase("sliding_window");             // Qwen2Config(sliding_window=4096)
+  CHECK(ztune::transformer_from_hf_config(qwen, "q.json", 0).attention_window == 4096);
+}
+
+TEST_CASE("configs ztune would miscount are refused by key: MoE by class name, cross-attention, NeoX without "
+          "attention biases", "[hf]") {
+  using Catch::Matchers::StartsWith;
+  // No model_type: the class name decides, exactly (a prefix took Qwen2MoeForCausalLM,
+  // 14.3B with 60 experts, for a dense 1.86B Qwen2).
+  auto moe = nlohmann::json::parse(std::ifstream(hf_fixture("qwen2-7b")));
+  moe.erase("model_type");
+  moe["architectures"] = {"Qwen2MoeForCausalLM"};
+  REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(moe, "moe.json", 0),
+                      StartsWith("moe.json: $.architectures[0]: expected a Hugging Face family ztune imports"));
+  moe["architectures"] = {"Qwen2ForCausalLM"};
+  CHECK(ztune::transformer_from_hf_config(moe, "q.json", 0).total_params() ==
+        ztune::load_transformer(hf_fixture("qwen2-7b")).total_params());
+  auto gpt2 = nlohmann::json::parse(std::ifstream(hf_fixture("gpt2-xl")));
+  gpt2["add_cross_attention"] = true;
+  REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(gpt2, "g.json", 0),
+                      StartsWith("g.json: $.add_cross_attention: expected false"));
+  auto neox = nlohmann::json::parse(std::ifstream(hf_fixture("gpt-neox-20b")));
+  neox["attention_bias"] = false;
+  REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(neox, "n.json", 0),
+                      StartsWith("n.json: $.attention_bias: expected true"));
+}
+
 TEST_CASE("MPT-7B config.json: ALiBi (no position table) and no biases", "[hf]") {
   auto t = ztune::load_transformer(hf_fixture("mpt-7b"));
   CHECK(t.layers == 32);

@@ -122,12 +122,20 @@ ModelType model_type_of(const nlohmann::json& doc, const std::string& file) {
   if (auto it = doc.find("architectures"); it != doc.end() && it->is_array() && !it->empty() && (*it)[0].is_string()) {
     std::string arch = (*it)[0].get<std::string>();
     const std::string path = "$.architectures[0]";
-    if (arch.starts_with("GPT2")) return {"gpt2", path};
-    if (arch.starts_with("GPTNeoX")) return {"gpt_neox", path};
-    if (arch.starts_with("Llama")) return {"llama", path};
-    if (arch.starts_with("Mistral")) return {"mistral", path};
-    if (arch.starts_with("Qwen2")) return {"qwen2", path};
-    if (arch.starts_with("MPT")) return {"mpt", path};
+    // The classes by their exact names: a prefix would take Qwen2MoeForCausalLM
+    // (60 experts) for dense Qwen2, or Qwen2VL and Llama4 for their text models.
+    struct Class {
+      const char* name;
+      const char* family;
+    };
+    static constexpr Class kClasses[] = {
+        {"GPT2LMHeadModel", "gpt2"},        {"GPT2Model", "gpt2"},          {"GPTNeoXForCausalLM", "gpt_neox"},
+        {"GPTNeoXModel", "gpt_neox"},       {"LlamaForCausalLM", "llama"},  {"LlamaModel", "llama"},
+        {"MistralForCausalLM", "mistral"},  {"MistralModel", "mistral"},    {"Qwen2ForCausalLM", "qwen2"},
+        {"Qwen2Model", "qwen2"},            {"MPTForCausalLM", "mpt"},      {"MptForCausalLM", "mpt"},
+        {"MPTModel", "mpt"},                {"MptModel", "mpt"}};
+    for (const auto& c : kClasses)
+      if (arch == c.name) return {c.family, path};
     return {arch, path};
   }
   return {"", "$.model_type"};
@@ -184,6 +192,11 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.vocab = r.integer("vocab_size");
     t.seq_len = r.integer_or("n_positions", r.integer_or("n_ctx", 1024));
     t.tied_embeddings = r.boolean_or("tie_word_embeddings", true);
+    // GPT2Config builds an encoder-decoder's decoder with it (a cross-attention
+    // block per layer, attending to an encoder ztune does not model).
+    if (r.boolean_or("add_cross_attention", false))
+      throw InputError(file + ": $.add_cross_attention: expected false: a GPT-2 with cross-attention is the decoder "
+                       "of an encoder-decoder model, and ztune models decoder-only language models");
     // Dropout (Transformer::dropout): the largest of the family's probabilities,
     // at its config class's defaults (GPT2Config 0.1 each; GPTNeoXConfig,
     // LlamaConfig, MistralConfig, Qwen2Config and llm-foundry's MPTConfig 0).
@@ -203,6 +216,11 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     // GPTNeoXConfig's defaults: RoPE on a quarter of each head, parallel attention and MLP.
     t.rotary_fraction = r.share_or("rotary_pct", 0.25);
     t.parallel_residual = r.boolean_or("use_parallel_residual", true);
+    // GPTNeoXConfig.attention_bias (default true) drops the attention's biases
+    // only; ztune's biases are on every linear layer or on none.
+    if (!r.boolean_or("attention_bias", true))
+      throw InputError(file + ": $.attention_bias: expected true (ztune models GPT-NeoX's biases on every linear "
+                       "layer; without the attention's, the MLP's would remain), got false");
     t.bias = true;
     t.vocab = r.integer("vocab_size");
     t.seq_len = r.integer_or("max_position_embeddings", 2048);
@@ -212,7 +230,9 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.layers = r.integer("num_hidden_layers");
     t.hidden = r.integer("hidden_size");
     t.heads = r.integer("num_attention_heads");
-    t.kv_heads = r.integer_or("num_key_value_heads", t.heads);
+    // The config classes' defaults when the key is absent: LlamaConfig and
+    // Qwen2Config the heads (multi-head), MistralConfig 8 (Mistral-7B's GQA).
+    t.kv_heads = r.integer_or("num_key_value_heads", type == "mistral" ? 8 : t.heads);
     t.ffn_hidden = r.integer("intermediate_size");
     t.activation = Activation::swiglu;
     t.norm = NormKind::rmsnorm;
@@ -299,11 +319,14 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
   // before it. Mistral: every layer (sliding_window, null for none). Qwen2:
   // with use_sliding_window, the layers from max_window_layers on; ztune's
   // model has one window for all layers, so a split is refused.
+  // Absent keys take the config classes' defaults: MistralConfig's and
+  // Qwen2Config's sliding_window 4096, Qwen2Config's max_window_layers 28; an
+  // explicit null is no window.
   if (type == "mistral") {
-    t.attention_window = r.integer_or("sliding_window", 0);
+    t.attention_window = doc.contains("sliding_window") ? r.integer_or("sliding_window", 0) : 4096;
   } else if (type == "qwen2" && r.boolean_or("use_sliding_window", false)) {
-    const int window = r.integer_or("sliding_window", 0);
-    const int from = r.nonnegative_or("max_window_layers", 0);
+    const int window = doc.contains("sliding_window") ? r.integer_or("sliding_window", 0) : 4096;
+    const int from = r.nonnegative_or("max_window_layers", 28);
     if (from == 0) t.attention_window = window;
     else if (from < t.layers && window > 0 && window < t.seq_len)
       throw InputError(file + ": $.max_window_layers: expected 0 (every layer windowed) or at least " +

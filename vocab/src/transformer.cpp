@@ -183,6 +183,11 @@ Transformer load_transformer(const std::string& name_or_path, int seq_len) {
   Transformer t;
   if (looks_like_hf_config(doc)) {
     t = transformer_from_hf_config(doc, path, seq_len);
+  } else if (doc.is_object() && !doc.contains("schema") &&
+             (doc.contains("hidden_size") || doc.contains("n_embd") || doc.contains("d_model"))) {
+    // A config.json without its family: say what each kind of file needs.
+    throw InputError(path + ": $.model_type: missing: a Hugging Face config.json names its family in model_type "
+                     "(or architectures), a ztune model file starts with \"schema\": \"ztune.model/1\"");
   } else {
     t = transformer_from_json(doc, path);
   }
