@@ -9,11 +9,13 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "plan_flags.hpp"
 #include "ztune/model/memory_model.hpp"
 #include "ztune/vocab/durable_file.hpp"
 #include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/vocab/input_error.hpp"
 #include "ztune/vocab/plan.hpp"
+#include "ztune/tuner/engine.hpp"
 #include "ztune/tuner/export.hpp"
 
 namespace ztune::cli {
@@ -57,10 +59,16 @@ int run_export(const ExportFlags& f) {
     throw InputError(f.plan_file + ": $.cluster: the plan is for " + pf.cluster->name + "'s CPU ranks; " + f.format +
                      " trains on GPUs (plan for a GPU cluster, or run it with `ztune run " + f.plan_file + "`)");
   // A plan the memory model says does not fit is exported (the model may be
-  // pessimistic), with a warning: the engine would run out of memory.
+  // pessimistic), with a warning: the engine would run out of memory. Counted
+  // as the engine exported to keeps its memory (its profile and its state
+  // accounting), not as ztune's executor would.
   if (pf.cluster && pf.model && !check_plan(pf.plan, *pf.model, *pf.cluster)) {
-    const HardwareProfile hw = default_profile_for(*pf.cluster);
-    const MemoryPrediction mem = predict_memory(*pf.model, pf.plan, with_measured_figures(*pf.cluster, hw), hw);
+    const std::string engine = f.format == "torchtitan" ? "fsdp" : f.format;
+    const HardwareProfile hw = priced_profile(*pf.cluster, "", engine, false);
+    MemoryOptions options;
+    options.accounting = state_accounting_of(*engine_from_string(engine));
+    const MemoryPrediction mem =
+        predict_memory(*pf.model, pf.plan, with_measured_figures(*pf.cluster, hw), hw, options);
     if (!mem.fits_gpu)
       std::cerr << "ztune: warning: " << f.plan_file << ": the memory model puts this plan at "
                 << mem.gpu_total_bytes / 1073741824.0 << " GiB per GPU, more than " << pf.cluster->name << "'s "

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -172,9 +175,12 @@ TEST_CASE("Megatron export of Korthikanti's 175B plan gives the expected argumen
   const std::vector<std::string> expected{
       "--tensor-model-parallel-size", "8", "--pipeline-model-parallel-size", "8",
       "--num-layers-per-virtual-pipeline-stage", "4", "--sequence-parallel", "--recompute-granularity", "selective",
-      "--micro-batch-size", "1", "--global-batch-size", "64", "--bf16", "--num-layers", "96", "--hidden-size",
-      "12288", "--ffn-hidden-size", "49152", "--num-attention-heads", "96", "--seq-length", "2048",
-      "--max-position-embeddings", "2048"};
+      "--micro-batch-size", "1", "--global-batch-size", "64",
+      // Standard attention, priced unfused: Transformer Engine's default backend (auto) would fuse it.
+      "--attention-backend", "unfused", "--bf16", "--num-layers", "96", "--hidden-size", "12288", "--ffn-hidden-size",
+      "49152", "--num-attention-heads", "96", "--seq-length", "2048", "--max-position-embeddings", "2048",
+      // The model's dropout, stated (both parsers default to 0.1; Llama's is 0).
+      "--attention-dropout", "0.1", "--hidden-dropout", "0.1"};
   CHECK(megatron_arguments(pf, "plan.json") == expected);
   // Megatron-LM megatron/training/arguments.py validate_args: with
   // tensor_model_parallel_size > 1 (pre-Blackwell) it asserts
@@ -1068,4 +1074,110 @@ TEST_CASE("block recomputation exports as Megatron's --recompute-method block, t
   p.zero_stage = 3;
   CHECK(*engine_violation(p, Engine::fsdp) == EngineRule::fs_block_recompute);
   CHECK_THAT(std::string(engine_rule_text(EngineRule::fs_block_recompute)), Contains("--engine megatron"));
+}
+
+TEST_CASE("Megatron-DeepSpeed's launch spells the model as its own parser does, and states dropout and the "
+          "environment it asserts", "[tuner][export]") {
+  // Oracle: Megatron-DeepSpeed megatron/arguments.py (allow_abbrev=False, parse_args):
+  // --num-key-value-heads, --use-rotary-position-embeddings, --rotary-position-embeddings-theta,
+  // --normalization {layernorm,rmsnorm}, --layernorm-epsilon, --no-position-embedding; Megatron-LM's
+  // --group-query-attention, --position-embedding-type rope, --rotary-base, --norm-epsilon are argparse
+  // errors there. validate_args raises without CUDA_DEVICE_MAX_CONNECTIONS=1 under --sequence-parallel.
+  PlanFile pf;
+  pf.model = load_transformer("llama-405b");  // GQA 8, RMSNorm, RoPE
+  pf.model->rope_theta = 500000;              // Llama 3.1's base
+  pf.cluster = load_cluster("dgx-h100x4");
+  Plan& p = pf.plan;
+  p.tp = 8;
+  p.dp = 4;
+  p.zero_stage = 1;
+  p.sequence_parallel = true;
+  p.micro_batch = 1;
+  p.grad_accum = 256;
+  p.global_batch = 1024;
+  p.precision = Precision::bf16;
+  p.attention = AttentionKernel::flash;
+  const std::string ds = deepspeed_launch(pf, "ds_config.json", "plan.json");
+  CHECK_THAT(ds, StartsWith("CUDA_DEVICE_MAX_CONNECTIONS=1 deepspeed "));
+  for (const char* want : {" --num-key-value-heads 8", " --use-rotary-position-embeddings", " --no-position-embedding",
+                           " --normalization rmsnorm", " --rotary-position-embeddings-theta 500000",
+                           " --attention-dropout 0 --hidden-dropout 0"})
+    CHECK_THAT(ds, Contains(want));
+  for (const char* megatron_lm_only : {"--group-query-attention", "--num-query-groups", "--position-embedding-type",
+                                       "--rotary-base", "--norm-epsilon", "RMSNorm"})
+    CHECK_THAT(ds, !Contains(megatron_lm_only));
+  // The same plan for Megatron-LM keeps Megatron-LM's names.
+  const std::string mg = megatron_launch(pf, "plan.json");
+  CHECK_THAT(mg, Contains("--group-query-attention --num-query-groups 8") && Contains("--normalization RMSNorm") &&
+                     Contains("--position-embedding-type rope") && Contains("--attention-dropout 0 --hidden-dropout 0"));
+  // Qwen2's Q/K/V-only biases have no Megatron-DeepSpeed flag: refused, not dropped.
+  pf.model->qkv_bias = true;
+  pf.model->bias = false;
+  CHECK_THROWS_WITH(deepspeed_launch(pf, "ds.json", "plan.json"), Contains("Megatron-DeepSpeed has no biases on the Q, K"));
+}
+
+namespace {
+
+/// The words a POSIX shell makes of `line` (sh's own parse: the oracle), one per line.
+std::string shell_words(const std::string& line) {
+  const std::string script = (std::filesystem::temp_directory_path() / "ztune_export_words.sh").string();
+  std::ofstream(script) << "set -- " << line << "\nprintf '%s\\n' \"$@\"\n";
+  std::string out;
+  if (FILE* f = ::popen(("/bin/sh " + script).c_str(), "r")) {
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, f) != nullptr) out += buf;
+    ::pclose(f);
+  }
+  std::filesystem::remove(script);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a launch names its files as one shell word each, under srun too", "[tuner][export]") {
+  // A name with a space or a quote had split into two arguments or broken the srun line.
+  CHECK(shell_word("ds_config.json") == "ds_config.json");
+  PlanFile pf;
+  pf.model = load_transformer("llama-7b");
+  pf.cluster = load_cluster("dgx-h100x4");
+  pf.plan.dp = 32;
+  pf.plan.zero_stage = 1;
+  pf.plan.micro_batch = 1;
+  pf.plan.grad_accum = 16;
+  pf.plan.global_batch = 512;
+  pf.plan.precision = Precision::bf16;
+  for (const std::string name : {"my ds.json", "it's.json"}) {
+    CHECK_THAT(shell_words(deepspeed_launch(pf, name, "plan.json")), Contains("\n--deepspeed_config\n" + name + "\n"));
+    // Under srun the node's command is one bash -c word, which holds the name as one word in turn.
+    const std::string srun = srun_launch(pf, deepspeed_torchrun_launch(pf, name, "plan.json"), "plan.json");
+    const std::string words = shell_words(srun);
+    const auto c = words.find("\n-c\n");
+    REQUIRE(c != std::string::npos);
+    std::string inner = words.substr(c + 4);
+    inner.pop_back();  // the node's command, as bash -c receives it
+    const std::string after = inner.substr(inner.find("; ") + 2);
+    CHECK_THAT(shell_words(after), Contains("\n--deepspeed_config\n" + name + "\n"));
+  }
+}
+
+TEST_CASE("torchtitan's DDP is data parallelism alone: ZeRO 0 with dp > 1 beside tp, pp or cp is refused",
+          "[tuner][export]") {
+  // Oracle: torchtitan parallelize.py applies DDP (data_parallel_replicate_degree
+  // without sharding) only when it is the whole mesh ("DDP has not supported >
+  // 1D parallelism"); the fsdp search had picked dp2×tp2×pp2 z0 as its best.
+  Plan p;
+  p.dp = 2;
+  p.tp = 2;
+  p.zero_stage = 0;
+  CHECK(engine_violation(p, Engine::fsdp) == EngineRule::fs_ddp_one_dimensional);
+  CHECK_THAT(std::string(engine_rule_text(EngineRule::fs_ddp_one_dimensional)),
+             Contains("DDP has not supported > 1D parallelism"));
+  p.tp = 1;
+  CHECK_FALSE(engine_violation(p, Engine::fsdp));  // DDP alone runs
+  p.dp = 1;
+  p.tp = 2;
+  CHECK_FALSE(engine_violation(p, Engine::fsdp));  // no data parallelism: no DDP
+  p.dp = 2;
+  p.zero_stage = 3;
+  CHECK_FALSE(engine_violation(p, Engine::fsdp));  // FSDP beside TP
 }

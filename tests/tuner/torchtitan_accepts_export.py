@@ -102,8 +102,12 @@ with tempfile.TemporaryDirectory() as tmp:
     cases = {
         "fsdp-405b": ["--cluster", "dgx-h100x32", "--model", "llama-405b"],
         "hsdp-70b": ["--cluster", "dgx-h100x32", "--model", "llama-70b", "--zero", "3", "--dp-shard", "8"],
-        "interleaved-70b": ["--cluster", "dgx-h100x32", "--model", "llama-70b", "--pp", "4", "--tp", "8"],
-        "uneven-70b": ["--cluster", "dgx-h100x32", "--model", "llama-70b", "--gpus", "192", "--pp", "3", "--tp", "8"],
+        # dp 1: torchtitan runs ZeRO 0 as DDP, which it refuses beside TP or PP
+        # ("DDP has not supported > 1D parallelism"), and the fsdp engine's
+        # rules refuse it too (fsdp: DDP is data parallelism alone).
+        "interleaved-70b": ["--cluster", "dgx-h100x32", "--model", "llama-70b", "--gpus", "32", "--pp", "4", "--tp",
+                            "8"],
+        "uneven-70b": ["--cluster", "dgx-h100x32", "--model", "llama-70b", "--gpus", "24", "--pp", "3", "--tp", "8"],
     }
     for name, args in cases.items():
         pf, cfg = exported(tmp, name, args)

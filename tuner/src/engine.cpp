@@ -170,6 +170,10 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
      "torchtitan and PyTorch FSDP checkpoint every block (full), every k-th block (torchtitan's layer SAC, "
      "recompute_policy alternate_layers) or ops; Megatron's block method (the first recompute_num_layers of each "
      "model chunk) is not theirs: use --engine megatron, or drop recompute_num_layers"},
+    {"fsdp: DDP is data parallelism alone",
+     "torchtitan runs ZeRO stage 0 as DDP (data_parallel_replicate_degree without sharding), which it applies "
+     "only when data parallelism is the whole mesh (parallelize.py: \"DDP has not supported > 1D parallelism\"): "
+     "with dp > 1 beside tp, pp or cp > 1 use ZeRO stage 2 or 3 (FSDP, without pipelining), or dp 1"},
 }};
 
 }  // namespace
@@ -248,6 +252,8 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (!p.bias_fusion) return EngineRule::fs_bias_fusion;
       if (p.low_precision_optimizer()) return EngineRule::fs_optimizer_dtype;
       if (p.recompute_num_layers > 0) return EngineRule::fs_block_recompute;
+      if (p.zero_stage == 0 && p.dp > 1 && (p.tp > 1 || p.pp > 1 || p.cp > 1))
+        return EngineRule::fs_ddp_one_dimensional;
       return std::nullopt;
   }
   return std::nullopt;

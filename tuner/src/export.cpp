@@ -106,41 +106,60 @@ std::vector<std::string> launch_placeholders(const PlanFile& pf, Engine e, const
 
 namespace {
 
-/// Megatron's pretrain_gpt.py arguments of the model's shape (both launches use
-/// it). What its GPT model cannot express is refused rather than dropped.
-std::vector<std::string> model_arguments(const Transformer& m, const std::string& file) {
+/// Which pretrain_gpt.py parses the arguments: Megatron-LM's
+/// (megatron/training/arguments.py) or Megatron-DeepSpeed's (megatron/
+/// arguments.py, forked from Megatron-LM in 2023 and named differently since:
+/// an argument the other spells is an argparse error there).
+enum class Dialect { megatron_lm, megatron_deepspeed };
+
+/// A number as the shortest %g form ("1e-06", "0.5", "0").
+std::string shortest(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+
+/// pretrain_gpt.py's arguments of the model's shape in `d`'s spelling (both
+/// launches use it). What its GPT model cannot express is refused rather than
+/// dropped.
+std::vector<std::string> model_arguments(const Transformer& m, const std::string& file, Dialect d) {
   if (auto why = engine_model_violation(m, Engine::megatron))
     throw InputError(file + ": " + *why + "; the exported command would train another model");
+  const bool ds = d == Dialect::megatron_deepspeed;
   std::vector<std::string> a{"--num-layers",   std::to_string(m.layers),     "--hidden-size",
                              std::to_string(m.hidden), "--ffn-hidden-size", std::to_string(m.ffn_hidden),
                              "--num-attention-heads", std::to_string(m.heads), "--seq-length",
                              std::to_string(m.seq_len), "--max-position-embeddings", std::to_string(m.seq_len)};
+  // Both parsers default --attention-dropout and --hidden-dropout to 0.1; the
+  // model's own (Llama's 0) is what was priced (dropout masks are memory).
+  a.insert(a.end(), {"--attention-dropout", shortest(m.dropout), "--hidden-dropout", shortest(m.dropout)});
   if (m.kv_heads != m.heads) {
-    a.insert(a.end(), {"--group-query-attention", "--num-query-groups", std::to_string(m.kv_heads)});
+    if (ds) a.insert(a.end(), {"--num-key-value-heads", std::to_string(m.kv_heads)});
+    else a.insert(a.end(), {"--group-query-attention", "--num-query-groups", std::to_string(m.kv_heads)});
   }
-  if (m.position == PositionEmbedding::none) a.insert(a.end(), {"--position-embedding-type", "none"});
+  // Megatron-DeepSpeed adds a learned position table unless told not to, rotary or not.
+  if (ds && m.position != PositionEmbedding::learned) a.emplace_back("--no-position-embedding");
+  if (!ds && m.position == PositionEmbedding::none) a.insert(a.end(), {"--position-embedding-type", "none"});
   if (m.activation == Activation::swiglu) a.emplace_back("--swiglu");
-  if (m.norm == NormKind::rmsnorm) a.insert(a.end(), {"--normalization", "RMSNorm"});
-  // Megatron-LM's --norm-epsilon (default 1e-5, megatron/training/arguments.py) is
-  // the ε of every LayerNorm or RMSNorm; Llama 1, Qwen2 and Gemma use 1e-6.
-  if (m.norm_eps != kDefaultNormEps) {
-    std::ostringstream e;
-    e << m.norm_eps;  // shortest %g form: "1e-06", "0.5"
-    a.insert(a.end(), {"--norm-epsilon", e.str()});
-  }
+  if (m.norm == NormKind::rmsnorm) a.insert(a.end(), {"--normalization", ds ? "rmsnorm" : "RMSNorm"});
+  // --norm-epsilon (Megatron-LM) / --layernorm-epsilon (Megatron-DeepSpeed),
+  // default 1e-5 in both: the ε of every LayerNorm or RMSNorm; Llama 1, Qwen2
+  // and Gemma use 1e-6.
+  if (m.norm_eps != kDefaultNormEps) a.insert(a.end(), {ds ? "--layernorm-epsilon" : "--norm-epsilon", shortest(m.norm_eps)});
   if (m.position == PositionEmbedding::rotary) {
-    a.insert(a.end(), {"--position-embedding-type", "rope"});
-    // Megatron-LM's --rotary-base (an int, default RoFormer's): Llama 3 rotates with 500000.
+    if (ds) a.emplace_back("--use-rotary-position-embeddings");
+    else a.insert(a.end(), {"--position-embedding-type", "rope"});
+    // The rotary base, an int in both (default RoFormer's 10000): Llama 3 rotates with 500000.
     if (m.rope_theta != kRoformerRopeTheta)
-      a.insert(a.end(), {"--rotary-base", std::to_string(static_cast<long long>(std::llround(m.rope_theta)))});
-    // --rotary-percent (default 1.0): GPT-NeoX turns a quarter of each head.
-    if (m.rotary_fraction != 1.0) {
-      std::ostringstream f;
-      f << m.rotary_fraction;
-      a.insert(a.end(), {"--rotary-percent", f.str()});
-    }
+      a.insert(a.end(), {ds ? "--rotary-position-embeddings-theta" : "--rotary-base",
+                         std::to_string(static_cast<long long>(std::llround(m.rope_theta)))});
+    // --rotary-percent (both, default 1.0): GPT-NeoX turns a quarter of each head.
+    if (m.rotary_fraction != 1.0) a.insert(a.end(), {"--rotary-percent", shortest(m.rotary_fraction)});
   }
   if (!m.bias) a.emplace_back("--disable-bias-linear");
+  if (m.qkv_bias && ds)
+    throw InputError(file + ": $.model.qkv_bias: Megatron-DeepSpeed has no biases on the Q, K and V projections "
+                            "alone (Megatron-LM's --add-qkv-bias): export to megatron");
   if (m.qkv_bias) a.emplace_back("--add-qkv-bias");  // Qwen2: biases on the Q, K and V projections only
   if (!m.tied_embeddings) a.emplace_back("--untie-embeddings-and-output-weights");
   return a;
@@ -360,7 +379,7 @@ std::vector<std::string> deepspeed_program(const PlanFile& pf, const std::string
   // DeepSpeed's config divides the world by the sequence-parallel size too.
   if (p.ulysses > 1) a.insert(a.end(), {"--ds-sequence-parallel-size", std::to_string(p.ulysses)});
   if (pf.model) {
-    auto m = model_arguments(*pf.model, file);
+    auto m = model_arguments(*pf.model, file, Dialect::megatron_deepspeed);
     a.insert(a.end(), m.begin(), m.end());
   }
   a.insert(a.end(), {"--micro-batch-size", std::to_string(p.micro_batch), "--global-batch-size",
@@ -385,16 +404,22 @@ std::vector<std::string> deepspeed_program(const PlanFile& pf, const std::string
   // Megatron-DeepSpeed's switches of the bias fusions (inherited from Megatron-LM;
   // its SwiGLU has no fused kernel to switch off).
   if (!p.bias_fusion) a.insert(a.end(), {"--no-bias-gelu-fusion", "--no-bias-dropout-fusion"});
-  a.insert(a.end(), {"--zero-stage", std::to_string(p.zero_stage), "--deepspeed", "--deepspeed_config", config_path});
+  a.insert(a.end(),
+           {"--zero-stage", std::to_string(p.zero_stage), "--deepspeed", "--deepspeed_config", shell_word(config_path)});
   return a;
 }
 
 }  // namespace
 
+// Megatron-DeepSpeed's validate_args raises a RuntimeError for sequence
+// parallelism unless CUDA_DEVICE_MAX_CONNECTIONS is 1 (the tensor-parallel
+// GEMMs and their collectives issued in order), as Megatron-LM's does for tp.
+std::string deepspeed_environment(const Plan& p) { return p.sequence_parallel ? "CUDA_DEVICE_MAX_CONNECTIONS=1 " : ""; }
+
 std::string deepspeed_launch(const PlanFile& pf, const std::string& config_path, const std::string& file) {
   const auto program = deepspeed_program(pf, config_path, file);
   const LaunchShape shape = launch_shape(pf, file);
-  std::vector<std::string> a{"deepspeed"};
+  std::vector<std::string> a{deepspeed_environment(pf.plan) + "deepspeed"};
   if (shape.nodes > 1) a.insert(a.end(), {"--hostfile", "hostfile"});
   a.insert(a.end(), {"--num_nodes", std::to_string(shape.nodes)});
   // --num_gpus gives every node that many (deepspeed/launcher/runner.py main);
@@ -407,7 +432,8 @@ std::string deepspeed_launch(const PlanFile& pf, const std::string& config_path,
 std::string deepspeed_torchrun_launch(const PlanFile& pf, const std::string& config_path, const std::string& file) {
   // BigScience's BLOOM runs started Megatron-DeepSpeed this way, one
   // torch.distributed.run per node under srun.
-  return torchrun_command(pf, file) + " " + join(deepspeed_program(pf, config_path, file));
+  return deepspeed_environment(pf.plan) + torchrun_command(pf, file) + " " +
+         join(deepspeed_program(pf, config_path, file));
 }
 
 namespace {
@@ -485,9 +511,11 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
   a.insert(a.end(), {"--micro-batch-size", std::to_string(p.micro_batch), "--global-batch-size",
                      std::to_string(p.global_batch)});
   // Megatron-LM's FlashAttention switch (megatron/training/arguments.py). With
-  // Transformer Engine, releases that have --attention-backend pick a fused
-  // kernel by default; a standard plan there wants --attention-backend unfused.
+  // Transformer Engine, --attention-backend's default (auto) picks a fused
+  // kernel: the standard and eager plans, priced unfused, say so.
   if (p.attention == AttentionKernel::flash) a.emplace_back("--use-flash-attn");
+  if (p.attention == AttentionKernel::standard || p.attention == AttentionKernel::eager)
+    a.insert(a.end(), {"--attention-backend", "unfused"});
   // Eager: megatron/training/arguments.py --no-masked-softmax-fusion ("Disable
   // fusion of query_key_value scaling, masking, and softmax").
   if (p.attention == AttentionKernel::eager) a.emplace_back("--no-masked-softmax-fusion");
@@ -516,10 +544,22 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
     a.emplace_back("--accumulate-allreduce-grads-in-fp32");
   optimizer_state_arguments(p, file, a);
   if (pf.model) {
-    auto m = model_arguments(*pf.model, file);
+    auto m = model_arguments(*pf.model, file, Dialect::megatron_lm);
     a.insert(a.end(), m.begin(), m.end());
   }
   return a;
+}
+
+// `s` as one word of a POSIX shell command: itself when it holds only
+// characters no shell treats specially, else single-quoted (a quote in it
+// written '\'').
+std::string shell_word(const std::string& s) {
+  const bool plain = !s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                       "0123456789_./:=@%+,-") == std::string::npos;
+  if (plain) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
 }
 
 std::string torchrun_command(const PlanFile& pf, const std::string& file) {
@@ -546,10 +586,11 @@ std::string srun_launch(const PlanFile& pf, const std::string& torchrun_launch, 
   const LaunchShape shape = launch_shape(pf, file);
   // One torchrun per node of the allocation, which starts that node's ranks;
   // NODE_RANK and MASTER_ADDR are what the launch above reads.
-  return "srun --nodes " + std::to_string(shape.nodes) +
-         " --ntasks-per-node 1 bash -c 'export NODE_RANK=$SLURM_NODEID MASTER_ADDR=$(scontrol show hostnames "
-         "\"$SLURM_JOB_NODELIST\" | head -n 1); " +
-         torchrun_launch + "'";
+  // The node's command is one bash -c word, quoted whole (a quote inside the
+  // launch, from a file name, stays a quote).
+  return "srun --nodes " + std::to_string(shape.nodes) + " --ntasks-per-node 1 bash -c " +
+         shell_word("export NODE_RANK=$SLURM_NODEID MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" "
+                    "| head -n 1); " + torchrun_launch);
 }
 
 std::string megatron_launch(const PlanFile& pf, const std::string& file) {

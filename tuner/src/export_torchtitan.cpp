@@ -184,7 +184,7 @@ std::string torchtitan_config(const PlanFile& pf, const std::string& file) {
 }
 
 std::string torchtitan_launch(const PlanFile& pf, const std::string& config_path, const std::string& file) {
-  return torchrun_command(pf, file) + " -m torchtitan.train --job.config_file " + config_path;
+  return torchrun_command(pf, file) + " -m torchtitan.train --job.config_file " + shell_word(config_path);
 }
 
 std::vector<std::string> torchtitan_placeholders(const PlanFile& pf, const std::string& file) {

@@ -84,6 +84,7 @@ enum class EngineRule : std::uint8_t {
   fs_optimizer_dtype,      // torchtitan's AdamW keeps its states in the fp32 parameters' dtype
   ds_block_recompute,      // DeepSpeed's activation checkpointing recomputes every layer (no block method)
   fs_block_recompute,      // torchtitan's and FSDP's layer checkpointing has no first-N-of-each-chunk method
+  fs_ddp_one_dimensional,  // torchtitan's DDP (ZeRO 0, dp > 1) is data parallelism alone: no TP, PP or CP beside it
   count
 };
 

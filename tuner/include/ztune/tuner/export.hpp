@@ -61,6 +61,9 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
 /// launches). A ragged launch is one command for every node: the static
 /// rendezvous with --node_rank $NODE_RANK, and the last node's smaller count.
 std::string torchrun_command(const PlanFile& pf, const std::string& file);
+/// `s` as one word of a POSIX shell command (a file name in a launch line):
+/// itself, or single-quoted where a shell would split or expand it.
+std::string shell_word(const std::string& s);
 /// "torchrun --nnodes N --nproc_per_node G pretrain_gpt.py <arguments>".
 std::string megatron_launch(const PlanFile& pf, const std::string& file);
 /// Megatron-DeepSpeed's pretrain_gpt.py started by torchrun rather than the
