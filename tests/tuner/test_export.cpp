@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include "tuner_fixtures.hpp"
 #include "ztune/vocab/catalog.hpp"
 #include "ztune/vocab/input_error.hpp"
+#include "ztune/vocab/text.hpp"
 #include "ztune/tuner/export.hpp"
 
 using namespace ztune;
@@ -663,11 +665,11 @@ TEST_CASE("export launches exactly the plan's ranks, tp groups inside a node", "
   CHECK_THAT(ds, StartsWith("deepspeed --hostfile hostfile --num_nodes 16 pretrain_gpt.py"));
   CHECK_THAT(ds, !Contains("--num_gpus"));
   const auto ds_set = launch_placeholders(pf, Engine::deepspeed, "p.json");
-  REQUIRE(ds_set.size() == 1);
+  REQUIRE(ds_set.size() == 4);  // the hostfile, then the tokenizer, data and schedule
   CHECK_THAT(ds_set[0], Contains("the first 15 '<host> slots=16' and the last '<host> slots=10'") &&
                             Contains("250 ranks"));
   const auto tr_set = launch_placeholders(pf, Engine::megatron, "p.json");
-  REQUIRE(tr_set.size() == 1);
+  REQUIRE(tr_set.size() == 4);
   CHECK_THAT(tr_set[0], Contains("NODE_RANK: 0 to 15") && Contains("node 15 starts 10 ranks, the others 16"));
   // Under Slurm: one torchrun per node, NODE_RANK from the node's id.
   CHECK_THAT(srun_launch(pf, torchrun, "p.json"),
@@ -697,12 +699,19 @@ TEST_CASE("export launches exactly the plan's ranks, tp groups inside a node", "
   p.dp = 2;
   p.global_batch = 2;
   CHECK_THAT(megatron_launch(pf, "p.json"), StartsWith("CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun --nnodes 1 --nproc_per_node 16 pretrain_gpt.py"));
-  CHECK(launch_placeholders(pf, Engine::megatron, "p.json").empty());
+  // One node: no rendezvous or hostfile, only what pretrain_gpt.py leaves to the user.
+  const auto one = launch_placeholders(pf, Engine::megatron, "p.json");
+  REQUIRE(one.size() == 3);
+  CHECK_THAT(one[0], StartsWith("tokenizer: --tokenizer-type"));
+  CHECK_THAT(one[1], StartsWith("data: --data-path PREFIX") && Contains("--mock-data"));
+  // --train-iters: the model's train_tokens over global batch × sequence, rounded up.
+  const double steps = std::ceil(pf.model->train_tokens / (2.0 * pf.model->seq_len));
+  CHECK_THAT(one[2], StartsWith("schedule: --lr and --train-iters " + grouped(steps)));
   // Several nodes: the hostfile (deepspeed) or MASTER_ADDR (torchrun) is named.
   p.dp = 4;
   p.global_batch = 4;
   const auto two = launch_placeholders(pf, Engine::deepspeed, "p.json");
-  REQUIRE(two.size() == 1);
+  REQUIRE(two.size() == 4);
   CHECK_THAT(two[0], Contains("hostfile: 2 lines '<host> slots=16'"));
   CHECK_THAT(launch_placeholders(pf, Engine::megatron, "p.json")[0], Contains("MASTER_ADDR"));
 }

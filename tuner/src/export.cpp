@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "ztune/vocab/input_error.hpp"
+#include "ztune/vocab/text.hpp"
 #include "ztune/model/sparse_attention.hpp"
 
 namespace ztune {
@@ -101,6 +102,24 @@ std::vector<std::string> launch_placeholders(const PlanFile& pf, Engine e, const
   if (e == Engine::deepspeed &&
       (p.offload_optimizer == OffloadTarget::nvme || p.offload_params == OffloadTarget::nvme))
     out.push_back("/local_nvme: ds_config's zero_optimization offload nvme_path, a directory on each node's NVMe");
+  if (e == Engine::deepspeed && p.sequence_parallel && shape.nodes > 1)
+    out.push_back("CUDA_DEVICE_MAX_CONNECTIONS=1 in a .deepspeed_env file beside the launch (the deepspeed launcher "
+                  "exports its lines on every node; Megatron-DeepSpeed's sequence parallelism requires it)");
+  // What the plan leaves to the user: pretrain_gpt.py's tokenizer, data and
+  // schedule arguments default to None (megatron arguments.py), so the
+  // launch does not start without them.
+  if ((e == Engine::deepspeed || e == Engine::megatron) && pf.model) {
+    const Transformer& m = *pf.model;
+    out.push_back("tokenizer: --tokenizer-type and its files, for the model's " + grouped(m.vocab) +
+                  "-token vocabulary (Megatron pads the embedding to a multiple of --make-vocab-size-divisible-by "
+                  "(128) × tp)");
+    out.push_back(std::string("data: --data-path PREFIX (an indexed dataset from tools/preprocess_data.py)") +
+                  (e == Engine::megatron ? ", or --mock-data" : ""));
+    const double tokens_per_step = static_cast<double>(p.global_batch) * m.seq_len;
+    out.push_back("schedule: --lr and --train-iters " +
+                  grouped(std::ceil(m.train_tokens / tokens_per_step)) + " (the model's " + grouped(m.train_tokens) +
+                  " tokens at " + grouped(tokens_per_step) + " a step), or --train-samples");
+  }
   return out;
 }
 
