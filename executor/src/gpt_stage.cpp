@@ -165,7 +165,7 @@ void GptStage::embedding_forward(const MicroBatch& data, TensorRef out) {
   reduce_rows(partial.ref(), out);
   if (wpe_ >= 0) {
     Buffer pos = work(static_cast<std::size_t>(rows_) * C_);
-    be_.embedding_forward(pos.ref(), local_positions_, store_.param(wpe_), rows_, C_, 0, m_.seq_len);
+    be_.embedding_forward(pos.ref(), local_positions_, store_.param(wpe_), rows_, C_, 0, m_.learned_position_rows());
     be_.accumulate(out, pos.ref(), static_cast<long>(rows_) * C_);
   }
   store_.release(embed_unit_);
@@ -173,7 +173,8 @@ void GptStage::embedding_forward(const MicroBatch& data, TensorRef out) {
 
 void GptStage::embedding_backward(const MicroBatch& data, ConstTensorRef dres) {
   store_.acquire(embed_unit_, Direction::backward);
-  if (wpe_ >= 0) be_.embedding_backward(store_.grad(wpe_), dres, local_positions_, rows_, C_, 0, m_.seq_len);
+  if (wpe_ >= 0)
+    be_.embedding_backward(store_.grad(wpe_), dres, local_positions_, rows_, C_, 0, m_.learned_position_rows());
   Buffer tmp;
   const ConstTensorRef dfull = gather_rows(dres, tmp);
   be_.embedding_backward(store_.grad(wte_), dfull, data.tokens.data(), N_, C_, vocab_begin_, Vl_);

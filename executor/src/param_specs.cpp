@@ -84,7 +84,7 @@ ShardMap col_shard(int rows, const std::vector<int>& block_widths, int part, int
 }  // namespace
 
 std::vector<ParamSpec> param_specs(const Transformer& m, const GroupShape& shape, const Coordinates& c) {
-  const int C = m.hidden, F = m.ffn_hidden, V = m.vocab, T = m.seq_len, t = shape.tp, r = c.tp_rank;
+  const int C = m.hidden, F = m.ffn_hidden, V = m.vocab, t = shape.tp, r = c.tp_rank;
   const int KVC = m.kv_heads * m.head_dim();  // width of K and of V
   const bool tp0 = r == 0;
   const bool sp_possible = t > 1;  // whether sequence parallelism could make replicas partial
@@ -117,8 +117,10 @@ std::vector<ParamSpec> param_specs(const Transformer& m, const GroupShape& shape
   if (layout.has_embedding) {
     add("wte.weight", {V, C}, vocab_shard(V, C, r, t), 0, InitKind::normal, 0.02f, false);
     out.back().word_embedding = true;
-    if (m.position == PositionEmbedding::learned)
-      add("wpe.weight", {T, C}, replicated(T, C), 0, InitKind::normal, 0.01f, true);
+    if (m.position == PositionEmbedding::learned) {
+      const int P = m.learned_position_rows();  // the whole table, however long the sequences trained
+      add("wpe.weight", {P, C}, replicated(P, C), 0, InitKind::normal, 0.01f, true);
+    }
   }
   for (int k = 0; k < layout.chunks * layout.layers; ++k) {
     const int chunk = k / layout.layers, l = k % layout.layers;

@@ -56,7 +56,8 @@ LargestModule deepspeed_largest_module(const Transformer& m) {
   auto consider = [&](double n, const char* name) {
     if (n > best.params) best = {n, name};
   };
-  if (m.position == PositionEmbedding::learned) consider(static_cast<double>(m.seq_len) * h, "position embedding");
+  if (m.position == PositionEmbedding::learned)
+    consider(static_cast<double>(m.learned_position_rows()) * h, "position embedding");
   consider(w[0] + qkv_bias, "QKV projection");
   consider(w[1] + (m.bias ? h : 0.0), "attention output projection");
   consider(w[2] + (m.bias ? f_out : 0.0), m.activation == Activation::swiglu ? "FC1 (gate and up)" : "FC1");

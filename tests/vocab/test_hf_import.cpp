@@ -217,10 +217,20 @@ TEST_CASE("a sequence length given with --seq overrides the config's maximum pos
   // Llama 3 rotates with base 500,000 (its config's rope_theta; Llama 2 kept RoFormer's 10,000).
   CHECK(llama.rope_theta == 500000.0);
   CHECK(ztune::load_transformer(hf_fixture("llama-2-7b")).rope_theta == 10000.0);
-  auto gpt2 = ztune::load_transformer(hf_fixture("gpt2-xl"), 4096);
-  CHECK(gpt2.seq_len == 4096);
-  // GPT-2's learned position table grows with the sequence: (4096 − 1024) × 1600 more.
-  CHECK(gpt2.total_params() == 1557611200.0 + (4096.0 - 1024.0) * 1600.0);
+  // GPT-2's learned position table is the config's n_positions rows whatever
+  // length trains (HF's wpe is 1024 × 1600): shorter sequences keep every
+  // row, longer ones have no position to embed (wpe(position_ids) out of range).
+  auto gpt2 = ztune::load_transformer(hf_fixture("gpt2-xl"), 512);
+  CHECK(gpt2.seq_len == 512);
+  CHECK(gpt2.learned_position_rows() == 1024);
+  CHECK(gpt2.total_params() == 1557611200.0);  // GPT2LMHeadModel.num_parameters(), at any length
+  REQUIRE_THROWS_WITH(ztune::load_transformer(hf_fixture("gpt2-xl"), 4096),
+                      Catch::Matchers::StartsWith("--seq 4096: ") &&
+                          Catch::Matchers::Contains("learned position table has 1024 rows (n_positions)"));
+  // The table's rows travel with the model in a plan file, and a longer --seq is refused there too.
+  const auto again = ztune::transformer_from_json(ztune::transformer_to_json(gpt2), "m.json");
+  CHECK(again.position_rows == 1024);
+  CHECK(again.total_params() == 1557611200.0);
 }
 
 TEST_CASE("the norms' epsilon comes from each family's config.json key", "[hf]") {

@@ -313,6 +313,16 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     throw InputError(file + ": " + model_type.path + ": expected a Hugging Face family ztune imports "
                      "(gpt2, gpt_neox, llama, mistral, qwen2, mpt), got \"" + type + "\"");
   }
+  // A learned position table is the config's (n_positions, max_seq_len rows),
+  // whatever length trains: shorter sequences keep every row, longer ones
+  // have no position to embed (GPT-2's wpe(position_ids) out of range).
+  if (seq_len > 0 && t.position == PositionEmbedding::learned) {
+    if (seq_len > t.seq_len)
+      throw InputError("--seq " + std::to_string(seq_len) + ": " + file + "'s learned position table has " +
+                       std::to_string(t.seq_len) + " rows (" + (type == "gpt2" ? "n_positions" : "max_seq_len") +
+                       "): no position to embed beyond it");
+    if (seq_len < t.seq_len) t.position_rows = t.seq_len;
+  }
   if (seq_len > 0) t.seq_len = seq_len;
   t.seq_len_is_position_limit = seq_len <= 0;
   // Sliding-window attention: each token sees itself and the window − 1

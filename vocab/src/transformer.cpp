@@ -50,7 +50,7 @@ double Transformer::attended_fraction() const {
 
 double Transformer::embedding_params() const {
   double e = static_cast<double>(vocab) * hidden;
-  if (position == PositionEmbedding::learned) e += static_cast<double>(seq_len) * hidden;
+  if (position == PositionEmbedding::learned) e += static_cast<double>(learned_position_rows()) * hidden;
   return e;
 }
 
@@ -123,6 +123,14 @@ Transformer transformer_from_json(const nlohmann::json& doc, const std::string& 
   t.vocab = static_cast<int>(r.integer("vocab", 1, kMaxVocab));
   t.seq_len = static_cast<int>(r.integer("seq_len", 1, kMaxSeqLen));
   t.tied_embeddings = r.boolean("tied_embeddings");
+  if (auto rows = r.optional_integer("position_rows", 1, kMaxSeqLen)) {
+    if (t.position != PositionEmbedding::learned || *rows < t.seq_len)
+      throw r.error("position_rows", "expected the rows of a learned position table, at least seq_len " +
+                                         std::to_string(t.seq_len) + " (position_embedding \"learned\"), got " +
+                                         std::to_string(*rows) + " with position_embedding \"" +
+                                         to_string(t.position) + "\"");
+    t.position_rows = static_cast<int>(*rows);
+  }
   if (r.has("head_token_fraction")) {
     const nlohmann::json& f = r.raw("head_token_fraction");
     if (!f.is_number() || !(f.get<double>() > 0 && f.get<double>() <= 1))
@@ -171,6 +179,7 @@ nlohmann::json transformer_to_json(const Transformer& t) {
   if (t.parallel_residual) j["parallel_residual"] = true;
   if (t.qkv_bias) j["qkv_bias"] = true;
   if (t.attention_window > 0) j["attention_window"] = t.attention_window;
+  if (t.position == PositionEmbedding::learned && t.position_rows > t.seq_len) j["position_rows"] = t.position_rows;
   if (t.norm_eps != kDefaultNormEps) j["norm_eps"] = t.norm_eps;
   if (t.head_token_fraction != 1) j["head_token_fraction"] = t.head_token_fraction;
   if (t.dropout != kDefaultDropout) j["dropout"] = t.dropout;
@@ -191,6 +200,9 @@ Transformer load_transformer(const std::string& name_or_path, int seq_len) {
   } else {
     t = transformer_from_json(doc, path);
   }
+  if (seq_len > 0 && t.position == PositionEmbedding::learned && t.position_rows > 0 && seq_len > t.position_rows)
+    throw InputError("--seq " + std::to_string(seq_len) + ": " + path + "'s learned position table has " +
+                     std::to_string(t.position_rows) + " rows (position_rows): no position to embed beyond it");
   if (seq_len > 0) t.seq_len = seq_len;
   return t;
 }

@@ -65,6 +65,11 @@ struct Transformer {
   int attention_window = 0;
   int vocab = 0;           // V
   int seq_len = 0;         // s
+  /// Rows of a learned position table longer than the sequences trained
+  /// (GPT-2's n_positions 1024 trained at 512): the table is the model's,
+  /// whatever length it trains at. 0: seq_len rows (ztune's own model files,
+  /// where --seq sets both).
+  int position_rows = 0;
   bool tied_embeddings = true;
   /// Share of each sequence's positions the output head (logits GEMM, softmax,
   /// loss) runs on: 1 for causal language modelling (every position predicts the
@@ -82,6 +87,8 @@ struct Transformer {
   double train_tokens = 0;        // default token budget for "days to train"
 
   [[nodiscard]] int head_dim() const { return hidden / heads; }
+  /// Rows of the learned position table (position_rows, else seq_len).
+  [[nodiscard]] int learned_position_rows() const { return position_rows > seq_len ? position_rows : seq_len; }
   /// Whether training keeps dropout masks and runs dropout kernels (dropout > 0).
   [[nodiscard]] bool has_dropout() const { return dropout > 0; }
   /// Whether a sliding window cuts the causal prefix at this sequence length.
