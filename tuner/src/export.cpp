@@ -148,7 +148,8 @@ std::vector<std::string> model_arguments(const Transformer& m, const std::string
   std::vector<std::string> a{"--num-layers",   std::to_string(m.layers),     "--hidden-size",
                              std::to_string(m.hidden), "--ffn-hidden-size", std::to_string(m.ffn_hidden),
                              "--num-attention-heads", std::to_string(m.heads), "--seq-length",
-                             std::to_string(m.seq_len), "--max-position-embeddings", std::to_string(m.seq_len)};
+                             std::to_string(m.seq_len), "--max-position-embeddings",
+                             std::to_string(m.learned_position_rows())};  // a learned table's rows (GPT-2's 1024)
   // Both parsers default --attention-dropout and --hidden-dropout to 0.1; the
   // model's own (Llama's 0) is what was priced (dropout masks are memory).
   a.insert(a.end(), {"--attention-dropout", shortest(m.dropout), "--hidden-dropout", shortest(m.dropout)});
