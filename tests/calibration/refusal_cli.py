@@ -12,6 +12,8 @@ no noise from this machine):
    for byte; --force writes it.
 3. GEMMs 30x slower than the shipped profile's: refused, the reference plans
    named (gpt2-1.5b), nothing written.
+4. --keep-measurements on a full disk: exit 2 naming the file and where the
+   measurements are.
 
 usage: refusal_cli.py ZTUNE
 """
@@ -120,6 +122,16 @@ with tempfile.TemporaryDirectory() as D:
         failures.append(f"3: a fit 30x off on the reference plans was not refused naming them (exit {rc})")
     if os.path.exists(far):
         failures.append("3: a refused fit was written")
+
+    # 4. --keep-measurements on a full disk (/dev/full): exit 2 naming the file and
+    # where the measurements are; it had aborted on an uncaught filesystem_error.
+    r = subprocess.run([ZTUNE, "calibrate", "--cluster", "local-cpu", "--measurements", good, "--no-db", "--out",
+                        f"{D}/kept.json", "--keep-measurements", "/dev/full"], capture_output=True, text=True, env=ENV,
+                       timeout=300)
+    print("4. --keep-measurements /dev/full:", r.returncode, r.stderr.strip()[:200])
+    if r.returncode != 2 or ("--keep-measurements /dev/full: cannot write the file: No space left on device "
+                             f"(the measurements are at {good})") not in r.stderr:
+        failures.append(f"4: a full disk under --keep-measurements was not said (exit {r.returncode}): {r.stderr}")
 
 for f in failures:
     print("FAILED:", f)
