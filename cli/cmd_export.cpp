@@ -1,8 +1,5 @@
 // ztune export: a plan file as a DeepSpeed ds_config.json plus launch command,
 // as Megatron-LM arguments, or as a torchtitan job TOML plus torchrun launch. A plan the engine cannot run is refused (exit 2).
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <iostream>
 #include <memory>
 

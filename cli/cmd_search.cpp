@@ -3,7 +3,6 @@
 // database, and write the best plan with --out.
 #include <unistd.h>
 
-#include <fstream>
 #include <algorithm>
 #include <filesystem>
 #include <cstdint>
@@ -277,8 +276,8 @@ int run_search_command(const SearchFlags& f) {
   // that it carries its id.
   // What the fits counted (states_counted_as): the executor's own layout and
   // fp32 plans take no accounting.
-  const std::string counted =
-      states_counted_as(o.memory.accounting, searched_precisions(o.space, cluster).front(), cluster, hw);
+  const Precision searched = searched_precisions(o.space, cluster).front();  // the default, or the pinned one
+  const std::string counted = states_counted_as(o.memory.accounting, searched, cluster, hw);
   auto json_result = [&]() {
     nlohmann::json j = search_result_to_json(r);
     j["cluster"] = {{"name", cluster.name},    {"gpu", cluster.node.gpu.name},
@@ -346,8 +345,8 @@ int run_search_command(const SearchFlags& f) {
       const auto& best = r.plans.front().time();
       if (const std::string band = error_band_line(accuracy, best.iteration_s, best.tokens_per_s); !band.empty())
         std::cout << "best plan's " << band << "\n";
-      if (!o.space.attention && supports_flash_attention(cluster) &&
-          fused_attention_unpriced(o.space, model, cluster, searched_precisions(o.space, cluster).front()))
+      if (!o.space.attention &&
+          fused_attention_unpriced(o.space, model, cluster, searched))
         std::cout << "note: FlashAttention plans were not searched: in fp32 ztune's own CUDA fused kernel does not "
                      "run at FlashAttention-2's speed; --attention flash searches them for ztune's executor, "
                      "16-bit plans run cuDNN's fused attention, --engine megatron or deepspeed ranks them at "

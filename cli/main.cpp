@@ -14,6 +14,7 @@
 #include "command.hpp"
 #include "ztune/vocab/text.hpp"
 #include "ztune/vocab/input_error.hpp"
+#include "ztune/vocab/durable_file.hpp"
 
 namespace {
 
@@ -71,9 +72,7 @@ std::string nearest_name(const std::string& typed, const std::vector<std::string
 
 int main(int argc, char** argv) {
   using namespace ztune::cli;
-  // A file-size limit (ulimit -f) makes a write fail with EFBIG, reported
-  // with the file's name, instead of killing the process without a word.
-  std::signal(SIGXFSZ, SIG_IGN);
+  ztune::report_file_size_limit_as_error();
   CLI::App root{"ztune: plan, predict and run the training of very large models.\n"
                 "Exit codes: 0 success, 1 no feasible plan or a failed run, 2 bad usage or input.",
                 "ztune"};

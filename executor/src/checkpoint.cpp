@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ztune/vocab/durable_file.hpp"
+#include "ztune/vocab/run_record.hpp"
 
 namespace ztune::executor {
 namespace {
@@ -31,18 +32,6 @@ struct Header {
   std::uint32_t steps;
   std::uint64_t bytes;  // of the payload (format 2; format 1 counted floats)
 };
-
-std::uint64_t fnv1a(const std::string& bytes) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (char c : bytes) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
-  return h;
-}
-
-std::string hex16(std::uint64_t v) {
-  char b[20];
-  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
-  return b;
-}
 
 std::string step_dir(const std::string& dir, int steps) {
   char name[32];
@@ -226,8 +215,8 @@ std::optional<std::string> read_checkpoint_shard(const std::string& dir, int ste
            std::to_string(id.world) + ": resume with the plan that wrote it" + which + " on " +
            std::to_string(h.world) + " ranks, or start without --resume";
   if (h.plan_digest != id.plan_digest)
-    return path + ": written by another plan or model (plan file digest " + hex16(h.plan_digest) +
-           "; this run's is " + hex16(id.plan_digest) + "): resume with the plan that wrote it" + which +
+    return path + ": written by another plan or model (plan file digest " + digest_hex(h.plan_digest) +
+           "; this run's is " + digest_hex(id.plan_digest) + "): resume with the plan that wrote it" + which +
            ", or start without --resume";
   if (h.rank != static_cast<std::uint32_t>(id.rank) || h.steps != static_cast<std::uint32_t>(steps))
     return path + ": header says rank " + std::to_string(h.rank) + " step " + std::to_string(h.steps) +

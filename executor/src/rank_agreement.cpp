@@ -2,9 +2,7 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <limits>
-
-#include <nlohmann/json.hpp>
+#include <utility>
 
 #include "ztune/vocab/run_record.hpp"
 
@@ -35,7 +33,7 @@ std::string recv_text(Communicator& world, int from) {
 
 // A value's digest as two 32-bit halves, each exact in a double.
 std::pair<double, double> halves(const std::string& value) {
-  const std::uint64_t h = json_fnv1a(nlohmann::json(value));
+  const std::uint64_t h = fnv1a(value);
   return {static_cast<double>(h >> 32), static_cast<double>(h & 0xffffffffu)};
 }
 
@@ -79,9 +77,9 @@ std::optional<std::string> launch_mismatch(Communicator& world, const std::vecto
   double first = differs ? static_cast<double>(world.size() - world.rank()) : 0.0;
   world.all_reduce_doubles(&first, 1, ReduceOp::max);
   const int other = world.size() - static_cast<int>(first);
-  if (world.rank() == other) send_text(world, fields[i].shown);
+  if (world.rank() == other) send_text(world, fields[i].text());
   if (world.rank() != 0) return std::string("ranks started differently");  // rank 0 says which
-  return "the ranks were started with different jobs: " + fields[i].what + " is " + fields[i].shown +
+  return "the ranks were started with different jobs: " + fields[i].what + " is " + fields[i].text() +
          " on rank 0 but " + recv_text(world, other) + " on rank " + std::to_string(other) +
          "; every rank must get the same plan file, token file and flags (on several hosts, copies that agree)";
 }

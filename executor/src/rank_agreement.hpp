@@ -19,11 +19,12 @@ namespace ztune::executor {
 bool any_error(Communicator& world, const std::optional<std::string>& error);
 
 /// One thing every rank must have the same of: `compared` is what must agree
-/// (a digest, a value), `shown` what the message prints for it.
+/// (a digest, a value), `shown` what the message prints for it (empty: `compared`).
 struct LaunchField {
   std::string what;  // "--steps", "the plan file"
   std::string compared;
-  std::string shown;
+  std::string shown = {};
+  [[nodiscard]] const std::string& text() const { return shown.empty() ? compared : shown; }
 };
 
 /// nullopt when every rank has the same `compared` for every field; else, on

@@ -15,6 +15,20 @@
 namespace ztune::executor {
 namespace {
 
+// Up to `n` bytes at byte `at`, retrying interrupted and short reads: the
+// bytes read (fewer only at the end of the file), or -1 with errno set.
+std::int64_t read_at(int fd, void* buf, std::size_t n, std::int64_t at) {
+  std::size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::pread(fd, static_cast<char*>(buf) + got, n - got, static_cast<off_t>(at) + static_cast<off_t>(got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -1;
+    if (r == 0) break;
+    got += static_cast<std::size_t>(r);
+  }
+  return static_cast<std::int64_t>(got);
+}
+
 // Read with pread(2), a sequence at a time, rather than mapped: a file cut
 // short during the run is then a short read said as such (a mapping's pages
 // past the new end fault with SIGBUS), and each id is checked as it is used
@@ -31,19 +45,11 @@ class TokenFile final : public TokenSource {
     const auto span = static_cast<std::int64_t>(count_) - t;
     const std::int64_t start = (index * t) % span;
     std::vector<std::uint16_t> ids(static_cast<std::size_t>(t) + 1);
-    const std::size_t want = ids.size() * 2;
-    std::size_t got = 0;
-    while (got < want) {
-      const ssize_t n = ::pread(fd_, reinterpret_cast<char*>(ids.data()) + got, want - got,
-                                static_cast<off_t>(start * 2 + static_cast<std::int64_t>(got)));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw std::runtime_error(path_ + ": reading tokens failed: " + std::strerror(errno));
-      if (n == 0)
-        throw std::runtime_error(path_ + ": the token file changed during the run: it held " +
-                                 std::to_string(count_) + " tokens and now ends before token " +
-                                 std::to_string(start + static_cast<std::int64_t>(got / 2)));
-      got += static_cast<std::size_t>(n);
-    }
+    const std::int64_t got = read_at(fd_, ids.data(), ids.size() * 2, start * 2);
+    if (got < 0) throw std::runtime_error(path_ + ": reading tokens failed: " + std::strerror(errno));
+    if (got < static_cast<std::int64_t>(ids.size() * 2))
+      throw std::runtime_error(path_ + ": the token file changed during the run: it held " + std::to_string(count_) +
+                               " tokens and now ends before token " + std::to_string(start + got / 2));
     for (int i = 0; i <= t; ++i) {
       if (ids[static_cast<std::size_t>(i)] >= vocab_)
         throw std::runtime_error(path_ + ": token " + std::to_string(start + i) + " is " +
@@ -128,14 +134,9 @@ std::unique_ptr<TokenSource> open_token_file(const std::string& path, int vocab,
   std::vector<std::uint16_t> chunk(1 << 16);
   for (std::size_t at = 0; at < count;) {
     const std::size_t n = std::min(chunk.size(), count - at);
-    std::size_t got = 0;
-    while (got < n * 2) {
-      const ssize_t r = ::pread(fd, reinterpret_cast<char*>(chunk.data()) + got, n * 2 - got,
-                                static_cast<off_t>(at * 2 + got));
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) throw InputError(path + ": reading tokens failed: " + (r < 0 ? std::strerror(errno) : "short file"));
-      got += static_cast<std::size_t>(r);
-    }
+    const std::int64_t got = read_at(fd, chunk.data(), n * 2, static_cast<std::int64_t>(at) * 2);
+    if (got != static_cast<std::int64_t>(n * 2))
+      throw InputError(path + ": reading tokens failed: " + (got < 0 ? std::strerror(errno) : "short file"));
     for (std::size_t i = 0; i < n; ++i)
       if (chunk[i] >= vocab)
         throw InputError(path + ": token " + std::to_string(at + i) + " is " + std::to_string(chunk[i]) +

@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -108,9 +107,9 @@ RankRuntime make_runtime(const std::string& backend, const Plan& plan, MpiCommun
 // What every rank must have the same of (rank_agreement.hpp): the plan file,
 // the token stream and each flag that shapes the training or its collectives.
 // --threads, --nvme-dir, --checkpoint-dir and the paths may differ by host.
-std::vector<LaunchField> launch_fields(const std::string& plan_path, const PlanFile& pf, const TrainOptions& opt,
-                                       const TokenSource& data, const std::string& backend) {
-  const std::string digest = json_fnv1a_hex(plan_file_to_json(pf));
+std::vector<LaunchField> launch_fields(const std::string& plan_path, const nlohmann::json& plan_json,
+                                       const TrainOptions& opt, const TokenSource& data, const std::string& backend) {
+  const std::string digest = json_fnv1a_hex(plan_json);
   auto number = [](double v) {
     char b[32];
     std::snprintf(b, sizeof b, "%.9g", v);
@@ -120,20 +119,20 @@ std::vector<LaunchField> launch_fields(const std::string& plan_path, const PlanF
   auto presence = [](const std::string& path) { return std::string(path.empty() ? "no" : "yes"); };
   return {{"the plan file", digest, plan_path + " (digest " + digest + ")"},
           {"--data", data.identity(), data.describe()},
-          {"--steps", std::to_string(opt.steps), std::to_string(opt.steps)},
-          {"--seed", std::to_string(opt.seed), std::to_string(opt.seed)},
-          {"--lr", number(opt.lr), number(opt.lr)},
-          {"--warmup-steps", std::to_string(opt.warmup_steps), std::to_string(opt.warmup_steps)},
-          {"--weight-decay", number(opt.weight_decay), number(opt.weight_decay)},
-          {"--grad-clip", number(opt.grad_clip), number(opt.grad_clip)},
-          {"--checkpoint-every", std::to_string(opt.checkpoint_every), std::to_string(opt.checkpoint_every)},
+          {"--steps", std::to_string(opt.steps)},
+          {"--seed", std::to_string(opt.seed)},
+          {"--lr", number(opt.lr)},
+          {"--warmup-steps", std::to_string(opt.warmup_steps)},
+          {"--weight-decay", number(opt.weight_decay)},
+          {"--grad-clip", number(opt.grad_clip)},
+          {"--checkpoint-every", std::to_string(opt.checkpoint_every)},
           {"--resume", opt.resume ? "yes" : "no", opt.resume ? "given" : "not given"},
-          {"--kill-after-step", std::to_string(opt.kill_after_step), std::to_string(opt.kill_after_step)},
+          {"--kill-after-step", std::to_string(opt.kill_after_step)},
           {"--init-from", presence(opt.init_from), given(opt.init_from)},
           {"--save", presence(opt.save), given(opt.save)},
           {"--dump-grads", presence(opt.dump_grads), given(opt.dump_grads)},
-          {"--backend", backend, backend},
-          {"--ranks-per-node", std::to_string(opt.ranks_per_node), std::to_string(opt.ranks_per_node)}};
+          {"--backend", backend},
+          {"--ranks-per-node", std::to_string(opt.ranks_per_node)}};
 }
 
 int run(int argc, char** argv) {
@@ -255,7 +254,9 @@ int run(int argc, char** argv) {
     error = std::string("--data: ") + e.what();
   }
   if (any_error(*world, error)) return kExitUsage;
-  error = launch_mismatch(*world, launch_fields(plan_path, pf, opt, *data, backend_name));
+  // The plan as the checkpoints, the record and the rank check digest it.
+  const nlohmann::json plan_json = plan_file_to_json(pf);
+  error = launch_mismatch(*world, launch_fields(plan_path, plan_json, opt, *data, backend_name));
   if (any_error(*world, error)) return kExitUsage;
 
   RankRuntime rt = make_runtime(backend_name, plan, *world, opt.threads, error);
@@ -283,7 +284,6 @@ int run(int argc, char** argv) {
                    buffered);
   }
 
-  const nlohmann::json plan_json = plan_file_to_json(pf);
   CheckpointId ckpt{json_fnv1a(plan_json), world->size(), world->rank()};
   int first_step = 0;
   if (opt.resume) {
@@ -417,9 +417,7 @@ int run(int argc, char** argv) {
 }  // namespace ztune::executor
 
 int main(int argc, char** argv) {
-  // A file-size limit (ulimit -f) makes a write fail with EFBIG, reported
-  // with the file's name, instead of killing the process without a word.
-  std::signal(SIGXFSZ, SIG_IGN);
+  ztune::report_file_size_limit_as_error();
   ztune::executor::MpiSession mpi(&argc, &argv);
   try {
     return ztune::executor::run(argc, argv);

@@ -6,13 +6,13 @@
 #include <QCommandLineParser>
 #include <QCoreApplication>
 
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
 
 #include "input_panel.hpp"
 #include "main_window.hpp"
+#include "ztune/vocab/durable_file.hpp"
 
 namespace {
 
@@ -56,9 +56,7 @@ bool asks_for_text_only(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // A file-size limit (ulimit -f) makes a write fail with EFBIG, reported
-  // with the file's name, instead of killing the process without a word.
-  std::signal(SIGXFSZ, SIG_IGN);
+  ztune::report_file_size_limit_as_error();
   const Options o;
   // --help and --version need no display: answer them before QApplication,
   // which aborts (rc 134) when it cannot connect to one (issue 23).

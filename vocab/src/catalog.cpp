@@ -3,12 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "ztune/vocab/durable_file.hpp"
 #include "ztune/vocab/input_error.hpp"

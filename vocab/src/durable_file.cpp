@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -107,6 +108,8 @@ std::optional<std::string> DurableFile::commit() {
   done_ = true;
   return error_;
 }
+
+void report_file_size_limit_as_error() { std::signal(SIGXFSZ, SIG_IGN); }
 
 std::optional<std::string> write_file_durably(const std::string& path, std::string_view text) {
   DurableFile f(path);

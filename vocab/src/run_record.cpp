@@ -172,17 +172,21 @@ std::size_t RunRecord::peak_rank() const {
   return best;
 }
 
-std::uint64_t json_fnv1a(const nlohmann::json& doc) {
+std::uint64_t fnv1a(std::string_view bytes) {
   std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (char c : doc.dump()) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  for (char c : bytes) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
   return h;
 }
 
-std::string json_fnv1a_hex(const nlohmann::json& doc) {
+std::string digest_hex(std::uint64_t digest) {
   char buf[20];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(json_fnv1a(doc)));
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(digest));
   return buf;
 }
+
+std::uint64_t json_fnv1a(const nlohmann::json& doc) { return fnv1a(doc.dump()); }
+
+std::string json_fnv1a_hex(const nlohmann::json& doc) { return digest_hex(json_fnv1a(doc)); }
 
 RunRecord run_record_from_json(const nlohmann::json& doc, const std::string& file) {
   ObjectReader r(doc, file, "$");

@@ -10,10 +10,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -294,9 +292,7 @@ int run(int argc, char** argv) {
 }  // namespace ztune::calibration
 
 int main(int argc, char** argv) {
-  // A file-size limit (ulimit -f) makes a write fail with EFBIG, reported
-  // with the file's name, instead of killing the process without a word.
-  std::signal(SIGXFSZ, SIG_IGN);
+  ztune::report_file_size_limit_as_error();
   ztune::executor::MpiSession mpi(&argc, &argv);
   return ztune::calibration::run(argc, argv);
 }

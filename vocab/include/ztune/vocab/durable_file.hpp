@@ -48,6 +48,12 @@ class DurableFile {
   bool done_ = false;
 };
 
+/// For a program's main, before anything is written: a file-size limit
+/// (ulimit -f) then makes write(2) fail with EFBIG, which DurableFile reports
+/// with the file's name, instead of SIGXFSZ killing the process without a word.
+/// Children started later get the default back where they need it (run_launch).
+void report_file_size_limit_as_error();
+
 /// `text` into `path` through DurableFile: why it failed, or nullopt.
 [[nodiscard]] std::optional<std::string> write_file_durably(const std::string& path, std::string_view text);
 

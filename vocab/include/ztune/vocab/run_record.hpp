@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -109,6 +110,10 @@ RunRecord run_record_from_json(const nlohmann::json& doc, const std::string& fil
 /// digest): FNV-1a 64 of a JSON document's compact text; `_hex` as 16 hex digits.
 std::uint64_t json_fnv1a(const nlohmann::json& doc);
 std::string json_fnv1a_hex(const nlohmann::json& doc);
+/// FNV-1a 64 of bytes (the digests above, a checkpoint shard's checksum).
+std::uint64_t fnv1a(std::string_view bytes);
+/// A 64-bit digest as the 16 hex digits the records and messages print.
+std::string digest_hex(std::uint64_t digest);
 /// Reads a run record file (read_json_file's limits apply).
 RunRecord read_run_record(const std::string& path);
 
