@@ -91,7 +91,7 @@ ParamStore::ParamStore(std::vector<ParamSpec> specs, int units, const StoreOptio
     full_size_ += b.padded;
     shard_size_ += b.piece;
     b.persistent = stage3();
-    for (int i = b.first_param; i < b.end_param; ++i)
+    for (int i = b.first_param; i < b.end_param && !opt_.hold_gathered; ++i)
       if (static_cast<double>(specs_[static_cast<std::size_t>(i)].shard.numel()) >= opt_.persistence_threshold)
         b.persistent = false;
   }
@@ -112,11 +112,10 @@ ParamStore::ParamStore(std::vector<ParamSpec> specs, int units, const StoreOptio
   } else {
     params_ = be_.allocate(full_size_, MemCategory::params, dt);
   }
-  if (opt_.zero_stage >= 2) {
-    grad_shards_ = be_.allocate(shard_size_, MemCategory::grads, gdt);
-  } else {
-    grads_ = be_.allocate(full_size_, MemCategory::grads, gdt);
-  }
+  if (opt_.hold_gathered && (!stage3() || opt_.zeropp || opt_.offload_params))
+    throw std::logic_error("hold_gathered is ZeRO-3 under a pipeline, without ZeRO++ or offload (check_plan)");
+  if (whole_grads()) grads_ = be_.allocate(full_size_, MemCategory::grads, gdt);
+  if (opt_.zero_stage >= 2) grad_shards_ = be_.allocate(shard_size_, MemCategory::grads, gdt);
   // 1-bit Adam works on the replicated flat buffers; with offload it is not used.
   if (!opt_.offload_optimizer && opt_.onebit_freeze_step >= 0 && opt_.zero_stage != 0)
     throw std::logic_error("1-bit Adam needs ZeRO stage 0");
@@ -179,7 +178,7 @@ TensorRef ParamStore::param(int id) {
 TensorRef ParamStore::grad(int id) {
   const auto i = static_cast<std::size_t>(id);
   auto& b = buckets_[static_cast<std::size_t>(param_bucket_[i])];
-  if (opt_.zero_stage < 2) return grads_.ref(b.offset + param_offset_[i]);
+  if (whole_grads()) return grads_.ref(b.offset + param_offset_[i]);
   if (b.grad_work.empty()) b.grad_work = be_.allocate(b.padded, MemCategory::grads, opt_.grad_storage);
   return b.grad_work.ref(param_offset_[i]);
 }
@@ -369,14 +368,17 @@ void ParamStore::launch_reduction(Bucket& b) {
     if (dp_ == 1 || gradients_local()) return;  // 1-bit Adam exchanges the momentum instead
     p.request = g_.dp->all_reduce_async(grads_.ref(b.offset), b.padded);
   } else {
-    if (b.grad_work.empty()) b.grad_work = be_.allocate(b.padded, MemCategory::grads, opt_.grad_storage);
+    // Held (ZeRO-3 under a pipeline): the step's whole gradients, reduced in place.
+    if (!whole_grads() && b.grad_work.empty())
+      b.grad_work = be_.allocate(b.padded, MemCategory::grads, opt_.grad_storage);
+    const TensorRef full = whole_grads() ? grads_.ref(b.offset) : b.grad_work.ref();
     p.recv = be_.allocate(b.piece, MemCategory::comm_buckets, opt_.grad_storage);
     if (opt_.zeropp && g_.dp_inter != nullptr) {
       // qgZ across nodes: int4 inside the node, the node's partials int4 again
       // across nodes (zeropp_reduce.hpp). Synchronous: no request to wait for.
       // Its int4 arithmetic is fp32 (and quantizes the bucket in place, which
       // is consumed here): a 16-bit bucket goes through fp32 copies.
-      Backend::StagedOut in(be_, b.grad_work.ref(), b.padded, true);
+      Backend::StagedOut in(be_, full, b.padded, true);
       Backend::StagedOut out(be_, p.recv.ref(), b.piece, false);
       hierarchical_quantized_reduce_scatter(be_, *g_.dp_intra, *g_.dp_inter, in, out, b.piece, kZeroppGradBits,
                                             kZeroppGroup);
@@ -386,7 +388,7 @@ void ParamStore::launch_reduction(Bucket& b) {
       // is summed once, in full precision.
       if (opt_.zeropp && dp_ > 1)
         be_.quantize_dequantize(b.grad_work.ref(), static_cast<long>(b.padded), kZeroppGradBits, kZeroppGroup);
-      p.request = g_.dp->reduce_scatter_async(b.grad_work.ref(), p.recv.ref(), b.piece);
+      p.request = g_.dp->reduce_scatter_async(full, p.recv.ref(), b.piece);
     }
   }
   pending_.push_back(std::move(p));
@@ -409,25 +411,26 @@ void ParamStore::retire_oldest() {
 }
 
 void ParamStore::bucket_ready(Bucket& b, bool last_micro) {
-  const bool reduce_now = opt_.zero_stage >= 2 || last_micro;
+  const bool reduce_now = reduces_every_micro() || last_micro;
   if (reduce_now && !b.deferred) launch_reduction(b);
 }
 
 // Stages 2/3 reduce every micro-batch, so a bucket counts its units per
-// micro-batch (finish_backward resets the count). Stages 0/1 reduce once, after
+// micro-batch (finish_backward resets the count). Stages 0/1, and stage 3
+// held under a pipeline, reduce once, after
 // each unit's last micro-batch: only those count, and the count lasts the whole
 // step, because with interleaved 1F1B one micro-batch's backward reaches the
 // stage's model chunks at different times, between other micro-batches' passes.
 void ParamStore::unit_backward_done(int unit, bool last_micro) {
-  if (opt_.zero_stage < 2 && !last_micro) return;
+  if (!reduces_every_micro() && !last_micro) return;
   auto& b = bucket_of_unit(unit);
   if (++b.units_done == b.last_unit - b.first_unit + 1) bucket_ready(b, last_micro);
 }
 
 void ParamStore::finish_backward(bool last_micro) {
-  const bool reduce_now = opt_.zero_stage >= 2 || last_micro;
+  const bool reduce_now = reduces_every_micro() || last_micro;
   for (auto& b : buckets_) {
-    if (opt_.zero_stage >= 2) b.units_done = 0;
+    if (reduces_every_micro()) b.units_done = 0;
     if (!reduce_now || !b.deferred) continue;
     // Tied embeddings across stages: first and last stage sum their wte gradients.
     if (g_.embed != nullptr && last_micro) {

@@ -42,6 +42,7 @@ Trainer::Trainer(const Transformer& m, const Plan& plan, const TrainOptions& opt
   so.persistence_threshold = plan.param_persistence_threshold;
   so.onebit_freeze_step = plan.onebit_adam ? plan.onebit_freeze_step : -1;
   so.zeropp = plan.zeropp;
+  so.hold_gathered = plan.zero3_held_through_step();
   // Mixed precision is storage (issue 24): the plan's 16-bit type for the
   // parameters and activations, fp32 masters; gradients in the type the plan
   // reduces them in (its own precision unless it states fp32).

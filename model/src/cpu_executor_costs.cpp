@@ -244,8 +244,10 @@ CpuKernelWork cpu_optimizer_work(const Transformer& m, const Plan& p, double par
   // only in steps whose norm exceeds the clip and is not counted.
   add(w, kAdamW, part, p.zero_stage == 0 ? 1 : buckets);
   // ParamStore::finish_backward, ZeRO 2/3: every micro-batch adds each bucket's
-  // reduce-scattered piece into the owned gradients.
-  if (p.zero_stage >= 2) add(w, kAccumulate, owned * p.grad_accum, buckets * p.grad_accum);
+  // reduce-scattered piece into the owned gradients (ZeRO-3 under a pipeline:
+  // once, in the step's last backward).
+  const int reductions = p.reduces_every_microbatch() ? p.grad_accum : 1;
+  if (p.zero_stage >= 2) add(w, kAccumulate, owned * reductions, buckets * reductions);
   return w;
 }
 

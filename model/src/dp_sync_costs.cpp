@@ -77,7 +77,16 @@ DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, c
       d.bytes_per_step = gbytes * p.grad_accum + pbytes;
       break;
     default:
-      if (p.zeropp) {
+      if (p.zero3_held_through_step()) {
+        // ZeRO-3 under a pipeline: the whole accumulated gradients are
+        // reduce-scattered once, in the stage's last backward (with hybrid
+        // sharding in the shard group, then all-reduced across replicas); the
+        // parameters' one gather per step is zero3_gather_cost's.
+        d.per_step_s = d.buckets * (hybrid ? hybrid_rs + hybrid_ar : per_bucket_rs);
+        d.replica_allreduce_s = hybrid ? d.buckets * hybrid_ar : 0.0;
+        d.replica_bytes = hybrid ? gbytes / p.shard_group() : 0.0;
+        d.bytes_per_step = gbytes + d.replica_bytes;
+      } else if (p.zeropp) {
         // ZeRO++ qgZ: int4 hierarchical all-to-all instead of the reduce-scatter.
         d.per_microbatch_s = d.buckets * zeropp_gradient_reduce_time(bucket, p, c, hw);
         d.bytes_per_microbatch = zeropp_grad_wire_bytes(p, hw.engine) * params;
@@ -104,7 +113,7 @@ DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, c
         d.per_microbatch_s = d.buckets * per_bucket_rs;
         d.bytes_per_microbatch = gbytes;
       }
-      d.bytes_per_step = d.bytes_per_microbatch * p.grad_accum;
+      if (!p.zero3_held_through_step()) d.bytes_per_step = d.bytes_per_microbatch * p.grad_accum;
       break;
   }
   return d;
@@ -208,7 +217,9 @@ Zero3GatherCost zero3_gather_cost(const Transformer& m, const Plan& p, const Clu
   // Megatron's block method regathers only for the layers it recomputes.
   const double recomputed = recomputed_layer_fraction(p, m.layers);
   const double backward_passes = 1.0 + zero3_backward_regather_share(m, p, hw) * recomputed;
-  z.bwd_s = backward_passes * z.fwd_s;
+  // ZeRO-3 under a pipeline holds the gathered parameters to the last
+  // backward: nothing is gathered again.
+  z.bwd_s = p.zero3_held_through_step() ? 0.0 : backward_passes * z.fwd_s;
   if (p.zeropp) {
     // ZeRO++: forward gathers int8 weights over the whole group (qwZ) with
     // their quantize/dequantize kernels; backward gathers 16-bit weights from

@@ -60,8 +60,10 @@ ModelStateBytes executor_state_bytes(double psi, const Plan& p) {
   // Adam's moments, and masters beside 16-bit parameters, at the plan's state dtypes (OptimizerStates).
   const double master = storage_precision(p) == Precision::fp32 ? 0.0 : bytes_of(p.master_dtype);
   const double ob = 2.0 * bytes_of(p.moments_dtype) + master;
-  return {p.zero_stage >= 3 ? pb * psi / d : pb * psi, p.zero_stage >= 2 ? gb * psi / d : gb * psi,
-          p.zero_stage >= 1 ? ob * psi / d : ob * psi};
+  // ZeRO-3 under a pipeline accumulates whole gradients beside the partition
+  // they are reduce-scattered into (Plan::zero3_held_through_step).
+  const double grads = p.zero_stage < 2 ? gb * psi : gb * psi / d + (p.zero3_held_through_step() ? gb * psi : 0.0);
+  return {p.zero_stage >= 3 ? pb * psi / d : pb * psi, grads, p.zero_stage >= 1 ? ob * psi / d : ob * psi};
 }
 
 // The CUDA backend's scratch beyond what the executor tracks, from its caching

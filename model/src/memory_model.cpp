@@ -258,7 +258,19 @@ void executor_lines(const Transformer& m, const Plan& p, double psi, double laye
   act += working + in_flight * p.model_chunks() * output;
   sm.gpu[idx(MemLine::activations)] = act;
   double buckets = 0;
-  if (p.dp_cp() > 1 && p.zero_stage >= 2) {
+  if (p.dp_cp() > 1 && p.zero3_held_through_step()) {
+    // ZeRO-3 under a pipeline reduce-scatters each bucket of the whole
+    // gradients once, in the step's last backward: the pieces arriving, at
+    // most kExecutorReductionsInFlight + 1 at once (ParamStore::
+    // launch_reduction). By then only that micro-batch's activations are
+    // left of the in_flight the stage held at its peak, and of those the
+    // share of the buckets already through their backward is freed too (as
+    // for ZeRO-2/3 below): the pieces count where they exceed what was freed.
+    const double inflight = static_cast<double>(kExecutorReductionsInFlight) + 1.0;
+    const double done = std::min(psi, inflight * bucket);
+    const double last_micro = act / std::max(1.0, in_flight);
+    buckets += std::max(0.0, gb * done / p.shard_group() - (act - last_micro) - last_micro * done / psi);
+  } else if (p.dp_cp() > 1 && p.zero_stage >= 2) {
     // ZeRO-2/3: a bucket's full gradients from its first gradient, and its
     // reduce-scattered piece from its reduction's start, until the reduction is
     // retired: at most kExecutorReductionsInFlight running beside the one being
@@ -478,6 +490,12 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
     if (p.zero_stage >= 1 && !executor) st.grads = 0;
   }
   if (p.offload_params != OffloadTarget::none) st.params = 0;
+  // ZeRO-3 under a pipeline (Plan::zero3_held_through_step): the stage's
+  // gradients accumulate whole, in the reduction dtype (FSDP2's
+  // unsharded_accumulated_grad, upcast to reduce_dtype), beside the partition
+  // they are reduce-scattered into once per step. (The executor's own count:
+  // executor_state_bytes.)
+  if (p.zero3_held_through_step() && !executor) st.grads += gradient_reduce_bytes(p, hw.engine) * psi;
   // ZeRO++ hpZ: the node-local secondary copy of the 16-bit parameters.
   if (p.zeropp) st.params += zeropp_secondary_bytes(m, p, c);
   sm.gpu[idx(MemLine::params)] = st.params;
@@ -494,7 +512,11 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   // by max_live_parameters, plus persistent small tensors kept whole.
   // ztune's executor's largest gradient (and ZeRO-3 gather) bucket.
   const double bucket = executor ? executor_bucket_elems(m, p, psi) : 0.0;
-  if (p.zero_stage == 3) {
+  if (p.zero3_held_through_step()) {
+    // Gathered at the stage's first forward of the step and kept to its last
+    // backward: every parameter of the stage, in the stored type.
+    sm.gpu[idx(MemLine::zero3_gathered)] = eb * psi;
+  } else if (p.zero_stage == 3) {
     if (executor) {
       // ztune's executor (ParamStore::acquire_bucket) gathers a bucket before
       // its use and the next one ahead, and keeps a bucket whose every tensor

@@ -258,7 +258,7 @@ MicrobatchTimes times_of(const Transformer& m, const Plan& p, const Cluster& c, 
   double dp_link_fwd = 0;
   double dp_link_bwd = 0;
   double reduce_hidden = 0;  // of the per-micro-batch reduction, the part hidden behind backward
-  if (p.zero_stage >= 2 && p.dp_cp() > 1) {
+  if (p.reduces_every_microbatch() && p.dp_cp() > 1) {
     const DpSyncCost d = dp_sync_cost(m, p, c, hw);
     t.dp_comm = exposed(d.per_microbatch_s, t.backward, p.overlap_comm ? hw.engine.dp_overlap : 0.0);
     if (p.overlap_comm) {
@@ -272,7 +272,8 @@ MicrobatchTimes times_of(const Transformer& m, const Plan& p, const Cluster& c, 
       reduce_hidden = d.per_microbatch_s - t.dp_comm;
     }
   }
-  if (p.zero_stage == 3) {
+  // ZeRO-3 under a pipeline gathers once per step (predict_time's zero3_gather).
+  if (p.zero_stage == 3 && !p.zero3_held_through_step()) {
     const Zero3GatherCost z = zero3_gather_cost(m, p, c, hw);
     const bool prefetch = zero3_can_prefetch(m, p);
     const double overlap = prefetch ? hw.engine.zero3_prefetch_overlap : 0.0;
@@ -345,6 +346,20 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
   parts[idx(TimePart::cp_comm)] = n_mb * mb.cp_comm;
   parts[idx(TimePart::ulysses_comm)] = n_mb * mb.ulysses_comm;
   parts[idx(TimePart::zero3_gather)] = n_mb * mb.zero3_gather;
+  if (p.zero3_held_through_step()) {
+    // ZeRO-3 under a pipeline: the stage's parameters are gathered in its
+    // first forward of the step, module by module with the next prefetched,
+    // and held; the first module's gather is exposed, the rest hide behind
+    // that forward as far as the profile's overlap allows. Charged once: the
+    // later stages' first forwards wait for the fill's activations, beside
+    // which their gathers run (the simulator issues every stage's gathers
+    // at the step's start likewise).
+    const Zero3GatherCost z = zero3_gather_cost(m, p, c, hw);
+    const bool prefetch = zero3_can_prefetch(m, p);
+    double once = exposed(z.fwd_s, mb.forward, prefetch ? hw.engine.zero3_prefetch_overlap : 0.0);
+    if (prefetch && z.gathers > 0) once = std::max(once, z.fwd_s / z.gathers);
+    parts[idx(TimePart::zero3_gather)] += once;
+  }
   parts[idx(TimePart::overhead)] = n_mb * mb.overhead + hw.engine.step_overhead_s;
   // Fill and drain (microbatch_times: the other stages' times, (p−1)/v
   // stage-times with equal stages, Narayanan et al. 2021, §2.2). The
@@ -356,8 +371,12 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
   // backward (hidden behind it only with overlap_comm), stage 1/2 gather the
   // updated parameters, tied embeddings sync across the pipeline ends.
   const DpSyncCost d = dp_sync_cost(m, p, c, hw);
-  double step_dp = exposed(d.per_step_s, mb.backward, p.overlap_comm ? hw.engine.dp_overlap : 0.0) +
-                   d.param_allgather_s + d.embedding_sync_s;
+  double reduce = exposed(d.per_step_s, mb.backward, p.overlap_comm ? hw.engine.dp_overlap : 0.0);
+  // ZeRO-3 under a pipeline reduce-scatters each module as its last backward
+  // ends: the last one's is exposed, as a per-micro-batch reduction's last
+  // bucket is (microbatch_times).
+  if (p.zero3_held_through_step() && p.overlap_comm) reduce = std::max(reduce, d.per_step_s / d.buckets);
+  double step_dp = reduce + d.param_allgather_s + d.embedding_sync_s;
   // The once-per-step reduction runs beside the last micro-batch's backward
   // and its TP collectives when both use the same link (link_sharing).
   double step_tp_sharing = 0;

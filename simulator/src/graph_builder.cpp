@@ -74,6 +74,7 @@ class Builder {
     // ZeRO-3 holds a use's parameters only while it runs: gathered over dp,
     // and with parameter offload fetched from the host even when dp = 1.
     zero3_ = plan.zero_stage == 3 && (plan.dp_cp() > 1 || plan.offload_params != OffloadTarget::none);
+    held_ = zero3_ && plan.zero3_held_through_step();
     const double group_params = std::min(group_, layers_per_vstage_) * layer_.params;
     prefetch_depth_ = prefetch_depth(group_params);
     g_.stages = stages_;
@@ -120,6 +121,10 @@ class Builder {
   int group_ = 1;
   bool host_optimizer_ = false;
   bool zero3_ = false;
+  // ZeRO-3 under a pipeline (Plan::zero3_held_through_step): each use is
+  // gathered in micro-batch 0's forward and held to the end of the step.
+  bool held_ = false;
+  int forward_microbatch_ = 0;  // of the forward being built
   bool last_microbatch_ = false;  // the backward being built is the step's last micro-batch's
   int prefetch_depth_ = 0;
   OpGraph g_;
@@ -219,7 +224,7 @@ class Builder {
       if (st.forward) {
         forward_step(s, st);
       } else {
-        const bool reduce = plan_.zero_stage >= 2 || i == last_backward[static_cast<std::size_t>(st.chunk)];
+        const bool reduce = plan_.reduces_every_microbatch() || i == last_backward[static_cast<std::size_t>(st.chunk)];
         backward_step(s, st, reduce);
       }
     }
@@ -339,6 +344,7 @@ class Builder {
   // gather waits until the use prefetch_depth+1 earlier released its buffer.
   OpId gather(int s, double params, bool backward = false) {
     if (!zero3_ || params <= 0) return kNone;
+    if (held_ && (backward || forward_microbatch_ > 0)) return kNone;  // still held from micro-batch 0
     Streams& st = streams_[static_cast<std::size_t>(s)];
     // The 16-bit parameters the use holds; what the wire carries may differ (ZeRO++ int8).
     const double bytes = params * costs_.param_bytes_per_param();
@@ -382,12 +388,13 @@ class Builder {
   void consume(OpId gathered, OpId user, bool releases) {
     if (gathered == kNone) return;
     add_dependency(g_, gathered, user);
-    if (!releases) return;
+    if (!releases || held_) return;
     g_.ops[user].gathered_param_delta = -g_.ops[gathered].gathered_param_delta;  // what it held, not what crossed the wire
     uses_.back() = user;
   }
 
   void forward_step(int s, const PipeAction& st) {
+    forward_microbatch_ = st.microbatch;
     const int j = vstage_of(s, st.chunk);
     OpId first = kNone;
     if (st.chunk == 0) {

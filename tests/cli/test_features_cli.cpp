@@ -129,14 +129,15 @@ TEST_CASE("ztune --run skips the better-ranked plans the executor cannot run", "
 
 // ZeRO++ across nodes runs (two-level qgZ): on DGX-2 nodes joined by 40 Gb/s
 // Ethernet it wins among ZeRO-3 plans (ztune's executor moves floats, so by
-// hpZ's backward gathers inside the node, not by quantized bytes; --zero 3: since
-// uneven pipeline stages exist, a 3-D plan beats every ZeRO-3 one there), and
+// hpZ's backward gathers inside the node, not by quantized bytes; --zero 3
+// --pp 1: since uneven pipeline stages exist a 3-D plan beats every ZeRO-3 one
+// there, and ZeRO-3 under a pipeline is no ZeRO++ plan), and
 // `--run` takes that plan. A 20B model: ztune's executor stores fp32 and holds
 // a full flat gradient under ZeRO-3, so 100B fits it only with everything
 // offloaded, where the host's copies, not the network, set the pace.
 TEST_CASE("ztune --run takes a ZeRO++ plan across nodes", "[cli][features][run]") {
   const auto r =
-      run_command(ztune_bin() + " --cluster dgx2x16-40gbe --model 20b --zeropp --zero 3 --run --dry-run --no-db");
+      run_command(ztune_bin() + " --cluster dgx2x16-40gbe --model 20b --zeropp --zero 3 --pp 1 --run --dry-run --no-db");
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, !Contains("the executor cannot run"));

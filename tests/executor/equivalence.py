@@ -162,6 +162,16 @@ CASES = {
     "dp2_zero2_small_buckets": dict(dp=2, mb=2, ga=2, zero=2, bucket=2e4),
     "dp4_zero3_small_buckets": dict(dp=4, mb=1, ga=2, zero=3, bucket=2e4),
     "hsdp_dp2_cp2_shard2_flash": dict(dp=2, cp=2, mb=1, ga=4, zero=3, dp_shard=2, bucket=3e4, attention="flash"),
+    # ZeRO-3 under a pipeline (FSDP2 under torch.distributed.pipelining,
+    # Plan::zero3_held_through_step): every bucket gathered at its first use
+    # and held to the step, whole gradients reduce-scattered once. 1F1B,
+    # interleaved with uneven stages, tied embeddings across the ends, and
+    # hybrid sharding across two replicas.
+    "dp2_pp2_zero3_1f1b": dict(dp=2, pp=2, mb=1, ga=4, zero=3, bucket=3e4),
+    "dp2_pp2_zero3_interleaved_v2": dict(dp=2, pp=2, v=2, schedule="interleaved", mb=1, ga=4, zero=3, bucket=3e4),
+    "dp2_pp3_zero3_stages_1_1_2_recompute_full": dict(dp=2, pp=3, mb=1, ga=4, zero=3, bucket=2e4,
+                                                      stage_layers=[1, 1, 2], recompute="full"),
+    "hsdp_dp4_pp2_zero3_shard2": dict(dp=4, pp=2, mb=1, ga=2, zero=3, dp_shard=2, bucket=3e4),
 }
 STEPS = 5
 
@@ -184,6 +194,32 @@ def run(worker, mpirun, workdir, name, kw, model):
         losses = json.load(f)["losses"]
     g = safetensors_np.load(grads) if os.path.exists(grads) else None
     return np.array(losses), safetensors_np.load(weights), g
+
+
+def dp_collective_counts(worker, mpirun, workdir, name, kw, model):
+    """Rank 0's data-parallel all-gathers and reduce-scatters over STEPS steps."""
+    record = os.path.join(workdir, name + ".counts.json")
+    plan_path = os.path.join(workdir, name + ".counts.plan.json")
+    plans.write_plan_file(plan_path, model, **kw)
+    cmd = mpirun + ["-np", str(plans.ranks(**kw)), worker, plan_path, "--steps", str(STEPS), "--seed", "7",
+                    "--record", record]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    if p.returncode != 0:
+        raise RuntimeError(f"{name}: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+    with open(record) as f:
+        dp = json.load(f)["collectives_rank0"].get("dp", {})
+    return {k: dp[k]["count"] for k in ("all_gather", "reduce_scatter") if k in dp}
+
+
+def held_through_step(worker, mpirun, workdir, name, kw, model):
+    """ZeRO-3 under a pipeline gathers each bucket once per step and reduce-scatters it once: its counts do
+    not grow with the micro-batches (per micro-batch ZeRO-3 would gather twice and reduce once for each).
+    The oracle is the same plan with half the micro-batches. Returns what is wrong, or None."""
+    many = dp_collective_counts(worker, mpirun, workdir, name + "_ga", kw, model)
+    few = dp_collective_counts(worker, mpirun, workdir, name + "_half_ga", dict(kw, ga=kw["ga"] // 2), model)
+    if not many.get("all_gather") or many != few or many["all_gather"] != many.get("reduce_scatter"):
+        return f"dp collectives with ga {kw['ga']}: {many}, with ga {kw['ga'] // 2}: {few}"
+    return None
 
 
 def main():
@@ -232,6 +268,11 @@ def main():
                                for k in ref_grads)
             ok = (len(losses) == STEPS and loss_err <= 1e-5 and param_err <= 5e-5 and grad_err <= 1e-5
                   and set(params) == set(ref_params))
+            if kw.get("zero") == 3 and kw.get("pp", 1) > 1:
+                wrong = held_through_step(worker, mpirun, d, name, kw, case_model)
+                if wrong:
+                    ok = False
+                    print(f"     {name}: not held through the step: {wrong}")
             failures += not ok
             print(f"{'ok  ' if ok else 'FAIL'} {name:30s} loss rel {loss_err:.1e}  "
                   f"step-1 grad rel {grad_err:.1e}{'' if grads is not None else ' (n/a)'}  "

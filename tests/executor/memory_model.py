@@ -31,7 +31,8 @@ import plans  # noqa: E402
 TOLERANCE = 0.05
 CASES = ["dp2_zero1", "dp2_zero2", "dp2_zero3", "dp4_zero3_small_buckets", "recompute_full",
          "recompute_selective", "pp2_1f1b", "pp2_gpipe", "pp2_interleaved_v2", "tp2_sp", "cp2", "ulysses2",
-         "llama_tp2_sp_recompute_selective", "dp2_zero2_offload"]
+         "llama_tp2_sp_recompute_selective", "dp2_zero2_offload", "dp2_pp2_zero3_1f1b",
+         "dp2_pp3_zero3_stages_1_1_2_recompute_full", "hsdp_dp4_pp2_zero3_shard2"]
 
 
 def lines_table(ztune, plan, record, err, label):

@@ -849,3 +849,39 @@ TEST_CASE("the executor's largest gradient bucket: whole layers up to the size, 
   p.reduce_bucket_elems = 5e8;
   CHECK(executor_bucket_elems(m, p, 3e6) == Approx(3e6));
 }
+
+// ZeRO-3 under a pipeline (Plan::zero3_held_through_step, FSDP2 under
+// torch.distributed.pipelining): the ZeRO paper's stage-3 partitions (2Ψ/N,
+// 2Ψ/N, 12Ψ/N), plus what the pipeline keeps through the step: the stage's
+// whole 16-bit parameters, gathered once (reshard_after_forward False), and
+// its whole gradients accumulated in the reduction dtype (FSDP2's
+// unsharded_accumulated_grad, upcast to reduce_dtype).
+TEST_CASE("ZeRO-3 under a pipeline: the stage's parameters and gradients whole beside the partitions",
+          "[memory][zero][pipeline]") {
+  const Transformer m = gpt(8, 2048, 16, 2048, 50304);
+  const Cluster c = a100_nodes(4);
+  Plan p = test::zero_plan(8, 1, 3, 1, 8);
+  p.pp = 4;
+  p.precision = Precision::bf16;
+  p.recompute = Recompute::full;
+  REQUIRE_FALSE(check_plan(p, m, c).has_value());
+  REQUIRE(p.zero3_held_through_step());
+  // The most loaded stage is the last (the logits outweigh stage 0's four
+  // checkpoints in flight): 2 layers of 12h² + 13h, the tied word embedding
+  // and the final LayerNorm.
+  const double h = 2048;
+  const double psi = 2 * (12 * h * h + 13 * h) + 50304 * h + 2 * h;
+  const auto mp = predict_memory(m, p, c, flat_profile());
+  CHECK(mp.line(MemLine::params) == Approx(2 * psi / 8));
+  CHECK(mp.line(MemLine::optimizer) == Approx(12 * psi / 8));
+  CHECK(mp.line(MemLine::grads) == Approx(2 * psi / 8 + 2 * psi));  // bf16 reduction: the stored precision
+  CHECK(mp.line(MemLine::zero3_gathered) == Approx(2 * psi));
+  p.grad_reduce_dtype = Precision::fp32;  // torchtitan's mixed_precision_reduce
+  CHECK(predict_memory(m, p, c, flat_profile()).line(MemLine::grads) == Approx(2 * psi / 8 + 4 * psi));
+  // Without the pipeline ZeRO-3 gathers layer by layer and reduces per micro-batch: no whole copies.
+  Plan flat = test::zero_plan(32, 1, 3, 1, 8);
+  flat.precision = Precision::bf16;
+  const auto mf = predict_memory(m, flat, c, flat_profile());
+  CHECK(mf.line(MemLine::grads) == Approx(2 * stage_params(m, flat) / 32));
+  CHECK(mf.line(MemLine::zero3_gathered) < stage_params(m, flat));
+}

@@ -1407,3 +1407,37 @@ TEST_CASE("block recomputation: N layers' forward again, stage by stage", "[time
   p.recompute_num_layers = 0;
   CHECK(predict_time(m, p, c, hw).iteration_s == Approx(previous));  // 3 ≥ every stage's layers: all of them
 }
+
+// ZeRO-3 under a pipeline gathers each stage's parameters in its first forward
+// of the step and reduce-scatters the accumulated gradients once
+// (Plan::zero3_held_through_step): nothing per micro-batch, so the traffic is
+// Ψ of gradients and Ψ of parameters per step whatever the accumulation
+// (ZeRO-3 without the pipeline: 3Ψ per micro-batch, above).
+TEST_CASE("ZeRO-3 under a pipeline: one gather and one reduce-scatter per step", "[time][zero][pipeline]") {
+  const Transformer m = gpt(8, 2048, 16, 2048, 50304);
+  const Cluster c = a100(4);
+  const HardwareProfile hw = profile();
+  Plan p = zero_plan(8, 1, 3, 1, 8);
+  p.pp = 4;
+  p.precision = Precision::bf16;
+  REQUIRE_FALSE(check_plan(p, m, c).has_value());
+  const double psi2 = 2 * stage_params(m, p);
+  const DpSyncCost d = dp_sync_cost(m, p, c, hw);
+  CHECK(d.per_microbatch_s == 0);
+  CHECK(d.per_step_s > 0);
+  CHECK(d.param_allgather_s == 0);  // the gather is ZeRO-3's, before the forward
+  CHECK(d.bytes_per_step == Approx(psi2));
+  const Zero3GatherCost z = zero3_gather_cost(m, p, c, hw);
+  CHECK(z.bytes_per_pass == Approx(psi2));
+  CHECK(z.bwd_s == 0);  // held from the forward
+  // Twice the micro-batches: the same gather and reduction time per step.
+  const TimePrediction t8 = predict_time(m, p, c, hw);
+  Plan q = p;
+  q.grad_accum = 16;
+  q.global_batch = 128;
+  const TimePrediction t16 = predict_time(m, q, c, hw);
+  CHECK(t8.part(TimePart::zero3_gather) > 0);
+  CHECK(t16.part(TimePart::zero3_gather) == Approx(t8.part(TimePart::zero3_gather)));
+  CHECK(t16.part(TimePart::dp_comm) == Approx(t8.part(TimePart::dp_comm)));
+  CHECK(t16.part(TimePart::forward) == Approx(2 * t8.part(TimePart::forward)));
+}

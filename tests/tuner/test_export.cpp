@@ -889,6 +889,14 @@ TEST_CASE("torchtitan export: degrees multiply to the plan's devices, refusals n
     CHECK_THAT(torchtitan_config(q, "plan.json"),
                Contains("pipeline_parallel_split_points = [\"layers.5\", \"layers.8\", \"layers.11\", "
                         "\"layers.16\", \"layers.21\", \"layers.24\", \"layers.27\"]"));
+    // ZeRO-3 under the pipeline is torchtitan's "default" resharding policy,
+    // which keeps the gathered stage through the step when pp > 1 (apply_fsdp:
+    // reshard_after_forward = not pp_enabled), what ztune prices for it.
+    REQUIRE(ip.zero3_held_through_step());
+    CHECK_FALSE(check_plan(ip, *q.model, *q.cluster).has_value());
+    CHECK_THAT(torchtitan_config(q, "plan.json"),
+               Contains("fsdp_reshard_after_forward = \"default\"\n") &&
+                   Contains("data_parallel_shard_degree = 8\n") && Contains("pipeline_parallel_degree = 4\n"));
   }
   // Not one of torchtitan's flavors: written under its name, listed to register.
   pf.model->layers = 30;

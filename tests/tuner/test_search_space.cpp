@@ -749,3 +749,29 @@ TEST_CASE("the fsdp engine's selective recomputation is torchtitan's op-level SA
   for (const auto& l : mg.layouts())
     mg.for_each_plan(l, [&](const Plan& p) { CHECK(p.recompute != Recompute::selective); });
 }
+
+// ZeRO-3 under a pipeline (Plan::zero3_held_through_step) is FSDP2's under
+// torch.distributed.pipelining, and ztune's executor runs it; DeepSpeed's
+// pipeline engine and Megatron-LM refuse it (engine_violation), so their
+// spaces never hold it. Oracle: the engines' own rules, asked per plan.
+TEST_CASE("ZeRO-3 under a pipeline is searched where the engine runs it", "[tuner][space][pipeline]") {
+  const Transformer m = load_transformer("tiny");
+  const Cluster c = load_cluster("dgx-h100");
+  for (Engine e : {Engine::ztune, Engine::fsdp, Engine::deepspeed, Engine::megatron}) {
+    SpaceOptions o;
+    o.engine = e;
+    const SearchSpace s(m, c, o);
+    std::int64_t held = 0;
+    for (const auto& l : s.layouts()) {
+      if (l.rejected != LayoutRule::none) continue;
+      s.for_each_plan(l, [&](const Plan& p) {
+        if (!p.zero3_held_through_step()) return;
+        ++held;
+        CHECK_FALSE(check_plan(p, m, c).has_value());
+        CHECK_FALSE(engine_violation(p, e).has_value());
+      });
+    }
+    INFO(to_string(e));
+    CHECK((held > 0) == (e == Engine::ztune || e == Engine::fsdp));
+  }
+}

@@ -413,10 +413,17 @@ TEST_CASE("plan file: options the ZeRO stage does not allow", "[bad-input][plan]
   q.zero_stage = 2;
   q.zeropp = true;
   CHECK(plan_file_error(q) == "plan.json: $.plan.zeropp: ZeRO++ needs zero_stage 3");
-  // DeepSpeed's pipeline engine takes ZeRO 0 or 1 only.
+  // Under a pipeline: ZeRO 0, 1, or 3 held through the step (FSDP2 under
+  // torch.distributed.pipelining); no engine runs ZeRO-2 there, and ZeRO++ is
+  // DeepSpeed's, whose pipeline engine takes neither.
   q = good_plan();
   q.zero_stage = 2;
-  CHECK_THAT(plan_file_error(q), StartsWith("plan.json: $.plan.zero_stage: stage 2 ") && Contains("use stage 0 or 1"));
+  CHECK_THAT(plan_file_error(q),
+             StartsWith("plan.json: $.plan.zero_stage: stage 2 ") && Contains("use stage 0 or 1, or 3"));
+  q.zero_stage = 3;
+  CHECK(plan_file_error(q) == "(accepted)");
+  q.zeropp = true;
+  CHECK_THAT(plan_file_error(q), StartsWith("plan.json: $.plan.zeropp: ") && Contains("expected pp 1"));
 }
 
 TEST_CASE("plan file: interleaved 1F1B needs virtual stages, and virtual stages need it", "[bad-input][plan]") {

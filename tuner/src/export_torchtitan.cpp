@@ -145,15 +145,20 @@ std::string torchtitan_config(const PlanFile& pf, const std::string& file) {
   o << "dataset = \"c4\"\n\n";
 
   // ZeRO-0: DDP (replicate); ZeRO-2: FSDP2 without resharding after forward;
-  // ZeRO-3: FSDP2 resharding after forward; hybrid: HSDP, sharded in groups
-  // of dp_shard, replicated across them.
+  // ZeRO-3: FSDP2 resharding after forward, or under a pipeline torchtitan's
+  // "default" policy, which keeps the gathered stage through the step
+  // (Plan::zero3_held_through_step); hybrid: HSDP, sharded in groups of
+  // dp_shard, replicated across them.
   const int dp = p.dp;
   const int shard = p.zero_stage == 0 ? 1 : (p.hybrid_sharded() ? p.dp_shard : dp);
   const int replicate = dp / shard;
   o << "[parallelism]\n";
   o << "data_parallel_replicate_degree = " << replicate << "\n";
   o << "data_parallel_shard_degree = " << shard << "\n";
-  if (p.zero_stage >= 2) o << "fsdp_reshard_after_forward = " << (p.zero_stage == 2 ? "\"never\"" : "\"always\"") << "\n";
+  if (p.zero3_held_through_step())
+    o << "fsdp_reshard_after_forward = \"default\"\n";
+  else if (p.zero_stage >= 2)
+    o << "fsdp_reshard_after_forward = " << (p.zero_stage == 2 ? "\"never\"" : "\"always\"") << "\n";
   o << "tensor_parallel_degree = " << p.tp << "\n";
   o << "context_parallel_degree = " << p.cp << "\n";
   o << "pipeline_parallel_degree = " << p.pp << "\n";

@@ -214,6 +214,16 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
   // torchtitan's selective checkpointing is op-level (its selective_ac_option
   // "op", what its Llama configurations set): ztune's alternate_mm.
   selective_policy_ = o.engine == Engine::fsdp ? SelectivePolicy::alternate_mm : SelectivePolicy::attention;
+  // ZeRO-3 under a pipeline where the engine runs it (FSDP2 under
+  // torch.distributed.pipelining, ztune's executor; DeepSpeed's and
+  // Megatron's pipelines refuse it): its rule decides, on a probe.
+  {
+    Plan probe;
+    probe.pp = 2;
+    probe.dp = 2;
+    probe.zero_stage = 3;
+    pipelined_zero3_ = !engine_violation(probe, o.engine);
+  }
   if (o.sparse_attention != SparseLayout::none) {
     if (o.sparse_block < 16 || o.sparse_block > 128)
       throw InputError("--sparse-block: " + str(o.sparse_block) + " is outside 16..128");
@@ -409,22 +419,30 @@ std::vector<StateChoice> SearchSpace::all_states(const Layout& l) const {
   out.push_back({0, OffloadTarget::none, OffloadTarget::none, false, false});
   // Hybrid sharding: ZeRO-3 without offload, ZeRO++ or 1-bit Adam, in shard
   // groups of shard_group_sizes (the plain ZeRO-3 choices are kept beside).
-  const std::vector<int> shards = l.pp == 1 ? shard_group_sizes(l) : std::vector<int>{};
-  if (l.cp > 1) {
-    // Context parallelism without offload, 1-bit Adam or ZeRO++ (check_plan_shape).
-    out.push_back({1, OffloadTarget::none, OffloadTarget::none, false, false});
-    if (l.pp == 1) {
-      out.push_back({2, OffloadTarget::none, OffloadTarget::none, false, false});
+  const std::vector<int> shards = l.pp == 1 || pipelined_zero3_ ? shard_group_sizes(l) : std::vector<int>{};
+  // Under a pipeline: ZeRO 0/1, and 3 held through the step where the engine
+  // runs it; no ZeRO-2, offload or ZeRO++ (check_plan).
+  auto pipelined = [&] {
+    if (pipelined_zero3_ && partitioned) {
       out.push_back({3, OffloadTarget::none, OffloadTarget::none, false, false});
       for (int n : shards) out.push_back({3, OffloadTarget::none, OffloadTarget::none, false, false, n});
     }
+    return out;
+  };
+  if (l.cp > 1) {
+    // Context parallelism without offload, 1-bit Adam or ZeRO++ (check_plan_shape).
+    out.push_back({1, OffloadTarget::none, OffloadTarget::none, false, false});
+    if (l.pp > 1) return pipelined();
+    out.push_back({2, OffloadTarget::none, OffloadTarget::none, false, false});
+    out.push_back({3, OffloadTarget::none, OffloadTarget::none, false, false});
+    for (int n : shards) out.push_back({3, OffloadTarget::none, OffloadTarget::none, false, false, n});
     return out;
   }
   // DeepSpeed-Ulysses without 1-bit Adam or ZeRO++ (check_plan_shape).
   if (options_.include_onebit_adam && partitioned && l.ulysses == 1)
     out.push_back({0, OffloadTarget::none, OffloadTarget::none, true, false});
   if (partitioned) out.push_back({1, OffloadTarget::none, OffloadTarget::none, false, false});
-  if (l.pp > 1) return out;  // pipelining: ZeRO 0/1 and no offload (check_plan)
+  if (l.pp > 1) return pipelined();
   const bool offload = cluster_->device_kind == DeviceKind::gpu;
   const bool nvme = offload && cluster_->node.nvme_size_tb > 0;
   if (offload) out.push_back({1, OffloadTarget::cpu, OffloadTarget::none, false, false});

@@ -89,9 +89,6 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
       (ranks_per_node % p.tp != 0 || world % ranks_per_node != 0))
     return "$.plan.zeropp: ZeRO++ across nodes needs nodes of whole tensor-parallel groups (tp " + s(p.tp) +
            " dividing the " + s(ranks_per_node) + " ranks per node) and equal nodes (" + s(world) + " ranks)";
-  if (p.pp > 1 && p.zero_stage > 1)
-    return "$.plan.zero_stage: " + s(p.zero_stage) +
-           " with pipeline parallelism; like DeepSpeed's pipeline engine, ZeRO stages 2 and 3 need pp = 1";
   // GPT-2 and Llama shapes and their mixtures (GptStage); LayerNorm there always
   // carries its shift, which a model without biases would not have.
   if (m.norm == NormKind::layernorm && !m.bias)

@@ -616,10 +616,15 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
     return "$.offload.optimizer: NVMe optimizer offload needs zero_stage 3, got stage " + s(p.zero_stage);
   if (p.offload_optimizer == OffloadTarget::cpu && p.zero_stage == 0)
     return "$.offload.optimizer: optimizer offload needs zero_stage >= 1 (the partitioned optimizer)";
-  if (p.pp > 1 && p.zero_stage >= 2)
-    return "$.zero_stage: stage " + s(p.zero_stage) +
-           " partitions gradients per micro-batch, which pipeline parallelism (pp " + s(p.pp) +
-           ") does not support; use stage 0 or 1";
+  // ZeRO-3 under a pipeline keeps each stage's gathered parameters and whole
+  // gradients through the step (Plan::zero3_held_through_step, FSDP2 under
+  // torch.distributed.pipelining); stage 2 has no such form in any engine.
+  if (p.pp > 1 && p.zero_stage == 2)
+    return "$.zero_stage: stage 2 partitions gradients per micro-batch, which pipeline parallelism (pp " + s(p.pp) +
+           ") does not support; use stage 0 or 1, or 3 (FSDP under a pipeline: gathered once per step)";
+  if (p.pp > 1 && p.zeropp)
+    return "$.zeropp: ZeRO++ is DeepSpeed's, whose pipeline engine takes ZeRO stage 0 or 1 (pp " + s(p.pp) +
+           "); expected pp 1";
   if (p.pp > 1 && (p.offload_optimizer != OffloadTarget::none || p.offload_params != OffloadTarget::none))
     return "$.offload: offload is not supported with pipeline parallelism";
   if (p.onebit_adam && p.zero_stage != 0) return "$.onebit_adam: 1-bit Adam needs zero_stage 0";

@@ -16,6 +16,11 @@
 //  - stage 3: also parameters: a bucket is all-gathered before use (the next one
 //    prefetched asynchronously) and freed after, unless all its tensors are below
 //    param_persistence_threshold (then it stays until the next optimizer step).
+//    Under a pipeline (StoreOptions::hold_gathered, Plan::zero3_held_through_step:
+//    FSDP2 as torch.distributed.pipelining runs it) every bucket stays gathered
+//    from its first use to the optimizer step, and the gradients accumulate in
+//    full buffers, reduce-scattered once, on the last micro-batch, as stages 0/1
+//    reduce theirs.
 // Gradient reduction starts when a bucket's last unit finished its backward
 // (overlap_comm), on the last micro-batch for stages 0/1 and on every one for 2/3.
 // The optimizer states of the pieces a rank updates (on the device, offloaded
@@ -66,6 +71,9 @@ struct StoreOptions {
   // (param_store.cpp); hpZ's secondary partition is the primary one on one node,
   // across nodes a slice per rank of the node (backward gathers stay in the node).
   bool zeropp = false;
+  // Stage 3 under a pipeline: hold the gathered buckets and the whole gradients
+  // through the step, reducing once (see above).
+  bool hold_gathered = false;
   // With offload_optimizer: the file holding this rank's optimizer states on
   // NVMe (ZeRO-Infinity); empty = the states stay in host memory (ZeRO-Offload).
   std::string nvme_file;
@@ -172,6 +180,10 @@ class ParamStore {
   void read_param_state(std::istream& in);
   TensorRef owned_grad_piece(Bucket& b);
   [[nodiscard]] bool stage3() const { return opt_.zero_stage == 3; }
+  /// Gradients reduce-scattered after every micro-batch (stages 2/3, but not held).
+  [[nodiscard]] bool reduces_every_micro() const { return opt_.zero_stage >= 2 && !opt_.hold_gathered; }
+  /// Full-size gradient buffers accumulated over the step (stages 0/1, or held).
+  [[nodiscard]] bool whole_grads() const { return opt_.zero_stage < 2 || opt_.hold_gathered; }
 
   std::vector<ParamSpec> specs_;
   StoreOptions opt_;

@@ -287,6 +287,18 @@ struct Plan {
   [[nodiscard]] int shard_replicas() const { return dp_cp() / shard_group(); }
   /// True when ZeRO-3 is sharded in groups smaller than dp_cp().
   [[nodiscard]] bool hybrid_sharded() const { return dp_shard > 0 && dp_shard < dp_cp(); }
+  /// ZeRO-3 under a pipeline (pp > 1) as PyTorch runs FSDP2 there: a stage's
+  /// parameters are gathered once per step, at their first forward, and kept
+  /// until the step's last backward; its gradients accumulate unsharded, in
+  /// the reduction dtype, and are reduce-scattered once. torchtitan's
+  /// apply_fsdp sets reshard_after_forward = not pp_enabled ("to avoid
+  /// per-microbatch all-gathers"), and torch.distributed.pipelining's stage
+  /// turns requires_gradient_sync and reshard_after_backward on only for its
+  /// last backward. (DeepSpeed's pipeline engine refuses ZeRO 2 and 3.)
+  [[nodiscard]] bool zero3_held_through_step() const { return zero_stage == 3 && pp > 1; }
+  /// Gradients are reduced to their partitions after every micro-batch's
+  /// backward (ZeRO 2, and ZeRO 3 outside a pipeline); else once per step.
+  [[nodiscard]] bool reduces_every_microbatch() const { return zero_stage >= 2 && !zero3_held_through_step(); }
   /// "dp4×tp8×pp2 z1 mb2×8 sel 1f1b" style one-line description.
   [[nodiscard]] std::string summary() const;
 };
