@@ -350,15 +350,16 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
     // ZeRO-3 under a pipeline: the stage's parameters are gathered in its
     // first forward of the step, module by module with the next prefetched,
     // and held; the first module's gather is exposed, the rest hide behind
-    // that forward as far as the profile's overlap allows. Charged once: the
-    // later stages' first forwards wait for the fill's activations, beside
-    // which their gathers run (the simulator issues every stage's gathers
-    // at the step's start likewise).
+    // that forward as far as the profile's overlap allows. Every stage
+    // gathers when its first forward begins (FSDP2's pre-forward hooks under
+    // Schedule1F1B, ztune's ParamStore::acquire), which in the fill is after
+    // the previous stage's: the fill's critical path pays each stage's
+    // exposed gather, pp of them (the simulator's stalls fall the same way).
     const Zero3GatherCost z = zero3_gather_cost(m, p, c, hw);
     const bool prefetch = zero3_can_prefetch(m, p);
     double once = exposed(z.fwd_s, mb.forward, prefetch ? hw.engine.zero3_prefetch_overlap : 0.0);
     if (prefetch && z.gathers > 0) once = std::max(once, z.fwd_s / z.gathers);
-    parts[idx(TimePart::zero3_gather)] += once;
+    parts[idx(TimePart::zero3_gather)] += p.pp * once;
   }
   parts[idx(TimePart::overhead)] = n_mb * mb.overhead + hw.engine.step_overhead_s;
   // Fill and drain (microbatch_times: the other stages' times, (p−1)/v

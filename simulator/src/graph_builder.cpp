@@ -75,6 +75,7 @@ class Builder {
     // and with parameter offload fetched from the host even when dp = 1.
     zero3_ = plan.zero_stage == 3 && (plan.dp_cp() > 1 || plan.offload_params != OffloadTarget::none);
     held_ = zero3_ && plan.zero3_held_through_step();
+    first_held_gather_.assign(static_cast<std::size_t>(vstages_), kNone);
     const double group_params = std::min(group_, layers_per_vstage_) * layer_.params;
     prefetch_depth_ = prefetch_depth(group_params);
     g_.stages = stages_;
@@ -125,6 +126,11 @@ class Builder {
   // gathered in micro-batch 0's forward and held to the end of the step.
   bool held_ = false;
   int forward_microbatch_ = 0;  // of the forward being built
+  int gathering_vstage_ = 0;     // the model chunk whose forward is being built
+  // Held: each model chunk's first gather, which (as FSDP2's pre-forward hook
+  // and ztune's ParamStore::acquire) starts only when its first forward does,
+  // after the activation arrives (link_pipeline_sends).
+  std::vector<OpId> first_held_gather_;
   bool last_microbatch_ = false;  // the backward being built is the step's last micro-batch's
   int prefetch_depth_ = 0;
   OpGraph g_;
@@ -136,6 +142,16 @@ class Builder {
   double bucket_fill_ = 0;  // gradient elements waiting for the current bucket
   OpId bucket_source_ = kNone;
   std::vector<double> pending_buckets_;  // unoverlapped: buckets issued after the backward
+  // A pipeline stage's backward sends its input gradient before it waits for
+  // its reductions (DeepSpeed's ReduceGrads after the schedule, Megatron's
+  // finish_grad_sync after forward_backward_func, ztune's Trainer before
+  // ParamStore::finish_backward): the compute stream's share of the
+  // reductions issued in a backward (dp_stall) is charged after its send.
+  // Charged before it, every stage's exposed reduction would hold the next
+  // stage's drain, pp of them in a row where the analytical model (and the
+  // engines) expose one.
+  bool defer_dp_stalls_ = false;
+  double deferred_dp_stall_s_ = 0;
 
   // Of layers [lb, le) of the model chunk starting at layer `begin`, how many
   // are recomputed: all of them, or with Megatron's block method those among
@@ -285,6 +301,10 @@ class Builder {
   // *_overlap_loss): a stall at the point the transfer is issued.
   void stall(int s, OpKind kind, double transfer_s, double loss) {
     if (transfer_s <= 0 || loss <= 0) return;
+    if (kind == OpKind::dp_stall && defer_dp_stalls_) {
+      deferred_dp_stall_s_ += transfer_s * loss;
+      return;
+    }
     add_main(s, make(kind, s, ResourceKind::compute, transfer_s * loss));
   }
 
@@ -381,6 +401,8 @@ class Builder {
     if (first != kNone) add_dependency(g_, first, id);
     else first = id;
     if (release != kNone) add_dependency(g_, release, first);
+    if (held_ && first_held_gather_[static_cast<std::size_t>(gathering_vstage_)] == kNone)
+      first_held_gather_[static_cast<std::size_t>(gathering_vstage_)] = first;
     uses_.push_back(kNone);  // filled by the op that releases it
     return id;
   }
@@ -396,6 +418,7 @@ class Builder {
   void forward_step(int s, const PipeAction& st) {
     forward_microbatch_ = st.microbatch;
     const int j = vstage_of(s, st.chunk);
+    gathering_vstage_ = j;
     OpId first = kNone;
     if (st.chunk == 0) {
       // The schedule's per-micro-batch host work; not a compute input of
@@ -442,6 +465,7 @@ class Builder {
 
   void backward_step(int s, const PipeAction& st, bool reduce) {
     last_microbatch_ = st.microbatch == microbatches_ - 1;
+    defer_dp_stalls_ = vstages_ > 1;
     const int j = vstage_of(s, st.chunk);
     OpId first = kNone;
     if (j == vstages_ - 1) {
@@ -501,6 +525,9 @@ class Builder {
     if (first != kNone) g_.ops[first].activation_delta -= layer_.chunk_output_bytes;
     bwd_first_[key(st.microbatch, j)] = first;
     if (j > 0) bwd_send_[key(st.microbatch, j)] = pipeline_send(s, j, j - 1, st.microbatch);
+    defer_dp_stalls_ = false;
+    if (deferred_dp_stall_s_ > 0) add_main(s, make(OpKind::dp_stall, s, ResourceKind::compute, deferred_dp_stall_s_));
+    deferred_dp_stall_s_ = 0;
     if (reduce) flush_gradients(s);
   }
 
@@ -737,6 +764,8 @@ class Builder {
       for (int j = 0; j < vstages_; ++j) {
         const OpId f = fwd_send_[key(mb, j)];
         if (f != kNone) add_dependency(g_, f, fwd_first_[key(mb, j + 1)]);
+        if (f != kNone && mb == 0 && first_held_gather_[static_cast<std::size_t>(j) + 1] != kNone)
+          add_dependency(g_, f, first_held_gather_[static_cast<std::size_t>(j) + 1]);
         const OpId b = bwd_send_[key(mb, j)];
         if (b != kNone) add_dependency(g_, b, bwd_first_[key(mb, j - 1)]);
       }
