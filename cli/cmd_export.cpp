@@ -64,12 +64,18 @@ int run_export(const ExportFlags& f) {
     const HardwareProfile hw = priced_profile(*pf.cluster, "", engine, false);
     MemoryOptions options;
     options.accounting = state_accounting_of(*engine_from_string(engine));
+    // torchtitan reduces (and under a pipeline accumulates) its gradients in fp32 whatever the plan says.
+    const Plan exported = f.format == "torchtitan" ? as_torchtitan_runs(pf.plan) : pf.plan;
     const MemoryPrediction mem =
-        predict_memory(*pf.model, pf.plan, with_measured_figures(*pf.cluster, hw), hw, options);
+        predict_memory(*pf.model, exported, with_measured_figures(*pf.cluster, hw), hw, options);
     if (!mem.fits_gpu)
       std::cerr << "ztune: warning: " << f.plan_file << ": the memory model puts this plan at "
                 << mem.gpu_total_bytes / 1073741824.0 << " GiB per GPU, more than " << pf.cluster->name << "'s "
-                << mem.gpu_capacity_bytes / 1073741824.0 << " GiB: the engine may run out of memory\n";
+                << mem.gpu_capacity_bytes / 1073741824.0 << " GiB"
+                << (f.format == "torchtitan" && !pf.plan.grad_reduce_dtype
+                        ? " (as torchtitan runs it, its gradients reduced in fp32)"
+                        : "")
+                << ": the engine may run out of memory\n";
   }
   if (f.format == "deepspeed") {
     const auto config = deepspeed_config(pf, f.plan_file);

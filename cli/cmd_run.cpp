@@ -407,8 +407,9 @@ Command add_run(CLI::App& root) {
                   "parameters and optimizer states)")
       ->check(integer_in(1, std::numeric_limits<int>::max(), "a checkpoint count"));
   app->add_option("--resume", f->resume,
-                  "Continue from the latest checkpoint in DIR (same plan, ranks and seed; bit-identical to an "
-                  "uninterrupted run), writing further checkpoints there");
+                  "Continue from the latest checkpoint in DIR (same plan, ranks and seed; with the same --steps "
+                  "bit-identical to an uninterrupted run of them: the learning rate's cosine decay spans --steps, "
+                  "so another --steps continues on another schedule), writing further checkpoints there");
   app->add_flag("--keep", f->keep,
                 "Keep the temporary directory ($TMPDIR/ztune-run-*: plan file, record, checkpoints); removed by "
                 "default, also when the run fails or is interrupted");

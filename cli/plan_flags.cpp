@@ -228,6 +228,8 @@ InputError flag_error(const std::string& msg) {
   if (field == "bias-fusion") field = "no-bias-fusion";      // and this one bias_fusion false
   if (field.starts_with("optimizer-")) field.erase(0, std::string_view("optimizer-").size());
   if (field == "optimizer") field = "master-dtype/--moments-dtype";
+  // The accumulation follows from the batch flags (global = micro × accumulation × dp).
+  if (field == "grad-accum") field = "global-batch/--micro-batch";
   return InputError("--" + field + ": " + msg.substr(colon + 2));
 }
 

@@ -252,15 +252,15 @@ MicrobatchTimes times_of(const Transformer& m, const Plan& p, const Cluster& c, 
   t.ulysses_comm = per_layer(ulysses_layer, lc.ulysses_recompute_s);
   // DeepSpeed's BF16_Optimizer folds each micro-batch's bf16 gradients into
   // its fp32 buffers after the stage's backward (op_costs.hpp).
-  t.overhead = per_layer(host_slack, recompute_slack) + hw.engine.microbatch_overhead_s +
-               bf16_grad_accumulation_time(m, p, c, hw);
+  const double fold = bf16_grad_accumulation_time(m, p, c, hw);
+  t.overhead = per_layer(host_slack, recompute_slack) + hw.engine.microbatch_overhead_s + fold;
   // Overlapped data-parallel link time beside each pass (for link sharing).
   double dp_link_fwd = 0;
   double dp_link_bwd = 0;
   double reduce_hidden = 0;  // of the per-micro-batch reduction, the part hidden behind backward
   if (p.reduces_every_microbatch() && p.dp_cp() > 1) {
     const DpSyncCost d = dp_sync_cost(m, p, c, hw);
-    t.dp_comm = exposed(d.per_microbatch_s, t.backward, p.overlap_comm ? hw.engine.dp_overlap : 0.0);
+    t.dp_comm = exposed(d.per_microbatch_s, t.backward + t.recompute, p.overlap_comm ? hw.engine.dp_overlap : 0.0);
     if (p.overlap_comm) {
       dp_link_bwd += d.per_microbatch_s;
       // The last bucket is issued as the backward ends, and the backward call
@@ -306,15 +306,18 @@ MicrobatchTimes times_of(const Transformer& m, const Plan& p, const Cluster& c, 
   }
   t.offload += layers * checkpoint_layer;
   // The bubble unit: the slowest stage's micro-batch without its edge, every
-  // send included.
-  t.layers_only = stage.of_stage(stage_layers) + middle_sends;
+  // send included, and BF16_Optimizer's fold, which DeepSpeed's pipeline runs
+  // between a stage's backward and its gradient send (_exec_backward_pass
+  // calls update_hp_grads before the SendGrad instruction): in the drain every
+  // stage's fold waits for the next one's.
+  t.layers_only = stage.of_stage(stage_layers) + middle_sends + fold;
   // Fill and drain. Narayanan et al. 2021, §2.2: with p equal stages of time
   // T the bubble is (p−1)·T, and interleaving divides it by v (equal stages:
   // the formula as before, with the stages' layers and sends, not their edges).
   if (p.pp > 1 && (p.schedule == Schedule::interleaved || even_stages(p, m.layers))) {
     t.fill_drain = (p.pp - 1) / static_cast<double>(p.model_chunks()) * t.layers_only;
   } else if (p.pp > 1) {
-    t.fill_drain = uneven_fill_drain(m, p, lc, e, stage, t.pp_send, hw.engine.microbatch_overhead_s);
+    t.fill_drain = uneven_fill_drain(m, p, lc, e, stage, t.pp_send, hw.engine.microbatch_overhead_s + fold);
   }
   return t;
 }
@@ -372,7 +375,7 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
   // backward (hidden behind it only with overlap_comm), stage 1/2 gather the
   // updated parameters, tied embeddings sync across the pipeline ends.
   const DpSyncCost d = dp_sync_cost(m, p, c, hw);
-  double reduce = exposed(d.per_step_s, mb.backward, p.overlap_comm ? hw.engine.dp_overlap : 0.0);
+  double reduce = exposed(d.per_step_s, mb.backward + mb.recompute, p.overlap_comm ? hw.engine.dp_overlap : 0.0);
   // ZeRO-3 under a pipeline reduce-scatters each module as its last backward
   // ends: the last one's is exposed, as a per-micro-batch reduction's last
   // bucket is (microbatch_times).

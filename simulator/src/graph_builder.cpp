@@ -368,7 +368,7 @@ class Builder {
     Streams& st = streams_[static_cast<std::size_t>(s)];
     // The 16-bit parameters the use holds; what the wire carries may differ (ZeRO++ int8).
     const double bytes = params * costs_.param_bytes_per_param();
-    const double partition = bytes / plan_.dp_cp();
+    const double partition = bytes / plan_.shard_group();  // ZeRO's partition: dp × cp × ulysses, or dp_shard
     const std::size_t use = uses_.size();
     const std::size_t lag = static_cast<std::size_t>(prefetch_depth_) + 1;
     const OpId release = use >= lag ? uses_[use - lag] : kNone;
@@ -617,7 +617,7 @@ class Builder {
     }
     if (!host_optimizer_) return reduced;
     const double partition =
-        plan_.zero_stage >= 1 ? bytes / (plan_.hybrid_sharded() ? plan_.shard_group() : plan_.dp) : bytes;
+        plan_.zero_stage >= 1 ? bytes / plan_.shard_group() : bytes;
     Op copy = make(OpKind::pcie_d2h, s, ResourceKind::pcie_d2h, costs_.pcie_s(partition));
     copy.bytes = partition;
     if (plan_.overlap_comm) stall(s, OpKind::offload_stall, copy.duration_s, costs_.offload_overlap_loss());
@@ -645,7 +645,7 @@ class Builder {
     Streams& st = streams_[static_cast<std::size_t>(s)];
     const double params = stage_params(s);
     const double partition =
-        plan_.zero_stage >= 1 ? params / (plan_.hybrid_sharded() ? plan_.shard_group() : plan_.dp) : params;
+        plan_.zero_stage >= 1 ? params / plan_.shard_group() : params;
     OpId updated = kNone;  // after which the updated parameters are on the GPU
     overhead(s, nullptr, -1, -1, costs_.step_overhead_s());
     if (onebit()) {

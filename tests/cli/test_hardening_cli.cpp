@@ -209,6 +209,28 @@ TEST_CASE("export refuses a CPU plan and warns of one that does not fit", "[cli]
                         Contains("the engine may run out of memory"));
 }
 
+// The fsdp engine prices FSDP's default bf16 reduction unless the plan states
+// one; torchtitan reduces in fp32 only, and under a pipeline (ZeRO-3 held
+// through the step) keeps each stage's whole gradients in it: 2 bytes a
+// parameter more. The export's memory check counts the plan as torchtitan
+// runs it. Oracle: the search's own best plan, which fits as priced.
+TEST_CASE("torchtitan export warns of a pipelined ZeRO-3 plan that fits only with bf16 gradients",
+          "[cli][hardening][export]") {
+  const std::string plan = scratch().string() + "/held-405b.json";
+  REQUIRE(run_ztune("search --cluster dgx-h100x128 --nodes 64 --model llama-405b --engine fsdp --tp 8 --pp 8 "
+                    "--zero 3 --global-batch 256 --no-db --no-simulate --top 1 --out " + plan)
+              .exit_code == 0);
+  const auto priced = run_ztune("predict --plan " + plan + " --engine fsdp --json");
+  REQUIRE(priced.exit_code == 0);
+  REQUIRE(nlohmann::json::parse(priced.out)["memory"]["fits_gpu"].get<bool>());
+  const auto r = run_ztune("export " + plan + " --format torchtitan --out " + scratch().string() + "/job.toml");
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("warning: " + plan + ": the memory model puts this plan at") &&
+                        Contains("as torchtitan runs it, its gradients reduced in fp32"));
+  CHECK_THAT(r.out, Contains("keeps each stage's whole gradients in fp32"));
+}
+
 TEST_CASE("memory: DeepSpeed's host estimate for a billion GPUs is its huge number, not a wrapped negative",
           "[cli][hardening]") {
   const auto r = run_ztune("memory --model llama-7b --gpus 1024000000 --nodes 1000000 --json");

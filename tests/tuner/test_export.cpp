@@ -892,6 +892,26 @@ TEST_CASE("torchtitan export: degrees multiply to the plan's devices, refusals n
     // ZeRO-3 under the pipeline is torchtitan's "default" resharding policy,
     // which keeps the gathered stage through the step when pp > 1 (apply_fsdp:
     // reshard_after_forward = not pp_enabled), what ztune prices for it.
+    // Hybrid sharding with context parallelism: torchtitan shards over its
+    // data_parallel_shard_degree × cp ranks, so ztune's shard group of 4 of
+    // the dp × cp = 16 ranks is shard degree 2 beside cp 2, and 4 replicas.
+    {
+      PlanFile h = q;
+      h.plan.cp = 2;
+      h.plan.attention = AttentionKernel::flash;  // torchtitan's ring runs SDPA's flash kernels
+      h.plan.dp_shard = 4;
+      h.plan.grad_accum = 32;
+      h.plan.global_batch = 256;
+      REQUIRE_FALSE(check_plan(h.plan, *h.model, *h.cluster).has_value());
+      CHECK_THAT(torchtitan_config(h, "plan.json"),
+                 Contains("data_parallel_replicate_degree = 4\n") && Contains("data_parallel_shard_degree = 2\n") &&
+                     Contains("context_parallel_degree = 2\n"));
+      h.plan.cp = 4;  // dp × cp = 32, shard groups of 2: fewer ranks than cp
+      h.plan.dp_shard = 2;
+      REQUIRE_FALSE(check_plan(h.plan, *h.model, *h.cluster).has_value());
+      CHECK_THROWS_WITH(torchtitan_config(h, "plan.json"),
+                        Contains("plan.json: $.plan.dp_shard") && Contains("not a multiple of cp 4"));
+    }
     REQUIRE(ip.zero3_held_through_step());
     CHECK_FALSE(check_plan(ip, *q.model, *q.cluster).has_value());
     CHECK_THAT(torchtitan_config(q, "plan.json"),

@@ -422,6 +422,14 @@ TEST_CASE("plan file: options the ZeRO stage does not allow", "[bad-input][plan]
              StartsWith("plan.json: $.plan.zero_stage: stage 2 ") && Contains("use stage 0 or 1, or 3"));
   q.zero_stage = 3;
   CHECK(plan_file_error(q) == "(accepted)");
+  {
+    // With no data-parallel group it would shard nothing and keep a second copy.
+    auto one = q;
+    one.dp = 1;
+    one.global_batch = 8;
+    CHECK_THAT(plan_file_error(one), StartsWith("plan.json: $.plan.zero_stage: 3 under a pipeline") &&
+                                         Contains("expected zero_stage 0 or 1, or dp > 1"));
+  }
   q.zeropp = true;
   CHECK_THAT(plan_file_error(q), StartsWith("plan.json: $.plan.zeropp: ") && Contains("expected pp 1"));
 }

@@ -590,6 +590,14 @@ TEST_CASE("dp_shard in the plan file: optional, round-trips, its rules name $.dp
   CHECK_THAT(*ztune::check_plan_shape(r, m), Contains("$.dp_shard: 32") && Contains("omit dp_shard"));
   r.dp_shard = 1;
   CHECK_THAT(*ztune::check_plan_shape(r, m), Contains("$.dp_shard: 1"));
+  {
+    // Two ranks (or three) have no smaller group to shard in: no range is offered.
+    ztune::Plan two = r;
+    two.dp = 2;
+    two.global_batch = 2;
+    CHECK_THAT(*ztune::check_plan_shape(two, m),
+               Contains("$.dp_shard: 1") && Contains("dp × cp of 4 or more") && !Contains("from 2 to 1"));
+  }
   r.dp_shard = 8;
   r.zeropp = true;  // hpZ's node-local copy is another scheme
   CHECK_THAT(*ztune::check_plan_shape(r, m), Contains("$.dp_shard") && Contains("ZeRO++"));

@@ -173,7 +173,8 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"fsdp: DDP is data parallelism alone",
      "torchtitan runs ZeRO stage 0 as DDP (data_parallel_replicate_degree without sharding), which it applies "
      "only when data parallelism is the whole mesh (parallelize.py: \"DDP has not supported > 1D parallelism\"): "
-     "with dp > 1 beside tp, pp or cp > 1 use ZeRO stage 2 or 3 (FSDP, without pipelining), or dp 1"},
+     "with dp > 1 beside tp, pp or cp > 1 use ZeRO stage 3 (FSDP; under a pipeline gathered once per step), "
+     "ZeRO stage 2 without a pipeline, or dp 1"},
 }};
 
 }  // namespace

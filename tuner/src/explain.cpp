@@ -184,7 +184,11 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
           p);
     }
   }
-  if (base.dp > 1 && (base.zero_stage < 3 || base.recompute != Recompute::full) && !base.onebit_adam) {
+  // Under a pipeline ZeRO-3 keeps the gathered stage and its whole gradients
+  // beside its partitions (Plan::zero3_held_through_step): more memory than
+  // ZeRO-1, never a way to fit.
+  if (base.dp > 1 && base.pp == 1 && (base.zero_stage < 3 || base.recompute != Recompute::full) &&
+      !base.onebit_adam) {
     Plan p = base;
     p.zero_stage = 3;
     p.recompute = Recompute::full;

@@ -149,8 +149,15 @@ std::string torchtitan_config(const PlanFile& pf, const std::string& file) {
   // "default" policy, which keeps the gathered stage through the step
   // (Plan::zero3_held_through_step); hybrid: HSDP, sharded in groups of
   // dp_shard, replicated across them.
+  // torchtitan's FSDP shards over its dp_shard × cp mesh dimensions; ztune's
+  // dp_shard counts ranks of the weights' dp × cp group, so torchtitan's shard
+  // degree is dp_shard / cp (cp must divide it) and the rest of dp replicates.
   const int dp = p.dp;
-  const int shard = p.zero_stage == 0 ? 1 : (p.hybrid_sharded() ? p.dp_shard : dp);
+  if (p.hybrid_sharded() && p.dp_shard % p.cp != 0)
+    throw InputError(file + ": $.plan.dp_shard: torchtitan shards FSDP over data_parallel_shard_degree × cp ranks; "
+                     "a shard group of " + std::to_string(p.dp_shard) + " is not a multiple of cp " +
+                     std::to_string(p.cp) + " (expected a multiple of " + std::to_string(p.cp) + ")");
+  const int shard = p.zero_stage == 0 ? 1 : (p.hybrid_sharded() ? p.dp_shard / p.cp : dp);
   const int replicate = dp / shard;
   o << "[parallelism]\n";
   o << "data_parallel_replicate_degree = " << replicate << "\n";
@@ -192,6 +199,12 @@ std::string torchtitan_launch(const PlanFile& pf, const std::string& config_path
   return torchrun_command(pf, file) + " -m torchtitan.train --job.config_file " + shell_word(config_path);
 }
 
+Plan as_torchtitan_runs(const Plan& p) {
+  Plan q = p;
+  q.grad_reduce_dtype = Precision::fp32;
+  return q;
+}
+
 std::vector<std::string> torchtitan_placeholders(const PlanFile& pf, const std::string& file) {
   auto out = launch_placeholders(pf, Engine::fsdp, file);
   out.push_back("model.tokenizer_path: torchtitan's Llama 3 tokenizer (scripts/download_hf_assets.py or "
@@ -204,7 +217,11 @@ std::vector<std::string> torchtitan_placeholders(const PlanFile& pf, const std::
     out.push_back("training.mixed_precision_reduce \"float32\": torchtitan's only choice; the plan states no "
                   "gradient-reduction dtype and was priced with the fsdp engine's bf16 reduction (PyTorch FSDP's "
                   "default): state communication.grad_reduce_dtype \"fp32\" in the plan (predict and search "
-                  "--grad-reduce-dtype fp32) to price it as torchtitan runs it");
+                  "--grad-reduce-dtype fp32) to price it as torchtitan runs it" +
+                  std::string(pf.plan.zero3_held_through_step()
+                                  ? "; under the pipeline it also keeps each stage's whole gradients in fp32 "
+                                    "through the step, 2 bytes a parameter more than priced"
+                                  : ""));
   if (pf.model && !flavor_of(*pf.model)) {
     const Transformer& m = *pf.model;
     std::ostringstream f;

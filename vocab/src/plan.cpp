@@ -622,6 +622,10 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
   if (p.pp > 1 && p.zero_stage == 2)
     return "$.zero_stage: stage 2 partitions gradients per micro-batch, which pipeline parallelism (pp " + s(p.pp) +
            ") does not support; use stage 0 or 1, or 3 (FSDP under a pipeline: gathered once per step)";
+  if (p.pp > 1 && p.zero_stage == 3 && p.dp_cp() == 1)
+    return "$.zero_stage: 3 under a pipeline with no data-parallel group (dp × cp × ulysses 1) shards nothing and "
+           "keeps a gathered copy of the stage and its gradients beside the parameters: expected zero_stage 0 or "
+           "1, or dp > 1";
   if (p.pp > 1 && p.zeropp)
     return "$.zeropp: ZeRO++ is DeepSpeed's, whose pipeline engine takes ZeRO stage 0 or 1 (pp " + s(p.pp) +
            "); expected pp 1";
@@ -637,6 +641,10 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
       return "$.dp_shard: hybrid sharding shards parameters, gradients and optimizer states (FSDP HYBRID_SHARD, "
              "DeepSpeed MiCS: ZeRO-3) inside groups of dp_shard ranks; needs zero_stage 3, got stage " +
              s(p.zero_stage);
+    if (n < 4)
+      return "$.dp_shard: " + s(p.dp_shard) + " ranks per shard group with " + group +
+             ": hybrid sharding needs at least two groups of two ranks (dp × cp of 4 or more); expected dp_shard "
+             "omitted (ZeRO-3 over all " + s(n) + " ranks)";
     if (p.dp_shard >= n || n % p.dp_shard != 0 || p.dp_shard < 2)
       return "$.dp_shard: " + s(p.dp_shard) + " ranks per shard group with " + group +
              "; expected a divisor of " + s(n) + " from 2 to " + s(n / 2) +

@@ -81,6 +81,10 @@ std::string srun_launch(const PlanFile& pf, const std::string& torchrun_launch, 
 /// 3's architecture, fp16, tensor parallelism without sequence parallelism, and
 /// ztune's selective recomputation.
 std::string torchtitan_config(const PlanFile& pf, const std::string& file);
+/// The plan as torchtitan runs it: its gradients reduced (and, under a
+/// pipeline, accumulated) in fp32, training.mixed_precision_reduce's only
+/// value. What ztune export's memory check predicts for --format torchtitan.
+Plan as_torchtitan_runs(const Plan& p);
 /// "torchrun --nnodes N --nproc_per_node G [rendezvous] -m torchtitan.train --job.config_file <config_path>".
 std::string torchtitan_launch(const PlanFile& pf, const std::string& config_path, const std::string& file);
 /// What the config and launch leave to the user: launch_placeholders' for torchrun,
