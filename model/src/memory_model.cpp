@@ -345,8 +345,20 @@ void executor_lines(const Transformer& m, const Plan& p, double psi, double laye
   const double states16 = staged ? (master16 ? 1.0 : 0.0) + (p.moments_dtype != Precision::fp32 ? 2.0 : 0.0) : 0.0;
   const double part = p.zero_stage >= 1 ? psi / p.shard_group() : psi;
   const double chunk = static_cast<double>(staged_adam_chunk(backend));
-  const double step = 4.0 * psi + 4.0 * std::min(part, chunk) * states16;
-  sm.gpu[idx(MemLine::workspace)] = std::max(backward, step - transient);
+  // The step's own: Backend::adamw_fused_impl widens each span's 16-bit
+  // gradient to fp32 (a span is the whole replicated buffer at ZeRO-0, a
+  // bucket's owned piece above), one span at a time. fp32 gradients are read
+  // in place (their clipping and unscaling applied before, scale_grads). With
+  // optimizer offload the states' host path is counted as a flat
+  // parameter-sized buffer, as before.
+  const bool grads16 = executor_grad_precision(p) != Precision::fp32;
+  const double span = p.zero_stage == 0 ? psi : std::min(part, std::ceil(bucket / p.shard_group()));
+  const double staged_grads = p.offload_optimizer != OffloadTarget::none ? psi : (grads16 ? span : 0.0);
+  const double step = 4.0 * staged_grads + 4.0 * std::min(part, chunk) * states16;
+  // ParamStore::initialise builds each bucket whole in fp32 before keeping
+  // this rank's share: before any activation, beside the model states.
+  const double init = 4.0 * bucket;
+  sm.gpu[idx(MemLine::workspace)] = std::max({backward, step - transient, init - transient});
   sm.gpu[idx(MemLine::runtime)] = 0;
   sm.gpu[idx(MemLine::fragmentation)] = 0;
 }
