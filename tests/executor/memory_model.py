@@ -29,6 +29,17 @@ import equivalence  # noqa: E402
 import plans  # noqa: E402
 
 TOLERANCE = 0.05
+# Plans of their own on a wider tiny model (hidden 128, 8 layers), where full
+# recomputation leaves the activations small beside the model states: the
+# optimizer step's and initialisation's workspaces had set the prediction
+# 8-17 % over the peak before they were counted as the executor allocates
+# them. (keywords of plans.plan, model overrides)
+WIDE = {
+    "wide_pp2_zero0_recompute_full": (dict(dp=2, pp=2, mb=1, ga=4, zero=0, bucket=1e5, recompute="full"),
+                                      {"layers": 8, "hidden": 128}),
+    "wide_dp2_zero3_recompute_full": (dict(dp=2, mb=1, ga=4, zero=3, bucket=1e5, recompute="full"),
+                                      {"layers": 8, "hidden": 128}),
+}
 CASES = ["dp2_zero1", "dp2_zero2", "dp2_zero3", "dp4_zero3_small_buckets", "recompute_full",
          "recompute_selective", "pp2_1f1b", "pp2_gpipe", "pp2_interleaved_v2", "tp2_sp", "cp2", "ulysses2",
          "llama_tp2_sp_recompute_selective", "dp2_zero2_offload", "dp2_pp2_zero3_1f1b",
@@ -60,11 +71,12 @@ def main():
     data = os.environ.get("ZTUNE_DATA_DIR", "data")
     failures = []
     with tempfile.TemporaryDirectory() as d:
-        for name in CASES:
+        for name in CASES + list(WIDE):
             for precision in ("fp32", "bf16"):
-                kw = dict(equivalence.CASES[name], precision=precision)
+                case, overrides = WIDE[name] if name in WIDE else (equivalence.CASES[name], {})
+                kw = dict(case, precision=precision)
                 with open(os.path.join(data, "models", kw.pop("model", "tiny") + ".json")) as f:
-                    model = json.load(f)
+                    model = dict(json.load(f), **overrides)
                 path = os.path.join(d, f"{name}_{precision}.json")
                 plans.write_plan_file(path, model, **kw)
                 record = os.path.join(d, f"{name}_{precision}.record.json")
@@ -83,7 +95,7 @@ def main():
                     failures += lines_table(ztune, path, record, err, label)
     for f in failures:
         print("FAILED:", f)
-    print(f"{len(CASES) * 2 - len(failures)} within {TOLERANCE:.0%}, {len(failures)} not")
+    print(f"{(len(CASES) + len(WIDE)) * 2 - len(failures)} within {TOLERANCE:.0%}, {len(failures)} not")
     return 1 if failures else 0
 
 
