@@ -132,7 +132,9 @@ bool zero3_can_prefetch(const Transformer& m, const Plan& p) {
 bool tp_shares_dp_link(const Plan& p, const Cluster& c) {
   if (p.tp <= 1 || p.dp_cp() <= 1) return false;
   const GroupLayout g = place_groups(p, c);
-  return g.tp.crosses_nodes() == g.dp.crosses_nodes();
+  // Hybrid sharding gathers and reduce-scatters in the shard group, usually
+  // inside the node beside TP, whatever level dp spans.
+  return g.tp.crosses_nodes() == g.shard.crosses_nodes();
 }
 
 std::optional<Cluster> oversubscribed_view(const Plan& p, const Cluster& c) {

@@ -1441,3 +1441,17 @@ TEST_CASE("ZeRO-3 under a pipeline: one gather and one reduce-scatter per step",
   CHECK(t16.part(TimePart::dp_comm) == Approx(t8.part(TimePart::dp_comm)));
   CHECK(t16.part(TimePart::forward) == Approx(2 * t8.part(TimePart::forward)));
 }
+
+// Hybrid sharding gathers and reduce-scatters in the shard group: with tp 4 and
+// shard groups of 2 ranks on 8-GPU nodes, both inside a node, beside each other
+// on NVLink, although dp (16 ranks) spans nodes. Oracle: the placement (ranks
+// ordered tp, cp, dp; 8 per node).
+TEST_CASE("hybrid sharding's shard group shares the node's link with tensor parallelism", "[time][hsdp]") {
+  const Transformer m = gpt(8, 2048, 16, 2048, 50304);
+  const Cluster c = a100(8);
+  Plan p = zero_plan(16, 4, 3, 1, 1);
+  CHECK_FALSE(tp_shares_dp_link(p, c));  // dp across nodes, tp inside
+  p.dp_shard = 2;
+  REQUIRE_FALSE(check_plan(p, m, c).has_value());
+  CHECK(tp_shares_dp_link(p, c));  // the gathers run inside the node, beside tp
+}
