@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,7 @@
 #include "ztune/vocab/executor_support.hpp"
 #include "ztune/vocab/input_error.hpp"
 #include "ztune/vocab/json_reader.hpp"
+#include "ztune/model/memory_model.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/calibration/calibrate_session.hpp"
 #include "ztune/calibration/profile_fit.hpp"
@@ -75,9 +77,11 @@ void print_exports(const PlanFile& pf, const std::string& plan_path) {
 
 double err(double predicted, double measured) { return measured > 0 ? 100.0 * (predicted - measured) / measured : 0; }
 
-// Measured beside predicted: iteration, tokens/s, peak memory per rank, and
-// time per operation type (rank 0, per step) beside the prediction's parts.
-void print_comparison(const RunRecord& record, const Prediction& p, const ComputeByKind& kinds) {
+// Measured beside predicted: iteration, tokens/s, peak memory per rank (each
+// beside its own pipeline stage's prediction, `stage_bytes`), and time per
+// operation type (rank 0, per step) beside the prediction's parts.
+void print_comparison(const RunRecord& record, const Prediction& p, const std::vector<double>& stage_bytes,
+                      const ComputeByKind& kinds) {
   const double measured = record.step_time_s;
   std::printf("\n%-28s %14s %14s %9s\n", "", "predicted", "measured", "error");
   std::printf("%-28s %13.4fs %13.4fs %+8.1f%%\n", "iteration time", p.time.iteration_s, measured,
@@ -87,8 +91,9 @@ void print_comparison(const RunRecord& record, const Prediction& p, const Comput
   const auto& peaks = record.peak_memory_bytes;
   for (std::size_t r = 0; r < peaks.size(); ++r) {
     const double m = peaks[r];
+    const double predicted = r < stage_bytes.size() ? stage_bytes[r] : p.memory.gpu_total_bytes;
     std::printf("%-28s %12.2fMiB %12.2fMiB %+8.1f%%\n", ("peak memory rank " + std::to_string(r)).c_str(),
-                p.memory.gpu_total_bytes / 1048576.0, m / 1048576.0, err(p.memory.gpu_total_bytes, m));
+                predicted / 1048576.0, m / 1048576.0, err(predicted, m));
   }
   std::fputs(memory_at_peak_table(record, p.memory).c_str(), stdout);
   // Per operation type: the executor times kernels by kind on rank 0, the cost
@@ -187,7 +192,11 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& catalog
   }
   const RunRecord record = read_run_record(record_path);
   const Prediction p = predict(m, plan, c, hw);
-  print_comparison(record, p, compute_by_kind_rank0(m, plan, c, hw));
+  std::vector<double> stage_bytes;  // each rank's own stage's prediction
+  for (std::size_t r = 0; r < record.peak_memory_bytes.size(); ++r)
+    stage_bytes.push_back(
+        stage_gpu_bytes(m, plan, c, hw, plan.stage_of_rank(static_cast<int>(r)), MemoryOptions{}));
+  print_comparison(record, p, stage_bytes, compute_by_kind_rank0(m, plan, c, hw));
 
   if (db) {
     RunToStore r{c, m, plan, p, record.document, record.step_time_s, {}, "ok"};

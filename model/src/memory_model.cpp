@@ -662,9 +662,9 @@ MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Clust
     host += gpn * kSwapBuffers * std::min(part, kSwapBufferElems) * 4.0;
   }
   if (p.offload_params == OffloadTarget::cpu) {
-    host += gpn * 2.0 * psi / p.dp;
+    host += gpn * 2.0 * psi / p.shard_group();
   } else if (p.offload_params == OffloadTarget::nvme) {
-    nvme += gpn * 2.0 * psi / p.dp;
+    nvme += gpn * 2.0 * psi / p.shard_group();
     host += gpn * kSwapBuffers * std::min(psi / p.dp, kSwapBufferElems) * 2.0;
   }
   // CPU checkpointing: every GPU's checkpoints of its most loaded stage (the
@@ -685,6 +685,11 @@ MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Clust
 
 MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
   return predict_memory(m, p, c, hw, MemoryOptions{});
+}
+
+double stage_gpu_bytes(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw, int stage,
+                       const MemoryOptions& opt) {
+  return stage_memory(m, p, c, hw, stage, stage_layer_count(p, m.layers, stage), opt).total;
 }
 
 int largest_fitting_micro_batch(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,

@@ -4,6 +4,10 @@
 
 #include "ztune/executor/mpi_communicator.hpp"
 #include "ztune/executor/process_groups.hpp"
+#include "ztune/vocab/plan.hpp"
+
+#include <array>
+#include <vector>
 
 using namespace ztune::executor;
 
@@ -23,6 +27,28 @@ TEST_CASE("coordinates round-trip", "[groups]") {
   CHECK(c.pp_rank == 1);
   CHECK(c.dp_rank == 1);
   CHECK(c.tp_rank == 1);
+}
+
+// The plan's rank-to-stage rule (vocab Plan::stage_of_rank, which `ztune run`
+// uses to set each rank's peak beside its stage's prediction) is the executor's
+// layout: every world rank of every shape lands on its coordinates' stage.
+TEST_CASE("Plan::stage_of_rank is the executor's pipeline coordinate", "[groups]") {
+  for (const auto& [dp, tp, pp, cp, ulysses] :
+       std::vector<std::array<int, 5>>{{2, 4, 3, 1, 1}, {3, 2, 4, 2, 1}, {2, 2, 2, 1, 2}, {1, 8, 5, 1, 1}}) {
+    GroupShape s{dp, tp, pp};
+    s.cp = cp;
+    s.ulysses = ulysses;
+    ztune::Plan plan;
+    plan.dp = dp;
+    plan.tp = tp;
+    plan.pp = pp;
+    plan.cp = cp;
+    plan.ulysses = ulysses;
+    for (int r = 0; r < s.world(); ++r) {
+      INFO("dp " << dp << " tp " << tp << " pp " << pp << " cp " << cp << " ulysses " << ulysses << " rank " << r);
+      CHECK(plan.stage_of_rank(r) == coordinates_of(r, s).pp_rank);
+    }
+  }
 }
 
 TEST_CASE("dp2×tp2 and pp2×tp2 groups hold the expected ranks", "[mpi][groups]") {

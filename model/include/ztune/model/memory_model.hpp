@@ -163,6 +163,11 @@ struct OptimizerDtypes {
 /// Full memory prediction with an explicit accounting.
 [[nodiscard]] MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Cluster& c,
                                               const HardwareProfile& hw, const MemoryOptions& opt);
+/// GPU bytes of pipeline stage `stage` (0-based) alone; predict_memory's
+/// gpu_total_bytes is the largest of them. For comparing each rank of a run
+/// with its own stage (Plan::stage_of_rank).
+[[nodiscard]] double stage_gpu_bytes(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
+                                     int stage, const MemoryOptions& opt);
 
 /// The largest gradient bucket of ztune's executor for a stage of `stage_params`
 /// parameters per rank (ParamStore groups whole units, a layer or an end of

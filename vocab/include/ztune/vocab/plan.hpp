@@ -266,6 +266,10 @@ struct Plan {
   /// The same as an int, for plans whose devices() fit one: every plan that
   /// passed check_plan() or plan_from_json() (both refuse more than INT_MAX).
   [[nodiscard]] int gpus() const { return dp * tp * cp * ulysses * pp; }
+  /// The pipeline stage of world rank `rank`: ranks are ordered tp, then cp
+  /// (or ulysses), then dp, then pp (executor/process_groups.hpp world_rank_of,
+  /// which a test holds to this), so each stage is tp × dp_cp() consecutive ranks.
+  [[nodiscard]] int stage_of_rank(int rank) const { return rank / (tp * dp_cp()); }
   /// Ranks that hold the same weights: the data-parallel group of the
   /// gradient reduction and of ZeRO's partitions (dp × cp × ulysses; dp
   /// without sequence splitting).
