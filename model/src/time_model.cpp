@@ -125,7 +125,8 @@ double cpu_checkpoint_copy_time(const Transformer& m, const Plan& p, const Clust
   return 2.0 * pcie_copy_time(layer_activation_bytes(m, p, Recompute::full), c, hw);
 }
 
-bool zero3_can_prefetch(const Transformer& m, const Plan& p) {
+bool zero3_can_prefetch(const Transformer& m, const Plan& p, const HardwareProfile& hw) {
+  if (hw.engine.zero3_gather == GatherUnit::module) return true;
   return p.prefetch_bucket_elems > 0 && p.max_live_params >= 2.0 * m.largest_module_params() / p.tp;
 }
 
@@ -277,7 +278,7 @@ MicrobatchTimes times_of(const Transformer& m, const Plan& p, const Cluster& c, 
   // ZeRO-3 under a pipeline gathers once per step (predict_time's zero3_gather).
   if (p.zero_stage == 3 && !p.zero3_held_through_step()) {
     const Zero3GatherCost z = zero3_gather_cost(m, p, c, hw);
-    const bool prefetch = zero3_can_prefetch(m, p);
+    const bool prefetch = zero3_can_prefetch(m, p, hw);
     const double overlap = prefetch ? hw.engine.zero3_prefetch_overlap : 0.0;
     // The backward's gathers and its gradient reduce-scatters use the same
     // links (both run over the dp group): the gathers hide only behind the
@@ -302,7 +303,7 @@ MicrobatchTimes times_of(const Transformer& m, const Plan& p, const Cluster& c, 
     // hide behind the same windows as the gathers they feed (the recomputed
     // forward runs inside the backward's window).
     const OptimizerCost o = optimizer_cost(m, p, c, hw);
-    const double overlap = zero3_can_prefetch(m, p) ? hw.engine.offload_overlap : 0.0;
+    const double overlap = zero3_can_prefetch(m, p, hw) ? hw.engine.offload_overlap : 0.0;
     const double half = 0.5 * o.zero3_param_fetch_s;
     t.offload = exposed(half, t.forward, overlap) + exposed(half, t.backward + t.recompute, overlap);
   }
@@ -361,7 +362,7 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
     // the previous stage's: the fill's critical path pays each stage's
     // exposed gather, pp of them (the simulator's stalls fall the same way).
     const Zero3GatherCost z = zero3_gather_cost(m, p, c, hw);
-    const bool prefetch = zero3_can_prefetch(m, p);
+    const bool prefetch = zero3_can_prefetch(m, p, hw);
     double once = exposed(z.fwd_s, mb.forward, prefetch ? hw.engine.zero3_prefetch_overlap : 0.0);
     if (prefetch && z.gathers > 0) once = std::max(once, z.fwd_s / z.gathers);
     parts[idx(TimePart::zero3_gather)] += p.pp * once;

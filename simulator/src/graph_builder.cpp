@@ -186,7 +186,9 @@ class Builder {
   // ahead, the overlap DeepSpeed's module pipelining gives (the memory model,
   // not this trace, bounds the gathered bytes by max_live_params).
   int prefetch_depth(double group_params) const {
-    if (plan_.zero_stage != 3 || group_params <= 0 || plan_.prefetch_bucket_elems <= 0) return 0;
+    if (plan_.zero_stage != 3 || group_params <= 0) return 0;
+    if (costs_.prefetches_next_module()) return 1;
+    if (plan_.prefetch_bucket_elems <= 0) return 0;
     int depth = std::max(1, static_cast<int>(plan_.prefetch_bucket_elems / group_params));
     const int live = static_cast<int>(plan_.max_live_params / group_params) - 1;
     // (time_model.hpp zero3_can_prefetch: the same rule for the analytical model.)

@@ -131,6 +131,8 @@ double ModelCostSource::replica_reduce_s(double bytes) const {
 
 bool ModelCostSource::replica_reduce_every_microbatch() const { return hybrid_reduces_every_microbatch(hw_); }
 
+bool ModelCostSource::prefetches_next_module() const { return hw_.engine.zero3_gather == GatherUnit::module; }
+
 // onebit_adam_cost times the most loaded stage; other stages scale with their
 // parameters (the exchange is bandwidth-bound, the kernels memory-bound).
 double ModelCostSource::onebit_exchange_s(double params) const {

@@ -704,16 +704,22 @@ TEST_CASE("ZeRO-3 gathers overlap only when the next module can be prefetched", 
   const double module = 4096.0 * 4 * 4096;  // FC1: h × 4h
   REQUIRE(m.largest_module_params() == module);
   p.max_live_params = 2 * module;
-  REQUIRE(zero3_can_prefetch(m, p));
+  REQUIRE(zero3_can_prefetch(m, p, hw));
   const double hidden = microbatch_times(m, p, c, hw).zero3_gather;
   p.max_live_params = 2 * module - 1;
-  REQUIRE_FALSE(zero3_can_prefetch(m, p));
+  REQUIRE_FALSE(zero3_can_prefetch(m, p, hw));
   const Zero3GatherCost z = zero3_gather_cost(m, p, c, hw);
   CHECK(microbatch_times(m, p, c, hw).zero3_gather == Approx(z.fwd_s + z.bwd_s));
   CHECK(hidden < z.fwd_s + z.bwd_s);
   p.max_live_params = 1e9;
   p.prefetch_bucket_elems = 0;  // prefetching off
   CHECK(microbatch_times(m, p, c, hw).zero3_gather == Approx(z.fwd_s + z.bwd_s));
+  // FSDP has neither knob: gathering per module it prefetches the next one
+  // whatever its size (backward_prefetch, FSDP2's implicit prefetch).
+  HardwareProfile fsdp = hw;
+  fsdp.engine.zero3_gather = GatherUnit::module;
+  p.max_live_params = 2 * module - 1;
+  CHECK(zero3_can_prefetch(m, p, fsdp));
 }
 
 namespace {
@@ -748,7 +754,7 @@ TEST_CASE("link sharing: TP collectives beside ZeRO-3 gathers on one link take u
   const Plan p = zero_plan(4, 2, 3, 1, 1);
   const Cluster node = instant_compute(a100(1));
   REQUIRE(tp_shares_dp_link(p, node));
-  REQUIRE(zero3_can_prefetch(m, p));
+  REQUIRE(zero3_can_prefetch(m, p, hw));
   const double shared = microbatch_times(m, p, node, hw).tp_comm;
   Plan serial = p;
   serial.prefetch_bucket_elems = 0;  // every gather waits in line,

@@ -55,12 +55,15 @@ struct MicrobatchTimes {
 [[nodiscard]] double cpu_checkpoint_copy_time(const Transformer& m, const Plan& p, const Cluster& c,
                                               const HardwareProfile& hw);
 
-/// Whether DeepSpeed ZeRO-3 can fetch the next module while one computes:
+/// Whether ZeRO-3 can fetch the next module while one computes. DeepSpeed:
 /// prefetching on (stage3_prefetch_bucket_size > 0) and two of the largest
-/// modules within stage3_max_live_parameters. Otherwise every gather (and,
+/// modules within stage3_max_live_parameters; otherwise every gather (and,
 /// with parameter offload, every fetch from the host) waits in line: nothing
-/// of it overlaps (the simulator's graph_builder prefetch_depth says the same).
-[[nodiscard]] bool zero3_can_prefetch(const Transformer& m, const Plan& p);
+/// of it overlaps (the simulator's graph_builder prefetch_depth says the
+/// same). An engine that gathers per module (EngineProfile zero3_gather
+/// "module": FSDP's backward_prefetch, FSDP2's implicit prefetch of the next
+/// block) prefetches one module ahead whatever its size: it has no such knobs.
+[[nodiscard]] bool zero3_can_prefetch(const Transformer& m, const Plan& p, const HardwareProfile& hw);
 
 /// Compute per step on rank 0 (the first pipeline stage's first GPU) by the
 /// executor's operation kinds (a run record's ops_rank0), so a run can be

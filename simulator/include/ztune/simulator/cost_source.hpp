@@ -143,6 +143,10 @@ class CostSource {
   /// Whether it follows every micro-batch's reduce-scatter (FSDP) or only the
   /// last one's, at the accumulation boundary (MiCS).
   [[nodiscard]] virtual bool replica_reduce_every_microbatch() const { return false; }
+  /// Whether ZeRO-3 gathers module by module with the next one prefetched
+  /// whatever its size (FSDP; time_model.hpp zero3_can_prefetch), rather than
+  /// within DeepSpeed's prefetch bucket and live-parameter bounds.
+  [[nodiscard]] virtual bool prefetches_next_module() const { return false; }
   /// 1-bit Adam's compression phase for `params` parameters of a stage: the
   /// compressed momentum exchange (link time) and its compression kernels.
   /// Both 0 when the plan does not use 1-bit Adam (or dp is 1).

@@ -40,6 +40,7 @@ class ModelCostSource final : public CostSource {
   [[nodiscard]] double zero3_reduce_s(double bytes) const override;
   [[nodiscard]] double replica_reduce_s(double bytes) const override;
   [[nodiscard]] bool replica_reduce_every_microbatch() const override;
+  [[nodiscard]] bool prefetches_next_module() const override;
   // 1-bit Adam (model/onebit_adam.hpp onebit_adam_cost), scaled to the stage's parameters.
   [[nodiscard]] double onebit_exchange_s(double params) const override;
   [[nodiscard]] double onebit_kernels_s(double params) const override;
