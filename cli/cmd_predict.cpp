@@ -260,6 +260,11 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
     std::printf(" layers, first to last (%s)\n\n",
                 in.plan.stage_layers.empty() ? "balanced as DeepSpeed's uniform partition" : "as stated");
   }
+  // ZeRO-3 under a pipeline is priced as FSDP2 runs it there: say so, since
+  // its memory and traffic differ from ZeRO-3 without one.
+  if (in.plan.zero3_held_through_step())
+    std::printf("ZeRO-3 under the pipeline: each stage gathered once per step and held to its last backward, its "
+                "gradients accumulated whole and reduce-scattered once (FSDP2 under torch.distributed.pipelining)\n\n");
   std::printf("Memory per GPU (most loaded stage)        GiB\n");
   for (std::size_t i = 0; i < kMemLineNames.size(); ++i)
     std::printf("  %-22s %18.3f\n", kMemLineNames[i], mp.gpu[i] / kGiB);

@@ -608,3 +608,22 @@ TEST_CASE("Megatron's block recomputation on the command line: priced between no
   REQUIRE(t.exit_code == 0);
   CHECK_THAT(t.out, Contains("recompute 32 of 96 layers (Megatron's block method: each model chunk's first 4 layers"));
 }
+
+// ZeRO-3 under a pipeline is priced as FSDP2 runs it there (held through the
+// step); predict says so beside the figures it changes, and prices the whole
+// stage gathered (2Ψ of the stage: the executor's fp32 storage on the ztune
+// engine's CPU ranks aside, here the fsdp engine's bf16).
+TEST_CASE("predict names ZeRO-3 under a pipeline and prices its gathered stage", "[cli][predict][pipeline]") {
+  const auto r = run_command(ztune_bin() + " predict --cluster dgx-h100x32 --nodes 8 --model llama-70b --engine fsdp "
+                                           "--tp 4 --pp 4 --zero 3 --micro-batch 1 --global-batch 64 --recompute full "
+                                           "--attention flash --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const double gathered = j["memory"]["gpu"]["zero3_gathered_bytes"].get<double>();
+  const double params = j["memory"]["gpu"]["params_bytes"].get<double>();
+  CHECK(gathered == Approx(4 * params));  // the whole stage against its partition over dp 4 (paper: 2Ψ/4)
+  const auto text = run_command(ztune_bin() + " predict --cluster dgx-h100x32 --nodes 8 --model llama-70b --engine "
+                                              "fsdp --tp 4 --pp 4 --zero 3 --micro-batch 1 --global-batch 64 "
+                                              "--recompute full --attention flash");
+  CHECK_THAT(text.out, Catch::Matchers::Contains("ZeRO-3 under the pipeline: each stage gathered once per step"));
+}
