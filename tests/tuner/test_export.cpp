@@ -205,7 +205,31 @@ TEST_CASE("Megatron export of Korthikanti's 175B plan gives the expected argumen
   p.schedule = Schedule::one_f_one_b;
   p.dp = 8;
   p.grad_accum = 8;
-  CHECK_THROWS_WITH(megatron_arguments(pf, "plan.json"), Contains("megatron cannot run") && Contains("ZeRO-1"));
+  {
+    // ZeRO-2/3 without a pipeline: Megatron-FSDP, with the flags its user
+    // guide (docs/discussions/megatron-fsdp-user-guide) requires.
+    const auto fsdp = megatron_arguments(pf, "plan.json");
+    auto after = [&](const std::string& flag) {
+      const auto it = std::find(fsdp.begin(), fsdp.end(), flag);
+      return it != fsdp.end() && it + 1 != fsdp.end() ? *(it + 1) : std::string();
+    };
+    CHECK(std::find(fsdp.begin(), fsdp.end(), "--use-megatron-fsdp") != fsdp.end());
+    CHECK(after("--data-parallel-sharding-strategy") == "optim_grads_params");
+    CHECK(after("--ckpt-format") == "fsdp_dtensor");
+    CHECK(std::find(fsdp.begin(), fsdp.end(), "--no-gradient-accumulation-fusion") != fsdp.end());
+    CHECK(std::find(fsdp.begin(), fsdp.end(), "--use-distributed-optimizer") != fsdp.end());
+    p.zero_stage = 2;
+    CHECK(std::find(megatron_arguments(pf, "plan.json").begin(), megatron_arguments(pf, "plan.json").end(),
+                    "optim_grads") != megatron_arguments(pf, "plan.json").end());
+    // With a pipeline it is refused with the reason.
+    p.zero_stage = 3;
+    p.pp = 2;
+    p.dp = 4;
+    CHECK_THROWS_WITH(megatron_arguments(pf, "plan.json"),
+                      Contains("megatron cannot run") && Contains("Megatron-FSDP") && Contains("use pp 1"));
+    p.pp = 1;
+    p.dp = 8;
+  }
   p.zero_stage = 1;
   p.tp = 1;
   p.sequence_parallel = false;

@@ -471,7 +471,9 @@ TEST_CASE("partitioned activations are searched where the engine runs them, with
           "[tuner][space][pa]") {
   // The hand-counted space above: its (1,2,1) layout has 11 ZeRO/offload
   // choices × 5 micro-batches; DeepSpeed and Megatron-LM add Pa there with full
-  // recomputation: 55 plans. ztune's executor and FSDP have no Pa: none.
+  // recomputation: 55 plans (Megatron-LM's space keeps ZeRO 0 and 1 unless
+  // --zero pins 2 or 3: z0 and z1 + cpu, 10). ztune's executor and FSDP have no
+  // Pa: none.
   for (Engine e : kEngines) {
     std::int64_t pa = 0;
     for_each_tiny_plan(e, [&](const Plan& p, const Transformer& m, const Cluster& c) {
@@ -485,7 +487,8 @@ TEST_CASE("partitioned activations are searched where the engine runs them, with
     INFO(to_string(e));
     const bool runs_pa = e == Engine::deepspeed || e == Engine::megatron;
     // DeepSpeed's run with their checkpoints on the GPU and, CPU checkpointing, on the host.
-    CHECK(pa == (runs_pa ? 11 * 5 * (e == Engine::deepspeed ? 2 : 1) : 0));
+    const int states = e == Engine::megatron ? 2 : 11;
+    CHECK(pa == (runs_pa ? states * 5 * (e == Engine::deepspeed ? 2 : 1) : 0));
   }
 }
 
@@ -773,5 +776,30 @@ TEST_CASE("ZeRO-3 under a pipeline is searched where the engine runs it", "[tune
     }
     INFO(to_string(e));
     CHECK((held > 0) == (e == Engine::ztune || e == Engine::fsdp));
+  }
+}
+
+// Megatron-LM's ZeRO-2/3 is Megatron-FSDP: priced and exported without a
+// pipeline, searched only when --zero pins it (a megatron search otherwise
+// keeps to the distributed optimizer its published runs use).
+TEST_CASE("megatron searches Megatron-FSDP only when --zero pins it, never under a pipeline", "[tuner][space]") {
+  const Transformer m = load_transformer("tiny");
+  const Cluster c = load_cluster("dgx-h100");
+  for (const std::optional<int> pin : {std::optional<int>{}, std::optional<int>{3}}) {
+    SpaceOptions o;
+    o.engine = Engine::megatron;
+    o.zero_stage = pin;
+    const SearchSpace s(m, c, o);
+    std::int64_t sharded = 0;
+    for (const auto& l : s.layouts()) {
+      if (l.rejected != LayoutRule::none) continue;
+      s.for_each_plan(l, [&](const Plan& p) {
+        if (p.zero_stage < 2) return;
+        ++sharded;
+        if (!engine_violation(p, Engine::megatron)) CHECK(p.pp == 1);
+      });
+    }
+    INFO("--zero " << (pin ? std::to_string(*pin) : "unpinned"));
+    CHECK((sharded > 0) == pin.has_value());
   }
 }

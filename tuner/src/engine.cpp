@@ -56,8 +56,11 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"deepspeed: no context parallelism",
      "DeepSpeed has no context parallelism (ring attention over cp shards of each sequence); its sequence "
      "parallelism is DeepSpeed-Ulysses (all-to-all over heads), another plan: use cp 1, or export to megatron"},
-    {"megatron: no ZeRO-2/3",
-     "Megatron-LM's distributed optimizer is ZeRO-1; it has no ZeRO stage 2 or 3"},
+    {"megatron: ZeRO-2/3 without a pipeline",
+     "Megatron-LM's ZeRO-2/3 is Megatron-FSDP (--use-megatron-fsdp --data-parallel-sharding-strategy "
+     "optim_grads[_params]), which its user guide pairs with tensor, context and expert parallelism and ztune prices "
+     "without pipeline parallelism: use pp 1, ZeRO-1 (the distributed optimizer), or --engine fsdp (ZeRO-3 under a "
+     "pipeline)"},
     {"megatron: no offload", "Megatron-LM does not offload optimizer states or parameters"},
     {"megatron: no GPipe", "Megatron-LM's pipeline schedules are 1F1B and interleaved 1F1B (no GPipe)"},
     {"megatron: no 1-bit Adam", "Megatron-LM has no 1-bit Adam"},
@@ -223,7 +226,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       return std::nullopt;
     case Engine::megatron:
       if (p.dp_shard > 0) return EngineRule::mg_hybrid_sharding;
-      if (p.zero_stage > 1) return EngineRule::mg_zero_stage;
+      if (p.zero_stage > 1 && p.pp > 1) return EngineRule::mg_zero_stage;
       if (offload) return EngineRule::mg_offload;
       if (p.pp > 1 && p.schedule == Schedule::gpipe) return EngineRule::mg_gpipe;
       if (p.onebit_adam) return EngineRule::mg_onebit;

@@ -552,6 +552,13 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
   // (Transformer Engine's FusedAttention, what NVTE_FUSED_ATTN=1 selects).
   if (p.attention == AttentionKernel::cudnn) a.insert(a.end(), {"--attention-backend", "fused"});
   if (p.zero_stage == 1) a.emplace_back("--use-distributed-optimizer");
+  // ZeRO-2/3: Megatron-FSDP, with the flags its user guide requires
+  // (docs/discussions/megatron-fsdp-user-guide: optim_grads shards the
+  // optimizer states and gradients, optim_grads_params the parameters too).
+  if (p.zero_stage >= 2)
+    a.insert(a.end(), {"--use-megatron-fsdp", "--data-parallel-sharding-strategy",
+                       p.zero_stage == 2 ? "optim_grads" : "optim_grads_params", "--no-gradient-accumulation-fusion",
+                       "--use-distributed-optimizer", "--ckpt-format", "fsdp_dtensor"});
   if (p.overlap_comm) a.emplace_back("--overlap-grad-reduce");
   precision_arguments(p, a);
   // The gradient reduction's dtype, where the plan states one other than

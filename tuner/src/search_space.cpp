@@ -387,6 +387,11 @@ std::vector<StateChoice> SearchSpace::states(const Layout& l) const {
   std::vector<StateChoice> all = all_states(l);
   if (options_.zero_stage) std::erase_if(all, [&](const StateChoice& s) { return s.zero_stage != *options_.zero_stage; });
   if (options_.dp_shard) std::erase_if(all, [&](const StateChoice& s) { return s.dp_shard != *options_.dp_shard; });
+  // Megatron-LM's ZeRO-2/3 (Megatron-FSDP) is priced and exported, and searched
+  // when --zero pins it; otherwise a megatron search keeps to the distributed
+  // optimizer its published runs use (no run in data/validation prices it).
+  if (options_.engine == Engine::megatron && !options_.zero_stage)
+    std::erase_if(all, [](const StateChoice& s) { return s.zero_stage >= 2; });
   // 16-bit optimizer states stay on the GPU and are not 1-bit Adam's (check_plan_shape).
   if (optimizer16_)
     std::erase_if(all,

@@ -42,7 +42,7 @@ enum class EngineRule : std::uint8_t {
   ds_sparse_causal,        // ds_config cannot make bigbird / longformer causal
   ds_context_parallel,     // no context parallelism (ring attention over a split sequence)
   // Megatron-LM
-  mg_zero_stage,           // distributed optimizer = ZeRO-1; no ZeRO-2/3
+  mg_zero_stage,           // ZeRO-2/3 is Megatron-FSDP: priced without a pipeline only
   mg_offload,              // no optimizer or parameter offload
   mg_gpipe,                // schedules: no pipelining, 1F1B, interleaved 1F1B (no GPipe)
   mg_onebit,               // no 1-bit Adam
