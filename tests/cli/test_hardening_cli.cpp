@@ -663,6 +663,16 @@ TEST_CASE("a read-only database file or directory keeps the printed result and -
   const std::string plan = (dir / "plan-444.json").string();
   auto r = run_command(as_user + ztune_bin() + " " + search + "--db '" + file_db + "' --out '" + plan + "'");
   require_output_kept(r, plan, file_db);
+  // Another user reads it as it stands: the stored search is listed, and no
+  // -wal or -shm of that user's is left beside it (its owner could not write
+  // past them: "attempt to write a readonly database").
+  fs::remove(file_db + "-wal");
+  fs::remove(file_db + "-shm");
+  r = run_command(as_user + ztune_bin() + " history --db '" + file_db + "'");
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("gpt2-1.5b on dgx2x16"));
+  CHECK_FALSE(fs::exists(file_db + "-wal"));
+  CHECK_FALSE(fs::exists(file_db + "-shm"));
 
   const fs::path ro_dir = dir / "dir-555";
   fs::create_directories(ro_dir);

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include "results_schema.hpp"
 #include "sqlite_statement.hpp"
@@ -167,6 +168,28 @@ auto guarded(const std::string& path, const char* doing, F&& f) {
 
 }  // namespace
 
+namespace {
+
+/// `path` as an SQLite URI filename (RFC 3986 percent-encoding of the
+/// characters a URI path gives a meaning: '%', '?', '#').
+std::string uri_path(const std::string& path) {
+  std::string out = "file:";
+  for (const char ch : fs::absolute(path).string()) {
+    if (ch == '%' || ch == '?' || ch == '#') {
+      static constexpr char kHex[] = "0123456789ABCDEF";
+      const auto u = static_cast<unsigned char>(ch);
+      out += '%';
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 ResultsDb ResultsDb::open(const std::string& path) {
   std::error_code ec;
   const bool exists = fs::exists(path, ec);
@@ -187,9 +210,16 @@ ResultsDb ResultsDb::open(const std::string& path) {
         throw InputError("--db " + path + ": cannot create the directory " + parent.string() + ": " + ec.message());
     }
   }
+  // A database this user cannot write (another user's, or one made read-only)
+  // is read as it stands, immutable: a reading connection in WAL mode would
+  // leave -wal and -shm files of this user's beside it, which its owner could
+  // not write past ("attempt to write a readonly database") until removed.
+  const bool read_only = exists && ::access(path.c_str(), W_OK) != 0;
   sqlite3* raw = nullptr;
-  const int flags = SQLITE_OPEN_READWRITE | (exists ? 0 : SQLITE_OPEN_CREATE);
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  const int flags = read_only ? SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
+                              : SQLITE_OPEN_READWRITE | (exists ? 0 : SQLITE_OPEN_CREATE);
+  const std::string name = read_only ? uri_path(path) + "?immutable=1" : path;
+  const int rc = sqlite3_open_v2(name.c_str(), &raw, flags, nullptr);
   std::unique_ptr<sqlite3, Closer> handle(raw);
   if (rc != SQLITE_OK)
     throw InputError(path + ": cannot open the results database: " +
@@ -200,6 +230,13 @@ ResultsDb ResultsDb::open(const std::string& path) {
   sqlite3_busy_timeout(db, 30000);
   std::int64_t version = 0;
   check_identity(db, path, version);
+  if (read_only) {
+    if (version < kResultsSchemaVersion)
+      throw InputError(path + ": the results database has schema version " + std::to_string(version) +
+                       ", which ztune must migrate to " + std::to_string(kResultsSchemaVersion) +
+                       ", and this user cannot write it (expected write permission, or its owner to run ztune once)");
+    return ResultsDb(std::move(handle), path);
+  }
   guarded(path, "migrating the results database", [&] {
     if (version < kResultsSchemaVersion) migrate(db, path);
     set_wal(db);
