@@ -192,10 +192,12 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& catalog
   }
   const RunRecord record = read_run_record(record_path);
   const Prediction p = predict(m, plan, c, hw);
-  std::vector<double> stage_bytes;  // each rank's own stage's prediction
+  // Each rank beside its own stage's prediction (one per stage, not per rank).
+  std::vector<double> per_stage;
+  for (int s = 0; s < plan.pp; ++s) per_stage.push_back(stage_gpu_bytes(m, plan, c, hw, s, MemoryOptions{}));
+  std::vector<double> stage_bytes;
   for (std::size_t r = 0; r < record.peak_memory_bytes.size(); ++r)
-    stage_bytes.push_back(
-        stage_gpu_bytes(m, plan, c, hw, plan.stage_of_rank(static_cast<int>(r)), MemoryOptions{}));
+    stage_bytes.push_back(per_stage[static_cast<std::size_t>(plan.stage_of_rank(static_cast<int>(r)))]);
   print_comparison(record, p, stage_bytes, compute_by_kind_rank0(m, plan, c, hw));
 
   if (db) {

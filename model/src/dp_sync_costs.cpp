@@ -86,7 +86,9 @@ DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, c
         d.replica_allreduce_s = hybrid ? d.buckets * hybrid_ar : 0.0;
         d.replica_bytes = hybrid ? gbytes / p.shard_group() : 0.0;
         d.bytes_per_step = gbytes + d.replica_bytes;
-      } else if (p.zeropp) {
+        break;
+      }
+      if (p.zeropp) {
         // ZeRO++ qgZ: int4 hierarchical all-to-all instead of the reduce-scatter.
         d.per_microbatch_s = d.buckets * zeropp_gradient_reduce_time(bucket, p, c, hw);
         d.bytes_per_microbatch = zeropp_grad_wire_bytes(p, hw.engine) * params;
@@ -113,7 +115,7 @@ DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, c
         d.per_microbatch_s = d.buckets * per_bucket_rs;
         d.bytes_per_microbatch = gbytes;
       }
-      if (!p.zero3_held_through_step()) d.bytes_per_step = d.bytes_per_microbatch * p.grad_accum;
+      d.bytes_per_step = d.bytes_per_microbatch * p.grad_accum;
       break;
   }
   return d;

@@ -156,6 +156,18 @@ std::optional<Cluster> oversubscribed_view(const Plan& p, const Cluster& c) {
 
 namespace {
 
+// ZeRO-3's exposed gathers of one forward and one backward window. A
+// prefetched gather hides behind the previous unit's compute as far as the
+// profile's overlap allows; the first unit of each pass has nothing before it
+// and waits for its gather. (Held under a pipeline: no backward gathers, and
+// z.bwd_s is 0.)
+double exposed_zero3_gathers(const Zero3GatherCost& z, double fwd_window, double bwd_window, bool prefetch,
+                             const HardwareProfile& hw) {
+  const double overlap = prefetch ? hw.engine.zero3_prefetch_overlap : 0.0;
+  const double e = exposed(z.fwd_s, fwd_window, overlap) + exposed(z.bwd_s, bwd_window, overlap);
+  return prefetch && z.gathers > 0 ? std::max(e, (z.fwd_s + z.bwd_s) / z.gathers) : e;
+}
+
 // microbatch_times from the layer's and the edges' costs, computed or remembered.
 MicrobatchTimes times_of(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
                          const LayerCost& lc, const EdgeCost& e) {
@@ -279,15 +291,11 @@ MicrobatchTimes times_of(const Transformer& m, const Plan& p, const Cluster& c, 
   if (p.zero_stage == 3 && !p.zero3_held_through_step()) {
     const Zero3GatherCost z = zero3_gather_cost(m, p, c, hw);
     const bool prefetch = zero3_can_prefetch(m, p, hw);
-    const double overlap = prefetch ? hw.engine.zero3_prefetch_overlap : 0.0;
     // The backward's gathers and its gradient reduce-scatters use the same
     // links (both run over the dp group): the gathers hide only behind the
     // part of the backward window the reductions have not already filled.
     const double bwd_window = std::max(0.0, t.backward + t.recompute - reduce_hidden);
-    t.zero3_gather = exposed(z.fwd_s, t.forward, overlap) + exposed(z.bwd_s, bwd_window, overlap);
-    // Prefetch hides a gather behind the previous unit's compute; the first
-    // unit of each pass has nothing before it and waits for its gather.
-    if (prefetch && z.gathers > 0) t.zero3_gather = std::max(t.zero3_gather, (z.fwd_s + z.bwd_s) / z.gathers);
+    t.zero3_gather = exposed_zero3_gathers(z, t.forward, bwd_window, prefetch, hw);
     if (prefetch) {
       dp_link_fwd += z.fwd_s;
       dp_link_bwd += z.bwd_s;
@@ -355,16 +363,13 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
   if (p.zero3_held_through_step()) {
     // ZeRO-3 under a pipeline: the stage's parameters are gathered in its
     // first forward of the step, module by module with the next prefetched,
-    // and held; the first module's gather is exposed, the rest hide behind
-    // that forward as far as the profile's overlap allows. Every stage
+    // and held (exposed_zero3_gathers over that forward). Every stage
     // gathers when its first forward begins (FSDP2's pre-forward hooks under
     // Schedule1F1B, ztune's ParamStore::acquire), which in the fill is after
     // the previous stage's: the fill's critical path pays each stage's
     // exposed gather, pp of them (the simulator's stalls fall the same way).
-    const Zero3GatherCost z = zero3_gather_cost(m, p, c, hw);
-    const bool prefetch = zero3_can_prefetch(m, p, hw);
-    double once = exposed(z.fwd_s, mb.forward, prefetch ? hw.engine.zero3_prefetch_overlap : 0.0);
-    if (prefetch && z.gathers > 0) once = std::max(once, z.fwd_s / z.gathers);
+    const double once =
+        exposed_zero3_gathers(zero3_gather_cost(m, p, c, hw), mb.forward, 0.0, zero3_can_prefetch(m, p, hw), hw);
     parts[idx(TimePart::zero3_gather)] += p.pp * once;
   }
   parts[idx(TimePart::overhead)] = n_mb * mb.overhead + hw.engine.step_overhead_s;

@@ -157,6 +157,15 @@ auto reading_row(const std::string& which, F&& f) {
   }
 }
 
+/// Every row `st` steps to, each made by `read` and named "<kind> <id>" (the
+/// id in column 0) in a DbFailure from one of its columns.
+template <class F>
+auto read_rows(Statement& st, const char* kind, F&& read) {
+  std::vector<decltype(read())> out;
+  while (st.step()) out.push_back(reading_row(std::string(kind) + " " + std::to_string(st.int64(0)), read));
+  return out;
+}
+
 template <class F>
 auto guarded(const std::string& path, const char* doing, F&& f) {
   try {
@@ -348,24 +357,20 @@ std::vector<SearchSummary> ResultsDb::searches(int limit) const {
                  "JOIN models m ON m.id = s.model_id LEFT JOIN candidates k ON k.search_id = s.id AND k.rank = 1 "
                  "ORDER BY s.id DESC LIMIT ?");
     st.bind(1, limit);
-    std::vector<SearchSummary> out;
-    while (st.step()) {
-      out.push_back(reading_row("search " + std::to_string(st.int64(0)), [&] {
-        SearchSummary s;
-        s.id = st.int64(0);
-        s.created_at = st.text(1);
-        s.cluster = st.text(2);
-        s.model = st.text(3);
-        s.space = st.int64(4);
-        s.feasible = st.int64(5);
-        s.elapsed_s = st.real(6);
-        s.interrupted = st.int64(7) != 0;
-        s.best = st.text(8);
-        s.best_tokens_per_s = st.optional_real(9);
-        return s;
-      }));
-    }
-    return out;
+    return read_rows(st, "search", [&] {
+      SearchSummary s;
+      s.id = st.int64(0);
+      s.created_at = st.text(1);
+      s.cluster = st.text(2);
+      s.model = st.text(3);
+      s.space = st.int64(4);
+      s.feasible = st.int64(5);
+      s.elapsed_s = st.real(6);
+      s.interrupted = st.int64(7) != 0;
+      s.best = st.text(8);
+      s.best_tokens_per_s = st.optional_real(9);
+      return s;
+    });
   });
 }
 
@@ -377,22 +382,18 @@ std::vector<RunSummary> ResultsDb::runs(int limit) const {
                  "LEFT JOIN clusters c ON c.id = r.cluster_id LEFT JOIN models m ON m.id = r.model_id "
                  "ORDER BY r.id DESC LIMIT ?");
     st.bind(1, limit);
-    std::vector<RunSummary> out;
-    while (st.step()) {
-      out.push_back(reading_row("run " + std::to_string(st.int64(0)), [&] {
-        RunSummary r;
-        r.id = st.int64(0);
-        r.created_at = st.text(1);
-        r.cluster = st.text(2);
-        r.model = st.text(3);
-        r.plan = st.text(4);
-        r.status = st.text(5);
-        r.predicted_iteration_s = st.optional_real(6);
-        r.measured_iteration_s = st.optional_real(7);
-        return r;
-      }));
-    }
-    return out;
+    return read_rows(st, "run", [&] {
+      RunSummary r;
+      r.id = st.int64(0);
+      r.created_at = st.text(1);
+      r.cluster = st.text(2);
+      r.model = st.text(3);
+      r.plan = st.text(4);
+      r.status = st.text(5);
+      r.predicted_iteration_s = st.optional_real(6);
+      r.measured_iteration_s = st.optional_real(7);
+      return r;
+    });
   });
 }
 
