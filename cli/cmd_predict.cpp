@@ -242,6 +242,17 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
                 "param_remainders)\n",
                 adam_states_text(in.plan.master_dtype, in.plan.moments_dtype, in.plan.param_remainders).c_str(),
                 adam_state_bytes(optimizer_dtypes(in.plan)));
+  if (in.plan.fp8 != Fp8Recipe::none) {
+    // How the engine runs them, and how far the figure has been checked.
+    const bool te = in.profile.engine.fp8 == Fp8Library::transformer_engine;
+    std::printf("fp8      linear GEMMs in FP8, %s scaling, through %s; the attention core and the LM head in %s; "
+                "MFU against the FP8 peak (NVIDIA's convention). No FP8 run is in ztune's validation set: the error "
+                "band below is the %s cell's (docs/benchmarks.md checks FP8 against published runs outside it)\n",
+                to_string(in.plan.fp8).c_str(),
+                te ? "Transformer Engine (FP8 inputs kept for backward; FP8 weight copies cached, in workspace)"
+                   : "torchao's Float8Linear (16-bit inputs kept; weights cast at each use)",
+                to_string(in.plan.precision).c_str(), to_string(in.plan.precision).c_str());
+  }
   if (const std::string note = sequence_note(in.model); !note.empty()) std::printf("%s\n", note.c_str());
   if (in.plan.recompute == Recompute::full && in.plan.recompute_num_layers > 0) {
     // Megatron's block method: which layers each stage recomputes (the rest keep everything).

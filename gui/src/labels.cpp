@@ -107,7 +107,9 @@ QString schedule_label(const Plan& p) {
 }
 
 QString precision_label(const Plan& p) {
-  const QString training = QString::fromStdString(to_string(p.precision));
+  QString training = QString::fromStdString(to_string(p.precision));
+  // FP8 linear GEMMs change the time and the memory: say which scaling.
+  if (p.fp8 != Fp8Recipe::none) training += QStringLiteral(" + FP8 (%1)").arg(QString::fromStdString(to_string(p.fp8)));
   if (!p.low_precision_optimizer()) return training;
   // 16-bit optimizer states change the model states' bytes: say which.
   const QString master =

@@ -285,6 +285,10 @@ OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster&
                        ? cpu_work_time(cpu_optimizer_work(m, p, params), c.node.gpu, hw)
                        : memory_bound_time(((hw.engine.executor && p.precision == Precision::fp32 ? 8.0 : 14.0) +
                                                 states_rw) * part, c.node.gpu, hw, 4);
+    // Transformer Engine's FP8 weight copies are refreshed from the updated
+    // weights once a step (fp8_weight_cast_bytes), beside the step's kernels.
+    if (const double cast = fp8_weight_cast_bytes(m, p, hw.engine.fp8); cast > 0)
+      o.gpu_step_s += memory_bound_time(cast, c.node.gpu, hw);
     return o;
   }
   // CPU Adam: the node's rate is shared by its GPUs' partitions.

@@ -25,6 +25,7 @@ std::size_t LayerCostMemo::KeyHash::operator()(const LayerCostKey& k) const {
   h = h * 131 + static_cast<std::uint64_t>(k.recompute_every);
   h = h * 8 + static_cast<std::uint64_t>(k.sparse_attention);
   h = h * 8 + (k.sequence_parallel ? 4u : 0u) + (k.tp_comm_overlap ? 2u : 0u) + (k.partition_activations ? 1u : 0u);
+  h = h * 4 + static_cast<std::uint64_t>(k.fp8);
   return static_cast<std::size_t>(h ^ (h >> 29));
 }
 

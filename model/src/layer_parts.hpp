@@ -26,6 +26,21 @@ struct LinearTimes {
   double fwd = 0, dgrad = 0, wgrad = 0;
 };
 [[nodiscard]] LinearTimes linear_times(const GemmShape& g, Precision p, const GpuSpec& gpu, const HardwareProfile& hw);
+/// The same GEMMs with FP8 inputs (plan.fp8): at the GPU's FP8 peak, 1-byte
+/// inputs and `out`-typed outputs (fp8_linear_times in op_costs.cpp says how
+/// its efficiency is read).
+[[nodiscard]] LinearTimes fp8_linear_times(const GemmShape& g, Precision out, const GpuSpec& gpu,
+                                           const HardwareProfile& hw);
+
+/// The FP8 casts of one layer's linear GEMMs `g` and one micro-batch, as the
+/// engine's library runs them (Fp8Library): HBM bytes and kernels each way.
+/// Zero without plan.fp8.
+struct Fp8CastTraffic {
+  double fwd_bytes = 0, bwd_bytes = 0;
+  int fwd_kernels = 0, bwd_kernels = 0;
+};
+[[nodiscard]] Fp8CastTraffic fp8_cast_traffic(const Plan& p, const LinearGemms& g, Fp8Library lib);
+
 
 /// One layer's GEMMs on one rank and their times: the four linear layers
 /// (Megatron: QKV and FC1 column-parallel, projection and FC2 row-parallel)
@@ -36,6 +51,7 @@ struct LayerGemms {
   double t_qk = 0, t_pv = 0;
   double heads_local = 0;  // b·a/(t·u) heads of this rank's attention core
   double density = 1;      // block-sparse attention's share of the score blocks
+  [[nodiscard]] LinearGemms linear() const { return {qkv, proj, fc1, fc2}; }
   /// The four linear layers' forward, dgrad and wgrad times, summed in one
   /// order for both flavours.
   [[nodiscard]] double fwd_s() const { return t_qkv.fwd + t_proj.fwd + t_fc1.fwd + t_fc2.fwd; }

@@ -363,6 +363,30 @@ void executor_lines(const Transformer& m, const Plan& p, double psi, double laye
   sm.gpu[idx(MemLine::fragmentation)] = 0;
 }
 
+}  // namespace
+
+double fp8_activation_saving(const Transformer& m, const Plan& p, Fp8Library lib) {
+  if (p.fp8 == Fp8Recipe::none || lib != Fp8Library::transformer_engine) return 0;
+  const double eb = bytes_of(storage_precision(p));
+  const double tokens = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch;
+  const double sp = p.sequence_parallel ? p.tp : 1.0;
+  // QKV's and FC1's inputs outside the tensor-parallel region (÷t with SP),
+  // the projection's (h/t) and FC2's (ffn/t) inside it.
+  return (eb - 1.0) * tokens * (2.0 * m.hidden / sp + (m.hidden + static_cast<double>(m.ffn_hidden)) / p.tp);
+}
+
+double fp8_weight_copy_bytes(const Transformer& m, const Plan& p, Fp8Library lib, double stage_layers) {
+  if (p.fp8 == Fp8Recipe::none || lib == Fp8Library::none) return 0;
+  const LinearGemms g = layer_linear_gemms(m, p);
+  const double layer = g.qkv.k * g.qkv.n + g.proj.k * g.proj.n + g.fc1.k * g.fc1.n + g.fc2.k * g.fc2.n;
+  // Transformer Engine caches an FP8 copy of every linear weight and of its
+  // transpose across the step (1 + 1 bytes each, the stage's layers);
+  // torchao casts them at each use, one layer's live at a time.
+  return 2.0 * layer * (lib == Fp8Library::transformer_engine ? stage_layers : 1.0);
+}
+
+namespace {
+
 // The dynamic lines of a GPU engine's stage (Megatron-LM, DeepSpeed, FSDP:
 // storage in the training precision; GPUs only, CPU ranks run the executor):
 // activations, communication buffers, workspace and logits. ztune's executor
@@ -382,8 +406,15 @@ void engine_lines(const Transformer& m, const Plan& p, const HardwareProfile& hw
   // Megatron's block method (recomputed_layers) keeps the stage's other
   // layers whole.
   const double recomputed = recomputed_layers(p, static_cast<int>(layers));
-  const double own = layer_activation_bytes(m, p, p.recompute) + (p.recompute == Recompute::none ? fallback : 0.0);
-  const double whole = layer_activation_bytes(m, p, Recompute::none) + fallback;
+  // Transformer Engine's FP8 linears keep their inputs for wgrad as FP8 (1
+  // byte) where Korthikanti's count has them 16-bit: QKV's and FC1's (the
+  // norms' outputs; the norms' own 16-bit inputs stay), the projection's
+  // and FC2's (FC1's 16-bit pre-activation stays beside it). Full
+  // recomputation keeps the layer input only.
+  const double fp8_saved = fp8_activation_saving(m, p, hw.engine.fp8);
+  const double own = layer_activation_bytes(m, p, p.recompute) + (p.recompute == Recompute::none ? fallback : 0.0) -
+                     (p.recompute == Recompute::full ? 0.0 : fp8_saved);
+  const double whole = layer_activation_bytes(m, p, Recompute::none) + fallback - fp8_saved;
   double act = p.cpu_checkpointing ? own : stored_layers_bytes(layers, recomputed, in_flight, own, whole);
   // Full recomputation re-materialises one layer's activations at a time.
   // The layer being recomputed holds its whole activations while its backward runs.
@@ -423,6 +454,7 @@ void engine_lines(const Transformer& m, const Plan& p, const HardwareProfile& hw
   const double f_in = m.activation == Activation::swiglu ? 2.0 * m.ffn_hidden : m.ffn_hidden;
   const double fc1 = s_local * p.micro_batch * f_in / t * eb;
   sm.gpu[idx(MemLine::workspace)] = kCublasWorkspaceBytes + 2.0 * std::max(scores, fc1);
+  sm.gpu[idx(MemLine::workspace)] += fp8_weight_copy_bytes(m, p, hw.engine.fp8, layers);
 
   // Logits: 16-bit logits + their fp32 copy in the vocab-parallel cross entropy.
   if (last) sm.gpu[idx(MemLine::logits)] = s_local * m.head_token_fraction * p.micro_batch * m.vocab / t * (eb + 4.0);

@@ -180,6 +180,91 @@ LinearTimes linear_times(const GemmShape& g, Precision p, const GpuSpec& gpu, co
   return t;
 }
 
+LinearTimes fp8_linear_times(const GemmShape& g, Precision out, const GpuSpec& gpu, const HardwareProfile& hw) {
+  LinearTimes t;
+  const double flops = g.flops();
+  const double peak = gpu.peak_tflops_fp8 * 1e12;
+  if (flops <= 0 || peak <= 0) return t;
+  // The 16-bit table read where a 16-bit GEMM runs as long: its fall-off with
+  // size is fixed costs (launch, tail, waves) against run time, and an FP8
+  // GEMM of F FLOPs runs as long as a 16-bit one of F·peak16/peak8 at the same
+  // efficiency. No FP8 run is in data/validation to fit its own table.
+  const double full_wave = hw.gemm_efficiency_at(flops * gpu.peak_flops(out) / peak);
+  auto time_of = [&](const GemmShape& s) {
+    const double eff = full_wave * hw.gemm_waves.utilization(s.m, s.n, s.k, s.batch);
+    const double bytes = (s.m * s.k + s.k * s.n) * s.batch + s.m * s.n * s.batch * bytes_of(out);  // 1-byte inputs
+    return std::max(flops / (peak * eff), bytes / achieved_hbm(gpu, hw)) + hw.kernel_launch_s;
+  };
+  t.fwd = time_of(g);
+  t.dgrad = time_of(dgrad_of(g));
+  t.wgrad = time_of(wgrad_of(g));
+  return t;
+}
+
+Fp8CastTraffic fp8_cast_traffic(const Plan& p, const LinearGemms& g, Fp8Library lib) {
+  Fp8CastTraffic f;
+  if (p.fp8 == Fp8Recipe::none || lib == Fp8Library::none) return f;
+  const double eb = bytes_of(storage_precision(p));
+  auto input = [](const GemmShape& s) { return s.m * s.k * s.batch; };        // activation in
+  auto grad_out = [](const GemmShape& s) { return s.m * s.n * s.batch; };     // its output's gradient
+  const double inputs = input(g.qkv) + input(g.proj) + input(g.fc1) + input(g.fc2);
+  const double grads = grad_out(g.qkv) + grad_out(g.proj) + grad_out(g.fc1) + grad_out(g.fc2);
+  // Current scaling reads each tensor once more for its amax before the cast.
+  const bool current = p.fp8 == Fp8Recipe::tensorwise;
+  if (lib == Fp8Library::transformer_engine) {
+    // Transformer Engine 1.x (module/linear.py, layernorm_linear.py,
+    // layernorm_mlp.py): the norms write FC1's and QKV's inputs in FP8 and
+    // the activation FC2's (no pass of their own); the projection's input,
+    // the attention output, is cast and transposed in one kernel (read eb,
+    // write 2). Backward: the gradients of QKV's, the projection's and FC2's
+    // outputs are cast and transposed (FC1's inside the dGeLU kernel), and
+    // the saved FP8 inputs the norms and the activation wrote are transposed
+    // for wgrad (fp8_transpose: 1 + 1 bytes). The weights' casts run once a
+    // step (fp8_weight_cast_bytes).
+    f.fwd_bytes = (eb + 2.0) * input(g.proj);
+    f.fwd_kernels = 1;
+    f.bwd_bytes = (eb + 2.0) * (grad_out(g.qkv) + grad_out(g.proj) + grad_out(g.fc2)) +
+                  2.0 * (input(g.qkv) + input(g.fc1) + input(g.fc2));
+    f.bwd_kernels = 6;
+  } else {
+    // torchao's Float8Linear: each input and weight cast to FP8 in forward
+    // (read eb, write 1); backward casts the output gradient both ways for
+    // dgrad and wgrad (read eb, write 2), and casts the saved 16-bit input
+    // and the weight again, transposed (eb + 1 each).
+    const double weights = g.qkv.k * g.qkv.n + g.proj.k * g.proj.n + g.fc1.k * g.fc1.n + g.fc2.k * g.fc2.n;
+    f.fwd_bytes = (eb + 1.0) * (inputs + weights);
+    f.fwd_kernels = 8;
+    f.bwd_bytes = (eb + 2.0) * grads + (eb + 1.0) * (inputs + weights);
+    f.bwd_kernels = 12;
+    if (current) {
+      f.fwd_bytes += eb * (inputs + weights);
+      f.bwd_bytes += eb * (grads + inputs + weights);
+      f.fwd_kernels += 8;
+      f.bwd_kernels += 12;
+    }
+    return f;
+  }
+  if (current) {
+    f.fwd_bytes += eb * inputs;
+    f.bwd_bytes += eb * grads;
+    f.fwd_kernels += 4;
+    f.bwd_kernels += 4;
+  }
+  return f;
+}
+
+double fp8_weight_cast_bytes(const Transformer& m, const Plan& p, Fp8Library lib) {
+  if (p.fp8 == Fp8Recipe::none || lib != Fp8Library::transformer_engine) return 0;
+  // Transformer Engine refreshes each weight's FP8 copy and its transpose at
+  // the step's first micro-batch (is_first_microbatch, one fused
+  // cast-transpose: read eb, write 2), on the most loaded stage's layers;
+  // current scaling reads the weight once more for its amax.
+  const LinearGemms g = layer_linear_gemms(m, p);
+  const double weights = g.qkv.k * g.qkv.n + g.proj.k * g.proj.n + g.fc1.k * g.fc1.n + g.fc2.k * g.fc2.n;
+  const double eb = bytes_of(storage_precision(p));
+  return (eb + 2.0 + (p.fp8 == Fp8Recipe::tensorwise ? eb : 0.0)) * weights * max_stage_layers(p, m.layers);
+}
+
 // Ring attention of context parallelism (cp > 1): sets lc's forward attention
 // time and ring fields, returns the backward attention compute time.
 //
@@ -402,7 +487,9 @@ void gpu_layer_compute(const LayerParts& in, LayerCost& lc) {
   const double elem_fwd_bytes =
       (2.0 * norm_bytes + 2.0 * bda_bytes + act_bytes + rope_bytes + unfused_bias_bytes(m, p, x, eb)) *
       hw.engine.elementwise_traffic;
-  lc.fwd_elementwise_s = memory_bound_time(elem_fwd_bytes, gpu, hw, elem_kernels);
+  // FP8 casts (plan.fp8): fused kernels of their own, at the fused traffic.
+  const Fp8CastTraffic casts = fp8_cast_traffic(p, in.g.linear(), hw.engine.fp8);
+  lc.fwd_elementwise_s = memory_bound_time(elem_fwd_bytes + casts.fwd_bytes, gpu, hw, elem_kernels + casts.fwd_kernels);
   lc.fwd_s = lc.fwd_gemm_s + lc.fwd_attention_s + lc.fwd_elementwise_s;
 
   // Backward: dgrad of every GEMM, both attention GEMM gradients per forward
@@ -415,7 +502,8 @@ void gpu_layer_compute(const LayerParts& in, LayerCost& lc) {
           ? flash_bwd_s
           : 2.0 * (t_qk + t_pv) + memory_bound_time(score_traffic.bwd_bytes, gpu, hw, score_traffic.kernels) +
                 eager_bwd_s + fallback_bwd_s;
-  const double bwd_elem = memory_bound_time(2.0 * elem_fwd_bytes, gpu, hw, elem_kernels);
+  const double bwd_elem =
+      memory_bound_time(2.0 * elem_fwd_bytes + casts.bwd_bytes, gpu, hw, elem_kernels + casts.bwd_kernels);
   lc.bwd_input_s = bwd_dgrad + bwd_attention + bwd_elem;
   lc.bwd_weight_s = in.g.wgrad_s();
   lc.bwd_s = lc.bwd_input_s + lc.bwd_weight_s;
@@ -465,10 +553,17 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
     g.qk = GemmShape{blk, blk, x.d, g.heads_local * blocks};
     g.pv = GemmShape{blk, x.d, blk, g.heads_local * blocks};
   }
-  g.t_qkv = linear_times(g.qkv, prec, gpu, hw);
-  g.t_proj = linear_times(g.proj, prec, gpu, hw);
-  g.t_fc1 = linear_times(g.fc1, prec, gpu, hw);
-  g.t_fc2 = linear_times(g.fc2, prec, gpu, hw);
+  // The four linear layers' GEMMs: FP8 tensor cores with plan.fp8 (the
+  // attention core and the LM head stay 16-bit, as in Megatron-Core, whose
+  // output layer is not a Transformer Engine module, and torchtitan, whose
+  // float8 recipes filter "output").
+  auto linear = [&](const GemmShape& s) {
+    return p.fp8 != Fp8Recipe::none ? fp8_linear_times(s, prec, gpu, hw) : linear_times(s, prec, gpu, hw);
+  };
+  g.t_qkv = linear(g.qkv);
+  g.t_proj = linear(g.proj);
+  g.t_fc1 = linear(g.fc1);
+  g.t_fc2 = linear(g.fc2);
   // The standard attention core's products (fp32 in ztune's executor).
   const Precision attention = attention_precision(p, hw.engine);
   g.t_qk = gemm_time(g.qk, attention, gpu, hw, true);
@@ -500,7 +595,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
           const GemmShape wk{x.tokens, x.kvd / x.t, x.h};
           const bool gated = m.activation == Activation::swiglu;
           const GemmShape mlp = gated ? GemmShape{x.tokens, x.f_in / (2.0 * x.t), x.h} : g.fc2;
-          lc.recompute_s = linear_times(wk, prec, gpu, hw).fwd + g.t_proj.fwd + linear_times(mlp, prec, gpu, hw).fwd +
+          lc.recompute_s = linear(wk).fwd + g.t_proj.fwd + linear(mlp).fwd +
                            lc.fwd_elementwise_s;
           lc.recompute_flops = wk.flops() + g.proj.flops() + mlp.flops();
           break;
@@ -553,8 +648,11 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   const double fallback_ops = softmax_fallback ? kFallbackOps : 0.0;
   // Unfused bias kernels: each its own op forward, and its own backward op.
   const double bias_ops = bias_kernels;
-  lc.host_fwd_s = (kHostOpsForward + fallback_ops + bias_ops) * hw.engine.host_op_s;
-  lc.host_bwd_s = (2.0 * kHostOpsForward + fallback_ops + bias_ops) * hw.engine.host_op_s;
+  // FP8 casts: each its own op (Transformer Engine's cast_transpose calls,
+  // torchao's scale and cast).
+  const Fp8CastTraffic casts = fp8_cast_traffic(p, lin, hw.engine.fp8);
+  lc.host_fwd_s = (kHostOpsForward + fallback_ops + bias_ops + casts.fwd_kernels) * hw.engine.host_op_s;
+  lc.host_bwd_s = (2.0 * kHostOpsForward + fallback_ops + bias_ops + casts.bwd_kernels) * hw.engine.host_op_s;
   // Ops the backward issues again per layer: the policies other than the
   // attention core's recompute their GEMMs (3 or 2) and the elementwise
   // kernels instead of (alternate_mm) or beside (mlp_in) the core; the
@@ -562,7 +660,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   auto recompute_ops = [&]() -> double {
     switch (p.recompute) {
       case Recompute::none: return 0.0;
-      case Recompute::full: return kHostOpsForward + bias_ops;
+      case Recompute::full: return kHostOpsForward + bias_ops + casts.fwd_kernels;
       case Recompute::selective: break;
     }
     switch (p.recompute_policy) {
@@ -718,6 +816,7 @@ LayerCostKey layer_cost_key(const Plan& p) {
   k.sequence_parallel = p.sequence_parallel;
   k.tp_comm_overlap = p.tp_comm_overlap;
   k.partition_activations = p.partition_activations;
+  k.fp8 = p.fp8;
   return k;
 }
 

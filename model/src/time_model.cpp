@@ -429,7 +429,11 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
 
   for (double v : parts) tp.iteration_s += v;
   const double gpus = p.gpus();
-  const double peak = c.node.gpu.peak_flops(p.precision);
+  // An FP8 plan's utilization is against the FP8 peak, as NVIDIA reports its
+  // FP8 runs (dgxc-benchmarking: "The peak theoretical throughput for H100
+  // FP8 is 1979 TFLOPS"), though only its linear GEMMs run in FP8.
+  const double peak =
+      p.fp8 != Fp8Recipe::none ? c.node.gpu.peak_tflops_fp8 * 1e12 : c.node.gpu.peak_flops(p.precision);
   tp.model_flops = model_flops_per_iteration(m, static_cast<double>(p.global_batch), attention_density(m, p));
   tp.hardware_flops = hardware_flops_per_iteration(m, p);
   if (tp.iteration_s > 0) {

@@ -149,9 +149,16 @@ TEST_CASE("cluster: an unknown field is rejected with the fields that are allowe
                       "c.json: $.node.gpu.tdp_w: unknown field (expected only: hbm_bandwidth_gbps, memory_gb, name, "
                       "peak_tflops)");
   doc = cluster_doc();
-  doc["node"]["gpu"]["peak_tflops"]["fp8"] = 1979;
+  doc["node"]["gpu"]["peak_tflops"]["int8"] = 3958;
   REQUIRE_THROWS_WITH(ztune::cluster_from_json(doc, "c.json"),
-                      "c.json: $.node.gpu.peak_tflops.fp8: unknown field (expected only: bf16, fp16, fp32)");
+                      "c.json: $.node.gpu.peak_tflops.int8: unknown field (expected only: bf16, fp16, fp32, fp8)");
+  // fp8 is a peak of its own (plan.fp8's GEMMs), optional, 0 or a rate.
+  doc = cluster_doc();
+  doc["node"]["gpu"]["peak_tflops"]["fp8"] = 1978.9;
+  CHECK(ztune::cluster_from_json(doc, "c.json").node.gpu.peak_tflops_fp8 == 1978.9);
+  doc["node"]["gpu"]["peak_tflops"]["fp8"] = -1;
+  REQUIRE_THROWS_WITH(ztune::cluster_from_json(doc, "c.json"),
+                      StartsWith("c.json: $.node.gpu.peak_tflops.fp8: expected"));
   doc = cluster_doc();
   doc["gpus_total"] = 8;
   REQUIRE_THROWS_WITH(ztune::cluster_from_json(doc, "c.json"),

@@ -178,6 +178,16 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
      "only when data parallelism is the whole mesh (parallelize.py: \"DDP has not supported > 1D parallelism\"): "
      "with dp > 1 beside tp, pp or cp > 1 use ZeRO stage 3 (FSDP; under a pipeline gathered once per step), "
      "ZeRO stage 2 without a pipeline, or dp 1"},
+    {"deepspeed: no FP8",
+     "Megatron-DeepSpeed has no FP8 training (its arguments.py has no --fp8 flag; later versions carry Transformer "
+     "Engine's --fp8-e4m3 and --fp8-hybrid commented out): use fp8 \"none\", or export to megatron (Transformer "
+     "Engine) or fsdp (torchtitan's float8)"},
+    {"fsdp: FP8 scales are tensorwise",
+     "torchtitan's float8 converter (torchao's Float8Linear, recipe_name tensorwise) scales each tensor from its own "
+     "amax; it has no delayed scaling: use fp8 \"tensorwise\""},
+    {"ztune: no FP8",
+     "ztune's executor has no FP8 kernels (its GEMMs run on the stored 16-bit or fp32 values): use fp8 \"none\", or "
+     "--engine megatron or fsdp"},
 }};
 
 }  // namespace
@@ -203,6 +213,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.recompute_policy != SelectivePolicy::attention) return EngineRule::zt_recompute_policy;
       if (!p.bias_fusion) return EngineRule::zt_bias_fusion;
       if (p.param_remainders) return EngineRule::zt_optimizer_dtype;
+      if (p.fp8 != Fp8Recipe::none) return EngineRule::zt_fp8;
       return std::nullopt;
     case Engine::deepspeed:
       if (p.pp > 1 && p.zero_stage > 1) return EngineRule::ds_pipeline_zero;
@@ -223,6 +234,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.recompute_policy != SelectivePolicy::attention) return EngineRule::ds_recompute_policy;
       if (p.low_precision_optimizer()) return EngineRule::ds_optimizer_dtype;
       if (p.recompute_num_layers > 0) return EngineRule::ds_block_recompute;
+      if (p.fp8 != Fp8Recipe::none) return EngineRule::ds_fp8;
       return std::nullopt;
     case Engine::megatron:
       if (p.dp_shard > 0) return EngineRule::mg_hybrid_sharding;
@@ -258,6 +270,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.recompute_num_layers > 0) return EngineRule::fs_block_recompute;
       if (p.zero_stage == 0 && p.dp > 1 && (p.tp > 1 || p.pp > 1 || p.cp > 1))
         return EngineRule::fs_ddp_one_dimensional;
+      if (p.fp8 == Fp8Recipe::delayed) return EngineRule::fs_fp8_delayed;
       return std::nullopt;
   }
   return std::nullopt;

@@ -518,6 +518,16 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
   // Transformer Engine's userbuffers overlap (megatron/training/arguments.py;
   // it asserts --sequence-parallel, which check_plan requires too).
   if (p.tp_comm_overlap) a.emplace_back("--tp-comm-overlap");
+  // FP8 linear layers through Transformer Engine (megatron/training/
+  // arguments.py: --fp8-format e4m3|hybrid, --fp8-recipe delayed|tensorwise|
+  // ...): hybrid, E4M3 forward and E5M2 gradients, as ztune prices them. The
+  // delayed recipe's amax history as NVIDIA's launch scripts and NeMo's
+  // recipes set it (1024, max; Megatron-LM's own defaults are 1, most_recent).
+  if (p.fp8 != Fp8Recipe::none) {
+    a.insert(a.end(), {"--fp8-format", "hybrid", "--fp8-recipe", to_string(p.fp8)});
+    if (p.fp8 == Fp8Recipe::delayed)
+      a.insert(a.end(), {"--fp8-amax-history-len", "1024", "--fp8-amax-compute-algo", "max"});
+  }
   if (p.recompute == Recompute::selective) a.insert(a.end(), {"--recompute-granularity", "selective"});
   // Megatron-Core's block method (TransformerBlock._checkpointed_forward):
   // the first N layers of each model chunk.

@@ -122,7 +122,19 @@ std::string torchtitan_config(const PlanFile& pf, const std::string& file) {
   o << "[model]\n";
   o << "name = \"llama3\"\n";
   o << "flavor = " << quoted(flavor ? flavor->name : m.name) << "\n";
-  o << "tokenizer_path = \"./assets/tokenizer/original/tokenizer.model\"\n\n";
+  o << "tokenizer_path = \"./assets/tokenizer/original/tokenizer.model\"\n";
+  // FP8 linear layers: torchao's Float8Linear through torchtitan's float8
+  // converter, with tensorwise scales (the fsdp engine's rule); the output
+  // layer stays bf16, as torchtitan's own configurations filter it and ztune
+  // prices it, and FSDP gathers bf16 weights (no float8 all-gather).
+  if (p.fp8 != Fp8Recipe::none) o << "converters = [\"float8\"]\n";
+  o << "\n";
+  if (p.fp8 != Fp8Recipe::none) {
+    o << "[float8]\n";
+    o << "recipe_name = \"" << to_string(p.fp8) << "\"\n";
+    o << "enable_fsdp_float8_all_gather = false\n";
+    o << "filter_fqns = [\"output\"]\n\n";
+  }
 
   o << "[optimizer]\n";
   o << "name = \"AdamW\"\n";

@@ -206,6 +206,15 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
     throw InputError("--param-remainders: completes an fp32 master from its bf16 parameter; needs bf16 training "
                      "and --master-dtype fp32, and the search's are " + to_string(precisions_.front()) + " and " +
                      to_string(o.master_dtype));
+  // FP8 plans: said once, where no plan of the space could run one.
+  if (o.fp8 != Fp8Recipe::none) {
+    Plan probe;
+    probe.fp8 = o.fp8;
+    probe.precision = precisions_.front();
+    if (const auto why = check_plan(probe, m, c); why && why->starts_with("$.fp8"))
+      throw InputError("--fp8: " + why->substr(std::string_view("$.fp8: ").size()));
+    if (const auto rule = engine_violation(probe, o.engine)) throw InputError("--fp8: " + std::string(engine_rule_text(*rule)));
+  }
   attention_ = attention_kernels(o, m, c, precisions_.front());
   tp_comm_overlap_ = o.engine == Engine::megatron && supports_transformer_engine(c);
   // DeepSpeed's CPU checkpointing, for its full-recomputation plans on GPUs

@@ -96,6 +96,8 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& file) {
       c.node.gpu.peak_tflops_fp16 = rate(peak, "fp16", true);
       c.node.gpu.peak_tflops_bf16 = rate(peak, "bf16", true);
       c.node.gpu.peak_tflops_fp32 = rate(peak, "fp32");
+      // Optional: a GPU without FP8 tensor cores names none (or 0).
+      if (peak.optional_positive("fp8", true)) c.node.gpu.peak_tflops_fp8 = rate(peak, "fp8", true);
       peak.finish();
       if (c.node.gpu.peak_tflops_fp16 == 0 && c.node.gpu.peak_tflops_bf16 == 0 && c.device_kind == DeviceKind::gpu)
         throw peak.error("", "expected a 16-bit peak > 0 (fp16 or bf16) for a GPU, got fp16 0 and bf16 0");
@@ -133,6 +135,8 @@ nlohmann::json cluster_to_json(const Cluster& c) {
     return j;
   };
   const auto& g = c.node.gpu;
+  nlohmann::json peaks{{"fp16", g.peak_tflops_fp16}, {"bf16", g.peak_tflops_bf16}, {"fp32", g.peak_tflops_fp32}};
+  if (g.peak_tflops_fp8 > 0) peaks["fp8"] = g.peak_tflops_fp8;  // written only where the GPU has FP8 units
   return nlohmann::json{
       {"schema", "ztune.cluster/1"},
       {"name", c.name},
@@ -144,7 +148,7 @@ nlohmann::json cluster_to_json(const Cluster& c) {
         {"gpu",
          {{"name", g.name},
           {"memory_gb", g.memory_gb},
-          {"peak_tflops", {{"fp16", g.peak_tflops_fp16}, {"bf16", g.peak_tflops_bf16}, {"fp32", g.peak_tflops_fp32}}},
+          {"peak_tflops", peaks},
           {"hbm_bandwidth_gbps", g.hbm_bandwidth_gbps}}},
         {"host_memory_gb", c.node.host_memory_gb},
         {"cpu_cores", c.node.cpu_cores},

@@ -150,6 +150,9 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   if (p.tp_comm_overlap)
     return "$.plan.communication.tp_comm_overlap: ztune's executor runs its tensor-parallel collectives between its "
            "GEMMs (no userbuffer overlap); set it false (the same sequence-parallel plan trains without it)";
+  if (p.fp8 != Fp8Recipe::none)
+    return "$.plan.fp8: ztune's executor has no FP8 kernels (its GEMMs run on the stored 16-bit or fp32 values); "
+           "expected \"none\" (the same plan trains in " + to_string(p.precision) + ")";
   if (p.sequence_parallel && (static_cast<long>(p.micro_batch) * m.seq_len) % p.tp != 0)
     return "$.plan.sequence_parallel: micro_batch × seq_len = " + s(static_cast<long>(p.micro_batch) * m.seq_len) +
            " rows do not split over tp " + s(p.tp);

@@ -27,6 +27,8 @@ std::optional<SparseLayout> sparse_layout_of(std::string_view n) { return value_
 std::optional<AttentionKernel> attention_kernel_of(std::string_view n) {
   return value_in<AttentionKernel>(kAttentionKernelNames, n);
 }
+std::string to_string(Fp8Recipe r) { return name_in(kFp8RecipeNames, r); }
+std::optional<Fp8Recipe> fp8_recipe_of(std::string_view n) { return value_in<Fp8Recipe>(kFp8RecipeNames, n); }
 std::string to_string(SelectivePolicy sp) { return name_in(kSelectivePolicyNames, sp); }
 std::optional<SelectivePolicy> selective_policy_of(std::string_view n) {
   return value_in<SelectivePolicy>(kSelectivePolicyNames, n);
@@ -82,6 +84,7 @@ std::string Plan::summary() const {
   if (onebit_adam) os << " 1bit-adam";
   if (sparse_attention != SparseLayout::none) os << " sparse:" << to_string(sparse_attention) << "/" << sparse_block;
   if (attention != AttentionKernel::standard) os << " " << to_string(attention);
+  if (fp8 != Fp8Recipe::none) os << " fp8:" << to_string(fp8);
   if (!bias_fusion) os << " unfused-bias";
   if (zeropp) os << " zero++";
   if (!stage_layers.empty()) {
@@ -281,6 +284,8 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   p.attention = *attention_kernel_of(r.optional_choice("attention", kAttentionKernelNames, "standard"));
   // Added with the unfused bias kernels: absent means Megatron's fused ones.
   p.bias_fusion = r.optional_boolean("bias_fusion").value_or(true);
+  // Added with FP8 linear layers: absent means none.
+  p.fp8 = *fp8_recipe_of(r.optional_choice("fp8", kFp8RecipeNames, "none"));
   // Added with ZeRO-R's partitioned activations: absent means not partitioned.
   p.partition_activations = r.optional_boolean("partition_activations").value_or(false);
   // Added with ZeRO-R's CPU checkpointing: absent means checkpoints stay on the GPU.
@@ -363,6 +368,7 @@ nlohmann::json plan_to_json(const Plan& p) {
   if (!p.stage_layers.empty()) j["stage_layers"] = p.stage_layers;
   if (p.partition_activations) j["partition_activations"] = true;
   if (!p.bias_fusion) j["bias_fusion"] = false;
+  if (p.fp8 != Fp8Recipe::none) j["fp8"] = to_string(p.fp8);
   if (p.cpu_checkpointing) j["cpu_checkpointing"] = true;
   if (p.recompute_policy != SelectivePolicy::attention) j["recompute_policy"] = to_string(p.recompute_policy);
   if (p.recompute_num_layers > 0) j["recompute_num_layers"] = p.recompute_num_layers;
@@ -568,6 +574,12 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
     return "$.communication.grad_reduce_dtype: a " + to_string(p.precision) + " plan reduces its gradients in " +
            (p.precision == Precision::fp32 ? std::string("fp32") : "fp32 or " + to_string(p.precision)) +
            " (expected one of those), got \"" + to_string(*p.grad_reduce_dtype) + "\"";
+  // FP8 casts scale the 16-bit activations and weights of an autocast region
+  // and write 16-bit outputs (Transformer Engine's fp8_autocast under
+  // Megatron's --bf16/--fp16; torchao's Float8Linear from bf16).
+  if (p.fp8 != Fp8Recipe::none && p.precision == Precision::fp32)
+    return "$.fp8: FP8 linear layers cast the plan's 16-bit activations and weights; needs precision \"bf16\" or "
+           "\"fp16\", got \"fp32\"";
   // An fp32 plan's parameters are their own master copy. A 16-bit plan's
   // master may be 16-bit of either kind: Apex DistributedFusedAdam's dtype
   // bf16 beside bf16 parameters, or Megatron-Core's --main-params-dtype fp16
@@ -691,6 +703,9 @@ std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const
     return "$.communication.tp_comm_overlap: Transformer Engine's userbuffers overlap runs on Ampere or newer GPUs; " +
            (c.device_kind == DeviceKind::cpu ? std::string("a CPU cluster") : c.node.gpu.name) +
            " has no Transformer Engine (expected tp_comm_overlap false)";
+  if (p.fp8 != Fp8Recipe::none && c.node.gpu.peak_tflops_fp8 == 0)
+    return "$.fp8: " + (c.device_kind == DeviceKind::cpu ? std::string("a CPU cluster") : c.node.gpu.name) +
+           " has no FP8 tensor cores (Ada, Hopper or newer; the cluster file's peak_tflops.fp8); expected fp8 \"none\"";
   if (p.cpu_checkpointing && c.device_kind == DeviceKind::cpu)
     return "$.cpu_checkpointing: offloads activation checkpoints from GPU memory to the host; on a CPU cluster (" +
            c.name + ") they are in host memory already (expected cpu_checkpointing false)";

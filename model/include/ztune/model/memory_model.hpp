@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "ztune/model/prediction.hpp"
+#include "ztune/vocab/engine_profile.hpp"
 #include "ztune/vocab/name_table.hpp"
 
 namespace ztune {
@@ -93,6 +94,19 @@ struct OptimizerDtypes {
 /// (op_costs.hpp bf16_optimizer_runs) both use it. BLOOM-176B ran so (bf16,
 /// ZeRO stage 0, 12 pipeline stages).
 [[nodiscard]] bool deepspeed_runs_bf16_optimizer(Precision precision, int pp, int zero_stage);
+
+/// FP8 linear layers (plan.fp8) under the engine's library `lib`: the bytes
+/// one layer's stored activations shrink by for one micro-batch, and the
+/// bytes of FP8 weight copies a GPU of a stage of `stage_layers` holds. Under
+/// Transformer Engine each linear keeps its input for wgrad in FP8, so the
+/// four linear inputs of Korthikanti's count (QKV's and FC1's 2·s·b·h each,
+/// outside the tensor-parallel region; the projection's 2·s·b·h/t and FC2's
+/// 2·s·b·f/t inside it) take 1 byte an element, and every weight's FP8 copy
+/// and transpose stay cached across the step: 2 bytes a weight. torchao keeps
+/// its 16-bit inputs (no saving) and casts weights at each use (one layer's
+/// copies live). 0 without plan.fp8.
+[[nodiscard]] double fp8_activation_saving(const Transformer& m, const Plan& p, Fp8Library lib);
+[[nodiscard]] double fp8_weight_copy_bytes(const Transformer& m, const Plan& p, Fp8Library lib, double stage_layers);
 
 /// Activation bytes of ONE transformer layer for one micro-batch on one GPU
 /// (Korthikanti et al. 2022, §4, Table 2), 16-bit:

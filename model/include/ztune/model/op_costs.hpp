@@ -52,6 +52,11 @@ struct LinearGemms {
 /// Their shapes for the plan (layer_cost prices them; the memory model sizes
 /// the executor's cast scratch from them).
 [[nodiscard]] LinearGemms layer_linear_gemms(const Transformer& m, const Plan& p);
+/// HBM bytes of the once-a-step FP8 weight casts of one GPU of the most
+/// loaded stage (plan.fp8 under Transformer Engine, which caches the FP8
+/// weights across the step's micro-batches; 0 otherwise): the optimizer
+/// step's time carries them.
+[[nodiscard]] double fp8_weight_cast_bytes(const Transformer& m, const Plan& p, Fp8Library lib);
 /// The head's vocab-parallel logits GEMM, on the positions that predict.
 [[nodiscard]] GemmShape logits_gemm(const Transformer& m, const Plan& p);
 
@@ -232,6 +237,7 @@ struct LayerCostKey {
   bool sequence_parallel = false;
   bool tp_comm_overlap = false;
   bool partition_activations = false;
+  Fp8Recipe fp8 = Fp8Recipe::none;
   bool operator==(const LayerCostKey&) const = default;
 };
 [[nodiscard]] LayerCostKey layer_cost_key(const Plan& p);

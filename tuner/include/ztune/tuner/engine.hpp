@@ -85,6 +85,9 @@ enum class EngineRule : std::uint8_t {
   ds_block_recompute,      // DeepSpeed's activation checkpointing recomputes every layer (no block method)
   fs_block_recompute,      // torchtitan's and FSDP's layer checkpointing has no first-N-of-each-chunk method
   fs_ddp_one_dimensional,  // torchtitan's DDP (ZeRO 0, dp > 1) is data parallelism alone: no TP, PP or CP beside it
+  ds_fp8,                  // Megatron-DeepSpeed has no FP8 training flag
+  fs_fp8_delayed,          // torchao's float8 scales from each tensor's own amax (no delayed scaling)
+  zt_fp8,                  // ztune's executor has no FP8 kernels
   count
 };
 

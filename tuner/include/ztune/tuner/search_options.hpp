@@ -40,6 +40,10 @@ struct SpaceOptions {
   Precision master_dtype = Precision::fp32;
   Precision moments_dtype = Precision::fp32;
   bool param_remainders = false;
+  /// FP8 linear layers in every plan (Plan::fp8; none by default): no FP8 run
+  /// is among the published ones ztune is judged on, so the space tries them
+  /// only when asked, as one pinned recipe.
+  Fp8Recipe fp8 = Fp8Recipe::none;
   int max_micro_batch = 0;            // 0 = no cap (memory decides)
   bool include_onebit_adam = false;   // also search 1-bit Adam (changes convergence: opt-in)
   bool include_zeropp = false;        // also search ZeRO++ (quantized communication: opt-in)

@@ -27,6 +27,10 @@ struct GpuSpec {
   double peak_tflops_bf16 = 0;   // 0 = unsupported (V100)
   double peak_tflops_fp32 = 0;   // non-tensor-core fp32 peak
   double hbm_bandwidth_gbps = 0; // GB/s
+  /// Dense FP8 tensor-core peak (E4M3/E5M2 inputs, fp32 accumulation), TFLOP/s;
+  /// 0 = no FP8 units (before Ada and Hopper). What plan.fp8's GEMMs run at.
+  /// Last, so the brace-initialised specs (name, memory, peaks, HBM) keep their order.
+  double peak_tflops_fp8 = 0;
 
   /// Peak dense FLOP/s for `p`, 0 when the device has no such unit.
   [[nodiscard]] double peak_flops(Precision p) const;

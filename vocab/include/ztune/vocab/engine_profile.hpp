@@ -23,6 +23,23 @@ enum class GatherUnit : unsigned char {
   module,  // FSDP: one all-gather (and one reduce-scatter) per wrapped module, a transformer block
 };
 
+/// The library an engine runs FP8 linear layers with (plan.fp8). What it
+/// keeps differs, not what it computes: every library runs the same FP8
+/// GEMMs (op_costs.cpp fp8_cast_traffic says what each casts).
+enum class Fp8Library : unsigned char {
+  none,                // no FP8 path (Megatron-DeepSpeed, ztune's executor)
+  /// NVIDIA Transformer Engine (Megatron-Core's TE modules): each linear
+  /// saves its FP8 input for wgrad (1 byte an element; LayerNormLinear and
+  /// LayerNormMLP keep the 16-bit norm input and FC1's pre-activation beside
+  /// it), and an FP8 copy of each weight and of its transpose stay cached
+  /// across a step's micro-batches (is_first_microbatch): 2 bytes a weight.
+  transformer_engine,
+  /// torchao's Float8Linear (torchtitan's float8 converter): saves its 16-bit
+  /// input and casts it again in backward; weights cast at each use, nothing
+  /// cached (torchao's float8 README: the same peak memory as bf16).
+  torchao,
+};
+
 struct EngineProfile {
   std::string name;    // "megatron", "deepspeed", "fsdp", "ztune"
   std::string source;  // where the numbers come from
@@ -112,6 +129,9 @@ struct EngineProfile {
   // its one gather. Profile key "zero3_recompute": "regather" or "held"
   // (optional, absent = held).
   bool zero3_recompute_regathers = false;
+  // FP8 linear layers (profile key "fp8": "transformer_engine" or "torchao";
+  // optional, absent = none): see Fp8Library.
+  Fp8Library fp8 = Fp8Library::none;
 };
 
 /// `e` under a graph compiler (torch.compile, XLA): its elementwise traffic is

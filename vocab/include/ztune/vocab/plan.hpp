@@ -82,6 +82,27 @@ inline constexpr const char* kSelectivePolicyNames[] = {"attention", "alternate_
 /// The names attention_kernel_of accepts, in the enum's order.
 inline constexpr const char* kAttentionKernelNames[] = {"standard", "flash", "cudnn", "eager"};
 
+/// FP8 linear layers (Micikevicius et al. 2022, "FP8 Formats for Deep
+/// Learning"): the transformer's four linear GEMMs (QKV, attention
+/// projection, FC1, FC2) run forward, dgrad and wgrad on 8-bit floating-point
+/// inputs (E4M3 activations and weights, E5M2 gradients: Transformer Engine's
+/// "hybrid" format), accumulate in fp32 and write the plan's 16-bit type.
+/// Parameters, gradients, optimizer states, norms, the attention core and the
+/// LM head stay in the plan's precision. Each input is cast with a per-tensor
+/// scale, set
+///   delayed:    from the amax history of earlier steps (Transformer Engine's
+///               DelayedScaling, Megatron-LM --fp8-recipe delayed): the cast
+///               records the tensor's amax as it writes, one pass;
+///   tensorwise: from the tensor's own amax (current scaling: TE's
+///               Float8CurrentScaling, --fp8-recipe tensorwise; torchao's
+///               Float8Linear, torchtitan's float8 converter): an amax pass
+///               before the cast.
+enum class Fp8Recipe : std::uint8_t { none, delayed, tensorwise };
+/// The names of the recipes, in the enum's order: plan files' "fp8" and --fp8.
+inline constexpr const char* kFp8RecipeNames[] = {"none", "delayed", "tensorwise"};
+[[nodiscard]] std::optional<Fp8Recipe> fp8_recipe_of(std::string_view n);
+std::string to_string(Fp8Recipe r);
+
 /// The names of the offload targets, recompute modes, pipeline schedules and
 /// sparse layouts in their enums' order: what plan files, the CLI's flags and
 /// the published runs spell (one table each; issue 22: the CLI and the
@@ -253,6 +274,9 @@ struct Plan {
   /// written only when false.
   bool bias_fusion = true;
   bool zeropp = false;           // ZeRO++: int8 weight gathers, hpZ, int4 gradients
+  /// FP8 linear GEMMs and how their scales are set (Fp8Recipe); none: the
+  /// plan's precision throughout. Plan file: fp8, written only when not none.
+  Fp8Recipe fp8 = Fp8Recipe::none;
   /// Transformer layers on each pipeline stage, first to last: pp entries, each
   /// >= 1, summing to the model's layers. Empty = the balanced partition
   /// (`stage_layer_count`), which is what every plan had before uneven stages.

@@ -1,0 +1,197 @@
+// FP8 linear layers (plan.fp8) in the cost model. Oracles: closed forms worked
+// by hand for a GPT layer (24·s·b·h² GEMM FLOPs; the four linear inputs,
+// output gradients and 12·h² weights of Megatron's split), the GPU's FP8 peak,
+// and the bytes each library's casts and saved tensors move as Transformer
+// Engine 1.x (module/linear.py, layernorm_linear.py, layernorm_mlp.py) and
+// torchao's Float8Linear run them. The profile has one GEMM efficiency at
+// every size and no launch cost, so each time is its FLOPs or bytes over a
+// rate written here; at these shapes (s 2048, h 1024) every FP8 GEMM stays
+// compute-bound at the full HBM rate (the smallest, the projection's 4.3
+// GFLOP, takes 3.6 µs against 2.4 µs for its 7.3 MB).
+#include <catch2/catch.hpp>
+
+#include "cost_model_fixtures.hpp"
+#include "ztune/model/memory_model.hpp"
+#include "ztune/model/op_costs.hpp"
+#include "ztune/model/prediction.hpp"
+#include "ztune/model/time_model.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
+
+using namespace ztune;
+
+namespace {
+
+constexpr double kPeak16 = 1000e12, kPeak8 = 2000e12, kHbm = 3000e9, kHbmEff = 1.0, kGemmEff = 0.6;
+
+// One node of 8 GPUs with FP8 units: round H100-like figures.
+Cluster fp8_node() {
+  Cluster c = test::a100_nodes(1);
+  c.node.gpu = {"FP8-GPU", 80, 1000, 1000, 60, 3000};
+  c.node.gpu.peak_tflops_fp8 = 2000;
+  return c;
+}
+
+HardwareProfile flat_profile(Fp8Library lib) {
+  HardwareProfile hw;
+  hw.name = "test";
+  hw.gemm_efficiency = {{1e15, kGemmEff}, {1, kGemmEff}};
+  hw.attention_gemm_factor = 0.7;
+  hw.memory_bandwidth_efficiency = kHbmEff;
+  hw.kernel_launch_s = 0;
+  hw.engine.host_op_s = 0;
+  hw.intra_node = {0.75, 0, 20e-6};
+  hw.inter_node = {0.9, 0, 20e-6};
+  hw.engine.fp8 = lib;
+  return hw;
+}
+
+// One GPU, one 2048-token sequence, bf16.
+Plan one_gpu(Fp8Recipe r) {
+  Plan p = test::zero_plan(1, 1, 0, 1, 1);
+  p.precision = Precision::bf16;
+  p.attention = AttentionKernel::flash;
+  p.fp8 = r;
+  return p;
+}
+
+constexpr double s = 2048, h = 1024;
+const Transformer kModel = test::gpt(4, 1024, 16, 2048, 51200);
+double hbm_s(double bytes) { return bytes / (kHbm * kHbmEff); }
+
+}  // namespace
+
+TEST_CASE("fp8: the four linear GEMMs run at the FP8 peak, the rest of the layer as before", "[fp8][time]") {
+  const Cluster c = fp8_node();
+  const HardwareProfile hw = flat_profile(Fp8Library::transformer_engine);
+  const LayerCost bf = layer_cost(kModel, one_gpu(Fp8Recipe::none), c, hw);
+  const LayerCost f8 = layer_cost(kModel, one_gpu(Fp8Recipe::delayed), c, hw);
+  // 24·s·b·h² FLOPs: QKV 3h², projection h², FC1 and FC2 4h² each, 2 FLOPs a MAC.
+  const double flops = 2 * s * (3 * h * h + h * h + 4 * h * h + 4 * h * h);
+  CHECK(bf.fwd_gemm_s == Approx(flops / (kPeak16 * kGemmEff)));
+  CHECK(f8.fwd_gemm_s == Approx(flops / (kPeak8 * kGemmEff)));
+  CHECK(f8.bwd_gemm_s == Approx(2 * flops / (kPeak8 * kGemmEff)));  // dgrad and wgrad: FP8 too (TE's default)
+  CHECK(f8.fwd_attention_s == Approx(bf.fwd_attention_s));          // the attention core stays 16-bit
+  CHECK(f8.fwd_flops == Approx(bf.fwd_flops));                      // the same work, counted alike
+  // The LM head's GEMM stays 16-bit (Megatron-Core's output layer is not a TE module).
+  CHECK(edge_cost(kModel, one_gpu(Fp8Recipe::delayed), c, hw).head_gemm_s ==
+        Approx(edge_cost(kModel, one_gpu(Fp8Recipe::none), c, hw).head_gemm_s));
+}
+
+TEST_CASE("fp8: Transformer Engine's casts, delayed and tensorwise", "[fp8][time]") {
+  const Cluster c = fp8_node();
+  const HardwareProfile hw = flat_profile(Fp8Library::transformer_engine);
+  const LayerCost bf = layer_cost(kModel, one_gpu(Fp8Recipe::none), c, hw);
+  const LayerCost dl = layer_cost(kModel, one_gpu(Fp8Recipe::delayed), c, hw);
+  // Forward: the projection's input (s·h) cast and transposed, 2 bytes read, 2 written;
+  // the norms and the activation write the other inputs in FP8 themselves.
+  CHECK(dl.fwd_elementwise_s - bf.fwd_elementwise_s == Approx(hbm_s(4 * s * h)));
+  // Backward: QKV's (3h wide), the projection's and FC2's (h) output gradients
+  // cast and transposed (4 bytes each), FC1's inside dGeLU; the saved FP8
+  // inputs of QKV, FC1 (h) and FC2 (4h) transposed for wgrad (2 bytes each).
+  const double bwd = 4 * s * (3 * h + h + h) + 2 * s * (h + h + 4 * h);
+  CHECK(dl.bwd_elementwise_s - bf.bwd_elementwise_s == Approx(hbm_s(bwd)));
+  // Current scaling reads every cast's 16-bit source once more for its amax:
+  // the inputs (h, h, h, 4h) forward, the output gradients (3h, h, 4h, h) backward.
+  const LayerCost tw = layer_cost(kModel, one_gpu(Fp8Recipe::tensorwise), c, hw);
+  CHECK(tw.fwd_elementwise_s - dl.fwd_elementwise_s == Approx(hbm_s(2 * s * 7 * h)));
+  CHECK(tw.bwd_elementwise_s - dl.bwd_elementwise_s == Approx(hbm_s(2 * s * 9 * h)));
+  // Full recomputation repeats the forward, casts included.
+  Plan full = one_gpu(Fp8Recipe::delayed);
+  full.recompute = Recompute::full;
+  CHECK(layer_cost(kModel, full, c, hw).recompute_s == Approx(dl.fwd_s));
+}
+
+TEST_CASE("fp8: torchao casts every input and weight at each use", "[fp8][time]") {
+  const Cluster c = fp8_node();
+  const HardwareProfile hw = flat_profile(Fp8Library::torchao);
+  const LayerCost bf = layer_cost(kModel, one_gpu(Fp8Recipe::none), c, hw);
+  const LayerCost tw = layer_cost(kModel, one_gpu(Fp8Recipe::tensorwise), c, hw);
+  const double inputs = s * 7 * h, grads = s * 9 * h, weights = 12 * h * h;
+  // Forward: amax (2) and cast (2 + 1) of each input and weight. Backward: amax
+  // and two-layout cast of each output gradient (2 + 2 + 2), amax and cast
+  // again of the saved 16-bit inputs and of the weights (2 + 2 + 1).
+  CHECK(tw.fwd_elementwise_s - bf.fwd_elementwise_s == Approx(hbm_s(5 * (inputs + weights))));
+  CHECK(tw.bwd_elementwise_s - bf.bwd_elementwise_s == Approx(hbm_s(6 * grads + 5 * (inputs + weights))));
+}
+
+TEST_CASE("fp8: Transformer Engine's weight copies, refreshed once a step", "[fp8][time][memory]") {
+  const Cluster c = fp8_node();
+  const HardwareProfile hw = flat_profile(Fp8Library::transformer_engine);
+  const double weights = 4 * 12 * h * h;  // the four layers' linear weights
+  // The optimizer step casts each updated weight to FP8 and its transpose: read 2, write 2.
+  CHECK(optimizer_cost(kModel, one_gpu(Fp8Recipe::delayed), c, hw).gpu_step_s -
+            optimizer_cost(kModel, one_gpu(Fp8Recipe::none), c, hw).gpu_step_s ==
+        Approx(hbm_s(4 * weights)));
+  // torchao casts at each use, in the layers' passes: nothing at the step.
+  const HardwareProfile ao = flat_profile(Fp8Library::torchao);
+  CHECK(optimizer_cost(kModel, one_gpu(Fp8Recipe::tensorwise), c, ao).gpu_step_s ==
+        Approx(optimizer_cost(kModel, one_gpu(Fp8Recipe::none), c, ao).gpu_step_s));
+  // Memory: the cached copies, 1 + 1 bytes a weight, in the workspace line.
+  const MemoryPrediction bf = predict_memory(kModel, one_gpu(Fp8Recipe::none), c, hw);
+  const MemoryPrediction f8 = predict_memory(kModel, one_gpu(Fp8Recipe::delayed), c, hw);
+  CHECK(f8.line(MemLine::workspace) - bf.line(MemLine::workspace) == Approx(2 * weights));
+  // torchao: one layer's copies live at a time.
+  CHECK(predict_memory(kModel, one_gpu(Fp8Recipe::tensorwise), c, ao).line(MemLine::workspace) -
+            predict_memory(kModel, one_gpu(Fp8Recipe::none), c, ao).line(MemLine::workspace) ==
+        Approx(2 * 12 * h * h));
+}
+
+TEST_CASE("fp8: Transformer Engine keeps the linear inputs in FP8", "[fp8][memory]") {
+  const Cluster c = fp8_node();
+  const HardwareProfile hw = flat_profile(Fp8Library::transformer_engine);
+  // Korthikanti's 34·s·b·h holds the four linear inputs as 2 + 2 + 2 + 8
+  // bytes per s·b·h (QKV, projection, FC1, FC2's 4h): in FP8 half of it, 7.
+  const double saving = 4 * 7 * s * h;  // four layers, one micro-batch in flight
+  CHECK(predict_memory(kModel, one_gpu(Fp8Recipe::none), c, hw).line(MemLine::activations) -
+            predict_memory(kModel, one_gpu(Fp8Recipe::delayed), c, hw).line(MemLine::activations) ==
+        Approx(saving));
+  // With tensor parallelism 2 and sequence parallelism every input is split: 7·s·b·h/2.
+  Plan sp = one_gpu(Fp8Recipe::delayed);
+  sp.tp = 2;
+  sp.sequence_parallel = true;
+  Plan sp16 = sp;
+  sp16.fp8 = Fp8Recipe::none;
+  CHECK(predict_memory(kModel, sp16, c, hw).line(MemLine::activations) -
+            predict_memory(kModel, sp, c, hw).line(MemLine::activations) ==
+        Approx(saving / 2));
+  // Full recomputation keeps only each layer's input: only the layer being
+  // recomputed (its whole activations) is smaller.
+  Plan full = one_gpu(Fp8Recipe::delayed);
+  full.recompute = Recompute::full;
+  Plan full16 = full;
+  full16.fp8 = Fp8Recipe::none;
+  CHECK(predict_memory(kModel, full16, c, hw).line(MemLine::activations) -
+            predict_memory(kModel, full, c, hw).line(MemLine::activations) ==
+        Approx(7 * s * h));
+  // torchao keeps its 16-bit inputs.
+  const HardwareProfile ao = flat_profile(Fp8Library::torchao);
+  CHECK(predict_memory(kModel, one_gpu(Fp8Recipe::tensorwise), c, ao).line(MemLine::activations) ==
+        Approx(predict_memory(kModel, one_gpu(Fp8Recipe::none), c, ao).line(MemLine::activations)));
+}
+
+TEST_CASE("fp8: utilization is against the FP8 peak", "[fp8][time]") {
+  const Cluster c = fp8_node();
+  const HardwareProfile hw = flat_profile(Fp8Library::transformer_engine);
+  const TimePrediction t = predict_time(kModel, one_gpu(Fp8Recipe::delayed), c, hw);
+  CHECK(t.mfu == Approx(t.model_tflops_per_gpu * 1e12 / kPeak8));
+  const TimePrediction b = predict_time(kModel, one_gpu(Fp8Recipe::none), c, hw);
+  CHECK(b.mfu == Approx(b.model_tflops_per_gpu * 1e12 / kPeak16));
+  CHECK(t.iteration_s < b.iteration_s);
+}
+
+TEST_CASE("fp8: the plan's rules", "[fp8][plan]") {
+  const Cluster c = fp8_node();
+  Plan p = one_gpu(Fp8Recipe::delayed);
+  CHECK_FALSE(check_plan(p, kModel, c));
+  p.precision = Precision::fp32;
+  REQUIRE(check_plan(p, kModel, c));
+  CHECK(check_plan(p, kModel, c)->starts_with("$.fp8: FP8 linear layers cast the plan's 16-bit"));
+  // A GPU without FP8 units (the A100 fixture) refuses it, naming the GPU.
+  p.precision = Precision::bf16;
+  const auto why = check_plan(p, kModel, test::a100_nodes(1));
+  REQUIRE(why);
+  CHECK(why->find("A100-SXM4-80GB has no FP8 tensor cores") != std::string::npos);
+  // The layer-cost memo tells FP8 plans apart.
+  CHECK_FALSE(layer_cost_key(one_gpu(Fp8Recipe::delayed)) == layer_cost_key(one_gpu(Fp8Recipe::none)));
+  CHECK_FALSE(layer_cost_key(one_gpu(Fp8Recipe::delayed)) == layer_cost_key(one_gpu(Fp8Recipe::tensorwise)));
+}
