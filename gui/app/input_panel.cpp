@@ -105,6 +105,13 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
       "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16), those masters kept as the "
       "16 bits their bf16 parameters lack (its default), or bf16 masters and moments (NeMo's optim.dtype bf16). "
       "16-bit states are Megatron-Core's and NeMo's, never offloaded"));
+  fp8_ = new QComboBox;
+  fp8_->addItems({QStringLiteral("none"), QStringLiteral("delayed"), QStringLiteral("tensorwise")});
+  fp8_->setToolTip(QStringLiteral(
+      "FP8 linear layers in every plan (--fp8): none, delayed scaling (Transformer Engine's amax history: "
+      "Megatron-LM --fp8-format hybrid) or tensorwise (each tensor's own amax: torchtitan's float8). Needs a GPU "
+      "with FP8 tensor cores and the megatron or fsdp engine; no published FP8 run is among those ztune is "
+      "fitted and judged on"));
   headroom_ = new QDoubleSpinBox;
   headroom_->setRange(0, 50);
   headroom_->setDecimals(1);
@@ -136,6 +143,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   add_row(form, QStringLiteral("&Attention"), attention_, InputField::attention);
   add_row(form, QStringLiteral("P&recision"), precision_, InputField::precision);
   add_row(form, QStringLiteral("Optimi&zer states"), optimizer_, InputField::optimizer);
+  add_row(form, QStringLiteral("FP&8 linear layers"), fp8_, InputField::fp8);
   add_row(form, QStringLiteral("Memory &headroom"), headroom_, InputField::memory_headroom);
   max_cp_ = new QSpinBox;
   max_cp_->setRange(0, 64);
@@ -189,6 +197,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   connect(attention_, &QComboBox::currentTextChanged, this, later);
   connect(precision_, &QComboBox::currentTextChanged, this, later);
   connect(optimizer_, &QComboBox::currentIndexChanged, this, later);
+  connect(fp8_, &QComboBox::currentTextChanged, this, later);
   connect(max_cp_, &QSpinBox::valueChanged, this, later);
   connect(headroom_, &QDoubleSpinBox::valueChanged, this, later);
 }
@@ -223,6 +232,7 @@ SearchInputs InputPanel::inputs() const {
   in.attention = attention_->currentText();
   in.precision = precision_->currentText();
   in.optimizer = optimizer_->currentData().toString();
+  in.fp8 = fp8_->currentText();
   in.memory_headroom_pct = headroom_->value();
   in.max_cp = max_cp_->value();
   in.objective = objective_->currentText();
@@ -242,6 +252,7 @@ void InputPanel::set_inputs(const SearchInputs& in) {
   precision_->setCurrentText(in.precision);
   // An unknown key (a setting from another version) shows fp32 and leaves the issue to resolve_inputs.
   optimizer_->setCurrentIndex(std::max(0, optimizer_->findData(in.optimizer)));
+  fp8_->setCurrentText(in.fp8);
   headroom_->setValue(in.memory_headroom_pct);
   max_cp_->setValue(in.max_cp);
   objective_->setCurrentText(in.objective);

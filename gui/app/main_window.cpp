@@ -438,6 +438,7 @@ void MainWindow::restore_settings() {
     in.attention = s.value(QStringLiteral("inputs/attention"), in.attention).toString();
     in.precision = s.value(QStringLiteral("inputs/precision"), in.precision).toString();
     in.optimizer = s.value(QStringLiteral("inputs/optimizer"), in.optimizer).toString();
+    in.fp8 = s.value(QStringLiteral("inputs/fp8"), in.fp8).toString();
     in.max_cp = s.value(QStringLiteral("inputs/max_cp"), 0).toInt();
     in.memory_headroom_pct = s.value(QStringLiteral("inputs/memory_headroom_pct"), 0.0).toDouble();
     in.objective = s.value(QStringLiteral("inputs/objective"), in.objective).toString();
@@ -464,6 +465,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     s.setValue(QStringLiteral("inputs/attention"), in.attention);
     s.setValue(QStringLiteral("inputs/precision"), in.precision);
     s.setValue(QStringLiteral("inputs/optimizer"), in.optimizer);
+    s.setValue(QStringLiteral("inputs/fp8"), in.fp8);
     s.setValue(QStringLiteral("inputs/max_cp"), in.max_cp);
     s.setValue(QStringLiteral("inputs/memory_headroom_pct"), in.memory_headroom_pct);
     s.setValue(QStringLiteral("inputs/objective"), in.objective);

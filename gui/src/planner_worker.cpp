@@ -30,6 +30,7 @@ nlohmann::json options_json(const SearchInputs& in, const SearchOptions& o) {
           {"master_dtype", to_string(o.space.master_dtype)},
           {"moments_dtype", to_string(o.space.moments_dtype)},
           {"param_remainders", o.space.param_remainders},
+          {"fp8", to_string(o.space.fp8)},
           {"max_cp", o.space.max_cp},
           {"memory_headroom_pct", 100.0 * o.memory.gpu_headroom},
           {"objective", to_string(o.objective)},

@@ -34,6 +34,7 @@ InputField field_of_message(const QString& message) {
       {"--max-cp", InputField::max_cp}, {"--cp", InputField::max_cp},
       {"--precision", InputField::precision}, {"--master-dtype", InputField::optimizer},
       {"--moments-dtype", InputField::optimizer}, {"--param-remainders", InputField::optimizer},
+      {"--fp8", InputField::fp8},
   };
   for (const auto& f : kFlags)
     if (message.startsWith(QLatin1String(f.prefix))) return f.field;
@@ -98,6 +99,9 @@ InputResolution resolve_inputs(const SearchInputs& in) {
     issue(InputField::optimizer, QStringLiteral("--master-dtype/--moments-dtype: expected one of %1 or %2, got \"%3\"")
                                      .arg(keys.mid(0, keys.size() - 1).join(QStringLiteral(", ")), keys.last(),
                                           in.optimizer));
+  const std::optional<Fp8Recipe> fp8 = fp8_recipe_of(in.fp8.toStdString());
+  if (!fp8)
+    issue(InputField::fp8, QStringLiteral("--fp8: expected none, delayed or tensorwise, got \"%1\"").arg(in.fp8));
   auto objective = objective_from_string(in.objective.toStdString());
   if (!objective)
     issue(InputField::objective,
@@ -131,6 +135,7 @@ InputResolution resolve_inputs(const SearchInputs& in) {
     o.space.moments_dtype = states->moments;
     o.space.param_remainders = states->remainders;
   }
+  if (fp8) o.space.fp8 = *fp8;
   o.memory.gpu_headroom = in.memory_headroom_pct / 100.0;
   o.space.max_cp = std::max(0, in.max_cp);
   if (objective) o.objective = *objective;

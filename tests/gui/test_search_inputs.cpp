@@ -221,3 +221,33 @@ TEST_CASE("the precision and optimizer-state inputs reach the search, refusals a
   in.optimizer = "int8";
   REQUIRE(issue_for(resolve_inputs(in), InputField::optimizer) != nullptr);
 }
+
+TEST_CASE("the FP8 input reaches the search, GPUs and engines without FP8 are marked on its field",
+          "[gui][inputs][fp8]") {
+  SearchInputs in;
+  in.cluster = "dgx-h100";
+  in.model = "llama-7b";
+  in.engine = "megatron";
+  in.fp8 = "delayed";
+  const InputResolution ok = resolve_inputs(in);
+  REQUIRE(ok.ok());
+  CHECK(ok.inputs->options.space.fp8 == ztune::Fp8Recipe::delayed);
+  CHECK(resolve_inputs(SearchInputs{}).inputs->options.space.fp8 == ztune::Fp8Recipe::none);
+  // V100s have no FP8 tensor cores: said on the FP8 field, naming the GPU.
+  in = {};
+  in.fp8 = "delayed";
+  const InputResolution rv = resolve_inputs(in);
+  const InputIssue* v100 = issue_for(rv, InputField::fp8);
+  REQUIRE(v100 != nullptr);
+  CHECK(v100->message.startsWith("--fp8: V100-SXM3-32GB has no FP8 tensor cores"));
+  // DeepSpeed has no FP8 path.
+  in.cluster = "dgx-h100";
+  in.model = "llama-7b";
+  in.engine = "deepspeed";
+  const InputResolution rds = resolve_inputs(in);
+  const InputIssue* ds = issue_for(rds, InputField::fp8);
+  REQUIRE(ds != nullptr);
+  CHECK(ds->message.contains("Megatron-DeepSpeed has no FP8"));
+  in.fp8 = "fp4";
+  REQUIRE(issue_for(resolve_inputs(in), InputField::fp8) != nullptr);
+}

@@ -1242,3 +1242,49 @@ TEST_CASE("torchtitan's DDP is data parallelism alone: ZeRO 0 with dp > 1 beside
   p.zero_stage = 3;
   CHECK_FALSE(engine_violation(p, Engine::fsdp));  // FSDP beside TP
 }
+
+// FP8 linear layers. Oracles: Megatron-LM's megatron/training/arguments.py
+// (--fp8-format {e4m3, hybrid}, --fp8-recipe {tensorwise, delayed, mxfp8,
+// blockwise}, --fp8-amax-history-len, --fp8-amax-compute-algo {most_recent,
+// max}) and torchtitan's JobConfig (model.converters, float8.recipe_name
+// {tensorwise, rowwise, rowwise_with_gw_hp}, filter_fqns,
+// enable_fsdp_float8_all_gather); Megatron-DeepSpeed's arguments.py has no
+// FP8 flag.
+TEST_CASE("FP8 exports as Transformer Engine's flags and torchtitan's float8 converter; DeepSpeed and ztune refuse it",
+          "[tuner][export][fp8]") {
+  using Catch::Matchers::Contains;
+  PlanFile pf = dense_plan_on("dgx-h100", AttentionKernel::cudnn);
+  Plan& p = pf.plan;
+  p.dp = 8;
+  p.fp8 = Fp8Recipe::delayed;
+  const auto mg = megatron_arguments(pf, "plan.json");
+  const std::string joined = [&] {
+    std::string j;
+    for (const auto& a : mg) j += a + " ";
+    return j;
+  }();
+  CHECK_THAT(joined, Contains("--fp8-format hybrid --fp8-recipe delayed --fp8-amax-history-len 1024 "
+                              "--fp8-amax-compute-algo max "));
+  p.fp8 = Fp8Recipe::tensorwise;
+  const auto cs = megatron_arguments(pf, "plan.json");
+  CHECK(std::count(cs.begin(), cs.end(), "--fp8-amax-history-len") == 0);  // a delayed-scaling knob
+  CHECK(std::find(cs.begin(), cs.end(), "tensorwise") != cs.end());
+  p.attention = AttentionKernel::flash;  // (deepspeed refuses cudnn first)
+  CHECK(engine_violation(p, Engine::deepspeed) == EngineRule::ds_fp8);
+  CHECK(engine_violation(p, Engine::ztune) == EngineRule::zt_fp8);
+  CHECK_THROWS_WITH(deepspeed_launch(pf, "ds_config.json", "plan.json"),
+                    Contains("deepspeed cannot run this plan") && Contains("fp8"));
+  // torchtitan: tensorwise only, as its float8 converter; the output layer filtered.
+  p.zero_stage = 3;
+  CHECK_FALSE(engine_violation(p, Engine::fsdp).has_value());
+  pf.model = llama3_8b();
+  const std::string toml = torchtitan_config(pf, "plan.json");
+  CHECK_THAT(toml, Contains("converters = [\"float8\"]\n"));
+  CHECK_THAT(toml, Contains("[float8]\nrecipe_name = \"tensorwise\"\nenable_fsdp_float8_all_gather = false\n"
+                            "filter_fqns = [\"output\"]\n"));
+  p.fp8 = Fp8Recipe::delayed;
+  CHECK(engine_violation(p, Engine::fsdp) == EngineRule::fs_fp8_delayed);
+  CHECK_THROWS_WITH(torchtitan_config(pf, "plan.json"), Contains("use fp8 \"tensorwise\""));
+  p.fp8 = Fp8Recipe::none;
+  CHECK_THAT(torchtitan_config(pf, "plan.json"), !Contains("float8"));
+}

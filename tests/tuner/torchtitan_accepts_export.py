@@ -108,11 +108,20 @@ with tempfile.TemporaryDirectory() as tmp:
         "interleaved-70b": ["--cluster", "dgx-h100x32", "--model", "llama-70b", "--gpus", "32", "--pp", "4", "--tp",
                             "8"],
         "uneven-70b": ["--cluster", "dgx-h100x32", "--model", "llama-70b", "--gpus", "24", "--pp", "3", "--tp", "8"],
+        # FP8 linear layers: torchtitan's float8 converter with tensorwise scales.
+        "float8-70b": ["--cluster", "dgx-h100x32", "--model", "llama-70b", "--fp8", "tensorwise"],
     }
     for name, args in cases.items():
         pf, cfg = exported(tmp, name, args)
         if cfg is not None:
             check_config(name, pf, cfg)
+            if name == "float8-70b":
+                check(pf["plan"].get("fp8") == "tensorwise", "float8-70b: the plan is not FP8")
+                check(cfg["model"].get("converters") == ["float8"], "float8-70b: no float8 converter")
+                check(cfg.get("float8", {}).get("recipe_name") == "tensorwise", "float8-70b: recipe is not tensorwise")
+                check("output" in cfg["float8"].get("filter_fqns", []), "float8-70b: the output layer is converted")
+            elif "float8" in cfg or "converters" in cfg["model"]:
+                check(False, f"{name}: a 16-bit plan exported with float8")
             if name == "hsdp-70b":
                 check(cfg["parallelism"]["data_parallel_shard_degree"] == 8, "hsdp-70b: shard degree is not 8")
     # A model torchtitan's Llama 3 is not: refused, exit 2, naming the field.

@@ -22,7 +22,7 @@
 namespace ztune::gui {
 
 enum class InputField : std::uint8_t {
-  cluster, model, profile, gpus, global_batch, seq, tokens, engine, attention, precision, optimizer, memory_headroom,
+  cluster, model, profile, gpus, global_batch, seq, tokens, engine, attention, precision, optimizer, fp8, memory_headroom,
   max_cp, objective, other
 };
 
@@ -60,6 +60,7 @@ struct SearchInputs {
   QString precision = QStringLiteral("any");    // any | bf16 | fp16 | fp32 (--precision)
   QString optimizer = QStringLiteral("fp32");   // a key of kOptimizerChoices (--master-dtype, --moments-dtype,
                                                 // --param-remainders)
+  QString fp8 = QStringLiteral("none");         // none | delayed | tensorwise: every plan's FP8 linear layers (--fp8)
   double memory_headroom_pct = 0;               // % of each GPU's memory kept free (--memory-headroom)
   int max_cp = 0;                               // largest context-parallel degree (--max-cp); 0 = the search's
                                                 // default (up to 8 from 8k tokens), 1 = none
