@@ -117,6 +117,19 @@ int main(int argc, char** argv) {
     report("Llama 3.1 405B on 512..1024 H100, cp 1, 1 thread", best_of(runs, m, c, hw, o));
   }
   {
+    // FP8 linear layers pinned (--fp8 delayed): the same 405B with the
+    // megatron engine (Transformer Engine), beside the 16-bit space.
+    auto c = ztune::load_cluster("dgx-h100x128");
+    auto m = ztune::load_transformer("llama-405b");
+    auto hw = ztune::with_engine(ztune::default_profile_for(c), "megatron");
+    ztune::SearchOptions o;
+    o.threads = 1;
+    o.space.engine = ztune::Engine::megatron;
+    report("Llama 3.1 405B on 1024 H100, megatron, bf16, 1 thread", best_of(runs, m, c, hw, o));
+    o.space.fp8 = ztune::Fp8Recipe::delayed;
+    report("Llama 3.1 405B on 1024 H100, megatron, fp8 delayed, 1 thread", best_of(runs, m, c, hw, o));
+  }
+  {
     // DeepSpeed-Ulysses in the space: the same 405B (128 heads, 8 KV heads)
     // with the deepspeed engine, Ulysses 1..8 by default from 8k tokens
     // (no cp: DeepSpeed has none); --max-ulysses 1 gives the space without it.

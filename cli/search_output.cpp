@@ -111,7 +111,8 @@ void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector
                     offload_text(p),
                     std::to_string(p.micro_batch) + "×" + std::to_string(p.grad_accum), recompute_text(p),
                     p.pp > 1 ? to_string(p.schedule) : "-", p.sequence_parallel ? "sp" : p.partition_activations ? "pa" : "-", attention_text(p),
-                    to_string(p.precision),
+                    // FP8 linear GEMMs beside the training precision ("bf16+fp8").
+                    to_string(p.precision) + (p.fp8 != Fp8Recipe::none ? "+fp8" : ""),
                     memory, c.timed ? fmt("%.1f", t.model_tflops_per_gpu) : "-",
                     c.timed ? fmt("%.1f%%", 100 * t.mfu) : "-", c.timed ? grouped(t.tokens_per_s) : "-",
                     c.timed ? fmt("%.1f", days_to_train(r.tokens, ranked_tokens_per_s)) : "-"});
