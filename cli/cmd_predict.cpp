@@ -90,6 +90,7 @@ PredictInputs resolve(const PredictFlags& f) {
   if (auto why = engine_model_violation(in.model, engine))
     throw InputError("--engine " + f.engine + " cannot train this model: " + *why);
   in.profile = priced_profile(in.cluster, f.profile, f.engine, f.compile);
+  if (auto why = engine_profile_violation(in.plan, in.profile.engine)) throw InputError("--fp8: " + why->substr(7));
   in.compiled = f.compile;
   in.cluster = with_measured_figures(in.cluster, in.profile);  // a calibrated profile's figures
   in.memory.accounting = accounting_named(f.accounting, engine);
@@ -123,6 +124,17 @@ nlohmann::json features_json(const PredictInputs& in) {
                         {"warmup_wire_bytes", o.warmup_wire_bytes},
                         {"compressed_wire_bytes", o.compressed_wire_bytes},
                         {"error_feedback_bytes", o.error_feedback_bytes}};
+  }
+  if (in.plan.fp8 != Fp8Recipe::none) {
+    // What the FP8 figures rest on: the library, the peak MFU is against, and
+    // the two memory terms it moves (in the activations and workspace lines).
+    const Fp8Library lib = in.profile.engine.fp8;
+    const int layers = max_stage_layers(in.plan, in.model.layers);
+    f["fp8"] = {{"recipe", to_string(in.plan.fp8)},
+                {"library", lib == Fp8Library::transformer_engine ? "transformer_engine" : "torchao"},
+                {"mfu_peak_tflops", in.cluster.node.gpu.peak_tflops_fp8},
+                {"activation_saving_bytes_per_layer", fp8_activation_saving(in.model, in.plan, lib)},
+                {"weight_copy_bytes", fp8_weight_copy_bytes(in.model, in.plan, lib, layers)}};
   }
   return f;
 }

@@ -252,7 +252,8 @@ void InputPanel::set_inputs(const SearchInputs& in) {
   precision_->setCurrentText(in.precision);
   // An unknown key (a setting from another version) shows fp32 and leaves the issue to resolve_inputs.
   optimizer_->setCurrentIndex(std::max(0, optimizer_->findData(in.optimizer)));
-  fp8_->setCurrentText(in.fp8);
+  // An unknown saved recipe (another version's) shows none rather than the last choice.
+  fp8_->setCurrentIndex(std::max(0, fp8_->findText(in.fp8)));
   headroom_->setValue(in.memory_headroom_pct);
   max_cp_->setValue(in.max_cp);
   objective_->setCurrentText(in.objective);

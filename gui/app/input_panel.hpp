@@ -54,8 +54,8 @@ class InputPanel : public QWidget {
   QComboBox* engine_ = nullptr;
   QComboBox* attention_ = nullptr;
   QComboBox* precision_ = nullptr;
-  QComboBox* optimizer_ = nullptr;
-  QComboBox* fp8_ = nullptr;  // kOptimizerChoices: label shown, key as item data
+  QComboBox* optimizer_ = nullptr;  // kOptimizerChoices: label shown, key as item data
+  QComboBox* fp8_ = nullptr;        // none | delayed | tensorwise (kFp8RecipeNames)
   QDoubleSpinBox* headroom_ = nullptr;
   QSpinBox* max_cp_ = nullptr;
   QComboBox* objective_ = nullptr;

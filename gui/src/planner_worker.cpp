@@ -18,7 +18,7 @@ QString q(const std::string& s) { return QString::fromStdString(s); }
 
 /// The options as the results database keeps them (the command line's view of a search).
 nlohmann::json options_json(const SearchInputs& in, const SearchOptions& o) {
-  return {{"source", "ztune-planner"},
+  nlohmann::json j{{"source", "ztune-planner"},
           {"cluster", in.cluster.toStdString()},
           {"model", in.model.toStdString()},
           {"gpus", o.space.gpus},
@@ -30,13 +30,14 @@ nlohmann::json options_json(const SearchInputs& in, const SearchOptions& o) {
           {"master_dtype", to_string(o.space.master_dtype)},
           {"moments_dtype", to_string(o.space.moments_dtype)},
           {"param_remainders", o.space.param_remainders},
-          {"fp8", to_string(o.space.fp8)},
           {"max_cp", o.space.max_cp},
           {"memory_headroom_pct", 100.0 * o.memory.gpu_headroom},
           {"objective", to_string(o.objective)},
           {"tokens", o.tokens},
           {"gpu_hour_price", o.gpu_hour_price},
           {"top", in.top}};
+  if (o.space.fp8 != Fp8Recipe::none) j["fp8"] = to_string(o.space.fp8);  // as `ztune search` stores it
+  return j;
 }
 
 }  // namespace
@@ -80,8 +81,12 @@ void PlannerWorker::search(const SearchInputs& inputs) {
   }
   if (out.result.feasible == 0 && !out.result.interrupted) {
     // A few memory-only searches (more GPUs, relaxed rules): the same hints as the command line's.
-    out.fit_hints =
-        explain_infeasible(out.inputs.model, out.inputs.cluster, out.inputs.profile, out.inputs.options, out.result);
+    try {
+      out.fit_hints =
+          explain_infeasible(out.inputs.model, out.inputs.cluster, out.inputs.profile, out.inputs.options, out.result);
+    } catch (const std::exception& e) {  // a hint's search refused: the result stands, without hints
+      out.db_note = QStringLiteral("no fit hints: ") + q(e.what());
+    }
   }
   out.accuracy = accuracy_for(out.inputs.cluster, to_string(out.inputs.options.space.engine));
   if (!db_path_.isEmpty()) {

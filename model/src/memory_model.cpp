@@ -370,9 +370,14 @@ double fp8_activation_saving(const Transformer& m, const Plan& p, Fp8Library lib
   const double eb = bytes_of(storage_precision(p));
   const double tokens = static_cast<double>(m.seq_len) / p.seq_split() * p.micro_batch;
   const double sp = p.sequence_parallel ? p.tp : 1.0;
-  // QKV's and FC1's inputs outside the tensor-parallel region (÷t with SP),
-  // the projection's (h/t) and FC2's (ffn/t) inside it.
-  return (eb - 1.0) * tokens * (2.0 * m.hidden / sp + (m.hidden + static_cast<double>(m.ffn_hidden)) / p.tp);
+  // QKV's and FC1's inputs outside the tensor-parallel region (÷t with SP)
+  // and FC2's (ffn/t) inside it: kept in FP8 instead of 16 bits. The
+  // projection's input is the attention output: the standard core frees
+  // it, so its FP8 copy saves the same; a fused attention kernel keeps it
+  // for its own backward (flash-attn and cuDNN save q, k, v and out), so
+  // the projection's FP8 copy is a byte more per element.
+  const double proj = (fused_attention(p.attention) ? -1.0 : eb - 1.0) * tokens * m.hidden / p.tp;
+  return (eb - 1.0) * tokens * (2.0 * m.hidden / sp + static_cast<double>(m.ffn_hidden) / p.tp) + proj;
 }
 
 double fp8_weight_copy_bytes(const Transformer& m, const Plan& p, Fp8Library lib, double stage_layers) {

@@ -212,19 +212,21 @@ Fp8CastTraffic fp8_cast_traffic(const Plan& p, const LinearGemms& g, Fp8Library 
   // Current scaling reads each tensor once more for its amax before the cast.
   const bool current = p.fp8 == Fp8Recipe::tensorwise;
   if (lib == Fp8Library::transformer_engine) {
-    // Transformer Engine 1.x (module/linear.py, layernorm_linear.py,
-    // layernorm_mlp.py): the norms write FC1's and QKV's inputs in FP8 and
-    // the activation FC2's (no pass of their own); the projection's input,
-    // the attention output, is cast and transposed in one kernel (read eb,
-    // write 2). Backward: the gradients of QKV's, the projection's and FC2's
-    // outputs are cast and transposed (FC1's inside the dGeLU kernel), and
-    // the saved FP8 inputs the norms and the activation wrote are transposed
-    // for wgrad (fp8_transpose: 1 + 1 bytes). The weights' casts run once a
-    // step (fp8_weight_cast_bytes).
-    f.fwd_bytes = (eb + 2.0) * input(g.proj);
-    f.fwd_kernels = 1;
-    f.bwd_bytes = (eb + 2.0) * (grad_out(g.qkv) + grad_out(g.proj) + grad_out(g.fc2)) +
-                  2.0 * (input(g.qkv) + input(g.fc1) + input(g.fc2));
+    // Transformer Engine 1.x modules as Megatron-Core's layer spec composes
+    // them (gpt_layer_specs: TELayerNormColumnParallelLinear for QKV and FC1,
+    // TERowParallelLinear for the projection and FC2, Megatron's own
+    // activation between FC1 and FC2). The norms write QKV's and FC1's
+    // inputs in FP8 (no pass of their own); a TE Linear casts and
+    // transposes its 16-bit input in one kernel (linear.py
+    // fp8_cast_transpose_fused: read eb, write 2): the projection's, the
+    // attention output, and FC2's, the activation's output. Backward: every
+    // output gradient arrives in 16 bits and is cast and transposed (eb + 2),
+    // and the FP8 inputs the norms wrote are transposed for wgrad
+    // (fp8_transpose: 1 + 1 bytes). The weights' casts run once a step
+    // (fp8_weight_cast_bytes).
+    f.fwd_bytes = (eb + 2.0) * (input(g.proj) + input(g.fc2));
+    f.fwd_kernels = 2;
+    f.bwd_bytes = (eb + 2.0) * grads + 2.0 * (input(g.qkv) + input(g.fc1));
     f.bwd_kernels = 6;
   } else {
     // torchao's Float8Linear: each input and weight cast to FP8 in forward

@@ -147,6 +147,7 @@ std::optional<Cluster> oversubscribed_view(const Plan& p, const Cluster& c) {
   v.node.gpu.peak_tflops_fp32 *= share;
   v.node.gpu.peak_tflops_fp16 *= share;
   v.node.gpu.peak_tflops_bf16 *= share;
+  v.node.gpu.peak_tflops_fp8 *= share;
   v.node.gpu.hbm_bandwidth_gbps *= share;
   v.node.pcie_bandwidth_gbps *= share;
   v.intra_node.bandwidth_gbps *= share;

@@ -83,7 +83,7 @@ TEST_CASE("TP communication overlap on the command line: needs --sequence-parall
 // FP8 from the command line: the GPU and the engine must have it (the
 // messages name the flag, the GPU and the rule), and on H100 the linear GEMMs
 // are faster while the attention core and the memory states are not.
-TEST_CASE("FP8 on the command line: refused without FP8 units or an FP8 engine; faster GEMMs on H100",
+TEST_CASE("FP8 on the command line: refused without FP8 units or an FP8 engine, faster GEMMs on H100",
           "[cli][predict][fp8]") {
   const std::string plan = " --model gpt3-175b --tp 8 --pp 8 --global-batch 256 --micro-batch 1 --zero 1 --json";
   auto r = run_command(ztune_bin() + " predict --cluster dgx-a100-80gbx64" + plan + " --engine megatron --fp8 delayed");
@@ -112,6 +112,18 @@ TEST_CASE("FP8 on the command line: refused without FP8 units or an FP8 engine; 
   REQUIRE(text.exit_code == 0);
   CHECK_THAT(text.out, Contains("fp8:delayed") && Contains("through Transformer Engine") &&
                            Contains("No FP8 run is in ztune's validation set"));
+  // A pinned FP8 search where nothing fits still says what would: the hint
+  // that drops the engine drops FP8 with it (ztune's executor has none).
+  const auto none = run_command(ztune_bin() + " search --cluster dgx-h100 --model llama-70b --engine megatron"
+                                              " --fp8 delayed --no-db");
+  CHECK(none.exit_code == 1);  // nothing fits, as without --fp8
+  CHECK_THAT(none.out, Contains("What would make a plan fit") && Contains("without --engine megatron and --fp8") &&
+                           Contains("more GPUs"));
+  // predict --json says what the FP8 figures rest on.
+  const auto fj = b.at("features").at("fp8");
+  CHECK(fj.at("library") == "transformer_engine");
+  CHECK(fj.at("mfu_peak_tflops").get<double>() == Approx(1978.9));
+  CHECK(fj.at("weight_copy_bytes").get<double>() > 0);
 }
 
 TEST_CASE("CPU checkpointing and the gradient all-reduce on the command line: their rules, named by flag",

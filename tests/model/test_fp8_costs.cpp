@@ -2,8 +2,10 @@
 // by hand for a GPT layer (24·s·b·h² GEMM FLOPs; the four linear inputs,
 // output gradients and 12·h² weights of Megatron's split), the GPU's FP8 peak,
 // and the bytes each library's casts and saved tensors move as Transformer
-// Engine 1.x (module/linear.py, layernorm_linear.py, layernorm_mlp.py) and
-// torchao's Float8Linear run them. The profile has one GEMM efficiency at
+// Engine 1.x's modules (module/linear.py, layernorm_linear.py) run under
+// Megatron-Core's layer spec (TELayerNormColumnParallelLinear for QKV and
+// FC1, TERowParallelLinear for the projection and FC2, Megatron's activation
+// between) and as torchao's Float8Linear runs them. The profile has one GEMM efficiency at
 // every size and no launch cost, so each time is its FLOPs or bytes over a
 // rate written here; at these shapes (s 2048, h 1024) every FP8 GEMM stays
 // compute-bound at the full HBM rate (the smallest, the projection's 4.3
@@ -82,13 +84,14 @@ TEST_CASE("fp8: Transformer Engine's casts, delayed and tensorwise", "[fp8][time
   const HardwareProfile hw = flat_profile(Fp8Library::transformer_engine);
   const LayerCost bf = layer_cost(kModel, one_gpu(Fp8Recipe::none), c, hw);
   const LayerCost dl = layer_cost(kModel, one_gpu(Fp8Recipe::delayed), c, hw);
-  // Forward: the projection's input (s·h) cast and transposed, 2 bytes read, 2 written;
-  // the norms and the activation write the other inputs in FP8 themselves.
-  CHECK(dl.fwd_elementwise_s - bf.fwd_elementwise_s == Approx(hbm_s(4 * s * h)));
-  // Backward: QKV's (3h wide), the projection's and FC2's (h) output gradients
-  // cast and transposed (4 bytes each), FC1's inside dGeLU; the saved FP8
-  // inputs of QKV, FC1 (h) and FC2 (4h) transposed for wgrad (2 bytes each).
-  const double bwd = 4 * s * (3 * h + h + h) + 2 * s * (h + h + 4 * h);
+  // Forward: the projection's input (s·h) and FC2's (s·4h) cast and
+  // transposed, 2 bytes read, 2 written; the norms write QKV's and FC1's inputs
+  // in FP8 themselves.
+  CHECK(dl.fwd_elementwise_s - bf.fwd_elementwise_s == Approx(hbm_s(4 * s * (h + 4 * h))));
+  // Backward: every output gradient, QKV's (3h wide), the projection's (h),
+  // FC1's (4h) and FC2's (h), cast and transposed (4 bytes each); the FP8
+  // inputs the norms wrote, QKV's and FC1's (h), transposed for wgrad (2 bytes each).
+  const double bwd = 4 * s * (3 * h + h + 4 * h + h) + 2 * s * (h + h);
   CHECK(dl.bwd_elementwise_s - bf.bwd_elementwise_s == Approx(hbm_s(bwd)));
   // Current scaling reads every cast's 16-bit source once more for its amax:
   // the inputs (h, h, h, 4h) forward, the output gradients (3h, h, 4h, h) backward.
@@ -140,13 +143,23 @@ TEST_CASE("fp8: Transformer Engine keeps the linear inputs in FP8", "[fp8][memor
   const Cluster c = fp8_node();
   const HardwareProfile hw = flat_profile(Fp8Library::transformer_engine);
   // Korthikanti's 34·s·b·h holds the four linear inputs as 2 + 2 + 2 + 8
-  // bytes per s·b·h (QKV, projection, FC1, FC2's 4h): in FP8 half of it, 7.
+  // bytes per s·b·h (QKV, projection, FC1, FC2's 4h): in FP8 half of it, 7,
+  // with the standard attention core, which frees its output.
+  Plan standard = one_gpu(Fp8Recipe::delayed);
+  standard.attention = AttentionKernel::standard;
+  Plan standard16 = standard;
+  standard16.fp8 = Fp8Recipe::none;
   const double saving = 4 * 7 * s * h;  // four layers, one micro-batch in flight
+  CHECK(predict_memory(kModel, standard16, c, hw).line(MemLine::activations) -
+            predict_memory(kModel, standard, c, hw).line(MemLine::activations) ==
+        Approx(saving));
+  // A flash kernel keeps the attention output (the projection's input) for
+  // its own backward: the FP8 copy is a byte more, 6 − 1 = 5 per s·b·h.
   CHECK(predict_memory(kModel, one_gpu(Fp8Recipe::none), c, hw).line(MemLine::activations) -
             predict_memory(kModel, one_gpu(Fp8Recipe::delayed), c, hw).line(MemLine::activations) ==
-        Approx(saving));
+        Approx(4 * 5 * s * h));
   // With tensor parallelism 2 and sequence parallelism every input is split: 7·s·b·h/2.
-  Plan sp = one_gpu(Fp8Recipe::delayed);
+  Plan sp = standard;
   sp.tp = 2;
   sp.sequence_parallel = true;
   Plan sp16 = sp;
@@ -156,7 +169,7 @@ TEST_CASE("fp8: Transformer Engine keeps the linear inputs in FP8", "[fp8][memor
         Approx(saving / 2));
   // Full recomputation keeps only each layer's input: only the layer being
   // recomputed (its whole activations) is smaller.
-  Plan full = one_gpu(Fp8Recipe::delayed);
+  Plan full = standard;
   full.recompute = Recompute::full;
   Plan full16 = full;
   full16.fp8 = Fp8Recipe::none;
@@ -191,6 +204,27 @@ TEST_CASE("fp8: the plan's rules", "[fp8][plan]") {
   const auto why = check_plan(p, kModel, test::a100_nodes(1));
   REQUIRE(why);
   CHECK(why->find("A100-SXM4-80GB has no FP8 tensor cores") != std::string::npos);
+  // A CPU cluster has no FP8 units, whatever its file says, and that is said
+  // before the fp32 precision such a cluster defaults to.
+  Cluster cpu = c;
+  cpu.device_kind = DeviceKind::cpu;
+  p.precision = Precision::fp32;
+  const auto cpu_why = check_plan(p, kModel, cpu);
+  REQUIRE(cpu_why);
+  CHECK(cpu_why->starts_with("$.fp8: a CPU cluster (test-a100) has no FP8 tensor cores"));
+  p.precision = Precision::bf16;
+  // FP8 GEMMs need weight dimensions that are multiples of 16 on each rank
+  // (Transformer Engine's assert_dim_for_fp8_exec): hidden 1040 = 65 · 16
+  // splits into 520 = 32.5 · 16 over tp 2.
+  const Transformer odd = test::gpt(4, 1040, 16, 2048, 51200);
+  Plan tp2 = one_gpu(Fp8Recipe::delayed);
+  CHECK_FALSE(check_plan(tp2, odd, c));
+  tp2.tp = 2;
+  const auto dims = check_plan(tp2, odd, c);
+  REQUIRE(dims);
+  CHECK(dims->find("the QKV weight is 1040 × 1560 on each of tp 2 ranks") != std::string::npos);
+  tp2.fp8 = Fp8Recipe::none;
+  CHECK_FALSE(check_plan(tp2, odd, c));
   // The layer-cost memo tells FP8 plans apart.
   CHECK_FALSE(layer_cost_key(one_gpu(Fp8Recipe::delayed)) == layer_cost_key(one_gpu(Fp8Recipe::none)));
   CHECK_FALSE(layer_cost_key(one_gpu(Fp8Recipe::delayed)) == layer_cost_key(one_gpu(Fp8Recipe::tensorwise)));

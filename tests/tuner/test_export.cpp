@@ -1250,7 +1250,7 @@ TEST_CASE("torchtitan's DDP is data parallelism alone: ZeRO 0 with dp > 1 beside
 // {tensorwise, rowwise, rowwise_with_gw_hp}, filter_fqns,
 // enable_fsdp_float8_all_gather); Megatron-DeepSpeed's arguments.py has no
 // FP8 flag.
-TEST_CASE("FP8 exports as Transformer Engine's flags and torchtitan's float8 converter; DeepSpeed and ztune refuse it",
+TEST_CASE("FP8 exports as Transformer Engine's flags and torchtitan's float8 converter, DeepSpeed and ztune refuse it",
           "[tuner][export][fp8]") {
   using Catch::Matchers::Contains;
   PlanFile pf = dense_plan_on("dgx-h100", AttentionKernel::cudnn);
@@ -1287,4 +1287,20 @@ TEST_CASE("FP8 exports as Transformer Engine's flags and torchtitan's float8 con
   CHECK_THROWS_WITH(torchtitan_config(pf, "plan.json"), Contains("use fp8 \"tensorwise\""));
   p.fp8 = Fp8Recipe::none;
   CHECK_THAT(torchtitan_config(pf, "plan.json"), !Contains("float8"));
+  // Megatron-FSDP runs FP8 with --fp8-param-gather, which ztune does not model.
+  p.fp8 = Fp8Recipe::delayed;
+  p.zero_stage = 3;
+  CHECK(engine_violation(p, Engine::megatron) == EngineRule::mg_fp8_fsdp);
+  p.zero_stage = 1;
+  CHECK_FALSE(engine_violation(p, Engine::megatron).has_value());
+  // A profile that names no FP8 library cannot price the plan, whatever the engine.
+  EngineProfile bare;
+  bare.name = "custom";
+  REQUIRE(engine_profile_violation(p, bare));
+  CHECK_THAT(*engine_profile_violation(p, bare), StartsWith("$.fp8: the custom engine profile names no FP8 library"));
+  bare.fp8 = Fp8Library::transformer_engine;
+  CHECK_FALSE(engine_profile_violation(p, bare));
+  p.fp8 = Fp8Recipe::none;
+  bare.fp8 = Fp8Library::none;
+  CHECK_FALSE(engine_profile_violation(p, bare));
 }

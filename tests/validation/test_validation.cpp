@@ -528,3 +528,40 @@ TEST_CASE("NeMo's Nemotron-4 340B rows run bf16 optimizer states (optim.dtype bf
   }
   CHECK(rows == 5);
 }
+
+// A row whose precision names FP8 is priced as an FP8 plan: under bf16 unless
+// it says fp16, with the scaling of the source's library (torchao's float8 is
+// tensorwise only) or, for Transformer Engine, delayed unless the row names
+// current scaling. Oracle: the rows' own words and torchtitan's float8
+// recipes (recipe_name tensorwise | rowwise | rowwise_with_gw_hp).
+TEST_CASE("engine runs whose precision names FP8 are priced as FP8 plans of the library's scaling",
+          "[validation][fp8]") {
+  namespace fs = std::filesystem;
+  // validation.json names its clusters as ../clusters/: the copy sits beside a link to them.
+  const fs::path root = fs::temp_directory_path() / "ztune_test_fp8_rows";
+  const fs::path dir = root / "validation";
+  fs::remove_all(root);
+  fs::create_directories(root);
+  fs::copy(std::string(ZTUNE_TEST_DATA_DIR) + "/validation", dir, fs::copy_options::recursive);
+  fs::create_directory_symlink(fs::path(ZTUNE_TEST_DATA_DIR) / "clusters", root / "clusters");
+  nlohmann::json rows = nlohmann::json::parse(std::ifstream(dir / "engine_runs.json"));
+  for (auto& r : rows) {
+    const std::string id = r["id"].get<std::string>();
+    if (id == "torchtitan_202412_llama31_8b_8xh100_fsdp_compile") r["plan"]["precision"] = "FP8";
+    if (id == "dgxc_2411_llama31_8b_bf16_8xh100") r["plan"]["precision"] = "fp8 (Transformer Engine)";
+    if (id == "dgxc_2411_llama31_8b_bf16_16xh100") r["plan"]["precision"] = "FP8-CS";
+  }
+  std::ofstream(dir / "engine_runs.json") << rows.dump(1);
+  const ValidationReport r = run_validation(dir.string());
+  auto detail = [&](const std::string& id) {
+    for (const auto& c : r.cases)
+      if (c.id == id) return c.detail;
+    return std::string();
+  };
+  CHECK_THAT(detail("torchtitan_202412_llama31_8b_8xh100_fsdp_compile"),
+             Catch::Contains(" bf16 ") && Catch::Contains("fp8:tensorwise"));
+  CHECK_THAT(detail("dgxc_2411_llama31_8b_bf16_8xh100"), Catch::Contains(" bf16 ") && Catch::Contains("fp8:delayed"));
+  CHECK_THAT(detail("dgxc_2411_llama31_8b_bf16_16xh100"), Catch::Contains("fp8:tensorwise"));
+  CHECK_THAT(detail("dgxc_2411_llama31_8b_bf16_32xh100"), !Catch::Contains("fp8"));
+  fs::remove_all(root);
+}

@@ -188,6 +188,11 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"ztune: no FP8",
      "ztune's executor has no FP8 kernels (its GEMMs run on the stored 16-bit or fp32 values): use fp8 \"none\", or "
      "--engine megatron or fsdp"},
+    {"megatron: FP8 with Megatron-FSDP not modelled",
+     "Megatron-FSDP (ZeRO-2/3 on the megatron engine) runs FP8 with --fp8-param-gather (FP8 parameters gathered "
+     "in FP8), which ztune does not model; priced as Transformer Engine's weight cache, every layer's unsharded FP8 "
+     "copy would stay on each GPU: use ZeRO-1 (the distributed optimizer), fp8 \"none\", or --engine fsdp "
+     "(torchtitan's float8 with FSDP2)"},
 }};
 
 }  // namespace
@@ -249,6 +254,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.cpu_checkpointing) return EngineRule::mg_cpu_checkpointing;
       if (!p.reduce_scatter) return EngineRule::mg_grad_allreduce;
       if (p.recompute_policy != SelectivePolicy::attention) return EngineRule::mg_recompute_policy;
+      if (p.fp8 != Fp8Recipe::none && p.zero_stage >= 2) return EngineRule::mg_fp8_fsdp;
       return std::nullopt;
     case Engine::fsdp:
       if (p.zero_stage == 1) return EngineRule::fs_zero1;
@@ -283,6 +289,14 @@ bool engine_runs_flash(Engine e, const Transformer& m, const Cluster& c) {
 AttentionKernel preferred_fused_kernel(Engine e, const HardwareProfile& hw) {
   return engine_runs_cudnn(e) && hw.cudnn_attention_factor > hw.attention_gemm_factor ? AttentionKernel::cudnn
                                                                                      : AttentionKernel::flash;
+}
+
+std::optional<std::string> engine_profile_violation(const Plan& p, const EngineProfile& e) {
+  if (p.fp8 != Fp8Recipe::none && e.fp8 == Fp8Library::none)
+    return "$.fp8: the " + e.name + " engine profile names no FP8 library (its \"fp8\" is absent or \"none\"; the "
+           "catalog's megatron profile states \"transformer_engine\", fsdp's \"torchao\"), so it cannot price FP8 "
+           "linear layers; expected fp8 \"none\", or a profile that states its library";
+  return std::nullopt;
 }
 
 std::optional<std::string> engine_model_violation(const Transformer& m, Engine e) {

@@ -285,6 +285,7 @@ std::vector<FitHint> predict_fit_hints(const Transformer& m, const Cluster& c, c
   std::vector<FitHint> hints = plan_fit_hints(m, c, hw, o, plan);
   SearchOptions same = o;
   same.space.global_batch = plan.global_batch;
+  same.space.fp8 = plan.fp8;  // the same kind of plan: FP8 ones beside an FP8 plan
   const BestOnDevices b = best_plan_on(m, c, hw, same, plan.gpus());
   FitHint best;
   best.change = "the search's best plan on these " + std::to_string(plan.gpus()) + " GPUs";
@@ -325,8 +326,9 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     SearchOptions x = o;
     x.space.engine = Engine::ztune;
     x.memory.accounting = state_accounting_of(Engine::ztune);  // its plans run on ztune's executor
+    x.space.fp8 = Fp8Recipe::none;  // which has no FP8 kernels
     auto s = feasibility(m, c, with_engine(hw, to_string(Engine::ztune)), x);
-    hints.push_back({"without --engine " + to_string(o.space.engine),
+    hints.push_back({"without --engine " + to_string(o.space.engine) + (o.space.fp8 != Fp8Recipe::none ? " and --fp8" : ""),
                      std::to_string(s.feasible) + " plans fit" + example(s), s.feasible > 0});
   }
   if (o.space.tp || o.space.pp || o.space.zero_stage || o.space.cp || o.space.dp_shard) {

@@ -258,17 +258,21 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
       p.schedule = Schedule::interleaved;
     }
     p.precision = contains(text(plan, "precision", where + ".plan"), "bf16") ? Precision::bf16 : Precision::fp16;
-    // FP8 linear layers, where the row's precision names them: Transformer
-    // Engine's delayed scaling (NVIDIA's "fp8" recipes), or current scaling
-    // where the row says so ("fp8-cs", "current scaling", torchao's
-    // "tensorwise").
+    // FP8 linear layers, where the row's precision names them ("fp8",
+    // "float8"): under bf16 unless the row says fp16 (NVIDIA's and
+    // torchtitan's FP8 recipes all autocast from bf16). The scaling is the
+    // library's where it has one (torchao's float8: current, tensorwise),
+    // else Transformer Engine's delayed scaling unless the row says current
+    // ("fp8-cs", "current scaling", "tensorwise").
     {
       std::string prec = text(plan, "precision", where + ".plan");
       for (auto& ch : prec) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      if (contains(prec, "fp8") || contains(prec, "float8"))
-        p.fp8 = contains(prec, "fp8-cs") || contains(prec, "current") || contains(prec, "tensorwise")
-                    ? Fp8Recipe::tensorwise
-                    : Fp8Recipe::delayed;
+      if (contains(prec, "fp8") || contains(prec, "float8")) {
+        if (!contains(prec, "fp16")) p.precision = Precision::bf16;
+        const bool current = spec.engine == "fsdp" || contains(prec, "fp8-cs") || contains(prec, "current") ||
+                             contains(prec, "tensorwise");
+        p.fp8 = current ? Fp8Recipe::tensorwise : Fp8Recipe::delayed;
+      }
     }
     p.attention = text(model, "attention", where + ".model") == "flash" ? AttentionKernel::flash : AttentionKernel::standard;
     // Which library ran the flash kernel: the rows record it under

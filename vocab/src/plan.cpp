@@ -580,6 +580,21 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
   if (p.fp8 != Fp8Recipe::none && p.precision == Precision::fp32)
     return "$.fp8: FP8 linear layers cast the plan's 16-bit activations and weights; needs precision \"bf16\" or "
            "\"fp16\", got \"fp32\"";
+  // FP8 GEMMs take operands whose dimensions are multiples of 16
+  // (Transformer Engine's assert_dim_for_fp8_exec; torchao and torchtitan
+  // skip such linears): each weight's shape on one tensor-parallel rank.
+  if (p.fp8 != Fp8Recipe::none) {
+    const long h = m.hidden, t = p.tp, kvd = static_cast<long>(m.kv_heads) * m.head_dim();
+    const long f_in = (m.activation == Activation::swiglu ? 2L : 1L) * m.ffn_hidden;
+    const struct { const char* name; long k, n; } weights[] = {
+        {"QKV", h, (h + 2 * kvd) / t}, {"attention projection", h / t, h}, {"FC1", h, f_in / t},
+        {"FC2", m.ffn_hidden / t, h}};
+    for (const auto& w : weights)
+      if (w.k % 16 != 0 || w.n % 16 != 0)
+        return "$.fp8: FP8 GEMMs need dimensions that are multiples of 16 (Transformer Engine asserts it, torchao "
+               "skips such layers); the " + std::string(w.name) + " weight is " + s(w.k) + " × " + s(w.n) +
+               " on each of tp " + s(p.tp) + " ranks: expected fp8 \"none\", or a tp that keeps them multiples of 16";
+  }
   // An fp32 plan's parameters are their own master copy. A 16-bit plan's
   // master may be 16-bit of either kind: Apex DistributedFusedAdam's dtype
   // bf16 beside bf16 parameters, or Megatron-Core's --main-params-dtype fp16
@@ -691,6 +706,11 @@ std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const
            " needs more devices than the cluster's " + s(c.total_devices()) +
            " (" + s(c.nodes) + " nodes × " + s(c.node.gpus) + "); expected at most " + s(c.total_devices()) +
            " (fewer is allowed: the rest stay idle)";
+  // Said before the plan's own rules: a device without FP8 units is the
+  // cause to name, not the precision the plan defaulted to there.
+  if (p.fp8 != Fp8Recipe::none && (c.device_kind == DeviceKind::cpu || c.node.gpu.peak_tflops_fp8 == 0))
+    return "$.fp8: " + (c.device_kind == DeviceKind::cpu ? "a CPU cluster (" + c.name + ")" : c.node.gpu.name) +
+           " has no FP8 tensor cores (Ada, Hopper or newer; the cluster file's peak_tflops.fp8); expected fp8 \"none\"";
   if (auto why = check_plan_shape(p, m)) return why;
   if ((p.offload_optimizer == OffloadTarget::nvme || p.offload_params == OffloadTarget::nvme) &&
       c.node.nvme_size_tb == 0)
@@ -703,9 +723,6 @@ std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const
     return "$.communication.tp_comm_overlap: Transformer Engine's userbuffers overlap runs on Ampere or newer GPUs; " +
            (c.device_kind == DeviceKind::cpu ? std::string("a CPU cluster") : c.node.gpu.name) +
            " has no Transformer Engine (expected tp_comm_overlap false)";
-  if (p.fp8 != Fp8Recipe::none && c.node.gpu.peak_tflops_fp8 == 0)
-    return "$.fp8: " + (c.device_kind == DeviceKind::cpu ? std::string("a CPU cluster") : c.node.gpu.name) +
-           " has no FP8 tensor cores (Ada, Hopper or newer; the cluster file's peak_tflops.fp8); expected fp8 \"none\"";
   if (p.cpu_checkpointing && c.device_kind == DeviceKind::cpu)
     return "$.cpu_checkpointing: offloads activation checkpoints from GPU memory to the host; on a CPU cluster (" +
            c.name + ") they are in host memory already (expected cpu_checkpointing false)";

@@ -101,10 +101,12 @@ struct OptimizerDtypes {
 /// Transformer Engine each linear keeps its input for wgrad in FP8, so the
 /// four linear inputs of Korthikanti's count (QKV's and FC1's 2·s·b·h each,
 /// outside the tensor-parallel region; the projection's 2·s·b·h/t and FC2's
-/// 2·s·b·f/t inside it) take 1 byte an element, and every weight's FP8 copy
-/// and transpose stay cached across the step: 2 bytes a weight. torchao keeps
-/// its 16-bit inputs (no saving) and casts weights at each use (one layer's
-/// copies live). 0 without plan.fp8.
+/// 2·s·b·f/t inside it) take 1 byte an element, but for the projection's
+/// under a fused attention kernel, which keeps its 16-bit output itself (the
+/// FP8 copy is then a byte more); and every weight's FP8 copy and transpose
+/// stay cached across the step: 2 bytes a weight. torchao (0.9 and later,
+/// matmul_with_hp_or_float8_args) keeps its 16-bit inputs (no saving) and
+/// casts weights at each use (one layer's copies live). 0 without plan.fp8.
 [[nodiscard]] double fp8_activation_saving(const Transformer& m, const Plan& p, Fp8Library lib);
 [[nodiscard]] double fp8_weight_copy_bytes(const Transformer& m, const Plan& p, Fp8Library lib, double stage_layers);
 

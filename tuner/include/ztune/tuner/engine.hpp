@@ -88,6 +88,7 @@ enum class EngineRule : std::uint8_t {
   ds_fp8,                  // Megatron-DeepSpeed has no FP8 training flag
   fs_fp8_delayed,          // torchao's float8 scales from each tensor's own amax (no delayed scaling)
   zt_fp8,                  // ztune's executor has no FP8 kernels
+  mg_fp8_fsdp,             // Megatron-FSDP with FP8 runs --fp8-param-gather, which ztune does not model
   count
 };
 
@@ -108,6 +109,12 @@ bool runs_block_recompute(const Plan& p, Engine e);
 /// Megatron's pretrain_gpt.py (both exported launches use it) has no ALiBi and no
 /// parallel attention + MLP blocks.
 std::optional<std::string> engine_model_violation(const Transformer& m, Engine e);
+
+/// Why the engine profile `e` cannot price plan `p` ("$.fp8: ..."), or
+/// nullopt: an FP8 plan needs a profile that names the library its engine
+/// runs FP8 with (EngineProfile::fp8). The catalog's megatron and fsdp
+/// profiles name theirs; an edited or older profile may not.
+[[nodiscard]] std::optional<std::string> engine_profile_violation(const Plan& p, const EngineProfile& e);
 
 /// Whether engine `e` has a flash attention kernel for `m` on `c`'s devices:
 /// FlashAttention-2 needs Ampere or newer (supports_flash_attention), and

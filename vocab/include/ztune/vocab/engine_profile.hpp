@@ -34,9 +34,10 @@ enum class Fp8Library : unsigned char {
   /// it), and an FP8 copy of each weight and of its transpose stay cached
   /// across a step's micro-batches (is_first_microbatch): 2 bytes a weight.
   transformer_engine,
-  /// torchao's Float8Linear (torchtitan's float8 converter): saves its 16-bit
-  /// input and casts it again in backward; weights cast at each use, nothing
-  /// cached (torchao's float8 README: the same peak memory as bf16).
+  /// torchao's Float8Linear (torchtitan's float8 converter; torchao 0.9 and
+  /// later, matmul_with_hp_or_float8_args): saves its 16-bit input and casts
+  /// it again in backward; weights cast at each use, nothing cached
+  /// (torchao's float8 README: the same peak memory as bf16).
   torchao,
 };
 
