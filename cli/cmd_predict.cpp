@@ -131,6 +131,7 @@ nlohmann::json features_json(const PredictInputs& in) {
     const Fp8Library lib = in.profile.engine.fp8;
     const int layers = max_stage_layers(in.plan, in.model.layers);
     f["fp8"] = {{"recipe", to_string(in.plan.fp8)},
+                {"param_gather", in.plan.fp8_param_gather},
                 {"library", lib == Fp8Library::transformer_engine ? "transformer_engine" : "torchao"},
                 {"mfu_peak_tflops", in.cluster.node.gpu.peak_tflops_fp8},
                 {"activation_saving_bytes_per_layer", fp8_activation_saving(in.model, in.plan, lib)},
@@ -261,8 +262,11 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
                 "MFU against the FP8 peak (NVIDIA's convention). No FP8 run is in ztune's validation set: the error "
                 "band below is the %s cell's (docs/benchmarks.md checks FP8 against published runs outside it)\n",
                 to_string(in.plan.fp8).c_str(),
-                te ? "Transformer Engine (FP8 inputs kept for backward; FP8 weight copies cached, in workspace)"
-                   : "torchao's Float8Linear (16-bit inputs kept; weights cast at each use)",
+                !te                        ? "torchao's Float8Linear (16-bit inputs kept; weights cast at each use)"
+                : in.plan.fp8_param_gather ? "Transformer Engine with FP8 parameters (FP8 inputs kept for backward; the "
+                                             "weights' transposes cached, in workspace; weights gathered in FP8)"
+                                           : "Transformer Engine (FP8 inputs kept for backward; FP8 weight copies "
+                                             "cached, in workspace)",
                 to_string(in.plan.precision).c_str(), to_string(in.plan.precision).c_str());
   }
   if (const std::string note = sequence_note(in.model); !note.empty()) std::printf("%s\n", note.c_str());

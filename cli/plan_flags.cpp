@@ -150,7 +150,7 @@ void PlanFlags::add_to(CLI::App& app) {
                "(DeepSpeed zero_optimization.reduce_scatter false; its ZeRO stage 1 before March 2020)");
   add_grad_reduce_dtype(app, grad_reduce_dtype);
   add_optimizer_dtypes(app, master_dtype, moments_dtype, param_remainders);
-  add_fp8(app, fp8);
+  add_fp8(app, fp8, &fp8_param_gather);
   app.add_option("--virtual-stages", virtual_stages, "Model chunks per stage (interleaved 1F1B)")
       ->check(kWholeCount);
   app.add_option("--schedule", schedule, "Pipeline schedule (default 1f1b, interleaved with --virtual-stages)")
@@ -245,7 +245,7 @@ void add_grad_reduce_dtype(CLI::App& app, std::string& dtype) {
       ->check(CLI::IsMember(names_of(kPrecisionNames)));
 }
 
-void add_fp8(CLI::App& app, std::string& recipe) {
+void add_fp8(CLI::App& app, std::string& recipe, bool* param_gather) {
   app.add_option("--fp8", recipe,
                  "FP8 linear layers: the four linear GEMMs of each layer in FP8 (E4M3 forward, E5M2 gradients), "
                  "scaled delayed (Transformer Engine's amax history; Megatron-LM --fp8-format hybrid --fp8-recipe "
@@ -254,6 +254,10 @@ void add_fp8(CLI::App& app, std::string& recipe) {
                  "precision")
       ->check(CLI::IsMember(names_of(kFp8RecipeNames)))
       ->capture_default_str();
+  if (param_gather)
+    app.add_flag("--fp8-param-gather", *param_gather,
+                 "Keep the linear layers' weights in FP8 and gather them in FP8 (Megatron-LM --fp8-param-gather: no "
+                 "16-bit copy and no separate FP8 cache; needs --fp8, the megatron engine and ZeRO-1)");
 }
 
 void add_optimizer_dtypes(CLI::App& app, std::string& master, std::string& moments, bool& remainders) {
@@ -317,6 +321,7 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   p.moments_dtype = *precision_of(moments_dtype);
   p.param_remainders = param_remainders;
   p.fp8 = *fp8_recipe_of(fp8);  // IsMember admitted only its names
+  p.fp8_param_gather = fp8_param_gather;
   // CLI11's IsMember admitted only the tables' names.
   p.recompute = *recompute_of(recompute);
   p.recompute_policy = *selective_policy_of(recompute_policy);  // CLI::IsMember admitted only its names

@@ -63,7 +63,8 @@ void add_grad_reduce_dtype(CLI::App& app, std::string& dtype);
 void add_optimizer_dtypes(CLI::App& app, std::string& master, std::string& moments, bool& remainders);
 /// --fp8 none|delayed|tensorwise (predict's plan flags and search's pin):
 /// Plan::fp8, the FP8 linear layers' scaling recipe.
-void add_fp8(CLI::App& app, std::string& recipe);
+/// With `param_gather`, --fp8-param-gather too (Plan::fp8_param_gather).
+void add_fp8(CLI::App& app, std::string& recipe, bool* param_gather = nullptr);
 /// "master weights in fp32 (as remainders), moments in bf16": the states those
 /// flags (or a plan's optimizer block) set, as predict and search print them.
 [[nodiscard]] std::string adam_states_text(Precision master, Precision moments, bool remainders);
@@ -89,6 +90,7 @@ struct PlanFlags {
   std::string master_dtype = "fp32", moments_dtype = "fp32";
   bool param_remainders = false;
   std::string fp8 = "none";  // FP8 linear layers' recipe (Fp8Recipe)
+  bool fp8_param_gather = false;
   // Uneven pipeline stages (issue 19): a stated partition, or Megatron-LM's
   // first/last stage sizes with the rest balanced (0 = not given).
   std::vector<int> stage_layers;

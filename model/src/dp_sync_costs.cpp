@@ -46,7 +46,7 @@ DpSyncCost dp_sync_cost(const Transformer& m, const Plan& p, const Cluster& c, c
   if (p.zero_stage == 3 && hw.engine.zero3_gather == GatherUnit::module) d.buckets = zero3_gathers_per_pass(m, p, hw);
   if (p.dp_cp() <= 1) return d;  // the gradients reduce over dp × cp (l.dp)
   const double gbytes = gradient_reduce_bytes(p, hw.engine) * params;  // the engine's reduction dtype
-  const double pbytes = bytes_of(storage_precision(p)) * params;  // parameters as stored
+  const double pbytes = param_gather_bytes_per_param(m, p) * params;  // parameters as gathered
   const double bucket = gbytes / d.buckets;
   const double per_bucket_ar = collective_time(Collective::all_reduce, bucket, l.dp, c, hw);
   const double per_bucket_rs = collective_time(Collective::reduce_scatter, bucket, l.dp, c, hw);

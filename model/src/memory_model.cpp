@@ -382,12 +382,14 @@ double fp8_activation_saving(const Transformer& m, const Plan& p, Fp8Library lib
 
 double fp8_weight_copy_bytes(const Transformer& m, const Plan& p, Fp8Library lib, double stage_layers) {
   if (p.fp8 == Fp8Recipe::none || lib == Fp8Library::none) return 0;
-  const LinearGemms g = layer_linear_gemms(m, p);
-  const double layer = g.qkv.k * g.qkv.n + g.proj.k * g.proj.n + g.fc1.k * g.fc1.n + g.fc2.k * g.fc2.n;
+  const double layer = linear_weight_elements(layer_linear_gemms(m, p));
   // Transformer Engine caches an FP8 copy of every linear weight and of its
-  // transpose across the step (1 + 1 bytes each, the stage's layers);
-  // torchao casts them at each use, one layer's live at a time.
-  return 2.0 * layer * (lib == Fp8Library::transformer_engine ? stage_layers : 1.0);
+  // transpose across the step (1 + 1 bytes each, the stage's layers); with
+  // FP8 parameters (fp8_param_gather) the weight is its own FP8 copy and the
+  // transpose alone is cached. torchao casts them at each use, one layer's
+  // live at a time.
+  if (lib != Fp8Library::transformer_engine) return 2.0 * layer;
+  return (p.fp8_param_gather ? 1.0 : 2.0) * layer * stage_layers;
 }
 
 namespace {
@@ -547,6 +549,11 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   if (p.zero3_held_through_step() && !executor) st.grads += gradient_reduce_bytes(p, hw.engine) * psi;
   // ZeRO++ hpZ: the node-local secondary copy of the 16-bit parameters.
   if (p.zeropp) st.params += zeropp_secondary_bytes(m, p, c);
+  // FP8 parameters (fp8_param_gather): the linear weights' compute copy is
+  // 1 byte (its fp32 main copy stays the optimizer's).
+  if (p.fp8_param_gather && !executor)
+    st.params -= (eb - 1.0) * linear_weight_elements(layer_linear_gemms(m, p)) * layers /
+                 (p.zero_stage >= 3 ? std::max(1, p.shard_group()) : 1);
   sm.gpu[idx(MemLine::params)] = st.params;
   sm.gpu[idx(MemLine::grads)] = st.grads;
   // 1-bit Adam's error feedback (fp32 worker and server errors) is optimizer state.

@@ -233,7 +233,7 @@ Fp8CastTraffic fp8_cast_traffic(const Plan& p, const LinearGemms& g, Fp8Library 
     // (read eb, write 1); backward casts the output gradient both ways for
     // dgrad and wgrad (read eb, write 2), and casts the saved 16-bit input
     // and the weight again, transposed (eb + 1 each).
-    const double weights = g.qkv.k * g.qkv.n + g.proj.k * g.proj.n + g.fc1.k * g.fc1.n + g.fc2.k * g.fc2.n;
+    const double weights = linear_weight_elements(g);
     f.fwd_bytes = (eb + 1.0) * (inputs + weights);
     f.fwd_kernels = 8;
     f.bwd_bytes = (eb + 2.0) * grads + (eb + 1.0) * (inputs + weights);
@@ -255,16 +255,30 @@ Fp8CastTraffic fp8_cast_traffic(const Plan& p, const LinearGemms& g, Fp8Library 
   return f;
 }
 
+double linear_weight_elements(const LinearGemms& g) {
+  return g.qkv.k * g.qkv.n + g.proj.k * g.proj.n + g.fc1.k * g.fc1.n + g.fc2.k * g.fc2.n;
+}
+
+double param_gather_bytes_per_param(const Transformer& m, const Plan& p) {
+  const double eb = bytes_of(storage_precision(p));
+  if (!p.fp8_param_gather) return eb;
+  const double params = stage_params(m, p);
+  const double linear = std::min(params, linear_weight_elements(layer_linear_gemms(m, p)) * max_stage_layers(p, m.layers));
+  return params > 0 ? (eb * (params - linear) + linear) / params : eb;
+}
+
 double fp8_weight_cast_bytes(const Transformer& m, const Plan& p, Fp8Library lib) {
   if (p.fp8 == Fp8Recipe::none || lib != Fp8Library::transformer_engine) return 0;
   // Transformer Engine refreshes each weight's FP8 copy and its transpose at
   // the step's first micro-batch (is_first_microbatch, one fused
   // cast-transpose: read eb, write 2), on the most loaded stage's layers;
-  // current scaling reads the weight once more for its amax.
-  const LinearGemms g = layer_linear_gemms(m, p);
-  const double weights = g.qkv.k * g.qkv.n + g.proj.k * g.proj.n + g.fc1.k * g.fc1.n + g.fc2.k * g.fc2.n;
+  // current scaling reads the weight once more for its amax. With FP8
+  // parameters (fp8_param_gather) the optimizer writes the FP8 weights
+  // itself: the transpose alone is refreshed (read 1, write 1).
+  const double weights = linear_weight_elements(layer_linear_gemms(m, p)) * max_stage_layers(p, m.layers);
+  if (p.fp8_param_gather) return 2.0 * weights;
   const double eb = bytes_of(storage_precision(p));
-  return (eb + 2.0 + (p.fp8 == Fp8Recipe::tensorwise ? eb : 0.0)) * weights * max_stage_layers(p, m.layers);
+  return (eb + 2.0 + (p.fp8 == Fp8Recipe::tensorwise ? eb : 0.0)) * weights;
 }
 
 // Ring attention of context parallelism (cp > 1): sets lc's forward attention

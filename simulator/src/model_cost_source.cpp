@@ -44,8 +44,9 @@ ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Clus
   // MPI_FLOAT buckets) reduce fp32 gradients.
   grad_bytes_ = gradient_reduce_bytes(p, hw.engine);
   // Parameters gathered (ZeRO-1/2's all-gather, ZeRO-3's gathers) and copied
-  // back from the host in the storage precision, as dp_sync_cost counts them.
-  param_bytes_ = bytes_of(storage_precision(p));
+  // back from the host in the storage precision (FP8 linear weights with
+  // fp8_param_gather), as dp_sync_cost counts them.
+  param_bytes_ = param_gather_bytes_per_param(m, p);
   step_overhead_s_ = hw.engine.step_overhead_s;
   layer_.params = m.params_per_layer() / p.tp;
   layer_.regather_share = zero3_backward_regather_share(m, p, hw);

@@ -229,3 +229,33 @@ TEST_CASE("fp8: the plan's rules", "[fp8][plan]") {
   CHECK_FALSE(layer_cost_key(one_gpu(Fp8Recipe::delayed)) == layer_cost_key(one_gpu(Fp8Recipe::none)));
   CHECK_FALSE(layer_cost_key(one_gpu(Fp8Recipe::delayed)) == layer_cost_key(one_gpu(Fp8Recipe::tensorwise)));
 }
+
+// Megatron-LM's --fp8-param-gather (fp8_param_gather): the linear weights'
+// compute copy is FP8 (1 byte, not 2), Transformer Engine caches only its
+// transpose (1 byte, not the 2 of a separate FP8 copy), and the distributed
+// optimizer's parameter all-gather moves those weights in 1 byte.
+TEST_CASE("fp8: FP8 parameters drop the 16-bit weights and the cache's copy, and halve their all-gather",
+          "[fp8][memory][dp]") {
+  const Cluster c = fp8_node();
+  const HardwareProfile hw = flat_profile(Fp8Library::transformer_engine);
+  Plan f8 = test::zero_plan(8, 1, 1, 1, 1);
+  f8.precision = Precision::bf16;
+  f8.attention = AttentionKernel::flash;
+  f8.fp8 = Fp8Recipe::delayed;
+  Plan params = f8;
+  params.fp8_param_gather = true;
+  const double weights = 4 * 12 * h * h;  // the four layers' linear weights
+  const MemoryPrediction a = predict_memory(kModel, f8, c, hw), b = predict_memory(kModel, params, c, hw);
+  CHECK(a.line(MemLine::params) - b.line(MemLine::params) == Approx(weights));
+  CHECK(a.line(MemLine::workspace) - b.line(MemLine::workspace) == Approx(weights));
+  CHECK(a.line(MemLine::optimizer) == Approx(b.line(MemLine::optimizer)));  // the fp32 main weights stay
+  CHECK(dp_sync_cost(kModel, f8, c, hw).bytes_per_step - dp_sync_cost(kModel, params, c, hw).bytes_per_step ==
+        Approx(weights));
+  // The optimizer writes the FP8 weights itself: only the transpose is refreshed (1 + 1 bytes).
+  CHECK(optimizer_cost(kModel, f8, c, hw).gpu_step_s - optimizer_cost(kModel, params, c, hw).gpu_step_s ==
+        Approx(hbm_s(2 * weights)));
+  // It keeps FP8 weights: not without fp8.
+  params.fp8 = Fp8Recipe::none;
+  REQUIRE(check_plan(params, kModel, c));
+  CHECK(check_plan(params, kModel, c)->starts_with("$.fp8_param_gather: keeps the linear layers' weights in FP8"));
+}

@@ -1287,12 +1287,23 @@ TEST_CASE("FP8 exports as Transformer Engine's flags and torchtitan's float8 con
   CHECK_THROWS_WITH(torchtitan_config(pf, "plan.json"), Contains("use fp8 \"tensorwise\""));
   p.fp8 = Fp8Recipe::none;
   CHECK_THAT(torchtitan_config(pf, "plan.json"), !Contains("float8"));
-  // Megatron-FSDP runs FP8 with --fp8-param-gather, which ztune does not model.
+  // FP8 under Megatron-FSDP is not modelled.
   p.fp8 = Fp8Recipe::delayed;
   p.zero_stage = 3;
   CHECK(engine_violation(p, Engine::megatron) == EngineRule::mg_fp8_fsdp);
   p.zero_stage = 1;
   CHECK_FALSE(engine_violation(p, Engine::megatron).has_value());
+  // FP8 parameters: Megatron-LM's --fp8-param-gather, beside the distributed optimizer only.
+  p.fp8_param_gather = true;
+  const auto pg = megatron_arguments(pf, "plan.json");
+  CHECK(std::count(pg.begin(), pg.end(), "--fp8-param-gather") == 1);
+  p.zero_stage = 0;
+  CHECK(engine_violation(p, Engine::megatron) == EngineRule::mg_fp8_param_gather);
+  p.zero_stage = 3;
+  p.fp8 = Fp8Recipe::tensorwise;
+  CHECK(engine_violation(p, Engine::fsdp) == EngineRule::fs_fp8_param_gather);
+  p.fp8_param_gather = false;
+  p.zero_stage = 1;
   // A profile that names no FP8 library cannot price the plan, whatever the engine.
   EngineProfile bare;
   bare.name = "custom";

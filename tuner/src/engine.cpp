@@ -189,10 +189,16 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
      "ztune's executor has no FP8 kernels (its GEMMs run on the stored 16-bit or fp32 values): use fp8 \"none\", or "
      "--engine megatron or fsdp"},
     {"megatron: FP8 with Megatron-FSDP not modelled",
-     "Megatron-FSDP (ZeRO-2/3 on the megatron engine) runs FP8 with --fp8-param-gather (FP8 parameters gathered "
-     "in FP8), which ztune does not model; priced as Transformer Engine's weight cache, every layer's unsharded FP8 "
-     "copy would stay on each GPU: use ZeRO-1 (the distributed optimizer), fp8 \"none\", or --engine fsdp "
+     "ztune does not model FP8 under Megatron-FSDP (ZeRO-2/3 on the megatron engine: its FP8 parameters are "
+     "sharded and gathered per use, where Transformer Engine's cache would keep every layer's unsharded FP8 copy): "
+     "use ZeRO-1 (the distributed optimizer, with fp8_param_gather if wanted), fp8 \"none\", or --engine fsdp "
      "(torchtitan's float8 with FSDP2)"},
+    {"megatron: FP8 parameters need the distributed optimizer",
+     "Megatron-LM's --fp8-param-gather keeps the weights in FP8 beside the distributed optimizer's fp32 main "
+     "weights, which it casts from: needs ZeRO stage 1 (--use-distributed-optimizer)"},
+    {"fsdp: FP8 all-gathers not modelled",
+     "ztune does not model torchtitan's enable_fsdp_float8_all_gather (FSDP2 gathering float8 weights): drop "
+     "fp8_param_gather (torchtitan's float8 then gathers bf16 weights and casts them at each use)"},
 }};
 
 }  // namespace
@@ -255,6 +261,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (!p.reduce_scatter) return EngineRule::mg_grad_allreduce;
       if (p.recompute_policy != SelectivePolicy::attention) return EngineRule::mg_recompute_policy;
       if (p.fp8 != Fp8Recipe::none && p.zero_stage >= 2) return EngineRule::mg_fp8_fsdp;
+      if (p.fp8_param_gather && p.zero_stage != 1) return EngineRule::mg_fp8_param_gather;
       return std::nullopt;
     case Engine::fsdp:
       if (p.zero_stage == 1) return EngineRule::fs_zero1;
@@ -277,6 +284,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.zero_stage == 0 && p.dp > 1 && (p.tp > 1 || p.pp > 1 || p.cp > 1))
         return EngineRule::fs_ddp_one_dimensional;
       if (p.fp8 == Fp8Recipe::delayed) return EngineRule::fs_fp8_delayed;
+      if (p.fp8_param_gather) return EngineRule::fs_fp8_param_gather;
       return std::nullopt;
   }
   return std::nullopt;

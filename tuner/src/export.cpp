@@ -527,6 +527,7 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
     a.insert(a.end(), {"--fp8-format", "hybrid", "--fp8-recipe", to_string(p.fp8)});
     if (p.fp8 == Fp8Recipe::delayed)
       a.insert(a.end(), {"--fp8-amax-history-len", "1024", "--fp8-amax-compute-algo", "max"});
+    if (p.fp8_param_gather) a.emplace_back("--fp8-param-gather");
   }
   if (p.recompute == Recompute::selective) a.insert(a.end(), {"--recompute-granularity", "selective"});
   // Megatron-Core's block method (TransformerBlock._checkpointed_forward):

@@ -84,7 +84,7 @@ std::string Plan::summary() const {
   if (onebit_adam) os << " 1bit-adam";
   if (sparse_attention != SparseLayout::none) os << " sparse:" << to_string(sparse_attention) << "/" << sparse_block;
   if (attention != AttentionKernel::standard) os << " " << to_string(attention);
-  if (fp8 != Fp8Recipe::none) os << " fp8:" << to_string(fp8);
+  if (fp8 != Fp8Recipe::none) os << " fp8:" << to_string(fp8) << (fp8_param_gather ? "+params" : "");
   if (!bias_fusion) os << " unfused-bias";
   if (zeropp) os << " zero++";
   if (!stage_layers.empty()) {
@@ -286,6 +286,7 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   p.bias_fusion = r.optional_boolean("bias_fusion").value_or(true);
   // Added with FP8 linear layers: absent means none.
   p.fp8 = *fp8_recipe_of(r.optional_choice("fp8", kFp8RecipeNames, "none"));
+  p.fp8_param_gather = r.optional_boolean("fp8_param_gather").value_or(false);
   // Added with ZeRO-R's partitioned activations: absent means not partitioned.
   p.partition_activations = r.optional_boolean("partition_activations").value_or(false);
   // Added with ZeRO-R's CPU checkpointing: absent means checkpoints stay on the GPU.
@@ -369,6 +370,7 @@ nlohmann::json plan_to_json(const Plan& p) {
   if (p.partition_activations) j["partition_activations"] = true;
   if (!p.bias_fusion) j["bias_fusion"] = false;
   if (p.fp8 != Fp8Recipe::none) j["fp8"] = to_string(p.fp8);
+  if (p.fp8_param_gather) j["fp8_param_gather"] = true;
   if (p.cpu_checkpointing) j["cpu_checkpointing"] = true;
   if (p.recompute_policy != SelectivePolicy::attention) j["recompute_policy"] = to_string(p.recompute_policy);
   if (p.recompute_num_layers > 0) j["recompute_num_layers"] = p.recompute_num_layers;
@@ -580,6 +582,9 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
   if (p.fp8 != Fp8Recipe::none && p.precision == Precision::fp32)
     return "$.fp8: FP8 linear layers cast the plan's 16-bit activations and weights; needs precision \"bf16\" or "
            "\"fp16\", got \"fp32\"";
+  if (p.fp8_param_gather && p.fp8 == Fp8Recipe::none)
+    return "$.fp8_param_gather: keeps the linear layers' weights in FP8; needs fp8 \"delayed\" or \"tensorwise\", "
+           "got \"none\"";
   // FP8 GEMMs take operands whose dimensions are multiples of 16
   // (Transformer Engine's assert_dim_for_fp8_exec; torchao and torchtitan
   // skip such linears): each weight's shape on one tensor-parallel rank.

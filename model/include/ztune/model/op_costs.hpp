@@ -52,6 +52,13 @@ struct LinearGemms {
 /// Their shapes for the plan (layer_cost prices them; the memory model sizes
 /// the executor's cast scratch from them).
 [[nodiscard]] LinearGemms layer_linear_gemms(const Transformer& m, const Plan& p);
+/// Elements of one layer's four linear weights on one rank (QKV, projection,
+/// FC1, FC2: k × n of each GEMM): what FP8 casts and caches.
+[[nodiscard]] double linear_weight_elements(const LinearGemms& g);
+/// Bytes per parameter the data-parallel parameter all-gathers (and ZeRO-3
+/// gathers) move: the stored type's, but for the linear weights of a plan
+/// with fp8_param_gather, 1 byte (the most loaded stage's mix).
+[[nodiscard]] double param_gather_bytes_per_param(const Transformer& m, const Plan& p);
 /// HBM bytes of the once-a-step FP8 weight casts of one GPU of the most
 /// loaded stage (plan.fp8 under Transformer Engine, which caches the FP8
 /// weights across the step's micro-batches; 0 otherwise): the optimizer

@@ -88,7 +88,9 @@ enum class EngineRule : std::uint8_t {
   ds_fp8,                  // Megatron-DeepSpeed has no FP8 training flag
   fs_fp8_delayed,          // torchao's float8 scales from each tensor's own amax (no delayed scaling)
   zt_fp8,                  // ztune's executor has no FP8 kernels
-  mg_fp8_fsdp,             // Megatron-FSDP with FP8 runs --fp8-param-gather, which ztune does not model
+  mg_fp8_fsdp,             // FP8 under Megatron-FSDP is not modelled
+  mg_fp8_param_gather,     // --fp8-param-gather needs the distributed optimizer (ZeRO-1)
+  fs_fp8_param_gather,     // torchtitan's float8 all-gather is not modelled
   count
 };
 

@@ -277,6 +277,14 @@ struct Plan {
   /// FP8 linear GEMMs and how their scales are set (Fp8Recipe); none: the
   /// plan's precision throughout. Plan file: fp8, written only when not none.
   Fp8Recipe fp8 = Fp8Recipe::none;
+  /// The linear layers' compute weights kept in FP8 and gathered in FP8
+  /// (Megatron-LM --fp8-param-gather: Transformer Engine's fp8_model_init,
+  /// the distributed optimizer's fp32 main weights cast straight to FP8): no
+  /// 16-bit copy of those weights and no separate FP8 cache (their FP8 data
+  /// and cached transpose, 1 + 1 bytes, instead of 2 + 2), and the
+  /// optimizer's parameter all-gather moves them in 1 byte. Needs fp8. Plan
+  /// file: fp8_param_gather, written only when true.
+  bool fp8_param_gather = false;
   /// Transformer layers on each pipeline stage, first to last: pp entries, each
   /// >= 1, summing to the model's layers. Empty = the balanced partition
   /// (`stage_layer_count`), which is what every plan had before uneven stages.
