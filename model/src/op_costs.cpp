@@ -263,7 +263,8 @@ double param_gather_bytes_per_param(const Transformer& m, const Plan& p) {
   const double eb = bytes_of(storage_precision(p));
   if (!p.fp8_param_gather) return eb;
   const double params = stage_params(m, p);
-  const double linear = std::min(params, linear_weight_elements(layer_linear_gemms(m, p)) * max_stage_layers(p, m.layers));
+  const double linear =
+      std::min(params, linear_weight_elements(layer_linear_gemms(m, p)) * max_stage_layers(p, m.layers));
   return params > 0 ? (eb * (params - linear) + linear) / params : eb;
 }
 
