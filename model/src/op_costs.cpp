@@ -716,8 +716,14 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
       // forward: all-gather before QKV and FC1, reduce-scatter after projection
       // and FC2. backward: all-gather of the output gradient (blocking), and,
       // async, the reduce-scatter of the input gradient plus the re-gather of the
-      // input for the weight gradient.
-      const double ag = collective_time(Collective::all_gather, lc.tp_bytes, l.tp, c, hw);
+      // input for the weight gradient. Transformer Engine under delayed FP8
+      // scaling gathers FP8 (layernorm_linear.py, linear.py with sequence
+      // parallelism: the norms' FP8 outputs, the output gradients cast before
+      // their gather, the saved FP8 inputs): 1 byte an element; its
+      // reduce-scatters stay 16-bit.
+      const bool fp8_gathers = p.fp8 == Fp8Recipe::delayed && hw.engine.fp8 == Fp8Library::transformer_engine;
+      const double ag =
+          collective_time(Collective::all_gather, fp8_gathers ? x.tokens * x.h : lc.tp_bytes, l.tp, c, hw);
       const double rs = collective_time(Collective::reduce_scatter, lc.tp_bytes, l.tp, c, hw);
       lc.tp_kind_fwd = Collective::all_gather;
       lc.tp_collectives_fwd = 2 + static_cast<int>(outputs);

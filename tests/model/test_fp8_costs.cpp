@@ -259,3 +259,28 @@ TEST_CASE("fp8: FP8 parameters drop the 16-bit weights and the cache's copy, and
   REQUIRE(check_plan(params, kModel, c));
   CHECK(check_plan(params, kModel, c)->starts_with("$.fp8_param_gather: keeps the linear layers' weights in FP8"));
 }
+
+// Transformer Engine under delayed scaling gathers FP8 with sequence
+// parallelism (the norms' FP8 outputs, the FP8 output gradients, the saved FP8
+// inputs); the reduce-scatters stay 16-bit. Oracle: nccl-tests' ring
+// all-gather worked by hand from the fixture (NVSwitch 300 GB/s at 0.75 busbw,
+// tp 2: each rank moves S/2): half the bytes take half the bandwidth time,
+// the latency terms are the same.
+TEST_CASE("fp8: delayed scaling under Transformer Engine gathers FP8 across tensor-parallel ranks", "[fp8][tp]") {
+  const Cluster c = fp8_node();
+  const HardwareProfile hw = flat_profile(Fp8Library::transformer_engine);
+  Plan p = one_gpu(Fp8Recipe::delayed);
+  p.tp = 2;
+  p.sequence_parallel = true;
+  Plan q = p;
+  q.fp8 = Fp8Recipe::none;
+  const LayerCost f8 = layer_cost(kModel, p, c, hw), bf = layer_cost(kModel, q, c, hw);
+  const double S = s * h * 2;              // s·b·h 16-bit
+  const double saved = (S / 2) / 2 / 225e9;  // per all-gather: half of S/2 at 225 GB/s
+  CHECK(bf.tp_fwd_s - f8.tp_fwd_s == Approx(2 * saved));        // before QKV and FC1
+  CHECK(bf.tp_bwd_s - f8.tp_bwd_s == Approx(2 * saved));        // the output gradients
+  CHECK(bf.tp_bwd_async_s - f8.tp_bwd_async_s == Approx(2 * saved));  // the inputs re-gathered
+  // Current scaling and torchao gather 16-bit.
+  p.fp8 = Fp8Recipe::tensorwise;
+  CHECK(layer_cost(kModel, p, c, hw).tp_fwd_s == Approx(bf.tp_fwd_s));
+}

@@ -165,7 +165,8 @@ struct LayerCost {
   int tp_collectives_fwd = 0;    // collectives issued in forward (all blocking)
   int tp_collectives_bwd = 0;    // in backward (SP: includes the re-all-gather of the input for wgrad)
   int tp_collectives_recompute = 0;
-  double tp_bytes = 0;           // nccl-tests S of each collective (s·b·h elements, 16-bit)
+  double tp_bytes = 0;           // nccl-tests S of each collective (s·b·h elements, 16-bit; the all-gathers
+                                 //   of delayed FP8 under Transformer Engine move s·b·h bytes)
   double tp_fwd_s = 0;           // link time of the forward collectives (on the critical path; with
                                  //   plan.tp_comm_overlap what its GEMMs leave exposed)
   double tp_bwd_s = 0;           // backward collectives on the critical path (SP: gradient all-gathers)
