@@ -109,7 +109,10 @@ QString schedule_label(const Plan& p) {
 QString precision_label(const Plan& p) {
   QString training = QString::fromStdString(to_string(p.precision));
   // FP8 linear GEMMs change the time and the memory: say which scaling.
-  if (p.fp8 != Fp8Recipe::none) training += QStringLiteral(" + FP8 (%1)").arg(QString::fromStdString(to_string(p.fp8)));
+  if (p.fp8 != Fp8Recipe::none)
+    training += QStringLiteral(" + FP8 (%1%2)")
+                    .arg(QString::fromStdString(to_string(p.fp8)),
+                         p.fp8_param_gather ? QStringLiteral(", FP8 parameters") : QString());
   if (!p.low_precision_optimizer()) return training;
   // 16-bit optimizer states change the model states' bytes: say which.
   const QString master =

@@ -551,7 +551,7 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   if (p.zeropp) st.params += zeropp_secondary_bytes(m, p, c);
   // FP8 parameters (fp8_param_gather): the linear weights' compute copy is
   // 1 byte (its fp32 main copy stays the optimizer's).
-  if (p.fp8_param_gather && !executor)
+  if (p.fp8_param_gather && !executor && p.offload_params == OffloadTarget::none)
     st.params -= (eb - 1.0) * linear_weight_elements(layer_linear_gemms(m, p)) * layers /
                  (p.zero_stage >= 3 ? std::max(1, p.shard_group()) : 1);
   sm.gpu[idx(MemLine::params)] = st.params;

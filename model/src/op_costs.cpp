@@ -260,6 +260,10 @@ double linear_weight_elements(const LinearGemms& g) {
 }
 
 double param_gather_bytes_per_param(const Transformer& m, const Plan& p) {
+  // One mix for the plan (the simulator applies it to every stage): the
+  // parameters of stage_params' largest stage against the linear weights of
+  // the stage with the most layers. With uneven stages these can be two
+  // stages: at most one layer's weights apart.
   const double eb = bytes_of(storage_precision(p));
   if (!p.fp8_param_gather) return eb;
   const double params = stage_params(m, p);

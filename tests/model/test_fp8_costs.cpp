@@ -254,6 +254,16 @@ TEST_CASE("fp8: FP8 parameters drop the 16-bit weights and the cache's copy, and
   // The optimizer writes the FP8 weights itself: only the transpose is refreshed (1 + 1 bytes).
   CHECK(optimizer_cost(kModel, f8, c, hw).gpu_step_s - optimizer_cost(kModel, params, c, hw).gpu_step_s ==
         Approx(hbm_s(2 * weights)));
+  // Nor beside master remainders: no bf16 weight is left to complete.
+  params.param_remainders = true;
+  REQUIRE(check_plan(params, kModel, c));
+  CHECK(check_plan(params, kModel, c)->starts_with("$.fp8_param_gather: FP8 weights leave no bf16 weight"));
+  params.param_remainders = false;
+  // Offloaded parameters leave the GPU's params line empty, FP8 or not.
+  Plan off = params;
+  off.zero_stage = 3;
+  off.offload_optimizer = off.offload_params = OffloadTarget::cpu;
+  CHECK(predict_memory(kModel, off, c, hw).line(MemLine::params) == 0);
   // It keeps FP8 weights: not without fp8.
   params.fp8 = Fp8Recipe::none;
   REQUIRE(check_plan(params, kModel, c));

@@ -585,6 +585,11 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
   if (p.fp8_param_gather && p.fp8 == Fp8Recipe::none)
     return "$.fp8_param_gather: keeps the linear layers' weights in FP8; needs fp8 \"delayed\" or \"tensorwise\", "
            "got \"none\"";
+  // A remainder completes an fp32 master from its bf16 weight, which FP8
+  // parameters no longer keep.
+  if (p.fp8_param_gather && p.param_remainders)
+    return "$.fp8_param_gather: FP8 weights leave no bf16 weight for optimizer.param_remainders to complete into "
+           "an fp32 master; expected param_remainders false with fp8_param_gather";
   // FP8 GEMMs take operands whose dimensions are multiples of 16
   // (Transformer Engine's assert_dim_for_fp8_exec; torchao and torchtitan
   // skip such linears): each weight's shape on one tensor-parallel rank.
