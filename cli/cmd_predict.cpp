@@ -90,7 +90,7 @@ PredictInputs resolve(const PredictFlags& f) {
   if (auto why = engine_model_violation(in.model, engine))
     throw InputError("--engine " + f.engine + " cannot train this model: " + *why);
   in.profile = priced_profile(in.cluster, f.profile, f.engine, f.compile);
-  if (auto why = engine_profile_violation(in.plan, in.profile.engine)) throw InputError("--fp8: " + why->substr(7));
+  if (auto why = fp8_library_refusal(in.plan.fp8, in.profile.engine)) throw InputError("--fp8: " + *why);
   in.compiled = f.compile;
   in.cluster = with_measured_figures(in.cluster, in.profile);  // a calibrated profile's figures
   in.memory.accounting = accounting_named(f.accounting, engine);

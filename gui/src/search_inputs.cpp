@@ -149,9 +149,7 @@ InputResolution resolve_inputs(const SearchInputs& in) {
     try {
       const SearchSpace space(r.model, r.cluster, o.space);
       (void)space;
-      Plan probe;
-      probe.fp8 = o.space.fp8;
-      if (auto why = engine_profile_violation(probe, r.profile.engine)) throw InputError("--fp8: " + why->substr(7));
+      if (auto why = fp8_library_refusal(o.space.fp8, r.profile.engine)) throw InputError("--fp8: " + *why);
     } catch (const InputError& e) {
       issue(field_of_message(q(e.what())), q(e.what()));
     }

@@ -51,7 +51,6 @@ struct LayerGemms {
   double t_qk = 0, t_pv = 0;
   double heads_local = 0;  // b·a/(t·u) heads of this rank's attention core
   double density = 1;      // block-sparse attention's share of the score blocks
-  [[nodiscard]] LinearGemms linear() const { return {qkv, proj, fc1, fc2}; }
   /// The four linear layers' forward, dgrad and wgrad times, summed in one
   /// order for both flavours.
   [[nodiscard]] double fwd_s() const { return t_qkv.fwd + t_proj.fwd + t_fc1.fwd + t_fc2.fwd; }
@@ -88,6 +87,7 @@ struct LayerParts : CostInputs {
   const LayerGemms& g;
   int elem_kernels = 5;
   bool softmax_fallback = false;
+  Fp8CastTraffic casts{};  // plan.fp8's casts (fp8_cast_traffic); zero without FP8
 };
 
 /// The compute of one layer as a flavour runs it: lc's forward and backward

@@ -259,6 +259,13 @@ double linear_weight_elements(const LinearGemms& g) {
   return g.qkv.k * g.qkv.n + g.proj.k * g.proj.n + g.fc1.k * g.fc1.n + g.fc2.k * g.fc2.n;
 }
 
+namespace {
+// The linear weights on one rank of the stage with the most layers.
+double most_layers_linear_weights(const Transformer& m, const Plan& p) {
+  return linear_weight_elements(layer_linear_gemms(m, p)) * max_stage_layers(p, m.layers);
+}
+}  // namespace
+
 double param_gather_bytes_per_param(const Transformer& m, const Plan& p) {
   // One mix for the plan (the simulator applies it to every stage): the
   // parameters of stage_params' largest stage against the linear weights of
@@ -267,8 +274,7 @@ double param_gather_bytes_per_param(const Transformer& m, const Plan& p) {
   const double eb = bytes_of(storage_precision(p));
   if (!p.fp8_param_gather) return eb;
   const double params = stage_params(m, p);
-  const double linear =
-      std::min(params, linear_weight_elements(layer_linear_gemms(m, p)) * max_stage_layers(p, m.layers));
+  const double linear = std::min(params, most_layers_linear_weights(m, p));
   return params > 0 ? (eb * (params - linear) + linear) / params : eb;
 }
 
@@ -280,7 +286,7 @@ double fp8_weight_cast_bytes(const Transformer& m, const Plan& p, Fp8Library lib
   // current scaling reads the weight once more for its amax. With FP8
   // parameters (fp8_param_gather) the optimizer writes the FP8 weights
   // itself: the transpose alone is refreshed (read 1, write 1).
-  const double weights = linear_weight_elements(layer_linear_gemms(m, p)) * max_stage_layers(p, m.layers);
+  const double weights = most_layers_linear_weights(m, p);
   if (p.fp8_param_gather) return 2.0 * weights;
   const double eb = bytes_of(storage_precision(p));
   return (eb + 2.0 + (p.fp8 == Fp8Recipe::tensorwise ? eb : 0.0)) * weights;
@@ -509,7 +515,7 @@ void gpu_layer_compute(const LayerParts& in, LayerCost& lc) {
       (2.0 * norm_bytes + 2.0 * bda_bytes + act_bytes + rope_bytes + unfused_bias_bytes(m, p, x, eb)) *
       hw.engine.elementwise_traffic;
   // FP8 casts (plan.fp8): fused kernels of their own, at the fused traffic.
-  const Fp8CastTraffic casts = fp8_cast_traffic(p, in.g.linear(), hw.engine.fp8);
+  const Fp8CastTraffic& casts = in.casts;
   lc.fwd_elementwise_s = memory_bound_time(elem_fwd_bytes + casts.fwd_bytes, gpu, hw, elem_kernels + casts.fwd_kernels);
   lc.fwd_s = lc.fwd_gemm_s + lc.fwd_attention_s + lc.fwd_elementwise_s;
 
@@ -595,7 +601,9 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   const int bias_kernels = unfused_bias_kernels(m, p);  // 0 with Megatron's bias fusions
   const int elem_kernels = (m.position == PositionEmbedding::rotary ? 6 : 5) + bias_kernels;
   const bool softmax_fallback = megatron_softmax_fallback(m, p, hw);
-  const LayerParts parts{{m, p, c, hw, x}, g, elem_kernels, softmax_fallback};
+  // FP8 casts (priced in gpu_layer_compute, dispatched below); none on CPU ranks (check_plan).
+  const Fp8CastTraffic casts = fp8_cast_traffic(p, lin, hw.engine.fp8);
+  const LayerParts parts{{m, p, c, hw, x}, g, elem_kernels, softmax_fallback, casts};
   // The compute flavour, selected once: ztune's CPU executor on CPU ranks,
   // the GPU engines' fused layer elsewhere (cpu_executor_costs.hpp says why).
   (c.device_kind == DeviceKind::cpu ? cpu_layer_compute : gpu_layer_compute)(parts, lc);
@@ -671,7 +679,6 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   const double bias_ops = bias_kernels;
   // FP8 casts: each its own op (Transformer Engine's cast_transpose calls,
   // torchao's scale and cast).
-  const Fp8CastTraffic casts = fp8_cast_traffic(p, lin, hw.engine.fp8);
   lc.host_fwd_s = (kHostOpsForward + fallback_ops + bias_ops + casts.fwd_kernels) * hw.engine.host_op_s;
   lc.host_bwd_s = (2.0 * kHostOpsForward + fallback_ops + bias_ops + casts.bwd_kernels) * hw.engine.host_op_s;
   // Ops the backward issues again per layer: the policies other than the

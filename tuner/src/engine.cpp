@@ -300,8 +300,13 @@ AttentionKernel preferred_fused_kernel(Engine e, const HardwareProfile& hw) {
 }
 
 std::optional<std::string> engine_profile_violation(const Plan& p, const EngineProfile& e) {
-  if (p.fp8 != Fp8Recipe::none && e.fp8 == Fp8Library::none)
-    return "$.fp8: the " + e.name + " engine profile names no FP8 library (its \"fp8\" is absent or \"none\"; the "
+  if (auto why = fp8_library_refusal(p.fp8, e)) return "$.fp8: " + *why;
+  return std::nullopt;
+}
+
+std::optional<std::string> fp8_library_refusal(Fp8Recipe r, const EngineProfile& e) {
+  if (r != Fp8Recipe::none && e.fp8 == Fp8Library::none)
+    return "the " + e.name + " engine profile names no FP8 library (its \"fp8\" is absent or \"none\"; the "
            "catalog's megatron profile states \"transformer_engine\", fsdp's \"torchao\"), so it cannot price FP8 "
            "linear layers; expected fp8 \"none\", or a profile that states its library";
   return std::nullopt;

@@ -237,11 +237,7 @@ SearchResult run_search(const Transformer& m, const Cluster& c, const HardwarePr
     hooks.progress = [&progress, t0](std::int64_t done, std::int64_t total, std::int64_t plans) {
       progress({done, total, std::chrono::duration<double>(Clock::now() - t0).count(), SearchPhase::enumerate, plans});
     };
-  {
-    Plan probe;
-    probe.fp8 = o.space.fp8;
-    if (auto why = engine_profile_violation(probe, hw.engine)) throw InputError("--fp8: " + why->substr(7));
-  }
+  if (auto why = fp8_library_refusal(o.space.fp8, hw.engine)) throw InputError("--fp8: " + *why);
   SpaceOptions so = o.space;
   so.fused_kernel = preferred_fused_kernel(o.space.engine, hw);
   SearchSpace space(m, c, so, hooks);

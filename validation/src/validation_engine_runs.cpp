@@ -265,8 +265,7 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     // else Transformer Engine's delayed scaling unless the row says current
     // ("fp8-cs", "current scaling", "tensorwise").
     {
-      std::string prec = text(plan, "precision", where + ".plan");
-      for (auto& ch : prec) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      const std::string prec = text(plan, "precision", where + ".plan");  // contains() ignores case
       if (contains(prec, "fp8") || contains(prec, "float8")) {
         if (!contains(prec, "fp16")) p.precision = Precision::bf16;
         const bool current = spec.engine == "fsdp" || contains(prec, "fp8-cs") || contains(prec, "current") ||

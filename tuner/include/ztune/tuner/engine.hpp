@@ -117,6 +117,9 @@ std::optional<std::string> engine_model_violation(const Transformer& m, Engine e
 /// runs FP8 with (EngineProfile::fp8). The catalog's megatron and fsdp
 /// profiles name theirs; an edited or older profile may not.
 [[nodiscard]] std::optional<std::string> engine_profile_violation(const Plan& p, const EngineProfile& e);
+/// The same reason for FP8 recipe `r` without the plan file's "$.fp8: "
+/// (the command line and the planner prefix their flag, --fp8).
+[[nodiscard]] std::optional<std::string> fp8_library_refusal(Fp8Recipe r, const EngineProfile& e);
 
 /// Whether engine `e` has a flash attention kernel for `m` on `c`'s devices:
 /// FlashAttention-2 needs Ampere or newer (supports_flash_attention), and
