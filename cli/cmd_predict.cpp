@@ -132,7 +132,7 @@ nlohmann::json features_json(const PredictInputs& in) {
     const int layers = max_stage_layers(in.plan, in.model.layers);
     f["fp8"] = {{"recipe", to_string(in.plan.fp8)},
                 {"param_gather", in.plan.fp8_param_gather},
-                {"library", lib == Fp8Library::transformer_engine ? "transformer_engine" : "torchao"},
+                {"library", name_in(kFp8LibraryNames, lib)},
                 {"mfu_peak_tflops", in.cluster.node.gpu.peak_tflops_fp8},
                 {"activation_saving_bytes_per_layer", fp8_activation_saving(in.model, in.plan, lib)},
                 {"weight_copy_bytes", fp8_weight_copy_bytes(in.model, in.plan, lib, layers)}};

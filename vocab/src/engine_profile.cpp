@@ -68,10 +68,7 @@ EngineProfile engine_profile_from_json(const nlohmann::json& doc, const std::str
   // Added with DeepSpeed's recomputation gathers: absent means held.
   e.zero3_recompute_regathers = r.optional_choice("zero3_recompute", {"regather", "held"}, "held") == "regather";
   // Added with FP8 linear layers: absent means the engine has none.
-  const std::string fp8 = r.optional_choice("fp8", {"none", "transformer_engine", "torchao"}, "none");
-  e.fp8 = fp8 == "transformer_engine" ? Fp8Library::transformer_engine
-          : fp8 == "torchao"          ? Fp8Library::torchao
-                                      : Fp8Library::none;
+  e.fp8 = *value_in<Fp8Library>(kFp8LibraryNames, r.optional_choice("fp8", kFp8LibraryNames, "none"));
   r.finish();
   return e;
 }
@@ -102,9 +99,7 @@ nlohmann::json engine_profile_to_json(const EngineProfile& e) {
       {"zero3_gather", e.zero3_gather == GatherUnit::module ? "module" : "bucket"},
       {"zero3_recompute", e.zero3_recompute_regathers ? "regather" : "held"},
       {"executor", e.executor},
-      {"fp8", e.fp8 == Fp8Library::transformer_engine ? "transformer_engine"
-              : e.fp8 == Fp8Library::torchao          ? "torchao"
-                                                      : "none"},
+      {"fp8", name_in(kFp8LibraryNames, e.fp8)},
   };
 }
 

@@ -15,6 +15,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "ztune/vocab/name_table.hpp"
+
 namespace ztune {
 
 /// How ZeRO-3 / FSDP gathers the sharded parameters.
@@ -40,6 +42,9 @@ enum class Fp8Library : unsigned char {
   /// (torchao's float8 README: the same peak memory as bf16).
   torchao,
 };
+/// The names of the libraries, in the enum's order: the profile's "fp8" key
+/// and predict --json's features.fp8.library.
+inline constexpr const char* kFp8LibraryNames[] = {"none", "transformer_engine", "torchao"};
 
 struct EngineProfile {
   std::string name;    // "megatron", "deepspeed", "fsdp", "ztune"
