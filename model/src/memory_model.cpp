@@ -687,15 +687,12 @@ MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Clust
     if (!p.stage_layers.empty()) {
       // A middle stage's lines depend on its layer count and on what it
       // holds in flight, which never grows with the stage's index
-      // (chunks_in_flight): of the middle stages of one size the earliest is
-      // the most loaded, so one candidate per size (Megatron's partitions,
-      // stated by their ends, have one middle size).
-      for (int i = 1; i < last_stage; ++i) {
-        const int n = stage_layer_count(p, m.layers, i);
-        bool seen = false;
-        for (int j = 1; j < i && !seen; ++j) seen = stage_layer_count(p, m.layers, j) == n;
-        if (!seen) consider(i);
-      }
+      // (chunks_in_flight): of a run of middle stages of one size the first
+      // is the most loaded, so one candidate per run (Megatron's partitions,
+      // stated by their ends, have one run in the middle). O(pp).
+      for (int i = 1; i < last_stage; ++i)
+        if (i == 1 || p.stage_layers[static_cast<std::size_t>(i)] != p.stage_layers[static_cast<std::size_t>(i - 1)])
+          consider(i);
     } else if (const int shorter = m.layers % p.pp; shorter > 0 && shorter < last_stage) {
       consider(shorter);
     }

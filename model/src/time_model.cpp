@@ -74,31 +74,38 @@ double uneven_fill_drain(const Transformer& m, const Plan& p, const LayerCost& l
     if (fwd != nullptr) *fwd = F;
     return T;
   };
-  // Σ_{i<k} T_i (k ≤ pp): closed form for balanced stages (no allocation, O(1)).
-  auto before = [&](int k) {
-    double layers = 0, recomputed = 0;
-    if (balanced) {
-      const int longer_before = std::min(k, longer);
-      layers = static_cast<double>(k) * base + longer_before;
-      recomputed = static_cast<double>(k - longer_before) * recomputed_layers(p, base) +
-                   static_cast<double>(longer_before) * recomputed_layers(p, base + 1);
-    } else {
-      for (int i = 0; i < k; ++i) {
-        layers += p.stage_layers[static_cast<std::size_t>(i)];
-        recomputed += recomputed_layers(p, p.stage_layers[static_cast<std::size_t>(i)]);
-      }
-    }
+  // Σ_{i<k} T_i (k ≤ pp) from the layers and recomputed layers of the stages
+  // before k.
+  auto before_from = [&](int k, double layers, double recomputed) {
     const double sends = k == 0 ? 0.0 : (k <= last ? 2.0 * k - 1.0 : 2.0 * k - 2.0) * send;
     return unit.of(layers, recomputed) + k * microbatch_overhead_s + sends + (k > 0 ? embedding : 0.0) +
            (k > last ? head : 0.0);
   };
-  const double total = before(p.pp);
+  // Balanced stages: a closed form (no allocation, O(1)).
+  auto before_balanced = [&](int k) {
+    const int longer_before = std::min(k, longer);
+    const double layers = static_cast<double>(k) * base + longer_before;
+    const double recomputed = static_cast<double>(k - longer_before) * recomputed_layers(p, base) +
+                              static_cast<double>(longer_before) * recomputed_layers(p, base + 1);
+    return before_from(k, layers, recomputed);
+  };
+  double total = 0;
+  if (balanced) {
+    total = before_balanced(p.pp);
+  } else {
+    double layers = 0, recomputed = 0;
+    for (const int n : p.stage_layers) {
+      layers += n;
+      recomputed += recomputed_layers(p, n);
+    }
+    total = before_from(p.pp, layers, recomputed);
+  }
   const double mb = p.grad_accum;
   double longest = 0, slowest = 0;
-  auto consider = [&](int k) {
+  auto consider = [&](int k, double b) {
     double F = 0;
     const double T = period(k, &F);
-    const double b = before(k), after = total - b - T;
+    const double after = total - b - T;
     const double path = p.schedule == Schedule::gpipe ? mb * T + b + after
                                                       : mb * T + b + std::max(0.0, after - (last - k) * F);
     longest = std::max(longest, path);
@@ -108,12 +115,20 @@ double uneven_fill_drain(const Transformer& m, const Plan& p, const LayerCost& l
     // Within a run of equal middle stages the path grows with k (by at least
     // F per stage), so each run's last stage stands for it; the slowest
     // stage is among these too.
-    consider(0);
-    consider(last);
-    if (longer - 1 > 0 && longer - 1 < last) consider(longer - 1);
-    if (last - 1 > 0) consider(last - 1);
+    consider(0, before_balanced(0));
+    consider(last, before_balanced(last));
+    if (longer - 1 > 0 && longer - 1 < last) consider(longer - 1, before_balanced(longer - 1));
+    if (last - 1 > 0) consider(last - 1, before_balanced(last - 1));
   } else {
-    for (int k = 0; k <= last; ++k) consider(k);
+    // A stated partition: every stage, its prefix carried along (O(pp); the
+    // search prices Megatron's partitions of up to 126 stages).
+    double layers = 0, recomputed = 0;
+    for (int k = 0; k <= last; ++k) {
+      consider(k, before_from(k, layers, recomputed));
+      const int n = p.stage_layers[static_cast<std::size_t>(k)];
+      layers += n;
+      recomputed += recomputed_layers(p, n);
+    }
   }
   return longest - mb * slowest + send;
 }
