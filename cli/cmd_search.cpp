@@ -50,6 +50,7 @@ struct SearchFlags {
   std::string master_dtype = "fp32", moments_dtype = "fp32";
   bool param_remainders = false;
   std::string fp8 = "none";
+  bool fp8_param_gather = false;
   int max_micro_batch = 0;
   int tp = 0, pp = 0, zero = -1;  // pins; 0 (tp, pp) or -1 (zero): not pinned
   int cp = 0, max_cp = 0;          // context parallelism: pin (0: not pinned) and bound (0: the default)
@@ -122,6 +123,7 @@ nlohmann::json options_json(const SearchFlags& f, const SearchOptions& o) {
   if (f.moments_dtype != "fp32") j["moments_dtype"] = f.moments_dtype;
   if (f.param_remainders) j["param_remainders"] = true;
   if (f.fp8 != "none") j["fp8"] = f.fp8;
+  if (f.fp8_param_gather) j["fp8_param_gather"] = true;
   return j;
 }
 
@@ -161,6 +163,7 @@ SearchOptions to_options(const SearchFlags& f) {
   o.space.moments_dtype = *precision_of(f.moments_dtype);
   o.space.param_remainders = f.param_remainders;
   o.space.fp8 = *fp8_recipe_of(f.fp8);  // likewise
+  o.space.fp8_param_gather = f.fp8_param_gather;
   o.space.max_micro_batch = f.max_micro_batch;
   if (f.tp > 0) o.space.tp = f.tp;
   if (f.pp > 0) o.space.pp = f.pp;
@@ -326,7 +329,8 @@ int run_search_command(const SearchFlags& f) {
                 << " in every plan (--master-dtype, --moments-dtype, --param-remainders)\n";
     if (f.fp8 != "none")
       std::cout << "fp8      every plan's linear GEMMs in FP8, " << f.fp8
-                << " scaling (--fp8; no published FP8 run is among the ones ztune is judged on)\n";
+                << " scaling (--fp8; no published FP8 run is among the ones ztune is judged on)"
+                << (f.fp8_param_gather ? "; FP8 parameters gathered in FP8 (--fp8-param-gather)" : "") << "\n";
     if (const std::string note = sequence_note(model); !note.empty()) std::cout << note << "\n";
     if (nothing && r.interrupted) {
       std::cout << "Interrupted before a plan that fits was found: " << grouped(static_cast<double>(r.evaluated))
@@ -468,7 +472,7 @@ Command add_search(CLI::App& root) {
       ->check(CLI::IsMember(names_of(kPrecisionNames)));
   add_grad_reduce_dtype(*app, f->grad_reduce_dtype);  // every plan of the space states it
   add_optimizer_dtypes(*app, f->master_dtype, f->moments_dtype, f->param_remainders);  // likewise
-  add_fp8(*app, f->fp8);  // likewise: FP8 plans only when pinned
+  add_fp8(*app, f->fp8, &f->fp8_param_gather);  // likewise: FP8 plans only when pinned
   app->add_option("--max-micro-batch", f->max_micro_batch, "Largest micro-batch to try")->check(whole);
   app->add_option("--tp", f->tp, "Search only plans with this tensor-parallel degree")->check(CLI::Range(1, 1 << 20));
   app->add_option("--pp", f->pp, "Search only plans with this pipeline depth")->check(CLI::Range(1, 1 << 20));

@@ -37,6 +37,7 @@ nlohmann::json options_json(const SearchInputs& in, const SearchOptions& o) {
           {"gpu_hour_price", o.gpu_hour_price},
           {"top", in.top}};
   if (o.space.fp8 != Fp8Recipe::none) j["fp8"] = to_string(o.space.fp8);  // as `ztune search` stores it
+  if (o.space.fp8_param_gather) j["fp8_param_gather"] = true;
   return j;
 }
 

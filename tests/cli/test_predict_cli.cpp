@@ -126,6 +126,59 @@ TEST_CASE("FP8 on the command line: refused without FP8 units or an FP8 engine, 
   CHECK(fj.at("weight_copy_bytes").get<double>() > 0);
 }
 
+// A pinned FP8-parameter search: every plan keeps its linear weights in FP8
+// under Megatron's distributed optimizer, and the top plan's parameters are
+// its 16-bit twin's less one byte for each linear weight the stage holds
+// (closed form from the model's shape), whatever else the search chose.
+TEST_CASE("search --fp8-param-gather: every plan keeps FP8 parameters under ZeRO-1, refused where none can",
+          "[cli][search][fp8]") {
+  const std::string space = " --cluster dgx-h100x128 --model llama-70b --gpus 64 --no-db";
+  auto r = run_command(ztune_bin() + " search --engine megatron" + space +
+                       " --fp8 delayed --fp8-param-gather --top 3 --simulate-top 0 --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE_FALSE(j.at("plans").empty());
+  for (const auto& c : j.at("plans")) {
+    CHECK(c.at("plan").at("fp8_param_gather") == true);
+    CHECK(c.at("plan").at("zero_stage") == 1);
+  }
+  nlohmann::json plan = j.at("plans").front().at("plan");
+  const int tp = plan.at("tp"), pp = plan.at("pp");
+  REQUIRE(80 % pp == 0);  // Llama 2/3 70B: 80 layers, balanced stages
+  // Llama 70B's linear weights a layer: q, k, v (64 and 8 heads of 128), o,
+  // and the SwiGLU MLP's three 8192 × 28672 matrices.
+  const double per_layer = 8192.0 * (8192 + 2 * 1024) + 8192.0 * 8192 + 3.0 * 8192 * 28672;
+  const double fp8_saving = 80.0 / pp * per_layer / tp;  // one byte each, on the stage
+  plan["fp8_param_gather"] = false;
+  const auto dir = std::filesystem::temp_directory_path() / ("ztune-fp8-params-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string file = (dir / "plan.json").string();
+  {
+    std::FILE* out = std::fopen(file.c_str(), "w");
+    REQUIRE(out != nullptr);
+    std::fputs(nlohmann::json{{"schema", "ztune.planfile/1"}, {"plan", plan}}.dump().c_str(), out);
+    std::fclose(out);
+  }
+  const auto twin = run_command(ztune_bin() + " predict --engine megatron --cluster dgx-h100x128 --model llama-70b"
+                                              " --plan " + file + " --json");
+  std::filesystem::remove_all(dir);
+  REQUIRE(twin.exit_code == 0);
+  const double with_fp8 = j.at("plans").front().at("prediction").at("memory").at("gpu").at("params").get<double>();
+  const double without = nlohmann::json::parse(twin.out).at("memory").at("gpu").at("params_bytes").get<double>();
+  CHECK(without - with_fp8 == Approx(fp8_saving).epsilon(1e-9));
+  // Refused, naming the flag and the reason, where no plan of the space can keep them.
+  r = run_command(ztune_bin() + " search --engine megatron" + space + " --fp8-param-gather");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--fp8-param-gather") && Contains("needs --fp8"));
+  r = run_command(ztune_bin() + " search --engine fsdp" + space + " --fp8 tensorwise --fp8-param-gather");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--fp8-param-gather") && Contains("enable_fsdp_float8_all_gather"));
+  r = run_command(ztune_bin() + " search --engine megatron" + space +
+                  " --precision bf16 --fp8 delayed --param-remainders --fp8-param-gather");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--fp8-param-gather") && Contains("param_remainders"));
+}
+
 TEST_CASE("CPU checkpointing and the gradient all-reduce on the command line: their rules, named by flag",
           "[cli][predict][offload]") {
   const std::string base = ztune_bin() + " predict --cluster dgx2x16 --model 100b --micro-batch 4 --json";

@@ -285,7 +285,9 @@ std::vector<FitHint> predict_fit_hints(const Transformer& m, const Cluster& c, c
   std::vector<FitHint> hints = plan_fit_hints(m, c, hw, o, plan);
   SearchOptions same = o;
   same.space.global_batch = plan.global_batch;
-  same.space.fp8 = plan.fp8;  // the same kind of plan: FP8 ones beside an FP8 plan
+  // The same kind of plan: FP8 ones (with FP8 parameters) beside an FP8 plan.
+  same.space.fp8 = plan.fp8;
+  same.space.fp8_param_gather = plan.fp8_param_gather;
   const BestOnDevices b = best_plan_on(m, c, hw, same, plan.gpus());
   FitHint best;
   best.change = "the search's best plan on these " + std::to_string(plan.gpus()) + " GPUs";
@@ -327,8 +329,12 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     x.space.engine = Engine::ztune;
     x.memory.accounting = state_accounting_of(Engine::ztune);  // its plans run on ztune's executor
     x.space.fp8 = Fp8Recipe::none;  // which has no FP8 kernels
+    x.space.fp8_param_gather = false;
     auto s = feasibility(m, c, with_engine(hw, to_string(Engine::ztune)), x);
-    hints.push_back({"without --engine " + to_string(o.space.engine) + (o.space.fp8 != Fp8Recipe::none ? " and --fp8" : ""),
+    const std::string fp8_flags = o.space.fp8_param_gather        ? " and --fp8, --fp8-param-gather"
+                                  : o.space.fp8 != Fp8Recipe::none ? " and --fp8"
+                                                                   : "";
+    hints.push_back({"without --engine " + to_string(o.space.engine) + fp8_flags,
                      std::to_string(s.feasible) + " plans fit" + example(s), s.feasible > 0});
   }
   if (o.space.tp || o.space.pp || o.space.zero_stage || o.space.cp || o.space.dp_shard) {

@@ -215,6 +215,24 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
       throw InputError("--fp8: " + why->substr(std::string_view("$.fp8: ").size()));
     if (const auto rule = engine_violation(probe, o.engine)) throw InputError("--fp8: " + std::string(engine_rule_text(*rule)));
   }
+  // FP8 parameters: likewise, on a probe sharded as the engine shards (the
+  // megatron engine keeps them under its distributed optimizer, ZeRO-1, and
+  // its rule drops the space's other stages; FSDP shards fully).
+  if (o.fp8_param_gather) {
+    Plan probe;
+    probe.fp8 = o.fp8;
+    probe.fp8_param_gather = true;
+    probe.param_remainders = o.param_remainders;
+    probe.precision = precisions_.front();
+    probe.zero_stage = o.engine == Engine::fsdp ? 3 : 1;
+    if (o.fp8 == Fp8Recipe::none)
+      throw InputError("--fp8-param-gather: keeps the linear layers' weights in FP8; needs --fp8 delayed or "
+                       "tensorwise");
+    if (const auto why = check_plan(probe, m, c); why && why->starts_with("$.fp8_param_gather"))
+      throw InputError("--fp8-param-gather: " + why->substr(std::string_view("$.fp8_param_gather: ").size()));
+    if (const auto rule = engine_violation(probe, o.engine))
+      throw InputError("--fp8-param-gather: " + std::string(engine_rule_text(*rule)));
+  }
   attention_ = attention_kernels(o, m, c, precisions_.front());
   tp_comm_overlap_ = o.engine == Engine::megatron && supports_transformer_engine(c);
   // DeepSpeed's CPU checkpointing, for its full-recomputation plans on GPUs

@@ -44,6 +44,10 @@ struct SpaceOptions {
   /// is among the published ones ztune is judged on, so the space tries them
   /// only when asked, as one pinned recipe.
   Fp8Recipe fp8 = Fp8Recipe::none;
+  /// FP8 parameters in every plan (Plan::fp8_param_gather, Megatron-LM
+  /// --fp8-param-gather): needs `fp8`; the megatron engine then searches its
+  /// distributed-optimizer (ZeRO-1) plans only, the ones that can keep them.
+  bool fp8_param_gather = false;
   int max_micro_batch = 0;            // 0 = no cap (memory decides)
   bool include_onebit_adam = false;   // also search 1-bit Adam (changes convergence: opt-in)
   bool include_zeropp = false;        // also search ZeRO++ (quantized communication: opt-in)

@@ -236,6 +236,7 @@ void SearchSpace::for_each_plan(const Layout& l, F&& f) const {
   p.moments_dtype = options_.moments_dtype;
   p.param_remainders = options_.param_remainders;
   p.fp8 = options_.fp8;
+  p.fp8_param_gather = options_.fp8_param_gather;
   const auto scheds = schedules(l);
   const auto splits = activation_splits(l);
   const auto sts = states(l);
