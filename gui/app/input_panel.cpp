@@ -106,10 +106,11 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
       "16 bits their bf16 parameters lack (its default), or bf16 masters and moments (NeMo's optim.dtype bf16). "
       "16-bit states are Megatron-Core's and NeMo's, never offloaded"));
   fp8_ = new QComboBox;
-  fp8_->addItems({QStringLiteral("none"), QStringLiteral("delayed"), QStringLiteral("tensorwise")});
+  for (const Fp8Choice& c : kFp8Choices) fp8_->addItem(QLatin1String(c.key));
   fp8_->setToolTip(QStringLiteral(
       "FP8 linear layers in every plan (--fp8): none, delayed scaling (Transformer Engine's amax history: "
-      "Megatron-LM --fp8-format hybrid) or tensorwise (each tensor's own amax: torchtitan's float8). Needs a GPU "
+      "Megatron-LM --fp8-format hybrid) or tensorwise (each tensor's own amax: torchtitan's float8); +params "
+      "keeps the weights in FP8 too (--fp8-param-gather: Megatron's distributed optimizer, ZeRO-1). Needs a GPU "
       "with FP8 tensor cores and the megatron or fsdp engine; no published FP8 run is among those ztune is "
       "fitted and judged on"));
   headroom_ = new QDoubleSpinBox;

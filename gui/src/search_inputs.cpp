@@ -99,9 +99,16 @@ InputResolution resolve_inputs(const SearchInputs& in) {
     issue(InputField::optimizer, QStringLiteral("--master-dtype/--moments-dtype: expected one of %1 or %2, got \"%3\"")
                                      .arg(keys.mid(0, keys.size() - 1).join(QStringLiteral(", ")), keys.last(),
                                           in.optimizer));
-  const std::optional<Fp8Recipe> fp8 = fp8_recipe_of(in.fp8.toStdString());
-  if (!fp8)
-    issue(InputField::fp8, QStringLiteral("--fp8: expected none, delayed or tensorwise, got \"%1\"").arg(in.fp8));
+  const Fp8Choice* fp8 = nullptr;
+  QStringList fp8_keys;
+  for (const Fp8Choice& c : kFp8Choices) {
+    fp8_keys << QLatin1String(c.key);
+    if (in.fp8 == QLatin1String(c.key)) fp8 = &c;
+  }
+  if (fp8 == nullptr)
+    issue(InputField::fp8, QStringLiteral("--fp8: expected one of %1 or %2, got \"%3\"")
+                               .arg(fp8_keys.mid(0, fp8_keys.size() - 1).join(QStringLiteral(", ")), fp8_keys.last(),
+                                    in.fp8));
   auto objective = objective_from_string(in.objective.toStdString());
   if (!objective)
     issue(InputField::objective,
@@ -135,7 +142,10 @@ InputResolution resolve_inputs(const SearchInputs& in) {
     o.space.moments_dtype = states->moments;
     o.space.param_remainders = states->remainders;
   }
-  if (fp8) o.space.fp8 = *fp8;
+  if (fp8 != nullptr) {
+    o.space.fp8 = fp8->recipe;
+    o.space.fp8_param_gather = fp8->param_gather;
+  }
   o.memory.gpu_headroom = in.memory_headroom_pct / 100.0;
   o.space.max_cp = std::max(0, in.max_cp);
   if (objective) o.objective = *objective;

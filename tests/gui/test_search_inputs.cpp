@@ -250,4 +250,18 @@ TEST_CASE("the FP8 input reaches the search, GPUs and engines without FP8 are ma
   CHECK(ds->message.contains("Megatron-DeepSpeed has no FP8"));
   in.fp8 = "fp4";
   REQUIRE(issue_for(resolve_inputs(in), InputField::fp8) != nullptr);
+  // FP8 parameters: Megatron's, under its distributed optimizer; FSDP's
+  // float8 all-gather is not modelled, said on the same field.
+  in.engine = "megatron";
+  in.fp8 = "delayed+params";
+  const InputResolution params = resolve_inputs(in);
+  REQUIRE(params.ok());
+  CHECK(params.inputs->options.space.fp8 == ztune::Fp8Recipe::delayed);
+  CHECK(params.inputs->options.space.fp8_param_gather);
+  CHECK_FALSE(ok.inputs->options.space.fp8_param_gather);
+  in.engine = "fsdp";
+  in.fp8 = "tensorwise+params";
+  const InputIssue* fs = issue_for(resolve_inputs(in), InputField::fp8);
+  REQUIRE(fs != nullptr);
+  CHECK(fs->message.startsWith("--fp8-param-gather"));
 }

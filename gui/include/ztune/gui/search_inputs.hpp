@@ -47,6 +47,21 @@ inline constexpr OptimizerChoice kOptimizerChoices[] = {
     {"bf16", "all bf16", Precision::bf16, Precision::bf16, false},                               // 6 B (NeMo)
 };
 
+/// The FP8 settings the form offers: a recipe, and FP8 parameters with it
+/// (`ztune search --fp8 RECIPE [--fp8-param-gather]`).
+struct Fp8Choice {
+  const char* key;  // SearchInputs::fp8, the saved setting and what the form shows
+  Fp8Recipe recipe;
+  bool param_gather;
+};
+inline constexpr Fp8Choice kFp8Choices[] = {
+    {"none", Fp8Recipe::none, false},
+    {"delayed", Fp8Recipe::delayed, false},
+    {"tensorwise", Fp8Recipe::tensorwise, false},
+    {"delayed+params", Fp8Recipe::delayed, true},  // Megatron-LM --fp8-param-gather
+    {"tensorwise+params", Fp8Recipe::tensorwise, true},
+};
+
 struct SearchInputs {
   QString cluster = QStringLiteral("dgx2x16");  // catalog name or file
   QString model = QStringLiteral("100b");       // catalog name, ztune model file or HF config.json
@@ -60,7 +75,8 @@ struct SearchInputs {
   QString precision = QStringLiteral("any");    // any | bf16 | fp16 | fp32 (--precision)
   QString optimizer = QStringLiteral("fp32");   // a key of kOptimizerChoices (--master-dtype, --moments-dtype,
                                                 // --param-remainders)
-  QString fp8 = QStringLiteral("none");         // none | delayed | tensorwise: every plan's FP8 linear layers (--fp8)
+  QString fp8 = QStringLiteral("none");         // a key of kFp8Choices: every plan's FP8 linear layers (--fp8)
+                                                // and FP8 parameters (+params: --fp8-param-gather)
   double memory_headroom_pct = 0;               // % of each GPU's memory kept free (--memory-headroom)
   int max_cp = 0;                               // largest context-parallel degree (--max-cp); 0 = the search's
                                                 // default (up to 8 from 8k tokens), 1 = none
