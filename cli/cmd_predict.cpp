@@ -392,6 +392,9 @@ Command add_predict(CLI::App& root) {
               j["memory"]["fit_hints"] = fit_hints_json(hints);
               j["time"]["method"] = simulated ? "simulated" : "analytical";
               j["accuracy"] = accuracy_json(accuracy, pr.time.iteration_s, pr.time.tokens_per_s);
+              if (!accuracy.envelope.empty())
+                j["accuracy"]["extrapolation"] =
+                    extrapolation_json(accuracy, outside_envelope(accuracy.envelope, in.model, in.plan));
               if (simulated) {
                 j["time"]["analytical_iteration_s"] = simulated->analytical_s;
                 j["time"]["simulated_operations"] = simulated->operations;
@@ -410,6 +413,10 @@ Command add_predict(CLI::App& root) {
               if (const std::string band = error_band_line(accuracy, pr.time.iteration_s, pr.time.tokens_per_s);
                   !band.empty())
                 std::printf("%s\n", band.c_str());
+              if (const std::string beyond =
+                      extrapolation_line(accuracy, outside_envelope(accuracy.envelope, in.model, in.plan));
+                  !beyond.empty())
+                std::printf("%s\n", beyond.c_str());
               print_fit_hints(hints);
             }
             return kExitOk;

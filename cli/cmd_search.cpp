@@ -308,7 +308,11 @@ int run_search_command(const SearchFlags& f) {
       j["accuracy"] = nullptr;
     } else {
       const auto& best = r.plans.front().time();
-      j["accuracy"] = accuracy_json(accuracy_for(cluster, f.engine), best.iteration_s, best.tokens_per_s);
+      const Accuracy accuracy = accuracy_for(cluster, f.engine);
+      j["accuracy"] = accuracy_json(accuracy, best.iteration_s, best.tokens_per_s);
+      if (!accuracy.envelope.empty())
+        j["accuracy"]["extrapolation"] =
+            extrapolation_json(accuracy, outside_envelope(accuracy.envelope, model, r.plans.front().plan));
     }
     return j;
   };
@@ -355,6 +359,10 @@ int run_search_command(const SearchFlags& f) {
       const auto& best = r.plans.front().time();
       if (const std::string band = error_band_line(accuracy, best.iteration_s, best.tokens_per_s); !band.empty())
         std::cout << "best plan's " << band << "\n";
+      if (const std::string beyond =
+              extrapolation_line(accuracy, outside_envelope(accuracy.envelope, model, r.plans.front().plan));
+          !beyond.empty())
+        std::cout << "best plan " << beyond << "\n";
       if (!o.space.attention &&
           fused_attention_unpriced(o.space, model, cluster, searched))
         std::cout << "note: FlashAttention plans were not searched: in fp32 ztune's own CUDA fused kernel does not "

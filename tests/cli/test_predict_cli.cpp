@@ -179,6 +179,30 @@ TEST_CASE("search --fp8-param-gather: every plan keeps FP8 parameters under ZeRO
   CHECK_THAT(r.err, Contains("--fp8-param-gather") && Contains("param_remainders"));
 }
 
+// How far the band reaches: a plan longer than every H100 run ztune was
+// checked on is called an extrapolation, naming the quantity and the runs'
+// range; one inside them is not.
+TEST_CASE("predict says when a plan lies beyond the published runs its error band was measured on",
+          "[cli][predict][accuracy]") {
+  const std::string base = ztune_bin() + " predict --cluster dgx-h100x128 --model llama-70b --nodes 8 --tp 8 --pp 4"
+                                         " --dp 2 --engine megatron --recompute full";
+  auto r = run_command(base + " --json");
+  REQUIRE(r.exit_code == 0);
+  auto x = nlohmann::json::parse(r.out).at("accuracy").at("extrapolation");
+  CHECK(x.at("cell") == "H100/megatron");
+  CHECK(x.at("beyond").empty());
+  r = run_command(base + " --seq 131072 --json");
+  REQUIRE(r.exit_code == 0);
+  x = nlohmann::json::parse(r.out).at("accuracy").at("extrapolation");
+  REQUIRE(x.at("beyond").size() == 1);
+  CHECK(x.at("beyond")[0].at("quantity") == "sequence length");
+  CHECK(x.at("beyond")[0].at("value") == 131072);
+  CHECK(x.at("beyond")[0].at("runs_max").get<double>() < 131072 / 1.1);
+  r = run_command(base + " --seq 131072");
+  CHECK_THAT(r.out, Contains("extrapolated beyond the H100/megatron runs it was checked on") &&
+                        Contains("sequence length 131,072"));
+}
+
 TEST_CASE("CPU checkpointing and the gradient all-reduce on the command line: their rules, named by flag",
           "[cli][predict][offload]") {
   const std::string base = ztune_bin() + " predict --cluster dgx2x16 --model 100b --micro-batch 4 --json";

@@ -15,7 +15,9 @@
 #include "ztune/model/memory_model.hpp"
 #include "ztune/vocab/text.hpp"
 #include "ztune/vocab/engine_profile.hpp"
+#include "ztune/validation/accuracy.hpp"
 #include "ztune/validation/validation.hpp"
+#include "ztune/vocab/catalog.hpp"
 
 using namespace ztune;
 
@@ -564,4 +566,73 @@ TEST_CASE("engine runs whose precision names FP8 are priced as FP8 plans of the 
   CHECK_THAT(detail("dgxc_2411_llama31_8b_bf16_16xh100"), Catch::Contains("fp8:tensorwise"));
   CHECK_THAT(detail("dgxc_2411_llama31_8b_bf16_32xh100"), !Catch::Contains("fp8"));
   fs::remove_all(root);
+}
+
+// The envelope of the runs behind a band: built from a report of three
+// hand-made cases (the oracle is the cases themselves), and a plan is called
+// an extrapolation exactly where a quantity lies more than 10 % beyond them.
+TEST_CASE("the runs' envelope: what a cell's time cases span, and the plans beyond it", "[validation][accuracy]") {
+  using namespace ztune;
+  ValidationReport r;
+  auto time_case = [](const std::string& gpu, const std::string& engine, RunShape s) {
+    ValidationCase c;
+    c.source = "synthetic";
+    c.metric = "iteration_time_s";
+    c.gpu = gpu;
+    c.engine = engine;
+    c.shape = s;
+    return c;
+  };
+  r.cases.push_back(time_case("H100-SXM5-80GB", "megatron", {64, 8e9, 4096, 8192, 1, 1}));
+  r.cases.push_back(time_case("H100-SXM5-80GB", "megatron", {2048, 405e9, 16384, 8192, 8, 16}));
+  r.cases.push_back(time_case("H100-SXM5-80GB", "fsdp", {8, 1e9, 2048, 2048, 1, 1}));
+  ValidationCase memory = time_case("H100-SXM5-80GB", "megatron", {100000, 1e15, 65536, 131072, 64, 64});
+  memory.metric = "memory_gb_per_gpu";  // not a time case: outside every envelope
+  r.cases.push_back(memory);
+
+  const Envelope e = envelope_of(r, "H100", "megatron");
+  CHECK(e.cell == "H100/megatron");
+  CHECK(e.runs == 2);
+  CHECK(e.lo.gpus == 64);
+  CHECK(e.hi.gpus == 2048);
+  CHECK(e.hi.params == Approx(405e9));
+  CHECK(e.lo.seq_len == 8192);
+  CHECK(e.hi.pp == 16);
+  // No FSDP run on another family: the family's runs of any engine.
+  CHECK(envelope_of(r, "A100", "megatron").empty());
+  const Envelope any = envelope_of(r, "H100", "deepspeed");
+  CHECK(any.cell == "H100");
+  CHECK(any.runs == 3);
+  // ztune's own engine is priced with DeepSpeed's figures, and so falls back the same way.
+  CHECK(envelope_of(r, "H100", "ztune").cell == "H100");
+
+  Transformer m = load_transformer("llama-70b", 8192);  // 70B, hidden 8192, at 8,192 tokens
+  Plan p;
+  p.tp = 8;
+  p.pp = 4;
+  p.dp = 8;  // 256 GPUs: inside
+  CHECK(outside_envelope(e, m, p).empty());
+  p.dp = 70;  // 2,240 GPUs: within the 10 % margin of 2,048
+  CHECK(outside_envelope(e, m, p).empty());
+  p.dp = 16;
+  p.pp = 20;          // 20 > 16 · 1.1, and 16 · 8 · 20 = 2,560 GPUs > 2,048 · 1.1
+  m.seq_len = 4096;   // below the runs' 8,192 by more than the margin
+  const auto x = outside_envelope(e, m, p);
+  REQUIRE(x.size() == 3);
+  CHECK(x[0].quantity == "sequence length");
+  CHECK(x[0].value == 4096);
+  CHECK(x[0].lo == 8192);
+  CHECK(x[1].quantity == "GPUs");
+  CHECK(x[1].value == 2560);
+  CHECK(x[2].quantity == "pipeline depth");
+  Accuracy a;
+  a.envelope = e;
+  const std::string line = extrapolation_line(a, x);
+  CHECK(line.find("extrapolated beyond the H100/megatron runs it was checked on (2 runs)") == 0);
+  CHECK(line.find("GPUs 2,560 (they span 64-2,048)") != std::string::npos);
+  CHECK(extrapolation_line(a, {}).empty());
+  const auto j = extrapolation_json(a, x);
+  CHECK(j.at("beyond").size() == 3);
+  CHECK(j.at("beyond")[2].at("runs_max") == 16);
+  CHECK(outside_envelope(Envelope{}, m, p).empty());  // nothing measured: nothing claimed
 }

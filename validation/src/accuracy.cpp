@@ -207,7 +207,10 @@ Accuracy accuracy_for(const Cluster& c, const std::string& engine) {
   try {
     const ValidationReport r = run_validation(default_validation_dir());
     a.sources = time_accuracy(r, c.node.gpu.name);
-    if (c.device_kind != DeviceKind::cpu) a.cv = cross_validated(r, read_loso(&a.stale), a.family, engine);
+    if (c.device_kind != DeviceKind::cpu) {
+      a.cv = cross_validated(r, read_loso(&a.stale), a.family, engine);
+      a.envelope = envelope_of(r, a.family, engine);
+    }
   } catch (const std::exception& e) {
     a.problem = e.what();
   }

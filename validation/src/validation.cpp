@@ -297,6 +297,7 @@ void published_source(const SourceSpec& spec, const std::string& dir, Context& c
       vc.id = id;
       vc.metric = metric;
       vc.detail = describe(m, p);
+      vc.shape = run_shape(m, p);
       vc.gpu = c.node.gpu.name;
       vc.engine = spec.engine;
       vc.tolerance_pct = spec.case_tolerance_pct.value_or(0);
@@ -432,6 +433,7 @@ void vtrain_source(const SourceSpec& spec, const std::string& dir, Context& ctx,
     vc.id = "csv:" + std::to_string(line_no);
     vc.metric = "iteration_time_s";
     vc.detail = describe(m, p);
+    vc.shape = run_shape(m, p);
     vc.gpu = c.node.gpu.name;
     vc.engine = spec.engine;
     vc.published = num(c_t) / 1e3;
@@ -443,6 +445,10 @@ void vtrain_source(const SourceSpec& spec, const std::string& dir, Context& ctx,
 }
 
 }  // namespace
+
+RunShape run_shape(const Transformer& m, const Plan& p) {
+  return RunShape{p.gpus(), m.total_params(), m.hidden, m.seq_len, p.tp, p.pp};
+}
 
 bool is_time_metric(const std::string& metric) {
   return metric == "iteration_time_s" || metric == "mfu" || metric == "layer_forward_ms" ||

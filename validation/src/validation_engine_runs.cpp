@@ -379,6 +379,7 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     vc.id = id;
     vc.metric = "tokens_per_s_per_gpu";
     vc.detail = describe(m, p);
+    vc.shape = run_shape(m, p);
     vc.assumed = assumed;
     vc.gpu = c.node.gpu.name;
     vc.engine = spec.engine;

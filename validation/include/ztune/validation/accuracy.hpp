@@ -33,10 +33,36 @@ struct CrossValidated {
   [[nodiscard]] bool empty() const { return runs == 0; }
 };
 
+/// What the published runs behind a cell span, quantity by quantity: a plan
+/// beyond them is an extrapolation, which the band (measured on those runs)
+/// does not cover.
+struct Envelope {
+  std::string cell;  // "H100/megatron", or "H100" when that GPU has runs of other engines only
+  int runs = 0;
+  RunShape lo, hi;   // the smallest and largest of each quantity
+  [[nodiscard]] bool empty() const { return runs == 0; }
+};
+
+/// One quantity of a plan outside an envelope: `value` beyond [lo, hi].
+struct Extrapolation {
+  std::string quantity;  // "parameters", "hidden size", "sequence length", "GPUs", "tensor-parallel degree", ...
+  double value = 0, lo = 0, hi = 0;
+};
+
+/// The envelope of the time cases measured on GPU `family` by `engine` (the
+/// ztune engine's are DeepSpeed's, as its band is), else on `family` by any
+/// engine; empty when nothing was measured on that family.
+[[nodiscard]] Envelope envelope_of(const ValidationReport& r, const std::string& family, const std::string& engine);
+
+/// The quantities of plan `p` of model `m` beyond envelope `e` by more than
+/// 10 % (none when `e` is empty).
+[[nodiscard]] std::vector<Extrapolation> outside_envelope(const Envelope& e, const Transformer& m, const Plan& p);
+
 struct Accuracy {
   std::string family;                  // "A100"
   std::vector<SourceSummary> sources;  // empty: nothing measured on this GPU family
   CrossValidated cv;                   // empty when loso.json has nothing for this family or engine
+  Envelope envelope;                   // what the family's (and engine's) runs span
   std::string problem;                 // set when the validation data could not be read
   std::string stale;                   // set when loso.json was computed for other profiles
 };
@@ -77,6 +103,11 @@ struct CellSummary {
 /// "iteration 41.5 s, likely 37.8-45.2 s (±9.0%, cross-validated on H100/fsdp); 25,255 tokens/s (22,981-27,528)",
 /// or "" without a cross-validated figure.
 [[nodiscard]] std::string error_band_line(const Accuracy& a, double iteration_s, double tokens_per_s);
+
+/// "extrapolated beyond the V100/deepspeed runs it was checked on (7 runs): pipeline depth 50 (they span 1-25);
+/// the error band is measured inside them", or "" when `x` is empty.
+[[nodiscard]] std::string extrapolation_line(const Accuracy& a, const std::vector<Extrapolation>& x);
+[[nodiscard]] nlohmann::json extrapolation_json(const Accuracy& a, const std::vector<Extrapolation>& x);
 
 [[nodiscard]] nlohmann::json accuracy_json(const Accuracy& a, double iteration_s = 0, double tokens_per_s = 0);
 

@@ -12,6 +12,20 @@
 
 namespace ztune {
 
+/// The shape of the plan a published run ran (time cases; all zero for the
+/// hardware-free formula cases): what the runs ztune was checked on span
+/// (accuracy.hpp, Envelope).
+struct RunShape {
+  int gpus = 0;
+  double params = 0;  // the model's parameters
+  int hidden = 0;
+  int seq_len = 0;
+  int tp = 0;
+  int pp = 0;
+  [[nodiscard]] bool empty() const { return gpus == 0; }
+};
+[[nodiscard]] RunShape run_shape(const Transformer& m, const Plan& p);
+
 struct ValidationCase {
   std::string source;     // the source's name ("Korthikanti2022-T5")
   std::string id;         // run id (published_runs.json) or "csv:<line>"
@@ -27,6 +41,7 @@ struct ValidationCase {
   /// (the most loaded stage) over the GPU's capacity; 0 where not a run's
   /// time. Above 1 the model says the run could not have fitted.
   double memory_fraction = 0;
+  RunShape shape;  // the run's plan and model (time cases of runs)
   [[nodiscard]] double error_pct() const { return published != 0 ? 100.0 * (predicted - published) / published : 0; }
   /// The error as speed: > 0 when ztune predicts the run faster than measured
   /// (a shorter time, a higher throughput or MFU), whatever the metric.

@@ -1,0 +1,108 @@
+// What the published runs behind a prediction's error band span, and where a
+// plan lies beyond them (accuracy.hpp). The band is a leave-one-source-out
+// error measured on those runs; a plan with a larger model, a longer
+// sequence, more GPUs or deeper parallelism than any of them is an
+// extrapolation the band does not cover, and predict and search say so.
+#include <algorithm>
+#include <cstdio>
+
+#include "ztune/validation/accuracy.hpp"
+#include "ztune/vocab/text.hpp"
+
+namespace ztune {
+
+namespace {
+
+// How far past the runs' range a plan must lie to be called an extrapolation:
+// a tenth, so a run of 2,304 GPUs covers a plan of 2,500.
+constexpr double kMargin = 1.1;
+
+void widen(RunShape& lo, RunShape& hi, const RunShape& s) {
+  lo.gpus = std::min(lo.gpus, s.gpus);
+  hi.gpus = std::max(hi.gpus, s.gpus);
+  lo.params = std::min(lo.params, s.params);
+  hi.params = std::max(hi.params, s.params);
+  lo.hidden = std::min(lo.hidden, s.hidden);
+  hi.hidden = std::max(hi.hidden, s.hidden);
+  lo.seq_len = std::min(lo.seq_len, s.seq_len);
+  hi.seq_len = std::max(hi.seq_len, s.seq_len);
+  lo.tp = std::min(lo.tp, s.tp);
+  hi.tp = std::max(hi.tp, s.tp);
+  lo.pp = std::min(lo.pp, s.pp);
+  hi.pp = std::max(hi.pp, s.pp);
+}
+
+std::string number(double v) {
+  if (v >= 1e9) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, v >= 1e11 ? "%.0fB" : v >= 1e10 ? "%.1fB" : "%.2fB", v / 1e9);
+    return buf;
+  }
+  if (v >= 1e6) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.0fM", v / 1e6);
+    return buf;
+  }
+  return grouped(v);
+}
+
+}  // namespace
+
+Envelope envelope_of(const ValidationReport& r, const std::string& family, const std::string& engine) {
+  // ztune's own engine is priced with DeepSpeed's fitted figures (its band
+  // is DeepSpeed's: accuracy.cpp, cross_validated).
+  const std::string priced = engine == "ztune" ? "deepspeed" : engine;
+  for (const bool by_engine : {true, false}) {
+    Envelope e;
+    for (const ValidationCase& c : r.cases) {
+      if (!is_time_metric(c.metric) || c.shape.empty() || gpu_family(c.gpu) != family) continue;
+      if (by_engine && c.engine != priced) continue;
+      if (e.runs++ == 0) {
+        e.lo = e.hi = c.shape;
+      } else {
+        widen(e.lo, e.hi, c.shape);
+      }
+    }
+    if (e.runs > 0) {
+      e.cell = by_engine ? family + "/" + priced : family;
+      return e;
+    }
+  }
+  return {};
+}
+
+std::vector<Extrapolation> outside_envelope(const Envelope& e, const Transformer& m, const Plan& p) {
+  std::vector<Extrapolation> x;
+  if (e.empty()) return x;
+  const RunShape s = run_shape(m, p);
+  auto check = [&](const char* quantity, double value, double lo, double hi) {
+    if (value > hi * kMargin || value * kMargin < lo) x.push_back({quantity, value, lo, hi});
+  };
+  check("parameters", s.params, e.lo.params, e.hi.params);
+  check("hidden size", s.hidden, e.lo.hidden, e.hi.hidden);
+  check("sequence length", s.seq_len, e.lo.seq_len, e.hi.seq_len);
+  check("GPUs", s.gpus, e.lo.gpus, e.hi.gpus);
+  check("tensor-parallel degree", s.tp, e.lo.tp, e.hi.tp);
+  check("pipeline depth", s.pp, e.lo.pp, e.hi.pp);
+  return x;
+}
+
+std::string extrapolation_line(const Accuracy& a, const std::vector<Extrapolation>& x) {
+  if (x.empty()) return "";
+  std::string s = "extrapolated beyond the " + a.envelope.cell + " runs it was checked on (" +
+                  grouped(a.envelope.runs) + (a.envelope.runs == 1 ? " run): " : " runs): ");
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += x[i].quantity + " " + number(x[i].value) + " (they span " + number(x[i].lo) + "-" + number(x[i].hi) + ")";
+  }
+  return s + "; the error band was measured inside them";
+}
+
+nlohmann::json extrapolation_json(const Accuracy& a, const std::vector<Extrapolation>& x) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Extrapolation& e : x)
+    out.push_back({{"quantity", e.quantity}, {"value", e.value}, {"runs_min", e.lo}, {"runs_max", e.hi}});
+  return {{"cell", a.envelope.cell}, {"runs", a.envelope.runs}, {"beyond", out}};
+}
+
+}  // namespace ztune
