@@ -505,7 +505,7 @@ Command add_search(CLI::App& root) {
   app->add_flag("--zeropp", f->zeropp, "Also search ZeRO++ (quantized ZeRO-3 communication)");
   app->add_option("--freeze-step", f->freeze_step,
                   "1-bit Adam warm-up steps (default: 15% of the run's steps, the 1-bit Adam tutorial's share)")
-      ->check(NonNegative);
+      ->check(integer_in(0, kMaxFreezeStep, "a step count"));  // as a plan file holds it
   app->add_option("--sparse-attention", f->sparse_attention, "Also search this block-sparse attention layout")
       ->check(CLI::IsMember(names_of(kSparseLayoutNames)));
   app->add_option("--sparse-block", f->sparse_block, "Block size of --sparse-attention (16..128)")

@@ -110,7 +110,9 @@ void PlanFlags::add_to(CLI::App& app) {
                  "--zero 3; N = all dp × cp ranks is plain ZeRO-3")
       ->check(kWholeCount);
   app.add_option("--zero", zero, "ZeRO stage")->check(CLI::Range(0, 3));
-  app.add_option("--micro-batch", micro_batch, "Sequences per micro-batch")->check(kWholeCount);
+  // As a plan file holds them (plan.hpp's limits): what predict prices can be saved and run.
+  app.add_option("--micro-batch", micro_batch, "Sequences per micro-batch")
+      ->check(integer_in(1, kMaxMicroBatch, "a micro-batch size"));
   app.add_option("--global-batch", global_batch, "Sequences per step (default: the model file's)")
       ->check(Positive);
   app.add_option("--recompute", recompute, "Activation recomputation")
@@ -132,7 +134,7 @@ void PlanFlags::add_to(CLI::App& app) {
                  "Megatron's block recomputation (--recompute-method block --recompute-num-layers N; NeMo "
                  "activations_checkpoint_method block): with --recompute full, only the first N layers of each "
                  "model chunk are recomputed, the others keep every activation (default: every layer)")
-      ->check(kWholeCount);
+      ->check(integer_in(1, kMaxPlanDegree, "a layer count"));
   app.add_flag("--sequence-parallel", sequence_parallel, "Megatron sequence parallelism (needs tp >= 2)");
   app.add_flag("--tp-comm-overlap", tp_comm_overlap,
                "Overlap the sequence-parallel all-gathers and reduce-scatters with their GEMMs (Megatron-Core "
@@ -152,7 +154,7 @@ void PlanFlags::add_to(CLI::App& app) {
   add_optimizer_dtypes(app, master_dtype, moments_dtype, param_remainders);
   add_fp8(app, fp8, &fp8_param_gather);
   app.add_option("--virtual-stages", virtual_stages, "Model chunks per stage (interleaved 1F1B)")
-      ->check(kWholeCount);
+      ->check(integer_in(1, kMaxVirtualStages, "a chunk count"));
   app.add_option("--schedule", schedule, "Pipeline schedule (default 1f1b, interleaved with --virtual-stages)")
       ->check(CLI::IsMember(names_of(kScheduleNames)));
   app.add_option("--offload-optimizer", offload_optimizer, "Optimizer states offload")
@@ -162,7 +164,7 @@ void PlanFlags::add_to(CLI::App& app) {
   app.add_option("--precision", precision, "fp16 or bf16 (default bf16 where supported)")
       ->check(CLI::IsMember(names_of(kPrecisionNames)));
   app.add_flag("--onebit-adam", onebit_adam, "1-bit Adam compressed communication");
-  app.add_option("--freeze-step", freeze_step, "1-bit Adam warm-up steps")->check(integer_in(0, std::numeric_limits<int>::max(), "a step count"));
+  app.add_option("--freeze-step", freeze_step, "1-bit Adam warm-up steps")->check(integer_in(0, kMaxFreezeStep, "a step count"));
   app.add_option("--sparse-attention", sparse_attention, "Block-sparse attention layout")
       ->check(CLI::IsMember(names_of(kSparseLayoutNames)));
   app.add_option("--sparse-block", sparse_block, "Sparse attention block size")->check(CLI::Range(16, 128));

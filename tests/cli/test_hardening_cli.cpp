@@ -140,6 +140,18 @@ TEST_CASE("flags: output files, directories and sizes are checked when the flags
        "--gpus: 1024000000 GPUs need 128000000 nodes of dgx-a100-80gb (8 GPUs each); expected at most 1000000"},
       {"predict --cluster dgx2 --model gpt2-1.5b --tp 1e18", "--tp: expected a whole number from 1 to 2147483647, got \"1e18\""},
       {"search --cluster dgx2 --model gpt2-1.5b --no-db --top 1e9", "--top: expected a whole number from 1 to 2147483647"},
+      // The plan flags take what a plan file holds (plan.hpp): pp × virtual stages
+      // once wrapped int and divided by zero (SIGFPE), or came out negative.
+      {"predict --cluster dgx-h100 --model llama-7b --micro-batch 1 --pp 4 --virtual-stages 1073741824",
+       "--virtual-stages: expected a chunk count from 1 to 1024, got \"1073741824\""},
+      {"run --cluster local-cpu --model tiny --no-db --pp 2 --virtual-stages 2147483647",
+       "--virtual-stages: expected a chunk count from 1 to 1024"},
+      {"predict --cluster dgx-h100 --model llama-7b --micro-batch 2147483647 --global-batch 2147483647 --dp 1",
+       "--micro-batch: expected a micro-batch size from 1 to 1048576"},
+      {"predict --cluster dgx-h100 --model llama-7b --recompute full --recompute-num-layers 2147483647",
+       "--recompute-num-layers: expected a layer count from 1 to 1048576"},
+      {"search --cluster dgx2 --model gpt2-1.5b --no-db --onebit-adam --freeze-step 2147483647",
+       "--freeze-step: expected a step count from 0 to 1073741824"},
       {"validate --source no-such-source", "no published run was checked: --source \"no-such-source\" matches no case"},
       {"predict --plan " + plan_file() + " --tp 2",
        "--tp: the plan file " + plan_file() + " gives the whole plan; drop --tp or the file"},

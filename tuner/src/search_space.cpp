@@ -23,10 +23,7 @@ std::vector<int> divisors(std::int64_t n) {
 
 namespace {
 
-// A plan file's bounds (plan.cpp plan_from_json): the search only makes plans it can write.
-constexpr std::int64_t kMaxGlobalBatch = std::int64_t{1} << 40;
-constexpr std::int64_t kMaxMicroBatch = std::int64_t{1} << 20;
-constexpr std::int64_t kMaxGradAccum = std::int64_t{1} << 24;
+// A plan file's bounds (plan.hpp, kMaxGlobalBatch and the others): the search only makes plans it can write.
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 

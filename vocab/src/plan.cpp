@@ -213,7 +213,7 @@ std::vector<int> stage_layers_from_ends(int layers, int pp, int first, int last)
 
 namespace {
 
-constexpr std::int64_t kMaxDegree = 1 << 20;
+constexpr std::int64_t kMaxDegree = kMaxPlanDegree;
 constexpr double kMaxElems = 1e15;  // communication bucket and threshold sizes, in elements
 
 }  // namespace
@@ -231,7 +231,7 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   if (r.has("ulysses")) p.ulysses = static_cast<int>(r.integer("ulysses", 1, kMaxDegree));
   // Added with hybrid sharding (issue 19 item 4): absent means all of dp × cp.
   if (r.has("dp_shard")) p.dp_shard = static_cast<int>(r.integer("dp_shard", 1, kMaxDegree));
-  p.virtual_stages = static_cast<int>(r.integer("virtual_stages", 1, 1024));
+  p.virtual_stages = static_cast<int>(r.integer("virtual_stages", 1, kMaxVirtualStages));
   p.sequence_parallel = r.boolean("sequence_parallel");
   p.zero_stage = static_cast<int>(r.integer("zero_stage", 0, 3));
   {
@@ -240,9 +240,9 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
     p.offload_params = *offload_target_of(o.choice("params", kOffloadTargetNames));
     o.finish();
   }
-  p.micro_batch = static_cast<int>(r.integer("micro_batch", 1, 1 << 20));
-  p.grad_accum = static_cast<int>(r.integer("grad_accum", 1, 1 << 24));
-  p.global_batch = r.integer("global_batch", 1, std::int64_t{1} << 40);
+  p.micro_batch = static_cast<int>(r.integer("micro_batch", 1, kMaxMicroBatch));
+  p.grad_accum = static_cast<int>(r.integer("grad_accum", 1, kMaxGradAccum));
+  p.global_batch = r.integer("global_batch", 1, kMaxGlobalBatch);
   p.recompute = *recompute_of(r.choice("recompute", kRecomputeNames));
   p.precision = *precision_of(r.choice("precision", kPrecisionNames));
   p.schedule = *schedule_of(r.choice("schedule", kScheduleNames));
@@ -270,7 +270,7 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   {
     auto o = r.object("onebit_adam");
     p.onebit_adam = o.boolean("enabled");
-    p.onebit_freeze_step = static_cast<int>(o.integer("freeze_step", 0, 1 << 30));
+    p.onebit_freeze_step = static_cast<int>(o.integer("freeze_step", 0, kMaxFreezeStep));
     o.finish();
   }
   {
@@ -530,8 +530,10 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
   // (Megatron-LM's --num-layers-per-virtual-pipeline-stage), stated ones a
   // multiple of v each (Megatron-Core's uneven first and last stages with
   // --num-virtual-stages-per-pipeline-rank).
-  if (p.virtual_stages > 1 && p.stage_layers.empty() && m.layers % (p.pp * p.virtual_stages) != 0)
-    return "$.virtual_stages: pp×virtual_stages = " + s(p.pp * p.virtual_stages) + " does not divide the model's " +
+  // In 64 bits: a plan made in code (not read from a file) is not bounded.
+  const std::int64_t chunks = std::int64_t{p.pp} * p.virtual_stages;
+  if (p.virtual_stages > 1 && p.stage_layers.empty() && m.layers % chunks != 0)
+    return "$.virtual_stages: pp×virtual_stages = " + s(chunks) + " does not divide the model's " +
            s(m.layers) + " layers; interleaving cuts every stage into equal model chunks (expected pp×virtual_stages "
            "to divide " + s(m.layers) + ", or stage_layers stated, each a multiple of virtual_stages)";
   if (p.virtual_stages > 1 && p.stage_layers.size() == static_cast<std::size_t>(p.pp))

@@ -124,6 +124,16 @@ std::string to_string(SparseLayout l);
 std::string to_string(AttentionKernel k);
 std::string to_string(SelectivePolicy s);
 
+/// The largest values a plan file holds (plan_from_json refuses larger ones);
+/// the command line's plan flags take the same, so that every plan predict
+/// prices can be written, exported and run (cli/plan_flags.cpp).
+inline constexpr int kMaxPlanDegree = 1 << 20;   // dp, tp, pp, cp, ulysses, dp_shard, layer counts
+inline constexpr int kMaxMicroBatch = 1 << 20;
+inline constexpr int kMaxGradAccum = 1 << 24;
+inline constexpr int kMaxVirtualStages = 1024;
+inline constexpr int kMaxFreezeStep = 1 << 30;
+inline constexpr std::int64_t kMaxGlobalBatch = std::int64_t{1} << 40;
+
 struct Plan {
   int dp = 1;
   int tp = 1;
