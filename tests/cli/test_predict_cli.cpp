@@ -177,6 +177,36 @@ TEST_CASE("search --fp8-param-gather: every plan keeps FP8 parameters under ZeRO
                   " --precision bf16 --fp8 delayed --param-remainders --fp8-param-gather");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--fp8-param-gather") && Contains("param_remainders"));
+  // A pinned stage FP8 parameters cannot live under: said up front, not as "no plan fits".
+  r = run_command(ztune_bin() + " search --engine megatron" + space + " --fp8 delayed --fp8-param-gather --zero 0");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--fp8-param-gather") && Contains("ZeRO stage 1"));
+  r = run_command(ztune_bin() + " search --engine megatron" + space + " --fp8 delayed --zero 3");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--fp8: ") && Contains("Megatron-FSDP"));
+  // One replica: the distributed optimizer is still a plan of its own where FP8
+  // parameters need it (the space had left single-replica ZeRO-1 out as stage 0's twin).
+  r = run_command(ztune_bin() + " search --engine megatron --cluster h200-box --model llama-7b --no-db --fp8 delayed"
+                                " --fp8-param-gather --top 1 --simulate-top 0 --json");
+  REQUIRE(r.exit_code == 0);
+  const auto one = nlohmann::json::parse(r.out).at("plans").at(0).at("plan");
+  CHECK(one.at("dp") == 1);
+  CHECK(one.at("zero_stage") == 1);
+  CHECK(one.at("fp8_param_gather") == true);
+}
+
+TEST_CASE("search --zero: a pinned stage is searched on one replica too, and one the engine lacks is refused",
+          "[cli][search]") {
+  const std::string one_gpu = ztune_bin() + " search --cluster h200-box --model llama-7b --no-db --top 1 --simulate-top 0";
+  for (const char* stage : {"1", "2", "3"}) {
+    const auto r = run_command(one_gpu + " --zero " + stage + " --json");
+    INFO("--zero " << stage);
+    REQUIRE(r.exit_code == 0);
+    CHECK(nlohmann::json::parse(r.out).at("plans").at(0).at("plan").at("zero_stage") == std::stoi(stage));
+  }
+  const auto fsdp = run_command(one_gpu + " --engine fsdp --zero 1");
+  CHECK(fsdp.exit_code == 2);
+  CHECK_THAT(fsdp.err, Contains("--zero: ") && Contains("no ZeRO-1"));
 }
 
 // How far the band reaches: a plan longer than every H100 run ztune was

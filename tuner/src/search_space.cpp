@@ -172,6 +172,16 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
                      str(*o.zero_stage));
   if (o.zero_stage && (*o.zero_stage < 0 || *o.zero_stage > 3))
     throw InputError("--zero: expected 0, 1, 2 or 3, got " + str(*o.zero_stage));
+  // A stage the engine cannot run (FSDP has no ZeRO-1): said once, not as
+  // "no plan fits" after the whole space. Probed on two replicas, as nothing
+  // else of a plan changes which stages an engine has.
+  if (o.zero_stage) {
+    Plan probe;
+    probe.dp = 2;
+    probe.zero_stage = *o.zero_stage;
+    if (const auto rule = engine_violation(probe, o.engine))
+      throw InputError("--zero: " + std::string(engine_rule_text(*rule)));
+  }
   gpu_counts_ = device_counts(o, c.total_devices());
   precisions_ = searched_precisions(o, c);
   if (o.grad_reduce_dtype && *o.grad_reduce_dtype != Precision::fp32) {
@@ -208,6 +218,7 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
     Plan probe;
     probe.fp8 = o.fp8;
     probe.precision = precisions_.front();
+    probe.zero_stage = o.zero_stage.value_or(0);  // a pinned stage the engine runs no FP8 under
     if (const auto why = check_plan(probe, m, c); why && why->starts_with("$.fp8"))
       throw InputError("--fp8: " + why->substr(std::string_view("$.fp8: ").size()));
     if (const auto rule = engine_violation(probe, o.engine)) throw InputError("--fp8: " + std::string(engine_rule_text(*rule)));
@@ -221,7 +232,7 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
     probe.fp8_param_gather = true;
     probe.param_remainders = o.param_remainders;
     probe.precision = precisions_.front();
-    probe.zero_stage = o.engine == Engine::fsdp ? 3 : 1;
+    probe.zero_stage = o.zero_stage.value_or(o.engine == Engine::fsdp ? 3 : 1);
     if (o.fp8 == Fp8Recipe::none)
       throw InputError("--fp8-param-gather: keeps the linear layers' weights in FP8; needs --fp8 delayed or "
                        "tensorwise");
@@ -405,7 +416,8 @@ std::vector<ScheduleChoice> SearchSpace::schedules(const Layout& l) const {
 // With one data-parallel rank there is nothing to partition or compress: ZeRO
 // stages 1-3 without offload are stage 0 (stage 3 only adds its gather buffer),
 // and 1-bit Adam and ZeRO++ change only data-parallel traffic. Those plans are
-// left out rather than listed as duplicates of stage 0; the offload variants
+// left out rather than listed as duplicates of stage 0 (unless a pinned --zero
+// or FP8 parameters ask for the stage: all_states); the offload variants
 // stay, because where the states live and when gradients move differ by stage.
 std::vector<StateChoice> SearchSpace::states(const Layout& l) const {
   std::vector<StateChoice> all = all_states(l);
@@ -444,6 +456,12 @@ std::vector<int> SearchSpace::shard_group_sizes(const Layout& l) const {
 std::vector<StateChoice> SearchSpace::all_states(const Layout& l) const {
   // Context-parallel ranks hold the same weights: ZeRO partitions over dp × cp.
   const bool partitioned = l.dp * l.cp * l.ulysses > 1;
+  // With one replica a stage without offload is stage 0 (states()), unless a
+  // plan needs the stage itself: a pinned --zero, and FP8 parameters, which
+  // live under Megatron's distributed optimizer (ZeRO-1).
+  auto wanted = [&](int stage) {
+    return (options_.zero_stage && *options_.zero_stage == stage) || (stage == 1 && options_.fp8_param_gather);
+  };
   std::vector<StateChoice> out;
   out.push_back({0, OffloadTarget::none, OffloadTarget::none, false, false});
   // Hybrid sharding: ZeRO-3 without offload, ZeRO++ or 1-bit Adam, in shard
@@ -470,12 +488,12 @@ std::vector<StateChoice> SearchSpace::all_states(const Layout& l) const {
   // DeepSpeed-Ulysses without 1-bit Adam or ZeRO++ (check_plan_shape).
   if (options_.include_onebit_adam && partitioned && l.ulysses == 1)
     out.push_back({0, OffloadTarget::none, OffloadTarget::none, true, false});
-  if (partitioned) out.push_back({1, OffloadTarget::none, OffloadTarget::none, false, false});
+  if (partitioned || wanted(1)) out.push_back({1, OffloadTarget::none, OffloadTarget::none, false, false});
   if (l.pp > 1) return pipelined();
   const bool offload = cluster_->device_kind == DeviceKind::gpu;
   const bool nvme = offload && cluster_->node.nvme_size_tb > 0;
   if (offload) out.push_back({1, OffloadTarget::cpu, OffloadTarget::none, false, false});
-  if (partitioned) out.push_back({2, OffloadTarget::none, OffloadTarget::none, false, false});
+  if (partitioned || wanted(2)) out.push_back({2, OffloadTarget::none, OffloadTarget::none, false, false});
   if (offload) out.push_back({2, OffloadTarget::cpu, OffloadTarget::none, false, false});
   std::vector<OffloadTarget> targets{OffloadTarget::none};
   if (offload) targets.push_back(OffloadTarget::cpu);
@@ -484,7 +502,7 @@ std::vector<StateChoice> SearchSpace::all_states(const Layout& l) const {
     if (zpp && (!options_.include_zeropp || !partitioned || l.ulysses > 1)) continue;
     for (OffloadTarget opt : targets)
       for (OffloadTarget par : targets)
-        if (partitioned || opt != OffloadTarget::none || par != OffloadTarget::none)
+        if (partitioned || opt != OffloadTarget::none || par != OffloadTarget::none || (wanted(3) && !zpp))
           out.push_back({3, opt, par, false, zpp});
   }
   for (int n : shards) out.push_back({3, OffloadTarget::none, OffloadTarget::none, false, false, n});
