@@ -374,6 +374,9 @@ TEST_CASE("stage_layers in the plan file: optional, round-trips, strict", "[plan
   REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.stage_layers: expected an array"));
   j["stage_layers"] = nlohmann::json::array({3, 2.5});
   REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.stage_layers[1]"));
+  // A whole number is an integer however it is written (docs/formats.md: 8 or 8.0).
+  j["stage_layers"] = nlohmann::json::array({3.0, 2});
+  CHECK(ztune::plan_from_json(j, "p.json").stage_layers == std::vector<int>{3, 2});
   // In a plan file the path is under "$.plan"; the sum is checked against the model.
   ztune::PlanFile pf;
   pf.plan = p;
@@ -831,4 +834,26 @@ TEST_CASE("every k-th layer recomputed (torchtitan's selective_ac_option k): opt
   CHECK_FALSE(ztune::check_plan(p, m, c).has_value());
   p.recompute_policy = ztune::SelectivePolicy::alternate_mm;
   CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.recompute_every") && Contains("alternate_layers"));
+}
+
+// docs/formats.md: "An optional field given as null reads as absent". The
+// reader had refused null optional fields as unknown, and its list of the
+// fields it expects left out every optional one the file did not give.
+TEST_CASE("plan file: null optional fields read as absent, and an unknown field's message lists them all",
+          "[plan][bad-input]") {
+  ztune::Plan p;
+  p.pp = 2;
+  auto j = ztune::plan_to_json(p);
+  for (const char* key : {"cp", "ulysses", "dp_shard", "stage_layers", "recompute_every", "recompute_num_layers"})
+    j[key] = nullptr;
+  j["communication"]["max_reuse_distance"] = nullptr;
+  const ztune::Plan q = ztune::plan_from_json(j, "p.json");
+  CHECK(q.cp == 1);
+  CHECK(q.ulysses == 1);
+  CHECK(q.stage_layers.empty());
+  j = ztune::plan_to_json(p);
+  j["stage_layer"] = nlohmann::json::array({1, 1});  // a typo
+  REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"),
+                      Contains("p.json: $.stage_layer: unknown field") && Contains("stage_layers") &&
+                          Contains("dp_shard") && Contains("recompute_num_layers"));
 }

@@ -255,7 +255,9 @@ InputError ObjectReader::error(std::string_view key, const std::string& what) co
 }
 
 bool ObjectReader::has(std::string_view key) const {
-  return object_->contains(std::string(key)) && !(*object_)[std::string(key)].is_null();
+  read_.insert(std::string(key));
+  const auto it = object_->find(std::string(key));
+  return it != object_->end() && !it->is_null();
 }
 
 const nlohmann::json& ObjectReader::require(std::string_view key) {

@@ -1,6 +1,7 @@
 #include "ztune/vocab/plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cassert>
 #include <initializer_list>
 #include <iterator>
@@ -318,10 +319,12 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
     p.stage_layers.reserve(arr.size());
     for (std::size_t i = 0; i < arr.size(); ++i) {
       const auto& v = arr[i];
-      if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > kMaxDegree)
+      // A whole number, 8 or 8.0, as every integer field of the formats (docs/formats.md).
+      const double n = v.is_number() ? v.get<double>() : 0.0;
+      if (!v.is_number() || !(n >= 1) || n > kMaxDegree || std::floor(n) != n)
         throw InputError(file + ": " + path + "[" + std::to_string(i) + "]: expected an integer layer count in [1, " +
                          std::to_string(kMaxDegree) + "], got " + describe_json(v));
-      p.stage_layers.push_back(static_cast<int>(v.get<std::int64_t>()));
+      p.stage_layers.push_back(static_cast<int>(n));
     }
   }
   r.finish();

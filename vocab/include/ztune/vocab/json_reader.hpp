@@ -46,6 +46,9 @@ class ObjectReader {
   /// `file` names the source in messages; `path` is the JSON path of `object` ("$" at the top).
   ObjectReader(const nlohmann::json& object, std::string file, std::string path);
 
+  /// Whether `key` is present and not null (an optional field given as null
+  /// reads as absent). Asking names `key` a field of this object: finish()
+  /// neither refuses it as unknown nor leaves it out of its list of fields.
   [[nodiscard]] bool has(std::string_view key) const;
   /// A number > 0 (or >= 0 when `allow_zero`), and at most `hi` when one is given
   /// (a physical quantity's plausible ceiling: past it the times overflow).
@@ -95,7 +98,8 @@ class ObjectReader {
   const nlohmann::json* object_;
   std::string file_;
   std::string path_;
-  std::set<std::string, std::less<>> read_;
+  // The fields asked for (read or tested by has(): bookkeeping, so mutable).
+  mutable std::set<std::string, std::less<>> read_;
 };
 
 }  // namespace ztune
