@@ -142,6 +142,27 @@ TEST_CASE("cluster: zero and negative values are rejected", "[bad-input][cluster
                       "c.json: $.node.gpu.peak_tflops.fp32: expected a number > 0 and at most 1e+06, got 0");
 }
 
+TEST_CASE("cluster: capacities have the rates' floor, and names no control characters", "[bad-input][cluster]") {
+  // 1e-300 GB was read as > 0 and printed as a capacity of 0.000.
+  auto doc = cluster_doc();
+  doc["node"]["gpu"]["memory_gb"] = 1e-300;
+  REQUIRE_THROWS_WITH(ztune::cluster_from_json(doc, "c.json"),
+                      "c.json: $.node.gpu.memory_gb: expected a number from 1e-06 to 1e+06, got 1e-300");
+  doc = cluster_doc();
+  doc["node"]["host_memory_gb"] = 1e-300;
+  REQUIRE_THROWS_WITH(ztune::cluster_from_json(doc, "c.json"),
+                      Catch::Matchers::Contains("c.json: $.node.host_memory_gb: expected a number from 1e-06"));
+  // A NUL, a newline and an ANSI escape went to the terminal as they were.
+  doc = cluster_doc();
+  doc["name"] = std::string("a\0b\n\x1b[31mred", 11);
+  REQUIRE_THROWS_WITH(ztune::cluster_from_json(doc, "c.json"),
+                      Catch::Matchers::Contains("c.json: $.name: expected a name without control characters"));
+  doc = cluster_doc();
+  doc["node"]["gpu"]["name"] = "";
+  REQUIRE_THROWS_WITH(ztune::cluster_from_json(doc, "c.json"),
+                      "c.json: $.node.gpu.name: expected a name, got an empty string");
+}
+
 TEST_CASE("cluster: an unknown field is rejected with the fields that are allowed", "[bad-input][cluster]") {
   auto doc = cluster_doc();
   doc["node"]["gpu"]["tdp_w"] = 400;

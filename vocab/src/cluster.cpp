@@ -60,9 +60,16 @@ double rate(ObjectReader& r, std::string_view key, bool allow_zero = false) {
   return v;
 }
 
+/// A capacity (GB, TB; > 0, or >= 0 when `allow_zero`) under the same floor
+/// and ceiling: 1e-300 GB was read as > 0 and printed as 0.000 capacity.
+double capacity(ObjectReader& r, std::string_view key, bool allow_zero = false) {
+  static_assert(kMaxCapacity == kMaxRate);
+  return rate(r, key, allow_zero);
+}
+
 FabricLevel read_level(ObjectReader r, bool inter) {
   FabricLevel f;
-  f.name = r.string("name");
+  f.name = r.name("name");
   f.bandwidth_gbps = rate(r, "bandwidth_gbps");
   f.latency_us = r.positive("latency_us", true, 1e6);  // a second
   f.topology = r.string("topology");
@@ -81,7 +88,7 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& file) {
   ObjectReader r(doc, file, "$");
   r.schema("ztune.cluster/1");
   Cluster c;
-  c.name = r.string("name");
+  c.name = r.name("name");
   c.source = r.string("source");
   c.device_kind = r.choice("device_kind", {"gpu", "cpu"}) == "cpu" ? DeviceKind::cpu : DeviceKind::gpu;
   c.nodes = static_cast<int>(r.integer("nodes", 1, kMaxClusterNodes));
@@ -90,8 +97,8 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& file) {
     c.node.gpus = static_cast<int>(n.integer("gpus", 1, kMaxNodeGpus));
     {
       auto g = n.object("gpu");
-      c.node.gpu.name = g.string("name");
-      c.node.gpu.memory_gb = g.positive("memory_gb", false, kMaxCapacity);
+      c.node.gpu.name = g.name("name");
+      c.node.gpu.memory_gb = capacity(g, "memory_gb");
       auto peak = g.object("peak_tflops");
       c.node.gpu.peak_tflops_fp16 = rate(peak, "fp16", true);
       c.node.gpu.peak_tflops_bf16 = rate(peak, "bf16", true);
@@ -104,12 +111,12 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& file) {
       c.node.gpu.hbm_bandwidth_gbps = rate(g, "hbm_bandwidth_gbps");
       g.finish();
     }
-    c.node.host_memory_gb = n.positive("host_memory_gb", false, kMaxCapacity);
+    c.node.host_memory_gb = capacity(n, "host_memory_gb");
     c.node.cpu_cores = static_cast<int>(n.integer("cpu_cores", 1, 100000));
     c.node.cpu_adam_gparams_per_s = rate(n, "cpu_adam_gparams_per_s");
     c.node.pcie_bandwidth_gbps = rate(n, "pcie_bandwidth_gbps");
     c.node.nvme_bandwidth_gbps = rate(n, "nvme_bandwidth_gbps", true);
-    c.node.nvme_size_tb = n.positive("nvme_size_tb", true, kMaxCapacity);
+    c.node.nvme_size_tb = capacity(n, "nvme_size_tb", true);
     if ((c.node.nvme_bandwidth_gbps == 0) != (c.node.nvme_size_tb == 0))
       throw n.error("nvme_size_tb", "expected NVMe size and bandwidth both 0 (no NVMe) or both > 0, got size " +
                                         short_number(c.node.nvme_size_tb) + " TB and bandwidth " +

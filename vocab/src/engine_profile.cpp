@@ -13,7 +13,7 @@ EngineProfile engine_profile_from_json(const nlohmann::json& doc, const std::str
   ObjectReader r(doc, file, "$");
   r.schema("ztune.engine/1");
   EngineProfile e;
-  e.name = r.string("name");
+  e.name = r.name("name");
   e.source = r.string("source");
   {
     auto h = r.object("host");

@@ -157,7 +157,7 @@ HardwareProfile profile_from_json(const nlohmann::json& doc, const std::string& 
   ObjectReader r(doc, file, "$");
   r.schema("ztune.profile/1");
   HardwareProfile p;
-  p.name = r.string("name");
+  p.name = r.name("name");
   p.source = r.string("source");
   p.gpu = r.string("gpu");
   {

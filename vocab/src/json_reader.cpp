@@ -354,6 +354,17 @@ std::string ObjectReader::string(std::string_view key) {
   return v.get<std::string>();
 }
 
+std::string ObjectReader::name(std::string_view key) {
+  std::string v = string(key);
+  if (v.empty()) throw error(key, "expected a name, got an empty string");
+  for (const char ch : v) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f)
+      throw error(key, "expected a name without control characters, got " + describe_json(nlohmann::json(v)));
+  }
+  return v;
+}
+
 std::optional<std::string> ObjectReader::optional_string(std::string_view key) {
   if (!has(key)) { read_.insert(std::string(key)); return std::nullopt; }
   return string(key);

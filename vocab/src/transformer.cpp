@@ -93,7 +93,7 @@ Transformer transformer_from_json(const nlohmann::json& doc, const std::string& 
   ObjectReader r(doc, file, "$");
   r.schema("ztune.model/1");
   Transformer t;
-  t.name = r.string("name");
+  t.name = r.name("name");
   t.source = r.string("source");
   t.layers = static_cast<int>(r.integer("layers", 1, kMaxLayers));
   t.hidden = static_cast<int>(r.integer("hidden", 1, kMaxHidden));

@@ -68,6 +68,10 @@ class ObjectReader {
   bool boolean(std::string_view key);
   std::optional<bool> optional_boolean(std::string_view key);
   std::string string(std::string_view key);
+  /// A name ztune prints (a cluster's, a GPU's, a model's): a non-empty string
+  /// without control characters, which would reach the terminal and the
+  /// files ztune writes as they are.
+  std::string name(std::string_view key);
   std::optional<std::string> optional_string(std::string_view key);
   /// A string that must be one of `choices`.
   std::string choice(std::string_view key, std::initializer_list<std::string_view> choices);
