@@ -369,17 +369,26 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   p.zeropp = zeropp;
   p.attention = *attention_kernel_of(attention);  // CLI::IsMember admitted only its names
   p.overlap_comm = !no_overlap;
-  const int ways = !stage_layers.empty() + (first_stage_layers > 0 || last_stage_layers > 0) +
-                   (embedding_in_split || loss_in_split);
-  if (ways > 1)
-    throw InputError("--stage-layers: give one of the whole partition, --first-stage-layers/--last-stage-layers, "
-                     "or --account-for-embedding/loss-in-pipeline-split");
+  // The way the partition was given, to name in its errors.
+  std::vector<std::string> ways;
+  if (!stage_layers.empty()) ways.emplace_back("--stage-layers");
+  if (first_stage_layers > 0 || last_stage_layers > 0) ways.emplace_back("--first-stage-layers/--last-stage-layers");
+  if (embedding_in_split || loss_in_split) ways.emplace_back("--account-for-embedding/loss-in-pipeline-split");
+  if (ways.size() > 1)
+    throw InputError(ways[0] + ", " + ways[1] + ": give one of the whole partition (--stage-layers), "
+                     "--first-stage-layers/--last-stage-layers, or --account-for-embedding/loss-in-pipeline-split");
   p.stage_layers = stage_layers;
   if (first_stage_layers > 0 || last_stage_layers > 0)
     p.stage_layers = stage_layers_from_ends(m.layers, pp, first_stage_layers, last_stage_layers);
   if (embedding_in_split || loss_in_split)
     p.stage_layers = stage_layers_accounting(m.layers, pp, embedding_in_split, loss_in_split);
-  if (auto why = check_plan(p, m, c)) throw flag_error(*why);
+  if (auto why = check_plan(p, m, c)) {
+    // A partition the user gave by its ends or by counting the embedding is
+    // named by those flags, not by --stage-layers.
+    if (why->starts_with("$.stage_layers") && !ways.empty() && ways[0] != "--stage-layers")
+      throw InputError(ways[0] + ": " + why->substr(why->find(": ") + 2));
+    throw flag_error(*why);
+  }
   return p;
 }
 

@@ -152,6 +152,14 @@ TEST_CASE("flags: output files, directories and sizes are checked when the flags
        "--recompute-num-layers: expected a layer count from 1 to 1048576"},
       {"search --cluster dgx2 --model gpt2-1.5b --no-db --onebit-adam --freeze-step 2147483647",
        "--freeze-step: expected a step count from 0 to 1073741824"},
+      // A partition given by its ends is named by those flags, and what they leave said plainly.
+      {"predict --cluster dgx-h100 --model llama-7b --pp 2 --virtual-stages 2 --first-stage-layers 3",
+       "--first-stage-layers/--last-stage-layers: 3 layers do not cut into virtual_stages 2"},
+      {"predict --cluster dgx-h100 --model llama-7b --pp 2 --first-stage-layers 33",
+       "--first-stage-layers 33: take 33 of the model's 32 layers"},
+      {"predict --cluster dgx-h100 --model llama-7b --pp 4 --first-stage-layers 5 "
+       "--account-for-embedding-in-pipeline-split",
+       "--first-stage-layers/--last-stage-layers, --account-for-embedding/loss-in-pipeline-split: give one of"},
       {"validate --source no-such-source", "no published run was checked: --source \"no-such-source\" matches no case"},
       {"predict --plan " + plan_file() + " --tp 2",
        "--tp: the plan file " + plan_file() + " gives the whole plan; drop --tp or the file"},

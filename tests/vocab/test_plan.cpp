@@ -401,7 +401,9 @@ TEST_CASE("stages from the end stages' layer counts, the rest balanced", "[plan]
   CHECK(ztune::stage_layers_from_ends(10, 3, 0, 3) == std::vector<int>{4, 3, 3});
   CHECK(ztune::stage_layers_from_ends(10, 2, 7, 3) == std::vector<int>{7, 3});
   CHECK_THROWS_WITH(ztune::stage_layers_from_ends(10, 2, 7, 2), Contains("expected first + last = 10"));
-  CHECK_THROWS_WITH(ztune::stage_layers_from_ends(10, 4, 8, 1), Contains("at least one layer per stage"));
+  CHECK_THROWS_WITH(ztune::stage_layers_from_ends(10, 4, 8, 1),
+                    Contains("leave 1 of the model's 10 layers for the other 2 stages; expected at least one layer "
+                             "for each"));
 }
 
 // Megatron-LM's --account-for-embedding/loss-in-pipeline-split: Llama 3.1

@@ -199,11 +199,19 @@ std::vector<int> stage_layers_from_ends(int layers, int pp, int first, int last)
   const int ends = (first > 0) + (last > 0);
   const int rest_stages = pp - ends;
   const int rest = layers - first - last;
-  if (rest_stages == 0 ? rest != 0 : rest < rest_stages)
-    throw InputError("--first-stage-layers " + s(first) + ", --last-stage-layers " + s(last) + ": leave " + s(rest) +
-                     " of the model's " + s(layers) + " layers for the other " + s(rest_stages) +
-                     " stages; expected " + (rest_stages == 0 ? std::string("first + last = ") + s(layers)
-                                                                : std::string("at least one layer per stage")));
+  if (rest_stages == 0 ? rest != 0 : rest < rest_stages) {
+    // Name the flags given, and what is left plainly: "take 33 of the 32 layers".
+    const std::string given = first > 0 && last > 0 ? "--first-stage-layers " + s(first) + ", --last-stage-layers " + s(last)
+                              : first > 0            ? "--first-stage-layers " + s(first)
+                                                     : "--last-stage-layers " + s(last);
+    const std::string left = rest < 0 ? "take " + s(first + last) + " of the model's " + s(layers) + " layers"
+                                      : "leave " + s(rest) + " of the model's " + s(layers) + " layers for the other " +
+                                            s(rest_stages) + (rest_stages == 1 ? " stage" : " stages");
+    throw InputError(given + ": " + left + "; expected " +
+                     (rest_stages == 0 ? std::string("first + last = ") + s(layers)
+                                       : "at least one layer for each of the other " + s(rest_stages) +
+                                             (rest_stages == 1 ? " stage" : " stages")));
+  }
   std::vector<int> out;
   out.reserve(static_cast<std::size_t>(pp));
   if (first > 0) out.push_back(first);
