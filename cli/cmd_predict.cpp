@@ -85,8 +85,15 @@ PredictInputs resolve(const PredictFlags& f) {
   in.plan = f.plan.resolve(in.model, in.cluster);  // throws InputError naming the broken rule
   const Engine engine = *engine_from_string(f.engine);
   in.engine = engine;
-  if (auto rule = engine_violation(in.plan, engine))
-    throw InputError("--engine " + f.engine + " cannot run this plan: " + std::string(engine_rule_text(*rule)));
+  if (auto rule = engine_violation(in.plan, engine)) {
+    // A plan file does not say which engine it was made for (--engine is
+    // ztune's own by default): name those that run it.
+    std::string others;
+    for (const Engine e : {Engine::megatron, Engine::deepspeed, Engine::fsdp, Engine::ztune})
+      if (e != engine && !engine_violation(in.plan, e)) others += (others.empty() ? "" : " or ") + to_string(e);
+    throw InputError("--engine " + f.engine + " cannot run this plan: " + std::string(engine_rule_text(*rule)) +
+                     (others.empty() ? "" : "; --engine " + others + " runs it"));
+  }
   if (auto why = engine_model_violation(in.model, engine))
     throw InputError("--engine " + f.engine + " cannot train this model: " + *why);
   in.profile = priced_profile(in.cluster, f.profile, f.engine, f.compile);

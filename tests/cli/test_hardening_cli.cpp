@@ -152,6 +152,10 @@ TEST_CASE("flags: output files, directories and sizes are checked when the flags
        "--recompute-num-layers: expected a layer count from 1 to 1048576"},
       {"search --cluster dgx2 --model gpt2-1.5b --no-db --onebit-adam --freeze-step 2147483647",
        "--freeze-step: expected a step count from 0 to 1073741824"},
+      // A plan file does not record its engine: the refusal names the ones that run it.
+      {"predict --cluster dgx-h100 --model llama-7b --tp 2 --sequence-parallel --tp-comm-overlap",
+       "--engine ztune cannot run this plan: ztune's executor runs its tensor-parallel collectives between its GEMMs "
+       "(no userbuffer overlap): use tp_comm_overlap false; --engine megatron runs it"},
       // A partition given by its ends is named by those flags, and what they leave said plainly.
       {"predict --cluster dgx-h100 --model llama-7b --pp 2 --virtual-stages 2 --first-stage-layers 3",
        "--first-stage-layers/--last-stage-layers: 3 layers do not cut into virtual_stages 2"},
