@@ -44,6 +44,7 @@ std::optional<FitHint> try_variant(const Transformer& m, const Cluster& c, const
 
 /// A memory-only search (no ranking) with `o` changed by the caller.
 SearchResult feasibility(const Transformer& m, const Cluster& c, const HardwareProfile& hw, SearchOptions o) {
+  o.prune_enabled = true;  // what it counts is plans that fit: priced, even under --no-prune
   o.rank_enabled = false;
   o.simulate_enabled = false;
   o.top = 1;
@@ -79,14 +80,17 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
   // already recomputes fully) are one hint, under the first name.
   std::vector<std::string> tried;
   auto add = [&](const std::string& change, const Plan& p) {
+    if (p.grad_accum > kMaxGradAccum) return;  // a plan no file holds (plan.hpp): not advice
     std::string key = p.summary();
     if (std::find(tried.begin(), tried.end(), key) != tried.end()) return;
     tried.push_back(std::move(key));
     if (auto h = try_variant(m, c, hw, o, change, p)) hints.push_back(std::move(*h));
   };
-  if (base.micro_batch > 1) {
+  // The accumulation micro-batch 1 needs, in 64 bits (up to 2^24 · 2^20).
+  const std::int64_t accum_at_one = std::int64_t{base.grad_accum} * base.micro_batch;
+  if (base.micro_batch > 1 && accum_at_one <= kMaxGradAccum) {
     Plan p = base;
-    p.grad_accum *= p.micro_batch;
+    p.grad_accum = static_cast<int>(accum_at_one);
     p.micro_batch = 1;
     add("micro-batch 1", p);
   }
@@ -215,7 +219,7 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
     add("ZeRO-3 with optimizer and parameter offload to CPU", p);
     // The same with the activations at their smallest, naming only what changes.
     p.micro_batch = 1;
-    p.grad_accum = base.grad_accum * base.micro_batch;
+    p.grad_accum = static_cast<int>(std::min<std::int64_t>(accum_at_one, kMaxGradAccum + std::int64_t{1}));
     p.recompute = Recompute::full;
     std::string also;
     if (base.micro_batch > 1) also = "micro-batch 1";
@@ -290,7 +294,8 @@ std::vector<FitHint> predict_fit_hints(const Transformer& m, const Cluster& c, c
   same.space.fp8_param_gather = plan.fp8_param_gather;
   const BestOnDevices b = best_plan_on(m, c, hw, same, plan.gpus());
   FitHint best;
-  best.change = "the search's best plan on these " + std::to_string(plan.gpus()) + " GPUs";
+  best.change = plan.gpus() == 1 ? std::string("the search's best plan on this GPU")
+                                 : "the search's best plan on these " + std::to_string(plan.gpus()) + " GPUs";
   if (!b.best) {
     best.detail = "none of " + std::to_string(b.space) + " plans fits (ztune search --gpus " +
                   std::to_string(plan.gpus()) + " --explain says what would)";
