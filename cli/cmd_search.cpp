@@ -406,8 +406,10 @@ int run_search_command(const SearchFlags& f) {
   };
   if (nothing) {
     if (const int rc = store(); rc != kExitOk) return rc;
+    // Said, so that a script does not read an old file as this search's plan.
+    if (!f.out.empty()) std::cerr << "ztune: no plan fits: " << f.out << " was not written\n";
+    return r.interrupted ? kExitInterrupted : kExitInfeasible;
   }
-  if (nothing) return r.interrupted ? kExitInterrupted : kExitInfeasible;
   if (!f.out.empty()) {
     write_plan_file(f.out, r.plans.front(), model, cluster);
     if (!f.json)
@@ -475,7 +477,7 @@ Command add_search(CLI::App& root) {
                    "The engine that runs the plan: its space (what it can run) and its engine profile "
                    "(data/engines/: host costs, fusion, overlap) price every plan");
   app->add_option("--global-batch", f->global_batch, "Sequences per step (default: the model file's)")
-      ->check(Positive);
+      ->check(integer_in(1, kMaxGlobalBatch, "a sequence count"));  // as a plan file holds it
   app->add_option("--precision", f->precision, "Pin the precision (default: every 16-bit one the GPU has)")
       ->check(CLI::IsMember(names_of(kPrecisionNames)));
   add_grad_reduce_dtype(*app, f->grad_reduce_dtype);  // every plan of the space states it

@@ -114,7 +114,7 @@ void PlanFlags::add_to(CLI::App& app) {
   app.add_option("--micro-batch", micro_batch, "Sequences per micro-batch")
       ->check(integer_in(1, kMaxMicroBatch, "a micro-batch size"));
   app.add_option("--global-batch", global_batch, "Sequences per step (default: the model file's)")
-      ->check(Positive);
+      ->check(integer_in(1, kMaxGlobalBatch, "a sequence count"));
   app.add_option("--recompute", recompute, "Activation recomputation")
       ->check(CLI::IsMember(names_of(kRecomputeNames)));
   app.add_option("--recompute-policy", recompute_policy,

@@ -156,6 +156,8 @@ TEST_CASE("flags: output files, directories and sizes are checked when the flags
       {"predict --cluster dgx-h100 --model llama-7b --tp 2 --sequence-parallel --tp-comm-overlap",
        "--engine ztune cannot run this plan: ztune's executor runs its tensor-parallel collectives between its GEMMs "
        "(no userbuffer overlap): use tp_comm_overlap false; --engine megatron runs it"},
+      {"predict --cluster dgx-h100 --model llama-7b --global-batch 2000000000000",
+       "--global-batch: expected a sequence count from 1 to 1099511627776, got \"2000000000000\""},
       // A partition given by its ends is named by those flags, and what they leave said plainly.
       {"predict --cluster dgx-h100 --model llama-7b --pp 2 --virtual-stages 2 --first-stage-layers 3",
        "--first-stage-layers/--last-stage-layers: 3 layers do not cut into virtual_stages 2"},
@@ -325,7 +327,9 @@ TEST_CASE("flags: a huge --global-batch is searched in bounded memory and time",
   }
   auto r = run_ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-db --global-batch 1099511627777");
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, StartsWith("ztune: error: --global-batch: 1099511627777 is more than a plan holds"));
+  // The plan file's bound (2^40, plan.hpp), said as the flag's range.
+  CHECK_THAT(r.err, StartsWith("ztune: error: --global-batch: expected a sequence count from 1 to 1099511627776, "
+                               "got \"1099511627777\""));
   r = run_ztune("predict --cluster dgx2 --model gpt2-1.5b --global-batch 4294967296");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, StartsWith("ztune: error: --global-batch: 4294967296 / (micro-batch × dp = 16) is 268435456 "

@@ -727,7 +727,8 @@ std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const
     return std::string(p.ulysses > 1 ? "$.dp: dp×tp×ulysses×pp = " : p.cp > 1 ? "$.dp: dp×tp×cp×pp = " : "$.dp: dp×tp×pp = ") +
            (p.devices() >= kPlanDevicesSaturated ? std::string("more than 2^62") : s(p.devices())) +
            " needs more devices than the cluster's " + s(c.total_devices()) +
-           " (" + s(c.nodes) + " nodes × " + s(c.node.gpus) + "); expected at most " + s(c.total_devices()) +
+           " (" + s(c.nodes) + (c.nodes == 1 ? " node × " : " nodes × ") + s(c.node.gpus) + "); expected at most " +
+           s(c.total_devices()) +
            " (fewer is allowed: the rest stay idle)";
   // Said before the plan's own rules: a device without FP8 units is the
   // cause to name, not the precision the plan defaulted to there.
