@@ -836,6 +836,14 @@ TEST_CASE("every k-th layer recomputed (torchtitan's selective_ac_option k): opt
   CHECK_FALSE(ztune::check_plan(p, m, c).has_value());
   p.recompute_policy = ztune::SelectivePolicy::alternate_mm;
   CHECK_THAT(*ztune::check_plan(p, m, c), Contains("$.recompute_every") && Contains("alternate_layers"));
+  // torchtitan counts the blocks a rank wraps: k past the stage's 32 layers
+  // recomputes none, where the priced share would be 1/k of each layer.
+  p.recompute_policy = ztune::SelectivePolicy::alternate_layers;
+  p.recompute_every = 32;
+  CHECK_FALSE(ztune::check_plan(p, m, c).has_value());
+  p.recompute_every = 33;
+  CHECK_THAT(*ztune::check_plan(p, m, c),
+             Contains("$.recompute_every: one layer in every 33, in stages of at most 32 layers, recomputes none"));
 }
 
 // docs/formats.md: "An optional field given as null reads as absent". The

@@ -649,6 +649,13 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
     return "$.recompute_every: every " + s(p.recompute_every) +
            "th layer recomputed whole is torchtitan's layer-level checkpointing; needs recompute \"selective\" "
            "with recompute_policy \"alternate_layers\", got \"" + recompute_text(p) + "\"";
+  // torchtitan counts the blocks each rank wraps: with more than a stage holds
+  // no layer is recomputed, where the priced share is 1/k of every layer.
+  if (p.recompute == Recompute::selective && p.recompute_policy == SelectivePolicy::alternate_layers &&
+      p.recompute_every > max_stage_layers(p, m.layers))
+    return "$.recompute_every: one layer in every " + s(p.recompute_every) + ", in stages of at most " +
+           s(max_stage_layers(p, m.layers)) + " layers, recomputes none; expected at most " +
+           s(max_stage_layers(p, m.layers)) + ", or recompute \"none\"";
   if (p.recompute_num_layers > 0) {
     if (p.recompute != Recompute::full)
       return "$.recompute_num_layers: " + s(p.recompute_num_layers) +
