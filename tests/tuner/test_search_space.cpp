@@ -803,3 +803,29 @@ TEST_CASE("megatron searches Megatron-FSDP only when --zero pins it, never under
     CHECK((sharded > 0) == pin.has_value());
   }
 }
+
+// FP8 GEMMs need operand dimensions in multiples of 16, a rule of tp alone:
+// the layouts whose per-rank weights break it are pruned as layouts, under a
+// reason of their own (they had been counted as "plan rejected by check_plan",
+// the generator-mismatch bucket). Turing-NLG 17B: hidden 4256 = 16·266, so tp
+// 2 keeps 2128 = 16·133 and tp 4 leaves 1064 = 16·66.5.
+TEST_CASE("FP8: layouts whose tp leaves weight dims off multiples of 16 are pruned by their own reason",
+          "[tuner][space][fp8]") {
+  const Transformer m = load_transformer("turing-nlg-17b");
+  const Cluster c = load_cluster("dgx-h100x4");
+  SpaceOptions o;
+  o.engine = Engine::megatron;
+  o.fp8 = Fp8Recipe::delayed;
+  const SearchSpace s(m, c, o);
+  int tp2 = 0, tp4 = 0;
+  for (const auto& l : s.layouts()) {
+    if (l.tp == 2 && l.rejected == LayoutRule::none) ++tp2;
+    if (l.tp == 4) {
+      CHECK(l.rejected == LayoutRule::fp8_shape);
+      ++tp4;
+    }
+  }
+  CHECK(tp2 > 0);
+  CHECK(tp4 > 0);
+  CHECK(prune_reason_name(PruneReason::fp8_shape) == "FP8 needs each tp rank's weight dimensions in multiples of 16");
+}

@@ -13,6 +13,7 @@ std::string prune_reason_name(PruneReason r) {
     case PruneReason::tp_across_nodes: return "tp must stay inside a node";
     case PruneReason::tp_shape: return "tp must divide heads, kv heads and ffn";
     case PruneReason::pp_layers: return "pp must not exceed the layers";
+    case PruneReason::fp8_shape: return "FP8 needs each tp rank's weight dimensions in multiples of 16";
     case PruneReason::layout_other: return "layout rejected by check_plan";
     case PruneReason::unlaunchable: return "the launcher cannot start these ranks with each tp group inside a node";
     case PruneReason::plan_rule: return "plan rejected by check_plan";

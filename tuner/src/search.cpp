@@ -49,6 +49,7 @@ PruneReason layout_reason(LayoutRule r) {
     case LayoutRule::tp_across_nodes: return PruneReason::tp_across_nodes;
     case LayoutRule::tp_shape: return PruneReason::tp_shape;
     case LayoutRule::pp_layers: return PruneReason::pp_layers;
+    case LayoutRule::fp8_shape: return PruneReason::fp8_shape;
     case LayoutRule::unlaunchable: return PruneReason::unlaunchable;
     default: return PruneReason::layout_other;
   }

@@ -396,10 +396,12 @@ void SearchSpace::classify(Layout& l) const {
   rep.micro_batch = 1;
   rep.grad_accum = 1;
   rep.precision = precisions_.front();
+  rep.fp8 = options_.fp8;  // FP8's dimension rule depends on tp alone: judged per layout
   if (auto why = check_plan(rep, *model_, *cluster_)) {
     l.reason = *why;
     if (why->starts_with("$.tp")) l.rejected = LayoutRule::tp_shape;
     else if (why->starts_with("$.pp")) l.rejected = LayoutRule::pp_layers;
+    else if (why->starts_with("$.fp8")) l.rejected = LayoutRule::fp8_shape;
     else l.rejected = LayoutRule::other;
   }
 }

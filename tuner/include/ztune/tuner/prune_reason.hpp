@@ -15,6 +15,7 @@ enum class PruneReason : std::uint8_t {
   tp_across_nodes,  // tensor-parallel group would span nodes
   tp_shape,         // tp does not divide heads / kv heads / ffn (check_plan)
   pp_layers,        // more stages than layers (check_plan)
+  fp8_shape,        // with FP8, tp leaves weight dimensions that are not multiples of 16 (check_plan)
   layout_other,     // check_plan rejected the layout for another reason
   unlaunchable,     // torchrun / the deepspeed launcher cannot start the ranks with each tp group inside a node
   plan_rule,        // check_plan rejected a generated plan (a generator/model mismatch)

@@ -39,6 +39,7 @@ enum class LayoutRule : std::uint8_t {
   tp_across_nodes,  // tp does not fit inside a node (--allow-tp-across-nodes lifts it)
   tp_shape,         // check_plan: tp does not divide heads / kv heads / ffn
   pp_layers,        // check_plan: more stages than layers
+  fp8_shape,        // check_plan: with FP8, tp leaves weight dimensions that are not multiples of 16
   other,            // check_plan broke another rule for this layout
   unlaunchable,     // the engine's launcher cannot start the ranks with each tp group inside a node
 };
