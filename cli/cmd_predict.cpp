@@ -312,9 +312,13 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
   }
   std::printf("   %s\n", mp.fits_gpu ? "fits" : "DOES NOT FIT");
   if (!mp.fits_gpu) {
+    // The fewest lines, largest first, whose sum passes the limit (overflow_names).
     const std::string names = overflow_names(mp);
-    std::printf("  overflow: %s %s the %s\n", names.c_str(), names.find(',') == std::string::npos ? "exceeds" : "exceed",
-                headroom ? "usable memory" : "capacity");
+    const char* limit = headroom ? "usable memory" : "capacity";
+    if (names.find(',') == std::string::npos)
+      std::printf("  overflow: the %s line alone is more than the %s\n", names.c_str(), limit);
+    else
+      std::printf("  overflow: the largest lines, %s, are together more than the %s\n", names.c_str(), limit);
   }
   if (largest_mb > 0)
     std::printf("  largest micro-batch that fits: %d\n", largest_mb);
