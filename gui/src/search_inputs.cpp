@@ -15,6 +15,20 @@ namespace {
 
 QString q(const std::string& s) { return QString::fromStdString(s); }
 
+// The entry of a choice table (kOptimizerChoices, kFp8Choices) whose key is
+// `key`, or null; `expected` gets "one of A, B or C" for the refusal.
+template <class Choice, std::size_t N>
+const Choice* keyed(const Choice (&table)[N], const QString& key, QString& expected) {
+  QStringList keys;
+  const Choice* found = nullptr;
+  for (const Choice& c : table) {
+    keys << QLatin1String(c.key);
+    if (key == QLatin1String(c.key)) found = &c;
+  }
+  expected = QStringLiteral("one of %1 or %2").arg(keys.mid(0, keys.size() - 1).join(QStringLiteral(", ")), keys.last());
+  return found;
+}
+
 }  // namespace
 
 InputField field_of_message(const QString& message) {
@@ -89,26 +103,14 @@ InputResolution resolve_inputs(const SearchInputs& in) {
              "--attention: expected any, standard, flash, cudnn or eager");
   const std::optional<Precision> precision =
       pinned(in.precision, precision_of, InputField::precision, "--precision: expected any, bf16, fp16 or fp32");
-  const OptimizerChoice* states = nullptr;
-  QStringList keys;
-  for (const OptimizerChoice& c : kOptimizerChoices) {
-    keys << QLatin1String(c.key);
-    if (in.optimizer == QLatin1String(c.key)) states = &c;
-  }
+  QString expected;
+  const OptimizerChoice* states = keyed(kOptimizerChoices, in.optimizer, expected);
   if (states == nullptr)
-    issue(InputField::optimizer, QStringLiteral("--master-dtype/--moments-dtype: expected one of %1 or %2, got \"%3\"")
-                                     .arg(keys.mid(0, keys.size() - 1).join(QStringLiteral(", ")), keys.last(),
-                                          in.optimizer));
-  const Fp8Choice* fp8 = nullptr;
-  QStringList fp8_keys;
-  for (const Fp8Choice& c : kFp8Choices) {
-    fp8_keys << QLatin1String(c.key);
-    if (in.fp8 == QLatin1String(c.key)) fp8 = &c;
-  }
+    issue(InputField::optimizer, QStringLiteral("--master-dtype/--moments-dtype: expected %1, got \"%2\"")
+                                     .arg(expected, in.optimizer));
+  const Fp8Choice* fp8 = keyed(kFp8Choices, in.fp8, expected);
   if (fp8 == nullptr)
-    issue(InputField::fp8, QStringLiteral("--fp8: expected one of %1 or %2, got \"%3\"")
-                               .arg(fp8_keys.mid(0, fp8_keys.size() - 1).join(QStringLiteral(", ")), fp8_keys.last(),
-                                    in.fp8));
+    issue(InputField::fp8, QStringLiteral("--fp8: expected %1, got \"%2\"").arg(expected, in.fp8));
   auto objective = objective_from_string(in.objective.toStdString());
   if (!objective)
     issue(InputField::objective,

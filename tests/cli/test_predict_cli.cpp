@@ -166,24 +166,27 @@ TEST_CASE("search --fp8-param-gather: every plan keeps FP8 parameters under ZeRO
   const double with_fp8 = j.at("plans").front().at("prediction").at("memory").at("gpu").at("params").get<double>();
   const double without = nlohmann::json::parse(twin.out).at("memory").at("gpu").at("params_bytes").get<double>();
   CHECK(without - with_fp8 == Approx(fp8_saving).epsilon(1e-9));
-  // Refused, naming the flag and the reason, where no plan of the space can keep them.
-  r = run_command(ztune_bin() + " search --engine megatron" + space + " --fp8-param-gather");
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Contains("--fp8-param-gather") && Contains("needs --fp8"));
-  r = run_command(ztune_bin() + " search --engine fsdp" + space + " --fp8 tensorwise --fp8-param-gather");
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Contains("--fp8-param-gather") && Contains("enable_fsdp_float8_all_gather"));
-  r = run_command(ztune_bin() + " search --engine megatron" + space +
-                  " --precision bf16 --fp8 delayed --param-remainders --fp8-param-gather");
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Contains("--fp8-param-gather") && Contains("param_remainders"));
-  // A pinned stage FP8 parameters cannot live under: said up front, not as "no plan fits".
-  r = run_command(ztune_bin() + " search --engine megatron" + space + " --fp8 delayed --fp8-param-gather --zero 0");
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Contains("--fp8-param-gather") && Contains("ZeRO stage 1"));
-  r = run_command(ztune_bin() + " search --engine megatron" + space + " --fp8 delayed --zero 3");
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Contains("--fp8: ") && Contains("Megatron-FSDP"));
+  // Refused, naming the flag and the reason, where no plan of the space can keep
+  // them, and a pinned stage they cannot live under said up front, not as "no plan fits".
+  struct Refusal {
+    const char* flags;
+    const char* flag;
+    const char* reason;
+  };
+  for (const Refusal& x : {Refusal{"--engine megatron --fp8-param-gather", "--fp8-param-gather", "needs --fp8"},
+                           Refusal{"--engine fsdp --fp8 tensorwise --fp8-param-gather", "--fp8-param-gather",
+                                   "enable_fsdp_float8_all_gather"},
+                           Refusal{"--engine megatron --precision bf16 --fp8 delayed --param-remainders "
+                                   "--fp8-param-gather",
+                                   "--fp8-param-gather", "param_remainders"},
+                           Refusal{"--engine megatron --fp8 delayed --fp8-param-gather --zero 0", "--fp8-param-gather",
+                                   "ZeRO stage 1"},
+                           Refusal{"--engine megatron --fp8 delayed --zero 3", "--fp8: ", "Megatron-FSDP"}}) {
+    r = run_command(ztune_bin() + " search " + x.flags + space);
+    INFO(x.flags);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains(x.flag) && Contains(x.reason));
+  }
   // One replica: the distributed optimizer is still a plan of its own where FP8
   // parameters need it (the space had left single-replica ZeRO-1 out as stage 0's twin).
   r = run_command(ztune_bin() + " search --engine megatron --cluster h200-box --model llama-7b --no-db --fp8 delayed"

@@ -18,18 +18,16 @@ namespace {
 constexpr double kMargin = 1.1;
 
 void widen(RunShape& lo, RunShape& hi, const RunShape& s) {
-  lo.gpus = std::min(lo.gpus, s.gpus);
-  hi.gpus = std::max(hi.gpus, s.gpus);
-  lo.params = std::min(lo.params, s.params);
-  hi.params = std::max(hi.params, s.params);
-  lo.hidden = std::min(lo.hidden, s.hidden);
-  hi.hidden = std::max(hi.hidden, s.hidden);
-  lo.seq_len = std::min(lo.seq_len, s.seq_len);
-  hi.seq_len = std::max(hi.seq_len, s.seq_len);
-  lo.tp = std::min(lo.tp, s.tp);
-  hi.tp = std::max(hi.tp, s.tp);
-  lo.pp = std::min(lo.pp, s.pp);
-  hi.pp = std::max(hi.pp, s.pp);
+  auto span = [](auto& low, auto& high, auto v) {
+    low = std::min(low, v);
+    high = std::max(high, v);
+  };
+  span(lo.gpus, hi.gpus, s.gpus);
+  span(lo.params, hi.params, s.params);
+  span(lo.hidden, hi.hidden, s.hidden);
+  span(lo.seq_len, hi.seq_len, s.seq_len);
+  span(lo.tp, hi.tp, s.tp);
+  span(lo.pp, hi.pp, s.pp);
 }
 
 std::string number(double v) {
