@@ -22,9 +22,15 @@
 # LD_LIBRARY_PATH. NCCL comes from the CUDA toolkit if CMake finds it there, else from
 # PyTorch's nvidia-nccl wheel; the configure log says which.
 #
-# The device call (the tool brings back at most 8 files from $OUT: pack the logs):
-#   run(carry [".gpu-bundle"], timeout_s 600): scripts/gpu-check.sh build/gpu-check; rc=$?;
+# The device call (the tool brings back at most 8 files from $OUT: pack the logs; the
+# outer timeout leaves the packing its seconds should the script's own deadline fail):
+#   run(carry [".gpu-bundle"], timeout_s 600): timeout -k 10 570 scripts/gpu-check.sh build/gpu-check; rc=$?;
 #     tar -czf $OUT/gpu-check-logs.tgz -C build gpu-check; cp build/gpu-check/summary.txt $OUT/; exit $rc
+#
+# Time: every stage runs under a timeout, and none starts past the deadline
+# (ZTUNE_GPU_DEADLINE_S, 540 s from the script's start by default): a stuck NCCL
+# init or mpirun costs its stage, not the call's logs. results.txt gains each
+# stage's line as it ends, so a killed run still says how far it got.
 #
 # Two builds, the first that configures wins:
 #  1. the full project (preset ci, GUI off, CUDA arch 90) with the bundle or the
@@ -215,16 +221,41 @@ if ((BUILD_ONLY)); then
 fi
 
 find_bin() { find "$BUILD" -type f -name "$1" -perm -u+x | head -1; }
-declare -A RESULT
-run_test() {  # name, command...
-  local name=$1; shift
-  local t0=$(date +%s)
-  "$@" >"$OUT/$name.log" 2>&1
-  local rc=$?
-  case $rc in 0) RESULT[$name]="passed";; 77) RESULT[$name]="skipped";; *) RESULT[$name]="FAILED (rc $rc)";; esac
-  RESULT[$name]+=" in $(( $(date +%s) - t0 )) s"
-  grep -E "test cases|assertions|FAIL|outside tolerance|watchdog|skipped" "$OUT/$name.log" | tail -15
+DEADLINE=${ZTUNE_GPU_DEADLINE_S:-540}  # seconds from the script's start (bash's SECONDS)
+STAGE_LIMIT=${ZTUNE_GPU_STAGE_TIMEOUT:-150}
+# The seconds a stage may take: its own limit, cut to what the deadline leaves
+# (10 s kept for the summary); 0 when too little is left to start it.
+stage_budget() {  # limit
+  local left=$((DEADLINE - SECONDS - 10)) limit=$1
+  ((left < 15)) && { echo 0; return; }
+  echo $((limit < left ? limit : left))
 }
+declare -A RESULT
+run_test() {  # name, command...  (ZTUNE_STAGE_LIMIT overrides STAGE_LIMIT for one stage)
+  local name=$1; shift
+  local budget; budget=$(stage_budget "${ZTUNE_STAGE_LIMIT:-$STAGE_LIMIT}")
+  if ((budget == 0)); then
+    RESULT[$name]="not run: past the ${DEADLINE} s deadline"
+  else
+    local t0=$(date +%s)
+    timeout -k 5 "$budget" "$@" >"$OUT/$name.log" 2>&1
+    local rc=$?
+    case $rc in 0) RESULT[$name]="passed";; 77) RESULT[$name]="skipped";;
+                124|137) RESULT[$name]="FAILED (timed out after $budget s)";; *) RESULT[$name]="FAILED (rc $rc)";; esac
+    RESULT[$name]+=" in $(( $(date +%s) - t0 )) s"
+    grep -E "test cases|assertions|FAIL|outside tolerance|watchdog|skipped" "$OUT/$name.log" | tail -15
+  fi
+  printf '%-26s %s\n' "$name" "${RESULT[$name]}" >>"$OUT/results.txt"
+}
+# A benchmark: its output shown and kept, under the same budget.
+run_bench() {  # log name, limit, command...
+  local name=$1 limit=$2; shift 2
+  local budget; budget=$(stage_budget "$limit")
+  if ((budget == 0)); then echo "not run: past the ${DEADLINE} s deadline" | tee "$OUT/$name.log"; return; fi
+  timeout -k 5 "$budget" "$@" 2>&1 | tee "$OUT/$name.log"
+  printf '%-26s %s\n' "$name" "ran (limit $budget s)" >>"$OUT/results.txt"
+}
+: >"$OUT/results.txt"
 
 log "GPU kernel tests"
 run_test gpu_kernels "$(find_bin test_gpu_kernels)"
@@ -238,27 +269,31 @@ if [[ "$BUILD" == build/gpu-full ]]; then
   log "NCCL (one rank per GPU)"
   run_test gpu_nccl "$(find_bin test_gpu_nccl)"
   log "NCCL watchdog"
-  run_test gpu_nccl_watchdog timeout 60 "$(find_bin test_gpu_nccl_watchdog)"
+  ZTUNE_STAGE_LIMIT=60 run_test gpu_nccl_watchdog "$(find_bin test_gpu_nccl_watchdog)"
   log "ztune-worker --backend cuda vs cpu (tiny model: fp32, bf16, fp16 + loss scaling)"
-  run_test gpu_worker env ZTUNE_DATA_DIR="$ROOT/data" python3 tests/gpu/worker_cuda_vs_cpu.py "$(find_bin ztune-worker)" \
-    "mpirun --allow-run-as-root --oversubscribe"
+  ZTUNE_STAGE_LIMIT=240 run_test gpu_worker env ZTUNE_DATA_DIR="$ROOT/data" python3 tests/gpu/worker_cuda_vs_cpu.py \
+    "$(find_bin ztune-worker)" "mpirun --allow-run-as-root --oversubscribe"
   grep -E "^cuda_|loss scale" "$OUT/gpu_worker.log"
   # Issue 8 on the GPU: one training run of GPT-2 1.5B (bf16, 16 steps) on
-  # h200-box predicted with the catalog profile, then calibrate --backend cuda
+  # the card's catalog cluster (h200-box or dgx-h100) predicted with the catalog profile, then calibrate --backend cuda
   # (quick) refits the profile to the microbenchmarks and that run's record, and
   # the same plan is predicted again: before/after beside the measurement.
   log "calibration loop on the GPU (GPT-2 1.5B, bf16)"
   ZT="$(find_bin ztune)"
   CAL_ENV=(env XDG_DATA_HOME="$OUT/xdg" ZTUNE_DATA_DIR="$ROOT/data")
-  PLAN=(--cluster h200-box --model gpt2-1.5b --dp 1 --micro-batch 8 --global-batch 32 --recompute selective
+  # The catalog cluster of the card this call got (a call naming no kind gets an H100).
+  GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  case "$GPU_NAME" in *H100*) CAL_CLUSTER=dgx-h100;; *) CAL_CLUSTER=h200-box;; esac
+  echo "device: ${GPU_NAME:-unknown}; calibrating against the catalog cluster $CAL_CLUSTER" | tee "$OUT/device.txt"
+  PLAN=(--cluster "$CAL_CLUSTER" --model gpt2-1.5b --dp 1 --micro-batch 8 --global-batch 32 --recompute selective
         --precision bf16)
   run_test gpu_run "${CAL_ENV[@]}" "$ZT" run "${PLAN[@]}" --steps 16 --record "$OUT/gpt2-1.5b.record.json" --json
-  run_test gpu_calibrate "${CAL_ENV[@]}" "$ZT" calibrate --cluster h200-box --backend cuda --np 1 --quick --no-db \
-    --out "$OUT/h200-calibrated.json" --records "$OUT/gpt2-1.5b.record.json"
-  if [[ -f "$OUT/gpt2-1.5b.record.json" && -f "$OUT/h200-calibrated.json" ]]; then
+  run_test gpu_calibrate "${CAL_ENV[@]}" "$ZT" calibrate --cluster "$CAL_CLUSTER" --backend cuda --np 1 --quick --no-db \
+    --out "$OUT/calibrated.json" --records "$OUT/gpt2-1.5b.record.json"
+  if [[ -f "$OUT/gpt2-1.5b.record.json" && -f "$OUT/calibrated.json" ]]; then
     measured=$(python3 -c "import json;print(json.load(open('$OUT/gpt2-1.5b.record.json'))['step_time_s'])")
     before=$("${CAL_ENV[@]}" "$ZT" predict "${PLAN[@]}" --json | python3 -c "import json,sys;print(json.load(sys.stdin)['time']['iteration_s'])")
-    after=$("${CAL_ENV[@]}" "$ZT" predict "${PLAN[@]}" --profile "$OUT/h200-calibrated.json" --json |
+    after=$("${CAL_ENV[@]}" "$ZT" predict "${PLAN[@]}" --profile "$OUT/calibrated.json" --json |
             python3 -c "import json,sys;print(json.load(sys.stdin)['time']['iteration_s'])")
     python3 -c "m,b,a=$measured,$before,$after;print(f'gpt2-1.5b bf16 mb8x4: measured {m:.4f} s, predicted {b:.4f} s before ({100*(b-m)/m:+.1f}%), {a:.4f} s after the fit ({100*(a-m)/m:+.1f}%)')" \
       | tee "$OUT/calibration.txt"
@@ -279,19 +314,19 @@ else
 fi
 
 log "kernel benchmark (bf16, GPT-3 XL shapes)"
-"$(find_bin bench_gpu_kernels)" 2>&1 | tee "$OUT/bench_gpu_kernels.log"
+run_bench bench_gpu_kernels 90 "$(find_bin bench_gpu_kernels)"
 log "GPT training benchmark (bf16, seq 1024)"
-"$(find_bin bench_gpt_train)" 2>&1 | tee "$OUT/bench_gpt_train.log"
+run_bench bench_gpt_train 180 "$(find_bin bench_gpt_train)"
 # The same with issue 24's speed options (cuDNN attention, the forward+backward as
 # one CUDA graph, AdamW in one launch); each row is followed by the paths taken.
 log "GPT training benchmark, --attention=cudnn --graph --fused-adamw"
-timeout "${ZTUNE_FAST_BENCH_TIMEOUT:-240}" "$(find_bin bench_gpt_train)" --attention=cudnn --graph --fused-adamw 2>&1 |
-  tee "$OUT/bench_gpt_train_fast.log"
+run_bench bench_gpt_train_fast "${ZTUNE_FAST_BENCH_TIMEOUT:-240}" "$(find_bin bench_gpt_train)" --attention=cudnn \
+  --graph --fused-adamw
 # PyTorch on the same shapes (bf16 autocast, SDPA flash, fused AdamW; eager unless
 # ZTUNE_TORCH_COMPILE=1), printed in bench_gpt_train's format; skips (77) without torch.
 log "PyTorch GPT training benchmark (same shapes)"
-env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" timeout "${ZTUNE_TORCH_BENCH_TIMEOUT:-240}" python3 bench/gpu/bench_gpt_train_torch.py \
-  ${ZTUNE_TORCH_COMPILE:+--compile} 2>&1 | tee "$OUT/bench_gpt_train_torch.log"
+run_bench bench_gpt_train_torch "${ZTUNE_TORCH_BENCH_TIMEOUT:-240}" env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" \
+  python3 bench/gpu/bench_gpt_train_torch.py ${ZTUNE_TORCH_COMPILE:+--compile}
 
 log "summary"
 {
@@ -310,5 +345,11 @@ log "summary"
   grep -E "^gpt|^  gpt" "$OUT/bench_gpt_train_fast.log" 2>/dev/null || echo "  (no rows: see $OUT/bench_gpt_train_fast.log)"
   cat "$OUT/calibration.txt" 2>/dev/null || true
   cat "$OUT/memory.txt" 2>/dev/null || true
+  echo "device: $(cat "$OUT/device.txt" 2>/dev/null || echo unknown); ${SECONDS} s of the ${DEADLINE} s deadline"
 } | tee "$OUT/summary.txt"
+# Non-zero when any stage failed or did not run (the summary says which): a
+# passing kernel test beside a failed backend is not a passing check.
+for t in "${!RESULT[@]}"; do
+  [[ "${RESULT[$t]}" == FAILED* || "${RESULT[$t]}" == "not run: past"* ]] && exit 1
+done
 [[ "${RESULT[gpu_kernels]}" == passed* && "${RESULT[gpu_features]}" == passed* ]]

@@ -34,7 +34,11 @@ TEMPLATE_TEST_CASE("the CUDA backend's 16-bit storage steps like the host AdamW"
   const float loss_scale = 4096.0f;
   auto g = rounded<P>(uniform(n, 14, -loss_scale, loss_scale));
   DeviceArray<P> g16(g);
-  ZT_CUDA_CHECK(cudaMemcpy(mp.grads().raw(), g16.get(), n * sizeof(P), cudaMemcpyDeviceToDevice));
+  // On the backend's stream: its buffer was zeroed there, and the step reads it
+  // there (a legacy-stream copy is ordered with neither: the stream is non-blocking).
+  ZT_CUDA_CHECK(cudaMemcpyAsync(mp.grads().raw(), g16.get(), n * sizeof(P), cudaMemcpyDeviceToDevice,
+                                be.compute_stream()));
+  ZT_CUDA_CHECK(cudaStreamSynchronize(be.compute_stream()));
   be.from_host(mp.master(), master.data(), n);
   be.from_host(mp.m().data(), m.data(), n);
   be.from_host(mp.v().data(), v.data(), n);

@@ -1,22 +1,42 @@
-// The NCCL watchdog: a receive nobody sends to never finishes; the watchdog aborts
-// the communicator after the timeout and reports the collective, the group and the
-// rank. With a handler that records the message, the request's wait() then throws.
-// With `--exit`, the default handler ends the process (exit code 3) and CTest
-// checks the message on stderr: the job dies with a reason instead of hanging.
+// The NCCL watchdog: an operation whose completion event never comes is aborted
+// after the timeout, and the report names the operation, the group and the rank.
+// With a handler that records the message, the test checks it; with `--exit`, the
+// default handler ends the process (exit code 3) and CTest checks the message on
+// stderr: the job dies with a reason instead of hanging.
+//
+// The stuck operation is a stream held by a host function that waits on a flag,
+// with the watched event recorded behind it, on an idle one-rank communicator.
+// Not a real unmatched receive: NCCL refuses a receive from self with no send at
+// once (ncclInvalidUsage, "Trying to recv to self without a matching send"), and a
+// collective queued behind the block would run on the communicator the watchdog
+// frees. The label is the one NcclCommunicator gives its receives.
 #include <cuda_runtime.h>
 #include <mpi.h>
+#include <nccl.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "gpu_support.hpp"
-#include "ztune/executor/cuda/nccl_communicator.hpp"
-#include "ztune/executor/mpi_communicator.hpp"
+#include "ztune/executor/cuda/nccl_watchdog.hpp"
 
 using namespace ztune::executor;
+
+namespace {
+
+std::atomic<bool> released{false};
+
+// Runs on the CUDA driver's callback thread: holds the stream until released.
+void CUDART_CB hold_stream(void*) {
+  while (!released.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -29,10 +49,9 @@ int main(int argc, char** argv) {
   std::mutex mutex;
   std::string message;
   std::atomic<bool> fired{false};
-  cuda::NcclOptions options;
-  options.timeout = std::chrono::milliseconds(2000);
+  cuda::NcclWatchdog::Handler handler;  // empty: the default, which exits 3
   if (!exit_mode) {
-    options.on_timeout = [&](const std::string& m) {
+    handler = [&](const std::string& m) {
       std::lock_guard lock(mutex);
       message = m;
       fired = true;
@@ -40,30 +59,47 @@ int main(int argc, char** argv) {
   }
   int failures = 0;
   {
-    auto mpi = MpiCommunicator::world();
-    cudaStream_t compute = nullptr;
-    ZT_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
-    auto nccl = cuda::NcclCommunicator::create(*mpi, 0, compute, options);
-    ztune::test::DeviceArray<float> buf(1024);
-    // Only rank 0 posts a receive from itself; no send ever matches it.
-    auto req = nccl->recv_async(buf.get(), buf.size(), 0, 0);
-    try {
-      req->wait();
-      std::printf("FAIL: the unmatched receive completed\n");
-      ++failures;
-    } catch (const std::exception& e) {
-      std::printf("wait() threw: %s\n", e.what());
+    int device = 0;
+    ZT_CUDA_CHECK(cudaGetDevice(&device));
+    ncclUniqueId id;
+    ncclComm_t comm = nullptr;
+    if (ncclGetUniqueId(&id) != ncclSuccess || ncclCommInitRank(&comm, 1, id, 0) != ncclSuccess) {
+      std::printf("FAIL: a one-rank NCCL communicator could not be made\n");
+      MPI_Finalize();
+      return 1;
     }
+    cudaStream_t stream = nullptr;
+    ZT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    cudaEvent_t done = nullptr;
+    ZT_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    ZT_CUDA_CHECK(cudaLaunchHostFunc(stream, hold_stream, nullptr));
+    ZT_CUDA_CHECK(cudaEventRecord(done, stream));
+    {
+      cuda::NcclWatchdog watchdog(device, std::chrono::milliseconds(2000), handler);
+      watchdog.watch(comm, done, "rank 0: NCCL recv of 1024 elements on group 'world' (group rank 0 of 1)");
+      // Past the timeout and a few polls: the watchdog has aborted the
+      // communicator and called the handler (in --exit mode, ended the process).
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!fired && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (!watchdog.aborted(comm)) {
+        std::printf("FAIL: the communicator was not aborted\n");
+        ++failures;
+      }
+    }
+    released = true;  // the stream drains; the watchdog destroyed its event
+    ZT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    ZT_CUDA_CHECK(cudaStreamDestroy(stream));
+    // The communicator was aborted: ncclCommAbort freed it, so no ncclCommDestroy.
     std::lock_guard lock(mutex);
     if (!fired || message.find("NCCL recv") == std::string::npos || message.find("rank 0") == std::string::npos ||
-        message.find("did not finish within 2000 ms") == std::string::npos) {
+        message.find("did not finish within 2000 ms") == std::string::npos ||
+        message.find("communicator aborted") == std::string::npos) {
       std::printf("FAIL: watchdog message '%s'\n", message.c_str());
       ++failures;
     } else {
       std::printf("watchdog: %s\n", message.c_str());
     }
-    nccl.reset();
-    cudaStreamDestroy(compute);
   }
   MPI_Finalize();
   return failures == 0 ? 0 : 1;
