@@ -3,6 +3,8 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "ztune/kernels/cuda/check.hpp"
@@ -61,11 +63,14 @@ void* CachingAllocator::allocate(std::size_t bytes) {
   return p;
 }
 
-void CachingAllocator::release(void* p) {
+void CachingAllocator::release(void* p) noexcept {
   if (p == nullptr) return;
   std::lock_guard lock(mutex_);
   auto it = live_.find(p);
-  ZT_REQUIRE(it != live_.end(), "CachingAllocator::release: pointer was not allocated here");
+  if (it == live_.end()) {
+    std::fprintf(stderr, "ztune: internal error: CachingAllocator::release(%p): a pointer it did not allocate\n", p);
+    std::abort();
+  }
   stats_.in_use -= it->second;
   cached_.emplace(it->second, p);
   live_.erase(it);

@@ -35,16 +35,25 @@ constexpr sdpa::Dtype dtype_of() {
   else return sdpa::Dtype::bf16;
 }
 
-/// Device memory grown on demand (a stream sync before a regrow: enqueued work may use the old one).
+/// Device memory grown on demand. A block it outgrows is kept until the end, not
+/// freed: enqueued work, and a CUDA graph captured earlier, may still point into
+/// it (freeing it under a captured graph would let a replay write freed memory).
+/// Growing inside a capture is refused with the reason (cudaMalloc would end
+/// the capture): the step before the captured one runs the same shapes eagerly.
 class Grow {
  public:
   ~Grow() {
+    for (void* p : retired_) cudaFree(p);
     if (p_ != nullptr) cudaFree(p_);
   }
   void* get(std::size_t bytes, cudaStream_t stream) {
     if (bytes <= cap_ && p_ != nullptr) return p_;
-    ZT_CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (p_ != nullptr) ZT_CUDA_CHECK(cudaFree(p_));
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    ZT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+    if (capture != cudaStreamCaptureStatusNone)
+      throw CudaError("cuDNN attention: a buffer must grow to " + std::to_string(bytes) +
+                      " bytes while a CUDA graph is being captured; run the step once eagerly first");
+    if (p_ != nullptr) retired_.push_back(p_);
     p_ = nullptr;
     cap_ = 0;
     ZT_CUDA_CHECK(cudaMalloc(&p_, bytes == 0 ? 1 : bytes));
@@ -55,6 +64,7 @@ class Grow {
  private:
   void* p_ = nullptr;
   std::size_t cap_ = 0;
+  std::vector<void*> retired_;
 };
 
 }  // namespace

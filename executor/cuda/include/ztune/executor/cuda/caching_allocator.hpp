@@ -34,7 +34,11 @@ class CachingAllocator {
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
   void* allocate(std::size_t bytes);
-  void release(void* p);
+  /// Returns `p` to the cache. Called from destructors (raw_free, Scratch), so it
+  /// never throws: a pointer this allocator did not hand out is a program error,
+  /// reported on stderr before abort() (an exception there would be terminate()
+  /// hiding the error being unwound).
+  void release(void* p) noexcept;
   /// cudaFree every cached (unused) block.
   void empty_cache();
   [[nodiscard]] AllocatorStats stats() const;
