@@ -222,7 +222,15 @@ int run(const CalibrateFlags& f) {
     in.runs.insert(in.runs.end(), stored.begin(), stored.end());
   }
 
-  // 1. Measure (or read earlier measurements).
+  // 1. Measure (or read earlier measurements). The measuring run's scratch
+  // directory goes however calibrate ends (--keep-measurements copies the file).
+  struct Scratch {
+    std::string dir;
+    ~Scratch() {
+      std::error_code ec;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+    }
+  } scratch;
   std::string measurements_path = f.measurements;
   if (measurements_path.empty()) {
     const int np = f.np > 0 ? f.np : default_ranks(cluster, backend);
@@ -233,8 +241,15 @@ int run(const CalibrateFlags& f) {
                        std::to_string(cluster.node.cpu_cores) + " cores of a " + cluster.name +
                        " node (cpu_cores); ranks would time-share cores and measure a share of one, which the cost "
                        "model already divides out. Use --np " + std::to_string(cluster.node.cpu_cores) + " or fewer");
+    // CUDA ranks on a machine without an NVIDIA device would each find none
+    // (as `ztune run` says before launching; calibrate launches here only).
+    if (backend == "cuda" && !has_nvidia_device())
+      throw InputError("--cluster " + cluster.name + ": its GPUs are calibrated by the CUDA backend, and this "
+                       "machine has no NVIDIA device (no /dev/nvidia0); calibrate on the GPU machine, or give "
+                       "--measurements from one");
     char tmpl[] = "/tmp/ztune-calibrate-XXXXXX";
     if (mkdtemp(tmpl) == nullptr) throw InputError("cannot create a temporary directory in /tmp");
+    scratch.dir = tmpl;
     measurements_path = std::string(tmpl) + "/measurements.json";
     std::vector<std::string> args{calibrate_worker_path(), "--out", measurements_path, "--backend", backend,
                                   "--threads", std::to_string(f.threads)};
@@ -277,9 +292,11 @@ int run(const CalibrateFlags& f) {
     std::ifstream in_file(measurements_path, std::ios::binary);
     std::ostringstream text;
     text << in_file.rdbuf();
-    if (auto why = write_file_durably(f.keep_measurements, text.str()))
+    if (auto why = write_file_durably(f.keep_measurements, text.str())) {
+      scratch.dir.clear();  // the message points at them: they stay
       throw InputError("--keep-measurements " + f.keep_measurements + ": cannot write the file: " + *why +
                        " (the measurements are at " + measurements_path + ")");
+    }
   }
   in.measurements = &m;
 
@@ -307,7 +324,10 @@ int run(const CalibrateFlags& f) {
     j["cluster"] = cluster.name;
     j["backend"] = backend;
     j["ranks"] = m.ranks;
-    j["measurements"] = measurements_path;
+    // Where the measurements are kept: the scratch copy goes with calibrate.
+    j["measurements"] = !f.measurements.empty()      ? nlohmann::json(f.measurements)
+                        : !f.keep_measurements.empty() ? nlohmann::json(f.keep_measurements)
+                                                       : nlohmann::json(nullptr);
     j["measurement_time_s"] = m.elapsed_s;
     j["written"] = write;
     j["profile"] = write ? nlohmann::json(profile_out) : nlohmann::json(nullptr);
@@ -353,7 +373,7 @@ Command add_calibrate(CLI::App& root) {
                   "Calibrated cluster file (default: beside --out as .cluster.json, else "
                   "~/.local/share/ztune/profiles/calibrated-clusters/)")
       ->check(WritableFile);
-  app->add_option("--db", f->db, kDbHelp);
+  app->add_option("--db", f->db, kDbHelp)->check(DatabasePath);
   app->add_flag("--no-db", f->no_db, "Neither read runs from nor store the profile in the results database");
   app->add_flag("--no-db-runs", f->no_db_runs, "Do not fit to the runs stored in the database");
   app->add_option("--measurements", f->measurements, "Fit these measurements instead of running the benchmarks");

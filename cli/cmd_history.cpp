@@ -215,12 +215,12 @@ std::string render_run(const nlohmann::json& d) {
 Command add_history(CLI::App& root) {
   auto* app = root.add_subcommand("history", "List the searches, runs and calibrated profiles (with their error on later runs) in the results database");
   auto f = std::make_shared<HistoryFlags>();
-  app->add_option("--db", f->db, kDbHelp);
+  app->add_option("--db", f->db, kDbHelp)->check(DatabasePath);
   app->add_option("--limit", f->limit, "How many of each to list")->check(integer_in(1, std::numeric_limits<int>::max(), "a whole number"));
   app->add_flag("--json", f->json, "Print JSON");
   f->show = app->add_subcommand("show", "Show one search (ID or sID) or run (rID)");
   f->show->add_option("id", f->id, "s12, 12 or r3")->required();
-  f->show->add_option("--db", f->db, kDbHelp);
+  f->show->add_option("--db", f->db, kDbHelp)->check(DatabasePath);
   f->show->add_flag("--json", f->json, "Print JSON");
   return {app, [f] {
             // History reads: a --db that is not there is said, not created (with

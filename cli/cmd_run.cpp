@@ -90,17 +90,6 @@ class TempDir {
   bool keep_;
 };
 
-bool has_nvidia_device() {
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/dev", ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.size() > 6 && name.starts_with("nvidia") &&
-        name.find_first_not_of("0123456789", 6) == std::string::npos)
-      return true;
-  }
-  return false;
-}
-
 // The directory a file will be written into must exist and be writable (the
 // worker writes the record with a plain stream); a --record that fails only
 // after training loses the run.
@@ -384,7 +373,7 @@ Command add_run(CLI::App& root) {
   app->add_option("--data", f->data, "uint16 token file (e.g. data/corpus/kjv.train.bin) or \"synthetic\"");
   app->add_option("--record", f->record, "Where to keep the run record (default: the temporary directory, removed after the run)");
   app->add_option("--threads", f->threads, "Compute threads per rank")->check(ThreadCount);
-  app->add_option("--db", f->db, kDbHelp);
+  app->add_option("--db", f->db, kDbHelp)->check(DatabasePath);
   app->add_flag("--no-db", f->no_db, "Do not store the run in the results database");
   app->add_option("--nvme-dir", f->nvme_dir,
                   "Directory for the per-rank files of NVMe offload (optimizer states, parameter partitions); "

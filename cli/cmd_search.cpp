@@ -550,7 +550,7 @@ Command add_search(CLI::App& root) {
   app->add_option("--profile", f->profile,
                   "Hardware profile: a file, or a name in ~/.local/share/ztune/profiles/ or data/profiles/ "
                   "(default: the GPU's in data/profiles/)");
-  app->add_option("--db", f->db, kDbHelp);
+  app->add_option("--db", f->db, kDbHelp)->check(DatabasePath);
   app->add_flag("--no-db", f->no_db, "Do not store the search");
   app->add_flag("--run", f->run, "Run the best plan, compare measured with predicted, store both, refine the profile");
   app->add_option("--steps", f->autorun.steps, "--run: optimizer steps")->check(Positive)->capture_default_str();

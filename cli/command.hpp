@@ -36,6 +36,9 @@ CLI::Validator number_in(double lo, double hi, const std::string& what, bool lo_
 /// A path a file can be written at (vocab output_file_problem), checked when the
 /// flags are parsed: an output flag naming a directory fails before the work.
 extern const CLI::Validator WritableFile;
+/// A database path that is not empty: `--db ""` (an unset shell variable) had
+/// meant the user's default database, where a script's results then went.
+extern const CLI::Validator DatabasePath;
 /// An existing directory (NVMe offload files are created in it).
 extern const CLI::Validator ExistingDirectory;
 /// Throws InputError when the output `out` (of flag `out_flag`) is the same file

@@ -40,9 +40,12 @@ CLI::Validator number_in(double lo, double hi, const std::string& what, bool lo_
 
 const CLI::Validator ThreadCount = integer_in(1, kMaxThreads, "a thread count");
 
+// An output file given on the command line goes into a directory that exists,
+// as --record's does: a typo in the path is said before the work, not made into
+// new directories (calibrate --out /nonexist/x.json had created /nonexist).
 const CLI::Validator WritableFile(
     [](const std::string& v) {
-      const auto why = output_file_problem(v);
+      const auto why = output_file_problem(v, false);
       return why ? v + ": " + *why : std::string();
     },
     "FILE");
@@ -58,6 +61,14 @@ void refuse_output_over_input(const std::string& out_flag, const std::string& ou
                        "); writing it would replace the input: choose another file");
   }
 }
+
+const CLI::Validator DatabasePath(
+    [](const std::string& v) {
+      return v.empty() ? std::string("expected a database file, got an empty path (leave --db out for the default "
+                                     "database, or --no-db for none)")
+                       : std::string();
+    },
+    "FILE");
 
 const CLI::Validator ExistingDirectory(
     [](const std::string& v) {

@@ -65,6 +65,17 @@ bool on_path(const char* program) {
 }
 }  // namespace
 
+bool has_nvidia_device() {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 6 && name.starts_with("nvidia") &&
+        name.find_first_not_of("0123456789", 6) == std::string::npos)
+      return true;
+  }
+  return false;
+}
+
 std::vector<std::string> launch_command(int np, const std::string& hosts, const std::vector<std::string>& worker_args) {
   std::vector<std::string> cmd;
   if (std::getenv("SLURM_JOB_ID") != nullptr && on_path("srun")) {

@@ -33,6 +33,9 @@ struct WorkerJob {
 };
 /// ztune-worker's argument list for `job` (worker path first).
 std::vector<std::string> worker_args(const WorkerJob& job);
+/// Whether this machine has an NVIDIA device (the driver's /dev/nvidia0, /dev/nvidia1, ...):
+/// CUDA ranks started here without one would each find none (run and calibrate say so first).
+[[nodiscard]] bool has_nvidia_device();
 /// The launcher command line for `np` ranks of `worker_args` (worker path first).
 std::vector<std::string> launch_command(int np, const std::string& hosts, const std::vector<std::string>& worker_args);
 /// Runs argv (no shell) in a session of its own, stdin from /dev/null; the child's

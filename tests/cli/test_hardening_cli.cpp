@@ -158,6 +158,12 @@ TEST_CASE("flags: output files, directories and sizes are checked when the flags
        "(no userbuffer overlap): use tp_comm_overlap false; --engine megatron runs it"},
       {"predict --cluster dgx-h100 --model llama-7b --global-batch 2000000000000",
        "--global-batch: expected a sequence count from 1 to 1099511627776, got \"2000000000000\""},
+      // An unset shell variable is not the default database.
+      {"history --db \"\"", "--db: expected a database file, got an empty path"},
+      {"search --cluster dgx2 --model gpt2-1.5b --db \"\"", "--db: expected a database file, got an empty path"},
+      // An output path's directory must exist: said before measuring, not created.
+      {"calibrate --cluster local-cpu --quick --no-db --out /nonexistent-dir/x.json",
+       "--out: /nonexistent-dir/x.json: the directory /nonexistent-dir does not exist"},
       // A partition given by its ends is named by those flags, and what they leave said plainly.
       {"predict --cluster dgx-h100 --model llama-7b --pp 2 --virtual-stages 2 --first-stage-layers 3",
        "--first-stage-layers/--last-stage-layers: 3 layers do not cut into virtual_stages 2"},
@@ -206,6 +212,11 @@ TEST_CASE("pins, catalogs, databases, hosts and profiles that cannot be used are
     CHECK_THAT(r.err, StartsWith("ztune: error: " + gpu_plan + ": the plan is for dgx-a100-80gb's GPUs (the CUDA "
                                  "backend), and this machine has no NVIDIA device"));
     CHECK_THAT(r.out + r.err, !Contains("mpirun"));
+    // Calibrating GPUs here had started a CUDA rank per GPU (256 for dgx2x16) on this machine.
+    const auto cal = run_ztune("calibrate --cluster dgx2x16 --quick --no-db");
+    CHECK(cal.exit_code == 2);
+    CHECK_THAT(cal.err, StartsWith("ztune: error: --cluster dgx2x16: its GPUs are calibrated by the CUDA backend, "
+                                   "and this machine has no NVIDIA device"));
   }
   const auto r = run_command("ZTUNE_DATA_DIR=/nonexistent " + ztune_bin() + " list clusters");
   CHECK(r.exit_code == 2);
