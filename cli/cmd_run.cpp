@@ -125,6 +125,17 @@ PlanFile resolve(const RunFlags& f) {
   if (!f.plan_json.empty()) {
     f.plan.refuse_beside(f.plan_json);
     pf = load_plan_file(f.plan_json);
+    // What the file embeds it gives, as it gives the plan: a flag beside it
+    // would be ignored (run ptiny.json --model tiny-llama had trained tiny).
+    auto refuse = [&](const char* flag, bool given, bool embedded, const char* what) {
+      if (given && embedded)
+        throw InputError(std::string(flag) + ": the plan file " + f.plan_json + " embeds its " + what + "; drop " +
+                         flag + " (a flag beside it would be ignored), or write the plan without it");
+    };
+    refuse("--model", !f.input.model.empty(), pf.model.has_value(), "model");
+    refuse("--seq", f.input.seq > 0, pf.model.has_value(), "model (and its sequence length)");
+    refuse("--cluster", !f.input.cluster.empty(), pf.cluster.has_value(), "cluster");
+    refuse("--nodes", f.input.nodes > 0, pf.cluster.has_value(), "cluster (and its node count)");
     if (!pf.model && !f.input.model.empty()) pf.model = f.input.load_model_or_throw();
     if (!pf.cluster && !f.input.cluster.empty()) pf.cluster = f.input.load_cluster_or_throw();
     if (!pf.model) throw InputError(f.plan_json + ": $.model: missing; embed the model or pass --model");

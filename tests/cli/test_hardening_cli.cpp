@@ -218,6 +218,20 @@ TEST_CASE("pins, catalogs, databases, hosts and profiles that cannot be used are
     CHECK_THAT(cal.err, StartsWith("ztune: error: --cluster dgx2x16: its GPUs are calibrated by the CUDA backend, "
                                    "and this machine has no NVIDIA device"));
   }
+  // A plan file that embeds its model and cluster gives them, as it gives the
+  // plan: --model beside it had been ignored (run trained the file's model).
+  {
+    const std::string cpu_plan = dir + "/cpu-plan.json";
+    REQUIRE(run_ztune("search --cluster local-cpu --model tiny --no-db --no-simulate --top 1 --out " + cpu_plan)
+                .exit_code == 0);
+    for (const char* flag : {"--model tiny-llama", "--cluster local-cpu", "--seq 32", "--nodes 2"}) {
+      const auto r = run_ztune("run " + cpu_plan + " " + flag + " --steps 1 --no-db");
+      INFO(flag);
+      CHECK(r.exit_code == 2);
+      CHECK_THAT(r.err, Contains(": the plan file " + cpu_plan + " embeds its ") &&
+                            Contains("(a flag beside it would be ignored)"));
+    }
+  }
   const auto r = run_command("ZTUNE_DATA_DIR=/nonexistent " + ztune_bin() + " list clusters");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, StartsWith("ztune: error: /nonexistent/clusters: no catalog directory"));
