@@ -738,6 +738,15 @@ TEST_CASE("export launches exactly the plan's ranks, tp groups inside a node", "
   REQUIRE(two.size() == 4);
   CHECK_THAT(two[0], Contains("hostfile: 2 lines '<host> slots=16'"));
   CHECK_THAT(launch_placeholders(pf, Engine::megatron, "p.json")[0], Contains("MASTER_ADDR"));
+  // A plan file without its cluster and model (docs/formats.md allows it): the
+  // command starts every rank (2 × 4 × 4) as one node and names no model, and says so first.
+  PlanFile bare;
+  bare.plan = p;
+  const auto set = launch_placeholders(bare, Engine::megatron, "p.json");
+  REQUIRE(set.size() >= 2);
+  CHECK_THAT(set[0], StartsWith("the node shape: p.json has no $.cluster, so the command starts all 32 ranks as one "
+                                "node"));
+  CHECK_THAT(set[1], StartsWith("the model: p.json has no $.model"));
 }
 
 // The ragged launch's one command, run by a real shell as each node would:

@@ -78,6 +78,15 @@ LaunchShape launch_shape(const PlanFile& pf, const std::string& file) {
 std::vector<std::string> launch_placeholders(const PlanFile& pf, Engine e, const std::string& file) {
   const LaunchShape shape = launch_shape(pf, file);
   std::vector<std::string> out;
+  // A plan file may leave out its cluster and model (docs/formats.md); what the
+  // commands then cannot know is said, not guessed silently.
+  if (!pf.cluster && shape.ranks() > 1)
+    out.push_back("the node shape: " + file + " has no $.cluster, so the command starts all " +
+                  std::to_string(shape.ranks()) + " ranks as one node; set the launcher's node count and GPUs per "
+                  "node (ztune search --out embeds the cluster)");
+  if (!pf.model)
+    out.push_back("the model: " + file + " has no $.model, so the arguments name no layers, hidden size, heads, "
+                  "sequence length or vocabulary; add them (ztune search --out embeds the model)");
   const std::string n = std::to_string(shape.nodes);
   if (shape.nodes > 1) {
     if (e == Engine::deepspeed && shape.uniform())
