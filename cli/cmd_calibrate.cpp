@@ -283,6 +283,12 @@ int run(const CalibrateFlags& f) {
     }
   }
   const Measurements m = load_measurements(measurements_path);
+  // Measurements of another backend (a CPU run's for a GPU cluster) describe
+  // another machine: a profile fitted to them prices nothing real.
+  if (!m.backend.empty() && m.backend != backend)
+    throw InputError("--measurements " + measurements_path + ": $.backend: measured on the " + m.backend +
+                     " backend, and this calibration fits the " + backend + " backend's profile of " + cluster.name +
+                     "; measure on that backend (--backend " + m.backend + " with a cluster of its devices)");
   if (m.wrong > 0) {
     std::fprintf(stderr, "ztune calibrate: %s: %lld element(s) failed their data check; no profile is fitted\n",
                  measurements_path.c_str(), static_cast<long long>(m.wrong));

@@ -133,6 +133,16 @@ with tempfile.TemporaryDirectory() as D:
                              f"(the measurements are at {good})") not in r.stderr:
         failures.append(f"4: a full disk under --keep-measurements was not said (exit {r.returncode}): {r.stderr}")
 
+    # 5. CPU measurements for a GPU cluster: refused naming the backends (the fit
+    # had priced a V100 profile from CPU figures, with infinities in its report).
+    r = subprocess.run([ZTUNE, "calibrate", "--cluster", "dgx2x16", "--measurements", good, "--no-db", "--out",
+                        f"{D}/gpu.json"], capture_output=True, text=True, env=ENV, timeout=300)
+    print("5. CPU measurements for dgx2x16:", r.returncode, r.stderr.strip()[:200])
+    if r.returncode != 2 or "$.backend: measured on the cpu backend, and this calibration fits the cuda" not in r.stderr:
+        failures.append(f"5: CPU measurements for a GPU cluster were not refused (exit {r.returncode}): {r.stderr}")
+    if os.path.exists(f"{D}/gpu.json"):
+        failures.append("5: a profile was written from another backend's measurements")
+
 for f in failures:
     print("FAILED:", f)
 sys.exit(1 if failures else 0)
