@@ -231,13 +231,17 @@ int run(const RunFlags& f) {
                 to_string(backend), f.steps, f.threads, f.data,
                 f.nvme_dir, static_cast<std::uint64_t>(f.seed), f.checkpoint_every, f.keep_checkpoints,
                 f.collective_timeout_s, !f.resume.empty()};
+  if (!f.resume.empty() && f.checkpoint_every == 0)
+    std::fprintf(stderr, "note: --resume %s without --checkpoint-every writes no further checkpoints: an interrupted "
+                 "run resumes from the same one again (add --checkpoint-every N to keep writing them)\n",
+                 f.resume.c_str());
   int interrupted = 0, killed_by = 0;
   const auto cmd = launch_command(np, f.hosts, worker_args(job));
   const int rc = run_process(cmd, f.json, &interrupted, &killed_by);
   if (interrupted != 0) {
     std::fprintf(stderr, "ztune run: interrupted (%s): the job was stopped and its processes ended%s\n",
                  signal_name(interrupted),
-                 f.checkpoint_every > 0 ? ("; continue with --resume " + checkpoint_dir).c_str() : "");
+                 f.checkpoint_every > 0 || !f.resume.empty() ? ("; continue with --resume " + checkpoint_dir).c_str() : "");
     return 128 + interrupted;
   }
   if (rc != 0) {
@@ -409,7 +413,8 @@ Command add_run(CLI::App& root) {
   app->add_option("--resume", f->resume,
                   "Continue from the latest checkpoint in DIR (same plan, ranks and seed; with the same --steps "
                   "bit-identical to an uninterrupted run of them: the learning rate's cosine decay spans --steps, "
-                  "so another --steps continues on another schedule), writing further checkpoints there");
+                  "so another --steps continues on another schedule), writing further checkpoints there with "
+                  "--checkpoint-every N (without it, none: an interrupted run then resumes from DIR's latest again)");
   app->add_flag("--keep", f->keep,
                 "Keep the temporary directory ($TMPDIR/ztune-run-*: plan file, record, checkpoints); removed by "
                 "default, also when the run fails or is interrupted");
