@@ -24,13 +24,16 @@ Command add_list(CLI::App& root) {
               throw InputError(dir.string() + ": no catalog directory (ZTUNE_DATA_DIR, when set, must name the "
                                               "project's data/ folder)");
             if (*what == "clusters") {
-              std::printf("%-18s %6s %5s %-22s %8s %10s  %s\n", "name", "nodes", "gpus", "gpu", "mem GiB", "TFLOP/s16",
+              std::printf("%-18s %6s %5s %-22s %8s %10s  %s\n", "name", "nodes", "gpus", "gpu", "mem GB", "TFLOP/s16",
                           "inter-node");
               for (const auto& n : catalog_names("clusters")) {
                 Cluster c = load_cluster(n);
                 double peak = std::max(c.node.gpu.peak_tflops_bf16, c.node.gpu.peak_tflops_fp16);
-                std::printf("%-18s %6d %5d %-22s %8.0f %10.1f  %d× %.1f GB/s %s\n", n.c_str(), c.nodes,
-                            c.total_devices(), c.node.gpu.name.c_str(), c.node.gpu.memory_gb, peak,
+                // A device without 16-bit units (a CPU rank) shows "-", not 0.0.
+                char peak_text[32] = "-";
+                if (peak > 0) std::snprintf(peak_text, sizeof peak_text, "%.1f", peak);
+                std::printf("%-18s %6d %5d %-22s %8.1f %10s  %d× %.1f GB/s %s\n", n.c_str(), c.nodes,
+                            c.total_devices(), c.node.gpu.name.c_str(), c.node.gpu.memory_gb, peak_text,
                             c.inter_node.nics_per_node, c.inter_node.bandwidth_gbps, c.inter_node.name.c_str());
               }
             } else {

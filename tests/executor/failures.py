@@ -45,7 +45,7 @@ def main():
         plans.write_plan_file(dp2, model, dp=2, mb=2, ga=2, zero=1)
         r = run(3, dp2, "--steps", "1")
         check("plan for 2 ranks on 3 is refused", r.returncode == 2 and
-              "but the job has 3 (run with -np 2)" in r.stderr and r.stderr.count("error:") == 1, r.stderr)
+              "but the job has 3 (ztune run --np 2, mpirun -np 2)" in r.stderr and r.stderr.count("error:") == 1, r.stderr)
         # bf16 trains on the CPU backend (16-bit storage, fp32 masters), but
         # not with 1-bit Adam, whose momentum exchange the executor runs in fp32.
         bf16 = os.path.join(d, "bf16_onebit.json")

@@ -35,10 +35,18 @@ json fixture() {
   return json::parse(in);
 }
 
+// One directory per test process, removed when it ends (hundreds had been left in /tmp).
 fs::path scratch() {
-  const fs::path dir = fs::temp_directory_path() / ("ztune-run-record-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
+  struct Dir {
+    fs::path path = fs::temp_directory_path() / ("ztune-run-record-" + std::to_string(::getpid()));
+    Dir() { fs::create_directories(path); }
+    ~Dir() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  };
+  static const Dir dir;
+  return dir.path;
 }
 
 // Writes the mutated record and reads it back from disk: the message of the

@@ -18,13 +18,13 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   auto s = [](auto v) { return std::to_string(v); };
   if (p.gpus() != world && p.ulysses > 1)
     return "$.plan: dp×tp×ulysses×pp = " + s(p.dp) + "×" + s(p.tp) + "×" + s(p.ulysses) + "×" + s(p.pp) + " = " +
-           s(p.gpus()) + " ranks, but the job has " + s(world) + " (run with -np " + s(p.gpus()) + ")";
+           s(p.gpus()) + " ranks, but the job has " + s(world) + " (ztune run --np " + s(p.gpus()) + ", mpirun -np " + s(p.gpus()) + ")";
   if (p.gpus() != world && p.cp > 1)
     return "$.plan: dp×tp×cp×pp = " + s(p.dp) + "×" + s(p.tp) + "×" + s(p.cp) + "×" + s(p.pp) + " = " +
-           s(p.gpus()) + " ranks, but the job has " + s(world) + " (run with -np " + s(p.gpus()) + ")";
+           s(p.gpus()) + " ranks, but the job has " + s(world) + " (ztune run --np " + s(p.gpus()) + ", mpirun -np " + s(p.gpus()) + ")";
   if (p.gpus() != world)
     return "$.plan: dp×tp×pp = " + s(p.dp) + "×" + s(p.tp) + "×" + s(p.pp) + " = " + s(p.gpus()) +
-           " ranks, but the job has " + s(world) + " (run with -np " + s(p.gpus()) + ")";
+           " ranks, but the job has " + s(world) + " (ztune run --np " + s(p.gpus()) + ", mpirun -np " + s(p.gpus()) + ")";
   // Context parallelism: ring attention over MPI (executor/src/ring_attention.cpp),
   // the CPU backend's; the CUDA backend has no ring kernels yet.
   if (p.cp > 1 && backend == ExecBackend::cuda)
