@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -224,13 +225,7 @@ int run(const CalibrateFlags& f) {
 
   // 1. Measure (or read earlier measurements). The measuring run's scratch
   // directory goes however calibrate ends (--keep-measurements copies the file).
-  struct Scratch {
-    std::string dir;
-    ~Scratch() {
-      std::error_code ec;
-      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
-    }
-  } scratch;
+  std::optional<TempDir> scratch;
   std::string measurements_path = f.measurements;
   if (measurements_path.empty()) {
     const int np = f.np > 0 ? f.np : default_ranks(cluster, backend);
@@ -247,10 +242,8 @@ int run(const CalibrateFlags& f) {
       throw InputError("--cluster " + cluster.name + ": its GPUs are calibrated by the CUDA backend, and this "
                        "machine has no NVIDIA device (no /dev/nvidia0); calibrate on the GPU machine, or give "
                        "--measurements from one");
-    char tmpl[] = "/tmp/ztune-calibrate-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) throw InputError("cannot create a temporary directory in /tmp");
-    scratch.dir = tmpl;
-    measurements_path = std::string(tmpl) + "/measurements.json";
+    scratch.emplace(false, "ztune-calibrate");
+    measurements_path = scratch->path() + "/measurements.json";
     std::vector<std::string> args{calibrate_worker_path(), "--out", measurements_path, "--backend", backend,
                                   "--threads", std::to_string(f.threads)};
     if (f.max_bytes > 0) args.insert(args.end(), {"--max-bytes", std::to_string(f.max_bytes)});
@@ -299,7 +292,7 @@ int run(const CalibrateFlags& f) {
     std::ostringstream text;
     text << in_file.rdbuf();
     if (auto why = write_file_durably(f.keep_measurements, text.str())) {
-      scratch.dir.clear();  // the message points at them: they stay
+      if (scratch) scratch->keep();  // the message points at them: they stay
       throw InputError("--keep-measurements " + f.keep_measurements + ": cannot write the file: " + *why +
                        " (the measurements are at " + measurements_path + ")");
     }

@@ -60,35 +60,6 @@ struct RunFlags {
   std::string resume;             // a checkpoint directory to continue from
 };
 
-// The run's temporary directory (plan file, default record and checkpoints):
-// removed when the run ends, however it ends, unless --keep.
-class TempDir {
- public:
-  explicit TempDir(bool keep) : keep_(keep) {
-    // $TMPDIR (else /tmp), as the worker and mpirun place their files.
-    std::error_code ec;
-    const std::string base = std::filesystem::temp_directory_path(ec).string();
-    std::string tmpl = (ec ? std::string("/tmp") : base) + "/ztune-run-XXXXXX";
-    if (mkdtemp(tmpl.data()) == nullptr)
-      throw InputError("cannot create a temporary directory " + tmpl + ": " + std::strerror(errno));
-    path_ = tmpl;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    if (keep_) return;
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  [[nodiscard]] const std::string& path() const { return path_; }
-  [[nodiscard]] bool kept() const { return keep_; }
-  /// Leaves the directory on disk after all (what it holds is needed).
-  void keep() { keep_ = true; }
-
- private:
-  std::string path_;
-  bool keep_;
-};
 
 // The directory a file will be written into must exist and be writable (the
 // worker writes the record with a plain stream); a --record that fails only
@@ -218,7 +189,7 @@ int run(const RunFlags& f) {
                    predicted_memory->gpu_total_bytes / 1073741824.0, priced->name.c_str(),
                    predicted_memory->gpu_capacity_bytes / 1073741824.0);
   }
-  TempDir tmp(f.keep);
+  TempDir tmp(f.keep, "ztune-run");  // the plan file, the default record and checkpoints
   const std::string& dir = tmp.path();
   const std::string plan_path = dir + "/plan.json";
   if (auto why = write_file_durably(plan_path, plan_file_to_json(pf).dump(2) + "\n"))

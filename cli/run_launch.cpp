@@ -9,9 +9,12 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "ztune/vocab/input_error.hpp"
 
 namespace ztune::cli {
 
@@ -64,6 +67,22 @@ bool on_path(const char* program) {
   return false;
 }
 }  // namespace
+
+TempDir::TempDir(bool keep, const std::string& prefix) : keep_(keep) {
+  // $TMPDIR (else /tmp), as the worker and mpirun place their files.
+  std::error_code ec;
+  const std::string base = std::filesystem::temp_directory_path(ec).string();
+  std::string tmpl = (ec ? std::string("/tmp") : base) + "/" + prefix + "-XXXXXX";
+  if (mkdtemp(tmpl.data()) == nullptr)
+    throw InputError("cannot create a temporary directory " + tmpl + ": " + std::strerror(errno));
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  if (keep_) return;
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
 
 bool has_nvidia_device() {
   std::error_code ec;

@@ -33,6 +33,25 @@ struct WorkerJob {
 };
 /// ztune-worker's argument list for `job` (worker path first).
 std::vector<std::string> worker_args(const WorkerJob& job);
+/// A temporary directory ($TMPDIR, else /tmp; named PREFIX-XXXXXX) removed
+/// when it goes out of scope, however the command ends, unless kept (--keep,
+/// or keep() when a message points at what it holds).
+class TempDir {
+ public:
+  TempDir(bool keep, const std::string& prefix);
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir();
+  [[nodiscard]] const std::string& path() const { return path_; }
+  [[nodiscard]] bool kept() const { return keep_; }
+  /// Leaves the directory on disk after all (what it holds is needed).
+  void keep() { keep_ = true; }
+
+ private:
+  std::string path_;
+  bool keep_;
+};
+
 /// Whether this machine has an NVIDIA device (the driver's /dev/nvidia0, /dev/nvidia1, ...):
 /// CUDA ranks started here without one would each find none (run and calibrate say so first).
 [[nodiscard]] bool has_nvidia_device();
