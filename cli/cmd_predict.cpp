@@ -405,7 +405,7 @@ Command add_predict(CLI::App& root) {
               j["accuracy"] = accuracy_json(accuracy, pr.time.iteration_s, pr.time.tokens_per_s);
               if (!accuracy.envelope.empty())
                 j["accuracy"]["extrapolation"] =
-                    extrapolation_json(accuracy, outside_envelope(accuracy.envelope, in.model, in.plan));
+                    extrapolation_json(accuracy, in.model, in.plan);
               if (simulated) {
                 j["time"]["analytical_iteration_s"] = simulated->analytical_s;
                 j["time"]["simulated_operations"] = simulated->operations;
@@ -425,7 +425,7 @@ Command add_predict(CLI::App& root) {
                   !band.empty())
                 std::printf("%s\n", band.c_str());
               if (const std::string beyond =
-                      extrapolation_line(accuracy, outside_envelope(accuracy.envelope, in.model, in.plan));
+                      extrapolation_line(accuracy, in.model, in.plan);
                   !beyond.empty())
                 std::printf("%s\n", beyond.c_str());
               print_fit_hints(hints);

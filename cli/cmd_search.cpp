@@ -312,7 +312,7 @@ int run_search_command(const SearchFlags& f) {
       j["accuracy"] = accuracy_json(accuracy, best.iteration_s, best.tokens_per_s);
       if (!accuracy.envelope.empty())
         j["accuracy"]["extrapolation"] =
-            extrapolation_json(accuracy, outside_envelope(accuracy.envelope, model, r.plans.front().plan));
+            extrapolation_json(accuracy, model, r.plans.front().plan);
     }
     return j;
   };
@@ -360,7 +360,7 @@ int run_search_command(const SearchFlags& f) {
       if (const std::string band = error_band_line(accuracy, best.iteration_s, best.tokens_per_s); !band.empty())
         std::cout << "best plan's " << band << "\n";
       if (const std::string beyond =
-              extrapolation_line(accuracy, outside_envelope(accuracy.envelope, model, r.plans.front().plan));
+              extrapolation_line(accuracy, model, r.plans.front().plan);
           !beyond.empty())
         std::cout << "best plan " << beyond << "\n";
       if (!o.space.attention &&

@@ -327,7 +327,7 @@ void MainWindow::on_search_finished() {
   // Where the best plan lies beyond the runs those figures were measured on.
   if (!r.plans.empty())
     if (const std::string beyond =
-            extrapolation_line(acc, outside_envelope(acc.envelope, out.inputs.model, r.plans.front().plan));
+            extrapolation_line(acc, out.inputs.model, r.plans.front().plan);
         !beyond.empty())
       report += QStringLiteral("<p><b>Best plan</b> %1</p>").arg(QString::fromStdString(beyond).toHtmlEscaped());
   inputs_->set_search_report(report);

@@ -627,12 +627,18 @@ TEST_CASE("the runs' envelope: what a cell's time cases span, and the plans beyo
   CHECK(x[2].quantity == "pipeline depth");
   Accuracy a;
   a.envelope = e;
-  const std::string line = extrapolation_line(a, x);
+  const std::string line = extrapolation_line(a, m, p);
   CHECK(line.find("extrapolated beyond the H100/megatron runs it was checked on (2 runs)") == 0);
   CHECK(line.find("GPUs 2,560 (they span 64-2,048)") != std::string::npos);
-  CHECK(extrapolation_line(a, {}).empty());
-  const auto j = extrapolation_json(a, x);
+  const auto j = extrapolation_json(a, m, p);
   CHECK(j.at("beyond").size() == 3);
   CHECK(j.at("beyond")[2].at("runs_max") == 16);
+  Plan inside;  // 256 GPUs at 8,192 tokens: inside the runs
+  inside.tp = 8;
+  inside.pp = 4;
+  inside.dp = 8;
+  m.seq_len = 8192;
+  CHECK(extrapolation_line(a, m, inside).empty());
+  CHECK(extrapolation_json(a, m, inside).at("beyond").empty());
   CHECK(outside_envelope(Envelope{}, m, p).empty());  // nothing measured: nothing claimed
 }

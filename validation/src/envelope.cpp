@@ -85,7 +85,8 @@ std::vector<Extrapolation> outside_envelope(const Envelope& e, const Transformer
   return x;
 }
 
-std::string extrapolation_line(const Accuracy& a, const std::vector<Extrapolation>& x) {
+std::string extrapolation_line(const Accuracy& a, const Transformer& m, const Plan& p) {
+  const std::vector<Extrapolation> x = outside_envelope(a.envelope, m, p);
   if (x.empty()) return "";
   std::string s = "extrapolated beyond the " + a.envelope.cell + " runs it was checked on (" +
                   grouped(a.envelope.runs) + (a.envelope.runs == 1 ? " run): " : " runs): ");
@@ -96,9 +97,9 @@ std::string extrapolation_line(const Accuracy& a, const std::vector<Extrapolatio
   return s + "; the error band was measured inside them";
 }
 
-nlohmann::json extrapolation_json(const Accuracy& a, const std::vector<Extrapolation>& x) {
+nlohmann::json extrapolation_json(const Accuracy& a, const Transformer& m, const Plan& p) {
   nlohmann::json out = nlohmann::json::array();
-  for (const Extrapolation& e : x)
+  for (const Extrapolation& e : outside_envelope(a.envelope, m, p))
     out.push_back({{"quantity", e.quantity}, {"value", e.value}, {"runs_min", e.lo}, {"runs_max", e.hi}});
   return {{"cell", a.envelope.cell}, {"runs", a.envelope.runs}, {"beyond", out}};
 }

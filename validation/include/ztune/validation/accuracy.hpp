@@ -105,9 +105,11 @@ struct CellSummary {
 [[nodiscard]] std::string error_band_line(const Accuracy& a, double iteration_s, double tokens_per_s);
 
 /// "extrapolated beyond the V100/deepspeed runs it was checked on (7 runs): pipeline depth 50 (they span 1-25);
-/// the error band is measured inside them", or "" when `x` is empty.
-[[nodiscard]] std::string extrapolation_line(const Accuracy& a, const std::vector<Extrapolation>& x);
-[[nodiscard]] nlohmann::json extrapolation_json(const Accuracy& a, const std::vector<Extrapolation>& x);
+/// the error band is measured inside them" for plan `p` of model `m` against
+/// a.envelope (outside_envelope), or "" when it lies inside.
+[[nodiscard]] std::string extrapolation_line(const Accuracy& a, const Transformer& m, const Plan& p);
+/// The same as {"cell", "runs", "beyond": [...]}.
+[[nodiscard]] nlohmann::json extrapolation_json(const Accuracy& a, const Transformer& m, const Plan& p);
 
 [[nodiscard]] nlohmann::json accuracy_json(const Accuracy& a, double iteration_s = 0, double tokens_per_s = 0);
 
