@@ -297,12 +297,12 @@ double ObjectReader::number(std::string_view key, double lo, double hi) {
 }
 
 std::optional<double> ObjectReader::optional_positive(std::string_view key, bool allow_zero, double hi) {
-  if (!has(key)) { read_.insert(std::string(key)); return std::nullopt; }
+  if (!has(key)) return std::nullopt;  // has() named the field
   return positive(key, allow_zero, hi);
 }
 
 std::optional<double> ObjectReader::optional_fraction(std::string_view key, bool allow_zero) {
-  if (!has(key)) { read_.insert(std::string(key)); return std::nullopt; }
+  if (!has(key)) return std::nullopt;  // has() named the field
   return fraction(key, allow_zero);
 }
 
@@ -333,7 +333,7 @@ std::int64_t ObjectReader::integer(std::string_view key, std::int64_t lo, std::i
 
 std::optional<std::int64_t> ObjectReader::optional_integer(std::string_view key, std::int64_t lo,
                                                            std::int64_t hi) {
-  if (!has(key)) { read_.insert(std::string(key)); return std::nullopt; }
+  if (!has(key)) return std::nullopt;  // has() named the field
   return integer(key, lo, hi);
 }
 
@@ -344,7 +344,7 @@ bool ObjectReader::boolean(std::string_view key) {
 }
 
 std::optional<bool> ObjectReader::optional_boolean(std::string_view key) {
-  if (!has(key)) { read_.insert(std::string(key)); return std::nullopt; }
+  if (!has(key)) return std::nullopt;  // has() named the field
   return boolean(key);
 }
 
@@ -366,7 +366,7 @@ std::string ObjectReader::name(std::string_view key) {
 }
 
 std::optional<std::string> ObjectReader::optional_string(std::string_view key) {
-  if (!has(key)) { read_.insert(std::string(key)); return std::nullopt; }
+  if (!has(key)) return std::nullopt;  // has() named the field
   return string(key);
 }
 
@@ -393,19 +393,13 @@ std::string ObjectReader::choice(std::string_view key, std::span<const char* con
 
 std::string ObjectReader::optional_choice(std::string_view key, std::initializer_list<std::string_view> choices,
                                           std::string_view fallback) {
-  if (!has(key)) {
-    read_.insert(std::string(key));
-    return std::string(fallback);
-  }
+  if (!has(key)) return std::string(fallback);  // has() named the field
   return choice(key, choices);
 }
 
 std::string ObjectReader::optional_choice(std::string_view key, std::span<const char* const> choices,
                                           std::string_view fallback) {
-  if (!has(key)) {
-    read_.insert(std::string(key));
-    return std::string(fallback);
-  }
+  if (!has(key)) return std::string(fallback);  // has() named the field
   return choice(key, choices);
 }
 
@@ -416,7 +410,7 @@ ObjectReader ObjectReader::object(std::string_view key) {
 }
 
 std::optional<ObjectReader> ObjectReader::optional_object(std::string_view key) {
-  if (!has(key)) { read_.insert(std::string(key)); return std::nullopt; }
+  if (!has(key)) return std::nullopt;  // has() named the field
   return object(key);
 }
 
