@@ -225,7 +225,16 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& catalog
   std::vector<std::string> notes;
   std::vector<RunObservation> runs;
   if (db) runs = runs_from_db(*db, c.name, notes);
-  if (runs.empty()) runs.push_back(run_observation_from_record(record));
+  if (runs.empty()) {
+    RunObservation own = run_observation_from_record(record);
+    if (own.oversubscribed) {
+      std::printf("\nnot refined: %s; the ranks time-shared cores, which the cost model does not price\n",
+                  own.oversubscribed->c_str());
+      for (const auto& n : notes) std::printf("  note: %s\n", n.c_str());
+      return kExitOk;
+    }
+    runs.push_back(std::move(own));
+  }
   std::string name = c.name;
   if (!name.ends_with("-calibrated")) name += "-calibrated";
   calibration::SessionInputs in;

@@ -194,13 +194,19 @@ int run(const CalibrateFlags& f) {
   // The run records first: a bad one is refused before any microbenchmark runs.
   in.runs = runs_from_records(f.records);
   in.held_out = runs_from_records(f.holdout_records);
-  // A run measured on another backend (a GPU's record into a CPU profile) fits
-  // nothing this profile predicts: refused by file.
-  for (const auto* runs : {&in.runs, &in.held_out})
-    for (const auto& r : *runs)
+  // A run measured on another backend (a GPU's record into a CPU profile), or
+  // one whose ranks time-shared cores, fits nothing this profile predicts:
+  // refused by file (stored runs like them are left out with a note).
+  for (const auto* runs : {&in.runs, &in.held_out}) {
+    for (const auto& r : *runs) {
       if (!r.backend.empty() && !r.backend.starts_with(backend))
         throw InputError(r.label + ": $.environment.backend: the run was measured on " + r.backend + ", and this " +
                          "calibration fits the " + backend + " backend's profile of " + cluster.name);
+      if (r.oversubscribed)
+        throw InputError(r.label + ": $.environment: " + *r.oversubscribed + ": the ranks time-shared cores, which "
+                         "the cost model does not price; rerun with fewer --threads (or ranks) to calibrate on it");
+    }
+  }
 
   // The measured runs of the database join the records given, read before
   // the microbenchmarks too: a damaged stored run is refused (naming its row)

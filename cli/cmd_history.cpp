@@ -1,5 +1,6 @@
 // ztune history: the searches and runs kept in the results database, newest
-// first; `ztune history show ID` prints one (s12 = search 12, r3 = run 3).
+// first; `ztune history show ID` prints one (s12 = search 12, r3 = run 3,
+// p2 = stored profile 2).
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -13,6 +14,7 @@
 #include "db_runs.hpp"
 #include "memory_comparison.hpp"
 #include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/vocab/input_error.hpp"
 #include "ztune/tuner/results_db.hpp"
 
@@ -102,12 +104,27 @@ int list(const ResultsDb& db, const HistoryFlags& f) {
 
 std::string render_search(const nlohmann::json& d);
 std::string render_run(const nlohmann::json& d);
+std::string render_profile(const ProfileSummary& p, const HardwareProfile& hw);
+
+int show_profile(const ResultsDb& db, const HistoryFlags& f, std::int64_t n) {
+  const auto stored = db.profile(n);
+  if (!stored) throw InputError("history show " + f.id + ": no profile " + std::to_string(n) + " in " + db.path());
+  if (f.json) {
+    // As stored: a file --profile reads back.
+    std::cout << stored->doc.dump(2) << "\n";
+    return kExitOk;
+  }
+  const HardwareProfile hw = profile_from_json(stored->doc, db.path() + ": profile " + std::to_string(n));
+  std::cout << render_profile(*stored, hw);
+  return kExitOk;
+}
 
 int show(const ResultsDb& db, const HistoryFlags& f) {
   std::string id = f.id;
-  bool is_run = false;
-  if (!id.empty() && (id[0] == 's' || id[0] == 'r')) {
+  bool is_run = false, is_profile = false;
+  if (!id.empty() && (id[0] == 's' || id[0] == 'r' || id[0] == 'p')) {
     is_run = id[0] == 'r';
+    is_profile = id[0] == 'p';
     id = id.substr(1);
   }
   std::int64_t n = 0;
@@ -118,8 +135,9 @@ int show(const ResultsDb& db, const HistoryFlags& f) {
     n = std::stoll(id, &used);
     if (used != id.size() || n <= 0) throw std::invalid_argument(id);
   } catch (const std::exception&) {
-    throw InputError("history show " + f.id + ": expected a search id (12 or s12) or a run id (r3)");
+    throw InputError("history show " + f.id + ": expected a search id (12 or s12), a run id (r3) or a profile id (p2)");
   }
+  if (is_profile) return show_profile(db, f, n);
   const auto doc = is_run ? db.run(n) : db.search(n);
   if (!doc)
     throw InputError("history show " + f.id + ": no " + (is_run ? "run " : "search ") + std::to_string(n) + " in " +
@@ -210,6 +228,33 @@ std::string render_run(const nlohmann::json& d) {
   return out.str();
 }
 
+/// A stored profile as `history show pN` prints it: the figures a prediction
+/// with it uses (--json prints the document, which --profile reads).
+std::string render_profile(const ProfileSummary& p, const HardwareProfile& hw) {
+  std::ostringstream out;
+  out << "Profile p" << p.id << " stored " << p.created_at << ": " << hw.name << " (" << hw.gpu << ")\n"
+      << "  source: " << hw.source << "\n  GEMM efficiency, full waves:";
+  for (const auto& row : hw.gemm_efficiency)
+    out << " " << num("%.2f", row.efficiency) << " at " << num("%.0e", row.size) << " FLOPs;";
+  out << "\n  attention GEMMs " << num("%.2f", hw.attention_gemm_factor) << " of the table (cuDNN "
+      << num("%.2f", hw.cudnn_attention_factor) << "), memory-bound kernels "
+      << num("%.0f%%", 100 * hw.memory_bandwidth_efficiency) << " of HBM, "
+      << num("%.1f us", hw.kernel_launch_s * 1e6) << " between kernels\n";
+  auto fabric = [&](const char* level, const FabricProfile& fp) {
+    out << "  " << level << ": bus bandwidth " << num("%.0f%%", 100 * fp.busbw_efficiency) << " of the links, "
+        << num("%.1f us", fp.latency_s * 1e6) << " a step, " << num("%.1f us", fp.base_latency_s * 1e6)
+        << " a call\n";
+  };
+  fabric("intra-node", hw.intra_node);
+  fabric("inter-node", hw.inter_node);
+  out << "  PCIe " << num("%.0f%%", 100 * hw.pcie_efficiency) << ", NVMe " << num("%.0f%%", 100 * hw.nvme_efficiency)
+      << " of the datasheet\n";
+  if (!hw.measured.empty()) out << "  measured on " << hw.measured.cluster << ": " << profile_to_json(hw).at("measured").dump() << "\n";
+  out << "  To predict with it: ztune history show p" << p.id << " --json > p" << p.id << ".json, then --profile p"
+      << p.id << ".json\n";
+  return out.str();
+}
+
 }  // namespace
 
 Command add_history(CLI::App& root) {
@@ -218,8 +263,8 @@ Command add_history(CLI::App& root) {
   app->add_option("--db", f->db, kDbHelp)->check(DatabasePath);
   app->add_option("--limit", f->limit, "How many of each to list")->check(integer_in(1, std::numeric_limits<int>::max(), "a whole number"));
   app->add_flag("--json", f->json, "Print JSON");
-  f->show = app->add_subcommand("show", "Show one search (ID or sID) or run (rID)");
-  f->show->add_option("id", f->id, "s12, 12 or r3")->required();
+  f->show = app->add_subcommand("show", "Show one search (ID or sID), run (rID) or stored profile (pID)");
+  f->show->add_option("id", f->id, "s12, 12, r3 or p2")->required();
   f->show->add_option("--db", f->db, kDbHelp)->check(DatabasePath);
   f->show->add_flag("--json", f->json, "Print JSON");
   return {app, [f] {

@@ -62,10 +62,19 @@ struct PredictInputs {
 PredictInputs resolve(const PredictFlags& f) {
   PredictInputs in;
   // A plan file written by `ztune search --out` carries its cluster and model:
-  // --cluster and --model are then optional, and override the file's.
+  // --cluster and --model are then optional, and override the file's (the
+  // same plan elsewhere: a what-if), which a note on stderr says.
   std::optional<PlanFile> file;
-  if (!f.plan.plan_file.empty() && (f.input.cluster.empty() || f.input.model.empty()))
-    file = load_plan_file(f.plan.plan_file);
+  if (!f.plan.plan_file.empty()) file = load_plan_file(f.plan.plan_file);
+  auto note_override = [&](const char* flag, const std::string& given, const char* what, const std::string& embedded) {
+    if (!given.empty() && !embedded.empty())
+      std::fprintf(stderr, "ztune: note: %s %s replaces the %s %s embedded in %s\n", flag, given.c_str(), what,
+                   embedded.c_str(), f.plan.plan_file.c_str());
+  };
+  if (file) {
+    note_override("--cluster", f.input.cluster, "cluster", file->cluster ? file->cluster->name : "");
+    note_override("--model", f.input.model, "model", file->model ? file->model->name : "");
+  }
   if (f.input.cluster.empty() && file && file->cluster) {
     in.cluster = *file->cluster;
     if (f.input.nodes > 0) in.cluster.nodes = f.input.nodes;

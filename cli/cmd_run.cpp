@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -206,6 +207,15 @@ int run(const RunFlags& f) {
     std::fprintf(stderr, "note: --resume %s without --checkpoint-every writes no further checkpoints: an interrupted "
                  "run resumes from the same one again (add --checkpoint-every N to keep writing them)\n",
                  f.resume.c_str());
+  // Ranks × threads beyond this machine's hardware threads time-share cores:
+  // the run works, but its time is contention the cost model does not price
+  // (it shares a node's cores among single-threaded ranks, oversubscribed_view,
+  // not among a rank's threads), and calibrate leaves such a run out of fits.
+  if (const long long hw_threads = std::thread::hardware_concurrency();
+      f.hosts.empty() && f.threads > 1 && hw_threads > 0 && static_cast<long long>(np) * f.threads > hw_threads)
+    std::fprintf(stderr, "ztune: note: %d rank(s) × %d thread(s) on %lld hardware threads: the ranks time-share "
+                 "cores, so the measured time is not the plan's and calibrate will not fit it\n",
+                 np, f.threads, hw_threads);
   int interrupted = 0, killed_by = 0;
   const auto cmd = launch_command(np, f.hosts, worker_args(job));
   const int rc = run_process(cmd, f.json, &interrupted, &killed_by);

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -642,6 +643,29 @@ TEST_CASE("a database row or an argument that is not UTF-8 is exit 2 naming it, 
   CHECK_THAT(r.err, StartsWith("ztune: error: argument 3: byte 0xE9 at offset 5 is not UTF-8"));
 }
 
+TEST_CASE("a search waiting for another process's lock says so, then stores when it is released", "[cli][hardening]") {
+  // A silent wait of up to 30 s had looked like a hang.
+  const std::string db = (scratch() / "locked.db").string();
+  fs::remove(db);
+  const std::string search = "search --cluster dgx2x16 --model gpt2-1.5b --no-simulate --top 1 --db '" + db + "'";
+  REQUIRE(run_ztune(search).exit_code == 0);
+  sqlite3* h = nullptr;
+  REQUIRE(sqlite3_open(db.c_str(), &h) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(h, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr) == SQLITE_OK);
+  std::thread release([h] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+    sqlite3_exec(h, "COMMIT", nullptr, nullptr, nullptr);
+    sqlite3_close(h);
+  });
+  const auto r = run_ztune(search);
+  release.join();
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("ztune: waiting for the results database " + db +
+                             ": another process holds its lock (up to 30 s)"));
+  CHECK_THAT(r.out, Contains("Stored as search 2"));
+}
+
 TEST_CASE("history show takes an id of digits only, as it reads them", "[cli][hardening]") {
   const std::string db = (scratch() / "ids.db").string();
   fs::remove(db);
@@ -651,8 +675,41 @@ TEST_CASE("history show takes an id of digits only, as it reads them", "[cli][ha
     const auto r = run_ztune(std::string("history show ") + id + " --db '" + db + "'");
     INFO(id << ": " << r.err);
     CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, Contains("expected a search id (12 or s12) or a run id (r3)"));
+    CHECK_THAT(r.err, Contains("expected a search id (12 or s12), a run id (r3) or a profile id (p2)"));
   }
+}
+
+TEST_CASE("history show pN prints a stored profile's figures, and --json the file --profile reads", "[cli][hardening]") {
+  // `history` lists profiles by pN; show had refused those ids. A search stores
+  // the profile it priced with: dgx2x16's, data/profiles/v100.json.
+  const std::string db = (scratch() / "profile-ids.db").string();
+  fs::remove(db);
+  REQUIRE(run_ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-simulate --db '" + db + "'").exit_code == 0);
+  const auto shipped = nlohmann::json::parse(read_file(std::string(ZTUNE_SOURCE_DIR) + "/data/profiles/v100.json"));
+  auto r = run_ztune("history show p1 --db '" + db + "'");
+  REQUIRE(r.exit_code == 0);
+  const auto intra = shipped.at("fabric").at("intra_node");
+  char expected[128];
+  std::snprintf(expected, sizeof expected, "intra-node: bus bandwidth %.0f%% of the links, %.1f us a step",
+                100 * intra.at("busbw_efficiency").get<double>(), intra.at("latency_us").get<double>());
+  CHECK_THAT(r.out, StartsWith("Profile p1 stored ") && Contains(expected) && Contains("(V100)"));
+  CHECK_THAT(r.out, Contains("ztune history show p1 --json > p1.json, then --profile p1.json"));
+  // --json is the document, which predict reads back as --profile.
+  r = run_ztune("history show p1 --json --db '" + db + "'");
+  REQUIRE(r.exit_code == 0);
+  const auto doc = nlohmann::json::parse(r.out);
+  CHECK(doc.at("schema") == "ztune.profile/1");
+  CHECK(doc.at("gemm").at("waves") == shipped.at("gemm").at("waves"));
+  const std::string file = write_file("p1.json", r.out);
+  const auto with = run_ztune("predict --cluster dgx2x16 --model gpt2-1.5b --profile '" + file + "' --json");
+  const auto without = run_ztune("predict --cluster dgx2x16 --model gpt2-1.5b --json");
+  REQUIRE(with.exit_code == 0);
+  // The same figures, through µs and back.
+  CHECK(nlohmann::json::parse(with.out).at("time").at("iteration_s").get<double>() ==
+        Approx(nlohmann::json::parse(without.out).at("time").at("iteration_s").get<double>()).epsilon(1e-12));
+  r = run_ztune("history show p9 --db '" + db + "'");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("history show p9: no profile 9 in " + db));
 }
 
 // ---------------------------------------------------------------- a database that refuses the store
@@ -760,6 +817,17 @@ TEST_CASE("predict --plan takes the cluster and model from the plan file", "[cli
   CHECK_THAT(r.err, Contains("--cluster: required") && Contains("plan-without-cluster.json has no $.cluster"));
   r = run_ztune("predict --plan '" + bare + "' --cluster dgx2x16");
   CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, !Contains("note:"));  // nothing embedded was replaced
+  // A flag beside the file's own cluster or model predicts the plan there (a
+  // what-if), and says so on stderr: the answer had been silently elsewhere.
+  r = run_ztune("predict --plan '" + plan_file() + "' --cluster dgx-a100-80gb --nodes 32 --json");
+  CHECK(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(r.out).at("cluster") == "dgx-a100-80gb");
+  CHECK_THAT(r.err, Contains("ztune: note: --cluster dgx-a100-80gb replaces the cluster dgx2x16 embedded in " +
+                             plan_file()));
+  r = run_ztune("predict --plan '" + plan_file() + "' --model gpt2-1.5b");
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("ztune: note: --model gpt2-1.5b replaces the model gpt2-1.5b embedded in"));
 }
 
 TEST_CASE("predict names the split degree the model cannot take, not the batch it leaves", "[cli][hardening]") {

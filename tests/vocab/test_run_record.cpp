@@ -304,6 +304,26 @@ TEST_CASE("run record: the fit refuses a record that measured no step", "[model]
   CHECK_THROWS_WITH(ztune::run_observation_from_record(r), StartsWith("resumed.json: $.step_time_s: expected a time > 0"));
 }
 
+TEST_CASE("run record: multi-threaded ranks beyond the host's threads are marked oversubscribed", "[model][run_record]") {
+  // The fixture: 2 ranks of local-cpu (8 a node), 1 thread each, on a host of 2
+  // hardware threads. Single-threaded ranks are priced however many share the
+  // cores (oversubscribed_view); a rank's threads sharing them are not.
+  auto observed = [](int threads_per_rank, int hardware_threads) {
+    json doc = fixture();
+    doc["environment"]["threads_per_rank"] = threads_per_rank;
+    doc["environment"]["hardware_threads"] = hardware_threads;
+    return ztune::run_observation_from_record(ztune::run_record_from_json(doc, "r.json"));
+  };
+  CHECK_FALSE(observed(1, 2).oversubscribed);
+  CHECK_FALSE(observed(1, 1).oversubscribed);   // 2 single-threaded ranks on one core: priced
+  CHECK_FALSE(observed(2, 4).oversubscribed);   // 2 × 2 = 4 threads on 4
+  CHECK_FALSE(observed(4, 0).oversubscribed);   // the host's count unknown: not judged
+  const auto o = observed(1024, 2);             // `ztune run --threads 1024` on this VM
+  REQUIRE(o.oversubscribed);
+  CHECK(*o.oversubscribed == "2 rank(s) × 1024 thread(s) on a host of 2 hardware threads");
+  CHECK(observed(2, 3).oversubscribed);
+}
+
 // Every value of the worker's record replaced by each hostile value, every member
 // removed, every object given an unknown member: each mutated record is either
 // refused naming the file and a JSON path, or read with finite, non-negative

@@ -1,10 +1,12 @@
 #include "ztune/tuner/results_db.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
-#include <thread>
 #include <filesystem>
+#include <thread>
 
 #include <sqlite3.h>
 #include <unistd.h>
@@ -111,6 +113,22 @@ void migrate(sqlite3* db, const std::string& path) {
   tx.commit();
 }
 
+/// The busy handler: another connection holds the lock. Retries every 10 ms
+/// for up to kLockWaitMs (SQLITE_BUSY after), and says once, after two
+/// seconds, what ztune is waiting for: a silent 30 s had looked like a hang.
+constexpr int kLockWaitMs = 30000, kLockRetryMs = 10, kLockSayAfterMs = 2000;
+int wait_for_lock(void* db, int retries) {
+  if (retries * kLockRetryMs >= kLockWaitMs) return 0;
+  static std::atomic<bool> said{false};
+  if (retries * kLockRetryMs >= kLockSayAfterMs && !said.exchange(true)) {
+    const char* file = sqlite3_db_filename(static_cast<sqlite3*>(db), "main");
+    std::fprintf(stderr, "ztune: waiting for the results database %s: another process holds its lock (up to %d s)\n",
+                 file != nullptr ? file : "", kLockWaitMs / 1000);
+  }
+  sqlite3_sleep(kLockRetryMs);
+  return 1;
+}
+
 /// Switches to WAL (persistent in the file). Changing the journal mode needs
 /// the file to itself, and SQLite reports a conflict with a reader at once
 /// instead of calling the busy handler, so retry for as long as the busy timeout.
@@ -145,6 +163,16 @@ std::int64_t upsert_doc(sqlite3* db, const char* table, const std::string& name,
 nlohmann::json parse_column(const Statement& st, int col, const std::string& where) {
   if (st.is_null(col)) return nullptr;
   return parse_json_text(st.text(col), where + ", column " + st.column_name(col) + ")");
+}
+
+// A row of `SELECT id, created_at, name, doc FROM profiles`.
+ProfileSummary profile_row(const Statement& st, const std::string& path) {
+  ProfileSummary p;
+  p.id = st.int64(0);
+  p.created_at = st.text(1);
+  p.name = st.text(2);
+  p.doc = parse_column(st, 3, path + " (table profiles, row " + std::to_string(p.id));
+  return p;
 }
 
 /// Reads one row, naming it ("run 5") in a DbFailure from one of its columns.
@@ -236,7 +264,7 @@ ResultsDb ResultsDb::open(const std::string& path) {
   sqlite3* db = handle.get();
   sqlite3_extended_result_codes(db, 1);
   // Several ztune processes may write at once: wait for the lock, do not fail.
-  sqlite3_busy_timeout(db, 30000);
+  sqlite3_busy_handler(db, wait_for_lock, db);
   std::int64_t version = 0;
   check_identity(db, path, version);
   if (read_only) {
@@ -403,15 +431,17 @@ std::vector<ProfileSummary> ResultsDb::profiles(const std::string& name, int lim
                  "SELECT id, created_at, name, doc FROM profiles WHERE (? = '' OR name = ?) ORDER BY id ASC LIMIT ?");
     st.bind(1, name).bind(2, name).bind(3, limit);
     std::vector<ProfileSummary> out;
-    while (st.step()) {
-      ProfileSummary p;
-      p.id = st.int64(0);
-      p.created_at = st.text(1);
-      p.name = st.text(2);
-      p.doc = parse_column(st, 3, path_ + " (table profiles, row " + std::to_string(p.id));
-      out.push_back(std::move(p));
-    }
+    while (st.step()) out.push_back(profile_row(st, path_));
     return out;
+  });
+}
+
+std::optional<ProfileSummary> ResultsDb::profile(std::int64_t id) const {
+  return guarded(path_, "reading a profile", [&]() -> std::optional<ProfileSummary> {
+    Statement st(db_.get(), "SELECT id, created_at, name, doc FROM profiles WHERE id = ?");
+    st.bind(1, id);
+    if (!st.step()) return std::nullopt;
+    return profile_row(st, path_);
   });
 }
 

@@ -15,8 +15,8 @@ std::vector<RunObservation> runs_from_records(const std::vector<std::string>& fi
 std::vector<RunObservation> runs_from_stored(const std::vector<StoredRun>& stored, const std::string& cluster_name,
                                              const std::string& where, std::vector<std::string>& notes) {
   std::vector<RunObservation> out;
-  int unusable = 0;
-  std::string first_reason;
+  int unusable = 0, oversubscribed = 0;
+  std::string first_reason, first_oversubscribed;
   for (const auto& s : stored) {
     if (s.status != "ok") continue;
     if (s.cluster != cluster_name && s.cluster != cluster_name + "-calibrated") continue;
@@ -24,6 +24,10 @@ std::vector<RunObservation> runs_from_stored(const std::vector<StoredRun>& store
     try {
       RunObservation o = run_observation_from_record(s.record, where + " run " + std::to_string(s.id));
       o.label = "run " + std::to_string(s.id);
+      if (o.oversubscribed) {
+        if (++oversubscribed == 1) first_oversubscribed = o.label + ": " + *o.oversubscribed;
+        continue;
+      }
       out.push_back(std::move(o));
     } catch (const InputError& e) {
       // A stored record the strict reader refuses (no model, an older executor,
@@ -36,6 +40,10 @@ std::vector<RunObservation> runs_from_stored(const std::vector<StoredRun>& store
     notes.push_back(std::to_string(unusable) + " stored run(s) of " + cluster_name +
                     " left out: their records are not valid ztune.runrecord/1 with an embedded model (first: " +
                     first_reason + ")");
+  if (oversubscribed > 0)
+    notes.push_back(std::to_string(oversubscribed) + " stored run(s) of " + cluster_name +
+                    " left out: they ran more threads than their host has, so their time is contention the cost "
+                    "model does not price (first: " + first_oversubscribed + ")");
   return out;
 }
 

@@ -112,6 +112,8 @@ class ResultsDb {
   [[nodiscard]] std::vector<RunSummary> runs(int limit = 50) const;
   /// The stored profiles named `name` (every profile when empty), oldest first.
   [[nodiscard]] std::vector<ProfileSummary> profiles(const std::string& name = "", int limit = 500) const;
+  /// One stored profile (`history show p3`); nullopt if no such id.
+  [[nodiscard]] std::optional<ProfileSummary> profile(std::int64_t id) const;
   /// The whole search: inputs, options, counts, passes and candidates; nullopt if no such id.
   [[nodiscard]] std::optional<nlohmann::json> search(std::int64_t id) const;
   /// The whole run: plan, prediction, record, measurements; nullopt if no such id.

@@ -196,6 +196,11 @@ struct RunObservation {
   std::vector<double> peak_memory_bytes;  // per rank (device categories)
   std::map<std::string, double> op_seconds;  // rank 0's compute time by kind over the run (ops_rank0.*.time_s)
   int steps = 0;
+  // Set when multi-threaded ranks asked for more threads than their host has
+  // (ranks on the host × threads per rank > the record's hardware_threads):
+  // they time-shared cores, a contention the cost model does not price, so
+  // the run is kept out of fits. Says the counts.
+  std::optional<std::string> oversubscribed;
 };
 
 /// The fields the fit needs from a run record (run_record.hpp). Its median step
