@@ -126,6 +126,30 @@ PlanFile resolve(const RunFlags& f) {
   return pf;
 }
 
+// Checkpoints of another plan, model or cluster are refused before the launch,
+// naming what differs and how to resume them: the worker refuses them too (by
+// the plan file's digest in every shard), but from each rank, amid mpirun's
+// report. The plan that wrote them is kept beside them (checkpoint.cpp,
+// keep_plan); checkpoints of older builds have none, and the worker decides.
+void refuse_other_plan(const std::string& dir, const PlanFile& pf) {
+  const std::string kept = (std::filesystem::path(dir) / "plan.json").string();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(kept, ec)) return;
+  const PlanFile wrote = load_plan_file(kept);
+  if (plan_file_to_json(wrote) == plan_file_to_json(pf)) return;
+  auto name = [](const auto& part) { return part ? part->name : std::string("none"); };
+  std::string what;
+  if (name(wrote.model) != name(pf.model)) what = "model " + name(wrote.model) + ", this run's " + name(pf.model);
+  else if (name(wrote.cluster) != name(pf.cluster))
+    what = "cluster " + name(wrote.cluster) + ", this run's " + name(pf.cluster);
+  else if (wrote.plan.summary() != pf.plan.summary())
+    what = "plan " + wrote.plan.summary() + ", this run's " + pf.plan.summary();
+  else
+    what = "plan file, which differs from this run's beyond the plan's summary";
+  throw InputError("--resume " + dir + ": its checkpoints were written by another " + what + "; resume them with "
+                   "`ztune run " + kept + " --resume " + dir + "`, or start without --resume");
+}
+
 int run(const RunFlags& f) {
   PlanFile pf = resolve(f);
   const int np = f.np > 0 ? f.np : pf.plan.gpus();
@@ -147,6 +171,7 @@ int run(const RunFlags& f) {
     if (!std::filesystem::exists(std::filesystem::path(f.resume) / "latest"))
       throw InputError("--resume " + f.resume + ": no committed checkpoint in it (expected " + f.resume +
                        "/latest, written by --checkpoint-every)");
+    refuse_other_plan(f.resume, pf);
   }
   if (!f.checkpoint_dir.empty()) check_writable_dir("--checkpoint-dir", f.checkpoint_dir, false);
   if (f.checkpoint_every > 0 && f.checkpoint_dir.empty() && f.resume.empty() && !f.keep)

@@ -246,6 +246,25 @@ TEST_CASE("ztune run: --checkpoint-every then --resume gives the uninterrupted r
   REQUIRE(resumed.size() == 2);
   CHECK(resumed[0] == reference[4]);  // exact: == on doubles, not Approx
   CHECK(resumed[1] == reference[5]);
+
+  // Another plan on the same checkpoints is refused before the launch, naming
+  // both plans and the command that resumes them (each rank had refused it
+  // amid mpirun's report); that command resumes them.
+  const auto other = run_command(ztune_bin() + " run --model tiny --tp 2 --dp 2 --micro-batch 2 --global-batch 4 --no-db "
+                                               "--steps 6 --resume " + ckpt.string());
+  INFO(other.err);
+  CHECK(other.exit_code == 2);
+  CHECK_THAT(other.err, Contains("ztune: error: --resume " + ckpt.string() +
+                                 ": its checkpoints were written by another plan dp2×tp1×pp1") &&
+                            Contains("this run's dp2×tp2×pp1") &&
+                            Contains("resume them with `ztune run " + (ckpt / "plan.json").string() + " --resume " +
+                                     ckpt.string() + "`"));
+  CHECK_THAT(other.err + other.out, !Contains("mpirun"));
+  const auto suggested = run_command(ztune_bin() + " run " + (ckpt / "plan.json").string() + " --no-db --steps 6 "
+                                     "--resume " + ckpt.string() + " --record " + rest.string());
+  INFO(suggested.err);
+  REQUIRE(suggested.exit_code == 0);
+  CHECK(losses_of(rest) == std::vector<double>{reference[4], reference[5]});
 }
 
 TEST_CASE("ztune run: bad places and plans are refused before mpirun, naming the flag", "[cli][run]") {
