@@ -23,6 +23,7 @@
 #include "plan_flags.hpp"
 #include "run_launch.hpp"
 #include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/checkpoint_layout.hpp"
 #include "ztune/vocab/durable_file.hpp"
 #include "ztune/vocab/flag_values.hpp"
 #include "ztune/vocab/executor_support.hpp"
@@ -132,7 +133,7 @@ PlanFile resolve(const RunFlags& f) {
 // report. The plan that wrote them is kept beside them (checkpoint.cpp,
 // keep_plan); checkpoints of older builds have none, and the worker decides.
 void refuse_other_plan(const std::string& dir, const PlanFile& pf) {
-  const std::string kept = (std::filesystem::path(dir) / "plan.json").string();
+  const std::string kept = checkpoint_plan_path(dir);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(kept, ec)) return;
   const PlanFile wrote = load_plan_file(kept);
@@ -168,12 +169,24 @@ int run(const RunFlags& f) {
                      f.checkpoint_dir + " differs (give one of them)");
   if (!f.resume.empty()) {
     check_writable_dir("--resume", f.resume, true);
-    if (!std::filesystem::exists(std::filesystem::path(f.resume) / "latest"))
-      throw InputError("--resume " + f.resume + ": no committed checkpoint in it (expected " + f.resume +
-                       "/latest, written by --checkpoint-every)");
+    if (!std::filesystem::exists(checkpoint_latest_path(f.resume)))
+      throw InputError("--resume " + f.resume + ": no committed checkpoint in it (expected " +
+                       checkpoint_latest_path(f.resume) + ", written by --checkpoint-every)");
+    std::string why;
+    const auto latest = latest_checkpoint(f.resume, why);
+    if (!latest) throw InputError("--resume " + f.resume + ": " + why);
+    if (*latest >= f.steps)
+      throw InputError("--steps " + std::to_string(f.steps) + ": the checkpoint in " + f.resume + " is after step " +
+                       std::to_string(*latest) + " already; ask for more steps to continue it");
     refuse_other_plan(f.resume, pf);
   }
-  if (!f.checkpoint_dir.empty()) check_writable_dir("--checkpoint-dir", f.checkpoint_dir, false);
+  if (!f.checkpoint_dir.empty()) {
+    check_writable_dir("--checkpoint-dir", f.checkpoint_dir, false);
+    // Another run's committed checkpoints would be overwritten step by step.
+    if (f.checkpoint_every > 0 && f.resume.empty() && std::filesystem::exists(checkpoint_latest_path(f.checkpoint_dir)))
+      throw InputError("--checkpoint-dir " + f.checkpoint_dir + ": already holds a run's committed checkpoints; "
+                       "continue it with --resume " + f.checkpoint_dir + ", or choose another directory");
+  }
   if (f.checkpoint_every > 0 && f.checkpoint_dir.empty() && f.resume.empty() && !f.keep)
     throw InputError("--checkpoint-every: the checkpoints would go to the temporary directory, which is removed "
                      "after the run; give --checkpoint-dir DIR (or --keep)");

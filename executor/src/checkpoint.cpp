@@ -15,6 +15,7 @@
 #include <sstream>
 #include <vector>
 
+#include "ztune/vocab/checkpoint_layout.hpp"
 #include "ztune/vocab/durable_file.hpp"
 #include "ztune/vocab/run_record.hpp"
 
@@ -33,11 +34,7 @@ struct Header {
   std::uint64_t bytes;  // of the payload (format 2; format 1 counted floats)
 };
 
-std::string step_dir(const std::string& dir, int steps) {
-  char name[32];
-  std::snprintf(name, sizeof name, "step_%08d", steps);
-  return dir + "/" + name;
-}
+std::string step_dir(const std::string& dir, int steps) { return checkpoint_step_dir(dir, steps); }
 
 std::string shard_path(const std::string& dir, int steps, int rank) {
   char name[32];
@@ -47,8 +44,7 @@ std::string shard_path(const std::string& dir, int steps, int rank) {
 
 // One line into DIR/name through DurableFile: a crash or a failed write
 // leaves the old line (latest, data).
-std::optional<std::string> replace_line(const std::string& dir, const std::string& name, const std::string& line) {
-  const std::string path = dir + "/" + name;
+std::optional<std::string> replace_line(const std::string& path, const std::string& line) {
   if (auto why = write_file_durably(path, line + "\n")) return path + ": " + *why;
   return std::nullopt;
 }
@@ -125,70 +121,29 @@ void prune_checkpoints(const std::string& dir, int latest, int keep) {
 }
 
 std::optional<std::string> keep_plan(const std::string& dir, const std::string& plan_file_json) {
-  return replace_line(dir, "plan.json", plan_file_json);
+  return replace_line(checkpoint_plan_path(dir), plan_file_json);
 }
 
 std::optional<std::string> commit_checkpoint(const std::string& dir, int steps) {
-  return replace_line(dir, "latest", std::to_string(steps));
+  return replace_line(checkpoint_latest_path(dir), std::to_string(steps));
 }
 
 std::optional<std::string> write_data_identity(const std::string& dir, const std::string& identity) {
-  return replace_line(dir, "data", identity);
+  return replace_line(checkpoint_data_path(dir), identity);
 }
 
 std::optional<std::string> check_data_identity(const std::string& dir, const std::string& identity) {
+  const std::string path = checkpoint_data_path(dir);
   std::error_code ec;
-  if (!std::filesystem::exists(dir + "/data", ec)) return std::nullopt;  // checkpoints of an older build
-  if (!std::filesystem::is_regular_file(dir + "/data", ec))
-    return dir + "/data: not a regular file (expected the token stream the checkpoints were written reading)";
-  std::ifstream in(dir + "/data");
+  if (!std::filesystem::exists(path, ec)) return std::nullopt;  // checkpoints of an older build
+  if (!std::filesystem::is_regular_file(path, ec))
+    return path + ": not a regular file (expected the token stream the checkpoints were written reading)";
+  std::ifstream in(path);
   std::string written;
   std::getline(in, written);
   if (written == identity) return std::nullopt;
-  return dir + "/data: the checkpoints were written reading " + written + "; this run reads " + identity +
+  return path + ": the checkpoints were written reading " + written + "; this run reads " + identity +
          ": resume with the same --data (and --seed, for synthetic data) to continue the same run";
-}
-
-std::optional<int> latest_checkpoint(const std::string& dir, std::string& error) {
-  std::error_code ec;
-  if (!std::filesystem::exists(dir + "/latest", ec)) {
-    error = dir + "/latest: no committed checkpoint to resume from (run with --checkpoint-every N first)";
-    return std::nullopt;
-  }
-  // Checked before opening: opening a FIFO would wait for a writer forever.
-  if (!std::filesystem::is_regular_file(dir + "/latest", ec)) {
-    error = dir + "/latest: not a regular file (expected the committed checkpoint's step number)";
-    return std::nullopt;
-  }
-  std::ifstream in(dir + "/latest");
-  if (!in) {
-    error = dir + "/latest: cannot be read";
-    return std::nullopt;
-  }
-  // commit_checkpoint writes the step number alone; anything else is not ours.
-  std::string text(32, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  std::size_t used = 0;
-  long long steps = -1;
-  try {
-    steps = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (text.empty() || used != text.size() || steps < 1 || steps > std::numeric_limits<int>::max()) {
-    error = dir + "/latest: expected the committed checkpoint's step number (1 or more), got \"" +
-            text.substr(0, 40) + "\"";
-    return std::nullopt;
-  }
-  // commit_checkpoint writes latest only after every shard of the step is in place.
-  if (const std::string committed = step_dir(dir, static_cast<int>(steps)); !std::filesystem::is_directory(committed, ec)) {
-    error = dir + "/latest: names step " + std::to_string(steps) + ", but " + committed +
-            " is not there (the checkpoint directory was changed after the commit)";
-    return std::nullopt;
-  }
-  return static_cast<int>(steps);
 }
 
 std::optional<std::string> read_checkpoint_shard(const std::string& dir, int steps, const CheckpointId& id,
@@ -208,7 +163,7 @@ std::optional<std::string> read_checkpoint_shard(const std::string& dir, int ste
     return path + ": checkpoint format version " + std::to_string(h.version) + ", this build reads " +
            std::to_string(kCheckpointVersion);
   // Which plan wrote it: the copy keep_plan left beside the checkpoints (older ones have none).
-  const std::string kept = dir + "/plan.json";
+  const std::string kept = checkpoint_plan_path(dir);
   const std::string which = std::filesystem::is_regular_file(kept, ec) ? " (" + kept + ")" : "";
   if (h.world != static_cast<std::uint32_t>(id.world))
     return path + ": written by a job of " + std::to_string(h.world) + " ranks; this one has " +

@@ -235,7 +235,7 @@ int run(int argc, char** argv) {
     error = checkpoint_lock.take(opt.checkpoint_dir);
   // A fresh run writing checkpoints where another run's are committed would
   // mix two runs' steps in one directory (and end the other's resume).
-  if (!error && opt.checkpoint_every > 0 && !opt.resume && std::filesystem::exists(opt.checkpoint_dir + "/latest"))
+  if (!error && opt.checkpoint_every > 0 && !opt.resume && std::filesystem::exists(checkpoint_latest_path(opt.checkpoint_dir)))
     error = "--checkpoint-dir " + opt.checkpoint_dir + ": already holds a run's committed checkpoints; continue it "
             "with --resume, or choose another directory";
   if (!error && !opt.nvme_dir.empty() && !std::filesystem::is_directory(opt.nvme_dir))

@@ -260,6 +260,19 @@ TEST_CASE("ztune run: --checkpoint-every then --resume gives the uninterrupted r
                             Contains("resume them with `ztune run " + (ckpt / "plan.json").string() + " --resume " +
                                      ckpt.string() + "`"));
   CHECK_THAT(other.err + other.out, !Contains("mpirun"));
+  // So are steps the checkpoint has already run, and a fresh run into its directory.
+  for (const auto& [args, said] : std::vector<std::pair<std::string, std::string>>{
+           {"--steps 4 --resume " + ckpt.string(),
+            "--steps 4: the checkpoint in " + ckpt.string() + " is after step 4 already"},
+           {"--steps 2 --checkpoint-every 1 --checkpoint-dir " + ckpt.string(),
+            "--checkpoint-dir " + ckpt.string() + ": already holds a run's committed checkpoints; continue it with "
+            "--resume " + ckpt.string()}}) {
+    const auto r = ztune(args);
+    INFO(args << "\n" << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains("ztune: error: " + said));
+    CHECK_THAT(r.err + r.out, !Contains("mpirun"));
+  }
   const auto suggested = run_command(ztune_bin() + " run " + (ckpt / "plan.json").string() + " --no-db --steps 6 "
                                      "--resume " + ckpt.string() + " --record " + rest.string());
   INFO(suggested.err);

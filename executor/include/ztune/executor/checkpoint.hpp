@@ -10,6 +10,7 @@
 #include <string>
 
 #include "ztune/executor/param_store.hpp"
+#include "ztune/vocab/checkpoint_layout.hpp"
 
 namespace ztune::executor {
 
@@ -53,8 +54,7 @@ std::optional<std::string> write_checkpoint_shard(const std::string& dir, int st
 /// not yet committed; latest itself is always kept). A step that cannot be
 /// removed stays: pruning frees space, it never fails the run.
 void prune_checkpoints(const std::string& dir, int latest, int keep);
-/// The committed step count in DIR/latest, or an error message.
-std::optional<int> latest_checkpoint(const std::string& dir, std::string& error);
+// The committed step count: ztune::latest_checkpoint (vocab/checkpoint_layout.hpp).
 /// Rank 0, with a commit: DIR/data records the token stream's identity
 /// (TokenSource::identity: the synthetic seed, or the file's token count), which
 /// the shards' plan digest does not cover. An error message when it could not.

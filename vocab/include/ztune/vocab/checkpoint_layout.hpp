@@ -1,0 +1,24 @@
+#pragma once
+// The checkpoint directory's layout, read by the worker that writes it
+// (executor/checkpoint.hpp: the shards' format) and by `ztune run`, which
+// checks a --resume or --checkpoint-dir before any rank starts:
+//   DIR/step_NNNNNNNN/rank_NNNNN.ckpt  one shard per rank and committed step
+//   DIR/latest                         the committed step count (the commit)
+//   DIR/plan.json                      the plan file that wrote them
+//   DIR/data                           the token stream's identity
+#include <optional>
+#include <string>
+
+namespace ztune {
+
+/// DIR/step_NNNNNNNN: the shards of `steps` completed steps.
+[[nodiscard]] std::string checkpoint_step_dir(const std::string& dir, int steps);
+/// DIR/latest, DIR/plan.json, DIR/data.
+[[nodiscard]] std::string checkpoint_latest_path(const std::string& dir);
+[[nodiscard]] std::string checkpoint_plan_path(const std::string& dir);
+[[nodiscard]] std::string checkpoint_data_path(const std::string& dir);
+/// The committed step count in DIR/latest (its step directory there), or an
+/// error message naming the file and what was expected.
+std::optional<int> latest_checkpoint(const std::string& dir, std::string& error);
+
+}  // namespace ztune
