@@ -147,6 +147,7 @@ int run(const CalibrateFlags& f) {
         {"--cluster", f.cluster}, {"--measurements", f.measurements}, {"--profile", f.prior}};
     for (const auto& r : f.records) inputs.emplace_back("--records", r);
     for (const auto& r : f.holdout_records) inputs.emplace_back("--holdout-records", r);
+    for (auto& d : database_files(f.db, f.no_db)) inputs.push_back(std::move(d));
     for (const auto& [flag, out] : {std::pair<const char*, const std::string&>{"--out", f.out},
                                     {"--cluster-out", f.cluster_out}, {"--keep-measurements", f.keep_measurements}})
       refuse_output_over_input(flag, out, inputs);

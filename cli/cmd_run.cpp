@@ -89,7 +89,15 @@ void check_writable_dir(const std::string& flag, const std::string& dir, bool mu
 // The plan file to run: the positional file, or one built from the flags.
 PlanFile resolve(const RunFlags& f) {
   auto inputs = f.input.files();
-  inputs.insert(inputs.end(), {{"the plan", f.plan_json}, {"--plan", f.plan.plan_file}, {"--data", f.data}});
+  inputs.insert(inputs.end(), {{"the plan", f.plan_json}, {"--plan", f.plan.plan_file}, {"--data", f.data},
+                                {"--profile", f.profile}});
+  for (auto& d : database_files(f.db, f.no_db)) inputs.push_back(std::move(d));
+  // The checkpoint directory's own files (a record over its latest had broken the next --resume).
+  for (const auto& [flag, dir] : {std::pair<const char*, const std::string&>{"--resume", f.resume},
+                                  {"--checkpoint-dir", f.checkpoint_dir}})
+    if (!dir.empty())
+      for (const auto& file : {checkpoint_latest_path(dir), checkpoint_plan_path(dir), checkpoint_data_path(dir)})
+        inputs.emplace_back(flag, file);
   refuse_output_over_input("--record", f.record, inputs);
   PlanFile pf;
   if (!f.plan_json.empty() && !f.plan.plan_file.empty())

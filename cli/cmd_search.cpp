@@ -211,7 +211,10 @@ bool read_only_database(const std::string& path) {
 }
 
 int run_search_command(const SearchFlags& f) {
-  refuse_output_over_input("--out", f.out, f.input.files());
+  auto inputs = f.input.files();
+  inputs.emplace_back("--profile", f.profile);
+  for (auto& d : database_files(f.db, f.no_db)) inputs.push_back(std::move(d));
+  refuse_output_over_input("--out", f.out, inputs);
   const Cluster catalog_cluster = f.input.load_cluster_or_throw();
   const Transformer model = f.input.load_model_or_throw();
   check_pins(f, model);

@@ -46,6 +46,11 @@ extern const CLI::Validator ExistingDirectory;
 /// would replace what the command reads, a plan with a launch script.
 void refuse_output_over_input(const std::string& out_flag, const std::string& out,
                               const std::vector<std::pair<std::string, std::string>>& inputs);
+/// The results database's files as inputs of the above ({"--db", path} for
+/// the database, its -wal and -shm; the default database's when `db` is
+/// empty; none with --no-db): an output over one would replace every search,
+/// run and profile stored.
+std::vector<std::pair<std::string, std::string>> database_files(const std::string& db, bool no_db);
 
 struct Command {
   CLI::App* app = nullptr;

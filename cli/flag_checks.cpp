@@ -7,6 +7,7 @@
 #include "ztune/vocab/catalog.hpp"
 #include "ztune/vocab/flag_values.hpp"
 #include "ztune/vocab/input_error.hpp"
+#include "ztune/tuner/results_db.hpp"
 
 namespace ztune::cli {
 
@@ -55,11 +56,30 @@ void refuse_output_over_input(const std::string& out_flag, const std::string& ou
   if (out.empty()) return;
   for (const auto& [flag, path] : inputs) {
     if (path.empty()) continue;
-    std::error_code ec;
-    if (std::filesystem::equivalent(out, path, ec) && !ec)
+    // The same file, or the same name where the input is not there yet (a
+    // database's -wal exists only while it is open).
+    std::error_code ec, ec_out, ec_in;
+    const bool same = (std::filesystem::equivalent(out, path, ec) && !ec) ||
+                      (std::filesystem::weakly_canonical(out, ec_out) == std::filesystem::weakly_canonical(path, ec_in) &&
+                       !ec_out && !ec_in);
+    if (same)
       throw InputError(out_flag + " " + out + ": is the file " + flag + " reads (" + path +
                        "); writing it would replace the input: choose another file");
   }
+}
+
+std::vector<std::pair<std::string, std::string>> database_files(const std::string& db, bool no_db) {
+  if (no_db) return {};
+  std::string path = db;
+  if (path.empty()) {
+    try {
+      path = default_db_path();
+    } catch (const InputError&) {  // no home directory: no default database to overwrite
+      return {};
+    }
+  }
+  const std::string flag = db.empty() ? "the results database" : "--db";
+  return {{flag, path}, {flag, path + "-wal"}, {flag, path + "-shm"}};
 }
 
 const CLI::Validator DatabasePath(

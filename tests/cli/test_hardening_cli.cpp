@@ -238,6 +238,35 @@ TEST_CASE("pins, catalogs, databases, hosts and profiles that cannot be used are
   CHECK_THAT(r.err, StartsWith("ztune: error: /nonexistent/clusters: no catalog directory"));
 }
 
+TEST_CASE("an output over the results database or a profile read is refused, the file untouched", "[cli][hardening]") {
+  // Audit: `run --record r.db` and `search --out so.db` had replaced the
+  // whole database with JSON (every stored search, run and profile gone).
+  const std::string db = (scratch() / "kept.db").string();
+  fs::remove(db);
+  REQUIRE(run_ztune("search --cluster local-cpu --model tiny --no-simulate --db '" + db + "'").exit_code == 0);
+  const std::string before = read_file(db);
+  const std::string profile = write_file("prior.json", read_file(std::string(ZTUNE_SOURCE_DIR) + "/data/profiles/cpu.json"));
+  const std::vector<Refusal> cases{
+      {"search --cluster local-cpu --model tiny --db '" + db + "' --out '" + db + "'",
+       "--out " + db + ": is the file --db reads"},
+      {"search --cluster local-cpu --model tiny --db '" + db + "' --out '" + db + "-wal'",  // there only while open
+       "--out " + db + "-wal: is the file --db reads"},
+      {"search --cluster local-cpu --model tiny --no-db --profile '" + profile + "' --out '" + profile + "'",
+       "--out " + profile + ": is the file --profile reads"},
+      {"run --model tiny --cluster local-cpu --dp 2 --steps 1 --db '" + db + "' --record '" + db + "'",
+       "--record " + db + ": is the file --db reads"},
+      {"run --model tiny --cluster local-cpu --dp 2 --steps 1 --no-db --profile '" + profile + "' --record '" +
+           profile + "'",
+       "--record " + profile + ": is the file --profile reads"},
+      {"calibrate --cluster local-cpu --quick --db '" + db + "' --out '" + db + "'", "--out " + db + ": is the file --db reads"},
+      {"calibrate --cluster local-cpu --quick --db '" + db + "' --keep-measurements '" + db + "'",
+       "--keep-measurements " + db + ": is the file --db reads"},
+  };
+  check_refusals(cases);
+  CHECK(read_file(db) == before);
+  CHECK(nlohmann::json::parse(read_file(profile)).at("schema") == "ztune.profile/1");
+}
+
 TEST_CASE("export refuses a CPU plan and warns of one that does not fit", "[cli][hardening]") {
   const std::string dir = scratch().string();
   const std::string cpu_plan = dir + "/cpu-plan.json", big_plan = dir + "/big-plan.json";

@@ -264,6 +264,8 @@ TEST_CASE("ztune run: --checkpoint-every then --resume gives the uninterrupted r
   for (const auto& [args, said] : std::vector<std::pair<std::string, std::string>>{
            {"--steps 4 --resume " + ckpt.string(),
             "--steps 4: the checkpoint in " + ckpt.string() + " is after step 4 already"},
+           {"--steps 8 --resume " + ckpt.string() + " --record " + (ckpt / "latest").string(),
+            "--record " + (ckpt / "latest").string() + ": is the file --resume reads"},
            {"--steps 2 --checkpoint-every 1 --checkpoint-dir " + ckpt.string(),
             "--checkpoint-dir " + ckpt.string() + ": already holds a run's committed checkpoints; continue it with "
             "--resume " + ckpt.string()}}) {
