@@ -52,13 +52,10 @@ std::optional<std::string> replace_line(const std::string& path, const std::stri
 }  // namespace
 
 std::optional<std::string> write_checkpoint_shard(const std::string& dir, int steps, const CheckpointId& id,
-                                                  const ParamStore& store) {
+                                                  const std::string& bytes) {
   std::error_code ec;
   std::filesystem::create_directories(step_dir(dir, steps), ec);
   if (ec) return step_dir(dir, steps) + ": cannot create: " + ec.message();
-  std::ostringstream payload;
-  store.write_state(payload);
-  const std::string bytes = payload.str();
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
   h.version = kCheckpointVersion;
@@ -147,7 +144,8 @@ std::optional<std::string> check_data_identity(const std::string& dir, const std
 }
 
 std::optional<std::string> read_checkpoint_shard(const std::string& dir, int steps, const CheckpointId& id,
-                                                 ParamStore& store) {
+                                                 const std::function<std::size_t(std::uint32_t)>& expected_bytes,
+                                                 CheckpointPayload& payload) {
   const std::string path = shard_path(dir, steps, id.rank);
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return path + ": missing checkpoint shard";
@@ -159,9 +157,9 @@ std::optional<std::string> read_checkpoint_shard(const std::string& dir, int ste
   in.read(reinterpret_cast<char*>(&h), sizeof h);
   if (!in) return path + ": truncated (shorter than a checkpoint shard's header)";
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) return path + ": not a ztune checkpoint shard (bad magic)";
-  if (h.version != kCheckpointVersion)
+  if (h.version < kCheckpointOldestVersion || h.version > kCheckpointVersion)
     return path + ": checkpoint format version " + std::to_string(h.version) + ", this build reads " +
-           std::to_string(kCheckpointVersion);
+           std::to_string(kCheckpointOldestVersion) + " to " + std::to_string(kCheckpointVersion);
   // Which plan wrote it: the copy keep_plan left beside the checkpoints (older ones have none).
   const std::string kept = checkpoint_plan_path(dir);
   const std::string which = std::filesystem::is_regular_file(kept, ec) ? " (" + kept + ")" : "";
@@ -176,9 +174,10 @@ std::optional<std::string> read_checkpoint_shard(const std::string& dir, int ste
   if (h.rank != static_cast<std::uint32_t>(id.rank) || h.steps != static_cast<std::uint32_t>(steps))
     return path + ": header says rank " + std::to_string(h.rank) + " step " + std::to_string(h.steps) +
            ", expected rank " + std::to_string(id.rank) + " step " + std::to_string(steps);
-  if (h.bytes != store.state_bytes())
+  // Checked before allocating: a damaged header could ask for any size.
+  if (const std::size_t expected = expected_bytes(h.version); h.bytes != expected)
     return path + ": holds " + std::to_string(h.bytes) + " bytes of state, this rank's state has " +
-           std::to_string(store.state_bytes());
+           std::to_string(expected);
   std::string bytes(h.bytes, '\0');
   in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   std::uint64_t sum = 0;
@@ -189,8 +188,8 @@ std::optional<std::string> read_checkpoint_shard(const std::string& dir, int ste
   // the file this rank wrote.
   if (in.peek() != std::char_traits<char>::eof())
     return path + ": corrupt (bytes after the checksum; the shard is longer than its header says)";
-  std::istringstream payload(bytes);
-  store.read_state(payload);
+  payload.bytes = std::move(bytes);
+  payload.version = h.version;
   return std::nullopt;
 }
 

@@ -38,4 +38,21 @@ bool DynamicLossScaler::update(bool overflow) {
   return !overflow;
 }
 
+DynamicLossScaler::State DynamicLossScaler::state() const {
+  return {scale_, iter_, last_overflow_iter_, skipped_, hysteresis_left_};
+}
+
+void DynamicLossScaler::restore(const State& s) {
+  if (!(s.scale >= config_.min_scale) || !std::isfinite(s.scale) || s.iter < 0 || s.skipped < 0 ||
+      s.skipped > s.iter || s.last_overflow_iter < -1 || s.last_overflow_iter >= s.iter || s.hysteresis_left < 1 ||
+      s.hysteresis_left > config_.hysteresis)
+    throw std::invalid_argument("loss scaler state out of range (scale " + std::to_string(s.scale) + ", step " +
+                                std::to_string(s.iter) + ", skipped " + std::to_string(s.skipped) + ")");
+  scale_ = s.scale;
+  iter_ = static_cast<long>(s.iter);
+  last_overflow_iter_ = static_cast<long>(s.last_overflow_iter);
+  skipped_ = static_cast<long>(s.skipped);
+  hysteresis_left_ = s.hysteresis_left;
+}
+
 }  // namespace ztune::executor

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -75,6 +77,69 @@ Trainer::Trainer(const Transformer& m, const Plan& plan, const TrainOptions& opt
 }
 
 Trainer::~Trainer() = default;
+
+namespace {
+
+// The scaler's part of a checkpoint payload: its fields in order, as the
+// host lays them out (the shards are read back by the same build's ranks).
+constexpr std::size_t kScalerStateBytes = sizeof(float) + 3 * sizeof(std::int64_t) + sizeof(std::int32_t);
+
+void put(std::string& out, const void* v, std::size_t n) { out.append(static_cast<const char*>(v), n); }
+
+template <class T>
+T take(const std::string& in, std::size_t& at) {
+  T v{};
+  std::memcpy(&v, in.data() + at, sizeof v);
+  at += sizeof v;
+  return v;
+}
+
+}  // namespace
+
+std::string Trainer::checkpoint_state() const {
+  std::ostringstream params;
+  store_->write_state(params);
+  std::string out = params.str();
+  if (scaler_) {
+    const DynamicLossScaler::State s = scaler_->state();
+    put(out, &s.scale, sizeof s.scale);
+    put(out, &s.iter, sizeof s.iter);
+    put(out, &s.last_overflow_iter, sizeof s.last_overflow_iter);
+    put(out, &s.skipped, sizeof s.skipped);
+    put(out, &s.hysteresis_left, sizeof s.hysteresis_left);
+  }
+  return out;
+}
+
+std::size_t Trainer::checkpoint_state_bytes(std::uint32_t version) const {
+  return store_->state_bytes() + (scaler_ && version >= 3 ? kScalerStateBytes : 0);
+}
+
+std::optional<std::string> Trainer::restore_checkpoint_state(const std::string& bytes, std::uint32_t version) {
+  if (bytes.size() != checkpoint_state_bytes(version))
+    return "holds " + std::to_string(bytes.size()) + " bytes of state, this rank's state has " +
+           std::to_string(checkpoint_state_bytes(version));
+  if (scaler_ && version < 3)
+    return "written by an older ztune that did not keep fp16's loss scale, so the resumed run would not continue "
+           "this one; start without --resume";
+  const std::size_t params = store_->state_bytes();
+  std::istringstream in(bytes.substr(0, params));
+  store_->read_state(in);
+  if (!scaler_) return std::nullopt;
+  std::size_t at = params;
+  DynamicLossScaler::State s;
+  s.scale = take<float>(bytes, at);
+  s.iter = take<std::int64_t>(bytes, at);
+  s.last_overflow_iter = take<std::int64_t>(bytes, at);
+  s.skipped = take<std::int64_t>(bytes, at);
+  s.hysteresis_left = take<std::int32_t>(bytes, at);
+  try {
+    scaler_->restore(s);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return std::nullopt;
+}
 
 void Trainer::initialise() {
   const auto& specs = store_->specs();

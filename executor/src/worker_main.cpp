@@ -135,6 +135,17 @@ std::vector<LaunchField> launch_fields(const std::string& plan_path, const nlohm
           {"--ranks-per-node", std::to_string(opt.ranks_per_node)}};
 }
 
+// This rank's shard of `steps` into the trainer; the error names the shard.
+std::optional<std::string> resume_from(const std::string& dir, int steps, const CheckpointId& id, Trainer& trainer) {
+  CheckpointPayload payload;
+  auto error = read_checkpoint_shard(
+      dir, steps, id, [&](std::uint32_t version) { return trainer.checkpoint_state_bytes(version); }, payload);
+  if (error) return error;
+  if (auto why = trainer.restore_checkpoint_state(payload.bytes, payload.version))
+    return checkpoint_step_dir(dir, steps) + ": " + *why;
+  return std::nullopt;
+}
+
 int run(int argc, char** argv) {
   auto world = MpiCommunicator::world();
   TrainOptions opt;
@@ -299,7 +310,7 @@ int run(int argc, char** argv) {
         error = "--steps " + std::to_string(opt.steps) + ": the checkpoint in " + opt.checkpoint_dir +
                 " is after step " + std::to_string(first_step) + " already; ask for more steps to continue it";
       else
-        error = read_checkpoint_shard(opt.checkpoint_dir, first_step, ckpt, trainer.store());
+        error = resume_from(opt.checkpoint_dir, first_step, ckpt, trainer);
     }
     if (any_error(*world, error)) return kExitUsage;
     if (world->rank() == 0) std::fprintf(stderr, "ztune-worker: resumed after step %d\n", first_step);
@@ -342,7 +353,7 @@ int run(int argc, char** argv) {
     }
     std::fflush(stdout);
     if (opt.checkpoint_every > 0 && (s + 1) % opt.checkpoint_every == 0) {
-      error = write_checkpoint_shard(opt.checkpoint_dir, s + 1, ckpt, trainer.store());
+      error = write_checkpoint_shard(opt.checkpoint_dir, s + 1, ckpt, trainer.checkpoint_state());
       if (any_error(*world, error)) return kExitFailed;
       // A commit that fails (a full disk) stops the run: latest still names the step before.
       if (world->rank() == 0) {

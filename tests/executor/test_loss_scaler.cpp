@@ -3,6 +3,8 @@
 // section: 2^16, window 1000, hysteresis 2, min 1). Runs on any machine.
 #include <catch2/catch.hpp>
 
+#include <vector>
+
 #include "ztune/executor/loss_scaler.hpp"
 
 using ztune::executor::DynamicLossScaler;
@@ -62,4 +64,38 @@ TEST_CASE("an overflow at the minimum scale is an error", "[loss_scale]") {
   CHECK(s.scale() == 1.0f);
   CHECK_THROWS_AS(s.update(true), LossScaleAtMinimum);
   CHECK_THROWS_AS(DynamicLossScaler(LossScaleConfig{16, 0, 2, false, 1.0f, 2.0f}), std::invalid_argument);
+}
+
+TEST_CASE("a restored scaler goes on as the one it was saved from", "[loss_scale]") {
+  // The oracle: one scaler run through a whole sequence of overflows and clean
+  // steps; a second, restored from the first's state half-way, must answer
+  // every later step as the first does (a checkpoint's resume).
+  LossScaleConfig c;
+  c.window = 5;
+  const std::vector<bool> overflows{false, true, true, false, false, true, false, false, false, false,
+                                    false, false, true, true, true, false, false, false, false, false};
+  DynamicLossScaler whole(c), first(c);
+  for (std::size_t i = 0; i < 9; ++i) (void)first.update(overflows[i]);
+  DynamicLossScaler resumed(c);
+  resumed.restore(first.state());
+  for (std::size_t i = 0; i < overflows.size(); ++i) {
+    const bool applied = whole.update(overflows[i]);
+    if (i < 9) continue;
+    INFO("step " << i);
+    CHECK(resumed.update(overflows[i]) == applied);
+    CHECK(resumed.scale() == whole.scale());
+    CHECK(resumed.hysteresis_left() == whole.hysteresis_left());
+    CHECK(resumed.skipped_steps() == whole.skipped_steps());
+  }
+  CHECK(whole.skipped_steps() == 6);
+  // A state no run of this configuration reaches is refused.
+  DynamicLossScaler::State bad = whole.state();
+  bad.skipped = bad.iter + 1;
+  CHECK_THROWS_AS(resumed.restore(bad), std::invalid_argument);
+  bad = whole.state();
+  bad.hysteresis_left = c.hysteresis + 1;
+  CHECK_THROWS_AS(resumed.restore(bad), std::invalid_argument);
+  bad = whole.state();
+  bad.scale = 0.5f;  // below min_scale
+  CHECK_THROWS_AS(resumed.restore(bad), std::invalid_argument);
 }

@@ -6,16 +6,20 @@
 // ends with an FNV-1a checksum of the payload, so a shard from another plan, rank
 // or a damaged file is refused with the reason.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
-#include "ztune/executor/param_store.hpp"
 #include "ztune/vocab/checkpoint_layout.hpp"
 
 namespace ztune::executor {
 
 // 2: the header counts payload bytes (16-bit storage writes 2-byte parameters).
-inline constexpr std::uint32_t kCheckpointVersion = 2;
+// 3: the payload ends with the trainer's own state (fp16's loss scaler), after
+//    the parameters and optimizer states; a version-2 shard is read as the same
+//    payload without it (Trainer::restore_state says when a plan needs it).
+inline constexpr std::uint32_t kCheckpointVersion = 3;
+inline constexpr std::uint32_t kCheckpointOldestVersion = 2;
 
 struct CheckpointId {
   std::uint64_t plan_digest = 0;
@@ -40,9 +44,10 @@ class CheckpointDirLock {
   int fd_ = -1;
 };
 
-/// Writes this rank's shard after `steps` completed steps. Returns an error message on failure.
+/// Writes this rank's shard after `steps` completed steps: `payload` is what
+/// the trainer keeps (Trainer::checkpoint_state). Returns an error message on failure.
 std::optional<std::string> write_checkpoint_shard(const std::string& dir, int steps, const CheckpointId& id,
-                                                  const ParamStore& store);
+                                                  const std::string& payload);
 /// Rank 0, with a commit: DIR/plan.json keeps the plan file that wrote the
 /// checkpoints, which a refused resume names. An error message when it could not.
 [[nodiscard]] std::optional<std::string> keep_plan(const std::string& dir, const std::string& plan_file_json);
@@ -62,8 +67,16 @@ void prune_checkpoints(const std::string& dir, int latest, int keep);
 /// nullopt when DIR/data names the same stream (or is absent: checkpoints of
 /// older builds); else why a resume would not continue the same run.
 std::optional<std::string> check_data_identity(const std::string& dir, const std::string& identity);
-/// Reads this rank's shard of `steps` into `store`; the error message names the file and the reason.
+/// A shard's payload as written, and the format version that wrote it.
+struct CheckpointPayload {
+  std::string bytes;
+  std::uint32_t version = kCheckpointVersion;
+};
+/// Reads this rank's shard of `steps` (its header and checksum checked, its
+/// payload the size `expected_bytes` gives for the version that wrote it); the
+/// error message names the file and the reason.
 std::optional<std::string> read_checkpoint_shard(const std::string& dir, int steps, const CheckpointId& id,
-                                                 ParamStore& store);
+                                                 const std::function<std::size_t(std::uint32_t)>& expected_bytes,
+                                                 CheckpointPayload& payload);
 
 }  // namespace ztune::executor

@@ -14,6 +14,7 @@
 //   DynamicLossScaler s;                     // scale 65536
 //   loss·s.scale() → backward → overflow = any non-finite gradient
 //   if (s.update(overflow)) optimizer step with gradients × 1/scale_used
+#include <cstdint>
 #include <stdexcept>
 
 namespace ztune::executor {
@@ -45,6 +46,18 @@ class DynamicLossScaler {
   [[nodiscard]] long steps() const { return iter_; }
   [[nodiscard]] long skipped_steps() const { return skipped_; }
   [[nodiscard]] int hysteresis_left() const { return hysteresis_left_; }
+
+  /// What a checkpoint keeps so that a resumed fp16 run goes on as the
+  /// uninterrupted one (its scale, when it next grows, and the skipped steps
+  /// Adam's bias correction discounts).
+  struct State {
+    float scale = 0;
+    std::int64_t iter = 0, last_overflow_iter = -1, skipped = 0;
+    std::int32_t hysteresis_left = 0;
+  };
+  [[nodiscard]] State state() const;
+  /// Throws std::invalid_argument for a state this configuration cannot reach.
+  void restore(const State& s);
 
  private:
   LossScaleConfig config_;

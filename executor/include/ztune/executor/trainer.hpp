@@ -2,8 +2,10 @@
 // One rank's training loop: the data slice of each micro-batch, the pipeline
 // schedule with activation sends and receives, gradient reduction, global-norm
 // clipping, the learning-rate schedule and the optimizer step.
+#include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ztune/executor/backend.hpp"
@@ -49,6 +51,15 @@ class Trainer {
 
   ProcessGroups& groups() { return groups_; }
   ParamStore& store() { return *store_; }
+
+  /// This rank's checkpoint payload (format 3): the parameters and optimizer
+  /// states, then fp16's loss scaler (its scale, schedule and skipped steps).
+  [[nodiscard]] std::string checkpoint_state() const;
+  /// Its size as format `version` wrote it (2: without the scaler).
+  [[nodiscard]] std::size_t checkpoint_state_bytes(std::uint32_t version) const;
+  /// Restores a payload of format `version`; an error message when it cannot
+  /// continue the run exactly (an fp16 plan's version-2 shard has no scaler).
+  [[nodiscard]] std::optional<std::string> restore_checkpoint_state(const std::string& bytes, std::uint32_t version);
   [[nodiscard]] const Plan& plan() const { return plan_; }
 
  private:
