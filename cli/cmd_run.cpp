@@ -66,8 +66,18 @@ struct RunFlags {
 // The directory a file will be written into must exist and be writable (the
 // worker writes the record with a plain stream); a --record that fails only
 // after training loses the run.
+// The record is read back after the run (compared, stored): a FIFO would
+// block the worker's write until someone reads it, and /dev/null or another
+// stream would lose the run only after it ran.
 void check_writable_file(const std::string& flag, const std::string& file) {
   if (auto why = output_file_problem(file, false)) throw InputError(flag + " " + file + ": " + *why);
+  std::error_code ec;
+  const auto status = std::filesystem::status(file, ec);
+  const bool stream = file.starts_with("/dev/") || file.starts_with("/proc/") ||
+                      (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status));
+  if (stream)
+    throw InputError(flag + " " + file + ": not a regular file (a FIFO, device or stream); ztune run reads the record "
+                     "back after the run: give a file");
 }
 
 void check_writable_dir(const std::string& flag, const std::string& dir, bool must_exist) {

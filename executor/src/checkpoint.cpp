@@ -45,7 +45,7 @@ std::string shard_path(const std::string& dir, int steps, int rank) {
 // One line into DIR/name through DurableFile: a crash or a failed write
 // leaves the old line (latest, data).
 std::optional<std::string> replace_line(const std::string& path, const std::string& line) {
-  if (auto why = write_file_durably(path, line + "\n")) return path + ": " + *why;
+  if (auto why = write_file_durably(path, line + "\n", DurableTarget::file)) return path + ": " + *why;
   return std::nullopt;
 }
 
@@ -66,7 +66,7 @@ std::optional<std::string> write_checkpoint_shard(const std::string& dir, int st
   h.bytes = bytes.size();
   const std::uint64_t sum = fnv1a(bytes);
   const std::string path = shard_path(dir, steps, id.rank);
-  DurableFile out(path);
+  DurableFile out(path, DurableTarget::file);  // a shard in /dev/null would be committed and lost
   out.write(&h, sizeof h);
   out.write(bytes);
   out.write(&sum, sizeof sum);

@@ -300,6 +300,11 @@ TEST_CASE("ztune run: bad places and plans are refused before mpirun, naming the
   before_launch(ztune("--steps 1 --resume " + (scratch() / "empty-ckpt").string()),
                 "--resume " + (scratch() / "empty-ckpt").string() + ": no committed checkpoint in it");
   before_launch(ztune("--steps 1 --checkpoint-every 1"), "--checkpoint-every: the checkpoints would go to the temporary");
+  // The record is read back after the run: a FIFO had hung it, /dev/null had lost it after training.
+  const fs::path fifo = scratch() / "record.fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  for (const std::string& stream : {fifo.string(), std::string("/dev/null")})
+    before_launch(ztune("--steps 1 --record " + stream), "--record " + stream + ": not a regular file");
   if (::geteuid() != 0) {  // root writes anywhere
     const fs::path ro = scratch() / "read-only";
     fs::create_directories(ro);

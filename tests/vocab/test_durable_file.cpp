@@ -120,3 +120,24 @@ TEST_CASE("DurableFile follows a symbolic link and keeps it, writes a device dir
   CHECK_THAT(*nodir, Catch::Contains("No such file or directory"));
   fs::remove_all(d);
 }
+
+TEST_CASE("DurableFile for a file only: a FIFO, a device or a link to one is refused, not written", "[vocab][durable]") {
+  // Checkpoints are read back: a shard linked to /dev/null had been "committed"
+  // with nothing kept, and a FIFO in plan.json's place had hung the run.
+  const fs::path d = fresh_dir("file-only");
+  const fs::path fifo = d / "plan.json";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  fs::create_symlink("/dev/null", d / "rank_00000.ckpt");
+  for (const fs::path& p : {fifo, d / "rank_00000.ckpt", fs::path("/dev/null"), fs::path("/dev/stdout")}) {
+    const auto why = ztune::write_file_durably(p.string(), "x", ztune::DurableTarget::file);
+    INFO(p);
+    REQUIRE(why.has_value());
+    CHECK(*why == "not a regular file (a FIFO, device or stream); expected a file to replace");
+  }
+  CHECK(fs::is_fifo(fifo));
+  CHECK(fs::is_symlink(fs::symlink_status(d / "rank_00000.ckpt")));
+  // A regular file, and one through a link, are replaced as before.
+  REQUIRE_FALSE(ztune::write_file_durably((d / "latest").string(), "3\n", ztune::DurableTarget::file));
+  CHECK(slurp(d / "latest") == "3\n");
+  fs::remove_all(d);
+}

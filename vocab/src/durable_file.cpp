@@ -35,7 +35,7 @@ std::string errno_text(int err) { return std::strerror(err); }
 
 }  // namespace
 
-DurableFile::DurableFile(std::string path) {
+DurableFile::DurableFile(std::string path, DurableTarget target) {
   struct stat st {};
   const bool exists = ::stat(path.c_str(), &st) == 0;  // through any links
   // A device, a FIFO or a pipe, or a name for a stream (/dev/stdout,
@@ -46,6 +46,10 @@ DurableFile::DurableFile(std::string path) {
   const bool stream_name = path.starts_with("/dev/") || path.starts_with("/proc/");
   if (stream_name || (exists && !S_ISREG(st.st_mode))) {
     target_ = std::move(path);
+    if (target == DurableTarget::file) {
+      error_ = "not a regular file (a FIFO, device or stream); expected a file to replace";
+      return;
+    }
     fd_ = ::open(target_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
     if (fd_ < 0) error_ = errno_text(errno);
     return;
@@ -111,8 +115,8 @@ std::optional<std::string> DurableFile::commit() {
 
 void report_file_size_limit_as_error() { std::signal(SIGXFSZ, SIG_IGN); }
 
-std::optional<std::string> write_file_durably(const std::string& path, std::string_view text) {
-  DurableFile f(path);
+std::optional<std::string> write_file_durably(const std::string& path, std::string_view text, DurableTarget target) {
+  DurableFile f(path, target);
   f.write(text);
   return f.commit();
 }

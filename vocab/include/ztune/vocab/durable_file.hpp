@@ -22,10 +22,16 @@
 
 namespace ztune {
 
+/// What a target may be: a file (checkpoints, which are read back and must
+/// never vanish into /dev/null or block on a FIFO), or also a stream (what
+/// the user names as an output: --out /dev/stdout).
+enum class DurableTarget { file_or_stream, file };
+
 class DurableFile {
  public:
-  /// Opens the temporary (or the stream). A failure is kept and reported by commit().
-  explicit DurableFile(std::string path);
+  /// Opens the temporary (or the stream). A failure is kept and reported by
+  /// commit(); with DurableTarget::file a stream or a non-regular target is one.
+  explicit DurableFile(std::string path, DurableTarget target = DurableTarget::file_or_stream);
   /// Removes the temporary unless commit() published it: the target keeps its old contents.
   ~DurableFile();
   DurableFile(const DurableFile&) = delete;
@@ -55,6 +61,7 @@ class DurableFile {
 void report_file_size_limit_as_error();
 
 /// `text` into `path` through DurableFile: why it failed, or nullopt.
-[[nodiscard]] std::optional<std::string> write_file_durably(const std::string& path, std::string_view text);
+[[nodiscard]] std::optional<std::string> write_file_durably(const std::string& path, std::string_view text,
+                                                            DurableTarget target = DurableTarget::file_or_stream);
 
 }  // namespace ztune
