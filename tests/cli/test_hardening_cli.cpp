@@ -812,6 +812,20 @@ TEST_CASE("a read-only database file or directory keeps the printed result and -
   CHECK_THAT(r.out, Contains("gpt2-1.5b on dgx2x16"));
   CHECK_FALSE(fs::exists(file_db + "-wal"));
   CHECK_FALSE(fs::exists(file_db + "-shm"));
+  // Commits its owner has not merged yet (in -wal: a writer still open, or
+  // killed) would be invisible to an immutable read: said, not hidden.
+  if (!as_user.empty()) {
+    sqlite3* owner = nullptr;
+    REQUIRE(sqlite3_open(file_db.c_str(), &owner) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(owner, "PRAGMA wal_autocheckpoint = 0; UPDATE searches SET elapsed_s = elapsed_s + 1",
+                         nullptr, nullptr, nullptr) == SQLITE_OK);
+    REQUIRE(fs::file_size(file_db + "-wal") > 0);
+    r = run_command(as_user + ztune_bin() + " history --db '" + file_db + "'");
+    sqlite3_close(owner);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains(" bytes of commits are in " + file_db + "-wal, not yet merged into the database") &&
+                          Contains("ask its owner to run `ztune history --db " + file_db + "` once"));
+  }
 
   const fs::path ro_dir = dir / "dir-555";
   fs::create_directories(ro_dir);
@@ -824,6 +838,11 @@ TEST_CASE("a read-only database file or directory keeps the printed result and -
   const std::string plan2 = (dir / "plan-555.json").string();
   r = run_command(as_user + ztune_bin() + " " + search + "--db '" + dir_db + "' --out '" + plan2 + "'");
   require_output_kept(r, plan2, dir_db);
+  // Reading it there works: the WAL journal's files cannot be made beside it,
+  // so it is read as it stands ("attempt to write a readonly database" before).
+  r = run_command(as_user + ztune_bin() + " history --db '" + dir_db + "'");
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("gpt2-1.5b on dgx2x16"));
   ::chmod(ro_dir.c_str(), 0755);
 }
 

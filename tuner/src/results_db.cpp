@@ -247,11 +247,26 @@ ResultsDb ResultsDb::open(const std::string& path) {
         throw InputError("--db " + path + ": cannot create the directory " + parent.string() + ": " + ec.message());
     }
   }
-  // A database this user cannot write (another user's, or one made read-only)
-  // is read as it stands, immutable: a reading connection in WAL mode would
-  // leave -wal and -shm files of this user's beside it, which its owner could
-  // not write past ("attempt to write a readonly database") until removed.
-  const bool read_only = exists && ::access(path.c_str(), W_OK) != 0;
+  // A database this user cannot write (another user's, one made read-only, or
+  // one in a directory this user cannot write, where SQLite's WAL journal
+  // cannot make its -wal and -shm files) is read as it stands, immutable: a
+  // reading connection in WAL mode would leave -wal and -shm files of this
+  // user's beside it, which its owner could not write past ("attempt to write
+  // a readonly database") until removed.
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  const bool read_only = exists && (::access(path.c_str(), W_OK) != 0 || ::access(dir.c_str(), W_OK) != 0);
+  // Immutable ignores the -wal file: commits a writer made and has not yet
+  // merged into the database (it was killed, or still runs) would be silently
+  // missing. Said instead.
+  if (read_only) {
+    const auto wal = fs::file_size(path + "-wal", ec);
+    if (!ec && wal > 0)
+      throw InputError(path + ": " + std::to_string(wal) + " bytes of commits are in " + path +
+                       "-wal, not yet merged into the database, and this user cannot write it or its directory to "
+                       "read them; ask its owner to run `ztune history --db " + path +
+                       "` once (which merges them), or copy the database with its -wal file");
+  }
   sqlite3* raw = nullptr;
   const int flags = read_only ? SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
                               : SQLITE_OPEN_READWRITE | (exists ? 0 : SQLITE_OPEN_CREATE);
