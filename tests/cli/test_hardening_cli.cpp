@@ -637,6 +637,15 @@ TEST_CASE("a number column holding inf, NaN or text is exit 2 naming the row and
                             Contains("search 1: column \"elapsed_s\": " + said));
     }
   }
+  // A whole-number column holding text had read as 0 ("0/0 plans fit").
+  exec_sql(db, "UPDATE searches SET elapsed_s = 1, space = 'lots' WHERE id = 1");
+  for (const char* args : {"history", "history --json", "history show 1"}) {
+    const auto r = run_ztune(std::string(args) + " --db '" + db + "'");
+    INFO(args << "\n" << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, StartsWith("ztune: error: " + db) &&
+                          Contains("search 1: column \"space\": expected a whole number, got text"));
+  }
 }
 
 TEST_CASE("a results database whose version marker was reset is refused as such, untouched", "[cli][hardening]") {

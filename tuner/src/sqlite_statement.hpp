@@ -71,7 +71,18 @@ class Statement {
   }
 
   [[nodiscard]] bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
-  [[nodiscard]] std::int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
+  /// A whole-number column, refused (DbFailure naming the column) unless it
+  /// holds one: text edited into it would read as 0 ("0/0 plans fit").
+  [[nodiscard]] std::int64_t int64(int col) const {
+    const int type = sqlite3_column_type(stmt_, col);
+    if (type != SQLITE_INTEGER)
+      throw DbFailure(SQLITE_MISMATCH, "column \"" + column_name(col) + "\": expected a whole number, got " +
+                                           (type == SQLITE_NULL    ? "NULL"
+                                            : type == SQLITE_TEXT  ? "text"
+                                            : type == SQLITE_FLOAT ? "a fraction"
+                                                                   : "a blob"));
+    return sqlite3_column_int64(stmt_, col);
+  }
   /// A number column, refused (DbFailure naming the column) unless it holds a
   /// finite number: ztune stores none other, and text would read as 0.
   [[nodiscard]] double real(int col) const {
