@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ztune/vocab/input_error.hpp"
+#include "ztune/vocab/run_record.hpp"
 
 namespace ztune::executor {
 namespace {
@@ -38,6 +39,7 @@ class TokenFile final : public TokenSource {
  public:
   TokenFile(std::string path, int fd, std::size_t count, int vocab)
       : path_(std::move(path)), fd_(fd), count_(count), vocab_(vocab) {}
+  void set_digest(std::uint64_t d) { digest_ = d; }
   ~TokenFile() override { ::close(fd_); }
   TokenFile(const TokenFile&) = delete;
   TokenFile& operator=(const TokenFile&) = delete;
@@ -62,8 +64,10 @@ class TokenFile final : public TokenSource {
   [[nodiscard]] std::string describe() const override {
     return path_ + " (" + std::to_string(count_) + " uint16 tokens)";
   }
+  // Its length and its bytes' digest: another file of the same length (a
+  // resume given the wrong --data) is another stream.
   [[nodiscard]] std::string identity() const override {
-    return "a token file of " + std::to_string(count_) + " uint16 tokens";
+    return "a token file of " + std::to_string(count_) + " uint16 tokens (FNV-1a " + digest_hex(digest_) + ")";
   }
 
  private:
@@ -71,6 +75,7 @@ class TokenFile final : public TokenSource {
   int fd_;
   std::size_t count_;
   int vocab_;
+  std::uint64_t digest_ = kFnv1aOffset;
 };
 
 class Synthetic final : public TokenSource {
@@ -132,6 +137,7 @@ std::unique_ptr<TokenSource> open_token_file(const std::string& path, int vocab,
   // Every id once, at open, so a bad file is refused before training; a
   // sequence checks its own ids again as it is read.
   std::vector<std::uint16_t> chunk(1 << 16);
+  std::uint64_t digest = kFnv1aOffset;
   for (std::size_t at = 0; at < count;) {
     const std::size_t n = std::min(chunk.size(), count - at);
     const std::int64_t got = read_at(fd, chunk.data(), n * 2, static_cast<std::int64_t>(at) * 2);
@@ -141,8 +147,10 @@ std::unique_ptr<TokenSource> open_token_file(const std::string& path, int vocab,
       if (chunk[i] >= vocab)
         throw InputError(path + ": token " + std::to_string(at + i) + " is " + std::to_string(chunk[i]) +
                          ", outside the model's vocabulary of " + std::to_string(vocab));
+    digest = fnv1a(std::string_view(reinterpret_cast<const char*>(chunk.data()), n * 2), digest);
     at += n;
   }
+  file->set_digest(digest);
   return file;
 }
 

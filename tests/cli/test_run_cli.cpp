@@ -17,6 +17,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -280,6 +281,31 @@ TEST_CASE("ztune run: --checkpoint-every then --resume gives the uninterrupted r
   INFO(suggested.err);
   REQUIRE(suggested.exit_code == 0);
   CHECK(losses_of(rest) == std::vector<double>{reference[4], reference[5]});
+}
+
+TEST_CASE("ztune run: --resume with another token file of the same length is refused, naming both", "[cli][run]") {
+  // A token file's identity had been its length only: a resume on other data
+  // of the same length trained on without a word.
+  auto tokens = [](const fs::path& p, unsigned seed) {
+    std::vector<std::uint16_t> ids(4096);
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::uint16_t>((i * 31 + seed * 17 + i / 7) % 200);
+    std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(ids.data()),
+                                             static_cast<std::streamsize>(ids.size() * sizeof ids[0]));
+  };
+  const fs::path a = scratch() / "tokens-a.bin", b = scratch() / "tokens-b.bin", ckpt = scratch() / "data-ckpt";
+  tokens(a, 1);
+  tokens(b, 2);
+  REQUIRE(ztune("--steps 3 --data " + a.string() + " --checkpoint-every 1 --checkpoint-dir " + ckpt.string()).exit_code == 0);
+  const auto other = ztune("--steps 4 --data " + b.string() + " --resume " + ckpt.string());
+  INFO(other.err);
+  CHECK(other.exit_code == 2);
+  CHECK_THAT(other.err, Contains(ckpt.string() + "/data: the checkpoints were written reading a token file of 4096 "
+                                 "uint16 tokens (FNV-1a ") &&
+                            Contains("this run reads a token file of 4096 uint16 tokens (FNV-1a "));
+  const auto same = ztune("--steps 4 --data " + a.string() + " --resume " + ckpt.string());
+  INFO(same.err);
+  CHECK(same.exit_code == 0);
+  CHECK_THAT(same.err, Contains("resumed after step 3"));
 }
 
 TEST_CASE("ztune run: bad places and plans are refused before mpirun, naming the flag", "[cli][run]") {

@@ -172,8 +172,7 @@ std::size_t RunRecord::peak_rank() const {
   return best;
 }
 
-std::uint64_t fnv1a(std::string_view bytes) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
+std::uint64_t fnv1a(std::string_view bytes, std::uint64_t h) {
   for (char c : bytes) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
   return h;
 }

@@ -111,7 +111,10 @@ RunRecord run_record_from_json(const nlohmann::json& doc, const std::string& fil
 std::uint64_t json_fnv1a(const nlohmann::json& doc);
 std::string json_fnv1a_hex(const nlohmann::json& doc);
 /// FNV-1a 64 of bytes (the digests above, a checkpoint shard's checksum).
-std::uint64_t fnv1a(std::string_view bytes);
+inline constexpr std::uint64_t kFnv1aOffset = 0xcbf29ce484222325ULL;
+/// FNV-1a of `bytes`, continuing from `h` (a digest of what came before; the
+/// offset basis for none), so a file can be digested chunk by chunk.
+std::uint64_t fnv1a(std::string_view bytes, std::uint64_t h = kFnv1aOffset);
 /// A 64-bit digest as the 16 hex digits the records and messages print.
 std::string digest_hex(std::uint64_t digest);
 /// Reads a run record file (read_json_file's limits apply).
