@@ -329,7 +329,13 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
     else
       std::printf("  overflow: the largest lines, %s, are together more than the %s\n", names.c_str(), limit);
   }
-  if (largest_mb > 0)
+  // Memory alone answers this; the batch may give each replica fewer sequences a step.
+  const long long per_replica = in.plan.dp > 0 ? in.plan.global_batch / in.plan.dp : 0;
+  if (largest_mb > 0 && per_replica > 0 && largest_mb > per_replica)
+    std::printf("  largest micro-batch that fits: %d in memory, more than the %lld sequence%s a step this global "
+                "batch gives each of the %d replicas\n",
+                largest_mb, per_replica, per_replica == 1 ? "" : "s", in.plan.dp);
+  else if (largest_mb > 0)
     std::printf("  largest micro-batch that fits: %d\n", largest_mb);
   else
     std::printf("  no micro-batch fits this layout, not even 1 sequence\n");

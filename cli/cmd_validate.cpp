@@ -266,7 +266,7 @@ Command add_validate(CLI::App& root) {
             if (f->engine == "ztune")
               throw InputError("--engine ztune: no published run of ztune's own executor on a GPU exists yet (its "
                                "profile, data/engines/ztune.json, borrows DeepSpeed's host and overlap figures "
-                               "and prices its fp32 kernels on 16-bit storage); validate --engine deepspeed checks the figures "
+                               "and prices its kernels on the 16-bit values it stores); validate --engine deepspeed checks the figures "
                                "it borrows");
             opt.engine = f->engine;
             const std::string dir = f->dir.empty() ? default_validation_dir() : f->dir;

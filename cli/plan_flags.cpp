@@ -31,8 +31,9 @@ void add_accounting(CLI::App& app, std::string& accounting) {
                  "Model-state accounting of a 16-bit plan: engine (as --engine keeps them: megatron for megatron, "
                  "deepspeed for deepspeed, paper for fsdp), paper (ZeRO paper, 16-bit grads), deepspeed "
                  "(estimate_zero2/3_model_states_mem_needs, fp32 grad partitions), megatron (Megatron-Core's "
-                 "gradient buffer: fp32 for bf16). ztune's executor and fp32 plans keep fp32 states, 4 + 4 + 8 "
-                 "bytes a parameter, whatever this says")
+                 "gradient buffer: fp32 for bf16). ztune's executor keeps its own allocations whatever this says: "
+                 "2 + 2 + 12 bytes a parameter in 16-bit training (16-bit parameters and gradients, fp32 masters "
+                 "and Adam moments); fp32 plans 4 + 4 + 8")
       ->check(CLI::IsMember([] {
         auto names = names_of(kStateAccountingNames);
         names.insert(names.begin(), "engine");

@@ -72,8 +72,8 @@ std::string attention_text(const Plan& p) {
 std::string sequence_note(const Transformer& m) {
   if (!m.seq_len_is_position_limit) return "";
   return "note: " + m.name + " is trained at " + std::to_string(m.seq_len) +
-         "-token sequences, its config's maximum positions (max_position_embeddings), not a length it was told "
-         "to train at: --seq N sets it";
+         "-token sequences, the longest its config allows (its maximum positions: max_position_embeddings, "
+         "n_positions or max_seq_len, by model type), not a length it was told to train at: --seq N sets it";
 }
 
 void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector<Candidate>& plans) {
@@ -170,6 +170,8 @@ void print_pass_summary(std::ostream& os, const SearchResult& r) {
      << (r.threads == 1 ? " thread" : " threads") << "; objective " << to_string(r.objective) << ", global batch "
      << r.global_batch << ", " << fmt("%.3g", r.tokens) << " tokens"
      << (r.interrupted ? "; INTERRUPTED: best of the plans seen so far" : "") << ".\n";
+  // Each pass's time is CPU-seconds summed over the worker threads (it can
+  // exceed the wall time above).
   os << "Passes:";
   for (const auto& p : r.passes) {
     os << "  " << p.name;
@@ -177,7 +179,7 @@ void print_pass_summary(std::ostream& os, const SearchResult& r) {
       os << " off";
     } else {
       os << " " << grouped(static_cast<double>(p.in)) << "→" << grouped(static_cast<double>(p.out)) << " ("
-         << fmt("%.3f", p.seconds) << " s)";
+         << fmt("%.3f", p.seconds) << " CPU-s)";
     }
     if (!p.note.empty()) os << " [" << p.note << "]";
     os << ";";

@@ -13,6 +13,7 @@
 #include "run_command.hpp"
 
 using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 
 TEST_CASE("predict --json has every key of the contract and its parts sum", "[cli][predict]") {
   auto r = run_command(ztune_bin() +
@@ -89,6 +90,14 @@ TEST_CASE("FP8 on the command line: refused without FP8 units or an FP8 engine, 
   auto r = run_command(ztune_bin() + " predict --cluster dgx-a100-80gbx64" + plan + " --engine megatron --fp8 delayed");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--fp8: A100-SXM4-80GB has no FP8 tensor cores"));
+  // search names the device too, before the engine's library (the default
+  // engine has none: a user who switched engines only then met the device).
+  r = run_command(ztune_bin() + " search --cluster dgx2 --model gpt2-1.5b --fp8 delayed --no-db");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, StartsWith("ztune: error: --fp8: V100-SXM3-32GB has no FP8 tensor cores"));
+  r = run_command(ztune_bin() + " search --cluster dgx-h100 --model gpt2-1.5b --fp8 delayed --no-db");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("names no FP8 library") && Contains("--engine megatron or fsdp"));
   r = run_command(ztune_bin() + " predict --cluster dgx-h100x32" + plan + " --engine deepspeed --fp8 delayed");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("Megatron-DeepSpeed has no FP8"));
@@ -377,6 +386,19 @@ TEST_CASE("predict --memory-headroom judges fit against the usable memory, out o
   r = run_command(ztune_bin() + " predict --cluster dgx2x16 --model 100b --memory-headroom 60");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--memory-headroom"));
+}
+
+TEST_CASE("predict's largest micro-batch says when the batch gives each replica fewer sequences", "[cli][predict]") {
+  // Global batch 16 over dp 8: 2 sequences a replica a step, whatever memory allows.
+  auto r = run_command(ztune_bin() + " predict --cluster dgx-h100 --model gpt2-1.5b --dp 8 --global-batch 16 --zero 3 "
+                                     "--recompute full");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("in memory, more than the 2 sequences a step this global batch gives each of the 8 "
+                             "replicas"));
+  r = run_command(ztune_bin() + " predict --cluster dgx-h100 --model gpt2-1.5b --dp 8 --global-batch 8192 --zero 3 "
+                                "--recompute full");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("largest micro-batch that fits: ") && !Contains("sequences a step this global batch"));
 }
 
 TEST_CASE("predict says what would make a plan fit, with numbers, nothing when it fits", "[cli][predict]") {

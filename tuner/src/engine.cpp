@@ -308,7 +308,7 @@ std::optional<std::string> fp8_library_refusal(Fp8Recipe r, const EngineProfile&
   if (r != Fp8Recipe::none && e.fp8 == Fp8Library::none)
     return "the " + e.name + " engine profile names no FP8 library (its \"fp8\" is absent or \"none\"; the "
            "catalog's megatron profile states \"transformer_engine\", fsdp's \"torchao\"), so it cannot price FP8 "
-           "linear layers; expected fp8 \"none\", or a profile that states its library";
+           "linear layers; expected fp8 \"none\", or --engine megatron or fsdp (whose profiles state theirs)";
   return std::nullopt;
 }
 

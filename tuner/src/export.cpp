@@ -125,8 +125,10 @@ std::vector<std::string> launch_placeholders(const PlanFile& pf, Engine e, const
     out.push_back(std::string("data: --data-path PREFIX (an indexed dataset from tools/preprocess_data.py)") +
                   (e == Engine::megatron ? ", or --mock-data" : ""));
     const double tokens_per_step = static_cast<double>(p.global_batch) * m.seq_len;
-    out.push_back("schedule: --lr and --train-iters " +
-                  grouped(std::ceil(m.train_tokens / tokens_per_step)) + " (the model's " + grouped(m.train_tokens) +
+    // The flag's value as it is typed (argparse refuses "286,103").
+    char iters[32];
+    std::snprintf(iters, sizeof iters, "%.0f", std::ceil(m.train_tokens / tokens_per_step));
+    out.push_back("schedule: --lr and --train-iters " + std::string(iters) + " (the model's " + grouped(m.train_tokens) +
                   " tokens at " + grouped(tokens_per_step) + " a step), or --train-samples");
   }
   return out;

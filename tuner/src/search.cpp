@@ -238,6 +238,8 @@ SearchResult run_search(const Transformer& m, const Cluster& c, const HardwarePr
     hooks.progress = [&progress, t0](std::int64_t done, std::int64_t total, std::int64_t plans) {
       progress({done, total, std::chrono::duration<double>(Clock::now() - t0).count(), SearchPhase::enumerate, plans});
     };
+  if (o.space.fp8 != Fp8Recipe::none)
+    if (auto why = fp8_device_refusal(c)) throw InputError("--fp8: " + *why + "; expected no --fp8 on " + c.name);
   if (auto why = fp8_library_refusal(o.space.fp8, hw.engine)) throw InputError("--fp8: " + *why);
   SpaceOptions so = o.space;
   so.fused_kernel = preferred_fused_kernel(o.space.engine, hw);

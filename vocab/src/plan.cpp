@@ -469,6 +469,12 @@ std::optional<std::string> check_tensor_split(const Transformer& m, int tp) {
   return std::nullopt;
 }
 
+std::optional<std::string> fp8_device_refusal(const Cluster& c) {
+  if (c.device_kind != DeviceKind::cpu && c.node.gpu.peak_tflops_fp8 > 0) return std::nullopt;
+  return (c.device_kind == DeviceKind::cpu ? "a CPU cluster (" + c.name + ")" : c.node.gpu.name) +
+         " has no FP8 tensor cores (Ada, Hopper or newer; the cluster file's peak_tflops.fp8)";
+}
+
 std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m) {
   auto s = [](auto v) { return std::to_string(v); };
   if (auto why = check_tensor_split(m, p.tp)) return why;
@@ -739,9 +745,8 @@ std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const
            " (fewer is allowed: the rest stay idle)";
   // Said before the plan's own rules: a device without FP8 units is the
   // cause to name, not the precision the plan defaulted to there.
-  if (p.fp8 != Fp8Recipe::none && (c.device_kind == DeviceKind::cpu || c.node.gpu.peak_tflops_fp8 == 0))
-    return "$.fp8: " + (c.device_kind == DeviceKind::cpu ? "a CPU cluster (" + c.name + ")" : c.node.gpu.name) +
-           " has no FP8 tensor cores (Ada, Hopper or newer; the cluster file's peak_tflops.fp8); expected fp8 \"none\"";
+  if (p.fp8 != Fp8Recipe::none)
+    if (auto why = fp8_device_refusal(c)) return "$.fp8: " + *why + "; expected fp8 \"none\"";
   if (auto why = check_plan_shape(p, m)) return why;
   if ((p.offload_optimizer == OffloadTarget::nvme || p.offload_params == OffloadTarget::nvme) &&
       c.node.nvme_size_tb == 0)

@@ -462,6 +462,10 @@ std::optional<std::string> check_plan(const Plan& p, const Transformer& m, const
 /// The rules of check_plan that need only the model (layout, batch, schedule,
 /// ZeRO/offload combinations): what a plan file without a cluster can be held to.
 std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m);
+/// Why the cluster's devices cannot run FP8 linear layers (no FP8 tensor
+/// cores: a CPU cluster, a GPU before Ada and Hopper), or nullopt. Said before
+/// any engine's library: the device is the cause to name.
+std::optional<std::string> fp8_device_refusal(const Cluster& c);
 /// The first rule of check_plan_shape: tensor parallelism splits whole heads,
 /// KV heads and FFN columns ("$.tp: …"), or nullopt. Callers that derive other
 /// degrees from tp (the CLI's default dp) check it first.
