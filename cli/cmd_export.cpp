@@ -50,34 +50,46 @@ void print_srun(std::ostream& os, const PlanFile& pf, const std::string& torchru
 int run_export(const ExportFlags& f) {
   refuse_output_over_input("--out", f.out, {{"the plan", f.plan_file}});
   const PlanFile pf = load_plan_file(f.plan_file);
+  // The format: --format, else the one of the engine the plan was searched for.
+  auto format_of = [](const std::string& engine) { return engine == "fsdp" ? std::string("torchtitan") : engine; };
+  const std::string format = !f.format.empty() ? f.format
+                             : pf.engine && *pf.engine != "ztune"
+                                 ? format_of(*pf.engine)
+                                 : throw InputError("--format: required: " + f.plan_file +
+                                                    (pf.engine ? " was searched for ztune's own executor"
+                                                               : " names no engine it was searched for") +
+                                                    "; give deepspeed, megatron or torchtitan");
+  if (pf.engine && *pf.engine != "ztune" && format != format_of(*pf.engine))
+    std::fprintf(stderr, "ztune: note: %s was searched for the %s engine (its rules and memory); exported to %s\n",
+                 f.plan_file.c_str(), pf.engine->c_str(), format.c_str());
   // The engines exported to train on GPUs: a plan for CPU ranks (ztune's own
   // executor) would come out as a GPU job of as many devices.
   if (pf.cluster && pf.cluster->device_kind == DeviceKind::cpu)
-    throw InputError(f.plan_file + ": $.cluster: the plan is for " + pf.cluster->name + "'s CPU ranks; " + f.format +
+    throw InputError(f.plan_file + ": $.cluster: the plan is for " + pf.cluster->name + "'s CPU ranks; " + format +
                      " trains on GPUs (plan for a GPU cluster, or run it with `ztune run " + f.plan_file + "`)");
   // A plan the memory model says does not fit is exported (the model may be
   // pessimistic), with a warning: the engine would run out of memory. Counted
   // as the engine exported to keeps its memory (its profile and its state
   // accounting), not as ztune's executor would.
   if (pf.cluster && pf.model && !check_plan(pf.plan, *pf.model, *pf.cluster)) {
-    const std::string engine = f.format == "torchtitan" ? "fsdp" : f.format;
+    const std::string engine = format == "torchtitan" ? "fsdp" : format;
     const HardwareProfile hw = priced_profile(*pf.cluster, "", engine, false);
     MemoryOptions options;
     options.accounting = state_accounting_of(*engine_from_string(engine));
     // torchtitan reduces (and under a pipeline accumulates) its gradients in fp32 whatever the plan says.
-    const Plan exported = f.format == "torchtitan" ? as_torchtitan_runs(pf.plan) : pf.plan;
+    const Plan exported = format == "torchtitan" ? as_torchtitan_runs(pf.plan) : pf.plan;
     const MemoryPrediction mem =
         predict_memory(*pf.model, exported, with_measured_figures(*pf.cluster, hw), hw, options);
     if (!mem.fits_gpu)
       std::cerr << "ztune: warning: " << f.plan_file << ": the memory model puts this plan at "
                 << mem.gpu_total_bytes / 1073741824.0 << " GiB per GPU, more than " << pf.cluster->name << "'s "
                 << mem.gpu_capacity_bytes / 1073741824.0 << " GiB"
-                << (f.format == "torchtitan" && !pf.plan.grad_reduce_dtype
+                << (format == "torchtitan" && !pf.plan.grad_reduce_dtype
                         ? " (as torchtitan runs it, its gradients reduced in fp32)"
                         : "")
                 << ": the engine may run out of memory\n";
   }
-  if (f.format == "deepspeed") {
+  if (format == "deepspeed") {
     const auto config = deepspeed_config(pf, f.plan_file);
     const std::string config_path = f.out.empty() ? "ds_config.json" : f.out;
     const std::string launch = deepspeed_launch(pf, config_path, f.plan_file);
@@ -95,7 +107,7 @@ int run_export(const ExportFlags& f) {
     }
     return kExitOk;
   }
-  if (f.format == "torchtitan") {
+  if (format == "torchtitan") {
     const std::string config = torchtitan_config(pf, f.plan_file);
     const std::string config_path = f.out.empty() ? "job.toml" : f.out;
     const std::string launch = torchtitan_launch(pf, config_path, f.plan_file);
@@ -134,8 +146,7 @@ Command add_export(CLI::App& root) {
   auto f = std::make_shared<ExportFlags>();
   app->add_option("--format", f->format,
                   "deepspeed (ds_config.json + launch command), megatron (arguments) or torchtitan (job TOML + "
-                  "torchrun launch; the fsdp engine)")
-      ->required()
+                  "torchrun launch; the fsdp engine); default: the engine the plan file was searched for")
       ->check(CLI::IsMember({"deepspeed", "megatron", "torchtitan"}));
   app->add_option("plan", f->plan_file, "Plan file (ztune search --out)")->required();
   app->add_option("--out", f->out,

@@ -39,7 +39,7 @@ struct PredictFlags {
   InputFlags input;
   PlanFlags plan;
   std::string profile;
-  std::string engine = "ztune";  // whose engine profile prices the plan
+  std::string engine;  // whose engine profile prices the plan ("": the plan file's, else ztune)
   bool compile = false;          // the engine runs under a graph compiler (torch.compile, XLA)
   std::string accounting = "engine";  // as --engine keeps its model states (state_accounting_of)
   double memory_headroom_pct = 0;  // % of each GPU's memory kept free
@@ -92,20 +92,27 @@ PredictInputs resolve(const PredictFlags& f) {
     in.model = f.input.load_model_or_throw();
   }
   in.plan = f.plan.resolve(in.model, in.cluster);  // throws InputError naming the broken rule
-  const Engine engine = *engine_from_string(f.engine);
+  // The engine: --engine, else the one the plan file was searched for, else ztune's own.
+  const std::string engine_name = !f.engine.empty()           ? f.engine
+                                  : file && file->engine      ? *file->engine
+                                                              : std::string("ztune");
+  if (file && file->engine && !f.engine.empty() && f.engine != *file->engine)
+    std::fprintf(stderr, "ztune: note: --engine %s replaces the engine %s the plan in %s was searched for\n",
+                 f.engine.c_str(), file->engine->c_str(), f.plan.plan_file.c_str());
+  const Engine engine = *engine_from_string(engine_name);
   in.engine = engine;
   if (auto rule = engine_violation(in.plan, engine)) {
-    // A plan file does not say which engine it was made for (--engine is
+    // A plan file need not say which engine it was made for (--engine is
     // ztune's own by default): name those that run it.
     std::string others;
     for (const Engine e : {Engine::megatron, Engine::deepspeed, Engine::fsdp, Engine::ztune})
       if (e != engine && !engine_violation(in.plan, e)) others += (others.empty() ? "" : " or ") + to_string(e);
-    throw InputError("--engine " + f.engine + " cannot run this plan: " + std::string(engine_rule_text(*rule)) +
+    throw InputError("--engine " + engine_name + " cannot run this plan: " + std::string(engine_rule_text(*rule)) +
                      (others.empty() ? "" : "; --engine " + others + " runs it"));
   }
   if (auto why = engine_model_violation(in.model, engine))
-    throw InputError("--engine " + f.engine + " cannot train this model: " + *why);
-  in.profile = priced_profile(in.cluster, f.profile, f.engine, f.compile);
+    throw InputError("--engine " + engine_name + " cannot train this model: " + *why);
+  in.profile = priced_profile(in.cluster, f.profile, engine_name, f.compile);
   if (auto why = fp8_library_refusal(in.plan.fp8, in.profile.engine)) throw InputError("--fp8: " + *why);
   in.compiled = f.compile;
   in.cluster = with_measured_figures(in.cluster, in.profile);  // a calibrated profile's figures
@@ -375,7 +382,7 @@ Command add_predict(CLI::App& root) {
                   "(default: data/profiles/<gpu>.json)");
   add_engine_flags(*app, f->engine, f->compile,
                    "The engine that runs the plan; its profile (data/engines/: host costs, fusion, overlap) prices it "
-                   "(default: ztune, its own executor)");
+                   "(default: the engine a --plan file was searched for, else ztune, its own executor)");
   add_accounting(*app, f->accounting);
   add_memory_headroom(*app, f->memory_headroom_pct);
   app->add_flag("--json", f->json, "Print one JSON object");
@@ -411,7 +418,7 @@ Command add_predict(CLI::App& root) {
             }
             const int largest_mb =
                 largest_fitting_micro_batch(in.model, in.plan, in.cluster, in.profile, 1024, in.memory);
-            const Accuracy accuracy = accuracy_for(in.cluster, f->engine);
+            const Accuracy accuracy = accuracy_for(in.cluster, to_string(in.engine));
             const std::vector<FitHint> hints = fit_hints(in, pr.memory);
             if (f->json) {
               nlohmann::json j = prediction_json(in, pr, largest_mb);

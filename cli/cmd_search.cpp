@@ -194,8 +194,9 @@ SearchOptions to_options(const SearchFlags& f) {
   return o;
 }
 
-void write_plan_file(const std::string& path, const Candidate& best, const Transformer& m, const Cluster& c) {
-  PlanFile pf{best.plan, m, c};
+void write_plan_file(const std::string& path, const Candidate& best, const Transformer& m, const Cluster& c,
+                     const std::string& engine) {
+  PlanFile pf{best.plan, m, c, engine};  // the engine: predict --plan prices it as that engine runs it
   if (auto why = write_file_durably(path, plan_file_to_json(pf).dump(2) + "\n"))
     throw InputError("--out " + path + ": cannot write the file: " + *why);
 }
@@ -414,7 +415,7 @@ int run_search_command(const SearchFlags& f) {
     return r.interrupted ? kExitInterrupted : kExitInfeasible;
   }
   if (!f.out.empty()) {
-    write_plan_file(f.out, r.plans.front(), model, cluster);
+    write_plan_file(f.out, r.plans.front(), model, cluster, f.engine);
     if (!f.json)
       std::cout << "Wrote the best plan" << (r.interrupted ? " found before the interrupt" : "") << " to " << f.out
                 << ".\n";

@@ -13,7 +13,7 @@
 namespace ztune::cli {
 
 void add_engine_flags(CLI::App& app, std::string& engine, bool& compile, const std::string& engine_help) {
-  app.add_option("--engine", engine, engine_help)->check(CLI::IsMember({"ztune", "deepspeed", "megatron", "fsdp"}));
+  app.add_option("--engine", engine, engine_help)->check(CLI::IsMember(std::vector<std::string>(std::begin(kPlanEngineNames), std::end(kPlanEngineNames))));
   app.add_flag("--compile", compile,
                "The engine runs under a graph compiler (torch.compile, XLA): its elementwise chains are priced "
                "fused, with the engine profile's compiled_elementwise_traffic");

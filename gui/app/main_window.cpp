@@ -46,6 +46,12 @@
 namespace ztune::gui {
 namespace {
 
+// The selected plan as a plan file, with the engine it was searched for
+// (predict --plan prices it as that engine runs it).
+PlanFile plan_file_of(const Candidate& c, const ResolvedInputs& in) {
+  return PlanFile{c.plan, in.model, in.cluster, to_string(in.options.space.engine)};
+}
+
 QSettings settings() { return QSettings(QStringLiteral("ztune"), QStringLiteral("ztune-planner")); }
 
 }  // namespace
@@ -385,7 +391,7 @@ void MainWindow::export_plan_json() {
     return;
   }
   const auto& in = doc_.outcome()->inputs;
-  f.write(QByteArray::fromStdString(plan_file_to_json(PlanFile{c->plan, in.model, in.cluster}).dump(2)));
+  f.write(QByteArray::fromStdString(plan_file_to_json(plan_file_of(*c, in)).dump(2)));
   status_->setText(QStringLiteral("Plan written to ") + path);
 }
 
@@ -398,7 +404,7 @@ void MainWindow::export_with_ztune(const QString& format) {
   QFile f(plan_path);
   if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return;
   const auto& in = doc_.outcome()->inputs;
-  f.write(QByteArray::fromStdString(plan_file_to_json(PlanFile{c->plan, in.model, in.cluster}).dump(2)));
+  f.write(QByteArray::fromStdString(plan_file_to_json(plan_file_of(*c, in)).dump(2)));
   f.close();
   auto log = std::make_shared<QString>();
   exporter_.disconnect(this);

@@ -105,7 +105,8 @@ void RunPanel::run_selected() {
     result_->setText(plan_path_ + QStringLiteral(": cannot write: ") + f.errorString());
     return;
   }
-  f.write(QByteArray::fromStdString(plan_file_to_json(PlanFile{c->plan, in.model, in.cluster}).dump(2)));
+  // ztune's executor runs it, whatever engine the search priced.
+  f.write(QByteArray::fromStdString(plan_file_to_json(PlanFile{c->plan, in.model, in.cluster, std::nullopt}).dump(2)));
   f.close();
   predicted_step_s_ = c->time().iteration_s;
   log_->clear();

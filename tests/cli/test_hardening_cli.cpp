@@ -887,6 +887,47 @@ TEST_CASE("predict --plan takes the cluster and model from the plan file", "[cli
   CHECK_THAT(r.err, Contains("ztune: note: --model gpt2-1.5b replaces the model gpt2-1.5b embedded in"));
 }
 
+TEST_CASE("a plan file keeps the engine it was searched for: predict prices it so, export takes its format",
+          "[cli][hardening]") {
+  // Reopened, a DeepSpeed plan had been priced as ztune's executor keeps its
+  // states (21.9 against 24.6 GiB for 100b on dgx2x16), without a word.
+  const std::string ds = (scratch() / "plan-deepspeed.json").string();
+  REQUIRE(run_ztune("search --cluster dgx2x16 --model 100b --engine deepspeed --no-db --no-simulate --top 1 --json "
+                    "--out '" + ds + "'").exit_code == 0);
+  const auto doc = nlohmann::json::parse(read_file(ds));
+  CHECK(doc.at("engine") == "deepspeed");
+  auto total = [](const CommandResult& r) {
+    return nlohmann::json::parse(r.out).at("memory").at("gpu").at("total_bytes").get<double>();
+  };
+  const auto reopened = run_ztune("predict --plan '" + ds + "' --json");
+  const auto stated = run_ztune("predict --plan '" + ds + "' --engine deepspeed --json");
+  const auto own = run_ztune("predict --plan '" + ds + "' --engine ztune --json");
+  REQUIRE(reopened.exit_code == 0);
+  REQUIRE(stated.exit_code == 0);
+  REQUIRE(own.exit_code == 0);
+  CHECK(nlohmann::json::parse(reopened.out).at("engine") == "deepspeed");
+  CHECK(total(reopened) == total(stated));
+  CHECK(total(own) != total(stated));  // ztune's executor counts its states otherwise
+  CHECK_THAT(own.err, Contains("ztune: note: --engine ztune replaces the engine deepspeed the plan in " + ds));
+  CHECK_THAT(stated.err, !Contains("note:"));
+  // export: the format of the engine, unless --format says otherwise (noted).
+  const auto exported = run_ztune("export '" + ds + "'");
+  CHECK(exported.exit_code == 0);
+  CHECK_THAT(exported.out + exported.err, Contains("--deepspeed_config ds_config.json"));
+  const auto other = run_ztune("export --format torchtitan '" + ds + "'");
+  CHECK_THAT(other.err, Contains("was searched for the deepspeed engine (its rules and memory); exported to torchtitan"));
+  const auto own_plan = run_ztune("export '" + plan_file() + "'");  // searched for ztune's executor
+  CHECK(own_plan.exit_code == 2);
+  CHECK_THAT(own_plan.err, Contains("--format: required: " + plan_file() + " was searched for ztune's own executor"));
+  // An engine ztune does not know is refused naming the field.
+  auto bad = doc;
+  bad["engine"] = "colossal";
+  const std::string unknown = write_file("plan-unknown-engine.json", bad.dump());
+  const auto refused = run_ztune("predict --plan '" + unknown + "'");
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.err, Contains(unknown + ": $.engine:"));
+}
+
 TEST_CASE("predict names the split degree the model cannot take, not the batch it leaves", "[cli][hardening]") {
   // 100b has 64 heads (data/models/100b.json): tp 3 divides neither them nor 256 GPUs.
   auto r = run_ztune("predict --cluster dgx2x16 --model 100b --tp 3");

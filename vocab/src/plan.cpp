@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <iterator>
 #include <limits>
+#include <span>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -435,6 +436,7 @@ PlanFile plan_file_from_json(const nlohmann::json& doc, const std::string& file)
   };
   pf.model = nested("model", [&](const nlohmann::json& j) { return transformer_from_json(j, file); });
   pf.cluster = nested("cluster", [&](const nlohmann::json& j) { return cluster_from_json(j, file); });
+  if (r.has("engine")) pf.engine = r.choice("engine", std::span<const char* const>(kPlanEngineNames));
   r.finish();
   if (pf.model && pf.cluster) {
     if (auto why = check_plan(pf.plan, *pf.model, *pf.cluster)) {
@@ -452,6 +454,7 @@ nlohmann::json plan_file_to_json(const PlanFile& pf) {
   nlohmann::json j{{"schema", "ztune.planfile/1"}, {"plan", plan_to_json(pf.plan)}};
   if (pf.model) j["model"] = transformer_to_json(*pf.model);
   if (pf.cluster) j["cluster"] = cluster_to_json(*pf.cluster);
+  if (pf.engine) j["engine"] = *pf.engine;
   return j;
 }
 

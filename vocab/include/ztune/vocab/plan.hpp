@@ -406,10 +406,18 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file);
 nlohmann::json plan_to_json(const Plan& p);
 
 /// A plan file: the plan plus, optionally, the model and cluster it was made for.
+/// The engines a plan can be searched for (tuner's Engine, by name): whose
+/// rules it passes and how its model states are counted.
+inline constexpr const char* kPlanEngineNames[] = {"ztune", "deepspeed", "megatron", "fsdp"};
+
 struct PlanFile {
   Plan plan;
   std::optional<Transformer> model;
   std::optional<Cluster> cluster;
+  // The engine it was searched for ("engine", one of kPlanEngineNames; search
+  // --out and the planner write it): predict prices the plan as that engine
+  // runs it unless --engine says otherwise. Files without it: none stated.
+  std::optional<std::string> engine;
 };
 PlanFile plan_file_from_json(const nlohmann::json& doc, const std::string& file);
 PlanFile load_plan_file(const std::string& path);
