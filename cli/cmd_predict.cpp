@@ -18,6 +18,7 @@
 #include "ztune/model/finite_check.hpp"
 #include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/vocab/input_error.hpp"
+#include "ztune/vocab/text.hpp"
 #include "ztune/tuner/engine.hpp"
 #include "ztune/model/memory_model.hpp"
 #include "ztune/model/onebit_adam.hpp"
@@ -242,8 +243,8 @@ nlohmann::json prediction_json(const PredictInputs& in, const Prediction& pr, in
 void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb) {
   const auto& mp = pr.memory;
   const auto& tp = pr.time;
-  std::printf("plan     %s\nmodel    %s (%.2fB parameters, %d-token sequences)\ncluster  %s (%d × %d %s)\nprofile  %s\nengine   %s\n",
-              in.plan.summary().c_str(), in.model.name.c_str(), in.model.total_params() / 1e9, in.model.seq_len,
+  std::printf("plan     %s\nmodel    %s (%s parameters, %d-token sequences)\ncluster  %s (%d × %d %s)\nprofile  %s\nengine   %s\n",
+              in.plan.summary().c_str(), in.model.name.c_str(), params_text(in.model.total_params()).c_str(), in.model.seq_len,
               in.cluster.name.c_str(),
               in.cluster.nodes, in.cluster.node.gpus, in.cluster.node.gpu.name.c_str(), in.profile.name.c_str(),
               (in.profile.engine.name + (in.compiled ? " (compiled: torch.compile / XLA fusion)" : "")).c_str());

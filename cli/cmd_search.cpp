@@ -351,10 +351,10 @@ int run_search_command(const SearchFlags& f) {
       if (const auto* sim = r.pass("simulate"); sim != nullptr && sim->out > 0)
         std::cout << "(* = simulated: the first " << sim->out << " are ranked by their simulated "
                   << (r.objective == Objective::throughput ? "throughput"
-                      : r.objective == Objective::time ? "days to train " + grouped(r.tokens) + " tokens"
+                      : r.objective == Objective::time ? "time to train " + grouped(r.tokens) + " tokens"
                                                        : "cost of " + grouped(r.tokens) + " tokens")
-                  << ", the rest by the analytical model's; days" << (r.objective == Objective::cost ? " and cost" : "")
-                  << " from the time each was ranked by)\n";
+                  << ", the rest by the analytical model's; the time to train" << (r.objective == Objective::cost ? " and cost" : "")
+                  << " from the throughput each was ranked by)\n";
       std::cout << "\nBest plan: " << r.plans.front().plan.summary() << "\n";
       print_breakdowns(std::cout, r.plans.front());
       // The error of the same cost model against published runs on this GPU (ztune validate).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <ostream>
 #include <string>
 
@@ -76,15 +77,46 @@ std::string sequence_note(const Transformer& m) {
          "n_positions or max_seq_len, by model type), not a length it was told to train at: --seq N sets it";
 }
 
+namespace {
+
+// A column's unit, chosen so that the table's figures are not all 0.0: the
+// tiny model on CPU ranks uses a few MiB (byte_unit_for) and GFLOP/s, a short
+// token budget takes hours, not days.
+struct Unit {
+  const char* name;
+  double per;  // base units (bytes, FLOP/s, days) in one of it
+};
+
+Unit flops_unit(double largest_tflops) { return largest_tflops >= 0.1 ? Unit{"TFLOP/s", 1} : Unit{"GFLOP/s", 1e-3}; }
+
+// Days unless the shortest is under one: then hours, minutes or seconds.
+Unit duration_unit(double shortest_days) {
+  if (!(shortest_days < 1)) return {"days", 1};
+  if (shortest_days * 24 >= 1) return {"hours", 1.0 / 24};
+  if (shortest_days * 24 * 60 >= 1) return {"minutes", 1.0 / (24 * 60)};
+  return {"seconds", 1.0 / 86400};
+}
+
+}  // namespace
+
 void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector<Candidate>& plans) {
   bool any_simulated = false;
   for (const auto& c : plans) any_simulated |= c.simulated.has_value();
+  double largest_bytes = 0, largest_tflops = 0, shortest_days = std::numeric_limits<double>::infinity();
+  for (const auto& c : plans) {
+    largest_bytes = std::max(largest_bytes, c.prediction.memory.gpu_total_bytes);
+    if (!c.timed) continue;
+    largest_tflops = std::max(largest_tflops, c.prediction.time.model_tflops_per_gpu);
+    shortest_days = std::min(shortest_days, days_to_train(r.tokens, c.time().tokens_per_s));
+  }
+  const ByteUnit mem_unit = byte_unit_for(largest_bytes);
+  const Unit rate_unit = flops_unit(largest_tflops), time_unit = duration_unit(shortest_days);
   // The GPUs each plan uses (the search may take fewer than the cluster has:
   // --min-gpus, layouts that do not divide it), and, ranked by cost, its cost.
   const bool cost = r.objective == Objective::cost;
   std::vector<std::vector<std::string>> rows{{"#", "dp×tp×pp(×v)", "GPUs", "ZeRO", "offload", "mb×acc", "recompute",
-                                              "sched", "sp", "attn", "prec", "GPU mem GiB", "TFLOP/s/GPU", "MFU",
-                                              "tokens/s", "days"}};
+                                              "sched", "sp", "attn", "prec", std::string("GPU mem ") + mem_unit.name,
+                                              std::string(rate_unit.name) + "/GPU", "MFU", "tokens/s", time_unit.name}};
   std::vector<bool> right{true, false, true, false, false, false, false, false, false,
                           false, false, true, true, true, true, true};
   if (cost) {
@@ -101,9 +133,9 @@ void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector
     const auto& p = c.plan;
     const auto& mem = c.prediction.memory;
     const auto& t = c.prediction.time;  // analytical; the simulated throughput has its own column
-    std::string memory = mem.gpu_capacity_bytes > 0
-                             ? fmt("%.1f", mem.gpu_total_bytes / kGiB) + "/" + fmt("%.1f", mem.gpu_capacity_bytes / kGiB)
-                             : "-";
+    std::string memory = mem.gpu_capacity_bytes > 0 ? fmt("%.1f", mem.gpu_total_bytes / mem_unit.bytes) + "/" +
+                                                           fmt("%.1f", mem.gpu_capacity_bytes / mem_unit.bytes)
+                                                     : "-";
     if (mem.gpu_capacity_bytes > 0 && !mem.fits()) memory += " !";
     // days (and cost) from the time the ranking used: simulated where it was.
     const double ranked_tokens_per_s = c.timed ? c.time().tokens_per_s : 0;
@@ -113,9 +145,9 @@ void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector
                     p.pp > 1 ? to_string(p.schedule) : "-", p.sequence_parallel ? "sp" : p.partition_activations ? "pa" : "-", attention_text(p),
                     // FP8 linear GEMMs beside the training precision ("bf16+fp8").
                     to_string(p.precision) + (p.fp8 != Fp8Recipe::none ? "+fp8" : ""),
-                    memory, c.timed ? fmt("%.1f", t.model_tflops_per_gpu) : "-",
+                    memory, c.timed ? fmt("%.1f", t.model_tflops_per_gpu / rate_unit.per) : "-",
                     c.timed ? fmt("%.1f%%", 100 * t.mfu) : "-", c.timed ? grouped(t.tokens_per_s) : "-",
-                    c.timed ? fmt("%.1f", days_to_train(r.tokens, ranked_tokens_per_s)) : "-"});
+                    c.timed ? fmt("%.1f", days_to_train(r.tokens, ranked_tokens_per_s) / time_unit.per) : "-"});
     if (cost) rows.back().push_back(c.timed && std::isfinite(c.objective) ? grouped(c.objective) : "-");
     if (any_simulated) rows.back().push_back(c.simulated ? grouped(c.simulated->tokens_per_s) : "-");
   }
@@ -124,16 +156,17 @@ void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector
 
 void print_breakdowns(std::ostream& os, const Candidate& c) {
   const auto& mem = c.prediction.memory;
-  os << "Memory per GPU (GiB), " << fmt("%.2f", mem.gpu_total_bytes / kGiB) << " of "
-     << fmt("%.2f", mem.gpu_capacity_bytes / kGiB);
+  const ByteUnit unit = byte_unit_for(mem.gpu_total_bytes);
+  os << "Memory per GPU (" << unit.name << "), " << fmt("%.2f", mem.gpu_total_bytes / unit.bytes) << " of "
+     << fmt("%.2f", mem.gpu_capacity_bytes / unit.bytes);
   if (mem.gpu_usable_bytes < mem.gpu_capacity_bytes)
-    os << " (" << fmt("%.2f", mem.gpu_usable_bytes / kGiB) << " usable: --memory-headroom keeps "
+    os << " (" << fmt("%.2f", mem.gpu_usable_bytes / unit.bytes) << " usable: --memory-headroom keeps "
        << fmt("%.3g", 100 * (1 - mem.gpu_usable_bytes / mem.gpu_capacity_bytes)) << "% free)";
   os << ":\n";
   std::vector<std::vector<std::string>> rows;
   for (std::size_t i = 0; i < mem.gpu.size(); ++i) {
     if (mem.gpu[i] == 0) continue;
-    rows.push_back({std::string("  ") + kMemLineNames[i], fmt("%.2f", mem.gpu[i] / kGiB),
+    rows.push_back({std::string("  ") + kMemLineNames[i], fmt("%.2f", mem.gpu[i] / unit.bytes),
                     mem.gpu_total_bytes > 0 ? fmt("%.1f%%", 100 * mem.gpu[i] / mem.gpu_total_bytes) : "-"});
   }
   if (!rows.empty()) print_columns(os, rows, {false, true, true});

@@ -1,6 +1,8 @@
 // End-to-end tests of ztune search / history / export through the binary.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -49,6 +51,26 @@ std::int64_t store(const std::string& db, const ztune::RunToStore& run) {
 }
 
 }  // namespace
+
+TEST_CASE("the plan table's units fit its figures: MiB, GFLOP/s and seconds for the tiny model on CPU ranks",
+          "[cli][tuner]") {
+  // Every memory, TFLOP/s and days cell had read 0.0 for the README's own CPU workflow.
+  const auto r = run_command(ztune_bin() + " search --cluster local-cpu --model tiny --no-db --top 1 --no-simulate");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("GPU mem MiB") && Contains("GFLOP/s/GPU") && Contains("  seconds"));
+  const auto j = run_command(ztune_bin() + " search --cluster local-cpu --model tiny --no-db --top 1 --no-simulate --json");
+  REQUIRE(j.exit_code == 0);
+  const auto best = nlohmann::json::parse(j.out).at("plans").at(0).at("prediction");
+  char expected[64];
+  std::snprintf(expected, sizeof expected, "Memory per GPU (MiB), %.2f of ",
+                best.at("memory").at("gpu_total_bytes").get<double>() / (1024.0 * 1024));
+  CHECK_THAT(r.out, Contains(expected));
+  // A short token budget on fast GPUs: hours, not a column of 0.1 days.
+  const auto h = run_command(ztune_bin() + " search --cluster dgx-h100 --model llama-7b --objective time --tokens 1e9 "
+                                           "--no-db --top 2 --no-simulate");
+  REQUIRE(h.exit_code == 0);
+  CHECK_THAT(h.out, Contains("GPU mem GiB") && Contains("TFLOP/s/GPU") && Contains("  hours"));
+}
 
 TEST_CASE("ztune --cluster dgx2x16 --model 100b prints a ranked table and stores the search", "[cli][tuner]") {
   TempDir dir;
