@@ -64,7 +64,9 @@ int list(const ResultsDb& db, const HistoryFlags& f) {
     nlohmann::json j{{"searches", nlohmann::json::array()}, {"runs", nlohmann::json::array()}};
     for (const auto& s : searches)
       j["searches"].push_back({{"id", "s" + std::to_string(s.id)}, {"created_at", s.created_at},
-                               {"cluster", s.cluster}, {"model", s.model}, {"space", s.space},
+                               {"cluster", s.cluster}, {"model", s.model},
+                               {"engine", s.engine.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.engine)},
+                               {"space", s.space},
                                {"feasible", s.feasible}, {"elapsed_s", s.elapsed_s}, {"best", s.best},
                                {"best_tokens_per_s", s.best_tokens_per_s ? nlohmann::json(*s.best_tokens_per_s)
                                                                          : nlohmann::json(nullptr)}});
@@ -80,7 +82,8 @@ int list(const ResultsDb& db, const HistoryFlags& f) {
   std::cout << "Results database " << db.path() << "\n\nSearches (newest first):\n";
   if (searches.empty()) std::cout << "  none\n";
   for (const auto& s : searches) {
-    std::cout << "  s" << s.id << "  " << s.created_at << "  " << s.model << " on " << s.cluster << "  "
+    std::cout << "  s" << s.id << "  " << s.created_at << "  " << s.model << " on " << s.cluster
+              << (s.engine.empty() ? "" : " (" + s.engine + ")") << "  "
               << s.feasible << "/" << s.space << " plans fit  " << num("%.3f s", s.elapsed_s)
               << (s.interrupted ? "  (interrupted)" : "") << "\n      best: "
               << (s.best.empty() ? std::string("none") : s.best)
@@ -170,15 +173,25 @@ std::string render_search(const nlohmann::json& d) {
       << num("%.3f s", d.at("elapsed_s").get<double>()) << " on " << d.at("threads") << " threads"
       << (d.at("interrupted").get<bool>() ? " (interrupted)" : "") << "\n"
       << "  options " << d.at("options").dump() << "\n  pruned by " << d.at("pruned_by").dump() << "\n";
+  bool any_simulated = false;
   for (const auto& c : d.at("candidates")) {
     const auto& pred = c.at("prediction");
     const nlohmann::json t = pred.is_object() && pred.contains("time") ? pred.at("time") : nlohmann::json();
     out << "  " << c.at("rank") << ". " << c.at("summary").get<std::string>();
+    // The throughput it was ranked by: simulated (*) where the simulator
+    // re-timed it, as the search's table and the list above show it.
+    const bool simulated = c.contains("simulated_iteration_s") && !c.at("simulated_iteration_s").is_null();
+    any_simulated |= simulated;
     if (!t.is_null())
-      out << "  " << num("%.3f s/iter", t.at("iteration_s").get<double>()) << "  "
-          << num("%.0f tokens/s", t.at("tokens_per_s").get<double>()) << "  " << num("MFU %.1f%%", 100 * t.at("mfu").get<double>());
+      out << "  " << num("%.3f s/iter", simulated ? c.at("simulated_iteration_s").get<double>() : t.at("iteration_s").get<double>())
+          << "  "
+          << num("%.0f tokens/s", c.contains("ranked_tokens_per_s") ? c.at("ranked_tokens_per_s").get<double>()
+                                                                   : t.at("tokens_per_s").get<double>())
+          << (simulated ? "*" : "") << "  "
+          << num("MFU %.1f%%", 100 * (c.contains("ranked_mfu") ? c.at("ranked_mfu") : t.at("mfu")).get<double>());
     out << "\n";
   }
+  if (any_simulated) out << "  (* = simulated: ranked by the simulator's time, the rest by the analytical model's)\n";
   return out.str();
 }
 

@@ -83,10 +83,17 @@ TEST_CASE("ztune --cluster dgx2x16 --model 100b prints a ranked table and stores
   CHECK_THAT(r.out, Contains("Stored as search 1"));
   r = run_command(ztune_bin() + " history --db " + db);
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.out, Contains("s1") && Contains("100b on dgx2x16"));
+  CHECK_THAT(r.out, Contains("s1") && Contains("100b on dgx2x16 (ztune)"));  // the engine searched for
+  // The list and show give the best plan the same throughput: the one it was
+  // ranked by (simulated, marked *), as the search printed it.
+  const auto listed = nlohmann::json::parse(run_command(ztune_bin() + " history --json --db " + db).out);
+  const double best = listed.at("searches").at(0).at("best_tokens_per_s").get<double>();
+  CHECK(listed.at("searches").at(0).at("engine") == "ztune");
   r = run_command(ztune_bin() + " history show s1 --db " + db);
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.out, Contains("Search s1") && Contains("1. dp"));
+  char ranked[48];
+  std::snprintf(ranked, sizeof ranked, "  %.0f tokens/s*", best);
+  CHECK_THAT(r.out, Contains("Search s1") && Contains("1. dp") && Contains(ranked));
   r = run_command(ztune_bin() + " history show 42 --db " + db);
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("no search 42"));

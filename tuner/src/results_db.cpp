@@ -396,7 +396,11 @@ std::vector<SearchSummary> ResultsDb::searches(int limit) const {
   return guarded(path_, "listing searches", [&] {
     Statement st(db_.get(),
                  "SELECT s.id, s.created_at, c.name, m.name, s.space, s.feasible, s.elapsed_s, s.interrupted, "
-                 "k.summary, k.tokens_per_s FROM searches s JOIN clusters c ON c.id = s.cluster_id "
+                 "k.summary, k.tokens_per_s, "
+                 // The engine searched for, from the stored options; a row
+                 // edited into malformed JSON lists without it (show names it).
+                 "CASE WHEN json_valid(s.options) THEN json_extract(s.options, '$.engine') END "
+                 "FROM searches s JOIN clusters c ON c.id = s.cluster_id "
                  "JOIN models m ON m.id = s.model_id LEFT JOIN candidates k ON k.search_id = s.id AND k.rank = 1 "
                  "ORDER BY s.id DESC LIMIT ?");
     st.bind(1, limit);
@@ -412,6 +416,7 @@ std::vector<SearchSummary> ResultsDb::searches(int limit) const {
       s.interrupted = st.int64(7) != 0;
       s.best = st.text(8);
       s.best_tokens_per_s = st.optional_real(9);
+      if (!st.is_null(10)) s.engine = st.text(10);
       return s;
     });
   });
@@ -481,12 +486,22 @@ std::optional<nlohmann::json> ResultsDb::search(std::int64_t id) const {
                        {"threads", st.int64(12)},     {"interrupted", st.int64(13) != 0},
                        {"ztune_version", st.text(14)}};
       Statement cands(db_.get(),
-                      "SELECT rank, summary, plan, prediction FROM candidates WHERE search_id = ? ORDER BY rank");
+                      "SELECT rank, summary, plan, prediction, tokens_per_s, simulated_iteration_s, mfu FROM candidates "
+                      "WHERE search_id = ? ORDER BY rank");
       cands.bind(1, id);
       nlohmann::json list = nlohmann::json::array();
-      while (cands.step())
-        list.push_back({{"rank", cands.int64(0)}, {"summary", cands.text(1)}, {"plan", doc(cands, 2)},
-                        {"prediction", doc(cands, 3)}});
+      // With each candidate the throughput it was ranked by (simulated where
+      // the simulator re-timed it), beside the analytical prediction.
+      while (cands.step()) {
+        const auto simulated = cands.optional_real(5);
+        list.push_back({{"rank", cands.int64(0)},
+                        {"summary", cands.text(1)},
+                        {"plan", doc(cands, 2)},
+                        {"prediction", doc(cands, 3)},
+                        {"ranked_tokens_per_s", cands.real(4)},
+                        {"ranked_mfu", cands.real(6)},
+                        {"simulated_iteration_s", simulated ? nlohmann::json(*simulated) : nlohmann::json(nullptr)}});
+      }
       j["candidates"] = list;
       return j;
     });

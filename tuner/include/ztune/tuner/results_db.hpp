@@ -74,7 +74,8 @@ struct SearchSummary {
   double elapsed_s = 0;
   bool interrupted = false;
   std::string best;                 // best plan's summary ("" when nothing fitted)
-  std::optional<double> best_tokens_per_s;
+  std::optional<double> best_tokens_per_s;  // as it was ranked (simulated where re-timed)
+  std::string engine;               // the engine searched for ("" when the stored options do not say)
 };
 
 struct RunSummary {
