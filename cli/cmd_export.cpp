@@ -1,5 +1,6 @@
 // ztune export: a plan file as a DeepSpeed ds_config.json plus launch command,
 // as Megatron-LM arguments, or as a torchtitan job TOML plus torchrun launch. A plan the engine cannot run is refused (exit 2).
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -130,8 +131,23 @@ int run_export(const ExportFlags& f) {
     print_srun(std::cerr, pf, launch, f.plan_file);  // stdout stays the command alone
     print_placeholders(std::cerr, pf, Engine::megatron, f.plan_file);
   } else {
-    write_file(f.out, "#!/bin/sh\n# Megatron-LM launch for " + pf.plan.summary() + " (ztune export)\n" + launch + "\n");
-    std::cout << "Wrote " << f.out << ":\n" << launch << "\n";
+    // A script to run: executable, and the flags still to set (tokenizer, data)
+    // given on its command line ("$@": `./launch.sh --data-path ...`).
+    write_file(f.out, "#!/bin/sh\n# Megatron-LM launch for " + pf.plan.summary() +
+                          " (ztune export); the arguments given to this script follow ztune's\n" + launch +
+                          " \"$@\"\n");
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::is_regular_file(f.out, ec)) {
+      const auto perms = fs::status(f.out, ec).permissions();
+      fs::perms exec = fs::perms::none;
+      if ((perms & fs::perms::owner_read) != fs::perms::none) exec |= fs::perms::owner_exec;
+      if ((perms & fs::perms::group_read) != fs::perms::none) exec |= fs::perms::group_exec;
+      if ((perms & fs::perms::others_read) != fs::perms::none) exec |= fs::perms::others_exec;
+      fs::permissions(f.out, exec, fs::perm_options::add, ec);
+    }
+    std::cout << "Wrote " << f.out << " (run it with the flags left to set, below, as its arguments):\n" << launch
+              << "\n";
     print_srun(std::cout, pf, launch, f.plan_file);
     print_placeholders(std::cout, pf, Engine::megatron, f.plan_file);
   }

@@ -23,6 +23,7 @@
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
+using Catch::Matchers::EndsWith;
 
 namespace {
 
@@ -538,6 +539,22 @@ TEST_CASE("export --out on a full disk is exit 2 naming the file", "[cli][harden
   CHECK_THAT(r.err, StartsWith("ztune: error: --out /dev/full: cannot write the file: No space left on device"));
   const auto m = run_ztune("export --format megatron '" + plan_file() + "' --out /dev/full");
   CHECK(m.exit_code == 2);
+}
+
+TEST_CASE("export --format megatron --out writes a script to run, taking the flags left to set", "[cli][hardening]") {
+  // It had been written 0644, without "$@": the tokenizer and data flags the
+  // export says to add meant editing the file.
+  const std::string script = (scratch() / "launch.sh").string(), plan = (scratch() / "plan-megatron.json").string();
+  fs::remove(script);
+  REQUIRE(run_ztune("search --cluster dgx2x16 --model gpt2-1.5b --engine megatron --no-db --no-simulate --top 1 --out '" +
+                    plan + "'").exit_code == 0);
+  const auto r = run_ztune("export '" + plan + "' --out '" + script + "'");  // megatron: the plan's engine
+  REQUIRE(r.exit_code == 0);
+  CHECK((fs::status(script).permissions() & fs::perms::owner_exec) != fs::perms::none);
+  const std::string text = read_file(script);
+  CHECK_THAT(text, StartsWith("#!/bin/sh\n") && EndsWith(" \"$@\"\n"));
+  // The shell reads it (syntax only: nothing is launched).
+  CHECK(run_command("sh -n '" + script + "'").exit_code == 0);
 }
 
 TEST_CASE("an output the disk cannot take leaves the previous file whole, with the reason", "[cli][hardening]") {
