@@ -103,8 +103,10 @@ void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector
   bool any_simulated = false;
   for (const auto& c : plans) any_simulated |= c.simulated.has_value();
   double largest_bytes = 0, largest_tflops = 0, shortest_days = std::numeric_limits<double>::infinity();
+  bool headroom = false;  // --memory-headroom: plans are judged against the usable memory, shown so
   for (const auto& c : plans) {
     largest_bytes = std::max(largest_bytes, c.prediction.memory.gpu_total_bytes);
+    headroom |= c.prediction.memory.gpu_usable_bytes < c.prediction.memory.gpu_capacity_bytes;
     if (!c.timed) continue;
     largest_tflops = std::max(largest_tflops, c.prediction.time.model_tflops_per_gpu);
     shortest_days = std::min(shortest_days, days_to_train(r.tokens, c.time().tokens_per_s));
@@ -115,7 +117,8 @@ void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector
   // --min-gpus, layouts that do not divide it), and, ranked by cost, its cost.
   const bool cost = r.objective == Objective::cost;
   std::vector<std::vector<std::string>> rows{{"#", "dp×tp×pp(×v)", "GPUs", "ZeRO", "offload", "mb×acc", "recompute",
-                                              "sched", "sp", "attn", "prec", std::string("GPU mem ") + mem_unit.name,
+                                              "sched", "sp", "attn", "prec",
+                                              std::string("GPU mem ") + mem_unit.name + (headroom ? " of usable" : ""),
                                               std::string(rate_unit.name) + "/GPU", "MFU", "tokens/s", time_unit.name}};
   std::vector<bool> right{true, false, true, false, false, false, false, false, false,
                           false, false, true, true, true, true, true};
@@ -134,7 +137,7 @@ void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector
     const auto& mem = c.prediction.memory;
     const auto& t = c.prediction.time;  // analytical; the simulated throughput has its own column
     std::string memory = mem.gpu_capacity_bytes > 0 ? fmt("%.1f", mem.gpu_total_bytes / mem_unit.bytes) + "/" +
-                                                           fmt("%.1f", mem.gpu_capacity_bytes / mem_unit.bytes)
+                                                           fmt("%.1f", mem.gpu_usable_bytes / mem_unit.bytes)
                                                      : "-";
     if (mem.gpu_capacity_bytes > 0 && !mem.fits()) memory += " !";
     // days (and cost) from the time the ranking used: simulated where it was.

@@ -386,6 +386,11 @@ TEST_CASE("predict --memory-headroom judges fit against the usable memory, out o
   r = run_command(ztune_bin() + " predict --cluster dgx2x16 --model 100b --memory-headroom 60");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--memory-headroom"));
+  // The search's table shows what its plans were judged against: 90 % of 32 GiB.
+  r = run_command(ztune_bin() + " search --cluster dgx2x16 --model 100b --memory-headroom 10 --no-db --no-simulate "
+                                "--top 1");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("GPU mem GiB of usable") && Contains("/28.8 "));
 }
 
 TEST_CASE("predict's largest micro-batch says when the batch gives each replica fewer sequences", "[cli][predict]") {
