@@ -27,6 +27,7 @@
 #include "ztune/vocab/input_error.hpp"
 #include "ztune/vocab/text.hpp"
 #include "ztune/tuner/engine.hpp"
+#include "ztune/tuner/export.hpp"
 #include "ztune/tuner/explain.hpp"
 #include "ztune/tuner/objective.hpp"
 #include "ztune/tuner/result_json.hpp"
@@ -367,6 +368,11 @@ int run_search_command(const SearchFlags& f) {
               extrapolation_line(accuracy, model, r.plans.front().plan);
           !beyond.empty())
         std::cout << "best plan " << beyond << "\n";
+      // torchtitan, the fsdp engine's export, trains its Llama 3 model only.
+      if (o.space.engine == Engine::fsdp)
+        if (const std::string why = torchtitan_model_refusal(model); !why.empty())
+          std::cout << "note: these plans are for PyTorch FSDP wrapped around " << model.name
+                    << " by hand: ztune export --format torchtitan refuses the model (" << why << ")\n";
       if (!o.space.attention &&
           fused_attention_unpriced(o.space, model, cluster, searched))
         std::cout << "note: FlashAttention plans were not searched: in fp32 ztune's own CUDA fused kernel does not "

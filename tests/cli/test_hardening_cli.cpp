@@ -936,6 +936,14 @@ TEST_CASE("a plan file keeps the engine it was searched for: predict prices it s
   const auto own_plan = run_ztune("export '" + plan_file() + "'");  // searched for ztune's executor
   CHECK(own_plan.exit_code == 2);
   CHECK_THAT(own_plan.err, Contains("--format: required: " + plan_file() + " was searched for ztune's own executor"));
+  // An fsdp plan torchtitan (its export) cannot train is said at the search.
+  const auto gpt = run_ztune("search --cluster dgx2x16 --model 100b --engine fsdp --no-db --no-simulate --top 1");
+  REQUIRE(gpt.exit_code == 0);
+  CHECK_THAT(gpt.out, Contains("note: these plans are for PyTorch FSDP wrapped around 100b by hand: ztune export "
+                               "--format torchtitan refuses the model ($.model.activation:"));
+  const auto llama = run_ztune("search --cluster dgx-h100 --model llama-7b --engine fsdp --no-db --no-simulate --top 1");
+  REQUIRE(llama.exit_code == 0);
+  CHECK_THAT(llama.out, !Contains("by hand"));
   // An engine ztune does not know is refused naming the field.
   auto bad = doc;
   bad["engine"] = "colossal";

@@ -33,8 +33,9 @@ constexpr Flavor kLlama3Flavors[] = {
 constexpr int kLlama3Vocab = 128256;
 constexpr double kLlama3RopeTheta = 500000;
 
-/// Why torchtitan's Llama 3 cannot be this model ("$.model.field: ..."), or "".
-std::string llama_violation(const Transformer& m) {
+}  // namespace
+
+std::string torchtitan_model_refusal(const Transformer& m) {
   if (m.activation != Activation::swiglu) return "$.model.activation: torchtitan's Llama 3 MLP is SwiGLU";
   if (m.norm != NormKind::rmsnorm) return "$.model.norm: torchtitan's Llama 3 normalizes with RMSNorm";
   if (m.position != PositionEmbedding::rotary) return "$.model.position_embedding: torchtitan's Llama 3 uses RoPE";
@@ -45,6 +46,8 @@ std::string llama_violation(const Transformer& m) {
   if (m.windowed()) return "$.model.attention_window: torchtitan's Llama 3 attends the whole causal prefix";
   return "";
 }
+
+namespace {
 
 const Flavor* flavor_of(const Transformer& m) {
   for (const auto& f : kLlama3Flavors)
@@ -81,9 +84,10 @@ std::string torchtitan_config(const PlanFile& pf, const std::string& file) {
     throw InputError(file + ": $.model: the plan file carries no model; torchtitan's config names the model it "
                             "trains (write the plan with ztune search --out or ztune predict)");
   const Transformer& m = *pf.model;
-  if (const std::string why = llama_violation(m); !why.empty())
+  if (const std::string why = torchtitan_model_refusal(m); !why.empty())
     throw InputError(file + ": " + why + "; torchtitan's trainer runs its Llama 3 model only (wrap another "
-                                          "model with PyTorch FSDP yourself, or export to deepspeed)");
+                                          "model with PyTorch FSDP yourself, or search it for --engine deepspeed "
+                                          "and export that plan)");
   if (p.precision == Precision::fp16)
     throw InputError(file + ": $.plan.precision: torchtitan trains in bf16 or fp32 (training.mixed_precision_param), "
                             "not fp16; expected \"bf16\"");

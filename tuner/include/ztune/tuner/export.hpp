@@ -81,6 +81,10 @@ std::string srun_launch(const PlanFile& pf, const std::string& torchrun_launch, 
 /// 3's architecture, fp16, tensor parallelism without sequence parallelism, and
 /// ztune's selective recomputation.
 std::string torchtitan_config(const PlanFile& pf, const std::string& file);
+/// Why torchtitan's trainer cannot train this model (it runs its Llama 3 model
+/// only): "$.model.field: ...", or "" when it can. The search says so for an
+/// fsdp plan it cannot export.
+[[nodiscard]] std::string torchtitan_model_refusal(const Transformer& m);
 /// The plan as torchtitan runs it: its gradients reduced (and, under a
 /// pipeline, accumulated) in fp32, training.mixed_precision_reduce's only
 /// value. What ztune export's memory check predicts for --format torchtitan.
