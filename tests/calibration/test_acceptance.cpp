@@ -192,6 +192,29 @@ TEST_CASE("a session on a noisy machine refuses to write, naming the noise", "[c
   CHECK(named);
 }
 
+TEST_CASE("a reference plan moved by the microbenchmarks alone is said to be, not the runs' damping",
+          "[calibration][session]") {
+  // A walkthrough read "damped: each parameter within 2x" and then a refusal
+  // for a 4.5x move, which came from the measured GEMM rate, not the runs.
+  const Cluster c = load_cluster("local-cpu");
+  SessionInputs in;
+  in.catalog_cluster = c;
+  in.prior = default_profile_for(c);
+  in.name = "local-cpu-calibrated";
+  Measurements m;
+  m.backend = "cpu";
+  // GEMMs at 0.5 GFLOP/s a rank, tight rounds: far below the shipped profile.
+  for (double d = 64; d <= 1024; d *= 2) m.gemm.push_back({d, d, d, 2 * d * d * d, 2 * d * d * d / 0.5e9, 0.01, 15});
+  in.measurements = &m;
+  const SessionResult r = run_session(in);
+  bool said = false;
+  for (const auto& n : r.notes)
+    said = said || (n.starts_with("microbenchmarks: the figures measured here alone move a reference plan ") &&
+                    n.find("before any run is fitted") != std::string::npos);
+  CHECK(said);
+  CHECK_FALSE(r.verdict.accept);
+}
+
 // The loop shown: each profile is judged on the runs stored after it only.
 // Oracle: runs "measured" as the truth predicts them, so the truth's row has
 // error 0 on exactly the runs after it, the shipped row sees every run.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "ztune/model/prediction.hpp"
 
@@ -56,6 +57,24 @@ SessionResult run_session(const SessionInputs& in) {
     out.run_fit = fit_profile_to_runs(in.runs, start_cluster, start, run_options);
     out.notes.push_back("runs: the fit would move a reference plan more than " + times(in.rules.reference_factor) +
                         " off the prior; damped: each parameter within " + times(std::exp(step)) + " of its start");
+  }
+  // Damping bounds the run fit only: what the microbenchmarks measured moves
+  // the reference plans by itself, and a refusal for their drift must say so.
+  if (out.micro) {
+    double worst = 1;
+    std::string which;
+    for (const auto& r : check_reference_plans(prior_cluster, in.prior, start_cluster, start)) {
+      const double q = r.ratio();
+      const double off = q > 0 && std::isfinite(q) ? std::max(q, 1 / q) : std::numeric_limits<double>::infinity();
+      if (off > worst) {
+        worst = off;
+        which = r.model + " " + r.plan;
+      }
+    }
+    if (worst > in.rules.reference_factor)
+      out.notes.push_back("microbenchmarks: the figures measured here alone move a reference plan " + times(worst) +
+                          " off the prior (" + which + "), before any run is fitted; the runs' damping does not "
+                          "bound that");
   }
   out.notes.insert(out.notes.end(), out.run_fit.notes.begin(), out.run_fit.notes.end());
   out.profile = out.run_fit.profile;
