@@ -721,6 +721,17 @@ TEST_CASE("a search waiting for another process's lock says so, then stores when
   CHECK_THAT(r.out, Contains("Stored as search 2"));
 }
 
+TEST_CASE("--db naming a symbolic link to nothing says where the link points", "[cli][hardening]") {
+  // SQLite had said only "unable to open database file".
+  const fs::path link = scratch() / "dangling.db";
+  fs::remove(link);
+  fs::create_symlink("/nonexistent-dir/x.db", link);
+  const auto r = run_ztune("search --cluster local-cpu --model tiny --no-simulate --db '" + link.string() + "'");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--db " + link.string() + ": a symbolic link to /nonexistent-dir/x.db, which does not "
+                             "exist"));
+}
+
 TEST_CASE("history show takes an id of digits only, as it reads them", "[cli][hardening]") {
   const std::string db = (scratch() / "ids.db").string();
   fs::remove(db);

@@ -84,6 +84,12 @@ void check_identity(sqlite3* db, const std::string& path, std::int64_t& version)
       objects = st.int64(2);
     }
   } catch (const DbFailure& e) {
+    // SQLITE_NOTADB: not a database at all; SQLITE_CORRUPT: a database whose
+    // pages are damaged (a copy cut short, a disk error), which sqlite3's
+    // .recover can often salvage.
+    if ((e.code() & 0xff) == SQLITE_CORRUPT)
+      throw untouched(path, std::string("a damaged SQLite database: SQLite says \"") + e.what() +
+                                "\" (`sqlite3 " + path + " .recover > recovered.sql` salvages what it can)");
     if (is_corruption(e.code()))
       throw untouched(path, std::string("not a ztune results database: SQLite says \"") + e.what() + "\"");
     throw InputError(path + ": cannot read the results database: " + e.what());
@@ -236,6 +242,10 @@ ResultsDb ResultsDb::open(const std::string& path) {
   // leave its journal beside it (/dev/null-journal).
   if (exists && !fs::is_regular_file(path, ec))
     throw InputError("--db " + path + ": not a regular file (expected an SQLite results database)");
+  // A symbolic link to nothing: SQLite would say only "unable to open database file".
+  if (!exists && fs::is_symlink(fs::symlink_status(path, ec)))
+    throw InputError("--db " + path + ": a symbolic link to " + fs::read_symlink(path, ec).string() +
+                     ", which does not exist");
   if (!exists) {
     const fs::path parent = fs::path(path).parent_path();
     // create_directories returns false when another process made the directory
