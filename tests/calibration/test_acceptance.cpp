@@ -173,7 +173,11 @@ TEST_CASE("the machine's noise: /proc parsed, a noisy measurement refused", "[ca
   CHECK(assess_noise(before, stolen, 0.02, 140, 0).noisy);  // 19% steal
 }
 
-TEST_CASE("a session on a noisy machine refuses to write, naming the noise", "[calibration][session]") {
+namespace {
+
+// A calibration session of local-cpu on GEMM measurements alone, square
+// sizes 64..1024 at `flops_per_s`, their rounds spread by `spread`.
+SessionResult session_on_gemms(double flops_per_s, double spread) {
   const Cluster c = load_cluster("local-cpu");
   SessionInputs in;
   in.catalog_cluster = c;
@@ -181,9 +185,16 @@ TEST_CASE("a session on a noisy machine refuses to write, naming the noise", "[c
   in.name = "local-cpu-calibrated";
   Measurements m;
   m.backend = "cpu";
-  for (double d = 64; d <= 1024; d *= 2) m.gemm.push_back({d, d, d, 2 * d * d * d, 2 * d * d * d / 20e9, 0.4, 15});
+  for (double d = 64; d <= 1024; d *= 2)
+    m.gemm.push_back({d, d, d, 2 * d * d * d, 2 * d * d * d / flops_per_s, spread, 15});
   in.measurements = &m;
-  const SessionResult r = run_session(in);
+  return run_session(in);
+}
+
+}  // namespace
+
+TEST_CASE("a session on a noisy machine refuses to write, naming the noise", "[calibration][session]") {
+  const SessionResult r = session_on_gemms(20e9, 0.4);
   REQUIRE(r.noise.has_value());
   CHECK(r.noise->noisy);
   CHECK_FALSE(r.verdict.accept);
@@ -196,17 +207,8 @@ TEST_CASE("a reference plan moved by the microbenchmarks alone is said to be, no
           "[calibration][session]") {
   // A walkthrough read "damped: each parameter within 2x" and then a refusal
   // for a 4.5x move, which came from the measured GEMM rate, not the runs.
-  const Cluster c = load_cluster("local-cpu");
-  SessionInputs in;
-  in.catalog_cluster = c;
-  in.prior = default_profile_for(c);
-  in.name = "local-cpu-calibrated";
-  Measurements m;
-  m.backend = "cpu";
   // GEMMs at 0.5 GFLOP/s a rank, tight rounds: far below the shipped profile.
-  for (double d = 64; d <= 1024; d *= 2) m.gemm.push_back({d, d, d, 2 * d * d * d, 2 * d * d * d / 0.5e9, 0.01, 15});
-  in.measurements = &m;
-  const SessionResult r = run_session(in);
+  const SessionResult r = session_on_gemms(0.5e9, 0.01);
   bool said = false;
   for (const auto& n : r.notes)
     said = said || (n.starts_with("microbenchmarks: the figures measured here alone move a reference plan ") &&

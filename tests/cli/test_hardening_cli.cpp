@@ -641,27 +641,24 @@ TEST_CASE("a number column holding inf, NaN or text is exit 2 naming the row and
   const std::string db = (scratch() / "inf.db").string();
   fs::remove(db);
   REQUIRE(run_ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-simulate --db '" + db + "'").exit_code == 0);
-  for (const auto& [value, said] : std::vector<std::pair<std::string, std::string>>{
-           {"9e999", "expected a finite number, got inf"},
-           {"-9e999", "expected a finite number, got -inf"},
-           {"'fast'", "expected a number, got text"}}) {
-    exec_sql(db, "UPDATE searches SET elapsed_s = " + value + " WHERE id = 1");
+  // Each edit (the other columns restored) and what is said of it. A
+  // whole-number column holding text had read as 0 ("0/0 plans fit").
+  struct Edit {
+    std::string set, column, said;
+  };
+  for (const auto& e : std::vector<Edit>{
+           {"elapsed_s = 9e999", "elapsed_s", "expected a finite number, got inf"},
+           {"elapsed_s = -9e999", "elapsed_s", "expected a finite number, got -inf"},
+           {"elapsed_s = 'fast'", "elapsed_s", "expected a number, got text"},
+           {"elapsed_s = 1, space = 'lots'", "space", "expected a whole number, got text"}}) {
+    exec_sql(db, "UPDATE searches SET " + e.set + " WHERE id = 1");
     for (const char* args : {"history", "history --json", "history show 1"}) {
       const auto r = run_ztune(std::string(args) + " --db '" + db + "'");
-      INFO(args << " with elapsed_s " << value << "\n" << r.err);
+      INFO(args << " with " << e.set << "\n" << r.err);
       CHECK(r.exit_code == 2);
       CHECK_THAT(r.err, StartsWith("ztune: error: " + db) &&
-                            Contains("search 1: column \"elapsed_s\": " + said));
+                            Contains("search 1: column \"" + e.column + "\": " + e.said));
     }
-  }
-  // A whole-number column holding text had read as 0 ("0/0 plans fit").
-  exec_sql(db, "UPDATE searches SET elapsed_s = 1, space = 'lots' WHERE id = 1");
-  for (const char* args : {"history", "history --json", "history show 1"}) {
-    const auto r = run_ztune(std::string(args) + " --db '" + db + "'");
-    INFO(args << "\n" << r.err);
-    CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, StartsWith("ztune: error: " + db) &&
-                          Contains("search 1: column \"space\": expected a whole number, got text"));
   }
 }
 
@@ -721,7 +718,7 @@ TEST_CASE("a search waiting for another process's lock says so, then stores when
   CHECK_THAT(r.out, Contains("Stored as search 2"));
 }
 
-TEST_CASE("--db naming a symbolic link to nothing says where the link points", "[cli][hardening]") {
+TEST_CASE("a results database named by a symbolic link to nothing says where the link points", "[cli][hardening]") {
   // SQLite had said only "unable to open database file".
   const fs::path link = scratch() / "dangling.db";
   fs::remove(link);
