@@ -49,6 +49,32 @@ std::optional<std::string> replace_line(const std::string& path, const std::stri
   return std::nullopt;
 }
 
+// True for DurableFile's temporaries, NAME.tmp.PID: a crashed writer's
+// (a kill -9 during a shard's write leaves one as large as the shard).
+bool is_durable_temporary(const std::string& name) {
+  const auto at = name.rfind(".tmp.");
+  return at != std::string::npos && at > 0 && at + 5 < name.size() &&
+         name.find_first_not_of("0123456789", at + 5) == std::string::npos;
+}
+
+// Removes the temporaries in DIR and its step directories. Called with the
+// directory's lock held, before this run writes anything there: no writer of
+// another run can be at work, so every temporary is a crashed one's.
+void remove_crash_leftovers(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> found;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_directory(ec) && name.starts_with("step_")) {
+      for (const auto& f : std::filesystem::directory_iterator(e.path(), ec))
+        if (is_durable_temporary(f.path().filename().string())) found.push_back(f.path());
+    } else if (is_durable_temporary(name)) {
+      found.push_back(e.path());
+    }
+  }
+  for (const auto& f : found) std::filesystem::remove(f, ec);
+}
+
 }  // namespace
 
 std::optional<std::string> write_checkpoint_shard(const std::string& dir, int steps, const CheckpointId& id,
@@ -99,6 +125,7 @@ std::optional<std::string> CheckpointDirLock::take(const std::string& dir) {
   }
   const std::string me = std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd_, 0) == 0) (void)!::pwrite(fd_, me.data(), me.size(), 0);
+  remove_crash_leftovers(dir);
   return std::nullopt;
 }
 

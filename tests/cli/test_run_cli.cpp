@@ -235,10 +235,17 @@ TEST_CASE("ztune run: --checkpoint-every then --resume gives the uninterrupted r
   INFO(b.err);
   REQUIRE(b.exit_code == 0);
   REQUIRE(fs::exists(ckpt / "step_00000004"));
+  // What a kill -9 mid-write leaves (DurableFile's temporaries) goes with the next run on the directory.
+  std::ofstream(ckpt / "step_00000004" / "rank_00001.ckpt.tmp.99999") << "half a shard";
+  std::ofstream(ckpt / "latest.tmp.12345") << "4";
+  std::ofstream(ckpt / "notes.tmp.txt") << "the user's";
   const auto c = ztune("--steps 6 --resume " + ckpt.string() + " --record " + rest.string());
   INFO(c.err);
   REQUIRE(c.exit_code == 0);
   CHECK_THAT(c.err, Contains("resumed after step 4"));
+  CHECK_FALSE(fs::exists(ckpt / "step_00000004" / "rank_00001.ckpt.tmp.99999"));
+  CHECK_FALSE(fs::exists(ckpt / "latest.tmp.12345"));
+  CHECK(fs::exists(ckpt / "notes.tmp.txt"));
 
   const std::vector<double> reference = losses_of(whole);
   REQUIRE(reference.size() == 6);

@@ -38,6 +38,8 @@ class CheckpointDirLock {
   CheckpointDirLock(const CheckpointDirLock&) = delete;
   CheckpointDirLock& operator=(const CheckpointDirLock&) = delete;
   /// Takes the lock (creating DIR); nullopt, or why not (another run holds it).
+  /// Holding it, removes what a crashed run left half-written there
+  /// (DurableFile's NAME.tmp.PID temporaries, in DIR and its step directories).
   [[nodiscard]] std::optional<std::string> take(const std::string& dir);
 
  private:
