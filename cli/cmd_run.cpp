@@ -65,10 +65,9 @@ struct RunFlags {
 
 // The directory a file will be written into must exist and be writable (the
 // worker writes the record with a plain stream); a --record that fails only
-// after training loses the run.
-// The record is read back after the run (compared, stored): a FIFO would
-// block the worker's write until someone reads it, and /dev/null or another
-// stream would lose the run only after it ran.
+// after training loses the run. And the record is read back after the run
+// (compared, stored): a FIFO would block the worker's write until someone
+// reads it, /dev/null or another stream would lose the run after it ran.
 void check_writable_file(const std::string& flag, const std::string& file) {
   if (auto why = output_file_problem(file, false)) throw InputError(flag + " " + file + ": " + *why);
   std::error_code ec;
