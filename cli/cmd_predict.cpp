@@ -332,10 +332,13 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
     // The fewest lines, largest first, whose sum passes the limit (overflow_names).
     const std::string names = overflow_names(mp);
     const char* limit = headroom ? "usable memory" : "capacity";
+    // How far over, the figure a change must win back.
+    const double over = (mp.gpu_total_bytes - mp.gpu_usable_bytes) / kGiB;
     if (names.find(',') == std::string::npos)
-      std::printf("  overflow: the %s line alone is more than the %s\n", names.c_str(), limit);
+      std::printf("  overflow: %.2f GiB over the %s; the %s line alone is more than it\n", over, limit, names.c_str());
     else
-      std::printf("  overflow: the largest lines, %s, are together more than the %s\n", names.c_str(), limit);
+      std::printf("  overflow: %.2f GiB over the %s; the largest lines, %s, are together more than it\n", over, limit,
+                  names.c_str());
   }
   // Memory alone answers this; the batch may give each replica fewer sequences a step.
   const long long per_replica = in.plan.dp > 0 ? in.plan.global_batch / in.plan.dp : 0;

@@ -289,6 +289,12 @@ TEST_CASE("a plan that does not fit still gets its prediction, with fits false a
   r = run_command(ztune_bin() + " predict --cluster dgx2x16 --model 100b --zero 0 --micro-batch 1"
                                 " --global-batch 256 --precision fp16");
   CHECK_THAT(r.out, Contains("DOES NOT FIT") && Contains("overflow"));
+  // How far over, from the JSON's own total and capacity: what a change must win back.
+  char over[64];
+  std::snprintf(over, sizeof over, "overflow: %.2f GiB over the capacity;",
+                (j.at("memory").at("gpu").at("total_bytes").get<double>() -
+                 j.at("memory").at("gpu_usable_bytes").get<double>()) / (1024.0 * 1024 * 1024));
+  CHECK_THAT(r.out, Contains(over));
 }
 
 TEST_CASE("validate --json reports every source, its exit code says whether each met its stated tolerance",
