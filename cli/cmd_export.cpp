@@ -48,19 +48,23 @@ void print_srun(std::ostream& os, const PlanFile& pf, const std::string& torchru
   os << "Under Slurm: " << srun_launch(pf, torchrun_launch, file) << "\n";
 }
 
+// Each engine's export format, by name: the fsdp engine exports to
+// torchtitan, the others to their own (ztune's executor has none).
+std::string format_of_engine(const std::string& engine) { return engine == "fsdp" ? "torchtitan" : engine; }
+std::string engine_of_format(const std::string& format) { return format == "torchtitan" ? "fsdp" : format; }
+
 int run_export(const ExportFlags& f) {
   refuse_output_over_input("--out", f.out, {{"the plan", f.plan_file}});
   const PlanFile pf = load_plan_file(f.plan_file);
   // The format: --format, else the one of the engine the plan was searched for.
-  auto format_of = [](const std::string& engine) { return engine == "fsdp" ? std::string("torchtitan") : engine; };
   const std::string format = !f.format.empty() ? f.format
                              : pf.engine && *pf.engine != "ztune"
-                                 ? format_of(*pf.engine)
+                                 ? format_of_engine(*pf.engine)
                                  : throw InputError("--format: required: " + f.plan_file +
                                                     (pf.engine ? " was searched for ztune's own executor"
                                                                : " names no engine it was searched for") +
                                                     "; give deepspeed, megatron or torchtitan");
-  if (pf.engine && *pf.engine != "ztune" && format != format_of(*pf.engine))
+  if (pf.engine && *pf.engine != "ztune" && format != format_of_engine(*pf.engine))
     std::fprintf(stderr, "ztune: note: %s was searched for the %s engine (its rules and memory); exported to %s\n",
                  f.plan_file.c_str(), pf.engine->c_str(), format.c_str());
   // The engines exported to train on GPUs: a plan for CPU ranks (ztune's own
@@ -73,7 +77,7 @@ int run_export(const ExportFlags& f) {
   // as the engine exported to keeps its memory (its profile and its state
   // accounting), not as ztune's executor would.
   if (pf.cluster && pf.model && !check_plan(pf.plan, *pf.model, *pf.cluster)) {
-    const std::string engine = format == "torchtitan" ? "fsdp" : format;
+    const std::string engine = engine_of_format(format);
     const HardwareProfile hw = priced_profile(*pf.cluster, "", engine, false);
     MemoryOptions options;
     options.accounting = state_accounting_of(*engine_from_string(engine));

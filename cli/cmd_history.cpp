@@ -180,15 +180,13 @@ std::string render_search(const nlohmann::json& d) {
     out << "  " << c.at("rank") << ". " << c.at("summary").get<std::string>();
     // The throughput it was ranked by: simulated (*) where the simulator
     // re-timed it, as the search's table and the list above show it.
-    const bool simulated = c.contains("simulated_iteration_s") && !c.at("simulated_iteration_s").is_null();
-    any_simulated |= simulated;
+    // (ResultsDb::search gives every candidate these, from its own columns.)
+    const auto& simulated_s = c.at("simulated_iteration_s");
+    any_simulated |= !simulated_s.is_null();
     if (!t.is_null())
-      out << "  " << num("%.3f s/iter", simulated ? c.at("simulated_iteration_s").get<double>() : t.at("iteration_s").get<double>())
-          << "  "
-          << num("%.0f tokens/s", c.contains("ranked_tokens_per_s") ? c.at("ranked_tokens_per_s").get<double>()
-                                                                   : t.at("tokens_per_s").get<double>())
-          << (simulated ? "*" : "") << "  "
-          << num("MFU %.1f%%", 100 * (c.contains("ranked_mfu") ? c.at("ranked_mfu") : t.at("mfu")).get<double>());
+      out << "  " << num("%.3f s/iter", (simulated_s.is_null() ? t.at("iteration_s") : simulated_s).get<double>())
+          << "  " << num("%.0f tokens/s", c.at("ranked_tokens_per_s").get<double>())
+          << (simulated_s.is_null() ? "" : "*") << "  " << num("MFU %.1f%%", 100 * c.at("ranked_mfu").get<double>());
     out << "\n";
   }
   if (any_simulated) out << "  (* = simulated: ranked by the simulator's time, the rest by the analytical model's)\n";

@@ -22,6 +22,7 @@
 #include "memory_comparison.hpp"
 #include "plan_flags.hpp"
 #include "run_launch.hpp"
+#include "ztune/calibration/profile_fit.hpp"
 #include "ztune/vocab/catalog.hpp"
 #include "ztune/vocab/checkpoint_layout.hpp"
 #include "ztune/vocab/durable_file.hpp"
@@ -70,11 +71,7 @@ struct RunFlags {
 // reads it, /dev/null or another stream would lose the run after it ran.
 void check_writable_file(const std::string& flag, const std::string& file) {
   if (auto why = output_file_problem(file, false)) throw InputError(flag + " " + file + ": " + *why);
-  std::error_code ec;
-  const auto status = std::filesystem::status(file, ec);
-  const bool stream = file.starts_with("/dev/") || file.starts_with("/proc/") ||
-                      (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status));
-  if (stream)
+  if (is_stream_target(file))
     throw InputError(flag + " " + file + ": not a regular file (a FIFO, device or stream); ztune run reads the record "
                      "back after the run: give a file");
 }
@@ -266,11 +263,9 @@ int run(const RunFlags& f) {
   // the run works, but its time is contention the cost model does not price
   // (it shares a node's cores among single-threaded ranks, oversubscribed_view,
   // not among a rank's threads), and calibrate leaves such a run out of fits.
-  if (const long long hw_threads = std::thread::hardware_concurrency();
-      f.hosts.empty() && f.threads > 1 && hw_threads > 0 && static_cast<long long>(np) * f.threads > hw_threads)
-    std::fprintf(stderr, "ztune: note: %d rank(s) × %d thread(s) on %lld hardware threads: the ranks time-share "
-                 "cores, so the measured time is not the plan's and calibrate will not fit it\n",
-                 np, f.threads, hw_threads);
+  if (const auto over = oversubscription(np, f.threads, std::thread::hardware_concurrency()); over && f.hosts.empty())
+    std::fprintf(stderr, "ztune: note: %s: the ranks time-share cores, so the measured time is not the plan's and "
+                 "calibrate will not fit it\n", over->c_str());
   int interrupted = 0, killed_by = 0;
   const auto cmd = launch_command(np, f.hosts, worker_args(job));
   const int rc = run_process(cmd, f.json, &interrupted, &killed_by);

@@ -34,12 +34,10 @@ struct Header {
   std::uint64_t bytes;  // of the payload (format 2; format 1 counted floats)
 };
 
-std::string step_dir(const std::string& dir, int steps) { return checkpoint_step_dir(dir, steps); }
-
 std::string shard_path(const std::string& dir, int steps, int rank) {
   char name[32];
   std::snprintf(name, sizeof name, "rank_%05d.ckpt", rank);
-  return step_dir(dir, steps) + "/" + name;
+  return checkpoint_step_dir(dir, steps) + "/" + name;
 }
 
 // One line into DIR/name through DurableFile: a crash or a failed write
@@ -47,14 +45,6 @@ std::string shard_path(const std::string& dir, int steps, int rank) {
 std::optional<std::string> replace_line(const std::string& path, const std::string& line) {
   if (auto why = write_file_durably(path, line + "\n", DurableTarget::file)) return path + ": " + *why;
   return std::nullopt;
-}
-
-// True for DurableFile's temporaries, NAME.tmp.PID: a crashed writer's
-// (a kill -9 during a shard's write leaves one as large as the shard).
-bool is_durable_temporary(const std::string& name) {
-  const auto at = name.rfind(".tmp.");
-  return at != std::string::npos && at > 0 && at + 5 < name.size() &&
-         name.find_first_not_of("0123456789", at + 5) == std::string::npos;
 }
 
 // Removes the temporaries in DIR and its step directories. Called with the
@@ -80,8 +70,8 @@ void remove_crash_leftovers(const std::string& dir) {
 std::optional<std::string> write_checkpoint_shard(const std::string& dir, int steps, const CheckpointId& id,
                                                   const std::string& bytes) {
   std::error_code ec;
-  std::filesystem::create_directories(step_dir(dir, steps), ec);
-  if (ec) return step_dir(dir, steps) + ": cannot create: " + ec.message();
+  std::filesystem::create_directories(checkpoint_step_dir(dir, steps), ec);
+  if (ec) return checkpoint_step_dir(dir, steps) + ": cannot create: " + ec.message();
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
   h.version = kCheckpointVersion;
@@ -136,12 +126,12 @@ void prune_checkpoints(const std::string& dir, int latest, int keep) {
     const std::string name = e.path().filename().string();
     int n = 0;
     if (name.size() == 13 && name.starts_with("step_") && std::sscanf(name.c_str() + 5, "%8d", &n) == 1 &&
-        step_dir(dir, n) == e.path().string() && n <= latest)
+        checkpoint_step_dir(dir, n) == e.path().string() && n <= latest)
       steps.push_back(n);
   }
   std::sort(steps.begin(), steps.end(), std::greater<>());
   for (std::size_t i = static_cast<std::size_t>(std::max(keep, 1)); i < steps.size(); ++i)
-    std::filesystem::remove_all(step_dir(dir, steps[i]), ec);
+    std::filesystem::remove_all(checkpoint_step_dir(dir, steps[i]), ec);
 }
 
 std::optional<std::string> keep_plan(const std::string& dir, const std::string& plan_file_json) {

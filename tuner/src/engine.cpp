@@ -1,26 +1,23 @@
 #include "ztune/tuner/engine.hpp"
 
 #include <array>
+#include <iterator>
 
 #include "ztune/vocab/executor_support.hpp"
 
 namespace ztune {
 
+// The names are the plan file's (vocab kPlanEngineNames), in Engine's order.
+static_assert(std::size(kPlanEngineNames) == static_cast<std::size_t>(Engine::fsdp) + 1);
+
 std::string to_string(Engine e) {
-  switch (e) {
-    case Engine::ztune: return "ztune";
-    case Engine::deepspeed: return "deepspeed";
-    case Engine::megatron: return "megatron";
-    case Engine::fsdp: return "fsdp";
-  }
-  return "?";
+  const auto i = static_cast<std::size_t>(e);
+  return i < std::size(kPlanEngineNames) ? kPlanEngineNames[i] : "?";
 }
 
 std::optional<Engine> engine_from_string(std::string_view s) {
-  if (s == "ztune") return Engine::ztune;
-  if (s == "deepspeed") return Engine::deepspeed;
-  if (s == "megatron") return Engine::megatron;
-  if (s == "fsdp") return Engine::fsdp;
+  for (std::size_t i = 0; i < std::size(kPlanEngineNames); ++i)
+    if (s == kPlanEngineNames[i]) return static_cast<Engine>(i);
   return std::nullopt;
 }
 

@@ -35,6 +35,23 @@ std::string errno_text(int err) { return std::strerror(err); }
 
 }  // namespace
 
+bool is_stream_target(const std::string& path) {
+  if (path.starts_with("/dev/") || path.starts_with("/proc/")) return true;
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);  // through any links
+}
+
+namespace {
+constexpr const char* kTemporaryInfix = ".tmp.";
+}  // namespace
+
+bool is_durable_temporary(const std::string& name) {
+  const auto at = name.rfind(kTemporaryInfix);
+  if (at == std::string::npos || at == 0) return false;
+  const std::size_t pid = at + std::string_view(kTemporaryInfix).size();
+  return pid < name.size() && name.find_first_not_of("0123456789", pid) == std::string::npos;
+}
+
 DurableFile::DurableFile(std::string path, DurableTarget target) {
   struct stat st {};
   const bool exists = ::stat(path.c_str(), &st) == 0;  // through any links
@@ -43,8 +60,7 @@ DurableFile::DurableFile(std::string path, DurableTarget target) {
   // reader is on the other side, there is no file to replace. Opened by the
   // name given, which the kernel resolves (/proc/self/fd/1 names "pipe:[N]",
   // no path), appending, as the stream's other output goes there too.
-  const bool stream_name = path.starts_with("/dev/") || path.starts_with("/proc/");
-  if (stream_name || (exists && !S_ISREG(st.st_mode))) {
+  if (is_stream_target(path)) {
     target_ = std::move(path);
     if (target == DurableTarget::file) {
       error_ = "not a regular file (a FIFO, device or stream); expected a file to replace";
@@ -55,7 +71,7 @@ DurableFile::DurableFile(std::string path, DurableTarget target) {
     return;
   }
   target_ = resolve_links(path);
-  tmp_ = target_ + ".tmp." + std::to_string(::getpid());
+  tmp_ = target_ + kTemporaryInfix + std::to_string(::getpid());
   ::unlink(tmp_.c_str());  // one this process left behind (a failed earlier attempt)
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd_ < 0) {

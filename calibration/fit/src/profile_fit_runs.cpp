@@ -39,23 +39,26 @@ std::string fmt(const char* f, double v) {
 // The record's environment against its host: the ranks that shared rank 0's
 // host (a plan file's cluster puts node.gpus on each; else all ran there, as
 // `ztune run` without --hosts launches them) times the threads each ran.
-// Single-threaded ranks beyond the cores are priced (oversubscribed_view
-// shares a node's cores among them); a rank's threads sharing them are not.
-std::optional<std::string> oversubscription(const RunRecord& record) {
+std::optional<std::string> record_oversubscription(const RunRecord& record) {
   const auto& env = record.environment;
   auto count = [&](const char* key) -> long long {
     return env.is_object() && env.contains(key) && env[key].is_number_integer() ? env[key].get<long long>() : 0;
   };
-  const long long hardware = count("hardware_threads");  // 0: unknown (std::thread's answer)
-  const long long per_rank = std::max(1LL, count("threads_per_rank"));
   long long ranks = static_cast<long long>(record.memory.size());
   if (record.plan_file.cluster) ranks = std::min<long long>(ranks, record.plan_file.cluster->node.gpus);
-  if (hardware <= 0 || per_rank <= 1 || ranks * per_rank <= hardware) return std::nullopt;
-  return std::to_string(ranks) + " rank(s) × " + std::to_string(per_rank) + " thread(s) on a host of " +
-         std::to_string(hardware) + " hardware threads";
+  return oversubscription(ranks, count("threads_per_rank"), count("hardware_threads"));
 }
 
 }  // namespace
+
+std::optional<std::string> oversubscription(long long ranks, long long threads_per_rank, long long hardware_threads) {
+  // Single-threaded ranks beyond the cores are priced (oversubscribed_view
+  // shares a node's cores among them); a rank's threads sharing them are not.
+  const long long per_rank = std::max(1LL, threads_per_rank);
+  if (hardware_threads <= 0 || per_rank <= 1 || ranks * per_rank <= hardware_threads) return std::nullopt;
+  return std::to_string(ranks) + " rank(s) × " + std::to_string(per_rank) + " thread(s) on a host of " +
+         std::to_string(hardware_threads) + " hardware threads";
+}
 
 RunObservation run_observation_from_record(const RunRecord& record) {
   if (!(record.step_time_s > 0))
@@ -73,7 +76,7 @@ RunObservation run_observation_from_record(const RunRecord& record) {
   o.peak_memory_bytes = record.peak_memory_bytes;
   for (const auto& [kind, op] : record.ops_rank0) o.op_seconds[kind] = op.time_s;
   o.steps = static_cast<int>(record.steps.size());
-  o.oversubscribed = oversubscription(record);
+  o.oversubscribed = record_oversubscription(record);
   return o;
 }
 

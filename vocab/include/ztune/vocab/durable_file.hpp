@@ -54,6 +54,14 @@ class DurableFile {
   bool done_ = false;
 };
 
+/// True where DurableFile writes a stream, not a file it replaces: a name
+/// under /dev/ or /proc/, or a target that exists and is not a regular file
+/// (through links). A caller that reads the file back refuses it.
+[[nodiscard]] bool is_stream_target(const std::string& path);
+/// True for the name of DurableFile's temporary, NAME.tmp.PID: a crashed
+/// writer's leftover where no writer can be at work.
+[[nodiscard]] bool is_durable_temporary(const std::string& file_name);
+
 /// For a program's main, before anything is written: a file-size limit
 /// (ulimit -f) then makes write(2) fail with EFBIG, which DurableFile reports
 /// with the file's name, instead of SIGXFSZ killing the process without a word.

@@ -203,6 +203,12 @@ struct RunObservation {
   std::optional<std::string> oversubscribed;
 };
 
+/// "R rank(s) × T thread(s) on a host of H hardware threads" when
+/// multi-threaded ranks ask for more threads than the host has (H 0: not
+/// known, never judged), else nullopt: RunObservation::oversubscribed, and
+/// `ztune run`'s note at launch.
+std::optional<std::string> oversubscription(long long ranks, long long threads_per_rank, long long hardware_threads);
+
 /// The fields the fit needs from a run record (run_record.hpp). Its median step
 /// time must be > 0 (a record without steps measured nothing).
 RunObservation run_observation_from_record(const RunRecord& record);
