@@ -1,6 +1,7 @@
 // ztune history: the searches and runs kept in the results database, newest
 // first; `ztune history show ID` prints one (s12 = search 12, r3 = run 3,
 // p2 = stored profile 2).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -58,11 +59,24 @@ std::vector<ClusterHistory> profile_histories(const ResultsDb& db, std::vector<s
 int list(const ResultsDb& db, const HistoryFlags& f) {
   const auto searches = db.searches(f.limit);
   const auto runs = db.runs(f.limit);
+  const auto damaged = std::count_if(searches.begin(), searches.end(), [](const auto& s) { return !s.damaged.empty(); }) +
+                       std::count_if(runs.begin(), runs.end(), [](const auto& r) { return !r.damaged.empty(); });
+  // Said after the list (on stderr, so a --json reader still parses stdout).
+  auto warn_damaged = [&] {
+    std::cout << std::flush;
+    if (damaged > 0)
+      std::fprintf(stderr, "ztune: warning: %s: %ld row(s) cannot be read whole; listed as damaged, with the reason\n",
+                   db.path().c_str(), static_cast<long>(damaged));
+  };
   std::vector<std::string> notes;
   const auto histories = profile_histories(db, notes);
   if (f.json) {
     nlohmann::json j{{"searches", nlohmann::json::array()}, {"runs", nlohmann::json::array()}};
-    for (const auto& s : searches)
+    for (const auto& s : searches) {
+      if (!s.damaged.empty()) {
+        j["searches"].push_back({{"id", "s" + std::to_string(s.id)}, {"damaged", s.damaged}});
+        continue;
+      }
       j["searches"].push_back({{"id", "s" + std::to_string(s.id)}, {"created_at", s.created_at},
                                {"cluster", s.cluster}, {"model", s.model},
                                {"engine", s.engine.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.engine)},
@@ -70,18 +84,29 @@ int list(const ResultsDb& db, const HistoryFlags& f) {
                                {"feasible", s.feasible}, {"elapsed_s", s.elapsed_s}, {"best", s.best},
                                {"best_tokens_per_s", s.best_tokens_per_s ? nlohmann::json(*s.best_tokens_per_s)
                                                                          : nlohmann::json(nullptr)}});
+    }
     for (const auto& r : runs)
-      j["runs"].push_back({{"id", "r" + std::to_string(r.id)}, {"created_at", r.created_at}, {"cluster", r.cluster},
-                           {"model", r.model}, {"plan", r.plan}, {"status", r.status}});
+      j["runs"].push_back(r.damaged.empty()
+                              ? nlohmann::json{{"id", "r" + std::to_string(r.id)}, {"created_at", r.created_at},
+                                               {"cluster", r.cluster}, {"model", r.model}, {"plan", r.plan},
+                                               {"status", r.status}}
+                              : nlohmann::json{{"id", "r" + std::to_string(r.id)}, {"damaged", r.damaged}});
     j["profiles"] = nlohmann::json::array();
     for (const auto& h : histories) j["profiles"].push_back(calibration::profile_history_json(h.cluster, h.rows));
     j["notes"] = notes;
     std::cout << j.dump(2) << "\n";
+    warn_damaged();
     return kExitOk;
   }
   std::cout << "Results database " << db.path() << "\n\nSearches (newest first):\n";
   if (searches.empty()) std::cout << "  none\n";
+  // A row the database cannot give whole is listed by its id and what is wrong
+  // with it, the others as usual.
   for (const auto& s : searches) {
+    if (!s.damaged.empty()) {
+      std::cout << "  s" << s.id << "  damaged: " << s.damaged << "\n";
+      continue;
+    }
     std::cout << "  s" << s.id << "  " << s.created_at << "  " << s.model << " on " << s.cluster
               << (s.engine.empty() ? "" : " (" + s.engine + ")") << "  "
               << s.feasible << "/" << s.space << " plans fit  " << num("%.3f s", s.elapsed_s)
@@ -92,6 +117,10 @@ int list(const ResultsDb& db, const HistoryFlags& f) {
   std::cout << "\nRuns (newest first):\n";
   if (runs.empty()) std::cout << "  none\n";
   for (const auto& r : runs) {
+    if (!r.damaged.empty()) {
+      std::cout << "  r" << r.id << "  damaged: " << r.damaged << "\n";
+      continue;
+    }
     std::cout << "  r" << r.id << "  " << r.created_at << "  " << (r.model.empty() ? "?" : r.model) << " on "
               << (r.cluster.empty() ? "?" : r.cluster) << "  " << r.plan << "  " << r.status;
     if (r.measured_iteration_s) std::cout << "  measured " << num("%.3f s", *r.measured_iteration_s);
@@ -102,6 +131,7 @@ int list(const ResultsDb& db, const HistoryFlags& f) {
   for (const auto& h : histories) calibration::print_profile_history(stdout, h.cluster, h.rows);
   for (const auto& n : notes) std::printf("  note: %s\n", n.c_str());
   std::fflush(stdout);
+  warn_damaged();
   return kExitOk;
 }
 

@@ -2,9 +2,13 @@
 
 namespace ztune::cli {
 
-std::vector<calibration::StoredRun> stored_runs(const ResultsDb& db, int limit) {
+std::vector<calibration::StoredRun> stored_runs(const ResultsDb& db, std::vector<std::string>& notes, int limit) {
   std::vector<calibration::StoredRun> out;
   for (const auto& s : db.runs(limit)) {
+    if (!s.damaged.empty()) {
+      notes.push_back(db.path() + ": " + s.damaged + " (the run is left out)");
+      continue;
+    }
     calibration::StoredRun r;
     r.id = s.id;
     r.cluster = s.cluster;
@@ -21,7 +25,7 @@ std::vector<calibration::StoredRun> stored_runs(const ResultsDb& db, int limit) 
 
 std::vector<RunObservation> runs_from_db(const ResultsDb& db, const std::string& cluster_name,
                                          std::vector<std::string>& notes, int limit) {
-  return calibration::runs_from_stored(stored_runs(db, limit), cluster_name, db.path(), notes);
+  return calibration::runs_from_stored(stored_runs(db, notes, limit), cluster_name, db.path(), notes);
 }
 
 std::vector<calibration::StoredProfile> stored_profiles(const ResultsDb& db) {
@@ -32,7 +36,7 @@ std::vector<calibration::StoredProfile> stored_profiles(const ResultsDb& db) {
 
 std::vector<calibration::ProfileHistoryRow> profile_history_from_db(const ResultsDb& db, const Cluster& catalog_cluster,
                                                                     std::vector<std::string>& notes) {
-  return calibration::profile_history_from_stored(catalog_cluster, stored_profiles(db), stored_runs(db, 1000),
+  return calibration::profile_history_from_stored(catalog_cluster, stored_profiles(db), stored_runs(db, notes, 1000),
                                                   db.path(), notes);
 }
 

@@ -10,8 +10,10 @@
 
 namespace ztune::cli {
 
-/// The stored runs of the database, newest first (at most `limit`).
-std::vector<calibration::StoredRun> stored_runs(const ResultsDb& db, int limit = 200);
+/// The stored runs of the database, newest first (at most `limit`); a row the
+/// database cannot give whole is left out, said in `notes`.
+std::vector<calibration::StoredRun> stored_runs(const ResultsDb& db, std::vector<std::string>& notes,
+                                                int limit = 200);
 
 /// The successful runs stored for cluster `name` (or its calibrated copy) whose
 /// record embeds its model (calibration::runs_from_stored).

@@ -11,6 +11,10 @@ std::vector<ClusterProfileHistory> load_profile_histories(const ResultsDb& db, s
   for (auto& p : db.profiles()) profiles.push_back({p.id, p.created_at, p.name, std::move(p.doc)});
   std::vector<calibration::StoredRun> runs;
   for (const auto& s : db.runs(1000)) {
+    if (!s.damaged.empty()) {
+      notes.push_back(db.path() + ": " + s.damaged + " (the run is left out)");
+      continue;
+    }
     calibration::StoredRun r{s.id, s.cluster, s.status, s.created_at, nullptr};
     if (s.status == "ok") {
       const auto run = db.run(s.id);

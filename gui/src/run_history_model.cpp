@@ -32,6 +32,13 @@ QVariant RunHistoryModel::data(const QModelIndex& index, int role) const {
   const RunSummary& r = rows_[static_cast<std::size_t>(index.row())];
   const QString none = QStringLiteral("—");
   if (role == IdRole) return static_cast<qlonglong>(r.id);
+  // A row the database could not give whole: its id, and why in its plan's place.
+  if (!r.damaged.empty() && (role == Qt::DisplayRole || role == Qt::ToolTipRole)) {
+    if (index.column() == id && role == Qt::DisplayRole) return static_cast<qlonglong>(r.id);
+    if (index.column() == status && role == Qt::DisplayRole) return QStringLiteral("damaged");
+    return index.column() == plan || role == Qt::ToolTipRole ? QStringLiteral("damaged row: %1").arg(QString::fromStdString(r.damaged))
+                                                             : none;
+  }
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
       case id: return static_cast<qlonglong>(r.id);

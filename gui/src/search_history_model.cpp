@@ -22,6 +22,12 @@ QVariant SearchHistoryModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
   const SearchSummary& s = rows_[static_cast<std::size_t>(index.row())];
   if (role == IdRole) return static_cast<qlonglong>(s.id);
+  // A row the database could not give whole: its id, and why in its best plan's place.
+  if (!s.damaged.empty() && (role == Qt::DisplayRole || role == Qt::ToolTipRole)) {
+    if (index.column() == id && role == Qt::DisplayRole) return static_cast<qlonglong>(s.id);
+    return index.column() == best || role == Qt::ToolTipRole ? QStringLiteral("damaged row: %1").arg(QString::fromStdString(s.damaged))
+                                                             : QStringLiteral("—");
+  }
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
       case id: return static_cast<qlonglong>(s.id);

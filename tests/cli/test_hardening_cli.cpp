@@ -636,10 +636,12 @@ TEST_CASE("history show of a row with malformed or misshapen JSON is exit 2 nami
   CHECK(r.out.empty());
 }
 
-TEST_CASE("a number column holding inf, NaN or text is exit 2 naming the row and column", "[cli][hardening]") {
+TEST_CASE("a number column holding inf, NaN or text is named by row and column, and the list shows the other rows",
+          "[cli][hardening]") {
   // Audit 3: shown as "-inf s" and "-nan%" (null in --json) without a word.
   const std::string db = (scratch() / "inf.db").string();
   fs::remove(db);
+  REQUIRE(run_ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-simulate --db '" + db + "'").exit_code == 0);
   REQUIRE(run_ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-simulate --db '" + db + "'").exit_code == 0);
   // Each edit (the other columns restored) and what is said of it. A
   // whole-number column holding text had read as 0 ("0/0 plans fit").
@@ -652,13 +654,25 @@ TEST_CASE("a number column holding inf, NaN or text is exit 2 naming the row and
            {"elapsed_s = 'fast'", "elapsed_s", "expected a number, got text"},
            {"elapsed_s = 1, space = 'lots'", "space", "expected a whole number, got text"}}) {
     exec_sql(db, "UPDATE searches SET " + e.set + " WHERE id = 1");
-    for (const char* args : {"history", "history --json", "history show 1"}) {
-      const auto r = run_ztune(std::string(args) + " --db '" + db + "'");
-      INFO(args << " with " << e.set << "\n" << r.err);
-      CHECK(r.exit_code == 2);
-      CHECK_THAT(r.err, StartsWith("ztune: error: " + db) &&
-                            Contains("search 1: column \"" + e.column + "\": " + e.said));
-    }
+    INFO(e.set);
+    const std::string why = "search 1: column \"" + e.column + "\": " + e.said;
+    const auto show = run_ztune("history show 1 --db '" + db + "'");
+    CHECK(show.exit_code == 2);
+    CHECK_THAT(show.err, StartsWith("ztune: error: " + db) && Contains(why));
+    // The list names the damaged row and its reason, and shows the other
+    // rows as usual: one bad row had failed the whole list.
+    const auto list = run_ztune("history --db '" + db + "'");
+    INFO(list.out << list.err);
+    CHECK(list.exit_code == 0);
+    CHECK_THAT(list.out, Contains("  s1  damaged: " + why) && Contains("  s2  ") && Contains("gpt2-1.5b on dgx2x16"));
+    CHECK_THAT(list.err, Contains("warning: " + db + ": 1 row(s) cannot be read whole"));
+    const auto j = run_ztune("history --json --db '" + db + "'");
+    REQUIRE(j.exit_code == 0);
+    const auto doc = nlohmann::json::parse(j.out);
+    REQUIRE(doc["searches"].size() == 2);
+    CHECK(doc["searches"][0]["id"] == "s2");
+    CHECK(doc["searches"][0]["feasible"].is_number());
+    CHECK(doc["searches"][1] == nlohmann::json{{"id", "s1"}, {"damaged", why}});
   }
 }
 

@@ -81,6 +81,31 @@ TEST_CASE("run history shows predicted against measured", "[gui][history]") {
   CHECK(runs.index(0, RunHistoryModel::cluster).data().toString() == "—");
 }
 
+TEST_CASE("a history row the database could not read shows its id and why, not zeros", "[gui][history]") {
+  SearchHistoryModel searches;
+  QAbstractItemModelTester t1(&searches, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  SearchSummary s;
+  s.id = 7;
+  s.damaged = "search 7: column \"space\": expected a whole number, got text";
+  searches.set_searches({s});
+  CHECK(searches.index(0, SearchHistoryModel::id).data().toLongLong() == 7);
+  CHECK(searches.index(0, SearchHistoryModel::best).data().toString() ==
+        "damaged row: search 7: column \"space\": expected a whole number, got text");
+  // Not "0 of 0": the figures are unknown.
+  CHECK(searches.index(0, SearchHistoryModel::feasible).data().toString() == "—");
+  CHECK(searches.index(0, SearchHistoryModel::feasible).data(Qt::ToolTipRole).toString().startsWith("damaged row:"));
+
+  RunHistoryModel runs;
+  QAbstractItemModelTester t2(&runs, QAbstractItemModelTester::FailureReportingMode::Fatal);
+  RunSummary r;
+  r.id = 4;
+  r.damaged = "run 4: column \"measured_iteration_s\": expected a number, got text";
+  runs.set_runs({r});
+  CHECK(runs.index(0, RunHistoryModel::status).data().toString() == "damaged");
+  CHECK(runs.index(0, RunHistoryModel::plan).data().toString().startsWith("damaged row: run 4: column"));
+  CHECK(runs.index(0, RunHistoryModel::measured).data().toString() == "—");
+}
+
 // The planner's Profiles tab: one row per profile of each cluster, the shipped
 // one first, errors as percentages (rows written by hand: the model only shows
 // what calibration/history computed).

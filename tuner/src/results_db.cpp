@@ -191,12 +191,25 @@ auto reading_row(const std::string& which, F&& f) {
   }
 }
 
-/// Every row `st` steps to, each made by `read` and named "<kind> <id>" (the
-/// id in column 0) in a DbFailure from one of its columns.
+/// Every row `st` steps to, each made by `read`. A row one of whose columns
+/// cannot be read (a value of the wrong type, edited in by hand) is kept with
+/// its id (column 0) and the reason, naming it "<kind> <id>", in `damaged`:
+/// one bad row does not hide the others from a list.
 template <class F>
 auto read_rows(Statement& st, const char* kind, F&& read) {
-  std::vector<decltype(read())> out;
-  while (st.step()) out.push_back(reading_row(std::string(kind) + " " + std::to_string(st.int64(0)), read));
+  using Row = decltype(read());
+  std::vector<Row> out;
+  while (st.step()) {
+    const std::int64_t id = st.int64(0);
+    try {
+      out.push_back(read());
+    } catch (const DbFailure& e) {
+      Row r{};
+      r.id = id;
+      r.damaged = std::string(kind) + " " + std::to_string(id) + ": " + e.what();
+      out.push_back(std::move(r));
+    }
+  }
   return out;
 }
 

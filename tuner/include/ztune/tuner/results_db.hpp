@@ -76,6 +76,7 @@ struct SearchSummary {
   std::string best;                 // best plan's summary ("" when nothing fitted)
   std::optional<double> best_tokens_per_s;  // as it was ranked (simulated where re-timed)
   std::string engine;               // the engine searched for ("" when the stored options do not say)
+  std::string damaged;              // why the row could not be read ("" when it could); only id is set then
 };
 
 struct RunSummary {
@@ -85,6 +86,7 @@ struct RunSummary {
   std::string plan;                 // summary
   std::string status;
   std::optional<double> predicted_iteration_s, measured_iteration_s;
+  std::string damaged;              // why the row could not be read ("" when it could); only id is set then
 };
 
 struct ProfileSummary {
