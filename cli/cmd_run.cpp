@@ -193,6 +193,7 @@ int run(const RunFlags& f) {
       throw InputError("--steps " + std::to_string(f.steps) + ": the checkpoint in " + f.resume + " is after step " +
                        std::to_string(*latest) + " already; ask for more steps to continue it");
     refuse_other_plan(f.resume, pf);
+    if (auto missing = missing_data_identity(f.resume)) throw InputError("--resume " + f.resume + ": " + *missing);
   }
   if (!f.checkpoint_dir.empty()) {
     check_writable_dir("--checkpoint-dir", f.checkpoint_dir, false);

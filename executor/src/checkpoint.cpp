@@ -149,6 +149,7 @@ std::optional<std::string> write_data_identity(const std::string& dir, const std
 std::optional<std::string> check_data_identity(const std::string& dir, const std::string& identity) {
   const std::string path = checkpoint_data_path(dir);
   std::error_code ec;
+  if (auto missing = missing_data_identity(dir)) return missing;
   if (!std::filesystem::exists(path, ec)) return std::nullopt;  // checkpoints of an older build
   if (!std::filesystem::is_regular_file(path, ec))
     return path + ": not a regular file (expected the token stream the checkpoints were written reading)";

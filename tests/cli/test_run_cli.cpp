@@ -283,6 +283,15 @@ TEST_CASE("ztune run: --checkpoint-every then --resume gives the uninterrupted r
     CHECK_THAT(r.err, Contains("ztune: error: " + said));
     CHECK_THAT(r.err + r.out, !Contains("mpirun"));
   }
+  // Without DIR/data (the token stream's identity) any seed had resumed them.
+  fs::rename(ckpt / "data", ckpt / "data.keep");
+  const auto no_data = ztune("--steps 6 --seed 99 --resume " + ckpt.string());
+  INFO(no_data.err);
+  CHECK(no_data.exit_code == 2);
+  CHECK_THAT(no_data.err, Contains("ztune: error: --resume " + ckpt.string() + ": " + (ckpt / "data").string() +
+                                   ": missing, though the checkpoints beside it were written with it"));
+  CHECK_THAT(no_data.err + no_data.out, !Contains("mpirun"));
+  fs::rename(ckpt / "data.keep", ckpt / "data");
   const auto suggested = run_command(ztune_bin() + " run " + (ckpt / "plan.json").string() + " --no-db --steps 6 "
                                      "--resume " + ckpt.string() + " --record " + rest.string());
   INFO(suggested.err);

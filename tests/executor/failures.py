@@ -132,6 +132,15 @@ def main():
         r = run(2, dp2, "--steps", "5", "--resume", "--checkpoint-dir", ck, "--seed", "99")
         check("resume with another synthetic seed is refused", r.returncode == 2 and
               "were written reading synthetic (seed 1234); this run reads synthetic (seed 99)" in r.stderr, r.stderr)
+        # With DIR/data removed any seed had resumed: the plan kept beside the
+        # checkpoints says they were written with it.
+        data_file = os.path.join(ck, "data")
+        os.rename(data_file, data_file + ".keep")
+        r = run(2, dp2, "--steps", "5", "--resume", "--checkpoint-dir", ck, "--seed", "99")
+        check("resume with DIR/data removed is refused, not trained on another seed", r.returncode == 2 and
+              "data: missing, though the checkpoints beside it were written with it" in r.stderr and
+              "step 4" not in r.stdout, r.stderr)
+        os.rename(data_file + ".keep", data_file)
         latest = os.path.join(ck, "latest")
         open(latest, "w").write("abc\n")
         r = run(2, dp2, "--steps", "5", "--resume", "--checkpoint-dir", ck)

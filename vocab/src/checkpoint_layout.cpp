@@ -17,6 +17,15 @@ std::string checkpoint_latest_path(const std::string& dir) { return dir + "/late
 std::string checkpoint_plan_path(const std::string& dir) { return dir + "/plan.json"; }
 std::string checkpoint_data_path(const std::string& dir) { return dir + "/data"; }
 
+std::optional<std::string> missing_data_identity(const std::string& dir) {
+  std::error_code ec;
+  const std::string data = checkpoint_data_path(dir);
+  const std::string plan = checkpoint_plan_path(dir);
+  if (std::filesystem::exists(data, ec) || !std::filesystem::exists(plan, ec)) return std::nullopt;
+  return data + ": missing, though the checkpoints beside it were written with it (" + plan +
+         " is there): it names the token stream they were trained on; restore it, or start without --resume";
+}
+
 std::optional<int> latest_checkpoint(const std::string& dir, std::string& error) {
   const std::string latest = checkpoint_latest_path(dir);
   std::error_code ec;

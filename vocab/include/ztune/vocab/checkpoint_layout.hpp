@@ -17,6 +17,12 @@ namespace ztune {
 [[nodiscard]] std::string checkpoint_latest_path(const std::string& dir);
 [[nodiscard]] std::string checkpoint_plan_path(const std::string& dir);
 [[nodiscard]] std::string checkpoint_data_path(const std::string& dir);
+/// Why DIR/data is missing when it must be there (nullopt when it is there,
+/// or when the checkpoints are an older build's, which wrote none): every
+/// build that keeps DIR/plan.json writes DIR/data first at each commit, so
+/// with the plan there the data's identity was removed, and a resume could
+/// not tell another token stream from the one the checkpoints trained on.
+[[nodiscard]] std::optional<std::string> missing_data_identity(const std::string& dir);
 /// The committed step count in DIR/latest (its step directory there), or an
 /// error message naming the file and what was expected.
 std::optional<int> latest_checkpoint(const std::string& dir, std::string& error);
