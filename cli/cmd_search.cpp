@@ -64,7 +64,7 @@ struct SearchFlags {
   std::string attention = "any";
   std::string objective = "throughput";
   double tokens = 0, gpu_hour_price = 0;
-  int top = 10, simulate_top = 3, threads = 0;
+  int top = 10, simulate_top = kSimulateTopDefault, threads = 0;
   long long max_plans = kDefaultMaxPlans;
   double memory_headroom_pct = 0;  // % of each GPU's memory kept free
   std::string accounting = "engine";  // how fits count model states (plan_flags.hpp add_accounting)

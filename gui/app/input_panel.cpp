@@ -77,7 +77,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   seq_->setSuffix(QStringLiteral(" tokens"));
   tokens_ = new QDoubleSpinBox;
   tokens_->setRange(0, 1e6);
-  tokens_->setDecimals(0);
+  tokens_->setDecimals(3);  // down to a million tokens: a small model's budget (--tokens takes any count)
   tokens_->setSpecialValueText(QStringLiteral("the model's"));
   tokens_->setSuffix(QStringLiteral(" B tokens"));
   engine_ = new QComboBox;
@@ -201,6 +201,10 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   connect(fp8_, &QComboBox::currentTextChanged, this, later);
   connect(max_cp_, &QSpinBox::valueChanged, this, later);
   connect(headroom_, &QDoubleSpinBox::valueChanged, this, later);
+  // The objective ranks and the token budget sets the days: results searched
+  // for other ones are stale too (they had stayed unmarked).
+  connect(tokens_, &QDoubleSpinBox::valueChanged, this, later);
+  connect(objective_, &QComboBox::currentTextChanged, this, later);
 }
 
 void InputPanel::add_row(QFormLayout* form, const QString& label, QWidget* field, InputField which) {

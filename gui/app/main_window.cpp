@@ -41,6 +41,7 @@
 #include "timeline_widget.hpp"
 #include "ztune/gui/labels.hpp"
 #include "ztune/gui/units.hpp"
+#include "ztune/vocab/durable_file.hpp"
 #include "ztune/tuner/explain.hpp"
 
 namespace ztune::gui {
@@ -360,7 +361,8 @@ void MainWindow::update_plan_count() {
   const bool none_fit = doc_.outcome() && doc_.outcome()->result.plans.empty();
   plan_count_->setText(none_fit ? QStringLiteral("no plan fits: the %1 closest to fitting").arg(doc_.plans().total())
                                 : plan_count_text(doc_.plans().matching(), doc_.plans().total(),
-                                                  doc_.outcome() ? doc_.outcome()->result.feasible : 0));
+                                                  doc_.outcome() ? doc_.outcome()->result.feasible : 0,
+                                                  doc_.outcome() && doc_.outcome()->result.interrupted));
 }
 
 void MainWindow::compare_selected() {
@@ -385,13 +387,13 @@ void MainWindow::export_plan_json() {
   const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export plan"), QStringLiteral("plan.json"),
                                                     QStringLiteral("JSON (*.json)"));
   if (path.isEmpty()) return;
-  QFile f(path);
-  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
-    QMessageBox::warning(this, QStringLiteral("Export"), path + QStringLiteral(": ") + f.errorString());
+  // Through DurableFile, as `ztune search --out` writes it: a failed write
+  // (a full disk, /dev/full) is said, and never leaves half a plan file.
+  const auto& in = doc_.outcome()->inputs;
+  if (auto why = write_file_durably(path.toStdString(), plan_file_to_json(plan_file_of(*c, in)).dump(2) + "\n")) {
+    QMessageBox::warning(this, QStringLiteral("Export"), path + QStringLiteral(": ") + QString::fromStdString(*why));
     return;
   }
-  const auto& in = doc_.outcome()->inputs;
-  f.write(QByteArray::fromStdString(plan_file_to_json(plan_file_of(*c, in)).dump(2)));
   status_->setText(QStringLiteral("Plan written to ") + path);
 }
 
@@ -422,10 +424,19 @@ void MainWindow::export_with_ztune(const QString& format) {
                                                                       : QStringLiteral("megatron_args.txt");
     const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Save %1 export").arg(format), suggested);
     if (path.isEmpty()) return;
-    QFile out(path);
-    if (!out.open(QIODevice::WriteOnly | QIODevice::Truncate)) return;
-    out.write(exporter_.standard_output());
+    const QByteArray& text = exporter_.standard_output();
+    if (auto why = write_file_durably(path.toStdString(), std::string_view(text.constData(), static_cast<std::size_t>(text.size())))) {
+      QMessageBox::warning(this, QStringLiteral("Export"), path + QStringLiteral(": ") + QString::fromStdString(*why));
+      return;
+    }
     status_->setText(QStringLiteral("%1 export written to %2").arg(format, path));
+    // What `ztune export` says beside the file (a plan over the GPU's memory,
+    // the launch command, the engine's set-up steps) is the user's to read:
+    // it had been dropped unless the export failed.
+    const QString said = QString::fromUtf8(exporter_.standard_error()).trimmed();
+    if (!said.isEmpty())
+      QMessageBox::information(this, QStringLiteral("Export"),
+                               QStringLiteral("%1 export written to %2.\n\n%3").arg(format, path, said));
   });
   exporter_.start(ztune_program(), {QStringLiteral("export"), QStringLiteral("--format"), format, plan_path});
 }

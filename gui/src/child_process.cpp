@@ -26,8 +26,11 @@ ChildProcess::ChildProcess(QObject* parent) : QObject(parent) {
     stdout_ += chunk;
     emit output(QString::fromUtf8(chunk));
   });
-  connect(&process_, &QProcess::readyReadStandardError, this,
-          [this] { emit output(QString::fromUtf8(process_.readAllStandardError())); });
+  connect(&process_, &QProcess::readyReadStandardError, this, [this] {
+    const QByteArray chunk = process_.readAllStandardError();
+    stderr_ += chunk;
+    emit output(QString::fromUtf8(chunk));
+  });
   connect(&process_, &QProcess::finished, this, [this](int code, QProcess::ExitStatus status) {
     emit finished(code, status == QProcess::CrashExit);
   });
@@ -45,6 +48,7 @@ ChildProcess::~ChildProcess() {
 
 void ChildProcess::start(const QString& program, const QStringList& arguments) {
   stdout_.clear();
+  stderr_.clear();
   command_ = (QStringList{program} + arguments).join(QLatin1Char(' '));
   if (program.isEmpty()) {
     emit failedToStart(QStringLiteral("the ztune program was not found (set ZTUNE_BIN or put ztune on PATH)"));

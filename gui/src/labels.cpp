@@ -124,18 +124,23 @@ QString zero_label(const Plan& p) {
   return p.zero_stage == 0 ? QStringLiteral("—") : QStringLiteral("ZeRO-%1").arg(p.zero_stage);
 }
 
-QString plan_count_text(int shown, int kept, std::int64_t feasible) {
+QString plan_count_text(int shown, int kept, std::int64_t feasible, bool interrupted) {
   auto n = [](double v) { return QString::fromStdString(grouped(v)); };
+  // A cancelled search counted only the plans it reached: not "all" that fit.
+  const QString cancelled = interrupted ? QStringLiteral(", found before the search was cancelled") : QString();
   if (feasible <= kept) {
     if (kept == 1)
-      return shown == 1 ? QStringLiteral("the only plan that fits") : QStringLiteral("0 of 1 plan that fits");
-    return shown == kept ? QStringLiteral("all %1 plans that fit").arg(n(kept))
-                         : QStringLiteral("%1 of %2 plans that fit").arg(n(shown), n(kept));
+      return (shown == 1 ? QStringLiteral("the only plan that fits") : QStringLiteral("0 of 1 plan that fits")) +
+             cancelled;
+    if (shown == kept)
+      return (interrupted ? QStringLiteral("%1 plans that fit") : QStringLiteral("all %1 plans that fit")).arg(n(kept)) +
+             cancelled;
+    return QStringLiteral("%1 of %2 plans that fit").arg(n(shown), n(kept)) + cancelled;
   }
-  return shown == kept
-             ? QStringLiteral("the best %1 of %2 plans that fit").arg(n(kept), n(static_cast<double>(feasible)))
-             : QStringLiteral("%1 of the best %2 of %3 plans that fit")
-                   .arg(n(shown), n(kept), n(static_cast<double>(feasible)));
+  return (shown == kept ? QStringLiteral("the best %1 of %2 plans that fit").arg(n(kept), n(static_cast<double>(feasible)))
+                        : QStringLiteral("%1 of the best %2 of %3 plans that fit")
+                              .arg(n(shown), n(kept), n(static_cast<double>(feasible)))) +
+         cancelled;
 }
 
 }  // namespace ztune::gui

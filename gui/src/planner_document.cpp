@@ -56,8 +56,15 @@ void PlannerDocument::start_search(const SearchInputs& inputs) {
 void PlannerDocument::cancel_search() { search_runner_.cancel(); }
 
 void PlannerDocument::on_search_finished(const SearchOutcome& outcome) {
-  set_outcome(outcome);
-  searched_ = pending_;  // set_outcome forgot them: these results are the search's
+  show_outcome(outcome);
+  searched_ = pending_;  // show_outcome forgot them: these results are the search's
+  emit searchFinished();
+}
+
+void PlannerDocument::set_outcome(SearchOutcome outcome) {
+  show_outcome(std::move(outcome));
+  // The window's title, status and search report follow, as for a search of
+  // its own (a reopened search had left them describing the previous one).
   emit searchFinished();
 }
 
@@ -68,7 +75,7 @@ void PlannerDocument::note_inputs(const SearchInputs& now) {
   emit staleChanged(stale_);
 }
 
-void PlannerDocument::set_outcome(SearchOutcome outcome) {
+void PlannerDocument::show_outcome(SearchOutcome outcome) {
   cancel_scaling();
   outcome_ = std::move(outcome);
   searched_.reset();  // a reopened search's inputs are not known here; on_search_finished sets a search's

@@ -154,6 +154,7 @@ InputResolution resolve_inputs(const SearchInputs& in) {
   o.tokens = in.tokens;
   o.gpu_hour_price = in.gpu_hour_price;
   o.top = kPlannerPlansKept;  // every plan that fits, for the table to sort and filter
+  o.simulate_top = kSimulateTopDefault;  // the best re-timed as `ztune search` re-times them
 
   // The space's own checks (GPU count, batch, precision, the optimizer states
   // against the precision and the engine), as the search would make them.

@@ -2,8 +2,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ztune/vocab/engine_profile.hpp"
 #include "ztune/vocab/input_error.hpp"
+#include "ztune/model/memory_model.hpp"
+#include "ztune/tuner/engine.hpp"
 #include "ztune/tuner/objective.hpp"
+#include "ztune/tuner/search.hpp"
+#include "ztune/tuner/simulate_pass.hpp"
+#include "ztune/validation/accuracy.hpp"
 
 namespace ztune::gui {
 
@@ -25,6 +31,23 @@ SearchOutcome outcome_from_stored_search(const nlohmann::json& stored) {
     o.gpu_hour_price = options.value("gpu_hour_price", 0.0);
     o.space.gpus = options.value("gpus", 0);
     o.space.global_batch = options.value("global_batch", std::int64_t{0});
+    // The engine searched for prices the plans as it runs them (its profile,
+    // the accounting of its model states, a graph compiler where the search
+    // had one), as `ztune search --engine` and the planner's own search did:
+    // reopened under ztune's executor, a DeepSpeed plan that fits had read as
+    // over capacity. Searches stored before the engine was recorded were ztune's.
+    const std::string engine_name = options.value("engine", std::string("ztune"));
+    const auto engine = engine_from_string(engine_name);
+    if (!engine)
+      throw InputError(where + ": options.engine: expected ztune, deepspeed, megatron or fsdp, got \"" + engine_name +
+                       "\"");
+    o.space.engine = *engine;
+    o.memory.accounting = state_accounting_of(*engine);
+    if (auto stated = value_in<StateAccounting>(kStateAccountingNames, options.value("accounting", std::string())))
+      o.memory.accounting = *stated;  // `ztune search --accounting`
+    o.memory.gpu_headroom = options.value("memory_headroom_pct", 0.0) / 100.0;
+    in.profile = with_engine(std::move(in.profile), to_string(*engine));
+    if (options.value("compile", false)) in.profile.engine = compiled(in.profile.engine);
   }
   const double tokens = o.tokens > 0 ? o.tokens : in.model.train_tokens;
 
@@ -41,13 +64,20 @@ SearchOutcome outcome_from_stored_search(const nlohmann::json& stored) {
     Candidate cand;
     cand.plan = plan_from_json(c.at("plan"), where + " plan");
     if (auto why = check_plan(cand.plan, in.model, in.cluster)) throw InputError(where + ": " + *why);
-    cand.prediction = predict(in.model, cand.plan, in.cluster, in.profile);
-    cand.timed = true;
+    cand.prediction.memory = predict_memory(in.model, cand.plan, in.cluster, in.profile, o.memory);
     cand.id = static_cast<std::uint64_t>(c.value("rank", std::int64_t{0}));
-    cand.objective = objective_value(o.objective, cand.prediction.time, cand.plan.gpus(), tokens, o.gpu_hour_price);
+    time_candidate(cand, in.model, in.cluster, in.profile, o.objective, tokens, o.gpu_hour_price);
+    // The plans its search re-timed with the simulator were ranked by that
+    // time: simulated again (the same figures), so the table shows what
+    // ranked them, as `ztune history show` does.
+    if (c.contains("simulated_iteration_s") && !c.at("simulated_iteration_s").is_null())
+      simulate_candidate(cand, in.model, in.cluster, in.profile, o, tokens);
     r.plans.push_back(std::move(cand));
   }
   out.db_id = stored.value("id", std::int64_t{0});
+  // The cost model's error on published runs of this GPU and engine, as the
+  // search's own report gives it (the report had said none was measured).
+  out.accuracy = accuracy_for(in.cluster, to_string(o.space.engine));
   return out;
 }
 

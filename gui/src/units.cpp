@@ -12,6 +12,13 @@ QString fixed(double v, int decimals) { return QString::number(v, 'f', decimals)
 /// One decimal below 100, none above: "12.3", "123".
 QString three_digits(double v) { return fixed(v, std::fabs(v) < 100 ? 1 : 0); }
 
+/// Three significant figures: "5.15", "51.5", "515". Counts a few percent
+/// apart (5,149 and 5,083 tokens/s in the plans table) must not read the same.
+QString three_figures(double v) {
+  const double a = std::fabs(v);
+  return fixed(v, a < 10 ? 2 : a < 100 ? 1 : 0);
+}
+
 }  // namespace
 
 double to_gib(double bytes) { return bytes / (kKiB * kKiB * kKiB); }
@@ -91,10 +98,10 @@ QString format_percent(double fraction) { return fixed(fraction * 100, 1) + " %"
 
 QString format_count(double n) {
   const double a = std::fabs(n);
-  if (a >= 1e12) return three_digits(n / 1e12) + " T";
-  if (a >= 1e9) return three_digits(n / 1e9) + " B";
-  if (a >= 1e6) return three_digits(n / 1e6) + " M";
-  if (a >= 1e3) return three_digits(n / 1e3) + " k";
+  if (a >= 1e12) return three_figures(n / 1e12) + " T";
+  if (a >= 1e9) return three_figures(n / 1e9) + " B";
+  if (a >= 1e6) return three_figures(n / 1e6) + " M";
+  if (a >= 1e3) return three_figures(n / 1e3) + " k";
   return fixed(n, 0);
 }
 

@@ -27,6 +27,10 @@ TEST_CASE("a stored search is listed and reopens with the same plans", "[gui][hi
   in.model = "gpt2-1.5b";
   in.top = 10;
   in.objective = "time";
+  // Reopened under ztune's executor, a DeepSpeed search's plans had been
+  // priced with ztune's accounting of their states (fits shown as not fitting).
+  SECTION("ztune's executor") { in.engine = "ztune"; }
+  SECTION("deepspeed") { in.engine = "deepspeed"; }
   w.search(in);
   REQUIRE(finished.size() == 1);
   const auto original = finished.first().first().value<SearchOutcome>();
@@ -58,8 +62,16 @@ TEST_CASE("a stored search is listed and reopens with the same plans", "[gui][hi
     const auto& b = reopened.result.plans[i];
     CHECK(b.plan.summary() == a.plan.summary());
     CHECK(b.prediction.memory.gpu_total_bytes == Approx(a.prediction.memory.gpu_total_bytes));
+    CHECK(b.prediction.memory.fits() == a.prediction.memory.fits());
     CHECK(b.prediction.time.tokens_per_s == Approx(a.prediction.time.tokens_per_s));
+    // The plans the search simulated (its best three, as `ztune search`
+    // re-times them) show the time they were ranked by.
+    CHECK(b.simulated.has_value() == (i < static_cast<std::size_t>(kSimulateTopDefault)));
+    CHECK(b.simulated.has_value() == a.simulated.has_value());
+    CHECK(b.time().tokens_per_s == Approx(a.time().tokens_per_s));
+    CHECK(b.objective == Approx(a.objective));
   }
+  CHECK(reopened.inputs.options.space.engine == original.inputs.options.space.engine);
 }
 
 TEST_CASE("run history shows predicted against measured", "[gui][history]") {

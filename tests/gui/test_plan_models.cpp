@@ -207,6 +207,10 @@ TEST_CASE("the plans count says what is shown of what fits", "[gui][models]") {
   CHECK(plan_count_text(50, 50, 1055) == "the best 50 of 1,055 plans that fit");
   CHECK(plan_count_text(7, 50, 1055) == "7 of the best 50 of 1,055 plans that fit");
   CHECK(plan_count_text(1, 1, 1) == "the only plan that fits");
+  // A cancelled search counted the plans it reached, not all that fit.
+  CHECK(plan_count_text(208, 208, 208, true) == "208 plans that fit, found before the search was cancelled");
+  CHECK(plan_count_text(50, 50, 208, true) ==
+        "the best 50 of 208 plans that fit, found before the search was cancelled");
 }
 
 TEST_CASE("the precision column names 16-bit optimizer states beside the training precision",

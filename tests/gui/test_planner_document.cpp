@@ -263,8 +263,12 @@ TEST_CASE("results go stale when an input changes, and fresh again when it comes
   CHECK_FALSE(doc.stale());  // the new results answer the new inputs
   doc.note_inputs(edited);
   CHECK_FALSE(doc.stale());
-  // A search reopened from history: its inputs are not known, the first edit marks it.
+  // A search reopened from history: its inputs are not known, the first edit
+  // marks it. The window hears of it as of a search's end (its title, status
+  // and report had kept describing the previous search).
+  const auto searches_seen = finished.size();
   doc.set_outcome(*doc.outcome());
+  CHECK(finished.size() == searches_seen + 1);
   CHECK_FALSE(doc.stale());
   doc.note_inputs(edited);
   CHECK(doc.stale());

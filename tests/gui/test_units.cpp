@@ -50,8 +50,11 @@ TEST_CASE("rates, percentages and counts", "[gui][units]") {
   CHECK(format_tokens_per_s(812) == "812 tokens/s");
   CHECK(format_percent(0.4321) == "43.2 %");
   CHECK(format_count(1.0e11) == "100 B");
-  CHECK(format_count(3.0e12) == "3.0 T");
-  CHECK(format_count(1500) == "1.5 k");
+  CHECK(format_count(3.0e12) == "3.00 T");
+  CHECK(format_count(1500) == "1.50 k");
+  // Three figures: the plans table's tokens/s of plans a percent apart differ.
+  CHECK(format_count(5149) == "5.15 k");
+  CHECK(format_count(5083) == "5.08 k");
 }
 
 TEST_CASE("zero reads as zero seconds", "[gui][units]") { CHECK(format_duration(0) == "0 s"); }

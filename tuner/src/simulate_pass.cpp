@@ -10,6 +10,16 @@
 
 namespace ztune {
 
+void simulate_candidate(Candidate& cand, const Transformer& m, const Cluster& c, const HardwareProfile& hw,
+                        const SearchOptions& o, double tokens) {
+  // simulate_time(): the analytical prediction with the simulated iteration
+  // time and breakdown, throughput and MFU rescaled to it.
+  cand.simulated = sim::simulate_time(m, cand.plan, c, hw);
+  // The simulator times the compression phase too; the warm-up share is the model's.
+  cand.objective = objective_value(o.objective, run_averaged(*cand.simulated, onebit_run_factor(m, cand.plan, c, hw)),
+                                   cand.plan.gpus(), tokens, o.gpu_hour_price);
+}
+
 void simulate_top(const Transformer& m, const Cluster& c, const HardwareProfile& hw, const SearchOptions& o,
                   double tokens, std::vector<Candidate>& plans, PassStats& stats) {
   if (!stats.enabled) return;
@@ -29,12 +39,7 @@ void simulate_top(const Transformer& m, const Cluster& c, const HardwareProfile&
                    std::to_string(sim::kMaxSimulatedMicrobatches) + ")";
       break;
     }
-    // simulate_time(): the analytical prediction with the simulated iteration
-    // time and breakdown, throughput and MFU rescaled to it.
-    cand.simulated = sim::simulate_time(m, cand.plan, c, hw);
-    // The simulator times the compression phase too; the warm-up share is the model's.
-    cand.objective = objective_value(o.objective, run_averaged(*cand.simulated, onebit_run_factor(m, cand.plan, c, hw)),
-                                     cand.plan.gpus(), tokens, o.gpu_hour_price);
+    simulate_candidate(cand, m, c, hw, o, tokens);
   }
   stats.out = static_cast<std::int64_t>(done);
   if (done < k && stats.note.empty()) stats.note = "stopped after " + std::to_string(done) + " of " + std::to_string(k);

@@ -24,8 +24,9 @@ class ChildProcess : public QObject {
   /// Asks the child to terminate (SIGTERM), then kills it after `grace_ms`.
   void stop(int grace_ms = 3000);
   [[nodiscard]] bool running() const { return process_.state() != QProcess::NotRunning; }
-  /// Everything the child wrote to stdout so far (stderr is only streamed).
+  /// Everything the child wrote to stdout, and to stderr, so far.
   [[nodiscard]] const QByteArray& standard_output() const { return stdout_; }
+  [[nodiscard]] const QByteArray& standard_error() const { return stderr_; }
   [[nodiscard]] QString command_line() const { return command_; }
 
  signals:
@@ -36,6 +37,7 @@ class ChildProcess : public QObject {
  private:
   QProcess process_;
   QByteArray stdout_;
+  QByteArray stderr_;
   QString command_;
 };
 

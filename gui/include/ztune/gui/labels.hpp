@@ -41,6 +41,6 @@ QString zero_label(const Plan& p);
 /// table holds, of `feasible` that fit in the search ("312 of 1,055 plans that
 /// fit"; "the best 50 of 1,055 plans that fit" for a search reopened from
 /// history, which stores its best plans only).
-QString plan_count_text(int shown, int kept, std::int64_t feasible);
+QString plan_count_text(int shown, int kept, std::int64_t feasible, bool interrupted = false);
 
 }  // namespace ztune::gui

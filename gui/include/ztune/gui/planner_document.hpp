@@ -46,7 +46,8 @@ class PlannerDocument : public QObject {
   void start_search(const SearchInputs& inputs);
   void cancel_search();
   [[nodiscard]] bool searching() const { return search_runner_.busy(); }
-  /// Shows a finished search (from the worker, or reopened from history) and selects its best plan.
+  /// Shows a search reopened from history, selects its best plan and emits
+  /// searchFinished (the worker's searches come through on_search_finished).
   void set_outcome(SearchOutcome outcome);
   [[nodiscard]] const std::optional<SearchOutcome>& outcome() const { return outcome_; }
 
@@ -89,6 +90,8 @@ class PlannerDocument : public QObject {
 
  private:
   void on_search_finished(const SearchOutcome& outcome);
+  /// Shows an outcome and selects its best plan (set_outcome and a search's end).
+  void show_outcome(SearchOutcome outcome);
   void on_simulated(const SimulationOutcome& outcome);
   void show_selected_time();
 

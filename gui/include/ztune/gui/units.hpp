@@ -25,7 +25,8 @@ QString format_tflops(double tflops);
 QString format_tokens_per_s(double tokens_per_s);
 /// 0.4321 → "43.2 %".
 QString format_percent(double fraction);
-/// 1.0e11 → "100 B", 3.0e12 → "3.0 T", 1500 → "1.5 k": parameter and token counts.
+/// 1.0e11 → "100 B", 3.0e12 → "3.00 T", 1500 → "1.50 k", 5149 → "5.15 k":
+/// parameter and token counts, and the plans table's tokens/s, to three figures.
 QString format_count(double n);
 
 }  // namespace ztune::gui

@@ -98,6 +98,11 @@ enum class Objective : std::uint8_t {
   cost,        // price of training `tokens` (GPU-hours × gpu_hour_price), lower is better
 };
 
+/// Plans a search re-times with the simulator unless told otherwise: `ztune
+/// search --simulate-top`'s default and the planner's, so both name the same
+/// best plan.
+inline constexpr int kSimulateTopDefault = 3;
+
 struct SearchOptions {
   SpaceOptions space;
   Objective objective = Objective::throughput;

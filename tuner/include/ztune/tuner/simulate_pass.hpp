@@ -14,6 +14,13 @@
 
 namespace ztune {
 
+/// Re-times one ranked candidate with the simulator: Candidate::simulated, and
+/// its objective on that time (1-bit Adam plans: run-averaged, warm-up
+/// included). What the pass does to each plan, and what a reopened search
+/// does to the plans its search simulated.
+void simulate_candidate(Candidate& cand, const Transformer& m, const Cluster& c, const HardwareProfile& hw,
+                        const SearchOptions& o, double tokens);
+
 /// Simulates the first min(K, plans.size()) plans (K = o.simulate_top) when
 /// `stats.enabled`, fills Candidate::simulated and re-sorts those K by the
 /// objective; the rest keep their analytical order after them.
