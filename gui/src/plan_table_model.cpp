@@ -152,7 +152,11 @@ QVariant PlanTableModel::display(const Candidate& c, int rank_index, int column)
     case precision: return precision_label(p);
     case gpu_memory: return format_bytes(m.gpu_total_bytes) + (m.fits() ? QString() : QStringLiteral(" ✘"));
     // The unit is in the header ("Tokens/s"): sixteen columns fit a 1600 px window.
-    case throughput: return c.timed ? format_count(t.tokens_per_s) : QStringLiteral("—");
+    // A plan re-timed by the simulator is marked *, as `ztune search` marks it:
+    // the best three rank by that time, the rest by the analytical one.
+    case throughput:
+      return c.timed ? format_count(t.tokens_per_s) + (c.simulated ? QStringLiteral("*") : QString())
+                     : QStringLiteral("—");
     case tflops: return c.timed ? format_tflops(t.model_tflops_per_gpu) : QStringLiteral("—");
     case mfu: return c.timed ? format_percent(t.mfu) : QStringLiteral("—");
     case days: return c.timed ? format_days(days_of(c)) : QStringLiteral("—");
@@ -254,7 +258,9 @@ QVariant PlanTableModel::headerData(int section, Qt::Orientation orientation, in
         return QStringLiteral("attention kernel: standard (s×s scores stored), flash (FlashAttention-2), cudnn "
                               "(cuDNN's fused attention), eager (standard with the softmax chain unfused), or a "
                               "block-sparse layout");
-      case throughput: return QStringLiteral("tokens per second, the whole job");
+      case throughput:
+        return QStringLiteral("tokens per second, the whole job (*: timed by the simulator, which ranks the best "
+                              "plans; the others by the analytical model)");
       case tflops: return QStringLiteral("model FLOP/s per GPU (no recomputation counted)");
       case mfu: return QStringLiteral("model FLOPs utilisation");
       case days: return QStringLiteral("days to train the token budget");

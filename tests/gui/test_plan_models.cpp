@@ -32,6 +32,17 @@ TEST_CASE("cells read in units, sort values are numbers", "[gui][models]") {
   CHECK(model.index(0, PlanTableModel::gpu_memory).data().toString() == "10.1 GiB");
   CHECK(model.index(0, PlanTableModel::throughput).data().toString() == "40.0 k");  // "Tokens/s" in the header
   CHECK(model.headerData(PlanTableModel::throughput, Qt::Horizontal).toString() == "Tokens/s");
+  {
+    // A plan the simulator re-timed reads its simulated figure, marked * as `ztune search` marks it.
+    auto simulated = four_plans();
+    TimePrediction t = simulated[0].prediction.time;
+    t.tokens_per_s = 38000;
+    simulated[0].simulated = t;
+    PlanTableModel m2;
+    m2.set_plans(simulated, 1e12);
+    CHECK(m2.index(0, PlanTableModel::throughput).data().toString() == "38.0 k*");
+    CHECK(m2.index(1, PlanTableModel::throughput).data().toString().endsWith("k"));
+  }
   CHECK(model.index(2, PlanTableModel::offload).data().toString() == "optimizer → CPU");
   CHECK(model.index(1, PlanTableModel::zero).data().toString() == "ZeRO-1");
   // 1e12 tokens at 40,000 tokens/s: 2.5e7 s = 289.35 days.
