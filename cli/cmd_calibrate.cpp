@@ -206,6 +206,11 @@ int run(const CalibrateFlags& f) {
       if (r.oversubscribed)
         throw InputError(r.label + ": $.environment: " + *r.oversubscribed + ": the ranks time-shared cores, which "
                          "the cost model does not price; rerun with fewer --threads (or ranks) to calibrate on it");
+      // Stored runs are taken by cluster; a record file of another one had
+      // been fitted as this cluster's without a word.
+      if (!r.cluster.empty() && !run_of_cluster(r.cluster, raw_cluster.name))
+        throw InputError(r.label + ": $.plan_file.cluster.name: the run was measured on cluster " + r.cluster +
+                         ", and this calibration fits " + raw_cluster.name + "'s profile");
     }
   }
 
@@ -229,6 +234,10 @@ int run(const CalibrateFlags& f) {
     }
     in.runs.insert(in.runs.end(), stored.begin(), stored.end());
   }
+  // Each measurement once: a record given twice, or the record of a run the
+  // database stored too, had been fitted twice (and a held-out one fitted
+  // and scored as held out).
+  drop_repeated_measurements(in.runs, in.held_out, notes);
 
   // 1. Measure (or read earlier measurements). The measuring run's scratch
   // directory goes however calibrate ends (--keep-measurements copies the file).
@@ -349,8 +358,16 @@ int run(const CalibrateFlags& f) {
   std::printf("\n");
   print_verdict(stdout, r, f.force);
   if (!write) {
-    std::printf("\nnothing written%s; --force writes it anyway\n",
-                in.previous ? (" (the profile in place stays: " + profile_out + ")").c_str() : "");
+    // A refusal for the reference plans alone has a second way out: this
+    // machine may truly be that far from the prior (a busy or slow host).
+    const bool reference_only = !r.verdict.refused_plans.empty() && r.verdict.reasons.size() == 1;
+    char factor[32];
+    std::snprintf(factor, sizeof factor, "%g", f.reference_factor);
+    const std::string hint = reference_only ? std::string("; or, if this machine is that far from the prior, allow it "
+                                                          "with --reference-factor F (now ") + factor + ")"
+                                            : std::string();
+    std::printf("\nnothing written%s; --force writes it anyway%s\n",
+                in.previous ? (" (the profile in place stays: " + profile_out + ")").c_str() : "", hint.c_str());
     return rc;
   }
   std::printf("\nprofile: %s%s\ncalibrated cluster (the same figures, for tools that read cluster files): %s\n"

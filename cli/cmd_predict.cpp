@@ -240,13 +240,21 @@ nlohmann::json prediction_json(const PredictInputs& in, const Prediction& pr, in
           {"features", features_json(in)}};
 }
 
+// The profile by name and the file it was read from: `--profile
+// local-cpu-calibrated` reads the user's calibrated profile when there is
+// one, else the catalog's example of that name (calibrated on another
+// machine), and only the file tells them apart.
+std::string profile_line(const HardwareProfile& hw) {
+  return hw.file.empty() ? hw.name : hw.name + " (" + hw.file + ")";
+}
+
 void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb) {
   const auto& mp = pr.memory;
   const auto& tp = pr.time;
   std::printf("plan     %s\nmodel    %s (%s parameters, %d-token sequences)\ncluster  %s (%d × %d %s)\nprofile  %s\nengine   %s\n",
               in.plan.summary().c_str(), in.model.name.c_str(), params_text(in.model.total_params()).c_str(), in.model.seq_len,
               in.cluster.name.c_str(),
-              in.cluster.nodes, in.cluster.node.gpus, in.cluster.node.gpu.name.c_str(), in.profile.name.c_str(),
+              in.cluster.nodes, in.cluster.node.gpus, in.cluster.node.gpu.name.c_str(), profile_line(in.profile).c_str(),
               (in.profile.engine.name + (in.compiled ? " (compiled: torch.compile / XLA fusion)" : "")).c_str());
   const std::string counted =
       states_counted_as(in.memory.accounting, storage_precision(in.plan), in.cluster, in.profile);

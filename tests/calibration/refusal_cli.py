@@ -143,6 +143,40 @@ with tempfile.TemporaryDirectory() as D:
     if os.path.exists(f"{D}/gpu.json"):
         failures.append("5: a profile was written from another backend's measurements")
 
+    # 6. Each measurement once, and only this cluster's: a record given twice
+    # (or a copy of it) had been fitted twice, a held-out record also given
+    # as fitted scored itself, and a record of another cluster was fitted as
+    # this one's without a word.
+    rec = f"{D}/r.json"
+    r = subprocess.run([ZTUNE, "run", "--cluster", "local-cpu", "--model", "tiny", "--steps", "3", "--record", rec,
+                        "--no-db"], capture_output=True, text=True, env=ENV, timeout=300)
+    if r.returncode != 0:
+        failures.append(f"6: the run for a record failed (exit {r.returncode}): {r.stderr[-500:]}")
+    else:
+        copy = f"{D}/copy/r.json"
+        os.makedirs(os.path.dirname(copy))
+        open(copy, "w").write(open(rec).read())
+        rc, doc = calibrate(good, f"{D}/twice.json", "--force", "--records", rec, copy)
+        notes = " ".join(doc["verdict"]["notes"] + doc.get("notes", []))
+        print("6. a record given twice:", rc, notes[:300])
+        if f"{copy} is {rec} again: fitted once" not in notes:
+            failures.append(f"6: a record given twice was not fitted once, said (exit {rc}): {notes}")
+        rc, doc = calibrate(good, f"{D}/held.json", "--force", "--records", rec, "--holdout-records", copy)
+        notes = " ".join(doc["verdict"]["notes"] + doc.get("notes", []))
+        if f"{rec} is the held-out {copy} again: held out, not fitted" not in notes:
+            failures.append(f"6: a held-out record's fitted copy was not left out of the fit (exit {rc}): {notes}")
+        other = json.load(open(rec))
+        other["plan_file"]["cluster"]["name"] = "other-cpu"
+        other_path = f"{D}/other.json"
+        json.dump(other, open(other_path, "w"))
+        r = subprocess.run([ZTUNE, "calibrate", "--cluster", "local-cpu", "--measurements", good, "--no-db", "--out",
+                            f"{D}/o.json", "--records", other_path], capture_output=True, text=True, env=ENV,
+                           timeout=300)
+        print("6. another cluster's record:", r.returncode, r.stderr.strip()[:200])
+        if r.returncode != 2 or (f"{other_path}: $.plan_file.cluster.name: the run was measured on cluster other-cpu, "
+                                 "and this calibration fits local-cpu's profile") not in r.stderr:
+            failures.append(f"6: another cluster's record was not refused (exit {r.returncode}): {r.stderr}")
+
 for f in failures:
     print("FAILED:", f)
 sys.exit(1 if failures else 0)

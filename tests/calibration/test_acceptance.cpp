@@ -217,6 +217,52 @@ TEST_CASE("a reference plan moved by the microbenchmarks alone is said to be, no
   CHECK_FALSE(r.verdict.accept);
 }
 
+TEST_CASE("runs that would pull the fit past the reference factor are damped until it is within it",
+          "[calibration][session]") {
+  // The microbenchmarks alone moved the reference plans 1.5-2x off the prior,
+  // within the factor; the runs pulled further, and two halvings of the trust
+  // region around the microbenchmark fit had stopped short (2.3x), so every
+  // run made the fit a refusal on a machine slower than the shipped profile.
+  // Oracle: the rule itself, every reference plan within 2x of the prior, and
+  // the runs' direction (slower).
+  const Cluster c = load_cluster("local-cpu");
+  const Transformer m = load_transformer("tiny");
+  SessionInputs in;
+  in.catalog_cluster = c;
+  in.prior = default_profile_for(c);
+  in.name = "local-cpu-calibrated";
+  Measurements gemms;
+  gemms.backend = "cpu";
+  // GEMMs at 17 GFLOP/s a rank, tight rounds: the reference plans 1.86x slower
+  // than the prior's by the microbenchmarks alone.
+  for (double d = 64; d <= 1024; d *= 2)
+    gemms.gemm.push_back({d, d, d, 2 * d * d * d, 2 * d * d * d / 17e9, 0.01, 15});
+  in.measurements = &gemms;
+  auto worst = [](const SessionResult& r) {
+    double w = 1;
+    for (const auto& ref : r.reference) w = std::max(w, ref.ratio());
+    return w;
+  };
+  const double micro_alone = worst(run_session(in));
+  REQUIRE(micro_alone > 1.5);
+  REQUIRE(micro_alone < in.rules.reference_factor);
+  // Runs six times slower than the prior predicts them.
+  for (const Plan& p : {plan(2, 1, 1, 2, 4), plan(1, 2, 1, 4, 4), plan(1, 1, 2, 2, 8), plan(2, 1, 1, 8, 1),
+                        plan(1, 1, 1, 4, 2)})
+    in.runs.push_back(observe(m, p, c, in.prior, 6.0));
+  const SessionResult r = run_session(in);  // the two halvings had left it at 2.63x
+  REQUIRE_FALSE(r.reference.empty());
+  for (const auto& ref : r.reference) {
+    INFO(ref.model << " " << ref.plan << ": " << ref.ratio());
+    CHECK(ref.ratio() <= in.rules.reference_factor * (1 + 1e-9));
+  }
+  CHECK(worst(r) > micro_alone);  // moved towards the runs, as far as the factor lets it
+  CHECK(r.verdict.refused_plans.empty());
+  bool damped = false;
+  for (const auto& n : r.notes) damped = damped || n.starts_with("runs: the fit would move a reference plan");
+  CHECK(damped);
+}
+
 // The loop shown: each profile is judged on the runs stored after it only.
 // Oracle: runs "measured" as the truth predicts them, so the truth's row has
 // error 0 on exactly the runs after it, the shipped row sees every run.

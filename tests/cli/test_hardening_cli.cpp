@@ -696,12 +696,23 @@ TEST_CASE("a database row or an argument that is not UTF-8 is exit 2 naming it, 
   REQUIRE(run_ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-simulate --db '" + db + "'").exit_code == 0);
   // Another program wrote Latin-1 into a text column: history's JSON must not abort.
   exec_sql(db, "UPDATE searches SET created_at = X'E9'");
-  for (const char* args : {"history --json", "history", "history show 1 --json"}) {
+  const std::string said = "column \"created_at\": expected UTF-8 text, byte 0xE9 at offset 0 is not";
+  {
+    const auto r = run_ztune("history show 1 --json --db '" + db + "'");
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, StartsWith("ztune: error: " + db) && Contains(said));
+  }
+  // The list names the row as damaged, with the reason, in valid JSON.
+  for (const char* args : {"history --json", "history"}) {
     const auto r = run_ztune(std::string(args) + " --db '" + db + "'");
     INFO(args << "\n" << r.err);
-    CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, StartsWith("ztune: error: " + db) &&
-                          Contains("column \"created_at\": expected UTF-8 text, byte 0xE9 at offset 0 is not"));
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.err, Contains("1 row(s) cannot be read whole"));
+    if (std::string(args) == "history --json")
+      CHECK(nlohmann::json::parse(r.out).at("searches").at(0).at("damaged") == "search 1: " + said);
+    else
+      CHECK_THAT(r.out, Contains("s1  damaged: search 1: " + said));
   }
   // A Latin-1 file name reaches the database and --json as JSON text: refused by position up front.
   const auto r = run_ztune("search --cluster \"$(printf '/tmp/\\351.json')\" --model gpt2-1.5b --no-db");

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -55,6 +57,26 @@ TEST_CASE("an impossible plan exits 2 naming the rule it breaks", "[cli][predict
   r = run_command(ztune_bin() + " predict --cluster dgx2x16 --model 100b --zero 1 --offload-params cpu --precision fp16");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("stage 3"));
+}
+
+TEST_CASE("a profile fitted on another GPU family than the cluster's is refused, naming both", "[cli][predict]") {
+  // A CPU rank's calibrated profile had priced an A100 cluster at 0.1 % MFU
+  // without a word (its peak and bandwidths replaced the A100's).
+  for (const auto& [args, said] : std::vector<std::pair<std::string, std::string>>{
+           {"predict --cluster dgx-a100-80gb --model gpt2-1.5b --dp 8 --micro-batch 4 --global-batch 32 --profile cpu",
+            "profile cpu: fitted on CPU ranks ($.gpu), but cluster dgx-a100-80gb has A100-SXM4-80GB GPUs"},
+           {"predict --cluster local-cpu --model tiny --profile a100",
+            "profile a100: fitted on A100 GPUs ($.gpu), but cluster local-cpu has CPU ranks"},
+           {"search --cluster dgx2x16 --model gpt2-1.5b --no-db --profile h100",
+            "profile h100: fitted on H100 GPUs ($.gpu), but cluster dgx2x16 has V100-SXM3-32GB GPUs"}}) {
+    const auto r = run_command(ztune_bin() + " " + args);
+    INFO(args << "\n" << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, StartsWith("ztune: error: " + said));
+  }
+  // The family's own profile, and a CPU calibration on a CPU cluster, are taken.
+  CHECK(run_command(ztune_bin() + " predict --cluster local-cpu --model tiny --profile local-cpu-calibrated").exit_code == 0);
+  CHECK(run_command(ztune_bin() + " predict --cluster dgx-a100-80gbx16 --model gpt2-1.5b --profile a100").exit_code == 0);
 }
 
 TEST_CASE("TP communication overlap on the command line: needs --sequence-parallel, megatron only, shortens tp_comm",

@@ -157,6 +157,7 @@ HardwareProfile profile_from_json(const nlohmann::json& doc, const std::string& 
   ObjectReader r(doc, file, "$");
   r.schema("ztune.profile/1");
   HardwareProfile p;
+  p.file = file;
   p.name = r.name("name");
   p.source = r.string("source");
   p.gpu = r.string("gpu");
@@ -279,11 +280,25 @@ HardwareProfile load_profile(const std::string& path) {
                    "; catalog profiles: " + (known.empty() ? "none" : known) + ")");
 }
 
+namespace {
+
+/// A GPU's family: its name up to the first '-', lower case ("A100-SXM4-80GB"
+/// → "a100"); a CPU-rank cluster's is "cpu".
+std::string gpu_family(std::string name) {
+  name = lower(std::move(name));
+  if (auto dash = name.find('-'); dash != std::string::npos) name.resize(dash);
+  return name;
+}
+std::string gpu_family(const Cluster& c) {
+  return c.device_kind == DeviceKind::cpu ? std::string("cpu") : gpu_family(c.node.gpu.name);
+}
+
+}  // namespace
+
 HardwareProfile default_profile_for(const Cluster& c) {
   // The family is the GPU name up to its first '-' ("A100-SXM4-80GB" → "a100");
   // a CPU-rank cluster uses cpu.json.
-  std::string family = c.device_kind == DeviceKind::cpu ? std::string("cpu") : lower(c.node.gpu.name);
-  if (auto dash = family.find('-'); dash != std::string::npos) family.resize(dash);
+  const std::string family = gpu_family(c);
   namespace fs = std::filesystem;
   // Only a plain catalog name is looked up: a family with '/', NUL or 300 bytes
   // (which makes the filesystem throw "File name too long") has no profile.
@@ -317,6 +332,15 @@ bool MeasuredFigures::empty() const {
 }
 
 Cluster with_measured_figures(Cluster c, const HardwareProfile& p) {
+  // A profile's efficiencies are fractions of its own GPU's datasheet, and its
+  // measured figures are its machine's: a CPU rank's calibration priced an
+  // A100 cluster at 0.1 % MFU without a word (and an A100's a CPU one).
+  if (const std::string want = gpu_family(c), have = gpu_family(p.gpu); !p.gpu.empty() && have != want)
+    throw InputError("profile " + p.name + ": fitted on " + (have == "cpu" ? std::string("CPU ranks") : p.gpu + " GPUs") +
+                     " ($.gpu), but cluster " + c.name + " has " +
+                     (want == "cpu" ? std::string("CPU ranks") : c.node.gpu.name + " GPUs") +
+                     ": its figures do not describe them; use the " + want + " profile (data/profiles/" + want +
+                     ".json, the default) or one calibrated on " + c.name);
   const MeasuredFigures& m = p.measured;
   if (m.peak_tflops_fp32) c.node.gpu.peak_tflops_fp32 = *m.peak_tflops_fp32;
   if (m.hbm_bandwidth_gbps) c.node.gpu.hbm_bandwidth_gbps = *m.hbm_bandwidth_gbps;

@@ -65,7 +65,8 @@ RunObservation run_observation_from_record(const RunRecord& record) {
     throw InputError(record.file + ": $.step_time_s: expected a time > 0 (a run with steps), got " +
                      fmt("%g", record.step_time_s));
   RunObservation o;
-  o.label = std::filesystem::path(record.file).filename().string();
+  o.label = record.file;  // as given: two records of one name in different folders stay apart
+  if (record.plan_file.cluster) o.cluster = record.plan_file.cluster->name;
   if (record.environment.is_object() && record.environment.contains("backend") &&
       record.environment["backend"].is_string())
     o.backend = record.environment["backend"].get<std::string>();
@@ -78,6 +79,11 @@ RunObservation run_observation_from_record(const RunRecord& record) {
   o.steps = static_cast<int>(record.steps.size());
   o.oversubscribed = record_oversubscription(record);
   return o;
+}
+
+bool same_measurement(const RunObservation& a, const RunObservation& b) {
+  return a.model.name == b.model.name && a.plan.summary() == b.plan.summary() && a.steps == b.steps &&
+         a.measured_iteration_s == b.measured_iteration_s && a.measured_tokens_per_s == b.measured_tokens_per_s;
 }
 
 RunObservation run_observation_from_record(const nlohmann::json& record, const std::string& file) {

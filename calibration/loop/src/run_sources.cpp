@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "ztune/calibration/run_sources.hpp"
 
 #include "ztune/vocab/input_error.hpp"
@@ -12,6 +13,28 @@ std::vector<RunObservation> runs_from_records(const std::vector<std::string>& fi
   return out;
 }
 
+bool run_of_cluster(const std::string& run_cluster, const std::string& cluster_name) {
+  return run_cluster == cluster_name || run_cluster == cluster_name + "-calibrated";
+}
+
+void drop_repeated_measurements(std::vector<RunObservation>& fitted, const std::vector<RunObservation>& held_out,
+                                std::vector<std::string>& notes) {
+  std::vector<RunObservation> kept;
+  for (auto& r : fitted) {
+    auto same = [&r](const RunObservation& o) { return same_measurement(r, o); };
+    if (auto h = std::find_if(held_out.begin(), held_out.end(), same); h != held_out.end()) {
+      notes.push_back(r.label + " is the held-out " + h->label + " again: held out, not fitted");
+      continue;
+    }
+    if (auto k = std::find_if(kept.begin(), kept.end(), same); k != kept.end()) {
+      notes.push_back(r.label + " is " + k->label + " again: fitted once");
+      continue;
+    }
+    kept.push_back(std::move(r));
+  }
+  fitted = std::move(kept);
+}
+
 std::vector<RunObservation> runs_from_stored(const std::vector<StoredRun>& stored, const std::string& cluster_name,
                                              const std::string& where, std::vector<std::string>& notes) {
   std::vector<RunObservation> out;
@@ -19,7 +42,7 @@ std::vector<RunObservation> runs_from_stored(const std::vector<StoredRun>& store
   std::string first_reason, first_oversubscribed;
   for (const auto& s : stored) {
     if (s.status != "ok") continue;
-    if (s.cluster != cluster_name && s.cluster != cluster_name + "-calibrated") continue;
+    if (!run_of_cluster(s.cluster, cluster_name)) continue;
     if (!s.record.is_object()) continue;
     try {
       RunObservation o = run_observation_from_record(s.record, where + " run " + std::to_string(s.id));

@@ -99,6 +99,7 @@ struct HardwareProfile {
   std::string name;    // e.g. "a100"
   std::string source;  // where the numbers come from
   std::string gpu;     // the GPU family it describes ("A100"); matched against GpuSpec::name's prefix
+  std::string file;    // where it was read from (profile_from_json's `file`; "" when made in code)
 
   // GEMM efficiency vs FLOPs of one (batched) GEMM call whose waves are full,
   // sizes descending; gemm_waves says how full a given shape's waves are.
@@ -160,7 +161,9 @@ HardwareProfile load_profile(const std::string& path);
 
 /// The cluster with the profile's measured figures in place of its own
 /// (unchanged when the profile carries none). Every prediction made with a
-/// profile uses the cluster this returns.
+/// profile uses the cluster this returns. Throws InputError when the profile
+/// was fitted on another GPU family than the cluster's ($.gpu: "A100" for
+/// A100-SXM4-80GB, "CPU" for CPU ranks).
 Cluster with_measured_figures(Cluster c, const HardwareProfile& p);
 /// `base` updated with the figures of `calibrated` that differ from `before`
 /// (the cluster the fit started from). The caller sets the levels' `fitted`.

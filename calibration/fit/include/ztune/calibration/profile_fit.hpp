@@ -187,8 +187,9 @@ ProfileFit fit_profile(const Measurements& m, const Cluster& c, const HardwarePr
 
 /// One measured training run: what ran and what it took.
 struct RunObservation {
-  std::string label;                    // file name or run id
+  std::string label;                    // the record file as given, or the stored run's id
   std::string backend;                  // the record's environment.backend: "cpu" or "cuda-…"
+  std::string cluster;                  // the cluster it ran on ($.plan_file.cluster.name; "" when not embedded)
   Transformer model;
   Plan plan;
   double measured_iteration_s = 0;      // the record's median step time
@@ -208,6 +209,12 @@ struct RunObservation {
 /// known, never judged), else nullopt: RunObservation::oversubscribed, and
 /// `ztune run`'s note at launch.
 std::optional<std::string> oversubscription(long long ranks, long long threads_per_rank, long long hardware_threads);
+
+/// Whether two observations are one measurement read twice (a record file
+/// given again, a copy of it, or the record of a run the database also
+/// stored): the same model and plan, and the same steps and step time to the
+/// last bit, which two runs never share.
+[[nodiscard]] bool same_measurement(const RunObservation& a, const RunObservation& b);
 
 /// The fields the fit needs from a run record (run_record.hpp). Its median step
 /// time must be > 0 (a record without steps measured nothing).

@@ -13,6 +13,10 @@
 
 namespace ztune::calibration {
 
+/// Whether a run on cluster `run_cluster` measures cluster `cluster_name`:
+/// the same name, or the calibrated copy `ztune calibrate` writes of it.
+[[nodiscard]] bool run_of_cluster(const std::string& run_cluster, const std::string& cluster_name);
+
 /// Reads each run-record file (InputError names a bad one).
 std::vector<RunObservation> runs_from_records(const std::vector<std::string>& files);
 
@@ -28,6 +32,14 @@ struct StoredRun {
 /// The successful runs of cluster `cluster_name` (or its calibrated copy) whose
 /// record embeds its model; the label is "run N". Runs that cannot be used are
 /// counted in `notes`, not dropped silently. `where` names the store in messages.
+/// The fitted runs and the held-out ones with each measurement once: a run
+/// read twice among the fitted (a record file given again, or the record of
+/// a run the database also stored) is fitted once, and a held-out run's
+/// fitted copy is left out of the fit (it would score itself). Each drop is
+/// said in `notes`, naming both places.
+void drop_repeated_measurements(std::vector<RunObservation>& fitted, const std::vector<RunObservation>& held_out,
+                                std::vector<std::string>& notes);
+
 std::vector<RunObservation> runs_from_stored(const std::vector<StoredRun>& stored, const std::string& cluster_name,
                                              const std::string& where, std::vector<std::string>& notes);
 
