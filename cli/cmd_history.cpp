@@ -56,6 +56,8 @@ std::vector<ClusterHistory> profile_histories(const ResultsDb& db, std::vector<s
   return out;
 }
 
+nlohmann::json optional_number(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
 int list(const ResultsDb& db, const HistoryFlags& f) {
   const auto searches = db.searches(f.limit);
   const auto runs = db.runs(f.limit);
@@ -89,7 +91,10 @@ int list(const ResultsDb& db, const HistoryFlags& f) {
       j["runs"].push_back(r.damaged.empty()
                               ? nlohmann::json{{"id", "r" + std::to_string(r.id)}, {"created_at", r.created_at},
                                                {"cluster", r.cluster}, {"model", r.model}, {"plan", r.plan},
-                                               {"status", r.status}}
+                                               {"status", r.status},
+                                               // what the text list shows beside each run
+                                               {"measured_iteration_s", optional_number(r.measured_iteration_s)},
+                                               {"predicted_iteration_s", optional_number(r.predicted_iteration_s)}}
                               : nlohmann::json{{"id", "r" + std::to_string(r.id)}, {"damaged", r.damaged}});
     j["profiles"] = nlohmann::json::array();
     for (const auto& h : histories) j["profiles"].push_back(calibration::profile_history_json(h.cluster, h.rows));

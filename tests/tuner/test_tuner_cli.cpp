@@ -293,6 +293,12 @@ TEST_CASE("history show rN summarises a run (predicted against measured, its mea
   r = run_command(ztune_bin() + " history show r" + std::to_string(id) + " --json --db " + db);
   REQUIRE(r.exit_code == 0);
   CHECK(nlohmann::json::parse(r.out).at("measurements").size() == 2);
+  // The list's JSON carries the times its text shows beside each run.
+  r = run_command(ztune_bin() + " history --json --db " + db);
+  REQUIRE(r.exit_code == 0);
+  const auto listed = nlohmann::json::parse(r.out).at("runs").at(0);
+  CHECK(listed.at("measured_iteration_s") == 0.5);
+  CHECK(listed.at("predicted_iteration_s").get<double>() == Approx(predicted));
 }
 
 TEST_CASE("history show rN sets the stored prediction's memory lines beside what each held at the run's peak",
