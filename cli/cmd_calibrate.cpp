@@ -5,6 +5,8 @@
 // profile; it writes the profile (and the cluster with its re-measured
 // figures) and stores it in the database only when the verdict accepts it
 // (--force: anyway), and exits 1 when it is refused.
+#include <csignal>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -321,17 +323,31 @@ int run(const CalibrateFlags& f) {
   const bool write = r.verdict.accept || f.force;
 
   // 3. Write and store only what earned its place (or what --force insists on).
+  // The profile file is the commit (what --profile NAME reads), so it goes
+  // last: the cluster file and the database row first. Ctrl-C or a TERM in
+  // these milliseconds waits until they are done; a kill had left a profile
+  // in use without its row in history, or without its cluster file.
   std::optional<std::int64_t> profile_id;
   if (write) {
-    write_json(profile_out, profile_to_json(r.profile), "--out");
-    write_json(cluster_out, cluster_to_json(r.cluster), "--cluster-out");
-    if (db) {
-      try {
-        profile_id = db->store_profile(r.profile);
-      } catch (const InputError& e) {
-        r.notes.push_back(std::string("profile not stored in the results database: ") + e.what());
+    sigset_t deferred, before;
+    sigemptyset(&deferred);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&deferred, sig);
+    pthread_sigmask(SIG_BLOCK, &deferred, &before);
+    try {
+      write_json(cluster_out, cluster_to_json(r.cluster), "--cluster-out");
+      if (db) {
+        try {
+          profile_id = db->store_profile(r.profile);
+        } catch (const InputError& e) {
+          r.notes.push_back(std::string("profile not stored in the results database: ") + e.what());
+        }
       }
+      write_json(profile_out, profile_to_json(r.profile), "--out");
+    } catch (...) {
+      pthread_sigmask(SIG_SETMASK, &before, nullptr);
+      throw;
     }
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
   }
   const int rc = r.verdict.accept || f.force ? kExitOk : kExitInfeasible;
   if (f.json) {
