@@ -676,6 +676,18 @@ TEST_CASE("a number column holding inf, NaN or text is named by row and column, 
   }
 }
 
+TEST_CASE("a stored run whose time is not > 0 lists as damaged, not as a negative time", "[cli][hardening]") {
+  const std::string db = (scratch() / "negative.db").string();
+  fs::remove(db);
+  REQUIRE(run_ztune("run --cluster local-cpu --model tiny --steps 2 --db '" + db + "'").exit_code == 0);
+  exec_sql(db, "UPDATE runs SET measured_iteration_s = -5 WHERE id = 1");
+  const auto r = run_ztune("history --db '" + db + "'");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("  r1  damaged: run 1: column \"measured_iteration_s\": expected a time > 0 s, got -5"));
+  CHECK_THAT(r.out, !Contains("-5.000 s"));
+}
+
 TEST_CASE("a results database whose version marker was reset is refused as such, untouched", "[cli][hardening]") {
   // It had failed half-way through a migration: "table clusters already exists".
   const std::string db = (scratch() / "reset-version.db").string();

@@ -463,6 +463,12 @@ std::vector<RunSummary> ResultsDb::runs(int limit) const {
       r.status = st.text(5);
       r.predicted_iteration_s = st.optional_real(6);
       r.measured_iteration_s = st.optional_real(7);
+      // A time is > 0: an edited -5 had listed as "measured -5.000 s".
+      for (const auto& [column, v] : {std::pair{"predicted_iteration_s", r.predicted_iteration_s},
+                                      std::pair{"measured_iteration_s", r.measured_iteration_s}})
+        if (v && !(*v > 0))
+          throw DbFailure(SQLITE_MISMATCH, std::string("column \"") + column + "\": expected a time > 0 s, got " +
+                                               std::to_string(*v));
       return r;
     });
   });
