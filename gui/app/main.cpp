@@ -1,7 +1,7 @@
 // ztune-planner: the Qt 6 desktop planner. A thin shell: the window wires
 // views to the models library (ztune_gui_models), which calls the tuner and the simulator.
 //
-//   ztune-planner [--cluster C] [--model M] [--screenshot FILE | --screenshot-set DIR]
+//   ztune-planner [--cluster C] [--model M] [--db PATH] [--screenshot FILE | --screenshot-set DIR]
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QCoreApplication>
@@ -22,6 +22,10 @@ struct Options {
   QCommandLineOption model{{QStringLiteral("m"), QStringLiteral("model")},
                            QStringLiteral("Model: catalog name, file or Hugging Face config.json (default 100b)."),
                            QStringLiteral("M")};
+  QCommandLineOption db{QStringLiteral("db"),
+                        QStringLiteral("Results database the planner stores searches and runs in and lists in History "
+                                       "(default: ztune's, as `ztune --db` defaults)."),
+                        QStringLiteral("PATH")};
   QCommandLineOption screenshot{
       QStringLiteral("screenshot"),
       QStringLiteral("Search, select the best plan, save the window to FILE (PNG) and exit."), QStringLiteral("FILE")};
@@ -36,7 +40,7 @@ void describe(QCommandLineParser& cli, const Options& o) {
   cli.setApplicationDescription(QStringLiteral("Plan, predict and run the training of very large models."));
   cli.addHelpOption();
   cli.addVersionOption();
-  cli.addOptions({o.cluster, o.model, o.screenshot, o.screenshot_set});
+  cli.addOptions({o.cluster, o.model, o.db, o.screenshot, o.screenshot_set});
 }
 
 void name_application() {
@@ -86,6 +90,7 @@ int main(int argc, char** argv) {
   const auto& screenshot = o.screenshot;
 
   ztune::gui::MainWindow window;
+  if (cli.isSet(o.db)) window.document().set_database(cli.value(o.db));
   const bool shooting = cli.isSet(screenshot) || cli.isSet(o.screenshot_set);
   if (!shooting) window.restore_settings();  // a screenshot must not depend on this user's last session
   ztune::gui::SearchInputs in = window.inputs().inputs();

@@ -113,8 +113,9 @@ void RunPanel::run_selected() {
   result_->setText(QStringLiteral("running…"));
   run_->setEnabled(false);
   stop_->setEnabled(true);
-  const QStringList args{QStringLiteral("run"), plan_path_, QStringLiteral("--steps"), QString::number(steps_->value()),
-                         QStringLiteral("--record"), record_path_};
+  // Stored where the planner's searches are (--db), so History lists it beside them.
+  const QStringList args{QStringLiteral("run"),    plan_path_,   QStringLiteral("--steps"), QString::number(steps_->value()),
+                         QStringLiteral("--record"), record_path_, QStringLiteral("--db"),    doc_->database()};
   log_->appendPlainText(QStringLiteral("$ ") + ztune_program() + QLatin1Char(' ') + args.join(QLatin1Char(' ')));
   child_.start(ztune_program(), args);
 }

@@ -44,7 +44,14 @@ fi
 set_dir="$(dirname "$out")/screenshot-set"
 rm -rf "$set_dir"
 xvfb-run -a -s "-screen 0 1920x1200x24" "$planner" --screenshot-set "$set_dir/default"
-xvfb-run -a -s "-screen 0 1920x1200x24" "$planner" --cluster local-cpu --model tiny --screenshot-set "$set_dir/cpu"
+xvfb-run -a -s "-screen 0 1920x1200x24" "$planner" --cluster local-cpu --model tiny --db "$set_dir/cpu.db" \
+  --screenshot-set "$set_dir/cpu"
+# --db: the CPU tour's search and its run are stored there (its messages had
+# named a --db the planner did not have).
+ztune="$(dirname "$planner")/../cli/ztune"
+listed=$("$ztune" history --db "$set_dir/cpu.db")
+echo "$listed" | grep -q "tiny on local-cpu" || { echo "--db $set_dir/cpu.db holds no search:"; echo "$listed"; exit 1; }
+echo "$listed" | grep -q "^  r1 " || { echo "--db $set_dir/cpu.db holds no run:"; echo "$listed"; exit 1; }
 # The timeline of an interleaved plan with 64 or more micro-batches (issue 23):
 # the default search has none (V100), GPT-3 175B on 128 A100 ranks hundreds.
 xvfb-run -a -s "-screen 0 1920x1200x24" "$planner" --cluster dgx-a100-80gbx16 --model gpt3-175b \
