@@ -124,6 +124,14 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
       "(none: the predicted runtime and fragmentation lines are the only reserve)"));
   objective_ = new QComboBox;
   objective_->addItems({QStringLiteral("throughput"), QStringLiteral("time"), QStringLiteral("cost")});
+  // The cost objective's price (`ztune search --gpu-hour-price`): without one,
+  // cost is ranked and shown in GPU-hours.
+  price_ = new QDoubleSpinBox;
+  price_->setRange(0, 1e4);
+  price_->setDecimals(2);
+  price_->setSpecialValueText(QStringLiteral("none: GPU-hours"));
+  price_->setSuffix(QStringLiteral(" per GPU-hour"));
+  price_->setToolTip(QStringLiteral("Price of one GPU-hour, for the cost objective (--gpu-hour-price)"));
 
   const QString json = QStringLiteral("JSON files (*.json);;All files (*)");
   add_row(form, QStringLiteral("&Cluster"), with_browse(cluster_, cluster_, nullptr, QStringLiteral("Open a cluster file"), json),
@@ -154,6 +162,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
       "1: none"));
   add_row(form, QStringLiteral("Max &context parallel"), max_cp_, InputField::max_cp);
   add_row(form, QStringLiteral("&Objective"), objective_, InputField::objective);
+  add_row(form, QStringLiteral("GPU-hour pr&ice"), price_, InputField::objective);
 
   search_ = new QPushButton(QStringLiteral("Search"));
   search_->setDefault(true);
@@ -205,6 +214,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   // for other ones are stale too (they had stayed unmarked).
   connect(tokens_, &QDoubleSpinBox::valueChanged, this, later);
   connect(objective_, &QComboBox::currentTextChanged, this, later);
+  connect(price_, &QDoubleSpinBox::valueChanged, this, later);
 }
 
 void InputPanel::add_row(QFormLayout* form, const QString& label, QWidget* field, InputField which) {
@@ -241,6 +251,7 @@ SearchInputs InputPanel::inputs() const {
   in.memory_headroom_pct = headroom_->value();
   in.max_cp = max_cp_->value();
   in.objective = objective_->currentText();
+  in.gpu_hour_price = price_->value();
   return in;
 }
 
@@ -262,6 +273,7 @@ void InputPanel::set_inputs(const SearchInputs& in) {
   headroom_->setValue(in.memory_headroom_pct);
   max_cp_->setValue(in.max_cp);
   objective_->setCurrentText(in.objective);
+  price_->setValue(in.gpu_hour_price);
 }
 
 void InputPanel::clear_issues() {

@@ -59,6 +59,7 @@ class InputPanel : public QWidget {
   QDoubleSpinBox* headroom_ = nullptr;
   QSpinBox* max_cp_ = nullptr;
   QComboBox* objective_ = nullptr;
+  QDoubleSpinBox* price_ = nullptr;  // GPU-hour price for the cost objective (0: GPU-hours)
   QPushButton* search_ = nullptr;
   QLabel* summary_ = nullptr;
   QLabel* report_ = nullptr;

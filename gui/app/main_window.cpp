@@ -465,6 +465,7 @@ void MainWindow::restore_settings() {
     in.max_cp = s.value(QStringLiteral("inputs/max_cp"), 0).toInt();
     in.memory_headroom_pct = s.value(QStringLiteral("inputs/memory_headroom_pct"), 0.0).toDouble();
     in.objective = s.value(QStringLiteral("inputs/objective"), in.objective).toString();
+    in.gpu_hour_price = s.value(QStringLiteral("inputs/gpu_hour_price"), 0.0).toDouble();
     inputs_->set_inputs(in);
   }
 }
@@ -492,6 +493,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     s.setValue(QStringLiteral("inputs/max_cp"), in.max_cp);
     s.setValue(QStringLiteral("inputs/memory_headroom_pct"), in.memory_headroom_pct);
     s.setValue(QStringLiteral("inputs/objective"), in.objective);
+    s.setValue(QStringLiteral("inputs/gpu_hour_price"), in.gpu_hour_price);
   }
   event->accept();
 }

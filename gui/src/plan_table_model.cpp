@@ -31,10 +31,13 @@ QString overflow_of(const Candidate& c) {
 
 PlanTableModel::PlanTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void PlanTableModel::set_plans(std::vector<Candidate> plans, double tokens) {
+void PlanTableModel::set_plans(std::vector<Candidate> plans, double tokens, Objective objective,
+                               double gpu_hour_price) {
   beginResetModel();
   plans_ = std::move(plans);
   tokens_ = tokens;
+  objective_ = objective;
+  gpu_hour_price_ = gpu_hour_price;
   rebuild();
   endResetModel();
 }
@@ -159,7 +162,13 @@ QVariant PlanTableModel::display(const Candidate& c, int rank_index, int column)
                      : QStringLiteral("—");
     case tflops: return c.timed ? format_tflops(t.model_tflops_per_gpu) : QStringLiteral("—");
     case mfu: return c.timed ? format_percent(t.mfu) : QStringLiteral("—");
-    case days: return c.timed ? format_days(days_of(c)) : QStringLiteral("—");
+    // Under the cost objective: the cost each plan ranks by (Candidate::objective,
+    // as `ztune search`'s GPU-hours column shows it).
+    case days:
+      if (!c.timed) return QStringLiteral("—");
+      if (objective_ == Objective::cost)
+        return gpu_hour_price_ > 0 ? QString::number(c.objective, 'f', 0) : format_count(c.objective);
+      return format_days(days_of(c));
     case iteration: return c.timed ? format_duration(t.iteration_s) : QStringLiteral("—");
     default: return {};
   }
@@ -192,7 +201,7 @@ QVariant PlanTableModel::sort_value(const Candidate& c, int rank_index, int colu
     case throughput: return t.tokens_per_s;
     case tflops: return t.model_tflops_per_gpu;
     case mfu: return t.mfu;
-    case days: return days_of(c);
+    case days: return objective_ == Objective::cost ? c.objective : days_of(c);
     case iteration: return t.iteration_s;
     default: return {};
   }
@@ -243,9 +252,14 @@ QVariant PlanTableModel::headerData(int section, Qt::Orientation orientation, in
                                                      "Offload", "mb×GAS",  "Recomp.", "Attn.",
                                                      "Sched.",  "Prec.",   "Memory", "Tokens/s",
                                                      "FLOP/s",  "MFU",     "Days",   "Iteration"};
+    if (section == days && objective_ == Objective::cost)
+      return gpu_hour_price_ > 0 ? QStringLiteral("Cost") : QStringLiteral("GPU-hours");
     return QString::fromUtf8(kNames[section]);
   }
   if (role == Qt::ToolTipRole) {
+    if (section == days && objective_ == Objective::cost)
+      return gpu_hour_price_ > 0 ? QStringLiteral("cost of training the token budget, at the GPU-hour price given")
+                                 : QStringLiteral("GPU-hours to train the token budget (no GPU-hour price given)");
     switch (section) {
       case batching: return QStringLiteral("micro-batch × gradient accumulation steps");
       case recompute:

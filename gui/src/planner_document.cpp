@@ -89,7 +89,7 @@ void PlannerDocument::show_outcome(SearchOutcome outcome) {
   // Nothing fits: the table shows the plans closest to fitting (their memory
   // marked as over), so there is something to select, compare and read.
   const auto& r = outcome_->result;
-  plans_.set_plans(r.plans.empty() ? r.closest : r.plans, r.tokens);
+  plans_.set_plans(r.plans.empty() ? r.closest : r.plans, r.tokens, r.objective, r.gpu_hour_price);
   set_compared({});
   scaling_.clear();
   if (!select(0)) {

@@ -211,6 +211,22 @@ TEST_CASE("a plan's row: found beyond the fetched rows, then fetched", "[gui][mo
   CHECK(model.row_of(299) == 74);  // rank 300 is the 75th ZeRO-3 plan
 }
 
+TEST_CASE("under the cost objective the days column shows the cost each plan ranks by", "[gui][models]") {
+  // The cost objective had ranked by a cost the table did not show.
+  auto plans = four_plans();
+  plans[0].objective = 11450;  // GPU-hours (ztune search's column for gpt2-1.5b on dgx2x16)
+  PlanTableModel model;
+  model.set_plans(plans, 1e12, Objective::cost, 0);
+  CHECK(model.headerData(PlanTableModel::days, Qt::Horizontal).toString() == "GPU-hours");
+  CHECK(model.index(0, PlanTableModel::days).data().toString() == "11.4 k");
+  CHECK(model.index(0, PlanTableModel::days).data(PlanTableModel::SortRole).toDouble() == 11450);
+  model.set_plans(plans, 1e12, Objective::cost, 2.5);
+  CHECK(model.headerData(PlanTableModel::days, Qt::Horizontal).toString() == "Cost");
+  CHECK(model.index(0, PlanTableModel::days).data().toString() == "11450");
+  model.set_plans(plans, 1e12);
+  CHECK(model.headerData(PlanTableModel::days, Qt::Horizontal).toString() == "Days");
+}
+
 TEST_CASE("the plans count says what is shown of what fits", "[gui][models]") {
   CHECK(plan_count_text(1055, 1055, 1055) == "all 1,055 plans that fit");
   CHECK(plan_count_text(312, 1055, 1055) == "312 of 1,055 plans that fit");

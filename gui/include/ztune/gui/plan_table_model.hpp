@@ -57,7 +57,10 @@ class PlanTableModel : public QAbstractTableModel {
 
   /// Replaces the plans (in the search's rank order), keeping the sort column
   /// and the filters. `tokens` is the search's token budget (for days to train).
-  void set_plans(std::vector<Candidate> plans, double tokens);
+  /// Under the cost objective the days column shows each plan's cost instead
+  /// (GPU-hours, or at `gpu_hour_price` a GPU-hour), what the plans rank by.
+  void set_plans(std::vector<Candidate> plans, double tokens, Objective objective = Objective::throughput,
+                 double gpu_hour_price = 0);
   void clear();
   /// Every plan, in rank order (the "#" column is the position here + 1).
   [[nodiscard]] const std::vector<Candidate>& candidates() const { return plans_; }
@@ -108,6 +111,8 @@ class PlanTableModel : public QAbstractTableModel {
   std::vector<int> order_;  // indices into plans_ that pass the filters, in the table's order
   int fetched_ = 0;         // rows of order_ the views have (rowCount)
   double tokens_ = 0;
+  Objective objective_ = Objective::throughput;
+  double gpu_hour_price_ = 0;
   int sort_column_ = rank;
   Qt::SortOrder sort_order_ = Qt::AscendingOrder;
   std::optional<int> zero_stage_;
