@@ -98,14 +98,26 @@ int run_export(const ExportFlags& f) {
     const auto config = deepspeed_config(pf, f.plan_file);
     const std::string config_path = f.out.empty() ? "ds_config.json" : f.out;
     const std::string launch = deepspeed_launch(pf, config_path, f.plan_file);
+    for (const auto& n : deepspeed_version_notes(pf.plan)) std::cerr << "ztune: note: " << n << "\n";
+    // A plan DeepSpeed runs but Megatron-DeepSpeed's launch would not: the
+    // config, and instead of the launch why not and what runs it.
+    const auto refused = deepspeed_launch_refusal(pf.plan);
     if (f.out.empty()) {
       // The config on stdout (pipe it to a file); the launch command on stderr.
       std::cout << config.dump(2) << "\n";
+      if (refused) {
+        std::cerr << "ztune: note: no launch command: " << *refused << "\n";
+        return kExitOk;
+      }
       std::cerr << "launch: " << launch << "\n";
       print_srun(std::cerr, pf, deepspeed_torchrun_launch(pf, config_path, f.plan_file), f.plan_file);
       print_placeholders(std::cerr, pf, Engine::deepspeed, f.plan_file);
     } else {
       write_file(f.out, config.dump(2) + "\n");
+      if (refused) {
+        std::cout << "Wrote " << f.out << ". No launch command: " << *refused << "\n";
+        return kExitOk;
+      }
       std::cout << "Wrote " << f.out << ". Launch with:\n" << launch << "\n";
       print_srun(std::cout, pf, deepspeed_torchrun_launch(pf, config_path, f.plan_file), f.plan_file);
       print_placeholders(std::cout, pf, Engine::deepspeed, f.plan_file);

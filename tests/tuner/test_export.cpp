@@ -218,6 +218,9 @@ TEST_CASE("Megatron export of Korthikanti's 175B plan gives the expected argumen
     CHECK(after("--ckpt-format") == "fsdp_dtensor");
     CHECK(std::find(fsdp.begin(), fsdp.end(), "--no-gradient-accumulation-fusion") != fsdp.end());
     CHECK(std::find(fsdp.begin(), fsdp.end(), "--use-distributed-optimizer") != fsdp.end());
+    // validate_args asserts CUDA_DEVICE_MAX_CONNECTIONS is not "1" under
+    // Megatron-FSDP (with tp it only warns): the launch leaves it unset.
+    if (p.tp > 1) CHECK_THAT(megatron_launch(pf, "plan.json"), !Contains("CUDA_DEVICE_MAX_CONNECTIONS"));
     p.zero_stage = 2;
     CHECK(std::find(megatron_arguments(pf, "plan.json").begin(), megatron_arguments(pf, "plan.json").end(),
                     "optim_grads") != megatron_arguments(pf, "plan.json").end());
@@ -821,8 +824,12 @@ TEST_CASE("export of Ulysses: Megatron-DeepSpeed's --ds-sequence-parallel-size, 
   CHECK_THAT(deepspeed_launch(pf, "ds.json", "u.json"), !Contains("--ds-sequence-parallel-size"));
 }
 
-TEST_CASE("export of hybrid sharding: DeepSpeed MiCS' mics_shard_size, refused for Megatron-LM",
+TEST_CASE("export of hybrid sharding is refused for DeepSpeed (MiCS) and Megatron-LM, naming why",
           "[tuner][export][hsdp]") {
+  // DeepSpeed's MiCS had been exported as mics_shard_size: it shards only
+  // parameters built under deepspeed.zero.MiCS_Init (runtime/zero/mics.py
+  // asserts it), which Megatron-DeepSpeed's pretrain_gpt.py does not use, and
+  // DeepSpeed 0.19 removed it (an export audit against both versions).
   PlanFile pf;
   Plan& p = pf.plan;
   p.dp = 64;
@@ -833,21 +840,47 @@ TEST_CASE("export of hybrid sharding: DeepSpeed MiCS' mics_shard_size, refused f
   p.global_batch = 128;
   pf.cluster = load_cluster("dgx-h100x32");
   pf.model = load_transformer("llama-7b");
-  // deepspeed/runtime/zero/config.py (DeepSpeed up to the 0.18 line): mics_shard_size
-  // (int, -1 = off) and mics_hierarchical_params_gather (bool) in zero_optimization.
-  const auto z = deepspeed_config(pf, "hsdp.json")["zero_optimization"];
-  CHECK(z["stage"] == 3);
-  CHECK(z["mics_shard_size"] == 8);
-  CHECK(z["mics_hierarchical_params_gather"] == false);  // a shard group inside a node of 8
-  CHECK_FALSE(z.contains("zero_hpz_partition_size"));
-  p.dp_shard = 16;  // two nodes per shard group: the hierarchical gather
-  p.grad_accum = 2;
-  CHECK(deepspeed_config(pf, "hsdp.json")["zero_optimization"]["mics_hierarchical_params_gather"] == true);
+  CHECK_THROWS_WITH(deepspeed_config(pf, "hsdp.json"),
+                    Contains("hsdp.json: deepspeed cannot run this plan") && Contains("MiCS_Init") &&
+                        Contains("--engine fsdp (HSDP)"));
+  CHECK_THROWS_WITH(deepspeed_launch(pf, "ds_config.json", "hsdp.json"), Contains("MiCS_Init"));
   CHECK_THROWS_WITH(megatron_arguments(pf, "hsdp.json"),
                     Contains("hsdp.json: megatron cannot run this plan") && Contains("no ZeRO-3 sharded inside groups"));
-  // Without it the ds_config is as before.
+  // ZeRO-3 over the whole data-parallel group: as before.
   p.dp_shard = 0;
-  CHECK_FALSE(deepspeed_config(pf, "hsdp.json")["zero_optimization"].contains("mics_shard_size"));
+  const auto z = deepspeed_config(pf, "hsdp.json")["zero_optimization"];
+  CHECK(z["stage"] == 3);
+  CHECK_FALSE(z.contains("mics_shard_size"));
+}
+
+TEST_CASE("DeepSpeed export refuses ZeRO++ beside tensor or pipeline parallelism, and gives 1-bit Adam no launch",
+          "[tuner][export]") {
+  PlanFile pf = zero2_offload_plan();
+  Plan& p = pf.plan;
+  p.offload_optimizer = OffloadTarget::none;
+  p.zero_stage = 3;
+  p.zeropp = true;
+  // hpZ's and qgZ's groups are consecutive world ranks (utils/groups.py,
+  // comm/coalesced_collectives.py): beside tp they mix tensor shards.
+  p.dp = 8;
+  p.tp = 2;
+  p.grad_accum = 16;
+  CHECK_THROWS_WITH(deepspeed_config(pf, "zpp.json"),
+                    Contains("zpp.json: deepspeed cannot run this plan") && Contains("consecutive world ranks"));
+  p.dp = 16;
+  p.tp = 1;
+  p.grad_accum = 8;
+  CHECK(deepspeed_config(pf, "zpp.json")["zero_optimization"]["zero_hpz_partition_size"] == 16);
+  CHECK_FALSE(deepspeed_launch_refusal(p).has_value());
+  // 1-bit Adam: the config holds DeepSpeed's OneBitAdam, but Megatron-DeepSpeed
+  // passes deepspeed.initialize its own Adam, which overrides it: no launch.
+  p.zeropp = false;
+  p.zero_stage = 0;
+  p.onebit_adam = true;
+  CHECK(deepspeed_config(pf, "ob.json")["optimizer"]["type"] == "OneBitAdam");
+  const auto why = deepspeed_launch_refusal(p);
+  REQUIRE(why.has_value());
+  CHECK_THAT(*why, Contains("client optimizer overrides the config's OneBitAdam") && Contains("0.18 or earlier"));
 }
 
 namespace {
@@ -894,6 +927,8 @@ TEST_CASE("torchtitan export: degrees multiply to the plan's devices, refusals n
   p.recompute = Recompute::full;
   const std::string toml = torchtitan_config(pf, "plan.json");
   CHECK_THAT(toml, Contains("flavor = \"8B\""));
+  // The release whose fields these are (0.2 renamed some, 0.3 reads no TOML): said in the file.
+  CHECK_THAT(toml, Contains("# written for torchtitan 0.1.0 (pip install torchtitan==0.1.0)"));
   {
     PlanFile llama2 = pf;
     llama2.model = load_transformer("llama-70b");  // 80 × 8192, 8 KV heads, FFN 28672: the 70B flavor's shape
@@ -955,9 +990,15 @@ TEST_CASE("torchtitan export: degrees multiply to the plan's devices, refusals n
   // Not one of torchtitan's flavors: written under its name, listed to register.
   pf.model->layers = 30;
   CHECK_THAT(torchtitan_config(pf, "plan.json"), Contains("flavor = \"" + m.name + "\""));
-  bool listed = false;
-  for (const auto& line : torchtitan_placeholders(pf, "plan.json")) listed |= line.find("n_layers=30") != std::string::npos;
+  bool listed = false, vocab_said = false;
+  for (const auto& line : torchtitan_placeholders(pf, "plan.json")) {
+    listed |= line.find("n_layers=30") != std::string::npos;
+    // torchtitan sets vocab_size from the tokenizer: registering one had no effect.
+    vocab_said |= line.find("vocab_size=") == std::string::npos &&
+                  line.find("its vocabulary is the tokenizer's") != std::string::npos;
+  }
   CHECK(listed);
+  CHECK(vocab_said);
   pf.model->layers = 32;
   // Refusals.
   p.sequence_parallel = false;
@@ -1296,7 +1337,7 @@ TEST_CASE("FP8 exports as Transformer Engine's flags and torchtitan's float8 con
   CHECK(engine_violation(p, Engine::fsdp) == EngineRule::fs_fp8_delayed);
   CHECK_THROWS_WITH(torchtitan_config(pf, "plan.json"), Contains("use fp8 \"tensorwise\""));
   p.fp8 = Fp8Recipe::none;
-  CHECK_THAT(torchtitan_config(pf, "plan.json"), !Contains("float8"));
+  CHECK_THAT(torchtitan_config(pf, "plan.json"), !Contains("[float8]") && !Contains("converters"));
   // FP8 under Megatron-FSDP is not modelled.
   p.fp8 = Fp8Recipe::delayed;
   p.zero_stage = 3;

@@ -196,6 +196,18 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"fsdp: FP8 all-gathers not modelled",
      "ztune does not model torchtitan's enable_fsdp_float8_all_gather (FSDP2 gathering float8 weights): drop "
      "fp8_param_gather (torchtitan's float8 then gathers bf16 weights and casts them at each use)"},
+    // An export audit against the engines' source (DeepSpeed 0.18.9 and 0.19.8,
+    // Megatron-DeepSpeed): plans the deepspeed export wrote that cannot start.
+    {"deepspeed: no MiCS",
+     "DeepSpeed's MiCS (ZeRO-3 sharded in groups, plan.dp_shard) shards only parameters built under "
+     "deepspeed.zero.MiCS_Init (runtime/zero/mics.py asserts it), and Megatron-DeepSpeed's pretrain_gpt.py builds "
+     "them under deepspeed.zero.Init; DeepSpeed 0.19 removed MiCS: use --engine fsdp (HSDP) or ztune, or ZeRO-3 over "
+     "the whole data-parallel group (dp_shard 0)"},
+    {"deepspeed: ZeRO++ with tensor or pipeline parallelism",
+     "ZeRO++'s secondary partition (hpZ) and quantized gradient reduction (qgZ) form their groups from consecutive "
+     "world ranks (utils/groups.py _create_zero_param_parallel_group, runtime/comm/coalesced_collectives.py "
+     "all_to_all_quant_reduce), and Megatron-DeepSpeed passes no zero_param_parallel_group: beside tensor or "
+     "pipeline parallelism they mix ranks holding different shards; use tp 1 and pp 1 with ZeRO++, or zeropp false"},
 }};
 
 }  // namespace
@@ -230,6 +242,8 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
         return EngineRule::ds_pipeline_schedule;
       if (p.onebit_adam && p.zero_stage != 0) return EngineRule::ds_onebit_zero;
       if (p.zeropp && p.zero_stage != 3) return EngineRule::ds_zeropp_stage;
+      if (p.zeropp && (p.tp > 1 || p.pp > 1)) return EngineRule::ds_zeropp_model_parallel;
+      if (p.dp_shard > 0) return EngineRule::ds_mics;
       // deepspeed/runtime/config.py (0.18.9, the last DeepSpeed with sparse
       // attention): get_sparse_bigbird_config / get_sparse_bslongformer_config
       // read no "attention" key, and their SparsityConfig classes default to

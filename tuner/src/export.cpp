@@ -336,16 +336,6 @@ nlohmann::json deepspeed_config(const PlanFile& pf, const std::string& file) {
     zero["stage3_param_persistence_threshold"] =
         p.param_persistence_threshold == 0 ? 0LL : elems(p.param_persistence_threshold, "param_persistence_threshold", file);
   }
-  if (p.dp_shard > 0) {
-    // Hybrid sharding as DeepSpeed's MiCS (deepspeed/runtime/zero/config.py
-    // mics_shard_size, mics_hierarchical_params_gather; DeepSpeed releases up
-    // to the 0.18 line: later ones removed MiCS): ZeRO-3 inside groups of
-    // mics_shard_size ranks, replicated across them. The hierarchical gather
-    // helps only a shard group that spans nodes.
-    zero["mics_shard_size"] = p.dp_shard;
-    const int gpn = pf.cluster ? pf.cluster->node.gpus : 8;
-    zero["mics_hierarchical_params_gather"] = p.dp_shard * p.tp > gpn;
-  }
   if (p.offload_optimizer != OffloadTarget::none) zero["offload_optimizer"] = offload_section(p.offload_optimizer);
   if (p.offload_params != OffloadTarget::none) zero["offload_param"] = offload_section(p.offload_params);
   if (p.zeropp) {
@@ -383,6 +373,10 @@ nlohmann::json deepspeed_config(const PlanFile& pf, const std::string& file) {
   // method are PipelineModule arguments, which Megatron-DeepSpeed takes from
   // --pipeline-model-parallel-size and --partition-method (in the launch).
   if (p.pp > 1) ds["pipeline"] = {{"activation_checkpoint_interval", p.recompute == Recompute::full ? 1 : 0}};
+  // 1-bit Adam is built by DeepSpeed from this section only when the training
+  // script passes deepspeed.initialize no optimizer of its own (a client
+  // optimizer overrides it): deepspeed_launch_refusal says so for the
+  // Megatron-DeepSpeed launch.
   if (p.onebit_adam)
     ds["optimizer"] = {{"type", "OneBitAdam"},
                        {"params", {{"lr", 1e-4}, {"freeze_step", p.onebit_freeze_step}, {"cuda_aware", false},
@@ -441,6 +435,26 @@ std::vector<std::string> deepspeed_program(const PlanFile& pf, const std::string
 }
 
 }  // namespace
+
+std::optional<std::string> deepspeed_launch_refusal(const Plan& p) {
+  if (p.onebit_adam)
+    return "Megatron-DeepSpeed's pretrain_gpt.py builds its own Adam (megatron/optimizer get_megatron_optimizer) and "
+           "passes it to deepspeed.initialize, and a client optimizer overrides the config's OneBitAdam "
+           "(deepspeed/__init__.py): it would train plain Adam with uncompressed gradients. Run the config with a "
+           "script that lets DeepSpeed build the optimizer (deepspeed.initialize without optimizer=, as Hugging "
+           "Face's Trainer --deepspeed does), on DeepSpeed 0.18 or earlier (0.19 dropped OneBitAdam from its config "
+           "optimizers)";
+  return std::nullopt;
+}
+
+std::vector<std::string> deepspeed_version_notes(const Plan& p) {
+  std::vector<std::string> out;
+  // DeepSpeed 0.19's config parser rejects these sections (runtime/config.py).
+  if (p.sparse_attention != SparseLayout::none)
+    out.push_back("sparse_attention needs DeepSpeed 0.18 or earlier: 0.19 removed block-sparse attention and "
+                  "refuses the section");
+  return out;
+}
 
 // Megatron-DeepSpeed's validate_args raises a RuntimeError for sequence
 // parallelism unless CUDA_DEVICE_MAX_CONNECTIONS is 1 (the tensor-parallel
@@ -646,8 +660,11 @@ std::string megatron_launch(const PlanFile& pf, const std::string& file) {
   const auto args = megatron_arguments(pf, file);
   // Megatron-LM's validate_args (megatron/training/arguments.py) asserts
   // CUDA_DEVICE_MAX_CONNECTIONS=1 with tensor parallelism before Blackwell, so
-  // the tensor-parallel GEMMs and their collectives are issued in order.
-  const std::string env = pf.plan.tp > 1 ? "CUDA_DEVICE_MAX_CONNECTIONS=1 " : "";
+  // the tensor-parallel GEMMs and their collectives are issued in order; but
+  // under Megatron-FSDP (ZeRO-2/3 here) it asserts the opposite (FSDP needs
+  // more than one connection to overlap its gathers), and with tp only warns.
+  const bool megatron_fsdp = pf.plan.zero_stage >= 2;
+  const std::string env = pf.plan.tp > 1 && !megatron_fsdp ? "CUDA_DEVICE_MAX_CONNECTIONS=1 " : "";
   return env + torchrun_command(pf, file) + " pretrain_gpt.py " + join(args);
 }
 

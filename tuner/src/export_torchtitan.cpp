@@ -77,6 +77,15 @@ const char* schedule_name(Schedule s) {
 
 }  // namespace
 
+// The torchtitan release whose job config this writes (an export audit parsed
+// the TOMLs with each release's own ConfigManager): 0.1.0 reads every field;
+// 0.2.x renamed checkpoint.enable_checkpoint to enable, moved [float8] under
+// [quantize.linear.float8] and pipeline_parallel_split_points to
+// module_fqns_per_model_part; 0.3.0 reads no TOML job config.
+const char* const kTorchtitanVersionNote =
+    "written for torchtitan 0.1.0 (pip install torchtitan==0.1.0); 0.2.x renamed checkpoint.enable_checkpoint and "
+    "moved the float8 section and the pipeline split points, and 0.3 takes no TOML job config";
+
 std::string torchtitan_config(const PlanFile& pf, const std::string& file) {
   const Plan& p = pf.plan;
   require_engine_can_run(p, Engine::fsdp, file);
@@ -118,7 +127,8 @@ std::string torchtitan_config(const PlanFile& pf, const std::string& file) {
   const Flavor* flavor = flavor_of(m);
   std::ostringstream o;
   o << "# torchtitan job config written by ztune export for " << p.summary() << "\n";
-  o << "# (torchtitan/config/job_config.py fields; launch: see the command ztune printed)\n\n";
+  o << "# (torchtitan/config/job_config.py fields; launch: see the command ztune printed)\n";
+  o << "# " << kTorchtitanVersionNote << "\n\n";
   o << "[job]\n";
   o << "dump_folder = \"./outputs\"\n";
   o << "description = " << quoted("ztune: " + p.summary()) << "\n\n";
@@ -223,6 +233,7 @@ Plan as_torchtitan_runs(const Plan& p) {
 
 std::vector<std::string> torchtitan_placeholders(const PlanFile& pf, const std::string& file) {
   auto out = launch_placeholders(pf, Engine::fsdp, file);
+  out.push_back(std::string("torchtitan's version: ") + kTorchtitanVersionNote);
   out.push_back("model.tokenizer_path: torchtitan's Llama 3 tokenizer (scripts/download_hf_assets.py or "
                 "download_tokenizer.py puts it under ./assets)");
   out.push_back("training.dataset: \"c4\" streams allenai/c4 from the Hugging Face hub; set dataset_path for a "
@@ -243,9 +254,12 @@ std::vector<std::string> torchtitan_placeholders(const PlanFile& pf, const std::
     std::ostringstream f;
     f << "model.flavor \"" << m.name << "\": not one of torchtitan's Llama 3 flavors (8B, 70B, 405B); register it in "
       << "torchtitan/models/llama3/__init__.py as TransformerModelArgs(dim=" << m.hidden << ", n_layers=" << m.layers
-      << ", n_heads=" << m.heads << ", n_kv_heads=" << m.kv_heads << ", vocab_size=" << m.vocab
-      << ", rope_theta=" << m.rope_theta << ", norm_eps=" << m.norm_eps << ") with multiple_of and "
-      << "ffn_dim_multiplier giving an FFN of " << m.ffn_hidden;
+      << ", n_heads=" << m.heads << ", n_kv_heads=" << m.kv_heads << ", rope_theta=" << m.rope_theta
+      << ", norm_eps=" << m.norm_eps << ") with multiple_of and ffn_dim_multiplier giving an FFN of "
+      << m.ffn_hidden << "; its vocabulary is the tokenizer's (torchtitan sets vocab_size from the tokenizer, "
+      << "models/llama3/model/args.py update_from_config): use a tokenizer of " << m.vocab
+      << " tokens, else the embedding and output layers take the tokenizer's count, not the "
+      << m.vocab << " the plan was priced with";
     out.push_back(f.str());
   }
   return out;

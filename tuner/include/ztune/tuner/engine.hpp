@@ -91,6 +91,8 @@ enum class EngineRule : std::uint8_t {
   mg_fp8_fsdp,             // FP8 under Megatron-FSDP is not modelled
   mg_fp8_param_gather,     // --fp8-param-gather needs the distributed optimizer (ZeRO-1)
   fs_fp8_param_gather,     // torchtitan's float8 all-gather is not modelled
+  ds_mics,                 // MiCS needs MiCS_Init, which Megatron-DeepSpeed does not build under
+  ds_zeropp_model_parallel,  // ZeRO++'s hpZ/qgZ groups are consecutive world ranks: no tp or pp beside them
   count
 };
 

@@ -53,6 +53,13 @@ nlohmann::json deepspeed_config(const PlanFile& pf, const std::string& file);
 /// (without --num_gpus when the launch is ragged: the hostfile's slots say each node's count).
 /// Model shape arguments come from the plan file's embedded model, when present.
 std::string deepspeed_launch(const PlanFile& pf, const std::string& config_path, const std::string& file);
+/// Why the Megatron-DeepSpeed launch would not run the config's plan although
+/// DeepSpeed can (1-bit Adam: its pretrain_gpt.py hands DeepSpeed an optimizer
+/// of its own), with what to run instead; nullopt when it runs it.
+[[nodiscard]] std::optional<std::string> deepspeed_launch_refusal(const Plan& p);
+/// What the config needs of DeepSpeed's version ("sparse_attention needs
+/// DeepSpeed 0.18 or earlier ..."), one line each.
+[[nodiscard]] std::vector<std::string> deepspeed_version_notes(const Plan& p);
 
 /// Megatron-LM pretrain_gpt.py arguments for the plan (and the embedded model's shape).
 std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::string& file);
