@@ -135,8 +135,21 @@ double executor_backward_workspace(const Transformer& m, const Plan& p, bool fir
   // gathered output gradient both read.
   const double carried = m.parallel_residual ? gathered : ns * h;
   const double residual_grads = 2.0 * eb * ns * h;  // d and dnext
-  // Selective recomputation re-runs the unfused core first (att_tmp, atty_tmp).
-  const double rerun = p.recompute == Recompute::selective && !fused && !host_attention ? eb * (probs + n * cl) : 0.0;
+  // Selective recomputation re-runs the core first (GptStage::attn_backward's
+  // att_tmp, atty_tmp): the unfused kernel's probabilities; under the ring and
+  // Ulysses their whole fp32 state again (what selective recomputation did not
+  // store: the ring's probabilities, or its log-sum-exp when fused, Ulysses'
+  // gathered heads), beside the output. Left out, cp and Ulysses plans with
+  // selective recomputation were predicted 9-15 % under their measured peak.
+  double rerun = 0;
+  if (p.recompute == Recompute::selective && host_attention) {
+    const double dropped = layer_activation_bytes_executor(m, p, Recompute::none, density) -
+                           layer_activation_bytes_executor(m, p, Recompute::selective, density);
+    const double lse = fused ? 4.0 * m.heads * m.seq_len * p.micro_batch / (t * p.seq_split()) : 0.0;
+    rerun = dropped + lse + eb * n * cl;
+  } else if (p.recompute == Recompute::selective && !fused) {
+    rerun = eb * (probs + n * cl);
+  }
   const double gqa = m.kv_heads != m.heads ? 2.0 * n * 3.0 * cl : 0.0;  // the dense Q|K|V and its gradient
   double core = 0;  // the attention backward's widened operands
   // The ring's backward (RingAttention::backward) also holds, in fp32, the K|V
