@@ -66,6 +66,13 @@ ModelStateBytes executor_state_bytes(double psi, const Plan& p) {
   return {p.zero_stage >= 3 ? pb * psi / d : pb * psi, grads, p.zero_stage >= 1 ? ob * psi / d : ob * psi};
 }
 
+double executor_onebit_host_bytes(double psi, int dp) {
+  const double ranks = std::max(1, dp);
+  const double chunk = std::ceil(std::ceil(psi / ranks) / 32.0) * 32.0;
+  const double padded = chunk * ranks;
+  return 4.0 * (2.0 * padded + psi + chunk) + 4.0 * 2.0 * psi;
+}
+
 // The CUDA backend's scratch beyond what the executor tracks, from its caching
 // allocator and one call's at a time: the standard attention's buffers
 // (kernels/cuda attention_workspace_elems: 7·n + heads·s² elements for the

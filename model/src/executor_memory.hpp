@@ -18,6 +18,12 @@ namespace ztune {
 
 /// Parameters, gradients and optimizer states of `psi` parameters, partitioned as the ZeRO stage says.
 [[nodiscard]] ModelStateBytes executor_state_bytes(double psi, const Plan& p);
+/// Host bytes of ztune's executor's 1-bit Adam on one rank of `psi` parameters
+/// and `dp` data-parallel ranks (executor/onebit_adam.cpp, which keeps them in
+/// host memory on every backend): momentum and worker error over dp chunks of
+/// ⌈psi/dp⌉ rounded up to 32, variance, the server error of one chunk (fp32),
+/// and the fp32 staging copies of the parameters and gradients.
+[[nodiscard]] double executor_onebit_host_bytes(double psi, int dp);
 
 /// The CUDA backend's attention scratch beyond what the executor tracks, in bytes.
 [[nodiscard]] double executor_cuda_scratch(const Transformer& m, const Plan& p);

@@ -556,11 +556,16 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
                  (p.zero_stage >= 3 ? std::max(1, p.shard_group()) : 1);
   sm.gpu[idx(MemLine::params)] = st.params;
   sm.gpu[idx(MemLine::grads)] = st.grads;
-  // 1-bit Adam's error feedback (fp32 worker and server errors) is optimizer state.
+  // 1-bit Adam's error feedback (fp32 worker and server errors) is optimizer
+  // state, on the GPU beside Adam's moments in DeepSpeed; ztune's executor
+  // keeps all of them in host memory on every backend (executor/onebit_adam.hpp;
+  // predict_memory's host line): predicted on the GPU, its plans had read
+  // 84-94 % over the measured peak.
   OnebitAdamCost onebit;
   if (p.onebit_adam) {
     onebit = onebit_adam_cost(m, p, c, hw);
-    st.optimizer += onebit.error_feedback_bytes;
+    if (executor) st.optimizer = 0;
+    else st.optimizer += onebit.error_feedback_bytes;
   }
   sm.gpu[idx(MemLine::optimizer)] = st.optimizer;
 
@@ -718,6 +723,8 @@ MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Clust
     nvme += gpn * 2.0 * psi / p.shard_group();
     host += gpn * kSwapBuffers * std::min(psi / p.dp, kSwapBufferElems) * 2.0;
   }
+  // ztune's executor's 1-bit Adam: its states and staging in host memory, each rank's.
+  if (p.onebit_adam && executor_layout(c, hw)) host += gpn * executor_onebit_host_bytes(psi, p.dp);
   // CPU checkpointing: every GPU's checkpoints of its most loaded stage (the
   // first: most layers and micro-batches in flight under 1F1B).
   if (p.cpu_checkpointing)
