@@ -614,6 +614,24 @@ TEST_CASE("dp_shard in the plan file: optional, round-trips, its rules name $.dp
   r.attention = ztune::AttentionKernel::flash;
   CHECK_FALSE(ztune::check_plan_shape(r, m).has_value());
   CHECK(r.shard_replicas() == 4);
+  r.dp_shard = 3;
+  CHECK_THAT(*ztune::check_plan_shape(r, m), Contains("with dp × cp = 32; expected a divisor of 32"));
+  // With Ulysses the group is dp × ulysses too (the executor shards over it);
+  // the message had said "dp 4".
+  r.cp = 1;
+  r.ulysses = 2;
+  r.dp = 2;
+  r.global_batch = 2;
+  CHECK_THAT(*ztune::check_plan_shape(r, m), Contains("$.dp_shard: 3 ranks per shard group with dp × ulysses = 4"));
+  // The summary writes the pipeline's chunks beside pp, before the shard group.
+  ztune::Plan v;
+  v.dp = 4;
+  v.pp = 2;
+  v.zero_stage = 3;
+  v.dp_shard = 2;
+  v.schedule = ztune::Schedule::interleaved;
+  v.virtual_stages = 2;
+  CHECK_THAT(v.summary(), Contains("dp4×tp1×pp2×v2 shard2 z3"));
 }
 
 TEST_CASE("selective policy: optional in the file, round-trips, strict, needs recompute selective", "[plan][recompute]") {
@@ -830,6 +848,12 @@ TEST_CASE("every k-th layer recomputed (torchtitan's selective_ac_option k): opt
   CHECK(ztune::attention_recompute_share(p) == Approx(1.0 / 3));
   j["recompute_every"] = 1;
   REQUIRE_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.recompute_every"));
+  {
+    ztune::Plan wrong = p;
+    wrong.recompute_policy = ztune::SelectivePolicy::attention;
+    CHECK_THAT(*ztune::check_plan_shape(wrong, ztune::load_transformer("llama-7b")),
+               Contains("every 3rd layer recomputed whole"));  // not "3th"
+  }
   auto m = ztune::load_transformer("llama-7b");
   auto c = ztune::load_cluster("dgx-a100-80gb");
   p.global_batch = 1;

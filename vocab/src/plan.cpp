@@ -47,6 +47,13 @@ std::string recompute_text(const Plan& p) {
 
 namespace {
 
+/// "st", "nd", "rd" or "th" after a count: 1st, 2nd, 3rd, 11th, 21st.
+const char* ordinal_suffix(int n) {
+  const int tens = n % 100, units = n % 10;
+  if (tens >= 11 && tens <= 13) return "th";
+  return units == 1 ? "st" : units == 2 ? "nd" : units == 3 ? "rd" : "th";
+}
+
 std::int64_t saturating_product(std::initializer_list<int> factors) {
   std::int64_t n = 1;
   for (const int d : factors) {
@@ -68,8 +75,8 @@ std::string Plan::summary() const {
   if (cp > 1) os << "×cp" << cp;
   if (ulysses > 1) os << "×u" << ulysses;
   os << "×pp" << pp;
+  if (virtual_stages > 1) os << "×v" << virtual_stages;  // the pipeline's chunks, beside pp
   if (dp_shard > 0) os << " shard" << dp_shard;
-  if (virtual_stages > 1) os << "×v" << virtual_stages;
   os << " z" << zero_stage;
   if (offload_optimizer != OffloadTarget::none) os << " opt→" << to_string(offload_optimizer);
   if (offload_params != OffloadTarget::none) os << " par→" << to_string(offload_params);
@@ -655,8 +662,8 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
            "got \"" + to_string(p.recompute) + "\"";
   if (p.recompute_every != 2 &&
       (p.recompute != Recompute::selective || p.recompute_policy != SelectivePolicy::alternate_layers))
-    return "$.recompute_every: every " + s(p.recompute_every) +
-           "th layer recomputed whole is torchtitan's layer-level checkpointing; needs recompute \"selective\" "
+    return "$.recompute_every: every " + s(p.recompute_every) + ordinal_suffix(p.recompute_every) +
+           " layer recomputed whole is torchtitan's layer-level checkpointing; needs recompute \"selective\" "
            "with recompute_policy \"alternate_layers\", got \"" + recompute_text(p) + "\"";
   // torchtitan counts the blocks each rank wraps: with more than a stage holds
   // no layer is recomputed, where the priced share is 1/k of every layer.
@@ -702,7 +709,11 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
   if (p.dp_shard > 0) {
     // Hybrid sharding: ZeRO-3 inside groups of dp_shard, replicated across them.
     const int n = p.dp_cp();
-    const std::string group = p.cp > 1 ? "dp × cp = " + s(n) : "dp " + s(n);
+    // The weights' data-parallel group: dp, and the ranks cp and Ulysses split a sequence over.
+    const std::string group = p.cp > 1 || p.ulysses > 1
+                                  ? std::string("dp") + (p.cp > 1 ? " × cp" : "") + (p.ulysses > 1 ? " × ulysses" : "") +
+                                        " = " + s(n)
+                                  : "dp " + s(n);
     if (p.zero_stage != 3)
       return "$.dp_shard: hybrid sharding shards parameters, gradients and optimizer states (FSDP HYBRID_SHARD, "
              "DeepSpeed MiCS: ZeRO-3) inside groups of dp_shard ranks; needs zero_stage 3, got stage " +
