@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "db_runs.hpp"
 #include "memory_comparison.hpp"
 #include "plan_flags.hpp"
 #include "run_launch.hpp"
@@ -269,7 +270,12 @@ int run(const RunFlags& f) {
                  "calibrate will not fit it\n", over->c_str());
   int interrupted = 0, killed_by = 0;
   const auto cmd = launch_command(np, f.hosts, worker_args(job));
+  // The machine around the run: other work sharing it slows the run by a
+  // contention the cost model does not price (said, stored, and kept out of fits).
+  const calibration::MachineSample machine_before = calibration::sample_machine();
   const int rc = run_process(cmd, f.json, &interrupted, &killed_by);
+  const calibration::RunContention contention =
+      calibration::run_contention(machine_before, calibration::sample_machine());
   if (interrupted != 0) {
     std::fprintf(stderr, "ztune run: interrupted (%s): the job was stopped and its processes ended%s\n",
                  signal_name(interrupted),
@@ -281,6 +287,7 @@ int run(const RunFlags& f) {
     return rc == kExitUsage ? kExitUsage : kExitInfeasible;
   }
   const RunRecord record = read_run_record(record_path);
+  note_contention(contention);
 
   // The cost model's prediction for the same plan: the memory above, and the time.
   std::optional<Prediction> prediction;
@@ -326,6 +333,7 @@ int run(const RunFlags& f) {
       for (std::size_t i = 0; i < peaks.size(); ++i)
         r.measurements.push_back({"peak_memory_bytes.rank" + std::to_string(i), peaks[i], "bytes"});
       r.measurements.push_back({"tokens_per_s", record.tokens_per_s, "tokens/s"});
+      add_contention(r.measurements, contention);
       summary["run_id"] = db.store_run(r);
     } catch (const InputError& e) {
       not_stored = e.what();

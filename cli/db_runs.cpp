@@ -1,6 +1,20 @@
 #include "db_runs.hpp"
 
+#include <cstdio>
+
 namespace ztune::cli {
+
+void add_contention(std::vector<Measurement>& measurements, const calibration::RunContention& c) {
+  if (!c.valid) return;
+  measurements.push_back({calibration::kOthersCpuMeasurement, c.others_fraction, "fraction"});
+  measurements.push_back({calibration::kStealMeasurement, c.steal_fraction, "fraction"});
+}
+
+void note_contention(const calibration::RunContention& c) {
+  if (const auto why = calibration::contention_problem(c))
+    std::fprintf(stderr, "ztune: note: %s: the measured time is slower than the plan's, and calibrate will not fit "
+                 "this run\n", why->c_str());
+}
 
 std::vector<calibration::StoredRun> stored_runs(const ResultsDb& db, std::vector<std::string>& notes, int limit) {
   std::vector<calibration::StoredRun> out;
@@ -14,10 +28,8 @@ std::vector<calibration::StoredRun> stored_runs(const ResultsDb& db, std::vector
     r.cluster = s.cluster;
     r.status = s.status;
     r.created = s.created_at;
-    if (s.status == "ok") {
-      const auto run = db.run(s.id);
-      if (run && run->contains("record") && run->at("record").is_object()) r.record = run->at("record");
-    }
+    if (s.status == "ok")
+      if (const auto run = db.run(s.id)) calibration::read_stored_run(r, *run);
     out.push_back(std::move(r));
   }
   return out;

@@ -5,10 +5,18 @@
 #include <vector>
 
 #include "ztune/calibration/history.hpp"
+#include "ztune/calibration/machine_noise.hpp"
 #include "ztune/calibration/run_sources.hpp"
 #include "ztune/tuner/results_db.hpp"
 
 namespace ztune::cli {
+
+/// What other work did to a run (calibration/machine_noise.hpp), as the
+/// measurements a stored run carries (read back by calibration::read_stored_run).
+void add_contention(std::vector<Measurement>& measurements, const calibration::RunContention& c);
+/// Says on stderr when other work disturbed the run (its time is not the
+/// plan's; calibrate leaves it out).
+void note_contention(const calibration::RunContention& c);
 
 /// The stored runs of the database, newest first (at most `limit`); a row the
 /// database cannot give whole is left out, said in `notes`.

@@ -15,11 +15,9 @@ std::vector<ClusterProfileHistory> load_profile_histories(const ResultsDb& db, s
       notes.push_back(db.path() + ": " + s.damaged + " (the run is left out)");
       continue;
     }
-    calibration::StoredRun r{s.id, s.cluster, s.status, s.created_at, nullptr};
-    if (s.status == "ok") {
-      const auto run = db.run(s.id);
-      if (run && run->contains("record") && run->at("record").is_object()) r.record = run->at("record");
-    }
+    calibration::StoredRun r{s.id, s.cluster, s.status, s.created_at, nullptr, std::nullopt};
+    if (s.status == "ok")
+      if (const auto run = db.run(s.id)) calibration::read_stored_run(r, *run);
     runs.push_back(std::move(r));
   }
   std::vector<ClusterProfileHistory> out;

@@ -157,11 +157,20 @@ TEST_CASE("the machine's noise: /proc parsed, a noisy measurement refused", "[ca
   CHECK_FALSE(parse_loadavg("garbage").has_value());
   const auto stat = parse_proc_stat("cpu  10 20 30 400 5 6 7 22 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n");
   REQUIRE(stat.has_value());
-  CHECK(stat->first == 10 + 20 + 30 + 400 + 5 + 6 + 7 + 22);
-  CHECK(stat->second == 22);
+  CHECK(stat->total == 10 + 20 + 30 + 400 + 5 + 6 + 7 + 22);
+  CHECK(stat->idle == 400 + 5);
+  CHECK(stat->steal == 22);
   CHECK_FALSE(parse_proc_stat("cpu 1 2 3\n").has_value());
 
-  MachineSample before{3.9, 2, 1000, 10, true}, after{4.1, 2, 2000, 20, true};
+  MachineSample before, after;
+  before.load1 = 3.9;
+  after.load1 = 4.1;
+  before.cores = after.cores = 2;
+  before.total_ticks = 1000;
+  after.total_ticks = 2000;
+  before.steal_ticks = 10;
+  after.steal_ticks = 20;
+  before.valid = after.valid = true;
   const NoiseReport quiet = assess_noise(before, after, 0.03, 140, 0);
   CHECK(quiet.loaded);      // load 3.9 on 2 cores: other work competes
   CHECK_FALSE(quiet.noisy); // but the rounds stayed tight
@@ -169,8 +178,34 @@ TEST_CASE("the machine's noise: /proc parsed, a noisy measurement refused", "[ca
   const NoiseReport spread = assess_noise(before, after, 0.3, 140, 10);
   CHECK(spread.noisy);
   CHECK_THAT(spread.summary, Catch::Contains("median spread of the rounds 30%"));
-  MachineSample stolen{0.1, 2, 2000, 200, true};
+  MachineSample stolen = after;
+  stolen.steal_ticks = 200;
   CHECK(assess_noise(before, stolen, 0.02, 140, 0).noisy);  // 19% steal
+}
+
+TEST_CASE("a run's contention: others' share of the CPU time, its own taken out", "[calibration][noise]") {
+  // Closed form: 2 cores for 2 s at 100 ticks/s = 400 ticks; 50 idle, 10
+  // stolen; the run's ranks used 2.6 CPU-s (260 ticks): others took
+  // 400 - 50 - 10 - 260 = 80 ticks, 20 %.
+  MachineSample before, after;
+  before.valid = after.valid = true;
+  before.total_ticks = 1000;
+  after.total_ticks = 1400;
+  before.idle_ticks = 500;
+  after.idle_ticks = 550;
+  after.steal_ticks = 10;
+  before.children_cpu_s = 1.0;
+  after.children_cpu_s = 3.6;
+  const RunContention c = run_contention(before, after);
+  REQUIRE(c.valid);
+  CHECK(c.others_fraction == Approx(0.20));
+  CHECK(c.steal_fraction == Approx(0.025));
+  CHECK_FALSE(contention_problem(c).has_value());  // at the limit, not over it
+  after.idle_ticks = 510;                           // 40 ticks less idle: others 30 %
+  const auto busy = contention_problem(run_contention(before, after));
+  REQUIRE(busy.has_value());
+  CHECK_THAT(*busy, Catch::Contains("other processes took 30% of this machine's CPU time during the run"));
+  CHECK_FALSE(run_contention(MachineSample{}, after).valid);  // no /proc: nothing judged
 }
 
 namespace {

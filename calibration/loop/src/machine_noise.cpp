@@ -7,6 +7,9 @@
 #include <thread>
 #include <vector>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 namespace ztune::calibration {
 
 namespace {
@@ -31,7 +34,7 @@ std::optional<double> parse_loadavg(const std::string& text) {
   return l1;
 }
 
-std::optional<std::pair<std::uint64_t, std::uint64_t>> parse_proc_stat(const std::string& text) {
+std::optional<CpuTicks> parse_proc_stat(const std::string& text) {
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
@@ -46,7 +49,7 @@ std::optional<std::pair<std::uint64_t, std::uint64_t>> parse_proc_stat(const std
     std::uint64_t total = 0;
     // guest and guest_nice are already counted in user and nice.
     for (std::size_t i = 0; i < std::min<std::size_t>(f.size(), 8); ++i) total += f[i];
-    return std::pair{total, f[7]};
+    return CpuTicks{total, f[3] + f[4], f[7]};
   }
   return std::nullopt;
 }
@@ -58,10 +61,41 @@ MachineSample sample_machine() {
   const auto stat = parse_proc_stat(slurp("/proc/stat"));
   if (!load || !stat) return s;
   s.load1 = *load;
-  s.total_ticks = stat->first;
-  s.steal_ticks = stat->second;
+  s.total_ticks = stat->total;
+  s.idle_ticks = stat->idle;
+  s.steal_ticks = stat->steal;
+  if (const long hz = ::sysconf(_SC_CLK_TCK); hz > 0) s.ticks_per_s = static_cast<double>(hz);
+  rusage children{};
+  if (::getrusage(RUSAGE_CHILDREN, &children) == 0)
+    s.children_cpu_s = static_cast<double>(children.ru_utime.tv_sec + children.ru_stime.tv_sec) +
+                       1e-6 * static_cast<double>(children.ru_utime.tv_usec + children.ru_stime.tv_usec);
   s.valid = true;
   return s;
+}
+
+RunContention run_contention(const MachineSample& before, const MachineSample& after) {
+  RunContention c;
+  if (!before.valid || !after.valid || after.total_ticks <= before.total_ticks) return c;
+  const double total = static_cast<double>(after.total_ticks - before.total_ticks);
+  const double idle = static_cast<double>(after.idle_ticks - before.idle_ticks);
+  const double steal = static_cast<double>(after.steal_ticks - before.steal_ticks);
+  // Busy time not stolen, less the run's own (its processes, waited for by now).
+  const double own = (after.children_cpu_s - before.children_cpu_s) * before.ticks_per_s;
+  c.others_fraction = std::clamp((total - idle - steal - own) / total, 0.0, 1.0);
+  c.steal_fraction = std::clamp(steal / total, 0.0, 1.0);
+  c.valid = true;
+  return c;
+}
+
+std::optional<std::string> contention_problem(const RunContention& c, const NoiseLimits& limits) {
+  if (!c.valid) return std::nullopt;
+  if (c.others_fraction > limits.max_others_fraction)
+    return "other processes took " + num("%.0f", 100 * c.others_fraction) + "% of this machine's CPU time during the "
+           "run (limit " + num("%.0f", 100 * limits.max_others_fraction) + "%)";
+  if (c.steal_fraction > limits.max_steal_fraction)
+    return "the hypervisor stole " + num("%.0f", 100 * c.steal_fraction) + "% of the CPU time during the run (limit " +
+           num("%.0f", 100 * limits.max_steal_fraction) + "%)";
+  return std::nullopt;
 }
 
 NoiseReport assess_noise(const MachineSample& before, const MachineSample& after, double median_spread, int points,

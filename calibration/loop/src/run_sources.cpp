@@ -1,5 +1,8 @@
-#include <algorithm>
 #include "ztune/calibration/run_sources.hpp"
+
+#include <algorithm>
+
+#include "ztune/calibration/machine_noise.hpp"
 
 #include "ztune/vocab/input_error.hpp"
 #include "ztune/vocab/json_reader.hpp"
@@ -11,6 +14,19 @@ std::vector<RunObservation> runs_from_records(const std::vector<std::string>& fi
   std::vector<RunObservation> out;
   for (const auto& f : files) out.push_back(run_observation_from_record(read_run_record(f)));
   return out;
+}
+
+void read_stored_run(StoredRun& run, const nlohmann::json& document) {
+  if (document.contains("record") && document.at("record").is_object()) run.record = document.at("record");
+  if (!document.contains("measurements") || !document.at("measurements").is_array()) return;
+  RunContention c;
+  for (const auto& m : document.at("measurements")) {
+    if (!m.is_object() || !m.contains("name") || !m.contains("value") || !m.at("value").is_number()) continue;
+    const auto name = m.at("name").get<std::string>();
+    if (name == kOthersCpuMeasurement) c.others_fraction = m.at("value").get<double>(), c.valid = true;
+    if (name == kStealMeasurement) c.steal_fraction = m.at("value").get<double>(), c.valid = true;
+  }
+  run.contended = contention_problem(c);
 }
 
 bool run_of_cluster(const std::string& run_cluster, const std::string& cluster_name) {
@@ -38,12 +54,18 @@ void drop_repeated_measurements(std::vector<RunObservation>& fitted, const std::
 std::vector<RunObservation> runs_from_stored(const std::vector<StoredRun>& stored, const std::string& cluster_name,
                                              const std::string& where, std::vector<std::string>& notes) {
   std::vector<RunObservation> out;
-  int unusable = 0, oversubscribed = 0;
-  std::string first_reason, first_oversubscribed;
+  int unusable = 0, oversubscribed = 0, contended = 0;
+  std::string first_reason, first_oversubscribed, first_contended;
   for (const auto& s : stored) {
     if (s.status != "ok") continue;
     if (!run_of_cluster(s.cluster, cluster_name)) continue;
     if (!s.record.is_object()) continue;
+    // Measured while other work shared the machine: slower than its plan by
+    // a contention the cost model does not price.
+    if (s.contended) {
+      if (++contended == 1) first_contended = "run " + std::to_string(s.id) + ": " + *s.contended;
+      continue;
+    }
     try {
       RunObservation o = run_observation_from_record(s.record, where + " run " + std::to_string(s.id));
       o.label = "run " + std::to_string(s.id);
@@ -67,6 +89,9 @@ std::vector<RunObservation> runs_from_stored(const std::vector<StoredRun>& store
     notes.push_back(std::to_string(oversubscribed) + " stored run(s) of " + cluster_name +
                     " left out: they ran more threads than their host has, so their time is contention the cost "
                     "model does not price (first: " + first_oversubscribed + ")");
+  if (contended > 0)
+    notes.push_back(std::to_string(contended) + " stored run(s) of " + cluster_name +
+                    " left out: other work shared the machine while they ran (first: " + first_contended + ")");
   return out;
 }
 

@@ -4,6 +4,7 @@
 // reads them from the results database: cli/db_runs.cpp). Calibration never
 // opens the database itself (docs/design.md, rooms).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,13 @@ struct StoredRun {
   std::string status;       // "ok" for a completed run
   std::string created;      // when it was stored (ISO 8601 UTC), "" if unknown
   nlohmann::json record;    // its run record (null when none was stored)
+  std::optional<std::string> contended;  // why other work disturbed it (machine_noise.hpp), if it did
 };
+
+/// A stored successful run's record and contention, from the document the
+/// results database gives for it (ResultsDb::run: "record", "measurements"):
+/// the one reading of it, for the CLI and the planner.
+void read_stored_run(StoredRun& run, const nlohmann::json& document);
 
 /// The successful runs of cluster `cluster_name` (or its calibrated copy) whose
 /// record embeds its model; the label is "run N". Runs that cannot be used are
