@@ -148,7 +148,7 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& catalog
   } cleanup{o.plan_out.empty() && !o.dry_run ? dir : std::string()};
   const std::string plan_path = o.plan_out.empty() ? dir + "/plan.json" : o.plan_out;
   const std::string record_path = dir + "/record.json";
-  const PlanFile pf{plan, m, c, std::nullopt};  // ztune's executor runs it, whatever the search priced
+  const PlanFile pf{plan, m, c, std::nullopt, false};  // ztune's executor runs it, whatever the search priced
   if (auto why = write_file_durably(plan_path, plan_file_to_json(pf).dump(2) + "\n"))
     throw InputError("--out " + plan_path + ": cannot write the plan file: " + *why);
   const int np = plan.gpus();

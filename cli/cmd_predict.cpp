@@ -113,9 +113,10 @@ PredictInputs resolve(const PredictFlags& f) {
   }
   if (auto why = engine_model_violation(in.model, engine))
     throw InputError("--engine " + engine_name + " cannot train this model: " + *why);
-  in.profile = priced_profile(in.cluster, f.profile, engine_name, f.compile);
+  // Compiled: --compile, or the plan file searched with it.
+  in.compiled = f.compile || (file && file->compile);
+  in.profile = priced_profile(in.cluster, f.profile, engine_name, in.compiled);
   if (auto why = fp8_library_refusal(in.plan.fp8, in.profile.engine)) throw InputError("--fp8: " + *why);
-  in.compiled = f.compile;
   in.cluster = with_measured_figures(in.cluster, in.profile);  // a calibrated profile's figures
   in.memory.accounting = accounting_named(f.accounting, engine);
   in.memory.gpu_headroom = f.memory_headroom_pct / 100.0;

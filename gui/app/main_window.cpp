@@ -50,7 +50,7 @@ namespace {
 // The selected plan as a plan file, with the engine it was searched for
 // (predict --plan prices it as that engine runs it).
 PlanFile plan_file_of(const Candidate& c, const ResolvedInputs& in) {
-  return PlanFile{c.plan, in.model, in.cluster, to_string(in.options.space.engine)};
+  return PlanFile{c.plan, in.model, in.cluster, to_string(in.options.space.engine), false};
 }
 
 QSettings settings() { return QSettings(QStringLiteral("ztune"), QStringLiteral("ztune-planner")); }

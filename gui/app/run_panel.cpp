@@ -106,7 +106,7 @@ void RunPanel::run_selected() {
     return;
   }
   // ztune's executor runs it, whatever engine the search priced.
-  f.write(QByteArray::fromStdString(plan_file_to_json(PlanFile{c->plan, in.model, in.cluster, std::nullopt}).dump(2)));
+  f.write(QByteArray::fromStdString(plan_file_to_json(PlanFile{c->plan, in.model, in.cluster, std::nullopt, false}).dump(2)));
   f.close();
   predicted_step_s_ = c->time().iteration_s;
   log_->clear();

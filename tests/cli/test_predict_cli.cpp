@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,6 +58,25 @@ TEST_CASE("an impossible plan exits 2 naming the rule it breaks", "[cli][predict
   r = run_command(ztune_bin() + " predict --cluster dgx2x16 --model 100b --zero 1 --offload-params cpu --precision fp16");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("stage 3"));
+}
+
+TEST_CASE("a plan searched with --compile keeps it: predict --plan prices it as the search ranked it",
+          "[cli][predict]") {
+  // Without "compile" in the plan file predict had priced it uncompiled, 12 % slower than the table.
+  const std::string plan = "/tmp/ztune-test-compiled-plan-" + std::to_string(::getpid()) + ".json";
+  const auto s = run_command(ztune_bin() + " search --no-db --cluster dgx-h100x4 --model llama-7b --engine fsdp "
+                                           "--compile --top 1 --no-simulate --json --out " + plan);
+  INFO(s.err);
+  REQUIRE(s.exit_code == 0);
+  const double ranked = nlohmann::json::parse(s.out).at("plans").at(0).at("prediction").at("time").at("tokens_per_s");
+  CHECK(nlohmann::json::parse(std::ifstream(plan)).at("compile") == true);
+  const auto r = run_command(ztune_bin() + " predict --json --plan " + plan);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto p = nlohmann::json::parse(r.out);
+  CHECK(p.at("time").at("tokens_per_s").get<double>() == Approx(ranked).epsilon(1e-9));
+  CHECK(p.at("compiled") == true);
+  std::remove(plan.c_str());
 }
 
 TEST_CASE("a profile fitted on another GPU family than the cluster's is refused, naming both", "[cli][predict]") {

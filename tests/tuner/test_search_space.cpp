@@ -597,6 +597,27 @@ TEST_CASE("context parallelism: searched from 8k tokens or with --max-cp, --cp p
   CHECK(cps(SearchSpace(longer, c, off)) == std::set<int>{1});
 }
 
+TEST_CASE("a pinned ZeRO stage the pinned pipeline cannot run is refused up front, naming why",
+          "[tuner][space]") {
+  // It had searched nothing and said "no plan fits", offering more GPUs.
+  const Transformer m = load_transformer("tiny");
+  Cluster c = load_cluster("v100-workstation");
+  c.node.gpus = 4;
+  SpaceOptions o;
+  o.pp = 2;
+  o.zero_stage = 2;
+  CHECK_THROWS_WITH(SearchSpace(m, c, o),
+                    Catch::Matchers::StartsWith("--zero: stage 2 partitions gradients per micro-batch"));
+  o.zero_stage = 3;
+  CHECK_NOTHROW(SearchSpace(m, c, o));  // ztune's executor holds ZeRO-3 through the step under a pipeline
+  o.engine = Engine::deepspeed;
+  CHECK_THROWS_WITH(SearchSpace(m, c, o),
+                    Catch::Matchers::StartsWith("--zero 3 with --pp 2: DeepSpeed's pipeline engine supports ZeRO stage "
+                                                "0 or 1 only"));
+  o.zero_stage = 1;
+  CHECK_NOTHROW(SearchSpace(m, c, o));
+}
+
 // DeepSpeed-Ulysses (issue 19 item 3) as a layout dimension: dp × tp × ulysses × pp = devices.
 TEST_CASE("ulysses: searched from 8k tokens or with --max-ulysses, --ulysses pins it, not for megatron/fsdp",
           "[tuner][space][ulysses]") {
@@ -638,6 +659,15 @@ TEST_CASE("ulysses: searched from 8k tokens or with --max-ulysses, --ulysses pin
   CHECK(seen.size() == static_cast<std::size_t>(n));
   o.ulysses = 2;
   CHECK(us(SearchSpace(m, c, o)) == std::set<int>{2});
+  {
+    // With context parallelism in the space too (--max-cp) the pin had been
+    // dropped for every cp layout: Ulysses 1, no word. Every layout keeps it.
+    SpaceOptions both = o;
+    both.max_cp = 4;
+    const SearchSpace pinned(m, c, both);
+    CHECK(us(pinned) == std::set<int>{2});
+    for (const auto& l : pinned.layouts()) CHECK(l.cp == 1);
+  }
   o.ulysses = 3;
   CHECK_THROWS_WITH(SearchSpace(m, c, o), Catch::Matchers::Contains("--ulysses: 3") &&
                                                Catch::Matchers::Contains("sequence length 64"));

@@ -41,3 +41,12 @@ TEST_CASE("a flag's value parses whole, finite and in range", "[text]") {
   CHECK(integer_complaint("99999999999999999999", 0, 9, "n") == "expected n from 0 to 9, got \"99999999999999999999\"");
   CHECK(integer_complaint("1.5", 0, 9, "n") == "expected n from 0 to 9, got \"1.5\"");
 }
+
+TEST_CASE("grouped prints thousands separators, and powers of ten past a 64-bit integer", "[text]") {
+  CHECK(ztune::grouped(1234567.4) == "1,234,567");
+  CHECK(ztune::grouped(-1500) == "-1,500");
+  CHECK(ztune::grouped(0) == "0");
+  // A cost of 2.5e20 had printed as 0 (llround past the int64 range).
+  CHECK(ztune::grouped(2.5e20) == "2.5e+20");
+  CHECK(ztune::grouped(-9.3e18) == "-9.3e+18");
+}

@@ -181,6 +181,20 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
     probe.zero_stage = *o.zero_stage;
     if (const auto rule = engine_violation(probe, o.engine))
       throw InputError("--zero: " + std::string(engine_rule_text(*rule)));
+    // With a pinned pipeline too: a stage no engine runs under one (ZeRO-2),
+    // or this engine does not (DeepSpeed's pipeline: 0 or 1; Megatron-FSDP:
+    // none), is said once; it had read "no plan fits", with more GPUs offered.
+    if (o.pp && *o.pp > 1) {
+      probe.pp = *o.pp;
+      probe.grad_accum = *o.pp;
+      probe.global_batch = 2LL * *o.pp;
+      constexpr std::string_view field = "$.zero_stage: ";
+      if (const auto why = check_plan_shape(probe, m); why && why->starts_with(field))
+        throw InputError("--zero: " + why->substr(field.size()));
+      if (const auto rule = engine_violation(probe, o.engine))
+        throw InputError("--zero " + str(*o.zero_stage) + " with --pp " + str(*o.pp) + ": " +
+                         std::string(engine_rule_text(*rule)));
+    }
   }
   gpu_counts_ = device_counts(o, c.total_devices());
   precisions_ = searched_precisions(o, c);
@@ -330,6 +344,10 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
 }
 
 std::vector<int> SearchSpace::context_parallel_degrees(int rest) const {
+  // A pinned Ulysses degree splits the sequence itself, and cp does not combine
+  // with it: its layouts have no cp (they had been searched with cp and
+  // Ulysses 1, the pin dropped without a word, where cp entered the space).
+  if (options_.ulysses && *options_.ulysses > 1) return {1};
   if (options_.cp) {
     if (rest % *options_.cp != 0) return {};
     return {*options_.cp};

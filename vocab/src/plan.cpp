@@ -444,6 +444,7 @@ PlanFile plan_file_from_json(const nlohmann::json& doc, const std::string& file)
   pf.model = nested("model", [&](const nlohmann::json& j) { return transformer_from_json(j, file); });
   pf.cluster = nested("cluster", [&](const nlohmann::json& j) { return cluster_from_json(j, file); });
   if (r.has("engine")) pf.engine = r.choice("engine", std::span<const char* const>(kPlanEngineNames));
+  pf.compile = r.optional_boolean("compile").value_or(false);
   r.finish();
   if (pf.model && pf.cluster) {
     if (auto why = check_plan(pf.plan, *pf.model, *pf.cluster)) {
@@ -462,6 +463,7 @@ nlohmann::json plan_file_to_json(const PlanFile& pf) {
   if (pf.model) j["model"] = transformer_to_json(*pf.model);
   if (pf.cluster) j["cluster"] = cluster_to_json(*pf.cluster);
   if (pf.engine) j["engine"] = *pf.engine;
+  if (pf.compile) j["compile"] = true;
   return j;
 }
 

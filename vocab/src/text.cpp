@@ -7,6 +7,13 @@ namespace ztune {
 
 std::string grouped(double v) {
   if (!std::isfinite(v)) return "-";
+  // Beyond what a 64-bit integer holds llround's result is unspecified (a
+  // cost of 2.5e20 had printed as 0): such a figure reads in powers of ten.
+  if (std::fabs(v) >= 1e18) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g", v);
+    return buf;
+  }
   std::string digits = std::to_string(std::llabs(std::llround(v)));
   std::string out = v < 0 && digits != "0" ? "-" : "";
   const std::size_t lead = digits.size() % 3 == 0 ? 3 : digits.size() % 3;

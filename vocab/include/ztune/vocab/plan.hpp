@@ -418,6 +418,10 @@ struct PlanFile {
   // --out and the planner write it): predict prices the plan as that engine
   // runs it unless --engine says otherwise. Files without it: none stated.
   std::optional<std::string> engine;
+  // Searched with the engine under a graph compiler (search --compile:
+  // torch.compile / XLA fusion of its elementwise chains): predict prices it
+  // so. "compile": true, absent otherwise.
+  bool compile = false;
 };
 PlanFile plan_file_from_json(const nlohmann::json& doc, const std::string& file);
 PlanFile load_plan_file(const std::string& path);
