@@ -241,6 +241,31 @@ TEST_CASE("when nothing fits the hints name more GPUs with numbers", "[tuner][se
   CHECK(more_gpus);
 }
 
+TEST_CASE("with --gpus the more-GPUs hint names the smallest doubling inside the cluster that fits",
+          "[tuner][search]") {
+  // Llama 2 70B on 4 of dgx-h100x4's 32 GPUs fits nothing; the hint had named
+  // the whole cluster (32 devices) where 8 fit. Oracle: a search on 8 GPUs
+  // fits, one on 4 does not.
+  const Transformer m = load_transformer("llama-70b");
+  const Cluster c = load_cluster("dgx-h100x4");
+  const auto hw = default_profile_for(c);
+  SearchOptions o;
+  o.space.gpus = 4;
+  const auto r = run_search(m, c, hw, o);
+  REQUIRE(r.feasible == 0);
+  SearchOptions eight = o;
+  eight.space.gpus = 8;
+  REQUIRE(run_search(m, c, hw, eight).feasible > 0);
+  bool more = false;
+  for (const auto& h : explain_infeasible(m, c, hw, o, r))
+    if (h.change == "more GPUs") {
+      more = true;
+      CHECK(h.fits);
+      CHECK_THAT(h.detail, Catch::Matchers::StartsWith("with --gpus 8 (of the cluster's 32)"));
+    }
+  CHECK(more);
+}
+
 TEST_CASE("pinned tp and pp: the GPU-count hints find the counts their layouts need", "[tuner][search]") {
   // Llama 2 70B (80 layers, global batch 1024) with tp 8 × pp 5 = 40 on 32
   // DGX H100 (256 GPUs): 40 never divides 256 · 2^k, so doubling the nodes

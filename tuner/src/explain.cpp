@@ -379,6 +379,25 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
   x.space.gpus = x.space.min_gpus = x.space.max_gpus = 0;
   Cluster bigger = c;
   bool found = false;
+  // With the devices restricted (--gpus, --max-gpus), first the counts
+  // between them and the cluster's, doubling: the hint had jumped to the
+  // whole cluster (32 devices where 8 fit, 1,024 where 128 do).
+  if (restricted) {
+    const std::int64_t from = o.space.gpus > 0 ? o.space.gpus : std::max(o.space.max_gpus, o.space.min_gpus);
+    for (std::int64_t n = 2 * std::max<std::int64_t>(from, 1); n < c.total_devices() && !found; n *= 2) {
+      SearchOptions y = x;
+      y.space.gpus = static_cast<int>(n);
+      auto s = feasibility(m, c, hw, y);
+      if (s.feasible > 0) {
+        found = true;
+        hints.push_back({"more GPUs",
+                         "with --gpus " + std::to_string(n) + " (of the cluster's " +
+                             std::to_string(c.total_devices()) + ") " + std::to_string(s.feasible) + " plans fit" +
+                             example(s),
+                         true});
+      }
+    }
+  }
   for (int k = restricted ? 0 : 1; k <= 12 && !found; ++k) {
     // Within a cluster file's bounds: 50,000 nodes doubled 12 times would overflow.
     if ((static_cast<std::int64_t>(c.nodes) << k) > kMaxClusterNodes) break;
