@@ -42,11 +42,6 @@ void add_accounting(CLI::App& app, std::string& accounting) {
       ->capture_default_str();
 }
 
-StateAccounting accounting_named(const std::string& accounting, Engine engine) {
-  // "engine" (the only other name CLI11 lets through): as the engine keeps them.
-  return value_in<StateAccounting>(kStateAccountingNames, accounting).value_or(state_accounting_of(engine));
-}
-
 void add_memory_headroom(CLI::App& app, double& pct) {
   app.add_option("--memory-headroom", pct,
                  "Percent of each GPU's memory to keep free: a plan fits only below capacity × (1 − PCT/100) "

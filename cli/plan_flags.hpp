@@ -50,8 +50,6 @@ void add_memory_headroom(CLI::App& app, double& pct);
 /// --accounting engine|paper|deepspeed|megatron (search and predict): how the
 /// model states are counted; "engine" (the default) as --engine keeps them.
 void add_accounting(CLI::App& app, std::string& accounting);
-/// The accounting --accounting names, with "engine" resolved for `engine`.
-[[nodiscard]] StateAccounting accounting_named(const std::string& accounting, Engine engine);
 
 /// --grad-reduce-dtype fp32|bf16|fp16 (predict's plan flags and search's pin):
 /// the dtype of the data-parallel gradient reduction (Plan::grad_reduce_dtype).

@@ -381,19 +381,22 @@ void MainWindow::show_history() {
   dialog.exec();
 }
 
+bool MainWindow::write_or_warn(const QString& path, std::string_view text) {
+  // Through DurableFile, as `ztune search --out` and `export --out` write: a
+  // failed write (a full disk, /dev/full) is said, and never leaves half a file.
+  const auto why = write_file_durably(path.toStdString(), text);
+  if (why) QMessageBox::warning(this, QStringLiteral("Export"), path + QStringLiteral(": ") + QString::fromStdString(*why));
+  return !why;
+}
+
 void MainWindow::export_plan_json() {
   const Candidate* c = doc_.selected();
   if (c == nullptr) return;
   const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export plan"), QStringLiteral("plan.json"),
                                                     QStringLiteral("JSON (*.json)"));
   if (path.isEmpty()) return;
-  // Through DurableFile, as `ztune search --out` writes it: a failed write
-  // (a full disk, /dev/full) is said, and never leaves half a plan file.
   const auto& in = doc_.outcome()->inputs;
-  if (auto why = write_file_durably(path.toStdString(), plan_file_to_json(plan_file_of(*c, in)).dump(2) + "\n")) {
-    QMessageBox::warning(this, QStringLiteral("Export"), path + QStringLiteral(": ") + QString::fromStdString(*why));
-    return;
-  }
+  if (!write_or_warn(path, plan_file_to_json(plan_file_of(*c, in)).dump(2) + "\n")) return;
   status_->setText(QStringLiteral("Plan written to ") + path);
 }
 
@@ -425,10 +428,7 @@ void MainWindow::export_with_ztune(const QString& format) {
     const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Save %1 export").arg(format), suggested);
     if (path.isEmpty()) return;
     const QByteArray& text = exporter_.standard_output();
-    if (auto why = write_file_durably(path.toStdString(), std::string_view(text.constData(), static_cast<std::size_t>(text.size())))) {
-      QMessageBox::warning(this, QStringLiteral("Export"), path + QStringLiteral(": ") + QString::fromStdString(*why));
-      return;
-    }
+    if (!write_or_warn(path, std::string_view(text.constData(), static_cast<std::size_t>(text.size())))) return;
     status_->setText(QStringLiteral("%1 export written to %2").arg(format, path));
     // What `ztune export` says beside the file (a plan over the GPU's memory,
     // the launch command, the engine's set-up steps) is the user's to read:

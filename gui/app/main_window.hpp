@@ -1,4 +1,5 @@
 #pragma once
+#include <string_view>
 // The planner's window: inputs on the left, the ranked plans, the selected
 // plan's memory, time and scaling charts, and tabs for its simulated timeline,
 // the comparison and the run. It only wires widgets to the PlannerDocument.
@@ -49,6 +50,8 @@ class MainWindow : public QMainWindow {
   void build_actions();
   void on_search_finished();
   void on_selection_changed();
+  /// Writes an export to `path` whole, or warns with the reason (false).
+  bool write_or_warn(const QString& path, std::string_view text);
   void export_plan_json();
   void export_with_ztune(const QString& format);
   void compare_selected();

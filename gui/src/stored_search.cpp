@@ -42,9 +42,7 @@ SearchOutcome outcome_from_stored_search(const nlohmann::json& stored) {
       throw InputError(where + ": options.engine: expected ztune, deepspeed, megatron or fsdp, got \"" + engine_name +
                        "\"");
     o.space.engine = *engine;
-    o.memory.accounting = state_accounting_of(*engine);
-    if (auto stated = value_in<StateAccounting>(kStateAccountingNames, options.value("accounting", std::string())))
-      o.memory.accounting = *stated;  // `ztune search --accounting`
+    o.memory.accounting = accounting_named(options.value("accounting", std::string()), *engine);  // search --accounting
     o.memory.gpu_headroom = options.value("memory_headroom_pct", 0.0) / 100.0;
     in.profile = with_engine(std::move(in.profile), to_string(*engine));
     if (options.value("compile", false)) in.profile.engine = compiled(in.profile.engine);

@@ -21,6 +21,10 @@ std::optional<Engine> engine_from_string(std::string_view s) {
   return std::nullopt;
 }
 
+StateAccounting accounting_named(const std::string& accounting, Engine engine) {
+  return value_in<StateAccounting>(kStateAccountingNames, accounting).value_or(state_accounting_of(engine));
+}
+
 StateAccounting state_accounting_of(Engine e) {
   switch (e) {
     case Engine::megatron: return StateAccounting::megatron;

@@ -308,6 +308,13 @@ std::vector<FitHint> predict_fit_hints(const Transformer& m, const Cluster& c, c
   return hints;
 }
 
+namespace {
+/// "with --gpus N (of the cluster's T)": a hint's device count within the cluster.
+std::string with_gpus(std::int64_t n, const Cluster& c) {
+  return "with --gpus " + std::to_string(n) + " (of the cluster's " + std::to_string(c.total_devices()) + ")";
+}
+}  // namespace
+
 std::optional<FitHint> fewer_gpus_hint(const Transformer& m, const Cluster& c, const HardwareProfile& hw,
                                        const SearchOptions& o) {
   constexpr int kTries = 8;
@@ -317,9 +324,7 @@ std::optional<FitHint> fewer_gpus_hint(const Transformer& m, const Cluster& c, c
     x.space.min_gpus = x.space.max_gpus = 0;
     auto s = feasibility(m, c, hw, x);
     if (s.feasible > 0)
-      return FitHint{"fewer GPUs", "with --gpus " + std::to_string(n) + " (of the cluster's " +
-                                       std::to_string(c.total_devices()) + ") " + std::to_string(s.feasible) +
-                                       " plans fit" + example(s),
+      return FitHint{"fewer GPUs", with_gpus(n, c) + " " + std::to_string(s.feasible) + " plans fit" + example(s),
                      true};
   }
   return std::nullopt;
@@ -379,6 +384,13 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
   x.space.gpus = x.space.min_gpus = x.space.max_gpus = 0;
   Cluster bigger = c;
   bool found = false;
+  // The hint when the memory-only search `y` on `on` fits; `where` names the count.
+  auto fits_on = [&](const Cluster& on, const SearchOptions& y, const std::string& where) {
+    const auto s = feasibility(m, on, hw, y);
+    if (s.feasible > 0)
+      hints.push_back({"more GPUs", where + " " + std::to_string(s.feasible) + " plans fit" + example(s), true});
+    return s.feasible > 0;
+  };
   // With the devices restricted (--gpus, --max-gpus), first the counts
   // between them and the cluster's, doubling: the hint had jumped to the
   // whole cluster (32 devices where 8 fit, 1,024 where 128 do).
@@ -387,29 +399,16 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     for (std::int64_t n = 2 * std::max<std::int64_t>(from, 1); n < c.total_devices() && !found; n *= 2) {
       SearchOptions y = x;
       y.space.gpus = static_cast<int>(n);
-      auto s = feasibility(m, c, hw, y);
-      if (s.feasible > 0) {
-        found = true;
-        hints.push_back({"more GPUs",
-                         "with --gpus " + std::to_string(n) + " (of the cluster's " +
-                             std::to_string(c.total_devices()) + ") " + std::to_string(s.feasible) + " plans fit" +
-                             example(s),
-                         true});
-      }
+      found = fits_on(c, y, with_gpus(n, c));
     }
   }
   for (int k = restricted ? 0 : 1; k <= 12 && !found; ++k) {
     // Within a cluster file's bounds: 50,000 nodes doubled 12 times would overflow.
     if ((static_cast<std::int64_t>(c.nodes) << k) > kMaxClusterNodes) break;
     bigger.nodes = c.nodes << k;
-    auto s = feasibility(m, bigger, hw, x);
-    if (s.feasible > 0) {
-      found = true;
-      hints.push_back({"more GPUs",
-                       "with " + std::to_string(bigger.nodes) + " nodes (" + std::to_string(bigger.total_devices()) +
-                           " devices) " + std::to_string(s.feasible) + " plans fit" + example(s),
-                       true});
-    }
+    found = fits_on(bigger, x,
+                    "with " + std::to_string(bigger.nodes) + " nodes (" + std::to_string(bigger.total_devices()) +
+                        " devices)");
   }
   // Pinned model-parallel degrees (--tp/--pp/--cp) need a device count that is
   // their product times a data-parallel degree dividing the global batch
@@ -430,15 +429,9 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
       bigger.nodes = static_cast<int>(nodes);
       SearchOptions y = x;
       y.space.gpus = static_cast<int>(g);
-      auto s = feasibility(m, bigger, hw, y);
-      if (s.feasible > 0) {
-        found = true;
-        hints.push_back({"more GPUs",
-                         "with " + std::to_string(g) + " devices on " + std::to_string(nodes) + " nodes (" +
-                             std::to_string(unit) + " model-parallel × dp " + std::to_string(dp) + ") " +
-                             std::to_string(s.feasible) + " plans fit" + example(s),
-                         true});
-      }
+      found = fits_on(bigger, y,
+                      "with " + std::to_string(g) + " devices on " + std::to_string(nodes) + " nodes (" +
+                          std::to_string(unit) + " model-parallel × dp " + std::to_string(dp) + ")");
     }
   }
   if (!found)

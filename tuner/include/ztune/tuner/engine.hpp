@@ -29,6 +29,10 @@ std::optional<Engine> engine_from_string(std::string_view s);
 /// and FSDP too (its sharded fp32 parameters, gradients and two Adam moments
 /// are the paper's 16Ψ/N). The shells' default; --accounting overrides it.
 [[nodiscard]] StateAccounting state_accounting_of(Engine e);
+/// The accounting named "paper", "deepspeed" or "megatron" (search's and
+/// predict's --accounting, a stored search's options), else as `engine`
+/// keeps its states ("engine", "" or another name).
+[[nodiscard]] StateAccounting accounting_named(const std::string& accounting, Engine engine);
 
 /// One rule an engine imposes on top of check_plan(). Fixed enum so the search
 /// counts rejections without allocating.
