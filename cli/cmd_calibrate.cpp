@@ -162,8 +162,7 @@ int run(const CalibrateFlags& f) {
       }
   }
   const Cluster raw_cluster = load_cluster(f.cluster);
-  const HardwareProfile shipped = default_profile_for(raw_cluster);
-  const HardwareProfile prior = f.prior.empty() ? shipped : load_profile(f.prior);
+  const HardwareProfile prior = f.prior.empty() ? default_profile_for(raw_cluster) : load_profile(f.prior);
   // A prior fitted earlier carries its measured figures: start from them.
   const Cluster cluster = with_measured_figures(raw_cluster, prior);
   const std::string backend =

@@ -438,7 +438,7 @@ Command add_predict(CLI::App& root) {
               j["memory"]["fit_hints"] = fit_hints_json(hints);
               j["time"]["method"] = simulated ? "simulated" : "analytical";
               j["accuracy"] = accuracy_json(accuracy, pr.time.iteration_s, pr.time.tokens_per_s);
-              if (!accuracy.envelope.empty())
+              if (!accuracy.envelope.empty() || !accuracy.cv.empty())
                 j["accuracy"]["extrapolation"] =
                     extrapolation_json(accuracy, in.model, in.plan);
               if (simulated) {
@@ -455,7 +455,7 @@ Command add_predict(CLI::App& root) {
                             "%.4f s%s%s\n",
                             simulated->operations, simulated->pacing_stage, simulated->analytical_s,
                             f->trace.empty() ? "" : "; trace written to ", f->trace.c_str());
-              std::printf("%s\n", accuracy_line(accuracy, in.profile.name, default_profile_for(in.cluster)).c_str());
+              std::printf("%s\n", accuracy_line(accuracy, in.profile.name, catalog_profile_for(in.cluster)).c_str());
               if (const std::string band = error_band_line(accuracy, pr.time.iteration_s, pr.time.tokens_per_s);
                   !band.empty())
                 std::printf("%s\n", band.c_str());

@@ -320,7 +320,7 @@ int run_search_command(const SearchFlags& f) {
       const auto& best = r.plans.front().time();
       const Accuracy accuracy = accuracy_for(cluster, f.engine);
       j["accuracy"] = accuracy_json(accuracy, best.iteration_s, best.tokens_per_s);
-      if (!accuracy.envelope.empty())
+      if (!accuracy.envelope.empty() || !accuracy.cv.empty())
         j["accuracy"]["extrapolation"] =
             extrapolation_json(accuracy, model, r.plans.front().plan);
     }
@@ -365,10 +365,21 @@ int run_search_command(const SearchFlags& f) {
       print_breakdowns(std::cout, r.plans.front());
       // The error of the same cost model against published runs on this GPU (ztune validate).
       const Accuracy accuracy = accuracy_for(cluster, f.engine);
-      std::cout << "\n" << accuracy_line(accuracy, hw.name, default_profile_for(cluster)) << "\n";
+      std::cout << "\n" << accuracy_line(accuracy, hw.name, catalog_profile_for(cluster)) << "\n";
       const auto& best = r.plans.front().time();
       if (const std::string band = error_band_line(accuracy, best.iteration_s, best.tokens_per_s); !band.empty())
         std::cout << "best plan's " << band << "\n";
+      // Plans the band cannot tell from the best: their order is within the
+      // cost model's error, which a user choosing among them should know.
+      if (!accuracy.cv.empty() && r.objective == Objective::throughput && best.tokens_per_s > 0) {
+        const double floor = best.tokens_per_s / accuracy.cv.time_factors().second;
+        std::size_t within = 0;
+        while (within + 1 < r.plans.size() && r.plans[within + 1].time().tokens_per_s >= floor) ++within;
+        if (within > 0)
+          std::cout << "note: plan" << (within == 1 ? " 2 is" : "s 2-" + std::to_string(within + 1) + " are")
+                    << " inside the best plan's band (from " << grouped(floor)
+                    << " tokens/s): which is fastest is within the cost model's error\n";
+      }
       if (const std::string beyond =
               extrapolation_line(accuracy, model, r.plans.front().plan);
           !beyond.empty())

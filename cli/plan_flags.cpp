@@ -21,9 +21,7 @@ void add_engine_flags(CLI::App& app, std::string& engine, bool& compile, const s
 
 HardwareProfile priced_profile(const Cluster& c, const std::string& profile_file, const std::string& engine,
                                bool compile) {
-  HardwareProfile hw = with_engine(profile_file.empty() ? default_profile_for(c) : load_profile(profile_file), engine);
-  if (compile) hw.engine = compiled(hw.engine);
-  return hw;
+  return with_engine(profile_file.empty() ? default_profile_for(c) : load_profile(profile_file), engine, compile);
 }
 
 void add_accounting(CLI::App& app, std::string& accounting) {

@@ -55,7 +55,7 @@ QVariant ProfileHistoryModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
       case cluster: return QString::fromStdString(r.cluster);
-      case order: return r.order == 0 ? QStringLiteral("shipped") : QString::number(r.order);
+      case order: return r.row.id == 0 ? QStringLiteral("shipped") : QString::number(r.order);
       case stored: return r.row.created.empty() ? QStringLiteral("(catalog)") : QString::fromStdString(r.row.created);
       case profile: return QString::fromStdString(r.row.name);
       case runs_since: return r.row.runs_since;

@@ -44,8 +44,7 @@ SearchOutcome outcome_from_stored_search(const nlohmann::json& stored) {
     o.space.engine = *engine;
     o.memory.accounting = accounting_named(options.value("accounting", std::string()), *engine);  // search --accounting
     o.memory.gpu_headroom = options.value("memory_headroom_pct", 0.0) / 100.0;
-    in.profile = with_engine(std::move(in.profile), to_string(*engine));
-    if (options.value("compile", false)) in.profile.engine = compiled(in.profile.engine);
+    in.profile = with_engine(std::move(in.profile), to_string(*engine), options.value("compile", false));
   }
   const double tokens = o.tokens > 0 ? o.tokens : in.model.train_tokens;
 

@@ -99,6 +99,34 @@ TEST_CASE("a profile fitted on another GPU family than the cluster's is refused,
   CHECK(run_command(ztune_bin() + " predict --cluster dgx-a100-80gbx16 --model gpt2-1.5b --profile a100").exit_code == 0);
 }
 
+// A GPU the catalog has no profile for (a B200 the user describes): the
+// refusal says how to make one, and the copy it describes prices the plan and
+// prints its (unchecked) accuracy, exit 0; the catalog lookup had run even
+// with --profile, so predict printed the tables and then exited 2.
+TEST_CASE("a GPU without a catalog profile is priced with the user's copy, exit 0", "[cli][predict][accuracy]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ztune-test-b200-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto cluster = nlohmann::json::parse(std::ifstream(std::string(ZTUNE_SOURCE_DIR) + "/data/clusters/dgx-h100.json"));
+  cluster["name"] = "my-b200";
+  cluster["node"]["gpu"]["name"] = "B200-SXM-180GB";
+  std::ofstream(dir / "b200.json") << cluster.dump();
+  const std::string base = ztune_bin() + " predict --cluster " + (dir / "b200.json").string() +
+                           " --model llama-7b --dp 8 --zero 1 --micro-batch 1 --global-batch 64";
+  auto r = run_command(base + " --profile h100");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("the catalog has no b200 profile either") && Contains("set its $.gpu to \"B200-SXM-180GB\""));
+  auto profile = nlohmann::json::parse(std::ifstream(std::string(ZTUNE_SOURCE_DIR) + "/data/profiles/h100.json"));
+  profile["gpu"] = "B200-SXM-180GB";
+  std::ofstream(dir / "b200-profile.json") << profile.dump();
+  r = run_command(base + " --profile " + (dir / "b200-profile.json").string());
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("no published training time measured on B200") &&
+                        Contains("extrapolated: no published run on B200 at all"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("TP communication overlap on the command line: needs --sequence-parallel, megatron only, shortens tp_comm",
           "[cli][predict][tp_overlap]") {
   const std::string base = ztune_bin() + " predict --cluster dgx-h100x32 --model gpt3-175b --tp 8 --pp 8 --dp 4"

@@ -642,3 +642,96 @@ TEST_CASE("the runs' envelope: what a cell's time cases span, and the plans beyo
   CHECK(extrapolation_json(a, m, inside).at("beyond").empty());
   CHECK(outside_envelope(Envelope{}, m, p).empty());  // nothing measured: nothing claimed
 }
+
+// The error band of a cell from hand-made left-out errors (the oracle is the
+// arithmetic below): the 10th-90th percentile of the optimism, each source's
+// runs weighted 1/n, widened to at least ± the source-balanced mean |error|;
+// with nothing measured on the GPU by the engine, the wider fallback.
+TEST_CASE("the error band: the left-out errors' 10th-90th percentile, and the wider fallback",
+          "[validation][accuracy]") {
+  using namespace ztune;
+  ValidationReport r;
+  nlohmann::json loso{{"cases", nlohmann::json::array()}};
+  auto add = [&](const std::string& source, const std::string& gpu, const std::string& engine, int i, double opt) {
+    ValidationCase c;
+    c.source = source;
+    c.id = source + std::to_string(i);
+    c.metric = "iteration_time_s";
+    c.gpu = gpu;
+    c.engine = engine;
+    r.cases.push_back(c);
+    loso["cases"].push_back({{"source", c.source}, {"id", c.id}, {"loso_error_pct", -opt}, {"loso_optimism_pct", opt}});
+  };
+  // Source A: ten runs at -10, -8, ..., +8 % (mean |e| 5); source B: one run at +30 %.
+  for (int i = 0; i < 10; ++i) add("A", "H100-SXM5-80GB", "fsdp", i, -10 + 2 * i);
+  add("B", "H100-SXM5-80GB", "fsdp", 0, 30);
+  const CrossValidated cv = cross_validated(r, loso, "H100", "fsdp");
+  CHECK(cv.cell == "H100/fsdp");
+  CHECK(cv.mape == Approx(17.5));  // (5 + 30) / 2
+  // Weights 0.1 each for A, 1 for B (total 2): 10 % of it (0.2) is reached at -8, 90 % (1.8) only at +30.
+  CHECK(cv.optimism_p10 == Approx(-8));
+  CHECK(cv.optimism_p90 == Approx(30));
+  const auto [lo, hi] = cv.time_factors();
+  CHECK(lo == Approx(1 - 0.175));  // the mean error is wider than the percentile on the fast side
+  CHECK(hi == Approx(1.30));
+  Accuracy a;
+  a.cv = cv;
+  const std::string band = error_band_line(a, 100, 1000);
+  CHECK_THAT(band, Catch::Contains("80% likely 82.5-130 s") && Catch::Contains("769-1,212"));
+
+  // No H100/deepspeed run: H100's other engines (17.5 %) against DeepSpeed's
+  // other GPUs (40 %): the wider one.
+  add("C", "A100-SXM4-80GB", "deepspeed", 0, 40);
+  const CrossValidated fallback = cross_validated(r, loso, "H100", "deepspeed");
+  CHECK(fallback.fallback);
+  CHECK(fallback.cell == "any GPU/deepspeed");
+  CHECK(fallback.mape == Approx(40));
+  add("D", "A100-SXM4-80GB", "deepspeed", 0, 1);
+  add("E", "A100-SXM4-80GB", "deepspeed", 0, -1);
+  CHECK(cross_validated(r, loso, "H100", "deepspeed").cell == "H100/any engine");  // (40 + 1 + 1) / 3 = 14 < 17.5
+}
+
+// A mode none of a cell's runs used (an optimizer offloaded to the CPU, 1-bit
+// Adam) is an extrapolation whatever the plan's sizes; on a GPU without runs
+// every plan is.
+TEST_CASE("the runs' envelope: modes none of the runs used, and a GPU with no run", "[validation][accuracy]") {
+  using namespace ztune;
+  ValidationReport r;
+  ValidationCase c;
+  c.source = "synthetic";
+  c.metric = "iteration_time_s";
+  c.gpu = "H100-SXM5-80GB";
+  c.engine = "deepspeed";
+  Transformer m = load_transformer("llama-7b");
+  Plan ran;
+  ran.dp = 8;
+  ran.zero_stage = 3;
+  c.shape = run_shape(m, ran);
+  r.cases.push_back(c);
+  Accuracy a;
+  a.family = "H100";
+  a.envelope = envelope_of(r, "H100", "deepspeed");
+  Plan p = ran;
+  CHECK(outside_envelope(a.envelope, m, p).empty());
+  p.zero_stage = 2;
+  p.offload_optimizer = OffloadTarget::cpu;
+  const auto x = outside_envelope(a.envelope, m, p);
+  REQUIRE(x.size() == 1);
+  CHECK(x[0].mode);
+  CHECK(x[0].quantity == "optimizer offloaded to CPU");
+  CHECK_THAT(extrapolation_line(a, m, p), Catch::Contains("optimizer offloaded to CPU (none of them ran it)"));
+  CHECK(extrapolation_json(a, m, p).at("beyond")[0].at("in_runs") == false);
+  p = ran;
+  p.dp = 2;
+  p.cp = 4;  // the same 8 GPUs
+  REQUIRE(outside_envelope(a.envelope, m, p).size() == 1);
+  CHECK(outside_envelope(a.envelope, m, p)[0].quantity == "context-parallel degree");
+
+  Accuracy none;
+  none.family = "H200";
+  none.cv.runs = 3;  // a band borrowed from other GPUs
+  none.cv.cell = "any GPU/megatron";
+  CHECK(extrapolation_line(none, m, ran) ==
+        "extrapolated: no published run on H200 at all; the error band was measured on any GPU/megatron runs");
+  CHECK(extrapolation_json(none, m, ran).at("no_run_on_gpu") == true);
+}

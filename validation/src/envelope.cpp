@@ -28,6 +28,9 @@ void widen(RunShape& lo, RunShape& hi, const RunShape& s) {
   span(lo.seq_len, hi.seq_len, s.seq_len);
   span(lo.tp, hi.tp, s.tp);
   span(lo.pp, hi.pp, s.pp);
+  span(lo.cp, hi.cp, s.cp);
+  span(lo.ulysses, hi.ulysses, s.ulysses);
+  hi.features |= s.features;  // hi.features: every mode some run used
 }
 
 std::string number(double v) {
@@ -82,17 +85,29 @@ std::vector<Extrapolation> outside_envelope(const Envelope& e, const Transformer
   check("GPUs", s.gpus, e.lo.gpus, e.hi.gpus);
   check("tensor-parallel degree", s.tp, e.lo.tp, e.hi.tp);
   check("pipeline depth", s.pp, e.lo.pp, e.hi.pp);
+  check("context-parallel degree", s.cp, e.lo.cp, e.hi.cp);
+  check("Ulysses degree", s.ulysses, e.lo.ulysses, e.hi.ulysses);
+  // A mode none of the runs used is priced by terms the band never checked.
+  for (std::uint32_t bit = 1; bit != 0 && bit <= s.features; bit <<= 1)
+    if ((s.features & bit) != 0 && (e.hi.features & bit) == 0)
+      x.push_back({run_feature_name(bit), 0, 0, 0, /*mode=*/true});
   return x;
 }
 
 std::string extrapolation_line(const Accuracy& a, const Transformer& m, const Plan& p) {
+  // A GPU without one published run: every plan on it is an extrapolation,
+  // whatever band the other GPUs' runs give.
+  if (a.envelope.empty() && !a.cv.empty())
+    return "extrapolated: no published run on " + a.family + " at all; the error band was measured on " + a.cv.cell +
+           " runs";
   const std::vector<Extrapolation> x = outside_envelope(a.envelope, m, p);
   if (x.empty()) return "";
   std::string s = "extrapolated beyond the " + a.envelope.cell + " runs it was checked on (" +
                   grouped(a.envelope.runs) + (a.envelope.runs == 1 ? " run): " : " runs): ");
   for (std::size_t i = 0; i < x.size(); ++i) {
     if (i > 0) s += ", ";
-    s += x[i].quantity + " " + number(x[i].value) + " (they span " + number(x[i].lo) + "-" + number(x[i].hi) + ")";
+    s += x[i].mode ? x[i].quantity + " (none of them ran it)"
+                   : x[i].quantity + " " + number(x[i].value) + " (they span " + number(x[i].lo) + "-" + number(x[i].hi) + ")";
   }
   return s + "; the error band was measured inside them";
 }
@@ -100,8 +115,9 @@ std::string extrapolation_line(const Accuracy& a, const Transformer& m, const Pl
 nlohmann::json extrapolation_json(const Accuracy& a, const Transformer& m, const Plan& p) {
   nlohmann::json out = nlohmann::json::array();
   for (const Extrapolation& e : outside_envelope(a.envelope, m, p))
-    out.push_back({{"quantity", e.quantity}, {"value", e.value}, {"runs_min", e.lo}, {"runs_max", e.hi}});
-  return {{"cell", a.envelope.cell}, {"runs", a.envelope.runs}, {"beyond", out}};
+    out.push_back(e.mode ? nlohmann::json{{"quantity", e.quantity}, {"in_runs", false}}
+                         : nlohmann::json{{"quantity", e.quantity}, {"value", e.value}, {"runs_min", e.lo}, {"runs_max", e.hi}});
+  return {{"cell", a.envelope.cell}, {"runs", a.envelope.runs}, {"no_run_on_gpu", a.envelope.empty()}, {"beyond", out}};
 }
 
 }  // namespace ztune

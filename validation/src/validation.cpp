@@ -447,7 +447,34 @@ void vtrain_source(const SourceSpec& spec, const std::string& dir, Context& ctx,
 }  // namespace
 
 RunShape run_shape(const Transformer& m, const Plan& p) {
-  return RunShape{p.gpus(), m.total_params(), m.hidden, m.seq_len, p.tp, p.pp};
+  std::uint32_t f = 0;
+  if (p.offload_optimizer == OffloadTarget::cpu) f |= kOptimizerOffloadCpu;
+  if (p.offload_optimizer == OffloadTarget::nvme) f |= kOptimizerOffloadNvme;
+  if (p.offload_params != OffloadTarget::none) f |= kParamOffload;
+  if (p.onebit_adam) f |= kOnebitAdam;
+  if (p.sparse_attention != SparseLayout::none) f |= kSparseAttention;
+  if (p.fp8 != Fp8Recipe::none) f |= kFp8;
+  if (p.precision == Precision::fp32) f |= kFp32;
+  if (p.zero_stage == 3) f |= kZero3;
+  if (p.dp_shard > 0) f |= kHybridShard;
+  if (p.cpu_checkpointing) f |= kCpuCheckpointing;
+  return RunShape{p.gpus(), m.total_params(), m.hidden, m.seq_len, p.tp, p.pp, p.cp, p.ulysses, f};
+}
+
+const char* run_feature_name(std::uint32_t bit) {
+  switch (bit) {
+    case kOptimizerOffloadCpu: return "optimizer offloaded to CPU";
+    case kOptimizerOffloadNvme: return "optimizer offloaded to NVMe";
+    case kParamOffload: return "parameters offloaded";
+    case kOnebitAdam: return "1-bit Adam";
+    case kSparseAttention: return "sparse attention";
+    case kFp8: return "FP8";
+    case kFp32: return "fp32 training";
+    case kZero3: return "ZeRO-3";
+    case kHybridShard: return "hybrid sharding";
+    case kCpuCheckpointing: return "CPU activation checkpointing";
+    default: return "?";
+  }
 }
 
 bool is_time_metric(const std::string& metric) {

@@ -295,18 +295,33 @@ std::string gpu_family(const Cluster& c) {
 
 }  // namespace
 
-HardwareProfile default_profile_for(const Cluster& c) {
-  // The family is the GPU name up to its first '-' ("A100-SXM4-80GB" → "a100");
-  // a CPU-rank cluster uses cpu.json.
+namespace {
+
+/// The catalog file of the cluster's GPU family (the GPU name up to its first
+/// '-', "A100-SXM4-80GB" → "a100"; a CPU-rank cluster uses cpu.json), and
+/// whether the family is a plain catalog name at all: one with '/', NUL or 300
+/// bytes (which makes the filesystem throw "File name too long") has no profile.
+std::pair<std::filesystem::path, bool> catalog_profile_file(const Cluster& c) {
   const std::string family = gpu_family(c);
-  namespace fs = std::filesystem;
-  // Only a plain catalog name is looked up: a family with '/', NUL or 300 bytes
-  // (which makes the filesystem throw "File name too long") has no profile.
   const bool plain = !family.empty() && family.size() <= 64 &&
                      family.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_.") == std::string::npos;
-  fs::path file = fs::path(data_dir()) / "profiles" / ((plain ? family : std::string("?")) + ".json");
+  return {std::filesystem::path(data_dir()) / "profiles" / ((plain ? family : std::string("?")) + ".json"), plain};
+}
+
+}  // namespace
+
+std::optional<HardwareProfile> catalog_profile_for(const Cluster& c) {
+  const auto [file, plain] = catalog_profile_file(c);
   std::error_code ec;
-  if (!plain || !fs::is_regular_file(file, ec)) {
+  if (!plain || !std::filesystem::is_regular_file(file, ec)) return std::nullopt;
+  return profile_from_json(read_json_file(file.string()), file.string());
+}
+
+HardwareProfile default_profile_for(const Cluster& c) {
+  if (auto p = catalog_profile_for(c)) return std::move(*p);
+  {
+    const std::string family = gpu_family(c);
+    const auto [file, plain] = catalog_profile_file(c);
     std::string known;
     for (const auto& n : catalog_names("profiles")) known += (known.empty() ? "" : ", ") + n;
     throw InputError(c.name + ": $.node.gpu.name: no hardware profile for GPU " + describe_json(c.node.gpu.name) +
@@ -314,7 +329,6 @@ HardwareProfile default_profile_for(const Cluster& c) {
                      "profiles: " + (known.empty() ? "none" : known) + "); pass --profile FILE or add data/profiles/" +
                      (plain ? family : std::string("NAME")) + ".json");
   }
-  return profile_from_json(read_json_file(file.string()), file.string());
 }
 
 HardwareProfile with_engine(HardwareProfile hw, const EngineProfile& e) {
@@ -322,8 +336,10 @@ HardwareProfile with_engine(HardwareProfile hw, const EngineProfile& e) {
   return hw;
 }
 
-HardwareProfile with_engine(HardwareProfile hw, const std::string& name) {
-  return with_engine(std::move(hw), load_engine_profile(name));
+HardwareProfile with_engine(HardwareProfile hw, const std::string& name, bool graph_compiled) {
+  hw = with_engine(std::move(hw), load_engine_profile(name));
+  if (graph_compiled) hw.engine = compiled(hw.engine);
+  return hw;
 }
 
 bool MeasuredFigures::empty() const {
@@ -335,12 +351,20 @@ Cluster with_measured_figures(Cluster c, const HardwareProfile& p) {
   // A profile's efficiencies are fractions of its own GPU's datasheet, and its
   // measured figures are its machine's: a CPU rank's calibration priced an
   // A100 cluster at 0.1 % MFU without a word (and an A100's a CPU one).
-  if (const std::string want = gpu_family(c), have = gpu_family(p.gpu); !p.gpu.empty() && have != want)
-    throw InputError("profile " + p.name + ": fitted on " + (have == "cpu" ? std::string("CPU ranks") : p.gpu + " GPUs") +
-                     " ($.gpu), but cluster " + c.name + " has " +
-                     (want == "cpu" ? std::string("CPU ranks") : c.node.gpu.name + " GPUs") +
-                     ": its figures do not describe them; use the " + want + " profile (data/profiles/" + want +
-                     ".json, the default) or one calibrated on " + c.name);
+  if (const std::string want = gpu_family(c), have = gpu_family(p.gpu); !p.gpu.empty() && have != want) {
+    const std::string why = "profile " + p.name + ": fitted on " +
+                            (have == "cpu" ? std::string("CPU ranks") : p.gpu + " GPUs") + " ($.gpu), but cluster " +
+                            c.name + " has " + (want == "cpu" ? std::string("CPU ranks") : c.node.gpu.name + " GPUs") +
+                            ": its figures do not describe them; ";
+    if (catalog_profile_for(c))
+      throw InputError(why + "use the " + want + " profile (data/profiles/" + want + ".json, the default) or one calibrated on " + c.name);
+    // No catalog profile for this GPU: say how to make one rather than point
+    // at a file that does not exist.
+    throw InputError(why + "the catalog has no " + want + " profile either. To price it with " + p.name +
+                     "'s efficiencies (unchecked on " + c.node.gpu.name + "), copy that profile and set its $.gpu to \"" +
+                     c.node.gpu.name + "\", then pass the copy with --profile; ztune calibrate --cluster FILE --profile "
+                     "COPY fits it to your own GPUs");
+  }
   const MeasuredFigures& m = p.measured;
   if (m.peak_tflops_fp32) c.node.gpu.peak_tflops_fp32 = *m.peak_tflops_fp32;
   if (m.hbm_bandwidth_gbps) c.node.gpu.hbm_bandwidth_gbps = *m.hbm_bandwidth_gbps;

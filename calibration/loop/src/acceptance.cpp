@@ -140,10 +140,9 @@ Verdict decide(const CrossValidation& cv, const std::vector<ReferencePlanCheck>&
                double in_sample_before, double in_sample_after, std::size_t runs) {
   Verdict v;
   for (const auto& r : reference) {
-    const double q = r.ratio();
-    if (!(q > 0) || !std::isfinite(q) || q > rules.reference_factor || q < 1 / rules.reference_factor)
+    if (!r.within_factor(rules.reference_factor))
       v.refused_plans.push_back(r.model + " " + r.plan + " (" + num("%.4g", r.candidate_s) + " s vs the prior's " +
-                                num("%.4g", r.prior_s) + " s, " + num("%.3g", q) + "x)");
+                                num("%.4g", r.prior_s) + " s, " + num("%.3g", r.ratio()) + "x)");
   }
   if (!v.refused_plans.empty()) {
     std::string list;

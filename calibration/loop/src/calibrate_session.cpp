@@ -53,7 +53,7 @@ SessionResult run_session(const SessionInputs& in) {
   const double ln_factor = std::log(std::max(1.0001, in.rules.reference_factor));
   auto beyond_factor = [&](const RunFit& fit) {
     for (const auto& r : check_reference_plans(prior_cluster, in.prior, fit.cluster, fit.profile))
-      if (!(r.ratio() <= in.rules.reference_factor && r.ratio() >= 1 / in.rules.reference_factor)) return true;
+      if (!r.within_factor(in.rules.reference_factor)) return true;
     return false;
   };
   double step = ln_factor;
@@ -71,8 +71,7 @@ SessionResult run_session(const SessionInputs& in) {
     double worst = 1;
     std::string which;
     for (const auto& r : check_reference_plans(prior_cluster, in.prior, start_cluster, start)) {
-      const double q = r.ratio();
-      const double off = q > 0 && std::isfinite(q) ? std::max(q, 1 / q) : std::numeric_limits<double>::infinity();
+      const double off = r.factor_off();
       if (off > worst) {
         worst = off;
         which = r.model + " " + r.plan;

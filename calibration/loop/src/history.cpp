@@ -59,13 +59,14 @@ ProfileHistoryRow row_for(const Cluster& catalog, const HardwareProfile& p, std:
 
 }  // namespace
 
-std::vector<ProfileHistoryRow> profile_history(const Cluster& catalog_cluster, const HardwareProfile& shipped,
+std::vector<ProfileHistoryRow> profile_history(const Cluster& catalog_cluster, const std::optional<HardwareProfile>& shipped,
                                                const std::vector<ProfileVersion>& versions,
                                                const std::vector<TimedRun>& runs) {
   std::vector<ProfileHistoryRow> out;
   std::vector<const TimedRun*> all;
   for (const auto& r : runs) all.push_back(&r);
-  out.push_back(row_for(catalog_cluster, shipped, 0, "", all));
+  // A GPU the catalog has no profile for (priced from a user's copy) has no shipped row.
+  if (shipped) out.push_back(row_for(catalog_cluster, *shipped, 0, "", all));
   std::vector<const ProfileVersion*> ordered;
   for (const auto& v : versions) ordered.push_back(&v);
   std::sort(ordered.begin(), ordered.end(), [](const ProfileVersion* a, const ProfileVersion* b) {
@@ -109,7 +110,7 @@ std::vector<ProfileHistoryRow> profile_history_from_stored(const Cluster& catalo
     auto o = runs_from_stored({s}, catalog_cluster.name, where, ignored);
     if (!o.empty()) timed.push_back({s.created, std::move(o.front())});
   }
-  return profile_history(catalog_cluster, default_profile_for(catalog_cluster), versions, timed);
+  return profile_history(catalog_cluster, catalog_profile_for(catalog_cluster), versions, timed);
 }
 
 std::vector<std::string> calibrated_cluster_names(const std::vector<StoredProfile>& profiles) {

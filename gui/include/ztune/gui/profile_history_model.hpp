@@ -38,7 +38,7 @@ class ProfileHistoryModel : public QAbstractTableModel {
  private:
   struct Row {
     std::string cluster;
-    int order = 0;  // 0: shipped, then 1, 2, ... in the order stored
+    int order = 0;  // its place in the cluster's history (the shipped profile first, when there is one)
     calibration::ProfileHistoryRow row;
   };
   std::vector<Row> rows_;

@@ -9,6 +9,8 @@
 //
 //   accuracy on A100 (ztune validate: ...): Korthikanti2022-T5 0.8% MAPE over 8 runs, ...
 //   cross-validated on H100/fsdp: 12.3% (leave-one-source-out, 3 sources, 27 runs; ztune too fast by +4.1%)
+#include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -30,7 +32,16 @@ struct CrossValidated {
   int runs = 0;
   double mape = 0;         // source-balanced mean |error| of the left-out predictions, %
   double mean_signed = 0;  // source-balanced mean optimism (> 0: too fast), %
+  /// The 10th and 90th percentiles of the left-out optimism (each source's runs
+  /// weighted 1/n, as the means are), %: measured time / predicted − 1 lies
+  /// between them for 80 % of the left-out runs.
+  double optimism_p10 = 0, optimism_p90 = 0;
   [[nodiscard]] bool empty() const { return runs == 0; }
+  /// The band's factors on a predicted iteration time: the 10th-90th percentile
+  /// interval, widened to at least ±mape on each side (a cell of few runs
+  /// estimates its percentiles coarsely; a ±mean-error band alone covered about
+  /// half of the left-out runs).
+  [[nodiscard]] std::pair<double, double> time_factors() const;
 };
 
 /// What the published runs behind a cell span, quantity by quantity: a plan
@@ -47,6 +58,7 @@ struct Envelope {
 struct Extrapolation {
   std::string quantity;  // "parameters", "hidden size", "sequence length", "GPUs", "tensor-parallel degree", ...
   double value = 0, lo = 0, hi = 0;
+  bool mode = false;     // a mode (run_feature_name: "1-bit Adam") none of the runs used; no range
 };
 
 /// The envelope of the time cases measured on GPU `family` by `engine` (the
@@ -68,8 +80,9 @@ struct Accuracy {
 };
 
 /// The cross-validated error of (family, engine) from a validation report and
-/// the LOSO file's per-case errors: that cell's sources, else the family with
-/// any engine, else the engine on any family, else every source (said so).
+/// the LOSO file's per-case errors: that cell's sources, else the wider (larger
+/// error) of the family with any engine and the engine on any family, else
+/// every source (said so).
 [[nodiscard]] CrossValidated cross_validated(const ValidationReport& r, const nlohmann::json& loso,
                                              const std::string& family, const std::string& engine);
 
@@ -97,18 +110,22 @@ struct CellSummary {
 
 /// One line (no trailing newline). `profile`: the name of the profile the
 /// prediction used; the figures are the default profile's, and the line says
-/// when that profile was fitted on the same runs (in-sample) or is not the one used.
+/// when that profile was fitted on the same runs (in-sample) or is not the one
+/// used. `catalog_profile`: the catalog's profile for the GPU (catalog_profile_for),
+/// none for a GPU the user priced with a profile of their own.
 [[nodiscard]] std::string accuracy_line(const Accuracy& a, const std::string& profile,
-                                        const HardwareProfile& default_profile);
-/// "iteration 41.5 s, likely 37.8-45.2 s (±9.0%, cross-validated on H100/fsdp); 25,255 tokens/s (22,981-27,528)",
-/// or "" without a cross-validated figure.
+                                        const std::optional<HardwareProfile>& catalog_profile);
+/// "error band: iteration 283 s, 80% likely 267-293 s; 14,834 tokens/s, 80% likely 14,329-15,730 (the
+/// measured time was -5.7% to +3.5% of the prediction for 80% of the runs left out of the fit, cross-validated
+/// on H100/megatron)" (CrossValidated::time_factors), or "" without a cross-validated figure.
 [[nodiscard]] std::string error_band_line(const Accuracy& a, double iteration_s, double tokens_per_s);
 
 /// "extrapolated beyond the V100/deepspeed runs it was checked on (7 runs): pipeline depth 50 (they span 1-25);
 /// the error band is measured inside them" for plan `p` of model `m` against
-/// a.envelope (outside_envelope), or "" when it lies inside.
+/// a.envelope (outside_envelope), "extrapolated: no published run on H200 at all; ..." when
+/// the GPU has none (and a band borrowed from other GPUs is printed), or "" when it lies inside.
 [[nodiscard]] std::string extrapolation_line(const Accuracy& a, const Transformer& m, const Plan& p);
-/// The same as {"cell", "runs", "beyond": [...]}.
+/// The same as {"cell", "runs", "no_run_on_gpu", "beyond": [...]} ("beyond" entries of a mode: {"quantity", "in_runs": false}).
 [[nodiscard]] nlohmann::json extrapolation_json(const Accuracy& a, const Transformer& m, const Plan& p);
 
 [[nodiscard]] nlohmann::json accuracy_json(const Accuracy& a, double iteration_s = 0, double tokens_per_s = 0);

@@ -3,6 +3,7 @@
 // names the sources (published_runs.json rows by id prefix, vTrain's CSVs), the
 // cluster each ran on, and the tolerance each states; run_validation predicts
 // every case and reports Published / Predicted / Δ% per case and MAPE per source.
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -22,8 +23,29 @@ struct RunShape {
   int seq_len = 0;
   int tp = 0;
   int pp = 0;
+  int cp = 1;
+  int ulysses = 1;
+  std::uint32_t features = 0;  // RunFeature bits: the modes the plan uses that change its time
   [[nodiscard]] bool empty() const { return gpus == 0; }
 };
+
+/// The modes of a plan that a band measured on runs without them does not
+/// cover (each is priced by its own terms: an offload's transfers, 1-bit
+/// Adam's compressed exchange, a sparse layout's kernels, another precision).
+enum RunFeature : std::uint32_t {
+  kOptimizerOffloadCpu = 1u << 0,
+  kOptimizerOffloadNvme = 1u << 1,
+  kParamOffload = 1u << 2,
+  kOnebitAdam = 1u << 3,
+  kSparseAttention = 1u << 4,
+  kFp8 = 1u << 5,
+  kFp32 = 1u << 6,
+  kZero3 = 1u << 7,
+  kHybridShard = 1u << 8,
+  kCpuCheckpointing = 1u << 9,
+};
+/// What each RunFeature bit is called in the extrapolation line ("CPU optimizer offload").
+[[nodiscard]] const char* run_feature_name(std::uint32_t bit);
 [[nodiscard]] RunShape run_shape(const Transformer& m, const Plan& p);
 
 struct ValidationCase {

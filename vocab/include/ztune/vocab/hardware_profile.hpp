@@ -149,6 +149,10 @@ nlohmann::json profile_to_json(const HardwareProfile& p);
 /// the family being the GPU name's prefix: "A100-SXM4-80GB" → a100.json).
 /// Throws InputError naming the GPU and the profiles available when none matches.
 HardwareProfile default_profile_for(const Cluster& c);
+/// The catalog's profile for the cluster's GPU family, or nothing when the
+/// catalog has none (a GPU the user describes with --profile FILE): what a
+/// prediction's accuracy is compared with, never a reason to refuse it.
+[[nodiscard]] std::optional<HardwareProfile> catalog_profile_for(const Cluster& c);
 /// A profile file (schema "ztune.profile/1"); InputError names file and path.
 /// The engine attached is the catalog's ztune engine (or the measured one).
 HardwareProfile load_profile(const std::string& path);
@@ -156,8 +160,11 @@ HardwareProfile load_profile(const std::string& path);
 /// `hw` driven by engine `e`: for the ztune engine, the profile's measured
 /// engine where it has one (a calibration of ztune's executor on that hardware).
 [[nodiscard]] HardwareProfile with_engine(HardwareProfile hw, const EngineProfile& e);
-/// with_engine(hw, load_engine_profile(name)).
-[[nodiscard]] HardwareProfile with_engine(HardwareProfile hw, const std::string& name);
+/// with_engine(hw, load_engine_profile(name)), its elementwise chains priced
+/// fused (compiled()) when the engine runs under a graph compiler: the one
+/// rule by which predict, search, export, the planner and validation price an
+/// engine's plans.
+[[nodiscard]] HardwareProfile with_engine(HardwareProfile hw, const std::string& name, bool graph_compiled = false);
 
 /// The cluster with the profile's measured figures in place of its own
 /// (unchanged when the profile carries none). Every prediction made with a

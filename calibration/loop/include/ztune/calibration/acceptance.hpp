@@ -11,6 +11,9 @@
 //   CrossValidation cv = cross_validate(in);
 //   auto ref = check_reference_plans(prior_cluster, prior, candidate_cluster, candidate);
 //   Verdict v = decide(cv, ref, {});
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -69,6 +72,14 @@ struct ReferencePlanCheck {
   double prior_s = 0;
   double candidate_s = 0;
   [[nodiscard]] double ratio() const { return prior_s > 0 ? candidate_s / prior_s : 0; }
+  /// How far the candidate moved this plan, as a factor >= 1 (infinite when
+  /// either prediction is not a positive finite time).
+  [[nodiscard]] double factor_off() const {
+    const double q = ratio();
+    return q > 0 && std::isfinite(q) ? std::max(q, 1 / q) : std::numeric_limits<double>::infinity();
+  }
+  /// The acceptance rule's test: the candidate within [1/f, f] of the prior.
+  [[nodiscard]] bool within_factor(double f) const { return factor_off() <= f; }
 };
 
 /// The catalog's reference plans for a cluster: the models tiny, gpt2-1.5b

@@ -45,7 +45,7 @@ struct ProfileHistoryRow {
 };
 
 /// The history, oldest first. `runs` may come in any order.
-std::vector<ProfileHistoryRow> profile_history(const Cluster& catalog_cluster, const HardwareProfile& shipped,
+std::vector<ProfileHistoryRow> profile_history(const Cluster& catalog_cluster, const std::optional<HardwareProfile>& shipped,
                                                const std::vector<ProfileVersion>& versions,
                                                const std::vector<TimedRun>& runs);
 
