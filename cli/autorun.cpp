@@ -189,10 +189,13 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& catalog
   if (interrupted != 0) {
     std::fprintf(stderr, "ztune: --run: interrupted (%s): the job was stopped and its processes ended\n",
                  signal_name(interrupted));
+    if (db) store_unfinished_run(*db, c, m, plan, "interrupted", std::string("interrupted by ") + signal_name(interrupted), "");
     return 128 + interrupted;
   }
   if (rc != 0) {
-    std::fprintf(stderr, "ztune: --run: %s\n", launch_failure(cmd.front(), rc, killed_by).c_str());
+    const std::string why = launch_failure(cmd.front(), rc, killed_by);
+    std::fprintf(stderr, "ztune: --run: %s\n", why.c_str());
+    if (db) store_unfinished_run(*db, c, m, plan, "failed", why, "");
     return rc == kExitUsage ? kExitUsage : kExitInfeasible;
   }
   const RunRecord record = read_run_record(record_path);
@@ -237,6 +240,16 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& catalog
     if (own.oversubscribed) {
       std::printf("\nnot refined: %s; the ranks time-shared cores, which the cost model does not price\n",
                   own.oversubscribed->c_str());
+      for (const auto& n : notes) std::printf("  note: %s\n", n.c_str());
+      return kExitOk;
+    }
+    // The run just measured is held to the stored runs' rule: one slowed by
+    // other work on the machine teaches the profile that work (a search
+    // --run under a 58 % busy machine had fitted it, and each later search
+    // ranked its plans slower).
+    if (const auto why = calibration::contention_problem(contention)) {
+      std::printf("\nnot refined: %s; its time includes that work, which the cost model does not price\n",
+                  why->c_str());
       for (const auto& n : notes) std::printf("  note: %s\n", n.c_str());
       return kExitOk;
     }

@@ -18,6 +18,7 @@
 #include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/vocab/input_error.hpp"
 #include "ztune/tuner/results_db.hpp"
+#include "ztune/vocab/text.hpp"
 
 namespace ztune::cli {
 
@@ -30,12 +31,6 @@ struct HistoryFlags {
   std::string id;
   CLI::App* show = nullptr;
 };
-
-std::string num(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 // The loop shown (issue 21): per cluster with calibrated profiles stored, the
 // sequence of its profiles and the error of each on the runs measured since.
@@ -114,10 +109,10 @@ int list(const ResultsDb& db, const HistoryFlags& f) {
     }
     std::cout << "  s" << s.id << "  " << s.created_at << "  " << s.model << " on " << s.cluster
               << (s.engine.empty() ? "" : " (" + s.engine + ")") << "  "
-              << s.feasible << "/" << s.space << " plans fit  " << num("%.3f s", s.elapsed_s)
+              << s.feasible << "/" << s.space << " plans fit  " << formatted("%.3f s", s.elapsed_s)
               << (s.interrupted ? "  (interrupted)" : "") << "\n      best: "
               << (s.best.empty() ? std::string("none") : s.best)
-              << (s.best_tokens_per_s ? "  " + num("%.0f tokens/s", *s.best_tokens_per_s) : "") << "\n";
+              << (s.best_tokens_per_s ? "  " + formatted("%.0f tokens/s", *s.best_tokens_per_s) : "") << "\n";
   }
   std::cout << "\nRuns (newest first):\n";
   if (runs.empty()) std::cout << "  none\n";
@@ -128,8 +123,8 @@ int list(const ResultsDb& db, const HistoryFlags& f) {
     }
     std::cout << "  r" << r.id << "  " << r.created_at << "  " << (r.model.empty() ? "?" : r.model) << " on "
               << (r.cluster.empty() ? "?" : r.cluster) << "  " << r.plan << "  " << r.status;
-    if (r.measured_iteration_s) std::cout << "  measured " << num("%.3f s", *r.measured_iteration_s);
-    if (r.predicted_iteration_s) std::cout << "  predicted " << num("%.3f s", *r.predicted_iteration_s);
+    if (r.measured_iteration_s) std::cout << "  measured " << formatted("%.3f s", *r.measured_iteration_s);
+    if (r.predicted_iteration_s) std::cout << "  predicted " << formatted("%.3f s", *r.predicted_iteration_s);
     std::cout << "\n";
   }
   std::cout << std::flush;
@@ -205,7 +200,7 @@ std::string render_search(const nlohmann::json& d) {
   out << "Search s" << d.at("id").get<long long>() << " at " << d.at("created_at").get<std::string>() << ": "
       << d.at("model").at("name").get<std::string>() << " on " << d.at("cluster").at("name").get<std::string>()
       << "\n  space " << d.at("space") << ", evaluated " << d.at("evaluated") << ", fit " << d.at("feasible") << ", "
-      << num("%.3f s", d.at("elapsed_s").get<double>()) << " on " << d.at("threads") << " threads"
+      << formatted("%.3f s", d.at("elapsed_s").get<double>()) << " on " << d.at("threads") << " threads"
       << (d.at("interrupted").get<bool>() ? " (interrupted)" : "") << "\n"
       << "  options " << d.at("options").dump() << "\n  pruned by " << d.at("pruned_by").dump() << "\n";
   bool any_simulated = false;
@@ -219,9 +214,9 @@ std::string render_search(const nlohmann::json& d) {
     const auto& simulated_s = c.at("simulated_iteration_s");
     any_simulated |= !simulated_s.is_null();
     if (!t.is_null())
-      out << "  " << num("%.3f s/iter", (simulated_s.is_null() ? t.at("iteration_s") : simulated_s).get<double>())
-          << "  " << num("%.0f tokens/s", c.at("ranked_tokens_per_s").get<double>())
-          << (simulated_s.is_null() ? "" : "*") << "  " << num("MFU %.1f%%", 100 * c.at("ranked_mfu").get<double>());
+      out << "  " << formatted("%.3f s/iter", (simulated_s.is_null() ? t.at("iteration_s") : simulated_s).get<double>())
+          << "  " << formatted("%.0f tokens/s", c.at("ranked_tokens_per_s").get<double>())
+          << (simulated_s.is_null() ? "" : "*") << "  " << formatted("MFU %.1f%%", 100 * c.at("ranked_mfu").get<double>());
     out << "\n";
   }
   if (any_simulated) out << "  (* = simulated: ranked by the simulator's time, the rest by the analytical model's)\n";
@@ -238,20 +233,26 @@ std::string render_run(const nlohmann::json& d) {
   out << "Run r" << d.at("id").get<long long>() << " at " << d.at("created_at").get<std::string>() << ": "
       << name_of(d.at("model")) << " on " << name_of(d.at("cluster")) << ", " << d.at("status").get<std::string>()
       << "\n  plan " << d.at("summary").get<std::string>() << "\n";
+  // A run that did not finish keeps why, and where its checkpoints are.
+  if (const auto& rec = d.at("record"); rec.is_object() && rec.contains("failure") && rec.at("failure").is_string()) {
+    out << "  why: " << rec.at("failure").get<std::string>() << "\n";
+    if (rec.contains("checkpoint_dir") && rec.at("checkpoint_dir").is_string())
+      out << "  checkpoints: " << rec.at("checkpoint_dir").get<std::string>() << " (continue with ztune run --resume)\n";
+  }
   const auto& predicted = d.at("predicted_iteration_s");
   const auto& measured = d.at("measured_iteration_s");
   out << "  iteration: predicted "
-      << (predicted.is_null() ? std::string("-") : num("%.4g s", predicted.get<double>())) << ", measured "
-      << (measured.is_null() ? std::string("-") : num("%.4g s", measured.get<double>()));
+      << (predicted.is_null() ? std::string("-") : formatted("%.4g s", predicted.get<double>())) << ", measured "
+      << (measured.is_null() ? std::string("-") : formatted("%.4g s", measured.get<double>()));
   if (!predicted.is_null() && !measured.is_null() && measured.get<double>() > 0)
-    out << " (" << num("%+.1f%%", 100 * (predicted.get<double>() / measured.get<double>() - 1))
+    out << " (" << formatted("%+.1f%%", 100 * (predicted.get<double>() / measured.get<double>() - 1))
         << " predicted against measured)";
   out << "\n";
   const auto& list = d.at("measurements");
   if (!list.empty()) {
     out << "  measurements:\n";
     for (const auto& m : list)
-      out << "    " << m.at("name").get<std::string>() << " " << num("%.6g", m.at("value").get<double>()) << " "
+      out << "    " << m.at("name").get<std::string>() << " " << formatted("%.6g", m.at("value").get<double>()) << " "
           << m.at("unit").get<std::string>() << "\n";
   }
   // The stored prediction's memory lines beside what each held at the run's
@@ -281,19 +282,19 @@ std::string render_profile(const ProfileSummary& p, const HardwareProfile& hw) {
   out << "Profile p" << p.id << " stored " << p.created_at << ": " << hw.name << " (" << hw.gpu << ")\n"
       << "  source: " << hw.source << "\n  GEMM efficiency, full waves:";
   for (const auto& row : hw.gemm_efficiency)
-    out << " " << num("%.2f", row.efficiency) << " at " << num("%.0e", row.size) << " FLOPs;";
-  out << "\n  attention GEMMs " << num("%.2f", hw.attention_gemm_factor) << " of the table (cuDNN "
-      << num("%.2f", hw.cudnn_attention_factor) << "), memory-bound kernels "
-      << num("%.0f%%", 100 * hw.memory_bandwidth_efficiency) << " of HBM, "
-      << num("%.1f us", hw.kernel_launch_s * 1e6) << " between kernels\n";
+    out << " " << formatted("%.2f", row.efficiency) << " at " << formatted("%.0e", row.size) << " FLOPs;";
+  out << "\n  attention GEMMs " << formatted("%.2f", hw.attention_gemm_factor) << " of the table (cuDNN "
+      << formatted("%.2f", hw.cudnn_attention_factor) << "), memory-bound kernels "
+      << formatted("%.0f%%", 100 * hw.memory_bandwidth_efficiency) << " of HBM, "
+      << formatted("%.1f us", hw.kernel_launch_s * 1e6) << " between kernels\n";
   auto fabric = [&](const char* level, const FabricProfile& fp) {
-    out << "  " << level << ": bus bandwidth " << num("%.0f%%", 100 * fp.busbw_efficiency) << " of the links, "
-        << num("%.1f us", fp.latency_s * 1e6) << " a step, " << num("%.1f us", fp.base_latency_s * 1e6)
+    out << "  " << level << ": bus bandwidth " << formatted("%.0f%%", 100 * fp.busbw_efficiency) << " of the links, "
+        << formatted("%.1f us", fp.latency_s * 1e6) << " a step, " << formatted("%.1f us", fp.base_latency_s * 1e6)
         << " a call\n";
   };
   fabric("intra-node", hw.intra_node);
   fabric("inter-node", hw.inter_node);
-  out << "  PCIe " << num("%.0f%%", 100 * hw.pcie_efficiency) << ", NVMe " << num("%.0f%%", 100 * hw.nvme_efficiency)
+  out << "  PCIe " << formatted("%.0f%%", 100 * hw.pcie_efficiency) << ", NVMe " << formatted("%.0f%%", 100 * hw.nvme_efficiency)
       << " of the datasheet\n";
   if (!hw.measured.empty()) out << "  measured on " << hw.measured.cluster << ": " << profile_to_json(hw).at("measured").dump() << "\n";
   out << "  To predict with it: ztune history show p" << p.id << " --json > p" << p.id << ".json, then --profile p"

@@ -35,6 +35,7 @@
 #include "ztune/vocab/json_reader.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/vocab/run_record.hpp"
+#include "ztune/vocab/text.hpp"
 #include "ztune/tuner/results_db.hpp"
 
 namespace ztune::cli {
@@ -179,6 +180,18 @@ int run(const RunFlags& f) {
   }
   // Where the run writes, checked before it starts.
   if (!f.record.empty()) check_writable_file("--record", f.record);
+  // The database too: a directory, a damaged file or a read-only place had
+  // been found only after the training, its run then kept as a record that
+  // only calibrate --records reads.
+  if (!f.no_db) {
+    const std::string path = f.db.empty() ? default_db_path() : f.db;
+    try {
+      (void)ResultsDb::open(path);
+    } catch (const InputError& e) {
+      throw InputError(std::string(e.what()) + " (the run would be stored there: give another --db, or --no-db; "
+                       "nothing was launched)");
+    }
+  }
   if (!f.resume.empty() && !f.checkpoint_dir.empty() && f.resume != f.checkpoint_dir)
     throw InputError("--resume " + f.resume + ": continues in its own directory; --checkpoint-dir " +
                      f.checkpoint_dir + " differs (give one of them)");
@@ -276,14 +289,36 @@ int run(const RunFlags& f) {
   const int rc = run_process(cmd, f.json, &interrupted, &killed_by);
   const calibration::RunContention contention =
       calibration::run_contention(machine_before, calibration::sample_machine());
+  const bool resumable = f.checkpoint_every > 0 || !f.resume.empty();
+  // A run that did not finish is stored too (status and reason, no measured
+  // time): history had shown nothing of a job killed at step 51 of 60.
+  auto store_unfinished = [&](const std::string& status, const std::string& why) {
+    if (f.no_db) return;
+    try {
+      auto db = ResultsDb::open(f.db.empty() ? default_db_path() : f.db);
+      store_unfinished_run(db, pf.cluster, pf.model, pf.plan, status, why, resumable ? checkpoint_dir : "");
+    } catch (const InputError& e) {
+      std::fprintf(stderr, "ztune run: the %s run was not stored: %s\n", status.c_str(), e.what());
+    }
+  };
   if (interrupted != 0) {
     std::fprintf(stderr, "ztune run: interrupted (%s): the job was stopped and its processes ended%s\n",
-                 signal_name(interrupted),
-                 f.checkpoint_every > 0 || !f.resume.empty() ? ("; continue with --resume " + checkpoint_dir).c_str() : "");
+                 signal_name(interrupted), resumable ? ("; continue with --resume " + checkpoint_dir).c_str() : "");
+    store_unfinished("interrupted", std::string("interrupted by ") + signal_name(interrupted));
     return 128 + interrupted;
   }
   if (rc != 0) {
-    std::fprintf(stderr, "ztune run: %s\n", launch_failure(cmd.front(), rc, killed_by).c_str());
+    std::string why = launch_failure(cmd.front(), rc, killed_by);
+    // A rank ended by SIGKILL (mpirun's 137) on a plan near its memory is
+    // most often the kernel's out-of-memory killer: say what the model expected.
+    if ((rc == 128 + 9 || killed_by == 9) && predicted_memory &&
+        predicted_memory->gpu_total_bytes > 0.8 * predicted_memory->gpu_capacity_bytes)
+      why += "; a rank or the launcher ended by SIGKILL is most often the kernel's out-of-memory killer: the memory "
+             "model put this plan at " + formatted("%.2f", predicted_memory->gpu_total_bytes / 1073741824.0) +
+             " GiB per rank against " + formatted("%.2f", predicted_memory->gpu_capacity_bytes / 1073741824.0) + " GiB";
+    std::fprintf(stderr, "ztune run: %s%s\n", why.c_str(),
+                 resumable ? ("; after a fix, continue with --resume " + checkpoint_dir).c_str() : "");
+    store_unfinished("failed", why);
     return rc == kExitUsage ? kExitUsage : kExitInfeasible;
   }
   const RunRecord record = read_run_record(record_path);

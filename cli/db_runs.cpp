@@ -2,6 +2,10 @@
 
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
+#include "ztune/vocab/input_error.hpp"
+
 namespace ztune::cli {
 
 void add_contention(std::vector<Measurement>& measurements, const calibration::RunContention& c) {
@@ -14,6 +18,20 @@ void note_contention(const calibration::RunContention& c) {
   if (const auto why = calibration::contention_problem(c))
     std::fprintf(stderr, "ztune: note: %s: the measured time is slower than the plan's, and calibrate will not fit "
                  "this run\n", why->c_str());
+}
+
+void store_unfinished_run(ResultsDb& db, const std::optional<Cluster>& cluster, const std::optional<Transformer>& model,
+                          const Plan& plan, const std::string& status, const std::string& why,
+                          const std::string& checkpoint_dir) {
+  nlohmann::json doc{{"failure", why}};
+  if (!checkpoint_dir.empty()) doc["checkpoint_dir"] = checkpoint_dir;
+  try {
+    const auto id = db.store_run(RunToStore{cluster, model, plan, std::nullopt, doc, std::nullopt, {}, status});
+    std::fprintf(stderr, "ztune: the %s run is stored as run %lld in %s\n", status.c_str(), static_cast<long long>(id),
+                 db.path().c_str());
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "ztune: the %s run was not stored: %s\n", status.c_str(), e.what());
+  }
 }
 
 std::vector<calibration::StoredRun> stored_runs(const ResultsDb& db, std::vector<std::string>& notes, int limit) {

@@ -18,6 +18,14 @@ void add_contention(std::vector<Measurement>& measurements, const calibration::R
 /// plan's; calibrate leaves it out).
 void note_contention(const calibration::RunContention& c);
 
+/// Stores a run that did not finish ("failed", "interrupted"): its plan,
+/// the reason and, when it can be resumed, its checkpoint directory, no
+/// measured time. Says on stderr where it went, or why it could not be stored
+/// (the run's own failure stays the one reported).
+void store_unfinished_run(ResultsDb& db, const std::optional<Cluster>& cluster, const std::optional<Transformer>& model,
+                          const Plan& plan, const std::string& status, const std::string& why,
+                          const std::string& checkpoint_dir);
+
 /// The stored runs of the database, newest first (at most `limit`); a row the
 /// database cannot give whole is left out, said in `notes`.
 std::vector<calibration::StoredRun> stored_runs(const ResultsDb& db, std::vector<std::string>& notes,

@@ -171,6 +171,41 @@ TEST_CASE("ztune run: SIGTERM stops every rank and removes the temporary directo
   CHECK(fs::exists(ckpt / "latest"));  // the user's checkpoints stay
 }
 
+// A run that does not finish is stored with its status and reason (history
+// had shown nothing of a job killed mid-run), and a database the run could not
+// be stored in is refused before anything is launched (it had trained first).
+TEST_CASE("ztune run: an interrupted run is stored as such and a bad --db is refused before launch", "[cli][run][db]") {
+  const std::string plan = "--model tiny --dp 2 --micro-batch 2 --global-batch 4";
+  const fs::path db = scratch() / "unfinished.db";
+  const fs::path record = scratch() / "unfinished-record.json";
+  const pid_t pid = start_ztune(plan + " --steps 100000 --db " + db.string() + " --record " + record.string(),
+                                scratch() / "unfinished.out", scratch() / "unfinished.err");
+  REQUIRE(pid > 0);
+  REQUIRE(wait_for_ranks(record.string(), 2));
+  REQUIRE(::kill(pid, SIGINT) == 0);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 128 + SIGINT);
+  const auto h = run_command(ztune_bin() + " history --json --db " + db.string());
+  REQUIRE(h.exit_code == 0);
+  const auto runs = nlohmann::json::parse(h.out).at("runs");
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].at("status") == "interrupted");
+  const auto shown = run_command(ztune_bin() + " history show " + runs[0].at("id").get<std::string>() +
+                                 " --db " + db.string());
+  CHECK_THAT(shown.out, Contains("why: interrupted by SIGINT"));
+
+  const fs::path directory = scratch() / "db-is-a-directory";
+  fs::create_directories(directory);
+  const fs::path never = scratch() / "never-written.json";
+  const auto r = run_command(ztune_bin() + " run " + plan + " --steps 2 --record " + never.string() + " --db " +
+                             directory.string());
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--db " + directory.string()) && Contains("nothing was launched"));
+  CHECK_FALSE(fs::exists(never));
+}
+
 TEST_CASE("ztune run: no rank outlives a kill -9 of mpirun or of ztune itself", "[cli][run]") {
   const std::string long_run = kPlan + " --steps 100000 --record ";
   {

@@ -5,6 +5,12 @@
 
 namespace ztune {
 
+std::string formatted(const char* printf_format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, printf_format, v);
+  return buf;
+}
+
 std::string grouped(double v) {
   if (!std::isfinite(v)) return "-";
   // Beyond what a 64-bit integer holds llround's result is unspecified (a

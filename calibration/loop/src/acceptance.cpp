@@ -9,6 +9,7 @@
 #include "ztune/vocab/input_error.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/vocab/transformer.hpp"
+#include "ztune/vocab/text.hpp"
 
 namespace ztune::calibration {
 
@@ -19,12 +20,6 @@ std::string pct(double v) {
   std::snprintf(buf, sizeof buf, "%.1f%%", 100 * v);
   return buf;
 }
-std::string num(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 double rel_error(double predicted, double measured) {
   return measured > 0 ? std::abs(predicted - measured) / measured : 0.0;
 }
@@ -141,14 +136,14 @@ Verdict decide(const CrossValidation& cv, const std::vector<ReferencePlanCheck>&
   Verdict v;
   for (const auto& r : reference) {
     if (!r.within_factor(rules.reference_factor))
-      v.refused_plans.push_back(r.model + " " + r.plan + " (" + num("%.4g", r.candidate_s) + " s vs the prior's " +
-                                num("%.4g", r.prior_s) + " s, " + num("%.3g", r.ratio()) + "x)");
+      v.refused_plans.push_back(r.model + " " + r.plan + " (" + formatted("%.4g", r.candidate_s) + " s vs the prior's " +
+                                formatted("%.4g", r.prior_s) + " s, " + formatted("%.3g", r.ratio()) + "x)");
   }
   if (!v.refused_plans.empty()) {
     std::string list;
     for (const auto& p : v.refused_plans) list += (list.empty() ? "" : "; ") + p;
     v.reasons.push_back("its predictions differ from those of the profile it started from by more than " +
-                        num("%.3g", rules.reference_factor) + "x on " + std::to_string(v.refused_plans.size()) +
+                        formatted("%.3g", rules.reference_factor) + "x on " + std::to_string(v.refused_plans.size()) +
                         " reference plan(s): " + list);
   }
   if (cv.runs_judged) {
@@ -170,15 +165,15 @@ Verdict decide(const CrossValidation& cv, const std::vector<ReferencePlanCheck>&
     std::string sections;
     for (const auto& [section, e] : cv.candidate_points.by_section) {
       const auto before = cv.previous_points.by_section.find(section);
-      sections += (sections.empty() ? "; " : ", ") + section + " " + num("%.3f", e) +
-                  (before == cv.previous_points.by_section.end() ? "" : " vs " + num("%.3f", before->second));
+      sections += (sections.empty() ? "; " : ", ") + section + " " + formatted("%.3f", e) +
+                  (before == cv.previous_points.by_section.end() ? "" : " vs " + formatted("%.3f", before->second));
     }
     const std::string line = "held-out microbenchmark points (" + std::to_string(cv.candidate_points.points) +
                              ", 5-fold): median |log error|, sections alike, " +
-                             num("%.3f", cv.candidate_points.median_abs_log_error) + " fitted vs " +
-                             num("%.3f", cv.previous_points.median_abs_log_error) + " with the profile in place" +
+                             formatted("%.3f", cv.candidate_points.median_abs_log_error) + " fitted vs " +
+                             formatted("%.3f", cv.previous_points.median_abs_log_error) + " with the profile in place" +
                              sections +
-                             (margin > 0 ? " (allowed " + num("%.3f", margin) + " more: the points' repeatability)" : "");
+                             (margin > 0 ? " (allowed " + formatted("%.3f", margin) + " more: the points' repeatability)" : "");
     if (cv.candidate_points.median_abs_log_error <= cv.previous_points.median_abs_log_error + margin)
       v.notes.push_back(line);
     else

@@ -1,4 +1,5 @@
 #include "ztune/calibration/machine_noise.hpp"
+#include "ztune/vocab/text.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -19,11 +20,6 @@ std::string slurp(const char* path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-std::string num(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
 }
 }  // namespace
 
@@ -90,11 +86,11 @@ RunContention run_contention(const MachineSample& before, const MachineSample& a
 std::optional<std::string> contention_problem(const RunContention& c, const NoiseLimits& limits) {
   if (!c.valid) return std::nullopt;
   if (c.others_fraction > limits.max_others_fraction)
-    return "other processes took " + num("%.0f", 100 * c.others_fraction) + "% of this machine's CPU time during the "
-           "run (limit " + num("%.0f", 100 * limits.max_others_fraction) + "%)";
+    return "other processes took " + formatted("%.0f", 100 * c.others_fraction) + "% of this machine's CPU time during the "
+           "run (limit " + formatted("%.0f", 100 * limits.max_others_fraction) + "%)";
   if (c.steal_fraction > limits.max_steal_fraction)
-    return "the hypervisor stole " + num("%.0f", 100 * c.steal_fraction) + "% of the CPU time during the run (limit " +
-           num("%.0f", 100 * limits.max_steal_fraction) + "%)";
+    return "the hypervisor stole " + formatted("%.0f", 100 * c.steal_fraction) + "% of the CPU time during the run (limit " +
+           formatted("%.0f", 100 * limits.max_steal_fraction) + "%)";
   return std::nullopt;
 }
 
@@ -114,19 +110,19 @@ NoiseReport assess_noise(const MachineSample& before, const MachineSample& after
   const double dropped_fraction = points > 0 ? static_cast<double>(dropped) / points : 0.0;
   std::vector<std::string> why;
   if (median_spread > limits.max_median_spread)
-    why.push_back("median spread of the rounds " + num("%.0f", 100 * median_spread) + "% (limit " +
-                  num("%.0f", 100 * limits.max_median_spread) + "%)");
+    why.push_back("median spread of the rounds " + formatted("%.0f", 100 * median_spread) + "% (limit " +
+                  formatted("%.0f", 100 * limits.max_median_spread) + "%)");
   if (dropped_fraction > limits.max_dropped_fraction)
     why.push_back(std::to_string(dropped) + " of " + std::to_string(points) + " points too wide to use");
   if (r.steal_fraction > limits.max_steal_fraction)
-    why.push_back("steal time " + num("%.0f", 100 * r.steal_fraction) + "% of the CPU time");
+    why.push_back("steal time " + formatted("%.0f", 100 * r.steal_fraction) + "% of the CPU time");
   r.noisy = !why.empty();
   r.summary = (before.valid && after.valid
-                   ? "load average " + num("%.2f", r.load_before) + " before, " + num("%.2f", r.load_after) +
+                   ? "load average " + formatted("%.2f", r.load_before) + " before, " + formatted("%.2f", r.load_after) +
                          " after, on " + std::to_string(r.cores) + " core(s); steal " +
-                         num("%.1f", 100 * r.steal_fraction) + "%; "
+                         formatted("%.1f", 100 * r.steal_fraction) + "%; "
                    : std::string("load and steal not sampled (measurements read from a file); ")) +
-              "median spread of the rounds " + num("%.1f", 100 * median_spread) + "%; " + std::to_string(dropped) +
+              "median spread of the rounds " + formatted("%.1f", 100 * median_spread) + "%; " + std::to_string(dropped) +
               " of " + std::to_string(points) + " point(s) too wide";
   if (r.noisy) {
     std::string list;

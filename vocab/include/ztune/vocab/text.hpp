@@ -10,6 +10,10 @@ namespace ztune {
 /// 1234567 -> "1,234,567" (rounded to an integer; "-" for infinities and NaN).
 [[nodiscard]] std::string grouped(double v);
 
+/// One number through a printf format of one double conversion:
+/// formatted("%.3g", 2.3456) -> "2.35".
+[[nodiscard]] std::string formatted(const char* printf_format, double v);
+
 /// Terminal columns of a UTF-8 string: its code points (the ×, → and ≥ of
 /// plan summaries are one column each, three bytes each).
 [[nodiscard]] std::size_t display_width(const std::string& s);
