@@ -533,12 +533,29 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
     st.grads = p.zero_stage >= 2 ? 4.0 * psi / n : 4.0 * psi;
     st.optimizer = p.zero_stage >= 1 ? moments * psi / n : moments * psi;
   }
+  // DeepSpeed's ZeRO-1 (stage_1_and_2.py, partition_gradients false) reduces
+  // and frees a parameter's gradient only at the accumulation boundary
+  // (reduce_ready_partitions_and_remove_grads), or in the backward's epilogue
+  // without overlap_comm: until then every 16-bit gradient is whole, beside the
+  // averaged partition it is reduced into (2Ψ/N). Its estimator
+  // (estimate_zero2_model_states_mem_needs, which model_state_bytes follows)
+  // counts stage 2's partitions for it: 12 GiB short for a 7B model.
+  const bool ds_stage1_whole_grads = opt.accounting == StateAccounting::deepspeed && !executor &&
+                                     p.zero_stage == 1 && storage != Precision::fp32 &&
+                                     !deepspeed_runs_bf16_optimizer(p.precision, p.pp, p.zero_stage) &&
+                                     (p.grad_accum > 1 || !p.overlap_comm);
+  if (ds_stage1_whole_grads) st.grads = 2.0 * psi + 2.0 * psi / std::max(1, p.shard_group());
   if (p.offload_optimizer != OffloadTarget::none) {
     st.optimizer = 0;
-    // ZeRO-Offload streams gradient partitions to the host; ztune's executor
-    // keeps its partition (ZeRO-1: every gradient) on the device and copies
-    // it at the step (ParamStore's grad_shards_).
-    if (p.zero_stage >= 1 && !executor) st.grads = 0;
+    // ZeRO-Offload streams gradient partitions to the host as they are
+    // reduced (stage 2); ZeRO-1 keeps its gradients whole on the device until
+    // the boundary (the ZeRO paper's Pos: 2Ψ), DeepSpeed's with one
+    // micro-batch and overlap_comm reduces them as they come (as stage 2).
+    // ztune's executor keeps its partition (ZeRO-1: every gradient) on the
+    // device and copies it at the step (ParamStore's grad_shards_).
+    if (!executor && (p.zero_stage >= 2 || (p.zero_stage == 1 && opt.accounting == StateAccounting::deepspeed &&
+                                            !ds_stage1_whole_grads)))
+      st.grads = 0;
   }
   if (p.offload_params != OffloadTarget::none) st.params = 0;
   // ZeRO-3 under a pipeline (Plan::zero3_held_through_step): the stage's

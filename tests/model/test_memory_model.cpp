@@ -269,6 +269,47 @@ TEST_CASE("memory lines sum to the total, fits follows capacity, offload moves s
   CHECK(mi.line(MemLine::zero3_gathered) > 0);
 }
 
+// DeepSpeed's ZeRO-1 (stage_1_and_2.py with partition_gradients false) frees
+// a gradient only once it is reduced at the accumulation boundary (or in the
+// backward's epilogue without overlap_comm): every 16-bit gradient is whole
+// until then, beside the 2Ψ/N partition it is reduced into. Its estimator's
+// 6Ψ/N (stage 2's) holds only for one micro-batch with overlap_comm. The ZeRO
+// paper's Pos with the optimizer offloaded keeps its 2Ψ gradients on the GPU.
+TEST_CASE("ZeRO-1 keeps every gradient until the boundary: DeepSpeed's 2Ψ + 2Ψ/N and the paper's 2Ψ with offload",
+          "[memory][zero][deepspeed]") {
+  const Transformer m = gpt(24, 2048, 16, 1024, 50304);
+  const Cluster c = a100_nodes(2);
+  Plan p;
+  p.dp = 16;
+  p.zero_stage = 1;
+  p.micro_batch = 2;
+  p.grad_accum = 4;
+  p.global_batch = 128;
+  p.precision = Precision::fp16;
+  const double psi = stage_params(m, p);
+  MemoryOptions ds;
+  ds.accounting = StateAccounting::deepspeed;
+  CHECK(predict_memory(m, p, c, flat_profile(), ds).line(MemLine::grads) == Approx(2 * psi + 2 * psi / 16));
+  Plan one = p;  // one micro-batch, reduced as the backward produces them
+  one.grad_accum = 1;
+  one.global_batch = 32;
+  CHECK(predict_memory(m, one, c, flat_profile(), ds).line(MemLine::grads) == Approx(6 * psi / 16));
+  one.overlap_comm = false;  // reduced in the epilogue: all whole first
+  CHECK(predict_memory(m, one, c, flat_profile(), ds).line(MemLine::grads) == Approx(2 * psi + 2 * psi / 16));
+
+  Plan off = p;
+  off.offload_optimizer = OffloadTarget::cpu;
+  MemoryOptions paper;
+  paper.accounting = StateAccounting::paper;
+  const auto po = predict_memory(m, off, c, flat_profile(), paper);
+  CHECK(po.line(MemLine::grads) == Approx(2 * psi));
+  CHECK(po.line(MemLine::optimizer) == 0);
+  CHECK(predict_memory(m, off, c, flat_profile(), ds).line(MemLine::grads) == Approx(2 * psi + 2 * psi / 16));
+  off.grad_accum = 1;
+  off.global_batch = 32;
+  CHECK(predict_memory(m, off, c, flat_profile(), ds).line(MemLine::grads) == 0);  // streamed to the host as stage 2
+}
+
 TEST_CASE("a plan that does not fit names its largest lines, the largest micro-batch is the fitting edge",
           "[memory]") {
   const Transformer m = gpt(48, 6144, 64, 2048, 51200);

@@ -203,8 +203,11 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
   }
   if (c.device_kind == DeviceKind::gpu && base.offload_optimizer == OffloadTarget::none && !base.onebit_adam &&
       (base.pp == 1 || o.space.engine != Engine::deepspeed)) {
+    // ZeRO-Offload is built on ZeRO-2 (Ren et al. 2021, §4): gradient
+    // partitions stream to the host as the backward reduces them; ZeRO-1
+    // would keep every 16-bit gradient on the device until the boundary.
     Plan p = base;
-    p.zero_stage = std::max(1, p.zero_stage);
+    p.zero_stage = std::max(2, p.zero_stage);
     p.offload_optimizer = OffloadTarget::cpu;
     add("optimizer offload to CPU (ZeRO-Offload)", p);
   }
