@@ -24,7 +24,7 @@ Command add_list(CLI::App& root) {
               throw InputError(dir.string() + ": no catalog directory (ZTUNE_DATA_DIR, when set, must name the "
                                               "project's data/ folder)");
             if (*what == "clusters") {
-              std::printf("%-18s %6s %5s %-22s %8s %10s  %s\n", "name", "nodes", "gpus", "gpu", "mem GB", "TFLOP/s16",
+              std::printf("%-18s %6s %5s %-22s %8s %10s  %s\n", "name", "nodes", "gpus", "gpu", "mem GiB", "TFLOP/s16",
                           "inter-node");
               for (const auto& n : catalog_names("clusters")) {
                 Cluster c = load_cluster(n);

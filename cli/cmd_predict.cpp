@@ -197,6 +197,17 @@ void print_fit_hints(const std::vector<FitHint>& hints) {
   }
 }
 
+// The largest micro-batch no larger than `fits` that divides the sequences a
+// step gives each replica (global batch / dp), the one a run can take: 3 fits
+// but 1024 / 8 = 128 sequences take 2 (a plan at 3 is refused). 0 when none.
+int largest_runnable_micro_batch(const Plan& p, int fits) {
+  if (fits <= 0 || p.dp <= 0 || p.global_batch % p.dp != 0) return 0;
+  const long long per_replica = p.global_batch / p.dp;
+  for (long long mb = std::min<long long>(fits, per_replica); mb >= 1; --mb)
+    if (per_replica % mb == 0) return static_cast<int>(mb);
+  return 0;
+}
+
 nlohmann::json prediction_json(const PredictInputs& in, const Prediction& pr, int largest_mb) {
   const auto& mp = pr.memory;
   const auto& tp = pr.time;
@@ -227,7 +238,8 @@ nlohmann::json prediction_json(const PredictInputs& in, const Prediction& pr, in
             {"fits_host", mp.fits_host},
             {"fits_nvme", mp.fits_nvme},
             {"overflow_lines", overflow},
-            {"largest_micro_batch", largest_mb}}},
+            {"largest_micro_batch", largest_mb},  // the largest that fits in memory
+            {"largest_runnable_micro_batch", largest_runnable_micro_batch(in.plan, largest_mb)}}},
           {"time",
            {{"iteration_s", tp.iteration_s},
             {"tokens_per_s", tp.tokens_per_s},
@@ -355,6 +367,10 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
     std::printf("  largest micro-batch that fits: %d in memory, more than the %lld sequence%s a step this global "
                 "batch gives each of the %d replicas\n",
                 largest_mb, per_replica, per_replica == 1 ? "" : "s", in.plan.dp);
+  else if (const int runnable = largest_runnable_micro_batch(in.plan, largest_mb); largest_mb > 0 && runnable != largest_mb)
+    std::printf("  largest micro-batch that fits: %d in memory; %d is the largest that divides the %lld sequences a "
+                "step gives each of the %d replicas (--micro-batch must)\n",
+                largest_mb, runnable, per_replica, in.plan.dp);
   else if (largest_mb > 0)
     std::printf("  largest micro-batch that fits: %d\n", largest_mb);
   else

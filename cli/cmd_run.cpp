@@ -208,6 +208,18 @@ int run(const RunFlags& f) {
                        std::to_string(*latest) + " already; ask for more steps to continue it");
     refuse_other_plan(f.resume, pf);
     if (auto missing = missing_data_identity(f.resume)) throw InputError("--resume " + f.resume + ": " + *missing);
+    // The learning rate warms up and decays over --steps: another count
+    // continues the run on another schedule (a 17-step resume of a 60-step
+    // run had trained step 17 at another rate without a word).
+    if (const auto was = checkpoint_schedule_steps(f.resume); was && *was != f.steps)
+      std::fprintf(stderr,
+                   "ztune run: note: --steps %d: the checkpoints in %s were written on a learning-rate schedule over "
+                   "%d steps (warm-up, then cosine decay to the last step); from step %d on this run follows one "
+                   "over %d%s\n",
+                   f.steps, f.resume.c_str(), *was, *latest + 1, f.steps,
+                   *latest < *was ? (", so its steps differ from the original run's (--steps " + std::to_string(*was) +
+                                     " continues it as it was)").c_str()
+                                  : ", which puts its rate back above the decayed one the original run ended on");
   }
   if (!f.checkpoint_dir.empty()) {
     check_writable_dir("--checkpoint-dir", f.checkpoint_dir, false);
@@ -270,6 +282,14 @@ int run(const RunFlags& f) {
                 to_string(backend), f.steps, f.threads, f.data,
                 f.nvme_dir, static_cast<std::uint64_t>(f.seed), f.checkpoint_every, f.keep_checkpoints,
                 f.collective_timeout_s, !f.resume.empty()};
+  // The schedule the checkpoints are written on, beside them (read by a later --resume).
+  if (f.checkpoint_every > 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(checkpoint_dir, ec);
+    if (auto why = write_file_durably(checkpoint_schedule_path(checkpoint_dir), "steps " + std::to_string(f.steps) + "\n"))
+      std::fprintf(stderr, "ztune run: note: %s: not written (%s); a later --resume cannot check its --steps\n",
+                   checkpoint_schedule_path(checkpoint_dir).c_str(), why->c_str());
+  }
   if (!f.resume.empty() && f.checkpoint_every == 0)
     std::fprintf(stderr, "note: --resume %s without --checkpoint-every writes no further checkpoints: an interrupted "
                  "run resumes from the same one again (add --checkpoint-every N to keep writing them)\n",

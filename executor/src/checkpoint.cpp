@@ -120,16 +120,9 @@ std::optional<std::string> CheckpointDirLock::take(const std::string& dir) {
 }
 
 void prune_checkpoints(const std::string& dir, int latest, int keep) {
-  std::vector<int> steps;
+  std::vector<int> steps = checkpoint_steps_present(dir);
+  std::erase_if(steps, [&](int n) { return n > latest; });
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    int n = 0;
-    if (name.size() == 13 && name.starts_with("step_") && std::sscanf(name.c_str() + 5, "%8d", &n) == 1 &&
-        checkpoint_step_dir(dir, n) == e.path().string() && n <= latest)
-      steps.push_back(n);
-  }
-  std::sort(steps.begin(), steps.end(), std::greater<>());
   for (std::size_t i = static_cast<std::size_t>(std::max(keep, 1)); i < steps.size(); ++i)
     std::filesystem::remove_all(checkpoint_step_dir(dir, steps[i]), ec);
 }

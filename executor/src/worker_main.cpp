@@ -309,8 +309,17 @@ int run(int argc, char** argv) {
       else if (first_step >= opt.steps)
         error = "--steps " + std::to_string(opt.steps) + ": the checkpoint in " + opt.checkpoint_dir +
                 " is after step " + std::to_string(first_step) + " already; ask for more steps to continue it";
-      else
-        error = resume_from(opt.checkpoint_dir, first_step, ckpt, trainer);
+      else if ((error = resume_from(opt.checkpoint_dir, first_step, ckpt, trainer))) {
+        // A damaged latest checkpoint: the step directories kept before it are
+        // what the run can go back to (their shards are checked when resumed).
+        std::string earlier;
+        for (int n : checkpoint_steps_present(opt.checkpoint_dir))
+          if (n < first_step) earlier += (earlier.empty() ? "" : ", ") + std::to_string(n);
+        if (!earlier.empty())
+          *error += "; " + opt.checkpoint_dir + " also keeps the checkpoints after step" +
+                    (earlier.find(',') == std::string::npos ? " " : "s ") + earlier + ": to go back to one, write its " +
+                    "step count into " + checkpoint_latest_path(opt.checkpoint_dir) + " and resume";
+      }
     }
     if (any_error(*world, error)) return kExitUsage;
     if (world->rank() == 0) std::fprintf(stderr, "ztune-worker: resumed after step %d\n", first_step);

@@ -127,6 +127,27 @@ TEST_CASE("a GPU without a catalog profile is priced with the user's copy, exit 
   fs::remove_all(dir);
 }
 
+// The largest micro-batch that fits in memory need not divide the sequences a
+// step gives each replica; the one a run can take is the largest divisor of
+// global batch / dp below it (the oracle: 1024 / 8 = 128 = 2^7).
+TEST_CASE("predict names the largest micro-batch that fits and the largest that divides the batch", "[cli][predict]") {
+  const std::string base = ztune_bin() + " predict --cluster dgx-a100-80gb --model llama-7b --zero 3 --recompute none"
+                                         " --global-batch 1024 --json --micro-batch ";
+  auto r = run_command(base + "1");
+  REQUIRE(r.exit_code == 0);
+  const auto mem = nlohmann::json::parse(r.out).at("memory");
+  const int fits = mem.at("largest_micro_batch"), runnable = mem.at("largest_runnable_micro_batch");
+  INFO("fits " << fits << ", runnable " << runnable);
+  REQUIRE(fits >= 1);
+  CHECK(runnable <= fits);
+  CHECK(128 % runnable == 0);
+  for (int mb = runnable + 1; mb <= fits; ++mb) CHECK(128 % mb != 0);  // none larger divides 128
+  const auto at = run_command(base + std::to_string(runnable));
+  REQUIRE(at.exit_code == 0);
+  CHECK(nlohmann::json::parse(at.out).at("memory").at("fits_gpu") == true);
+  if (runnable != fits) CHECK(run_command(base + std::to_string(fits)).exit_code == 2);  // refused: it does not divide
+}
+
 TEST_CASE("TP communication overlap on the command line: needs --sequence-parallel, megatron only, shortens tp_comm",
           "[cli][predict][tp_overlap]") {
   const std::string base = ztune_bin() + " predict --cluster dgx-h100x32 --model gpt3-175b --tp 8 --pp 8 --dp 4"

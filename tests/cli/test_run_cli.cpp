@@ -471,3 +471,34 @@ int main(int argc, char** argv) {
   fs::remove_all(scratch(), ec);
   return rc;
 }
+
+// Resuming with another --steps continues on another learning-rate schedule
+// (warm-up, cosine decay over --steps): said, not refused (extending a run is
+// what a user may want). A damaged latest checkpoint names the step
+// directories kept before it, which the run can go back to.
+TEST_CASE("ztune run: a resume with another --steps is noted and a damaged latest names the earlier steps",
+          "[cli][run][resume]") {
+  const fs::path dir = scratch() / "schedule-ckpt";
+  fs::remove_all(dir);
+  auto r = ztune("--steps 6 --checkpoint-every 2 --checkpoint-dir " + dir.string());
+  REQUIRE(r.exit_code == 0);
+  CHECK(slurp(dir / "schedule") == "steps 6\n");
+  fs::resize_file(dir / "latest", 0);
+  std::ofstream(dir / "latest") << "4\n";  // back to step 4: the run continues from there
+  r = ztune("--steps 8 --resume " + dir.string());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.err, Contains("--steps 8: the checkpoints in " + dir.string() +
+                             " were written on a learning-rate schedule over 6 steps") &&
+                        Contains("(--steps 6 continues it as it was)"));
+  r = ztune("--steps 6 --resume " + dir.string());
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, !Contains("learning-rate schedule"));
+
+  std::ofstream(dir / "step_00000004" / "rank_00000.ckpt", std::ios::trunc) << "garbage";
+  r = ztune("--steps 8 --resume " + dir.string());
+  CHECK(r.exit_code == 2);
+  // Step 6's directory is after the latest (4): only step 2 is before it.
+  CHECK_THAT(r.err, Contains(dir.string() + " also keeps the checkpoints after step 2: to go back to one, write its "
+                             "step count into " + (dir / "latest").string()));
+}

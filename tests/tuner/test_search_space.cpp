@@ -3,6 +3,7 @@
 #include <atomic>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -10,6 +11,7 @@
 #include "ztune/vocab/catalog.hpp"
 #include "ztune/vocab/input_error.hpp"
 #include "ztune/tuner/prune_reason.hpp"
+#include "ztune/tuner/engine.hpp"
 #include "ztune/tuner/search_space.hpp"
 
 using namespace ztune;
@@ -858,4 +860,32 @@ TEST_CASE("FP8: layouts whose tp leaves weight dims off multiples of 16 are prun
   CHECK(tp2 > 0);
   CHECK(tp4 > 0);
   CHECK(prune_reason_name(PruneReason::fp8_shape) == "FP8 needs each tp rank's weight dimensions in multiples of 16");
+}
+
+// FlashAttention-2 and cuDNN's fused attention take head sizes that are
+// multiples of 8 up to 256 (flash_attn: "FlashAttention forward only supports
+// head dimension at most 256"); beyond them PyTorch's SDPA runs its math
+// kernel, which stores the s×s scores. The engines' searches had priced a
+// fused kernel for head sizes 205 and 512.
+TEST_CASE("the engines' fused attention takes head sizes that are multiples of 8 up to 256", "[tuner][space][flash]") {
+  const Cluster c = load_cluster("dgx-h100");
+  Transformer m = load_transformer("llama-7b");  // 32 heads of 128
+  CHECK(engine_runs_flash(Engine::fsdp, m, c));
+  for (const auto& [hidden, heads, takes] : {std::tuple{4096, 8, false},    // 512
+                                             std::tuple{6560, 32, false},   // 205
+                                             std::tuple{4352, 32, true},    // 136
+                                             std::tuple{8192, 32, true}}) { // 256
+    m.hidden = hidden;
+    m.heads = m.kv_heads = heads;
+    INFO("head size " << m.head_dim());
+    CHECK(fused_kernels_take_head(m) == takes);
+    for (Engine e : {Engine::fsdp, Engine::megatron, Engine::deepspeed}) {
+      CHECK(engine_runs_flash(e, m, c) == takes);
+      SpaceOptions o;
+      o.engine = e;
+      SearchSpace space(m, c, o);
+      for (const auto& choice : space.attention_choices())
+        if (!takes) CHECK(choice.kernel == AttentionKernel::standard);
+    }
+  }
 }

@@ -305,8 +305,14 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
   return std::nullopt;
 }
 
+bool fused_kernels_take_head(const Transformer& m) {
+  const int d = m.head_dim();
+  return d > 0 && d <= 256 && d % 8 == 0;
+}
+
 bool engine_runs_flash(Engine e, const Transformer& m, const Cluster& c) {
-  return supports_flash_attention(c) && (e != Engine::ztune || executor_runs_flash(m, executor_backend_for(c)));
+  return supports_flash_attention(c) &&
+         (e == Engine::ztune ? executor_runs_flash(m, executor_backend_for(c)) : fused_kernels_take_head(m));
 }
 
 AttentionKernel preferred_fused_kernel(Engine e, const HardwareProfile& hw) {

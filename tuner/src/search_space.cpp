@@ -71,8 +71,11 @@ std::vector<AttentionChoice> attention_kernels(const SpaceOptions& o, const Tran
       throw InputError(std::string("--attention: ") + to_string(k) + " needs an Ampere or newer GPU (" + name +
                        "); " + c.node.gpu.name + " is older");
     if (fused_attention(k) && !engine_runs_flash(o.engine, m, c))
-      throw InputError("--attention: ztune's CUDA fused attention takes head sizes 64 and 128; " + m.name +
-                       " has " + str(m.head_dim()));
+      throw InputError(o.engine == Engine::ztune
+                           ? "--attention: ztune's CUDA fused attention takes head sizes 64 and 128; " + m.name +
+                                 " has " + str(m.head_dim())
+                           : "--attention: " + std::string(name) + " takes head sizes that are multiples of 8 up to 256; " +
+                                 m.name + " has " + str(m.head_dim()));
     // A kernel the engine cannot run (cuDNN's under DeepSpeed, eager under
     // torchtitan or ztune's executor): its rule, as engine_violation words it
     // for every plan, on a plan that differs from the default in the kernel only.

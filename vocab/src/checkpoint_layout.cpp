@@ -1,6 +1,8 @@
 #include "ztune/vocab/checkpoint_layout.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -16,6 +18,16 @@ std::string checkpoint_step_dir(const std::string& dir, int steps) {
 std::string checkpoint_latest_path(const std::string& dir) { return dir + "/latest"; }
 std::string checkpoint_plan_path(const std::string& dir) { return dir + "/plan.json"; }
 std::string checkpoint_data_path(const std::string& dir) { return dir + "/data"; }
+std::string checkpoint_schedule_path(const std::string& dir) { return dir + "/schedule"; }
+
+std::optional<int> checkpoint_schedule_steps(const std::string& dir) {
+  std::ifstream in(checkpoint_schedule_path(dir));
+  std::string word;
+  long long steps = 0;
+  if (!(in >> word >> steps) || word != "steps" || steps < 1 || steps > std::numeric_limits<int>::max())
+    return std::nullopt;
+  return static_cast<int>(steps);
+}
 
 std::optional<std::string> missing_data_identity(const std::string& dir) {
   std::error_code ec;
@@ -24,6 +36,20 @@ std::optional<std::string> missing_data_identity(const std::string& dir) {
   if (std::filesystem::exists(data, ec) || !std::filesystem::exists(plan, ec)) return std::nullopt;
   return data + ": missing, though the checkpoints beside it were written with it (" + plan +
          " is there): it names the token stream they were trained on; restore it, or start without --resume";
+}
+
+std::vector<int> checkpoint_steps_present(const std::string& dir) {
+  std::vector<int> steps;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    int n = 0;
+    if (name.size() == 13 && name.starts_with("step_") && std::sscanf(name.c_str() + 5, "%8d", &n) == 1 &&
+        checkpoint_step_dir(dir, n) == e.path().string())
+      steps.push_back(n);
+  }
+  std::sort(steps.begin(), steps.end(), std::greater<>());
+  return steps;
 }
 
 std::optional<int> latest_checkpoint(const std::string& dir, std::string& error) {

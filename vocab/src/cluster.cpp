@@ -109,6 +109,23 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& file) {
       if (c.node.gpu.peak_tflops_fp16 == 0 && c.node.gpu.peak_tflops_bf16 == 0 && c.device_kind == DeviceKind::gpu)
         throw peak.error("", "expected a 16-bit peak > 0 (fp16 or bf16) for a GPU, got fp16 0 and bf16 0");
       c.node.gpu.hbm_bandwidth_gbps = rate(g, "hbm_bandwidth_gbps");
+      // Figures no GPU has, each the right one in another unit (a datasheet's
+      // TB/s, PFLOP/s, nvidia-smi's MiB): refused, naming the unit meant, not
+      // priced as a GPU 1,000 times slower or larger than the one described.
+      if (c.device_kind == DeviceKind::gpu) {
+        if (c.node.gpu.memory_gb > 4096)
+          throw g.error("memory_gb", "expected the GPU's memory in GiB (the largest GPUs hold under 300; nvidia-smi's "
+                                     "total MiB / 1024), got " + short_number(c.node.gpu.memory_gb) +
+                                     ", which looks like MiB");
+        if (c.node.gpu.hbm_bandwidth_gbps < 50)
+          throw g.error("hbm_bandwidth_gbps", "expected GB/s (an H100 SXM is 3350), got " +
+                                                  short_number(c.node.gpu.hbm_bandwidth_gbps) + ", which looks like TB/s");
+        for (const auto& [key, v] : {std::pair{"peak_tflops.fp16", c.node.gpu.peak_tflops_fp16},
+                                     std::pair{"peak_tflops.bf16", c.node.gpu.peak_tflops_bf16}})
+          if (v > 0 && v < 5)
+            throw g.error(key, std::string("expected dense TFLOP/s (an H100 SXM is 989.4), got ") + short_number(v) +
+                                   ", which looks like PFLOP/s");
+      }
       g.finish();
     }
     c.node.host_memory_gb = capacity(n, "host_memory_gb");
@@ -126,7 +143,13 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& file) {
   {
     auto f = r.object("fabric");
     c.intra_node = read_level(f.object("intra_node"), false);
-    c.inter_node = read_level(f.object("inter_node"), true);
+    auto inter = f.object("inter_node");
+    c.inter_node = read_level(inter, true);
+    // The fastest NICs carry 800 Gb/s, 100 GB/s a direction.
+    if (c.device_kind == DeviceKind::gpu && c.inter_node.bandwidth_gbps > 200)
+      throw inter.error("bandwidth_gbps", "expected GB/s per NIC in one direction (line rate in Gb/s / 8: 400 Gb/s "
+                                          "NDR is 50), got " + short_number(c.inter_node.bandwidth_gbps) +
+                                          ", which looks like Gb/s");
     f.finish();
   }
   r.finish();

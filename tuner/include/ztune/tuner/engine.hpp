@@ -129,8 +129,15 @@ std::optional<std::string> engine_model_violation(const Transformer& m, Engine e
 
 /// Whether engine `e` has a flash attention kernel for `m` on `c`'s devices:
 /// FlashAttention-2 needs Ampere or newer (supports_flash_attention), and
-/// ztune's own executor a kernel for the model's heads (executor_runs_flash).
+/// ztune's own executor a kernel for the model's heads (executor_runs_flash);
+/// the other engines' libraries a head size the fused kernels take
+/// (fused_kernels_take_head).
 [[nodiscard]] bool engine_runs_flash(Engine e, const Transformer& m, const Cluster& c);
+/// FlashAttention-2 and cuDNN's fused attention take head sizes that are
+/// multiples of 8 up to 256 (flash_attn's "FlashAttention forward only supports
+/// head dimension at most 256"; PyTorch's SDPA then falls back to its math
+/// kernel, which stores the s×s scores).
+[[nodiscard]] bool fused_kernels_take_head(const Transformer& m);
 
 /// Whether engine `e` runs cuDNN's fused attention (AttentionKernel::cudnn):
 /// Megatron-Core (Transformer Engine), FSDP (SDPA's cuDNN backend) and ztune's

@@ -6,8 +6,11 @@
 //   DIR/latest                         the committed step count (the commit)
 //   DIR/plan.json                      the plan file that wrote them
 //   DIR/data                           the token stream's identity
+//   DIR/schedule                       "steps N": the run length the learning-rate
+//                                      schedule (warm-up, cosine decay) spans
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ztune {
 
@@ -17,12 +20,19 @@ namespace ztune {
 [[nodiscard]] std::string checkpoint_latest_path(const std::string& dir);
 [[nodiscard]] std::string checkpoint_plan_path(const std::string& dir);
 [[nodiscard]] std::string checkpoint_data_path(const std::string& dir);
+[[nodiscard]] std::string checkpoint_schedule_path(const std::string& dir);
+/// The steps DIR/schedule records (nullopt when there is none, or it is not
+/// "steps N": checkpoints of an older build, or a file edited by hand).
+[[nodiscard]] std::optional<int> checkpoint_schedule_steps(const std::string& dir);
 /// Why DIR/data is missing when it must be there (nullopt when it is there,
 /// or when the checkpoints are an older build's, which wrote none): every
 /// build that keeps DIR/plan.json writes DIR/data first at each commit, so
 /// with the plan there the data's identity was removed, and a resume could
 /// not tell another token stream from the one the checkpoints trained on.
 [[nodiscard]] std::optional<std::string> missing_data_identity(const std::string& dir);
+/// The step counts whose step directories DIR holds, newest first (committed
+/// or not: DIR/latest says which one is).
+[[nodiscard]] std::vector<int> checkpoint_steps_present(const std::string& dir);
 /// The committed step count in DIR/latest (its step directory there), or an
 /// error message naming the file and what was expected.
 std::optional<int> latest_checkpoint(const std::string& dir, std::string& error);
