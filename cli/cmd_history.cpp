@@ -201,8 +201,28 @@ std::string render_search(const nlohmann::json& d) {
       << d.at("model").at("name").get<std::string>() << " on " << d.at("cluster").at("name").get<std::string>()
       << "\n  space " << d.at("space") << ", evaluated " << d.at("evaluated") << ", fit " << d.at("feasible") << ", "
       << formatted("%.3f s", d.at("elapsed_s").get<double>()) << " on " << d.at("threads") << " threads"
-      << (d.at("interrupted").get<bool>() ? " (interrupted)" : "") << "\n"
-      << "  options " << d.at("options").dump() << "\n  pruned by " << d.at("pruned_by").dump() << "\n";
+      << (d.at("interrupted").get<bool>() ? " (interrupted)" : "") << "\n";
+  // The best plan's band as it stood when searched (cmd_search stores it with the options).
+  nlohmann::json options = d.at("options");
+  nlohmann::json accuracy;
+  if (options.is_object() && options.contains("accuracy")) {
+    accuracy = options.at("accuracy");
+    options.erase("accuracy");
+  }
+  out << "  options " << options.dump() << "\n  pruned by " << d.at("pruned_by").dump() << "\n";
+  if (accuracy.is_object() && accuracy.contains("band") && accuracy.contains("cross_validated")) {
+    const auto& band = accuracy.at("band").at("tokens_per_s");
+    out << "  best plan's band when searched: " << formatted("%.0f", band.at(0).get<double>()) << "-"
+        << formatted("%.0f", band.at(1).get<double>()) << " tokens/s, 80% likely (cross-validated on "
+        << accuracy.at("cross_validated").at("cell").get<std::string>() << ")\n";
+  }
+  if (accuracy.is_object() && accuracy.contains("extrapolation")) {
+    const auto& x = accuracy.at("extrapolation");
+    std::string beyond;
+    for (const auto& q : x.at("beyond")) beyond += (beyond.empty() ? "" : ", ") + q.at("quantity").get<std::string>();
+    if (x.value("no_run_on_gpu", false)) out << "  extrapolated: no published run on its GPU\n";
+    else if (!beyond.empty()) out << "  extrapolated beyond the runs it was checked on: " << beyond << "\n";
+  }
   bool any_simulated = false;
   for (const auto& c : d.at("candidates")) {
     const auto& pred = c.at("prediction");

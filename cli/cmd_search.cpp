@@ -413,7 +413,20 @@ int run_search_command(const SearchFlags& f) {
   auto store = [&]() -> int {
     if (db && store_error.empty()) {
       try {
-        search_id = db->store_search({cluster, model, &hw, options_json(f, o), r});
+        nlohmann::json options = options_json(f, o);
+        // How far the best plan's figure was to be trusted when it was
+        // searched (the validation data and profiles may change later): its
+        // band and what it extrapolated, for history show.
+        if (!r.plans.empty()) {
+          const Accuracy a = accuracy_for(cluster, f.engine);
+          const auto& best = r.plans.front().time();
+          nlohmann::json stored = accuracy_json(a, best.iteration_s, best.tokens_per_s);
+          stored.erase("time_sources");
+          if (!a.envelope.empty() || !a.cv.empty())
+            stored["extrapolation"] = extrapolation_json(a, model, r.plans.front().plan);
+          options["accuracy"] = std::move(stored);
+        }
+        search_id = db->store_search({cluster, model, &hw, options, r});
       } catch (const InputError& e) {
         store_error = e.what();
       }

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -1022,4 +1023,23 @@ TEST_CASE("predict and search say a Hugging Face config's sequence is its positi
   CHECK_THAT(r.out, Contains("4096-token sequences") && !Contains("maximum positions"));
   r = run_ztune("search --cluster dgx-h100 --model '" + config + "' --no-db --no-simulate --top 1 --seq 4096");
   CHECK_THAT(r.out, Contains("ztune search: mistral-7b-v0.1 (4096-token sequences) on dgx-h100"));
+}
+
+// How far a stored search's best figure was to be trusted is kept with it
+// (the validation data may change later): history show prints the band the
+// search printed.
+TEST_CASE("history show of a search prints the best plan's band as the search gave it", "[cli][history][accuracy]") {
+  const std::string db = (scratch() / "band.db").string();
+  fs::remove(db);
+  const auto s = run_ztune("search --cluster dgx-h100 --model llama-7b --engine megatron --no-simulate --json --db '" +
+                           db + "'");
+  REQUIRE(s.exit_code == 0);
+  const auto band = nlohmann::json::parse(s.out).at("accuracy").at("band").at("tokens_per_s");
+  char text[96];
+  std::snprintf(text, sizeof text, "best plan's band when searched: %.0f-%.0f tokens/s, 80%% likely",
+                band.at(0).get<double>(), band.at(1).get<double>());
+  const auto h = run_ztune("history show 1 --db '" + db + "'");
+  REQUIRE(h.exit_code == 0);
+  CHECK_THAT(h.out, Contains(text) && Contains("cross-validated on H100/megatron"));
+  CHECK_THAT(h.out, !Contains("\"accuracy\""));  // not repeated among the options
 }
