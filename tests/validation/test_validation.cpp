@@ -727,6 +727,13 @@ TEST_CASE("the runs' envelope: modes none of the runs used, and a GPU with no ru
   REQUIRE(outside_envelope(a.envelope, m, p).size() == 1);
   CHECK(outside_envelope(a.envelope, m, p)[0].quantity == "context-parallel degree");
 
+  // A variant of the GPU none of the runs used (a PCIe card priced by the
+  // profile its SXM runs fitted) is an extrapolation too; the runs' own is not.
+  a.gpu = "H100-SXM5-80GB";
+  CHECK(extrapolation_line(a, m, ran).empty());
+  a.gpu = "H100-PCIe-80GB";
+  CHECK_THAT(extrapolation_line(a, m, ran), Catch::Contains("GPU H100-PCIe-80GB (they ran on H100-SXM5-80GB)"));
+
   Accuracy none;
   none.family = "H200";
   none.cv.runs = 3;  // a band borrowed from other GPUs

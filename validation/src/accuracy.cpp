@@ -246,6 +246,7 @@ std::vector<CellSummary> cell_summaries(const ValidationReport& r, const nlohman
 Accuracy accuracy_for(const Cluster& c, const std::string& engine) {
   Accuracy a;
   a.family = c.device_kind == DeviceKind::cpu ? "cpu" : gpu_family(c.node.gpu.name);
+  a.gpu = c.device_kind == DeviceKind::cpu ? "" : c.node.gpu.name;
   try {
     const ValidationReport r = run_validation(default_validation_dir());
     a.sources = time_accuracy(r, c.node.gpu.name);

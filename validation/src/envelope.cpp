@@ -63,6 +63,7 @@ Envelope envelope_of(const ValidationReport& r, const std::string& family, const
       } else {
         widen(e.lo, e.hi, c.shape);
       }
+      e.gpus.insert(c.gpu);
     }
     if (e.runs > 0) {
       e.cell = by_engine ? family + "/" + priced : family;
@@ -94,19 +95,35 @@ std::vector<Extrapolation> outside_envelope(const Envelope& e, const Transformer
   return x;
 }
 
+namespace {
+
+// outside_envelope, and the cluster's GPU when it is a variant none of the
+// runs used (an H100 PCIe priced by the profile fitted on SXM machines).
+std::vector<Extrapolation> beyond(const Accuracy& a, const Transformer& m, const Plan& p) {
+  std::vector<Extrapolation> x = outside_envelope(a.envelope, m, p);
+  if (!a.envelope.empty() && !a.gpu.empty() && !a.envelope.gpus.contains(a.gpu)) {
+    std::string ran;
+    for (const auto& g : a.envelope.gpus) ran += (ran.empty() ? "" : ", ") + g;
+    x.push_back({"GPU " + a.gpu + " (they ran on " + ran + ")", 0, 0, 0, /*mode=*/true});
+  }
+  return x;
+}
+
+}  // namespace
+
 std::string extrapolation_line(const Accuracy& a, const Transformer& m, const Plan& p) {
   // A GPU without one published run: every plan on it is an extrapolation,
   // whatever band the other GPUs' runs give.
   if (a.envelope.empty() && !a.cv.empty())
     return "extrapolated: no published run on " + a.family + " at all; the error band was measured on " + a.cv.cell +
            " runs";
-  const std::vector<Extrapolation> x = outside_envelope(a.envelope, m, p);
+  const std::vector<Extrapolation> x = beyond(a, m, p);
   if (x.empty()) return "";
   std::string s = "extrapolated beyond the " + a.envelope.cell + " runs it was checked on (" +
                   grouped(a.envelope.runs) + (a.envelope.runs == 1 ? " run): " : " runs): ");
   for (std::size_t i = 0; i < x.size(); ++i) {
     if (i > 0) s += ", ";
-    s += x[i].mode ? x[i].quantity + " (none of them ran it)"
+    s += x[i].mode ? x[i].quantity + (x[i].quantity.starts_with("GPU ") ? "" : " (none of them ran it)")
                    : x[i].quantity + " " + number(x[i].value) + " (they span " + number(x[i].lo) + "-" + number(x[i].hi) + ")";
   }
   return s + "; the error band was measured inside them";
@@ -114,7 +131,7 @@ std::string extrapolation_line(const Accuracy& a, const Transformer& m, const Pl
 
 nlohmann::json extrapolation_json(const Accuracy& a, const Transformer& m, const Plan& p) {
   nlohmann::json out = nlohmann::json::array();
-  for (const Extrapolation& e : outside_envelope(a.envelope, m, p))
+  for (const Extrapolation& e : beyond(a, m, p))
     out.push_back(e.mode ? nlohmann::json{{"quantity", e.quantity}, {"in_runs", false}}
                          : nlohmann::json{{"quantity", e.quantity}, {"value", e.value}, {"runs_min", e.lo}, {"runs_max", e.hi}});
   return {{"cell", a.envelope.cell}, {"runs", a.envelope.runs}, {"no_run_on_gpu", a.envelope.empty()}, {"beyond", out}};

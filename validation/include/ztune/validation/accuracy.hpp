@@ -11,6 +11,7 @@
 //   cross-validated on H100/fsdp: 12.3% (leave-one-source-out, 3 sources, 27 runs; ztune too fast by +4.1%)
 #include <optional>
 #include <utility>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,7 @@ struct Envelope {
   std::string cell;  // "H100/megatron", or "H100" when that GPU has runs of other engines only
   int runs = 0;
   RunShape lo, hi;   // the smallest and largest of each quantity
+  std::set<std::string> gpus;  // the GPUs the runs were measured on ("H100-SXM5-80GB")
   [[nodiscard]] bool empty() const { return runs == 0; }
 };
 
@@ -72,6 +74,7 @@ struct Extrapolation {
 
 struct Accuracy {
   std::string family;                  // "A100"
+  std::string gpu;                     // the cluster's GPU ("H100-PCIe-80GB"): a variant no run used is an extrapolation
   std::vector<SourceSummary> sources;  // empty: nothing measured on this GPU family
   CrossValidated cv;                   // empty when loso.json has nothing for this family or engine
   Envelope envelope;                   // what the family's (and engine's) runs span
