@@ -271,7 +271,8 @@ TEST_CASE("pinned tp and pp: the GPU-count hints find the counts their layouts n
   // DGX H100 (256 GPUs): 40 never divides 256 · 2^k, so doubling the nodes
   // finds nothing. A layout needs 40 · dp GPUs with dp dividing 1024: the
   // largest below 256 is 160 (dp 4), the smallest above is 320 (dp 8, 40
-  // nodes); the searches at those counts fit.
+  // nodes, which the node counts tried one at a time reach); the searches at
+  // those counts fit.
   const Transformer m = load_transformer("llama-70b");
   const Cluster c = load_cluster("dgx-h100x32");
   SearchOptions o;
@@ -291,7 +292,7 @@ TEST_CASE("pinned tp and pp: the GPU-count hints find the counts their layouts n
     if (h.change == "more GPUs") {
       more = true;
       CHECK(h.fits);
-      CHECK_THAT(h.detail, Catch::Matchers::StartsWith("with 320 devices on 40 nodes"));
+      CHECK_THAT(h.detail, Catch::Matchers::StartsWith("with --nodes 40 (320 devices)"));
     }
   }
   CHECK(fewer);
@@ -315,7 +316,7 @@ TEST_CASE("when the devices are too many to split, the hints name fewer GPUs tha
   const auto hw = default_profile_for(c);
   const auto r = run_search(m, c, hw, o);
   REQUIRE(r.evaluated == 0);
-  const auto hint = fewer_gpus_hint(m, c, hw, o);
+  const auto hint = fewer_gpus_hint(m, c, hw, o, c.total_devices());
   REQUIRE(hint.has_value());
   CHECK(hint->fits);
   CHECK_THAT(hint->detail, Catch::Matchers::StartsWith("with --gpus 794624 (of the cluster's 800000)") &&
@@ -787,4 +788,58 @@ TEST_CASE("fit hints: Megatron's block method, the fewest layers per chunk that 
   o.space.engine = Engine::deepspeed;
   for (const auto& h : plan_fit_hints(m, c, with_engine(default_profile_for(c), "deepspeed"), o, p))
     CHECK(h.change.find("block method") == std::string::npos);
+}
+
+// A --ulysses 3 pin needs a device count that is a multiple of 3: doubling 4
+// DGX H100 nodes never reaches one, and the hint had said nothing fits on
+// 131,072 devices. The node counts tried one at a time reach 6 (48 devices),
+// and below the cluster 24 (dp 8 × u 3). The oracle: divisibility.
+TEST_CASE("GPU-count hints under a Ulysses 3 pin reach multiples of 3 devices", "[tuner][search][explain]") {
+  const Transformer m = load_transformer("gpt3-175b", 3072);
+  const Cluster c = load_cluster("dgx-h100x4");
+  SearchOptions o;
+  o.space.engine = Engine::deepspeed;
+  o.space.ulysses = 3;
+  const auto hw = with_engine(default_profile_for(c), "deepspeed");
+  const auto r = run_search(m, c, hw, o);
+  REQUIRE(r.feasible == 0);
+  bool fewer = false, more = false, unpin = false;
+  for (const auto& h : explain_infeasible(m, c, hw, o, r)) {
+    INFO(h.change << ": " << h.detail);
+    if (h.change == "fewer GPUs") {
+      fewer = true;
+      CHECK(h.fits);
+      CHECK_THAT(h.detail, Catch::Matchers::StartsWith("with --gpus 24 (of the cluster's 32)"));
+    }
+    if (h.change == "more GPUs") {
+      more = true;
+      CHECK(h.fits);
+      CHECK_THAT(h.detail, Catch::Matchers::StartsWith("with --nodes 6 (48 devices)"));
+    }
+    if (h.change == "without --ulysses") unpin = true;  // the pin is named
+  }
+  CHECK(fewer);
+  CHECK(more);
+  CHECK(unpin);
+}
+
+// With --gpus the counts below the one asked for are tried too: 12 GPUs have
+// no layout of llama-70b's 64 heads and batch 1024, 8 do and fit.
+TEST_CASE("GPU-count hints under --gpus 12 offer the fewer GPUs that fit", "[tuner][search][explain]") {
+  const Transformer m = load_transformer("llama-70b");
+  Cluster c = load_cluster("dgx-h100x4");
+  c.nodes = 2;
+  SearchOptions o;
+  o.space.gpus = 12;
+  const auto hw = default_profile_for(c);
+  const auto r = run_search(m, c, hw, o);
+  REQUIRE(r.feasible == 0);
+  bool fewer = false;
+  for (const auto& h : explain_infeasible(m, c, hw, o, r))
+    if (h.change == "fewer GPUs") {
+      fewer = true;
+      CHECK(h.fits);
+      CHECK_THAT(h.detail, Catch::Matchers::StartsWith("with --gpus 8 (of the cluster's 16)"));
+    }
+  CHECK(fewer);
 }

@@ -10,6 +10,7 @@
 #include "ztune/model/memory_model.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/tuner/search_space.hpp"
+#include "ztune/vocab/text.hpp"
 
 namespace ztune {
 
@@ -79,12 +80,28 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
   // stage 3 from stage 2 and "ZeRO-3 and full recomputation" when the plan
   // already recomputes fully) are one hint, under the first name.
   std::vector<std::string> tried;
+  // A change that moves a degree or stage the user pinned says so: "ZeRO-3
+  // ... [fits]" under --zero 0 had read as if the pin could stay.
+  auto unpinned = [&](const Plan& p) {
+    std::string s;
+    auto check = [&](const char* flag, const std::optional<int>& pin, int now) {
+      if (pin && *pin != now) s += (s.empty() ? "" : ", ") + std::string(flag) + " " + std::to_string(now);
+    };
+    check("--zero", o.space.zero_stage, p.zero_stage);
+    check("--tp", o.space.tp, p.tp);
+    check("--pp", o.space.pp, p.pp);
+    check("--cp", o.space.cp, p.cp);
+    check("--ulysses", o.space.ulysses, p.ulysses);
+    if (o.space.dp_shard && *o.space.dp_shard != p.dp_shard)
+      s += (s.empty() ? "" : ", ") + std::string(p.dp_shard == 0 ? "without --dp-shard" : "--dp-shard " + std::to_string(p.dp_shard));
+    return s.empty() ? s : " (in place of your pin: " + s + ")";
+  };
   auto add = [&](const std::string& change, const Plan& p) {
     if (p.grad_accum > kMaxGradAccum) return;  // a plan no file holds (plan.hpp): not advice
     std::string key = p.summary();
     if (std::find(tried.begin(), tried.end(), key) != tried.end()) return;
     tried.push_back(std::move(key));
-    if (auto h = try_variant(m, c, hw, o, change, p)) hints.push_back(std::move(*h));
+    if (auto h = try_variant(m, c, hw, o, change + unpinned(p), p)) hints.push_back(std::move(*h));
   };
   // The accumulation micro-batch 1 needs, in 64 bits (up to 2^24 · 2^20).
   const std::int64_t accum_at_one = std::int64_t{base.grad_accum} * base.micro_batch;
@@ -238,8 +255,20 @@ namespace {
 // (cp 1), largest first; at most `limit`. Only a filter of candidates: the
 // layout rules themselves are SearchSpace's, which feasibility() applies to
 // each count tried (laying out every count below 800,000 would take seconds).
-std::vector<int> layout_device_counts(const Transformer& m, const Cluster& c, const SearchOptions& o, int limit) {
-  const std::int64_t total = c.total_devices();
+// Whether a data-parallel degree `dp` can carry the pinned shard group: the
+// weights' group dp × cp × ulysses a multiple of --dp-shard, with two or more
+// groups (SearchSpace::shard_group_sizes).
+bool takes_dp_shard(const SearchOptions& o, std::int64_t dp) {
+  if (!o.space.dp_shard) return true;
+  const std::int64_t group = dp * o.space.cp.value_or(1) * o.space.ulysses.value_or(1);
+  return group > *o.space.dp_shard && group % *o.space.dp_shard == 0;
+}
+
+// The device counts below `below` (the cluster's, or the --gpus asked for)
+// that have a layout, largest first, at most `limit`.
+std::vector<int> layout_device_counts(const Transformer& m, const Cluster& c, const SearchOptions& o, int limit,
+                                      std::int64_t below) {
+  const std::int64_t total = below;
   const std::int64_t batch = o.space.global_batch > 0 ? o.space.global_batch : m.global_batch;
   const int gpn = std::max(1, c.node.gpus);
   // Pinned degrees (--tp/--pp/--cp) are the only ones a layout may have.
@@ -252,15 +281,17 @@ std::vector<int> layout_device_counts(const Transformer& m, const Cluster& c, co
   }
   const int pp_lo = o.space.pp.value_or(1);
   const int pp_hi = o.space.pp.value_or(m.layers);
-  const std::int64_t cp = o.space.cp.value_or(1);
+  const std::int64_t cp = o.space.cp.value_or(1) * o.space.ulysses.value_or(1);
   std::vector<std::int64_t> counts;
-  for (int d : divisors(batch))
+  for (int d : divisors(batch)) {
+    if (!takes_dp_shard(o, d)) continue;
     for (int t : tps)
       for (int pp = pp_lo; pp <= pp_hi; ++pp) {
         const std::int64_t n = static_cast<std::int64_t>(d) * t * pp * cp;
         if (n >= total) break;
         counts.push_back(n);
       }
+  }
   std::sort(counts.begin(), counts.end(), std::greater<>());
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
   std::vector<int> out;
@@ -319,9 +350,9 @@ std::string with_gpus(std::int64_t n, const Cluster& c) {
 }  // namespace
 
 std::optional<FitHint> fewer_gpus_hint(const Transformer& m, const Cluster& c, const HardwareProfile& hw,
-                                       const SearchOptions& o) {
+                                       const SearchOptions& o, std::int64_t below) {
   constexpr int kTries = 8;
-  for (int n : layout_device_counts(m, c, o, kTries)) {
+  for (int n : layout_device_counts(m, c, o, kTries, below)) {
     SearchOptions x = o;
     x.space.gpus = n;
     x.space.min_gpus = x.space.max_gpus = 0;
@@ -350,14 +381,25 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     hints.push_back({"without --engine " + to_string(o.space.engine) + fp8_flags,
                      std::to_string(s.feasible) + " plans fit" + example(s), s.feasible > 0});
   }
-  if (o.space.tp || o.space.pp || o.space.zero_stage || o.space.cp || o.space.dp_shard) {
+  // A --dp-shard pin no layout of these devices carries: said first, with why.
+  if (o.space.dp_shard && r.evaluated == 0)
+    hints.push_back({"--dp-shard " + std::to_string(*o.space.dp_shard),
+                     "no layout of the devices searched has a weights' data-parallel group (dp × cp × ulysses, dp "
+                     "dividing the global batch) that it divides into two or more groups",
+                     false});
+  if (o.space.tp || o.space.pp || o.space.zero_stage || o.space.cp || o.space.dp_shard || o.space.ulysses) {
     SearchOptions x = o;
-    x.space.tp = x.space.pp = x.space.zero_stage = x.space.cp = x.space.dp_shard = std::nullopt;
+    x.space.tp = x.space.pp = x.space.zero_stage = x.space.cp = x.space.dp_shard = x.space.ulysses = std::nullopt;
     auto s = feasibility(m, c, hw, x);
-    hints.push_back({o.space.dp_shard ? "without --tp/--pp/--zero/--cp/--dp-shard"
-                     : o.space.cp     ? "without --tp/--pp/--zero/--cp"
-                                      : "without --tp/--pp/--zero",
-                     std::to_string(s.feasible) + " plans fit" + example(s), s.feasible > 0});
+    // The pins the user gave, named as given.
+    std::string pins;
+    for (const auto& [flag, given] : {std::pair{"--tp", o.space.tp.has_value()}, std::pair{"--pp", o.space.pp.has_value()},
+                                      std::pair{"--zero", o.space.zero_stage.has_value()},
+                                      std::pair{"--cp", o.space.cp.has_value()},
+                                      std::pair{"--ulysses", o.space.ulysses.has_value()},
+                                      std::pair{"--dp-shard", o.space.dp_shard.has_value()}})
+      if (given) pins += (pins.empty() ? "" : "/") + std::string(flag);
+    hints.push_back({"without " + pins, std::to_string(s.feasible) + " plans fit" + example(s), s.feasible > 0});
   }
   // Context parallelism the default space leaves out (sequences under 8k
   // tokens, or --max-cp): the space with cp up to one node's worth.
@@ -379,8 +421,14 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
   // outnumber what the batch, the heads and the layers can split over (dp
   // divides the global batch, tp the heads, pp at most the layers); the largest
   // counts that have a layout, tried from the top.
+  // With --gpus (or --min/--max-gpus) the counts below the one asked for:
+  // 8 fit where --gpus 12 has no layout.
+  const std::int64_t asked = o.space.gpus > 0 ? o.space.gpus : o.space.max_gpus > 0 ? o.space.max_gpus : 0;
   if (!restricted && r.feasible == 0 && r.evaluated == 0) {
-    if (auto h = fewer_gpus_hint(m, c, hw, o)) hints.push_back(std::move(*h));
+    if (auto h = fewer_gpus_hint(m, c, hw, o, c.total_devices())) hints.push_back(std::move(*h));
+  } else if (restricted && r.feasible == 0 && asked > 1) {
+    if (auto h = fewer_gpus_hint(m, c, hw, o, std::min<std::int64_t>(asked, c.total_devices())))
+      hints.push_back(std::move(*h));
   }
   // More GPUs: whole nodes, doubling, every device used.
   SearchOptions x = o;
@@ -405,25 +453,35 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
       found = fits_on(c, y, with_gpus(n, c));
     }
   }
-  for (int k = restricted ? 0 : 1; k <= 12 && !found; ++k) {
-    // Within a cluster file's bounds: 50,000 nodes doubled 12 times would overflow.
-    if ((static_cast<std::int64_t>(c.nodes) << k) > kMaxClusterNodes) break;
-    bigger.nodes = c.nodes << k;
+  // Whole clusters: the cluster's own devices when --gpus restricted them,
+  // then more nodes, one at a time up to twice as many, then by halves
+  // (×1.5, ×2, ×3, ...): doubling alone had skipped 4 nodes where 3 did not fit
+  // and never reached a multiple of 3 a pin needs.
+  std::vector<std::int64_t> node_counts;
+  if (restricted) node_counts.push_back(c.nodes);
+  for (std::int64_t n = c.nodes + 1; n <= 2LL * c.nodes && node_counts.size() < 9; ++n) node_counts.push_back(n);
+  for (std::int64_t n = 2LL * c.nodes; n <= kMaxClusterNodes && node_counts.size() < 40; n = n * 3 / 2 + (n == 1))
+    if (n > node_counts.back()) node_counts.push_back(n);
+  if (node_counts.empty() || node_counts.back() < kMaxClusterNodes) node_counts.push_back(kMaxClusterNodes);
+  for (const std::int64_t n : node_counts) {
+    if (found) break;
+    bigger.nodes = static_cast<int>(n);
+    const std::string devices = grouped(static_cast<double>(bigger.total_devices()));
     found = fits_on(bigger, x,
-                    "with " + std::to_string(bigger.nodes) + " nodes (" + std::to_string(bigger.total_devices()) +
-                        " devices)");
+                    n == c.nodes ? "without --gpus/--min-gpus/--max-gpus (the cluster's " + devices + " devices)"
+                                 : "with --nodes " + std::to_string(n) + " (" + devices + " devices)");
   }
   // Pinned model-parallel degrees (--tp/--pp/--cp) need a device count that is
   // their product times a data-parallel degree dividing the global batch
   // (tp 8 × pp 9 = 72 is never a divisor of 256 · 2^k): the smallest such
   // counts above the cluster's, each on the whole nodes it needs.
   const std::int64_t unit = static_cast<std::int64_t>(o.space.tp.value_or(1)) * o.space.pp.value_or(1) *
-                            o.space.cp.value_or(1);
+                            o.space.cp.value_or(1) * o.space.ulysses.value_or(1);
   const std::int64_t batch = o.space.global_batch > 0 ? o.space.global_batch : m.global_batch;
   if (!found && unit > 1 && batch > 0 && c.node.gpus > 0) {
     int tries = 0;
     for (std::int64_t dp = 1; dp <= batch && tries < 8 && !found; ++dp) {
-      if (batch % dp != 0) continue;
+      if (batch % dp != 0 || !takes_dp_shard(o, dp)) continue;
       const std::int64_t g = unit * dp;
       if (g <= c.total_devices()) continue;
       const std::int64_t nodes = (g + c.node.gpus - 1) / c.node.gpus;
@@ -438,8 +496,8 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     }
   }
   if (!found)
-    hints.push_back({"more GPUs", "nothing fits even on " + std::to_string(bigger.nodes) + " nodes (" +
-                                      std::to_string(bigger.total_devices()) + " devices)",
+    hints.push_back({"more GPUs", "nothing fits even on " + grouped(bigger.nodes) + " nodes (" +
+                                      grouped(static_cast<double>(bigger.total_devices())) + " devices)",
                      false});
   return hints;
 }

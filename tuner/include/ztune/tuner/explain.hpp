@@ -51,18 +51,21 @@ std::vector<FitHint> predict_fit_hints(const Transformer& m, const Cluster& c, c
                                        const SearchOptions& o, const Plan& plan, const MemoryPrediction& mp);
 
 /// Hints for a search `r` that found nothing feasible (uses r.closest). Runs a
-/// few memory-only searches for the relaxations (fewer GPUs when all of them
-/// cannot be split, fewer_gpus_hint; more GPUs: the node count doubled until
-/// something fits, up to 4096× the cluster).
+/// few memory-only searches for the relaxations (fewer GPUs when all of them,
+/// or the --gpus asked for, cannot be split, fewer_gpus_hint; more GPUs: the
+/// cluster's own devices under --gpus, then nodes one at a time up to twice
+/// the cluster and by halves beyond, up to a cluster file's bound; a pin's
+/// whole unit, tp × pp × cp × ulysses × a dp --dp-shard divides).
 std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, const HardwareProfile& hw,
                                         const SearchOptions& o, const SearchResult& r);
 
-/// When every device of `c` is too many to split (dp dividing the global batch,
-/// tp the heads, pp at most the layers): the largest smaller device count
-/// with a layout on which a plan fits (`--gpus N`), trying the 8 largest
-/// counts that have a layout; nullopt when none of them fits.
+/// When the devices (`below`: the cluster's, or the --gpus asked for) are too
+/// many to split (dp dividing the global batch, tp the heads, pp at most the
+/// layers, the pins): the largest smaller device count with a layout on which
+/// a plan fits (`--gpus N`), trying the 8 largest counts that have a layout;
+/// nullopt when none of them fits.
 std::optional<FitHint> fewer_gpus_hint(const Transformer& m, const Cluster& c, const HardwareProfile& hw,
-                                       const SearchOptions& o);
+                                       const SearchOptions& o, std::int64_t below);
 
 /// "35.1 GB of 32.0 GB per GPU" (and host/NVMe when those overflow).
 std::string describe_memory(const MemoryPrediction& mem);
