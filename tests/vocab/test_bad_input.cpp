@@ -495,3 +495,22 @@ TEST_CASE("plan: global batch = micro_batch × grad_accum × dp", "[bad-input][p
   REQUIRE_THROWS_WITH(ztune::plan_file_from_json(file, "plan.json"),
                       "plan.json: $.plan.global_batch: expected micro_batch × grad_accum × dp = 8, got 16");
 }
+
+// A required field spelt wrong is named beside the spelling the file has
+// (within two edits), not only reported missing.
+TEST_CASE("a misspelt required field is named with the spelling the file has", "[bad_input]") {
+  auto model = ztune::transformer_to_json(ztune::load_transformer("llama-7b"));
+  model["ffn_hiden"] = model["ffn_hidden"];
+  model.erase("ffn_hidden");
+  REQUIRE_THROWS_WITH(ztune::transformer_from_json(model, "mine.json"),
+                      "mine.json: $.ffn_hidden: missing required field (the object has \"ffn_hiden\": did you mean "
+                      "ffn_hidden?)");
+  auto cluster = ztune::cluster_to_json(ztune::load_cluster("dgx-h100"));
+  cluster["node"]["gpu"]["memory_gbs"] = cluster["node"]["gpu"]["memory_gb"];
+  cluster["node"]["gpu"].erase("memory_gb");
+  REQUIRE_THROWS_WITH(ztune::cluster_from_json(cluster, "c.json"), Contains("did you mean memory_gb?"));
+  // A field far from every key stays plainly missing.
+  model = ztune::transformer_to_json(ztune::load_transformer("llama-7b"));
+  model.erase("vocab");
+  REQUIRE_THROWS_WITH(ztune::transformer_from_json(model, "mine.json"), "mine.json: $.vocab: missing required field");
+}
