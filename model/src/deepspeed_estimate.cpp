@@ -46,7 +46,7 @@ DeepSpeedEstimate deepspeed_zero3_estimate(double total_params, double largest_l
   return {py_int(gpu), py_int(cpu)};
 }
 
-LargestModule deepspeed_largest_module(const Transformer& m) {
+LargestModule deepspeed_largest_module(const Transformer& m, bool separate_projections) {
   const double h = m.hidden;
   const double kv = static_cast<double>(m.kv_heads) * m.head_dim();
   const double f_out = m.activation == Activation::swiglu ? 2.0 * m.ffn_hidden : m.ffn_hidden;
@@ -58,9 +58,17 @@ LargestModule deepspeed_largest_module(const Transformer& m) {
   };
   if (m.position == PositionEmbedding::learned)
     consider(static_cast<double>(m.learned_position_rows()) * h, "position embedding");
-  consider(w[0] + qkv_bias, "QKV projection");
+  if (separate_projections) {
+    consider(h * h + (m.bias || m.qkv_bias ? h : 0.0), "q_proj");
+    consider(h * kv + (m.bias || m.qkv_bias ? kv : 0.0), "k_proj");
+  } else {
+    consider(w[0] + qkv_bias, "QKV projection");
+  }
   consider(w[1] + (m.bias ? h : 0.0), "attention output projection");
-  consider(w[2] + (m.bias ? f_out : 0.0), m.activation == Activation::swiglu ? "FC1 (gate and up)" : "FC1");
+  if (separate_projections && m.activation == Activation::swiglu)
+    consider(h * m.ffn_hidden + (m.bias ? m.ffn_hidden : 0.0), "gate_proj (and up_proj, each)");
+  else
+    consider(w[2] + (m.bias ? f_out : 0.0), m.activation == Activation::swiglu ? "FC1 (gate and up)" : "FC1");
   consider(w[3] + (m.bias ? h : 0.0), "FC2");
   return best;  // an untied LM head is vocab × hidden, the token embedding's size
 }

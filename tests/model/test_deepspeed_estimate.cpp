@@ -80,3 +80,17 @@ TEST_CASE("DeepSpeed's largest layer on Megatron-style modules", "[memory][deeps
   CHECK(l.name == "FC1");
   CHECK(l.params == 1600.0 * m.ffn_hidden + m.ffn_hidden);
 }
+
+// A Hugging Face Llama model's modules: q_proj, k_proj, v_proj, gate_proj and
+// up_proj are modules of their own, so Llama 2 70B's largest is its 32,000 ×
+// 8,192 embedding (262.1 M), not the fused gate and up projection Megatron-LM
+// holds (2 × 8,192 × 28,672 = 469.8 M).
+TEST_CASE("DeepSpeed's largest layer on a Hugging Face Llama's separate projections", "[memory][deepspeed]") {
+  Transformer m = load_transformer("llama-70b");
+  CHECK(deepspeed_largest_module(m).params == Approx(2.0 * 8192 * 28672));
+  const auto hf = deepspeed_largest_module(m, true);
+  CHECK(hf.name == "token embedding");
+  CHECK(hf.params == Approx(32000.0 * 8192));
+  m.vocab = 1000;  // then gate_proj, 8,192 × 28,672
+  CHECK(deepspeed_largest_module(m, true).params == Approx(8192.0 * 28672));
+}

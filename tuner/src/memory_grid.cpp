@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "ztune/vocab/hardware_profile.hpp"
+#include "ztune/vocab/hf_import.hpp"
 #include "ztune/model/memory_model.hpp"
 
 namespace ztune {
@@ -63,7 +64,9 @@ MemoryGrid memory_grid(const Transformer& m, const Cluster& c, const std::vector
   MemoryGrid g;
   g.params = m.total_params();
   g.states = states;
-  g.largest = deepspeed_largest_module(m);
+  // A Hugging Face Llama-family model keeps q/k/v and gate/up apart (GPT-2,
+  // GPT-NeoX and MPT fuse QKV as Megatron does, and their MLPs are not gated).
+  g.largest = deepspeed_largest_module(m, imported_from_hf_config(m) && m.activation == Activation::swiglu);
   g.nodes = c.nodes;
   g.gpus_per_node = c.node.gpus;
   g.gpus = c.total_devices();

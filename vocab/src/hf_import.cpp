@@ -167,6 +167,12 @@ HfKeys hf_keys_of(const std::string& type) {
 
 }  // namespace
 
+namespace {
+constexpr std::string_view kImportedFrom = "imported from Hugging Face config ";
+}  // namespace
+
+bool imported_from_hf_config(const Transformer& t) { return t.source.starts_with(kImportedFrom); }
+
 Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::string& file, int seq_len) {
   HfReader r{doc, file};
   const ModelType model_type = model_type_of(doc, file);
@@ -174,7 +180,7 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
   Transformer t;
   t.name = std::filesystem::path(file).parent_path().filename().string();
   if (t.name.empty()) t.name = type;
-  t.source = "imported from Hugging Face config " + file + " (model_type " + type +
+  t.source = std::string(kImportedFrom) + file + " (model_type " + type +
              "); global_batch 512 and train_tokens 300e9 are ztune defaults";
   t.global_batch = 512;
   t.train_tokens = 300e9;

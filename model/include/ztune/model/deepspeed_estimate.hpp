@@ -46,12 +46,14 @@ struct DeepSpeedEstimate {
 /// (model_to_params: parameters(recurse=False) of every module), counted on
 /// Megatron-LM's modules (fused QKV, fused SwiGLU gate and up projection, their
 /// biases): the token embedding, the learned positions, the untied LM head or
-/// one of the block's four linear layers. A Hugging Face model with separate
-/// q/k/v or gate/up projections has smaller modules there.
+/// one of the block's four linear layers. `separate_projections`: a Hugging
+/// Face Llama-family model's modules, q/k/v and gate/up each a module of its
+/// own (smaller than Megatron's fused ones: a 70B's largest is its embedding,
+/// 262 M, not the fused gate and up projection, 470 M).
 struct LargestModule {
   double params = 0;
   std::string name;  // "token embedding", "FC1", ...
 };
-[[nodiscard]] LargestModule deepspeed_largest_module(const Transformer& m);
+[[nodiscard]] LargestModule deepspeed_largest_module(const Transformer& m, bool separate_projections = false);
 
 }  // namespace ztune
