@@ -253,6 +253,15 @@ std::string render_run(const nlohmann::json& d) {
   out << "Run r" << d.at("id").get<long long>() << " at " << d.at("created_at").get<std::string>() << ": "
       << name_of(d.at("model")) << " on " << name_of(d.at("cluster")) << ", " << d.at("status").get<std::string>()
       << "\n  plan " << d.at("summary").get<std::string>() << "\n";
+  // The steps the run trained: a resumed run's first is after its checkpoint.
+  if (const auto& rec = d.at("record"); rec.is_object() && rec.contains("steps") && rec.at("steps").is_array() &&
+                                        !rec.at("steps").empty()) {
+    const auto& steps = rec.at("steps");
+    const auto first = steps.front().value("step", 0), last = steps.back().value("step", 0);
+    if (first > 0 && last >= first)
+      out << "  steps " << first << "-" << last << (first > 1 ? " (resumed after step " + std::to_string(first - 1) + ")" : "")
+          << "\n";
+  }
   // A run that did not finish keeps why, and where its checkpoints are.
   if (const auto& rec = d.at("record"); rec.is_object() && rec.contains("failure") && rec.at("failure").is_string()) {
     out << "  why: " << rec.at("failure").get<std::string>() << "\n";

@@ -502,3 +502,19 @@ TEST_CASE("ztune run: a resume with another --steps is noted and a damaged lates
   CHECK_THAT(r.err, Contains(dir.string() + " also keeps the checkpoints after step 2: to go back to one, write its "
                              "step count into " + (dir / "latest").string()));
 }
+
+// history show says which steps a stored run trained: a resumed run's first
+// step is the one after its checkpoint (the record's own step numbers).
+TEST_CASE("history show names the steps a run trained and the checkpoint it resumed after", "[cli][run][history]") {
+  const std::string plan = "--model tiny --dp 2 --micro-batch 2 --global-batch 4";
+  const fs::path dir = scratch() / "history-steps-ckpt";
+  const fs::path db = scratch() / "history-steps.db";
+  fs::remove_all(dir);
+  fs::remove(db);
+  const std::string run = ztune_bin() + " run " + plan + " --db " + db.string();
+  REQUIRE(run_command(run + " --steps 2 --checkpoint-every 2 --checkpoint-dir " + dir.string()).exit_code == 0);
+  REQUIRE(run_command(run + " --steps 4 --resume " + dir.string()).exit_code == 0);
+  CHECK_THAT(run_command(ztune_bin() + " history show r1 --db " + db.string()).out, Contains("  steps 1-2\n"));
+  CHECK_THAT(run_command(ztune_bin() + " history show r2 --db " + db.string()).out,
+             Contains("  steps 3-4 (resumed after step 2)\n"));
+}
