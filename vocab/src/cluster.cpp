@@ -88,6 +88,7 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& file) {
   ObjectReader r(doc, file, "$");
   r.schema("ztune.cluster/1");
   Cluster c;
+  c.file = file;
   c.name = r.name("name");
   c.source = r.string("source");
   c.device_kind = r.choice("device_kind", {"gpu", "cpu"}) == "cpu" ? DeviceKind::cpu : DeviceKind::gpu;

@@ -324,7 +324,8 @@ HardwareProfile default_profile_for(const Cluster& c) {
     const auto [file, plain] = catalog_profile_file(c);
     std::string known;
     for (const auto& n : catalog_names("profiles")) known += (known.empty() ? "" : ", ") + n;
-    throw InputError(c.name + ": $.node.gpu.name: no hardware profile for GPU " + describe_json(c.node.gpu.name) +
+    throw InputError((c.file.empty() ? c.name : c.file) + ": $.node.gpu.name: no hardware profile for GPU " +
+                     describe_json(c.node.gpu.name) +
                      (plain ? " (looked for " + file.string() + "; " : " (not a catalog name; ") +
                      "profiles: " + (known.empty() ? "none" : known) + "); pass --profile FILE or add data/profiles/" +
                      (plain ? family : std::string("NAME")) + ".json");

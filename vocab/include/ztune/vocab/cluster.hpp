@@ -68,6 +68,7 @@ inline constexpr int kMaxNodeGpus = 1024;
 struct Cluster {
   std::string name;
   std::string source;   // where the figures come from
+  std::string file;     // the file it was read from, for messages ("" when built in code; not written back)
   DeviceKind device_kind = DeviceKind::gpu;
   int nodes = 0;
   NodeSpec node;
