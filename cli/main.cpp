@@ -43,31 +43,6 @@ int finish_output(int rc) {
   return kExitUsage;
 }
 
-/// The candidate within edit distance 2 of `typed` (Levenshtein; the smallest
-/// distance, the first on ties), or "" when none is that close.
-std::string nearest_name(const std::string& typed, const std::vector<std::string>& candidates) {
-  std::string best;
-  std::size_t best_d = 3;
-  for (const auto& c : candidates) {
-    std::vector<std::size_t> row(c.size() + 1);
-    for (std::size_t j = 0; j <= c.size(); ++j) row[j] = j;
-    for (std::size_t i = 1; i <= typed.size(); ++i) {
-      std::size_t diag = row[0];
-      row[0] = i;
-      for (std::size_t j = 1; j <= c.size(); ++j) {
-        const std::size_t up = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (typed[i - 1] == c[j - 1] ? 0 : 1)});
-        diag = up;
-      }
-    }
-    if (row[c.size()] < best_d) {
-      best_d = row[c.size()];
-      best = c;
-    }
-  }
-  return best;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -113,7 +88,7 @@ int main(int argc, char** argv) {
       for (const auto& c : commands) names.push_back(c.app->get_name());
       if (std::find(names.begin(), names.end(), first) == names.end()) {
         std::fprintf(stderr, "ztune: error: unknown command '%s'", first.c_str());
-        if (const std::string near = nearest_name(first, names); !near.empty())
+        if (const std::string near = ztune::nearest_name(first, names); !near.empty())
           std::fprintf(stderr, " (did you mean '%s'?)", near.c_str());
         std::fprintf(stderr, "\nCommands: ");
         for (std::size_t i = 0; i < names.size(); ++i) std::fprintf(stderr, "%s%s", i ? ", " : "", names[i].c_str());

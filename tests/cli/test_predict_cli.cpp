@@ -409,18 +409,17 @@ TEST_CASE("validate --json reports every source, its exit code says whether each
   // OLMo-core's GPU count (7 rows), PaxML's intra-node mesh (4), Azure 530B's
   // micro-batch, the NeMo Llama 3.1 405B rows' TP overlap (6), the DeepSpeed
   // BERT rows' 10 micro-batches per step (2), the 2019 Megatron-LM code's eager attention (the
-  // three Shoeybi et al. rows and three DeepSpeed headlines run on DeepSpeedExamples' copy of it),
+  // three Shoeybi et al. rows),
   // and the selective policies read from the rows' text: torchtitan's op-level
   // SAC (9 rows) and layer-level SAC (2), MaxText's save_dot_except_mlpwi (6);
-  // the Azure ZeRO-3 rows' knobs read from their recipe (the other 3 of them);
-  // the 3-D parallel 180B headline's 2020 fused-softmax kernel (1); PaxML's
+  // the Azure ZeRO-3 rows' knobs read from their recipe (the other 3 of them); PaxML's
   // SAVE_DOT_ONLY policy (its 4 rows, already assumed for their mesh); the
   // gradient-reduction dtype stated per source (48 rows: the dgxc NeMo yamls'
   // grad_sync_dtype or NeMo's fp32 default, torchtitan's only float32), 35 of
   // them rows with no other assumption; the block-level recomputation of the
   // IBM FSDP blog's and fms-fsdp's "selective" rows (8: every second block of
   // the 13B, every block of fms-fsdp's 34B and 70B).
-  CHECK(assumed == 26 + 9 + 2 + 6 + 3 + 1 + 35 + 8);
+  CHECK(assumed == 23 + 9 + 2 + 6 + 3 + 35 + 8);
   // Every run's time carries the memory model's share of its GPU.
   for (const auto& c : j.at("cases"))
     if (c.at("metric") == "tokens_per_s_per_gpu") CHECK(c.value("memory_fraction", 0.0) > 0.0);

@@ -2,11 +2,15 @@
 // what others measured; ztune's one A100 profile must reproduce it.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -147,15 +151,39 @@ TEST_CASE("counts read with thousands separators", "[text]") {
 
 // The seeds' headlines (issue 18 item 6): DeepSpeed on V100-32GB DGX-2 nodes,
 // TFLOP/s per GPU under Megatron's recompute-inclusive count. The oracle is the
-// published figure; the conversion to tokens/s is the closed form below.
+// published figure; the conversion to tokens/s is the closed form below. They
+// are the mission's quoted figures, not runs of ../shared/validation: they are
+// kept with the tests (seed_headlines.json), not in data/validation, so the
+// profiles are not fitted on them and no accuracy ztune prints counts them.
 namespace {
 
 double megatron96_per_token(double l, double h, double s, double v) {
   return 96.0 * l * h * h * (1 + s / (6 * h) + v / (16 * l * h));
 }
 
+// The headlines predicted as a validation source of their own: a directory
+// with their source entry (its cluster named by absolute path) and rows.
+const ValidationReport& headlines_report() {
+  static const ValidationReport r = [] {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("ztune-test-headlines-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const std::string tests = std::string(ZTUNE_SOURCE_DIR) + "/tests/validation/";
+    std::ifstream in(tests + "seed_headlines_source.json");
+    std::string source((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string marker = "@ZTUNE_SOURCE_DIR@";
+    source.replace(source.find(marker), marker.size(), ZTUNE_SOURCE_DIR);
+    std::ofstream(dir / "validation.json") << source;
+    fs::copy_file(tests + "seed_headlines.json", dir / "seed_headlines.json", fs::copy_options::overwrite_existing);
+    ValidationReport out = run_validation(dir.string());
+    fs::remove_all(dir);
+    return out;
+  }();
+  return r;
+}
+
 const ValidationCase& headline(const std::string& id) {
-  for (const auto& c : report().cases)
+  for (const auto& c : headlines_report().cases)
     if (c.id == id) return c;
   FAIL("no headline case " << id);
   throw;
@@ -163,10 +191,15 @@ const ValidationCase& headline(const std::string& id) {
 
 }  // namespace
 
+TEST_CASE("seed headlines: not in data/validation, so no fit or accuracy counts them", "[validation]") {
+  for (const auto& s : report().sources) CHECK(s.name != "DeepSpeed-V100-headlines");
+  for (const auto& c : report().cases) CHECK_FALSE(c.id.starts_with("headline_"));
+}
+
 TEST_CASE("seed headlines: every one predicted, TFLOP/s converted with the 96·l·h² count", "[validation]") {
-  const auto& s = source("DeepSpeed-V100-headlines");
-  CHECK(s.cases == 5);
-  for (const auto& k : report().skipped) CHECK_FALSE(k.id.starts_with("headline_"));
+  REQUIRE(headlines_report().sources.size() == 1);
+  CHECK(headlines_report().sources[0].cases == 5);
+  CHECK(headlines_report().skipped.empty());
   // 180B: l 100, h 12288, s 2048, GPT-2's 50,257 padded by Megatron to 51,200 at tp 16 (128 × 16 = 2048).
   const auto& c180 = headline("headline_deepspeed_3d_180b_800xv100");
   CHECK(c180.published == Approx(49e12 / megatron96_per_token(100, 12288, 2048, 51200)).epsilon(1e-9));
@@ -177,10 +210,11 @@ TEST_CASE("seed headlines: every one predicted, TFLOP/s converted with the 96·l
   CHECK(c10.published == Approx(40e12 / megatron96_per_token(50, 4096, 1024, 50304)).epsilon(1e-9));
 }
 
-// Issue 18's acceptance, with the shipped profiles: 3-D 180B −0.2%,
-// ZeRO-100B +5.4%, Turing-NLG −0.2% (DeepSpeed's ZeRO-1 of February 2020
-// all-reduced its gradients: validation.json says so with the source),
-// ZeRO-Offload 10B −5.4%, ZeRO-Infinity 1T +2.3%.
+// Issue 18's acceptance, with the shipped profiles, which are no longer
+// fitted on these five (out of sample, session 39): 3-D 180B −0.6%,
+// ZeRO-100B −3.1%, Turing-NLG −1.9% (DeepSpeed's ZeRO-1 of February 2020
+// all-reduced its gradients: the source entry says so with the reason),
+// ZeRO-Offload 10B −5.7%, ZeRO-Infinity 1T −5.9%.
 TEST_CASE("seed headlines: each within 10% of the published TFLOP/s per GPU", "[validation]") {
   for (const char* id : {"headline_deepspeed_3d_180b_800xv100", "headline_zero_100b_400xv100",
                          "headline_turing_nlg_17b_256xv100", "headline_zero_offload_10b_1xv100",
@@ -326,9 +360,11 @@ TEST_CASE("the 2019 Megatron-LM code runs eager attention, assumed with the reas
   // three DeepSpeed headlines run with DeepSpeedExamples' copy of that code
   // (ZeRO-100B, Turing-NLG, ZeRO-Offload); the 2020 blog and README rows, the
   // 3-D parallel headline (Megatron-LM v1.1.5) and every other row keep the
-  // kernel they name.
+  // kernel they name. (The headlines are the tests' copy: headlines_report.)
+  std::vector<ValidationCase> cases = report().cases;
+  cases.insert(cases.end(), headlines_report().cases.begin(), headlines_report().cases.end());
   std::size_t eager = 0;
-  for (const auto& c : report().cases) {
+  for (const auto& c : cases) {
     if (c.detail.find(" eager") == std::string::npos) continue;
     ++eager;
     INFO(c.id);
@@ -343,8 +379,10 @@ TEST_CASE("the 2019 Megatron-LM code runs its bias, dropout and residual kernels
           "[validation][fusion]") {
   // The same six rows: that code fused neither bias-GeLU nor bias-dropout-add
   // (plan.bias_fusion false, the plan summary's "unfused-bias"); no other row.
+  std::vector<ValidationCase> cases = report().cases;
+  cases.insert(cases.end(), headlines_report().cases.begin(), headlines_report().cases.end());
   std::size_t unfused = 0;
-  for (const auto& c : report().cases) {
+  for (const auto& c : cases) {
     if (c.detail.find(" unfused-bias") == std::string::npos) continue;
     ++unfused;
     INFO(c.id);
@@ -407,7 +445,7 @@ TEST_CASE("Megatron's fused-softmax rule: the 2020 code's headline is assumed wi
   // Megatron-DeepSpeed); the 3-D parallel headline ran the 2020 kernel, which
   // had no condition on micro-batch × heads per rank (1 × 96/16 = 6 here).
   bool seen = false;
-  for (const auto& c : report().cases) {
+  for (const auto& c : headlines_report().cases) {
     if (c.id != "headline_deepspeed_3d_180b_800xv100") continue;
     seen = true;
     CHECK_THAT(c.assumed, Catch::Contains("fused softmax of 2020 assumed") && Catch::Contains("= 6"));

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <limits>
 
+#include "ztune/vocab/text.hpp"
+
 namespace ztune {
 
 namespace {
@@ -260,26 +262,6 @@ bool ObjectReader::has(std::string_view key) const {
   return it != object_->end() && !it->is_null();
 }
 
-namespace {
-
-// Levenshtein distance of two short keys (a misspelt field: "ffn_hiden").
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
-}  // namespace
-
 const nlohmann::json& ObjectReader::require(std::string_view key) {
   std::string k(key);
   read_.insert(k);
@@ -287,10 +269,11 @@ const nlohmann::json& ObjectReader::require(std::string_view key) {
   if (it == object_->end()) {
     // A field of the object this key's spelling is close to: the user's typo
     // ("ffn_hiden" for ffn_hidden), named rather than only "missing".
+    std::vector<std::string> present;
     for (const auto& [name, value] : object_->items())
-      if (name != k && edit_distance(name, k) <= 2 &&
-          std::max(name.size(), k.size()) >= 4)
-        throw error(key, "missing required field (the object has \"" + name + "\": did you mean " + k + "?)");
+      if (name.size() >= 4) present.push_back(name);
+    if (const std::string near = nearest_name(k, present); k.size() >= 4 && !near.empty())
+      throw error(key, "missing required field (the object has \"" + near + "\": did you mean " + k + "?)");
     throw error(key, "missing required field");
   }
   return *it;

@@ -4,11 +4,17 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ztune {
 
 /// 1234567 -> "1,234,567" (rounded to an integer; "-" for infinities and NaN).
 [[nodiscard]] std::string grouped(double v);
+
+/// The candidate within edit distance 2 of `typed` (Levenshtein; the smallest
+/// distance, the first on ties), or "" when none is that close: the name a
+/// user meant (a subcommand, a file's field) beside the one typed.
+[[nodiscard]] std::string nearest_name(std::string_view typed, const std::vector<std::string>& candidates);
 
 /// One number through a printf format of one double conversion:
 /// formatted("%.3g", 2.3456) -> "2.35".
