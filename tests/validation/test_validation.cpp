@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -697,6 +698,7 @@ TEST_CASE("the error band: the left-out errors' 10th-90th percentile, and the wi
     c.metric = "iteration_time_s";
     c.gpu = gpu;
     c.engine = engine;
+    c.shape = RunShape{8, 1e9, 1024, 1024, 1, 1};
     r.cases.push_back(c);
     loso["cases"].push_back({{"source", c.source}, {"id", c.id}, {"loso_error_pct", -opt}, {"loso_optimism_pct", opt}});
   };
@@ -724,6 +726,11 @@ TEST_CASE("the error band: the left-out errors' 10th-90th percentile, and the wi
   CHECK(fallback.fallback);
   CHECK(fallback.cell == "any GPU/deepspeed");
   CHECK(fallback.mape == Approx(40));
+  // What a plan is checked against is the same runs: DeepSpeed's on the A100.
+  const Envelope checked = envelope_of(r, "H100", "deepspeed", fallback.scope);
+  CHECK(checked.cell == "any GPU/deepspeed");
+  CHECK(checked.runs == 1);
+  CHECK(checked.gpus == std::set<std::string>{"A100-SXM4-80GB"});
   add("D", "A100-SXM4-80GB", "deepspeed", 0, 1);
   add("E", "A100-SXM4-80GB", "deepspeed", 0, -1);
   CHECK(cross_validated(r, loso, "H100", "deepspeed").cell == "H100/any engine");  // (40 + 1 + 1) / 3 = 14 < 17.5

@@ -180,6 +180,7 @@ CrossValidated cross_validated(const ValidationReport& r, const nlohmann::json& 
     if (m.runs == 0) return m;
     m.cell = t.cell;
     m.fallback = i > 0;
+    m.scope = static_cast<int>(i);
     // The percentiles over the same runs, each source weighted as in the means.
     std::map<std::string, int> per_source;
     std::vector<std::pair<const ValidationCase*, double>> kept;
@@ -252,7 +253,8 @@ Accuracy accuracy_for(const Cluster& c, const std::string& engine) {
     a.sources = time_accuracy(r, c.node.gpu.name);
     if (c.device_kind != DeviceKind::cpu) {
       a.cv = cross_validated(r, read_loso(&a.stale), a.family, engine);
-      a.envelope = envelope_of(r, a.family, engine);
+      // The runs the band was measured on are the runs a plan is checked against.
+      a.envelope = a.cv.empty() ? envelope_of(r, a.family, engine) : envelope_of(r, a.family, engine, a.cv.scope);
     }
   } catch (const std::exception& e) {
     a.problem = e.what();

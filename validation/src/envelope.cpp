@@ -73,6 +73,26 @@ Envelope envelope_of(const ValidationReport& r, const std::string& family, const
   return {};
 }
 
+Envelope envelope_of(const ValidationReport& r, const std::string& family, const std::string& engine, int scope) {
+  const std::string priced = engine == "ztune" ? "deepspeed" : engine;
+  Envelope e;
+  for (const ValidationCase& c : r.cases) {
+    if (!is_time_metric(c.metric) || c.shape.empty()) continue;
+    const bool same_gpu = gpu_family(c.gpu) == family, same_engine = c.engine == priced;
+    if ((scope == 0 && !(same_gpu && same_engine)) || (scope == 1 && !same_gpu) || (scope == 2 && !same_engine))
+      continue;
+    if (e.runs++ == 0) {
+      e.lo = e.hi = c.shape;
+    } else {
+      widen(e.lo, e.hi, c.shape);
+    }
+    e.gpus.insert(c.gpu);
+  }
+  if (e.runs > 0)
+    e.cell = scope == 0 ? family + "/" + priced : scope == 1 ? family : scope == 2 ? "any GPU/" + priced : "every";
+  return e;
+}
+
 std::vector<Extrapolation> outside_envelope(const Envelope& e, const Transformer& m, const Plan& p) {
   std::vector<Extrapolation> x;
   if (e.empty()) return x;
@@ -97,6 +117,9 @@ std::vector<Extrapolation> outside_envelope(const Envelope& e, const Transformer
 
 namespace {
 
+// A GPU family without one published run (H200): its band is other GPUs'.
+bool no_run_on_gpu(const Accuracy& a) { return !a.cv.empty() && a.sources.empty(); }
+
 // outside_envelope, and the cluster's GPU when it is a variant none of the
 // runs used (an H100 PCIe priced by the profile fitted on SXM machines).
 std::vector<Extrapolation> beyond(const Accuracy& a, const Transformer& m, const Plan& p) {
@@ -114,7 +137,7 @@ std::vector<Extrapolation> beyond(const Accuracy& a, const Transformer& m, const
 std::string extrapolation_line(const Accuracy& a, const Transformer& m, const Plan& p) {
   // A GPU without one published run: every plan on it is an extrapolation,
   // whatever band the other GPUs' runs give.
-  if (a.envelope.empty() && !a.cv.empty())
+  if (no_run_on_gpu(a))
     return "extrapolated: no published run on " + a.family + " at all; the error band was measured on " + a.cv.cell +
            " runs";
   const std::vector<Extrapolation> x = beyond(a, m, p);
@@ -134,7 +157,7 @@ nlohmann::json extrapolation_json(const Accuracy& a, const Transformer& m, const
   for (const Extrapolation& e : beyond(a, m, p))
     out.push_back(e.mode ? nlohmann::json{{"quantity", e.quantity}, {"in_runs", false}}
                          : nlohmann::json{{"quantity", e.quantity}, {"value", e.value}, {"runs_min", e.lo}, {"runs_max", e.hi}});
-  return {{"cell", a.envelope.cell}, {"runs", a.envelope.runs}, {"no_run_on_gpu", a.envelope.empty()}, {"beyond", out}};
+  return {{"cell", a.envelope.cell}, {"runs", a.envelope.runs}, {"no_run_on_gpu", no_run_on_gpu(a)}, {"beyond", out}};
 }
 
 }  // namespace ztune

@@ -450,7 +450,10 @@ RunShape run_shape(const Transformer& m, const Plan& p) {
   std::uint32_t f = 0;
   if (p.offload_optimizer == OffloadTarget::cpu) f |= kOptimizerOffloadCpu;
   if (p.offload_optimizer == OffloadTarget::nvme) f |= kOptimizerOffloadNvme;
-  if (p.offload_params != OffloadTarget::none) f |= kParamOffload;
+  if (p.offload_params == OffloadTarget::cpu) f |= kParamOffload;
+  if (p.offload_params == OffloadTarget::nvme) f |= kParamOffloadNvme;
+  if (p.zeropp) f |= kZeroPP;
+  if (p.precision == Precision::fp16) f |= kFp16;
   if (p.onebit_adam) f |= kOnebitAdam;
   if (p.sparse_attention != SparseLayout::none) f |= kSparseAttention;
   if (p.fp8 != Fp8Recipe::none) f |= kFp8;
@@ -465,7 +468,10 @@ const char* run_feature_name(std::uint32_t bit) {
   switch (bit) {
     case kOptimizerOffloadCpu: return "optimizer offloaded to CPU";
     case kOptimizerOffloadNvme: return "optimizer offloaded to NVMe";
-    case kParamOffload: return "parameters offloaded";
+    case kParamOffload: return "parameters offloaded to CPU";
+    case kParamOffloadNvme: return "parameters offloaded to NVMe";
+    case kZeroPP: return "ZeRO++";
+    case kFp16: return "fp16 training";
     case kOnebitAdam: return "1-bit Adam";
     case kSparseAttention: return "sparse attention";
     case kFp8: return "FP8";

@@ -29,6 +29,10 @@ struct CrossValidated {
   std::string engine;  // "fsdp"
   std::string cell;    // the cell the figures come from: "H100/fsdp", or a fallback ("H100/any engine")
   bool fallback = false;
+  /// Which runs the cell holds (envelope_of takes the same): 0 the family's
+  /// runs of the engine, 1 the family's of any engine, 2 the engine's on any
+  /// GPU, 3 every run.
+  int scope = 0;
   int sources = 0;
   int runs = 0;
   double mape = 0;         // source-balanced mean |error| of the left-out predictions, %
@@ -67,6 +71,12 @@ struct Extrapolation {
 /// ztune engine's are DeepSpeed's, as its band is), else on `family` by any
 /// engine; empty when nothing was measured on that family.
 [[nodiscard]] Envelope envelope_of(const ValidationReport& r, const std::string& family, const std::string& engine);
+/// The envelope of the runs a cross-validated cell's figures come from
+/// (CrossValidated::scope): the band and the extrapolation line then speak
+/// of the same runs (DeepSpeed on H100: its band is DeepSpeed's A100 and V100
+/// runs, and so is what it was checked on).
+[[nodiscard]] Envelope envelope_of(const ValidationReport& r, const std::string& family, const std::string& engine,
+                                   int scope);
 
 /// The quantities of plan `p` of model `m` beyond envelope `e` by more than
 /// 10 % (none when `e` is empty).

@@ -43,6 +43,9 @@ enum RunFeature : std::uint32_t {
   kZero3 = 1u << 7,
   kHybridShard = 1u << 8,
   kCpuCheckpointing = 1u << 9,
+  kZeroPP = 1u << 10,
+  kParamOffloadNvme = 1u << 11,
+  kFp16 = 1u << 12,
 };
 /// What each RunFeature bit is called in the extrapolation line ("CPU optimizer offload").
 [[nodiscard]] const char* run_feature_name(std::uint32_t bit);
