@@ -212,8 +212,10 @@ std::string render_search(const nlohmann::json& d) {
   out << "  options " << options.dump() << "\n  pruned by " << d.at("pruned_by").dump() << "\n";
   if (accuracy.is_object() && accuracy.contains("band") && accuracy.contains("cross_validated")) {
     const auto& band = accuracy.at("band").at("tokens_per_s");
-    out << "  best plan's band when searched: " << formatted("%.0f", band.at(0).get<double>()) << "-"
-        << formatted("%.0f", band.at(1).get<double>()) << " tokens/s, 80% likely (cross-validated on "
+    const auto& time = accuracy.at("band").at("iteration_s");
+    out << "  best plan's band when searched: " << grouped(band.at(0).get<double>()) << "-"
+        << grouped(band.at(1).get<double>()) << " tokens/s (iteration " << formatted("%.3g", time.at(0).get<double>())
+        << "-" << formatted("%.3g s", time.at(1).get<double>()) << "), 80% likely (cross-validated on "
         << accuracy.at("cross_validated").at("cell").get<std::string>() << ")\n";
   }
   if (accuracy.is_object() && accuracy.contains("extrapolation")) {

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -1035,9 +1036,13 @@ TEST_CASE("history show of a search prints the best plan's band as the search ga
                            db + "'");
   REQUIRE(s.exit_code == 0);
   const auto band = nlohmann::json::parse(s.out).at("accuracy").at("band").at("tokens_per_s");
-  char text[96];
-  std::snprintf(text, sizeof text, "best plan's band when searched: %.0f-%.0f tokens/s, 80%% likely",
-                band.at(0).get<double>(), band.at(1).get<double>());
+  auto commas = [](double v) {  // 12345.6 -> "12,346"
+    std::string digits = std::to_string(static_cast<long long>(std::llround(v)));
+    for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
+    return digits;
+  };
+  const std::string text = "best plan's band when searched: " + commas(band.at(0).get<double>()) + "-" +
+                           commas(band.at(1).get<double>()) + " tokens/s (iteration ";
   const auto h = run_ztune("history show 1 --db '" + db + "'");
   REQUIRE(h.exit_code == 0);
   CHECK_THAT(h.out, Contains(text) && Contains("cross-validated on H100/megatron"));
