@@ -459,10 +459,12 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
   // and never reached a multiple of 3 a pin needs.
   std::vector<std::int64_t> node_counts;
   if (restricted) node_counts.push_back(c.nodes);
-  for (std::int64_t n = c.nodes + 1; n <= 2LL * c.nodes && node_counts.size() < 9; ++n) node_counts.push_back(n);
+  for (std::int64_t n = c.nodes + 1; n <= 2LL * c.nodes && n <= kMaxClusterNodes && node_counts.size() < 9; ++n)
+    node_counts.push_back(n);
   for (std::int64_t n = 2LL * c.nodes; n <= kMaxClusterNodes && node_counts.size() < 40; n = n * 3 / 2 + (n == 1))
-    if (n > node_counts.back()) node_counts.push_back(n);
-  if (node_counts.empty() || node_counts.back() < kMaxClusterNodes) node_counts.push_back(kMaxClusterNodes);
+    if (node_counts.empty() || n > node_counts.back()) node_counts.push_back(n);
+  if ((node_counts.empty() || node_counts.back() < kMaxClusterNodes) && c.nodes < kMaxClusterNodes)
+    node_counts.push_back(kMaxClusterNodes);
   for (const std::int64_t n : node_counts) {
     if (found) break;
     bigger.nodes = static_cast<int>(n);
