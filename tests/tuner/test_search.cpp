@@ -843,3 +843,26 @@ TEST_CASE("GPU-count hints under --gpus 12 offer the fewer GPUs that fit", "[tun
     }
   CHECK(fewer);
 }
+
+// The other engines are tried, each priced as it runs: GPT-3 175B on one
+// DGX A100 fits nowhere under Megatron-LM (no optimizer offload there, and
+// the host holds no ZeRO-Offload of 175B), and fits under DeepSpeed with its
+// states on NVMe (ZeRO-Infinity). Only ztune's own engine had been tried.
+TEST_CASE("fit hints try every other engine and name the one where plans fit", "[tuner][explain]") {
+  const Transformer m = load_transformer("gpt3-175b");
+  const Cluster c = load_cluster("dgx-a100-80gb");
+  SearchOptions o;
+  o.space.engine = Engine::megatron;
+  o.memory.accounting = state_accounting_of(Engine::megatron);
+  const auto hw = with_engine(default_profile_for(c), "megatron");
+  const auto r = run_search(m, c, hw, o);
+  REQUIRE(r.feasible == 0);
+  bool named = false;
+  for (const auto& h : explain_infeasible(m, c, hw, o, r))
+    if (h.change == "--engine deepspeed in place of --engine megatron") {
+      named = true;
+      CHECK(h.fits);
+      CHECK_THAT(h.detail, Catch::Matchers::Contains("opt→nvme"));
+    }
+  CHECK(named);
+}

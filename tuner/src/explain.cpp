@@ -10,6 +10,7 @@
 #include "ztune/model/memory_model.hpp"
 #include "ztune/model/prediction.hpp"
 #include "ztune/tuner/search_space.hpp"
+#include "ztune/vocab/input_error.hpp"
 #include "ztune/vocab/text.hpp"
 
 namespace ztune {
@@ -53,10 +54,14 @@ SearchResult feasibility(const Transformer& m, const Cluster& c, const HardwareP
   return run_search(m, c, hw, o);
 }
 
+// "12 plans fit, e.g. ... needs 61.2 GiB of 80.0 GiB per GPU" ("1 plan fits").
 std::string example(const SearchResult& r) {
   if (r.plans.empty()) return "";
   const auto& p = r.plans.front();
   return ", e.g. " + p.plan.summary() + " needs " + describe_memory(p.prediction.memory);
+}
+std::string fitting(const SearchResult& r) {
+  return grouped(static_cast<double>(r.feasible)) + (r.feasible == 1 ? " plan fits" : " plans fit") + example(r);
 }
 
 }  // namespace
@@ -358,7 +363,7 @@ std::optional<FitHint> fewer_gpus_hint(const Transformer& m, const Cluster& c, c
     x.space.min_gpus = x.space.max_gpus = 0;
     auto s = feasibility(m, c, hw, x);
     if (s.feasible > 0)
-      return FitHint{"fewer GPUs", with_gpus(n, c) + " " + std::to_string(s.feasible) + " plans fit" + example(s),
+      return FitHint{"fewer GPUs", with_gpus(n, c) + " " + fitting(s),
                      true};
   }
   return std::nullopt;
@@ -368,18 +373,42 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
                                         const SearchOptions& o, const SearchResult& r) {
   std::vector<FitHint> hints;
   if (!r.closest.empty()) hints = plan_fit_hints(m, c, hw, o, r.closest.front().plan);
-  if (o.space.engine != Engine::ztune) {
-    SearchOptions x = o;
-    x.space.engine = Engine::ztune;
-    x.memory.accounting = state_accounting_of(Engine::ztune);  // its plans run on ztune's executor
-    x.space.fp8 = Fp8Recipe::none;  // which has no FP8 kernels
-    x.space.fp8_param_gather = false;
-    auto s = feasibility(m, c, with_engine(hw, to_string(Engine::ztune)), x);
-    const std::string fp8_flags = o.space.fp8_param_gather        ? " and --fp8, --fp8-param-gather"
-                                  : o.space.fp8 != Fp8Recipe::none ? " and --fp8"
-                                                                   : "";
-    hints.push_back({"without --engine " + to_string(o.space.engine) + fp8_flags,
-                     std::to_string(s.feasible) + " plans fit" + example(s), s.feasible > 0});
+  // The other engines, each priced as it runs (its profile, its accounting of
+  // the model states): the one where most plans fit. Only ztune's own had been
+  // tried, where DeepSpeed's NVMe offload or FSDP fitted on the same GPUs.
+  {
+    std::optional<SearchResult> best;
+    Engine best_engine = o.space.engine;
+    std::string tried;
+    for (const Engine e : {Engine::ztune, Engine::deepspeed, Engine::megatron, Engine::fsdp}) {
+      if (e == o.space.engine) continue;
+      SearchOptions x = o;
+      x.space.engine = e;
+      x.memory.accounting = state_accounting_of(e);
+      if (e == Engine::ztune || e == Engine::deepspeed) {  // no FP8 kernels there
+        x.space.fp8 = Fp8Recipe::none;
+        x.space.fp8_param_gather = false;
+      }
+      try {
+        auto s = feasibility(m, c, with_engine(hw, to_string(e)), x);
+        tried += (tried.empty() ? "" : ", ") + to_string(e);
+        if (!best || s.feasible > best->feasible) {
+          best = std::move(s);
+          best_engine = e;
+        }
+      } catch (const InputError&) {
+        // A pin that engine cannot run (--zero 1 under FSDP): not an option.
+      }
+    }
+    if (best && best->feasible > 0) {
+      const bool drops_fp8 = (best_engine == Engine::ztune || best_engine == Engine::deepspeed) &&
+                             (o.space.fp8 != Fp8Recipe::none || o.space.fp8_param_gather);
+      hints.push_back({"--engine " + to_string(best_engine) + " in place of --engine " + to_string(o.space.engine) +
+                           (drops_fp8 ? " (without --fp8: it has no FP8 kernels)" : ""),
+                       fitting(*best), true});
+    } else if (best) {
+      hints.push_back({"another --engine", "no plan fits under " + tried + " either", false});
+    }
   }
   // A --dp-shard pin no layout of these devices carries: said first, with why.
   if (o.space.dp_shard && r.evaluated == 0)
@@ -399,7 +428,7 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
                                       std::pair{"--ulysses", o.space.ulysses.has_value()},
                                       std::pair{"--dp-shard", o.space.dp_shard.has_value()}})
       if (given) pins += (pins.empty() ? "" : "/") + std::string(flag);
-    hints.push_back({"without " + pins, std::to_string(s.feasible) + " plans fit" + example(s), s.feasible > 0});
+    hints.push_back({"without " + pins, fitting(s), s.feasible > 0});
   }
   // Context parallelism the default space leaves out (sequences under 8k
   // tokens, or --max-cp): the space with cp up to one node's worth.
@@ -408,13 +437,13 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     x.space.max_cp = kContextParallelMaxDefault;
     auto s = feasibility(m, c, hw, x);
     hints.push_back({"--max-cp " + std::to_string(kContextParallelMaxDefault),
-                     std::to_string(s.feasible) + " plans fit" + example(s), s.feasible > 0});
+                     fitting(s), s.feasible > 0});
   }
   if (!o.space.allow_tp_across_nodes) {
     SearchOptions x = o;
     x.space.allow_tp_across_nodes = true;
     auto s = feasibility(m, c, hw, x);
-    hints.push_back({"--allow-tp-across-nodes", std::to_string(s.feasible) + " plans fit" + example(s), s.feasible > 0});
+    hints.push_back({"--allow-tp-across-nodes", fitting(s), s.feasible > 0});
   }
   const bool restricted = o.space.gpus > 0 || o.space.min_gpus > 0 || o.space.max_gpus > 0;
   // Fewer GPUs: a search of every device finds no layout when the devices
@@ -439,7 +468,7 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
   auto fits_on = [&](const Cluster& on, const SearchOptions& y, const std::string& where) {
     const auto s = feasibility(m, on, hw, y);
     if (s.feasible > 0)
-      hints.push_back({"more GPUs", where + " " + std::to_string(s.feasible) + " plans fit" + example(s), true});
+      hints.push_back({"more GPUs", where + " " + fitting(s), true});
     return s.feasible > 0;
   };
   // With the devices restricted (--gpus, --max-gpus), first the counts
