@@ -123,6 +123,7 @@ TEST_CASE("a GPU without a catalog profile is priced with the user's copy, exit 
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.out, Contains("no published training time measured on B200") &&
+                        Contains("this prediction used profile h100") &&  // the copy's: H100's efficiencies
                         Contains("extrapolated: no published run on B200 at all"));
   fs::remove_all(dir);
 }

@@ -270,6 +270,9 @@ std::string accuracy_line(const Accuracy& a, const std::string& profile,
     s = "accuracy: no published training time measured on " + a.family +
         " is in data/validation, so this time is not checked against a real run on it (ztune validate lists what "
         "is; ztune calibrate fits a profile to your own runs)";
+    // A profile the user brought for it (a copy of another GPU's) is named:
+    // its efficiencies are that GPU's, unchecked on this one.
+    if (!catalog_profile || profile != catalog_profile->name) s += "; this prediction used profile " + profile;
   } else {
     // A default profile fitted on these runs makes the figures in-sample, which the line says.
     s = "accuracy on " + a.family + " (ztune validate: the same cost model against published runs";
