@@ -294,6 +294,21 @@ int run_search_command(const SearchFlags& f) {
   // fp32 plans take no accounting.
   const Precision searched = searched_precisions(o.space, cluster).front();  // the default, or the pinned one
   const std::string counted = states_counted_as(o.memory.accounting, searched, cluster, hw);
+  // How far to trust the best plan's figures (ztune validate's runs, ~0.1 s):
+  // computed once for the text, --json and the stored search.
+  std::optional<Accuracy> best_accuracy;
+  auto best_accuracy_of = [&]() -> const Accuracy& {
+    if (!best_accuracy) best_accuracy = accuracy_for(cluster, f.engine);
+    return *best_accuracy;
+  };
+  // The best plan's accuracy as --json carries it, with its extrapolation.
+  auto best_accuracy_json = [&]() {
+    const auto& best = r.plans.front().time();
+    const Accuracy& a0 = best_accuracy_of();
+    nlohmann::json a = accuracy_json(a0, best.iteration_s, best.tokens_per_s);
+    if (!a0.envelope.empty() || !a0.cv.empty()) a["extrapolation"] = extrapolation_json(a0, model, r.plans.front().plan);
+    return a;
+  };
   auto json_result = [&]() {
     nlohmann::json j = search_result_to_json(r);
     j["cluster"] = {{"name", cluster.name},    {"gpu", cluster.node.gpu.name},
@@ -317,12 +332,7 @@ int run_search_command(const SearchFlags& f) {
       j["fit_hints"] = advice;
       j["accuracy"] = nullptr;
     } else {
-      const auto& best = r.plans.front().time();
-      const Accuracy accuracy = accuracy_for(cluster, f.engine);
-      j["accuracy"] = accuracy_json(accuracy, best.iteration_s, best.tokens_per_s);
-      if (!accuracy.envelope.empty() || !accuracy.cv.empty())
-        j["accuracy"]["extrapolation"] =
-            extrapolation_json(accuracy, model, r.plans.front().plan);
+      j["accuracy"] = best_accuracy_json();
     }
     return j;
   };
@@ -364,7 +374,7 @@ int run_search_command(const SearchFlags& f) {
       std::cout << "\nBest plan: " << r.plans.front().plan.summary() << "\n";
       print_breakdowns(std::cout, r.plans.front());
       // The error of the same cost model against published runs on this GPU (ztune validate).
-      const Accuracy accuracy = accuracy_for(cluster, f.engine);
+      const Accuracy& accuracy = best_accuracy_of();
       std::cout << "\n" << accuracy_line(accuracy, hw.name, catalog_profile_for(cluster)) << "\n";
       const auto& best = r.plans.front().time();
       if (const std::string band = error_band_line(accuracy, best.iteration_s, best.tokens_per_s); !band.empty())
@@ -418,12 +428,8 @@ int run_search_command(const SearchFlags& f) {
         // searched (the validation data and profiles may change later): its
         // band and what it extrapolated, for history show.
         if (!r.plans.empty()) {
-          const Accuracy a = accuracy_for(cluster, f.engine);
-          const auto& best = r.plans.front().time();
-          nlohmann::json stored = accuracy_json(a, best.iteration_s, best.tokens_per_s);
+          nlohmann::json stored = best_accuracy_json();
           stored.erase("time_sources");
-          if (!a.envelope.empty() || !a.cv.empty())
-            stored["extrapolation"] = extrapolation_json(a, model, r.plans.front().plan);
           options["accuracy"] = std::move(stored);
         }
         search_id = db->store_search({cluster, model, &hw, options, r});

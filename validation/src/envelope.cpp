@@ -50,27 +50,9 @@ std::string number(double v) {
 }  // namespace
 
 Envelope envelope_of(const ValidationReport& r, const std::string& family, const std::string& engine) {
-  // ztune's own engine is priced with DeepSpeed's fitted figures (its band
-  // is DeepSpeed's: accuracy.cpp, cross_validated).
-  const std::string priced = engine == "ztune" ? "deepspeed" : engine;
-  for (const bool by_engine : {true, false}) {
-    Envelope e;
-    for (const ValidationCase& c : r.cases) {
-      if (!is_time_metric(c.metric) || c.shape.empty() || gpu_family(c.gpu) != family) continue;
-      if (by_engine && c.engine != priced) continue;
-      if (e.runs++ == 0) {
-        e.lo = e.hi = c.shape;
-      } else {
-        widen(e.lo, e.hi, c.shape);
-      }
-      e.gpus.insert(c.gpu);
-    }
-    if (e.runs > 0) {
-      e.cell = by_engine ? family + "/" + priced : family;
-      return e;
-    }
-  }
-  return {};
+  // The family's runs of the engine (the ztune engine's are DeepSpeed's), else of any engine.
+  if (Envelope e = envelope_of(r, family, engine, 0); !e.empty()) return e;
+  return envelope_of(r, family, engine, 1);
 }
 
 Envelope envelope_of(const ValidationReport& r, const std::string& family, const std::string& engine, int scope) {
