@@ -58,6 +58,7 @@ struct RunFlags {
   std::string profile;
   std::string nvme_dir;
   bool keep = false;              // keep the ztune-run-* temporary directory
+  bool force = false;             // launch even a plan predicted over this machine's memory
   int checkpoint_every = 0;       // ztune-worker --checkpoint-every
   int keep_checkpoints = 0;       // ztune-worker --keep-checkpoints
   std::optional<int> collective_timeout_s;  // ztune-worker --collective-timeout
@@ -65,6 +66,41 @@ struct RunFlags {
   std::string resume;             // a checkpoint directory to continue from
 };
 
+
+// Ranks started on this machine whose predicted memory together exceeds what
+// the machine has would not fail cleanly: the kernel's out-of-memory killer
+// ends one of them (or any other process on a shared machine) with SIGKILL,
+// after mpirun started them all. Refused unless --force. On CPU ranks each
+// rank's "GPU" memory is this machine's; offloaded states are the nodes' host
+// memory either way (the ranks of every node the plan spans run here).
+void refuse_over_machine_memory(const MemoryPrediction& m, const Cluster& c, int np, ExecBackend backend,
+                                const RunFlags& f) {
+  if (f.force || !ranks_run_here(f.hosts)) return;
+  const auto have = machine_memory_bytes();
+  if (!have) return;
+  const int nodes = (np + c.node.gpus - 1) / c.node.gpus;
+  const double ranks_bytes = backend == ExecBackend::cpu ? np * m.gpu_total_bytes : 0.0;
+  const double need = ranks_bytes + nodes * m.host_bytes_per_node;
+  if (need <= *have) return;
+  const double gib = 1073741824.0;
+  char buf[160];
+  std::string what;
+  if (backend == ExecBackend::cpu) {
+    std::snprintf(buf, sizeof buf, "%d ranks × %.2f GiB", np, m.gpu_total_bytes / gib);
+    what = buf;
+  }
+  if (m.host_bytes_per_node > 0) {
+    std::snprintf(buf, sizeof buf, "%s%d node%s × %.2f GiB of offloaded states", what.empty() ? "" : " + ", nodes,
+                  nodes == 1 ? "" : "s", m.host_bytes_per_node / gib);
+    what += buf;
+  }
+  char head[160];
+  std::snprintf(head, sizeof head, "%.2f GiB together (%s), more than its %.2f GiB", need / gib, what.c_str(),
+                *have / gib);
+  throw InputError(std::string("the memory model puts the ranks this machine would run at ") + head +
+                   ": the kernel's out-of-memory killer would end a rank, or another process, partway through; run a "
+                   "smaller plan, pass --hosts to spread the ranks, or --force to launch it anyway");
+}
 
 // The directory a file will be written into must exist and be writable (the
 // worker writes the record with a plain stream); a --record that fails only
@@ -268,6 +304,7 @@ int run(const RunFlags& f) {
                    "the run may fail for lack of memory\n",
                    predicted_memory->gpu_total_bytes / 1073741824.0, priced->name.c_str(),
                    predicted_memory->gpu_capacity_bytes / 1073741824.0);
+    refuse_over_machine_memory(*predicted_memory, *priced, np, backend, f);
   }
   TempDir tmp(f.keep, "ztune-run");  // the plan file, the default record and checkpoints
   const std::string& dir = tmp.path();
@@ -513,6 +550,9 @@ Command add_run(CLI::App& root) {
   app->add_flag("--keep", f->keep,
                 "Keep the temporary directory ($TMPDIR/ztune-run-*: plan file, record, checkpoints); removed by "
                 "default, also when the run fails or is interrupted");
+  app->add_flag("--force", f->force,
+                "Launch even a plan the memory model puts over this machine's memory (its ranks' total with "
+                "offloaded states, against MemTotal or the cgroup's limit); refused by default");
   app->add_flag("--json", f->json, "Print the summary as JSON (losses, step_time_s, peak_memory_bytes, ...)");
   return {app, [f] { return run(*f); }};
 }

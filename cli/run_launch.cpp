@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -95,9 +96,41 @@ bool has_nvidia_device() {
   return false;
 }
 
+namespace {
+bool under_slurm() { return std::getenv("SLURM_JOB_ID") != nullptr && on_path("srun"); }
+
+// The first whitespace-separated number in `path` (a cgroup limit file), or
+// after `key` in /proc/meminfo's "Key: N kB" lines; absent when the file
+// cannot be read or holds "max" (no limit).
+std::optional<double> number_in(const std::string& path, const std::string& key = "") {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!key.empty() && !line.starts_with(key)) continue;
+    std::istringstream ss(key.empty() ? line : line.substr(key.size()));
+    double v = 0;
+    if (!(ss >> v)) return std::nullopt;
+    std::string unit;
+    ss >> unit;
+    return unit == "kB" ? v * 1024.0 : v;
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+bool ranks_run_here(const std::string& hosts) { return hosts.empty() && !under_slurm(); }
+
+std::optional<double> machine_memory_bytes() {
+  std::optional<double> bytes = number_in("/proc/meminfo", "MemTotal:");
+  // A cgroup v1 "no limit" is a number near 2^63; v2 says "max" (no number).
+  for (const char* limit : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"})
+    if (const auto l = number_in(limit); l && *l > 0 && *l < 1e18) bytes = bytes ? std::min(*bytes, *l) : *l;
+  return bytes;
+}
+
 std::vector<std::string> launch_command(int np, const std::string& hosts, const std::vector<std::string>& worker_args) {
   std::vector<std::string> cmd;
-  if (std::getenv("SLURM_JOB_ID") != nullptr && on_path("srun")) {
+  if (under_slurm()) {
     cmd = {"srun", "-n", std::to_string(np)};
   } else {
     cmd = {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", std::to_string(np)};

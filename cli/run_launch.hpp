@@ -55,6 +55,14 @@ class TempDir {
 /// Whether this machine has an NVIDIA device (the driver's /dev/nvidia0, /dev/nvidia1, ...):
 /// CUDA ranks started here without one would each find none (run and calibrate say so first).
 [[nodiscard]] bool has_nvidia_device();
+/// Whether `launch_command` starts the ranks on this machine: no --hosts and
+/// not srun inside a Slurm allocation.
+[[nodiscard]] bool ranks_run_here(const std::string& hosts);
+/// The memory this machine's processes may use together, in bytes: the
+/// physical memory (/proc/meminfo MemTotal), less when the cgroup ztune runs
+/// in is limited (v2 memory.max, v1 memory.limit_in_bytes); absent when none
+/// of them can be read.
+[[nodiscard]] std::optional<double> machine_memory_bytes();
 /// The launcher command line for `np` ranks of `worker_args` (worker path first).
 std::vector<std::string> launch_command(int np, const std::string& hosts, const std::vector<std::string>& worker_args);
 /// Runs argv (no shell) in a session of its own, stdin from /dev/null; the child's

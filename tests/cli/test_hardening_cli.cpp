@@ -244,6 +244,37 @@ TEST_CASE("pins, catalogs, databases, hosts and profiles that cannot be used are
   CHECK_THAT(r.err, StartsWith("ztune: error: /nonexistent/clusters: no catalog directory"));
 }
 
+TEST_CASE("a run predicted over this machine's memory is refused before any rank starts", "[cli][hardening]") {
+  // Audit: gpt2-1.5b on two CPU ranks (27 GiB each by the memory model) was
+  // launched on a 23 GiB machine after a warning; the OOM killer ended a rank
+  // ("signal 9") or, on a shared machine, any other process.
+  // llama-70b's states alone are 16 bytes × 70e9 = 1,043 GiB a rank (ZeRO's
+  // closed form, no sharding at dp 2 without ZeRO): over any machine's memory.
+  double mem_total_gib = 0;
+  {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    double kb = 0;
+    while (meminfo >> key >> kb)
+      if (key == "MemTotal:") mem_total_gib = kb / 1048576.0;
+      else meminfo.ignore(1 << 10, '\n');
+  }
+  REQUIRE(mem_total_gib > 0);
+  REQUIRE(mem_total_gib < 2 * 1043);
+  const auto r = run_ztune("run --cluster local-cpu --model llama-70b --dp 2 --micro-batch 1 --global-batch 2 "
+                           "--steps 1 --no-db");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("ztune: error: the memory model puts the ranks this machine would run at ") &&
+                        Contains("(2 ranks × ") && Contains("--force to launch it anyway"));
+  CHECK_THAT(r.out + r.err, !Contains("mpirun"));
+  // The machine's figure is at most its MemTotal (a cgroup limit only lowers it).
+  const auto at = r.err.find("more than its ");
+  REQUIRE(at != std::string::npos);
+  const double said = std::stod(r.err.substr(at + 14));
+  CHECK(said <= mem_total_gib + 0.01);
+  CHECK(said > 0);
+}
+
 TEST_CASE("an output over the results database or a profile read is refused, the file untouched", "[cli][hardening]") {
   // Audit: `run --record r.db` and `search --out so.db` had replaced the
   // whole database with JSON (every stored search, run and profile gone).
