@@ -120,7 +120,14 @@ void check_writable_dir(const std::string& flag, const std::string& dir, bool mu
   if (fs::exists(dir, ec) || must_exist) {
     if (!fs::is_directory(dir, ec))
       throw InputError(flag + " " + dir + (fs::exists(dir, ec) ? ": not a directory" : ": no such directory"));
-    if (::access(dir.c_str(), W_OK) != 0) throw InputError(flag + " " + dir + ": directory is not writable");
+    if (::access(dir.c_str(), W_OK) != 0)
+      throw InputError(flag + " " + dir + ": directory is not writable" +
+                       // A resumed run locks, commits and prunes in the directory
+                       // it resumes from: an archived (read-only) one is copied first.
+                       (flag == "--resume" ? std::string("; a run resumes in the directory it reads (its lock, its "
+                                                         "next checkpoints): copy it (cp -a " + dir + " NEW) and "
+                                                         "--resume NEW")
+                                           : std::string()));
     return;
   }
   fs::path parent = fs::path(dir).parent_path();

@@ -69,14 +69,63 @@ bool on_path(const char* program) {
 }
 }  // namespace
 
+namespace {
+// A temporary directory not kept names the process that removes it: a ztune
+// killed by SIGKILL (or the OOM killer) never reaches its destructor, and the
+// next one removes what it left. The process's start time beside its pid
+// (/proc/PID/stat, field 22) tells a reused pid from the owner.
+constexpr const char* kOwnerFile = ".ztune-owner";
+
+std::string process_start(long pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  // The command name (field 2) is in parentheses and may hold spaces.
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return "";
+  std::istringstream rest(stat.substr(close + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && rest >> field; ++i)
+    if (i == 22) return field;
+  return "";
+}
+
+std::string owner_line(long pid) { return std::to_string(pid) + " " + process_start(pid) + "\n"; }
+
+// Removes base's PREFIX-* directories whose owner file names a process that
+// is gone; kept ones have no owner file, foreign ones are not ours to judge.
+void remove_orphans(const std::string& base, const std::string& prefix) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(base, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(prefix + "-") || !entry.is_directory(ec)) continue;
+    std::ifstream in(entry.path() / kOwnerFile);
+    long pid = 0;
+    std::string started;
+    if (!(in >> pid >> started) || pid <= 0) continue;
+    if (process_start(pid) == started) continue;  // its owner still runs
+    std::filesystem::remove_all(entry.path(), ec);
+  }
+}
+}  // namespace
+
 TempDir::TempDir(bool keep, const std::string& prefix) : keep_(keep) {
   // $TMPDIR (else /tmp), as the worker and mpirun place their files.
   std::error_code ec;
   const std::string base = std::filesystem::temp_directory_path(ec).string();
-  std::string tmpl = (ec ? std::string("/tmp") : base) + "/" + prefix + "-XXXXXX";
+  const std::string parent = ec ? std::string("/tmp") : base;
+  remove_orphans(parent, prefix);
+  std::string tmpl = parent + "/" + prefix + "-XXXXXX";
   if (mkdtemp(tmpl.data()) == nullptr)
     throw InputError("cannot create a temporary directory " + tmpl + ": " + std::strerror(errno));
   path_ = tmpl;
+  if (!keep_) std::ofstream(path_ + "/" + kOwnerFile) << owner_line(::getpid());
+}
+
+void TempDir::keep() {
+  keep_ = true;
+  std::error_code ec;
+  std::filesystem::remove(path_ + "/" + kOwnerFile, ec);
 }
 
 TempDir::~TempDir() {

@@ -35,7 +35,9 @@ struct WorkerJob {
 std::vector<std::string> worker_args(const WorkerJob& job);
 /// A temporary directory ($TMPDIR, else /tmp; named PREFIX-XXXXXX) removed
 /// when it goes out of scope, however the command ends, unless kept (--keep,
-/// or keep() when a message points at what it holds).
+/// or keep() when a message points at what it holds). One not kept holds its
+/// owner's pid and start time (.ztune-owner); making one first removes the
+/// PREFIX-* directories whose owner is gone (a ztune killed by SIGKILL).
 class TempDir {
  public:
   TempDir(bool keep, const std::string& prefix);
@@ -45,7 +47,7 @@ class TempDir {
   [[nodiscard]] const std::string& path() const { return path_; }
   [[nodiscard]] bool kept() const { return keep_; }
   /// Leaves the directory on disk after all (what it holds is needed).
-  void keep() { keep_ = true; }
+  void keep();
 
  private:
   std::string path_;

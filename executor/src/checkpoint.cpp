@@ -127,6 +127,12 @@ void prune_checkpoints(const std::string& dir, int latest, int keep) {
     std::filesystem::remove_all(checkpoint_step_dir(dir, steps[i]), ec);
 }
 
+void remove_uncommitted_steps(const std::string& dir, int latest) {
+  std::error_code ec;
+  for (int n : checkpoint_steps_present(dir))
+    if (n > latest) std::filesystem::remove_all(checkpoint_step_dir(dir, n), ec);
+}
+
 std::optional<std::string> keep_plan(const std::string& dir, const std::string& plan_file_json) {
   return replace_line(checkpoint_plan_path(dir), plan_file_json);
 }

@@ -323,6 +323,13 @@ int run(int argc, char** argv) {
     }
     if (any_error(*world, error)) return kExitUsage;
     if (world->rank() == 0) std::fprintf(stderr, "ztune-worker: resumed after step %d\n", first_step);
+    // Every rank has read its shard. A run that stopped on a full disk is
+    // resumed to free space before its next checkpoint, not after it: the
+    // superseded ones beyond --keep-checkpoints and the failed partial write.
+    if (world->rank() == 0 && opt.checkpoint_every > 0) {
+      remove_uncommitted_steps(opt.checkpoint_dir, first_step);
+      if (opt.keep_checkpoints > 0) prune_checkpoints(opt.checkpoint_dir, first_step, opt.keep_checkpoints);
+    }
   }
 
   std::vector<StepRecord> records;

@@ -251,10 +251,16 @@ TEST_CASE("ztune run: no rank outlives a kill -9 of mpirun or of ztune itself", 
     REQUIRE(::waitpid(pid, &status, 0) == pid);
     // ztune cannot sweep after kill -9; its launcher gets SIGTERM from the kernel and ends the ranks.
     CHECK(gone_within(record.string(), std::chrono::seconds(20)));
-    // Nor can it remove its temporary directory: the test does.
-    CHECK(temp_dir.filename().string().rfind("ztune-run-", 0) == 0);
+    // Nor can it remove its temporary directory: the next ztune run does
+    // (the directory names its owner, whose process is gone).
+    REQUIRE(temp_dir.filename().string().rfind("ztune-run-", 0) == 0);
+    CHECK(fs::exists(temp_dir / ".ztune-owner"));
+    const auto next = ztune("--steps 1");
+    INFO(next.err);
+    CHECK(next.exit_code == 0);
+    CHECK(!fs::exists(temp_dir));
     std::error_code ec;
-    if (temp_dir.filename().string().rfind("ztune-run-", 0) == 0) fs::remove_all(temp_dir, ec);
+    fs::remove_all(temp_dir, ec);
   }
 }
 
@@ -421,6 +427,27 @@ TEST_CASE("ztune run: the temporary directory is removed unless --keep", "[cli][
   CHECK(fs::exists(kept));
   CHECK(fs::exists(kept.parent_path() / "plan.json"));
   CHECK(temp_dirs().size() == 1);
+  // A kept directory names no owner: a later run's sweep of orphaned ones
+  // (a ztune killed by SIGKILL) leaves it, and one whose owner still runs.
+  CHECK(!fs::exists(kept.parent_path() / ".ztune-owner"));
+  const fs::path live = tmp / "ztune-run-live";
+  fs::create_directories(live);
+  {
+    // This process's start time, /proc/self/stat's field 22, as the owner file holds it.
+    const std::string stat = slurp("/proc/self/stat");
+    std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i <= 22; ++i) rest >> field;
+    std::ofstream(live / ".ztune-owner") << ::getpid() << " " << field << "\n";
+  }
+  const fs::path dead = tmp / "ztune-run-dead";
+  fs::create_directories(dead);
+  std::ofstream(dead / ".ztune-owner") << ::getpid() << " 1\n";  // this pid, another start: a reused pid
+  REQUIRE(run_command(env + ztune_bin() + " run " + kPlan + " --steps 1").exit_code == 0);
+  CHECK(fs::exists(kept));
+  CHECK(fs::exists(live));
+  CHECK(!fs::exists(dead));
+  CHECK(temp_dirs().size() == 2);
 }
 
 TEST_CASE("ztune run: a run the database refuses keeps its record, says where and exits 1", "[cli][run]") {

@@ -119,6 +119,19 @@ def main():
               r.returncode == 1 and ".ckpt: File too large" in r.stderr and
               open(os.path.join(ck2, "latest")).read().strip() == "3" and not leftovers,
               f"rc {r.returncode} leftovers {leftovers}\n{r.stderr}")
+        # Resumed to write more checkpoints, the run frees the space first: the
+        # failed write's directory and, with --keep-checkpoints 1, the steps
+        # before the one it resumes from (it had kept them until its next commit,
+        # so a full disk stayed full).
+        ck3 = os.path.join(d, "ckpt_freed")
+        shutil.copytree(ck2, ck3)
+        before = sorted(n for n in os.listdir(ck3) if n.startswith("step_"))
+        r = run(2, dp2, "--steps", "4", "--resume", "--checkpoint-dir", ck3, "--checkpoint-every", "10",
+                "--keep-checkpoints", "1")
+        after = sorted(n for n in os.listdir(ck3) if n.startswith("step_"))
+        check("a resume with --keep-checkpoints 1 frees the superseded and the failed steps before training",
+              r.returncode == 0 and before == ["step_00000001", "step_00000002", "step_00000003", "step_00000004"]
+              and after == ["step_00000003"], f"before {before} after {after}\n{r.stderr}")
         r = run(2, dp2, "--steps", "5", "--resume", "--checkpoint-dir", ck2, "--record", resumed)
         check("and the run resumes from it bit-identically", r.returncode == 0 and
               json.load(open(resumed))["losses"] == json.load(open(full))["losses"][3:], r.stderr)
