@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
   using namespace ztune::cli;
   ztune::report_file_size_limit_as_error();
   CLI::App root{"ztune: plan, predict and run the training of very large models.\n"
-                "Exit codes: 0 success, 1 no feasible plan or a failed run, 2 bad usage or input.",
+                "Exit codes: 0 success, 1 no feasible plan or a failed run, 2 bad usage or input, "
+                "128 + the signal when interrupted (130: Ctrl-C).",
                 "ztune"};
   root.set_version_flag("--version", "ztune 0.1.0");
   root.require_subcommand(0, 1);

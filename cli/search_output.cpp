@@ -87,7 +87,10 @@ struct Unit {
   double per;  // base units (bytes, FLOP/s, days) in one of it
 };
 
-Unit flops_unit(double largest_tflops) { return largest_tflops >= 0.1 ? Unit{"TFLOP/s", 1} : Unit{"GFLOP/s", 1e-3}; }
+// A table with no figure at all (closest plans, none timed) keeps the usual TFLOP/s.
+Unit flops_unit(double largest_tflops) {
+  return largest_tflops >= 0.1 || largest_tflops <= 0 ? Unit{"TFLOP/s", 1} : Unit{"GFLOP/s", 1e-3};
+}
 
 // Days unless the shortest is under one: then hours, minutes or seconds.
 Unit duration_unit(double shortest_days) {

@@ -2,6 +2,8 @@
 
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +20,14 @@ TEST_CASE("GPT-2 XL config imports to 1.56B parameters", "[hf]") {
   CHECK(t.layers == 48);
   CHECK(t.ffn_hidden == 6400);
   CHECK(t.total_params() == Approx(1557611200.0));  // HF's GPT2LMHeadModel.num_parameters()
+  // The name is the checkpoint's folder for a config.json, else the file's
+  // stem: "./gpt2.json" had been named "." and "runs/gpt2.json" "runs".
+  for (const auto& [file, name] : std::vector<std::pair<std::string, std::string>>{
+           {"gpt2-xl/config.json", "gpt2-xl"}, {"/models/meta/Llama-2-7b-hf/config.json", "Llama-2-7b-hf"},
+           {"./gpt2.json", "gpt2"}, {"runs/gpt2-xl.json", "gpt2-xl"}, {"../x/../gpt2.json", "gpt2"}}) {
+    INFO(file);
+    CHECK(ztune::transformer_from_hf_config(doc, file, 0).name == name);
+  }
 }
 
 // ---------------------------------------------------------------------------

@@ -178,8 +178,16 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
   const ModelType model_type = model_type_of(doc, file);
   const std::string& type = model_type.name;
   Transformer t;
-  t.name = std::filesystem::path(file).parent_path().filename().string();
-  if (t.name.empty()) t.name = type;
+  // A checkpoint's folder names the model (meta-llama/Llama-2-7b-hf/config.json):
+  // the folder's own name when the file is config.json, else the file's stem
+  // (gpt2.json); "." or ".." (a path as typed) are resolved first.
+  {
+    std::error_code ec;
+    std::filesystem::path path = std::filesystem::weakly_canonical(std::filesystem::path(file), ec);
+    if (ec) path = std::filesystem::path(file);
+    t.name = path.filename() == "config.json" ? path.parent_path().filename().string() : path.stem().string();
+  }
+  if (t.name.empty() || t.name == "." || t.name == "..") t.name = type;
   t.source = std::string(kImportedFrom) + file + " (model_type " + type +
              "); global_batch 512 and train_tokens 300e9 are ztune defaults";
   t.global_batch = 512;
