@@ -778,6 +778,13 @@ TEST_CASE("the runs' envelope: modes none of the runs used, and a GPU with no ru
   CHECK(extrapolation_line(a, m, ran).empty());
   a.gpu = "H100-PCIe-80GB";
   CHECK_THAT(extrapolation_line(a, m, ran), Catch::Contains("GPU H100-PCIe-80GB (they ran on H100-SXM5-80GB)"));
+  // A cluster file's name in lower case is the same GPU, and the same family
+  // (as the profile lookup reads it): it had been "a100", no run at all.
+  a.gpu = "h100-sxm5-80gb";
+  CHECK(extrapolation_line(a, m, ran).empty());
+  CHECK(gpu_family("h100-sxm5-80gb") == "H100");
+  CHECK(gpu_family("A100-SXM4-80GB") == "A100");
+  CHECK(gpu_family("cpu-rank") == "cpu");
 
   Accuracy none;
   none.family = "H200";

@@ -106,7 +106,10 @@ bool no_run_on_gpu(const Accuracy& a) { return !a.cv.empty() && a.sources.empty(
 // runs used (an H100 PCIe priced by the profile fitted on SXM machines).
 std::vector<Extrapolation> beyond(const Accuracy& a, const Transformer& m, const Plan& p) {
   std::vector<Extrapolation> x = outside_envelope(a.envelope, m, p);
-  if (!a.envelope.empty() && !a.gpu.empty() && !a.envelope.gpus.contains(a.gpu)) {
+  // GPU names compare case-blind, as their families do (a100-sxm4-80gb ran).
+  const bool ran_on_it = std::any_of(a.envelope.gpus.begin(), a.envelope.gpus.end(),
+                                     [&](const std::string& g) { return ascii_upper(g) == ascii_upper(a.gpu); });
+  if (!a.envelope.empty() && !a.gpu.empty() && !ran_on_it) {
     std::string ran;
     for (const auto& g : a.envelope.gpus) ran += (ran.empty() ? "" : ", ") + g;
     x.push_back({"GPU " + a.gpu + " (they ran on " + ran + ")", 0, 0, 0, /*mode=*/true});

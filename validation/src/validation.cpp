@@ -12,6 +12,7 @@
 
 #include "ztune/vocab/catalog.hpp"
 #include "ztune/vocab/json_reader.hpp"
+#include "ztune/vocab/text.hpp"
 #include "ztune/model/memory_model.hpp"
 #include "ztune/model/op_costs.hpp"
 #include "ztune/model/time_model.hpp"
@@ -488,7 +489,13 @@ bool is_time_metric(const std::string& metric) {
          metric == "layer_backward_ms" || metric == "tokens_per_s_per_gpu";
 }
 
-std::string gpu_family(const std::string& gpu_name) { return gpu_name.substr(0, gpu_name.find('-')); }
+std::string gpu_family(const std::string& gpu_name) {
+  // Upper case, as the runs and the catalog name GPUs: a cluster file's
+  // "a100-sxm4-80gb" is the A100s the runs were measured on (profiles match
+  // the family case-blind too); CPU ranks keep their lower-case "cpu".
+  const std::string family = ascii_upper(gpu_name.substr(0, gpu_name.find('-')));
+  return family == "CPU" ? std::string("cpu") : family;
+}
 
 std::vector<SourceSummary> time_accuracy(const ValidationReport& r, const std::string& gpu) {
   const std::string family = gpu_family(gpu);

@@ -15,6 +15,7 @@
 
 #include "ztune/vocab/catalog.hpp"
 #include "ztune/vocab/json_reader.hpp"
+#include "ztune/vocab/text.hpp"
 #include "validation_sources.hpp"
 
 namespace fs = std::filesystem;
@@ -23,12 +24,8 @@ namespace ztune::validation_detail {
 
 namespace {
 
-std::string lower(std::string s) {
-  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
 
-bool contains(const std::string& text, const std::string& word) { return lower(text).find(lower(word)) != std::string::npos; }
+bool contains(const std::string& text, const std::string& word) { return ascii_lower(text).find(ascii_lower(word)) != std::string::npos; }
 
 // A field of a row: absent or null reads as nullopt; anything else must be a
 // finite number (InputError naming the file and the path otherwise).

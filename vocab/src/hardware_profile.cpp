@@ -10,6 +10,7 @@
 
 #include "ztune/vocab/catalog.hpp"
 #include "ztune/vocab/json_reader.hpp"
+#include "ztune/vocab/text.hpp"
 
 namespace ztune {
 
@@ -146,10 +147,6 @@ std::vector<EfficiencyPoint> read_table(ObjectReader& r, std::string_view key) {
   return rows;
 }
 
-std::string lower(std::string s) {
-  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
 
 }  // namespace
 
@@ -285,7 +282,7 @@ namespace {
 /// A GPU's family: its name up to the first '-', lower case ("A100-SXM4-80GB"
 /// → "a100"); a CPU-rank cluster's is "cpu".
 std::string gpu_family(std::string name) {
-  name = lower(std::move(name));
+  name = ascii_lower(std::move(name));
   if (auto dash = name.find('-'); dash != std::string::npos) name.resize(dash);
   return name;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 
@@ -28,6 +29,16 @@ std::string nearest_name(std::string_view typed, const std::vector<std::string>&
     }
   }
   return best;
+}
+
+std::string ascii_lower(std::string s) {
+  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+std::string ascii_upper(std::string s) {
+  for (auto& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return s;
 }
 
 std::string formatted(const char* printf_format, double v) {

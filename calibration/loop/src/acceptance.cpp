@@ -42,11 +42,6 @@ CandidateProfile runs_on(const CandidateProfile& start, const std::vector<RunObs
 
 }  // namespace
 
-CandidateProfile fit_candidate(const CalibrationInputs& in, const std::vector<RunObservation>& runs,
-                               const Measurements* measurements) {
-  return runs_on(micro_fit(in, measurements), runs, in.run_options);
-}
-
 CrossValidation cross_validate(const CalibrationInputs& in) {
   CrossValidation cv;
   const CandidateProfile micro = micro_fit(in, in.measurements, &cv.point_noise);

@@ -121,6 +121,8 @@ SessionResult run_session(const SessionInputs& in) {
   cv_in.prior = in.prior;
   cv_in.previous_cluster = previous_cluster;
   cv_in.previous = previous;
+  // The damped trust region the stored fit ended with: each left-out refit is
+  // that fit less one run (the damping's step itself is chosen on every run).
   cv_in.run_options = run_options;
   out.cv = cross_validate(cv_in);
   out.reference = check_reference_plans(prior_cluster, in.prior, candidate_cluster, out.profile);

@@ -123,7 +123,7 @@ struct ValidationOptions {
 [[nodiscard]] std::vector<SourceSummary> time_accuracy(const ValidationReport& r, const std::string& gpu);
 /// Whether a case's metric is a time metric (iteration time, throughput, MFU, per-layer time).
 [[nodiscard]] bool is_time_metric(const std::string& metric);
-/// "A100" for "A100-SXM4-80GB", "cpu" for "cpu-rank".
+/// "A100" for "A100-SXM4-80GB" (and "a100-sxm4-80gb"), "cpu" for "cpu-rank".
 [[nodiscard]] std::string gpu_family(const std::string& gpu_name);
 
 /// Runs every source of `<dir>/validation.json` (dir: data/validation by default).

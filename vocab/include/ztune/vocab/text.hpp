@@ -16,6 +16,11 @@ namespace ztune {
 /// user meant (a subcommand, a file's field) beside the one typed.
 [[nodiscard]] std::string nearest_name(std::string_view typed, const std::vector<std::string>& candidates);
 
+/// ASCII case folding (GPU names, engine and model words in free text; UTF-8
+/// bytes above 0x7F pass unchanged).
+[[nodiscard]] std::string ascii_lower(std::string s);
+[[nodiscard]] std::string ascii_upper(std::string s);
+
 /// One number through a printf format of one double conversion:
 /// formatted("%.3g", 2.3456) -> "2.35".
 [[nodiscard]] std::string formatted(const char* printf_format, double v);

@@ -34,13 +34,11 @@ struct CalibrationInputs {
   int point_folds = 5;
 };
 
-/// The whole fit: microbenchmarks (when given) then the runs.
+/// A fitted profile and the cluster it prices.
 struct CandidateProfile {
   HardwareProfile profile;
   Cluster cluster;
 };
-CandidateProfile fit_candidate(const CalibrationInputs& in, const std::vector<RunObservation>& runs,
-                               const Measurements* measurements);
 
 /// One run predicted by a fit that did not see it, and by the profile in place.
 struct HeldOutRun {
