@@ -34,21 +34,8 @@ struct HistoryFlags {
 
 // The loop shown (issue 21): per cluster with calibrated profiles stored, the
 // sequence of its profiles and the error of each on the runs measured since.
-struct ClusterHistory {
-  std::string cluster;
-  std::vector<calibration::ProfileHistoryRow> rows;
-};
-std::vector<ClusterHistory> profile_histories(const ResultsDb& db, std::vector<std::string>& notes) {
-  std::vector<ClusterHistory> out;
-  for (const auto& name : calibrated_clusters(db)) {
-    try {
-      const Cluster c = load_cluster(name);
-      out.push_back({name, profile_history_from_db(db, c, notes)});
-    } catch (const InputError& e) {
-      notes.push_back("profiles of " + name + " not shown: " + e.what());
-    }
-  }
-  return out;
+std::vector<calibration::ClusterProfileHistory> profile_histories(const ResultsDb& db, std::vector<std::string>& notes) {
+  return calibration::profile_histories_of(db, [](const std::string& name) { return load_cluster(name); }, notes);
 }
 
 nlohmann::json optional_number(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }

@@ -34,44 +34,16 @@ void store_unfinished_run(ResultsDb& db, const std::optional<Cluster>& cluster, 
   }
 }
 
-std::vector<calibration::StoredRun> stored_runs(const ResultsDb& db, std::vector<std::string>& notes, int limit) {
-  std::vector<calibration::StoredRun> out;
-  for (const auto& s : db.runs(limit)) {
-    if (!s.damaged.empty()) {
-      notes.push_back(db.path() + ": " + s.damaged + " (the run is left out)");
-      continue;
-    }
-    calibration::StoredRun r;
-    r.id = s.id;
-    r.cluster = s.cluster;
-    r.status = s.status;
-    r.created = s.created_at;
-    if (s.status == "ok")
-      if (const auto run = db.run(s.id)) calibration::read_stored_run(r, *run);
-    out.push_back(std::move(r));
-  }
-  return out;
-}
-
 std::vector<RunObservation> runs_from_db(const ResultsDb& db, const std::string& cluster_name,
                                          std::vector<std::string>& notes, int limit) {
-  return calibration::runs_from_stored(stored_runs(db, notes, limit), cluster_name, db.path(), notes);
-}
-
-std::vector<calibration::StoredProfile> stored_profiles(const ResultsDb& db) {
-  std::vector<calibration::StoredProfile> out;
-  for (auto& p : db.profiles()) out.push_back({p.id, p.created_at, p.name, std::move(p.doc)});
-  return out;
+  return calibration::runs_from_stored(calibration::stored_runs_of(db, notes, limit), cluster_name, db.path(), notes);
 }
 
 std::vector<calibration::ProfileHistoryRow> profile_history_from_db(const ResultsDb& db, const Cluster& catalog_cluster,
                                                                     std::vector<std::string>& notes) {
-  return calibration::profile_history_from_stored(catalog_cluster, stored_profiles(db), stored_runs(db, notes, 1000),
+  return calibration::profile_history_from_stored(catalog_cluster, calibration::stored_profiles_of(db),
+                                                  calibration::stored_runs_of(db, notes, calibration::kHistoryRuns),
                                                   db.path(), notes);
-}
-
-std::vector<std::string> calibrated_clusters(const ResultsDb& db) {
-  return calibration::calibrated_cluster_names(stored_profiles(db));
 }
 
 }  // namespace ztune::cli

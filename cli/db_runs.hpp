@@ -26,18 +26,10 @@ void store_unfinished_run(ResultsDb& db, const std::optional<Cluster>& cluster, 
                           const Plan& plan, const std::string& status, const std::string& why,
                           const std::string& checkpoint_dir);
 
-/// The stored runs of the database, newest first (at most `limit`); a row the
-/// database cannot give whole is left out, said in `notes`.
-std::vector<calibration::StoredRun> stored_runs(const ResultsDb& db, std::vector<std::string>& notes,
-                                                int limit = 200);
-
 /// The successful runs stored for cluster `name` (or its calibrated copy) whose
 /// record embeds its model (calibration::runs_from_stored).
 std::vector<RunObservation> runs_from_db(const ResultsDb& db, const std::string& cluster_name,
                                          std::vector<std::string>& notes, int limit = 200);
-
-/// Every stored profile, oldest first.
-std::vector<calibration::StoredProfile> stored_profiles(const ResultsDb& db);
 
 /// The cluster's profile history (calibration/history.hpp) from the database:
 /// the shipped profile, then each stored "<cluster>-calibrated" profile, each
@@ -45,9 +37,5 @@ std::vector<calibration::StoredProfile> stored_profiles(const ResultsDb& db);
 /// are counted in `notes`.
 std::vector<calibration::ProfileHistoryRow> profile_history_from_db(const ResultsDb& db, const Cluster& catalog_cluster,
                                                                     std::vector<std::string>& notes);
-
-/// The clusters that have calibrated profiles stored ("local-cpu" for
-/// "local-cpu-calibrated"), sorted.
-std::vector<std::string> calibrated_clusters(const ResultsDb& db);
 
 }  // namespace ztune::cli

@@ -7,29 +7,7 @@
 namespace ztune::gui {
 
 std::vector<ClusterProfileHistory> load_profile_histories(const ResultsDb& db, std::vector<std::string>& notes) {
-  std::vector<calibration::StoredProfile> profiles;
-  for (auto& p : db.profiles()) profiles.push_back({p.id, p.created_at, p.name, std::move(p.doc)});
-  std::vector<calibration::StoredRun> runs;
-  for (const auto& s : db.runs(1000)) {
-    if (!s.damaged.empty()) {
-      notes.push_back(db.path() + ": " + s.damaged + " (the run is left out)");
-      continue;
-    }
-    calibration::StoredRun r{s.id, s.cluster, s.status, s.created_at, nullptr, std::nullopt};
-    if (s.status == "ok")
-      if (const auto run = db.run(s.id)) calibration::read_stored_run(r, *run);
-    runs.push_back(std::move(r));
-  }
-  std::vector<ClusterProfileHistory> out;
-  for (const auto& name : calibration::calibrated_cluster_names(profiles)) {
-    try {
-      const Cluster c = load_cluster(name);
-      out.push_back({name, calibration::profile_history_from_stored(c, profiles, runs, db.path(), notes)});
-    } catch (const InputError& e) {
-      notes.push_back("profiles of " + name + " not shown: " + e.what());
-    }
-  }
-  return out;
+  return calibration::profile_histories_of(db, [](const std::string& name) { return load_cluster(name); }, notes);
 }
 
 ProfileHistoryModel::ProfileHistoryModel(QObject* parent) : QAbstractTableModel(parent) {}

@@ -13,14 +13,16 @@
 
 namespace ztune {
 
-double stage_params(const Transformer& m, const Plan& p) {
-  const double t = p.tp;
-  const double layer = m.params_per_layer() / t;
-  const double word = static_cast<double>(m.vocab) * m.hidden / t;
+StageEdgeParams stage_edge_params(const Transformer& m, const Plan& p) {
+  const double word = static_cast<double>(m.vocab) * m.hidden / p.tp;
   const double positions = m.embedding_params() - static_cast<double>(m.vocab) * m.hidden;
-  const double embedding = word + positions;
   const double final_norm = m.head_params() - (m.tied_embeddings ? 0.0 : static_cast<double>(m.vocab) * m.hidden);
-  const double head = final_norm + (m.tied_embeddings ? (p.pp > 1 ? word : 0.0) : word);
+  return {word + positions, final_norm + (m.tied_embeddings ? (p.pp > 1 ? word : 0.0) : word)};
+}
+
+double stage_params(const Transformer& m, const Plan& p) {
+  const double layer = m.params_per_layer() / p.tp;
+  const auto [embedding, head] = stage_edge_params(m, p);
   if (p.pp == 1) return m.layers * layer + embedding + head;
   // The largest stage: an end stage with its edge, or a middle one (uneven stages).
   const double first = stage_layer_count(p, m.layers, 0) * layer + embedding;
@@ -301,7 +303,7 @@ OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster&
   o.pcie_params_s = pcie_copy_time(eb * part, c, hw);
   if (p.offload_optimizer == OffloadTarget::nvme) {
     // fp32 master, m, v read and written once per step; the node's NVMe is shared.
-    o.nvme_s = nvme_copy_time(2.0 * 12.0 * part * gpn, c, hw);
+    o.nvme_s = nvme_copy_time(2.0 * adam_state_bytes(optimizer_dtypes(p)) * part * gpn, c, hw);
   }
   return o;
 }

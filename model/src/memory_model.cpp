@@ -728,10 +728,13 @@ MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Clust
   const double part = p.zero_stage >= 1 ? psi / p.shard_group() : psi;
   const double gpn = gpus_per_node_in_use(p, c);
   double host = 0, nvme = 0;
+  // The offloaded states (fp32 master, momentum, variance: check_plan keeps
+  // offload to fp32 states) and their fp32 gradients.
+  const double offloaded = adam_state_bytes(optimizer_dtypes(p)) + 4.0;
   if (p.offload_optimizer == OffloadTarget::cpu) {
-    host += gpn * 16.0 * part;  // fp32 master, momentum, variance, fp32 gradients
+    host += gpn * offloaded * part;
   } else if (p.offload_optimizer == OffloadTarget::nvme) {
-    nvme += gpn * 16.0 * part;
+    nvme += gpn * offloaded * part;
     host += gpn * kSwapBuffers * std::min(part, kSwapBufferElems) * 4.0;
   }
   if (p.offload_params == OffloadTarget::cpu) {

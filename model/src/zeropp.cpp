@@ -25,9 +25,8 @@ Zero3CrossNodeBytes zero3_cross_node_bytes(const Transformer& m, const Plan& p, 
   const GroupLayout l = place_groups(p, c);
   if (!l.dp.crosses_nodes()) return x;
   const double psi = stage_params(m, p);
-  const double n = l.dp.size;
   const double k = l.dp.nodes();
-  const double ring = (n - 1) / n;
+  const double ring = bus_factor(Collective::all_gather, l.dp.size);  // (n-1)/n, a ring's share
   if (!p.zeropp) {
     const double M = 2.0 * psi;
     x.forward_gather = M * ring;

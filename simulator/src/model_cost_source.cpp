@@ -68,15 +68,10 @@ ModelCostSource::ModelCostSource(const Transformer& m, const Plan& p, const Clus
   // backward; half is placed in each pass (what op_costs lacks: the split).
   edges_.head_tp_forward_s = e.head_tp_s / 2;
   edges_.head_tp_backward_s = e.head_tp_s / 2;
-  // Parameters per GPU at the pipeline ends, as op_costs' stage_params counts
-  // them: the word embedding split over tp, learned positions replicated; the
-  // head is the final norm plus the untied (or, with pp > 1, the tied copy of
-  // the) word embedding.
-  const double word = static_cast<double>(m.vocab) * m.hidden / p.tp;
-  const double positions = m.embedding_params() - static_cast<double>(m.vocab) * m.hidden;
-  const double final_norm = m.head_params() - (m.tied_embeddings ? 0.0 : static_cast<double>(m.vocab) * m.hidden);
-  edges_.embedding_params = word + positions;
-  edges_.head_params = final_norm + (m.tied_embeddings ? (p.pp > 1 ? word : 0.0) : word);
+  // Parameters per GPU at the pipeline ends, as op_costs' stage_params counts them.
+  const StageEdgeParams edge_params = stage_edge_params(m, p);
+  edges_.embedding_params = edge_params.embedding;
+  edges_.head_params = edge_params.head;
 
   p2p_ = pipeline_p2p(m, p, c, hw);
   if (p.pp > 1) {

@@ -12,10 +12,7 @@
 
 namespace ztune::gui {
 
-struct ClusterProfileHistory {
-  std::string cluster;
-  std::vector<calibration::ProfileHistoryRow> rows;
-};
+using calibration::ClusterProfileHistory;
 
 /// Every cluster's history from the database (clusters the catalog does not
 /// know are named in `notes` and left out).

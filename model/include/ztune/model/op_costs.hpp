@@ -266,6 +266,16 @@ struct PipelineP2P {
 /// partitioning (tensor parallel share of its layers, plus the embedding on the
 /// first stage and the head on the last; the larger of the two).
 [[nodiscard]] double stage_params(const Transformer& m, const Plan& p);
+/// Parameters per GPU the pipeline's end stages hold beside their layers:
+/// the embedding (the word embedding split over tp, learned positions
+/// replicated) and the head (the final norm plus the untied, or with pp > 1
+/// the tied copy of the, word embedding). stage_params and the simulator's
+/// stages count them so.
+struct StageEdgeParams {
+  double embedding = 0;
+  double head = 0;
+};
+[[nodiscard]] StageEdgeParams stage_edge_params(const Transformer& m, const Plan& p);
 
 /// Data-parallel gradient synchronisation (plus the tied-embedding sync across the pipeline) of one GPU's stage, link times
 /// (before overlap) as the ZeRO stage does it (DESIGN.md, ZeRO paper §7):

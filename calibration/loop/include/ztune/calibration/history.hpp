@@ -18,6 +18,7 @@
 
 #include "ztune/calibration/profile_fit.hpp"
 #include "ztune/calibration/run_sources.hpp"
+#include "ztune/vocab/input_error.hpp"
 
 namespace ztune::calibration {
 
@@ -49,6 +50,9 @@ std::vector<ProfileHistoryRow> profile_history(const Cluster& catalog_cluster, c
                                                const std::vector<ProfileVersion>& versions,
                                                const std::vector<TimedRun>& runs);
 
+/// The runs a profile history reads: the newest this many.
+inline constexpr int kHistoryRuns = 1000;
+
 /// One profile as a results database stores it (calibration never opens the
 /// database: the CLI and the planner read these rows and hand them over).
 struct StoredProfile {
@@ -69,6 +73,67 @@ std::vector<ProfileHistoryRow> profile_history_from_stored(const Cluster& catalo
 /// The clusters that have calibrated profiles among `profiles` ("local-cpu"
 /// for "local-cpu-calibrated"), sorted, each once.
 std::vector<std::string> calibrated_cluster_names(const std::vector<StoredProfile>& profiles);
+
+// Reading a results database. Calibration never opens one and may not
+// include the tuner's ResultsDb (docs/design.md, "Rooms"): these take any
+// store with its reads -- runs(limit) rows of {id, cluster, status,
+// created_at, damaged}, run(id) -> optional document, profiles() rows of
+// {id, created_at, name, doc}, path() -- the one reading the CLI and the
+// planner share.
+
+/// The stored runs, newest first (at most `limit`); a row the store cannot
+/// give whole is left out, said in `notes` once.
+template <class Store>
+std::vector<StoredRun> stored_runs_of(const Store& db, std::vector<std::string>& notes, int limit) {
+  std::vector<StoredRun> out;
+  for (const auto& s : db.runs(limit)) {
+    if (!s.damaged.empty()) {
+      notes.push_back(db.path() + ": " + s.damaged + " (the run is left out)");
+      continue;
+    }
+    StoredRun r;
+    r.id = s.id;
+    r.cluster = s.cluster;
+    r.status = s.status;
+    r.created = s.created_at;
+    if (s.status == "ok")
+      if (const auto run = db.run(s.id)) read_stored_run(r, *run);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+/// Every stored profile, oldest first.
+template <class Store>
+std::vector<StoredProfile> stored_profiles_of(const Store& db) {
+  std::vector<StoredProfile> out;
+  for (auto& p : db.profiles()) out.push_back({p.id, p.created_at, p.name, std::move(p.doc)});
+  return out;
+}
+
+/// One cluster's history, for every cluster with calibrated profiles stored.
+struct ClusterProfileHistory {
+  std::string cluster;
+  std::vector<ProfileHistoryRow> rows;
+};
+/// The histories of every calibrated cluster (the catalog's or a file's
+/// cluster of that name: `load`), the runs read once; a cluster that cannot
+/// be loaded is named in `notes` and left out.
+template <class Store, class LoadCluster>
+std::vector<ClusterProfileHistory> profile_histories_of(const Store& db, const LoadCluster& load,
+                                                        std::vector<std::string>& notes) {
+  const std::vector<StoredProfile> profiles = stored_profiles_of(db);
+  const std::vector<StoredRun> runs = stored_runs_of(db, notes, kHistoryRuns);
+  std::vector<ClusterProfileHistory> out;
+  for (const auto& name : calibrated_cluster_names(profiles)) {
+    try {
+      out.push_back({name, profile_history_from_stored(load(name), profiles, runs, db.path(), notes)});
+    } catch (const InputError& e) {
+      notes.push_back("profiles of " + name + " not shown: " + e.what());
+    }
+  }
+  return out;
+}
 
 void print_profile_history(std::FILE* out, const std::string& cluster, const std::vector<ProfileHistoryRow>& rows);
 nlohmann::json profile_history_json(const std::string& cluster, const std::vector<ProfileHistoryRow>& rows);
