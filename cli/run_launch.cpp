@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -73,8 +74,29 @@ namespace {
 // A temporary directory not kept names the process that removes it: a ztune
 // killed by SIGKILL (or the OOM killer) never reaches its destructor, and the
 // next one removes what it left. The process's start time beside its pid
-// (/proc/PID/stat, field 22) tells a reused pid from the owner.
+// (/proc/PID/stat, field 22) tells a reused pid from the owner; the host, its
+// boot and the pid namespace say the pid is one this process can look up at
+// all (a $TMPDIR on NFS or bind-mounted into containers is shared by ztunes
+// whose pids mean nothing here).
 constexpr const char* kOwnerFile = ".ztune-owner";
+
+std::string first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// Where a pid means this process table: host name, boot id, pid namespace.
+std::string pid_scope() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  std::error_code ec;
+  const std::string ns = std::filesystem::read_symlink("/proc/self/ns/pid", ec).string();
+  const std::string boot = first_line("/proc/sys/kernel/random/boot_id");
+  if (host[0] == '\0' || ns.empty() || boot.empty()) return "";  // unknown: never swept
+  return std::string(host) + "/" + boot + "/" + ns;
+}
 
 std::string process_start(long pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
@@ -90,19 +112,27 @@ std::string process_start(long pid) {
   return "";
 }
 
-std::string owner_line(long pid) { return std::to_string(pid) + " " + process_start(pid) + "\n"; }
+std::string owner_line(long pid) {
+  return std::to_string(pid) + " " + process_start(pid) + " " + pid_scope() + "\n";
+}
 
 // Removes base's PREFIX-* directories whose owner file names a process that
 // is gone; kept ones have no owner file, foreign ones are not ours to judge.
 void remove_orphans(const std::string& base, const std::string& prefix) {
+  const std::string here = pid_scope();
+  if (here.empty()) return;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(base, ec)) {
     const std::string name = entry.path().filename().string();
     if (!name.starts_with(prefix + "-") || !entry.is_directory(ec)) continue;
+    // Only this user's: another's processes may be hidden from it (/proc's hidepid).
+    struct stat st {};
+    if (::stat(entry.path().c_str(), &st) != 0 || st.st_uid != ::geteuid()) continue;
     std::ifstream in(entry.path() / kOwnerFile);
     long pid = 0;
-    std::string started;
-    if (!(in >> pid >> started) || pid <= 0) continue;
+    std::string started, scope;
+    if (!(in >> pid >> started >> scope) || pid <= 0) continue;
+    if (scope != here) continue;                  // another host, boot or container's
     if (process_start(pid) == started) continue;  // its owner still runs
     std::filesystem::remove_all(entry.path(), ec);
   }
@@ -171,9 +201,29 @@ bool ranks_run_here(const std::string& hosts) { return hosts.empty() && !under_s
 
 std::optional<double> machine_memory_bytes() {
   std::optional<double> bytes = number_in("/proc/meminfo", "MemTotal:");
-  // A cgroup v1 "no limit" is a number near 2^63; v2 says "max" (no number).
-  for (const char* limit : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"})
-    if (const auto l = number_in(limit); l && *l > 0 && *l < 1e18) bytes = bytes ? std::min(*bytes, *l) : *l;
+  // The limits of this process's own cgroup and of every cgroup above it
+  // (/proc/self/cgroup: "0::PATH" in v2, "N:...memory...:PATH" in v1; a job
+  // or slice limit sits on an ancestor). A v1 "no limit" is a number near
+  // 2^63; v2 says "max" (no number).
+  auto limit_along = [&](const std::filesystem::path& mount, const std::string& path, const char* file) {
+    for (std::filesystem::path p = mount / std::filesystem::path(path).relative_path();; p = p.parent_path()) {
+      if (const auto l = number_in((p / file).string()); l && *l > 0 && *l < 1e18)
+        bytes = bytes ? std::min(*bytes, *l) : *l;
+      if (p == mount || !p.has_parent_path() || p.parent_path() == p) break;
+    }
+  };
+  std::ifstream cgroups("/proc/self/cgroup");
+  for (std::string line; std::getline(cgroups, line);) {
+    const auto a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (controllers.empty()) {
+      const bool unified = std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers");
+      limit_along(unified ? "/sys/fs/cgroup" : "/sys/fs/cgroup/unified", path, "memory.max");
+    } else if (("," + controllers + ",").find(",memory,") != std::string::npos) {
+      limit_along("/sys/fs/cgroup/memory", path, "memory.limit_in_bytes");
+    }
+  }
   return bytes;
 }
 

@@ -62,8 +62,8 @@ class TempDir {
 [[nodiscard]] bool ranks_run_here(const std::string& hosts);
 /// The memory this machine's processes may use together, in bytes: the
 /// physical memory (/proc/meminfo MemTotal), less when the cgroup ztune runs
-/// in is limited (v2 memory.max, v1 memory.limit_in_bytes); absent when none
-/// of them can be read.
+/// in, or one above it, is limited (v2 memory.max, v1 memory.limit_in_bytes);
+/// absent when none of them can be read.
 [[nodiscard]] std::optional<double> machine_memory_bytes();
 /// The launcher command line for `np` ranks of `worker_args` (worker path first).
 std::vector<std::string> launch_command(int np, const std::string& hosts, const std::vector<std::string>& worker_args);

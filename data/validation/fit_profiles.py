@@ -229,6 +229,9 @@ def derived(state):
     z["zero3_recompute"] = "held"
     # Nor Megatron's softmax rule: the executor's attention kernel takes any shape.
     z["fusion"]["masked_softmax"] = "always"
+    # Nor Megatron-DeepSpeed's fp32 cross-entropy: the executor's loss kernels
+    # make one pass of row statistics over the 16-bit logits and one gradient pass.
+    z["fusion"]["cross_entropy"] = "fused"
     # Nor DeepSpeed's BF16_Optimizer (no per-micro-batch fp32 fold): the
     # executor keeps its gradients in the plan's precision and reduces them
     # so unless the plan states fp32 (executor/src/trainer.cpp, issue 24).

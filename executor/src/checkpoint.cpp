@@ -127,10 +127,17 @@ void prune_checkpoints(const std::string& dir, int latest, int keep) {
     std::filesystem::remove_all(checkpoint_step_dir(dir, steps[i]), ec);
 }
 
-void remove_uncommitted_steps(const std::string& dir, int latest) {
+void remove_uncommitted_steps(const std::string& dir, int latest, int world) {
   std::error_code ec;
-  for (int n : checkpoint_steps_present(dir))
-    if (n > latest) std::filesystem::remove_all(checkpoint_step_dir(dir, n), ec);
+  for (int n : checkpoint_steps_present(dir)) {
+    if (n <= latest) continue;
+    // A step with every rank's shard is whole: a latest the user moved back
+    // (past a damaged one, as the resume's message says how) leaves it, and
+    // the run replaces it only when it gets there.
+    bool whole = true;
+    for (int r = 0; r < world && whole; ++r) whole = std::filesystem::is_regular_file(shard_path(dir, n, r), ec);
+    if (!whole) std::filesystem::remove_all(checkpoint_step_dir(dir, n), ec);
+  }
 }
 
 std::optional<std::string> keep_plan(const std::string& dir, const std::string& plan_file_json) {

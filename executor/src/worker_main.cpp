@@ -327,7 +327,7 @@ int run(int argc, char** argv) {
     // resumed to free space before its next checkpoint, not after it: the
     // superseded ones beyond --keep-checkpoints and the failed partial write.
     if (world->rank() == 0 && opt.checkpoint_every > 0) {
-      remove_uncommitted_steps(opt.checkpoint_dir, first_step);
+      remove_uncommitted_steps(opt.checkpoint_dir, first_step, world->size());
       if (opt.keep_checkpoints > 0) prune_checkpoints(opt.checkpoint_dir, first_step, opt.keep_checkpoints);
     }
   }

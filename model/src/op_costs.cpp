@@ -781,6 +781,43 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   return lc;
 }
 
+namespace {
+
+// The loss's memory-bound passes over the logits (per logit element, the
+// logits stored in `eb` bytes) and their kernels, as each engine's code runs
+// them (EngineProfile::cross_entropy).
+struct CrossEntropyTraffic {
+  double fwd_bytes = 0, bwd_bytes = 0;
+  int fwd_kernels = 0, bwd_kernels = 0;
+};
+CrossEntropyTraffic cross_entropy_traffic(CrossEntropyKernels k, double eb) {
+  switch (k) {
+    case CrossEntropyKernels::megatron_fp32:
+      // Megatron's gpt_model post_language_model_processing calls
+      // vocab_parallel_cross_entropy(output.float(), labels)
+      // (tensor_parallel/cross_entropy.py): the cast (eb read, 4 written), the
+      // row max (4), the max subtracted (4 + 4), exp (4 + 4), the row sum (4),
+      // the division into the softmax it saves (4 + 4); backward, the softmax
+      // times the loss gradient in place (4 + 4) and the cast back (4 + eb).
+      return {eb + 36.0, 12.0 + eb, 6, 2};
+    case CrossEntropyKernels::torch_fp32:
+      // F.cross_entropy(logits.float()) = log_softmax + nll_loss: the cast
+      // (eb + 4); cunn_SoftMaxForward reads a vocabulary-long row three times
+      // (max, sum of exponentials, output) and writes it once (16);
+      // backward, nll_loss_backward zero-fills the fp32 gradient (4),
+      // log_softmax's backward reads it twice and the output once and writes
+      // (16), and the cast back (4 + eb).
+      return {eb + 20.0, eb + 24.0, 3, 4};
+    case CrossEntropyKernels::fused:
+      break;
+  }
+  // Row statistics over the 16-bit logits with fp32 probabilities, then one
+  // gradient pass: eb + 8 in 3 kernels, 4 + eb in 1.
+  return {eb + 8.0, 4.0 + eb, 3, 1};
+}
+
+}  // namespace
+
 void gpu_edge_compute(const EdgeParts& in, EdgeCost& e) {
   const Transformer& m = in.m;
   const LayerShape& x = in.x;
@@ -795,11 +832,12 @@ void gpu_edge_compute(const EdgeParts& in, EdgeCost& e) {
   const double pos = m.position == PositionEmbedding::learned ? 2.0 : 0.0;
   e.embedding_fwd_s = memory_bound_time((2.0 + pos) * hs * eb, gpu, hw, pos > 0 ? 2 : 1);
   e.embedding_bwd_s = memory_bound_time((2.0 + pos) * hs * eb, gpu, hw, pos > 0 ? 2 : 1);
-  // Head: final norm, logits GEMM, softmax cross entropy in fp32.
+  // Head: final norm, logits GEMM, the engine's softmax cross entropy.
+  const CrossEntropyTraffic ce = cross_entropy_traffic(hw.engine.cross_entropy, eb);
   e.head_fwd_s = memory_bound_time(2.0 * hs_local * eb, gpu, hw) + t_logits.fwd +
-                 memory_bound_time(logit_elems * (eb + 4.0 + 4.0), gpu, hw, 3);
+                 memory_bound_time(logit_elems * ce.fwd_bytes, gpu, hw, ce.fwd_kernels);
   e.head_bwd_s = memory_bound_time(4.0 * hs_local * eb, gpu, hw) + t_logits.dgrad + t_logits.wgrad +
-                 memory_bound_time(logit_elems * (4.0 + eb), gpu, hw, 1);
+                 memory_bound_time(logit_elems * ce.bwd_bytes, gpu, hw, ce.bwd_kernels);
 }
 
 EdgeCost edge_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {

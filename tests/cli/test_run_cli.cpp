@@ -81,8 +81,8 @@ std::vector<std::vector<std::string>> live_processes_with(const std::string& nee
 }
 
 // Starts `ztune run ARGS` in the background (stdout and stderr to files); its pid.
-pid_t start_ztune(const std::string& run_args, const fs::path& out, const fs::path& err) {
-  std::vector<std::string> argv{"/bin/sh", "-c", "exec " + std::string(ZTUNE_BIN) + " run " + run_args};
+pid_t start_ztune(const std::string& run_args, const fs::path& out, const fs::path& err, const std::string& env = "") {
+  std::vector<std::string> argv{"/bin/sh", "-c", env + "exec " + std::string(ZTUNE_BIN) + " run " + run_args};
   std::vector<char*> args;
   for (auto& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
@@ -239,8 +239,14 @@ TEST_CASE("ztune run: no rank outlives a kill -9 of mpirun or of ztune itself", 
                Contains("the launcher mpirun was killed by SIGKILL (signal 9); its ranks were ended"));
   }
   {
+    // A TMPDIR of its own: any other ztune run on the machine (a parallel
+    // test) would remove the directory this one leaves, as the next does here.
+    const fs::path tmp = scratch() / "kill-ztune-tmp";
+    fs::create_directories(tmp);
+    const std::string env = "TMPDIR=" + tmp.string() + " ";
     const fs::path record = scratch() / "kill-ztune.json";
-    const pid_t pid = start_ztune(long_run + record.string(), scratch() / "kill-ztune.out", scratch() / "kill-ztune.err");
+    const pid_t pid =
+        start_ztune(long_run + record.string(), scratch() / "kill-ztune.out", scratch() / "kill-ztune.err", env);
     REQUIRE(pid > 0);
     REQUIRE(wait_for_ranks(record.string(), 2));
     const auto ranks = ranks_of(record.string());
@@ -255,7 +261,7 @@ TEST_CASE("ztune run: no rank outlives a kill -9 of mpirun or of ztune itself", 
     // (the directory names its owner, whose process is gone).
     REQUIRE(temp_dir.filename().string().rfind("ztune-run-", 0) == 0);
     CHECK(fs::exists(temp_dir / ".ztune-owner"));
-    const auto next = ztune("--steps 1");
+    const auto next = run_command(env + ztune_bin() + " run " + kPlan + " --steps 1");
     INFO(next.err);
     CHECK(next.exit_code == 0);
     CHECK(!fs::exists(temp_dir));
@@ -430,24 +436,40 @@ TEST_CASE("ztune run: the temporary directory is removed unless --keep", "[cli][
   // A kept directory names no owner: a later run's sweep of orphaned ones
   // (a ztune killed by SIGKILL) leaves it, and one whose owner still runs.
   CHECK(!fs::exists(kept.parent_path() / ".ztune-owner"));
-  const fs::path live = tmp / "ztune-run-live";
-  fs::create_directories(live);
+  // The owner file: pid, start time (/proc/self/stat's field 22), and where
+  // that pid means something: host name / boot id / pid namespace.
+  std::string started;
   {
-    // This process's start time, /proc/self/stat's field 22, as the owner file holds it.
     const std::string stat = slurp("/proc/self/stat");
     std::istringstream rest(stat.substr(stat.rfind(')') + 2));
-    std::string field;
-    for (int i = 3; i <= 22; ++i) rest >> field;
-    std::ofstream(live / ".ztune-owner") << ::getpid() << " " << field << "\n";
+    for (int i = 3; i <= 22; ++i) rest >> started;
   }
-  const fs::path dead = tmp / "ztune-run-dead";
-  fs::create_directories(dead);
-  std::ofstream(dead / ".ztune-owner") << ::getpid() << " 1\n";  // this pid, another start: a reused pid
+  char host[256] = {};
+  REQUIRE(::gethostname(host, sizeof host - 1) == 0);
+  std::string boot = slurp("/proc/sys/kernel/random/boot_id");
+  while (!boot.empty() && boot.back() == '\n') boot.pop_back();
+  const std::string scope = std::string(host) + "/" + boot + "/" + fs::read_symlink("/proc/self/ns/pid").string();
+  auto owned = [&](const std::string& name, const std::string& owner) {
+    fs::create_directories(tmp / name);
+    std::ofstream(tmp / name / ".ztune-owner") << owner << "\n";
+    return tmp / name;
+  };
+  const pid_t me = ::getpid();
+  const fs::path live = owned("ztune-run-live", std::to_string(me) + " " + started + " " + scope);
+  // This pid with another start time: a reused pid, its ztune gone.
+  const fs::path dead = owned("ztune-run-dead", std::to_string(me) + " 1 " + scope);
+  // Another machine's (a $TMPDIR shared over NFS) or another container's:
+  // its pid means nothing here, so it is never judged (a review found a
+  // live run on another node removed).
+  const fs::path elsewhere = owned("ztune-run-elsewhere", "4242 1 otherhost/" + boot + "/pid:[1]");
+  const fs::path older = owned("ztune-run-older", std::to_string(me) + " 1");  // no scope written
   REQUIRE(run_command(env + ztune_bin() + " run " + kPlan + " --steps 1").exit_code == 0);
   CHECK(fs::exists(kept));
   CHECK(fs::exists(live));
   CHECK(!fs::exists(dead));
-  CHECK(temp_dirs().size() == 2);
+  CHECK(fs::exists(elsewhere));
+  CHECK(fs::exists(older));
+  CHECK(temp_dirs().size() == 4);
 }
 
 TEST_CASE("ztune run: a run the database refuses keeps its record, says where and exits 1", "[cli][run]") {

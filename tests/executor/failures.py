@@ -132,6 +132,18 @@ def main():
         check("a resume with --keep-checkpoints 1 frees the superseded and the failed steps before training",
               r.returncode == 0 and before == ["step_00000001", "step_00000002", "step_00000003", "step_00000004"]
               and after == ["step_00000003"], f"before {before} after {after}\n{r.stderr}")
+        # A latest moved back by hand (past a damaged step, as the resume's
+        # message says how) leaves the whole steps above it: only a step some
+        # rank's shard is missing from is a failed write.
+        ck4 = os.path.join(d, "ckpt_rewound")
+        shutil.copytree(ck, ck4)
+        with open(os.path.join(ck4, "latest"), "w") as f:
+            f.write("1\n")
+        r = run(2, dp2, "--steps", "2", "--resume", "--checkpoint-dir", ck4, "--checkpoint-every", "5")
+        after = sorted(n for n in os.listdir(ck4) if n.startswith("step_"))
+        check("a resume from a latest moved back keeps the whole steps above it",
+              r.returncode == 0 and after == ["step_00000001", "step_00000002", "step_00000003"],
+              f"after {after}\n{r.stderr}")
         r = run(2, dp2, "--steps", "5", "--resume", "--checkpoint-dir", ck2, "--record", resumed)
         check("and the run resumes from it bit-identically", r.returncode == 0 and
               json.load(open(resumed))["losses"] == json.load(open(full))["losses"][3:], r.stderr)

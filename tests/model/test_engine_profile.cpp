@@ -342,6 +342,22 @@ TEST_CASE("same plan, two engines: Megatron's softmax falls back to fp32 PyTorch
   CHECK_FALSE(load_engine_profile("fsdp").megatron_softmax_rule);
 }
 
+TEST_CASE("the loss's kernels in the engine profile: optional, one of three words, round-tripped", "[engine][loss]") {
+  EngineProfile e = load_engine_profile("megatron");
+  CHECK(e.cross_entropy == CrossEntropyKernels::megatron_fp32);
+  CHECK(load_engine_profile("deepspeed").cross_entropy == CrossEntropyKernels::megatron_fp32);  // Megatron-DeepSpeed
+  CHECK(load_engine_profile("fsdp").cross_entropy == CrossEntropyKernels::torch_fp32);
+  CHECK(load_engine_profile("ztune").cross_entropy == CrossEntropyKernels::fused);
+  nlohmann::json doc = engine_profile_to_json(e);
+  CHECK(doc["fusion"]["cross_entropy"] == "megatron_fp32");
+  CHECK(engine_profile_from_json(doc, "e.json").cross_entropy == CrossEntropyKernels::megatron_fp32);
+  doc["fusion"].erase("cross_entropy");  // a profile written before the key
+  CHECK(engine_profile_from_json(doc, "e.json").cross_entropy == CrossEntropyKernels::fused);
+  doc["fusion"]["cross_entropy"] = "fp32";
+  CHECK_THROWS_WITH(engine_profile_from_json(doc, "e.json"),
+                    Catch::Contains("$.fusion.cross_entropy") && Catch::Contains("torch_fp32"));
+}
+
 // The fp32 gradients of bf16 training (engine profile "gradients"): Megatron-LM
 // reduces its fp32 main_grad buffer; DeepSpeed's BF16_Optimizer, which runs bf16
 // pipelines without ZeRO, folds each micro-batch's bf16 gradients into fp32

@@ -1461,3 +1461,44 @@ TEST_CASE("hybrid sharding's shard group shares the node's link with tensor para
   REQUIRE_FALSE(check_plan(p, m, c).has_value());
   CHECK(tp_shares_dp_link(p, c));  // the gathers run inside the node, beside tp
 }
+
+// The loss's passes over the logits, byte for byte from each engine's code
+// (op_costs.cpp cross_entropy_traffic): Megatron's vocab_parallel_cross_entropy
+// on output.float() moves 38 bytes a bf16 logit forward (cast 2 + 4, max 4,
+// subtract 8, exp 8, sum 4, divide 8) in six kernels and 14 backward (the
+// in-place multiply 8, the cast back 6) in two; PyTorch's F.cross_entropy on
+// logits.float() 22 in three (cast 6, log_softmax's three reads and a write
+// 16) and 26 in four (zero-fill 4, log_softmax backward 16, cast 6); the
+// fused pass 10 in three and 6 in one. Everything else of the head is the same.
+TEST_CASE("the loss's kernels: Megatron's and PyTorch's fp32 cross-entropy against the fused pass",
+          "[time][edge][loss]") {
+  const Transformer m = gpt(2, 1024, 16, 1024, 50304);
+  const Cluster c = a100(1);
+  HardwareProfile hw = profile();
+  hw.memory_bandwidth_efficiency = 0.8;
+  Plan p;
+  p.tp = 2;
+  p.micro_batch = 4;
+  p.global_batch = 4;
+  p.precision = Precision::bf16;
+  const double logits = 4.0 * 1024 * 50304 / 2;  // micro-batch × sequence × vocabulary / tp
+  const double bandwidth = c.node.gpu.hbm_bandwidth_gbps * 1e9 * 0.8;
+  auto head = [&](CrossEntropyKernels k) {
+    hw.engine.cross_entropy = k;
+    return edge_cost(m, p, c, hw);
+  };
+  const EdgeCost fused = head(CrossEntropyKernels::fused);
+  const EdgeCost megatron = head(CrossEntropyKernels::megatron_fp32);
+  const EdgeCost torch = head(CrossEntropyKernels::torch_fp32);
+  const double launch = hw.kernel_launch_s;
+  CHECK(megatron.head_fwd_s - fused.head_fwd_s == Approx(logits * (38.0 - 10.0) / bandwidth + 3 * launch));
+  CHECK(megatron.head_bwd_s - fused.head_bwd_s == Approx(logits * (14.0 - 6.0) / bandwidth + 1 * launch));
+  CHECK(torch.head_fwd_s - fused.head_fwd_s == Approx(logits * (22.0 - 10.0) / bandwidth));
+  CHECK(torch.head_bwd_s - fused.head_bwd_s == Approx(logits * (26.0 - 6.0) / bandwidth + 3 * launch));
+  CHECK(megatron.head_gemm_s == fused.head_gemm_s);
+  CHECK(megatron.embedding_fwd_s == fused.embedding_fwd_s);
+  // Under a graph compiler every engine's loss is the fused pass.
+  EngineProfile e = hw.engine;
+  e.cross_entropy = CrossEntropyKernels::megatron_fp32;
+  CHECK(compiled(e).cross_entropy == CrossEntropyKernels::fused);
+}

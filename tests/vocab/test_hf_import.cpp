@@ -24,7 +24,10 @@ TEST_CASE("GPT-2 XL config imports to 1.56B parameters", "[hf]") {
   // stem: "./gpt2.json" had been named "." and "runs/gpt2.json" "runs".
   for (const auto& [file, name] : std::vector<std::pair<std::string, std::string>>{
            {"gpt2-xl/config.json", "gpt2-xl"}, {"/models/meta/Llama-2-7b-hf/config.json", "Llama-2-7b-hf"},
-           {"./gpt2.json", "gpt2"}, {"runs/gpt2-xl.json", "gpt2-xl"}, {"../x/../gpt2.json", "gpt2"}}) {
+           {"./gpt2.json", "gpt2"}, {"runs/gpt2-xl.json", "gpt2-xl"}, {"../x/../gpt2.json", "gpt2"},
+           // The Hugging Face cache: the repository's name, not the snapshot's hash.
+           {"/root/.cache/huggingface/hub/models--openai-community--gpt2-xl/snapshots/5f1e2d3c/config.json",
+            "gpt2-xl"}}) {
     INFO(file);
     CHECK(ztune::transformer_from_hf_config(doc, file, 0).name == name);
   }

@@ -40,6 +40,9 @@ EngineProfile engine_profile_from_json(const nlohmann::json& doc, const std::str
     }
     // Added with Megatron's softmax fallback: absent means a fused kernel always.
     e.megatron_softmax_rule = f.optional_choice("masked_softmax", {"megatron", "always"}, "always") == "megatron";
+    // Added with the loss's own kernels: absent means fused.
+    e.cross_entropy =
+        *value_in<CrossEntropyKernels>(kCrossEntropyNames, f.optional_choice("cross_entropy", kCrossEntropyNames, "fused"));
     f.finish();
   }
   {
@@ -85,7 +88,8 @@ nlohmann::json engine_profile_to_json(const EngineProfile& e) {
       {"fusion",
        {{"elementwise_traffic", e.elementwise_traffic},
         {"compiled_elementwise_traffic", e.compiled_elementwise_traffic},
-        {"masked_softmax", e.megatron_softmax_rule ? "megatron" : "always"}}},
+        {"masked_softmax", e.megatron_softmax_rule ? "megatron" : "always"},
+        {"cross_entropy", name_in(kCrossEntropyNames, e.cross_entropy)}}},
       {"overlap",
        {{"dp", e.dp_overlap},
         {"zero3_prefetch", e.zero3_prefetch_overlap},
@@ -105,6 +109,7 @@ nlohmann::json engine_profile_to_json(const EngineProfile& e) {
 
 EngineProfile compiled(EngineProfile e) {
   e.elementwise_traffic = e.compiled_elementwise_traffic;
+  e.cross_entropy = CrossEntropyKernels::fused;
   return e;
 }
 

@@ -180,12 +180,22 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
   Transformer t;
   // A checkpoint's folder names the model (meta-llama/Llama-2-7b-hf/config.json):
   // the folder's own name when the file is config.json, else the file's stem
-  // (gpt2.json); "." or ".." (a path as typed) are resolved first.
+  // (gpt2.json); "." or ".." (a path as typed) are resolved first, lexically:
+  // a symlink (the Hugging Face cache's snapshots/HASH/config.json points into
+  // blobs/) keeps the name the user's path gives. In that cache the model is
+  // the models--ORG--NAME folder above snapshots/.
   {
     std::error_code ec;
-    std::filesystem::path path = std::filesystem::weakly_canonical(std::filesystem::path(file), ec);
-    if (ec) path = std::filesystem::path(file);
+    std::filesystem::path path = std::filesystem::absolute(std::filesystem::path(file), ec);
+    path = (ec ? std::filesystem::path(file) : path).lexically_normal();
     t.name = path.filename() == "config.json" ? path.parent_path().filename().string() : path.stem().string();
+    const std::filesystem::path snapshots = path.parent_path().parent_path();
+    if (path.filename() == "config.json" && snapshots.filename() == "snapshots" &&
+        snapshots.parent_path().filename().string().starts_with("models--")) {
+      std::string repo = snapshots.parent_path().filename().string().substr(8);  // ORG--NAME
+      if (const auto cut = repo.rfind("--"); cut != std::string::npos) repo = repo.substr(cut + 2);
+      t.name = repo;
+    }
   }
   if (t.name.empty() || t.name == "." || t.name == "..") t.name = type;
   t.source = std::string(kImportedFrom) + file + " (model_type " + type +

@@ -62,10 +62,11 @@ std::optional<std::string> write_checkpoint_shard(const std::string& dir, int st
 /// removed stays: pruning frees space, it never fails the run.
 void prune_checkpoints(const std::string& dir, int latest, int keep);
 /// Rank 0, resuming from `latest` with checkpoints still to write: removes the
-/// step directories above it, each a write a failed run did not commit (a
-/// full disk, a crash), which the resumed run would replace at that step
-/// anyway, but only after the space they hold was needed.
-void remove_uncommitted_steps(const std::string& dir, int latest);
+/// step directories above it that lack a shard of one of the `world` ranks,
+/// each a write a failed run did not finish (a full disk, a crash), which the
+/// resumed run would replace at that step anyway, but only after the space
+/// they hold was needed. Whole steps above latest stay.
+void remove_uncommitted_steps(const std::string& dir, int latest, int world);
 // The committed step count: ztune::latest_checkpoint (vocab/checkpoint_layout.hpp).
 /// Rank 0, with a commit: DIR/data records the token stream's identity
 /// (TokenSource::identity: the synthetic seed, or the file's token count), which

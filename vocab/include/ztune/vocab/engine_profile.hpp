@@ -25,6 +25,26 @@ enum class GatherUnit : unsigned char {
   module,  // FSDP: one all-gather (and one reduce-scatter) per wrapped module, a transformer block
 };
 
+/// How the engine computes the loss: softmax cross-entropy over the
+/// vocabulary, whose memory-bound passes over every logit are what a small
+/// model's head costs beside its GEMM (model/op_costs.cpp
+/// cross_entropy_traffic prices each).
+enum class CrossEntropyKernels : unsigned char {
+  /// One pass of row statistics over the 16-bit logits and one gradient
+  /// pass (ztune's executor's kernels; any engine under a graph compiler).
+  fused,
+  /// Megatron-LM / Megatron-Core / Megatron-DeepSpeed:
+  /// vocab_parallel_cross_entropy on output.float(), six fp32 passes forward
+  /// and two backward (--fp16-lm-cross-entropy not given).
+  megatron_fp32,
+  /// PyTorch's F.cross_entropy on logits.float() (torchtitan, FSDP recipes):
+  /// log_softmax (three reads of each row) and nll_loss, whose backward
+  /// zero-fills a whole fp32 gradient first.
+  torch_fp32,
+};
+/// The profile key fusion.cross_entropy's values, in the enum's order.
+inline constexpr const char* kCrossEntropyNames[] = {"fused", "megatron_fp32", "torch_fp32"};
+
 /// The library an engine runs FP8 linear layers with (plan.fp8). What it
 /// keeps differs, not what it computes: every library runs the same FP8
 /// GEMMs (op_costs.cpp fp8_cast_traffic says what each casts).
@@ -86,6 +106,9 @@ struct EngineProfile {
   // (megatron_fused_softmax_available; Megatron-LM, Megatron-DeepSpeed). Profile
   // key fusion.masked_softmax: "megatron" or "always" (optional, absent = always).
   bool megatron_softmax_rule = false;
+  // The loss's kernels (profile key fusion.cross_entropy, optional, absent =
+  // fused); compiled() fuses them too.
+  CrossEntropyKernels cross_entropy = CrossEntropyKernels::fused;
 
   // Gradients of bf16 training (profile section "gradients", optional; absent
   // = neither). bf16_reduce_fp32 ("bf16_reduce": "fp32"): the data-parallel
@@ -141,8 +164,9 @@ struct EngineProfile {
 };
 
 /// `e` under a graph compiler (torch.compile, XLA): its elementwise traffic is
-/// compiled_elementwise_traffic; everything else (host costs, overlap,
-/// gather unit) is the engine's own.
+/// compiled_elementwise_traffic and its cross-entropy fused (XLA fuses the
+/// loss with the rest; torchtitan compiles its loss function with the model);
+/// everything else (host costs, overlap, gather unit) is the engine's own.
 [[nodiscard]] EngineProfile compiled(EngineProfile e);
 
 /// Parses an engine document (schema "ztune.engine/1"); strict, names file and path.
