@@ -379,32 +379,36 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
   {
     std::optional<SearchResult> best;
     Engine best_engine = o.space.engine;
+    bool best_drops_fp8 = false;
     std::string tried;
     for (const Engine e : {Engine::ztune, Engine::deepspeed, Engine::megatron, Engine::fsdp}) {
       if (e == o.space.engine) continue;
       SearchOptions x = o;
       x.space.engine = e;
       x.memory.accounting = state_accounting_of(e);
-      if (e == Engine::ztune || e == Engine::deepspeed) {  // no FP8 kernels there
+      const HardwareProfile priced = with_engine(hw, to_string(e));
+      // An engine without an FP8 library (its profile's "fp8") runs the plan in 16 bits.
+      const bool drops_fp8 = priced.engine.fp8 == Fp8Library::none &&
+                             (o.space.fp8 != Fp8Recipe::none || o.space.fp8_param_gather);
+      if (priced.engine.fp8 == Fp8Library::none) {
         x.space.fp8 = Fp8Recipe::none;
         x.space.fp8_param_gather = false;
       }
       try {
-        auto s = feasibility(m, c, with_engine(hw, to_string(e)), x);
+        auto s = feasibility(m, c, priced, x);
         tried += (tried.empty() ? "" : ", ") + to_string(e);
         if (!best || s.feasible > best->feasible) {
           best = std::move(s);
           best_engine = e;
+          best_drops_fp8 = drops_fp8;
         }
       } catch (const InputError&) {
         // A pin that engine cannot run (--zero 1 under FSDP): not an option.
       }
     }
     if (best && best->feasible > 0) {
-      const bool drops_fp8 = (best_engine == Engine::ztune || best_engine == Engine::deepspeed) &&
-                             (o.space.fp8 != Fp8Recipe::none || o.space.fp8_param_gather);
       hints.push_back({"--engine " + to_string(best_engine) + " in place of --engine " + to_string(o.space.engine) +
-                           (drops_fp8 ? " (without --fp8: it has no FP8 kernels)" : ""),
+                           (best_drops_fp8 ? " (without --fp8: it has no FP8 kernels)" : ""),
                        fitting(*best), true});
     } else if (best) {
       hints.push_back({"another --engine", "no plan fits under " + tried + " either", false});

@@ -159,34 +159,31 @@ CrossValidated cross_validated(const ValidationReport& r, const nlohmann::json& 
   const std::string priced = engine == "ztune" ? "deepspeed" : engine;
   struct Try {
     std::string cell;
-    bool (*keep)(const ValidationCase&, const std::string&, const std::string&);
+    CellScope scope;
   };
   const Try tries[] = {
       {family + "/" + priced + (engine == "ztune" ? " (borrowed by ztune's executor, unmeasured on GPUs)" : ""),
-       [](const ValidationCase& c, const std::string& f, const std::string& e) {
-         return gpu_family(c.gpu) == f && c.engine == e;
-       }},
-      {family + "/any engine",
-       [](const ValidationCase& c, const std::string& f, const std::string&) { return gpu_family(c.gpu) == f; }},
-      {"any GPU/" + priced, [](const ValidationCase& c, const std::string&, const std::string& e) { return c.engine == e; }},
-      {"every source", [](const ValidationCase&, const std::string&, const std::string&) { return true; }},
+       CellScope::gpu_engine},
+      {family + "/any engine", CellScope::gpu},
+      {"any GPU/" + priced, CellScope::engine},
+      {"every source", CellScope::every},
   };
   auto measure = [&](std::size_t i) {
     const Try& t = tries[i];
     CrossValidated m = cv;
     balanced(
-        r, [&](const ValidationCase& c) { return t.keep(c, family, priced); }, value, m.sources, m.runs, m.mape,
+        r, [&](const ValidationCase& c) { return in_cell(c, t.scope, family, priced); }, value, m.sources, m.runs, m.mape,
         m.mean_signed);
     if (m.runs == 0) return m;
     m.cell = t.cell;
     m.fallback = i > 0;
-    m.scope = static_cast<int>(i);
+    m.scope = t.scope;
     // The percentiles over the same runs, each source weighted as in the means.
     std::map<std::string, int> per_source;
     std::vector<std::pair<const ValidationCase*, double>> kept;
     for (const auto& c : r.cases) {
       double abs_e = 0, opt = 0;
-      if (!is_time_metric(c.metric) || c.gpu.empty() || !t.keep(c, family, priced) || !value(c, abs_e, opt)) continue;
+      if (!is_time_metric(c.metric) || c.gpu.empty() || !in_cell(c, t.scope, family, priced) || !value(c, abs_e, opt)) continue;
       ++per_source[c.source];
       kept.emplace_back(&c, opt);
     }

@@ -51,18 +51,26 @@ std::string number(double v) {
 
 Envelope envelope_of(const ValidationReport& r, const std::string& family, const std::string& engine) {
   // The family's runs of the engine (the ztune engine's are DeepSpeed's), else of any engine.
-  if (Envelope e = envelope_of(r, family, engine, 0); !e.empty()) return e;
-  return envelope_of(r, family, engine, 1);
+  if (Envelope e = envelope_of(r, family, engine, CellScope::gpu_engine); !e.empty()) return e;
+  return envelope_of(r, family, engine, CellScope::gpu);
 }
 
-Envelope envelope_of(const ValidationReport& r, const std::string& family, const std::string& engine, int scope) {
+bool in_cell(const ValidationCase& c, CellScope scope, const std::string& family, const std::string& priced) {
+  switch (scope) {
+    case CellScope::gpu_engine: return gpu_family(c.gpu) == family && c.engine == priced;
+    case CellScope::gpu: return gpu_family(c.gpu) == family;
+    case CellScope::engine: return c.engine == priced;
+    case CellScope::every: break;
+  }
+  return true;
+}
+
+Envelope envelope_of(const ValidationReport& r, const std::string& family, const std::string& engine,
+                     CellScope scope) {
   const std::string priced = engine == "ztune" ? "deepspeed" : engine;
   Envelope e;
   for (const ValidationCase& c : r.cases) {
-    if (!is_time_metric(c.metric) || c.shape.empty()) continue;
-    const bool same_gpu = gpu_family(c.gpu) == family, same_engine = c.engine == priced;
-    if ((scope == 0 && !(same_gpu && same_engine)) || (scope == 1 && !same_gpu) || (scope == 2 && !same_engine))
-      continue;
+    if (!is_time_metric(c.metric) || c.shape.empty() || !in_cell(c, scope, family, priced)) continue;
     if (e.runs++ == 0) {
       e.lo = e.hi = c.shape;
     } else {
@@ -71,7 +79,10 @@ Envelope envelope_of(const ValidationReport& r, const std::string& family, const
     e.gpus.insert(c.gpu);
   }
   if (e.runs > 0)
-    e.cell = scope == 0 ? family + "/" + priced : scope == 1 ? family : scope == 2 ? "any GPU/" + priced : "every";
+    e.cell = scope == CellScope::gpu_engine ? family + "/" + priced
+             : scope == CellScope::gpu      ? family
+             : scope == CellScope::engine   ? "any GPU/" + priced
+                                            : "every";
   return e;
 }
 

@@ -147,7 +147,6 @@ std::vector<EfficiencyPoint> read_table(ObjectReader& r, std::string_view key) {
   return rows;
 }
 
-
 }  // namespace
 
 HardwareProfile profile_from_json(const nlohmann::json& doc, const std::string& file) {

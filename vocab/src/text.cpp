@@ -1,7 +1,6 @@
 #include "ztune/vocab/text.hpp"
 
 #include <algorithm>
-
 #include <cctype>
 #include <cmath>
 #include <cstdio>

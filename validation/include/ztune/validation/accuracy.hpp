@@ -24,15 +24,20 @@
 namespace ztune {
 
 /// The leave-one-source-out error of one (GPU family, engine) cell.
+/// Which runs a cell holds, narrowest first: the GPU family's runs of the
+/// engine, the family's of any engine, the engine's on any GPU, every run
+/// (cross_validated's fallbacks, in this order; envelope_of takes the same).
+enum class CellScope : unsigned char { gpu_engine, gpu, engine, every };
+/// Whether run `c` is in the cell of GPU `family` and engine `priced` at `scope`.
+[[nodiscard]] bool in_cell(const ValidationCase& c, CellScope scope, const std::string& family,
+                           const std::string& priced);
+
 struct CrossValidated {
   std::string family;  // the cell asked for ("H100")
   std::string engine;  // "fsdp"
   std::string cell;    // the cell the figures come from: "H100/fsdp", or a fallback ("H100/any engine")
   bool fallback = false;
-  /// Which runs the cell holds (envelope_of takes the same): 0 the family's
-  /// runs of the engine, 1 the family's of any engine, 2 the engine's on any
-  /// GPU, 3 every run.
-  int scope = 0;
+  CellScope scope = CellScope::gpu_engine;  // which runs the cell holds
   int sources = 0;
   int runs = 0;
   double mape = 0;         // source-balanced mean |error| of the left-out predictions, %
@@ -76,7 +81,7 @@ struct Extrapolation {
 /// of the same runs (DeepSpeed on H100: its band is DeepSpeed's A100 and V100
 /// runs, and so is what it was checked on).
 [[nodiscard]] Envelope envelope_of(const ValidationReport& r, const std::string& family, const std::string& engine,
-                                   int scope);
+                                   CellScope scope);
 
 /// The quantities of plan `p` of model `m` beyond envelope `e` by more than
 /// 10 % (none when `e` is empty).
