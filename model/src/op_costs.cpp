@@ -800,6 +800,13 @@ CrossEntropyTraffic cross_entropy_traffic(CrossEntropyKernels k, double eb) {
       // the division into the softmax it saves (4 + 4); backward, the softmax
       // times the loss gradient in place (4 + 4) and the cast back (4 + eb).
       return {eb + 36.0, 12.0 + eb, 6, 2};
+    case CrossEntropyKernels::megatron_fused:
+      // Megatron-Core's fused_vocab_parallel_cross_entropy
+      // (fusions/fused_cross_entropy.py, jit_fuser = torch.compile): the
+      // cast fused into the row max (eb read, 4 written), exp and the row sum
+      // in place (4 + 4), the division into the saved softmax (4 + 4);
+      // backward, the scatter, multiply and cast in one graph (4 + 4 + eb).
+      return {eb + 20.0, 8.0 + eb, 3, 1};
     case CrossEntropyKernels::torch_fp32:
       // F.cross_entropy(logits.float()) = log_softmax + nll_loss: the cast
       // (eb + 4); cunn_SoftMaxForward reads a vocabulary-long row three times

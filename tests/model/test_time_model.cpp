@@ -1469,7 +1469,8 @@ TEST_CASE("hybrid sharding's shard group shares the node's link with tensor para
 // in-place multiply 8, the cast back 6) in two; PyTorch's F.cross_entropy on
 // logits.float() 22 in three (cast 6, log_softmax's three reads and a write
 // 16) and 26 in four (zero-fill 4, log_softmax backward 16, cast 6); the
-// fused pass 10 in three and 6 in one. Everything else of the head is the same.
+// fused pass 10 in three and 6 in one; Megatron-Core's compiled fusion 22 in
+// three and 10 in one. Everything else of the head is the same.
 TEST_CASE("the loss's kernels: Megatron's and PyTorch's fp32 cross-entropy against the fused pass",
           "[time][edge][loss]") {
   const Transformer m = gpt(2, 1024, 16, 1024, 50304);
@@ -1490,6 +1491,10 @@ TEST_CASE("the loss's kernels: Megatron's and PyTorch's fp32 cross-entropy again
   const EdgeCost fused = head(CrossEntropyKernels::fused);
   const EdgeCost megatron = head(CrossEntropyKernels::megatron_fp32);
   const EdgeCost torch = head(CrossEntropyKernels::torch_fp32);
+  // Megatron-Core's compiled fusion: 22 forward in three kernels, 10 backward in one.
+  const EdgeCost megatron_fused = head(CrossEntropyKernels::megatron_fused);
+  CHECK(megatron_fused.head_fwd_s - fused.head_fwd_s == Approx(logits * (22.0 - 10.0) / bandwidth));
+  CHECK(megatron_fused.head_bwd_s - fused.head_bwd_s == Approx(logits * (10.0 - 6.0) / bandwidth));
   const double launch = hw.kernel_launch_s;
   CHECK(megatron.head_fwd_s - fused.head_fwd_s == Approx(logits * (38.0 - 10.0) / bandwidth + 3 * launch));
   CHECK(megatron.head_bwd_s - fused.head_bwd_s == Approx(logits * (14.0 - 6.0) / bandwidth + 1 * launch));

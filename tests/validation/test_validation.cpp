@@ -440,6 +440,42 @@ TEST_CASE("a source's grad_reduce statement is checked: a dtype ztune does not k
   fs::remove_all(dir);
 }
 
+TEST_CASE("each run's loss kernels: the engine's, else stated per source with the code's reason",
+          "[validation][loss]") {
+  // NeMo's Llama 3.1 configurations fuse Megatron's cross-entropy
+  // (cross_entropy_loss_fusion: true); torchtitan's 2024 train.py compiled the
+  // model and not the loss. Every other row runs its engine profile's.
+  std::size_t nemo = 0, titan = 0;
+  for (const auto& c : report().cases) {
+    INFO(c.id << ": " << c.assumed);
+    const bool fused = c.assumed.find("Megatron-Core's fused cross-entropy") != std::string::npos;
+    const bool uncompiled = c.assumed.find("left the loss out") != std::string::npos;
+    CHECK(fused == c.id.starts_with("dgxc_2411_llama31_"));
+    CHECK(uncompiled == c.id.starts_with("torchtitan_2024"));
+    nemo += fused;
+    titan += uncompiled;
+  }
+  CHECK(nemo == 17);
+  CHECK(titan > 8);
+}
+
+TEST_CASE("a source's cross_entropy statement is checked: kernels ztune does not know are named with the path",
+          "[validation][loss][bad-input]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "ztune_test_cross_entropy";
+  fs::remove_all(dir);
+  fs::copy(std::string(ZTUNE_TEST_DATA_DIR) + "/validation", dir, fs::copy_options::recursive);
+  nlohmann::json spec = nlohmann::json::parse(std::ifstream(dir / "validation.json"));
+  std::size_t i = 0;
+  while (!spec["sources"][i].contains("cross_entropy")) ++i;
+  spec["sources"][i]["cross_entropy"][0]["kernels"] = "fp32";
+  std::ofstream(dir / "validation.json") << spec.dump(1);
+  const std::string where = "$.sources[" + std::to_string(i) + "].cross_entropy[0].kernels";
+  CHECK_THROWS_WITH(run_validation(dir.string()),
+                    Catch::Contains("validation.json") && Catch::Contains(where) && Catch::Contains("megatron_fused"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("Megatron's fused-softmax rule: the 2020 code's headline is assumed without it, with the reason",
           "[validation][softmax]") {
   // The deepspeed engine applies Megatron's 2021+ shape rule (vTrain's

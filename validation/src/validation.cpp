@@ -144,6 +144,13 @@ std::vector<SourceSpec> read_spec(const std::string& path) {
         x.why = g.string("why");
         spec.grad_reduce.push_back(std::move(x));
       });
+      each_entry("cross_entropy", "{kernels, id_prefixes, why}", [&](ObjectReader& e) {
+        SourceSpec::CrossEntropy x;
+        x.kernels = *value_in<CrossEntropyKernels>(kCrossEntropyNames, e.choice("kernels", kCrossEntropyNames));
+        if (e.has("id_prefixes")) x.id_prefixes = string_list(e, "id_prefixes");
+        x.why = e.string("why");
+        spec.cross_entropy.push_back(std::move(x));
+      });
       each_entry("optimizer_states", "{master_dtype, moments_dtype, id_prefixes, why}", [&](ObjectReader& o) {
         SourceSpec::OptimizerStates x;
         x.master = *precision_of(o.choice("master_dtype", kPrecisionNames));

@@ -323,6 +323,14 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
         }
       }
     }
+    // The loss's kernels, where the source's code differs from its engine profile's.
+    std::optional<CrossEntropyKernels> loss;
+    for (const auto& e : spec.cross_entropy) {
+      if (!e.id_prefixes.empty() && !starts_with_any(e.id_prefixes, id)) continue;
+      loss = e.kernels;
+      assumed += (assumed.empty() ? "" : "; ") + e.why;
+      break;
+    }
     for (const auto& o : spec.optimizer_states) {
       if (!starts_with_any(o.id_prefixes, id)) continue;
       p.master_dtype = o.master;
@@ -389,7 +397,8 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     if (compiled_run) vc.detail += " compiled";
     if (!assumed.empty()) vc.detail += " [" + assumed + "]";
     const double iteration =
-        ctx.time(m, p, c, spec.engine, compiled_run, stated ? stated->megatron_softmax_rule : std::nullopt).iteration_s;
+        ctx.time(m, p, c, spec.engine, compiled_run, stated ? stated->megatron_softmax_rule : std::nullopt, loss)
+            .iteration_s;
     vc.predicted = iteration > 0 ? tokens_per_step / iteration / *gpus : 0;
     vc.memory_fraction = ctx.memory_fraction(m, p, c, spec.engine);
     vc.tolerance_pct = spec.case_tolerance_pct.value_or(0);

@@ -41,6 +41,16 @@ struct SourceSpec {
     std::string why;
   };
   std::vector<GradReduce> grad_reduce;
+  // engine_runs: the loss kernels of the source's runs (those whose ids start
+  // with one of id_prefixes; all without them) where their code's differ from
+  // the engine profile's (NeMo 2 fuses Megatron's cross-entropy; torchtitan's
+  // 2024 code compiled its model, not its loss): EngineProfile::cross_entropy.
+  struct CrossEntropy {
+    CrossEntropyKernels kernels = CrossEntropyKernels::fused;
+    std::vector<std::string> id_prefixes;
+    std::string why;
+  };
+  std::vector<CrossEntropy> cross_entropy;
   // engine_runs: the optimizer state dtypes of the source's runs (those whose
   // ids start with one of id_prefixes) where the configuration they ran sets
   // them and the row does not say: Plan::master_dtype and moments_dtype.
@@ -95,16 +105,19 @@ struct Context {
   // The case's hardware profile with its engine attached (one per GPU ×
   // engine × whether a graph compiler ran it × a run's own softmax rule).
   const HardwareProfile& profile(const Cluster& c, const std::string& engine, bool compiled_run = false,
-                                 std::optional<bool> softmax_rule = std::nullopt) {
+                                 std::optional<bool> softmax_rule = std::nullopt,
+                                 std::optional<CrossEntropyKernels> loss = std::nullopt) {
     const std::string key = (opt.profile != nullptr ? std::string("--profile") : c.node.gpu.name) + "|" + engine +
                             (compiled_run ? "|compiled" : "") +
-                            (softmax_rule ? (*softmax_rule ? "|softmax-rule" : "|softmax-always") : "");
+                            (softmax_rule ? (*softmax_rule ? "|softmax-rule" : "|softmax-always") : "") +
+                            (loss ? std::string("|loss-") + name_in(kCrossEntropyNames, *loss) : "");
     auto it = profiles.find(key);
     if (it == profiles.end()) {
       HardwareProfile hw = opt.profile != nullptr ? *opt.profile : default_profile_for(c);
       if (!engine.empty()) hw = with_engine(std::move(hw), engine);
       if (compiled_run) hw.engine = compiled(hw.engine);
       if (softmax_rule) hw.engine.megatron_softmax_rule = *softmax_rule;
+      if (loss) hw.engine.cross_entropy = *loss;
       it = profiles.emplace(key, std::move(hw)).first;
     }
     return it->second;
@@ -117,8 +130,9 @@ struct Context {
     return mp.gpu_capacity_bytes > 0 ? mp.gpu_total_bytes / mp.gpu_capacity_bytes : 0;
   }
   TimePrediction time(const Transformer& m, const Plan& p, const Cluster& c, const std::string& engine,
-                      bool compiled_run = false, std::optional<bool> softmax_rule = std::nullopt) {
-    const HardwareProfile& hw = profile(c, engine, compiled_run, softmax_rule);
+                      bool compiled_run = false, std::optional<bool> softmax_rule = std::nullopt,
+                      std::optional<CrossEntropyKernels> loss = std::nullopt) {
+    const HardwareProfile& hw = profile(c, engine, compiled_run, softmax_rule, loss);
     return opt.time ? opt.time(m, p, c, hw) : predict_time(m, p, c, hw);
   }
 };

@@ -37,13 +37,16 @@ enum class CrossEntropyKernels : unsigned char {
   /// vocab_parallel_cross_entropy on output.float(), six fp32 passes forward
   /// and two backward (--fp16-lm-cross-entropy not given).
   megatron_fp32,
+  /// Megatron-Core's fused_vocab_parallel_cross_entropy (cross_entropy_loss_fusion,
+  /// NeMo 2's default): torch.compile'd graphs that still save an fp32 softmax.
+  megatron_fused,
   /// PyTorch's F.cross_entropy on logits.float() (torchtitan, FSDP recipes):
   /// log_softmax (three reads of each row) and nll_loss, whose backward
   /// zero-fills a whole fp32 gradient first.
   torch_fp32,
 };
 /// The profile key fusion.cross_entropy's values, in the enum's order.
-inline constexpr const char* kCrossEntropyNames[] = {"fused", "megatron_fp32", "torch_fp32"};
+inline constexpr const char* kCrossEntropyNames[] = {"fused", "megatron_fp32", "megatron_fused", "torch_fp32"};
 
 /// The library an engine runs FP8 linear layers with (plan.fp8). What it
 /// keeps differs, not what it computes: every library runs the same FP8
