@@ -34,6 +34,7 @@
 #include "ztune/tuner/results_db.hpp"
 #include "ztune/tuner/search.hpp"
 #include "ztune/tuner/search_space.hpp"
+#include "ztune/tuner/stored_search_options.hpp"
 
 namespace ztune::cli {
 
@@ -75,57 +76,8 @@ struct SearchFlags {
   AutorunOptions autorun;
 };
 
-nlohmann::json options_json(const SearchFlags& f, const SearchOptions& o) {
-  nlohmann::json off = nlohmann::json::array();
-  if (f.no_prune) off.push_back("prune");
-  if (f.no_rank) off.push_back("rank");
-  if (f.no_simulate) off.push_back("simulate");
-  nlohmann::json j = {{"cluster", f.input.cluster},
-          {"model", f.input.model},
-          {"nodes", f.input.nodes},
-          {"seq", f.input.seq},
-          {"gpus", f.gpus},
-          {"min_gpus", f.min_gpus},
-          {"max_gpus", f.max_gpus},
-          {"allow_tp_across_nodes", f.allow_tp_across_nodes},
-          {"engine", f.engine},
-          {"compile", f.compile},
-          {"global_batch", f.global_batch},
-          {"precision", f.precision},
-          {"max_micro_batch", f.max_micro_batch},
-          {"tp", f.tp},
-          {"pp", f.pp},
-          {"zero", f.zero},
-          {"onebit_adam", f.onebit_adam},
-          {"zeropp", f.zeropp},
-          {"freeze_step", f.freeze_step},
-          {"sparse_attention", f.sparse_attention},
-          {"sparse_block", f.sparse_block},
-          {"attention", f.attention},
-          {"objective", f.objective},
-          {"tokens", o.tokens},
-          {"gpu_hour_price", f.gpu_hour_price},
-          {"top", f.top},
-          {"simulate_top", f.simulate_top},
-          {"memory_headroom_pct", f.memory_headroom_pct},
-          {"threads", f.threads},
-          {"max_plans", f.max_plans},
-          {"passes_off", off},
-          {"profile", f.profile}};
-  // Written only when given: a search without them is stored as before.
-  if (f.accounting != "engine") j["accounting"] = f.accounting;
-  if (f.cp > 0) j["cp"] = f.cp;
-  if (f.max_cp > 0) j["max_cp"] = f.max_cp;
-  if (f.ulysses > 0) j["ulysses"] = f.ulysses;
-  if (f.max_ulysses > 0) j["max_ulysses"] = f.max_ulysses;
-  if (f.dp_shard > 0) j["dp_shard"] = f.dp_shard;
-  if (!f.grad_reduce_dtype.empty()) j["grad_reduce_dtype"] = f.grad_reduce_dtype;
-  if (f.master_dtype != "fp32") j["master_dtype"] = f.master_dtype;
-  if (f.moments_dtype != "fp32") j["moments_dtype"] = f.moments_dtype;
-  if (f.param_remainders) j["param_remainders"] = true;
-  if (f.fp8 != "none") j["fp8"] = f.fp8;
-  if (f.fp8_param_gather) j["fp8_param_gather"] = true;
-  return j;
+SearchRequest request_of(const SearchFlags& f) {
+  return {"ztune search", f.input.cluster, f.input.model, f.input.nodes, f.input.seq, f.compile, f.profile};
 }
 
 // A pinned degree the model cannot take (--tp 3 on 32 heads, --pp past the
@@ -423,7 +375,7 @@ int run_search_command(const SearchFlags& f) {
   auto store = [&]() -> int {
     if (db && store_error.empty()) {
       try {
-        nlohmann::json options = options_json(f, o);
+        nlohmann::json options = search_options_to_json(request_of(f), o);
         // How far the best plan's figure was to be trusted when it was
         // searched (the validation data and profiles may change later): its
         // band and what it extrapolated, for history show.

@@ -10,36 +10,22 @@
 #include "ztune/tuner/objective.hpp"
 #include "ztune/tuner/search.hpp"
 #include "ztune/tuner/results_db.hpp"
+#include "ztune/tuner/stored_search_options.hpp"
 
 namespace ztune::gui {
 namespace {
 
 QString q(const std::string& s) { return QString::fromStdString(s); }
 
-/// The options as the results database keeps them (the command line's view of a search).
-nlohmann::json options_json(const SearchInputs& in, const SearchOptions& o) {
-  nlohmann::json j{{"source", "ztune-planner"},
-          {"cluster", in.cluster.toStdString()},
-          {"model", in.model.toStdString()},
-          {"gpus", o.space.gpus},
-          {"global_batch", o.space.global_batch},
-          {"seq", in.seq},
-          {"engine", to_string(o.space.engine)},
-          {"attention", o.space.attention ? to_string(*o.space.attention) : std::string("any")},
-          {"precision", o.space.precision ? to_string(*o.space.precision) : std::string("any")},
-          {"master_dtype", to_string(o.space.master_dtype)},
-          {"moments_dtype", to_string(o.space.moments_dtype)},
-          {"param_remainders", o.space.param_remainders},
-          {"max_cp", o.space.max_cp},
-          {"memory_headroom_pct", 100.0 * o.memory.gpu_headroom},
-          {"objective", to_string(o.objective)},
-          {"tokens", o.tokens},
-          {"gpu_hour_price", o.gpu_hour_price},
-          {"top", in.top},
-          {"simulate_top", o.simulate_top}};
-  if (o.space.fp8 != Fp8Recipe::none) j["fp8"] = to_string(o.space.fp8);  // as `ztune search` stores it
-  if (o.space.fp8_param_gather) j["fp8_param_gather"] = true;
-  return j;
+/// What the results database keeps beside the options (tuner's one writer of them).
+SearchRequest request_of(const SearchInputs& in) {
+  SearchRequest r;
+  r.source = "ztune-planner";
+  r.cluster = in.cluster.toStdString();
+  r.model = in.model.toStdString();
+  r.seq = in.seq;
+  r.profile = in.profile.toStdString();
+  return r;
 }
 
 }  // namespace
@@ -94,10 +80,13 @@ void PlannerWorker::search(const SearchInputs& inputs) {
   if (!db_path_.isEmpty()) {
     try {
       auto db = ResultsDb::open(db_path_.toStdString());
-      // The database keeps the best `top` plans of a search, as `ztune search` stores them.
+      // The database keeps the best `top` plans of a search, as `ztune search` stores them
+      // (the search itself kept every plan that fits, for the table).
+      SearchOptions stored = out.inputs.options;
+      stored.top = std::max(inputs.top, 1);
       out.db_id = db.store_search({out.inputs.cluster, out.inputs.model, &out.inputs.profile,
-                                   options_json(inputs, out.inputs.options), out.result,
-                                   static_cast<std::size_t>(std::max(inputs.top, 1))});
+                                   search_options_to_json(request_of(inputs), stored), out.result,
+                                   static_cast<std::size_t>(stored.top)});
     } catch (const std::exception& e) {
       out.db_note = q(e.what());
     }

@@ -9,6 +9,7 @@
 #include "ztune/tuner/objective.hpp"
 #include "ztune/tuner/search.hpp"
 #include "ztune/tuner/simulate_pass.hpp"
+#include "ztune/tuner/stored_search_options.hpp"
 #include "ztune/validation/accuracy.hpp"
 
 namespace ztune::gui {
@@ -23,29 +24,15 @@ SearchOutcome outcome_from_stored_search(const nlohmann::json& stored) {
   in.profile = profile.is_null() ? default_profile_for(in.cluster) : profile_from_json(profile, where + " profile");
   in.cluster = with_measured_figures(in.cluster, in.profile);
 
-  const auto& options = stored.at("options");
+  // The options as tuner's one reader gives them back. The engine searched
+  // for prices the plans as it runs them (its profile, the accounting of its
+  // model states, a graph compiler where the search had one), as `ztune
+  // search --engine` and the planner's own search did: reopened under ztune's
+  // executor, a DeepSpeed plan that fits had read as over capacity.
+  const StoredSearchOptions asked = search_options_from_json(stored.at("options"), where);
   SearchOptions& o = in.options;
-  if (options.is_object()) {
-    if (auto obj = objective_from_string(options.value("objective", std::string("throughput")))) o.objective = *obj;
-    o.tokens = options.value("tokens", 0.0);
-    o.gpu_hour_price = options.value("gpu_hour_price", 0.0);
-    o.space.gpus = options.value("gpus", 0);
-    o.space.global_batch = options.value("global_batch", std::int64_t{0});
-    // The engine searched for prices the plans as it runs them (its profile,
-    // the accounting of its model states, a graph compiler where the search
-    // had one), as `ztune search --engine` and the planner's own search did:
-    // reopened under ztune's executor, a DeepSpeed plan that fits had read as
-    // over capacity. Searches stored before the engine was recorded were ztune's.
-    const std::string engine_name = options.value("engine", std::string("ztune"));
-    const auto engine = engine_from_string(engine_name);
-    if (!engine)
-      throw InputError(where + ": options.engine: expected ztune, deepspeed, megatron or fsdp, got \"" + engine_name +
-                       "\"");
-    o.space.engine = *engine;
-    o.memory.accounting = accounting_named(options.value("accounting", std::string()), *engine);  // search --accounting
-    o.memory.gpu_headroom = options.value("memory_headroom_pct", 0.0) / 100.0;
-    in.profile = with_engine(std::move(in.profile), to_string(*engine), options.value("compile", false));
-  }
+  o = asked.options;
+  in.profile = with_engine(std::move(in.profile), to_string(o.space.engine), asked.request.compile);
   const double tokens = o.tokens > 0 ? o.tokens : in.model.train_tokens;
 
   SearchResult& r = out.result;
