@@ -152,6 +152,30 @@ TEST_CASE("one run cannot be left out: accepted on its in-sample error only", "[
   CHECK_FALSE(decide(none, {}, {}, 0, 0, 0).accept);
 }
 
+TEST_CASE("a single run is judged in sample even where the microbenchmark points are judged", "[calibration][cv]") {
+  // The points alone cannot vouch for a run: one whose step times were 1e-6 of
+  // the real ones (its error 3.96e5 before and after the fit) had been accepted
+  // on the points, with "replaces it".
+  CrossValidation points;
+  points.points_judged = true;
+  points.candidate_points.median_abs_log_error = 0.05;
+  points.previous_points.median_abs_log_error = 0.10;
+  const Verdict absurd = decide(points, {}, {}, 3.97e5, 3.96e5, 1);
+  CHECK_FALSE(absurd.accept);
+  CHECK_THAT(absurd.reasons.front(), Catch::Contains("still misses the run") && Catch::Contains("step times"));
+  // An honest one (55.7 % off with the shipped profile, 8.4 % after: the CPU loop of session 41).
+  const Verdict honest = decide(points, {}, {}, 0.557, 0.084, 1);
+  CHECK(honest.accept);
+  bool said = false;
+  for (const auto& n : honest.notes) said = said || n.find("one run cannot be left out") != std::string::npos;
+  CHECK(said);
+  // Worse in sample is refused though the points are better; as good (a refit on the same run) is not.
+  CHECK_FALSE(decide(points, {}, {}, 0.10, 0.20, 1).accept);
+  CHECK(decide(points, {}, {}, 0.084, 0.084, 1).accept);
+  // Microbenchmarks alone (no run): the points decide.
+  CHECK(decide(points, {}, {}, 0, 0, 0).accept);
+}
+
 TEST_CASE("the machine's noise: /proc parsed, a noisy measurement refused", "[calibration][noise]") {
   CHECK(parse_loadavg("0.49 1.76 2.21 1/129 3114\n") == Approx(0.49));
   CHECK_FALSE(parse_loadavg("garbage").has_value());

@@ -135,6 +135,25 @@ TEST_CASE("same plan, two engines: unfused elementwise traffic and host overhead
   CHECK(overhead(eager) - overhead(fused) == Approx(4 * 2e-3 + 5e-3).epsilon(1e-9));
 }
 
+TEST_CASE("host costs past any framework's are refused, in an engine and in a calibrated profile", "[engine][bad-input]") {
+  // A calibration started from a profile stating 1e300 ms a step had written
+  // one predicting 1e297 s a step (session 41's audit).
+  nlohmann::json doc = engine_profile_to_json(load_engine_profile("fsdp"));
+  doc["host"]["step_overhead_ms"] = 1e300;
+  CHECK_THROWS_WITH(engine_profile_from_json(doc, "e.json"),
+                    Catch::Contains("e.json: $.host.step_overhead_ms") && Catch::Contains("at most 3.6e+06"));
+  doc["host"]["step_overhead_ms"] = 300.0;  // the fits' bound: accepted
+  doc["host"]["op_us"] = 2e6;
+  CHECK_THROWS_WITH(engine_profile_from_json(doc, "e.json"), Catch::Contains("$.host.op_us"));
+
+  HardwareProfile hw = hardware();
+  hw.measured_engine = engine(GatherUnit::bucket, 1, 0.01, 0.1);
+  nlohmann::json p = profile_to_json(hw);
+  CHECK(profile_from_json(p, "p.json").measured_engine->step_overhead_s == Approx(0.1));
+  p["framework"]["microbatch_overhead_us"] = 1e12;
+  CHECK_THROWS_WITH(profile_from_json(p, "p.json"), Catch::Contains("p.json: $.framework.microbatch_overhead_us"));
+}
+
 TEST_CASE("with_engine: a calibrated profile's measured executor replaces the catalog's ztune engine only", "[engine]") {
   HardwareProfile hw = hardware();
   EngineProfile measured = engine(GatherUnit::bucket, 1, 0.123, 0);
@@ -342,7 +361,7 @@ TEST_CASE("same plan, two engines: Megatron's softmax falls back to fp32 PyTorch
   CHECK_FALSE(load_engine_profile("fsdp").megatron_softmax_rule);
 }
 
-TEST_CASE("the loss's kernels in the engine profile: optional, one of three words, round-tripped", "[engine][loss]") {
+TEST_CASE("the loss's kernels in the engine profile: optional, one of four words, round-tripped", "[engine][loss]") {
   EngineProfile e = load_engine_profile("megatron");
   CHECK(e.cross_entropy == CrossEntropyKernels::megatron_fp32);
   CHECK(load_engine_profile("deepspeed").cross_entropy == CrossEntropyKernels::megatron_fp32);  // Megatron-DeepSpeed

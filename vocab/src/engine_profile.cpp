@@ -17,9 +17,9 @@ EngineProfile engine_profile_from_json(const nlohmann::json& doc, const std::str
   e.source = r.string("source");
   {
     auto h = r.object("host");
-    e.host_op_s = h.positive("op_us", true) * 1e-6;
-    e.microbatch_overhead_s = h.positive("microbatch_overhead_us", true) * 1e-6;
-    e.step_overhead_s = h.positive("step_overhead_ms", true) * 1e-3;
+    e.host_op_s = h.positive("op_us", true, kMaxHostOpUs) * 1e-6;
+    e.microbatch_overhead_s = h.positive("microbatch_overhead_us", true, kMaxMicrobatchOverheadUs) * 1e-6;
+    e.step_overhead_s = h.positive("step_overhead_ms", true, kMaxStepOverheadMs) * 1e-3;
     h.finish();
   }
   {

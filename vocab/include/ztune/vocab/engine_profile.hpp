@@ -69,6 +69,16 @@ enum class Fp8Library : unsigned char {
 /// and predict --json's features.fp8.library.
 inline constexpr const char* kFp8LibraryNames[] = {"none", "transformer_engine", "torchao"};
 
+/// Ceilings of the host costs an engine profile, or a calibrated profile's
+/// measurement of ztune's executor, may state: a second to dispatch one op,
+/// 100 s of fixed cost a micro-batch, an hour a step. The fitted engines sit
+/// at 1-100 µs, 10 µs-20 ms and 0.1-300 ms; past these a profile is damaged,
+/// and a calibration started from one (1e300 ms a step) wrote a profile
+/// predicting 1e297 s a step.
+inline constexpr double kMaxHostOpUs = 1e6;
+inline constexpr double kMaxMicrobatchOverheadUs = 1e8;
+inline constexpr double kMaxStepOverheadMs = 3.6e6;
+
 struct EngineProfile {
   std::string name;    // "megatron", "deepspeed", "fsdp", "ztune"
   std::string source;  // where the numbers come from
