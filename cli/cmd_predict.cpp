@@ -454,6 +454,7 @@ Command add_predict(CLI::App& root) {
               j["memory"]["fit_hints"] = fit_hints_json(hints);
               j["time"]["method"] = simulated ? "simulated" : "analytical";
               j["accuracy"] = accuracy_json(accuracy, pr.time.iteration_s, pr.time.tokens_per_s);
+              j["accuracy"]["your_runs"] = runs_fit_json(in.profile);
               if (!accuracy.envelope.empty() || !accuracy.cv.empty())
                 j["accuracy"]["extrapolation"] =
                     extrapolation_json(accuracy, in.model, in.plan);
@@ -472,6 +473,7 @@ Command add_predict(CLI::App& root) {
                             simulated->operations, simulated->pacing_stage, simulated->analytical_s,
                             f->trace.empty() ? "" : "; trace written to ", f->trace.c_str());
               std::printf("%s\n", accuracy_line(accuracy, in.profile.name, catalog_profile_for(in.cluster)).c_str());
+              if (const std::string mine = runs_fit_line(in.profile); !mine.empty()) std::printf("%s\n", mine.c_str());
               if (const std::string band = error_band_line(accuracy, pr.time.iteration_s, pr.time.tokens_per_s);
                   !band.empty())
                 std::printf("%s\n", band.c_str());

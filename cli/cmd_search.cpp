@@ -259,6 +259,7 @@ int run_search_command(const SearchFlags& f) {
     const Accuracy& a0 = best_accuracy_of();
     nlohmann::json a = accuracy_json(a0, best.iteration_s, best.tokens_per_s);
     if (!a0.envelope.empty() || !a0.cv.empty()) a["extrapolation"] = extrapolation_json(a0, model, r.plans.front().plan);
+    a["your_runs"] = runs_fit_json(hw);
     return a;
   };
   auto json_result = [&]() {
@@ -328,6 +329,7 @@ int run_search_command(const SearchFlags& f) {
       // The error of the same cost model against published runs on this GPU (ztune validate).
       const Accuracy& accuracy = best_accuracy_of();
       std::cout << "\n" << accuracy_line(accuracy, hw.name, catalog_profile_for(cluster)) << "\n";
+      if (const std::string mine = runs_fit_line(hw); !mine.empty()) std::cout << mine << "\n";
       const auto& best = r.plans.front().time();
       if (const std::string band = error_band_line(accuracy, best.iteration_s, best.tokens_per_s); !band.empty())
         std::cout << "best plan's " << band << "\n";

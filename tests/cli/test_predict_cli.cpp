@@ -79,6 +79,44 @@ TEST_CASE("a plan searched with --compile keeps it: predict --plan prices it as 
   std::remove(plan.c_str());
 }
 
+TEST_CASE("a profile calibrated on the user's runs says what they measured it to be worth", "[cli][predict][calibrate]") {
+  // The figures are the ones ztune calibrate wrote on this machine's CPU loop
+  // (session 41: 4 runs, 17.6 % left out, 9.1 % in sample); the line and the
+  // JSON must carry them as written, as percentages of the fractions.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ztune-runs-fit-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ifstream in(std::string(ZTUNE_SOURCE_DIR) + "/data/profiles/cpu.json");
+  nlohmann::json prof = nlohmann::json::parse(in);
+  prof["name"] = "mine";
+  prof["runs_fit"] = {{"runs", 4}, {"in_sample_error", 0.091}, {"held_out_error", 0.176}};
+  std::ofstream((dir / "four.json").string()) << prof.dump();
+  prof["runs_fit"] = {{"runs", 1}, {"in_sample_error", 0.084}};
+  std::ofstream((dir / "one.json").string()) << prof.dump();
+  prof["runs_fit"] = {{"runs", 0}, {"in_sample_error", 0.084}};
+  std::ofstream((dir / "zero.json").string()) << prof.dump();
+  const std::string plan = " predict --cluster local-cpu --model tiny --dp 2 --zero 1 --micro-batch 2 --global-batch 8 --profile ";
+
+  auto r = run_command(ztune_bin() + plan + (dir / "four.json").string());
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("your runs: profile mine was fitted on 4 of your runs; each left out of the fit was "
+                             "predicted within 18% on average (9.1% in sample)"));
+  r = run_command(ztune_bin() + plan + (dir / "one.json").string() + " --json");
+  REQUIRE(r.exit_code == 0);
+  const auto mine = nlohmann::json::parse(r.out).at("accuracy").at("your_runs");
+  CHECK(mine.at("runs") == 1);
+  CHECK(mine.at("in_sample_error").get<double>() == Approx(0.084));
+  CHECK(mine.at("held_out_error").is_null());
+  r = run_command(ztune_bin() + plan + (dir / "one.json").string());
+  CHECK_THAT(r.out, Contains("fitted on one of your runs; it predicts that run within 8.4%, in sample"));
+  // The catalog's own profile: no such line.
+  CHECK_THAT(run_command(ztune_bin() + plan + "cpu").out, !Contains("your runs:"));
+  r = run_command(ztune_bin() + plan + (dir / "zero.json").string());
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("$.runs_fit.runs"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("a profile fitted on another GPU family than the cluster's is refused, naming both", "[cli][predict]") {
   // A CPU rank's calibrated profile had priced an A100 cluster at 0.1 % MFU
   // without a word (its peak and bandwidths replaced the A100's).

@@ -294,6 +294,27 @@ std::string accuracy_line(const Accuracy& a, const std::string& profile,
   return s;
 }
 
+std::string runs_fit_line(const HardwareProfile& used) {
+  if (!used.runs_fit) return "";
+  const auto& f = *used.runs_fit;
+  std::string s = "your runs: profile " + used.name + " was fitted on " +
+                  (f.runs == 1 ? std::string("one") : std::to_string(f.runs)) + " of your runs; ";
+  if (f.held_out_error)
+    return s + "each left out of the fit was predicted within " + pct(100 * *f.held_out_error) +
+           " on average (" + pct(100 * f.in_sample_error) + " in sample)";
+  return s + "it predicts that run within " + pct(100 * f.in_sample_error) +
+         ", in sample: one run cannot be left out, so how it predicts other plans is not measured (run and "
+         "calibrate on a second plan to measure it)";
+}
+
+nlohmann::json runs_fit_json(const HardwareProfile& used) {
+  if (!used.runs_fit) return nullptr;
+  const auto& f = *used.runs_fit;
+  return {{"runs", f.runs},
+          {"in_sample_error", f.in_sample_error},
+          {"held_out_error", f.held_out_error ? nlohmann::json(*f.held_out_error) : nlohmann::json()}};
+}
+
 std::string error_band_line(const Accuracy& a, double iteration_s, double tokens_per_s) {
   if (a.cv.empty() || !(iteration_s > 0)) return "";
   const auto [lo, hi] = a.cv.time_factors();

@@ -208,6 +208,15 @@ HardwareProfile profile_from_json(const nlohmann::json& doc, const std::string& 
     io.finish();
   }
   if (auto m = r.optional_object("measured")) p.measured = read_measured(std::move(*m));
+  if (auto f = r.optional_object("runs_fit")) {
+    HardwareProfile::RunsFit rf;
+    rf.runs = static_cast<int>(f->integer("runs", 1, 1 << 30));
+    // Errors as fractions (0.08: 8 %); calibrate refuses a fit beyond 0.5 in sample.
+    rf.in_sample_error = f->positive("in_sample_error", true, 1e6);
+    rf.held_out_error = f->optional_positive("held_out_error", true, 1e6);
+    f->finish();
+    p.runs_fit = rf;
+  }
   r.finish();
   return with_engine(std::move(p), load_engine_profile("ztune"));
 }
@@ -249,6 +258,10 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
                     {"tp", e.tp_overlap}};
   }
   if (!p.measured.empty()) j["measured"] = measured_to_json(p.measured);
+  if (p.runs_fit) {
+    j["runs_fit"] = {{"runs", p.runs_fit->runs}, {"in_sample_error", p.runs_fit->in_sample_error}};
+    if (p.runs_fit->held_out_error) j["runs_fit"]["held_out_error"] = *p.runs_fit->held_out_error;
+  }
   return j;
 }
 

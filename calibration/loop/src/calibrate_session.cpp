@@ -129,6 +129,14 @@ SessionResult run_session(const SessionInputs& in) {
   const double before = mean_abs_error(out.rows, false, 0);
   const double after = mean_abs_error(out.rows, false, 2);
   out.verdict = decide(out.cv, out.reference, in.rules, before, after, in.runs.size());
+  // What the profile's predictions can be trusted to, written with it (predict prints it).
+  if (!in.runs.empty()) {
+    HardwareProfile::RunsFit rf;
+    rf.runs = static_cast<int>(in.runs.size());
+    rf.in_sample_error = after;
+    if (out.cv.runs_judged) rf.held_out_error = out.cv.candidate_run_error;
+    out.profile.runs_fit = rf;
+  }
   if (!in.held_out.empty()) {
     const double hb = mean_abs_error(out.rows, true, 0);
     const double ha = mean_abs_error(out.rows, true, 2);

@@ -133,6 +133,14 @@ struct CellSummary {
 /// none for a GPU the user priced with a profile of their own.
 [[nodiscard]] std::string accuracy_line(const Accuracy& a, const std::string& profile,
                                         const std::optional<HardwareProfile>& catalog_profile);
+/// What a calibrated profile's predictions were measured to be worth: "your runs:
+/// profile local-cpu-calibrated was fitted on 4 of your runs; each left out of
+/// the fit was predicted within 17.6% on average (6.2% in sample)", or with one
+/// run its in-sample error and that nothing was left out. "" for a profile
+/// ztune calibrate did not fit on runs (HardwareProfile::runs_fit).
+[[nodiscard]] std::string runs_fit_line(const HardwareProfile& used);
+/// The same as {"runs", "in_sample_error", "held_out_error"} (fractions; held_out_error null with one run), or null.
+[[nodiscard]] nlohmann::json runs_fit_json(const HardwareProfile& used);
 /// "error band: iteration 283 s, 80% likely 267-293 s; 14,834 tokens/s, 80% likely 14,329-15,730 (the
 /// measured time was -5.7% to +3.5% of the prediction for 80% of the runs left out of the fit, cross-validated
 /// on H100/megatron)" (CrossValidated::time_factors), or "" without a cross-validated figure.

@@ -132,6 +132,17 @@ struct HardwareProfile {
   // calibrated profile's "framework"/"overlap" sections); unset otherwise.
   std::optional<EngineProfile> measured_engine;
 
+  /// What a calibrated profile's run fit was judged on (ztune calibrate): the
+  /// training runs it learned from and its mean |predicted / measured − 1|
+  /// on them, in sample and left out one at a time (none with a single run).
+  /// How far a prediction with it can be trusted; unset for catalog profiles.
+  struct RunsFit {
+    int runs = 0;
+    double in_sample_error = 0;
+    std::optional<double> held_out_error;
+  };
+  std::optional<RunsFit> runs_fit;
+
   /// Efficiency of a GEMM of `flops` FLOPs with full waves (log-interpolated in the table).
   [[nodiscard]] double gemm_efficiency_at(double flops) const;
   /// Efficiency of one GEMM call of this shape (m×n, inner k, `batch` of them):
