@@ -222,7 +222,7 @@ std::string render_search(const nlohmann::json& d) {
     // (ResultsDb::search gives every candidate these, from its own columns.)
     const auto& simulated_s = c.at("simulated_iteration_s");
     any_simulated |= !simulated_s.is_null();
-    if (!t.is_null())
+    if (!t.is_null() && !c.at("ranked_tokens_per_s").is_null())
       out << "  " << formatted("%.3f s/iter", (simulated_s.is_null() ? t.at("iteration_s") : simulated_s).get<double>())
           << "  " << formatted("%.0f tokens/s", c.at("ranked_tokens_per_s").get<double>())
           << (simulated_s.is_null() ? "" : "*") << "  " << formatted("MFU %.1f%%", 100 * c.at("ranked_mfu").get<double>());

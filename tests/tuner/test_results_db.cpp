@@ -118,6 +118,52 @@ TEST_CASE("a stored search reads back as it was stored", "[tuner][db]") {
   CHECK(count_rows(dir.file("results.db"), "profiles") == 1);
 }
 
+TEST_CASE("a search of untimed plans (--no-rank) reads back, its ranking figures null", "[tuner][db]") {
+  // Its candidates' throughput columns are stored NULL: reading them as
+  // numbers had made `history show` and the planner refuse the whole search.
+  TempDir dir;
+  SmallSearch s;
+  SearchOptions o;
+  o.top = 2;
+  o.threads = 1;
+  o.rank_enabled = false;
+  o.simulate_enabled = false;
+  const SearchResult untimed = run_search(s.model, s.cluster, s.hw, o);
+  REQUIRE_FALSE(untimed.plans.empty());
+  REQUIRE_FALSE(untimed.plans.front().timed);
+  auto db = ResultsDb::open(dir.file("results.db"));
+  const auto id = db.store_search({s.cluster, s.model, &s.hw, nlohmann::json::object(), untimed});
+  const auto doc = db.search(id);
+  REQUIRE(doc.has_value());
+  REQUIRE_FALSE((*doc)["candidates"].empty());
+  CHECK((*doc)["candidates"][0]["ranked_tokens_per_s"].is_null());
+  CHECK((*doc)["candidates"][0]["ranked_mfu"].is_null());
+}
+
+TEST_CASE("a search whose cluster or model row is gone is listed as damaged, not left out", "[tuner][db]") {
+  TempDir dir;
+  SmallSearch s;
+  const std::string path = dir.file("results.db");
+  std::int64_t id = 0;
+  {
+    auto db = ResultsDb::open(path);
+    id = db.store_search({s.cluster, s.model, &s.hw, nlohmann::json::object(), s.result});
+    db.store_search({s.cluster, s.model, &s.hw, nlohmann::json::object(), s.result});
+  }
+  sqlite3* raw = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &raw) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(raw, ("PRAGMA foreign_keys=OFF; UPDATE searches SET cluster_id = 42 WHERE id = " +
+                             std::to_string(id)).c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(raw);
+  auto db = ResultsDb::open(path);
+  const auto list = db.searches();
+  REQUIRE(list.size() == 2);  // an inner join had shown one, and `history show` "no search 1"
+  CHECK(list.back().id == id);
+  CHECK_THAT(list.back().damaged, Contains("table clusters, id 42") && Contains("not in the database"));
+  CHECK(list.front().damaged.empty());
+  CHECK_THROWS_WITH(db.search(id), Contains("search " + std::to_string(id)) && Contains("table clusters, id 42"));
+}
+
 TEST_CASE("a stored run keeps its record and measurements", "[tuner][db]") {
   TempDir dir;
   SmallSearch s;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -211,6 +212,15 @@ auto read_rows(Statement& st, const char* kind, F&& read) {
     }
   }
   return out;
+}
+
+// A search's cluster or model row, left-joined: gone (a database edited or
+// damaged by hand) is a DbFailure naming the table and the id it lacks.
+void missing_row(const Statement& st, int joined_col, const char* table, int id_col) {
+  if (!st.is_null(joined_col)) return;
+  throw DbFailure(SQLITE_CORRUPT, "its " + std::string(table, std::strlen(table) - 1) + " (table " + table + ", id " +
+                                      (st.is_null(id_col) ? std::string("null") : std::to_string(st.int64(id_col))) +
+                                      ") is not in the database");
 }
 
 template <class F>
@@ -422,14 +432,19 @@ std::vector<SearchSummary> ResultsDb::searches(int limit) const {
                  "k.summary, k.tokens_per_s, "
                  // The engine searched for, from the stored options; a row
                  // edited into malformed JSON lists without it (show names it).
-                 "CASE WHEN json_valid(s.options) THEN json_extract(s.options, '$.engine') END "
-                 "FROM searches s JOIN clusters c ON c.id = s.cluster_id "
-                 "JOIN models m ON m.id = s.model_id LEFT JOIN candidates k ON k.search_id = s.id AND k.rank = 1 "
+                 "CASE WHEN json_valid(s.options) THEN json_extract(s.options, '$.engine') END, "
+                 "s.cluster_id, s.model_id "
+                 // Left joins: a search whose cluster or model row is gone is
+                 // listed as damaged, not left out of the list without a word.
+                 "FROM searches s LEFT JOIN clusters c ON c.id = s.cluster_id "
+                 "LEFT JOIN models m ON m.id = s.model_id LEFT JOIN candidates k ON k.search_id = s.id AND k.rank = 1 "
                  "ORDER BY s.id DESC LIMIT ?");
     st.bind(1, limit);
     return read_rows(st, "search", [&] {
       SearchSummary s;
       s.id = st.int64(0);
+      missing_row(st, 2, "clusters", 11);
+      missing_row(st, 3, "models", 12);
       s.created_at = st.text(1);
       s.cluster = st.text(2);
       s.model = st.text(3);
@@ -498,14 +513,17 @@ std::optional<nlohmann::json> ResultsDb::search(std::int64_t id) const {
   return guarded(path_, "reading a search", [&]() -> std::optional<nlohmann::json> {
     Statement st(db_.get(),
                  "SELECT s.id, s.created_at, c.doc AS cluster, m.doc AS model, p.doc AS profile, s.options, s.space, s.evaluated, s.feasible, "
-                 "s.pruned_by, s.passes, s.elapsed_s, s.threads, s.interrupted, s.ztune_version "
-                 "FROM searches s JOIN clusters c ON c.id = s.cluster_id JOIN models m ON m.id = s.model_id "
+                 "s.pruned_by, s.passes, s.elapsed_s, s.threads, s.interrupted, s.ztune_version, s.cluster_id, "
+                 "s.model_id "
+                 "FROM searches s LEFT JOIN clusters c ON c.id = s.cluster_id LEFT JOIN models m ON m.id = s.model_id "
                  "LEFT JOIN profiles p ON p.id = s.profile_id WHERE s.id = ?");
     st.bind(1, id);
     if (!st.step()) return std::nullopt;
     const std::string row = path_ + " (search " + std::to_string(id);
     auto doc = [&](const Statement& s, int col) { return parse_column(s, col, row); };
     return reading_row("search " + std::to_string(id), [&]() -> std::optional<nlohmann::json> {
+      missing_row(st, 2, "clusters", 15);
+      missing_row(st, 3, "models", 16);
       nlohmann::json j{{"id", st.int64(0)},           {"created_at", st.text(1)},
                        {"cluster", doc(st, 2)}, {"model", doc(st, 3)},
                        {"profile", doc(st, 4)}, {"options", doc(st, 5)},
@@ -527,8 +545,9 @@ std::optional<nlohmann::json> ResultsDb::search(std::int64_t id) const {
                         {"summary", cands.text(1)},
                         {"plan", doc(cands, 2)},
                         {"prediction", doc(cands, 3)},
-                        {"ranked_tokens_per_s", cands.real(4)},
-                        {"ranked_mfu", cands.real(6)},
+                        // null for a plan the search did not time (--no-rank stores it so)
+                        {"ranked_tokens_per_s", cands.optional_real(4) ? nlohmann::json(*cands.optional_real(4)) : nullptr},
+                        {"ranked_mfu", cands.optional_real(6) ? nlohmann::json(*cands.optional_real(6)) : nullptr},
                         {"simulated_iteration_s", simulated ? nlohmann::json(*simulated) : nlohmann::json(nullptr)}});
       }
       j["candidates"] = list;
