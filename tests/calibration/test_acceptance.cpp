@@ -473,3 +473,50 @@ TEST_CASE("held-out points: every section weighs alike, not the one with most po
   std::swap(cv.previous_points, cv.candidate_points);
   CHECK_FALSE(decide(cv, {}, {}, 0, 0, 0).accept);
 }
+
+namespace {
+
+// A results database as the history reads it (history.hpp's Store): two
+// runs and two profiles, one of each damaged.
+struct DamagedStore {
+  struct RunRow {
+    std::int64_t id;
+    std::string cluster, status, created_at, damaged;
+  };
+  struct ProfileRow {
+    std::int64_t id;
+    std::string created_at, name;
+    nlohmann::json doc;
+    std::string damaged;
+  };
+  [[nodiscard]] std::vector<RunRow> runs(int) const {
+    return {{2, "local-cpu", "ok", "2026-12-06T15:00:00Z", ""}, {1, "local-cpu", "ok", "2026-12-06T14:00:00Z", ""}};
+  }
+  [[nodiscard]] std::optional<nlohmann::json> run(std::int64_t id) const {
+    if (id == 1) throw ztune::InputError("x.db (run 1, column record):1:3: malformed JSON");
+    return nlohmann::json{{"record", nullptr}, {"measurements", nlohmann::json::array()}};
+  }
+  [[nodiscard]] std::vector<ProfileRow> profiles() const {
+    return {{1, "2026-12-06T13:00:00Z", "", nullptr, "x.db (table profiles, row 1, column doc):1:2: malformed JSON"},
+            {2, "2026-12-06T13:30:00Z", "local-cpu-calibrated", nlohmann::json::object(), ""}};
+  }
+  [[nodiscard]] std::string path() const { return "x.db"; }
+};
+
+}  // namespace
+
+TEST_CASE("history: one damaged run or profile row is left out and said, the others read", "[calibration][history]") {
+  // A run record or a profile document edited into malformed JSON had failed
+  // the whole history (and calibrate's reading of the database).
+  const DamagedStore db;
+  std::vector<std::string> notes;
+  const auto runs = stored_runs_of(db, notes, 10);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs.front().id == 2);
+  const auto profiles = stored_profiles_of(db, notes);
+  REQUIRE(profiles.size() == 1);
+  CHECK(profiles.front().id == 2);
+  REQUIRE(notes.size() == 2);
+  CHECK_THAT(notes[0], Catch::Contains("run 1, column record") && Catch::Contains("the run is left out"));
+  CHECK_THAT(notes[1], Catch::Contains("table profiles, row 1") && Catch::Contains("the profile is left out"));
+}

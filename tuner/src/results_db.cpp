@@ -494,8 +494,19 @@ std::vector<ProfileSummary> ResultsDb::profiles(const std::string& name, int lim
     Statement st(db_.get(),
                  "SELECT id, created_at, name, doc FROM profiles WHERE (? = '' OR name = ?) ORDER BY id ASC LIMIT ?");
     st.bind(1, name).bind(2, name).bind(3, limit);
+    // One damaged row (its document edited into malformed JSON) is listed as
+    // such, not a failure of the whole list.
     std::vector<ProfileSummary> out;
-    while (st.step()) out.push_back(profile_row(st, path_));
+    while (st.step()) {
+      try {
+        out.push_back(profile_row(st, path_));
+      } catch (const std::exception& e) {  // DbFailure from a column, InputError from the JSON
+        ProfileSummary p;
+        p.id = st.int64(0);
+        p.damaged = e.what();
+        out.push_back(std::move(p));
+      }
+    }
     return out;
   });
 }

@@ -94,6 +94,7 @@ struct ProfileSummary {
   std::string created_at;           // when this content was first stored
   std::string name;
   nlohmann::json doc;               // ztune.profile/1 JSON as stored
+  std::string damaged;              // profiles(): why the row could not be read whole ("" when it could)
 };
 
 class ResultsDb {

@@ -96,18 +96,34 @@ std::vector<StoredRun> stored_runs_of(const Store& db, std::vector<std::string>&
     r.cluster = s.cluster;
     r.status = s.status;
     r.created = s.created_at;
-    if (s.status == "ok")
-      if (const auto run = db.run(s.id)) read_stored_run(r, *run);
+    // A run whose documents cannot be read (its record, plan, cluster or
+    // model row edited into malformed JSON) is left out and said, as a
+    // damaged summary is: one bad row does not stop the others.
+    if (s.status == "ok") {
+      try {
+        if (const auto run = db.run(s.id)) read_stored_run(r, *run);
+      } catch (const InputError& e) {
+        notes.push_back(std::string(e.what()) + " (the run is left out)");
+        continue;
+      }
+    }
     out.push_back(std::move(r));
   }
   return out;
 }
 
-/// Every stored profile, oldest first.
+/// Every stored profile, oldest first; a row the store cannot give whole is
+/// left out, said in `notes`.
 template <class Store>
-std::vector<StoredProfile> stored_profiles_of(const Store& db) {
+std::vector<StoredProfile> stored_profiles_of(const Store& db, std::vector<std::string>& notes) {
   std::vector<StoredProfile> out;
-  for (auto& p : db.profiles()) out.push_back({p.id, p.created_at, p.name, std::move(p.doc)});
+  for (auto& p : db.profiles()) {
+    if (!p.damaged.empty()) {
+      notes.push_back(p.damaged + " (the profile is left out)");
+      continue;
+    }
+    out.push_back({p.id, p.created_at, p.name, std::move(p.doc)});
+  }
   return out;
 }
 
@@ -122,7 +138,7 @@ struct ClusterProfileHistory {
 template <class Store, class LoadCluster>
 std::vector<ClusterProfileHistory> profile_histories_of(const Store& db, const LoadCluster& load,
                                                         std::vector<std::string>& notes) {
-  const std::vector<StoredProfile> profiles = stored_profiles_of(db);
+  const std::vector<StoredProfile> profiles = stored_profiles_of(db, notes);
   const std::vector<StoredRun> runs = stored_runs_of(db, notes, kHistoryRuns);
   std::vector<ClusterProfileHistory> out;
   for (const auto& name : calibrated_cluster_names(profiles)) {
