@@ -43,6 +43,15 @@ nlohmann::json optional_number(const std::optional<double>& v) { return v ? nloh
 int list(const ResultsDb& db, const HistoryFlags& f) {
   const auto searches = db.searches(f.limit);
   const auto runs = db.runs(f.limit);
+  // A list cut at --limit says so: 20 of 301 searches had read as all of them.
+  const std::int64_t searches_stored = db.search_count(), runs_stored = db.run_count();
+  auto heading = [&](const char* what, std::size_t shown, std::int64_t stored) {
+    std::string h = std::string(what) + " (newest first";
+    if (stored > static_cast<std::int64_t>(shown))
+      h += ", " + std::to_string(shown) + " of " + std::to_string(stored) + "; --limit " + std::to_string(stored) +
+           " lists them all";
+    return h + "):\n";
+  };
   const auto damaged = std::count_if(searches.begin(), searches.end(), [](const auto& s) { return !s.damaged.empty(); }) +
                        std::count_if(runs.begin(), runs.end(), [](const auto& r) { return !r.damaged.empty(); });
   // Said after the list (on stderr, so a --json reader still parses stdout).
@@ -55,7 +64,8 @@ int list(const ResultsDb& db, const HistoryFlags& f) {
   std::vector<std::string> notes;
   const auto histories = profile_histories(db, notes);
   if (f.json) {
-    nlohmann::json j{{"searches", nlohmann::json::array()}, {"runs", nlohmann::json::array()}};
+    nlohmann::json j{{"searches", nlohmann::json::array()}, {"runs", nlohmann::json::array()},
+                     {"searches_stored", searches_stored}, {"runs_stored", runs_stored}};
     for (const auto& s : searches) {
       if (!s.damaged.empty()) {
         j["searches"].push_back({{"id", "s" + std::to_string(s.id)}, {"damaged", s.damaged}});
@@ -85,7 +95,7 @@ int list(const ResultsDb& db, const HistoryFlags& f) {
     warn_damaged();
     return kExitOk;
   }
-  std::cout << "Results database " << db.path() << "\n\nSearches (newest first):\n";
+  std::cout << "Results database " << db.path() << "\n\n" << heading("Searches", searches.size(), searches_stored);
   if (searches.empty()) std::cout << "  none\n";
   // A row the database cannot give whole is listed by its id and what is wrong
   // with it, the others as usual.
@@ -101,7 +111,7 @@ int list(const ResultsDb& db, const HistoryFlags& f) {
               << (s.best.empty() ? std::string("none") : s.best)
               << (s.best_tokens_per_s ? "  " + formatted("%.0f tokens/s", *s.best_tokens_per_s) : "") << "\n";
   }
-  std::cout << "\nRuns (newest first):\n";
+  std::cout << "\n" << heading("Runs", runs.size(), runs_stored);
   if (runs.empty()) std::cout << "  none\n";
   for (const auto& r : runs) {
     if (!r.damaged.empty()) {

@@ -647,6 +647,24 @@ void exec_sql(const std::string& db, const std::string& sql) {
 
 }  // namespace
 
+TEST_CASE("history says when --limit cut its list, and how many are stored", "[cli][hardening]") {
+  // 20 of 301 stored searches had listed as if they were all (session-41 audit).
+  const std::string db = (scratch() / "limit.db").string();
+  fs::remove(db);
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(run_ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-simulate --top 1 --db '" + db + "'").exit_code == 0);
+  auto r = run_ztune("history --limit 2 --db '" + db + "'");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("Searches (newest first, 2 of 3; --limit 3 lists them all):") &&
+                        Contains("Runs (newest first):"));
+  CHECK_THAT(run_ztune("history --db '" + db + "'").out, Contains("Searches (newest first):"));
+  r = run_ztune("history --limit 2 --json --db '" + db + "'");
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.at("searches").size() == 2);
+  CHECK(j.at("searches_stored") == 3);
+  CHECK(j.at("runs_stored") == 0);
+}
+
 TEST_CASE("history show of a row with malformed or misshapen JSON is exit 2 naming the row", "[cli][hardening]") {
   const std::string db = (scratch() / "damaged.db").string();
   fs::remove(db);

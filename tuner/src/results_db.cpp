@@ -460,6 +460,20 @@ std::vector<SearchSummary> ResultsDb::searches(int limit) const {
   });
 }
 
+namespace {
+
+std::int64_t count_of(sqlite3* db, const std::string& path, const char* table) {
+  return guarded(path, "counting rows", [&] {
+    Statement st(db, std::string("SELECT count(*) FROM ") + table);
+    return st.step() ? st.int64(0) : std::int64_t{0};
+  });
+}
+
+}  // namespace
+
+std::int64_t ResultsDb::search_count() const { return count_of(db_.get(), path_, "searches"); }
+std::int64_t ResultsDb::run_count() const { return count_of(db_.get(), path_, "runs"); }
+
 std::vector<RunSummary> ResultsDb::runs(int limit) const {
   return guarded(path_, "listing runs", [&] {
     Statement st(db_.get(),

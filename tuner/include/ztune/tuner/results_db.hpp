@@ -114,6 +114,9 @@ class ResultsDb {
 
   [[nodiscard]] std::vector<SearchSummary> searches(int limit = 50) const;
   [[nodiscard]] std::vector<RunSummary> runs(int limit = 50) const;
+  /// How many searches and runs are stored (what a limited list leaves out).
+  [[nodiscard]] std::int64_t search_count() const;
+  [[nodiscard]] std::int64_t run_count() const;
   /// The stored profiles named `name` (every profile when empty), oldest first.
   [[nodiscard]] std::vector<ProfileSummary> profiles(const std::string& name = "", int limit = 500) const;
   /// One stored profile (`history show p3`); nullopt if no such id.
