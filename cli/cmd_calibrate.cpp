@@ -333,7 +333,11 @@ int run(const CalibrateFlags& f) {
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&deferred, sig);
     pthread_sigmask(SIG_BLOCK, &deferred, &before);
     try {
-      write_json(cluster_out, cluster_to_json(r.cluster), "--cluster-out");
+      // Named by the flag that chose the path: --out's cluster file sits beside it.
+      write_json(cluster_out, cluster_to_json(r.cluster),
+                 !f.cluster_out.empty() ? "--cluster-out"
+                 : !f.out.empty()       ? "--out (the calibrated cluster file beside it)"
+                                        : "the calibrated cluster file");
       if (db) {
         try {
           profile_id = db->store_profile(r.profile);

@@ -133,6 +133,14 @@ with tempfile.TemporaryDirectory() as D:
                              f"(the measurements are at {good})") not in r.stderr:
         failures.append(f"4: a full disk under --keep-measurements was not said (exit {r.returncode}): {r.stderr}")
 
+    # 4b. --out where nothing can be written: named by --out, the flag given
+    # (its cluster file, written first, had been named --cluster-out).
+    r = subprocess.run([ZTUNE, "calibrate", "--cluster", "local-cpu", "--measurements", good, "--no-db", "--out",
+                        "/proc/ztune-cal.json"], capture_output=True, text=True, env=ENV, timeout=300)
+    print("4b. --out /proc/ztune-cal.json:", r.returncode, r.stderr.strip()[:200])
+    if r.returncode != 2 or not r.stderr.startswith("ztune: error: --out") or "--cluster-out" in r.stderr:
+        failures.append(f"4b: an unwritable --out was not named by --out (exit {r.returncode}): {r.stderr}")
+
     # 5. CPU measurements for a GPU cluster: refused naming the backends (the fit
     # had priced a V100 profile from CPU figures, with infinities in its report).
     r = subprocess.run([ZTUNE, "calibrate", "--cluster", "dgx2x16", "--measurements", good, "--no-db", "--out",
