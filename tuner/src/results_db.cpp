@@ -214,6 +214,22 @@ auto read_rows(Statement& st, const char* kind, F&& read) {
   return out;
 }
 
+// The longest time a stored row may hold (a search, an iteration): about 116
+// days; beyond it a row was edited by hand, and printing it would mislead.
+constexpr double kMaxStoredSeconds = 1e7;
+
+// A summary column's value within [lo, hi] (or (lo, hi] without `closed`),
+// else a DbFailure naming it and what was expected: the row lists as damaged.
+void require_in(const char* column, double v, double lo, double hi, const std::string& expected, bool closed = true) {
+  if ((closed ? v >= lo : v > lo) && v <= hi) return;
+  char got[64];
+  std::snprintf(got, sizeof got, "%.6g", v);
+  char most[64];
+  std::snprintf(most, sizeof most, "%.6g", hi);
+  throw DbFailure(SQLITE_MISMATCH, std::string("column \"") + column + "\": expected " + expected + " and at most " +
+                                       most + ", got " + got);
+}
+
 // A search's cluster or model row, left-joined: gone (a database edited or
 // damaged by hand) is a DbFailure naming the table and the id it lacks.
 void missing_row(const Statement& st, int joined_col, const char* table, int id_col) {
@@ -454,6 +470,12 @@ std::vector<SearchSummary> ResultsDb::searches(int limit) const {
       s.interrupted = st.int64(7) != 0;
       s.best = st.text(8);
       s.best_tokens_per_s = st.optional_real(9);
+      // Figures a search cannot have stored ("10/-5 plans fit", "-100 tokens/s"): a row edited by hand.
+      require_in("space", static_cast<double>(s.space), 0, 1e18, "a plan count >= 0");
+      require_in("feasible", static_cast<double>(s.feasible), 0, static_cast<double>(s.space),
+                 "a count of plans that fit, at most the space's " + std::to_string(s.space));
+      require_in("elapsed_s", s.elapsed_s, 0, kMaxStoredSeconds, "a time >= 0 s");
+      if (s.best_tokens_per_s) require_in("tokens_per_s", *s.best_tokens_per_s, 0, 1e15, "a throughput > 0", false);
       if (!st.is_null(10)) s.engine = st.text(10);
       return s;
     });
@@ -492,12 +514,11 @@ std::vector<RunSummary> ResultsDb::runs(int limit) const {
       r.status = st.text(5);
       r.predicted_iteration_s = st.optional_real(6);
       r.measured_iteration_s = st.optional_real(7);
-      // A time is > 0: an edited -5 had listed as "measured -5.000 s".
+      // A time is > 0 (an edited -5 had listed as "measured -5.000 s") and
+      // within kMaxStoredSeconds (1e300 had printed as 300 digits).
       for (const auto& [column, v] : {std::pair{"predicted_iteration_s", r.predicted_iteration_s},
                                       std::pair{"measured_iteration_s", r.measured_iteration_s}})
-        if (v && !(*v > 0))
-          throw DbFailure(SQLITE_MISMATCH, std::string("column \"") + column + "\": expected a time > 0 s, got " +
-                                               std::to_string(*v));
+        if (v) require_in(column, *v, 0, kMaxStoredSeconds, "a time > 0 s", false);
       return r;
     });
   });
