@@ -212,6 +212,9 @@ int run(const CalibrateFlags& f) {
       if (!r.cluster.empty() && !run_of_cluster(r.cluster, raw_cluster.name))
         throw InputError(r.label + ": $.plan_file.cluster.name: the run was measured on cluster " + r.cluster +
                          ", and this calibration fits " + raw_cluster.name + "'s profile");
+      // A record whose step times were scaled (1e-6 of the real ones) had
+      // been fitted on, and "replaced" the profile with one 2.7x too fast.
+      if (auto why = faster_than_hardware(r, raw_cluster)) throw InputError(*why);
     }
   }
 
@@ -233,7 +236,15 @@ int run(const CalibrateFlags& f) {
     } catch (const InputError& e) {
       throw InputError(std::string(e.what()) + " (--no-db-runs calibrates without the stored runs)");
     }
-    in.runs.insert(in.runs.end(), stored.begin(), stored.end());
+    // A stored run faster than its hardware (a row edited by hand) is left
+    // out and said, as other unusable stored runs are.
+    for (auto& r : stored) {
+      if (auto why = faster_than_hardware(r, raw_cluster)) {
+        notes.push_back(*why + " (the stored run is left out)");
+        continue;
+      }
+      in.runs.push_back(std::move(r));
+    }
   }
   // Each measurement once: a record given twice, or the record of a run the
   // database stored too, had been fitted twice (and a held-out one fitted
@@ -345,7 +356,7 @@ int run(const CalibrateFlags& f) {
           r.notes.push_back(std::string("profile not stored in the results database: ") + e.what());
         }
       }
-      write_json(profile_out, profile_to_json(r.profile), "--out");
+      write_json(profile_out, profile_to_json(r.profile), !f.out.empty() ? "--out" : "the calibrated profile");
     } catch (...) {
       pthread_sigmask(SIG_SETMASK, &before, nullptr);
       throw;

@@ -42,7 +42,8 @@ std::vector<RunObservation> runs_from_db(const ResultsDb& db, const std::string&
 std::vector<calibration::ProfileHistoryRow> profile_history_from_db(const ResultsDb& db, const Cluster& catalog_cluster,
                                                                     std::vector<std::string>& notes) {
   return calibration::profile_history_from_stored(catalog_cluster, calibration::stored_profiles_of(db, notes),
-                                                  calibration::stored_runs_of(db, notes, calibration::kHistoryRuns),
+                                                  calibration::stored_runs_of(db, notes, calibration::kHistoryRuns,
+                                                                               calibration::UnreadableRun::leave_out),
                                                   db.path(), notes);
 }
 

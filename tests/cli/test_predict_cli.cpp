@@ -109,6 +109,9 @@ TEST_CASE("a profile calibrated on the user's runs says what they measured it to
   CHECK(mine.at("held_out_error").is_null());
   r = run_command(ztune_bin() + plan + (dir / "one.json").string());
   CHECK_THAT(r.out, Contains("fitted on one of your runs; it predicts that run within 8.4%, in sample"));
+  // Another engine: the runs measured ztune's executor, not it.
+  CHECK_THAT(run_command(ztune_bin() + plan + (dir / "four.json").string() + " --engine deepspeed").out,
+             Contains("they ran ztune's executor, and this prediction prices engine deepspeed"));
   // The catalog's own profile: no such line.
   CHECK_THAT(run_command(ztune_bin() + plan + "cpu").out, !Contains("your runs:"));
   r = run_command(ztune_bin() + plan + (dir / "zero.json").string());

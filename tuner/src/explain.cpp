@@ -314,6 +314,9 @@ BestOnDevices best_plan_on(const Transformer& m, const Cluster& c, const Hardwar
   o.top = 1;
   o.closest = 0;
   o.simulate_enabled = false;
+  // The best plan that fits, ranked: whatever passes the caller's search
+  // turned off (a search stored with --no-prune or --no-rank).
+  o.prune_enabled = o.rank_enabled = true;
   const SearchResult r = run_search(m, c, hw, o);
   BestOnDevices b;
   b.space = r.space;

@@ -1,6 +1,7 @@
 #include "ztune/tuner/results_db.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -322,9 +323,15 @@ ResultsDb ResultsDb::open(const std::string& path) {
   const std::string name = read_only ? uri_path(path) + "?immutable=1" : path;
   const int rc = sqlite3_open_v2(name.c_str(), &raw, flags, nullptr);
   std::unique_ptr<sqlite3, Closer> handle(raw);
-  if (rc != SQLITE_OK)
-    throw InputError(path + ": cannot open the results database: " +
-                     (raw != nullptr ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
+  if (rc != SQLITE_OK) {
+    // SQLite says only "unable to open database file" for a new database in
+    // a directory this user cannot write: the reason is said.
+    std::string why = raw != nullptr ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
+    if (!exists && ::access(dir.c_str(), W_OK) != 0)
+      why += " (the directory " + dir.string() + " cannot be written by this user: " + std::strerror(errno) +
+             "; expected a --db path in a writable directory)";
+    throw InputError(path + ": cannot open the results database: " + why);
+  }
   sqlite3* db = handle.get();
   sqlite3_extended_result_codes(db, 1);
   // Several ztune processes may write at once: wait for the lock, do not fail.

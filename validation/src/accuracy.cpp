@@ -299,6 +299,11 @@ std::string runs_fit_line(const HardwareProfile& used) {
   const auto& f = *used.runs_fit;
   std::string s = "your runs: profile " + used.name + " was fitted on " +
                   (f.runs == 1 ? std::string("one") : std::to_string(f.runs)) + " of your runs; ";
+  // They ran ztune's executor: another engine's host costs and overlap are
+  // its engine profile's, which they did not measure.
+  if (!used.engine.name.empty() && used.engine.name != "ztune")
+    return s + "they ran ztune's executor, and this prediction prices engine " + used.engine.name +
+           ", whose host costs and overlap they did not measure";
   if (f.held_out_error)
     return s + "each left out of the fit was predicted within " + pct(100 * *f.held_out_error) +
            " on average (" + pct(100 * f.in_sample_error) + " in sample)";

@@ -174,18 +174,11 @@ Verdict decide(const CrossValidation& cv, const std::vector<ReferencePlanCheck>&
     else
       v.reasons.push_back("it does not predict the held-out microbenchmark points better: " + line);
   }
-  // The runs learned from, in sample: whatever else was judged, a fit that
-  // still misses them by more than kRunsUnexplained has met a measurement no
-  // profile within its bounds explains (a record whose step times are 1e-6 of
-  // the real ones had passed on the microbenchmark points alone).
-  if (runs > 0 && in_sample_after > kRunsUnexplained) {
-    v.reasons.push_back("the fitted profile still misses the run(s) it learned from by " + pct(in_sample_after) +
-                        " on average (more than " + pct(kRunsUnexplained) +
-                        "): no profile within the fit's bounds explains them; check their step times");
-  } else if (runs > 0 && !cv.runs_judged) {
+  if (runs > 0 && !cv.runs_judged) {
     // One run cannot be left out: the microbenchmark points may be judged,
-    // the run only in sample (a refit on the run the profile in place learned
-    // from predicts it as well, not better: a tenth of a point is allowed).
+    // but the run only in sample, which the points cannot vouch for (a refit
+    // on the run the profile in place learned from predicts it as well, not
+    // better: a tenth of a point is allowed).
     if (in_sample_after <= in_sample_before + 1e-3)
       v.notes.push_back("the run is not cross-validated: one run cannot be left out; judged on its in-sample error (" +
                         pct(in_sample_before) + " -> " + pct(in_sample_after) + ") and the reference plans");

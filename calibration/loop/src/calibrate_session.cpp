@@ -84,6 +84,7 @@ SessionResult run_session(const SessionInputs& in) {
   }
   out.notes.insert(out.notes.end(), out.run_fit.notes.begin(), out.run_fit.notes.end());
   out.profile = out.run_fit.profile;
+  out.profile.runs_fit.reset();  // the starting profile's: this fit's are set below, when it has runs
   out.cluster = out.run_fit.cluster;
   out.profile.name = in.name;
   out.profile.source =

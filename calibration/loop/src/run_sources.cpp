@@ -1,9 +1,11 @@
 #include "ztune/calibration/run_sources.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "ztune/calibration/machine_noise.hpp"
 
+#include "ztune/model/flops.hpp"
 #include "ztune/vocab/input_error.hpp"
 #include "ztune/vocab/json_reader.hpp"
 #include "ztune/vocab/run_record.hpp"
@@ -14,6 +16,23 @@ std::vector<RunObservation> runs_from_records(const std::vector<std::string>& fi
   std::vector<RunObservation> out;
   for (const auto& f : files) out.push_back(run_observation_from_record(read_run_record(f)));
   return out;
+}
+
+std::optional<std::string> faster_than_hardware(const RunObservation& r, const Cluster& c) {
+  const double peak = c.node.gpu.peak_flops(r.plan.precision);
+  const double devices = static_cast<double>(r.plan.devices());
+  if (!(r.measured_iteration_s > 0) || !(peak > 0) || !(devices > 0)) return std::nullopt;
+  const double rate = model_flops_per_iteration(r.model, static_cast<double>(r.plan.global_batch)) /
+                      r.measured_iteration_s;
+  const double times = rate / (peak * devices);
+  if (times <= kFasterThanPeak) return std::nullopt;
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "%s: a step of %.3g s is %.3g model FLOP/s, %.3g times the peak of its %g %s (%.3g TFLOP/s each "
+                "in %s): no hardware runs a step that fast; check its step times",
+                r.label.c_str(), r.measured_iteration_s, rate, times, devices,
+                c.device_kind == DeviceKind::cpu ? "ranks" : "GPUs", peak / 1e12, to_string(r.plan.precision).c_str());
+  return std::string(buf);
 }
 
 void read_stored_run(StoredRun& run, const nlohmann::json& document) {

@@ -101,19 +101,12 @@ struct Verdict {
   std::vector<std::string> refused_plans; // reference plans beyond the factor
 };
 
-/// The mean |error| on the runs learned from beyond which a fit is refused
-/// whatever else it predicts: the honest single-run fits of the CPU backend
-/// leave under 10 % (docs/benchmarks.md), so a fit that still misses its own
-/// runs by half has been given a measurement it cannot explain.
-inline constexpr double kRunsUnexplained = 0.5;
-
 /// Accepts the candidate only when it predicts the held-out runs and points
 /// better than the profile in place (each set judged where it exists; points
 /// worse by less than their repeatability, ln(1 + median spread), pass when
 /// the runs are better) and
-/// every reference plan within the factor, and it misses the runs it learned
-/// from by at most kRunsUnexplained. A single run cannot be left out: it must
-/// be predicted better in sample, and the verdict says so.
+/// every reference plan within the factor. A single run cannot be left out:
+/// it must be predicted no worse in sample, and the verdict says so.
 /// `in_sample_before/after`: mean |error| on the runs learned from.
 Verdict decide(const CrossValidation& cv, const std::vector<ReferencePlanCheck>& reference, const DecisionRules& rules,
                double in_sample_before, double in_sample_after, std::size_t runs);

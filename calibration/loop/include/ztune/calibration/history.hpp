@@ -81,10 +81,16 @@ std::vector<std::string> calibrated_cluster_names(const std::vector<StoredProfil
 // {id, created_at, name, doc}, path() -- the one reading the CLI and the
 // planner share.
 
-/// The stored runs, newest first (at most `limit`); a row the store cannot
-/// give whole is left out, said in `notes` once.
+/// What to do with a run whose documents cannot be read: a fit refuses
+/// (before any microbenchmark runs: calibrate says --no-db-runs), a list
+/// leaves it out and says so (history, calibrate --report).
+enum class UnreadableRun : unsigned char { refuse, leave_out };
+
+/// The stored runs, newest first (at most `limit`); a row whose summary the
+/// store cannot give whole is left out, said in `notes` once.
 template <class Store>
-std::vector<StoredRun> stored_runs_of(const Store& db, std::vector<std::string>& notes, int limit) {
+std::vector<StoredRun> stored_runs_of(const Store& db, std::vector<std::string>& notes, int limit,
+                                      UnreadableRun unreadable = UnreadableRun::refuse) {
   std::vector<StoredRun> out;
   for (const auto& s : db.runs(limit)) {
     if (!s.damaged.empty()) {
@@ -97,12 +103,13 @@ std::vector<StoredRun> stored_runs_of(const Store& db, std::vector<std::string>&
     r.status = s.status;
     r.created = s.created_at;
     // A run whose documents cannot be read (its record, plan, cluster or
-    // model row edited into malformed JSON) is left out and said, as a
-    // damaged summary is: one bad row does not stop the others.
+    // model row edited into malformed JSON): in a list, left out and said, as
+    // a damaged summary is, so one bad row does not hide the others.
     if (s.status == "ok") {
       try {
         if (const auto run = db.run(s.id)) read_stored_run(r, *run);
       } catch (const InputError& e) {
+        if (unreadable == UnreadableRun::refuse) throw;
         notes.push_back(std::string(e.what()) + " (the run is left out)");
         continue;
       }
@@ -139,7 +146,7 @@ template <class Store, class LoadCluster>
 std::vector<ClusterProfileHistory> profile_histories_of(const Store& db, const LoadCluster& load,
                                                         std::vector<std::string>& notes) {
   const std::vector<StoredProfile> profiles = stored_profiles_of(db, notes);
-  const std::vector<StoredRun> runs = stored_runs_of(db, notes, kHistoryRuns);
+  const std::vector<StoredRun> runs = stored_runs_of(db, notes, kHistoryRuns, UnreadableRun::leave_out);
   std::vector<ClusterProfileHistory> out;
   for (const auto& name : calibrated_cluster_names(profiles)) {
     try {

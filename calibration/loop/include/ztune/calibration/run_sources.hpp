@@ -21,6 +21,17 @@ namespace ztune::calibration {
 /// Reads each run-record file (InputError names a bad one).
 std::vector<RunObservation> runs_from_records(const std::vector<std::string>& files);
 
+/// How far past its devices' datasheet peak a run's model FLOPs may come
+/// before it is refused: MFU above 1 cannot be measured, and a CPU cluster's
+/// peak figure is a nominal one, so twice it.
+inline constexpr double kFasterThanPeak = 2.0;
+
+/// Why run `r` cannot have been measured on `c`: its model FLOPs a step over
+/// its measured time exceed its devices' peak at its precision by more than
+/// kFasterThanPeak (a record whose step times were scaled, 1e-6 of the real
+/// ones, or edited). None when it could.
+[[nodiscard]] std::optional<std::string> faster_than_hardware(const RunObservation& r, const Cluster& c);
+
 /// One stored run as a results database holds it.
 struct StoredRun {
   std::int64_t id = 0;
