@@ -81,6 +81,8 @@ TEST_CASE("stored search options: a damaged row names the search and the key", "
   CHECK_THAT(refused(R"({"passes_off": ["prune", "bake"]})"), Contains("passes_off") && Contains("bake"));
   CHECK_THAT(refused(R"({"precision": "fp64"})"), Contains("precision"));
   CHECK_THAT(refused(R"([1, 2])"), Contains("search 3") && Contains("object"));
+  // A key no version of either program stored: misspelt, it would have read as its default.
+  CHECK_THAT(refused(R"({"gpu_hour_prise": 2.5})"), Contains("gpu_hour_prise"));
 }
 
 TEST_CASE("stored search options: what the writer stores, and both programs' rows read back alike", "[tuner][db]") {

@@ -142,6 +142,7 @@ StoredSearchOptions search_options_from_json(const nlohmann::json& j, const std:
   o.simulate_top = count_or(r, "simulate_top", 0, o.simulate_top);
   o.threads = count_or(r, "threads", 0, 0);
   o.memory.gpu_headroom = r.optional_positive("memory_headroom_pct", true, 50.0).value_or(0) / 100.0;
+  (void)r.has("accuracy");  // the best plan's band, stored beside the options by ztune search (history show reads it)
   if (r.has("passes_off")) {
     const auto& off = r.raw("passes_off");
     if (!off.is_array()) throw r.error("passes_off", "expected a list of pass names, got " + describe_json(off));
@@ -153,6 +154,10 @@ StoredSearchOptions search_options_from_json(const nlohmann::json& j, const std:
       else throw r.error("passes_off", "expected prune, rank or simulate, got " + describe_json(p));
     }
   }
+  // Every key either program has ever stored is read above (their writers'
+  // histories, checked): another one is a misspelt or foreign key, which
+  // would otherwise read as its default.
+  r.finish();
   return out;
 }
 

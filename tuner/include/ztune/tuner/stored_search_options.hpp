@@ -38,9 +38,9 @@ struct StoredSearchOptions {
 /// Reads a stored document back. A key a row stored before it existed lacks
 /// reads as its default (the engine as ztune's, the accounting as the
 /// engine's; a null document, every default); a key of the wrong type or
-/// out of its range is an InputError naming `where` and the key. Keys it
-/// does not know (the band stored beside the options, "accuracy") are left
-/// alone.
+/// out of its range, or one no version of ztune search or the planner
+/// stored (a misspelt one), is an InputError naming `where` and the key. The
+/// band ztune search stores beside the options ("accuracy") is left alone.
 [[nodiscard]] StoredSearchOptions search_options_from_json(const nlohmann::json& j, const std::string& where);
 
 }  // namespace ztune
