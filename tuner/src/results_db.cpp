@@ -1,5 +1,7 @@
 #include "ztune/tuner/results_db.hpp"
 
+#include "ztune/vocab/run_record.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <atomic>
@@ -215,7 +217,7 @@ auto read_rows(Statement& st, const char* kind, F&& read) {
   return out;
 }
 
-// The longest time a stored row may hold (a search, an iteration): about 116
+// The longest search or predicted iteration a stored row may hold: about 116
 // days; beyond it a row was edited by hand, and printing it would mislead.
 constexpr double kMaxStoredSeconds = 1e7;
 
@@ -523,9 +525,11 @@ std::vector<RunSummary> ResultsDb::runs(int limit) const {
       r.measured_iteration_s = st.optional_real(7);
       // A time is > 0 (an edited -5 had listed as "measured -5.000 s") and
       // within kMaxStoredSeconds (1e300 had printed as 300 digits).
-      for (const auto& [column, v] : {std::pair{"predicted_iteration_s", r.predicted_iteration_s},
-                                      std::pair{"measured_iteration_s", r.measured_iteration_s}})
-        if (v) require_in(column, *v, 0, kMaxStoredSeconds, "a time > 0 s", false);
+      // A measured time comes from a run record, whose reader owns its ceiling.
+      if (r.predicted_iteration_s)
+        require_in("predicted_iteration_s", *r.predicted_iteration_s, 0, kMaxStoredSeconds, "a time > 0 s", false);
+      if (r.measured_iteration_s)
+        require_in("measured_iteration_s", *r.measured_iteration_s, 0, kMaxRecordStepSeconds, "a time > 0 s", false);
       return r;
     });
   });

@@ -9,6 +9,12 @@
 
 namespace ztune {
 
+void read_host_costs(ObjectReader& r, const char* op_key, EngineProfile& e) {
+  e.host_op_s = r.positive(op_key, true, kMaxHostOpUs) * 1e-6;
+  e.microbatch_overhead_s = r.positive("microbatch_overhead_us", true, kMaxMicrobatchOverheadUs) * 1e-6;
+  e.step_overhead_s = r.positive("step_overhead_ms", true, kMaxStepOverheadMs) * 1e-3;
+}
+
 EngineProfile engine_profile_from_json(const nlohmann::json& doc, const std::string& file) {
   ObjectReader r(doc, file, "$");
   r.schema("ztune.engine/1");
@@ -17,9 +23,7 @@ EngineProfile engine_profile_from_json(const nlohmann::json& doc, const std::str
   e.source = r.string("source");
   {
     auto h = r.object("host");
-    e.host_op_s = h.positive("op_us", true, kMaxHostOpUs) * 1e-6;
-    e.microbatch_overhead_s = h.positive("microbatch_overhead_us", true, kMaxMicrobatchOverheadUs) * 1e-6;
-    e.step_overhead_s = h.positive("step_overhead_ms", true, kMaxStepOverheadMs) * 1e-3;
+    read_host_costs(h, "op_us", e);
     h.finish();
   }
   {

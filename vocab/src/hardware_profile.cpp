@@ -184,9 +184,7 @@ HardwareProfile profile_from_json(const nlohmann::json& doc, const std::string& 
     EngineProfile e = load_engine_profile("ztune");
     e.name = "ztune";
     e.source = "measured with this hardware profile: " + p.source;
-    e.host_op_s = fw->positive("host_op_us", true, kMaxHostOpUs) * 1e-6;
-    e.microbatch_overhead_s = fw->positive("microbatch_overhead_us", true, kMaxMicrobatchOverheadUs) * 1e-6;
-    e.step_overhead_s = fw->positive("step_overhead_ms", true, kMaxStepOverheadMs) * 1e-3;
+    read_host_costs(*fw, "host_op_us", e);
     fw->finish();
     e.dp_overlap = ov->fraction("dp", true);
     e.zero3_prefetch_overlap = ov->fraction("zero3_prefetch", true);

@@ -176,6 +176,12 @@ struct EngineProfile {
   Fp8Library fp8 = Fp8Library::none;
 };
 
+class ObjectReader;
+/// Reads the three host costs into `e` within the kMax* ceilings: an engine
+/// profile's `host` section (op key "op_us") and a calibrated hardware
+/// profile's `framework` section ("host_op_us") alike.
+void read_host_costs(ObjectReader& r, const char* op_key, EngineProfile& e);
+
 /// `e` under a graph compiler (torch.compile, XLA): its elementwise traffic is
 /// compiled_elementwise_traffic and its cross-entropy fused (XLA fuses the
 /// loss with the rest; torchtitan compiles its loss function with the model);
