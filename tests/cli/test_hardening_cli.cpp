@@ -647,6 +647,27 @@ void exec_sql(const std::string& db, const std::string& sql) {
 
 }  // namespace
 
+TEST_CASE("damage deep in a results database, past what opening it reads, is said with the salvage", "[cli][hardening]") {
+  // The open checks the first pages; a page overwritten further in surfaced
+  // later as SQLite's bare "database disk image is malformed".
+  const std::string db = (scratch() / "deep-damage.db").string();
+  fs::remove(db);
+  for (int i = 0; i < 4; ++i)
+    REQUIRE(run_ztune("search --cluster dgx2x16 --model gpt2-1.5b --no-simulate --db '" + db + "'").exit_code == 0);
+  REQUIRE(run_ztune("history --db '" + db + "'").exit_code == 0);  // merges the WAL into the file
+  const auto size = fs::file_size(db);
+  REQUIRE(size > 16 * 4096);
+  {
+    std::fstream f(db, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size - 8 * 4096));
+    const std::string junk(8 * 4096, '\xff');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  const auto r = run_ztune("history show 4 --db '" + db + "'");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("malformed") && Contains("sqlite3 " + db + " .recover > recovered.sql"));
+}
+
 TEST_CASE("history says when --limit cut its list, and how many are stored", "[cli][hardening]") {
   // 20 of 301 stored searches had listed as if they were all (session-41 audit).
   const std::string db = (scratch() / "limit.db").string();

@@ -237,7 +237,7 @@ void require_in(const char* column, double v, double lo, double hi, const std::s
 // damaged by hand) is a DbFailure naming the table and the id it lacks.
 void missing_row(const Statement& st, int joined_col, const char* table, int id_col) {
   if (!st.is_null(joined_col)) return;
-  throw DbFailure(SQLITE_CORRUPT, "its " + std::string(table, std::strlen(table) - 1) + " (table " + table + ", id " +
+  throw DbFailure(SQLITE_MISMATCH, "its " + std::string(table, std::strlen(table) - 1) + " (table " + table + ", id " +
                                       (st.is_null(id_col) ? std::string("null") : std::to_string(st.int64(id_col))) +
                                       ") is not in the database");
 }
@@ -247,7 +247,13 @@ auto guarded(const std::string& path, const char* doing, F&& f) {
   try {
     return std::forward<F>(f)();
   } catch (const DbFailure& e) {
-    throw InputError(path + ": " + doing + " failed: " + e.what());
+    // Damage past the pages the open read (one page overwritten deep in the
+    // file) surfaces here: the same salvage is said as at the open.
+    const std::string salvage = (e.code() & 0xff) == SQLITE_CORRUPT
+                                    ? " (a damaged SQLite database: `sqlite3 " + path +
+                                          " .recover > recovered.sql` salvages what it can)"
+                                    : "";
+    throw InputError(path + ": " + doing + " failed: " + e.what() + salvage);
   }
 }
 
