@@ -153,8 +153,7 @@ InputResolution resolve_inputs(const SearchInputs& in) {
   if (objective) o.objective = *objective;
   o.tokens = in.tokens;
   o.gpu_hour_price = in.gpu_hour_price;
-  o.top = kPlannerPlansKept;  // every plan that fits, for the table to sort and filter
-  o.simulate_top = kSimulateTopDefault;  // the best re-timed as `ztune search` re-times them
+  set_planner_run_settings(o);
 
   // The space's own checks (GPU count, batch, precision, the optimizer states
   // against the precision and the engine), as the search would make them.
@@ -169,6 +168,17 @@ InputResolution resolve_inputs(const SearchInputs& in) {
   }
   if (res.issues.empty()) res.inputs = std::move(r);
   return res;
+}
+
+void set_planner_run_settings(SearchOptions& o) {
+  const SearchOptions defaults;
+  o.prune_enabled = defaults.prune_enabled;
+  o.rank_enabled = defaults.rank_enabled;
+  o.simulate_enabled = defaults.simulate_enabled;
+  o.threads = defaults.threads;
+  o.space.max_plans = defaults.space.max_plans;
+  o.top = kPlannerPlansKept;             // every plan that fits, for the table to sort and filter
+  o.simulate_top = kSimulateTopDefault;  // the best re-timed as `ztune search` re-times them
 }
 
 }  // namespace ztune::gui

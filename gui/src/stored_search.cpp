@@ -35,15 +35,8 @@ SearchOutcome outcome_from_stored_search(const nlohmann::json& stored) {
   // What was asked comes from the row; how the planner searches does not:
   // passes turned off, a thread count or a plan cap would carry into its
   // scaling chart (under --no-prune it had plotted plans 100x over memory
-  // as feasible). The planner's own settings, as resolve_inputs gives them.
-  const SearchOptions planner;
-  o.prune_enabled = planner.prune_enabled;
-  o.rank_enabled = planner.rank_enabled;
-  o.simulate_enabled = planner.simulate_enabled;
-  o.threads = planner.threads;
-  o.space.max_plans = planner.space.max_plans;
-  o.top = kPlannerPlansKept;
-  o.simulate_top = kSimulateTopDefault;
+  // as feasible).
+  set_planner_run_settings(o);
   in.profile = with_engine(std::move(in.profile), to_string(o.space.engine), asked.request.compile);
   const double tokens = o.tokens > 0 ? o.tokens : in.model.train_tokens;
 

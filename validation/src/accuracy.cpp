@@ -313,11 +313,7 @@ std::string runs_fit_line(const HardwareProfile& used) {
 }
 
 nlohmann::json runs_fit_json(const HardwareProfile& used) {
-  if (!used.runs_fit) return nullptr;
-  const auto& f = *used.runs_fit;
-  return {{"runs", f.runs},
-          {"in_sample_error", f.in_sample_error},
-          {"held_out_error", f.held_out_error ? nlohmann::json(*f.held_out_error) : nlohmann::json()}};
+  return used.runs_fit ? runs_fit_to_json(*used.runs_fit) : nlohmann::json(nullptr);
 }
 
 std::string error_band_line(const Accuracy& a, double iteration_s, double tokens_per_s) {

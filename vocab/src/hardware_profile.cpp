@@ -219,6 +219,12 @@ HardwareProfile profile_from_json(const nlohmann::json& doc, const std::string& 
   return with_engine(std::move(p), load_engine_profile("ztune"));
 }
 
+nlohmann::json runs_fit_to_json(const HardwareProfile::RunsFit& f) {
+  return {{"runs", f.runs},
+          {"in_sample_error", f.in_sample_error},
+          {"held_out_error", f.held_out_error ? nlohmann::json(*f.held_out_error) : nlohmann::json()}};
+}
+
 nlohmann::json profile_to_json(const HardwareProfile& p) {
   nlohmann::json table = nlohmann::json::array();
   for (const auto& row : p.gemm_efficiency) table.push_back({row.size, row.efficiency});
@@ -256,10 +262,7 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
                     {"tp", e.tp_overlap}};
   }
   if (!p.measured.empty()) j["measured"] = measured_to_json(p.measured);
-  if (p.runs_fit) {
-    j["runs_fit"] = {{"runs", p.runs_fit->runs}, {"in_sample_error", p.runs_fit->in_sample_error}};
-    if (p.runs_fit->held_out_error) j["runs_fit"]["held_out_error"] = *p.runs_fit->held_out_error;
-  }
+  if (p.runs_fit) j["runs_fit"] = runs_fit_to_json(*p.runs_fit);
   return j;
 }
 

@@ -92,6 +92,13 @@ struct SearchInputs {
 /// this many (the best by the objective). 100,000 candidates are ~70 MB.
 inline constexpr int kPlannerPlansKept = 100000;
 
+/// How the planner runs a search, whatever was asked of it: every pass, all
+/// cores, the default plan cap, every plan that fits kept (kPlannerPlansKept),
+/// the best kSimulateTopDefault re-timed. resolve_inputs gives a new search
+/// these; a search reopened from the database takes them in place of the
+/// settings its row was stored with (ztune search's --no-prune, --threads).
+void set_planner_run_settings(SearchOptions& o);
+
 /// Everything a search needs, loaded and checked. `options.stop` is left null.
 struct ResolvedInputs {
   Cluster cluster;

@@ -154,6 +154,9 @@ struct HardwareProfile {
 
 /// Parses a profile document (schema "ztune.profile/1"); strict, names file and path.
 HardwareProfile profile_from_json(const nlohmann::json& doc, const std::string& file);
+/// A run fit as the profile file and predict --json's accuracy.your_runs both
+/// carry it: {"runs", "in_sample_error", "held_out_error"} (null with one run).
+[[nodiscard]] nlohmann::json runs_fit_to_json(const HardwareProfile::RunsFit& f);
 nlohmann::json profile_to_json(const HardwareProfile& p);
 
 /// The default profile for the cluster's GPU type (data/profiles/<family>.json,
