@@ -185,6 +185,11 @@ int run(const CalibrateFlags& f) {
                              : (std::filesystem::path(user_data_dir()) / "profiles" / "calibrated-clusters" /
                                 (name + ".json"))
                                    .string();
+  // Each output named, in a message, by the flag that chose its path.
+  const char* profile_out_named = !f.out.empty() ? "--out" : "the calibrated profile";
+  const char* cluster_out_named = !f.cluster_out.empty() ? "--cluster-out"
+                                  : !f.out.empty()       ? "--out (the calibrated cluster file beside it)"
+                                                         : "the calibrated cluster file";
   std::FILE* report = f.json ? stderr : stdout;
   SessionInputs in;
   in.catalog_cluster = raw_cluster;
@@ -344,11 +349,7 @@ int run(const CalibrateFlags& f) {
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&deferred, sig);
     pthread_sigmask(SIG_BLOCK, &deferred, &before);
     try {
-      // Named by the flag that chose the path: --out's cluster file sits beside it.
-      write_json(cluster_out, cluster_to_json(r.cluster),
-                 !f.cluster_out.empty() ? "--cluster-out"
-                 : !f.out.empty()       ? "--out (the calibrated cluster file beside it)"
-                                        : "the calibrated cluster file");
+      write_json(cluster_out, cluster_to_json(r.cluster), cluster_out_named);
       if (db) {
         try {
           profile_id = db->store_profile(r.profile);
@@ -356,7 +357,7 @@ int run(const CalibrateFlags& f) {
           r.notes.push_back(std::string("profile not stored in the results database: ") + e.what());
         }
       }
-      write_json(profile_out, profile_to_json(r.profile), !f.out.empty() ? "--out" : "the calibrated profile");
+      write_json(profile_out, profile_to_json(r.profile), profile_out_named);
     } catch (...) {
       pthread_sigmask(SIG_SETMASK, &before, nullptr);
       throw;
