@@ -34,7 +34,6 @@ namespace kc = ztune::kernels::cuda;
 CudaBackend::CudaBackend(const CudaBackendOptions& options) : options_(options) {
   ZT_CUDA_CHECK(cudaSetDevice(options_.device));
   ZT_CUDA_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
-  ZT_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
   ZT_CUDA_CHECK(cudaMallocHost(&host_double_, sizeof(double)));
   ZT_CUDA_CHECK(cudaMallocHost(&host_flag_, sizeof(int)));
   gemm_ = std::make_unique<kc::Gemm>();
@@ -44,14 +43,12 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : options_(options) 
 
 CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(compute_);
-  cudaStreamSynchronize(copy_);
   gemm_.reset();
   flash_.reset();
   if (layout_arrays_ != nullptr) cudaFree(layout_arrays_);
   if (fused_table_ != nullptr) cudaFree(fused_table_);
   cudaFreeHost(host_double_);
   cudaFreeHost(host_flag_);
-  cudaStreamDestroy(copy_);
   cudaStreamDestroy(compute_);
 }
 

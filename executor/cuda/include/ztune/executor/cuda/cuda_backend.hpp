@@ -2,9 +2,10 @@
 // The CUDA backend (issue 7): the executor's Backend on one GPU. Buffers are device
 // memory from a caching allocator; every kernel method enqueues on the compute
 // stream (kernels/cuda launchers, cuBLASLt GEMMs); fence() synchronises it, so the
-// Backend's per-op host timers are meaningful when profiling. A separate copy stream
-// carries offload transfers (see PinnedOffload) and NcclCommunicator its own
-// communication stream, so both overlap compute.
+// Backend's per-op host timers are meaningful when profiling. Offloaded states live
+// in pinned host memory and move on the compute stream (unified addressing), so the
+// executor's offload copies do not overlap its kernels; NcclCommunicator has its own
+// communication stream, which does.
 //
 // Storage is fp32 or 16-bit (TensorRef). 16-bit operands run on the stored
 // values (the *_native hooks, cuda_backend_native.cpp): the GEMMs on 16-bit
@@ -48,7 +49,6 @@ class CudaBackend final : public Backend {
   [[nodiscard]] std::string name() const override;
 
   [[nodiscard]] cudaStream_t compute_stream() const { return compute_; }
-  [[nodiscard]] cudaStream_t copy_stream() const { return copy_; }
   [[nodiscard]] int device() const { return options_.device; }
   [[nodiscard]] AllocatorStats allocator_stats() const { return allocator_.stats(); }
 
@@ -189,7 +189,6 @@ class CudaBackend final : public Backend {
 
   CudaBackendOptions options_;
   cudaStream_t compute_ = nullptr;
-  cudaStream_t copy_ = nullptr;
   CachingAllocator allocator_;
   std::unique_ptr<kernels::cuda::Gemm> gemm_;
   /// The plan's flash attention: cuDNN's fused SDPA for 16-bit storage, the flash
