@@ -34,7 +34,7 @@ namespace ztune::cli {
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kGiB = kBytesPerGiB;
 
 struct PredictFlags {
   InputFlags input;
@@ -417,8 +417,15 @@ Command add_predict(CLI::App& root) {
   app->add_flag("--json", f->json, "Print one JSON object");
   app->add_flag("--simulate", f->simulate,
                 "Iteration time and breakdown from the discrete-event simulator instead of the analytical estimate");
-  app->add_option("--trace", f->trace, "Write the simulated iteration as Chrome trace JSON (Perfetto); implies --simulate");
+  app->add_option("--trace", f->trace,
+                  "Write the simulated iteration as Chrome trace JSON (Perfetto); implies --simulate. An existing "
+                  "file is replaced")
+      ->check(WritableFile);
   return {app, [f]() {
+            auto inputs = f->input.files();
+            inputs.emplace_back("--plan", f->plan.plan_file);
+            inputs.emplace_back("--profile", f->profile);
+            refuse_output_over_input("--trace", f->trace, inputs);
             const PredictInputs in = resolve(*f);
             Prediction pr{predict_memory(in.model, in.plan, in.cluster, in.profile, in.memory),
                           predict_time(in.model, in.plan, in.cluster, in.profile)};
@@ -428,8 +435,8 @@ Command add_predict(CLI::App& root) {
             if (const std::string why = unpriced_precision(in.cluster, in.plan.precision); !why.empty()) {
               char mem[96];
               const double b = pr.memory.gpu_total_bytes;
-              const bool gib = b >= 1073741824.0;
-              std::snprintf(mem, sizeof mem, "%.2f %s per rank (%s)", gib ? b / 1073741824.0 : b / 1048576.0,
+              const bool gib = b >= kBytesPerGiB;
+              std::snprintf(mem, sizeof mem, "%.2f %s per rank (%s)", gib ? b / kBytesPerGiB : b / 1048576.0,
                             gib ? "GiB" : "MiB", pr.memory.fits_gpu ? "fits" : "does not fit");
               // The precision came from --precision, or from the plan file's plan.
               const std::string source = f->plan.plan_file.empty() ? "--precision " + to_string(in.plan.precision)

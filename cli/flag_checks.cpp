@@ -46,6 +46,7 @@ const CLI::Validator ThreadCount = integer_in(1, kMaxThreads, "a thread count");
 // new directories (calibrate --out /nonexist/x.json had created /nonexist).
 const CLI::Validator WritableFile(
     [](const std::string& v) {
+      if (v.empty()) return std::string("expected a file name, got an empty one");
       const auto why = output_file_problem(v, false);
       return why ? v + ": " + *why : std::string();
     },

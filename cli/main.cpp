@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <new>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -112,6 +113,14 @@ int main(int argc, char** argv) {
     std::cout.flush();
     std::fprintf(stderr, "ztune: error: %s\n", e.what());
     return kExitUsage;
+  } catch (const std::bad_alloc&) {
+    // Said, not a core dump: what was written stays whole (DurableFile), and
+    // the user learns which limit to raise or which input to shrink.
+    std::cout.flush();
+    std::fprintf(stderr, "ztune: error: out of memory (the work asked for more memory than this process may use: "
+                         "see `ulimit -v` and free memory, or ask for less: a smaller plan space, fewer micro-batches, "
+                         "no --simulate)\n");
+    return kExitInfeasible;
   }
   std::cout << root.help();
   return finish_output(kExitUsage);

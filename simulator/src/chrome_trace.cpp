@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 #include <ostream>
-#include <sstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -18,7 +17,7 @@ constexpr int kLanesPerResource = 64;  // thread id = resource kind · 64 + lane
 
 }  // namespace
 
-void write_chrome_trace(std::ostream& out, const SimResult& r) {
+void write_chrome_trace(const std::function<void(std::string_view)>& sink, const SimResult& r) {
   const OpGraph& g = r.graph;
   const Timeline& t = r.timeline;
   // Ops in start order, so lanes are assigned greedily (interval partitioning).
@@ -28,7 +27,14 @@ void write_chrome_trace(std::ostream& out, const SimResult& r) {
   std::vector<std::vector<double>> lane_free(g.resources.size());  // per resource: end of each lane's last op
   std::map<std::pair<int, int>, std::string> threads;              // (pid, tid) → name
 
-  nlohmann::json events = nlohmann::json::array();
+  // The keys in nlohmann's (sorted) order, as one document's dump() wrote them.
+  const nlohmann::json other{{"iteration_s", r.iteration_s}, {"generator", "ztune simulator"}};
+  sink(R"({"displayTimeUnit":"ms","otherData":)" + other.dump() + R"(,"traceEvents":[)");
+  bool first = true;
+  auto event = [&](const nlohmann::json& e) {
+    sink(first ? e.dump() : "," + e.dump());
+    first = false;
+  };
   for (const OpId v : order) {
     const Op& op = g.ops[v];
     const Resource& res = g.resources[static_cast<std::size_t>(op.resource)];
@@ -46,32 +52,42 @@ void write_chrome_trace(std::ostream& out, const SimResult& r) {
     if (op.microbatch >= 0) args["microbatch"] = op.microbatch;
     if (op.chunk >= 0) args["chunk"] = op.chunk;
     if (op.bytes > 0) args["bytes"] = op.bytes;
-    events.push_back({{"name", op_name(op)},
-                      {"cat", kTimePartNames[static_cast<std::size_t>(time_part_of(op.kind))]},
-                      {"ph", "X"},
-                      {"ts", t.start_s[v] * 1e6},
-                      {"dur", (t.end_s[v] - t.start_s[v]) * 1e6},
-                      {"pid", res.stage},
-                      {"tid", tid},
-                      {"args", std::move(args)}});
+    event({{"name", op_name(op)},
+           {"cat", kTimePartNames[static_cast<std::size_t>(time_part_of(op.kind))]},
+           {"ph", "X"},
+           {"ts", t.start_s[v] * 1e6},
+           {"dur", (t.end_s[v] - t.start_s[v]) * 1e6},
+           {"pid", res.stage},
+           {"tid", tid},
+           {"args", std::move(args)}});
   }
   for (int s = 0; s < g.stages; ++s)
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", s}, {"tid", 0},
-                      {"args", {{"name", "stage " + std::to_string(s)}}}});
+    event({{"name", "process_name"}, {"ph", "M"}, {"pid", s}, {"tid", 0},
+           {"args", {{"name", "stage " + std::to_string(s)}}}});
   for (const auto& [key, name] : threads)
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", key.first}, {"tid", key.second},
-                      {"args", {{"name", name}}}});
-  const nlohmann::json doc{{"traceEvents", std::move(events)},
-                           {"displayTimeUnit", "ms"},
-                           {"otherData", {{"iteration_s", r.iteration_s}, {"generator", "ztune simulator"}}}};
-  out << doc.dump() << '\n';
+    event({{"name", "thread_name"}, {"ph", "M"}, {"pid", key.first}, {"tid", key.second}, {"args", {{"name", name}}}});
+  sink("]}\n");
+}
+
+void write_chrome_trace(std::ostream& out, const SimResult& r) {
+  write_chrome_trace([&](std::string_view piece) { out << piece; }, r);
 }
 
 void write_chrome_trace_file(const std::string& path, const SimResult& r) {
-  std::ostringstream out;
-  write_chrome_trace(out, r);
-  if (auto why = write_file_durably(path, out.str()))
-    throw InputError(path + ": cannot write the trace file (--trace): " + *why);
+  DurableFile file(path);
+  // Pieces gathered into writes of about 1 MiB.
+  std::string buffer;
+  write_chrome_trace(
+      [&](std::string_view piece) {
+        buffer += piece;
+        if (buffer.size() >= (1U << 20)) {
+          file.write(buffer);
+          buffer.clear();
+        }
+      },
+      r);
+  file.write(buffer);
+  if (auto why = file.commit()) throw InputError(path + ": cannot write the trace file (--trace): " + *why);
 }
 
 }  // namespace ztune::sim

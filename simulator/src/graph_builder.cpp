@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "ztune/model/op_costs.hpp"
+#include "ztune/vocab/input_error.hpp"
 #include "ztune/vocab/pipeline_schedule.hpp"
 
 namespace ztune::sim {
@@ -161,6 +162,16 @@ class Builder {
     return std::max(0, std::min(le, begin + layer_.block_layers) - lb);
   }
 
+  // Every operation goes through here: the graph stops at options_.op_limit.
+  OpId add(const Op& op) {
+    if (g_.ops.size() >= options_.op_limit)
+      throw InputError("--simulate: plan " + plan_.summary() + " needs more than " + std::to_string(options_.op_limit) +
+                       " operations to simulate (" + std::to_string(microbatches_) + " micro-batches through " +
+                       std::to_string(vstages_) + " model chunks); the simulator builds at most that many (use the " +
+                       "analytical estimate: no --simulate)");
+    return add_op(g_, op);
+  }
+
   int choose_group(int layers) const {
     if (options_.layers_per_group > 0) return std::min(options_.layers_per_group, layers_per_vstage_);
     // Operations per layer and micro-batch: forward, backward, (recompute),
@@ -206,7 +217,7 @@ class Builder {
   }
 
   OpId add_chained(const Op& op, OpId& tail) {
-    const OpId id = add_op(g_, op);
+    const OpId id = add(op);
     if (tail != kNone) add_dependency(g_, tail, id);
     tail = id;
     return id;
@@ -258,7 +269,7 @@ class Builder {
     const bool crosses = where_.boundary_crosses_nodes[static_cast<std::size_t>(last)];
     Op op = make(OpKind::dp_reduce, 0, level(crosses), duration);
     op.peer_stage = -1;
-    const OpId id = add_op(g_, op);
+    const OpId id = add(op);
     for (const int s : {0, last}) {
       Streams& st = streams_[static_cast<std::size_t>(s)];
       if (st.main != kNone) add_dependency(g_, st.main, id);
@@ -354,7 +365,7 @@ class Builder {
     const OpId head = compute(s, OpKind::backward, st, lb, le, n * layer_.backward_s - window);
     const OpId tail = compute(s, OpKind::backward, st, lb, le, window);
     Op op = tp_op(s, st, lb, le, async);
-    const OpId a = add_op(g_, op);
+    const OpId a = add(op);
     add_dependency(g_, head, a);
     streams_[static_cast<std::size_t>(s)].join.push_back(a);
     tp_collective(s, st, lb, le, n * layer_.tp_backward_s);
@@ -755,7 +766,7 @@ class Builder {
     op.bytes = costs_.p2p_bytes();
     Streams& st = streams_[static_cast<std::size_t>(s)];
     if (options_.blocking_p2p) return add_main(s, op);
-    const OpId id = add_op(g_, op);
+    const OpId id = add(op);
     if (st.main != kNone) add_dependency(g_, st.main, id);
     return id;
   }
@@ -776,6 +787,10 @@ class Builder {
 };
 
 }  // namespace
+
+double fewest_ops(const Plan& plan) {
+  return 2.0 * plan.pp * plan.model_chunks() * static_cast<double>(plan.grad_accum);
+}
 
 OpGraph build_iteration_graph(int layers, const Plan& plan, const Placement& where, const CostSource& costs,
                               const BuildOptions& options) {

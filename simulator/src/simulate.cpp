@@ -8,12 +8,22 @@
 
 namespace ztune::sim {
 
+std::optional<std::string> too_large_to_simulate(const Plan& p, const SimOptions& options) {
+  if (p.grad_accum > kMaxSimulatedMicrobatches)
+    return "plan " + p.summary() + " has " + std::to_string(p.grad_accum) +
+           " micro-batches per step; the simulator builds at most " + std::to_string(kMaxSimulatedMicrobatches);
+  if (const double ops = fewest_ops(p); ops > static_cast<double>(options.build.op_limit))
+    return "plan " + p.summary() + " needs at least " + std::to_string(static_cast<std::int64_t>(ops)) +
+           " operations to simulate (a forward and a backward for each of " + std::to_string(p.grad_accum) +
+           " micro-batches through " + std::to_string(p.pp * p.model_chunks()) +
+           " model chunks); the simulator builds at most " + std::to_string(options.build.op_limit);
+  return std::nullopt;
+}
+
 SimResult simulate(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
                    const SimOptions& options) {
-  if (p.grad_accum > kMaxSimulatedMicrobatches)
-    throw InputError("--simulate: plan " + p.summary() + " has " + std::to_string(p.grad_accum) +
-                     " micro-batches per step; the simulator builds at most " +
-                     std::to_string(kMaxSimulatedMicrobatches) + " (use the analytical estimate: no --simulate)");
+  if (const auto why = too_large_to_simulate(p, options))
+    throw InputError("--simulate: " + *why + " (use the analytical estimate: no --simulate)");
   if (const auto v = oversubscribed_view(p, c)) return simulate(m, p, *v, hw, options);
   const ModelCostSource costs(m, p, c, hw);
   return simulate_graph(build_iteration_graph(m.layers, p, placement_of(p, c), costs, options.build),

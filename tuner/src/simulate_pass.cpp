@@ -5,6 +5,7 @@
 #include <string>
 
 #include "ztune/simulator/simulate.hpp"
+#include "ztune/vocab/input_error.hpp"
 #include "ztune/tuner/objective.hpp"
 #include "ztune/tuner/search.hpp"
 
@@ -33,13 +34,16 @@ void simulate_top(const Transformer& m, const Cluster& c, const HardwareProfile&
     if (!cand.timed) break;  // unranked plans have no analytical time to refine
     // Bounded work whatever the batch: a plan with more micro-batches than the
     // simulator builds (and the plans after it) keep their analytical time.
-    if (cand.plan.grad_accum > sim::kMaxSimulatedMicrobatches) {
-      stats.note = "plan " + std::to_string(done + 1) + " has " + std::to_string(cand.plan.grad_accum) +
-                   " micro-batches per step, more than the simulator builds (" +
-                   std::to_string(sim::kMaxSimulatedMicrobatches) + ")";
+    if (const auto why = sim::too_large_to_simulate(cand.plan)) {
+      stats.note = "plan " + std::to_string(done + 1) + ": " + *why;
       break;
     }
-    simulate_candidate(cand, m, c, hw, o, tokens);
+    try {
+      simulate_candidate(cand, m, c, hw, o, tokens);
+    } catch (const InputError& e) {  // the graph passed its limit while built
+      stats.note = "plan " + std::to_string(done + 1) + ": " + e.what();
+      break;
+    }
   }
   stats.out = static_cast<std::int64_t>(done);
   if (done < k && stats.note.empty()) stats.note = "stopped after " + std::to_string(done) + " of " + std::to_string(k);

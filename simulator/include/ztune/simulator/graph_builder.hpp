@@ -33,6 +33,9 @@ struct BuildOptions {
   // the graph would exceed max_ops, then the fewest layers per group that fit.
   int layers_per_group = 0;
   std::size_t max_ops = 400000;
+  // The most operations built at all: past it build_iteration_graph throws
+  // InputError rather than grow the graph without bound (kMaxSimulatedOps).
+  std::size_t op_limit = 8000000;
   // CPU-Adam sub-groups (DeepSpeed's sub_group_size, 1e9 elements), which let
   // NVMe and PCIe transfers of one sub-group overlap the update of another.
   double host_subgroup_params = 1e9;
@@ -43,7 +46,12 @@ struct BuildOptions {
   bool blocking_p2p = true;
 };
 
-/// The plan must satisfy check_plan() for a model of `layers` layers.
+/// The fewest operations the graph of `plan` can have, however its layers are
+/// grouped: a forward and a backward per model chunk and micro-batch.
+[[nodiscard]] double fewest_ops(const Plan& plan);
+
+/// The plan must satisfy check_plan() for a model of `layers` layers. Throws
+/// InputError when the graph would pass options.op_limit operations.
 [[nodiscard]] OpGraph build_iteration_graph(int layers, const Plan& plan, const Placement& where,
                                             const CostSource& costs, const BuildOptions& options = {});
 

@@ -2,6 +2,8 @@
 // Simulates one iteration of a plan with the cost model's operation costs.
 // Example: auto r = ztune::sim::simulate(model, plan, cluster, default_profile_for(cluster));
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "ztune/vocab/cluster.hpp"
 #include "ztune/vocab/hardware_profile.hpp"
@@ -25,7 +27,17 @@ struct SimOptions {
 /// Beyond it simulate() throws InputError and the tuner keeps the analytical time.
 inline constexpr std::int64_t kMaxSimulatedMicrobatches = 65536;
 
-/// The plan must satisfy check_plan().
+/// Why simulate() refuses `p` before building anything, or nullopt: more
+/// micro-batches than kMaxSimulatedMicrobatches, or more operations than the
+/// graph's limit (BuildOptions::op_limit, about 125 bytes each while simulating)
+/// however its layers are grouped: a pipeline's graph has a forward and a
+/// backward per model chunk and micro-batch (pp 8 × 31 chunks × 32,768
+/// micro-batches was 16 M operations, and ran out of memory). A plan under both
+/// can still pass the limit while it is built; simulate() then throws too.
+[[nodiscard]] std::optional<std::string> too_large_to_simulate(const Plan& p, const SimOptions& options = {});
+
+/// The plan must satisfy check_plan(). Throws InputError with
+/// too_large_to_simulate's reason.
 [[nodiscard]] SimResult simulate(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
                                  const SimOptions& options = {});
 
