@@ -13,6 +13,7 @@
 #include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/vocab/input_error.hpp"
 #include "ztune/vocab/plan.hpp"
+#include "ztune/vocab/text.hpp"
 #include "ztune/tuner/engine.hpp"
 #include "ztune/tuner/export.hpp"
 
@@ -87,8 +88,8 @@ int run_export(const ExportFlags& f) {
         predict_memory(*pf.model, exported, with_measured_figures(*pf.cluster, hw), hw, options);
     if (!mem.fits_gpu)
       std::cerr << "ztune: warning: " << f.plan_file << ": the memory model puts this plan at "
-                << mem.gpu_total_bytes / 1073741824.0 << " GiB per GPU, more than " << pf.cluster->name << "'s "
-                << mem.gpu_capacity_bytes / 1073741824.0 << " GiB"
+                << mem.gpu_total_bytes / kBytesPerGiB << " GiB per GPU, more than " << pf.cluster->name << "'s "
+                << mem.gpu_capacity_bytes / kBytesPerGiB << " GiB"
                 << (format == "torchtitan" && !pf.plan.grad_reduce_dtype
                         ? " (as torchtitan runs it, its gradients reduced in fp32)"
                         : "")

@@ -25,7 +25,7 @@
 namespace ztune::cli {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kGiB = kBytesPerGiB;
 
 struct MemoryFlags {
   std::string model;

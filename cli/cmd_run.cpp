@@ -82,7 +82,7 @@ void refuse_over_machine_memory(const MemoryPrediction& m, const Cluster& c, int
   const double ranks_bytes = backend == ExecBackend::cpu ? np * m.gpu_total_bytes : 0.0;
   const double need = ranks_bytes + nodes * m.host_bytes_per_node;
   if (need <= *have) return;
-  const double gib = 1073741824.0;
+  const double gib = kBytesPerGiB;
   char buf[160];
   std::string what;
   if (backend == ExecBackend::cpu) {
@@ -309,8 +309,8 @@ int run(const RunFlags& f) {
       std::fprintf(stderr,
                    "ztune: warning: the memory model puts this plan at %.2f GiB per rank, more than %s's %.2f GiB; "
                    "the run may fail for lack of memory\n",
-                   predicted_memory->gpu_total_bytes / 1073741824.0, priced->name.c_str(),
-                   predicted_memory->gpu_capacity_bytes / 1073741824.0);
+                   predicted_memory->gpu_total_bytes / kBytesPerGiB, priced->name.c_str(),
+                   predicted_memory->gpu_capacity_bytes / kBytesPerGiB);
     refuse_over_machine_memory(*predicted_memory, *priced, np, backend, f);
   }
   TempDir tmp(f.keep, "ztune-run");  // the plan file, the default record and checkpoints
@@ -378,8 +378,8 @@ int run(const RunFlags& f) {
     if ((rc == 128 + 9 || killed_by == 9) && predicted_memory &&
         predicted_memory->gpu_total_bytes > 0.8 * predicted_memory->gpu_capacity_bytes)
       why += "; a rank or the launcher ended by SIGKILL is most often the kernel's out-of-memory killer: the memory "
-             "model put this plan at " + formatted("%.2f", predicted_memory->gpu_total_bytes / 1073741824.0) +
-             " GiB per rank against " + formatted("%.2f", predicted_memory->gpu_capacity_bytes / 1073741824.0) + " GiB";
+             "model put this plan at " + formatted("%.2f", predicted_memory->gpu_total_bytes / kBytesPerGiB) +
+             " GiB per rank against " + formatted("%.2f", predicted_memory->gpu_capacity_bytes / kBytesPerGiB) + " GiB";
     std::fprintf(stderr, "ztune run: %s%s\n", why.c_str(),
                  resumable ? ("; after a fix, continue with --resume " + checkpoint_dir).c_str() : "");
     store_unfinished("failed", why);

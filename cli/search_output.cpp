@@ -14,7 +14,7 @@ namespace ztune::cli {
 
 namespace {
 
-constexpr double kGiB = 1073741824.0;  // memory is shown in GiB, as nvidia-smi and the planner do
+constexpr double kGiB = kBytesPerGiB;
 
 std::string fmt(const char* f, double v) {
   char buf[64];

@@ -21,7 +21,7 @@ void BreakdownModel::set_columns(QStringList column_labels, std::vector<std::vec
   if (unit_ == Unit::gib) {
     double largest = 0;
     for (int col = 0; col < static_cast<int>(raw_.size()); ++col) largest = std::max(largest, total(col));
-    plot_unit_ = byte_unit_for(raw_.empty() ? 1024.0 * 1024 * 1024 : largest).bytes;
+    plot_unit_ = byte_unit_for(raw_.empty() ? kBytesPerGiB : largest).bytes;
   }
   endResetModel();
 }

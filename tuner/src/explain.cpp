@@ -21,7 +21,7 @@ namespace {
 // (issue 23: the hints said "32.7 GB of 34.4 GB" beside a table's 32.7/32.0).
 std::string gb(double bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / kBytesPerGiB);
   return buf;
 }
 

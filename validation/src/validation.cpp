@@ -352,7 +352,7 @@ void published_source(const SourceSpec& spec, const std::string& dir, Context& c
             metric == "memory_gib_activations"
                 ? mp.line(MemLine::activations)
                 : model_state_bytes(layer_psi, p.dp, p.zero_stage, StateAccounting::megatron, Precision::bf16).total();
-        vc.predicted = bytes / (1024.0 * 1024.0 * 1024.0);
+        vc.predicted = bytes / kBytesPerGiB;
       } else {
         throw InputError(file + ": source \"" + spec.name + "\": unknown metric \"" + metric + "\"");
       }

@@ -118,8 +118,8 @@ std::string params_text(double params) {
 }
 
 ByteUnit byte_unit_for(double largest_bytes) {
-  constexpr double kKiB = 1024.0, kMiB = kKiB * 1024.0, kGiB = kMiB * 1024.0;
-  if (largest_bytes >= kGiB) return {"GiB", kGiB};
+  constexpr double kKiB = 1024.0, kMiB = kKiB * 1024.0;
+  if (largest_bytes >= kBytesPerGiB) return {"GiB", kBytesPerGiB};
   if (largest_bytes >= kMiB) return {"MiB", kMiB};
   return {"KiB", kKiB};
 }

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "ztune/vocab/text.hpp"
+
 namespace ztune {
 
 enum class Precision { fp16, bf16, fp32 };
@@ -36,7 +38,7 @@ struct GpuSpec {
   [[nodiscard]] double peak_flops(Precision p) const;
   /// Capacity in bytes. Datasheet HBM sizes are binary ("32GB" V100 = 32 GiB,
   /// "80GB" A100 = 81920 MiB in nvidia-smi), so GB here means 2^30 bytes.
-  [[nodiscard]] double memory_bytes() const { return memory_gb * 1073741824.0; }
+  [[nodiscard]] double memory_bytes() const { return memory_gb * kBytesPerGiB; }
 };
 
 /// One level of the interconnect hierarchy.

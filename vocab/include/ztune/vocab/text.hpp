@@ -43,6 +43,9 @@ namespace ztune {
 /// ("0.22M": the tiny test model), never "0.00B".
 [[nodiscard]] std::string params_text(double params);
 
+/// Bytes in a GiB: memory is shown in GiB, as nvidia-smi and the planner show it.
+inline constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+
 /// The binary unit a column of byte counts reads best in: GiB when its largest
 /// value is at least 1 GiB, else MiB, else KiB (a tiny model's states are not
 /// a column of 0.00 GiB). `bytes` is the unit's size.
