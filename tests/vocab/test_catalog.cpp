@@ -4,6 +4,8 @@
 // out), not read back from the files.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -220,11 +222,31 @@ TEST_CASE("GQA models have fewer kv heads than heads", "[catalog]") {
 
 TEST_CASE("a name that is neither a file nor in the catalog lists the catalog", "[catalog][bad-input]") {
   REQUIRE_THROWS_WITH(ztune::load_cluster("dgx-z100"),
-                      Contains("--cluster dgx-z100: not a file and not a catalog cluster (catalog: ") &&
+                      Contains("--cluster dgx-z100: not a file and not a catalog cluster (did you mean dgx-h100?) "
+                               "(catalog: ") &&
                           Contains("dgx-h100") && Contains("selene-3072"));
   REQUIRE_THROWS_WITH(ztune::load_transformer("gpt5"),
                       Contains("--model gpt5: not a file and not a catalog model (catalog: ") && Contains("llama-405b"));
   REQUIRE_THROWS_WITH(ztune::load_transformer("no/such/config.json"), "no/such/config.json: no such file");
+  // Typos of a catalog name get the nearest one; a catalog name typed as a file, the flag that takes it.
+  REQUIRE_THROWS_WITH(ztune::load_transformer("llama-7"), Contains("(did you mean llama-7b?)"));
+  REQUIRE_THROWS_WITH(ztune::load_transformer("Llama-7B"), Contains("(did you mean llama-7b?)"));
+  REQUIRE_THROWS_WITH(ztune::load_transformer("llama-7b.json"),
+                      "llama-7b.json: no such file (the catalog's model is --model llama-7b)");
+}
+
+TEST_CASE("a Hugging Face checkpoint's folder is read through its config.json; other folders are named as such",
+          "[catalog][hf]") {
+  const fs::path dir = fs::temp_directory_path() / ("ztune-test-hf-folder-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "Llama-2-7b-hf");
+  fs::copy_file(std::string(ZTUNE_SOURCE_DIR) + "/tests/vocab/fixtures/hf/llama-2-7b/config.json",
+                dir / "Llama-2-7b-hf" / "config.json");
+  fs::create_directories(dir / "empty");
+  const auto t = ztune::load_transformer((dir / "Llama-2-7b-hf").string());
+  CHECK(t.name == "Llama-2-7b-hf");
+  CHECK(t.total_params() == 6738415616.0);  // LlamaForCausalLM's num_parameters(), as the fixture's test
+  REQUIRE_THROWS_WITH(ztune::load_transformer((dir / "empty").string()), Contains("is a directory"));
+  fs::remove_all(dir);
 }
 
 TEST_CASE("the examples in docs/formats.md load", "[catalog][docs]") {

@@ -178,7 +178,8 @@ TEST_CASE("configs ztune would miscount are refused by key: MoE by class name, c
   moe.erase("model_type");
   moe["architectures"] = {"Qwen2MoeForCausalLM"};
   REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(moe, "moe.json", 0),
-                      StartsWith("moe.json: $.architectures[0]: expected a Hugging Face family ztune imports"));
+                      StartsWith("moe.json: $.architectures[0]: \"Qwen2MoeForCausalLM\" is a mixture-of-experts "
+                                 "family; ztune models dense decoder-only transformers"));
   moe["architectures"] = {"Qwen2ForCausalLM"};
   CHECK(ztune::transformer_from_hf_config(moe, "q.json", 0).total_params() ==
         ztune::load_transformer(hf_fixture("qwen2-7b")).total_params());
@@ -190,6 +191,45 @@ TEST_CASE("configs ztune would miscount are refused by key: MoE by class name, c
   neox["attention_bias"] = false;
   REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(neox, "n.json", 0),
                       StartsWith("n.json: $.attention_bias: expected true"));
+}
+
+TEST_CASE("mixture-of-experts configs are refused as such: by family, and by an expert count in a dense family",
+          "[hf]") {
+  using Catch::Matchers::StartsWith;
+  // Mixtral-8x7B's config (model_type mixtral): 46.7B parameters, 12.9B active per token.
+  auto mixtral = nlohmann::json::parse(std::ifstream(hf_fixture("mistral-7b-v0.1")));
+  mixtral["model_type"] = "mixtral";
+  mixtral["num_local_experts"] = 8;
+  mixtral["num_experts_per_tok"] = 2;
+  REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(mixtral, "mixtral.json", 0),
+                      StartsWith("mixtral.json: $.model_type: \"mixtral\" is a mixture-of-experts family"));
+  // The experts in a Llama config had been ignored: planned as a dense 8B.
+  for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"}) {
+    auto llama = nlohmann::json::parse(std::ifstream(hf_fixture("llama-2-7b")));
+    llama[key] = 8;
+    INFO(key);
+    REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(llama, "l.json", 0),
+                        StartsWith(std::string("l.json: $.") + key + ": expected no experts (absent, null or 1)"));
+    llama[key] = 1;  // one expert is a dense MLP
+    CHECK(ztune::transformer_from_hf_config(llama, "l.json", 0).total_params() == 6738415616.0);
+  }
+}
+
+TEST_CASE("Phi-3-mini config.json: Llama's shape, to the Hub's parameter count, with its sliding window", "[hf]") {
+  const auto t = ztune::load_transformer(hf_fixture("phi-3-mini-4k-instruct"));
+  CHECK(t.name == "phi-3-mini-4k-instruct");
+  CHECK(t.layers == 32);
+  CHECK(t.hidden == 3072);
+  CHECK(t.kv_heads == 32);
+  CHECK(t.ffn_hidden == 8192);
+  CHECK(t.activation == ztune::Activation::swiglu);
+  CHECK(t.norm == ztune::NormKind::rmsnorm);
+  CHECK_FALSE(t.tied_embeddings);
+  CHECK_FALSE(t.bias);
+  CHECK(t.attention_window == 2047);
+  // Phi3ForCausalLM.num_parameters(): 2 · 32,064 · 3,072 (embedding, untied head)
+  // + 32 · (4 · 3,072² + 3 · 3,072 · 8,192 + 2 · 3,072) + 3,072 = 3,821,079,552.
+  CHECK(t.total_params() == 3821079552.0);
 }
 
 TEST_CASE("MPT-7B config.json: ALiBi (no position table) and no biases", "[hf]") {
@@ -310,7 +350,7 @@ TEST_CASE("an unknown model_type is rejected naming the file, path and families"
   const std::string path = hf_fixture("bert-base-uncased");
   REQUIRE_THROWS_WITH(ztune::load_transformer(path),
                       path + ": $.model_type: expected a Hugging Face family ztune imports "
-                             "(gpt2, gpt_neox, llama, mistral, qwen2, mpt), got \"bert\"");
+                             "(gpt2, gpt_neox, llama, mistral, qwen2, phi3, mpt), got \"bert\"");
   auto doc = nlohmann::json::parse(R"({"architectures": ["T5ForConditionalGeneration"], "d_model": 512})");
   REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(doc, "t5/config.json", 0),
                       Catch::Matchers::Contains("t5/config.json: $.architectures[0]: expected a Hugging Face family") &&

@@ -8,6 +8,7 @@
 
 #include "ztune/vocab/durable_file.hpp"
 #include "ztune/vocab/input_error.hpp"
+#include "ztune/vocab/text.hpp"
 
 #ifndef ZTUNE_DEFAULT_DATA_DIR
 #define ZTUNE_DEFAULT_DATA_DIR "data"
@@ -35,21 +36,37 @@ std::vector<std::string> catalog_names(const std::string& kind) {
 
 std::string resolve_catalog_path(const std::string& kind, const std::string& name_or_path) {
   std::error_code ec;
+  const std::string singular = kind.substr(0, kind.size() - 1);
+  const std::string flag = "--" + singular;
+  const std::vector<std::string> names = catalog_names(kind);
+  // A Hugging Face checkpoint's folder stands for the config.json in it (a
+  // bare name the catalog has stays the catalog's).
+  const bool catalog_name = std::find(names.begin(), names.end(), name_or_path) != names.end();
+  if (kind == "models" && !catalog_name && fs::is_directory(name_or_path, ec) &&
+      fs::is_regular_file(fs::path(name_or_path) / "config.json", ec))
+    return (fs::path(name_or_path) / "config.json").string();
   bool looks_like_path = name_or_path.find('/') != std::string::npos ||
                          (name_or_path.size() > 5 && name_or_path.ends_with(".json"));
-  if (fs::is_regular_file(name_or_path, ec) || looks_like_path) {
+  if (fs::is_regular_file(name_or_path, ec)) return name_or_path;
+  if (looks_like_path) {
     // Something that is there but not a regular file (a directory, a FIFO) goes on
     // to read_json_file, which says what it is (and does not block on a FIFO).
-    if (!fs::exists(name_or_path, ec)) throw InputError(name_or_path + ": no such file");
-    return name_or_path;
+    if (fs::exists(name_or_path, ec)) return name_or_path;
+    // llama-7b.json typed for the catalog's llama-7b.
+    const std::string stem = fs::path(name_or_path).stem().string();
+    const bool in_catalog = name_or_path.find('/') == std::string::npos &&
+                            std::find(names.begin(), names.end(), stem) != names.end();
+    throw InputError(name_or_path + ": no such file" +
+                     (in_catalog ? " (the catalog's " + singular + " is " + flag + " " + stem + ")" : std::string()));
   }
   fs::path candidate = fs::path(data_dir()) / kind / (name_or_path + ".json");
   if (fs::is_regular_file(candidate, ec)) return candidate.string();
+  if (fs::exists(name_or_path, ec)) return name_or_path;  // a bare directory's name: the reader says what it is
   std::string known;
-  for (const auto& n : catalog_names(kind)) known += (known.empty() ? "" : ", ") + n;
-  std::string singular = kind.substr(0, kind.size() - 1);
-  throw InputError("--" + (singular == "cluster" ? std::string("cluster") : std::string("model")) + " " +
-                   name_or_path + ": not a file and not a catalog " + singular + " (catalog: " +
+  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+  std::string near;
+  if (const std::string n = nearest_name(name_or_path, names); !n.empty()) near = " (did you mean " + n + "?)";
+  throw InputError(flag + " " + name_or_path + ": not a file and not a catalog " + singular + near + " (catalog: " +
                    (known.empty() ? "empty; is ZTUNE_DATA_DIR right?" : known) + ")");
 }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ztune/vocab/json_reader.hpp"
+#include "ztune/vocab/text.hpp"
 
 namespace ztune {
 
@@ -132,7 +133,8 @@ ModelType model_type_of(const nlohmann::json& doc, const std::string& file) {
         {"GPT2LMHeadModel", "gpt2"},        {"GPT2Model", "gpt2"},          {"GPTNeoXForCausalLM", "gpt_neox"},
         {"GPTNeoXModel", "gpt_neox"},       {"LlamaForCausalLM", "llama"},  {"LlamaModel", "llama"},
         {"MistralForCausalLM", "mistral"},  {"MistralModel", "mistral"},    {"Qwen2ForCausalLM", "qwen2"},
-        {"Qwen2Model", "qwen2"},            {"MPTForCausalLM", "mpt"},      {"MptForCausalLM", "mpt"},
+        {"Qwen2Model", "qwen2"},            {"Phi3ForCausalLM", "phi3"},    {"Phi3Model", "phi3"},
+        {"MPTForCausalLM", "mpt"},      {"MptForCausalLM", "mpt"},
         {"MPTModel", "mpt"},                {"MptModel", "mpt"}};
     for (const auto& c : kClasses)
       if (arch == c.name) return {c.family, path};
@@ -162,7 +164,32 @@ HfKeys hf_keys_of(const std::string& type) {
   if (type == "gpt2") return {"n_embd", "n_head", "n_head"};
   if (type == "mpt") return {"d_model", "n_heads", "attn_config.kv_n_heads"};
   if (type == "gpt_neox") return {"hidden_size", "num_attention_heads", "num_attention_heads"};
-  return {"hidden_size", "num_attention_heads", "num_key_value_heads"};  // llama, mistral, qwen2
+  return {"hidden_size", "num_attention_heads", "num_key_value_heads"};  // llama, mistral, qwen2, phi3
+}
+
+// Mixture-of-experts: ztune models dense transformers, whose every token runs
+// every weight. An MoE config's family, or an expert count above 1 in a dense
+// family's config (a Llama with num_local_experts: 8 would be planned as a
+// dense model about 1/6 of its size), is refused with that reason.
+void refuse_mixture_of_experts(const nlohmann::json& doc, const ModelType& type, const std::string& file) {
+  static constexpr const char* kMoeFamilies[] = {"mixtral",  "qwen2_moe", "qwen3_moe",   "deepseek_v2", "deepseek_v3",
+                                                 "dbrx",     "olmoe",     "phimoe",      "granitemoe",  "jamba",
+                                                 "jetmoe",   "arctic",    "switch_transformers"};
+  const std::string lower = ascii_lower(type.name);  // also an architectures[0] class name
+  bool moe = lower.find("moe") != std::string::npos || lower.starts_with("mixtral");
+  for (const char* f : kMoeFamilies) moe = moe || type.name == f;
+  if (moe)
+    throw InputError(file + ": " + type.path + ": \"" + type.name +
+                       "\" is a mixture-of-experts family; ztune models dense decoder-only transformers (no experts, "
+                       "no expert parallelism), so it cannot plan this model");
+  for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"}) {
+    auto it = doc.find(key);
+    if (it == doc.end() || it->is_null()) continue;
+    if (!it->is_number() || it->get<double>() > 1)
+      throw InputError(file + ": $." + key + ": expected no experts (absent, null or 1): ztune models dense "
+                       "transformers, and a mixture-of-experts model's weights and compute per token are not a dense "
+                       "one's; got " + describe_json(*it));
+  }
 }
 
 }  // namespace
@@ -177,6 +204,7 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
   HfReader r{doc, file};
   const ModelType model_type = model_type_of(doc, file);
   const std::string& type = model_type.name;
+  refuse_mixture_of_experts(doc, model_type, file);
   Transformer t;
   // A checkpoint's folder names the model (meta-llama/Llama-2-7b-hf/config.json):
   // the folder's own name when the file is config.json, else the file's stem
@@ -250,7 +278,9 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.seq_len = r.integer_or("max_position_embeddings", 2048);
     t.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
     t.dropout = std::max(r.probability_or("hidden_dropout", 0.0), r.probability_or("attention_dropout", 0.0));
-  } else if (type == "llama" || type == "mistral" || type == "qwen2") {
+  } else if (type == "llama" || type == "mistral" || type == "qwen2" || type == "phi3") {
+    // Phi-3 (Phi3Config) is Llama's shape with Q/K/V and the MLP's two input
+    // projections stored fused (qkv_proj, gate_up_proj): the same weights.
     t.layers = r.integer("num_hidden_layers");
     t.hidden = r.integer("hidden_size");
     t.heads = r.integer("num_attention_heads");
@@ -260,8 +290,8 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.ffn_hidden = r.integer("intermediate_size");
     t.activation = Activation::swiglu;
     t.norm = NormKind::rmsnorm;
-    // LlamaConfig's and MistralConfig's default is Llama 1's 1e-6 (Llama 2/3 configs say 1e-5).
-    t.norm_eps = r.epsilon_or("rms_norm_eps", 1e-6);
+    // LlamaConfig's and MistralConfig's default is Llama 1's 1e-6 (Llama 2/3 configs say 1e-5); Phi3Config's 1e-5.
+    t.norm_eps = r.epsilon_or("rms_norm_eps", type == "phi3" ? 1e-5 : 1e-6);
     t.position = PositionEmbedding::rotary;
     t.rope_theta = r.positive_or("rope_theta", kRoformerRopeTheta);
     t.rotary_fraction = r.share_or("partial_rotary_factor", 1.0);
@@ -286,7 +316,10 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
       throw InputError(file + ": $.head_dim: expected hidden_size / num_attention_heads = " +
                        std::to_string(t.hidden / t.heads) + " (ztune derives the head size), got " +
                        std::to_string(r.integer("head_dim")));
-    t.dropout = r.probability_or("attention_dropout", 0.0);  // no hidden dropout in these families
+    // No hidden dropout in Llama, Mistral or Qwen2; Phi3Config has resid_pdrop and embd_pdrop (0 by default).
+    t.dropout = r.probability_or("attention_dropout", 0.0);
+    if (type == "phi3")
+      t.dropout = std::max({t.dropout, r.probability_or("resid_pdrop", 0.0), r.probability_or("embd_pdrop", 0.0)});
   } else if (type == "mpt") {
     t.layers = r.integer("n_layers");
     t.hidden = r.integer("d_model");
@@ -335,7 +368,7 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.dropout = std::max({r.probability_or("resid_pdrop", 0.0), r.probability_or("emb_pdrop", 0.0), attn});
   } else {
     throw InputError(file + ": " + model_type.path + ": expected a Hugging Face family ztune imports "
-                     "(gpt2, gpt_neox, llama, mistral, qwen2, mpt), got \"" + type + "\"");
+                     "(gpt2, gpt_neox, llama, mistral, qwen2, phi3, mpt), got \"" + type + "\"");
   }
   // A learned position table is the config's (n_positions, max_seq_len rows),
   // whatever length trains: shorter sequences keep every row, longer ones
@@ -350,7 +383,7 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
   if (seq_len > 0) t.seq_len = seq_len;
   t.seq_len_is_position_limit = seq_len <= 0;
   // Sliding-window attention: each token sees itself and the window − 1
-  // before it. Mistral: every layer (sliding_window, null for none). Qwen2:
+  // before it. Mistral and Phi-3: every layer (sliding_window, null for none). Qwen2:
   // with use_sliding_window, the layers from max_window_layers on; ztune's
   // model has one window for all layers, so a split is refused.
   // Absent keys take the config classes' defaults: MistralConfig's and
@@ -358,6 +391,8 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
   // explicit null is no window.
   if (type == "mistral") {
     t.attention_window = doc.contains("sliding_window") ? r.integer_or("sliding_window", 0) : 4096;
+  } else if (type == "phi3") {
+    t.attention_window = r.integer_or("sliding_window", 0);  // Phi3Config's default: none (Phi-3-mini-4k says 2047)
   } else if (type == "qwen2" && r.boolean_or("use_sliding_window", false)) {
     const int window = doc.contains("sliding_window") ? r.integer_or("sliding_window", 0) : 4096;
     const int from = r.nonnegative_or("max_window_layers", 28);

@@ -1,5 +1,5 @@
 #pragma once
-// Import of Hugging Face `config.json` files (GPT-2, GPT-NeoX, Llama, Mistral, Qwen2, MPT).
+// Import of Hugging Face `config.json` files (GPT-2, GPT-NeoX, Llama, Mistral, Qwen2, Phi-3, MPT).
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>

@@ -119,7 +119,7 @@ struct Transformer {
 Transformer transformer_from_json(const nlohmann::json& doc, const std::string& file);
 nlohmann::json transformer_to_json(const Transformer& t);
 /// A catalog name (data/models/NAME.json), a ztune model file, or a Hugging Face
-/// config.json (GPT-2, GPT-NeoX, Llama, Mistral, Qwen2, MPT). `seq_len` > 0 overrides the sequence length.
+/// config.json (GPT-2, GPT-NeoX, Llama, Mistral, Qwen2, Phi-3, MPT). `seq_len` > 0 overrides the sequence length.
 Transformer load_transformer(const std::string& name_or_path, int seq_len = 0);
 /// Checks the shape's internal consistency (heads divide hidden, ...). Throws InputError.
 void validate_transformer(const Transformer& t, const std::string& file);
