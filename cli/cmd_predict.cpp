@@ -221,6 +221,8 @@ nlohmann::json prediction_json(const PredictInputs& in, const Prediction& pr, in
   for (std::size_t i = 0; i < kTimePartNames.size(); ++i) breakdown[kTimePartNames[i]] = tp.parts[i];
   return {{"plan", in.plan.summary()},
           {"model", in.model.name},
+          {"model_params", in.model.total_params()},
+          {"seq_len", in.model.seq_len},
           {"cluster", in.cluster.name},
           {"profile", in.profile.name},
           {"engine", in.profile.engine.name},

@@ -42,6 +42,12 @@ TEST_CASE("predict --json has every key of the contract and its parts sum", "[cl
   CHECK(parts == Approx(t.at("iteration_s").get<double>()));
   CHECK(t.at("breakdown_s").contains("tp_comm"));
   CHECK(t.at("breakdown_s").contains("bubble"));
+  // The model's size: GPT-2's layout (Radford et al. 2019; biases, LayerNorm, learned
+  // positions, tied head) has L·(12h² + 13h) + V·h + s·h + 2h parameters.
+  const double l = 125, h = 8192, v = 50257, s = 1024;
+  CHECK(j.at("model") == "100b");
+  CHECK(j.at("model_params").get<double>() == l * (12 * h * h + 13 * h) + v * h + s * h + 2 * h);
+  CHECK(j.at("seq_len") == 1024);
 }
 
 TEST_CASE("predict prints readable tables", "[cli][predict]") {

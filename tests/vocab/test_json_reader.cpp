@@ -12,6 +12,9 @@ TEST_CASE("malformed JSON names the file, line and column", "[json]") {
   // The lexer stops at a NUL: zeros after the value (a padded file) were never read.
   REQUIRE_THROWS_WITH(ztune::parse_json_text(std::string("{\"a\": 1}\n\0\0\0", 12), "x.json"),
                       "x.json:2:1: a NUL byte; JSON text has none (a binary file, or one padded with zeros)");
+  // A garbage byte is quoted as \xNN, not written raw to the user's terminal.
+  REQUIRE_THROWS_WITH(ztune::parse_json_text("{\"name\": \"llama-\xff\x01\"}", "x.json"),
+                      Contains("last read: '\"llama-\\xff'") && !Contains("\xff"));
 }
 
 TEST_CASE("typed reads name the path and what was expected", "[json]") {

@@ -94,7 +94,10 @@ TEST_CASE("attention_window: optional, round-trips, counted by hand, and checked
   REQUIRE(doc.contains("attention_window"));
   CHECK(ztune::transformer_from_json(doc, "m.json").attention_window == 3);
   CHECK(ztune::transformer_from_json(doc, "m.json").total_params() == t.total_params());  // no parameters
-  doc["attention_window"] = 0;
+  doc["attention_window"] = 0;  // what absent means, written out: the whole causal prefix
+  CHECK(ztune::transformer_from_json(doc, "m.json").attention_window == 0);
+  CHECK(ztune::transformer_from_json(doc, "m.json").attended_fraction() == 1.0);
+  doc["attention_window"] = -1;
   REQUIRE_THROWS_WITH(ztune::transformer_from_json(doc, "m.json"), StartsWith("m.json: $.attention_window: expected"));
 }
 

@@ -19,9 +19,26 @@ namespace {
 
 using nlohmann::json;
 
-/// At most `n` bytes of `s`, with "..." when cut (for quoting tokens in messages).
+/// At most `n` bytes of `s`, with "..." when cut (for quoting tokens in messages;
+/// not cut inside a UTF-8 character). Control bytes, and where the text is not
+/// valid UTF-8 every byte above 0x7f, are written as \xNN: a garbage file's
+/// bytes are not echoed raw into the user's terminal.
 std::string bounded(const std::string& s, std::size_t n = 60) {
-  return s.size() <= n ? s : s.substr(0, n) + "...";
+  while (n > 0 && n < s.size() && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  const std::string cut = s.size() <= n ? s : s.substr(0, n);
+  const bool utf8 = invalid_utf8_offset(cut) == std::string_view::npos;
+  std::string out;
+  for (const char ch : cut) {
+    const auto b = static_cast<unsigned char>(ch);
+    if (b < 0x20 || b == 0x7f || (b >= 0x80 && !utf8)) {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", b);
+      out += hex;
+    } else {
+      out += ch;
+    }
+  }
+  return s.size() <= n ? out : out + "...";
 }
 
 /// line:column of the character before the 1-based byte position `byte`, which is

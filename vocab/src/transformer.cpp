@@ -76,7 +76,7 @@ void validate_transformer(const Transformer& t, const std::string& file) {
                             std::to_string(t.heads));
   if (t.rotary_fraction > 1)
     throw fail("rotary_fraction", "expected a share of the head's channels in (0, 1], got " +
-                                      std::to_string(t.rotary_fraction));
+                                      nlohmann::json(t.rotary_fraction).dump());
   if (t.kv_heads > t.heads || t.heads % t.kv_heads != 0)
     throw fail("kv_heads", "expected a divisor of heads (" + std::to_string(t.heads) + "), got " +
                                std::to_string(t.kv_heads));
@@ -119,7 +119,8 @@ Transformer transformer_from_json(const nlohmann::json& doc, const std::string& 
   if (auto pr = r.optional_boolean("parallel_residual")) t.parallel_residual = *pr;
   t.bias = r.boolean("bias");
   if (auto qb = r.optional_boolean("qkv_bias")) t.qkv_bias = *qb;
-  if (auto w = r.optional_integer("attention_window", 1, 1 << 24)) t.attention_window = static_cast<int>(*w);
+  // 0 is what the field means when absent (the whole causal prefix), so a file may say it too.
+  if (auto w = r.optional_integer("attention_window", 0, 1 << 24)) t.attention_window = static_cast<int>(*w);
   t.vocab = static_cast<int>(r.integer("vocab", 1, kMaxVocab));
   t.seq_len = static_cast<int>(r.integer("seq_len", 1, kMaxSeqLen));
   t.tied_embeddings = r.boolean("tied_embeddings");
