@@ -1,7 +1,7 @@
 // Data parallelism, ZeRO, the optimizer step and offload copies: the
 // per-iteration costs outside the transformer layer (op_costs.hpp's last
-// section). Split from op_costs.cpp, which keeps the kernels, collectives
-// and the layer.
+// section). Split from op_costs.cpp, which keeps the kernels and the layer
+// (collectives: collective_costs.cpp; FP8: fp8_costs.cpp).
 #include <algorithm>
 #include <cmath>
 

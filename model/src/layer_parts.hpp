@@ -20,6 +20,15 @@ struct LayerShape {
 };
 [[nodiscard]] LayerShape shape_of(const Transformer& m, const Plan& p);
 
+/// The HBM bandwidth a kernel achieves: the datasheet's at the profile's efficiency.
+[[nodiscard]] inline double achieved_hbm(const GpuSpec& gpu, const HardwareProfile& hw) {
+  return gpu.hbm_bandwidth_gbps * 1e9 * hw.memory_bandwidth_efficiency;
+}
+/// A linear layer's backward GEMMs from its forward m×k·k×n: the input's
+/// gradient (m×n·n×k) and the weight's (k×m·m×n).
+[[nodiscard]] inline GemmShape dgrad_of(const GemmShape& g) { return {g.m, g.k, g.n, g.batch}; }
+[[nodiscard]] inline GemmShape wgrad_of(const GemmShape& g) { return {g.k, g.n, g.m, g.batch}; }
+
 // Forward, dgrad and wgrad of one linear layer share their FLOPs but not their
 // output's shape (m×n, m×k, k×n): three efficiencies, three rooflines.
 struct LinearTimes {
@@ -27,7 +36,7 @@ struct LinearTimes {
 };
 [[nodiscard]] LinearTimes linear_times(const GemmShape& g, Precision p, const GpuSpec& gpu, const HardwareProfile& hw);
 /// The same GEMMs with FP8 inputs (plan.fp8): at the GPU's FP8 peak, 1-byte
-/// inputs and `out`-typed outputs (fp8_linear_times in op_costs.cpp says how
+/// inputs and `out`-typed outputs (fp8_linear_times in fp8_costs.cpp says how
 /// its efficiency is read).
 [[nodiscard]] LinearTimes fp8_linear_times(const GemmShape& g, Precision out, const GpuSpec& gpu,
                                            const HardwareProfile& hw);

@@ -22,13 +22,13 @@ Precision attention_precision(const Plan& p, const EngineProfile& e) {
   return e.executor && (p.cp > 1 || p.ulysses > 1) ? Precision::fp32 : p.precision;
 }
 
+// The kernels' times and the transformer layer's and the edges' costs
+// (collectives: collective_costs.cpp; FP8 GEMMs and casts: fp8_costs.cpp;
+// data parallelism, ZeRO and the optimizer: dp_sync_costs.cpp).
+
 // ---------------------------------------------------------------- kernels
 
 namespace {
-
-double achieved_hbm(const GpuSpec& gpu, const HardwareProfile& hw) {
-  return gpu.hbm_bandwidth_gbps * 1e9 * hw.memory_bandwidth_efficiency;
-}
 
 // Roofline of one kernel call: bound by the slower of its FLOPs (at `eff` of
 // the peak) and its HBM traffic, plus one launch.
@@ -72,68 +72,6 @@ double memory_bound_time(double bytes, const GpuSpec& gpu, const HardwareProfile
   return bytes / achieved_hbm(gpu, hw) + kernels * hw.kernel_launch_s;
 }
 
-// ---------------------------------------------------------------- collectives
-
-namespace {
-
-// The busbw efficiency of each level: the cluster file's measured one, else the profile's.
-double intra_efficiency(const Cluster& c, const HardwareProfile& hw) {
-  return c.intra_node.collective_efficiency.value_or(hw.intra_node.busbw_efficiency);
-}
-double inter_efficiency(const Cluster& c, const HardwareProfile& hw) {
-  return c.inter_node.collective_efficiency.value_or(hw.inter_node.busbw_efficiency);
-}
-
-}  // namespace
-
-double group_link_figure(const GroupPlacement& g, const Cluster& c) {
-  if (!g.crosses_nodes()) return c.intra_node.bandwidth_gbps * 1e9;
-  // The node's NICs are shared by the gpus/per_node groups that communicate at
-  // once; this group gets per_node GPUs' worth of them (rail-optimised rings).
-  return c.inter_node_gbps_per_gpu() * 1e9 * g.per_node;
-}
-
-double group_bus_bandwidth(const GroupPlacement& g, const Cluster& c, const HardwareProfile& hw) {
-  const double intra = c.intra_node.bandwidth_gbps * 1e9 * intra_efficiency(c, hw);
-  if (!g.crosses_nodes()) return intra;
-  const double inter = group_link_figure(g, c) * inter_efficiency(c, hw);
-  return g.per_node > 1 ? std::min(intra, inter) : inter;
-}
-
-double level_latency(bool inter_node, const Cluster& c, const HardwareProfile& hw) {
-  if (inter_node) return c.inter_node.latency_us * 1e-6 + hw.inter_node.latency_s;
-  return c.intra_node.latency_us * 1e-6 + hw.intra_node.latency_s;
-}
-
-double collective_time(Collective k, double bytes, const GroupPlacement& g, const Cluster& c,
-                       const HardwareProfile& hw, CollectiveAlgo algo) {
-  const int n = g.size;
-  if (n <= 1 && k != Collective::send && k != Collective::recv) return 0;
-  if (bytes <= 0) return 0;
-  const double bw_term = bytes * bus_factor(k, n) / group_bus_bandwidth(g, c, hw);
-  const double base = (g.crosses_nodes() ? hw.inter_node : hw.intra_node).base_latency_s;
-  return base + latency_time(k, g, c, hw, algo) + bw_term;
-}
-
-double latency_time(Collective k, const GroupPlacement& g, const Cluster& c, const HardwareProfile& hw,
-                    CollectiveAlgo algo) {
-  const double intra = level_latency(false, c, hw);
-  const double inter = level_latency(true, c, hw);
-  auto cost = [&](CollectiveAlgo a) {
-    const LatencySteps st = latency_steps(k, g, a, c.device_kind);
-    return st.intra * intra + st.inter * inter;
-  };
-  if (k != Collective::all_reduce || algo == CollectiveAlgo::ring) return cost(CollectiveAlgo::ring);
-  if (algo == CollectiveAlgo::tree) return cost(CollectiveAlgo::tree);
-  return std::min(cost(CollectiveAlgo::ring), cost(CollectiveAlgo::tree));
-}
-
-double p2p_time(double bytes, bool crosses_nodes, const Cluster& c, const HardwareProfile& hw) {
-  if (bytes <= 0) return 0;
-  GroupPlacement g{2, crosses_nodes ? 1 : 2};
-  return collective_time(Collective::send, bytes, g, c, hw);
-}
-
 // ---------------------------------------------------------------- transformer layer
 
 LayerShape shape_of(const Transformer& m, const Plan& p) {
@@ -157,11 +95,6 @@ LayerShape shape_of(const Transformer& m, const Plan& p) {
 
 // Backward of C = A·B (A activations m×k, B weights k×n): dA = dC·Bᵀ (m×k, inner n)
 // and dB = Aᵀ·dC (k×n, inner m); each has the forward's FLOPs.
-namespace {
-GemmShape dgrad_of(const GemmShape& g) { return {g.m, g.k, g.n, g.batch}; }
-GemmShape wgrad_of(const GemmShape& g) { return {g.k, g.n, g.m, g.batch}; }
-}  // namespace
-
 LinearTimes linear_times(const GemmShape& g, Precision p, const GpuSpec& gpu, const HardwareProfile& hw) {
   LinearTimes t;
   const double flops = g.flops();
@@ -180,116 +113,8 @@ LinearTimes linear_times(const GemmShape& g, Precision p, const GpuSpec& gpu, co
   return t;
 }
 
-LinearTimes fp8_linear_times(const GemmShape& g, Precision out, const GpuSpec& gpu, const HardwareProfile& hw) {
-  LinearTimes t;
-  const double flops = g.flops();
-  const double peak = gpu.peak_tflops_fp8 * 1e12;
-  if (flops <= 0 || peak <= 0) return t;
-  // The 16-bit table read where a 16-bit GEMM runs as long: its fall-off with
-  // size is fixed costs (launch, tail, waves) against run time, and an FP8
-  // GEMM of F FLOPs runs as long as a 16-bit one of F·peak16/peak8 at the same
-  // efficiency. No FP8 run is in data/validation to fit its own table.
-  const double full_wave = hw.gemm_efficiency_at(flops * gpu.peak_flops(out) / peak);
-  auto time_of = [&](const GemmShape& s) {
-    const double eff = full_wave * hw.gemm_waves.utilization(s.m, s.n, s.k, s.batch);
-    const double bytes = (s.m * s.k + s.k * s.n) * s.batch + s.m * s.n * s.batch * bytes_of(out);  // 1-byte inputs
-    return std::max(flops / (peak * eff), bytes / achieved_hbm(gpu, hw)) + hw.kernel_launch_s;
-  };
-  t.fwd = time_of(g);
-  t.dgrad = time_of(dgrad_of(g));
-  t.wgrad = time_of(wgrad_of(g));
-  return t;
-}
-
-Fp8CastTraffic fp8_cast_traffic(const Plan& p, const LinearGemms& g, Fp8Library lib) {
-  Fp8CastTraffic f;
-  if (p.fp8 == Fp8Recipe::none || lib == Fp8Library::none) return f;
-  const double eb = bytes_of(storage_precision(p));
-  auto input = [](const GemmShape& s) { return s.m * s.k * s.batch; };        // activation in
-  auto grad_out = [](const GemmShape& s) { return s.m * s.n * s.batch; };     // its output's gradient
-  const double inputs = input(g.qkv) + input(g.proj) + input(g.fc1) + input(g.fc2);
-  const double grads = grad_out(g.qkv) + grad_out(g.proj) + grad_out(g.fc1) + grad_out(g.fc2);
-  // Current scaling reads each tensor once more for its amax before the cast.
-  const bool current = p.fp8 == Fp8Recipe::tensorwise;
-  if (lib == Fp8Library::transformer_engine) {
-    // Transformer Engine 1.x modules as Megatron-Core's layer spec composes
-    // them (gpt_layer_specs: TELayerNormColumnParallelLinear for QKV and FC1,
-    // TERowParallelLinear for the projection and FC2, Megatron's own
-    // activation between FC1 and FC2). The norms write QKV's and FC1's
-    // inputs in FP8 (no pass of their own); a TE Linear casts and
-    // transposes its 16-bit input in one kernel (linear.py
-    // fp8_cast_transpose_fused: read eb, write 2): the projection's, the
-    // attention output, and FC2's, the activation's output. Backward: every
-    // output gradient arrives in 16 bits and is cast and transposed (eb + 2),
-    // and the FP8 inputs the norms wrote are transposed for wgrad
-    // (fp8_transpose: 1 + 1 bytes). The weights' casts run once a step
-    // (fp8_weight_cast_bytes).
-    f.fwd_bytes = (eb + 2.0) * (input(g.proj) + input(g.fc2));
-    f.fwd_kernels = 2;
-    f.bwd_bytes = (eb + 2.0) * grads + 2.0 * (input(g.qkv) + input(g.fc1));
-    f.bwd_kernels = 6;
-  } else {
-    // torchao's Float8Linear: each input and weight cast to FP8 in forward
-    // (read eb, write 1); backward casts the output gradient both ways for
-    // dgrad and wgrad (read eb, write 2), and casts the saved 16-bit input
-    // and the weight again, transposed (eb + 1 each).
-    const double weights = linear_weight_elements(g);
-    f.fwd_bytes = (eb + 1.0) * (inputs + weights);
-    f.fwd_kernels = 8;
-    f.bwd_bytes = (eb + 2.0) * grads + (eb + 1.0) * (inputs + weights);
-    f.bwd_kernels = 12;
-    if (current) {
-      f.fwd_bytes += eb * (inputs + weights);
-      f.bwd_bytes += eb * (grads + inputs + weights);
-      f.fwd_kernels += 8;
-      f.bwd_kernels += 12;
-    }
-    return f;
-  }
-  if (current) {
-    f.fwd_bytes += eb * inputs;
-    f.bwd_bytes += eb * grads;
-    f.fwd_kernels += 4;
-    f.bwd_kernels += 4;
-  }
-  return f;
-}
-
 double linear_weight_elements(const LinearGemms& g) {
   return g.qkv.k * g.qkv.n + g.proj.k * g.proj.n + g.fc1.k * g.fc1.n + g.fc2.k * g.fc2.n;
-}
-
-namespace {
-// The linear weights on one rank of the stage with the most layers.
-double most_layers_linear_weights(const Transformer& m, const Plan& p) {
-  return linear_weight_elements(layer_linear_gemms(m, p)) * max_stage_layers(p, m.layers);
-}
-}  // namespace
-
-double param_gather_bytes_per_param(const Transformer& m, const Plan& p) {
-  // One mix for the plan (the simulator applies it to every stage): the
-  // parameters of stage_params' largest stage against the linear weights of
-  // the stage with the most layers. With uneven stages these can be two
-  // stages: at most one layer's weights apart.
-  const double eb = bytes_of(storage_precision(p));
-  if (!p.fp8_param_gather) return eb;
-  const double params = stage_params(m, p);
-  const double linear = std::min(params, most_layers_linear_weights(m, p));
-  return params > 0 ? (eb * (params - linear) + linear) / params : eb;
-}
-
-double fp8_weight_cast_bytes(const Transformer& m, const Plan& p, Fp8Library lib) {
-  if (p.fp8 == Fp8Recipe::none || lib != Fp8Library::transformer_engine) return 0;
-  // Transformer Engine refreshes each weight's FP8 copy and its transpose at
-  // the step's first micro-batch (is_first_microbatch, one fused
-  // cast-transpose: read eb, write 2), on the most loaded stage's layers;
-  // current scaling reads the weight once more for its amax. With FP8
-  // parameters (fp8_param_gather) the optimizer writes the FP8 weights
-  // itself: the transpose alone is refreshed (read 1, write 1).
-  const double weights = most_layers_linear_weights(m, p);
-  if (p.fp8_param_gather) return 2.0 * weights;
-  const double eb = bytes_of(storage_precision(p));
-  return (eb + 2.0 + (p.fp8 == Fp8Recipe::tensorwise ? eb : 0.0)) * weights;
 }
 
 // Ring attention of context parallelism (cp > 1): sets lc's forward attention

@@ -50,7 +50,7 @@ inline constexpr const char* kCrossEntropyNames[] = {"fused", "megatron_fp32", "
 
 /// The library an engine runs FP8 linear layers with (plan.fp8). What it
 /// keeps differs, not what it computes: every library runs the same FP8
-/// GEMMs (op_costs.cpp fp8_cast_traffic says what each casts).
+/// GEMMs (fp8_costs.cpp fp8_cast_traffic says what each casts).
 enum class Fp8Library : unsigned char {
   none,                // no FP8 path (Megatron-DeepSpeed, ztune's executor)
   /// NVIDIA Transformer Engine (Megatron-Core's TE modules): each linear
