@@ -122,9 +122,13 @@ struct Context {
     }
     return it->second;
   }
-  // The memory model's GPU bytes (the most loaded stage, the engine's state
-  // accounting) over the GPU's capacity: a published run ran, so above 1 the
-  // memory model or ztune's reading of the row is wrong.
+  // The memory model's GPU bytes (the most loaded stage, the model states
+  // counted as the ZeRO paper counts them: MemoryOptions' default, not the
+  // engine's accounting) over the GPU's capacity: a published run ran, so above
+  // 1 the memory model or ztune's reading of the row is wrong. (Under the
+  // megatron accounting four NeMo Llama 3.1 runs, read with fp32 gradient
+  // reduction, come out at 102-110 %: Apex's DistributedFusedAdam keeps no
+  // whole fp32 gradient buffer, which one gradient dtype cannot say.)
   double memory_fraction(const Transformer& m, const Plan& p, const Cluster& c, const std::string& engine) {
     const MemoryPrediction mp = predict_memory(m, p, c, profile(c, engine));
     return mp.gpu_capacity_bytes > 0 ? mp.gpu_total_bytes / mp.gpu_capacity_bytes : 0;
