@@ -463,8 +463,12 @@ void engine_lines(const Transformer& m, const Plan& p, const HardwareProfile& hw
   sm.gpu[idx(MemLine::workspace)] = kCublasWorkspaceBytes + 2.0 * std::max(scores, fc1);
   sm.gpu[idx(MemLine::workspace)] += fp8_weight_copy_bytes(m, p, hw.engine.fp8, layers);
 
-  // Logits: 16-bit logits + their fp32 copy in the vocab-parallel cross entropy.
-  if (last) sm.gpu[idx(MemLine::logits)] = s_local * m.head_token_fraction * p.micro_batch * m.vocab / t * (eb + 4.0);
+  // Logits: what the engine's loss holds at its peak (op_costs.hpp
+  // cross_entropy_cost: the 16-bit logits and an fp32 copy in Megatron's
+  // vocab-parallel cross entropy; three fp32 tensors in PyTorch's).
+  if (last)
+    sm.gpu[idx(MemLine::logits)] = s_local * m.head_token_fraction * p.micro_batch * m.vocab / t *
+                                   cross_entropy_cost(hw.engine.cross_entropy, eb).peak_bytes;
   // The layer a whole-layer recomputation re-materialises and the logits are
   // never live together where each micro-batch's backward follows its own
   // forward (1F1B, or no pipeline): the loss's backward frees the logits and

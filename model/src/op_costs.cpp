@@ -606,16 +606,7 @@ LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, cons
   return lc;
 }
 
-namespace {
-
-// The loss's memory-bound passes over the logits (per logit element, the
-// logits stored in `eb` bytes) and their kernels, as each engine's code runs
-// them (EngineProfile::cross_entropy).
-struct CrossEntropyTraffic {
-  double fwd_bytes = 0, bwd_bytes = 0;
-  int fwd_kernels = 0, bwd_kernels = 0;
-};
-CrossEntropyTraffic cross_entropy_traffic(CrossEntropyKernels k, double eb) {
+CrossEntropyCost cross_entropy_cost(CrossEntropyKernels k, double eb) {
   switch (k) {
     case CrossEntropyKernels::megatron_fp32:
       // Megatron's gpt_model post_language_model_processing calls
@@ -624,14 +615,16 @@ CrossEntropyTraffic cross_entropy_traffic(CrossEntropyKernels k, double eb) {
       // row max (4), the max subtracted (4 + 4), exp (4 + 4), the row sum (4),
       // the division into the softmax it saves (4 + 4); backward, the softmax
       // times the loss gradient in place (4 + 4) and the cast back (4 + eb).
-      return {eb + 36.0, 12.0 + eb, 6, 2};
+      // Live at once: the logits and the fp32 buffer every step works in place.
+      return {eb + 36.0, 12.0 + eb, 6, 2, eb + 4.0};
     case CrossEntropyKernels::megatron_fused:
       // Megatron-Core's fused_vocab_parallel_cross_entropy
       // (fusions/fused_cross_entropy.py, jit_fuser = torch.compile): the
       // cast fused into the row max (eb read, 4 written), exp and the row sum
       // in place (4 + 4), the division into the saved softmax (4 + 4);
       // backward, the scatter, multiply and cast in one graph (4 + 4 + eb).
-      return {eb + 20.0, 8.0 + eb, 3, 1};
+      // Live at once: the logits and the saved fp32 softmax.
+      return {eb + 20.0, 8.0 + eb, 3, 1, eb + 4.0};
     case CrossEntropyKernels::torch_fp32:
       // F.cross_entropy(logits.float()) = log_softmax + nll_loss: the cast
       // (eb + 4); cunn_SoftMaxForward reads a vocabulary-long row three times
@@ -639,16 +632,20 @@ CrossEntropyTraffic cross_entropy_traffic(CrossEntropyKernels k, double eb) {
       // backward, nll_loss_backward zero-fills the fp32 gradient (4),
       // log_softmax's backward reads it twice and the output once and writes
       // (16), and the cast back (4 + eb).
-      return {eb + 20.0, eb + 24.0, 3, 4};
+      // Live at once, at the backward's start: the saved fp32 log_softmax,
+      // nll_loss's fp32 gradient and log_softmax's (12; torchtitan deletes
+      // the 16-bit logits before backward). The forward's eb + 8 (the logits,
+      // the fp32 copy, the log_softmax) is less. torchtitan's published peaks
+      // (Llama 3.1 8B, 8 and 128 H100: 82.4 and 67.0 GiB) need these 12.
+      return {eb + 20.0, eb + 24.0, 3, 4, std::max(12.0, eb + 8.0)};
     case CrossEntropyKernels::fused:
       break;
   }
   // Row statistics over the 16-bit logits with fp32 probabilities, then one
-  // gradient pass: eb + 8 in 3 kernels, 4 + eb in 1.
-  return {eb + 8.0, 4.0 + eb, 3, 1};
+  // gradient pass: eb + 8 in 3 kernels, 4 + eb in 1; the logits and one fp32
+  // row of probabilities live.
+  return {eb + 8.0, 4.0 + eb, 3, 1, eb + 4.0};
 }
-
-}  // namespace
 
 void gpu_edge_compute(const EdgeParts& in, EdgeCost& e) {
   const Transformer& m = in.m;
@@ -665,7 +662,7 @@ void gpu_edge_compute(const EdgeParts& in, EdgeCost& e) {
   e.embedding_fwd_s = memory_bound_time((2.0 + pos) * hs * eb, gpu, hw, pos > 0 ? 2 : 1);
   e.embedding_bwd_s = memory_bound_time((2.0 + pos) * hs * eb, gpu, hw, pos > 0 ? 2 : 1);
   // Head: final norm, logits GEMM, the engine's softmax cross entropy.
-  const CrossEntropyTraffic ce = cross_entropy_traffic(hw.engine.cross_entropy, eb);
+  const CrossEntropyCost ce = cross_entropy_cost(hw.engine.cross_entropy, eb);
   e.head_fwd_s = memory_bound_time(2.0 * hs_local * eb, gpu, hw) + t_logits.fwd +
                  memory_bound_time(logit_elems * ce.fwd_bytes, gpu, hw, ce.fwd_kernels);
   e.head_bwd_s = memory_bound_time(4.0 * hs_local * eb, gpu, hw) + t_logits.dgrad + t_logits.wgrad +

@@ -1463,7 +1463,7 @@ TEST_CASE("hybrid sharding's shard group shares the node's link with tensor para
 }
 
 // The loss's passes over the logits, byte for byte from each engine's code
-// (op_costs.cpp cross_entropy_traffic): Megatron's vocab_parallel_cross_entropy
+// (op_costs.cpp cross_entropy_cost): Megatron's vocab_parallel_cross_entropy
 // on output.float() moves 38 bytes a bf16 logit forward (cast 2 + 4, max 4,
 // subtract 8, exp 8, sum 4, divide 8) in six kernels and 14 backward (the
 // in-place multiply 8, the cast back 6) in two; PyTorch's F.cross_entropy on

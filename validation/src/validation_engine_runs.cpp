@@ -400,7 +400,8 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
         ctx.time(m, p, c, spec.engine, compiled_run, stated ? stated->megatron_softmax_rule : std::nullopt, loss)
             .iteration_s;
     vc.predicted = iteration > 0 ? tokens_per_step / iteration / *gpus : 0;
-    vc.memory_fraction = ctx.memory_fraction(m, p, c, spec.engine);
+    vc.memory_fraction =
+        ctx.memory_fraction(m, p, c, spec.engine, compiled_run, stated ? stated->megatron_softmax_rule : std::nullopt, loss);
     vc.tolerance_pct = spec.case_tolerance_pct.value_or(0);
     out.push_back(vc);
   }

@@ -129,8 +129,12 @@ struct Context {
   // megatron accounting four NeMo Llama 3.1 runs, read with fp32 gradient
   // reduction, come out at 102-110 %: Apex's DistributedFusedAdam keeps no
   // whole fp32 gradient buffer, which one gradient dtype cannot say.)
-  double memory_fraction(const Transformer& m, const Plan& p, const Cluster& c, const std::string& engine) {
-    const MemoryPrediction mp = predict_memory(m, p, c, profile(c, engine));
+  // The profile is the one the run's time is priced with (compiled, its
+  // softmax rule, its loss's kernels): the loss's peak memory is the engine's.
+  double memory_fraction(const Transformer& m, const Plan& p, const Cluster& c, const std::string& engine,
+                         bool compiled_run = false, std::optional<bool> softmax_rule = std::nullopt,
+                         std::optional<CrossEntropyKernels> loss = std::nullopt) {
+    const MemoryPrediction mp = predict_memory(m, p, c, profile(c, engine, compiled_run, softmax_rule, loss));
     return mp.gpu_capacity_bytes > 0 ? mp.gpu_total_bytes / mp.gpu_capacity_bytes : 0;
   }
   TimePrediction time(const Transformer& m, const Plan& p, const Cluster& c, const std::string& engine,

@@ -209,6 +209,17 @@ struct LayerCost {
 };
 [[nodiscard]] LayerCost layer_cost(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw);
 
+/// The loss over the logits as each engine's code runs it
+/// (EngineProfile::cross_entropy), per logit element with the logits stored in
+/// `eb` bytes: the memory-bound passes and their kernels each way, and the
+/// bytes live at once at the loss's peak (the logits included).
+struct CrossEntropyCost {
+  double fwd_bytes = 0, bwd_bytes = 0;
+  int fwd_kernels = 0, bwd_kernels = 0;
+  double peak_bytes = 0;
+};
+[[nodiscard]] CrossEntropyCost cross_entropy_cost(CrossEntropyKernels k, double eb);
+
 /// First-stage embedding and last-stage LM head + loss, one micro-batch, one GPU.
 struct EdgeCost {
   double embedding_fwd_s = 0;  // lookup (+ positions), memory-bound

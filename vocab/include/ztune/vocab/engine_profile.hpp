@@ -28,7 +28,7 @@ enum class GatherUnit : unsigned char {
 /// How the engine computes the loss: softmax cross-entropy over the
 /// vocabulary, whose memory-bound passes over every logit are what a small
 /// model's head costs beside its GEMM (model/op_costs.cpp
-/// cross_entropy_traffic prices each).
+/// cross_entropy_cost prices each, time and memory).
 enum class CrossEntropyKernels : unsigned char {
   /// One pass of row statistics over the 16-bit logits and one gradient
   /// pass (ztune's executor's kernels; any engine under a graph compiler).
