@@ -230,6 +230,7 @@ nlohmann::json prediction_json(const PredictInputs& in, const Prediction& pr, in
           {"memory",
            {{"accounting", states_counted_as(in.memory.accounting, storage_precision(in.plan), in.cluster, in.profile)},
             {"gpu", gpu},
+            {"stage", mp.stage},
             {"gpu_usable_bytes", mp.gpu_usable_bytes},
             {"host_bytes", mp.host_bytes_per_node},
             {"host_capacity_bytes", mp.host_capacity_bytes},
@@ -271,6 +272,14 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
               in.cluster.name.c_str(),
               in.cluster.nodes, in.cluster.node.gpus, in.cluster.node.gpu.name.c_str(), profile_line(in.profile).c_str(),
               (in.profile.engine.name + (in.compiled ? " (compiled: torch.compile / XLA fusion)" : "")).c_str());
+  // ztune's executor runs the attention of context parallelism and Ulysses on
+  // fp32 copies (op_costs.hpp attention_precision): say so, or its time next to
+  // another engine's for the same plan is a puzzle (2.5x on llama-70b, cp 2).
+  if (attention_precision(in.plan, in.profile.engine) != in.plan.precision)
+    std::printf("note     ztune's executor runs %s attention on %s copies (data/engines/ztune.json); --engine megatron "
+                "prices Megatron-Core's %s attention\n",
+                in.plan.cp > 1 ? "context-parallel" : "Ulysses", to_string(attention_precision(in.plan, in.profile.engine)).c_str(),
+                to_string(in.plan.precision).c_str());
   const std::string counted =
       states_counted_as(in.memory.accounting, storage_precision(in.plan), in.cluster, in.profile);
   if (counted == "executor")
@@ -339,7 +348,10 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
   if (in.plan.zero3_held_through_step())
     std::printf("ZeRO-3 under the pipeline: each stage gathered once per step and held to its last backward, its "
                 "gradients accumulated whole and reduce-scattered once (FSDP2 under torch.distributed.pipelining)\n\n");
-  std::printf("Memory per GPU (most loaded stage)        GiB\n");
+  if (in.plan.pp > 1)
+    std::printf("Memory per GPU (the most loaded stage: %d, of 0-%d)  GiB\n", mp.stage, in.plan.pp - 1);
+  else
+    std::printf("Memory per GPU (most loaded stage)        GiB\n");
   for (std::size_t i = 0; i < kMemLineNames.size(); ++i)
     std::printf("  %-22s %18.3f\n", kMemLineNames[i], mp.gpu[i] / kGiB);
   const bool headroom = mp.gpu_usable_bytes < mp.gpu_capacity_bytes;

@@ -704,9 +704,13 @@ MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Clust
   // it); a stated partition is checked stage by stage.
   const int last_stage = p.pp - 1;
   StageMemory worst = stage_memory(m, p, c, hw, 0, stage_layer_count(p, m.layers, 0), opt);
+  int worst_stage = 0;
   auto consider = [&](int stage) {
     StageMemory s = stage_memory(m, p, c, hw, stage, stage_layer_count(p, m.layers, stage), opt);
-    if (s.total > worst.total) worst = s;
+    if (s.total > worst.total) {
+      worst = s;
+      worst_stage = stage;
+    }
   };
   if (p.pp > 1) {
     consider(last_stage);
@@ -725,6 +729,7 @@ MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Clust
   }
   mp.gpu = worst.gpu;
   mp.gpu_total_bytes = worst.total;
+  mp.stage = worst_stage;
   mp.gpu_capacity_bytes = c.node.gpu.memory_bytes();
 
   // Host and NVMe per node: every GPU of the node the plan uses holds its own partition.

@@ -956,3 +956,37 @@ TEST_CASE("predict names ZeRO-3 under a pipeline and prices its gathered stage",
                                               "--recompute full --attention flash");
   CHECK_THAT(text.out, Catch::Matchers::Contains("ZeRO-3 under the pipeline: each stage gathered once per step"));
 }
+
+TEST_CASE("predict names the stage its memory lines are of and why ztune's executor prices cp attention in fp32",
+          "[cli][predict]") {
+  // 16 stages of GPT-2 1.5B on 3,072 GPUs (dp 192): 6,144 sequences are 8
+  // micro-batches of 4 per replica, fewer than the 16 the first stage's 1F1B
+  // warm-up can hold, and the last stage (head, logits) is the most loaded;
+  // with twice the batch the first stage holds 16 micro-batches' checkpoints
+  // and is. The lines had jumped 4x with no word of which stage they were.
+  const std::string base =
+      " predict --cluster selene-3072 --model gpt2-1.5b --pp 16 --micro-batch 4 --zero 0 --recompute full"
+      " --attention flash --precision bf16 --json --global-batch ";
+  auto r = run_command(ztune_bin() + base + "6144");
+  REQUIRE(r.exit_code == 0);
+  const auto last = nlohmann::json::parse(r.out);
+  r = run_command(ztune_bin() + base + "12288");
+  REQUIRE(r.exit_code == 0);
+  const auto first = nlohmann::json::parse(r.out);
+  CHECK(last["memory"]["stage"] == 15);
+  CHECK(first["memory"]["stage"] == 0);
+  CHECK(first["memory"]["gpu"]["activations_bytes"].get<double>() >
+        last["memory"]["gpu"]["activations_bytes"].get<double>());
+  r = run_command(ztune_bin() + " predict --cluster selene-3072 --model gpt2-1.5b --pp 16 --micro-batch 4 --zero 0"
+                                " --recompute full --attention flash --precision bf16 --global-batch 6144");
+  CHECK_THAT(r.out, Contains("Memory per GPU (the most loaded stage: 15, of 0-15)"));
+  // cp 2: ztune's executor's attention on fp32 copies, 2.5x the time Megatron's takes.
+  const std::string cp =
+      " predict --cluster dgx-h100x32 --model llama-70b --global-batch 512 --tp 4 --pp 4 --cp 2 --attention flash";
+  r = run_command(ztune_bin() + cp);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("note     ztune's executor runs context-parallel attention on fp32 copies"));
+  r = run_command(ztune_bin() + cp + " --engine megatron");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, !Contains("on fp32 copies"));
+}

@@ -58,6 +58,7 @@ inline constexpr std::array<const char*, static_cast<std::size_t>(TimePart::coun
 struct MemoryPrediction {
   std::array<double, static_cast<std::size_t>(MemLine::count)> gpu{};  // bytes per line
   double gpu_total_bytes = 0;      // sum of gpu lines
+  int stage = 0;                   // the pipeline stage (0-based) the lines are of: the most loaded
   double gpu_capacity_bytes = 0;
   double gpu_usable_bytes = 0;     // capacity less the headroom the user keeps free (MemoryOptions)
   double host_bytes_per_node = 0;  // offloaded states, pinned buffers
