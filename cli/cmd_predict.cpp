@@ -260,6 +260,20 @@ nlohmann::json prediction_json(const PredictInputs& in, const Prediction& pr, in
 // local-cpu-calibrated` reads the user's calibrated profile when there is
 // one, else the catalog's example of that name (calibrated on another
 // machine), and only the file tells them apart.
+// An executor engine runs the attention of context parallelism and Ulysses on
+// fp32 copies (op_costs.hpp attention_precision): said, or its time beside
+// another engine's for the same plan is a puzzle (2.5x on llama-70b, cp 2).
+// The engine named is one that runs the mode (Megatron-Core has no Ulysses).
+std::string attention_copies_note(const PredictInputs& in) {
+  const Precision copies = attention_precision(in.plan, in.profile.engine);
+  if (copies == in.plan.precision) return "";
+  const bool cp = in.plan.cp > 1;
+  return "engine " + in.profile.engine.name + " runs " + (cp ? "context-parallel" : "Ulysses") + " attention on " +
+         to_string(copies) + " copies, not in " + to_string(in.plan.precision) + "; --engine " +
+         (cp ? "megatron prices Megatron-Core's" : "deepspeed prices DeepSpeed-Ulysses'") + " " +
+         to_string(in.plan.precision) + " attention";
+}
+
 std::string profile_line(const HardwareProfile& hw) {
   return hw.file.empty() ? hw.name : hw.name + " (" + hw.file + ")";
 }
@@ -272,14 +286,7 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
               in.cluster.name.c_str(),
               in.cluster.nodes, in.cluster.node.gpus, in.cluster.node.gpu.name.c_str(), profile_line(in.profile).c_str(),
               (in.profile.engine.name + (in.compiled ? " (compiled: torch.compile / XLA fusion)" : "")).c_str());
-  // ztune's executor runs the attention of context parallelism and Ulysses on
-  // fp32 copies (op_costs.hpp attention_precision): say so, or its time next to
-  // another engine's for the same plan is a puzzle (2.5x on llama-70b, cp 2).
-  if (attention_precision(in.plan, in.profile.engine) != in.plan.precision)
-    std::printf("note     ztune's executor runs %s attention on %s copies (data/engines/ztune.json); --engine megatron "
-                "prices Megatron-Core's %s attention\n",
-                in.plan.cp > 1 ? "context-parallel" : "Ulysses", to_string(attention_precision(in.plan, in.profile.engine)).c_str(),
-                to_string(in.plan.precision).c_str());
+  if (const std::string note = attention_copies_note(in); !note.empty()) std::printf("note     %s\n", note.c_str());
   const std::string counted =
       states_counted_as(in.memory.accounting, storage_precision(in.plan), in.cluster, in.profile);
   if (counted == "executor")
@@ -476,6 +483,7 @@ Command add_predict(CLI::App& root) {
               j["time"]["method"] = simulated ? "simulated" : "analytical";
               j["accuracy"] = accuracy_json(accuracy, pr.time.iteration_s, pr.time.tokens_per_s);
               j["accuracy"]["your_runs"] = runs_fit_json(in.profile);
+              if (const std::string note = attention_copies_note(in); !note.empty()) j["time"]["note"] = note;
               if (!accuracy.envelope.empty() || !accuracy.cv.empty())
                 j["accuracy"]["extrapolation"] =
                     extrapolation_json(accuracy, in.model, in.plan);

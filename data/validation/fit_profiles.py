@@ -236,6 +236,10 @@ def derived(state):
     # executor keeps its gradients in the plan's precision and reduces them
     # so unless the plan states fp32 (executor/src/trainer.cpp, issue 24).
     z["gradients"] = {"bf16_reduce": "bf16", "fp16_reduce": "fp16"}
+    # Nor DeepSpeed's overlapped offload copies: the executor's offloaded
+    # states live in pinned host memory and are copied on the compute stream
+    # (executor/cuda cuda_backend.hpp; memcpy in line on CPU ranks).
+    z["overlap"]["offload"] = 0.0
     # And it is the executor (vocab EngineProfile::executor): its own memory
     # lines, every kernel on the stored values, its ring and Ulysses on fp32.
     z["executor"] = True
@@ -246,8 +250,10 @@ def derived(state):
         "values (\"executor\": true: cuBLASLt, cuDNN's fused attention, each memory-bound kernel's bf16/fp16 "
         "instance; context-parallel and Ulysses attention on fp32 copies). Not yet measured on a GPU: until it "
         "is, its host, overlap and fusion figures are the closest engine's, DeepSpeed's (ZeRO stages with reduce "
-        "buckets and bucketed ZeRO-3 gathers, Megatron-style tensor parallelism). CPU clusters use the executor's "
-        "measured figures in data/profiles/cpu.json.")
+        "buckets and bucketed ZeRO-3 gathers, Megatron-style tensor parallelism). Except offload: its offloaded "
+        "states live in pinned host memory and are copied on the compute stream, so the copies do not overlap the "
+        "kernels (executor/cuda cuda_backend.hpp; on CPU ranks they are memcpy in line): overlap.offload 0, not "
+        "DeepSpeed's 0.8. CPU clusters use the executor's measured figures in data/profiles/cpu.json.")
     state["E"]["ztune"] = z
 
 

@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "ztune/model/op_costs.hpp"
-#include "ztune/vocab/input_error.hpp"
 #include "ztune/vocab/pipeline_schedule.hpp"
 
 namespace ztune::sim {
@@ -165,10 +164,10 @@ class Builder {
   // Every operation goes through here: the graph stops at options_.op_limit.
   OpId add(const Op& op) {
     if (g_.ops.size() >= options_.op_limit)
-      throw InputError("--simulate: plan " + plan_.summary() + " needs more than " + std::to_string(options_.op_limit) +
-                       " operations to simulate (" + std::to_string(microbatches_) + " micro-batches through " +
-                       std::to_string(vstages_) + " model chunks); the simulator builds at most that many (use the " +
-                       "analytical estimate: no --simulate)");
+      throw GraphTooLarge(plan_.summary(), "needs more than " + std::to_string(options_.op_limit) +
+                                               " operations to simulate (" + std::to_string(microbatches_) +
+                                               " micro-batches through " + std::to_string(vstages_) +
+                                               " model chunks); the simulator builds at most that many");
     return add_op(g_, op);
   }
 

@@ -10,10 +10,10 @@ namespace ztune::sim {
 
 std::optional<std::string> too_large_to_simulate(const Plan& p, const SimOptions& options) {
   if (p.grad_accum > kMaxSimulatedMicrobatches)
-    return "plan " + p.summary() + " has " + std::to_string(p.grad_accum) +
-           " micro-batches per step; the simulator builds at most " + std::to_string(kMaxSimulatedMicrobatches);
+    return "has " + std::to_string(p.grad_accum) + " micro-batches per step; the simulator builds at most " +
+           std::to_string(kMaxSimulatedMicrobatches);
   if (const double ops = fewest_ops(p); ops > static_cast<double>(options.build.op_limit))
-    return "plan " + p.summary() + " needs at least " + std::to_string(static_cast<std::int64_t>(ops)) +
+    return "needs at least " + std::to_string(static_cast<std::int64_t>(ops)) +
            " operations to simulate (a forward and a backward for each of " + std::to_string(p.grad_accum) +
            " micro-batches through " + std::to_string(p.pp * p.model_chunks()) +
            " model chunks); the simulator builds at most " + std::to_string(options.build.op_limit);
@@ -23,7 +23,7 @@ std::optional<std::string> too_large_to_simulate(const Plan& p, const SimOptions
 SimResult simulate(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
                    const SimOptions& options) {
   if (const auto why = too_large_to_simulate(p, options))
-    throw InputError("--simulate: " + *why + " (use the analytical estimate: no --simulate)");
+    throw InputError("--simulate: plan " + p.summary() + " " + *why + " (use the analytical estimate: no --simulate)");
   if (const auto v = oversubscribed_view(p, c)) return simulate(m, p, *v, hw, options);
   const ModelCostSource costs(m, p, c, hw);
   return simulate_graph(build_iteration_graph(m.layers, p, placement_of(p, c), costs, options.build),

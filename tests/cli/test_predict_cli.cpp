@@ -985,8 +985,21 @@ TEST_CASE("predict names the stage its memory lines are of and why ztune's execu
       " predict --cluster dgx-h100x32 --model llama-70b --global-batch 512 --tp 4 --pp 4 --cp 2 --attention flash";
   r = run_command(ztune_bin() + cp);
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Contains("note     ztune's executor runs context-parallel attention on fp32 copies"));
+  CHECK_THAT(r.out, Contains("note     engine ztune runs context-parallel attention on fp32 copies, not in bf16; "
+                              "--engine megatron prices Megatron-Core's bf16 attention"));
+  r = run_command(ztune_bin() + cp + " --json");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(nlohmann::json::parse(r.out)["time"]["note"].get<std::string>(), Contains("on fp32 copies"));
   r = run_command(ztune_bin() + cp + " --engine megatron");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, !Contains("on fp32 copies"));
+  // Ulysses: the engine named is one that runs it (Megatron refuses Ulysses).
+  const std::string ulysses =
+      " predict --cluster dgx-h100x4 --model llama-70b --tp 4 --ulysses 2 --micro-batch 1 --global-batch 64 --zero 3";
+  r = run_command(ztune_bin() + ulysses);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("runs Ulysses attention on fp32 copies") && Contains("--engine deepspeed"));
+  r = run_command(ztune_bin() + ulysses + " --engine deepspeed");
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, !Contains("on fp32 copies"));
 }

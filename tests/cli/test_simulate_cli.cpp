@@ -28,7 +28,7 @@ const std::string kPipeline =
 
 }  // namespace
 
-TEST_CASE("predict --trace: Chrome trace JSON, one process per stage, ending at the iteration time printed",
+TEST_CASE("predict --trace: Chrome trace JSON - one process per stage - ending at the iteration time printed",
           "[cli][simulate]") {
   const std::string trace = (scratch() / "pipeline-trace.json").string();
   const auto r = run_command(ztune_bin() + kPipeline + " --json --trace '" + trace + "'");
@@ -54,7 +54,7 @@ TEST_CASE("predict --trace: Chrome trace JSON, one process per stage, ending at 
   CHECK(doc["otherData"]["iteration_s"].get<double>() == j["time"]["iteration_s"].get<double>());
 }
 
-TEST_CASE("predict --trace is an output file: an empty name, a missing directory and an input file are refused",
+TEST_CASE("predict --trace is an output file: an empty name - a missing directory and an input file are refused",
           "[cli][simulate]") {
   // An empty name (an unset shell variable) had been taken as no --trace: exit 0, no file.
   auto r = run_command(ztune_bin() + kPipeline + " --trace ''");
@@ -76,7 +76,7 @@ TEST_CASE("predict --trace is an output file: an empty name, a missing directory
   CHECK(read_file(model) == before);
 }
 
-TEST_CASE("--simulate beyond the simulator's operation limit is refused at once, within a 1 GB address space",
+TEST_CASE("predict --simulate beyond the simulator operation limit is refused at once in a 1 GB address space",
           "[cli][simulate]") {
   // 8 stages × 31 chunks × 32,768 micro-batches: at least 2 · 8 · 31 · 32,768 =
   // 16,252,928 operations, past the 8,000,000 the simulator builds. It had

@@ -28,7 +28,7 @@ FixedCosts two_pass_layers() {
 
 }  // namespace
 
-TEST_CASE("fewest_ops: a forward and a backward per model chunk and micro-batch, a lower bound of the graph",
+TEST_CASE("fewest_ops: a forward and a backward per model chunk and micro-batch - a lower bound of the graph",
           "[simulator][limits]") {
   // 2 · pp · chunks · micro-batches (closed form), and every built graph has at least that many.
   for (const auto& [pp, m, v] : {std::tuple{1, 1, 1}, std::tuple{4, 8, 1}, std::tuple{4, 8, 2}, std::tuple{2, 16, 4}}) {
@@ -40,7 +40,7 @@ TEST_CASE("fewest_ops: a forward and a backward per model chunk and micro-batch,
   }
 }
 
-TEST_CASE("too_large_to_simulate: micro-batches over 65,536, or operations over the graph's limit however grouped",
+TEST_CASE("too_large_to_simulate: micro-batches over 65536 or operations over the graph's limit however grouped",
           "[simulator][limits]") {
   Plan p = pipeline_plan(8, 32768, Schedule::interleaved, 31);
   const auto why = too_large_to_simulate(p);
@@ -56,13 +56,13 @@ TEST_CASE("too_large_to_simulate: micro-batches over 65,536, or operations over 
   CHECK_THAT(too_large_to_simulate(p).value_or(""), Contains("65537 micro-batches per step"));
 }
 
-TEST_CASE("the graph stops at its operation limit while it is built, with the reason", "[simulator][limits]") {
+TEST_CASE("the graph stops at its operation limit while it is built - with the reason", "[simulator][limits]") {
   const Plan p = pipeline_plan(4, 8);
   BuildOptions o;
   o.op_limit = 100;  // the plan's graph has at least 2 · 4 · 8 = 64 operations, and more with its transfers
   const OpGraph whole = build_iteration_graph(16, p, single_node_placement(p), two_pass_layers());
   REQUIRE(whole.size() > 100);
-  REQUIRE_THROWS_AS(build_iteration_graph(16, p, single_node_placement(p), two_pass_layers(), o), InputError);
+  REQUIRE_THROWS_AS(build_iteration_graph(16, p, single_node_placement(p), two_pass_layers(), o), GraphTooLarge);
   REQUIRE_THROWS_WITH(build_iteration_graph(16, p, single_node_placement(p), two_pass_layers(), o),
                       Contains("needs more than 100 operations to simulate (8 micro-batches through 4 model chunks)"));
   o.op_limit = whole.size();  // exactly enough

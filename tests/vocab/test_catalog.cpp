@@ -231,11 +231,12 @@ TEST_CASE("a name that is neither a file nor in the catalog lists the catalog", 
   // Typos of a catalog name get the nearest one; a catalog name typed as a file, the flag that takes it.
   REQUIRE_THROWS_WITH(ztune::load_transformer("llama-7"), Contains("(did you mean llama-7b?)"));
   REQUIRE_THROWS_WITH(ztune::load_transformer("Llama-7B"), Contains("(did you mean llama-7b?)"));
+  REQUIRE_THROWS_WITH(ztune::load_transformer("LLAMA-7B"), Contains("(did you mean llama-7b?)"));
   REQUIRE_THROWS_WITH(ztune::load_transformer("llama-7b.json"),
                       "llama-7b.json: no such file (the catalog's model is --model llama-7b)");
 }
 
-TEST_CASE("a Hugging Face checkpoint's folder is read through its config.json; other folders are named as such",
+TEST_CASE("a Hugging Face checkpoint folder is read through its config.json and other folders are named as such",
           "[catalog][hf]") {
   const fs::path dir = fs::temp_directory_path() / ("ztune-test-hf-folder-" + std::to_string(::getpid()));
   fs::create_directories(dir / "Llama-2-7b-hf");
@@ -246,6 +247,19 @@ TEST_CASE("a Hugging Face checkpoint's folder is read through its config.json; o
   CHECK(t.name == "Llama-2-7b-hf");
   CHECK(t.total_params() == 6738415616.0);  // LlamaForCausalLM's num_parameters(), as the fixture's test
   REQUIRE_THROWS_WITH(ztune::load_transformer((dir / "empty").string()), Contains("is a directory"));
+  // One rule for names the catalog has: a bare name is the catalog's, a path
+  // (./NAME) the local one, for a folder and for a file alike.
+  const fs::path here = fs::current_path();
+  fs::create_directories(dir / "cwd" / "tiny");
+  fs::copy_file(dir / "Llama-2-7b-hf" / "config.json", dir / "cwd" / "tiny" / "config.json");
+  fs::copy_file(dir / "Llama-2-7b-hf" / "config.json", dir / "cwd" / "gpt3-175b");
+  fs::current_path(dir / "cwd");
+  const double tiny = ztune::load_transformer(std::string(ZTUNE_TEST_DATA_DIR) + "/models/tiny.json").total_params();
+  CHECK(ztune::load_transformer("tiny").total_params() == tiny);
+  CHECK(ztune::load_transformer("./tiny").total_params() == 6738415616.0);
+  CHECK(ztune::load_transformer("gpt3-175b").total_params() > 1.7e11);
+  CHECK(ztune::load_transformer("./gpt3-175b").total_params() == 6738415616.0);
+  fs::current_path(here);
   fs::remove_all(dir);
 }
 

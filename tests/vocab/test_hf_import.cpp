@@ -193,7 +193,7 @@ TEST_CASE("configs ztune would miscount are refused by key: MoE by class name, c
                       StartsWith("n.json: $.attention_bias: expected true"));
 }
 
-TEST_CASE("mixture-of-experts configs are refused as such: by family, and by an expert count in a dense family",
+TEST_CASE("mixture-of-experts configs are refused as such: by family - and by an expert count in a dense family",
           "[hf]") {
   using Catch::Matchers::StartsWith;
   // Mixtral-8x7B's config (model_type mixtral): 46.7B parameters, 12.9B active per token.
@@ -215,7 +215,7 @@ TEST_CASE("mixture-of-experts configs are refused as such: by family, and by an 
   }
 }
 
-TEST_CASE("Phi-3-mini config.json: Llama's shape, to the Hub's parameter count, with its sliding window", "[hf]") {
+TEST_CASE("Phi-3-mini config.json: Llama's shape - to the Hub's parameter count - with its sliding window", "[hf]") {
   const auto t = ztune::load_transformer(hf_fixture("phi-3-mini-4k-instruct"));
   CHECK(t.name == "phi-3-mini-4k-instruct");
   CHECK(t.layers == 32);

@@ -5,7 +5,6 @@
 #include <string>
 
 #include "ztune/simulator/simulate.hpp"
-#include "ztune/vocab/input_error.hpp"
 #include "ztune/tuner/objective.hpp"
 #include "ztune/tuner/search.hpp"
 
@@ -32,16 +31,22 @@ void simulate_top(const Transformer& m, const Cluster& c, const HardwareProfile&
     if (o.stop != nullptr && o.stop->load()) break;
     Candidate& cand = plans[done];
     if (!cand.timed) break;  // unranked plans have no analytical time to refine
-    // Bounded work whatever the batch: a plan with more micro-batches than the
-    // simulator builds (and the plans after it) keep their analytical time.
+    // Bounded work whatever the batch: a plan the simulator does not build
+    // (too many micro-batches, or operations, before or while it is built)
+    // and the plans after it keep their analytical time. Any other input
+    // error (a profile's non-finite duration) still ends the search.
+    auto keep_analytical = [&](const std::string& why) {
+      stats.note = "plan " + std::to_string(done + 1) + " (" + cand.plan.summary() + ") " + why +
+                   ": it and the plans after it keep their analytical times";
+    };
     if (const auto why = sim::too_large_to_simulate(cand.plan)) {
-      stats.note = "plan " + std::to_string(done + 1) + ": " + *why;
+      keep_analytical(*why);
       break;
     }
     try {
       simulate_candidate(cand, m, c, hw, o, tokens);
-    } catch (const InputError& e) {  // the graph passed its limit while built
-      stats.note = "plan " + std::to_string(done + 1) + ": " + e.what();
+    } catch (const sim::GraphTooLarge& e) {
+      keep_analytical(e.reason());
       break;
     }
   }

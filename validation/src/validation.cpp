@@ -469,6 +469,7 @@ RunShape run_shape(const Transformer& m, const Plan& p) {
   if (p.zero_stage == 3) f |= kZero3;
   if (p.dp_shard > 0) f |= kHybridShard;
   if (p.cpu_checkpointing) f |= kCpuCheckpointing;
+  if (p.tp_comm_overlap && p.tp > 1) f |= kTpCommOverlap;
   return RunShape{p.gpus(), m.total_params(), m.hidden, m.seq_len, p.tp, p.pp, p.cp, p.ulysses, f};
 }
 
@@ -487,6 +488,7 @@ const char* run_feature_name(std::uint32_t bit) {
     case kZero3: return "ZeRO-3";
     case kHybridShard: return "hybrid sharding";
     case kCpuCheckpointing: return "CPU activation checkpointing";
+    case kTpCommOverlap: return "TP communication overlap";
     default: return "?";
   }
 }

@@ -39,14 +39,18 @@ std::string resolve_catalog_path(const std::string& kind, const std::string& nam
   const std::string singular = kind.substr(0, kind.size() - 1);
   const std::string flag = "--" + singular;
   const std::vector<std::string> names = catalog_names(kind);
-  // A Hugging Face checkpoint's folder stands for the config.json in it (a
-  // bare name the catalog has stays the catalog's).
-  const bool catalog_name = std::find(names.begin(), names.end(), name_or_path) != names.end();
-  if (kind == "models" && !catalog_name && fs::is_directory(name_or_path, ec) &&
-      fs::is_regular_file(fs::path(name_or_path) / "config.json", ec))
-    return (fs::path(name_or_path) / "config.json").string();
+  // One rule: a bare name the catalog has is the catalog's, whatever the
+  // working directory holds (./NAME names a local file or folder of that name);
+  // anything else is a path. A file named like a catalog entry had won over it
+  // while a folder of that name had lost.
   bool looks_like_path = name_or_path.find('/') != std::string::npos ||
                          (name_or_path.size() > 5 && name_or_path.ends_with(".json"));
+  if (!looks_like_path && std::find(names.begin(), names.end(), name_or_path) != names.end())
+    return (fs::path(data_dir()) / kind / (name_or_path + ".json")).string();
+  // A Hugging Face checkpoint's folder stands for the config.json in it.
+  if (kind == "models" && fs::is_directory(name_or_path, ec) &&
+      fs::is_regular_file(fs::path(name_or_path) / "config.json", ec))
+    return (fs::path(name_or_path) / "config.json").string();
   if (fs::is_regular_file(name_or_path, ec)) return name_or_path;
   if (looks_like_path) {
     // Something that is there but not a regular file (a directory, a FIFO) goes on
@@ -59,13 +63,15 @@ std::string resolve_catalog_path(const std::string& kind, const std::string& nam
     throw InputError(name_or_path + ": no such file" +
                      (in_catalog ? " (the catalog's " + singular + " is " + flag + " " + stem + ")" : std::string()));
   }
-  fs::path candidate = fs::path(data_dir()) / kind / (name_or_path + ".json");
-  if (fs::is_regular_file(candidate, ec)) return candidate.string();
   if (fs::exists(name_or_path, ec)) return name_or_path;  // a bare directory's name: the reader says what it is
   std::string known;
   for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+  // The nearest name, case-blind (LLAMA-7B for llama-7b).
+  std::vector<std::string> lowered;
+  for (const auto& n : names) lowered.push_back(ascii_lower(n));
   std::string near;
-  if (const std::string n = nearest_name(name_or_path, names); !n.empty()) near = " (did you mean " + n + "?)";
+  if (const std::string n = nearest_name(ascii_lower(name_or_path), lowered); !n.empty())
+    near = " (did you mean " + names[static_cast<std::size_t>(std::find(lowered.begin(), lowered.end(), n) - lowered.begin())] + "?)";
   throw InputError(flag + " " + name_or_path + ": not a file and not a catalog " + singular + near + " (catalog: " +
                    (known.empty() ? "empty; is ZTUNE_DATA_DIR right?" : known) + ")");
 }

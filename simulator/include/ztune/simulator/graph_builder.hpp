@@ -5,9 +5,12 @@
 // gradient buckets as the backward produces them; ZeRO-3 gathers with
 // prefetch; offload copies; the optimizer step and ZeRO-1/2 parameter gathers.
 #include <cstddef>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/input_error.hpp"
 #include "ztune/vocab/plan.hpp"
 #include "ztune/simulator/cost_source.hpp"
 #include "ztune/simulator/op_graph.hpp"
@@ -28,14 +31,32 @@ struct Placement {
 /// Everything inside one node (for hand-built tests).
 [[nodiscard]] Placement single_node_placement(const Plan& p);
 
+/// The most operations the simulator builds for one iteration: about 125 bytes
+/// each while it simulates, so about 1 GiB (README.md says so).
+inline constexpr std::size_t kMaxSimulatedOps = 8000000;
+
+/// A graph that passed BuildOptions::op_limit while it was built. An InputError
+/// (the user asked for a simulation too large); reason() is the why without
+/// the plan, for a search's note.
+class GraphTooLarge : public InputError {
+ public:
+  GraphTooLarge(const std::string& plan, std::string reason)
+      : InputError("--simulate: plan " + plan + " " + reason + " (use the analytical estimate: no --simulate)"),
+        reason_(std::move(reason)) {}
+  [[nodiscard]] const std::string& reason() const { return reason_; }
+
+ private:
+  std::string reason_;
+};
+
 struct BuildOptions {
   // Layers per compute operation. 0 = automatic: one layer per group unless
   // the graph would exceed max_ops, then the fewest layers per group that fit.
   int layers_per_group = 0;
   std::size_t max_ops = 400000;
   // The most operations built at all: past it build_iteration_graph throws
-  // InputError rather than grow the graph without bound (kMaxSimulatedOps).
-  std::size_t op_limit = 8000000;
+  // GraphTooLarge rather than grow the graph without bound.
+  std::size_t op_limit = kMaxSimulatedOps;
   // CPU-Adam sub-groups (DeepSpeed's sub_group_size, 1e9 elements), which let
   // NVMe and PCIe transfers of one sub-group overlap the update of another.
   double host_subgroup_params = 1e9;
@@ -51,7 +72,7 @@ struct BuildOptions {
 [[nodiscard]] double fewest_ops(const Plan& plan);
 
 /// The plan must satisfy check_plan() for a model of `layers` layers. Throws
-/// InputError when the graph would pass options.op_limit operations.
+/// GraphTooLarge when the graph would pass options.op_limit operations.
 [[nodiscard]] OpGraph build_iteration_graph(int layers, const Plan& plan, const Placement& where,
                                             const CostSource& costs, const BuildOptions& options = {});
 

@@ -27,13 +27,15 @@ struct SimOptions {
 /// Beyond it simulate() throws InputError and the tuner keeps the analytical time.
 inline constexpr std::int64_t kMaxSimulatedMicrobatches = 65536;
 
-/// Why simulate() refuses `p` before building anything, or nullopt: more
+/// Why simulate() refuses `p` before building anything ("has 131072
+/// micro-batches per step; ...", to follow the plan's name), or nullopt: more
 /// micro-batches than kMaxSimulatedMicrobatches, or more operations than the
 /// graph's limit (BuildOptions::op_limit, about 125 bytes each while simulating)
 /// however its layers are grouped: a pipeline's graph has a forward and a
 /// backward per model chunk and micro-batch (pp 8 × 31 chunks × 32,768
 /// micro-batches was 16 M operations, and ran out of memory). A plan under both
-/// can still pass the limit while it is built; simulate() then throws too.
+/// can still pass the limit while it is built: simulate() then throws
+/// GraphTooLarge (graph_builder.hpp).
 [[nodiscard]] std::optional<std::string> too_large_to_simulate(const Plan& p, const SimOptions& options = {});
 
 /// The plan must satisfy check_plan(). Throws InputError with

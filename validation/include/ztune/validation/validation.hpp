@@ -46,6 +46,9 @@ enum RunFeature : std::uint32_t {
   kZeroPP = 1u << 10,
   kParamOffloadNvme = 1u << 11,
   kFp16 = 1u << 12,
+  // Tensor-parallel communication overlapped with the GEMMs (Megatron-Core's
+  // --tp-comm-overlap): its hidden share is fitted on the runs that used it.
+  kTpCommOverlap = 1u << 13,
 };
 /// What each RunFeature bit is called in the extrapolation line ("CPU optimizer offload").
 [[nodiscard]] const char* run_feature_name(std::uint32_t bit);
