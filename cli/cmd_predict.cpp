@@ -2,6 +2,8 @@
 // readable tables or one JSON object (keys fixed by issue 3). An impossible
 // plan exits 2 naming the rule it breaks; a plan that does not fit still gets
 // its full prediction, with fits false and the overflowing lines named.
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -221,7 +223,7 @@ nlohmann::json prediction_json(const PredictInputs& in, const Prediction& pr, in
   for (std::size_t i = 0; i < kTimePartNames.size(); ++i) breakdown[kTimePartNames[i]] = tp.parts[i];
   return {{"plan", in.plan.summary()},
           {"model", in.model.name},
-          {"model_params", in.model.total_params()},
+          {"model_params", static_cast<std::int64_t>(std::llround(in.model.total_params()))},
           {"seq_len", in.model.seq_len},
           {"cluster", in.cluster.name},
           {"profile", in.profile.name},
@@ -355,10 +357,10 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
   if (in.plan.zero3_held_through_step())
     std::printf("ZeRO-3 under the pipeline: each stage gathered once per step and held to its last backward, its "
                 "gradients accumulated whole and reduce-scattered once (FSDP2 under torch.distributed.pipelining)\n\n");
-  if (in.plan.pp > 1)
-    std::printf("Memory per GPU (the most loaded stage: %d, of 0-%d)  GiB\n", mp.stage, in.plan.pp - 1);
-  else
-    std::printf("Memory per GPU (most loaded stage)        GiB\n");
+  // The heading's GiB above the numbers' last digits (column 45).
+  const std::string heading = in.plan.pp > 1 ? "Memory per GPU (stage " + std::to_string(mp.stage) + ", most loaded)"
+                                             : std::string("Memory per GPU (most loaded stage)");
+  std::printf("%-42sGiB\n", heading.c_str());
   for (std::size_t i = 0; i < kMemLineNames.size(); ++i)
     std::printf("  %-22s %18.3f\n", kMemLineNames[i], mp.gpu[i] / kGiB);
   const bool headroom = mp.gpu_usable_bytes < mp.gpu_capacity_bytes;

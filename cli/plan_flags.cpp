@@ -16,7 +16,8 @@ void add_engine_flags(CLI::App& app, std::string& engine, bool& compile, const s
   app.add_option("--engine", engine, engine_help)->check(CLI::IsMember(std::vector<std::string>(std::begin(kPlanEngineNames), std::end(kPlanEngineNames))));
   app.add_flag("--compile", compile,
                "The engine runs under a graph compiler (torch.compile, XLA): its elementwise chains are priced "
-               "fused, with the engine profile's compiled_elementwise_traffic");
+               "fused, with the engine profile's compiled_elementwise_traffic, and its loss as one fused kernel "
+               "(time and memory)");
 }
 
 HardwareProfile priced_profile(const Cluster& c, const std::string& profile_file, const std::string& engine,

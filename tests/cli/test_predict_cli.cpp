@@ -979,7 +979,7 @@ TEST_CASE("predict names the stage its memory lines are of and why ztune's execu
         last["memory"]["gpu"]["activations_bytes"].get<double>());
   r = run_command(ztune_bin() + " predict --cluster selene-3072 --model gpt2-1.5b --pp 16 --micro-batch 4 --zero 0"
                                 " --recompute full --attention flash --precision bf16 --global-batch 6144");
-  CHECK_THAT(r.out, Contains("Memory per GPU (the most loaded stage: 15, of 0-15)"));
+  CHECK_THAT(r.out, Contains("Memory per GPU (stage 15, most loaded)    GiB\n"));
   // cp 2: ztune's executor's attention on fp32 copies, 2.5x the time Megatron's takes.
   const std::string cp =
       " predict --cluster dgx-h100x32 --model llama-70b --global-batch 512 --tp 4 --pp 4 --cp 2 --attention flash";

@@ -213,6 +213,16 @@ TEST_CASE("mixture-of-experts configs are refused as such: by family - and by an
     llama[key] = 1;  // one expert is a dense MLP
     CHECK(ztune::transformer_from_hf_config(llama, "l.json", 0).total_params() == 6738415616.0);
   }
+  // llm-foundry's MPT keeps its experts in ffn_config; DeepSeek-V3 named by its class alone.
+  auto mpt = nlohmann::json::parse(std::ifstream(hf_fixture("mpt-7b")));
+  mpt["ffn_config"] = {{"ffn_type", "mb_moe"}, {"moe_num_experts", 16}};
+  REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(mpt, "m.json", 0),
+                      StartsWith("m.json: $.ffn_config.moe_num_experts: expected no experts"));
+  auto deepseek = nlohmann::json::parse(std::ifstream(hf_fixture("llama-2-7b")));
+  deepseek.erase("model_type");
+  deepseek["architectures"] = {"DeepseekV3ForCausalLM"};
+  REQUIRE_THROWS_WITH(ztune::transformer_from_hf_config(deepseek, "d.json", 0),
+                      StartsWith("d.json: $.architectures[0]: \"DeepseekV3ForCausalLM\" is a mixture-of-experts"));
 }
 
 TEST_CASE("Phi-3-mini config.json: Llama's shape - to the Hub's parameter count - with its sliding window", "[hf]") {

@@ -176,20 +176,27 @@ void refuse_mixture_of_experts(const nlohmann::json& doc, const ModelType& type,
                                                  "dbrx",     "olmoe",     "phimoe",      "granitemoe",  "jamba",
                                                  "jetmoe",   "arctic",    "switch_transformers"};
   const std::string lower = ascii_lower(type.name);  // also an architectures[0] class name
-  bool moe = lower.find("moe") != std::string::npos || lower.starts_with("mixtral");
+  bool moe = lower.find("moe") != std::string::npos || lower.starts_with("mixtral") ||
+             lower.starts_with("deepseekv") || lower.starts_with("dbrx") || lower.starts_with("arctic") ||
+             lower.starts_with("jamba") || lower.starts_with("switchtransformers");
   for (const char* f : kMoeFamilies) moe = moe || type.name == f;
   if (moe)
     throw InputError(file + ": " + type.path + ": \"" + type.name +
                        "\" is a mixture-of-experts family; ztune models dense decoder-only transformers (no experts, "
                        "no expert parallelism), so it cannot plan this model");
-  for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"}) {
-    auto it = doc.find(key);
-    if (it == doc.end() || it->is_null()) continue;
-    if (!it->is_number() || it->get<double>() > 1)
-      throw InputError(file + ": $." + key + ": expected no experts (absent, null or 1): ztune models dense "
-                       "transformers, and a mixture-of-experts model's weights and compute per token are not a dense "
-                       "one's; got " + describe_json(*it));
-  }
+  auto check = [&](const nlohmann::json& object, const std::string& path) {
+    for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"}) {
+      auto it = object.find(key);
+      if (it == object.end() || it->is_null()) continue;
+      if (!it->is_number() || it->get<double>() > 1)
+        throw InputError(file + ": " + path + key + ": expected no experts (absent, null or 1): ztune models dense "
+                         "transformers, and a mixture-of-experts model's weights and compute per token are not a "
+                         "dense one's; got " + describe_json(*it));
+    }
+  };
+  check(doc, "$.");
+  // DBRX and llm-foundry's MPT keep the MLP's options in a nested ffn_config.
+  if (auto it = doc.find("ffn_config"); it != doc.end() && it->is_object()) check(*it, "$.ffn_config.");
 }
 
 }  // namespace
