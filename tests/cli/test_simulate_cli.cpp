@@ -21,9 +21,10 @@ using ztune::test::scratch;
 
 namespace {
 
-// A 4-stage pipeline of the 20B model (dp 8, 32 micro-batches), as Megatron runs it.
+// A 4-stage pipeline of the 20B model (dp 8, 128 micro-batches), as Megatron
+// runs it: its trace (about 2.3 MB) passes the writer's 1 MiB flush twice.
 const std::string kPipeline =
-    " predict --cluster dgx-a100-80gbx64 --model 20b --tp 2 --pp 4 --micro-batch 1 --global-batch 256 --recompute full"
+    " predict --cluster dgx-a100-80gbx64 --model 20b --tp 2 --pp 4 --micro-batch 1 --global-batch 1024 --recompute full"
     " --engine megatron";
 
 }  // namespace
@@ -36,7 +37,9 @@ TEST_CASE("predict --trace: Chrome trace JSON - one process per stage - ending a
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["time"]["method"] == "simulated");
   CHECK(j["time"]["trace"] == trace);
-  const auto doc = nlohmann::json::parse(read_file(trace));  // throws on invalid JSON
+  const std::string text = read_file(trace);
+  CHECK(text.size() > 2u * 1024 * 1024);  // written in more than one piece
+  const auto doc = nlohmann::json::parse(text);  // throws on invalid JSON
   CHECK(doc["displayTimeUnit"] == "ms");
   double end_us = 0;
   std::size_t complete = 0;
