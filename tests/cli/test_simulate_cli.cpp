@@ -63,6 +63,9 @@ TEST_CASE("predict --trace is an output file: an empty name - a missing director
   auto r = run_command(ztune_bin() + kPipeline + " --trace ''");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--trace: expected a file name, got an empty one"));
+  r = run_command(ztune_bin() + kPipeline + " --trace -");  // had made a file named "-"
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--trace -: expected a file name (stdout carries predict's own output"));
   r = run_command(ztune_bin() + kPipeline + " --trace /nonexistent-dir/trace.json");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("the directory /nonexistent-dir does not exist"));
