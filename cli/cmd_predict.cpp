@@ -258,10 +258,6 @@ nlohmann::json prediction_json(const PredictInputs& in, const Prediction& pr, in
           {"features", features_json(in)}};
 }
 
-// The profile by name and the file it was read from: `--profile
-// local-cpu-calibrated` reads the user's calibrated profile when there is
-// one, else the catalog's example of that name (calibrated on another
-// machine), and only the file tells them apart.
 // An executor engine runs the attention of context parallelism and Ulysses on
 // fp32 copies (op_costs.hpp attention_precision): said, or its time beside
 // another engine's for the same plan is a puzzle (2.5x on llama-70b, cp 2).
@@ -276,6 +272,10 @@ std::string attention_copies_note(const PredictInputs& in) {
          to_string(in.plan.precision) + " attention";
 }
 
+// The profile by name and the file it was read from: `--profile
+// local-cpu-calibrated` reads the user's calibrated profile when there is
+// one, else the catalog's example of that name (calibrated on another
+// machine), and only the file tells them apart.
 std::string profile_line(const HardwareProfile& hw) {
   return hw.file.empty() ? hw.name : hw.name + " (" + hw.file + ")";
 }
