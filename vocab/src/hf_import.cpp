@@ -134,8 +134,8 @@ ModelType model_type_of(const nlohmann::json& doc, const std::string& file) {
         {"GPTNeoXModel", "gpt_neox"},       {"LlamaForCausalLM", "llama"},  {"LlamaModel", "llama"},
         {"MistralForCausalLM", "mistral"},  {"MistralModel", "mistral"},    {"Qwen2ForCausalLM", "qwen2"},
         {"Qwen2Model", "qwen2"},            {"Phi3ForCausalLM", "phi3"},    {"Phi3Model", "phi3"},
-        {"MPTForCausalLM", "mpt"},      {"MptForCausalLM", "mpt"},
-        {"MPTModel", "mpt"},                {"MptModel", "mpt"}};
+        {"MPTForCausalLM", "mpt"},          {"MptForCausalLM", "mpt"},      {"MPTModel", "mpt"},
+        {"MptModel", "mpt"}};
     for (const auto& c : kClasses)
       if (arch == c.name) return {c.family, path};
     return {arch, path};
@@ -172,18 +172,18 @@ HfKeys hf_keys_of(const std::string& type) {
 // family's config (a Llama with num_local_experts: 8 would be planned as a
 // dense model about 1/6 of its size), is refused with that reason.
 void refuse_mixture_of_experts(const nlohmann::json& doc, const ModelType& type, const std::string& file) {
-  static constexpr const char* kMoeFamilies[] = {"mixtral",  "qwen2_moe", "qwen3_moe",   "deepseek_v2", "deepseek_v3",
-                                                 "dbrx",     "olmoe",     "phimoe",      "granitemoe",  "jamba",
-                                                 "jetmoe",   "arctic",    "switch_transformers"};
-  const std::string lower = ascii_lower(type.name);  // also an architectures[0] class name
-  bool moe = lower.find("moe") != std::string::npos || lower.starts_with("mixtral") ||
-             lower.starts_with("deepseekv") || lower.starts_with("dbrx") || lower.starts_with("arctic") ||
-             lower.starts_with("jamba") || lower.starts_with("switchtransformers");
-  for (const char* f : kMoeFamilies) moe = moe || type.name == f;
+  // The model_type or architectures[0] class, lower-cased without "_":
+  // qwen2_moe, OlmoeForCausalLM, deepseek_v3, DeepseekV3ForCausalLM, ...
+  std::string name;
+  for (const char ch : ascii_lower(type.name))
+    if (ch != '_') name += ch;
+  bool moe = name.find("moe") != std::string::npos;
+  for (const char* family : {"mixtral", "deepseekv", "dbrx", "arctic", "jamba", "switchtransformers"})
+    moe = moe || name.starts_with(family);
   if (moe)
     throw InputError(file + ": " + type.path + ": \"" + type.name +
-                       "\" is a mixture-of-experts family; ztune models dense decoder-only transformers (no experts, "
-                       "no expert parallelism), so it cannot plan this model");
+                     "\" is a mixture-of-experts family; ztune models dense decoder-only transformers (no experts, "
+                     "no expert parallelism), so it cannot plan this model");
   auto check = [&](const nlohmann::json& object, const std::string& path) {
     for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"}) {
       auto it = object.find(key);
