@@ -127,8 +127,11 @@ struct Context {
   // engine's accounting) over the GPU's capacity: a published run ran, so above
   // 1 the memory model or ztune's reading of the row is wrong. (Under the
   // megatron accounting four NeMo Llama 3.1 runs, read with fp32 gradient
-  // reduction, come out at 102-110 %: Apex's DistributedFusedAdam keeps no
-  // whole fp32 gradient buffer, which one gradient dtype cannot say.)
+  // reduction, come out at 102-110 %. Apex's DistributedFusedAdam keeps its
+  // contiguous gradient buffer, when on, in grad_sync_dtype: those runs either
+  // synced in bf16 (as the same release's GPT-3 and Nemotron-4 340B yamls do)
+  // or kept only ZeRO-2's gradient shards (the buffer off, Apex's default).
+  // The stored sources do not say which; the first changes their times.)
   // The profile is the one the run's time is priced with (compiled, its
   // softmax rule, its loss's kernels): the loss's peak memory is the engine's.
   double memory_fraction(const Transformer& m, const Plan& p, const Cluster& c, const std::string& engine,
