@@ -332,11 +332,11 @@ void published_source(const SourceSpec& spec, const std::string& dir, Context& c
       if (!value) continue;  // this run does not publish this metric
       vc.published = *value;
       if (metric == "iteration_time_s") {
-        vc.predicted = ctx.time(m, p, c, spec.engine).iteration_s;
-        vc.memory_fraction = ctx.memory_fraction(m, p, c, spec.engine);
+        vc.predicted = ctx.time(m, p, c, hw).iteration_s;
+        vc.memory_fraction = ctx.memory_fraction(m, p, c, hw);
       } else if (metric == "mfu") {
-        vc.predicted = ctx.time(m, p, c, spec.engine).mfu;
-        vc.memory_fraction = ctx.memory_fraction(m, p, c, spec.engine);
+        vc.predicted = ctx.time(m, p, c, hw).mfu;
+        vc.memory_fraction = ctx.memory_fraction(m, p, c, hw);
       } else if (metric == "layer_forward_ms" || metric == "layer_backward_ms") {
         const LayerCost lc = layer_cost(m, p, c, hw);
         const double fwd = lc.fwd_s + lc.tp_fwd_s;
@@ -445,8 +445,9 @@ void vtrain_source(const SourceSpec& spec, const std::string& dir, Context& ctx,
     vc.gpu = c.node.gpu.name;
     vc.engine = spec.engine;
     vc.published = num(c_t) / 1e3;
-    vc.predicted = ctx.time(m, p, c, spec.engine).iteration_s;
-    vc.memory_fraction = ctx.memory_fraction(m, p, c, spec.engine);
+    const HardwareProfile& hw = ctx.profile(c, spec.engine);
+    vc.predicted = ctx.time(m, p, c, hw).iteration_s;
+    vc.memory_fraction = ctx.memory_fraction(m, p, c, hw);
     vc.tolerance_pct = spec.case_tolerance_pct.value_or(0);
     out.push_back(vc);
   }

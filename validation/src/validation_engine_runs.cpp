@@ -396,12 +396,11 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
                               contains(engine_text, "xla") || contains(engine_text, "fused kernels");
     if (compiled_run) vc.detail += " compiled";
     if (!assumed.empty()) vc.detail += " [" + assumed + "]";
-    const double iteration =
-        ctx.time(m, p, c, spec.engine, compiled_run, stated ? stated->megatron_softmax_rule : std::nullopt, loss)
-            .iteration_s;
+    const HardwareProfile& priced =
+        ctx.profile(c, spec.engine, compiled_run, stated ? stated->megatron_softmax_rule : std::nullopt, loss);
+    const double iteration = ctx.time(m, p, c, priced).iteration_s;
     vc.predicted = iteration > 0 ? tokens_per_step / iteration / *gpus : 0;
-    vc.memory_fraction =
-        ctx.memory_fraction(m, p, c, spec.engine, compiled_run, stated ? stated->megatron_softmax_rule : std::nullopt, loss);
+    vc.memory_fraction = ctx.memory_fraction(m, p, c, priced);
     vc.tolerance_pct = spec.case_tolerance_pct.value_or(0);
     out.push_back(vc);
   }

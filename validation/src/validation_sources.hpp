@@ -132,18 +132,13 @@ struct Context {
   // synced in bf16 (as the same release's GPT-3 and Nemotron-4 340B yamls do)
   // or kept only ZeRO-2's gradient shards (the buffer off, Apex's default).
   // The stored sources do not say which; the first changes their times.)
-  // The profile is the one the run's time is priced with (compiled, its
-  // softmax rule, its loss's kernels): the loss's peak memory is the engine's.
-  double memory_fraction(const Transformer& m, const Plan& p, const Cluster& c, const std::string& engine,
-                         bool compiled_run = false, std::optional<bool> softmax_rule = std::nullopt,
-                         std::optional<CrossEntropyKernels> loss = std::nullopt) {
-    const MemoryPrediction mp = predict_memory(m, p, c, profile(c, engine, compiled_run, softmax_rule, loss));
+  // `hw` is the profile() the run's time is priced with (compiled, its softmax
+  // rule, its loss's kernels): the loss's peak memory is the engine's.
+  static double memory_fraction(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+    const MemoryPrediction mp = predict_memory(m, p, c, hw);
     return mp.gpu_capacity_bytes > 0 ? mp.gpu_total_bytes / mp.gpu_capacity_bytes : 0;
   }
-  TimePrediction time(const Transformer& m, const Plan& p, const Cluster& c, const std::string& engine,
-                      bool compiled_run = false, std::optional<bool> softmax_rule = std::nullopt,
-                      std::optional<CrossEntropyKernels> loss = std::nullopt) {
-    const HardwareProfile& hw = profile(c, engine, compiled_run, softmax_rule, loss);
+  TimePrediction time(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) const {
     return opt.time ? opt.time(m, p, c, hw) : predict_time(m, p, c, hw);
   }
 };
