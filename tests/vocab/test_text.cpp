@@ -50,3 +50,11 @@ TEST_CASE("grouped prints thousands separators, and powers of ten past a 64-bit 
   CHECK(ztune::grouped(2.5e20) == "2.5e+20");
   CHECK(ztune::grouped(-9.3e18) == "-9.3e+18");
 }
+
+TEST_CASE("nearest_name: within two edits and case-blind", "[text]") {
+  const std::vector<std::string> names{"llama-7b", "llama-70b", "predict", "hidden"};
+  CHECK(ztune::nearest_name("llama-7", names) == "llama-7b");   // one edit
+  CHECK(ztune::nearest_name("LLAMA-7B", names) == "llama-7b");  // case alone: no edit
+  CHECK(ztune::nearest_name("Predcit", names) == "predict");    // two edits
+  CHECK(ztune::nearest_name("gpt5", names).empty());
+}

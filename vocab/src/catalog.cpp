@@ -66,12 +66,8 @@ std::string resolve_catalog_path(const std::string& kind, const std::string& nam
   if (fs::exists(name_or_path, ec)) return name_or_path;  // a bare directory's name: the reader says what it is
   std::string known;
   for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-  // The nearest name, case-blind (LLAMA-7B for llama-7b).
-  std::vector<std::string> lowered;
-  for (const auto& n : names) lowered.push_back(ascii_lower(n));
   std::string near;
-  if (const std::string n = nearest_name(ascii_lower(name_or_path), lowered); !n.empty())
-    near = " (did you mean " + names[static_cast<std::size_t>(std::find(lowered.begin(), lowered.end(), n) - lowered.begin())] + "?)";
+  if (const std::string n = nearest_name(name_or_path, names); !n.empty()) near = " (did you mean " + n + "?)";
   throw InputError(flag + " " + name_or_path + ": not a file and not a catalog " + singular + near + " (catalog: " +
                    (known.empty() ? "empty; is ZTUNE_DATA_DIR right?" : known) + ")");
 }

@@ -18,7 +18,9 @@ std::string nearest_name(std::string_view typed, const std::vector<std::string>&
       row[0] = i;
       for (std::size_t j = 1; j <= c.size(); ++j) {
         const std::size_t up = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (typed[i - 1] == c[j - 1] ? 0 : 1)});
+        const bool same = std::tolower(static_cast<unsigned char>(typed[i - 1])) ==
+                          std::tolower(static_cast<unsigned char>(c[j - 1]));
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (same ? 0 : 1)});
         diag = up;
       }
     }

@@ -11,9 +11,10 @@ namespace ztune {
 /// 1234567 -> "1,234,567" (rounded to an integer; "-" for infinities and NaN).
 [[nodiscard]] std::string grouped(double v);
 
-/// The candidate within edit distance 2 of `typed` (Levenshtein; the smallest
-/// distance, the first on ties), or "" when none is that close: the name a
-/// user meant (a subcommand, a file's field) beside the one typed.
+/// The candidate within edit distance 2 of `typed` (Levenshtein, ASCII letters
+/// compared case-blind: LLAMA-7B is llama-7b; the smallest distance, the first
+/// on ties), or "" when none is that close: the name a user meant (a
+/// subcommand, a file's field, a catalog entry) beside the one typed.
 [[nodiscard]] std::string nearest_name(std::string_view typed, const std::vector<std::string>& candidates);
 
 /// ASCII case folding (GPU names, engine and model words in free text; UTF-8
