@@ -25,7 +25,6 @@
 namespace ztune::cli {
 namespace {
 
-constexpr double kGiB = kBytesPerGiB;
 
 struct MemoryFlags {
   std::string model;
@@ -202,8 +201,8 @@ void print_grid(const MemoryGrid& g, const Transformer& m, const Cluster& c) {
               g.nodes == 1 ? "" : "s", g.gpus_per_node);
   if (g.capacities)
     std::printf("; %s: %.1f GiB per GPU, %.0f GiB host and %.0f GiB NVMe per node", c.name.c_str(),
-                c.node.gpu.memory_bytes() / kGiB, c.node.host_memory_gb * 1e9 / kGiB,
-                c.node.nvme_size_tb * 1e12 / kGiB);
+                c.node.gpu.memory_bytes() / kBytesPerGiB, c.node.host_memory_gb * 1e9 / kBytesPerGiB,
+                c.node.nvme_size_tb * 1e12 / kBytesPerGiB);
   std::printf("\n\n");
 
   const ByteUnit u = byte_unit_for(largest_figure(g));

@@ -36,7 +36,6 @@ namespace ztune::cli {
 
 namespace {
 
-constexpr double kGiB = kBytesPerGiB;
 
 struct PredictFlags {
   InputFlags input;
@@ -362,14 +361,14 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
                                              : std::string("Memory per GPU (most loaded stage)");
   std::printf("%-42sGiB\n", heading.c_str());
   for (std::size_t i = 0; i < kMemLineNames.size(); ++i)
-    std::printf("  %-22s %18.3f\n", kMemLineNames[i], mp.gpu[i] / kGiB);
+    std::printf("  %-22s %18.3f\n", kMemLineNames[i], mp.gpu[i] / kBytesPerGiB);
   const bool headroom = mp.gpu_usable_bytes < mp.gpu_capacity_bytes;
-  std::printf("  %-22s %18.3f\n  %-22s %18.3f", "total", mp.gpu_total_bytes / kGiB, "capacity",
-              mp.gpu_capacity_bytes / kGiB);
+  std::printf("  %-22s %18.3f\n  %-22s %18.3f", "total", mp.gpu_total_bytes / kBytesPerGiB, "capacity",
+              mp.gpu_capacity_bytes / kBytesPerGiB);
   if (headroom) {
     char label[48];
     std::snprintf(label, sizeof label, "usable (%.3g%% kept free)", in.memory.gpu_headroom * 100);
-    std::printf("\n  %-22s %18.3f", label, mp.gpu_usable_bytes / kGiB);
+    std::printf("\n  %-22s %18.3f", label, mp.gpu_usable_bytes / kBytesPerGiB);
   }
   std::printf("   %s\n", mp.fits_gpu ? "fits" : "DOES NOT FIT");
   if (!mp.fits_gpu) {
@@ -377,7 +376,7 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
     const std::string names = overflow_names(mp);
     const char* limit = headroom ? "usable memory" : "capacity";
     // How far over, the figure a change must win back.
-    const double over = (mp.gpu_total_bytes - mp.gpu_usable_bytes) / kGiB;
+    const double over = (mp.gpu_total_bytes - mp.gpu_usable_bytes) / kBytesPerGiB;
     if (names.find(',') == std::string::npos)
       std::printf("  overflow: %.2f GiB over the %s; the %s line alone is more than it\n", over, limit, names.c_str());
     else
@@ -398,10 +397,10 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
     std::printf("  largest micro-batch that fits: %d\n", largest_mb);
   else
     std::printf("  no micro-batch fits this layout, not even 1 sequence\n");
-  std::printf("Host per node   %10.1f GiB of %10.1f GiB   %s\n", mp.host_bytes_per_node / kGiB,
-              mp.host_capacity_bytes / kGiB, mp.fits_host ? "fits" : "DOES NOT FIT");
-  std::printf("NVMe per node   %10.1f GiB of %10.1f GiB   %s\n\n", mp.nvme_bytes_per_node / kGiB,
-              mp.nvme_capacity_bytes / kGiB, mp.fits_nvme ? "fits" : "DOES NOT FIT");
+  std::printf("Host per node   %10.1f GiB of %10.1f GiB   %s\n", mp.host_bytes_per_node / kBytesPerGiB,
+              mp.host_capacity_bytes / kBytesPerGiB, mp.fits_host ? "fits" : "DOES NOT FIT");
+  std::printf("NVMe per node   %10.1f GiB of %10.1f GiB   %s\n\n", mp.nvme_bytes_per_node / kBytesPerGiB,
+              mp.nvme_capacity_bytes / kBytesPerGiB, mp.fits_nvme ? "fits" : "DOES NOT FIT");
   std::printf("Time per iteration                   s       %%\n");
   for (std::size_t i = 0; i < kTimePartNames.size(); ++i)
     std::printf("  %-22s %12.4f %7.1f\n", kTimePartNames[i], tp.parts[i],

@@ -82,21 +82,20 @@ void refuse_over_machine_memory(const MemoryPrediction& m, const Cluster& c, int
   const double ranks_bytes = backend == ExecBackend::cpu ? np * m.gpu_total_bytes : 0.0;
   const double need = ranks_bytes + nodes * m.host_bytes_per_node;
   if (need <= *have) return;
-  const double gib = kBytesPerGiB;
   char buf[160];
   std::string what;
   if (backend == ExecBackend::cpu) {
-    std::snprintf(buf, sizeof buf, "%d ranks × %.2f GiB", np, m.gpu_total_bytes / gib);
+    std::snprintf(buf, sizeof buf, "%d ranks × %.2f GiB", np, m.gpu_total_bytes / kBytesPerGiB);
     what = buf;
   }
   if (m.host_bytes_per_node > 0) {
     std::snprintf(buf, sizeof buf, "%s%d node%s × %.2f GiB of offloaded states", what.empty() ? "" : " + ", nodes,
-                  nodes == 1 ? "" : "s", m.host_bytes_per_node / gib);
+                  nodes == 1 ? "" : "s", m.host_bytes_per_node / kBytesPerGiB);
     what += buf;
   }
   char head[160];
-  std::snprintf(head, sizeof head, "%.2f GiB together (%s), more than its %.2f GiB", need / gib, what.c_str(),
-                *have / gib);
+  std::snprintf(head, sizeof head, "%.2f GiB together (%s), more than its %.2f GiB", need / kBytesPerGiB, what.c_str(),
+                *have / kBytesPerGiB);
   throw InputError(std::string("the memory model puts the ranks this machine would run at ") + head +
                    ": the kernel's out-of-memory killer would end a rank, or another process, partway through; run a "
                    "smaller plan, pass --hosts to spread the ranks, or --force to launch it anyway");

@@ -14,7 +14,6 @@ namespace ztune::cli {
 
 namespace {
 
-constexpr double kGiB = kBytesPerGiB;
 
 std::string fmt(const char* f, double v) {
   char buf[64];
@@ -177,11 +176,11 @@ void print_breakdowns(std::ostream& os, const Candidate& c) {
   }
   if (!rows.empty()) print_columns(os, rows, {false, true, true});
   if (mem.host_bytes_per_node > 0)
-    os << "  host per node: " << fmt("%.1f", mem.host_bytes_per_node / kGiB) << " of "
-       << fmt("%.1f", mem.host_capacity_bytes / kGiB) << " GiB\n";
+    os << "  host per node: " << fmt("%.1f", mem.host_bytes_per_node / kBytesPerGiB) << " of "
+       << fmt("%.1f", mem.host_capacity_bytes / kBytesPerGiB) << " GiB\n";
   if (mem.nvme_bytes_per_node > 0)
-    os << "  NVMe per node: " << fmt("%.1f", mem.nvme_bytes_per_node / kGiB) << " of "
-       << fmt("%.1f", mem.nvme_capacity_bytes / kGiB) << " GiB\n";
+    os << "  NVMe per node: " << fmt("%.1f", mem.nvme_bytes_per_node / kBytesPerGiB) << " of "
+       << fmt("%.1f", mem.nvme_capacity_bytes / kBytesPerGiB) << " GiB\n";
   if (!c.timed) return;
   auto print_time = [&](const char* title, const TimePrediction& t) {
     os << title << fmt("%.3f", t.iteration_s) << " s (MFU " << fmt("%.1f%%", 100 * t.mfu) << ", HFU "
