@@ -448,10 +448,6 @@ Command add_predict(CLI::App& root) {
             inputs.emplace_back("--plan", f->plan.plan_file);
             inputs.emplace_back("--profile", f->profile);
             refuse_output_over_input("--trace", f->trace, inputs);
-            // "-" is not stdout here: stdout carries predict's own tables or --json.
-            if (f->trace == "-")
-              throw InputError("--trace -: expected a file name (stdout carries predict's own output; the trace is "
-                               "a file to open in Perfetto: --trace trace.json)");
             const PredictInputs in = resolve(*f);
             Prediction pr{predict_memory(in.model, in.plan, in.cluster, in.profile, in.memory),
                           predict_time(in.model, in.plan, in.cluster, in.profile)};

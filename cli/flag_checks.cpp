@@ -47,6 +47,8 @@ const CLI::Validator ThreadCount = integer_in(1, kMaxThreads, "a thread count");
 const CLI::Validator WritableFile(
     [](const std::string& v) {
       if (v.empty()) return std::string("expected a file name, got an empty one");
+      // "-" would become a file of that name; standard output has its own.
+      if (v == "-") return std::string("-: expected a file name (for standard output, /dev/stdout)");
       const auto why = output_file_problem(v, false);
       return why ? v + ": " + *why : std::string();
     },

@@ -65,7 +65,11 @@ TEST_CASE("predict --trace is an output file: an empty name - a missing director
   CHECK_THAT(r.err, Contains("--trace: expected a file name, got an empty one"));
   r = run_command(ztune_bin() + kPipeline + " --trace -");  // had made a file named "-"
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Contains("--trace -: expected a file name (stdout carries predict's own output"));
+  CHECK_THAT(r.err, Contains("--trace: -: expected a file name (for standard output, /dev/stdout)"));
+  // Every output flag takes the same check (search --out, export --out, calibrate --out).
+  r = run_command(ztune_bin() + " search --cluster dgx2x16 --model gpt2-1.5b --no-db --out -");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--out: -: expected a file name (for standard output, /dev/stdout)"));
   r = run_command(ztune_bin() + kPipeline + " --trace /nonexistent-dir/trace.json");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("the directory /nonexistent-dir does not exist"));
