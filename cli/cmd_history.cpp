@@ -350,7 +350,13 @@ Command add_history(CLI::App& root) {
             if (!f->db.empty() && !std::filesystem::exists(f->db, ec))
               throw InputError("--db " + f->db + ": no such file (history reads a results database; search, run "
                                "and calibrate create one)");
-            const auto db = ResultsDb::open(f->db.empty() ? default_db_path() : f->db);
+            // An empty file (`touch results.db`) is a database SQLite would
+            // create the schema in: reading it is not a reason to write it.
+            const std::string path = f->db.empty() ? default_db_path() : f->db;
+            if (std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) == 0 && !ec)
+              throw InputError("--db " + path + ": an empty file (0 bytes), not yet a results database (search, "
+                               "run and calibrate create one in it); history leaves it as it is");
+            const auto db = ResultsDb::open(path);
             return f->show->parsed() ? show(db, *f) : list(db, *f);
           }};
 }

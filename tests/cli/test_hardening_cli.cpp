@@ -190,6 +190,7 @@ TEST_CASE("flags: output files, directories and sizes are checked when the flags
 TEST_CASE("pins, catalogs, databases, hosts and profiles that cannot be used are said as such", "[cli][hardening]") {
   const std::string dir = scratch().string();
   write_file(dir + "/untyped-config.json", "{\"hidden_size\": 4096, \"num_hidden_layers\": 32}");
+  write_file(dir + "/touched.db", "");
   const std::vector<Refusal> cases{
       // A config.json without its family: not "$.schema: missing required field".
       {"predict --cluster dgx2 --model " + dir + "/untyped-config.json",
@@ -201,6 +202,8 @@ TEST_CASE("pins, catalogs, databases, hosts and profiles that cannot be used are
       {"search --cluster dgx-a100-80gb --model llama-7b --no-db --pp 1000", "--pp: 1000 stages for 32 layers"},
       // A read command does not create a database (and its directories) where none is.
       {"history --db " + dir + "/no-such/dir/x.db", "--db " + dir + "/no-such/dir/x.db: no such file"},
+      // Nor writes its schema into an empty file (`touch x.db`): SQLite would.
+      {"history --db " + dir + "/touched.db", "--db " + dir + "/touched.db: an empty file (0 bytes)"},
       // A device is no database: SQLite had left /dev/null-journal beside it.
       {"history --db /dev/null", "--db /dev/null: not a regular file (expected an SQLite results database)"},
       {"search --cluster dgx2 --model gpt2-1.5b --db /dev/null", "--db /dev/null: not a regular file"},
@@ -209,6 +212,7 @@ TEST_CASE("pins, catalogs, databases, hosts and profiles that cannot be used are
   };
   check_refusals(cases);
   CHECK(!fs::exists(dir + "/no-such"));
+  CHECK(fs::file_size(dir + "/touched.db") == 0);
   // A GPU plan where no GPU is: said before any rank starts (on a GPU machine the run goes ahead).
   if (!fs::exists("/dev/nvidia0")) {
     const std::string gpu_plan = dir + "/gpu-plan.json";
