@@ -435,10 +435,14 @@ void engine_lines(const Transformer& m, const Plan& p, const HardwareProfile& hw
 
   // Communication buckets (DeepSpeed reduce_bucket_size / allgather_bucket_size,
   // in elements of 16-bit gradients; the reduce bucket is doubled with overlap_comm).
+  // An engine that reduces and gathers inside its contiguous gradient and
+  // parameter buffers (Megatron-Core's DDP and distributed optimizer, ZeRO
+  // 0/1) has no bucket beside them (EngineProfile::dp_buffers_in_place).
   if (p.dp_cp() > 1) {
+    const bool in_place = hw.engine.dp_buffers_in_place && p.zero_stage <= 1;
     const double overlap = p.overlap_comm ? 2.0 : 1.0;
-    double buckets = eb * std::min(p.reduce_bucket_elems, psi) * overlap;
-    if (p.zero_stage == 1 || p.zero_stage == 2) buckets += eb * std::min(p.allgather_bucket_elems, psi);
+    double buckets = in_place ? 0.0 : eb * std::min(p.reduce_bucket_elems, psi) * overlap;
+    if (!in_place && (p.zero_stage == 1 || p.zero_stage == 2)) buckets += eb * std::min(p.allgather_bucket_elems, psi);
     buckets += sign_buffer_bytes;  // 1-bit Adam's packed sign buffers
     sm.gpu[idx(MemLine::comm_buckets)] = buckets;
   }

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "cost_model_fixtures.hpp"
+#include "ztune/vocab/engine_profile.hpp"
 #include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/model/memory_model.hpp"
 #include "ztune/model/op_costs.hpp"
@@ -630,6 +631,42 @@ TEST_CASE("Megatron's unfused softmax keeps its probabilities in fp32: 2 bytes p
   p.precision = Precision::fp16;
   CHECK_FALSE(megatron_softmax_fallback(m, p, rule));
   CHECK(act(rule) == Approx(act(always)));
+}
+
+TEST_CASE("Megatron-Core reduces and gathers in its own buffers: no bucket beside them at ZeRO 0 and 1",
+          "[memory][buckets]") {
+  // DeepSpeed copies gradients into a reduce bucket (reduce_bucket_size,
+  // doubled with overlap_comm) and gathers the updated parameters into an
+  // all-gather bucket (allgather_bucket_size, ZeRO-1/2): eb·(2R + A) bytes.
+  // Megatron-Core's start_grad_sync reduce-scatters bucket.grad_data into its
+  // own shard view and start_param_sync all-gathers bucket.param_data from
+  // its shard: nothing beside the gradient and parameter buffers.
+  const Transformer m = gpt(8, 1024, 16, 1024, 51200);
+  const Cluster c = a100_nodes(1);
+  HardwareProfile buckets = flat_profile();
+  HardwareProfile in_place = flat_profile();
+  in_place.engine.dp_buffers_in_place = true;
+  auto line = [&](const Plan& p, const HardwareProfile& hw) {
+    return predict_memory(m, p, c, hw).line(MemLine::comm_buckets);
+  };
+  for (int zero : {0, 1}) {
+    Plan p = test::zero_plan(8, 1, zero, 1, 4);
+    p.precision = Precision::bf16;
+    p.reduce_bucket_elems = 1e6;
+    p.allgather_bucket_elems = 3e6;
+    INFO("ZeRO " << zero);
+    REQUIRE(p.overlap_comm);
+    CHECK(line(p, buckets) == Approx(2.0 * (2.0 * 1e6 + (zero == 1 ? 3e6 : 0.0))));
+    CHECK(line(p, in_place) == 0.0);
+  }
+  // ZeRO-2 and 3 (Megatron-FSDP under the megatron engine) keep theirs.
+  Plan z2 = test::zero_plan(8, 1, 2, 1, 4);
+  z2.precision = Precision::bf16;
+  CHECK(line(z2, in_place) == Approx(line(z2, buckets)));
+  CHECK(line(z2, in_place) > 0.0);
+  // The shipped megatron engine states it; DeepSpeed and FSDP copy.
+  CHECK(load_engine_profile("megatron").dp_buffers_in_place);
+  for (const char* name : {"deepspeed", "fsdp", "ztune"}) CHECK_FALSE(load_engine_profile(name).dp_buffers_in_place);
 }
 
 TEST_CASE("uneven interleaved stages: each stage's chunks in flight × its layers / v", "[memory][stages]") {

@@ -67,6 +67,8 @@ EngineProfile engine_profile_from_json(const nlohmann::json& doc, const std::str
     e.bf16_pipeline_fp32_accumulation =
         g.optional_choice("bf16_pipeline_accumulation", {"fp32_per_microbatch", "none"}, "none") ==
         "fp32_per_microbatch";
+    // Added with Megatron-Core's in-place buffers: absent means buckets.
+    e.dp_buffers_in_place = g.optional_choice("buffers", {"in_place", "buckets"}, "buckets") == "in_place";
     g.finish();
   }
   // Added with ztune's executor as an engine: absent means another engine.
@@ -103,7 +105,8 @@ nlohmann::json engine_profile_to_json(const EngineProfile& e) {
       {"gradients",
        {{"bf16_reduce", e.bf16_reduce_fp32 ? "fp32" : "bf16"},
         {"fp16_reduce", e.fp16_reduce_fp32 ? "fp32" : "fp16"},
-        {"bf16_pipeline_accumulation", e.bf16_pipeline_fp32_accumulation ? "fp32_per_microbatch" : "none"}}},
+        {"bf16_pipeline_accumulation", e.bf16_pipeline_fp32_accumulation ? "fp32_per_microbatch" : "none"},
+        {"buffers", e.dp_buffers_in_place ? "in_place" : "buckets"}}},
       {"zero3_gather", e.zero3_gather == GatherUnit::module ? "module" : "bucket"},
       {"zero3_recompute", e.zero3_recompute_regathers ? "regather" : "held"},
       {"executor", e.executor},

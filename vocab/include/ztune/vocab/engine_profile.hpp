@@ -147,6 +147,20 @@ struct EngineProfile {
   // told otherwise (a plan's grad_reduce_dtype).
   bool fp16_reduce_fp32 = false;
   bool bf16_pipeline_fp32_accumulation = false;
+  // dp_buffers_in_place ("buffers": "in_place"): the data-parallel gradient
+  // reduction (all-reduce, or reduce-scatter into this rank's shard) and the
+  // distributed optimizer's parameter all-gather run inside the contiguous
+  // gradient and parameter buffers themselves, with no communication bucket
+  // beside them: Megatron-Core's ParamAndGradBuffer (start_grad_sync
+  // reduce-scatters bucket.grad_data into its own shard view,
+  // start_param_sync all-gathers bucket.param_data from its shard), and
+  // Apex's DistributedFusedAdam with NeMo's contiguous_grad_buffer and
+  // contiguous_param_buffer. "buckets" (absent): the engine copies gradients
+  // into reduce buckets and gathers parameters into all-gather buckets
+  // (DeepSpeed's reduce_bucket_size, doubled with overlap_comm, and
+  // allgather_bucket_size; FSDP's flat reduce-scatter inputs). ZeRO-2/3 plans
+  // keep their buckets under every engine (Megatron-FSDP's are its own).
+  bool dp_buffers_in_place = false;
 
   // Whether the engine is ztune's own executor (profile key "executor": true;
   // false when absent). It stores parameters, gradients and activations in
