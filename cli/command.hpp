@@ -51,6 +51,12 @@ void refuse_output_over_input(const std::string& out_flag, const std::string& ou
 /// empty; none with --no-db): an output over one would replace every search,
 /// run and profile stored.
 std::vector<std::pair<std::string, std::string>> database_files(const std::string& db, bool no_db);
+/// CLI11 converts integers with strtoll's base 0: `--tp 010` was tp 8 and
+/// `--tp 08` "could not convert". Rewrites, in `args` (in command-line order),
+/// every value of an option that takes integers (CLI11's INT and UINT types,
+/// in `root` or any subcommand) written with leading zeros as the decimal a
+/// user means ("010" -> "10"). Other arguments are left as they are.
+void decimal_integer_values(const CLI::App& root, std::vector<std::string>& args);
 
 struct Command {
   CLI::App* app = nullptr;

@@ -1,6 +1,8 @@
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <set>
 #include <string>
 
 #include "command.hpp"
@@ -68,6 +70,57 @@ void refuse_output_over_input(const std::string& out_flag, const std::string& ou
     if (same)
       throw InputError(out_flag + " " + out + ": is the file " + flag + " reads (" + path +
                        "); writing it would replace the input: choose another file");
+  }
+}
+
+namespace {
+
+void integer_option_names(const CLI::App& app, std::set<std::string>& ints, std::set<std::string>& others) {
+  for (const CLI::Option* o : app.get_options()) {
+    const std::string type = o->get_type_name();
+    const bool integer = type.starts_with("INT") || type.starts_with("UINT");
+    for (const auto& n : o->get_lnames()) (integer ? ints : others).insert("--" + n);
+    for (const auto& n : o->get_snames()) (integer ? ints : others).insert("-" + n);
+  }
+  for (const CLI::App* sub : app.get_subcommands({})) integer_option_names(*sub, ints, others);
+}
+
+// "010" -> "10", "-007" -> "-7", "000" -> "0"; anything else unchanged.
+std::string without_leading_zeros(const std::string& v) {
+  const std::size_t digits = (!v.empty() && (v[0] == '-' || v[0] == '+')) ? 1 : 0;
+  if (v.size() < digits + 2 || v[digits] != '0') return v;
+  if (!std::all_of(v.begin() + static_cast<std::ptrdiff_t>(digits), v.end(),
+                   [](char c) { return c >= '0' && c <= '9'; }))
+    return v;
+  const std::size_t first = v.find_first_not_of('0', digits);
+  return v.substr(0, digits) + (first == std::string::npos ? std::string("0") : v.substr(first));
+}
+
+bool is_number(const std::string& v) {
+  const std::size_t digits = (!v.empty() && (v[0] == '-' || v[0] == '+')) ? 1 : 0;
+  return v.size() > digits && std::all_of(v.begin() + static_cast<std::ptrdiff_t>(digits), v.end(),
+                                          [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
+void decimal_integer_values(const CLI::App& root, std::vector<std::string>& args) {
+  std::set<std::string> ints, others;
+  integer_option_names(root, ints, others);
+  // A name that takes integers in one command and text in another is left alone.
+  for (const auto& n : others) ints.erase(n);
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") return;  // the rest are positional
+    if (const std::size_t eq = a.find('='); a.starts_with("--") && eq != std::string::npos) {
+      if (ints.count(a.substr(0, eq)) != 0) args[i] = a.substr(0, eq + 1) + without_leading_zeros(a.substr(eq + 1));
+      continue;
+    }
+    if (ints.count(a) == 0) continue;
+    // The option's values: every following argument up to the next option
+    // (--stage-layers takes several).
+    for (std::size_t j = i + 1; j < args.size() && (!args[j].starts_with("-") || is_number(args[j])); ++j)
+      args[j] = without_leading_zeros(args[j]);
   }
 }
 

@@ -99,6 +99,9 @@ int main(int argc, char** argv) {
       }
     }
   }
+  std::reverse(args.begin(), args.end());
+  decimal_integer_values(root, args);
+  std::reverse(args.begin(), args.end());
   try {
     root.parse(args);
   } catch (const CLI::ParseError& e) {

@@ -1137,3 +1137,20 @@ TEST_CASE("history show of a search prints the best plan's band as the search ga
   CHECK_THAT(h.out, Contains(text) && Contains("cross-validated on H100/megatron"));
   CHECK_THAT(h.out, !Contains("\"accuracy\""));  // not repeated among the options
 }
+
+// CLI11 converts integers with strtoll's base 0: --tp 010 had been tp 8, --tp 08
+// "could not convert". The oracle: decimal, as a user writes it.
+TEST_CASE("integer flags with leading zeros are decimal", "[cli][hardening]") {
+  check_refusals({
+      {"predict --cluster dgx-h100 --model llama-7b --tp 010", "--tp/--pp: tp×pp = 10 exceeds the cluster's 8 devices"},
+      {"predict --cluster dgx-h100 --model llama-7b --tp=012", "--tp/--pp: tp×pp = 12 exceeds the cluster's 8 devices"},
+  });
+  for (const char* flags : {"--tp 08", "--tp=08 --pp 01", "--pp 2 --stage-layers 016 016"}) {
+    const auto r = run_ztune(std::string("predict --cluster dgx-h100 --model llama-7b ") + flags);
+    INFO(flags << ": " << r.err);
+    CHECK(r.exit_code == 0);
+  }
+  CHECK_THAT(run_ztune("predict --cluster dgx-h100 --model llama-7b --tp 08").out, Contains("dp1×tp8×pp1"));
+  CHECK_THAT(run_ztune("predict --cluster dgx-h100 --model llama-7b --pp 2 --stage-layers 010 022").out,
+             Contains("stages:10+22"));
+}
