@@ -33,6 +33,11 @@ TEST_CASE("divisors lists every divisor in order", "[tuner][space]") {
   CHECK(divisors(12) == std::vector<int>{1, 2, 3, 4, 6, 12});
   CHECK(divisors(49) == std::vector<int>{1, 7, 49});
   CHECK(divisors(3072).size() == 22);  // 3072 = 2^10 · 3: (10+1)·(1+1) divisors
+  // A 64-bit batch keeps its 64-bit divisors: 2147483659 is a prime above
+  // 2^31, and 2 · it had given a negative int.
+  const std::int64_t prime = 2147483659;
+  CHECK(divisors(prime) == std::vector<std::int64_t>{1, prime});
+  CHECK(divisors(2 * prime) == std::vector<std::int64_t>{1, 2, prime, 2 * prime});
 }
 
 TEST_CASE("the space of a tiny model on two V100s has the size counted by hand", "[tuner][space]") {

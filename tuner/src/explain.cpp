@@ -288,11 +288,11 @@ std::vector<int> layout_device_counts(const Transformer& m, const Cluster& c, co
   const int pp_hi = o.space.pp.value_or(m.layers);
   const std::int64_t cp = o.space.cp.value_or(1) * o.space.ulysses.value_or(1);
   std::vector<std::int64_t> counts;
-  for (int d : divisors(batch)) {
+  for (std::int64_t d : divisors(batch)) {
     if (!takes_dp_shard(o, d)) continue;
     for (int t : tps)
       for (int pp = pp_lo; pp <= pp_hi; ++pp) {
-        const std::int64_t n = static_cast<std::int64_t>(d) * t * pp * cp;
+        const std::int64_t n = d * t * pp * cp;
         if (n >= total) break;
         counts.push_back(n);
       }

@@ -10,17 +10,6 @@
 
 namespace ztune {
 
-std::vector<int> divisors(std::int64_t n) {
-  std::vector<int> small, large;
-  for (std::int64_t d = 1; d * d <= n; ++d) {
-    if (n % d != 0) continue;
-    small.push_back(static_cast<int>(d));
-    if (d != n / d) large.push_back(static_cast<int>(n / d));
-  }
-  small.insert(small.end(), large.rbegin(), large.rend());
-  return small;
-}
-
 namespace {
 
 // A plan file's bounds (plan.hpp, kMaxGlobalBatch and the others): the search only makes plans it can write.

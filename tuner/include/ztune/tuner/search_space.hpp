@@ -9,6 +9,7 @@
 //
 // Example: SearchSpace s(model, cluster, opts); s.for_each_plan(s.layouts()[0], f);
 #include <atomic>
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -21,8 +22,19 @@
 
 namespace ztune {
 
-/// The positive divisors of n, ascending (divisors(12) = 1 2 3 4 6 12).
-std::vector<int> divisors(std::int64_t n);
+/// The positive divisors of n, ascending, in n's own type (divisors(12) = 1 2 3
+/// 4 6 12): a global batch's (64-bit) are not cut to int.
+template <std::integral T>
+std::vector<T> divisors(T n) {
+  std::vector<T> small, large;
+  for (T d = 1; d <= n / d; ++d) {
+    if (n % d != 0) continue;
+    small.push_back(d);
+    if (d != n / d) large.push_back(n / d);
+  }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
+}
 
 /// Sequences at least this long get context parallelism in the default space
 /// (SpaceOptions::max_cp 0): NeMo's and Megatron-Core's recipes turn it on
