@@ -332,3 +332,19 @@ TEST_CASE("history show rN sets the stored prediction's memory lines beside what
                 gpu[static_cast<std::size_t>(ztune::MemLine::activations)] / 1048576.0, activations);
   CHECK_THAT(r.out, Contains(row));
 }
+
+// The fit hints search wider spaces than the user's (more nodes, other
+// engines): one over --max-plans had thrown, and the search's own table and
+// summary were lost to an error about 8,000,000 devices (fuzz audit). The
+// oracle: the cap's own arithmetic, 25,130 plans searched on 8 GPUs under a
+// 30,000 cap, 30,600 counted on 16.
+TEST_CASE("a fit hint over --max-plans is said in the hint and the search result stands", "[cli][tuner][explain]") {
+  const auto r =
+      run_command(ztune_bin() + " search --no-db --cluster dgx-h100 --model llama-405b --max-plans 30000 --no-simulate");
+  CHECK(r.exit_code == 1);  // nothing fits: the search's answer, not a usage error
+  CHECK_THAT(r.out, Contains("Searched 25,130 plans"));
+  CHECK_THAT(r.out, Contains("more GPUs (with --nodes 2 (16 devices)): not worked out: --max-plans: the plan space of "
+                             "the 16 devices holds more than 30,000 plans"));
+  CHECK_THAT(r.out, Contains("(deepspeed not worked out: its space is over --max-plans)"));
+  CHECK(r.err.empty());
+}

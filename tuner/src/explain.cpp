@@ -1,6 +1,7 @@
 #include "ztune/tuner/explain.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -52,6 +53,13 @@ SearchResult feasibility(const Transformer& m, const Cluster& c, const HardwareP
   o.top = 1;
   o.closest = 0;
   return run_search(m, c, hw, o);
+}
+
+/// A hint whose probe searched a space over --max-plans: said in the hint,
+/// with the cap's message; the search's own result stands (the probe's
+/// exception had ended the search with its output unprinted).
+FitHint over_cap(const std::string& change, const PlanSpaceOverCap& e) {
+  return {change, std::string("not worked out: ") + e.what(), false};
 }
 
 // "12 plans fit, e.g. ... needs 61.2 GiB of 80.0 GiB per GPU" ("1 plan fits").
@@ -334,10 +342,16 @@ std::vector<FitHint> predict_fit_hints(const Transformer& m, const Cluster& c, c
   // The same kind of plan: FP8 ones (with FP8 parameters) beside an FP8 plan.
   same.space.fp8 = plan.fp8;
   same.space.fp8_param_gather = plan.fp8_param_gather;
-  const BestOnDevices b = best_plan_on(m, c, hw, same, plan.gpus());
   FitHint best;
   best.change = plan.gpus() == 1 ? std::string("the search's best plan on this GPU")
                                  : "the search's best plan on these " + std::to_string(plan.gpus()) + " GPUs";
+  BestOnDevices b;
+  try {
+    b = best_plan_on(m, c, hw, same, plan.gpus());
+  } catch (const PlanSpaceOverCap& e) {
+    hints.push_back(over_cap(best.change, e));
+    return hints;
+  }
   if (!b.best) {
     best.detail = "none of " + std::to_string(b.space) + " plans fits (ztune search --gpus " +
                   std::to_string(plan.gpus()) + " --explain says what would)";
@@ -364,7 +378,12 @@ std::optional<FitHint> fewer_gpus_hint(const Transformer& m, const Cluster& c, c
     SearchOptions x = o;
     x.space.gpus = n;
     x.space.min_gpus = x.space.max_gpus = 0;
-    auto s = feasibility(m, c, hw, x);
+    SearchResult s;
+    try {
+      s = feasibility(m, c, hw, x);
+    } catch (const PlanSpaceOverCap& e) {
+      return over_cap("fewer GPUs", e);
+    }
     if (s.feasible > 0)
       return FitHint{"fewer GPUs", with_gpus(n, c) + " " + fitting(s),
                      true};
@@ -383,7 +402,7 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     std::optional<SearchResult> best;
     Engine best_engine = o.space.engine;
     bool best_drops_fp8 = false;
-    std::string tried;
+    std::string tried, over_cap_engines;
     for (const Engine e : {Engine::ztune, Engine::deepspeed, Engine::megatron, Engine::fsdp}) {
       if (e == o.space.engine) continue;
       SearchOptions x = o;
@@ -405,16 +424,22 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
           best_engine = e;
           best_drops_fp8 = drops_fp8;
         }
+      } catch (const PlanSpaceOverCap&) {
+        over_cap_engines += (over_cap_engines.empty() ? "" : ", ") + to_string(e);
       } catch (const InputError&) {
         // A pin that engine cannot run (--zero 1 under FSDP): not an option.
       }
     }
+    const std::string unworked =
+        over_cap_engines.empty() ? "" : " (" + over_cap_engines + " not worked out: its space is over --max-plans)";
     if (best && best->feasible > 0) {
       hints.push_back({"--engine " + to_string(best_engine) + " in place of --engine " + to_string(o.space.engine) +
                            (best_drops_fp8 ? " (without --fp8: it has no FP8 kernels)" : ""),
-                       fitting(*best), true});
+                       fitting(*best) + unworked, true});
     } else if (best) {
-      hints.push_back({"another --engine", "no plan fits under " + tried + " either", false});
+      hints.push_back({"another --engine", "no plan fits under " + tried + " either" + unworked, false});
+    } else if (!unworked.empty()) {
+      hints.push_back({"another --engine", "not worked out: the spaces of " + over_cap_engines + " are over --max-plans", false});
     }
   }
   // A --dp-shard pin no layout of these devices carries: said first, with why.
@@ -423,7 +448,7 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
                      "no layout of the devices searched has a weights' data-parallel group (dp × cp × ulysses, dp "
                      "dividing the global batch) that it divides into two or more groups",
                      false});
-  if (o.space.tp || o.space.pp || o.space.zero_stage || o.space.cp || o.space.dp_shard || o.space.ulysses) {
+  if (o.space.tp || o.space.pp || o.space.zero_stage || o.space.cp || o.space.dp_shard || o.space.ulysses) try {
     SearchOptions x = o;
     x.space.tp = x.space.pp = x.space.zero_stage = x.space.cp = x.space.dp_shard = x.space.ulysses = std::nullopt;
     auto s = feasibility(m, c, hw, x);
@@ -436,21 +461,31 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
                                       std::pair{"--dp-shard", o.space.dp_shard.has_value()}})
       if (given) pins += (pins.empty() ? "" : "/") + std::string(flag);
     hints.push_back({"without " + pins, fitting(s), s.feasible > 0});
+  } catch (const PlanSpaceOverCap& e) {
+    hints.push_back(over_cap("without the pinned degrees", e));
   }
   // Context parallelism the default space leaves out (sequences under 8k
   // tokens, or --max-cp): the space with cp up to one node's worth.
   if (!o.space.cp && o.space.max_cp != 1 && m.seq_len < kContextParallelMinSeq && m.seq_len % 4 == 0) {
     SearchOptions x = o;
     x.space.max_cp = kContextParallelMaxDefault;
-    auto s = feasibility(m, c, hw, x);
-    hints.push_back({"--max-cp " + std::to_string(kContextParallelMaxDefault),
-                     fitting(s), s.feasible > 0});
+    const std::string change = "--max-cp " + std::to_string(kContextParallelMaxDefault);
+    try {
+      auto s = feasibility(m, c, hw, x);
+      hints.push_back({change, fitting(s), s.feasible > 0});
+    } catch (const PlanSpaceOverCap& e) {
+      hints.push_back(over_cap(change, e));
+    }
   }
   if (!o.space.allow_tp_across_nodes) {
     SearchOptions x = o;
     x.space.allow_tp_across_nodes = true;
-    auto s = feasibility(m, c, hw, x);
-    hints.push_back({"--allow-tp-across-nodes", fitting(s), s.feasible > 0});
+    try {
+      auto s = feasibility(m, c, hw, x);
+      hints.push_back({"--allow-tp-across-nodes", fitting(s), s.feasible > 0});
+    } catch (const PlanSpaceOverCap& e) {
+      hints.push_back(over_cap("--allow-tp-across-nodes", e));
+    }
   }
   const bool restricted = o.space.gpus > 0 || o.space.min_gpus > 0 || o.space.max_gpus > 0;
   // Fewer GPUs: a search of every device finds no layout when the devices
@@ -471,12 +506,29 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
   x.space.gpus = x.space.min_gpus = x.space.max_gpus = 0;
   Cluster bigger = c;
   bool found = false;
-  // The hint when the memory-only search `y` on `on` fits; `where` names the count.
+  // Each count is a search of its own (1.5 s each for a 65,536-token model,
+  // 25 counts: the hints had taken 40 s after a 1.4 s search, silently): the
+  // probe stops after kMoreGpusBudget, said with the last count tried.
+  constexpr auto kMoreGpusBudget = std::chrono::seconds(10);
+  const auto started = std::chrono::steady_clock::now();
+  std::string last_tried;
   auto fits_on = [&](const Cluster& on, const SearchOptions& y, const std::string& where) {
-    const auto s = feasibility(m, on, hw, y);
-    if (s.feasible > 0)
-      hints.push_back({"more GPUs", where + " " + fitting(s), true});
-    return s.feasible > 0;
+    if (!last_tried.empty() && std::chrono::steady_clock::now() - started > kMoreGpusBudget) {
+      hints.push_back({"more GPUs", "not worked out: none fits on the counts tried (the last " + last_tried +
+                                        "), and the probe stopped after " + std::to_string(kMoreGpusBudget.count()) +
+                                        " s (a search with more --nodes looks further)",
+                       false});
+      return true;  // stop
+    }
+    last_tried = where;
+    try {
+      const auto s = feasibility(m, on, hw, y);
+      if (s.feasible > 0) hints.push_back({"more GPUs", where + " " + fitting(s), true});
+      return s.feasible > 0;
+    } catch (const PlanSpaceOverCap& e) {
+      hints.push_back(over_cap("more GPUs (" + where + ")", e));
+      return true;  // stop: larger counts hold larger spaces
+    }
   };
   // With the devices restricted (--gpus, --max-gpus), first the counts
   // between them and the cluster's, doubling: the hint had jumped to the

@@ -324,7 +324,7 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
           l.plans = count_plans(l);
           l.first_id = next_id;
           next_id += l.plans;
-          if (next_id > o.max_plans) throw InputError(cap_message(o, gpu_counts_, g, next_id));
+          if (next_id > o.max_plans) throw PlanSpaceOverCap(cap_message(o, gpu_counts_, g, next_id));
           classify(l);
           layouts_.push_back(std::move(l));
         }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ztune/vocab/cluster.hpp"
+#include "ztune/vocab/input_error.hpp"
 #include "ztune/vocab/plan.hpp"
 #include "ztune/vocab/transformer.hpp"
 #include "ztune/tuner/search_options.hpp"
@@ -132,10 +133,19 @@ struct EnumerationHooks {
   const std::atomic<bool>* stop = nullptr;
 };
 
+/// A space of more than SpaceOptions::max_plans plans: the message names
+/// --max-plans, the devices and what narrows the space. Its own type, so the
+/// fit hints, whose probes search wider spaces than the user's, can say a probe
+/// went past the cap instead of losing the search's result to it.
+class PlanSpaceOverCap : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 class SearchSpace {
  public:
   /// Throws InputError (naming the flag) for constraints the cluster or model cannot
-  /// meet, and for a space of more than o.max_plans plans (naming --max-plans).
+  /// meet, and PlanSpaceOverCap for a space of more than o.max_plans plans.
   SearchSpace(const Transformer& m, const Cluster& c, const SpaceOptions& o, const EnumerationHooks& hooks = {});
 
   /// Whether hooks.stop ended the enumeration: the layouts are those laid out so far.
