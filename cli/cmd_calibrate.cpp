@@ -433,10 +433,12 @@ Command add_calibrate(CLI::App& root) {
   app->add_option("--measurements", f->measurements, "Fit these measurements instead of running the benchmarks");
   app->add_option("--keep-measurements", f->keep_measurements, "Also write the measurements JSON here")
       ->check(WritableFile);
-  app->add_option("--records", f->records, "Run records (ztune-worker --record) to fit to")->expected(1, -1);
+  app->add_option("--records", f->records, "Run records (ztune-worker --record) to fit to")
+      ->expected(1, -1)
+      ->check(GivenPath);
   app->add_option("--holdout-records", f->holdout_records, "Run records to evaluate only (not fitted)")
       ->expected(1, -1);
-  app->add_option("--profile", f->prior, "Starting profile (default: data/profiles/<gpu>.json)");
+  app->add_option("--profile", f->prior, "Starting profile (default: data/profiles/<gpu>.json)")->check(GivenPath);
   app->add_option("--max-bytes", f->max_bytes, "Largest collective message (default: 1 GiB; 16 MiB on CPU)")
       ->check(integer_in(4096, 1LL << 36, "a message size in bytes"));
   app->add_flag("--quick", f->quick, "Fewer timed rounds (5 to 9 of ~20 ms)");

@@ -181,7 +181,7 @@ Command add_export(CLI::App& root) {
                   "deepspeed (ds_config.json + launch command), megatron (arguments) or torchtitan (job TOML + "
                   "torchrun launch; the fsdp engine); default: the engine the plan file was searched for")
       ->check(CLI::IsMember({"deepspeed", "megatron", "torchtitan"}));
-  app->add_option("plan", f->plan_file, "Plan file (ztune search --out)")->required();
+  app->add_option("plan", f->plan_file, "Plan file (ztune search --out)")->required()->check(GivenPath);
   app->add_option("--out", f->out,
                   "Write the ds_config.json (deepspeed), a launch script (megatron) or the job TOML (torchtitan) here")
       ->check(WritableFile);

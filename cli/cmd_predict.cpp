@@ -430,7 +430,8 @@ Command add_predict(CLI::App& root) {
   f->plan.add_to(*app);
   app->add_option("--profile", f->profile,
                   "Hardware profile: a file, or a name in ~/.local/share/ztune/profiles/ or data/profiles/ "
-                  "(default: data/profiles/<gpu>.json)");
+                  "(default: data/profiles/<gpu>.json)")
+      ->check(GivenPath);
   add_engine_flags(*app, f->engine, f->compile,
                    "The engine that runs the plan; its profile (data/engines/: host costs, fusion, overlap) prices it "
                    "(default: the engine a --plan file was searched for, else ztune, its own executor)");

@@ -491,7 +491,8 @@ int run(const RunFlags& f) {
 Command add_run(CLI::App& root) {
   auto f = std::make_shared<RunFlags>();
   auto* app = root.add_subcommand("run", "Train a plan with the executor (mpirun, or srun under Slurm)");
-  app->add_option("plan_json", f->plan_json, "Plan file (ztune.planfile/1); else the cluster, model and plan flags");
+  app->add_option("plan_json", f->plan_json, "Plan file (ztune.planfile/1); else the cluster, model and plan flags")
+      ->check(GivenPath);
   f->input.add_to(*app, false);
   f->plan.add_to(*app);
   app->add_option("--np", f->np, "Ranks (default: the plan's dp×tp×cp×pp)")
@@ -524,7 +525,8 @@ Command add_run(CLI::App& root) {
   app->add_option("--seed", f->seed, "Initialisation seed")
       ->check(integer_in(0, std::numeric_limits<long long>::max(), "a seed"));
   app->add_option("--data", f->data, "uint16 token file (e.g. data/corpus/kjv.train.bin) or \"synthetic\"");
-  app->add_option("--record", f->record, "Where to keep the run record (default: the temporary directory, removed after the run)");
+  app->add_option("--record", f->record, "Where to keep the run record (default: the temporary directory, removed after the run)")
+      ->check(GivenPath);
   app->add_option("--threads", f->threads, "Compute threads per rank")->check(ThreadCount);
   app->add_option("--db", f->db, kDbHelp)->check(DatabasePath);
   app->add_flag("--no-db", f->no_db, "Do not store the run in the results database");
@@ -534,12 +536,14 @@ Command add_run(CLI::App& root) {
       ->check(ExistingDirectory);
   app->add_option("--profile", f->profile,
                   "Hardware profile of the prediction shown beside the measurement: a file, or a name in "
-                  "~/.local/share/ztune/profiles/ or data/profiles/ (default: data/profiles/<gpu>.json)");
+                  "~/.local/share/ztune/profiles/ or data/profiles/ (default: data/profiles/<gpu>.json)")
+      ->check(GivenPath);
   app->add_option("--checkpoint-every", f->checkpoint_every,
                   "Write a sharded checkpoint every N steps (into --checkpoint-dir, or --resume's directory)")
       ->check(integer_in(1, std::numeric_limits<int>::max(), "a step count"));
   app->add_option("--checkpoint-dir", f->checkpoint_dir,
-                  "Directory of the checkpoints (default: the temporary directory, removed after the run)");
+                  "Directory of the checkpoints (default: the temporary directory, removed after the run)")
+      ->check(GivenPath);
   app->add_option("--collective-timeout", f->collective_timeout_s,
                   "Seconds a rank waits in one collective for its peers before it ends the job, naming the "
                   "operation (default 600; 0 waits forever); raise it for steps or checkpoints that take longer")
@@ -552,7 +556,8 @@ Command add_run(CLI::App& root) {
                   "Continue from the latest checkpoint in DIR (same plan, ranks and seed; with the same --steps "
                   "bit-identical to an uninterrupted run of them: the learning rate's cosine decay spans --steps, "
                   "so another --steps continues on another schedule), writing further checkpoints there with "
-                  "--checkpoint-every N (without it, none: an interrupted run then resumes from DIR's latest again)");
+                  "--checkpoint-every N (without it, none: an interrupted run then resumes from DIR's latest again)")
+      ->check(GivenPath);
   app->add_flag("--keep", f->keep,
                 "Keep the temporary directory ($TMPDIR/ztune-run-*: plan file, record, checkpoints); removed by "
                 "default, also when the run fails or is interrupted");

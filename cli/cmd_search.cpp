@@ -548,7 +548,8 @@ Command add_search(CLI::App& root) {
   app->add_option("--out", f->out, "Write the best plan to this plan file")->check(WritableFile);
   app->add_option("--profile", f->profile,
                   "Hardware profile: a file, or a name in ~/.local/share/ztune/profiles/ or data/profiles/ "
-                  "(default: the GPU's in data/profiles/)");
+                  "(default: the GPU's in data/profiles/)")
+      ->check(GivenPath);
   app->add_option("--db", f->db, kDbHelp)->check(DatabasePath);
   app->add_flag("--no-db", f->no_db, "Do not store the search");
   app->add_flag("--run", f->run, "Run the best plan, compare measured with predicted, store both, refine the profile");

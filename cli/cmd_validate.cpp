@@ -243,8 +243,11 @@ Command add_validate(CLI::App& root) {
   auto* app = root.add_subcommand("validate",
                                   "Predict the published runs of data/validation/ and report the errors, and the "
                                   "runs the memory model says could not have fitted");
-  app->add_option("--dir", f->dir, "Validation directory (default: <data>/validation)");
-  app->add_option("--profile", f->profile, "Hardware profile file used for every case instead of the defaults");
+  app->add_option("--dir", f->dir, "Validation directory (default: <data>/validation)")
+      ->check(GivenPath)
+      ->check(ExistingDirectory);
+  app->add_option("--profile", f->profile, "Hardware profile file used for every case instead of the defaults")
+      ->check(GivenPath);
   app->add_option("--source", f->source, "Only sources whose name contains this");
   app->add_option("--engine", f->engine,
                   "Only the published runs of this engine (megatron, deepspeed, fsdp); ztune's own executor has "

@@ -39,6 +39,9 @@ extern const CLI::Validator WritableFile;
 /// A database path that is not empty: `--db ""` (an unset shell variable) had
 /// meant the user's default database, where a script's results then went.
 extern const CLI::Validator DatabasePath;
+/// A path that is not empty: `--plan ""`, `--profile ""` and the like had
+/// silently meant "not given" (the default plan, the default profile).
+extern const CLI::Validator GivenPath;
 /// An existing directory (NVMe offload files are created in it).
 extern const CLI::Validator ExistingDirectory;
 /// Throws InputError when the output `out` (of flag `out_flag`) is the same file

@@ -146,6 +146,12 @@ const CLI::Validator DatabasePath(
     },
     "FILE");
 
+const CLI::Validator GivenPath(
+    [](const std::string& v) {
+      return v.empty() ? std::string("expected a path, got an empty one (an unset shell variable?)") : std::string();
+    },
+    "PATH");
+
 const CLI::Validator ExistingDirectory(
     [](const std::string& v) {
       std::error_code ec;

@@ -86,7 +86,7 @@ void PlanFlags::add_to(CLI::App& app) {
   // Degrees, sizes and layer counts are ints: a whole number in int's range
   // ("--tp 1e18" said as such, not CLI11's "Could not convert").
   const CLI::Validator kWholeCount = integer_in(1, std::numeric_limits<int>::max(), "a whole number");
-  app.add_option("--plan", plan_file, "Plan JSON file (instead of the plan flags)");
+  app.add_option("--plan", plan_file, "Plan JSON file (instead of the plan flags)")->check(GivenPath);
   const std::size_t first = app.get_options().size();
   app.add_option("--tp", tp, "Tensor-parallel degree")->check(kWholeCount);
   app.add_option("--pp", pp, "Pipeline-parallel degree")->check(kWholeCount);

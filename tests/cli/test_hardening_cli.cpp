@@ -1154,3 +1154,24 @@ TEST_CASE("integer flags with leading zeros are decimal", "[cli][hardening]") {
   CHECK_THAT(run_ztune("predict --cluster dgx-h100 --model llama-7b --pp 2 --stage-layers 010 022").out,
              Contains("stages:10+22"));
 }
+
+// An empty path (an unset shell variable) had meant "not given": --plan ""
+// predicted the default plan, --profile "" used the default profile, --record ""
+// kept no record, and export "" said ": cannot open file".
+TEST_CASE("an empty path is refused naming its flag", "[cli][hardening]") {
+  const std::string empty = "expected a path, got an empty one (an unset shell variable?)";
+  check_refusals({
+      {"predict --cluster dgx2 --model gpt2-1.5b --plan ''", "--plan: " + empty},
+      {"predict --cluster dgx2 --model gpt2-1.5b --profile ''", "--profile: " + empty},
+      {"search --cluster dgx2 --model gpt2-1.5b --no-db --profile ''", "--profile: " + empty},
+      {"validate --dir ''", "--dir: " + empty},
+      {"validate --profile ''", "--profile: " + empty},
+      {"export ''", "plan: " + empty},
+      {"run '' --no-db", "plan_json: " + empty},
+      {"run --cluster local-cpu --model tiny --no-db --steps 1 --record ''", "--record: " + empty},
+      {"run --cluster local-cpu --model tiny --no-db --steps 1 --checkpoint-dir ''", "--checkpoint-dir: " + empty},
+      {"calibrate --cluster local-cpu --no-db --records ''", "--records: " + empty},
+      // Not a directory: said as such, not "/dev/null/validation.json: cannot open file".
+      {"validate --dir /dev/null", "--dir: /dev/null: not a directory"},
+  });
+}
