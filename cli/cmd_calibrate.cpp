@@ -418,7 +418,7 @@ Command add_calibrate(CLI::App& root) {
   app->add_option("--backend", f->backend, "cpu or cuda (default: the cluster's device kind)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   app->add_option("--np", f->np, "Ranks (default: one per core on the CPU backend, at most the cluster's)")
-      ->check(CLI::Range(2, 1 << 20));
+      ->check(integer_in(2, 1 << 20, "a rank count"));
   app->add_option("--threads", f->threads, "Compute threads per rank")->check(ThreadCount);
   app->add_option("--out", f->out, "Profile file to write (default: ~/.local/share/ztune/profiles/<cluster>-calibrated.json, "
                   "$XDG_DATA_HOME/ztune/... when set; then --profile <cluster>-calibrated finds it)")

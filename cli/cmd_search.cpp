@@ -483,25 +483,27 @@ Command add_search(CLI::App& root) {
   add_optimizer_dtypes(*app, f->master_dtype, f->moments_dtype, f->param_remainders);  // likewise
   add_fp8(*app, f->fp8, &f->fp8_param_gather);  // likewise: FP8 plans only when pinned
   app->add_option("--max-micro-batch", f->max_micro_batch, "Largest micro-batch to try")->check(whole);
-  app->add_option("--tp", f->tp, "Search only plans with this tensor-parallel degree")->check(CLI::Range(1, 1 << 20));
-  app->add_option("--pp", f->pp, "Search only plans with this pipeline depth")->check(CLI::Range(1, 1 << 20));
+  app->add_option("--tp", f->tp, "Search only plans with this tensor-parallel degree")
+      ->check(integer_in(1, 1 << 20, "a tensor-parallel degree"));
+  app->add_option("--pp", f->pp, "Search only plans with this pipeline depth")
+      ->check(integer_in(1, 1 << 20, "a pipeline depth"));
   app->add_option("--cp", f->cp, "Search only plans with this context-parallel degree")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(integer_in(1, 1 << 20, "a context-parallel degree"));
   app->add_option("--max-cp", f->max_cp,
                   "Largest context-parallel degree searched (default: up to 8 for sequences of 8192 tokens or "
                   "more, else none; 1: none)")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(integer_in(1, 1 << 20, "a context-parallel degree"));
   app->add_option("--ulysses", f->ulysses, "Search only plans with this DeepSpeed-Ulysses degree")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(integer_in(1, 1 << 20, "a Ulysses degree"));
   app->add_option("--max-ulysses", f->max_ulysses,
                   "Largest DeepSpeed-Ulysses degree searched (deepspeed and ztune engines; default: up to 8 for "
                   "sequences of 8192 tokens or more, else none; 1: none)")
-      ->check(CLI::Range(1, 1 << 20));
-  app->add_option("--zero", f->zero, "Search only plans with this ZeRO stage")->check(CLI::Range(0, 3));
+      ->check(integer_in(1, 1 << 20, "a Ulysses degree"));
+  app->add_option("--zero", f->zero, "Search only plans with this ZeRO stage")->check(integer_in(0, 3, "a ZeRO stage"));
   app->add_option("--dp-shard", f->dp_shard,
                   "Search only hybrid-sharded ZeRO-3 plans with shard groups of this many data-parallel ranks "
                   "(default: the space tries one node's ranks and 2, 4, 8 nodes' where dp spans nodes)")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(integer_in(1, 1 << 20, "a shard group size"));
   app->add_flag("--onebit-adam", f->onebit_adam, "Also search 1-bit Adam (compressed gradients)");
   app->add_flag("--zeropp", f->zeropp, "Also search ZeRO++ (quantized ZeRO-3 communication)");
   app->add_option("--freeze-step", f->freeze_step,
@@ -510,7 +512,7 @@ Command add_search(CLI::App& root) {
   app->add_option("--sparse-attention", f->sparse_attention, "Also search this block-sparse attention layout")
       ->check(CLI::IsMember(names_of(kSparseLayoutNames)));
   app->add_option("--sparse-block", f->sparse_block, "Block size of --sparse-attention (16..128)")
-      ->check(CLI::Range(16, 128));
+      ->check(integer_in(16, 128, "a block size"));
   app->add_option("--attention", f->attention,
                   "Attention kernel to search: any (standard, plus on Ampere or newer the fused kernel the profile "
                   "prices faster: cudnn on H100, flash elsewhere), standard, flash, cudnn or eager (never searched "

@@ -106,7 +106,11 @@ int main(int argc, char** argv) {
     root.parse(args);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return finish_output(root.exit(e)) == 0 ? kExitOk : kExitUsage;  // --help, --version
-    std::fprintf(stderr, "ztune: error: %s\nRun with --help for more information.\n", e.what());
+    // CLI11's "--cluster: At Most 1 required but received 2" for a flag given twice.
+    std::string what = e.what();
+    if (const auto at = what.find("At Most 1 required but received "); at != std::string::npos)
+      what = what.substr(0, at) + "given " + what.substr(at + 32) + " times; give it once";
+    std::fprintf(stderr, "ztune: error: %s\nRun with --help for more information.\n", what.c_str());
     return kExitUsage;
   }
   try {

@@ -104,7 +104,7 @@ void PlanFlags::add_to(CLI::App& app) {
                  "(FSDP HYBRID_SHARD, torchtitan data_parallel_shard_degree, DeepSpeed mics_shard_size); needs "
                  "--zero 3; N = all dp × cp ranks is plain ZeRO-3")
       ->check(kWholeCount);
-  app.add_option("--zero", zero, "ZeRO stage")->check(CLI::Range(0, 3));
+  app.add_option("--zero", zero, "ZeRO stage")->check(integer_in(0, 3, "a ZeRO stage"));
   // As a plan file holds them (plan.hpp's limits): what predict prices can be saved and run.
   app.add_option("--micro-batch", micro_batch, "Sequences per micro-batch")
       ->check(integer_in(1, kMaxMicroBatch, "a micro-batch size"));
@@ -124,7 +124,7 @@ void PlanFlags::add_to(CLI::App& app) {
   app.add_option("--recompute-every", recompute_every,
                  "With --recompute-policy alternate_layers: every K-th layer recomputed whole (torchtitan "
                  "selective_ac_option \"K\", fms-fsdp selective_checkpointing 1/K; default 2)")
-      ->check(CLI::Range(2, 1 << 20));
+      ->check(integer_in(2, 1 << 20, "a layer interval"));
   app.add_option("--recompute-num-layers", recompute_num_layers,
                  "Megatron's block recomputation (--recompute-method block --recompute-num-layers N; NeMo "
                  "activations_checkpoint_method block): with --recompute full, only the first N layers of each "
@@ -162,7 +162,8 @@ void PlanFlags::add_to(CLI::App& app) {
   app.add_option("--freeze-step", freeze_step, "1-bit Adam warm-up steps")->check(integer_in(0, kMaxFreezeStep, "a step count"));
   app.add_option("--sparse-attention", sparse_attention, "Block-sparse attention layout")
       ->check(CLI::IsMember(names_of(kSparseLayoutNames)));
-  app.add_option("--sparse-block", sparse_block, "Sparse attention block size")->check(CLI::Range(16, 128));
+  app.add_option("--sparse-block", sparse_block, "Sparse attention block size")
+      ->check(integer_in(16, 128, "a block size"));
   app.add_flag("--zeropp", zeropp, "ZeRO++ (quantized gathers, hpZ, quantized gradients)");
   app.add_option("--attention", attention,
                  "Attention kernel: standard (s×s probabilities stored, Megatron's fused scale-mask-softmax), flash "
@@ -300,7 +301,7 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
                       : cp > 1    ? "--tp/--pp/--cp: tp×pp×cp = "
                                   : "--tp/--pp: tp×pp = ") +
                      std::to_string(model_ways) +
-                     " exceeds the cluster's " + std::to_string(c.total_devices()) + " devices");
+                     " exceeds the cluster's " + counted(static_cast<double>(c.total_devices()), "device"));
   p.dp = dp > 0 ? dp : static_cast<int>(c.total_devices() / model_ways);
   p.zero_stage = zero;
   // One shard group of all the weights' data-parallel ranks is plain ZeRO-3.

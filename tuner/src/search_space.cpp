@@ -21,13 +21,13 @@ std::vector<int> device_counts(const SpaceOptions& o, int total) {
   if (o.gpus > 0 && (o.min_gpus > 0 || o.max_gpus > 0))
     throw InputError("--gpus: give either --gpus or --min-gpus/--max-gpus, not both");
   if (o.gpus > total)
-    throw InputError("--gpus: " + str(o.gpus) + " exceeds the cluster's " + str(total) + " devices");
+    throw InputError("--gpus: " + str(o.gpus) + " exceeds the cluster's " + counted(total, "device"));
   if (o.gpus > 0) return {o.gpus};
   if (o.min_gpus == 0 && o.max_gpus == 0) return {total};
   int lo = o.min_gpus > 0 ? o.min_gpus : 1;
   int hi = o.max_gpus > 0 ? o.max_gpus : total;
   if (hi > total)
-    throw InputError("--max-gpus: " + str(hi) + " exceeds the cluster's " + str(total) + " devices");
+    throw InputError("--max-gpus: " + str(hi) + " exceeds the cluster's " + counted(total, "device"));
   if (lo > hi) throw InputError("--min-gpus: " + str(lo) + " is more than --max-gpus " + str(hi));
   std::vector<int> out;
   for (int g = lo; g <= hi; ++g) out.push_back(g);

@@ -67,6 +67,10 @@ std::string grouped(double v) {
   return out;
 }
 
+std::string counted(double n, std::string_view noun) {
+  return grouped(n) + " " + std::string(noun) + (n == 1 ? "" : "s");
+}
+
 std::size_t display_width(const std::string& s) {
   std::size_t n = 0;
   for (unsigned char ch : s) n += (ch & 0xC0) != 0x80 ? 1 : 0;  // count lead bytes, not continuations

@@ -11,6 +11,10 @@ namespace ztune {
 /// 1234567 -> "1,234,567" (rounded to an integer; "-" for infinities and NaN).
 [[nodiscard]] std::string grouped(double v);
 
+/// A count and its noun, singular for one: counted(1, "device") -> "1 device",
+/// counted(1024, "device") -> "1,024 devices" (grouped).
+[[nodiscard]] std::string counted(double n, std::string_view noun);
+
 /// The candidate within edit distance 2 of `typed` (Levenshtein, ASCII letters
 /// compared case-blind: LLAMA-7B is llama-7b; the smallest distance, the first
 /// on ties), or "" when none is that close: the name a user meant (a
