@@ -241,6 +241,31 @@ TEST_CASE("when nothing fits the hints name more GPUs with numbers", "[tuner][se
   CHECK(more_gpus);
 }
 
+TEST_CASE("the more-GPUs hint probes device counts that have a layout", "[tuner][search][explain]") {
+  // The 1T on 4-GPU V100 workstations (ztune's engine): the probe had used
+  // every device of 1.5^k-node clusters, none of which splits into dp × tp ×
+  // pp with dp dividing the batch of 3,072, and said nothing fits on 1,000,000
+  // nodes. The oracle: a search of 1,024 nodes (4,096 devices) finds a plan.
+  const Transformer m = load_transformer("1t");
+  Cluster c = load_cluster("v100-workstation");
+  const auto hw = default_profile_for(c);
+  SearchOptions o;
+  const auto r = run_search(m, c, hw, o);
+  REQUIRE(r.feasible == 0);
+  Cluster big = c;
+  big.nodes = 1024;
+  REQUIRE(run_search(m, big, hw, o).feasible > 0);
+  bool more_gpus = false;
+  for (const auto& h : explain_infeasible(m, c, hw, o, r))
+    if (h.change == "more GPUs") {
+      more_gpus = true;
+      INFO(h.detail);
+      CHECK(h.fits);
+      CHECK_THAT(h.detail, Catch::Matchers::StartsWith("with --nodes 10"));  // 1,0xx nodes, not 1,000,000
+    }
+  CHECK(more_gpus);
+}
+
 TEST_CASE("with --gpus the more-GPUs hint names the smallest doubling inside the cluster that fits",
           "[tuner][search]") {
   // Llama 2 70B on 4 of dgx-h100x4's 32 GPUs fits nothing; the hint had named

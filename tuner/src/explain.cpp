@@ -505,6 +505,7 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
   SearchOptions x = o;
   x.space.gpus = x.space.min_gpus = x.space.max_gpus = 0;
   Cluster bigger = c;
+  const std::int64_t gpn = std::max(1, c.node.gpus);
   bool found = false;
   // Each count is a search of its own (1.5 s each for a 65,536-token model,
   // 25 counts: the hints had taken 40 s after a 1.4 s search, silently): the
@@ -553,13 +554,29 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     if (node_counts.empty() || n > node_counts.back()) node_counts.push_back(n);
   if ((node_counts.empty() || node_counts.back() < kMaxClusterNodes) && c.nodes < kMaxClusterNodes)
     node_counts.push_back(kMaxClusterNodes);
+  // Each count probes the largest device count up to its devices that has a
+  // layout (dp dividing the batch, tp the heads, pp at most the layers), on
+  // the nodes that count needs: every device used had rarely been a layout
+  // (4 GPUs a node × 1.5^k nodes against a batch of 3,072), and the hint had
+  // said nothing fits on 1,000,000 nodes where 1,024 carry dp16×tp4×pp64.
+  std::int64_t last_probed = restricted ? 0 : c.total_devices();
   for (const std::int64_t n : node_counts) {
     if (found) break;
-    bigger.nodes = static_cast<int>(n);
-    const std::string devices = grouped(static_cast<double>(bigger.total_devices()));
-    found = fits_on(bigger, x,
-                    n == c.nodes ? "without --gpus/--min-gpus/--max-gpus (the cluster's " + devices + " devices)"
-                                 : "with --nodes " + std::to_string(n) + " (" + devices + " devices)");
+    const std::vector<int> layout = layout_device_counts(m, c, x, 1, n * gpn + 1);
+    if (layout.empty() || layout.front() <= last_probed) continue;
+    const std::int64_t g = layout.front();
+    last_probed = g;
+    const std::int64_t nodes = (g + gpn - 1) / gpn;
+    bigger.nodes = static_cast<int>(nodes);
+    SearchOptions y = x;
+    if (g != bigger.total_devices()) y.space.gpus = static_cast<int>(g);
+    const std::string devices = counted(static_cast<double>(g), "device");
+    found = fits_on(bigger, y,
+                    nodes == c.nodes && y.space.gpus == 0
+                        ? "without --gpus/--min-gpus/--max-gpus (the cluster's " + devices + ")"
+                        : "with --nodes " + std::to_string(nodes) +
+                              (y.space.gpus > 0 ? " --gpus " + std::to_string(g) : std::string()) + " (" + devices +
+                              ")");
   }
   // Pinned model-parallel degrees (--tp/--pp/--cp) need a device count that is
   // their product times a data-parallel degree dividing the global batch
