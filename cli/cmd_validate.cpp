@@ -3,6 +3,7 @@
 // overall (STYLE.md #13). Exit 1 when a case exceeds its stated tolerance or a
 // source's MAPE exceeds its target; 2 on bad input.
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -79,7 +80,18 @@ void print_comparison(const ValidationReport& simulated, const ValidationReport&
               "simulator's)\n");
 }
 
-nlohmann::json report_json(const ValidationReport& r) {
+// The shipped leave-one-source-out figures (data/validation/loso.json) belong
+// to data/validation's runs: with --dir naming another set they are not shown
+// (`stale` says why), where they had been printed as that set's.
+nlohmann::json loso_of(const std::string& dir, std::string* stale) {
+  std::error_code ec;
+  if (dir.empty() || std::filesystem::equivalent(dir, default_validation_dir(), ec)) return read_loso(stale);
+  *stale = "the leave-one-source-out figures (data/validation/loso.json) are data/validation's runs', not --dir " +
+           dir + "'s: not shown";
+  return nlohmann::json::object();
+}
+
+nlohmann::json report_json(const ValidationReport& r, const std::string& dir) {
   nlohmann::json cases = nlohmann::json::array();
   for (const auto& c : r.cases)
     cases.push_back({{"source", c.source}, {"id", c.id}, {"metric", c.metric}, {"detail", c.detail},
@@ -98,7 +110,7 @@ nlohmann::json report_json(const ValidationReport& r) {
   nlohmann::json skipped = nlohmann::json::array();
   for (const auto& k : r.skipped) skipped.push_back({{"source", k.source}, {"id", k.id}, {"reason", k.reason}});
   std::string stale;
-  const nlohmann::json loso = read_loso(&stale);
+  const nlohmann::json loso = loso_of(dir, &stale);
   nlohmann::json cells = nlohmann::json::array();
   for (const auto& c : cell_summaries(r, loso))
     cells.push_back({{"gpu_family", c.family}, {"engine", c.engine}, {"sources", c.sources}, {"runs", c.runs},
@@ -132,10 +144,10 @@ void print_memory_check(const ValidationReport& r, const Widths& w) {
 }
 
 // Source-balanced figures over the time sources: every source counts once.
-void print_balance(const ValidationReport& r) {
+void print_balance(const ValidationReport& r, const std::string& dir) {
   const Widths w = widths_of(r);
   std::string stale;
-  const nlohmann::json loso = read_loso(&stale);
+  const nlohmann::json loso = loso_of(dir, &stale);
   std::printf("\n%-6s %-10s %7s %6s %12s %12s %12s %12s\n", "GPU", "engine", "sources", "runs", "in-sample %",
               "speed err %", "LOSO MAPE %", "speed err %");
   for (const auto& c : cell_summaries(r, loso)) {
@@ -231,7 +243,7 @@ void print_report(const ValidationReport& r, const ValidateFlags& f) {
     std::printf("%-*s %6d %7d %10.2f %10.2f %10.2f  %s%s\n", w.source, s.name.c_str(), s.cases, s.failed, s.mape,
                 s.max_abs_pct, s.mape_tolerance_pct, s.ok() ? "" : "[FAIL] ", s.description.c_str());
   std::printf("%-*s %6zu %7s %10.2f\n", w.source, "overall", r.cases.size(), "", r.overall_mape);
-  print_balance(r);
+  print_balance(r, f.dir);
   std::printf("%s\n", r.ok() ? "validation: every case within its tolerance"
                              : "validation: FAILED (a case or a source MAPE exceeds its stated tolerance)");
 }
@@ -285,7 +297,7 @@ Command add_validate(CLI::App& root) {
                                 : !f->engine.empty() ? "--engine " + f->engine + " matches no case"
                                                      : "the sources of " + dir + "/validation.json select no run"));
             if (f->json) {
-              nlohmann::json j = report_json(r);
+              nlohmann::json j = report_json(r, f->dir);
               if (analytical) add_analytical(j, r, *analytical);
               std::cout << j.dump(2) << "\n";
             } else {

@@ -1175,3 +1175,20 @@ TEST_CASE("an empty path is refused naming its flag", "[cli][hardening]") {
       {"validate --dir /dev/null", "--dir: /dev/null: not a directory"},
   });
 }
+
+// The shipped leave-one-source-out figures are data/validation's: with --dir
+// naming another set they had been printed as that set's.
+TEST_CASE("validate --dir of another set shows none of the shipped set's left-out figures", "[cli][hardening]") {
+  const fs::path root = scratch() / "other-set";
+  fs::create_directories(root);
+  fs::copy(fs::path(ZTUNE_TEST_DATA_DIR) / "validation", root / "validation", fs::copy_options::recursive);
+  fs::copy(fs::path(ZTUNE_TEST_DATA_DIR) / "clusters", root / "clusters", fs::copy_options::recursive);
+  const auto other = run_ztune("validate --source TinyLlama --json --dir " + (root / "validation").string());
+  REQUIRE(other.exit_code == 0);
+  const auto j = nlohmann::json::parse(other.out);
+  CHECK_THAT(j.value("loso_stale", std::string()), Contains("not --dir " + (root / "validation").string()));
+  for (const auto& c : j.at("cells")) CHECK(c.at("loso_runs") == 0);
+  const auto shipped = run_ztune("validate --source TinyLlama --json");
+  REQUIRE(shipped.exit_code == 0);
+  CHECK_FALSE(nlohmann::json::parse(shipped.out).contains("loso_stale"));
+}
