@@ -73,10 +73,6 @@ PredictInputs resolve(const PredictFlags& f) {
       std::fprintf(stderr, "ztune: note: %s %s replaces the %s %s embedded in %s\n", flag, given.c_str(), what,
                    embedded.c_str(), f.plan.plan_file.c_str());
   };
-  if (file) {
-    note_override("--cluster", f.input.cluster, "cluster", file->cluster ? file->cluster->name : "");
-    note_override("--model", f.input.model, "model", file->model ? file->model->name : "");
-  }
   if (f.input.cluster.empty() && file && file->cluster) {
     in.cluster = *file->cluster;
     if (f.input.nodes > 0) in.cluster.nodes = f.input.nodes;
@@ -92,6 +88,11 @@ PredictInputs resolve(const PredictFlags& f) {
     if (f.input.model.empty() && file)
       throw InputError("--model: required: " + f.plan.plan_file + " has no $.model");
     in.model = f.input.load_model_or_throw();
+  }
+  // Said once both loaded: a --cluster or --model that is refused gets no note first.
+  if (file) {
+    note_override("--cluster", f.input.cluster, "cluster", file->cluster ? file->cluster->name : "");
+    note_override("--model", f.input.model, "model", file->model ? file->model->name : "");
   }
   in.plan = f.plan.resolve(in.model, in.cluster);  // throws InputError naming the broken rule
   // The engine: --engine, else the one the plan file was searched for, else ztune's own.
