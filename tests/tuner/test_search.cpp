@@ -266,6 +266,29 @@ TEST_CASE("the more-GPUs hint probes device counts that have a layout", "[tuner]
   CHECK(more_gpus);
 }
 
+TEST_CASE("a prime global batch with a pin: the hints end at once and say no larger count has a layout",
+          "[tuner][search][explain]") {
+  // The pinned counts' probe had stepped dp through every integer up to the
+  // batch (2^36 of them here). The oracle: dp divides the batch, so dp is 1
+  // or the batch itself, and tp 2 × pp ≤ 96 layers caps the devices at 192.
+  const Transformer m = load_transformer("gpt3-175b");
+  const Cluster c = load_cluster("dgx-a100-40gb");
+  const auto hw = default_profile_for(c);
+  SearchOptions o;
+  o.space.global_batch = 68719476767;  // prime
+  o.space.tp = 2;
+  const auto r = run_search(m, c, hw, o);
+  REQUIRE(r.feasible == 0);
+  bool said = false;
+  for (const auto& h : explain_infeasible(m, c, hw, o, r))
+    if (h.change == "more GPUs") {
+      said = true;
+      CHECK_FALSE(h.fits);
+      CHECK_THAT(h.detail, Catch::Matchers::StartsWith("no larger device count has a layout: beyond 192 devices"));
+    }
+  CHECK(said);  // the old loop over 2^36 integers ran past CTest's timeout
+}
+
 TEST_CASE("with --gpus the more-GPUs hint names the smallest doubling inside the cluster that fits",
           "[tuner][search]") {
   // Llama 2 70B on 4 of dgx-h100x4's 32 GPUs fits nothing; the hint had named

@@ -587,14 +587,18 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
   const std::int64_t batch = o.space.global_batch > 0 ? o.space.global_batch : m.global_batch;
   if (!found && unit > 1 && batch > 0 && c.node.gpus > 0) {
     int tries = 0;
-    for (std::int64_t dp = 1; dp <= batch && tries < 8 && !found; ++dp) {
-      if (batch % dp != 0 || !takes_dp_shard(o, dp)) continue;
+    // The batch's divisors, not every integer up to it: a prime batch near 2^36
+    // had stepped through 6.9e10 candidates (minutes, past the probe's budget).
+    for (const std::int64_t dp : divisors(batch)) {
+      if (tries >= 8 || found) break;
+      if (!takes_dp_shard(o, dp)) continue;
       const std::int64_t g = unit * dp;
       if (g <= c.total_devices()) continue;
       const std::int64_t nodes = (g + c.node.gpus - 1) / c.node.gpus;
       if (nodes > kMaxClusterNodes || g > std::numeric_limits<int>::max()) break;
       ++tries;
       bigger.nodes = static_cast<int>(nodes);
+      last_probed = std::max(last_probed, g);
       SearchOptions y = x;
       y.space.gpus = static_cast<int>(g);
       found = fits_on(bigger, y,
@@ -602,10 +606,22 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
                           std::to_string(unit) + " model-parallel × dp " + std::to_string(dp) + ")");
     }
   }
-  if (!found)
-    hints.push_back({"more GPUs", "nothing fits even on " + grouped(bigger.nodes) + " nodes (" +
-                                      grouped(static_cast<double>(bigger.total_devices())) + " devices)",
-                     false});
+  if (!found) {
+    // No larger count has a layout at all: more nodes cannot help, which "even
+    // on N nodes" (the last count probed) had not said.
+    const std::vector<int> beyond = layout_device_counts(m, c, x, 1, kMaxClusterNodes * gpn + 1);
+    if (beyond.empty() || beyond.front() <= last_probed)
+      hints.push_back({"more GPUs",
+                       "no larger device count has a layout: beyond " + counted(static_cast<double>(last_probed), "device") +
+                           " none splits into dp × tp × pp with dp dividing the global batch of " +
+                           grouped(static_cast<double>(batch)) + (unit > 1 ? " and the pinned degrees" : "") +
+                           " (a global batch with more divisors opens more)",
+                       false});
+    else
+      hints.push_back({"more GPUs", "nothing fits even on " + grouped(bigger.nodes) + " nodes (" +
+                                        grouped(static_cast<double>(bigger.total_devices())) + " devices)",
+                       false});
+  }
   return hints;
 }
 
