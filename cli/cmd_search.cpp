@@ -280,7 +280,10 @@ int run_search_command(const SearchFlags& f) {
         advice.push_back({{"change", h.change},
                           {"fits", h.fits},
                           {"detail", h.detail},
-                          {"tokens_per_s", h.fits ? nlohmann::json(h.tokens_per_s) : nlohmann::json(nullptr)}});
+                          // A hint over a search (more GPUs, another engine) fits without one
+                          // plan's throughput: null, not 0 tokens/s.
+                          {"tokens_per_s", h.fits && h.tokens_per_s > 0 ? nlohmann::json(h.tokens_per_s)
+                                                                        : nlohmann::json(nullptr)}});
       j["closest"] = closest;
       j["fit_hints"] = advice;
       j["accuracy"] = nullptr;
