@@ -109,6 +109,7 @@ SearchOptions to_options(const SearchFlags& f) {
   o.space.allow_tp_across_nodes = f.allow_tp_across_nodes;
   o.space.engine = *engine_from_string(f.engine);
   o.memory.accounting = accounting_named(f.accounting, o.space.engine);  // fit as the engine keeps its states
+  o.accounting_stated = f.accounting != "engine";
   o.space.global_batch = f.global_batch;
   if (!f.precision.empty()) o.space.precision = precision_of(f.precision);  // CLI11 checked the name
   if (!f.grad_reduce_dtype.empty()) o.space.grad_reduce_dtype = precision_of(f.grad_reduce_dtype);  // likewise

@@ -348,3 +348,21 @@ TEST_CASE("a fit hint over --max-plans is said in the hint and the search result
   CHECK_THAT(r.out, Contains("(deepspeed not worked out: its space is over --max-plans)"));
   CHECK(r.err.empty());
 }
+
+// The other-engine hint keeps a stated --accounting: the change it names,
+// --engine deepspeed beside the user's other flags, is then what it counted.
+// The oracle: that search itself (649 plans fit under the paper's accounting;
+// 645 under DeepSpeed's own, which the hint had counted).
+TEST_CASE("the other-engine hint counts the states as the stated accounting does", "[cli][tuner][explain]") {
+  const std::string base = ztune_bin() + " search --no-db --no-simulate --cluster dgx-a100-40gb --model gpt3-175b "
+                                         "--accounting paper";
+  const auto hinted = run_command(base);
+  REQUIRE(hinted.exit_code == 1);
+  const auto direct = run_command(base + " --engine deepspeed");
+  REQUIRE(direct.exit_code == 0);
+  const std::size_t at = direct.out.find(" fit) in ");
+  REQUIRE(at != std::string::npos);
+  const std::size_t from = direct.out.rfind(", ", at) + 2;
+  const std::string fit = direct.out.substr(from, at - from);  // "649"
+  CHECK_THAT(hinted.out, Contains("--engine deepspeed in place of --engine ztune: " + fit + " plans fit"));
+}

@@ -407,7 +407,9 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
       if (e == o.space.engine) continue;
       SearchOptions x = o;
       x.space.engine = e;
-      x.memory.accounting = state_accounting_of(e);
+      // Each engine's own accounting, unless the user's search counted the
+      // states another way (--accounting), which the hint's change keeps.
+      if (!o.accounting_stated) x.memory.accounting = state_accounting_of(e);
       const HardwareProfile priced = with_engine(hw, to_string(e));
       // An engine without an FP8 library (its profile's "fp8") runs the plan in 16 bits.
       const bool drops_fp8 = priced.engine.fp8 == Fp8Library::none &&

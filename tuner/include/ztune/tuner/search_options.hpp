@@ -118,6 +118,10 @@ struct SearchOptions {
   /// How fit is judged: state accounting, and the GPU memory kept free
   /// (gpu_headroom) by the prune, the rank's feasible count and --explain.
   MemoryOptions memory;
+  /// Whether memory.accounting was stated (--accounting other than "engine"):
+  /// the fit hints then keep it for the other engines they try, where they
+  /// otherwise count each engine's states as it keeps them.
+  bool accounting_stated = false;
   /// Set (e.g. by a SIGINT handler) to stop early; the search returns the best so far.
   const std::atomic<bool>* stop = nullptr;
 };
