@@ -289,6 +289,31 @@ TEST_CASE("a prime global batch with a pin: the hints end at once and say no lar
   CHECK(said);  // the old loop over 2^36 integers ran past CTest's timeout
 }
 
+TEST_CASE("from 8k tokens the context-parallel hint tries twice the searched degree", "[tuner][search][explain]") {
+  // Llama 3.1 405B at 1,048,576 tokens on Selene: nothing fits with cp up to
+  // 8 (the default from 8k tokens), and no hint named --max-cp where cp 16
+  // fits on the same 3,072 GPUs. The oracle: the search with max_cp 16.
+  const Transformer m = load_transformer("llama-405b", 1048576);
+  const Cluster c = load_cluster("selene-3072");
+  const auto hw = default_profile_for(c);
+  SearchOptions o;
+  o.simulate_enabled = false;
+  const auto r = run_search(m, c, hw, o);
+  REQUIRE(r.feasible == 0);
+  SearchOptions wider = o;
+  wider.space.max_cp = 16;
+  const auto oracle = run_search(m, c, hw, wider);
+  REQUIRE(oracle.feasible > 0);
+  bool said = false;
+  for (const auto& h : explain_infeasible(m, c, hw, o, r))
+    if (h.change == "--max-cp 16") {
+      said = true;
+      CHECK(h.fits);
+      CHECK_THAT(h.detail, Catch::Matchers::StartsWith(grouped(static_cast<double>(oracle.feasible)) + " plan"));
+    }
+  CHECK(said);
+}
+
 TEST_CASE("with --gpus the more-GPUs hint names the smallest doubling inside the cluster that fits",
           "[tuner][search]") {
   // Llama 2 70B on 4 of dgx-h100x4's 32 GPUs fits nothing; the hint had named

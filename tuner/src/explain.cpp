@@ -466,12 +466,18 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
   } catch (const PlanSpaceOverCap& e) {
     hints.push_back(over_cap("without the pinned degrees", e));
   }
-  // Context parallelism the default space leaves out (sequences under 8k
-  // tokens, or --max-cp): the space with cp up to one node's worth.
-  if (!o.space.cp && o.space.max_cp != 1 && m.seq_len < kContextParallelMinSeq && m.seq_len % 4 == 0) {
+  // Context parallelism the space leaves out: under 8k tokens the default
+  // space has none, and the hint tries cp up to one node's worth; from 8k it
+  // stops at 8 (or --max-cp), and the hint tries twice that (a million-token
+  // sequence fits with cp 16 where cp 8 does not).
+  const int searched_cp = o.space.max_cp > 0                       ? o.space.max_cp
+                          : m.seq_len >= kContextParallelMinSeq ? kContextParallelMaxDefault
+                                                                : 1;
+  const int wider_cp = searched_cp == 1 ? kContextParallelMaxDefault : 2 * searched_cp;
+  if (!o.space.cp && o.space.max_cp != 1 && m.seq_len % 4 == 0 && wider_cp <= m.seq_len / 4) {
     SearchOptions x = o;
-    x.space.max_cp = kContextParallelMaxDefault;
-    const std::string change = "--max-cp " + std::to_string(kContextParallelMaxDefault);
+    x.space.max_cp = wider_cp;
+    const std::string change = "--max-cp " + std::to_string(wider_cp);
     try {
       auto s = feasibility(m, c, hw, x);
       hints.push_back({change, fitting(s), s.feasible > 0});
