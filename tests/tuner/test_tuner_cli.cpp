@@ -366,3 +366,16 @@ TEST_CASE("the other-engine hint counts the states as the stated accounting does
   const std::string fit = direct.out.substr(from, at - from);  // "649"
   CHECK_THAT(hinted.out, Contains("--engine deepspeed in place of --engine ztune: " + fit + " plans fit"));
 }
+
+// A --tp pin wider than a node lays out only across nodes: the more-GPUs probe
+// had searched empty spaces and said nothing fits on any node count. The
+// oracle: the search with the two changes the hint names.
+TEST_CASE("a tp pin wider than a node gets a more-GPUs hint across nodes", "[cli][tuner][explain]") {
+  const std::string base = ztune_bin() + " search --no-db --no-simulate --cluster v100-workstation --model llama-70b --tp 8";
+  const auto hinted = run_command(base);
+  REQUIRE(hinted.exit_code == 1);
+  CHECK_THAT(hinted.out, Contains("more GPUs: with --nodes 12 (48 devices) and --allow-tp-across-nodes: 5 plans fit"));
+  const auto oracle = run_command(base + " --nodes 12 --allow-tp-across-nodes");
+  CHECK(oracle.exit_code == 0);
+  CHECK_THAT(oracle.out, Contains(", 5 fit"));
+}

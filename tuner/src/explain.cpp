@@ -512,6 +512,11 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
   // More GPUs: whole nodes, doubling, every device used.
   SearchOptions x = o;
   x.space.gpus = x.space.min_gpus = x.space.max_gpus = 0;
+  // A --tp pin wider than a node lays out only across nodes: the probe allows
+  // it and its hint says so (it had said nothing fits on any count).
+  const bool across = o.space.tp && *o.space.tp > c.node.gpus && !o.space.allow_tp_across_nodes;
+  if (across) x.space.allow_tp_across_nodes = true;
+  const std::string across_flag = across ? " and --allow-tp-across-nodes:" : "";
   Cluster bigger = c;
   const std::int64_t gpn = std::max(1, c.node.gpus);
   bool found = false;
@@ -532,7 +537,7 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     last_tried = where;
     try {
       const auto s = feasibility(m, on, hw, y);
-      if (s.feasible > 0) hints.push_back({"more GPUs", where + " " + fitting(s), true});
+      if (s.feasible > 0) hints.push_back({"more GPUs", where + across_flag + " " + fitting(s), true});
       return s.feasible > 0;
     } catch (const PlanSpaceOverCap& e) {
       hints.push_back(over_cap("more GPUs (" + where + ")", e));
