@@ -419,6 +419,14 @@ int run(const RunFlags& f) {
   } else if (memory_only) {
     summary["memory_vs_prediction"] = memory_vs_prediction(record, *memory_only);
   }
+  // What else ran on the machine meanwhile (null where /proc/stat was not
+  // read): a script judging the time (tests/calibration) skips a contended run.
+  summary["contention"] =
+      contention.valid
+          ? nlohmann::json{{"others_cpu_fraction", contention.others_fraction},
+                           {"steal_fraction", contention.steal_fraction},
+                           {"problem", calibration::contention_problem(contention).value_or("")}}
+          : nlohmann::json(nullptr);
   summary["run_id"] = nullptr;
   // A run the database cannot take (locked, read-only, a full disk) keeps its
   // record on disk and fails: the measurement is never thrown away.

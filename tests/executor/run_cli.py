@@ -37,6 +37,11 @@ with tempfile.TemporaryDirectory() as d:
         ok = ok and set(shares) == tracked and all("at_peak_bytes" in v for v in shares.values())
         ok = ok and sum(v["at_peak_bytes"] for v in shares.values()) == lines["total"]["measured_bytes"]
         ok = ok and lines["total"]["measured_bytes"] == max(s["peak_memory_bytes"])
+        # The machine's contention during the run: shares of its CPU time, and
+        # the reason calibrate would not fit it ("" when none).
+        c = s["contention"]
+        ok = ok and (c is None or (0 <= c["others_cpu_fraction"] <= 1 and 0 <= c["steal_fraction"] <= 1
+                                   and isinstance(c["problem"], str)))
         ok = ok and all(abs(v["error"] - (v["predicted_bytes"] / v["at_peak_bytes"] - 1)) < 1e-12
                         for v in shares.values() if v["at_peak_bytes"] > 0)
     else:
