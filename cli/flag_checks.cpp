@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <set>
 #include <string>
 
@@ -75,18 +76,28 @@ void refuse_output_over_input(const std::string& out_flag, const std::string& ou
 
 namespace {
 
-void integer_option_names(const CLI::App& app, std::set<std::string>& ints, std::set<std::string>& others) {
+// Each option name that takes integers, with the most values it takes
+// (--stage-layers several, --tp one), and the names that take anything else.
+void integer_option_names(const CLI::App& app, std::map<std::string, int>& ints, std::set<std::string>& others) {
   for (const CLI::Option* o : app.get_options()) {
     const std::string type = o->get_type_name();
     const bool integer = type.starts_with("INT") || type.starts_with("UINT");
-    for (const auto& n : o->get_lnames()) (integer ? ints : others).insert("--" + n);
-    for (const auto& n : o->get_snames()) (integer ? ints : others).insert("-" + n);
+    auto add = [&](const std::string& name) {
+      if (integer)
+        ints[name] = std::max(ints[name], std::max(1, o->get_items_expected_max()));
+      else
+        others.insert(name);
+    };
+    for (const auto& n : o->get_lnames()) add("--" + n);
+    for (const auto& n : o->get_snames()) add("-" + n);
   }
   for (const CLI::App* sub : app.get_subcommands({})) integer_option_names(*sub, ints, others);
 }
 
-// "010" -> "10", "-007" -> "-7", "000" -> "0"; anything else unchanged.
-std::string without_leading_zeros(const std::string& v) {
+// "010" -> "10", "-007" -> "-7", "000" -> "0", " 010" -> "10" (strtoll, as
+// CLI11 converts, skips the blanks); anything else unchanged.
+std::string without_leading_zeros(std::string v) {
+  if (const std::size_t start = v.find_first_not_of(" \t\n\v\f\r"); start != std::string::npos) v.erase(0, start);
   const std::size_t digits = (!v.empty() && (v[0] == '-' || v[0] == '+')) ? 1 : 0;
   if (v.size() < digits + 2 || v[digits] != '0') return v;
   if (!std::all_of(v.begin() + static_cast<std::ptrdiff_t>(digits), v.end(),
@@ -105,7 +116,8 @@ bool is_number(const std::string& v) {
 }  // namespace
 
 void decimal_integer_values(const CLI::App& root, std::vector<std::string>& args) {
-  std::set<std::string> ints, others;
+  std::map<std::string, int> ints;
+  std::set<std::string> others;
   integer_option_names(root, ints, others);
   // A name that takes integers in one command and text in another is left alone.
   for (const auto& n : others) ints.erase(n);
@@ -116,10 +128,14 @@ void decimal_integer_values(const CLI::App& root, std::vector<std::string>& args
       if (ints.count(a.substr(0, eq)) != 0) args[i] = a.substr(0, eq + 1) + without_leading_zeros(a.substr(eq + 1));
       continue;
     }
-    if (ints.count(a) == 0) continue;
-    // The option's values: every following argument up to the next option
-    // (--stage-layers takes several).
-    for (std::size_t j = i + 1; j < args.size() && (!args[j].starts_with("-") || is_number(args[j])); ++j)
+    const auto option = ints.find(a);
+    if (option == ints.end()) continue;
+    // The option's values, as many as it takes, up to the next option: a
+    // positional after `--steps 2` (a plan file named 0042) is not one.
+    for (std::size_t j = i + 1, taken = 0;
+         j < args.size() && taken < static_cast<std::size_t>(option->second) &&
+         (!args[j].starts_with("-") || is_number(args[j]));
+         ++j, ++taken)
       args[j] = without_leading_zeros(args[j]);
   }
 }

@@ -1153,6 +1153,17 @@ TEST_CASE("integer flags with leading zeros are decimal", "[cli][hardening]") {
   CHECK_THAT(run_ztune("predict --cluster dgx-h100 --model llama-7b --tp 08").out, Contains("dp1×tp8×pp1"));
   CHECK_THAT(run_ztune("predict --cluster dgx-h100 --model llama-7b --pp 2 --stage-layers 010 022").out,
              Contains("stages:10+22"));
+  // Only an option's own values: a plan file named 0042 after --steps 1 is
+  // read as named (it had become ./42, another file or none).
+  const fs::path dir = scratch() / "numbered";
+  fs::create_directories(dir);
+  REQUIRE(run_ztune("search --cluster local-cpu --model tiny --no-db --no-simulate --top 1 --out " +
+                    (dir / "0042").string())
+              .exit_code == 0);
+  const auto r = run_command("cd " + dir.string() + " && " + ztune_bin() + " run --steps 1 0042 --no-db");
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(fs::exists(dir / "42"));
 }
 
 // An empty path (an unset shell variable) had meant "not given": --plan ""

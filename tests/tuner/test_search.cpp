@@ -1,8 +1,10 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "tuner_fixtures.hpp"
 #include "ztune/vocab/catalog.hpp"
@@ -16,6 +18,13 @@
 using namespace ztune;
 
 namespace {
+
+/// The hint that names `change` among `hints`, if any.
+std::optional<FitHint> hint_named(const std::vector<FitHint>& hints, const std::string& change) {
+  for (const auto& h : hints)
+    if (h.change == change) return h;
+  return std::nullopt;
+}
 
 SearchResult search_all(const Transformer& m, const Cluster& c, SearchOptions o = {}) {
   o.top = 100000;  // keep every feasible plan
@@ -255,15 +264,11 @@ TEST_CASE("the more-GPUs hint probes device counts that have a layout", "[tuner]
   Cluster big = c;
   big.nodes = 1024;
   REQUIRE(run_search(m, big, hw, o).feasible > 0);
-  bool more_gpus = false;
-  for (const auto& h : explain_infeasible(m, c, hw, o, r))
-    if (h.change == "more GPUs") {
-      more_gpus = true;
-      INFO(h.detail);
-      CHECK(h.fits);
-      CHECK_THAT(h.detail, Catch::Matchers::StartsWith("with --nodes 10"));  // 1,0xx nodes, not 1,000,000
-    }
-  CHECK(more_gpus);
+  const auto h = hint_named(explain_infeasible(m, c, hw, o, r), "more GPUs");
+  REQUIRE(h);
+  INFO(h->detail);
+  CHECK(h->fits);
+  CHECK_THAT(h->detail, Catch::Matchers::StartsWith("with --nodes 10"));  // 1,0xx nodes, not 1,000,000
 }
 
 TEST_CASE("a prime global batch with a pin: the hints end at once and say no larger count has a layout",
@@ -279,14 +284,11 @@ TEST_CASE("a prime global batch with a pin: the hints end at once and say no lar
   o.space.tp = 2;
   const auto r = run_search(m, c, hw, o);
   REQUIRE(r.feasible == 0);
-  bool said = false;
-  for (const auto& h : explain_infeasible(m, c, hw, o, r))
-    if (h.change == "more GPUs") {
-      said = true;
-      CHECK_FALSE(h.fits);
-      CHECK_THAT(h.detail, Catch::Matchers::StartsWith("no larger device count has a layout: beyond 192 devices"));
-    }
-  CHECK(said);  // the old loop over 2^36 integers ran past CTest's timeout
+  // The old loop over 2^36 integers ran past CTest's timeout here.
+  const auto h = hint_named(explain_infeasible(m, c, hw, o, r), "more GPUs");
+  REQUIRE(h);
+  CHECK_FALSE(h->fits);
+  CHECK_THAT(h->detail, Catch::Matchers::StartsWith("no larger device count has a layout: beyond 192 devices"));
 }
 
 TEST_CASE("from 8k tokens the context-parallel hint tries twice the searched degree", "[tuner][search][explain]") {
@@ -304,14 +306,10 @@ TEST_CASE("from 8k tokens the context-parallel hint tries twice the searched deg
   wider.space.max_cp = 16;
   const auto oracle = run_search(m, c, hw, wider);
   REQUIRE(oracle.feasible > 0);
-  bool said = false;
-  for (const auto& h : explain_infeasible(m, c, hw, o, r))
-    if (h.change == "--max-cp 16") {
-      said = true;
-      CHECK(h.fits);
-      CHECK_THAT(h.detail, Catch::Matchers::StartsWith(grouped(static_cast<double>(oracle.feasible)) + " plan"));
-    }
-  CHECK(said);
+  const auto h = hint_named(explain_infeasible(m, c, hw, o, r), "--max-cp 16");
+  REQUIRE(h);
+  CHECK(h->fits);
+  CHECK_THAT(h->detail, Catch::Matchers::StartsWith(grouped(static_cast<double>(oracle.feasible)) + " plan"));
 }
 
 TEST_CASE("with --gpus the more-GPUs hint names the smallest doubling inside the cluster that fits",
