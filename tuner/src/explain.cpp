@@ -432,8 +432,10 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
         // A pin that engine cannot run (--zero 1 under FSDP): not an option.
       }
     }
-    const std::string unworked =
-        over_cap_engines.empty() ? "" : " (" + over_cap_engines + " not worked out: its space is over --max-plans)";
+    const bool several = over_cap_engines.find(',') != std::string::npos;
+    const std::string unworked = over_cap_engines.empty() ? ""
+                                 : " (" + over_cap_engines + " not worked out: " + (several ? "their spaces are" : "its space is") +
+                                       " over --max-plans)";
     if (best && best->feasible > 0) {
       hints.push_back({"--engine " + to_string(best_engine) + " in place of --engine " + to_string(o.space.engine) +
                            (best_drops_fp8 ? " (without --fp8: it has no FP8 kernels)" : ""),
@@ -467,7 +469,7 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     hints.push_back(over_cap("without the pinned degrees", e));
   }
   // Context parallelism the space leaves out: under 8k tokens the default
-  // space has none, and the hint tries cp up to one node's worth; from 8k it
+  // space has none, and the hint tries cp up to 8; from 8k it
   // stops at 8 (or --max-cp), and the hint tries twice that (a million-token
   // sequence fits with cp 16 where cp 8 does not).
   const int searched_cp = o.space.max_cp > 0                       ? o.space.max_cp
@@ -572,7 +574,8 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
   // the nodes that count needs: every device used had rarely been a layout
   // (4 GPUs a node × 1.5^k nodes against a batch of 3,072), and the hint had
   // said nothing fits on 1,000,000 nodes where 1,024 carry dp16×tp4×pp64.
-  std::int64_t last_probed = restricted ? 0 : c.total_devices();
+  const std::int64_t starting = restricted ? 0 : c.total_devices();
+  std::int64_t last_probed = starting;
   for (const std::int64_t n : node_counts) {
     if (found) break;
     const std::vector<int> layout = layout_device_counts(m, c, x, 1, n * gpn + 1);
@@ -620,19 +623,20 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     }
   }
   if (!found) {
-    // No larger count has a layout at all: more nodes cannot help, which "even
-    // on N nodes" (the last count probed) had not said.
-    const std::vector<int> beyond = layout_device_counts(m, c, x, 1, kMaxClusterNodes * gpn + 1);
-    if (beyond.empty() || beyond.front() <= last_probed)
+    // No larger count has a layout at all (nothing above the start was
+    // probed): more nodes cannot help, which "even on N nodes" had not said.
+    // Otherwise the largest count with a layout the probe searched.
+    if (last_probed == starting)
       hints.push_back({"more GPUs",
-                       "no larger device count has a layout: beyond " + counted(static_cast<double>(last_probed), "device") +
+                       "no larger device count has a layout: beyond " + counted(static_cast<double>(starting), "device") +
                            " none splits into dp × tp × pp with dp dividing the global batch of " +
                            grouped(static_cast<double>(batch)) + (unit > 1 ? " and the pinned degrees" : "") +
                            " (a global batch with more divisors opens more)",
                        false});
     else
-      hints.push_back({"more GPUs", "nothing fits even on " + grouped(bigger.nodes) + " nodes (" +
-                                        grouped(static_cast<double>(bigger.total_devices())) + " devices)",
+      hints.push_back({"more GPUs", "nothing fits even on " + counted(static_cast<double>(last_probed), "device") +
+                                        " on " + counted(static_cast<double>((last_probed + gpn - 1) / gpn), "node") +
+                                        ", the largest count with a layout that was searched",
                        false});
   }
   return hints;
