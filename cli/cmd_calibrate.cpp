@@ -430,14 +430,16 @@ Command add_calibrate(CLI::App& root) {
   app->add_option("--db", f->db, kDbHelp)->check(DatabasePath);
   app->add_flag("--no-db", f->no_db, "Neither read runs from nor store the profile in the results database");
   app->add_flag("--no-db-runs", f->no_db_runs, "Do not fit to the runs stored in the database");
-  app->add_option("--measurements", f->measurements, "Fit these measurements instead of running the benchmarks");
+  app->add_option("--measurements", f->measurements, "Fit these measurements instead of running the benchmarks")
+      ->check(GivenPath);
   app->add_option("--keep-measurements", f->keep_measurements, "Also write the measurements JSON here")
       ->check(WritableFile);
   app->add_option("--records", f->records, "Run records (ztune-worker --record) to fit to")
       ->expected(1, -1)
       ->check(GivenPath);
   app->add_option("--holdout-records", f->holdout_records, "Run records to evaluate only (not fitted)")
-      ->expected(1, -1);
+      ->expected(1, -1)
+      ->check(GivenPath);
   app->add_option("--profile", f->prior, "Starting profile (default: data/profiles/<gpu>.json)")->check(GivenPath);
   app->add_option("--max-bytes", f->max_bytes, "Largest collective message (default: 1 GiB; 16 MiB on CPU)")
       ->check(integer_in(4096, 1LL << 36, "a message size in bytes"));

@@ -354,7 +354,8 @@ Command add_history(CLI::App& root) {
             // create the schema in: reading it is not a reason to write it.
             const std::string path = f->db.empty() ? default_db_path() : f->db;
             if (std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) == 0 && !ec)
-              throw InputError("--db " + path + ": an empty file (0 bytes), not yet a results database (search, "
+              throw InputError((f->db.empty() ? "the results database " : "--db ") + path +
+                               ": an empty file (0 bytes), not yet a results database (search, "
                                "run and calibrate create one in it); history leaves it as it is");
             const auto db = ResultsDb::open(path);
             return f->show->parsed() ? show(db, *f) : list(db, *f);

@@ -532,7 +532,8 @@ Command add_run(CLI::App& root) {
       ->capture_default_str();
   app->add_option("--seed", f->seed, "Initialisation seed")
       ->check(integer_in(0, std::numeric_limits<long long>::max(), "a seed"));
-  app->add_option("--data", f->data, "uint16 token file (e.g. data/corpus/kjv.train.bin) or \"synthetic\"");
+  app->add_option("--data", f->data, "uint16 token file (e.g. data/corpus/kjv.train.bin) or \"synthetic\"")
+      ->check(GivenPath);
   app->add_option("--record", f->record, "Where to keep the run record (default: the temporary directory, removed after the run)")
       ->check(GivenPath);
   app->add_option("--threads", f->threads, "Compute threads per rank")->check(ThreadCount);

@@ -564,7 +564,7 @@ Command add_search(CLI::App& root) {
   app->add_flag("--no-refine", [f](std::int64_t) { f->autorun.refine = false; }, "--run: do not refit the profile");
   app->add_option("--hosts", f->autorun.hosts, "--run: Open MPI host list (host1:slots,host2:slots)");
   app->add_option("--run-threads", f->autorun.threads, "--run: compute threads per rank")->check(ThreadCount);
-  app->add_option("--data", f->autorun.data, "--run: uint16 token file or \"synthetic\"");
+  app->add_option("--data", f->autorun.data, "--run: uint16 token file or \"synthetic\"")->check(GivenPath);
   app->add_option("--nvme-dir", f->autorun.nvme_dir,
                   "--run: directory for NVMe offload's per-rank files (default: the temporary directory)");
   return {app, [f] { return run_search_command(*f); }};

@@ -1182,6 +1182,10 @@ TEST_CASE("an empty path is refused naming its flag", "[cli][hardening]") {
       {"run --cluster local-cpu --model tiny --no-db --steps 1 --record ''", "--record: " + empty},
       {"run --cluster local-cpu --model tiny --no-db --steps 1 --checkpoint-dir ''", "--checkpoint-dir: " + empty},
       {"calibrate --cluster local-cpu --no-db --records ''", "--records: " + empty},
+      {"calibrate --cluster local-cpu --no-db --measurements ''", "--measurements: " + empty},
+      {"calibrate --cluster local-cpu --no-db --holdout-records ''", "--holdout-records: " + empty},
+      {"run --cluster local-cpu --model tiny --no-db --steps 1 --data ''", "--data: " + empty},
+      {"search --cluster local-cpu --model tiny --no-db --run --data ''", "--data: " + empty},
       // Not a directory: said as such, not "/dev/null/validation.json: cannot open file".
       {"validate --dir /dev/null", "--dir: /dev/null: not a directory"},
   });
