@@ -524,7 +524,8 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     if (auto h = fewer_gpus_hint(m, c, hw, o, std::min<std::int64_t>(asked, c.total_devices())))
       hints.push_back(std::move(*h));
   }
-  // More GPUs: whole nodes, doubling, every device used.
+  // More GPUs: growing node counts, each at the largest device count up to
+  // its devices that has a layout (below).
   SearchOptions x = o;
   x.space.gpus = x.space.min_gpus = x.space.max_gpus = 0;
   // A --tp pin wider than a node lays out only across nodes: the probe allows
@@ -641,8 +642,10 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     // Otherwise the largest count with a layout the probe searched.
     if (last_probed == starting)
       hints.push_back({"more GPUs",
-                       "no larger device count has a layout: beyond " + counted(static_cast<double>(starting), "device") +
-                           " none splits into dp × tp × pp with dp dividing the global batch of " +
+                       (starting > 0 ? "no larger device count has a layout: beyond " +
+                                           counted(static_cast<double>(starting), "device") + " none"
+                                     : std::string("no device count has a layout: none")) +
+                           " splits into dp × tp × pp with dp dividing the global batch of " +
                            grouped(static_cast<double>(batch)) + (unit > 1 ? " and the pinned degrees" : "") +
                            " (a global batch with more divisors opens more)",
                        false});
