@@ -543,7 +543,7 @@ Command add_search(CLI::App& root) {
   app->add_option("--max-plans", f->max_plans,
                   "Refuse a plan space of more plans than this (default 100,000,000: about a minute of ranking on "
                   "two cores); Ctrl-C stops a running search with the best plans so far (exit 130)")
-      ->check(Positive);
+      ->check(integer_in(1, std::numeric_limits<long long>::max(), "a plan count"));
   add_memory_headroom(*app, f->memory_headroom_pct);
   add_accounting(*app, f->accounting);
   app->add_flag("--no-prune", f->no_prune, "Switch off the memory prune pass (rank plans that do not fit too)");
@@ -559,7 +559,9 @@ Command add_search(CLI::App& root) {
   app->add_option("--db", f->db, kDbHelp)->check(DatabasePath);
   app->add_flag("--no-db", f->no_db, "Do not store the search");
   app->add_flag("--run", f->run, "Run the best plan, compare measured with predicted, store both, refine the profile");
-  app->add_option("--steps", f->autorun.steps, "--run: optimizer steps")->check(Positive)->capture_default_str();
+  app->add_option("--steps", f->autorun.steps, "--run: optimizer steps")
+      ->check(integer_in(1, std::numeric_limits<int>::max(), "a step count"))
+      ->capture_default_str();
   app->add_flag("--dry-run", f->autorun.dry_run, "--run: print the launch command, the plan and the exported configs only");
   app->add_flag("--no-refine", [f](std::int64_t) { f->autorun.refine = false; }, "--run: do not refit the profile");
   app->add_option("--hosts", f->autorun.hosts, "--run: Open MPI host list (host1:slots,host2:slots)");

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -265,7 +266,8 @@ Command add_validate(CLI::App& root) {
                   "Only the published runs of this engine (megatron, deepspeed, fsdp); ztune's own executor has "
                   "no published GPU runs yet")
       ->check(CLI::IsMember({"megatron", "deepspeed", "fsdp", "ztune"}));
-  app->add_option("--worst", f->worst, "Cases shown per long source (worst first)")->check(NonNegative);
+  app->add_option("--worst", f->worst, "Cases shown per long source (worst first)")
+      ->check(integer_in(0, std::numeric_limits<int>::max(), "a case count"));
   app->add_flag("--all", f->all, "Print every case of every source");
   app->add_flag("--json", f->json, "Print one JSON object");
   app->add_flag("--simulate", f->simulate,

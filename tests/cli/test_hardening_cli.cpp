@@ -1142,6 +1142,10 @@ TEST_CASE("history show of a search prints the best plan's band as the search ga
 // "could not convert". The oracle: decimal, as a user writes it.
 TEST_CASE("integer flags with leading zeros are decimal", "[cli][hardening]") {
   check_refusals({
+      // Hex is not a count a user types: said, where CLI11 had read 0x10 as 16.
+      {"search --cluster dgx2 --model gpt2-1.5b --no-db --max-plans 0x10",
+       "--max-plans: expected a plan count from 1 to 9223372036854775807, got \"0x10\""},
+      {"validate --worst 0x3", "--worst: expected a case count from 0 to 2147483647, got \"0x3\""},
       {"predict --cluster dgx-h100 --model llama-7b --tp 010", "--tp/--pp: tp×pp = 10 exceeds the cluster's 8 devices"},
       {"predict --cluster dgx-h100 --model llama-7b --tp=012", "--tp/--pp: tp×pp = 12 exceeds the cluster's 8 devices"},
   });
