@@ -2,7 +2,6 @@
 
 #include <string>
 
-#include "ztune/vocab/input_error.hpp"
 #include "ztune/model/time_model.hpp"
 #include "ztune/simulator/model_cost_source.hpp"
 
@@ -23,7 +22,7 @@ std::optional<std::string> too_large_to_simulate(const Plan& p, const SimOptions
 SimResult simulate(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
                    const SimOptions& options) {
   if (const auto why = too_large_to_simulate(p, options))
-    throw InputError("--simulate: plan " + p.summary() + " " + *why + " (use the analytical estimate: no --simulate)");
+    throw GraphTooLarge(p.summary(), *why);
   if (const auto v = oversubscribed_view(p, c)) return simulate(m, p, *v, hw, options);
   const ModelCostSource costs(m, p, c, hw);
   return simulate_graph(build_iteration_graph(m.layers, p, placement_of(p, c), costs, options.build),

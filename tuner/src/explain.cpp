@@ -72,6 +72,18 @@ std::string fitting(const SearchResult& r) {
   return grouped(static_cast<double>(r.feasible)) + (r.feasible == 1 ? " plan fits" : " plans fit") + example(r);
 }
 
+/// The hint of `change`, priced by the memory-only search `x`: how many plans
+/// fit, or that its space is over --max-plans.
+FitHint search_hint(const std::string& change, const Transformer& m, const Cluster& c, const HardwareProfile& hw,
+                    const SearchOptions& x) {
+  try {
+    const SearchResult s = feasibility(m, c, hw, x);
+    return {change, fitting(s), s.feasible > 0};
+  } catch (const PlanSpaceOverCap& e) {
+    return over_cap(change, e);
+  }
+}
+
 }  // namespace
 
 std::string describe_memory(const MemoryPrediction& mem) {
@@ -492,23 +504,12 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
   if (!o.space.cp && o.space.max_cp != 1 && m.seq_len % 4 == 0 && wider_cp <= m.seq_len / 4) {
     SearchOptions x = o;
     x.space.max_cp = wider_cp;
-    const std::string change = "--max-cp " + std::to_string(wider_cp);
-    try {
-      auto s = feasibility(m, c, hw, x);
-      hints.push_back({change, fitting(s), s.feasible > 0});
-    } catch (const PlanSpaceOverCap& e) {
-      hints.push_back(over_cap(change, e));
-    }
+    hints.push_back(search_hint("--max-cp " + std::to_string(wider_cp), m, c, hw, x));
   }
   if (!o.space.allow_tp_across_nodes) {
     SearchOptions x = o;
     x.space.allow_tp_across_nodes = true;
-    try {
-      auto s = feasibility(m, c, hw, x);
-      hints.push_back({"--allow-tp-across-nodes", fitting(s), s.feasible > 0});
-    } catch (const PlanSpaceOverCap& e) {
-      hints.push_back(over_cap("--allow-tp-across-nodes", e));
-    }
+    hints.push_back(search_hint("--allow-tp-across-nodes", m, c, hw, x));
   }
   const bool restricted = o.space.gpus > 0 || o.space.min_gpus > 0 || o.space.max_gpus > 0;
   // Fewer GPUs: a search of every device finds no layout when the devices

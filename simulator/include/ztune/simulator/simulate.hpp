@@ -38,8 +38,8 @@ inline constexpr std::int64_t kMaxSimulatedMicrobatches = 65536;
 /// GraphTooLarge (graph_builder.hpp).
 [[nodiscard]] std::optional<std::string> too_large_to_simulate(const Plan& p, const SimOptions& options = {});
 
-/// The plan must satisfy check_plan(). Throws InputError with
-/// too_large_to_simulate's reason.
+/// The plan must satisfy check_plan(). Throws GraphTooLarge (an InputError)
+/// with too_large_to_simulate's reason.
 [[nodiscard]] SimResult simulate(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
                                  const SimOptions& options = {});
 
