@@ -128,7 +128,7 @@ std::optional<HardwareProfile> profile_in_place(const std::string& path, std::ve
 // runs measured after it (issue 21: the loop shown).
 int report_history(const CalibrateFlags& f) {
   const Cluster c = load_cluster(f.cluster);
-  const ResultsDb db = ResultsDb::open(f.db.empty() ? default_db_path() : f.db);
+  const ResultsDb db = ResultsDb::open(f.db.empty() ? default_db_path() : f.db, DbAccess::read);
   std::vector<std::string> notes;
   const auto rows = profile_history_from_db(db, c, notes);
   if (f.json) {

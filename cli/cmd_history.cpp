@@ -132,6 +132,22 @@ int list(const ResultsDb& db, const HistoryFlags& f) {
   return kExitOk;
 }
 
+// The user's own database before any command wrote it: nothing is stored
+// yet, which is an answer, not an error (a named --db that is not there is).
+int list_nothing_yet(const std::string& path, bool json) {
+  if (json) {
+    const nlohmann::json j{{"searches", nlohmann::json::array()}, {"runs", nlohmann::json::array()},
+                           {"searches_stored", 0}, {"runs_stored", 0}, {"profiles", nlohmann::json::array()},
+                           {"notes", nlohmann::json::array({path + " does not exist yet (search, run and calibrate "
+                                                            "create it)"})}};
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::cout << "Results database " << path << " (not there yet: search, run and calibrate create it)\n\n"
+            << "Searches (newest first):\n  none\n\nRuns (newest first):\n  none\n";
+  return kExitOk;
+}
+
 std::string render_search(const nlohmann::json& d);
 std::string render_run(const nlohmann::json& d);
 std::string render_profile(const ProfileSummary& p, const HardwareProfile& hw);
@@ -343,21 +359,12 @@ Command add_history(CLI::App& root) {
   f->show->add_option("--db", f->db, kDbHelp)->check(DatabasePath);
   f->show->add_flag("--json", f->json, "Print JSON");
   return {app, [f] {
-            // History reads: a --db that is not there is said, not created (with
-            // its directories) as an empty database. The default one is the
-            // user's own, created on first use by any command.
-            std::error_code ec;
-            if (!f->db.empty() && !std::filesystem::exists(f->db, ec))
-              throw InputError("--db " + f->db + ": no such file (history reads a results database; search, run "
-                               "and calibrate create one)");
-            // An empty file (`touch results.db`) is a database SQLite would
-            // create the schema in: reading it is not a reason to write it.
+            // History reads: a missing or empty --db is said, not created.
             const std::string path = f->db.empty() ? default_db_path() : f->db;
-            if (std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) == 0 && !ec)
-              throw InputError((f->db.empty() ? "the results database " : "--db ") + path +
-                               ": an empty file (0 bytes), not yet a results database (search, "
-                               "run and calibrate create one in it); history leaves it as it is");
-            const auto db = ResultsDb::open(path);
+            std::error_code ec;
+            if (f->db.empty() && !f->show->parsed() && !std::filesystem::exists(std::filesystem::symlink_status(path, ec)))
+              return list_nothing_yet(path, f->json);
+            const auto db = ResultsDb::open(path, DbAccess::read);
             return f->show->parsed() ? show(db, *f) : list(db, *f);
           }};
 }

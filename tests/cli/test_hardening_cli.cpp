@@ -651,6 +651,45 @@ void exec_sql(const std::string& db, const std::string& sql) {
 
 }  // namespace
 
+TEST_CASE("the commands that read the results database create and lay out none", "[cli][hardening]") {
+  const std::string dir = (scratch() / "readers").string();
+  fs::create_directories(dir);
+  // The user's own database before any command wrote it: nothing stored yet,
+  // an answer (exit 0) that creates neither the file nor its directory.
+  const std::string xdg = "XDG_DATA_HOME='" + dir + "/xdg' " + ztune_bin() + " ";
+  auto r = run_command(xdg + "history");
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("(not there yet: search, run and calibrate create it)") && Contains("  none"));
+  r = run_command(xdg + "history --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.at("searches").empty());
+  CHECK(j.at("runs_stored") == 0);
+  r = run_command(xdg + "history show 1");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains(dir + "/xdg/ztune/results.db: no such file"));
+  CHECK(!fs::exists(dir + "/xdg"));
+  // An SQLite file with no tables: a writer would lay the schema out in it.
+  const std::string bare = dir + "/bare.db";
+  exec_sql(bare, "CREATE TABLE t(x); DROP TABLE t;");
+  const std::string before = ztune::test::read_bytes(bare);
+  REQUIRE(!before.empty());
+  for (const std::string& args : {"history --db " + bare, "history show s1 --db " + bare,
+                                  "calibrate --report --cluster local-cpu --db " + bare}) {
+    r = run_ztune(args);
+    INFO(args << "\n" << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains("--db " + bare + ": an SQLite database without ztune's tables, not yet a results "
+                                                "database (search, run and calibrate create one in it); left as it is"));
+  }
+  CHECK(ztune::test::read_bytes(bare) == before);
+  r = run_ztune("calibrate --report --cluster local-cpu --db " + dir + "/none.db");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--db " + dir + "/none.db: no such file"));
+  CHECK(!fs::exists(dir + "/none.db"));
+}
+
 TEST_CASE("damage deep in a results database, past what opening it reads, is said with the salvage", "[cli][hardening]") {
   // The open checks the first pages; a page overwritten further in surfaced
   // later as SQLite's bare "database disk image is malformed".

@@ -4,8 +4,11 @@
 
 #include <QAbstractItemModelTester>
 #include <QSignalSpy>
+#include <QFile>
+#include <QFileInfo>
 #include <QTemporaryDir>
 
+#include "ztune/gui/history_store.hpp"
 #include "ztune/gui/planner_worker.hpp"
 #include "ztune/gui/profile_history_model.hpp"
 #include "ztune/gui/run_history_model.hpp"
@@ -150,4 +153,24 @@ TEST_CASE("the profile history model shows each cluster's profiles in order", "[
   CHECK(m.index(0, ProfileHistoryModel::next_error).data().toString() == "70.0 %");
   CHECK(m.index(2, ProfileHistoryModel::mean_error).data().toString() == "—");
   CHECK(m.index(2, ProfileHistoryModel::runs_since).data().toInt() == 0);
+}
+
+TEST_CASE("the history view reads the database and never creates it", "[gui][history]") {
+  QTemporaryDir dir;
+  const QString missing = dir.filePath("sub/results.db");
+  // Nothing stored yet: an empty history with a note, and no file made.
+  const HistorySnapshot h = load_history(missing, 10);
+  CHECK(h.searches.empty());
+  CHECK(h.runs.empty());
+  REQUIRE(h.notes.size() == 1);
+  CHECK_THAT(h.notes[0], Catch::Contains("is not there yet"));
+  CHECK(!QFileInfo::exists(dir.filePath("sub")));
+  CHECK_THROWS_WITH(stored_run(missing, 1), Catch::Contains("no such file"));
+  // An empty file (`touch`) is left at 0 bytes, not given the schema.
+  const QString empty = dir.filePath("empty.db");
+  QFile f(empty);
+  REQUIRE(f.open(QIODevice::WriteOnly));
+  f.close();
+  CHECK_THROWS_WITH(load_history(empty, 10), Catch::Contains("an empty file (0 bytes)"));
+  CHECK(QFileInfo(empty).size() == 0);
 }

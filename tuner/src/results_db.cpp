@@ -281,7 +281,7 @@ std::string uri_path(const std::string& path) {
 
 }  // namespace
 
-ResultsDb ResultsDb::open(const std::string& path) {
+ResultsDb ResultsDb::open(const std::string& path, DbAccess access) {
   std::error_code ec;
   const bool exists = fs::exists(path, ec);
   if (exists && fs::is_directory(path, ec))
@@ -294,6 +294,15 @@ ResultsDb ResultsDb::open(const std::string& path) {
   if (!exists && fs::is_symlink(fs::symlink_status(path, ec)))
     throw InputError("--db " + path + ": a symbolic link to " + fs::read_symlink(path, ec).string() +
                      ", which does not exist");
+  // A reader does not create a database (and its directories) where none is,
+  // nor lay out the schema in an empty file (`touch results.db`), as SQLite
+  // and migrate() would.
+  const std::string created_by = "search, run and calibrate create one";
+  if (access == DbAccess::read && !exists)
+    throw InputError("--db " + path + ": no such file (expected a results database; " + created_by + ")");
+  if (access == DbAccess::read && fs::file_size(path, ec) == 0 && !ec)
+    throw InputError("--db " + path + ": an empty file (0 bytes), not yet a results database (" + created_by +
+                     " in it); left as it is");
   if (!exists) {
     const fs::path parent = fs::path(path).parent_path();
     // create_directories returns false when another process made the directory
@@ -346,6 +355,11 @@ ResultsDb ResultsDb::open(const std::string& path) {
   sqlite3_busy_handler(db, wait_for_lock, db);
   std::int64_t version = 0;
   check_identity(db, path, version);
+  // An SQLite file with no tables (`sqlite3 x.db VACUUM`): a writer lays out
+  // the schema in it, a reader has nothing to read.
+  if (access == DbAccess::read && version == 0)
+    throw InputError("--db " + path + ": an SQLite database without ztune's tables, not yet a results database (" +
+                     created_by + " in it); left as it is");
   if (read_only) {
     if (version < kResultsSchemaVersion)
       throw InputError(path + ": the results database has schema version " + std::to_string(version) +

@@ -26,7 +26,9 @@ struct HistorySnapshot {
   std::vector<std::string> notes;  // rows that could not be read, said so
 };
 
-/// The `limit` newest searches and runs and every cluster's profile history.
+/// The `limit` newest searches and runs and every cluster's profile history
+/// (none, with a note, when nothing has created the database yet). The
+/// database is read, never created or laid out (DbAccess::read).
 HistorySnapshot load_history(const QString& path, int limit);
 
 /// Search `id` reopened (stored_search.hpp); nullopt when it is no longer there.

@@ -97,12 +97,19 @@ struct ProfileSummary {
   std::string damaged;              // profiles(): why the row could not be read whole ("" when it could)
 };
 
+/// What a command does with the database: `write` creates the file (and its
+/// directory) where none is; `read` (history, the planner's history view,
+/// calibrate --report) refuses a missing path, an empty file and an SQLite
+/// file without ztune's schema, and never creates or lays out one.
+enum class DbAccess { write, read };
+
 class ResultsDb {
  public:
-  /// Opens (creating the file and its directory if needed) and migrates to the
-  /// current schema. Throws InputError naming the file for a non-database,
-  /// corrupt, foreign or newer-schema file, which it leaves untouched.
-  static ResultsDb open(const std::string& path);
+  /// Opens and migrates to the current schema (creating the file and its
+  /// directory first with DbAccess::write). Throws InputError naming the file
+  /// for a non-database, corrupt, foreign or newer-schema file, which it leaves
+  /// untouched, and with DbAccess::read for a missing or empty one.
+  static ResultsDb open(const std::string& path, DbAccess access = DbAccess::write);
   ResultsDb(ResultsDb&&) noexcept;
   ResultsDb& operator=(ResultsDb&&) noexcept;
   ~ResultsDb();
