@@ -375,6 +375,38 @@ TEST_CASE("pinned tp and pp: the GPU-count hints find the counts their layouts n
   CHECK(run_search(m, bigger, hw, o).feasible > 0);
 }
 
+TEST_CASE("when every device's layouts fit nothing, the hints try fewer GPUs too", "[tuner][search]") {
+  // A 30B GPT (97 layers, 40 heads of 128) with a 7-sequence batch on one
+  // DGX-2 (16 V100-32GB): dp divides 7 and tp divides 40 within the node, so
+  // 16 GPUs are only tp8 × pp2 (or tp1/tp2/tp4 over 16/8/4 stages), and none
+  // fits; 8 GPUs as tp8 take ZeRO-Offload, which a pipeline rules out. The
+  // hint had advised twice the cluster.
+  Transformer m = load_transformer("gpt3-175b");
+  m.layers = 97;
+  m.hidden = 5120;
+  m.heads = m.kv_heads = 40;
+  m.ffn_hidden = 4 * m.hidden;
+  const Cluster c = load_cluster("dgx2");
+  SearchOptions o;
+  o.space.global_batch = 7;
+  o.space.max_cp = 1;
+  const auto hw = default_profile_for(c);
+  const auto r = run_search(m, c, hw, o);
+  REQUIRE(r.evaluated > 0);
+  REQUIRE(r.feasible == 0);
+  bool fewer = false;
+  for (const auto& h : explain_infeasible(m, c, hw, o, r))
+    if (h.change == "fewer GPUs") {
+      fewer = true;
+      CHECK(h.fits);
+      CHECK_THAT(h.detail, Catch::Matchers::StartsWith("with --gpus 8 (of the cluster's 16)"));
+    }
+  CHECK(fewer);
+  // The oracle: a search of 8 GPUs fits.
+  o.space.gpus = 8;
+  CHECK(run_search(m, c, hw, o).feasible > 0);
+}
+
 TEST_CASE("when the devices are too many to split, the hints name fewer GPUs that have a plan", "[tuner][search]") {
   // 100B (64 heads, 125 layers, global batch 1024) on 50,000 DGX-2 nodes:
   // 800,000 = 2^8 · 5^5 devices. dp divides 1024 (at most 2^8 of them), tp

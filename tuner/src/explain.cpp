@@ -512,14 +512,17 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     hints.push_back(search_hint("--allow-tp-across-nodes", m, c, hw, x));
   }
   const bool restricted = o.space.gpus > 0 || o.space.min_gpus > 0 || o.space.max_gpus > 0;
-  // Fewer GPUs: a search of every device finds no layout when the devices
-  // outnumber what the batch, the heads and the layers can split over (dp
-  // divides the global batch, tp the heads, pp at most the layers); the largest
-  // counts that have a layout, tried from the top.
+  // Fewer GPUs: the largest counts below every device that have a layout,
+  // tried from the top. A search of every device finds no layout when the
+  // devices outnumber what the batch, the heads and the layers can split over
+  // (dp divides the global batch, tp the heads, pp at most the layers), and
+  // the layouts it finds may all need a pipeline that rules out what fits on
+  // fewer (16 dgx2 GPUs for a 7-sequence batch are tp8 × pp2, where ZeRO-Offload
+  // cannot run; 8 fit with it).
   // With --gpus (or --min/--max-gpus) the counts below the one asked for:
   // 8 fit where --gpus 12 has no layout.
   const std::int64_t asked = o.space.gpus > 0 ? o.space.gpus : o.space.max_gpus > 0 ? o.space.max_gpus : 0;
-  if (!restricted && r.feasible == 0 && r.evaluated == 0) {
+  if (!restricted && r.feasible == 0) {
     if (auto h = fewer_gpus_hint(m, c, hw, o, c.total_devices())) hints.push_back(std::move(*h));
   } else if (restricted && r.feasible == 0 && asked > 1) {
     if (auto h = fewer_gpus_hint(m, c, hw, o, std::min<std::int64_t>(asked, c.total_devices())))
