@@ -94,23 +94,22 @@ void integer_option_names(const CLI::App& app, std::map<std::string, int>& ints,
   for (const CLI::App* sub : app.get_subcommands({})) integer_option_names(*sub, ints, others);
 }
 
-// "010" -> "10", "-007" -> "-7", "000" -> "0", " 010" -> "10" (strtoll, as
-// CLI11 converts, skips the blanks); anything else unchanged.
-std::string without_leading_zeros(std::string v) {
-  if (const std::size_t start = v.find_first_not_of(" \t\n\v\f\r"); start != std::string::npos) v.erase(0, start);
-  const std::size_t digits = (!v.empty() && (v[0] == '-' || v[0] == '+')) ? 1 : 0;
-  if (v.size() < digits + 2 || v[digits] != '0') return v;
-  if (!std::all_of(v.begin() + static_cast<std::ptrdiff_t>(digits), v.end(),
-                   [](char c) { return c >= '0' && c <= '9'; }))
-    return v;
-  const std::size_t first = v.find_first_not_of('0', digits);
-  return v.substr(0, digits) + (first == std::string::npos ? std::string("0") : v.substr(first));
-}
-
+// An optional sign then decimal digits only ("-7", "010"; not "", "-", "0x10").
 bool is_number(const std::string& v) {
   const std::size_t digits = (!v.empty() && (v[0] == '-' || v[0] == '+')) ? 1 : 0;
   return v.size() > digits && std::all_of(v.begin() + static_cast<std::ptrdiff_t>(digits), v.end(),
                                           [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// "010" -> "10", "-007" -> "-7", "000" -> "0", " 010" -> "10" (strtoll, as
+// CLI11 converts, skips the blanks); anything else unchanged.
+std::string without_leading_zeros(std::string v) {
+  if (const std::size_t start = v.find_first_not_of(" \t\n\v\f\r"); start != std::string::npos) v.erase(0, start);
+  if (!is_number(v)) return v;
+  const std::size_t digits = (v[0] == '-' || v[0] == '+') ? 1 : 0;
+  const std::size_t first = v.find_first_not_of('0', digits);
+  if (first == digits) return v;  // no leading zero
+  return v.substr(0, digits) + (first == std::string::npos ? std::string("0") : v.substr(first));
 }
 
 }  // namespace
