@@ -80,13 +80,35 @@ if [[ "${1:-}" == "--prepare" ]]; then
   (cd "$BUNDLE.tmp/debs" && for f in *.deb; do
      printf '%s %s %s\n' "$(dpkg-deb -f "$f" Package)" "$(dpkg-deb -f "$f" Version)" "$(stat -c %s "$f")"
    done) >"$BUNDLE.tmp/MANIFEST"
+  # cudnn_frontend's headers (MIT; from PyPI's wheel: no Debian package has them):
+  # CudnnAttention's sdpa graphs (kernels/cuda/src/cudnn_sdpa_frontend.hpp). Without
+  # them the build takes the hand-lowered backend graphs, and says so.
+  FE_VERSION=${ZTUNE_CUDNN_FRONTEND_VERSION:-1.32.0}
+  if python3 -m pip download -q --no-deps --only-binary=:all: -d "$BUNDLE.tmp/wheel" \
+       "nvidia-cudnn-frontend==$FE_VERSION" 2>"$BUNDLE.tmp/pip.log"; then
+    python3 - "$BUNDLE.tmp" <<'PY'
+import glob, os, sys, zipfile
+out = os.path.join(sys.argv[1], "cudnn-frontend")
+wheel = zipfile.ZipFile(glob.glob(os.path.join(sys.argv[1], "wheel", "*.whl"))[0])
+for n in wheel.namelist():
+    if n.startswith("include/") and not n.endswith("/"):
+        wheel.extract(n, out)
+    elif n.endswith("licenses/LICENSE.txt"):
+        open(os.path.join(out, "LICENSE.txt"), "wb").write(wheel.read(n))
+PY
+    rm -rf "$BUNDLE.tmp/wheel" "$BUNDLE.tmp/pip.log"
+    echo "cudnn_frontend $FE_VERSION headers: $(du -sh "$BUNDLE.tmp/cudnn-frontend" | cut -f1)"
+  else
+    echo "warning: nvidia-cudnn-frontend==$FE_VERSION could not be downloaded ($(tail -1 "$BUNDLE.tmp/pip.log")):" \
+         "the device build will use the hand-lowered cuDNN graphs"
+  fi
   rm -rf "$BUNDLE" && mv "$BUNDLE.tmp" "$BUNDLE"
   grep -qx '/.gpu-bundle/' .gitignore 2>/dev/null || grep -qx '/.gpu-bundle/' .git/info/exclude 2>/dev/null ||
     echo '/.gpu-bundle/' >>.git/info/exclude
-  bytes=$(du -cb "$BUNDLE"/debs/*.deb | tail -1 | cut -f1)
+  bytes=$(du -cb "$BUNDLE"/debs/*.deb $([[ -d "$BUNDLE/cudnn-frontend" ]] && echo "$BUNDLE/cudnn-frontend") | tail -1 | cut -f1)
   tree=$(git ls-files -co --exclude-standard -z | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)
   mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
-  echo "prepared $BUNDLE: $(ls "$BUNDLE"/debs | wc -l) packages, $(mib "$bytes") MiB of .deb" \
+  echo "prepared $BUNDLE: $(ls "$BUNDLE"/debs | wc -l) packages and the cudnn_frontend headers, $(mib "$bytes") MiB" \
        "(+ $(mib "$tree") MiB working tree = $(mib $((bytes + tree))) MiB of the 64 MiB a device call carries)"
   if ((bytes > BUNDLE_LIMIT_MIB * 1048576)); then echo "over the ${BUNDLE_LIMIT_MIB} MiB budget"; exit 1; fi
   echo "on the device: run with carry [\"$(basename "$BUNDLE")\"]"
@@ -131,6 +153,8 @@ unpack_bundle() {
     for b in mpicxx mpic++ mpicc mpirun mpiexec; do ln -sfn "$b.openmpi" "$PREFIX/usr/bin/$b"; done
     touch "$stamp"
   fi
+  # cudnn_frontend's headers, when the bundle has them (kernels/cuda/CMakeLists.txt).
+  [[ -f "$BUNDLE/cudnn-frontend/include/cudnn_frontend.h" ]] && export ZTUNE_CUDNN_FRONTEND_ROOT=$BUNDLE/cudnn-frontend
   local P=$PREFIX/usr L=$PREFIX/usr/lib/x86_64-linux-gnu
   export PATH=$P/bin:$PATH
   export LD_LIBRARY_PATH=$L:$L/openmpi/lib:$L/pmix2/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -193,9 +217,12 @@ if [[ -z "$BUILD" ]]; then
   DEPS=${ZTUNE_GPU_DEPS:-$PREFIX/usr/include}
   [[ -f "$DEPS/catch2/catch.hpp" && -d "$DEPS/eigen3" ]] || DEPS=$ROOT/.gpu-deps
   [[ -f "$DEPS/catch2/catch.hpp" && -d "$DEPS/eigen3" ]] || { echo "missing Eigen and Catch2 headers (run scripts/gpu-check.sh --prepare here, and carry .gpu-bundle)"; exit 1; }
+  # A failed build still leaves a summary (what failed, where its log is).
+  build_failed() { tail -30 "$1"; echo "build FAILED: the full build (see $OUT/build.log, $OUT/configure-full.log) and the stand-alone kernel build (see $1)" | tee "$OUT/summary.txt"; exit 1; }
   cmake -S scripts/gpu-check -B build/gpu-kernels -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH" \
-        -DZTUNE_GPU_DEPS="$DEPS" >"$OUT/configure-standalone.log" 2>&1 || { tail -30 "$OUT/configure-standalone.log"; exit 1; }
-  cmake --build build/gpu-kernels -j"$JOBS" >"$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -40; exit 1; }
+        -DZTUNE_GPU_DEPS="$DEPS" >"$OUT/configure-standalone.log" 2>&1 || build_failed "$OUT/configure-standalone.log"
+  cp "$OUT/build.log" "$OUT/build-full.log" 2>/dev/null || true
+  cmake --build build/gpu-kernels -j"$JOBS" >"$OUT/build.log" 2>&1 || build_failed "$OUT/build.log"
   BUILD=build/gpu-kernels
 fi
 echo "built in $(( $(date +%s) - start )) s ($BUILD, $JOBS jobs)" | tee "$OUT/build-time.txt"
@@ -258,20 +285,40 @@ run_bench() {  # log name, limit, command...
 : >"$OUT/results.txt"
 
 log "GPU kernel tests"
-run_test gpu_kernels "$(find_bin test_gpu_kernels)"
+ZTUNE_STAGE_LIMIT=90 run_test gpu_kernels "$(find_bin test_gpu_kernels)"
 log "issue 10 kernel tests (1-bit compression, block-sparse attention)"
-run_test gpu_features "$(find_bin test_gpu_features)"
+ZTUNE_STAGE_LIMIT=90 run_test gpu_features "$(find_bin test_gpu_features)"
 log "issue 24 speed path (cuDNN fused attention vs the flash kernels, CUDA graphs, 16-bit storage + fused AdamW)"
-run_test gpu_speed_path "$(find_bin test_gpu_speed_path)"
+ZTUNE_STAGE_LIMIT=90 run_test gpu_speed_path "$(find_bin test_gpu_speed_path)"
+# The benchmarks carry issue 24's acceptance (MFU, the ratio to PyTorch): they
+# run straight after the kernel tests, the fast configuration and PyTorch first,
+# before the stages that can take minutes (the worker's 22 launches, the
+# calibration loop). Each prints its rows line by line (a budget's SIGTERM keeps
+# the rows of the models that finished).
+# issue 24's speed options (cuDNN attention, the forward+backward as one CUDA
+# graph, AdamW in one launch); each row is followed by the paths taken.
+log "GPT training benchmark, --attention=cudnn --graph --fused-adamw"
+run_bench bench_gpt_train_fast "${ZTUNE_FAST_BENCH_TIMEOUT:-100}" stdbuf -oL "$(find_bin bench_gpt_train)" \
+  --attention=cudnn --graph --fused-adamw
+# PyTorch on the same shapes (bf16 autocast, SDPA flash, fused AdamW; eager unless
+# ZTUNE_TORCH_COMPILE=1), printed in bench_gpt_train's format; skips (77) without torch.
+log "PyTorch GPT training benchmark (same shapes)"
+run_bench bench_gpt_train_torch "${ZTUNE_TORCH_BENCH_TIMEOUT:-100}" env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" \
+  python3 -u bench/gpu/bench_gpt_train_torch.py ${ZTUNE_TORCH_COMPILE:+--compile}
+log "GPT training benchmark (bf16, seq 1024; unfused attention, per-tensor AdamW, no graph)"
+run_bench bench_gpt_train 80 stdbuf -oL "$(find_bin bench_gpt_train)"
+log "kernel benchmark (bf16, GPT-3 XL shapes)"
+run_bench bench_gpu_kernels 45 stdbuf -oL "$(find_bin bench_gpu_kernels)"
+
 if [[ "$BUILD" == build/gpu-full ]]; then
   log "CudaBackend vs CpuBackend"
   run_test gpu_backend_equivalence "$(find_bin test_gpu_backend_equivalence)"
   log "NCCL (one rank per GPU)"
   run_test gpu_nccl "$(find_bin test_gpu_nccl)"
   log "NCCL watchdog"
-  ZTUNE_STAGE_LIMIT=60 run_test gpu_nccl_watchdog "$(find_bin test_gpu_nccl_watchdog)"
+  ZTUNE_STAGE_LIMIT=45 run_test gpu_nccl_watchdog "$(find_bin test_gpu_nccl_watchdog)"
   log "ztune-worker --backend cuda vs cpu (tiny model: fp32, bf16, fp16 + loss scaling)"
-  ZTUNE_STAGE_LIMIT=240 run_test gpu_worker env ZTUNE_DATA_DIR="$ROOT/data" python3 tests/gpu/worker_cuda_vs_cpu.py \
+  ZTUNE_STAGE_LIMIT=150 run_test gpu_worker env ZTUNE_DATA_DIR="$ROOT/data" python3 tests/gpu/worker_cuda_vs_cpu.py \
     "$(find_bin ztune-worker)" "mpirun --allow-run-as-root --oversubscribe"
   grep -E "^cuda_|loss scale" "$OUT/gpu_worker.log"
   # Issue 8 on the GPU: one training run of GPT-2 1.5B (bf16, 16 steps) on
@@ -287,8 +334,8 @@ if [[ "$BUILD" == build/gpu-full ]]; then
   echo "device: ${GPU_NAME:-unknown}; calibrating against the catalog cluster $CAL_CLUSTER" | tee "$OUT/device.txt"
   PLAN=(--cluster "$CAL_CLUSTER" --model gpt2-1.5b --dp 1 --micro-batch 8 --global-batch 32 --recompute selective
         --precision bf16)
-  run_test gpu_run "${CAL_ENV[@]}" "$ZT" run "${PLAN[@]}" --steps 16 --record "$OUT/gpt2-1.5b.record.json" --json
-  run_test gpu_calibrate "${CAL_ENV[@]}" "$ZT" calibrate --cluster "$CAL_CLUSTER" --backend cuda --np 1 --quick --no-db \
+  ZTUNE_STAGE_LIMIT=90 run_test gpu_run "${CAL_ENV[@]}" "$ZT" run "${PLAN[@]}" --steps 6 --record "$OUT/gpt2-1.5b.record.json" --json
+  ZTUNE_STAGE_LIMIT=90 run_test gpu_calibrate "${CAL_ENV[@]}" "$ZT" calibrate --cluster "$CAL_CLUSTER" --backend cuda --np 1 --quick --no-db \
     --out "$OUT/calibrated.json" --records "$OUT/gpt2-1.5b.record.json"
   if [[ -f "$OUT/gpt2-1.5b.record.json" && -f "$OUT/calibrated.json" ]]; then
     measured=$(python3 -c "import json;print(json.load(open('$OUT/gpt2-1.5b.record.json'))['step_time_s'])")
@@ -313,36 +360,26 @@ else
   done
 fi
 
-log "kernel benchmark (bf16, GPT-3 XL shapes)"
-run_bench bench_gpu_kernels 90 "$(find_bin bench_gpu_kernels)"
-log "GPT training benchmark (bf16, seq 1024)"
-run_bench bench_gpt_train 180 "$(find_bin bench_gpt_train)"
-# The same with issue 24's speed options (cuDNN attention, the forward+backward as
-# one CUDA graph, AdamW in one launch); each row is followed by the paths taken.
-log "GPT training benchmark, --attention=cudnn --graph --fused-adamw"
-run_bench bench_gpt_train_fast "${ZTUNE_FAST_BENCH_TIMEOUT:-240}" "$(find_bin bench_gpt_train)" --attention=cudnn \
-  --graph --fused-adamw
-# PyTorch on the same shapes (bf16 autocast, SDPA flash, fused AdamW; eager unless
-# ZTUNE_TORCH_COMPILE=1), printed in bench_gpt_train's format; skips (77) without torch.
-log "PyTorch GPT training benchmark (same shapes)"
-run_bench bench_gpt_train_torch "${ZTUNE_TORCH_BENCH_TIMEOUT:-240}" env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" \
-  python3 bench/gpu/bench_gpt_train_torch.py ${ZTUNE_TORCH_COMPILE:+--compile}
-
 log "summary"
 {
   for t in gpu_kernels gpu_features gpu_speed_path gpu_backend_equivalence gpu_nccl gpu_nccl_watchdog gpu_worker gpu_run gpu_calibrate; do printf '%-26s %s\n' "$t" "${RESULT[$t]}"; done
   grep -h "^NCCL:" "$OUT/nccl.txt" 2>/dev/null || true
-  # ztune beside PyTorch: tokens/s (column 5) and MFU (column 6) of each "gpt" row.
-  printf '%-10s %14s %8s %14s %8s %8s\n' model "ztune tok/s" MFU "torch tok/s" MFU ratio
-  awk 'FNR == NR { if ($1 ~ /^gpt/) { zt[$1] = $5; zm[$1] = $6; order[++n] = $1 } next }
-       $1 ~ /^gpt/ { pt[$1] = $5; pm[$1] = $6 }
-       END { for (i = 1; i <= n; i++) { m = order[i]
-               if (m in pt) printf "%-10s %14.0f %8s %14.0f %8s %7.2fx\n", m, zt[m], zm[m], pt[m], pm[m], zt[m] / pt[m]
-               else printf "%-10s %14.0f %8s %14s %8s %8s\n", m, zt[m], zm[m], "-", "-", "-" } }' \
-      "$OUT/bench_gpt_train.log" "$OUT/bench_gpt_train_torch.log" 2>/dev/null || true
-  # The speed options' rows (bench_gpt_train --attention=cudnn --graph --fused-adamw) and the paths they took.
-  echo "with --attention=cudnn --graph --fused-adamw:"
-  grep -E "^gpt|^  gpt" "$OUT/bench_gpt_train_fast.log" 2>/dev/null || echo "  (no rows: see $OUT/bench_gpt_train_fast.log)"
+  # ztune beside PyTorch: tokens/s (column 5) and MFU (column 6) of each "gpt"
+  # row, for the speed options' run (the one the 0.9x target is for) and the
+  # default run; then the paths the speed options took.
+  for run in bench_gpt_train_fast bench_gpt_train; do
+    case $run in bench_gpt_train_fast) echo "ztune --attention=cudnn --graph --fused-adamw beside PyTorch (eager unless --compile):";;
+                 *) echo "ztune default (unfused attention, per-tensor AdamW, no graph) beside PyTorch:";; esac
+    printf '%-10s %14s %8s %14s %8s %8s\n' model "ztune tok/s" MFU "torch tok/s" MFU ratio
+    awk 'FNR == NR { if ($1 ~ /^gpt/) { zt[$1] = $5; zm[$1] = $6; order[++n] = $1 } next }
+         $1 ~ /^gpt/ { pt[$1] = $5; pm[$1] = $6 }
+         END { if (n == 0) print "  (no rows)"
+               for (i = 1; i <= n; i++) { m = order[i]
+                 if (m in pt) printf "%-10s %14.0f %8s %14.0f %8s %7.2fx\n", m, zt[m], zm[m], pt[m], pm[m], zt[m] / pt[m]
+                 else printf "%-10s %14.0f %8s %14s %8s %8s\n", m, zt[m], zm[m], "-", "-", "-" } }' \
+        "$OUT/$run.log" "$OUT/bench_gpt_train_torch.log" 2>/dev/null || echo "  (no rows: see $OUT/$run.log)"
+  done
+  grep -E "^  gpt" "$OUT/bench_gpt_train_fast.log" 2>/dev/null || true
   cat "$OUT/calibration.txt" 2>/dev/null || true
   cat "$OUT/memory.txt" 2>/dev/null || true
   echo "device: $(cat "$OUT/device.txt" 2>/dev/null || echo unknown); ${SECONDS} s of the ${DEADLINE} s deadline"

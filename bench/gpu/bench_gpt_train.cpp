@@ -129,7 +129,9 @@ class Gpt {
     return p;
   }
 
-  float step(int t) {
+  // One training step; the mean loss is read back (a host sync) only when asked:
+  // the timed steps leave the device queue full, as PyTorch's loop does.
+  float step(int t, bool read_loss = true) {
     if (opt_.graph && t > 1) {  // step 1 runs eagerly: the GEMMs' workspaces are allocated there
       graph_.run(s_, [&] {
         forward();
@@ -140,6 +142,11 @@ class Gpt {
       backward();
     }
     optimizer(t);
+    return read_loss ? mean_loss() : 0.0f;
+  }
+
+  // The last step's mean loss (waits for the stream).
+  float mean_loss() {
     std::vector<float> losses(N);
     ZT_CUDA_CHECK(cudaMemcpyAsync(losses.data(), losses_->get(), N * sizeof(float), cudaMemcpyDeviceToHost, s_));
     ZT_CUDA_CHECK(cudaStreamSynchronize(s_));
@@ -323,7 +330,9 @@ class Gpt {
     std::string p;
     if (opt_.cudnn_attention)
       p += std::string(" attention=") +
-           (attention_.last_path() == ztune::kernels::sdpa::Path::cudnn ? "cudnn" : "flash (" + attention_.last_reason() + ")");
+           (attention_.last_path() == ztune::kernels::sdpa::Path::cudnn
+                ? "cudnn (" + ztune::kernels::cuda::CudnnAttention::graph_api() + ")"
+                : "flash (" + attention_.last_reason() + ")");
     if (opt_.graph) p += graph_.captured() ? " graph=captured" : " graph=eager (" + graph_.reason() + ")";
     if (opt_.fused_adamw) p += " adamw=one launch";
     return p;
@@ -333,6 +342,8 @@ class Gpt {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Line by line into gpu-check.sh's pipe: a budget's SIGTERM keeps the rows already printed.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   if (!bench::require_device()) return 77;
   const int t = 1024, v = 50304;
   const double peak = std::getenv("ZTUNE_PEAK_TFLOPS") != nullptr ? std::atof(std::getenv("ZTUNE_PEAK_TFLOPS")) : 989.0;
@@ -373,9 +384,9 @@ int main(int argc, char** argv) {
     float first = model.step(1);
     model.step(2);
     const int steps = 10;
-    float last = 0;
     int step = 3;
-    const double sec = bench::time_per_call(s, [&] { last = model.step(step++); }, steps, 0);
+    const double sec = bench::time_per_call(s, [&] { model.step(step++, false); }, steps, 0);
+    const float last = model.mean_loss();
     const double tokens = static_cast<double>(cfg.batch) * t;
     const double h = cfg.channels, L = cfg.layers;
     const double flops = 72.0 * tokens * L * h * h * (1.0 + t / (6.0 * h) + v / (12.0 * h * L));

@@ -49,6 +49,8 @@ void row(const char* name, double seconds, double bytes, double flops, const Cei
 }  // namespace
 
 int main() {
+  // Line by line into gpu-check.sh's pipe: a budget's SIGTERM keeps the rows already printed.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   if (!bench::require_device()) return 77;
   cudaStream_t s = nullptr;
   ZT_CUDA_CHECK(cudaStreamCreate(&s));

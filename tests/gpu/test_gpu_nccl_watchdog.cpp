@@ -6,6 +6,9 @@
 //
 // The stuck operation is a stream held by a host function that waits on a flag,
 // with the watched event recorded behind it, on an idle one-rank communicator.
+// The flag is released 1.5 s after the 2 s timeout: ncclCommAbort frees device
+// memory, and cudaFree waits for every queued operation, the held stream's too
+// (NVIDIA/nccl#549), so a stream held past the abort would hang it.
 // Not a real unmatched receive: NCCL refuses a receive from self with no send at
 // once (ncclInvalidUsage, "Trying to recv to self without a matching send"), and a
 // collective queued behind the block would run on the communicator the watchdog
@@ -77,6 +80,11 @@ int main(int argc, char** argv) {
     {
       cuda::NcclWatchdog watchdog(device, std::chrono::milliseconds(2000), handler);
       watchdog.watch(comm, done, "rank 0: NCCL recv of 1024 elements on group 'world' (group rank 0 of 1)");
+      std::thread releaser([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+        released = true;  // the stream drains and the abort's frees finish
+      });
+      releaser.detach();
       // Past the timeout and a few polls: the watchdog has aborted the
       // communicator and called the handler (in --exit mode, ended the process).
       const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -87,8 +95,8 @@ int main(int argc, char** argv) {
         ++failures;
       }
     }
-    released = true;  // the stream drains; the watchdog destroyed its event
-    ZT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    while (!released) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ZT_CUDA_CHECK(cudaStreamSynchronize(stream));  // drained; the watchdog destroyed its event
     ZT_CUDA_CHECK(cudaStreamDestroy(stream));
     // The communicator was aborted: ncclCommAbort freed it, so no ncclCommDestroy.
     std::lock_guard lock(mutex);

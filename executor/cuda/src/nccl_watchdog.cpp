@@ -61,6 +61,7 @@ void NcclWatchdog::loop() {
     if (stop_) break;
     const auto now = std::chrono::steady_clock::now();
     std::vector<std::string> failures;
+    std::vector<ncclComm_t> to_abort;
     for (auto it = entries_.begin(); it != entries_.end();) {
       const cudaError_t q = cudaEventQuery(it->done);
       if (q == cudaSuccess) {
@@ -83,7 +84,7 @@ void NcclWatchdog::loop() {
         ++it;
         continue;
       }
-      ncclCommAbort(it->comm);  // releases the kernels waiting for peers
+      to_abort.push_back(it->comm);
       aborted_.insert(it->comm);
       failures.push_back(it->what + " " + why + " (after " + std::to_string(age.count()) +
                          " ms); communicator aborted");
@@ -99,7 +100,12 @@ void NcclWatchdog::loop() {
       it = entries_.begin();
     }
     if (!failures.empty()) {
+      // Outside the lock: ncclCommAbort frees the communicator's device memory,
+      // and cudaFree waits for the device's queued work (NVIDIA/nccl#549), which
+      // can take seconds; watch() and aborted() on the rank's other threads
+      // answer meanwhile (aborted_ is already marked).
       lock.unlock();
+      for (ncclComm_t comm : to_abort) ncclCommAbort(comm);  // releases the kernels waiting for peers
       for (const auto& f : failures) on_timeout_(f);
       lock.lock();
     }

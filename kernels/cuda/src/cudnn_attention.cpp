@@ -8,6 +8,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <type_traits>
@@ -22,6 +23,9 @@
 
 #if ZTUNE_HAVE_CUDNN
 #include <cudnn_graph.h>
+#endif
+#if ZTUNE_HAVE_CUDNN_FRONTEND
+#include "cudnn_sdpa_frontend.hpp"
 #endif
 
 namespace ztune::kernels::cuda {
@@ -165,6 +169,17 @@ struct CudnnAttention::Impl {
   int sm = -1;
   std::map<std::string, std::unique_ptr<Plan>> plans;
   Grow workspace, dqkv, delta;
+#if ZTUNE_HAVE_CUDNN_FRONTEND
+  std::map<std::string, fe_sdpa::Built> frontend_plans;  // built or refused, by cache key
+
+  /// The frontend's graph for `p`, built on first use; a refusal is kept too.
+  const fe_sdpa::Built& frontend(const sdpa::Problem& p, bool backward) {
+    const std::string key = sdpa::cache_key(p, backward ? "fe_bwd" : "fe_fwd");
+    auto it = frontend_plans.find(key);
+    if (it == frontend_plans.end()) it = frontend_plans.emplace(key, fe_sdpa::build(handle, p, backward)).first;
+    return it->second;
+  }
+#endif
 
   ~Impl() {
     if (handle != nullptr) cudnnDestroy(handle);
@@ -251,7 +266,11 @@ struct CudnnAttention::Impl {
         const cudnnPointwiseMode_t mode = pointwise_mode(n.op);
         Desc pw(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, "pointwise");
         pw.set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, what + " mode");
-        pw.set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &fp32, what + " precision");
+        // The comparison computes in BOOLEAN, as cudnn_frontend's causal mask
+        // sets it (diagonal_band_mask.h); the rest in fp32.
+        const cudnnDataType_t boolean = CUDNN_DATA_BOOLEAN;
+        pw.set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, n.op == sdpa::Op::cmp_ge ? &boolean : &fp32,
+               what + " precision");
         if (n.op == sdpa::Op::gen_index)
           pw.set(CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &n.axis, what + " axis");
         pw.finalize(what);
@@ -293,7 +312,9 @@ struct CudnnAttention::Impl {
                                    &returned, raw.data()),
           "heuristics results");
     std::string last = "no engine configuration finalized";
-    for (std::int64_t i = 0; i < returned; ++i) {
+    // At most five: finalizing a configuration may compile it at run time
+    // (seconds each), and a graph the first five refuse is not worth the rest.
+    for (std::int64_t i = 0; i < std::min<std::int64_t>(returned, 5); ++i) {
       try {
         Desc ep(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan");
         ep.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h, "plan handle");
@@ -367,6 +388,14 @@ struct CudnnAttention::Impl {
 
 long CudnnAttention::cudnn_version() { return static_cast<long>(cudnnGetVersion()); }
 bool CudnnAttention::built_with_cudnn() { return true; }
+std::string CudnnAttention::graph_api() {
+#if ZTUNE_HAVE_CUDNN_FRONTEND
+  return "cudnn_frontend " + std::to_string(CUDNN_FRONTEND_MAJOR_VERSION) + "." +
+         std::to_string(CUDNN_FRONTEND_MINOR_VERSION) + " sdpa nodes";
+#else
+  return "hand-lowered backend graphs";
+#endif
+}
 
 #else  // !ZTUNE_HAVE_CUDNN
 
@@ -375,6 +404,7 @@ struct CudnnAttention::Impl {
 };
 long CudnnAttention::cudnn_version() { return 0; }
 bool CudnnAttention::built_with_cudnn() { return false; }
+std::string CudnnAttention::graph_api() { return "no cuDNN"; }
 
 #endif
 
@@ -382,7 +412,9 @@ CudnnAttention::CudnnAttention() : impl_(std::make_unique<Impl>()) {}
 CudnnAttention::~CudnnAttention() = default;
 
 std::size_t CudnnAttention::cached_plans() const {
-#if ZTUNE_HAVE_CUDNN
+#if ZTUNE_HAVE_CUDNN_FRONTEND
+  return impl_->plans.size() + impl_->frontend_plans.size();
+#elif ZTUNE_HAVE_CUDNN
   return impl_->plans.size();
 #else
   return 0;
@@ -397,6 +429,20 @@ void CudnnAttention::forward(T* out, float* lse, const T* qkv, int b, int t, int
 #if ZTUNE_HAVE_CUDNN
   sdpa::Choice ch = sdpa::choose(p, cudnn_version(), impl_->device_sm());
   if (ch.path == sdpa::Path::cudnn && !impl_->ensure_handle()) ch = {sdpa::Path::fallback, impl_->handle_error};
+#if ZTUNE_HAVE_CUDNN_FRONTEND
+  if (ch.path == sdpa::Path::cudnn) {
+    const fe_sdpa::Built& built = impl_->frontend(p, false);
+    if (built.refused.empty()) {
+      void* ws = impl_->workspace.get(static_cast<std::size_t>(built.workspace), stream);
+      check(cudnnSetStream(impl_->handle, stream), "cudnnSetStream");
+      fe_sdpa::execute(built, impl_->handle, p, false, {qkv, out, lse, nullptr, nullptr}, ws);
+      last_path_ = sdpa::Path::cudnn;
+      last_reason_.clear();
+      return;
+    }
+    ch.reason = "cuDNN refused the graph (cudnn_frontend " + built.refused + ")";
+  }
+#else
   if (ch.path == sdpa::Path::cudnn) {
     Impl::Plan& plan = impl_->plan(sdpa::cache_key(p, "fwd"), [&] { return sdpa::forward_graph(p); });
     if (plan.ok) {
@@ -407,6 +453,7 @@ void CudnnAttention::forward(T* out, float* lse, const T* qkv, int b, int t, int
     }
     ch.reason = plan.reason;
   }
+#endif
   reason = ch.reason;
 #else
   reason = "this build has no cuDNN (ZTUNE_HAVE_CUDNN off)";
@@ -426,6 +473,24 @@ void CudnnAttention::backward(T* dqkv, const T* dout, const T* qkv, const T* out
 #if ZTUNE_HAVE_CUDNN
   sdpa::Choice ch = sdpa::choose(p, cudnn_version(), impl_->device_sm());
   if (ch.path == sdpa::Path::cudnn && !impl_->ensure_handle()) ch = {sdpa::Path::fallback, impl_->handle_error};
+#if ZTUNE_HAVE_CUDNN_FRONTEND
+  if (ch.path == sdpa::Path::cudnn) {
+    const fe_sdpa::Built& built = impl_->frontend(p, true);
+    if (built.refused.empty()) {
+      const long n = static_cast<long>(b) * t * 3 * c;
+      auto* scratch = static_cast<T*>(impl_->dqkv.get(static_cast<std::size_t>(n) * sizeof(T), stream));
+      void* ws = impl_->workspace.get(static_cast<std::size_t>(built.workspace), stream);
+      check(cudnnSetStream(impl_->handle, stream), "cudnnSetStream");
+      fe_sdpa::execute(built, impl_->handle, p, true,
+                       {qkv, const_cast<T*>(out), const_cast<float*>(lse), dout, scratch}, ws);
+      accumulate<T>(dqkv, scratch, n, stream);  // the Backend's backward +=
+      last_path_ = sdpa::Path::cudnn;
+      last_reason_.clear();
+      return;
+    }
+    ch.reason = "cuDNN refused the graph (cudnn_frontend " + built.refused + ")";
+  }
+#else
   if (ch.path == sdpa::Path::cudnn) {
     Impl::Plan& dplan = impl_->plan(sdpa::cache_key(p, "bwd_delta"), [&] { return sdpa::backward_delta_graph(p); });
     Impl::Plan& plan = impl_->plan(sdpa::cache_key(p, "bwd"), [&] { return sdpa::backward_graph(p); });
@@ -445,6 +510,7 @@ void CudnnAttention::backward(T* dqkv, const T* dout, const T* qkv, const T* out
     }
     ch.reason = dplan.ok ? plan.reason : dplan.reason;
   }
+#endif
   reason = ch.reason;
 #else
   reason = "this build has no cuDNN (ZTUNE_HAVE_CUDNN off)";

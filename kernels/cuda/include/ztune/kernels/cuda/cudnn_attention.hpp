@@ -1,11 +1,15 @@
 #pragma once
 // The plan's `flash` attention through cuDNN's fused scaled-dot-product attention
-// (issue 24 item 3), written against cuDNN 9's C backend graph API (cudnn_graph.h;
-// no cudnn_frontend). kernels/sdpa_graph.hpp describes the causal forward and
+// (issue 24 item 3). With cudnn_frontend's headers at build time
+// (ZTUNE_HAVE_CUDNN_FRONTEND; the GPU bundle carries them) the graphs are its sdpa
+// and sdpa_backward nodes (src/cudnn_sdpa_frontend.hpp), the patterns cuDNN's
+// fused engines match. Without them, cuDNN 9's C backend graph API
+// (cudnn_graph.h): kernels/sdpa_graph.hpp describes the causal forward and
 // backward graphs as plain data; this class builds one cuDNN operation graph per
 // (graph, shape, dtype), asks heuristics mode A for engine configurations, keeps
-// the first whose execution plan finalizes, and caches it (or the refusal and its
-// reason). When choose() or cuDNN says no, the call runs the project's flash
+// the first of at most five whose execution plan finalizes, and caches it (or
+// the refusal and its reason); a review against the frontend's lowering found
+// that backward graph unlikely to be accepted. When choose() or cuDNN says no, the call runs the project's flash
 // kernels (attention.hpp) instead and last_path()/last_reason() say so: the same
 // contract either way (out, lse [B, NH, T]; backward dqkv += ∂L/∂qkv).
 //
@@ -36,6 +40,9 @@ class CudnnAttention {
   [[nodiscard]] static long cudnn_version();
   /// Whether this build links cuDNN at all.
   [[nodiscard]] static bool built_with_cudnn();
+  /// How the graphs are made: "cudnn_frontend 1.32 sdpa nodes", "hand-lowered
+  /// backend graphs" or "no cuDNN" (said beside the benchmarks' figures).
+  [[nodiscard]] static std::string graph_api();
 
   /// out [B, T, C], lse [B, NH, T] from qkv [B, T, 3C] (T = float, __half, __nv_bfloat16).
   template <typename T>
