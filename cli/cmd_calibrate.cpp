@@ -128,9 +128,16 @@ std::optional<HardwareProfile> profile_in_place(const std::string& path, std::ve
 // runs measured after it (issue 21: the loop shown).
 int report_history(const CalibrateFlags& f) {
   const Cluster c = load_cluster(f.cluster);
-  const ResultsDb db = ResultsDb::open(f.db.empty() ? default_db_path() : f.db, DbAccess::read);
   std::vector<std::string> notes;
-  const auto rows = profile_history_from_db(db, c, notes);
+  std::vector<calibration::ProfileHistoryRow> rows;
+  // The user's own database before any command wrote it: no profiles yet (as
+  // `ztune history` says); a named --db that is not there is refused.
+  const std::string path = f.db.empty() ? default_db_path() : f.db;
+  std::error_code ec;
+  if (!f.db.empty() || std::filesystem::exists(std::filesystem::symlink_status(path, ec)))
+    rows = profile_history_from_db(ResultsDb::open(path, DbAccess::read), c, notes);
+  else
+    notes.push_back(path + " does not exist yet (search, run and calibrate create it)");
   if (f.json) {
     nlohmann::json j = profile_history_json(c.name, rows);
     j["notes"] = notes;

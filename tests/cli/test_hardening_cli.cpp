@@ -666,6 +666,9 @@ TEST_CASE("the commands that read the results database create and lay out none",
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j.at("searches").empty());
   CHECK(j.at("runs_stored") == 0);
+  r = run_command(xdg + "calibrate --report --cluster local-cpu");
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("does not exist yet"));
   r = run_command(xdg + "history show 1");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains(dir + "/xdg/ztune/results.db: no such file"));

@@ -360,6 +360,12 @@ ResultsDb ResultsDb::open(const std::string& path, DbAccess access) {
   if (access == DbAccess::read && version == 0)
     throw InputError("--db " + path + ": an SQLite database without ztune's tables, not yet a results database (" +
                      created_by + " in it); left as it is");
+  // Nor does a reader upgrade an older ztune's database (which that ztune
+  // would then refuse): the writers do.
+  if (access == DbAccess::read && version < kResultsSchemaVersion)
+    throw InputError("--db " + path + ": schema version " + std::to_string(version) + " of an older ztune; search, " +
+                     "run or calibrate upgrade it to version " + std::to_string(kResultsSchemaVersion) +
+                     " (a reader leaves it as it is)");
   if (read_only) {
     if (version < kResultsSchemaVersion)
       throw InputError(path + ": the results database has schema version " + std::to_string(version) +

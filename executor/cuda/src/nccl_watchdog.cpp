@@ -26,6 +26,12 @@ NcclWatchdog::~NcclWatchdog() {
 std::uint64_t NcclWatchdog::watch(ncclComm_t comm, cudaEvent_t done, std::string what) {
   std::lock_guard lock(mutex_);
   const std::uint64_t id = next_id_++;
+  // An aborted communicator is freed (or being freed, outside the lock): its
+  // operations are not watched, and its error was reported when it was aborted.
+  if (aborted_.count(comm) != 0) {
+    cudaEventDestroy(done);
+    return id;
+  }
   entries_.push_back({id, comm, done, std::move(what), std::chrono::steady_clock::now()});
   return id;
 }
