@@ -394,14 +394,10 @@ TEST_CASE("when every device's layouts fit nothing, the hints try fewer GPUs too
   const auto r = run_search(m, c, hw, o);
   REQUIRE(r.evaluated > 0);
   REQUIRE(r.feasible == 0);
-  bool fewer = false;
-  for (const auto& h : explain_infeasible(m, c, hw, o, r))
-    if (h.change == "fewer GPUs") {
-      fewer = true;
-      CHECK(h.fits);
-      CHECK_THAT(h.detail, Catch::Matchers::StartsWith("with --gpus 8 (of the cluster's 16)"));
-    }
-  CHECK(fewer);
+  const auto h = hint_named(explain_infeasible(m, c, hw, o, r), "fewer GPUs");
+  REQUIRE(h);
+  CHECK(h->fits);
+  CHECK_THAT(h->detail, Catch::Matchers::StartsWith("with --gpus 8 (of the cluster's 16)"));
   // The oracle: a search of 8 GPUs fits.
   o.space.gpus = 8;
   CHECK(run_search(m, c, hw, o).feasible > 0);
@@ -938,14 +934,10 @@ TEST_CASE("GPU-count hints under --gpus 12 offer the fewer GPUs that fit", "[tun
   const auto hw = default_profile_for(c);
   const auto r = run_search(m, c, hw, o);
   REQUIRE(r.feasible == 0);
-  bool fewer = false;
-  for (const auto& h : explain_infeasible(m, c, hw, o, r))
-    if (h.change == "fewer GPUs") {
-      fewer = true;
-      CHECK(h.fits);
-      CHECK_THAT(h.detail, Catch::Matchers::StartsWith("with --gpus 8 (of the cluster's 16)"));
-    }
-  CHECK(fewer);
+  const auto h = hint_named(explain_infeasible(m, c, hw, o, r), "fewer GPUs");
+  REQUIRE(h);
+  CHECK(h->fits);
+  CHECK_THAT(h->detail, Catch::Matchers::StartsWith("with --gpus 8 (of the cluster's 16)"));
 }
 
 // The other engines are tried, each priced as it runs: GPT-3 175B on one
