@@ -499,7 +499,8 @@ int run(const RunFlags& f) {
 Command add_run(CLI::App& root) {
   auto f = std::make_shared<RunFlags>();
   auto* app = root.add_subcommand("run", "Train a plan with the executor (mpirun, or srun under Slurm)");
-  app->add_option("plan_json", f->plan_json, "Plan file (ztune.planfile/1); else the cluster, model and plan flags")
+  // Named as export's positional is ("plan: expected a path"), not by its variable.
+  app->add_option("plan", f->plan_json, "Plan file (ztune.planfile/1); else the cluster, model and plan flags")
       ->check(GivenPath);
   f->input.add_to(*app, false);
   f->plan.add_to(*app);

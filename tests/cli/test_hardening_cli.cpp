@@ -1224,7 +1224,7 @@ TEST_CASE("an empty path is refused naming its flag", "[cli][hardening]") {
       {"validate --dir ''", "--dir: " + empty},
       {"validate --profile ''", "--profile: " + empty},
       {"export ''", "plan: " + empty},
-      {"run '' --no-db", "plan_json: " + empty},
+      {"run '' --no-db", "plan: " + empty},
       {"run --cluster local-cpu --model tiny --no-db --steps 1 --record ''", "--record: " + empty},
       {"run --cluster local-cpu --model tiny --no-db --steps 1 --checkpoint-dir ''", "--checkpoint-dir: " + empty},
       {"calibrate --cluster local-cpu --no-db --records ''", "--records: " + empty},
