@@ -58,8 +58,11 @@ std::vector<std::pair<std::string, std::string>> database_files(const std::strin
 /// `--tp 08` "could not convert". Rewrites, in `args` (in command-line order),
 /// every value of an option that takes integers (CLI11's INT and UINT types,
 /// in `root` or any subcommand) written with leading zeros as the decimal a
-/// user means ("010" -> "10"). Other arguments are left as they are.
-void decimal_integer_values(const CLI::App& root, std::vector<std::string>& args);
+/// user means ("010" -> "10"). Other arguments are left as they are. Returns
+/// each rewritten value as (what was given, what it became), for the errors to
+/// quote what the user typed.
+std::vector<std::pair<std::string, std::string>> decimal_integer_values(const CLI::App& root,
+                                                                         std::vector<std::string>& args);
 
 struct Command {
   CLI::App* app = nullptr;

@@ -114,7 +114,13 @@ std::string without_leading_zeros(std::string v) {
 
 }  // namespace
 
-void decimal_integer_values(const CLI::App& root, std::vector<std::string>& args) {
+std::vector<std::pair<std::string, std::string>> decimal_integer_values(const CLI::App& root,
+                                                                         std::vector<std::string>& args) {
+  std::vector<std::pair<std::string, std::string>> rewritten;
+  auto rewrite = [&](std::string& v, const std::string& decimal) {
+    if (decimal != v) rewritten.emplace_back(v, decimal);
+    v = decimal;
+  };
   std::map<std::string, int> ints;
   std::set<std::string> others;
   integer_option_names(root, ints, others);
@@ -122,9 +128,14 @@ void decimal_integer_values(const CLI::App& root, std::vector<std::string>& args
   for (const auto& n : others) ints.erase(n);
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--") return;  // the rest are positional
+    if (a == "--") return rewritten;  // the rest are positional
     if (const std::size_t eq = a.find('='); a.starts_with("--") && eq != std::string::npos) {
-      if (ints.count(a.substr(0, eq)) != 0) args[i] = a.substr(0, eq + 1) + without_leading_zeros(a.substr(eq + 1));
+      if (ints.count(a.substr(0, eq)) != 0) {
+        std::string value = a.substr(eq + 1);
+        const std::string decimal = without_leading_zeros(value);
+        if (decimal != value) rewritten.emplace_back(value, decimal);
+        args[i] = a.substr(0, eq + 1) + decimal;
+      }
       continue;
     }
     const auto option = ints.find(a);
@@ -135,8 +146,9 @@ void decimal_integer_values(const CLI::App& root, std::vector<std::string>& args
          j < args.size() && taken < static_cast<std::size_t>(option->second) &&
          (!args[j].starts_with("-") || is_number(args[j]));
          ++j, ++taken)
-      args[j] = without_leading_zeros(args[j]);
+      rewrite(args[j], without_leading_zeros(args[j]));
   }
+  return rewritten;
 }
 
 std::vector<std::pair<std::string, std::string>> database_files(const std::string& db, bool no_db) {

@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
     }
   }
   std::reverse(args.begin(), args.end());
-  decimal_integer_values(root, args);
+  const auto rewritten = decimal_integer_values(root, args);
   std::reverse(args.begin(), args.end());
   try {
     root.parse(args);
@@ -108,6 +108,13 @@ int main(int argc, char** argv) {
     if (e.get_exit_code() == 0) return finish_output(root.exit(e)) == 0 ? kExitOk : kExitUsage;  // --help, --version
     // CLI11's "--cluster: At Most 1 required but received 2" for a flag given twice.
     std::string what = e.what();
+    // A refused value that had leading zeros is quoted as the decimal it was
+    // read as: say what was typed ("--zero: ... got "4" (given as 04)").
+    for (const auto& [given, decimal] : rewritten)
+      if (const auto at = what.find("\"" + decimal + "\""); at != std::string::npos) {
+        what.insert(at + decimal.size() + 2, " (given as " + given + ")");
+        break;
+      }
     if (const auto at = what.find("At Most 1 required but received "); at != std::string::npos)
       what = what.substr(0, at) + "given " + what.substr(at + 32) + " times; give it once";
     std::fprintf(stderr, "ztune: error: %s\nRun with --help for more information.\n", what.c_str());

@@ -1190,6 +1190,11 @@ TEST_CASE("integer flags with leading zeros are decimal", "[cli][hardening]") {
       {"validate --worst 0x3", "--worst: expected a case count from 0 to 2147483647, got \"0x3\""},
       {"predict --cluster dgx-h100 --model llama-7b --tp 010", "--tp/--pp: tp×pp = 10 exceeds the cluster's 8 devices"},
       {"predict --cluster dgx-h100 --model llama-7b --tp=012", "--tp/--pp: tp×pp = 12 exceeds the cluster's 8 devices"},
+      // A refused value is quoted as typed beside the decimal it was read as.
+      {"predict --cluster dgx-h100 --model llama-7b --zero 04",
+       "--zero: expected a ZeRO stage from 0 to 3, got \"4\" (given as 04)"},
+      {"predict --cluster dgx-h100 --model llama-7b --micro-batch=00",
+       "--micro-batch: expected a micro-batch size from 1 to 1048576, got \"0\" (given as 00)"},
   });
   for (const char* flags : {"--tp 08", "--tp=08 --pp 01", "--pp 2 --stage-layers 016 016"}) {
     const auto r = run_ztune(std::string("predict --cluster dgx-h100 --model llama-7b ") + flags);
