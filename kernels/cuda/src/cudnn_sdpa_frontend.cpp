@@ -53,9 +53,7 @@ Attributes causal(Attributes a, float scale) {
   return a.set_attn_scale(scale).set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT).set_diagonal_band_right_bound(0);
 }
 
-}  // namespace
-
-Built build(cudnnHandle_t handle, const sdpa::Problem& p, bool backward) {
+Built build_graph(cudnnHandle_t handle, const sdpa::Problem& p, bool backward) {
   Built out;
   const Shapes s = shapes_of(p);
   const float scale = 1.0f / std::sqrt(static_cast<float>(p.hd));
@@ -100,6 +98,21 @@ Built build(cudnnHandle_t handle, const sdpa::Problem& p, bool backward) {
   if (auto e = g->get_workspace_size(out.workspace); e.is_bad()) return refused(e, "get_workspace_size");
   out.graph = g;
   return out;
+}
+
+}  // namespace
+
+Built build(cudnnHandle_t handle, const sdpa::Problem& p, bool backward) {
+  // The frontend reports through error_t, but parts of it (and of cuDNN's
+  // loader) throw: a graph it cannot build is a refusal either way, and the
+  // call takes the flash kernels with the reason.
+  try {
+    return build_graph(handle, p, backward);
+  } catch (const std::exception& e) {
+    Built out;
+    out.refused = std::string("cudnn_frontend threw: ") + e.what();
+    return out;
+  }
 }
 
 void execute(const Built& b, cudnnHandle_t handle, const sdpa::Problem& p, bool backward, const Buffers& buf,
