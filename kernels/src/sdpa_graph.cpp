@@ -330,4 +330,14 @@ std::string cache_key(const Problem& p, const char* which) {
          ":nh" + std::to_string(p.nh) + ":hd" + std::to_string(p.hd);
 }
 
+FrontendViews frontend_views(const Problem& p) {
+  const std::int64_t b = p.b, t = p.t, nh = p.nh, hd = p.hd, c = nh * hd;
+  const std::array<std::int64_t, 4> dims{b, nh, t, hd}, packed{t * 3 * c, hd, 3 * c, 1};
+  return {{dims, packed, 0},
+          {dims, packed, c},
+          {dims, packed, 2 * c},
+          {dims, {t * c, hd, c, 1}, 0},
+          {{b, nh, t, 1}, {nh * t, t, 1, 1}, 0}};
+}
+
 }  // namespace ztune::kernels::sdpa

@@ -5,8 +5,10 @@
 // against the flash kernels on a device.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "ztune/kernels/sdpa_graph.hpp"
 
@@ -125,4 +127,36 @@ TEST_CASE("the plan cache key separates shapes, dtypes and graphs", "[gpu_host][
   CHECK(cache_key(a, "fwd") == "fwd:bf16:b2:t1024:nh16:hd64");
   CHECK(cache_key(a, "fwd") != cache_key(b, "fwd"));
   CHECK(cache_key(a, "fwd") != cache_key(a, "bwd"));
+}
+
+TEST_CASE("cudnn_frontend's views address the elements the flash kernels index", "[gpu_host][attention]") {
+  // The oracle is the flash kernels' own indexing (kernels/cuda/src/attention_flash.cu):
+  // Q[b, h, t, d] at b·T·3C + t·3C + h·HD + d of qkv, K at +C, V at +2C; O at
+  // b·T·C + t·C + h·HD + d; the log-sum-exp at (b·NH + h)·T + t. Every element is
+  // reached once (no two index tuples meet).
+  const Problem p{2, 5, 3, 8, Dtype::bf16, 0};
+  const std::int64_t T = p.t, NH = p.nh, HD = p.hd, C = NH * HD;
+  const FrontendViews v = frontend_views(p);
+  auto at = [](const View& x, std::int64_t i0, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
+    return x.offset + i0 * x.strides[0] + i1 * x.strides[1] + i2 * x.strides[2] + i3 * x.strides[3];
+  };
+  for (const View* x : {&v.q, &v.k, &v.v, &v.o}) CHECK(x->dims == std::array<std::int64_t, 4>{2, 3, 5, 8});
+  CHECK(v.stats.dims == std::array<std::int64_t, 4>{2, 3, 5, 1});
+  std::vector<int> qkv_hits(static_cast<std::size_t>(p.b * T * 3 * C)), out_hits(static_cast<std::size_t>(p.b * T * C));
+  bool all_match = true;
+  for (std::int64_t b = 0; b < p.b; ++b)
+    for (std::int64_t h = 0; h < NH; ++h)
+      for (std::int64_t t = 0; t < T; ++t) {
+        all_match &= at(v.stats, b, h, t, 0) == (b * NH + h) * T + t;
+        for (std::int64_t d = 0; d < HD; ++d) {
+          const std::int64_t row = b * T * 3 * C + t * 3 * C + h * HD + d;
+          all_match &= at(v.q, b, h, t, d) == row && at(v.k, b, h, t, d) == row + C && at(v.v, b, h, t, d) == row + 2 * C;
+          all_match &= at(v.o, b, h, t, d) == b * T * C + t * C + h * HD + d;
+          for (const View* x : {&v.q, &v.k, &v.v}) ++qkv_hits[static_cast<std::size_t>(at(*x, b, h, t, d))];
+          ++out_hits[static_cast<std::size_t>(at(v.o, b, h, t, d))];
+        }
+      }
+  CHECK(all_match);
+  CHECK(std::all_of(qkv_hits.begin(), qkv_hits.end(), [](int n) { return n == 1; }));
+  CHECK(std::all_of(out_hits.begin(), out_hits.end(), [](int n) { return n == 1; }));
 }

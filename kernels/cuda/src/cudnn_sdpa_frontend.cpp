@@ -30,20 +30,11 @@ fe::DataType_t io_type(sdpa::Dtype d) {
 
 std::size_t io_bytes(sdpa::Dtype d) { return d == sdpa::Dtype::fp32 ? 4 : 2; }
 
-struct Shapes {
-  std::vector<std::int64_t> dims, qkv_strides, bt_c_strides, stats_dims, stats_strides;
-  std::int64_t c = 0;
-};
-
-Shapes shapes_of(const sdpa::Problem& p) {
-  const std::int64_t b = p.b, t = p.t, nh = p.nh, hd = p.hd, c = nh * hd;
-  return {{b, nh, t, hd}, {t * 3 * c, hd, 3 * c, 1}, {t * c, hd, c, 1}, {b, nh, t, 1}, {nh * t, t, 1, 1}, c};
-}
+std::vector<std::int64_t> vec(const std::array<std::int64_t, 4>& a) { return {a.begin(), a.end()}; }
 
 std::shared_ptr<fe::graph::Tensor_attributes> input(fe::graph::Graph& g, const char* name, std::int64_t uid,
-                                                   const std::vector<std::int64_t>& dims,
-                                                   const std::vector<std::int64_t>& strides) {
-  return g.tensor(fe::graph::Tensor_attributes().set_name(name).set_uid(uid).set_dim(dims).set_stride(strides));
+                                                   const sdpa::View& v) {
+  return g.tensor(fe::graph::Tensor_attributes().set_name(name).set_uid(uid).set_dim(vec(v.dims)).set_stride(vec(v.strides)));
 }
 
 // The causal mask as the frontend spells it: keep key ≤ query, counted from the
@@ -55,33 +46,34 @@ Attributes causal(Attributes a, float scale) {
 
 Built build_graph(cudnnHandle_t handle, const sdpa::Problem& p, bool backward) {
   Built out;
-  const Shapes s = shapes_of(p);
+  const sdpa::FrontendViews s = sdpa::frontend_views(p);
   const float scale = 1.0f / std::sqrt(static_cast<float>(p.hd));
   auto g = std::make_shared<fe::graph::Graph>();
   g->set_io_data_type(io_type(p.dtype))
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
-  auto q = input(*g, "Q", kQ, s.dims, s.qkv_strides);
-  auto k = input(*g, "K", kK, s.dims, s.qkv_strides);
-  auto v = input(*g, "V", kV, s.dims, s.qkv_strides);
+  auto q = input(*g, "Q", kQ, s.q);
+  auto k = input(*g, "K", kK, s.k);
+  auto v = input(*g, "V", kV, s.v);
   if (!backward) {
     auto [o, stats] = g->sdpa(q, k, v, causal(fe::graph::SDPA_attributes().set_name("sdpa").set_generate_stats(true), scale));
-    o->set_output(true).set_dim(s.dims).set_stride(s.bt_c_strides).set_uid(kO);
-    stats->set_output(true).set_data_type(fe::DataType_t::FLOAT).set_dim(s.stats_dims).set_stride(s.stats_strides).set_uid(kStats);
+    o->set_output(true).set_dim(vec(s.o.dims)).set_stride(vec(s.o.strides)).set_uid(kO);
+    stats->set_output(true).set_data_type(fe::DataType_t::FLOAT).set_dim(vec(s.stats.dims)).set_stride(vec(s.stats.strides)).set_uid(kStats);
   } else {
-    auto o = input(*g, "O", kO, s.dims, s.bt_c_strides);
-    auto dout = input(*g, "dO", kDO, s.dims, s.bt_c_strides);
+    auto o = input(*g, "O", kO, s.o);
+    auto dout = input(*g, "dO", kDO, s.o);
     auto stats = g->tensor(fe::graph::Tensor_attributes()
                                .set_name("Stats")
                                .set_uid(kStats)
-                               .set_dim(s.stats_dims)
-                               .set_stride(s.stats_strides)
+                               .set_dim(vec(s.stats.dims))
+                               .set_stride(vec(s.stats.strides))
                                .set_data_type(fe::DataType_t::FLOAT));
     auto [dq, dk, dv] =
         g->sdpa_backward(q, k, v, o, dout, stats, causal(fe::graph::SDPA_backward_attributes().set_name("sdpa_backward"), scale));
-    dq->set_output(true).set_dim(s.dims).set_stride(s.qkv_strides).set_uid(kDQ);
-    dk->set_output(true).set_dim(s.dims).set_stride(s.qkv_strides).set_uid(kDK);
-    dv->set_output(true).set_dim(s.dims).set_stride(s.qkv_strides).set_uid(kDV);
+    // dQ, dK, dV: the same views over the gradient buffer.
+    dq->set_output(true).set_dim(vec(s.q.dims)).set_stride(vec(s.q.strides)).set_uid(kDQ);
+    dk->set_output(true).set_dim(vec(s.k.dims)).set_stride(vec(s.k.strides)).set_uid(kDK);
+    dv->set_output(true).set_dim(vec(s.v.dims)).set_stride(vec(s.v.strides)).set_uid(kDV);
   }
   // Each step says why it stopped; the first refusal is the reason kept.
   auto refused = [&](fe::error_t e, const char* step) {
@@ -117,16 +109,18 @@ Built build(cudnnHandle_t handle, const sdpa::Problem& p, bool backward) {
 
 void execute(const Built& b, cudnnHandle_t handle, const sdpa::Problem& p, bool backward, const Buffers& buf,
              void* workspace) {
-  const std::size_t c_bytes = static_cast<std::size_t>(shapes_of(p).c) * io_bytes(p.dtype);
-  auto* qkv = static_cast<unsigned char*>(const_cast<void*>(buf.qkv));
-  std::unordered_map<std::int64_t, void*> pack{{kQ, qkv}, {kK, qkv + c_bytes}, {kV, qkv + 2 * c_bytes},
+  const sdpa::FrontendViews s = sdpa::frontend_views(p);
+  const std::size_t eb = io_bytes(p.dtype);
+  auto at = [&](const void* base, const sdpa::View& v) {
+    return static_cast<unsigned char*>(const_cast<void*>(base)) + static_cast<std::size_t>(v.offset) * eb;
+  };
+  std::unordered_map<std::int64_t, void*> pack{{kQ, at(buf.qkv, s.q)}, {kK, at(buf.qkv, s.k)}, {kV, at(buf.qkv, s.v)},
                                                {kO, buf.out}, {kStats, buf.stats}};
   if (backward) {
-    auto* dqkv = static_cast<unsigned char*>(buf.dqkv);
     pack[kDO] = const_cast<void*>(buf.dout);
-    pack[kDQ] = dqkv;
-    pack[kDK] = dqkv + c_bytes;
-    pack[kDV] = dqkv + 2 * c_bytes;
+    pack[kDQ] = at(buf.dqkv, s.q);
+    pack[kDK] = at(buf.dqkv, s.k);
+    pack[kDV] = at(buf.dqkv, s.v);
   }
   const auto& g = *static_cast<const fe::graph::Graph*>(b.graph.get());
   if (auto e = g.execute(handle, pack, workspace); e.is_bad())

@@ -112,4 +112,20 @@ std::string validate(const Graph& g);
 /// The plan cache's key: shapes, dtype and which graph.
 std::string cache_key(const Problem& p, const char* which);
 
+/// One tensor as cudnn_frontend's sdpa nodes take it (kernels/cuda/src/
+/// cudnn_sdpa_frontend.cpp): dims [B, NH, T, HD] ([B, NH, T, 1] for Stats),
+/// strides over the executor's packed buffer, and the element offset of its
+/// first element from the buffer's start.
+struct View {
+  std::array<std::int64_t, 4> dims{};
+  std::array<std::int64_t, 4> strides{};
+  std::int64_t offset = 0;
+};
+/// Q, K, V over qkv [B, T, 3C] (dQ, dK, dV the same over the gradient buffer),
+/// O and dO over [B, T, C], Stats over [B, NH, T] in fp32.
+struct FrontendViews {
+  View q, k, v, o, stats;
+};
+FrontendViews frontend_views(const Problem& p);
+
 }  // namespace ztune::kernels::sdpa
