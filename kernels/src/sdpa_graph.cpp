@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 namespace ztune::kernels::sdpa {
 
@@ -122,14 +123,21 @@ class Builder {
     g_.nodes.push_back(Node{op, x, b, t, y, axis});
   }
   // Views of the packed buffers: qkv [B, T, 3C], out/dout [B, T, C], stats/delta [B, NH, T].
+  // packed_views' view, or with its last two dimensions swapped (Kᵀ, Oᵀ).
+  std::int64_t view(const std::string& name, Bind bind, const View& v, bool transposed) {
+    D4 dims = v.dims, strides = v.strides;
+    if (transposed) {
+      std::swap(dims[2], dims[3]);
+      std::swap(strides[2], strides[3]);
+    }
+    return bound(name, bind, v.offset, dims, strides, io_);
+  }
   std::int64_t qkv_view(const std::string& name, int part, bool transposed, Bind bind = Bind::qkv) {
-    const std::int64_t row = 3 * C_;
-    if (transposed) return bound(name, bind, part * C_, {B(), H_, HD_, T_}, {T_ * row, HD_, 1, row}, io_);
-    return bound(name, bind, part * C_, {B(), H_, T_, HD_}, {T_ * row, HD_, row, 1}, io_);
+    const PackedViews pv = packed_views(p_);
+    return view(name, bind, part == 0 ? pv.q : part == 1 ? pv.k : pv.v, transposed);
   }
   std::int64_t bt_c_view(const std::string& name, Bind bind, bool transposed) {
-    if (transposed) return bound(name, bind, 0, {B(), H_, HD_, T_}, {T_ * C_, HD_, 1, C_}, io_);
-    return bound(name, bind, 0, {B(), H_, T_, HD_}, {T_ * C_, HD_, C_, 1}, io_);
+    return view(name, bind, packed_views(p_).o, transposed);
   }
   std::int64_t row_stat(const std::string& name, Bind bind, bool transposed) {
     if (transposed) return bound(name, bind, 0, {B(), H_, 1, T_}, {H_ * T_, T_, T_, 1}, Dtype::fp32);
@@ -330,7 +338,7 @@ std::string cache_key(const Problem& p, const char* which) {
          ":nh" + std::to_string(p.nh) + ":hd" + std::to_string(p.hd);
 }
 
-FrontendViews frontend_views(const Problem& p) {
+PackedViews packed_views(const Problem& p) {
   const std::int64_t b = p.b, t = p.t, nh = p.nh, hd = p.hd, c = nh * hd;
   const std::array<std::int64_t, 4> dims{b, nh, t, hd}, packed{t * 3 * c, hd, 3 * c, 1};
   return {{dims, packed, 0},

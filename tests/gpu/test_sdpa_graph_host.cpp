@@ -136,7 +136,7 @@ TEST_CASE("cudnn_frontend's views address the elements the flash kernels index",
   // reached once (no two index tuples meet).
   const Problem p{2, 5, 3, 8, Dtype::bf16, 0};
   const std::int64_t T = p.t, NH = p.nh, HD = p.hd, C = NH * HD;
-  const FrontendViews v = frontend_views(p);
+  const PackedViews v = packed_views(p);
   auto at = [](const View& x, std::int64_t i0, std::int64_t i1, std::int64_t i2, std::int64_t i3) {
     return x.offset + i0 * x.strides[0] + i1 * x.strides[1] + i2 * x.strides[2] + i3 * x.strides[3];
   };

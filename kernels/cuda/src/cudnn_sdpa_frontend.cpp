@@ -46,7 +46,7 @@ Attributes causal(Attributes a, float scale) {
 
 Built build_graph(cudnnHandle_t handle, const sdpa::Problem& p, bool backward) {
   Built out;
-  const sdpa::FrontendViews s = sdpa::frontend_views(p);
+  const sdpa::PackedViews s = sdpa::packed_views(p);
   const float scale = 1.0f / std::sqrt(static_cast<float>(p.hd));
   auto g = std::make_shared<fe::graph::Graph>();
   g->set_io_data_type(io_type(p.dtype))
@@ -109,7 +109,7 @@ Built build(cudnnHandle_t handle, const sdpa::Problem& p, bool backward) {
 
 void execute(const Built& b, cudnnHandle_t handle, const sdpa::Problem& p, bool backward, const Buffers& buf,
              void* workspace) {
-  const sdpa::FrontendViews s = sdpa::frontend_views(p);
+  const sdpa::PackedViews s = sdpa::packed_views(p);
   const std::size_t eb = io_bytes(p.dtype);
   auto at = [&](const void* base, const sdpa::View& v) {
     return static_cast<unsigned char*>(const_cast<void*>(base)) + static_cast<std::size_t>(v.offset) * eb;

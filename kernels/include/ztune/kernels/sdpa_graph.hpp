@@ -112,10 +112,11 @@ std::string validate(const Graph& g);
 /// The plan cache's key: shapes, dtype and which graph.
 std::string cache_key(const Problem& p, const char* which);
 
-/// One tensor as cudnn_frontend's sdpa nodes take it (kernels/cuda/src/
-/// cudnn_sdpa_frontend.cpp): dims [B, NH, T, HD] ([B, NH, T, 1] for Stats),
-/// strides over the executor's packed buffer, and the element offset of its
-/// first element from the buffer's start.
+/// One tensor of the executor's packed buffers as both graph paths take it
+/// (cudnn_frontend's sdpa nodes, kernels/cuda/src/cudnn_sdpa_frontend.cpp, and
+/// the hand-lowered graphs here, which also swap its last two dimensions for
+/// Kᵀ): dims [B, NH, T, HD] ([B, NH, T, 1] for Stats), strides over the buffer,
+/// and the element offset of its first element from the buffer's start.
 struct View {
   std::array<std::int64_t, 4> dims{};
   std::array<std::int64_t, 4> strides{};
@@ -123,9 +124,9 @@ struct View {
 };
 /// Q, K, V over qkv [B, T, 3C] (dQ, dK, dV the same over the gradient buffer),
 /// O and dO over [B, T, C], Stats over [B, NH, T] in fp32.
-struct FrontendViews {
+struct PackedViews {
   View q, k, v, o, stats;
 };
-FrontendViews frontend_views(const Problem& p);
+PackedViews packed_views(const Problem& p);
 
 }  // namespace ztune::kernels::sdpa
