@@ -132,9 +132,8 @@ std::vector<std::pair<std::string, std::string>> decimal_integer_values(const CL
     if (const std::size_t eq = a.find('='); a.starts_with("--") && eq != std::string::npos) {
       if (ints.count(a.substr(0, eq)) != 0) {
         std::string value = a.substr(eq + 1);
-        const std::string decimal = without_leading_zeros(value);
-        if (decimal != value) rewritten.emplace_back(value, decimal);
-        args[i] = a.substr(0, eq + 1) + decimal;
+        rewrite(value, without_leading_zeros(value));
+        args[i] = a.substr(0, eq + 1) + value;
       }
       continue;
     }

@@ -10,6 +10,7 @@
 
 #include "command.hpp"
 
+#include "ztune/tuner/search_space.hpp"
 #include "ztune/vocab/input_error.hpp"
 
 namespace ztune::cli {
@@ -391,8 +392,8 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
         const auto [lo, hi] = std::minmax_element(p.stage_layers.begin(), p.stage_layers.end());
         const std::string sizes = *lo == *hi ? std::to_string(*lo) : std::to_string(*lo) + " to " + std::to_string(*hi);
         std::string takes;
-        for (int v = 2; v <= common; ++v)
-          if (common % v == 0) takes += (takes.empty() ? "" : ", ") + std::to_string(v);
+        for (int v : divisors(common))
+          if (v > 1) takes += (takes.empty() ? "" : ", ") + std::to_string(v);
         throw InputError(
             "--account-for-embedding/loss-in-pipeline-split with --virtual-stages " +
             std::to_string(p.virtual_stages) + ": Megatron-Core runs it (the embedding and the loss each count as a " +

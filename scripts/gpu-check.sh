@@ -294,12 +294,12 @@ ZTUNE_STAGE_LIMIT=120 run_test gpu_speed_path "$(find_bin test_gpu_speed_path)"
 # The benchmarks carry issue 24's acceptance (MFU, the ratio to PyTorch): they
 # run straight after the kernel tests, the fast configuration and PyTorch first,
 # before the stages that can take minutes (the worker's 22 launches, the
-# calibration loop). Each prints its rows line by line (a budget's SIGTERM keeps
-# the rows of the models that finished).
+# calibration loop). Each prints its rows line by line (their setvbuf: a budget's
+# SIGTERM keeps the rows of the models that finished).
 # issue 24's speed options (cuDNN attention, the forward+backward as one CUDA
 # graph, AdamW in one launch); each row is followed by the paths taken.
 log "GPT training benchmark, --attention=cudnn --graph --fused-adamw"
-run_bench bench_gpt_train_fast "${ZTUNE_FAST_BENCH_TIMEOUT:-100}" stdbuf -oL "$(find_bin bench_gpt_train)" \
+run_bench bench_gpt_train_fast "${ZTUNE_FAST_BENCH_TIMEOUT:-100}" "$(find_bin bench_gpt_train)" \
   --attention=cudnn --graph --fused-adamw
 # PyTorch on the same shapes (bf16 autocast, SDPA flash, fused AdamW; eager unless
 # ZTUNE_TORCH_COMPILE=1), printed in bench_gpt_train's format; skips (77) without torch.
@@ -307,9 +307,9 @@ log "PyTorch GPT training benchmark (same shapes)"
 run_bench bench_gpt_train_torch "${ZTUNE_TORCH_BENCH_TIMEOUT:-100}" env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" \
   python3 -u bench/gpu/bench_gpt_train_torch.py ${ZTUNE_TORCH_COMPILE:+--compile}
 log "GPT training benchmark (bf16, seq 1024; unfused attention, per-tensor AdamW, no graph)"
-run_bench bench_gpt_train 80 stdbuf -oL "$(find_bin bench_gpt_train)"
+run_bench bench_gpt_train 80 "$(find_bin bench_gpt_train)"
 log "kernel benchmark (bf16, GPT-3 XL shapes)"
-run_bench bench_gpu_kernels 45 stdbuf -oL "$(find_bin bench_gpu_kernels)"
+run_bench bench_gpu_kernels 45 "$(find_bin bench_gpu_kernels)"
 
 if [[ "$BUILD" == build/gpu-full ]]; then
   log "CudaBackend vs CpuBackend"
