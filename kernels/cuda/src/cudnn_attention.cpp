@@ -179,6 +179,13 @@ struct CudnnAttention::Impl {
     if (it == frontend_plans.end()) it = frontend_plans.emplace(key, fe_sdpa::build(handle, p, backward)).first;
     return it->second;
   }
+  /// Enqueues a built frontend graph with its workspace on `stream`.
+  void execute(const fe_sdpa::Built& built, const sdpa::Problem& p, bool backward, const fe_sdpa::Buffers& buffers,
+               cudaStream_t stream) {
+    void* ws = workspace.get(static_cast<std::size_t>(built.workspace), stream);
+    check(cudnnSetStream(handle, stream), "cudnnSetStream");
+    fe_sdpa::execute(built, handle, p, backward, buffers, ws);
+  }
 #endif
 
   ~Impl() {
@@ -433,9 +440,7 @@ void CudnnAttention::forward(T* out, float* lse, const T* qkv, int b, int t, int
   if (ch.path == sdpa::Path::cudnn) {
     const fe_sdpa::Built& built = impl_->frontend(p, false);
     if (built.refused.empty()) {
-      void* ws = impl_->workspace.get(static_cast<std::size_t>(built.workspace), stream);
-      check(cudnnSetStream(impl_->handle, stream), "cudnnSetStream");
-      fe_sdpa::execute(built, impl_->handle, p, false, {qkv, out, lse, nullptr, nullptr}, ws);
+      impl_->execute(built, p, false, {qkv, out, lse, nullptr, nullptr}, stream);
       last_path_ = sdpa::Path::cudnn;
       last_reason_.clear();
       return;
@@ -479,10 +484,7 @@ void CudnnAttention::backward(T* dqkv, const T* dout, const T* qkv, const T* out
     if (built.refused.empty()) {
       const long n = static_cast<long>(b) * t * 3 * c;
       auto* scratch = static_cast<T*>(impl_->dqkv.get(static_cast<std::size_t>(n) * sizeof(T), stream));
-      void* ws = impl_->workspace.get(static_cast<std::size_t>(built.workspace), stream);
-      check(cudnnSetStream(impl_->handle, stream), "cudnnSetStream");
-      fe_sdpa::execute(built, impl_->handle, p, true,
-                       {qkv, const_cast<T*>(out), const_cast<float*>(lse), dout, scratch}, ws);
+      impl_->execute(built, p, true, {qkv, const_cast<T*>(out), const_cast<float*>(lse), dout, scratch}, stream);
       accumulate<T>(dqkv, scratch, n, stream);  // the Backend's backward +=
       last_path_ = sdpa::Path::cudnn;
       last_reason_.clear();
