@@ -352,6 +352,13 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
     std::printf(" layers, first to last (%s)\n\n",
                 in.plan.stage_layers.empty() ? "balanced as DeepSpeed's uniform partition" : "as stated");
   }
+  // Stated model chunks (Megatron-Core's accounting layout): the chunks in
+  // the order the pipeline runs them, as the plan's summary lists them.
+  if (!in.plan.chunk_layers.empty()) {
+    const std::string s = in.plan.summary();
+    std::printf("chunks  %s layers, virtual stage 0 to %zu (chunk c of stage r is virtual stage c·pp + r)\n\n",
+                s.substr(s.find(" chunks:") + 8).c_str(), in.plan.chunk_layers.size() - 1);
+  }
   // ZeRO-3 under a pipeline is priced as FSDP2 runs it there: say so, since
   // its memory and traffic differ from ZeRO-3 without one.
   if (in.plan.zero3_held_through_step())

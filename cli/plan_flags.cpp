@@ -380,34 +380,21 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   if (first_stage_layers > 0 || last_stage_layers > 0)
     p.stage_layers = stage_layers_from_ends(m.layers, pp, first_stage_layers, last_stage_layers);
   if (embedding_in_split || loss_in_split) {
-    p.stage_layers = stage_layers_accounting(m.layers, pp, embedding_in_split, loss_in_split);
     // Megatron-Core interleaves this layout with the embedding (or the loss) as
-    // a chunk's layer, so the end stages' first (last) chunk is one layer
-    // short; ztune's chunks are equal within a stage (virtual_stage_bounds):
-    // said as a limit of ztune's, with the degrees it can take.
+    // a chunk's layer, so the first (last) chunk is one layer short
+    // (Plan::chunk_layers).
     if (p.virtual_stages > 1) {
-      int common = 0;
-      for (int n : p.stage_layers) common = std::gcd(common, n);
-      if (common % p.virtual_stages != 0) {
-        const auto [lo, hi] = std::minmax_element(p.stage_layers.begin(), p.stage_layers.end());
-        const std::string sizes = *lo == *hi ? std::to_string(*lo) : std::to_string(*lo) + " to " + std::to_string(*hi);
-        std::string takes;
-        for (int v : divisors(common))
-          if (v > 1) takes += (takes.empty() ? "" : ", ") + std::to_string(v);
-        throw InputError(
-            "--account-for-embedding/loss-in-pipeline-split with --virtual-stages " +
-            std::to_string(p.virtual_stages) + ": Megatron-Core runs it (the embedding and the loss each count as a " +
-            "chunk's layer, so an end stage's first or last chunk holds one layer fewer), but ztune cuts every " +
-            "stage into equal chunks and cannot express those yet; its stages of " + sizes +
-            " layers take " + (takes.empty() ? "no --virtual-stages above 1" : "--virtual-stages " + takes) +
-            "; expected one of those, or --stage-layers with each a multiple of --virtual-stages");
-      }
+      p.chunk_layers = chunk_layers_accounting(m.layers, pp, p.virtual_stages, embedding_in_split, loss_in_split);
+      p.stage_layers = stage_sums_of_chunks(p.chunk_layers, pp);
+    } else {
+      p.stage_layers = stage_layers_accounting(m.layers, pp, embedding_in_split, loss_in_split);
     }
   }
   if (auto why = check_plan(p, m, c)) {
     // A partition the user gave by its ends or by counting the embedding is
     // named by those flags, not by --stage-layers.
-    if (why->starts_with("$.stage_layers") && !ways.empty() && ways[0] != "--stage-layers")
+    if ((why->starts_with("$.stage_layers") || why->starts_with("$.chunk_layers")) && !ways.empty() &&
+        ways[0] != "--stage-layers")
       throw InputError(ways[0] + ": " + why->substr(why->find(": ") + 2));
     throw flag_error(*why);
   }

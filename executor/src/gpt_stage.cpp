@@ -48,7 +48,7 @@ GptStage::GptStage(const Transformer& m, const Plan& plan, ProcessGroups& groups
   Vl_ = vocab.rows;
   vocab_begin_ = vocab.begin;
   rows_ = sp_ ? N_ / tp_ : N_;
-  layers_ = layout.layers;
+  layers_ = layout.layers(chunk);
   first_layer_ = layout.first_layer(chunk);
   embed_unit_ = 0;
   head_unit_ = layout.head_unit();

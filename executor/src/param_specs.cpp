@@ -32,15 +32,20 @@ StageLayout stage_layout(const Transformer& m, const GroupShape& shape, int pp_r
   s.pp_rank = pp_rank;
   s.chunks = shape.chunks;
   // The plan's partition (plan.hpp: balanced or stated, each stage cut into
-  // `chunks` equal chunks when interleaved): chunk c of this stage is virtual
+  // `chunks` chunks when interleaved): chunk c of this stage is virtual
   // stage c·pp + pp_rank.
-  const std::vector<int> bounds = virtual_stage_bounds(shape.stage_layers, m.layers, shape.pp, shape.chunks);
-  s.first_block = bounds[static_cast<std::size_t>(pp_rank)];
-  s.layers = bounds[static_cast<std::size_t>(pp_rank) + 1] - s.first_block;
-  s.round_layers = m.layers / shape.chunks;
+  const std::vector<int> bounds =
+      virtual_stage_bounds(shape.stage_layers, m.layers, shape.pp, shape.chunks, shape.chunk_layers);
+  int blocks = 0;
+  for (int c = 0; c < shape.chunks; ++c) {
+    const auto j = static_cast<std::size_t>(c) * static_cast<std::size_t>(shape.pp) + static_cast<std::size_t>(pp_rank);
+    s.chunk_first.push_back(bounds[j]);
+    s.chunk_blocks.push_back(bounds[j + 1] - bounds[j]);
+    blocks += s.chunk_blocks.back();
+  }
   s.has_embedding = pp_rank == 0;
   s.has_head = pp_rank == shape.pp - 1;
-  s.units = s.chunks * s.layers + (s.has_embedding ? 1 : 0) + (s.has_head ? 1 : 0);
+  s.units = blocks + (s.has_embedding ? 1 : 0) + (s.has_head ? 1 : 0);
   return s;
 }
 
@@ -122,8 +127,8 @@ std::vector<ParamSpec> param_specs(const Transformer& m, const GroupShape& shape
       add("wpe.weight", {P, C}, replicated(P, C), 0, InitKind::normal, 0.01f, true);
     }
   }
-  for (int k = 0; k < layout.chunks * layout.layers; ++k) {
-    const int chunk = k / layout.layers, l = k % layout.layers;
+  for (int chunk = 0; chunk < layout.chunks; ++chunk)
+  for (int l = 0; l < layout.layers(chunk); ++l) {
     const int unit = layout.block_unit(l, chunk);
     const std::string h = "h." + std::to_string(layout.first_layer(chunk) + l) + ".";
     add_norm(h + "ln_1", unit);

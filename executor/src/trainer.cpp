@@ -31,7 +31,7 @@ Trainer::Trainer(const Transformer& m, const Plan& plan, const TrainOptions& opt
     : m_(m), plan_(plan), opt_(opt), be_(backend), data_(data),
       groups_(make_process_groups(world,
                                   {plan.dp, plan.tp, plan.pp, plan.model_chunks(), opt.ranks_per_node,
-                                   plan.stage_layers, plan.cp, plan.ulysses, plan.dp_shard},
+                                   plan.stage_layers, plan.cp, plan.ulysses, plan.dp_shard, plan.chunk_layers},
                                   m.tied_embeddings)),
       host_pool_(opt.threads) {
   StoreOptions so;

@@ -64,8 +64,9 @@ class Builder {
     microbatches_ = plan.grad_accum;
     // Model chunk j holds layers [vstage_begin_[j], vstage_begin_[j + 1]):
     // the plan's partition (balanced or stated: uneven stages, issue 19), each
-    // stage cut into equal chunks when interleaved (plan.hpp virtual_stage_bounds).
-    vstage_begin_ = virtual_stage_bounds(plan.stage_layers, layers, stages_, chunks_);
+    // stage cut into equal chunks when interleaved unless the plan states its
+    // chunks (plan.hpp virtual_stage_bounds).
+    vstage_begin_ = virtual_stage_bounds(plan.stage_layers, layers, stages_, chunks_, plan.chunk_layers);
     for (int j = 0; j < vstages_; ++j)
       layers_per_vstage_ = std::max(layers_per_vstage_, vstage_begin_[static_cast<std::size_t>(j) + 1] -
                                                             vstage_begin_[static_cast<std::size_t>(j)]);
@@ -470,6 +471,7 @@ class Builder {
       const OpId h = compute(s, OpKind::head_fwd, st, -1, -1, edges_.head_forward_s);
       consume(gp, h, true);
       tp_collective(s, st, -1, -1, edges_.head_tp_forward_s);
+      if (first == kNone) first = h;  // a last chunk of no layers (Plan::chunk_layers) begins at the head
     }
     fwd_first_[key(st.microbatch, j)] = first;
     if (j + 1 < vstages_) fwd_send_[key(st.microbatch, j)] = pipeline_send(s, j, j + 1, st.microbatch);
@@ -526,6 +528,7 @@ class Builder {
       const OpId gp = gather(s, edges_.embedding_params, true);
       const OpId e = compute(s, OpKind::embedding_bwd, st, -1, -1, edges_.embedding_backward_s);
       consume(gp, e, true);
+      if (first == kNone) first = e;  // a first chunk of no layers (Plan::chunk_layers) is its embedding's backward
       if (reduce) produce_gradients(s, e, edges_.embedding_params);
     }
     // DeepSpeed's BF16_Optimizer folds the gradients into fp32 before the
@@ -534,7 +537,7 @@ class Builder {
     overhead(s, &st, -1, -1, costs_.gradient_fold_s() * stages_ / vstages_);
     // The gradient goes to the previous stage as soon as the backward is done;
     // an unoverlapped reduction holds the compute stream, not the send.
-    if (first != kNone) g_.ops[first].activation_delta -= layer_.chunk_output_bytes;
+    if (first != kNone && end > begin) g_.ops[first].activation_delta -= layer_.chunk_output_bytes;
     bwd_first_[key(st.microbatch, j)] = first;
     if (j > 0) bwd_send_[key(st.microbatch, j)] = pipeline_send(s, j, j - 1, st.microbatch);
     defer_dp_stalls_ = false;

@@ -179,23 +179,15 @@ TEST_CASE("flags: output files, directories and sizes are checked when the flags
       {"predict --cluster dgx-h100 --model llama-7b --pp 4 --first-stage-layers 5 "
        "--account-for-embedding-in-pipeline-split",
        "--first-stage-layers/--last-stage-layers, --account-for-embedding/loss-in-pipeline-split: give one of"},
-      // Megatron-Core's interleaving of the counted embedding and loss (Llama 3.1
-      // 405B: 126 + 2 = 128 over pp 16 × vp 8) is a limit of ztune's, said so;
-      // its stages of 7 and 8 layers share no divisor above 1.
-      {"predict --cluster dgx-h100 --nodes 16 --model llama-405b --tp 8 --pp 16 --virtual-stages 8 "
-       "--global-batch 2048 --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split",
-       "--account-for-embedding/loss-in-pipeline-split with --virtual-stages 8: Megatron-Core runs it (the embedding "
-       "and the loss each count as a chunk's layer, so an end stage's first or last chunk holds one layer fewer), "
-       "but ztune cuts every stage into equal chunks and cannot express those yet; its stages of 7 to 8 layers take "
-       "no --virtual-stages above 1"},
-      // Llama 2 70B: 80 + 2 counted over pp 2 is 41 a stage, the embedding's and
-      // the loss's one fewer: stages of 40 and 40, which vp 3 does not divide.
+      // Megatron-Core's interleaving of the counted embedding and loss needs
+      // pp × vp to divide the counted layers (Llama 2 70B: 80 + 2 = 82 over
+      // pp 2 × vp 3 = 6 chunks does not); the 405B's 128 over 16 × 8 does
+      // (test_predict_cli).
       {"predict --cluster dgx-h100 --nodes 2 --model llama-70b --tp 8 --pp 2 --virtual-stages 3 --global-batch 12 "
        "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split",
-       "--account-for-embedding/loss-in-pipeline-split with --virtual-stages 3: Megatron-Core runs it (the embedding "
-       "and the loss each count as a chunk's layer, so an end stage's first or last chunk holds one layer fewer), "
-       "but ztune cuts every stage into equal chunks and cannot express those yet; its stages of 40 layers take "
-       "--virtual-stages 2, 4, 5, 8, 10, 20, 40; expected one of those"},
+       "--account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split with --virtual-stages 3: "
+       "80 layers + 2 counted as layers = 82 do not split into pp × virtual stages = 6 equal model chunks; expected "
+       "pp × --virtual-stages dividing 82"},
       {"validate --source no-such-source", "no published run was checked: --source \"no-such-source\" matches no case"},
       {"predict --plan " + plan_file() + " --tp 2",
        "--tp: the plan file " + plan_file() + " gives the whole plan; drop --tp or the file"},
@@ -204,15 +196,22 @@ TEST_CASE("flags: output files, directories and sizes are checked when the flags
   check_refusals(cases);
 }
 
-TEST_CASE("the counted embedding and loss interleave where every stage cuts into equal chunks", "[cli][hardening]") {
-  // The oracle: 80 + 2 over pp 2 gives stages of 40 and 40 layers, which vp 4
-  // cuts into chunks of 10 (Megatron-Core's --num-layers-per-virtual-pipeline-stage 10).
-  const auto r = run_ztune("predict --cluster dgx-h100 --nodes 2 --model llama-70b --tp 8 --pp 2 --virtual-stages 4 "
-                           "--global-batch 12 --account-for-embedding-in-pipeline-split "
-                           "--account-for-loss-in-pipeline-split");
+TEST_CASE("the counted embedding and loss interleave as Megatron-Core's offsets place them", "[cli][hardening]") {
+  // The oracle, megatron/core/transformer/transformer_layer.py
+  // get_transformer_layer_offset: 80 + 1 (the loss) over pp 3 × vp 3 is
+  // chunks of 9, the last one short: stages 27 + 27 + 26.
+  auto r = run_ztune("predict --cluster dgx-h100 --nodes 3 --model llama-70b --tp 8 --pp 3 --virtual-stages 3 "
+                     "--global-batch 12 --account-for-loss-in-pipeline-split");
   INFO(r.err);
   CHECK(r.exit_code != 2);
-  CHECK_THAT(r.out, Contains("stages:40+40"));
+  CHECK_THAT(r.out, Contains("stages:27+27+26 chunks:9×8+8"));
+  // 80 + 2 over pp 2 × vp 4: Megatron-Core's chunks of 82 // 8 = 10, ends 9,
+  // would build 78 of the 80 layers; ztune says so instead of cutting the
+  // stages of 40 into equal chunks of 10, as it once did.
+  r = run_ztune("predict --cluster dgx-h100 --nodes 2 --model llama-70b --tp 8 --pp 2 --virtual-stages 4 "
+                "--global-batch 12 --account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("82 do not split into pp × virtual stages = 8 equal model chunks"));
 }
 
 TEST_CASE("pins, catalogs, databases, hosts and profiles that cannot be used are said as such", "[cli][hardening]") {

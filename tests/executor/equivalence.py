@@ -65,6 +65,20 @@ CASES = {
                                                            recompute="full"),
     "dp2_pp2_interleaved_stages_2_4_zero1": dict(layers=6, dp=2, pp=2, v=2, schedule="interleaved", mb=1, ga=4,
                                                  zero=1, stage_layers=[2, 4]),
+    # Megatron-Core's --account-for-embedding/loss-in-pipeline-split under a
+    # virtual pipeline (Plan::chunk_layers): the first chunk (beside the
+    # embedding) and the last (beside the loss) one layer short. 6 layers + 2
+    # over 2 × 2 chunks: 1 + 2 + 2 + 1, stages of 3 that 2 does not cut evenly;
+    # 2 + 2 over 2 × 2: both end chunks empty (Llama 3.1 405B's shape), with
+    # the block method; 7 + 1 (the embedding only) with dp, ZeRO-1 and flash.
+    "pp2_interleaved_chunks_1_2_2_1": dict(layers=6, pp=2, v=2, schedule="interleaved", stage_layers=[3, 3],
+                                           chunk_layers=[1, 2, 2, 1]),
+    "pp2_interleaved_chunks_0_1_1_0_recompute_block1": dict(layers=2, pp=2, v=2, schedule="interleaved",
+                                                            chunk_layers=[0, 1, 1, 0], recompute="full",
+                                                            recompute_num_layers=1),
+    "dp2_pp2_interleaved_chunks_1_2_2_2_zero1_flash": dict(layers=7, dp=2, pp=2, v=2, schedule="interleaved", mb=1,
+                                                           ga=4, zero=1, attention="flash",
+                                                           chunk_layers=[1, 2, 2, 2]),
     # Megatron's block recomputation: the first N layers of each model chunk
     # recomputed, the rest kept whole. Layer 0 of 4 alone; with tp, sp and
     # flash 2 of 4; interleaved over stages of 6 and 2 layers (chunks of 3

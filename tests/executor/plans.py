@@ -5,7 +5,7 @@ import json
 def plan(dp=1, tp=1, pp=1, zero=0, mb=2, ga=4, sp=False, recompute="none", schedule="1f1b",
          offload="none", bucket=5e8, persist=0.0, overlap=True, precision="fp32", offload_params="none", v=1,
          sparse="none", sparse_block=64, attention="standard", stage_layers=None, cp=1, ulysses=1, dp_shard=0,
-         recompute_num_layers=0):
+         recompute_num_layers=0, chunk_layers=None):
     out = {"schema": "ztune.plan/1", "dp": dp, "tp": tp, "pp": pp, "virtual_stages": v,
             "sequence_parallel": sp, "zero_stage": zero,
             "offload": {"optimizer": offload, "params": offload_params},
@@ -19,6 +19,8 @@ def plan(dp=1, tp=1, pp=1, zero=0, mb=2, ga=4, sp=False, recompute="none", sched
             "attention": attention}
     if stage_layers is not None:  # uneven pipeline stages (absent: balanced)
         out["stage_layers"] = list(stage_layers)
+    if chunk_layers is not None:  # each model chunk's layers (absent: each stage in equal chunks)
+        out["chunk_layers"] = list(chunk_layers)
     if cp != 1:  # context parallelism (absent: 1)
         out["cp"] = cp
     if ulysses != 1:  # DeepSpeed-Ulysses (absent: 1)

@@ -20,7 +20,7 @@ TEST_CASE("interleaved stages hold every pp-th chunk of layers", "[executor][lay
   m.layers = 8;
   const GroupShape shape{1, 1, 2, 2};
   const StageLayout s0 = stage_layout(m, shape, 0), s1 = stage_layout(m, shape, 1);
-  CHECK(s0.layers == 2);
+  CHECK(s0.layers() == 2);
   CHECK(s0.first_layer(0) == 0);
   CHECK(s0.first_layer(1) == 4);
   CHECK(s1.first_layer(0) == 2);
@@ -47,13 +47,13 @@ TEST_CASE("uneven stages hold their own runs of layers", "[executor][layout][sta
   Transformer m = load_transformer("tiny");
   m.layers = 7;
   GroupShape shape{1, 1, 3, 1};
-  CHECK(stage_layout(m, shape, 0).layers == 3);
-  CHECK(stage_layout(m, shape, 1).layers == 2);
+  CHECK(stage_layout(m, shape, 0).layers() == 3);
+  CHECK(stage_layout(m, shape, 1).layers() == 2);
   CHECK(stage_layout(m, shape, 1).first_layer() == 3);
   CHECK(stage_layout(m, shape, 2).first_layer() == 5);
   shape.stage_layers = {1, 4, 2};
   const StageLayout s1 = stage_layout(m, shape, 1);
-  CHECK(s1.layers == 4);
+  CHECK(s1.layers() == 4);
   CHECK(s1.first_layer() == 1);
   CHECK((!s1.has_embedding && !s1.has_head && s1.units == 4));
   std::vector<int> layers;
@@ -63,6 +63,41 @@ TEST_CASE("uneven stages hold their own runs of layers", "[executor][layout][sta
   CHECK(layers == std::vector<int>{1, 2, 3, 4});
   CHECK(stage_layout(m, shape, 2).first_layer() == 5);
   CHECK(stage_layout(m, shape, 2).units == 2 + 1);  // and the head
+}
+
+TEST_CASE("stated model chunks place Megatron-Core's short first and last chunks", "[executor][layout][stages]") {
+  // Megatron-Core's --account-for-embedding/loss-in-pipeline-split with 2
+  // stages × 2 chunks and 6 layers: 6 + 2 counted = 8, chunks of 2, the first
+  // (beside the embedding) and the last (beside the loss) one short. Virtual
+  // stages run 1 + 2 + 2 + 1 layers: [0,1) (stage 0, chunk 0), [1,3) (1, 0),
+  // [3,5) (0, 1), [5,6) (1, 1) (transformer_layer.py
+  // get_transformer_layer_offset: offset = vp·8/2 + pp·2, less the embedding).
+  Transformer m = load_transformer("tiny");
+  m.layers = 6;
+  GroupShape shape{1, 1, 2, 2};
+  shape.chunk_layers = chunk_layers_accounting(6, 2, 2, true, true);
+  REQUIRE(shape.chunk_layers == std::vector<int>{1, 2, 2, 1});
+  shape.stage_layers = stage_sums_of_chunks(shape.chunk_layers, 2);
+  CHECK(shape.stage_layers == std::vector<int>{3, 3});
+  const StageLayout s0 = stage_layout(m, shape, 0), s1 = stage_layout(m, shape, 1);
+  CHECK((s0.layers(0) == 1 && s0.first_layer(0) == 0 && s0.layers(1) == 2 && s0.first_layer(1) == 3));
+  CHECK((s1.layers(0) == 2 && s1.first_layer(0) == 1 && s1.layers(1) == 1 && s1.first_layer(1) == 5));
+  // Units: stage 0 = embedding, block 0, blocks 3 and 4; stage 1 = blocks 1, 2, 5, head.
+  CHECK((s0.units == 1 + 3 && s0.block_unit(0, 1) == 2));
+  CHECK((s1.units == 3 + 1 && s1.block_unit(0, 1) == 2 && s1.head_unit() == 3));
+  std::vector<int> layers;
+  for (const auto& p : param_specs(m, shape, {0, 0, 1}))
+    if (p.name.rfind("h.", 0) == 0 && p.name.find(".ln_1.weight") != std::string::npos)
+      layers.push_back(std::stoi(p.name.substr(2)));
+  CHECK(layers == std::vector<int>{1, 2, 5});
+  // The 405B's shape in small: 2 layers + 2 on 2 × 2 chunks of 1, both ends empty.
+  m.layers = 2;
+  shape.chunk_layers = chunk_layers_accounting(2, 2, 2, true, true);
+  REQUIRE(shape.chunk_layers == std::vector<int>{0, 1, 1, 0});
+  shape.stage_layers = stage_sums_of_chunks(shape.chunk_layers, 2);
+  const StageLayout e0 = stage_layout(m, shape, 0), e1 = stage_layout(m, shape, 1);
+  CHECK((e0.layers(0) == 0 && e0.layers(1) == 1 && e0.first_layer(1) == 1 && e0.units == 1 + 1));
+  CHECK((e1.layers(0) == 1 && e1.first_layer(0) == 0 && e1.layers(1) == 0 && e1.units == 1 + 1));
 }
 
 TEST_CASE("a vocabulary tp does not divide is split ceil(V/tp), the last rank the rest", "[executor][layout]") {

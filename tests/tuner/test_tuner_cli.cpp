@@ -269,6 +269,30 @@ TEST_CASE("predict names the layers of each stage when pp does not divide them",
   CHECK_THAT(r.out, !Contains("stages  "));
 }
 
+TEST_CASE("predict takes Megatron-Core's interleaved accounting layout: Llama 3.1 405B on pp16 × vp8",
+          "[cli][stages][chunks]") {
+  // Meta's layout (Llama 3 paper §3.3.2, Megatron-Core's
+  // --account-for-embedding/loss-in-pipeline-split): 126 layers + embedding +
+  // loss = 128 over 16 stages × 8 chunks of one layer, the first chunk
+  // (beside the embedding) and the last (beside the loss) empty: stages of 7,
+  // 8 × 14 and 7.
+  const std::string cmd = ztune_bin() + " predict --cluster " + ZTUNE_SOURCE_DIR +
+                          "/data/clusters/dgx-h100.json --nodes 256 --model llama-405b --engine megatron --tp 8 "
+                          "--pp 16 --virtual-stages 8 --account-for-embedding-in-pipeline-split "
+                          "--account-for-loss-in-pipeline-split --global-batch 512 --sequence-parallel "
+                          "--precision bf16 --zero 1 --recompute full";
+  auto r = run_command(cmd);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("stages   7 8 8 8 8 8 8 8 8 8 8 8 8 8 8 7 layers, first to last (as stated)") &&
+                        Contains("chunks  0+1×126+0 layers, virtual stage 0 to 127"));
+  r = run_command(cmd + " --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK_THAT(j.at("plan").get<std::string>(),
+             Contains("×pp16×v8") && Contains("stages:7+8+8+8+8+8+8+8+8+8+8+8+8+8+8+7 chunks:0+1×126+0"));
+}
+
 TEST_CASE("history show rN summarises a run (predicted against measured, its measurements), --json prints it whole",
           "[cli][tuner][db]") {
   TempDir dir;

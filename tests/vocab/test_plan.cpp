@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "ztune/vocab/cluster.hpp"
 #include <nlohmann/json.hpp>
 
@@ -8,6 +10,7 @@
 #include "ztune/vocab/transformer.hpp"
 
 using Catch::Matchers::Contains;
+using Catch::Matchers::EndsWith;
 
 TEST_CASE("plan round-trips and checks batch arithmetic", "[plan]") {
   ztune::Plan p;
@@ -422,6 +425,107 @@ TEST_CASE("stages with the embedding and the loss counted as layers", "[plan][st
   CHECK_THROWS_WITH(ztune::stage_layers_accounting(126, 12, true, true),
                     Contains("--account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split") &&
                         Contains("128 do not split into 12"));
+}
+
+// Megatron-Core's accounting layout with a virtual pipeline
+// (transformer_layer.py get_transformer_layer_offset, by hand): Llama 3.1
+// 405B's 126 + 2 = 128 over 16 × 8 chunks of one layer, the first (the
+// embedding's) and the last (the loss's) empty; 6 + 2 over 2 × 2: chunks of 2,
+// the ends 1.
+TEST_CASE("model chunks with the embedding and the loss counted as layers", "[plan][stages][chunks]") {
+  const auto v = ztune::chunk_layers_accounting(126, 16, 8, true, true);
+  REQUIRE(v.size() == 128);
+  CHECK((v.front() == 0 && v.back() == 0));
+  CHECK(std::count(v.begin(), v.end(), 1) == 126);
+  const auto stages = ztune::stage_sums_of_chunks(v, 16);
+  CHECK(stages == ztune::stage_layers_accounting(126, 16, true, true));  // 7 + 8 × 14 + 7
+  CHECK(ztune::chunk_layers_accounting(6, 2, 2, true, true) == std::vector<int>{1, 2, 2, 1});
+  CHECK(ztune::chunk_layers_accounting(7, 2, 2, true, false) == std::vector<int>{1, 2, 2, 2});
+  CHECK(ztune::chunk_layers_accounting(7, 2, 2, false, true) == std::vector<int>{2, 2, 2, 1});
+  CHECK_THROWS_WITH(ztune::chunk_layers_accounting(80, 2, 3, true, true),
+                    Contains("with --virtual-stages 3: 80 layers + 2 counted as layers = 82 do not split into pp × "
+                             "virtual stages = 6 equal model chunks"));
+
+  // The plan: shape rules, the summary, the recomputed layers by chunk.
+  ztune::Transformer m = ztune::load_transformer("100b");
+  m.layers = 6;
+  ztune::Plan p;
+  p.pp = 2;
+  p.schedule = ztune::Schedule::interleaved;
+  p.virtual_stages = 2;
+  p.grad_accum = 2;
+  p.global_batch = 2;
+  p.chunk_layers = {1, 2, 2, 1};
+  p.stage_layers = {3, 3};  // 3 layers would not cut into 2 equal chunks
+  CHECK_FALSE(ztune::check_plan_shape(p, m).has_value());
+  CHECK(ztune::virtual_stage_bounds(p.stage_layers, 6, 2, 2, p.chunk_layers) == std::vector<int>{0, 1, 3, 5, 6});
+  CHECK_THAT(p.summary(), EndsWith("stages:3+3 chunks:1+2×2+1"));
+  // Megatron's block method counts per chunk: 1 of stage 0's chunks of 1 and
+  // 2, 1 of each = 2 a stage; 2 layers: 1 + 2 = 3.
+  p.recompute = ztune::Recompute::full;
+  p.recompute_num_layers = 1;
+  CHECK(ztune::recomputed_layers(p, 3) == 2);
+  CHECK(ztune::recomputed_layers_total(p, 6) == 4);
+  p.recompute_num_layers = 2;
+  CHECK(ztune::recomputed_layers(p, 3) == 3);
+  p.recompute = ztune::Recompute::none;
+  p.recompute_num_layers = 0;
+  p.chunk_layers = {0, 3, 3, 0};
+  CHECK_THAT(*ztune::check_plan_shape(p, m), Contains("$.chunk_layers: stage 0's chunks hold 0 to 3 layers; "
+                                                      "expected a stage's chunks to differ by at most one layer"));
+  p.chunk_layers = {2, 2, 1, 1};  // the longer chunk first on both stages
+  CHECK_FALSE(ztune::check_plan_shape(p, m).has_value());
+  p.chunk_layers = {2, 1, 1, 2};
+  CHECK_FALSE(ztune::check_plan_shape(p, m).has_value());
+  p.chunk_layers = {2, 2, 1, 2};
+  CHECK_THAT(*ztune::check_plan_shape(p, m),
+             Contains("$.chunk_layers: stage 1's chunks hold 4 layers, its stage_layers entry 3"));
+  p.chunk_layers = {3, 0, 0, 3};  // an empty chunk inside the pipeline
+  CHECK_THAT(*ztune::check_plan_shape(p, m), Contains("$.chunk_layers: stage 0's chunks hold 0 to 3"));
+  m.layers = 3;
+  p.stage_layers = {2, 1};
+  p.chunk_layers = {1, 0, 1, 1};
+  CHECK_THAT(*ztune::check_plan_shape(p, m), Contains("$.chunk_layers[1]: 0 layers; expected at least 1"));
+  m.layers = 4;
+  p.stage_layers = {2, 2};
+  p.chunk_layers = {1, 1, 1};
+  CHECK_THAT(*ztune::check_plan_shape(p, m), Contains("$.chunk_layers: 3 entries for pp 2 × virtual_stages 2"));
+  p.chunk_layers = {1, 1, 1, 1};
+  p.schedule = ztune::Schedule::one_f_one_b;
+  p.virtual_stages = 1;
+  CHECK_THAT(*ztune::check_plan_shape(p, m), Contains("$.chunk_layers: model chunks need the interleaved schedule"));
+}
+
+TEST_CASE("chunk_layers in the plan file: optional, round-trips, strict", "[plan][stages][chunks]") {
+  ztune::Plan p;
+  p.pp = 2;
+  p.schedule = ztune::Schedule::interleaved;
+  p.virtual_stages = 2;
+  auto j = ztune::plan_to_json(p);
+  CHECK_FALSE(j.contains("chunk_layers"));
+  p.chunk_layers = {0, 1, 1, 0};
+  p.stage_layers = {1, 1};
+  j = ztune::plan_to_json(p);
+  CHECK(j["chunk_layers"] == nlohmann::json::array({0, 1, 1, 0}));
+  auto back = ztune::plan_from_json(j, "p.json");
+  CHECK(back.chunk_layers == p.chunk_layers);
+  CHECK(back.stage_layers == p.stage_layers);
+  // Stated alone, the stages follow from the chunks.
+  j.erase("stage_layers");
+  CHECK(ztune::plan_from_json(j, "p.json").stage_layers == std::vector<int>{1, 1});
+  j["chunk_layers"] = nlohmann::json::array({0, 1, 1});
+  CHECK_THROWS_WITH(ztune::plan_from_json(j, "p.json"),
+                    Contains("p.json: $.chunk_layers: expected 4 entries (pp 2 × virtual_stages 2") && Contains("got 3"));
+  j["chunk_layers"] = nlohmann::json::array({0, -1, 1, 0});
+  CHECK_THROWS_WITH(ztune::plan_from_json(j, "p.json"),
+                    Contains("p.json: $.chunk_layers[1]: expected an integer layer count in [0, ") && Contains("got -1"));
+  j["chunk_layers"] = "0+1+1+0";
+  CHECK_THROWS_WITH(ztune::plan_from_json(j, "p.json"), Contains("p.json: $.chunk_layers: expected an array"));
+  j["chunk_layers"] = nlohmann::json::array({0, 1, 1, 0});
+  j["virtual_stages"] = 1;
+  j["schedule"] = "1f1b";
+  CHECK_THROWS_WITH(ztune::plan_from_json(j, "p.json"),
+                    Contains("p.json: $.chunk_layers: model chunks need virtual_stages >= 2"));
 }
 
 // Megatron-LM's uneven split (first/last stage layers, equal middle), by hand:

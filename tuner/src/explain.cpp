@@ -207,6 +207,7 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
     p.tp = base.tp;
     p.pp *= 2;
     p.stage_layers.clear();  // twice the stages, balanced (a stated partition has pp entries)
+    p.chunk_layers.clear();
     if (p.pp <= m.layers) add("pp " + std::to_string(p.pp), p);
     // Context parallelism: each GPU keeps s/cp of every sequence's activations
     // (the same weights, the batch unchanged: dp halves, accumulation doubles).

@@ -286,6 +286,31 @@ std::vector<std::string> megatron_stage_arguments(const PlanFile& pf, const std:
   return a;
 }
 
+/// A plan's stated model chunks as Megatron-Core lays them out: equal chunks
+/// of k layers with the first one short when the embedding counts as a layer
+/// (--account-for-embedding-in-pipeline-split) and the last one short when the
+/// loss does (--account-for-loss-in-pipeline-split); get_transformer_layer_offset
+/// in megatron/core/transformer/transformer_layer.py. Another layout is refused.
+std::vector<std::string> megatron_chunk_accounting(const Plan& p, const std::string& file) {
+  const auto& c = p.chunk_layers;
+  const int k = c.size() > 2 ? c[1] : std::max(c.front(), c.back());
+  const bool embedding = c.front() == k - 1, loss = c.back() == k - 1;
+  bool fits = (c.front() == k || embedding) && (c.back() == k || loss);
+  for (std::size_t i = 1; i + 1 < c.size(); ++i) fits = fits && c[i] == k;
+  if (!fits || !(embedding || loss)) {
+    std::string list;
+    for (std::size_t i = 0; i < c.size(); ++i) list += (i ? "+" : "") + std::to_string(c[i]);
+    throw InputError(file + ": megatron cannot run this plan (" + p.summary() + "): its model chunks " + list +
+                     " are not a layout Megatron-LM states; it cuts chunks equal, or with "
+                     "--account-for-embedding/loss-in-pipeline-split the first/last one layer short — state such "
+                     "chunk_layers in $.plan.chunk_layers, or drop them (equal chunks)");
+  }
+  std::vector<std::string> a;
+  if (embedding) a.emplace_back("--account-for-embedding-in-pipeline-split");
+  if (loss) a.emplace_back("--account-for-loss-in-pipeline-split");
+  return a;
+}
+
 /// Megatron-DeepSpeed builds its PipelineModule with partition_method
 /// "type:transformer" (megatron/model/gpt_model.py GPTModelPipe): DeepSpeed
 /// balances the transformer layers over the stages itself, at most ⌈L/pp⌉
@@ -520,7 +545,11 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
   // Megatron-Core's context parallelism (megatron/training/arguments.py
   // --context-parallel-size; the default p2p communication type is the ring).
   if (p.cp > 1) a.insert(a.end(), {"--context-parallel-size", std::to_string(p.cp)});
-  if (p.virtual_stages > 1) {
+  if (!p.chunk_layers.empty()) {
+    const auto accounting = megatron_chunk_accounting(p, file);
+    a.insert(a.end(), {"--num-virtual-stages-per-pipeline-rank", std::to_string(p.virtual_stages)});
+    a.insert(a.end(), accounting.begin(), accounting.end());
+  } else if (p.virtual_stages > 1) {
     const std::vector<int> sizes = stage_sizes(pf);
     const bool uneven = std::adjacent_find(sizes.begin(), sizes.end(), std::not_equal_to<>()) != sizes.end();
     if (uneven) {
@@ -535,7 +564,7 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
                          std::to_string(pf.model->layers / (p.pp * p.virtual_stages))});
     }
   }
-  {
+  if (p.chunk_layers.empty()) {
     const auto stages = megatron_stage_arguments(pf, file);
     a.insert(a.end(), stages.begin(), stages.end());
   }

@@ -6,6 +6,7 @@
 // a model of another architecture is refused, one of Llama's shape that is not
 // a registered flavor is written under its own name, listed as a flavor to
 // register.
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -200,7 +201,14 @@ std::string torchtitan_config(const PlanFile& pf, const std::string& file) {
     o << "pipeline_parallel_microbatch_size = " << p.micro_batch << "\n";
     // The virtual stages' first layers as split points ("layers.N"), pp × v
     // of them in the order the pipeline runs them (plan.hpp virtual_stage_bounds).
-    const auto bounds = virtual_stage_bounds(p.stage_layers, m.layers, p.pp, std::max(1, p.virtual_stages));
+    // An empty end chunk (Plan::chunk_layers: the embedding or the loss
+    // alone) has no layer to name.
+    if (std::find(p.chunk_layers.begin(), p.chunk_layers.end(), 0) != p.chunk_layers.end())
+      throw InputError(file + ": $.plan.chunk_layers: torchtitan's split points name the layer each stage begins "
+                       "at, and this plan has a model chunk of no layers (the embedding or the loss alone, "
+                       "Megatron-Core's accounting layout); expected every chunk to hold a layer, or export to megatron");
+    const auto bounds =
+        virtual_stage_bounds(p.stage_layers, m.layers, p.pp, std::max(1, p.virtual_stages), p.chunk_layers);
     o << "pipeline_parallel_split_points = [";
     for (std::size_t s = 1; s + 1 < bounds.size(); ++s) o << (s > 1 ? ", " : "") << "\"layers." << bounds[s] << "\"";
     o << "]\n";

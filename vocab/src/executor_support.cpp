@@ -119,7 +119,8 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
   // which partitions exist (each stage in virtual_stages equal chunks).
   if (p.pp > m.layers) return "$.plan.pp: " + s(p.pp) + " stages for " + s(m.layers) + " layers";
   if (auto why = check_plan_shape(p, m);
-      why && (why->starts_with("$.stage_layers") || why->starts_with("$.virtual_stages")))
+      why && (why->starts_with("$.stage_layers") || why->starts_with("$.chunk_layers") ||
+              why->starts_with("$.virtual_stages")))
     return in_plan_file(*why);
   if (p.schedule == Schedule::interleaved && p.grad_accum % p.pp != 0)
     return "$.plan.grad_accum: interleaved 1F1B needs micro-batches (" + s(p.grad_accum) +

@@ -100,6 +100,17 @@ std::string Plan::summary() const {
     os << " stages:";
     for (std::size_t i = 0; i < stage_layers.size(); ++i) os << (i ? "+" : "") << stage_layers[i];
   }
+  if (!chunk_layers.empty()) {
+    // Runs of equal chunks as "n×k": the 405B's 128 chunks read "0+1×126+0".
+    os << " chunks:";
+    for (std::size_t i = 0; i < chunk_layers.size();) {
+      std::size_t j = i;
+      while (j < chunk_layers.size() && chunk_layers[j] == chunk_layers[i]) ++j;
+      os << (i ? "+" : "") << chunk_layers[i];
+      if (j - i > 1) os << "×" << (j - i);
+      i = j;
+    }
+  }
   return os.str();
 }
 
@@ -118,9 +129,11 @@ int stage_layer_count(const Plan& p, int layers, int stage) {
 int recomputed_layers(const Plan& p, int stage_layers) {
   if (p.recompute != Recompute::full || p.recompute_num_layers <= 0) return stage_layers;
   // Megatron-Core's block method counts within each model chunk (its
-  // TransformerBlock); a stage's chunks are equal (virtual_stage_bounds).
+  // TransformerBlock). A stage's chunks are equal, or differ by at most one
+  // layer (chunk_layers, check_plan_shape): `longer` of them hold one more.
   const int chunks = p.model_chunks();
-  return chunks * std::min(p.recompute_num_layers, stage_layers / chunks);
+  const int base = stage_layers / chunks, longer = stage_layers % chunks;
+  return longer * std::min(p.recompute_num_layers, base + 1) + (chunks - longer) * std::min(p.recompute_num_layers, base);
 }
 
 int recomputed_layers_total(const Plan& p, int layers) {
@@ -135,9 +148,16 @@ double recomputed_layer_fraction(const Plan& p, int stage_layers) {
   return static_cast<double>(recomputed_layers(p, stage_layers)) / stage_layers;
 }
 
-std::vector<int> virtual_stage_bounds(const std::vector<int>& stated, int layers, int pp, int chunks) {
+std::vector<int> virtual_stage_bounds(const std::vector<int>& stated, int layers, int pp, int chunks,
+                                      const std::vector<int>& stated_chunks) {
   std::vector<int> bounds{0};
   bounds.reserve(static_cast<std::size_t>(pp) * chunks + 1);
+  if (!stated_chunks.empty()) {
+    assert(stated_chunks.size() == static_cast<std::size_t>(pp) * static_cast<std::size_t>(chunks));
+    for (int n : stated_chunks) bounds.push_back(bounds.back() + n);
+    assert(bounds.back() == layers);
+    return bounds;
+  }
   for (int c = 0; c < chunks; ++c)
     for (int r = 0; r < pp; ++r)
       bounds.push_back(bounds.back() + partition_layer_count(stated, layers, pp, r) / chunks);
@@ -186,11 +206,17 @@ std::vector<int> megatron_stage_layers(int layers, int pp) {
   return best;
 }
 
+namespace {
+// The flags that counted the embedding and/or the loss, for their errors.
+std::string accounting_flags(bool embedding, bool loss) {
+  return std::string(embedding ? "--account-for-embedding-in-pipeline-split" : "") + (embedding && loss ? " and " : "") +
+         (loss ? "--account-for-loss-in-pipeline-split" : "");
+}
+}  // namespace
+
 std::vector<int> stage_layers_accounting(int layers, int pp, bool embedding, bool loss) {
   const int counted = layers + (embedding ? 1 : 0) + (loss ? 1 : 0);
-  const std::string flags = std::string(embedding ? "--account-for-embedding-in-pipeline-split" : "") +
-                            (embedding && loss ? " and " : "") +
-                            (loss ? "--account-for-loss-in-pipeline-split" : "");
+  const std::string flags = accounting_flags(embedding, loss);
   if (pp < 2 || counted % pp != 0 || counted / pp < 2)
     throw InputError(flags + ": " + std::to_string(layers) + " layers + " + std::to_string(counted - layers) +
                      " counted as layers = " + std::to_string(counted) + " do not split into " + std::to_string(pp) +
@@ -198,6 +224,29 @@ std::vector<int> stage_layers_accounting(int layers, int pp, bool embedding, boo
   std::vector<int> out(static_cast<std::size_t>(pp), counted / pp);
   if (embedding) out.front() -= 1;
   if (loss) out.back() -= 1;
+  return out;
+}
+
+std::vector<int> chunk_layers_accounting(int layers, int pp, int chunks, bool embedding, bool loss) {
+  const std::int64_t counted = std::int64_t{layers} + (embedding ? 1 : 0) + (loss ? 1 : 0);
+  const std::int64_t parts = std::int64_t{pp} * chunks;
+  const std::string flags = accounting_flags(embedding, loss);
+  // Megatron-Core asserts the same (its layers per virtual chunk are an
+  // integer division of the counted layers).
+  if (pp < 2 || chunks < 2 || counted % parts != 0)
+    throw InputError(flags + " with --virtual-stages " + std::to_string(chunks) + ": " + std::to_string(layers) +
+                     " layers + " + std::to_string(counted - layers) + " counted as layers = " +
+                     std::to_string(counted) + " do not split into pp × virtual stages = " + std::to_string(parts) +
+                     " equal model chunks; expected pp × --virtual-stages dividing " + std::to_string(counted));
+  std::vector<int> out(static_cast<std::size_t>(parts), static_cast<int>(counted / parts));
+  if (embedding) out.front() -= 1;
+  if (loss) out.back() -= 1;
+  return out;
+}
+
+std::vector<int> stage_sums_of_chunks(const std::vector<int>& chunk_layers, int pp) {
+  std::vector<int> out(static_cast<std::size_t>(pp), 0);
+  for (std::size_t i = 0; i < chunk_layers.size(); ++i) out[i % static_cast<std::size_t>(pp)] += chunk_layers[i];
   return out;
 }
 
@@ -343,6 +392,35 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
       p.stage_layers.push_back(static_cast<int>(n));
     }
   }
+  // Added with Megatron-Core's interleaved accounting layout: absent means
+  // each stage cut into equal chunks.
+  if (r.has("chunk_layers")) {
+    const auto& arr = r.raw("chunk_layers");
+    const std::string path = r.path_of("chunk_layers");
+    const std::size_t expected = static_cast<std::size_t>(p.pp) * static_cast<std::size_t>(p.virtual_stages);
+    if (!arr.is_array())
+      throw InputError(file + ": " + path + ": expected an array of pp × virtual_stages layer counts, got " +
+                       describe_json(arr));
+    if (p.virtual_stages < 2)
+      throw InputError(file + ": " + path + ": model chunks need virtual_stages >= 2 (the interleaved schedule), got " +
+                       "virtual_stages " + std::to_string(p.virtual_stages) + "; expected no chunk_layers");
+    if (arr.size() != expected)
+      throw InputError(file + ": " + path + ": expected " + std::to_string(expected) + " entries (pp " +
+                       std::to_string(p.pp) + " × virtual_stages " + std::to_string(p.virtual_stages) +
+                       ", in the order the pipeline runs them), got " + std::to_string(arr.size()));
+    p.chunk_layers.reserve(arr.size());
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      const auto& v = arr[i];
+      const double n = v.is_number() ? v.get<double>() : -1.0;
+      if (!v.is_number() || !(n >= 0) || n > kMaxDegree || std::floor(n) != n)
+        throw InputError(file + ": " + path + "[" + std::to_string(i) + "]: expected an integer layer count in [0, " +
+                         std::to_string(kMaxDegree) + "], got " + describe_json(v));
+      p.chunk_layers.push_back(static_cast<int>(n));
+    }
+    // The stages follow from the chunks; stated too, they must agree
+    // (check_plan_shape).
+    if (p.stage_layers.empty()) p.stage_layers = stage_sums_of_chunks(p.chunk_layers, p.pp);
+  }
   r.finish();
   // Each degree is at most 2^20; their product must still count devices in an int.
   if (p.devices() > std::numeric_limits<int>::max())
@@ -386,6 +464,7 @@ nlohmann::json plan_to_json(const Plan& p) {
       {"attention", to_string(p.attention)}};
   // Written only when stated: a balanced plan's file (and digest) is unchanged.
   if (!p.stage_layers.empty()) j["stage_layers"] = p.stage_layers;
+  if (!p.chunk_layers.empty()) j["chunk_layers"] = p.chunk_layers;
   if (p.partition_activations) j["partition_activations"] = true;
   if (!p.bias_fusion) j["bias_fusion"] = false;
   if (p.fp8 != Fp8Recipe::none) j["fp8"] = to_string(p.fp8);
@@ -487,6 +566,44 @@ std::optional<std::string> fp8_device_refusal(const Cluster& c) {
          " has no FP8 tensor cores (Ada, Hopper or newer; the cluster file's peak_tflops.fp8)";
 }
 
+namespace {
+
+// Plan::chunk_layers against the plan's stages (already checked to sum to the
+// model's layers): the family Megatron-Core lays out and every consumer of
+// chunk_layers relies on (recomputed_layers, the executor's and simulator's
+// empty end chunks).
+std::optional<std::string> check_chunk_layers(const Plan& p) {
+  auto s = [](auto v) { return std::to_string(v); };
+  const auto& c = p.chunk_layers;
+  const std::size_t pp = static_cast<std::size_t>(p.pp);
+  if (p.virtual_stages < 2 || p.schedule != Schedule::interleaved)
+    return std::string("$.chunk_layers: model chunks need the interleaved schedule with virtual_stages >= 2; "
+                       "expected no chunk_layers");
+  if (c.size() != pp * static_cast<std::size_t>(p.virtual_stages))
+    return "$.chunk_layers: " + s(c.size()) + " entries for pp " + s(p.pp) + " × virtual_stages " +
+           s(p.virtual_stages) + "; expected " + s(pp * static_cast<std::size_t>(p.virtual_stages));
+  if (p.stage_layers.size() != pp)
+    return std::string("$.chunk_layers: stated without stage_layers; expected stage_layers, each stage's chunks' sum");
+  const std::vector<int> sums = stage_sums_of_chunks(c, p.pp);
+  for (std::size_t r = 0; r < pp; ++r) {
+    if (sums[r] != p.stage_layers[r])
+      return "$.chunk_layers: stage " + s(r) + "'s chunks hold " + s(sums[r]) + " layers, its stage_layers entry " +
+             s(p.stage_layers[r]) + "; expected them equal";
+    int lo = c[r], hi = c[r];
+    for (std::size_t i = r; i < c.size(); i += pp) lo = std::min(lo, c[i]), hi = std::max(hi, c[i]);
+    if (hi - lo > 1)
+      return "$.chunk_layers: stage " + s(r) + "'s chunks hold " + s(lo) + " to " + s(hi) +
+             " layers; expected a stage's chunks to differ by at most one layer (Megatron-Core's layouts)";
+  }
+  for (std::size_t i = 1; i + 1 < c.size(); ++i)
+    if (c[i] < 1)
+      return "$.chunk_layers[" + s(i) + "]: 0 layers; expected at least 1 (only the first chunk, beside the "
+             "embedding, and the last, beside the loss, may be empty)";
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m) {
   auto s = [](auto v) { return std::to_string(v); };
   if (auto why = check_tensor_split(m, p.tp)) return why;
@@ -565,7 +682,9 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
     return "$.virtual_stages: pp×virtual_stages = " + s(chunks) + " does not divide the model's " +
            s(m.layers) + " layers; interleaving cuts every stage into equal model chunks (expected pp×virtual_stages "
            "to divide " + s(m.layers) + ", or stage_layers stated, each a multiple of virtual_stages)";
-  if (p.virtual_stages > 1 && p.stage_layers.size() == static_cast<std::size_t>(p.pp))
+  if (!p.chunk_layers.empty()) {
+    if (auto why = check_chunk_layers(p)) return why;
+  } else if (p.virtual_stages > 1 && p.stage_layers.size() == static_cast<std::size_t>(p.pp))
     for (std::size_t i = 0; i < p.stage_layers.size(); ++i)
       if (p.stage_layers[i] % p.virtual_stages != 0)
         return "$.stage_layers[" + s(i) + "]: " + s(p.stage_layers[i]) + " layers do not cut into virtual_stages " +

@@ -62,24 +62,28 @@ struct ParamSpec {
 /// Units on a stage in forward order: "embedding" (first stage), one per block,
 /// "head" (last stage). With interleaved 1F1B (Narayanan et al. 2021, §2.2) the
 /// stage holds `chunks` model chunks: chunk c is virtual stage c·pp + pp_rank,
-/// of the stage's layers/chunks blocks, starting c·L/chunks blocks after chunk
-/// 0 (plan.hpp virtual_stage_bounds, uneven stages included); the embedding
-/// belongs to chunk 0 of stage 0, the head to the last chunk of the last stage.
-/// Blocks are numbered chunk by chunk, so units stay in forward order.
+/// its blocks those plan.hpp virtual_stage_bounds gives it (equal chunks, or
+/// the plan's chunk_layers: Megatron-Core's first and last chunks one short,
+/// down to none); the embedding belongs to chunk 0 of stage 0, the head to the
+/// last chunk of the last stage. Blocks are numbered chunk by chunk, so units
+/// stay in forward order.
 struct StageLayout {
   int pp = 1;
   int pp_rank = 0;
   int chunks = 1;
-  int layers = 0;        // blocks per chunk
-  int first_block = 0;   // global index of chunk 0's first block
-  int round_layers = 0;  // blocks of one round of pp virtual stages: L/chunks
+  std::vector<int> chunk_first;   // global index of each chunk's first block
+  std::vector<int> chunk_blocks;  // blocks of each chunk
   bool has_embedding = false;
   bool has_head = false;
   int units = 0;
+  /// Blocks of chunk `chunk`.
+  [[nodiscard]] int layers(int chunk = 0) const { return chunk_blocks[static_cast<std::size_t>(chunk)]; }
   /// Global index of chunk `chunk`'s first block.
-  [[nodiscard]] int first_layer(int chunk = 0) const { return chunk * round_layers + first_block; }
+  [[nodiscard]] int first_layer(int chunk = 0) const { return chunk_first[static_cast<std::size_t>(chunk)]; }
   [[nodiscard]] int block_unit(int local_layer, int chunk = 0) const {
-    return (has_embedding ? 1 : 0) + chunk * layers + local_layer;
+    int before = 0;
+    for (int c = 0; c < chunk; ++c) before += layers(c);
+    return (has_embedding ? 1 : 0) + before + local_layer;
   }
   [[nodiscard]] int head_unit() const { return units - 1; }
 };

@@ -30,6 +30,7 @@ struct GroupShape {
   // Hybrid sharding: ZeRO's partitions over groups of dp_shard consecutive
   // ranks of the weights' dp × seq() group, replicated across them; 0 = one group.
   int dp_shard = 0;
+  std::vector<int> chunk_layers{};  // blocks per model chunk (the plan's); empty = each stage's chunks equal
   /// Ranks of the sequence slot: cp or ulysses ranks.
   [[nodiscard]] int seq() const { return cp * ulysses; }
   [[nodiscard]] int world() const { return dp * tp * seq() * pp; }

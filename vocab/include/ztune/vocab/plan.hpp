@@ -299,6 +299,19 @@ struct Plan {
   /// >= 1, summing to the model's layers. Empty = the balanced partition
   /// (`stage_layer_count`), which is what every plan had before uneven stages.
   std::vector<int> stage_layers;
+  /// Transformer layers of each model chunk under the interleaved schedule, in
+  /// the order the pipeline runs them (virtual stage c·pp + r is chunk c of
+  /// stage r): pp × virtual_stages entries whose sums per stage are
+  /// stage_layers, stated with it. Empty = every stage cut into equal chunks.
+  /// Megatron-Core's --account-for-embedding/loss-in-pipeline-split with a
+  /// virtual pipeline counts the embedding as a layer of the first chunk and
+  /// the loss as one of the last, which so hold one transformer layer fewer,
+  /// down to none (megatron/core/transformer/transformer_layer.py
+  /// get_transformer_layer_offset; Llama 3.1 405B on pp16 × v8: chunks of one
+  /// layer, the two ends empty). check_plan_shape holds it to that family: a
+  /// stage's chunks differ by at most one layer, and only the first and the
+  /// last chunk may be empty. Plan file: chunk_layers, written only when stated.
+  std::vector<int> chunk_layers;
 
   /// dp × tp × cp × ulysses × pp in 64 bits, saturating at kPlanDevicesSaturated: never
   /// overflows, whatever the degrees (a plan file's are each up to 2^20).
@@ -372,7 +385,10 @@ int partition_layer_count(const std::vector<int>& stated, int layers, int pp, in
 /// uneven first and last stages with a virtual pipeline
 /// (--decoder-first/last-pipeline-num-layers with
 /// --num-virtual-stages-per-pipeline-rank) otherwise. chunks = 1: the stages.
-std::vector<int> virtual_stage_bounds(const std::vector<int>& stated, int layers, int pp, int chunks);
+/// `stated_chunks` (Plan::chunk_layers), when not empty, gives every chunk's
+/// layers itself.
+std::vector<int> virtual_stage_bounds(const std::vector<int>& stated, int layers, int pp, int chunks,
+                                      const std::vector<int>& stated_chunks = {});
 /// The most layers any stage holds (⌈layers/pp⌉ when balanced).
 int max_stage_layers(const Plan& p, int layers);
 /// The most layers a stage other than the first and the last holds (0 with
@@ -392,6 +408,14 @@ std::vector<int> stage_layers_from_ends(int layers, int pp, int first, int last)
 /// counted split equally, so those stages hold one transformer layer fewer.
 /// Throws InputError when layers + (embedding) + (loss) is not a multiple of pp.
 std::vector<int> stage_layers_accounting(int layers, int pp, bool embedding, bool loss);
+/// The same with a virtual pipeline of `chunks` model chunks per stage, as
+/// Megatron-Core lays it out: layers + (embedding) + (loss) split into pp ×
+/// chunks equal chunks, the first chunk (embedding) and the last (loss) one
+/// transformer layer short. Plan::chunk_layers' order. Throws InputError when
+/// that sum is not a multiple of pp × chunks.
+std::vector<int> chunk_layers_accounting(int layers, int pp, int chunks, bool embedding, bool loss);
+/// Each stage's layers from a chunk partition (chunk_layers' order): pp sums.
+std::vector<int> stage_sums_of_chunks(const std::vector<int>& chunk_layers, int pp);
 /// The balanced partition Megatron-LM can state when pp does not divide the
 /// layers: equal middle stages, the first and the last stage taking the rest
 /// (--decoder-first/last-pipeline-num-layers; the first the larger of the two,
