@@ -120,6 +120,9 @@ nlohmann::json report_json(const ValidationReport& r, const std::string& dir) {
                      {"loso_mean_speed_error_pct", c.loso_signed}});
   nlohmann::json j{{"cases", cases},     {"sources", sources},         {"overall_mape_pct", r.overall_mape},
                    {"ok", r.ok()},       {"not_expressible", skipped}, {"cells", cells}};
+  if (const BandCoverage b = band_coverage(r, loso); b.sources > 0)
+    j["band_coverage"] = {{"sources", b.sources}, {"runs", b.runs}, {"covered", b.covered},
+                          {"mean_width_pct", b.mean_width}};
   if (!stale.empty()) j["loso_stale"] = stale;
   return j;
 }
@@ -188,6 +191,12 @@ void print_balance(const ValidationReport& r, const std::string& dir) {
                   "%+.2f%%, worst source %s %.1f%%\n",
                   lm / ln, ls / ln, worst_name.c_str(), worst);
   }
+  // The "80% likely" band predict prints, judged as it is used: on a source
+  // it has not seen.
+  if (const BandCoverage b = band_coverage(r, loso); b.sources > 0)
+    std::printf("error band (\"80%% likely\"), each source left out of it: %.1f%% of the source's runs inside its "
+                "cell's band (source-balanced over %d sources, %d runs; mean width %.1f points of the predicted time)\n",
+                100 * b.covered, b.sources, b.runs, b.mean_width);
   if (!stale.empty()) std::printf("note: %s\n", stale.c_str());
   if (!r.skipped.empty()) {
     std::printf("\n%zu published runs ztune cannot express (not predicted):\n", r.skipped.size());

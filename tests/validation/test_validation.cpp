@@ -766,6 +766,26 @@ TEST_CASE("the runs' envelope: what a cell's time cases span, and the plans beyo
   CHECK(outside_envelope(Envelope{}, m, p).empty());  // nothing measured: nothing claimed
 }
 
+namespace {
+// Hand-made time cases and their left-out errors (loso.json's shape) for the
+// band's tests.
+struct LeftOutErrors {
+  ztune::ValidationReport report;
+  nlohmann::json loso{{"cases", nlohmann::json::array()}};
+  void add(const std::string& source, const std::string& gpu, const std::string& engine, int i, double opt) {
+    ztune::ValidationCase c;
+    c.source = source;
+    c.id = source + std::to_string(i);
+    c.metric = "iteration_time_s";
+    c.gpu = gpu;
+    c.engine = engine;
+    c.shape = ztune::RunShape{8, 1e9, 1024, 1024, 1, 1};
+    report.cases.push_back(c);
+    loso["cases"].push_back({{"source", c.source}, {"id", c.id}, {"loso_error_pct", -opt}, {"loso_optimism_pct", opt}});
+  }
+};
+}  // namespace
+
 // The error band of a cell from hand-made left-out errors (the oracle is the
 // arithmetic below): the 10th-90th percentile of the optimism, each source's
 // runs weighted 1/n, widened to at least ± the source-balanced mean |error|;
@@ -773,18 +793,11 @@ TEST_CASE("the runs' envelope: what a cell's time cases span, and the plans beyo
 TEST_CASE("the error band: the left-out errors' 10th-90th percentile, and the wider fallback",
           "[validation][accuracy]") {
   using namespace ztune;
-  ValidationReport r;
-  nlohmann::json loso{{"cases", nlohmann::json::array()}};
+  LeftOutErrors e;
+  ValidationReport& r = e.report;
+  nlohmann::json& loso = e.loso;
   auto add = [&](const std::string& source, const std::string& gpu, const std::string& engine, int i, double opt) {
-    ValidationCase c;
-    c.source = source;
-    c.id = source + std::to_string(i);
-    c.metric = "iteration_time_s";
-    c.gpu = gpu;
-    c.engine = engine;
-    c.shape = RunShape{8, 1e9, 1024, 1024, 1, 1};
-    r.cases.push_back(c);
-    loso["cases"].push_back({{"source", c.source}, {"id", c.id}, {"loso_error_pct", -opt}, {"loso_optimism_pct", opt}});
+    e.add(source, gpu, engine, i, opt);
   };
   // Source A: ten runs at -10, -8, ..., +8 % (mean |e| 5); source B: one run at +30 %.
   for (int i = 0; i < 10; ++i) add("A", "H100-SXM5-80GB", "fsdp", i, -10 + 2 * i);
@@ -818,6 +831,55 @@ TEST_CASE("the error band: the left-out errors' 10th-90th percentile, and the wi
   add("D", "A100-SXM4-80GB", "deepspeed", 0, 1);
   add("E", "A100-SXM4-80GB", "deepspeed", 0, -1);
   CHECK(cross_validated(r, loso, "H100", "deepspeed").cell == "H100/any engine");  // (40 + 1 + 1) / 3 = 14 < 17.5
+}
+
+// A cell of few sources estimates its percentiles coarsely: its band is drawn
+// toward every source's, as a cell of S sources beside kBandPriorSources (3)
+// pooled ones; and the band is judged on sources it has not seen
+// (band_coverage). The oracle is the arithmetic in the comments.
+TEST_CASE("the error band is drawn toward every source's, and judged on sources left out of it",
+          "[validation][accuracy]") {
+  using namespace ztune;
+  LeftOutErrors e;
+  ValidationReport& r = e.report;
+  nlohmann::json& loso = e.loso;
+  auto add = [&](const std::string& source, const std::string& gpu, const std::string& engine, int i, double opt) {
+    e.add(source, gpu, engine, i, opt);
+  };
+  // S1 alone in H100/megatron: -1, 0, 1, 2 (mean |e| 1). S2 and S3 on A100/fsdp: ±20 and ±10.
+  for (int i = 0; i < 4; ++i) add("S1", "H100-SXM5-80GB", "megatron", i, -1 + i);
+  add("S2", "A100-SXM4-80GB", "fsdp", 0, -20);
+  add("S2", "A100-SXM4-80GB", "fsdp", 1, 20);
+  add("S3", "A100-SXM4-80GB", "fsdp", 0, -10);
+  add("S3", "A100-SXM4-80GB", "fsdp", 1, 10);
+  const CrossValidated cv = cross_validated(r, loso, "H100", "megatron");
+  REQUIRE(cv.cell == "H100/megatron");
+  CHECK(cv.sources == 1);
+  // The cell's own: p10 -1, p90 2 (±1 mean error inside them). Every source's
+  // (weights 0.25, 0.5, 0.5 a run, total 3): p10 -20, p90 20, mean |e| 31/3.
+  CHECK(cv.optimism_p10 == Approx(-1));
+  CHECK(cv.optimism_p90 == Approx(2));
+  CHECK(cv.pooled_lo == Approx(-20));
+  CHECK(cv.pooled_hi == Approx(20));
+  // (1 · cell + 3 · pooled) / 4 on each side: -61/4 and 62/4.
+  const auto [lo, hi] = cv.time_factors();
+  CHECK(lo == Approx(1 - 0.1525));
+  CHECK(hi == Approx(1.155));
+  // Every source's band itself is not drawn anywhere.
+  CrossValidated every = cv;
+  every.scope = CellScope::every;
+  CHECK(every.time_factors().first == Approx(1 - 0.01));
+
+  // Left out in turn. S1: no other H100 or megatron run, so every other
+  // source's band, -20..+20 (no drawing): its 4 runs inside. S2: A100/fsdp is
+  // S3's ±10, and every other source's (S1, S3) is -10..+10 too: ±20 outside.
+  // S3: S2's ±20 (and S1 with S2: -20..+20): inside. 2 of 3 sources covered;
+  // widths 40, 20 and 40 points.
+  const BandCoverage b = band_coverage(r, loso);
+  CHECK(b.sources == 3);
+  CHECK(b.runs == 8);
+  CHECK(b.covered == Approx(2.0 / 3));
+  CHECK(b.mean_width == Approx(100.0 / 3));
 }
 
 // A mode none of a cell's runs used (an optimizer offloaded to the CPU, 1-bit

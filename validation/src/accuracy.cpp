@@ -98,7 +98,13 @@ double weighted_quantile(std::vector<std::pair<double, double>> v, double q) {
 }  // namespace
 
 std::pair<double, double> CrossValidated::time_factors() const {
-  return {1 + std::min(optimism_p10, -mape) / 100, 1 + std::max(optimism_p90, mape) / 100};
+  double lo = std::min(optimism_p10, -mape), hi = std::max(optimism_p90, mape);
+  if (scope != CellScope::every && (pooled_lo != 0 || pooled_hi != 0)) {
+    const double k = kBandPriorSources, n = sources;
+    lo = (n * lo + k * pooled_lo) / (n + k);
+    hi = (n * hi + k * pooled_hi) / (n + k);
+  }
+  return {1 + lo / 100, 1 + hi / 100};
 }
 
 std::string profiles_digest() {
@@ -193,7 +199,17 @@ CrossValidated cross_validated(const ValidationReport& r, const nlohmann::json& 
     m.optimism_p90 = weighted_quantile(weighted, 0.9);
     return m;
   };
-  if (CrossValidated own = measure(0); !own.empty()) return own;
+  // Every source's band, which a cell of few sources is drawn toward
+  // (time_factors).
+  const CrossValidated pooled = measure(3);
+  auto with_pool = [&](CrossValidated m) {
+    if (!pooled.empty()) {
+      m.pooled_lo = std::min(pooled.optimism_p10, -pooled.mape);
+      m.pooled_hi = std::max(pooled.optimism_p90, pooled.mape);
+    }
+    return m;
+  };
+  if (CrossValidated own = measure(0); !own.empty()) return with_pool(own);
   // Nothing measured on this GPU by this engine: the GPU's other engines and
   // the engine's other GPUs each miss half of what the cell would measure, so
   // the wider of the two is the band (DeepSpeed on H100 had borrowed H100's
@@ -201,8 +217,45 @@ CrossValidated cross_validated(const ValidationReport& r, const nlohmann::json& 
   // on A100 and V100).
   const CrossValidated same_gpu = measure(1), same_engine = measure(2);
   if (!same_gpu.empty() || !same_engine.empty())
-    return same_gpu.empty() ? same_engine : same_engine.empty() || same_gpu.mape >= same_engine.mape ? same_gpu : same_engine;
-  return measure(3);
+    return with_pool(same_gpu.empty()                                            ? same_engine
+                     : same_engine.empty() || same_gpu.mape >= same_engine.mape ? same_gpu
+                                                                                 : same_engine);
+  return with_pool(pooled);
+}
+
+BandCoverage band_coverage(const ValidationReport& r, const nlohmann::json& loso) {
+  const auto errors = loso_cases(loso);
+  std::map<std::string, std::vector<const ValidationCase*>> by_source;
+  for (const auto& c : r.cases)
+    if (is_time_metric(c.metric) && !c.gpu.empty() && errors.count({c.source, c.id}) > 0) by_source[c.source].push_back(&c);
+  BandCoverage out;
+  for (const auto& [source, runs] : by_source) {
+    // The left-out errors of every other source: this one unseen.
+    nlohmann::json others{{"cases", nlohmann::json::array()}};
+    for (const auto& c : loso.at("cases"))
+      if (!(c.is_object() && c.contains("source") && c["source"].is_string() && c["source"].get<std::string>() == source))
+        others["cases"].push_back(c);
+    std::map<std::pair<std::string, std::string>, std::pair<double, double>> bands;  // (family, engine) → factors
+    double inside = 0, width = 0;
+    for (const ValidationCase* c : runs) {
+      const std::pair<std::string, std::string> cell{gpu_family(c->gpu), c->engine};
+      auto it = bands.find(cell);
+      if (it == bands.end()) it = bands.emplace(cell, cross_validated(r, others, cell.first, cell.second).time_factors()).first;
+      const auto [lo, hi] = it->second;
+      const double opt = 1 + errors.at({c->source, c->id}).optimism_pct / 100;
+      inside += lo <= opt && opt <= hi ? 1 : 0;
+      width += 100 * (hi - lo);
+    }
+    ++out.sources;
+    out.runs += static_cast<int>(runs.size());
+    out.covered += inside / static_cast<double>(runs.size());
+    out.mean_width += width / static_cast<double>(runs.size());
+  }
+  if (out.sources > 0) {
+    out.covered /= out.sources;
+    out.mean_width /= out.sources;
+  }
+  return out;
 }
 
 std::vector<CellSummary> cell_summaries(const ValidationReport& r, const nlohmann::json& loso) {
@@ -316,6 +369,18 @@ nlohmann::json runs_fit_json(const HardwareProfile& used) {
   return used.runs_fit ? runs_fit_to_json(*used.runs_fit) : nlohmann::json(nullptr);
 }
 
+namespace {
+// How the cell's band was weighed with every source's (time_factors), said
+// beside it: ", weighed 3:3 with every source's band".
+std::string drawn_toward_pool(const CrossValidated& cv) {
+  if (cv.scope == CellScope::every || (cv.pooled_lo == 0 && cv.pooled_hi == 0)) return "";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, " (%d source%s), weighed %d:%g with every source's band", cv.sources,
+                cv.sources == 1 ? "" : "s", cv.sources, kBandPriorSources);
+  return buf;
+}
+}  // namespace
+
 std::string error_band_line(const Accuracy& a, double iteration_s, double tokens_per_s) {
   if (a.cv.empty() || !(iteration_s > 0)) return "";
   const auto [lo, hi] = a.cv.time_factors();
@@ -325,7 +390,7 @@ std::string error_band_line(const Accuracy& a, double iteration_s, double tokens
   return std::string(buf) + grouped(tokens_per_s) + " tokens/s, 80% likely " + grouped(tokens_per_s / hi) + "-" +
          grouped(tokens_per_s / lo) + " (the measured time was " + signed_pct(100 * (lo - 1)) + " to " +
          signed_pct(100 * (hi - 1)) + " of the prediction for 80% of the runs left out of the fit, cross-validated on " +
-         a.cv.cell + ")";
+         a.cv.cell + drawn_toward_pool(a.cv) + ")";
 }
 
 nlohmann::json accuracy_json(const Accuracy& a, double iteration_s, double tokens_per_s) {
@@ -347,7 +412,9 @@ nlohmann::json accuracy_json(const Accuracy& a, double iteration_s, double token
                             {"mape_pct", a.cv.mape},
                             {"mean_speed_error_pct", a.cv.mean_signed},
                             {"optimism_p10_pct", a.cv.optimism_p10},
-                            {"optimism_p90_pct", a.cv.optimism_p90}};
+                            {"optimism_p90_pct", a.cv.optimism_p90},
+                            {"pooled_band_pct", {a.cv.pooled_lo, a.cv.pooled_hi}},
+                            {"pooled_weight_sources", kBandPriorSources}};
     if (iteration_s > 0) {
       const auto [lo, hi] = a.cv.time_factors();
       j["band"] = {{"coverage", 0.8},
