@@ -174,6 +174,54 @@ TEST_CASE("megatron's uneven layouts carry a partition Megatron-LM can state", "
     if (l.rejected == LayoutRule::none) ds.for_each_plan(l, [&](const Plan& plan) { CHECK(plan.stage_layers.empty()); });
 }
 
+// Megatron-Core interleaves where pp does not divide the layers by counting
+// the embedding and the loss as layers: Llama 3.1 405B's 126 + 2 = 128 over
+// pp 16 is 8 a stage, so vp 2, 4 and 8 cut them into chunks of 4, 2 and 1,
+// the first and last chunk one short (transformer_layer.py
+// get_transformer_layer_offset). The search offers them to megatron only.
+TEST_CASE("megatron's search interleaves uneven layouts with the embedding and the loss counted as layers",
+          "[tuner][space][stages][chunks]") {
+  const Cluster c = load_cluster("dgx-h100x32");
+  const Transformer m = load_transformer("llama-405b");
+  SpaceOptions o;
+  o.engine = Engine::megatron;
+  o.pp = 16;
+  o.tp = 8;
+  o.gpus = 256;
+  SearchSpace s(m, c, o);
+  std::set<int> chunked;
+  std::int64_t n = 0, counted = 0;
+  for (const auto& l : s.layouts()) {
+    if (l.rejected != LayoutRule::none) continue;
+    counted += l.plans;
+    for (const auto& sc : s.schedules(l))
+      if (!sc.chunk_layers.empty()) {
+        chunked.insert(sc.virtual_stages);
+        const int k = 8 / sc.virtual_stages;
+        CHECK(sc.chunk_layers.size() == static_cast<std::size_t>(16 * sc.virtual_stages));
+        CHECK((sc.chunk_layers.front() == k - 1 && sc.chunk_layers.back() == k - 1 && sc.chunk_layers[1] == k));
+      }
+    s.for_each_plan(l, [&](const Plan& plan) {
+      ++n;
+      if (!plan.chunk_layers.empty()) {
+        CHECK(plan.schedule == Schedule::interleaved);
+        CHECK(plan.stage_layers == stage_layers_accounting(126, 16, true, true));  // 7 + 8 × 14 + 7
+      } else if (plan.schedule != Schedule::interleaved) {
+        CHECK(plan.stage_layers == megatron_stage_layers(126, 16));
+      }
+      if (n % 97 == 0) CHECK_FALSE(check_plan(plan, m, c).has_value());
+    });
+  }
+  CHECK(chunked == std::set<int>{2, 4, 8});
+  CHECK(n == counted);
+  // DeepSpeed has no virtual pipeline: none of its schedules is chunked.
+  o.engine = Engine::deepspeed;
+  SearchSpace ds(m, c, o);
+  for (const auto& l : ds.layouts())
+    if (l.rejected == LayoutRule::none)
+      for (const auto& sc : ds.schedules(l)) CHECK(sc.chunk_layers.empty());
+}
+
 // Issue 23: the engines started by torchrun or the deepspeed launcher (whole
 // nodes and a smaller last one, tp ranks adjacent and inside a node) are
 // offered only device counts those can start; ztune's executor (mpirun) any.

@@ -422,6 +422,14 @@ std::vector<ScheduleChoice> SearchSpace::schedules(const Layout& l) const {
   if (model_->layers % l.pp == 0)
     for (int v : divisors(model_->layers / l.pp))
       if (v > 1) out.push_back({Schedule::interleaved, v});
+  // Megatron-Core interleaves where pp does not divide the layers by counting
+  // the embedding and the loss as layers (Llama 3.1 405B's 126 + 2 over pp 16
+  // × vp 8): pp × vp must divide layers + 2 (chunk_layers_accounting).
+  const int counted = model_->layers + 2;
+  if (options_.engine == Engine::megatron && model_->layers % l.pp != 0 && counted % l.pp == 0)
+    for (int v : divisors(counted / l.pp))
+      if (v > 1)
+        out.push_back({Schedule::interleaved, v, chunk_layers_accounting(model_->layers, l.pp, v, true, true)});
   return out;
 }
 

@@ -123,6 +123,9 @@ enum class ActivationSplit : std::uint8_t { none, sequence_parallel, partitioned
 struct ScheduleChoice {
   Schedule schedule = Schedule::one_f_one_b;
   int virtual_stages = 1;
+  /// Megatron-Core's accounting layout (Plan::chunk_layers) when not empty:
+  /// the embedding and the loss counted as layers of the first and last chunk.
+  std::vector<int> chunk_layers{};
 };
 
 /// What laying out a large space reports and obeys (millions of device counts
@@ -251,7 +254,9 @@ void SearchSpace::for_each_plan(const Layout& l, F&& f) const {
   // Megatron-LM states uneven stages by their ends only: where pp does not
   // divide the layers its plans carry the partition it can run (once per
   // layout, not per plan); other engines balance as DeepSpeed's uniform split.
-  if (options_.engine == Engine::megatron) p.stage_layers = megatron_stage_layers(model_->layers, l.pp);
+  const std::vector<int> megatron_stages =
+      options_.engine == Engine::megatron ? megatron_stage_layers(model_->layers, l.pp) : std::vector<int>{};
+  p.stage_layers = megatron_stages;
   p.global_batch = global_batch_;
   p.sparse_block = options_.sparse_block;
   p.grad_reduce_dtype = options_.grad_reduce_dtype;
@@ -267,6 +272,9 @@ void SearchSpace::for_each_plan(const Layout& l, F&& f) const {
   for (const auto& sc : scheds) {
     p.schedule = sc.schedule;
     p.virtual_stages = sc.virtual_stages;
+    // Stated chunks carry their stages; the other schedules the layout's.
+    p.chunk_layers = sc.chunk_layers;
+    p.stage_layers = sc.chunk_layers.empty() ? megatron_stages : stage_sums_of_chunks(sc.chunk_layers, l.pp);
     const auto mbs = micro_batches_for(l, sc);
     for (ActivationSplit split : splits) {
       p.sequence_parallel = split == ActivationSplit::sequence_parallel;
