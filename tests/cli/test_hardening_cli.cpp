@@ -700,6 +700,14 @@ TEST_CASE("the commands that read the results database create and lay out none",
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains(dir + "/xdg/ztune/results.db: no such file"));
   CHECK(!fs::exists(dir + "/xdg"));
+  // The default database is named as such: the user gave no --db.
+  fs::create_directories(dir + "/xdg/ztune");
+  { std::ofstream touched(dir + "/xdg/ztune/results.db"); }
+  r = run_command(xdg + "history");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("the default results database " + dir + "/xdg/ztune/results.db: an empty file (0 bytes)"));
+  CHECK_THAT(r.err, !Contains("--db " + dir));
+  fs::remove_all(dir + "/xdg");
   // An SQLite file with no tables: a writer would lay the schema out in it.
   const std::string bare = dir + "/bare.db";
   exec_sql(bare, "CREATE TABLE t(x); DROP TABLE t;");

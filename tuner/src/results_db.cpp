@@ -282,26 +282,33 @@ std::string uri_path(const std::string& path) {
 }  // namespace
 
 ResultsDb ResultsDb::open(const std::string& path, DbAccess access) {
+  // Named by the flag that gave it, or as the default database when no --db
+  // did (the user typed no "--db" to look for).
+  std::string named = "--db " + path;
+  try {
+    if (path == default_db_path()) named = "the default results database " + path;
+  } catch (const InputError&) {
+  }
   std::error_code ec;
   const bool exists = fs::exists(path, ec);
   if (exists && fs::is_directory(path, ec))
-    throw InputError("--db " + path + ": is a directory, expected a results database file");
+    throw InputError(named + ": is a directory, expected a results database file");
   // A device or a FIFO (--db /dev/null): SQLite would try to migrate it and
   // leave its journal beside it (/dev/null-journal).
   if (exists && !fs::is_regular_file(path, ec))
-    throw InputError("--db " + path + ": not a regular file (expected an SQLite results database)");
+    throw InputError(named + ": not a regular file (expected an SQLite results database)");
   // A symbolic link to nothing: SQLite would say only "unable to open database file".
   if (!exists && fs::is_symlink(fs::symlink_status(path, ec)))
-    throw InputError("--db " + path + ": a symbolic link to " + fs::read_symlink(path, ec).string() +
+    throw InputError(named + ": a symbolic link to " + fs::read_symlink(path, ec).string() +
                      ", which does not exist");
   // A reader does not create a database (and its directories) where none is,
   // nor lay out the schema in an empty file (`touch results.db`), as SQLite
   // and migrate() would.
   const std::string created_by = "search, run and calibrate create one";
   if (access == DbAccess::read && !exists)
-    throw InputError("--db " + path + ": no such file (expected a results database; " + created_by + ")");
+    throw InputError(named + ": no such file (expected a results database; " + created_by + ")");
   if (access == DbAccess::read && fs::file_size(path, ec) == 0 && !ec)
-    throw InputError("--db " + path + ": an empty file (0 bytes), not yet a results database (" + created_by +
+    throw InputError(named + ": an empty file (0 bytes), not yet a results database (" + created_by +
                      " in it); left as it is");
   if (!exists) {
     const fs::path parent = fs::path(path).parent_path();
@@ -311,7 +318,7 @@ ResultsDb ResultsDb::open(const std::string& path, DbAccess access) {
     if (!parent.empty() && !fs::is_directory(parent, ec)) {
       fs::create_directories(parent, ec);
       if (ec && !fs::is_directory(parent))
-        throw InputError("--db " + path + ": cannot create the directory " + parent.string() + ": " + ec.message());
+        throw InputError(named + ": cannot create the directory " + parent.string() + ": " + ec.message());
     }
   }
   // A database this user cannot write (another user's, one made read-only, or
@@ -358,12 +365,12 @@ ResultsDb ResultsDb::open(const std::string& path, DbAccess access) {
   // An SQLite file with no tables (`sqlite3 x.db VACUUM`): a writer lays out
   // the schema in it, a reader has nothing to read.
   if (access == DbAccess::read && version == 0)
-    throw InputError("--db " + path + ": an SQLite database without ztune's tables, not yet a results database (" +
+    throw InputError(named + ": an SQLite database without ztune's tables, not yet a results database (" +
                      created_by + " in it); left as it is");
   // Nor does a reader upgrade an older ztune's database (which that ztune
   // would then refuse): the writers do.
   if (access == DbAccess::read && version < kResultsSchemaVersion)
-    throw InputError("--db " + path + ": schema version " + std::to_string(version) + " of an older ztune; search, " +
+    throw InputError(named + ": schema version " + std::to_string(version) + " of an older ztune; search, " +
                      "run or calibrate upgrade it to version " + std::to_string(kResultsSchemaVersion) +
                      " (a reader leaves it as it is)");
   if (read_only) {
