@@ -184,6 +184,12 @@ void PlanFlags::add_to(CLI::App& app) {
                  "as DeepSpeed's uniform partition)")
       ->delimiter(',')
       ->check(kWholeCount);
+  app.add_option("--chunk-layers", chunk_layers,
+                 "Layers of each model chunk with --virtual-stages, in the order the pipeline runs them (chunk c of "
+                 "stage r is entry c*pp + r; pp*v counts, a stage's differing by at most one, only the first and "
+                 "last may be 0: Megatron-Core's accounting layout; default each stage in equal chunks)")
+      ->delimiter(',')
+      ->check(integer_in(0, std::numeric_limits<int>::max(), "a layer count"));
   app.add_option("--first-stage-layers", first_stage_layers,
                  "Layers on the first pipeline stage, the rest balanced (Megatron-LM "
                  "--decoder-first-pipeline-num-layers)")
@@ -220,7 +226,12 @@ namespace {
 InputError flag_error(const std::string& msg) {
   const auto colon = msg.find(": ");
   std::string field = msg.substr(2, colon - 2);
-  if (auto bracket = field.find('['); bracket != std::string::npos) field.resize(bracket);  // stage_layers[i]
+  // A list's entry keeps its index: "--chunk-layers[2]: 0 layers; ...".
+  std::string entry;
+  if (auto bracket = field.find('['); bracket != std::string::npos) {
+    entry = field.substr(bracket);
+    field.resize(bracket);
+  }
   for (auto& ch : field)
     if (ch == '_' || ch == '.') ch = '-';
   if (field == "zero-stage") field = "zero";
@@ -232,7 +243,7 @@ InputError flag_error(const std::string& msg) {
   if (field == "optimizer") field = "master-dtype/--moments-dtype";
   // The accumulation follows from the batch flags (global = micro × accumulation × dp).
   if (field == "grad-accum") field = "global-batch/--micro-batch";
-  return InputError("--" + field + ": " + msg.substr(colon + 2));
+  return InputError("--" + field + entry + ": " + msg.substr(colon + 2));
 }
 
 }  // namespace
@@ -371,12 +382,18 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   // The way the partition was given, to name in its errors.
   std::vector<std::string> ways;
   if (!stage_layers.empty()) ways.emplace_back("--stage-layers");
+  if (!chunk_layers.empty()) ways.emplace_back("--chunk-layers");
   if (first_stage_layers > 0 || last_stage_layers > 0) ways.emplace_back("--first-stage-layers/--last-stage-layers");
   if (embedding_in_split || loss_in_split) ways.emplace_back("--account-for-embedding/loss-in-pipeline-split");
   if (ways.size() > 1)
-    throw InputError(ways[0] + ", " + ways[1] + ": give one of the whole partition (--stage-layers), "
-                     "--first-stage-layers/--last-stage-layers, or --account-for-embedding/loss-in-pipeline-split");
+    throw InputError(ways[0] + ", " + ways[1] + ": give one of the whole partition (--stage-layers, or "
+                     "--chunk-layers by model chunk), --first-stage-layers/--last-stage-layers, or "
+                     "--account-for-embedding/loss-in-pipeline-split");
   p.stage_layers = stage_layers;
+  if (!chunk_layers.empty()) {
+    p.chunk_layers = chunk_layers;
+    p.stage_layers = stage_sums_of_chunks(chunk_layers, pp);
+  }
   if (first_stage_layers > 0 || last_stage_layers > 0)
     p.stage_layers = stage_layers_from_ends(m.layers, pp, first_stage_layers, last_stage_layers);
   if (embedding_in_split || loss_in_split) {
@@ -394,7 +411,7 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
     // A partition the user gave by its ends or by counting the embedding is
     // named by those flags, not by --stage-layers.
     if ((why->starts_with("$.stage_layers") || why->starts_with("$.chunk_layers")) && !ways.empty() &&
-        ways[0] != "--stage-layers")
+        ways[0] != "--stage-layers" && ways[0] != "--chunk-layers")
       throw InputError(ways[0] + ": " + why->substr(why->find(": ") + 2));
     throw flag_error(*why);
   }

@@ -92,6 +92,7 @@ struct PlanFlags {
   // Uneven pipeline stages (issue 19): a stated partition, or Megatron-LM's
   // first/last stage sizes with the rest balanced (0 = not given).
   std::vector<int> stage_layers;
+  std::vector<int> chunk_layers;  // --chunk-layers: each model chunk's layers (Plan::chunk_layers)
   int first_stage_layers = 0, last_stage_layers = 0;
   bool embedding_in_split = false, loss_in_split = false;  // Megatron-LM's --account-for-*-in-pipeline-split
 

@@ -1,6 +1,8 @@
 #include "ztune/gui/labels.hpp"
 
+#include <algorithm>
 #include <string_view>
+#include <vector>
 #include <utility>
 
 #include <QStringList>
@@ -67,6 +69,14 @@ QString layout_label(const Plan& p) {
   s += QStringLiteral(" · pp%1").arg(p.pp);
   if (p.dp_shard > 0) s += QStringLiteral(" · shard%1").arg(p.dp_shard);  // hybrid sharding: ZeRO-3 in groups
   if (p.virtual_stages > 1) s += QStringLiteral(" · v%1").arg(p.virtual_stages);
+  // Uneven stages and stated chunks by their range (the plan's summary lists
+  // them whole): "stages 7-8", "chunks 0-1".
+  auto range = [&](const char* what, const std::vector<int>& v) {
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    if (lo != v.end() && *lo != *hi) s += QStringLiteral(" · %1 %2-%3").arg(QLatin1String(what)).arg(*lo).arg(*hi);
+  };
+  range("stages", p.stage_layers);
+  range("chunks", p.chunk_layers);
   if (p.sequence_parallel) s += p.tp_comm_overlap ? QStringLiteral(" · SP+TP overlap") : QStringLiteral(" · SP");
   if (p.partition_activations) s += QStringLiteral(" · Pa");
   if (p.cpu_checkpointing) s += QStringLiteral(" · checkpoints→CPU");

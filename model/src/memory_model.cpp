@@ -244,14 +244,14 @@ bool recompute_working_layer(const Plan& p, double recomputed, double layers) {
 // freed, so it adds to the peak only where it exceeds them; the backward's
 // temporaries (executor_backward_workspace) beside the rest.
 void executor_lines(const Transformer& m, const Plan& p, double psi, double layers, double in_flight,
-                    double density, bool first, bool last, bool gpu, double bucket, double qgz, double output,
+                    double layer_in_flight, double density, bool first, bool last, bool gpu, double bucket, double qgz, double output,
                     StageMemory& sm) {
   const double eb = bytes_of(storage_precision(p)), gb = bytes_of(executor_grad_precision(p));
   // Megatron's block method: the stage's other layers keep every activation.
   const double recomputed = recomputed_layers(p, static_cast<int>(layers));
   const double whole = layer_activation_bytes_executor(m, p, Recompute::none, density);
   const double own = layer_activation_bytes_executor(m, p, p.recompute, density);
-  double act = stored_layers_bytes(layers, recomputed, in_flight, own, whole);
+  double act = stored_layers_bytes(layers, recomputed, layer_in_flight, own, whole);
   const double working = recompute_working_layer(p, recomputed, layers) ? whole : 0.0;
   // Each model chunk's output of every micro-batch in flight (in_flight
   // counts stages' worth of chunks).
@@ -399,7 +399,7 @@ namespace {
 // activations, communication buffers, workspace and logits. ztune's executor
 // has its own (executor_lines).
 void engine_lines(const Transformer& m, const Plan& p, const HardwareProfile& hw, double psi,
-                  double layers, double in_flight, double density, bool first, bool last, double sign_buffer_bytes,
+                  double layers, double in_flight, double layer_in_flight, double density, bool first, bool last, double sign_buffer_bytes,
                   StageMemory& sm) {
   const double t = p.tp;
   const double eb = bytes_of(storage_precision(p));
@@ -422,7 +422,7 @@ void engine_lines(const Transformer& m, const Plan& p, const HardwareProfile& hw
   const double own = layer_activation_bytes(m, p, p.recompute) + (p.recompute == Recompute::none ? fallback : 0.0) -
                      (p.recompute == Recompute::full ? 0.0 : fp8_saved);
   const double whole = layer_activation_bytes(m, p, Recompute::none) + fallback - fp8_saved;
-  double act = p.cpu_checkpointing ? own : stored_layers_bytes(layers, recomputed, in_flight, own, whole);
+  double act = p.cpu_checkpointing ? own : stored_layers_bytes(layers, recomputed, layer_in_flight, own, whole);
   // Full recomputation re-materialises one layer's activations at a time.
   // The layer being recomputed holds its whole activations while its backward runs.
   const bool working = recompute_working_layer(p, recomputed, layers);
@@ -499,6 +499,38 @@ void engine_lines(const Transformer& m, const Plan& p, const HardwareProfile& hw
   if (p.ulysses > 1)
     sm.gpu[idx(MemLine::comm_buckets)] +=
         s_local * p.micro_batch * (m.hidden + 2.0 * static_cast<double>(m.kv_heads) * m.head_dim()) / t * eb;
+}
+
+// The most transformer layers' activations stage `stage` holds at once under
+// the interleaved schedule with stated chunks (Plan::chunk_layers), whose
+// warm-up holds `warm` chunk forwards. Its k-th forward runs chunk
+// (k mod pp·v) div pp and its j-th backward chunk v − 1 − (j mod pp·v) div
+// pp (Megatron-Core's get_model_chunk_id, micro-batches in groups of pp; the
+// executor's vocab/pipeline_schedule): after the warm-up each steady step
+// adds a forward's chunk and frees a backward's, so with chunks of different
+// sizes the peak may come later (a stage whose last chunk is empty frees
+// nothing on its first backwards). Both sequences repeat every pp·v steps:
+// one period of steady steps finds the peak. O(pp·v).
+double chunk_layers_in_flight(const Plan& p, int stage, int warm) {
+  const int v = p.model_chunks(), round = p.pp * v;
+  const long total = static_cast<long>(p.grad_accum) * v;
+  auto chunk_layers = [&](int chunk) {
+    return static_cast<double>(p.chunk_layers[static_cast<std::size_t>(chunk * p.pp + stage)]);
+  };
+  auto forward = [&](long k) { return chunk_layers(static_cast<int>((k % round) / p.pp)); };
+  auto backward = [&](long j) { return chunk_layers(v - 1 - static_cast<int>((j % round) / p.pp)); };
+  // The warm-up's forwards: whole rounds hold pp of each chunk.
+  const int q = warm / round, r = warm % round;
+  double held = 0;
+  for (int chunk = 0; chunk < v; ++chunk)
+    held += static_cast<double>(q * p.pp + std::min(p.pp, std::max(0, r - chunk * p.pp))) * chunk_layers(chunk);
+  double peak = held;
+  const long steady = std::min<long>(total - warm, round);
+  for (long i = 1; i <= steady; ++i) {
+    held += forward(warm - 1 + i) - backward(i - 1);
+    peak = std::max(peak, held);
+  }
+  return peak;
 }
 
 // One stage's lines: stage `stage` of p.pp, holding `stage_layers` layers
@@ -644,15 +676,23 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   // v-th of its layers; stage 0 the most with equal stages, a later stage with
   // more layers possibly more (uneven stages).
   double in_flight = microbatches_in_flight(p);
+  // The same count for the stored layers: micro-batches' worth of the
+  // stage's layers at the peak (= in_flight unless chunks differ in size).
+  double layer_in_flight = in_flight;
   if (p.pp > 1 && p.schedule != Schedule::gpipe) {
     const int v = p.model_chunks();
-    in_flight = static_cast<double>(chunks_in_flight(p.schedule, p.pp, stage, p.grad_accum, v)) / v;
+    const int n = chunks_in_flight(p.schedule, p.pp, stage, p.grad_accum, v);
+    in_flight = static_cast<double>(n) / v;
+    // Stated chunks (Plan::chunk_layers) differ in size, and the peak of the
+    // layers held need not come at the end of the warm-up (layer_in_flight).
+    if (!p.chunk_layers.empty()) layer_in_flight = chunk_layers_in_flight(p, stage, n) / stage_layers;
+    else layer_in_flight = in_flight;
   }
   // ztune's executor allocates as it does on CPU ranks wherever it runs
   // (executor_layout). On a GPU the CUDA context, NCCL, cuBLAS and the caching
   // allocator come on top (below).
   if (executor) {
-    executor_lines(m, p, psi, layers, in_flight, density, first, last, c.device_kind == DeviceKind::gpu, bucket,
+    executor_lines(m, p, psi, layers, in_flight, layer_in_flight, density, first, last, c.device_kind == DeviceKind::gpu, bucket,
                    executor_qgz_bytes(p, c, bucket, executor_grad_precision(p)), stage_output_bytes(m, p, c, hw), sm);
     if (c.device_kind == DeviceKind::cpu) {
       for (double v : sm.gpu) sm.total += v;
@@ -660,7 +700,7 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
     }
     sm.gpu[idx(MemLine::workspace)] += kCublasWorkspaceBytes + executor_cuda_scratch(m, p);
   } else {
-    engine_lines(m, p, hw, psi, layers, in_flight, density, first, last, onebit.sign_buffer_bytes, sm);
+    engine_lines(m, p, hw, psi, layers, in_flight, layer_in_flight, density, first, last, onebit.sign_buffer_bytes, sm);
   }
 
   int communicators = (p.tp > 1) + (p.dp_cp() > 1) + (p.pp > 1) + (p.cp > 1) + (p.ulysses > 1) + p.hybrid_sharded();
@@ -813,7 +853,10 @@ double executor_bucket_elems(const Transformer& m, const Plan& p, double stage_p
 int fewest_recomputed_layers(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
                              const MemoryOptions& opt, MemoryPrediction* fitted) {
   if (p.recompute != Recompute::full || p.recompute_num_layers > 0) return 0;
-  const int largest_chunk = max_stage_layers(p, m.layers) / p.model_chunks();
+  // A stage's chunks differ by at most one layer (stated chunks): the largest
+  // holds the rounded-up share.
+  const int chunks = p.model_chunks();
+  const int largest_chunk = (max_stage_layers(p, m.layers) + chunks - 1) / chunks;
   Plan q = p;
   MemoryPrediction mp;
   auto fits = [&](int n) {

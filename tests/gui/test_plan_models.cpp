@@ -115,6 +115,26 @@ TEST_CASE("context parallelism shows in the layout, after tp, and sorts there", 
   CHECK(model.index(1, PlanTableModel::layout).data().toString() == "dp8 · tp2 · pp1");
 }
 
+TEST_CASE("uneven stages and stated chunks show in the layout by their range", "[gui][models][stages]") {
+  PlanTableModel model;
+  auto plans = four_plans();
+  plans[0].plan.pp = 2;
+  plans[0].plan.dp = 4;
+  plans[0].plan.virtual_stages = 2;
+  plans[0].plan.schedule = Schedule::interleaved;
+  plans[0].plan.chunk_layers = {0, 1, 1, 0};  // Megatron-Core's accounting layout: both ends empty
+  plans[0].plan.stage_layers = {1, 1};
+  plans[1].plan.pp = 2;
+  plans[1].plan.dp = 4;
+  plans[1].plan.stage_layers = {3, 1};
+  model.set_plans(plans, 1e12);
+  QStringList layouts;
+  for (int row = 0; row < model.rowCount(); ++row) layouts << model.index(row, PlanTableModel::layout).data().toString();
+  INFO(layouts.join(QStringLiteral(" | ")).toStdString());
+  CHECK(layouts.contains(QStringLiteral("dp4 · tp2 · pp2 · v2 · chunks 0-1")));
+  CHECK(layouts.contains(QStringLiteral("dp4 · tp1 · pp2 · stages 1-3")));
+}
+
 TEST_CASE("DeepSpeed-Ulysses shows in the layout, after tp, and sorts there", "[gui][models][ulysses]") {
   PlanTableModel model;
   auto plans = four_plans();

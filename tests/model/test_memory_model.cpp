@@ -907,6 +907,32 @@ TEST_CASE("the fewest layers a chunk recomputes that fit: bisection equals the b
     }
   }
   CHECK(found >= 2);
+  // Stated chunks differing by one (Megatron-Core's accounting layout: 96 + 2
+  // over pp 2 × v 7, chunks of 7, the ends 6): N runs to the largest chunk's
+  // 7 − 1, not to the average's rounded-down 6 − 1 (an audit's find: N = 6
+  // fit and was never offered).
+  const Cluster wide = a100_nodes(64);
+  for (const int mb : {1, 2, 3, 4}) {
+    Plan p = test::zero_plan(32, 8, 1, mb, 14);
+    p.pp = 2;
+    p.sequence_parallel = true;
+    p.virtual_stages = 7;
+    p.schedule = Schedule::interleaved;
+    p.recompute = Recompute::full;
+    p.chunk_layers = chunk_layers_accounting(96, 2, 7, true, true);
+    p.stage_layers = stage_sums_of_chunks(p.chunk_layers, 2);
+    REQUIRE_FALSE(check_plan(p, m, wide).has_value());
+    int expected = 0;
+    for (int n = 1; n < 7 && expected == 0; ++n) {
+      Plan q = p;
+      q.recompute_num_layers = n;
+      if (predict_memory(m, q, wide, hw).fits()) expected = n;
+    }
+    INFO("chunks, mb " << mb << ": brute force " << expected);
+    CHECK(fewest_recomputed_layers(m, p, wide, hw, MemoryOptions{}) == expected);
+    if (expected == 6) ++found;
+  }
+  CHECK(found >= 3);
 }
 
 TEST_CASE("the executor's largest gradient bucket: whole layers up to the size, the word embedding's unit, the stage",

@@ -600,8 +600,16 @@ TEST_CASE("export of stated model chunks: Megatron-Core's accounting flags, othe
   p.chunk_layers.back() = 0;
   p.stage_layers = stage_sums_of_chunks(p.chunk_layers, 4);
   CHECK_THROWS_WITH(megatron_arguments(pf, "plan.json"),
-                    Contains("plan.json: megatron cannot run this plan") && Contains("its model chunks 2+1+") &&
+                    Contains("plan.json: megatron cannot run this plan") && Contains("chunks:2+1×30+0") &&
+                        Contains("its model chunks (chunks: above) are not a layout Megatron-LM states") &&
                         Contains("--account-for-embedding/loss-in-pipeline-split the first/last one layer short"));
+  // Equal chunks stated are Megatron's own cut: 32 layers in chunks of one.
+  pf.model->layers = 32;
+  p.chunk_layers.assign(32, 1);
+  p.stage_layers = stage_sums_of_chunks(p.chunk_layers, 4);
+  a = megatron_arguments(pf, "plan.json");
+  CHECK(std::find(a.begin(), a.end(), "--num-layers-per-virtual-pipeline-stage") != a.end());
+  CHECK_FALSE(has(a, "--account-for-embedding-in-pipeline-split"));
   // DeepSpeed's pipeline has no virtual stages at all.
   p.zero_stage = 1;
   CHECK_THROWS(deepspeed_config(pf, "plan.json"));

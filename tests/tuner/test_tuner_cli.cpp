@@ -291,6 +291,25 @@ TEST_CASE("predict takes Megatron-Core's interleaved accounting layout: Llama 3.
   const auto j = nlohmann::json::parse(r.out);
   CHECK_THAT(j.at("plan").get<std::string>(),
              Contains("×pp16×v8") && Contains("stages:7+8+8+8+8+8+8+8+8+8+8+8+8+8+8+7 chunks:0+1×126+0"));
+  // The chunks stated one by one (--chunk-layers, pipeline order): the 70B's
+  // 80 layers over pp 2 × v 2 as 19 + 20 + 20 + 21 (stages of 39 and 41).
+  const std::string base = ztune_bin() + " predict --cluster " + ZTUNE_SOURCE_DIR +
+                           "/data/clusters/dgx-h100.json --nodes 2 --model llama-70b --engine megatron --tp 8 --pp 2 "
+                           "--virtual-stages 2 --global-batch 16 --recompute full";
+  r = run_command(base + " --chunk-layers 19,20,20,21");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("chunks:19+20×2+21") && Contains("chunks  19+20×2+21 layers"));
+  // Named by the flag and the entry, with what was expected.
+  r = run_command(base + " --chunk-layers 20,20,0,40");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--chunk-layers[2]: 0 layers; expected at least 1"));
+  r = run_command(base + " --chunk-layers 20,20,20");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--chunk-layers: 3 entries for pp 2 × virtual_stages 2; expected 4"));
+  r = run_command(base + " --chunk-layers 19,20,20,21 --stage-layers 40,40");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--stage-layers, --chunk-layers: give one of the whole partition"));
 }
 
 TEST_CASE("history show rN summarises a run (predicted against measured, its measurements), --json prints it whole",

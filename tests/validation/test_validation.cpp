@@ -880,6 +880,21 @@ TEST_CASE("the error band is drawn toward every source's, and judged on sources 
   CHECK(b.runs == 8);
   CHECK(b.covered == Approx(2.0 / 3));
   CHECK(b.mean_width == Approx(100.0 / 3));
+  // One source alone has no other to build its band from: not judged (it had
+  // counted as 0 % covered, 0 wide).
+  LeftOutErrors one;
+  one.add("S1", "H100-SXM5-80GB", "megatron", 0, 1);
+  CHECK(band_coverage(one.report, one.loso).sources == 0);
+  // A damaged file gives no band, and says where: an optimism at or below
+  // -100 % would make the band's lower time negative.
+  CHECK(loso_problem(loso).empty());
+  nlohmann::json bad = loso;
+  bad["cases"][2]["loso_optimism_pct"] = -250;
+  CHECK(loso_problem(bad) == "$.cases[2].loso_optimism_pct: -250 is impossible (measured / predicted time − 1, in %: "
+                             "expected above -100)");
+  CHECK(loso_problem(nlohmann::json::array()) == "$.cases: expected an array of left-out errors");
+  bad["cases"][2] = "x";
+  CHECK(loso_problem(bad) == "$.cases[2]: expected an object with a numeric loso_optimism_pct");
 }
 
 // A mode none of a cell's runs used (an optimizer offloaded to the CPU, 1-bit

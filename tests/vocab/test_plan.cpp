@@ -477,11 +477,15 @@ TEST_CASE("model chunks with the embedding and the loss counted as layers", "[pl
   CHECK_FALSE(ztune::check_plan_shape(p, m).has_value());
   p.chunk_layers = {2, 1, 1, 2};
   CHECK_FALSE(ztune::check_plan_shape(p, m).has_value());
-  p.chunk_layers = {2, 2, 1, 2};
+  p.chunk_layers = {2, 2, 1, 2};  // 7 layers: named by the chunks, which a plan file may have filled the stages from
+  CHECK_THAT(*ztune::check_plan_shape(p, m), Contains("$.chunk_layers: the chunks hold 7 layers; expected the model's 6"));
+  p.chunk_layers = {2, 1, 1, 2};  // stages of 3 and 3 against the stated 2 and 4
+  p.stage_layers = {2, 4};
   CHECK_THAT(*ztune::check_plan_shape(p, m),
-             Contains("$.chunk_layers: stage 1's chunks hold 4 layers, its stage_layers entry 3"));
+             Contains("$.chunk_layers: stage 0's chunks hold 3 layers, its stage_layers entry 2"));
+  p.stage_layers = {3, 3};
   p.chunk_layers = {3, 0, 0, 3};  // an empty chunk inside the pipeline
-  CHECK_THAT(*ztune::check_plan_shape(p, m), Contains("$.chunk_layers: stage 0's chunks hold 0 to 3"));
+  CHECK_THAT(*ztune::check_plan_shape(p, m), Contains("$.chunk_layers[1]: 0 layers; expected at least 1"));
   m.layers = 3;
   p.stage_layers = {2, 1};
   p.chunk_layers = {1, 0, 1, 1};

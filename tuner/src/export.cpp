@@ -298,10 +298,8 @@ std::vector<std::string> megatron_chunk_accounting(const Plan& p, const std::str
   bool fits = (c.front() == k || embedding) && (c.back() == k || loss);
   for (std::size_t i = 1; i + 1 < c.size(); ++i) fits = fits && c[i] == k;
   if (!fits || !(embedding || loss)) {
-    std::string list;
-    for (std::size_t i = 0; i < c.size(); ++i) list += (i ? "+" : "") + std::to_string(c[i]);
-    throw InputError(file + ": megatron cannot run this plan (" + p.summary() + "): its model chunks " + list +
-                     " are not a layout Megatron-LM states; it cuts chunks equal, or with "
+    throw InputError(file + ": megatron cannot run this plan (" + p.summary() + "): its model chunks (chunks: above) "
+                     "are not a layout Megatron-LM states; it cuts chunks equal, or with "
                      "--account-for-embedding/loss-in-pipeline-split the first/last one layer short — state such "
                      "chunk_layers in $.plan.chunk_layers, or drop them (equal chunks)");
   }
@@ -545,7 +543,10 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
   // Megatron-Core's context parallelism (megatron/training/arguments.py
   // --context-parallel-size; the default p2p communication type is the ring).
   if (p.cp > 1) a.insert(a.end(), {"--context-parallel-size", std::to_string(p.cp)});
-  if (!p.chunk_layers.empty()) {
+  // Stated chunks all equal are Megatron's own default cut (the branches below).
+  const bool stated_chunks =
+      std::adjacent_find(p.chunk_layers.begin(), p.chunk_layers.end(), std::not_equal_to<>()) != p.chunk_layers.end();
+  if (stated_chunks) {
     const auto accounting = megatron_chunk_accounting(p, file);
     a.insert(a.end(), {"--num-virtual-stages-per-pipeline-rank", std::to_string(p.virtual_stages)});
     a.insert(a.end(), accounting.begin(), accounting.end());
@@ -564,7 +565,7 @@ std::vector<std::string> megatron_arguments(const PlanFile& pf, const std::strin
                          std::to_string(pf.model->layers / (p.pp * p.virtual_stages))});
     }
   }
-  if (p.chunk_layers.empty()) {
+  if (!stated_chunks) {
     const auto stages = megatron_stage_arguments(pf, file);
     a.insert(a.end(), stages.begin(), stages.end());
   }

@@ -1,6 +1,7 @@
 #include "ztune/validation/accuracy.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -127,6 +128,25 @@ std::string profiles_digest() {
   return buf;
 }
 
+std::string loso_problem(const nlohmann::json& j) {
+  if (!j.is_object() || !j.contains("cases") || !j["cases"].is_array())
+    return "$.cases: expected an array of left-out errors";
+  for (std::size_t i = 0; i < j["cases"].size(); ++i) {
+    const auto& c = j["cases"][i];
+    const std::string at = "$.cases[" + std::to_string(i) + "]";
+    if (!c.is_object() || !c.contains("loso_optimism_pct") || !c["loso_optimism_pct"].is_number())
+      return at + ": expected an object with a numeric loso_optimism_pct";
+    // A measured time is positive, so measured / predicted − 1 is above −1:
+    // below it the band would come out negative.
+    if (const double o = c["loso_optimism_pct"].get<double>(); !(o > -100) || !std::isfinite(o)) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%g", o);
+      return at + ".loso_optimism_pct: " + buf + " is impossible (measured / predicted time − 1, in %: expected above -100)";
+    }
+  }
+  return "";
+}
+
 nlohmann::json read_loso(std::string* stale) {
   const fs::path file = fs::path(default_validation_dir()) / "loso.json";
   std::error_code ec;
@@ -135,6 +155,13 @@ nlohmann::json read_loso(std::string* stale) {
     return nlohmann::json::object();
   }
   nlohmann::json j = read_json_file(file.string());
+  // A damaged file yields no band, said why (loso_problem).
+  const std::string damaged = loso_problem(j);
+  if (!damaged.empty()) {
+    if (stale != nullptr)
+      *stale = file.string() + ": " + damaged + "; no error band is given (rerun data/validation/fit_profiles.py --loso)";
+    return nlohmann::json::object();
+  }
   if (stale != nullptr) {
     const bool fresh = j.is_object() && j.contains("profiles_digest") && j["profiles_digest"].is_string() &&
                        j["profiles_digest"].get<std::string>() == profiles_digest();
@@ -235,21 +262,29 @@ BandCoverage band_coverage(const ValidationReport& r, const nlohmann::json& loso
     for (const auto& c : loso.at("cases"))
       if (!(c.is_object() && c.contains("source") && c["source"].is_string() && c["source"].get<std::string>() == source))
         others["cases"].push_back(c);
-    std::map<std::pair<std::string, std::string>, std::pair<double, double>> bands;  // (family, engine) → factors
+    // (family, engine) → factors; none when no other source gives a band.
+    std::map<std::pair<std::string, std::string>, std::optional<std::pair<double, double>>> bands;
     double inside = 0, width = 0;
+    int judged = 0;
     for (const ValidationCase* c : runs) {
       const std::pair<std::string, std::string> cell{gpu_family(c->gpu), c->engine};
       auto it = bands.find(cell);
-      if (it == bands.end()) it = bands.emplace(cell, cross_validated(r, others, cell.first, cell.second).time_factors()).first;
-      const auto [lo, hi] = it->second;
+      if (it == bands.end()) {
+        const CrossValidated cv = cross_validated(r, others, cell.first, cell.second);
+        it = bands.emplace(cell, cv.empty() ? std::nullopt : std::optional(cv.time_factors())).first;
+      }
+      if (!it->second) continue;
+      ++judged;
+      const auto [lo, hi] = *it->second;
       const double opt = 1 + errors.at({c->source, c->id}).optimism_pct / 100;
       inside += lo <= opt && opt <= hi ? 1 : 0;
       width += 100 * (hi - lo);
     }
+    if (judged == 0) continue;  // the only source: nothing to build its band from
     ++out.sources;
-    out.runs += static_cast<int>(runs.size());
-    out.covered += inside / static_cast<double>(runs.size());
-    out.mean_width += width / static_cast<double>(runs.size());
+    out.runs += judged;
+    out.covered += inside / judged;
+    out.mean_width += width / judged;
   }
   if (out.sources > 0) {
     out.covered /= out.sources;
@@ -414,6 +449,7 @@ nlohmann::json accuracy_json(const Accuracy& a, double iteration_s, double token
                             {"optimism_p10_pct", a.cv.optimism_p10},
                             {"optimism_p90_pct", a.cv.optimism_p90},
                             {"pooled_band_pct", {a.cv.pooled_lo, a.cv.pooled_hi}},
+                            {"band_pct", {100 * (a.cv.time_factors().first - 1), 100 * (a.cv.time_factors().second - 1)}},
                             {"pooled_weight_sources", kBandPriorSources}};
     if (iteration_s > 0) {
       const auto [lo, hi] = a.cv.time_factors();

@@ -231,9 +231,12 @@ std::vector<int> chunk_layers_accounting(int layers, int pp, int chunks, bool em
   const std::int64_t counted = std::int64_t{layers} + (embedding ? 1 : 0) + (loss ? 1 : 0);
   const std::int64_t parts = std::int64_t{pp} * chunks;
   const std::string flags = accounting_flags(embedding, loss);
+  if (pp < 2 || chunks < 2)
+    throw InputError(flags + " with --virtual-stages " + std::to_string(chunks) + ": a virtual pipeline of " +
+                     std::to_string(pp) + " stage" + (pp == 1 ? "" : "s") + "; expected --pp >= 2 (and --virtual-stages >= 2)");
   // Megatron-Core asserts the same (its layers per virtual chunk are an
   // integer division of the counted layers).
-  if (pp < 2 || chunks < 2 || counted % parts != 0)
+  if (counted % parts != 0)
     throw InputError(flags + " with --virtual-stages " + std::to_string(chunks) + ": " + std::to_string(layers) +
                      " layers + " + std::to_string(counted - layers) + " counted as layers = " +
                      std::to_string(counted) + " do not split into pp × virtual stages = " + std::to_string(parts) +
@@ -572,16 +575,26 @@ namespace {
 // model's layers): the family Megatron-Core lays out and every consumer of
 // chunk_layers relies on (recomputed_layers, the executor's and simulator's
 // empty end chunks).
-std::optional<std::string> check_chunk_layers(const Plan& p) {
+std::optional<std::string> check_chunk_layers(const Plan& p, const Transformer& m) {
   auto s = [](auto v) { return std::to_string(v); };
   const auto& c = p.chunk_layers;
   const std::size_t pp = static_cast<std::size_t>(p.pp);
   if (p.virtual_stages < 2 || p.schedule != Schedule::interleaved)
     return std::string("$.chunk_layers: model chunks need the interleaved schedule with virtual_stages >= 2; "
-                       "expected no chunk_layers");
+                       "expected schedule \"interleaved\" with virtual_stages >= 2, or no stated chunks");
   if (c.size() != pp * static_cast<std::size_t>(p.virtual_stages))
     return "$.chunk_layers: " + s(c.size()) + " entries for pp " + s(p.pp) + " × virtual_stages " +
            s(p.virtual_stages) + "; expected " + s(pp * static_cast<std::size_t>(p.virtual_stages));
+  // Checked before the stages, which a plan file may have filled from these.
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    if (c[i] < 0 || (c[i] < 1 && i > 0 && i + 1 < c.size()))
+      return "$.chunk_layers[" + s(i) + "]: " + s(c[i]) + " layers; expected at least 1 (only the first chunk, "
+             "beside the embedding, and the last, beside the loss, may be empty)";
+    total += c[i];
+  }
+  if (total != m.layers)
+    return "$.chunk_layers: the chunks hold " + s(total) + " layers; expected the model's " + s(m.layers);
   if (p.stage_layers.size() != pp)
     return std::string("$.chunk_layers: stated without stage_layers; expected stage_layers, each stage's chunks' sum");
   const std::vector<int> sums = stage_sums_of_chunks(c, p.pp);
@@ -595,10 +608,6 @@ std::optional<std::string> check_chunk_layers(const Plan& p) {
       return "$.chunk_layers: stage " + s(r) + "'s chunks hold " + s(lo) + " to " + s(hi) +
              " layers; expected a stage's chunks to differ by at most one layer (Megatron-Core's layouts)";
   }
-  for (std::size_t i = 1; i + 1 < c.size(); ++i)
-    if (c[i] < 1)
-      return "$.chunk_layers[" + s(i) + "]: 0 layers; expected at least 1 (only the first chunk, beside the "
-             "embedding, and the last, beside the loss, may be empty)";
   return std::nullopt;
 }
 
@@ -609,6 +618,9 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
   if (auto why = check_tensor_split(m, p.tp)) return why;
   if (p.pp > m.layers)
     return "$.pp: " + s(p.pp) + " stages for " + s(m.layers) + " layers; expected at most " + s(m.layers);
+  // Stated chunks first: a plan file may have filled the stages from them.
+  if (!p.chunk_layers.empty())
+    if (auto why = check_chunk_layers(p, m)) return why;
   if (!p.stage_layers.empty()) {
     if (p.stage_layers.size() != static_cast<std::size_t>(p.pp))
       return "$.stage_layers: " + s(p.stage_layers.size()) + " entries for pp " + s(p.pp) + "; expected one per stage";
@@ -682,9 +694,7 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
     return "$.virtual_stages: pp×virtual_stages = " + s(chunks) + " does not divide the model's " +
            s(m.layers) + " layers; interleaving cuts every stage into equal model chunks (expected pp×virtual_stages "
            "to divide " + s(m.layers) + ", or stage_layers stated, each a multiple of virtual_stages)";
-  if (!p.chunk_layers.empty()) {
-    if (auto why = check_chunk_layers(p)) return why;
-  } else if (p.virtual_stages > 1 && p.stage_layers.size() == static_cast<std::size_t>(p.pp))
+  if (p.chunk_layers.empty() && p.virtual_stages > 1 && p.stage_layers.size() == static_cast<std::size_t>(p.pp))
     for (std::size_t i = 0; i < p.stage_layers.size(); ++i)
       if (p.stage_layers[i] % p.virtual_stages != 0)
         return "$.stage_layers[" + s(i) + "]: " + s(p.stage_layers[i]) + " layers do not cut into virtual_stages " +

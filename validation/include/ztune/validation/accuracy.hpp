@@ -139,8 +139,12 @@ struct CellSummary {
 };
 [[nodiscard]] std::vector<CellSummary> cell_summaries(const ValidationReport& r, const nlohmann::json& loso);
 
-/// data/validation/loso.json (an empty object when absent); `stale` is set
-/// when its digest is not that of the shipped profiles and engines.
+/// What makes a LOSO document unusable for a band ("$.cases[3].loso_optimism_pct:
+/// -250 is impossible ..."), or "" when nothing does.
+[[nodiscard]] std::string loso_problem(const nlohmann::json& loso);
+/// data/validation/loso.json (an empty object when absent or damaged:
+/// loso_problem); `stale` is set when it is either, or when its digest is not
+/// that of the shipped profiles and engines.
 [[nodiscard]] nlohmann::json read_loso(std::string* stale = nullptr);
 /// FNV-1a 64 of the shipped hardware and engine profiles (fit_profiles.py digest()).
 [[nodiscard]] std::string profiles_digest();
