@@ -796,12 +796,9 @@ TEST_CASE("the error band: the left-out errors' 10th-90th percentile, and the wi
   LeftOutErrors e;
   ValidationReport& r = e.report;
   nlohmann::json& loso = e.loso;
-  auto add = [&](const std::string& source, const std::string& gpu, const std::string& engine, int i, double opt) {
-    e.add(source, gpu, engine, i, opt);
-  };
   // Source A: ten runs at -10, -8, ..., +8 % (mean |e| 5); source B: one run at +30 %.
-  for (int i = 0; i < 10; ++i) add("A", "H100-SXM5-80GB", "fsdp", i, -10 + 2 * i);
-  add("B", "H100-SXM5-80GB", "fsdp", 0, 30);
+  for (int i = 0; i < 10; ++i) e.add("A", "H100-SXM5-80GB", "fsdp", i, -10 + 2 * i);
+  e.add("B", "H100-SXM5-80GB", "fsdp", 0, 30);
   const CrossValidated cv = cross_validated(r, loso, "H100", "fsdp");
   CHECK(cv.cell == "H100/fsdp");
   CHECK(cv.mape == Approx(17.5));  // (5 + 30) / 2
@@ -818,7 +815,7 @@ TEST_CASE("the error band: the left-out errors' 10th-90th percentile, and the wi
 
   // No H100/deepspeed run: H100's other engines (17.5 %) against DeepSpeed's
   // other GPUs (40 %): the wider one.
-  add("C", "A100-SXM4-80GB", "deepspeed", 0, 40);
+  e.add("C", "A100-SXM4-80GB", "deepspeed", 0, 40);
   const CrossValidated fallback = cross_validated(r, loso, "H100", "deepspeed");
   CHECK(fallback.fallback);
   CHECK(fallback.cell == "any GPU/deepspeed");
@@ -828,8 +825,8 @@ TEST_CASE("the error band: the left-out errors' 10th-90th percentile, and the wi
   CHECK(checked.cell == "any GPU/deepspeed");
   CHECK(checked.runs == 1);
   CHECK(checked.gpus == std::set<std::string>{"A100-SXM4-80GB"});
-  add("D", "A100-SXM4-80GB", "deepspeed", 0, 1);
-  add("E", "A100-SXM4-80GB", "deepspeed", 0, -1);
+  e.add("D", "A100-SXM4-80GB", "deepspeed", 0, 1);
+  e.add("E", "A100-SXM4-80GB", "deepspeed", 0, -1);
   CHECK(cross_validated(r, loso, "H100", "deepspeed").cell == "H100/any engine");  // (40 + 1 + 1) / 3 = 14 < 17.5
 }
 
@@ -843,15 +840,12 @@ TEST_CASE("the error band is drawn toward every source's, and judged on sources 
   LeftOutErrors e;
   ValidationReport& r = e.report;
   nlohmann::json& loso = e.loso;
-  auto add = [&](const std::string& source, const std::string& gpu, const std::string& engine, int i, double opt) {
-    e.add(source, gpu, engine, i, opt);
-  };
   // S1 alone in H100/megatron: -1, 0, 1, 2 (mean |e| 1). S2 and S3 on A100/fsdp: ±20 and ±10.
-  for (int i = 0; i < 4; ++i) add("S1", "H100-SXM5-80GB", "megatron", i, -1 + i);
-  add("S2", "A100-SXM4-80GB", "fsdp", 0, -20);
-  add("S2", "A100-SXM4-80GB", "fsdp", 1, 20);
-  add("S3", "A100-SXM4-80GB", "fsdp", 0, -10);
-  add("S3", "A100-SXM4-80GB", "fsdp", 1, 10);
+  for (int i = 0; i < 4; ++i) e.add("S1", "H100-SXM5-80GB", "megatron", i, -1 + i);
+  e.add("S2", "A100-SXM4-80GB", "fsdp", 0, -20);
+  e.add("S2", "A100-SXM4-80GB", "fsdp", 1, 20);
+  e.add("S3", "A100-SXM4-80GB", "fsdp", 0, -10);
+  e.add("S3", "A100-SXM4-80GB", "fsdp", 1, 10);
   const CrossValidated cv = cross_validated(r, loso, "H100", "megatron");
   REQUIRE(cv.cell == "H100/megatron");
   CHECK(cv.sources == 1);
