@@ -525,10 +525,19 @@ double chunk_layers_in_flight(const Plan& p, int stage, int warm) {
   for (int chunk = 0; chunk < v; ++chunk)
     held += static_cast<double>(q * p.pp + std::min(p.pp, std::max(0, r - chunk * p.pp))) * chunk_layers(chunk);
   double peak = held;
+  // Steady step i adds forward warm − 1 + i and frees backward i − 1. Both
+  // chunks stay the same for runs of up to pp steps, over which the count
+  // moves linearly: its largest value is at a run's first or last step, so
+  // each run costs O(1) (at most 2v + 1 runs, not pp·v steps: the search's
+  // hot path).
   const long steady = std::min<long>(total - warm, round);
-  for (long i = 1; i <= steady; ++i) {
-    held += forward(warm - 1 + i) - backward(i - 1);
-    peak = std::max(peak, held);
+  for (long i = 1; i <= steady;) {
+    const long f = warm - 1 + i, b = i - 1;
+    const long run = std::min({p.pp - f % p.pp, p.pp - b % p.pp, steady - i + 1});
+    const double step = forward(f) - backward(b);
+    peak = std::max({peak, held + step, held + static_cast<double>(run) * step});
+    held += static_cast<double>(run) * step;
+    i += run;
   }
   return peak;
 }
@@ -685,8 +694,12 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
     in_flight = static_cast<double>(n) / v;
     // Stated chunks (Plan::chunk_layers) differ in size, and the peak of the
     // layers held need not come at the end of the warm-up (layer_in_flight).
-    if (!p.chunk_layers.empty()) layer_in_flight = chunk_layers_in_flight(p, stage, n) / stage_layers;
-    else layer_in_flight = in_flight;
+    // A stage whose chunks are all equal holds n of them either way.
+    bool equal = true;
+    for (std::size_t i = static_cast<std::size_t>(stage) + static_cast<std::size_t>(p.pp); equal && i < p.chunk_layers.size();
+         i += static_cast<std::size_t>(p.pp))
+      equal = p.chunk_layers[i] == p.chunk_layers[static_cast<std::size_t>(stage)];
+    layer_in_flight = equal ? in_flight : chunk_layers_in_flight(p, stage, n) / stage_layers;
   }
   // ztune's executor allocates as it does on CPU ranks wherever it runs
   // (executor_layout). On a GPU the CUDA context, NCCL, cuBLAS and the caching

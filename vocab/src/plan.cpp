@@ -597,13 +597,13 @@ std::optional<std::string> check_chunk_layers(const Plan& p, const Transformer& 
     return "$.chunk_layers: the chunks hold " + s(total) + " layers; expected the model's " + s(m.layers);
   if (p.stage_layers.size() != pp)
     return std::string("$.chunk_layers: stated without stage_layers; expected stage_layers, each stage's chunks' sum");
-  const std::vector<int> sums = stage_sums_of_chunks(c, p.pp);
   for (std::size_t r = 0; r < pp; ++r) {
-    if (sums[r] != p.stage_layers[r])
-      return "$.chunk_layers: stage " + s(r) + "'s chunks hold " + s(sums[r]) + " layers, its stage_layers entry " +
+    // No allocation: the search checks every plan it generates.
+    int lo = c[r], hi = c[r], sum = 0;
+    for (std::size_t i = r; i < c.size(); i += pp) lo = std::min(lo, c[i]), hi = std::max(hi, c[i]), sum += c[i];
+    if (sum != p.stage_layers[r])
+      return "$.chunk_layers: stage " + s(r) + "'s chunks hold " + s(sum) + " layers, its stage_layers entry " +
              s(p.stage_layers[r]) + "; expected them equal";
-    int lo = c[r], hi = c[r];
-    for (std::size_t i = r; i < c.size(); i += pp) lo = std::min(lo, c[i]), hi = std::max(hi, c[i]);
     if (hi - lo > 1)
       return "$.chunk_layers: stage " + s(r) + "'s chunks hold " + s(lo) + " to " + s(hi) +
              " layers; expected a stage's chunks to differ by at most one layer (Megatron-Core's layouts)";
