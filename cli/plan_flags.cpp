@@ -3,14 +3,11 @@
 #include <algorithm>
 #include <iterator>
 #include <limits>
-#include <numeric>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "command.hpp"
-
-#include "ztune/tuner/search_space.hpp"
 #include "ztune/vocab/input_error.hpp"
 
 namespace ztune::cli {

@@ -127,21 +127,22 @@ std::vector<ParamSpec> param_specs(const Transformer& m, const GroupShape& shape
       add("wpe.weight", {P, C}, replicated(P, C), 0, InitKind::normal, 0.01f, true);
     }
   }
-  for (int chunk = 0; chunk < layout.chunks; ++chunk)
-  for (int l = 0; l < layout.layers(chunk); ++l) {
-    const int unit = layout.block_unit(l, chunk);
-    const std::string h = "h." + std::to_string(layout.first_layer(chunk) + l) + ".";
-    add_norm(h + "ln_1", unit);
-    add(h + "attn.c_attn.weight", {C, C + 2 * KVC}, col_shard(C, qkv_blocks, r, t), unit, InitKind::normal, 0.02f,
-        false);
-    if (bias || m.qkv_bias) add(h + "attn.c_attn.bias", {C + 2 * KVC}, col_shard(1, qkv_blocks, r, t), unit, InitKind::zeros, 0, false);
-    add(h + "attn.c_proj.weight", {C, C}, row_shard(C, C, r, t), unit, InitKind::normal, proj_std, false);
-    if (bias) add(h + "attn.c_proj.bias", {C}, replicated(1, C), unit, InitKind::zeros, 0, true);
-    add_norm(h + "ln_2", unit);
-    add(h + "mlp.c_fc.weight", {C, fc_cols}, col_shard(C, fc_blocks, r, t), unit, InitKind::normal, 0.02f, false);
-    if (bias) add(h + "mlp.c_fc.bias", {fc_cols}, col_shard(1, fc_blocks, r, t), unit, InitKind::zeros, 0, false);
-    add(h + "mlp.c_proj.weight", {F, C}, row_shard(F, C, r, t), unit, InitKind::normal, proj_std, false);
-    if (bias) add(h + "mlp.c_proj.bias", {C}, replicated(1, C), unit, InitKind::zeros, 0, true);
+  for (int chunk = 0; chunk < layout.chunks; ++chunk) {
+    for (int l = 0; l < layout.layers(chunk); ++l) {
+      const int unit = layout.block_unit(l, chunk);
+      const std::string h = "h." + std::to_string(layout.first_layer(chunk) + l) + ".";
+      add_norm(h + "ln_1", unit);
+      add(h + "attn.c_attn.weight", {C, C + 2 * KVC}, col_shard(C, qkv_blocks, r, t), unit, InitKind::normal, 0.02f,
+          false);
+      if (bias || m.qkv_bias) add(h + "attn.c_attn.bias", {C + 2 * KVC}, col_shard(1, qkv_blocks, r, t), unit, InitKind::zeros, 0, false);
+      add(h + "attn.c_proj.weight", {C, C}, row_shard(C, C, r, t), unit, InitKind::normal, proj_std, false);
+      if (bias) add(h + "attn.c_proj.bias", {C}, replicated(1, C), unit, InitKind::zeros, 0, true);
+      add_norm(h + "ln_2", unit);
+      add(h + "mlp.c_fc.weight", {C, fc_cols}, col_shard(C, fc_blocks, r, t), unit, InitKind::normal, 0.02f, false);
+      if (bias) add(h + "mlp.c_fc.bias", {fc_cols}, col_shard(1, fc_blocks, r, t), unit, InitKind::zeros, 0, false);
+      add(h + "mlp.c_proj.weight", {F, C}, row_shard(F, C, r, t), unit, InitKind::normal, proj_std, false);
+      if (bias) add(h + "mlp.c_proj.bias", {C}, replicated(1, C), unit, InitKind::zeros, 0, true);
+    }
   }
   if (layout.has_head) {
     const int unit = layout.head_unit();

@@ -501,47 +501,6 @@ void engine_lines(const Transformer& m, const Plan& p, const HardwareProfile& hw
         s_local * p.micro_batch * (m.hidden + 2.0 * static_cast<double>(m.kv_heads) * m.head_dim()) / t * eb;
 }
 
-// The most transformer layers' activations stage `stage` holds at once under
-// the interleaved schedule with stated chunks (Plan::chunk_layers), whose
-// warm-up holds `warm` chunk forwards. Its k-th forward runs chunk
-// (k mod pp·v) div pp and its j-th backward chunk v − 1 − (j mod pp·v) div
-// pp (Megatron-Core's get_model_chunk_id, micro-batches in groups of pp; the
-// executor's vocab/pipeline_schedule): after the warm-up each steady step
-// adds a forward's chunk and frees a backward's, so with chunks of different
-// sizes the peak may come later (a stage whose last chunk is empty frees
-// nothing on its first backwards). Both sequences repeat every pp·v steps:
-// one period of steady steps finds the peak. O(pp·v).
-double chunk_layers_in_flight(const Plan& p, int stage, int warm) {
-  const int v = p.model_chunks(), round = p.pp * v;
-  const long total = static_cast<long>(p.grad_accum) * v;
-  auto chunk_layers = [&](int chunk) {
-    return static_cast<double>(p.chunk_layers[static_cast<std::size_t>(chunk * p.pp + stage)]);
-  };
-  auto forward = [&](long k) { return chunk_layers(static_cast<int>((k % round) / p.pp)); };
-  auto backward = [&](long j) { return chunk_layers(v - 1 - static_cast<int>((j % round) / p.pp)); };
-  // The warm-up's forwards: whole rounds hold pp of each chunk.
-  const int q = warm / round, r = warm % round;
-  double held = 0;
-  for (int chunk = 0; chunk < v; ++chunk)
-    held += static_cast<double>(q * p.pp + std::min(p.pp, std::max(0, r - chunk * p.pp))) * chunk_layers(chunk);
-  double peak = held;
-  // Steady step i adds forward warm − 1 + i and frees backward i − 1. Both
-  // chunks stay the same for runs of up to pp steps, over which the count
-  // moves linearly: its largest value is at a run's first or last step, so
-  // each run costs O(1) (at most 2v + 1 runs, not pp·v steps: the search's
-  // hot path).
-  const long steady = std::min<long>(total - warm, round);
-  for (long i = 1; i <= steady;) {
-    const long f = warm - 1 + i, b = i - 1;
-    const long run = std::min({p.pp - f % p.pp, p.pp - b % p.pp, steady - i + 1});
-    const double step = forward(f) - backward(b);
-    peak = std::max({peak, held + step, held + static_cast<double>(run) * step});
-    held += static_cast<double>(run) * step;
-    i += run;
-  }
-  return peak;
-}
-
 // One stage's lines: stage `stage` of p.pp, holding `stage_layers` layers
 // (the embedding on stage 0, the head on the last).
 StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw, int stage,
@@ -690,16 +649,12 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
   double layer_in_flight = in_flight;
   if (p.pp > 1 && p.schedule != Schedule::gpipe) {
     const int v = p.model_chunks();
-    const int n = chunks_in_flight(p.schedule, p.pp, stage, p.grad_accum, v);
-    in_flight = static_cast<double>(n) / v;
+    in_flight = static_cast<double>(chunks_in_flight(p.schedule, p.pp, stage, p.grad_accum, v)) / v;
     // Stated chunks (Plan::chunk_layers) differ in size, and the peak of the
-    // layers held need not come at the end of the warm-up (layer_in_flight).
-    // A stage whose chunks are all equal holds n of them either way.
-    bool equal = true;
-    for (std::size_t i = static_cast<std::size_t>(stage) + static_cast<std::size_t>(p.pp); equal && i < p.chunk_layers.size();
-         i += static_cast<std::size_t>(p.pp))
-      equal = p.chunk_layers[i] == p.chunk_layers[static_cast<std::size_t>(stage)];
-    layer_in_flight = equal ? in_flight : chunk_layers_in_flight(p, stage, n) / stage_layers;
+    // layers held need not come at the end of the warm-up.
+    layer_in_flight = p.chunk_layers.empty()
+                          ? in_flight
+                          : interleaved_peak_layers(p.pp, stage, p.grad_accum, p.chunk_layers) / stage_layers;
   }
   // ztune's executor allocates as it does on CPU ranks wherever it runs
   // (executor_layout). On a GPU the CUDA context, NCCL, cuBLAS and the caching

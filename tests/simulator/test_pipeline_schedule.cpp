@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 #include <tuple>
+#include <vector>
 
 #include "sim_fixture.hpp"
 #include "ztune/vocab/pipeline_schedule.hpp"
@@ -75,6 +76,37 @@ TEST_CASE("chunks in flight: the closed form is the schedule's peak, every sched
       }
       INFO(to_string(schedule) << " p " << p << " v " << v << " m " << m << " stage " << s);
       CHECK(chunks_in_flight(schedule, p, s, m, v) == peak);
+    }
+  }
+}
+
+// The same with chunks of different sizes (Plan::chunk_layers): the closed
+// form's run-by-run walk (interleaved_peak_layers) against the schedule's own
+// passes, each adding or freeing its chunk's layers.
+TEST_CASE("layers in flight with stated chunks: the walk is the schedule's peak, every stage",
+          "[simulator][schedule][chunks]") {
+  struct Case {
+    int p, v, m;
+    std::vector<int> chunks;
+  };
+  const std::vector<Case> cases{
+      {2, 4, 8, {0, 1, 1, 1, 1, 1, 1, 0}},       // both ends empty: stage 1 peaks after its warm-up
+      {2, 2, 4, {1, 2, 2, 1}},                   // Megatron-Core's 6 + 2 over 2 × 2
+      {4, 2, 8, {3, 4, 4, 4, 4, 4, 4, 3}},       // GPT-3 cut to 30 layers
+      {4, 3, 4, {1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 1}},  // m = p: every forward first
+      {3, 2, 9, {2, 1, 1, 1, 1, 2}},             // uneven, not Megatron's
+      {2, 3, 6, {2, 2, 2, 2, 2, 2}},             // equal chunks
+  };
+  for (const auto& c : cases) {
+    for (int s = 0; s < c.p; ++s) {
+      double held = 0, peak = 0;
+      for (const auto& st : pipeline_schedule(Schedule::interleaved, c.p, s, c.m, c.v)) {
+        const double layers = c.chunks[static_cast<std::size_t>(st.chunk * c.p + s)];
+        held += st.forward ? layers : -layers;
+        peak = std::max(peak, held);
+      }
+      INFO("p " << c.p << " v " << c.v << " m " << c.m << " stage " << s);
+      CHECK(interleaved_peak_layers(c.p, s, c.m, c.chunks) == Approx(peak));
     }
   }
 }

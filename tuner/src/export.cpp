@@ -292,21 +292,25 @@ std::vector<std::string> megatron_stage_arguments(const PlanFile& pf, const std:
 /// loss does (--account-for-loss-in-pipeline-split); get_transformer_layer_offset
 /// in megatron/core/transformer/transformer_layer.py. Another layout is refused.
 std::vector<std::string> megatron_chunk_accounting(const Plan& p, const std::string& file) {
-  const auto& c = p.chunk_layers;
-  const int k = c.size() > 2 ? c[1] : std::max(c.front(), c.back());
-  const bool embedding = c.front() == k - 1, loss = c.back() == k - 1;
-  bool fits = (c.front() == k || embedding) && (c.back() == k || loss);
-  for (std::size_t i = 1; i + 1 < c.size(); ++i) fits = fits && c[i] == k;
-  if (!fits || !(embedding || loss)) {
-    throw InputError(file + ": megatron cannot run this plan (" + p.summary() + "): its model chunks (chunks: above) "
-                     "are not a layout Megatron-LM states; it cuts chunks equal, or with "
-                     "--account-for-embedding/loss-in-pipeline-split the first/last one layer short — state such "
-                     "chunk_layers in $.plan.chunk_layers, or drop them (equal chunks)");
+  // The layouts the two flags make (chunk_layers_accounting, their one owner),
+  // against the plan's.
+  int layers = 0;
+  for (int n : p.chunk_layers) layers += n;
+  for (const auto& [embedding, loss] : {std::pair{true, true}, std::pair{true, false}, std::pair{false, true}}) {
+    try {
+      if (chunk_layers_accounting(layers, p.pp, p.virtual_stages, embedding, loss) != p.chunk_layers) continue;
+    } catch (const InputError&) {
+      continue;  // those flags cannot lay out these layers
+    }
+    std::vector<std::string> a;
+    if (embedding) a.emplace_back("--account-for-embedding-in-pipeline-split");
+    if (loss) a.emplace_back("--account-for-loss-in-pipeline-split");
+    return a;
   }
-  std::vector<std::string> a;
-  if (embedding) a.emplace_back("--account-for-embedding-in-pipeline-split");
-  if (loss) a.emplace_back("--account-for-loss-in-pipeline-split");
-  return a;
+  throw InputError(file + ": megatron cannot run this plan (" + p.summary() + "): its model chunks (chunks: above) "
+                   "are not a layout Megatron-LM states; it cuts chunks equal, or with "
+                   "--account-for-embedding/loss-in-pipeline-split the first/last one layer short — state such "
+                   "chunk_layers in $.plan.chunk_layers, or drop them (equal chunks)");
 }
 
 /// Megatron-DeepSpeed builds its PipelineModule with partition_method

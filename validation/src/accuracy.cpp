@@ -9,6 +9,7 @@
 #include <iterator>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "ztune/vocab/catalog.hpp"
 #include "ztune/vocab/json_reader.hpp"
@@ -98,8 +99,16 @@ double weighted_quantile(std::vector<std::pair<double, double>> v, double q) {
 
 }  // namespace
 
+namespace {
+// A cell's own band, % each side: its 10th-90th percentile widened to at
+// least ± its mean error (time_factors; the pooled band is every source's).
+std::pair<double, double> widened_band(const CrossValidated& cv) {
+  return {std::min(cv.optimism_p10, -cv.mape), std::max(cv.optimism_p90, cv.mape)};
+}
+}  // namespace
+
 std::pair<double, double> CrossValidated::time_factors() const {
-  double lo = std::min(optimism_p10, -mape), hi = std::max(optimism_p90, mape);
+  auto [lo, hi] = widened_band(*this);
   if (scope != CellScope::every && (pooled_lo != 0 || pooled_hi != 0)) {
     const double k = kBandPriorSources, n = sources;
     lo = (n * lo + k * pooled_lo) / (n + k);
@@ -230,10 +239,7 @@ CrossValidated cross_validated(const ValidationReport& r, const nlohmann::json& 
   // (time_factors).
   const CrossValidated pooled = measure(3);
   auto with_pool = [&](CrossValidated m) {
-    if (!pooled.empty()) {
-      m.pooled_lo = std::min(pooled.optimism_p10, -pooled.mape);
-      m.pooled_hi = std::max(pooled.optimism_p90, pooled.mape);
-    }
+    if (!pooled.empty()) std::tie(m.pooled_lo, m.pooled_hi) = widened_band(pooled);
     return m;
   };
   if (CrossValidated own = measure(0); !own.empty()) return with_pool(own);
@@ -439,6 +445,7 @@ nlohmann::json accuracy_json(const Accuracy& a, double iteration_s, double token
                        {"max_abs_error_pct", s.max_abs_pct}});
   nlohmann::json j{{"gpu_family", a.family}, {"time_sources", sources}};
   if (!a.cv.empty()) {
+    const auto [lo, hi] = a.cv.time_factors();
     j["cross_validated"] = {{"cell", a.cv.cell},
                             {"fallback", a.cv.fallback},
                             {"engine", a.cv.engine},
@@ -449,10 +456,9 @@ nlohmann::json accuracy_json(const Accuracy& a, double iteration_s, double token
                             {"optimism_p10_pct", a.cv.optimism_p10},
                             {"optimism_p90_pct", a.cv.optimism_p90},
                             {"pooled_band_pct", {a.cv.pooled_lo, a.cv.pooled_hi}},
-                            {"band_pct", {100 * (a.cv.time_factors().first - 1), 100 * (a.cv.time_factors().second - 1)}},
+                            {"band_pct", {100 * (lo - 1), 100 * (hi - 1)}},
                             {"pooled_weight_sources", kBandPriorSources}};
     if (iteration_s > 0) {
-      const auto [lo, hi] = a.cv.time_factors();
       j["band"] = {{"coverage", 0.8},
                    {"iteration_s", {iteration_s * lo, iteration_s * hi}},
                    {"tokens_per_s", {tokens_per_s / hi, tokens_per_s / lo}}};

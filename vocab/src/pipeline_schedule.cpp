@@ -8,17 +8,28 @@ namespace ztune {
 
 namespace {
 
+// The chunk interleaved pass k runs: forward (k mod p·v) div p, backward the
+// chunks in reverse.
+int interleaved_chunk(long k, int p, int v, bool forward) {
+  const int chunk = static_cast<int>((k % (static_cast<long>(p) * v)) / p);
+  return forward ? chunk : v - 1 - chunk;
+}
+
+// Interleaved 1F1B's warm-up forwards on stage s (all m·v when m = p).
+long interleaved_warmup(int p, int s, int m, int v) {
+  const long total = static_cast<long>(m) * v;
+  return m == p ? total : std::min(static_cast<long>(p - s - 1) * 2 + static_cast<long>(v - 1) * p, total);
+}
+
 std::vector<PipeAction> interleaved(int p, int s, int m, int v) {
   if (m % p != 0)
     throw std::invalid_argument("interleaved 1F1B needs micro-batches (" + std::to_string(m) +
                                 ") divisible by the pipeline stages (" + std::to_string(p) + ")");
   const int total = m * v;
   auto pass = [&](int k, bool forward) {
-    const int in_group = k % (p * v);
-    const int chunk = in_group / p;
-    return PipeAction{forward, (k / (p * v)) * p + k % p, forward ? chunk : v - 1 - chunk};
+    return PipeAction{forward, (k / (p * v)) * p + k % p, interleaved_chunk(k, p, v, forward)};
   };
-  const int warmup = m == p ? total : std::min((p - s - 1) * 2 + (v - 1) * p, total);
+  const int warmup = static_cast<int>(interleaved_warmup(p, s, m, v));
   std::vector<PipeAction> out;
   out.reserve(static_cast<std::size_t>(2 * total));
   for (int k = 0; k < warmup; ++k) out.push_back(pass(k, true));
@@ -63,12 +74,46 @@ int chunks_in_flight(Schedule kind, int stages, int stage, int micro_batches, in
     case Schedule::one_f_one_b: return std::min(p - stage, m);
     case Schedule::interleaved: {
       const long total = static_cast<long>(m) * chunks;
-      if (m == p) return static_cast<int>(total);
-      const long warmup = std::min(static_cast<long>(p - stage - 1) * 2 + static_cast<long>(chunks - 1) * p, total);
-      return static_cast<int>(std::min(warmup + 1, total));
+      return static_cast<int>(std::min(interleaved_warmup(p, stage, m, chunks) + 1, total));
     }
   }
   return 1;
+}
+
+double interleaved_peak_layers(int stages, int stage, int micro_batches, std::span<const int> chunk_layers) {
+  const int p = stages, v = static_cast<int>(chunk_layers.size()) / stages;
+  auto layers = [&](int chunk) {
+    return static_cast<double>(chunk_layers[static_cast<std::size_t>(chunk) * static_cast<std::size_t>(p) +
+                                            static_cast<std::size_t>(stage)]);
+  };
+  const long warm = chunks_in_flight(Schedule::interleaved, p, stage, micro_batches, v);
+  // Whole rounds of the warm-up hold p passes of each chunk, the rest the
+  // first chunks'. A stage of equal chunks holds `warm` of them, whatever the order.
+  const long round = static_cast<long>(p) * v, q = warm / round, r = warm % round;
+  double held = 0;
+  bool equal = true;
+  for (int chunk = 0; chunk < v; ++chunk) {
+    held += static_cast<double>(q * p + std::clamp(r - static_cast<long>(chunk) * p, 0L, static_cast<long>(p))) *
+            layers(chunk);
+    equal = equal && layers(chunk) == layers(0);
+  }
+  if (equal) return held;
+  // Steady step i adds forward warm − 1 + i and frees backward i − 1. Both
+  // chunks stay the same for runs of up to p steps, over which the count moves
+  // linearly: its largest value is at a run's first or last step. Both orders
+  // repeat every p·v steps, so one period finds the peak: at most 2v + 1 runs
+  // (the memory model's hot path).
+  const long steady = std::min(static_cast<long>(micro_batches) * v - warm, round);
+  double peak = held;
+  for (long i = 1; i <= steady;) {
+    const long f = warm - 1 + i, b = i - 1;
+    const long run = std::min({p - f % p, p - b % p, steady - i + 1});
+    const double step = layers(interleaved_chunk(f, p, v, true)) - layers(interleaved_chunk(b, p, v, false));
+    peak = std::max({peak, held + step, held + static_cast<double>(run) * step});
+    held += static_cast<double>(run) * step;
+    i += run;
+  }
+  return peak;
 }
 
 }  // namespace ztune

@@ -25,6 +25,7 @@
 //
 // The order depends only on the counts, not on how many layers each stage
 // holds: uneven stages (stage_layers) run the same schedule.
+#include <span>
 #include <vector>
 
 #include "ztune/vocab/plan.hpp"
@@ -52,5 +53,14 @@ struct PipeAction {
 /// worth of micro-batches; at stage 0 of interleaving, Korthikanti et al.
 /// 2022 §4.2.3's p·(1 + (p − 1)/(p·v)).
 [[nodiscard]] int chunks_in_flight(Schedule kind, int stages, int stage, int micro_batches, int chunks = 1);
+
+/// The most transformer layers stage `stage` holds activations of at once
+/// under interleaved 1F1B with chunks of the given layers (Plan::chunk_layers:
+/// stages × chunks entries, chunk c of stage r at c·stages + r). Its chunks
+/// differing in size, the peak may come after the warm-up: a stage whose last
+/// chunk is empty frees nothing on its first backwards. Equal chunks: their
+/// layers × chunks_in_flight. O(chunks).
+[[nodiscard]] double interleaved_peak_layers(int stages, int stage, int micro_batches,
+                                             std::span<const int> chunk_layers);
 
 }  // namespace ztune
