@@ -233,12 +233,16 @@ int run(const CalibrateFlags& f) {
   // The measured runs of the database join the records given, read before
   // the microbenchmarks too: a damaged stored run is refused (naming its row)
   // before minutes of measuring, not after them.
+  // A database that cannot be opened (damaged, foreign, read-only) is
+  // refused as run and history refuse it: it had been noted among a long
+  // report's lines and the fit made without the runs the user named.
   std::optional<ResultsDb> db;
   if (!f.no_db) {
     try {
       db = ResultsDb::open(f.db.empty() ? default_db_path() : f.db);
     } catch (const InputError& e) {
-      notes.push_back(std::string("results database not used: ") + e.what());
+      throw InputError(std::string(e.what()) + " (calibrate reads the stored runs from it and stores the profile in "
+                       "it; --no-db calibrates without it; nothing was measured)");
     }
   }
   if (db && !f.no_db_runs) {

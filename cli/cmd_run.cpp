@@ -237,6 +237,12 @@ int run(const RunFlags& f) {
   if (!f.resume.empty() && !f.checkpoint_dir.empty() && f.resume != f.checkpoint_dir)
     throw InputError("--resume " + f.resume + ": continues in its own directory; --checkpoint-dir " +
                      f.checkpoint_dir + " differs (give one of them)");
+  // Another run writing or resuming the same directory: refused here, not by
+  // the worker after the launch (which had stored a run that never began as
+  // failed, and pointed at the other run's directory to resume).
+  if (const std::string& locked = !f.resume.empty() ? f.resume : f.checkpoint_dir;
+      !locked.empty() && (f.checkpoint_every > 0 || !f.resume.empty()))
+    if (auto held = checkpoint_dir_held(locked)) throw InputError(*held + "; nothing was launched");
   if (!f.resume.empty()) {
     check_writable_dir("--resume", f.resume, true);
     if (!std::filesystem::exists(checkpoint_latest_path(f.resume)))
@@ -325,6 +331,9 @@ int run(const RunFlags& f) {
                 to_string(backend), f.steps, f.threads, f.data,
                 f.nvme_dir, static_cast<std::uint64_t>(f.seed), f.checkpoint_every, f.keep_checkpoints,
                 f.collective_timeout_s, !f.resume.empty()};
+  // A --record the worker cannot write at the end (a full disk) goes here
+  // instead: the run's measurements are kept and stored, and the error said.
+  if (!f.record.empty()) job.record_fallback = dir + "/record.json";
   // The schedule the checkpoints are written on, beside them (read by a later --resume).
   if (f.checkpoint_every > 0) {
     std::error_code ec;
@@ -384,7 +393,15 @@ int run(const RunFlags& f) {
     store_unfinished("failed", why);
     return rc == kExitUsage ? kExitUsage : kExitInfeasible;
   }
-  const RunRecord record = read_run_record(record_path);
+  // The worker wrote the record to the fallback when --record failed.
+  std::optional<std::string> record_not_written;
+  std::string record_read = record_path;
+  if (std::error_code ec; !job.record_fallback.empty() && std::filesystem::exists(job.record_fallback, ec)) {
+    record_read = job.record_fallback;
+    record_not_written = "--record " + f.record + " could not be written (the worker's warning above)";
+    tmp.keep();
+  }
+  const RunRecord record = read_run_record(record_read);
   note_contention(contention);
 
   // The cost model's prediction for the same plan: the memory above, and the time.
@@ -447,17 +464,21 @@ int run(const RunFlags& f) {
     }
   }
   const bool record_kept = !f.record.empty() || tmp.kept();
-  summary["record"] = record_kept ? nlohmann::json(record_path) : nlohmann::json(nullptr);
+  summary["record"] = record_kept ? nlohmann::json(record_read) : nlohmann::json(nullptr);
   auto finish = [&]() {
-    if (!not_stored) return kExitOk;
-    std::fprintf(stderr,
-                 "ztune run: error: the run was not stored in the results database: %s; its record is kept at %s "
-                 "(calibrate --records reads it)\n",
-                 not_stored->c_str(), record_path.c_str());
-    return kExitInfeasible;
+    if (record_not_written)
+      std::fprintf(stderr, "ztune run: error: %s; the record is kept at %s%s\n", record_not_written->c_str(),
+                   record_read.c_str(), not_stored ? "" : (", and the run is stored as run " + summary["run_id"].dump()).c_str());
+    if (not_stored)
+      std::fprintf(stderr,
+                   "ztune run: error: the run was not stored in the results database: %s; its record is kept at %s "
+                   "(calibrate --records reads it)\n",
+                   not_stored->c_str(), record_read.c_str());
+    return not_stored || record_not_written ? kExitInfeasible : kExitOk;
   };
   if (f.json) {
     summary["not_stored_why"] = not_stored ? nlohmann::json(*not_stored) : nlohmann::json(nullptr);
+    summary["record_not_written_why"] = record_not_written ? nlohmann::json(*record_not_written) : nlohmann::json(nullptr);
     std::printf("%s\n", summary.dump(2).c_str());
     return finish();
   }
@@ -487,7 +508,7 @@ int run(const RunFlags& f) {
   else if (memory_only) std::fputs(memory_at_peak_table(record, *memory_only).c_str(), stdout);
   const std::string stored = summary["run_id"].is_null() ? "" : "stored as run " + summary["run_id"].dump();
   if (record_kept)
-    std::printf("run record: %s%s\n", record_path.c_str(), stored.empty() ? "" : (", " + stored).c_str());
+    std::printf("run record: %s%s\n", record_read.c_str(), stored.empty() ? "" : (", " + stored).c_str());
   else
     std::printf("run record: %s (not kept on disk: pass --record FILE or --keep)\n",
                 stored.empty() ? "not stored" : stored.c_str());

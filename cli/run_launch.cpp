@@ -50,6 +50,7 @@ std::vector<std::string> worker_args(const WorkerJob& job) {
   if (job.collective_timeout_s)
     a.insert(a.end(), {"--collective-timeout", std::to_string(*job.collective_timeout_s)});
   if (job.resume) a.emplace_back("--resume");
+  if (!job.record_fallback.empty()) a.insert(a.end(), {"--record-fallback", job.record_fallback});
   return a;
 }
 
@@ -398,7 +399,8 @@ std::string launch_failure(const std::string& launcher, int rc, int killed_by) {
   if (killed_by != 0)
     return "the launcher " + launcher + " was killed by " + signal_name(killed_by) + " (signal " +
            std::to_string(killed_by) + "); its ranks were ended";
-  return "the job failed (exit " + std::to_string(rc) + "); see the messages above";
+  // Also stored with the run (history show), where nothing is "above".
+  return "the job failed (exit " + std::to_string(rc) + "); its ranks' messages went to the launching terminal";
 }
 
 }  // namespace ztune::cli

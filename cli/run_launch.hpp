@@ -30,6 +30,7 @@ struct WorkerJob {
   int keep_checkpoints = 0;     // ztune-worker --keep-checkpoints (0: every one)
   std::optional<int> collective_timeout_s{};  // ztune-worker --collective-timeout (absent: its default)
   bool resume = false;          // ztune-worker --resume: from checkpoint_dir's latest checkpoint
+  std::string record_fallback{};  // ztune-worker --record-fallback (empty: none)
 };
 /// ztune-worker's argument list for `job` (worker path first).
 std::vector<std::string> worker_args(const WorkerJob& job);
@@ -84,7 +85,8 @@ int run_process(const std::vector<std::string>& argv, bool stdout_to_stderr, int
 
 /// Why a launch that returned `rc` failed, for "ztune run: ...": the launcher
 /// `launcher` (argv[0]) killed by a signal says so, as nothing else does;
-/// else the exit status, the ranks' and launcher's messages being above.
+/// else the exit status, the ranks' and launcher's messages having gone to
+/// the terminal (the text is stored with the run too).
 [[nodiscard]] std::string launch_failure(const std::string& launcher, int rc, int killed_by);
 
 }  // namespace ztune::cli

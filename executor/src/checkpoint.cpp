@@ -98,7 +98,7 @@ std::optional<std::string> CheckpointDirLock::take(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return dir + ": cannot create: " + ec.message();
-  const std::string path = dir + "/lock";
+  const std::string path = checkpoint_lock_path(dir);
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) return path + ": cannot open: " + std::strerror(errno);
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
@@ -110,8 +110,7 @@ std::optional<std::string> CheckpointDirLock::take(const std::string& dir) {
     if (err != EWOULDBLOCK) return path + ": cannot lock: " + std::strerror(err);
     std::string pid = n > 0 ? std::string(holder, static_cast<std::size_t>(n)) : "";
     while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
-    return "--checkpoint-dir " + dir + ": in use by another run" + (pid.empty() ? "" : " (pid " + pid + ")") +
-           "; wait for it to end, or choose another directory";
+    return checkpoint_dir_in_use(dir, pid);
   }
   const std::string me = std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd_, 0) == 0) (void)!::pwrite(fd_, me.data(), me.size(), 0);

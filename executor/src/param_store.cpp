@@ -32,7 +32,9 @@ struct ParamStore::Bucket {
   std::size_t secondary_piece = 0;   // padded / ranks per node
   bool secondary_valid = false;      // holds this step's weights (since the last forward gather)
   RequestPtr gather_req;
-  Buffer grad_work;              // stages 2/3: this micro-batch's full-bucket gradients
+  Buffer grad_work;              // stages 2/3: this micro-batch's full-bucket gradients (a comm bucket:
+                                 //   filled by the backward, reduce-scattered, freed; the memory
+                                 //   model's comm_buckets line, as DeepSpeed's ipg buckets)
 };
 
 struct ParamStore::Pending {
@@ -179,7 +181,7 @@ TensorRef ParamStore::grad(int id) {
   const auto i = static_cast<std::size_t>(id);
   auto& b = buckets_[static_cast<std::size_t>(param_bucket_[i])];
   if (whole_grads()) return grads_.ref(b.offset + param_offset_[i]);
-  if (b.grad_work.empty()) b.grad_work = be_.allocate(b.padded, MemCategory::grads, opt_.grad_storage);
+  if (b.grad_work.empty()) b.grad_work = be_.allocate(b.padded, MemCategory::comm_buckets, opt_.grad_storage);
   return b.grad_work.ref(param_offset_[i]);
 }
 
@@ -370,7 +372,7 @@ void ParamStore::launch_reduction(Bucket& b) {
   } else {
     // Held (ZeRO-3 under a pipeline): the step's whole gradients, reduced in place.
     if (!whole_grads() && b.grad_work.empty())
-      b.grad_work = be_.allocate(b.padded, MemCategory::grads, opt_.grad_storage);
+      b.grad_work = be_.allocate(b.padded, MemCategory::comm_buckets, opt_.grad_storage);
     const TensorRef full = whole_grads() ? grads_.ref(b.offset) : b.grad_work.ref();
     p.recv = be_.allocate(b.piece, MemCategory::comm_buckets, opt_.grad_storage);
     if (opt_.zeropp && g_.dp_inter != nullptr) {

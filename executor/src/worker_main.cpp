@@ -157,6 +157,9 @@ int run(int argc, char** argv) {
   app.add_option("--seed", opt.seed, "Initialisation seed")
       ->check(integer(0, std::numeric_limits<long long>::max(), "a seed"));
   app.add_option("--record", opt.record, "Run record JSON written by rank 0");
+  app.add_option("--record-fallback", opt.record_fallback,
+                 "Where rank 0 writes the run record when --record cannot be written (ztune run passes its "
+                 "temporary directory): the measurements are kept, the error said");
   app.add_flag("--resume", opt.resume, "Continue from the latest committed checkpoint");
   app.add_option("--checkpoint-every", opt.checkpoint_every, "Write a sharded checkpoint every N steps")
       ->check(integer(0, kMaxSteps, "a step count"));
@@ -238,6 +241,7 @@ int run(int argc, char** argv) {
   if (!error) error = output_file_flag_problem("--save", opt.save, true);
   if (!error) error = output_file_flag_problem("--dump-grads", opt.dump_grads, true);
   if (!error) error = output_file_flag_problem("--record", opt.record, false);
+  if (!error) error = output_file_flag_problem("--record-fallback", opt.record_fallback, false);
   if (!error && opt.keep_checkpoints > 0 && opt.checkpoint_every == 0)
     error = "--keep-checkpoints: no checkpoints are written without --checkpoint-every N";
   // One run at a time in a checkpoint directory (rank 0 holds it until it exits).
@@ -315,10 +319,13 @@ int run(int argc, char** argv) {
         std::string earlier;
         for (int n : checkpoint_steps_present(opt.checkpoint_dir))
           if (n < first_step) earlier += (earlier.empty() ? "" : ", ") + std::to_string(n);
-        if (!earlier.empty())
-          *error += "; " + opt.checkpoint_dir + " also keeps the checkpoints after step" +
-                    (earlier.find(',') == std::string::npos ? " " : "s ") + earlier + ": to go back to one, write its " +
-                    "step count into " + checkpoint_latest_path(opt.checkpoint_dir) + " and resume";
+        if (!earlier.empty()) {
+          const bool one = earlier.find(',') == std::string::npos;
+          *error += "; " + opt.checkpoint_dir + " also keeps " +
+                    (one ? "the checkpoint after step " + earlier + ": to go back to it"
+                         : "the checkpoints after steps " + earlier + ": to go back to one") +
+                    ", write its step count into " + checkpoint_latest_path(opt.checkpoint_dir) + " and resume";
+        }
       }
     }
     if (any_error(*world, error)) return kExitUsage;
@@ -431,11 +438,19 @@ int run(int argc, char** argv) {
     in.threads = opt.threads;
     in.data = data->describe();
     in.nvme_direct_io = nvme_direct;
-    if (auto why = write_file_durably(opt.record, make_run_record(in).dump(2) + "\n")) {
-      std::fprintf(stderr, "ztune-worker: error: %s: cannot write the run record: %s\n", opt.record.c_str(),
-                   why->c_str());
+    // Every step ran: a record that cannot be written where asked (a full
+    // disk) goes to the fallback, and the run's caller says so, rather than
+    // the measurements being thrown away.
+    const FallbackWrite w = write_file_or_fallback(opt.record, opt.record_fallback, make_run_record(in).dump(2) + "\n");
+    if (!w.written()) {
+      std::fprintf(stderr, "ztune-worker: error: %s: cannot write the run record: %s%s\n", opt.record.c_str(),
+                   w.error->c_str(),
+                   opt.record_fallback.empty() ? "" : ("; nor " + opt.record_fallback + ": " + *w.fallback_error).c_str());
       return kExitFailed;
     }
+    if (w.error)
+      std::fprintf(stderr, "ztune-worker: warning: %s: cannot write the run record: %s; written to %s instead\n",
+                   opt.record.c_str(), w.error->c_str(), opt.record_fallback.c_str());
   }
   return 0;
 }

@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -510,6 +511,54 @@ TEST_CASE("calibrate refuses a damaged stored run before any microbenchmark runs
   CHECK_FALSE(fs::exists(scratch() / "never.json"));
 }
 
+// What calibrate had gone on without, saying it in one line of a long report
+// or not at all: a database it cannot open (damaged, its tables changed), a
+// stored record that is valid JSON but not a record, a contention share out of
+// [0, 1]. Each is refused, naming the file and the place, before any
+// microbenchmark runs.
+TEST_CASE("calibrate refuses a damaged database and out-of-range stored values before measuring",
+          "[cli][run][calibrate]") {
+  const fs::path good = scratch() / "calibrate-good.db";
+  REQUIRE(run_command(ztune_bin() + " run --model tiny --dp 2 --micro-batch 2 --global-batch 4 --steps 1 --db '" +
+                      good.string() + "'")
+              .exit_code == 0);
+  const fs::path db = scratch() / "calibrate-damaged.db";
+  auto sql = [&](const std::string& statement) {
+    return run_command("/usr/bin/python3 -c \"import sqlite3; c = sqlite3.connect('" + db.string() + "'); c.execute(\\\"" +
+                       statement + "\\\"); c.commit()\"")
+        .exit_code;
+  };
+  const struct {
+    const char* statement;  // applied to a copy of the good database ("" : cut the file short instead)
+    std::vector<std::string> said;
+  } cases[] = {
+      {"UPDATE runs SET record = '42'", {"(run 1, column record): expected the run record object, got number"}},
+      {"UPDATE measurements SET value = 1e308 WHERE name = 'machine.others_cpu_fraction'",
+       {"(run 1, table measurements): machine.others_cpu_fraction: expected a fraction in [0, 1], got 1e+308"}},
+      {"UPDATE measurements SET value = -5 WHERE name = 'machine.others_cpu_fraction'",
+       {"expected a fraction in [0, 1], got -5"}},
+      {"DROP TABLE measurements", {"whose tables were changed outside ztune: table measurements is missing"}},
+      {"ALTER TABLE runs RENAME COLUMN measured_iteration_s TO m", {"table runs has no column measured_iteration_s"}},
+      {"", {"a damaged SQLite database", "--no-db calibrates without it; nothing was measured"}},
+  };
+  for (const auto& k : cases) {
+    INFO(k.statement);
+    fs::copy_file(good, db, fs::copy_options::overwrite_existing);
+    if (*k.statement != '\0') {
+      REQUIRE(sql(k.statement) == 0);
+    } else {
+      fs::resize_file(db, fs::file_size(db) / 2);
+    }
+    const auto r = run_command(ztune_bin() + " calibrate --cluster local-cpu --quick --np 2 --out '" +
+                               (scratch() / "never.json").string() + "' --db '" + db.string() + "'");
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    for (const auto& s : k.said) CHECK_THAT(r.err, Contains(db.string()) && Contains(s));
+    CHECK_THAT(r.out, !Contains("rank(s) of cluster"));
+    CHECK_FALSE(fs::exists(scratch() / "never.json"));
+  }
+}
+
 int main(int argc, char** argv) {
   if (std::system("command -v mpirun >/dev/null 2>&1") != 0) {
     std::printf("skipped: mpirun is not on PATH (ztune run launches its ranks with it)\n");
@@ -548,8 +597,47 @@ TEST_CASE("ztune run: a resume with another --steps is noted and a damaged lates
   r = ztune("--steps 8 --resume " + dir.string());
   CHECK(r.exit_code == 2);
   // Step 6's directory is after the latest (4): only step 2 is before it.
-  CHECK_THAT(r.err, Contains(dir.string() + " also keeps the checkpoints after step 2: to go back to one, write its "
+  CHECK_THAT(r.err, Contains(dir.string() + " also keeps the checkpoint after step 2: to go back to it, write its "
                              "step count into " + (dir / "latest").string()));
+
+  // A damaged schedule file is named, as every other file there is: read as
+  // missing, it had let a resume on another --steps go ahead unsaid.
+  for (const char* junk : {"junk\n", "steps -5\n", "steps 99999999999999999999\n", "steps 6 more\n", ""}) {
+    std::ofstream(dir / "schedule", std::ios::trunc) << junk;
+    r = ztune("--steps 8 --resume " + dir.string());
+    INFO(junk);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains((dir / "schedule").string() + ": expected \"steps N\""));
+  }
+  // Missing (checkpoints of an older ztune): resumed without the check.
+  fs::remove(dir / "schedule");
+  std::ofstream(dir / "latest", std::ios::trunc) << "2\n";
+  r = ztune("--steps 8 --resume " + dir.string());
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.err, !Contains("learning-rate schedule"));
+}
+
+// A second run on a checkpoint directory another run holds is refused before
+// its launch: the worker's own refusal had come after mpirun started, stored
+// a run that never began as failed, and told the user to resume the other
+// run's directory.
+TEST_CASE("ztune run: a checkpoint directory another run holds is refused before the launch", "[cli][run][resume]") {
+  const fs::path dir = scratch() / "held-ckpt";
+  fs::remove_all(dir);
+  REQUIRE(ztune("--steps 2 --checkpoint-every 2 --checkpoint-dir " + dir.string()).exit_code == 0);
+  // The lock as the worker holds it: an exclusive flock on DIR/lock, its pid inside.
+  const int fd = ::open((dir / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
+  REQUIRE(::ftruncate(fd, 0) == 0);
+  REQUIRE(::pwrite(fd, "4242\n", 5, 0) == 5);
+  const auto r = ztune("--steps 4 --resume " + dir.string());
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--checkpoint-dir " + dir.string() + ": in use by another run (pid 4242)") &&
+                        Contains("nothing was launched"));
+  CHECK_THAT(r.err, !Contains("mpirun") && !Contains("ztune-worker"));  // refused before the launch
+  ::close(fd);  // released: the same resume runs
+  CHECK(ztune("--steps 4 --resume " + dir.string()).exit_code == 0);
 }
 
 // history show says which steps a stored run trained: a resumed run's first

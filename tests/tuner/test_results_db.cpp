@@ -164,6 +164,40 @@ TEST_CASE("a search whose cluster or model row is gone is listed as damaged, not
   CHECK_THROWS_WITH(db.search(id), Contains("search " + std::to_string(id)) && Contains("table clusters, id 42"));
 }
 
+// A run row edited by hand: a status store_run never writes, or a cluster id
+// that names no stored cluster, had listed as-is ("exploded", "tiny on ?")
+// and been left out of calibration without a word. A run with no cluster at
+// all (a plan file without one) is not damage.
+TEST_CASE("a run row with an unknown status or a dangling cluster is listed as damaged", "[tuner][db]") {
+  TempDir dir;
+  SmallSearch s;
+  const std::string path = dir.file("results.db");
+  {
+    auto db = ResultsDb::open(path);
+    RunToStore run;
+    run.cluster = s.cluster;
+    run.model = s.model;
+    run.plan = s.result.plans.front().plan;
+    run.record = {{"schema", "ztune.run/1"}};
+    for (int i = 0; i < 3; ++i) db.store_run(run);
+    run.cluster.reset();
+    db.store_run(run);  // run 4: no cluster
+  }
+  sqlite3* raw = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &raw) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(raw, "PRAGMA foreign_keys=OFF; UPDATE runs SET status = 'exploded' WHERE id = 1; "
+                            "UPDATE runs SET cluster_id = 42 WHERE id = 2",
+                       nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(raw);
+  const auto runs = ResultsDb::open(path).runs();
+  REQUIRE(runs.size() == 4);  // newest first
+  CHECK_THAT(runs[3].damaged, Contains("column \"status\": expected ok, failed or interrupted, got \"exploded\""));
+  CHECK_THAT(runs[2].damaged, Contains("its cluster (table clusters, id 42) is not in the database"));
+  CHECK(runs[1].damaged.empty());
+  CHECK(runs[0].damaged.empty());
+  CHECK(runs[0].cluster.empty());
+}
+
 TEST_CASE("a stored run keeps its record and measurements", "[tuner][db]") {
   TempDir dir;
   SmallSearch s;

@@ -141,3 +141,32 @@ TEST_CASE("DurableFile for a file only: a FIFO, a device or a link to one is ref
   CHECK(slurp(d / "latest") == "3\n");
   fs::remove_all(d);
 }
+
+// ztune-worker's run record (--record-fallback): a record that cannot be
+// written where asked at the end of a run goes to the fallback, so the
+// measured steps are kept; a fallback that fails too is said with both reasons.
+TEST_CASE("write_file_or_fallback keeps the text when its path cannot be written", "[vocab][durable]") {
+  const fs::path d = fresh_dir("fallback");
+  const std::string fallback = (d / "kept.json").string();
+  ztune::FallbackWrite w = ztune::write_file_or_fallback((d / "record.json").string(), fallback, "steps\n");
+  CHECK_FALSE(w.error);
+  CHECK(w.written());
+  CHECK(slurp(d / "record.json") == "steps\n");
+  CHECK_FALSE(fs::exists(fallback));  // untouched when the path took it
+
+  // A directory that is not there, as a full disk or a removed one fails.
+  w = ztune::write_file_or_fallback((d / "gone" / "record.json").string(), fallback, "steps\n");
+  REQUIRE(w.error);
+  CHECK_FALSE(w.fallback_error);
+  CHECK(w.written());
+  CHECK(slurp(fallback) == "steps\n");
+
+  w = ztune::write_file_or_fallback((d / "gone" / "record.json").string(), (d / "gone" / "too.json").string(), "x");
+  CHECK(w.error);
+  CHECK(w.fallback_error);
+  CHECK_FALSE(w.written());
+  w = ztune::write_file_or_fallback((d / "gone" / "record.json").string(), "", "x");
+  CHECK_FALSE(w.written());
+  CHECK(*w.fallback_error == "no fallback given");
+  fs::remove_all(d);
+}

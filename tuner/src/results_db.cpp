@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <thread>
+#include <tuple>
 
 #include <sqlite3.h>
 #include <unistd.h>
@@ -73,6 +74,19 @@ bool is_corruption(int code) {
   return primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT;
 }
 
+/// What an I/O failure most often means, for the message (a full disk had
+/// read "cannot read the results database: prepare: disk I/O error" while a
+/// run was being stored); "" for other failures.
+std::string io_hint(int code) {
+  switch (code & 0xff) {
+    case SQLITE_FULL: return " (the disk is full: free space, or give another --db)";
+    case SQLITE_IOERR: return " (an I/O error: most often a full disk or a failing device; check the space left)";
+    case SQLITE_READONLY: return " (the file or its directory is read-only: give another --db)";
+    case SQLITE_CANTOPEN: return " (its directory cannot be written: give another --db)";
+    default: return "";
+  }
+}
+
 /// Refuses foreign and newer files before anything is written to them.
 void check_identity(sqlite3* db, const std::string& path, std::int64_t& version) {
   std::int64_t app = 0, objects = 0;
@@ -96,7 +110,7 @@ void check_identity(sqlite3* db, const std::string& path, std::int64_t& version)
                                 "\" (`sqlite3 " + path + " .recover > recovered.sql` salvages what it can)");
     if (is_corruption(e.code()))
       throw untouched(path, std::string("not a ztune results database: SQLite says \"") + e.what() + "\"");
-    throw InputError(path + ": cannot read the results database: " + e.what());
+    throw InputError(path + ": cannot read the results database: " + e.what() + io_hint(e.code()));
   }
   if (app != db::kApplicationId && (objects > 0 || version != 0))
     throw untouched(path, "an SQLite database of another program (application_id " + hex(app) + ", ztune's is " +
@@ -121,6 +135,59 @@ void migrate(sqlite3* db, const std::string& path) {
   db::exec(db, ("PRAGMA application_id = " + std::to_string(db::kApplicationId)).c_str());
   db::exec(db, ("PRAGMA user_version = " + std::to_string(kResultsSchemaVersion)).c_str());
   tx.commit();
+}
+
+/// Every table and its columns as the migrations lay them out (built once,
+/// in memory, from kMigrations: the schema has one owner).
+using TableColumns = std::vector<std::pair<std::string, std::vector<std::string>>>;
+TableColumns columns_of(sqlite3* db) {
+  TableColumns out;
+  Statement tables(db, "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name");
+  while (tables.step()) out.emplace_back(tables.text(0), std::vector<std::string>{});
+  for (auto& [table, columns] : out) {
+    Statement info(db, "SELECT name FROM pragma_table_info(?)");
+    info.bind(1, table);
+    while (info.step()) columns.push_back(info.text(0));
+  }
+  return out;
+}
+const TableColumns& expected_tables() {
+  static const TableColumns tables = [] {
+    sqlite3* raw = nullptr;
+    sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+    struct Close {
+      void operator()(sqlite3* d) const { sqlite3_close(d); }
+    };
+    std::unique_ptr<sqlite3, Close> mem(raw);
+    for (const char* m : db::kMigrations) db::exec(mem.get(), m);
+    return columns_of(mem.get());
+  }();
+  return tables;
+}
+
+/// A database at the current schema version whose tables are not the
+/// schema's (a table dropped, a column renamed by hand) is refused at the
+/// open: it had been found only when a run was stored, after the run.
+void check_tables(sqlite3* db, const std::string& path) {
+  for (const auto& [table, want] : expected_tables()) {
+    Statement info(db, "SELECT name FROM pragma_table_info(?)");
+    info.bind(1, table);
+    std::vector<std::string> have;
+    while (info.step()) have.push_back(info.text(0));
+    std::string why;
+    if (have.empty()) {
+      why = "table " + table + " is missing";
+    } else {
+      for (const auto& column : want)
+        if (std::find(have.begin(), have.end(), column) == have.end()) {
+          why = "table " + table + " has no column " + column;
+          break;
+        }
+    }
+    if (!why.empty())
+      throw untouched(path, "a ztune results database (schema version " + std::to_string(kResultsSchemaVersion) +
+                                ") whose tables were changed outside ztune: " + why);
+  }
 }
 
 /// The busy handler: another connection holds the lock. Retries every 10 ms
@@ -253,7 +320,7 @@ auto guarded(const std::string& path, const char* doing, F&& f) {
                                     ? " (a damaged SQLite database: `sqlite3 " + path +
                                           " .recover > recovered.sql` salvages what it can)"
                                     : "";
-    throw InputError(path + ": " + doing + " failed: " + e.what() + salvage);
+    throw InputError(path + ": " + doing + " failed: " + e.what() + salvage + io_hint(e.code()));
   }
 }
 
@@ -378,6 +445,7 @@ ResultsDb ResultsDb::open(const std::string& path, DbAccess access) {
       throw InputError(path + ": the results database has schema version " + std::to_string(version) +
                        ", which ztune must migrate to " + std::to_string(kResultsSchemaVersion) +
                        ", and this user cannot write it (expected write permission, or its owner to run ztune once)");
+    guarded(path, "reading the results database's tables", [&] { check_tables(db, path); });
     return ResultsDb(std::move(handle), path);
   }
   guarded(path, "migrating the results database", [&] {
@@ -385,6 +453,7 @@ ResultsDb ResultsDb::open(const std::string& path, DbAccess access) {
     set_wal(db);
     db::exec(db, "PRAGMA foreign_keys = ON");
     db::exec(db, "PRAGMA synchronous = NORMAL");
+    check_tables(db, path);
     return 0;
   });
   return ResultsDb(std::move(handle), path);
@@ -542,7 +611,9 @@ std::vector<RunSummary> ResultsDb::runs(int limit) const {
   return guarded(path_, "listing runs", [&] {
     Statement st(db_.get(),
                  "SELECT r.id, r.created_at, coalesce(c.name, ''), coalesce(m.name, ''), r.summary, r.status, "
-                 "r.predicted_iteration_s, r.measured_iteration_s FROM runs r "
+                 "r.predicted_iteration_s, r.measured_iteration_s, "
+                 "r.cluster_id IS NOT NULL AND c.id IS NULL, r.model_id IS NOT NULL AND m.id IS NULL, "
+                 "r.cluster_id, r.model_id FROM runs r "
                  "LEFT JOIN clusters c ON c.id = r.cluster_id LEFT JOIN models m ON m.id = r.model_id "
                  "ORDER BY r.id DESC LIMIT ?");
     st.bind(1, limit);
@@ -554,6 +625,16 @@ std::vector<RunSummary> ResultsDb::runs(int limit) const {
       r.model = st.text(3);
       r.plan = st.text(4);
       r.status = st.text(5);
+      // The statuses store_run writes; another (a row edited by hand) had
+      // listed as-is and been left out of calibration without a word.
+      if (r.status != "ok" && r.status != "failed" && r.status != "interrupted")
+        throw DbFailure(SQLITE_MISMATCH, "column \"status\": expected ok, failed or interrupted, got \"" +
+                                             r.status.substr(0, 40) + "\"");
+      // A cluster or model id that names no stored row (listed as "on ?").
+      for (const auto& [col, table, id_col] : {std::tuple{8, "clusters", 10}, std::tuple{9, "models", 11}})
+        if (st.int64(col) != 0)
+          throw DbFailure(SQLITE_MISMATCH, std::string("its ") + (col == 8 ? "cluster" : "model") + " (table " + table +
+                                               ", id " + std::to_string(st.int64(id_col)) + ") is not in the database");
       r.predicted_iteration_s = st.optional_real(6);
       r.measured_iteration_s = st.optional_real(7);
       // A time is > 0 (an edited -5 had listed as "measured -5.000 s") and

@@ -1,11 +1,19 @@
 #include "ztune/vocab/checkpoint_layout.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <functional>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <string_view>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "ztune/vocab/input_error.hpp"
 
 namespace ztune {
 
@@ -20,12 +28,68 @@ std::string checkpoint_plan_path(const std::string& dir) { return dir + "/plan.j
 std::string checkpoint_data_path(const std::string& dir) { return dir + "/data"; }
 std::string checkpoint_schedule_path(const std::string& dir) { return dir + "/schedule"; }
 
+std::string checkpoint_lock_path(const std::string& dir) { return dir + "/lock"; }
+
+std::string checkpoint_dir_in_use(const std::string& dir, const std::string& pid) {
+  return "--checkpoint-dir " + dir + ": in use by another run" + (pid.empty() ? "" : " (pid " + pid + ")") +
+         "; wait for it to end, or choose another directory";
+}
+
+std::optional<std::string> checkpoint_dir_held(const std::string& dir) {
+  const std::string path = checkpoint_lock_path(dir);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return std::nullopt;
+  std::optional<std::string> held;
+  if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      char holder[32] = {};
+      const ssize_t n = ::pread(fd, holder, sizeof holder - 1, 0);
+      std::string pid = n > 0 ? std::string(holder, static_cast<std::size_t>(n)) : "";
+      while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+      held = checkpoint_dir_in_use(dir, pid);
+    }
+  } else {
+    ::flock(fd, LOCK_UN);
+  }
+  ::close(fd);
+  return held;
+}
+
 std::optional<int> checkpoint_schedule_steps(const std::string& dir) {
-  std::ifstream in(checkpoint_schedule_path(dir));
-  std::string word;
+  const std::string path = checkpoint_schedule_path(dir);
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return std::nullopt;
+  // Read whole (it is one short line; more is not this file) and parsed
+  // strictly: a damaged schedule had read as a missing one, and a resume on
+  // another --steps went ahead on another learning-rate schedule unsaid.
+  std::ifstream in(path, std::ios::binary);
+  std::string text(256, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  const bool too_long = !in.eof() && text.size() == 256;  // longer than any schedule line
+  // "steps", blanks, the count, and nothing but whitespace after it.
+  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  std::string_view v(text);
+  while (!v.empty() && blank(v.back())) v.remove_suffix(1);
   long long steps = 0;
-  if (!(in >> word >> steps) || word != "steps" || steps < 1 || steps > std::numeric_limits<int>::max())
-    return std::nullopt;
+  bool parsed = !too_long && v.starts_with("steps") && v.size() > 5 && blank(v[5]);
+  if (parsed) {
+    v.remove_prefix(5);
+    while (!v.empty() && blank(v.front())) v.remove_prefix(1);
+    const auto [end, err] = std::from_chars(v.data(), v.data() + v.size(), steps);
+    parsed = err == std::errc() && end == v.data() + v.size() && steps >= 1 && steps <= std::numeric_limits<int>::max();
+  }
+  if (!parsed) {
+    std::string shown = text;
+    while (!shown.empty() && blank(shown.back())) shown.pop_back();
+    if (shown.size() > 40) shown = shown.substr(0, 40) + "...";
+    for (char& c : shown)
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+    throw InputError(path + ": expected \"steps N\" (the --steps of the run that wrote these checkpoints, N >= 1), " +
+                     (in.bad() || !std::filesystem::is_regular_file(path, ec) ? std::string("which cannot be read")
+                                                                              : "got \"" + shown + "\"") +
+                     "; write the original run's --steps there, or remove the file to resume without checking them");
+  }
   return static_cast<int>(steps);
 }
 

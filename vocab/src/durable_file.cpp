@@ -137,4 +137,12 @@ std::optional<std::string> write_file_durably(const std::string& path, std::stri
   return f.commit();
 }
 
+FallbackWrite write_file_or_fallback(const std::string& path, const std::string& fallback, std::string_view text) {
+  FallbackWrite w;
+  w.error = write_file_durably(path, text);
+  if (!w.error) return w;
+  w.fallback_error = fallback.empty() ? std::optional<std::string>("no fallback given") : write_file_durably(fallback, text);
+  return w;
+}
+
 }  // namespace ztune

@@ -35,15 +35,30 @@ std::optional<std::string> faster_than_hardware(const RunObservation& r, const C
   return std::string(buf);
 }
 
-void read_stored_run(StoredRun& run, const nlohmann::json& document) {
-  if (document.contains("record") && document.at("record").is_object()) run.record = document.at("record");
+void read_stored_run(StoredRun& run, const nlohmann::json& document, const std::string& where) {
+  if (document.contains("record") && !document.at("record").is_null()) {
+    // Valid JSON that is not a record (42, []) had been dropped without a word.
+    if (!document.at("record").is_object())
+      throw InputError(where + ", column record): expected the run record object, got " +
+                       std::string(document.at("record").type_name()));
+    run.record = document.at("record");
+  }
   if (!document.contains("measurements") || !document.at("measurements").is_array()) return;
   RunContention c;
   for (const auto& m : document.at("measurements")) {
     if (!m.is_object() || !m.contains("name") || !m.contains("value") || !m.at("value").is_number()) continue;
     const auto name = m.at("name").get<std::string>();
-    if (name == kOthersCpuMeasurement) c.others_fraction = m.at("value").get<double>(), c.valid = true;
-    if (name == kStealMeasurement) c.steal_fraction = m.at("value").get<double>(), c.valid = true;
+    if (name != kOthersCpuMeasurement && name != kStealMeasurement) continue;
+    // Shares of the machine's CPU time (1e308 had printed as "inf%", -5 had
+    // passed the run as measured on a quiet machine).
+    const double v = m.at("value").get<double>();
+    if (!(v >= 0 && v <= 1)) {
+      char got[64];
+      std::snprintf(got, sizeof got, "%.6g", v);
+      throw InputError(where + ", table measurements): " + name + ": expected a fraction in [0, 1], got " + got);
+    }
+    (name == kOthersCpuMeasurement ? c.others_fraction : c.steal_fraction) = v;
+    c.valid = true;
   }
   run.contended = contention_problem(c);
 }
@@ -76,9 +91,14 @@ std::vector<RunObservation> runs_from_stored(const std::vector<StoredRun>& store
   int unusable = 0, oversubscribed = 0, contended = 0;
   std::string first_reason, first_oversubscribed, first_contended;
   for (const auto& s : stored) {
+    // Unfinished runs (failed, interrupted) measured nothing; other
+    // clusters' runs are not this fit's.
     if (s.status != "ok") continue;
     if (!run_of_cluster(s.cluster, cluster_name)) continue;
-    if (!s.record.is_object()) continue;
+    if (!s.record.is_object()) {
+      if (++unusable == 1) first_reason = where + " run " + std::to_string(s.id) + ": no run record stored with it";
+      continue;
+    }
     // Measured while other work shared the machine: slower than its plan by
     // a contention the cost model does not price.
     if (s.contended) {

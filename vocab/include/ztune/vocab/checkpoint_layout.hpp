@@ -21,8 +21,18 @@ namespace ztune {
 [[nodiscard]] std::string checkpoint_plan_path(const std::string& dir);
 [[nodiscard]] std::string checkpoint_data_path(const std::string& dir);
 [[nodiscard]] std::string checkpoint_schedule_path(const std::string& dir);
-/// The steps DIR/schedule records (nullopt when there is none, or it is not
-/// "steps N": checkpoints of an older build, or a file edited by hand).
+/// DIR/lock: the run writing or resuming DIR holds an exclusive flock on it
+/// (the executor's CheckpointDirLock), its pid written inside.
+[[nodiscard]] std::string checkpoint_lock_path(const std::string& dir);
+/// Why DIR cannot be used: another run holds its lock (`pid` as its lock
+/// file says, "" when unknown). The one wording, for the worker and the CLI.
+[[nodiscard]] std::string checkpoint_dir_in_use(const std::string& dir, const std::string& pid);
+/// checkpoint_dir_in_use's message when a run holds DIR's lock now (probed
+/// with a shared, non-blocking flock, released at once); nullopt when none
+/// does or DIR has no lock file. The CLI asks before it launches a run.
+[[nodiscard]] std::optional<std::string> checkpoint_dir_held(const std::string& dir);
+/// The steps DIR/schedule records: nullopt when there is none (checkpoints
+/// of an older build); InputError, naming the file, when it is not "steps N".
 [[nodiscard]] std::optional<int> checkpoint_schedule_steps(const std::string& dir);
 /// Why DIR/data is missing when it must be there (nullopt when it is there,
 /// or when the checkpoints are an older build's, which wrote none): every

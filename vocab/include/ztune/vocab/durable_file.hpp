@@ -72,4 +72,15 @@ void report_file_size_limit_as_error();
 [[nodiscard]] std::optional<std::string> write_file_durably(const std::string& path, std::string_view text,
                                                             DurableTarget target = DurableTarget::file_or_stream);
 
+/// Where write_file_or_fallback put the text.
+struct FallbackWrite {
+  std::optional<std::string> error;           // why `path` could not be written (nullopt: it was)
+  std::optional<std::string> fallback_error;  // why the fallback could not be either (none given, or it failed)
+  [[nodiscard]] bool written() const { return !error || !fallback_error; }
+};
+/// `text` into `path`, and when that fails (a full disk) into `fallback`
+/// instead, so that what a long computation produced is not thrown away.
+[[nodiscard]] FallbackWrite write_file_or_fallback(const std::string& path, const std::string& fallback,
+                                                   std::string_view text);
+
 }  // namespace ztune

@@ -107,7 +107,7 @@ std::vector<StoredRun> stored_runs_of(const Store& db, std::vector<std::string>&
     // a damaged summary is, so one bad row does not hide the others.
     if (s.status == "ok") {
       try {
-        if (const auto run = db.run(s.id)) read_stored_run(r, *run);
+        if (const auto run = db.run(s.id)) read_stored_run(r, *run, db.path() + " (run " + std::to_string(s.id));
       } catch (const InputError& e) {
         if (unreadable == UnreadableRun::refuse) throw;
         notes.push_back(std::string(e.what()) + " (the run is left out)");

@@ -44,8 +44,10 @@ struct StoredRun {
 
 /// A stored successful run's record and contention, from the document the
 /// results database gives for it (ResultsDb::run: "record", "measurements"):
-/// the one reading of it, for the CLI and the planner.
-void read_stored_run(StoredRun& run, const nlohmann::json& document);
+/// the one reading of it, for the CLI and the planner. A record that is not
+/// an object, or a contention share outside [0, 1], is an InputError that
+/// begins with `where` ("DB (run N") and names the column or table.
+void read_stored_run(StoredRun& run, const nlohmann::json& document, const std::string& where);
 
 /// The successful runs of cluster `cluster_name` (or its calibrated copy) whose
 /// record embeds its model; the label is "run N". Runs that cannot be used are
