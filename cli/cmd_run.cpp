@@ -334,6 +334,8 @@ int run(const RunFlags& f) {
   // A --record the worker cannot write at the end (a full disk) goes here
   // instead: the run's measurements are kept and stored, and the error said.
   if (!f.record.empty()) job.record_fallback = dir + "/record.json";
+  // The steps as they finish: what a run stopped part-way did is said and stored.
+  job.progress = dir + "/progress.jsonl";
   // The schedule the checkpoints are written on, beside them (read by a later --resume).
   if (f.checkpoint_every > 0) {
     std::error_code ec;
@@ -364,18 +366,21 @@ int run(const RunFlags& f) {
   const bool resumable = f.checkpoint_every > 0 || !f.resume.empty();
   // A run that did not finish is stored too (status and reason, no measured
   // time): history had shown nothing of a job killed at step 51 of 60.
+  const std::optional<RunProgress> done = rc != 0 || interrupted != 0 ? read_progress(job.progress) : std::nullopt;
+  const std::string after = done ? " after " + progress_summary(*done) : "";
   auto store_unfinished = [&](const std::string& status, const std::string& why) {
     if (f.no_db) return;
     try {
       auto db = ResultsDb::open(f.db.empty() ? default_db_path() : f.db);
-      store_unfinished_run(db, pf.cluster, pf.model, pf.plan, status, why, resumable ? checkpoint_dir : "");
+      store_unfinished_run(db, pf.cluster, pf.model, pf.plan, status, why, resumable ? checkpoint_dir : "", done);
     } catch (const InputError& e) {
       std::fprintf(stderr, "ztune run: the %s run was not stored: %s\n", status.c_str(), e.what());
     }
   };
   if (interrupted != 0) {
-    std::fprintf(stderr, "ztune run: interrupted (%s): the job was stopped and its processes ended%s\n",
-                 signal_name(interrupted), resumable ? ("; continue with --resume " + checkpoint_dir).c_str() : "");
+    std::fprintf(stderr, "ztune run: interrupted (%s)%s: the job was stopped and its processes ended%s\n",
+                 signal_name(interrupted), after.c_str(),
+                 resumable ? ("; continue with --resume " + checkpoint_dir).c_str() : "");
     store_unfinished("interrupted", std::string("interrupted by ") + signal_name(interrupted));
     return 128 + interrupted;
   }
@@ -388,7 +393,7 @@ int run(const RunFlags& f) {
       why += "; a rank or the launcher ended by SIGKILL is most often the kernel's out-of-memory killer: the memory "
              "model put this plan at " + formatted("%.2f", predicted_memory->gpu_total_bytes / kBytesPerGiB) +
              " GiB per rank against " + formatted("%.2f", predicted_memory->gpu_capacity_bytes / kBytesPerGiB) + " GiB";
-    std::fprintf(stderr, "ztune run: %s%s\n", why.c_str(),
+    std::fprintf(stderr, "ztune run: %s%s%s\n", why.c_str(), done ? ("; it had finished " + progress_summary(*done)).c_str() : "",
                  resumable ? ("; after a fix, continue with --resume " + checkpoint_dir).c_str() : "");
     store_unfinished("failed", why);
     return rc == kExitUsage ? kExitUsage : kExitInfeasible;

@@ -22,9 +22,14 @@ void note_contention(const calibration::RunContention& c) {
 
 void store_unfinished_run(ResultsDb& db, const std::optional<Cluster>& cluster, const std::optional<Transformer>& model,
                           const Plan& plan, const std::string& status, const std::string& why,
-                          const std::string& checkpoint_dir) {
+                          const std::string& checkpoint_dir, const std::optional<RunProgress>& done) {
   nlohmann::json doc{{"failure", why}};
   if (!checkpoint_dir.empty()) doc["checkpoint_dir"] = checkpoint_dir;
+  if (done)
+    doc["completed_steps"] = {{"first", done->first_step},
+                              {"last", done->last_step},
+                              {"median_step_s", done->median_step_s},
+                              {"last_loss", done->last_loss ? nlohmann::json(*done->last_loss) : nlohmann::json(nullptr)}};
   try {
     const auto id = db.store_run(RunToStore{cluster, model, plan, std::nullopt, doc, std::nullopt, {}, status});
     std::fprintf(stderr, "ztune: the %s run is stored as run %lld in %s\n", status.c_str(), static_cast<long long>(id),

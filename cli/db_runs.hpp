@@ -9,6 +9,8 @@
 #include "ztune/calibration/run_sources.hpp"
 #include "ztune/tuner/results_db.hpp"
 
+#include "run_launch.hpp"
+
 namespace ztune::cli {
 
 /// What other work did to a run (calibration/machine_noise.hpp), as the
@@ -22,9 +24,11 @@ void note_contention(const calibration::RunContention& c);
 /// the reason and, when it can be resumed, its checkpoint directory, no
 /// measured time. Says on stderr where it went, or why it could not be stored
 /// (the run's own failure stays the one reported).
+/// `done`: the steps it finished (ztune-worker --progress), kept in its
+/// record as "completed_steps".
 void store_unfinished_run(ResultsDb& db, const std::optional<Cluster>& cluster, const std::optional<Transformer>& model,
                           const Plan& plan, const std::string& status, const std::string& why,
-                          const std::string& checkpoint_dir);
+                          const std::string& checkpoint_dir, const std::optional<RunProgress>& done = std::nullopt);
 
 /// The successful runs stored for cluster `name` (or its calibrated copy) whose
 /// record embeds its model (calibration::runs_from_stored).

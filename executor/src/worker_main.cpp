@@ -34,7 +34,13 @@
 #endif
 
 namespace ztune::executor {
+
 namespace {
+std::string formatted_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
 
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
@@ -157,6 +163,9 @@ int run(int argc, char** argv) {
   app.add_option("--seed", opt.seed, "Initialisation seed")
       ->check(integer(0, std::numeric_limits<long long>::max(), "a seed"));
   app.add_option("--record", opt.record, "Run record JSON written by rank 0");
+  app.add_option("--progress", opt.progress,
+                 "Rank 0 appends each finished step here as a JSON line (step, loss, time_s), flushed as it goes: "
+                 "what a run stopped part-way had done (ztune run stores it with the unfinished run)");
   app.add_option("--record-fallback", opt.record_fallback,
                  "Where rank 0 writes the run record when --record cannot be written (ztune run passes its "
                  "temporary directory): the measurements are kept, the error said");
@@ -242,6 +251,7 @@ int run(int argc, char** argv) {
   if (!error) error = output_file_flag_problem("--dump-grads", opt.dump_grads, true);
   if (!error) error = output_file_flag_problem("--record", opt.record, false);
   if (!error) error = output_file_flag_problem("--record-fallback", opt.record_fallback, false);
+  if (!error) error = output_file_flag_problem("--progress", opt.progress, false);
   if (!error && opt.keep_checkpoints > 0 && opt.checkpoint_every == 0)
     error = "--keep-checkpoints: no checkpoints are written without --checkpoint-every N";
   // One run at a time in a checkpoint directory (rank 0 holds it until it exits).
@@ -339,6 +349,11 @@ int run(int argc, char** argv) {
     }
   }
 
+  // The steps as they finish, for a caller whose run is stopped part-way
+  // (the record is written only at the end). Best effort: a line that cannot
+  // be written costs the caller that summary, not the run.
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> progress(nullptr, &std::fclose);
+  if (world->rank() == 0 && !opt.progress.empty()) progress.reset(std::fopen(opt.progress.c_str(), "we"));
   std::vector<StepRecord> records;
   for (int s = first_step; s < opt.steps; ++s) {
     StepResult r;
@@ -368,6 +383,14 @@ int run(int argc, char** argv) {
       return kExitFailed;
     }
     records.push_back({s + 1, r});
+    // Before the step's line: a caller that reads both never finds fewer steps here.
+    if (progress) {
+      // An fp16 step skipped for overflow may carry an infinite loss: null, as JSON has no inf.
+      const std::string loss = std::isfinite(r.loss) ? formatted_number(r.loss) : "null";
+      std::fprintf(progress.get(), "{\"step\": %d, \"loss\": %s, \"time_s\": %s}\n", s + 1, loss.c_str(),
+                   formatted_number(r.seconds).c_str());
+      std::fflush(progress.get());
+    }
     if (world->rank() == 0) {
       std::printf("step %d loss %.6f grad_norm %.4f lr %.3e time %.3fs", s + 1, r.loss, r.grad_norm, r.lr, r.seconds);
       if (plan.precision == Precision::fp16)

@@ -183,11 +183,16 @@ TEST_CASE("ztune run: an interrupted run is stored as such and a bad --db is ref
                                 scratch() / "unfinished.out", scratch() / "unfinished.err");
   REQUIRE(pid > 0);
   REQUIRE(wait_for_ranks(record.string(), 2));
+  // A few steps done first: what it finished is said and stored with it.
+  for (int i = 0; i < 600 && slurp(scratch() / "unfinished.out").find("step 3 loss") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   REQUIRE(::kill(pid, SIGINT) == 0);
   int status = 0;
   REQUIRE(::waitpid(pid, &status, 0) == pid);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 128 + SIGINT);
+  CHECK_THAT(slurp(scratch() / "unfinished.err"), Contains("ztune run: interrupted (SIGINT) after steps 1-") &&
+                                                      Contains("median step") && Contains("last loss"));
   const auto h = run_command(ztune_bin() + " history --json --db " + db.string());
   REQUIRE(h.exit_code == 0);
   const auto runs = nlohmann::json::parse(h.out).at("runs");
@@ -196,6 +201,19 @@ TEST_CASE("ztune run: an interrupted run is stored as such and a bad --db is ref
   const auto shown = run_command(ztune_bin() + " history show " + runs[0].at("id").get<std::string>() +
                                  " --db " + db.string());
   CHECK_THAT(shown.out, Contains("why: interrupted by SIGINT"));
+  // Every step the output printed is among those stored (the worker keeps a
+  // step before printing it; mpirun forwards the output a little later).
+  const std::string out = slurp(scratch() / "unfinished.out");
+  const auto at = out.rfind("\nstep ");
+  REQUIRE(at != std::string::npos);
+  const int printed = std::stoi(out.substr(at + 6));
+  const std::string said = "finished before it stopped: steps 1-";
+  const auto s = shown.out.find(said);
+  REQUIRE(s != std::string::npos);
+  const int stored = std::stoi(shown.out.substr(s + said.size()));
+  CHECK(stored >= printed);
+  CHECK(printed >= 3);
+  CHECK_THAT(shown.out, Contains(", median step ") && Contains(", last loss "));
 
   const fs::path directory = scratch() / "db-is-a-directory";
   fs::create_directories(directory);

@@ -28,6 +28,7 @@ struct TrainOptions {
   std::string dump_grads;           // test hook: step 1's reduced gradients as safetensors
   std::string record;               // run record JSON (rank 0)
   std::string record_fallback;      // where rank 0 writes it when `record` cannot be written (a full disk)
+  std::string progress;             // rank 0 appends each finished step here (JSON lines), as it goes
   std::string checkpoint_dir = "ztune-checkpoints";
   int checkpoint_every = 0;
   int keep_checkpoints = 0;         // committed steps kept (the newest); 0 = every one
