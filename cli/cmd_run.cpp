@@ -473,7 +473,8 @@ int run(const RunFlags& f) {
   auto finish = [&]() {
     if (record_not_written)
       std::fprintf(stderr, "ztune run: error: %s; the record is kept at %s%s\n", record_not_written->c_str(),
-                   record_read.c_str(), not_stored ? "" : (", and the run is stored as run " + summary["run_id"].dump()).c_str());
+                   record_read.c_str(),
+                   summary["run_id"].is_null() ? "" : (", and the run is stored as run " + summary["run_id"].dump()).c_str());
     if (not_stored)
       std::fprintf(stderr,
                    "ztune run: error: the run was not stored in the results database: %s; its record is kept at %s "
