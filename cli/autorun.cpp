@@ -152,8 +152,9 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& catalog
   if (auto why = write_file_durably(plan_path, plan_file_to_json(pf).dump(2) + "\n"))
     throw InputError("--out " + plan_path + ": cannot write the plan file: " + *why);
   const int np = plan.gpus();
-  const WorkerJob job{plan_path, record_path, dir + "/checkpoints", to_string(executor_backend_for(c)),
-                      o.steps, o.threads, o.data, o.nvme_dir, std::nullopt};
+  WorkerJob job{plan_path, record_path, dir + "/checkpoints", to_string(executor_backend_for(c)),
+                o.steps, o.threads, o.data, o.nvme_dir, std::nullopt};
+  job.progress = dir + "/progress.jsonl";  // what a run stopped part-way did, stored with it
   const auto cmd = launch_command(np, o.hosts, worker_args(job));
   std::string cmd_text;
   for (const auto& a : cmd) cmd_text += (cmd_text.empty() ? "" : " ") + a;
@@ -186,16 +187,20 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& catalog
   const int rc = run_process(cmd, true, &interrupted, &killed_by);
   const calibration::RunContention contention =
       calibration::run_contention(machine_before, calibration::sample_machine());
+  const std::optional<RunProgress> done = rc != 0 || interrupted != 0 ? read_progress(job.progress) : std::nullopt;
   if (interrupted != 0) {
-    std::fprintf(stderr, "ztune: --run: interrupted (%s): the job was stopped and its processes ended\n",
-                 signal_name(interrupted));
-    if (db) store_unfinished_run(*db, c, m, plan, "interrupted", std::string("interrupted by ") + signal_name(interrupted), "");
+    std::fprintf(stderr, "ztune: --run: interrupted (%s)%s: the job was stopped and its processes ended\n",
+                 signal_name(interrupted), done ? (" after " + progress_summary(*done)).c_str() : "");
+    if (db)
+      store_unfinished_run(*db, c, m, plan, "interrupted", std::string("interrupted by ") + signal_name(interrupted), "",
+                           done);
     return 128 + interrupted;
   }
   if (rc != 0) {
     const std::string why = launch_failure(cmd.front(), rc, killed_by);
-    std::fprintf(stderr, "ztune: --run: %s\n", why.c_str());
-    if (db) store_unfinished_run(*db, c, m, plan, "failed", why, "");
+    std::fprintf(stderr, "ztune: --run: %s%s\n", why.c_str(),
+                 done ? ("; it had finished " + progress_summary(*done)).c_str() : "");
+    if (db) store_unfinished_run(*db, c, m, plan, "failed", why, "", done);
     return rc == kExitUsage ? kExitUsage : kExitInfeasible;
   }
   const RunRecord record = read_run_record(record_path);
