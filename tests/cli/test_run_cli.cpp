@@ -627,6 +627,12 @@ TEST_CASE("ztune run: a resume with another --steps is noted and a damaged lates
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, Contains((dir / "schedule").string() + ": expected \"steps N\""));
   }
+  // A FIFO in its place is refused, not opened (the read would wait forever).
+  fs::remove(dir / "schedule");
+  REQUIRE(::mkfifo((dir / "schedule").c_str(), 0644) == 0);
+  r = ztune("--steps 8 --resume " + dir.string());
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains((dir / "schedule").string() + ": expected \"steps N\" in a regular file"));
   // Missing (checkpoints of an older ztune): resumed without the check.
   fs::remove(dir / "schedule");
   std::ofstream(dir / "latest", std::ios::trunc) << "2\n";

@@ -62,6 +62,11 @@ std::optional<int> checkpoint_schedule_steps(const std::string& dir) {
   // Read whole (it is one short line; more is not this file) and parsed
   // strictly: a damaged schedule had read as a missing one, and a resume on
   // another --steps went ahead on another learning-rate schedule unsaid.
+  // Not opened unless a regular file (a FIFO would block the read).
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw InputError(path + ": expected \"steps N\" in a regular file (the --steps of the run that wrote these "
+                     "checkpoints), got " + (std::filesystem::is_directory(path, ec) ? "a directory" : "no regular file") +
+                     "; remove it to resume without checking them");
   std::ifstream in(path, std::ios::binary);
   std::string text(256, '\0');
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
@@ -86,8 +91,7 @@ std::optional<int> checkpoint_schedule_steps(const std::string& dir) {
     for (char& c : shown)
       if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
     throw InputError(path + ": expected \"steps N\" (the --steps of the run that wrote these checkpoints, N >= 1), " +
-                     (in.bad() || !std::filesystem::is_regular_file(path, ec) ? std::string("which cannot be read")
-                                                                              : "got \"" + shown + "\"") +
+                     (in.bad() ? std::string("which cannot be read") : "got \"" + shown + "\"") +
                      "; write the original run's --steps there, or remove the file to resume without checking them");
   }
   return static_cast<int>(steps);
