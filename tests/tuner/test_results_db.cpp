@@ -189,13 +189,25 @@ TEST_CASE("a run row with an unknown status or a dangling cluster is listed as d
                             "UPDATE runs SET cluster_id = 42 WHERE id = 2",
                        nullptr, nullptr, nullptr) == SQLITE_OK);
   sqlite3_close(raw);
-  const auto runs = ResultsDb::open(path).runs();
+  auto runs = ResultsDb::open(path).runs();
   REQUIRE(runs.size() == 4);  // newest first
   CHECK_THAT(runs[3].damaged, Contains("column \"status\": expected ok, failed or interrupted, got \"exploded\""));
   CHECK_THAT(runs[2].damaged, Contains("its cluster (table clusters, id 42) is not in the database"));
   CHECK(runs[1].damaged.empty());
   CHECK(runs[0].damaged.empty());
   CHECK(runs[0].cluster.empty());
+  // An id or a date ztune never writes ("r-5" had listed that show refused).
+  REQUIRE(sqlite3_open(path.c_str(), &raw) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(raw, "PRAGMA foreign_keys=OFF; UPDATE runs SET id = -5 WHERE id = 3; "
+                            "UPDATE runs SET created_at = 'not a date' WHERE id = 4",
+                       nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(raw);
+  runs = ResultsDb::open(path).runs();
+  REQUIRE(runs.size() == 4);
+  CHECK(runs[0].id == 4);
+  CHECK_THAT(runs[0].damaged, Contains("column \"created_at\": expected a UTC time YYYY-MM-DDTHH:MM:SSZ, got \"not a date\""));
+  CHECK(runs[3].id == -5);
+  CHECK_THAT(runs[3].damaged, Contains("column \"id\": expected a positive id, got -5"));
 }
 
 TEST_CASE("a stored run keeps its record and measurements", "[tuner][db]") {

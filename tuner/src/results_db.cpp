@@ -242,11 +242,29 @@ nlohmann::json parse_column(const Statement& st, int col, const std::string& whe
   return parse_json_text(st.text(col), where + ", column " + st.column_name(col) + ")");
 }
 
+// A row's id and created_at as ztune writes them (INTEGER PRIMARY KEY from 1;
+// strftime('%Y-%m-%dT%H:%M:%SZ')): a row edited by hand into another id or
+// date had listed as-is ("r-5" that show refused, "not a date").
+void require_row_id(std::int64_t id) {
+  if (id < 1) throw DbFailure(SQLITE_MISMATCH, "column \"id\": expected a positive id, got " + std::to_string(id));
+}
+void require_timestamp(const std::string& t) {
+  static constexpr char kShape[] = "dddd-dd-ddTdd:dd:ddZ";
+  bool ok = t.size() == sizeof kShape - 1;
+  for (std::size_t i = 0; ok && i < t.size(); ++i)
+    ok = kShape[i] == 'd' ? t[i] >= '0' && t[i] <= '9' : t[i] == kShape[i];
+  if (!ok)
+    throw DbFailure(SQLITE_MISMATCH, "column \"created_at\": expected a UTC time YYYY-MM-DDTHH:MM:SSZ, got \"" +
+                                         t.substr(0, 40) + "\"");
+}
+
 // A row of `SELECT id, created_at, name, doc FROM profiles`.
 ProfileSummary profile_row(const Statement& st, const std::string& path) {
   ProfileSummary p;
   p.id = st.int64(0);
   p.created_at = st.text(1);
+  require_row_id(p.id);
+  require_timestamp(p.created_at);
   p.name = st.text(2);
   p.doc = parse_column(st, 3, path + " (table profiles, row " + std::to_string(p.id));
   return p;
@@ -573,6 +591,8 @@ std::vector<SearchSummary> ResultsDb::searches(int limit) const {
       missing_row(st, 2, "clusters", 11);
       missing_row(st, 3, "models", 12);
       s.created_at = st.text(1);
+      require_row_id(s.id);
+      require_timestamp(s.created_at);
       s.cluster = st.text(2);
       s.model = st.text(3);
       s.space = st.int64(4);
@@ -621,6 +641,8 @@ std::vector<RunSummary> ResultsDb::runs(int limit) const {
       RunSummary r;
       r.id = st.int64(0);
       r.created_at = st.text(1);
+      require_row_id(r.id);
+      require_timestamp(r.created_at);
       r.cluster = st.text(2);
       r.model = st.text(3);
       r.plan = st.text(4);
