@@ -245,9 +245,20 @@ int run(const RunFlags& f) {
     if (auto held = checkpoint_dir_held(locked)) throw InputError(*held + "; nothing was launched");
   if (!f.resume.empty()) {
     check_writable_dir("--resume", f.resume, true);
-    if (!std::filesystem::exists(checkpoint_latest_path(f.resume)))
+    if (!std::filesystem::exists(checkpoint_latest_path(f.resume))) {
+      // Step directories without `latest` (it was removed): the ones there
+      // are named, and how to commit one, as a damaged latest's error does.
+      const std::vector<int> present = checkpoint_steps_present(f.resume);
+      std::string steps;
+      for (int n : present) steps += (steps.empty() ? "" : ", ") + std::to_string(n);
       throw InputError("--resume " + f.resume + ": no committed checkpoint in it (expected " +
-                       checkpoint_latest_path(f.resume) + ", written by --checkpoint-every)");
+                       checkpoint_latest_path(f.resume) + ", written by --checkpoint-every)" +
+                       (present.empty()       ? std::string()
+                        : present.size() == 1 ? "; it holds the step directory of step " + steps + ": to resume from it"
+                                              : "; it holds the step directories of steps " + steps +
+                                                    ": to resume from one") +
+                       (present.empty() ? "" : ", write its step count into " + checkpoint_latest_path(f.resume)));
+    }
     std::string why;
     const auto latest = latest_checkpoint(f.resume, why);
     if (!latest) throw InputError("--resume " + f.resume + ": " + why);

@@ -639,6 +639,12 @@ TEST_CASE("ztune run: a resume with another --steps is noted and a damaged lates
   r = ztune("--steps 8 --resume " + dir.string());
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.err, !Contains("learning-rate schedule"));
+  // No latest at all: the step directories there are named, and how to commit one.
+  fs::remove(dir / "latest");
+  r = ztune("--steps 10 --resume " + dir.string());
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("no committed checkpoint in it") && Contains("it holds the step directories of steps ") &&
+                        Contains(", write its step count into " + (dir / "latest").string()));
 }
 
 // A second run on a checkpoint directory another run holds is refused before
