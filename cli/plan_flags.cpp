@@ -352,14 +352,17 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   p.global_batch = global_batch > 0 ? global_batch : m.global_batch;
   std::int64_t per_step = static_cast<std::int64_t>(p.micro_batch) * p.dp;
   if (p.global_batch % per_step != 0) {
+    // A dp the user did not give is said with where it came from (a batch of
+    // 2 on 8 CPU ranks with --cp 2 had read "micro-batch × dp = 4" unexplained).
     const std::int64_t idle = c.total_devices() - model_ways * p.dp;
     const std::string why =
-        dp > 0 || idle == 0
-            ? ""
-            : " (dp defaulted to the " + std::to_string(c.total_devices()) + " devices / " + std::to_string(model_ways) +
-                  " model-parallel ways = " + std::to_string(p.dp) + ", " + std::to_string(idle) +
-                  (idle == 1 ? " device" : " devices") + " idle: choose degrees whose product divides " +
-                  std::to_string(c.total_devices()) + ", or pass --dp)";
+        dp > 0 ? ""
+               : " (dp defaulted to the " + std::to_string(c.total_devices()) + " devices / " +
+                     std::to_string(model_ways) + " model-parallel ways = " + std::to_string(p.dp) +
+                     (idle == 0 ? ": pass --dp, or a --global-batch that " + std::to_string(per_step) + " divides)"
+                                : ", " + std::to_string(idle) + (idle == 1 ? " device" : " devices") +
+                                      " idle: choose degrees whose product divides " +
+                                      std::to_string(c.total_devices()) + ", or pass --dp)");
     throw InputError("--global-batch: " + std::to_string(p.global_batch) + " is not a multiple of micro-batch × dp = " +
                      std::to_string(per_step) + why);
   }

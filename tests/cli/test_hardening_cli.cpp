@@ -1180,6 +1180,12 @@ TEST_CASE("predict names the split degree the model cannot take, not the batch i
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--global-batch: 1024 is not a multiple of micro-batch × dp = 5") &&
                         Contains("dp defaulted to the 256 devices / 48 model-parallel ways = 5, 16 devices idle"));
+  // With no device idle the defaulted dp is said too.
+  r = run_ztune("predict --cluster dgx2x16 --model 100b --tp 16 --global-batch 8");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--global-batch: 8 is not a multiple of micro-batch × dp = 16") &&
+                        Contains("dp defaulted to the 256 devices / 16 model-parallel ways = 16: pass --dp, or a "
+                                 "--global-batch that 16 divides"));
 }
 
 TEST_CASE("predict and search say a Hugging Face config's sequence is its position limit", "[cli][hardening]") {
