@@ -281,18 +281,8 @@ std::string render_run(const nlohmann::json& d) {
   if (const auto& rec = d.at("record"); rec.is_object() && rec.contains("failure") && rec.at("failure").is_string()) {
     out << "  why: " << rec.at("failure").get<std::string>() << "\n";
     // The steps it finished before it stopped (ztune-worker --progress).
-    // (A row edited by hand into other types is not shown, never thrown on.)
-    const nlohmann::json c = rec.contains("completed_steps") ? rec.at("completed_steps") : nlohmann::json();
-    auto step = [&](const char* k) {
-      return c.is_object() && c.contains(k) && c.at(k).is_number_integer() ? c.at(k).get<long long>() : 0LL;
-    };
-    if (const long long first = step("first"), last = step("last");
-        first > 0 && last >= first && last <= std::numeric_limits<int>::max() && c.contains("median_step_s") &&
-        c.at("median_step_s").is_number()) {
-      RunProgress p{static_cast<int>(first), static_cast<int>(last), c.at("median_step_s").get<double>(), std::nullopt};
-      if (c.contains("last_loss") && c.at("last_loss").is_number()) p.last_loss = c.at("last_loss").get<double>();
-      out << "  finished before it stopped: " << progress_summary(p) << "\n";
-    }
+    if (const auto done = progress_from_json(rec.contains("completed_steps") ? rec.at("completed_steps") : nlohmann::json()))
+      out << "  finished before it stopped: " << progress_summary(*done) << "\n";
     if (rec.contains("checkpoint_dir") && rec.at("checkpoint_dir").is_string())
       out << "  checkpoints: " << rec.at("checkpoint_dir").get<std::string>() << " (continue with ztune run --resume)\n";
   }

@@ -25,11 +25,7 @@ void store_unfinished_run(ResultsDb& db, const std::optional<Cluster>& cluster, 
                           const std::string& checkpoint_dir, const std::optional<RunProgress>& done) {
   nlohmann::json doc{{"failure", why}};
   if (!checkpoint_dir.empty()) doc["checkpoint_dir"] = checkpoint_dir;
-  if (done)
-    doc["completed_steps"] = {{"first", done->first_step},
-                              {"last", done->last_step},
-                              {"median_step_s", done->median_step_s},
-                              {"last_loss", done->last_loss ? nlohmann::json(*done->last_loss) : nlohmann::json(nullptr)}};
+  if (done) doc["completed_steps"] = progress_to_json(*done);
   try {
     const auto id = db.store_run(RunToStore{cluster, model, plan, std::nullopt, doc, std::nullopt, {}, status});
     std::fprintf(stderr, "ztune: the %s run is stored as run %lld in %s\n", status.c_str(), static_cast<long long>(id),

@@ -8,8 +8,7 @@
 #include "ztune/calibration/machine_noise.hpp"
 #include "ztune/calibration/run_sources.hpp"
 #include "ztune/tuner/results_db.hpp"
-
-#include "run_launch.hpp"
+#include "ztune/vocab/run_progress.hpp"
 
 namespace ztune::cli {
 

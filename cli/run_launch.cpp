@@ -16,8 +16,6 @@
 #include <fstream>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
 #include "ztune/vocab/input_error.hpp"
 
 namespace ztune::cli {
@@ -55,41 +53,6 @@ std::vector<std::string> worker_args(const WorkerJob& job) {
   if (!job.record_fallback.empty()) a.insert(a.end(), {"--record-fallback", job.record_fallback});
   if (!job.progress.empty()) a.insert(a.end(), {"--progress", job.progress});
   return a;
-}
-
-std::optional<RunProgress> read_progress(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<double> times;
-  RunProgress p;
-  for (std::string line; std::getline(in, line);) {
-    const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("step") || !j["step"].is_number_integer() ||
-        !j.contains("time_s") || !j["time_s"].is_number() || !j.contains("loss"))
-      break;  // the line the kill cut short, or not the worker's
-    const int step = j["step"].get<int>();
-    if (times.empty()) p.first_step = step;
-    p.last_step = step;
-    times.push_back(j["time_s"].get<double>());
-    p.last_loss = j["loss"].is_number() ? std::optional<double>(j["loss"].get<double>()) : std::nullopt;
-  }
-  if (times.empty()) return std::nullopt;
-  std::sort(times.begin(), times.end());
-  const std::size_t n = times.size();
-  p.median_step_s = n % 2 == 1 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
-  return p;
-}
-
-std::string progress_summary(const RunProgress& p) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "%s %d%s%s, median step %.4g s", p.first_step == p.last_step ? "step" : "steps",
-                p.first_step, p.first_step == p.last_step ? "" : "-",
-                p.first_step == p.last_step ? "" : std::to_string(p.last_step).c_str(), p.median_step_s);
-  std::string s = buf;
-  if (p.last_loss) {
-    std::snprintf(buf, sizeof buf, ", last loss %.4f", *p.last_loss);
-    s += buf;
-  }
-  return s;
 }
 
 namespace {

@@ -34,18 +34,6 @@ struct WorkerJob {
   std::string progress{};         // ztune-worker --progress (empty: none)
 };
 
-/// What a run that stopped part-way had done, from ztune-worker --progress:
-/// its finished steps (a resumed run's first is after its checkpoint).
-struct RunProgress {
-  int first_step = 0, last_step = 0;
-  double median_step_s = 0;
-  std::optional<double> last_loss;  // none when the last step's loss was not finite
-};
-/// The progress file's steps (a line cut short by the kill, or not a step,
-/// ends the reading); nullopt when it holds none.
-[[nodiscard]] std::optional<RunProgress> read_progress(const std::string& path);
-/// "steps 3-51, median step 0.108 s, last loss 2.2043", for messages and history.
-[[nodiscard]] std::string progress_summary(const RunProgress& p);
 /// ztune-worker's argument list for `job` (worker path first).
 std::vector<std::string> worker_args(const WorkerJob& job);
 /// A temporary directory ($TMPDIR, else /tmp; named PREFIX-XXXXXX) removed

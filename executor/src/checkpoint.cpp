@@ -103,14 +103,11 @@ std::optional<std::string> CheckpointDirLock::take(const std::string& dir) {
   if (fd_ < 0) return path + ": cannot open: " + std::strerror(errno);
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
-    char holder[32] = {};
-    const ssize_t n = ::pread(fd_, holder, sizeof holder - 1, 0);
+    const std::string why =
+        err == EWOULDBLOCK ? checkpoint_dir_in_use(dir, fd_) : path + ": cannot lock: " + std::strerror(err);
     ::close(fd_);
     fd_ = -1;
-    if (err != EWOULDBLOCK) return path + ": cannot lock: " + std::strerror(err);
-    std::string pid = n > 0 ? std::string(holder, static_cast<std::size_t>(n)) : "";
-    while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
-    return checkpoint_dir_in_use(dir, pid);
+    return why;
   }
   const std::string me = std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd_, 0) == 0) (void)!::pwrite(fd_, me.data(), me.size(), 0);

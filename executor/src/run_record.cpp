@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <thread>
 
@@ -58,12 +57,7 @@ nlohmann::json make_run_record(const RunRecordInput& in) {
   }
   r["steps"] = steps;
   r["losses"] = losses;
-  double median = 0;
-  if (!times.empty()) {
-    std::sort(times.begin(), times.end());
-    const std::size_t n = times.size();
-    median = n % 2 == 1 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
-  }
+  const double median = median_step_time(std::move(times));
   r["step_time_s"] = median;
   r["tokens_per_step"] = in.tokens_per_step;
   r["tokens_per_s"] = median > 0 ? in.tokens_per_step / median : 0.0;

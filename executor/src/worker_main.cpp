@@ -25,6 +25,7 @@
 #include "ztune/executor/trainer.hpp"
 #include "ztune/vocab/catalog.hpp"
 #include "ztune/vocab/durable_file.hpp"
+#include "ztune/vocab/run_progress.hpp"
 #include "ztune/vocab/executor_support.hpp"
 #include "ztune/vocab/flag_values.hpp"
 #include "ztune/vocab/input_error.hpp"
@@ -34,13 +35,7 @@
 #endif
 
 namespace ztune::executor {
-
 namespace {
-std::string formatted_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
 
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
@@ -385,10 +380,7 @@ int run(int argc, char** argv) {
     records.push_back({s + 1, r});
     // Before the step's line: a caller that reads both never finds fewer steps here.
     if (progress) {
-      // An fp16 step skipped for overflow may carry an infinite loss: null, as JSON has no inf.
-      const std::string loss = std::isfinite(r.loss) ? formatted_number(r.loss) : "null";
-      std::fprintf(progress.get(), "{\"step\": %d, \"loss\": %s, \"time_s\": %s}\n", s + 1, loss.c_str(),
-                   formatted_number(r.seconds).c_str());
+      std::fputs(progress_line(s + 1, r.loss, r.seconds).c_str(), progress.get());
       std::fflush(progress.get());
     }
     if (world->rank() == 0) {

@@ -11,7 +11,6 @@
 #include <cstring>
 #include <filesystem>
 #include <thread>
-#include <tuple>
 
 #include <sqlite3.h>
 #include <unistd.h>
@@ -139,18 +138,14 @@ void migrate(sqlite3* db, const std::string& path) {
 
 /// Every table and its columns as the migrations lay them out (built once,
 /// in memory, from kMigrations: the schema has one owner).
-using TableColumns = std::vector<std::pair<std::string, std::vector<std::string>>>;
-TableColumns columns_of(sqlite3* db) {
-  TableColumns out;
-  Statement tables(db, "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name");
-  while (tables.step()) out.emplace_back(tables.text(0), std::vector<std::string>{});
-  for (auto& [table, columns] : out) {
-    Statement info(db, "SELECT name FROM pragma_table_info(?)");
-    info.bind(1, table);
-    while (info.step()) columns.push_back(info.text(0));
-  }
-  return out;
+std::vector<std::string> columns_of(sqlite3* db, const std::string& table) {
+  std::vector<std::string> columns;
+  Statement info(db, "SELECT name FROM pragma_table_info(?)");
+  info.bind(1, table);
+  while (info.step()) columns.push_back(info.text(0));
+  return columns;
 }
+using TableColumns = std::vector<std::pair<std::string, std::vector<std::string>>>;
 const TableColumns& expected_tables() {
   static const TableColumns tables = [] {
     sqlite3* raw = nullptr;
@@ -160,7 +155,11 @@ const TableColumns& expected_tables() {
     };
     std::unique_ptr<sqlite3, Close> mem(raw);
     for (const char* m : db::kMigrations) db::exec(mem.get(), m);
-    return columns_of(mem.get());
+    TableColumns out;
+    Statement names(mem.get(), "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name");
+    while (names.step()) out.emplace_back(names.text(0), std::vector<std::string>{});
+    for (auto& [table, columns] : out) columns = columns_of(mem.get(), table);
+    return out;
   }();
   return tables;
 }
@@ -170,10 +169,7 @@ const TableColumns& expected_tables() {
 /// open: it had been found only when a run was stored, after the run.
 void check_tables(sqlite3* db, const std::string& path) {
   for (const auto& [table, want] : expected_tables()) {
-    Statement info(db, "SELECT name FROM pragma_table_info(?)");
-    info.bind(1, table);
-    std::vector<std::string> have;
-    while (info.step()) have.push_back(info.text(0));
+    const std::vector<std::string> have = columns_of(db, table);
     std::string why;
     if (have.empty()) {
       why = "table " + table + " is missing";
@@ -631,9 +627,7 @@ std::vector<RunSummary> ResultsDb::runs(int limit) const {
   return guarded(path_, "listing runs", [&] {
     Statement st(db_.get(),
                  "SELECT r.id, r.created_at, coalesce(c.name, ''), coalesce(m.name, ''), r.summary, r.status, "
-                 "r.predicted_iteration_s, r.measured_iteration_s, "
-                 "r.cluster_id IS NOT NULL AND c.id IS NULL, r.model_id IS NOT NULL AND m.id IS NULL, "
-                 "r.cluster_id, r.model_id FROM runs r "
+                 "r.predicted_iteration_s, r.measured_iteration_s, c.id, m.id, r.cluster_id, r.model_id FROM runs r "
                  "LEFT JOIN clusters c ON c.id = r.cluster_id LEFT JOIN models m ON m.id = r.model_id "
                  "ORDER BY r.id DESC LIMIT ?");
     st.bind(1, limit);
@@ -652,11 +646,10 @@ std::vector<RunSummary> ResultsDb::runs(int limit) const {
       if (r.status != "ok" && r.status != "failed" && r.status != "interrupted")
         throw DbFailure(SQLITE_MISMATCH, "column \"status\": expected ok, failed or interrupted, got \"" +
                                              r.status.substr(0, 40) + "\"");
-      // A cluster or model id that names no stored row (listed as "on ?").
-      for (const auto& [col, table, id_col] : {std::tuple{8, "clusters", 10}, std::tuple{9, "models", 11}})
-        if (st.int64(col) != 0)
-          throw DbFailure(SQLITE_MISMATCH, std::string("its ") + (col == 8 ? "cluster" : "model") + " (table " + table +
-                                               ", id " + std::to_string(st.int64(id_col)) + ") is not in the database");
+      // A cluster or model id that names no stored row (listed as "on ?");
+      // a run stored without a cluster or model has none to name.
+      if (!st.is_null(10)) missing_row(st, 8, "clusters", 10);
+      if (!st.is_null(11)) missing_row(st, 9, "models", 11);
       r.predicted_iteration_s = st.optional_real(6);
       r.measured_iteration_s = st.optional_real(7);
       // A time is > 0 (an edited -5 had listed as "measured -5.000 s") and

@@ -30,7 +30,11 @@ std::string checkpoint_schedule_path(const std::string& dir) { return dir + "/sc
 
 std::string checkpoint_lock_path(const std::string& dir) { return dir + "/lock"; }
 
-std::string checkpoint_dir_in_use(const std::string& dir, const std::string& pid) {
+std::string checkpoint_dir_in_use(const std::string& dir, int lock_fd) {
+  char holder[32] = {};
+  const ssize_t n = ::pread(lock_fd, holder, sizeof holder - 1, 0);
+  std::string pid = n > 0 ? std::string(holder, static_cast<std::size_t>(n)) : "";
+  while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
   return "--checkpoint-dir " + dir + ": in use by another run" + (pid.empty() ? "" : " (pid " + pid + ")") +
          "; wait for it to end, or choose another directory";
 }
@@ -41,13 +45,7 @@ std::optional<std::string> checkpoint_dir_held(const std::string& dir) {
   if (fd < 0) return std::nullopt;
   std::optional<std::string> held;
   if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
-    if (errno == EWOULDBLOCK) {
-      char holder[32] = {};
-      const ssize_t n = ::pread(fd, holder, sizeof holder - 1, 0);
-      std::string pid = n > 0 ? std::string(holder, static_cast<std::size_t>(n)) : "";
-      while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
-      held = checkpoint_dir_in_use(dir, pid);
-    }
+    if (errno == EWOULDBLOCK) held = checkpoint_dir_in_use(dir, fd);
   } else {
     ::flock(fd, LOCK_UN);
   }

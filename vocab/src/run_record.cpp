@@ -243,9 +243,7 @@ RunRecord run_record_from_json(const nlohmann::json& doc, const std::string& fil
   rec.step_time_s = r.number("step_time_s", 0, kMaxRecordStepSeconds);
   std::vector<double> times;
   for (const auto& s : rec.steps) times.push_back(s.time_s);
-  std::sort(times.begin(), times.end());
-  const std::size_t n = times.size();
-  const double median = n == 0 ? 0 : n % 2 == 1 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+  const double median = median_step_time(std::move(times));
   if (differs(rec.step_time_s, median))
     throw r.error("step_time_s", fmt(rec.step_time_s) + " is not the median of $.steps[].time_s (" + fmt(median) + ")");
   rec.tokens_per_step = r.integer("tokens_per_step", 1, std::int64_t{1} << 53);
@@ -310,5 +308,12 @@ RunRecord run_record_from_json(const nlohmann::json& doc, const std::string& fil
 }
 
 RunRecord read_run_record(const std::string& path) { return run_record_from_json(read_json_file(path), path); }
+
+double median_step_time(std::vector<double> times) {
+  if (times.empty()) return 0;
+  std::sort(times.begin(), times.end());
+  const std::size_t n = times.size();
+  return n % 2 == 1 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+}
 
 }  // namespace ztune

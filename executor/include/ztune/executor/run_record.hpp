@@ -15,7 +15,7 @@
 #include "ztune/executor/backend.hpp"
 #include "ztune/executor/communicator.hpp"
 #include "ztune/executor/trainer.hpp"
-#include "ztune/vocab/run_record.hpp"  // json_fnv1a: the digests the reader checks
+#include "ztune/vocab/run_record.hpp"  // json_fnv1a: the digests the reader checks; median_step_time
 
 namespace ztune::executor {
 

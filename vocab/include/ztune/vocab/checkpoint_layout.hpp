@@ -24,9 +24,9 @@ namespace ztune {
 /// DIR/lock: the run writing or resuming DIR holds an exclusive flock on it
 /// (the executor's CheckpointDirLock), its pid written inside.
 [[nodiscard]] std::string checkpoint_lock_path(const std::string& dir);
-/// Why DIR cannot be used: another run holds its lock (`pid` as its lock
-/// file says, "" when unknown). The one wording, for the worker and the CLI.
-[[nodiscard]] std::string checkpoint_dir_in_use(const std::string& dir, const std::string& pid);
+/// Why DIR cannot be used: another run holds its lock, whose pid is read
+/// from `lock_fd` (DIR/lock, open). The one wording, for the worker and the CLI.
+[[nodiscard]] std::string checkpoint_dir_in_use(const std::string& dir, int lock_fd);
 /// checkpoint_dir_in_use's message when a run holds DIR's lock now (probed
 /// with a shared, non-blocking flock, released at once); nullopt when none
 /// does or DIR has no lock file. The CLI asks before it launches a run.

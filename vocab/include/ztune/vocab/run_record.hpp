@@ -119,5 +119,9 @@ std::uint64_t fnv1a(std::string_view bytes, std::uint64_t h = kFnv1aOffset);
 std::string digest_hex(std::uint64_t digest);
 /// Reads a run record file (read_json_file's limits apply).
 RunRecord read_run_record(const std::string& path);
+/// A record's step_time_s: the median of its steps' times (the mean of the two
+/// middle ones for an even count; 0 without steps). Its writer, its reader and
+/// a run's progress (run_progress.hpp) all take it from here.
+[[nodiscard]] double median_step_time(std::vector<double> times);
 
 }  // namespace ztune
