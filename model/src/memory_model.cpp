@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
+#include <optional>
 
 #include "ztune/vocab/executor_support.hpp"
 #include "ztune/vocab/hardware_profile.hpp"
@@ -706,9 +708,21 @@ double stage_output_bytes(const Transformer& m, const Plan& p, const Cluster& c,
   return bytes_of(storage_precision(p)) * rows * m.hidden / (p.sequence_parallel ? p.tp : 1.0);
 }
 
-MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
-                                const MemoryOptions& opt) {
+namespace {
+
+// predict_memory, or nullopt as soon as one stage's GPU total exceeds both the
+// usable memory and `pressure_above` times it (predict_memory_unless_above).
+std::optional<MemoryPrediction> bounded_memory(const Transformer& m, const Plan& p, const Cluster& c,
+                                               const HardwareProfile& hw, const MemoryOptions& opt,
+                                               double pressure_above) {
   MemoryPrediction mp;
+  const double usable = c.node.gpu.memory_bytes() * (1.0 - opt.gpu_headroom);
+  // A stage's total is a lower bound of the plan's GPU total, and with it of
+  // its memory pressure (Candidate::memory_pressure: the largest used /
+  // capacity ratio). Strictly above: a tie may still enter a list by its id.
+  auto beyond = [&](double gpu_total) {
+    return usable > 0 && gpu_total > usable && gpu_total > pressure_above * usable;
+  };
   // The most loaded stage. With equal stages that is the first (embedding,
   // most micro-batches in flight) or the last (head, logits). With uneven
   // ones a middle stage can be: balanced stages need one more candidate, the
@@ -716,6 +730,7 @@ MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Clust
   // it); a stated partition is checked stage by stage.
   const int last_stage = p.pp - 1;
   StageMemory worst = stage_memory(m, p, c, hw, 0, stage_layer_count(p, m.layers, 0), opt);
+  if (beyond(worst.total)) return std::nullopt;
   int worst_stage = 0;
   auto consider = [&](int stage) {
     StageMemory s = stage_memory(m, p, c, hw, stage, stage_layer_count(p, m.layers, stage), opt);
@@ -723,9 +738,10 @@ MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Clust
       worst = s;
       worst_stage = stage;
     }
+    return beyond(worst.total);
   };
   if (p.pp > 1) {
-    consider(last_stage);
+    if (consider(last_stage)) return std::nullopt;
     if (!p.stage_layers.empty()) {
       // A middle stage's lines depend on its layer count and on what it
       // holds in flight, which never grows with the stage's index
@@ -734,9 +750,9 @@ MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Clust
       // stated by their ends, have one run in the middle). O(pp).
       for (int i = 1; i < last_stage; ++i)
         if (i == 1 || p.stage_layers[static_cast<std::size_t>(i)] != p.stage_layers[static_cast<std::size_t>(i - 1)])
-          consider(i);
+          if (consider(i)) return std::nullopt;
     } else if (const int shorter = m.layers % p.pp; shorter > 0 && shorter < last_stage) {
-      consider(shorter);
+      if (consider(shorter)) return std::nullopt;
     }
   }
   mp.gpu = worst.gpu;
@@ -775,11 +791,24 @@ MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Clust
   mp.host_capacity_bytes = c.node.host_memory_gb * 1e9;
   mp.nvme_bytes_per_node = nvme;
   mp.nvme_capacity_bytes = c.node.nvme_size_tb * 1e12;
-  mp.gpu_usable_bytes = mp.gpu_capacity_bytes * (1.0 - opt.gpu_headroom);
+  mp.gpu_usable_bytes = usable;
   mp.fits_gpu = mp.gpu_total_bytes <= mp.gpu_usable_bytes;
   mp.fits_host = mp.host_bytes_per_node <= mp.host_capacity_bytes;
   mp.fits_nvme = mp.nvme_bytes_per_node <= mp.nvme_capacity_bytes;
   return mp;
+}
+
+}  // namespace
+
+MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
+                                const MemoryOptions& opt) {
+  return *bounded_memory(m, p, c, hw, opt, std::numeric_limits<double>::infinity());
+}
+
+std::optional<MemoryPrediction> predict_memory_unless_above(const Transformer& m, const Plan& p, const Cluster& c,
+                                                            const HardwareProfile& hw, const MemoryOptions& opt,
+                                                            double pressure_above) {
+  return bounded_memory(m, p, c, hw, opt, pressure_above);
 }
 
 MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {

@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "cost_model_fixtures.hpp"
 #include "ztune/vocab/engine_profile.hpp"
@@ -988,4 +990,67 @@ TEST_CASE("ZeRO-3 under a pipeline: the stage's parameters and gradients whole b
   const auto mf = predict_memory(m, flat, c, flat_profile());
   CHECK(mf.line(MemLine::grads) == Approx(2 * stage_params(m, flat) / 32));
   CHECK(mf.line(MemLine::zero3_gathered) < stage_params(m, flat));
+}
+
+TEST_CASE("the search's bounded memory prediction: nullopt only for a plan that does not fit, above the bar",
+          "[memory][search]") {
+  // The contract predict_memory_unless_above gives the search's prune pass:
+  // it answers predict_memory's prediction, or nullopt for a plan whose GPU
+  // total exceeds the usable memory and `bar` times it. With no bar
+  // (-inf) it is nullopt exactly when the plan does not fit on the GPU; with
+  // +inf never. Plans: GPT-3 175B's shape on 80 GB, 1F1B with balanced
+  // uneven stages (96 layers on pp 7 and 10) and equal ones, each with and
+  // without full recomputation, and stated interleaved chunks (Megatron-Core's
+  // accounting layout), micro-batches 1..16:
+  // some fit, some overflow by a little, some by far.
+  const Transformer m = gpt(96, 12288, 96, 2048, 51200);
+  const Cluster c = a100_nodes(64);
+  const HardwareProfile hw = flat_profile();
+  std::vector<Plan> plans;
+  for (const int mb : {1, 2, 4, 8, 16}) {
+    for (const int pp : {7, 8, 10}) {
+      Plan p = test::zero_plan(1, 8, 1, mb, 16 * mb);
+      p.pp = pp;
+      p.sequence_parallel = true;
+      plans.push_back(p);
+      p.recompute = Recompute::full;
+      plans.push_back(p);
+    }
+    Plan q = test::zero_plan(32, 8, 1, mb, 14 * mb);
+    q.pp = 2;
+    q.sequence_parallel = true;
+    q.virtual_stages = 7;
+    q.schedule = Schedule::interleaved;
+    q.chunk_layers = chunk_layers_accounting(96, 2, 7, true, true);
+    q.stage_layers = stage_sums_of_chunks(q.chunk_layers, 2);
+    plans.push_back(q);
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  int fit = 0, over = 0, cut = 0;
+  for (const Plan& p : plans) {
+    REQUIRE_FALSE(check_plan(p, m, c).has_value());
+    const MemoryPrediction full = predict_memory(m, p, c, hw);
+    (full.fits_gpu ? fit : over) += 1;
+    const double pressure = full.gpu_total_bytes / full.gpu_usable_bytes;
+    for (const double bar : {-inf, 0.5, 1.0, 1.2, 2.0, 4.0, inf}) {
+      INFO("mb " << p.micro_batch << " pp " << p.pp << " v " << p.virtual_stages << " bar " << bar << " pressure "
+                 << pressure);
+      const auto bounded = predict_memory_unless_above(m, p, c, hw, MemoryOptions{}, bar);
+      if (bounded) {
+        CHECK(bounded->gpu_total_bytes == full.gpu_total_bytes);
+        CHECK(bounded->stage == full.stage);
+        CHECK(bounded->fits() == full.fits());
+      } else {
+        ++cut;
+        CHECK_FALSE(full.fits_gpu);
+        CHECK(pressure > bar);
+      }
+      if (bar == -inf) CHECK(bounded.has_value() == full.fits_gpu);
+      if (bar == inf) CHECK(bounded.has_value());
+    }
+  }
+  // The set holds both kinds, and the bound cut some plans short.
+  CHECK(fit >= 3);
+  CHECK(over >= 3);
+  CHECK(cut >= 6);
 }

@@ -179,6 +179,16 @@ struct OptimizerDtypes {
 /// Full memory prediction with an explicit accounting.
 [[nodiscard]] MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Cluster& c,
                                               const HardwareProfile& hw, const MemoryOptions& opt);
+/// predict_memory for a search's memory prune: the same prediction, or
+/// nullopt once one stage's GPU total alone shows the plan does not fit and
+/// its memory pressure (its GPU total / usable bytes at least) is above
+/// `pressure_above`; the other stages are then left uncomputed. A search that
+/// keeps the plans closest to fitting passes the pressure a plan must beat to
+/// enter that list (+inf while it has room, -inf when it keeps none).
+[[nodiscard]] std::optional<MemoryPrediction> predict_memory_unless_above(const Transformer& m, const Plan& p,
+                                                                         const Cluster& c, const HardwareProfile& hw,
+                                                                         const MemoryOptions& opt,
+                                                                         double pressure_above);
 /// GPU bytes of pipeline stage `stage` (0-based) alone; predict_memory's
 /// gpu_total_bytes is the largest of them. For comparing each rank of a run
 /// with its own stage (Plan::stage_of_rank).

@@ -45,6 +45,10 @@ class TopN {
     return out;
   }
   [[nodiscard]] std::size_t size() const { return heap_.size(); }
+  [[nodiscard]] std::size_t capacity() const { return capacity_; }
+  /// The worst kept candidate, the one a newcomer must beat once the list is
+  /// full. Only while size() > 0.
+  [[nodiscard]] const Candidate& worst() const { return heap_.front(); }
 
  private:
   std::size_t capacity_;
