@@ -811,6 +811,12 @@ std::optional<MemoryPrediction> predict_memory_unless_above(const Transformer& m
   return bounded_memory(m, p, c, hw, opt, pressure_above);
 }
 
+StateAccounting state_accounting_of_engine(std::string_view engine) {
+  if (engine == "megatron") return StateAccounting::megatron;
+  if (engine == "deepspeed") return StateAccounting::deepspeed;
+  return StateAccounting::paper;
+}
+
 MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
   return predict_memory(m, p, c, hw, MemoryOptions{});
 }

@@ -974,3 +974,23 @@ TEST_CASE("TP communication overlap is a mode of its own: A100's Megatron runs n
   p.tp_comm_overlap = false;
   for (const auto& x : outside_envelope(a100, m, p)) CHECK(x.quantity != "TP communication overlap");
 }
+
+TEST_CASE("NeMo's DistributedFusedAdam keeps fp32 masters as remainders: the Llama 3.1 8B rows' optimizer line",
+          "[validation][memory][optimizer]") {
+  // NeMo's setup_optimization gives Apex's DistributedFusedAdam of a bf16
+  // model with fp32 states store_param_remainders: 2 + 4 + 4 bytes a
+  // parameter over the dp × cp ranks (not 12). The 8B rows on 8 and 16 GPUs
+  // (dp 4 and 8, cp 2, tp 1, pp 1, micro-batch 1) differ in nothing else the
+  // memory model counts, so their GPU totals differ by 10Ψ(1/8 − 1/16).
+  const double capacity =
+      ztune::load_cluster(std::string(ZTUNE_TEST_DATA_DIR) + "/clusters/dgx-h100.json").node.gpu.memory_bytes();
+  double on8 = 0, on16 = 0, params = 0;
+  for (const auto& c : report().cases) {
+    if (c.id == "dgxc_2411_llama31_8b_bf16_8xh100") on8 = c.memory_fraction, params = c.shape.params;
+    if (c.id == "dgxc_2411_llama31_8b_bf16_16xh100") on16 = c.memory_fraction;
+  }
+  REQUIRE(on8 > 0);
+  REQUIRE(on16 > 0);
+  CHECK(params == Approx(8.03e9).epsilon(0.01));
+  CHECK((on8 - on16) * capacity == Approx(10.0 * params * (1.0 / 8 - 1.0 / 16)).epsilon(1e-6));
+}

@@ -25,15 +25,7 @@ StateAccounting accounting_named(const std::string& accounting, Engine engine) {
   return value_in<StateAccounting>(kStateAccountingNames, accounting).value_or(state_accounting_of(engine));
 }
 
-StateAccounting state_accounting_of(Engine e) {
-  switch (e) {
-    case Engine::megatron: return StateAccounting::megatron;
-    case Engine::deepspeed: return StateAccounting::deepspeed;
-    case Engine::ztune:
-    case Engine::fsdp: return StateAccounting::paper;
-  }
-  return StateAccounting::paper;
-}
+StateAccounting state_accounting_of(Engine e) { return state_accounting_of_engine(to_string(e)); }
 
 namespace {
 

@@ -151,10 +151,12 @@ std::vector<SourceSpec> read_spec(const std::string& path) {
         x.why = e.string("why");
         spec.cross_entropy.push_back(std::move(x));
       });
-      each_entry("optimizer_states", "{master_dtype, moments_dtype, id_prefixes, why}", [&](ObjectReader& o) {
+      each_entry("optimizer_states", "{master_dtype, moments_dtype, param_remainders?, id_prefixes, why}",
+                 [&](ObjectReader& o) {
         SourceSpec::OptimizerStates x;
         x.master = *precision_of(o.choice("master_dtype", kPrecisionNames));
         x.moments = *precision_of(o.choice("moments_dtype", kPrecisionNames));
+        x.param_remainders = o.optional_boolean("param_remainders").value_or(false);
         x.id_prefixes = string_list(o, "id_prefixes");
         x.why = o.string("why");
         spec.optimizer_states.push_back(std::move(x));

@@ -335,6 +335,7 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
       if (!starts_with_any(o.id_prefixes, id)) continue;
       p.master_dtype = o.master;
       p.moments_dtype = o.moments;
+      p.param_remainders = o.param_remainders;
       assumed += (assumed.empty() ? "" : "; ") + o.why;
       break;
     }

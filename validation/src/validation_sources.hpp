@@ -57,6 +57,7 @@ struct SourceSpec {
   struct OptimizerStates {
     Precision master = Precision::fp32;
     Precision moments = Precision::fp32;
+    bool param_remainders = false;  // Plan::param_remainders (Apex's store_param_remainders)
     std::vector<std::string> id_prefixes;
     std::string why;
   };
@@ -135,7 +136,10 @@ struct Context {
   // `hw` is the profile() the run's time is priced with (compiled, its softmax
   // rule, its loss's kernels): the loss's peak memory is the engine's.
   static double memory_fraction(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
-    const MemoryPrediction mp = predict_memory(m, p, c, hw);
+    // States counted as the run's engine keeps them (its profile's name), as
+    // predict and search count them for that engine.
+    const MemoryPrediction mp =
+        predict_memory(m, p, c, hw, MemoryOptions{state_accounting_of_engine(hw.engine.name)});
     return mp.gpu_capacity_bytes > 0 ? mp.gpu_total_bytes / mp.gpu_capacity_bytes : 0;
   }
   TimePrediction time(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) const {

@@ -1,5 +1,4 @@
 #pragma once
-#include <optional>
 // The memory model: bytes per GPU as named lines (prediction.hpp's MemLine),
 // host and NVMe bytes per node, and whether the plan fits. predict_memory() is
 // declared in prediction.hpp; this header holds the published formulas it is
@@ -10,6 +9,8 @@
 // master, momentum, variance; K = 12). Stage 1 partitions KΨ over Nd ranks,
 // stage 2 also the gradients, stage 3 also the parameters.
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 #include "ztune/model/prediction.hpp"
 #include "ztune/vocab/engine_profile.hpp"
@@ -42,6 +43,16 @@ enum class StateAccounting : std::uint8_t {
 /// Names in StateAccounting's order (vocab/name_table.hpp: name_in, value_in, names_of).
 inline constexpr const char* kStateAccountingNames[] = {"paper", "deepspeed", "megatron"};
 [[nodiscard]] inline const char* to_string(StateAccounting a) { return name_in(kStateAccountingNames, a); }
+
+/// How the engine named `engine` (an engine profile's name: "megatron",
+/// "deepspeed", "fsdp", "ztune") keeps its model states, so that a plan said
+/// to fit fits in the engine that runs it: Megatron-LM's whole fp32
+/// main-gradient buffer (megatron), DeepSpeed's own estimators' fp32 gradient
+/// partitions (deepspeed); ztune's executor the ZeRO paper's 16-bit
+/// gradients, and FSDP too (its sharded fp32 parameters, gradients and two
+/// Adam moments are the paper's 16Ψ/N), as any other name. The shells'
+/// default (--accounting overrides it) and validate's memory check.
+[[nodiscard]] StateAccounting state_accounting_of_engine(std::string_view engine);
 
 struct MemoryOptions {
   StateAccounting accounting = StateAccounting::paper;

@@ -22,12 +22,8 @@ std::string to_string(Engine e);
 /// "ztune" | "deepspeed" | "megatron" | "fsdp"; nullopt otherwise.
 std::optional<Engine> engine_from_string(std::string_view s);
 
-/// How the engine keeps model states, so that a plan said to fit fits in the
-/// engine that runs it (memory_model.hpp StateAccounting): Megatron-LM's fp32
-/// main-gradient buffer (megatron), DeepSpeed's own estimators' fp32 gradient
-/// partitions (deepspeed); ztune's executor the ZeRO paper's 16-bit gradients,
-/// and FSDP too (its sharded fp32 parameters, gradients and two Adam moments
-/// are the paper's 16Ψ/N). The shells' default; --accounting overrides it.
+/// How the engine keeps model states (memory_model.hpp
+/// state_accounting_of_engine, by the engine's name).
 [[nodiscard]] StateAccounting state_accounting_of(Engine e);
 /// The accounting named "paper", "deepspeed" or "megatron" (search's and
 /// predict's --accounting, a stored search's options), else as `engine`
