@@ -7,7 +7,6 @@
 #include <QCheckBox>
 #include <QCloseEvent>
 #include <QComboBox>
-#include <QDir>
 #include <QDockWidget>
 #include <QFile>
 #include <QFileDialog>
@@ -21,7 +20,6 @@
 #include <QScrollArea>
 #include <QSettings>
 #include <QSplitter>
-#include <QStandardPaths>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
@@ -413,10 +411,17 @@ void MainWindow::export_with_ztune(const QString& format) {
   const Candidate* c = doc_.selected();
   if (c == nullptr || exporter_.running()) return;
   // `ztune export` is the one exporter; the planner hands it the plan file.
-  const QString plan_path = QDir(QStandardPaths::writableLocation(QStandardPaths::TempLocation))
-                                .filePath(QStringLiteral("ztune-planner-export-plan.json"));
+  if (!scratch_.isValid()) {
+    QMessageBox::warning(this, QStringLiteral("Export"),
+                         QStringLiteral("cannot create a temporary directory: ") + scratch_.errorString());
+    return;
+  }
+  const QString plan_path = scratch_.filePath(QStringLiteral("export-plan.json"));
   QFile f(plan_path);
-  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return;
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
+    QMessageBox::warning(this, QStringLiteral("Export"), plan_path + QStringLiteral(": cannot write: ") + f.errorString());
+    return;
+  }
   const auto& in = doc_.outcome()->inputs;
   f.write(QByteArray::fromStdString(plan_file_to_json(plan_file_of(*c, in)).dump(2)));
   f.close();

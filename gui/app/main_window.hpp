@@ -4,6 +4,7 @@
 // plan's memory, time and scaling charts, and tabs for its simulated timeline,
 // the comparison and the run. It only wires widgets to the PlannerDocument.
 #include <QMainWindow>
+#include <QTemporaryDir>
 
 #include "ztune/gui/child_process.hpp"
 #include "ztune/gui/planner_document.hpp"
@@ -74,6 +75,7 @@ class MainWindow : public QMainWindow {
   QToolButton* cancel_ = nullptr;
   QLabel* status_ = nullptr;
   ChildProcess exporter_;
+  QTemporaryDir scratch_;  // the plan file `ztune export` reads: this planner's own (run_panel.hpp)
   bool restoring_selection_ = false;
   bool save_settings_ = false;
 };

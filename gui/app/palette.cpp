@@ -2,12 +2,19 @@
 
 #include <array>
 
+#include "ztune/model/prediction.hpp"
+
 namespace ztune::gui {
 
 QColor series_color(std::size_t i) {
   // Tableau 10: distinguishable, readable on white, colour-blind friendlier than Qt's defaults.
-  static constexpr std::array<QRgb, 11> kColors{0x4e79a7, 0xf28e2b, 0x59a14f, 0xe15759, 0x76b7b2, 0xedc948,
-                                                0xb07aa1, 0xff9da7, 0x9c755f, 0xbab0ac, 0x86bcb6};
+  // Tableau 10 and four more, as many as the longest series (the iteration
+  // time's parts, TimePart): a wrapped index had drawn framework overhead in
+  // backward's orange.
+  static constexpr std::array<QRgb, 14> kColors{0x4e79a7, 0xf28e2b, 0x59a14f, 0xe15759, 0x76b7b2,
+                                                0xedc948, 0xb07aa1, 0xff9da7, 0x9c755f, 0xbab0ac,
+                                                0x86bcb6, 0x2f4b7c, 0x8cd17d, 0xd37295};
+  static_assert(kColors.size() >= static_cast<std::size_t>(TimePart::count), "a colour for every time part");
   return QColor::fromRgb(kColors[i % kColors.size()]);
 }
 

@@ -1,6 +1,5 @@
 #include "run_panel.hpp"
 
-#include <QDir>
 #include <QFile>
 #include <QFontDatabase>
 #include <QHBoxLayout>
@@ -8,7 +7,6 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSpinBox>
-#include <QStandardPaths>
 #include <QVBoxLayout>
 #include <nlohmann/json.hpp>
 
@@ -59,8 +57,22 @@ RunPanel::RunPanel(PlannerDocument* doc, QWidget* parent) : QWidget(parent), doc
   connect(run_, &QPushButton::clicked, this, &RunPanel::run_selected);
   connect(stop_, &QPushButton::clicked, this, &RunPanel::stop);
   connect(&child_, &ChildProcess::output, this, [this](const QString& text) {
+    // A line is broken every kLogLineChars characters: QPlainTextEdit lays a
+    // block out again on every insertion, so one endless line (a child that
+    // never prints a newline) froze the window, seconds per 300 k characters.
+    QString wrapped;
+    wrapped.reserve(text.size() + text.size() / kLogLineChars + 1);
+    for (const QChar ch : text) {
+      if (ch == QLatin1Char('\n')) {
+        log_line_chars_ = 0;
+      } else if (++log_line_chars_ > kLogLineChars) {
+        wrapped += QLatin1Char('\n');
+        log_line_chars_ = 1;
+      }
+      wrapped += ch;
+    }
     log_->moveCursor(QTextCursor::End);
-    log_->insertPlainText(text);
+    log_->insertPlainText(wrapped);
     log_->moveCursor(QTextCursor::End);
   });
   connect(&child_, &ChildProcess::failedToStart, this, [this](const QString& m) {
@@ -88,21 +100,30 @@ RunPanel::RunPanel(PlannerDocument* doc, QWidget* parent) : QWidget(parent), doc
 }
 
 void RunPanel::run_selected() {
+  // Every way a run ends, started or not, says so on the status line
+  // (message): the screenshot tour waits for it.
+  auto refuse = [this](const QString& why) {
+    result_->setText(why);
+    emit message(why);
+  };
   const Candidate* c = doc_->selected();
   if (c == nullptr || !doc_->outcome()) {
-    result_->setText(QStringLiteral("select a plan first"));
+    refuse(QStringLiteral("select a plan first"));
     return;
   }
   if (child_.running()) return;
   // The plan file carries the model and cluster, so `ztune run` needs nothing else.
   const auto& in = doc_->outcome()->inputs;
-  const QString dir = QStandardPaths::writableLocation(QStandardPaths::TempLocation);
-  plan_path_ = QDir(dir).filePath(QStringLiteral("ztune-planner-run-plan.json"));
-  record_path_ = QDir(dir).filePath(QStringLiteral("ztune-planner-run-record.json"));
+  if (!scratch_.isValid()) {
+    refuse(QStringLiteral("cannot create a temporary directory for the run: ") + scratch_.errorString());
+    return;
+  }
+  plan_path_ = scratch_.filePath(QStringLiteral("plan.json"));
+  record_path_ = scratch_.filePath(QStringLiteral("record.json"));
   QFile::remove(record_path_);  // a record left from an earlier run must not be read as this one's
   QFile f(plan_path_);
   if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
-    result_->setText(plan_path_ + QStringLiteral(": cannot write: ") + f.errorString());
+    refuse(plan_path_ + QStringLiteral(": cannot write: ") + f.errorString());
     return;
   }
   // ztune's executor runs it, whatever engine the search priced.
@@ -110,12 +131,17 @@ void RunPanel::run_selected() {
   f.close();
   predicted_step_s_ = c->time().iteration_s;
   log_->clear();
+  log_line_chars_ = 0;
   result_->setText(QStringLiteral("running…"));
   run_->setEnabled(false);
   stop_->setEnabled(true);
   // Stored where the planner's searches are (--db), so History lists it beside them.
-  const QStringList args{QStringLiteral("run"),    plan_path_,   QStringLiteral("--steps"), QString::number(steps_->value()),
-                         QStringLiteral("--record"), record_path_, QStringLiteral("--db"),    doc_->database()};
+  // No database (none named, no home to put one in): the run is not stored,
+  // as `ztune run --no-db` says, rather than refused for `--db ""`.
+  QStringList args{QStringLiteral("run"),      plan_path_,  QStringLiteral("--steps"), QString::number(steps_->value()),
+                   QStringLiteral("--record"), record_path_};
+  if (doc_->database().isEmpty()) args << QStringLiteral("--no-db");
+  else args << QStringLiteral("--db") << doc_->database();
   log_->appendPlainText(QStringLiteral("$ ") + ztune_program() + QLatin1Char(' ') + args.join(QLatin1Char(' ')));
   child_.start(ztune_program(), args);
 }

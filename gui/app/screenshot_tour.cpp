@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <utility>
 
 #include "history_dialog.hpp"
 #include "input_panel.hpp"
@@ -107,12 +108,21 @@ void MainWindow::screenshot_tour(const QString& dir, int timeout_ms) {
       history_step();
       return;
     }
-    once(&doc_, &PlannerDocument::simulationFinished, this, [this, save, settle, history_step] {
+    // Whichever comes first: the simulation, or its failure (the plan is then
+    // shown without a timeline, and the tour goes on without the picture).
+    auto moved_on = std::make_shared<bool>(false);
+    once(&doc_, &PlannerDocument::simulationFinished, this, [this, save, settle, history_step, moved_on] {
+      if (std::exchange(*moved_on, true)) return;
       tabs_->setCurrentWidget(timeline_);
       settle([this, save, history_step] {
         save(this, QStringLiteral("timeline-interleaved.png"));
         history_step();
       });
+    });
+    once(&doc_, &PlannerDocument::simulationFailed, this, [history_step, moved_on] {
+      if (std::exchange(*moved_on, true)) return;
+      std::fprintf(stderr, "ztune-planner: timeline-interleaved.png skipped: the plan's simulation failed\n");
+      history_step();
     });
     doc_.select(row);
   };
@@ -144,9 +154,13 @@ void MainWindow::screenshot_tour(const QString& dir, int timeout_ms) {
   };
   // 1. The search, its best plan simulated and the scaling curve drawn.
   auto started = std::make_shared<bool>(false);
-  auto ready = [this, save, settle, compare_step, started, finish] {
+  // The best plan's simulation failed (more micro-batches than the simulator
+  // takes, say): the picture shows the plan without it rather than waiting
+  // for the tour's timeout.
+  auto simulation_failed = std::make_shared<bool>(false);
+  auto ready = [this, save, settle, compare_step, started, finish, simulation_failed] {
     if (*started || !doc_.outcome() || doc_.searching() || doc_.scaling_running()) return;
-    if (doc_.selected() != nullptr && !doc_.simulation()) return;
+    if (doc_.selected() != nullptr && !doc_.simulation() && !*simulation_failed) return;
     *started = true;
     settle([this, save, compare_step, finish] {
       save(this, QStringLiteral("search.png"));
@@ -161,7 +175,16 @@ void MainWindow::screenshot_tour(const QString& dir, int timeout_ms) {
   connect(&doc_, &PlannerDocument::searchFinished, this, ready);
   connect(&doc_, &PlannerDocument::simulationFinished, this, ready);
   connect(&doc_, &PlannerDocument::scalingRunning, this, ready);
-  connect(&doc_, &PlannerDocument::searchFailed, this, [] { QApplication::exit(1); });
+  connect(&doc_, &PlannerDocument::simulationFailed, this, [ready, simulation_failed, started](const QString& why) {
+    if (*started) return;  // a later step's simulation: that step handles it
+    std::fprintf(stderr, "ztune-planner: the best plan's simulation failed: %s\n", qPrintable(why));
+    *simulation_failed = true;
+    ready();
+  });
+  connect(&doc_, &PlannerDocument::searchFailed, this, [](const QList<InputIssue>& issues) {
+    for (const auto& issue : issues) std::fprintf(stderr, "ztune-planner: error: %s\n", qPrintable(issue.message));
+    QApplication::exit(1);
+  });
   QTimer::singleShot(timeout_ms, this, [] {
     std::fprintf(stderr, "ztune-planner: the screenshot tour timed out\n");
     QApplication::exit(3);
