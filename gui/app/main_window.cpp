@@ -518,17 +518,15 @@ void MainWindow::screenshot_when_ready(const QString& file, int timeout_ms) {
     if (*done) return;
     *done = true;
     // Let layouts and charts settle before grabbing.
-    QTimer::singleShot(400, this, [this, file, code] {
-      const QPixmap shot = grab();
-      const bool ok = shot.save(file, "PNG");
-      if (!ok) qWarning("ztune-planner: cannot write %s", qPrintable(file));
-      QApplication::exit(ok ? code : 2);
-    });
+    QTimer::singleShot(400, this, [this, file, code] { QApplication::exit(save_picture(this, file) ? code : 2); });
   };
   auto ready = [this, save] {
     if (!doc_.outcome() || doc_.searching() || doc_.scaling_running()) return;
     if (doc_.selected() != nullptr && !doc_.simulation()) return;  // the timeline is still coming
-    save(doc_.outcome()->result.plans.empty() ? 1 : 0);
+    const SearchOutcome& out = *doc_.outcome();
+    if (!out.db_note.isEmpty()) std::fprintf(stderr, "ztune-planner: warning: not stored: %s\n", qPrintable(out.db_note));
+    if (out.result.plans.empty()) std::fprintf(stderr, "ztune-planner: no plan fits\n");
+    save(out.result.plans.empty() ? 1 : 0);
   };
   connect(&doc_, &PlannerDocument::searchFinished, this, ready);
   connect(&doc_, &PlannerDocument::simulationFinished, this, ready);
@@ -540,7 +538,10 @@ void MainWindow::screenshot_when_ready(const QString& file, int timeout_ms) {
     for (const auto& issue : issues) std::fprintf(stderr, "ztune-planner: error: %s\n", qPrintable(issue.message));
     save(1);
   });
-  QTimer::singleShot(timeout_ms, this, [save] { save(3); });
+  QTimer::singleShot(timeout_ms, this, [save] {
+    std::fprintf(stderr, "ztune-planner: the screenshot timed out\n");
+    save(3);
+  });
   start_search();
 }
 

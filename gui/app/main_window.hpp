@@ -37,12 +37,20 @@ class MainWindow : public QMainWindow {
   void restore_settings();
   /// --screenshot: search, select the best plan, wait for its simulation and the
   /// scaling curve, save the window to `file`, then quit with 0 (1 when nothing
-  /// could be shown, 3 on timeout).
+  /// could be shown, 2 when the picture could not be written, 3 on timeout).
+  /// Headless, it says on stderr what the picture says went wrong: a refused
+  /// input, no plan that fits, a search the database did not store.
   void screenshot_when_ready(const QString& file, int timeout_ms);
   /// --screenshot-set DIR: the views one by one into DIR (screenshot_tour.cpp):
   /// search.png, compare.png, stale.png, timeline-interleaved.png, history.png
-  /// and, on a CPU cluster, run.png; quits with 0 when every shot was written.
+  /// and, on a CPU cluster, run.png; quits with 0 when every shot was written,
+  /// 1 when the search was refused, 2 when DIR or a shot could not be written
+  /// (before any training when DIR cannot be made), 3 on timeout.
   void screenshot_tour(const QString& dir, int timeout_ms);
+  /// Writes `w`'s picture to `path` whole or not at all (a temporary file
+  /// renamed over it: a full disk had left a truncated PNG in place of the
+  /// previous one); false, with the reason on stderr, when it could not.
+  static bool save_picture(QWidget* w, const QString& path);
 
  protected:
   void closeEvent(QCloseEvent* event) override;

@@ -8,6 +8,8 @@
 // code is 0 only when every shot this cluster allows was written.
 #include <QApplication>
 #include <QDir>
+#include <QFileInfo>
+#include <QSaveFile>
 #include <QTabWidget>
 #include <QTimer>
 #include <algorithm>
@@ -39,13 +41,31 @@ void once(Sender* src, Signal signal, QObject* ctx, F f) {
 
 }  // namespace
 
+bool MainWindow::save_picture(QWidget* w, const QString& path) {
+  QSaveFile file(path);
+  QString why;
+  if (!file.open(QIODevice::WriteOnly)) why = file.errorString();
+  else if (!w->grab().save(&file, "PNG")) why = QStringLiteral("the PNG was not written in full (is the disk full?)");
+  else if (!file.commit()) why = file.errorString();
+  if (why.isEmpty()) return true;
+  std::fprintf(stderr, "ztune-planner: cannot write %s: %s; any earlier picture there is kept\n", qPrintable(path),
+               qPrintable(why));
+  return false;
+}
+
 void MainWindow::screenshot_tour(const QString& dir, int timeout_ms) {
-  QDir().mkpath(dir);
+  // Every picture goes into DIR: one that cannot be made or written to ends
+  // the tour before its search (and the real training of its last step).
+  if (!QDir().mkpath(dir) || !QFileInfo(dir).isDir() || !QFileInfo(dir).isWritable()) {
+    std::fprintf(stderr, "ztune-planner: cannot write the pictures into %s: not a writable directory\n",
+                 qPrintable(dir));
+    QTimer::singleShot(0, this, [] { QApplication::exit(2); });
+    return;
+  }
   auto failed = std::make_shared<int>(0);
-  auto save = [this, dir, failed](QWidget* w, const QString& name) {
+  auto save = [dir, failed](QWidget* w, const QString& name) {
     const QString path = QDir(dir).filePath(name);
-    if (!w->grab().save(path, "PNG")) {
-      qWarning("ztune-planner: cannot write %s", qPrintable(path));
+    if (!save_picture(w, path)) {
       ++*failed;
     } else {
       std::fprintf(stderr, "ztune-planner: wrote %s\n", qPrintable(path));
@@ -162,6 +182,8 @@ void MainWindow::screenshot_tour(const QString& dir, int timeout_ms) {
     if (*started || !doc_.outcome() || doc_.searching() || doc_.scaling_running()) return;
     if (doc_.selected() != nullptr && !doc_.simulation() && !*simulation_failed) return;
     *started = true;
+    if (const QString& note = doc_.outcome()->db_note; !note.isEmpty())
+      std::fprintf(stderr, "ztune-planner: warning: not stored: %s\n", qPrintable(note));
     settle([this, save, compare_step, finish] {
       save(this, QStringLiteral("search.png"));
       if (doc_.outcome()->result.plans.size() < 2) {

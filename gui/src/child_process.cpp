@@ -1,5 +1,10 @@
 #include "ztune/gui/child_process.hpp"
 
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <csignal>
+
 #include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
@@ -21,6 +26,15 @@ QString ztune_program() {
 }
 
 ChildProcess::ChildProcess(QObject* parent) : QObject(parent) {
+  // The child gets SIGTERM when the planner dies, however it dies: the
+  // destructor's kill covers only a normal exit, and a SIGTERM'd planner had
+  // left `ztune run` training (and storing) with nobody watching. `ztune run`
+  // passes it on to its ranks. Only async-signal-safe calls after the fork.
+  const pid_t planner = ::getpid();
+  process_.setChildProcessModifier([planner] {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != planner) ::_exit(127);  // the planner died before the line above
+  });
   connect(&process_, &QProcess::readyReadStandardOutput, this, [this] {
     const QByteArray chunk = process_.readAllStandardOutput();
     stdout_ += chunk;
