@@ -58,6 +58,7 @@ struct SearchFlags {
   int cp = 0, max_cp = 0;          // context parallelism: pin (0: not pinned) and bound (0: the default)
   int ulysses = 0, max_ulysses = 0;  // DeepSpeed-Ulysses: likewise
   int dp_shard = 0;                // hybrid sharding pin (0: not pinned)
+  std::string recompute = "any";   // recomputation pin ("any": every mode)
   bool onebit_adam = false, zeropp = false;
   int freeze_step = -1;  // -1: kOnebitWarmupFraction of the run
   std::string sparse_attention = "none";
@@ -127,6 +128,7 @@ SearchOptions to_options(const SearchFlags& f) {
   o.space.max_ulysses = f.max_ulysses;
   if (f.dp_shard > 0) o.space.dp_shard = f.dp_shard;
   if (f.zero >= 0) o.space.zero_stage = f.zero;
+  if (f.recompute != "any") o.space.recompute = recompute_of(f.recompute);  // CLI::IsMember admitted only its names
   o.space.max_plans = f.max_plans;
   o.space.include_onebit_adam = f.onebit_adam;
   o.space.include_zeropp = f.zeropp;
@@ -504,6 +506,16 @@ Command add_search(CLI::App& root) {
                   "sequences of 8192 tokens or more, else none; 1: none)")
       ->check(integer_in(1, 1 << 20, "a Ulysses degree"));
   app->add_option("--zero", f->zero, "Search only plans with this ZeRO stage")->check(integer_in(0, 3, "a ZeRO stage"));
+  app->add_option("--recompute", f->recompute,
+                  "Search only plans with this activation recomputation: none, selective (the engine's: the "
+                  "attention core; torchtitan's op-level SAC under fsdp) or full (every layer: not turned into "
+                  "Megatron's block method, as an engine of 2019-2021 or a recipe that fixes it runs); any (the "
+                  "default): all three")
+      ->check(CLI::IsMember([] {
+        auto names = names_of(kRecomputeNames);
+        names.insert(names.begin(), "any");
+        return names;
+      }()));
   app->add_option("--dp-shard", f->dp_shard,
                   "Search only hybrid-sharded ZeRO-3 plans with shard groups of this many data-parallel ranks "
                   "(default: the space tries one node's ranks and 2, 4, 8 nodes' where dp spans nodes)")

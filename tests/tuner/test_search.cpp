@@ -833,6 +833,18 @@ TEST_CASE("the search recomputes the fewest layers per chunk that fit (Megatron'
   }
   CHECK(blocks > 10);
   CHECK(r.block_recompute == blocks);  // every fitting plan is kept (top 100,000): the count is theirs
+  // --recompute full pins every layer: the same search states no block, and
+  // its plans are the ones above that recompute every layer, or their blocks'
+  // whole-layer originals.
+  o.space.recompute = Recompute::full;
+  const auto pinned = run_search(m, c, hw, o);
+  CHECK(pinned.block_recompute == 0);
+  CHECK(pinned.plans.size() > 10);
+  for (const auto& cand : pinned.plans) {
+    CHECK(cand.plan.recompute == Recompute::full);
+    CHECK(cand.plan.recompute_num_layers == 0);
+  }
+  o.space.recompute.reset();
   // DeepSpeed runs every layer: its search never states a block.
   o.space.engine = Engine::deepspeed;
   for (const auto& cand : run_search(m, c, with_engine(default_profile_for(c), "deepspeed"), o).plans)

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -940,5 +941,36 @@ TEST_CASE("the engines' fused attention takes head sizes that are multiples of 8
       for (const auto& choice : space.attention_choices())
         if (!takes) CHECK(choice.kernel == AttentionKernel::standard);
     }
+  }
+}
+
+TEST_CASE("a pinned recomputation: the space is exactly the unpinned space's plans of that mode",
+          "[tuner][space][recompute]") {
+  // Oracle: the unpinned space, split by its plans' recompute mode. The three
+  // pinned spaces partition it, plan for plan, size for size, on every engine.
+  const Transformer m = load_transformer("tiny");
+  Cluster c = load_cluster("v100-workstation");
+  c.node.gpus = 2;
+  for (Engine e : kEngines) {
+    SpaceOptions o;
+    o.engine = e;
+    const SearchSpace all(m, c, o);
+    std::map<Recompute, std::vector<std::string>> by_mode;
+    for (const auto& l : all.layouts())
+      if (l.rejected == LayoutRule::none)
+        all.for_each_plan(l, [&](const Plan& p) { by_mode[p.recompute].push_back(p.summary()); });
+    std::int64_t pinned_sizes = 0;
+    for (Recompute rc : kRecomputeModes) {
+      o.recompute = rc;
+      const SearchSpace pinned(m, c, o);
+      pinned_sizes += pinned.size();
+      std::vector<std::string> seen;
+      for (const auto& l : pinned.layouts())
+        if (l.rejected == LayoutRule::none)
+          pinned.for_each_plan(l, [&](const Plan& p) { seen.push_back(p.summary()); });
+      INFO(to_string(e) << " --recompute " << to_string(rc));
+      CHECK(seen == by_mode[rc]);
+    }
+    CHECK(pinned_sizes == all.size());
   }
 }

@@ -125,3 +125,24 @@ TEST_CASE("stored search options: what the writer stores, and both programs' row
   CHECK_FALSE(back.options.rank_enabled);
   CHECK(back.options.memory.gpu_headroom == Approx(0.05));
 }
+
+TEST_CASE("stored search options: a pinned recomputation reads back; any or absent is none", "[tuner][db]") {
+  SearchRequest q;
+  q.cluster = "dgx2x16";
+  q.model = "100b";
+  SearchOptions o;
+  o.space.recompute = Recompute::full;
+  const nlohmann::json j = search_options_to_json(q, o);
+  CHECK(j.at("recompute") == "full");
+  CHECK(search_options_from_json(j, "db").options.space.recompute == Recompute::full);
+  o.space.recompute.reset();
+  CHECK(search_options_to_json(q, o).at("recompute") == "any");
+  CHECK_FALSE(search_options_from_json(search_options_to_json(q, o), "db").options.space.recompute.has_value());
+  CHECK_FALSE(search_options_from_json(nlohmann::json::parse(R"({"zero": 1})"), "db").options.space.recompute);
+  try {
+    (void)search_options_from_json(nlohmann::json::parse(R"({"recompute": "most"})"), "results database, search 4");
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    CHECK_THAT(std::string(e.what()), Contains("search 4") && Contains("recompute") && Contains("selective"));
+  }
+}

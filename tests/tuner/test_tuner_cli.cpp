@@ -229,6 +229,15 @@ TEST_CASE("search --tp 16 --zero 1: the seeds' 180B on 800 V100 under its publis
                   " --engine deepspeed --tp 16 --pp 1 --zero 0 --no-db");
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.out + r.err, Contains("without --tp/--pp/--zero"));
+  // --recompute pins the mode the same way, and is named among the pins.
+  r = run_command(ztune_bin() + " search --cluster dgx2 --nodes 50 --model " + model +
+                  " --engine deepspeed --tp 16 --zero 1 --recompute none --json --top 5 --no-db");
+  REQUIRE(r.exit_code == 0);
+  for (const auto& p : nlohmann::json::parse(r.out)["plans"]) CHECK(p["plan"]["recompute"] == "none");
+  r = run_command(ztune_bin() + " search --cluster dgx2 --nodes 50 --model " + model +
+                  " --engine deepspeed --tp 16 --pp 1 --zero 0 --recompute full --no-db");
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.out + r.err, Contains("without --tp/--pp/--zero/--recompute"));
 }
 
 TEST_CASE("search's note on left-out FlashAttention plans appears only when they were left out", "[cli][tuner]") {

@@ -119,6 +119,8 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
     check("--ulysses", o.space.ulysses, p.ulysses);
     if (o.space.dp_shard && *o.space.dp_shard != p.dp_shard)
       s += (s.empty() ? "" : ", ") + std::string(p.dp_shard == 0 ? "without --dp-shard" : "--dp-shard " + std::to_string(p.dp_shard));
+    if (o.space.recompute && *o.space.recompute != p.recompute)
+      s += (s.empty() ? "" : ", ") + std::string("--recompute ") + to_string(p.recompute);
     return s.empty() ? s : " (in place of your pin: " + s + ")";
   };
   auto add = [&](const std::string& change, const Plan& p) {
@@ -478,9 +480,11 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
                      "no layout of the devices searched has a weights' data-parallel group (dp × cp × ulysses, dp "
                      "dividing the global batch) that it divides into two or more groups",
                      false});
-  if (o.space.tp || o.space.pp || o.space.zero_stage || o.space.cp || o.space.dp_shard || o.space.ulysses) try {
+  if (o.space.tp || o.space.pp || o.space.zero_stage || o.space.cp || o.space.dp_shard || o.space.ulysses ||
+      o.space.recompute) try {
     SearchOptions x = o;
     x.space.tp = x.space.pp = x.space.zero_stage = x.space.cp = x.space.dp_shard = x.space.ulysses = std::nullopt;
+    x.space.recompute.reset();
     auto s = feasibility(m, c, hw, x);
     // The pins the user gave, named as given.
     std::string pins;
@@ -488,7 +492,8 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
                                       std::pair{"--zero", o.space.zero_stage.has_value()},
                                       std::pair{"--cp", o.space.cp.has_value()},
                                       std::pair{"--ulysses", o.space.ulysses.has_value()},
-                                      std::pair{"--dp-shard", o.space.dp_shard.has_value()}})
+                                      std::pair{"--dp-shard", o.space.dp_shard.has_value()},
+                                      std::pair{"--recompute", o.space.recompute.has_value()}})
       if (given) pins += (pins.empty() ? "" : "/") + std::string(flag);
     hints.push_back({"without " + pins, fitting(s), s.feasible > 0});
   } catch (const PlanSpaceOverCap& e) {

@@ -121,6 +121,7 @@ bool stop_requested(const Job& job) {
 // one stays as it was.
 bool recompute_fewest_layers(const Job& job, Plan& p, MemoryPrediction& memory) {
   if (p.recompute != Recompute::full || p.recompute_num_layers > 0 || p.cpu_checkpointing) return false;
+  if (job.options.space.recompute) return false;  // pinned: every layer, as asked
   if (!runs_block_recompute(p, job.options.space.engine)) return false;
   Plan none = p;
   none.recompute = Recompute::none;

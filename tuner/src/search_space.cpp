@@ -255,6 +255,8 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
   // torchtitan's selective checkpointing is op-level (its selective_ac_option
   // "op", what its Llama configurations set): ztune's alternate_mm.
   selective_policy_ = o.engine == Engine::fsdp ? SelectivePolicy::alternate_mm : SelectivePolicy::attention;
+  recomputes_ = o.recompute ? std::vector<Recompute>{*o.recompute}
+                            : std::vector<Recompute>(std::begin(kRecomputeModes), std::end(kRecomputeModes));
   // ZeRO-3 under a pipeline where the engine runs it (FSDP2 under
   // torch.distributed.pipelining, ztune's executor; DeepSpeed's and
   // Megatron's pipelines refuse it): its rule decides, on a probe.
@@ -573,7 +575,7 @@ std::int64_t SearchSpace::count_plans(const Layout& l) const {
   const auto n_prec = static_cast<std::int64_t>(precisions_.size());
   std::int64_t n_split_rc_att = 0;  // (split, recompute, attention) triples in the space
   for (ActivationSplit split : activation_splits(l))
-    for (Recompute rc : kRecomputeModes) {
+    for (Recompute rc : recomputes_) {
       const SelectivePolicy sp = rc == Recompute::selective ? selective_policy_ : SelectivePolicy::attention;
       for (const auto& at : attention_)
         n_split_rc_att +=

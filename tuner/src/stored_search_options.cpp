@@ -36,6 +36,7 @@ nlohmann::json search_options_to_json(const SearchRequest& request, const Search
                       {"tp", s.tp.value_or(0)},
                       {"pp", s.pp.value_or(0)},
                       {"zero", s.zero_stage.value_or(-1)},
+                      {"recompute", s.recompute ? std::string(to_string(*s.recompute)) : std::string("any")},
                       {"cp", s.cp.value_or(0)},
                       {"max_cp", s.max_cp},
                       {"ulysses", s.ulysses.value_or(0)},
@@ -122,6 +123,7 @@ StoredSearchOptions search_options_from_json(const nlohmann::json& j, const std:
   s.tp = pin(r, "tp");
   s.pp = pin(r, "pp");
   if (const auto z = r.optional_integer("zero", -1, 3); z && *z >= 0) s.zero_stage = static_cast<int>(*z);
+  if (named_pin(r, "recompute")) s.recompute = recompute_of(r.choice("recompute", kRecomputeNames));
   s.cp = pin(r, "cp");
   s.max_cp = count_or(r, "max_cp", 0, 0);
   s.ulysses = pin(r, "ulysses");

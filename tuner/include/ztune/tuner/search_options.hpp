@@ -70,6 +70,11 @@ struct SpaceOptions {
   std::optional<int> tp;
   std::optional<int> pp;
   std::optional<int> zero_stage;
+  /// Pin the recomputation (--recompute none, selective or full: what a
+  /// recipe or an engine version fixes, e.g. 2019-2021 Megatron-LM's full
+  /// recomputation of every layer). Pinned full keeps every layer recomputed:
+  /// the search does not turn it into Megatron's block method.
+  std::optional<Recompute> recompute;
   /// Pin the context-parallel degree (--cp), or bound it (--max-cp; 0: the
   /// default, context parallelism only for sequences of 8k tokens or more,
   /// search_space.hpp kContextParallelMinSeq; 1: none).

@@ -214,6 +214,7 @@ class SearchSpace {
   /// What the engine's selective recomputation recomputes: torchtitan's
   /// op-level SAC for fsdp (its selective mode), the attention core elsewhere.
   SelectivePolicy selective_policy_ = SelectivePolicy::attention;
+  std::vector<Recompute> recomputes_;  // the modes searched: the pinned one, else kRecomputeModes
   /// Where full recomputation's checkpoints can live: the device, and the host too with cpu_checkpointing_.
   [[nodiscard]] int checkpoint_homes(Recompute r) const { return r == Recompute::full && cpu_checkpointing_ ? 2 : 1; }
   std::vector<Layout> layouts_;
@@ -284,7 +285,7 @@ void SearchSpace::for_each_plan(const Layout& l, F&& f) const {
       // so the space does not grow.
       p.tp_comm_overlap = p.sequence_parallel && tp_comm_overlap_;
       p.partition_activations = split == ActivationSplit::partitioned;
-      for (Recompute rc : kRecomputeModes) {
+      for (Recompute rc : recomputes_) {
         if (!split_fits(split, rc)) continue;
         p.recompute = rc;
         p.recompute_policy = rc == Recompute::selective ? selective_policy_ : SelectivePolicy::attention;
