@@ -177,6 +177,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   errors_[InputField::other] = other;
   outer->addWidget(other);
   summary_ = new QLabel;
+  summary_->setTextFormat(Qt::PlainText);  // it starts with a cluster file's name: never markup
   summary_->setWordWrap(true);
   summary_->setStyleSheet(QStringLiteral("color: #555;"));
   outer->addWidget(summary_);

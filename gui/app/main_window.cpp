@@ -324,7 +324,7 @@ void MainWindow::on_search_finished() {
   if (!acc.sources.empty()) {
     report += QStringLiteral("<b>Accuracy on %1</b> (published runs; in-sample where the default profile was "
                              "fitted on them)<table cellspacing=2>")
-                  .arg(QString::fromStdString(acc.family));
+                  .arg(QString::fromStdString(acc.family).toHtmlEscaped());
     for (const auto& s : acc.sources)
       row(QString::fromStdString(s.name),
           QStringLiteral("%1 MAPE, %2 runs").arg(format_percent(s.mape / 100.0), format_count(s.cases)));

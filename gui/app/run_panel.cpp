@@ -142,7 +142,9 @@ void RunPanel::run_selected() {
                    QStringLiteral("--record"), record_path_};
   if (doc_->database().isEmpty()) args << QStringLiteral("--no-db");
   else args << QStringLiteral("--db") << doc_->database();
-  log_->appendPlainText(QStringLiteral("$ ") + ztune_program() + QLatin1Char(' ') + args.join(QLatin1Char(' ')));
+  // On a line of its own: the child's first output starts the next one.
+  log_->appendPlainText(QStringLiteral("$ ") + ztune_program() + QLatin1Char(' ') + args.join(QLatin1Char(' ')) +
+                        QLatin1Char('\n'));
   child_.start(ztune_program(), args);
 }
 

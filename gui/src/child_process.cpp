@@ -38,12 +38,12 @@ ChildProcess::ChildProcess(QObject* parent) : QObject(parent) {
   connect(&process_, &QProcess::readyReadStandardOutput, this, [this] {
     const QByteArray chunk = process_.readAllStandardOutput();
     stdout_ += chunk;
-    emit output(QString::fromUtf8(chunk));
+    emit output(stdout_text_.decode(chunk));
   });
   connect(&process_, &QProcess::readyReadStandardError, this, [this] {
     const QByteArray chunk = process_.readAllStandardError();
     stderr_ += chunk;
-    emit output(QString::fromUtf8(chunk));
+    emit output(stderr_text_.decode(chunk));
   });
   connect(&process_, &QProcess::finished, this, [this](int code, QProcess::ExitStatus status) {
     emit finished(code, status == QProcess::CrashExit);
@@ -63,6 +63,8 @@ ChildProcess::~ChildProcess() {
 void ChildProcess::start(const QString& program, const QStringList& arguments) {
   stdout_.clear();
   stderr_.clear();
+  stdout_text_.resetState();
+  stderr_text_.resetState();
   command_ = (QStringList{program} + arguments).join(QLatin1Char(' '));
   if (program.isEmpty()) {
     emit failedToStart(QStringLiteral("the ztune program was not found (set ZTUNE_BIN or put ztune on PATH)"));

@@ -126,7 +126,7 @@ TEST_CASE("stored search options: what the writer stores, and both programs' row
   CHECK(back.options.memory.gpu_headroom == Approx(0.05));
 }
 
-TEST_CASE("stored search options: a pinned recomputation reads back; any or absent is none", "[tuner][db]") {
+TEST_CASE("stored search options: a pinned recomputation reads back, any or absent is none", "[tuner][db]") {
   SearchRequest q;
   q.cluster = "dgx2x16";
   q.model = "100b";

@@ -6,6 +6,7 @@
 #include <QByteArray>
 #include <QObject>
 #include <QProcess>
+#include <QStringDecoder>
 #include <QStringList>
 
 namespace ztune::gui {
@@ -38,6 +39,10 @@ class ChildProcess : public QObject {
   QProcess process_;
   QByteArray stdout_;
   QByteArray stderr_;
+  // One decoder per stream, stateful: a UTF-8 character split across two
+  // reads (×, µ in ztune run's lines) had come out as two replacement marks.
+  QStringDecoder stdout_text_{QStringDecoder::Utf8};
+  QStringDecoder stderr_text_{QStringDecoder::Utf8};
   QString command_;
 };
 
