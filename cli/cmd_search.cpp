@@ -59,6 +59,7 @@ struct SearchFlags {
   int ulysses = 0, max_ulysses = 0;  // DeepSpeed-Ulysses: likewise
   int dp_shard = 0;                // hybrid sharding pin (0: not pinned)
   std::string recompute = "any";   // recomputation pin ("any": every mode)
+  bool no_sequence_parallel = false, no_tp_comm_overlap = false;
   bool onebit_adam = false, zeropp = false;
   int freeze_step = -1;  // -1: kOnebitWarmupFraction of the run
   std::string sparse_attention = "none";
@@ -129,6 +130,8 @@ SearchOptions to_options(const SearchFlags& f) {
   if (f.dp_shard > 0) o.space.dp_shard = f.dp_shard;
   if (f.zero >= 0) o.space.zero_stage = f.zero;
   if (f.recompute != "any") o.space.recompute = recompute_of(f.recompute);  // CLI::IsMember admitted only its names
+  o.space.sequence_parallel = !f.no_sequence_parallel;
+  o.space.tp_comm_overlap = !f.no_tp_comm_overlap;
   o.space.max_plans = f.max_plans;
   o.space.include_onebit_adam = f.onebit_adam;
   o.space.include_zeropp = f.zeropp;
@@ -516,6 +519,11 @@ Command add_search(CLI::App& root) {
         names.insert(names.begin(), "any");
         return names;
       }()));
+  app->add_flag("--no-sequence-parallel", f->no_sequence_parallel,
+                "Search no Megatron-style sequence parallelism (an engine before it: Megatron-LM until 2022)");
+  app->add_flag("--no-tp-comm-overlap", f->no_tp_comm_overlap,
+                "Search no TP communication overlapped with the GEMMs (--engine megatron: Transformer Engine's "
+                "--tp-comm-overlap, otherwise given to its sequence-parallel plans on Ampere or newer)");
   app->add_option("--dp-shard", f->dp_shard,
                   "Search only hybrid-sharded ZeRO-3 plans with shard groups of this many data-parallel ranks "
                   "(default: the space tries one node's ranks and 2, 4, 8 nodes' where dp spans nodes)")

@@ -974,3 +974,56 @@ TEST_CASE("a pinned recomputation: the space is exactly the unpinned space's pla
     CHECK(pinned_sizes == all.size());
   }
 }
+
+TEST_CASE("--no-sequence-parallel and --no-tp-comm-overlap: the unpinned space less those plans, or without overlap",
+          "[tuner][space][tp_overlap]") {
+  // Oracle: the unpinned space. Without sequence parallelism it is exactly
+  // the unpinned space's plans that have none, in order; without the overlap
+  // it is the unpinned space with every plan's overlap off (megatron on A100s,
+  // where the overlap rides on the sequence-parallel plans).
+  const Transformer m = load_transformer("tiny");
+  Cluster c = load_cluster("dgx-a100-80gb");
+  c.node.gpus = 2;
+  auto plans_of = [&](const SpaceOptions& o) {
+    const SearchSpace s(m, c, o);
+    std::vector<Plan> out;
+    for (const auto& l : s.layouts())
+      if (l.rejected == LayoutRule::none) s.for_each_plan(l, [&](const Plan& p) { out.push_back(p); });
+    CHECK(static_cast<std::int64_t>(out.size()) <= s.size());
+    return std::make_pair(out, s.size());
+  };
+  for (Engine e : kEngines) {
+    INFO(to_string(e));
+    SpaceOptions o;
+    o.engine = e;
+    const auto [all, all_size] = plans_of(o);
+    std::vector<std::string> without_sp;
+    std::int64_t sp = 0;
+    for (const Plan& p : all) {
+      if (p.sequence_parallel) ++sp;
+      else without_sp.push_back(p.summary());
+    }
+    CHECK(sp > 0);
+    SpaceOptions no_sp = o;
+    no_sp.sequence_parallel = false;
+    const auto [pinned, pinned_size] = plans_of(no_sp);
+    std::vector<std::string> seen;
+    for (const Plan& p : pinned) seen.push_back(p.summary());
+    CHECK(seen == without_sp);
+    CHECK(pinned_size == all_size - sp);
+    SpaceOptions no_overlap = o;
+    no_overlap.tp_comm_overlap = false;
+    const auto [plain, plain_size] = plans_of(no_overlap);
+    REQUIRE(plain.size() == all.size());
+    CHECK(plain_size == all_size);
+    std::int64_t overlapped = 0;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      CHECK_FALSE(plain[i].tp_comm_overlap);
+      overlapped += all[i].tp_comm_overlap ? 1 : 0;
+      Plan expected = all[i];
+      expected.tp_comm_overlap = false;
+      CHECK(plain[i].summary() == expected.summary());
+    }
+    CHECK(overlapped == (e == Engine::megatron ? sp : 0));
+  }
+}

@@ -126,7 +126,7 @@ TEST_CASE("stored search options: what the writer stores, and both programs' row
   CHECK(back.options.memory.gpu_headroom == Approx(0.05));
 }
 
-TEST_CASE("stored search options: a pinned recomputation reads back, any or absent is none", "[tuner][db]") {
+TEST_CASE("stored search options: the recomputation and sequence-parallel pins read back, absent is none", "[tuner][db]") {
   SearchRequest q;
   q.cluster = "dgx2x16";
   q.model = "100b";
@@ -139,6 +139,15 @@ TEST_CASE("stored search options: a pinned recomputation reads back, any or abse
   CHECK(search_options_to_json(q, o).at("recompute") == "any");
   CHECK_FALSE(search_options_from_json(search_options_to_json(q, o), "db").options.space.recompute.has_value());
   CHECK_FALSE(search_options_from_json(nlohmann::json::parse(R"({"zero": 1})"), "db").options.space.recompute);
+  // --no-sequence-parallel and --no-tp-comm-overlap likewise; absent: both allowed.
+  o.space.sequence_parallel = false;
+  o.space.tp_comm_overlap = false;
+  const SearchOptions back = search_options_from_json(search_options_to_json(q, o), "db").options;
+  CHECK_FALSE(back.space.sequence_parallel);
+  CHECK_FALSE(back.space.tp_comm_overlap);
+  const SearchOptions old_row = search_options_from_json(nlohmann::json::parse(R"({"zero": 1})"), "db").options;
+  CHECK(old_row.space.sequence_parallel);
+  CHECK(old_row.space.tp_comm_overlap);
   try {
     (void)search_options_from_json(nlohmann::json::parse(R"({"recompute": "most"})"), "results database, search 4");
     FAIL("accepted");

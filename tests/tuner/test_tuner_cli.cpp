@@ -238,6 +238,18 @@ TEST_CASE("search --tp 16 --zero 1: the seeds' 180B on 800 V100 under its publis
                   " --engine deepspeed --tp 16 --pp 1 --zero 0 --recompute full --no-db");
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.out + r.err, Contains("without --tp/--pp/--zero/--recompute"));
+  // 2019-2021 Megatron-LM: every layer recomputed, no sequence parallelism, no TP overlap.
+  r = run_command(ztune_bin() + " search --cluster dgx-a100-80gb --nodes 8 --model gpt3-175b --engine megatron "
+                                "--recompute full --no-sequence-parallel --no-tp-comm-overlap --json --top 20 --no-db");
+  REQUIRE(r.exit_code == 0);
+  const auto old_megatron = nlohmann::json::parse(r.out)["plans"];
+  REQUIRE_FALSE(old_megatron.empty());
+  for (const auto& p : old_megatron) {
+    CHECK(p["plan"]["recompute"] == "full");
+    CHECK(p["plan"]["sequence_parallel"] == false);
+    const bool overlap = p["plan"].contains("communication") && p["plan"]["communication"].contains("tp_comm_overlap");
+    CHECK_FALSE(overlap);
+  }
 }
 
 TEST_CASE("search's note on left-out FlashAttention plans appears only when they were left out", "[cli][tuner]") {

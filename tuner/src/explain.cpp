@@ -121,6 +121,8 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
       s += (s.empty() ? "" : ", ") + std::string(p.dp_shard == 0 ? "without --dp-shard" : "--dp-shard " + std::to_string(p.dp_shard));
     if (o.space.recompute && *o.space.recompute != p.recompute)
       s += (s.empty() ? "" : ", ") + std::string("--recompute ") + to_string(p.recompute);
+    if (!o.space.sequence_parallel && p.sequence_parallel)
+      s += (s.empty() ? "" : ", ") + std::string("without --no-sequence-parallel");
     return s.empty() ? s : " (in place of your pin: " + s + ")";
   };
   auto add = [&](const std::string& change, const Plan& p) {
@@ -178,7 +180,8 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
     p.sequence_parallel = true;
     p.partition_activations = false;  // SP splits the checkpoints itself
     // as the search's megatron plans, where Transformer Engine runs
-    p.tp_comm_overlap = o.space.engine == Engine::megatron && supports_transformer_engine(c);
+    p.tp_comm_overlap =
+        o.space.engine == Engine::megatron && supports_transformer_engine(c) && o.space.tp_comm_overlap;
     add("sequence parallelism", p);
   }
   if (base.tp > 1 && base.recompute == Recompute::full && !base.sequence_parallel && !base.partition_activations) {
@@ -481,10 +484,11 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
                      "dividing the global batch) that it divides into two or more groups",
                      false});
   if (o.space.tp || o.space.pp || o.space.zero_stage || o.space.cp || o.space.dp_shard || o.space.ulysses ||
-      o.space.recompute) try {
+      o.space.recompute || !o.space.sequence_parallel) try {
     SearchOptions x = o;
     x.space.tp = x.space.pp = x.space.zero_stage = x.space.cp = x.space.dp_shard = x.space.ulysses = std::nullopt;
     x.space.recompute.reset();
+    x.space.sequence_parallel = true;
     auto s = feasibility(m, c, hw, x);
     // The pins the user gave, named as given.
     std::string pins;
@@ -493,7 +497,8 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
                                       std::pair{"--cp", o.space.cp.has_value()},
                                       std::pair{"--ulysses", o.space.ulysses.has_value()},
                                       std::pair{"--dp-shard", o.space.dp_shard.has_value()},
-                                      std::pair{"--recompute", o.space.recompute.has_value()}})
+                                      std::pair{"--recompute", o.space.recompute.has_value()},
+                                      std::pair{"--no-sequence-parallel", !o.space.sequence_parallel}})
       if (given) pins += (pins.empty() ? "" : "/") + std::string(flag);
     hints.push_back({"without " + pins, fitting(s), s.feasible > 0});
   } catch (const PlanSpaceOverCap& e) {

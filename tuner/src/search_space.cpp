@@ -248,7 +248,7 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
       throw InputError("--fp8-param-gather: " + std::string(engine_rule_text(*rule)));
   }
   attention_ = attention_kernels(o, m, c, precisions_.front());
-  tp_comm_overlap_ = o.engine == Engine::megatron && supports_transformer_engine(c);
+  tp_comm_overlap_ = o.engine == Engine::megatron && supports_transformer_engine(c) && o.tp_comm_overlap;
   // DeepSpeed's CPU checkpointing, for its full-recomputation plans on GPUs
   // (the other engines keep their checkpoints on the device: engine.cpp).
   cpu_checkpointing_ = o.engine == Engine::deepspeed && c.device_kind == DeviceKind::gpu;
@@ -563,11 +563,13 @@ std::vector<int> SearchSpace::micro_batches_for(const Layout& l, const ScheduleC
 std::vector<ActivationSplit> SearchSpace::activation_splits(const Layout& l) const {
   if (l.tp < 2) return {ActivationSplit::none};
   const bool pa = options_.engine == Engine::deepspeed || options_.engine == Engine::megatron;
-  // Megatron's sequence parallelism does not combine with Ulysses (check_plan_shape).
-  if (l.ulysses > 1) return pa ? std::vector<ActivationSplit>{ActivationSplit::none, ActivationSplit::partitioned}
-                               : std::vector<ActivationSplit>{ActivationSplit::none};
-  if (!pa) return {ActivationSplit::none, ActivationSplit::sequence_parallel};
-  return {ActivationSplit::none, ActivationSplit::sequence_parallel, ActivationSplit::partitioned};
+  // Megatron's sequence parallelism does not combine with Ulysses
+  // (check_plan_shape), and --no-sequence-parallel leaves it out.
+  const bool sp = l.ulysses == 1 && options_.sequence_parallel;
+  std::vector<ActivationSplit> out{ActivationSplit::none};
+  if (sp) out.push_back(ActivationSplit::sequence_parallel);
+  if (pa) out.push_back(ActivationSplit::partitioned);
+  return out;
 }
 
 std::int64_t SearchSpace::count_plans(const Layout& l) const {

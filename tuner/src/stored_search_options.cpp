@@ -37,6 +37,8 @@ nlohmann::json search_options_to_json(const SearchRequest& request, const Search
                       {"pp", s.pp.value_or(0)},
                       {"zero", s.zero_stage.value_or(-1)},
                       {"recompute", s.recompute ? std::string(to_string(*s.recompute)) : std::string("any")},
+                      {"sequence_parallel", s.sequence_parallel},
+                      {"tp_comm_overlap", s.tp_comm_overlap},
                       {"cp", s.cp.value_or(0)},
                       {"max_cp", s.max_cp},
                       {"ulysses", s.ulysses.value_or(0)},
@@ -124,6 +126,8 @@ StoredSearchOptions search_options_from_json(const nlohmann::json& j, const std:
   s.pp = pin(r, "pp");
   if (const auto z = r.optional_integer("zero", -1, 3); z && *z >= 0) s.zero_stage = static_cast<int>(*z);
   if (named_pin(r, "recompute")) s.recompute = recompute_of(r.choice("recompute", kRecomputeNames));
+  s.sequence_parallel = r.optional_boolean("sequence_parallel").value_or(true);
+  s.tp_comm_overlap = r.optional_boolean("tp_comm_overlap").value_or(true);
   s.cp = pin(r, "cp");
   s.max_cp = count_or(r, "max_cp", 0, 0);
   s.ulysses = pin(r, "ulysses");

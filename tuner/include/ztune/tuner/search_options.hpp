@@ -75,6 +75,13 @@ struct SpaceOptions {
   /// recomputation of every layer). Pinned full keeps every layer recomputed:
   /// the search does not turn it into Megatron's block method.
   std::optional<Recompute> recompute;
+  /// Whether the space may use Megatron-style sequence parallelism
+  /// (--no-sequence-parallel: an engine before it, 2019-2021 Megatron-LM) and,
+  /// where the megatron engine runs on Transformer Engine, TP communication
+  /// overlapped with its GEMMs (--no-tp-comm-overlap: a recipe or GPU that
+  /// runs without it). Both allowed by default.
+  bool sequence_parallel = true;
+  bool tp_comm_overlap = true;
   /// Pin the context-parallel degree (--cp), or bound it (--max-cp; 0: the
   /// default, context parallelism only for sequences of 8k tokens or more,
   /// search_space.hpp kContextParallelMinSeq; 1: none).
