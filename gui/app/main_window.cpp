@@ -185,6 +185,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     progress_->setValue(static_cast<int>(1000.0 * static_cast<double>(done) / static_cast<double>(total)));
   });
   connect(&doc_, &PlannerDocument::searchFinished, this, &MainWindow::on_search_finished);
+  // The status line's "storing…" becomes what storing came to.
+  connect(&doc_, &PlannerDocument::searchStored, this, [this] {
+    const QString storing = QStringLiteral(" · storing in the results database…");
+    if (!status_->text().endsWith(storing)) return;  // another message has replaced it
+    QString msg = search_status_.left(search_status_.size() - storing.size());
+    if (!doc_.outcome()->db_note.isEmpty()) msg += QStringLiteral(" · not stored: ") + doc_.outcome()->db_note;
+    status_->setText(msg);
+    search_status_ = msg;
+  });
   connect(&doc_, &PlannerDocument::searchFailed, this, [this](const QList<InputIssue>& issues) {
     inputs_->show_issues(issues);
     status_->setText(QStringLiteral("Not searched: %1").arg(issues.isEmpty() ? QString() : issues.front().message));
@@ -284,8 +293,10 @@ void MainWindow::on_search_finished() {
     msg = QStringLiteral("No plan fits. ");
     if (!r.closest.empty()) msg += QStringLiteral("Closest: ") + QString::fromStdString(describe_memory(r.closest.front().prediction.memory));
   }
-  if (!out.db_note.isEmpty()) msg += QStringLiteral(" · not stored: ") + out.db_note;
+  if (out.storing) msg += QStringLiteral(" · storing in the results database…");
+  else if (!out.db_note.isEmpty()) msg += QStringLiteral(" · not stored: ") + out.db_note;
   status_->setText(msg);
+  search_status_ = msg;
 
   // The search's own account: the space, what each pass kept, why plans left.
   QString report = QStringLiteral("<b>Last search</b><table cellspacing=2>");
@@ -521,7 +532,7 @@ void MainWindow::screenshot_when_ready(const QString& file, int timeout_ms) {
     QTimer::singleShot(400, this, [this, file, code] { QApplication::exit(save_picture(this, file) ? code : 2); });
   };
   auto ready = [this, save] {
-    if (!doc_.outcome() || doc_.searching() || doc_.scaling_running()) return;
+    if (!doc_.outcome() || doc_.outcome()->storing || doc_.searching() || doc_.scaling_running()) return;
     if (doc_.selected() != nullptr && !doc_.simulation()) return;  // the timeline is still coming
     const SearchOutcome& out = *doc_.outcome();
     if (!out.db_note.isEmpty()) std::fprintf(stderr, "ztune-planner: warning: not stored: %s\n", qPrintable(out.db_note));
@@ -529,6 +540,8 @@ void MainWindow::screenshot_when_ready(const QString& file, int timeout_ms) {
     save(out.result.plans.empty() ? 1 : 0);
   };
   connect(&doc_, &PlannerDocument::searchFinished, this, ready);
+  connect(&doc_, &PlannerDocument::searchStored, this, ready);
+  connect(&doc_, &PlannerDocument::searchRunning, this, ready);
   connect(&doc_, &PlannerDocument::simulationFinished, this, ready);
   connect(&doc_, &PlannerDocument::simulationFailed, this, [save] { save(0); });
   connect(&doc_, &PlannerDocument::scalingRunning, this, ready);

@@ -84,6 +84,7 @@ class MainWindow : public QMainWindow {
   QLabel* status_ = nullptr;
   ChildProcess exporter_;
   QTemporaryDir scratch_;  // the plan file `ztune export` reads: this planner's own (run_panel.hpp)
+  QString search_status_;  // the status line on_search_finished wrote (searchStored completes it)
   bool restoring_selection_ = false;
   bool save_settings_ = false;
 };

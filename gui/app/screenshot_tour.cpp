@@ -179,7 +179,7 @@ void MainWindow::screenshot_tour(const QString& dir, int timeout_ms) {
   // for the tour's timeout.
   auto simulation_failed = std::make_shared<bool>(false);
   auto ready = [this, save, settle, compare_step, started, finish, simulation_failed] {
-    if (*started || !doc_.outcome() || doc_.searching() || doc_.scaling_running()) return;
+    if (*started || !doc_.outcome() || doc_.outcome()->storing || doc_.searching() || doc_.scaling_running()) return;
     if (doc_.selected() != nullptr && !doc_.simulation() && !*simulation_failed) return;
     *started = true;
     if (const QString& note = doc_.outcome()->db_note; !note.isEmpty())
@@ -195,6 +195,8 @@ void MainWindow::screenshot_tour(const QString& dir, int timeout_ms) {
     });
   };
   connect(&doc_, &PlannerDocument::searchFinished, this, ready);
+  connect(&doc_, &PlannerDocument::searchStored, this, ready);
+  connect(&doc_, &PlannerDocument::searchRunning, this, ready);
   connect(&doc_, &PlannerDocument::simulationFinished, this, ready);
   connect(&doc_, &PlannerDocument::scalingRunning, this, ready);
   connect(&doc_, &PlannerDocument::simulationFailed, this, [ready, simulation_failed, started](const QString& why) {

@@ -22,6 +22,14 @@ PlannerDocument::PlannerDocument(QObject* parent) : QObject(parent) {
   connect(search, &PlannerWorker::searchProgress, this, &PlannerDocument::searchProgress);
   connect(search, &PlannerWorker::searchFinished, this, &PlannerDocument::on_search_finished);
   connect(search, &PlannerWorker::searchFailed, this, &PlannerDocument::searchFailed);
+  connect(search, &PlannerWorker::searchStored, this, [this](qint64 id, const QString& note) {
+    // The outcome shown may since have been replaced (a search reopened from History).
+    if (!outcome_ || !outcome_->storing) return;
+    outcome_->storing = false;
+    outcome_->db_id = id;
+    if (!note.isEmpty()) outcome_->db_note = note;
+    emit searchStored();
+  });
   connect(&search_runner_, &WorkerRunner::busyChanged, this, &PlannerDocument::searchRunning);
 
   PlannerWorker* scaling = &scaling_runner_.worker();

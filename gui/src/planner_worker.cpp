@@ -77,21 +77,29 @@ void PlannerWorker::search(const SearchInputs& inputs) {
     }
   }
   out.accuracy = accuracy_for(out.inputs.cluster, to_string(out.inputs.options.space.engine));
-  if (!db_path_.isEmpty()) {
-    try {
-      auto db = ResultsDb::open(db_path_.toStdString());
-      // The database keeps the best `top` plans of a search, as `ztune search` stores them
-      // (the search itself kept every plan that fits, for the table).
-      SearchOptions stored = out.inputs.options;
-      stored.top = std::max(inputs.top, 1);
-      out.db_id = db.store_search({out.inputs.cluster, out.inputs.model, &out.inputs.profile,
-                                   search_options_to_json(request_of(inputs), stored), out.result,
-                                   static_cast<std::size_t>(stored.top)});
-    } catch (const std::exception& e) {
-      out.db_note = q(e.what());
-    }
+  if (db_path_.isEmpty()) {
+    emit searchFinished(out);
+    return;
   }
+  // The results first: storing waits up to 30 s for a lock another writer
+  // holds, and had kept finished results behind "Searching…" that long.
+  out.storing = true;
   emit searchFinished(out);
+  qint64 id = 0;
+  QString note;
+  try {
+    auto db = ResultsDb::open(db_path_.toStdString());
+    // The database keeps the best `top` plans of a search, as `ztune search` stores them
+    // (the search itself kept every plan that fits, for the table).
+    SearchOptions stored = out.inputs.options;
+    stored.top = std::max(inputs.top, 1);
+    id = db.store_search({out.inputs.cluster, out.inputs.model, &out.inputs.profile,
+                          search_options_to_json(request_of(inputs), stored), out.result,
+                          static_cast<std::size_t>(stored.top)});
+  } catch (const std::exception& e) {
+    note = q(e.what());
+  }
+  emit searchStored(id, note);
 }
 
 void PlannerWorker::scaling(const ResolvedInputs& inputs, const QList<int>& gpu_counts, quint64 tag) {

@@ -25,6 +25,7 @@ TEST_CASE("a stored search is listed and reopens with the same plans", "[gui][hi
   PlannerWorker w;
   w.set_database(db_path);
   QSignalSpy finished(&w, &PlannerWorker::searchFinished);
+  QSignalSpy stored_signal(&w, &PlannerWorker::searchStored);
   SearchInputs in;
   in.cluster = "dgx2";
   in.model = "gpt2-1.5b";
@@ -36,8 +37,13 @@ TEST_CASE("a stored search is listed and reopens with the same plans", "[gui][hi
   SECTION("deepspeed") { in.engine = "deepspeed"; }
   w.search(in);
   REQUIRE(finished.size() == 1);
-  const auto original = finished.first().first().value<SearchOutcome>();
+  auto original = finished.first().first().value<SearchOutcome>();
+  // The results come first, then what storing them came to.
+  CHECK(original.storing);
+  REQUIRE(stored_signal.size() == 1);
+  original.db_id = stored_signal.first().at(0).toLongLong();
   REQUIRE(original.db_id > 0);
+  REQUIRE(stored_signal.first().at(1).toString().isEmpty());
   REQUIRE(original.db_note.isEmpty());
 
   const auto db = ResultsDb::open(db_path.toStdString());

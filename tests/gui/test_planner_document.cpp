@@ -46,10 +46,18 @@ TEST_CASE("a search through the document fills the table and selects the best pl
   QAbstractItemModelTester t2(&doc.memory(), QAbstractItemModelTester::FailureReportingMode::Fatal);
   QAbstractItemModelTester t3(&doc.time(), QAbstractItemModelTester::FailureReportingMode::Fatal);
   QSignalSpy finished(&doc, &PlannerDocument::searchFinished);
+  QSignalSpy stored_signal(&doc, &PlannerDocument::searchStored);
   QSignalSpy selection(&doc, &PlannerDocument::selectionChanged);
   doc.start_search(small_search());
   REQUIRE(finished.wait(60000));
   REQUIRE(doc.outcome().has_value());
+  // Shown before it is stored (storing may wait 30 s for another writer's
+  // lock); the database's id follows.
+  if (stored_signal.isEmpty()) {
+    CHECK(doc.outcome()->storing);
+    REQUIRE(stored_signal.wait(60000));
+  }
+  CHECK_FALSE(doc.outcome()->storing);
   REQUIRE(doc.plans().rowCount() > 1);
   CHECK(doc.selected_row() == 0);
   REQUIRE(doc.selected() != nullptr);

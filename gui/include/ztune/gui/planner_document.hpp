@@ -80,6 +80,7 @@ class PlannerDocument : public QObject {
   void searchProgress(qint64 done, qint64 total);
   void searchFinished();  // outcome() is set, the best plan selected
   void searchFailed(const QList<ztune::gui::InputIssue>& issues);
+  void searchStored();  // outcome()'s db_id and db_note are final (it is no longer `storing`)
   void selectionChanged();  // memory() and time() show the new selection
   void simulationStarted();
   void simulationFinished();  // simulation() is the selected plan's; time() got a "simulated" column

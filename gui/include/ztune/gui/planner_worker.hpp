@@ -37,6 +37,9 @@ class PlannerWorker : public QObject {
  signals:
   void searchProgress(qint64 done, qint64 total);
   void searchFinished(const ztune::gui::SearchOutcome& outcome);
+  /// After a searchFinished whose outcome is `storing`: its id in the results
+  /// database (0 when not stored) and why not.
+  void searchStored(qint64 db_id, const QString& note);
   void searchFailed(const QList<ztune::gui::InputIssue>& issues);
   void scalingPoint(const ztune::gui::ScalingPoint& point);
   void scalingFinished(bool interrupted);

@@ -21,6 +21,10 @@ struct SearchOutcome {
   SearchResult result;
   std::int64_t db_id = 0;  // id in the results database; 0 when it was not stored
   QString db_note;         // why it was not stored, when it was not
+  /// The results database is still being written: the search is shown
+  /// first, since storing waits up to 30 s for another writer's lock
+  /// (PlannerDocument::searchStored sets db_id and db_note when it is done).
+  bool storing = false;
   std::vector<FitHint> fit_hints;  // when nothing fits: what would make a plan fit (ztune search --explain)
   /// The cost model's error against the published runs of the cluster's GPU
   /// and the engine (ztune validate), computed on the worker thread: the
