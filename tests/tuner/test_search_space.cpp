@@ -975,7 +975,7 @@ TEST_CASE("a pinned recomputation: the space is exactly the unpinned space's pla
   }
 }
 
-TEST_CASE("--no-sequence-parallel and --no-tp-comm-overlap: the unpinned space less those plans, or without overlap",
+TEST_CASE("search without sequence parallelism or TP overlap: the unpinned space less those plans, or without overlap",
           "[tuner][space][tp_overlap]") {
   // Oracle: the unpinned space. Without sequence parallelism it is exactly
   // the unpinned space's plans that have none, in order; without the overlap
