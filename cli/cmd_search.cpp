@@ -514,11 +514,7 @@ Command add_search(CLI::App& root) {
                   "attention core; torchtitan's op-level SAC under fsdp) or full (every layer: not turned into "
                   "Megatron's block method, as an engine of 2019-2021 or a recipe that fixes it runs); any (the "
                   "default): all three")
-      ->check(CLI::IsMember([] {
-        auto names = names_of(kRecomputeNames);
-        names.insert(names.begin(), "any");
-        return names;
-      }()));
+      ->check(choices_after("any", names_of(kRecomputeNames)));
   app->add_flag("--no-sequence-parallel", f->no_sequence_parallel,
                 "Search no Megatron-style sequence parallelism (an engine before it: Megatron-LM until 2022)");
   app->add_flag("--no-tp-comm-overlap", f->no_tp_comm_overlap,

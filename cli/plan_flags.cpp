@@ -33,12 +33,13 @@ void add_accounting(CLI::App& app, std::string& accounting) {
                  "gradient buffer: fp32 for bf16). ztune's executor keeps its own allocations whatever this says: "
                  "2 + 2 + 12 bytes a parameter in 16-bit training (16-bit parameters and gradients, fp32 masters "
                  "and Adam moments); fp32 plans 4 + 4 + 8")
-      ->check(CLI::IsMember([] {
-        auto names = names_of(kStateAccountingNames);
-        names.insert(names.begin(), "engine");
-        return names;
-      }()))
+      ->check(choices_after("engine", names_of(kStateAccountingNames)))
       ->capture_default_str();
+}
+
+CLI::IsMember choices_after(const char* first, std::vector<std::string> names) {
+  names.insert(names.begin(), first);
+  return CLI::IsMember(std::move(names));
 }
 
 void add_memory_headroom(CLI::App& app, double& pct) {

@@ -47,6 +47,10 @@ void add_engine_flags(CLI::App& app, std::string& engine, bool& compile, const s
 /// kept free, 0–50; anything else is refused naming the flag and the range.
 void add_memory_headroom(CLI::App& app, double& pct);
 
+/// A flag's choices: `first` (its "not pinned" word: engine, any), then a
+/// name table's names (kStateAccountingNames, kRecomputeNames).
+[[nodiscard]] CLI::IsMember choices_after(const char* first, std::vector<std::string> names);
+
 /// --accounting engine|paper|deepspeed|megatron (search and predict): how the
 /// model states are counted; "engine" (the default) as --engine keeps them.
 void add_accounting(CLI::App& app, std::string& accounting);
