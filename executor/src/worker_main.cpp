@@ -25,11 +25,11 @@
 #include "ztune/executor/trainer.hpp"
 #include "ztune/vocab/catalog.hpp"
 #include "ztune/vocab/durable_file.hpp"
-#include "ztune/vocab/run_progress.hpp"
 #include "ztune/vocab/executor_support.hpp"
 #include "ztune/vocab/flag_values.hpp"
 #include "ztune/vocab/input_error.hpp"
 #include "ztune/vocab/plan.hpp"
+#include "ztune/vocab/run_progress.hpp"
 #ifdef ZTUNE_HAVE_CUDA
 #include "ztune/executor/cuda/gpu_rank.hpp"
 #endif

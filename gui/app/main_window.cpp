@@ -185,14 +185,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     progress_->setValue(static_cast<int>(1000.0 * static_cast<double>(done) / static_cast<double>(total)));
   });
   connect(&doc_, &PlannerDocument::searchFinished, this, &MainWindow::on_search_finished);
-  // The status line's "storing…" becomes what storing came to.
+  // The status line's "storing…" becomes what storing came to, unless
+  // another message has replaced it since.
   connect(&doc_, &PlannerDocument::searchStored, this, [this] {
-    const QString storing = QStringLiteral(" · storing in the results database…");
-    if (!status_->text().endsWith(storing)) return;  // another message has replaced it
-    QString msg = search_status_.left(search_status_.size() - storing.size());
-    if (!doc_.outcome()->db_note.isEmpty()) msg += QStringLiteral(" · not stored: ") + doc_.outcome()->db_note;
-    status_->setText(msg);
-    search_status_ = msg;
+    const SearchOutcome& out = *doc_.outcome();
+    if (status_->text() == search_status(out, true)) status_->setText(search_status(out, false));
   });
   connect(&doc_, &PlannerDocument::searchFailed, this, [this](const QList<InputIssue>& issues) {
     inputs_->show_issues(issues);
@@ -280,11 +277,8 @@ void MainWindow::start_search() {
   doc_.start_search(inputs_->inputs());
 }
 
-void MainWindow::on_search_finished() {
-  const auto& out = *doc_.outcome();
+QString MainWindow::search_status(const SearchOutcome& out, bool storing) {
   const auto& r = out.result;
-  setWindowTitle(QStringLiteral("ztune planner — %1 on %2")
-                     .arg(QString::fromStdString(out.inputs.model.name), QString::fromStdString(out.inputs.cluster.name)));
   QString msg = QStringLiteral("%1 plans, %2 fit, searched in %3")
                     .arg(format_count(static_cast<double>(r.space)), format_count(static_cast<double>(r.feasible)),
                          format_duration(r.elapsed_s));
@@ -293,10 +287,17 @@ void MainWindow::on_search_finished() {
     msg = QStringLiteral("No plan fits. ");
     if (!r.closest.empty()) msg += QStringLiteral("Closest: ") + QString::fromStdString(describe_memory(r.closest.front().prediction.memory));
   }
-  if (out.storing) msg += QStringLiteral(" · storing in the results database…");
+  if (storing) msg += QStringLiteral(" · storing in the results database…");
   else if (!out.db_note.isEmpty()) msg += QStringLiteral(" · not stored: ") + out.db_note;
-  status_->setText(msg);
-  search_status_ = msg;
+  return msg;
+}
+
+void MainWindow::on_search_finished() {
+  const auto& out = *doc_.outcome();
+  const auto& r = out.result;
+  setWindowTitle(QStringLiteral("ztune planner — %1 on %2")
+                     .arg(QString::fromStdString(out.inputs.model.name), QString::fromStdString(out.inputs.cluster.name)));
+  status_->setText(search_status(out, out.storing));
 
   // The search's own account: the space, what each pass kept, why plans left.
   QString report = QStringLiteral("<b>Last search</b><table cellspacing=2>");
@@ -523,6 +524,18 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   event->accept();
 }
 
+bool MainWindow::results_settled(bool simulation_failed) const {
+  if (!doc_.outcome() || doc_.outcome()->storing || doc_.searching() || doc_.scaling_running()) return false;
+  return doc_.selected() == nullptr || doc_.simulation() || simulation_failed;  // else its timeline is still coming
+}
+
+void MainWindow::on_results_change(const std::function<void()>& f) {
+  for (auto signal : {&PlannerDocument::searchFinished, &PlannerDocument::searchStored,
+                      &PlannerDocument::simulationFinished})
+    connect(&doc_, signal, this, f);
+  for (auto signal : {&PlannerDocument::searchRunning, &PlannerDocument::scalingRunning}) connect(&doc_, signal, this, f);
+}
+
 void MainWindow::screenshot_when_ready(const QString& file, int timeout_ms) {
   auto done = std::make_shared<bool>(false);
   auto save = [this, file, done](int code) {
@@ -532,19 +545,14 @@ void MainWindow::screenshot_when_ready(const QString& file, int timeout_ms) {
     QTimer::singleShot(400, this, [this, file, code] { QApplication::exit(save_picture(this, file) ? code : 2); });
   };
   auto ready = [this, save] {
-    if (!doc_.outcome() || doc_.outcome()->storing || doc_.searching() || doc_.scaling_running()) return;
-    if (doc_.selected() != nullptr && !doc_.simulation()) return;  // the timeline is still coming
+    if (!results_settled(false)) return;
     const SearchOutcome& out = *doc_.outcome();
     if (!out.db_note.isEmpty()) std::fprintf(stderr, "ztune-planner: warning: not stored: %s\n", qPrintable(out.db_note));
     if (out.result.plans.empty()) std::fprintf(stderr, "ztune-planner: no plan fits\n");
     save(out.result.plans.empty() ? 1 : 0);
   };
-  connect(&doc_, &PlannerDocument::searchFinished, this, ready);
-  connect(&doc_, &PlannerDocument::searchStored, this, ready);
-  connect(&doc_, &PlannerDocument::searchRunning, this, ready);
-  connect(&doc_, &PlannerDocument::simulationFinished, this, ready);
+  on_results_change(ready);
   connect(&doc_, &PlannerDocument::simulationFailed, this, [save] { save(0); });
-  connect(&doc_, &PlannerDocument::scalingRunning, this, ready);
   // A screenshot run is headless: a refused input is said on stderr too, as
   // `ztune` says it, not only inside the picture.
   connect(&doc_, &PlannerDocument::searchFailed, this, [save](const QList<InputIssue>& issues) {

@@ -1,4 +1,5 @@
 #pragma once
+#include <functional>
 #include <string_view>
 // The planner's window: inputs on the left, the ranked plans, the selected
 // plan's memory, time and scaling charts, and tabs for its simulated timeline,
@@ -58,6 +59,15 @@ class MainWindow : public QMainWindow {
  private:
   void build_actions();
   void on_search_finished();
+  /// The status line of a finished search: its counts, and "storing…" while
+  /// `storing`, else why it was not stored.
+  [[nodiscard]] static QString search_status(const SearchOutcome& out, bool storing);
+  /// The search shown is ready for a picture: searched, stored (or not), its
+  /// scaling curve drawn and the selected plan simulated, or its simulation
+  /// failed (`simulation_failed`).
+  [[nodiscard]] bool results_settled(bool simulation_failed) const;
+  /// Calls `f` on every signal after which results_settled may have turned true.
+  void on_results_change(const std::function<void()>& f);
   void on_selection_changed();
   /// Writes an export to `path` whole, or warns with the reason (false).
   bool write_or_warn(const QString& path, std::string_view text);
@@ -84,7 +94,6 @@ class MainWindow : public QMainWindow {
   QLabel* status_ = nullptr;
   ChildProcess exporter_;
   QTemporaryDir scratch_;  // the plan file `ztune export` reads: this planner's own (run_panel.hpp)
-  QString search_status_;  // the status line on_search_finished wrote (searchStored completes it)
   bool restoring_selection_ = false;
   bool save_settings_ = false;
 };

@@ -179,8 +179,7 @@ void MainWindow::screenshot_tour(const QString& dir, int timeout_ms) {
   // for the tour's timeout.
   auto simulation_failed = std::make_shared<bool>(false);
   auto ready = [this, save, settle, compare_step, started, finish, simulation_failed] {
-    if (*started || !doc_.outcome() || doc_.outcome()->storing || doc_.searching() || doc_.scaling_running()) return;
-    if (doc_.selected() != nullptr && !doc_.simulation() && !*simulation_failed) return;
+    if (*started || !results_settled(*simulation_failed)) return;
     *started = true;
     if (const QString& note = doc_.outcome()->db_note; !note.isEmpty())
       std::fprintf(stderr, "ztune-planner: warning: not stored: %s\n", qPrintable(note));
@@ -194,11 +193,7 @@ void MainWindow::screenshot_tour(const QString& dir, int timeout_ms) {
       compare_step();
     });
   };
-  connect(&doc_, &PlannerDocument::searchFinished, this, ready);
-  connect(&doc_, &PlannerDocument::searchStored, this, ready);
-  connect(&doc_, &PlannerDocument::searchRunning, this, ready);
-  connect(&doc_, &PlannerDocument::simulationFinished, this, ready);
-  connect(&doc_, &PlannerDocument::scalingRunning, this, ready);
+  on_results_change(ready);
   connect(&doc_, &PlannerDocument::simulationFailed, this, [ready, simulation_failed, started](const QString& why) {
     if (*started) return;  // a later step's simulation: that step handles it
     std::fprintf(stderr, "ztune-planner: the best plan's simulation failed: %s\n", qPrintable(why));

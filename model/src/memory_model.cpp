@@ -708,13 +708,9 @@ double stage_output_bytes(const Transformer& m, const Plan& p, const Cluster& c,
   return bytes_of(storage_precision(p)) * rows * m.hidden / (p.sequence_parallel ? p.tp : 1.0);
 }
 
-namespace {
-
-// predict_memory, or nullopt as soon as one stage's GPU total exceeds both the
-// usable memory and `pressure_above` times it (predict_memory_unless_above).
-std::optional<MemoryPrediction> bounded_memory(const Transformer& m, const Plan& p, const Cluster& c,
-                                               const HardwareProfile& hw, const MemoryOptions& opt,
-                                               double pressure_above) {
+std::optional<MemoryPrediction> predict_memory_unless_above(const Transformer& m, const Plan& p, const Cluster& c,
+                                                            const HardwareProfile& hw, const MemoryOptions& opt,
+                                                            double pressure_above) {
   MemoryPrediction mp;
   const double usable = c.node.gpu.memory_bytes() * (1.0 - opt.gpu_headroom);
   // A stage's total is a lower bound of the plan's GPU total, and with it of
@@ -798,17 +794,10 @@ std::optional<MemoryPrediction> bounded_memory(const Transformer& m, const Plan&
   return mp;
 }
 
-}  // namespace
-
 MemoryPrediction predict_memory(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
                                 const MemoryOptions& opt) {
-  return *bounded_memory(m, p, c, hw, opt, std::numeric_limits<double>::infinity());
-}
-
-std::optional<MemoryPrediction> predict_memory_unless_above(const Transformer& m, const Plan& p, const Cluster& c,
-                                                            const HardwareProfile& hw, const MemoryOptions& opt,
-                                                            double pressure_above) {
-  return bounded_memory(m, p, c, hw, opt, pressure_above);
+  // No bar: every candidate stage is computed, and the answer is never nullopt.
+  return *predict_memory_unless_above(m, p, c, hw, opt, std::numeric_limits<double>::infinity());
 }
 
 StateAccounting state_accounting_of_engine(std::string_view engine) {

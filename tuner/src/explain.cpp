@@ -483,23 +483,22 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
                      "no layout of the devices searched has a weights' data-parallel group (dp × cp × ulysses, dp "
                      "dividing the global batch) that it divides into two or more groups",
                      false});
-  if (o.space.tp || o.space.pp || o.space.zero_stage || o.space.cp || o.space.dp_shard || o.space.ulysses ||
-      o.space.recompute || !o.space.sequence_parallel) try {
+  // The pins the user gave, named as given: the search again without them.
+  std::string pins;
+  for (const auto& [flag, given] : {std::pair{"--tp", o.space.tp.has_value()}, std::pair{"--pp", o.space.pp.has_value()},
+                                    std::pair{"--zero", o.space.zero_stage.has_value()},
+                                    std::pair{"--cp", o.space.cp.has_value()},
+                                    std::pair{"--ulysses", o.space.ulysses.has_value()},
+                                    std::pair{"--dp-shard", o.space.dp_shard.has_value()},
+                                    std::pair{"--recompute", o.space.recompute.has_value()},
+                                    std::pair{"--no-sequence-parallel", !o.space.sequence_parallel}})
+    if (given) pins += (pins.empty() ? "" : "/") + std::string(flag);
+  if (!pins.empty()) try {
     SearchOptions x = o;
     x.space.tp = x.space.pp = x.space.zero_stage = x.space.cp = x.space.dp_shard = x.space.ulysses = std::nullopt;
     x.space.recompute.reset();
     x.space.sequence_parallel = true;
     auto s = feasibility(m, c, hw, x);
-    // The pins the user gave, named as given.
-    std::string pins;
-    for (const auto& [flag, given] : {std::pair{"--tp", o.space.tp.has_value()}, std::pair{"--pp", o.space.pp.has_value()},
-                                      std::pair{"--zero", o.space.zero_stage.has_value()},
-                                      std::pair{"--cp", o.space.cp.has_value()},
-                                      std::pair{"--ulysses", o.space.ulysses.has_value()},
-                                      std::pair{"--dp-shard", o.space.dp_shard.has_value()},
-                                      std::pair{"--recompute", o.space.recompute.has_value()},
-                                      std::pair{"--no-sequence-parallel", !o.space.sequence_parallel}})
-      if (given) pins += (pins.empty() ? "" : "/") + std::string(flag);
     hints.push_back({"without " + pins, fitting(s), s.feasible > 0});
   } catch (const PlanSpaceOverCap& e) {
     hints.push_back(over_cap("without the pinned degrees", e));

@@ -136,8 +136,7 @@ void migrate(sqlite3* db, const std::string& path) {
   tx.commit();
 }
 
-/// Every table and its columns as the migrations lay them out (built once,
-/// in memory, from kMigrations: the schema has one owner).
+/// A table's column names, in order (none when there is no such table).
 std::vector<std::string> columns_of(sqlite3* db, const std::string& table) {
   std::vector<std::string> columns;
   Statement info(db, "SELECT name FROM pragma_table_info(?)");
@@ -145,6 +144,8 @@ std::vector<std::string> columns_of(sqlite3* db, const std::string& table) {
   while (info.step()) columns.push_back(info.text(0));
   return columns;
 }
+/// Every table and its columns as the migrations lay them out (built once,
+/// in memory, from kMigrations: the schema has one owner).
 using TableColumns = std::vector<std::pair<std::string, std::vector<std::string>>>;
 const TableColumns& expected_tables() {
   static const TableColumns tables = [] {
