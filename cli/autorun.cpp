@@ -26,6 +26,7 @@
 #include "ztune/calibration/calibrate_session.hpp"
 #include "ztune/calibration/profile_fit.hpp"
 #include "ztune/vocab/run_record.hpp"
+#include "ztune/vocab/text.hpp"
 #include "ztune/model/time_model.hpp"
 #include "ztune/tuner/export.hpp"
 
@@ -190,7 +191,7 @@ int run_best_plan(const Plan& plan, const Transformer& m, const Cluster& catalog
   const std::optional<RunProgress> done = rc != 0 || interrupted != 0 ? read_progress(job.progress) : std::nullopt;
   if (interrupted != 0) {
     std::fprintf(stderr, "ztune: --run: interrupted (%s)%s: the job was stopped and its processes ended\n",
-                 signal_name(interrupted), done ? (" after " + progress_summary(*done)).c_str() : "");
+                 signal_name(interrupted).c_str(), done ? (" after " + progress_summary(*done)).c_str() : "");
     if (db)
       store_unfinished_run(*db, c, m, plan, "interrupted", std::string("interrupted by ") + signal_name(interrupted), "",
                            done);

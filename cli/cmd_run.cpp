@@ -390,7 +390,7 @@ int run(const RunFlags& f) {
   };
   if (interrupted != 0) {
     std::fprintf(stderr, "ztune run: interrupted (%s)%s: the job was stopped and its processes ended%s\n",
-                 signal_name(interrupted), after.c_str(),
+                 signal_name(interrupted).c_str(), after.c_str(),
                  resumable ? ("; continue with --resume " + checkpoint_dir).c_str() : "");
     store_unfinished("interrupted", std::string("interrupted by ") + signal_name(interrupted));
     return 128 + interrupted;

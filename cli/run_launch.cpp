@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "ztune/vocab/input_error.hpp"
+#include "ztune/vocab/text.hpp"
 
 namespace ztune::cli {
 
@@ -380,20 +381,6 @@ int run_process(const std::vector<std::string>& argv, bool stdout_to_stderr, int
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (killed_by != nullptr && WIFSIGNALED(status)) *killed_by = WTERMSIG(status);
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
-
-const char* signal_name(int sig) {
-  switch (sig) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    case SIGHUP: return "SIGHUP";
-    case SIGKILL: return "SIGKILL";
-    case SIGSEGV: return "SIGSEGV";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGXFSZ: return "SIGXFSZ";
-    default: return "a signal";
-  }
 }
 
 std::string launch_failure(const std::string& launcher, int rc, int killed_by) {

@@ -82,9 +82,6 @@ std::vector<std::string> launch_command(int np, const std::string& hosts, const 
 int run_process(const std::vector<std::string>& argv, bool stdout_to_stderr, int* interrupted = nullptr,
                 int* killed_by = nullptr);
 
-/// A signal's name ("SIGKILL"), for messages.
-[[nodiscard]] const char* signal_name(int sig);
-
 /// Why a launch that returned `rc` failed, for "ztune run: ...": the launcher
 /// `launcher` (argv[0]) killed by a signal says so, as nothing else does;
 /// else the exit status, the ranks' and launcher's messages having gone to

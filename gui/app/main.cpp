@@ -5,6 +5,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QCoreApplication>
+#include <QTemporaryDir>
 
 #include <cstdio>
 #include <cstdlib>
@@ -24,7 +25,8 @@ struct Options {
                            QStringLiteral("M")};
   QCommandLineOption db{QStringLiteral("db"),
                         QStringLiteral("Results database the planner stores searches and runs in and lists in History "
-                                       "(default: ztune's, as `ztune --db` defaults)."),
+                                       "(default: ztune's, as `ztune --db` defaults; with --screenshot or "
+                                       "--screenshot-set, a temporary one of their own)."),
                         QStringLiteral("PATH")};
   QCommandLineOption screenshot{
       QStringLiteral("screenshot"),
@@ -90,8 +92,22 @@ int main(int argc, char** argv) {
   const auto& screenshot = o.screenshot;
 
   ztune::gui::MainWindow window;
-  if (cli.isSet(o.db)) window.document().set_database(cli.value(o.db));
   const bool shooting = cli.isSet(screenshot) || cli.isSet(o.screenshot_set);
+  // Screenshots neither read nor add to this user's history: without --db
+  // their searches and runs go to a database of their own, removed at exit
+  // (the tour's history view then shows what the tour did).
+  QTemporaryDir shot_db;
+  if (cli.isSet(o.db)) {
+    window.document().set_database(cli.value(o.db));
+  } else if (shooting) {
+    if (!shot_db.isValid()) {
+      std::fprintf(stderr,
+                   "ztune-planner: error: cannot create a temporary directory for the screenshots' database: %s\n",
+                   qPrintable(shot_db.errorString()));
+      return 2;
+    }
+    window.document().set_database(shot_db.filePath(QStringLiteral("results.db")));
+  }
   if (!shooting) window.restore_settings();  // a screenshot must not depend on this user's last session
   ztune::gui::SearchInputs in = window.inputs().inputs();
   if (shooting) in = {};

@@ -86,7 +86,7 @@ RunPanel::RunPanel(PlannerDocument* doc, QWidget* parent) : QWidget(parent), doc
     run_->setEnabled(true);
     stop_->setEnabled(false);
     if (crashed || code != 0) {
-      result_->setText(QStringLiteral("ztune run failed (exit %1)").arg(crashed ? QStringLiteral("crash") : QString::number(code)));
+      result_->setText(run_ending(code, crashed));
       emit message(result_->text());  // every run ends with its verdict on the status line
       return;
     }

@@ -88,7 +88,8 @@ void PlannerWorker::search(const SearchInputs& inputs) {
   qint64 id = 0;
   QString note;
   try {
-    auto db = ResultsDb::open(db_path_.toStdString());
+    // Cancel ends a wait for another writer's lock (the window's close waits for this job).
+    auto db = ResultsDb::open(db_path_.toStdString(), DbAccess::write, &stop_);
     // The database keeps the best `top` plans of a search, as `ztune search` stores them
     // (the search itself kept every plan that fits, for the table).
     SearchOptions stored = out.inputs.options;
@@ -97,7 +98,9 @@ void PlannerWorker::search(const SearchInputs& inputs) {
                           search_options_to_json(request_of(inputs), stored), out.result,
                           static_cast<std::size_t>(stored.top)});
   } catch (const std::exception& e) {
-    note = q(e.what());
+    note = stop_.load() ? QStringLiteral("not stored: cancelled while waiting for the results database %1 (%2)")
+                              .arg(db_path_, q(e.what()))
+                        : q(e.what());
   }
   emit searchStored(id, note);
 }

@@ -60,6 +60,10 @@ xvfb-run -a -s "-screen 0 1920x1200x24" "$planner" --cluster dgx-a100-80gbx16 --
 # and the panel what would make one fit; the tour stops after its search.png.
 xvfb-run -a -s "-screen 0 1920x1200x24" "$planner" --cluster v100-workstation --model 1t \
   --screenshot-set "$set_dir/nofit" || true
+# Without --db the screenshots kept their searches in a database of their own:
+# the default one (under XDG_DATA_HOME) was neither created nor written.
+[ ! -e "$XDG_DATA_HOME/ztune/results.db" ] || {
+  echo "a screenshot run without --db wrote the user's default database $XDG_DATA_HOME/ztune/results.db"; exit 1; }
 for f in default/search.png default/compare.png default/stale.png default/history.png cpu/run.png nofit/search.png \
          interleaved/timeline-interleaved.png; do
   test -s "$set_dir/$f" || { echo "the screenshot set lacks $f"; exit 1; }

@@ -44,3 +44,14 @@ TEST_CASE("run summary: no step time when the run ran no step", "[gui][run]") {
   CHECK_FALSE(r.step_time_s.has_value());
   CHECK(compare_run(r, 1.0) == "the run printed no step time");
 }
+
+// Oracle: the signal numbers of Linux (signal(7)) and `ztune run`'s exit
+// status after a signal it handles, 128 + the signal (cli/cmd_run.cpp).
+TEST_CASE("run summary: a run ended by a signal names it", "[gui][run]") {
+  CHECK(run_ending(9, true) == "ztune run was killed by SIGKILL (signal 9)");
+  CHECK(run_ending(11, true) == "ztune run was killed by SIGSEGV (signal 11)");
+  CHECK(run_ending(143, false) == "ztune run was interrupted by SIGTERM and ended its ranks (exit 143)");
+  CHECK(run_ending(130, false) == "ztune run was interrupted by SIGINT and ended its ranks (exit 130)");
+  CHECK(run_ending(2, false) == "ztune run failed (exit 2)");
+  CHECK(run_ending(137, false) == "ztune run failed (exit 137)");  // not a signal ztune run handles
+}

@@ -3,12 +3,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
 #include <set>
+#include <thread>
 
 #include <sqlite3.h>
 
@@ -273,6 +276,58 @@ TEST_CASE("two processes writing searches at once lose nothing", "[tuner][db]") 
   }
   CHECK(seen.size() == 2 * kPerProcess);
   CHECK(count_rows(path, "candidates") == 2 * kPerProcess * 3);
+}
+
+// The planner's Cancel while its search is being stored behind another
+// writer's lock: the wait ends when the caller gives up, not after the 30 s
+// busy timeout (closing the window waits for that job), and nothing is stored.
+TEST_CASE("a writer waiting for another's lock gives up as soon as its flag is set", "[tuner][db]") {
+  TempDir dir;
+  SmallSearch s;
+  const std::string path = dir.file("locked.db");
+  {
+    auto db = ResultsDb::open(path);
+    db.store_search({s.cluster, s.model, &s.hw, nlohmann::json::object(), s.result});
+  }
+  sqlite3* holder = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &holder) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(holder, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr) == SQLITE_OK);
+  std::atomic<bool> give_up{false};
+  std::thread cancel([&give_up] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    give_up = true;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  bool refused = false;
+  try {
+    auto db = ResultsDb::open(path, DbAccess::write, &give_up);
+    db.store_search({s.cluster, s.model, &s.hw, nlohmann::json::object(), s.result});
+  } catch (const std::exception& e) {
+    refused = true;
+    INFO(e.what());
+    CHECK_THAT(std::string(e.what()), Contains(path));
+  }
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  cancel.join();
+  CHECK(refused);
+  CHECK(waited >= 0.25);  // it did wait for the lock until told to stop ...
+  CHECK(waited < 10.0);   // ... and not the 30 s busy timeout
+  sqlite3_exec(holder, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_close(holder);
+  CHECK(count_rows(path, "searches") == 1);
+  // Without the flag set, the same writer waits and stores once the lock is released.
+  REQUIRE(sqlite3_open(path.c_str(), &holder) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(holder, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr) == SQLITE_OK);
+  std::thread release([holder] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    sqlite3_exec(holder, "COMMIT", nullptr, nullptr, nullptr);
+    sqlite3_close(holder);
+  });
+  give_up = false;
+  auto db = ResultsDb::open(path, DbAccess::write, &give_up);
+  db.store_search({s.cluster, s.model, &s.hw, nlohmann::json::object(), s.result});
+  release.join();
+  CHECK(count_rows(path, "searches") == 2);
 }
 
 // Several ztune processes starting at once on a data directory that does not

@@ -2,6 +2,7 @@
 // standard) and the flag-value rules both programs share.
 #include <catch2/catch.hpp>
 
+#include <csignal>
 #include <string>
 
 #include "ztune/vocab/flag_values.hpp"
@@ -57,4 +58,13 @@ TEST_CASE("nearest_name: within two edits and case-blind", "[text]") {
   CHECK(ztune::nearest_name("LLAMA-7B", names) == "llama-7b");  // case alone: no edit
   CHECK(ztune::nearest_name("Predcit", names) == "predict");    // two edits
   CHECK(ztune::nearest_name("gpt5", names).empty());
+}
+
+// Oracle: Linux's signal numbers and names (signal(7)).
+TEST_CASE("a signal's name for messages", "[vocab][text]") {
+  CHECK(ztune::signal_name(SIGTERM) == "SIGTERM");
+  CHECK(ztune::signal_name(9) == "SIGKILL");
+  CHECK(ztune::signal_name(SIGUSR1) == "SIGUSR1");
+  CHECK(ztune::signal_name(77) == "signal 77");
+  CHECK(ztune::signal_name(-1) == "signal -1");
 }

@@ -45,10 +45,22 @@ std::string default_db_path() {
 
 void ResultsDb::Closer::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
 
-ResultsDb::ResultsDb(std::unique_ptr<sqlite3, Closer> db, std::string path) : db_(std::move(db)), path_(std::move(path)) {}
+struct ResultsDbLockWait {
+  sqlite3* db = nullptr;
+  const std::atomic<bool>* give_up = nullptr;
+};
+
+ResultsDb::ResultsDb(std::unique_ptr<sqlite3, Closer> db, std::unique_ptr<ResultsDbLockWait> wait, std::string path)
+    : wait_(std::move(wait)), db_(std::move(db)), path_(std::move(path)) {}
 ResultsDb::ResultsDb(ResultsDb&&) noexcept = default;
-ResultsDb& ResultsDb::operator=(ResultsDb&&) noexcept = default;
-ResultsDb::~ResultsDb() = default;
+ResultsDb& ResultsDb::operator=(ResultsDb&& o) noexcept {
+  // The connection closes before the handler's context it may still call is freed.
+  db_ = std::move(o.db_);
+  wait_ = std::move(o.wait_);
+  path_ = std::move(o.path_);
+  return *this;
+}
+ResultsDb::~ResultsDb() = default;  // db_ (declared after wait_) closes first
 
 namespace {
 
@@ -188,14 +200,17 @@ void check_tables(sqlite3* db, const std::string& path) {
 }
 
 /// The busy handler: another connection holds the lock. Retries every 10 ms
-/// for up to kLockWaitMs (SQLITE_BUSY after), and says once, after two
-/// seconds, what ztune is waiting for: a silent 30 s had looked like a hang.
+/// for up to kLockWaitMs (SQLITE_BUSY after), or until the caller's give-up
+/// flag is set, and says once, after two seconds, what ztune is waiting for: a
+/// silent 30 s had looked like a hang.
 constexpr int kLockWaitMs = 30000, kLockRetryMs = 10, kLockSayAfterMs = 2000;
-int wait_for_lock(void* db, int retries) {
-  if (retries * kLockRetryMs >= kLockWaitMs) return 0;
+bool given_up(const std::atomic<bool>* flag) { return flag != nullptr && flag->load(std::memory_order_relaxed); }
+int wait_for_lock(void* context, int retries) {
+  const auto& wait = *static_cast<const ResultsDbLockWait*>(context);
+  if (retries * kLockRetryMs >= kLockWaitMs || given_up(wait.give_up)) return 0;
   static std::atomic<bool> said{false};
   if (retries * kLockRetryMs >= kLockSayAfterMs && !said.exchange(true)) {
-    const char* file = sqlite3_db_filename(static_cast<sqlite3*>(db), "main");
+    const char* file = sqlite3_db_filename(wait.db, "main");
     std::fprintf(stderr, "ztune: waiting for the results database %s: another process holds its lock (up to %d s)\n",
                  file != nullptr ? file : "", kLockWaitMs / 1000);
   }
@@ -206,7 +221,7 @@ int wait_for_lock(void* db, int retries) {
 /// Switches to WAL (persistent in the file). Changing the journal mode needs
 /// the file to itself, and SQLite reports a conflict with a reader at once
 /// instead of calling the busy handler, so retry for as long as the busy timeout.
-void set_wal(sqlite3* db) {
+void set_wal(sqlite3* db, const std::atomic<bool>* give_up) {
   for (int attempt = 0;; ++attempt) {
     try {
       Statement wal(db, "PRAGMA journal_mode = WAL");
@@ -214,8 +229,8 @@ void set_wal(sqlite3* db) {
       return;
     } catch (const DbFailure& e) {
       if ((e.code() & 0xff) != SQLITE_BUSY && (e.code() & 0xff) != SQLITE_LOCKED) throw;
-      if (attempt >= 3000) throw;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (attempt >= kLockWaitMs / kLockRetryMs || given_up(give_up)) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(kLockRetryMs));
     }
   }
 }
@@ -363,7 +378,7 @@ std::string uri_path(const std::string& path) {
 
 }  // namespace
 
-ResultsDb ResultsDb::open(const std::string& path, DbAccess access) {
+ResultsDb ResultsDb::open(const std::string& path, DbAccess access, const std::atomic<bool>* give_up) {
   // Named by the flag that gave it, or as the default database when no --db
   // did (the user typed no "--db" to look for).
   std::string named = "--db " + path;
@@ -441,7 +456,8 @@ ResultsDb ResultsDb::open(const std::string& path, DbAccess access) {
   sqlite3* db = handle.get();
   sqlite3_extended_result_codes(db, 1);
   // Several ztune processes may write at once: wait for the lock, do not fail.
-  sqlite3_busy_handler(db, wait_for_lock, db);
+  auto wait = std::make_unique<ResultsDbLockWait>(ResultsDbLockWait{db, give_up});
+  sqlite3_busy_handler(db, wait_for_lock, wait.get());
   std::int64_t version = 0;
   check_identity(db, path, version);
   // An SQLite file with no tables (`sqlite3 x.db VACUUM`): a writer lays out
@@ -461,17 +477,17 @@ ResultsDb ResultsDb::open(const std::string& path, DbAccess access) {
                        ", which ztune must migrate to " + std::to_string(kResultsSchemaVersion) +
                        ", and this user cannot write it (expected write permission, or its owner to run ztune once)");
     guarded(path, "reading the results database's tables", [&] { check_tables(db, path); });
-    return ResultsDb(std::move(handle), path);
+    return ResultsDb(std::move(handle), std::move(wait), path);
   }
   guarded(path, "migrating the results database", [&] {
     if (version < kResultsSchemaVersion) migrate(db, path);
-    set_wal(db);
+    set_wal(db, give_up);
     db::exec(db, "PRAGMA foreign_keys = ON");
     db::exec(db, "PRAGMA synchronous = NORMAL");
     check_tables(db, path);
     return 0;
   });
-  return ResultsDb(std::move(handle), path);
+  return ResultsDb(std::move(handle), std::move(wait), path);
 }
 
 int ResultsDb::schema_version() const {

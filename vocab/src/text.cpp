@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 namespace ztune {
 
@@ -128,6 +129,12 @@ ByteUnit byte_unit_for(double largest_bytes) {
   if (largest_bytes >= kBytesPerGiB) return {"GiB", kBytesPerGiB};
   if (largest_bytes >= kMiB) return {"MiB", kMiB};
   return {"KiB", kKiB};
+}
+
+std::string signal_name(int sig) {
+  // glibc's sigabbrev_np (2.32): "TERM" for SIGTERM, nullptr for a number that names no signal.
+  const char* abbrev = ::sigabbrev_np(sig);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
 }  // namespace ztune

@@ -9,6 +9,7 @@
 // and left untouched.
 //
 // Example: auto db = ResultsDb::open(default_db_path()); db.store_search({...});
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -103,13 +104,21 @@ struct ProfileSummary {
 /// file without ztune's schema, and never creates or lays out one.
 enum class DbAccess { write, read };
 
+/// What a connection's busy handler reads (results_db.cpp): the connection
+/// and the caller's give-up flag.
+struct ResultsDbLockWait;
+
 class ResultsDb {
  public:
   /// Opens and migrates to the current schema (creating the file and its
   /// directory first with DbAccess::write). Throws InputError naming the file
   /// for a non-database, corrupt, foreign or newer-schema file, which it leaves
   /// untouched, and with DbAccess::read for a missing or empty one.
-  static ResultsDb open(const std::string& path, DbAccess access = DbAccess::write);
+  /// `give_up`, when given, ends a wait for another writer's lock as soon as
+  /// it is set (the planner's Cancel): the call then throws DbFailure
+  /// (SQLITE_BUSY) instead of waiting out the 30 s busy timeout.
+  static ResultsDb open(const std::string& path, DbAccess access = DbAccess::write,
+                        const std::atomic<bool>* give_up = nullptr);
   ResultsDb(ResultsDb&&) noexcept;
   ResultsDb& operator=(ResultsDb&&) noexcept;
   ~ResultsDb();
@@ -140,7 +149,8 @@ class ResultsDb {
   struct Closer {
     void operator()(sqlite3* db) const;
   };
-  ResultsDb(std::unique_ptr<sqlite3, Closer> db, std::string path);
+  ResultsDb(std::unique_ptr<sqlite3, Closer> db, std::unique_ptr<ResultsDbLockWait> wait, std::string path);
+  std::unique_ptr<ResultsDbLockWait> wait_;  // on the heap: the handler keeps its address across moves
   std::unique_ptr<sqlite3, Closer> db_;
   std::string path_;
 };

@@ -21,6 +21,10 @@ namespace ztune {
 /// subcommand, a file's field, a catalog entry) beside the one typed.
 [[nodiscard]] std::string nearest_name(std::string_view typed, const std::vector<std::string>& candidates);
 
+/// A signal's name for messages: signal_name(SIGTERM) -> "SIGTERM" (the C
+/// library's abbreviation), "signal 77" for a number it does not know.
+[[nodiscard]] std::string signal_name(int sig);
+
 /// ASCII case folding (GPU names, engine and model words in free text; UTF-8
 /// bytes above 0x7F pass unchanged).
 [[nodiscard]] std::string ascii_lower(std::string s);
