@@ -42,6 +42,7 @@ RunPanel::RunPanel(PlannerDocument* doc, QWidget* parent) : QWidget(parent), doc
   log_->setPlaceholderText(QStringLiteral("The log of `ztune run` appears here."));
   log_->setMaximumBlockCount(20000);
   v->addWidget(log_, 1);
+  child_.keep_output(false);  // the log above is the run's bounded copy; the verdict reads the run record
 
   // A new search's results replace the plans the log and the verdict are
   // about: they go with them (the run itself is kept in History). A run still

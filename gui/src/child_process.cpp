@@ -37,12 +37,12 @@ ChildProcess::ChildProcess(QObject* parent) : QObject(parent) {
   });
   connect(&process_, &QProcess::readyReadStandardOutput, this, [this] {
     const QByteArray chunk = process_.readAllStandardOutput();
-    stdout_ += chunk;
+    if (keep_) stdout_ += chunk;
     emit output(stdout_text_.decode(chunk));
   });
   connect(&process_, &QProcess::readyReadStandardError, this, [this] {
     const QByteArray chunk = process_.readAllStandardError();
-    stderr_ += chunk;
+    if (keep_) stderr_ += chunk;
     emit output(stderr_text_.decode(chunk));
   });
   connect(&process_, &QProcess::finished, this, [this](int code, QProcess::ExitStatus status) {

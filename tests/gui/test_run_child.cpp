@@ -46,3 +46,32 @@ TEST_CASE("Run: ztune run as a child process gives measured figures", "[gui][run
   const QString text = compare_run(*run, *run->step_time_s * 2.0);
   CHECK(text.contains(QStringLiteral("predicted")));
 }
+
+// The Run panel keeps no second copy of a run's output (keep_output(false)):
+// the output still streams, and nothing accumulates behind it.
+TEST_CASE("Run: a child whose output is not kept still streams it", "[gui][run]") {
+  ChildProcess child;
+  child.keep_output(false);
+  QSignalSpy finished(&child, &ChildProcess::finished);
+  QString log;
+  QObject::connect(&child, &ChildProcess::output, [&log](const QString& t) { log += t; });
+  child.start(QStringLiteral("/bin/sh"), {"-c", "echo streamed; echo to-stderr >&2"});
+  REQUIRE(finished.wait(30000));
+  CHECK(log.contains(QStringLiteral("streamed")));
+  CHECK(log.contains(QStringLiteral("to-stderr")));
+  CHECK(child.standard_output().isEmpty());
+  CHECK(child.standard_error().isEmpty());
+}
+
+// A child killed by a signal: QProcess reports a crash whose exit code is the
+// signal's number, which the Run panel names (run_ending). Oracle: kill(1)'s
+// SIGKILL is 9 on Linux.
+TEST_CASE("Run: a child killed by a signal is reported with the signal's number", "[gui][run]") {
+  ChildProcess child;
+  QSignalSpy finished(&child, &ChildProcess::finished);
+  child.start(QStringLiteral("/bin/sh"), {"-c", "kill -9 $$"});
+  REQUIRE(finished.wait(30000));
+  CHECK(finished.first().at(1).toBool());
+  CHECK(run_ending(finished.first().at(0).toInt(), finished.first().at(1).toBool()) ==
+        "ztune run was killed by SIGKILL (signal 9)");
+}

@@ -25,7 +25,11 @@ class ChildProcess : public QObject {
   /// Asks the child to terminate (SIGTERM), then kills it after `grace_ms`.
   void stop(int grace_ms = 3000);
   [[nodiscard]] bool running() const { return process_.state() != QProcess::NotRunning; }
-  /// Everything the child wrote to stdout, and to stderr, so far.
+  /// Whether standard_output() and standard_error() keep what the child
+  /// writes (the default). A training run streams its log for as long as it
+  /// trains: its panel shows a bounded log and keeps no second, unbounded copy.
+  void keep_output(bool keep) { keep_ = keep; }
+  /// Everything the child wrote to stdout, and to stderr, so far (nothing when not kept).
   [[nodiscard]] const QByteArray& standard_output() const { return stdout_; }
   [[nodiscard]] const QByteArray& standard_error() const { return stderr_; }
   [[nodiscard]] QString command_line() const { return command_; }
@@ -37,6 +41,7 @@ class ChildProcess : public QObject {
 
  private:
   QProcess process_;
+  bool keep_ = true;
   QByteArray stdout_;
   QByteArray stderr_;
   // One decoder per stream, stateful: a UTF-8 character split across two
