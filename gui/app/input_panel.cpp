@@ -1,6 +1,9 @@
 #include "input_panel.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -64,19 +67,22 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   model_->setToolTip(QStringLiteral("A catalog name, a ztune model JSON or a Hugging Face config.json"));
   profile_ = new QLineEdit;
   profile_->setPlaceholderText(QStringLiteral("default for the GPU"));
+  // The command line's limits (--gpus, --global-batch, --seq, --tokens), so a
+  // count the fit advice names (--gpus 8192000) can be typed here too.
   gpus_ = new QSpinBox;
-  gpus_->setRange(0, 1 << 20);
+  gpus_->setRange(0, std::numeric_limits<int>::max());
   gpus_->setSpecialValueText(QStringLiteral("all of the cluster"));
-  global_batch_ = new QSpinBox;
-  global_batch_->setRange(0, 1 << 24);
+  global_batch_ = new QDoubleSpinBox;
+  global_batch_->setDecimals(0);
+  global_batch_->setRange(0, static_cast<double>(std::int64_t{1} << 40));
   global_batch_->setSpecialValueText(QStringLiteral("the model's"));
   global_batch_->setSuffix(QStringLiteral(" sequences"));
   seq_ = new QSpinBox;
-  seq_->setRange(0, 1 << 20);
+  seq_->setRange(0, 1 << 24);
   seq_->setSpecialValueText(QStringLiteral("the model's"));
   seq_->setSuffix(QStringLiteral(" tokens"));
   tokens_ = new QDoubleSpinBox;
-  tokens_->setRange(0, 1e6);
+  tokens_->setRange(0, 1e9);  // billions: 1e18 tokens
   tokens_->setDecimals(3);  // down to a million tokens: a small model's budget (--tokens takes any count)
   tokens_->setSpecialValueText(QStringLiteral("the model's"));
   tokens_->setSuffix(QStringLiteral(" B tokens"));
@@ -202,7 +208,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   connect(model_, &QComboBox::editTextChanged, this, later);
   connect(profile_, &QLineEdit::textChanged, this, later);
   connect(gpus_, &QSpinBox::valueChanged, this, later);
-  connect(global_batch_, &QSpinBox::valueChanged, this, later);
+  connect(global_batch_, &QDoubleSpinBox::valueChanged, this, later);
   connect(seq_, &QSpinBox::valueChanged, this, later);
   connect(engine_, &QComboBox::currentTextChanged, this, later);
   connect(attention_, &QComboBox::currentTextChanged, this, later);
@@ -241,7 +247,7 @@ SearchInputs InputPanel::inputs() const {
   in.model = model_->currentText();
   in.profile = profile_->text();
   in.gpus = gpus_->value();
-  in.global_batch = global_batch_->value();
+  in.global_batch = std::llround(global_batch_->value());
   in.seq = seq_->value();
   in.tokens = tokens_->value() * 1e9;
   in.engine = engine_->currentText();
@@ -261,7 +267,7 @@ void InputPanel::set_inputs(const SearchInputs& in) {
   model_->setEditText(in.model);
   profile_->setText(in.profile);
   gpus_->setValue(in.gpus);
-  global_batch_->setValue(static_cast<int>(in.global_batch));
+  global_batch_->setValue(static_cast<double>(in.global_batch));
   seq_->setValue(in.seq);
   tokens_->setValue(in.tokens / 1e9);
   engine_->setCurrentText(in.engine);

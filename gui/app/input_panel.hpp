@@ -48,7 +48,7 @@ class InputPanel : public QWidget {
   QComboBox* model_ = nullptr;
   QLineEdit* profile_ = nullptr;
   QSpinBox* gpus_ = nullptr;
-  QSpinBox* global_batch_ = nullptr;
+  QDoubleSpinBox* global_batch_ = nullptr;  // whole sequences up to 2^40, beyond an int spin box
   QSpinBox* seq_ = nullptr;
   QDoubleSpinBox* tokens_ = nullptr;
   QComboBox* engine_ = nullptr;

@@ -30,7 +30,8 @@ struct Options {
                         QStringLiteral("PATH")};
   QCommandLineOption screenshot{
       QStringLiteral("screenshot"),
-      QStringLiteral("Search, select the best plan, save the window to FILE (PNG) and exit."), QStringLiteral("FILE")};
+      QStringLiteral("Search, select the best plan, save the window to FILE (PNG; JPEG for a .jpg) and exit."),
+      QStringLiteral("FILE")};
   QCommandLineOption screenshot_set{
       QStringLiteral("screenshot-set"),
       QStringLiteral("Search, then save each view into DIR (search, compare, stale inputs, a 64-micro-batch "

@@ -421,7 +421,16 @@ void MainWindow::export_plan_json() {
 
 void MainWindow::export_with_ztune(const QString& format) {
   const Candidate* c = doc_.selected();
-  if (c == nullptr || exporter_.running()) return;
+  if (c == nullptr) return;
+  if (exporter_.running()) {
+    // One export at a time: a previous one still running (hung on a full
+    // disk, say) is said, and can be stopped, instead of a click doing nothing.
+    const auto answer = QMessageBox::question(
+        this, QStringLiteral("Export"),
+        QStringLiteral("The previous export is still running:\n\n%1\n\nStop it?").arg(exporter_.command_line()));
+    if (answer == QMessageBox::Yes) exporter_.stop();
+    return;
+  }
   // `ztune export` is the one exporter; the planner hands it the plan file.
   if (!scratch_.isValid()) {
     QMessageBox::warning(this, QStringLiteral("Export"),
@@ -435,7 +444,11 @@ void MainWindow::export_with_ztune(const QString& format) {
     return;
   }
   const auto& in = doc_.outcome()->inputs;
-  f.write(QByteArray::fromStdString(plan_file_to_json(plan_file_of(*c, in)).dump(2)));
+  const QByteArray plan = QByteArray::fromStdString(plan_file_to_json(plan_file_of(*c, in)).dump(2));
+  if (f.write(plan) != plan.size() || !f.flush()) {
+    QMessageBox::warning(this, QStringLiteral("Export"), plan_path + QStringLiteral(": cannot write: ") + f.errorString());
+    return;
+  }
   f.close();
   auto log = std::make_shared<QString>();
   exporter_.disconnect(this);

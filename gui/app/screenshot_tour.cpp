@@ -9,6 +9,7 @@
 #include <QApplication>
 #include <QDir>
 #include <QFileInfo>
+#include <QImageWriter>
 #include <QSaveFile>
 #include <QTabWidget>
 #include <QTimer>
@@ -42,11 +43,21 @@ void once(Sender* src, Signal signal, QObject* ctx, F f) {
 }  // namespace
 
 bool MainWindow::save_picture(QWidget* w, const QString& path) {
-  QSaveFile file(path);
+  // The picture's format is its file's suffix (shot.jpg a JPEG), PNG without one.
+  const QString suffix = QFileInfo(path).suffix().toLower();
+  const QByteArray format = suffix.isEmpty() ? QByteArray("png") : suffix.toLatin1();
   QString why;
-  if (!file.open(QIODevice::WriteOnly)) why = file.errorString();
-  else if (!w->grab().save(&file, "PNG")) why = QStringLiteral("the PNG was not written in full (is the disk full?)");
-  else if (!file.commit()) why = file.errorString();
+  if (!QImageWriter::supportedImageFormats().contains(format)) {
+    why = QStringLiteral(".%1 is not an image format this Qt writes (expected .png, .jpg or no suffix)").arg(suffix);
+  } else if (const QString dir = QFileInfo(path).absolutePath(); !QDir().mkpath(dir)) {
+    why = QStringLiteral("cannot create the directory ") + dir;
+  } else {
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly)) why = file.errorString();
+    else if (!w->grab().save(&file, format.constData()))
+      why = QStringLiteral("the picture was not written in full (is the disk full?)");
+    else if (!file.commit()) why = file.errorString();
+  }
   if (why.isEmpty()) return true;
   std::fprintf(stderr, "ztune-planner: cannot write %s: %s; any earlier picture there is kept\n", qPrintable(path),
                qPrintable(why));

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ztune/vocab/input_error.hpp"
+#include "ztune/simulator/graph_builder.hpp"
 #include "ztune/simulator/simulate.hpp"
 #include "ztune/tuner/objective.hpp"
 #include "ztune/tuner/search.hpp"
@@ -153,6 +154,10 @@ void PlannerWorker::simulate(const ResolvedInputs& inputs, const Plan& plan, qui
     out.time = sim::to_time_prediction(r, predict_time(inputs.model, plan, inputs.cluster, inputs.profile));
     out.timeline = timeline_from_simulation(r);
     emit simulationFinished(out);
+  } catch (const sim::GraphTooLarge& e) {
+    // Its message is the command line's (it names --simulate): said in the planner's words.
+    emit simulationFailed(tag, QStringLiteral("the plan is too large to simulate: %1; its analytical estimate stands")
+                                   .arg(q(e.reason())));
   } catch (const std::exception& e) {
     emit simulationFailed(tag, q(e.what()));
   }

@@ -154,6 +154,30 @@ TEST_CASE("the selected plan is simulated and its timeline drawn", "[gui][docume
   CHECK(column_sum(doc.time(), 1, BreakdownModel::RawRole) == Approx(s.time.iteration_s).epsilon(1e-6));
 }
 
+// A plan whose iteration has too many operations to simulate (the simulator's
+// kMaxSimulatedOps): the planner says so in its own words, not with the
+// command line's "--simulate" advice, and the analytical figures stay.
+TEST_CASE("a plan too large to simulate is said in the planner's words", "[gui][document]") {
+  PlannerDocument doc;
+  doc.set_auto_scaling(false);
+  QSignalSpy finished(&doc, &PlannerDocument::searchFinished);
+  QSignalSpy simulated(&doc, &PlannerDocument::simulationFinished);
+  QSignalSpy sim_failed(&doc, &PlannerDocument::simulationFailed);
+  SearchInputs in = small_search();
+  in.global_batch = std::int64_t{1} << 26;  // over 65,536 micro-batches a step, whatever the plan
+  doc.start_search(in);
+  REQUIRE(finished.wait(60000));
+  REQUIRE(doc.selected() != nullptr);
+  if (sim_failed.isEmpty()) REQUIRE(sim_failed.wait(120000));
+  CHECK(simulated.isEmpty());
+  const QString said = sim_failed.first().at(0).toString();
+  INFO(said.toStdString());
+  CHECK(said.startsWith(QStringLiteral("the plan is too large to simulate: ")));
+  CHECK(said.endsWith(QStringLiteral("; its analytical estimate stands")));
+  CHECK_FALSE(said.contains(QStringLiteral("--simulate")));
+  CHECK(doc.time().columnCount() == 1);  // the analytical breakdown only
+}
+
 TEST_CASE("the scaling curve follows a finished search", "[gui][document]") {
   PlannerDocument doc;
   doc.set_auto_simulate(false);
