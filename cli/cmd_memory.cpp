@@ -260,7 +260,7 @@ void print_grid(const MemoryGrid& g, const Transformer& m, const Cluster& c) {
                 "(%s; fp32 states: 12). fp32 rows: the parameters are\n"
                 "the masters, the moments as stated. Offload keeps fp32 states: its rows are left out.\n",
                 adam_state_bytes(g.states),
-                adam_states_text(g.states.master, g.states.moments, g.states.remainders).c_str());
+                adam_states_text(g.states.master, g.states.moments, g.states.remainders, g.states.in_params).c_str());
   }
   std::printf("DeepSpeed: estimate_zero2/3_model_states_mem_needs (v0.19.8): fp32 gradient partitions too (18 bytes a\n"
               "parameter), 4 bytes × the largest layer under ZeRO-3, host figures × 1.5 and with zero.Init (--json\n"

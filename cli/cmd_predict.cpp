@@ -318,7 +318,9 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
   if (in.plan.low_precision_optimizer())
     std::printf("adam     %s (%g bytes a parameter, fp32's 12; the plan's optimizer.master_dtype, moments_dtype, "
                 "param_remainders)\n",
-                adam_states_text(in.plan.master_dtype, in.plan.moments_dtype, in.plan.param_remainders).c_str(),
+                adam_states_text(in.plan.master_dtype, in.plan.moments_dtype, in.plan.param_remainders,
+                                 optimizer_dtypes(in.plan).in_params)
+                    .c_str(),
                 adam_state_bytes(optimizer_dtypes(in.plan)));
   if (in.plan.fp8 != Fp8Recipe::none) {
     // How the engine runs them, and how far the figure has been checked.

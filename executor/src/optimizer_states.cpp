@@ -33,7 +33,7 @@ OptimizerStates::OptimizerStates(std::size_t n, const OptimizerStateOptions& opt
   } else if (options.onebit_freeze_step >= 0) {
     onebit_ = std::make_unique<OnebitAdam>(n, options.onebit_freeze_step, dp, be_, host_pool_);
   } else {
-    if (storage_ != StorageDtype::fp32) master_ = be_.allocate(n, MemCategory::optimizer, states_.master);
+    if (has_master()) master_ = be_.allocate(n, MemCategory::optimizer, states_.master);
     m_ = be_.allocate(n, MemCategory::optimizer, states_.moments);
     v_ = be_.allocate(n, MemCategory::optimizer, states_.moments);
   }
@@ -117,27 +117,32 @@ void OptimizerStates::step(const std::vector<Range>& ranges, const kernels::Adam
     for (const auto& r : ranges) step(r.param, r.grad, r.off, r.len, h, grad_scale);
     return;
   }
-  const bool wide = storage_ == StorageDtype::fp32;
+  const bool in_place = params_are_master();  // the step updates the parameters themselves
   std::vector<AdamWSpan> spans;
   for (const auto& r : ranges) {
     if (r.param.dtype != storage_ || r.grad.dtype != grad_storage_)
       throw std::logic_error("OptimizerStates: a range's storage differs from the states'");
     AdamWSpan s;
-    s.master = wide ? r.param.ptr : master_.ref(r.off).ptr;
+    s.master = in_place ? r.param.ptr : master_.ref(r.off).ptr;
     s.m = m_.ref(r.off).ptr;
     s.v = v_.ref(r.off).ptr;
     s.grad = r.grad.ptr;
-    s.param = wide ? nullptr : r.param.ptr;
+    s.param = in_place ? nullptr : r.param.ptr;
     s.n = static_cast<long>(r.len);
     spans.push_back(s);
   }
   be_.adamw_fused(spans, grad_storage_, storage_, h, grad_scale, states_);
 }
 
-std::size_t OptimizerStates::state_bytes() const {
+bool OptimizerStates::wrote_legacy_master(bool legacy_master) const {
+  return legacy_master && !onebit_ && params_are_master() && storage_ != StorageDtype::fp32;
+}
+
+std::size_t OptimizerStates::state_bytes(bool legacy_master) const {
   if (onebit_) return onebit_->state_floats() * sizeof(float);
   if (offload_) return 3 * n_ * sizeof(float);
-  return n_ * ((has_master() ? storage_bytes(states_.master) : 0) + 2 * storage_bytes(states_.moments));
+  const bool master = has_master() || wrote_legacy_master(legacy_master);
+  return n_ * ((master ? storage_bytes(states_.master) : 0) + 2 * storage_bytes(states_.moments));
 }
 
 void OptimizerStates::write_state(std::ostream& out) const {
@@ -156,7 +161,7 @@ void OptimizerStates::write_state(std::ostream& out) const {
   }
 }
 
-void OptimizerStates::read_state(std::istream& in) {
+void OptimizerStates::read_state(std::istream& in, bool legacy_master) {
   if (onebit_) {
     onebit_->read_state(in);
   } else if (nvme_) {
@@ -167,6 +172,11 @@ void OptimizerStates::read_state(std::istream& in) {
     read_buffer(in, host_v_, be_);
   } else {
     if (!master_.empty()) read_buffer(in, master_, be_);
+    if (wrote_legacy_master(legacy_master)) {
+      // An older shard's copy of the master: the parameters read before it hold the same values.
+      in.ignore(static_cast<std::streamsize>(n_ * storage_bytes(states_.master)));
+      if (!in) throw std::runtime_error("checkpoint ends early");
+    }
     read_buffer(in, m_, be_);
     read_buffer(in, v_, be_);
   }

@@ -518,8 +518,8 @@ void ParamStore::optimizer_step(const kernels::AdamWParams& h) {
   for (auto& r : gathers) r->wait();
 }
 
-std::size_t ParamStore::state_bytes() const {
-  return (stage3() ? shard_size_ : full_size_) * storage_bytes(opt_.storage) + optimizer_->state_bytes();
+std::size_t ParamStore::state_bytes(bool legacy_master) const {
+  return (stage3() ? shard_size_ : full_size_) * storage_bytes(opt_.storage) + optimizer_->state_bytes(legacy_master);
 }
 
 // With the partitions on NVMe the checkpoint holds them in the same layout as
@@ -553,9 +553,9 @@ void ParamStore::write_state(std::ostream& out) const {
   optimizer_->write_state(out);
 }
 
-void ParamStore::read_state(std::istream& in) {
+void ParamStore::read_state(std::istream& in, bool legacy_master) {
   read_param_state(in);
-  optimizer_->read_state(in);
+  optimizer_->read_state(in, legacy_master);
 }
 
 }  // namespace ztune::executor

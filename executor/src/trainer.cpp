@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "ztune/executor/checkpoint.hpp"
 #include "ztune/executor/init.hpp"
 #include "ztune/vocab/pipeline_schedule.hpp"
 #include "ztune/executor/ring_attention.hpp"
@@ -112,7 +113,7 @@ std::string Trainer::checkpoint_state() const {
 }
 
 std::size_t Trainer::checkpoint_state_bytes(std::uint32_t version) const {
-  return store_->state_bytes() + (scaler_ && version >= 3 ? kScalerStateBytes : 0);
+  return store_->state_bytes(version < kCheckpointMasterInParams) + (scaler_ && version >= 3 ? kScalerStateBytes : 0);
 }
 
 std::optional<std::string> Trainer::restore_checkpoint_state(const std::string& bytes, std::uint32_t version) {
@@ -122,9 +123,10 @@ std::optional<std::string> Trainer::restore_checkpoint_state(const std::string& 
   if (scaler_ && version < 3)
     return "written by an older ztune that did not keep fp16's loss scale, so the resumed run would not continue "
            "this one; start without --resume";
-  const std::size_t params = store_->state_bytes();
+  const bool legacy_master = version < kCheckpointMasterInParams;
+  const std::size_t params = store_->state_bytes(legacy_master);
   std::istringstream in(bytes.substr(0, params));
-  store_->read_state(in);
+  store_->read_state(in, legacy_master);
   if (!scaler_) return std::nullopt;
   std::size_t at = params;
   DynamicLossScaler::State s;

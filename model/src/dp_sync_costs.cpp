@@ -277,8 +277,12 @@ OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster&
     // width. ztune's executor training fp32 (Backend::adamw_fused, its
     // parameters the masters) writes no 16-bit copy and reads its gradient
     // once for the norm: 16 + 12 + 4 = 32; with 16-bit storage it keeps
-    // masters and writes the copies as the engines do.
-    const double states_rw = 2.0 * adam_state_bytes(optimizer_dtypes(p));
+    // masters and writes the copies as the engines do. A master that is the
+    // parameters (OptimizerDtypes::in_params) is read and written at its
+    // width in place of the 16-bit copy written.
+    const OptimizerDtypes states = optimizer_dtypes(p);
+    const double states_rw =
+        2.0 * adam_state_bytes(states) + (states.in_params ? 2.0 * bytes_of(states.master) - 2.0 : 0.0);
     // ztune's CPU executor instead: fp32 AdamW, its gradient-norm pass and
     // (ZeRO 2/3) the per-micro-batch accumulation of reduced pieces
     // (cpu_executor_costs.hpp). 1-bit Adam keeps the fused count: its CPU path

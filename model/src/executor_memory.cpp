@@ -52,13 +52,15 @@ Precision executor_grad_precision(const Plan& p) { return p.grad_reduce_dtype.va
 // ztune's executor's model states (executor/param_store.hpp): parameters in the
 // plan's precision, gradients in executor_grad_precision, Adam's momentum and
 // variance and, beside 16-bit parameters, master weights in the plan's state
-// dtypes (fp32 unless it states 16-bit ones); partitioned by the ZeRO stage
-// over the shard group.
+// dtypes (fp32 unless it states 16-bit ones; none when they are the
+// parameters' own dtype: the step updates the parameters, OptimizerStates);
+// partitioned by the ZeRO stage over the shard group.
 ModelStateBytes executor_state_bytes(double psi, const Plan& p) {
   const double d = std::max(1, p.shard_group());
   const double pb = bytes_of(storage_precision(p)), gb = bytes_of(executor_grad_precision(p));
   // Adam's moments, and masters beside 16-bit parameters, at the plan's state dtypes (OptimizerStates).
-  const double master = storage_precision(p) == Precision::fp32 ? 0.0 : bytes_of(p.master_dtype);
+  const bool own_master = storage_precision(p) != Precision::fp32 && !optimizer_dtypes(p).in_params;
+  const double master = own_master ? bytes_of(p.master_dtype) : 0.0;
   const double ob = 2.0 * bytes_of(p.moments_dtype) + master;
   // ZeRO-3 under a pipeline accumulates whole gradients beside the partition
   // they are reduce-scattered into (Plan::zero3_held_through_step).

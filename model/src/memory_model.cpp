@@ -40,10 +40,15 @@ bool deepspeed_runs_bf16_optimizer(Precision precision, int pp, int zero_stage) 
   return precision == Precision::bf16 && pp > 1 && zero_stage == 0;
 }
 
-OptimizerDtypes optimizer_dtypes(const Plan& p) { return {p.master_dtype, p.moments_dtype, p.param_remainders}; }
+OptimizerDtypes optimizer_dtypes(const Plan& p) {
+  const Precision stored = storage_precision(p);
+  const bool in_params = stored != Precision::fp32 && p.master_dtype == stored && !p.param_remainders;
+  return {p.master_dtype, p.moments_dtype, p.param_remainders, in_params};
+}
 
 double adam_state_bytes(OptimizerDtypes d) {
-  return (d.remainders ? 2.0 : bytes_of(d.master)) + 2.0 * bytes_of(d.moments);
+  const double master = d.remainders ? 2.0 : d.in_params ? 0.0 : bytes_of(d.master);
+  return master + 2.0 * bytes_of(d.moments);
 }
 
 ModelStateBytes model_state_bytes(double psi, int dp, int zero_stage, StateAccounting a, Precision precision, int pp,

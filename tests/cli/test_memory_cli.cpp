@@ -73,23 +73,26 @@ TEST_CASE("ztune memory: usage errors name the flag (exit 2)", "[cli][memory]") 
 
 TEST_CASE("ztune memory with 16-bit optimizer states: K from the states, offload rows out, refusals name the flags",
           "[cli][memory]") {
-  // NeMo's optim.dtype bf16 (master and moments in bf16): K = 2 + 2·2 = 6 bytes
-  // a parameter, partitioned over the 8 GPUs from stage 1 (ZeRO paper §3.1 with
-  // K = 6); Megatron-Core's fp32 masters as remainders with bf16 moments: 2 + 4.
-  // fp32 rows keep their parameters as masters and take the bf16 moments: 4.
+  // NeMo's optim.dtype bf16 (master and moments in bf16) beside the bf16 rows'
+  // parameters: the master is the parameters (NeMo's store_params false), K =
+  // 2·2 = 4 bytes a parameter, partitioned over the 8 GPUs from stage 1 (ZeRO
+  // paper §3.1 with K = 4); Megatron-Core's fp32 masters as remainders with
+  // bf16 moments: 2 + 4. fp32 rows keep their parameters as masters and take
+  // the bf16 moments: 4.
   const double psi = 6738415616.0;
-  for (const char* flags : {"--master-dtype bf16 --moments-dtype bf16", "--param-remainders --moments-dtype bf16"}) {
+  for (const auto& [flags, k16] : {std::pair{"--master-dtype bf16 --moments-dtype bf16", 4.0},
+                                   std::pair{"--param-remainders --moments-dtype bf16", 6.0}}) {
     INFO(flags);
     auto r = run_command(ztune_bin() + " memory --model llama-7b --gpus 8 --json " + flags);
     REQUIRE(r.exit_code == 0);
     const auto j = nlohmann::json::parse(r.out);
-    CHECK(j["optimizer_states"]["bytes_per_param"].get<double>() == 6.0);
+    CHECK(j["optimizer_states"]["bytes_per_param"].get<double>() == k16);
     int rows16 = 0;
     for (const auto& row : j["rows"]) {
       CHECK(row["offload"]["optimizer"] == "none");  // 16-bit states are not offloaded
       CHECK(row["deepspeed"].is_null());
       CHECK_THAT(row["deepspeed_missing_why"].get<std::string>(), Contains("fp32 optimizer states"));
-      const double k = row["precision"] == "fp32" ? 4.0 : 6.0;  // remainders: bf16 rows only
+      const double k = row["precision"] == "fp32" ? 4.0 : k16;  // remainders: bf16 rows only
       const double opt = row["ztune"]["gpu_lines"]["optimizer"].get<double>();
       CHECK(opt == Approx(row["zero_stage"] == 0 ? k * psi : k * psi / 8));
       rows16 += row["precision"] != "fp32";
@@ -98,8 +101,8 @@ TEST_CASE("ztune memory with 16-bit optimizer states: K from the states, offload
   }
   auto r = run_command(ztune_bin() + " memory --model llama-7b --gpus 8 --master-dtype bf16 --moments-dtype bf16");
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Contains("6 bytes of optimizer state a parameter") &&
-                        Contains("master weights in bf16, moments in bf16"));
+  CHECK_THAT(r.out, Contains("4 bytes of optimizer state a parameter") &&
+                        Contains("master weights in bf16 (the parameters themselves: no copy), moments in bf16"));
   r = run_command(ztune_bin() + " memory --model llama-7b --gpus 8 --precision fp32 --master-dtype bf16");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--master-dtype") && Contains("fp32 training's master weights are its parameters"));

@@ -20,14 +20,16 @@ Oracles, for the tiny model, 5 steps of lr 1e-3 with one seed and data:
    main_grad); the stored activations half the fp32 plan's.
  - resuming: a bf16 ZeRO-2 run checkpointed after step 3 and resumed gives
    steps 4 and 5 bit for bit (the checkpoint holds the 16-bit parameters, the
-   fp32 masters and the Adam states), and so does one with bf16 states.
+   fp32 masters and the Adam states), and so does one with bf16 states (whose
+   master is the bf16 parameters: the checkpoint holds no copy of it).
  - 16-bit optimizer states (plan optimizer.master_dtype / moments_dtype: NeMo's
    optim.dtype bf16, Megatron-Core's precision-aware optimizer): Adam computes
    in fp32 on the widened states and stores them rounded, so its update moves
    by a unit roundoff of itself, far below the loss bound u; the tracked
-   optimizer bytes are the fp32-state plan's times K/12 (ZeRO's K: 2 + 2 + 2
-   with bf16 masters and moments, 4 + 2 + 2 with fp32 masters, 2 + 2 for an
-   fp32 model's moments).
+   optimizer bytes are the fp32-state plan's times K/12 (ZeRO's K: 2 + 2 with
+   bf16 masters and moments beside bf16 parameters, which are then the master
+   as NeMo's store_params false keeps it, 2 + 2 + 2 with fp16 masters beside
+   them, 4 + 2 + 2 with fp32 masters, 2 + 2 for an fp32 model's moments).
 
 usage: mixed_precision.py WORKER "MPIRUN ARGS" [case ...]
 """
@@ -200,7 +202,9 @@ def main():
                 wide_kw = {k: v for k, v in kw.items() if k not in ("master", "moments")}
                 _, wide = run(worker, mpirun, d, name + "_fp32_states", wide_kw, load_model(model_name))
                 fp32_model = precision == "fp32"
-                k = (0 if fp32_model else DTYPE_BYTES[kw.get("master", "fp32")]) + 2 * DTYPE_BYTES[kw["moments"]]
+                # A master of the parameters' own dtype is the parameters: no bytes of its own.
+                master_is_params = fp32_model or kw.get("master", "fp32") == precision
+                k = (0 if master_is_params else DTYPE_BYTES[kw.get("master", "fp32")]) + 2 * DTYPE_BYTES[kw["moments"]]
                 expected = wide["optimizer"] * k / (8 if fp32_model else 12)
                 ok = ok and mem["optimizer"] == expected and mem["params"] == wide["params"]
                 detail += f", optimizer {mem['optimizer']:.0f} = {k}/{8 if fp32_model else 12} of fp32 states'"
@@ -214,7 +218,8 @@ def main():
                 detail += f", grads {mem['grads']:.0f} (4Ψ = {4 * PSI})"
             check(name, ok, detail)
         # A checkpoint holds the 16-bit parameters and the masters and states
-        # (fp32, or bf16 ones): training resumed after step 3 continues bit for bit.
+        # (fp32, or bf16 moments with the parameters as the master): training
+        # resumed after step 3 continues bit for bit.
         for label, kw in (("bf16 ZeRO-2 resume", dict(dp=2, mb=2, ga=2, zero=2, precision="bf16")),
                           ("bf16-state ZeRO-2 resume", dict(dp=2, mb=2, ga=2, zero=2, precision="bf16",
                                                             master="bf16", moments="bf16"))):

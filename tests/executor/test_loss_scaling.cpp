@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "ztune/executor/cpu_backend.hpp"
@@ -201,4 +203,77 @@ TEST_CASE("offloaded optimizer states unscale 16-bit gradients on their fp32 way
   std::vector<std::uint16_t> got(n);
   be.to_host(got.data(), params.ref(), n);
   CHECK(got == to16(master));
+}
+
+TEST_CASE("16-bit states whose master is the parameters' own dtype update the parameters in place",
+          "[executor][optimizer][storage]") {
+  // NeMo's optim.dtype bf16 beside bf16 parameters: Apex's DistributedFusedAdam
+  // with store_params false keeps no master copy and updates the model's
+  // parameters. Oracle: the backend's fused AdamW with a separate bf16 master
+  // (checked against adamw_update in test_storage), whose parameters are that
+  // master's copy: the in-place step must give the same bits, and keep only
+  // the two moments (2 + 2 bytes a parameter).
+  auto world = MpiCommunicator::world();
+  kernels::ThreadPool pool(1);
+  const std::size_t n = 1000;
+  std::vector<float> p(n), g(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    p[i] = std::sin(0.37f * static_cast<float>(i));
+    g[i] = std::cos(0.11f * static_cast<float>(i));
+  }
+  const kernels::AdamWParams h{1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 1};
+  const AdamWStates bf16_states{StorageDtype::bf16, StorageDtype::bf16};
+  auto upload16 = [](CpuBackend& be, const std::vector<float>& v, MemCategory c) {
+    Buffer b = be.allocate(v.size(), c, StorageDtype::bf16);
+    be.copy(b.ref(), ConstTensorRef(v.data(), StorageDtype::fp32), v.size());
+    return b;
+  };
+  auto download = [](CpuBackend& be, const Buffer& b) {
+    std::vector<float> v(b.size());
+    be.copy(TensorRef(v.data(), StorageDtype::fp32), b.ref(), b.size());
+    return v;
+  };
+  // The oracle: a separate bf16 master, two steps.
+  CpuBackend ref_be(1);
+  Buffer ref_p = upload16(ref_be, p, MemCategory::params), ref_g = upload16(ref_be, g, MemCategory::grads);
+  Buffer ref_master = upload16(ref_be, p, MemCategory::optimizer);
+  Buffer ref_m = ref_be.allocate(n, MemCategory::optimizer, StorageDtype::bf16);
+  Buffer ref_v = ref_be.allocate(n, MemCategory::optimizer, StorageDtype::bf16);
+  ref_be.copy(ref_m.ref(), ConstTensorRef(std::vector<float>(n, 0.0f).data(), StorageDtype::fp32), n);
+  ref_be.copy(ref_v.ref(), ConstTensorRef(std::vector<float>(n, 0.0f).data(), StorageDtype::fp32), n);
+  const AdamWSpan span{ref_master.raw(), ref_m.raw(), ref_v.raw(), ref_g.raw(), ref_p.raw(), static_cast<long>(n)};
+  // The states under test.
+  CpuBackend be(1);
+  OptimizerStateOptions o;
+  o.storage = StorageDtype::bf16;
+  o.grad_storage = StorageDtype::bf16;
+  o.states = bf16_states;
+  OptimizerStates states(n, o, *world, be, pool);
+  CHECK(states.params_are_master());
+  CHECK_FALSE(states.has_master());
+  CHECK(be.memory().current(MemCategory::optimizer) == n * 2 * 2);
+  CHECK(states.state_bytes() == n * 2 * 2);
+  Buffer params = upload16(be, p, MemCategory::params), grads = upload16(be, g, MemCategory::grads);
+  for (int step = 1; step <= 2; ++step) {
+    kernels::AdamWParams hs = h;
+    hs.step = step;
+    ref_be.adamw_fused(std::span(&span, 1), StorageDtype::bf16, StorageDtype::bf16, hs, 1.0f, bf16_states);
+    states.step({{params.ref(), grads.ref(), 0, n}}, hs);
+    CHECK(download(be, params) == download(ref_be, ref_p));
+  }
+  // A checkpoint of the states holds the moments only; one written before
+  // kCheckpointMasterInParams also holds the master copy, read past.
+  std::ostringstream now;
+  states.write_state(now);
+  CHECK(now.str().size() == states.state_bytes());
+  const std::string master_copy(n * 2, '\x7f');
+  std::istringstream legacy(master_copy + now.str());
+  CHECK(states.state_bytes(true) == n * 3 * 2);
+  OptimizerStates resumed(n, o, *world, be, pool);
+  resumed.read_state(legacy, true);
+  std::ostringstream again;
+  resumed.write_state(again);
+  CHECK(again.str() == now.str());
+  std::istringstream short_legacy(master_copy);
+  CHECK_THROWS_WITH(resumed.read_state(short_legacy, true), Catch::Contains("ends early"));
 }

@@ -736,8 +736,11 @@ TEST_CASE("without dropout the first stage keeps no embedding mask", "[memory][a
 
 // 16-bit optimizer states. Oracle: ZeRO's (2 + 2 + K)Ψ with K the bytes of the
 // states (Rajbhandari et al. 2020, §3.1: K = 12 for fp32 master, momentum and
-// variance): K = 6 with all three in bf16 (NeMo's distributed_fused_adam
-// optim.dtype bf16), 8 with fp32 masters and bf16 moments (DeepSeek-V3), 6 with
+// variance): K = 4 with bf16 masters and moments beside bf16 parameters (NeMo's
+// distributed_fused_adam optim.dtype bf16, where NeMo's setup_optimization sets
+// store_params false: the master is the parameters, only the moments are
+// kept), 6 with fp16 masters beside them (a copy of another dtype), 8 with fp32
+// masters and bf16 moments (DeepSeek-V3), 6 with
 // those masters kept as 16-bit remainders (Megatron-Core's default under its
 // precision-aware optimizer), 4 for an fp32 model's bf16 moments alone.
 TEST_CASE("16-bit optimizer states: ZeRO's K at the states' width", "[memory][optimizer]") {
@@ -754,13 +757,17 @@ TEST_CASE("16-bit optimizer states: ZeRO's K at the states' width", "[memory][op
     return predict_memory(m, p, c, flat_profile()).line(MemLine::optimizer);
   };
   CHECK(optimizer(Precision::fp32, Precision::fp32, false) == Approx(12 * psi / 8));
-  CHECK(optimizer(Precision::bf16, Precision::bf16, false) == Approx(6 * psi / 8));
+  CHECK(optimizer(Precision::bf16, Precision::bf16, false) == Approx(4 * psi / 8));
   CHECK(optimizer(Precision::fp32, Precision::bf16, false) == Approx(8 * psi / 8));
   CHECK(optimizer(Precision::fp32, Precision::bf16, true) == Approx(6 * psi / 8));
   CHECK(optimizer(Precision::fp16, Precision::fp16, false) == Approx(6 * psi / 8));
   // The parameters and gradients are the training precision's whatever the states.
   CHECK(predict_memory(m, p, c, flat_profile()).line(MemLine::params) == Approx(2 * psi));
   CHECK(predict_memory(m, p, c, flat_profile()).line(MemLine::grads) == Approx(2 * psi));
+  // fp16 parameters: an fp16 master is they, a bf16 one a copy.
+  p.precision = Precision::fp16;
+  CHECK(optimizer(Precision::fp16, Precision::fp16, false) == Approx(4 * psi / 8));
+  CHECK(optimizer(Precision::bf16, Precision::bf16, false) == Approx(6 * psi / 8));
   // fp32 training: the parameters are the master, Adam keeps its two moments.
   p.precision = Precision::fp32;
   CHECK(optimizer(Precision::fp32, Precision::bf16, false) == Approx(4 * psi / 8));

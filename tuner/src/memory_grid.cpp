@@ -89,6 +89,8 @@ MemoryGrid memory_grid(const Transformer& m, const Cluster& c, const std::vector
         p.moments_dtype = states.moments;
         p.param_remainders = states.remainders;
         if (cluster_rules ? check_plan(p, m, c).has_value() : check_plan_shape(p, m).has_value()) continue;
+        // The 16-bit rows' states as their plans keep them (a master of their own dtype is their parameters).
+        if (prec != Precision::fp32) g.states = optimizer_dtypes(p);
         MemoryGridRow row;
         row.zero_stage = stage;
         row.offload_optimizer = o.optimizer;

@@ -141,7 +141,7 @@ std::optional<std::string> unsupported_reason(const Plan& p, const Transformer& 
            "precision (\"" + to_string(p.precision) + "\"); got \"" + to_string(*p.grad_reduce_dtype) + "\"";
   if (p.param_remainders)
     return "$.plan.optimizer.param_remainders: ztune's executor keeps its fp32 master weights whole (no remainder "
-           "store); expected false, or master_dtype \"bf16\" for 2-byte masters";
+           "store); expected false, or master_dtype \"bf16\" (the bf16 parameters are then the master: no copy)";
   if (p.cpu_checkpointing)
     return "$.plan.cpu_checkpointing: ztune's executor keeps its activation checkpoints in device memory (no "
            "CPU checkpointing); drop it (the same plan trains with its checkpoints on the device)";

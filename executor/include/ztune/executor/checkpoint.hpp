@@ -18,7 +18,12 @@ namespace ztune::executor {
 // 3: the payload ends with the trainer's own state (fp16's loss scaler), after
 //    the parameters and optimizer states; a version-2 shard is read as the same
 //    payload without it (Trainer::restore_state says when a plan needs it).
-inline constexpr std::uint32_t kCheckpointVersion = 3;
+// 4: 16-bit master weights of the parameters' own dtype are the parameters
+//    (OptimizerStates::params_are_master): no copy is written; an older
+//    shard's copy is read past (it equals the parameters before it).
+inline constexpr std::uint32_t kCheckpointVersion = 4;
+/// The first version whose optimizer states hold no copy of a master the parameters are.
+inline constexpr std::uint32_t kCheckpointMasterInParams = 4;
 inline constexpr std::uint32_t kCheckpointOldestVersion = 2;
 
 struct CheckpointId {

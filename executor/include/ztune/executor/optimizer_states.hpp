@@ -72,8 +72,13 @@ class OptimizerStates {
   /// With the states on NVMe: whether their file got direct I/O (O_DIRECT); nullopt otherwise.
   [[nodiscard]] std::optional<bool> nvme_direct_io() const;
 
-  /// Whether the states hold master weights: offloaded, or 16-bit storage.
-  [[nodiscard]] bool has_master() const { return offload_ || storage_ != StorageDtype::fp32; }
+  /// Whether the parameters are the master weights: fp32 storage, or 16-bit
+  /// states whose master dtype is the parameters' own (a copy would only
+  /// repeat them: the step updates the parameters, as NeMo's Apex
+  /// DistributedFusedAdam does with store_params false). Not with offload.
+  [[nodiscard]] bool params_are_master() const { return !offload_ && states_.master == storage_; }
+  /// Whether the states hold master weights of their own.
+  [[nodiscard]] bool has_master() const { return !params_are_master(); }
   /// With has_master(): the master weights of [off, off+len) start as the len
   /// values at `params` (backend memory).
   void initialise_master(std::size_t off, ConstTensorRef params, std::size_t len);
@@ -100,10 +105,16 @@ class OptimizerStates {
   /// The states in checkpoint order: 1-bit Adam's; or master, m, v (offload,
   /// host memory or NVMe alike, or 16-bit storage on the device); or m, v.
   void write_state(std::ostream& out) const;
-  void read_state(std::istream& in);
-  [[nodiscard]] std::size_t state_bytes() const;
+  /// `legacy_master`: the states were written before kCheckpointMasterInParams
+  /// and hold a copy of a master the parameters now are, which is read past.
+  void read_state(std::istream& in, bool legacy_master = false);
+  /// Bytes write_state() writes (with `legacy_master`, what such an older shard holds).
+  [[nodiscard]] std::size_t state_bytes(bool legacy_master = false) const;
 
  private:
+  // Whether a shard written before kCheckpointMasterInParams holds a master copy these states no longer keep.
+  [[nodiscard]] bool wrote_legacy_master(bool legacy_master) const;
+
   std::size_t n_;
   bool offload_;
   StorageDtype storage_, grad_storage_;
@@ -111,7 +122,7 @@ class OptimizerStates {
   Backend& be_;
   kernels::ThreadPool& host_pool_;
   Buffer m_, v_;                                  // on the device
-  Buffer master_;                                 // on the device, with 16-bit storage
+  Buffer master_;                                 // on the device, beside 16-bit parameters of another dtype
   Buffer host_master_, host_m_, host_v_;          // offload to host memory
   Buffer host_grad_;                              // offload: the gradients on their way to host Adam
   std::unique_ptr<NvmeOptimizerStates> nvme_;     // offload to NVMe: master, m, v on the drive

@@ -151,9 +151,10 @@ class ParamStore {
   /// Everything a checkpoint must hold to continue exactly: stored parameters,
   /// optimizer states (and offloaded master copies).
   void write_state(std::ostream& out) const;
-  void read_state(std::istream& in);
-  /// Bytes write_state() writes.
-  [[nodiscard]] std::size_t state_bytes() const;
+  /// `legacy_master`: an older shard's optimizer states (OptimizerStates::read_state).
+  void read_state(std::istream& in, bool legacy_master = false);
+  /// Bytes write_state() writes (with `legacy_master`, what such an older shard holds).
+  [[nodiscard]] std::size_t state_bytes(bool legacy_master = false) const;
 
  private:
   struct Bucket;

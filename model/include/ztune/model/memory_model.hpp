@@ -75,16 +75,23 @@ struct OptimizerDtypes {
   Precision master = Precision::fp32;
   Precision moments = Precision::fp32;
   bool remainders = false;  // Plan::param_remainders: the fp32 master as 2 bytes beside its bf16 parameter
+  // The master is the 16-bit parameters themselves: a master of their own
+  // dtype is no copy. NeMo's Apex DistributedFusedAdam with optim.dtype equal
+  // to the model's sets store_params false and updates the model's parameters
+  // (megatron_base_model.py setup_optimization); ztune's executor does the same.
+  bool in_params = false;
   [[nodiscard]] bool fp32() const {
     return master == Precision::fp32 && moments == Precision::fp32 && !remainders;
   }
 };
+/// The plan's states; in_params when its master dtype is its 16-bit parameters' own.
 [[nodiscard]] OptimizerDtypes optimizer_dtypes(const Plan& p);
 /// Adam's state bytes per parameter of a 16-bit plan, the master copy and the
 /// two moments: ZeRO's K (Rajbhandari et al. 2020, §3.1: K = 12 with fp32
-/// states), 6 with all three in bf16 (NeMo's optim.dtype bf16), 8 with fp32
-/// masters and bf16 moments, 6 with those masters kept as remainders. The one owner of K: the memory lines and the
-/// optimizer step's traffic both read it.
+/// states), 4 with bf16 masters and moments beside bf16 parameters (NeMo's
+/// optim.dtype bf16: the master is the parameters), 6 beside fp16 ones, 8 with
+/// fp32 masters and bf16 moments, 6 with those masters kept as remainders. The
+/// one owner of K: the memory lines and the optimizer step's traffic both read it.
 [[nodiscard]] double adam_state_bytes(OptimizerDtypes d);
 /// `precision` matters to the megatron accounting (its gradient buffer's type,
 /// which a plan's stated `grad_reduce` dtype sets: Megatron-LM reduces its
