@@ -378,7 +378,11 @@ void MainWindow::on_selection_changed() {
 
 void MainWindow::update_plan_count() {
   const bool none_fit = doc_.outcome() && doc_.outcome()->result.plans.empty();
-  plan_count_->setText(none_fit ? QStringLiteral("no plan fits: the %1 closest to fitting").arg(doc_.plans().total())
+  // Nothing the memory prune saw (every layout refused by a rule): no closest list to speak of.
+  const QString none_text = doc_.plans().total() > 0
+                                ? QStringLiteral("no plan fits: the %1 closest to fitting").arg(doc_.plans().total())
+                                : QStringLiteral("no plan: every layout was refused by a rule (Last search says which)");
+  plan_count_->setText(none_fit ? none_text
                                 : plan_count_text(doc_.plans().matching(), doc_.plans().total(),
                                                   doc_.outcome() ? doc_.outcome()->result.feasible : 0,
                                                   doc_.outcome() && doc_.outcome()->result.interrupted));

@@ -34,6 +34,8 @@ QVariant SearchHistoryModel::data(const QModelIndex& index, int role) const {
       case created: return QString::fromStdString(s.created_at);
       case cluster: return QString::fromStdString(s.cluster);
       case model: return QString::fromStdString(s.model);
+      // Which engine's space and profile the search ranked by ("—" when its stored options do not say).
+      case engine: return s.engine.empty() ? QStringLiteral("—") : QString::fromStdString(s.engine);
       case feasible:
         return QStringLiteral("%1 of %2%3")
             .arg(format_count(static_cast<double>(s.feasible)), format_count(static_cast<double>(s.space)),
@@ -58,7 +60,7 @@ QVariant SearchHistoryModel::data(const QModelIndex& index, int role) const {
 
 QVariant SearchHistoryModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const char* const kNames[column_count] = {"ID",        "When",       "Cluster", "Model",
+  static const char* const kNames[column_count] = {"ID",       "When",      "Cluster",         "Model",      "Engine",
                                                    "Feasible", "Best plan", "Best throughput", "Search time"};
   return section >= 0 && section < column_count ? QVariant(QString::fromUtf8(kNames[section])) : QVariant();
 }

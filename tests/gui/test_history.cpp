@@ -53,6 +53,7 @@ TEST_CASE("a stored search is listed and reopens with the same plans", "[gui][hi
   REQUIRE(searches.rowCount() == 1);
   CHECK(searches.index(0, SearchHistoryModel::id).data(SearchHistoryModel::IdRole).toLongLong() == original.db_id);
   CHECK(searches.index(0, SearchHistoryModel::cluster).data().toString() == "dgx2");
+  CHECK(searches.index(0, SearchHistoryModel::engine).data().toString() == in.engine);  // the one searched for
   CHECK(searches.index(0, SearchHistoryModel::best).data().toString() ==
         QString::fromStdString(original.result.plans.front().plan.summary()));
 

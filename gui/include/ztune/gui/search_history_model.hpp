@@ -11,7 +11,7 @@ namespace ztune::gui {
 class SearchHistoryModel : public QAbstractTableModel {
   Q_OBJECT
  public:
-  enum Column : int { id, created, cluster, model, feasible, best, throughput, elapsed, column_count };
+  enum Column : int { id, created, cluster, model, engine, feasible, best, throughput, elapsed, column_count };
   enum Role : int { SortRole = Qt::UserRole + 1, IdRole };
 
   explicit SearchHistoryModel(QObject* parent = nullptr);
