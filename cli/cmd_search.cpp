@@ -234,6 +234,10 @@ int run_search_command(const SearchFlags& f) {
   const bool nothing = r.plans.empty() || (o.prune_enabled && r.feasible == 0);
   std::vector<FitHint> hints;
   if (nothing && !r.interrupted) hints = explain_infeasible(model, cluster, hw, o, r);
+  // A best plan at the edge of its GPUs' memory: what a margin would cost (a
+  // second search, memory prune and analytical rank only).
+  std::optional<HeadroomAlternative> tight;
+  if (!nothing && !r.interrupted) tight = tight_memory_alternative(model, cluster, hw, o, r.plans.front());
 
   if (r.interrupted)
     std::cerr << "ztune: search interrupted (Ctrl-C) after " << std::fixed << std::setprecision(1) << r.elapsed_s
@@ -295,6 +299,13 @@ int run_search_command(const SearchFlags& f) {
       j["accuracy"] = nullptr;
     } else {
       j["accuracy"] = best_accuracy_json();
+      j["tight_memory"] = nullptr;
+      if (tight)
+        j["tight_memory"] = {{"best_gpu_fraction", tight->best_fraction},
+                             {"threshold", kTightMemoryFraction},
+                             {"headroom_pct", tight->headroom_pct},
+                             {"alternative", candidate_to_json(tight->alternative, r)},
+                             {"tokens_per_s_ratio", tight->tokens_per_s_ratio}};
     }
     return j;
   };
@@ -357,6 +368,7 @@ int run_search_command(const SearchFlags& f) {
               extrapolation_line(accuracy, model, r.plans.front().plan);
           !beyond.empty())
         std::cout << "best plan " << beyond << "\n";
+      if (tight) print_tight_memory(std::cout, *tight);
       // torchtitan, the fsdp engine's export, trains its Llama 3 model only.
       if (o.space.engine == Engine::fsdp)
         if (const std::string why = torchtitan_model_refusal(model); !why.empty())

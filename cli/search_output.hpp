@@ -26,5 +26,8 @@ void print_pass_summary(std::ostream& os, const SearchResult& r);
 void print_rule_counts(std::ostream& os, const SearchResult& r);
 /// The closest plans and the hints.
 void print_infeasible(std::ostream& os, const SearchResult& r, const std::vector<FitHint>& hints);
+/// "note: the best plan needs 99.1 % of ...; with --memory-headroom 5 ...": a
+/// tight best plan's margin and what keeping one costs (tight_memory_alternative).
+void print_tight_memory(std::ostream& os, const HeadroomAlternative& t);
 
 }  // namespace ztune::cli

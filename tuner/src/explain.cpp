@@ -364,6 +364,28 @@ BestOnDevices best_plan_on(const Transformer& m, const Cluster& c, const Hardwar
   return b;
 }
 
+std::optional<HeadroomAlternative> tight_memory_alternative(const Transformer& m, const Cluster& c,
+                                                             const HardwareProfile& hw, SearchOptions o,
+                                                             const Candidate& best, double headroom_pct) {
+  const MemoryPrediction& mem = best.prediction.memory;
+  if (mem.gpu_capacity_bytes <= 0) return std::nullopt;
+  const double fraction = mem.gpu_total_bytes / mem.gpu_capacity_bytes;
+  if (fraction <= kTightMemoryFraction || o.memory.gpu_headroom >= headroom_pct / 100.0) return std::nullopt;
+  o.memory.gpu_headroom = headroom_pct / 100.0;
+  o.top = 1;
+  o.closest = 0;
+  o.simulate_enabled = false;
+  o.prune_enabled = o.rank_enabled = true;
+  const SearchResult r = run_search(m, c, hw, o);
+  if (r.plans.empty() || r.interrupted || best.prediction.time.tokens_per_s <= 0) return std::nullopt;
+  HeadroomAlternative h;
+  h.best_fraction = fraction;
+  h.headroom_pct = headroom_pct;
+  h.alternative = r.plans.front();
+  h.tokens_per_s_ratio = h.alternative.prediction.time.tokens_per_s / best.prediction.time.tokens_per_s;
+  return h;
+}
+
 std::vector<FitHint> predict_fit_hints(const Transformer& m, const Cluster& c, const HardwareProfile& hw,
                                        const SearchOptions& o, const Plan& plan, const MemoryPrediction& mp) {
   if (mp.fits()) return {};

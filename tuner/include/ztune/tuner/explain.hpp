@@ -44,6 +44,29 @@ struct BestOnDevices {
 BestOnDevices best_plan_on(const Transformer& m, const Cluster& c, const HardwareProfile& hw, SearchOptions o,
                            int gpus);
 
+/// A best plan that needs more than this share of its GPUs' memory is tight:
+/// ztune's memory model is checked against its own executor's measured peaks
+/// (tests/executor/memory_model.py: within 5 %) and against published closed
+/// forms, and against no real engine's peak that close to capacity.
+inline constexpr double kTightMemoryFraction = 0.95;
+
+/// The memory the search's best plan leaves free, and the alternative a user
+/// who wants a margin would take: when `best` needs more than
+/// kTightMemoryFraction of its GPUs' memory, the best plan of the same space
+/// with `headroom_pct` of each GPU's memory kept free (memory prune and
+/// analytical rank, as --memory-headroom searches; the caller's own headroom
+/// and pins kept otherwise). nullopt when the best is not tight, when the
+/// search already kept that much free, or when nothing fits with it.
+struct HeadroomAlternative {
+  double best_fraction = 0;   // the tight best plan's GPU memory / capacity
+  double headroom_pct = 0;    // the margin the alternative keeps
+  Candidate alternative;      // ranked analytically
+  double tokens_per_s_ratio = 0;  // its analytical tokens/s over the best's analytical tokens/s
+};
+std::optional<HeadroomAlternative> tight_memory_alternative(const Transformer& m, const Cluster& c,
+                                                             const HardwareProfile& hw, SearchOptions o,
+                                                             const Candidate& best, double headroom_pct = 5.0);
+
 /// What `ztune predict` says for a plan that does not fit: plan_fit_hints,
 /// then the search's best plan on the plan's GPUs and global batch. Empty
 /// when the plan fits.
