@@ -237,7 +237,11 @@ int run_search_command(const SearchFlags& f) {
   // A best plan at the edge of its GPUs' memory: what a margin would cost (a
   // second search, memory prune and analytical rank only).
   std::optional<HeadroomAlternative> tight;
-  if (!nothing && !r.interrupted) tight = tight_memory_alternative(model, cluster, hw, o, r.plans.front());
+  if (!nothing && !r.interrupted) {
+    ProgressBar bar;
+    tight = tight_memory_alternative(model, cluster, hw, o, r.plans.front(), 5.0,
+                                     [&bar](const SearchProgress& p) { bar.update(p); });
+  }
 
   if (r.interrupted)
     std::cerr << "ztune: search interrupted (Ctrl-C) after " << std::fixed << std::setprecision(1) << r.elapsed_s

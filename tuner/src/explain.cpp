@@ -366,7 +366,8 @@ BestOnDevices best_plan_on(const Transformer& m, const Cluster& c, const Hardwar
 
 std::optional<HeadroomAlternative> tight_memory_alternative(const Transformer& m, const Cluster& c,
                                                              const HardwareProfile& hw, SearchOptions o,
-                                                             const Candidate& best, double headroom_pct) {
+                                                             const Candidate& best, double headroom_pct,
+                                                             const ProgressFn& progress) {
   const MemoryPrediction& mem = best.prediction.memory;
   if (mem.gpu_capacity_bytes <= 0) return std::nullopt;
   const double fraction = mem.gpu_total_bytes / mem.gpu_capacity_bytes;
@@ -376,7 +377,7 @@ std::optional<HeadroomAlternative> tight_memory_alternative(const Transformer& m
   o.closest = 0;
   o.simulate_enabled = false;
   o.prune_enabled = o.rank_enabled = true;
-  const SearchResult r = run_search(m, c, hw, o);
+  const SearchResult r = run_search(m, c, hw, o, progress);
   if (r.plans.empty() || r.interrupted || best.prediction.time.tokens_per_s <= 0) return std::nullopt;
   HeadroomAlternative h;
   h.best_fraction = fraction;

@@ -63,9 +63,11 @@ struct HeadroomAlternative {
   Candidate alternative;      // ranked analytically
   double tokens_per_s_ratio = 0;  // its analytical tokens/s over the best's analytical tokens/s
 };
+/// `progress` reports the second search as run_search does (it is as large as the first).
 std::optional<HeadroomAlternative> tight_memory_alternative(const Transformer& m, const Cluster& c,
                                                              const HardwareProfile& hw, SearchOptions o,
-                                                             const Candidate& best, double headroom_pct = 5.0);
+                                                             const Candidate& best, double headroom_pct = 5.0,
+                                                             const ProgressFn& progress = {});
 
 /// What `ztune predict` says for a plan that does not fit: plan_fit_hints,
 /// then the search's best plan on the plan's GPUs and global batch. Empty
