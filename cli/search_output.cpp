@@ -251,15 +251,7 @@ void print_infeasible(std::ostream& os, const SearchResult& r, const std::vector
 }
 
 void print_tight_memory(std::ostream& os, const HeadroomAlternative& t) {
-  const Candidate& a = t.alternative;
-  const double a_fraction = a.prediction.memory.gpu_total_bytes / a.prediction.memory.gpu_capacity_bytes;
-  os << "note: the best plan needs " << formatted("%.1f", 100.0 * t.best_fraction)
-     << " % of each GPU's memory, and ztune's memory model is checked on no real engine's peak (its own executor's, "
-        "within 5 %, and published closed forms): with --memory-headroom "
-     << formatted("%g", t.headroom_pct) << " the best plan is " << a.plan.summary() << " at "
-     << grouped(a.prediction.time.tokens_per_s) << " tokens/s ("
-     << formatted("%+.1f", 100.0 * (t.tokens_per_s_ratio - 1.0)) << " %, analytical) in "
-     << formatted("%.1f", 100.0 * a_fraction) << " % of memory\n";
+  os << "note: " << describe_tight_memory(t, "--memory-headroom " + formatted("%g", t.headroom_pct)) << "\n";
 }
 
 }  // namespace ztune::cli

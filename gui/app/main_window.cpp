@@ -40,6 +40,7 @@
 #include "ztune/gui/labels.hpp"
 #include "ztune/gui/units.hpp"
 #include "ztune/vocab/durable_file.hpp"
+#include "ztune/vocab/text.hpp"
 #include "ztune/tuner/explain.hpp"
 
 namespace ztune::gui {
@@ -323,6 +324,13 @@ void MainWindow::on_search_finished() {
                          QString::fromStdString(h.detail).toHtmlEscaped());
     report += QStringLiteral("</ul>");
   }
+  if (out.tight_memory)
+    report += QStringLiteral("<p><b>Memory margin</b>: %1.</p>")
+                  .arg(QString::fromStdString(describe_tight_memory(
+                                                  *out.tight_memory,
+                                                  "a memory headroom of " +
+                                                      formatted("%g", out.tight_memory->headroom_pct) + " %"))
+                           .toHtmlEscaped());
   // The error of the same cost model against published runs on this GPU (ztune validate).
   const Accuracy& acc = out.accuracy;  // computed with the search, on the worker thread
   // The cross-validated band first: it is the figure a plan never fitted on

@@ -68,6 +68,13 @@ void PlannerWorker::search(const SearchInputs& inputs) {
         time_candidate(c, out.inputs.model, out.inputs.cluster, out.inputs.profile, out.result.objective,
                        out.result.tokens, out.result.gpu_hour_price);
   }
+  if (!out.result.plans.empty() && out.result.feasible > 0 && !out.result.interrupted) {
+    try {
+      out.tight_memory = tight_memory_alternative(out.inputs.model, out.inputs.cluster, out.inputs.profile, o,
+                                                  out.result.plans.front());
+    } catch (const std::exception&) {  // the margin's search refused: the result stands without its note
+    }
+  }
   if (out.result.feasible == 0 && !out.result.interrupted) {
     // A few memory-only searches (more GPUs, relaxed rules): the same hints as the command line's.
     try {

@@ -2,6 +2,8 @@
 // on this one), cancellation, and bad inputs reported as signals, never thrown.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <QSignalSpy>
 #include <QTest>
 #include <QThread>
@@ -131,4 +133,36 @@ TEST_CASE("scaling counts double from one node to the whole cluster", "[gui][wor
   const auto in = resolve_inputs(SearchInputs{});
   REQUIRE(in.ok());
   CHECK(scaling_gpu_counts(in.inputs->cluster) == QList<int>{16, 32, 64, 128, 256});
+}
+
+// The README's search (the 100B on dgx2x16) fills 99 % of each V100: the
+// outcome carries the best plan with a 5 % margin, as `ztune search` says it.
+// Oracle: the same inputs searched with a 5 % memory headroom, whose best plan
+// it must be; that search, keeping the margin already, carries none.
+TEST_CASE("a best plan tight in memory comes with the best plan a margin gives", "[gui][worker][memory]") {
+  PlannerWorker w;
+  w.set_database({});
+  QSignalSpy finished(&w, &PlannerWorker::searchFinished);
+  SearchInputs in;  // dgx2x16 and 100b, the planner's defaults
+  in.cluster = "dgx2x16";
+  in.model = "100b";
+  w.search(in);
+  REQUIRE(finished.size() == 1);
+  const auto tight = finished.takeFirst().first().value<SearchOutcome>();
+  REQUIRE(tight.tight_memory.has_value());
+  CHECK(tight.tight_memory->best_fraction > 0.95);
+  in.memory_headroom_pct = 5;
+  w.search(in);
+  REQUIRE(finished.size() == 1);
+  const auto margin = finished.takeFirst().first().value<SearchOutcome>();
+  CHECK_FALSE(margin.tight_memory.has_value());
+  REQUIRE_FALSE(margin.result.plans.empty());
+  // The planner re-times its best three with the simulator; the margin's plan is ranked analytically.
+  const auto analytical_best =
+      std::max_element(margin.result.plans.begin(), margin.result.plans.end(), [](const auto& a, const auto& b) {
+        return a.prediction.time.tokens_per_s < b.prediction.time.tokens_per_s;
+      });
+  CHECK(tight.tight_memory->alternative.plan.summary() == analytical_best->plan.summary());
+  CHECK(tight.tight_memory->alternative.prediction.time.tokens_per_s ==
+        Approx(analytical_best->prediction.time.tokens_per_s));
 }

@@ -106,11 +106,12 @@ TEST_CASE("search --json has exactly the documented shape", "[cli][tuner]") {
   std::set<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.insert(k);
   // Issue 5's keys, and issue 23's: what was searched, on what, how far to
-  // trust it, the stored id (null with --no-db); closest/fit_hints only when
-  // nothing fits (docs/formats.md "search --json").
+  // trust it, the stored id (null with --no-db), the best plan with a memory
+  // margin when the best is tight (null otherwise); closest/fit_hints only
+  // when nothing fits (docs/formats.md "search --json").
   CHECK(keys == std::set<std::string>{"plans", "space", "feasible", "block_recompute", "pruned_by", "elapsed_s",
                                       "cluster", "model", "engine", "memory_accounting", "profile", "interrupted",
-                                      "search_id", "accuracy"});
+                                      "search_id", "accuracy", "tight_memory"});
   CHECK(j["memory_accounting"] == "executor");  // the default engine, ztune's executor, counts its own tensors  // the ztune engine keeps the ZeRO paper's model states
   CHECK(j["search_id"].is_null());
   REQUIRE(j["plans"].size() == 4);

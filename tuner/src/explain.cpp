@@ -387,6 +387,17 @@ std::optional<HeadroomAlternative> tight_memory_alternative(const Transformer& m
   return h;
 }
 
+std::string describe_tight_memory(const HeadroomAlternative& t, const std::string& margin_named) {
+  const Candidate& a = t.alternative;
+  const double a_fraction = a.prediction.memory.gpu_total_bytes / a.prediction.memory.gpu_capacity_bytes;
+  return "the best plan needs " + formatted("%.1f", 100.0 * t.best_fraction) +
+         " % of each GPU's memory, and ztune's memory model is checked on no real engine's peak (its own "
+         "executor's, within 5 %, and published closed forms): with " + margin_named + " the best plan is " +
+         a.plan.summary() + " at " + grouped(a.prediction.time.tokens_per_s) + " tokens/s (" +
+         formatted("%+.1f", 100.0 * (t.tokens_per_s_ratio - 1.0)) + " %, analytical) in " +
+         formatted("%.1f", 100.0 * a_fraction) + " % of memory";
+}
+
 std::vector<FitHint> predict_fit_hints(const Transformer& m, const Cluster& c, const HardwareProfile& hw,
                                        const SearchOptions& o, const Plan& plan, const MemoryPrediction& mp) {
   if (mp.fits()) return {};

@@ -2,6 +2,8 @@
 // The value types the worker thread hands to the UI thread: a finished search
 // with the inputs it ran on, one point of the scaling curve, and one simulated
 // iteration. Plain copies: the UI never shares state with a running worker.
+#include <optional>
+
 #include <QList>
 #include <QMetaType>
 #include <QString>
@@ -26,6 +28,9 @@ struct SearchOutcome {
   /// (PlannerDocument::searchStored sets db_id and db_note when it is done).
   bool storing = false;
   std::vector<FitHint> fit_hints;  // when nothing fits: what would make a plan fit (ztune search --explain)
+  /// A best plan above kTightMemoryFraction of its GPUs' memory: the best one
+  /// with a 5 % margin (tight_memory_alternative, as `ztune search` says it).
+  std::optional<HeadroomAlternative> tight_memory;
   /// The cost model's error against the published runs of the cluster's GPU
   /// and the engine (ztune validate), computed on the worker thread: the
   /// validation suite takes ~0.1 s, too long for the UI thread.

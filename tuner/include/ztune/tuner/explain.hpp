@@ -69,6 +69,11 @@ std::optional<HeadroomAlternative> tight_memory_alternative(const Transformer& m
                                                              const Candidate& best, double headroom_pct = 5.0,
                                                              const ProgressFn& progress = {});
 
+/// "the best plan needs 99.1 % of each GPU's memory, and ...: with
+/// <margin_named> the best plan is <summary> at N tokens/s (−0.8 %,
+/// analytical) in 89.9 % of memory" (the search's note, the planner's report).
+std::string describe_tight_memory(const HeadroomAlternative& t, const std::string& margin_named);
+
 /// What `ztune predict` says for a plan that does not fit: plan_fit_hints,
 /// then the search's best plan on the plan's GPUs and global batch. Empty
 /// when the plan fits.
