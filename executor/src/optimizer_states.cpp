@@ -174,8 +174,9 @@ void OptimizerStates::read_state(std::istream& in, bool legacy_master) {
     if (!master_.empty()) read_buffer(in, master_, be_);
     if (wrote_legacy_master(legacy_master)) {
       // An older shard's copy of the master: the parameters read before it hold the same values.
-      in.ignore(static_cast<std::streamsize>(n_ * storage_bytes(states_.master)));
-      if (!in) throw std::runtime_error("checkpoint ends early");
+      const auto copy = static_cast<std::streamsize>(n_ * storage_bytes(states_.master));
+      in.ignore(copy);
+      if (in.gcount() != copy) throw std::runtime_error("checkpoint ends early");
     }
     read_buffer(in, m_, be_);
     read_buffer(in, v_, be_);

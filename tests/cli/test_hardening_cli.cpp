@@ -937,6 +937,19 @@ TEST_CASE("a results database named by a symbolic link to nothing says where the
                              "exist"));
 }
 
+// A --db where no file can be made though the directory passes access(W_OK)
+// (root's /proc): SQLite says only "unable to open database file"; the reason
+// creating it fails is said beside it. As another user, the directory's own
+// refusal is said instead.
+TEST_CASE("a results database that cannot be created says why", "[cli][hardening]") {
+  const auto r = run_ztune("search --cluster local-cpu --model tiny --no-simulate --db /proc/ztune-x.db");
+  CHECK(r.exit_code == 2);
+  INFO(r.err);
+  CHECK_THAT(r.err, Contains("/proc/ztune-x.db: cannot open the results database: unable to open database file (") &&
+                        (Contains("(cannot create /proc/ztune-x.db: No such file or directory") ||
+                         Contains("cannot be written by this user")));
+}
+
 TEST_CASE("history show takes an id of digits only, as it reads them", "[cli][hardening]") {
   const std::string db = (scratch() / "ids.db").string();
   fs::remove(db);

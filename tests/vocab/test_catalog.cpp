@@ -6,7 +6,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -260,6 +262,25 @@ TEST_CASE("a Hugging Face checkpoint folder is read through its config.json and 
   CHECK(ztune::load_transformer("gpt3-175b").total_params() > 1.7e11);
   CHECK(ztune::load_transformer("./gpt3-175b").total_params() == 6738415616.0);
   fs::current_path(here);
+  fs::remove_all(dir);
+}
+
+// A model named through a symbolic link that loops or dangles: said as such
+// (it had read "no such file", or, for a folder's config.json, "is a
+// directory"). Oracle: the links made here and ELOOP's strerror.
+TEST_CASE("a model path through a broken symbolic link says it is one", "[catalog][bad-input]") {
+  const fs::path dir = fs::temp_directory_path() / ("ztune-test-broken-link-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "loop");
+  fs::create_symlink("config.json", dir / "loop" / "config.json");  // points at itself
+  fs::create_symlink(dir / "nowhere.json", dir / "dangling.json");
+  REQUIRE_THROWS_WITH(ztune::load_transformer((dir / "loop").string()),
+                      Contains((dir / "loop" / "config.json").string() + ": a symbolic link that loops (" +
+                               std::strerror(ELOOP) + "), expected the folder's config.json"));
+  REQUIRE_THROWS_WITH(ztune::load_transformer((dir / "loop" / "config.json").string()),
+                      Contains("a symbolic link that loops"));
+  REQUIRE_THROWS_WITH(ztune::load_transformer((dir / "dangling.json").string()),
+                      Contains((dir / "dangling.json").string() + ": a symbolic link to a missing file"));
   fs::remove_all(dir);
 }
 

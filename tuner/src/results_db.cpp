@@ -13,6 +13,7 @@
 #include <thread>
 
 #include <sqlite3.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "results_schema.hpp"
@@ -448,9 +449,21 @@ ResultsDb ResultsDb::open(const std::string& path, DbAccess access, const std::a
     // SQLite says only "unable to open database file" for a new database in
     // a directory this user cannot write: the reason is said.
     std::string why = raw != nullptr ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
-    if (!exists && ::access(dir.c_str(), W_OK) != 0)
+    if (!exists && ::access(dir.c_str(), W_OK) != 0) {
       why += " (the directory " + dir.string() + " cannot be written by this user: " + std::strerror(errno) +
              "; expected a --db path in a writable directory)";
+    } else if (!exists) {
+      // access() passes for root anywhere (/proc, a read-only mount): creating
+      // the file says why SQLite could not. One this probe made is removed.
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd < 0) {
+        why += " (cannot create " + path + ": " + std::strerror(errno) +
+               "; expected a --db path in a directory that holds files)";
+      } else {
+        ::close(fd);
+        ::unlink(path.c_str());
+      }
+    }
     throw InputError(path + ": cannot open the results database: " + why);
   }
   sqlite3* db = handle.get();

@@ -1,10 +1,14 @@
 #include "ztune/vocab/catalog.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "ztune/vocab/durable_file.hpp"
 #include "ztune/vocab/input_error.hpp"
@@ -34,6 +38,22 @@ std::vector<std::string> catalog_names(const std::string& kind) {
   return names;
 }
 
+namespace {
+
+// Why a path that is named but cannot be followed is not there: a symbolic
+// link that loops or dangles exists as a link (lstat) but not as a file, and
+// "no such file" had hidden that. nullopt when nothing is at the path at all.
+std::optional<std::string> broken_link(const std::string& path) {
+  struct stat link {};
+  if (::lstat(path.c_str(), &link) != 0 || !S_ISLNK(link.st_mode)) return std::nullopt;
+  struct stat target {};
+  if (::stat(path.c_str(), &target) == 0) return std::nullopt;
+  return errno == ELOOP ? std::string("a symbolic link that loops (") + std::strerror(ELOOP) + ")"
+                        : std::string("a symbolic link to a missing file");
+}
+
+}  // namespace
+
 std::string resolve_catalog_path(const std::string& kind, const std::string& name_or_path) {
   std::error_code ec;
   const std::string singular = kind.substr(0, kind.size() - 1);
@@ -48,14 +68,17 @@ std::string resolve_catalog_path(const std::string& kind, const std::string& nam
   if (!looks_like_path && std::find(names.begin(), names.end(), name_or_path) != names.end())
     return (fs::path(data_dir()) / kind / (name_or_path + ".json")).string();
   // A Hugging Face checkpoint's folder stands for the config.json in it.
-  if (kind == "models" && fs::is_directory(name_or_path, ec) &&
-      fs::is_regular_file(fs::path(name_or_path) / "config.json", ec))
-    return (fs::path(name_or_path) / "config.json").string();
+  if (kind == "models" && fs::is_directory(name_or_path, ec)) {
+    const std::string config = (fs::path(name_or_path) / "config.json").string();
+    if (fs::is_regular_file(config, ec)) return config;
+    if (auto why = broken_link(config)) throw InputError(config + ": " + *why + ", expected the folder's config.json");
+  }
   if (fs::is_regular_file(name_or_path, ec)) return name_or_path;
   if (looks_like_path) {
     // Something that is there but not a regular file (a directory, a FIFO) goes on
     // to read_json_file, which says what it is (and does not block on a FIFO).
     if (fs::exists(name_or_path, ec)) return name_or_path;
+    if (auto why = broken_link(name_or_path)) throw InputError(name_or_path + ": " + *why);
     // llama-7b.json typed for the catalog's llama-7b.
     const std::string stem = fs::path(name_or_path).stem().string();
     const bool in_catalog = name_or_path.find('/') == std::string::npos &&
