@@ -274,9 +274,9 @@ void add_optimizer_dtypes(CLI::App& app, std::string& master, std::string& momen
   app.add_option("--master-dtype", master,
                  "The optimizer's copy of the parameters (mixed precision's master weights): fp32 (every engine's "
                  "default), fp16 (Megatron-Core --use-precision-aware-optimizer --main-params-dtype fp16) or bf16 "
-                 "(NeMo's distributed_fused_adam optim.dtype bf16); a master of the parameters' own dtype is the "
-                 "parameters themselves, no copy (NeMo then sets Apex's store_params false; ztune's executor updates "
-                 "them in place), and an fp32 plan has none apart from its parameters")
+                 "(NeMo's distributed_fused_adam optim.dtype bf16); a bf16 master beside bf16 parameters is the "
+                 "parameters themselves, no copy (NeMo then sets Apex's store_params false; ztune's executor keeps "
+                 "no copy of a master of its parameters' dtype), and an fp32 plan has none apart from its parameters")
       ->check(CLI::IsMember(names_of(kPrecisionNames)))
       ->capture_default_str();
   app.add_option("--moments-dtype", moments,

@@ -41,8 +41,13 @@ bool deepspeed_runs_bf16_optimizer(Precision precision, int pp, int zero_stage) 
 }
 
 OptimizerDtypes optimizer_dtypes(const Plan& p) {
-  const Precision stored = storage_precision(p);
-  const bool in_params = stored != Precision::fp32 && p.master_dtype == stored && !p.param_remainders;
+  // bf16 masters beside bf16 parameters are Apex's DistributedFusedAdam under
+  // NeMo, which keeps none (store_params false). fp16 masters are Megatron-Core's
+  // precision-aware optimizer, whose Transformer Engine FusedAdam keeps them as
+  // its own copy whatever the parameters' dtype (master_weights=True,
+  // master_weight_dtype = --main-params-dtype).
+  const bool in_params =
+      storage_precision(p) == Precision::bf16 && p.master_dtype == Precision::bf16 && !p.param_remainders;
   return {p.master_dtype, p.moments_dtype, p.param_remainders, in_params};
 }
 

@@ -739,7 +739,10 @@ TEST_CASE("without dropout the first stage keeps no embedding mask", "[memory][a
 // variance): K = 4 with bf16 masters and moments beside bf16 parameters (NeMo's
 // distributed_fused_adam optim.dtype bf16, where NeMo's setup_optimization sets
 // store_params false: the master is the parameters, only the moments are
-// kept), 6 with fp16 masters beside them (a copy of another dtype), 8 with fp32
+// kept), 6 with fp16 masters beside them (a copy of another dtype) and with
+// fp16 masters beside fp16 parameters under the ZeRO paper's and the engines'
+// accountings (Megatron-Core's Transformer Engine FusedAdam keeps its
+// master_weights copy), 8 with fp32
 // masters and bf16 moments (DeepSeek-V3), 6 with
 // those masters kept as 16-bit remainders (Megatron-Core's default under its
 // precision-aware optimizer), 4 for an fp32 model's bf16 moments alone.
@@ -764,10 +767,19 @@ TEST_CASE("16-bit optimizer states: ZeRO's K at the states' width", "[memory][op
   // The parameters and gradients are the training precision's whatever the states.
   CHECK(predict_memory(m, p, c, flat_profile()).line(MemLine::params) == Approx(2 * psi));
   CHECK(predict_memory(m, p, c, flat_profile()).line(MemLine::grads) == Approx(2 * psi));
-  // fp16 parameters: an fp16 master is they, a bf16 one a copy.
+  // fp16 parameters: an fp16 master is Megatron-Core's copy, a bf16 one too.
   p.precision = Precision::fp16;
-  CHECK(optimizer(Precision::fp16, Precision::fp16, false) == Approx(4 * psi / 8));
+  CHECK(optimizer(Precision::fp16, Precision::fp16, false) == Approx(6 * psi / 8));
   CHECK(optimizer(Precision::bf16, Precision::bf16, false) == Approx(6 * psi / 8));
+  // ztune's executor keeps no copy of a master of its parameters' own dtype,
+  // fp16 or bf16 (OptimizerStates::params_are_master).
+  HardwareProfile executor = flat_profile();
+  executor.engine.executor = true;
+  p.master_dtype = p.moments_dtype = Precision::fp16;
+  CHECK(predict_memory(m, p, c, executor).line(MemLine::optimizer) == Approx(4 * psi / 8));
+  p.precision = Precision::bf16;
+  p.master_dtype = p.moments_dtype = Precision::bf16;
+  CHECK(predict_memory(m, p, c, executor).line(MemLine::optimizer) == Approx(4 * psi / 8));
   // fp32 training: the parameters are the master, Adam keeps its two moments.
   p.precision = Precision::fp32;
   CHECK(optimizer(Precision::fp32, Precision::bf16, false) == Approx(4 * psi / 8));

@@ -75,21 +75,25 @@ struct OptimizerDtypes {
   Precision master = Precision::fp32;
   Precision moments = Precision::fp32;
   bool remainders = false;  // Plan::param_remainders: the fp32 master as 2 bytes beside its bf16 parameter
-  // The master is the 16-bit parameters themselves: a master of their own
-  // dtype is no copy. NeMo's Apex DistributedFusedAdam with optim.dtype equal
-  // to the model's sets store_params false and updates the model's parameters
-  // (megatron_base_model.py setup_optimization); ztune's executor does the same.
+  // The master is the bf16 parameters themselves: NeMo's Apex
+  // DistributedFusedAdam with optim.dtype equal to the model's sets
+  // store_params false and updates the model's parameters
+  // (megatron_base_model.py setup_optimization). fp16 masters are Megatron-
+  // Core's, which Transformer Engine's FusedAdam keeps as a copy. (ztune's
+  // executor keeps no copy of a master of its parameters' dtype, either:
+  // executor_state_bytes.)
   bool in_params = false;
   [[nodiscard]] bool fp32() const {
     return master == Precision::fp32 && moments == Precision::fp32 && !remainders;
   }
 };
-/// The plan's states; in_params when its master dtype is its 16-bit parameters' own.
+/// The plan's states; in_params for bf16 masters beside bf16 parameters.
 [[nodiscard]] OptimizerDtypes optimizer_dtypes(const Plan& p);
 /// Adam's state bytes per parameter of a 16-bit plan, the master copy and the
 /// two moments: ZeRO's K (Rajbhandari et al. 2020, §3.1: K = 12 with fp32
 /// states), 4 with bf16 masters and moments beside bf16 parameters (NeMo's
-/// optim.dtype bf16: the master is the parameters), 6 beside fp16 ones, 8 with
+/// optim.dtype bf16: the master is the parameters), 6 with fp16 masters and
+/// moments (Megatron-Core's copy) or bf16 ones beside fp16 parameters, 8 with
 /// fp32 masters and bf16 moments, 6 with those masters kept as remainders. The
 /// one owner of K: the memory lines and the optimizer step's traffic both read it.
 [[nodiscard]] double adam_state_bytes(OptimizerDtypes d);
