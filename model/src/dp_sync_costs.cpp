@@ -277,12 +277,16 @@ OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster&
     // width. ztune's executor training fp32 (Backend::adamw_fused, its
     // parameters the masters) writes no 16-bit copy and reads its gradient
     // once for the norm: 16 + 12 + 4 = 32; with 16-bit storage it keeps
-    // masters and writes the copies as the engines do. A master that is the
-    // parameters (OptimizerDtypes::in_params) is read and written at its
-    // width in place of the 16-bit copy written.
+    // masters and writes the copies as the engines do, unless the master is
+    // the parameters: the engines' bf16 ones (OptimizerDtypes::in_params), the
+    // executor's any 16-bit ones of the master's dtype (executor_state_bytes).
     const OptimizerDtypes states = optimizer_dtypes(p);
-    const double states_rw =
-        2.0 * adam_state_bytes(states) + (states.in_params ? 2.0 * bytes_of(states.master) - 2.0 : 0.0);
+    const Precision stored = storage_precision(p);
+    const bool in_place =
+        states.in_params || (hw.engine.executor && stored != Precision::fp32 && p.master_dtype == stored);
+    // In place: the parameters are read and written as the master, and no 16-bit copy (in the 14) is written.
+    const double states_rw = in_place ? 2.0 * (bytes_of(states.master) + 2.0 * bytes_of(states.moments)) - 2.0
+                                      : 2.0 * adam_state_bytes(states);
     // ztune's CPU executor instead: fp32 AdamW, its gradient-norm pass and
     // (ZeRO 2/3) the per-micro-batch accumulation of reduced pieces
     // (cpu_executor_costs.hpp). 1-bit Adam keeps the fused count: its CPU path

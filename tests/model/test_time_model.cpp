@@ -1353,6 +1353,15 @@ TEST_CASE("the optimizer step moves its states at their width", "[time][optimize
   CHECK(step(Precision::bf16, Precision::bf16, false) == Approx((12 + 4 + 8) * part / hbm + 4 * hw.kernel_launch_s));
   CHECK(step(Precision::fp32, Precision::bf16, false) == Approx((14 + 16) * part / hbm + 4 * hw.kernel_launch_s));
   CHECK(step(Precision::fp32, Precision::bf16, true) == Approx((14 + 12) * part / hbm + 4 * hw.kernel_launch_s));
+  // fp16 parameters with fp16 states: Megatron-Core's copy (K = 6), but ztune's
+  // executor updates the parameters in place, as it does bf16 ones.
+  p.precision = Precision::fp16;
+  CHECK(step(Precision::fp16, Precision::fp16, false) == Approx((14 + 12) * part / hbm + 4 * hw.kernel_launch_s));
+  HardwareProfile executor = hw;
+  executor.engine.executor = true;
+  p.master_dtype = p.moments_dtype = Precision::fp16;
+  CHECK(optimizer_cost(m, p, c, executor).gpu_step_s ==
+        Approx((12 + 4 + 8) * part / hbm + 4 * hw.kernel_launch_s));
 }
 
 // Megatron's block method recomputes the first N layers of each model chunk
