@@ -106,7 +106,7 @@ void PlannerWorker::search(const SearchInputs& inputs) {
                           search_options_to_json(request_of(inputs), stored), out.result,
                           static_cast<std::size_t>(stored.top)});
   } catch (const std::exception& e) {
-    note = stop_.load() ? QStringLiteral("not stored: cancelled while waiting for the results database %1 (%2)")
+    note = stop_.load() ? QStringLiteral("cancelled while waiting for the results database %1 (%2)")
                               .arg(db_path_, q(e.what()))
                         : q(e.what());
   }
