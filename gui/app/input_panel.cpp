@@ -323,7 +323,12 @@ void InputPanel::validate_now() {
                   .arg(QString::fromStdString(c.node.gpu.name), format_bytes(c.node.gpu.memory_bytes()))
                   .arg(QString::fromStdString(m.name), format_count(m.total_params()))
                   .arg(m.layers)
-                  .arg(m.seq_len));
+                  .arg(m.seq_len) +
+              // A Hugging Face config names no training length: its maximum
+              // positions are used, as `ztune search` notes (--seq sets it).
+              (m.seq_len_is_position_limit
+                   ? QStringLiteral(" (the config's maximum positions, not a training length: Sequence sets it)")
+                   : QString()));
 }
 
 }  // namespace ztune::gui
