@@ -135,7 +135,7 @@ void OptimizerStates::step(const std::vector<Range>& ranges, const kernels::Adam
 }
 
 bool OptimizerStates::wrote_legacy_master(bool legacy_master) const {
-  return legacy_master && !onebit_ && params_are_master() && storage_ != StorageDtype::fp32;
+  return legacy_master && params_are_master() && storage_ != StorageDtype::fp32;  // not 1-bit Adam's: fp32 only
 }
 
 std::size_t OptimizerStates::state_bytes(bool legacy_master) const {

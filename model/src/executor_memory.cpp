@@ -55,11 +55,15 @@ Precision executor_grad_precision(const Plan& p) { return p.grad_reduce_dtype.va
 // dtypes (fp32 unless it states 16-bit ones; none when they are the
 // parameters' own dtype: the step updates the parameters, OptimizerStates);
 // partitioned by the ZeRO stage over the shard group.
+bool executor_updates_16bit_in_place(const Plan& p) {
+  return storage_precision(p) != Precision::fp32 && p.master_dtype == storage_precision(p);
+}
+
 ModelStateBytes executor_state_bytes(double psi, const Plan& p) {
   const double d = std::max(1, p.shard_group());
   const double pb = bytes_of(storage_precision(p)), gb = bytes_of(executor_grad_precision(p));
   // Adam's moments, and masters beside 16-bit parameters, at the plan's state dtypes (OptimizerStates).
-  const bool own_master = storage_precision(p) != Precision::fp32 && p.master_dtype != storage_precision(p);
+  const bool own_master = storage_precision(p) != Precision::fp32 && !executor_updates_16bit_in_place(p);
   const double master = own_master ? bytes_of(p.master_dtype) : 0.0;
   const double ob = 2.0 * bytes_of(p.moments_dtype) + master;
   // ZeRO-3 under a pipeline accumulates whole gradients beside the partition

@@ -16,6 +16,11 @@ namespace ztune {
 /// The dtype the executor keeps gradients in: the plan's reduce dtype, else its storage.
 [[nodiscard]] Precision executor_grad_precision(const Plan& p);
 
+/// Whether the executor's step updates 16-bit parameters in place as their own
+/// master: a master dtype that is theirs (executor/optimizer_states.hpp
+/// params_are_master), fp16 or bf16; fp32 parameters are their master anyway.
+[[nodiscard]] bool executor_updates_16bit_in_place(const Plan& p);
+
 /// Parameters, gradients and optimizer states of `psi` parameters, partitioned as the ZeRO stage says.
 [[nodiscard]] ModelStateBytes executor_state_bytes(double psi, const Plan& p);
 /// Host bytes of ztune's executor's 1-bit Adam on one rank of `psi` parameters
