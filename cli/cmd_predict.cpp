@@ -315,13 +315,14 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
                   "a 16-bit reduction)\n",
                   in.profile.engine.name.c_str(), to_string(in.plan.precision).c_str());
   }
-  if (in.plan.low_precision_optimizer())
+  if (in.plan.low_precision_optimizer()) {
+    // As the engine keeps them: ztune's executor keeps no copy of an fp16 master beside fp16 parameters either.
+    const OptimizerDtypes kept = optimizer_dtypes_kept(in.plan, in.cluster, in.profile);
     std::printf("adam     %s (%g bytes a parameter, fp32's 12; the plan's optimizer.master_dtype, moments_dtype, "
                 "param_remainders)\n",
-                adam_states_text(in.plan.master_dtype, in.plan.moments_dtype, in.plan.param_remainders,
-                                 optimizer_dtypes(in.plan).in_params)
-                    .c_str(),
-                adam_state_bytes(optimizer_dtypes(in.plan)));
+                adam_states_text(kept.master, kept.moments, kept.remainders, kept.in_params).c_str(),
+                adam_state_bytes(kept));
+  }
   if (in.plan.fp8 != Fp8Recipe::none) {
     // How the engine runs them, and how far the figure has been checked.
     const bool te = in.profile.engine.fp8 == Fp8Library::transformer_engine;

@@ -10,7 +10,6 @@
 #include "ztune/model/op_costs.hpp"
 #include "ztune/model/time_model.hpp"
 #include "ztune/model/zeropp.hpp"
-#include "executor_memory.hpp"
 
 namespace ztune {
 
@@ -281,8 +280,8 @@ OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster&
     // masters and writes the copies as the engines do, unless the master is
     // the parameters: the engines' bf16 ones (OptimizerDtypes::in_params), the
     // executor's any 16-bit ones of the master's dtype (executor_state_bytes).
-    const OptimizerDtypes states = optimizer_dtypes(p);
-    const bool in_place = states.in_params || (hw.engine.executor && executor_updates_16bit_in_place(p));
+    const OptimizerDtypes states = optimizer_dtypes_kept(p, c, hw);
+    const bool in_place = states.in_params;
     // In place: the parameters are read and written as the master, and no 16-bit copy (in the 14) is written.
     const double states_rw = in_place ? 2.0 * (bytes_of(states.master) + 2.0 * bytes_of(states.moments)) - 2.0
                                       : 2.0 * adam_state_bytes(states);

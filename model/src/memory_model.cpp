@@ -51,6 +51,12 @@ OptimizerDtypes optimizer_dtypes(const Plan& p) {
   return {p.master_dtype, p.moments_dtype, p.param_remainders, in_params};
 }
 
+OptimizerDtypes optimizer_dtypes_kept(const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+  OptimizerDtypes d = optimizer_dtypes(p);
+  if (executor_layout(c, hw) && executor_updates_16bit_in_place(p)) d.in_params = true;
+  return d;
+}
+
 double adam_state_bytes(OptimizerDtypes d) {
   const double master = d.remainders ? 2.0 : d.in_params ? 0.0 : bytes_of(d.master);
   return master + 2.0 * bytes_of(d.moments);

@@ -13,7 +13,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -216,6 +218,32 @@ TEST_CASE("16-bit optimizer states: search pins them in every plan, predict halv
   r = run_command(ztune_bin() + " predict --cluster dgx-h100 --model llama-7b --precision fp32 --master-dtype bf16");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--master-dtype: an fp32 plan's parameters are the optimizer's master copy"));
+}
+
+// predict's adam line says the states as the plan's engine keeps them. An fp16
+// master beside fp16 parameters is a copy on Megatron-Core (6 bytes a
+// parameter) and none on ztune's executor, which updates them in place (4).
+// Oracle: the closed form K·Ψ/dp against the optimizer line each prints
+// (GPT-2 1.5B under ZeRO-1 over 8 GPUs; Ψ from the model line).
+TEST_CASE("predict: the adam line's bytes are the optimizer line's, as each engine keeps fp16 masters",
+          "[cli][predict][memory]") {
+  for (const auto& [engine, k, copy] : {std::tuple{"ztune", 4.0, false}, std::tuple{"megatron", 6.0, true}}) {
+    const auto r = run_command(ztune_bin() + " predict --cluster dgx-a100-80gb --model gpt2-1.5b --precision fp16 "
+                               "--master-dtype fp16 --moments-dtype fp16 --zero 1 --engine " + engine);
+    INFO(engine << "\n" << r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    std::ostringstream bytes;
+    bytes << "(" << k << " bytes a parameter, fp32's 12";
+    CHECK_THAT(r.out, Contains(bytes.str()));
+    CHECK((r.out.find("master weights in fp16 (the parameters themselves: no copy)") != std::string::npos) == !copy);
+    const auto psi_at = r.out.find("(", r.out.find("model    "));
+    const double psi = std::stod(r.out.substr(psi_at + 1)) * 1e9;  // "(1.56B parameters"
+    const auto at = r.out.find("  optimizer ");
+    REQUIRE(at != std::string::npos);
+    const double gib = std::stod(r.out.substr(at + 12, r.out.find('\n', at) - at - 12));
+    // Ψ is printed to 3 significant digits, the line to 3 decimals.
+    CHECK(gib * 1024 * 1024 * 1024 == Approx(k * psi / 8).epsilon(5e-3));
+  }
 }
 
 // A best plan at the edge of its GPUs' memory (the README's search: the 100B

@@ -81,7 +81,7 @@ struct OptimizerDtypes {
   // (megatron_base_model.py setup_optimization). fp16 masters are Megatron-
   // Core's, which Transformer Engine's FusedAdam keeps as a copy. (ztune's
   // executor keeps no copy of a master of its parameters' dtype, either:
-  // executor_state_bytes.)
+  // optimizer_dtypes_kept.)
   bool in_params = false;
   [[nodiscard]] bool fp32() const {
     return master == Precision::fp32 && moments == Precision::fp32 && !remainders;
@@ -89,6 +89,11 @@ struct OptimizerDtypes {
 };
 /// The plan's states; in_params for bf16 masters beside bf16 parameters.
 [[nodiscard]] OptimizerDtypes optimizer_dtypes(const Plan& p);
+/// The plan's states as the engine that runs it keeps them: optimizer_dtypes,
+/// and on ztune's executor's layout (executor_layout) in_params for any 16-bit
+/// master of its parameters' own dtype, fp16 too, which its step updates in
+/// place (executor_state_bytes). What predict prints and the step's traffic reads.
+[[nodiscard]] OptimizerDtypes optimizer_dtypes_kept(const Plan& p, const Cluster& c, const HardwareProfile& hw);
 /// Adam's state bytes per parameter of a 16-bit plan, the master copy and the
 /// two moments: ZeRO's K (Rajbhandari et al. 2020, §3.1: K = 12 with fp32
 /// states), 4 with bf16 masters and moments beside bf16 parameters (NeMo's
