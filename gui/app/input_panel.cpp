@@ -225,6 +225,21 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
 }
 
 void InputPanel::add_row(QFormLayout* form, const QString& label, QWidget* field, InputField which) {
+  // Fields shrink with the dock: a spin box's sizeHint (its longest special
+  // text, "none: GPU-hours") and a combo's longest item had set the panel's
+  // minimum wider than a 1600-pixel window's dock, which then scrolled
+  // sideways and hid the reports' line ends under its vertical scroll bar.
+  QList<QWidget*> parts = field->findChildren<QWidget*>();
+  parts.push_back(field);
+  for (QWidget* w : parts) {
+    if (auto* spin = qobject_cast<QAbstractSpinBox*>(w))
+      spin->setSizePolicy(QSizePolicy::Preferred, spin->sizePolicy().verticalPolicy());
+    auto* combo = qobject_cast<QComboBox*>(w);
+    if (combo && combo->sizeAdjustPolicy() != QComboBox::AdjustToMinimumContentsLengthWithIcon) {
+      combo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+      combo->setMinimumContentsLength(10);
+    }
+  }
   auto* box = new QWidget;
   auto* v = new QVBoxLayout(box);
   v->setContentsMargins(0, 0, 0, 0);

@@ -18,6 +18,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
@@ -370,8 +371,35 @@ void MainWindow::on_search_finished() {
   // plan) so that all sixteen columns fit a 1600 px window (issue 23).
   for (const auto& [column, most] : {std::pair{PlanTableModel::layout, 170}, std::pair{PlanTableModel::offload, 120}})
     if (table_->columnWidth(column) > most) table_->setColumnWidth(column, most);
+  fit_plan_columns();
   update_plan_count();
   on_selection_changed();
+}
+
+void MainWindow::fit_plan_columns() {
+  // Where the columns are still wider than the table (block recomputation's
+  // "full:block120", "interleaved 1F1B" beside a long layout), the free-text
+  // ones give way, elided down to a floor (the layout last), so that the last column, the
+  // iteration time, stays in view; the row's tooltip has the whole plan.
+  const int last = PlanTableModel::column_count - 1;
+  // The last section stretches to the table's edge: its own width is measured unstretched.
+  table_->horizontalHeader()->setStretchLastSection(false);
+  table_->resizeColumnToContents(last);
+  int total = 0;
+  for (int column = 0; column <= last; ++column) total += table_->columnWidth(column);
+  table_->horizontalHeader()->setStretchLastSection(true);
+  // A vertical scroll bar that the rows are about to need takes its width too.
+  const QScrollBar* bar = table_->verticalScrollBar();
+  int excess = total - table_->viewport()->width() + (bar->isVisible() ? 0 : bar->sizeHint().width());
+  for (const auto& [column, least] :
+       {std::pair{PlanTableModel::recompute, 80}, std::pair{PlanTableModel::schedule, 64},
+        std::pair{PlanTableModel::offload, 64}, std::pair{PlanTableModel::layout, 120}}) {
+    if (excess <= 0) break;
+    const int cut = std::min(excess, table_->columnWidth(column) - least);
+    if (cut <= 0) continue;
+    table_->setColumnWidth(column, table_->columnWidth(column) - cut);
+    excess -= cut;
+  }
 }
 
 void MainWindow::on_selection_changed() {
@@ -567,7 +595,10 @@ void MainWindow::screenshot_when_ready(const QString& file, int timeout_ms) {
     if (*done) return;
     *done = true;
     // Let layouts and charts settle before grabbing.
-    QTimer::singleShot(400, this, [this, file, code] { QApplication::exit(save_picture(this, file) ? code : 2); });
+    QTimer::singleShot(400, this, [this, file, code] {
+      (void)report_sideways_scroll();  // said, not failed: the picture is still worth writing
+      QApplication::exit(save_picture(this, file) ? code : 2);
+    });
   };
   auto ready = [this, save] {
     if (!results_settled(false)) return;

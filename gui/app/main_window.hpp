@@ -52,6 +52,10 @@ class MainWindow : public QMainWindow {
   /// renamed over it: a full disk had left a truncated PNG in place of the
   /// previous one); false, with the reason on stderr, when it could not.
   static bool save_picture(QWidget* w, const QString& path);
+  /// Says on stderr what the window's layout hides behind a sideways scroll
+  /// (the plan table's last columns, the input panel's line ends); a headless
+  /// screenshot cannot show it otherwise. False when something scrolls.
+  bool report_sideways_scroll() const;
 
  protected:
   void closeEvent(QCloseEvent* event) override;
@@ -69,6 +73,8 @@ class MainWindow : public QMainWindow {
   /// Calls `f` on every signal after which results_settled may have turned true.
   void on_results_change(const std::function<void()>& f);
   void on_selection_changed();
+  /// Narrows the plan table's free-text columns (elided) until the last one fits.
+  void fit_plan_columns();
   /// Writes an export to `path` whole, or warns with the reason (false).
   bool write_or_warn(const QString& path, std::string_view text);
   void export_plan_json();

@@ -32,7 +32,7 @@ ScalingChart::ScalingChart(ScalingModel* model, QWidget* parent) : QChartView(pa
 
   auto* x = new QLogValueAxis;
   x->setBase(2);
-  x->setLabelFormat(QStringLiteral("%g"));
+  x->setLabelFormat(QStringLiteral("%.0f"));
   x->setTitleText(QStringLiteral("GPUs"));
   auto* left = new QValueAxis;
   left->setTitleText(QStringLiteral("k tokens/s"));
@@ -84,6 +84,11 @@ void ScalingChart::refresh() {
   }
   throughput->replace(t);
   mfu->replace(m);
+  // A label at every power of two elides them all ("1…", "2…") once the
+  // counts span many octaves (8 to 4096 GPUs in a 300-pixel chart): about
+  // six labels, at every 2^k-th power, whatever the span.
+  const double octaves = std::log2(hi / lo) + 1;
+  x->setBase(std::exp2(std::max(1.0, std::ceil(octaves / 6))));
   x->setRange(lo / 1.4, hi * 1.4);
   set_nice_range(left, top * 1.1);
 }

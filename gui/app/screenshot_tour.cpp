@@ -8,10 +8,14 @@
 // code is 0 only when every shot this cluster allows was written.
 #include <QApplication>
 #include <QDir>
+#include <QDockWidget>
 #include <QFileInfo>
 #include <QImageWriter>
 #include <QSaveFile>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTimer>
 #include <algorithm>
 #include <cstdio>
@@ -41,6 +45,20 @@ void once(Sender* src, Signal signal, QObject* ctx, F f) {
 }
 
 }  // namespace
+
+bool MainWindow::report_sideways_scroll() const {
+  bool fits = true;
+  auto say = [&fits](const char* what, const QScrollBar* bar) {
+    if (bar == nullptr || bar->maximum() <= 0) return;
+    std::fprintf(stderr, "ztune-planner: warning: %s scrolls sideways by %d px\n", what, bar->maximum());
+    fits = false;
+  };
+  say("the plan table", table_->horizontalScrollBar());
+  const auto* dock = findChild<QDockWidget*>(QStringLiteral("inputs"));
+  const auto* inputs = dock == nullptr ? nullptr : qobject_cast<const QScrollArea*>(dock->widget());
+  say("the input panel", inputs == nullptr ? nullptr : inputs->horizontalScrollBar());
+  return fits;
+}
 
 bool MainWindow::save_picture(QWidget* w, const QString& path) {
   // The picture's format is its file's suffix (shot.jpg a JPEG), PNG without one.

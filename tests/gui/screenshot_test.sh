@@ -38,6 +38,21 @@ if [ "${ZTUNE_REFRESH_SCREENSHOT:-0}" = 1 ]; then
   echo "refreshed $src/docs/planner.png"
 fi
 
+# Nothing of the window scrolls sideways in its 1600-pixel frame: the plan
+# table's last column (the iteration time) and the input panel's line ends stay
+# in view with the widest cells the searches give (interleaved schedules and
+# block recomputation of the 1T on Selene; Llama 3.1 405B on 1024 H100, whose
+# long memory-margin note and dp256 layouts had scrolled both sideways).
+for pair in "selene-3072 1t" "dgx-h100x128 llama-405b" "dgx2x16 100b"; do
+  set -- $pair
+  xvfb-run -a -s "-screen 0 1920x1200x24" "$planner" --cluster "$1" --model "$2" \
+    --screenshot "$(dirname "$out")/fit-$2.png" 2> "$(dirname "$out")/fit-$2.err" || true
+  if grep "scrolls sideways" "$(dirname "$out")/fit-$2.err"; then
+    echo "$2 on $1: part of the window is out of view"; exit 1
+  fi
+  test -s "$(dirname "$out")/fit-$2.png" || { echo "$2 on $1: no screenshot written"; exit 1; }
+done
+
 # The screenshot set (issue 23): the default search's views, then a CPU
 # cluster's, whose Run tab trains the plan for real. Each tour must write its
 # files, each a real picture.
