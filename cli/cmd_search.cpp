@@ -40,6 +40,12 @@ namespace ztune::cli {
 
 namespace {
 
+// Plans the simulate pass finished before it stopped (0 when it did not run).
+std::int64_t sim_done(const SearchResult& r) {
+  const PassStats* sim = r.pass("simulate");
+  return sim != nullptr && sim->enabled ? sim->out : 0;
+}
+
 struct SearchFlags {
   InputFlags input;
   int gpus = 0, min_gpus = 0, max_gpus = 0;
@@ -249,7 +255,10 @@ int run_search_command(const SearchFlags& f) {
               << (r.evaluated == 0 ? "stopped while enumerating the space, before any plan was ranked"
                                    : "the best of the " + grouped(static_cast<double>(r.evaluated)) +
                                          " plans evaluated so far (of " + grouped(static_cast<double>(r.space)) +
-                                         ") is shown, not simulated")
+                                         ") is shown, " +
+                                         (sim_done(r) > 0 ? "the first " + grouped(static_cast<double>(sim_done(r))) +
+                                                                " simulated before the interrupt"
+                                                          : std::string("not simulated")))
               << "; exit " << kExitInterrupted << "\n";
   // --json: issue 5's shape (search_result_to_json, as stored) and what the
   // text says beside the table: what was searched, on what, how far to trust

@@ -195,3 +195,30 @@ TEST_CASE("search: SIGINT while ranking ends it within a couple of seconds with 
                              std::to_string(wp.at("tp").get<int>()) + "×pp" + std::to_string(wp.at("pp").get<int>());
   CHECK_THAT(out, Contains(layout));
 }
+
+TEST_CASE("search: SIGINT during the simulate pass interrupts the search, exit 130, and --run does not launch",
+          "[cli][hardening][search]") {
+  // Llama 7B on one DGX H100: its analytical passes take milliseconds, and
+  // simulating every one of its ~4,000 fitting plans takes tens of seconds.
+  // The interrupt had been taken for the pass's end: exit 0, stored as
+  // complete, and --run went on to launch the plan.
+  const fs::path db = scratch() / "sim-interrupt.db";
+  fs::remove(db);
+  auto b = start("--cluster dgx-h100 --model llama-7b --simulate-top 2147483647 --db '" + db.string() +
+                     "' --run --dry-run",
+                 "simulate");
+  REQUIRE(still_running_after(b, 3.0));
+  ::kill(b.pid, SIGINT);
+  const int rc = wait_for(b, 10.0);
+  const std::string err = read_file(b.err), out = read_file(b.out);
+  INFO(err << out);
+  CHECK(rc == 130);
+  CHECK_THAT(err, Contains("search interrupted (Ctrl-C)") && Contains("simulated before the interrupt") &&
+                      Contains("--run: not run: the search was interrupted"));
+  CHECK_THAT(out, Contains("[interrupted after ") && Contains("INTERRUPTED"));
+  CHECK(out.find("launch:") == std::string::npos);
+  // Stored as interrupted (oracle: the history's own listing of the search).
+  const auto listed = run_command(ztune_bin() + " history --db '" + db.string() + "'");
+  INFO(listed.out << listed.err);
+  CHECK_THAT(listed.out, Contains("plans fit") && Contains("(interrupted)"));
+}

@@ -364,6 +364,13 @@ SearchResult run_search(const Transformer& m, const Cluster& c, const HardwarePr
   PassStats sim{"simulate", o.simulate_enabled && o.simulate_top > 0 && !r.interrupted};
   if (r.interrupted && o.simulate_enabled && o.simulate_top > 0) sim.note = "skipped: interrupted";
   simulate_top(m, c, hw, o, r.tokens, r.plans, sim);
+  // A stop during the simulate pass interrupts the search as one during the
+  // others does: the caller must not take it for a finished one (ztune search
+  // had exited 0, stored it as complete and, with --run, launched the plan).
+  if (!r.interrupted && stop_requested(job)) {
+    r.interrupted = true;
+    if (sim.out < sim.in) sim.note = "interrupted after " + std::to_string(sim.out) + " of " + std::to_string(sim.in);
+  }
   r.passes.push_back(sim);
   if (o.top >= 0 && r.plans.size() > static_cast<std::size_t>(std::max(o.top, 1)))
     r.plans.resize(static_cast<std::size_t>(std::max(o.top, 1)));
