@@ -289,6 +289,8 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
               in.cluster.nodes, in.cluster.node.gpus, in.cluster.node.gpu.name.c_str(), profile_line(in.profile).c_str(),
               (in.profile.engine.name + (in.compiled ? " (compiled: torch.compile / XLA fusion)" : "")).c_str());
   if (const std::string note = attention_copies_note(in); !note.empty()) std::printf("note     %s\n", note.c_str());
+  if (const std::string note = measured_elsewhere_note(in.cluster, in.profile); !note.empty())
+    std::printf("note     %s\n", note.c_str());
   const std::string counted =
       states_counted_as(in.memory.accounting, storage_precision(in.plan), in.cluster, in.profile);
   if (counted == "executor")
@@ -479,7 +481,7 @@ Command add_predict(CLI::App& root) {
                                ", so this plan's time cannot be predicted; its memory is " + mem +
                                ", and `ztune run` trains it and compares the memory");
             }
-            require_finite_time(pr.time, "cluster " + in.cluster.name + " with profile " + in.profile.name +
+            require_finite_time(pr.time, "cluster " + in.cluster.name + " with " + profile_label(in.profile) +
                                              ", plan " + in.plan.summary());
             std::optional<SimulatedPlan> simulated;
             if (f->simulate || !f->trace.empty()) {

@@ -206,6 +206,8 @@ int run_search_command(const SearchFlags& f) {
   }
   const HardwareProfile hw = priced_profile(catalog_cluster, profile_file, f.engine, f.compile);
   const Cluster cluster = with_measured_figures(catalog_cluster, hw);  // a calibrated profile's figures
+  if (const std::string note = measured_elsewhere_note(cluster, hw); !note.empty())
+    std::cerr << "ztune: note: " << note << "\n";
   if (f.objective == "cost" && f.gpu_hour_price <= 0)
     std::cerr << "ztune: note: no --gpu-hour-price; cost is ranked and shown in GPU-hours\n";
   if (f.objective != "cost" && f.gpu_hour_price > 0)

@@ -570,6 +570,43 @@ TEST_CASE("a profile efficiency of 5e-324 is exit 2 naming the field", "[cli][ha
 
 // ---------------------------------------------------------------- export
 
+TEST_CASE("a profile figure past any hardware is exit 2 naming the field, as a cluster file's is", "[cli][hardening]") {
+  // Each had been read, then priced: a 300-digit iteration time, "0 tokens/s",
+  // "inf days", or a -nan that blamed the profile's inside name.
+  struct Case {
+    std::string section, key;
+    nlohmann::json value;
+    std::string said;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"memory_bound", "kernel_launch_us", 1.7e308, "$.memory_bound.kernel_launch_us: expected a number >= 0 and at most 1e+06"},
+           {"fabric", "base_latency_us", 1e300, "$.fabric.inter_node.base_latency_us: expected a number >= 0 and at most 1e+06"},
+           {"measured", "hbm_bandwidth_gbps", 1e-300, "$.measured.hbm_bandwidth_gbps: expected a number from 1e-06 to 1e+06"},
+           {"measured", "peak_tflops_fp32", 1e300, "$.measured.peak_tflops_fp32: expected a number > 0 and at most 1e+06"},
+           {"gemm", "efficiency_by_flops", 1e300, "$.gemm.efficiency_by_flops[0]: expected a size (FLOPs of one GEMM) from 1 to 1e+18"}}) {
+    auto doc = nlohmann::json::parse(read_file(std::string(ZTUNE_TEST_DATA_DIR) + "/profiles/h100.json"));
+    if (c.section == "fabric") doc["fabric"]["inter_node"][c.key] = c.value;
+    else if (c.section == "measured") doc["measured"] = {{"cluster", "dgx-h100x4"}, {c.key, c.value}};
+    else if (c.key == "efficiency_by_flops") doc["gemm"][c.key][0][0] = c.value;
+    else doc[c.section][c.key] = c.value;
+    const auto profile = write_file("h100-" + c.key + ".json", doc.dump(2));
+    const auto r = run_command("timeout 60 " + ztune_bin() + " predict --cluster dgx-h100x4 --model llama-7b --profile '" +
+                               profile + "'");
+    INFO(c.key << "\n" << r.out << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains(profile + ": " + c.said));
+  }
+  // Figures measured on another machine are said where they are applied.
+  auto doc = nlohmann::json::parse(read_file(std::string(ZTUNE_TEST_DATA_DIR) + "/profiles/h100.json"));
+  doc["measured"] = {{"cluster", "dgx2"}, {"hbm_bandwidth_gbps", 1000}};
+  const auto elsewhere = write_file("h100-measured-on-dgx2.json", doc.dump(2));
+  const auto r = run_command(ztune_bin() + " predict --cluster dgx-h100x4 --model llama-7b --profile '" + elsewhere + "'");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("note     profile h100 (" + elsewhere + ") was measured on cluster dgx2: its figures "
+                             "{\"hbm_bandwidth_gbps\":1000.0} replace dgx-h100x4's"));
+}
+
 TEST_CASE("export refuses bucket sizes a DeepSpeed integer cannot hold", "[cli][hardening]") {
   auto pf = nlohmann::json::parse(read_file(plan_file()));
   for (const char* v : {"1e308", "1e-7"}) {

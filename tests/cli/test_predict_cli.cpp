@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -128,18 +129,21 @@ TEST_CASE("a profile calibrated on the user's runs says what they measured it to
 
 TEST_CASE("a profile fitted on another GPU family than the cluster's is refused, naming both", "[cli][predict]") {
   // A CPU rank's calibrated profile had priced an A100 cluster at 0.1 % MFU
-  // without a word (its peak and bandwidths replaced the A100's).
-  for (const auto& [args, said] : std::vector<std::pair<std::string, std::string>>{
+  // without a word (its peak and bandwidths replaced the A100's). The message
+  // names the profile's file too: the name inside a copied file is not the
+  // file the user passed.
+  for (const auto& [args, name, said] : std::vector<std::tuple<std::string, std::string, std::string>>{
            {"predict --cluster dgx-a100-80gb --model gpt2-1.5b --dp 8 --micro-batch 4 --global-batch 32 --profile cpu",
-            "profile cpu: fitted on CPU ranks ($.gpu), but cluster dgx-a100-80gb has A100-SXM4-80GB GPUs"},
-           {"predict --cluster local-cpu --model tiny --profile a100",
-            "profile a100: fitted on A100 GPUs ($.gpu), but cluster local-cpu has CPU ranks"},
-           {"search --cluster dgx2x16 --model gpt2-1.5b --no-db --profile h100",
-            "profile h100: fitted on H100 GPUs ($.gpu), but cluster dgx2x16 has V100-SXM3-32GB GPUs"}}) {
+            "cpu", "fitted on CPU ranks ($.gpu), but cluster dgx-a100-80gb has A100-SXM4-80GB GPUs"},
+           {"predict --cluster local-cpu --model tiny --profile a100", "a100",
+            "fitted on A100 GPUs ($.gpu), but cluster local-cpu has CPU ranks"},
+           {"search --cluster dgx2x16 --model gpt2-1.5b --no-db --profile h100", "h100",
+            "fitted on H100 GPUs ($.gpu), but cluster dgx2x16 has V100-SXM3-32GB GPUs"}}) {
     const auto r = run_command(ztune_bin() + " " + args);
     INFO(args << "\n" << r.err);
     CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, StartsWith("ztune: error: " + said));
+    CHECK_THAT(r.err, StartsWith("ztune: error: profile " + name + " (") &&
+                          Contains("profiles/" + name + ".json): " + said));
   }
   // The family's own profile, and a CPU calibration on a CPU cluster, are taken.
   CHECK(run_command(ztune_bin() + " predict --cluster local-cpu --model tiny --profile local-cpu-calibrated").exit_code == 0);

@@ -357,7 +357,7 @@ SearchResult run_search(const Transformer& m, const Cluster& c, const HardwarePr
   if (o.rank_enabled)
     for (const auto& cand : r.plans)
       require_finite_time(cand.prediction.time,
-                          "cluster " + c.name + " with profile " + hw.name + ", plan " + cand.plan.summary());
+                          "cluster " + c.name + " with " + profile_label(hw) + ", plan " + cand.plan.summary());
   r.passes = {rules, prune, rank};
 
   // An interrupted search returns at once: its best plans are not re-simulated.

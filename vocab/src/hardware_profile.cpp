@@ -61,6 +61,8 @@ double HardwareProfile::gemm_efficiency_of(double m, double n, double k, double 
 
 namespace {
 
+constexpr double kMaxGemmFlops = 1e18;
+
 GemmWaves read_waves(ObjectReader w) {
   // Bounds: no GPU has more than a few hundred SMs; cuBLAS tiles are 16-512 wide.
   const auto sms = static_cast<int>(w.integer("sms", 1, 4096));
@@ -74,8 +76,8 @@ GemmWaves read_waves(ObjectReader w) {
 MeasuredFigures::Level read_measured_level(ObjectReader r) {
   MeasuredFigures::Level l;
   l.fitted = r.boolean("fitted");
-  l.bandwidth_gbps = r.optional_positive("bandwidth_gbps");
-  l.latency_us = r.optional_positive("latency_us", true);
+  l.bandwidth_gbps = r.optional_rate("bandwidth_gbps");
+  l.latency_us = r.optional_positive("latency_us", true, kMaxLatencyUs);
   r.finish();
   return l;
 }
@@ -83,10 +85,11 @@ MeasuredFigures::Level read_measured_level(ObjectReader r) {
 MeasuredFigures read_measured(ObjectReader r) {
   MeasuredFigures m;
   m.cluster = r.string("cluster");
-  m.peak_tflops_fp32 = r.optional_positive("peak_tflops_fp32");
-  m.hbm_bandwidth_gbps = r.optional_positive("hbm_bandwidth_gbps");
-  m.pcie_bandwidth_gbps = r.optional_positive("pcie_bandwidth_gbps");
-  m.cpu_adam_gparams_per_s = r.optional_positive("cpu_adam_gparams_per_s");
+  // The same ranges as the cluster file's figures they replace (cluster.cpp).
+  m.peak_tflops_fp32 = r.optional_rate("peak_tflops_fp32");
+  m.hbm_bandwidth_gbps = r.optional_rate("hbm_bandwidth_gbps");
+  m.pcie_bandwidth_gbps = r.optional_rate("pcie_bandwidth_gbps");
+  m.cpu_adam_gparams_per_s = r.optional_rate("cpu_adam_gparams_per_s");
   if (auto l = r.optional_object("intra_node")) m.intra_node = read_measured_level(std::move(*l));
   if (auto l = r.optional_object("inter_node")) m.inter_node = read_measured_level(std::move(*l));
   r.finish();
@@ -117,8 +120,8 @@ nlohmann::json measured_to_json(const MeasuredFigures& m) {
 FabricProfile read_fabric(ObjectReader r) {
   FabricProfile f;
   f.busbw_efficiency = r.fraction("busbw_efficiency");
-  f.latency_s = r.positive("latency_us", true) * 1e-6;
-  f.base_latency_s = r.positive("base_latency_us", true) * 1e-6;
+  f.latency_s = r.positive("latency_us", true, kMaxLatencyUs) * 1e-6;
+  f.base_latency_s = r.positive("base_latency_us", true, kMaxLatencyUs) * 1e-6;
   r.finish();
   return f;
 }
@@ -136,11 +139,14 @@ std::vector<EfficiencyPoint> read_table(ObjectReader& r, std::string_view key) {
     if (!row.is_array() || row.size() != 2 || !row[0].is_number() || !row[1].is_number())
       throw InputError(at + "expected [size, efficiency], got " + describe_json(row));
     EfficiencyPoint p{row[0].get<double>(), row[1].get<double>()};
-    if (!(p.size > 0)) throw InputError(at + "expected a size > 0, got " + describe_json(row[0]));
+    // FLOPs of one GEMM call: a 1-FLOP call and a 1e18-FLOP one (an hour on
+    // any GPU) bound every table; past them the interpolation overflows.
+    if (!(p.size >= 1 && p.size <= kMaxGemmFlops))
+      throw InputError(at + "expected a size (FLOPs of one GEMM) from 1 to 1e+18, got " + describe_json(row[0]));
     if (!(p.efficiency > 0 && p.efficiency <= 1))
       throw InputError(at + "expected an efficiency in (0, 1], got " + describe_json(row[1]));
     if (!rows.empty() && !(p.size < rows.back().size))
-      throw InputError(at + "expected sizes strictly descending (previous row " + std::to_string(rows.back().size) +
+      throw InputError(at + "expected sizes strictly descending (previous row " + describe_json(arr[i - 1][0]) +
                        "), got " + describe_json(row[0]));
     rows.push_back(p);
   }
@@ -170,7 +176,7 @@ HardwareProfile profile_from_json(const nlohmann::json& doc, const std::string& 
   {
     auto mb = r.object("memory_bound");
     p.memory_bandwidth_efficiency = mb.fraction("bandwidth_efficiency");
-    p.kernel_launch_s = mb.positive("kernel_launch_us", true) * 1e-6;
+    p.kernel_launch_s = mb.positive("kernel_launch_us", true, kMaxLatencyUs) * 1e-6;
     mb.finish();
   }
   // A calibrated profile's measurement of ztune's own executor (both or neither).
@@ -363,7 +369,7 @@ Cluster with_measured_figures(Cluster c, const HardwareProfile& p) {
   // measured figures are its machine's: a CPU rank's calibration priced an
   // A100 cluster at 0.1 % MFU without a word (and an A100's a CPU one).
   if (const std::string want = gpu_family(c), have = gpu_family(p.gpu); !p.gpu.empty() && have != want) {
-    const std::string why = "profile " + p.name + ": fitted on " +
+    const std::string why = profile_label(p) + ": fitted on " +
                             (have == "cpu" ? std::string("CPU ranks") : p.gpu + " GPUs") + " ($.gpu), but cluster " +
                             c.name + " has " + (want == "cpu" ? std::string("CPU ranks") : c.node.gpu.name + " GPUs") +
                             ": its figures do not describe them; ";
@@ -389,6 +395,18 @@ Cluster with_measured_figures(Cluster c, const HardwareProfile& p) {
   level(c.intra_node, m.intra_node);
   level(c.inter_node, m.inter_node);
   return c;
+}
+
+std::string measured_elsewhere_note(const Cluster& c, const HardwareProfile& p) {
+  if (p.measured.empty() || p.measured.cluster.empty() || p.measured.cluster == c.name) return "";
+  nlohmann::json figures = measured_to_json(p.measured);
+  figures.erase("cluster");
+  return profile_label(p) + " was measured on cluster " + p.measured.cluster + ": its figures " + figures.dump() +
+         " replace " + c.name + "'s (right for more nodes of the same kind, wrong for another machine)";
+}
+
+std::string profile_label(const HardwareProfile& p) {
+  return "profile " + p.name + (p.file.empty() ? std::string() : " (" + p.file + ")");
 }
 
 MeasuredFigures measured_figures(const Cluster& before, const Cluster& calibrated, MeasuredFigures base) {

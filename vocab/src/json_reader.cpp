@@ -468,11 +468,29 @@ void ObjectReader::finish() const {
   }
 }
 
+double ObjectReader::rate(std::string_view key, bool allow_zero) {
+  const double v = positive(key, allow_zero, kMaxRate);
+  if (v != 0 && v < kMinRate) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", v);
+    throw error(key, (allow_zero ? "expected 0 or a number from 1e-06" : "expected a number from 1e-06") +
+                         std::string(" to 1e+06, got ") + got);
+  }
+  return v;
+}
+
+std::optional<double> ObjectReader::optional_rate(std::string_view key) {
+  if (!has(key)) return std::nullopt;
+  return rate(key);
+}
+
 double ObjectReader::fraction(std::string_view key, bool allow_zero) {
   const double v = positive(key, allow_zero);
-  if (v > 1.0)
-    throw error(key, std::string("expected a fraction in ") + (allow_zero ? "[0, 1]" : "(0, 1]") + ", got " +
-                         std::to_string(v));
+  if (v > 1.0) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", v);
+    throw error(key, std::string("expected a fraction in ") + (allow_zero ? "[0, 1]" : "(0, 1]") + ", got " + got);
+  }
   // A fraction that may not be 0 is an efficiency, and times divide by it: one
   // below a millionth (1e-310 is read as > 0) makes them overflow.
   if (!allow_zero && v < kMinEfficiency) {

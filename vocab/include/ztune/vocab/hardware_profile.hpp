@@ -186,6 +186,14 @@ HardwareProfile load_profile(const std::string& path);
 /// was fitted on another GPU family than the cluster's ($.gpu: "A100" for
 /// A100-SXM4-80GB, "CPU" for CPU ranks).
 Cluster with_measured_figures(Cluster c, const HardwareProfile& p);
+/// Where the profile's measured figures came from when that is not cluster `c`
+/// (by name): a note that they replace c's own all the same, naming them, or ""
+/// (none, or measured on c). A profile calibrated on one DGX H100 and used for
+/// 128 of them is meant; one calibrated on a DGX-2 is a mistake to see.
+[[nodiscard]] std::string measured_elsewhere_note(const Cluster& c, const HardwareProfile& p);
+/// "profile NAME (FILE)", or "profile NAME" for one made in code: the profile
+/// as messages name it (the file a user passed, not only the name inside it).
+[[nodiscard]] std::string profile_label(const HardwareProfile& p);
 /// `base` updated with the figures of `calibrated` that differ from `before`
 /// (the cluster the fit started from). The caller sets the levels' `fitted`.
 MeasuredFigures measured_figures(const Cluster& before, const Cluster& calibrated, MeasuredFigures base);

@@ -40,6 +40,15 @@ std::string describe_json(const nlohmann::json& value);
 
 /// The smallest efficiency a profile may state (ObjectReader::fraction).
 inline constexpr double kMinEfficiency = 1e-6;
+/// The range of a physical rate a file may state (ObjectReader::rate): GB/s,
+/// TFLOP/s, Gparam/s. A million is 1,000 times NVLink 5 or a B200, and past it
+/// the times and byte counts computed from it overflow; a millionth (a kB/s, a
+/// MFLOP/s) is the floor under the rates times divide by (1e-310 reads as > 0
+/// and made every time infinite). Cluster and profile files share it.
+inline constexpr double kMinRate = 1e-6;
+inline constexpr double kMaxRate = 1e6;
+/// The longest latency or per-operation cost a file may state, in µs (a second).
+inline constexpr double kMaxLatencyUs = 1e6;
 
 class ObjectReader {
  public:
@@ -60,6 +69,9 @@ class ObjectReader {
   std::optional<double> optional_positive(std::string_view key, bool allow_zero = false,
                                           double hi = std::numeric_limits<double>::infinity());
   std::optional<double> optional_fraction(std::string_view key, bool allow_zero = false);
+  /// A physical rate in [kMinRate, kMaxRate] (or 0 with allow_zero).
+  double rate(std::string_view key, bool allow_zero = false);
+  std::optional<double> optional_rate(std::string_view key);
   /// A number in [lo, hi] (finite: lo and hi must be).
   double number(std::string_view key, double lo, double hi);
   /// An integer in [lo, hi].
