@@ -1349,3 +1349,40 @@ TEST_CASE("validate --dir of another set shows none of the shipped set's left-ou
   REQUIRE(shipped.exit_code == 0);
   CHECK_FALSE(nlohmann::json::parse(shipped.out).contains("loso_stale"));
 }
+
+// A validation set's mistakes are said with where validation.json makes them:
+// a misspelt metric or id prefixes no run has had dropped the source from the
+// report at exit 0, and a missing cluster file was named only by its resolved path.
+TEST_CASE("validate --dir: a source that selects nothing, an unknown metric and a missing cluster name the field",
+          "[cli][hardening]") {
+  const fs::path root = scratch() / "broken-set";
+  fs::remove_all(root);
+  fs::create_directories(root);
+  fs::copy(fs::path(ZTUNE_TEST_DATA_DIR) / "validation", root / "validation", fs::copy_options::recursive);
+  const fs::path spec = root / "validation" / "validation.json";
+  const auto original = nlohmann::json::parse(read_file(spec.string()));
+  // No ../clusters beside the copy: the first source with a cluster says so.
+  auto r = run_ztune("validate --dir " + (root / "validation").string());
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains(spec.string() + ": $.sources[") && Contains("../clusters/") &&
+                        Contains(": no such file (paths are relative to the validation folder"));
+  fs::copy(fs::path(ZTUNE_TEST_DATA_DIR) / "clusters", root / "clusters", fs::copy_options::recursive);
+  auto broken = original;
+  broken["sources"][0]["metrics"] = {"bogus"};
+  std::ofstream(spec) << broken.dump(2);
+  r = run_ztune("validate --dir " + (root / "validation").string());
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains(spec.string() + ": $.sources[0].metrics[0]: unknown metric \"bogus\" (expected one of "));
+  broken = original;
+  broken["sources"][0]["id_prefixes"] = {"zzz_"};
+  std::ofstream(spec) << broken.dump(2);
+  r = run_ztune("validate --dir " + (root / "validation").string());
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains(spec.string() + ": $.sources[0] (\"" + original["sources"][0]["name"].get<std::string>() +
+                             "\"): selects no run of "));
+  std::ofstream(spec) << original.dump(2);
+  CHECK(run_ztune("validate --source TinyLlama --dir " + (root / "validation").string()).exit_code == 0);
+}

@@ -615,9 +615,13 @@ TEST_CASE("torchtitan's published peak memory: the loss's three fp32 tensors cou
 TEST_CASE("a source's assumed recomputation is checked: a mode ztune does not know is named with its path",
           "[validation][recompute][bad-input]") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "ztune_test_assumed_recompute";
-  fs::remove_all(dir);
+  // The set copied with the catalog's clusters beside it, as its ../clusters paths expect.
+  const fs::path root = fs::temp_directory_path() / "ztune_test_assumed_recompute";
+  const fs::path dir = root / "validation";
+  fs::remove_all(root);
+  fs::create_directories(root);
   fs::copy(std::string(ZTUNE_TEST_DATA_DIR) + "/validation", dir, fs::copy_options::recursive);
+  fs::copy(std::string(ZTUNE_TEST_DATA_DIR) + "/clusters", root / "clusters", fs::copy_options::recursive);
   nlohmann::json spec = nlohmann::json::parse(std::ifstream(dir / "validation.json"));
   std::size_t i = 0;
   while (spec["sources"][i]["name"] != "fms-fsdp") ++i;
@@ -628,7 +632,7 @@ TEST_CASE("a source's assumed recomputation is checked: a mode ztune does not kn
                     Catch::Contains("validation.json") &&
                         Catch::Contains("$.sources[" + std::to_string(i) + "].assumed." + id + ".recompute") &&
                         Catch::Contains("full"));
-  fs::remove_all(dir);
+  fs::remove_all(root);
 }
 
 TEST_CASE("NeMo's Nemotron-4 340B rows run bf16 optimizer states (optim.dtype bf16) and fit their H100s",

@@ -100,6 +100,29 @@ std::vector<std::string> string_list(ObjectReader& r, std::string_view key) {
   return out;
 }
 
+// A file validation.json names, relative to its folder, is there: a missing
+// one had been reported only by its resolved path, not by who named it (and a
+// copy of data/validation elsewhere lacks the catalog's ../clusters).
+void require_beside(const std::string& spec_path, const std::string& at, const std::string& relative) {
+  const fs::path file = fs::path(spec_path).parent_path() / relative;
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec))
+    throw InputError(spec_path + ": " + at + ": " + file.string() +
+                     (fs::exists(file, ec) ? " is not a regular file" : ": no such file") +
+                     " (paths are relative to the validation folder; data/validation's reach the catalog's "
+                     "clusters through ../clusters)");
+}
+
+// The metrics a published_runs source may compare (published_source prices each).
+constexpr const char* kMetrics[] = {"iteration_time_s",
+                                    "mfu",
+                                    "layer_forward_ms",
+                                    "layer_backward_ms",
+                                    "memory_gib_weights_grads_optimizer",
+                                    "memory_gib_activations",
+                                    "activation_memory_pct_of_tp_baseline",
+                                    "memory_gb_per_gpu"};
+
 std::vector<SourceSpec> read_spec(const std::string& path) {
   nlohmann::json doc = read_json_file(path);
   ObjectReader r(doc, path, "$");
@@ -117,7 +140,10 @@ std::vector<SourceSpec> read_spec(const std::string& path) {
     spec.engine = s.optional_choice("engine", {"megatron", "deepspeed", "fsdp", ""}, "");
     if (spec.kind == "engine_runs") {
       auto cl = s.object("clusters");
-      for (const auto& [key, v] : s.raw("clusters").items()) spec.clusters.emplace_back(key, cl.string(key));
+      for (const auto& [key, v] : s.raw("clusters").items()) {
+        spec.clusters.emplace_back(key, cl.string(key));
+        require_beside(path, cl.path_of(key), spec.clusters.back().second);
+      }
       cl.finish();
       if (spec.clusters.empty()) throw s.error("clusters", "expected at least one GPU name → cluster file");
       if (spec.engine.empty()) throw s.error("engine", "expected the engine family of an engine_runs source");
@@ -201,10 +227,19 @@ std::vector<SourceSpec> read_spec(const std::string& path) {
       }
     } else {
       spec.cluster = s.string("cluster");
+      require_beside(path, s.path_of("cluster"), spec.cluster);
     }
     if (spec.kind == "published_runs") {
       spec.id_prefixes = string_list(s, "id_prefixes");
       spec.metrics = string_list(s, "metrics");
+      // A misspelt metric had matched no run's and dropped the source unsaid.
+      for (std::size_t k = 0; k < spec.metrics.size(); ++k)
+        if (std::find(std::begin(kMetrics), std::end(kMetrics), spec.metrics[k]) == std::end(kMetrics)) {
+          std::string known;
+          for (const char* m : kMetrics) known += (known.empty() ? "" : ", ") + std::string(m);
+          throw InputError(path + ": " + s.path_of("metrics") + "[" + std::to_string(k) + "]: unknown metric \"" +
+                           spec.metrics[k] + "\" (expected one of " + known + ")");
+        }
     }
     const auto& tol = s.raw("case_tolerance_pct");
     if (tol.is_string() && tol.get<std::string>() == "printed_precision") {
@@ -542,10 +577,11 @@ ValidationReport run_validation(const std::string& dir, const ValidationOptions&
   Context ctx{opt, {}, {}};
   ValidationReport report;
   double sum_all = 0;
-  for (const auto& spec : specs) {
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const SourceSpec& spec = specs[i];
     if (!opt.only.empty() && spec.name.find(opt.only) == std::string::npos) continue;
     if (!opt.engine.empty() && spec.engine != opt.engine) continue;
-    const std::size_t first = report.cases.size();
+    const std::size_t first = report.cases.size(), skipped = report.skipped.size();
     if (spec.kind == "published_runs") {
       published_source(spec, dir, ctx, report.cases);
     } else if (spec.kind == "engine_runs") {
@@ -553,6 +589,16 @@ ValidationReport run_validation(const std::string& dir, const ValidationOptions&
     } else {
       vtrain_source(spec, dir, ctx, report.cases);
     }
+    // A source that selects nothing (id prefixes no run has, an empty runs
+    // file) had vanished from the report with exit 0.
+    if (report.cases.size() == first && report.skipped.size() == skipped)
+      throw InputError(spec_path + ": $.sources[" + std::to_string(i) + "] (\"" + spec.name + "\"): selects no run of " +
+                       (fs::path(dir) / spec.file).string() +
+                       (spec.id_prefixes.empty() ? std::string()
+                                                 : " (no run's id starts with its id_prefixes" +
+                                                       std::string(spec.metrics.empty() ? "" : " or publishes its metrics") +
+                                                       ")") +
+                       "; expected at least one");
     SourceSummary s;
     s.name = spec.name;
     s.description = spec.description;
@@ -560,12 +606,12 @@ ValidationReport run_validation(const std::string& dir, const ValidationOptions&
     s.engine = spec.engine;
     s.mape_tolerance_pct = spec.mape_tolerance_pct;
     double sum = 0;
-    for (std::size_t i = first; i < report.cases.size(); ++i) {
-      const double e = std::abs(report.cases[i].error_pct());
+    for (std::size_t k = first; k < report.cases.size(); ++k) {
+      const double e = std::abs(report.cases[k].error_pct());
       sum += e;
-      s.mean_signed_pct += report.cases[i].optimism_pct();
+      s.mean_signed_pct += report.cases[k].optimism_pct();
       s.max_abs_pct = std::max(s.max_abs_pct, e);
-      s.failed += report.cases[i].ok() ? 0 : 1;
+      s.failed += report.cases[k].ok() ? 0 : 1;
       ++s.cases;
     }
     s.mape = s.cases > 0 ? sum / s.cases : 0;
