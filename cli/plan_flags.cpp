@@ -353,6 +353,12 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   // to be reported as "1024 is not a multiple of micro-batch × dp = 85").
   if (auto why = check_tensor_split(m, tp)) throw flag_error(*why);
   p.global_batch = global_batch > 0 ? global_batch : m.global_batch;
+  // A batch the user did not give is said as the model file's (its
+  // global_batch), not as a --global-batch never passed.
+  const std::string batch_from =
+      global_batch > 0 ? "--global-batch: " + std::to_string(p.global_batch)
+                       : "the model's global_batch " + std::to_string(p.global_batch) + " (" + m.name +
+                             "'s; --global-batch overrides it)";
   std::int64_t per_step = static_cast<std::int64_t>(p.micro_batch) * p.dp;
   if (p.global_batch % per_step != 0) {
     // A dp the user did not give is said with where it came from (a batch of
@@ -366,12 +372,11 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
                                 : ", " + std::to_string(idle) + (idle == 1 ? " device" : " devices") +
                                       " idle: choose degrees whose product divides " +
                                       std::to_string(c.total_devices()) + ", or pass --dp)");
-    throw InputError("--global-batch: " + std::to_string(p.global_batch) + " is not a multiple of micro-batch × dp = " +
-                     std::to_string(per_step) + why);
+    throw InputError(batch_from + " is not a multiple of micro-batch × dp = " + std::to_string(per_step) + why);
   }
   // A plan file's bound on accumulation steps (and so an exact int).
   if (p.global_batch / per_step > (std::int64_t{1} << 24))
-    throw InputError("--global-batch: " + std::to_string(p.global_batch) + " / (micro-batch × dp = " +
+    throw InputError(batch_from + " / (micro-batch × dp = " +
                      std::to_string(per_step) + ") is " + std::to_string(p.global_batch / per_step) +
                      " accumulation steps; a plan holds at most 16777216 (2^24): raise --micro-batch or dp");
   p.grad_accum = static_cast<int>(p.global_batch / per_step);

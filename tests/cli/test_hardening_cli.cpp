@@ -1228,10 +1228,16 @@ TEST_CASE("predict names the split degree the model cannot take, not the batch i
   // A dividing tp whose dp leaves devices idle says where the dp came from.
   r = run_ztune("predict --cluster dgx2x16 --model 100b --tp 16 --pp 3");
   CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Contains("--global-batch: 1024 is not a multiple of micro-batch × dp = 5") &&
+  // The batch is the model file's, said as such (no --global-batch was passed).
+  CHECK_THAT(r.err, Contains("the model's global_batch 1024 (100b's; --global-batch overrides it) is not a multiple "
+                             "of micro-batch × dp = 5") &&
                         Contains("dp defaulted to the 256 devices / 48 model-parallel ways = 5, 16 devices idle"));
   // With no device idle the defaulted dp is said too.
   r = run_ztune("predict --cluster dgx2x16 --model 100b --tp 16 --global-batch 8");
+  // And --min-gpus beyond the cluster, with no --max-gpus, names the cluster's count, not a flag never passed.
+  const auto gpus = run_ztune("search --cluster dgx-h100 --model llama-7b --min-gpus 16 --no-db");
+  CHECK(gpus.exit_code == 2);
+  CHECK_THAT(gpus.err, Contains("--min-gpus: 16 exceeds the cluster's 8 devices") && !Contains("--max-gpus"));
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("--global-batch: 8 is not a multiple of micro-batch × dp = 16") &&
                         Contains("dp defaulted to the 256 devices / 16 model-parallel ways = 16: pass --dp, or a "

@@ -28,7 +28,9 @@ std::vector<int> device_counts(const SpaceOptions& o, int total) {
   int hi = o.max_gpus > 0 ? o.max_gpus : total;
   if (hi > total)
     throw InputError("--max-gpus: " + str(hi) + " exceeds the cluster's " + counted(total, "device"));
-  if (lo > hi) throw InputError("--min-gpus: " + str(lo) + " is more than --max-gpus " + str(hi));
+  if (lo > hi)
+    throw InputError("--min-gpus: " + str(lo) + (o.max_gpus > 0 ? " is more than --max-gpus " + str(hi)
+                                                                 : " exceeds the cluster's " + counted(total, "device")));
   std::vector<int> out;
   for (int g = lo; g <= hi; ++g) out.push_back(g);
   return out;
