@@ -211,6 +211,12 @@ std::string PlanFlags::given_flag() const {
   return "";
 }
 
+bool PlanFlags::given(std::string_view name) const {
+  for (const CLI::Option* o : options_)
+    if (o->count() > 0 && o->check_name(std::string(name))) return true;
+  return false;
+}
+
 void PlanFlags::refuse_beside(const std::string& plan_path) const {
   if (const std::string flag = given_flag(); !flag.empty())
     throw InputError(flag + ": the plan file " + plan_path + " gives the whole plan; drop " + flag +
@@ -239,6 +245,8 @@ InputError flag_error(const std::string& msg) {
   if (field == "bias-fusion") field = "no-bias-fusion";      // and this one bias_fusion false
   if (field.starts_with("optimizer-")) field.erase(0, std::string_view("optimizer-").size());
   if (field == "optimizer") field = "master-dtype/--moments-dtype";
+  if (field == "sparse-attention-block") field = "sparse-block";
+  if (field == "sparse-attention-layout") field = "sparse-attention";
   // The accumulation follows from the batch flags (global = micro × accumulation × dp).
   if (field == "grad-accum") field = "global-batch/--micro-batch";
   return InputError("--" + field + entry + ": " + msg.substr(colon + 2));
@@ -305,6 +313,15 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
     if (auto why = check_plan(p, m, c)) throw InputError(plan_file + ": " + in_plan_file(*why));
     return p;
   }
+  // A flag that qualifies another says so when that one is missing, as
+  // --recompute-policy without --recompute selective is refused: given at
+  // their defaults (--recompute-every 2, --freeze-step 0) they had been
+  // ignored without a word.
+  if (given("--recompute-every") && recompute_policy != "alternate_layers")
+    throw InputError("--recompute-every: says how often torchtitan's layer checkpointing recomputes a layer whole; "
+                     "needs --recompute selective --recompute-policy alternate_layers");
+  if (given("--freeze-step") && !onebit_adam)
+    throw InputError("--freeze-step: 1-bit Adam's warm-up steps; needs --onebit-adam");
   p.tp = tp;
   p.pp = pp;
   p.cp = cp;

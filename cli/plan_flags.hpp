@@ -110,6 +110,8 @@ struct PlanFlags {
   void add_to(CLI::App& app);
   /// The first plan flag given on the command line (its name), or "".
   [[nodiscard]] std::string given_flag() const;
+  /// Whether the plan flag `name` ("--freeze-step") was given.
+  [[nodiscard]] bool given(std::string_view name) const;
   /// Throws InputError naming the flag when one is given beside a plan file
   /// (--plan, or `ztune run`'s positional plan), which would silently win.
   void refuse_beside(const std::string& plan_path) const;

@@ -1392,3 +1392,35 @@ TEST_CASE("validate --dir: a source that selects nothing, an unknown metric and 
   std::ofstream(spec) << original.dump(2);
   CHECK(run_ztune("validate --source TinyLlama --dir " + (root / "validation").string()).exit_code == 0);
 }
+
+// Flags and fields said as the user gives them (audit49 L2-L5): the flag a
+// plan check names is one that exists, a qualifying flag without what it
+// qualifies is refused rather than ignored, a block recomputation deeper than
+// any chunk is refused, and a GPT-NeoX config without its MLP width says so.
+TEST_CASE("flags that qualify a missing one, block counts past a chunk and a NeoX config without its MLP width",
+          "[cli][hardening]") {
+  const std::string base = "predict --cluster dgx-h100 --model llama-7b ";
+  for (const auto& [args, said] : std::vector<std::pair<std::string, std::string>>{
+           {"--sparse-attention fixed --sparse-block 16 --seq 8", "--sparse-block: 16 does not divide the sequence length 8"},
+           {"--recompute-every 2", "--recompute-every: says how often torchtitan's layer checkpointing recomputes"},
+           {"--freeze-step 5", "--freeze-step: 1-bit Adam's warm-up steps; needs --onebit-adam"},
+           {"--recompute full --recompute-num-layers 1000",
+            "--recompute-num-layers: 1000 layers of each model chunk, whose largest holds 32; expected at most 32"}}) {
+    const auto r = run_ztune(base + args);
+    INFO(args << "\n" << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains(said));
+  }
+  // The same with what they qualify: taken.
+  CHECK(run_ztune(base + "--engine fsdp --recompute selective --recompute-policy alternate_layers --recompute-every 4")
+            .exit_code == 0);
+  CHECK(run_ztune(base + "--recompute full --recompute-num-layers 32").exit_code == 0);
+  const fs::path dir = scratch() / "neox-no-ffn";
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json") << R"({"model_type": "gpt_neox", "num_hidden_layers": 4, "hidden_size": 512,
+    "num_attention_heads": 8, "vocab_size": 50304, "max_position_embeddings": 2048})";
+  const auto r = run_ztune("predict --cluster dgx-h100 --model " + (dir / "config.json").string());
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("config.json") && Contains("intermediate_size"));
+}

@@ -266,7 +266,9 @@ Transformer transformer_from_hf_config(const nlohmann::json& doc, const std::str
     t.hidden = r.integer("hidden_size");
     t.heads = r.integer("num_attention_heads");
     t.kv_heads = t.heads;
-    t.ffn_hidden = r.integer_or("intermediate_size", 4 * t.hidden);
+    // Required, as docs/formats.md lists it: GPTNeoXConfig's default, 24576,
+    // is its default hidden size's 4× whatever the hidden size (4h had been assumed).
+    t.ffn_hidden = r.integer("intermediate_size");
     t.activation = Activation::gelu;
     t.norm = NormKind::layernorm;
     t.norm_eps = r.epsilon_or("layer_norm_eps", kDefaultNormEps);  // GPTNeoXConfig's default 1e-5

@@ -808,6 +808,14 @@ std::optional<std::string> check_plan_shape(const Plan& p, const Transformer& m)
       return "$.recompute_num_layers: " + s(p.recompute_num_layers) +
              " layers of each model chunk recomputed whole is Megatron's block method of full recomputation; needs "
              "recompute \"full\", got \"" + to_string(p.recompute) + "\"";
+    // A stage's chunks differ by at most one layer, or are stated (chunk_layers).
+    const int per_stage = p.model_chunks();
+    const int largest = !p.chunk_layers.empty() ? *std::max_element(p.chunk_layers.begin(), p.chunk_layers.end())
+                                                : (max_stage_layers(p, m.layers) + per_stage - 1) / per_stage;
+    if (p.recompute_num_layers > largest)
+      return "$.recompute_num_layers: " + s(p.recompute_num_layers) + " layers of each model chunk, whose largest holds " +
+             s(largest) + "; expected at most " + s(largest) + " (" + s(largest) +
+             " recomputes every layer, as recompute \"full\" without recompute_num_layers does)";
     if (p.cpu_checkpointing)
       return "$.recompute_num_layers: block recomputation keeps the other layers' activations on the GPU beside "
              "DeepSpeed's CPU checkpointing, a combination no engine runs; expected cpu_checkpointing false or "
