@@ -1424,3 +1424,13 @@ TEST_CASE("flags that qualify a missing one, block counts past a chunk and a Neo
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("config.json") && Contains("intermediate_size"));
 }
+
+TEST_CASE("a plan on its own given as a plan file says how a plan file holds it", "[cli][hardening]") {
+  const fs::path bare = scratch() / "bare-plan.json";
+  std::ofstream(bare) << R"({"schema": "ztune.plan/1", "tp": 1, "pp": 1, "dp": 8})";
+  const auto r = run_ztune("predict --plan " + bare.string());
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains(bare.string() + ": $.schema: expected \"ztune.planfile/1\", got \"ztune.plan/1\": this "
+                                             "is a plan on its own"));
+}

@@ -493,6 +493,11 @@ nlohmann::json plan_to_json(const Plan& p) {
 
 PlanFile plan_file_from_json(const nlohmann::json& doc, const std::string& file) {
   ObjectReader r(doc, file, "$");
+  // A plan on its own (plan_to_json's document) is the plan file's "plan" member.
+  if (doc.is_object() && doc.value("schema", nlohmann::json()) == "ztune.plan/1")
+    throw r.error("schema", "expected \"ztune.planfile/1\", got \"ztune.plan/1\": this is a plan on its own; a plan "
+                            "file holds it as {\"schema\": \"ztune.planfile/1\", \"plan\": {...}} beside its model and "
+                            "cluster (ztune search --out writes one)");
   r.schema("ztune.planfile/1");
   PlanFile pf;
   {
