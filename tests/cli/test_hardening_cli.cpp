@@ -1434,3 +1434,19 @@ TEST_CASE("a plan on its own given as a plan file says how a plan file holds it"
   CHECK_THAT(r.err, Contains(bare.string() + ": $.schema: expected \"ztune.planfile/1\", got \"ztune.plan/1\": this "
                                              "is a plan on its own"));
 }
+
+// A constraint ztune's own rows always keep, failing on a store, is damage whose
+// pages still read (audit49: cell pointers overwritten on one page made an
+// insert fail its foreign key): said as such, with the check and the salvage.
+// The damage here is made by hand: a trigger that deletes each new search row.
+TEST_CASE("a store that breaks a constraint ztune keeps says the database is likely damaged", "[cli][hardening]") {
+  const std::string db = (scratch() / "vanishing-searches.db").string();
+  fs::remove(db);
+  REQUIRE(run_ztune("search --cluster dgx-h100 --model llama-7b --no-simulate --db " + db).exit_code == 0);
+  exec_sql(db, "CREATE TRIGGER vanish AFTER INSERT ON searches BEGIN DELETE FROM searches WHERE id = NEW.id; END");
+  const auto r = run_ztune("search --cluster dgx-h100 --model llama-7b --no-simulate --db " + db);
+  INFO(r.err);
+  CHECK_THAT(r.err, Contains("storing the search failed") && Contains("FOREIGN KEY constraint failed") &&
+                        Contains("the database is likely damaged: `sqlite3 " + db + " 'PRAGMA integrity_check'`") &&
+                        Contains(".recover > recovered.sql"));
+}

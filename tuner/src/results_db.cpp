@@ -347,10 +347,17 @@ auto guarded(const std::string& path, const char* doing, F&& f) {
   } catch (const DbFailure& e) {
     // Damage past the pages the open read (one page overwritten deep in the
     // file) surfaces here: the same salvage is said as at the open.
-    const std::string salvage = (e.code() & 0xff) == SQLITE_CORRUPT
-                                    ? " (a damaged SQLite database: `sqlite3 " + path +
-                                          " .recover > recovered.sql` salvages what it can)"
-                                    : "";
+    // A constraint ztune's own writes keep (a foreign key, a unique id)
+    // failing is damage too, whose pages still read: say how to check it.
+    const int primary = e.code() & 0xff;
+    const std::string salvage =
+        primary == SQLITE_CORRUPT
+            ? " (a damaged SQLite database: `sqlite3 " + path + " .recover > recovered.sql` salvages what it can)"
+        : primary == SQLITE_CONSTRAINT
+            ? " (ztune's own rows keep this constraint, so the database is likely damaged: `sqlite3 " + path +
+                  " 'PRAGMA integrity_check'` says, and `sqlite3 " + path +
+                  " .recover > recovered.sql` salvages what it can)"
+            : "";
     throw InputError(path + ": " + doing + " failed: " + e.what() + salvage + io_hint(e.code()));
   }
 }
