@@ -250,6 +250,19 @@ int run_search_command(const SearchFlags& f) {
     tight = tight_memory_alternative(model, cluster, hw, o, r.plans.front(), 5.0,
                                      [&bar](const SearchProgress& p) { bar.update(p); });
   }
+  // A Ctrl-C after the search itself, while it is explained (what would make
+  // a plan fit, the memory margin's second search): the search stands as
+  // finished and is stored so, what was being worked out is not shown, and the
+  // command stops as interrupted (exit 130, no --run). It had exited 0 with the
+  // margin's note silently missing.
+  const bool stopped_after = !r.interrupted && o.stop->load();
+  if (stopped_after) {
+    hints.clear();
+    tight.reset();
+    std::cerr << "ztune: interrupted (Ctrl-C) after the search, while "
+              << (nothing ? "working out what would make a plan fit" : "checking the best plan's memory margin")
+              << ": that is not shown; the search itself is complete; exit " << kExitInterrupted << "\n";
+  }
 
   if (r.interrupted)
     std::cerr << "ztune: search interrupted (Ctrl-C) after " << std::fixed << std::setprecision(1) << r.elapsed_s
@@ -443,7 +456,7 @@ int run_search_command(const SearchFlags& f) {
     if (const int rc = store(); rc != kExitOk) return rc;
     // Said, so that a script does not read an old file as this search's plan.
     if (!f.out.empty()) std::cerr << "ztune: no plan fits: " << f.out << " was not written\n";
-    return r.interrupted ? kExitInterrupted : kExitInfeasible;
+    return r.interrupted || stopped_after ? kExitInterrupted : kExitInfeasible;
   }
   if (!f.out.empty()) {
     write_plan_file(f.out, r.plans.front(), model, cluster, f.engine, f.compile);
@@ -452,7 +465,7 @@ int run_search_command(const SearchFlags& f) {
                 << ".\n";
   }
   if (const int rc = store(); rc != kExitOk) return rc;
-  if (r.interrupted) {
+  if (r.interrupted || stopped_after) {
     if (f.run || f.autorun.dry_run) std::cerr << "ztune: --run: not run: the search was interrupted\n";
     return kExitInterrupted;
   }

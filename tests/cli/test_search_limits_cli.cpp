@@ -222,3 +222,45 @@ TEST_CASE("search: SIGINT during the simulate pass interrupts the search, exit 1
   INFO(listed.out << listed.err);
   CHECK_THAT(listed.out, Contains("plans fit") && Contains("(interrupted)"));
 }
+
+TEST_CASE("search: SIGINT after the search, during its memory-margin search, is exit 130 and says what was dropped",
+          "[cli][hardening][search]") {
+  // Llama 3.1 405B on up to 1,024 H100s, one thread: the best plan needs over
+  // 95 % of its GPUs' memory, so a second search with a 5 % margin follows
+  // the first. A Ctrl-C there had exited 0 with the margin's note missing.
+  const std::string args = "--cluster dgx-h100x128 --model llama-405b --min-gpus 1 --max-gpus 1024 --threads 1 "
+                           "--no-db --top 3 --no-simulate";
+  // Where the two searches fall: the first's elapsed_s, then the whole command.
+  const auto t0 = Clock::now();
+  const auto whole = run_command("ZTUNE_DATA_DIR='" + std::string(ZTUNE_TEST_DATA_DIR) + "' " + ztune_bin() + " " +
+                                 args + " --json");
+  const double wall = seconds_since(t0);
+  REQUIRE(whole.exit_code == 0);
+  const auto j = nlohmann::json::parse(whole.out);
+  REQUIRE(j.at("tight_memory").is_object());
+  const double first = j.at("elapsed_s").get<double>();
+  bool landed_after = false;
+  for (double share : {0.5, 0.3, 0.7}) {
+    auto b = start(args, "margin");
+    std::this_thread::sleep_for(std::chrono::duration<double>(first + share * (wall - first)));
+    ::kill(b.pid, SIGINT);
+    const int rc = wait_for(b, 30.0);
+    const std::string err = read_file(b.err), out = read_file(b.out);
+    INFO(err << out);
+    if (rc == 0) {  // finished before the signal (a faster machine than the first run measured)
+      WARN("the command ended before the interrupt; trying earlier");
+      continue;
+    }
+    CHECK(rc == 130);
+    if (err.find("after the search, while checking the best plan's memory margin") == std::string::npos) {
+      WARN("the interrupt landed in the first search; trying later");
+      continue;
+    }
+    landed_after = true;
+    CHECK_THAT(err, Contains("that is not shown; the search itself is complete; exit 130"));
+    CHECK_THAT(out, Contains("Best plan: dp") && !Contains("INTERRUPTED"));
+    CHECK(out.find("with --memory-headroom 5 the best plan is") == std::string::npos);
+    break;
+  }
+  if (!landed_after) WARN("no interrupt landed in the memory-margin search on this machine");
+}
