@@ -494,7 +494,9 @@ int run(const RunFlags& f) {
     return not_stored || record_not_written ? kExitInfeasible : kExitOk;
   };
   if (f.json) {
-    summary["not_stored_why"] = not_stored ? nlohmann::json(*not_stored) : nlohmann::json(nullptr);
+    summary["not_stored_why"] = not_stored ? nlohmann::json(*not_stored)
+                                : f.no_db  ? nlohmann::json("--no-db")
+                                           : nlohmann::json(nullptr);
     summary["record_not_written_why"] = record_not_written ? nlohmann::json(*record_not_written) : nlohmann::json(nullptr);
     std::printf("%s\n", summary.dump(2).c_str());
     return finish();

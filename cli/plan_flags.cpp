@@ -157,7 +157,7 @@ void PlanFlags::add_to(CLI::App& app) {
       ->check(CLI::IsMember(names_of(kOffloadTargetNames)));
   app.add_option("--offload-params", offload_params, "Parameter offload (ZeRO-3)")
       ->check(CLI::IsMember(names_of(kOffloadTargetNames)));
-  app.add_option("--precision", precision, "fp16 or bf16 (default bf16 where supported)")
+  app.add_option("--precision", precision, "fp16, bf16 or fp32 (default bf16 where supported, else fp16)")
       ->check(CLI::IsMember(names_of(kPrecisionNames)));
   app.add_flag("--onebit-adam", onebit_adam, "1-bit Adam compressed communication");
   app.add_option("--freeze-step", freeze_step, "1-bit Adam warm-up steps")->check(integer_in(0, kMaxFreezeStep, "a step count"));

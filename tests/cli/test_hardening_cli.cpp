@@ -1450,3 +1450,26 @@ TEST_CASE("a store that breaks a constraint ztune keeps says the database is lik
                         Contains("the database is likely damaged: `sqlite3 " + db + " 'PRAGMA integrity_check'`") &&
                         Contains(".recover > recovered.sql"));
 }
+
+// Both ends of a range are said with the whole range (docs49 L3: a 0 had read
+// "expected a number > 0", a 1.5 the range), and run --json says why a run
+// with --no-db was not stored (docs49 L6: null).
+TEST_CASE("a fraction or share out of range at either end names the range; run --json names --no-db",
+          "[cli][hardening]") {
+  auto cluster = nlohmann::json::parse(read_file(std::string(ZTUNE_TEST_DATA_DIR) + "/clusters/dgx-h100.json"));
+  cluster["fabric"]["intra_node"]["collective_efficiency"] = 0;
+  const auto c = write_file("efficiency-0.json", cluster.dump(2));
+  auto r = run_ztune("predict --cluster '" + c + "' --model llama-7b");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("$.fabric.intra_node.collective_efficiency: expected a fraction in (0, 1], got 0"));
+  auto model = nlohmann::json::parse(read_file(std::string(ZTUNE_TEST_DATA_DIR) + "/models/llama-7b.json"));
+  model["rotary_fraction"] = 0;
+  const auto m = write_file("rotary-0.json", model.dump(2));
+  r = run_ztune("predict --cluster dgx-h100 --model '" + m + "'");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("$.rotary_fraction: expected a share of the head's channels in (0, 1], got 0"));
+  r = run_ztune("run --cluster local-cpu --model tiny --dp 1 --micro-batch 2 --global-batch 2 --steps 1 --json --no-db");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(r.out).at("not_stored_why") == "--no-db");
+}

@@ -340,9 +340,12 @@ TEST_CASE("plan: wrong schema versions of the plan and of the plan file", "[bad-
   REQUIRE_THROWS_WITH(ztune::plan_file_from_json(file, "plan.json"),
                       "plan.json: $.schema: expected \"ztune.planfile/1\", got \"ztune.planfile/2\" (a different "
                       "version of this format: this ztune reads ztune.planfile/1)");
-  // A bare plan where a plan file is expected: the wrapper's schema is checked first.
+  // A bare plan where a plan file is expected: the wrapper's schema is checked
+  // first, and the message says how a plan file holds a plan.
   REQUIRE_THROWS_WITH(ztune::plan_file_from_json(ztune::plan_to_json(good_plan()), "plan.json"),
-                      "plan.json: $.schema: expected \"ztune.planfile/1\", got \"ztune.plan/1\"");
+                      "plan.json: $.schema: expected \"ztune.planfile/1\", got \"ztune.plan/1\": this is a plan on "
+                      "its own; a plan file holds it as {\"schema\": \"ztune.planfile/1\", \"plan\": {...}} beside its "
+                      "model and cluster (ztune search --out writes one)");
 }
 
 TEST_CASE("plan file: errors inside the embedded documents carry the full path", "[bad-input][plan]") {

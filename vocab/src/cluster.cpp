@@ -64,10 +64,7 @@ FabricLevel read_level(ObjectReader r, bool inter) {
   f.latency_us = r.positive("latency_us", true, kMaxLatencyUs);
   f.topology = r.string("topology");
   if (inter) f.nics_per_node = static_cast<int>(r.integer("nics_per_node", 1, 1024));
-  f.collective_efficiency = r.optional_positive("collective_efficiency");
-  if (f.collective_efficiency && *f.collective_efficiency > 1.0)
-    throw r.error("collective_efficiency",
-                  "expected a fraction in (0, 1], got " + short_number(*f.collective_efficiency));
+  f.collective_efficiency = r.optional_fraction("collective_efficiency");
   r.finish();
   return f;
 }

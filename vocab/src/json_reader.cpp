@@ -485,12 +485,13 @@ std::optional<double> ObjectReader::optional_rate(std::string_view key) {
 }
 
 double ObjectReader::fraction(std::string_view key, bool allow_zero) {
-  const double v = positive(key, allow_zero);
-  if (v > 1.0) {
-    char got[32];
-    std::snprintf(got, sizeof got, "%g", v);
-    throw error(key, std::string("expected a fraction in ") + (allow_zero ? "[0, 1]" : "(0, 1]") + ", got " + got);
-  }
+  // Either end out of range is said with the whole range ("> 0" alone had
+  // answered a 0, the range a 1.5).
+  const auto& raw = require(key);
+  const double v = raw.is_number() ? raw.get<double>() : std::nan("");
+  if (!(v <= 1.0 && (allow_zero ? v >= 0.0 : v > 0.0)))
+    throw error(key, std::string("expected a fraction in ") + (allow_zero ? "[0, 1]" : "(0, 1]") + ", got " +
+                         describe_json(raw));
   // A fraction that may not be 0 is an efficiency, and times divide by it: one
   // below a millionth (1e-310 is read as > 0) makes them overflow.
   if (!allow_zero && v < kMinEfficiency) {

@@ -115,7 +115,12 @@ Transformer transformer_from_json(const nlohmann::json& doc, const std::string& 
   for (PositionEmbedding k : kPositions)
     if (position == to_string(k)) t.position = k;
   if (auto theta = r.optional_positive("rope_theta")) t.rope_theta = *theta;
-  if (auto f = r.optional_positive("rotary_fraction")) t.rotary_fraction = *f;
+  if (r.has("rotary_fraction")) {
+    const auto& v = r.raw("rotary_fraction");
+    if (!v.is_number() || !(v.get<double>() > 0 && v.get<double>() <= 1))
+      throw r.error("rotary_fraction", "expected a share of the head's channels in (0, 1], got " + describe_json(v));
+    t.rotary_fraction = v.get<double>();
+  }
   if (auto pr = r.optional_boolean("parallel_residual")) t.parallel_residual = *pr;
   t.bias = r.boolean("bias");
   if (auto qb = r.optional_boolean("qkv_bias")) t.qkv_bias = *qb;
