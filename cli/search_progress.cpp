@@ -44,6 +44,12 @@ void ProgressBar::update(const SearchProgress& p) {
                  bar.c_str(), 100 * f, grouped(static_cast<double>(p.done)).c_str(),
                  grouped(static_cast<double>(p.total)).c_str(), grouped(static_cast<double>(p.plans)).c_str(),
                  p.elapsed_s);
+  } else if (p.phase == SearchPhase::simulate) {
+    std::fprintf(stderr,
+                 "\r\033[Ksimulating [%s] %3.0f%%  %s/%s plans  %.1f s  (Ctrl-C: stop; the rest keep their analytical "
+                 "times)",
+                 bar.c_str(), 100 * f, grouped(static_cast<double>(p.done)).c_str(),
+                 grouped(static_cast<double>(p.total)).c_str(), p.elapsed_s);
   } else {
     std::fprintf(stderr, "\r\033[Kranking [%s] %3.0f%%  %s/%s plans  %.1f s  (Ctrl-C: stop with the best so far)",
                  bar.c_str(), 100 * f, grouped(static_cast<double>(p.done)).c_str(),

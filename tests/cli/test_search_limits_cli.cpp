@@ -264,3 +264,19 @@ TEST_CASE("search: SIGINT after the search, during its memory-margin search, is 
   }
   if (!landed_after) WARN("no interrupt landed in the memory-margin search on this machine");
 }
+
+TEST_CASE("search: on a terminal, a long simulate pass shows its progress", "[cli][search]") {
+  // util-linux's script(1) gives the search a terminal (Debian's bsdutils, essential).
+  if (std::system("command -v script >/dev/null 2>&1") != 0) {
+    WARN("script(1) not found: the terminal's progress line is not checked");
+    return;
+  }
+  const auto r = run_command("timeout 120 script -qec \"ZTUNE_DATA_DIR='" + std::string(ZTUNE_TEST_DATA_DIR) + "' " +
+                             ztune_bin() + " search --cluster dgx-h100 --model llama-7b --no-db --simulate-top 1000 "
+                             "--top 1\" /dev/null");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  // Drawn once the search has run a second; 1,000 simulations take several.
+  CHECK_THAT(r.out, Contains("simulating [") && Contains("/1,000 plans") &&
+                        Contains("(Ctrl-C: stop; the rest keep their analytical times)"));
+}

@@ -363,7 +363,9 @@ SearchResult run_search(const Transformer& m, const Cluster& c, const HardwarePr
   // An interrupted search returns at once: its best plans are not re-simulated.
   PassStats sim{"simulate", o.simulate_enabled && o.simulate_top > 0 && !r.interrupted};
   if (r.interrupted && o.simulate_enabled && o.simulate_top > 0) sim.note = "skipped: interrupted";
-  simulate_top(m, c, hw, o, r.tokens, r.plans, sim);
+  simulate_top(m, c, hw, o, r.tokens, r.plans, sim, [&](std::int64_t done, std::int64_t k) {
+    if (progress) progress({done, k, std::chrono::duration<double>(Clock::now() - t0).count(), SearchPhase::simulate});
+  });
   // A stop during the simulate pass interrupts the search as one during the
   // others does: the caller must not take it for a finished one (ztune search
   // had exited 0, stored it as complete and, with --run, launched the plan).

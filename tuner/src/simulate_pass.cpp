@@ -21,7 +21,8 @@ void simulate_candidate(Candidate& cand, const Transformer& m, const Cluster& c,
 }
 
 void simulate_top(const Transformer& m, const Cluster& c, const HardwareProfile& hw, const SearchOptions& o,
-                  double tokens, std::vector<Candidate>& plans, PassStats& stats) {
+                  double tokens, std::vector<Candidate>& plans, PassStats& stats,
+                  const std::function<void(std::int64_t done, std::int64_t k)>& simulated) {
   if (!stats.enabled) return;
   const auto k = std::min<std::size_t>(static_cast<std::size_t>(std::max(0, o.simulate_top)), plans.size());
   const auto t0 = std::chrono::steady_clock::now();
@@ -49,6 +50,7 @@ void simulate_top(const Transformer& m, const Cluster& c, const HardwareProfile&
       keep_analytical(e.reason());
       break;
     }
+    if (simulated) simulated(static_cast<std::int64_t>(done + 1), static_cast<std::int64_t>(k));
   }
   stats.out = static_cast<std::int64_t>(done);
   if (done < k && stats.note.empty()) stats.note = "stopped after " + std::to_string(done) + " of " + std::to_string(k);

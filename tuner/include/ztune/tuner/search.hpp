@@ -23,11 +23,12 @@ namespace ztune {
 
 /// What the search is doing: laying out the space (device counts; seconds for
 /// millions of them), or running the plans through the passes.
-enum class SearchPhase : std::uint8_t { enumerate, rank };
+enum class SearchPhase : std::uint8_t { enumerate, rank, simulate };
 
 struct SearchProgress {
-  std::int64_t done = 0;   // rank: plans processed (rejected layouts count at once); enumerate: device counts laid out
-  std::int64_t total = 0;  // rank: plans in the space; enumerate: device counts to lay out
+  std::int64_t done = 0;   // rank: plans processed (rejected layouts count at once); enumerate: device counts laid
+                           // out; simulate: plans simulated
+  std::int64_t total = 0;  // rank: plans in the space; enumerate: device counts to lay out; simulate: plans to
   double elapsed_s = 0;
   SearchPhase phase = SearchPhase::rank;
   std::int64_t plans = 0;  // enumerate: plans counted so far

@@ -3,6 +3,8 @@
 // simulator (simulator/) and re-ranks them by the objective; the analytical
 // rank is kept for the rest. A stop request ends the pass early and its note
 // says so.
+#include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "ztune/vocab/cluster.hpp"
@@ -24,7 +26,9 @@ void simulate_candidate(Candidate& cand, const Transformer& m, const Cluster& c,
 /// Simulates the first min(K, plans.size()) plans (K = o.simulate_top) when
 /// `stats.enabled`, fills Candidate::simulated and re-sorts those K by the
 /// objective; the rest keep their analytical order after them.
+/// `simulated(done, k)` is called after each plan (a long pass's progress line).
 void simulate_top(const Transformer& m, const Cluster& c, const HardwareProfile& hw, const SearchOptions& o,
-                  double tokens, std::vector<Candidate>& plans, PassStats& stats);
+                  double tokens, std::vector<Candidate>& plans, PassStats& stats,
+                  const std::function<void(std::int64_t done, std::int64_t k)>& simulated = {});
 
 }  // namespace ztune
