@@ -1454,7 +1454,7 @@ TEST_CASE("a store that breaks a constraint ztune keeps says the database is lik
 // Both ends of a range are said with the whole range (docs49 L3: a 0 had read
 // "expected a number > 0", a 1.5 the range), and run --json says why a run
 // with --no-db was not stored (docs49 L6: null).
-TEST_CASE("a fraction or share out of range at either end names the range; run --json names --no-db",
+TEST_CASE("a fraction or share out of range at either end names the range, and run --json names --no-db",
           "[cli][hardening]") {
   auto cluster = nlohmann::json::parse(read_file(std::string(ZTUNE_TEST_DATA_DIR) + "/clusters/dgx-h100.json"));
   cluster["fabric"]["intra_node"]["collective_efficiency"] = 0;
