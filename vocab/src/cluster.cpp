@@ -47,20 +47,17 @@ std::string short_number(double v) {
   return os.str();
 }
 
-/// A rate (> 0, or >= 0 when `allow_zero`) between kMinRate and kMaxRate.
-double rate(ObjectReader& r, std::string_view key, bool allow_zero = false) { return r.rate(key, allow_zero); }
-
 /// A capacity (GB, TB; > 0, or >= 0 when `allow_zero`) under the same floor
 /// and ceiling: 1e-300 GB was read as > 0 and printed as 0.000 capacity.
 double capacity(ObjectReader& r, std::string_view key, bool allow_zero = false) {
   static_assert(kMaxCapacity == kMaxRate);
-  return rate(r, key, allow_zero);
+  return r.rate(key, allow_zero);
 }
 
 FabricLevel read_level(ObjectReader r, bool inter) {
   FabricLevel f;
   f.name = r.name("name");
-  f.bandwidth_gbps = rate(r, "bandwidth_gbps");
+  f.bandwidth_gbps = r.rate("bandwidth_gbps");
   f.latency_us = r.positive("latency_us", true, kMaxLatencyUs);
   f.topology = r.string("topology");
   if (inter) f.nics_per_node = static_cast<int>(r.integer("nics_per_node", 1, 1024));
@@ -88,15 +85,15 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& file) {
       c.node.gpu.name = g.name("name");
       c.node.gpu.memory_gb = capacity(g, "memory_gb");
       auto peak = g.object("peak_tflops");
-      c.node.gpu.peak_tflops_fp16 = rate(peak, "fp16", true);
-      c.node.gpu.peak_tflops_bf16 = rate(peak, "bf16", true);
-      c.node.gpu.peak_tflops_fp32 = rate(peak, "fp32");
+      c.node.gpu.peak_tflops_fp16 = peak.rate("fp16", true);
+      c.node.gpu.peak_tflops_bf16 = peak.rate("bf16", true);
+      c.node.gpu.peak_tflops_fp32 = peak.rate("fp32");
       // Optional: a GPU without FP8 tensor cores names none (or 0).
-      if (peak.optional_positive("fp8", true)) c.node.gpu.peak_tflops_fp8 = rate(peak, "fp8", true);
+      if (peak.optional_positive("fp8", true)) c.node.gpu.peak_tflops_fp8 = peak.rate("fp8", true);
       peak.finish();
       if (c.node.gpu.peak_tflops_fp16 == 0 && c.node.gpu.peak_tflops_bf16 == 0 && c.device_kind == DeviceKind::gpu)
         throw peak.error("", "expected a 16-bit peak > 0 (fp16 or bf16) for a GPU, got fp16 0 and bf16 0");
-      c.node.gpu.hbm_bandwidth_gbps = rate(g, "hbm_bandwidth_gbps");
+      c.node.gpu.hbm_bandwidth_gbps = g.rate("hbm_bandwidth_gbps");
       // Figures no GPU has, each the right one in another unit (a datasheet's
       // TB/s, PFLOP/s, nvidia-smi's MiB): refused, naming the unit meant, not
       // priced as a GPU 1,000 times slower or larger than the one described.
@@ -118,9 +115,9 @@ Cluster cluster_from_json(const nlohmann::json& doc, const std::string& file) {
     }
     c.node.host_memory_gb = capacity(n, "host_memory_gb");
     c.node.cpu_cores = static_cast<int>(n.integer("cpu_cores", 1, 100000));
-    c.node.cpu_adam_gparams_per_s = rate(n, "cpu_adam_gparams_per_s");
-    c.node.pcie_bandwidth_gbps = rate(n, "pcie_bandwidth_gbps");
-    c.node.nvme_bandwidth_gbps = rate(n, "nvme_bandwidth_gbps", true);
+    c.node.cpu_adam_gparams_per_s = n.rate("cpu_adam_gparams_per_s");
+    c.node.pcie_bandwidth_gbps = n.rate("pcie_bandwidth_gbps");
+    c.node.nvme_bandwidth_gbps = n.rate("nvme_bandwidth_gbps", true);
     c.node.nvme_size_tb = capacity(n, "nvme_size_tb", true);
     if ((c.node.nvme_bandwidth_gbps == 0) != (c.node.nvme_size_tb == 0))
       throw n.error("nvme_size_tb", "expected NVMe size and bandwidth both 0 (no NVMe) or both > 0, got size " +
