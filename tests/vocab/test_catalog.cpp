@@ -233,6 +233,10 @@ TEST_CASE("a name that is neither a file nor in the catalog lists the catalog", 
   // Typos of a catalog name get the nearest one; a catalog name typed as a file, the flag that takes it.
   REQUIRE_THROWS_WITH(ztune::load_transformer("llama-7"), Contains("(did you mean llama-7b?)"));
   REQUIRE_THROWS_WITH(ztune::load_transformer("Llama-7B"), Contains("(did you mean llama-7b?)"));
+  // Spaces around a catalog name (the planner trims them; a file may begin with one): shown and said.
+  REQUIRE_THROWS_WITH(ztune::load_cluster(" dgx-h100 "),
+                      Contains("--cluster \" dgx-h100 \": not a file and not a catalog cluster (did you mean "
+                               "dgx-h100?) (the name has spaces around it)"));
   REQUIRE_THROWS_WITH(ztune::load_transformer("LLAMA-7B"), Contains("(did you mean llama-7b?)"));
   REQUIRE_THROWS_WITH(ztune::load_transformer("llama-7b.json"),
                       "llama-7b.json: no such file (the catalog's model is --model llama-7b)");

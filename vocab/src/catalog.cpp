@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -91,7 +92,13 @@ std::string resolve_catalog_path(const std::string& kind, const std::string& nam
   for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
   std::string near;
   if (const std::string n = nearest_name(name_or_path, names); !n.empty()) near = " (did you mean " + n + "?)";
-  throw InputError(flag + " " + name_or_path + ": not a file and not a catalog " + singular + near + " (catalog: " +
+  // Spaces around a name are shown (quoted) and said: the planner trims them,
+  // the command line takes a name as given (a file may begin with a space).
+  const bool padded = !name_or_path.empty() && (std::isspace(static_cast<unsigned char>(name_or_path.front())) ||
+                                                std::isspace(static_cast<unsigned char>(name_or_path.back())));
+  if (padded) near += " (the name has spaces around it)";
+  throw InputError(flag + " " + (padded ? "\"" + name_or_path + "\"" : name_or_path) + ": not a file and not a catalog " +
+                   singular + near + " (catalog: " +
                    (known.empty() ? "empty; is ZTUNE_DATA_DIR right?" : known) + ")");
 }
 
