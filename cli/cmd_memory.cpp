@@ -260,7 +260,7 @@ void print_grid(const MemoryGrid& g, const Transformer& m, const Cluster& c) {
                 "(%s; fp32 states: 12). fp32 rows: the parameters are\n"
                 "the masters, the moments as stated. Offload keeps fp32 states: its rows are left out.\n",
                 adam_state_bytes(g.states),
-                adam_states_text(g.states.master, g.states.moments, g.states.remainders, g.states.in_params).c_str());
+                adam_states_text(g.states).c_str());
   }
   std::printf("DeepSpeed: estimate_zero2/3_model_states_mem_needs (v0.19.8): fp32 gradient partitions too (18 bytes a\n"
               "parameter), 4 bytes × the largest layer under ZeRO-3, host figures × 1.5 and with zero.Init (--json\n"
@@ -307,7 +307,7 @@ Command add_memory(CLI::App& root) {
             const MemoryGrid g = memory_grid(m, c, grid_precisions(*f, c, have_cluster), have_cluster, states);
             if (g.rows.empty() && !states.fp32())
               throw InputError("--master-dtype/--moments-dtype/--param-remainders: " +
-                               adam_states_text(states.master, states.moments, states.remainders) +
+                               adam_states_text(states) +
                                ": no plan of precision " + f->precision + " takes those states (remainders need "
                                "bf16 and an fp32 master; fp32 training's master is fp32)");
             if (g.rows.empty())

@@ -322,7 +322,7 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
     const OptimizerDtypes kept = optimizer_dtypes_kept(in.plan, in.cluster, in.profile);
     std::printf("adam     %s (%g bytes a parameter, fp32's 12; the plan's optimizer.master_dtype, moments_dtype, "
                 "param_remainders)\n",
-                adam_states_text(kept.master, kept.moments, kept.remainders, kept.in_params).c_str(),
+                adam_states_text(kept).c_str(),
                 adam_state_bytes(kept));
   }
   if (in.plan.fp8 != Fp8Recipe::none) {

@@ -264,16 +264,16 @@ int run_search_command(const SearchFlags& f) {
               << ": that is not shown; the search itself is complete; exit " << kExitInterrupted << "\n";
   }
 
-  if (r.interrupted)
+  if (const std::int64_t simulated = sim_done(r); r.interrupted)
     std::cerr << "ztune: search interrupted (Ctrl-C) after " << std::fixed << std::setprecision(1) << r.elapsed_s
               << std::defaultfloat << " s: "
               << (r.evaluated == 0 ? "stopped while enumerating the space, before any plan was ranked"
                                    : "the best of the " + grouped(static_cast<double>(r.evaluated)) +
                                          " plans evaluated so far (of " + grouped(static_cast<double>(r.space)) +
                                          ") is shown, " +
-                                         (sim_done(r) > 0 ? "the first " + grouped(static_cast<double>(sim_done(r))) +
-                                                                " simulated before the interrupt"
-                                                          : std::string("not simulated")))
+                                         (simulated > 0 ? "the first " + grouped(static_cast<double>(simulated)) +
+                                                              " simulated before the interrupt"
+                                                        : std::string("not simulated")))
               << "; exit " << kExitInterrupted << "\n";
   // --json: issue 5's shape (search_result_to_json, as stored) and what the
   // text says beside the table: what was searched, on what, how far to trust
@@ -350,7 +350,7 @@ int run_search_command(const SearchFlags& f) {
               << "\n";
     if (f.master_dtype != "fp32" || f.moments_dtype != "fp32" || f.param_remainders)
       std::cout << "adam     "
-                << adam_states_text(*precision_of(f.master_dtype), *precision_of(f.moments_dtype), f.param_remainders)
+                << adam_states_text({*precision_of(f.master_dtype), *precision_of(f.moments_dtype), f.param_remainders})
                 << " in every plan (--master-dtype, --moments-dtype, --param-remainders)\n";
     if (f.fp8 != "none")
       std::cout << "fp8      every plan's linear GEMMs in FP8, " << f.fp8

@@ -299,9 +299,9 @@ void add_optimizer_dtypes(CLI::App& app, std::string& master, std::string& momen
                "--use-precision-aware-optimizer); needs bf16 and --master-dtype fp32");
 }
 
-std::string adam_states_text(Precision master, Precision moments, bool remainders, bool in_params) {
-  return "master weights in " + to_string(master) + (remainders ? " (as remainders)" : "") +
-         (in_params ? " (the parameters themselves: no copy)" : "") + ", moments in " + to_string(moments);
+std::string adam_states_text(const OptimizerDtypes& d) {
+  return "master weights in " + to_string(d.master) + (d.remainders ? " (as remainders)" : "") +
+         (d.in_params ? " (the parameters themselves: no copy)" : "") + ", moments in " + to_string(d.moments);
 }
 
 Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {

@@ -68,10 +68,9 @@ void add_optimizer_dtypes(CLI::App& app, std::string& master, std::string& momen
 /// With `param_gather`, --fp8-param-gather too (Plan::fp8_param_gather).
 void add_fp8(CLI::App& app, std::string& recipe, bool* param_gather = nullptr);
 /// "master weights in fp32 (as remainders), moments in bf16": the states those
-/// flags (or a plan's optimizer block) set, as predict and search print them;
-/// `in_params`: the master is the parameters (OptimizerDtypes::in_params).
-[[nodiscard]] std::string adam_states_text(Precision master, Precision moments, bool remainders,
-                                           bool in_params = false);
+/// flags (or a plan's optimizer block) set, as predict, search and memory print
+/// them ("(the parameters themselves: no copy)" with OptimizerDtypes::in_params).
+[[nodiscard]] std::string adam_states_text(const OptimizerDtypes& d);
 
 struct PlanFlags {
   std::string plan_file;

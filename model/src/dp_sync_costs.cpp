@@ -281,9 +281,8 @@ OptimizerCost optimizer_cost(const Transformer& m, const Plan& p, const Cluster&
     // the parameters: the engines' bf16 ones (OptimizerDtypes::in_params), the
     // executor's any 16-bit ones of the master's dtype (executor_state_bytes).
     const OptimizerDtypes states = optimizer_dtypes_kept(p, c, hw);
-    const bool in_place = states.in_params;
     // In place: the parameters are read and written as the master, and no 16-bit copy (in the 14) is written.
-    const double states_rw = in_place ? 2.0 * (bytes_of(states.master) + 2.0 * bytes_of(states.moments)) - 2.0
+    const double states_rw = states.in_params ? 2.0 * (bytes_of(states.master) + 2.0 * bytes_of(states.moments)) - 2.0
                                       : 2.0 * adam_state_bytes(states);
     // ztune's CPU executor instead: fp32 AdamW, its gradient-norm pass and
     // (ZeRO 2/3) the per-micro-batch accumulation of reduced pieces
