@@ -596,7 +596,7 @@ void MainWindow::screenshot_when_ready(const QString& file, int timeout_ms) {
     *done = true;
     // Let layouts and charts settle before grabbing.
     QTimer::singleShot(400, this, [this, file, code] {
-      (void)report_sideways_scroll();  // said, not failed: the picture is still worth writing
+      report_sideways_scroll();  // said, not failed: the picture is still worth writing
       QApplication::exit(save_picture(this, file) ? code : 2);
     });
   };

@@ -46,18 +46,15 @@ void once(Sender* src, Signal signal, QObject* ctx, F f) {
 
 }  // namespace
 
-bool MainWindow::report_sideways_scroll() const {
-  bool fits = true;
-  auto say = [&fits](const char* what, const QScrollBar* bar) {
-    if (bar == nullptr || bar->maximum() <= 0) return;
-    std::fprintf(stderr, "ztune-planner: warning: %s scrolls sideways by %d px\n", what, bar->maximum());
-    fits = false;
+void MainWindow::report_sideways_scroll() const {
+  auto say = [](const char* what, const QScrollBar* bar) {
+    if (bar != nullptr && bar->maximum() > 0)
+      std::fprintf(stderr, "ztune-planner: warning: %s scrolls sideways by %d px\n", what, bar->maximum());
   };
   say("the plan table", table_->horizontalScrollBar());
   const auto* dock = findChild<QDockWidget*>(QStringLiteral("inputs"));
   const auto* inputs = dock == nullptr ? nullptr : qobject_cast<const QScrollArea*>(dock->widget());
   say("the input panel", inputs == nullptr ? nullptr : inputs->horizontalScrollBar());
-  return fits;
 }
 
 bool MainWindow::save_picture(QWidget* w, const QString& path) {
