@@ -184,9 +184,12 @@ double exposed_zero3_gathers(const Zero3GatherCost& z, double fwd_window, double
   return prefetch && z.gathers > 0 ? std::max(e, (z.fwd_s + z.bwd_s) / z.gathers) : e;
 }
 
-// microbatch_times from the layer's and the edges' costs, computed or remembered.
+// microbatch_times from the layer's and the edges' costs, computed or
+// remembered, and the plan's data-parallel sync, which predict_time reads
+// too: computed once per prediction (twice for ZeRO 2/3 before, where it is
+// about a quarter of a search's rank pass).
 MicrobatchTimes times_of(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
-                         const LayerCost& lc, const EdgeCost& e) {
+                         const LayerCost& lc, const EdgeCost& e, const DpSyncCost& d) {
   const bool single = p.pp == 1;
   const double tp_bwd = lc.tp_bwd_s + exposed(lc.tp_bwd_async_s, lc.tp_bwd_window_s, hw.engine.tp_overlap);
   const double tp_layer = lc.tp_fwd_s + tp_bwd + lc.tp_recompute_s;
@@ -290,7 +293,6 @@ MicrobatchTimes times_of(const Transformer& m, const Plan& p, const Cluster& c, 
   double dp_link_bwd = 0;
   double reduce_hidden = 0;  // of the per-micro-batch reduction, the part hidden behind backward
   if (p.reduces_every_microbatch() && p.dp_cp() > 1) {
-    const DpSyncCost d = dp_sync_cost(m, p, c, hw);
     t.dp_comm = exposed(d.per_microbatch_s, t.backward + t.recompute, p.overlap_comm ? hw.engine.dp_overlap : 0.0);
     if (p.overlap_comm) {
       dp_link_bwd += d.per_microbatch_s;
@@ -349,23 +351,30 @@ MicrobatchTimes times_of(const Transformer& m, const Plan& p, const Cluster& c, 
   return t;
 }
 
+// The plan's micro-batch times on a cluster its ranks fit (no oversubscribed view).
+MicrobatchTimes times_on(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
+                         LayerCostMemo* memo, const DpSyncCost& d) {
+  if (memo != nullptr && memo->serves(m, c, hw)) {
+    const LayerCostMemo::Costs& remembered = memo->costs(p);
+    return times_of(m, p, c, hw, remembered.layer, remembered.edge, d);
+  }
+  return times_of(m, p, c, hw, layer_cost(m, p, c, hw), edge_cost(m, p, c, hw), d);
+}
+
 }  // namespace
 
 MicrobatchTimes microbatch_times(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
                                  LayerCostMemo* memo) {
   if (const auto v = oversubscribed_view(p, c)) return microbatch_times(m, p, *v, hw);
-  if (memo != nullptr && memo->serves(m, c, hw)) {
-    const LayerCostMemo::Costs& remembered = memo->costs(p);
-    return times_of(m, p, c, hw, remembered.layer, remembered.edge);
-  }
-  return times_of(m, p, c, hw, layer_cost(m, p, c, hw), edge_cost(m, p, c, hw));
+  return times_on(m, p, c, hw, memo, dp_sync_cost(m, p, c, hw));
 }
 
 TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
                             LayerCostMemo* memo) {
   if (const auto v = oversubscribed_view(p, c)) return predict_time(m, p, *v, hw);
   TimePrediction tp;
-  const MicrobatchTimes mb = microbatch_times(m, p, c, hw, memo);
+  const DpSyncCost d = dp_sync_cost(m, p, c, hw);
+  const MicrobatchTimes mb = times_on(m, p, c, hw, memo, d);
   const double n_mb = p.grad_accum;
   auto& parts = tp.parts;
   parts[idx(TimePart::forward)] = n_mb * mb.forward;
@@ -398,7 +407,6 @@ TimePrediction predict_time(const Transformer& m, const Plan& p, const Cluster& 
   // Once-per-step data-parallel work: stage 0/1 reduce after the last
   // backward (hidden behind it only with overlap_comm), stage 1/2 gather the
   // updated parameters, tied embeddings sync across the pipeline ends.
-  const DpSyncCost d = dp_sync_cost(m, p, c, hw);
   double reduce = exposed(d.per_step_s, mb.backward + mb.recompute, p.overlap_comm ? hw.engine.dp_overlap : 0.0);
   // ZeRO-3 under a pipeline reduce-scatters each module as its last backward
   // ends: the last one's is exposed, as a per-micro-batch reduction's last
