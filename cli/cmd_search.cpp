@@ -259,9 +259,7 @@ int run_search_command(const SearchFlags& f) {
   if (stopped_after) {
     hints.clear();
     tight.reset();
-    std::cerr << "ztune: interrupted (Ctrl-C) after the search, while "
-              << (nothing ? "working out what would make a plan fit" : "checking the best plan's memory margin")
-              << ": that is not shown; the search itself is complete; exit " << kExitInterrupted << "\n";
+    std::cerr << "ztune: interrupted (Ctrl-C) after the search, while " << after_search_work(nothing) << ": that is not shown; the search itself is complete; exit " << kExitInterrupted << "\n";
   }
 
   if (const std::int64_t simulated = sim_done(r); r.interrupted)

@@ -55,6 +55,10 @@ PlanFile plan_file_of(const Candidate& c, const ResolvedInputs& in) {
 
 QSettings settings() { return QSettings(QStringLiteral("ztune"), QStringLiteral("ztune-planner")); }
 
+const QString kStaleText = QStringLiteral(
+    "These results are for the inputs of the last search, not the ones as they are now: press Search "
+    "(Ctrl+R) to rank plans for them.");
+
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
@@ -94,9 +98,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   filters->addWidget(plan_count_);
   pv->addLayout(filters);
   // Results that no longer answer the inputs say so (issue 23: they stayed, unmarked).
-  stale_ = new QLabel(QStringLiteral(
-      "These results are for the inputs of the last search, not the ones as they are now: press Search "
-      "(Ctrl+R) to rank plans for them."));
+  stale_ = new QLabel(kStaleText);
   stale_->setWordWrap(true);
   stale_->setStyleSheet(QStringLiteral("background: #fff3cd; color: #664d03; padding: 4px;"));
   stale_->setVisible(false);
@@ -178,13 +180,27 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     inputs_->search_button()->setEnabled(!running);
     if (running) {
       progress_->setRange(0, 0);
+      progress_->setFormat(QStringLiteral("%p% of the plan space"));
       status_->setText(QStringLiteral("Searching…"));
     }
   });
-  connect(&doc_, &PlannerDocument::searchProgress, this, [this](qint64 done, qint64 total) {
+  connect(&doc_, &PlannerDocument::searchProgress, this, [this](qint64 done, qint64 total, int phase) {
     if (total <= 0) return;
+    // Each phase counts something else: say which (the simulate pass's 1 of 3
+    // plans had read "33% of the plan space").
+    if (phase == static_cast<int>(SearchPhase::simulate)) {
+      progress_->setFormat(QStringLiteral("simulating %1 of %2 best plans").arg(done).arg(total));
+    } else if (phase == static_cast<int>(SearchPhase::enumerate)) {
+      progress_->setFormat(QStringLiteral("laying out the space: %p%"));
+    } else {
+      progress_->setFormat(QStringLiteral("%p% of the plan space"));
+    }
     progress_->setRange(0, 1000);
     progress_->setValue(static_cast<int>(1000.0 * static_cast<double>(done) / static_cast<double>(total)));
+  });
+  connect(&doc_, &PlannerDocument::searchExplaining, this, [this](const QString& what) {
+    progress_->setRange(0, 0);  // no count: busy
+    status_->setText(QStringLiteral("Searched; %1… (Esc stops it; the search stands)").arg(what));
   });
   connect(&doc_, &PlannerDocument::searchFinished, this, &MainWindow::on_search_finished);
   // The status line's "storing…" becomes what storing came to, unless
@@ -201,6 +217,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   // A sort or a filter reorders every plan: the selected one keeps its highlight.
   connect(&doc_.plans(), &QAbstractItemModel::modelReset, this, &MainWindow::on_selection_changed);
   connect(&doc_, &PlannerDocument::staleChanged, this, [this](bool stale) {
+    // A search reopened from History keeps no form: the form shows other inputs.
+    const bool reopened = doc_.outcome() && !doc_.outcome()->asked;
+    stale_->setText(reopened ? QStringLiteral("These results are a search reopened from History (%1 on %2); the "
+                                              "form shows other inputs: Search (Ctrl+R) ranks plans for the form's.")
+                                   .arg(QString::fromStdString(doc_.outcome()->inputs.model.name),
+                                        QString::fromStdString(doc_.outcome()->inputs.cluster.name))
+                             : kStaleText);
     stale_->setVisible(stale);
     table_->setStyleSheet(stale ? QStringLiteral("QTableView { color: gray; }") : QString());
   });
@@ -285,6 +308,7 @@ QString MainWindow::search_status(const SearchOutcome& out, bool storing) {
                     .arg(format_count(static_cast<double>(r.space)), format_count(static_cast<double>(r.feasible)),
                          format_duration(r.elapsed_s));
   if (r.interrupted) msg += QStringLiteral(" (cancelled: best so far)");
+  if (!out.cancelled_while.isEmpty()) msg += QStringLiteral(" (cancelled while %1: not shown)").arg(out.cancelled_while);
   if (r.plans.empty()) {
     msg = QStringLiteral("No plan fits. ");
     if (!r.closest.empty()) msg += QStringLiteral("Closest: ") + QString::fromStdString(describe_memory(r.closest.front().prediction.memory));
@@ -300,6 +324,9 @@ void MainWindow::on_search_finished() {
   setWindowTitle(QStringLiteral("ztune planner — %1 on %2")
                      .arg(QString::fromStdString(out.inputs.model.name), QString::fromStdString(out.inputs.cluster.name)));
   status_->setText(search_status(out, out.storing));
+  // The form may have changed while the search ran (a search replaced by
+  // Ctrl+R answers its own inputs), or the results were reopened from History.
+  doc_.note_inputs(inputs_->inputs());
 
   // The search's own account: the space, what each pass kept, why plans left.
   QString report = QStringLiteral("<b>Last search</b><table cellspacing=2>");
@@ -325,6 +352,10 @@ void MainWindow::on_search_finished() {
                          QString::fromStdString(h.detail).toHtmlEscaped());
     report += QStringLiteral("</ul>");
   }
+  if (!out.cancelled_while.isEmpty())
+    report += QStringLiteral("<p>Cancelled after the search, while %1: that is not shown; the search itself is "
+                             "complete.</p>")
+                  .arg(out.cancelled_while.toHtmlEscaped());
   if (out.tight_memory)
     report += QStringLiteral("<p><b>Memory margin</b>: %1.</p>")
                   .arg(QString::fromStdString(describe_tight_memory(

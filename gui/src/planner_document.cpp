@@ -20,6 +20,7 @@ PlannerDocument::PlannerDocument(QObject* parent) : QObject(parent) {
 
   PlannerWorker* search = &search_runner_.worker();
   connect(search, &PlannerWorker::searchProgress, this, &PlannerDocument::searchProgress);
+  connect(search, &PlannerWorker::searchExplaining, this, &PlannerDocument::searchExplaining);
   connect(search, &PlannerWorker::searchFinished, this, &PlannerDocument::on_search_finished);
   connect(search, &PlannerWorker::searchFailed, this, &PlannerDocument::searchFailed);
   connect(search, &PlannerWorker::searchStored, this, [this](qint64 id, const QString& note) {
@@ -54,7 +55,6 @@ PlannerDocument::~PlannerDocument() {
 void PlannerDocument::set_database(const QString& path) { db_path_ = path; }
 
 void PlannerDocument::start_search(const SearchInputs& inputs) {
-  pending_ = inputs;
   search_runner_.submit([inputs, db = db_path_](PlannerWorker& w) {
     w.set_database(db);
     w.search(inputs);
@@ -65,7 +65,7 @@ void PlannerDocument::cancel_search() { search_runner_.cancel(); }
 
 void PlannerDocument::on_search_finished(const SearchOutcome& outcome) {
   show_outcome(outcome);
-  searched_ = pending_;  // show_outcome forgot them: these results are the search's
+  searched_ = outcome.asked;  // show_outcome forgot them: these results are the search's
   emit searchFinished();
 }
 

@@ -47,11 +47,14 @@ void PlannerWorker::search(const SearchInputs& inputs) {
   }
   SearchOutcome out;
   out.inputs = std::move(*res.inputs);
+  out.asked = inputs;
   SearchOptions o = out.inputs.options;
   o.stop = &stop_;
   try {
     out.result = run_search(out.inputs.model, out.inputs.cluster, out.inputs.profile, o,
-                            [this](const SearchProgress& p) { emit searchProgress(p.done, p.total); });
+                            [this](const SearchProgress& p) {
+                              emit searchProgress(p.done, p.total, static_cast<int>(p.phase));
+                            });
   } catch (const InputError& e) {
     const QString m = q(e.what());
     emit searchFailed({InputIssue{field_of_message(m), m}});
@@ -68,6 +71,8 @@ void PlannerWorker::search(const SearchInputs& inputs) {
         time_candidate(c, out.inputs.model, out.inputs.cluster, out.inputs.profile, out.result.objective,
                        out.result.tokens, out.result.gpu_hour_price);
   }
+  if (!out.result.interrupted && !stop_.load())
+    emit searchExplaining(q(after_search_work(out.result.plans.empty() || out.result.feasible == 0)));
   if (!out.result.plans.empty() && out.result.feasible > 0 && !out.result.interrupted) {
     try {
       out.tight_memory = tight_memory_alternative(out.inputs.model, out.inputs.cluster, out.inputs.profile, o,
@@ -79,10 +84,19 @@ void PlannerWorker::search(const SearchInputs& inputs) {
     // A few memory-only searches (more GPUs, relaxed rules): the same hints as the command line's.
     try {
       out.fit_hints =
-          explain_infeasible(out.inputs.model, out.inputs.cluster, out.inputs.profile, out.inputs.options, out.result);
+          explain_infeasible(out.inputs.model, out.inputs.cluster, out.inputs.profile, o, out.result);
     } catch (const std::exception& e) {  // a hint's search refused: the result stands, without hints
       out.db_note = QStringLiteral("no fit hints: ") + q(e.what());
     }
+  }
+  // Cancel while the finished search was being explained: what that work
+  // found so far is not shown (a margin or hint from an interrupted search
+  // would be wrong), and the window says so, as `ztune search` does. The
+  // margin's note had silently gone missing.
+  if (!out.result.interrupted && stop_.load()) {
+    out.fit_hints.clear();
+    out.tight_memory.reset();
+    out.cancelled_while = q(after_search_work(out.result.plans.empty() || out.result.feasible == 0));
   }
   out.accuracy = accuracy_for(out.inputs.cluster, to_string(out.inputs.options.space.engine));
   if (db_path_.isEmpty()) {

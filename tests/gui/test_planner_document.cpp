@@ -305,3 +305,39 @@ TEST_CASE("results go stale when an input changes, and fresh again when it comes
   doc.note_inputs(edited);
   CHECK(doc.stale());
 }
+
+TEST_CASE("a search replaced by the next one answers its own inputs, not the next one's", "[gui][document][stale]") {
+  // Ctrl+R while a search runs cancels it and queues the next: the first's
+  // results arrive, then the next is refused. They had been taken for the
+  // next search's (stale banner off beside a form that was never searched).
+  PlannerDocument doc;
+  doc.set_auto_simulate(false);
+  doc.set_auto_scaling(false);
+  QSignalSpy finished(&doc, &PlannerDocument::searchFinished);
+  QSignalSpy failed(&doc, &PlannerDocument::searchFailed);
+  const SearchInputs first = small_search();
+  SearchInputs next = small_search();
+  next.gpus = 100000;  // past the cluster: refused
+  doc.start_search(first);
+  doc.start_search(next);
+  REQUIRE(failed.wait(60000));
+  REQUIRE(finished.size() == 1);  // the first one, cancelled or not, came back first
+  doc.note_inputs(next);          // the form holds the refused inputs
+  CHECK(doc.stale());
+  doc.note_inputs(first);         // the results answer the first search's
+  CHECK_FALSE(doc.stale());
+}
+
+TEST_CASE("a search reopened from the database is stale beside any form", "[gui][document][stale]") {
+  PlannerDocument doc;
+  doc.set_auto_simulate(false);
+  doc.set_auto_scaling(false);
+  QSignalSpy finished(&doc, &PlannerDocument::searchFinished);
+  doc.start_search(small_search());
+  REQUIRE(finished.wait(60000));
+  SearchOutcome reopened = *doc.outcome();
+  reopened.asked.reset();  // what outcome_from_stored_search gives: the row keeps no form
+  doc.set_outcome(reopened);
+  doc.note_inputs(small_search());
+  CHECK(doc.stale());
+}

@@ -166,3 +166,31 @@ TEST_CASE("a best plan tight in memory comes with the best plan a margin gives",
   CHECK(tight.tight_memory->alternative.prediction.time.tokens_per_s ==
         Approx(analytical_best->prediction.time.tokens_per_s));
 }
+
+TEST_CASE("a cancel after the search, while it is explained, is said and drops that work", "[gui][worker]") {
+  // 100b on one DGX-2 fits nowhere: the search is quick, then the worker
+  // works out what would make a plan fit (more searches). A cancel at the
+  // search's last progress report lands after the search has finished.
+  PlannerWorker w;  // driven on this thread: the progress signal arrives synchronously
+  QSignalSpy finished(&w, &PlannerWorker::searchFinished);
+  QObject::connect(&w, &PlannerWorker::searchProgress, &w, [&w](qint64 done, qint64 total) {
+    if (total > 0 && done == total) w.cancel();
+  });
+  SearchInputs in = small_search();
+  in.model = "100b";
+  w.search(in);
+  REQUIRE(finished.size() == 1);
+  const auto out = finished.first().first().value<SearchOutcome>();
+  CHECK_FALSE(out.result.interrupted);  // the search itself finished
+  CHECK(out.result.feasible == 0);
+  CHECK(out.fit_hints.empty());         // the interrupted hints are not shown...
+  CHECK(out.cancelled_while == "working out what would make a plan fit");  // ...and the window says why
+  // Uncancelled, the same search comes with its hints and no such note.
+  PlannerWorker fresh;
+  QSignalSpy plain(&fresh, &PlannerWorker::searchFinished);
+  fresh.search(in);
+  REQUIRE(plain.size() == 1);
+  const auto whole = plain.first().first().value<SearchOutcome>();
+  CHECK_FALSE(whole.fit_hints.empty());
+  CHECK(whole.cancelled_while.isEmpty());
+}

@@ -364,6 +364,10 @@ BestOnDevices best_plan_on(const Transformer& m, const Cluster& c, const Hardwar
   return b;
 }
 
+std::string after_search_work(bool nothing_fits) {
+  return nothing_fits ? "working out what would make a plan fit" : "checking the best plan's memory margin";
+}
+
 std::optional<HeadroomAlternative> tight_memory_alternative(const Transformer& m, const Cluster& c,
                                                              const HardwareProfile& hw, SearchOptions o,
                                                              const Candidate& best, double headroom_pct,

@@ -77,7 +77,8 @@ class PlannerDocument : public QObject {
 
  signals:
   void searchRunning(bool running);
-  void searchProgress(qint64 done, qint64 total);
+  void searchProgress(qint64 done, qint64 total, int phase);
+  void searchExplaining(const QString& what);
   void searchFinished();  // outcome() is set, the best plan selected
   void searchFailed(const QList<ztune::gui::InputIssue>& issues);
   void searchStored();  // outcome()'s db_id and db_note are final (it is no longer `storing`)
@@ -105,7 +106,6 @@ class PlannerDocument : public QObject {
   TimeBreakdownModel compare_time_;
 
   std::optional<SearchOutcome> outcome_;
-  std::optional<SearchInputs> pending_;   // the inputs of the search running
   std::optional<SearchInputs> searched_;  // the inputs of the results shown (none: reopened from history)
   bool stale_ = false;
   std::optional<int> selected_;  // index into plans_.candidates()

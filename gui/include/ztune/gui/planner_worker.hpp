@@ -35,7 +35,11 @@ class PlannerWorker : public QObject {
   void simulate(const ztune::gui::ResolvedInputs& inputs, const ztune::Plan& plan, quint64 tag);
 
  signals:
-  void searchProgress(qint64 done, qint64 total);
+  /// `phase` is a SearchPhase: what done and total count (the space's plans,
+  /// device counts laid out, or the best plans simulated).
+  void searchProgress(qint64 done, qint64 total, int phase);
+  /// The search has finished and is being explained (after_search_work's words).
+  void searchExplaining(const QString& what);
   void searchFinished(const ztune::gui::SearchOutcome& outcome);
   /// After a searchFinished whose outcome is `storing`: its id in the results
   /// database (0 when not stored) and why not.

@@ -20,6 +20,11 @@ namespace ztune::gui {
 
 struct SearchOutcome {
   ResolvedInputs inputs;  // what was searched (options.stop is null)
+  /// The form's inputs the search ran on; empty for a search reopened from
+  /// the results database (its row keeps no form). The document compares the
+  /// form with these: a search replaced by the next one (Ctrl+R while it ran)
+  /// answers its own inputs, not the next one's.
+  std::optional<SearchInputs> asked;
   SearchResult result;
   std::int64_t db_id = 0;  // id in the results database; 0 when it was not stored
   QString db_note;         // why it was not stored, when it was not
@@ -31,6 +36,9 @@ struct SearchOutcome {
   /// A best plan above kTightMemoryFraction of its GPUs' memory: the best one
   /// with a 5 % margin (tight_memory_alternative, as `ztune search` says it).
   std::optional<HeadroomAlternative> tight_memory;
+  /// Cancel came after the search had finished, while it was being explained
+  /// (after_search_work's words): the search stands, that work is not shown.
+  QString cancelled_while;
   /// The cost model's error against the published runs of the cluster's GPU
   /// and the engine (ztune validate), computed on the worker thread: the
   /// validation suite takes ~0.1 s, too long for the UI thread.

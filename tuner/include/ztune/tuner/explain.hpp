@@ -69,6 +69,11 @@ std::optional<HeadroomAlternative> tight_memory_alternative(const Transformer& m
                                                              const Candidate& best, double headroom_pct = 5.0,
                                                              const ProgressFn& progress = {});
 
+/// What a search's caller works out once the search has finished, in words
+/// ("checking the best plan's memory margin"): `ztune search` and the planner
+/// say it when a stop request ends that work, so the user knows what is not shown.
+std::string after_search_work(bool nothing_fits);
+
 /// "the best plan needs 99.1 % of each GPU's memory, and ...: with
 /// <margin_named> the best plan is <summary> at N tokens/s (−0.8 %,
 /// analytical) in 89.9 % of memory" (the search's note, the planner's report).
