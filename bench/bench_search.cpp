@@ -116,24 +116,27 @@ int main(int argc, char** argv) {
   {
     // Context parallelism in the space (issue 19): Llama 3.1 405B at 8192
     // tokens gets cp 1..8 by default; --max-cp 1 gives the space without it.
+    // The megatron engine's: ztune's own executor runs cp on its CPU backend
+    // only, so its GPU space has none (session 50; these rows had measured it).
     auto c = ztune::load_cluster("dgx-h100x128");
     auto m = ztune::load_transformer("llama-405b");
-    auto hw = ztune::default_profile_for(c);
+    auto hw = ztune::with_engine(ztune::default_profile_for(c), "megatron");
     ztune::SearchOptions o;
+    o.space.engine = ztune::Engine::megatron;
     o.threads = 1;
     // DeepSpeed-Ulysses (issue 19 item 3) is also searched from 8k tokens by
     // default; these rows keep the space they measured before it (--max-ulysses 1).
     o.space.max_ulysses = 1;
-    report("Llama 3.1 405B on 1024 H100, cp 1..8, 1 thread", m, c, hw, o);
+    report("Llama 3.1 405B on 1024 H100, megatron, cp 1..8, 1 thread", m, c, hw, o);
     o.space.max_cp = 1;
-    report("Llama 3.1 405B on 1024 H100, cp 1 (--max-cp 1), 1 thread", m, c, hw, o);
+    report("Llama 3.1 405B on 1024 H100, megatron, cp 1 (--max-cp 1), 1 thread", m, c, hw, o);
     // A wide one: every device count from 512 to 1024, cp 1..8.
     o.space.max_cp = 0;
     o.space.min_gpus = 512;
     o.space.max_gpus = 1024;
-    report("Llama 3.1 405B on 512..1024 H100, cp 1..8, 1 thread", m, c, hw, o);
+    report("Llama 3.1 405B on 512..1024 H100, megatron, cp 1..8, 1 thread", m, c, hw, o);
     o.space.max_cp = 1;
-    report("Llama 3.1 405B on 512..1024 H100, cp 1, 1 thread", m, c, hw, o);
+    report("Llama 3.1 405B on 512..1024 H100, megatron, cp 1, 1 thread", m, c, hw, o);
   }
   {
     // FP8 linear layers pinned (--fp8 delayed): the same 405B with the

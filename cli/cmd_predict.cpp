@@ -104,12 +104,12 @@ PredictInputs resolve(const PredictFlags& f) {
                  f.engine.c_str(), file->engine->c_str(), f.plan.plan_file.c_str());
   const Engine engine = *engine_from_string(engine_name);
   in.engine = engine;
-  if (auto rule = engine_violation(in.plan, engine)) {
+  if (auto rule = engine_violation(in.plan, engine, in.cluster)) {
     // A plan file need not say which engine it was made for (--engine is
     // ztune's own by default): name those that run it.
     std::string others;
     for (const Engine e : {Engine::megatron, Engine::deepspeed, Engine::fsdp, Engine::ztune})
-      if (e != engine && !engine_violation(in.plan, e)) others += (others.empty() ? "" : " or ") + to_string(e);
+      if (e != engine && !engine_violation(in.plan, e, in.cluster)) others += (others.empty() ? "" : " or ") + to_string(e);
     throw InputError("--engine " + engine_name + " cannot run this plan: " + std::string(engine_rule_text(*rule)) +
                      (others.empty() ? "" : "; --engine " + others + " runs it"));
   }

@@ -413,9 +413,14 @@ int run_search_command(const SearchFlags& f) {
     // the whole story, so they are printed without --explain too.
     const bool refused_by_rules = nothing && !r.interrupted && r.closest.empty() && r.pruned.total() > 0;
     if (f.explain || refused_by_rules) print_rule_counts(std::cout, r);
-    if (f.explain) {
-      for (const auto& [flag, added] : plans_added_by_options(model, cluster, o.space))
-        std::cout << "  " << flag << " added " << added << " plans to the space of " << r.space << "\n";
+    // An opt-in that adds nothing (--zeropp beside a pinned --dp-shard, which
+    // it does not combine with) is said without --explain: it had been
+    // dropped without a word.
+    for (const auto& [flag, added] : plans_added_by_options(model, cluster, o.space)) {
+      if (f.explain) std::cout << "  " << flag << " added " << added << " plans to the space of " << r.space << "\n";
+      else if (added == 0)
+        std::cout << "note: " << flag << " added no plan to the space: no plan the pins and the engine leave "
+                  << "takes it (--explain counts each option's plans)\n";
     }
   }
   // The result is printed and --out written before the search is stored, so

@@ -105,6 +105,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   pv->addWidget(stale_);
   table_ = new QTableView;
   table_->setModel(&doc_.plans());
+  resize_columns_ = new QTimer(this);
+  resize_columns_->setSingleShot(true);
+  resize_columns_->setInterval(100);
+  connect(resize_columns_, &QTimer::timeout, this, &MainWindow::size_plan_columns);
+  table_->viewport()->installEventFilter(this);
   table_->setSortingEnabled(true);
   table_->sortByColumn(PlanTableModel::rank, Qt::AscendingOrder);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -397,14 +402,25 @@ void MainWindow::on_search_finished() {
         !beyond.empty())
       report += QStringLiteral("<p><b>Best plan</b> %1</p>").arg(QString::fromStdString(beyond).toHtmlEscaped());
   inputs_->set_search_report(report);
+  size_plan_columns();
+  update_plan_count();
+  on_selection_changed();
+}
+
+void MainWindow::size_plan_columns() {
   table_->resizeColumnsToContents();
   // The two free-text columns are capped (elided; a row's tooltip is its whole
   // plan) so that all sixteen columns fit a 1600 px window (issue 23).
   for (const auto& [column, most] : {std::pair{PlanTableModel::layout, 170}, std::pair{PlanTableModel::offload, 120}})
     if (table_->columnWidth(column) > most) table_->setColumnWidth(column, most);
   fit_plan_columns();
-  update_plan_count();
-  on_selection_changed();
+}
+
+bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
+  // Once the resizing settles (a drag sends many): sizing reads every visible row.
+  if (watched == table_->viewport() && event->type() == QEvent::Resize && doc_.outcome())
+    resize_columns_->start();
+  return QMainWindow::eventFilter(watched, event);
 }
 
 void MainWindow::fit_plan_columns() {

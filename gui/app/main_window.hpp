@@ -16,6 +16,7 @@ class QLabel;
 class QProgressBar;
 class QSplitter;
 class QTableView;
+class QTimer;
 class QTabWidget;
 class QToolButton;
 
@@ -59,6 +60,9 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* event) override;
+  /// The plan table's viewport resized (the window, a splitter, the dock):
+  /// its columns are sized again (they had been fitted only when a search finished).
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
   void build_actions();
@@ -73,6 +77,9 @@ class MainWindow : public QMainWindow {
   /// Calls `f` on every signal after which results_settled may have turned true.
   void on_results_change(const std::function<void()>& f);
   void on_selection_changed();
+  /// Sizes the plan table's columns to their contents, caps the free-text
+  /// ones, then fit_plan_columns.
+  void size_plan_columns();
   /// Narrows the plan table's free-text columns (elided) until the last one fits.
   void fit_plan_columns();
   /// Writes an export to `path` whole, or warns with the reason (false).
@@ -86,6 +93,7 @@ class MainWindow : public QMainWindow {
   PlannerDocument doc_;
   InputPanel* inputs_ = nullptr;
   QTableView* table_ = nullptr;
+  QTimer* resize_columns_ = nullptr;  // size_plan_columns once a resize settles
   QComboBox* zero_filter_ = nullptr;
   QCheckBox* no_offload_ = nullptr;
   QLabel* plan_count_ = nullptr;

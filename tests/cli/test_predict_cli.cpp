@@ -984,16 +984,16 @@ TEST_CASE("predict names the stage its memory lines are of and why ztune's execu
   r = run_command(ztune_bin() + " predict --cluster selene-3072 --model gpt2-1.5b --pp 16 --micro-batch 4 --zero 0"
                                 " --recompute full --attention flash --precision bf16 --global-batch 6144");
   CHECK_THAT(r.out, Contains("Memory per GPU (stage 15, most loaded)    GiB\n"));
-  // cp 2: ztune's executor's attention on fp32 copies, 2.5x the time Megatron's takes.
+  // cp 2 with ztune's engine on GPUs: its CUDA backend has no ring
+  // attention, so the engine refuses the plan as `ztune run` would, and names
+  // the engine that runs it (it had been priced, on fp32 copies).
   const std::string cp =
       " predict --cluster dgx-h100x32 --model llama-70b --global-batch 512 --tp 4 --pp 4 --cp 2 --attention flash";
   r = run_command(ztune_bin() + cp);
-  REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Contains("note     engine ztune runs context-parallel attention on fp32 copies, not in bf16; "
-                              "--engine megatron prices Megatron-Core's bf16 attention"));
-  r = run_command(ztune_bin() + cp + " --json");
-  REQUIRE(r.exit_code == 0);
-  CHECK_THAT(nlohmann::json::parse(r.out)["time"]["note"].get<std::string>(), Contains("on fp32 copies"));
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--engine ztune cannot run this plan: ztune's executor runs context parallelism (ring "
+                             "attention) on its CPU backend only") &&
+                        Contains("; --engine megatron"));
   r = run_command(ztune_bin() + cp + " --engine megatron");
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, !Contains("on fp32 copies"));
@@ -1001,9 +1001,14 @@ TEST_CASE("predict names the stage its memory lines are of and why ztune's execu
   const std::string ulysses =
       " predict --cluster dgx-h100x4 --model llama-70b --tp 4 --ulysses 2 --micro-batch 1 --global-batch 64 --zero 3";
   r = run_command(ztune_bin() + ulysses);
-  REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Contains("runs Ulysses attention on fp32 copies") && Contains("--engine deepspeed"));
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("DeepSpeed-Ulysses on its CPU backend only") && Contains("--engine deepspeed runs it"));
   r = run_command(ztune_bin() + ulysses + " --engine deepspeed");
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, !Contains("on fp32 copies"));
+  // Hybrid sharding: the fsdp engine runs it.
+  r = run_command(ztune_bin() + " predict --cluster dgx-h100x4 --model llama-7b --dp 32 --zero 3 --dp-shard 8"
+                                " --micro-batch 1 --global-batch 64");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("hybrid sharding on its CPU backend only") && Contains("--engine fsdp runs it"));
 }

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <optional>
 #include <set>
@@ -14,6 +15,8 @@
 #include "ztune/tuner/explain.hpp"
 #include "ztune/tuner/search.hpp"
 #include "ztune/tuner/search_space.hpp"
+#include "ztune/vocab/executor_support.hpp"
+#include "ztune/vocab/input_error.hpp"
 
 using namespace ztune;
 
@@ -296,10 +299,12 @@ TEST_CASE("from 8k tokens the context-parallel hint tries twice the searched deg
   // Llama 3.1 405B at 1,048,576 tokens on Selene: nothing fits with cp up to
   // 8 (the default from 8k tokens), and no hint named --max-cp where cp 16
   // fits on the same 3,072 GPUs. The oracle: the search with max_cp 16.
+  // The megatron engine's (ztune's executor runs cp on its CPU backend only).
   const Transformer m = load_transformer("llama-405b", 1048576);
   const Cluster c = load_cluster("selene-3072");
-  const auto hw = default_profile_for(c);
+  const auto hw = with_engine(default_profile_for(c), "megatron");
   SearchOptions o;
+  o.space.engine = Engine::megatron;
   o.simulate_enabled = false;
   const auto r = run_search(m, c, hw, o);
   REQUIRE(r.feasible == 0);
@@ -973,4 +978,107 @@ TEST_CASE("fit hints try every other engine and name the one where plans fit", "
       CHECK_THAT(h.detail, Catch::Matchers::Contains("opt→nvme"));
     }
   CHECK(named);
+}
+
+TEST_CASE("ztune's engine on GPUs leaves out the modes its CUDA backend refuses", "[tuner][search][engine]") {
+  // The runner's own check (executor_support.cpp unsupported_reason on the
+  // CUDA backend) is the oracle: no plan the default engine ranks on GPUs may
+  // be one `ztune run` refuses for context parallelism, Ulysses or hybrid
+  // sharding (the default search had ranked a shard16 plan third).
+  Transformer m = load_transformer("llama-7b");
+  m.seq_len = 8192;  // cp and Ulysses enter the space from 8192 tokens
+  const Cluster c = load_cluster("dgx-h100x4");
+  SearchOptions o;
+  o.space.global_batch = 64;
+  const auto r = search_all(m, c, o);
+  REQUIRE(r.feasible > 0);
+  for (const auto& cand : r.plans) {
+    const Plan& p = cand.plan;
+    CHECK(p.cp == 1);
+    CHECK(p.ulysses == 1);
+    CHECK(p.dp_shard == 0);
+    const auto why = unsupported_reason(p, m, p.gpus(), ExecBackend::cuda, c.node.gpus);
+    if (why) {
+      CHECK_FALSE(why->starts_with("$.plan.cp"));
+      CHECK_FALSE(why->starts_with("$.plan.ulysses"));
+      CHECK_FALSE(why->starts_with("$.plan.dp_shard"));
+    }
+  }
+  // The same modes on the engines that run them stay in the space.
+  o.space.engine = Engine::megatron;
+  const auto mg = search_all(m, c, o);
+  CHECK(std::any_of(mg.plans.begin(), mg.plans.end(), [](const Candidate& k) { return k.plan.cp > 1; }));
+}
+
+TEST_CASE("the engine rules with the cluster agree with the runner's check", "[tuner][engine]") {
+  const Transformer m = load_transformer("llama-7b");
+  const Cluster gpu = load_cluster("dgx-h100x4");
+  const Cluster cpu = load_cluster("local-cpu");
+  for (int cp : {1, 2})
+    for (int u : {1, 2})
+      for (int shard : {0, 2}) {
+        if (cp > 1 && u > 1) continue;  // do not combine (check_plan_shape)
+        Plan p;
+        p.dp = 4;
+        p.cp = cp;
+        p.ulysses = u;
+        p.zero_stage = 3;
+        p.dp_shard = shard;
+        p.global_batch = 4;
+        p.grad_accum = 1;
+        REQUIRE_FALSE(check_plan_shape(p, m));
+        const auto why = unsupported_reason(p, m, p.gpus(), ExecBackend::cuda, gpu.node.gpus);
+        const bool runner_refuses = why && (why->starts_with("$.plan.cp") || why->starts_with("$.plan.ulysses") ||
+                                            why->starts_with("$.plan.dp_shard"));
+        INFO("cp " << cp << " ulysses " << u << " dp_shard " << shard);
+        CHECK(engine_violation(p, Engine::ztune, gpu).has_value() == runner_refuses);
+        CHECK_FALSE(engine_violation(p, Engine::ztune, cpu).has_value());  // the CPU backend runs each
+      }
+}
+
+TEST_CASE("a pinned mode the engine cannot run is refused before the search", "[tuner][search][engine]") {
+  Transformer m = load_transformer("llama-7b");
+  m.seq_len = 8192;
+  const Cluster c = load_cluster("dgx-h100x4");
+  auto refusal = [&](Engine e, auto pin) -> std::string {
+    SpaceOptions o;
+    o.engine = e;
+    o.global_batch = 64;
+    pin(o);
+    try {
+      SearchSpace s(m, c, o);
+    } catch (const InputError& err) {
+      return err.what();
+    }
+    return "";
+  };
+  auto cp2 = [](SpaceOptions& o) { o.cp = 2; };
+  auto shard8 = [](SpaceOptions& o) { o.dp_shard = 8; };
+  CHECK_THAT(refusal(Engine::ztune, cp2), Catch::Contains("--cp 2: ztune's executor runs context parallelism"));
+  CHECK_THAT(refusal(Engine::deepspeed, cp2), Catch::Contains("DeepSpeed has no context parallelism"));
+  CHECK(refusal(Engine::megatron, cp2).empty());
+  CHECK(refusal(Engine::fsdp, cp2).empty());
+  // Hybrid sharding with an engine that has none had read "no layout of the
+  // devices ... divides into two or more groups" after the whole search.
+  CHECK_THAT(refusal(Engine::megatron, shard8), Catch::Contains("--dp-shard 8: Megatron-LM's distributed optimizer"));
+  CHECK_THAT(refusal(Engine::ztune, shard8), Catch::Contains("CPU backend only"));
+  CHECK(refusal(Engine::fsdp, shard8).empty());
+}
+
+TEST_CASE("torchtitan's context parallelism is searched in flash attention on H100", "[tuner][search][engine]") {
+  // SDPA's cuDNN kernel is the fsdp engine's fused one on H100, and
+  // torchtitan's cp runs in flash only: a cp pin had found no plan at all.
+  Transformer m = load_transformer("llama-7b");
+  m.seq_len = 8192;
+  const Cluster c = load_cluster("dgx-h100x4");
+  SearchOptions o;
+  o.space.engine = Engine::fsdp;
+  o.space.global_batch = 64;
+  o.space.cp = 2;
+  const auto r = search_all(m, c, o);
+  REQUIRE(r.feasible > 0);
+  for (const auto& k : r.plans) {
+    CHECK(k.plan.cp == 2);
+    CHECK(k.plan.attention == AttentionKernel::flash);
+  }
 }

@@ -607,6 +607,9 @@ TEST_CASE("context parallelism: searched from 8k tokens or with --max-cp, --cp p
   Transformer m = load_transformer("tiny");  // 64 tokens, 4 layers, global batch 16
   Cluster c = load_cluster("v100-workstation");
   c.node.gpus = 4;
+  // ztune's executor runs cp on its CPU backend (on GPUs the ztune engine has
+  // none: test_search.cpp); these ranks are that backend's.
+  c.device_kind = DeviceKind::cpu;
   auto cps = [](const SearchSpace& s) {
     std::set<int> out;
     for (const auto& l : s.layouts()) out.insert(l.cp);
@@ -680,6 +683,7 @@ TEST_CASE("ulysses: searched from 8k tokens or with --max-ulysses, --ulysses pin
   Transformer m = load_transformer("tiny");  // 64 tokens, 4 heads, 4 layers, global batch 16
   Cluster c = load_cluster("v100-workstation");
   c.node.gpus = 4;
+  c.device_kind = DeviceKind::cpu;  // ztune's executor runs Ulysses on its CPU backend
   auto us = [](const SearchSpace& s) {
     std::set<int> out;
     for (const auto& l : s.layouts()) out.insert(l.ulysses);
@@ -751,7 +755,8 @@ TEST_CASE("hybrid sharding: ZeRO-3 shard groups of a node's ranks where dp spans
   Transformer m = load_transformer("tiny");  // global batch 16
   Cluster c = load_cluster("v100-workstation");
   c.node.gpus = 4;
-  c.nodes = 4;  // 16 GPUs
+  c.nodes = 4;  // 16 ranks
+  c.device_kind = DeviceKind::cpu;  // ztune's executor runs hybrid sharding on its CPU backend
   SpaceOptions o;
   o.min_gpus = o.max_gpus = 16;
   const SearchSpace s(m, c, o);

@@ -405,7 +405,7 @@ TEST_CASE("history show rN sets the stored prediction's memory lines beside what
 // one prints unchanged.
 TEST_CASE("a fit hint over --max-plans is said in the hint and the search result stands", "[cli][tuner][explain]") {
   const auto r =
-      run_command(ztune_bin() + " search --no-db --cluster dgx-h100 --model llama-405b --max-plans 30000 --no-simulate");
+      run_command(ztune_bin() + " search --no-db --cluster dgx-h100 --model llama-405b --max-plans 12000 --no-simulate");
   CHECK(r.exit_code == 1);  // nothing fits: the search's answer, not a usage error
   const auto uncapped =
       run_command(ztune_bin() + " search --no-db --cluster dgx-h100 --model llama-405b --no-simulate");
@@ -414,8 +414,8 @@ TEST_CASE("a fit hint over --max-plans is said in the hint and the search result
   const std::string searched = uncapped.out.substr(at, uncapped.out.find(" in ", at) - at);  // "Searched N plans"
   CHECK_THAT(r.out, Contains(searched));
   CHECK_THAT(r.out, Contains("more GPUs (with --nodes 2 (16 devices)): not worked out: --max-plans: the plan space of "
-                             "the 16 devices holds more than 30,000 plans"));
-  CHECK_THAT(r.out, Contains("(deepspeed not worked out: its space is over --max-plans)"));
+                             "the 16 devices holds more than 12,000 plans"));
+  CHECK_THAT(r.out, Contains("(deepspeed, fsdp not worked out: their spaces are over --max-plans)"));
   CHECK(r.err.empty());
 }
 
@@ -448,4 +448,27 @@ TEST_CASE("a tp pin wider than a node gets a more-GPUs hint across nodes", "[cli
   const auto oracle = run_command(base + " --nodes 12 --allow-tp-across-nodes");
   CHECK(oracle.exit_code == 0);
   CHECK_THAT(oracle.out, Contains(", 5 fit"));
+}
+
+// Flags that contradict or add nothing are said (audit50modes F4, F7): they
+// had been searched past without a word.
+TEST_CASE("a pin past its bound is refused, an option that adds no plan is said", "[cli][tuner][engine]") {
+  const std::string base =
+      ztune_bin() + " search --no-db --no-simulate --cluster dgx-h100x4 --model llama-7b --seq 8192 --global-batch 64";
+  auto r = run_command(base + " --engine megatron --max-cp 1 --cp 2");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--cp: 2 is above --max-cp 1"));
+  // ztune's engine on GPUs: its CUDA backend has no ring attention.
+  r = run_command(base + " --cp 2");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--cp 2: ztune's executor runs context parallelism (ring attention) on its CPU backend "
+                             "only"));
+  // DeepSpeed has no context parallelism: said before the search, not as "no plan fits".
+  r = run_command(base + " --engine deepspeed --cp 2");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Contains("--cp 2: DeepSpeed has no context parallelism"));
+  // FSDP has no ZeRO++: with a pinned shard group it adds nothing, and says so.
+  r = run_command(base + " --engine fsdp --dp-shard 8 --zeropp");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Contains("note: --zeropp added no plan to the space"));
 }

@@ -89,7 +89,7 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"megatron: no hybrid sharding",
      "Megatron-LM's distributed optimizer shards the optimizer states (ZeRO-1) over the whole data-parallel "
      "group; it has no ZeRO-3 sharded inside groups and replicated across them (plan.dp_shard): run it with "
-     "PyTorch FSDP (HYBRID_SHARD, torchtitan HSDP) or DeepSpeed (MiCS: --format deepspeed), or omit dp_shard"},
+     "PyTorch FSDP (HYBRID_SHARD, torchtitan HSDP: --engine fsdp), or omit dp_shard"},
     {"deepspeed: no cuDNN attention",
      "Megatron-DeepSpeed's fused attention is FlashAttention-2 (--use-flash-attn-v2); it has no cuDNN fused "
      "attention (Transformer Engine's FusedAttention): use attention \"flash\""},
@@ -197,13 +197,26 @@ constexpr std::array<RuleText, static_cast<std::size_t>(EngineRule::count)> kRul
     {"deepspeed: no MiCS",
      "DeepSpeed's MiCS (ZeRO-3 sharded in groups, plan.dp_shard) shards only parameters built under "
      "deepspeed.zero.MiCS_Init (runtime/zero/mics.py asserts it), and Megatron-DeepSpeed's pretrain_gpt.py builds "
-     "them under deepspeed.zero.Init; DeepSpeed 0.19 removed MiCS: use --engine fsdp (HSDP) or ztune, or ZeRO-3 over "
-     "the whole data-parallel group (dp_shard 0)"},
+     "them under deepspeed.zero.Init; DeepSpeed 0.19 removed MiCS: use --engine fsdp (HSDP), or ZeRO-3 over the "
+     "whole data-parallel group (omit dp_shard)"},
     {"deepspeed: ZeRO++ with tensor or pipeline parallelism",
      "ZeRO++'s secondary partition (hpZ) and quantized gradient reduction (qgZ) form their groups from consecutive "
      "world ranks (utils/groups.py _create_zero_param_parallel_group, runtime/comm/coalesced_collectives.py "
      "all_to_all_quant_reduce), and Megatron-DeepSpeed passes no zero_param_parallel_group: beside tensor or "
      "pipeline parallelism they mix ranks holding different shards; use tp 1 and pp 1 with ZeRO++, or zeropp false"},
+    // ztune's executor on GPUs: what its runner refuses (vocab executor_support.cpp unsupported_reason).
+    {"ztune: no context parallelism on GPUs",
+     "ztune's executor runs context parallelism (ring attention) on its CPU backend only; its CUDA backend has no "
+     "ring attention kernels yet: use --engine megatron or fsdp, or cp 1"},
+    {"ztune: no Ulysses on GPUs",
+     "ztune's executor runs DeepSpeed-Ulysses on its CPU backend only; its CUDA backend's communicator has no "
+     "all-to-all yet: use --engine deepspeed, or ulysses 1"},
+    {"ztune: no hybrid sharding on GPUs",
+     "ztune's executor trains hybrid sharding on its CPU backend only; its CUDA backend's ZeRO-3 path is not tested "
+     "with shard and replica groups: use --engine fsdp (HSDP), or omit dp_shard"},
+    {"ztune: no offload with hybrid sharding",
+     "ztune's executor keeps a hybrid-sharded plan's states on the device (offload with dp_shard is not "
+     "implemented): use --engine fsdp (HSDP with CPU offload), or no offload"},
 }};
 
 }  // namespace
@@ -230,6 +243,7 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (!p.bias_fusion) return EngineRule::zt_bias_fusion;
       if (p.param_remainders) return EngineRule::zt_optimizer_dtype;
       if (p.fp8 != Fp8Recipe::none) return EngineRule::zt_fp8;
+      if (p.dp_shard > 0 && offload) return EngineRule::zt_hybrid_offload;
       return std::nullopt;
     case Engine::deepspeed:
       if (p.pp > 1 && p.zero_stage > 1) return EngineRule::ds_pipeline_zero;
@@ -294,6 +308,15 @@ std::optional<EngineRule> engine_violation(const Plan& p, Engine e) {
       if (p.fp8_param_gather) return EngineRule::fs_fp8_param_gather;
       return std::nullopt;
   }
+  return std::nullopt;
+}
+
+std::optional<EngineRule> engine_violation(const Plan& p, Engine e, const Cluster& c) {
+  if (auto rule = engine_violation(p, e)) return rule;
+  if (e != Engine::ztune || c.device_kind != DeviceKind::gpu) return std::nullopt;
+  if (p.cp > 1) return EngineRule::zt_cuda_context_parallel;
+  if (p.ulysses > 1) return EngineRule::zt_cuda_ulysses;
+  if (p.dp_shard > 0) return EngineRule::zt_cuda_hybrid_sharding;
   return std::nullopt;
 }
 

@@ -37,7 +37,7 @@ std::optional<FitHint> try_variant(const Transformer& m, const Cluster& c, const
   h.fits = mem.fits();
   h.detail = p.summary() + " needs " + describe_memory(mem) + (h.fits ? ": fits" : ": still too big");
   if (h.fits) h.tokens_per_s = predict_time(m, p, c, hw).tokens_per_s;
-  if (auto rule = engine_violation(p, o.space.engine)) {
+  if (auto rule = engine_violation(p, o.space.engine, c)) {
     h.fits = false;
     h.detail += "; but --engine " + to_string(o.space.engine) + " cannot run it (" +
                 std::string(engine_rule_text(*rule)) + ")";

@@ -316,8 +316,14 @@ std::vector<std::string> megatron_chunk_accounting(const Plan& p, const std::str
 /// Megatron-DeepSpeed builds its PipelineModule with partition_method
 /// "type:transformer" (megatron/model/gpt_model.py GPTModelPipe): DeepSpeed
 /// balances the transformer layers over the stages itself, at most ⌈L/pp⌉
-/// each — the plan's balanced partition. There is no argument to state
-/// another; such a plan is refused.
+/// each — the plan's balanced partition. That is DeepSpeed's partition_balanced
+/// since PR #4312 (October 2023: dynamic programming on the spread between
+/// the heaviest and lightest stage, which on Megatron-DeepSpeed's layer list
+/// gives the uniform partition: checked for every L ≤ 70, pp ≤ 12, session
+/// 50). Before it, a binary search on the heaviest stage filled ⌈L/pp⌉ from
+/// the first stage and left the rest to the last (32 layers on 5 stages:
+/// 7+7+7+7+4, not 7+7+6+6+6): older DeepSpeed runs its own partition.
+/// There is no argument to state another; such a plan is refused.
 void require_deepspeed_partition(const PlanFile& pf, const std::string& file) {
   const Plan& p = pf.plan;
   if (p.stage_layers.empty() || p.pp < 2) return;

@@ -147,7 +147,7 @@ void flush(Job& job, Worker& w, std::size_t n) {
       const Plan& p = w.plans[i];
       if (check_plan(p, job.model, job.cluster)) {
         w.pruned.add(PruneReason::plan_rule);
-      } else if (auto rule = engine_violation(p, o.space.engine)) {
+      } else if (auto rule = engine_violation(p, o.space.engine, job.cluster)) {
         w.pruned.add(engine_reason(*rule));
       } else {
         w.alive.push_back(i);

@@ -80,6 +80,15 @@ std::vector<AttentionChoice> attention_kernels(const SpaceOptions& o, const Tran
   // A caller's cudnn with an engine that lacks it (SpaceOptions built by hand) falls back to FlashAttention-2.
   const AttentionKernel fused =
       o.fused_kernel == AttentionKernel::cudnn && !engine_runs_cudnn(o.engine) ? AttentionKernel::flash : o.fused_kernel;
+  // torchtitan's context parallelism runs in SDPA's flash kernel only (its
+  // rule fs_cp_attention): where the space has cp, flash beside cuDNN, or no
+  // cp plan of an H100 search could run (audit50modes F5: "no plan fits").
+  const bool may_have_cp = o.cp ? *o.cp > 1
+                                : o.max_cp > 1 || (o.max_cp == 0 && m.seq_len >= kContextParallelMinSeq);
+  if (o.engine == Engine::fsdp && fused != AttentionKernel::flash && may_have_cp)
+    return {{SparseLayout::none, AttentionKernel::standard},
+            {SparseLayout::none, fused},
+            {SparseLayout::none, AttentionKernel::flash}};
   return {{SparseLayout::none, AttentionKernel::standard}, {SparseLayout::none, fused}};
 }
 
@@ -141,6 +150,8 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
                      str(2 * *o.cp) + " load-balanced chunks, which do not divide the sequence length " +
                      str(m.seq_len) + "; expected 2·cp to divide " + str(m.seq_len));
   if (o.max_cp < 0) throw InputError("--max-cp: expected >= 1, got " + str(o.max_cp));
+  if (o.cp && o.max_cp > 0 && *o.cp > o.max_cp)
+    throw InputError("--cp: " + str(*o.cp) + " is above --max-cp " + str(o.max_cp) + "; expected one of them");
   if (o.ulysses && *o.ulysses < 1) throw InputError("--ulysses: expected >= 1, got " + str(*o.ulysses));
   if (o.ulysses && *o.ulysses > 1) {
     if (o.engine == Engine::megatron || o.engine == Engine::fsdp)
@@ -159,6 +170,39 @@ SearchSpace::SearchSpace(const Transformer& m, const Cluster& c, const SpaceOpti
                        " KV heads (the all-to-all scatters whole heads)");
   }
   if (o.max_ulysses < 0) throw InputError("--max-ulysses: expected >= 1, got " + str(o.max_ulysses));
+  if (o.ulysses && o.max_ulysses > 0 && *o.ulysses > o.max_ulysses)
+    throw InputError("--ulysses: " + str(*o.ulysses) + " is above --max-ulysses " + str(o.max_ulysses) +
+                     "; expected one of them");
+  // A pinned mode the engine cannot run on these devices (ztune's executor on
+  // GPUs: its rules with the cluster): said once, not as "no plan fits".
+  {
+    Plan probe;
+    probe.dp = 4;
+    probe.zero_stage = 3;
+    auto refuse = [&](const std::string& flag, const Plan& p) {
+      if (const auto rule = engine_violation(p, o.engine, c))
+        throw InputError(flag + ": " + std::string(engine_rule_text(*rule)));
+    };
+    if (o.cp && *o.cp > 1) {
+      Plan p = probe;
+      p.cp = *o.cp;
+      p.attention = AttentionKernel::flash;  // the kernel every engine's cp runs in (the space picks it)
+      refuse("--cp " + str(*o.cp), p);
+    }
+    if (o.ulysses && *o.ulysses > 1) {
+      Plan p = probe;
+      p.ulysses = *o.ulysses;
+      refuse("--ulysses " + str(*o.ulysses), p);
+    }
+    if (o.dp_shard) {
+      Plan p = probe;
+      p.dp_shard = 2;
+      refuse("--dp-shard " + str(*o.dp_shard), p);
+    }
+    Plan cp2 = probe;
+    cp2.cp = 2;
+    cpu_backend_modes_only_ = engine_violation(cp2, o.engine, c) == EngineRule::zt_cuda_context_parallel;
+  }
   if (o.dp_shard && *o.dp_shard < 2)
     throw InputError("--dp-shard: expected a shard group of 2 or more data-parallel ranks, got " + str(*o.dp_shard));
   if (o.dp_shard && o.zero_stage && *o.zero_stage != 3)
@@ -348,6 +392,7 @@ std::vector<int> SearchSpace::context_parallel_degrees(int rest) const {
     if (rest % *options_.cp != 0) return {};
     return {*options_.cp};
   }
+  if (cpu_backend_modes_only_) return {1};
   const int limit = options_.max_cp > 0                         ? options_.max_cp
                     : model_->seq_len >= kContextParallelMinSeq ? kContextParallelMaxDefault
                                                                 : 1;
@@ -367,7 +412,7 @@ std::vector<int> SearchSpace::ulysses_degrees(int tp, int rest) const {
     if (!fits(*options_.ulysses)) return {};
     return {*options_.ulysses};
   }
-  if (options_.engine == Engine::megatron || options_.engine == Engine::fsdp) return {1};
+  if (options_.engine == Engine::megatron || options_.engine == Engine::fsdp || cpu_backend_modes_only_) return {1};
   const int limit = options_.max_ulysses > 0                    ? options_.max_ulysses
                     : m.seq_len >= kContextParallelMinSeq ? kContextParallelMaxDefault
                                                                 : 1;
@@ -466,6 +511,7 @@ std::vector<int> SearchSpace::shard_group_sizes(const Layout& l) const {
     if (n >= 2 && n < group && group % n == 0) return {n};
     return {};
   }
+  if (cpu_backend_modes_only_) return {};
   const int gpn = std::max(1, cluster_->node.gpus);
   const int node_ranks = l.tp >= gpn ? 1 : gpn / l.tp;  // the weights' dp ranks on one node
   std::vector<int> out;

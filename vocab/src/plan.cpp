@@ -299,7 +299,7 @@ Plan plan_from_json(const nlohmann::json& doc, const std::string& file) {
   // Added with DeepSpeed-Ulysses (issue 19): absent means 1.
   if (r.has("ulysses")) p.ulysses = static_cast<int>(r.integer("ulysses", 1, kMaxDegree));
   // Added with hybrid sharding (issue 19 item 4): absent means all of dp × cp.
-  if (r.has("dp_shard")) p.dp_shard = static_cast<int>(r.integer("dp_shard", 1, kMaxDegree));
+  if (r.has("dp_shard")) p.dp_shard = static_cast<int>(r.integer("dp_shard", 2, kMaxDegree));
   p.virtual_stages = static_cast<int>(r.integer("virtual_stages", 1, kMaxVirtualStages));
   p.sequence_parallel = r.boolean("sequence_parallel");
   p.zero_stage = static_cast<int>(r.integer("zero_stage", 0, 3));

@@ -93,6 +93,11 @@ enum class EngineRule : std::uint8_t {
   fs_fp8_param_gather,     // torchtitan's float8 all-gather is not modelled
   ds_mics,                 // MiCS needs MiCS_Init, which Megatron-DeepSpeed does not build under
   ds_zeropp_model_parallel,  // ZeRO++'s hpZ/qgZ groups are consecutive world ranks: no tp or pp beside them
+  // ztune's executor on GPUs (its CUDA backend; executor_support.cpp unsupported_reason, the runner's check)
+  zt_cuda_context_parallel,  // no ring attention kernels: cp runs on the CPU backend only
+  zt_cuda_ulysses,           // no all-to-all in the NCCL communicator: Ulysses runs on the CPU backend only
+  zt_cuda_hybrid_sharding,   // ZeRO-3 in shard and replica groups is trained on the CPU backend only
+  zt_hybrid_offload,         // the executor's hybrid sharding keeps the states on the device
   count
 };
 
@@ -104,6 +109,11 @@ std::string_view engine_rule_key(EngineRule r);
 /// The first rule of `e` that `p` breaks, or nullopt. ztune runs everything
 /// check_plan() accepts except partitioned checkpoints. Allocation-free (the search calls it per plan).
 std::optional<EngineRule> engine_violation(const Plan& p, Engine e);
+/// The same on cluster `c`: ztune's executor runs some modes on its CPU
+/// backend only (context parallelism, Ulysses, hybrid sharding), so on GPUs
+/// the ztune engine refuses them, as `ztune run` would (issue 19's audit: the
+/// default engine ranked plans its CUDA backend refuses). Allocation-free.
+std::optional<EngineRule> engine_violation(const Plan& p, Engine e, const Cluster& c);
 /// Whether `e` would run `p` with Megatron's block method (its rules asked of
 /// `p` with one layer of each model chunk recomputed): the search and the fit
 /// hints offer the block method only there.

@@ -210,7 +210,11 @@ class SearchSpace {
   bool tp_comm_overlap_ = false;  // megatron on GPUs Transformer Engine runs on (supports_transformer_engine)
   bool cpu_checkpointing_ = false;  // deepspeed on GPUs: full recomputation's checkpoints on the device or the host
   bool optimizer16_ = false;  // the options pin 16-bit optimizer states (Plan::low_precision_optimizer)
-  bool pipelined_zero3_ = false;  // the engine runs ZeRO-3 under a pipeline (Plan::zero3_held_through_step)
+  bool pipelined_zero3_ = false;
+  /// ztune's engine on GPUs: its executor runs context parallelism, Ulysses
+  /// and hybrid sharding on the CPU backend only (engine_violation with the
+  /// cluster), so the space leaves them out.
+  bool cpu_backend_modes_only_ = false;  // the engine runs ZeRO-3 under a pipeline (Plan::zero3_held_through_step)
   /// What the engine's selective recomputation recomputes: torchtitan's
   /// op-level SAC for fsdp (its selective mode), the attention core elsewhere.
   SelectivePolicy selective_policy_ = SelectivePolicy::attention;
