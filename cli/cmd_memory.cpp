@@ -289,7 +289,7 @@ Command add_memory(CLI::App& root) {
   app->add_option("--cluster", f->cluster,
                   "Cluster (catalog name or JSON file): its GPUs' and nodes' capacities and which plans it can run");
   app->add_option("--seq", f->seq, "Override the model's sequence length (learned positions count)")
-      ->check(integer_in(1, 1 << 24, "a sequence length"));
+      ->check(integer_in(kSeqFlag));
   app->add_option("--precision", f->precision, "bf16, fp16, fp32, or all (mixed precision and fp32)")
       ->capture_default_str()
       ->check(CLI::IsMember({"all", "bf16", "fp16", "fp32"}));

@@ -21,6 +21,7 @@
 #include "search_progress.hpp"
 #include "ztune/vocab/durable_file.hpp"
 #include "ztune/vocab/executor_support.hpp"
+#include "ztune/tuner/pinned_degrees.hpp"
 #include "ztune/tuner/planning.hpp"
 #include "ztune/vocab/catalog.hpp"
 #include "ztune/vocab/hardware_profile.hpp"
@@ -86,27 +87,6 @@ struct SearchFlags {
 
 SearchRequest request_of(const SearchFlags& f) {
   return {"ztune search", f.input.cluster, f.input.model, f.input.nodes, f.input.seq, f.compile, f.profile};
-}
-
-// A pinned degree the model cannot take (--tp 3 on 32 heads, --pp past the
-// layers) is said as predict says it, by check_plan_shape's own rule, rather
-// than searched into "nothing fits even on N nodes".
-void check_pins(const SearchFlags& f, const Transformer& m) {
-  Plan p;
-  p.tp = std::max(1, f.tp);
-  p.pp = std::max(1, f.pp);
-  p.cp = std::max(1, f.cp);
-  p.ulysses = std::max(1, f.ulysses);
-  p.dp = 1;
-  p.micro_batch = 1;
-  p.grad_accum = 8 * p.pp;  // enough micro-batches for any schedule's rule
-  p.global_batch = p.grad_accum;
-  const auto why = check_plan_shape(p, m);
-  if (!why) return;
-  for (const char* field : {"tp", "pp", "cp", "ulysses"}) {
-    const std::string prefix = std::string("$.") + field + ": ";
-    if (why->starts_with(prefix)) throw InputError(std::string("--") + field + ": " + why->substr(prefix.size()));
-  }
 }
 
 SearchOptions to_options(const SearchFlags& f) {
@@ -185,7 +165,7 @@ int run_search_command(const SearchFlags& f) {
   refuse_output_over_input("--out", f.out, inputs);
   const Cluster catalog_cluster = f.input.load_cluster_or_throw();
   const Transformer model = f.input.load_model_or_throw();
-  check_pins(f, model);
+  if (auto why = pinned_degree_refusal(to_options(f).space, model)) throw InputError(*why);
   // The loop closes (issue 21): `--run` without --profile predicts with the
   // profile earlier runs and calibrations refined for this cluster, where one
   // is in the user's directory, and says so.
@@ -519,7 +499,7 @@ Command add_search(CLI::App& root) {
   auto* app = root.add_subcommand("search", "Search the plan space and rank the plans that fit (the default command)");
   auto f = std::make_shared<SearchFlags>();
   f->input.add_to(*app, true);
-  const CLI::Validator whole = integer_in(1, std::numeric_limits<int>::max(), "a whole number");
+  const CLI::Validator whole = integer_in(kWholeNumberFlag);
   app->add_option("--gpus", f->gpus, "Use exactly N devices (default: all)")->check(whole);
   app->add_option("--min-gpus", f->min_gpus, "Search every device count from N ...")->check(whole);
   app->add_option("--max-gpus", f->max_gpus, "... up to N")->check(whole);
@@ -528,7 +508,7 @@ Command add_search(CLI::App& root) {
                    "The engine that runs the plan: its space (what it can run) and its engine profile "
                    "(data/engines/: host costs, fusion, overlap) price every plan");
   app->add_option("--global-batch", f->global_batch, "Sequences per step (default: the model file's)")
-      ->check(integer_in(1, kMaxGlobalBatch, "a sequence count"));  // as a plan file holds it
+      ->check(integer_in(kGlobalBatchFlag));
   app->add_option("--precision", f->precision, "Pin the precision (default: every 16-bit one the GPU has)")
       ->check(CLI::IsMember(names_of(kPrecisionNames)));
   add_grad_reduce_dtype(*app, f->grad_reduce_dtype);  // every plan of the space states it
@@ -540,17 +520,17 @@ Command add_search(CLI::App& root) {
   app->add_option("--pp", f->pp, "Search only plans with this pipeline depth")
       ->check(integer_in(1, 1 << 20, "a pipeline depth"));
   app->add_option("--cp", f->cp, "Search only plans with this context-parallel degree")
-      ->check(integer_in(1, 1 << 20, "a context-parallel degree"));
+      ->check(integer_in(kCpFlag));
   app->add_option("--max-cp", f->max_cp,
                   "Largest context-parallel degree searched (default: up to 8 for sequences of 8192 tokens or "
                   "more, else none; 1: none)")
-      ->check(integer_in(1, 1 << 20, "a context-parallel degree"));
+      ->check(integer_in(kCpFlag));
   app->add_option("--ulysses", f->ulysses, "Search only plans with this DeepSpeed-Ulysses degree")
-      ->check(integer_in(1, 1 << 20, "a Ulysses degree"));
+      ->check(integer_in(kUlyssesFlag));
   app->add_option("--max-ulysses", f->max_ulysses,
                   "Largest DeepSpeed-Ulysses degree searched (deepspeed and ztune engines; default: up to 8 for "
                   "sequences of 8192 tokens or more, else none; 1: none)")
-      ->check(integer_in(1, 1 << 20, "a Ulysses degree"));
+      ->check(integer_in(kUlyssesFlag));
   app->add_option("--zero", f->zero, "Search only plans with this ZeRO stage")->check(integer_in(0, 3, "a ZeRO stage"));
   app->add_option("--recompute", f->recompute,
                   "Search only plans with this activation recomputation: none, selective (the engine's: the "
@@ -566,7 +546,7 @@ Command add_search(CLI::App& root) {
   app->add_option("--dp-shard", f->dp_shard,
                   "Search only hybrid-sharded ZeRO-3 plans with shard groups of this many data-parallel ranks "
                   "(default: the space tries one node's ranks and 2, 4, 8 nodes' where dp spans nodes)")
-      ->check(integer_in(1, 1 << 20, "a shard group size"));
+      ->check(integer_in(kDpShardFlag));
   app->add_flag("--onebit-adam", f->onebit_adam, "Also search 1-bit Adam (compressed gradients)");
   app->add_flag("--zeropp", f->zeropp, "Also search ZeRO++ (quantized ZeRO-3 communication)");
   app->add_option("--freeze-step", f->freeze_step,
@@ -587,13 +567,11 @@ Command add_search(CLI::App& root) {
       }()));
   app->add_option("--objective", f->objective, "Rank by throughput, time (days for --tokens) or cost")
       ->check(CLI::IsMember({"throughput", "time", "cost"}));
-  // Bounded so that days and cost stay finite numbers to rank by (a price of
-  // 1e306 overflowed every cost and ranked a slower plan first): 1e18 tokens is
-  // 60,000 times Llama 3's 15T, and no GPU-hour costs a billion.
+  // Bounded so that days and cost stay finite numbers to rank by (flag_ranges.hpp).
   app->add_option("--tokens", f->tokens, "Token budget for days and cost (default: the model file's)")
-      ->check(number_in(0, 1e18, "a token count", false));
+      ->check(number_in(kTokensFlag));
   app->add_option("--gpu-hour-price", f->gpu_hour_price, "Price of one GPU-hour (objective cost)")
-      ->check(number_in(0, 1e9, "a price", false));
+      ->check(number_in(kGpuHourPriceFlag));
   app->add_option("--top", f->top, "Plans to show")->check(whole)->capture_default_str();
   app->add_option("--simulate-top", f->simulate_top, "Plans to re-time with the simulator")
       ->capture_default_str()

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "ztune/vocab/flag_ranges.hpp"  // the ranges the planner shares
 #include "ztune/vocab/flag_values.hpp"  // kMaxThreads
 
 namespace ztune::cli {
@@ -33,6 +34,9 @@ CLI::Validator integer_in(long long lo, long long hi, const std::string& what);
 /// A finite number in [lo, hi] (above lo, not at it, unless `lo_allowed`); the
 /// message says "expected WHAT from LO to HI" ("above LO up to HI").
 CLI::Validator number_in(double lo, double hi, const std::string& what, bool lo_allowed = true);
+/// The same for a range the planner's form shares (vocab/flag_ranges.hpp).
+CLI::Validator integer_in(const IntegerRange& r);
+CLI::Validator number_in(const NumberRange& r);
 /// A path a file can be written at (vocab output_file_problem), checked when the
 /// flags are parsed: an output flag naming a directory fails before the work.
 extern const CLI::Validator WritableFile;

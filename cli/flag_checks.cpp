@@ -33,14 +33,16 @@ CLI::Validator integer_in(long long lo, long long hi, const std::string& what) {
                         "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
 }
 
+CLI::Validator integer_in(const IntegerRange& r) { return integer_in(r.lo, r.hi, r.what); }
+
 CLI::Validator number_in(double lo, double hi, const std::string& what, bool lo_allowed) {
-  char range[64];
-  std::snprintf(range, sizeof range, lo_allowed ? " from %g to %g" : " above %g up to %g", lo, hi);
   char name[64];
   std::snprintf(name, sizeof name, "NUMBER in %c%g, %g]", lo_allowed ? '[' : '(', lo, hi);
   return CLI::Validator(
-      [=](const std::string& v) { return finite_number_complaint(v, lo, lo_allowed, hi, what + range); }, name);
+      [=](const std::string& v) { return number_complaint(v, NumberRange{lo, hi, what.c_str(), lo_allowed}); }, name);
 }
+
+CLI::Validator number_in(const NumberRange& r) { return number_in(r.lo, r.hi, r.what, r.lo_allowed); }
 
 const CLI::Validator ThreadCount = integer_in(1, kMaxThreads, "a thread count");
 

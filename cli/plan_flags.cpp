@@ -46,17 +46,8 @@ void add_memory_headroom(CLI::App& app, double& pct) {
   app.add_option("--memory-headroom", pct,
                  "Percent of each GPU's memory to keep free: a plan fits only below capacity × (1 − PCT/100) "
                  "(default 0: the predicted CUDA runtime and fragmentation lines are the only reserve)")
-      ->check(CLI::Validator(
-          [](const std::string& v) -> std::string {
-            try {
-              std::size_t used = 0;
-              const double x = std::stod(v, &used);
-              if (used == v.size() && x >= 0 && x <= 50) return {};
-            } catch (const std::exception&) {
-            }
-            return "expected a percentage from 0 to 50, got \"" + v + "\"";
-          },
-          "PCT in [0, 50]"));
+      ->check(CLI::Validator([](const std::string& v) { return number_complaint(v, kMemoryHeadroomFlag); },
+                             "PCT in [0, 50]"));
 }
 
 void InputFlags::add_to(CLI::App& app, bool required) {
@@ -66,9 +57,7 @@ void InputFlags::add_to(CLI::App& app, bool required) {
   // The cluster file's own bound (ztune.cluster/1 "nodes"), so that nodes × GPUs fits an int.
   app.add_option("--nodes", nodes, "Override the cluster's node count")
       ->check(integer_in(1, kMaxClusterNodes, "a node count"));
-  // A model file's own bound on seq_len (ztune.model/1).
-  app.add_option("--seq", seq, "Override the model's sequence length")
-      ->check(integer_in(1, 1 << 24, "a sequence length"));
+  app.add_option("--seq", seq, "Override the model's sequence length")->check(integer_in(kSeqFlag));
 }
 
 Cluster InputFlags::load_cluster_or_throw() const {
@@ -110,7 +99,7 @@ void PlanFlags::add_to(CLI::App& app) {
   app.add_option("--micro-batch", micro_batch, "Sequences per micro-batch")
       ->check(integer_in(1, kMaxMicroBatch, "a micro-batch size"));
   app.add_option("--global-batch", global_batch, "Sequences per step (default: the model file's)")
-      ->check(integer_in(1, kMaxGlobalBatch, "a sequence count"));
+      ->check(integer_in(kGlobalBatchFlag));
   app.add_option("--recompute", recompute, "Activation recomputation")
       ->check(CLI::IsMember(names_of(kRecomputeNames)));
   app.add_option("--recompute-policy", recompute_policy,

@@ -4,9 +4,12 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
+#include <utility>
 
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QFontMetrics>
 #include <QFileDialog>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -20,6 +23,7 @@
 #include "palette.hpp"
 #include "ztune/gui/units.hpp"
 #include "ztune/vocab/catalog.hpp"
+#include "ztune/vocab/flag_ranges.hpp"
 
 namespace ztune::gui {
 namespace {
@@ -53,6 +57,82 @@ QWidget* with_browse(QWidget* field, QComboBox* combo, QLineEdit* line, const QS
   return row;
 }
 
+/// A number field that passes on what is typed, negative or past its flag's
+/// range, for resolve_inputs to refuse in the command line's words: a spin
+/// box's range drops the keystroke that would leave it ("60" in a headroom
+/// field up to 50 became 6, "-5" GPUs 5). Its range is the value type's, and 0,
+/// the flag not given, shows `unset` (a spin box's special text shows at its
+/// minimum only, now the type's lowest); the suffix is drawn here for the same
+/// reason, so that 0 reads "the model's", not "the model's B tokens".
+template <class Spin>
+class FormSpin : public Spin {
+ public:
+  using Value = std::remove_cvref_t<decltype(std::declval<Spin>().value())>;
+  FormSpin(QString unset, QString suffix, Value lowest, Value highest, Value widest)
+      : unset_(std::move(unset)), suffix_(std::move(suffix)), widest_(widest) {
+    this->setRange(lowest, highest);
+  }
+
+  // As wide as the unset text and `widest`, not as the type's limits: Qt sizes
+  // a spin box by the texts of its range (their first 18 characters), which
+  // had widened the dock past its frame. Its minimum leaves out the suffix,
+  // as Qt's does.
+  QSize sizeHint() const override { return narrowed(Spin::sizeHint(), true); }
+  QSize minimumSizeHint() const override { return narrowed(Spin::minimumSizeHint(), false); }
+
+ protected:
+  QString textFromValue(Value v) const override {
+    return v == 0 && !unset_.isEmpty() ? unset_ : Spin::textFromValue(v) + suffix_;
+  }
+  Value valueFromText(const QString& text) const override {
+    return is_unset(text) ? Value{0} : Spin::valueFromText(number_part(text));
+  }
+  QValidator::State validate(QString& text, int& pos) const override {
+    if (is_unset(text)) return QValidator::Acceptable;
+    QString number = number_part(text);
+    return Spin::validate(number, pos);
+  }
+
+ private:
+  QString number_part(const QString& text) const {
+    return !suffix_.isEmpty() && text.endsWith(suffix_) ? text.chopped(suffix_.size()) : text;
+  }
+  // The unset text, or a field emptied: no number is the flag not given.
+  bool is_unset(const QString& text) const {
+    return !unset_.isEmpty() && (text == unset_ || number_part(text).trimmed().isEmpty());
+  }
+  QSize narrowed(QSize size, bool with_suffix) const {
+    const QFontMetrics fm = this->fontMetrics();
+    auto width = [&fm](const QString& text) { return fm.horizontalAdvance(text + QLatin1Char(' ')); };
+    const int range = std::max(width(textFromValue(this->minimum()).left(18)),
+                               width(textFromValue(this->maximum()).left(18)));
+    const QString widest = Spin::textFromValue(widest_) + (with_suffix ? suffix_ : QString());
+    const int wanted = std::max(fm.horizontalAdvance(unset_), width(widest));
+    size.setWidth(size.width() - range + wanted);
+    return size;
+  }
+  QString unset_;
+  QString suffix_;
+  Value widest_;  // the widest value the field is sized for
+};
+
+/// An int field (count, degree) from the type's lowest to its highest, sized for `widest`.
+FormSpin<QSpinBox>* int_field(const QString& unset, int widest, const QString& suffix = {}) {
+  return new FormSpin<QSpinBox>(unset, suffix, std::numeric_limits<int>::lowest(), std::numeric_limits<int>::max(),
+                                widest);
+}
+
+/// A decimal field sized for `widest`; `limit` bounds it both ways where the
+/// value is scaled or rounded into a narrower type (a double past 2^63 has no
+/// std::int64_t).
+FormSpin<QDoubleSpinBox>* number_field(const QString& unset, const QString& suffix, int decimals, double widest,
+                                       double limit = std::numeric_limits<double>::max()) {
+  auto* f = new FormSpin<QDoubleSpinBox>(unset, suffix, -limit, limit, widest);
+  f->setDecimals(decimals);
+  f->setRange(-limit, limit);  // again: setDecimals rounds the range
+  return f;
+}
+
 }  // namespace
 
 InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
@@ -67,25 +147,17 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   model_->setToolTip(QStringLiteral("A catalog name, a ztune model JSON or a Hugging Face config.json"));
   profile_ = new QLineEdit;
   profile_->setPlaceholderText(QStringLiteral("default for the GPU"));
-  // The command line's limits (--gpus, --global-batch, --seq, --tokens), so a
-  // count the fit advice names (--gpus 8192000) can be typed here too.
-  gpus_ = new QSpinBox;
-  gpus_->setRange(0, std::numeric_limits<int>::max());
-  gpus_->setSpecialValueText(QStringLiteral("all of the cluster"));
-  global_batch_ = new QDoubleSpinBox;
-  global_batch_->setDecimals(0);
-  global_batch_->setRange(0, static_cast<double>(std::int64_t{1} << 40));
-  global_batch_->setSpecialValueText(QStringLiteral("the model's"));
-  global_batch_->setSuffix(QStringLiteral(" sequences"));
-  seq_ = new QSpinBox;
-  seq_->setRange(0, 1 << 24);
-  seq_->setSpecialValueText(QStringLiteral("the model's"));
-  seq_->setSuffix(QStringLiteral(" tokens"));
-  tokens_ = new QDoubleSpinBox;
-  tokens_->setRange(0, 1e9);  // billions: 1e18 tokens
-  tokens_->setDecimals(3);  // down to a million tokens: a small model's budget (--tokens takes any count)
-  tokens_->setSpecialValueText(QStringLiteral("the model's"));
-  tokens_->setSuffix(QStringLiteral(" B tokens"));
+  // No limits of their own: the command line's (--gpus, --global-batch, --seq,
+  // --tokens) are said by resolve_inputs, and a count the fit advice names
+  // (--gpus 8192000) can be typed here too.
+  gpus_ = int_field(QStringLiteral("all of the cluster"), kWholeNumberFlag.hi);
+  // Whole sequences up to 2^40 (kGlobalBatchFlag), beyond an int spin box.
+  global_batch_ = number_field(QStringLiteral("the model's"), QStringLiteral(" sequences"), 0,
+                               static_cast<double>(kGlobalBatchFlag.hi), 9.2e18);
+  seq_ = int_field(QStringLiteral("the model's"), kSeqFlag.hi, QStringLiteral(" tokens"));
+  // Billions: down to a million tokens, a small model's budget (--tokens takes any count).
+  tokens_ = number_field(QStringLiteral("the model's"), QStringLiteral(" B tokens"), 3, kTokensFlag.hi / 1e9,
+                         std::numeric_limits<double>::max() / 1e9);
   engine_ = new QComboBox;
   engine_->addItems({QStringLiteral("ztune"), QStringLiteral("deepspeed"), QStringLiteral("megatron"), QStringLiteral("fsdp")});
   attention_ = new QComboBox;
@@ -119,12 +191,8 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
       "keeps the weights in FP8 too (--fp8-param-gather: Megatron's distributed optimizer, ZeRO-1). Needs a GPU "
       "with FP8 tensor cores and the megatron or fsdp engine; no published FP8 run is among those ztune is "
       "fitted and judged on"));
-  headroom_ = new QDoubleSpinBox;
-  headroom_->setRange(0, 50);
-  headroom_->setDecimals(1);
+  headroom_ = number_field(QStringLiteral("none"), QStringLiteral(" % kept free"), 1, kMemoryHeadroomFlag.hi);
   headroom_->setSingleStep(1);
-  headroom_->setSuffix(QStringLiteral(" % kept free"));
-  headroom_->setSpecialValueText(QStringLiteral("none"));
   headroom_->setToolTip(QStringLiteral(
       "Percent of each GPU's memory to keep free: a plan fits only below capacity × (1 − headroom) "
       "(none: the predicted runtime and fragmentation lines are the only reserve)"));
@@ -132,11 +200,7 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   objective_->addItems({QStringLiteral("throughput"), QStringLiteral("time"), QStringLiteral("cost")});
   // The cost objective's price (`ztune search --gpu-hour-price`): without one,
   // cost is ranked and shown in GPU-hours.
-  price_ = new QDoubleSpinBox;
-  price_->setRange(0, 1e4);
-  price_->setDecimals(2);
-  price_->setSpecialValueText(QStringLiteral("none: GPU-hours"));
-  price_->setSuffix(QStringLiteral(" per GPU-hour"));
+  price_ = number_field(QStringLiteral("none: GPU-hours"), QStringLiteral(" per GPU-hour"), 2, 1e4);  // sized for its usual prices
   price_->setToolTip(QStringLiteral("Price of one GPU-hour, for the cost objective (--gpu-hour-price)"));
 
   const QString json = QStringLiteral("JSON files (*.json);;All files (*)");
@@ -160,15 +224,38 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   add_row(form, QStringLiteral("Optimi&zer states"), optimizer_, InputField::optimizer);
   add_row(form, QStringLiteral("FP&8 linear layers"), fp8_, InputField::fp8);
   add_row(form, QStringLiteral("Memory &headroom"), headroom_, InputField::memory_headroom);
-  max_cp_ = new QSpinBox;
-  max_cp_->setRange(0, 64);
-  max_cp_->setSpecialValueText(QStringLiteral("up to 8 from 8k tokens"));
+  // The modes of long sequences and of hybrid sharding, as `ztune search` pins
+  // and bounds them; what the model cannot take is said on the field.
+  cp_ = int_field(QStringLiteral("any"), kCpFlag.hi);
+  cp_->setToolTip(QStringLiteral(
+      "Search only plans of this context-parallel degree (--cp): the sequence split over cp ranks in 2·cp "
+      "load-balanced chunks, ring attention (Megatron-Core --context-parallel-size). any: every degree up to the "
+      "maximum below"));
+  add_row(form, QStringLiteral("Conte&xt parallel"), cp_, InputField::cp);
+  max_cp_ = int_field(QStringLiteral("up to 8 from 8k tokens"), kCpFlag.hi);
   max_cp_->setToolTip(QStringLiteral(
       "Largest context-parallel degree searched (--max-cp): the sequence split over cp ranks, ring attention. "
       "1: none"));
   add_row(form, QStringLiteral("Max &context parallel"), max_cp_, InputField::max_cp);
+  ulysses_ = int_field(QStringLiteral("any"), kUlyssesFlag.hi);
+  ulysses_->setToolTip(QStringLiteral(
+      "Search only plans of this DeepSpeed-Ulysses degree (--ulysses): the sequence split over ulysses ranks, an "
+      "all-to-all over the heads around attention (Megatron-DeepSpeed --ds-sequence-parallel-size; the deepspeed "
+      "and ztune engines). It divides the heads and the sequence, and does not combine with context parallelism"));
+  add_row(form, QStringLiteral("&Ulysses"), ulysses_, InputField::ulysses);
+  max_ulysses_ = int_field(QStringLiteral("up to 8 from 8k tokens"), kUlyssesFlag.hi);
+  max_ulysses_->setToolTip(QStringLiteral(
+      "Largest DeepSpeed-Ulysses degree searched (--max-ulysses; the deepspeed and ztune engines). 1: none"));
+  add_row(form, QStringLiteral("Max U&lysses"), max_ulysses_, InputField::max_ulysses);
+  dp_shard_ = int_field(QStringLiteral("any"), kDpShardFlag.hi, QStringLiteral(" ranks"));
+  dp_shard_->setToolTip(QStringLiteral(
+      "Search only hybrid-sharded ZeRO-3 plans, the states sharded within groups of this many data-parallel ranks "
+      "and replicated across them (--dp-shard: FSDP HYBRID_SHARD, torchtitan data_parallel_shard_degree, "
+      "DeepSpeed mics_shard_size); it divides the weights' data-parallel group (dp × cp × ulysses) in two or more. "
+      "any: the search tries one node's ranks and 2, 4, 8 nodes' where dp spans nodes, beside plain ZeRO"));
+  add_row(form, QStringLiteral("Hybrid &shard group"), dp_shard_, InputField::dp_shard);
   add_row(form, QStringLiteral("&Objective"), objective_, InputField::objective);
-  add_row(form, QStringLiteral("GPU-hour pr&ice"), price_, InputField::objective);
+  add_row(form, QStringLiteral("GPU-hour pr&ice"), price_, InputField::gpu_hour_price);
 
   search_ = new QPushButton(QStringLiteral("Search"));
   search_->setDefault(true);
@@ -215,7 +302,8 @@ InputPanel::InputPanel(QWidget* parent) : QWidget(parent) {
   connect(precision_, &QComboBox::currentTextChanged, this, later);
   connect(optimizer_, &QComboBox::currentIndexChanged, this, later);
   connect(fp8_, &QComboBox::currentTextChanged, this, later);
-  connect(max_cp_, &QSpinBox::valueChanged, this, later);
+  for (QSpinBox* mode : {cp_, max_cp_, ulysses_, max_ulysses_, dp_shard_})
+    connect(mode, &QSpinBox::valueChanged, this, later);
   connect(headroom_, &QDoubleSpinBox::valueChanged, this, later);
   // The objective ranks and the token budget sets the days: results searched
   // for other ones are stale too (they had stayed unmarked).
@@ -271,7 +359,11 @@ SearchInputs InputPanel::inputs() const {
   in.optimizer = optimizer_->currentData().toString();
   in.fp8 = fp8_->currentText();
   in.memory_headroom_pct = headroom_->value();
+  in.cp = cp_->value();
   in.max_cp = max_cp_->value();
+  in.ulysses = ulysses_->value();
+  in.max_ulysses = max_ulysses_->value();
+  in.dp_shard = dp_shard_->value();
   in.objective = objective_->currentText();
   in.gpu_hour_price = price_->value();
   return in;
@@ -293,7 +385,11 @@ void InputPanel::set_inputs(const SearchInputs& in) {
   // An unknown saved recipe (another version's) shows none rather than the last choice.
   fp8_->setCurrentIndex(std::max(0, fp8_->findText(in.fp8)));
   headroom_->setValue(in.memory_headroom_pct);
+  cp_->setValue(in.cp);
   max_cp_->setValue(in.max_cp);
+  ulysses_->setValue(in.ulysses);
+  max_ulysses_->setValue(in.max_ulysses);
+  dp_shard_->setValue(in.dp_shard);
   objective_->setCurrentText(in.objective);
   price_->setValue(in.gpu_hour_price);
 }

@@ -57,7 +57,11 @@ class InputPanel : public QWidget {
   QComboBox* optimizer_ = nullptr;  // kOptimizerChoices: label shown, key as item data
   QComboBox* fp8_ = nullptr;        // none | delayed | tensorwise (kFp8RecipeNames)
   QDoubleSpinBox* headroom_ = nullptr;
+  QSpinBox* cp_ = nullptr;
   QSpinBox* max_cp_ = nullptr;
+  QSpinBox* ulysses_ = nullptr;
+  QSpinBox* max_ulysses_ = nullptr;
+  QSpinBox* dp_shard_ = nullptr;  // hybrid sharding's group size
   QComboBox* objective_ = nullptr;
   QDoubleSpinBox* price_ = nullptr;  // GPU-hour price for the cost objective (0: GPU-hours)
   QPushButton* search_ = nullptr;

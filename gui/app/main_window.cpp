@@ -588,7 +588,11 @@ void MainWindow::restore_settings() {
     in.precision = s.value(QStringLiteral("inputs/precision"), in.precision).toString();
     in.optimizer = s.value(QStringLiteral("inputs/optimizer"), in.optimizer).toString();
     in.fp8 = s.value(QStringLiteral("inputs/fp8"), in.fp8).toString();
+    in.cp = s.value(QStringLiteral("inputs/cp"), 0).toInt();
     in.max_cp = s.value(QStringLiteral("inputs/max_cp"), 0).toInt();
+    in.ulysses = s.value(QStringLiteral("inputs/ulysses"), 0).toInt();
+    in.max_ulysses = s.value(QStringLiteral("inputs/max_ulysses"), 0).toInt();
+    in.dp_shard = s.value(QStringLiteral("inputs/dp_shard"), 0).toInt();
     in.memory_headroom_pct = s.value(QStringLiteral("inputs/memory_headroom_pct"), 0.0).toDouble();
     in.objective = s.value(QStringLiteral("inputs/objective"), in.objective).toString();
     in.gpu_hour_price = s.value(QStringLiteral("inputs/gpu_hour_price"), 0.0).toDouble();
@@ -616,7 +620,11 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     s.setValue(QStringLiteral("inputs/precision"), in.precision);
     s.setValue(QStringLiteral("inputs/optimizer"), in.optimizer);
     s.setValue(QStringLiteral("inputs/fp8"), in.fp8);
+    s.setValue(QStringLiteral("inputs/cp"), in.cp);
     s.setValue(QStringLiteral("inputs/max_cp"), in.max_cp);
+    s.setValue(QStringLiteral("inputs/ulysses"), in.ulysses);
+    s.setValue(QStringLiteral("inputs/max_ulysses"), in.max_ulysses);
+    s.setValue(QStringLiteral("inputs/dp_shard"), in.dp_shard);
     s.setValue(QStringLiteral("inputs/memory_headroom_pct"), in.memory_headroom_pct);
     s.setValue(QStringLiteral("inputs/objective"), in.objective);
     s.setValue(QStringLiteral("inputs/gpu_hour_price"), in.gpu_hour_price);

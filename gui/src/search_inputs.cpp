@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <exception>
 
+#include "ztune/vocab/flag_ranges.hpp"
 #include "ztune/vocab/input_error.hpp"
 #include "ztune/tuner/engine.hpp"
 #include "ztune/tuner/objective.hpp"
+#include "ztune/tuner/pinned_degrees.hpp"
 #include "ztune/tuner/search_space.hpp"
 
 namespace ztune::gui {
@@ -36,7 +38,8 @@ InputField field_of_message(const QString& message) {
     const char* prefix;
     InputField field;
   };
-  // Longest prefixes first ("--min-gpus" before "--gpus" is not needed: they differ at "--").
+  // A flag matches where its name ends ("--cp: ", "--cp 2: ", "--master-dtype/--moments-dtype: "), so
+  // that "--cp" is not "--cpu-checkpointing" nor "--seq" "--sequence-parallel".
   static constexpr Flag kFlags[] = {
       {"--cluster", InputField::cluster},   {"--nodes", InputField::cluster},
       {"--model", InputField::model},       {"--seq", InputField::seq},
@@ -45,19 +48,41 @@ InputField field_of_message(const QString& message) {
       {"--global-batch", InputField::global_batch}, {"--tokens", InputField::tokens},
       {"--engine", InputField::engine},     {"--objective", InputField::objective},
       {"--attention", InputField::attention}, {"--memory-headroom", InputField::memory_headroom},
-      {"--max-cp", InputField::max_cp}, {"--cp", InputField::max_cp},
+      {"--max-cp", InputField::max_cp}, {"--cp", InputField::cp},
+      {"--ulysses", InputField::ulysses}, {"--max-ulysses", InputField::max_ulysses},
+      {"--dp-shard", InputField::dp_shard}, {"--gpu-hour-price", InputField::gpu_hour_price},
       {"--precision", InputField::precision}, {"--master-dtype", InputField::optimizer},
       {"--moments-dtype", InputField::optimizer}, {"--param-remainders", InputField::optimizer},
-      {"--fp8", InputField::fp8},
+      {"--fp8", InputField::fp8}, {"--fp8-param-gather", InputField::fp8},
   };
-  for (const auto& f : kFlags)
-    if (message.startsWith(QLatin1String(f.prefix))) return f.field;
+  for (const auto& f : kFlags) {
+    const QLatin1String flag(f.prefix);
+    if (!message.startsWith(flag)) continue;
+    const QChar next = message.size() > flag.size() ? message.at(flag.size()) : QChar(u' ');
+    if (!next.isLetterOrNumber() && next != u'-') return f.field;
+  }
   return InputField::other;
 }
 
 InputResolution resolve_inputs(const SearchInputs& in) {
   InputResolution res;
   auto issue = [&res](InputField f, const QString& m) { res.issues.push_back({f, m}); };
+
+  // Each number as `ztune search` takes its flag; 0 where the form means the
+  // flag not given ("all of the cluster", "the model's", "any").
+  auto whole = [&issue](InputField field, const char* flag, long long v, const IntegerRange& range, bool zero_unset) {
+    if (zero_unset && v == 0) return;
+    const std::string why = integer_complaint(std::to_string(v), range);
+    if (!why.empty()) issue(field, QStringLiteral("%1: %2").arg(QLatin1String(flag), q(why)));
+  };
+  auto number = [&issue](InputField field, const char* flag, double v, const NumberRange& range, bool zero_unset) {
+    if (zero_unset && v == 0) return;
+    // As typed: "60", "-5", "2e+18" (15 digits: a form's numbers, without a double's last-digit noise).
+    const std::string why = number_complaint(QString::number(v, 'g', 15).toStdString(), range);
+    if (!why.empty()) issue(field, QStringLiteral("%1: %2").arg(QLatin1String(flag), q(why)));
+  };
+  whole(InputField::seq, "--seq", in.seq, kSeqFlag, true);
+  const bool seq_ok = res.issues.empty();
 
   ResolvedInputs r;
   bool have_cluster = false;
@@ -71,8 +96,7 @@ InputResolution resolve_inputs(const SearchInputs& in) {
   }
   try {
     if (in.model.trimmed().isEmpty()) throw InputError("--model: required (a catalog name or a file)");
-    if (in.seq < 0) throw InputError("--seq: expected > 0, got " + std::to_string(in.seq));
-    r.model = load_transformer(in.model.trimmed().toStdString(), in.seq);
+    r.model = load_transformer(in.model.trimmed().toStdString(), seq_ok ? in.seq : 0);  // a bad seq is said on its field
     have_model = true;
   } catch (const InputError& e) {
     issue(InputField::model, q(e.what()));
@@ -115,15 +139,19 @@ InputResolution resolve_inputs(const SearchInputs& in) {
   if (!objective)
     issue(InputField::objective,
           QStringLiteral("--objective: expected throughput, time or cost, got \"%1\"").arg(in.objective));
-  if (in.memory_headroom_pct < 0 || in.memory_headroom_pct > 50)
-    issue(InputField::memory_headroom,
-          QStringLiteral("--memory-headroom: expected a percentage in [0, 50], got %1").arg(in.memory_headroom_pct));
-  if (in.max_cp < 0)
-    issue(InputField::max_cp, QStringLiteral("--max-cp: expected >= 1 (or 0 for the default), got %1").arg(in.max_cp));
-  if (in.tokens < 0) issue(InputField::tokens, QStringLiteral("--tokens: expected >= 0, got %1").arg(in.tokens));
-  if (in.global_batch < 0)
-    issue(InputField::global_batch, QStringLiteral("--global-batch: expected > 0, got %1").arg(in.global_batch));
+  whole(InputField::gpus, "--gpus", in.gpus, kWholeNumberFlag, true);
+  whole(InputField::global_batch, "--global-batch", in.global_batch, kGlobalBatchFlag, true);
+  number(InputField::tokens, "--tokens", in.tokens, kTokensFlag, true);
+  number(InputField::memory_headroom, "--memory-headroom", in.memory_headroom_pct, kMemoryHeadroomFlag, false);
+  number(InputField::gpu_hour_price, "--gpu-hour-price", in.gpu_hour_price, kGpuHourPriceFlag, true);
+  whole(InputField::cp, "--cp", in.cp, kCpFlag, true);
+  whole(InputField::max_cp, "--max-cp", in.max_cp, kCpFlag, true);
+  whole(InputField::ulysses, "--ulysses", in.ulysses, kUlyssesFlag, true);
+  whole(InputField::max_ulysses, "--max-ulysses", in.max_ulysses, kUlyssesFlag, true);
+  whole(InputField::dp_shard, "--dp-shard", in.dp_shard, kDpShardFlag, true);
+  whole(InputField::other, "--top", in.top, kWholeNumberFlag, false);
 
+  // Mapped as `ztune search` maps its flags (cli/cmd_search.cpp to_options).
   SearchOptions& o = r.options;
   o.space.gpus = in.gpus;
   o.space.global_batch = in.global_batch;
@@ -149,16 +177,22 @@ InputResolution resolve_inputs(const SearchInputs& in) {
     o.space.fp8_param_gather = fp8->param_gather;
   }
   o.memory.gpu_headroom = in.memory_headroom_pct / 100.0;
-  o.space.max_cp = std::max(0, in.max_cp);
+  if (in.cp > 0) o.space.cp = in.cp;
+  o.space.max_cp = in.max_cp;
+  if (in.ulysses > 0) o.space.ulysses = in.ulysses;
+  o.space.max_ulysses = in.max_ulysses;
+  if (in.dp_shard > 0) o.space.dp_shard = in.dp_shard;
   if (objective) o.objective = *objective;
   o.tokens = in.tokens;
   o.gpu_hour_price = in.gpu_hour_price;
   set_planner_run_settings(o);
 
   // The space's own checks (GPU count, batch, precision, the optimizer states
-  // against the precision and the engine), as the search would make them.
+  // against the precision and the engine, the pinned modes), as `ztune search`
+  // makes them: its pins against the model first.
   if (have_cluster && have_model && res.issues.empty()) {
     try {
+      if (auto why = pinned_degree_refusal(o.space, r.model)) throw InputError(*why);
       const SearchSpace space(r.model, r.cluster, o.space);
       (void)space;
       if (auto why = fp8_library_refusal(o.space.fp8, r.profile.engine)) throw InputError("--fp8: " + *why);

@@ -2,7 +2,12 @@
 // plans in the same order; the history models pass QAbstractItemModelTester.
 #include <catch2/catch.hpp>
 
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
 #include <QAbstractItemModelTester>
+#include <QProcess>
 #include <QSignalSpy>
 #include <QFile>
 #include <QFileInfo>
@@ -180,4 +185,79 @@ TEST_CASE("the history view reads the database and never creates it", "[gui][his
   f.close();
   CHECK_THROWS_WITH(load_history(empty, 10), Catch::Contains("an empty file (0 bytes)"));
   CHECK(QFileInfo(empty).size() == 0);
+}
+
+TEST_CASE("a search pinned to a mode stores and reopens with its pins, its plans those of `ztune search`",
+          "[gui][history][modes]") {
+  QTemporaryDir dir;
+  const QString db_path = dir.filePath("results.db");
+  PlannerWorker w;
+  w.set_database(db_path);
+  QSignalSpy finished(&w, &PlannerWorker::searchFinished);
+  QSignalSpy stored_signal(&w, &PlannerWorker::searchStored);
+  SearchInputs in;
+  in.cluster = "dgx-a100-80gbx16";
+  in.model = "llama-7b";
+  in.seq = 8192;
+  in.top = 5;
+  QStringList flags;  // the same search on the command line
+  // What every plan must have, and that the reopened search asks again.
+  std::function<bool(const Plan&)> pinned;
+  std::function<bool(const SpaceOptions&)> asked;
+  SECTION("context parallelism") {
+    in.engine = "megatron";
+    in.cp = 2;
+    flags = {"--engine", "megatron", "--cp", "2"};
+    pinned = [](const Plan& p) { return p.cp == 2; };
+    asked = [](const SpaceOptions& o) { return o.cp == 2 && !o.ulysses; };
+  }
+  SECTION("Ulysses, with a bound on cp") {
+    in.engine = "deepspeed";
+    in.ulysses = 4;
+    in.max_cp = 1;
+    flags = {"--engine", "deepspeed", "--ulysses", "4", "--max-cp", "1"};
+    pinned = [](const Plan& p) { return p.ulysses == 4 && p.cp == 1; };
+    asked = [](const SpaceOptions& o) { return o.ulysses == 4 && o.max_cp == 1 && !o.cp; };
+  }
+  SECTION("hybrid sharding, with a bound on Ulysses") {
+    in.engine = "fsdp";
+    in.dp_shard = 8;
+    in.max_ulysses = 1;
+    flags = {"--engine", "fsdp", "--dp-shard", "8", "--max-ulysses", "1"};
+    pinned = [](const Plan& p) { return p.dp_shard == 8 && p.zero_stage == 3 && p.hybrid_sharded(); };
+    asked = [](const SpaceOptions& o) { return o.dp_shard == 8 && o.max_ulysses == 1; };
+  }
+  w.search(in);
+  REQUIRE(finished.size() == 1);
+  const auto original = finished.first().first().value<SearchOutcome>();
+  REQUIRE_FALSE(original.result.plans.empty());
+  for (const auto& c : original.result.plans) CHECK(pinned(c.plan));
+  CHECK(asked(original.inputs.options.space));
+
+  // The command line's best plans, in its order: the planner asked what `ztune search` asks.
+  QProcess cli;
+  cli.start(QStringLiteral(ZTUNE_BIN), QStringList{"search", "--no-db", "--json", "--top", "5", "--cluster",
+                                                   in.cluster, "--model", in.model, "--seq", "8192"} +
+                                           flags);
+  REQUIRE(cli.waitForFinished(120000));
+  INFO(QString::fromUtf8(cli.readAllStandardError()).toStdString());
+  REQUIRE(cli.exitCode() == 0);
+  const auto json = nlohmann::json::parse(cli.readAllStandardOutput().toStdString());
+  const auto& plans = json.at("plans");
+  REQUIRE(plans.size() == 5);
+  for (std::size_t i = 0; i < plans.size(); ++i)
+    CHECK(plan_from_json(plans[i].at("plan"), "ztune search --json").summary() ==
+          original.result.plans[i].plan.summary());
+
+  REQUIRE(stored_signal.size() == 1);
+  const auto id = stored_signal.first().at(0).toLongLong();
+  const auto stored = ResultsDb::open(db_path.toStdString()).search(id);
+  REQUIRE(stored.has_value());
+  const SearchOutcome reopened = outcome_from_stored_search(*stored);
+  CHECK(asked(reopened.inputs.options.space));
+  REQUIRE(reopened.result.plans.size() == static_cast<std::size_t>(in.top));
+  for (std::size_t i = 0; i < reopened.result.plans.size(); ++i) {
+    CHECK(pinned(reopened.result.plans[i].plan));
+    CHECK(reopened.result.plans[i].plan.summary() == original.result.plans[i].plan.summary());
+  }
 }

@@ -341,3 +341,30 @@ TEST_CASE("a search reopened from the database is stale beside any form", "[gui]
   doc.note_inputs(small_search());
   CHECK(doc.stale());
 }
+
+TEST_CASE("a shard group no layout's data-parallel group divides is said as ztune search says it", "[gui][document][modes]") {
+  // No device count of the search splits into a data-parallel group that 3
+  // ranks divide: known only once the layouts are enumerated, so, as on the
+  // command line, it comes as the search's "what would make a plan fit", not
+  // as a refusal of the input.
+  PlannerDocument doc;
+  doc.set_auto_simulate(false);
+  doc.set_auto_scaling(false);
+  QSignalSpy finished(&doc, &PlannerDocument::searchFinished);
+  SearchInputs in;
+  in.cluster = "dgx-a100-80gbx16";
+  in.model = "llama-7b";
+  in.engine = QStringLiteral("fsdp");
+  in.dp_shard = 3;
+  doc.start_search(in);
+  REQUIRE(finished.wait(60000));
+  REQUIRE(doc.outcome().has_value());
+  CHECK(doc.outcome()->result.feasible == 0);
+  bool shard = false, without = false;
+  for (const auto& h : doc.outcome()->fit_hints) {
+    shard |= h.change == "--dp-shard 3" && !h.fits && h.detail.starts_with("no layout of the devices searched");
+    without |= h.change == "without --dp-shard" && h.fits;
+  }
+  CHECK(shard);
+  CHECK(without);
+}

@@ -3,8 +3,13 @@
 // names the file, the JSON path (or flag) and what was expected.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+#include <functional>
+#include <vector>
+
 #include <QDir>
 #include <QFile>
+#include <QProcess>
 #include <QTemporaryDir>
 
 #include "ztune/gui/search_inputs.hpp"
@@ -264,4 +269,172 @@ TEST_CASE("the FP8 input reaches the search, GPUs and engines without FP8 are ma
   const InputIssue* fs = issue_for(resolve_inputs(in), InputField::fp8);
   REQUIRE(fs != nullptr);
   CHECK(fs->message.startsWith("--fp8-param-gather"));
+}
+
+namespace {
+
+// What `ztune search ARGS` refuses them with: its message after "ztune: error: "
+// ("" when it did not refuse them). The command line is the oracle: the form
+// must say what it says, never a message of its own.
+QString cli_error(const QStringList& args) {
+  QProcess p;
+  p.start(QStringLiteral(ZTUNE_BIN), QStringList{QStringLiteral("search"), QStringLiteral("--no-db")} + args);
+  REQUIRE(p.waitForFinished(120000));
+  const QString err = QString::fromUtf8(p.readAllStandardError());
+  const QString prefix = QStringLiteral("ztune: error: ");
+  const qsizetype at = err.indexOf(prefix);
+  return at < 0 ? QString() : err.mid(at + prefix.size()).section(QLatin1Char('\n'), 0, 0);
+}
+
+}  // namespace
+
+TEST_CASE("the mode inputs reach the search as ztune search maps --cp, --max-cp, --ulysses, --max-ulysses, --dp-shard",
+          "[gui][inputs][modes]") {
+  // Unset (0): nothing pinned, the search's default bounds.
+  const InputResolution defaults = resolve_inputs(SearchInputs{});
+  REQUIRE(defaults.ok());
+  const auto& plain = defaults.inputs->options.space;
+  CHECK_FALSE(plain.cp.has_value());
+  CHECK(plain.max_cp == 0);
+  CHECK_FALSE(plain.ulysses.has_value());
+  CHECK(plain.max_ulysses == 0);
+  CHECK_FALSE(plain.dp_shard.has_value());
+
+  SearchInputs in;
+  in.cluster = "dgx-a100-80gbx16";
+  in.model = "llama-7b";
+  in.seq = 8192;
+  in.engine = "megatron";
+  in.cp = 2;
+  in.max_cp = 4;
+  in.max_ulysses = 2;
+  const InputResolution cp = resolve_inputs(in);
+  REQUIRE(cp.ok());
+  REQUIRE(cp.inputs->options.space.cp.has_value());
+  CHECK(*cp.inputs->options.space.cp == 2);
+  CHECK(cp.inputs->options.space.max_cp == 4);
+  CHECK_FALSE(cp.inputs->options.space.ulysses.has_value());
+  CHECK(cp.inputs->options.space.max_ulysses == 2);
+
+  in = {};
+  in.cluster = "dgx-a100-80gbx16";
+  in.model = "llama-7b";
+  in.seq = 8192;
+  in.engine = "deepspeed";
+  in.ulysses = 4;
+  const InputResolution u = resolve_inputs(in);
+  REQUIRE(u.ok());
+  REQUIRE(u.inputs->options.space.ulysses.has_value());
+  CHECK(*u.inputs->options.space.ulysses == 4);
+  CHECK_FALSE(u.inputs->options.space.cp.has_value());
+
+  in.engine = "fsdp";
+  in.ulysses = 0;
+  in.dp_shard = 8;
+  const InputResolution hs = resolve_inputs(in);
+  REQUIRE(hs.ok());
+  REQUIRE(hs.inputs->options.space.dp_shard.has_value());
+  CHECK(*hs.inputs->options.space.dp_shard == 8);
+}
+
+TEST_CASE("a number past its flag's range, or a mode the model cannot take, is refused on its field in the "
+          "command line's words",
+          "[gui][inputs][modes][range]") {
+  struct Case {
+    const char* what;
+    std::function<void(SearchInputs&)> set;
+    QStringList flags;  // the same request to `ztune search`
+    InputField field;
+  };
+  const std::vector<Case> cases = {
+      {"headroom 60 %", [](SearchInputs& in) { in.memory_headroom_pct = 60; }, {"--memory-headroom", "60"},
+       InputField::memory_headroom},
+      {"headroom -1 %", [](SearchInputs& in) { in.memory_headroom_pct = -1; }, {"--memory-headroom", "-1"},
+       InputField::memory_headroom},
+      {"-5 GPUs", [](SearchInputs& in) { in.gpus = -5; }, {"--gpus", "-5"}, InputField::gpus},
+      {"a sequence past a model file's", [](SearchInputs& in) { in.seq = 99999999; }, {"--seq", "99999999"},
+       InputField::seq},
+      {"-3 tokens of sequence", [](SearchInputs& in) { in.seq = -3; }, {"--seq", "-3"}, InputField::seq},
+      {"a negative batch", [](SearchInputs& in) { in.global_batch = -1; }, {"--global-batch", "-1"},
+       InputField::global_batch},
+      {"a batch past a plan's", [](SearchInputs& in) { in.global_batch = (std::int64_t{1} << 40) + 1; },
+       {"--global-batch", "1099511627777"}, InputField::global_batch},
+      {"a negative token budget", [](SearchInputs& in) { in.tokens = -1e9; }, {"--tokens", "-1000000000"},
+       InputField::tokens},
+      {"a token budget past 1e18", [](SearchInputs& in) { in.tokens = 2e18; }, {"--tokens", "2e+18"},
+       InputField::tokens},
+      {"a negative price", [](SearchInputs& in) { in.gpu_hour_price = -1; }, {"--gpu-hour-price", "-1"},
+       InputField::gpu_hour_price},
+      {"a price past a billion", [](SearchInputs& in) { in.gpu_hour_price = 2e9; },
+       {"--gpu-hour-price", "2000000000"}, InputField::gpu_hour_price},
+      {"cp -1", [](SearchInputs& in) { in.cp = -1; }, {"--cp", "-1"}, InputField::cp},
+      {"cp past a plan's", [](SearchInputs& in) { in.cp = (1 << 20) + 1; }, {"--cp", "1048577"}, InputField::cp},
+      {"max cp -1", [](SearchInputs& in) { in.max_cp = -1; }, {"--max-cp", "-1"}, InputField::max_cp},
+      {"ulysses -2", [](SearchInputs& in) { in.ulysses = -2; }, {"--ulysses", "-2"}, InputField::ulysses},
+      {"max ulysses -1", [](SearchInputs& in) { in.max_ulysses = -1; }, {"--max-ulysses", "-1"},
+       InputField::max_ulysses},
+      {"dp shard -3", [](SearchInputs& in) { in.dp_shard = -3; }, {"--dp-shard", "-3"}, InputField::dp_shard},
+      {"top 0", [](SearchInputs& in) { in.top = 0; }, {"--top", "0"}, InputField::other},
+      // The modes against the model: 100b's 1024-token sequences and 64 heads, 40b's 48.
+      {"cp 3: 2·cp chunks do not divide 1024", [](SearchInputs& in) { in.cp = 3; }, {"--cp", "3"}, InputField::cp},
+      {"ulysses 3: does not divide 1024",
+       [](SearchInputs& in) {
+         in.engine = "deepspeed";
+         in.ulysses = 3;
+       },
+       {"--engine", "deepspeed", "--ulysses", "3"}, InputField::ulysses},
+      {"ulysses 32: does not divide 48 heads",
+       [](SearchInputs& in) {
+         in.model = "40b";
+         in.engine = "deepspeed";
+         in.ulysses = 32;
+       },
+       {"--model", "40b", "--engine", "deepspeed", "--ulysses", "32"}, InputField::ulysses},
+      {"ulysses with cp",
+       [](SearchInputs& in) {
+         in.engine = "deepspeed";
+         in.cp = 2;
+         in.ulysses = 2;
+       },
+       {"--engine", "deepspeed", "--cp", "2", "--ulysses", "2"}, InputField::ulysses},
+      {"ulysses under megatron",
+       [](SearchInputs& in) {
+         in.engine = "megatron";
+         in.ulysses = 2;
+       },
+       {"--engine", "megatron", "--ulysses", "2"}, InputField::ulysses},
+      {"a shard group of one rank",
+       [](SearchInputs& in) {
+         in.engine = "fsdp";
+         in.dp_shard = 1;
+       },
+       {"--engine", "fsdp", "--dp-shard", "1"}, InputField::dp_shard},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    SearchInputs in;  // dgx2x16, 100b
+    c.set(in);
+    QStringList flags{QStringLiteral("--cluster"), QStringLiteral("dgx2x16")};
+    if (!c.flags.contains(QStringLiteral("--model"))) flags << QStringLiteral("--model") << QStringLiteral("100b");
+    const QString expected = cli_error(flags + c.flags);
+    INFO("ztune search: " << expected.toStdString());
+    REQUIRE_FALSE(expected.isEmpty());
+    const InputResolution r = resolve_inputs(in);
+    CHECK_FALSE(r.ok());
+    const InputIssue* i = issue_for(r, c.field);
+    REQUIRE(i != nullptr);
+    CHECK(i->message.toStdString() == expected.toStdString());
+    CHECK(r.issues.size() == 1);  // said once, on its own field
+    CHECK(field_of_message(i->message) == c.field);
+  }
+}
+
+TEST_CASE("a message's flag ends where its name does", "[gui][inputs][modes]") {
+  CHECK(field_of_message("--cp: 3 context-parallel ranks") == InputField::cp);
+  CHECK(field_of_message("--cp 2: ztune's executor runs") == InputField::cp);
+  CHECK(field_of_message("--max-ulysses: expected") == InputField::max_ulysses);
+  CHECK(field_of_message("--dp-shard 1: ztune's executor") == InputField::dp_shard);
+  CHECK(field_of_message("--master-dtype/--moments-dtype: expected") == InputField::optimizer);
+  CHECK(field_of_message("--cpu-checkpointing: needs") == InputField::other);
+  CHECK(field_of_message("--sequence-parallel: needs") == InputField::other);
 }

@@ -1,6 +1,7 @@
 #include "ztune/vocab/flag_values.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <exception>
 
 namespace ztune {
@@ -24,6 +25,16 @@ std::string integer_complaint(const std::string& v, long long lo, long long hi, 
   } catch (const std::exception&) {  // not an integer, or beyond long long
   }
   return "expected " + what + " from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got \"" + v + "\"";
+}
+
+std::string integer_complaint(const std::string& v, const IntegerRange& r) {
+  return integer_complaint(v, r.lo, r.hi, r.what);
+}
+
+std::string number_complaint(const std::string& v, const NumberRange& r) {
+  char range[64];
+  std::snprintf(range, sizeof range, r.lo_allowed ? " from %g to %g" : " above %g up to %g", r.lo, r.hi);
+  return finite_number_complaint(v, r.lo, r.lo_allowed, r.hi, r.what + std::string(range));
 }
 
 }  // namespace ztune

@@ -23,7 +23,7 @@ namespace ztune::gui {
 
 enum class InputField : std::uint8_t {
   cluster, model, profile, gpus, global_batch, seq, tokens, engine, attention, precision, optimizer, fp8, memory_headroom,
-  max_cp, objective, other
+  cp, max_cp, ulysses, max_ulysses, dp_shard, objective, gpu_hour_price, other
 };
 
 struct InputIssue {
@@ -78,10 +78,16 @@ struct SearchInputs {
   QString fp8 = QStringLiteral("none");         // a key of kFp8Choices: every plan's FP8 linear layers (--fp8)
                                                 // and FP8 parameters (+params: --fp8-param-gather)
   double memory_headroom_pct = 0;               // % of each GPU's memory kept free (--memory-headroom)
+  int cp = 0;                                   // only plans of this context-parallel degree (--cp); 0 = any
   int max_cp = 0;                               // largest context-parallel degree (--max-cp); 0 = the search's
                                                 // default (up to 8 from 8k tokens), 1 = none
+  int ulysses = 0;                              // only plans of this DeepSpeed-Ulysses degree (--ulysses); 0 = any
+  int max_ulysses = 0;                          // largest Ulysses degree (--max-ulysses); 0 = the search's default
+                                                // (as max_cp's), 1 = none
+  int dp_shard = 0;                             // only hybrid-sharded ZeRO-3 plans with shard groups of this many
+                                                // data-parallel ranks (--dp-shard); 0 = any sharding
   QString objective = QStringLiteral("throughput");  // throughput | time | cost
-  double gpu_hour_price = 0;
+  double gpu_hour_price = 0;                    // --gpu-hour-price; 0 = none (cost in GPU-hours)
   int top = 50;                                 // plans stored with the search in the results database
                                                 // (the best; the table keeps every plan that fits)
 
@@ -113,7 +119,9 @@ struct InputResolution {
   [[nodiscard]] bool ok() const { return inputs.has_value(); }
 };
 
-/// Loads and checks the inputs. Never throws for bad input.
+/// Loads and checks the inputs. Never throws for bad input. A number is
+/// refused as `ztune search` refuses its flag (vocab/flag_ranges.hpp): the
+/// form passes what was typed, never a value it clamped to a range.
 InputResolution resolve_inputs(const SearchInputs& in);
 
 /// The field a library message concerns, from its leading flag ("--gpus: ..." → gpus).

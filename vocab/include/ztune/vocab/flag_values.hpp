@@ -21,4 +21,24 @@ inline constexpr int kMaxThreads = 1024;
 /// to HI, got "v"".
 [[nodiscard]] std::string integer_complaint(const std::string& v, long long lo, long long hi, const std::string& what);
 
+/// A whole-number flag's range and what its values are called in the message
+/// ("expected a sequence length from 1 to 16777216"). flag_ranges.hpp names
+/// those the command line and the planner's form share.
+struct IntegerRange {
+  long long lo, hi;
+  const char* what;
+};
+[[nodiscard]] std::string integer_complaint(const std::string& v, const IntegerRange& r);
+
+/// A decimal flag's range: from `lo` (only above it unless `lo_allowed`) up to
+/// `hi`, and what its values are called.
+struct NumberRange {
+  double lo, hi;
+  const char* what;
+  bool lo_allowed;
+};
+/// finite_number_complaint with the range said: "expected a percentage from 0
+/// to 50, got "60"", "expected a price above 0 up to 1e+09, got "-1"".
+[[nodiscard]] std::string number_complaint(const std::string& v, const NumberRange& r);
+
 }  // namespace ztune
