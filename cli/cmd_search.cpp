@@ -396,11 +396,17 @@ int run_search_command(const SearchFlags& f) {
     // An opt-in that adds nothing (--zeropp beside a pinned --dp-shard, which
     // it does not combine with) is said without --explain: it had been
     // dropped without a word.
-    for (const auto& [flag, added] : plans_added_by_options(model, cluster, o.space)) {
-      if (f.explain) std::cout << "  " << flag << " added " << added << " plans to the space of " << r.space << "\n";
-      else if (added == 0)
-        std::cout << "note: " << flag << " added no plan to the space: no plan the pins and the engine leave "
-                  << "takes it (--explain counts each option's plans)\n";
+    // Each count lays the space out again: without --explain only where a
+    // pinned mode (hybrid sharding, cp, Ulysses) may have left an opt-in nothing.
+    const bool mode_pinned = o.space.dp_shard || (o.space.cp && *o.space.cp > 1) ||
+                             (o.space.ulysses && *o.space.ulysses > 1);
+    if (!r.interrupted && (f.explain || mode_pinned)) {
+      for (const auto& [flag, added] : plans_added_by_options(model, cluster, o.space)) {
+        if (f.explain) std::cout << "  " << flag << " added " << added << " plans to the space of " << r.space << "\n";
+        else if (added == 0)
+          std::cout << "note: " << flag << " added no plan to the space: no plan the pins and the engine leave "
+                    << "takes it (--explain counts each option's plans)\n";
+      }
     }
   }
   // The result is printed and --out written before the search is stored, so

@@ -312,7 +312,8 @@ QString MainWindow::search_status(const SearchOutcome& out, bool storing) {
   QString msg = QStringLiteral("%1 plans, %2 fit, searched in %3")
                     .arg(format_count(static_cast<double>(r.space)), format_count(static_cast<double>(r.feasible)),
                          format_duration(r.elapsed_s));
-  if (r.interrupted) msg += QStringLiteral(" (cancelled: best so far)");
+  if (!r.ranked_whole_space()) msg += QStringLiteral(" (cancelled: best so far)");
+  else if (r.interrupted) msg += QStringLiteral(" (cancelled while simulating the best plans: the ranking is whole)");
   if (!out.cancelled_while.isEmpty()) msg += QStringLiteral(" (cancelled while %1: not shown)").arg(out.cancelled_while);
   if (r.plans.empty()) {
     msg = QStringLiteral("No plan fits. ");
@@ -468,7 +469,8 @@ void MainWindow::update_plan_count() {
   plan_count_->setText(none_fit ? none_text
                                 : plan_count_text(doc_.plans().matching(), doc_.plans().total(),
                                                   doc_.outcome() ? doc_.outcome()->result.feasible : 0,
-                                                  doc_.outcome() && doc_.outcome()->result.interrupted));
+                                                  // Cancelled while simulating the best: the ranking is whole.
+                                                  doc_.outcome() && !doc_.outcome()->result.ranked_whole_space()));
 }
 
 void MainWindow::compare_selected() {

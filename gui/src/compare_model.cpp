@@ -27,12 +27,13 @@ int better(int row) {
 
 CompareModel::CompareModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void CompareModel::set_plans(const QStringList& labels, std::vector<Candidate> plans, double tokens) {
+void CompareModel::set_plans(const QStringList& labels, std::vector<Candidate> plans, double tokens, int layers) {
   Q_ASSERT(labels.size() == static_cast<qsizetype>(plans.size()));
   beginResetModel();
   labels_ = labels;
   plans_ = std::move(plans);
   tokens_ = tokens;
+  layers_ = layers;
   endResetModel();
 }
 
@@ -65,7 +66,7 @@ QVariant CompareModel::text(int row, const Candidate& c) const {
   const auto& t = c.time();
   const auto& m = c.prediction.memory;
   switch (row) {
-    case layout: return layout_label(p);
+    case layout: return layout_label(p, layers_);
     case gpus: return p.gpus();
     case zero: return zero_label(p);
     case offload: return offload_label(p);

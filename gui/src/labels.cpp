@@ -62,7 +62,7 @@ QString time_part_label(std::size_t i) {
   return lookup(kTimeLabels, kTimePartNames[i]);
 }
 
-QString layout_label(const Plan& p) {
+QString layout_label(const Plan& p, int layers) {
   QString s = QStringLiteral("dp%1 · tp%2").arg(p.dp).arg(p.tp);
   if (p.cp > 1) s += QStringLiteral(" · cp%1").arg(p.cp);  // context parallelism
   if (p.ulysses > 1) s += QStringLiteral(" · u%1").arg(p.ulysses);  // DeepSpeed-Ulysses
@@ -75,7 +75,16 @@ QString layout_label(const Plan& p) {
     const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
     if (lo != v.end() && *lo != *hi) s += QStringLiteral(" · %1 %2-%3").arg(QLatin1String(what)).arg(*lo).arg(*hi);
   };
-  range("stages", p.stage_layers);
+  if (p.stage_layers.empty() && layers > 0 && p.pp > 1 && p.pp <= layers) {
+    // The balanced partition (stage_layer_count, the one rule) is uneven
+    // where pp does not divide the layers: every engine's plan says so, as a
+    // stated partition does (audit50gui M8: only Megatron's showed it).
+    std::vector<int> balanced;
+    for (int i = 0; i < p.pp; ++i) balanced.push_back(stage_layer_count(p, layers, i));
+    range("stages", balanced);
+  } else {
+    range("stages", p.stage_layers);
+  }
   range("chunks", p.chunk_layers);
   if (p.sequence_parallel) s += p.tp_comm_overlap ? QStringLiteral(" · SP+TP overlap") : QStringLiteral(" · SP");
   if (p.partition_activations) s += QStringLiteral(" · Pa");

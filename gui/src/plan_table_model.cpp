@@ -32,10 +32,11 @@ QString overflow_of(const Candidate& c) {
 PlanTableModel::PlanTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void PlanTableModel::set_plans(std::vector<Candidate> plans, double tokens, Objective objective,
-                               double gpu_hour_price) {
+                               double gpu_hour_price, int layers) {
   beginResetModel();
   plans_ = std::move(plans);
   tokens_ = tokens;
+  layers_ = layers;
   objective_ = objective;
   gpu_hour_price_ = gpu_hour_price;
   rebuild();
@@ -145,7 +146,7 @@ QVariant PlanTableModel::display(const Candidate& c, int rank_index, int column)
   switch (column) {
     case rank: return rank_index + 1;
     case gpus: return p.gpus();
-    case layout: return layout_label(p);
+    case layout: return layout_label(p, layers_);
     case zero: return zero_label(p);
     case offload: return offload_label(p);
     case batching: return batching_label(p);

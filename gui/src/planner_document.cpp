@@ -97,7 +97,8 @@ void PlannerDocument::show_outcome(SearchOutcome outcome) {
   // Nothing fits: the table shows the plans closest to fitting (their memory
   // marked as over), so there is something to select, compare and read.
   const auto& r = outcome_->result;
-  plans_.set_plans(r.plans.empty() ? r.closest : r.plans, r.tokens, r.objective, r.gpu_hour_price);
+  plans_.set_plans(r.plans.empty() ? r.closest : r.plans, r.tokens, r.objective, r.gpu_hour_price,
+                   outcome_->inputs.model.layers);
   set_compared({});
   scaling_.clear();
   if (!select(0)) {
@@ -177,7 +178,8 @@ void PlannerDocument::set_compared(const QList<int>& rows) {
   }
   compare_memory_.set_memory(labels, mem);
   compare_time_.set_times(labels, times);
-  compare_.set_plans(labels, std::move(plans), outcome_ ? outcome_->result.tokens : 0.0);
+  compare_.set_plans(labels, std::move(plans), outcome_ ? outcome_->result.tokens : 0.0,
+                     outcome_ ? outcome_->inputs.model.layers : 0);
   emit compareChanged();
 }
 

@@ -135,6 +135,27 @@ TEST_CASE("uneven stages and stated chunks show in the layout by their range", "
   CHECK(layouts.contains(QStringLiteral("dp4 · tp1 · pp2 · stages 1-3")));
 }
 
+TEST_CASE("balanced stages that pp does not divide show as uneven, for every engine's plan", "[gui][models][stages]") {
+  // 126 layers (Llama 3.1 405B) on 8 stages: 6 × 16 then 2 × 15 (stage_layer_count),
+  // which only a stated partition had shown; 32 on 4 are even and say nothing.
+  Plan p;
+  p.pp = 8;
+  p.dp = 2;
+  p.tp = 8;
+  CHECK(layout_label(p, 126) == QStringLiteral("dp2 · tp8 · pp8 · stages 15-16"));
+  CHECK(layout_label(p, 128) == QStringLiteral("dp2 · tp8 · pp8"));
+  CHECK(layout_label(p) == QStringLiteral("dp2 · tp8 · pp8"));  // the model unknown: as stated only
+  PlanTableModel model;
+  auto plans = four_plans();
+  plans[0].plan.pp = 3;
+  plans[0].plan.dp = 1;
+  model.set_plans(plans, 1e12, Objective::throughput, 0, 32);  // 32 layers on 3 stages: 11, 11, 10
+  bool seen = false;
+  for (int row = 0; row < model.rowCount(); ++row)
+    seen = seen || model.index(row, PlanTableModel::layout).data().toString().contains(QStringLiteral("pp3 · stages 10-11"));
+  CHECK(seen);
+}
+
 TEST_CASE("DeepSpeed-Ulysses shows in the layout, after tp, and sorts there", "[gui][models][ulysses]") {
   PlanTableModel model;
   auto plans = four_plans();

@@ -1082,3 +1082,32 @@ TEST_CASE("torchtitan's context parallelism is searched in flash attention on H1
     CHECK(k.plan.attention == AttentionKernel::flash);
   }
 }
+
+TEST_CASE("a stop while the best plans are simulated leaves the ranking whole", "[tuner][search]") {
+  // The oracle: the same search, not stopped. Stopped in its simulate pass,
+  // it is interrupted but counted every plan (the planner had said "found
+  // before the search was cancelled" of a complete ranking).
+  const Transformer m = load_transformer("gpt2-1.5b");
+  const Cluster c = load_cluster("dgx2");
+  const auto hw = default_profile_for(c);
+  SearchOptions o;
+  o.simulate_top = 3;
+  const auto whole = run_search(m, c, hw, o);
+  REQUIRE_FALSE(whole.interrupted);
+  CHECK(whole.ranked_whole_space());
+  std::atomic<bool> stop{false};
+  o.stop = &stop;
+  const auto r = run_search(m, c, hw, o, [&stop](const SearchProgress& p) {
+    if (p.phase == SearchPhase::simulate) stop = true;
+  });
+  REQUIRE(r.interrupted);
+  CHECK(r.ranked_whole_space());
+  CHECK(r.feasible == whole.feasible);
+  CHECK(r.evaluated == whole.evaluated);
+  // Stopped before ranking: not whole.
+  std::atomic<bool> early{true};
+  o.stop = &early;
+  const auto none = run_search(m, c, hw, o);
+  REQUIRE(none.interrupted);
+  CHECK_FALSE(none.ranked_whole_space());
+}

@@ -39,7 +39,8 @@ class CompareModel : public QAbstractTableModel {
   explicit CompareModel(QObject* parent = nullptr);
 
   /// `labels` name the columns ("#1", "#4", ...); `tokens` is the token budget for days.
-  void set_plans(const QStringList& labels, std::vector<Candidate> plans, double tokens);
+  /// `layers`: the model's, for uneven stages (layout_label).
+  void set_plans(const QStringList& labels, std::vector<Candidate> plans, double tokens, int layers = 0);
   [[nodiscard]] const std::vector<Candidate>& plans() const { return plans_; }
 
   int rowCount(const QModelIndex& parent = {}) const override;
@@ -55,6 +56,7 @@ class CompareModel : public QAbstractTableModel {
   QStringList labels_;
   std::vector<Candidate> plans_;
   double tokens_ = 0;
+  int layers_ = 0;
 };
 
 }  // namespace ztune::gui

@@ -19,8 +19,10 @@ QString mem_line_label(std::size_t i);
 QString time_part_label(std::size_t i);
 /// "dp16 · tp8 · pp2" (" · cp2" after tp with context parallelism, " · u4" with
 /// DeepSpeed-Ulysses; + " · v2" with
-/// virtual stages, " · SP" with sequence parallelism).
-QString layout_label(const Plan& p);
+/// virtual stages, " · SP" with sequence parallelism; " · stages 15-16" where
+/// the stages are uneven: stated ones, or with the model's `layers` given, the
+/// balanced partition of layers pp does not divide).
+QString layout_label(const Plan& p, int layers = 0);
 /// "—", "optimizer → CPU", "params → CPU", "opt → NVMe, params → CPU", "opt + params → NVMe".
 QString offload_label(const Plan& p);
 /// "2 × 8" (micro-batch × gradient accumulation steps).

@@ -59,8 +59,9 @@ class PlanTableModel : public QAbstractTableModel {
   /// and the filters. `tokens` is the search's token budget (for days to train).
   /// Under the cost objective the days column shows each plan's cost instead
   /// (GPU-hours, or at `gpu_hour_price` a GPU-hour), what the plans rank by.
+  /// `layers`: the model's, for the layout column's uneven stages (layout_label).
   void set_plans(std::vector<Candidate> plans, double tokens, Objective objective = Objective::throughput,
-                 double gpu_hour_price = 0);
+                 double gpu_hour_price = 0, int layers = 0);
   void clear();
   /// Every plan, in rank order (the "#" column is the position here + 1).
   [[nodiscard]] const std::vector<Candidate>& candidates() const { return plans_; }
@@ -111,6 +112,7 @@ class PlanTableModel : public QAbstractTableModel {
   std::vector<int> order_;  // indices into plans_ that pass the filters, in the table's order
   int fetched_ = 0;         // rows of order_ the views have (rowCount)
   double tokens_ = 0;
+  int layers_ = 0;  // the model's (layout_label)
   Objective objective_ = Objective::throughput;
   double gpu_hour_price_ = 0;
   int sort_column_ = rank;

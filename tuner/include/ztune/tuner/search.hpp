@@ -55,6 +55,9 @@ struct SearchResult {
   std::int64_t global_batch = 0;
 
   [[nodiscard]] const PassStats* pass(const std::string& name) const;
+  /// Every plan of the space was ranked: not interrupted, or interrupted only
+  /// while its best plans were simulated (their list and the counts are whole).
+  [[nodiscard]] bool ranked_whole_space() const;
 };
 
 /// Searches the space. Throws InputError for impossible constraints (a flag the
