@@ -164,6 +164,9 @@ void PlannerWorker::simulate(const ResolvedInputs& inputs, const Plan& plan, qui
   try {
     sim::SimOptions so;
     so.memory_samples = false;
+    // Cancelled (another plan selected, the window closed): a graph of millions
+    // of operations had kept the closed window's process alive for seconds.
+    so.stop = &stop_;
     // The simulator's own operation budget, as `ztune predict --simulate` and
     // the search build the graph: a smaller one grouped layers differently
     // and gave another time (0.2 % on 100b); the timeline merges what it cannot draw.
@@ -175,6 +178,8 @@ void PlannerWorker::simulate(const ResolvedInputs& inputs, const Plan& plan, qui
     out.time = sim::to_time_prediction(r, predict_time(inputs.model, plan, inputs.cluster, inputs.profile));
     out.timeline = timeline_from_simulation(r);
     emit simulationFinished(out);
+  } catch (const sim::SimulationStopped&) {
+    emit simulationFailed(tag, QStringLiteral("the simulation was cancelled"));
   } catch (const sim::GraphTooLarge& e) {
     // Its message is the command line's (it names --simulate): said in the planner's words.
     emit simulationFailed(tag, QStringLiteral("the plan is too large to simulate: %1; its analytical estimate stands")

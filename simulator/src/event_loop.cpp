@@ -70,7 +70,7 @@ struct ResourceState {
 
 class Engine {
  public:
-  explicit Engine(const OpGraph& g) : g_(g), n_(g.size()) {
+  Engine(const OpGraph& g, const std::atomic<bool>* stop) : g_(g), stop_(stop), n_(g.size()) {
     build_csr();
     resources_.resize(g.resources.size());
     for (std::size_t r = 0; r < resources_.size(); ++r) resources_[r].shared = shares_bandwidth(g.resources[r].kind);
@@ -87,6 +87,7 @@ class Engine {
     while (!events_.empty()) {
       const double t = events_.front().t;
       while (!events_.empty() && events_.front().t == t) {
+        if (++events_seen_ % kStopCheckEvery == 0) throw_if_stopped(stop_);
         std::pop_heap(events_.begin(), events_.end(), Later{});
         const Event ev = events_.back();
         events_.pop_back();
@@ -108,6 +109,8 @@ class Engine {
 
  private:
   const OpGraph& g_;
+  const std::atomic<bool>* stop_ = nullptr;  // run_event_loop's
+  std::size_t events_seen_ = 0;
   std::size_t n_;
   std::vector<std::uint32_t> offsets_;  // CSR successors
   std::vector<std::uint32_t> targets_;
@@ -230,7 +233,7 @@ class Engine {
 
 }  // namespace
 
-Timeline run_event_loop(const OpGraph& g) {
+Timeline run_event_loop(const OpGraph& g, const std::atomic<bool>* stop) {
   if (!g.finalized()) throw std::logic_error("simulator: run_event_loop needs a finalized graph (finalize_graph)");
   // Every time the event loop reaches is at most the sum of all durations (an
   // operation waits only for others to finish), so when that sum is finite the
@@ -251,7 +254,7 @@ Timeline run_event_loop(const OpGraph& g) {
   if (!std::isfinite(total))
     throw InputError("simulator: the operations' durations add up to more than a double holds: a bandwidth, peak or "
                      "efficiency in the cluster or profile is too small for a finite time");
-  Engine e(g);
+  Engine e(g, stop);
   return e.run();
 }
 

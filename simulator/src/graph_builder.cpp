@@ -164,6 +164,7 @@ class Builder {
 
   // Every operation goes through here: the graph stops at options_.op_limit.
   OpId add(const Op& op) {
+    if (g_.ops.size() % kStopCheckEvery == 0) throw_if_stopped(options_.stop);
     if (g_.ops.size() >= options_.op_limit)
       throw GraphTooLarge(plan_.summary(), "needs more than " + std::to_string(options_.op_limit) +
                                                " operations to simulate (" + std::to_string(microbatches_) +

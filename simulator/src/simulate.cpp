@@ -25,12 +25,20 @@ SimResult simulate(const Transformer& m, const Plan& p, const Cluster& c, const 
     throw GraphTooLarge(p.summary(), *why);
   if (const auto v = oversubscribed_view(p, c)) return simulate(m, p, *v, hw, options);
   const ModelCostSource costs(m, p, c, hw);
-  return simulate_graph(build_iteration_graph(m.layers, p, placement_of(p, c), costs, options.build),
-                        ResultOptions{options.memory_samples, options.all_stage_breakdowns});
+  BuildOptions build = options.build;
+  build.stop = options.stop;
+  return simulate_graph(build_iteration_graph(m.layers, p, placement_of(p, c), costs, build),
+                        ResultOptions{options.memory_samples, options.all_stage_breakdowns, options.stop});
 }
 
 TimePrediction simulate_time(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw) {
+  return simulate_time_until(m, p, c, hw, nullptr);
+}
+
+TimePrediction simulate_time_until(const Transformer& m, const Plan& p, const Cluster& c, const HardwareProfile& hw,
+                                   const std::atomic<bool>* stop) {
   SimOptions o;
+  o.stop = stop;
   o.memory_samples = false;
   o.all_stage_breakdowns = false;
   return to_time_prediction(simulate(m, p, c, hw, o), predict_time(m, p, c, hw));

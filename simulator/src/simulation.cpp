@@ -8,7 +8,7 @@ SimResult simulate_graph(OpGraph g, const ResultOptions& options) {
   SimResult r;
   r.graph = std::move(g);
   if (!r.graph.finalized()) finalize_graph(r.graph);
-  r.timeline = run_event_loop(r.graph);
+  r.timeline = run_event_loop(r.graph, options.stop);
   r.iteration_s = r.timeline.iteration_s;
   r.pacing_stage = pacing_stage(r.graph, r.timeline);
   r.stages = stage_breakdowns(r.graph, r.timeline, options.all_stage_breakdowns ? -1 : r.pacing_stage);

@@ -194,3 +194,27 @@ TEST_CASE("a cancel after the search, while it is explained, is said and drops t
   CHECK_FALSE(whole.fit_hints.empty());
   CHECK(whole.cancelled_while.isEmpty());
 }
+
+TEST_CASE("a cancelled simulation of the selected plan stops at once and says so", "[gui][worker]") {
+  // The window's close and a newly selected plan cancel it: a graph of
+  // millions of operations had kept a closed window's process for seconds.
+  PlannerWorker w;
+  QSignalSpy searched(&w, &PlannerWorker::searchFinished);
+  w.search(small_search());
+  REQUIRE(searched.size() == 1);
+  const auto outcome = searched.first().first().value<SearchOutcome>();
+  REQUIRE_FALSE(outcome.result.plans.empty());
+  const Plan p = outcome.result.plans.front().plan;
+  const auto& in = outcome;
+  QSignalSpy finished(&w, &PlannerWorker::simulationFinished);
+  QSignalSpy failed(&w, &PlannerWorker::simulationFailed);
+  w.cancel();
+  w.simulate(in.inputs, p, 5);
+  CHECK(finished.isEmpty());
+  REQUIRE(failed.size() == 1);
+  CHECK(failed.first().at(0).toULongLong() == 5);
+  CHECK(failed.first().at(1).toString().contains("cancelled"));
+  w.rearm();  // re-armed, it simulates
+  w.simulate(in.inputs, p, 6);
+  CHECK(finished.size() == 1);
+}

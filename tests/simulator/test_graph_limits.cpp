@@ -4,6 +4,7 @@
 // (a pipeline of 8 stages × 31 chunks × 32,768 micro-batches ran out of memory).
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <string>
 #include <tuple>
 
@@ -67,4 +68,22 @@ TEST_CASE("the graph stops at its operation limit while it is built - with the r
                       Contains("needs more than 100 operations to simulate (8 micro-batches through 4 model chunks)"));
   o.op_limit = whole.size();  // exactly enough
   CHECK(build_iteration_graph(16, p, single_node_placement(p), two_pass_layers(), o).size() == whole.size());
+}
+
+TEST_CASE("a stop request ends the building and the event loop with SimulationStopped", "[simulator][limits]") {
+  // A pipeline of 4 stages × 20,000 micro-batches: 160,000 compute operations,
+  // past kStopCheckEvery, so both the builder and the loop reach a check.
+  const Plan p = pipeline_plan(4, 20000);
+  std::atomic<bool> stop{true};
+  BuildOptions o;
+  o.stop = &stop;
+  CHECK_THROWS_AS(build_iteration_graph(16, p, single_node_placement(p), two_pass_layers(), o), SimulationStopped);
+  stop = false;  // built whole, then stopped in the loop
+  OpGraph g = build_iteration_graph(16, p, single_node_placement(p), two_pass_layers(), o);
+  REQUIRE(g.size() > 2 * kStopCheckEvery);
+  stop = true;
+  CHECK_THROWS_AS(run_event_loop(g, &stop), SimulationStopped);
+  // Not stopped, the same graph runs to its end.
+  stop = false;
+  CHECK(run_event_loop(g, &stop).iteration_s > 0);
 }

@@ -14,7 +14,7 @@ void simulate_candidate(Candidate& cand, const Transformer& m, const Cluster& c,
                         const SearchOptions& o, double tokens) {
   // simulate_time(): the analytical prediction with the simulated iteration
   // time and breakdown, throughput and MFU rescaled to it.
-  cand.simulated = sim::simulate_time(m, cand.plan, c, hw);
+  cand.simulated = sim::simulate_time_until(m, cand.plan, c, hw, o.stop);
   // The simulator times the compression phase too; the warm-up share is the model's.
   cand.objective = objective_value(o.objective, run_averaged(*cand.simulated, onebit_run_factor(m, cand.plan, c, hw)),
                                    cand.plan.gpus(), tokens, o.gpu_hour_price);
@@ -49,6 +49,8 @@ void simulate_top(const Transformer& m, const Cluster& c, const HardwareProfile&
     } catch (const sim::GraphTooLarge& e) {
       keep_analytical(e.reason());
       break;
+    } catch (const sim::SimulationStopped&) {
+      break;  // a stop inside a large plan's simulation: it keeps its analytical time
     }
     if (simulated) simulated(static_cast<std::int64_t>(done + 1), static_cast<std::int64_t>(k));
   }

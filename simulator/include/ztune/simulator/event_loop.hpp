@@ -24,6 +24,7 @@ struct Timeline {
 /// InputError when a duration is not a finite number >= 0 or the durations add
 /// up to more than a double holds (a cluster or profile figure such as 5e-324),
 /// which would otherwise never finish.
-[[nodiscard]] Timeline run_event_loop(const OpGraph& g);
+/// `stop`: checked every kStopCheckEvery events (SimulationStopped).
+[[nodiscard]] Timeline run_event_loop(const OpGraph& g, const std::atomic<bool>* stop = nullptr);
 
 }  // namespace ztune::sim

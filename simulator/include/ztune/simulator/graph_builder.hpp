@@ -57,6 +57,8 @@ struct BuildOptions {
   // The most operations built at all: past it build_iteration_graph throws
   // GraphTooLarge rather than grow the graph without bound.
   std::size_t op_limit = kMaxSimulatedOps;
+  // A stop request, checked every kStopCheckEvery operations (SimulationStopped).
+  const std::atomic<bool>* stop = nullptr;
   // CPU-Adam sub-groups (DeepSpeed's sub_group_size, 1e9 elements), which let
   // NVMe and PCIe transfers of one sub-group overlap the update of another.
   double host_subgroup_params = 1e9;

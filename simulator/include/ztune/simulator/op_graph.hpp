@@ -9,10 +9,12 @@
 // vertex properties (ops[v]). A 1T-parameter interleaved iteration has ~80k
 // operations: an adjacency_list allocates per vertex and alone took longer
 // than the whole 20 ms simulation budget; the CSR graph is two arrays.
+#include <atomic>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include <boost/graph/compressed_sparse_row_graph.hpp>
@@ -21,6 +23,19 @@
 #include "ztune/simulator/resource.hpp"
 
 namespace ztune::sim {
+
+/// A stop request reached the simulation (SimOptions::stop): the builder and
+/// the event loop check it every kStopCheckEvery operations, so that a large
+/// graph (millions of operations, seconds) ends at once.
+struct SimulationStopped : std::runtime_error {
+  SimulationStopped() : std::runtime_error("the simulation was stopped") {}
+};
+inline constexpr std::size_t kStopCheckEvery = 65536;
+/// Throws SimulationStopped when `stop` is set (null: never).
+inline void throw_if_stopped(const std::atomic<bool>* stop) {
+  if (stop != nullptr && stop->load(std::memory_order_relaxed)) throw SimulationStopped();
+}
+
 
 using OpDag = boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, boost::no_property,
                                                  boost::no_property, std::uint32_t, std::uint32_t>;

@@ -19,6 +19,10 @@ struct SimOptions {
   BuildOptions build;
   bool memory_samples = true;        // keep each stage's memory-over-time samples (for plots)
   bool all_stage_breakdowns = true;  // every stage's breakdown, not only the pacing stage's
+  /// A stop request: the graph's building and the event loop check it and
+  /// throw SimulationStopped (the planner's Cancel and window close, Ctrl-C
+  /// in the search's simulate pass). Null: never stopped.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 /// The most micro-batches per step the simulator builds a graph for. Its
@@ -47,5 +51,9 @@ inline constexpr std::int64_t kMaxSimulatedMicrobatches = 65536;
 /// drop-in for `--simulate` (ValidationOptions::time, ztune predict).
 [[nodiscard]] TimePrediction simulate_time(const Transformer& m, const Plan& p, const Cluster& c,
                                            const HardwareProfile& hw);
+/// The same, ended by `stop` as SimOptions::stop is (SimulationStopped): the
+/// search's simulate pass, which Ctrl-C stops.
+[[nodiscard]] TimePrediction simulate_time_until(const Transformer& m, const Plan& p, const Cluster& c,
+                                                 const HardwareProfile& hw, const std::atomic<bool>* stop);
 
 }  // namespace ztune::sim

@@ -31,6 +31,7 @@ struct SimResult {
 struct ResultOptions {
   bool memory_samples = true;         // keep each stage's memory-over-time samples (for plots)
   bool all_stage_breakdowns = true;   // every stage's breakdown, not only the pacing stage's
+  const std::atomic<bool>* stop = nullptr;  // checked by the event loop (SimulationStopped)
 };
 
 /// Runs the event loop on `g` (finalized here if it is not yet) and derives
