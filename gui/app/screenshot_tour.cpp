@@ -47,14 +47,16 @@ void once(Sender* src, Signal signal, QObject* ctx, F f) {
 }  // namespace
 
 void MainWindow::report_sideways_scroll() const {
-  auto say = [](const char* what, const QScrollBar* bar) {
+  // A table scrolled per item counts its scroll bar in columns, a scroll area in pixels.
+  auto say = [](const char* what, const QScrollBar* bar, const char* unit) {
     if (bar != nullptr && bar->maximum() > 0)
-      std::fprintf(stderr, "ztune-planner: warning: %s scrolls sideways by %d px\n", what, bar->maximum());
+      std::fprintf(stderr, "ztune-planner: warning: %s scrolls sideways by %d %s\n", what, bar->maximum(), unit);
   };
-  say("the plan table", table_->horizontalScrollBar());
+  say("the plan table", table_->horizontalScrollBar(),
+      table_->horizontalScrollMode() == QAbstractItemView::ScrollPerItem ? "columns" : "px");
   const auto* dock = findChild<QDockWidget*>(QStringLiteral("inputs"));
   const auto* inputs = dock == nullptr ? nullptr : qobject_cast<const QScrollArea*>(dock->widget());
-  say("the input panel", inputs == nullptr ? nullptr : inputs->horizontalScrollBar());
+  say("the input panel", inputs == nullptr ? nullptr : inputs->horizontalScrollBar(), "px");
 }
 
 bool MainWindow::save_picture(QWidget* w, const QString& path) {
