@@ -221,7 +221,14 @@ nlohmann::json prediction_json(const PredictInputs& in, const Prediction& pr, in
   for (int i = 0; i < n; ++i) overflow.push_back(kMemLineNames[static_cast<std::size_t>(lines[i])]);
   nlohmann::json breakdown;
   for (std::size_t i = 0; i < kTimePartNames.size(); ++i) breakdown[kTimePartNames[i]] = tp.parts[i];
+  // The plan as fields, as search --json and plan files hold it, and its
+  // stages resolved (a balanced partition is not written in the plan): a
+  // reader had to parse the summary for cp, ulysses, dp_shard and the stages.
+  nlohmann::json stages = nlohmann::json::array();
+  for (int i = 0; i < in.plan.pp; ++i) stages.push_back(stage_layer_count(in.plan, in.model.layers, i));
   return {{"plan", in.plan.summary()},
+          {"plan_fields", plan_to_json(in.plan)},
+          {"stage_layers", stages},
           {"model", in.model.name},
           {"model_params", static_cast<std::int64_t>(std::llround(in.model.total_params()))},
           {"seq_len", in.model.seq_len},

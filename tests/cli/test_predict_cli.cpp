@@ -49,6 +49,22 @@ TEST_CASE("predict --json has every key of the contract and its parts sum", "[cl
   CHECK(j.at("model") == "100b");
   CHECK(j.at("model_params").get<double>() == l * (12 * h * h + 13 * h) + v * h + s * h + 2 * h);
   CHECK(j.at("seq_len") == 1024);
+  // The plan as fields (what the flags asked), and the stages resolved: 125 layers on one stage.
+  CHECK(j.at("plan_fields").at("tp") == 16);
+  CHECK(j.at("plan_fields").at("zero_stage") == 2);
+  CHECK(j.at("stage_layers") == nlohmann::json::array({125}));
+}
+
+TEST_CASE("predict --json gives uneven balanced stages and the modes as fields", "[cli][predict][stages]") {
+  // 32 layers on 5 stages: 7, 7, 6, 6, 6 (the first 32 mod 5 stages one more); cp as a field.
+  auto r = run_command(ztune_bin() +
+                       " predict --cluster dgx-h100x4 --model llama-7b --engine megatron --tp 2 --pp 5 --dp 1 --cp 2"
+                       " --seq 8192 --attention flash --micro-batch 1 --global-batch 10 --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.at("stage_layers") == nlohmann::json::array({7, 7, 6, 6, 6}));
+  CHECK(j.at("plan_fields").at("cp") == 2);
+  CHECK_FALSE(j.at("plan_fields").contains("stage_layers"));  // balanced: not stated
 }
 
 TEST_CASE("predict prints readable tables", "[cli][predict]") {
