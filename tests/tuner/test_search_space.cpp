@@ -1032,3 +1032,44 @@ TEST_CASE("search without sequence parallelism or TP overlap: the unpinned space
     CHECK(overlapped == (e == Engine::megatron ? sp : 0));
   }
 }
+
+TEST_CASE("FSDP's hybrid sharding with CPU offload is in the fsdp engine's space, and only there",
+          "[tuner][space][hsdp]") {
+  // HYBRID_SHARD with CPUOffload (parameters and optimizer on the host): the
+  // fsdp engine runs it; ztune's executor keeps hybrid-sharded states on the
+  // device (engine rule zt_hybrid_offload), the other engines have no hybrid.
+  const Transformer m = load_transformer("llama-70b");
+  Cluster c = load_cluster("dgx-h100x4");  // 32 H100 on 4 nodes
+  SpaceOptions o;
+  o.engine = Engine::fsdp;
+  o.dp_shard = 8;
+  o.global_batch = 64;
+  const SearchSpace s(m, c, o);
+  std::int64_t n = 0, offloaded = 0;
+  for (const auto& l : s.layouts()) {
+    if (l.rejected != LayoutRule::none) continue;
+    std::int64_t in_layout = 0;
+    s.for_each_plan(l, [&](const Plan& p) {
+      ++n;
+      ++in_layout;
+      CHECK(p.dp_shard == 8);
+      CHECK_FALSE(check_plan(p, m, c).has_value());
+      if (p.offload_optimizer != OffloadTarget::none) {
+        ++offloaded;
+        CHECK(p.offload_params == OffloadTarget::cpu);  // FSDP moves both
+        CHECK_FALSE(engine_violation(p, Engine::fsdp, c).has_value());
+        CHECK(engine_violation(p, Engine::ztune, c).has_value());
+      }
+    });
+    CHECK(in_layout == l.plans);  // counted as enumerated
+  }
+  CHECK(n > 0);
+  CHECK(offloaded > 0);
+  // The ztune engine's space on CPUs has hybrid sharding, never with offload.
+  c.device_kind = DeviceKind::cpu;
+  o.engine = Engine::ztune;
+  const SearchSpace z(m, c, o);
+  for (const auto& l : z.layouts())
+    if (l.rejected == LayoutRule::none)
+      z.for_each_plan(l, [&](const Plan& p) { CHECK(p.offload_optimizer == OffloadTarget::none); });
+}

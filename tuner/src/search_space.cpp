@@ -534,7 +534,7 @@ std::vector<StateChoice> SearchSpace::all_states(const Layout& l) const {
   };
   std::vector<StateChoice> out;
   out.push_back({0, OffloadTarget::none, OffloadTarget::none, false, false});
-  // Hybrid sharding: ZeRO-3 without offload, ZeRO++ or 1-bit Adam, in shard
+  // Hybrid sharding: ZeRO-3 without ZeRO++ or 1-bit Adam (offload only with FSDP, below), in shard
   // groups of shard_group_sizes (the plain ZeRO-3 choices are kept beside).
   const std::vector<int> shards = l.pp == 1 || pipelined_zero3_ ? shard_group_sizes(l) : std::vector<int>{};
   // Under a pipeline: ZeRO 0/1, and 3 held through the step where the engine
@@ -575,7 +575,15 @@ std::vector<StateChoice> SearchSpace::all_states(const Layout& l) const {
         if (partitioned || opt != OffloadTarget::none || par != OffloadTarget::none || (wanted(3) && !zpp))
           out.push_back({3, opt, par, false, zpp});
   }
-  for (int n : shards) out.push_back({3, OffloadTarget::none, OffloadTarget::none, false, false, n});
+  for (int n : shards) {
+    out.push_back({3, OffloadTarget::none, OffloadTarget::none, false, false, n});
+    // FSDP's HYBRID_SHARD with CPUOffload, which moves the parameters with the
+    // optimizer (its only offload): the largest models on few nodes (audit50modes
+    // F12: predict priced it, the search never offered it). ztune's executor
+    // keeps hybrid-sharded states on the device; the other engines have no hybrid.
+    if (offload && options_.engine == Engine::fsdp)
+      out.push_back({3, OffloadTarget::cpu, OffloadTarget::cpu, false, false, n});
+  }
   return out;
 }
 
