@@ -542,10 +542,16 @@ void MainWindow::export_with_ztune(const QString& format) {
   auto log = std::make_shared<QString>();
   exporter_.disconnect(this);
   connect(&exporter_, &ChildProcess::output, this, [log](const QString& t) { *log += t; });
-  connect(&exporter_, &ChildProcess::failedToStart, this,
-          [this](const QString& m) { QMessageBox::warning(this, QStringLiteral("Export"), m); });
+  connect(&exporter_, &ChildProcess::failedToStart, this, [this, format](const QString& m) {
+    status_->setText(QStringLiteral("%1 export not written: ztune did not start").arg(format));
+    QMessageBox::warning(this, QStringLiteral("Export"), m);
+  });
   connect(&exporter_, &ChildProcess::finished, this, [this, format, log](int code, bool crashed) {
     if (crashed || code != 0) {
+      // The status line had kept the previous export's success (audit50gui L4).
+      status_->setText(QStringLiteral("%1 export not written: the engine cannot run this plan, or ztune failed "
+                                      "(the message says which)")
+                           .arg(format));
       QMessageBox::warning(this, QStringLiteral("Export"),
                            QStringLiteral("%1 failed:\n\n%2").arg(exporter_.command_line(), log->trimmed()));
       return;

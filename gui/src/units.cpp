@@ -37,8 +37,10 @@ QString format_duration(double seconds) {
   const double a = std::fabs(seconds);
   if (a == 0) return QStringLiteral("0 s");
   if (a >= 86400) return format_days(seconds / 86400);
-  if (a >= 3600) return fixed(seconds / 3600, 1) + " h";
-  if (a >= 60) return fixed(seconds / 60, 1) + " min";
+  // Three significant digits below ten of a unit: the plan table ranks by
+  // these, and 75.3 s and 76.8 s had both read "1.3 min" (audit50gui L3).
+  if (a >= 3600) return fixed(seconds / 3600, a < 36000 ? 2 : 1) + " h";
+  if (a >= 60) return fixed(seconds / 60, a < 600 ? 2 : 1) + " min";
   if (a >= 1) return fixed(seconds, 2) + " s";
   if (a >= 1e-3) return three_digits(seconds * 1e3) + " ms";
   return fixed(seconds * 1e6, 0) + " µs";

@@ -25,8 +25,12 @@ TEST_CASE("durations from microseconds to days", "[gui][units]") {
   CHECK(format_duration(0.0123) == "12.3 ms");
   CHECK(format_duration(0.5) == "500 ms");
   CHECK(format_duration(4.56) == "4.56 s");
-  CHECK(format_duration(90) == "1.5 min");
-  CHECK(format_duration(5400) == "1.5 h");
+  CHECK(format_duration(90) == "1.50 min");
+  CHECK(format_duration(5400) == "1.50 h");
+  // Three digits below ten of a unit: two plans 1.5 s apart read apart.
+  CHECK(format_duration(75.26) == "1.25 min");
+  CHECK(format_duration(76.79) == "1.28 min");
+  CHECK(format_duration(1500) == "25.0 min");
   CHECK(format_duration(3 * 86400.0) == "3.0 days");
   CHECK(format_duration(std::numeric_limits<double>::infinity()) == "∞");
   CHECK(format_days(12.34) == "12.3 days");
