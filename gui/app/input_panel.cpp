@@ -411,6 +411,11 @@ void InputPanel::show_issues(const QList<InputIssue>& issues) {
     label->setVisible(true);
     if (fields_.count(i.field))
       fields_[i.field]->setStyleSheet(QStringLiteral("border: 1px solid %1;").arg(error_color().name()));
+    // The summary describes the last cluster and model that loaded: beside a
+    // cluster, model or sequence in error it would describe other inputs
+    // (audit50gui L6).
+    if (i.field == InputField::cluster || i.field == InputField::model || i.field == InputField::seq)
+      summary_->setVisible(false);
   }
 }
 

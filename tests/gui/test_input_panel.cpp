@@ -130,3 +130,21 @@ TEST_CASE("an issue on a mode field is shown under that field", "[gui][panel][mo
   for (QLabel* l : row->findChildren<QLabel*>()) shown |= l->text() == message && !l->isHidden();
   CHECK(shown);
 }
+
+TEST_CASE("the summary hides beside a cluster, model or sequence in error", "[gui][panel]") {
+  // It describes the last cluster and model that loaded: beside a cluster in
+  // error it had described another one (audit50gui L6).
+  InputPanel panel;
+  const QString text = QStringLiteral("dgx2x16: 16 × 16 GPUs");
+  panel.set_summary(text);
+  QLabel* summary = nullptr;
+  for (QLabel* l : panel.findChildren<QLabel*>())
+    if (l->text() == text) summary = l;
+  REQUIRE(summary != nullptr);
+  panel.show_issues({InputIssue{InputField::memory_headroom, QStringLiteral("--memory-headroom: expected ...")}});
+  CHECK_FALSE(summary->isHidden());  // the same cluster and model
+  panel.show_issues({InputIssue{InputField::cluster, QStringLiteral("--cluster nope: not a file")}});
+  CHECK(summary->isHidden());
+  panel.clear_issues();
+  CHECK_FALSE(summary->isHidden());
+}
