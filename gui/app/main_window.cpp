@@ -223,9 +223,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(&doc_.plans(), &QAbstractItemModel::modelReset, this, &MainWindow::on_selection_changed);
   connect(&doc_, &PlannerDocument::staleChanged, this, [this](bool stale) {
     // A search reopened from History keeps no form: the form shows other inputs.
-    const bool reopened = doc_.outcome() && !doc_.outcome()->asked;
-    stale_->setText(reopened ? QStringLiteral("These results are a search reopened from History (%1 on %2); the "
-                                              "form shows other inputs: Search (Ctrl+R) ranks plans for the form's.")
+    const bool reopened = doc_.outcome() && doc_.outcome()->reopened && !doc_.outcome()->asked;
+    stale_->setText(reopened ? QStringLiteral("These results are a search reopened from History (%1 on %2), with "
+                                              "settings the form cannot show (ztune search's pins); the form shows "
+                                              "other inputs: Search (Ctrl+R) ranks plans for the form's.")
                                    .arg(QString::fromStdString(doc_.outcome()->inputs.model.name),
                                         QString::fromStdString(doc_.outcome()->inputs.cluster.name))
                              : kStaleText);
@@ -330,8 +331,10 @@ void MainWindow::on_search_finished() {
   setWindowTitle(QStringLiteral("ztune planner — %1 on %2")
                      .arg(QString::fromStdString(out.inputs.model.name), QString::fromStdString(out.inputs.cluster.name)));
   status_->setText(search_status(out, out.storing));
-  // The form may have changed while the search ran (a search replaced by
-  // Ctrl+R answers its own inputs), or the results were reopened from History.
+  // A search reopened from History that the form can ask fills the form
+  // (audit50gui M4: it had kept describing other inputs). The form may also
+  // have changed while a search ran (one replaced by Ctrl+R answers its own).
+  if (out.reopened && out.asked) inputs_->set_inputs(*out.asked);
   doc_.note_inputs(inputs_->inputs());
 
   // The search's own account: the space, what each pass kept, why plans left.

@@ -70,7 +70,9 @@ void PlannerDocument::on_search_finished(const SearchOutcome& outcome) {
 }
 
 void PlannerDocument::set_outcome(SearchOutcome outcome) {
+  std::optional<SearchInputs> asked = outcome.asked;
   show_outcome(std::move(outcome));
+  searched_ = std::move(asked);  // a reopened search the form can ask: fresh once the form holds it
   // The window's title, status and search report follow, as for a search of
   // its own (a reopened search had left them describing the previous one).
   emit searchFinished();

@@ -1,5 +1,8 @@
 #include "ztune/gui/stored_search.hpp"
 
+#include <algorithm>
+#include <iterator>
+
 #include <nlohmann/json.hpp>
 
 #include "ztune/vocab/engine_profile.hpp"
@@ -13,6 +16,79 @@
 #include "ztune/validation/accuracy.hpp"
 
 namespace ztune::gui {
+namespace {
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+/// The form's inputs that ask exactly the stored search, or nullopt where it
+/// asked what the form cannot say (ztune search's --tp, --nodes, --accounting,
+/// ...). The oracle is the stored document itself: the options the form's
+/// fields give, with everything else at its default, must store as the
+/// search's own did (the run settings, which the planner sets, aside).
+std::optional<SearchInputs> form_of(const StoredSearchOptions& asked) {
+  const SearchRequest& r = asked.request;
+  const SearchOptions& o = asked.options;
+  const SpaceOptions& s = o.space;
+  if (r.nodes != 0 || r.compile) return std::nullopt;
+  SearchInputs in;
+  in.cluster = q(r.cluster);
+  in.model = q(r.model);
+  in.profile = q(r.profile);
+  in.seq = r.seq;
+  in.gpus = s.gpus;
+  in.global_batch = s.global_batch;
+  in.tokens = o.tokens;
+  in.engine = q(to_string(s.engine));
+  in.attention = s.attention ? q(to_string(*s.attention)) : QStringLiteral("any");
+  in.precision = s.precision ? q(to_string(*s.precision)) : QStringLiteral("any");
+  const auto* states = std::find_if(std::begin(kOptimizerChoices), std::end(kOptimizerChoices), [&](const auto& c) {
+    return c.master == s.master_dtype && c.moments == s.moments_dtype && c.remainders == s.param_remainders;
+  });
+  const auto* fp8 = std::find_if(std::begin(kFp8Choices), std::end(kFp8Choices), [&](const auto& c) {
+    return c.recipe == s.fp8 && c.param_gather == s.fp8_param_gather;
+  });
+  if (states == std::end(kOptimizerChoices) || fp8 == std::end(kFp8Choices)) return std::nullopt;
+  in.optimizer = QLatin1String(states->key);
+  in.fp8 = QLatin1String(fp8->key);
+  in.memory_headroom_pct = 100.0 * o.memory.gpu_headroom;
+  in.cp = s.cp.value_or(0);
+  in.max_cp = s.max_cp;
+  in.ulysses = s.ulysses.value_or(0);
+  in.max_ulysses = s.max_ulysses;
+  in.dp_shard = s.dp_shard.value_or(0);
+  in.objective = q(to_string(o.objective));
+  in.gpu_hour_price = o.gpu_hour_price;
+  in.top = std::max(o.top, 1);
+  // The same fields on defaults, as the form maps them (resolve_inputs).
+  SearchOptions form;
+  form.space.gpus = s.gpus;
+  form.space.global_batch = s.global_batch;
+  form.space.engine = s.engine;
+  form.memory.accounting = state_accounting_of(s.engine);
+  form.space.attention = s.attention;
+  form.space.precision = s.precision;
+  form.space.master_dtype = s.master_dtype;
+  form.space.moments_dtype = s.moments_dtype;
+  form.space.param_remainders = s.param_remainders;
+  form.space.fp8 = s.fp8;
+  form.space.fp8_param_gather = s.fp8_param_gather;
+  form.memory.gpu_headroom = o.memory.gpu_headroom;
+  form.space.cp = s.cp;
+  form.space.max_cp = s.max_cp;
+  form.space.ulysses = s.ulysses;
+  form.space.max_ulysses = s.max_ulysses;
+  form.space.dp_shard = s.dp_shard;
+  form.objective = o.objective;
+  form.tokens = o.tokens;
+  form.gpu_hour_price = o.gpu_hour_price;
+  set_planner_run_settings(form);
+  SearchOptions stored = o;
+  set_planner_run_settings(stored);
+  if (search_options_to_json(r, form) != search_options_to_json(r, stored)) return std::nullopt;
+  return in;
+}
+
+}  // namespace
 
 SearchOutcome outcome_from_stored_search(const nlohmann::json& stored) {
   const std::string where = "results database, search " + std::to_string(stored.value("id", std::int64_t{0}));
@@ -37,6 +113,8 @@ SearchOutcome outcome_from_stored_search(const nlohmann::json& stored) {
   // scaling chart (under --no-prune it had plotted plans 100x over memory
   // as feasible).
   set_planner_run_settings(o);
+  out.reopened = true;
+  out.asked = form_of(asked);
   in.profile = with_engine(std::move(in.profile), to_string(o.space.engine), asked.request.compile);
   const double tokens = o.tokens > 0 ? o.tokens : in.model.train_tokens;
 

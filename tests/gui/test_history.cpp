@@ -68,6 +68,11 @@ TEST_CASE("a stored search is listed and reopens with the same plans", "[gui][hi
   CHECK(reopened.inputs.cluster.name == "dgx2");
   CHECK(reopened.inputs.model.name == original.inputs.model.name);
   CHECK(reopened.inputs.options.objective == Objective::time);
+  // The form that asks it: the inputs searched, field for field (M4: the
+  // window fills its form with them; it had kept describing other inputs).
+  CHECK(reopened.reopened);
+  REQUIRE(reopened.asked.has_value());
+  CHECK(*reopened.asked == in);
   // The database keeps the search's best `top` plans; the outcome had every one that fits.
   REQUIRE(reopened.result.plans.size() == static_cast<std::size_t>(in.top));
   REQUIRE(original.result.plans.size() > reopened.result.plans.size());
@@ -260,4 +265,44 @@ TEST_CASE("a search pinned to a mode stores and reopens with its pins, its plans
     CHECK(pinned(reopened.result.plans[i].plan));
     CHECK(reopened.result.plans[i].plan.summary() == original.result.plans[i].plan.summary());
   }
+}
+
+TEST_CASE("a search the form cannot ask reopens without a form", "[gui][history]") {
+  // ztune search's --pp has no field: the reopened search keeps the form as
+  // it is and says so (the stale banner), rather than fill it with a search
+  // that would ask something else.
+  QTemporaryDir dir;
+  const QString db_path = dir.filePath("results.db");
+  const auto run = [&](const QStringList& extra) {
+    QProcess cli;
+    cli.start(QStringLiteral(ZTUNE_BIN),
+              QStringList{"search", "--cluster", "dgx2", "--model", "gpt2-1.5b", "--top", "3", "--no-simulate", "--db",
+                          db_path} +
+                  extra);
+    REQUIRE(cli.waitForFinished(120000));
+    INFO(QString::fromUtf8(cli.readAllStandardError()).toStdString());
+    REQUIRE(cli.exitCode() == 0);
+  };
+  run({"--pp", "2"});
+  run({});
+  const auto db = ResultsDb::open(db_path.toStdString());
+  const auto searches = db.searches();
+  REQUIRE(searches.size() == 2);
+  int with_form = 0, without = 0;
+  for (const auto& row : searches) {
+    const auto stored = db.search(row.id);
+    REQUIRE(stored.has_value());
+    const SearchOutcome reopened = outcome_from_stored_search(*stored);
+    CHECK(reopened.reopened);
+    if (reopened.asked) {
+      ++with_form;
+      CHECK(reopened.asked->cluster == "dgx2");
+      CHECK(reopened.asked->model == "gpt2-1.5b");
+    } else {
+      ++without;
+      for (const auto& c : reopened.result.plans) CHECK(c.plan.pp == 2);  // the pinned one
+    }
+  }
+  CHECK(with_form == 1);
+  CHECK(without == 1);
 }

@@ -295,15 +295,24 @@ TEST_CASE("results go stale when an input changes, and fresh again when it comes
   CHECK_FALSE(doc.stale());  // the new results answer the new inputs
   doc.note_inputs(edited);
   CHECK_FALSE(doc.stale());
-  // A search reopened from history: its inputs are not known, the first edit
-  // marks it. The window hears of it as of a search's end (its title, status
-  // and report had kept describing the previous search).
+  // A search reopened from history that the form cannot ask (ztune search's
+  // pins): its inputs are not known, the first edit marks it. The window
+  // hears of it as of a search's end (its title, status and report had kept
+  // describing the previous search).
   const auto searches_seen = finished.size();
-  doc.set_outcome(*doc.outcome());
+  SearchOutcome reopened = *doc.outcome();
+  reopened.reopened = true;
+  reopened.asked.reset();
+  doc.set_outcome(reopened);
   CHECK(finished.size() == searches_seen + 1);
   CHECK_FALSE(doc.stale());
   doc.note_inputs(edited);
   CHECK(doc.stale());
+  // One the form can ask answers that form (the window fills it).
+  reopened.asked = edited;
+  doc.set_outcome(reopened);
+  doc.note_inputs(edited);
+  CHECK_FALSE(doc.stale());
 }
 
 TEST_CASE("a search replaced by the next one answers its own inputs, not the next one's", "[gui][document][stale]") {

@@ -20,11 +20,14 @@ namespace ztune::gui {
 
 struct SearchOutcome {
   ResolvedInputs inputs;  // what was searched (options.stop is null)
-  /// The form's inputs the search ran on; empty for a search reopened from
-  /// the results database (its row keeps no form). The document compares the
+  /// The form's inputs the search ran on. The document compares the
   /// form with these: a search replaced by the next one (Ctrl+R while it ran)
   /// answers its own inputs, not the next one's.
   std::optional<SearchInputs> asked;
+  /// Reopened from the results database: `asked` is then the form that asks
+  /// the same search, where the form can say it (stored_search.cpp), and the
+  /// window fills the form with it.
+  bool reopened = false;
   SearchResult result;
   std::int64_t db_id = 0;  // id in the results database; 0 when it was not stored
   QString db_note;         // why it was not stored, when it was not
