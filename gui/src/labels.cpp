@@ -76,12 +76,16 @@ QString layout_label(const Plan& p, int layers) {
     if (lo != v.end() && *lo != *hi) s += QStringLiteral(" · %1 %2-%3").arg(QLatin1String(what)).arg(*lo).arg(*hi);
   };
   if (p.stage_layers.empty() && layers > 0 && p.pp > 1 && p.pp <= layers) {
-    // The balanced partition (stage_layer_count, the one rule) is uneven
-    // where pp does not divide the layers: every engine's plan says so, as a
-    // stated partition does (audit50gui M8: only Megatron's showed it).
-    std::vector<int> balanced;
-    for (int i = 0; i < p.pp; ++i) balanced.push_back(stage_layer_count(p, layers, i));
-    range("stages", balanced);
+    // The balanced partition is uneven where pp does not divide the layers:
+    // every engine's plan says so, as a stated partition does (audit50gui
+    // M8: only Megatron's showed it). Its ends by stage_layer_count, the one rule.
+    int lo = layers, hi = 0;
+    for (int i = 0; i < p.pp; ++i) {
+      const int n = stage_layer_count(p, layers, i);
+      lo = std::min(lo, n);
+      hi = std::max(hi, n);
+    }
+    if (lo != hi) s += QStringLiteral(" · stages %1-%2").arg(lo).arg(hi);
   } else {
     range("stages", p.stage_layers);
   }

@@ -71,8 +71,8 @@ void PlannerWorker::search(const SearchInputs& inputs) {
         time_candidate(c, out.inputs.model, out.inputs.cluster, out.inputs.profile, out.result.objective,
                        out.result.tokens, out.result.gpu_hour_price);
   }
-  if (!out.result.interrupted && !stop_.load())
-    emit searchExplaining(q(after_search_work(out.result.plans.empty() || out.result.feasible == 0)));
+  const QString explaining = q(after_search_work(out.result.plans.empty() || out.result.feasible == 0));
+  if (!out.result.interrupted && !stop_.load()) emit searchExplaining(explaining);
   if (!out.result.plans.empty() && out.result.feasible > 0 && !out.result.interrupted) {
     try {
       out.tight_memory = tight_memory_alternative(out.inputs.model, out.inputs.cluster, out.inputs.profile, o,
@@ -96,7 +96,7 @@ void PlannerWorker::search(const SearchInputs& inputs) {
   if (!out.result.interrupted && stop_.load()) {
     out.fit_hints.clear();
     out.tight_memory.reset();
-    out.cancelled_while = q(after_search_work(out.result.plans.empty() || out.result.feasible == 0));
+    out.cancelled_while = explaining;
   }
   out.accuracy = accuracy_for(out.inputs.cluster, to_string(out.inputs.options.space.engine));
   if (db_path_.isEmpty()) {

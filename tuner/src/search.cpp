@@ -21,11 +21,6 @@
 
 namespace ztune {
 
-namespace {
-// The simulate pass's note when a stop ended it (ranked_whole_space reads it).
-const std::string kSimulateInterruptedNote = "interrupted after ";
-}  // namespace
-
 const PassStats* SearchResult::pass(const std::string& name) const {
   for (const auto& p : passes)
     if (p.name == name) return &p;
@@ -42,9 +37,10 @@ void time_candidate(Candidate& c, const Transformer& m, const Cluster& cl, const
 }
 
 bool SearchResult::ranked_whole_space() const {
+  // run_search runs the simulate pass only after an uninterrupted ranking.
   if (!interrupted) return true;
   const PassStats* sim = pass("simulate");
-  return sim != nullptr && sim->note.starts_with(kSimulateInterruptedNote);
+  return sim != nullptr && sim->enabled;
 }
 
 bool ranks_before(Objective o, const Candidate& a, const Candidate& b) {
@@ -382,7 +378,7 @@ SearchResult run_search(const Transformer& m, const Cluster& c, const HardwarePr
   // had exited 0, stored it as complete and, with --run, launched the plan).
   if (!r.interrupted && stop_requested(job)) {
     r.interrupted = true;
-    if (sim.out < sim.in) sim.note = kSimulateInterruptedNote + std::to_string(sim.out) + " of " + std::to_string(sim.in);
+    if (sim.out < sim.in) sim.note = "interrupted after " + std::to_string(sim.out) + " of " + std::to_string(sim.in);
   }
   r.passes.push_back(sim);
   if (o.top >= 0 && r.plans.size() > static_cast<std::size_t>(std::max(o.top, 1)))

@@ -12,6 +12,14 @@ namespace ztune {
 
 namespace {
 
+// The largest degree a sequence is split into by default (cp and Ulysses
+// alike): the bound asked (--max-cp, --max-ulysses), else up to
+// kContextParallelMaxDefault from kContextParallelMinSeq tokens, else none.
+int sequence_split_limit(int bound, const Transformer& m) {
+  return bound > 0 ? bound : m.seq_len >= kContextParallelMinSeq ? kContextParallelMaxDefault : 1;
+}
+
+
 // A plan file's bounds (plan.hpp, kMaxGlobalBatch and the others): the search only makes plans it can write.
 
 std::string str(std::int64_t v) { return std::to_string(v); }
@@ -83,8 +91,7 @@ std::vector<AttentionChoice> attention_kernels(const SpaceOptions& o, const Tran
   // torchtitan's context parallelism runs in SDPA's flash kernel only (its
   // rule fs_cp_attention): where the space has cp, flash beside cuDNN, or no
   // cp plan of an H100 search could run (audit50modes F5: "no plan fits").
-  const bool may_have_cp = o.cp ? *o.cp > 1
-                                : o.max_cp > 1 || (o.max_cp == 0 && m.seq_len >= kContextParallelMinSeq);
+  const bool may_have_cp = o.cp ? *o.cp > 1 : sequence_split_limit(o.max_cp, m) > 1;
   if (o.engine == Engine::fsdp && fused != AttentionKernel::flash && may_have_cp)
     return {{SparseLayout::none, AttentionKernel::standard},
             {SparseLayout::none, fused},
@@ -393,9 +400,7 @@ std::vector<int> SearchSpace::context_parallel_degrees(int rest) const {
     return {*options_.cp};
   }
   if (cpu_backend_modes_only_) return {1};
-  const int limit = options_.max_cp > 0                         ? options_.max_cp
-                    : model_->seq_len >= kContextParallelMinSeq ? kContextParallelMaxDefault
-                                                                : 1;
+  const int limit = sequence_split_limit(options_.max_cp, *model_);
   std::vector<int> out{1};
   for (int c = 2; c <= limit && c <= rest; ++c)
     if (rest % c == 0 && model_->seq_len % (2 * c) == 0) out.push_back(c);
@@ -413,9 +418,7 @@ std::vector<int> SearchSpace::ulysses_degrees(int tp, int rest) const {
     return {*options_.ulysses};
   }
   if (options_.engine == Engine::megatron || options_.engine == Engine::fsdp || cpu_backend_modes_only_) return {1};
-  const int limit = options_.max_ulysses > 0                    ? options_.max_ulysses
-                    : m.seq_len >= kContextParallelMinSeq ? kContextParallelMaxDefault
-                                                                : 1;
+  const int limit = sequence_split_limit(options_.max_ulysses, m);
   std::vector<int> out{1};
   for (int u = 2; u <= limit && u <= rest; ++u)
     if (fits(u)) out.push_back(u);
