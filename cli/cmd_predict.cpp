@@ -357,12 +357,13 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
   }
   std::printf("\n");
   // Uneven pipeline stages: say which layers each stage holds (the plan's
-  // own partition, or the balanced one DeepSpeed's "uniform" makes).
+  // own partition, stated or made from --first-stage-layers or the
+  // accounting flags, or the balanced one DeepSpeed's "uniform" makes).
   if (in.plan.pp > 1 && !even_stages(in.plan, in.model.layers)) {
     std::printf("stages  ");
     for (int i = 0; i < in.plan.pp; ++i) std::printf(" %d", stage_layer_count(in.plan, in.model.layers, i));
     std::printf(" layers, first to last (%s)\n\n",
-                in.plan.stage_layers.empty() ? "balanced as DeepSpeed's uniform partition" : "as stated");
+                in.plan.stage_layers.empty() ? "balanced as DeepSpeed's uniform partition" : "the plan's partition");
   }
   // Stated model chunks (Megatron-Core's accounting layout): the chunks in
   // the order the pipeline runs them, as the plan's summary lists them.

@@ -403,6 +403,10 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
     throw InputError(ways[0] + ", " + ways[1] + ": give one of the whole partition (--stage-layers, or "
                      "--chunk-layers by model chunk), --first-stage-layers/--last-stage-layers, or "
                      "--account-for-embedding/loss-in-pipeline-split");
+  // One stage holds every layer: a partition has nothing to say (Megatron
+  // refuses --decoder-first-pipeline-num-layers without a pipeline too).
+  if (!ways.empty() && pp < 2)
+    throw InputError(ways[0] + ": a partition of pipeline stages; need --pp >= 2, got " + std::to_string(pp));
   p.stage_layers = stage_layers;
   if (!chunk_layers.empty()) {
     p.chunk_layers = chunk_layers;

@@ -179,6 +179,19 @@ TEST_CASE("flags: output files, directories and sizes are checked when the flags
       {"predict --cluster dgx-h100 --model llama-7b --pp 4 --first-stage-layers 5 "
        "--account-for-embedding-in-pipeline-split",
        "--first-stage-layers/--last-stage-layers, --account-for-embedding/loss-in-pipeline-split: give one of"},
+      // One stage holds every layer: a partition is refused, however it is given.
+      {"predict --cluster dgx-h100 --model llama-7b --pp 1 --stage-layers 32",
+       "--stage-layers: a partition of pipeline stages; need --pp >= 2, got 1"},
+      {"predict --cluster dgx-h100 --model llama-7b --account-for-embedding-in-pipeline-split",
+       "--account-for-embedding/loss-in-pipeline-split: a partition of pipeline stages; need --pp >= 2, got 1"},
+      // Each reason of the counted split said alone: 32 + 1 = 33 over pp 2
+      // does not divide; tiny's 4 + 1 = 5 over pp 5 leaves the first stage empty.
+      {"predict --cluster dgx-h100 --model llama-7b --pp 2 --account-for-embedding-in-pipeline-split",
+       "--account-for-embedding-in-pipeline-split: 32 layers + 1 counted as layers = 33 do not split into 2 equal "
+       "stages; expected pp dividing 33"},
+      {"predict --cluster local-cpu --model tiny --pp 5 --account-for-embedding-in-pipeline-split",
+       "--account-for-embedding-in-pipeline-split: 4 layers + 1 counted as layers = 5 split into 5 stages of one "
+       "counted layer, leaving an end stage no transformer layer; expected pp dividing 5 into stages of at least 2"},
       // Megatron-Core's interleaving of the counted embedding and loss needs
       // pp × vp to divide the counted layers (Llama 2 70B: 80 + 2 = 82 over
       // pp 2 × vp 3 = 6 chunks does not); the 405B's 128 over 16 × 8 does

@@ -284,7 +284,7 @@ TEST_CASE("predict names the layers of each stage when pp does not divide them",
   CHECK_THAT(r.out, Contains("stages   11 11 11 11 11 10 10 10 10 10 10 10 layers, first to last (balanced"));
   r = run_command(base + " --pp 3 --stage-layers 40,45,40");
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Contains("stages   40 45 40 layers, first to last (as stated)"));
+  CHECK_THAT(r.out, Contains("stages   40 45 40 layers, first to last (the plan's partition)"));
   // Even stages need no line.
   r = run_command(base + " --pp 5");
   REQUIRE(r.exit_code == 0);
@@ -306,7 +306,7 @@ TEST_CASE("predict takes Megatron-Core's interleaved accounting layout: Llama 3.
   auto r = run_command(cmd);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.out, Contains("stages   7 8 8 8 8 8 8 8 8 8 8 8 8 8 8 7 layers, first to last (as stated)") &&
+  CHECK_THAT(r.out, Contains("stages   7 8 8 8 8 8 8 8 8 8 8 8 8 8 8 7 layers, first to last (the plan's partition)") &&
                         Contains("chunks  0+1×126+0 layers, virtual stage 0 to 127"));
   r = run_command(cmd + " --json");
   REQUIRE(r.exit_code == 0);

@@ -217,10 +217,17 @@ std::string accounting_flags(bool embedding, bool loss) {
 std::vector<int> stage_layers_accounting(int layers, int pp, bool embedding, bool loss) {
   const int counted = layers + (embedding ? 1 : 0) + (loss ? 1 : 0);
   const std::string flags = accounting_flags(embedding, loss);
-  if (pp < 2 || counted % pp != 0 || counted / pp < 2)
-    throw InputError(flags + ": " + std::to_string(layers) + " layers + " + std::to_string(counted - layers) +
-                     " counted as layers = " + std::to_string(counted) + " do not split into " + std::to_string(pp) +
-                     " equal stages of at least 2; expected pp >= 2 dividing " + std::to_string(counted));
+  auto s = [](auto v) { return std::to_string(v); };
+  if (pp < 2) throw InputError(flags + ": need --pp >= 2, got " + s(pp));
+  const std::string sum = s(layers) + " layers + " + s(counted - layers) + " counted as layers = " + s(counted);
+  if (counted % pp != 0)
+    throw InputError(flags + ": " + sum + " do not split into " + s(pp) + " equal stages; expected pp dividing " +
+                     s(counted));
+  // A stage of one counted layer would hold the embedding (or the loss) and
+  // no transformer layer.
+  if (counted / pp < 2)
+    throw InputError(flags + ": " + sum + " split into " + s(pp) + " stages of one counted layer, leaving an end stage "
+                     "no transformer layer; expected pp dividing " + s(counted) + " into stages of at least 2");
   std::vector<int> out(static_cast<std::size_t>(pp), counted / pp);
   if (embedding) out.front() -= 1;
   if (loss) out.back() -= 1;
