@@ -732,6 +732,61 @@ TEST_CASE("fit hints: one per distinct plan, each named by what it changes", "[t
   CHECK(combined);
 }
 
+TEST_CASE("the context-parallel fit hint names the smallest doubling that fits", "[tuner][search][explain]") {
+  // Llama 7B at 32k tokens, ZeRO-3 under megatron on 32 H100: cp 2 is still
+  // too big, cp 4 fits (audit F9: the hint had only doubled). The oracle: the
+  // two plans' own memory, each made by hand.
+  const Transformer m = load_transformer("llama-7b", 32768);
+  const Cluster c = load_cluster("dgx-h100x4");
+  const auto hw = with_engine(default_profile_for(c), "megatron");
+  SearchOptions o;
+  o.space.engine = Engine::megatron;
+  Plan base;
+  base.dp = 32;
+  base.zero_stage = 3;
+  base.micro_batch = 1;
+  base.grad_accum = 64;
+  base.global_batch = 2048;
+  base.attention = AttentionKernel::flash;
+  REQUIRE_FALSE(check_plan(base, m, c).has_value());
+  REQUIRE_FALSE(predict_memory(m, base, c, hw, o.memory).fits());
+  auto with_cp = [&](int cp) {
+    Plan p = base;
+    p.dp = 32 / cp;
+    p.grad_accum = 64 * cp;
+    p.cp = cp;
+    return p;
+  };
+  REQUIRE_FALSE(predict_memory(m, with_cp(2), c, hw, o.memory).fits());
+  REQUIRE(predict_memory(m, with_cp(4), c, hw, o.memory).fits());
+  const auto h = hint_named(plan_fit_hints(m, c, hw, o, base),
+                            "cp 4 (context parallelism: s/4 of each sequence's activations per GPU)");
+  REQUIRE(h);
+  CHECK(h->fits);
+  CHECK_THAT(h->detail, Catch::Matchers::StartsWith(with_cp(4).summary() + " needs "));
+}
+
+TEST_CASE("a pin no layout carries is not explained by widenings that fit nothing", "[tuner][search][explain]") {
+  // pp 3 does not divide dgx-h100x4's 32 devices: no plan is searched. The
+  // cause is the pin (the fewer-GPUs hint names 24); "[no] --max-cp 8" and
+  // "[no] --allow-tp-across-nodes" had been listed beside it (audit F9).
+  const Transformer m = load_transformer("llama-7b");
+  const Cluster c = load_cluster("dgx-h100x4");
+  const auto hw = default_profile_for(c);
+  SearchOptions o;
+  o.space.pp = 3;
+  o.simulate_enabled = false;
+  const auto r = run_search(m, c, hw, o);
+  REQUIRE(r.evaluated == 0);
+  const auto hints = explain_infeasible(m, c, hw, o, r);
+  CHECK_FALSE(hint_named(hints, "--max-cp 8"));
+  CHECK_FALSE(hint_named(hints, "--allow-tp-across-nodes"));
+  const auto fewer = hint_named(hints, "fewer GPUs");
+  REQUIRE(fewer);
+  CHECK(fewer->fits);
+  CHECK_THAT(fewer->detail, Catch::Matchers::StartsWith("with --gpus 24 "));
+}
+
 TEST_CASE("the rank pass's remembered layer costs change no plan's time", "[tuner][search][memo]") {
   // The oracle: each kept plan priced afresh (predict_time without the
   // worker's LayerCostMemo). Spaces that vary every dimension the search has:

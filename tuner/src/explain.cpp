@@ -216,25 +216,30 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
     if (p.pp <= m.layers) add("pp " + std::to_string(p.pp), p);
     // Context parallelism: each GPU keeps s/cp of every sequence's activations
     // (the same weights, the batch unchanged: dp halves, accumulation doubles).
-    p = base;
-    p.dp /= 2;
-    p.grad_accum *= 2;
-    p.cp *= 2;
-    if (m.seq_len % (2 * p.cp) == 0)
-      add("cp " + std::to_string(p.cp) + " (context parallelism: s/" + std::to_string(p.cp) +
-              " of each sequence's activations per GPU)",
-          p);
+    // Doubled until it fits, as far as dp and the sequence allow: the first
+    // degree that fits is the hint (cp 4 fits a 32k sequence cp 2 does not);
+    // when none does, the first doubling says so.
+    auto split_sequence = [&](int Plan::*degree, const char* name, const char* what) {
+      std::optional<Plan> first;
+      for (Plan q = base; q.dp % 2 == 0;) {
+        q.dp /= 2;
+        q.grad_accum *= 2;
+        q.*degree *= 2;
+        if (m.seq_len % (2 * q.*degree) != 0 || q.grad_accum > kMaxGradAccum || check_plan(q, m, c)) break;
+        const bool fits = predict_memory(m, q, c, hw, o.memory).fits();
+        if (!first || fits) first = q;
+        if (fits) break;
+      }
+      if (!first) return;
+      const std::string n = std::to_string((*first).*degree);
+      add(std::string(name) + " " + n + " (" + what + ": s/" + n + " of each sequence's activations per GPU" +
+              (degree == &Plan::ulysses ? ", all-to-all over heads)" : ")"),
+          *first);
+    };
+    split_sequence(&Plan::cp, "cp", "context parallelism");
     // DeepSpeed-Ulysses: the same division of the activations by all-to-alls
     // over heads (check_plan refuses what the heads or the engine do not allow).
-    if (base.cp == 1 && !base.sequence_parallel) {
-      p = base;
-      p.dp /= 2;
-      p.grad_accum *= 2;
-      p.ulysses *= 2;
-      add("ulysses " + std::to_string(p.ulysses) + " (DeepSpeed-Ulysses: s/" + std::to_string(p.ulysses) +
-              " of each sequence's activations per GPU, all-to-all over heads)",
-          p);
-    }
+    if (base.cp == 1 && !base.sequence_parallel) split_sequence(&Plan::ulysses, "ulysses", "DeepSpeed-Ulysses");
   }
   // Under a pipeline ZeRO-3 keeps the gathered stage and its whole gradients
   // beside its partitions (Plan::zero3_held_through_step): more memory than
@@ -549,15 +554,22 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
                           : m.seq_len >= kContextParallelMinSeq ? kContextParallelMaxDefault
                                                                 : 1;
   const int wider_cp = searched_cp == 1 ? kContextParallelMaxDefault : 2 * searched_cp;
+  // These two widen a space that had plans to price: where no plan passed the
+  // rules (a pin no layout carries), the pin is the cause, and a widening that
+  // fits nothing either is not said ("[no] --max-cp 8" beside "--pp 3" on 32
+  // GPUs had read as a reason).
+  auto widening = [&](FitHint h) {
+    if (h.fits || r.evaluated > 0) hints.push_back(std::move(h));
+  };
   if (!o.space.cp && o.space.max_cp != 1 && m.seq_len % 4 == 0 && wider_cp <= m.seq_len / 4) {
     SearchOptions x = o;
     x.space.max_cp = wider_cp;
-    hints.push_back(search_hint("--max-cp " + std::to_string(wider_cp), m, c, hw, x));
+    widening(search_hint("--max-cp " + std::to_string(wider_cp), m, c, hw, x));
   }
   if (!o.space.allow_tp_across_nodes) {
     SearchOptions x = o;
     x.space.allow_tp_across_nodes = true;
-    hints.push_back(search_hint("--allow-tp-across-nodes", m, c, hw, x));
+    widening(search_hint("--allow-tp-across-nodes", m, c, hw, x));
   }
   const bool restricted = o.space.gpus > 0 || o.space.min_gpus > 0 || o.space.max_gpus > 0;
   // Fewer GPUs: the largest counts below every device that have a layout,
