@@ -120,12 +120,16 @@ double uneven_fill_drain(const Transformer& m, const Plan& p, const LayerCost& l
     if (longer - 1 > 0 && longer - 1 < last) consider(longer - 1, before_balanced(longer - 1));
     if (last - 1 > 0) consider(last - 1, before_balanced(last - 1));
   } else {
-    // A stated partition: every stage, its prefix carried along (O(pp); the
-    // search prices Megatron's partitions of up to 126 stages).
+    // A stated partition: its prefix carried along (O(pp); the search prices
+    // Megatron's partitions of up to 126 stages). As above, only the last
+    // stage of a run of equal middle stages is priced: Megatron's partitions
+    // are one run between their ends.
+    const auto& sl = p.stage_layers;
     double layers = 0, recomputed = 0;
     for (int k = 0; k <= last; ++k) {
-      consider(k, before_from(k, layers, recomputed));
-      const int n = p.stage_layers[static_cast<std::size_t>(k)];
+      const auto i = static_cast<std::size_t>(k);
+      if (k == 0 || k >= last - 1 || sl[i + 1] != sl[i]) consider(k, before_from(k, layers, recomputed));
+      const int n = sl[i];
       layers += n;
       recomputed += recomputed_layers(p, n);
     }
