@@ -122,11 +122,10 @@ InputResolution resolve_inputs(const SearchInputs& in) {
     if (!v) issue(field, QStringLiteral("%1, got \"%2\"").arg(QLatin1String(expected), value));
     return v;
   };
-  const std::optional<AttentionKernel> attention =
-      pinned(in.attention, attention_kernel_of, InputField::attention,
-             "--attention: expected any, standard, flash, cudnn or eager");
-  const std::optional<Precision> precision =
-      pinned(in.precision, precision_of, InputField::precision, "--precision: expected any, bf16, fp16 or fp32");
+  // Each choice checked here for its message; options_of maps them.
+  (void)pinned(in.attention, attention_kernel_of, InputField::attention,
+               "--attention: expected any, standard, flash, cudnn or eager");
+  (void)pinned(in.precision, precision_of, InputField::precision, "--precision: expected any, bf16, fp16 or fp32");
   QString expected;
   const OptimizerChoice* states = keyed(kOptimizerChoices, in.optimizer, expected);
   if (states == nullptr)
@@ -151,41 +150,14 @@ InputResolution resolve_inputs(const SearchInputs& in) {
   whole(InputField::dp_shard, "--dp-shard", in.dp_shard, kDpShardFlag, true);
   whole(InputField::other, "--top", in.top, kWholeNumberFlag, false);
 
-  // Mapped as `ztune search` maps its flags (cli/cmd_search.cpp to_options).
-  SearchOptions& o = r.options;
-  o.space.gpus = in.gpus;
-  o.space.global_batch = in.global_batch;
-  if (engine) {
-    o.space.engine = *engine;
-    o.memory.accounting = state_accounting_of(*engine);  // fit as the engine keeps its states
-    // The engine's profile prices the plans (data/engines/), not only its space.
-    try {
+  if (auto options = options_of(in)) r.options = std::move(*options);
+  // The engine's profile prices the plans (data/engines/), not only its space.
+  if (engine) try {
       r.profile = with_engine(std::move(r.profile), to_string(*engine));
     } catch (const InputError& e) {
       issue(InputField::engine, q(e.what()));
     }
-  }
-  o.space.attention = attention;
-  o.space.precision = precision;
-  if (states != nullptr) {
-    o.space.master_dtype = states->master;
-    o.space.moments_dtype = states->moments;
-    o.space.param_remainders = states->remainders;
-  }
-  if (fp8 != nullptr) {
-    o.space.fp8 = fp8->recipe;
-    o.space.fp8_param_gather = fp8->param_gather;
-  }
-  o.memory.gpu_headroom = in.memory_headroom_pct / 100.0;
-  if (in.cp > 0) o.space.cp = in.cp;
-  o.space.max_cp = in.max_cp;
-  if (in.ulysses > 0) o.space.ulysses = in.ulysses;
-  o.space.max_ulysses = in.max_ulysses;
-  if (in.dp_shard > 0) o.space.dp_shard = in.dp_shard;
-  if (objective) o.objective = *objective;
-  o.tokens = in.tokens;
-  o.gpu_hour_price = in.gpu_hour_price;
-  set_planner_run_settings(o);
+  const SearchOptions& o = r.options;
 
   // The space's own checks (GPU count, batch, precision, the optimizer states
   // against the precision and the engine, the pinned modes), as `ztune search`
@@ -202,6 +174,47 @@ InputResolution resolve_inputs(const SearchInputs& in) {
   }
   if (res.issues.empty()) res.inputs = std::move(r);
   return res;
+}
+
+std::optional<SearchOptions> options_of(const SearchInputs& in) {
+  auto choice = [](const QString& value, auto parse) {
+    using Value = typename decltype(parse(std::string()))::value_type;
+    std::optional<std::optional<Value>> v;  // outer: parsed; inner: "any" (no pin)
+    if (value == QLatin1String("any")) v.emplace();
+    else if (auto parsed = parse(value.toStdString())) v.emplace(*parsed);
+    return v;
+  };
+  const auto engine = engine_from_string(in.engine.toStdString());
+  const auto objective = objective_from_string(in.objective.toStdString());
+  const auto attention = choice(in.attention, attention_kernel_of);
+  const auto precision = choice(in.precision, precision_of);
+  QString expected;
+  const OptimizerChoice* states = keyed(kOptimizerChoices, in.optimizer, expected);
+  const Fp8Choice* fp8 = keyed(kFp8Choices, in.fp8, expected);
+  if (!engine || !objective || !attention || !precision || states == nullptr || fp8 == nullptr) return std::nullopt;
+  SearchOptions o;
+  o.space.gpus = in.gpus;
+  o.space.global_batch = in.global_batch;
+  o.space.engine = *engine;
+  o.memory.accounting = state_accounting_of(*engine);  // fit as the engine keeps its states
+  o.space.attention = *attention;
+  o.space.precision = *precision;
+  o.space.master_dtype = states->master;
+  o.space.moments_dtype = states->moments;
+  o.space.param_remainders = states->remainders;
+  o.space.fp8 = fp8->recipe;
+  o.space.fp8_param_gather = fp8->param_gather;
+  o.memory.gpu_headroom = in.memory_headroom_pct / 100.0;
+  if (in.cp > 0) o.space.cp = in.cp;
+  o.space.max_cp = in.max_cp;
+  if (in.ulysses > 0) o.space.ulysses = in.ulysses;
+  o.space.max_ulysses = in.max_ulysses;
+  if (in.dp_shard > 0) o.space.dp_shard = in.dp_shard;
+  o.objective = *objective;
+  o.tokens = in.tokens;
+  o.gpu_hour_price = in.gpu_hour_price;
+  set_planner_run_settings(o);
+  return o;
 }
 
 void set_planner_run_settings(SearchOptions& o) {

@@ -59,32 +59,11 @@ std::optional<SearchInputs> form_of(const StoredSearchOptions& asked) {
   in.objective = q(to_string(o.objective));
   in.gpu_hour_price = o.gpu_hour_price;
   in.top = std::max(o.top, 1);
-  // The same fields on defaults, as the form maps them (resolve_inputs).
-  SearchOptions form;
-  form.space.gpus = s.gpus;
-  form.space.global_batch = s.global_batch;
-  form.space.engine = s.engine;
-  form.memory.accounting = state_accounting_of(s.engine);
-  form.space.attention = s.attention;
-  form.space.precision = s.precision;
-  form.space.master_dtype = s.master_dtype;
-  form.space.moments_dtype = s.moments_dtype;
-  form.space.param_remainders = s.param_remainders;
-  form.space.fp8 = s.fp8;
-  form.space.fp8_param_gather = s.fp8_param_gather;
-  form.memory.gpu_headroom = o.memory.gpu_headroom;
-  form.space.cp = s.cp;
-  form.space.max_cp = s.max_cp;
-  form.space.ulysses = s.ulysses;
-  form.space.max_ulysses = s.max_ulysses;
-  form.space.dp_shard = s.dp_shard;
-  form.objective = o.objective;
-  form.tokens = o.tokens;
-  form.gpu_hour_price = o.gpu_hour_price;
-  set_planner_run_settings(form);
+  // The same fields on defaults, as the form maps them (options_of).
+  const std::optional<SearchOptions> form = options_of(in);
   SearchOptions stored = o;
   set_planner_run_settings(stored);
-  if (search_options_to_json(r, form) != search_options_to_json(r, stored)) return std::nullopt;
+  if (!form || search_options_to_json(r, *form) != search_options_to_json(r, stored)) return std::nullopt;
   return in;
 }
 

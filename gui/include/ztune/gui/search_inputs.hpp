@@ -105,6 +105,15 @@ inline constexpr int kPlannerPlansKept = 100000;
 /// settings its row was stored with (ztune search's --no-prune, --threads).
 void set_planner_run_settings(SearchOptions& o);
 
+/// The search the form's fields ask, mapped as `ztune search` maps its flags
+/// (cli/cmd_search.cpp to_options), with the planner's run settings; nullopt
+/// where a choice (engine, attention, precision, optimizer states, FP8,
+/// objective) is not one the form offers. The one owner of that mapping:
+/// resolve_inputs searches it, and a search reopened from History is filled
+/// back into the form only where this gives its stored options again.
+/// Numbers are mapped as given (resolve_inputs refuses those out of range).
+std::optional<SearchOptions> options_of(const SearchInputs& in);
+
 /// Everything a search needs, loaded and checked. `options.stop` is left null.
 struct ResolvedInputs {
   Cluster cluster;
