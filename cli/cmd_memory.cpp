@@ -35,6 +35,7 @@ struct MemoryFlags {
   std::string precision = "all";
   std::string master_dtype = "fp32", moments_dtype = "fp32";
   bool param_remainders = false;
+  int dp_shard = 0;
   bool json = false;
 };
 
@@ -152,6 +153,7 @@ nlohmann::json grid_json(const MemoryGrid& g, const Transformer& m, const Cluste
       lines[kMemLineNames[static_cast<std::size_t>(l)]] = r.ztune.line(l);
     nlohmann::json row = {
         {"zero_stage", r.zero_stage},
+        {"dp_shard", r.dp_shard > 0 ? nlohmann::json(r.dp_shard) : nlohmann::json(nullptr)},
         {"offload", {{"optimizer", to_string(r.offload_optimizer)}, {"params", to_string(r.offload_params)}}},
         {"precision", to_string(r.precision)},
         {"ztune",
@@ -199,6 +201,9 @@ void print_grid(const MemoryGrid& g, const Transformer& m, const Cluster& c) {
               g.largest.name.c_str(), params_text(g.largest.params).c_str());
   std::printf("on %d GPU%s (%d node%s × %d), all data parallel", g.gpus, g.gpus == 1 ? "" : "s", g.nodes,
               g.nodes == 1 ? "" : "s", g.gpus_per_node);
+  if (g.dp_shard > 0)
+    std::printf("; \"3 shard%d\": ZeRO-3 sharded in %d groups of %d and replicated across them (hybrid "
+                "sharding: FSDP HYBRID_SHARD, DeepSpeed MiCS)", g.dp_shard, g.gpus / g.dp_shard, g.dp_shard);
   if (g.capacities)
     std::printf("; %s: %.1f GiB per GPU, %.0f GiB host and %.0f GiB NVMe per node", c.name.c_str(),
                 c.node.gpu.memory_bytes() / kBytesPerGiB, c.node.host_memory_gb * 1e9 / kBytesPerGiB,
@@ -211,7 +216,7 @@ void print_grid(const MemoryGrid& g, const Transformer& m, const Cluster& c) {
   for (const auto& r : g.rows) {
     const bool ds = r.deepspeed.has_value();
     if (!ds) missing.insert(r.no_deepspeed_why);
-    std::vector<std::string> row{std::to_string(r.zero_stage),
+    std::vector<std::string> row{std::to_string(r.zero_stage) + (r.dp_shard > 0 ? " shard" + std::to_string(r.dp_shard) : ""),
                                  offload_text(r),
                                  precision_text(r.precision, g.capacities),
                                  in_unit(r.ztune_gpu_bytes, u),
@@ -294,6 +299,11 @@ Command add_memory(CLI::App& root) {
       ->capture_default_str()
       ->check(CLI::IsMember({"all", "bf16", "fp16", "fp32"}));
   add_optimizer_dtypes(*app, f->master_dtype, f->moments_dtype, f->param_remainders);
+  app->add_option("--dp-shard", f->dp_shard,
+                  "Hybrid sharding: ZeRO-3 rows also sharded inside groups of N GPUs and replicated across them (FSDP "
+                  "HYBRID_SHARD, torchtitan data_parallel_shard_degree, DeepSpeed mics_shard_size); N divides the "
+                  "GPUs into two or more groups")
+      ->check(integer_in(kDpShardFlag));
   app->add_flag("--json", f->json, "Print the grid as JSON");
   return {app, [f]() {
             const Transformer m = load_transformer(f->model, f->seq);
@@ -304,7 +314,18 @@ Command add_memory(CLI::App& root) {
             if (f->precision == "fp32" && states.master != Precision::fp32)
               throw InputError("--master-dtype: " + f->master_dtype + " with --precision fp32: fp32 training's "
                                "master weights are its parameters; expected fp32 (or a 16-bit --precision)");
-            const MemoryGrid g = memory_grid(m, c, grid_precisions(*f, c, have_cluster), have_cluster, states);
+            if (f->dp_shard > 0) {
+              // The shard group as a plan takes it (check_plan's rule and words).
+              Plan probe;
+              probe.dp = c.total_devices();
+              probe.global_batch = probe.dp;
+              probe.zero_stage = 3;
+              probe.dp_shard = f->dp_shard;
+              if (auto why = check_plan_shape(probe, m); why && why->starts_with("$.dp_shard"))
+                throw flag_error(*why);
+            }
+            const MemoryGrid g =
+                memory_grid(m, c, grid_precisions(*f, c, have_cluster), have_cluster, states, f->dp_shard);
             if (g.rows.empty() && !states.fp32())
               throw InputError("--master-dtype/--moments-dtype/--param-remainders: " +
                                adam_states_text(states) +

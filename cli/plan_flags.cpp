@@ -212,10 +212,6 @@ void PlanFlags::refuse_beside(const std::string& plan_path) const {
                      " or the file (a flag beside it would be ignored)");
 }
 
-namespace {
-
-// A check_plan message ("$.zero_stage: …") with the flag named instead of the
-// JSON field ("--zero: …").
 InputError flag_error(const std::string& msg) {
   const auto colon = msg.find(": ");
   std::string field = msg.substr(2, colon - 2);
@@ -240,8 +236,6 @@ InputError flag_error(const std::string& msg) {
   if (field == "grad-accum") field = "global-batch/--micro-batch";
   return InputError("--" + field + entry + ": " + msg.substr(colon + 2));
 }
-
-}  // namespace
 
 void add_grad_reduce_dtype(CLI::App& app, std::string& dtype) {
   app.add_option("--grad-reduce-dtype", dtype,

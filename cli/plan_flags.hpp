@@ -12,6 +12,7 @@
 #include "ztune/tuner/engine.hpp"
 #include "ztune/vocab/cluster.hpp"
 #include "ztune/vocab/hardware_profile.hpp"
+#include "ztune/vocab/input_error.hpp"
 #include "ztune/vocab/plan.hpp"
 #include "ztune/vocab/transformer.hpp"
 
@@ -119,5 +120,9 @@ struct PlanFlags {
   /// precision bf16 where supported else fp16. Throws InputError naming the flag.
   [[nodiscard]] Plan resolve(const Transformer& m, const Cluster& c) const;
 };
+
+/// A check_plan message ("$.zero_stage: …") with the flag named instead of the
+/// JSON field ("--zero: …").
+[[nodiscard]] InputError flag_error(const std::string& msg);
 
 }  // namespace ztune::cli

@@ -71,6 +71,44 @@ TEST_CASE("ztune memory: usage errors name the flag (exit 2)", "[cli][memory]") 
   CHECK_THAT(r.err, Contains("--precision: bf16"));
 }
 
+TEST_CASE("ztune memory --dp-shard: ZeRO-3 in shard groups beside ZeRO-3 over all, in closed form", "[cli][memory]") {
+  // Hybrid sharding (FSDP HYBRID_SHARD, DeepSpeed MiCS): a group of N holds
+  // Ψ/N of the 16-bit parameters and gradients and of the optimizer states,
+  // 16Ψ/N bytes a GPU (Rajbhandari et al. 2020 §5 with N_d = N); offloaded,
+  // each node's host keeps its 8 GPUs' partitions, 8 × 16Ψ/N. DeepSpeed's
+  // estimators count no shard group.
+  auto r = run_command(ztune_bin() + " memory --model llama-7b --gpus 16 --nodes 2 --precision bf16 --dp-shard 8 --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["rows"].size() == 15);  // 1 + 2 + 2 + 5, then the 5 stage-3 rows again in groups of 8
+  const double psi = 6738415616.0;
+  int hybrid = 0;
+  for (const auto& row : j["rows"]) {
+    if (row["dp_shard"].is_null()) continue;
+    ++hybrid;
+    CHECK(row["zero_stage"] == 3);
+    CHECK(row["dp_shard"] == 8);
+    CHECK(row["deepspeed"].is_null());
+    CHECK_THAT(row["deepspeed_missing_why"].get<std::string>(), Contains("MiCS"));
+    const auto& lines = row["ztune"]["gpu_lines"];
+    if (row["offload"]["optimizer"] == "none") {
+      CHECK(lines["params"].get<double>() == Approx(2 * psi / 8));
+      CHECK(lines["grads"].get<double>() == Approx(2 * psi / 8));
+      CHECK(lines["optimizer"].get<double>() == Approx(12 * psi / 8));
+    } else if (row["offload"]["optimizer"] == "cpu") {
+      CHECK(lines["optimizer"].get<double>() == 0);
+      CHECK(row["ztune"]["host_bytes_per_node"].get<double>() >= 8 * 16 * psi / 8);
+    }
+  }
+  CHECK(hybrid == 5);
+  // A group that does not split the GPUs in two or more is refused, naming the flag.
+  for (const char* bad : {"5", "16"}) {
+    r = run_command(ztune_bin() + " memory --model llama-7b --gpus 16 --dp-shard " + bad);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains(std::string("--dp-shard: ") + bad + " ranks per shard group with dp 16"));
+  }
+}
+
 TEST_CASE("ztune memory with 16-bit optimizer states: K from the states, offload rows out, refusals name the flags",
           "[cli][memory]") {
   // NeMo's optim.dtype bf16 (master and moments in bf16) beside the bf16 rows'

@@ -93,3 +93,20 @@ TEST_CASE("memory grid: the cluster's rules drop rows it cannot run", "[memory][
   // Without cluster rules (N GPUs of no particular kind) every shape stays.
   CHECK(memory_grid(m, c, {Precision::bf16}, false).rows.size() == 10);
 }
+
+TEST_CASE("memory grid: hybrid-sharded stage-3 rows follow the plain ones", "[memory][grid]") {
+  const Transformer m = test::gpt(24, 2048, 16, 1024, 50304);
+  const double psi = m.total_params();
+  const MemoryGrid g = memory_grid(m, test::a100_nodes(2), {Precision::bf16}, true, {}, 4);
+  REQUIRE(g.rows.size() == 15);  // 1 + 2 + 2 + 5 + the 5 stage-3 rows in groups of 4
+  for (std::size_t i = 0; i < g.rows.size(); ++i) {
+    CAPTURE(i);
+    CHECK(g.rows[i].dp_shard == (i >= 10 ? 4 : 0));
+  }
+  // ZeRO-3 in groups of 4 of the 16 GPUs: 16Ψ/4 of model states a GPU.
+  const auto& h = g.rows[10];
+  REQUIRE(h.offload_optimizer == OffloadTarget::none);
+  CHECK(h.ztune.line(MemLine::params) + h.ztune.line(MemLine::grads) + h.ztune.line(MemLine::optimizer) ==
+        Approx(16 * psi / 4));
+  CHECK_FALSE(h.deepspeed.has_value());
+}

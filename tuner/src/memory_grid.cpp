@@ -1,5 +1,6 @@
 #include "ztune/tuner/memory_grid.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "ztune/vocab/hardware_profile.hpp"
@@ -23,6 +24,10 @@ std::vector<Offloads> offloads_for(int stage) {
 }
 
 void add_deepspeed(MemoryGridRow& row, const MemoryGrid& g) {
+  if (row.dp_shard > 0) {
+    row.no_deepspeed_why = "DeepSpeed's estimators shard ZeRO-3 over every GPU (none counts MiCS's groups)";
+    return;
+  }
   if (!g.states.fp32()) {
     row.no_deepspeed_why = "DeepSpeed's estimators count fp32 optimizer states";
     return;
@@ -60,8 +65,9 @@ double model_state_gpu_bytes(const MemoryPrediction& mp) {
 }
 
 MemoryGrid memory_grid(const Transformer& m, const Cluster& c, const std::vector<Precision>& precisions,
-                       bool cluster_rules, const OptimizerDtypes& states) {
+                       bool cluster_rules, const OptimizerDtypes& states, int dp_shard) {
   MemoryGrid g;
+  g.dp_shard = dp_shard;
   g.params = m.total_params();
   g.states = states;
   // A Hugging Face Llama-family model keeps q/k/v and gate/up apart (GPT-2,
@@ -73,14 +79,17 @@ MemoryGrid memory_grid(const Transformer& m, const Cluster& c, const std::vector
   g.capacities = cluster_rules;
   const HardwareProfile no_profile{};  // memory reads it only for 1-bit Adam and ZeRO++, not in the grid
   for (Precision prec : precisions) {
-    for (int stage = 0; stage <= 3; ++stage) {
-      for (const Offloads& o : offloads_for(stage)) {
+    // Stage 3 over every GPU, then (with a shard group) hybrid-sharded beside it.
+    for (int stage = 0; stage <= 3 + (dp_shard > 0 ? 1 : 0); ++stage) {
+      const bool hybrid = stage == 4;
+      for (const Offloads& o : offloads_for(std::min(stage, 3))) {
         Plan p;
         p.dp = g.gpus;
         p.micro_batch = 1;
         p.grad_accum = 1;
         p.global_batch = g.gpus;
-        p.zero_stage = stage;
+        p.zero_stage = std::min(stage, 3);
+        p.dp_shard = hybrid ? dp_shard : 0;
         p.offload_optimizer = o.optimizer;
         p.offload_params = o.params;
         p.precision = prec;
@@ -92,7 +101,8 @@ MemoryGrid memory_grid(const Transformer& m, const Cluster& c, const std::vector
         // The 16-bit rows' states as their plans keep them (a master of their own dtype is their parameters).
         if (prec != Precision::fp32) g.states = optimizer_dtypes(p);
         MemoryGridRow row;
-        row.zero_stage = stage;
+        row.zero_stage = p.zero_stage;
+        row.dp_shard = p.dp_shard;
         row.offload_optimizer = o.optimizer;
         row.offload_params = o.params;
         row.precision = prec;

@@ -21,6 +21,7 @@ namespace ztune {
 
 struct MemoryGridRow {
   int zero_stage = 0;
+  int dp_shard = 0;  // ZeRO-3 sharded inside groups of this many GPUs (hybrid sharding); 0: over all of them
   OffloadTarget offload_optimizer = OffloadTarget::none;
   OffloadTarget offload_params = OffloadTarget::none;
   Precision precision = Precision::bf16;
@@ -43,6 +44,7 @@ struct MemoryGrid {
   OptimizerDtypes states;
   LargestModule largest;  // DeepSpeed's largest layer
   int gpus = 0, nodes = 0, gpus_per_node = 0;
+  int dp_shard = 0;  // the stage-3 rows' shard group (0: every GPU)
   bool capacities = false;  // the cluster's capacities are real (a --cluster was given)
   std::vector<MemoryGridRow> rows;
 };
@@ -61,7 +63,12 @@ struct MemoryGrid {
 /// param_remainders; fp32 by default); rows the plan rules refuse them in (the
 /// offloaded ones, remainders outside bf16, a 16-bit master of fp32 training)
 /// are left out, and DeepSpeed's estimators, which count fp32 states, say so.
+/// `dp_shard` > 0: after the stage-3 rows, the same rows sharded inside
+/// groups of that many GPUs and replicated across the groups (FSDP
+/// HYBRID_SHARD, DeepSpeed MiCS; Plan::dp_shard), which DeepSpeed's
+/// estimators do not count; a group the plan rules refuse adds no row (the
+/// caller checks it first).
 [[nodiscard]] MemoryGrid memory_grid(const Transformer& m, const Cluster& c, const std::vector<Precision>& precisions,
-                                     bool cluster_rules, const OptimizerDtypes& states = {});
+                                     bool cluster_rules, const OptimizerDtypes& states = {}, int dp_shard = 0);
 
 }  // namespace ztune
