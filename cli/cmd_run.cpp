@@ -64,6 +64,7 @@ struct RunFlags {
   std::optional<int> collective_timeout_s;  // ztune-worker --collective-timeout
   std::string checkpoint_dir;     // default: the temporary directory
   std::string resume;             // a checkpoint directory to continue from
+  bool dry_run = false;           // check and print the launch, launch nothing
 };
 
 
@@ -96,6 +97,11 @@ void refuse_over_machine_memory(const MemoryPrediction& m, const Cluster& c, int
   char head[160];
   std::snprintf(head, sizeof head, "%.2f GiB together (%s), more than its %.2f GiB", need / kBytesPerGiB, what.c_str(),
                 *have / kBytesPerGiB);
+  if (f.dry_run) {
+    std::fprintf(stderr, "ztune run: warning: the memory model puts the ranks this machine would run at %s: a launch "
+                 "here would be refused (pass --hosts to spread the ranks, or --force)\n", head);
+    return;
+  }
   throw InputError(std::string("the memory model puts the ranks this machine would run at ") + head +
                    ": the kernel's out-of-memory killer would end a rank, or another process, partway through; run a "
                    "smaller plan, pass --hosts to spread the ranks, or --force to launch it anyway");
@@ -209,6 +215,42 @@ void refuse_other_plan(const std::string& dir, const PlanFile& pf) {
                    "`ztune run " + kept + " --resume " + dir + "`, or start without --resume");
 }
 
+// --dry-run: what a launch would start, and the cost model's figures for it;
+// the plan file stays where the launch command names it.
+int print_dry_run(const RunFlags& f, const PlanFile& pf, const std::vector<std::string>& cmd,
+                  const std::string& plan_path, const Cluster* priced, const HardwareProfile* hw,
+                  const MemoryPrediction* memory) {
+  std::optional<TimePrediction> time;
+  if (priced != nullptr && hw != nullptr && memory != nullptr) {
+    TimePrediction t = predict_time(*pf.model, pf.plan, *priced, *hw);
+    if (non_finite_time(t).empty()) time = t;
+  }
+  if (f.json) {
+    nlohmann::json out{{"dry_run", true},
+                       {"plan", pf.plan.summary()},
+                       {"plan_file", plan_path},
+                       {"launch", cmd},
+                       {"ranks", f.np > 0 ? f.np : pf.plan.gpus()},
+                       {"predicted_iteration_s", time ? nlohmann::json(time->iteration_s) : nlohmann::json(nullptr)},
+                       {"predicted_peak_memory_bytes",
+                        memory != nullptr ? nlohmann::json(memory->gpu_total_bytes) : nlohmann::json(nullptr)},
+                       {"profile", time ? nlohmann::json(hw->name) : nlohmann::json(nullptr)}};
+    std::printf("%s\n", out.dump(2).c_str());
+    return kExitOk;
+  }
+  std::string launch;
+  for (const auto& a : cmd) launch += (launch.empty() ? "" : " ") + a;
+  std::printf("plan %s on %d ranks, %d steps\nplan file: %s\nlaunch: %s\n", pf.plan.summary().c_str(),
+              f.np > 0 ? f.np : pf.plan.gpus(), f.steps, plan_path.c_str(), launch.c_str());
+  if (time)
+    std::printf("predicted (profile %s): iteration %.4f s, %.0f tokens/s, peak memory (most loaded rank) %.1f MiB\n",
+                hw->name.c_str(), time->iteration_s, time->tokens_per_s, memory->gpu_total_bytes / 1048576.0);
+  else if (memory != nullptr)
+    std::printf("predicted peak memory (most loaded rank): %.1f MiB\n", memory->gpu_total_bytes / 1048576.0);
+  std::printf("(dry run: nothing was launched; the plan file is kept)\n");
+  return kExitOk;
+}
+
 int run(const RunFlags& f) {
   PlanFile pf = resolve(f);
   const int np = f.np > 0 ? f.np : pf.plan.gpus();
@@ -225,7 +267,7 @@ int run(const RunFlags& f) {
   // The database too: a directory, a damaged file or a read-only place had
   // been found only after the training, its run then kept as a record that
   // only calibrate --records reads.
-  if (!f.no_db) {
+  if (!f.no_db && !f.dry_run) {
     const std::string path = f.db.empty() ? default_db_path() : f.db;
     try {
       (void)ResultsDb::open(path);
@@ -307,7 +349,8 @@ int run(const RunFlags& f) {
   // A GPU plan on a machine without NVIDIA devices (the driver's /dev/nvidia0,
   // /dev/nvidia1, ...) would start every rank only for each to find none: said
   // here. With --hosts the ranks run elsewhere, and that machine decides.
-  if (backend == ExecBackend::cuda && f.hosts.empty() && !has_nvidia_device())
+  // A dry run is the check made before taking the plan to the GPU machine.
+  if (backend == ExecBackend::cuda && f.hosts.empty() && !f.dry_run && !has_nvidia_device())
     throw InputError(plan_name + ": the plan is for " + pf.cluster->name + "'s GPUs (the CUDA backend), and this "
                      "machine has no NVIDIA device (no /dev/nvidia0); run it on the GPU machine, pass --hosts, or "
                      "plan for --cluster local-cpu");
@@ -329,7 +372,8 @@ int run(const RunFlags& f) {
                    predicted_memory->gpu_capacity_bytes / kBytesPerGiB);
     refuse_over_machine_memory(*predicted_memory, *priced, np, backend, f);
   }
-  TempDir tmp(f.keep, "ztune-run");  // the plan file, the default record and checkpoints
+  // A dry run keeps the directory: the launch command it prints reads its plan file.
+  TempDir tmp(f.keep || f.dry_run, "ztune-run");  // the plan file, the default record and checkpoints
   const std::string& dir = tmp.path();
   const std::string plan_path = dir + "/plan.json";
   if (auto why = write_file_durably(plan_path, plan_file_to_json(pf).dump(2) + "\n"))
@@ -348,7 +392,7 @@ int run(const RunFlags& f) {
   // The steps as they finish: what a run stopped part-way did is said and stored.
   job.progress = dir + "/progress.jsonl";
   // The schedule the checkpoints are written on, beside them (read by a later --resume).
-  if (f.checkpoint_every > 0) {
+  if (f.checkpoint_every > 0 && !f.dry_run) {
     std::error_code ec;
     std::filesystem::create_directories(checkpoint_dir, ec);
     if (auto why = write_file_durably(checkpoint_schedule_path(checkpoint_dir), "steps " + std::to_string(f.steps) + "\n"))
@@ -368,6 +412,8 @@ int run(const RunFlags& f) {
                  "calibrate will not fit it\n", over->c_str());
   int interrupted = 0, killed_by = 0;
   const auto cmd = launch_command(np, f.hosts, worker_args(job));
+  if (f.dry_run) return print_dry_run(f, pf, cmd, plan_path, priced ? &*priced : nullptr, hw ? &*hw : nullptr,
+                                      predicted_memory ? &*predicted_memory : nullptr);
   // The machine around the run: other work sharing it slows the run by a
   // contention the cost model does not price (said, stored, and kept out of fits).
   const calibration::MachineSample machine_before = calibration::sample_machine();
@@ -615,6 +661,9 @@ Command add_run(CLI::App& root) {
                 "Launch even a plan the memory model puts over this machine's memory (its ranks' total with "
                 "offloaded states, against MemTotal or the cgroup's limit); refused by default");
   app->add_flag("--json", f->json, "Print the summary as JSON (losses, step_time_s, peak_memory_bytes, ...)");
+  app->add_flag("--dry-run", f->dry_run,
+                "Check the plan, the flags and the paths as a run would, then print the launch command, the plan file "
+                "(kept) and the cost model's prediction; launch nothing, store nothing");
   return {app, [f] { return run(*f); }};
 }
 

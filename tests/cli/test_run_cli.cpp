@@ -421,6 +421,49 @@ TEST_CASE("ztune run: bad places and plans are refused before mpirun, naming the
   }
 }
 
+TEST_CASE("ztune run --dry-run: the launch and the plan file, nothing started or stored", "[cli][run]") {
+  const fs::path tmp = scratch() / "dry";
+  fs::create_directories(tmp);
+  const fs::path db = tmp / "results.db";
+  const std::string env = "TMPDIR=" + tmp.string() + " ";
+  const std::string plan = "--model tiny --dp 2 --micro-batch 2 --global-batch 4";
+  const auto r = run_command(env + ztune_bin() + " run " + plan + " --steps 3 --dry-run --json --db " + db.string());
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.at("dry_run") == true);
+  CHECK(j.at("ranks") == 2);
+  const auto launch = j.at("launch").get<std::vector<std::string>>();
+  REQUIRE(launch.size() > 4);
+  CHECK(std::find(launch.begin(), launch.end(), "-np") != launch.end());
+  CHECK(std::find(launch.begin(), launch.end(), "--steps") + 1 < launch.end());
+  CHECK(*(std::find(launch.begin(), launch.end(), "--steps") + 1) == "3");
+  // The plan file the launch names is kept, and it holds the plan asked for.
+  const fs::path plan_file = j.at("plan_file").get<std::string>();
+  CHECK(plan_file.parent_path().parent_path() == tmp);
+  const auto pf = nlohmann::json::parse(slurp(plan_file));
+  CHECK(pf.at("plan").at("dp") == 2);
+  CHECK(pf.at("plan").at("micro_batch") == 2);
+  // Nothing ran: no record, no database.
+  CHECK_FALSE(fs::exists(plan_file.parent_path() / "record.json"));
+  CHECK_FALSE(fs::exists(db));
+  // The prediction is predict's for the same plan (the oracle: the other command).
+  const auto p = run_command(ztune_bin() + " predict --cluster local-cpu --precision fp32 " + plan + " --json");
+  REQUIRE(p.exit_code == 0);
+  CHECK(j.at("predicted_iteration_s").get<double>() ==
+        Approx(nlohmann::json::parse(p.out).at("time").at("iteration_s").get<double>()));
+  // A GPU plan is checked here too, where a launch is refused for want of a device.
+  const std::string gpu = " run --cluster dgx-h100 --model llama-7b --tp 2 --no-db";
+  if (!fs::exists("/dev/nvidia0")) {
+    CHECK(run_command(env + ztune_bin() + gpu).exit_code == 2);
+    const auto g = run_command(env + ztune_bin() + gpu + " --dry-run");
+    INFO(g.err);
+    CHECK(g.exit_code == 0);
+    CHECK_THAT(g.out, Contains("--backend cuda") && Contains("(dry run: nothing was launched"));
+  }
+  fs::remove_all(tmp);
+}
+
 TEST_CASE("ztune run: the temporary directory is removed unless --keep", "[cli][run]") {
   // A private TMPDIR, so that other runs on the machine do not count.
   const fs::path tmp = scratch() / "tmp";
