@@ -34,11 +34,22 @@ QTableView* table_for(QAbstractItemModel* model, int sort_role, QObject* owner) 
   view->setSelectionMode(QAbstractItemView::SingleSelection);
   view->setAlternatingRowColors(true);
   view->verticalHeader()->hide();
-  // Every column as wide as what it holds (the timestamps and plans were cut
-  // at the default width, issue 23); the last takes what is left.
-  view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  // Sized to what the columns hold when the rows arrive (fit_columns); the
+  // user may narrow or widen each. The last takes what is left.
+  view->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
   view->horizontalHeader()->setStretchLastSection(true);
   return view;
+}
+
+/// Every column as wide as what it holds (the timestamps and plans were cut
+/// at the default width, issue 23), but none wider than kWidest: a cluster or
+/// model file with a long name had pushed every other column off the dialog
+/// (audit50gui L1); its cells elide, and the column can be widened by hand.
+void fit_columns(QTableView* view) {
+  constexpr int kWidest = 260;
+  view->resizeColumnsToContents();
+  for (int column = 0; column + 1 < view->model()->columnCount(); ++column)
+    if (view->columnWidth(column) > kWidest) view->setColumnWidth(column, kWidest);
 }
 
 }  // namespace
@@ -95,6 +106,7 @@ void HistoryDialog::reload() {
                        .arg(profiles_.rowCount());
     for (const auto& n : notes) text += QStringLiteral("\n") + QString::fromStdString(n);
     status_->setText(text);
+    for (QTableView* view : findChildren<QTableView*>()) fit_columns(view);
   } catch (const std::exception& e) {
     status_->setText(QString::fromStdString(e.what()));
   }

@@ -17,11 +17,13 @@
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QResizeEvent>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QStringList>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTimer>
@@ -103,13 +105,20 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   stale_->setStyleSheet(QStringLiteral("background: #fff3cd; color: #664d03; padding: 4px;"));
   stale_->setVisible(false);
   pv->addWidget(stale_);
+  // The columns hidden to fit a narrow window, named (fit_plan_columns). Its
+  // own line, wrapped: beside the plan count its width had resized the table,
+  // which refitted the columns, which changed the text, for ever.
+  hidden_columns_ = new QLabel;
+  hidden_columns_->setWordWrap(true);
+  hidden_columns_->setVisible(false);
+  pv->addWidget(hidden_columns_);
   table_ = new QTableView;
   table_->setModel(&doc_.plans());
   resize_columns_ = new QTimer(this);
   resize_columns_->setSingleShot(true);
   resize_columns_->setInterval(100);
   connect(resize_columns_, &QTimer::timeout, this, &MainWindow::size_plan_columns);
-  table_->viewport()->installEventFilter(this);
+  table_->installEventFilter(this);
   table_->setSortingEnabled(true);
   table_->sortByColumn(PlanTableModel::rank, Qt::AscendingOrder);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -412,6 +421,8 @@ void MainWindow::on_search_finished() {
 }
 
 void MainWindow::size_plan_columns() {
+  // Every column back first: a wider window shows the ones a narrower one hid.
+  for (int column = 0; column < PlanTableModel::column_count; ++column) table_->setColumnHidden(column, false);
   table_->resizeColumnsToContents();
   // The two free-text columns are capped (elided; a row's tooltip is its whole
   // plan) so that all sixteen columns fit a 1600 px window (issue 23).
@@ -422,8 +433,11 @@ void MainWindow::size_plan_columns() {
 
 bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
   // Once the resizing settles (a drag sends many): sizing reads every visible row.
-  if (watched == table_->viewport() && event->type() == QEvent::Resize && doc_.outcome())
-    resize_columns_->start();
+  // Only a new width refits: the table's height changes with the lines above it.
+  if (watched == table_ && event->type() == QEvent::Resize && doc_.outcome()) {
+    const auto* resize = static_cast<const QResizeEvent*>(event);
+    if (resize->size().width() != resize->oldSize().width()) resize_columns_->start();
+  }
   return QMainWindow::eventFilter(watched, event);
 }
 
@@ -439,9 +453,15 @@ void MainWindow::fit_plan_columns() {
   int total = 0;
   for (int column = 0; column <= last; ++column) total += table_->columnWidth(column);
   table_->horizontalHeader()->setStretchLastSection(true);
-  // A vertical scroll bar that the rows are about to need takes its width too.
+  // The width inside the table's frame, less a vertical scroll bar whether
+  // or not the rows need one yet: not the viewport's, which the scroll bars
+  // this fitting shows or hides change (and whose resizing refits: hiding a
+  // column had resized it back and forth for ever).
   const QScrollBar* bar = table_->verticalScrollBar();
-  int excess = total - table_->viewport()->width() + (bar->isVisible() ? 0 : bar->sizeHint().width());
+  const QHeaderView* rows = table_->verticalHeader();
+  const int room = table_->width() - 2 * table_->frameWidth() - (rows->isVisible() ? rows->width() : 0) -
+                   bar->sizeHint().width();
+  int excess = total - room;
   for (const auto& [column, least] :
        {std::pair{PlanTableModel::recompute, 80}, std::pair{PlanTableModel::schedule, 64},
         std::pair{PlanTableModel::offload, 64}, std::pair{PlanTableModel::layout, 120}}) {
@@ -451,6 +471,24 @@ void MainWindow::fit_plan_columns() {
     table_->setColumnWidth(column, table_->columnWidth(column) - cut);
     excess -= cut;
   }
+  // Still too wide (16 columns in a 1280 px window): the columns that repeat
+  // what another one says, or say what most plans share, are hidden until the
+  // rest fits, so that throughput, MFU and the iteration time stay in view
+  // (audit50gui M7). The header's tooltip names them; a wider window brings
+  // them back (size_plan_columns shows every column first).
+  QStringList hidden;
+  for (const int column : {PlanTableModel::precision, PlanTableModel::tflops, PlanTableModel::attention,
+                           PlanTableModel::days, PlanTableModel::schedule, PlanTableModel::gpus}) {
+    if (excess <= 0) break;
+    excess -= table_->columnWidth(column);
+    table_->setColumnHidden(column, true);
+    hidden << doc_.plans().headerData(column, Qt::Horizontal, Qt::DisplayRole).toString();
+  }
+  hidden_columns_->setText(
+      QStringLiteral("Columns hidden to fit the window: %1 (a wider window shows them; a row's tooltip has its "
+                     "whole plan).")
+          .arg(hidden.join(QStringLiteral(", "))));
+  hidden_columns_->setVisible(!hidden.isEmpty());
 }
 
 void MainWindow::on_selection_changed() {

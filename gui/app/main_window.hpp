@@ -80,7 +80,9 @@ class MainWindow : public QMainWindow {
   /// Sizes the plan table's columns to their contents, caps the free-text
   /// ones, then fit_plan_columns.
   void size_plan_columns();
-  /// Narrows the plan table's free-text columns (elided) until the last one fits.
+  /// Narrows the plan table's free-text columns (elided) until the last one
+  /// fits; where that is not enough, hides the columns least needed (named in
+  /// the header's tooltip).
   void fit_plan_columns();
   /// Writes an export to `path` whole, or warns with the reason (false).
   bool write_or_warn(const QString& path, std::string_view text);
@@ -94,6 +96,7 @@ class MainWindow : public QMainWindow {
   InputPanel* inputs_ = nullptr;
   QTableView* table_ = nullptr;
   QTimer* resize_columns_ = nullptr;  // size_plan_columns once a resize settles
+  QLabel* hidden_columns_ = nullptr;  // names the plan table's columns hidden to fit the window
   QComboBox* zero_filter_ = nullptr;
   QCheckBox* no_offload_ = nullptr;
   QLabel* plan_count_ = nullptr;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
+#include <QFontMetrics>
 #include <QHelpEvent>
 #include <QKeyEvent>
 #include <QMouseEvent>
@@ -21,6 +23,37 @@ constexpr double kHeader = 40;       // caption, legend and time ticks, above th
 constexpr double kMaxRowHeight = 34;
 constexpr double kMinRowHeight = 6;
 constexpr double kMergePx = 8;  // operations narrower than this merge into bands (timeline_bars)
+
+/// The header's font: the caption and the legend, a little smaller than the rows'.
+QFont header_font(QFont f) {
+  f.setPointSizeF(f.pointSizeF() * 0.9);
+  return f;
+}
+
+/// The kinds of operation this iteration has, which the legend lists.
+std::vector<TimelineKind> present_kinds(const TimelineData& data) {
+  bool present[static_cast<int>(TimelineKind::count)] = {};
+  for (const auto& it : data.items) present[static_cast<int>(it.kind)] = true;
+  std::vector<TimelineKind> out;
+  for (int k = 0; k < static_cast<int>(TimelineKind::count); ++k)
+    if (present[k]) out.push_back(static_cast<TimelineKind>(k));
+  return out;
+}
+
+double legend_entry_width(const QFontMetrics& fm, TimelineKind kind) {
+  return 14 + fm.horizontalAdvance(timeline_kind_label(kind)) + 14;
+}
+
+/// The caption as the header shows it: elided in the middle (the plan's start
+/// and the simulated time stay) where it and the legend would not fit the
+/// widget's width, so that the legend stays in view (audit50gui L2); its
+/// tooltip then has the whole caption.
+QString shown_caption(const QString& caption, const TimelineData& data, const QFontMetrics& fm, int width) {
+  double legend = 0;
+  for (const TimelineKind kind : present_kinds(data)) legend += legend_entry_width(fm, kind);
+  const int room = static_cast<int>(width - 6 - 24 - legend);
+  return fm.elidedText(caption, Qt::ElideMiddle, std::max(room, 160));
+}
 
 }  // namespace
 
@@ -97,21 +130,15 @@ void TimelineWidget::paintEvent(QPaintEvent* /*event*/) {
   fit_axis_to_width();
 
   // Caption and legend.
-  QFont small = font();
-  small.setPointSizeF(small.pointSizeF() * 0.9);
-  p.setFont(small);
+  p.setFont(header_font(font()));
   p.setPen(pal.color(QPalette::Text));
-  p.drawText(QPointF(6, 14), caption_);
-  double lx = std::max(kLabelWidth, 12.0 + p.fontMetrics().horizontalAdvance(caption_) + 24);
-  bool present[static_cast<int>(TimelineKind::count)] = {};
-  for (const auto& it : data_.items) present[static_cast<int>(it.kind)] = true;
-  for (int k = 0; k < static_cast<int>(TimelineKind::count); ++k) {
-    if (!present[k]) continue;  // the legend lists what this iteration has
-    const auto kind = static_cast<TimelineKind>(k);
-    const QString label = timeline_kind_label(kind);
+  const QString caption = shown_caption(caption_, data_, p.fontMetrics(), width());
+  p.drawText(QPointF(6, 14), caption);
+  double lx = std::max(kLabelWidth, 12.0 + p.fontMetrics().horizontalAdvance(caption) + 24);
+  for (const TimelineKind kind : present_kinds(data_)) {
     p.fillRect(QRectF(lx, 5, 10, 10), timeline_color(kind));
-    p.drawText(QPointF(lx + 14, 14), label);
-    lx += 14 + p.fontMetrics().horizontalAdvance(label) + 14;
+    p.drawText(QPointF(lx + 14, 14), timeline_kind_label(kind));
+    lx += legend_entry_width(p.fontMetrics(), kind);
   }
 
   // Time ticks.
@@ -267,6 +294,9 @@ bool TimelineWidget::event(QEvent* event) {
                                   format_duration(bar->start_s), format_duration(bar->end_s),
                                   format_duration(bar->end_s - bar->start_s)),
                          this);
+    } else if (help->pos().y() < kHeader - 22 && message_.isEmpty() && !data_.empty() &&
+               shown_caption(caption_, data_, QFontMetrics(header_font(font())), width()) != caption_) {
+      QToolTip::showText(help->globalPos(), caption_.toHtmlEscaped(), this);
     } else {
       QToolTip::hideText();
     }
