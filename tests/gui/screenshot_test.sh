@@ -52,6 +52,14 @@ for pair in "selene-3072 1t" "dgx-h100x128 llama-405b" "dgx2x16 100b"; do
   fi
   test -s "$(dirname "$out")/fit-$2.png" || { echo "$2 on $1: no screenshot written"; exit 1; }
 done
+# A 1280-pixel window (X11's -geometry): the plan table hides the columns
+# least needed rather than scroll (audit50gui M7), and names them.
+xvfb-run -a -s "-screen 0 1920x1200x24" "$planner" -geometry 1280x800 --cluster dgx-h100x128 --model llama-405b \
+  --screenshot "$(dirname "$out")/fit-1280.png" 2> "$(dirname "$out")/fit-1280.err" || true
+if grep "scrolls sideways" "$(dirname "$out")/fit-1280.err"; then
+  echo "llama-405b at 1280 px: part of the window is out of view"; exit 1
+fi
+test -s "$(dirname "$out")/fit-1280.png" || { echo "llama-405b at 1280 px: no screenshot written"; exit 1; }
 
 # The screenshot set (issue 23): the default search's views, then a CPU
 # cluster's, whose Run tab trains the plan for real. Each tour must write its
