@@ -766,6 +766,27 @@ TEST_CASE("the context-parallel fit hint names the smallest doubling that fits",
   CHECK_THAT(h->detail, Catch::Matchers::StartsWith(with_cp(4).summary() + " needs "));
 }
 
+TEST_CASE("a shard group no data-parallel degree carries: more GPUs cannot help, and the hint says why",
+          "[tuner][search][explain]") {
+  // --dp-shard 5 on a 2,048-sequence batch: dp divides 2,048 = 2^11, so no
+  // data-parallel group is a multiple of 5 on any device count (cp and
+  // Ulysses stay 1 under 8k tokens). The more-GPUs hint named only the batch.
+  const Transformer m = load_transformer("llama-7b");
+  const Cluster c = load_cluster("dgx-h100x4");
+  const auto hw = with_engine(default_profile_for(c), "fsdp");
+  SearchOptions o;
+  o.space.engine = Engine::fsdp;
+  o.space.dp_shard = 5;
+  o.simulate_enabled = false;
+  const auto r = run_search(m, c, hw, o);
+  REQUIRE(r.evaluated == 0);
+  const auto more = hint_named(explain_infeasible(m, c, hw, o, r), "more GPUs");
+  REQUIRE(more);
+  CHECK_FALSE(more->fits);
+  CHECK_THAT(more->detail, Catch::Matchers::Contains("no larger device count has a layout") &&
+                               Catch::Matchers::Contains("that --dp-shard 5 splits into two or more"));
+}
+
 TEST_CASE("a pin no layout carries is not explained by widenings that fit nothing", "[tuner][search][explain]") {
   // pp 3 does not divide dgx-h100x4's 32 devices: no plan is searched. The
   // cause is the pin (the fewer-GPUs hint names 24); "[no] --max-cp 8" and

@@ -711,6 +711,9 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
                                      : std::string("no device count has a layout: none")) +
                            " splits into dp × tp × pp with dp dividing the global batch of " +
                            grouped(static_cast<double>(batch)) + (unit > 1 ? " and the pinned degrees" : "") +
+                           (o.space.dp_shard ? ", and a weights' data-parallel group that --dp-shard " +
+                                                   std::to_string(*o.space.dp_shard) + " splits into two or more"
+                                             : std::string()) +
                            " (a global batch with more divisors opens more)",
                        false});
     else
