@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -250,6 +251,9 @@ int print_dry_run(const RunFlags& f, const PlanFile& pf, const std::vector<std::
   std::printf("(dry run: nothing was launched; the plan file is kept)\n");
   return kExitOk;
 }
+
+// A measured time this far from the prediction (in %) points at the profile.
+constexpr double kFarOffPct = 25;
 
 int run(const RunFlags& f) {
   PlanFile pf = resolve(f);
@@ -568,6 +572,18 @@ int run(const RunFlags& f) {
     std::printf("predicted peak memory (most loaded rank): %.1f MiB (%+.1f%%)\n", memory_only->gpu_total_bytes / 1048576.0,
                 err(memory_only->gpu_total_bytes, measured_peak));
   }
+  // A time far off on a quiet machine is most often a profile measured on
+  // another machine (the shipped CPU profile is one VM's): say how to measure
+  // this one. A contended run was said above, and is no evidence either way.
+  if (prediction && std::fabs(err(prediction->time.iteration_s, record.step_time_s)) > kFarOffPct &&
+      !calibration::contention_problem(contention) && pf.cluster)
+    std::printf("note: the time is %.0f%% off: the profile %s was measured %s; `ztune calibrate --cluster %s` "
+                "measures this machine (and fits the runs stored for it), and --profile %s-calibrated then uses "
+                "it\n",
+                std::fabs(err(prediction->time.iteration_s, record.step_time_s)), profile_name.c_str(),
+                profile_name.ends_with("-calibrated") ? "here before, by runs unlike this one or on a different load"
+                                                      : "on another machine (its source says which)",
+                pf.cluster->name.c_str(), pf.cluster->name.c_str());
   // Which line a memory error sits on.
   if (prediction) std::fputs(memory_at_peak_table(record, prediction->memory).c_str(), stdout);
   else if (memory_only) std::fputs(memory_at_peak_table(record, *memory_only).c_str(), stdout);

@@ -464,6 +464,30 @@ TEST_CASE("ztune run --dry-run: the launch and the plan file, nothing started or
   fs::remove_all(tmp);
 }
 
+TEST_CASE("ztune run: a time far off the prediction on a quiet machine points at calibrate", "[cli][run]") {
+  // A profile whose kernels run at 1/200 of the shipped CPU profile's rates:
+  // whatever this machine is, the prediction is far off the measured time.
+  const fs::path dir = scratch() / "slow-profile";
+  fs::create_directories(dir);
+  auto profile = nlohmann::json::parse(slurp(fs::path(ZTUNE_TEST_DATA_DIR) / "profiles/cpu.json"));
+  profile["name"] = "cpu-slow";
+  for (auto& row : profile["gemm"]["efficiency_by_flops"]) row[1] = row[1].get<double>() / 200;
+  profile["memory_bound"]["bandwidth_efficiency"] = profile["memory_bound"]["bandwidth_efficiency"].get<double>() / 200;
+  const fs::path file = dir / "cpu-slow.json";
+  std::ofstream(file) << profile.dump(2);
+  const auto r = ztune("--steps 2 --profile " + file.string());
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  // Other work on the machine (a parallel ctest) is no evidence either way: said instead.
+  if (r.err.find("other processes took") != std::string::npos) {
+    CHECK_THAT(r.out, !Contains("ztune calibrate --cluster"));
+  } else {
+    CHECK_THAT(r.out, Contains("the profile cpu-slow was measured on another machine") &&
+                          Contains("`ztune calibrate --cluster local-cpu`"));
+  }
+  fs::remove_all(dir);
+}
+
 TEST_CASE("ztune run: the temporary directory is removed unless --keep", "[cli][run]") {
   // A private TMPDIR, so that other runs on the machine do not count.
   const fs::path tmp = scratch() / "tmp";
