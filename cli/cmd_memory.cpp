@@ -321,8 +321,17 @@ Command add_memory(CLI::App& root) {
               probe.global_batch = probe.dp;
               probe.zero_stage = 3;
               probe.dp_shard = f->dp_shard;
+              // Said in the grid's words: its GPUs, not a plan's dp × cp.
+              const int gpus = probe.dp;
               if (auto why = check_plan_shape(probe, m); why && why->starts_with("$.dp_shard"))
-                throw flag_error(*why);
+                throw InputError("--dp-shard " + std::to_string(f->dp_shard) + ": " +
+                                 (gpus < 4 ? "hybrid sharding needs two or more groups of two GPUs; " +
+                                                 std::to_string(gpus) + (gpus == 1 ? " GPU has" : " GPUs have") +
+                                                 " none (give --gpus 4 or more)"
+                                           : "the " + std::to_string(gpus) + " GPUs do not split into two or "
+                                             "more groups of " + std::to_string(f->dp_shard) +
+                                             "; expected a divisor of " + std::to_string(gpus) + " from 2 to " +
+                                             std::to_string(gpus / 2)));
             }
             const MemoryGrid g =
                 memory_grid(m, c, grid_precisions(*f, c, have_cluster), have_cluster, states, f->dp_shard);

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -98,11 +100,6 @@ void refuse_over_machine_memory(const MemoryPrediction& m, const Cluster& c, int
   char head[160];
   std::snprintf(head, sizeof head, "%.2f GiB together (%s), more than its %.2f GiB", need / kBytesPerGiB, what.c_str(),
                 *have / kBytesPerGiB);
-  if (f.dry_run) {
-    std::fprintf(stderr, "ztune run: warning: the memory model puts the ranks this machine would run at %s: a launch "
-                 "here would be refused (pass --hosts to spread the ranks, or --force)\n", head);
-    return;
-  }
   throw InputError(std::string("the memory model puts the ranks this machine would run at ") + head +
                    ": the kernel's out-of-memory killer would end a rank, or another process, partway through; run a "
                    "smaller plan, pass --hosts to spread the ranks, or --force to launch it anyway");
@@ -218,9 +215,21 @@ void refuse_other_plan(const std::string& dir, const PlanFile& pf) {
 
 // --dry-run: what a launch would start, and the cost model's figures for it;
 // the plan file stays where the launch command names it.
+/// `arg` as a POSIX shell reads it back: as it is where it holds only
+/// characters the shell leaves alone, else in single quotes.
+std::string shell_quoted(const std::string& arg) {
+  const bool plain = !arg.empty() && std::all_of(arg.begin(), arg.end(), [](unsigned char ch) {
+    return std::isalnum(ch) != 0 || std::string_view("_./:=,@%+-").find(static_cast<char>(ch)) != std::string_view::npos;
+  });
+  if (plain) return arg;
+  std::string out = "'";
+  for (const char ch : arg) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
 int print_dry_run(const RunFlags& f, const PlanFile& pf, const std::vector<std::string>& cmd,
                   const std::string& plan_path, const Cluster* priced, const HardwareProfile* hw,
-                  const MemoryPrediction* memory) {
+                  const MemoryPrediction* memory, const std::vector<std::string>& warnings) {
   std::optional<TimePrediction> time;
   if (priced != nullptr && hw != nullptr && memory != nullptr) {
     TimePrediction t = predict_time(*pf.model, pf.plan, *priced, *hw);
@@ -235,12 +244,13 @@ int print_dry_run(const RunFlags& f, const PlanFile& pf, const std::vector<std::
                        {"predicted_iteration_s", time ? nlohmann::json(time->iteration_s) : nlohmann::json(nullptr)},
                        {"predicted_peak_memory_bytes",
                         memory != nullptr ? nlohmann::json(memory->gpu_total_bytes) : nlohmann::json(nullptr)},
-                       {"profile", time ? nlohmann::json(hw->name) : nlohmann::json(nullptr)}};
+                       {"profile", time ? nlohmann::json(hw->name) : nlohmann::json(nullptr)},
+                       {"warnings", warnings}};
     std::printf("%s\n", out.dump(2).c_str());
     return kExitOk;
   }
   std::string launch;
-  for (const auto& a : cmd) launch += (launch.empty() ? "" : " ") + a;
+  for (const auto& a : cmd) launch += (launch.empty() ? "" : " ") + shell_quoted(a);
   std::printf("plan %s on %d ranks, %d steps\nplan file: %s\nlaunch: %s\n", pf.plan.summary().c_str(),
               f.np > 0 ? f.np : pf.plan.gpus(), f.steps, plan_path.c_str(), launch.c_str());
   if (time)
@@ -248,6 +258,7 @@ int print_dry_run(const RunFlags& f, const PlanFile& pf, const std::vector<std::
                 hw->name.c_str(), time->iteration_s, time->tokens_per_s, memory->gpu_total_bytes / 1048576.0);
   else if (memory != nullptr)
     std::printf("predicted peak memory (most loaded rank): %.1f MiB\n", memory->gpu_total_bytes / 1048576.0);
+  for (const auto& w : warnings) std::printf("warning: %s\n", w.c_str());
   std::printf("(dry run: nothing was launched; the plan file is kept)\n");
   return kExitOk;
 }
@@ -271,10 +282,15 @@ int run(const RunFlags& f) {
   // The database too: a directory, a damaged file or a read-only place had
   // been found only after the training, its run then kept as a record that
   // only calibrate --records reads.
-  if (!f.no_db && !f.dry_run) {
+  if (!f.no_db) {
     const std::string path = f.db.empty() ? default_db_path() : f.db;
     try {
-      (void)ResultsDb::open(path);
+      // A dry run reads an existing database and creates none: a missing one
+      // is checked as the place the run would create it.
+      std::error_code ec;
+      if (!f.dry_run) (void)ResultsDb::open(path);
+      else if (std::filesystem::exists(path, ec)) (void)ResultsDb::open(path, DbAccess::read);
+      else if (auto why = output_file_problem(path)) throw InputError("--db " + path + ": " + *why);
     } catch (const InputError& e) {
       throw InputError(std::string(e.what()) + " (the run would be stored there: give another --db, or --no-db; "
                        "nothing was launched)");
@@ -353,7 +369,12 @@ int run(const RunFlags& f) {
   // A GPU plan on a machine without NVIDIA devices (the driver's /dev/nvidia0,
   // /dev/nvidia1, ...) would start every rank only for each to find none: said
   // here. With --hosts the ranks run elsewhere, and that machine decides.
-  // A dry run is the check made before taking the plan to the GPU machine.
+  // A dry run is the check made before taking the plan to the GPU machine:
+  // said among its warnings.
+  std::vector<std::string> dry_run_warnings;
+  if (backend == ExecBackend::cuda && f.hosts.empty() && f.dry_run && !has_nvidia_device())
+    dry_run_warnings.push_back("this machine has no NVIDIA device (no /dev/nvidia0): run the launch on the GPU "
+                               "machine, or pass --hosts");
   if (backend == ExecBackend::cuda && f.hosts.empty() && !f.dry_run && !has_nvidia_device())
     throw InputError(plan_name + ": the plan is for " + pf.cluster->name + "'s GPUs (the CUDA backend), and this "
                      "machine has no NVIDIA device (no /dev/nvidia0); run it on the GPU machine, pass --hosts, or "
@@ -368,12 +389,15 @@ int run(const RunFlags& f) {
   if (hw && !check_plan(pf.plan, *pf.model, *pf.cluster)) {
     priced = with_measured_figures(*pf.cluster, *hw);
     predicted_memory = predict_memory(*pf.model, pf.plan, *priced, *hw);
-    if (!predicted_memory->fits_gpu)
-      std::fprintf(stderr,
-                   "ztune: warning: the memory model puts this plan at %.2f GiB per rank, more than %s's %.2f GiB; "
-                   "the run may fail for lack of memory\n",
-                   predicted_memory->gpu_total_bytes / kBytesPerGiB, priced->name.c_str(),
-                   predicted_memory->gpu_capacity_bytes / kBytesPerGiB);
+    if (!predicted_memory->fits_gpu) {
+      const std::string over = "the memory model puts this plan at " +
+                               formatted("%.2f", predicted_memory->gpu_total_bytes / kBytesPerGiB) +
+                               " GiB per rank, more than " + priced->name + "'s " +
+                               formatted("%.2f", predicted_memory->gpu_capacity_bytes / kBytesPerGiB) +
+                               " GiB; the run may fail for lack of memory";
+      if (f.dry_run) dry_run_warnings.push_back(over);
+      else std::fprintf(stderr, "ztune: warning: %s\n", over.c_str());
+    }
     refuse_over_machine_memory(*predicted_memory, *priced, np, backend, f);
   }
   // A dry run keeps the directory: the launch command it prints reads its plan file.
@@ -417,7 +441,7 @@ int run(const RunFlags& f) {
   int interrupted = 0, killed_by = 0;
   const auto cmd = launch_command(np, f.hosts, worker_args(job));
   if (f.dry_run) return print_dry_run(f, pf, cmd, plan_path, priced ? &*priced : nullptr, hw ? &*hw : nullptr,
-                                      predicted_memory ? &*predicted_memory : nullptr);
+                                      predicted_memory ? &*predicted_memory : nullptr, dry_run_warnings);
   // The machine around the run: other work sharing it slows the run by a
   // contention the cost model does not price (said, stored, and kept out of fits).
   const calibration::MachineSample machine_before = calibration::sample_machine();

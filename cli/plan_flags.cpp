@@ -392,15 +392,24 @@ Plan PlanFlags::resolve(const Transformer& m, const Cluster& c) const {
   if (!stage_layers.empty()) ways.emplace_back("--stage-layers");
   if (!chunk_layers.empty()) ways.emplace_back("--chunk-layers");
   if (first_stage_layers > 0 || last_stage_layers > 0) ways.emplace_back("--first-stage-layers/--last-stage-layers");
-  if (embedding_in_split || loss_in_split) ways.emplace_back("--account-for-embedding/loss-in-pipeline-split");
+  // The accounting flags as given (one or both).
+  if (embedding_in_split || loss_in_split)
+    ways.emplace_back(std::string(embedding_in_split ? "--account-for-embedding-in-pipeline-split" : "") +
+                      (embedding_in_split && loss_in_split ? " and " : "") +
+                      (loss_in_split ? "--account-for-loss-in-pipeline-split" : ""));
   if (ways.size() > 1)
     throw InputError(ways[0] + ", " + ways[1] + ": give one of the whole partition (--stage-layers, or "
                      "--chunk-layers by model chunk), --first-stage-layers/--last-stage-layers, or "
                      "--account-for-embedding/loss-in-pipeline-split");
   // One stage holds every layer: a partition has nothing to say (Megatron
   // refuses --decoder-first-pipeline-num-layers without a pipeline too).
-  if (!ways.empty() && pp < 2)
+  if (!ways.empty() && pp < 2) {
+    if (stage_layers.size() > 1)
+      throw InputError("--stage-layers: " + std::to_string(stage_layers.size()) + " stages given, one per pipeline "
+                       "stage; expected --pp " + std::to_string(stage_layers.size()) + " beside them (--pp is " +
+                       std::to_string(pp) + ")");
     throw InputError(ways[0] + ": a partition of pipeline stages; need --pp >= 2, got " + std::to_string(pp));
+  }
   p.stage_layers = stage_layers;
   if (!chunk_layers.empty()) {
     p.chunk_layers = chunk_layers;

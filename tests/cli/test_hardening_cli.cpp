@@ -178,12 +178,14 @@ TEST_CASE("flags: output files, directories and sizes are checked when the flags
        "--first-stage-layers 33: take 33 of the model's 32 layers"},
       {"predict --cluster dgx-h100 --model llama-7b --pp 4 --first-stage-layers 5 "
        "--account-for-embedding-in-pipeline-split",
-       "--first-stage-layers/--last-stage-layers, --account-for-embedding/loss-in-pipeline-split: give one of"},
+       "--first-stage-layers/--last-stage-layers, --account-for-embedding-in-pipeline-split: give one of"},
       // One stage holds every layer: a partition is refused, however it is given.
       {"predict --cluster dgx-h100 --model llama-7b --pp 1 --stage-layers 32",
        "--stage-layers: a partition of pipeline stages; need --pp >= 2, got 1"},
       {"predict --cluster dgx-h100 --model llama-7b --account-for-embedding-in-pipeline-split",
-       "--account-for-embedding/loss-in-pipeline-split: a partition of pipeline stages; need --pp >= 2, got 1"},
+       "--account-for-embedding-in-pipeline-split: a partition of pipeline stages; need --pp >= 2, got 1"},
+      {"predict --cluster dgx-h100 --model llama-7b --stage-layers 16 16",
+       "--stage-layers: 2 stages given, one per pipeline stage; expected --pp 2 beside them (--pp is 1)"},
       // Each reason of the counted split said alone: 32 + 1 = 33 over pp 2
       // does not divide; tiny's 4 + 1 = 5 over pp 5 leaves the first stage empty.
       {"predict --cluster dgx-h100 --model llama-7b --pp 2 --account-for-embedding-in-pipeline-split",

@@ -105,7 +105,8 @@ TEST_CASE("ztune memory --dp-shard: ZeRO-3 in shard groups beside ZeRO-3 over al
   for (const char* bad : {"5", "16"}) {
     r = run_command(ztune_bin() + " memory --model llama-7b --gpus 16 --dp-shard " + bad);
     CHECK(r.exit_code == 2);
-    CHECK_THAT(r.err, Contains(std::string("--dp-shard: ") + bad + " ranks per shard group with dp 16"));
+    CHECK_THAT(r.err, Contains(std::string("--dp-shard ") + bad + ": the 16 GPUs do not split into two or more "
+                               "groups of " + bad + "; expected a divisor of 16 from 2 to 8"));
   }
 }
 

@@ -460,7 +460,28 @@ TEST_CASE("ztune run --dry-run: the launch and the plan file, nothing started or
     INFO(g.err);
     CHECK(g.exit_code == 0);
     CHECK_THAT(g.out, Contains("--backend cuda") && Contains("(dry run: nothing was launched"));
+    // ... and its warnings say what a launch here would meet, in --json too.
+    const auto gj = run_command(env + ztune_bin() + gpu + " --dry-run --json");
+    REQUIRE(gj.exit_code == 0);
+    const auto warnings = nlohmann::json::parse(gj.out).at("warnings");
+    REQUIRE(warnings.size() == 1);
+    CHECK_THAT(warnings[0].get<std::string>(), Contains("no NVIDIA device"));
   }
+  // The database is checked as a run checks it (a directory is refused), and
+  // a missing one is not created.
+  const auto bad_db = run_command(env + ztune_bin() + " run " + plan + " --dry-run --db " + tmp.string());
+  CHECK(bad_db.exit_code == 2);
+  CHECK_THAT(bad_db.err, Contains("is a directory"));
+  // The printed launch line pastes into a shell: a path with a space and a quote.
+  const fs::path odd = tmp / "a b'c.json";
+  const auto q = run_command(env + ztune_bin() + " run " + plan + " --dry-run --no-db --record \"" + odd.string() + "\"");
+  REQUIRE(q.exit_code == 0);
+  const auto at = q.out.find("launch: ");
+  REQUIRE(at != std::string::npos);
+  const std::string line = q.out.substr(at + 8, q.out.find('\n', at) - at - 8);
+  // The shell's own reading of the line (printf '%s\n' of each word) holds the path whole.
+  const auto words = run_command("true; for w in " + line + "; do printf '%s\\n' \"$w\"; done");
+  CHECK_THAT(words.out, Contains("\n" + odd.string() + "\n"));
   fs::remove_all(tmp);
 }
 

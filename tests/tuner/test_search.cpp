@@ -787,6 +787,41 @@ TEST_CASE("a shard group no data-parallel degree carries: more GPUs cannot help,
                                Catch::Matchers::Contains("that --dp-shard 5 splits into two or more"));
 }
 
+TEST_CASE("the Ulysses fit hint doubles as far as the sequence allows Ulysses, not cp", "[tuner][search][explain]") {
+  // 200,016 tokens = 16 × 12,501: Ulysses 16 divides the sequence, while cp
+  // 8's load-balanced chunks (2·cp) already do not. The hint had stopped
+  // Ulysses where cp stops (audit51cli). The oracle: check_plan of the plan.
+  const Transformer m = load_transformer("llama-7b", 200016);
+  const Cluster c = load_cluster("dgx-h100x4");
+  const auto hw = with_engine(default_profile_for(c), "deepspeed");
+  SearchOptions o;
+  o.space.engine = Engine::deepspeed;
+  Plan base;
+  base.dp = 32;
+  base.zero_stage = 3;
+  base.micro_batch = 1;
+  base.grad_accum = 64;
+  base.global_batch = 2048;
+  base.attention = AttentionKernel::flash;
+  REQUIRE_FALSE(check_plan(base, m, c).has_value());
+  auto with_ulysses = [&](int u) {
+    Plan p = base;
+    p.dp = 32 / u;
+    p.grad_accum = 64 * u;
+    p.ulysses = u;
+    return p;
+  };
+  // Ulysses 8 is still too big, 16 fits (the plans' own memory).
+  REQUIRE_FALSE(check_plan(with_ulysses(16), m, c).has_value());
+  REQUIRE_FALSE(predict_memory(m, with_ulysses(8), c, hw, o.memory).fits());
+  REQUIRE(predict_memory(m, with_ulysses(16), c, hw, o.memory).fits());
+  const auto h = hint_named(plan_fit_hints(m, c, hw, o, base),
+                            "ulysses 16 (DeepSpeed-Ulysses: s/16 of each sequence's activations per GPU, all-to-all "
+                            "over heads)");
+  REQUIRE(h);
+  CHECK(h->fits);
+}
+
 TEST_CASE("a pin no layout carries is not explained by widenings that fit nothing", "[tuner][search][explain]") {
   // pp 3 does not divide dgx-h100x4's 32 devices: no plan is searched. The
   // cause is the pin (the fewer-GPUs hint names 24); "[no] --max-cp 8" and

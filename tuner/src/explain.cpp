@@ -216,25 +216,26 @@ std::vector<FitHint> plan_fit_hints(const Transformer& m, const Cluster& c, cons
     if (p.pp <= m.layers) add("pp " + std::to_string(p.pp), p);
     // Context parallelism: each GPU keeps s/cp of every sequence's activations
     // (the same weights, the batch unchanged: dp halves, accumulation doubles).
-    // Doubled until it fits, as far as dp and the sequence allow: the first
-    // degree that fits is the hint (cp 4 fits a 32k sequence cp 2 does not);
-    // when none does, the first doubling says so.
+    // Doubled until it fits, as far as dp, the sequence and the heads allow
+    // (check_plan: cp's load-balanced chunks need 2·cp to divide the
+    // sequence, Ulysses its degree alone): the first degree that fits is the
+    // hint (cp 4 fits a 32k sequence cp 2 does not); when none does, the
+    // largest tried says so.
     auto split_sequence = [&](int Plan::*degree, const char* name, const char* what) {
-      std::optional<Plan> first;
+      std::optional<Plan> last_tried_plan;
       for (Plan q = base; q.dp % 2 == 0;) {
         q.dp /= 2;
         q.grad_accum *= 2;
         q.*degree *= 2;
-        if (m.seq_len % (2 * q.*degree) != 0 || q.grad_accum > kMaxGradAccum || check_plan(q, m, c)) break;
-        const bool fits = predict_memory(m, q, c, hw, o.memory).fits();
-        if (!first || fits) first = q;
-        if (fits) break;
+        if (q.grad_accum > kMaxGradAccum || check_plan(q, m, c)) break;
+        last_tried_plan = q;
+        if (predict_memory(m, q, c, hw, o.memory).fits()) break;
       }
-      if (!first) return;
-      const std::string n = std::to_string((*first).*degree);
+      if (!last_tried_plan) return;
+      const std::string n = std::to_string((*last_tried_plan).*degree);
       add(std::string(name) + " " + n + " (" + what + ": s/" + n + " of each sequence's activations per GPU" +
               (degree == &Plan::ulysses ? ", all-to-all over heads)" : ")"),
-          *first);
+          *last_tried_plan);
     };
     split_sequence(&Plan::cp, "cp", "context parallelism");
     // DeepSpeed-Ulysses: the same division of the activations by all-to-alls
@@ -514,7 +515,8 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
       hints.push_back({"--engine " + to_string(best_engine) + " in place of --engine " + to_string(o.space.engine) +
                            (best_drops_fp8 ? " (without --fp8: it has no FP8 kernels)" : ""),
                        fitting(*best) + unworked, true});
-    } else if (best) {
+    } else if (best && r.evaluated > 0) {
+      // Where no plan passed the rules the pin is the cause (as the widenings below).
       hints.push_back({"another --engine", "no plan fits under " + tried + " either" + unworked, false});
     } else if (!unworked.empty()) {
       hints.push_back({"another --engine", "not worked out: the spaces of " + over_cap_engines + " are over --max-plans", false});

@@ -275,9 +275,9 @@ std::vector<int> stage_layers_from_ends(int layers, int pp, int first, int last)
                                       : "leave " + s(rest) + " of the model's " + s(layers) + " layers for the other " +
                                             s(rest_stages) + (rest_stages == 1 ? " stage" : " stages");
     throw InputError(given + ": " + left + "; expected " +
-                     (rest_stages == 0 ? std::string("first + last = ") + s(layers)
-                                       : "at least one layer for each of the other " + s(rest_stages) +
-                                             (rest_stages == 1 ? " stage" : " stages")));
+                     (rest_stages == 0   ? std::string("first + last = ") + s(layers)
+                      : rest_stages == 1 ? std::string("at least one layer for the other stage")
+                                         : "at least one layer for each of the other " + s(rest_stages) + " stages"));
   }
   std::vector<int> out;
   out.reserve(static_cast<std::size_t>(pp));
