@@ -314,6 +314,12 @@ Command add_memory(CLI::App& root) {
             if (f->precision == "fp32" && states.master != Precision::fp32)
               throw InputError("--master-dtype: " + f->master_dtype + " with --precision fp32: fp32 training's "
                                "master weights are its parameters; expected fp32 (or a 16-bit --precision)");
+            // One group of every GPU is plain ZeRO-3, as predict takes it: the rows above.
+            if (f->dp_shard > 0 && f->dp_shard == c.total_devices()) {
+              std::fprintf(stderr, "ztune memory: note: --dp-shard %d: one shard group of all %d GPUs is plain "
+                           "ZeRO-3, the stage-3 rows\n", f->dp_shard, f->dp_shard);
+              f->dp_shard = 0;
+            }
             if (f->dp_shard > 0) {
               // The shard group as a plan takes it (check_plan's rule and words).
               Plan probe;

@@ -93,7 +93,7 @@ void PlanFlags::add_to(CLI::App& app) {
                  "Hybrid sharding: ZeRO-3 shards inside groups of N data-parallel ranks, replicated across them "
                  "(FSDP HYBRID_SHARD, torchtitan data_parallel_shard_degree, DeepSpeed mics_shard_size); needs "
                  "--zero 3; N = all dp × cp ranks is plain ZeRO-3")
-      ->check(kWholeCount);
+      ->check(integer_in(kDpShardFlag));
   app.add_option("--zero", zero, "ZeRO stage")->check(integer_in(0, 3, "a ZeRO stage"));
   // As a plan file holds them (plan.hpp's limits): what predict prices can be saved and run.
   app.add_option("--micro-batch", micro_batch, "Sequences per micro-batch")

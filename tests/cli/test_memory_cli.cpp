@@ -102,7 +102,12 @@ TEST_CASE("ztune memory --dp-shard: ZeRO-3 in shard groups beside ZeRO-3 over al
   }
   CHECK(hybrid == 5);
   // A group that does not split the GPUs in two or more is refused, naming the flag.
-  for (const char* bad : {"5", "16"}) {
+  // One group of all 16 is plain ZeRO-3, as predict takes it: said, and no rows added.
+  r = run_command(ztune_bin() + " memory --model llama-7b --gpus 16 --nodes 2 --precision bf16 --dp-shard 16 --json");
+  REQUIRE(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(r.out)["rows"].size() == 10);
+  CHECK_THAT(r.err, Contains("one shard group of all 16 GPUs is plain ZeRO-3"));
+  for (const char* bad : {"5", "32"}) {
     r = run_command(ztune_bin() + " memory --model llama-7b --gpus 16 --dp-shard " + bad);
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.err, Contains(std::string("--dp-shard ") + bad + ": the 16 GPUs do not split into two or more "

@@ -21,7 +21,7 @@ inline constexpr IntegerRange kGlobalBatchFlag{1, kMaxGlobalBatch, "a sequence c
 /// --cp and --max-cp, --ulysses and --max-ulysses, --dp-shard: as a plan file holds them.
 inline constexpr IntegerRange kCpFlag{1, kMaxPlanDegree, "a context-parallel degree"};
 inline constexpr IntegerRange kUlyssesFlag{1, kMaxPlanDegree, "a Ulysses degree"};
-inline constexpr IntegerRange kDpShardFlag{1, kMaxPlanDegree, "a shard group size"};
+inline constexpr IntegerRange kDpShardFlag{2, kMaxPlanDegree, "a shard group size"};  // a group of 1 shards nothing
 /// --tokens and --gpu-hour-price: bounded so that days and cost stay finite
 /// numbers to rank by (a price of 1e306 overflowed every cost and ranked a
 /// slower plan first): 1e18 tokens is 60,000 times Llama 3's 15T, and no
