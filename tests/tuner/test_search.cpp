@@ -732,40 +732,6 @@ TEST_CASE("fit hints: one per distinct plan, each named by what it changes", "[t
   CHECK(combined);
 }
 
-TEST_CASE("the context-parallel fit hint names the smallest doubling that fits", "[tuner][search][explain]") {
-  // Llama 7B at 32k tokens, ZeRO-3 under megatron on 32 H100: cp 2 is still
-  // too big, cp 4 fits (audit F9: the hint had only doubled). The oracle: the
-  // two plans' own memory, each made by hand.
-  const Transformer m = load_transformer("llama-7b", 32768);
-  const Cluster c = load_cluster("dgx-h100x4");
-  const auto hw = with_engine(default_profile_for(c), "megatron");
-  SearchOptions o;
-  o.space.engine = Engine::megatron;
-  Plan base;
-  base.dp = 32;
-  base.zero_stage = 3;
-  base.micro_batch = 1;
-  base.grad_accum = 64;
-  base.global_batch = 2048;
-  base.attention = AttentionKernel::flash;
-  REQUIRE_FALSE(check_plan(base, m, c).has_value());
-  REQUIRE_FALSE(predict_memory(m, base, c, hw, o.memory).fits());
-  auto with_cp = [&](int cp) {
-    Plan p = base;
-    p.dp = 32 / cp;
-    p.grad_accum = 64 * cp;
-    p.cp = cp;
-    return p;
-  };
-  REQUIRE_FALSE(predict_memory(m, with_cp(2), c, hw, o.memory).fits());
-  REQUIRE(predict_memory(m, with_cp(4), c, hw, o.memory).fits());
-  const auto h = hint_named(plan_fit_hints(m, c, hw, o, base),
-                            "cp 4 (context parallelism: s/4 of each sequence's activations per GPU)");
-  REQUIRE(h);
-  CHECK(h->fits);
-  CHECK_THAT(h->detail, Catch::Matchers::StartsWith(with_cp(4).summary() + " needs "));
-}
-
 TEST_CASE("a shard group no data-parallel degree carries: more GPUs cannot help, and the hint says why",
           "[tuner][search][explain]") {
   // --dp-shard 5 on a 2,048-sequence batch: dp divides 2,048 = 2^11, so no
@@ -787,39 +753,54 @@ TEST_CASE("a shard group no data-parallel degree carries: more GPUs cannot help,
                                Catch::Matchers::Contains("that --dp-shard 5 splits into two or more"));
 }
 
-TEST_CASE("the Ulysses fit hint doubles as far as the sequence allows Ulysses, not cp", "[tuner][search][explain]") {
-  // 200,016 tokens = 16 × 12,501: Ulysses 16 divides the sequence, while cp
-  // 8's load-balanced chunks (2·cp) already do not. The hint had stopped
-  // Ulysses where cp stops (audit51cli). The oracle: check_plan of the plan.
-  const Transformer m = load_transformer("llama-7b", 200016);
-  const Cluster c = load_cluster("dgx-h100x4");
-  const auto hw = with_engine(default_profile_for(c), "deepspeed");
-  SearchOptions o;
-  o.space.engine = Engine::deepspeed;
-  Plan base;
-  base.dp = 32;
-  base.zero_stage = 3;
-  base.micro_batch = 1;
-  base.grad_accum = 64;
-  base.global_batch = 2048;
-  base.attention = AttentionKernel::flash;
-  REQUIRE_FALSE(check_plan(base, m, c).has_value());
-  auto with_ulysses = [&](int u) {
-    Plan p = base;
-    p.dp = 32 / u;
-    p.grad_accum = 64 * u;
-    p.ulysses = u;
-    return p;
+TEST_CASE("the sequence-split fit hints name the smallest doubling that fits", "[tuner][search][explain]") {
+  // Llama 7B, ZeRO-3 with flash attention on dgx-h100x4's 32 H100. The
+  // hint had only doubled (audit F9), and stopped Ulysses where cp's rule
+  // stops (audit51cli). The oracle: the plans' own memory, each made by hand.
+  //  - 32k tokens under megatron: cp 2 is still too big, cp 4 fits;
+  //  - 200,016 = 16 × 12,501 tokens under deepspeed: Ulysses 8 is still too
+  //    big, 16 fits (it divides the sequence; cp 8's 2·cp chunks would not).
+  struct Case {
+    int seq;
+    Engine engine;
+    int Plan::*degree;
+    int fits_at;
+    std::string hint;
   };
-  // Ulysses 8 is still too big, 16 fits (the plans' own memory).
-  REQUIRE_FALSE(check_plan(with_ulysses(16), m, c).has_value());
-  REQUIRE_FALSE(predict_memory(m, with_ulysses(8), c, hw, o.memory).fits());
-  REQUIRE(predict_memory(m, with_ulysses(16), c, hw, o.memory).fits());
-  const auto h = hint_named(plan_fit_hints(m, c, hw, o, base),
-                            "ulysses 16 (DeepSpeed-Ulysses: s/16 of each sequence's activations per GPU, all-to-all "
-                            "over heads)");
-  REQUIRE(h);
-  CHECK(h->fits);
+  const Cluster c = load_cluster("dgx-h100x4");
+  for (const Case& k :
+       {Case{32768, Engine::megatron, &Plan::cp, 4,
+             "cp 4 (context parallelism: s/4 of each sequence's activations per GPU)"},
+        Case{200016, Engine::deepspeed, &Plan::ulysses, 16,
+             "ulysses 16 (DeepSpeed-Ulysses: s/16 of each sequence's activations per GPU, all-to-all over heads)"}}) {
+    INFO(k.hint);
+    const Transformer m = load_transformer("llama-7b", k.seq);
+    const auto hw = with_engine(default_profile_for(c), to_string(k.engine));
+    SearchOptions o;
+    o.space.engine = k.engine;
+    Plan base;
+    base.dp = 32;
+    base.zero_stage = 3;
+    base.micro_batch = 1;
+    base.grad_accum = 64;
+    base.global_batch = 2048;
+    base.attention = AttentionKernel::flash;
+    REQUIRE_FALSE(check_plan(base, m, c).has_value());
+    auto split = [&](int n) {
+      Plan p = base;
+      p.dp = 32 / n;
+      p.grad_accum = 64 * n;
+      p.*k.degree = n;
+      return p;
+    };
+    REQUIRE_FALSE(check_plan(split(k.fits_at), m, c).has_value());
+    REQUIRE_FALSE(predict_memory(m, split(k.fits_at / 2), c, hw, o.memory).fits());
+    REQUIRE(predict_memory(m, split(k.fits_at), c, hw, o.memory).fits());
+    const auto h = hint_named(plan_fit_hints(m, c, hw, o, base), k.hint);
+    REQUIRE(h);
+    CHECK(h->fits);
+    CHECK_THAT(h->detail, Catch::Matchers::StartsWith(split(k.fits_at).summary() + " needs "));
+  }
 }
 
 TEST_CASE("a pin no layout carries is not explained by widenings that fit nothing", "[tuner][search][explain]") {
