@@ -321,13 +321,13 @@ Command add_memory(CLI::App& root) {
               f->dp_shard = 0;
             }
             if (f->dp_shard > 0) {
-              // The shard group as a plan takes it (check_plan's rule and words).
+              // The shard group as a plan takes it (check_plan's rule), said in
+              // the grid's words: its GPUs, not a plan's dp × cp.
               Plan probe;
               probe.dp = c.total_devices();
               probe.global_batch = probe.dp;
               probe.zero_stage = 3;
               probe.dp_shard = f->dp_shard;
-              // Said in the grid's words: its GPUs, not a plan's dp × cp.
               const int gpus = probe.dp;
               if (auto why = check_plan_shape(probe, m); why && why->starts_with("$.dp_shard"))
                 throw InputError("--dp-shard " + std::to_string(f->dp_shard) + ": " +

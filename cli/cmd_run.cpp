@@ -5,10 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
-#include <string_view>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstring>
 
@@ -17,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <string_view>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -213,8 +213,6 @@ void refuse_other_plan(const std::string& dir, const PlanFile& pf) {
                    "`ztune run " + kept + " --resume " + dir + "`, or start without --resume");
 }
 
-// --dry-run: what a launch would start, and the cost model's figures for it;
-// the plan file stays where the launch command names it.
 /// `arg` as a POSIX shell reads it back: as it is where it holds only
 /// characters the shell leaves alone, else in single quotes.
 std::string shell_quoted(const std::string& arg) {
@@ -227,6 +225,8 @@ std::string shell_quoted(const std::string& arg) {
   return out + "'";
 }
 
+// --dry-run: what a launch would start, and the cost model's figures for it;
+// the plan file stays where the launch command names it.
 int print_dry_run(const RunFlags& f, const PlanFile& pf, const std::vector<std::string>& cmd,
                   const std::string& plan_path, const Cluster* priced, const HardwareProfile* hw,
                   const MemoryPrediction* memory, const std::vector<std::string>& warnings) {
@@ -372,13 +372,14 @@ int run(const RunFlags& f) {
   // A dry run is the check made before taking the plan to the GPU machine:
   // said among its warnings.
   std::vector<std::string> dry_run_warnings;
-  if (backend == ExecBackend::cuda && f.hosts.empty() && f.dry_run && !has_nvidia_device())
+  if (backend == ExecBackend::cuda && f.hosts.empty() && !has_nvidia_device()) {
+    if (!f.dry_run)
+      throw InputError(plan_name + ": the plan is for " + pf.cluster->name + "'s GPUs (the CUDA backend), and this "
+                       "machine has no NVIDIA device (no /dev/nvidia0); run it on the GPU machine, pass --hosts, or "
+                       "plan for --cluster local-cpu");
     dry_run_warnings.push_back("this machine has no NVIDIA device (no /dev/nvidia0): run the launch on the GPU "
                                "machine, or pass --hosts");
-  if (backend == ExecBackend::cuda && f.hosts.empty() && !f.dry_run && !has_nvidia_device())
-    throw InputError(plan_name + ": the plan is for " + pf.cluster->name + "'s GPUs (the CUDA backend), and this "
-                     "machine has no NVIDIA device (no /dev/nvidia0); run it on the GPU machine, pass --hosts, or "
-                     "plan for --cluster local-cpu");
+  }
   // The cost model's memory for the plan, when the plan fits the cluster's
   // rules (hw is there only with a cluster): shown beside the measurement after
   // the run. A plan it says does not fit is still run (the model may be

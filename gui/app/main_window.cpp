@@ -474,8 +474,8 @@ void MainWindow::fit_plan_columns() {
   // Still too wide (16 columns in a 1280 px window): the columns that repeat
   // what another one says, or say what most plans share, are hidden until the
   // rest fits, so that throughput, MFU and the iteration time stay in view
-  // (audit50gui M7). The header's tooltip names them; a wider window brings
-  // them back (size_plan_columns shows every column first).
+  // (audit50gui M7). The line above the table names them; a wider window
+  // brings them back (size_plan_columns shows every column first).
   QStringList hidden;
   for (const int column : {PlanTableModel::precision, PlanTableModel::tflops, PlanTableModel::attention,
                            PlanTableModel::days, PlanTableModel::schedule, PlanTableModel::gpus}) {

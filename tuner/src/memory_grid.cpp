@@ -1,7 +1,7 @@
 #include "ztune/tuner/memory_grid.hpp"
 
-#include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "ztune/vocab/hardware_profile.hpp"
 #include "ztune/vocab/hf_import.hpp"
@@ -79,17 +79,19 @@ MemoryGrid memory_grid(const Transformer& m, const Cluster& c, const std::vector
   g.capacities = cluster_rules;
   const HardwareProfile no_profile{};  // memory reads it only for 1-bit Adam and ZeRO++, not in the grid
   for (Precision prec : precisions) {
-    // Stage 3 over every GPU, then (with a shard group) hybrid-sharded beside it.
-    for (int stage = 0; stage <= 3 + (dp_shard > 0 ? 1 : 0); ++stage) {
-      const bool hybrid = stage == 4;
-      for (const Offloads& o : offloads_for(std::min(stage, 3))) {
+    // Each stage over every GPU, then (with a shard group) the stage-3 rows
+    // again, hybrid-sharded.
+    std::vector<std::pair<int, int>> stages{{0, 0}, {1, 0}, {2, 0}, {3, 0}};  // (stage, shard group)
+    if (dp_shard > 0) stages.emplace_back(3, dp_shard);
+    for (const auto& [stage, shard] : stages) {
+      for (const Offloads& o : offloads_for(stage)) {
         Plan p;
         p.dp = g.gpus;
         p.micro_batch = 1;
         p.grad_accum = 1;
         p.global_batch = g.gpus;
-        p.zero_stage = std::min(stage, 3);
-        p.dp_shard = hybrid ? dp_shard : 0;
+        p.zero_stage = stage;
+        p.dp_shard = shard;
         p.offload_optimizer = o.optimizer;
         p.offload_params = o.params;
         p.precision = prec;
