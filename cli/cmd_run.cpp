@@ -420,7 +420,12 @@ int run(const RunFlags& f) {
   if (!f.record.empty()) job.record_fallback = dir + "/record.json";
   // The steps as they finish: what a run stopped part-way did is said and stored.
   job.progress = dir + "/progress.jsonl";
-  // The schedule the checkpoints are written on, beside them (read by a later --resume).
+  // The schedule the checkpoints are written on, beside them (read by a later
+  // --resume); a dry run says what its launch line leaves out.
+  if (f.checkpoint_every > 0 && f.dry_run)
+    dry_run_warnings.push_back("a launch by hand: `ztune run` writes \"steps " + std::to_string(f.steps) + "\" to " +
+                               checkpoint_schedule_path(checkpoint_dir) + " before it launches; without it a later "
+                               "--resume cannot check its --steps against this run's learning-rate schedule");
   if (f.checkpoint_every > 0 && !f.dry_run) {
     std::error_code ec;
     std::filesystem::create_directories(checkpoint_dir, ec);

@@ -467,6 +467,16 @@ TEST_CASE("ztune run --dry-run: the launch and the plan file, nothing started or
     REQUIRE(warnings.size() == 1);
     CHECK_THAT(warnings[0].get<std::string>(), Contains("no NVIDIA device"));
   }
+  // Checkpoints: the schedule file `ztune run` writes before a launch is
+  // named for a launch by hand, and nothing is written into the directory.
+  const fs::path ck = tmp / "ck";
+  const auto c = run_command(env + ztune_bin() + " run " + plan + " --steps 3 --no-db --dry-run --json "
+                             "--checkpoint-every 1 --checkpoint-dir " + ck.string());
+  REQUIRE(c.exit_code == 0);
+  const auto cw = nlohmann::json::parse(c.out).at("warnings");
+  REQUIRE(cw.size() == 1);
+  CHECK_THAT(cw[0].get<std::string>(), Contains("\"steps 3\"") && Contains(ck.string()));
+  CHECK_FALSE(fs::exists(ck));
   // The database is checked as a run checks it (a directory is refused), and
   // a missing one is not created.
   const auto bad_db = run_command(env + ztune_bin() + " run " + plan + " --dry-run --db " + tmp.string());
