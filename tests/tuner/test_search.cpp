@@ -803,6 +803,34 @@ TEST_CASE("the sequence-split fit hints name the smallest doubling that fits", "
   }
 }
 
+TEST_CASE("no --max-cp hint where the engine runs no context parallelism on these devices",
+          "[tuner][search][explain]") {
+  // Llama 3.1 405B on 8 H100 fits nothing under ztune's engine or megatron's.
+  // ztune's executor runs cp on its CPU backend only: its space has no cp to
+  // widen, and "[no] --max-cp 16: 0 plans fit" had read as a tried remedy
+  // (DeepSpeed, with no cp either, fits here with NVMe offload). Megatron runs
+  // cp: the hint stays (the oracle: engine_violation of a cp plan).
+  const Transformer m = load_transformer("llama-405b");
+  const Cluster c = load_cluster("dgx-h100");
+  for (const Engine e : {Engine::ztune, Engine::megatron}) {
+    INFO(to_string(e));
+    const auto hw = with_engine(default_profile_for(c), to_string(e));
+    SearchOptions o;
+    o.space.engine = e;
+    o.simulate_enabled = false;
+    const auto r = run_search(m, c, hw, o);
+    REQUIRE(r.feasible == 0);
+    Plan cp2;
+    cp2.dp = 4;
+    cp2.zero_stage = 3;
+    cp2.cp = 2;
+    cp2.attention = AttentionKernel::flash;
+    const bool runs_cp = !engine_violation(cp2, e, c);
+    CHECK(runs_cp == (e == Engine::megatron));
+    CHECK(hint_named(explain_infeasible(m, c, hw, o, r), "--max-cp 16").has_value() == runs_cp);
+  }
+}
+
 TEST_CASE("a pin no layout carries is not explained by widenings that fit nothing", "[tuner][search][explain]") {
   // pp 3 does not divide dgx-h100x4's 32 devices: no plan is searched. The
   // cause is the pin (the fewer-GPUs hint names 24); "[no] --max-cp 8" and

@@ -563,7 +563,15 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
   auto widening = [&](FitHint h) {
     if (h.fits || r.evaluated > 0) hints.push_back(std::move(h));
   };
-  if (!o.space.cp && o.space.max_cp != 1 && m.seq_len % 4 == 0 && wider_cp <= m.seq_len / 4) {
+  // Only where the engine runs cp on these devices (not DeepSpeed, nor ztune's
+  // executor on GPUs): its space has none to widen (the probe as the space's).
+  Plan cp_probe;
+  cp_probe.dp = 4;
+  cp_probe.zero_stage = 3;
+  cp_probe.cp = 2;
+  cp_probe.attention = AttentionKernel::flash;
+  const bool engine_runs_cp = !engine_violation(cp_probe, o.space.engine, c);
+  if (engine_runs_cp && !o.space.cp && o.space.max_cp != 1 && m.seq_len % 4 == 0 && wider_cp <= m.seq_len / 4) {
     SearchOptions x = o;
     x.space.max_cp = wider_cp;
     widening(search_hint("--max-cp " + std::to_string(wider_cp), m, c, hw, x));
