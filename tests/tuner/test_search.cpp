@@ -827,7 +827,9 @@ TEST_CASE("no --max-cp hint where the engine runs no context parallelism on thes
     cp2.attention = AttentionKernel::flash;
     const bool runs_cp = !engine_violation(cp2, e, c);
     CHECK(runs_cp == (e == Engine::megatron));
-    CHECK(hint_named(explain_infeasible(m, c, hw, o, r), "--max-cp 16").has_value() == runs_cp);
+    const auto hints = explain_infeasible(m, c, hw, o, r);
+    CHECK(hint_named(hints, "--max-cp 16").has_value() == runs_cp);
+    CHECK_FALSE(hint_named(hints, "--allow-tp-across-nodes"));  // one node: no tp across nodes to allow
   }
 }
 

@@ -576,7 +576,8 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     x.space.max_cp = wider_cp;
     widening(search_hint("--max-cp " + std::to_string(wider_cp), m, c, hw, x));
   }
-  if (!o.space.allow_tp_across_nodes) {
+  // One node has no tp across nodes to allow (more nodes are the more-GPUs hint's).
+  if (!o.space.allow_tp_across_nodes && c.nodes > 1) {
     SearchOptions x = o;
     x.space.allow_tp_across_nodes = true;
     widening(search_hint("--allow-tp-across-nodes", m, c, hw, x));
