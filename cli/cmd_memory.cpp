@@ -302,7 +302,7 @@ Command add_memory(CLI::App& root) {
   app->add_option("--dp-shard", f->dp_shard,
                   "Hybrid sharding: ZeRO-3 rows also sharded inside groups of N GPUs and replicated across them (FSDP "
                   "HYBRID_SHARD, torchtitan data_parallel_shard_degree, DeepSpeed mics_shard_size); N divides the "
-                  "GPUs into two or more groups")
+                  "GPUs (N = all of them is plain ZeRO-3: the stage-3 rows)")
       ->check(integer_in(kDpShardFlag));
   app->add_flag("--json", f->json, "Print the grid as JSON");
   return {app, [f]() {
