@@ -56,6 +56,9 @@ QVariant RunHistoryModel::data(const QModelIndex& index, int role) const {
       default: return {};
     }
   }
+  // The free-text cells whole: the dialog caps their columns' width (History's fit_columns).
+  if (role == Qt::ToolTipRole && (index.column() == cluster || index.column() == model || index.column() == plan))
+    return data(index, Qt::DisplayRole);
   if (role == SortRole) {
     switch (index.column()) {
       case id: return static_cast<qlonglong>(r.id);

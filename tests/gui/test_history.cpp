@@ -111,6 +111,20 @@ TEST_CASE("run history shows predicted against measured", "[gui][history]") {
   CHECK(runs.index(0, RunHistoryModel::error).data().toString() == "-10.0 %");
   CHECK(runs.index(0, RunHistoryModel::error).data(RunHistoryModel::SortRole).toDouble() == Approx(-0.1));
   CHECK(runs.index(0, RunHistoryModel::cluster).data().toString() == "—");
+  // The free-text cells say themselves whole on hover: History caps their width.
+  CHECK(runs.index(0, RunHistoryModel::plan).data(Qt::ToolTipRole).toString() == "dp2×tp1×pp1 z1");
+  CHECK_FALSE(runs.index(0, RunHistoryModel::measured).data(Qt::ToolTipRole).isValid());
+  SearchHistoryModel searches;
+  SearchSummary s;
+  s.id = 4;
+  s.cluster = "eos-dgx-h100-superpod-partition-a-with-a-very-long-descriptive-name-x32";
+  s.model = "llama-70b";
+  s.best = "dp8×tp8×pp2 z1 mb1×256";
+  searches.set_searches({s});
+  CHECK(searches.index(0, SearchHistoryModel::cluster).data(Qt::ToolTipRole).toString() ==
+        QString::fromStdString(s.cluster));
+  CHECK(searches.index(0, SearchHistoryModel::best).data(Qt::ToolTipRole).toString() ==
+        QString::fromStdString(s.best));
 }
 
 TEST_CASE("a history row the database could not read shows its id and why, not zeros", "[gui][history]") {
