@@ -809,7 +809,7 @@ TEST_CASE("no --max-cp hint where the engine runs no context parallelism on thes
   // ztune's executor runs cp on its CPU backend only: its space has no cp to
   // widen, and "[no] --max-cp 16: 0 plans fit" had read as a tried remedy
   // (DeepSpeed, with no cp either, fits here with NVMe offload). Megatron runs
-  // cp: the hint stays (the oracle: engine_violation of a cp plan).
+  // cp: the hint stays.
   const Transformer m = load_transformer("llama-405b");
   const Cluster c = load_cluster("dgx-h100");
   for (const Engine e : {Engine::ztune, Engine::megatron}) {
@@ -820,12 +820,7 @@ TEST_CASE("no --max-cp hint where the engine runs no context parallelism on thes
     o.simulate_enabled = false;
     const auto r = run_search(m, c, hw, o);
     REQUIRE(r.feasible == 0);
-    Plan cp2;
-    cp2.dp = 4;
-    cp2.zero_stage = 3;
-    cp2.cp = 2;
-    cp2.attention = AttentionKernel::flash;
-    const bool runs_cp = !engine_violation(cp2, e, c);
+    const bool runs_cp = engine_runs_context_parallel(e, c);
     CHECK(runs_cp == (e == Engine::megatron));
     const auto hints = explain_infeasible(m, c, hw, o, r);
     CHECK(hint_named(hints, "--max-cp 16").has_value() == runs_cp);

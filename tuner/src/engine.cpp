@@ -330,6 +330,15 @@ bool engine_runs_flash(Engine e, const Transformer& m, const Cluster& c) {
          (e == Engine::ztune ? executor_runs_flash(m, executor_backend_for(c)) : fused_kernels_take_head(m));
 }
 
+bool engine_runs_context_parallel(Engine e, const Cluster& c) {
+  Plan cp2;
+  cp2.dp = 4;
+  cp2.zero_stage = 3;
+  cp2.cp = 2;
+  cp2.attention = AttentionKernel::flash;
+  return !engine_violation(cp2, e, c);
+}
+
 AttentionKernel preferred_fused_kernel(Engine e, const HardwareProfile& hw) {
   return engine_runs_cudnn(e) && hw.cudnn_attention_factor > hw.attention_gemm_factor ? AttentionKernel::cudnn
                                                                                      : AttentionKernel::flash;

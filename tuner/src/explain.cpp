@@ -552,9 +552,7 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
   // space has none, and the hint tries cp up to 8; from 8k it
   // stops at 8 (or --max-cp), and the hint tries twice that (a million-token
   // sequence fits with cp 16 where cp 8 does not).
-  const int searched_cp = o.space.max_cp > 0                       ? o.space.max_cp
-                          : m.seq_len >= kContextParallelMinSeq ? kContextParallelMaxDefault
-                                                                : 1;
+  const int searched_cp = sequence_split_limit(o.space.max_cp, m);
   const int wider_cp = searched_cp == 1 ? kContextParallelMaxDefault : 2 * searched_cp;
   // These two widen a space that had plans to price: where no plan passed the
   // rules (a pin no layout carries), the pin is the cause, and a widening that
@@ -564,14 +562,8 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
     if (h.fits || r.evaluated > 0) hints.push_back(std::move(h));
   };
   // Only where the engine runs cp on these devices (not DeepSpeed, nor ztune's
-  // executor on GPUs): its space has none to widen (the probe as the space's).
-  Plan cp_probe;
-  cp_probe.dp = 4;
-  cp_probe.zero_stage = 3;
-  cp_probe.cp = 2;
-  cp_probe.attention = AttentionKernel::flash;
-  const bool engine_runs_cp = !engine_violation(cp_probe, o.space.engine, c);
-  if (engine_runs_cp && !o.space.cp && o.space.max_cp != 1 && m.seq_len % 4 == 0 && wider_cp <= m.seq_len / 4) {
+  // executor on GPUs): its space has none to widen.
+  if (engine_runs_context_parallel(o.space.engine, c) && !o.space.cp && o.space.max_cp != 1 && m.seq_len % 4 == 0 && wider_cp <= m.seq_len / 4) {
     SearchOptions x = o;
     x.space.max_cp = wider_cp;
     widening(search_hint("--max-cp " + std::to_string(wider_cp), m, c, hw, x));

@@ -10,14 +10,11 @@
 
 namespace ztune {
 
-namespace {
-
-// The largest degree a sequence is split into by default (cp and Ulysses
-// alike): the bound asked (--max-cp, --max-ulysses), else up to
-// kContextParallelMaxDefault from kContextParallelMinSeq tokens, else none.
 int sequence_split_limit(int bound, const Transformer& m) {
   return bound > 0 ? bound : m.seq_len >= kContextParallelMinSeq ? kContextParallelMaxDefault : 1;
 }
+
+namespace {
 
 
 // A plan file's bounds (plan.hpp, kMaxGlobalBatch and the others): the search only makes plans it can write.

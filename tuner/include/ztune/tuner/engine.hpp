@@ -139,6 +139,10 @@ std::optional<std::string> engine_model_violation(const Transformer& m, Engine e
 /// the other engines' libraries a head size the fused kernels take
 /// (fused_kernels_take_head).
 [[nodiscard]] bool engine_runs_flash(Engine e, const Transformer& m, const Cluster& c);
+/// Whether engine `e` runs context parallelism on `c`'s devices (not
+/// DeepSpeed; ztune's executor on its CPU backend only): engine_violation of a
+/// cp plan in flash attention, the kernel every engine's cp runs in.
+[[nodiscard]] bool engine_runs_context_parallel(Engine e, const Cluster& c);
 /// FlashAttention-2 and cuDNN's fused attention take head sizes that are
 /// multiples of 8 up to 256 (flash_attn's "FlashAttention forward only supports
 /// head dimension at most 256"; PyTorch's SDPA then falls back to its math

@@ -45,6 +45,10 @@ inline constexpr int kContextParallelMinSeq = 8192;
 /// The largest cp the default space tries: one node's worth (the ring's
 /// neighbours on NVLink, as Megatron-Core's tp-cp-dp order places them).
 inline constexpr int kContextParallelMaxDefault = 8;
+/// The largest degree a sequence is split into by default (cp and Ulysses
+/// alike): the bound asked (--max-cp, --max-ulysses), else up to
+/// kContextParallelMaxDefault from kContextParallelMinSeq tokens, else none.
+[[nodiscard]] int sequence_split_limit(int bound, const Transformer& m);
 
 /// Why a whole layout is outside the space.
 enum class LayoutRule : std::uint8_t {
