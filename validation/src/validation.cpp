@@ -177,6 +177,13 @@ std::vector<SourceSpec> read_spec(const std::string& path) {
         x.why = e.string("why");
         spec.cross_entropy.push_back(std::move(x));
       });
+      each_entry("dropout", "{p, id_prefixes, why}", [&](ObjectReader& d) {
+        SourceSpec::Dropout x;
+        x.p = d.number("p", 0.0, 0.99);
+        if (d.has("id_prefixes")) x.id_prefixes = string_list(d, "id_prefixes");
+        x.why = d.string("why");
+        spec.dropout.push_back(std::move(x));
+      });
       each_entry("optimizer_states", "{master_dtype, moments_dtype, param_remainders?, id_prefixes, why}",
                  [&](ObjectReader& o) {
         SourceSpec::OptimizerStates x;

@@ -213,6 +213,14 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     // head on the masked 15 % of the positions, which NVIDIA's and DeepSpeed's
     // BERT gather before the decoder (Devlin et al. 2019's masking rate).
     if (contains(name, "mlm")) m.head_token_fraction = 0.15;
+    // Dropout as the source's configuration sets it (validation.json), else
+    // the GPT-2/Megatron-LM 0.1 the model has by default.
+    for (const auto& d : spec.dropout) {
+      if (!d.id_prefixes.empty() && !starts_with_any(d.id_prefixes, id)) continue;
+      m.dropout = d.p;
+      assumed += (assumed.empty() ? "" : "; ") + d.why;
+      break;
+    }
     m.global_batch = *gb;
     m.train_tokens = 1;
     if (m.layers < 1 || m.hidden < 1 || m.heads < 1 || m.seq_len < 1 || vocab < 1)

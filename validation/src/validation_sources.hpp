@@ -62,6 +62,17 @@ struct SourceSpec {
     std::string why;
   };
   std::vector<OptimizerStates> optimizer_states;
+  // engine_runs: the dropout probability the source's runs (those whose ids
+  // start with one of id_prefixes; all of them when it is empty) trained with,
+  // read from the configuration they ran, where it is not the 0.1 of GPT-2 and
+  // Megatron-LM that a row's model has otherwise (Llama-style models train
+  // without dropout: no masks kept, no dropout kernels): Transformer::dropout.
+  struct Dropout {
+    double p = kDefaultDropout;
+    std::vector<std::string> id_prefixes;
+    std::string why;
+  };
+  std::vector<Dropout> dropout;
   std::optional<double> case_tolerance_pct;  // nullopt: "printed_precision"
   double mape_tolerance_pct = 0;
   // engine_runs: what a row does not publish, stated in validation.json with
