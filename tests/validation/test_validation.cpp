@@ -479,7 +479,7 @@ TEST_CASE("each run's dropout: GPT-2's and Megatron-LM's 0.1 unless its source s
   CHECK(without > 40);
 }
 
-TEST_CASE("a source's dropout statement is checked: a probability outside [0, 1) is named with its path",
+TEST_CASE("a source's dropout statement is checked: a probability of 1 or more is named with its path",
           "[validation][dropout][bad-input]") {
   std::size_t i = 0;
   std::string said = refusal_of_edited("dropout", [](nlohmann::json& d) { d[0]["p"] = 1.5; }, i);
