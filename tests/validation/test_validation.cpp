@@ -41,6 +41,13 @@ const SourceSummary& source(const std::string& name) {
   throw;
 }
 
+const ValidationCase& run_case(const std::string& id) {
+  for (const auto& c : report().cases)
+    if (c.id == id) return c;
+  FAIL("no validation case " << id);
+  throw;
+}
+
 // What run_validation says of a copy of data/validation whose first source
 // with a `key` statement has it replaced by `edit(statement)` ("accepted"
 // when nothing is refused); `source` gets that source's index, for the path.
@@ -494,14 +501,9 @@ TEST_CASE("NeMo's Llama 3.1 405B on 1,152 H100 ran: its memory, without dropout 
   // Published by dgxc-benchmarking v24.11.1 (17.52 s a step): the run fitted
   // 80 GiB. With the masks of a dropout its yaml turns off (0.0) the memory
   // model had put it at 100.2 % of the GPU.
-  bool seen = false;
-  for (const auto& c : report().cases) {
-    if (c.id != "dgxc_2411_llama31_405b_bf16_1152xh100") continue;
-    seen = true;
-    CHECK(c.memory_fraction > 0.9);
-    CHECK(c.memory_fraction < 1.0);
-  }
-  CHECK(seen);
+  const ValidationCase& c = run_case("dgxc_2411_llama31_405b_bf16_1152xh100");
+  CHECK(c.memory_fraction > 0.9);
+  CHECK(c.memory_fraction < 1.0);
 }
 
 TEST_CASE("each run's loss kernels: the engine's, else stated per source with the code's reason",
