@@ -24,13 +24,22 @@
 using namespace ztune;
 using namespace ztune::gui;
 
-TEST_CASE("a stored search is listed and reopens with the same plans", "[gui][history]") {
+namespace {
+
+// A planner worker storing its searches in a fresh database, with spies on
+// the two signals a search sends (its results, then what storing them came to).
+struct StoringWorker {
   QTemporaryDir dir;
   const QString db_path = dir.filePath("results.db");
   PlannerWorker w;
-  w.set_database(db_path);
-  QSignalSpy finished(&w, &PlannerWorker::searchFinished);
-  QSignalSpy stored_signal(&w, &PlannerWorker::searchStored);
+  QSignalSpy finished{&w, &PlannerWorker::searchFinished};
+  QSignalSpy stored_signal{&w, &PlannerWorker::searchStored};
+  StoringWorker() { w.set_database(db_path); }
+};
+
+}  // namespace
+
+TEST_CASE_METHOD(StoringWorker, "a stored search is listed and reopens with the same plans", "[gui][history]") {
   SearchInputs in;
   in.cluster = "dgx2";
   in.model = "gpt2-1.5b";
@@ -206,14 +215,9 @@ TEST_CASE("the history view reads the database and never creates it", "[gui][his
   CHECK(QFileInfo(empty).size() == 0);
 }
 
-TEST_CASE("a search pinned to a mode stores and reopens with its pins, its plans those of `ztune search`",
-          "[gui][history][modes]") {
-  QTemporaryDir dir;
-  const QString db_path = dir.filePath("results.db");
-  PlannerWorker w;
-  w.set_database(db_path);
-  QSignalSpy finished(&w, &PlannerWorker::searchFinished);
-  QSignalSpy stored_signal(&w, &PlannerWorker::searchStored);
+TEST_CASE_METHOD(StoringWorker,
+                 "a search pinned to a mode stores and reopens with its pins, its plans those of `ztune search`",
+                 "[gui][history][modes]") {
   SearchInputs in;
   in.cluster = "dgx-a100-80gbx16";
   in.model = "llama-7b";
