@@ -1030,3 +1030,41 @@ TEST_CASE("predict names the stage its memory lines are of and why ztune's execu
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Contains("hybrid sharding on its CPU backend only") && Contains("--engine fsdp runs it"));
 }
+
+TEST_CASE("predict says when a SwiGLU model is priced with dropout, and gives the model's dropout in --json",
+          "[cli][predict][dropout]") {
+  // The catalog's Llama 7B states "dropout": 0 (Llama 2's Table 1: no
+  // dropout); the same file without the key reads as GPT-2's 0.1, its masks
+  // and kernels priced: predict says so, and what prices the Llama way.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ztune_test_dropout_note_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  nlohmann::json m = nlohmann::json::parse(std::ifstream(std::string(ZTUNE_TEST_DATA_DIR) + "/models/llama-7b.json"));
+  REQUIRE(m.at("dropout") == 0);
+  m.erase("dropout");
+  std::ofstream((dir / "no-dropout.json").string()) << m.dump();
+  const std::string plan =
+      " --cluster dgx-a100-80gb --engine fsdp --zero 3 --dp 8 --micro-batch 1 --global-batch 64 --recompute none";
+  const auto stated = run_command(ztune_bin() + " predict --model llama-7b" + plan);
+  const auto unstated = run_command(ztune_bin() + " predict --model " + (dir / "no-dropout.json").string() + plan);
+  REQUIRE(stated.exit_code == 0);
+  REQUIRE(unstated.exit_code == 0);
+  CHECK_THAT(stated.out, !Catch::Contains("dropout"));
+  CHECK_THAT(unstated.out, Catch::Contains("note     dropout 0.1 priced") && Catch::Contains("\"dropout\": 0"));
+  // The masks: two 1-byte masks a layer and the embedding's (formats.md
+  // `dropout`), kept for backward with no recomputation here: more memory.
+  const auto j0 = nlohmann::json::parse(run_command(ztune_bin() + " predict --json --model llama-7b" + plan).out);
+  const auto j1 = nlohmann::json::parse(
+      run_command(ztune_bin() + " predict --json --model " + (dir / "no-dropout.json").string() + plan).out);
+  CHECK(j0.at("model_dropout") == 0.0);
+  CHECK(j1.at("model_dropout") == Approx(0.1));
+  CHECK(j1.at("memory").at("gpu").at("activations_bytes").get<double>() >
+        j0.at("memory").at("gpu").at("activations_bytes").get<double>());
+  // ztune's executor runs no dropout: nothing to say under it.
+  const auto executor = run_command(ztune_bin() + " predict --engine ztune --model " +
+                                    (dir / "no-dropout.json").string() +
+                                    " --cluster dgx-a100-80gb --zero 3 --dp 8 --micro-batch 1 --global-batch 64");
+  REQUIRE(executor.exit_code == 0);
+  CHECK_THAT(executor.out, !Catch::Contains("dropout"));
+  fs::remove_all(dir);
+}
