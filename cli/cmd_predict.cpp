@@ -280,20 +280,6 @@ std::string attention_copies_note(const PredictInputs& in) {
          to_string(in.plan.precision) + " attention";
 }
 
-// A SwiGLU model priced with dropout: Llama, Mistral and Qwen train without
-// it, and a model file without "dropout" reads as GPT-2's 0.1 (its 1-byte
-// masks kept for backward, its kernels timed; ztune's executor has no
-// dropout). Said, because the validation runs carried it unnoticed until
-// session 52 (data/validation/README.md).
-std::string dropout_note(const PredictInputs& in) {
-  const Transformer& m = in.model;
-  if (m.activation != Activation::swiglu || !m.has_dropout() || executor_layout(in.cluster, in.profile)) return "";
-  char p[32];
-  std::snprintf(p, sizeof p, "%g", m.dropout);
-  return std::string("dropout ") + p + " priced (its masks kept for backward, its kernels run); Llama-style models " +
-         "train without it: \"dropout\": 0 in the model file prices that";
-}
-
 // The profile by name and the file it was read from: `--profile
 // local-cpu-calibrated` reads the user's calibrated profile when there is
 // one, else the catalog's example of that name (calibrated on another
@@ -311,7 +297,8 @@ void print_tables(const PredictInputs& in, const Prediction& pr, int largest_mb)
               in.cluster.nodes, in.cluster.node.gpus, in.cluster.node.gpu.name.c_str(), profile_line(in.profile).c_str(),
               (in.profile.engine.name + (in.compiled ? " (compiled: torch.compile / XLA fusion)" : "")).c_str());
   if (const std::string note = attention_copies_note(in); !note.empty()) std::printf("note     %s\n", note.c_str());
-  if (const std::string note = dropout_note(in); !note.empty()) std::printf("note     %s\n", note.c_str());
+  if (const std::string note = dropout_note(in.model, in.cluster, in.profile); !note.empty())
+    std::printf("note     %s\n", note.c_str());
   if (const std::string note = measured_elsewhere_note(in.cluster, in.profile); !note.empty())
     std::printf("note     %s\n", note.c_str());
   const std::string counted =

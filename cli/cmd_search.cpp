@@ -335,6 +335,7 @@ int run_search_command(const SearchFlags& f) {
                 << " scaling (--fp8; no published FP8 run is among the ones ztune is judged on)"
                 << (f.fp8_param_gather ? "; FP8 parameters gathered in FP8 (--fp8-param-gather)" : "") << "\n";
     if (const std::string note = sequence_note(model); !note.empty()) std::cout << note << "\n";
+    if (const std::string note = dropout_note(model, cluster, hw); !note.empty()) std::cout << "note: " << note << "\n";
     if (nothing && r.interrupted) {
       std::cout << "Interrupted before a plan that fits was found: " << grouped(static_cast<double>(r.evaluated))
                 << " of " << grouped(static_cast<double>(r.space)) << " plans evaluated.\n";

@@ -1031,7 +1031,7 @@ TEST_CASE("predict names the stage its memory lines are of and why ztune's execu
   CHECK_THAT(r.err, Contains("hybrid sharding on its CPU backend only") && Contains("--engine fsdp runs it"));
 }
 
-TEST_CASE("predict says when a SwiGLU model is priced with dropout, and gives the model's dropout in --json",
+TEST_CASE("predict and search say when a SwiGLU model is priced with dropout; predict --json gives the model's dropout",
           "[cli][predict][dropout]") {
   // The catalog's Llama 7B states "dropout": 0 (Llama 2's Table 1: no
   // dropout); the same file without the key reads as GPT-2's 0.1, its masks
@@ -1060,6 +1060,11 @@ TEST_CASE("predict says when a SwiGLU model is priced with dropout, and gives th
   CHECK(j1.at("model_dropout") == Approx(0.1));
   CHECK(j1.at("memory").at("gpu").at("activations_bytes").get<double>() >
         j0.at("memory").at("gpu").at("activations_bytes").get<double>());
+  // search says it too, above its table.
+  const auto searched = run_command(ztune_bin() + " search --no-db --top 3 --engine fsdp --cluster dgx-a100-80gb --model " +
+                                    (dir / "no-dropout.json").string());
+  REQUIRE(searched.exit_code == 0);
+  CHECK_THAT(searched.out, Catch::Contains("note: dropout 0.1 priced"));
   // ztune's executor runs no dropout: nothing to say under it.
   const auto executor = run_command(ztune_bin() + " predict --engine ztune --model " +
                                     (dir / "no-dropout.json").string() +
