@@ -21,6 +21,7 @@
 #include "search_progress.hpp"
 #include "ztune/vocab/durable_file.hpp"
 #include "ztune/vocab/executor_support.hpp"
+#include "ztune/model/memory_model.hpp"
 #include "ztune/tuner/pinned_degrees.hpp"
 #include "ztune/tuner/planning.hpp"
 #include "ztune/vocab/catalog.hpp"

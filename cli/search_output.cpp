@@ -7,7 +7,6 @@
 #include <ostream>
 #include <string>
 
-#include "ztune/model/memory_model.hpp"
 #include "ztune/vocab/text.hpp"
 #include "ztune/tuner/objective.hpp"
 
@@ -75,17 +74,6 @@ std::string sequence_note(const Transformer& m) {
   return "note: " + m.name + " is trained at " + std::to_string(m.seq_len) +
          "-token sequences, the longest its config allows (its maximum positions: max_position_embeddings, "
          "n_positions or max_seq_len, by model type), not a length it was told to train at: --seq N sets it";
-}
-
-// A SwiGLU model priced with dropout: Llama, Mistral and Qwen train without
-// it, and a model file without "dropout" reads as GPT-2's 0.1 (its 1-byte
-// masks kept for backward, its kernels timed; ztune's executor has no
-// dropout). Said, because the validation runs carried it unnoticed until
-// session 52 (data/validation/README.md).
-std::string dropout_note(const Transformer& m, const Cluster& c, const HardwareProfile& hw) {
-  if (m.activation != Activation::swiglu || !m.has_dropout() || executor_layout(c, hw)) return "";
-  return "dropout " + fmt("%g", m.dropout) + " priced (its masks kept for backward, its kernels run); Llama-style " +
-         "models train without it: \"dropout\": 0 in the model file prices that";
 }
 
 namespace {

@@ -16,9 +16,6 @@ namespace ztune::cli {
 /// "note: …" (one line, no newline) when the model's sequence is an imported
 /// config's position limit rather than a chosen length; empty otherwise.
 std::string sequence_note(const Transformer& m);
-// For a SwiGLU model priced with dropout under an engine that runs it (a
-// model file without "dropout" reads as 0.1): what prices it the Llama way. "" otherwise.
-std::string dropout_note(const Transformer& m, const Cluster& c, const HardwareProfile& hw);
 
 void print_plan_table(std::ostream& os, const SearchResult& r, const std::vector<Candidate>& plans);
 /// Memory lines (GB and share of the total) and time parts (s and share) of one plan.

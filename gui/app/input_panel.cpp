@@ -21,6 +21,7 @@
 #include <QVBoxLayout>
 
 #include "palette.hpp"
+#include "ztune/model/memory_model.hpp"
 #include "ztune/gui/units.hpp"
 #include "ztune/vocab/catalog.hpp"
 #include "ztune/vocab/flag_ranges.hpp"
@@ -444,7 +445,13 @@ void InputPanel::validate_now() {
               // positions are used, as `ztune search` notes (--seq sets it).
               (m.seq_len_is_position_limit
                    ? QStringLiteral(" (the config's maximum positions, not a training length: Sequence sets it)")
-                   : QString()));
+                   : QString()) +
+              // A Llama-style model file without "dropout" reads as GPT-2's
+              // 0.1, as predict and search say (dropout_note).
+              [&] {
+                const std::string note = dropout_note(m, c, r.inputs->profile);
+                return note.empty() ? QString() : QStringLiteral("\n") + QString::fromStdString(note);
+              }());
 }
 
 }  // namespace ztune::gui

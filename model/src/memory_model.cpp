@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <optional>
 
@@ -705,6 +706,16 @@ StageMemory stage_memory(const Transformer& m, const Plan& p, const Cluster& c, 
 
 bool executor_layout(const Cluster& c, const HardwareProfile& hw) {
   return c.device_kind == DeviceKind::cpu || hw.engine.executor;
+}
+
+std::string dropout_note(const Transformer& m, const Cluster& c, const HardwareProfile& hw) {
+  // The validation runs carried it unnoticed until session 52 (data/validation/README.md `dropout`).
+  if (m.activation != Activation::swiglu || !m.has_dropout() || executor_layout(c, hw)) return "";
+  char p[32];
+  std::snprintf(p, sizeof p, "%g", m.dropout);
+  return std::string("dropout ") + p +
+         " priced (its masks kept for backward, its kernels run); Llama-style models train without it: "
+         "\"dropout\": 0 in the model file prices that";
 }
 
 const char* states_counted_as(StateAccounting a, Precision storage, const Cluster& c, const HardwareProfile& hw) {

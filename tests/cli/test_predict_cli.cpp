@@ -1031,7 +1031,7 @@ TEST_CASE("predict names the stage its memory lines are of and why ztune's execu
   CHECK_THAT(r.err, Contains("hybrid sharding on its CPU backend only") && Contains("--engine fsdp runs it"));
 }
 
-TEST_CASE("predict and search say when a SwiGLU model is priced with dropout; predict --json gives the model's dropout",
+TEST_CASE("predict and search say when a SwiGLU model is priced with dropout, and predict --json gives its dropout",
           "[cli][predict][dropout]") {
   // The catalog's Llama 7B states "dropout": 0 (Llama 2's Table 1: no
   // dropout); the same file without the key reads as GPT-2's 0.1, its masks

@@ -5,12 +5,17 @@
 // up to 50 had become 6). The mode fields round-trip through the form.
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <functional>
+#include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include <QAbstractSpinBox>
 #include <QFormLayout>
 #include <QLabel>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include "input_panel.hpp"
@@ -147,4 +152,42 @@ TEST_CASE("the summary hides beside a cluster, model or sequence in error", "[gu
   CHECK(summary->isHidden());
   panel.clear_issues();
   CHECK_FALSE(summary->isHidden());
+}
+
+TEST_CASE("the summary says when a SwiGLU model is priced with dropout, as predict and search do",
+          "[gui][panel][dropout]") {
+  // The catalog's Llama 7B states "dropout": 0; the same file without the key
+  // reads as GPT-2's 0.1, its masks and kernels priced by an engine that runs
+  // them (not ztune's executor, which has no dropout).
+  QTemporaryDir dir;
+  nlohmann::json m = nlohmann::json::parse(std::ifstream(std::string(ZTUNE_TEST_DATA_DIR) + "/models/llama-7b.json"));
+  m.erase("dropout");
+  const QString file = dir.filePath("no-dropout.json");
+  std::ofstream(file.toStdString()) << m.dump();
+  const auto summary_says = [](InputPanel& panel, const QString& what) {
+    for (int waited = 0; waited < 5000; waited += 50) {
+      for (QLabel* l : panel.findChildren<QLabel*>())
+        if (l->text().contains(QStringLiteral("sequence")) && !l->isHidden())
+          return l->text().contains(what);
+      QTest::qWait(50);
+    }
+    FAIL("no summary shown");
+    return false;
+  };
+  InputPanel panel;
+  SearchInputs in = panel.inputs();
+  in.cluster = QStringLiteral("dgx-a100-80gb");
+  in.engine = QStringLiteral("fsdp");
+  in.model = file;
+  panel.set_inputs(in);
+  CHECK(summary_says(panel, QStringLiteral("dropout 0.1 priced")));
+  InputPanel stated;
+  in.model = QStringLiteral("llama-7b");
+  stated.set_inputs(in);
+  CHECK_FALSE(summary_says(stated, QStringLiteral("dropout")));
+  InputPanel executor;
+  in.model = file;
+  in.engine = QStringLiteral("ztune");
+  executor.set_inputs(in);
+  CHECK_FALSE(summary_says(executor, QStringLiteral("dropout")));
 }

@@ -10,6 +10,7 @@
 // stage 2 also the gradients, stage 3 also the parameters.
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "ztune/model/prediction.hpp"
@@ -175,6 +176,12 @@ struct OptimizerDtypes {
 /// dtypes, its kernels' fp32 staging where it has any): on CPU ranks, and on
 /// GPUs for the engine that is the executor (EngineProfile::executor).
 [[nodiscard]] bool executor_layout(const Cluster& c, const HardwareProfile& hw);
+/// For a SwiGLU model priced with dropout under an engine that runs it (a
+/// model file without "dropout" reads as GPT-2's 0.1; Llama, Mistral and Qwen
+/// train without: their masks and kernels would be priced though never run),
+/// a sentence saying so and what prices it the Llama way; "" otherwise
+/// (ztune's executor has no dropout). predict, search and the planner say it.
+[[nodiscard]] std::string dropout_note(const Transformer& m, const Cluster& c, const HardwareProfile& hw);
 /// How predict_memory counts the model states of a plan stored in `storage`
 /// under accounting `a`: "executor" (executor_layout: the executor's own
 /// tensors, whatever `a` says), "fp32" (an fp32 plan: 4 + 4 + 8 bytes a
