@@ -433,6 +433,9 @@ void InputPanel::validate_now() {
   clear_issues();
   const auto& c = r.inputs->cluster;
   const auto& m = r.inputs->model;
+  // A Llama-style model file without "dropout" reads as GPT-2's 0.1, as
+  // predict and search say (dropout_note).
+  const std::string dropout = dropout_note(m, c, r.inputs->profile);
   set_summary(QStringLiteral("%1: %2 × %3 GPUs (%4, %5)\n%6: %7 parameters, %8 layers, sequence %9")
                   .arg(QString::fromStdString(c.name))
                   .arg(c.nodes)
@@ -446,12 +449,7 @@ void InputPanel::validate_now() {
               (m.seq_len_is_position_limit
                    ? QStringLiteral(" (the config's maximum positions, not a training length: Sequence sets it)")
                    : QString()) +
-              // A Llama-style model file without "dropout" reads as GPT-2's
-              // 0.1, as predict and search say (dropout_note).
-              [&] {
-                const std::string note = dropout_note(m, c, r.inputs->profile);
-                return note.empty() ? QString() : QStringLiteral("\n") + QString::fromStdString(note);
-              }());
+              (dropout.empty() ? QString() : QStringLiteral("\n") + QString::fromStdString(dropout)));
 }
 
 }  // namespace ztune::gui

@@ -563,7 +563,8 @@ std::vector<FitHint> explain_infeasible(const Transformer& m, const Cluster& c, 
   };
   // Only where the engine runs cp on these devices (not DeepSpeed, nor ztune's
   // executor on GPUs): its space has none to widen.
-  if (engine_runs_context_parallel(o.space.engine, c) && !o.space.cp && o.space.max_cp != 1 && m.seq_len % 4 == 0 && wider_cp <= m.seq_len / 4) {
+  if (engine_runs_context_parallel(o.space.engine, c) && !o.space.cp && o.space.max_cp != 1 && m.seq_len % 4 == 0 &&
+      wider_cp <= m.seq_len / 4) {
     SearchOptions x = o;
     x.space.max_cp = wider_cp;
     widening(search_hint("--max-cp " + std::to_string(wider_cp), m, c, hw, x));

@@ -78,11 +78,11 @@ MemoryGrid memory_grid(const Transformer& m, const Cluster& c, const std::vector
   g.gpus = c.total_devices();
   g.capacities = cluster_rules;
   const HardwareProfile no_profile{};  // memory reads it only for 1-bit Adam and ZeRO++, not in the grid
+  // Each stage over every GPU, then (with a shard group) the stage-3 rows
+  // again, hybrid-sharded.
+  std::vector<std::pair<int, int>> stages{{0, 0}, {1, 0}, {2, 0}, {3, 0}};  // (stage, shard group)
+  if (dp_shard > 0) stages.emplace_back(3, dp_shard);
   for (Precision prec : precisions) {
-    // Each stage over every GPU, then (with a shard group) the stage-3 rows
-    // again, hybrid-sharded.
-    std::vector<std::pair<int, int>> stages{{0, 0}, {1, 0}, {2, 0}, {3, 0}};  // (stage, shard group)
-    if (dp_shard > 0) stages.emplace_back(3, dp_shard);
     for (const auto& [stage, shard] : stages) {
       for (const Offloads& o : offloads_for(stage)) {
         Plan p;

@@ -16,7 +16,6 @@ int sequence_split_limit(int bound, const Transformer& m) {
 
 namespace {
 
-
 // A plan file's bounds (plan.hpp, kMaxGlobalBatch and the others): the search only makes plans it can write.
 
 std::string str(std::int64_t v) { return std::to_string(v); }

@@ -215,11 +215,9 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     if (contains(name, "mlm")) m.head_token_fraction = 0.15;
     // Dropout as the source's configuration sets it (validation.json), else
     // the GPT-2/Megatron-LM 0.1 the model has by default.
-    for (const auto& d : spec.dropout) {
-      if (!d.id_prefixes.empty() && !starts_with_any(d.id_prefixes, id)) continue;
-      m.dropout = d.p;
-      assumed += (assumed.empty() ? "" : "; ") + d.why;
-      break;
+    if (const auto* d = statement_for(spec.dropout, id)) {
+      m.dropout = d->p;
+      assumed += (assumed.empty() ? "" : "; ") + d->why;
     }
     m.global_batch = *gb;
     m.train_tokens = 1;
@@ -323,21 +321,17 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
       if (contains(precision, "reduce fp32") || contains(precision, "reduce_dtype fp32")) {
         p.grad_reduce_dtype = Precision::fp32;
       } else {
-        for (const auto& g : spec.grad_reduce) {
-          if (!g.id_prefixes.empty() && !starts_with_any(g.id_prefixes, id)) continue;
-          p.grad_reduce_dtype = g.dtype;
-          assumed += (assumed.empty() ? "" : "; ") + g.why;
-          break;
+        if (const auto* g = statement_for(spec.grad_reduce, id)) {
+          p.grad_reduce_dtype = g->dtype;
+          assumed += (assumed.empty() ? "" : "; ") + g->why;
         }
       }
     }
     // The loss's kernels, where the source's code differs from its engine profile's.
     std::optional<CrossEntropyKernels> loss;
-    for (const auto& e : spec.cross_entropy) {
-      if (!e.id_prefixes.empty() && !starts_with_any(e.id_prefixes, id)) continue;
-      loss = e.kernels;
-      assumed += (assumed.empty() ? "" : "; ") + e.why;
-      break;
+    if (const auto* e = statement_for(spec.cross_entropy, id)) {
+      loss = e->kernels;
+      assumed += (assumed.empty() ? "" : "; ") + e->why;
     }
     for (const auto& o : spec.optimizer_states) {
       if (!starts_with_any(o.id_prefixes, id)) continue;

@@ -166,6 +166,16 @@ struct Context {
   return false;
 }
 
+/// The first of a source's per-row statements (grad_reduce, cross_entropy,
+/// dropout: each with `id_prefixes`) that covers row `id`, all rows where it
+/// names no prefixes; nullptr where none does.
+template <class Statement>
+[[nodiscard]] const Statement* statement_for(const std::vector<Statement>& statements, const std::string& id) {
+  for (const auto& s : statements)
+    if (s.id_prefixes.empty() || starts_with_any(s.id_prefixes, id)) return &s;
+  return nullptr;
+}
+
 /// Megatron pads the vocabulary to a multiple of 128 × tp (make_vocab_size_divisible_by).
 int megatron_padded_vocab(int vocab, int tp);
 /// A GPT layer stack as Megatron builds it (FFN 4h, GeLU, LayerNorm, learned
