@@ -1,5 +1,7 @@
 #include "chart_style.hpp"
 
+#include <QFontMetrics>
+#include <QList>
 #include <QStringList>
 #include <QtCharts/QBarSet>
 #include <QtCharts/QLineSeries>
@@ -39,29 +41,76 @@ void style_breakdown_bars(QChart* chart, QAbstractBarSeries* bars) {
   for (int i = 0; i < markers.size() && i < sets.size(); ++i) markers[i]->setVisible(in_use(sets[i]));
 }
 
-QString legend_html(QChart* chart) {
+namespace {
+// The entries a chart's legend lists: its in-use bar sets and its lines.
+struct LegendEntry {
+  QColor colour;
+  QString name;
+};
+QList<LegendEntry> legend_entries(QChart* chart) {
   // From the series, not the legend's markers: a hidden legend reports none
   // visible. The entries style_breakdown_bars keeps: categories in use.
-  QStringList entries;
-  auto add = [&entries](const QColor& colour, const QString& name) {
-    entries << QStringLiteral("<span style=\"color:%1\">&#9632;</span>&nbsp;%2")
-                   .arg(colour.name(), name.toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
-  };
+  QList<LegendEntry> entries;
   for (QAbstractSeries* series : chart->series()) {
     if (auto* bars = qobject_cast<QAbstractBarSeries*>(series)) {
       for (QBarSet* set : bars->barSets())
-        if (in_use(set)) add(set->color(), set->label());
+        if (in_use(set)) entries.push_back({set->color(), set->label()});
     } else if (auto* line = qobject_cast<QLineSeries*>(series)) {
-      add(line->pen().color(), line->name());
+      entries.push_back({line->pen().color(), line->name()});
     }
   }
-  return entries.join(QStringLiteral(" &nbsp; "));
+  return entries;
+}
+}  // namespace
+
+QString legend_html(QChart* chart) {
+  QStringList html;
+  for (const LegendEntry& e : legend_entries(chart))
+    html << QStringLiteral("<span style=\"color:%1\">&#9632;</span>&nbsp;%2")
+                .arg(e.colour.name(), e.name.toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
+  return html.join(QStringLiteral(" &nbsp; "));
 }
 
-void use_legend_label(QChart* chart, QLabel* label) {
+bool legend_fits_beside(QChart* chart, int width, int height) {
+  const auto entries = legend_entries(chart);
+  if (entries.isEmpty()) return true;
+  const QFontMetrics fm(chart->legend()->font());
+  int widest = 0;
+  for (const LegendEntry& e : entries) widest = std::max(widest, fm.horizontalAdvance(e.name));
+  // A legend row (Qt's LegendMarkerItem): the marker, about a line high, and
+  // the name, with a few pixels around each and the legend's own margins.
+  const int line = fm.height();
+  const double row_width = widest + line + 24;
+  const double rows_height = static_cast<double>(entries.size()) * (line + 8) + 16;
+  // The title's lines (its subtitles are <br>-separated, <small> or not)
+  // stand above the legend; the chart's margins around everything.
+  const QMargins m = chart->margins();
+  const QString& t = chart->title();
+  const int title_lines = t.isEmpty() ? 0 : static_cast<int>(t.count(QStringLiteral("<br>"))) + 1;
+  const double title = title_lines * QFontMetrics(chart->titleFont()).height() * 1.15 + 8;
+  const double inner_width = width - m.left() - m.right();
+  const double inner_height = height - m.top() - m.bottom() - title;
+  return row_width <= 0.4 * inner_width && rows_height <= inner_height;
+}
+
+void LegendPlacer::attach(QChart* chart, QLabel* label, LegendPlace place) {
+  chart_ = chart;
+  label_ = label;
+  place_ = place;
   label->setWordWrap(true);
   label->setTextFormat(Qt::RichText);
-  chart->legend()->hide();
+}
+
+void LegendPlacer::update(QSize view) {
+  if (chart_ == nullptr || label_ == nullptr) return;
+  // The label, when shown, takes its height from the view's: the room the
+  // legend beside would have is the two together (else a label shown for
+  // want of height would keep itself shown).
+  const int height = view.height() + (label_->isHidden() ? 0 : label_->sizeHint().height());
+  beside_ = place_ == LegendPlace::beside_if_room && legend_fits_beside(chart_, view.width(), height);
+  chart_->legend()->setVisible(beside_);
+  if (!beside_) label_->setText(legend_html(chart_));
+  label_->setHidden(beside_);
 }
 
 void set_nice_range(QValueAxis* axis, double top) {

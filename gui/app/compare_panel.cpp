@@ -29,20 +29,10 @@ ComparePanel::ComparePanel(PlannerDocument* doc, QWidget* parent) : QWidget(pare
   split->addWidget(table);
   // Each chart with its legend wrapped underneath: beside it, Qt's legend
   // cut the last categories at this panel's height (issue 23).
-  auto with_legend = [](auto* chart) {
-    auto* box = new QWidget;
-    auto* col = new QVBoxLayout(box);
-    col->setContentsMargins(0, 0, 0, 0);
-    col->setSpacing(2);
-    col->addWidget(chart, 1);
-    auto* legend = new QLabel;
-    legend->setObjectName(QStringLiteral("compareLegend"));
-    col->addWidget(legend);
-    chart->set_legend_label(legend);
-    return box;
-  };
-  split->addWidget(with_legend(new MemoryChart(&doc->compare_memory(), QStringLiteral("GPU memory"))));
-  split->addWidget(with_legend(new TimeChart(&doc->compare_time(), QStringLiteral("Iteration time"))));
+  split->addWidget(chart_with_legend(new MemoryChart(&doc->compare_memory(), QStringLiteral("GPU memory")),
+                                   LegendPlace::label, QStringLiteral("compareLegend")));
+  split->addWidget(chart_with_legend(new TimeChart(&doc->compare_time(), QStringLiteral("Iteration time")),
+                                   LegendPlace::label, QStringLiteral("compareLegend")));
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 2);
   split->setStretchFactor(2, 3);

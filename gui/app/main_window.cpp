@@ -146,8 +146,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   // The selected plan's charts.
   charts_ = new QSplitter(Qt::Horizontal);
-  charts_->addWidget(new MemoryChart(&doc_.memory(), QStringLiteral("GPU memory of the selected plan")));
-  charts_->addWidget(new TimeChart(&doc_.time(), QStringLiteral("Iteration time")));
+  // The breakdowns' legends beside them where each name fits whole, else
+  // wrapped under them (a 1280 px window gives each about 270 px).
+  charts_->addWidget(chart_with_legend(new MemoryChart(&doc_.memory(), QStringLiteral("GPU memory of the selected plan")),
+                                       LegendPlace::beside_if_room, QStringLiteral("chartLegend")));
+  charts_->addWidget(chart_with_legend(new TimeChart(&doc_.time(), QStringLiteral("Iteration time")),
+                                       LegendPlace::beside_if_room, QStringLiteral("chartLegend")));
   charts_->addWidget(new ScalingChart(&doc_.scaling()));
   charts_->setStretchFactor(0, 4);
   charts_->setStretchFactor(1, 5);

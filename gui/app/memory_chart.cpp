@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <QResizeEvent>
 #include <QtCharts/QBarCategoryAxis>
 #include <QtCharts/QBarSet>
 #include <QtCharts/QHBarModelMapper>
@@ -80,8 +81,8 @@ void MemoryChart::refresh() {
   const double unit = model_->plot_unit_bytes();
   // The Compare tab's short chart (its legend underneath) elided "GiB per GPU";
   // its title already says GPU memory.
-  y->setTitleText(legend_label_ != nullptr ? model_->plot_unit_name()
-                                           : model_->plot_unit_name() + QStringLiteral(" per GPU"));
+  y->setTitleText(legend_.always_label() ? model_->plot_unit_name()
+                                         : model_->plot_unit_name() + QStringLiteral(" per GPU"));
   for (int col = 0; col < columns; ++col) top = std::max(top, model_->total(col) / unit);
   capacity->clear();
   QString off_scale;
@@ -112,13 +113,17 @@ void MemoryChart::refresh() {
   if (!off_scale.isEmpty()) subtitle += subtitle.isEmpty() ? off_scale : QStringLiteral("<br>") + off_scale;
   set_nice_range(y, top * 1.08);
   c->setTitle(subtitle.isEmpty() ? title_ : title_ + QStringLiteral("<br><small>") + subtitle + QStringLiteral("</small>"));
-  if (legend_label_ != nullptr) legend_label_->setText(legend_html(c));
+  legend_.update(size());
 }
 
-void MemoryChart::set_legend_label(QLabel* label) {
-  legend_label_ = label;
-  use_legend_label(chart(), label);
+void MemoryChart::set_legend_label(QLabel* label, LegendPlace place) {
+  legend_.attach(chart(), label, place);
   refresh();
+}
+
+void MemoryChart::resizeEvent(QResizeEvent* event) {
+  QChartView::resizeEvent(event);
+  legend_.update(event->size());
 }
 
 }  // namespace ztune::gui

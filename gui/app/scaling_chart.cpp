@@ -16,13 +16,15 @@ namespace ztune::gui {
 ScalingChart::ScalingChart(ScalingModel* model, QWidget* parent) : QChartView(parent), model_(model) {
   auto* chart = new_planner_chart(QStringLiteral("Scaling: best plan per GPU count"), Qt::AlignBottom);
   auto* throughput = new QLineSeries;
-  throughput->setName(QStringLiteral("throughput (k tokens/s)"));
+  // Short names, each saying its axis (whose title gives the unit): at 1280 px
+  // "throughput (k tokens/s)" was elided in the legend under the chart.
+  throughput->setName(QStringLiteral("tokens/s (left)"));
   throughput->setPointsVisible(true);
   QPen tp(series_color(0));
   tp.setWidth(2);
   throughput->setPen(tp);
   auto* mfu = new QLineSeries;
-  mfu->setName(QStringLiteral("MFU (%)"));
+  mfu->setName(QStringLiteral("MFU (right)"));
   mfu->setPointsVisible(true);
   QPen mp(series_color(1));
   mp.setWidth(2);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <QResizeEvent>
 #include <QtCharts/QBarCategoryAxis>
 #include <QtCharts/QBarSet>
 #include <QtCharts/QHBarModelMapper>
@@ -70,13 +71,17 @@ void TimeChart::refresh() {
   } else {
     c->setTitle(title_);
   }
-  if (legend_label_ != nullptr) legend_label_->setText(legend_html(c));
+  legend_.update(size());
 }
 
-void TimeChart::set_legend_label(QLabel* label) {
-  legend_label_ = label;
-  use_legend_label(chart(), label);
+void TimeChart::set_legend_label(QLabel* label, LegendPlace place) {
+  legend_.attach(chart(), label, place);
   refresh();
+}
+
+void TimeChart::resizeEvent(QResizeEvent* event) {
+  QChartView::resizeEvent(event);
+  legend_.update(event->size());
 }
 
 }  // namespace ztune::gui

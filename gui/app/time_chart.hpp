@@ -4,6 +4,8 @@
 #include <QLabel>
 #include <QtCharts/QChartView>
 
+#include "chart_style.hpp"
+
 namespace ztune::gui {
 
 class TimeBreakdownModel;
@@ -13,13 +15,17 @@ class TimeChart : public QChartView {
  public:
   TimeChart(TimeBreakdownModel* model, const QString& title, QWidget* parent = nullptr);
 
-  /// Shows the legend in `label` (wrapping, under the chart) instead of Qt's
-  /// own beside it: for a view too short for every entry (the Compare tab).
-  void set_legend_label(QLabel* label);
+  /// Gives the chart `label` (under it, wrapping) for its legend, used
+  /// always or only where Qt's own beside the chart would cut an entry short
+  /// (chart_style.hpp, LegendPlace).
+  void set_legend_label(QLabel* label, LegendPlace place);
+
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void refresh();
-  QLabel* legend_label_ = nullptr;
+  LegendPlacer legend_;
   TimeBreakdownModel* model_;
   QString title_;
 };
