@@ -507,7 +507,8 @@ Command add_predict(CLI::App& root) {
               nlohmann::json j = prediction_json(in, pr, largest_mb);
               j["memory"]["fit_hints"] = fit_hints_json(hints);
               j["time"]["method"] = simulated ? "simulated" : "analytical";
-              j["accuracy"] = accuracy_json(accuracy, pr.time.iteration_s, pr.time.tokens_per_s);
+              j["accuracy"] = accuracy_json(accuracy, pr.time.iteration_s, pr.time.tokens_per_s,
+                                            band_widening(accuracy, in.model, in.plan));
               j["accuracy"]["your_runs"] = runs_fit_json(in.profile);
               if (const std::string note = attention_copies_note(in); !note.empty()) j["time"]["note"] = note;
               if (!accuracy.envelope.empty() || !accuracy.cv.empty())
@@ -529,7 +530,8 @@ Command add_predict(CLI::App& root) {
                             f->trace.empty() ? "" : "; trace written to ", f->trace.c_str());
               std::printf("%s\n", accuracy_line(accuracy, in.profile.name, catalog_profile_for(in.cluster)).c_str());
               if (const std::string mine = runs_fit_line(in.profile); !mine.empty()) std::printf("%s\n", mine.c_str());
-              if (const std::string band = error_band_line(accuracy, pr.time.iteration_s, pr.time.tokens_per_s);
+              if (const std::string band = error_band_line(accuracy, pr.time.iteration_s, pr.time.tokens_per_s,
+                                                           band_widening(accuracy, in.model, in.plan));
                   !band.empty())
                 std::printf("%s\n", band.c_str());
               if (const std::string beyond =

@@ -274,7 +274,7 @@ int run_search_command(const SearchFlags& f) {
   auto best_accuracy_json = [&]() {
     const auto& best = r.plans.front().time();
     const Accuracy& a0 = best_accuracy_of();
-    nlohmann::json a = accuracy_json(a0, best.iteration_s, best.tokens_per_s);
+    nlohmann::json a = accuracy_json(a0, best.iteration_s, best.tokens_per_s, band_widening(a0, model, r.plans.front().plan));
     if (!a0.envelope.empty() || !a0.cv.empty()) a["extrapolation"] = extrapolation_json(a0, model, r.plans.front().plan);
     a["your_runs"] = runs_fit_json(hw);
     return a;
@@ -359,12 +359,14 @@ int run_search_command(const SearchFlags& f) {
       std::cout << "\n" << accuracy_line(accuracy, hw.name, catalog_profile_for(cluster)) << "\n";
       if (const std::string mine = runs_fit_line(hw); !mine.empty()) std::cout << mine << "\n";
       const auto& best = r.plans.front().time();
-      if (const std::string band = error_band_line(accuracy, best.iteration_s, best.tokens_per_s); !band.empty())
+      const double widening = band_widening(accuracy, model, r.plans.front().plan);
+      if (const std::string band = error_band_line(accuracy, best.iteration_s, best.tokens_per_s, widening);
+          !band.empty())
         std::cout << "best plan's " << band << "\n";
       // Plans the band cannot tell from the best: their order is within the
       // cost model's error, which a user choosing among them should know.
       if (!accuracy.cv.empty() && r.objective == Objective::throughput && best.tokens_per_s > 0) {
-        const double floor = best.tokens_per_s / accuracy.cv.time_factors().second;
+        const double floor = best.tokens_per_s / widened_factors(accuracy.cv.time_factors(), widening).second;
         std::size_t within = 0;
         while (within + 1 < r.plans.size() && r.plans[within + 1].time().tokens_per_s >= floor) ++within;
         if (within > 0)

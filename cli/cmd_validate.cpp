@@ -120,9 +120,17 @@ nlohmann::json report_json(const ValidationReport& r, const std::string& dir) {
                      {"loso_mean_speed_error_pct", c.loso_signed}});
   nlohmann::json j{{"cases", cases},     {"sources", sources},         {"overall_mape_pct", r.overall_mape},
                    {"ok", r.ok()},       {"not_expressible", skipped}, {"cells", cells}};
-  if (const BandCoverage b = band_coverage(r, loso); b.sources > 0)
-    j["band_coverage"] = {{"sources", b.sources}, {"runs", b.runs}, {"covered", b.covered},
-                          {"mean_width_pct", b.mean_width}};
+  if (const BandCoverage b = band_coverage(r, loso); b.sources > 0) {
+    auto part = [](const BandCoverage::Part& p) {
+      return nlohmann::json{{"sources", p.sources}, {"runs", p.runs}, {"covered", p.covered},
+                            {"mean_width_pct", p.mean_width}};
+    };
+    const BandCoverage bare = band_coverage(r, loso, 1.0);
+    j["band_coverage"] = {{"sources", b.sources},      {"runs", b.runs},
+                          {"covered", b.covered},      {"mean_width_pct", b.mean_width},
+                          {"inside_runs", part(b.inside)}, {"beyond_runs", part(b.beyond)},
+                          {"beyond_widening", kBandBeyondWidening}, {"beyond_runs_bare_band", part(bare.beyond)}};
+  }
   if (!stale.empty()) j["loso_stale"] = stale;
   return j;
 }
@@ -193,10 +201,18 @@ void print_balance(const ValidationReport& r, const std::string& dir) {
   }
   // The "80% likely" band predict prints, judged as it is used: on a source
   // it has not seen.
-  if (const BandCoverage b = band_coverage(r, loso); b.sources > 0)
+  if (const BandCoverage b = band_coverage(r, loso); b.sources > 0) {
     std::printf("error band (\"80%% likely\"), each source left out of it: %.1f%% of the source's runs inside its "
                 "cell's band (source-balanced over %d sources, %d runs; mean width %.1f points of the predicted time)\n",
                 100 * b.covered, b.sources, b.runs, b.mean_width);
+    // Runs beyond the span of their cell's other sources' runs are an
+    // extrapolation for that band: predict and search widen it there.
+    const BandCoverage bare = band_coverage(r, loso, 1.0);
+    std::printf("  inside the span of the cell's other runs: %.1f%% (%d sources, %d runs); beyond it: %.1f%% with "
+                "the band widened %gx (%.1f%% without; %d sources, %d runs)\n",
+                100 * b.inside.covered, b.inside.sources, b.inside.runs, 100 * b.beyond.covered, kBandBeyondWidening,
+                100 * bare.beyond.covered, b.beyond.sources, b.beyond.runs);
+  }
   if (!stale.empty()) std::printf("note: %s\n", stale.c_str());
   if (!r.skipped.empty()) {
     std::printf("\n%zu published runs ztune cannot express (not predicted):\n", r.skipped.size());

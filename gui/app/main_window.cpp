@@ -392,7 +392,8 @@ void MainWindow::on_search_finished() {
   // fitted on them, as the CLI's accuracy line says).
   if (!r.plans.empty()) {
     const auto& best = r.plans.front().time();
-    if (const std::string band = error_band_line(acc, best.iteration_s, best.tokens_per_s); !band.empty())
+    const double widening = band_widening(acc, out.inputs.model, r.plans.front().plan);
+    if (const std::string band = error_band_line(acc, best.iteration_s, best.tokens_per_s, widening); !band.empty())
       report += QStringLiteral("<p><b>Best plan's</b> %1</p>").arg(QString::fromStdString(band).toHtmlEscaped());
   }
   if (!acc.sources.empty()) {

@@ -394,8 +394,15 @@ TEST_CASE("predict says when a plan lies beyond the published runs its error ban
   auto x = nlohmann::json::parse(r.out).at("accuracy").at("extrapolation");
   CHECK(x.at("cell") == "H100/megatron");
   CHECK(x.at("beyond").empty());
+  const auto inside_cv = nlohmann::json::parse(r.out).at("accuracy").at("cross_validated");
+  CHECK(inside_cv.at("band_widening") == 1);
   r = run_command(base + " --seq 131072 --json");
   REQUIRE(r.exit_code == 0);
+  // Beyond the runs the band is widened: each side 1.3 times the cell's.
+  const auto beyond_cv = nlohmann::json::parse(r.out).at("accuracy").at("cross_validated");
+  CHECK(beyond_cv.at("band_widening") == Approx(1.3));
+  CHECK(beyond_cv.at("band_pct")[1].get<double>() == Approx(1.3 * inside_cv.at("band_pct")[1].get<double>()));
+  CHECK(beyond_cv.at("band_pct")[0].get<double>() == Approx(1.3 * inside_cv.at("band_pct")[0].get<double>()));
   x = nlohmann::json::parse(r.out).at("accuracy").at("extrapolation");
   REQUIRE(x.at("beyond").size() == 1);
   CHECK(x.at("beyond")[0].at("quantity") == "sequence length");
@@ -403,7 +410,7 @@ TEST_CASE("predict says when a plan lies beyond the published runs its error ban
   CHECK(x.at("beyond")[0].at("runs_max").get<double>() < 131072 / 1.1);
   r = run_command(base + " --seq 131072");
   CHECK_THAT(r.out, Contains("extrapolated beyond the H100/megatron runs it was checked on") &&
-                        Contains("sequence length 131,072"));
+                        Contains("sequence length 131,072") && Contains("widened 1.3x to "));
 }
 
 TEST_CASE("CPU checkpointing and the gradient all-reduce on the command line: their rules, named by flag",

@@ -819,6 +819,19 @@ TEST_CASE("the runs' envelope: what a cell's time cases span, and the plans beyo
   CHECK(extrapolation_line(a, m, inside).empty());
   CHECK(extrapolation_json(a, m, inside).at("beyond").empty());
   CHECK(outside_envelope(Envelope{}, m, p).empty());  // nothing measured: nothing claimed
+  // beyond_envelope says the same of a run's shape, and of a mode none ran.
+  CHECK(beyond_envelope(e, run_shape(m, p)));
+  CHECK_FALSE(beyond_envelope(e, run_shape(m, inside)));
+  RunShape offloaded = run_shape(m, inside);
+  offloaded.features |= kOptimizerOffloadCpu;
+  CHECK(beyond_envelope(e, offloaded));
+  CHECK_FALSE(beyond_envelope(Envelope{}, run_shape(m, p)));
+  // Without the source that ran 2,048 GPUs the cell spans 64 only.
+  r.cases[1].source = "other";
+  const Envelope without = envelope_without(r, "H100", "megatron", CellScope::gpu_engine, "other");
+  CHECK(without.runs == 1);
+  CHECK(without.hi.gpus == 64);
+  CHECK(beyond_envelope(without, run_shape(m, inside)));  // 256 GPUs > 64 · 1.1
 }
 
 namespace {
@@ -867,6 +880,14 @@ TEST_CASE("the error band: the left-out errors' 10th-90th percentile, and the wi
   a.cv = cv;
   const std::string band = error_band_line(a, 100, 1000);
   CHECK_THAT(band, Catch::Contains("80% likely 82.5-130 s") && Catch::Contains("769-1,212"));
+  // Beyond the runs: each side 1.3 times as wide, -22.75 % and +39 %; the
+  // measured spread it came from is still said.
+  const std::string wide = error_band_line(a, 100, 1000, 1.3);
+  CHECK_THAT(wide, Catch::Contains("80% likely 77.2-139 s") && Catch::Contains("719-1,294") &&
+                       Catch::Contains("the measured time was -17.5% to +30.0%") &&
+                       Catch::Contains("widened 1.3x to -22.8% to +39.0% for a plan beyond the runs"));
+  CHECK(accuracy_json(a, 100, 1000, 1.3).at("band").at("iteration_s")[1] == Approx(139));
+  CHECK(widened_factors({0.5, 1.5}, 3) == std::pair<double, double>{0.05, 2.5});  // a time stays above 0
 
   // No H100/deepspeed run: H100's other engines (17.5 %) against DeepSpeed's
   // other GPUs (40 %): the wider one.
@@ -924,11 +945,15 @@ TEST_CASE("the error band is drawn toward every source's, and judged on sources 
   // S3's ±10, and every other source's (S1, S3) is -10..+10 too: ±20 outside.
   // S3: S2's ±20 (and S1 with S2: -20..+20): inside. 2 of 3 sources covered;
   // widths 40, 20 and 40 points.
+  // (The cases have no shapes: every run counts as inside, nothing widened.)
   const BandCoverage b = band_coverage(r, loso);
   CHECK(b.sources == 3);
   CHECK(b.runs == 8);
   CHECK(b.covered == Approx(2.0 / 3));
   CHECK(b.mean_width == Approx(100.0 / 3));
+  CHECK(b.inside.sources == 3);
+  CHECK(b.inside.covered == Approx(2.0 / 3));
+  CHECK(b.beyond.sources == 0);
   // One source alone has no other to build its band from: not judged (it had
   // counted as 0 % covered, 0 wide).
   LeftOutErrors one;
@@ -944,6 +969,31 @@ TEST_CASE("the error band is drawn toward every source's, and judged on sources 
   CHECK(loso_problem(nlohmann::json::array()) == "$.cases: expected an array of left-out errors");
   bad["cases"][2] = "x";
   CHECK(loso_problem(bad) == "$.cases[2]: expected an object with a numeric loso_optimism_pct");
+}
+
+// The band of a plan beyond the runs it was checked on is widened
+// (kBandBeyondWidening): the oracle is the shipped left-out runs themselves,
+// each judged by the band built without its source (band_coverage), split by
+// whether it lies inside the span of its cell's other sources' runs.
+TEST_CASE("the error band beyond the runs: wider, as the left-out runs beyond their cell's span need",
+          "[validation][accuracy]") {
+  std::ifstream in(std::string(ZTUNE_TEST_DATA_DIR) + "/validation/loso.json");
+  REQUIRE(in);
+  const nlohmann::json loso = nlohmann::json::parse(in);
+  const BandCoverage bare = band_coverage(report(), loso, 1.0);
+  const BandCoverage shipped = band_coverage(report(), loso);
+  INFO("bare: inside " << bare.inside.covered << " beyond " << bare.beyond.covered << "; shipped: all "
+                       << shipped.covered << " beyond " << shipped.beyond.covered);
+  REQUIRE(bare.inside.sources >= 10);
+  REQUIRE(bare.beyond.sources >= 10);
+  // The evidence: the bare band holds the runs beyond their span less often.
+  CHECK(bare.beyond.covered < bare.inside.covered - 0.05);
+  // Widened, it holds about 80 % of them, and of all, without touching the runs inside.
+  CHECK(shipped.beyond.covered >= 0.78);
+  CHECK(shipped.covered >= 0.78);
+  CHECK(shipped.covered <= 0.86);
+  CHECK(shipped.inside.covered == bare.inside.covered);
+  CHECK(shipped.beyond.mean_width == Approx(kBandBeyondWidening * bare.beyond.mean_width).epsilon(0.01));
 }
 
 // A mode none of a cell's runs used (an optimizer offloaded to the CPU, 1-bit
@@ -1001,7 +1051,12 @@ TEST_CASE("the runs' envelope: modes none of the runs used, and a GPU with no ru
   none.cv.runs = 3;  // a band borrowed from other GPUs
   none.cv.cell = "any GPU/megatron";
   CHECK(extrapolation_line(none, m, ran) ==
-        "extrapolated: no published run on H200 at all; the error band was measured on any GPU/megatron runs");
+        "extrapolated: no published run on H200 at all; the error band was measured on any GPU/megatron runs, and "
+        "is widened for it");
+  CHECK(band_widening(none, m, ran) == kBandBeyondWidening);
+  a.gpu = "H100-SXM5-80GB";
+  CHECK(band_widening(a, m, ran) == 1);
+  CHECK(band_widening(a, m, p) == kBandBeyondWidening);  // cp 4: none of the runs
   CHECK(extrapolation_json(none, m, ran).at("no_run_on_gpu") == true);
 }
 

@@ -256,46 +256,73 @@ CrossValidated cross_validated(const ValidationReport& r, const nlohmann::json& 
   return with_pool(pooled);
 }
 
-BandCoverage band_coverage(const ValidationReport& r, const nlohmann::json& loso) {
+BandCoverage band_coverage(const ValidationReport& r, const nlohmann::json& loso, double beyond_widening) {
   const auto errors = loso_cases(loso);
   std::map<std::string, std::vector<const ValidationCase*>> by_source;
   for (const auto& c : r.cases)
     if (is_time_metric(c.metric) && !c.gpu.empty() && errors.count({c.source, c.id}) > 0) by_source[c.source].push_back(&c);
   BandCoverage out;
+  // One source's runs in a part (all, inside, beyond): adds its shares.
+  struct Tally {
+    double inside = 0, width = 0;
+    int judged = 0;
+    void add(bool in, double w) {
+      inside += in ? 1 : 0;
+      width += w;
+      ++judged;
+    }
+  };
+  auto fold = [](auto& part, const Tally& t) {
+    if (t.judged == 0) return;
+    ++part.sources;
+    part.runs += t.judged;
+    part.covered += t.inside / t.judged;
+    part.mean_width += t.width / t.judged;
+  };
   for (const auto& [source, runs] : by_source) {
     // The left-out errors of every other source: this one unseen.
     nlohmann::json others{{"cases", nlohmann::json::array()}};
     for (const auto& c : loso.at("cases"))
       if (!(c.is_object() && c.contains("source") && c["source"].is_string() && c["source"].get<std::string>() == source))
         others["cases"].push_back(c);
-    // (family, engine) → factors; none when no other source gives a band.
-    std::map<std::pair<std::string, std::string>, std::optional<std::pair<double, double>>> bands;
-    double inside = 0, width = 0;
-    int judged = 0;
+    // (family, engine) → factors and what the other sources' runs span; none
+    // when no other source gives a band.
+    struct Band {
+      std::pair<double, double> factors;
+      Envelope span;
+    };
+    std::map<std::pair<std::string, std::string>, std::optional<Band>> bands;
+    Tally all, inside, beyond;
     for (const ValidationCase* c : runs) {
       const std::pair<std::string, std::string> cell{gpu_family(c->gpu), c->engine};
       auto it = bands.find(cell);
       if (it == bands.end()) {
         const CrossValidated cv = cross_validated(r, others, cell.first, cell.second);
-        it = bands.emplace(cell, cv.empty() ? std::nullopt : std::optional(cv.time_factors())).first;
+        std::optional<Band> b;
+        if (!cv.empty()) b = Band{cv.time_factors(), envelope_without(r, cell.first, cell.second, cv.scope, source)};
+        it = bands.emplace(cell, b).first;
       }
       if (!it->second) continue;
-      ++judged;
-      const auto [lo, hi] = *it->second;
+      const bool past = beyond_envelope(it->second->span, c->shape);
+      const auto [lo, hi] = widened_factors(it->second->factors, past ? beyond_widening : 1.0);
       const double opt = 1 + errors.at({c->source, c->id}).optimism_pct / 100;
-      inside += lo <= opt && opt <= hi ? 1 : 0;
-      width += 100 * (hi - lo);
+      const bool in = lo <= opt && opt <= hi;
+      all.add(in, 100 * (hi - lo));
+      (past ? beyond : inside).add(in, 100 * (hi - lo));
     }
-    if (judged == 0) continue;  // the only source: nothing to build its band from
-    ++out.sources;
-    out.runs += judged;
-    out.covered += inside / judged;
-    out.mean_width += width / judged;
+    if (all.judged == 0) continue;  // the only source: nothing to build its band from
+    fold(out, all);
+    fold(out.inside, inside);
+    fold(out.beyond, beyond);
   }
-  if (out.sources > 0) {
-    out.covered /= out.sources;
-    out.mean_width /= out.sources;
-  }
+  auto average = [](auto& part) {
+    if (part.sources == 0) return;
+    part.covered /= part.sources;
+    part.mean_width /= part.sources;
+  };
+  average(out);
+  average(out.inside);
+  average(out.beyond);
   return out;
 }
 
@@ -422,19 +449,27 @@ std::string drawn_toward_pool(const CrossValidated& cv) {
 }
 }  // namespace
 
-std::string error_band_line(const Accuracy& a, double iteration_s, double tokens_per_s) {
+std::string error_band_line(const Accuracy& a, double iteration_s, double tokens_per_s, double widening) {
   if (a.cv.empty() || !(iteration_s > 0)) return "";
-  const auto [lo, hi] = a.cv.time_factors();
+  const auto bare = a.cv.time_factors();
+  const auto [lo, hi] = widened_factors(bare, widening);
   char buf[256];
   std::snprintf(buf, sizeof buf, "error band: iteration %.3g s, 80%% likely %.3g-%.3g s; ", iteration_s,
                 iteration_s * lo, iteration_s * hi);
-  return std::string(buf) + grouped(tokens_per_s) + " tokens/s, 80% likely " + grouped(tokens_per_s / hi) + "-" +
-         grouped(tokens_per_s / lo) + " (the measured time was " + signed_pct(100 * (lo - 1)) + " to " +
-         signed_pct(100 * (hi - 1)) + " of the prediction for 80% of the runs left out of the fit, cross-validated on " +
-         a.cv.cell + drawn_toward_pool(a.cv) + ")";
+  std::string s = std::string(buf) + grouped(tokens_per_s) + " tokens/s, 80% likely " + grouped(tokens_per_s / hi) +
+                  "-" + grouped(tokens_per_s / lo) + " (the measured time was " + signed_pct(100 * (bare.first - 1)) +
+                  " to " + signed_pct(100 * (bare.second - 1)) +
+                  " of the prediction for 80% of the runs left out of the fit, cross-validated on " + a.cv.cell +
+                  drawn_toward_pool(a.cv);
+  if (widening != 1) {
+    std::snprintf(buf, sizeof buf, "; widened %gx to ", widening);
+    s += buf + signed_pct(100 * (lo - 1)) + " to " + signed_pct(100 * (hi - 1)) +
+         " for a plan beyond the runs it was checked on, where left-out runs fell outside that band more often";
+  }
+  return s + ")";
 }
 
-nlohmann::json accuracy_json(const Accuracy& a, double iteration_s, double tokens_per_s) {
+nlohmann::json accuracy_json(const Accuracy& a, double iteration_s, double tokens_per_s, double widening) {
   nlohmann::json sources = nlohmann::json::array();
   for (const auto& s : a.sources)
     sources.push_back({{"source", s.name},
@@ -445,7 +480,7 @@ nlohmann::json accuracy_json(const Accuracy& a, double iteration_s, double token
                        {"max_abs_error_pct", s.max_abs_pct}});
   nlohmann::json j{{"gpu_family", a.family}, {"time_sources", sources}};
   if (!a.cv.empty()) {
-    const auto [lo, hi] = a.cv.time_factors();
+    const auto [lo, hi] = widened_factors(a.cv.time_factors(), widening);
     j["cross_validated"] = {{"cell", a.cv.cell},
                             {"fallback", a.cv.fallback},
                             {"engine", a.cv.engine},
@@ -457,6 +492,7 @@ nlohmann::json accuracy_json(const Accuracy& a, double iteration_s, double token
                             {"optimism_p90_pct", a.cv.optimism_p90},
                             {"pooled_band_pct", {a.cv.pooled_lo, a.cv.pooled_hi}},
                             {"band_pct", {100 * (lo - 1), 100 * (hi - 1)}},
+                            {"band_widening", widening},
                             {"pooled_weight_sources", kBandPriorSources}};
     if (iteration_s > 0) {
       j["band"] = {{"coverage", 0.8},

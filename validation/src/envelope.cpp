@@ -67,10 +67,16 @@ bool in_cell(const ValidationCase& c, CellScope scope, const std::string& family
 
 Envelope envelope_of(const ValidationReport& r, const std::string& family, const std::string& engine,
                      CellScope scope) {
+  return envelope_without(r, family, engine, scope, "");
+}
+
+Envelope envelope_without(const ValidationReport& r, const std::string& family, const std::string& engine,
+                          CellScope scope, const std::string& without) {
   const std::string priced = engine == "ztune" ? "deepspeed" : engine;
   Envelope e;
   for (const ValidationCase& c : r.cases) {
     if (!is_time_metric(c.metric) || c.shape.empty() || !in_cell(c, scope, family, priced)) continue;
+    if (!without.empty() && c.source == without) continue;
     if (e.runs++ == 0) {
       e.lo = e.hi = c.shape;
     } else {
@@ -86,10 +92,11 @@ Envelope envelope_of(const ValidationReport& r, const std::string& family, const
   return e;
 }
 
-std::vector<Extrapolation> outside_envelope(const Envelope& e, const Transformer& m, const Plan& p) {
+namespace {
+// The numeric quantities of shape `s` more than kMargin beyond envelope `e`
+// (outside_envelope's and extrapolation_distance's one list).
+std::vector<Extrapolation> numbers_outside(const Envelope& e, const RunShape& s) {
   std::vector<Extrapolation> x;
-  if (e.empty()) return x;
-  const RunShape s = run_shape(m, p);
   auto check = [&](const char* quantity, double value, double lo, double hi) {
     if (value > hi * kMargin || value * kMargin < lo) x.push_back({quantity, value, lo, hi});
   };
@@ -101,11 +108,28 @@ std::vector<Extrapolation> outside_envelope(const Envelope& e, const Transformer
   check("pipeline depth", s.pp, e.lo.pp, e.hi.pp);
   check("context-parallel degree", s.cp, e.lo.cp, e.hi.cp);
   check("Ulysses degree", s.ulysses, e.lo.ulysses, e.hi.ulysses);
+  return x;
+}
+}  // namespace
+
+std::vector<Extrapolation> outside_envelope(const Envelope& e, const Transformer& m, const Plan& p) {
+  if (e.empty()) return {};
+  const RunShape s = run_shape(m, p);
+  std::vector<Extrapolation> x = numbers_outside(e, s);
   // A mode none of the runs used is priced by terms the band never checked.
   for (std::uint32_t bit = 1; bit != 0 && bit <= s.features; bit <<= 1)
     if ((s.features & bit) != 0 && (e.hi.features & bit) == 0)
       x.push_back({run_feature_name(bit), 0, 0, 0, /*mode=*/true});
   return x;
+}
+
+bool beyond_envelope(const Envelope& e, const RunShape& s) {
+  if (e.empty() || s.empty()) return false;
+  return !numbers_outside(e, s).empty() || (s.features & ~e.hi.features) != 0;
+}
+
+std::pair<double, double> widened_factors(std::pair<double, double> factors, double widening) {
+  return {std::max(0.05, 1 + (factors.first - 1) * widening), 1 + (factors.second - 1) * widening};
 }
 
 namespace {
@@ -130,12 +154,16 @@ std::vector<Extrapolation> beyond(const Accuracy& a, const Transformer& m, const
 
 }  // namespace
 
+double band_widening(const Accuracy& a, const Transformer& m, const Plan& p) {
+  return no_run_on_gpu(a) || !beyond(a, m, p).empty() ? kBandBeyondWidening : 1.0;
+}
+
 std::string extrapolation_line(const Accuracy& a, const Transformer& m, const Plan& p) {
   // A GPU without one published run: every plan on it is an extrapolation,
   // whatever band the other GPUs' runs give.
   if (no_run_on_gpu(a))
     return "extrapolated: no published run on " + a.family + " at all; the error band was measured on " + a.cv.cell +
-           " runs";
+           " runs, and is widened for it";
   const std::vector<Extrapolation> x = beyond(a, m, p);
   if (x.empty()) return "";
   std::string s = "extrapolated beyond the " + a.envelope.cell + " runs it was checked on (" +
@@ -145,7 +173,7 @@ std::string extrapolation_line(const Accuracy& a, const Transformer& m, const Pl
     s += x[i].mode ? x[i].quantity + (x[i].quantity.starts_with("GPU ") ? "" : " (none of them ran it)")
                    : x[i].quantity + " " + number(x[i].value) + " (they span " + number(x[i].lo) + "-" + number(x[i].hi) + ")";
   }
-  return s + "; the error band was measured inside them";
+  return s + "; the error band was measured inside them, and is widened for it";
 }
 
 nlohmann::json extrapolation_json(const Accuracy& a, const Transformer& m, const Plan& p) {
