@@ -229,7 +229,12 @@ std::string render_search(const nlohmann::json& d) {
     out << "  best plan's band when searched: " << grouped(band.at(0).get<double>()) << "-"
         << grouped(band.at(1).get<double>()) << " tokens/s (iteration " << formatted("%.3g", time.at(0).get<double>())
         << "-" << formatted("%.3g s", time.at(1).get<double>()) << "), 80% likely (cross-validated on "
-        << accuracy.at("cross_validated").at("cell").get<std::string>() << ")\n";
+        << accuracy.at("cross_validated").at("cell").get<std::string>();
+    // Searches stored before session 53 carry no widening: theirs was 1.
+    const auto& cv = accuracy.at("cross_validated");
+    if (const auto w = cv.find("band_widening"); w != cv.end() && w->is_number() && w->get<double>() != 1)
+      out << formatted("; widened %gx beyond the runs it was checked on", w->get<double>());
+    out << ")\n";
   }
   if (accuracy.is_object() && accuracy.contains("extrapolation")) {
     const auto& x = accuracy.at("extrapolation");

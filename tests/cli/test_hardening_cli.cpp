@@ -1290,6 +1290,10 @@ TEST_CASE("history show of a search prints the best plan's band as the search ga
   REQUIRE(h.exit_code == 0);
   CHECK_THAT(h.out, Contains(text) && Contains("cross-validated on H100/megatron"));
   CHECK_THAT(h.out, !Contains("\"accuracy\""));  // not repeated among the options
+  // A band widened for a plan beyond the runs says so when shown again.
+  const double widening = nlohmann::json::parse(s.out).at("accuracy").at("cross_validated").at("band_widening");
+  if (widening != 1) CHECK_THAT(h.out, Contains("widened 1.3x beyond the runs it was checked on"));
+  else CHECK_THAT(h.out, !Contains("widened"));
 }
 
 // CLI11 converts integers with strtoll's base 0: --tp 010 had been tp 8, --tp 08
