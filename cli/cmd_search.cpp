@@ -274,7 +274,8 @@ int run_search_command(const SearchFlags& f) {
   auto best_accuracy_json = [&]() {
     const auto& best = r.plans.front().time();
     const Accuracy& a0 = best_accuracy_of();
-    nlohmann::json a = accuracy_json(a0, best.iteration_s, best.tokens_per_s, band_widening(a0, model, r.plans.front().plan));
+    nlohmann::json a =
+        accuracy_json(a0, best.iteration_s, best.tokens_per_s, band_widening(a0, model, r.plans.front().plan));
     if (!a0.envelope.empty() || !a0.cv.empty()) a["extrapolation"] = extrapolation_json(a0, model, r.plans.front().plan);
     a["your_runs"] = runs_fit_json(hw);
     return a;

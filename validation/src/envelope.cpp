@@ -94,7 +94,7 @@ Envelope envelope_without(const ValidationReport& r, const std::string& family, 
 
 namespace {
 // The numeric quantities of shape `s` more than kMargin beyond envelope `e`
-// (outside_envelope's and extrapolation_distance's one list).
+// (outside_envelope's and beyond_envelope's one list).
 std::vector<Extrapolation> numbers_outside(const Envelope& e, const RunShape& s) {
   std::vector<Extrapolation> x;
   auto check = [&](const char* quantity, double value, double lo, double hi) {

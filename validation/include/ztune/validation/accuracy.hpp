@@ -117,7 +117,7 @@ struct Extrapolation {
 /// other sources' runs and 73.0 % of those beyond it (source-balanced;
 /// band_coverage's inside and beyond, which ztune validate prints); 1.3
 /// brings the latter to 79.2 % and the whole to 82.1 %. How far beyond did
-/// not matter: runs ten times past the span (vTrain's 1,440 single-node runs
+/// not matter: runs far past the span (vTrain's 1,440 single-node runs
 /// against the 64-1,024-GPU ones) were held more often than runs just past it,
 /// so the factor is flat. One number chosen on the same 23 sources it is
 /// judged on (docs/benchmarks.md, session 53).
@@ -146,10 +146,10 @@ struct Accuracy {
 
 /// How often the band holds for a source it has not seen: for each source,
 /// the band of each of its runs' cells built from the other sources' left-out
-/// errors, and the share of its runs inside; source-balanced.
-/// The same split by where each run lies: inside the span of its cell's
-/// other sources' runs or beyond it (beyond_envelope), each source-balanced
-/// over the sources with runs there.
+/// errors, and the share of its runs inside; source-balanced. `inside` and
+/// `beyond` split the runs by where each lies against the span of its cell's
+/// other sources' runs (beyond_envelope), each balanced over the sources
+/// with runs there.
 struct BandCoverage {
   int sources = 0, runs = 0;
   double covered = 0;     // source-balanced share of runs inside the band, 0-1
