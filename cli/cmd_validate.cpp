@@ -3,9 +3,9 @@
 // overall (STYLE.md #13). Exit 1 when a case exceeds its stated tolerance or a
 // source's MAPE exceeds its target; 2 on bad input.
 #include <algorithm>
-#include <filesystem>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -130,6 +130,9 @@ nlohmann::json report_json(const ValidationReport& r, const std::string& dir) {
                           {"covered", b.covered},      {"mean_width_pct", b.mean_width},
                           {"inside_runs", part(b.inside)}, {"beyond_runs", part(b.beyond)},
                           {"beyond_widening", kBandBeyondWidening}, {"beyond_runs_bare_band", part(bare.beyond)}};
+    nlohmann::json per = nlohmann::json::array();
+    for (const auto& s : b.per_source) per.push_back({{"source", s.source}, {"runs", s.runs}, {"covered", s.covered}});
+    j["band_coverage"]["per_source"] = per;
   }
   if (!stale.empty()) j["loso_stale"] = stale;
   return j;
@@ -212,6 +215,15 @@ void print_balance(const ValidationReport& r, const std::string& dir) {
                 "the band widened %gx (%.1f%% without; %d sources, %d runs)\n",
                 100 * b.inside.covered, b.inside.sources, b.inside.runs, 100 * b.beyond.covered, kBandBeyondWidening,
                 100 * bare.beyond.covered, b.beyond.sources, b.beyond.runs);
+    // Where it misses: the sources with less than half their runs inside,
+    // whose setups (an engine's mechanism the others lack) a plan like them
+    // should not trust the band for.
+    std::string missed;
+    for (const auto& s : b.per_source)
+      if (s.covered < 0.5)
+        missed += (missed.empty() ? "" : ", ") + s.source + " " + std::to_string(std::lround(100 * s.covered)) + "% of " +
+                  std::to_string(s.runs);
+    if (!missed.empty()) std::printf("  sources the band held less than half of, left out: %s\n", missed.c_str());
   }
   if (!stale.empty()) std::printf("note: %s\n", stale.c_str());
   if (!r.skipped.empty()) {

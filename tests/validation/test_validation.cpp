@@ -954,6 +954,14 @@ TEST_CASE("the error band is drawn toward every source's, and judged on sources 
   CHECK(b.inside.sources == 3);
   CHECK(b.inside.covered == Approx(2.0 / 3));
   CHECK(b.beyond.sources == 0);
+  // Where it missed: S2, each source's own share.
+  REQUIRE(b.per_source.size() == 3);
+  CHECK(b.per_source[0].source == "S1");
+  CHECK(b.per_source[0].covered == 1);
+  CHECK(b.per_source[1].source == "S2");
+  CHECK(b.per_source[1].runs == 2);
+  CHECK(b.per_source[1].covered == 0);
+  CHECK(b.per_source[2].covered == 1);
   // One source alone has no other to build its band from: not judged (it had
   // counted as 0 % covered, 0 wide).
   LeftOutErrors one;

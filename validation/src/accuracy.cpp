@@ -311,6 +311,7 @@ BandCoverage band_coverage(const ValidationReport& r, const nlohmann::json& loso
       (past ? beyond : inside).add(in, 100 * (hi - lo));
     }
     if (all.judged == 0) continue;  // the only source: nothing to build its band from
+    out.per_source.push_back({source, all.judged, all.inside / all.judged});
     fold(out, all);
     fold(out.inside, inside);
     fold(out.beyond, beyond);

@@ -158,6 +158,14 @@ struct BandCoverage {
     int sources = 0, runs = 0;
     double covered = 0, mean_width = 0;
   } inside, beyond;
+  /// Each judged source's own figures (its name, runs, share inside), in
+  /// name order: where the band misses.
+  struct PerSource {
+    std::string source;
+    int runs = 0;
+    double covered = 0;
+  };
+  std::vector<PerSource> per_source;
 };
 /// `beyond_widening`: the widening of the bands of runs beyond the span
 /// (kBandBeyondWidening's) they are judged with; 1 judges the bare bands.
