@@ -411,6 +411,16 @@ TEST_CASE("predict says when a plan lies beyond the published runs its error ban
   r = run_command(base + " --seq 131072");
   CHECK_THAT(r.out, Contains("extrapolated beyond the H100/megatron runs it was checked on") &&
                         Contains("sequence length 131,072") && Contains("widened 1.3x to "));
+  // Where the cell's band has missed a source left out, the accuracy line
+  // names it: DeepSpeed's ZeRO-3 runs on Azure's A100s (ztune validate lists
+  // the same: 1 of their 4 runs inside).
+  r = run_command(ztune_bin() + " predict --cluster dgx-a100-80gb --model llama-7b --engine deepspeed --zero 3 --json");
+  REQUIRE(r.exit_code == 0);
+  const auto misses = nlohmann::json::parse(r.out).at("accuracy").at("cross_validated").at("band_misses");
+  REQUIRE(misses.size() == 1);
+  CHECK(misses[0].at("source") == "DeepSpeed-Azure-ZeRO3");
+  CHECK(misses[0].at("runs") == 4);
+  CHECK(misses[0].at("covered").get<double>() < 0.5);
 }
 
 TEST_CASE("CPU checkpointing and the gradient all-reduce on the command line: their rules, named by flag",

@@ -962,6 +962,24 @@ TEST_CASE("the error band is drawn toward every source's, and judged on sources 
   CHECK(b.per_source[1].runs == 2);
   CHECK(b.per_source[1].covered == 0);
   CHECK(b.per_source[2].covered == 1);
+  // One cell's runs alone (A100/fsdp: S2's and S3's), each by the band built
+  // without its source, as above.
+  const CellRuns a100_fsdp{"A100", "fsdp", CellScope::gpu_engine};
+  const BandCoverage cell = band_coverage(r, loso, kBandBeyondWidening, &a100_fsdp);
+  REQUIRE(cell.per_source.size() == 2);
+  CHECK(cell.per_source[0].source == "S2");
+  CHECK(cell.per_source[0].covered == 0);
+  CHECK(cell.per_source[1].covered == 1);
+  CHECK(cell.runs == 4);
+  // Where the band missed, the accuracy line says so after the cell's figure.
+  Accuracy missed;
+  missed.family = "A100";
+  missed.sources.push_back({});
+  missed.cv = cross_validated(r, loso, "A100", "fsdp");
+  missed.band_misses.push_back(cell.per_source[0]);
+  CHECK_THAT(accuracy_line(missed, "a100", std::nullopt),
+             Catch::Contains("; left out, its band held under half the runs of S2 (0 of 2)"));
+  CHECK(accuracy_json(missed).at("cross_validated").at("band_misses")[0].at("source") == "S2");
   // One source alone has no other to build its band from: not judged (it had
   // counted as 0 % covered, 0 wide).
   LeftOutErrors one;

@@ -256,11 +256,15 @@ CrossValidated cross_validated(const ValidationReport& r, const nlohmann::json& 
   return with_pool(pooled);
 }
 
-BandCoverage band_coverage(const ValidationReport& r, const nlohmann::json& loso, double beyond_widening) {
+BandCoverage band_coverage(const ValidationReport& r, const nlohmann::json& loso, double beyond_widening,
+                           const CellRuns* only) {
   const auto errors = loso_cases(loso);
+  const std::string priced = only == nullptr ? "" : only->engine == "ztune" ? "deepspeed" : only->engine;
   std::map<std::string, std::vector<const ValidationCase*>> by_source;
   for (const auto& c : r.cases)
-    if (is_time_metric(c.metric) && !c.gpu.empty() && errors.count({c.source, c.id}) > 0) by_source[c.source].push_back(&c);
+    if (is_time_metric(c.metric) && !c.gpu.empty() && errors.count({c.source, c.id}) > 0 &&
+        (only == nullptr || in_cell(c, only->scope, only->family, priced)))
+      by_source[c.source].push_back(&c);
   BandCoverage out;
   // One source's runs in a part (all, inside, beyond): adds its shares.
   struct Tally {
@@ -371,9 +375,15 @@ Accuracy accuracy_for(const Cluster& c, const std::string& engine) {
     const ValidationReport r = run_validation(default_validation_dir());
     a.sources = time_accuracy(r, c.node.gpu.name);
     if (c.device_kind != DeviceKind::cpu) {
-      a.cv = cross_validated(r, read_loso(&a.stale), a.family, engine);
+      const nlohmann::json loso = read_loso(&a.stale);
+      a.cv = cross_validated(r, loso, a.family, engine);
       // The runs the band was measured on are the runs a plan is checked against.
       a.envelope = a.cv.empty() ? envelope_of(r, a.family, engine) : envelope_of(r, a.family, engine, a.cv.scope);
+      if (!a.cv.empty()) {
+        const CellRuns cell{a.family, engine, a.cv.scope};
+        for (const auto& s : band_coverage(r, loso, kBandBeyondWidening, &cell).per_source)
+          if (s.covered < 0.5) a.band_misses.push_back(s);
+      }
     }
   } catch (const std::exception& e) {
     a.problem = e.what();
@@ -411,6 +421,12 @@ std::string accuracy_line(const Accuracy& a, const std::string& profile,
          std::to_string(a.cv.sources) + (a.cv.sources == 1 ? " source, " : " sources, ") + grouped(a.cv.runs) +
          " runs; mean speed error " + signed_pct(a.cv.mean_signed) + ", > 0 is too fast)";
     if (a.cv.fallback) s += "; nothing measured on " + a.family + "/" + a.cv.engine + " itself";
+    // Where the band has missed in this cell: a plan like those runs may miss it too.
+    for (std::size_t i = 0; i < a.band_misses.size(); ++i) {
+      const auto& m = a.band_misses[i];
+      s += (i == 0 ? "; left out, its band held under half the runs of " : ", ") + m.source + " (" +
+           grouped(std::round(m.covered * m.runs)) + " of " + grouped(m.runs) + ")";
+    }
   }
   if (!a.stale.empty()) s += "\nnote: " + a.stale;
   return s;
@@ -482,6 +498,8 @@ nlohmann::json accuracy_json(const Accuracy& a, double iteration_s, double token
   nlohmann::json j{{"gpu_family", a.family}, {"time_sources", sources}};
   if (!a.cv.empty()) {
     const auto [lo, hi] = widened_factors(a.cv.time_factors(), widening);
+    nlohmann::json misses = nlohmann::json::array();
+    for (const auto& m : a.band_misses) misses.push_back({{"source", m.source}, {"runs", m.runs}, {"covered", m.covered}});
     j["cross_validated"] = {{"cell", a.cv.cell},
                             {"fallback", a.cv.fallback},
                             {"engine", a.cv.engine},
@@ -494,6 +512,7 @@ nlohmann::json accuracy_json(const Accuracy& a, double iteration_s, double token
                             {"pooled_band_pct", {a.cv.pooled_lo, a.cv.pooled_hi}},
                             {"band_pct", {100 * (lo - 1), 100 * (hi - 1)}},
                             {"band_widening", widening},
+                            {"band_misses", misses},
                             {"pooled_weight_sources", kBandPriorSources}};
     if (iteration_s > 0) {
       j["band"] = {{"coverage", 0.8},

@@ -127,23 +127,6 @@ inline constexpr double kBandBeyondWidening = 1.3;
 /// to nothing).
 [[nodiscard]] std::pair<double, double> widened_factors(std::pair<double, double> factors, double widening);
 
-struct Accuracy {
-  std::string family;                  // "A100"
-  std::string gpu;                     // the cluster's GPU ("H100-PCIe-80GB"): a variant no run used is an extrapolation
-  std::vector<SourceSummary> sources;  // empty: nothing measured on this GPU family
-  CrossValidated cv;                   // empty when loso.json has nothing for this family or engine
-  Envelope envelope;                   // what the family's (and engine's) runs span
-  std::string problem;                 // set when the validation data could not be read
-  std::string stale;                   // set when loso.json was computed for other profiles
-};
-
-/// The cross-validated error of (family, engine) from a validation report and
-/// the LOSO file's per-case errors: that cell's sources, else the wider (larger
-/// error) of the family with any engine and the engine on any family, else
-/// every source (said so).
-[[nodiscard]] CrossValidated cross_validated(const ValidationReport& r, const nlohmann::json& loso,
-                                             const std::string& family, const std::string& engine);
-
 /// How often the band holds for a source it has not seen: for each source,
 /// the band of each of its runs' cells built from the other sources' left-out
 /// errors, and the share of its runs inside; source-balanced. `inside` and
@@ -167,10 +150,38 @@ struct BandCoverage {
   };
   std::vector<PerSource> per_source;
 };
+/// The runs of one cell (in_cell's), to judge only those.
+struct CellRuns {
+  std::string family, engine;  // the engine as asked ("ztune" is priced as DeepSpeed)
+  CellScope scope = CellScope::gpu_engine;
+};
 /// `beyond_widening`: the widening of the bands of runs beyond the span
 /// (kBandBeyondWidening's) they are judged with; 1 judges the bare bands.
+/// `only`: judge the runs of that cell alone (each still by the band built
+/// without its source); every run when null.
 [[nodiscard]] BandCoverage band_coverage(const ValidationReport& r, const nlohmann::json& loso,
-                                         double beyond_widening = kBandBeyondWidening);
+                                         double beyond_widening = kBandBeyondWidening,
+                                         const CellRuns* only = nullptr);
+
+struct Accuracy {
+  std::string family;                  // "A100"
+  std::string gpu;                     // the cluster's GPU ("H100-PCIe-80GB"): a variant no run used is an extrapolation
+  std::vector<SourceSummary> sources;  // empty: nothing measured on this GPU family
+  CrossValidated cv;                   // empty when loso.json has nothing for this family or engine
+  Envelope envelope;                   // what the family's (and engine's) runs span
+  /// The cell's sources whose runs, left out, its band held less than half
+  /// of (band_coverage over the cell's runs): where the band has missed.
+  std::vector<BandCoverage::PerSource> band_misses;
+  std::string problem;                 // set when the validation data could not be read
+  std::string stale;                   // set when loso.json was computed for other profiles
+};
+
+/// The cross-validated error of (family, engine) from a validation report and
+/// the LOSO file's per-case errors: that cell's sources, else the wider (larger
+/// error) of the family with any engine and the engine on any family, else
+/// every source (said so).
+[[nodiscard]] CrossValidated cross_validated(const ValidationReport& r, const nlohmann::json& loso,
+                                             const std::string& family, const std::string& engine);
 
 /// Every (GPU family, engine) cell of the report with its in-sample and
 /// cross-validated source-balanced errors (ztune validate's cell table).
