@@ -1,6 +1,5 @@
 #include "main_window.hpp"
 
-#include <cmath>
 #include <cstdio>
 
 #include <QAction>
@@ -398,16 +397,10 @@ void MainWindow::on_search_finished() {
       report += QStringLiteral("<p><b>Best plan's</b> %1</p>").arg(QString::fromStdString(band).toHtmlEscaped());
   }
   // Where the cell's band has missed a source left out (as the CLI's accuracy line says).
-  if (!acc.band_misses.empty()) {
-    QStringList missed;
-    for (const auto& m : acc.band_misses)
-      missed << QStringLiteral("%1 (%2 of %3)")
-                    .arg(QString::fromStdString(m.source).toHtmlEscaped(), format_count(std::round(m.covered * m.runs)),
-                         format_count(m.runs));
+  if (const std::string missed = band_misses_list(acc); !missed.empty())
     report += QStringLiteral("<p>Left out, the band held under half the runs of %1, of the sources it was "
                              "measured on.</p>")
-                  .arg(missed.join(QStringLiteral(", ")));
-  }
+                  .arg(QString::fromStdString(missed).toHtmlEscaped());
   if (!acc.sources.empty()) {
     report += QStringLiteral("<b>Accuracy on %1</b> (published runs; in-sample where the default profile was "
                              "fitted on them)<table cellspacing=2>")

@@ -1019,6 +1019,7 @@ TEST_CASE("the error band beyond the runs: wider, as the left-out runs beyond th
   CHECK(shipped.covered >= 0.78);
   CHECK(shipped.covered <= 0.86);
   CHECK(shipped.inside.covered == bare.inside.covered);
+  CHECK(shipped.beyond_bare.covered == bare.beyond.covered);  // the one pass's unwidened figure
   CHECK(shipped.beyond.mean_width == Approx(kBandBeyondWidening * bare.beyond.mean_width).epsilon(0.01));
 }
 

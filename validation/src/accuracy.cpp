@@ -117,6 +117,10 @@ std::pair<double, double> CrossValidated::time_factors() const {
   return {1 + lo / 100, 1 + hi / 100};
 }
 
+std::pair<double, double> widened_factors(std::pair<double, double> factors, double widening) {
+  return {std::max(0.05, 1 + (factors.first - 1) * widening), 1 + (factors.second - 1) * widening};
+}
+
 std::string profiles_digest() {
   // The same files, in the same order, as fit_profiles.py digest().
   std::uint64_t h = 0xcbf29ce484222325ull;
@@ -296,7 +300,7 @@ BandCoverage band_coverage(const ValidationReport& r, const nlohmann::json& loso
       Envelope span;
     };
     std::map<std::pair<std::string, std::string>, std::optional<Band>> bands;
-    Tally all, inside, beyond;
+    Tally all, inside, beyond, beyond_bare;
     for (const ValidationCase* c : runs) {
       const std::pair<std::string, std::string> cell{gpu_family(c->gpu), c->engine};
       auto it = bands.find(cell);
@@ -308,17 +312,21 @@ BandCoverage band_coverage(const ValidationReport& r, const nlohmann::json& loso
       }
       if (!it->second) continue;
       const bool past = beyond_envelope(it->second->span, c->shape);
-      const auto [lo, hi] = widened_factors(it->second->factors, past ? beyond_widening : 1.0);
       const double opt = 1 + errors.at({c->source, c->id}).optimism_pct / 100;
-      const bool in = lo <= opt && opt <= hi;
-      all.add(in, 100 * (hi - lo));
-      (past ? beyond : inside).add(in, 100 * (hi - lo));
+      auto judge = [opt](std::pair<double, double> f, Tally& t) {
+        t.add(f.first <= opt && opt <= f.second, 100 * (f.second - f.first));
+      };
+      const auto band = widened_factors(it->second->factors, past ? beyond_widening : 1.0);
+      judge(band, all);
+      judge(band, past ? beyond : inside);
+      if (past) judge(it->second->factors, beyond_bare);
     }
     if (all.judged == 0) continue;  // the only source: nothing to build its band from
     out.per_source.push_back({source, all.judged, all.inside / all.judged});
     fold(out, all);
     fold(out.inside, inside);
     fold(out.beyond, beyond);
+    fold(out.beyond_bare, beyond_bare);
   }
   auto average = [](auto& part) {
     if (part.sources == 0) return;
@@ -328,6 +336,7 @@ BandCoverage band_coverage(const ValidationReport& r, const nlohmann::json& loso
   average(out);
   average(out.inside);
   average(out.beyond);
+  average(out.beyond_bare);
   return out;
 }
 
@@ -422,13 +431,18 @@ std::string accuracy_line(const Accuracy& a, const std::string& profile,
          " runs; mean speed error " + signed_pct(a.cv.mean_signed) + ", > 0 is too fast)";
     if (a.cv.fallback) s += "; nothing measured on " + a.family + "/" + a.cv.engine + " itself";
     // Where the band has missed in this cell: a plan like those runs may miss it too.
-    for (std::size_t i = 0; i < a.band_misses.size(); ++i) {
-      const auto& m = a.band_misses[i];
-      s += (i == 0 ? "; left out, its band held under half the runs of " : ", ") + m.source + " (" +
-           grouped(std::round(m.covered * m.runs)) + " of " + grouped(m.runs) + ")";
-    }
+    if (const std::string missed = band_misses_list(a); !missed.empty())
+      s += "; left out, its band held under half the runs of " + missed;
   }
   if (!a.stale.empty()) s += "\nnote: " + a.stale;
+  return s;
+}
+
+std::string band_misses_list(const Accuracy& a) {
+  std::string s;
+  for (const auto& m : a.band_misses)
+    s += (s.empty() ? "" : ", ") + m.source + " (" + grouped(std::round(m.covered * m.runs)) + " of " +
+         grouped(m.runs) + ")";
   return s;
 }
 

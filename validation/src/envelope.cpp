@@ -128,10 +128,6 @@ bool beyond_envelope(const Envelope& e, const RunShape& s) {
   return !numbers_outside(e, s).empty() || (s.features & ~e.hi.features) != 0;
 }
 
-std::pair<double, double> widened_factors(std::pair<double, double> factors, double widening) {
-  return {std::max(0.05, 1 + (factors.first - 1) * widening), 1 + (factors.second - 1) * widening};
-}
-
 namespace {
 
 // A GPU family without one published run (H200): its band is other GPUs'.

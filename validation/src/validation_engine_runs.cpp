@@ -127,6 +127,8 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     std::optional<double> stage_stated = number(plan, "zero_stage", where + ".plan");
     int dp_shard = 0;
     std::string assumed;
+    // What the row does not publish and a statement supplies, each with its why, in order.
+    auto assume = [&assumed](const std::string& why) { assumed += (assumed.empty() ? "" : "; ") + why; };
     if (!gpus && !dp && per_node && contains(sharding, "HSDP") && contains(sharding, ">1 node")) {
       // OLMo-core: the scripts' default launch is one node; the mesh is HSDP
       // (shard within the node) only beyond it, so one node is full sharding.
@@ -173,7 +175,7 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     if (stated) {
       if (!mb && stated->micro_batch) mb = stated->micro_batch;
       gb_assumed = stated->global_batch;
-      assumed += (assumed.empty() ? "" : "; ") + stated->why;
+      assume(stated->why);
     }
     if (!mb) {
       skip("the micro-batch is not published");
@@ -217,7 +219,7 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     // the GPT-2/Megatron-LM 0.1 the model has by default.
     if (const auto* d = statement_for(spec.dropout, id)) {
       m.dropout = d->p;
-      assumed += (assumed.empty() ? "" : "; ") + d->why;
+      assume(d->why);
     }
     m.global_batch = *gb;
     m.train_tokens = 1;
@@ -323,7 +325,7 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
       } else {
         if (const auto* g = statement_for(spec.grad_reduce, id)) {
           p.grad_reduce_dtype = g->dtype;
-          assumed += (assumed.empty() ? "" : "; ") + g->why;
+          assume(g->why);
         }
       }
     }
@@ -331,14 +333,14 @@ void engine_runs_source(const SourceSpec& spec, const std::string& dir, Context&
     std::optional<CrossEntropyKernels> loss;
     if (const auto* e = statement_for(spec.cross_entropy, id)) {
       loss = e->kernels;
-      assumed += (assumed.empty() ? "" : "; ") + e->why;
+      assume(e->why);
     }
     for (const auto& o : spec.optimizer_states) {
       if (!starts_with_any(o.id_prefixes, id)) continue;
       p.master_dtype = o.master;
       p.moments_dtype = o.moments;
       p.param_remainders = o.param_remainders;
-      assumed += (assumed.empty() ? "" : "; ") + o.why;
+      assume(o.why);
       break;
     }
     if (stated && stated->tp_comm_overlap) p.tp_comm_overlap = *stated->tp_comm_overlap;

@@ -141,6 +141,7 @@ struct BandCoverage {
     int sources = 0, runs = 0;
     double covered = 0, mean_width = 0;
   } inside, beyond;
+  Part beyond_bare;  // the runs beyond, judged by their band unwidened
   /// Each judged source's own figures (its name, runs, share inside), in
   /// name order: where the band misses.
   struct PerSource {
@@ -224,6 +225,10 @@ struct CellSummary {
 [[nodiscard]] std::string runs_fit_line(const HardwareProfile& used);
 /// The same as {"runs", "in_sample_error", "held_out_error"} (fractions; held_out_error null with one run), or null.
 [[nodiscard]] nlohmann::json runs_fit_json(const HardwareProfile& used);
+/// a.band_misses as a list, "DeepSpeed-Azure-ZeRO3 (1 of 4), ..." (the runs
+/// inside of each source's runs); "" without any. accuracy_line and the
+/// planner's report say it.
+[[nodiscard]] std::string band_misses_list(const Accuracy& a);
 /// The widening of plan `p`'s band: kBandBeyondWidening where the plan lies
 /// beyond the runs it was checked on (extrapolation_line is not empty: a
 /// quantity past their span, a mode or a GPU none of them ran), else 1.
